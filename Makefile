@@ -1,0 +1,30 @@
+# One way in. `make watch` installs and starts the main job; `make test` installs and runs every test.
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+PROBE_DIR ?= $(HOME)/.cache/ioweather-probe
+NATIVE  := $(wildcard src/ioweather/_native/*.c src/ioweather/_native/*.h)
+
+.PHONY: install system-deps test watch bench clean
+
+$(VENV)/.installed: pyproject.toml setup.py $(NATIVE)
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+system-deps:
+	sh scripts/install-system-deps.sh
+
+test: system-deps install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+watch: install
+	$(VENV)/bin/ioweather watch $(PROBE_DIR)
+
+bench: install
+	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info src/ioweather/_native/*.so

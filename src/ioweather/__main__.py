@@ -1,0 +1,3 @@
+from ioweather.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""The small C core: timed system calls. Built by setup.py from *_core.c files."""

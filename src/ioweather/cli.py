@@ -1,0 +1,109 @@
+"""The `ioweather` command.
+
+Each feature lives in its own module under `ioweather.commands` and exposes
+`register(cli)`; `COMMAND_MODULES` lists them in help order. A module that fails
+to import (a missing optional dependency) is reported and its commands skipped,
+so one broken feature never takes the whole tool down.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from ioweather import __version__
+from ioweather.config import Settings
+from ioweather.errors import UserError
+
+COMMAND_MODULES = [
+    "ioweather.commands.probe",
+    "ioweather.commands.slowdown",
+    "ioweather.commands.iomodel",
+    "ioweather.commands.factors",
+    "ioweather.commands.jobs",
+    "ioweather.commands.telemetry",
+    "ioweather.commands.workload",
+    "ioweather.commands.fsstats",
+    "ioweather.commands.web",
+]
+
+
+class OneLineErrors(click.Group):
+    """Turns UserError, usage errors and a few environment errors into one line on stderr."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as e:
+            hint = f" (see '{e.ctx.command_path} --help')" if e.ctx else ""
+            click.echo(f"ioweather: error: {e.format_message()}{hint}", err=True)
+            rv = 2
+        except click.Abort:
+            click.echo("ioweather: interrupted", err=True)
+            rv = 130
+        except click.ClickException as e:
+            click.echo(f"ioweather: error: {e.format_message()}", err=True)
+            rv = e.exit_code
+        if not standalone_mode:
+            return rv
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except UserError as e:
+            click.echo(f"ioweather: error: {e}", err=True)
+            sys.exit(e.exit_code)
+        except PermissionError as e:
+            click.echo(f"ioweather: error: permission denied: {e.filename or e}", err=True)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            click.echo("ioweather: interrupted", err=True)
+            sys.exit(130)
+        except BrokenPipeError:
+            sys.exit(0)
+        except Exception as e:
+            # A statement failed after connecting (disk image malformed, server gone): one line, not
+            # a traceback. Checked by module name so that --help does not pay for importing SQLAlchemy.
+            if type(e).__module__.startswith("sqlalchemy"):
+                reason = str(getattr(e, "orig", e)).strip().splitlines() or [type(e).__name__]
+                click.echo(f"ioweather: error: database error: {reason[0]}", err=True)
+                sys.exit(2)
+            raise
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="ioweather")
+@click.option("--home", type=click.Path(file_okay=False), envvar="IOWEATHER_HOME",
+              help="Data directory (default ~/.local/share/ioweather).")
+@click.option("--db", "db", metavar="URL", envvar="IOWEATHER_DB",
+              help="Relational store URL, e.g. postgresql://user@host/db (default: SQLite in --home).")
+@click.pass_context
+def cli(ctx: click.Context, home: str | None, db: str | None) -> None:
+    """ioweather: is the file system slow right now, why was my job's I/O slow, what is our workload."""
+    ctx.obj = Settings.resolve(home, db)
+
+
+def _register_all() -> None:
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name and e.name.startswith("ioweather.commands"):
+                continue  # feature not built yet
+            click.echo(f"ioweather: warning: {name} unavailable: {e}", err=True)
+            continue
+        module.register(cli)
+
+
+_register_all()
+
+
+def main() -> None:
+    cli(prog_name="ioweather")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""One module per feature; each exposes register(cli). Listed in ioweather.cli.COMMAND_MODULES."""

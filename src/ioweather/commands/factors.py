@@ -1,0 +1,143 @@
+"""`ioweather factors density|fit|classify`: performance factors from latency densities (seed 000).
+
+density  classes, splits and outlier cutoff of ln(duration)  (METHODS.md 2.2-2.3)
+fit      one linear model per setup through 1.1 x each size's cutoff  (2.4)
+classify which factor explains each observation  (2.5)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ioweather.commands.common import SINCE, SIZE, TIME, json_option
+from ioweather.stats.factor_spec import DEFAULT_SIGNIFICANCE
+
+DEFAULT_SETUP = ("cache", "op", "mem_layout")
+
+
+# ---------------------------------------------------------------- shared options
+
+
+def _input_options(f):
+    """FILE... or --from-store --op OP, and how to find the durations."""
+    opts = [
+        click.argument("files", nargs=-1, type=click.Path(dir_okay=False, path_type=Path)),
+        click.option("--column", default=None,
+                     help="Duration column (default: duration_s, duration_ns, duration or value, first present)."),
+        click.option("--unit", type=click.Choice(["s", "ms", "us", "ns"]), default=None,
+                     help="Unit of the duration column (default: from its suffix _ns/_us/_ms, else seconds)."),
+        click.option("--where", "where", multiple=True, metavar="COL=VALUE",
+                     help="Keep only rows whose column has this value (repeatable), e.g. file_layout=off0."),
+        click.option("--drop-invalid", is_flag=True,
+                     help="Drop NaN, infinite, zero and negative durations with a warning instead of failing."),
+        click.option("--from-store", is_flag=True, help="Read probe samples from the store instead of FILEs."),
+        click.option("--op", default=None, help="Probe op with --from-store, e.g. data_read."),
+        click.option("--target", default=None, help="Probe target with --from-store (default: the only one)."),
+        click.option("--since", type=SINCE, default=None, help="With --from-store: first sample (a duration ago or a time)."),
+        click.option("--until", type=TIME, default=None, help="With --from-store: end time."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def _density_options(f):
+    opts = [
+        click.option("--adjust", type=float, default=2.0, show_default=True,
+                     help="Bandwidth multiplier of R's density() (the paper's 2 avoids too many classes)."),
+        click.option("--significance", type=float, default=DEFAULT_SIGNIFICANCE, show_default=True,
+                     help="A maximum counts when its density is at least this fraction of the highest "
+                          "(METHODS.md's 0.01 lets a tail of slow operations form classes; see docs/factors.md)."),
+        click.option("--cutoff-fraction", type=float, default=0.05, show_default=True,
+                     help="Outliers start where the density right of the last maximum drops below this fraction of it."),
+        click.option("--split", type=click.Choice(["minimum", "mean"]), default="minimum", show_default=True,
+                     help="Split classes at the density minimum between maxima, or at their (log) midpoint."),
+        click.option("--r44", is_flag=True, help="R >= 4.4 kernel coordinates (default: R < 4.4, as the paper's R)."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def register(cli: click.Group) -> None:
+    @cli.group()
+    def factors():
+        """Which hidden performance factor each operation hit, from latency densities (seed 000)."""
+
+    @factors.command("density")
+    @_input_options
+    @click.option("--by", default=None, metavar="COLS", help="Analyse each group separately, e.g. --by size.")
+    @_density_options
+    @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                  help="PNG: timeline coloured by class above the density with splits and cutoff (Fig. 2).")
+    @json_option
+    @click.pass_obj
+    def density_cmd(settings, **params):
+        """Classes, splits and outlier cutoff of the durations in FILE (METHODS.md 2.2-2.3).
+
+        The density is R's density(log(duration), adjust = 2) to floating-point noise;
+        its significant maxima are the performance factors, the minima between them
+        split the classes, and durations past the cutoff are outliers (congestion).
+        """
+        from ioweather.commands.factors_run import run_density
+
+        run_density(settings, **params)
+
+    @factors.command("fit")
+    @_input_options
+    @click.option("--by", default=",".join(DEFAULT_SETUP), show_default=True, metavar="COLS",
+                  help="Columns that define a setup (one model each); '' for one model over everything.")
+    @click.option("--size-column", default="size", show_default=True, help="Access size column (bytes).")
+    @click.option("--size-cap", "size_cap", multiple=True, metavar="[LABEL=]SIZE",
+                  help="Fit only sizes up to SIZE (all models, or the one named LABEL), e.g. cached-W-off0=2MiB.")
+    @click.option("--small-max", type=SIZE, default="4096", show_default=True,
+                  help="Largest size of the small model; the large one starts from its value here.")
+    @click.option("--margin", type=float, default=0.10, show_default=True,
+                  help="Fit (1 + margin) x each size's outlier cutoff.")
+    @_density_options
+    @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+                  help="Model JSON to write.")
+    @json_option
+    @click.pass_obj
+    def fit_cmd(settings, **params):
+        """Fit one linear model per setup (cache state x op x memory layout) (METHODS.md 2.4).
+
+        For each access size, 1.1 x the outlier cutoff of its durations; least squares
+        for sizes <= 4096 B; above, the intercept is fixed to the small model at 4096 B
+        and only the slope is fitted. Prints the paper's Table 3.
+        """
+        from ioweather.commands.factors_run import run_fit
+
+        run_fit(settings, **params)
+
+    @factors.command("classify")
+    @_input_options
+    @click.option("--model", "model_path", type=click.Path(dir_okay=False, path_type=Path), required=True,
+                  help="Model JSON written by 'ioweather factors fit'.")
+    @click.option("--size-column", default="size", show_default=True, help="Access size column (bytes).")
+    @click.option("--size", "fixed_size", type=SIZE, default=None,
+                  help="Access size of every observation (probe samples: default the runs' block size).")
+    @click.option("--match", default=None, metavar="COLS",
+                  help="Columns an observation must share with a model (default: op, when models and data have it).")
+    @click.option("--by", default=None, metavar="COLS",
+                  help="Experiment columns of the result table (default: cache, mem_layout, file_layout, op present).")
+    @click.option("--else-label", default="uncached", show_default=True,
+                  help="Class of observations slower than every model.")
+    @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                  help="Write the rows with their class (column 'factor'); .csv or .parquet.")
+    @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                  help="PNG: timeline coloured by class (Fig. 6) and the model lines over the observations (Fig. 5).")
+    @json_option
+    @click.pass_obj
+    def classify_cmd(settings, **params):
+        """Classify each observation by the first model that explains it (METHODS.md 2.5).
+
+        Models are sorted by their prediction at the observation's size; the first
+        whose prediction is >= the duration names the factor, else --else-label.
+        Prints the share of each class per experiment (the paper's Table 4).
+        """
+        from ioweather.commands.factors_run import run_classify
+
+        run_classify(settings, **params)

@@ -1,0 +1,294 @@
+"""`ioweather jobs ingest`: read many Darshan logs in parallel into the store.
+
+One log = one task: hash, read (no DXT: the archive does not need traces),
+characterize, turn into a job row and a per-file Arrow table. Workers never
+touch the store; the parent writes batches (see store/jobs.py for idempotence
+and resumability). A worker that dies (libdarshan-util can abort() on damaged
+input) breaks a `ProcessPoolExecutor`; the tasks in flight are then re-run one
+by one in fresh single-worker pools, so the culprit is recorded as failed and
+the rest of the batch goes on.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+import pyarrow as pa
+
+from ioweather.errors import UserError
+
+# The extraction context inherited by forked workers (set before the pool starts).
+_KNOWN_HASHES: frozenset[str] = frozenset()
+_CORES_PER_NODE: int | None = None
+
+
+def find_logs(paths: Iterable[str]) -> Iterator[str]:
+    """Files named on the command line, and *.darshan files under directories (recursively, sorted)."""
+    for p in paths:
+        if os.path.isdir(p):
+            for root, dirs, files in os.walk(p):
+                dirs.sort()
+                for f in sorted(files):
+                    if f.endswith(".darshan"):
+                        yield os.path.join(root, f)
+        elif os.path.exists(p) or os.path.islink(p):
+            yield p
+        else:
+            raise UserError(f"no such file or directory: {p}")
+
+
+def job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size: int, mtime_ns: int) -> dict:
+    from ioweather.store.jobs import INTERFACE_COLUMNS, path_hash
+
+    perf, tot, sh = ch["perf"], ch["totals"], ch["sharing"]
+    common = ch["access"]["common_sizes"]
+    row = {
+        "log_hash": log_hash, "path": path, "path_hash": path_hash(path), "size_bytes": size, "mtime_ns": mtime_ns,
+        "jobid": log.jobid, "uid": log.uid, "exe": log.exe, "nprocs": log.nprocs, "nnodes": ch["job"]["nnodes"],
+        "start_ns": int(log.start_time_s * 1e9), "end_ns": int(log.end_time_s * 1e9), "runtime_s": log.runtime_s,
+        "log_version": log.log_version, "partial_modules": ",".join(log.partial_modules),
+        "modules": ",".join(sorted(m for m, r in log.records.items() if len(r))),
+        "bytes_read": tot["bytes_read"], "bytes_written": tot["bytes_written"], "files": tot["files"],
+        "read_time_s": tot["read_time_s"], "write_time_s": tot["write_time_s"], "meta_time_s": tot["meta_time_s"],
+        "unique_files": sh["unique"], "shared_files": sh["shared"], "partially_shared_files": sh["partially_shared"],
+        "unique_bytes": sh["unique_bytes"], "shared_bytes": sh["shared_bytes"],
+        "partially_shared_bytes": sh["partially_shared_bytes"],
+        "agg_perf_by_slowest_mibps": perf["agg_perf_by_slowest_mibps"], "mibps": perf["mibps"],
+        "io_time_s": perf["io_time_s"], "io_fraction": perf["io_fraction_of_runtime"],
+        "common_access_bytes": common[0]["size_bytes"] if common else None,
+        "seq_fraction": ch["access"]["seq_fraction"],
+        "finding_codes": ",".join(f["code"] for f in findings if f["level"] in ("HIGH", "WARN"))[:255],
+    }
+    for mod, prefix in INTERFACE_COLUMNS.items():
+        it = ch["interfaces"].get(mod)
+        row[f"{prefix}_bytes_read"] = it.get("bytes_read") if it else None
+        row[f"{prefix}_bytes_written"] = it.get("bytes_written") if it else None
+    return row
+
+
+def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int | None = None) -> tuple:
+    """("ok", job_row, arrow_table) | ("dup", log_hash) | ("failed", failure_row). Never raises for bad input."""
+    from ioweather.sources.darshan_log import DarshanLogError, content_hash, read_log
+    from ioweather.stats.findings import job_findings
+    from ioweather.stats.job import FILE_TABLE_COLUMNS, characterize, file_columns
+    from ioweather.store.jobs import job_row_values, path_hash
+
+    known = _KNOWN_HASHES if known is None else known
+    cores_per_node = _CORES_PER_NODE if cores_per_node is None else cores_per_node
+    log_hash = None
+    try:
+        st = os.stat(path)
+        size, mtime = st.st_size, st.st_mtime_ns
+    except OSError as e:
+        return ("failed", {"path": path, "path_hash": path_hash(path), "log_hash": None, "size_bytes": 0,
+                           "mtime_ns": 0, "reason": f"cannot stat: {e.strerror}"})
+    try:
+        log_hash = content_hash(path)
+        if log_hash in known:
+            return ("dup", log_hash)
+        log = read_log(path, dxt=False, heatmaps=False, lustre=False)
+        ch = characterize(log, cores_per_node=cores_per_node)
+        findings = job_findings(log, ch)
+        row = job_row_values(job_row(log, ch, findings, path, log_hash, size, mtime))
+        fc = file_columns(log)
+        if len(fc["id"]):
+            moved = fc["bytes_read"] + fc["bytes_written"]
+            row["top_file"] = fc["name"][int(moved.argmax())] if moved.max() > 0 else None
+        n = len(fc["id"])
+        table = pa.table({"log_hash": pa.array([log_hash] * n, pa.string()),
+                          "module": pa.array(fc["module"].tolist(), pa.string()),
+                          "record_id": pa.array(fc["id"], pa.uint64()),
+                          "name": pa.array(fc["name"].tolist(), pa.string()),
+                          **{k: pa.array(fc[k].tolist() if fc[k].dtype == object else fc[k])
+                             for k in FILE_TABLE_COLUMNS if k not in ("module", "id", "name")}})
+        return ("ok", row, table)
+    except (DarshanLogError, UserError) as e:
+        reason = str(e)
+    except OSError as e:
+        reason = f"cannot read: {e.strerror}"
+    except Exception as e:  # a reader bug must not stop the batch; the reason says what happened
+        reason = f"unexpected error while reading: {type(e).__name__}: {e}"
+    prefix = f"{path}: "
+    if reason.startswith(prefix):
+        reason = reason[len(prefix):]
+    return ("failed", {"path": path, "path_hash": path_hash(path), "log_hash": log_hash, "size_bytes": size,
+                       "mtime_ns": mtime, "reason": reason})
+
+
+def _init_worker(known: frozenset[str], cores_per_node: int | None) -> None:
+    global _KNOWN_HASHES, _CORES_PER_NODE
+    _KNOWN_HASHES, _CORES_PER_NODE = known, cores_per_node
+
+
+def run_pool(fn: Callable, items: list, workers: int, on_result: Callable[[object, object], None],
+             on_crash: Callable[[object, str], None], initializer=None, initargs=()) -> None:
+    """Apply `fn` to every item in `workers` processes, calling `on_result(item, result)` as results come.
+
+    A worker that dies takes the pool down; the items then in flight are re-run
+    one at a time in a fresh 1-worker pool, and an item that kills its worker
+    again is reported through `on_crash(item, reason)`.
+    """
+    ctx = mp.get_context("fork")
+    pending = list(reversed(items))
+    window = max(2, workers * 4)
+    while pending:
+        suspects: list = []
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=initializer,
+                                 initargs=initargs) as ex:
+            inflight = {}
+            try:
+                while pending or inflight:
+                    while pending and len(inflight) < window:
+                        item = pending.pop()
+                        inflight[ex.submit(fn, item)] = item
+                    done, _ = wait(inflight, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        res = fut.result()  # raises BrokenProcessPool while the item is still in flight
+                        on_result(inflight.pop(fut), res)
+            except BrokenProcessPool:
+                suspects = list(inflight.values())
+        for item in suspects:
+            with ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=initializer, initargs=initargs) as one:
+                try:
+                    res = one.submit(fn, item).result()
+                except BrokenProcessPool:
+                    on_crash(item, "the Darshan reader crashed on this file (worker process died)")
+                    continue
+            on_result(item, res)
+
+
+class Ingest:
+    """Collects results and writes them to the store in batches (every `batch` logs or `every_s` seconds)."""
+
+    def __init__(self, store, parquet_dir: Path, batch: int = 256, every_s: float = 2.0):
+        self.store, self.parquet_dir = store, parquet_dir
+        self.batch, self.every_s = batch, every_s
+        self.rows: list[dict] = []
+        self.tables: list[pa.Table] = []
+        self.failures: list[dict] = []
+        self.last = time.monotonic()
+        self.counts = {"ingested": 0, "failed": 0, "duplicates": 0, "skipped": 0}
+        self.batch_hashes: set[str] = set()
+
+    def add(self, result: tuple) -> None:
+        kind = result[0]
+        if kind == "ok":
+            row = result[1]
+            if row["log_hash"] in self.batch_hashes:  # same content twice in this run
+                self.counts["duplicates"] += 1
+            else:
+                self.batch_hashes.add(row["log_hash"])
+                self.rows.append(row)
+                self.tables.append(result[2])
+                self.counts["ingested"] += 1
+        elif kind == "dup":
+            self.counts["duplicates"] += 1
+        else:
+            self.failures.append(result[1])
+            self.counts["failed"] += 1
+        if len(self.rows) + len(self.failures) >= self.batch or time.monotonic() - self.last > self.every_s:
+            self.flush()
+
+    def flush(self) -> None:
+        from ioweather.store.jobs import write_batch
+
+        if self.rows or self.failures:
+            write_batch(self.store, self.parquet_dir, self.rows, self.tables, self.failures)
+        self.rows, self.tables, self.failures = [], [], []
+        self.last = time.monotonic()
+
+
+def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None = None,
+           cores_per_node: int | None = None, progress_cb=None) -> dict:
+    """Ingest `paths` (files and directories); returns counts. `progress_cb(n_done, n_total)`."""
+    from ioweather.store import open_store
+    from ioweather.store import jobs as jobs_store
+
+    import darshan  # noqa: F401  (imported before forking so workers inherit it)
+
+    store = open_store(settings)
+    store.require(jobs_store.COMPONENT)
+    jobs_store.remove_orphan_parts(store, settings.parquet_dir)
+    known_hashes, known_paths = jobs_store.seen(store)
+    todo, skipped = [], 0
+    for p in find_logs(paths):
+        try:
+            st = os.stat(p)
+            stamp = (st.st_size, st.st_mtime_ns)
+        except OSError:
+            stamp = None
+        if stamp is not None and known_paths.get(jobs_store.path_hash(p)) == stamp:
+            skipped += 1
+            continue
+        todo.append(p)
+    sink = Ingest(store, settings.parquet_dir)
+    sink.counts["skipped"] = skipped
+    done = [0]
+
+    def on_result(item, res):
+        sink.add(res)
+        done[0] += 1
+        if progress_cb:
+            progress_cb(done[0], len(todo))
+
+    def on_crash(item, reason):
+        on_result(item, ("failed", {"path": item, "path_hash": jobs_store.path_hash(item), "log_hash": None,
+                                    "size_bytes": _size(item), "mtime_ns": _mtime(item), "reason": reason}))
+
+    known = frozenset(known_hashes)
+    try:
+        if dask_address:
+            _run_dask(dask_address, todo, known, cores_per_node, on_result)
+        elif workers <= 1 or len(todo) <= 1:
+            for p in todo:
+                on_result(p, extract(p, known, cores_per_node))
+        else:
+            run_pool(extract, todo, workers, on_result, on_crash, initializer=_init_worker,
+                     initargs=(known, cores_per_node))
+    finally:
+        sink.flush()
+    return {**sink.counts, "found": len(todo) + skipped}
+
+
+def _size(p: str) -> int:
+    try:
+        return os.stat(p).st_size
+    except OSError:
+        return 0
+
+
+def _mtime(p: str) -> int:
+    try:
+        return os.stat(p).st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _run_dask(address: str, todo: list[str], known: frozenset[str], cores_per_node, on_result) -> None:
+    """The same extraction on a Dask cluster (`pip install 'ioweather[dask]'`)."""
+    try:
+        from dask.distributed import Client, as_completed
+    except ImportError:
+        raise UserError("--dask needs the optional dask extra: pip install 'ioweather[dask]'") from None
+    try:
+        client = Client(address, timeout=30)
+    except Exception as e:  # connection errors come in many types
+        raise UserError(f"cannot connect to the Dask scheduler at {address}: {e}") from None
+    try:
+        futures = client.map(extract, todo, known=known, cores_per_node=cores_per_node, pure=False)
+        index = {f.key: p for f, p in zip(futures, todo)}
+        for fut, res in as_completed(futures, with_results=True):
+            on_result(index[fut.key], res)
+    finally:
+        client.close()
+
+
+def default_workers() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+

@@ -1,0 +1,178 @@
+"""`ioweather serve` (dashboard + /metrics over the store) and `ioweather watch DIR` (the main job:
+init if needed, probe, and serve, in one process)."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import click
+
+from ioweather.commands.common import DURATION, SIZE
+from ioweather.errors import UserError
+from ioweather.stats.probe_spec import DEGRADED, SEVERE
+
+#: Laptop-sized defaults for `watch`: a quick first start and little disk, said so on screen.
+WATCH_FILE_SIZE = "256MiB"
+WATCH_POOL = 100
+
+
+def _server_options(f):
+    f = click.option("--baseline", type=DURATION, default="30d", show_default=True,
+                     help="Window whose median is an op's usual duration.")(f)
+    f = click.option("--crit", type=float, default=SEVERE, show_default=True,
+                     help="Slowdown from which a target is 'severely degraded'.")(f)
+    f = click.option("--warn", type=float, default=DEGRADED, show_default=True,
+                     help="Slowdown from which a target is 'degraded'.")(f)
+    f = click.option("--port", type=click.IntRange(0, 65535), default=8050, show_default=True,
+                     help="TCP port (0: any free port).")(f)
+    f = click.option("--host", default="127.0.0.1", show_default=True,
+                     help="Address to listen on; anything but loopback exposes the dashboard to the network.")(f)
+    return f
+
+
+def _check_thresholds(warn: float, crit: float, baseline: float) -> None:
+    if not 0 < warn < crit:
+        raise UserError(f"need 0 < --warn < --crit, got --warn {warn:g} --crit {crit:g}")
+    if baseline <= 0:
+        raise UserError("--baseline must be positive")
+
+
+def _listen(host: str, port: int):
+    from ioweather.web.app import bind, is_loopback, url_of
+
+    if not is_loopback(host):
+        click.echo(f"ioweather: warning: listening on {host}: anyone who can reach this address can read the "
+                   "dashboard and /metrics (there is no authentication); use a reverse proxy with access control",
+                   err=True)
+    sock = bind(host, port)
+    return sock, url_of(sock)
+
+
+def _run_server(app, sock, stop: threading.Event) -> None:
+    """Run uvicorn until Ctrl-C/SIGTERM or until `stop` is set (e.g. the probe died).
+
+    Our own SIGINT/SIGTERM handlers are installed first: uvicorn restores and re-raises the
+    signal it caught once it has shut down, which must end here, not as a KeyboardInterrupt
+    or a kill that would skip the probe's last flush.
+    """
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                                           timeout_graceful_shutdown=3))
+
+    def watcher():
+        stop.wait()
+        server.should_exit = True
+
+    threading.Thread(target=watcher, name="ioweather-stop", daemon=True).start()
+    handler = lambda *_: stop.set()  # noqa: E731
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.run(sockets=[sock])
+    finally:
+        stop.set()
+        for s, h in old.items():
+            signal.signal(s, h)
+        sock.close()
+
+
+def register(cli: click.Group) -> None:
+    @cli.command()
+    @_server_options
+    @click.pass_obj
+    def serve(settings, host, port, warn, crit, baseline):
+        """Serve the dashboard and Prometheus /metrics over the store.
+
+        Pages: Status (is it slow now?), Probe timeline, Slowdown history; each has a JSON
+        twin under /api/. Binds 127.0.0.1 unless --host says otherwise.
+        """
+        from ioweather.web.app import create_app
+        from ioweather.web.context import WebConfig
+
+        _check_thresholds(warn, crit, baseline)
+        sock, url = _listen(host, port)
+        app = create_app(settings, WebConfig(warn=warn, crit=crit, baseline_s=baseline))
+        click.echo(f"ioweather: dashboard at {url}  (Prometheus: {url}metrics; Ctrl-C to stop)")
+        sys.stdout.flush()
+        _run_server(app, sock, threading.Event())
+        click.echo("ioweather: stopped", err=True)
+
+    @cli.command()
+    @click.argument("directory", type=click.Path(path_type=Path))
+    @_server_options
+    @click.option("--interval", type=DURATION, default="1s", show_default=True, help="Probe period, start to start.")
+    @click.option("--target", default=None, help="Label of the file system (default: its mount point).")
+    @click.option("--file-size", type=SIZE, default=WATCH_FILE_SIZE, show_default=True,
+                  help="Data file size when DIRECTORY is new (laptop default; 'probe init' uses 1GiB).")
+    @click.option("--pool", type=int, default=WATCH_POOL, show_default=True,
+                  help="Small files in the pool when DIRECTORY is new.")
+    @click.pass_obj
+    def watch(settings, directory: Path, host, port, warn, crit, baseline, interval, target, file_size, pool):
+        """The main job: probe DIRECTORY every second and serve the dashboard, in one process.
+
+        Creates the probe files in DIRECTORY first if it is not a probe directory yet,
+        prints the dashboard's URL, and stops cleanly on Ctrl-C (the last samples are stored).
+        """
+        from ioweather.commands.probe import run_probe
+        from ioweather.sources.probe import META_NAME, init_probe_dir, physical_memory_bytes
+        from ioweather.units import format_bytes
+        from ioweather.views.output import progress
+        from ioweather.web.app import create_app
+        from ioweather.web.context import WebConfig
+
+        _check_thresholds(warn, crit, baseline)
+        if interval <= 0:
+            raise UserError("--interval must be positive")
+        sock, url = _listen(host, port)  # fail on a busy port before writing anything
+        try:
+            if (directory / META_NAME).exists():
+                click.echo(f"watch: using the existing probe directory {directory}", err=True)
+            else:
+                with progress() as bar:
+                    task = bar.add_task(f"creating {directory}/data", total=file_size)
+                    layout = init_probe_dir(directory, file_size, pool,
+                                            on_progress=lambda done, total: bar.update(task, completed=done))
+                click.echo(f"watch: created probe directory {directory}: {format_bytes(layout.file_bytes)} data "
+                           f"file and {layout.pool_files} small files (laptop defaults; for a shared file system "
+                           f"use 'ioweather probe init {directory} --file-size SIZE' with SIZE above the client's "
+                           "memory)", err=True)
+                if layout.file_bytes <= physical_memory_bytes():
+                    click.echo("watch: note: the data file is smaller than this machine's memory, so data_read "
+                               "may be served from the page cache", err=True)
+        except BaseException:
+            sock.close()
+            raise
+
+        stop = threading.Event()
+        failure: list[BaseException] = []
+
+        def probe():
+            try:
+                run_probe(settings, directory, interval=interval, duration=None, target=target, block=1 << 20,
+                          direct=False, fsync=False, timeout=60.0, seed=None, quiet=True, stop_event=stop,
+                          install_signals=False)
+            except BaseException as e:  # reported by the main thread, which then stops the server
+                failure.append(e)
+            finally:
+                stop.set()
+
+        app = create_app(settings, WebConfig(warn=warn, crit=crit, baseline_s=baseline))
+        thread = threading.Thread(target=probe, name="ioweather-probe")
+        thread.start()
+        click.echo(f"ioweather: probing {directory} every {interval:g} s; dashboard at {url}  "
+                   f"(Prometheus: {url}metrics; Ctrl-C to stop)")
+        sys.stdout.flush()
+        try:
+            _run_server(app, sock, stop)
+        finally:
+            stop.set()
+            thread.join(timeout=30)
+        if failure:
+            e = failure[0]
+            if isinstance(e, UserError):
+                raise e
+            raise UserError(f"the probe stopped: {type(e).__name__}: {e}")
+        click.echo("ioweather: stopped (probe samples stored)", err=True)

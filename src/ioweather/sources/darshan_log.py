@@ -1,0 +1,504 @@
+"""Reading Darshan logs (format 3.00-3.41) through PyDarshan: raw records, no statistics.
+
+PyDarshan (the `darshan` package, which bundles libdarshan-util) is the only
+parser of the log format used here. We go through its CFFI backend rather than
+`DarshanReport.read_all()` because of traps met on real logs:
+
+- a truncated log reads as a *shorter valid log*: libdarshan-util returns -1 for
+  a damaged region and PyDarshan treats it like end-of-records, and the process
+  can then abort() inside `darshan_log_close`. We check the header's region map
+  against the file size first (the header is the log's only uncompressed part)
+  and treat a -1 from `darshan_log_get_record` as an error, not an end;
+- records whose id has no name record are silently dropped by PyDarshan; we
+  keep them (name None);
+- DXT segments become one Python dict per segment in PyDarshan (hundreds of
+  bytes each); we copy them as columnar numpy arrays (32 bytes per segment);
+- the report must be closed deterministically (`with DarshanReport(...)`): a
+  garbage-collection-time close can deadlock.
+
+Record ids are uint64 (hashes; above 2**63 they would be negative as int64).
+Counters equal to -1 mean "not monitored by this Darshan version/module"; they
+are kept raw here and listed per module in `ModuleRecords.not_monitored`, so
+statistics can skip them. A module whose `partial_flag` is set (Darshan ran out
+of its record memory) is returned with `partial=True`, never as complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gzip
+import bz2
+import hashlib
+import os
+import struct
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ioweather.errors import UserError
+
+#: Modules whose records are a fixed struct of int64 counters + float64 fcounters.
+GENERIC_MODULES = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "DFS", "DAOS")
+DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
+#: Oldest and newest log format this reader knows (libdarshan-util 3.4/3.5 reads both ends).
+MIN_FORMAT, MAX_FORMAT = (3, 0), (3, 41)
+DARSHAN_MAGIC = 6567223
+#: Default cap on DXT segments held in memory (32 bytes each: 8 Mi segments = 256 MiB).
+DEFAULT_DXT_MAX_SEGMENTS = 8 * 1024 * 1024
+SEGMENT_DTYPE = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start_time", "<f8"), ("end_time", "<f8")])
+
+
+class DarshanLogError(UserError):
+    """A file that is not a readable Darshan 3.x log; the message says why."""
+
+
+@dataclass
+class ModuleRecords:
+    """All records of one generic module as arrays: one row per record.
+
+    `counter_values` (int64) and `fcounter_values` (float64) hold one column per
+    name in `counter_names` / `fcounter_names`; `ids` are uint64, `ranks` int64
+    (-1 = a shared record covering all ranks). `names[i]` is the file name of row
+    i, or None when the log has no name record for it. `counters` / `fcounters`
+    give the same data in PyDarshan's `to_df()` layout (id, rank, then counters),
+    built on first use, so they can be passed to `accumulate_records` unchanged.
+    """
+
+    module: str
+    version: int
+    partial: bool
+    ids: np.ndarray
+    ranks: np.ndarray
+    counter_names: list[str]
+    fcounter_names: list[str]
+    counter_values: np.ndarray
+    fcounter_values: np.ndarray
+    names: np.ndarray
+    file_rec_ids: np.ndarray | None = None
+    not_monitored: list[str] = field(default_factory=list)
+    _frames: dict = field(default_factory=dict, repr=False)
+    _arrays: dict | None = field(default=None, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """id, rank and every counter and fcounter name -> its column (views, built once)."""
+        if self._arrays is None:
+            d = {"id": self.ids, "rank": self.ranks}
+            d.update(zip(self.counter_names, self.counter_values.T))
+            d.update(zip(self.fcounter_names, self.fcounter_values.T))
+            self._arrays = d
+        return self._arrays
+
+    def _frame(self, kind: str) -> pd.DataFrame:
+        if kind not in self._frames:
+            names, values = ((self.counter_names, self.counter_values) if kind == "c"
+                             else (self.fcounter_names, self.fcounter_values))
+            df = pd.DataFrame(values, columns=names, copy=True)
+            df.insert(0, "rank", self.ranks)
+            df.insert(0, "id", self.ids)
+            self._frames[kind] = df
+        return self._frames[kind]
+
+    @property
+    def counters(self) -> pd.DataFrame:
+        return self._frame("c")
+
+    @property
+    def fcounters(self) -> pd.DataFrame:
+        return self._frame("f")
+
+    def as_rec_dict(self) -> dict:
+        return {"counters": self.counters, "fcounters": self.fcounters}
+
+
+@dataclass
+class DxtSegments:
+    """One DXT module's trace as columns: one row per I/O segment."""
+
+    module: str
+    record_id: np.ndarray     # uint64, per segment
+    rank: np.ndarray          # int64, per segment
+    is_write: np.ndarray      # bool
+    offset: np.ndarray        # int64   (the four are views of one 32-byte-per-segment array)
+    length: np.ndarray        # int64
+    start_time: np.ndarray    # float64 seconds since job start
+    end_time: np.ndarray      # float64
+    hostnames: dict[int, str] = field(default_factory=dict)  # rank -> host
+    truncated: bool = False   # stopped at max_segments
+
+    def __len__(self) -> int:
+        return len(self.offset)
+
+
+@dataclass
+class DarshanLog:
+    path: str
+    log_version: str
+    jobid: int
+    uid: int
+    nprocs: int
+    start_time_s: float
+    end_time_s: float
+    runtime_s: float
+    exe: str
+    metadata: dict[str, str]
+    mounts: list[tuple[str, str]]               # (mount point, fs type)
+    modules: dict[str, dict]                    # name -> {version, partial, bytes}
+    records: dict[str, ModuleRecords]
+    lustre: pd.DataFrame | None = None          # one row per (record id, rank): stripe settings
+    dxt: dict[str, DxtSegments] = field(default_factory=dict)
+    heatmaps: dict[str, dict] = field(default_factory=dict)   # module -> {bin_width_s, read (ranks x bins), write}
+    node_names: list[str] = field(default_factory=list)       # DXT hostnames, when present
+    node_names_source: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def partial_modules(self) -> list[str]:
+        return sorted(m for m, info in self.modules.items() if info.get("partial"))
+
+
+# ---------------------------------------------------------------------------
+# header check (hand-written: see module docstring for why)
+
+@dataclass
+class _Layout:
+    version: str
+    regions: list[tuple[str, int, int]]   # (what, offset, length)
+
+
+def _format_tuple(version: str) -> tuple[int, int] | None:
+    try:
+        major, minor = version.split(".")
+        return int(major), int(minor)
+    except ValueError:
+        return None
+
+
+def check_layout(path: str | os.PathLike) -> _Layout:
+    """Validate a log's uncompressed header against the file; raise DarshanLogError with the reason.
+
+    Layouts (little- or big-endian, by the magic number): version[8], magic int64,
+    then for formats < 3.41 the name map at byte 24 and 16 module maps from byte 40;
+    for 3.41 the name map at byte 32 and 64 module maps from byte 48. Each map is
+    (offset uint64, length uint64). The check is that every region lies in the file.
+    """
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        with open(p, "rb") as f:
+            head = f.read(2048)
+    except IsADirectoryError:
+        raise DarshanLogError(f"{path}: is a directory, not a Darshan log") from None
+    except OSError as e:
+        raise DarshanLogError(f"{path}: cannot read: {e.strerror}") from None
+    if size == 0:
+        raise DarshanLogError(f"{path}: empty file (0 bytes), not a Darshan log")
+    if head[:2] == b"\x1f\x8b" or head[:3] == b"BZh":
+        # Darshan 2.x compressed the whole file; its first bytes are the version string.
+        try:
+            opener = gzip.open if head[:2] == b"\x1f\x8b" else bz2.open
+            with opener(p, "rb") as f:
+                inner = f.read(8)
+        except Exception:
+            inner = b""
+        if inner[:2] == b"2.":
+            v = inner.split(b"\0")[0].decode("ascii", "replace")
+            raise DarshanLogError(f"{path}: Darshan {v} log (format 2.x) is not readable by PyDarshan; "
+                                  "convert it with darshan-convert from Darshan 3 first")
+        raise DarshanLogError(f"{path}: compressed file that is not a Darshan log")
+    if len(head) < 16:
+        raise DarshanLogError(f"{path}: truncated Darshan log ({size} bytes, shorter than its header)")
+    version = head[:8].split(b"\0")[0].decode("ascii", "replace")
+    vt = _format_tuple(version)
+    endian = "<"
+    if struct.unpack_from("<q", head, 8)[0] != DARSHAN_MAGIC:
+        if struct.unpack_from(">q", head, 8)[0] == DARSHAN_MAGIC:
+            endian = ">"
+        elif vt is not None and vt[0] == 2:
+            raise DarshanLogError(f"{path}: Darshan {version} log (format 2.x) is not readable by PyDarshan; "
+                                  "convert it with darshan-convert from Darshan 3 first")
+        else:
+            raise DarshanLogError(f"{path}: not a Darshan log (bad magic number)")
+    if vt is None or vt[0] != 3:
+        if vt is not None and vt[0] == 2:
+            raise DarshanLogError(f"{path}: Darshan {version} log (format 2.x) is not readable by PyDarshan; "
+                                  "convert it with darshan-convert from Darshan 3 first")
+        raise DarshanLogError(f"{path}: unknown Darshan log format {version!r}")
+    if vt > MAX_FORMAT:
+        raise DarshanLogError(f"{path}: Darshan log format {version} is newer than this reader supports "
+                              f"({MIN_FORMAT[0]}.{MIN_FORMAT[1]:02d}-{MAX_FORMAT[0]}.{MAX_FORMAT[1]}); upgrade the darshan package")
+    name_at, mods_at, nmods = (32, 48, 64) if vt >= (3, 41) else (24, 40, 16)
+    need = mods_at + 16 * nmods
+    if len(head) < need:
+        raise DarshanLogError(f"{path}: truncated Darshan log ({size} bytes, shorter than its header)")
+    regions = [("name records", *struct.unpack_from(endian + "QQ", head, name_at))]
+    for i in range(nmods):
+        off, ln = struct.unpack_from(endian + "QQ", head, mods_at + 16 * i)
+        if ln:
+            regions.append((f"module {i}", off, ln))
+    for what, off, ln in regions:
+        if off + ln > size:
+            raise DarshanLogError(f"{path}: truncated Darshan log: {what} region ends at byte {off + ln} "
+                                  f"but the file has {size} bytes")
+    return _Layout(version=version, regions=regions)
+
+
+# ---------------------------------------------------------------------------
+# C stderr capture: libdarshan-util prints its errors with fprintf(stderr)
+
+@contextlib.contextmanager
+def _captured_c_stderr(sink: list[str]):
+    """Redirect fd 2 to a temp file for the duration, appending its lines to `sink`."""
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr at all: nothing to capture
+        yield
+        return
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            text = tmp.read().decode("utf-8", "replace")
+            # keep libdarshan-util's own messages only (a progress bar on another thread may
+            # write to fd 2 meanwhile)
+            sink.extend(line.strip() for line in text.splitlines()
+                        if line.strip().lower().startswith(("error", "warning")) or "darshan" in line.lower())
+
+
+def _backend():
+    from darshan.backend import cffi_backend
+
+    return cffi_backend
+
+
+@functools.lru_cache(maxsize=64)
+def _struct_dtype(ffi, ctype: str, n_counters: int, n_fcounters: int, with_file_rec: bool) -> np.dtype:
+    """A numpy dtype that views the C record struct in place (offsets from CFFI)."""
+    names = ["id", "rank", "counters", "fcounters"]
+    formats = ["<u8", "<i8", ("<i8", (n_counters,)), ("<f8", (n_fcounters,))]
+    offsets = [0, 8, ffi.offsetof(ctype, "counters"), ffi.offsetof(ctype, "fcounters")]
+    if with_file_rec:
+        names.append("file_rec_id")
+        formats.append("<u8")
+        offsets.append(ffi.offsetof(ctype, "file_rec_id"))
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": ffi.sizeof(ctype)})
+
+
+def _iter_raw(b, log, mod_name: str, path: str, errors: list[str]):
+    """Yield a `void **` buffer per record of `mod_name`; raise on a damaged region."""
+    ffi, lib = b.ffi, b.libdutil
+    idx = log["modules"][mod_name]["idx"] if log["modules"] else None
+    if idx is None:
+        return
+    while True:
+        buf = ffi.new("void **")
+        r = lib.darshan_log_get_record(log["handle"], idx, buf)
+        if r < 0:
+            detail = f" ({errors[-1]})" if errors else ""
+            raise DarshanLogError(f"{path}: corrupt Darshan log: cannot read {mod_name} records{detail}")
+        if r == 0:
+            return
+        try:
+            yield buf
+        finally:
+            lib.darshan_free(buf[0])
+
+
+def _read_generic(b, log, mod_name: str, info: dict, names: dict, path: str, errors: list[str]) -> ModuleRecords:
+    ffi = b.ffi
+    ctype = b._structdefs[mod_name].replace(" **", "")
+    cn = b.counter_names(mod_name) or []
+    fcn = b.fcounter_names(mod_name) or []
+    with_file_rec = mod_name in ("H5D", "PNETCDF_VAR")
+    dt = _struct_dtype(ffi, ctype, len(cn), len(fcn), with_file_rec)
+    size = dt.itemsize
+    chunks = [ffi.buffer(buf[0], size)[:] for buf in _iter_raw(b, log, mod_name, path, errors)]
+    arr = np.frombuffer(b"".join(chunks), dtype=dt) if chunks else np.zeros(0, dtype=dt)
+    ids = arr["id"].astype(np.uint64)
+    ranks = arr["rank"].astype(np.int64)
+    cvals = np.ascontiguousarray(arr["counters"].reshape(len(arr), len(cn)))
+    fvals = np.ascontiguousarray(arr["fcounters"].reshape(len(arr), len(fcn)))
+    not_monitored = []
+    if len(arr):
+        not_monitored += [cn[j] for j in np.flatnonzero((cvals == -1).all(axis=0))]
+        not_monitored += [fcn[j] for j in np.flatnonzero((fvals == -1).all(axis=0))]
+    name_arr = np.array([names.get(int(i)) for i in ids], dtype=object)
+    return ModuleRecords(module=mod_name, version=info["ver"], partial=bool(info["partial_flag"]),
+                         ids=ids, ranks=ranks, counter_names=list(cn), fcounter_names=list(fcn),
+                         counter_values=cvals, fcounter_values=fvals, names=name_arr,
+                         file_rec_ids=arr["file_rec_id"].astype(np.uint64) if with_file_rec else None,
+                         not_monitored=not_monitored)
+
+
+def _read_lustre(b, log, path: str, errors: list[str]) -> pd.DataFrame:
+    ffi = b.ffi
+    cn = b.counter_names("LUSTRE_COMP")
+    rows = []
+    for buf in _iter_raw(b, log, "LUSTRE", path, errors):
+        rec = ffi.cast("struct darshan_lustre_record **", buf)[0]
+        ncomp = int(rec.num_comps)
+        ost_ids = ffi.cast("int64_t *", rec.ost_ids)
+        first = dict(zip(cn, ffi.unpack(rec.comps[0].counters, len(cn)))) if ncomp > 0 else {}
+        count = int(first.get("LUSTRE_COMP_STRIPE_COUNT", 0) or 0)
+        osts = ffi.unpack(ost_ids, max(count, 0)) if count > 0 else []
+        rows.append((np.uint64(rec.base_rec.id), int(rec.base_rec.rank), ncomp,
+                     int(first.get("LUSTRE_COMP_STRIPE_SIZE", -1)), count,
+                     ffi.string(rec.comps[0].pool_name).decode("utf-8", "replace") if ncomp > 0 else "",
+                     ",".join(str(o) for o in osts)))
+    df = pd.DataFrame(rows, columns=["id", "rank", "components", "stripe_size", "stripe_count", "pool", "ost_ids"])
+    df["id"] = df["id"].astype(np.uint64)
+    return df
+
+
+def _read_dxt(b, log, mod_name: str, path: str, errors: list[str], max_segments: int) -> DxtSegments:
+    ffi = b.ffi
+    header = ffi.sizeof("struct dxt_file_record")
+    parts, rec_ids, ranks, counts_w, counts_r = [], [], [], [], []
+    hosts: dict[int, str] = {}
+    total = 0
+    truncated = False
+    for buf in _iter_raw(b, log, mod_name, path, errors):
+        rec = ffi.cast("struct dxt_file_record **", buf)[0]
+        w, r = int(rec.write_count), int(rec.read_count)
+        if total + w + r > max_segments:
+            truncated = True
+            break
+        rank = int(rec.base_rec.rank)
+        hosts.setdefault(rank, ffi.string(rec.hostname).decode("utf-8", "replace"))
+        if w + r:
+            raw = ffi.buffer(ffi.cast("char *", buf[0]) + header, SEGMENT_DTYPE.itemsize * (w + r))
+            parts.append(np.frombuffer(raw, dtype=SEGMENT_DTYPE).copy())
+        rec_ids.append(np.uint64(rec.base_rec.id))
+        ranks.append(rank)
+        counts_w.append(w)
+        counts_r.append(r)
+        total += w + r
+    seg = np.concatenate(parts) if parts else np.zeros(0, dtype=SEGMENT_DTYPE)
+    del parts  # peak is two copies of the segments (parts + seg) for a moment, then one
+    per_rec = np.array(counts_w, dtype=np.int64) + np.array(counts_r, dtype=np.int64)
+    # within each record, write segments come first, then read segments
+    is_write = np.concatenate([np.r_[np.ones(w, bool), np.zeros(r, bool)] for w, r in zip(counts_w, counts_r)]) \
+        if counts_w else np.zeros(0, bool)
+    return DxtSegments(module=mod_name,
+                       record_id=np.repeat(np.array(rec_ids, dtype=np.uint64), per_rec),
+                       rank=np.repeat(np.array(ranks, dtype=np.int64), per_rec),
+                       is_write=is_write, offset=seg["offset"], length=seg["length"],
+                       start_time=seg["start_time"], end_time=seg["end_time"],
+                       hostnames=hosts, truncated=truncated)
+
+
+_HEATMAP_NAMES = {16592106915301738621: "POSIX", 3989511027826779520: "STDIO", 3668870418325792824: "MPI-IO",
+                  1597927878319380788: "DFS", 4131494093108637317: "DAOS"}
+
+
+def _read_heatmaps(b, log, path: str, errors: list[str]) -> dict[str, dict]:
+    ffi = b.ffi
+    per_mod: dict[str, dict] = {}
+    for buf in _iter_raw(b, log, "HEATMAP", path, errors):
+        rec = ffi.cast("struct darshan_heatmap_record **", buf)[0]
+        mod = _HEATMAP_NAMES.get(int(rec.base_rec.id), str(int(rec.base_rec.id)))
+        n = int(rec.nbins)
+        wb = np.frombuffer(ffi.buffer(rec.write_bins, 8 * n), dtype=np.int64).copy()
+        rb = np.frombuffer(ffi.buffer(rec.read_bins, 8 * n), dtype=np.int64).copy()
+        d = per_mod.setdefault(mod, {"bin_width_s": float(rec.bin_width_seconds), "ranks": [], "read": [], "write": []})
+        d["ranks"].append(int(rec.base_rec.rank))
+        d["read"].append(rb)
+        d["write"].append(wb)
+    out = {}
+    for mod, d in per_mod.items():
+        nb = max(len(x) for x in d["read"]) if d["read"] else 0
+        pad = lambda rows: np.array([np.pad(x, (0, nb - len(x))) for x in rows], dtype=np.int64)  # noqa: E731
+        out[mod] = {"bin_width_s": d["bin_width_s"], "ranks": np.array(d["ranks"], dtype=np.int64),
+                    "read": pad(d["read"]), "write": pad(d["write"])}
+    return out
+
+
+def read_log(path: str | os.PathLike, *, dxt: bool = True, heatmaps: bool = True, lustre: bool = True,
+             dxt_max_segments: int = DEFAULT_DXT_MAX_SEGMENTS) -> DarshanLog:
+    """Read one Darshan 3.x log. Raises DarshanLogError (a UserError) with a one-line reason.
+
+    `dxt=False` skips the DXT trace modules and `lustre=False` the Lustre striping
+    records (the archive needs neither);
+    at most `dxt_max_segments` DXT segments are kept (the rest is dropped and
+    `DxtSegments.truncated` set), which bounds memory at 32 bytes per segment.
+    """
+    path = os.fspath(path)
+    layout = check_layout(path)
+    import darshan
+
+    b = _backend()
+    errors: list[str] = []
+    with _captured_c_stderr(errors):
+        try:
+            report_cm = darshan.DarshanReport(path, read_all=False)
+        except RuntimeError:
+            raise DarshanLogError(f"{path}: corrupt Darshan log: libdarshan-util cannot open it"
+                                  + (f" ({errors[0]})" if errors else "")) from None
+        with report_cm as report:
+            log = report.log
+            job = report.metadata["job"]
+            modules_raw = report.modules
+            names = b.log_get_name_records(log)
+            records: dict[str, ModuleRecords] = {}
+            for mod in GENERIC_MODULES:
+                if mod in modules_raw:
+                    records[mod] = _read_generic(b, log, mod, modules_raw[mod], names, path, errors)
+            lustre_df = _read_lustre(b, log, path, errors) if lustre and "LUSTRE" in modules_raw else None
+            dxt_out = {}
+            if dxt:
+                budget = dxt_max_segments
+                for mod in DXT_MODULES:
+                    if mod in modules_raw:
+                        dxt_out[mod] = _read_dxt(b, log, mod, path, errors, budget)
+                        budget -= len(dxt_out[mod])
+            hm = _read_heatmaps(b, log, path, errors) if heatmaps and "HEATMAP" in modules_raw else {}
+            # Node names: only DXT records carry a hostname we can trust across logs. (APMPI has
+            # MPI_PROCESSOR_NAME, but libdarshan-util parses its header record through a
+            # process-wide static flag, so only the first APMPI log read in a process is right.)
+            nodes, nodes_src = [], None
+            if not nodes and dxt_out:
+                hosts = set()
+                for seg in dxt_out.values():
+                    hosts.update(h for h in seg.hostnames.values() if h)
+                if hosts:
+                    nodes, nodes_src = sorted(hosts), "DXT"
+            exe = report.metadata["exe"]
+            mounts = list(report.mounts)
+    if names == {} and any(len(r) for r in records.values()):
+        errors.append("log has records but no name records")
+    modules = {m: {"version": int(i["ver"]), "partial": bool(i["partial_flag"]), "bytes": int(i["len"])}
+               for m, i in modules_raw.items()}
+    warnings = [e for e in errors if e]
+    for mod, rec in records.items():
+        unnamed = int(sum(n is None for n in rec.names))
+        if unnamed:
+            warnings.append(f"{mod}: {unnamed} records have no name record (kept, name unknown)")
+    start = job["start_time_sec"] + job.get("start_time_nsec", 0) / 1e9
+    end = job["end_time_sec"] + job.get("end_time_nsec", 0) / 1e9
+    return DarshanLog(path=path, log_version=job.get("log_ver") or layout.version, jobid=int(job["jobid"]),
+                      uid=int(job["uid"]), nprocs=int(job["nprocs"]), start_time_s=float(start), end_time_s=float(end),
+                      runtime_s=float(job["run_time"]), exe=exe, metadata=dict(job.get("metadata") or {}),
+                      mounts=mounts, modules=modules, records=records, lustre=lustre_df, dxt=dxt_out, heatmaps=hm,
+                      node_names=nodes, node_names_source=nodes_src, warnings=warnings)
+
+
+def content_hash(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """SHA-256 of the file's bytes (hex): the identity of a log for idempotent ingest."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(chunk)
+            if not block:
+                break
+            h.update(block)
+    return h.hexdigest()

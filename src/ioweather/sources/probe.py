@@ -1,0 +1,450 @@
+"""The client-side probe (METHODS.md section 1, seed 001).
+
+A probe directory holds one large data file and a FIFO pool of small files:
+
+    DIR/              0700, owned by the user running the probe
+      probe.json      parameters written by `init`
+      data            the large file (0600), read and written at random block offsets
+      pool/           0700, small files named by a growing sequence number
+
+Every file is opened relative to a directory descriptor with O_NOFOLLOW (and
+created with O_EXCL), so a symlink planted anywhere in the tree is refused,
+never followed. Disk use is bounded: the data file is never extended and the
+pool keeps a constant number of files.
+
+Each period runs the six operations one after another, each timed in C around
+its system calls only (`ioweather._native.probe_core`). The operations run on a
+worker thread so that a hung call (a stuck mount) becomes a `timeout` sample
+after its deadline while the daemon stays responsive; no new operation starts
+on the target until the hung one returns.
+"""
+
+from __future__ import annotations
+
+import errno as errno_mod
+import json
+import mmap
+import os
+import queue
+import signal
+import stat
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ioweather.errors import UserError
+
+SMALL_FILE_BYTES = 3901  # the paper's metadata probe file size
+DEFAULT_BLOCK = 1 << 20
+DEFAULT_POOL = 200
+META_NAME = "probe.json"
+DATA_NAME = "data"
+POOL_NAME = "pool"
+
+
+def _native():
+    try:
+        from ioweather._native import probe_core
+    except ImportError as e:  # pragma: no cover - only on a broken install
+        raise UserError(f"the C core is not built ({e}); reinstall ioweather with gcc and the Python headers present") from None
+    return probe_core
+
+
+# --------------------------------------------------------------------------- layout
+@dataclass
+class ProbeLayout:
+    file_bytes: int
+    pool_files: int
+    small_bytes: int = SMALL_FILE_BYTES
+    uid: int = 0
+    created_ns: int = 0
+
+
+def _os_error(what: str, path: Path | str, e: OSError) -> UserError:
+    reason = os.strerror(e.errno) if e.errno else str(e)
+    if e.errno == errno_mod.ELOOP:
+        reason = "it is a symlink, which the probe never follows"
+    return UserError(f"cannot {what} {path}: {reason}")
+
+
+def open_dir(path: Path, *, create: bool) -> int:
+    """A descriptor for the probe directory; refuses symlinks and other users' directories."""
+    if create:
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise _os_error("create probe directory", path, e) from None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise UserError(f"probe directory {path} does not exist (run 'ioweather probe init {path}' first)") from None
+    except OSError as e:
+        if e.errno in (errno_mod.ENOTDIR, errno_mod.ELOOP) and os.path.islink(path):
+            raise UserError(f"cannot open probe directory {path}: it is a symlink, which the probe never follows; "
+                            "give the real path") from None
+        raise _os_error("open probe directory", path, e) from None
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid():
+        os.close(fd)
+        raise UserError(f"probe directory {path} is owned by uid {st.st_uid}, not by you (uid {os.geteuid()}); "
+                        "use a directory of your own")
+    return fd
+
+
+def _open_at(dirfd: int, name: str, flags: int, mode: int = 0o600) -> int:
+    return os.open(name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dirfd)
+
+
+def read_layout(dirfd: int, path: Path) -> ProbeLayout:
+    try:
+        fd = _open_at(dirfd, META_NAME, os.O_RDONLY)
+    except FileNotFoundError:
+        raise UserError(f"{path} is not a probe directory (no {META_NAME}); run 'ioweather probe init {path}'") from None
+    except OSError as e:
+        raise _os_error("read", path / META_NAME, e) from None
+    with os.fdopen(fd) as f:
+        try:
+            raw = json.load(f)
+            return ProbeLayout(**{k: raw[k] for k in ("file_bytes", "pool_files", "small_bytes", "uid", "created_ns")})
+        except (ValueError, KeyError, TypeError):
+            raise UserError(f"{path / META_NAME} is damaged; remove the directory and run 'probe init' again") from None
+
+
+def physical_memory_bytes() -> int:
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def init_probe_dir(path: Path, file_bytes: int, pool_files: int, *, block: int = DEFAULT_BLOCK,
+                   on_progress: Callable[[int, int], None] | None = None) -> ProbeLayout:
+    """Create DIR with its data file and pool. Idempotent when the layout already matches.
+
+    Checks free space first and removes a partial data file if the disk fills anyway.
+    """
+    if file_bytes < block:
+        raise UserError(f"--file-size ({file_bytes} B) must be at least one block ({block} B)")
+    if pool_files < 1:
+        raise UserError("--pool must be at least 1")
+    dirfd = open_dir(path, create=True)
+    try:
+        try:
+            existing = read_layout(dirfd, path)
+        except UserError:
+            existing = None
+        if existing is not None:
+            if (existing.file_bytes, existing.pool_files) != (file_bytes, pool_files):
+                raise UserError(f"{path} is already a probe directory with a {existing.file_bytes} B file and "
+                                f"{existing.pool_files} pool files; use another directory or remove it")
+            return existing
+        need = file_bytes + pool_files * 4096 + 4096
+        sv = os.fstatvfs(dirfd)
+        free = sv.f_bavail * sv.f_frsize
+        if free < need:
+            raise UserError(f"not enough space in {path}: need {need} B, {free} B free")
+        _create_data_file(dirfd, path, file_bytes, on_progress)
+        pool_fd = _make_pool_dir(dirfd, path)
+        try:
+            payload = os.urandom(SMALL_FILE_BYTES)
+            for seq in range(pool_files):
+                _create_small(pool_fd, seq, payload, path)
+        finally:
+            os.close(pool_fd)
+        layout = ProbeLayout(file_bytes, pool_files, SMALL_FILE_BYTES, os.geteuid(), time.time_ns())
+        try:
+            fd = _open_at(dirfd, META_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            with os.fdopen(fd, "w") as f:
+                json.dump(layout.__dict__, f)
+        except OSError as e:
+            raise _os_error("write", path / META_NAME, e) from None
+        return layout
+    finally:
+        os.close(dirfd)
+
+
+def _create_data_file(dirfd: int, path: Path, size: int, on_progress) -> None:
+    try:
+        fd = _open_at(dirfd, DATA_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    except FileExistsError:
+        raise UserError(f"{path / DATA_NAME} already exists but {META_NAME} does not; remove it or use another directory") from None
+    except OSError as e:
+        raise _os_error("create", path / DATA_NAME, e) from None
+    # Random (incompressible) content: zeros would be stored sparse, compressed or deduplicated
+    # by some file systems and make reads unrealistically fast.
+    chunk = np.random.default_rng().integers(0, 256, 8 << 20, dtype=np.uint8).tobytes()
+    written = 0
+    try:
+        while written < size:
+            n = os.write(fd, chunk[: min(len(chunk), size - written)])
+            written += n
+            if on_progress:
+                on_progress(written, size)
+        os.fsync(fd)
+    except OSError as e:
+        os.close(fd)
+        os.unlink(DATA_NAME, dir_fd=dirfd)
+        if e.errno == errno_mod.ENOSPC:
+            raise UserError(f"disk full while creating {path / DATA_NAME} ({written} of {size} B written); removed it") from None
+        raise _os_error("write", path / DATA_NAME, e) from None
+    os.close(fd)
+
+
+def _make_pool_dir(dirfd: int, path: Path) -> int:
+    try:
+        os.mkdir(POOL_NAME, 0o700, dir_fd=dirfd)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise _os_error("create", path / POOL_NAME, e) from None
+    try:
+        return os.open(POOL_NAME, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
+    except OSError as e:
+        raise _os_error("open", path / POOL_NAME, e) from None
+
+
+def _pool_name(seq: int) -> str:
+    return f"f{seq:012d}"
+
+
+def _create_small(pool_fd: int, seq: int, payload: bytes, path: Path) -> None:
+    try:
+        fd = _open_at(pool_fd, _pool_name(seq), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        try:
+            os.write(fd, payload)
+        finally:
+            os.close(fd)
+    except OSError as e:
+        if e.errno == errno_mod.ENOSPC:
+            raise UserError(f"disk full while creating the pool in {path / POOL_NAME}") from None
+        raise _os_error("create", path / POOL_NAME / _pool_name(seq), e) from None
+
+
+# --------------------------------------------------------------------------- running
+@dataclass
+class ProbeOptions:
+    interval_s: float = 1.0
+    duration_s: float | None = None
+    block: int = DEFAULT_BLOCK
+    direct: bool = False
+    fsync: bool = False
+    timeout_s: float = 60.0
+    seed: int | None = None
+    flush_s: float = 5.0
+
+
+class _Worker:
+    """One daemon thread that runs the timed calls, so the main thread can give up on a hung one.
+
+    A daemon thread, not a ThreadPoolExecutor: the executor joins its threads at exit,
+    and a thread stuck in a dead mount would then keep the process alive forever.
+    """
+
+    def __init__(self):
+        self._q: queue.Queue = queue.Queue()
+        self._pending: dict | None = None
+        threading.Thread(target=self._loop, name="probe-op", daemon=True).start()
+
+    def _loop(self):
+        while True:
+            fn, args, box = self._q.get()
+            try:
+                box["result"] = fn(*args)
+            except BaseException as e:  # delivered to the caller, never lost in the thread
+                box["error"] = e
+            box["done"].set()
+
+    @property
+    def hung(self) -> bool:
+        return self._pending is not None and not self._pending["done"].is_set()
+
+    def call(self, fn, args, timeout_s: float, stop: threading.Event):
+        """The call's result, or None if it did not return within timeout_s (or we were stopped)."""
+        box = {"done": threading.Event()}
+        self._pending = box
+        self._q.put((fn, args, box))
+        deadline = time.monotonic() + timeout_s
+        # Wait in slices so SIGTERM/SIGINT are handled within a fraction of a second.
+        while not box["done"].wait(min(0.2, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline or stop.is_set():
+                return None
+        if "error" in box:
+            raise box["error"]
+        return box["result"]
+
+
+class Probe:
+    """Runs the six operations once per period and hands samples to `sink`.
+
+    `sink(rows)` receives lists of tuples (op, start_ns, duration_ns, bytes, status, errno).
+    """
+
+    def __init__(self, path: Path, options: ProbeOptions, sink: Callable[[list[tuple]], None],
+                 log: Callable[[str], None] = lambda m: None):
+        self.path = Path(path)
+        self.opt = options
+        self.sink = sink
+        self.log = log
+        self.core = _native()
+        self.stop_event = threading.Event()
+        self.dirfd = open_dir(self.path, create=False)
+        self.layout = read_layout(self.dirfd, self.path)
+        if self.layout.file_bytes < options.block:
+            raise UserError(f"--block {options.block} B is larger than the probe file ({self.layout.file_bytes} B)")
+        self.nblocks = self.layout.file_bytes // options.block
+        flags = os.O_RDWR | (os.O_DIRECT if options.direct else 0)
+        try:
+            self.data_fd = _open_at(self.dirfd, DATA_NAME, flags)
+        except OSError as e:
+            if options.direct and e.errno == errno_mod.EINVAL:
+                raise UserError(f"{self.path} does not support O_DIRECT (--direct)") from None
+            raise _os_error("open", self.path / DATA_NAME, e) from None
+        st = os.fstat(self.data_fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size < self.layout.file_bytes:
+            raise UserError(f"{self.path / DATA_NAME} is not the probe's data file (size {st.st_size} B); run init again")
+        self.pool_fd = _make_pool_dir(self.dirfd, self.path)
+        self.pool = deque(sorted(int(n[1:]) for n in os.listdir(self.pool_fd) if n.startswith("f") and n[1:].isdigit()))
+        self.next_seq = (self.pool[-1] + 1) if self.pool else 0
+        self.seed = options.seed if options.seed is not None else int.from_bytes(os.urandom(4), "little")
+        self.rng = np.random.default_rng(self.seed)
+        # mmap gives page-aligned buffers, which O_DIRECT requires.
+        self.wbuf = mmap.mmap(-1, options.block)
+        self.wbuf.write(os.urandom(options.block))
+        self.rbuf = mmap.mmap(-1, options.block)
+        self.small_payload = os.urandom(self.layout.small_bytes)
+        self.small_rbuf = bytearray(self.layout.small_bytes)
+        self.worker = _Worker()
+        self.periods = 0
+        self.missed_periods = 0
+        self.samples = 0
+
+    # one op ------------------------------------------------------------------
+    def _timed(self, op: str, fn, args, expect_bytes: int | None) -> tuple | None:
+        if self.worker.hung:
+            return None
+        wall0 = time.time_ns()
+        res = self.worker.call(fn, args, self.opt.timeout_s, self.stop_event)
+        if res is None:
+            if self.stop_event.is_set() and not self.worker.hung:
+                return None
+            self.log(f"{op} did not return within {self.opt.timeout_s:g} s; no new operation until it does")
+            return (op, wall0, time.time_ns() - wall0, 0, "timeout", 0)
+        start, dur, nbytes, err = res
+        status = "error" if err else "ok"
+        if not err and expect_bytes is not None and nbytes != expect_bytes:
+            status, err = "error", errno_mod.EIO  # a short transfer is a failure of the probe's contract
+        return (op, start, dur, nbytes, status, err)
+
+    def run_period(self) -> list[tuple]:
+        c, o, rows = self.core, self.opt, []
+        blocks = self.rng.integers(0, self.nblocks, size=2)
+
+        def add(row):
+            if row is not None:
+                rows.append(row)
+            return row
+
+        add(self._timed("data_write", c.timed_pwrite, (self.data_fd, self.wbuf, int(blocks[0]) * o.block, o.fsync), o.block))
+        add(self._timed("data_read", c.timed_pread, (self.data_fd, self.rbuf, int(blocks[1]) * o.block), o.block))
+        seq = self.next_seq
+        created = add(self._timed("md_create", c.timed_create,
+                                  (self.pool_fd, _pool_name(seq), self.small_payload, o.fsync), self.layout.small_bytes))
+        if created is not None:
+            self.next_seq += 1
+            if created[4] == "ok":
+                self.pool.append(seq)
+            elif created[5] == errno_mod.EEXIST:
+                self.log(f"pool file {_pool_name(seq)} exists but was not created by this probe; skipping that name")
+        if self.pool:
+            oldest = _pool_name(self.pool[0])
+            add(self._timed("md_stat", c.timed_stat, (self.pool_fd, oldest), None))
+            add(self._timed("md_read", c.timed_read_small, (self.pool_fd, oldest, self.small_rbuf), self.layout.small_bytes))
+            deleted = add(self._timed("md_delete", c.timed_unlink, (self.pool_fd, oldest), None))
+            if deleted is not None and (deleted[4] == "ok" or deleted[5] == errno_mod.ENOENT):
+                self.pool.popleft()
+        self._refill_pool()
+        return rows
+
+    def _refill_pool(self) -> None:
+        """Keep the pool at its size: files removed by someone else are recreated (untimed)."""
+        while len(self.pool) < self.layout.pool_files and not self.worker.hung:
+            try:
+                _create_small(self.pool_fd, self.next_seq, self.small_payload, self.path)
+            except UserError as e:
+                self.log(f"cannot refill the pool: {e}")
+                return
+            finally:
+                self.next_seq += 1
+            self.pool.append(self.next_seq - 1)
+
+    # the loop ----------------------------------------------------------------
+    def stop(self, *_):
+        self.stop_event.set()
+
+    def run(self, install_signals: bool = True) -> None:
+        if install_signals and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, self.stop)
+            signal.signal(signal.SIGINT, self.stop)
+        o = self.opt
+        t0 = time.monotonic()
+        end = t0 + o.duration_s if o.duration_s else None
+        buffer: list[tuple] = []
+        last_flush = t0
+        k = 0
+        try:
+            while not self.stop_event.is_set():
+                now = time.monotonic()
+                if end is not None and now >= end:
+                    break
+                buffer.extend(self.run_period())
+                self.periods += 1
+                if time.monotonic() - last_flush >= o.flush_s:
+                    buffer = self._flush(buffer)
+                    last_flush = time.monotonic()
+                # Fixed period, start to start: the next start is on the grid, not `interval` after the work.
+                k += 1
+                nxt = t0 + k * o.interval_s
+                now = time.monotonic()
+                if now > nxt:
+                    skipped = int((now - nxt) // o.interval_s) + 1
+                    self.missed_periods += skipped
+                    k += skipped
+                    nxt = t0 + k * o.interval_s
+                if end is not None and nxt >= end:
+                    break
+                self.stop_event.wait(nxt - time.monotonic())
+        finally:
+            self._flush(buffer, final=True)
+
+    def _flush(self, buffer: list[tuple], final: bool = False) -> list[tuple]:
+        if not buffer:
+            return buffer
+        try:
+            self.sink(buffer)
+            self.samples += len(buffer)
+            return []
+        except UserError as e:
+            # A locked or unreachable store must not stop the measuring: keep the samples and retry.
+            self.log(f"could not store {len(buffer)} samples ({e}); {'giving up' if final else 'will retry'}")
+            if final:
+                raise
+            return buffer[-1_000_000:]
+
+    def close(self) -> None:
+        for fd in (self.data_fd, self.pool_fd, self.dirfd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def mount_point(path: Path) -> str:
+    """The mount point that holds `path` (the default probe target label)."""
+    p = Path(os.path.realpath(path))
+    while not os.path.ismount(p) and p != p.parent:
+        p = p.parent
+    return str(p)

@@ -1,0 +1,13 @@
+"""Server-side telemetry: live sources, importers of recorded histories, and the glue to the store.
+
+Live sources (base.Source; one module each, raw readings only):
+    diskstats   /proc/diskstats                 lustre     /proc/fs/lustre, /sys/fs/lustre
+    nfs         /proc/self/mountstats           capacity   statvfs, `lfs df`
+    host        /proc/stat, /proc/meminfo
+Importers (raw Wide/Long chunks):
+    lmt         LMT MySQL/MariaDB or SQLite     iostat_json  `iostat -x -t -o JSON`
+    tts         pytokio HDF5                    csv_long     time,target,metric,value
+Glue, not sources: runner (each source in a thread with a deadline), collector (the `collect`
+loop's state: readings -> rows through stats/counters.py), ingest (chunks -> rows, imports that
+replace or roll back), synthetic (a Lustre-like tree for tests and benchmarks).
+"""

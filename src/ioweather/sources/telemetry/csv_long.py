@@ -1,0 +1,160 @@
+"""The generic long CSV anyone can produce: `time,target,metric,value[,interval_s]`.
+
+time      ISO 8601 (`2024-03-01T10:00:05Z`, `2024-03-01 10:00:05+01:00`; without an offset it
+          is read in `timezone`, UTC by default) or unix seconds (`1709287205.0`)
+value     the amount in the interval that starts at `time` (bytes, operations) or a gauge;
+          empty = missing. With `cumulative=True` the values are counters instead, converted
+          to amounts per interval like every other source (a decrease is missing).
+interval_s  optional; else `interval_s` given by the caller, else each series' median spacing.
+
+Rows may come in any order (they are sorted). A (time, target, metric) given twice keeps its
+last row and is reported. Negative amounts are impossible, so they become missing and are
+reported. An unparseable time or value rejects the whole file with its line number: nothing
+of a file that is half wrong is stored.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from ioweather.errors import UserError
+from ioweather.sources.telemetry.base import Long, local_to_utc_ns
+from ioweather.stats import counters
+
+REQUIRED = ("time", "target", "metric", "value")
+_OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$", re.IGNORECASE)
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+
+
+def _parse_times(col: pd.Series, tz: str, path: str) -> np.ndarray:
+    if pd.api.types.is_numeric_dtype(col):  # all unix seconds: pandas already parsed them
+        secs = col.to_numpy(np.float64)
+        out = np.where(np.isnan(secs), -1, np.rint(np.nan_to_num(secs) * 1e9)).astype(np.int64)
+    else:
+        out = np.full(len(col), -1, dtype=np.int64)
+        todo = np.arange(len(col))
+        if tz.upper() in ("UTC", "ETC/UTC"):
+            # the common case in one call: ISO 8601 with or without offset, naive ones being UTC
+            t = pd.to_datetime(col.astype(str), utc=True, errors="coerce", format="ISO8601")
+            ok = ~t.isna().to_numpy()
+            out[ok] = t[ok].dt.as_unit("ns").astype("int64").to_numpy()
+            todo = np.flatnonzero(~ok)
+        if todo.size:
+            _parse_times_slowly(col.iloc[todo].astype(str).str.strip(), tz, out, todo)
+    bad = np.flatnonzero(out < 0)
+    if bad.size:
+        i = int(bad[0])
+        raise UserError(f"{path} line {i + 2}: unparseable time {col.iloc[i]!r} "
+                        f"({bad.size} such rows): use ISO 8601 or unix seconds")
+    return out
+
+
+def _parse_times_slowly(s: pd.Series, tz: str, out: np.ndarray, where: np.ndarray) -> None:
+    """Unix seconds among ISO strings, and naive ISO times in a zone other than UTC."""
+    numeric = s.str.fullmatch(_NUMBER).to_numpy(dtype=bool)
+    if numeric.any():
+        secs = pd.to_numeric(s[numeric], errors="coerce").to_numpy(np.float64)
+        out[where[numeric]] = np.rint(secs * 1e9).astype(np.int64)
+    rest = np.flatnonzero(~numeric)
+    if not rest.size:
+        return
+    text = s.iloc[rest]
+    aware = text.str.contains(_OFFSET).to_numpy(dtype=bool)
+    if aware.any():
+        t = pd.to_datetime(text[aware].str.replace(r"z$", "Z", regex=True), utc=True, errors="coerce",
+                           format="ISO8601")
+        ns = t.dt.as_unit("ns").astype("int64").to_numpy()
+        out[where[rest[aware]]] = np.where(t.isna().to_numpy(), -1, ns)
+    if (~aware).any():
+        naive = pd.to_datetime(text[~aware], errors="coerce", format="ISO8601")
+        out[where[rest[~aware]]] = local_to_utc_ns(naive, tz)
+
+
+def _parse_values(col: pd.Series, path: str) -> np.ndarray:
+    if pd.api.types.is_numeric_dtype(col):
+        return col.to_numpy(np.float64)
+    text = col.astype(str).str.strip()
+    value = pd.to_numeric(text, errors="coerce").to_numpy(np.float64)
+    missing = text.isin(["", "nan", "NaN", "null", "NULL", "NA"]).to_numpy(dtype=bool)
+    bad = np.flatnonzero(np.isnan(value) & ~missing)
+    if bad.size:
+        i = int(bad[0])
+        raise UserError(f"{path} line {i + 2}: value {col.iloc[i]!r} is not a number ({bad.size} such rows)")
+    return value
+
+
+def read_csv_long(path: str, tz: str = "UTC", interval_s: float | None = None, cumulative: bool = False) -> Long:
+    try:
+        # pandas parses numeric columns itself (fast); a column with anything else stays text and
+        # is checked row by row, to name the first bad line
+        raw = pd.read_csv(path, dtype={"target": str, "metric": str}, keep_default_na=False,
+                          na_values={"value": ["", "nan", "NaN", "null", "NULL", "NA"], "interval_s": [""]})
+    except FileNotFoundError:
+        raise UserError(f"CSV file {path!r} not found") from None
+    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError, ValueError) as e:
+        raise UserError(f"{path}: not a readable CSV ({str(e).splitlines()[0]})") from None
+    raw.columns = [str(c).strip().lower() for c in raw.columns]
+    missing = [c for c in REQUIRED if c not in raw.columns]
+    if missing:
+        raise UserError(f"{path}: missing column(s) {', '.join(missing)}; expected time,target,metric,value[,interval_s]")
+    notes: list[str] = []
+    if raw.empty:
+        return Long(pd.DataFrame(columns=["time_ns", "target", "metric", "value", "interval_s"]), [f"{path}: no rows"])
+    t = _parse_times(raw["time"], tz, path)
+    value = _parse_values(raw["value"], path)
+    # series as integer codes: sorting and duplicate detection on numbers, not on strings
+    tcode, tnames = pd.factorize(raw["target"].astype(str).str.strip())
+    mcode, mnames = pd.factorize(raw["metric"].astype(str).str.strip())
+    bad_name = np.flatnonzero((tnames[tcode] == "") | (mnames[mcode] == "")) if len(tnames) else np.empty(0, int)
+    if bad_name.size:
+        raise UserError(f"{path} line {int(bad_name[0]) + 2}: empty target or metric")
+    iv = (pd.to_numeric(raw["interval_s"], errors="coerce").to_numpy(np.float64)
+          if "interval_s" in raw.columns else None)
+
+    if not (np.diff(t) >= 0).all():
+        notes.append(f"{path}: rows out of time order: sorted")
+    series_raw = tcode.astype(np.int64) * len(mnames) + mcode
+    order = np.lexsort((np.arange(len(t)), t, series_raw))   # by series, time, then line
+    series, times, value = series_raw[order], t[order], value[order]
+    iv = iv[order] if iv is not None else None
+    dup = np.r_[(series[1:] == series[:-1]) & (times[1:] == times[:-1]), False]  # a later row follows
+    if dup.any():
+        notes.append(f"{path}: {int(dup.sum())} duplicate (time, target, metric) rows: kept the last of each")
+        keep = ~dup
+        series, times, value, order = series[keep], times[keep], value[keep], order[keep]
+        iv = iv[keep] if iv is not None else None
+    target = np.asarray(tnames.astype(str), dtype=object)[tcode[order]]
+    metric = np.asarray(mnames.astype(str), dtype=object)[mcode[order]]
+    df = pd.DataFrame({"time_ns": times, "target": target, "metric": metric, "value": value})
+    first = np.r_[True, series[1:] != series[:-1]]          # rows are sorted by series, then time
+    gaps = np.where(first, np.nan, np.r_[np.nan, np.diff(times)] / 1e9)
+    median_gap = pd.Series(gaps).groupby(series).transform("median").to_numpy()
+    if cumulative:
+        frames = []
+        for _, g in df.groupby(series, sort=False):
+            gt = g["time_ns"].to_numpy(np.int64)
+            step = interval_s or (float(np.median(np.diff(gt))) / 1e9 if gt.size > 1 else None)
+            start, vals, length = counters.series_deltas(gt, g["value"].to_numpy(), step)
+            frames.append(pd.DataFrame({"time_ns": start, "target": str(g["target"].iloc[0]),
+                                        "metric": str(g["metric"].iloc[0]), "value": vals, "interval_s": length}))
+        out = pd.concat(frames, ignore_index=True)
+    else:
+        if iv is not None:
+            length = np.where(np.isnan(iv), interval_s or median_gap, iv)
+        elif interval_s:
+            length = np.full(len(df), float(interval_s))
+        else:
+            length = median_gap
+        out = pd.DataFrame({"time_ns": times, "target": target, "metric": metric, "value": value,
+                            "interval_s": length})
+    if out["interval_s"].isna().any():
+        raise UserError(f"{path}: cannot tell the interval of series with a single row: add an interval_s column "
+                        "or give --interval")
+    neg = (out["value"] < 0).to_numpy()
+    if neg.any():
+        notes.append(f"{path}: {int(neg.sum())} negative values are impossible amounts: stored as missing")
+        out.loc[neg, "value"] = np.nan
+    return Long(out, notes)

@@ -1,0 +1,567 @@
+"""One job's I/O characterization from its Darshan records (METHODS.md section 3).
+
+Pure functions: a `DarshanLog` (plain arrays and DataFrames from
+`ioweather.sources.darshan_log`) in, numbers out. No file or database access.
+
+Conventions that follow from Darshan's log format:
+- a record with rank -1 aggregates all ranks of a shared file (N:1). In a
+  single-process job Darshan marks *every* record rank -1; such records are
+  treated as rank 0 (unique) for sharing and per-rank views, and left as they are
+  for `agg_perf_by_slowest` (which must match libdarshan-util's accumulator);
+- counters equal to -1 are "not monitored" and are excluded, never summed;
+- totals are taken at the layer that reaches the file system, POSIX + STDIO, so
+  MPI-IO / HDF5 / PnetCDF traffic carried by POSIX is not counted twice;
+- Darshan's timers are cumulative per rank and can add up to more than the run
+  time (threads, overlapping calls): fractions of run time are capped at 1 and
+  the raw value is kept.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+from ioweather.units import ns_to_iso
+
+MiB = 1024 * 1024
+
+#: Counter-name prefix of each generic module.
+PREFIX = {"POSIX": "POSIX", "MPI-IO": "MPIIO", "STDIO": "STDIO", "H5F": "H5F", "H5D": "H5D",
+          "PNETCDF_FILE": "PNETCDF_FILE", "PNETCDF_VAR": "PNETCDF_VAR", "DFS": "DFS", "DAOS": "DAOS"}
+#: Modules for which libdarshan-util defines agg_perf_by_slowest (an accumulator exists).
+PERF_MODULES = ("POSIX", "MPI-IO", "STDIO", "DFS", "DAOS")
+#: The layer that reaches the file system.
+FS_MODULES = ("POSIX", "STDIO")
+
+# Operation counters per module: (reads, writes, opens); each a tuple of counters summed.
+_OPS = {
+    "POSIX": (("POSIX_READS",), ("POSIX_WRITES",), ("POSIX_OPENS",)),
+    "STDIO": (("STDIO_READS",), ("STDIO_WRITES",), ("STDIO_OPENS", "STDIO_FDOPENS")),
+    "MPI-IO": (("MPIIO_INDEP_READS", "MPIIO_COLL_READS", "MPIIO_SPLIT_READS", "MPIIO_NB_READS"),
+               ("MPIIO_INDEP_WRITES", "MPIIO_COLL_WRITES", "MPIIO_SPLIT_WRITES", "MPIIO_NB_WRITES"),
+               ("MPIIO_INDEP_OPENS", "MPIIO_COLL_OPENS")),
+    "H5F": ((), (), ("H5F_OPENS",)),
+    "H5D": (("H5D_READS",), ("H5D_WRITES",), ("H5D_OPENS",)),
+    "PNETCDF_FILE": ((), (), ("PNETCDF_FILE_OPENS", "PNETCDF_FILE_CREATES")),
+    "PNETCDF_VAR": (("PNETCDF_VAR_INDEP_READS", "PNETCDF_VAR_COLL_READS", "PNETCDF_VAR_NB_READS"),
+                    ("PNETCDF_VAR_INDEP_WRITES", "PNETCDF_VAR_COLL_WRITES", "PNETCDF_VAR_NB_WRITES"),
+                    ("PNETCDF_VAR_OPENS",)),
+    "DFS": (("DFS_READS", "DFS_READXS", "DFS_NB_READS"), ("DFS_WRITES", "DFS_WRITEXS", "DFS_NB_WRITES"),
+            ("DFS_OPENS", "DFS_GLOBAL_OPENS")),
+    "DAOS": (("DAOS_ARRAY_READS", "DAOS_KV_GETS"), ("DAOS_ARRAY_WRITES", "DAOS_KV_PUTS"),
+             ("DAOS_OBJ_OPENS", "DAOS_ARRAY_OPENS", "DAOS_KV_OPENS")),
+}
+
+SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G", "1G_PLUS")
+
+
+# ---------------------------------------------------------------------------
+# column access: a DataFrame's columns as numpy arrays, converted once per frame.
+# (Per-call `df[name]` costs ~20 us; a job touches counters thousands of times,
+# and ingest handles thousands of jobs.)
+
+class Cols(dict):
+    """Column name -> numpy array, all of length `n`."""
+
+    n: int = 0
+
+
+# id(frame) -> (weak reference to the frame, its columns); DataFrames are not hashable,
+# so a WeakKeyDictionary cannot hold them. Entries go when the frame is collected.
+_CACHE: dict[int, tuple[weakref.ref, Cols]] = {}
+
+
+def cols(frame) -> Cols:
+    """Numpy columns of `frame`: a Cols, a ModuleRecords (counters and fcounters together),
+    or a counters/fcounters DataFrame with id and rank first (converted once, cached)."""
+    if isinstance(frame, Cols):
+        return frame
+    if hasattr(frame, "arrays"):
+        out = Cols(frame.arrays())
+        out.n = len(frame)
+        return out
+    got = _CACHE.get(id(frame))
+    if got is not None and got[0]() is frame:
+        return got[1]
+    out = Cols()
+    out.n = len(frame)
+    names = list(frame.columns)
+    rest = [i for i, n in enumerate(names) if n not in ("id", "rank")]
+    if rest:
+        block = frame.iloc[:, rest].to_numpy()
+        for j, i in enumerate(rest):
+            out[names[i]] = block[:, j]
+    if "id" in frame.columns:
+        out["id"] = frame["id"].to_numpy(np.uint64)
+    if "rank" in frame.columns:
+        out["rank"] = frame["rank"].to_numpy(np.int64)
+    key = id(frame)
+    _CACHE[key] = (weakref.ref(frame, lambda _r, k=key: _CACHE.pop(k, None)), out)
+    return out
+
+
+def subset(frame, mask: np.ndarray) -> Cols:
+    c = cols(frame)
+    out = Cols({k: v[mask] for k, v in c.items()})
+    out.n = int(np.count_nonzero(mask)) if mask.dtype == bool else len(mask)
+    return out
+
+
+def monitored(frame, name: str) -> np.ndarray:
+    """Column `name` as float64 with -1 ("not monitored") and missing columns as NaN."""
+    c = cols(frame)
+    if name not in c:
+        return np.full(c.n, np.nan)
+    v = c[name].astype(np.float64)
+    v[v == -1] = np.nan
+    return v
+
+
+def zero_missing(frame, name: str) -> np.ndarray:
+    return np.nan_to_num(monitored(frame, name))
+
+
+def total(frame, names: Iterable[str]) -> float | None:
+    """Sum of the monitored values of `names` over all rows; None when none is present/monitored."""
+    c = cols(frame)
+    vals = [monitored(c, n) for n in names if n in c]
+    if not vals or all(np.isnan(v).all() for v in vals):
+        return None
+    return float(sum(np.nansum(v) for v in vals))
+
+
+def effective_ranks(ranks: np.ndarray, nprocs: int) -> np.ndarray:
+    """Ranks with the single-process convention applied: in a 1-process job rank -1 means rank 0."""
+    r = np.asarray(ranks, dtype=np.int64)
+    return np.where(r < 0, 0, r) if nprocs <= 1 else r
+
+
+# ---------------------------------------------------------------------------
+# Darshan's derived metric, reproduced exactly
+
+def agg_perf_by_slowest(counters, fcounters, module: str, nprocs: int) -> dict:
+    """libdarshan-util's `darshan_accumulator` derived metrics for one module (POSIX, MPI-IO, STDIO, DFS, DAOS).
+
+    total_bytes = sum(BYTES_READ + BYTES_WRITTEN); shared records (rank < 0) add
+    their F_SLOWEST_RANK_TIME to a shared time; other records add META+READ+WRITE
+    time to their rank; the slowest rank is the first one with the largest sum.
+    agg_time_by_slowest = slowest rank's time + shared time, and
+    agg_perf_by_slowest = total_bytes / MiB / agg_time (0 when the time is 0).
+    Reference: darshan-util/darshan-logutils-accumulator.c and each module's
+    `log_record_metrics` (Darshan 3.4.1+), as called by PyDarshan's
+    `accumulate_records(rec_dict, module, nprocs)`.
+    """
+    c, f, p = cols(counters), cols(fcounters), PREFIX[module]
+    total_bytes = int(c[f"{p}_BYTES_READ"].astype(np.int64).sum() + c[f"{p}_BYTES_WRITTEN"].astype(np.int64).sum())
+    rank = c["rank"]
+    shared = rank < 0
+    shared_time = float(f[f"{p}_F_SLOWEST_RANK_TIME"][shared].sum())
+    io = f[f"{p}_F_META_TIME"] + f[f"{p}_F_READ_TIME"] + f[f"{p}_F_WRITE_TIME"]
+    per_rank = np.bincount(rank[~shared], weights=io[~shared], minlength=max(nprocs, 1))
+    slowest_rank, slowest_time = 0, 0.0
+    if per_rank.size and per_rank.max() > 0:
+        slowest_rank = int(np.argmax(per_rank))  # first maximum, as the C loop's strict '>'
+        slowest_time = float(per_rank[slowest_rank])
+    agg_time = slowest_time + shared_time
+    return {"total_bytes": total_bytes, "shared_io_total_time_by_slowest": shared_time,
+            "slowest_rank_io_total_time": slowest_time, "slowest_rank": slowest_rank,
+            "agg_time_by_slowest": agg_time,
+            "agg_perf_by_slowest": (total_bytes / MiB) / agg_time if agg_time else 0.0}
+
+
+# ---------------------------------------------------------------------------
+# interfaces and totals
+
+def interface_summary(rec, nprocs: int) -> dict:
+    """Per-module volumes, operations and times (keys of the `interfaces` JSON object)."""
+    c, f = cols(rec), cols(rec)
+    p = PREFIX[rec.module]
+    reads, writes, opens = _OPS.get(rec.module, ((), (), ()))
+    out = {
+        "bytes_read": total(c, [f"{p}_BYTES_READ"]),
+        "bytes_written": total(c, [f"{p}_BYTES_WRITTEN"]),
+        "reads": total(c, reads) if reads else None,
+        "writes": total(c, writes) if writes else None,
+        "opens": total(c, opens) if opens else None,
+        "read_time_s": total(f, [f"{p}_F_READ_TIME"]),
+        "write_time_s": total(f, [f"{p}_F_WRITE_TIME"]),
+        "meta_time_s": total(f, [f"{p}_F_META_TIME"]),
+        "files": int(np.unique(c["id"]).size),
+        "records": c.n,
+        "partial": rec.partial,
+    }
+    for k in ("bytes_read", "bytes_written", "reads", "writes", "opens"):
+        if out[k] is not None:
+            out[k] = int(out[k])
+    if rec.module in PERF_MODULES:
+        out["agg_perf_by_slowest_mibps"] = (agg_perf_by_slowest(c, f, rec.module, nprocs)["agg_perf_by_slowest"]
+                                            if c.n else None)
+    if rec.not_monitored:
+        out["not_monitored"] = list(rec.not_monitored)
+    return out
+
+
+def module_rows(rec) -> Cols:
+    """Module-neutral numeric columns of one module's records (missing or -1 counters as 0 / NaN)."""
+    c, f, p = cols(rec), cols(rec), PREFIX[rec.module]
+    reads, writes, opens = _OPS.get(rec.module, ((), (), ()))
+    z = np.zeros(c.n)
+    out = Cols(
+        id=c["id"], rank=c["rank"],
+        bytes_read=zero_missing(c, f"{p}_BYTES_READ"), bytes_written=zero_missing(c, f"{p}_BYTES_WRITTEN"),
+        reads=sum((zero_missing(c, n) for n in reads), z), writes=sum((zero_missing(c, n) for n in writes), z),
+        opens=sum((zero_missing(c, n) for n in opens), z),
+        read_time=zero_missing(f, f"{p}_F_READ_TIME"), write_time=zero_missing(f, f"{p}_F_WRITE_TIME"),
+        meta_time=zero_missing(f, f"{p}_F_META_TIME"),
+        slowest_time=monitored(f, f"{p}_F_SLOWEST_RANK_TIME"),
+        open_start=monitored(f, f"{p}_F_OPEN_START_TIMESTAMP"),
+        io_end=np.fmax(monitored(f, f"{p}_F_READ_END_TIMESTAMP"), monitored(f, f"{p}_F_WRITE_END_TIMESTAMP")),
+    )
+    out.n = c.n
+    return out
+
+
+def fs_records(log) -> Cols:
+    """POSIX and STDIO records in one set of module-neutral columns (plus `module` and `name`)."""
+    parts = [(mod, log.records[mod]) for mod in FS_MODULES if mod in log.records and len(log.records[mod])]
+    if not parts:
+        out = Cols({k: np.zeros(0) for k in ("bytes_read", "bytes_written", "reads", "writes", "opens", "read_time",
+                                             "write_time", "meta_time", "slowest_time", "open_start", "io_end")})
+        out.update(id=np.zeros(0, np.uint64), rank=np.zeros(0, np.int64), module=np.zeros(0, object),
+                   name=np.zeros(0, object))
+        return out
+    rows = [module_rows(rec) for _, rec in parts]
+    out = Cols({k: np.concatenate([r[k] for r in rows]) for k in rows[0]})
+    out["module"] = np.concatenate([np.full(len(rec), mod, dtype=object) for mod, rec in parts])
+    out["name"] = np.concatenate([rec.names for _, rec in parts])
+    out.n = len(out["id"])
+    return out
+
+
+def totals(fs: Cols) -> dict:
+    return {"bytes_read": int(fs["bytes_read"].sum()), "bytes_written": int(fs["bytes_written"].sum()),
+            "files": int(np.unique(fs["id"]).size),
+            "read_time_s": float(fs["read_time"].sum()), "write_time_s": float(fs["write_time"].sum()),
+            "meta_time_s": float(fs["meta_time"].sum())}
+
+
+# ---------------------------------------------------------------------------
+# sharing
+
+def sharing_classes(ids: np.ndarray, ranks: np.ndarray, nprocs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(unique ids, first row of each, nranks, class) with class 'shared' (a rank -1 record, or every
+    rank has its own record), 'partially_shared' (several ranks, not all) or 'unique' (one rank).
+    `ranks` must already follow the single-process convention (see effective_ranks)."""
+    uniq, first, inv = np.unique(ids, return_index=True, return_inverse=True)
+    k = len(uniq)
+    has_all = np.zeros(k, bool)
+    has_all[inv[ranks < 0]] = True
+    key = inv.astype(np.int64) * (int(max(nprocs, ranks.max(initial=0) + 1)) + 2) + (ranks + 1)
+    ukey = np.unique(key)
+    nranks = np.bincount(ukey // (int(max(nprocs, ranks.max(initial=0) + 1)) + 2), minlength=k)
+    nranks = np.where(has_all, nprocs, nranks)
+    shared = has_all | ((nranks >= nprocs) & (nprocs > 1))
+    cls = np.where(shared, "shared", np.where(nranks > 1, "partially_shared", "unique")).astype(object)
+    return uniq, first, nranks, cls
+
+
+def file_sharing(fs: Cols, nprocs: int) -> Cols:
+    """One row per file (record id) at the file-system layer: id, nranks, sharing, bytes."""
+    ranks = effective_ranks(fs["rank"], nprocs)
+    uniq, _, nranks, cls = sharing_classes(fs["id"], ranks, nprocs)
+    inv = np.searchsorted(uniq, fs["id"])
+    out = Cols(id=uniq, nranks=nranks, sharing=cls,
+               bytes=np.bincount(inv, weights=fs["bytes_read"] + fs["bytes_written"], minlength=len(uniq)))
+    out.n = len(uniq)
+    return out
+
+
+def sharing_summary(per_file: Cols) -> dict:
+    out = {}
+    for cls in ("unique", "shared", "partially_shared"):
+        sel = per_file["sharing"] == cls
+        out[cls] = int(sel.sum())
+        out[f"{cls}_bytes"] = int(per_file["bytes"][sel].sum())
+    return out
+
+
+# ---------------------------------------------------------------------------
+# access pattern (POSIX counters)
+
+def access_pattern(rec) -> dict:
+    """Size histograms, the 4 most common access sizes and the pattern fractions of POSIX.
+
+    Records with a counter of -1 are left out of that counter's numerator and
+    denominator (not monitored), so a fraction is over the records that have it.
+    """
+    out = {"read_histogram": None, "write_histogram": None, "common_sizes": [],
+           "seq_fraction": None, "consec_fraction": None,
+           "file_not_aligned_fraction": None, "mem_not_aligned_fraction": None}
+    if rec is None or not len(rec):
+        return out
+    c = cols(rec)
+    for kind, key in (("READ", "read_histogram"), ("WRITE", "write_histogram")):
+        out[key] = {b: int(np.nansum(monitored(c, f"POSIX_SIZE_{kind}_{b}"))) for b in SIZE_BINS}
+    out["common_sizes"] = common_access_sizes(c, "POSIX")
+    ops = zero_missing(c, "POSIX_READS") + zero_missing(c, "POSIX_WRITES")
+
+    def frac(*names):
+        num = sum(monitored(c, n) for n in names)
+        ok = ~np.isnan(num)
+        den = ops[ok].sum()
+        return float(num[ok].sum() / den) if den > 0 else None
+
+    out["seq_fraction"] = frac("POSIX_SEQ_READS", "POSIX_SEQ_WRITES")
+    out["consec_fraction"] = frac("POSIX_CONSEC_READS", "POSIX_CONSEC_WRITES")
+    out["file_not_aligned_fraction"] = frac("POSIX_FILE_NOT_ALIGNED")
+    out["mem_not_aligned_fraction"] = frac("POSIX_MEM_NOT_ALIGNED")
+    return out
+
+
+def common_access_sizes(counters, prefix: str, n: int = 4) -> list[dict]:
+    """The n most common access sizes over all records (ACCESS1..4 counters summed by size)."""
+    c = cols(counters)
+    sizes = [c[f"{prefix}_ACCESS{i}_ACCESS"] for i in range(1, 5) if f"{prefix}_ACCESS{i}_ACCESS" in c]
+    counts = [c[f"{prefix}_ACCESS{i}_COUNT"] for i in range(1, 5) if f"{prefix}_ACCESS{i}_COUNT" in c]
+    if not sizes or len(sizes) != len(counts):
+        return []
+    s, k = np.concatenate(sizes).astype(np.int64), np.concatenate(counts).astype(np.int64)
+    keep = (k > 0) & (s >= 0)
+    if not keep.any():
+        return []
+    us, inv = np.unique(s[keep], return_inverse=True)
+    tot = np.bincount(inv, weights=k[keep])
+    order = np.lexsort((us, -tot))[:n]  # by count, descending; ties by size
+    return [{"size_bytes": int(us[i]), "count": int(tot[i])} for i in order]
+
+
+# ---------------------------------------------------------------------------
+# per-rank view and Carns' MiB/s/CN
+
+def per_rank(fs: Cols, nprocs: int) -> pd.DataFrame:
+    """Bytes and I/O time per rank from non-shared records (shared records have no per-rank split)."""
+    ranks = effective_ranks(fs["rank"], nprocs)
+    own = ranks >= 0
+    n = max(nprocs, int(ranks.max()) + 1 if own.any() else 1)
+    r = ranks[own]
+    b = (fs["bytes_read"] + fs["bytes_written"])[own]
+    t = (fs["read_time"] + fs["write_time"] + fs["meta_time"])[own]
+    return pd.DataFrame({"rank": np.arange(n), "bytes": np.bincount(r, weights=b, minlength=n),
+                         "time": np.bincount(r, weights=t, minlength=n),
+                         "meta_time": np.bincount(r, weights=fs["meta_time"][own], minlength=n)})
+
+
+def shared_file_time(fs: Cols, ranks: np.ndarray) -> np.ndarray:
+    """Time of the slowest rank on each shared record (rank -1).
+
+    Darshan's F_SLOWEST_RANK_TIME where monitored and positive; otherwise Carns
+    et al.'s estimate, the elapsed time from the first open to the last I/O.
+    """
+    shared = ranks < 0
+    slow = fs["slowest_time"][shared]
+    elapsed = (fs["io_end"] - fs["open_start"])[shared]
+    elapsed = np.where(np.isfinite(elapsed) & (elapsed > 0), elapsed, 0.0)
+    return np.where(np.isfinite(slow) & (slow > 0), slow, elapsed)
+
+
+def carns_mibps(fs: Cols, nprocs: int, pr: pd.DataFrame | None = None) -> tuple[float | None, float, int | None]:
+    """(aggregate MiB/s, I/O time of the slowest process, slowest rank) at the file-system layer.
+
+    MiB/s = sum over ranks of bytes read+written / max over ranks of (t_md + t_r + t_w)
+    (Carns et al. 2011, eq. 1), the slowest process being the slowest path through
+    its own files plus the time of each shared file. Single-process jobs count
+    their rank -1 records as rank 0's own files.
+    """
+    if not fs.n:
+        return None, 0.0, None
+    pr = per_rank(fs, nprocs) if pr is None else pr
+    times = pr["time"].to_numpy()
+    slowest = int(times.argmax()) if len(times) and times.max() > 0 else None
+    t = (float(times.max()) if len(times) else 0.0) + float(shared_file_time(fs, effective_ranks(fs["rank"], nprocs)).sum())
+    b = float(fs["bytes_read"].sum() + fs["bytes_written"].sum())
+    return ((b / MiB) / t if t > 0 else None), t, slowest
+
+
+def mibps_per_node(mibps: float | None, nnodes: int | None) -> float | None:
+    """Carns et al.'s MiB/s/CN: aggregate MiB/s divided by the number of compute nodes."""
+    if mibps is None or not nnodes:
+        return None
+    return mibps / nnodes
+
+
+def node_count(log_nodes: int | None, nprocs: int, cores_per_node: int | None) -> tuple[int | None, str | None]:
+    """(nnodes, source): from the log when it names its hosts, else ceil(nprocs / cores_per_node)."""
+    if log_nodes:
+        return int(log_nodes), "log"
+    if cores_per_node:
+        return int(-(-max(nprocs, 1) // cores_per_node)), "cores_per_node"
+    return None, None
+
+
+def imbalance(values: np.ndarray) -> float | None:
+    """(max - min) / max over ranks that did any I/O; None with fewer than 2 such ranks."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[v > 0]
+    if v.size < 2:
+        return None
+    return float((v.max() - v.min()) / v.max())
+
+
+# ---------------------------------------------------------------------------
+# mounts
+
+def assign_mounts(names: np.ndarray, mounts: list[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
+    """Longest mount-point prefix of each file name (and its fs type); '' when none matches.
+
+    Walks up each distinct name's parent directories and looks them up in a dict
+    of mount points: O(path depth) per name rather than O(number of mounts).
+    """
+    table = {point.rstrip("/") or "/": (point, fstype) for point, fstype in mounts}
+    keys = np.array(["" if n is None else n for n in names], dtype=object)
+    if not len(keys):
+        return keys.copy(), keys.copy()
+    uniq, inv = np.unique(keys, return_inverse=True)
+    mp = np.full(len(uniq), "", dtype=object)
+    ft = np.full(len(uniq), "", dtype=object)
+    for i, n in enumerate(uniq):
+        if not n.startswith("/"):
+            continue
+        path = n
+        while True:
+            hit = table.get(path)
+            if hit is not None:
+                mp[i], ft[i] = hit
+                break
+            if path == "/":
+                break
+            path = path.rsplit("/", 1)[0] or "/"
+    return mp[inv], ft[inv]
+
+
+def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre: pd.DataFrame | None) -> list[dict]:
+    if not fs.n:
+        return []
+    mp, ft = assign_mounts(fs["name"], mounts)
+    # tab: Darshan's mount table is tab-separated, so no mount point or type contains one
+    # (and numpy drops trailing NULs from string scalars, so NUL cannot be the separator)
+    key = np.array([f"{a}\t{b}" for a, b in zip(mp, ft)], dtype=object)
+    rows = []
+    lu_ids = lustre["id"].to_numpy(np.uint64) if lustre is not None and len(lustre) else None
+    for k in dict.fromkeys(key):
+        sel = key == k
+        mount, fstype = k.split("\t")
+        ids = np.unique(fs["id"][sel])
+        row = {"mount": mount or None, "fs_type": fstype or None, "files": int(ids.size),
+               "bytes_read": int(fs["bytes_read"][sel].sum()), "bytes_written": int(fs["bytes_written"][sel].sum())}
+        if lu_ids is not None:
+            lu = lustre[np.isin(lu_ids, ids)]
+            if len(lu):
+                row["lustre"] = {
+                    "files": int(np.unique(lu["id"].to_numpy(np.uint64)).size),
+                    "stripe_size_bytes": _mode(lu["stripe_size"].to_numpy()),
+                    "stripe_count": _mode(lu["stripe_count"].to_numpy()),
+                    "stripe_counts": sorted(int(x) for x in np.unique(lu["stripe_count"].to_numpy())),
+                    "osts": int(len({o for s in lu["ost_ids"] for o in s.split(",") if o})),
+                }
+        rows.append(row)
+    rows.sort(key=lambda r: -(r["bytes_read"] + r["bytes_written"]))
+    return rows
+
+
+def _mode(v: np.ndarray) -> int | None:
+    v = v[v >= 0]
+    if not len(v):
+        return None
+    u, k = np.unique(v, return_counts=True)
+    return int(u[np.argmax(k)])
+
+
+# ---------------------------------------------------------------------------
+# the whole job
+
+def characterize(log, *, cores_per_node: int | None = None) -> dict:
+    """Everything `ioweather job --json` reports except findings (see stats.findings)."""
+    nprocs = max(int(log.nprocs), 1)
+    fs = fs_records(log)
+    interfaces = {m: interface_summary(r, nprocs) for m, r in log.records.items()}
+    per_file = file_sharing(fs, nprocs)
+    pr = per_rank(fs, nprocs)
+    mibps, io_time, slowest = carns_mibps(fs, nprocs, pr)
+    nnodes, nsrc = node_count(len(log.node_names) or None, nprocs, cores_per_node)
+    posix = log.records.get("POSIX")
+    darshan_perf = (agg_perf_by_slowest(posix, posix, "POSIX", nprocs)
+                    if posix is not None and len(posix) else None)
+    runtime = float(log.runtime_s)
+    frac = io_time / runtime if runtime > 0 else None
+    reason = None
+    if mibps is None:
+        reason = "no I/O time at the POSIX/STDIO layer"
+    elif nnodes is None:
+        reason = "node count unknown: the log names no hosts; pass --cores-per-node N"
+    perf = {
+        "agg_perf_by_slowest_mibps": darshan_perf["agg_perf_by_slowest"] if darshan_perf else None,
+        "agg_time_by_slowest_s": darshan_perf["agg_time_by_slowest"] if darshan_perf else None,
+        "mibps": mibps,
+        "io_time_s": io_time,
+        "io_fraction_of_runtime": min(frac, 1.0) if frac is not None else None,
+        "io_time_exceeds_runtime": bool(frac is not None and frac > 1.0),
+        "mibps_per_node": mibps_per_node(mibps, nnodes) if reason is None else None,
+        "mibps_per_node_reason": reason,
+        "nnodes_source": nsrc,
+        "slowest_rank": slowest,
+        "imbalance": {"bytes": imbalance(pr["bytes"].to_numpy()), "time": imbalance(pr["time"].to_numpy()),
+                      "ranks_with_io": int((pr["bytes"].to_numpy() > 0).sum())},
+    }
+    return {
+        "job": {"jobid": log.jobid, "uid": log.uid, "exe": log.exe, "nprocs": log.nprocs, "nnodes": nnodes,
+                "start": ns_to_iso(int(log.start_time_s * 1e9)), "end": ns_to_iso(int(log.end_time_s * 1e9)),
+                "runtime_s": runtime, "log_version": log.log_version, "partial_modules": log.partial_modules},
+        "interfaces": interfaces,
+        "totals": totals(fs),
+        "sharing": sharing_summary(per_file),
+        "access": access_pattern(posix),
+        "perf": perf,
+        "mounts": mounts_summary(fs, log.mounts, log.lustre),
+    }
+
+
+FILE_TABLE_COLUMNS = ["module", "id", "name", "nranks", "sharing", "bytes_read", "bytes_written", "reads", "writes",
+                      "opens", "read_time_s", "write_time_s", "meta_time_s", "mount", "fs_type"]
+
+
+def file_columns(log) -> dict[str, np.ndarray]:
+    """One row per (file, module) for every generic module: the archive's per-file table, as columns."""
+    nprocs = max(int(log.nprocs), 1)
+    parts = []
+    for mod, rec in log.records.items():
+        if not len(rec):
+            continue
+        m = module_rows(rec)
+        ranks = effective_ranks(m["rank"], nprocs)
+        uniq, first, nranks, cls = sharing_classes(m["id"], ranks, nprocs)
+        inv = np.searchsorted(uniq, m["id"])
+        part = {"module": np.full(len(uniq), mod, dtype=object), "id": uniq, "name": rec.names[first],
+                "nranks": nranks.astype(np.int64), "sharing": cls}
+        for src, dst in (("bytes_read", "bytes_read"), ("bytes_written", "bytes_written"), ("reads", "reads"),
+                         ("writes", "writes"), ("opens", "opens"), ("read_time", "read_time_s"),
+                         ("write_time", "write_time_s"), ("meta_time", "meta_time_s")):
+            part[dst] = np.bincount(inv, weights=m[src], minlength=len(uniq))
+        parts.append(part)
+    if not parts:
+        empty = {c: np.zeros(0, dtype=object) for c in FILE_TABLE_COLUMNS}
+        empty["id"] = np.zeros(0, np.uint64)
+        return empty
+    data = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    for k in ("bytes_read", "bytes_written", "reads", "writes", "opens"):
+        data[k] = data[k].astype(np.int64)
+    data["mount"], data["fs_type"] = assign_mounts(data["name"], log.mounts)
+    return {c: data[c] for c in FILE_TABLE_COLUMNS}
+
+
+def file_table(log) -> pd.DataFrame:
+    """`file_columns` as a DataFrame."""
+    return pd.DataFrame({k: (pd.Series(v, dtype=object) if v.dtype == object else v)
+                         for k, v in file_columns(log).items()})

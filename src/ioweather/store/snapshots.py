@@ -1,0 +1,171 @@
+"""Content snapshots (fsstats): JSON files and labelled rows in the store.
+
+A snapshot is one JSON document (`stats.fsstats.snapshot_document`). It is saved
+whole (so `fsstats diff` and the HTML report can be redone from it) in
+`fsstats_snapshots.document`; its totals, first-level directories and owners are
+also written as columns and rows so growth can be queried in SQL directly.
+A label names a series (say `scratch-weekly`); it resolves to the newest snapshot
+carrying it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+
+from ioweather.errors import UserError
+from ioweather.stats.fsstats import SNAPSHOT_FORMAT
+from ioweather.store.db import Store
+from ioweather.store.migrations import Component, create_tables
+from ioweather.views.output import to_json
+
+_LONGTEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql")  # MariaDB's TEXT stops at 64 KiB
+
+metadata = sa.MetaData()
+
+fsstats_snapshots = sa.Table(
+    "fsstats_snapshots", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("label", sa.String(255), nullable=False),
+    sa.Column("root", sa.Text, nullable=False),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("snapshot_ns", sa.BigInteger, nullable=False),
+    sa.Column("stored_ns", sa.BigInteger, nullable=False),
+    sa.Column("files", sa.BigInteger, nullable=False),
+    sa.Column("dirs", sa.BigInteger, nullable=False),
+    sa.Column("symlinks", sa.BigInteger, nullable=False),
+    sa.Column("other", sa.BigInteger, nullable=False),
+    sa.Column("bytes", sa.BigInteger, nullable=False),
+    sa.Column("capacity_bytes", sa.BigInteger, nullable=False),
+    sa.Column("errors", sa.BigInteger, nullable=False),
+    sa.Column("document", _LONGTEXT, nullable=False),
+)
+sa.Index("fsstats_snapshots_label", fsstats_snapshots.c.label, fsstats_snapshots.c.snapshot_ns)
+
+fsstats_top_dirs = sa.Table(
+    "fsstats_top_dirs", metadata,
+    sa.Column("snapshot_id", sa.Integer, sa.ForeignKey("fsstats_snapshots.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("files", sa.BigInteger, nullable=False),
+    sa.Column("bytes", sa.BigInteger, nullable=False),
+    sa.Column("capacity_bytes", sa.BigInteger, nullable=False),
+    sa.Column("dirs", sa.BigInteger, nullable=False),
+    sa.Column("newest_mtime", sa.String(40), nullable=True),
+)
+sa.Index("fsstats_top_dirs_snapshot", fsstats_top_dirs.c.snapshot_id)
+
+fsstats_owners = sa.Table(
+    "fsstats_owners", metadata,
+    sa.Column("snapshot_id", sa.Integer, sa.ForeignKey("fsstats_snapshots.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("uid", sa.BigInteger, nullable=False),
+    sa.Column("user", sa.String(255), nullable=True),
+    sa.Column("files", sa.BigInteger, nullable=False),
+    sa.Column("bytes", sa.BigInteger, nullable=False),
+    sa.Column("capacity_bytes", sa.BigInteger, nullable=False),
+)
+sa.Index("fsstats_owners_snapshot", fsstats_owners.c.snapshot_id)
+
+COMPONENT = Component("fsstats", [create_tables(fsstats_snapshots, fsstats_top_dirs, fsstats_owners)])
+
+
+def _snapshot_ns(doc: dict) -> int:
+    from ioweather.units import parse_time, to_ns
+
+    return to_ns(parse_time(doc["snapshot_time"]))
+
+
+def check_document(doc, source: str) -> dict:
+    """`doc` if it is a snapshot this version can read, else a UserError naming `source`."""
+    if not isinstance(doc, dict) or doc.get("format") != SNAPSHOT_FORMAT:
+        got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
+        raise UserError(f"{source} is not an ioweather fsstats snapshot (format {got!r}, expected {SNAPSHOT_FORMAT!r})")
+    for key in ("root", "snapshot_time", "files", "bytes", "histograms", "top_dirs", "owners"):
+        if key not in doc:
+            raise UserError(f"{source}: snapshot lacks {key!r}")
+    return doc
+
+
+# ---------------------------------------------------------------- files
+
+def write_file(path: str | os.PathLike, doc: dict) -> None:
+    """Write the snapshot JSON atomically (a crash never leaves half a file behind)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(to_json(doc) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise UserError(f"cannot write snapshot {path}: {e.strerror}") from None
+
+
+def read_file(path: str | os.PathLike) -> dict:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such snapshot file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path} is a directory, not a snapshot file") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path} is not a JSON snapshot (not UTF-8 text)") from None
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path} is not a JSON snapshot: {e.msg} at line {e.lineno}") from None
+    return check_document(doc, str(path))
+
+
+# ---------------------------------------------------------------- store
+
+def save(store: Store, doc: dict, label: str) -> int:
+    """Store `doc` under `label`; returns the new snapshot id."""
+    label = label.strip()
+    if not label:
+        raise UserError("--label must not be empty")
+    if len(label) > 255:
+        raise UserError("--label is longer than 255 characters")
+    store.require(COMPONENT)
+    values = {"label": label, "root": doc["root"], "host": doc.get("host") or "", "snapshot_ns": _snapshot_ns(doc),
+              "stored_ns": time.time_ns(), "document": to_json(doc),
+              **{k: doc[k] for k in ("files", "dirs", "symlinks", "other", "bytes", "capacity_bytes", "errors")}}
+    with store.begin() as conn:
+        sid = conn.execute(fsstats_snapshots.insert().values(**values)).inserted_primary_key[0]
+        tops = [{"snapshot_id": sid, **{k: d[k] for k in ("name", "files", "bytes", "capacity_bytes", "dirs",
+                                                          "newest_mtime")}} for d in doc["top_dirs"]]
+        if tops:
+            conn.execute(fsstats_top_dirs.insert(), tops)
+        owners = [{"snapshot_id": sid, **{k: o[k] for k in ("uid", "user", "files", "bytes", "capacity_bytes")}}
+                  for o in doc["owners"]]
+        if owners:
+            conn.execute(fsstats_owners.insert(), owners)
+    return sid
+
+
+def load(store: Store, label: str) -> dict | None:
+    """The newest snapshot stored under `label`, or None."""
+    store.require(COMPONENT)
+    q = (sa.select(fsstats_snapshots.c.id, fsstats_snapshots.c.document)
+         .where(fsstats_snapshots.c.label == label)
+         .order_by(fsstats_snapshots.c.snapshot_ns.desc(), fsstats_snapshots.c.id.desc()).limit(1))
+    with store.connect() as conn:
+        row = conn.execute(q).first()
+    if row is None:
+        return None
+    return check_document(json.loads(row.document), f"stored snapshot {label!r} (id {row.id})")
+
+
+def listing(store: Store) -> list[dict]:
+    """Every stored snapshot's label, time and totals, oldest first."""
+    store.require(COMPONENT)
+    c = fsstats_snapshots.c
+    q = sa.select(c.id, c.label, c.root, c.host, c.snapshot_ns, c.files, c.dirs, c.bytes, c.capacity_bytes,
+                  c.errors).order_by(c.snapshot_ns, c.id)
+    with store.connect() as conn:
+        return [dict(r._mapping) for r in conn.execute(q)]

@@ -1,0 +1,163 @@
+"""Where server-side telemetry lives: Parquet under IOWEATHER_HOME, one dataset per file system.
+
+    <home>/parquet/telemetry/fs=<name>/date=<YYYY-MM-DD>/<writer>-<ns>.parquet
+
+Long format, one row per (interval, target, metric):
+
+    time_ns     int64    start of the interval, UTC nanoseconds
+    target      string   OST/MDT/server/device name (e.g. snx11025-OST0003, sda)
+    metric      string   read_bytes, write_bytes, read_ops, write_ops, md_<op>, cpu_pct, free_bytes, ...
+    value       float64  the amount in that interval (a counter's delta, never negative; NaN = missing)
+    interval_s  float64  the interval's length
+
+A year of 5-second samples for 100 targets is ~10^9 rows: pandas cannot hold it,
+DuckDB scans it in parallel and pushes filters into the files (ARCHITECTURE.md).
+Files are written under a temporary name and renamed, so a reader never sees half a file.
+
+Metric vocabulary (base units; amounts are per interval, gauges are the value at time_ns):
+
+    amounts   read_bytes, write_bytes, read_ops, write_ops        data moved at the target
+              md_<op>  (open, close, mknod, link, unlink, mkdir, rmdir, rename, getattr,
+                        setattr, getxattr, setxattr, statfs, sync, lookup, readdir, ...)
+              ost_<op> (punch, create, destroy, setattr, sync, ... on an OST)
+              busy_s, read_time_s, write_time_s                   block-device time (iostat)
+              osc_read_bytes, osc_write_bytes, osc_rpcs, osc_rpc_wait_s   Lustre client per OST
+              job_read_bytes, job_write_bytes, job_read_ops, job_write_ops, job_md_<op>
+                        Lustre job_stats; target is "<target>/<job id>". They repeat the bytes
+                        of read_bytes/write_bytes per job: never add them to those.
+    gauges    cpu_pct, mem_used_pct, mem_used_bytes, mem_total_bytes, queue_depth
+              capacity_bytes, free_bytes, avail_bytes, files_total, files_free
+
+Missing is NaN, never 0 and never negative: a counter that went backwards (restart) and every
+interval of a sampling gap are NaN rows (see stats/counters.py). Sources other than Lustre
+servers prefix targets with the host name ("oss01:sda", "login1:/scratch").
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ioweather.config import Settings
+from ioweather.errors import UserError
+
+SCHEMA = pa.schema([
+    ("time_ns", pa.int64()),
+    ("target", pa.string()),
+    ("metric", pa.string()),
+    ("value", pa.float64()),
+    ("interval_s", pa.float64()),
+])
+_FS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_WRITER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
+
+
+def check_fs_name(fs: str) -> str:
+    if not _FS_NAME.match(fs or ""):
+        raise UserError(f"invalid file system name {fs!r}: use letters, digits, '.', '_' and '-'")
+    return fs
+
+
+def telemetry_dir(settings: Settings) -> Path:
+    return settings.parquet_dir / "telemetry"
+
+
+def fs_dir(settings: Settings, fs: str) -> Path:
+    return telemetry_dir(settings) / f"fs={check_fs_name(fs)}"
+
+
+def list_fs(settings: Settings) -> list[str]:
+    d = telemetry_dir(settings)
+    if not d.is_dir():
+        return []
+    return sorted(p.name[3:] for p in d.iterdir() if p.name.startswith("fs=") and p.is_dir())
+
+
+def write_rows(settings: Settings, fs: str, df: pd.DataFrame, writer: str = "import",
+               paths_out: list | None = None) -> int:
+    """Append `df` (columns of SCHEMA) to fs's dataset, one file per UTC day. Returns rows written.
+
+    The files are named `<writer>-<random>.parquet`; their paths are appended to `paths_out`."""
+    if df.empty:
+        return 0
+    if not _WRITER.match(writer):
+        raise ValueError(f"invalid writer name {writer!r}")
+    missing = [c for c in SCHEMA.names if c not in df.columns]
+    if missing:
+        raise ValueError(f"telemetry rows lack columns {missing}")
+    base = fs_dir(settings, fs)
+    day = (df["time_ns"].to_numpy(np.int64) // 86_400_000_000_000)
+    written = 0
+    for d in np.unique(day):
+        part = df.loc[day == d, SCHEMA.names]
+        date = pd.Timestamp(int(d) * 86_400_000_000_000, unit="ns").strftime("%Y-%m-%d")
+        out = base / f"date={date}"
+        out.mkdir(parents=True, exist_ok=True, mode=0o700)
+        name = f"{writer}-{uuid.uuid4().hex[:12]}.parquet"
+        tmp = out / f".{name}.tmp"
+        pq.write_table(pa.Table.from_pandas(part, schema=SCHEMA, preserve_index=False), tmp, compression="zstd")
+        os.replace(tmp, out / name)
+        if paths_out is not None:
+            paths_out.append(out / name)
+        written += len(part)
+    return written
+
+
+def scan_sql(settings: Settings, fs: str) -> str:
+    """A DuckDB table expression over fs's dataset (raises UserError when there is none)."""
+    base = fs_dir(settings, fs)
+    if not base.is_dir() or not any(base.glob("date=*/*.parquet")):
+        known = ", ".join(list_fs(settings)) or "none"
+        raise UserError(f"no telemetry for file system {fs!r} in {telemetry_dir(settings)} (known: {known})")
+    pattern = str(base / "date=*" / "*.parquet").replace("'", "''")
+    return f"read_parquet('{pattern}', hive_partitioning = false, union_by_name = true)"
+
+
+def writer_files(settings: Settings, fs: str, writer: str) -> list[Path]:
+    """Files of fs's dataset written by `writer` (a name or a name prefix ending in '-')."""
+    base = fs_dir(settings, fs)
+    if not base.is_dir():
+        return []
+    prefix = writer if writer.endswith("-") else writer + "-"
+    return sorted(p for p in base.glob("date=*/*.parquet") if p.name.startswith(prefix))
+
+
+def remove_files(paths) -> int:
+    """Delete dataset files (e.g. an import being replaced or rolled back); returns how many."""
+    n = 0
+    for p in paths:
+        try:
+            os.unlink(p)
+            n += 1
+        except FileNotFoundError:
+            pass
+    return n
+
+
+def read_frame(settings: Settings, fs: str, where: str | None = None) -> pd.DataFrame:
+    """The rows of fs's dataset (optionally filtered by a DuckDB `where` clause) as a DataFrame,
+    sorted by time, target, metric. For modest ranges: big scans belong in DuckDB queries."""
+    con = connect_duckdb()
+    try:
+        sql = f"SELECT time_ns, target, metric, value, interval_s FROM {scan_sql(settings, fs)}"
+        if where:
+            sql += f" WHERE {where}"
+        return con.execute(sql + " ORDER BY time_ns, target, metric").df()
+    finally:
+        con.close()
+
+
+def connect_duckdb(threads: int | None = None):
+    import duckdb
+
+    con = duckdb.connect()
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    return con

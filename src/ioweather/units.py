@@ -1,0 +1,130 @@
+"""Parsing of the durations, sizes and times users type on the command line.
+
+Durations: `500ms`, `1s`, `10m`, `4h`, `30d`, `1w`, or plain seconds (`2.5`).
+Sizes: `4k`, `1MiB`, `1G`, `3901` (binary multiples: k = KiB, as `dd` and `fio` do).
+Times: ISO 8601 (naive means UTC), unix seconds, `now`, `now-2h`, `now+10m`.
+All functions raise `UserError` with a one-line reason on malformed input.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime, timezone
+
+from ioweather.errors import UserError
+
+_DURATION_UNITS = {
+    "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0,
+    "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0,
+}
+_SIZE_UNITS = {
+    "": 1, "b": 1,
+    "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
+    "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+    "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
+    "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40,
+    "p": 1 << 50, "pb": 1 << 50, "pib": 1 << 50,
+}
+_NUM = r"(\d+(?:\.\d*)?|\.\d+)"
+_DURATION_RE = re.compile(rf"^\s*{_NUM}\s*([a-zµ]*)\s*$", re.IGNORECASE)
+_SIZE_RE = re.compile(rf"^\s*{_NUM}\s*([a-z]*)\s*$", re.IGNORECASE)
+_RELATIVE_RE = re.compile(r"^\s*now\s*(?:([+-])\s*(.+))?$", re.IGNORECASE)
+
+
+def parse_duration(text: str | float | int) -> float:
+    """Seconds in `text` (`10m` -> 600.0). Negative, zero-length or unknown units are errors."""
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        m = _DURATION_RE.match(str(text))
+        if not m:
+            raise UserError(f"malformed duration {text!r}: expected e.g. 500ms, 10s, 10m, 4h, 30d")
+        unit = m.group(2).lower() or "s"
+        if unit not in _DURATION_UNITS:
+            raise UserError(f"unknown duration unit {m.group(2)!r} in {text!r}: use ns, us, ms, s, m, h, d or w")
+        value = float(m.group(1)) * _DURATION_UNITS[unit]
+    if not math.isfinite(value) or value < 0:
+        raise UserError(f"duration must be a non-negative finite number, got {text!r}")
+    return value
+
+
+def parse_size(text: str | int) -> int:
+    """Bytes in `text` (`1MiB` -> 1048576). Fractions are allowed if the result is whole."""
+    if isinstance(text, int):
+        value = float(text)
+    else:
+        m = _SIZE_RE.match(str(text))
+        if not m:
+            raise UserError(f"malformed size {text!r}: expected e.g. 4k, 1MiB, 1G or a number of bytes")
+        unit = m.group(2).lower()
+        if unit not in _SIZE_UNITS:
+            raise UserError(f"unknown size unit {m.group(2)!r} in {text!r}: use B, KiB, MiB, GiB, TiB (or k, M, G, T)")
+        value = float(m.group(1)) * _SIZE_UNITS[unit]
+    if value < 0 or value != int(value):
+        raise UserError(f"size must be a whole non-negative number of bytes, got {text!r}")
+    return int(value)
+
+
+def parse_time(text: str, now: datetime | None = None) -> datetime:
+    """An aware UTC datetime for `text`: ISO 8601, unix seconds, `now`, `now-2h`."""
+    now = now or datetime.now(timezone.utc)
+    s = str(text).strip()
+    m = _RELATIVE_RE.match(s)
+    if m:
+        if not m.group(1):
+            return now
+        delta = parse_duration(m.group(2))
+        return datetime.fromtimestamp(now.timestamp() + (delta if m.group(1) == "+" else -delta), timezone.utc)
+    if re.fullmatch(r"\d+(\.\d+)?", s):
+        return datetime.fromtimestamp(float(s), timezone.utc)
+    try:
+        dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
+    except ValueError:
+        raise UserError(f"malformed time {text!r}: expected ISO 8601 (2026-11-22T10:00Z), unix seconds or now-2h") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc)
+
+
+def time_ago(text: str, now: datetime | None = None) -> datetime:
+    """A start time for `--since`: a bare duration (`2h`) means that long before now."""
+    now = now or datetime.now(timezone.utc)
+    try:
+        return datetime.fromtimestamp(now.timestamp() - parse_duration(text), timezone.utc)
+    except UserError:
+        return parse_time(text, now)
+
+
+def ns_to_iso(ns: int) -> str:
+    """ISO 8601 UTC string (with Z) for unix nanoseconds."""
+    return datetime.fromtimestamp(ns / 1e9, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def to_ns(dt: datetime) -> int:
+    return int(round(dt.timestamp() * 1e9))
+
+
+def format_bytes(n: float) -> str:
+    """Human-readable binary size: 1536 -> '1.5 KiB'."""
+    if n is None or not math.isfinite(n):
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def format_seconds(s: float | None) -> str:
+    """Human-readable duration with a unit that keeps 3 significant digits."""
+    if s is None or not math.isfinite(s):
+        return "-"
+    a = abs(s)
+    if a < 1e-6:
+        return f"{s * 1e9:.3g} ns"
+    if a < 1e-3:
+        return f"{s * 1e6:.3g} µs"
+    if a < 1:
+        return f"{s * 1e3:.3g} ms"
+    return f"{s:.3g} s"

@@ -1,0 +1,207 @@
+"""`ioweather job LOG --html OUT`: one self-contained page with the job's plots.
+
+Plots are matplotlib SVG inlined in the page (no network, no JavaScript). Every
+string that comes from a log (file names, the command line) is HTML-escaped,
+and matplotlib escapes the text it writes into SVG.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import re
+
+import numpy as np
+
+from ioweather.units import format_bytes, format_seconds
+
+#: At most this many DXT segments are drawn (a uniform sample beyond that) to keep pages fast.
+MAX_TIMELINE_SEGMENTS = 20000
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:.5em 0}td,th{padding:.25em .7em;border-bottom:1px solid #eee;text-align:right}
+td:first-child,th:first-child{text-align:left}.HIGH{color:#b00;font-weight:bold}.WARN{color:#a60}
+.INFO{color:#06c}.OK{color:#080}.plots{display:flex;flex-wrap:wrap;gap:1em}.plots figure{margin:0}
+code{background:#f4f4f4;padding:0 .2em;word-break:break-all}
+"""
+
+
+def esc(x) -> str:
+    return html.escape("" if x is None else str(x), quote=True)
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "figure.dpi": 96})
+    return plt
+
+
+def svg(fig) -> str:
+    plt = _plt()
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    text = buf.getvalue()
+    # the RDF metadata block only carries namespace URLs and a date
+    return re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.S)
+
+
+def _figure(title: str, body: str) -> str:
+    return f"<figure><figcaption><b>{esc(title)}</b></figcaption>{body}</figure>"
+
+
+def io_time_plot(rep: dict) -> str:
+    plt = _plt()
+    mods = [m for m, it in rep["interfaces"].items() if any(it.get(k) for k in ("read_time_s", "write_time_s", "meta_time_s"))]
+    if not mods:
+        return ""
+    fig, ax = plt.subplots(figsize=(5, 0.5 + 0.45 * len(mods)))
+    left = np.zeros(len(mods))
+    for key, label, color in (("read_time_s", "read", "#4c78a8"), ("write_time_s", "write", "#f58518"),
+                              ("meta_time_s", "metadata", "#54a24b")):
+        vals = np.array([rep["interfaces"][m].get(key) or 0.0 for m in mods])
+        ax.barh(mods, vals, left=left, label=label, color=color)
+        left += vals
+    ax.set_xlabel("cumulative time over all ranks (s)")
+    ax.legend(loc="lower right", fontsize=8)
+    ax.invert_yaxis()
+    return _figure("I/O time split by interface", svg(fig))
+
+
+def access_size_plot(rep: dict) -> str:
+    acc = rep["access"]
+    if not acc["read_histogram"]:
+        return ""
+    plt = _plt()
+    bins = list(acc["read_histogram"])
+    x = np.arange(len(bins))
+    fig, ax = plt.subplots(figsize=(5.5, 2.8))
+    ax.bar(x - 0.2, [acc["read_histogram"][b] for b in bins], 0.4, label="read", color="#4c78a8")
+    ax.bar(x + 0.2, [acc["write_histogram"][b] for b in bins], 0.4, label="write", color="#f58518")
+    ax.set_xticks(x, [b.replace("_", "–") for b in bins], rotation=45, ha="right")
+    ax.set_ylabel("POSIX operations")
+    ax.legend(fontsize=8)
+    return _figure("POSIX access sizes (bytes)", svg(fig))
+
+
+def sharing_plot(rep: dict) -> str:
+    sh = rep["sharing"]
+    kinds = ("unique", "shared", "partially_shared")
+    if not any(sh[k] for k in kinds):
+        return ""
+    plt = _plt()
+    fig, axes = plt.subplots(1, 2, figsize=(6, 2.4))
+    labels = ["unique\nN:N", "shared\nN:1", "partial\nN:M"]
+    axes[0].bar(labels, [sh[k] for k in kinds], color="#72b7b2")
+    axes[0].set_title("files", fontsize=9)
+    axes[1].bar(labels, [sh[f"{k}_bytes"] / 2**20 for k in kinds], color="#b279a2")
+    axes[1].set_title("MiB moved", fontsize=9)
+    fig.tight_layout()
+    return _figure("file sharing (POSIX + STDIO)", svg(fig))
+
+
+def per_rank_plot(per_rank) -> str:
+    if per_rank is None or len(per_rank) < 2 or not (per_rank["bytes"] > 0).any():
+        return ""
+    plt = _plt()
+    fig, axes = plt.subplots(2, 1, figsize=(6.5, 3.6), sharex=True)
+    r = per_rank["rank"].to_numpy()
+    # one filled step curve per panel, not one rectangle per rank: thousands of ranks stay fast
+    for ax, y, color, label in ((axes[0], per_rank["bytes"].to_numpy() / 2**20, "#4c78a8", "MiB"),
+                                (axes[1], per_rank["time"].to_numpy(), "#e45756", "I/O time (s)")):
+        ax.fill_between(r, y, step="mid", color=color, linewidth=0)
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0)
+    axes[1].set_xlabel("rank (own files; shared files are not split per rank)")
+    fig.tight_layout()
+    return _figure("bytes and I/O time per rank", svg(fig))
+
+
+def dxt_timeline_plot(dxt: dict) -> str:
+    """One horizontal segment per traced operation, rank on the y axis; read blue, write orange."""
+    segs = [s for s in dxt.values() if len(s)]
+    if not segs:
+        return ""
+    plt = _plt()
+    from matplotlib.collections import LineCollection
+
+    seg = max(segs, key=len)  # POSIX when both are present (it has the file-system view)
+    n = len(seg)
+    idx = np.arange(n)
+    if n > MAX_TIMELINE_SEGMENTS:
+        idx = np.linspace(0, n - 1, MAX_TIMELINE_SEGMENTS).astype(np.int64)
+    y = seg.rank[idx].astype(np.float64)
+    lines = np.stack([np.column_stack([seg.start_time[idx], y]), np.column_stack([seg.end_time[idx], y])], axis=1)
+    colors = np.where(seg.is_write[idx][:, None], [[0.96, 0.52, 0.09, 1]], [[0.30, 0.47, 0.66, 1]])
+    fig, ax = plt.subplots(figsize=(7, 2.8))
+    # rasterized: thousands of segments as vector paths make a slow, multi-megabyte SVG
+    ax.add_collection(LineCollection(lines, colors=colors, linewidths=3, rasterized=True))
+    ax.scatter(seg.start_time[idx], y, s=2, c=colors, rasterized=True)  # very short operations stay visible
+    ax.autoscale()
+    ax.set_xlabel("seconds since job start")
+    ax.set_ylabel("rank")
+    note = f" (sample of {len(idx)} of {n} operations)" if n > len(idx) else ""
+    return _figure(f"{seg.module} timeline: reads blue, writes orange{note}", svg(fig))
+
+
+def render_job_html(rep: dict, per_rank=None, dxt: dict | None = None, source: str = "") -> str:
+    j, perf, tot = rep["job"], rep["perf"], rep["totals"]
+    rows = [("executable", f"<code>{esc(j['exe'] or '(anonymized)')}</code>"), ("log", f"<code>{esc(source)}</code>"),
+            ("job id / uid", f"{esc(j['jobid'])} / {esc(j['uid'])}"),
+            ("processes / nodes", f"{esc(j['nprocs'])} / {esc(j['nnodes'] if j['nnodes'] is not None else 'unknown')}"),
+            ("run", f"{esc(j['start'])} → {esc(j['end'])} ({esc(format_seconds(j['runtime_s']))})"),
+            ("log format", esc(j["log_version"]) + (f" — <b>partial modules: {esc(', '.join(j['partial_modules']))}</b>"
+                                                   if j["partial_modules"] else "")),
+            ("moved (POSIX+STDIO)", f"{esc(format_bytes(tot['bytes_read']))} read, "
+                                    f"{esc(format_bytes(tot['bytes_written']))} written, {tot['files']} files"),
+            ("I/O time (slowest rank)", f"{esc(format_seconds(perf['io_time_s']))}"
+             + (f" = {100 * perf['io_fraction_of_runtime']:.1f}% of the run" if perf["io_fraction_of_runtime"] is not None else "")),
+            ("bandwidth", "-" if perf["mibps"] is None else f"{perf['mibps']:,.1f} MiB/s"),
+            ("Darshan agg_perf_by_slowest (POSIX)", "-" if perf["agg_perf_by_slowest_mibps"] is None
+             else f"{perf['agg_perf_by_slowest_mibps']:,.1f} MiB/s"),
+            ("MiB/s per node", f"{perf['mibps_per_node']:,.2f}" if perf["mibps_per_node"] is not None
+             else f"- ({esc(perf['mibps_per_node_reason'])})")]
+    head = "".join(f"<tr><th>{esc(k)}</th><td style='text-align:left'>{v}</td></tr>" for k, v in rows)
+    findings = "".join(f"<tr><td class='{esc(f['level'])}'>{esc(f['level'])}</td><td>{esc(f['code'])}</td>"
+                       f"<td style='text-align:left'>{esc(f['message'])}</td></tr>" for f in rep["findings"])
+    ifaces = "".join(
+        f"<tr><td>{esc(m)}{' (partial)' if it.get('partial') else ''}</td><td>{esc(format_bytes(it['bytes_read'] or 0))}</td>"
+        f"<td>{esc(format_bytes(it['bytes_written'] or 0))}</td><td>{esc(it['reads'])}</td><td>{esc(it['writes'])}</td>"
+        f"<td>{esc(it['opens'])}</td><td>{esc(format_seconds(it['read_time_s']))}</td>"
+        f"<td>{esc(format_seconds(it['write_time_s']))}</td><td>{esc(format_seconds(it['meta_time_s']))}</td>"
+        f"<td>{esc(it['files'])}</td></tr>" for m, it in rep["interfaces"].items())
+    mounts = "".join(
+        f"<tr><td><code>{esc(m['mount'] or '(other)')}</code></td><td>{esc(m['fs_type'])}</td><td>{m['files']}</td>"
+        f"<td>{esc(format_bytes(m['bytes_read']))}</td><td>{esc(format_bytes(m['bytes_written']))}</td>"
+        f"<td>{esc(_lustre(m))}</td></tr>" for m in rep["mounts"])
+    plots = "".join(p for p in (io_time_plot(rep), access_size_plot(rep), sharing_plot(rep), per_rank_plot(per_rank),
+                                dxt_timeline_plot(dxt or {})) if p)
+    top_files = "".join(f"<tr><td><code>{esc(f['name'])}</code></td><td>{esc(f['module'])}</td><td>{esc(f['sharing'])}</td>"
+                        f"<td>{esc(format_bytes(f['bytes']))}</td></tr>" for f in rep.get("top_files", []))
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>ioweather job {esc(j['jobid'])}</title>
+<style>{CSS}</style></head><body>
+<h1>Why was this job's I/O slow? — job {esc(j['jobid'])}</h1>
+<table>{head}</table>
+<h2>Findings</h2><table><tr><th>level</th><th>code</th><th style="text-align:left">finding</th></tr>{findings}</table>
+<h2>Plots</h2><div class="plots">{plots or '<p>no I/O to plot</p>'}</div>
+<h2>Interfaces</h2><table><tr><th>module</th><th>read</th><th>written</th><th>reads</th><th>writes</th><th>opens</th>
+<th>read time</th><th>write time</th><th>meta time</th><th>files</th></tr>{ifaces}</table>
+<h2>File systems</h2><table><tr><th>mount</th><th>type</th><th>files</th><th>read</th><th>written</th><th>Lustre</th></tr>{mounts}</table>
+<h2>Files that moved the most data</h2><table><tr><th>file</th><th>module</th><th>sharing</th><th>bytes</th></tr>{top_files}</table>
+<p style="color:#777">ioweather — Darshan log read with PyDarshan; methods in METHODS.md §3.</p>
+</body></html>
+"""
+
+
+def _lustre(m: dict) -> str:
+    lu = m.get("lustre")
+    if not lu:
+        return ""
+    return f"stripe count {lu['stripe_count']}, size {format_bytes(lu['stripe_size_bytes'] or 0)}, {lu['osts']} OSTs"

@@ -1,0 +1,100 @@
+"""Printing results: a rich table for people, JSON for programs.
+
+`--json` output goes to stdout and nothing else does; messages and progress go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from datetime import date, datetime
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+# Piped output (a file, grep, a pager) gets wide tables rather than rich's 80-column truncation.
+stdout = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 240)
+stderr = Console(stderr=True)
+
+
+def _json_default(o: Any):
+    if isinstance(o, (datetime, date)):
+        return o.isoformat()
+    if type(o).__module__ == "numpy":  # numpy scalars and arrays, without importing numpy for --help
+        import numpy as np
+
+        if isinstance(o, np.ndarray):
+            return _clean(o.tolist())
+        if isinstance(o, np.bool_):
+            return bool(o)
+        if isinstance(o, np.integer):
+            return int(o)
+        if isinstance(o, np.floating):
+            return _finite(float(o))
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+
+
+def _finite(x: float):
+    return x if math.isfinite(x) else None
+
+
+def _clean(o: Any) -> Any:
+    """NaN/inf become null: JSON has no NaN, and consumers choke on it."""
+    if isinstance(o, float):
+        return _finite(o)
+    if isinstance(o, dict):
+        return {k: _clean(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_clean(v) for v in o]
+    return o
+
+
+def to_json(obj: Any) -> str:
+    return json.dumps(_clean(obj), default=_json_default, ensure_ascii=False)
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(to_json(obj) + "\n")
+    sys.stdout.flush()
+
+
+Column = tuple[str, str] | tuple[str, str, Callable[[Any], str]]
+
+
+def print_table(rows: Iterable[dict], columns: Sequence[Column], *, title: str | None = None,
+                row_style: Callable[[dict], str | None] | None = None, empty: str = "no data") -> None:
+    """A table of `rows` with `columns` = (key, header[, formatter]). Styles are extra, text carries the meaning."""
+    rows = list(rows)
+    if not rows:
+        stderr.print(empty)
+        return
+    table = Table(title=title, header_style="bold")
+    for col in columns:
+        left = col[0] in ("target", "op", "interval_start", "label", "name", "state")
+        table.add_column(col[1], justify="left" if left else "right", no_wrap=True)
+    for row in rows:
+        cells = []
+        for col in columns:
+            value = row.get(col[0])
+            fmt = col[2] if len(col) > 2 else None
+            cells.append("-" if value is None else (fmt(value) if fmt else str(value)))
+        table.add_row(*cells, style=row_style(row) if row_style else None)
+    stdout.print(table)
+
+
+def short_time(iso: str) -> str:
+    """'2026-11-22T03:40:00.000Z' -> '2026-11-22 03:40:00' for tables (JSON keeps the full form)."""
+    return iso.replace("T", " ")[:19]
+
+
+def progress(transient: bool = True) -> Progress:
+    """A progress bar on stderr (hidden when stderr is not a terminal)."""
+    return Progress(
+        TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), TimeRemainingColumn(), console=stderr, transient=transient,
+        disable=not stderr.is_terminal,
+    )

@@ -1,0 +1,365 @@
+"""Probe numbers for the dashboard and `/metrics`, computed once and kept up to date incrementally.
+
+A month of 1 Hz samples is 15.6 M rows per target; reading them takes tens of
+seconds, far too long for a page or a scrape. Two things need that month:
+
+- the **baseline** (the expected duration of each op: the median of the last
+  30 days, METHODS.md section 1). It is exact (the same function as `ioweather
+  slowdown`) and recomputed when older than its TTL. The TTL adapts to its cost:
+  100 × the time the last computation took, between 1 s and 1 h, so the refresh
+  costs at most 1 % of a core; a 30-day window moves by 0.14 % in an hour. A cheap
+  baseline (a young store: `watch` just started) is recomputed on the spot; an
+  expensive one in the background, serving the previous value meanwhile.
+- **interval rollups** (count, errors, timeouts, quantiles per op and 10 min / 30 min /
+  1 h / 4 h interval). An interval that ended more than `lag` ago no longer
+  changes, so it is computed once and kept; only the unfinished tail is read
+  from the raw samples at each request.
+
+Both are filled in one pass over the data when the server starts (`warm`), one
+op and one day at a time so memory stays small (the biggest array is one op's
+durations over the baseline window: 21 MB for 30 days at 1 Hz).
+Reads go through `store.connect()`, which never blocks a probe writing.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ioweather.stats.probe import interval_stats
+from ioweather.stats.status import median_of_durations
+from ioweather.store import probe as probe_store
+from ioweather.store.db import Store
+from ioweather.store.probe_aggregates import sample_range
+
+OPS = probe_store.OPS
+#: Interval lengths kept as rollups (s); each divides the next and a day.
+INTERVALS_S = (600, 1800, 3600, 14400)
+DEFAULT_BASELINE_S = 30 * 86400.0
+#: Samples reach the store in batches (every 5 s) and a timed-out op is recorded when its
+#: deadline passes (60 s by default), so an interval is final only this long after its end.
+LAG_S = 90.0
+CHUNK_NS = 86_400 * 10**9
+ROLLUP_COLUMNS = ("op", "start_ns", "count", "errors", "timeouts", "mean_s", "min_s", "q1_s", "median_s", "q3_s",
+                  "p90_s", "p95_s", "p99_s", "max_s")
+TTL_MIN_S, TTL_MAX_S, TTL_COST_FACTOR = 1.0, 3600.0, 100.0
+#: A baseline that took less than this (s) to compute, or made of fewer samples, is refreshed in the request.
+SYNC_REFRESH_S, YOUNG_SAMPLES = 0.05, 100_000
+
+
+class Stopped(Exception):
+    """The cache was asked to stop (server shutting down) during a long read."""
+
+
+def empty_rollups() -> dict[str, np.ndarray]:
+    return {c: np.empty(0, np.int64 if c in ("op", "start_ns", "count", "errors", "timeouts") else np.float64)
+            for c in ROLLUP_COLUMNS}
+
+
+def rollup_arrays(rows: list[dict]) -> dict[str, np.ndarray]:
+    """`interval_stats` rows as columns (None -> NaN)."""
+    if not rows:
+        return empty_rollups()
+    out = {"op": np.array([r["op_code"] for r in rows], np.int64),
+           "start_ns": np.array([r["interval_start_ns"] for r in rows], np.int64)}
+    for c in ROLLUP_COLUMNS[2:]:
+        vals = [r[c] for r in rows]
+        out[c] = np.array([np.nan if v is None else v for v in vals],
+                          np.int64 if c in ("count", "errors", "timeouts") else np.float64)
+    return out
+
+
+def rollup_rows(r: dict[str, np.ndarray]) -> list[dict]:
+    """Columns back to `interval_stats`-style rows (NaN -> None)."""
+    cols = {c: r[c].tolist() for c in ROLLUP_COLUMNS}
+    rows = []
+    for i in range(len(cols["op"])):
+        row = {"op_code": cols["op"][i], "interval_start_ns": cols["start_ns"][i]}
+        for c in ROLLUP_COLUMNS[2:]:
+            v = cols[c][i]
+            row[c] = None if isinstance(v, float) and v != v else v
+        rows.append(row)
+    return rows
+
+
+def concat_rollups(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    parts = [p for p in parts if len(p["op"])]
+    if not parts:
+        return empty_rollups()
+    out = {c: np.concatenate([p[c] for p in parts]) for c in ROLLUP_COLUMNS}
+    order = np.lexsort((out["op"], out["start_ns"]))
+    return {c: v[order] for c, v in out.items()}
+
+
+def select_rollups(r: dict[str, np.ndarray], since_ns: int, until_ns: int) -> dict[str, np.ndarray]:
+    sel = (r["start_ns"] >= since_ns) & (r["start_ns"] < until_ns)
+    return {c: v[sel] for c, v in r.items()}
+
+
+def _down(t: int, step: int) -> int:
+    return (t // step) * step
+
+
+def _up(t: int, step: int) -> int:
+    return -((-t) // step) * step
+
+
+@dataclass
+class Baseline:
+    """Expected duration (s) per op code over [since, until) and how it was obtained."""
+
+    expected_s: np.ndarray
+    samples: np.ndarray
+    since_ns: int
+    until_ns: int
+    computed_ns: int
+    compute_s: float
+
+    @property
+    def ttl_s(self) -> float:
+        return min(TTL_MAX_S, max(TTL_MIN_S, TTL_COST_FACTOR * self.compute_s))
+
+
+@dataclass
+class _Target:
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    rollups: dict[int, dict[str, np.ndarray]] = field(default_factory=dict)
+    covered: dict[int, tuple[int, int]] = field(default_factory=dict)
+    baseline: Baseline | None = None
+    refreshing: bool = False
+    warmed: bool = False
+
+
+class ProbeCache:
+    """Baselines and interval rollups of every probe target of one store (thread-safe)."""
+
+    def __init__(self, store: Store, *, baseline_s: float = DEFAULT_BASELINE_S, lag_s: float = LAG_S,
+                 clock=time.time_ns):
+        self.store = store
+        self.baseline_s = float(baseline_s)
+        self.lag_ns = int(lag_s * 1e9)
+        self.clock = clock
+        self.stop_event = threading.Event()
+        self._targets: dict[str, _Target] = {}
+        self._guard = threading.Lock()
+        self._names: tuple[float, list[str]] = (0.0, [])
+        self.warm_s: float | None = None
+        self.warming = False
+
+    # -- targets ------------------------------------------------------------
+    def targets(self) -> list[str]:
+        """Known targets (re-read at most once a second: a new probe appears without a restart)."""
+        t, names = self._names
+        if time.monotonic() - t > 1.0:
+            names = probe_store.targets(self.store)
+            self._names = (time.monotonic(), names)
+        return names
+
+    def _t(self, target: str) -> _Target:
+        with self._guard:
+            return self._targets.setdefault(target, _Target())
+
+    def latest_run(self, target: str) -> dict | None:
+        rs = probe_store.runs(self.store, target)
+        return rs[-1] if rs else None
+
+    # -- raw reads ------------------------------------------------------------
+    def read(self, target: str, since_ns: int | None, until_ns: int | None, ops=None) -> dict[str, np.ndarray]:
+        return probe_store.read_samples(self.store, target, since_ns=since_ns, until_ns=until_ns, ops=ops)
+
+    def _scan(self, target: str, roll: tuple[int, int] | None, lengths: tuple[int, ...],
+              base: tuple[int, int] | None) -> tuple[dict[int, dict], Baseline | None]:
+        """One pass, op by op and day by day: rollups over `roll` for `lengths`, baseline medians over `base`."""
+        t0 = time.perf_counter()
+        spans = [r for r in (roll, base) if r is not None and r[0] < r[1]]
+        parts: dict[int, list] = {i: [] for i in lengths}
+        expected = np.full(len(OPS), np.nan)
+        counts = np.zeros(len(OPS), np.int64)
+        have = sample_range(self.store, target) if spans else None
+        if have is not None:
+            # Only where samples exist: a young store would otherwise cost 30 empty day-queries per op.
+            lo = max(min(s[0] for s in spans), have[0])
+            hi = min(max(s[1] for s in spans), have[1] + 1)
+            for code, op in enumerate(OPS):
+                durations = []
+                c0 = lo
+                while c0 < hi:
+                    if self.stop_event.is_set():
+                        raise Stopped()
+                    c1 = min(hi, _down(c0, CHUNK_NS) + CHUNK_NS)
+                    s = self.read(target, c0, c1, ops=[op])
+                    if roll is not None:
+                        sel = (s["start_ns"] >= roll[0]) & (s["start_ns"] < roll[1])
+                        if sel.any():
+                            for i in lengths:
+                                parts[i].append(rollup_arrays(interval_stats(
+                                    s["op"][sel], s["start_ns"][sel], s["duration_ns"][sel], s["status"][sel], i)))
+                    if base is not None:
+                        sel = (s["start_ns"] >= base[0]) & (s["start_ns"] < base[1]) & (s["status"] == 0)
+                        durations.append(s["duration_ns"][sel])
+                    c0 = c1
+                if base is not None:
+                    d = np.concatenate(durations) if durations else np.empty(0, np.int64)
+                    del durations
+                    counts[code] = len(d)
+                    # Bit-identical to `ioweather slowdown`'s baseline_medians, without its sort's memory.
+                    expected[code] = median_of_durations(d)
+                    del d
+        rolled = {i: concat_rollups(parts[i]) for i in lengths}
+        baseline = None
+        if base is not None:
+            baseline = Baseline(expected, counts, base[0], base[1], self.clock(), time.perf_counter() - t0)
+        return rolled, baseline
+
+    # -- baseline -------------------------------------------------------------
+    def baseline(self, target: str, wait: bool = True) -> Baseline | None:
+        """The target's expected durations; stale values are served while a refresh runs in the background.
+
+        With wait=False, None instead of waiting when there is no value yet (it is then computed
+        in the background): `/metrics` must answer within Prometheus' scrape timeout.
+        """
+        tc = self._t(target)
+        if not wait and tc.baseline is None:
+            with self._guard:
+                # The warm-up computes it together with the rollups, in one pass: never a second one beside it.
+                start = not tc.refreshing and not self.warming
+                tc.refreshing = tc.refreshing or start
+            if start:
+                threading.Thread(target=self._first, args=(target,), name=f"baseline-{target[:20]}",
+                                 daemon=True).start()
+            return None
+        with tc.lock:
+            self._ensure_warm(target, tc)
+            b = tc.baseline
+            if b is None:
+                now = self.clock()
+                _, tc.baseline = self._scan(target, None, (), (now - int(self.baseline_s * 1e9), now))
+                return tc.baseline
+            # A young baseline (a probe that just started) changes fast and costs little: refresh it in the
+            # request, and at once while an op has no baseline sample (no slowdown can be shown without).
+            young = int(b.samples.sum()) < YOUNG_SAMPLES
+            expired = (self.clock() - b.computed_ns) / 1e9 > b.ttl_s or (young and bool((b.samples == 0).any()))
+            if expired and (young or b.compute_s < SYNC_REFRESH_S):
+                now = self.clock()
+                _, tc.baseline = self._scan(target, None, (), (now - int(self.baseline_s * 1e9), now))
+                return tc.baseline
+            if expired and not tc.refreshing:
+                tc.refreshing = True
+                threading.Thread(target=self._refresh, args=(target,), name=f"baseline-{target[:20]}",
+                                 daemon=True).start()
+            return b
+
+    def _first(self, target: str) -> None:
+        try:
+            self.baseline(target)
+        except Exception:  # noqa: BLE001 - the next request retries, and reports the error itself
+            pass
+        finally:
+            self._t(target).refreshing = False
+
+    def _refresh(self, target: str) -> None:
+        tc = self._t(target)
+        try:
+            now = self.clock()
+            _, b = self._scan(target, None, (), (now - int(self.baseline_s * 1e9), now))
+            with tc.lock:
+                tc.baseline = b
+        except Stopped:
+            pass
+        except Exception:  # noqa: BLE001 - a failed refresh keeps the previous baseline; the next request retries
+            pass
+        finally:
+            tc.refreshing = False
+
+    # -- rollups ----------------------------------------------------------------
+    def settled_ns(self, step_ns: int) -> int:
+        """End of the last interval of length `step_ns` that can no longer change."""
+        return _down(self.clock() - self.lag_ns, step_ns)
+
+    def rollups(self, target: str, interval_s: int, since_ns: int, until_ns: int) -> dict[str, np.ndarray]:
+        """Rollup rows of intervals starting in [since, until) (since rounded down to the grid), tail included."""
+        if interval_s not in INTERVALS_S:
+            raise ValueError(f"interval must be one of {INTERVALS_S}")
+        step = interval_s * 10**9
+        a = _down(since_ns, step)
+        settled = self.settled_ns(step)
+        b = min(_up(until_ns, step), settled)
+        tc = self._t(target)
+        with tc.lock:
+            self._ensure_warm(target, tc)
+            if a < b:
+                self._extend(target, tc, interval_s, a, b)
+            cached = select_rollups(tc.rollups.get(interval_s, empty_rollups()), a, until_ns)
+            hi = tc.covered[interval_s][1] if interval_s in tc.covered else a
+        tail_from = max(a, hi)
+        if until_ns <= tail_from:
+            return cached
+        s = self.read(target, tail_from, until_ns)
+        tail = rollup_arrays(interval_stats(s["op"], s["start_ns"], s["duration_ns"], s["status"], interval_s))
+        return concat_rollups([cached, tail])
+
+    def _extend(self, target: str, tc: _Target, interval_s: int, a: int, b: int) -> None:
+        have = tc.covered.get(interval_s)
+        todo = [(a, b)] if have is None else [(a, have[0]), (have[1], b)]
+        parts = [tc.rollups.get(interval_s, empty_rollups())]
+        for lo, hi in todo:
+            if lo < hi:
+                rolled, _ = self._scan(target, (lo, hi), (interval_s,), None)
+                parts.append(rolled[interval_s])
+        tc.rollups[interval_s] = concat_rollups(parts)
+        tc.covered[interval_s] = (a, b) if have is None else (min(a, have[0]), max(b, have[1]))
+
+    # -- warm-up ----------------------------------------------------------------
+    def _ensure_warm(self, target: str, tc: _Target) -> None:
+        """The first use of a target fills its baseline and the rollups of the baseline window in one pass.
+
+        Whoever comes first (the warm-up thread, a page, a scrape's background thread) does it under
+        the target's lock; the others wait for it instead of reading the same month a second time.
+        """
+        if tc.warmed:
+            return
+        now = self.clock()
+        step = max(INTERVALS_S) * 10**9
+        hi = self.settled_ns(step)
+        roll = (min(_down(now - int(self.baseline_s * 1e9), step), hi), hi)
+        lengths = tuple(i for i in INTERVALS_S if i not in tc.covered)
+        base = (now - int(self.baseline_s * 1e9), now) if tc.baseline is None else None
+        if lengths or base is not None:
+            rolled, b = self._scan(target, roll if lengths else None, lengths, base)
+            for i in lengths:
+                tc.rollups[i], tc.covered[i] = rolled[i], roll
+            if b is not None:
+                tc.baseline = b
+        tc.warmed = True
+
+    def warm(self) -> None:
+        """Fill baselines and rollups of the baseline window for every target, one pass each."""
+        t0 = time.perf_counter()
+        self.warming = True
+        try:
+            for target in self.targets():
+                tc = self._t(target)
+                with tc.lock:
+                    self._ensure_warm(target, tc)
+        except Stopped:
+            return
+        finally:
+            self.warming = False
+        self.warm_s = time.perf_counter() - t0
+
+    def start_warm(self) -> threading.Thread:
+        th = threading.Thread(target=self._warm_quietly, name="ioweather-warm", daemon=True)
+        th.start()
+        return th
+
+    def _warm_quietly(self) -> None:
+        try:
+            self.warm()
+        except Exception:  # noqa: BLE001 - warming is an optimisation; requests compute what they need
+            pass
+
+    def close(self) -> None:
+        self.stop_event.set()

@@ -1,0 +1,95 @@
+"""What every page needs: the store (opened lazily), the probe cache, the thresholds."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from ioweather.config import Settings
+from ioweather.errors import UserError
+from ioweather.stats.probe import DEGRADED, SEVERE
+from ioweather.store.db import Store, open_store, redact
+from ioweather.views.probe_cache import DEFAULT_BASELINE_S, ProbeCache
+
+
+T = TypeVar("T")
+#: Results kept by `WebContext.memo` (the least recently used go first).
+MEMO_ENTRIES = 32
+
+
+@dataclass
+class WebConfig:
+    warn: float = DEGRADED
+    crit: float = SEVERE
+    baseline_s: float = DEFAULT_BASELINE_S
+
+
+class WebContext:
+    """Opens the store only once it exists: `serve` must not create an empty database as a side effect."""
+
+    def __init__(self, settings: Settings, config: WebConfig | None = None):
+        self.settings = settings
+        self.config = config or WebConfig()
+        self._store: Store | None = None
+        self._cache: ProbeCache | None = None
+        self._lock = threading.Lock()
+        self._memo: OrderedDict[Hashable, tuple[Hashable, object]] = OrderedDict()
+
+    @property
+    def where(self) -> str:
+        return redact(self.settings.db_url) if self.settings.db_url else str(self.settings.sqlite_path)
+
+    def problem(self) -> str | None:
+        """Why there is no probe data to show (None when there is)."""
+        if self.settings.db_url is None and not self.settings.sqlite_path.exists():
+            return f"there is no ioweather store at {self.where} yet"
+        try:
+            if not self.cache.targets():
+                return f"the store at {self.where} has no probe samples yet"
+        except UserError as e:
+            return str(e)
+        return None
+
+    @property
+    def store(self) -> Store:
+        with self._lock:
+            if self._store is None:
+                self._store = open_store(self.settings)
+            return self._store
+
+    @property
+    def cache(self) -> ProbeCache:
+        store = self.store
+        with self._lock:
+            if self._cache is None:
+                self._cache = ProbeCache(store, baseline_s=self.config.baseline_s)
+            return self._cache
+
+    def memo(self, key: Hashable, version: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()`, reused while `version` (a cheap fingerprint of the data it reads) is unchanged.
+
+        For pages whose numbers come from a whole table or archive (the jobs summary, a
+        workload study): a reload costs the fingerprint query, not the computation. Two
+        requests racing on a stale entry may both compute; the result is the same.
+        """
+        with self._lock:
+            hit = self._memo.get(key)
+            if hit is not None and hit[0] == version:
+                self._memo.move_to_end(key)
+                return hit[1]  # type: ignore[return-value]
+        value = compute()
+        with self._lock:
+            self._memo[key] = (version, value)
+            self._memo.move_to_end(key)
+            while len(self._memo) > MEMO_ENTRIES:
+                self._memo.popitem(last=False)
+        return value
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+        if self._store is not None:
+            self._store.dispose()

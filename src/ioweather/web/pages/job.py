@@ -1,0 +1,95 @@
+"""One ingested job: its characterization and findings as stored, and its files from the archive's Parquet table.
+
+Nothing here reads the Darshan log again (it may have moved since it was ingested):
+the header comes from the job's row, the per-interface, per-mount and top-file tables
+from its rows of the per-file table (`stats.job_files`). The full report with the
+findings' messages is `ioweather job LOG` (the page names the stored path).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pyarrow.parquet as pq
+import sqlalchemy as sa
+
+from ioweather.stats.job import mibps_per_node
+from ioweather.stats.job_files import per_module, per_mount, top_files
+from ioweather.store import jobs as jobs_store
+from ioweather.units import ns_to_iso
+from ioweather.web.context import WebContext
+from ioweather.web.pages import jobs_common as jc
+from ioweather.web.params import BadRequest, NotFound, Query
+from ioweather.web.registry import Page
+
+_HASH = re.compile(r"^[0-9a-f]{8,64}$")
+TOP_FILES = 25
+
+
+def _find(ctx: WebContext, prefix: str) -> dict:
+    t = jobs_store.jobs
+    with ctx.store.connect() as conn:
+        rows = conn.execute(sa.select(t).where(t.c.log_hash.like(prefix + "%")).limit(2)).mappings().all()
+    if not rows:
+        raise NotFound(f"no job with id {prefix} in the store; the Jobs page lists them")
+    if len(rows) > 1:
+        raise BadRequest(f"id {prefix} matches several jobs; give more of it")
+    return dict(rows[0])
+
+
+def _files(ctx: WebContext, row: dict) -> pd.DataFrame | None:
+    """The job's rows of the per-file table (None when its Parquet part is gone)."""
+    part = row["files_part"]
+    if not part:
+        return None
+    path = jobs_store.files_dir(ctx.settings.parquet_dir) / part
+    if not path.is_file():
+        return None
+    return pq.read_table(path, filters=[("log_hash", "=", row["log_hash"])]).to_pandas()
+
+
+def job_data(ctx: WebContext, params) -> dict:
+    q = Query(params, ("id",))
+    raw = q.text("id")
+    if raw is None:
+        raise BadRequest("give the job with id=<its id from the Jobs page> (the first 8 or more hex digits)")
+    h = raw.lower()
+    if not _HASH.match(h):
+        raise BadRequest(f"id must be 8 to 64 hexadecimal digits, got {raw!r}")
+    jc.require_jobs(ctx)
+    r = _find(ctx, h)
+    files = _files(ctx, r)
+    nnodes = jc.opt_int(r["nnodes"])
+    runtime = jc.opt_float(r["runtime_s"])
+    return {
+        "id": r["log_hash"], "path": r["path"], "ingested_at": ns_to_iso(r["ingested_ns"]),
+        "job": {"jobid": jc.opt_int(r["jobid"]), "uid": jc.opt_int(r["uid"]), "exe": r["exe"],
+                "nprocs": jc.opt_int(r["nprocs"]), "nnodes": nnodes,
+                "start": None if r["start_ns"] is None else ns_to_iso(r["start_ns"]),
+                "end": None if r["end_ns"] is None else ns_to_iso(r["end_ns"]), "runtime_s": runtime,
+                "log_version": r["log_version"], "partial_modules": jc.codes(r["partial_modules"]),
+                "modules": jc.codes(r["modules"])},
+        "totals": {k: r[k] for k in ("bytes_read", "bytes_written", "files", "read_time_s", "write_time_s",
+                                     "meta_time_s")},
+        "perf": {"mibps": jc.opt_float(r["mibps"]), "agg_perf_by_slowest_mibps": jc.opt_float(r["agg_perf_by_slowest_mibps"]),
+                 "io_time_s": jc.opt_float(r["io_time_s"]), "io_fraction_of_runtime": jc.opt_float(r["io_fraction"]),
+                 "mibps_per_node": mibps_per_node(jc.opt_float(r["mibps"]), nnodes)},
+        "access": {"common_access_bytes": jc.opt_int(r["common_access_bytes"]),
+                   "seq_fraction": jc.opt_float(r["seq_fraction"])},
+        "sharing": {k: jc.opt_int(r[c]) for k, c in (
+            ("unique", "unique_files"), ("shared", "shared_files"), ("partially_shared", "partially_shared_files"),
+            ("unique_bytes", "unique_bytes"), ("shared_bytes", "shared_bytes"),
+            ("partially_shared_bytes", "partially_shared_bytes"))},
+        "level": jc.highest_level(r["finding_codes"]),
+        "findings": jc.findings(r["finding_codes"]),
+        "files_stored": files is not None,
+        "interfaces": per_module(files) if files is not None else [],
+        "mounts": per_mount(files) if files is not None else [],
+        "top_files": top_files(files, TOP_FILES) if files is not None else [],
+    }
+
+
+PAGE = Page(slug="job", script="jobs.js", title="Job", data=job_data,
+            template="job.html", available=jc.has_jobs, order=41, in_nav=False,
+            description="One Darshan job: characterization, findings, interfaces, file systems, files.")

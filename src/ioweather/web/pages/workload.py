@@ -1,0 +1,145 @@
+"""Workload: one file system's server-side telemetry — daily rates, burstiness, idle periods, power spectrum,
+events over the aggregate signal (METHODS.md section 4; seeds 002 and 004).
+
+The numbers are `ioweather workload --json` for the same file system, window and options:
+the page calls the command's own `compute` (DuckDB reductions in `store.telemetry_query`,
+statistics in `stats.workload`) and adds what its plots need, the aggregate signal
+(downsampled keeping each bucket's extremes) and the daily mean rates.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+
+from ioweather.commands.workload import compute, parse_rate
+from ioweather.errors import StoreError, UserError
+from ioweather.stats.downsample import downsample
+from ioweather.stats.workload import (DEFAULT_IDLE_THRESHOLD, DEFAULT_MIN_AMPLITUDE, DEFAULT_SMOOTH_S,
+                                      daily_mean_rates, fill_missing, rates, smooth, total_of)
+from ioweather.store import telemetry_query as Q
+from ioweather.store.telemetry_layout import connect_duckdb, fs_dir, list_fs
+from ioweather.units import format_bytes
+from ioweather.web.context import WebContext
+from ioweather.web.pages.common import finite_or_none, iso_ms
+from ioweather.web.params import BadRequest, NotFound, Query, format_seconds_short
+from ioweather.web.registry import Page
+
+HINT = ("Store server-side telemetry with `ioweather collect` (this machine) or `ioweather import KIND SOURCE "
+        "--fs NAME` (LMT, Lustre /proc, iostat, CSV), then reload this page.")
+RESAMPLES_S = (60.0, 300.0, 600.0, 3600.0)
+DEFAULT_WINDOW = "7d"
+MAX_WINDOW_S = 92 * 86400.0
+MAX_POINTS = 20000
+MAX_EVENTS_SHOWN = 200
+ACF_MAX_LAG_S = 86400.0
+
+
+def has_telemetry(ctx: WebContext) -> bool:
+    return bool(list_fs(ctx.settings))
+
+
+def _fingerprint(ctx: WebContext, fs: str) -> tuple:
+    """Files, total size and newest change of the dataset: any import, collect or removal changes it."""
+    n = size = newest = 0
+    base = fs_dir(ctx.settings, fs)
+    for day in os.scandir(base):
+        if day.is_dir() and day.name.startswith("date="):
+            for f in os.scandir(day.path):
+                if f.name.endswith(".parquet"):
+                    st = f.stat()
+                    n, size, newest = n + 1, size + st.st_size, max(newest, st.st_mtime_ns)
+    return n, size, newest
+
+
+def _data_end(ctx: WebContext, fs: str) -> datetime | None:
+    """Just after the last interval of the dataset, from the Parquet footers (no data read)."""
+    con = connect_duckdb()
+    try:
+        f = Q.footer_summary(con, str(fs_dir(ctx.settings, fs) / "date=*" / "*.parquet"))
+    finally:
+        con.close()
+    if f["last_ns"] is None:
+        return None
+    end_ns = f["last_ns"] + int(round((f["min_interval_s"] or 0) * 1e9))
+    return datetime.fromtimestamp(end_ns / 1e9, timezone.utc)
+
+
+def _rate_param(q: Query, name: str, default: str) -> float:
+    raw = q.text(name, default)
+    try:
+        v = parse_rate(raw)
+    except (UserError, ValueError):
+        raise BadRequest(f"{name} must be a rate such as 1GiB/s or 500MiB/s, got {raw!r}") from None
+    if not np.isfinite(v) or v <= 0:
+        raise BadRequest(f"{name} must be a positive rate, got {raw!r}")
+    return v
+
+
+def _series(res: dict, data) -> dict:
+    """The aggregate rate per interval for the plot, at most MAX_POINTS points keeping each bucket's extremes."""
+    read = rates(data.read_bytes, data.interval_s)
+    write = rates(data.write_bytes, data.interval_s)
+    total = total_of(read, write)
+    smoothed = smooth(fill_missing(total), round(data.smooth_s / data.interval_s))
+    step_ns = int(round(data.interval_s * 1e9))
+    t = data.t0_ns + np.arange(len(total), dtype=np.int64) * step_ns
+    # A missing interval is picked as its bucket's minimum, so gaps stay visible after downsampling.
+    keep = downsample(t, np.where(np.isfinite(total), total, -1.0), MAX_POINTS)
+    return {"points": int(len(total)), "shown": int(len(keep)), "downsampled": bool(len(keep) < len(total)),
+            "time": iso_ms(t[keep]), "read_bps": finite_or_none(read[keep]), "write_bps": finite_or_none(write[keep]),
+            "total_bps": finite_or_none(total[keep]), "smoothed_bps": finite_or_none(smoothed[keep])}
+
+
+def _daily_rates(data) -> dict:
+    d = daily_mean_rates(data.t0_ns, data.interval_s, data.read_bytes, data.write_bytes)
+    return {"date": [x.strftime("%Y-%m-%d") for x in d.index], "read_bps": finite_or_none(d["read_bps"]),
+            "write_bps": finite_or_none(d["write_bps"])}
+
+
+def workload_data(ctx: WebContext, params) -> dict:
+    q = Query(params, ("fs", "since", "until", "resample", "smooth", "min_amplitude"))
+    systems = list_fs(ctx.settings)
+    if not systems:
+        raise NotFound(f"No server-side telemetry in {ctx.settings.parquet_dir / 'telemetry'}. {HINT}")
+    fs = q.text("fs", systems[0])
+    if fs not in systems:
+        raise BadRequest(f"unknown file system {fs!r}; known: {', '.join(systems[:20])}")
+    resample = q.duration("resample", "60s", allowed=RESAMPLES_S)
+    smooth_s = q.duration("smooth", format_seconds_short(DEFAULT_SMOOTH_S), lo=60.0, hi=86400.0)
+    if smooth_s < resample:
+        raise BadRequest(f"smooth ({format_seconds_short(smooth_s)}) must be at least the resample interval "
+                         f"({format_seconds_short(resample)})")
+    min_amp = _rate_param(q, "min_amplitude", f"{DEFAULT_MIN_AMPLITUDE / (1 << 30):g}GiB/s")
+    now = datetime.now(timezone.utc)
+    end = _data_end(ctx, fs)
+    if end is None:
+        raise NotFound(f"the telemetry of {fs!r} has no rows. {HINT}")
+    since_ns, until_ns = q.window(DEFAULT_WINDOW, MAX_WINDOW_S, now, default_until=min(end, now + timedelta(days=1)))
+    since, until = (datetime.fromtimestamp(x / 1e9, timezone.utc) for x in (since_ns, until_ns))
+
+    def run():
+        try:
+            res, data = compute(ctx.settings, fs, since, until, resample, DEFAULT_IDLE_THRESHOLD, smooth_s, min_amp,
+                                ACF_MAX_LAG_S)
+        except StoreError:
+            raise
+        except UserError as e:  # a window without data, a resample shorter than the sampling: the request's
+            raise BadRequest(str(e)) from None
+        return {"result": res, "series": _series(res, data), "daily_rates": _daily_rates(data)}
+
+    key = ("workload", fs, since_ns, until_ns, resample, smooth_s, min_amp)
+    out = ctx.memo(key, _fingerprint(ctx, fs), run)
+    res = out["result"]
+    return {"fs": fs, "fs_all": systems, "since": res["start"], "until": res["end"],
+            "resample_s": resample, "smooth_s": smooth_s, "min_amplitude_bps": min_amp,
+            "min_amplitude": f"{format_bytes(min_amp)}/s".replace(" ", ""), "max_events_shown": MAX_EVENTS_SHOWN,
+            **out}
+
+
+PAGE = Page(slug="workload", script="workload.js", title="Workload", data=workload_data,
+            template="workload.html", available=has_telemetry, order=50,
+            description="Server-side telemetry of a file system: daily rates, burstiness, idle periods, "
+                        "power spectrum, I/O events.")

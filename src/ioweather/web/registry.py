@@ -1,0 +1,36 @@
+"""A page of the dashboard: its HTML, its JSON twin, and whether it has anything to show.
+
+The registry is how the dashboard grows: a feature adds one module under
+`ioweather.web.pages` that defines `PAGE = Page(...)` and lists it in
+`ioweather.web.pages.PAGE_MODULES`. `available(ctx)` decides whether the page
+appears in the navigation: a page without data is hidden, never shown empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from starlette.datastructures import QueryParams
+
+from ioweather.web.context import WebContext
+
+
+@dataclass(frozen=True)
+class Page:
+    #: URL segment: HTML at /<slug>, JSON at /api/<slug>.
+    slug: str
+    title: str
+    #: Builds the JSON twin; the HTML page renders the very same dict. Raises BadRequest/NotFound.
+    data: Callable[[WebContext, QueryParams], dict]
+    #: Jinja template (in ioweather/web/templates) that renders `data`.
+    template: str
+    #: True when the store holds what the page shows; hidden from the navigation otherwise.
+    available: Callable[[WebContext], bool]
+    #: One sentence for the navigation tooltip and the /api index.
+    description: str = ""
+    order: int = 100
+    #: Script in ioweather/web/static that draws the page's plots (loaded before ioweather.js; see docs/dashboard.md).
+    script: str | None = None
+    #: False for pages reached from another page only (one job from the job list): never in the navigation.
+    in_nav: bool = True

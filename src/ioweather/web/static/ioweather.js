@@ -1,0 +1,268 @@
+// Draws the plots of an ioweather page from its JSON twin, embedded in #page-data.
+// Text from data is only ever set with textContent; target names never go into Plotly strings.
+(function () {
+  "use strict";
+
+  var OPS = ["data_write", "data_read", "md_create", "md_stat", "md_read", "md_delete"];
+  var COLORS = {data_write: "#1f77b4", data_read: "#ff7f0e", md_create: "#2ca02c",
+                md_stat: "#9467bd", md_read: "#8c564b", md_delete: "#e377c2"};
+  var SYMBOLS = {data_write: "circle", data_read: "square", md_create: "triangle-up",
+                 md_stat: "diamond", md_read: "triangle-down", md_delete: "cross"};
+  var CONFIG = {responsive: true, displaylogo: false, modeBarButtonsToRemove: ["select2d", "lasso2d"]};
+  var FONT = {family: "system-ui, sans-serif", size: 12};
+
+  var RATIO_TICKS = [0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
+  // Log axis of slowdowns with plain ticks (0.5×, 1×, 2× …) instead of Plotly's minor-digit labels.
+  function ratioAxis(title) {
+    return {type: "log", title: {text: title}, tickvals: RATIO_TICKS,
+            ticktext: RATIO_TICKS.map(function (v) { return v + "×"; })};
+  }
+  // Log axis of durations with one tick per decade: 1µs, 10µs … 1s.
+  function secondsAxis(title, domain) {
+    return {type: "log", domain: domain, title: {text: title}, dtick: 1, exponentformat: "SI", ticksuffix: "s"};
+  }
+  function ms(iso) { return Date.parse(iso); }
+  function times(list) { return list.map(ms); }
+
+  // Dashed horizontal (or vertical) lines at the state thresholds, labelled in text.
+  function thresholdShapes(th, axis, vertical) {
+    var out = {shapes: [], annotations: []};
+    [[th.warn, "degraded", "#b8860b", "right"], [th.crit, "severe", "#b22222", "left"]].forEach(function (t) {
+      var s = {type: "line", line: {dash: "dash", width: 1, color: t[2]}};
+      var a = {text: t[1] + " " + t[0] + "×", showarrow: false, font: {size: 10, color: t[2]}};
+      if (vertical) {
+        Object.assign(s, {xref: "x" + (axis || ""), x0: t[0], x1: t[0], yref: "paper", y0: 0, y1: 1});
+        Object.assign(a, {xref: "x" + (axis || ""), x: Math.log10(t[0]), yref: "paper", y: 1.0, yanchor: "bottom",
+                          xanchor: t[3]});
+      } else {
+        Object.assign(s, {yref: "y" + (axis || ""), y0: t[0], y1: t[0], xref: "paper", x0: 0, x1: 1});
+        Object.assign(a, {yref: "y" + (axis || ""), y: Math.log10(t[0]), xref: "paper", x: 1, xanchor: "right",
+                          yanchor: "bottom"});
+      }
+      out.shapes.push(s);
+      out.annotations.push(a);
+    });
+    return out;
+  }
+
+  // ---------------------------------------------------------------- status
+  function drawStatus(data) {
+    var jobs = [];
+    data.targets.forEach(function (t, i) {
+      var sp = document.getElementById("spark-" + i);
+      if (sp && t.sparkline) {
+        var traces = OPS.map(function (op) {
+          return {x: times(t.sparkline.time), y: t.sparkline.slowdown[op], name: op, type: "scatter",
+                  mode: "lines+markers", marker: {size: 3, symbol: SYMBOLS[op]}, line: {width: 1.5, color: COLORS[op]},
+                  connectgaps: false, hovertemplate: op + " %{y:.2f}×<extra></extra>"};
+        });
+        var th = thresholdShapes(data.thresholds, "", false);
+        jobs.push(Plotly.newPlot(sp, traces, {
+          height: 190, margin: {l: 48, r: 8, t: 8, b: 28}, font: FONT, showlegend: false,
+          xaxis: {type: "date", tickformat: "%H:%M"}, yaxis: ratioAxis("slowdown"),
+          shapes: th.shapes, annotations: th.annotations}, CONFIG));
+      }
+      var cl = document.getElementById("climate-" + i);
+      if (cl) {
+        var ops = t.ops.filter(function (o) { return o.climate && o.climate.q1 !== null; });
+        var box = {type: "box", orientation: "h", name: "climate", y: ops.map(function (o) { return o.op; }),
+                   q1: ops.map(function (o) { return o.climate.q1; }),
+                   median: ops.map(function (o) { return o.climate.median; }),
+                   q3: ops.map(function (o) { return o.climate.q3; }),
+                   lowerfence: ops.map(function (o) { return o.climate.p01; }),
+                   upperfence: ops.map(function (o) { return o.climate.p99; }),
+                   fillcolor: "rgba(120,120,120,0.25)", line: {color: "#555"}, hoverinfo: "x"};
+        var now = t.ops.filter(function (o) { return o.slowdown !== null; });
+        var marker = {type: "scatter", mode: "markers", name: "now", y: now.map(function (o) { return o.op; }),
+                      x: now.map(function (o) { return o.slowdown; }),
+                      marker: {symbol: "diamond", size: 11, color: now.map(function (o) {
+                        return {"normal": "#2e7d32", "degraded": "#b8860b", "severely degraded": "#b22222"}[o.state] || "#555";
+                      }), line: {width: 1, color: "#000"}},
+                      hovertemplate: "%{y} now %{x:.2f}×<extra></extra>"};
+        var thv = thresholdShapes(data.thresholds, "", true);
+        jobs.push(Plotly.newPlot(cl, [box, marker], {
+          height: 220, margin: {l: 80, r: 8, t: 22, b: 32}, font: FONT, showlegend: false,
+          xaxis: ratioAxis("slowdown"), yaxis: {autorange: "reversed"},
+          shapes: thv.shapes, annotations: thv.annotations}, CONFIG));
+      }
+    });
+    return jobs;
+  }
+
+  // ---------------------------------------------------------------- timeline
+  function timelineTraces(data) {
+    var traces = [];
+    OPS.forEach(function (op) {
+      var s = data.samples[op];
+      traces.push({x: times(s.time), y: s.duration_s, name: op, legendgroup: op, type: "scatter", mode: "markers",
+                   marker: {size: 3, color: COLORS[op], symbol: SYMBOLS[op]}, yaxis: "y",
+                   hovertemplate: op + " %{y:.3s}s<br>%{x}<extra></extra>"});
+    });
+    var f = data.failures;
+    traces.push({x: times(f.time), y: f.duration_s, name: "error / timeout", type: "scatter", mode: "markers",
+                 text: f.op.map(function (op, i) { return op + " " + f.status[i]; }), yaxis: "y",
+                 marker: {size: 8, symbol: "x", color: "#b22222"}, hovertemplate: "%{text}<br>%{x}<extra></extra>"});
+    var rows = {};
+    OPS.forEach(function (op) { rows[op] = {x: [], median: [], p99: [], sd: []}; });
+    data.intervals.forEach(function (r) {
+      var a = rows[r.op];
+      a.x.push(ms(r.interval_start)); a.median.push(r.median_s); a.p99.push(r.p99_s); a.sd.push(r.slowdown);
+    });
+    OPS.forEach(function (op) {  // close the last step at the end of its interval
+      var a = rows[op], n = a.x.length;
+      if (n) {
+        a.x.push(a.x[n - 1] + data.interval_s * 1000);
+        a.median.push(a.median[n - 1]); a.p99.push(a.p99[n - 1]); a.sd.push(a.sd[n - 1]);
+      }
+    });
+    OPS.forEach(function (op) {
+      var a = rows[op];
+      traces.push({x: a.x, y: a.median, name: op + " median", legendgroup: op, showlegend: false, type: "scatter",
+                   mode: "lines", line: {shape: "hv", color: COLORS[op], width: 2}, yaxis: "y2",
+                   hovertemplate: op + " median %{y:.3s}s<extra></extra>"});
+      traces.push({x: a.x, y: a.p99, name: op + " p99", legendgroup: op, showlegend: false, type: "scatter",
+                   mode: "lines", line: {shape: "hv", color: COLORS[op], width: 1, dash: "dot"}, yaxis: "y2",
+                   hovertemplate: op + " p99 %{y:.3s}s<extra></extra>"});
+      traces.push({x: a.x, y: a.sd, name: op + " slowdown", legendgroup: op, showlegend: false, type: "scatter",
+                   mode: "lines+markers", line: {shape: "hv", color: COLORS[op], width: 1.5},
+                   marker: {size: 4, symbol: SYMBOLS[op]}, yaxis: "y3",
+                   hovertemplate: op + " %{y:.2f}×<extra></extra>"});
+    });
+    return traces;
+  }
+
+  function timelineLayout(data, range) {
+    var th = thresholdShapes(data.thresholds, "3", false);
+    return {
+      height: 760, margin: {l: 64, r: 12, t: 12, b: 40}, font: FONT, hovermode: "closest",
+      legend: {orientation: "h", y: 1.02, yanchor: "bottom"},
+      xaxis: {type: "date", range: range || [ms(data.since), ms(data.until)], title: {text: "time (UTC)"},
+              anchor: "y3"},
+      yaxis: secondsAxis("duration", [0.52, 1]),
+      yaxis2: secondsAxis("median ─, p99 ┈", [0.27, 0.48]),
+      yaxis3: Object.assign(ratioAxis("slowdown"), {domain: [0, 0.23]}),
+      shapes: th.shapes, annotations: th.annotations};
+  }
+
+  function setSummary(data) {
+    var el = document.getElementById("summary");
+    if (!el) { return; }
+    var text = data.samples_shown + " of " + data.samples_total + " samples shown";
+    if (data.downsampled) {
+      text += " (downsampled: the fastest and the slowest sample of each time bucket are kept, so no outlier is hidden)";
+    }
+    el.textContent = text + ". Zoom with the mouse: the samples of the zoomed window are fetched again at full resolution.";
+  }
+
+  function toIso(v) {
+    // Plotly gives date-axis ranges as "2026-11-22 03:15:22.123" in UTC.
+    return (typeof v === "number") ? new Date(v).toISOString() : String(v).replace(" ", "T") + "Z";
+  }
+
+  function drawTimeline(data) {
+    var el = document.getElementById("timeline");
+    var original = data;
+    var busy = false, timer = null;
+    var job = Plotly.newPlot(el, timelineTraces(data), timelineLayout(data), CONFIG);
+    job.then(function () {
+      el.on("plotly_relayout", function (ev) {
+        if (busy) { return; }
+        var since, until;
+        if (ev["xaxis.range[0]"] !== undefined) {
+          since = toIso(ev["xaxis.range[0]"]); until = toIso(ev["xaxis.range[1]"]);
+        } else if (ev["xaxis.autorange"]) {
+          since = original.since; until = original.until;
+        } else { return; }
+        clearTimeout(timer);
+        timer = setTimeout(function () { refetch(since, until); }, 250);
+      });
+    });
+    function refetch(since, until) {
+      var q = new URLSearchParams({target: data.target, since: since, until: until,
+                                   interval: String(data.interval_s) + "s", stat: data.stat});
+      fetch("/api/timeline?" + q.toString()).then(function (r) {
+        return r.json().then(function (body) { return {ok: r.ok, body: body}; });
+      }).then(function (res) {
+        if (!res.ok) { document.getElementById("summary").textContent = res.body.error; return; }
+        data = res.body;
+        busy = true;
+        Plotly.react(el, timelineTraces(data), timelineLayout(data, [ms(data.since), ms(data.until)]), CONFIG)
+          .then(function () { busy = false; });
+        setSummary(data);
+        ["since", "until"].forEach(function (k) {
+          var input = document.querySelector("form.window input[name=" + k + "]");
+          if (input) { input.value = data[k]; }
+        });
+        var page = new URLSearchParams(window.location.search);
+        page.set("since", data.since); page.set("until", data.until); page.set("target", data.target);
+        window.history.replaceState(null, "", "?" + page.toString());
+      });
+    }
+    return [job];
+  }
+
+  // ---------------------------------------------------------------- history
+  var ZMIN = Math.log10(0.316), ZMAX = 2;
+  function zpos(x) { return (Math.log10(x) - ZMIN) / (ZMAX - ZMIN); }
+  function heatColorscale(th) {
+    return [[0, "#2166ac"], [zpos(1), "#f7f7f7"], [zpos(th.warn), "#fdd49e"], [zpos(th.crit), "#d7301f"], [1, "#67000d"]];
+  }
+
+  function drawHistory(data) {
+    var jobs = [];
+    var x = times(data.time);
+    var ticks = [0.5, 1, 2, 5, 10, 20, 50, 100];
+    data.targets.forEach(function (t, i) {
+      var el = document.getElementById("heatmap-" + i);
+      if (!el) { return; }
+      var z = t.slowdown.map(function (row) {
+        return row.map(function (v) { return v === null || v <= 0 ? null : Math.log10(v); });
+      });
+      var custom = t.slowdown.map(function (row, o) {
+        return row.map(function (v, c) { return [v === null ? "no data" : v.toFixed(2) + "×", t.count[o][c], t.timeouts[o][c]]; });
+      });
+      jobs.push(Plotly.newPlot(el, [{
+        type: "heatmap", x: x, y: data.ops, z: z, customdata: custom, zmin: ZMIN, zmax: ZMAX,
+        colorscale: heatColorscale(data.thresholds), xgap: 0, ygap: 1,
+        colorbar: {title: {text: "slowdown"}, tickvals: ticks.map(Math.log10), ticktext: ticks.map(function (v) { return v + "×"; })},
+        hovertemplate: "%{y} %{x}<br>slowdown %{customdata[0]}<br>n = %{customdata[1]}, timeouts %{customdata[2]}<extra></extra>"
+      }], {height: 290, margin: {l: 80, r: 12, t: 8, b: 56}, font: FONT,
+           xaxis: {type: "date", title: {text: "interval start (UTC)", standoff: 16}, automargin: true},
+           yaxis: {autorange: "reversed"}}, CONFIG));
+    });
+    return jobs;
+  }
+
+  // ---------------------------------------------------------------- pages in their own scripts
+  // A page's script (static/<page>.js, loaded before this one) sets window.ioweatherPages[slug] to
+  // function (data, lib) returning the Plotly promises; lib holds the shared pieces below.
+  // Plotly interprets a few HTML tags in every string it draws; labels from data go through
+  // lib.text, which turns <, > and & into entities that Plotly shows as the characters themselves.
+  function plotText(s) {
+    return String(s === null || s === undefined ? "" : s)
+      .replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  }
+  var LIB = {CONFIG: CONFIG, FONT: FONT, ms: ms, times: times, text: plotText, ratioAxis: ratioAxis,
+             secondsAxis: secondsAxis};
+
+  // ---------------------------------------------------------------- main
+  function main() {
+    var node = document.getElementById("page-data");
+    var data = JSON.parse(node.textContent);
+    var page = document.body.dataset.page;
+    var extra = (window.ioweatherPages || {})[page];
+    var draw = {status: drawStatus, timeline: drawTimeline, history: drawHistory}[page] ||
+               (extra && function (d) { return extra(d, LIB); });
+    if (!draw || data.message || !window.Plotly) {
+      document.body.dataset.plotsReady = "1";
+      return;
+    }
+    Promise.all(draw(data)).then(function () { document.body.dataset.plotsReady = "1"; });
+  }
+
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", main);
+  } else {
+    main();
+  }
+})();

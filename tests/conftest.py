@@ -1,0 +1,128 @@
+"""Shared fixtures: real databases, real data, a real browser, each skipped with a reason when absent."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+TESTDATA = SHARED / "testdata"
+DATA = SHARED / "data"
+
+PG_ADMIN_URL = os.environ.get("IOWEATHER_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+MARIADB_ADMIN_URL = os.environ.get("IOWEATHER_TEST_MARIADB", "mysql://root@127.0.0.1:3306/test")
+
+
+@pytest.fixture(scope="session")
+def testdata() -> Path:
+    """../shared/testdata (read-only); skips when a fresh clone has no ../shared."""
+    if not TESTDATA.is_dir():
+        pytest.skip(f"shared test data not found at {TESTDATA}")
+    return TESTDATA
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """../shared/data (read-only real data); skips when absent."""
+    if not DATA.is_dir():
+        pytest.skip(f"shared data not found at {DATA}")
+    return DATA
+
+
+@pytest.fixture
+def home(tmp_path) -> Path:
+    """An empty IOWEATHER_HOME."""
+    h = tmp_path / "home"
+    return h
+
+
+def run_cli(*args: str, home: Path | None = None, env: dict | None = None, timeout: float = 120,
+            input: str | None = None, check: bool = False) -> subprocess.CompletedProcess:
+    """Run `python -m ioweather ARGS` in a subprocess, as a user would."""
+    full_env = dict(os.environ)
+    if home is not None:
+        full_env["IOWEATHER_HOME"] = str(home)
+    full_env.pop("IOWEATHER_DB", None)
+    full_env.update(env or {})
+    proc = subprocess.run([sys.executable, "-m", "ioweather", *args], capture_output=True, text=True,
+                          env=full_env, timeout=timeout, input=input)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"ioweather {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+def _pg_available() -> str | None:
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_ADMIN_URL.replace("postgresql://", "postgresql://", 1), connect_timeout=3):
+            return None
+    except Exception as e:  # any failure means: no server to test against
+        return f"PostgreSQL not reachable at {PG_ADMIN_URL}: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+
+
+@pytest.fixture
+def pg_url():
+    """A fresh PostgreSQL database on this machine's server, dropped afterwards."""
+    reason = _pg_available()
+    if reason:
+        pytest.skip(reason)
+    import psycopg
+
+    name = f"ioweather_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base = PG_ADMIN_URL.rsplit("/", 1)[0]
+    yield f"{base}/{name}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def mariadb_url():
+    """A fresh MariaDB database on this machine's server, dropped afterwards."""
+    try:
+        import pymysql
+
+        conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", password="", connect_timeout=3, autocommit=True)
+    except Exception as e:
+        pytest.skip(f"MariaDB not reachable at 127.0.0.1:3306: {e}")
+    name = f"ioweather_test_{uuid.uuid4().hex[:12]}"
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{name}`")
+    yield f"mysql://root@127.0.0.1:3306/{name}"
+    with conn.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+    conn.close()
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    """Debian's chromium, for Playwright's executable_path."""
+    for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser", shutil.which("chromium") or ""):
+        if p and os.path.exists(p):
+            return p
+    pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="session")
+def artifacts_dir() -> Path:
+    d = ROOT / "test-artifacts"
+    d.mkdir(exist_ok=True)
+    return d

@@ -1,0 +1,153 @@
+"""`ioweather job LOG` as a user runs it: JSON contract, human report, HTML, bad inputs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from darshan_support import DATA_LOGS, TESTDATA_LOGS, rename_records, need_darshan_logs  # noqa: F401 (autouse fixture)
+
+IMBALANCED = TESTDATA_LOGS / "imbalanced-io.darshan"
+JOB_KEYS = {"job", "interfaces", "totals", "sharing", "access", "perf", "mounts", "findings"}
+
+
+def test_job_json_contract(cli, home):
+    r = cli("job", str(IMBALANCED), "--json", home=home)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert JOB_KEYS <= set(rep)
+    assert set(rep["job"]) == {"jobid", "uid", "exe", "nprocs", "nnodes", "start", "end", "runtime_s", "log_version",
+                               "partial_modules"}
+    assert rep["job"]["start"].endswith("Z") and rep["job"]["nnodes"] is None
+    assert rep["job"]["partial_modules"] == ["POSIX"]
+    for mod in ("POSIX", "MPI-IO", "STDIO"):
+        it = rep["interfaces"][mod]
+        assert {"bytes_read", "bytes_written", "reads", "writes", "opens", "read_time_s", "write_time_s", "meta_time_s",
+                "files", "agg_perf_by_slowest_mibps"} <= set(it)
+    assert set(rep["totals"]) == {"bytes_read", "bytes_written", "files", "read_time_s", "write_time_s", "meta_time_s"}
+    assert set(rep["sharing"]) == {"unique", "shared", "partially_shared", "unique_bytes", "shared_bytes",
+                                   "partially_shared_bytes"}
+    assert {"read_histogram", "write_histogram", "common_sizes", "seq_fraction", "consec_fraction",
+            "file_not_aligned_fraction", "mem_not_aligned_fraction"} <= set(rep["access"])
+    assert {"agg_perf_by_slowest_mibps", "io_time_s", "io_fraction_of_runtime", "mibps_per_node", "slowest_rank",
+            "imbalance"} <= set(rep["perf"])
+    assert rep["mounts"][0]["mount"] == "/lus/theta-fs0" and rep["mounts"][0]["lustre"]["stripe_count"] == 1
+    assert all(set(f) == {"code", "level", "message", "evidence", "threshold"} for f in rep["findings"])
+    # totals at POSIX + STDIO, not MPI-IO on top
+    it = rep["interfaces"]
+    assert rep["totals"]["bytes_written"] == it["POSIX"]["bytes_written"] + it["STDIO"]["bytes_written"]
+
+
+def test_cores_per_node_gives_mibps_per_node(cli, home):
+    rep = json.loads(cli("job", str(IMBALANCED), "--json", "--cores-per-node", "64", home=home, check=True).stdout)
+    assert rep["job"]["nnodes"] == 8
+    assert rep["perf"]["mibps_per_node"] == pytest.approx(rep["perf"]["mibps"] / 8)
+
+
+def test_thresholds_option(cli, home, tmp_path):
+    t = tmp_path / "th.toml"
+    t.write_text("metadata_time_rank_s = 0.05\n")
+    rep = json.loads(cli("job", str(IMBALANCED), "--json", "--thresholds", str(t), home=home, check=True).stdout)
+    assert any(f["code"] == "P17" for f in rep["findings"])
+    t.write_text("nonsense = 1\n")
+    r = cli("job", str(IMBALANCED), "--thresholds", str(t), home=home)
+    assert r.returncode == 2 and "unknown threshold" in r.stderr
+
+
+def test_human_report(cli, home):
+    r = cli("job", str(IMBALANCED), home=home, env={"COLUMNS": "160"})
+    assert r.returncode == 0, r.stderr
+    for text in ("partial modules: POSIX", "findings", "P18", "/lus/theta-fs0", "--cores-per-node"):
+        assert text in r.stdout
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"", "empty file"),
+    (b"\x00\x01garbage" * 300, "not a Darshan log"),
+    ("half", "truncated Darshan log"),
+])
+def test_bad_logs_one_line_error(cli, home, tmp_path, content, message):
+    bad = tmp_path / "bad.darshan"
+    bad.write_bytes(IMBALANCED.read_bytes()[:35000] if content == "half" else content)
+    r = cli("job", str(bad), "--json", home=home)
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ioweather: error:") and message in lines[0]
+    assert "Traceback" not in r.stderr
+
+
+def test_missing_file(cli, home, tmp_path):
+    r = cli("job", str(tmp_path / "nope.darshan"), home=home)
+    assert r.returncode == 2 and "no such file" in r.stderr
+
+
+def test_log_path_with_spaces_and_unicode(cli, home, tmp_path):
+    d = tmp_path / "dossier à logs" / "ジョブ"
+    d.mkdir(parents=True)
+    p = d / "run one ✓.darshan"
+    shutil.copy(IMBALANCED, p)
+    rep = json.loads(cli("job", str(p), "--json", home=home, check=True).stdout)
+    assert rep["job"]["nprocs"] == 496
+
+
+@pytest.fixture
+def script_log(tmp_path):
+    """A real log whose file name holds a <script> tag, spaces and non-ASCII characters."""
+    src = DATA_LOGS / "release_logs" / "mpi-io-test-x86_64-3.2.1.darshan"
+    dst = tmp_path / "xss.darshan"
+    rename_records(src, dst, {"/tmp/test/mpi-io-test.tmp.dat": "/tmp/<script>alert(1)</script> dir/jöb ü.dat"})
+    return dst
+
+
+def test_html_escapes_file_names(cli, home, tmp_path, script_log):
+    from click.testing import CliRunner
+
+    from ioweather.cli import cli as main
+
+    out = tmp_path / "report.html"
+    r = CliRunner().invoke(main, ["--home", str(home), "job", str(script_log), "--html", str(out)])
+    assert r.exit_code == 0, r.output
+    page = out.read_text(encoding="utf-8")
+    assert "<script" not in page.lower()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; dir/jöb ü.dat" in page
+    rep = json.loads(cli("job", str(script_log), "--json", home=home, check=True).stdout)
+    assert rep["totals"]["files"] == 2
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_html_renders_in_chromium_without_running_the_name(cli, home, tmp_path, script_log, chromium_path):
+    from playwright.sync_api import sync_playwright
+
+    from conftest import CHROMIUM_ARGS
+
+    out = tmp_path / "report.html"
+    cli("job", str(script_log), "--html", str(out), home=home, check=True)
+    dxt_out = tmp_path / "dxt.html"
+    cli("job", str(TESTDATA_LOGS / "nonmpi_dxt_anonymized.darshan"), "--html", str(dxt_out), home=home, check=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
+        page = browser.new_page()
+        dialogs = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(out.as_uri())
+        assert "<script>alert(1)</script>" in page.inner_text("body")
+        assert page.locator("svg").count() >= 2
+        page.goto(dxt_out.as_uri())
+        assert "timeline" in page.inner_text("body")
+        browser.close()
+    assert dialogs == []
+
+
+@pytest.mark.slow
+def test_html_plots_per_rank_and_dxt(cli, home, tmp_path):
+    out = tmp_path / "r.html"
+    cli("job", str(TESTDATA_LOGS / "treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan"),
+        "--html", str(out), home=home, check=True)
+    page = out.read_text(encoding="utf-8")
+    for caption in ("I/O time split", "access sizes", "file sharing", "per rank", "timeline"):
+        assert caption in page
+    # self-contained: nothing fetched from elsewhere
+    assert not any(x in page for x in ('src="http', "src='http", 'href="http', "<link", "@import"))

@@ -1,0 +1,202 @@
+"""The Darshan reader on every real log we have, and on every bad input the issue lists."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from darshan_support import (DATA_LOGS, LOG_IDS, LOGS, TESTDATA_LOGS, inflate_dxt,  # noqa: F401 (autouse)
+                             need_darshan_logs, pydarshan_example_logs, rename_records)
+
+from ioweather.sources.darshan_log import DarshanLogError, check_layout, read_log
+
+
+
+@pytest.mark.parametrize("path", LOGS, ids=LOG_IDS)
+def test_every_real_log_loads_like_pydarshan(path):
+    """Same modules, records, ids and counters as PyDarshan's own DarshanReport."""
+    import darshan
+
+    log = read_log(path)
+    with darshan.DarshanReport(str(path), read_all=True) as ref:
+        assert log.nprocs == ref.metadata["job"]["nprocs"]
+        assert log.exe == ref.metadata["exe"]
+        assert log.log_version == ref.metadata["job"]["log_ver"]
+        for mod, rec in log.records.items():
+            assert rec.counters["id"].dtype == np.uint64
+            assert rec.partial == ref.modules[mod]["partial_flag"]
+            if not len(rec):
+                continue
+            ref_df = ref.records[mod].to_df()
+            # PyDarshan drops records without a name record; we keep them with name None
+            named = np.array([n is not None for n in rec.names])
+            assert named.sum() == len(ref_df["counters"])
+            np.testing.assert_array_equal(rec.counters[named].to_numpy(np.int64)[:, 2:],
+                                          ref_df["counters"].to_numpy(np.int64)[:, 2:])
+            np.testing.assert_array_equal(rec.counters["id"].to_numpy()[named],
+                                          ref_df["counters"]["id"].to_numpy(np.uint64))
+            np.testing.assert_allclose(rec.fcounters[named].to_numpy(np.float64)[:, 2:],
+                                       ref_df["fcounters"].to_numpy(np.float64)[:, 2:])
+        for mod, seg in log.dxt.items():
+            recs = ref.records[mod]
+            assert len(seg) == sum(r["read_count"] + r["write_count"] for r in recs)
+            ref_bytes = sum(s["length"] for r in recs for s in r["write_segments"])
+            assert int(seg.length[seg.is_write].sum()) == ref_bytes
+
+
+def test_pydarshan_example_logs_are_included():
+    assert len(pydarshan_example_logs()) >= 8
+
+
+def test_record_ids_above_2_63_stay_unsigned():
+    log = read_log(TESTDATA_LOGS / "imbalanced-io.darshan")
+    ids = log.records["POSIX"].counters["id"].to_numpy()
+    assert ids.dtype == np.uint64 and (ids > np.uint64(2**63)).any()
+    assert all(n is not None for n in log.records["POSIX"].names)
+
+
+def test_records_without_a_name_are_kept(tmp_path):
+    """PyDarshan drops records whose id has no name record; we keep them (name None) and say so."""
+    import darshan
+
+    src = DATA_LOGS / "release_logs" / "mpi-io-test-x86_64-3.2.1.darshan"
+    dst = tmp_path / "unnamed.darshan"
+    rename_records(src, dst, {"/tmp/test/mpi-io-test.tmp.dat": None})
+    log = read_log(dst)
+    assert list(log.records["POSIX"].names) == [None]
+    assert log.records["POSIX"].counters["POSIX_BYTES_WRITTEN"].sum() > 0
+    assert any("no name record" in w for w in log.warnings)
+    with darshan.DarshanReport(str(dst), read_all=True) as ref:
+        assert len(ref.records["POSIX"]) == 0
+
+
+def test_partial_posix_module_is_reported():
+    """imbalanced-io.darshan: Darshan ran out of POSIX record memory (partial_flag set)."""
+    log = read_log(TESTDATA_LOGS / "imbalanced-io.darshan")
+    assert log.partial_modules == ["POSIX"]
+    assert log.records["POSIX"].partial and not log.records["MPI-IO"].partial
+
+
+def test_minus_one_counters_are_listed_as_not_monitored():
+    """Format 3.00 logs lack counters added later; libdarshan-util fills them with -1."""
+    log = read_log(TESTDATA_LOGS / "mpi-io-test-x86_64-3.0.0.darshan")
+    nm = log.records["POSIX"].not_monitored
+    assert {"POSIX_FILENOS", "POSIX_DUPS", "POSIX_F_CLOSE_START_TIMESTAMP"} <= set(nm)
+    assert (log.records["POSIX"].counters["POSIX_FILENOS"] == -1).all()
+    assert "POSIX_BYTES_READ" not in nm
+
+
+def test_anonymized_exe_is_kept_as_given():
+    log = read_log(TESTDATA_LOGS / "nonmpi_dxt_anonymized.darshan")
+    assert log.exe.isdigit()  # the anonymizer replaced the command line by a hash
+    assert log.nprocs == 1
+
+
+def test_dxt_segments_are_columnar_and_capped():
+    log = read_log(TESTDATA_LOGS / "nonmpi_dxt_anonymized.darshan")
+    seg = log.dxt["DXT_POSIX"]
+    assert seg.offset.dtype == np.int64 and seg.start_time.dtype == np.float64
+    assert len(seg) == 17652 and not seg.truncated
+    assert (seg.end_time >= seg.start_time).all()
+    capped = read_log(TESTDATA_LOGS / "nonmpi_dxt_anonymized.darshan", dxt_max_segments=1000)
+    assert capped.dxt["DXT_POSIX"].truncated and len(capped.dxt["DXT_POSIX"]) <= 1000
+    assert read_log(TESTDATA_LOGS / "nonmpi_dxt_anonymized.darshan", dxt=False).dxt == {}
+
+
+def test_dxt_memory_is_bounded_per_segment(tmp_path):
+    """A DXT-heavy log (a real trace repeated 20 times, 353k segments): the reader allocates at most
+    ~100 bytes per segment at its peak (32 B kept + a transient copy + record id/rank/kind)."""
+    import tracemalloc
+
+    big = tmp_path / "dxt_x20.darshan"
+    inflate_dxt(TESTDATA_LOGS / "nonmpi_dxt_anonymized.darshan", big, 20)
+    read_log(big, dxt=False)  # warm imports and caches outside the measurement
+    tracemalloc.start()
+    log = read_log(big)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    n = len(log.dxt["DXT_POSIX"])
+    assert n == 20 * 17652
+    assert peak < 100 * n + 4 * 2**20
+
+
+def test_big_endian_log_reads():
+    log = read_log(TESTDATA_LOGS / "mpi-io-test-ppc64-3.1.8.darshan")
+    assert log.records["POSIX"].counters["POSIX_BYTES_WRITTEN"].sum() > 0
+
+
+# --- bad inputs ---------------------------------------------------------------------------
+
+def test_truncated_log_is_refused(tmp_path):
+    src = (TESTDATA_LOGS / "imbalanced-io.darshan").read_bytes()
+    bad = tmp_path / "half.darshan"
+    bad.write_bytes(src[: len(src) // 2])
+    with pytest.raises(DarshanLogError, match="truncated Darshan log"):
+        read_log(bad)
+
+
+@pytest.mark.parametrize("cut", [10, 200, 1000, 5000])
+def test_logs_cut_anywhere_are_refused(tmp_path, cut):
+    src = (TESTDATA_LOGS / "e3sm_io_heatmap_only.darshan").read_bytes()
+    bad = tmp_path / "cut.darshan"
+    bad.write_bytes(src[:cut])
+    with pytest.raises(DarshanLogError, match="truncated"):
+        read_log(bad)
+
+
+def test_zero_byte_file(tmp_path):
+    bad = tmp_path / "empty.darshan"
+    bad.write_bytes(b"")
+    with pytest.raises(DarshanLogError, match="empty file"):
+        read_log(bad)
+
+
+def test_random_bytes(tmp_path):
+    bad = tmp_path / "noise.darshan"
+    bad.write_bytes(np.random.default_rng(1).bytes(4096))
+    with pytest.raises(DarshanLogError, match="not a Darshan log"):
+        read_log(bad)
+
+
+def test_darshan_2_log_is_refused_clearly(tmp_path):
+    """Darshan 2.x logs are gzip files whose first bytes are the version string."""
+    bad = tmp_path / "old.darshan.gz"
+    with gzip.open(bad, "wb") as f:
+        f.write(b"2.06\0\0\0\0" + b"\0" * 4088)
+    with pytest.raises(DarshanLogError, match=r"format 2\.x\) is not readable"):
+        read_log(bad)
+
+
+def test_corrupt_module_region_is_an_error_not_an_empty_module(tmp_path):
+    src = bytearray((TESTDATA_LOGS / "imbalanced-io.darshan").read_bytes())
+    layout = check_layout(TESTDATA_LOGS / "imbalanced-io.darshan")
+    what, off, ln = next(r for r in layout.regions if r[0] == "module 1")  # POSIX
+    src[off + 10: off + 400] = bytes(390)
+    bad = tmp_path / "flipped.darshan"
+    bad.write_bytes(bytes(src))
+    with pytest.raises(DarshanLogError, match="corrupt Darshan log: cannot read POSIX"):
+        read_log(bad)
+
+
+def test_path_with_spaces_and_unicode(tmp_path):
+    d = tmp_path / "my logs" / "jöb résumé ✓"
+    d.mkdir(parents=True)
+    p = d / "run 1 ü.darshan"
+    shutil.copy(TESTDATA_LOGS / "mpi-io-test-x86_64-3.0.0.darshan", p)
+    assert read_log(p).nprocs == 4
+
+
+def test_directory_and_unreadable_file(tmp_path):
+    with pytest.raises(DarshanLogError, match="directory"):
+        read_log(tmp_path)
+    p = tmp_path / "locked.darshan"
+    shutil.copy(TESTDATA_LOGS / "mpi-io-test-x86_64-3.0.0.darshan", p)
+    os.chmod(p, 0)
+    if os.access(p, os.R_OK):
+        pytest.skip("running as root: file permissions are not enforced")
+    with pytest.raises(DarshanLogError, match="cannot read"):
+        read_log(p)

@@ -1,0 +1,226 @@
+"""`ioweather jobs ingest` and `jobs summary` on real logs, broken logs, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from darshan_support import TESTDATA_LOGS, all_real_logs, need_darshan_logs  # noqa: F401 (autouse fixture)
+
+from ioweather.config import Settings
+from ioweather.store import open_store
+
+
+def make_archive(root, n_copies: int = 0, broken: bool = True):
+    """A directory tree with every real log, `n_copies` distinct copies of small ones, and broken files.
+
+    Appending bytes after a log's last region keeps it valid but changes its content hash,
+    so each copy is a distinct job to the store.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    real = all_real_logs()
+    seen = set()
+    good = 0
+    for p in real:
+        data = p.read_bytes()
+        if data in seen:
+            continue
+        seen.add(data)
+        (root / "real").mkdir(exist_ok=True)
+        shutil.copy(p, root / "real" / p.name)
+        good += 1
+    small = [p for p in real if p.stat().st_size < 4000 and p.name.startswith("mpi-io-test")]
+    for i in range(n_copies):
+        d = root / f"copies/{i // 500:03d}"
+        d.mkdir(parents=True, exist_ok=True)
+        src = small[i % len(small)]
+        (d / f"job {i} ü.darshan").write_bytes(src.read_bytes() + i.to_bytes(4, "little"))
+        good += 1
+    bad = {}
+    if broken:
+        b = root / "broken"
+        b.mkdir()
+        (b / "empty.darshan").write_bytes(b"")
+        (b / "noise.darshan").write_bytes(os.urandom(3000))
+        half = TESTDATA_LOGS / "imbalanced-io.darshan"
+        (b / "half.darshan").write_bytes(half.read_bytes()[: half.stat().st_size // 2])
+        import gzip
+
+        with gzip.open(b / "v2.darshan", "wb") as f:
+            f.write(b"2.06\0\0\0\0" + bytes(2000))
+        bad = {"empty.darshan": "empty file", "noise.darshan": "not a Darshan log",
+               "half.darshan": "truncated", "v2.darshan": "format 2.x"}
+    (root / "notes.txt").write_text("not a log, not named .darshan: ignored when walking")
+    return good, bad
+
+
+def _counts(home, db=None):
+    from ioweather.store import jobs as js
+
+    store = open_store(Settings.resolve(home, db))
+    return js.count_jobs(store), js.failed(store)
+
+
+def test_ingest_is_idempotent_and_records_failures(cli, home, tmp_path):
+    good, bad = make_archive(tmp_path / "archive", n_copies=40)
+    r = cli("jobs", "ingest", str(tmp_path / "archive"), "--workers", "2", "--json", home=home)
+    assert r.returncode == 0, r.stderr
+    counts = json.loads(r.stdout)
+    assert counts["ingested"] == good and counts["failed"] == len(bad)
+    njobs, failed = _counts(home)
+    assert njobs == good
+    reasons = {os.path.basename(f["path"]): f["reason"] for f in failed}
+    for name, text in bad.items():
+        assert text in reasons[name]
+    # second run: nothing read again
+    again = json.loads(cli("jobs", "ingest", str(tmp_path / "archive"), "--json", home=home, check=True).stdout)
+    assert again["ingested"] == 0 and again["skipped"] == good + len(bad)
+    # same content under another name: a duplicate, not a second job
+    shutil.copy(TESTDATA_LOGS / "imbalanced-io.darshan", tmp_path / "archive" / "same.darshan")
+    dup = json.loads(cli("jobs", "ingest", str(tmp_path / "archive"), "--json", home=home, check=True).stdout)
+    assert dup["duplicates"] == 1 and dup["ingested"] == 0
+    assert _counts(home)[0] == good
+    # the per-file table: one part per batch, only rows of stored jobs
+    from ioweather.store import jobs as js
+
+    table = js.file_rows(open_store(Settings.resolve(home)), Settings.resolve(home).parquet_dir)
+    hashes = set(table.column("log_hash").to_pylist())
+    assert len(hashes) == good - sum(1 for p in (tmp_path / "archive" / "real").iterdir()
+                                     if p.name in ("empty_log.darshan",))
+
+
+def test_summary_json_and_html(cli, home, tmp_path):
+    make_archive(tmp_path / "a", n_copies=0)
+    cli("jobs", "ingest", str(tmp_path / "a"), "--workers", "1", home=home, check=True)
+    mapping = tmp_path / "projects.txt"
+    mapping.write_text("# project map\n/lus/theta-fs0 theta-project\nuid:69628 snyder-project\n")
+    out = tmp_path / "summary.html"
+    r = cli("jobs", "summary", "--json", "--projects", str(mapping), "--min-procs", "4", "--min-bytes", "1MiB",
+            "--cores-per-node", "4", "--html", str(out), home=home)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["failed_logs"] == 4 and rep["jobs"] > 30
+    assert list(rep)[:2] == ["jobs", "failed_logs"]
+    for key in ("interfaces_by_size", "strategy_by_size", "top_projects", "top_users", "top_executables",
+                "files_vs_procs", "mibps_per_node_by_project", "projects"):
+        assert key in rep
+    projects = {p["project"] for p in rep["projects"]}
+    assert "theta-project" in projects and "snyder-project" in projects
+    assert sum(r["jobs"] for r in rep["interfaces_by_size"]) == rep["jobs"]
+    box = rep["mibps_per_node_by_project"]["projects"]
+    assert box and all(b["min"] <= b["q1"] <= b["median"] <= b["q3"] <= b["max"] for b in box)
+    assert "<html" in out.read_text()
+    # default filters (1024 procs, 500 MiB) keep only the big jobs
+    rep2 = json.loads(cli("jobs", "summary", "--json", "--cores-per-node", "4", home=home, check=True).stdout)
+    assert rep2["mibps_per_node_by_project"]["jobs_in_filter"] < rep["mibps_per_node_by_project"]["jobs_in_filter"]
+    human = cli("jobs", "summary", home=home, env={"COLUMNS": "200"}, check=True).stdout
+    assert "I/O strategy by job size" in human
+    bad = tmp_path / "bad.txt"
+    bad.write_text("nonsense\n")
+    r = cli("jobs", "summary", "--projects", str(bad), home=home)
+    assert r.returncode == 2 and "line 1" in r.stderr
+
+
+@pytest.mark.postgres
+def test_ingest_and_summary_on_postgresql(cli, home, tmp_path, pg_url):
+    good, bad = make_archive(tmp_path / "a", n_copies=10)
+    r = cli("--db", pg_url, "jobs", "ingest", str(tmp_path / "a"), "--workers", "2", "--json", home=home)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["ingested"] == good
+    again = json.loads(cli("--db", pg_url, "jobs", "ingest", str(tmp_path / "a"), "--json", home=home, check=True).stdout)
+    assert again["ingested"] == 0
+    rep = json.loads(cli("--db", pg_url, "jobs", "summary", "--json", home=home, check=True).stdout)
+    assert rep["jobs"] == good and rep["failed_logs"] == len(bad)
+
+
+@pytest.mark.slow
+def test_thousands_of_logs_with_broken_ones(cli, home, tmp_path):
+    good, bad = make_archive(tmp_path / "big", n_copies=2000)
+    r = cli("jobs", "ingest", str(tmp_path / "big"), "--json", home=home, timeout=600)
+    assert r.returncode == 0, r.stderr
+    counts = json.loads(r.stdout)
+    assert counts["ingested"] == good and counts["failed"] == len(bad)
+
+
+@pytest.mark.slow
+def test_resumable_after_kill(home, tmp_path):
+    good, bad = make_archive(tmp_path / "k", n_copies=150, broken=False)
+    env = {**os.environ, "IOWEATHER_HOME": str(home)}
+    env.pop("IOWEATHER_DB", None)
+    proc = subprocess.Popen([sys.executable, "-m", "ioweather", "jobs", "ingest", str(tmp_path / "k"), "--workers", "2"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        time.sleep(0.5)
+        try:
+            if _counts(home)[0] > 0:
+                break
+        except Exception:  # store not created yet
+            pass
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    partial = _counts(home)[0]
+    assert 0 < partial <= good
+    from click.testing import CliRunner
+
+    from ioweather.cli import cli as main
+
+    r = CliRunner().invoke(main, ["--home", str(home), "jobs", "ingest", str(tmp_path / "k"), "--workers", "2", "--json"])
+    assert r.exit_code == 0, r.output
+    counts = json.loads(r.output.strip().splitlines()[-1])
+    assert counts["skipped"] + counts["ingested"] + counts["duplicates"] == good
+    assert _counts(home)[0] == good
+
+
+def _die_on_poison(item):
+    if "poison" in item:
+        import faulthandler
+
+        faulthandler.disable()  # the abort is the point: no traceback dump in the test output
+        os.abort()
+    return ("ok", item)
+
+
+def test_pool_survives_a_worker_crash():
+    from ioweather.commands.jobs_ingest import run_pool
+
+    items = [f"log{i}" for i in range(12)] + ["poison"] + [f"log{i}" for i in range(12, 20)]
+    results, crashed = {}, {}
+    run_pool(_die_on_poison, items, 2, lambda it, res: results.__setitem__(it, res),
+             lambda it, why: crashed.__setitem__(it, why))
+    assert set(crashed) == {"poison"} and "crashed" in crashed["poison"]
+    assert set(results) == set(items) - {"poison"}
+
+
+def test_dask_option(cli, home, tmp_path):
+    pytest.importorskip("dask.distributed", reason="the optional dask extra is not installed")
+    from dask.distributed import LocalCluster
+
+    make_archive(tmp_path / "d", broken=True)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        r = cli("jobs", "ingest", str(tmp_path / "d"), "--dask", cluster.scheduler_address, "--json", home=home)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["failed"] == 4
+
+
+def test_dask_missing_extra_is_a_clear_error(cli, home, tmp_path):
+    try:
+        import dask.distributed  # noqa: F401
+        pytest.skip("dask is installed; the missing-extra message cannot be shown")
+    except ImportError:
+        pass
+    shutil.copy(TESTDATA_LOGS / "mpi-io-test-x86_64-3.0.0.darshan", tmp_path / "a.darshan")
+    r = cli("jobs", "ingest", str(tmp_path / "a.darshan"), "--dask", "tcp://127.0.0.1:1", home=home)
+    assert r.returncode == 2 and "ioweather[dask]" in r.stderr
+
+
+def test_ingest_missing_path(cli, home, tmp_path):
+    r = cli("jobs", "ingest", str(tmp_path / "nope"), home=home)
+    assert r.returncode == 2 and "no such file or directory" in r.stderr

@@ -1,0 +1,253 @@
+"""`/metrics`: counted right (against numpy on the raw samples), valid for promtool, scraped by a real
+Prometheus server, advanced incrementally as samples arrive."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from ioweather.config import Settings
+from ioweather.store import open_store
+from ioweather.store import probe as probe_store
+from ioweather.views.metrics import BUCKETS_S, ProbeMetrics
+from ioweather.views.probe_cache import ProbeCache
+from web_server import NASTY, Server, filled, frozen_app, server  # noqa: F401  (fixtures)
+from web_synthetic import Episode, add_target
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def scrape(server) -> str:
+    code, headers, body = server.get("/metrics")
+    assert code == 200 and headers["content-type"].startswith("text/plain")
+    return body.decode()
+
+
+def samples_of(text: str) -> dict:
+    """{(name, frozenset(labels)): value} through prometheus_client's own parser (not ours)."""
+    out = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+@pytest.fixture(scope="module")
+def full_exposition(filled) -> str:
+    """/metrics of an exporter that counts every stored sample (count_since 0), 100 s after t0."""
+    store = open_store(Settings.resolve(filled.home))
+    now = filled.t0_ns + 100 * 10**9  # late enough that the real probe's samples have settled too
+    cache = ProbeCache(store, clock=lambda: now)
+    for t in cache.targets():
+        cache.baseline(t)  # so that the slowdown gauges are there too
+    text = ProbeMetrics(cache, count_since_ns=0).exposition().decode()
+    store.dispose()
+    return text
+
+
+def test_histogram_and_counters_equal_a_recount_of_the_raw_samples(filled, full_exposition):
+    """Every bucket, count, sum and counter, for every target and op, against numpy on the raw samples."""
+    store = open_store(Settings.resolve(filled.home))
+    got = samples_of(full_exposition)
+    buckets = {(dict(k[1])["target"], dict(k[1])["op"], float(dict(k[1])["le"])): v
+               for k, v in got.items() if k[0] == "ioweather_probe_duration_seconds_bucket"}
+    checked = 0
+    for target in ("scratch", "home-nfs", "archive", NASTY):
+        s = probe_store.read_samples(store, target)
+        for code, op in enumerate(probe_store.OPS):
+            sel = s["op"] == code
+            ok = sel & (s["status"] == 0)
+            d = s["duration_ns"][ok] / 1e9
+            lab = frozenset({"target": target, "op": op}.items())
+            for b in BUCKETS_S:
+                assert buckets[(target, op, b)] == np.count_nonzero(d <= b), (target, op, b)
+            assert buckets[(target, op, float("inf"))] == len(d) == got[("ioweather_probe_duration_seconds_count", lab)]
+            assert got[("ioweather_probe_duration_seconds_sum", lab)] == pytest.approx(d.sum(), rel=1e-12)
+            assert got[("ioweather_probe_errors_total", lab)] == np.count_nonzero(sel & (s["status"] == 1))
+            assert got[("ioweather_probe_timeouts_total", lab)] == np.count_nonzero(sel & (s["status"] == 2))
+            checked += 1
+    assert checked == 24
+    store.dispose()
+
+
+def test_gauges_agree_with_the_status_page(server, filled):
+    status = json.loads(server.get("/api/status")[2])  # waits for the baselines; a scrape never does
+    got = samples_of(scrape(server))
+    for t in status["targets"]:
+        for o in t["ops"]:
+            key = ("ioweather_slowdown_ratio", frozenset({"target": t["target"], "op": o["op"], "stat": "median"}.items()))
+            if o["slowdown"] is None:
+                assert key not in got
+            else:
+                assert got[key] == pytest.approx(o["slowdown"], rel=1e-12)
+            exp = ("ioweather_probe_expected_seconds", frozenset({"target": t["target"], "op": o["op"]}.items()))
+            assert got[exp] == pytest.approx(o["expected_s"], rel=1e-12)
+        last = got[("ioweather_probe_last_sample_timestamp_seconds", frozenset({"target": t["target"]}.items()))]
+        assert filled.t0_ns / 1e9 - last == pytest.approx(t["last_sample_age_s"], abs=1e-3)
+    assert got[("ioweather_store_up", frozenset())] == 1
+
+
+def test_promtool_accepts_the_exposition(full_exposition):
+    promtool = shutil.which("promtool")
+    if not promtool:
+        pytest.skip("promtool not installed (Debian package 'prometheus')")
+    text = full_exposition
+    assert "ioweather_probe_duration_seconds_bucket{" in text and "ioweather_slowdown_ratio{" in text
+    assert 'target="<script>window.__xss=1</script><img src=x onerror=\\"window.__xss=2\\"> \'q\' & \\"lustre\\\\"' in text
+    proc = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_counts_advance_incrementally_as_samples_arrive(tmp_path):
+    """A second scrape adds the new samples (here from a new run whose samples start before the last
+    scrape, as a restarted probe's would), and equals a from-scratch count."""
+    settings = Settings.resolve(tmp_path / "home")
+    store = open_store(settings)
+    now = [time.time_ns()]
+    add_target(store, "t", now[0] - 3600 * 10**9, now[0] - 600 * 10**9, period_s=2, seed=5)
+    cache = ProbeCache(store, clock=lambda: now[0])
+    m = ProbeMetrics(cache, count_since_ns=now[0] - 3000 * 10**9)
+    first = samples_of(m.exposition().decode())
+    add_target(store, "t", now[0] - 600 * 10**9, now[0], period_s=2, seed=6)
+    now[0] += 120 * 10**9
+    second = samples_of(m.exposition().decode())
+    fresh = samples_of(ProbeMetrics(ProbeCache(store, clock=lambda: now[0]),
+                                    count_since_ns=now[0] - 3120 * 10**9).exposition().decode())
+    counts = {k: v for k, v in second.items() if k[0].startswith("ioweather_probe_duration_seconds_")}
+    assert counts == {k: v for k, v in fresh.items() if k[0].startswith("ioweather_probe_duration_seconds_")}
+    key = ("ioweather_probe_duration_seconds_count", frozenset({"target": "t", "op": "md_stat"}.items()))
+    assert first[key] == 1200 and second[key] == 1500  # 40 min, then 50 min, of one sample every 2 s
+    assert ProbeMetrics(cache).exposition().count(b"_count{") == 0  # a new exporter starts at zero
+    store.dispose()
+
+
+def test_scrape_does_not_wait_for_a_baseline(tmp_path):
+    store = open_store(Settings.resolve(tmp_path / "home"))
+    now = time.time_ns()
+    add_target(store, "t", now - 3600 * 10**9, now, period_s=5, seed=5)
+    cache = ProbeCache(store, clock=lambda: now)
+    assert cache.baseline("t", wait=False) is None  # not computed yet: started in the background
+    deadline = time.monotonic() + 30
+    while cache.baseline("t", wait=False) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert cache.baseline("t", wait=False).samples.sum() > 4000
+    store.dispose()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_a_real_prometheus_scrapes_it(tmp_path):
+    """Prometheus (Debian's) scrapes /metrics on loopback; its query API then answers with our numbers."""
+    prom = shutil.which("prometheus")
+    if not prom:
+        pytest.skip("prometheus not installed (Debian package 'prometheus')")
+    home = tmp_path / "home"
+    store = open_store(Settings.resolve(home))
+    t0 = (time.time_ns() // 10**9) * 10**9
+    add_target(store, "p", t0 - 86400 * 10**9, t0, period_s=5, seed=8)
+    clock = [t0]
+    with Server(frozen_app(home, t0, clock=clock)) as srv:
+        assert srv.get("/api/status")[0] == 200 and srv.get("/metrics")[0] == 200  # the exporter starts at t0
+        # After the start: 290 s of samples 25x slower, then the clock moves on past the 90 s lag.
+        add_target(store, "p", t0, t0 + 290 * 10**9, period_s=1, seed=9, episodes=[Episode(t0, t0 + 10**12, 25.0)])
+        clock[0] = t0 + 400 * 10**9
+        port = _free_port()
+        (tmp_path / "prometheus.yml").write_text(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+            f"scrape_configs:\n  - job_name: ioweather\n    static_configs:\n"
+            f"      - targets: ['{srv.url.removeprefix('http://')}']\n")
+        log = open(tmp_path / "prometheus.log", "w")
+        proc = subprocess.Popen([prom, f"--config.file={tmp_path / 'prometheus.yml'}",
+                                 f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+                                stdout=subprocess.DEVNULL, stderr=log)
+        base = f"http://127.0.0.1:{port}"
+
+        def get(path):
+            with urllib.request.urlopen(base + path, timeout=5) as r:
+                return json.loads(r.read())
+
+        def query(q):
+            return get("/api/v1/query?query=" + urllib.parse.quote(q))["data"]["result"]
+
+        try:
+            deadline = time.monotonic() + 60
+            health = None
+            while time.monotonic() < deadline:
+                try:
+                    active = get("/api/v1/targets")["data"]["activeTargets"]
+                    health = active[0]["health"] if active else None
+                    if health == "up" and query("ioweather_probe_duration_seconds_count"):
+                        break
+                except OSError:
+                    pass
+                time.sleep(0.5)
+            assert health == "up", (tmp_path / "prometheus.log").read_text()[-2000:]
+            result = query('ioweather_slowdown_ratio{target="p",stat="median"}')
+            assert len(result) == 6 and all(15 < float(r["value"][1]) < 40 for r in result), result
+            counts = query('ioweather_probe_duration_seconds_count{target="p"}')
+            assert len(counts) == 6 and all(280 <= float(r["value"][1]) <= 290 for r in counts), counts
+            q = query('histogram_quantile(0.5, ioweather_probe_duration_seconds_bucket{target="p",op="md_stat"})')
+            assert 5e-5 <= float(q[0]["value"][1]) <= 1e-4, q  # 25 x md_stat's planted 3 µs = 75 µs
+
+            # More samples arrive while Prometheus scrapes, so rate() has something to see; then every
+            # query of the Grafana dashboard runs on this Prometheus without error.
+            add_target(store, "p", t0 + 290 * 10**9, t0 + 400 * 10**9, period_s=1, seed=10,
+                       episodes=[Episode(t0, t0 + 10**12, 25.0)])
+            clock[0] = t0 + 500 * 10**9
+            time.sleep(4)
+            dash = json.loads((ROOT / "grafana" / "ioweather-dashboard.json").read_text())
+            exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+            assert len(exprs) == 9
+            for e in exprs:
+                e = (e.replace("$target", "p").replace("$op", ".*").replace("$stat", "median")
+                     .replace("$__rate_interval", "1m"))
+                result = query(e)
+                if "errors" not in e and "timeouts" not in e:
+                    assert result, e
+                if "histogram_quantile(0.5" in e:
+                    md = [r for r in result if r["metric"].get("op") == "md_stat"]
+                    assert 5e-5 <= float(md[0]["value"][1]) <= 1e-4, (e, md)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+            log.close()
+    store.dispose()
+
+
+@pytest.mark.postgres
+def test_metrics_and_status_on_postgresql(tmp_path, pg_url):
+    """The same numbers when the store is PostgreSQL (the SQL aggregation is portable)."""
+    settings = Settings.resolve(tmp_path / "home", pg_url)
+    store = open_store(settings)
+    t0 = (time.time_ns() // 10**9) * 10**9
+    add_target(store, "pg<fs>", t0 - 6 * 3600 * 10**9, t0, period_s=5, seed=11,
+               episodes=[Episode(t0 - 20 * 60 * 10**9, t0, 12.0)], error_rate=1e-2)
+    cache = ProbeCache(store, clock=lambda: t0 + 100 * 10**9)
+    cache.baseline("pg<fs>")
+    got = samples_of(ProbeMetrics(cache, count_since_ns=0).exposition().decode())
+    s = probe_store.read_samples(store, "pg<fs>")
+    for code, op in enumerate(probe_store.OPS):
+        lab = frozenset({"target": "pg<fs>", "op": op}.items())
+        sel = s["op"] == code
+        assert got[("ioweather_probe_duration_seconds_count", lab)] == np.count_nonzero(sel & (s["status"] == 0))
+        assert got[("ioweather_probe_errors_total", lab)] == np.count_nonzero(sel & (s["status"] == 1))
+    with Server(frozen_app(tmp_path / "home", t0, db_url=pg_url)) as srv:
+        status = json.loads(srv.get("/api/status")[2])
+        assert status["targets"][0]["state"] == "severely degraded"
+        assert srv.get("/history?target=pg%3Cfs%3E")[0] == 200
+    store.dispose()

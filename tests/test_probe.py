@@ -1,0 +1,382 @@
+"""The probe on real file systems: the six ops, safety, bad input, hung and killed processes."""
+
+import errno
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ioweather.errors import UserError
+from ioweather.sources.probe import (DATA_NAME, POOL_NAME, Probe, ProbeOptions, init_probe_dir, mount_point)
+from ioweather.store.probe import OPS
+
+MiB = 1 << 20
+ROOT = os.geteuid() == 0
+
+
+def _mount_tmpfs(path: Path, opts: str) -> None:
+    path.mkdir(exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount tmpfs here ({r.stderr.strip()})")
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    mounted = []
+
+    def make(name: str, opts: str = "size=64m") -> Path:
+        if not ROOT:
+            pytest.skip("mounting a tmpfs needs root")
+        p = tmp_path / name
+        _mount_tmpfs(p, opts)
+        mounted.append(p)
+        return p
+
+    yield make
+    for p in reversed(mounted):
+        subprocess.run(["umount", "-l", str(p)], capture_output=True)
+
+
+def _probe(path, sink, **kw):
+    opts = ProbeOptions(**{"interval_s": 0.05, "block": 64 * 1024, "timeout_s": 5, "flush_s": 0.05, **kw})
+    return Probe(path, opts, sink=sink.extend)
+
+
+def test_cli_probe_minute_in_miniature(tmp_path, home, cli):
+    d = tmp_path / "p"
+    r = cli("probe", "init", str(d), "--file-size", "8MiB", "--pool", "16", "--json", home=home, check=True)
+    info = json.loads(r.stdout)
+    assert info["file_bytes"] == 8 * MiB and info["pool_files"] == 16 and info["file_exceeds_memory"] is False
+    assert (d / DATA_NAME).stat().st_size == 8 * MiB
+    assert len(os.listdir(d / POOL_NAME)) == 16
+    assert (d.stat().st_mode & 0o777, (d / DATA_NAME).stat().st_mode & 0o777, (d / POOL_NAME).stat().st_mode & 0o777) \
+        == (0o700, 0o600, 0o700)
+    cli("probe", "run", str(d), "--duration", "3", "--interval", "0.25", "--block", "64k", "--target", "scratch",
+        "--seed", "42", "-q", home=home, check=True)
+    stats = json.loads(cli("probe", "stats", "--json", "--interval", "1h", home=home, check=True).stdout)
+    assert {r["op"] for r in stats} == set(OPS)
+    for r in stats:
+        assert r["target"] == "scratch" and r["errors"] == 0 and r["timeouts"] == 0
+        assert r["count"] >= 8, r
+        assert 0 < r["min_s"] <= r["q1_s"] <= r["median_s"] <= r["q3_s"] <= r["p90_s"] <= r["p99_s"] <= r["max_s"] < 1
+        assert r["interval_start"].endswith("Z")
+    sd = json.loads(cli("slowdown", "--json", "--interval", "1h", home=home, check=True).stdout)
+    assert {r["op"] for r in sd} == set(OPS)
+    for r in sd:
+        assert set(r) >= {"target", "op", "interval_start", "count", "stat", "value_s", "expected_s", "slowdown"}
+        assert 0.3 < r["slowdown"] < 3  # one interval against a baseline made of the same samples
+    # the pool kept its size and the data file did not grow: disk use is bounded
+    assert len(os.listdir(d / POOL_NAME)) == 16 and (d / DATA_NAME).stat().st_size == 8 * MiB
+    human = cli("slowdown", "--interval", "1h", home=home, check=True)
+    assert "md_stat" in human.stdout and "normal" in human.stdout
+
+
+def test_period_is_fixed_start_to_start(tmp_path):
+    init_probe_dir(tmp_path / "p", 2 * MiB, 8, block=64 * 1024)
+    rows = []
+    p = _probe(tmp_path / "p", rows, interval_s=0.2, duration_s=1.5)
+    p.run(install_signals=False)
+    starts = sorted(r[1] for r in rows if r[0] == "data_write")
+    gaps = [(b - a) / 1e9 for a, b in zip(starts, starts[1:])]
+    assert 6 <= len(starts) <= 8
+    assert all(0.15 < g < 0.3 for g in gaps), gaps
+    ops_of_first_period = [r[0] for r in sorted(rows, key=lambda r: r[1])[:6]]
+    assert ops_of_first_period == list(OPS)  # one after another, in the documented order
+
+
+def test_default_target_is_the_mount_point(tmp_path, tmpfs):
+    m = tmpfs("mnt")
+    assert mount_point(m / "a" / "b") == str(m)
+
+
+@pytest.mark.parametrize("bad,msg", [(["--interval", "fast"], "malformed duration"),
+                                     (["--timeout", "-1s"], "malformed duration"),
+                                     (["--block", "1Q"], "unknown size unit")])
+def test_malformed_options(tmp_path, home, cli, bad, msg):
+    init_probe_dir(tmp_path / "p", MiB, 2, block=MiB)
+    r = cli("probe", "run", str(tmp_path / "p"), *bad, home=home)
+    assert r.returncode == 2 and msg in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_run_on_missing_or_uninitialised_dir(tmp_path, home, cli):
+    r = cli("probe", "run", str(tmp_path / "nope"), home=home)
+    assert r.returncode == 2 and "does not exist" in r.stderr and "probe init" in r.stderr
+    (tmp_path / "empty").mkdir(mode=0o700)
+    r = cli("probe", "run", str(tmp_path / "empty"), home=home)
+    assert r.returncode == 2 and "not a probe directory" in r.stderr
+    r = cli("probe", "init", str(tmp_path / "nope" / "deeper"), home=home)
+    assert r.returncode == 2 and "cannot create probe directory" in r.stderr
+
+
+def test_symlink_planted_at_data_file_is_refused(tmp_path, home, cli):
+    d = tmp_path / "p"
+    d.mkdir(mode=0o700)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    os.symlink(victim, d / DATA_NAME)
+    r = cli("probe", "init", str(d), "--file-size", "1MiB", "--pool", "2", home=home)
+    assert r.returncode == 2 and "already exists" in r.stderr
+    assert victim.read_bytes() == b"precious"
+    # and at run time, after a valid init, a swapped-in symlink is never followed
+    d2 = tmp_path / "p2"
+    init_probe_dir(d2, MiB, 2, block=MiB)
+    os.unlink(d2 / DATA_NAME)
+    os.symlink(victim, d2 / DATA_NAME)
+    r = cli("probe", "run", str(d2), "--duration", "1", home=home)
+    assert r.returncode == 2 and "symlink" in r.stderr
+    assert victim.read_bytes() == b"precious"
+
+
+def test_probe_dir_itself_a_symlink_is_refused(tmp_path, home, cli):
+    init_probe_dir(tmp_path / "real", MiB, 2, block=MiB)
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    r = cli("probe", "run", str(tmp_path / "link"), "--duration", "1", home=home)
+    assert r.returncode == 2 and "symlink" in r.stderr
+
+
+def test_symlink_planted_in_pool_becomes_error_sample_not_followed(tmp_path):
+    d = tmp_path / "p"
+    init_probe_dir(d, MiB, 3, block=64 * 1024)
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"x" * 3901)
+    oldest = sorted(os.listdir(d / POOL_NAME))[0]
+    os.unlink(d / POOL_NAME / oldest)
+    os.symlink(victim, d / POOL_NAME / oldest)
+    rows = []
+    p = _probe(d, rows, duration_s=0.3)
+    p.run(install_signals=False)
+    md_read = [r for r in rows if r[0] == "md_read"]
+    assert md_read[0][4] == "error" and md_read[0][5] == errno.ELOOP
+    assert all(r[4] == "ok" for r in md_read[1:])
+    assert victim.exists() and victim.read_bytes() == b"x" * 3901  # unlink removed the link, not the target
+    assert not any(os.path.islink(d / POOL_NAME / n) for n in os.listdir(d / POOL_NAME))
+
+
+def test_pool_file_removed_by_someone_else_is_recreated(tmp_path):
+    d = tmp_path / "p"
+    init_probe_dir(d, MiB, 6, block=64 * 1024)
+    rows = []
+    p = _probe(d, rows, duration_s=60)
+    t = threading.Thread(target=p.run, kwargs={"install_signals": False})
+    t.start()
+    time.sleep(0.3)
+    for name in sorted(os.listdir(d / POOL_NAME))[:3]:
+        try:
+            os.unlink(d / POOL_NAME / name)
+        except FileNotFoundError:
+            pass
+    time.sleep(0.5)
+    p.stop()
+    t.join(10)
+    assert not t.is_alive()
+    assert len(os.listdir(d / POOL_NAME)) == 6
+    enoent = [r for r in rows if r[4] == "error" and r[5] == errno.ENOENT]
+    assert enoent, "the vanished files were noticed"
+    assert rows[-1][4] == "ok" or rows[-2][4] == "ok"  # and the probe kept going
+
+
+def test_dir_owned_by_another_user_is_refused(tmp_path, home, cli):
+    if not ROOT:
+        pytest.skip("needs root to chown a directory to another user")
+    d = tmp_path / "p"
+    init_probe_dir(d, MiB, 2, block=MiB)
+    os.chown(d, 65534, 65534)
+    r = cli("probe", "run", str(d), "--duration", "1", home=home)
+    assert r.returncode == 2 and "owned by uid 65534" in r.stderr
+
+
+def test_read_only_mount(tmpfs, home, cli):
+    ro = tmpfs("ro", "ro,size=1m")
+    r = cli("probe", "init", str(ro / "p"), "--file-size", "1MiB", "--pool", "2", home=home)
+    assert r.returncode == 2 and "Read-only file system" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_disk_full_at_init(tmpfs, home, cli):
+    small = tmpfs("small", "size=4m")
+    r = cli("probe", "init", str(small / "p"), "--file-size", "16MiB", "--pool", "2", home=home)
+    assert r.returncode == 2 and "not enough space" in r.stderr
+    assert not (small / "p" / DATA_NAME).exists()
+
+
+def test_disk_full_during_init_removes_partial_file(tmpfs, monkeypatch):
+    small = tmpfs("small", "size=4m")
+
+    class Plenty:  # make the up-front check pass so the real ENOSPC path is exercised
+        f_bavail, f_frsize = 1 << 40, 1
+
+    monkeypatch.setattr(os, "fstatvfs", lambda fd: Plenty)
+    with pytest.raises(UserError, match="disk full while creating"):
+        init_probe_dir(small / "p", 16 * MiB, 2, block=MiB)
+    assert not (small / "p" / DATA_NAME).exists()
+
+
+def test_disk_full_during_run_gives_error_samples_and_keeps_going(tmpfs):
+    fs = tmpfs("full", "size=4m")
+    d = fs / "p"
+    init_probe_dir(d, MiB, 4, block=64 * 1024)
+    fd = os.open(fs / "filler", os.O_WRONLY | os.O_CREAT)  # fill the file system to the last block
+    with pytest.raises(OSError) as e:
+        while True:
+            os.write(fd, b"\0" * 4096)
+    os.close(fd)
+    assert e.value.errno == errno.ENOSPC
+    rows = []
+    p = _probe(d, rows, duration_s=0.5)
+    p.run(install_signals=False)
+    creates = [r for r in rows if r[0] == "md_create"]
+    assert creates and any(r[4] == "error" and r[5] == errno.ENOSPC for r in creates)
+    data = [r for r in rows if r[0] in ("data_read", "data_write")]
+    assert len(data) >= 10 and all(r[4] == "ok" for r in data)  # the data file is preallocated: still probed
+
+
+def test_hung_operation_times_out_and_blocks_further_ops(tmp_path):
+    """A FIFO in the pool makes open(2) block for real, like a stuck mount."""
+    d = tmp_path / "p"
+    init_probe_dir(d, MiB, 3, block=64 * 1024)
+    oldest = sorted(os.listdir(d / POOL_NAME))[0]
+    os.unlink(d / POOL_NAME / oldest)
+    os.mkfifo(d / POOL_NAME / oldest, 0o600)
+    rows = []
+    p = _probe(d, rows, timeout_s=0.3, duration_s=60)
+    t = threading.Thread(target=p.run, kwargs={"install_signals": False})
+    t.start()
+    time.sleep(1.5)
+    during = list(rows)
+    timeouts = [r for r in during if r[4] == "timeout"]
+    assert [r[0] for r in timeouts] == ["md_read"]  # exactly one timeout: nothing piled up behind it
+    assert timeouts[0][2] >= 0.3e9
+    assert not any(r[1] > timeouts[0][1] for r in during if r[4] != "timeout")  # no op started since
+    fd = os.open(d / POOL_NAME / oldest, os.O_WRONLY)  # unblock the hung open
+    os.close(fd)
+    time.sleep(0.8)
+    p.stop()
+    t.join(10)
+    assert not t.is_alive()
+    after = [r for r in rows if r[1] > timeouts[0][1] and r[4] == "ok"]
+    assert {r[0] for r in after} >= {"data_write", "data_read", "md_stat"}, "probing resumed after the hung call returned"
+
+
+def _count(db: Path) -> int:
+    con = sqlite3.connect(db)
+    try:
+        return con.execute("SELECT count(*) FROM probe_samples").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+    finally:
+        con.close()
+
+
+def _start_daemon(d: Path, home: Path, *extra):
+    env = dict(os.environ, IOWEATHER_HOME=str(home))
+    return subprocess.Popen([sys.executable, "-m", "ioweather", "probe", "run", str(d), "--interval", "0.1",
+                             "--block", "64k", "-q", *extra], env=env, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(pred, timeout=30):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if pred():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_sigterm_during_hung_op_exits_cleanly_and_flushes(tmp_path, home):
+    d = tmp_path / "p"
+    init_probe_dir(d, MiB, 3, block=64 * 1024)
+    oldest = sorted(os.listdir(d / POOL_NAME))[0]
+    os.unlink(d / POOL_NAME / oldest)
+    os.mkfifo(d / POOL_NAME / oldest, 0o600)
+    proc = _start_daemon(d, home, "--timeout", "60s")
+    time.sleep(2.5)  # the first period hangs in md_read; the timeout is far away
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=15)
+    assert time.monotonic() - t0 < 5
+    assert proc.returncode == 0, proc.stderr.read()
+    assert _count(home / "ioweather.sqlite") >= 3  # data_write, data_read, md_create, md_stat of the first period
+
+
+def test_kill_9_keeps_every_committed_sample(tmp_path, home):
+    d = tmp_path / "p"
+    init_probe_dir(d, MiB, 4, block=64 * 1024)
+    proc = _start_daemon(d, home)
+    db = home / "ioweather.sqlite"
+    assert _wait_for(lambda: db.exists() and _count(db) >= 60), "the daemon committed samples"
+    seen = _count(db)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    con = sqlite3.connect(db)
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert con.execute("SELECT count(*) FROM probe_samples").fetchone()[0] >= seen
+    con.close()
+    # and the probe directory is usable again right away
+    proc = _start_daemon(d, home, "--duration", "1")
+    assert proc.wait(timeout=30) == 0, proc.stderr.read()
+
+
+def test_two_probes_one_store(tmp_path, home, cli):
+    for name in ("a", "b"):
+        init_probe_dir(tmp_path / name, MiB, 3, block=64 * 1024)
+    procs = [_start_daemon(tmp_path / name, home, "--target", f"fs-{name}", "--duration", "3") for name in ("a", "b")]
+    for p in procs:
+        assert p.wait(timeout=60) == 0, p.stderr.read()
+    rows = json.loads(cli("probe", "stats", "--json", "--interval", "1h", home=home, check=True).stdout)
+    assert {r["target"] for r in rows} == {"fs-a", "fs-b"}
+    assert all(r["count"] >= 10 for r in rows)
+
+
+@pytest.mark.postgres
+def test_probe_end_to_end_on_postgresql(tmp_path, home, cli, pg_url):
+    d = tmp_path / "p"
+    init_probe_dir(d, MiB, 4, block=64 * 1024)
+    cli("--db", pg_url, "probe", "run", str(d), "--duration", "2", "--interval", "0.2", "--block", "64k",
+        "--target", "pg-scratch", "-q", home=home, check=True)
+    rows = json.loads(cli("--db", pg_url, "probe", "stats", "--json", "--interval", "1h", home=home, check=True).stdout)
+    assert {r["op"] for r in rows} == set(OPS) and {r["target"] for r in rows} == {"pg-scratch"}
+    sd = json.loads(cli("--db", pg_url, "slowdown", "--json", "--interval", "1h", home=home, check=True).stdout)
+    assert {r["op"] for r in sd} == set(OPS) and all(r["slowdown"] > 0 for r in sd)
+    assert not (home / "ioweather.sqlite").exists()  # nothing went to the embedded default
+
+
+def test_unwritable_dir_as_unprivileged_user(tmp_path):
+    """Permission bits do not stop root, so the check runs in a child that drops to uid 65534."""
+    if not ROOT:
+        pytest.skip("needs root to switch to an unprivileged user")
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="ioweather-perm-"))
+    try:
+        base.chmod(0o755)
+        (base / "locked").mkdir(mode=0o755)  # root-owned: others may enter, not write
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # child
+            os.close(r)
+            try:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+                init_probe_dir(base / "locked" / "p", MiB, 2, block=MiB)
+                msg = "no error"
+            except UserError as e:
+                msg = str(e)
+            except BaseException as e:  # anything else is a failure the parent reports
+                msg = f"unexpected {type(e).__name__}: {e}"
+            os.write(w, msg.encode())
+            os._exit(0)
+        os.close(w)
+        msg = os.read(r, 4096).decode()
+        os.waitpid(pid, 0)
+        assert "cannot create probe directory" in msg and "Permission denied" in msg, msg
+    finally:
+        shutil.rmtree(base)

@@ -1,0 +1,64 @@
+"""store/telemetry_layout.py: the Parquet contract between collectors/importers and the workload statistics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ioweather.config import Settings
+from ioweather.errors import UserError
+from ioweather.sources.telemetry.ingest import ImportRun
+from ioweather.store import telemetry_layout as layout
+
+DAY = 86_400 * 1_000_000_000
+
+
+def frame(t0: int, n: int, target: str = "fs-OST0000") -> pd.DataFrame:
+    return pd.DataFrame({"time_ns": t0 + np.arange(n, dtype=np.int64) * 5_000_000_000, "target": target,
+                         "metric": "read_bytes", "value": np.arange(n, dtype=float), "interval_s": 5.0})
+
+
+def test_rows_split_by_utc_day_and_are_read_back_by_duckdb(tmp_path):
+    s = Settings(home=tmp_path)
+    paths: list = []
+    n = layout.write_rows(s, "scratch", frame(DAY * 19000 - 10_000_000_000, 4), writer="test", paths_out=paths)
+    assert n == 4 and len(paths) == 2
+    assert sorted(p.parent.name for p in paths) == ["date=2022-01-07", "date=2022-01-08"]  # day 19000 = 2022-01-08
+    con = layout.connect_duckdb()
+    total = con.execute(f"SELECT sum(value), count(*) FROM {layout.scan_sql(s, 'scratch')}").fetchone()
+    assert total == (6.0, 4)
+    assert layout.list_fs(s) == ["scratch"]
+    assert [p.name.startswith("test-") for p in layout.writer_files(s, "scratch", "test")] == [True, True]
+    assert layout.remove_files(paths) == 2 and layout.writer_files(s, "scratch", "test") == []
+
+
+def test_names_are_checked(tmp_path):
+    s = Settings(home=tmp_path)
+    with pytest.raises(UserError, match="invalid file system name"):
+        layout.write_rows(s, "../etc", frame(0, 1))
+    with pytest.raises(ValueError, match="invalid writer"):
+        layout.write_rows(s, "ok", frame(0, 1), writer="a/b")
+    with pytest.raises(UserError, match="no telemetry for file system 'none'"):
+        layout.scan_sql(s, "none")
+
+
+def test_import_run_commit_replaces_and_rollback_removes(tmp_path):
+    s = Settings(home=tmp_path)
+    first = ImportRun(s, "fs", "lmt-abc")
+    first.write(frame(DAY, 10))
+    first.commit()
+    second = ImportRun(s, "fs", "lmt-abc", buffer_rows=4)       # small buffer: several files
+    second.write(frame(DAY, 6))
+    second.write(frame(DAY + 30_000_000_000, 6))
+    assert second.commit() == 1
+    assert len(layout.read_frame(s, "fs")) == 12 and len(second.paths) == 2
+    failed = ImportRun(s, "fs", "lmt-abc", buffer_rows=1)
+    failed.write(frame(DAY, 3))
+    assert failed.rollback() == 1
+    assert len(layout.read_frame(s, "fs")) == 12                # the failed run left nothing
+    other = ImportRun(s, "fs", "csv-xyz")
+    other.write(frame(DAY, 2, target="b"))
+    other.commit()
+    assert len(layout.read_frame(s, "fs")) == 14                # another source's import is kept
+    assert other.summary()["targets"] == 1 and other.summary()["start"].startswith("1970-01-02")

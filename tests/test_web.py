@@ -1,0 +1,330 @@
+"""The dashboard over a store filled by a real probe run and synthetic long windows: numbers, escaping,
+bad input, empty stores. The browser tests are in test_web_browser.py."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from datetime import datetime
+
+import numpy as np
+import pytest
+
+from ioweather.commands.probe import run_probe
+from ioweather.config import Settings
+from ioweather.stats.downsample import downsample, minmax_indices, split_budget
+from ioweather.stats.status import climate, target_state
+from ioweather.store import open_store
+from ioweather.store import probe as probe_store
+from ioweather.units import ns_to_iso
+from ioweather.web.app import create_app
+from web_server import NASTY, Server, filled, server  # noqa: F401  (fixtures)
+
+
+def api(server, path):
+    code, headers, body = server.get(path)
+    return code, json.loads(body)
+
+
+# --------------------------------------------------------------------------- status numbers
+def test_status_states_match_what_was_planted(server, filled):
+    code, data = api(server, "/api/status")
+    assert code == 200
+    by = {t["target"]: t for t in data["targets"]}
+    assert set(by) == {"scratch", "home-nfs", "archive", NASTY}
+    # home-nfs: every op planted 25x slower for the last 30 minutes.
+    assert by["home-nfs"]["state"] == "severely degraded"
+    for o in by["home-nfs"]["ops"]:
+        assert 15 < o["slowdown"] < 40, o
+    # scratch: the episode ended 2 h ago; now every op is at its usual speed.
+    assert by["scratch"]["state"] == "normal"
+    assert all(0.5 < o["slowdown"] < 2 for o in by["scratch"]["ops"])
+    # archive: nothing for 3 hours -> stale, never normal.
+    assert by["archive"]["state"] == "stale"
+    assert by["archive"]["last_sample_age_s"] > 3 * 3600 - 60
+    # The real probe ran just before t0: its window and its baseline are the same samples,
+    # so the median's slowdown is exactly 1 for every op it measured.
+    real = by[NASTY]
+    assert real["state"] == "normal"
+    assert real["last_sample_age_s"] < 120
+    assert [o["slowdown"] for o in real["ops"] if o["count"] >= 2] == pytest.approx([1.0] * 6)
+    assert data["overall"] == "severely degraded"
+
+
+def test_status_climate_places_now_in_the_baseline_distribution(server):
+    code, data = api(server, "/api/status?target=home-nfs")
+    assert code == 200 and len(data["targets"]) == 1
+    for o in data["targets"][0]["ops"]:
+        c = o["climate"]
+        # 2 days of 10-minute intervals, 3 of them inside the 25x episode: now is in the top 2 %.
+        assert 280 <= c["n_intervals"] <= 290
+        assert c["percentile_now"] >= 98
+        assert 0.8 < c["median"] < 1.25
+
+
+def test_history_matches_the_slowdown_command(server, filled, cli):
+    """The cached rollups give the same numbers as `ioweather slowdown` computes from raw samples."""
+    hour = 3600 * 10**9
+    since_ns = (filled.t0_ns - 86400 * 10**9) // hour * hour
+    since, until = ns_to_iso(since_ns), ns_to_iso(filled.t0_ns)
+    code, web = api(server, f"/api/history?target=scratch&interval=1h&stat=p90&since={since}&until={until}")
+    assert code == 200
+    proc = cli("slowdown", "--target", "scratch", "--interval", "1h", "--stat", "p90", "--since", since,
+               "--until", until, "--json", home=filled.home, check=True)
+    ref = json.loads(proc.stdout)
+    assert len(ref) > 100
+    t = web["targets"][0]
+    col = {s: i for i, s in enumerate(web["time"])}
+    for r in ref:
+        i = col[r["interval_start"]]
+        got = t["slowdown"][web["ops"].index(r["op"])][i]
+        assert got == r["slowdown"], r  # bit for bit: same rollups, same baseline median
+        assert t["count"][web["ops"].index(r["op"])][i] == r["count"]
+    # The planted 5x episode is the worst of the day, on data ops only.
+    assert {w["op"] for w in t["worst"][:2]} <= {"data_write", "data_read"}
+    # p90 of a 5x episode: 5 x the lognormal's p90/median (exp(1.2816 * 0.35) = 1.566) x the synthetic
+    # diurnal term (up to exp(0.15) = 1.16) = up to 9.1, depending on the time of day the test runs.
+    assert all(3 < w["slowdown"] < 5 * 1.566 * 1.162 * 1.05 for w in t["worst"][:2])
+
+
+def test_timeline_keeps_every_extreme_and_counts_everything(server, filled):
+    code, data = api(server, "/api/timeline?target=home-nfs&since=6h&interval=1h&points=2000")
+    assert code == 200
+    store = open_store(Settings.resolve(filled.home))
+    raw = probe_store.read_samples(store, "home-nfs", since_ns=filled.t0_ns - 6 * 3600 * 10**9, until_ns=filled.t0_ns)
+    assert data["samples_total"] == len(raw["op"]) == 6 * 720 * 6
+    assert data["downsampled"] and data["samples_shown"] <= 2000
+    shown = sum(len(s["time"]) for s in data["samples"].values()) + len(data["failures"]["time"])
+    assert shown == data["samples_shown"]
+    for code_, op in enumerate(probe_store.OPS):
+        ok = (raw["op"] == code_) & (raw["status"] == 0)
+        d = raw["duration_ns"][ok] / 1e9
+        got = data["samples"][op]["duration_s"]
+        assert max(got) == d.max() and min(got) == d.min()  # the extremes are never dropped
+    fails = int((raw["status"] != 0).sum())
+    assert fails > 0 and len(data["failures"]["time"]) == fails  # few failures: all shown
+    # Interval statistics: one row per op and clock hour the window touches, median from raw samples.
+    rows = [r for r in data["intervals"] if r["op"] == "md_stat"]
+    hour = 3600 * 10**9
+    first = (filled.t0_ns - 6 * hour) // hour * hour
+    assert len(rows) == -((first - filled.t0_ns) // hour)
+    last = rows[-1]
+    start = int(datetime.fromisoformat(last["interval_start"].replace("Z", "+00:00")).timestamp() * 1e9)
+    sel = (raw["op"] == 3) & (raw["status"] == 0) & (raw["start_ns"] >= start)
+    assert last["median_s"] == pytest.approx(np.median(raw["duration_ns"][sel] / 1e9), rel=1e-12)
+    store.dispose()
+
+
+# --------------------------------------------------------------------------- escaping
+def _strings(o) -> set[str]:
+    if isinstance(o, str):
+        return {o}
+    items = o.values() if isinstance(o, dict) else o if isinstance(o, list) else []
+    return set().union(*(_strings(v) for v in items)) if items else set()
+
+
+@pytest.mark.parametrize("path", ["/status", "/timeline?target=%s", "/history", "/history?target=%s"])
+def test_labels_from_data_are_escaped(server, path):
+    from urllib.parse import quote
+
+    code, _, body = server.get(path.replace("%s", quote(NASTY)))
+    assert code == 200
+    html = body.decode()
+    assert "<script>window.__xss" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in html  # shown as text
+    # The embedded JSON twin survives intact (no early </script>) and holds the exact name.
+    blob = re.search(r'<script id="page-data" type="application/json">(.*?)</script>', html, re.S).group(1)
+    assert NASTY in _strings(json.loads(blob))
+    assert blob.count("<") == 0
+
+
+def test_security_headers(server):
+    code, headers, _ = server.get("/status")
+    h = {k.lower(): v for k, v in headers.items()}
+    assert "script-src 'self'" in h["content-security-policy"]
+    assert h["x-content-type-options"] == "nosniff"
+    assert float(h["server-timing"].split("dur=")[1]) >= 0
+
+
+# --------------------------------------------------------------------------- bad input
+BAD = [
+    ("/api/timeline?since=garbage", "malformed time"),
+    ("/api/timeline?since=2h&until=yesterday", "malformed time"),
+    ("/api/timeline?since=now-1h&until=now-2h", "must be before"),
+    ("/api/timeline?since=3d", "at most 1d"),
+    ("/api/timeline?since=1999-12-31T00:00Z&until=2000-01-01T01:00Z", "before 2000"),
+    ("/api/timeline?until=now%2B3d", "in the future"),
+    ("/api/timeline?since=99999999999999999999d", "out of range"),
+    ("/api/timeline?target=nope", "unknown target"),
+    ("/api/timeline?interval=7m", "interval must be one of"),
+    ("/api/timeline?interval=-5m", "malformed duration"),
+    ("/api/timeline?stat=average", "stat must be one of"),
+    ("/api/timeline?points=5", "between 100 and 20000"),
+    ("/api/timeline?points=1e9", "whole number"),
+    ("/api/timeline?target=scratch&target=archive", "given 2 times"),
+    ("/api/timeline?path=/etc/passwd", "unknown parameter 'path'"),
+    ("/api/timeline?since=" + "9" * 400, "longer than"),
+    ("/api/history?interval=2h", "interval must be one of"),
+    ("/api/history?since=200d", "at most 92d"),
+    ("/api/history?since=60d&interval=10m", "at most 5000"),
+    ("/api/history?target=%3Cscript%3E", "unknown target"),
+    ("/api/status?target=nope", "unknown target"),
+    ("/api/status?window=1h", "unknown parameter"),
+]
+
+
+@pytest.mark.parametrize("path,message", BAD)
+def test_bad_parameters_are_400_with_a_message(server, path, message):
+    code, headers, body = server.get(path)
+    assert code == 400, body
+    assert message in json.loads(body)["error"]
+    # The HTML page answers the same 400, with the message as text.
+    code, _, html = server.get(path.replace("/api/", "/"))
+    assert code == 400 and "Bad request" in html.decode()
+
+
+def test_random_parameters_never_500(server):
+    """Fuzz every parameter of every page with hostile strings: 200 or 400, never a server error."""
+    from urllib.parse import quote
+
+    rng = np.random.default_rng(7)
+    alphabet = list("0123456789-:TZ.+ hmsdw<>'\"&%/\\") + ["now", "1h", "30d", "2026-11-22", "\x00", "é", "∞"]
+    for _ in range(150):
+        page = rng.choice(["timeline", "history", "status"])
+        name = rng.choice(["since", "until", "interval", "stat", "points", "target"])
+        value = "".join(rng.choice(alphabet, size=int(rng.integers(0, 12))))
+        code, _, body = server.get(f"/api/{page}?{name}={quote(value)}")
+        assert code in (200, 400), (page, name, value, code, body[:200])
+
+
+def test_unknown_url_is_404_not_500(server):
+    assert server.get("/api/nothing")[0] == 404
+    assert server.get("/etc/passwd")[0] == 404
+    assert server.get("/static/../../pyproject.toml")[0] == 404
+
+
+# --------------------------------------------------------------------------- empty stores
+def test_missing_store_shows_a_helpful_page_and_creates_nothing(tmp_path):
+    home = tmp_path / "nohome"
+    with Server(create_app(Settings.resolve(home))) as s:
+        code, _, body = s.get("/status")
+        assert code == 200 and "ioweather watch" in body.decode() and "no ioweather store" in body.decode()
+        code, data = api(s, "/api/status")
+        assert code == 200 and data["targets"] == [] and "ioweather watch" in data["message"]
+        code, _, body = s.get("/timeline")
+        assert code == 404 and "ioweather probe run" in body.decode()
+        assert s.get("/api/history")[0] == 404
+        code, _, body = s.get("/metrics")
+        assert code == 200 and b"ioweather_store_up 0.0" in body
+        idx = api(s, "/api")[1]
+        avail = {p["slug"]: p["available"] for p in idx["pages"]}
+        assert avail.pop("status") is True and {"timeline", "history"} <= set(avail) and not any(avail.values())
+        for slug in avail:  # every other page answers 404 with a hint, and creates nothing either
+            code, data = api(s, f"/api/{slug}")
+            assert code in (400, 404) and data["error"], slug
+        # Pages without data are hidden from the navigation.
+        nav = re.search(r"<nav>(.*?)</nav>", s.get("/status")[2].decode(), re.S).group(1)
+        assert "/status" in nav and "/timeline" not in nav
+    assert not home.exists()
+
+
+def test_store_without_probe_data(tmp_path):
+    settings = Settings.resolve(tmp_path / "home")
+    open_store(settings).require(probe_store.COMPONENT)  # tables exist, no rows
+    with Server(create_app(settings)) as s:
+        code, data = api(s, "/api/status")
+        assert code == 200 and "no probe samples yet" in data["message"]
+        assert s.get("/timeline")[0] == 404
+
+
+# --------------------------------------------------------------------------- live probe
+def test_reading_while_a_live_probe_writes_does_not_block_it(tmp_path, capsys, monkeypatch):
+    """Hammer every page while a real probe stores samples every 0.1 s: no write waits for the reader."""
+    from conftest import run_cli
+
+    home, d = tmp_path / "home", tmp_path / "probe"
+    run_cli("probe", "init", str(d), "--file-size", "2MiB", "--pool", "5", home=home, check=True)
+    settings = Settings.resolve(home)
+    writes: list[float] = []
+    insert = probe_store.insert_samples
+
+    def timed_insert(store, rows):
+        t = time.perf_counter()
+        insert(store, rows)
+        writes.append(time.perf_counter() - t)
+
+    monkeypatch.setattr(probe_store, "insert_samples", timed_insert)
+    stop = threading.Event()
+    th = threading.Thread(target=run_probe, args=(settings, d), kwargs=dict(
+        interval=0.1, duration=6.0, target="live", block=1 << 20, direct=False, fsync=False, timeout=10.0,
+        seed=1, quiet=False, stop_event=stop, install_signals=False))
+    th.start()
+    t_start = time.monotonic()
+    codes = []
+    with Server(create_app(settings)) as s:
+        while th.is_alive() and time.monotonic() - t_start < 20:
+            for path in ("/api/status", "/api/timeline?target=live&since=5m", "/metrics", "/api/history?since=1d"):
+                codes.append(s.get(path)[0])
+    th.join(timeout=30)
+    assert codes and all(c in (200, 404) for c in codes) and codes.count(200) > len(codes) // 2
+    assert "could not store" not in capsys.readouterr().err
+    # A writer blocked by readers would wait for the lock (up to the 30 s busy timeout): every write
+    # of the probe's batches stayed fast while the pages read.
+    assert len(writes) >= 2 and max(writes) < 1.0, writes  # the 5 s flush and the last one
+    n = probe_store.read_samples(open_store(settings), "live")
+    assert np.bincount(n["op"], minlength=6).min() >= 30  # 6 s at 10 Hz, with room for a busy machine
+
+
+# --------------------------------------------------------------------------- pure functions
+def test_minmax_downsampling_matches_brute_force():
+    rng = np.random.default_rng(3)
+    t = np.sort(rng.uniform(0, 1000, 50_000))
+    y = rng.lognormal(0, 1, len(t))
+    idx = minmax_indices(t, y, 100, 0, 1000)
+    b = np.minimum((t / 10).astype(int), 99)
+    expect = set()
+    for k in range(100):
+        sel = np.flatnonzero(b == k)
+        expect |= {int(sel[np.argmin(y[sel])]), int(sel[np.argmax(y[sel])])}
+    assert set(idx.tolist()) == expect
+    assert np.all(np.diff(idx) > 0)
+    assert len(downsample(t, y, 2000)) <= 2000
+    assert len(downsample(t[:10], y[:10], 2000)) == 10
+
+
+def test_split_budget_gives_short_series_all_their_points():
+    assert split_budget([10, 100_000, 50], 1000) == [10, 470, 50] or sum(split_budget([10, 100_000, 50], 1000)) <= 1000
+    assert split_budget([10, 100_000, 50], 1000) == [10, 940, 50]
+    assert split_budget([0, 0], 100) == [0, 0]
+    assert sum(split_budget([5000] * 7, 20_000)) <= 20_000
+
+
+def test_state_rules():
+    ops = [{"op": "md_stat", "slowdown": 1.1, "timeouts": 0}, {"op": "data_read", "slowdown": 3.0, "timeouts": 0}]
+    assert target_state(ops, 5, 60) == ("degraded", "worst: data_read 3.00× usual")
+    assert target_state(ops, 500, 60)[0] == "stale"  # a stopped probe is never normal
+    assert target_state([{"op": "md_stat", "slowdown": 0.9, "timeouts": 2}], 5, 60)[0] == "degraded"
+    assert target_state([{"op": "md_stat", "slowdown": None, "timeouts": 0}], 5, 60)[0] == "unknown"
+    assert target_state([{"op": "md_stat", "slowdown": 10.0, "timeouts": 0}], 5, 60)[0] == "severely degraded"
+    assert target_state([{"op": "md_stat", "slowdown": 5.0, "timeouts": 0}], 5, 60, warn=6, crit=20)[0] == "normal"
+    assert target_state([], None, 60)[0] == "unknown"
+
+
+def test_median_of_durations_is_baseline_medians_bit_for_bit():
+    from ioweather.stats.probe import baseline_medians
+    from ioweather.stats.status import median_of_durations
+
+    rng = np.random.default_rng(11)
+    for n in (1, 2, 3, 10, 1001, 100_000):
+        d = (rng.lognormal(-9, 1, n) * 1e9).astype(np.int64) + 1
+        ref = baseline_medians(np.zeros(n, np.int8), d, np.zeros(n, np.int8), 1)[0]
+        assert median_of_durations(d.copy()) == ref  # exact, not approx
+    assert np.isnan(median_of_durations(np.empty(0, np.int64)))
+
+
+def test_climate_percentile():
+    c = climate(np.arange(1, 101, dtype=float), 50.0)
+    assert c["percentile_now"] == 50.0 and c["median"] == 50.5 and c["n_intervals"] == 100
+    assert climate(np.arange(5.0), 2.0)["q1"] is None and climate(np.arange(5.0), 2.0)["percentile_now"] is None

@@ -1,0 +1,132 @@
+"""The Factors page over probe samples with a planted second mode: the same analysis as `ioweather
+factors density --from-store --json`, the planted classes found, bad input, hidden without probe data."""
+
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import quote, urlencode
+
+import numpy as np
+import pytest
+
+from ioweather.config import Settings
+from ioweather.store import open_store
+from ioweather.store import probe as probe_store
+from ioweather.web.app import create_app
+from ioweather.web.pages import factors as factors_page
+from web_pages_data import (  # noqa: F401  (fixtures)
+    BIMODAL, NASTY, SLOW_FACTOR, api, assert_bad_request, pages_home, pages_server)
+from web_server import Server
+from web_synthetic import MEDIANS_S
+
+
+
+@pytest.fixture(scope="module")
+def window(pages_server):
+    """An absolute 6-hour window (ms-exact times, as the page prints them) over the slow last 2 hours."""
+    code, d = api(pages_server, f"/api/factors?target={BIMODAL}&since=6h")
+    assert code == 200
+    return d["since"], d["until"]
+
+
+def test_analysis_equals_the_cli(pages_server, pages_home, cli, window):
+    since, until = window
+    q = urlencode({"target": BIMODAL, "op": "data_read", "since": since, "until": until})
+    code, web = api(pages_server, f"/api/factors?{q}")
+    assert code == 200
+    proc = cli("factors", "density", "--from-store", "--op", "data_read", "--target", BIMODAL, "--since", since,
+               "--until", until, "--json", home=pages_home, check=True)
+    assert web["analysis"] == json.loads(proc.stdout)
+    # Options reach the analysis exactly as the command's flags do.
+    q2 = urlencode({"target": BIMODAL, "op": "md_stat", "since": since, "until": until, "adjust": 1.5,
+                    "significance": 0.05, "cutoff_fraction": 0.1, "split": "mean"})
+    code, web = api(pages_server, f"/api/factors?{q2}")
+    proc = cli("factors", "density", "--from-store", "--op", "md_stat", "--target", BIMODAL, "--since", since,
+               "--until", until, "--adjust", "1.5", "--significance", "0.05", "--cutoff-fraction", "0.1",
+               "--split", "mean", "--json", home=pages_home, check=True)
+    assert web["analysis"] == json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("op", ["data_read", "md_create"])
+def test_the_planted_modes_are_the_classes(pages_server, window, op):
+    since, until = window
+    code, d = api(pages_server, "/api/factors?" + urlencode({"target": BIMODAL, "op": op, "since": since, "until": until}))
+    a = d["analysis"]
+    assert len(a["classes"]) == 3  # two factors and the outliers
+    usual = MEDIANS_S[op]
+    fast, slow = a["maxima_s"]
+    # The synthetic durations have a daily cycle of up to exp(+-0.15) around the median.
+    assert usual / 1.4 < fast < usual * 1.4 and usual * SLOW_FACTOR / 1.4 < slow < usual * SLOW_FACTOR * 1.4
+    c1, c2 = a["classes"][0]["count"], a["classes"][1]["count"]
+    n = a["n"]
+    assert c1 / n == pytest.approx(4 / 6, abs=0.01) and c2 / n == pytest.approx(2 / 6, abs=0.01)
+    # The timeline carries every sample (few enough) with its class.
+    t = d["timeline"]
+    assert t["total"] == t["shown"] == n
+    counts = {c["label"]: c["count"] for c in a["classes"]}
+    assert {k: t["class"].count(k) for k in counts} == counts
+
+
+def test_long_windows_are_downsampled_keeping_extremes(pages_server, monkeypatch):
+    monkeypatch.setattr(factors_page, "MAX_POINTS", 500)
+    code, d = api(pages_server, f"/api/factors?target={BIMODAL}&since=1d&op=md_read")
+    t, a = d["timeline"], d["analysis"]
+    assert t["downsampled"] and t["shown"] <= 500 and t["total"] == a["n"]
+    lo = min(c["lo_s"] for c in a["classes"] if c["lo_s"] is not None)
+    assert min(t["duration_s"]) == lo  # the fastest operation is the first class's lower end
+    top = max(c["hi_s"] or 0 for c in a["classes"])
+    assert max(t["duration_s"]) <= top + 1e-12
+
+
+def test_target_name_is_escaped(pages_server):
+    code, _, body = pages_server.get("/factors?target=" + quote(NASTY) + "&since=2h")
+    assert code == 200
+    html = body.decode()
+    assert "<script>window.__xss" not in html and "<img src=x" not in html
+    assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in html
+    blob = re.search(r'<script id="page-data" type="application/json">(.*?)</script>', html, re.S).group(1)
+    assert blob.count("<") == 0 and json.loads(blob)["target"] == NASTY
+
+
+BAD = [
+    ("/api/factors?target=nope", "unknown target"),
+    ("/api/factors?op=md_open", "op must be one of"),
+    ("/api/factors?adjust=0", "above 0"),
+    ("/api/factors?adjust=abc", "must be a number"),
+    ("/api/factors?adjust=nan", "above 0"),
+    ("/api/factors?significance=2", "at most 1"),
+    ("/api/factors?cutoff_fraction=1", "at most 0.99"),
+    ("/api/factors?split=max", "split must be one of"),
+    ("/api/factors?since=8d", "at most 7d"),
+    ("/api/factors?since=garbage", "malformed time"),
+    (f"/api/factors?target={BIMODAL}&since=2020-01-01T00:00Z&until=2020-01-02T00:00Z", "no successful data_read"),
+    ("/api/factors?file=/etc/passwd", "unknown parameter 'file'"),
+]
+
+
+@pytest.mark.parametrize("path,message", BAD)
+def test_bad_parameters_are_400_with_a_message(pages_server, path, message):
+    assert_bad_request(pages_server, path, message)
+
+
+def test_random_parameters_never_500(pages_server):
+    rng = np.random.default_rng(3)
+    alphabet = list("0123456789-.eE+:TZ hmsd<>'\"&%") + ["nan", "inf", "now", "1h", "data_read", "mean", "\x00"]
+    for _ in range(60):
+        name = rng.choice(["op", "since", "until", "adjust", "significance", "cutoff_fraction", "split"])
+        value = "".join(rng.choice(alphabet, size=int(rng.integers(0, 10))))
+        code, _, body = pages_server.get(f"/api/factors?target={BIMODAL}&{name}={quote(value)}")
+        assert code in (200, 400), (name, value, code, body[:200])
+
+
+def test_hidden_without_probe_samples(tmp_path):
+    settings = Settings.resolve(tmp_path / "home")
+    store = open_store(settings)
+    store.require(probe_store.COMPONENT)  # tables, no samples
+    with Server(create_app(settings, warm=False)) as s:
+        assert {p["slug"]: p["available"] for p in api(s, "/api")[1]["pages"]}["factors"] is False
+        code, d = api(s, "/api/factors")
+        assert code == 404 and "probe" in d["error"]
+        assert 'href="/factors"' not in s.get("/status")[2].decode()
+    store.dispose()

@@ -1,0 +1,120 @@
+"""Shared fixtures of the web, metrics and watch tests: a store filled by a real probe run plus
+synthetic long windows, and the dashboard served by uvicorn on a free loopback port."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ioweather.config import Settings
+from ioweather.store import open_store
+from ioweather.web.app import create_app
+from ioweather.web.context import WebConfig, WebContext
+
+sys.path.insert(0, str(Path(__file__).parent))
+from web_synthetic import Episode, add_target  # noqa: E402
+
+#: A probe target label built to break naive HTML, JSON-in-HTML, Prometheus labels and Plotly text.
+NASTY = """<script>window.__xss=1</script><img src=x onerror="window.__xss=2"> 'q' & "lustre\\"""
+H = 3600 * 10**9
+MIN = 60 * 10**9
+
+
+@dataclass
+class Filled:
+    home: Path
+    t0_ns: int  # the frozen "now" of the in-process server: every sample is before it
+
+
+def fill_store(home: Path, run_cli) -> Filled:
+    """Real probe samples (a short run of the real probe, labelled NASTY) and three synthetic targets:
+
+    - scratch: 30 days every 60 s, data ops 5x slower from 3 h to 2 h ago, normal now;
+    - home-nfs: 2 days every 5 s, every op 25x slower in the last 30 minutes (severely degraded now);
+    - archive: 2 days every 10 s, ending 3 h ago (stale now).
+    """
+    probe_dir = home.parent / "probe-dir"
+    run_cli("probe", "init", str(probe_dir), "--file-size", "4MiB", "--pool", "10", home=home, check=True)
+    run_cli("probe", "run", str(probe_dir), "--duration", "2.5s", "--interval", "0.25s", "--target", NASTY,
+            "--quiet", home=home, check=True)
+    t0 = (time.time_ns() // 10**9 + 1) * 10**9
+    store = open_store(Settings.resolve(home))
+    add_target(store, "scratch", t0 - 30 * 86400 * 10**9, t0, period_s=60, seed=1,
+               episodes=[Episode(t0 - 3 * H, t0 - 2 * H, 5.0, ("data_write", "data_read"))])
+    add_target(store, "home-nfs", t0 - 2 * 86400 * 10**9, t0, period_s=5, seed=2,
+               episodes=[Episode(t0 - 30 * MIN, t0, 25.0)], error_rate=1e-3, timeout_rate=0)
+    add_target(store, "archive", t0 - 2 * 86400 * 10**9, t0 - 3 * H, period_s=10, seed=3)
+    store.dispose()
+    return Filled(home, t0)
+
+
+class Server:
+    """uvicorn serving `app` on a free loopback port in a thread of this process."""
+
+    def __init__(self, app):
+        import uvicorn
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on"))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        deadline = time.monotonic() + 20
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("server did not start")
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc):
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.sock.close()
+
+    def get(self, path: str, accept: str | None = None) -> tuple[int, dict, bytes]:
+        req = urllib.request.Request(self.url + path, headers={"Accept": accept} if accept else {})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                return r.status, dict(r.headers), r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read()
+
+
+def frozen_app(home: Path, t0_ns: int, clock: list[int] | None = None, db_url: str | None = None, **config):
+    """The dashboard over `home` with its clock stopped at t0 (so 'now' does not drift during the tests),
+    or at whatever `clock[0]` says when a test moves it."""
+    ctx = WebContext(Settings.resolve(home, db_url), WebConfig(**config))
+    clock = clock if clock is not None else [t0_ns]
+    ctx.cache.clock = lambda: clock[0]
+    return create_app(ctx.settings, ctx=ctx)
+
+
+_FILLED: list[Filled] = []
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory) -> Filled:
+    """Built once per test session and shared by the modules that import it (read-only for them)."""
+    from conftest import run_cli
+
+    if not _FILLED:
+        _FILLED.append(fill_store(tmp_path_factory.mktemp("web") / "home", run_cli))
+    return _FILLED[0]
+
+
+@pytest.fixture(scope="module")
+def server(filled):
+    with Server(frozen_app(filled.home, filled.t0_ns)) as s:
+        yield s
