@@ -7,6 +7,7 @@ import json
 from urllib.parse import quote
 
 import pytest
+from playwright.sync_api import expect
 
 from conftest import CHROMIUM_ARGS
 from web_server import NASTY, filled, server  # noqa: F401  (fixtures)
@@ -50,7 +51,9 @@ def open_page(browser, url, errors):
     page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
     page.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
     resp = page.goto(url)
-    page.wait_for_function("document.body.dataset.plotsReady === '1'", timeout=30_000)
+    # Playwright's expect polls from its injected script; wait_for_function would eval() the predicate,
+    # which our Content-Security-Policy (script-src 'self', no unsafe-eval) rightly refuses.
+    expect(page.locator("body")).to_have_attribute("data-plots-ready", "1", timeout=30_000)
     return page, resp
 
 
@@ -106,7 +109,7 @@ def test_timeline_zoom_fetches_the_window_again(browser, server, artifacts_dir):
                 const x1 = el.layout.xaxis.range[1]; const t1 = new Date(x1).getTime();
                 return Plotly.relayout(el, {'xaxis.range[0]': t1 - 20 * 60 * 1000, 'xaxis.range[1]': t1}); }""")
         assert info.value.status == 200
-        page.wait_for_function("!document.getElementById('summary').textContent.includes('downsampled')")
+        expect(page.locator("#summary")).not_to_contain_text("downsampled")
         after = page.inner_text("#summary")
         shown, total = (int(x) for x in after.split(" samples")[0].split(" of "))
         assert shown == total and 0 < total < 2000  # 20 minutes at full resolution
