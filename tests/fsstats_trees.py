@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import socket
 import stat
 import subprocess
@@ -99,7 +100,8 @@ def build_known_tree(root: bytes, outside: bytes) -> KnownTree:
     os.link(os.path.join(root, b"proj_a/hl_a"), os.path.join(root, b"proj_b/hl_c"))
     t.hardlink_names = [b"proj_a/hl_b", b"proj_b/hl_c"]
     links = {b"proj_c/loop1": b"loop2", b"proj_c/loop2": b"loop1", b"proj_c/outside": outside,
-             b"proj_c/dangling": b"does-not-exist", b"proj_c/todir": b"../proj_a"}
+             b"proj_c/dangling": b"does-not-exist", b"proj_c/todir": b"../proj_a",
+             b"proj_c/long": b"../" * 200 + b"far"}  # 603 bytes: past fsstats' 127 and our last linear bucket
     for name, target in links.items():
         os.symlink(target, os.path.join(root, name))
     t.symlinks = list(links)
@@ -114,6 +116,38 @@ def build_known_tree(root: bytes, outside: bytes) -> KnownTree:
             os.chown(p, it.uid, -1)
         os.utime(p, ns=(now - int(it.atime_days * DAY_NS), now - int(it.mtime_days * DAY_NS)))
     return t
+
+
+def build_shared_links_tree(root: bytes, nprojects: int = 40) -> bytes:
+    """40 projects (and one whose name sorts before "."), each with files of its own at several
+    depths, and 80 inodes hard-linked from random subsets of 2 to 41 projects and from the root:
+    regular files of many sizes (some sparse) and a few hard-linked symlinks."""
+    rng = random.Random(11)
+    projects = [f"p{i:02d}".encode() for i in range(nprojects)] + [b"-early"]
+    rng.shuffle(projects)  # creation order differs from name order, and so does listing order
+    places = []
+    for p in projects:
+        for sub in (b"", b"a", b"a/b", b"c"):
+            d = os.path.join(root, p, sub) if sub else os.path.join(root, p)
+            os.makedirs(d, exist_ok=True)
+            places.append(d)
+        for j in range(3):
+            with open(os.path.join(root, p, b"c", b"own%d" % j), "wb") as f:
+                f.write(b"o" * rng.randrange(1, 9000))
+    for i in range(80):
+        src = os.path.join(rng.choice(places), b"s%d" % i)
+        if i % 10 == 9:
+            os.symlink(b"target-" * rng.randrange(1, 30), src)
+        else:
+            size = int(2 ** rng.uniform(0, 34))
+            _write(src, size, sparse=size > 2**16)
+        names = rng.sample(projects, rng.randrange(2, len(projects) + 1))
+        for k, p in enumerate(names):
+            dst = os.path.join(root, p, rng.choice([b"", b"a", b"a/b", b"c"]), b"l%d_%d" % (i, k))
+            os.link(src, dst, follow_symlinks=False)
+        if i % 4 == 0:
+            os.link(src, os.path.join(root, b"r%d" % i), follow_symlinks=False)
+    return root
 
 
 def lstat(t: KnownTree, rel: bytes) -> os.stat_result:

@@ -21,7 +21,7 @@ import fsstats_trees as kt
 ISSUE_KEYS = {"root", "snapshot_time", "files", "dirs", "symlinks", "other", "bytes", "capacity_bytes", "errors",
               "hardlinks_deduplicated", "histograms", "owners", "top_dirs"}
 HISTOGRAM_KEYS = {"file_size", "capacity", "dir_entries", "name_length", "link_count", "atime_age_days",
-                  "mtime_age_days", "ctime_age_days"}
+                  "mtime_age_days", "ctime_age_days", "dir_size", "symlink_target_length", "overhead"}
 
 
 @pytest.fixture
@@ -115,8 +115,27 @@ def test_csv_is_the_fsstats_layout(run, tree):
     assert float(body[-1][4]) == 1.0 and float(body[-1][7]) == pytest.approx(1.0)
     assert float(body[0][5]) == pytest.approx((1 + 10 + 100) / 1024, abs=1e-6)
     titles = [r[1] for r in rows if r and r[0] == "histogram"]
-    assert titles == ["file size", "capacity used", "directory size (entries)", "filename length", "link count",
-                      "mtime (files)", "mtime (KB)", "ctime (files)", "ctime (KB)", "atime (files)", "atime (KB)"]
+    assert titles == ["file size", "capacity used", "positive overhead", "negative overhead",
+                      "directory size (entries)", "directory size", "filename length", "link count",
+                      "symlink target length", "mtime (files)", "mtime (KB)", "ctime (files)", "ctime (KB)",
+                      "atime (files)", "atime (KB)"]
+
+    def section(title):
+        i = rows.index(["histogram", title])
+        end = rows.index([], i)
+        return {r[0]: r[1] for r in rows[i + 1:i + 5]}, rows[i + 6:end]
+
+    # the one symlink, beta/to-alpha -> "../alpha": 8 characters, in fsstats' [8, 15] row
+    head, body = section("symlink target length")
+    assert head["count"] == "1" and [r[:3] for r in body] == [["8", "15", "1"]]
+    # directory sizes in KB: the root and the three directories below it, from our own lstat
+    head, body = section("directory size")
+    dirs = [tree, tree / "alpha", tree / "alpha" / "deep", tree / "beta"]
+    assert head["count"] == "4" and sum(int(r[2]) for r in body) == 4
+    assert sum(float(r[5]) for r in body) == pytest.approx(sum(os.lstat(d).st_size for d in dirs) / 1024, abs=1e-5)
+    # overhead: every regular file, directory and symlink once, on one side or the other
+    n_pos, n_neg = (int(section(t)[0]["count"]) for t in ("positive overhead", "negative overhead"))
+    assert n_pos + n_neg == 5 + 4 + 1
 
 
 def test_out_file_then_diff_growth(run, tree, tmp_path):
@@ -184,6 +203,12 @@ def test_html_report_is_self_contained_and_escaped(run, tmp_path):
     assert page.count("<svg") == 2  # sizes (Fig. 8), ages (Fig. 9)
     assert "src=" not in page and "<link" not in page  # nothing fetched from elsewhere
     assert "files without" in page  # the Fig. 8 curve without the largest project
+    # the overhead table: the 3 MiB file alone in its size row, with its block rounding from our lstat
+    from ioweather.units import format_bytes
+
+    st = os.lstat(evil / "f3")
+    assert ("<td class=\"name\">[2 MiB, 4 MiB)</td><td>1</td><td>3.0 MiB</td>"
+            f"<td>{format_bytes(st.st_blocks * 512 - (3 << 20))}</td><td>0 B</td>") in page
 
 
 @pytest.mark.browser
@@ -244,6 +269,12 @@ def test_symlink_root_is_reported_as_a_link(run, tree, tmp_path):
     doc = json.loads(p.stdout)
     assert doc["root_is_symlink"] and (doc["symlinks"], doc["files"], doc["dirs"]) == (1, 0, 0)
     assert "symbolic link" in p.stderr and f"{link}/" in p.stderr
+    # the one link is in the histograms that describe links: its target length and its overhead
+    st = os.lstat(link)
+    h = doc["histograms"]
+    assert (h["symlink_target_length"]["count"], h["symlink_target_length"]["max"]) == (1, len(str(tree)))
+    assert (h["overhead"]["count"], h["overhead"]["max"]) == (1, st.st_blocks * 512 - st.st_size)
+    assert h["file_size"]["count"] == h["dir_size"]["count"] == 0
     assert json.loads(run("fsstats", f"{link}/", "--json").stdout)["files"] == 5
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import stat
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -27,7 +28,9 @@ class PerlHisto:
         self.bucket_max = [min + log_incr] if log_incr else []
         self.over_max = self.over_max_val = 0
 
-    def add(self, val, count=1):
+    def add(self, val, count=1, bucket_val=None):
+        """`bucket_val`: Histo.pm picks the bucket of the two overhead histograms by the item's
+        size ($val_to_use = $size), not by the overhead value it adds."""
         if self.min_val is None or val < self.min_val:
             self.min_val = val
         if self.max_val is None or val > self.max_val:
@@ -38,15 +41,16 @@ class PerlHisto:
             self.over_max += count
             self.over_max_val += val * count
             return
+        at = val if bucket_val is None else bucket_val
         if self.log_incr:
             b, x = 0, self.bucket_max[0]
-            while val >= x + 1:
+            while at >= x + 1:
                 x = x * 2 + 1
                 b += 1
                 if b > len(self.bucket_max) - 1:
                     self.bucket_max.append(x)
         else:
-            b = int((val - self.min) / self.incr)
+            b = int((at - self.min) / self.incr)
         self.buckets[b] = self.buckets.get(b, 0) + count
         self.buckets_val[b] = self.buckets_val.get(b, 0.0) + val * count
 
@@ -81,7 +85,8 @@ class PerlHisto:
 @pytest.fixture
 def varied_tree(tmp_path):
     """A few hundred files of random sizes, ages of at least a day, names up to 200 bytes,
-    directories of different sizes, hard links; no special files (fsstats does not histogram them)."""
+    directories of different sizes, hard links, symlinks with targets of 1 to 300 bytes (to files,
+    to directories, dangling); no special files (fsstats does not histogram them)."""
     rng = random.Random(7)
     root = tmp_path / "v"
     root.mkdir()
@@ -106,6 +111,9 @@ def varied_tree(tmp_path):
         files.append(p)
     for i in range(5):
         os.link(files[i], dirs[-1] / f"link{i}")
+    for i in range(40):
+        target = rng.choice([str(rng.choice(files)), str(rng.choice(dirs)), "t" * rng.randrange(1, 300)])
+        os.symlink(target, dirs[rng.randrange(len(dirs))] / f"s{i}")
     return root
 
 
@@ -114,24 +122,42 @@ def test_fsstats_csv_sections_equal_fsstats_own_histograms(varied_tree):
     doc = fs.snapshot_document(r, host="h", version="v")
     snap_s = r.snapshot_time_ns / 1e9
     H = {"file size": PerlHisto(log_incr=1, integer_vals=0), "capacity used": PerlHisto(log_incr=1, integer_vals=0),
-         "directory size (entries)": PerlHisto(log_incr=1), "filename length": PerlHisto(max=127, incr=8),
-         "link count": PerlHisto(log_incr=1)}
+         "positive overhead": PerlHisto(log_incr=1, integer_vals=0),
+         "negative overhead": PerlHisto(log_incr=1, integer_vals=0),
+         "directory size (entries)": PerlHisto(log_incr=1), "directory size": PerlHisto(log_incr=1, integer_vals=0),
+         "filename length": PerlHisto(max=127, incr=8), "link count": PerlHisto(log_incr=1),
+         "symlink target length": PerlHisto(max=127, incr=8)}
     for t in ("mtime", "ctime", "atime"):
         H[f"{t} (files)"] = PerlHisto(log_incr=1, integer_vals=0)
         H[f"{t} (KB)"] = PerlHisto(log_incr=1, integer_vals=0)
+
+    def inode(st):  # what fsstats adds once per regular file, directory or symlink
+        kb, cap = st.st_size / 1024.0, st.st_blocks / 2.0
+        if cap >= kb:
+            H["positive overhead"].add(cap - kb, bucket_val=kb)
+        else:
+            H["negative overhead"].add(kb - cap, bucket_val=kb)
+        if stat.S_ISDIR(st.st_mode):
+            H["directory size"].add(kb)
+
+    inode(os.lstat(varied_tree))
     seen = set()
     for dirpath, dirnames, filenames in os.walk(varied_tree):
         H["directory size (entries)"].add(len(dirnames) + len(filenames))
-        for n in dirnames:
-            H["filename length"].add(len(os.fsencode(n)))
-        for n in filenames:
-            st = os.lstat(os.path.join(dirpath, n))
+        for n in dirnames + filenames:  # a symlink to a directory is in dirnames, not entered
+            p = os.path.join(dirpath, n)
+            st = os.lstat(p)
             # deliberate difference: every name counts in "filename length"; fsstats skips the
             # names of hard links after the first, which makes the result depend on walk order
             H["filename length"].add(len(os.fsencode(n)))
             if (st.st_dev, st.st_ino) in seen:
                 continue
             seen.add((st.st_dev, st.st_ino))
+            inode(st)
+            if stat.S_ISLNK(st.st_mode):
+                H["symlink target length"].add(len(os.fsencode(os.readlink(p))))
+            if not stat.S_ISREG(st.st_mode):
+                continue
             kb = st.st_size / 1024.0
             H["file size"].add(kb)
             H["capacity used"].add(st.st_blocks / 2.0)
@@ -145,6 +171,12 @@ def test_fsstats_csv_sections_equal_fsstats_own_histograms(varied_tree):
     assert set(sections) == set(H)
     assert len(sections["file size"]["rows"]) >= 8 and len(sections["mtime (KB)"]["rows"]) >= 8
     assert sections["filename length"]["rows"][-1][:2] == (127, -1)  # names over 127 bytes: fsstats' "over" row
+    assert sections["symlink target length"]["rows"][-1][:2] == (127, -1)
+    assert sections["positive overhead"]["count"] and sections["negative overhead"]["count"]  # both sides present
+    assert [s["title"] for s in fs.fsstats_sections(doc["histograms"])] == [
+        "file size", "capacity used", "positive overhead", "negative overhead", "directory size (entries)",
+        "directory size", "filename length", "link count", "symlink target length", "mtime (files)", "mtime (KB)",
+        "ctime (files)", "ctime (KB)", "atime (files)", "atime (KB)"]  # fsstats 1.4.5's order
     for title, ref in H.items():
         got = sections[title]
         rows = ref.rows()

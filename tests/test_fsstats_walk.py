@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import time
 from collections import Counter, defaultdict
@@ -43,13 +44,20 @@ def _expected_buckets(values_and_sizes, bucket_fn):
     return count, nbytes
 
 
-def _check_hist(h, values_and_sizes, bucket_fn):
-    count, nbytes = _expected_buckets(values_and_sizes, bucket_fn)
+def _check_hist(h, values_and_sizes, bucket_fn, by_size=False):
+    """Buckets, bucket bytes, count, min and max; `by_size` buckets by the item's size instead of
+    its value (the overhead histograms, as fsstats buckets them), then also checks the value sums."""
+    count, nbytes = _expected_buckets([(s if by_size else v, s) for v, s in values_and_sizes], bucket_fn)
     got_c = {k: int(c) for k, c in enumerate(h["count"]) if c}
     got_b = {k: int(b) for k, b in enumerate(h["bytes"]) if h["count"][k]}
     assert got_c == dict(count)
     assert got_b == {k: nbytes[k] for k in count}
     assert h["n"] == len(values_and_sizes)
+    if by_size:
+        sums = Counter()
+        for v, s in values_and_sizes:
+            sums[bucket_fn(s)] += v
+        assert {k: int(x) for k, x in enumerate(h["sum"]) if h["count"][k]} == dict(sums)
     if values_and_sizes:
         assert h["min"] == min(v for v, _ in values_and_sizes)
         assert h["max"] == max(v for v, _ in values_and_sizes)
@@ -63,7 +71,7 @@ def test_known_tree_totals_and_histograms(known, threads):
     assert t["files"] == len(files) == 17
     assert t["bytes"] == sum(i.size for i in files)
     assert t["dirs"] == len(known.dirs)
-    assert t["symlinks"] == 5
+    assert t["symlinks"] == len(known.symlinks) == 6
     assert t["other"] == 2
     assert t["hardlinks_deduplicated"] == 2
     assert t["errors"] == 0 and r.errors == []
@@ -101,6 +109,25 @@ def test_known_tree_totals_and_histograms(known, threads):
     names = [(len(os.path.basename(p)), kt.lstat(known, p).st_size) for p in kt.all_names(known)]
     _check_hist(_hist(r, "name_length"), names, lambda n: n // 8)
 
+    # directory sizes in bytes (st_size), every directory once, the root included
+    dsz = [(kt.lstat(known, d).st_size,) * 2 for d in known.dirs]
+    _check_hist(_hist(r, "dir_size"), dsz, kt.log2_bucket)
+    # symlink target lengths from our own readlink; the 603-byte one lands in the last, open bucket
+    tl = [(len(os.readlink(known.abspath(p))), kt.lstat(known, p).st_size) for p in known.symlinks]
+    _check_hist(_hist(r, "symlink_target_length"), tl, lambda n: min(n // 8, 64))
+    assert max(n for n, _ in tl) == 603 and _hist(r, "symlink_target_length")["count"][64] == 1
+    # overhead = capacity - size of every regular file, directory and symlink (each inode once),
+    # split by sign as fsstats does and bucketed by size
+    pos, neg = [], []
+    for (blocks, size, mode) in {(st.st_dev, st.st_ino): (st.st_blocks, st.st_size, st.st_mode)
+                                 for st in (kt.lstat(known, rel) for rel in [b""] + kt.all_names(known))}.values():
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode):
+            (pos if blocks * 512 >= size else neg).append((abs(blocks * 512 - size), size))
+    assert pos and neg  # the sparse files have less capacity than size, small files more
+    _check_hist(_hist(r, "overhead_positive"), pos, kt.log2_bucket, by_size=True)
+    _check_hist(_hist(r, "overhead_negative"), neg, kt.log2_bucket, by_size=True)
+    assert len(pos) + len(neg) == t["files"] + t["dirs"] + t["symlinks"]
+
     # owners: uid 4242 owns one file
     owners = {o["uid"]: o for o in r.owners}
     assert owners[4242]["files"] == 1 and owners[4242]["bytes"] == 65536
@@ -135,9 +162,6 @@ def test_known_tree_totals_and_histograms(known, threads):
     assert kt.SECRET_BYTES not in [i.size for i in files] and t["bytes"] < 2**34
 
 
-@pytest.mark.xfail(strict=False, reason="known bug (issue 7 open): with several threads, a file hard-linked from "
-                   "many first-level directories is sometimes counted in two of them (the 'move to the project "
-                   "that sorts first' step races); overall totals are right, per-project totals can overcount")
 def test_hard_links_across_projects_are_carried_deterministically(tmp_path):
     root = tmp_path / "t"
     names = [f"p{i:02d}" for i in range(40)]
@@ -159,6 +183,56 @@ def test_hard_links_across_projects_are_carried_deterministically(tmp_path):
         assert r.totals["hardlinks_deduplicated"] == 39
         # every project that names the file saw it as its newest
         assert all(tops[n]["newest_mtime_ns"] == src.stat().st_mtime_ns for n in names)
+
+
+def _projects_by_os_walk(root: bytes) -> dict:
+    """Per first-level directory, independently of the walker: files, bytes, capacity and the
+    log2 file-size counts, from os.walk + lstat.  A first-level directory is its own project, what
+    sits directly in the root is ".", and an inode with several names goes, once, to the project
+    whose name sorts first (bytewise) among its names' projects."""
+    inodes = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for n in dirnames + filenames:
+            p = os.path.join(dirpath, n)
+            rel = os.path.relpath(p, root)
+            st = os.lstat(p)
+            top = rel.split(b"/")[0] if b"/" in rel or stat.S_ISDIR(st.st_mode) else b"."
+            inodes.setdefault((st.st_dev, st.st_ino), [st, set()])[1].add(top)
+    rst = os.lstat(root)
+    inodes[(rst.st_dev, rst.st_ino)] = [rst, {b"."}]
+    out = defaultdict(lambda: {"files": 0, "bytes": 0, "capacity_bytes": 0, "size_count": Counter()})
+    for st, tops in inodes.values():
+        d = out[tree_walk.display_name(min(tops))]
+        d["capacity_bytes"] += st.st_blocks * 512
+        if stat.S_ISREG(st.st_mode):
+            d["files"] += 1
+            d["bytes"] += st.st_size
+            d["size_count"][kt.log2_bucket(st.st_size)] += 1
+    return out
+
+
+@pytest.fixture
+def shared_links_tree(tmp_path):
+    return kt.build_shared_links_tree(os.fsencode(tmp_path / "t"))
+
+
+def test_hard_links_shared_by_many_projects_are_credited_once_every_time(shared_links_tree):
+    # the stress case of the old bug (a file's share moved between per-thread project sums while
+    # other threads kept adding: about one walk in twenty went wrong here): many threads meeting the
+    # names of one inode in different projects at once; every walk must give every project its share
+    expected = _projects_by_os_walk(shared_links_tree)
+    assert len(expected) == 42 and expected["-early"]["files"] > 0  # "-" sorts before "."
+    for threads in [4] * 60 + [8] * 20 + [16] * 20:
+        r = walk(shared_links_tree, threads=threads)
+        got = {d["name"]: d for d in r.top_dirs}
+        assert set(got) == set(expected)
+        for name, e in expected.items():
+            g = got[name]
+            assert (g["files"], g["bytes"], g["capacity_bytes"]) == (e["files"], e["bytes"], e["capacity_bytes"]), \
+                (threads, name)
+            assert {k: int(c) for k, c in enumerate(g["size_count"]) if c} == dict(e["size_count"]), (threads, name)
+        assert sum(d["files"] for d in r.top_dirs) == r.totals["files"]
+        assert sum(d["capacity_bytes"] for d in r.top_dirs) == r.totals["capacity_bytes"]
 
 
 def test_snapshot_document_buckets_and_summaries(known):
@@ -183,6 +257,29 @@ def test_snapshot_document_buckets_and_summaries(known):
     assert age["mean"] == pytest.approx(sum(mt) / len(mt), rel=1e-9)
     (b5000,) = [b for b in age["buckets"] if b["min"] <= 5000 < b["max"]]
     assert (b5000["min"], b5000["max"], b5000["count"], b5000["bytes"]) == (4096, 8192, 1, 100_000)
+    # overhead: signed capacity - size of every regular file, directory and symlink, one row per size bucket
+    inodes = {}
+    for rel in [b""] + kt.all_names(known):
+        st = kt.lstat(known, rel)
+        if stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode) or stat.S_ISLNK(st.st_mode):
+            inodes[(st.st_dev, st.st_ino)] = (st.st_size, st.st_blocks * 512 - st.st_size)
+    ov = doc["histograms"]["overhead"]
+    signed = [o for _, o in inodes.values()]
+    assert ov["count"] == len(inodes) == doc["files"] + doc["dirs"] + doc["symlinks"]
+    assert (ov["min"], ov["max"]) == (min(signed), max(signed)) and ov["min"] < 0 < ov["max"]
+    assert ov["mean"] == pytest.approx(sum(signed) / len(signed))
+    assert sum(b["sum"] for b in ov["buckets"]) == sum(signed) == doc["capacity_bytes"] - sum(s for s, _ in inodes.values())
+    assert (ov["positive"]["count"], ov["positive"]["sum"]) == (sum(o >= 0 for o in signed), sum(o for o in signed if o >= 0))
+    assert (ov["negative"]["count"], ov["negative"]["sum"]) == (sum(o < 0 for o in signed), -sum(o for o in signed if o < 0))
+    for size, o in inodes.values():
+        (b,) = [b for b in ov["buckets"] if b["min"] <= size < b["max"]]
+        assert b["positive_count" if o >= 0 else "negative_count"] >= 1
+    (big,) = [b for b in ov["buckets"] if b["min"] <= 2**33 + 5 < b["max"]]
+    assert big["negative_sum"] == 2**33 + 5 - kt.lstat(known, b"proj_b/sparse_big").st_blocks * 512
+    assert doc["histograms"]["dir_size"]["count"] == doc["dirs"]
+    links = doc["histograms"]["symlink_target_length"]
+    assert links["count"] == doc["symlinks"] and links["max"] == 603
+    assert (links["buckets"][-1]["min"], links["buckets"][-1]["max"], links["buckets"][-1]["count"]) == (512, 4096, 1)
     json.dumps(doc)  # plain JSON types only
 
 

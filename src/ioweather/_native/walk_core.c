@@ -10,8 +10,9 @@
  * Why it aggregates here: memory must not grow with the number of files.  Each
  * worker thread folds every entry into fixed-size log2 histograms (count, bytes,
  * value sums), per-owner and per-first-level-directory totals; nothing per file
- * is kept except the (st_dev, st_ino) of multiply-linked non-directories, which
- * is how hard links are counted once (as du does).  The bucket *index* rule lives
+ * is kept except a small record of each multiply-linked non-directory (st_nlink
+ * > 1), which is how hard links are counted once (as du does) and how such a file
+ * is given to exactly one project after the walk.  The bucket *index* rule lives
  * here; bucket bounds, summaries and CDFs are computed in ioweather.stats.fsstats.
  *
  * Safety: the walk never follows a symbolic link.  Directories are opened
@@ -58,10 +59,15 @@
 #define TOP_HIST_MAX 1024  /* per-project size histograms only up to this many projects */
 #define GETDENTS_BUF (256 * 1024)
 
-enum { H_SIZE, H_CAP, H_LINKS, H_ATIME, H_MTIME, H_CTIME, H_DIRENTS, H_NAMELEN, NH };
+/* H_OVH_POS / H_OVH_NEG: fsstats' "positive" and "negative overhead" (capacity minus size when
+ * capacity >= size, else size minus capacity), bucketed by the item's *size* as fsstats does, so a
+ * bucket says how much space the files of that size waste (block rounding) or save (holes). */
+enum { H_SIZE, H_CAP, H_LINKS, H_ATIME, H_MTIME, H_CTIME, H_DIRENTS, H_NAMELEN, H_DIRSIZE, H_SLINK, H_OVH_POS,
+       H_OVH_NEG, NH };
 static const char *HIST_NAMES[NH] = {"file_size", "capacity", "link_count", "atime_age", "mtime_age",
-                                     "ctime_age", "dir_entries", "name_length"};
-static const int HIST_IS_AGE[NH] = {0, 0, 0, 1, 1, 1, 0, 0};
+                                     "ctime_age", "dir_entries", "name_length", "dir_size", "symlink_target_length",
+                                     "overhead_positive", "overhead_negative"};
+static const int HIST_IS_AGE[NH] = {0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0};
 
 typedef struct {
     uint64_t count[NB];
@@ -110,7 +116,9 @@ struct walk;
 
 typedef struct {
     uint64_t dev, ino;
-    int32_t top;       /* the project that carries this multiply-linked inode */
+    uint64_t size, capacity;  /* as first seen: what its project is credited with after the walk */
+    int32_t top;              /* of its names' projects, the one whose name sorts first */
+    int32_t is_file;
 } hlent_t;
 
 typedef struct {
@@ -153,10 +161,11 @@ typedef struct walk {
     int n_path_pats;
     int open_fds, fd_budget;
     int use_openat2;
-    /* hard links: (dev, ino) of multiply-linked non-directories already counted */
+    /* hard links: multiply-linked non-directories already counted (see hl_note) */
     pthread_mutex_t hl_lock;
     hlent_t *hl;                /* open addressing; dev == UINT64_MAX marks an empty slot */
     size_t hl_cap, hl_used;
+    int32_t *top_rank;          /* bytewise order of the project names, set once the root is listed */
     /* errors */
     pthread_mutex_t err_lock;
     errrec_t errs[MAX_ERRORS_LISTED];
@@ -350,15 +359,26 @@ static inline size_t hl_slot(uint64_t dev, uint64_t ino, size_t cap)
     return mix64(dev * 0x9e3779b97f4a7c15ULL ^ ino) & (cap - 1);
 }
 
-enum { HL_NEW = 1, HL_SEEN = 0, HL_MOVE = 2, HL_OOM = -1 };
+enum { HL_NEW = 1, HL_SEEN = 0, HL_OOM = -1 };
 
-/* Record a multiply-linked inode met in project `top`.  HL_NEW: first name, count it here.
- * HL_SEEN: already counted.  HL_MOVE: already counted in project *old, but this project's
- * name sorts first, and the file moves here: which project carries a hard-linked file must
- * not depend on which thread met which name first, or two walks of an unchanged tree would
- * differ. */
-static int hl_check(walk_t *W, uint64_t dev, uint64_t ino, int32_t top, int32_t *old)
+/* Which project carries a file hard-linked from several first-level directories must not depend
+ * on which thread met which name first, or two walks of an unchanged tree would differ: it is the
+ * project whose name sorts first (bytewise).  Every name only lowers the inode's project in this
+ * table, under hl_lock; the project totals are credited from the table once, after the walk
+ * (build_result), so no per-thread sum is ever moved while other threads are still adding.
+ * Only files with st_nlink > 1 enter, so memory follows the hard-linked files, not all files. */
+static inline int top_before(const walk_t *W, int32_t a, int32_t b)
 {
+    /* ranks exist from the end of the root's listing on; before that, every name met is directly
+     * in the root, i.e. in project 0 */
+    return W->top_rank ? W->top_rank[a] < W->top_rank[b] : a < b;
+}
+
+/* Record a multiply-linked inode met under project `top`.  HL_NEW: its first name (count the
+ * inode now, its project later); HL_SEEN: already counted.  HL_OOM: no memory for the table. */
+static int hl_note(walk_t *W, const struct stat *st, int32_t top)
+{
+    uint64_t dev = (uint64_t)st->st_dev, ino = (uint64_t)st->st_ino;
     int rc = HL_NEW;
     pthread_mutex_lock(&W->hl_lock);
     if ((W->hl_used + 1) * 2 > W->hl_cap) {
@@ -386,30 +406,47 @@ static int hl_check(walk_t *W, uint64_t dev, uint64_t ino, int32_t top, int32_t 
     for (;;) {
         hlent_t *e = &W->hl[j];
         if (e->dev == UINT64_MAX) {
-            *e = (hlent_t){dev, ino, top};
+            *e = (hlent_t){dev, ino, (uint64_t)(st->st_size < 0 ? 0 : st->st_size), (uint64_t)st->st_blocks * 512u,
+                           top, S_ISREG(st->st_mode)};
             W->hl_used++;
             break;
         }
         if (e->dev == dev && e->ino == ino) {
             rc = HL_SEEN;
-            /* top_names grows (realloc) under W->lock when a new project is met: read it under that lock */
-            int first = 0;
-            if (e->top != top) {
-                pthread_mutex_lock(&W->lock);
-                first = strcmp(W->top_names[top], W->top_names[e->top]) < 0;
-                pthread_mutex_unlock(&W->lock);
-            }
-            if (first) {
-                *old = e->top;
+            if (e->top != top && top_before(W, top, e->top))
                 e->top = top;
-                rc = HL_MOVE;
-            }
             break;
         }
         j = (j + 1) & (W->hl_cap - 1);
     }
     pthread_mutex_unlock(&W->hl_lock);
     return rc;
+}
+
+/* Bytewise rank of every project name, so that hl_note compares two integers instead of taking
+ * W->lock for a strcmp.  Called once, when the root has been listed: no project appears later. */
+static int cmp_top(const void *a, const void *b, void *names)
+{
+    char **n = names;
+    return strcmp(n[*(const int32_t *)a], n[*(const int32_t *)b]);
+}
+
+static int set_top_ranks(walk_t *W)
+{
+    int32_t *order = malloc((size_t)W->ntop * sizeof(int32_t));
+    int32_t *rank = malloc((size_t)W->ntop * sizeof(int32_t));
+    if (!order || !rank) {
+        free(order), free(rank);
+        return -1;
+    }
+    for (int32_t i = 0; i < W->ntop; i++)
+        order[i] = i;
+    qsort_r(order, (size_t)W->ntop, sizeof(int32_t), cmp_top, W->top_names);
+    for (int32_t i = 0; i < W->ntop; i++)
+        rank[order[i]] = i;
+    free(order);
+    W->top_rank = rank;
+    return 0;
 }
 
 /* ------------------------------------------------------------ per-worker sums */
@@ -475,18 +512,29 @@ static int ensure_top_hist(worker_t *w)
     return w->top_size_count && w->top_size_bytes;
 }
 
-/* One inode counted once: its capacity everywhere, and for a regular file its size, link count,
- * ages, owner and project totals.  Looks the project and the owner up once per inode. */
-static void account_inode(worker_t *w, int top, const struct stat *st, int is_file)
+/* One inode counted once: its capacity everywhere; its overhead (regular files, directories and
+ * symlinks, as fsstats); a directory's size; for a regular file its size, link count, ages and
+ * owner.  `top` is the project of the name it was met under.  `credit_top` is 0 for a hard-linked
+ * inode: which project carries it is only settled after the walk (hl_note, build_result). */
+static void account_inode(worker_t *w, int top, const struct stat *st, int credit_top)
 {
     walk_t *W = w->W;
     uint64_t cap = (uint64_t)st->st_blocks * 512u;
     uint64_t size = (uint64_t)(st->st_size < 0 ? 0 : st->st_size);
+    int is_file = S_ISREG(st->st_mode);
     top_t *t = worker_top(w, top);
     owner_t *o = worker_owner(w, st->st_uid);
     w->capacity += cap;
-    if (t) t->capacity += cap;
+    if (t && credit_top) t->capacity += cap;
     if (o) o->capacity += cap;
+    if (is_file || S_ISDIR(st->st_mode) || S_ISLNK(st->st_mode)) {
+        if (cap >= size)
+            hist_add_int(&w->h[H_OVH_POS], log2_bucket(size), cap - size, size);
+        else
+            hist_add_int(&w->h[H_OVH_NEG], log2_bucket(size), size - cap, size);
+    }
+    if (S_ISDIR(st->st_mode))
+        hist_add_int(&w->h[H_DIRSIZE], log2_bucket(size), size, size);
     if (!is_file)
         return;
     int64_t mt = ts_ns(st->st_mtim);
@@ -504,18 +552,18 @@ static void account_inode(worker_t *w, int top, const struct stat *st, int is_fi
     }
     if (!t)
         return;
-    t->files++;
-    t->bytes += size;
     if (!t->has_mtime || mt > t->newest_mtime_ns) {
         t->newest_mtime_ns = mt;
         t->has_mtime = 1;
     }
-    if (top < TOP_HIST_MAX) {
-        if (ensure_top_hist(w)) {
-            int k = log2_bucket(size);
-            w->top_size_count[(size_t)top * NB + k]++;
-            w->top_size_bytes[(size_t)top * NB + k] += size;
-        }
+    if (!credit_top)
+        return;
+    t->files++;
+    t->bytes += size;
+    if (top < TOP_HIST_MAX && ensure_top_hist(w)) {
+        int k = log2_bucket(size);
+        w->top_size_count[(size_t)top * NB + k]++;
+        w->top_size_bytes[(size_t)top * NB + k] += size;
     }
 }
 
@@ -530,30 +578,22 @@ static void note_mtime(worker_t *w, int top, const struct stat *st)
     }
 }
 
-/* Move a hard-linked inode's share of the project totals from project `from` to `to`.  The
- * subtraction may land in another thread's project accumulators than the addition did: the
- * per-thread totals are summed at the end, and unsigned arithmetic wraps, so the sum is exact. */
-static void move_inode(worker_t *w, int from, int to, const struct stat *st)
+/* fsstats' "symlink target length".  readlinkat costs one more system call per symlink (a round
+ * trip on a network file system) and, like any readlink, lets the kernel update the link's atime
+ * under relatime; st_size would be free, but it is the target length only where the file system
+ * says so (procfs-like, some FUSE and network file systems report 0), and fsstats read the link. */
+static void note_symlink(worker_t *w, node_t *d, int fd, const char *name, size_t nl, const struct stat *st)
 {
-    uint64_t cap = (uint64_t)st->st_blocks * 512u;
-    uint64_t size = (uint64_t)(st->st_size < 0 ? 0 : st->st_size);
-    int reg = S_ISREG(st->st_mode);
-    top_t *f = worker_top(w, from), *t = worker_top(w, to);
-    if (!f || !t)
+    char target[PATH_MAX];
+    ssize_t n = readlinkat(fd, name, target, sizeof target);
+    if (n < 0) {
+        record_error(w, d, name, nl, "readlink", errno);
         return;
-    f->capacity -= cap;
-    t->capacity += cap;
-    if (!reg)
-        return;
-    f->files--, t->files++;
-    f->bytes -= size, t->bytes += size;
-    int k = log2_bucket(size);
-    if (from < TOP_HIST_MAX && to < TOP_HIST_MAX && ensure_top_hist(w)) {
-        w->top_size_count[(size_t)from * NB + k]--;
-        w->top_size_bytes[(size_t)from * NB + k] -= size;
-        w->top_size_count[(size_t)to * NB + k]++;
-        w->top_size_bytes[(size_t)to * NB + k] += size;
     }
+    uint64_t len = (uint64_t)n;
+    if (n == (ssize_t)sizeof target && st->st_size > n)
+        len = (uint64_t)st->st_size;  /* cut at PATH_MAX: the inode knows the whole length */
+    hist_add_int(&w->h[H_SLINK], name_bucket(len), len, (uint64_t)(st->st_size < 0 ? 0 : st->st_size));
 }
 
 /* ------------------------------------------------------------------- queue */
@@ -798,7 +838,7 @@ static void list_dir(walk_t *W, worker_t *w, node_t *d, int fd, const struct sta
                 w->dirs++;
                 top_t *t = worker_top(w, top);
                 if (t) t->dirs++;
-                account_inode(w, top, &st, 0);
+                account_inode(w, top, &st, 1);
                 hist_add_int(&w->h[H_NAMELEN], name_bucket(nl), nl, (uint64_t)st.st_size);
                 node_t *c = malloc(sizeof(node_t) + nl + 1);
                 if (!c || grow((void **)&w->kids, &w->kids_cap, w->nkids + 1, sizeof(node_t *))) {
@@ -824,27 +864,28 @@ static void list_dir(walk_t *W, worker_t *w, node_t *d, int fd, const struct sta
             /* every name, hard links included: name length describes directory entries, and
              * counting only the first-met link would depend on thread timing */
             hist_add_int(&w->h[H_NAMELEN], name_bucket(nl), nl, (uint64_t)(st.st_size < 0 ? 0 : st.st_size));
+            int credit_top = 1;
             if (st.st_nlink > 1) {
-                int32_t old = 0;
-                int seen = hl_check(W, (uint64_t)st.st_dev, (uint64_t)st.st_ino, top, &old);
+                int seen = hl_note(W, &st, top);
                 if (seen == HL_OOM) {
                     w->oom = 1;
                     continue;
                 }
-                if (seen != HL_NEW) {
+                if (seen == HL_SEEN) {
                     w->dedup++;
-                    if (seen == HL_MOVE)
-                        move_inode(w, old, top, &st);
                     if (S_ISREG(st.st_mode))
                         note_mtime(w, top, &st);
                     continue;
                 }
+                credit_top = 0;  /* its project is settled after the walk */
             }
-            account_inode(w, top, &st, S_ISREG(st.st_mode));
-            if (S_ISLNK(st.st_mode))
+            account_inode(w, top, &st, credit_top);
+            if (S_ISLNK(st.st_mode)) {
                 w->symlinks++;
-            else if (!S_ISREG(st.st_mode))
+                note_symlink(w, d, fd, name, nl, &st);
+            } else if (!S_ISREG(st.st_mode)) {
                 w->other++;
+            }
         }
         __atomic_store_n(&w->entries, w->entries + batch, __ATOMIC_RELAXED);
     }
@@ -879,6 +920,8 @@ static void process_node(walk_t *W, worker_t *w, node_t *d)
     }
     list_dir(W, w, d, fd, &st);
     pthread_mutex_lock(&W->lock);
+    if (!d->parent && set_top_ranks(W))  /* every project is known now, before any is entered */
+        W->failed_oom = 1;
     if (w->nkids && d->parent && W->open_fds <= W->fd_budget) {
         d->fd = fd;  /* kept for the children; counted in open_fds already */
     } else if (d->parent) {
@@ -1036,6 +1079,23 @@ static PyObject *build_result(walk_t *W)
             Py_DECREF(key), Py_DECREF(v);
         }
     }
+    /* hard-linked files: credited once, to the project that carries them (hl_note) */
+    for (size_t i = 0; i < W->hl_cap; i++) {
+        hlent_t *e = &W->hl[i];
+        if (e->dev == UINT64_MAX || e->top < 0 || e->top >= ntop)
+            continue;
+        top_t *t = &tops[e->top];
+        t->capacity += e->capacity;
+        if (!e->is_file)
+            continue;
+        t->files++;
+        t->bytes += e->size;
+        if (with_top_hist) {
+            int k = log2_bucket(e->size);
+            tsc[(size_t)e->top * NB + k]++;
+            tsb[(size_t)e->top * NB + k] += e->size;
+        }
+    }
     PyObject *r = PyDict_New();
     PyObject *hists = PyDict_New();
     PyObject *toplist = PyList_New(0);
@@ -1116,6 +1176,7 @@ static void walk_free(walk_t *W)
     free(W->top_names);
     for (int i = 0; i < W->nerr; i++) free(W->errs[i].path);
     free(W->hl);
+    free(W->top_rank);
     free(W->q);
     pthread_mutex_destroy(&W->lock);
     pthread_mutex_destroy(&W->hl_lock);
@@ -1284,7 +1345,7 @@ static PyObject *py_walk(PyObject *self, PyObject *args, PyObject *kw)
         w0->dirs++;
         top_t *t0 = worker_top(w0, 0);
         if (t0) t0->dirs++;
-        account_inode(w0, 0, &rst, 0);
+        account_inode(w0, 0, &rst, 1);
         w0->entries = 1;
     }
     int started = 0;

@@ -79,16 +79,37 @@ def _arrays(raw: dict) -> dict:
     return out
 
 
-def _empty_histograms() -> dict:
+#: the walker's histograms (ages carry float sums)
+WALKER_HISTOGRAMS = ("file_size", "capacity", "link_count", "atime_age", "mtime_age", "ctime_age", "dir_entries",
+                     "name_length", "dir_size", "symlink_target_length", "overhead_positive", "overhead_negative")
+
+
+def _symlink_histograms(st: os.stat_result, target_len: int | None) -> dict:
+    """The walker's histograms for a walk that met only one symlink (a DIR that is a link):
+    its target length and its overhead, bucketed as walk_core does."""
     from ioweather._native import walk_core
 
     nb = walk_core.LOG2_BUCKETS
-    z = bytes(8 * nb)
-    raw = {"count": z, "bytes": z, "sum": z, "n": 0, "min": None, "max": None}
-    ages = {**raw, "wsum": z}
-    return {k: _arrays(ages if k.endswith("_age") else raw)
-            for k in ("file_size", "capacity", "link_count", "atime_age", "mtime_age", "ctime_age", "dir_entries",
-                      "name_length")}
+    out = {}
+    for k in WALKER_HISTOGRAMS:
+        out[k] = {"n": 0, "min": None, "max": None, "count": np.zeros(nb, np.uint64), "bytes": np.zeros(nb, np.uint64),
+                  "sum": np.zeros(nb, np.float64 if k.endswith("_age") else np.uint64)}
+        if k.endswith("_age"):
+            out[k]["wsum"] = np.zeros(nb, np.float64)
+
+    def add(key: str, bucket: int, value: int) -> None:
+        h = out[key]
+        h["count"][bucket] += 1
+        h["bytes"][bucket] += st.st_size
+        h["sum"][bucket] += value
+        h["n"], h["min"], h["max"] = 1, value, value
+
+    if target_len is not None:
+        add("symlink_target_length", min(target_len // 8, nb - 1), target_len)
+    cap = st.st_blocks * 512
+    side = "overhead_positive" if cap >= st.st_size else "overhead_negative"
+    add(side, st.st_size.bit_length(), abs(cap - st.st_size))
+    return out
 
 
 def check_root(path: str | bytes) -> tuple[bytes, os.stat_result]:
@@ -175,15 +196,17 @@ def walk(path: str | bytes, *, threads: int | None = None, cross_mounts: bool = 
 def _symlink_result(raw: bytes, st: os.stat_result, shown: str, snap_ns: int, threads: int, cross_mounts: bool,
                     patterns: list[str]) -> WalkResult:
     try:
-        target = display_name(os.readlink(raw))
+        raw_target = os.readlink(raw)
     except OSError:
-        target = None
+        raw_target = None
+    target = None if raw_target is None else display_name(raw_target)
     totals = dict.fromkeys(TOTALS, 0)
     totals.update(symlinks=1, entries=1, capacity_bytes=st.st_blocks * 512)
     note = (f"{shown} is a symbolic link{f' to {target}' if target else ''}: reported on the link itself, "
             f"not followed (give '{shown}/' to walk its target)")
     return WalkResult(root=shown, snapshot_time_ns=snap_ns, walk_s=0.0, threads=threads, cross_mounts=cross_mounts,
-                      exclude=patterns, totals=totals, histograms=_empty_histograms(),
+                      exclude=patterns, totals=totals,
+                      histograms=_symlink_histograms(st, None if raw_target is None else len(raw_target)),
                       owners=[{"uid": st.st_uid, "user": owner_name(st.st_uid), "files": 0, "bytes": 0,
                                "capacity_bytes": st.st_blocks * 512}],
                       top_dirs=[], errors=[], root_is_symlink=True, symlink_target=target, notes=[note])

@@ -7,10 +7,18 @@ Buckets.  The walker folds every value into bucket k of a fixed array:
   the value, i.e. k = 0 holds 0 and k >= 1 holds [2^(k-1), 2^k);
 - log2 of whole days (ages): k = 0 holds ages under one day (and timestamps in
   the future), k >= 1 holds [2^(k-1), 2^k) days;
-- linear8 (name length in bytes): k holds [8k, 8k + 8), as fsstats does.
+- linear8 (name and symlink target length in bytes): k holds [8k, 8k + 8), as
+  fsstats does; the last bucket, k = 64, gathers everything from 512 bytes on
+  (Linux caps a symlink target at 4095 bytes, a name at 255).
 Every bucket carries the number of items, the sum of their st_size ("bytes", the
 weight of the by-bytes CDFs of seed 002 Figs. 8 and 9) and the sum of the values
 themselves; age buckets also carry the byte-weighted sum of ages.
+
+Overhead (capacity minus size, per inode) is signed, so it is kept as two
+histograms as fsstats keeps it: "positive" (capacity >= size: block rounding,
+indirect blocks) and "negative" (size > capacity: holes, compression, data kept
+in the inode), both bucketed by the item's *size* (log2), with the overhead
+itself as the bucket's value sum; `overhead_histogram` joins them for JSON.
 
 The fsstats CSV layout (fsstats 1.4.5, Unangst & Dayal) uses coarser buckets:
 [0, 2) then [2^b, 2^(b+1)) KB or days, and {0, 1} then [2^b, 2^(b+1) - 1] for
@@ -40,13 +48,17 @@ HISTOGRAMS: dict[str, tuple[str, str, str]] = {
     "atime_age_days": ("atime_age", LOG2_DAYS, "days"),
     "mtime_age_days": ("mtime_age", LOG2_DAYS, "days"),
     "ctime_age_days": ("ctime_age", LOG2_DAYS, "days"),
+    "dir_size": ("dir_size", LOG2, "bytes"),
+    "symlink_target_length": ("symlink_target_length", LINEAR8, "bytes"),
 }
+LINEAR8_LAST = 64        # the walker's last linear bucket: everything from 512 bytes on
+LINEAR8_LAST_MAX = 4096  # PATH_MAX: no symlink target or name reaches it on Linux
 
 
 def bucket_bounds(scheme: str, k: int) -> tuple[int, int]:
     """[min, max) of bucket k: in the metric's unit (days for ages)."""
     if scheme == LINEAR8:
-        return 8 * k, 8 * k + 8
+        return (8 * k, 8 * k + 8) if k < LINEAR8_LAST else (8 * k, LINEAR8_LAST_MAX)
     return (0, 1) if k == 0 else (1 << (k - 1), 1 << k)
 
 
@@ -86,9 +98,49 @@ def _unit(v, scale):
     return v / scale if scale != 1 else int(v)
 
 
+def overhead_histogram(pos: dict, neg: dict) -> dict:
+    """Capacity minus size of every regular file, directory and symlink (each inode once), from
+    the walker's positive and negative overhead histograms (raw, as `histogram` takes them).
+
+    Buckets are the items' sizes (log2 bytes, as `file_size`); each has `count` and `bytes`
+    (Σ st_size) of its items, `sum` (Σ capacity − size, signed), and the two sides as fsstats
+    prints them: `positive_count`/`positive_sum` (Σ capacity − size where capacity >= size) and
+    `negative_count`/`negative_sum` (Σ size − capacity where size > capacity).  The summary
+    (`count`, `min`, `max`, `mean`) is of the signed overhead; `positive` and `negative` give
+    each side's `count`, `sum`, `min` and `max` (magnitudes).
+    """
+    sides = {}
+    for name, raw in (("positive", pos), ("negative", neg)):
+        count = np.asarray(raw["count"], dtype=np.uint64)
+        sides[name] = {"count": count, "bytes": np.asarray(raw["bytes"], dtype=np.uint64),
+                       "sum": np.asarray(raw["sum"], dtype=np.uint64),
+                       "summary": {"count": int(raw["n"]), "sum": int(np.asarray(raw["sum"], dtype=np.uint64).sum()),
+                                   "min": None if raw["min"] is None else int(raw["min"]),
+                                   "max": None if raw["max"] is None else int(raw["max"])}}
+    p, n = sides["positive"], sides["negative"]
+    ps, ns = p["summary"], n["summary"]
+    total = ps["count"] + ns["count"]
+    out: dict = {"unit": "bytes", "bucketed_by": "size", "count": total,
+                 "min": -ns["max"] if ns["count"] else ps["min"],
+                 "max": ps["max"] if ps["count"] else -ns["min"],
+                 "mean": (ps["sum"] - ns["sum"]) / total if total else None,
+                 "positive": ps, "negative": ns, "buckets": []}
+    count = p["count"] + n["count"]
+    nz = np.flatnonzero(count)
+    for k in range(int(nz[0]), int(nz[-1]) + 1) if len(nz) else ():
+        lo, hi = bucket_bounds(LOG2, k)
+        out["buckets"].append({"min": lo, "max": hi, "count": int(count[k]), "bytes": int(p["bytes"][k] + n["bytes"][k]),
+                               "sum": int(p["sum"][k]) - int(n["sum"][k]),
+                               "positive_count": int(p["count"][k]), "positive_sum": int(p["sum"][k]),
+                               "negative_count": int(n["count"][k]), "negative_sum": int(n["sum"][k])})
+    return out
+
+
 def histograms(raw_by_walker_key: dict) -> dict:
     """All histograms of a walk, keyed by their JSON names."""
-    return {name: histogram(raw_by_walker_key[key], scheme, unit) for name, (key, scheme, unit) in HISTOGRAMS.items()}
+    out = {name: histogram(raw_by_walker_key[key], scheme, unit) for name, (key, scheme, unit) in HISTOGRAMS.items()}
+    out["overhead"] = overhead_histogram(raw_by_walker_key["overhead_positive"], raw_by_walker_key["overhead_negative"])
+    return out
 
 
 def compact_counts(count: np.ndarray | None, nbytes: np.ndarray | None) -> dict | None:
@@ -141,21 +193,27 @@ def largest_bucket(hist: dict) -> dict | None:
 
 # ---------------------------------------------------------------- fsstats CSV
 
-#: section title, histogram, value divisor, unit text, fsstats bucket style, weighted by KB
+#: section title, histogram, value divisor, unit text, fsstats bucket style, what a row counts:
+#: "items" (count, value sum), "KB" (kilobytes, KB-weighted value sum: the age "(KB)" sections),
+#: "positive" / "negative" (one side of the overhead histogram, rows by item size)
 FSSTATS_SECTIONS = [
-    ("file size", "file_size", 1024, "KB", "float", False),
-    ("capacity used", "capacity", 1024, "KB", "float", False),
-    ("directory size (entries)", "dir_entries", 1, "ents", "int", False),
-    ("filename length", "name_length", 1, "chars", "linear", False),
-    ("link count", "link_count", 1, "links", "int", False),
-    ("mtime (files)", "mtime_age_days", 1, "days", "days", False),
-    ("mtime (KB)", "mtime_age_days", 1, "days", "days", True),
-    ("ctime (files)", "ctime_age_days", 1, "days", "days", False),
-    ("ctime (KB)", "ctime_age_days", 1, "days", "days", True),
-    ("atime (files)", "atime_age_days", 1, "days", "days", False),
-    ("atime (KB)", "atime_age_days", 1, "days", "days", True),
+    ("file size", "file_size", 1024, "KB", "float", "items"),
+    ("capacity used", "capacity", 1024, "KB", "float", "items"),
+    ("positive overhead", "overhead", 1024, "KB", "float", "positive"),
+    ("negative overhead", "overhead", 1024, "KB", "float", "negative"),
+    ("directory size (entries)", "dir_entries", 1, "ents", "int", "items"),
+    ("directory size", "dir_size", 1024, "KB", "float", "items"),
+    ("filename length", "name_length", 1, "chars", "linear", "items"),
+    ("link count", "link_count", 1, "links", "int", "items"),
+    ("symlink target length", "symlink_target_length", 1, "chars", "linear", "items"),
+    ("mtime (files)", "mtime_age_days", 1, "days", "days", "items"),
+    ("mtime (KB)", "mtime_age_days", 1, "days", "days", "KB"),
+    ("ctime (files)", "ctime_age_days", 1, "days", "days", "items"),
+    ("ctime (KB)", "ctime_age_days", 1, "days", "days", "KB"),
+    ("atime (files)", "atime_age_days", 1, "days", "days", "items"),
+    ("atime (KB)", "atime_age_days", 1, "days", "days", "KB"),
 ]
-FSSTATS_NAME_MAX = 127  # fsstats' filename-length histogram stops here; longer names go to one "over" row
+FSSTATS_NAME_MAX = 127  # fsstats' name and symlink length histograms stop here; longer ones go to one "over" row
 
 
 def _fsstats_bucket(style: str, lo: int) -> int | None:
@@ -182,18 +240,25 @@ def fsstats_sections(hists: dict) -> list[dict]:
     (bucket min, bucket max, count, fraction, cumulative fraction, value sum,
     fraction, cumulative fraction) where "value sum" is fsstats' "val count"
     (the sum of the values in the bucket, in the section's unit).  The "(KB)"
-    age sections count kilobytes instead of files, as fsstats does.
+    age sections count kilobytes instead of files, as fsstats does; the overhead
+    sections' rows are the items' sizes and their values the overhead.  A
+    histogram the snapshot does not have (one saved by an older version) is left out.
     """
     out = []
-    for title, key, div, unit, style, by_kb in FSSTATS_SECTIONS:
+    for title, key, div, unit, style, weight in FSSTATS_SECTIONS:
+        if key not in hists:
+            continue
         h = hists[key]
         rows: dict[int | None, list[float]] = {}
         for b in h["buckets"]:
             fb = _fsstats_bucket(style, b["min"])
             acc = rows.setdefault(fb, [0.0, 0.0])
-            if by_kb:
+            if weight == "KB":
                 acc[0] += b["bytes"] / 1024
                 acc[1] += b["byte_days"] / 1024
+            elif weight in ("positive", "negative"):
+                acc[0] += b[f"{weight}_count"]
+                acc[1] += b[f"{weight}_sum"] / div
             else:
                 acc[0] += b["count"]
                 acc[1] += b["sum"] / div
@@ -209,7 +274,7 @@ def fsstats_sections(hists: dict) -> list[dict]:
             lo, hi = (FSSTATS_NAME_MAX, -1) if fb is None else _fsstats_bounds(style, fb)
             table.append((lo, hi, x, x / count if count else 0.0, c / count if count else 0.0,
                           y, y / total if total else 0.0, d / total if total else 0.0))
-        mn, mx = h["min"], h["max"]
+        mn, mx = (h[weight]["min"], h[weight]["max"]) if weight in ("positive", "negative") else (h["min"], h["max"])
         out.append({"title": title, "unit": unit, "count": count,
                     "average": (total / count) if count else 0.0,
                     "min": (mn / div) if mn is not None else 0, "max": (mx / div) if mx is not None else 0,

@@ -174,6 +174,7 @@ def render_html(doc: dict, *, max_rows: int = 200) -> str:
                           _pct(o["bytes"], doc["bytes"]), format_bytes(o["capacity_bytes"])]
                          for o in doc["owners"][:max_rows]], ["user", "uid", "files", "data", "% data", "capacity"],
                         name_cols=1))
+    parts.append(_overhead_section(h.get("overhead")))
     parts.append("<h2>Histogram summaries</h2>")
     parts.append(_table([[k, v["unit"], _num(v["count"]), _num(v["min"]), _num(v["max"]), _num(v["mean"])]
                          for k, v in h.items()], ["histogram", "unit", "count", "min", "max", "mean"], name_cols=2))
@@ -183,6 +184,27 @@ def render_html(doc: dict, *, max_rows: int = 200) -> str:
                             name_cols=3))
     parts.append("</body></html>\n")
     return "".join(parts)
+
+
+def _overhead_section(ov: dict | None) -> str:
+    """fsstats' positive and negative overhead side by side, one row per size range: where block
+    rounding costs space (small files) and where holes or compression save it (sparse files)."""
+    if not ov or not ov["count"]:
+        return ""
+    e = html.escape
+    pos, neg = ov["positive"], ov["negative"]
+    rows = [[f"[{_size_label(b['min']) or '0 B'}, {_size_label(b['max'])})", _num(b["count"]), format_bytes(b["bytes"]),
+             format_bytes(b["positive_sum"]), format_bytes(b["negative_sum"]), _signed_bytes(b["sum"])]
+            for b in ov["buckets"] if b["count"]]
+    return ("<h2>Space overhead by size (capacity minus size)</h2>"
+            f"<p>Over {_num(ov['count'])} files, directories and symlinks, allocation beyond the data "
+            f"(block rounding, metadata blocks) costs {e(format_bytes(pos['sum']))}; holes, compression or data "
+            f"kept in the inode save {e(format_bytes(neg['sum']))}.</p>"
+            + _table(rows, ["size", "items", "data", "capacity beyond size", "size beyond capacity", "net"]))
+
+
+def _signed_bytes(n: int) -> str:
+    return ("-" if n < 0 else "") + format_bytes(abs(n))
 
 
 def _pct_of(frac) -> str:
