@@ -578,10 +578,10 @@ static void note_mtime(worker_t *w, int top, const struct stat *st)
     }
 }
 
-/* fsstats' "symlink target length".  readlinkat costs one more system call per symlink (a round
- * trip on a network file system) and, like any readlink, lets the kernel update the link's atime
- * under relatime; st_size would be free, but it is the target length only where the file system
- * says so (procfs-like, some FUSE and network file systems report 0), and fsstats read the link. */
+/* fsstats' "symlink target length".  readlinkat costs one more system call per symlink (about
+ * 1 us of CPU warm, a round trip on a network file system) and, like any readlink, lets the kernel
+ * update the link's atime under relatime (docs/fsstats.md).  st_size would be free, but it is the
+ * target length only where the file system keeps it so (procfs links report 0, for one). */
 static void note_symlink(worker_t *w, node_t *d, int fd, const char *name, size_t nl, const struct stat *st)
 {
     char target[PATH_MAX];
