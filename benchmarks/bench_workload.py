@@ -60,21 +60,30 @@ def day_table(day: int, targets: int, interval_s: float, rng: np.random.Generato
     })
 
 
-def generate(fs_path: Path, first_day: int, days: int, targets: int, interval_s: float = 5.0, seed: int = 1) -> int:
-    """Write `days` days of telemetry under fs_path (the layout's fs=<name> directory). Returns rows."""
+def generate(fs_path: Path, first_day: int, days: int, targets: int, interval_s: float = 5.0,
+             seed: int = 1) -> tuple[int, float, float]:
+    """Write `days` days of telemetry under fs_path (the layout's fs=<name> directory), each with its
+    rollup as an import writes it. Returns rows, seconds writing data, seconds writing rollups."""
+    from ioweather.store import telemetry_rollup
     from ioweather.store.telemetry_layout import SCHEMA
 
     rng = np.random.default_rng(seed)
     names = pa.array([f"bench-OST{i:04x}" for i in range(targets)])
     rows = 0
+    t_data = t_rollup = 0.0
     for d in range(first_day, first_day + days):
+        t = time.perf_counter()
         table = day_table(d, targets, interval_s, rng, names).cast(SCHEMA)
         date = time.strftime("%Y-%m-%d", time.gmtime(d * 86400))
         out = fs_path / f"date={date}"
         out.mkdir(parents=True, exist_ok=True)
         pq.write_table(table, out / "bench-0.parquet", compression="zstd", row_group_size=1 << 20)
+        t_data += time.perf_counter() - t
+        t = time.perf_counter()
+        telemetry_rollup.write(out / "bench-0.parquet", table)
+        t_rollup += time.perf_counter() - t
         rows += table.num_rows
-    return rows
+    return rows, t_data, t_rollup
 
 
 # --------------------------------------------------------------------------- the pandas baseline
@@ -85,7 +94,7 @@ def pandas_workload(fs_path: Path, since_ns: int, until_ns: int, resample_s: flo
 
     from ioweather.stats import workload as W
 
-    files = sorted(str(f) for f in fs_path.glob("date=*/*.parquet")
+    files = sorted(str(f) for f in fs_path.glob("date=*/*.parquet")  # data files, not date=*/_rollup/
                    if since_ns // DAY_NS <= _day_of(f) < -(-until_ns // DAY_NS))
     df = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
     df = df[(df["time_ns"] >= since_ns) & (df["time_ns"] < until_ns) & df["metric"].isin(["read_bytes", "write_bytes"])]
@@ -138,6 +147,7 @@ def main() -> None:
     ap.add_argument("--pandas-days", type=int, default=30, help="the month for the pandas comparison (0: skip)")
     ap.add_argument("--dir", default=None, help="where to put the data (default: a temporary directory)")
     ap.add_argument("--keep", action="store_true", help="keep the generated data")
+    ap.add_argument("--raw-year", action="store_true", help="also time the whole range with --no-rollups (every row)")
     ap.add_argument("--pandas-only", nargs=3, metavar=("FS_PATH", "SINCE_NS", "UNTIL_NS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.pandas_only:
@@ -158,10 +168,11 @@ def main() -> None:
     print(f"generating {args.days} days x {args.targets} targets x 2 metrics at {args.interval:g} s = {rows:,} rows ...",
           flush=True)
     try:
-        t = time.perf_counter()
-        written = generate(fs_path, first_day, args.days, args.targets, args.interval)
-        size = sum(f.stat().st_size for f in fs_path.rglob("*.parquet"))
-        print(f"  {written:,} rows, {size / 1e9:.2f} GB Parquet, {time.perf_counter() - t:.0f} s")
+        written, t_data, t_rollup = generate(fs_path, first_day, args.days, args.targets, args.interval)
+        size = sum(f.stat().st_size for f in fs_path.glob("date=*/*.parquet"))
+        rsize = sum(f.stat().st_size for f in fs_path.glob("date=*/_rollup/*.parquet"))
+        print(f"  {written:,} rows, {size / 1e9:.2f} GB Parquet in {t_data:.0f} s (generated and written); "
+              f"rollups {rsize / 1e6:.1f} MB in {t_rollup:.0f} s ({100 * t_rollup / t_data:.0f} % of the writing)")
         env = dict(os.environ, IOWEATHER_HOME=str(home))
         py = sys.executable
         month = (first_day * DAY_NS, (first_day + min(args.pandas_days, args.days)) * DAY_NS)
@@ -191,6 +202,18 @@ def main() -> None:
         print(f"ioweather workload, all {args.days} days: {wall_y:.1f} s wall, {cpu_y:.1f} s CPU, peak RSS {rss_y:.2f} GiB "
               f"({full['samples']} intervals, {full['observations']:,} observations, {len(full['events'])} events)")
         print(f"machine: {machine_state()}")
+        if args.raw_year:
+            wall_r, cpu_r, rss_r, out = run_measured([py, "-m", "ioweather", "workload", "--fs", "bench", "--json",
+                                                      "--no-rollups"], env)
+            raw = json.loads(out)
+            print(f"the same, --no-rollups (every row): {wall_r:.1f} s wall, {cpu_r:.1f} s CPU, peak RSS {rss_r:.2f} GiB")
+            same = all(raw[k] == full[k] for k in ("samples", "observations", "missing_observations", "events",
+                                                    "idle_periods", "daily"))
+            close = all(abs(raw[k] - full[k]) <= 1e-12 * abs(raw[k]) for k in ("read_bytes", "write_bytes", "peak_total_bps"))
+            assert same and close, "rollups and rows disagree"
+            print(f"ratio every-row / rollups, all {args.days} days: {wall_r / wall_y:.1f}x wall, {cpu_r / cpu_y:.1f}x CPU "
+                  f"(same document)")
+            print(f"machine: {machine_state()}")
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)

@@ -13,6 +13,8 @@ Long format, one row per (interval, target, metric):
 A year of 5-second samples for 100 targets is ~10^9 rows: pandas cannot hold it,
 DuckDB scans it in parallel and pushes filters into the files (ARCHITECTURE.md).
 Files are written under a temporary name and renamed, so a reader never sees half a file.
+Beside each file, `date=<D>/_rollup/<same name>` holds its per-minute and per-target summary of the
+byte metrics (store/telemetry_rollup.py), which `ioweather workload` reads instead of the rows.
 
 Metric vocabulary (base units; amounts are per interval, gauges are the value at time_ns):
 
@@ -47,6 +49,7 @@ import pyarrow.parquet as pq
 
 from ioweather.config import Settings
 from ioweather.errors import UserError
+from ioweather.store import telemetry_rollup as rollup
 
 SCHEMA = pa.schema([
     ("time_ns", pa.int64()),
@@ -102,8 +105,10 @@ def write_rows(settings: Settings, fs: str, df: pd.DataFrame, writer: str = "imp
         out.mkdir(parents=True, exist_ok=True, mode=0o700)
         name = f"{writer}-{uuid.uuid4().hex[:12]}.parquet"
         tmp = out / f".{name}.tmp"
-        pq.write_table(pa.Table.from_pandas(part, schema=SCHEMA, preserve_index=False), tmp, compression="zstd")
+        table = pa.Table.from_pandas(part, schema=SCHEMA, preserve_index=False)
+        pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, out / name)
+        rollup.write(out / name, table)  # after the data file: a crash in between costs speed, not truth
         if paths_out is not None:
             paths_out.append(out / name)
         written += len(part)
@@ -133,6 +138,7 @@ def remove_files(paths) -> int:
     """Delete dataset files (e.g. an import being replaced or rolled back); returns how many."""
     n = 0
     for p in paths:
+        rollup.remove(p)  # before the data file (telemetry_rollup's docstring says why)
         try:
             os.unlink(p)
             n += 1
