@@ -115,14 +115,61 @@ def write_rows(settings: Settings, fs: str, df: pd.DataFrame, writer: str = "imp
     return written
 
 
+DAY_NS = 86_400_000_000_000
+COMPACT_TAG = "-compact-"        # in the name of a file that replaces a day's small files of one writer
+REPLACES_KEY = b"ioweather.replaces"
+
+
+def day_dirs(base: Path, since_ns: int | None = None, until_ns: int | None = None) -> list[Path]:
+    """The date=<D> directories that can hold rows of [since, until): a file holds one UTC day."""
+    out = []
+    for d in sorted(base.glob("date=*")):
+        try:
+            day0 = int(pd.Timestamp(d.name[5:], tz="UTC").value)
+        except ValueError:
+            continue
+        if (until_ns is not None and day0 >= until_ns) or (since_ns is not None and day0 + DAY_NS <= since_ns):
+            continue
+        out.append(d)
+    return out
+
+
+def replaced_by(path: Path) -> list[str]:
+    """The names of the files a compacted file replaces (from its footer; [] for other files)."""
+    if COMPACT_TAG not in path.name:
+        return []
+    try:
+        meta = pq.read_metadata(path).metadata or {}
+    except (OSError, pa.ArrowException):
+        return []
+    return [n for n in meta.get(REPLACES_KEY, b"").decode().split("\n") if n]
+
+
+def data_files(base: Path, since_ns: int | None = None, until_ns: int | None = None) -> list[Path]:
+    """The dataset's data files for [since, until) (whole days), without those a compacted file
+    replaces: between writing a compacted file and unlinking its parts both exist, and a reader
+    must count each row once (store/telemetry_compact.py)."""
+    out = []
+    for d in day_dirs(base, since_ns, until_ns):
+        files = sorted(d.glob("*.parquet"))
+        gone = {n for f in files for n in replaced_by(f)}
+        out.extend(f for f in files if f.name not in gone)
+    return out
+
+
+def files_scan(paths) -> str:
+    """A DuckDB table expression over an explicit list of Parquet files."""
+    quoted = ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths)
+    return f"read_parquet([{quoted}], hive_partitioning = false, union_by_name = true)"
+
+
 def scan_sql(settings: Settings, fs: str) -> str:
     """A DuckDB table expression over fs's dataset (raises UserError when there is none)."""
-    base = fs_dir(settings, fs)
-    if not base.is_dir() or not any(base.glob("date=*/*.parquet")):
+    files = data_files(fs_dir(settings, fs))
+    if not files:
         known = ", ".join(list_fs(settings)) or "none"
         raise UserError(f"no telemetry for file system {fs!r} in {telemetry_dir(settings)} (known: {known})")
-    pattern = str(base / "date=*" / "*.parquet").replace("'", "''")
-    return f"read_parquet('{pattern}', hive_partitioning = false, union_by_name = true)"
+    return files_scan(files)
 
 
 def writer_files(settings: Settings, fs: str, writer: str) -> list[Path]:

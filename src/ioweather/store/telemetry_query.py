@@ -23,10 +23,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from ioweather.store import telemetry_layout as layout
 from ioweather.store import telemetry_rollup as rollup
+from ioweather.store.telemetry_layout import files_scan
 
 BYTES_METRICS = ("read_bytes", "write_bytes")
-DAY_NS = 86_400_000_000_000
+DAY_NS = layout.DAY_NS
 _VALID = "value BETWEEN 0 AND 1.7976931348623157e308"
 
 
@@ -47,12 +49,16 @@ def _where(since_ns: int | None, until_ns: int | None, metric: str | None = None
     return " AND ".join(parts)
 
 
-def footer_summary(con, pattern: str) -> dict:
+def footer_summary(con, files) -> dict:
     """First and last interval start and the shortest interval, from the Parquet footers alone
     (no data is read; all metrics together): enough to refuse a hopeless request at once."""
+    files = [str(f) for f in files]
+    if not files:
+        return {"first_ns": None, "last_ns": None, "min_interval_s": None}
     rows = con.execute(
         "SELECT path_in_schema, min(TRY_CAST(stats_min_value AS DOUBLE)), max(TRY_CAST(stats_max_value AS DOUBLE)) "
-        "FROM parquet_metadata(?) WHERE path_in_schema IN ('time_ns', 'interval_s') GROUP BY ALL", [pattern]).fetchall()
+        "FROM parquet_metadata(?) WHERE path_in_schema IN ('time_ns', 'interval_s') GROUP BY ALL",
+        [files]).fetchall()
     stats = {name: (lo, hi) for name, lo, hi in rows}
     t = stats.get("time_ns", (None, None))
     return {"first_ns": None if t[0] is None else int(t[0]), "last_ns": None if t[1] is None else int(t[1]),
@@ -148,26 +154,6 @@ class FilePlan:
     built: int = 0                                     # rollups written on the way (older data)
 
 
-def files_scan(paths) -> str:
-    """A DuckDB table expression over an explicit list of Parquet files."""
-    quoted = ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths)
-    return f"read_parquet([{quoted}], hive_partitioning = false, union_by_name = true)"
-
-
-def _day_dirs(base: Path, since_ns: int | None, until_ns: int | None) -> list[Path]:
-    """The date=<D> directories that can hold rows of [since, until): one file holds one UTC day."""
-    out = []
-    for d in sorted(base.glob("date=*")):
-        try:
-            day0 = int(pd.Timestamp(d.name[5:], tz="UTC").value)
-        except ValueError:
-            continue
-        if (until_ns is not None and day0 >= until_ns) or (since_ns is not None and day0 + DAY_NS <= since_ns):
-            continue
-        out.append(d)
-    return out
-
-
 def plan_files(base: Path, since_ns: int | None, until_ns: int | None, step_ns: int,
                use_rollups: bool = True, on_build=None) -> FilePlan:
     """Sort the data files of one file system's dataset into rolled and raw for [since, until).
@@ -175,7 +161,7 @@ def plan_files(base: Path, since_ns: int | None, until_ns: int | None, step_ns: 
     A data file without a readable rollup gets one built (it is immutable, so the rollup stays
     right; a read-only store just keeps reading it row by row)."""
     plan = FilePlan()
-    files = [f for d in _day_dirs(base, since_ns, until_ns) for f in sorted(d.glob("*.parquet"))]
+    files = layout.data_files(base, since_ns, until_ns)
     if not use_rollups or step_ns % rollup.MINUTE_NS != 0:
         plan.raw = files
         return plan

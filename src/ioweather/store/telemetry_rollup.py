@@ -74,6 +74,11 @@ def summarize(table: pa.Table) -> tuple[pa.Table, int | None, int | None]:
 def write(data_path: Path, table: pa.Table) -> Path:
     """Write the rollup of `table`, the content of `data_path` (atomically: temporary name, rename)."""
     rows, first, last = summarize(table)
+    return write_rows(data_path, rows, first, last)
+
+
+def write_rows(data_path: Path, rows: pa.Table, first: int | None, last: int | None) -> Path:
+    """Write rollup rows already computed (e.g. merged from other rollups) for `data_path`."""
     meta = {b"ioweather.rollup": VERSION,
             b"first_ns": b"" if first is None else str(int(first)).encode(),
             b"last_ns": b"" if last is None else str(int(last)).encode()}

@@ -64,10 +64,10 @@ def _check_resample(sampling_s: float | None, resample_s: float, warn: bool) -> 
 
 def _precheck(con, settings, fs: str, step_ns: int, since_ns, until_ns) -> None:
     """Refuse from the Parquet footers alone what would only fail after a long scan."""
-    from ioweather.store.telemetry_layout import fs_dir
+    from ioweather.store.telemetry_layout import data_files, fs_dir
     from ioweather.store.telemetry_query import footer_summary
 
-    f = footer_summary(con, str(fs_dir(settings, fs) / "date=*" / "*.parquet"))
+    f = footer_summary(con, data_files(fs_dir(settings, fs), since_ns, until_ns))
     _check_resample(f["min_interval_s"], step_ns / 1e9, warn=False)
     if f["first_ns"] is None:
         return

@@ -19,7 +19,7 @@ from ioweather.stats.downsample import downsample
 from ioweather.stats.workload import (DEFAULT_IDLE_THRESHOLD, DEFAULT_MIN_AMPLITUDE, DEFAULT_SMOOTH_S,
                                       daily_mean_rates, fill_missing, rates, smooth, total_of)
 from ioweather.store import telemetry_query as Q
-from ioweather.store.telemetry_layout import connect_duckdb, fs_dir, list_fs
+from ioweather.store.telemetry_layout import connect_duckdb, data_files, fs_dir, list_fs
 from ioweather.units import format_bytes, parse_rate
 from ioweather.views.workload_doc import compute
 from ioweather.web.context import WebContext
@@ -58,7 +58,7 @@ def _data_end(ctx: WebContext, fs: str) -> datetime | None:
     """Just after the last interval of the dataset, from the Parquet footers (no data read)."""
     con = connect_duckdb()
     try:
-        f = Q.footer_summary(con, str(fs_dir(ctx.settings, fs) / "date=*" / "*.parquet"))
+        f = Q.footer_summary(con, data_files(fs_dir(ctx.settings, fs)))
     finally:
         con.close()
     if f["last_ns"] is None:
