@@ -15,6 +15,8 @@ DuckDB scans it in parallel and pushes filters into the files (ARCHITECTURE.md).
 Files are written under a temporary name and renamed, so a reader never sees half a file.
 Beside each file, `date=<D>/_rollup/<same name>` holds its per-minute and per-target summary of the
 byte metrics (store/telemetry_rollup.py), which `ioweather workload` reads instead of the rows.
+`collect` merges its small files of a finished day into one (store/telemetry_compact.py): readers
+list files with `data_files()`, which leaves out the files a merged one replaces.
 
 Metric vocabulary (base units; amounts are per interval, gauges are the value at time_ns):
 
