@@ -95,6 +95,7 @@ class Values:
     table: list = field(default_factory=list)     # which table of the text: buckets are per table
     line: list = field(default_factory=list)
     bad_lines: list = field(default_factory=list)  # (line number, why)
+    columns: set = field(default_factory=set)      # every (host, sensor, instance, metric) of the legends
 
 
 def _split_values(tokens: list[str]) -> list[float] | None:
@@ -162,7 +163,8 @@ def parse_text(text: str, values: Values | None = None, table_base: int = 0) -> 
         if m and "|" in m.group(2):
             parts = m.group(2).split("|")
             if len(parts) >= 3:
-                legend[int(m.group(1))] = (parts[0].split(".")[0], parts[1], "|".join(parts[2:-1]), parts[-1])
+                legend[int(m.group(1))] = col = (parts[0].split(".")[0], parts[1], "|".join(parts[2:-1]), parts[-1])
+                v.columns.add(col)
                 continue
         v.bad_lines.append((lineno, "unrecognized line"))
     return v
@@ -183,19 +185,29 @@ def _bucket_seconds(times_ns: np.ndarray, tables: np.ndarray) -> np.ndarray:
     return out
 
 
-def _amounts(df: pd.DataFrame) -> pd.DataFrame:
-    key = list(zip(df["sensor"], df["metric"]))
-    ours = pd.Series([AMOUNTS.get(k) for k in key], index=df.index)
+def _target(host: str, sensor: str, instance: str) -> str:
+    """NSD metrics belong to the server; file-system metrics to '<node>:<GPFS file system>'."""
+    return host if sensor == "GPFSNSDDisk" else f"{host}:{instance.rsplit('|', 1)[-1]}"
+
+
+def _amounts(df: pd.DataFrame, columns: set) -> pd.DataFrame:
+    ours = pd.Series([AMOUNTS.get(k) for k in zip(df["sensor"], df["metric"])], index=df.index, dtype=object)
     a = df[ours.notna()].assign(ours=ours[ours.notna()])
     if a.empty:
         return pd.DataFrame(columns=COLUMNS)
-    gpfs_fs = a["instance"].str.rsplit("|", n=1).str[-1]
-    a = a.assign(target=np.where(a["sensor"] == "GPFSNSDDisk", a["host"], a["host"] + ":" + gpfs_fs))
-    # a server's amount is the sum over its NSDs; one NSD missing makes the sum unknown, not smaller
+    a = a.assign(target=[_target(h, s, i) for h, s, i in zip(a["host"], a["sensor"], a["instance"])])
+    # How many legend columns add up to each (target, metric): a server's amount is the sum over
+    # its NSDs, and one NSD without a value (null, a damaged row, a table lost to truncation)
+    # makes that sum unknown, not smaller.
+    expected: dict = {}
+    for host, sensor, instance, metric in columns:
+        if (sensor, metric) in AMOUNTS:
+            k = (_target(host, sensor, instance), AMOUNTS[(sensor, metric)])
+            expected[k] = expected.get(k, 0) + 1
     g = a.groupby(["time_ns", "target", "ours"], sort=False)
-    out = g.agg(value=("value", "sum"), nans=("value", lambda s: int(s.isna().sum())),
-                interval_s=("interval_s", "max")).reset_index()
-    out.loc[out["nans"] > 0, "value"] = np.nan
+    out = g.agg(value=("value", "sum"), valid=("value", "count"), interval_s=("interval_s", "max")).reset_index()
+    want = np.array([expected.get(k, 0) for k in zip(out["target"], out["ours"])])
+    out.loc[out["valid"].to_numpy() < want, "value"] = np.nan
     return out.rename(columns={"ours": "metric"})[COLUMNS]
 
 
@@ -251,7 +263,7 @@ def to_rows(v: Values, tz: str, where: str = "") -> Result:
         df, end_ns = df[~unknown], end_ns[~unknown.to_numpy()]
     df = df.assign(time_ns=end_ns - np.rint(df["interval_s"].to_numpy() * 1e9).astype(np.int64))
     skipped = {f"{s}|{m}" for s, m in zip(df["sensor"], df["metric"]) if (s, m) not in AMOUNTS and (s, m) not in GAUGE_INPUTS}
-    rows = pd.concat([_amounts(df), _gauges(df)], ignore_index=True)
+    rows = pd.concat([_amounts(df, v.columns), _gauges(df)], ignore_index=True)
     return Result(rows, notes, bad, skipped)
 
 

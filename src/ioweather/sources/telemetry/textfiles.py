@@ -10,7 +10,6 @@ format is found from the bytes, not the name: a `.txt` that is really gzip is re
 
 from __future__ import annotations
 
-import gzip
 import os
 import tarfile
 import zlib
@@ -24,7 +23,7 @@ from ioweather.sources.telemetry.base import Long
 _GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 1 << 20
 # what a damaged gzip or tar stream raises while being read
-_DAMAGE = (EOFError, zlib.error, gzip.BadGzipFile, tarfile.ReadError, OSError)
+_DAMAGE = (EOFError, zlib.error, tarfile.ReadError, OSError)
 
 
 @dataclass
@@ -55,11 +54,26 @@ def _read_all(stream, what: str) -> tuple[bytes, str | None]:
         return data, f"{what} is truncated or corrupt after {len(data):,} bytes ({e})"
 
 
+def _gunzip(raw: bytes, name: str) -> tuple[bytes, str | None]:
+    """Decompress gzip bytes (several concatenated members too). zlib, not GzipFile: GzipFile
+    raises on a truncated stream before handing out the data it did decompress."""
+    out: list[bytes] = []
+    data = raw
+    while data[:2] == _GZIP_MAGIC:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            out.append(d.decompress(data))
+        except zlib.error as e:
+            return b"".join(out), f"{name} is corrupt after {sum(map(len, out)):,} bytes ({e})"
+        if not d.eof:
+            return b"".join(out), f"{name} is truncated after {sum(map(len, out)):,} bytes"
+        data = d.unused_data
+    return b"".join(out), None
+
+
 def _decode(name: str, raw: bytes, damage: str | None) -> Member:
     if raw[:2] == _GZIP_MAGIC:  # a .gz inside a tar, or a gzip with any name
-        import io
-
-        raw, more = _read_all(gzip.GzipFile(fileobj=io.BytesIO(raw)), name)
+        raw, more = _gunzip(raw, name)
         damage = damage or more
     text = raw.decode("utf-8", errors="replace")
     if damage and not text.endswith("\n"):
@@ -68,9 +82,7 @@ def _decode(name: str, raw: bytes, damage: str | None) -> Member:
 
 
 def _read_file(path: Path, name: str) -> Member:
-    with open(path, "rb") as f:
-        raw, damage = _read_all(f, name)
-    return _decode(name, raw, damage)
+    return _decode(name, path.read_bytes(), None)
 
 
 def _is_tar(path: Path) -> bool:
