@@ -106,8 +106,8 @@ def test_wrapped_tables_continue_the_legend(testdata):
     text = texts_of(testdata / MICRO)["mmperfmon.2019-05-15-micro/servers/ngfsv493.nersc.gov.2019-05-15-12:00:00.out"]
     v = parse_text(text)
     assert not v.bad_lines
-    net_s = [x for x, m in zip(v.value, v.metric) if m == "net_s"]
-    cpu = [x for x, m in zip(v.value, v.metric) if m == "cpu_user"]
+    net_s = [x for x, m in zip(v.value, v.metric_of()) if m == "net_s"]
+    cpu = [x for x, m in zip(v.value, v.metric_of()) if m == "cpu_user"]
     assert len(net_s) == len(cpu) == 60
     assert net_s[0] == 390.0 * 1024 and cpu[0] == 0.08   # row 1 of each table, as printed
     r = read_mmperfmon(str(testdata / MICRO))
@@ -196,9 +196,9 @@ def test_a_header_that_disagrees_with_the_legend_rejects_its_table():
             "Row           Timestamp gpfs_nsdds_bytes_read\n  1 2019-01-01-00:01:00    5\n  2 2019-01-01-00:02:00    7\n\n"
             "Row           Timestamp cpu_user\n  1 2019-01-01-00:01:00    9\n  2 2019-01-01-00:02:00   11\n")
     v = parse_text(text)
-    assert [why for _, why in v.bad_lines] == ["table header does not match the legend"] + \
+    assert [why for _, _, why in v.bad_lines] == ["table header does not match the legend"] + \
         ["row without a usable table header"] * 2
-    assert v.value == [5.0, 7.0] and v.instance == ["d0", "d0"]
+    assert v.value == [5.0, 7.0] and [v.columns[c][2] for c in v.col] == ["d0", "d0"]
 
 
 def test_nothing_usable_is_an_error_and_the_batch_goes_on(shared_data, tmp_path):

@@ -79,33 +79,47 @@ GAUGE_INPUTS = {("CPU", "cpu_user"), ("CPU", "cpu_sys"), ("Memory", "mem_total")
 _LEGEND = re.compile(r"^\s*(\d+):\s+(\S.*?)\s*$")
 _HEADER = re.compile(r"^\s*Row\s+Timestamp((?:\s+\S+)*)\s*$")
 _ROW = re.compile(r"^\s*\d+\s+(\d{4}-\d\d-\d\d-\d\d:\d\d:\d\d)((?:\s+\S+)*)\s*$")
-_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
 @dataclass
 class Values:
-    """The numbers of one text, one entry per (row, column), before any mapping."""
+    """The numbers of one text before any mapping: one entry per (row, column), in flat lists
+    (filled with list.extend per row: per-value Python work is what an archive's size multiplies)."""
 
-    time: list = field(default_factory=list)      # 'YYYY-MM-DD-HH:MM:SS' as printed
-    host: list = field(default_factory=list)
-    sensor: list = field(default_factory=list)
-    instance: list = field(default_factory=list)  # the legend's middle part ('' when none)
-    metric: list = field(default_factory=list)
-    value: list = field(default_factory=list)
-    table: list = field(default_factory=list)     # which table of the text: buckets are per table
-    line: list = field(default_factory=list)
-    bad_lines: list = field(default_factory=list)  # (line number, why)
-    columns: set = field(default_factory=set)      # every (host, sensor, instance, metric) of the legends
+    columns: list = field(default_factory=list)    # (host, sensor, instance, metric) of each legend column
+    row_time: list = field(default_factory=list)   # 'YYYY-MM-DD-HH:MM:SS' as printed, per row
+    row_table: list = field(default_factory=list)  # which table of the text: buckets are per table
+    row_line: list = field(default_factory=list)
+    value: list = field(default_factory=list)      # per entry
+    col: list = field(default_factory=list)        # per entry: index into `columns`
+    row: list = field(default_factory=list)        # per entry: index into the row lists
+    bad_lines: list = field(default_factory=list)  # (text name, line number, why)
+    tables: int = 0                                # tables seen so far
+    col_id: dict = field(default_factory=dict)     # legend column -> index into `columns`
+
+    def metric_of(self) -> list[str]:
+        """Each entry's GPFS metric name (for inspection and tests)."""
+        return [self.columns[c][3] for c in self.col]
 
 
 def _split_values(tokens: list[str]) -> list[float] | None:
     """'31371.0 MB 1.7 kB 0 null' -> [bytes, bytes, 0, nan]; None when a token is not a value."""
-    out: list[float] = []
+    try:  # the common row holds plain numbers only: convert them in one C-level pass
+        out = list(map(float, tokens))
+        if all(t[-1].isdigit() or t[-1] == "." for t in tokens):
+            return out
+    except ValueError:
+        pass
+    out = []
     for tok in tokens:
-        if tok in UNITS and out and not np.isnan(out[-1]):
+        if tok[-1].isdigit() or tok[-1] == ".":
+            try:
+                out.append(float(tok))
+                continue
+            except ValueError:
+                return None
+        if tok in UNITS and out and out[-1] == out[-1]:
             out[-1] *= UNITS[tok]
-        elif _NUMBER.match(tok):
-            out.append(float(tok))
         elif tok in MISSING:
             out.append(np.nan)
         else:
@@ -113,47 +127,47 @@ def _split_values(tokens: list[str]) -> list[float] | None:
     return out
 
 
-def parse_text(text: str, values: Values | None = None, table_base: int = 0) -> Values:
-    """One `mmperfmon query` output (or several concatenated) -> Values. Lines that are none of
-    legend, table header, row or blank are counted in `bad_lines`, as are rows that do not fit
-    their header and every row of a table whose header disagrees with the legend."""
-    v = values if values is not None else Values()
+def parse_text(text: str, v: Values | None = None, name: str = "") -> Values:
+    """One `mmperfmon query` output (or several concatenated) -> Values, appended to `v` when
+    given (an archive's files are converted together: the pandas work per call is fixed). Lines
+    that are none of legend, table header, row or blank are counted in `bad_lines`, as are rows
+    that do not fit their header and every row of a table whose header disagrees with the legend."""
+    v = v if v is not None else Values()
+    col_id = v.col_id
     legend: dict[int, tuple[str, str, str, str]] = {}
     used = 0            # legend columns consumed by the tables printed so far
-    columns: list[tuple[str, str, str, str]] | None = None
-    table = table_base
+    columns: list[int] | None = None
+    ncols = 0
     for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
+        if not line or line.isspace():
             continue
         m = _ROW.match(line)
         if m:
             if columns is None:
-                v.bad_lines.append((lineno, "row without a usable table header"))
+                v.bad_lines.append((name, lineno, "row without a usable table header"))
                 continue
             vals = _split_values(m.group(2).split())
-            if vals is None or len(vals) != len(columns):
-                v.bad_lines.append((lineno, f"row does not fit its header ({len(columns)} columns)"))
+            if vals is None or len(vals) != ncols:
+                v.bad_lines.append((name, lineno, f"row does not fit its header ({ncols} columns)"))
                 continue
-            for (host, sensor, instance, metric), x in zip(columns, vals):
-                v.time.append(m.group(1))
-                v.host.append(host)
-                v.sensor.append(sensor)
-                v.instance.append(instance)
-                v.metric.append(metric)
-                v.value.append(x)
-                v.table.append(table)
-                v.line.append(lineno)
+            v.value.extend(vals)
+            v.col.extend(columns)
+            v.row.extend([len(v.row_time)] * ncols)
+            v.row_time.append(m.group(1))
+            v.row_table.append(v.tables)
+            v.row_line.append(lineno)
             continue
         m = _HEADER.match(line)
         if m:
             names = m.group(1).split()
-            table += 1
+            v.tables += 1
             want = [legend.get(used + 1 + i) for i in range(len(names))]
             if not names or any(w is None or w[3] != n for w, n in zip(want, names)):
-                v.bad_lines.append((lineno, "table header does not match the legend"))
+                v.bad_lines.append((name, lineno, "table header does not match the legend"))
                 columns = None
             else:
-                columns = want
+                columns = [col_id[w] for w in want]
+                ncols = len(columns)
             used += len(names)
             continue
         if line.strip() == "Legend:":
@@ -163,26 +177,14 @@ def parse_text(text: str, values: Values | None = None, table_base: int = 0) -> 
         if m and "|" in m.group(2):
             parts = m.group(2).split("|")
             if len(parts) >= 3:
-                legend[int(m.group(1))] = col = (parts[0].split(".")[0], parts[1], "|".join(parts[2:-1]), parts[-1])
-                v.columns.add(col)
+                col = (parts[0].split(".")[0], parts[1], "|".join(parts[2:-1]), parts[-1])
+                legend[int(m.group(1))] = col
+                if col not in col_id:
+                    col_id[col] = len(v.columns)
+                    v.columns.append(col)
                 continue
-        v.bad_lines.append((lineno, "unrecognized line"))
+        v.bad_lines.append((name, lineno, "unrecognized line"))
     return v
-
-
-def _bucket_seconds(times_ns: np.ndarray, tables: np.ndarray) -> np.ndarray:
-    """Each value's bucket length: the median spacing of its table's distinct times; a table of
-    a single row borrows the median over all tables of the text."""
-    out = np.full(times_ns.size, np.nan)
-    per_table = {}
-    for t in np.unique(tables):
-        u = np.unique(times_ns[tables == t])
-        if u.size > 1:
-            per_table[t] = float(np.median(np.diff(u))) / 1e9
-    fallback = float(np.median(list(per_table.values()))) if per_table else np.nan
-    for t in np.unique(tables):
-        out[tables == t] = per_table.get(t, fallback)
-    return out
 
 
 def _target(host: str, sensor: str, instance: str) -> str:
@@ -190,48 +192,92 @@ def _target(host: str, sensor: str, instance: str) -> str:
     return host if sensor == "GPFSNSDDisk" else f"{host}:{instance.rsplit('|', 1)[-1]}"
 
 
-def _amounts(df: pd.DataFrame, columns: set) -> pd.DataFrame:
-    ours = pd.Series([AMOUNTS.get(k) for k in zip(df["sensor"], df["metric"])], index=df.index, dtype=object)
-    a = df[ours.notna()].assign(ours=ours[ours.notna()])
-    if a.empty:
-        return pd.DataFrame(columns=COLUMNS)
-    a = a.assign(target=[_target(h, s, i) for h, s, i in zip(a["host"], a["sensor"], a["instance"])])
-    # How many legend columns add up to each (target, metric): a server's amount is the sum over
-    # its NSDs, and one NSD without a value (null, a damaged row, a table lost to truncation)
-    # makes that sum unknown, not smaller.
-    expected: dict = {}
-    for host, sensor, instance, metric in columns:
-        if (sensor, metric) in AMOUNTS:
-            k = (_target(host, sensor, instance), AMOUNTS[(sensor, metric)])
-            expected[k] = expected.get(k, 0) + 1
-    g = a.groupby(["time_ns", "target", "ours"], sort=False)
-    out = g.agg(value=("value", "sum"), valid=("value", "count"), interval_s=("interval_s", "max")).reset_index()
-    want = np.array([expected.get(k, 0) for k in zip(out["target"], out["ours"])])
-    out.loc[out["valid"].to_numpy() < want, "value"] = np.nan
-    return out.rename(columns={"ours": "metric"})[COLUMNS]
+def _bucket_seconds(end_ns: np.ndarray, tables: np.ndarray) -> np.ndarray:
+    """Each row's bucket length: the median spacing of its table's distinct times; a table of a
+    single row borrows the median over all tables of the text."""
+    per_table = {}
+    for t in np.unique(tables):
+        u = np.unique(end_ns[tables == t])
+        if u.size > 1:
+            per_table[t] = float(np.median(np.diff(u))) / 1e9
+    fallback = float(np.median(list(per_table.values()))) if per_table else np.nan
+    return np.array([per_table.get(t, fallback) for t in tables], dtype=np.float64)
 
 
-def _gauges(df: pd.DataFrame) -> pd.DataFrame:
-    g = df[[k in GAUGE_INPUTS for k in zip(df["sensor"], df["metric"])]]
-    if g.empty:
-        return pd.DataFrame(columns=COLUMNS)
-    wide = g.pivot_table(index=["time_ns", "host"], columns="metric", values="value", aggfunc="last", dropna=False)
-    wide = wide.reindex(columns=["cpu_user", "cpu_sys", "mem_total", "mem_free"])
-    iv = g.groupby(["time_ns", "host"])["interval_s"].max().reindex(wide.index)
-    used = wide["mem_total"] - wide["mem_free"]
+def _group(keys: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Group ids of (key, time) pairs: (inverse per entry, key per group, time per group)."""
+    tvals, tcode = np.unique(times, return_inverse=True)
+    combined = keys.astype(np.int64) * tvals.size + tcode.reshape(-1)
+    uniq, inverse = np.unique(combined, return_inverse=True)
+    return inverse.reshape(-1), uniq // tvals.size, tvals[uniq % tvals.size]
+
+
+def _frame(time_ns, target, metric, value, interval_s) -> pd.DataFrame:
+    return pd.DataFrame({"time_ns": np.asarray(time_ns, np.int64), "target": np.asarray(target, dtype=object),
+                         "metric": np.asarray(metric, dtype=object), "value": np.asarray(value, np.float64),
+                         "interval_s": np.asarray(interval_s, np.float64)})
+
+
+def _amounts(v: Values, col: np.ndarray, val: np.ndarray, start: np.ndarray, iv: np.ndarray) -> pd.DataFrame:
+    keys: dict[tuple[str, str], int] = {}
+    key_of_col = np.full(len(v.columns), -1, dtype=np.int64)
+    expected: list[int] = []
+    for i, (host, sensor, instance, metric) in enumerate(v.columns):
+        ours = AMOUNTS.get((sensor, metric))
+        if ours:
+            k = keys.setdefault((_target(host, sensor, instance), ours), len(keys))
+            key_of_col[i] = k
+            if k == len(expected):
+                expected.append(0)
+            expected[k] += 1
+    k = key_of_col[col]
+    sel = k >= 0
+    if not sel.any():
+        return _frame([], [], [], [], [])
+    inv, gkey, gtime = _group(k[sel], start[sel])
+    x = val[sel]
+    ok = ~np.isnan(x)
+    total = np.bincount(inv, weights=np.where(ok, x, 0.0))
+    valid = np.bincount(inv, weights=ok)
+    # A server's amount is the sum over its NSDs (the legend says how many): one NSD without a
+    # value (null, a damaged row, a table lost to truncation) makes the sum unknown, not smaller.
+    total[valid < np.asarray(expected)[gkey]] = np.nan
+    length = np.zeros(gkey.size)
+    np.maximum.at(length, inv, iv[sel])
+    names = list(keys)
+    return _frame(gtime, [names[g][0] for g in gkey], [names[g][1] for g in gkey], total, length)
+
+
+def _gauges(v: Values, col: np.ndarray, val: np.ndarray, start: np.ndarray, iv: np.ndarray) -> pd.DataFrame:
+    slots = ("cpu_user", "cpu_sys", "mem_total", "mem_free")
+    hosts: dict[str, int] = {}
+    host_of_col = np.full(len(v.columns), -1, dtype=np.int64)
+    slot_of_col = np.full(len(v.columns), -1, dtype=np.int64)
+    for i, (host, sensor, _, metric) in enumerate(v.columns):
+        if (sensor, metric) in GAUGE_INPUTS:
+            host_of_col[i] = hosts.setdefault(host, len(hosts))
+            slot_of_col[i] = slots.index(metric)
+    h = host_of_col[col]
+    sel = h >= 0
+    if not sel.any():
+        return _frame([], [], [], [], [])
+    inv, ghost, gtime = _group(h[sel], start[sel])
+    m = np.full((ghost.size, len(slots)), np.nan)
+    m[inv, slot_of_col[col][sel]] = val[sel]
+    length = np.zeros(ghost.size)
+    np.maximum.at(length, inv, iv[sel])
+    names = np.asarray(list(hosts), dtype=object)[ghost]
+    used = m[:, 2] - m[:, 3]
     with np.errstate(divide="ignore", invalid="ignore"):
-        pct = 100.0 * used / wide["mem_total"].where(wide["mem_total"] > 0)
+        pct = np.where(m[:, 2] > 0, 100.0 * used / m[:, 2], np.nan)
     frames = []
-    for metric, s in (("cpu_pct", wide["cpu_user"] + wide["cpu_sys"]), ("mem_total_bytes", wide["mem_total"]),
-                      ("mem_used_bytes", used), ("mem_used_pct", pct)):
-        present = wide[["cpu_user", "cpu_sys"] if metric == "cpu_pct" else ["mem_total", "mem_free"]].notna().any(axis=1)
-        if not present.any():
-            continue  # the text has no such sensor: no rows, rather than rows of NaN
-        idx = s.index[present.to_numpy()]
-        frames.append(pd.DataFrame({"time_ns": idx.get_level_values(0), "target": idx.get_level_values(1),
-                                    "metric": metric, "value": s[present].to_numpy(np.float64),
-                                    "interval_s": iv[present].to_numpy(np.float64)}))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
+    for metric, x, inputs in (("cpu_pct", m[:, 0] + m[:, 1], (0, 1)), ("mem_total_bytes", m[:, 2], (2,)),
+                              ("mem_used_bytes", used, (2, 3)), ("mem_used_pct", pct, (2, 3))):
+        present = ~np.isnan(m[:, list(inputs)]).all(axis=1)  # a host without that sensor gets no rows
+        if present.any():
+            frames.append(_frame(gtime[present], names[present], [metric] * int(present.sum()), x[present],
+                                 length[present]))
+    return pd.concat(frames, ignore_index=True) if frames else _frame([], [], [], [], [])
 
 
 @dataclass
@@ -242,54 +288,70 @@ class Result:
     skipped_metrics: set
 
 
-def to_rows(v: Values, tz: str, where: str = "") -> Result:
+def to_rows(v: Values, tz: str) -> Result:
     """Parsed values -> rows of the store (bucket starts in UTC); bad timestamps count as bad lines."""
     notes: list[str] = []
     bad = len(v.bad_lines)
+    skipped = {f"{s}|{m}" for _, s, _, m in v.columns if (s, m) not in AMOUNTS and (s, m) not in GAUGE_INPUTS}
     if not v.value:
-        return Result(pd.DataFrame(columns=COLUMNS), notes, bad, set())
-    df = pd.DataFrame({"host": v.host, "sensor": v.sensor, "instance": v.instance, "metric": v.metric,
-                       "value": np.asarray(v.value, dtype=np.float64), "table": v.table, "line": v.line})
-    stamp = pd.to_datetime(pd.Series(v.time), format=TIME_FORMAT, errors="coerce")
-    end_ns = local_to_utc_ns(stamp, tz)
-    ok = end_ns >= 0
-    if not ok.all():
-        bad += int(df.loc[~ok, "line"].nunique())
-        df, end_ns = df[ok], end_ns[ok]
-    df = df.assign(interval_s=_bucket_seconds(end_ns, df["table"].to_numpy()))
-    unknown = df["interval_s"].isna()
+        return Result(_frame([], [], [], [], []), notes, bad, skipped)
+    times = pd.Series(v.row_time)
+    codes, distinct = pd.factorize(times)
+    stamp = pd.to_datetime(pd.Series(distinct), format=TIME_FORMAT, errors="coerce")
+    end_ns = local_to_utc_ns(stamp, tz)[codes]
+    tables = np.asarray(v.row_table)
+    ok_row = end_ns >= 0
+    bad += int((~ok_row).sum())
+    iv_row = np.full(end_ns.size, np.nan)
+    iv_row[ok_row] = _bucket_seconds(end_ns[ok_row], tables[ok_row])
+    unknown = ok_row & np.isnan(iv_row)
     if unknown.any():
-        notes.append(f"{where}{int(unknown.sum())} values in tables of a single row: bucket length unknown, skipped")
-        df, end_ns = df[~unknown], end_ns[~unknown.to_numpy()]
-    df = df.assign(time_ns=end_ns - np.rint(df["interval_s"].to_numpy() * 1e9).astype(np.int64))
-    skipped = {f"{s}|{m}" for s, m in zip(df["sensor"], df["metric"]) if (s, m) not in AMOUNTS and (s, m) not in GAUGE_INPUTS}
-    rows = pd.concat([_amounts(df, v.columns), _gauges(df)], ignore_index=True)
+        notes.append(f"{int(unknown.sum())} rows in tables of a single row: bucket length unknown, skipped")
+    start_row = end_ns - np.rint(np.nan_to_num(iv_row) * 1e9).astype(np.int64)
+    row = np.asarray(v.row, dtype=np.int64)
+    keep = (ok_row & ~np.isnan(iv_row))[row]
+    col = np.asarray(v.col, dtype=np.int64)[keep]
+    val = np.asarray(v.value, dtype=np.float64)[keep]
+    start, iv = start_row[row[keep]], iv_row[row[keep]]
+    rows = pd.concat([_amounts(v, col, val, start, iv), _gauges(v, col, val, start, iv)], ignore_index=True)
     return Result(rows, notes, bad, skipped)
 
 
+BATCH_VALUES = 2_000_000  # values converted at once: memory stays flat on big archives
+
+
 def read_mmperfmon(source: str, tz: str = "UTC", advance: Callable[[int], None] | None = None) -> TextImport:
-    """All members of `source` (text, .gz, tar/.tgz, directory) -> one Long chunk with notes.
+    """All members of `source` (text, .gz, tar/.tgz, directory) -> one chunk of rows with notes.
 
     A (time, target, metric) given twice (overlapping archive files) keeps its last row."""
     frames, notes, skipped = [], [], set()
     bad_total, members = 0, 0
     first_bad: str | None = None
+    v = Values()
+
+    def convert() -> None:
+        nonlocal bad_total, first_bad, v
+        r = to_rows(v, tz)
+        frames.append(r.rows)
+        notes.extend(r.notes)
+        skipped.update(r.skipped_metrics)
+        bad_total += r.bad_lines
+        if first_bad is None and v.bad_lines:
+            name, line, why = v.bad_lines[0]
+            first_bad = f"{name} line {line}: {why}"
+        v = Values()
+
     for member in read_members(source):
         members += 1
         if member.damage:
             notes.append(f"{member.damage}: the rest is lost")
-        v = parse_text(member.text)
-        r = to_rows(v, tz, where=f"{member.name}: ")
-        frames.append(r.rows)
-        notes += r.notes
-        skipped |= r.skipped_metrics
-        if r.bad_lines:
-            bad_total += r.bad_lines
-            if first_bad is None and v.bad_lines:
-                first_bad = f"{member.name} line {v.bad_lines[0][0]}: {v.bad_lines[0][1]}"
+        parse_text(member.text, v, member.name)
+        if len(v.value) >= BATCH_VALUES:
+            convert()
         if advance:
             advance(1)
-    rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
+    convert()
+    rows = pd.concat(frames, ignore_index=True)
     if rows.empty:
         why = f" ({bad_total} unreadable lines, first {first_bad})" if bad_total else ""
         raise UserError(f"{source}: no mmperfmon values found in {members} file(s){why}")
@@ -305,7 +367,4 @@ def read_mmperfmon(source: str, tz: str = "UTC", advance: Callable[[int], None] 
     if tz.upper() in ("UTC", "ETC/UTC"):
         notes.append("mmperfmon prints the collector's local time without a zone; read as UTC (give --timezone ZONE)")
     rows = rows.sort_values(["time_ns", "target", "metric"], kind="stable").reset_index(drop=True)
-    rows = rows.astype({"time_ns": np.int64, "target": object, "metric": object, "value": np.float64,
-                        "interval_s": np.float64})
     return TextImport(rows, notes, bad_lines=bad_total)
-
