@@ -27,11 +27,12 @@ IMPORT_KINDS = ("lmt", "iostat", "tts", "csv", "mmperfmon", "lfsdf")
 def live_sources() -> dict:
     from ioweather.sources.telemetry.capacity import Capacity
     from ioweather.sources.telemetry.diskstats import DiskStats
+    from ioweather.sources.telemetry.gpfs import Gpfs
     from ioweather.sources.telemetry.host import Host
     from ioweather.sources.telemetry.lustre import Lustre
     from ioweather.sources.telemetry.nfs import Nfs
 
-    return {c.name: c for c in (DiskStats, Lustre, Nfs, Capacity, Host)}
+    return {c.name: c for c in (DiskStats, Lustre, Gpfs, Nfs, Capacity, Host)}
 
 
 def build_sources(names: str | None, root: str, mounts: tuple[str, ...], jobs: bool, log) -> list:
@@ -244,7 +245,7 @@ def register(cli: click.Group) -> None:
     @cli.command("collect")
     @click.option("--interval", type=DURATION, default="5s", show_default=True, help="Sampling period.")
     @click.option("--sources", "source_names", metavar="LIST", default=None,
-                  help="Comma-separated sources: diskstats, lustre, nfs, capacity, host (default: all this machine has).")
+                  help="Comma-separated sources: diskstats, lustre, gpfs, nfs, capacity, host (default: all this machine has).")
     @click.option("--proc-root", type=click.Path(file_okay=False), default="/", show_default=True,
                   help="Root under which /proc and /sys are read (a copied or mock tree for tests).")
     @click.option("--fs", default=None,
