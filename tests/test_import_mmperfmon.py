@@ -247,3 +247,9 @@ def test_gauges_only_workload_says_so(shared_data, tmp_path):
 def test_help_names_the_kinds():
     p = run_cli("import", "--help", check=True)
     assert "mmperfmon" in p.stdout and "lfsdf" in p.stdout and "--at" in p.stdout
+
+
+def test_host_names_are_shortened_but_addresses_kept():
+    text = ("Legend:\n 1:\tngfsv468.nersc.gov|CPU|cpu_user\n 2:\t10.1.2.3|CPU|cpu_user\n"
+            "Row           Timestamp cpu_user cpu_user\n  1 2019-01-01-00:01:00    1    2\n")
+    assert [c[0] for c in parse_text(text).columns] == ["ngfsv468", "10.1.2.3"]

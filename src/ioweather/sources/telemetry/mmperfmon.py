@@ -177,7 +177,7 @@ def parse_text(text: str, v: Values | None = None, name: str = "") -> Values:
         if m and "|" in m.group(2):
             parts = m.group(2).split("|")
             if len(parts) >= 3:
-                col = (parts[0].split(".")[0], parts[1], "|".join(parts[2:-1]), parts[-1])
+                col = (_short(parts[0]), parts[1], "|".join(parts[2:-1]), parts[-1])
                 legend[int(m.group(1))] = col
                 if col not in col_id:
                     col_id[col] = len(v.columns)
@@ -185,6 +185,12 @@ def parse_text(text: str, v: Values | None = None, name: str = "") -> Values:
                 continue
         v.bad_lines.append((name, lineno, "unrecognized line"))
     return v
+
+
+def _short(host: str) -> str:
+    """'ngfsv468.nersc.gov' -> 'ngfsv468', as the other sources name hosts; an IP address stays whole."""
+    first = host.split(".")[0]
+    return first if any(c.isalpha() for c in first) and ":" not in host else host
 
 
 def _target(host: str, sensor: str, instance: str) -> str:
