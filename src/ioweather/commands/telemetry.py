@@ -287,7 +287,7 @@ def register(cli: click.Group) -> None:
     @click.argument("sources", nargs=-1, required=True)
     @click.option("--fs", required=True, help="File system (dataset) name to import into.")
     @click.option("--timezone", "tz", default=None, metavar="ZONE",
-                  help="IANA zone of times written without offset (LMT, iostat, CSV); default UTC, "
+                  help="IANA zone of times written without offset (LMT, iostat, CSV, mmperfmon); default UTC, "
                        "or the MySQL server's zone for an LMT MySQL URL.")
     @click.option("--since", type=TIME, default=None, help="Import only from this time on.")
     @click.option("--until", type=TIME, default=None, help="Import only up to this time.")
