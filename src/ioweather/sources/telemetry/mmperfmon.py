@@ -24,8 +24,8 @@ What the numbers are (how we know):
   a single node, as bytes per bucket an ordinary 66 MB/s. pytokio's archive_mmperfmon stores
   them as `readbytes`/`writebytes` in bytes per step too.
 * cpu_user, cpu_sys are percentages (IBM's metric list: "Percentage of total CPU time"), not
-  fractions: an idle NSD server shows 0.08; pytokio multiplies them by 100 (8 %), which would
-  make the idle servers of the test data 20-76 % busy. mem_total/mem_free carry a unit
+  fractions: pytokio multiplies them by 100, yet the samples' cpu_user + cpu_sys reach 7.0,
+  which as a fraction would be 700 % busy. mem_total/mem_free carry a unit
   (`31371.0 MB`); MB and kB are binary (MiB, KiB), as /proc/meminfo which they come from.
 * Timestamps are the collector's local time without a zone (`--timezone`), and label the
   **end** of their bucket: an archive file made by querying 12:00-13:00 holds the rows
