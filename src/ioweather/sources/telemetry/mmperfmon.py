@@ -27,10 +27,11 @@ What the numbers are (how we know):
   fractions: pytokio multiplies them by 100, yet the samples' cpu_user + cpu_sys reach 7.0,
   which as a fraction would be 700 % busy. mem_total/mem_free carry a unit
   (`31371.0 MB`); MB and kB are binary (MiB, KiB), as /proc/meminfo which they come from.
-* Timestamps are the collector's local time without a zone (`--timezone`), and label the
-  **end** of their bucket: an archive file made by querying 12:00-13:00 holds the rows
-  12:01 ... 13:00 (pytokio notes the same: "files labeled for HH:00:00 don't contain the
-  data point for HH:00:00"). Stored times are bucket starts, as everywhere in ioweather.
+* Timestamps are the collector's local time without a zone (`--timezone`). We read them as the
+  **end** of their bucket: the hourly archive file named ...12:00:00.out holds the rows
+  12:01 ... 13:00 (pytokio: "files labeled for HH:00:00 don't contain the data point for
+  HH:00:00"); IBM's documentation does not say. Stored times are bucket starts, as everywhere
+  in ioweather.
 
 Mapping (the rest is skipped and named in the notes):
     GPFSNSDDisk    gpfs_nsdds_bytes_read/_written, gpfs_nsdds_read_ops/_write_ops
