@@ -28,7 +28,7 @@ from ioweather.web.params import BadRequest, NotFound, Query, format_seconds_sho
 from ioweather.web.registry import Page
 
 HINT = ("Store server-side telemetry with `ioweather collect` (this machine) or `ioweather import KIND SOURCE "
-        "--fs NAME` (LMT, Lustre /proc, iostat, CSV), then reload this page.")
+        "--fs NAME` (LMT, iostat, pytokio TTS, GPFS mmperfmon, lfs df, CSV), then reload this page.")
 RESAMPLES_S = (60.0, 300.0, 600.0, 3600.0)
 DEFAULT_WINDOW = "7d"
 MAX_WINDOW_S = 92 * 86400.0
