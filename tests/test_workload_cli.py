@@ -316,7 +316,7 @@ def test_html_report_renders_in_chromium(synthetic, tmp_path, chromium_path):
 
 
 def test_too_many_intervals_is_refused_before_scanning(synthetic, monkeypatch):
-    from ioweather.commands import workload as cmd
+    from ioweather.views import workload_doc as cmd
 
     home, _ = synthetic
     monkeypatch.setattr(cmd, "MAX_BINS", 1000)

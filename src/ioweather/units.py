@@ -65,6 +65,13 @@ def parse_size(text: str | int) -> int:
         raise UserError(f"size must be a whole non-negative number of bytes, got {text!r}")
     return int(value)
 
+def parse_rate(text: str) -> float:
+    """A rate in bytes/s: `1GiB/s`, `500M`, `1G/s` (sizes as everywhere in ioweather, binary)."""
+    s = str(text).strip()
+    if s.lower().endswith("/s"):
+        s = s[:-2]
+    return float(parse_size(s))
+
 
 def parse_time(text: str, now: datetime | None = None) -> datetime:
     """An aware UTC datetime for `text`: ISO 8601, unix seconds, `now`, `now-2h`."""

@@ -21,17 +21,18 @@ from ioweather.errors import UserError
 from ioweather.units import format_seconds, to_ns
 from ioweather.views.output import print_json, print_table, progress, stderr
 
-IMPORT_KINDS = ("lmt", "iostat", "tts", "csv")
+IMPORT_KINDS = ("lmt", "iostat", "tts", "csv", "mmperfmon", "lfsdf")
 
 
 def live_sources() -> dict:
     from ioweather.sources.telemetry.capacity import Capacity
     from ioweather.sources.telemetry.diskstats import DiskStats
+    from ioweather.sources.telemetry.gpfs import Gpfs
     from ioweather.sources.telemetry.host import Host
     from ioweather.sources.telemetry.lustre import Lustre
     from ioweather.sources.telemetry.nfs import Nfs
 
-    return {c.name: c for c in (DiskStats, Lustre, Nfs, Capacity, Host)}
+    return {c.name: c for c in (DiskStats, Lustre, Gpfs, Nfs, Capacity, Host)}
 
 
 def build_sources(names: str | None, root: str, mounts: tuple[str, ...], jobs: bool, log) -> list:
@@ -84,10 +85,27 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
         per_fs[name] = per_fs.get(name, 0) + n
         return n
 
+    compacted: set = set()  # (fs, day directory) done in this run: each finished day is merged once
+
+    def compact() -> None:
+        """Merge this host's small files of finished days (see store/telemetry_compact.py)."""
+        from ioweather.store.telemetry_compact import compact_day
+
+        grace_ns = int(max(2 * flush_s, 600) * 1e9)  # a late flush of yesterday's last rows comes first
+        for name in list(per_fs) + [n for n in layout.list_fs(settings) if n not in per_fs]:
+            for d in layout.day_dirs(layout.fs_dir(settings, name), until_ns=time.time_ns() - grace_ns - layout.DAY_NS + 1):
+                if (name, d.name) not in compacted:
+                    try:
+                        compact_day(d, f"collect-{host}")
+                        compacted.add((name, d.name))
+                    except OSError as e:  # a full disk: the small files stay, and are still right
+                        log(f"could not compact {d}: {e.strerror or e}")
+
     def flush() -> None:
         collector.flush(write)
         state.parent.mkdir(parents=True, exist_ok=True)
         collector.save_state(state)
+        compact()
 
     stop = stop_event or threading.Event()
     if install_signals and threading.current_thread() is threading.main_thread():
@@ -132,13 +150,14 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
 
 
 def import_one(settings, kind: str, source: str, fs: str, *, tz: str | None, since_ns: int | None,
-               until_ns: int | None, interval: float | None, cumulative: bool) -> dict:
+               until_ns: int | None, interval: float | None, cumulative: bool, at_ns: int | None = None) -> dict:
     """Import one SOURCE; on any failure its rows are removed again. Returns its summary."""
     from ioweather.sources.telemetry.ingest import ImportRun, source_writer, to_long
 
     ident = source if "://" in source else os.path.abspath(source)
     run = ImportRun(settings, fs, source_writer(kind, ident))
     notes: list[str] = []
+    bad_lines = 0
     t0 = time.perf_counter()
 
     def keep(frame):
@@ -186,6 +205,21 @@ def import_one(settings, kind: str, source: str, fs: str, *, tz: str | None, sin
                         notes.append(f"datasets without a metric mapping skipped: {', '.join(f.skipped)}")
                 finally:
                     f.close()
+            elif kind in ("mmperfmon", "lfsdf"):
+                # text archives: one tick per member file (a tarball's count is known only at its end)
+                task = bar.add_task(f"{kind} {Path(source).name}", total=None)
+                tick = lambda n: bar.advance(task, n)  # noqa: E731
+                if kind == "mmperfmon":
+                    from ioweather.sources.telemetry.mmperfmon import read_mmperfmon
+
+                    chunk = read_mmperfmon(source, tz or "UTC", advance=tick)
+                else:
+                    from ioweather.sources.telemetry.lfsdf import read_lfsdf
+
+                    chunk = read_lfsdf(source, at_ns, fs, advance=tick)
+                notes += chunk.notes
+                bad_lines = chunk.bad_lines
+                run.write(keep(to_long(chunk)))
             else:
                 task = bar.add_task(f"{kind} {Path(source).name}", total=2)
                 if kind == "iostat":
@@ -216,7 +250,7 @@ def import_one(settings, kind: str, source: str, fs: str, *, tz: str | None, sin
     seconds = time.perf_counter() - t0
     out = {"source": source if "://" not in source else None, "kind": kind, **run.summary(),
            "replaced_files": replaced, "seconds": seconds, "rows_per_s": run.rows / seconds if seconds > 0 else None,
-           "notes": notes}
+           "bad_lines": bad_lines, "notes": notes}
     if "://" in source:
         from ioweather.sources.telemetry.lmt import redact
 
@@ -228,7 +262,7 @@ def register(cli: click.Group) -> None:
     @cli.command("collect")
     @click.option("--interval", type=DURATION, default="5s", show_default=True, help="Sampling period.")
     @click.option("--sources", "source_names", metavar="LIST", default=None,
-                  help="Comma-separated sources: diskstats, lustre, nfs, capacity, host (default: all this machine has).")
+                  help="Comma-separated sources: diskstats, lustre, gpfs, nfs, capacity, host (default: all this machine has).")
     @click.option("--proc-root", type=click.Path(file_okay=False), default="/", show_default=True,
                   help="Root under which /proc and /sys are read (a copied or mock tree for tests).")
     @click.option("--fs", default=None,
@@ -270,17 +304,20 @@ def register(cli: click.Group) -> None:
     @click.argument("sources", nargs=-1, required=True)
     @click.option("--fs", required=True, help="File system (dataset) name to import into.")
     @click.option("--timezone", "tz", default=None, metavar="ZONE",
-                  help="IANA zone of times written without offset (LMT, iostat, CSV); default UTC, "
+                  help="IANA zone of times written without offset (LMT, iostat, CSV, mmperfmon); default UTC, "
                        "or the MySQL server's zone for an LMT MySQL URL.")
     @click.option("--since", type=TIME, default=None, help="Import only from this time on.")
     @click.option("--until", type=TIME, default=None, help="Import only up to this time.")
     @click.option("--interval", type=DURATION, default=None, help="csv: interval of each row when there is no interval_s column.")
     @click.option("--cumulative", is_flag=True, help="csv: values are cumulative counters, not per-interval amounts.")
+    @click.option("--at", "at", type=TIME, default=None,
+                  help="lfsdf: time of `lfs df` output that has no `BEGIN <unix seconds>` line.")
     @json_option
     @click.pass_obj
-    def import_cmd(settings, kind, sources, fs, tz, since, until, interval, cumulative, as_json):
+    def import_cmd(settings, kind, sources, fs, tz, since, until, interval, cumulative, at, as_json):
         """Import recorded telemetry: KIND is lmt (MySQL URL or SQLite copy), iostat (JSON),
-        tts (pytokio HDF5) or csv (time,target,metric,value).
+        tts (pytokio HDF5), csv (time,target,metric,value), mmperfmon (GPFS `mmperfmon query`
+        output: text, .gz, .tgz or a directory) or lfsdf (archived `lfs df` / `lfs df -i` runs).
 
         Importing the same SOURCE again replaces its earlier import. A SOURCE that fails is
         reported and leaves nothing behind; the others are still imported."""
@@ -298,7 +335,7 @@ def register(cli: click.Group) -> None:
         for source in sources:
             try:
                 r = import_one(settings, kind, source, fs, tz=tz, since_ns=since_ns, until_ns=until_ns,
-                               interval=interval, cumulative=cumulative)
+                               interval=interval, cumulative=cumulative, at_ns=to_ns(at) if at else None)
             except UserError as e:
                 failed += 1
                 click.echo(f"ioweather: error: {e}", err=True)
@@ -313,7 +350,7 @@ def register(cli: click.Group) -> None:
         else:
             print_table([r for r in results if "error" not in r], [
                 ("source", "source", lambda s: s if "://" in s else Path(s).name), ("rows", "rows"), ("missing_values", "missing"), ("targets", "targets"),
-                ("start", "start"), ("end", "end"), ("replaced_files", "replaced files"),
+                ("start", "start"), ("end", "end"), ("bad_lines", "bad lines"), ("replaced_files", "replaced files"),
                 ("rows_per_s", "rows/s", lambda v: f"{v:,.0f}")],
                 title=f"imported into file system {fs!r}", empty="nothing imported")
         if failed:

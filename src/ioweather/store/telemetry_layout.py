@@ -13,6 +13,10 @@ Long format, one row per (interval, target, metric):
 A year of 5-second samples for 100 targets is ~10^9 rows: pandas cannot hold it,
 DuckDB scans it in parallel and pushes filters into the files (ARCHITECTURE.md).
 Files are written under a temporary name and renamed, so a reader never sees half a file.
+Beside each file, `date=<D>/_rollup/<same name>` holds its per-minute and per-target summary of the
+byte metrics (store/telemetry_rollup.py), which `ioweather workload` reads instead of the rows.
+`collect` merges its small files of a finished day into one (store/telemetry_compact.py): readers
+list files with `data_files()`, which leaves out the files a merged one replaces.
 
 Metric vocabulary (base units; amounts are per interval, gauges are the value at time_ns):
 
@@ -47,6 +51,7 @@ import pyarrow.parquet as pq
 
 from ioweather.config import Settings
 from ioweather.errors import UserError
+from ioweather.store import telemetry_rollup as rollup
 
 SCHEMA = pa.schema([
     ("time_ns", pa.int64()),
@@ -102,22 +107,71 @@ def write_rows(settings: Settings, fs: str, df: pd.DataFrame, writer: str = "imp
         out.mkdir(parents=True, exist_ok=True, mode=0o700)
         name = f"{writer}-{uuid.uuid4().hex[:12]}.parquet"
         tmp = out / f".{name}.tmp"
-        pq.write_table(pa.Table.from_pandas(part, schema=SCHEMA, preserve_index=False), tmp, compression="zstd")
+        table = pa.Table.from_pandas(part, schema=SCHEMA, preserve_index=False)
+        pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, out / name)
+        rollup.write(out / name, table)  # after the data file: a crash in between costs speed, not truth
         if paths_out is not None:
             paths_out.append(out / name)
         written += len(part)
     return written
 
 
+DAY_NS = 86_400_000_000_000
+COMPACT_TAG = "-compact-"        # in the name of a file that replaces a day's small files of one writer
+REPLACES_KEY = b"ioweather.replaces"
+
+
+def day_dirs(base: Path, since_ns: int | None = None, until_ns: int | None = None) -> list[Path]:
+    """The date=<D> directories that can hold rows of [since, until): a file holds one UTC day."""
+    out = []
+    for d in sorted(base.glob("date=*")):
+        try:
+            day0 = int(pd.Timestamp(d.name[5:], tz="UTC").value)
+        except ValueError:
+            continue
+        if (until_ns is not None and day0 >= until_ns) or (since_ns is not None and day0 + DAY_NS <= since_ns):
+            continue
+        out.append(d)
+    return out
+
+
+def replaced_by(path: Path) -> list[str]:
+    """The names of the files a compacted file replaces (from its footer; [] for other files)."""
+    if COMPACT_TAG not in path.name:
+        return []
+    try:
+        meta = pq.read_metadata(path).metadata or {}
+    except (OSError, pa.ArrowException):
+        return []
+    return [n for n in meta.get(REPLACES_KEY, b"").decode().split("\n") if n]
+
+
+def data_files(base: Path, since_ns: int | None = None, until_ns: int | None = None) -> list[Path]:
+    """The dataset's data files for [since, until) (whole days), without those a compacted file
+    replaces: between writing a compacted file and unlinking its parts both exist, and a reader
+    must count each row once (store/telemetry_compact.py)."""
+    out = []
+    for d in day_dirs(base, since_ns, until_ns):
+        files = sorted(d.glob("*.parquet"))
+        gone = {n for f in files for n in replaced_by(f)}
+        out.extend(f for f in files if f.name not in gone)
+    return out
+
+
+def files_scan(paths) -> str:
+    """A DuckDB table expression over an explicit list of Parquet files."""
+    quoted = ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths)
+    return f"read_parquet([{quoted}], hive_partitioning = false, union_by_name = true)"
+
+
 def scan_sql(settings: Settings, fs: str) -> str:
     """A DuckDB table expression over fs's dataset (raises UserError when there is none)."""
-    base = fs_dir(settings, fs)
-    if not base.is_dir() or not any(base.glob("date=*/*.parquet")):
+    files = data_files(fs_dir(settings, fs))
+    if not files:
         known = ", ".join(list_fs(settings)) or "none"
         raise UserError(f"no telemetry for file system {fs!r} in {telemetry_dir(settings)} (known: {known})")
-    pattern = str(base / "date=*" / "*.parquet").replace("'", "''")
-    return f"read_parquet('{pattern}', hive_partitioning = false, union_by_name = true)"
+    return files_scan(files)
 
 
 def writer_files(settings: Settings, fs: str, writer: str) -> list[Path]:
@@ -133,6 +187,7 @@ def remove_files(paths) -> int:
     """Delete dataset files (e.g. an import being replaced or rolled back); returns how many."""
     n = 0
     for p in paths:
+        rollup.remove(p)  # before the data file (telemetry_rollup's docstring says why)
         try:
             os.unlink(p)
             n += 1

@@ -3,10 +3,12 @@
 Live sources (base.Source; one module each, raw readings only):
     diskstats   /proc/diskstats                 lustre     /proc/fs/lustre, /sys/fs/lustre
     nfs         /proc/self/mountstats           capacity   statvfs, `lfs df`
-    host        /proc/stat, /proc/meminfo
+    host        /proc/stat, /proc/meminfo       gpfs       `mmpmon -p` fs_io_s
 Importers (raw Wide/Long chunks):
     lmt         LMT MySQL/MariaDB or SQLite     iostat_json  `iostat -x -t -o JSON`
     tts         pytokio HDF5                    csv_long     time,target,metric,value
+    mmperfmon   GPFS `mmperfmon query` text     lfsdf        archived `lfs df` runs
+    (textfiles: the text members of a file, .gz, tar/.tgz or directory, for the last two)
 Glue, not sources: runner (each source in a thread with a deadline), collector (the `collect`
 loop's state: readings -> rows through stats/counters.py), ingest (chunks -> rows, imports that
 replace or roll back), synthetic (a Lustre-like tree for tests and benchmarks).

@@ -21,12 +21,14 @@ STORAGE_FSTYPES = {"lustre", "nfs", "nfs4", "gpfs", "xfs", "ext4", "ext3", "btrf
                    "ceph", "fuse.ceph", "panfs", "wekafs", "orangefs", "pvfs2", "fuse.glusterfs", "glusterfs"}
 
 
-def parse_lfs_df(text: str) -> list[tuple[int | None, dict[str, dict[str, int]]]]:
+def parse_lfs_df(text: str, skipped: list | None = None) -> list[tuple[int | None, dict[str, dict[str, int]]]]:
     """`lfs df` / `lfs df -i` output -> [(unix seconds or None, {target: {metric: value}})].
 
     Blocks give capacity_bytes, free_bytes (total - used: what the target still holds) and
     avail_bytes (what non-root users may still write); inodes give files_total and files_free.
     A UUID too long for its column is printed alone with the numbers on the next line.
+    Lines that are none of these (an inactive target, garbage) are appended to `skipped` as
+    (line number, text) when it is given.
     """
     snapshots: list[tuple[int | None, dict[str, dict[str, int]]]] = []
     current: dict[str, dict[str, int]] = {}
@@ -40,7 +42,7 @@ def parse_lfs_df(text: str) -> list[tuple[int | None, dict[str, dict[str, int]]]
             snapshots.append((when, current))
         current = {}
 
-    for raw in text.splitlines():
+    for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line:
             continue
@@ -61,7 +63,9 @@ def parse_lfs_df(text: str) -> list[tuple[int | None, dict[str, dict[str, int]]]
             pending = f[0]
             continue
         if len(f) < 5 or not f[0].endswith("_UUID") or not all(x.isdigit() for x in f[1:4]):
-            continue  # "OST0003 : inactive device" and the like
+            if skipped is not None:  # "OST0003 : inactive device" and the like
+                skipped.append((lineno, line))
+            continue
         target = f[0][: -len("_UUID")]
         total, used, free = int(f[1]), int(f[2]), int(f[3])
         m = current.setdefault(target, {})

@@ -2,7 +2,7 @@
 events over the aggregate signal (METHODS.md section 4; seeds 002 and 004).
 
 The numbers are `ioweather workload --json` for the same file system, window and options:
-the page calls the command's own `compute` (DuckDB reductions in `store.telemetry_query`,
+the page calls the command's own `compute` (views/workload_doc.py) (DuckDB reductions in `store.telemetry_query`,
 statistics in `stats.workload`) and adds what its plots need, the aggregate signal
 (downsampled keeping each bucket's extremes) and the daily mean rates.
 """
@@ -14,21 +14,21 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from ioweather.commands.workload import compute, parse_rate
 from ioweather.errors import StoreError, UserError
 from ioweather.stats.downsample import downsample
 from ioweather.stats.workload import (DEFAULT_IDLE_THRESHOLD, DEFAULT_MIN_AMPLITUDE, DEFAULT_SMOOTH_S,
                                       daily_mean_rates, fill_missing, rates, smooth, total_of)
 from ioweather.store import telemetry_query as Q
-from ioweather.store.telemetry_layout import connect_duckdb, fs_dir, list_fs
-from ioweather.units import format_bytes
+from ioweather.store.telemetry_layout import connect_duckdb, data_files, fs_dir, list_fs
+from ioweather.units import format_bytes, parse_rate
+from ioweather.views.workload_doc import compute
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import finite_or_none, iso_ms
 from ioweather.web.params import BadRequest, NotFound, Query, format_seconds_short
 from ioweather.web.registry import Page
 
 HINT = ("Store server-side telemetry with `ioweather collect` (this machine) or `ioweather import KIND SOURCE "
-        "--fs NAME` (LMT, Lustre /proc, iostat, CSV), then reload this page.")
+        "--fs NAME` (LMT, iostat, pytokio TTS, GPFS mmperfmon, lfs df, CSV), then reload this page.")
 RESAMPLES_S = (60.0, 300.0, 600.0, 3600.0)
 DEFAULT_WINDOW = "7d"
 MAX_WINDOW_S = 92 * 86400.0
@@ -58,7 +58,7 @@ def _data_end(ctx: WebContext, fs: str) -> datetime | None:
     """Just after the last interval of the dataset, from the Parquet footers (no data read)."""
     con = connect_duckdb()
     try:
-        f = Q.footer_summary(con, str(fs_dir(ctx.settings, fs) / "date=*" / "*.parquet"))
+        f = Q.footer_summary(con, data_files(fs_dir(ctx.settings, fs)))
     finally:
         con.close()
     if f["last_ns"] is None:

@@ -1,0 +1,201 @@
+"""The `ioweather workload` document: its `--json` dict and the series behind its figures.
+
+Shared by the command line and the dashboard page so both show the same numbers. The store
+(`store.telemetry_query`) reduces the Parquet files to small tables; `stats.workload` computes the
+statistics; this module joins the two over the asked range and formats times.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ioweather.errors import UserError
+from ioweather.units import ns_to_iso, to_ns
+from ioweather.views.output import stderr
+
+MAX_BINS = 20_000_000  # ~320 MB of float64 series; beyond that the resample interval is surely a typo
+
+
+@dataclass
+class WorkloadData:
+    """The aggregate series behind a report, kept for the HTML figures."""
+
+    t0_ns: int
+    interval_s: float
+    read_bytes: np.ndarray
+    write_bytes: np.ndarray
+    smooth_s: float
+    min_amplitude: float
+
+
+def _grid(series, step_ns: int, since_ns: int | None, until_ns: int | None) -> tuple[int, int]:
+    """First bin and bin count: the bins holding data, cut to the asked range."""
+    b0 = int(series["bin"].min())
+    b1 = int(series["bin"].max()) + 1
+    if since_ns is not None:
+        b0 = max(b0, since_ns // step_ns)
+    if until_ns is not None:
+        b1 = min(b1, -(-until_ns // step_ns))
+    return b0, max(1, b1 - b0)
+
+
+def _observations(cov, range_s: float) -> tuple[int, int, float | None]:
+    """Valid per-target observations, missing ones (NaN rows plus absent intervals), sampling interval."""
+    cov = cov[cov["min_interval_s"] > 0]
+    if cov.empty:
+        return 0, 0, None
+    expected = np.round(range_s / cov["min_interval_s"].to_numpy(float)).astype(np.int64)
+    n = cov["n"].to_numpy(np.int64)
+    return int(n.sum()), int(np.maximum(expected - n, 0).sum()), float(cov["min_interval_s"].median())
+
+
+def _check_resample(sampling_s: float | None, resample_s: float) -> None:
+    if not sampling_s or sampling_s <= 0:
+        return
+    if resample_s + 1e-9 < sampling_s:
+        raise UserError(f"--resample {resample_s:g}s is shorter than the sampling interval ({sampling_s:g} s)")
+    if abs(resample_s / sampling_s - round(resample_s / sampling_s)) > 1e-6:
+        stderr.print(f"ioweather: warning: --resample {resample_s:g}s is not a multiple of the sampling interval "
+                     f"({sampling_s:g} s): intervals hold unequal numbers of samples", highlight=False)
+
+
+def _precheck(con, settings, fs: str, step_ns: int, since_ns, until_ns) -> None:
+    """Refuse from the Parquet footers alone what would only fail after a long scan."""
+    from ioweather.store.telemetry_layout import data_files, fs_dir
+    from ioweather.store.telemetry_query import footer_summary
+
+    f = footer_summary(con, data_files(fs_dir(settings, fs), since_ns, until_ns))
+    # The footers mix every metric (a 15-minute capacity gauge beside 5-second bytes), so the check of
+    # --resample against the sampling interval waits for the per-target byte counts after the scan.
+    if f["first_ns"] is None:
+        return
+    first = f["first_ns"] if since_ns is None else max(f["first_ns"], since_ns)
+    last = f["last_ns"] if until_ns is None else min(f["last_ns"], until_ns)
+    nbins = (last - first) // step_ns + 1
+    if nbins > MAX_BINS:
+        raise UserError(f"{nbins} intervals of {step_ns / 1e9:g} s: choose a longer --resample or a shorter range")
+
+
+def _series_arrays(series, b0: int, nbins: int, metrics) -> list[np.ndarray]:
+    """One array of bytes per resample interval for each metric, NaN where nothing was reported."""
+    out = []
+    for m in metrics:
+        a = np.full(nbins, np.nan)
+        s = series[series["metric"] == m]
+        a[s["bin"].to_numpy(np.int64) - b0] = s["bytes"].to_numpy(float)
+        out.append(a)
+    return out
+
+
+def _calendar(sums, read, write, b0: int, present) -> tuple[list, list]:
+    from ioweather.stats.workload import calendar_totals
+    from ioweather.store.telemetry_query import BYTES_METRICS, DAY_NS
+
+    if sums.daily is not None:  # the resample interval does not divide a day: DuckDB summed per day
+        d = sums.daily.pivot_table(index="day", columns="metric", values="bytes", aggfunc="sum")
+    else:
+        days = (np.arange(len(read), dtype=np.int64) + b0) * sums.step_ns // DAY_NS
+        d = pd.DataFrame({"day": days[present], "read_bytes": read[present], "write_bytes": write[present]})
+        d = d.groupby("day").sum(min_count=1)
+    d = d.reindex(columns=list(BYTES_METRICS))
+    return calendar_totals(d.index.to_numpy(), d["read_bytes"].to_numpy(), d["write_bytes"].to_numpy())
+
+
+def _spectra(hist, tops: dict) -> dict:
+    from ioweather.stats import workload as W
+
+    spectra = {}
+    for m, key in (("read_bytes", "read"), ("write_bytes", "write")):
+        w = np.zeros(W.SPECTRUM_BINS)
+        h = hist[hist["metric"] == m]
+        np.add.at(w, h["bin"].to_numpy(np.int64), h["bytes"].to_numpy(float))
+        spectra[key] = W.power_spectrum_from_histogram(W.spectrum_edges(float(tops.get(m) or 0.0)), w)
+    return spectra
+
+
+def _no_data(con, scan: str, fs: str, since_ns, until_ns) -> UserError:
+    from ioweather.store.telemetry_query import BYTES_METRICS, extent
+
+    first, last = extent(con, scan)
+    if first is None:
+        return UserError(f"telemetry for {fs!r} has no {' or '.join(BYTES_METRICS)} rows")
+    a = ns_to_iso(since_ns) if since_ns is not None else "the start"
+    b = ns_to_iso(until_ns) if until_ns is not None else "the end"
+    return UserError(f"no read/write telemetry for {fs!r} between {a} and {b} "
+                     f"(data covers {ns_to_iso(first)} to {ns_to_iso(last)})")
+
+
+def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: float, smooth_s: float,
+            min_amplitude: float, acf_max_lag_s: float, on_step=None, use_rollups: bool = True) -> tuple[dict, WorkloadData]:
+    """The `--json` document and the series behind it, for file system `fs` over [since, until).
+    `use_rollups=False` reads every row (to check the rollups, or to measure what they save)."""
+    from ioweather.stats import workload as W
+    from ioweather.store import telemetry_query as Q
+    from ioweather.store.telemetry_layout import connect_duckdb, fs_dir, scan_sql
+
+    step = on_step or (lambda name: None)
+    since_ns = to_ns(since) if since is not None else None
+    until_ns = to_ns(until) if until is not None else None
+    if since_ns is not None and until_ns is not None and since_ns >= until_ns:
+        raise UserError("--since must be before --until")
+    step_ns = int(round(resample_s * 1e9))
+    scan = scan_sql(settings, fs)  # raises the clear "no telemetry for ..." error
+    con = connect_duckdb()
+    try:
+        Q.configure(con)
+        _precheck(con, settings, fs, step_ns, since_ns, until_ns)
+        inputs = Q.workload_inputs(con, fs_dir(settings, fs), step_ns, W.SPECTRUM_BINS, since_ns, until_ns, step,
+                                    use_rollups)
+        if inputs is None or inputs.sums.series.empty:
+            raise _no_data(con, scan, fs, since_ns, until_ns)
+    finally:
+        con.close()
+    sums, hist, coverage, tops = inputs.sums, inputs.histogram, inputs.coverage, inputs.tops
+    b0, nbins = _grid(sums.series, step_ns, since_ns, until_ns)
+    read, write = _series_arrays(sums.series, b0, nbins, Q.BYTES_METRICS)
+    present = np.isfinite(read) | np.isfinite(write)
+    t0_ns = b0 * step_ns
+    start_ns = t0_ns if since_ns is None else max(t0_ns, since_ns)
+    end_ns = (b0 + nbins) * step_ns if until_ns is None else min((b0 + nbins) * step_ns, until_ns)
+    daily, monthly = _calendar(sums, read, write, b0, present)
+    intervals = coverage.loc[coverage["min_interval_s"] > 0, "min_interval_s"]
+    _check_resample(float(intervals.min()) if len(intervals) else None, resample_s)
+    spectra = _spectra(hist, tops)
+
+    step("statistics")
+    obs, missing_obs, sample_interval = _observations(coverage, (end_ns - start_ns) / 1e9)
+    total_read = float(np.nansum(read))
+    total_write = float(np.nansum(write))
+    stats = W.summarize(t0_ns, resample_s, read, write, idle_threshold=idle_threshold, smooth_s=smooth_s,
+                        min_amplitude=min_amplitude, acf_max_lag_s=acf_max_lag_s)
+    events = [{"start": ns_to_iso(e["start_ns"]), "end": ns_to_iso(e["end_ns"]), "peak_time": ns_to_iso(e["peak_time_ns"]),
+               "peak_bps": e["peak_bps"], "bytes": e["bytes"]} for e in stats.pop("events")]
+    result = {
+        "fs": fs,
+        "start": ns_to_iso(start_ns),
+        "end": ns_to_iso(end_ns),
+        "interval_s": resample_s,
+        "samples": int(present.sum()),
+        "missing_samples": int(nbins - present.sum()),
+        "read_bytes": total_read,
+        "write_bytes": total_write,
+        "read_write_ratio": W.read_write_ratio(total_read, total_write),
+        "targets": int(coverage["target"].nunique()),
+        "sample_interval_s": sample_interval,
+        "observations": obs,
+        "missing_observations": missing_obs,
+        "daily": daily,
+        "monthly": monthly,
+        **{k: stats[k] for k in ("peak_read_bps", "peak_write_bps", "peak_total_bps", "mean_total_bps",
+                                 "burstiness", "idle_periods")},
+        "power_spectrum": spectra,
+        "acf": stats["acf"],
+        "events": events,
+        "idle_threshold": idle_threshold,
+        "smooth_s": smooth_s,
+        "min_amplitude_bps": min_amplitude,
+    }
+    return result, WorkloadData(t0_ns, resample_s, read, write, smooth_s, min_amplitude)
