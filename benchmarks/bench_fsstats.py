@@ -3,6 +3,7 @@ threaded Python walker, on one generated tree, in the same run (issue 7).
 
     .venv/bin/python benchmarks/bench_fsstats.py                 # 1 M files in 10 k directories
     .venv/bin/python benchmarks/bench_fsstats.py --files 100000 --dirs 1000 --no-cold
+    .venv/bin/python benchmarks/bench_fsstats.py --repeat 5 --threads 8 --no-cold --no-pywalk   # short rounds
 
 Every tool runs as its own process on the same tree: wall time from fork to exit,
 entries/s = entries in the tree (root included, as find prints it) / wall time,
@@ -110,13 +111,14 @@ def drop_caches() -> bool:
         return False
 
 
-def tools(tree: Path, thread_counts: list[int]) -> dict[str, list[str]]:
+def tools(tree: Path, thread_counts: list[int], pywalk: bool = True) -> dict[str, list[str]]:
     me = str(Path(__file__).resolve())
     t = {
         "find -printf": ["find", str(tree), "-printf", FIND_FORMAT],
         "python os.walk+lstat": [PY, me, "--_oswalk", str(tree)],
-        "python threaded walker (4 threads)": [PY, me, "--_pywalk", str(tree), "4"],
     }
+    if pywalk:
+        t["python threaded walker (4 threads)"] = [PY, me, "--_pywalk", str(tree), "4"]
     for n in thread_counts:
         t[f"ioweather fsstats --threads {n}"] = IOWEATHER + ["fsstats", str(tree), "--json", "-q", "--threads", str(n)]
     t["ioweather fsstats (default threads)"] = IOWEATHER + ["fsstats", str(tree), "--json", "-q"]
@@ -253,6 +255,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="warm passes per tool (best is reported)")
     ap.add_argument("--threads", default="1,2,4,8", help="thread counts of the C walker to time")
     ap.add_argument("--no-cold", action="store_true", help="skip the cold-cache passes")
+    ap.add_argument("--no-pywalk", action="store_true",
+                    help="skip the threaded Python walker (the slowest tool: shorter rounds see less load change)")
     ap.add_argument("--keep", action="store_true", help="keep the generated tree")
     ap.add_argument("--json", type=Path, help="also write the results to this file")
     ap.add_argument("--_oswalk", help=argparse.SUPPRESS)
@@ -279,7 +283,7 @@ def main() -> None:
                                           capture_output=True, text=True).stdout)
         entries = probe["entries"]
         print(f"tree: {entries:,} entries ({probe['files']:,} files, {probe['dirs']:,} dirs)", flush=True)
-        runs = tools(tree, [int(x) for x in a.threads.split(",")])
+        runs = tools(tree, [int(x) for x in a.threads.split(",")], pywalk=not a.no_pywalk)
         warm: dict[str, list[tuple[float, int, float]]] = {k: [] for k in runs}
         for _ in range(a.repeat + 1):  # the first round warms the cache and is discarded
             for name, cmd in runs.items():
