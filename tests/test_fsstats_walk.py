@@ -376,6 +376,26 @@ def test_entries_deleted_during_the_walk_are_counted_not_fatal(tmp_path):
         (str(root / "d" / "f2"), "stat", 2), (str(root / "d" / "f3"), "stat", 2)]
 
 
+def test_symlink_replaced_before_readlink_is_an_error_not_a_length(tmp_path):
+    root = tmp_path / "t"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "link").symlink_to("target-of-19-bytes!")
+    (root / "e").mkdir()
+    (root / "e" / "kept").symlink_to("abc")
+
+    def hook(event, rel):
+        # between the link's lstat and the reading of its target, it becomes a regular file
+        if event == "readlink" and rel == b"d":
+            (root / "d" / "link").unlink()
+            (root / "d" / "link").write_bytes(b"now a file")
+
+    r = walk(str(root), threads=1, _hook=hook)
+    assert r.totals["symlinks"] == 2 and r.totals["files"] == 0  # both were links when listed
+    assert [(e["path"], e["op"], e["errno"]) for e in r.errors] == [(str(root / "d" / "link"), "readlink", 22)]
+    h = r.histograms["symlink_target_length"]
+    assert (h["n"], h["min"], h["max"]) == (1, 3, 3)  # only the link that could be read
+
+
 @pytest.mark.parametrize("mode", ["kept-fd", "openat2-from-ancestor", "component-walk"])
 def test_directory_replaced_by_symlink_does_not_escape(tmp_path, mode):
     root = tmp_path / "t"

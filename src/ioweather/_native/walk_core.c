@@ -585,6 +585,8 @@ static void note_mtime(worker_t *w, int top, const struct stat *st)
 static void note_symlink(worker_t *w, node_t *d, int fd, const char *name, size_t nl, const struct stat *st)
 {
     char target[PATH_MAX];
+    if (w->W->hook)
+        call_hook(w->W, w, "readlink", d);
     ssize_t n = readlinkat(fd, name, target, sizeof target);
     if (n < 0) {
         record_error(w, d, name, nl, "readlink", errno);
