@@ -65,7 +65,7 @@ def generate(fs_path: Path, first_day: int, days: int, targets: int, interval_s:
     """Write `days` days of telemetry under fs_path (the layout's fs=<name> directory), each with its
     rollup as an import writes it. Returns rows, seconds writing data, seconds writing rollups."""
     from ioweather.store import telemetry_rollup
-    from ioweather.store.telemetry_layout import SCHEMA
+    from ioweather.store.telemetry_layout import SCHEMA, WRITE_OPTIONS
 
     rng = np.random.default_rng(seed)
     names = pa.array([f"bench-OST{i:04x}" for i in range(targets)])
@@ -77,7 +77,7 @@ def generate(fs_path: Path, first_day: int, days: int, targets: int, interval_s:
         date = time.strftime("%Y-%m-%d", time.gmtime(d * 86400))
         out = fs_path / f"date={date}"
         out.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table, out / "bench-0.parquet", compression="zstd", row_group_size=1 << 20)
+        pq.write_table(table, out / "bench-0.parquet", row_group_size=1 << 20, **WRITE_OPTIONS)
         t_data += time.perf_counter() - t
         t = time.perf_counter()
         telemetry_rollup.write(out / "bench-0.parquet", table)

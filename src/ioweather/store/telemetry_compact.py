@@ -75,7 +75,7 @@ def compact_day(day_dir: Path, writer: str, min_files: int = 2) -> Path | None:
     tmp = day_dir / f".{name}.tmp"
     meta = {layout.REPLACES_KEY: "\n".join(p.name for p in parts).encode()}
     try:
-        with pq.ParquetWriter(tmp, layout.SCHEMA.with_metadata(meta), compression="zstd") as w:
+        with pq.ParquetWriter(tmp, layout.SCHEMA.with_metadata(meta), **layout.WRITE_OPTIONS) as w:
             for p in parts:
                 w.write_table(pq.read_table(p).select(layout.SCHEMA.names).cast(layout.SCHEMA))
         rolled, first, last = _merged_rollup(parts)

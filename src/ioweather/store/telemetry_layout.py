@@ -60,6 +60,12 @@ SCHEMA = pa.schema([
     ("value", pa.float64()),
     ("interval_s", pa.float64()),
 ])
+# How every telemetry file is written. BYTE_STREAM_SPLIT on the values and delta-coding of the times
+# make the files 17 % smaller and the value scans behind `workload` 37 % cheaper in CPU than plain
+# zstd (measured on a year x 100 targets: docs/benchmarks/workload.md); the strings and the interval
+# repeat, so they keep dictionary encoding.
+WRITE_OPTIONS = dict(compression="zstd", use_dictionary=["target", "metric", "interval_s"],
+                     column_encoding={"value": "BYTE_STREAM_SPLIT", "time_ns": "DELTA_BINARY_PACKED"})
 _FS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _WRITER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
 
@@ -108,7 +114,7 @@ def write_rows(settings: Settings, fs: str, df: pd.DataFrame, writer: str = "imp
         name = f"{writer}-{uuid.uuid4().hex[:12]}.parquet"
         tmp = out / f".{name}.tmp"
         table = pa.Table.from_pandas(part, schema=SCHEMA, preserve_index=False)
-        pq.write_table(table, tmp, compression="zstd")
+        pq.write_table(table, tmp, **WRITE_OPTIONS)
         os.replace(tmp, out / name)
         rollup.write(out / name, table)  # after the data file: a crash in between costs speed, not truth
         if paths_out is not None:
