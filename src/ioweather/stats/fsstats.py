@@ -193,6 +193,9 @@ def largest_bucket(hist: dict) -> dict | None:
 
 # ---------------------------------------------------------------- fsstats CSV
 
+#: fsstats 1.4.5's print_report order and Histo.pm rules, read in a copy of fsstats 1.4.5 that was
+#: adapted to read its entries from PostgreSQL (same VERSION, print_report and Histo.pm); among them
+#: the overhead quirk: Histo::add buckets the two overhead histograms by the item's size.
 #: section title, histogram, value divisor, unit text, fsstats bucket style, what a row counts:
 #: "items" (count, value sum), "KB" (kilobytes, KB-weighted value sum: the age "(KB)" sections),
 #: "positive" / "negative" (one side of the overhead histogram, rows by item size)
