@@ -126,3 +126,28 @@ def artifacts_dir() -> Path:
     d = ROOT / "test-artifacts"
     d.mkdir(exist_ok=True)
     return d
+
+
+def _mount_tmpfs(path: Path, opts: str) -> None:
+    path.mkdir(exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount tmpfs here ({r.stderr.strip()})")
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """`tmpfs(name, opts)` mounts a real tmpfs (e.g. "size=4m" to fill it, "ro") under tmp_path; needs root."""
+    mounted = []
+
+    def make(name: str, opts: str = "size=64m") -> Path:
+        if os.geteuid() != 0:
+            pytest.skip("mounting a tmpfs needs root")
+        p = tmp_path / name
+        _mount_tmpfs(p, opts)
+        mounted.append(p)
+        return p
+
+    yield make
+    for p in reversed(mounted):
+        subprocess.run(["umount", "-l", str(p)], capture_output=True)

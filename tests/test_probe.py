@@ -16,33 +16,10 @@ import pytest
 from ioweather.errors import UserError
 from ioweather.sources.probe import (DATA_NAME, POOL_NAME, Probe, ProbeOptions, init_probe_dir, mount_point)
 from ioweather.store.probe import OPS
+from unprivileged import as_nobody, world_readable_tmp
 
 MiB = 1 << 20
 ROOT = os.geteuid() == 0
-
-
-def _mount_tmpfs(path: Path, opts: str) -> None:
-    path.mkdir(exist_ok=True)
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount tmpfs here ({r.stderr.strip()})")
-
-
-@pytest.fixture
-def tmpfs(tmp_path):
-    mounted = []
-
-    def make(name: str, opts: str = "size=64m") -> Path:
-        if not ROOT:
-            pytest.skip("mounting a tmpfs needs root")
-        p = tmp_path / name
-        _mount_tmpfs(p, opts)
-        mounted.append(p)
-        return p
-
-    yield make
-    for p in reversed(mounted):
-        subprocess.run(["umount", "-l", str(p)], capture_output=True)
 
 
 def _probe(path, sink, **kw):
@@ -196,7 +173,7 @@ def test_dir_owned_by_another_user_is_refused(tmp_path, home, cli):
 def test_read_only_mount(tmpfs, home, cli):
     ro = tmpfs("ro", "ro,size=1m")
     r = cli("probe", "init", str(ro / "p"), "--file-size", "1MiB", "--pool", "2", home=home)
-    assert r.returncode == 2 and "Read-only file system" in r.stderr and r.stderr.count("\n") == 1
+    assert r.returncode == 2 and "read-only file system" in r.stderr and r.stderr.count("\n") == 1
 
 
 def test_disk_full_at_init(tmpfs, home, cli):
@@ -213,7 +190,7 @@ def test_disk_full_during_init_removes_partial_file(tmpfs, monkeypatch):
         f_bavail, f_frsize = 1 << 40, 1
 
     monkeypatch.setattr(os, "fstatvfs", lambda fd: Plenty)
-    with pytest.raises(UserError, match="disk full while creating"):
+    with pytest.raises(UserError, match=r"cannot write .*/p/data: disk full \(no space left on device\); removed the partial file"):
         init_probe_dir(small / "p", 16 * MiB, 2, block=MiB)
     assert not (small / "p" / DATA_NAME).exists()
 
@@ -347,36 +324,16 @@ def test_probe_end_to_end_on_postgresql(tmp_path, home, cli, pg_url):
     assert not (home / "ioweather.sqlite").exists()  # nothing went to the embedded default
 
 
-def test_unwritable_dir_as_unprivileged_user(tmp_path):
+def test_unwritable_dir_as_unprivileged_user():
     """Permission bits do not stop root, so the check runs in a child that drops to uid 65534."""
-    if not ROOT:
-        pytest.skip("needs root to switch to an unprivileged user")
-    import shutil
-    import tempfile
+    def attempt() -> str:
+        try:
+            init_probe_dir(base / "locked" / "p", MiB, 2, block=MiB)
+        except UserError as e:
+            return str(e)
+        return "no error"
 
-    base = Path(tempfile.mkdtemp(prefix="ioweather-perm-"))
-    try:
-        base.chmod(0o755)
+    with world_readable_tmp("ioweather-perm-") as base:
         (base / "locked").mkdir(mode=0o755)  # root-owned: others may enter, not write
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # child
-            os.close(r)
-            try:
-                os.setgroups([])
-                os.setgid(65534)
-                os.setuid(65534)
-                init_probe_dir(base / "locked" / "p", MiB, 2, block=MiB)
-                msg = "no error"
-            except UserError as e:
-                msg = str(e)
-            except BaseException as e:  # anything else is a failure the parent reports
-                msg = f"unexpected {type(e).__name__}: {e}"
-            os.write(w, msg.encode())
-            os._exit(0)
-        os.close(w)
-        msg = os.read(r, 4096).decode()
-        os.waitpid(pid, 0)
-        assert "cannot create probe directory" in msg and "Permission denied" in msg, msg
-    finally:
-        shutil.rmtree(base)
+        msg = as_nobody(attempt)
+    assert msg == f"cannot create probe directory {base}/locked/p: permission denied", msg

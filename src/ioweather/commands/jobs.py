@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ioweather.commands.common import SIZE, json_option
-from ioweather.errors import UserError
+from ioweather.errors import UserError, from_os_error
 from ioweather.views.output import print_json, progress, stderr
 
 
@@ -16,7 +16,7 @@ def _write_html(out: str, text: str) -> None:
     try:
         Path(out).write_text(text, encoding="utf-8")
     except OSError as e:
-        raise UserError(f"cannot write {out}: {e.strerror}") from None
+        raise from_os_error(out, e, "write") from None
 
 
 def job_report(path: str, *, cores_per_node: int | None = None, thresholds_file: str | None = None,
@@ -150,7 +150,7 @@ def register(cli: click.Group) -> None:
             try:
                 text = Path(projects_file).read_text(encoding="utf-8")
             except OSError as e:
-                raise UserError(f"cannot read projects file {projects_file}: {e.strerror}") from None
+                raise from_os_error(projects_file, e, "read projects file") from None
             try:
                 rules = parse_project_map(text)
             except ValueError as e:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ioweather.errors import UserError
+from ioweather.errors import UserError, os_error_reason
 
 # The extraction context inherited by forked workers (set before the pool starts).
 _KNOWN_HASHES: frozenset[str] = frozenset()
@@ -87,7 +87,7 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
         size, mtime = st.st_size, st.st_mtime_ns
     except OSError as e:
         return ("failed", {"path": path, "path_hash": path_hash(path), "log_hash": None, "size_bytes": 0,
-                           "mtime_ns": 0, "reason": f"cannot stat: {e.strerror}"})
+                           "mtime_ns": 0, "reason": f"cannot stat: {os_error_reason(e, path)}"})
     try:
         log_hash = content_hash(path)
         if log_hash in known:
@@ -111,7 +111,7 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
     except (DarshanLogError, UserError) as e:
         reason = str(e)
     except OSError as e:
-        reason = f"cannot read: {e.strerror}"
+        reason = f"cannot read: {os_error_reason(e, path)}"
     except Exception as e:  # a reader bug must not stop the batch; the reason says what happened
         reason = f"unexpected error while reading: {type(e).__name__}: {e}"
     prefix = f"{path}: "

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ioweather.errors import UserError
+from ioweather.errors import UserError, from_os_error
 
 DURATION_COLUMNS = ("duration_s", "duration_ns", "duration", "value")
 UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
@@ -39,13 +39,10 @@ def reading(path: Path, what: str = "CSV or Parquet file"):
         if path.is_dir():
             raise UserError(f"{path} is a directory, not a {what}")
         yield
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except PermissionError:
-        raise UserError(f"{path}: permission denied") from None
-    except IsADirectoryError:
-        raise UserError(f"{path} is a directory, not a {what}") from None
     except (pa.ArrowException, OSError) as e:
+        if getattr(e, "errno", None) and not isinstance(e, pa.ArrowException):
+            raise from_os_error(path, e, "read") from None
+        # Arrow's own errors (some are OSErrors without an errno): the file is there but not a table
         raise UserError(f"{path}: not a readable {what} ({str(e).splitlines()[0]})") from None
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ioweather.errors import UserError
+from ioweather.errors import UserError, from_os_error
 from ioweather.units import format_bytes
 from ioweather.stats.job import MiB, cols, effective_ranks, monitored, subset, zero_missing
 
@@ -57,7 +57,7 @@ class Thresholds:
         try:
             text = p.read_bytes()
         except OSError as e:
-            raise UserError(f"cannot read thresholds file {path}: {e.strerror}") from None
+            raise from_os_error(path, e, "read thresholds file") from None
         try:
             data = json.loads(text) if p.suffix.lower() == ".json" else tomllib.loads(text.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as e:
