@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from browser import CHROMIUM_ARGS, launch  # noqa: F401  (CHROMIUM_ARGS: test_fsstats_cli imports it from here)
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 TESTDATA = SHARED / "testdata"
@@ -117,8 +119,11 @@ def chromium_path() -> str:
     pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
 
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+@pytest.fixture(scope="module")
+def browser(chromium_path):
+    """One headless Chromium context per test module (tests/browser.py: `visit` opens pages in it)."""
+    with launch(chromium_path) as context:
+        yield context
 
 
 @pytest.fixture(scope="session")
