@@ -97,6 +97,16 @@ def assert_no_script_ran(page) -> None:
     assert page.evaluate("window.__xss") is None
 
 
+def assert_renders_with_data(v: Visit, artifacts_dir: Path, name: str) -> None:
+    """The page answered 200, drew every plot with data, ran no injected script and logged no error;
+    a screenshot is saved as test-artifacts/NAME.png whatever the outcome."""
+    screenshot(v.page, artifacts_dir, name)
+    assert v.response.status == 200
+    assert_plots_drawn(v.page)
+    assert_no_script_ran(v.page)
+    assert v.errors == []
+
+
 def json_twin(page, path: str):
     """The JSON twin of dashboard page PATH (/api + PATH), fetched by the page itself."""
     return json.loads(page.evaluate(f"fetch({json.dumps('/api' + path)}).then(r => r.text())"))

@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import pytest
 
-from browser import assert_no_script_ran, assert_plots_drawn, json_twin, screenshot, visit
+from browser import assert_no_script_ran, assert_renders_with_data, json_twin, visit
 from web_pages_data import NASTY, NASTY_NAME, nasty_hash, pages_home, pages_server  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -28,11 +28,7 @@ PAGES = [
 @pytest.mark.parametrize("name,path", PAGES, ids=[p[0] for p in PAGES])
 def test_page_renders_with_data(browser, pages_server, artifacts_dir, name, path):
     with visit(browser, pages_server.url + path) as v:
-        screenshot(v.page, artifacts_dir, f"web-{name}")
-        assert v.response.status == 200
-        assert_plots_drawn(v.page)
-        assert_no_script_ran(v.page)
-        assert v.errors == []
+        assert_renders_with_data(v, artifacts_dir, f"web-{name}")
 
 
 def test_job_list_text_equals_jsonjson_twin(browser, pages_server):
