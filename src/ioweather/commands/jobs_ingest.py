@@ -44,6 +44,7 @@ def find_logs(paths: Iterable[str]) -> Iterator[str]:
 
 
 def job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size: int, mtime_ns: int) -> dict:
+    from ioweather.stats.findings import ACTIONABLE
     from ioweather.store.jobs import INTERFACE_COLUMNS, path_hash
 
     perf, tot, sh = ch["perf"], ch["totals"], ch["sharing"]
@@ -63,7 +64,7 @@ def job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size:
         "io_time_s": perf["io_time_s"], "io_fraction": perf["io_fraction_of_runtime"],
         "common_access_bytes": common[0]["size_bytes"] if common else None,
         "seq_fraction": ch["access"]["seq_fraction"],
-        "finding_codes": ",".join(f["code"] for f in findings if f["level"] in ("HIGH", "WARN"))[:255],
+        "finding_codes": ",".join(f["code"] for f in findings if f["level"] in ACTIONABLE)[:255],
     }
     for mod, prefix in INTERFACE_COLUMNS.items():
         it = ch["interfaces"].get(mod)
