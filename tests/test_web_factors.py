@@ -130,3 +130,27 @@ def test_hidden_without_probe_samples(tmp_path):
         assert code == 404 and "probe" in d["error"]
         assert 'href="/factors"' not in s.get("/status")[2].decode()
     store.dispose()
+
+
+def test_failed_samples_are_left_out_and_counted(tmp_path):
+    """Errors and timeouts are not durations of the I/O path: the page and the command drop them alike."""
+    from web_server import frozen_app
+    from web_synthetic import add_target
+
+    from ioweather.sources.latency_table import load_probe_durations
+
+    h = 3600 * 10**9
+    t0 = (1_700_000_000 * 10**9 // h) * h
+    home = tmp_path / "home"
+    store = open_store(Settings.resolve(home))
+    add_target(store, "flaky", t0 - h, t0, period_s=1, seed=11, error_rate=0.05, timeout_rate=0.01)
+    s = probe_store.read_samples(store, "flaky", since_ns=t0 - h, until_ns=t0, ops=["data_write"])
+    failed = int((s["status"] != 0).sum())  # the store's own statuses, counted here
+    assert 100 < failed < len(s["status"]) // 5
+    with Server(frozen_app(home, t0)) as srv:
+        code, d = api(srv, "/api/factors?" + urlencode({"target": "flaky", "op": "data_write", "since": "1h"}))
+    assert code == 200 and d["excluded"] == failed
+    assert d["analysis"]["n"] == len(s["status"]) - failed
+    _, df = load_probe_durations(store, "data_write", "flaky", t0 - h, t0)
+    assert len(df) == d["analysis"]["n"] and df["duration_s"].max() < 60  # no 60 s timeout among them
+    store.dispose()

@@ -60,11 +60,11 @@ def _load(settings, files, *, from_store, op, target, since, until, column, unit
         missing = [c for c in need if c not in df.columns]
         if missing:
             raise UserError(f"probe samples have no column {', '.join(missing)}")
-        for k, v in lt.parse_where(where):
+        conditions = lt.parse_where(where)
+        for k, _ in conditions:
             if k not in df.columns:
                 raise UserError(f"--where {k}: probe samples have no column {k!r}")
-            df = df[df[k].astype(str) == v]
-        return df, f"{tgt}/{op}"
+        return lt.apply_where(df, conditions), f"{tgt}/{op}"
     if not files:
         raise UserError("give a FILE (CSV or Parquet) or --from-store --op OP")
     if op or target or since or until:
