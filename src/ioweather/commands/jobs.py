@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
@@ -27,8 +26,6 @@ def job_report(path: str, *, cores_per_node: int | None = None, thresholds_file:
     from ioweather.stats.job import characterize
 
     thresholds = Thresholds.from_file(thresholds_file) if thresholds_file else Thresholds()
-    if not os.path.exists(path):
-        raise UserError(f"no such file: {path}")
     log = read_log(path, dxt=dxt, heatmaps=False)
     rep = characterize(log, cores_per_node=cores_per_node)
     rep["findings"] = job_findings(log, rep, thresholds)
