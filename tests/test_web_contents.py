@@ -16,8 +16,8 @@ from ioweather.store import open_store
 from ioweather.store import probe as probe_store
 from ioweather.web.app import create_app
 from web_pages_data import (  # noqa: F401  (fixtures)
-    NASTY, NASTY_NAME, TREE_V1, api, assert_bad_request, tree_v2, pages_home, pages_server)
-from web_server import Server
+    NASTY, NASTY_NAME, TREE_V1, tree_v2, pages_home, pages_server)
+from web_server import Server, api, assert_bad_request
 
 
 

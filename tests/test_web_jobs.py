@@ -18,8 +18,8 @@ from ioweather.store import probe as probe_store
 from ioweather.views.output import to_json
 from ioweather.web.app import create_app
 from web_pages_data import (  # noqa: F401  (fixtures)
-    CORES_PER_NODE, NASTY, NASTY_NAME, api, assert_bad_request, nasty_hash, pages_home, pages_server)
-from web_server import Server
+    CORES_PER_NODE, NASTY, NASTY_NAME, nasty_hash, pages_home, pages_server)
+from web_server import Server, api, assert_bad_request, assert_never_500
 
 
 @pytest.fixture(scope="module")
@@ -189,14 +189,9 @@ def test_unknown_job_is_404(jserver):
 
 
 def test_random_parameters_never_500(jserver):
-    rng = np.random.default_rng(11)
-    alphabet = list("0123456789abcdef-<>'\"&%/\\ ") + ["bytes", "desc", "\x00", "é", "1e9", "99999999999999999999"]
-    for _ in range(120):
-        page = rng.choice(["jobs", "job"])
-        name = rng.choice(["sort", "order", "limit", "offset"] if page == "jobs" else ["id"])
-        value = "".join(rng.choice(alphabet, size=int(rng.integers(0, 14))))
-        code, _, body = jserver.get(f"/api/{page}?{name}={quote(value)}")
-        assert code in (200, 400, 404), (page, name, value, code, body[:200])
+    assert_never_500(jserver, {"/api/jobs": ["sort", "order", "limit", "offset"], "/api/job": ["id"]},
+                     list("0123456789abcdef-<>'\"&%/\\ ") + ["bytes", "desc", "\x00", "é", "1e9", "99999999999999999999"],
+                     tries=120, seed=11, codes=(200, 400, 404), max_len=14)
 
 
 # --------------------------------------------------------------------------- no data / new data
