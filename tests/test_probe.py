@@ -22,6 +22,20 @@ MiB = 1 << 20
 ROOT = os.geteuid() == 0
 
 
+def _plant_in_pool(d: Path, make) -> Path:
+    """Replace the pool file the probe reads next (the oldest) by whatever make(path) creates there."""
+    path = d / POOL_NAME / sorted(os.listdir(d / POOL_NAME))[0]
+    os.unlink(path)
+    make(path)
+    return path
+
+
+def _pool_with_a_fifo(d: Path) -> tuple[Path, Path]:
+    """(a probe directory whose next md_read opens a FIFO, the FIFO): open(2) blocks for real, like a stuck mount."""
+    init_probe_dir(d, MiB, 3, block=64 * 1024)
+    return d, _plant_in_pool(d, lambda path: os.mkfifo(path, 0o600))
+
+
 def _probe(path, sink, **kw):
     opts = ProbeOptions(**{"interval_s": 0.05, "block": 64 * 1024, "timeout_s": 5, "flush_s": 0.05, **kw})
     return Probe(path, opts, sink=sink.extend)
@@ -124,9 +138,7 @@ def test_symlink_planted_in_pool_becomes_error_sample_not_followed(tmp_path):
     init_probe_dir(d, MiB, 3, block=64 * 1024)
     victim = tmp_path / "victim"
     victim.write_bytes(b"x" * 3901)
-    oldest = sorted(os.listdir(d / POOL_NAME))[0]
-    os.unlink(d / POOL_NAME / oldest)
-    os.symlink(victim, d / POOL_NAME / oldest)
+    _plant_in_pool(d, lambda path: os.symlink(victim, path))
     rows = []
     p = _probe(d, rows, duration_s=0.3)
     p.run(install_signals=False)
@@ -216,11 +228,7 @@ def test_disk_full_during_run_gives_error_samples_and_keeps_going(tmpfs):
 
 def test_hung_operation_times_out_and_blocks_further_ops(tmp_path):
     """A FIFO in the pool makes open(2) block for real, like a stuck mount."""
-    d = tmp_path / "p"
-    init_probe_dir(d, MiB, 3, block=64 * 1024)
-    oldest = sorted(os.listdir(d / POOL_NAME))[0]
-    os.unlink(d / POOL_NAME / oldest)
-    os.mkfifo(d / POOL_NAME / oldest, 0o600)
+    d, fifo = _pool_with_a_fifo(tmp_path / "p")
     rows = []
     p = _probe(d, rows, timeout_s=0.3, duration_s=60)
     t = threading.Thread(target=p.run, kwargs={"install_signals": False})
@@ -231,7 +239,7 @@ def test_hung_operation_times_out_and_blocks_further_ops(tmp_path):
     assert [r[0] for r in timeouts] == ["md_read"]  # exactly one timeout: nothing piled up behind it
     assert timeouts[0][2] >= 0.3e9
     assert not any(r[1] > timeouts[0][1] for r in during if r[4] != "timeout")  # no op started since
-    fd = os.open(d / POOL_NAME / oldest, os.O_WRONLY)  # unblock the hung open
+    fd = os.open(fifo, os.O_WRONLY)  # unblock the hung open
     os.close(fd)
     time.sleep(0.8)
     p.stop()
@@ -267,11 +275,7 @@ def _wait_for(pred, timeout=30):
 
 
 def test_sigterm_during_hung_op_exits_cleanly_and_flushes(tmp_path, home):
-    d = tmp_path / "p"
-    init_probe_dir(d, MiB, 3, block=64 * 1024)
-    oldest = sorted(os.listdir(d / POOL_NAME))[0]
-    os.unlink(d / POOL_NAME / oldest)
-    os.mkfifo(d / POOL_NAME / oldest, 0o600)
+    d, _ = _pool_with_a_fifo(tmp_path / "p")
     proc = _start_daemon(d, home, "--timeout", "60s")
     time.sleep(2.5)  # the first period hangs in md_read; the timeout is far away
     t0 = time.monotonic()

@@ -20,7 +20,8 @@ from ioweather.store import open_store
 from ioweather.store import probe as probe_store
 from ioweather.units import ns_to_iso
 from ioweather.web.app import create_app
-from web_server import NASTY, Server, api, assert_bad_request, assert_never_500, filled, server  # noqa: F401  (fixtures)
+from web_server import (  # noqa: F401  (fixtures)
+    NASTY, Server, api, assert_bad_request, assert_never_500, escaped_page, filled, server)
 
 
 # --------------------------------------------------------------------------- status numbers
@@ -124,15 +125,9 @@ def _strings(o) -> set[str]:
 def test_labels_from_data_are_escaped(server, path):
     from urllib.parse import quote
 
-    code, _, body = server.get(path.replace("%s", quote(NASTY)))
-    assert code == 200
-    html = body.decode()
-    assert "<script>window.__xss" not in html and "<img src=x" not in html
+    html, data = escaped_page(server, path.replace("%s", quote(NASTY)))
     assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in html  # shown as text
-    # The embedded JSON twin survives intact (no early </script>) and holds the exact name.
-    blob = re.search(r'<script id="page-data" type="application/json">(.*?)</script>', html, re.S).group(1)
-    assert NASTY in _strings(json.loads(blob))
-    assert blob.count("<") == 0
+    assert NASTY in _strings(data)  # the embedded JSON twin holds the exact name
 
 
 def test_security_headers(server):

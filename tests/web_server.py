@@ -4,6 +4,7 @@ synthetic long windows, and the dashboard served by uvicorn on a free loopback p
 from __future__ import annotations
 
 import json
+import re
 import socket
 import sys
 import threading
@@ -108,6 +109,19 @@ def assert_bad_request(server: Server, path: str, message: str) -> None:
     assert message in json.loads(body)["error"]
     code, _, html = server.get(path.replace("/api/", "/"))
     assert code == 400 and "Bad request" in html.decode()
+
+
+def escaped_page(server: Server, path: str) -> tuple[str, dict]:
+    """(HTML, embedded JSON twin) of the page at `path`, after checking that it answered 200, that the
+    NASTY labels of the test data are not live markup in it, and that the twin in its
+    <script id="page-data"> holds no "<" that could close that script early."""
+    code, _, body = server.get(path)
+    assert code == 200
+    html = body.decode()
+    assert "<script>window.__xss" not in html and "<img src=x" not in html
+    blob = re.search(r'<script id="page-data" type="application/json">(.*?)</script>', html, re.S).group(1)
+    assert blob.count("<") == 0
+    return html, json.loads(blob)
 
 
 def assert_never_500(server: Server, params: dict[str, list[str]], alphabet: list[str], *, tries: int, seed: int,

@@ -219,11 +219,7 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
     known_hashes, known_paths = jobs_store.seen(store)
     todo, skipped = [], 0
     for p in find_logs(paths):
-        try:
-            st = os.stat(p)
-            stamp = (st.st_size, st.st_mtime_ns)
-        except OSError:
-            stamp = None
+        stamp = _stamp(p)
         if stamp is not None and known_paths.get(jobs_store.path_hash(p)) == stamp:
             skipped += 1
             continue
@@ -239,8 +235,9 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
             progress_cb(done[0], len(todo))
 
     def on_crash(item, reason):
+        size, mtime = _stamp(item) or (0, 0)
         on_result(item, ("failed", {"path": item, "path_hash": jobs_store.path_hash(item), "log_hash": None,
-                                    "size_bytes": _size(item), "mtime_ns": _mtime(item), "reason": reason}))
+                                    "size_bytes": size, "mtime_ns": mtime, "reason": reason}))
 
     known = frozenset(known_hashes)
     try:
@@ -257,18 +254,13 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
     return {**sink.counts, "found": len(todo) + skipped}
 
 
-def _size(p: str) -> int:
+def _stamp(p: str) -> tuple[int, int] | None:
+    """(size, mtime_ns) of `p`, None when it cannot be stat'ed (gone, unreadable directory)."""
     try:
-        return os.stat(p).st_size
+        st = os.stat(p)
     except OSError:
-        return 0
-
-
-def _mtime(p: str) -> int:
-    try:
-        return os.stat(p).st_mtime_ns
-    except OSError:
-        return 0
+        return None
+    return st.st_size, st.st_mtime_ns
 
 
 def _run_dask(address: str, todo: list[str], known: frozenset[str], cores_per_node, on_result) -> None:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ioweather._native import load
 from ioweather.errors import UserError, from_os_error, os_error_reason
 
 DISCARD, CACHED, UNCACHED = "discard", "cached", "uncached"
@@ -36,11 +37,7 @@ _CHUNK = 4 << 20
 
 
 def core():
-    try:
-        from ioweather._native import iomodel_core
-    except ImportError as e:  # pragma: no cover - only on a broken install
-        raise UserError(f"the C core is not built ({e}); reinstall ioweather with gcc and the Python headers present") from None
-    return iomodel_core
+    return load("iomodel_core")
 
 
 def data_file_name(proc: int) -> str:

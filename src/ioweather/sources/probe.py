@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ioweather._native import load
 from ioweather.errors import UserError, from_os_error
 
 SMALL_FILE_BYTES = 3901  # the paper's metadata probe file size
@@ -45,14 +46,6 @@ DEFAULT_POOL = 200
 META_NAME = "probe.json"
 DATA_NAME = "data"
 POOL_NAME = "pool"
-
-
-def _native():
-    try:
-        from ioweather._native import probe_core
-    except ImportError as e:  # pragma: no cover - only on a broken install
-        raise UserError(f"the C core is not built ({e}); reinstall ioweather with gcc and the Python headers present") from None
-    return probe_core
 
 
 # --------------------------------------------------------------------------- layout
@@ -277,7 +270,7 @@ class Probe:
         self.opt = options
         self.sink = sink
         self.log = log
-        self.core = _native()
+        self.core = load("probe_core")
         self.stop_event = threading.Event()
         self.dirfd = open_dir(self.path, create=False)
         self.layout = read_layout(self.dirfd, self.path)

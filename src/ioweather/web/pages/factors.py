@@ -31,17 +31,6 @@ MAX_POINTS = 20000
 SETTLED_NS = 120 * 10**9
 
 
-def _float(q: Query, name: str, default: float, lo: float, hi: float, *, lo_open: bool = False) -> float:
-    raw = q.text(name, repr(default))
-    try:
-        v = float(raw)
-    except ValueError:
-        raise BadRequest(f"{name} must be a number, got {raw!r}") from None
-    if not (lo < v if lo_open else lo <= v) or not v <= hi:
-        raise BadRequest(f"{name} must be {'above' if lo_open else 'at least'} {lo:g} and at most {hi:g}, got {raw!r}")
-    return v
-
-
 def _analyse(ctx: WebContext, target: str, op: str, since: int, until: int, kw: dict) -> dict:
     try:
         df, excluded = probe_samples(ctx.store, target, op, since, until)
@@ -68,9 +57,9 @@ def factors_data(ctx: WebContext, params) -> dict:
     target = target_param(q, targets, required=True)
     op = q.choice("op", probe_store.OPS, "data_read")
     since, until = q.window("1d", MAX_WINDOW_S, now_utc(ctx))
-    kw = {"adjust": _float(q, "adjust", 2.0, 0.0, 100.0, lo_open=True),
-          "significance": _float(q, "significance", DEFAULT_SIGNIFICANCE, 0.0, 1.0, lo_open=True),
-          "cutoff_fraction": _float(q, "cutoff_fraction", 0.05, 0.0, 0.99, lo_open=True),
+    kw = {"adjust": q.number("adjust", 2.0, 0.0, 100.0, lo_open=True),
+          "significance": q.number("significance", DEFAULT_SIGNIFICANCE, 0.0, 1.0, lo_open=True),
+          "cutoff_fraction": q.number("cutoff_fraction", 0.05, 0.0, 0.99, lo_open=True),
           "split": q.choice("split", ("minimum", "mean"), "minimum")}
 
     def run():
