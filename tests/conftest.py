@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from browser import CHROMIUM_ARGS, launch  # noqa: F401  (CHROMIUM_ARGS: test_fsstats_cli imports it from here)
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 TESTDATA = SHARED / "testdata"
@@ -117,8 +119,11 @@ def chromium_path() -> str:
     pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
 
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+@pytest.fixture(scope="module")
+def browser(chromium_path):
+    """One headless Chromium context per test module (tests/browser.py: `visit` opens pages in it)."""
+    with launch(chromium_path) as context:
+        yield context
 
 
 @pytest.fixture(scope="session")
@@ -126,3 +131,28 @@ def artifacts_dir() -> Path:
     d = ROOT / "test-artifacts"
     d.mkdir(exist_ok=True)
     return d
+
+
+def _mount_tmpfs(path: Path, opts: str) -> None:
+    path.mkdir(exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount tmpfs here ({r.stderr.strip()})")
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """`tmpfs(name, opts)` mounts a real tmpfs (e.g. "size=4m" to fill it, "ro") under tmp_path; needs root."""
+    mounted = []
+
+    def make(name: str, opts: str = "size=64m") -> Path:
+        if os.geteuid() != 0:
+            pytest.skip("mounting a tmpfs needs root")
+        p = tmp_path / name
+        _mount_tmpfs(p, opts)
+        mounted.append(p)
+        return p
+
+    yield make
+    for p in reversed(mounted):
+        subprocess.run(["umount", "-l", str(p)], capture_output=True)

@@ -118,27 +118,20 @@ def test_html_escapes_file_names(cli, home, tmp_path, script_log):
 
 @pytest.mark.slow
 @pytest.mark.browser
-def test_html_renders_in_chromium_without_running_the_name(cli, home, tmp_path, script_log, chromium_path):
-    from playwright.sync_api import sync_playwright
-
-    from conftest import CHROMIUM_ARGS
+def test_html_renders_in_chromium_without_running_the_name(cli, home, tmp_path, script_log, browser):
+    from browser import visit
 
     out = tmp_path / "report.html"
     cli("job", str(script_log), "--html", str(out), home=home, check=True)
     dxt_out = tmp_path / "dxt.html"
     cli("job", str(TESTDATA_LOGS / "nonmpi_dxt_anonymized.darshan"), "--html", str(dxt_out), home=home, check=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        dialogs = []
-        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-        page.goto(out.as_uri())
-        assert "<script>alert(1)</script>" in page.inner_text("body")
-        assert page.locator("svg").count() >= 2
-        page.goto(dxt_out.as_uri())
-        assert "timeline" in page.inner_text("body")
-        browser.close()
-    assert dialogs == []
+    with visit(browser, out.as_uri(), plots_ready=False) as v:
+        assert "<script>alert(1)</script>" in v.page.inner_text("body")
+        assert v.page.locator("svg").count() >= 2
+        assert v.errors == []  # no alert() dialog: the name was not run
+    with visit(browser, dxt_out.as_uri(), plots_ready=False) as v:
+        assert "timeline" in v.page.inner_text("body")
+        assert v.errors == []
 
 
 @pytest.mark.slow

@@ -250,3 +250,25 @@ def test_stragglers_threshold_changes_the_outcome():
     rep = characterize(log)
     assert "P19" in _codes(job_findings(log, rep))
     assert "P19" not in _codes(job_findings(log, rep, Thresholds(stragglers=0.9)))
+
+
+def test_stored_codes_are_described_most_severe_first():
+    from ioweather.stats.findings import FINDINGS, describe_codes, highest_level
+
+    got = describe_codes(["F01", "X99", "P05", "M06"])
+    assert [(g["code"], g["level"]) for g in got] == [("P05", "HIGH"), ("F01", "WARN"), ("M06", "WARN"), ("X99", None)]
+    assert [g["what"] for g in got[:3]] == [FINDINGS[c][1] for c in ("P05", "F01", "M06")]
+    assert highest_level(["F01", "M06"]) == "WARN" and highest_level(["M06", "P05"]) == "HIGH"
+    assert highest_level([]) is None
+    assert highest_level(["X99"]) == "WARN"  # a newer version's code: only actionable codes are stored
+
+
+@pytest.mark.parametrize("path", LOGS, ids=LOG_IDS)
+def test_findings_come_most_severe_first(path):
+    from ioweather.stats.findings import LEVELS
+
+    log = read_log(path)
+    f = job_findings(log, characterize(log))
+    rest = [x for x in f if x["code"] != "T01"]
+    assert [LEVELS.index(x["level"]) for x in rest] == sorted(LEVELS.index(x["level"]) for x in rest)
+    assert all(x["code"] == "T01" for x in f[: len(f) - len(rest)])

@@ -11,6 +11,7 @@ import pytest
 
 from darshan_support import (DATA_LOGS, LOG_IDS, LOGS, TESTDATA_LOGS, inflate_dxt,  # noqa: F401 (autouse)
                              need_darshan_logs, pydarshan_example_logs, rename_records)
+from unprivileged import as_nobody, world_readable_tmp
 
 from ioweather.sources.darshan_log import DarshanLogError, check_layout, read_log
 
@@ -190,13 +191,22 @@ def test_path_with_spaces_and_unicode(tmp_path):
     assert read_log(p).nprocs == 4
 
 
-def test_directory_and_unreadable_file(tmp_path):
+def test_directory_is_not_a_log(tmp_path):
     with pytest.raises(DarshanLogError, match="directory"):
         read_log(tmp_path)
-    p = tmp_path / "locked.darshan"
-    shutil.copy(TESTDATA_LOGS / "mpi-io-test-x86_64-3.0.0.darshan", p)
-    os.chmod(p, 0)
-    if os.access(p, os.R_OK):
-        pytest.skip("running as root: file permissions are not enforced")
-    with pytest.raises(DarshanLogError, match="cannot read"):
-        read_log(p)
+
+
+def test_unreadable_file():
+    def attempt() -> str:
+        try:
+            read_log(p)
+        except DarshanLogError as e:
+            return str(e)
+        return "no error"
+
+    with world_readable_tmp("ioweather-darshan-") as base:
+        p = base / "locked.darshan"
+        shutil.copy(TESTDATA_LOGS / "mpi-io-test-x86_64-3.0.0.darshan", p)
+        os.chmod(p, 0)
+        msg = as_nobody(attempt) if os.geteuid() == 0 else attempt()  # permission bits do not stop root
+    assert msg == f"{p}: cannot read: permission denied"

@@ -95,7 +95,7 @@ def test_output_contract_metadata_and_sidecar(cli, home, tmp_path):
     (["--cache", "cached", "--dir", "{tmp}", "--sizes", "1MiB", "--file-size", "1MiB", "--procs", "2"],
      "each of the 2 processes gets 512.0 KiB"),
     (["--out", "/proc/iomodel.parquet"], "cannot write output /proc/iomodel.parquet"),
-    (["--out", "{tmp}/afile/x.parquet"], "cannot write output {tmp}/afile/x.parquet: Not a directory"),
+    (["--out", "{tmp}/afile/x.parquet"], "cannot write output {tmp}/afile/x.parquet: {tmp}/afile is not a directory"),
     (["--csv", "/proc/x.csv"], "cannot write output /proc/x.csv"),
     (["--repeats", "0"], "--repeats must be at least 1"),
 ])
@@ -125,7 +125,7 @@ def test_bad_output_path_in_a_subprocess(cli, home, tmp_path):
     (tmp_path / "afile").write_text("")
     p = cli("iomodel", "run", "--sizes", "1", "--repeats", "10", "--out", str(tmp_path / "afile" / "x.parquet"), home=home)
     assert p.returncode == 2 and p.stdout == ""
-    assert p.stderr == f"ioweather: error: cannot write output {tmp_path}/afile/x.parquet: Not a directory\n"
+    assert p.stderr == f"ioweather: error: cannot write output {tmp_path}/afile/x.parquet: {tmp_path}/afile is not a directory\n"
 
 
 def test_uncached_without_the_means_to_evict(cli, home, tmp_path):

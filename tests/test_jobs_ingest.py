@@ -224,3 +224,29 @@ def test_dask_missing_extra_is_a_clear_error(cli, home, tmp_path):
 def test_ingest_missing_path(cli, home, tmp_path):
     r = cli("jobs", "ingest", str(tmp_path / "nope"), home=home)
     assert r.returncode == 2 and "no such file or directory" in r.stderr
+
+
+def test_one_job_and_its_files(cli, home, tmp_path):
+    """`store.jobs.job`: the row and per-file rows of one job, found by a prefix of its id."""
+    from ioweather.store import jobs as js
+
+    make_archive(tmp_path / "a", broken=False)
+    cli("jobs", "ingest", str(tmp_path / "a"), "--workers", "1", home=home, check=True)
+    settings = Settings.resolve(home)
+    store = open_store(settings)
+    every_file = js.file_rows(store, settings.parquet_dir).to_pandas()
+    rows = js.load_jobs(store, ["log_hash", "path", "files"])
+    assert len(rows) > 5
+    for r in rows.itertuples():
+        row, files = js.job(store, settings.parquet_dir, r.log_hash[:16])
+        assert (row["log_hash"], row["path"]) == (r.log_hash, r.path)
+        mine = every_file[every_file["log_hash"] == r.log_hash]
+        assert len(files) == len(mine) and set(files["log_hash"]) <= {r.log_hash}
+        assert sorted(files["record_id"]) == sorted(mine["record_id"])
+    with pytest.raises(js.AmbiguousJobId, match="matches several jobs"):
+        js.job(store, settings.parquet_dir, "")
+    assert js.job(store, settings.parquet_dir, "%") is None  # a LIKE wildcard is not a wildcard here
+    assert js.job(store, settings.parquet_dir, "no-such-id") is None
+    shutil.rmtree(js.files_dir(settings.parquet_dir))
+    row, files = js.job(store, settings.parquet_dir, rows["log_hash"][0])
+    assert row["log_hash"] == rows["log_hash"][0] and files is None  # the row outlives its Parquet part

@@ -16,33 +16,24 @@ import pytest
 from ioweather.errors import UserError
 from ioweather.sources.probe import (DATA_NAME, POOL_NAME, Probe, ProbeOptions, init_probe_dir, mount_point)
 from ioweather.store.probe import OPS
+from unprivileged import as_nobody, world_readable_tmp
 
 MiB = 1 << 20
 ROOT = os.geteuid() == 0
 
 
-def _mount_tmpfs(path: Path, opts: str) -> None:
-    path.mkdir(exist_ok=True)
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount tmpfs here ({r.stderr.strip()})")
+def _plant_in_pool(d: Path, make) -> Path:
+    """Replace the pool file the probe reads next (the oldest) by whatever make(path) creates there."""
+    path = d / POOL_NAME / sorted(os.listdir(d / POOL_NAME))[0]
+    os.unlink(path)
+    make(path)
+    return path
 
 
-@pytest.fixture
-def tmpfs(tmp_path):
-    mounted = []
-
-    def make(name: str, opts: str = "size=64m") -> Path:
-        if not ROOT:
-            pytest.skip("mounting a tmpfs needs root")
-        p = tmp_path / name
-        _mount_tmpfs(p, opts)
-        mounted.append(p)
-        return p
-
-    yield make
-    for p in reversed(mounted):
-        subprocess.run(["umount", "-l", str(p)], capture_output=True)
+def _pool_with_a_fifo(d: Path) -> tuple[Path, Path]:
+    """(a probe directory whose next md_read opens a FIFO, the FIFO): open(2) blocks for real, like a stuck mount."""
+    init_probe_dir(d, MiB, 3, block=64 * 1024)
+    return d, _plant_in_pool(d, lambda path: os.mkfifo(path, 0o600))
 
 
 def _probe(path, sink, **kw):
@@ -147,9 +138,7 @@ def test_symlink_planted_in_pool_becomes_error_sample_not_followed(tmp_path):
     init_probe_dir(d, MiB, 3, block=64 * 1024)
     victim = tmp_path / "victim"
     victim.write_bytes(b"x" * 3901)
-    oldest = sorted(os.listdir(d / POOL_NAME))[0]
-    os.unlink(d / POOL_NAME / oldest)
-    os.symlink(victim, d / POOL_NAME / oldest)
+    _plant_in_pool(d, lambda path: os.symlink(victim, path))
     rows = []
     p = _probe(d, rows, duration_s=0.3)
     p.run(install_signals=False)
@@ -196,7 +185,7 @@ def test_dir_owned_by_another_user_is_refused(tmp_path, home, cli):
 def test_read_only_mount(tmpfs, home, cli):
     ro = tmpfs("ro", "ro,size=1m")
     r = cli("probe", "init", str(ro / "p"), "--file-size", "1MiB", "--pool", "2", home=home)
-    assert r.returncode == 2 and "Read-only file system" in r.stderr and r.stderr.count("\n") == 1
+    assert r.returncode == 2 and "read-only file system" in r.stderr and r.stderr.count("\n") == 1
 
 
 def test_disk_full_at_init(tmpfs, home, cli):
@@ -213,7 +202,7 @@ def test_disk_full_during_init_removes_partial_file(tmpfs, monkeypatch):
         f_bavail, f_frsize = 1 << 40, 1
 
     monkeypatch.setattr(os, "fstatvfs", lambda fd: Plenty)
-    with pytest.raises(UserError, match="disk full while creating"):
+    with pytest.raises(UserError, match=r"cannot write .*/p/data: disk full \(no space left on device\); removed the partial file"):
         init_probe_dir(small / "p", 16 * MiB, 2, block=MiB)
     assert not (small / "p" / DATA_NAME).exists()
 
@@ -239,11 +228,7 @@ def test_disk_full_during_run_gives_error_samples_and_keeps_going(tmpfs):
 
 def test_hung_operation_times_out_and_blocks_further_ops(tmp_path):
     """A FIFO in the pool makes open(2) block for real, like a stuck mount."""
-    d = tmp_path / "p"
-    init_probe_dir(d, MiB, 3, block=64 * 1024)
-    oldest = sorted(os.listdir(d / POOL_NAME))[0]
-    os.unlink(d / POOL_NAME / oldest)
-    os.mkfifo(d / POOL_NAME / oldest, 0o600)
+    d, fifo = _pool_with_a_fifo(tmp_path / "p")
     rows = []
     p = _probe(d, rows, timeout_s=0.3, duration_s=60)
     t = threading.Thread(target=p.run, kwargs={"install_signals": False})
@@ -254,7 +239,7 @@ def test_hung_operation_times_out_and_blocks_further_ops(tmp_path):
     assert [r[0] for r in timeouts] == ["md_read"]  # exactly one timeout: nothing piled up behind it
     assert timeouts[0][2] >= 0.3e9
     assert not any(r[1] > timeouts[0][1] for r in during if r[4] != "timeout")  # no op started since
-    fd = os.open(d / POOL_NAME / oldest, os.O_WRONLY)  # unblock the hung open
+    fd = os.open(fifo, os.O_WRONLY)  # unblock the hung open
     os.close(fd)
     time.sleep(0.8)
     p.stop()
@@ -290,11 +275,7 @@ def _wait_for(pred, timeout=30):
 
 
 def test_sigterm_during_hung_op_exits_cleanly_and_flushes(tmp_path, home):
-    d = tmp_path / "p"
-    init_probe_dir(d, MiB, 3, block=64 * 1024)
-    oldest = sorted(os.listdir(d / POOL_NAME))[0]
-    os.unlink(d / POOL_NAME / oldest)
-    os.mkfifo(d / POOL_NAME / oldest, 0o600)
+    d, _ = _pool_with_a_fifo(tmp_path / "p")
     proc = _start_daemon(d, home, "--timeout", "60s")
     time.sleep(2.5)  # the first period hangs in md_read; the timeout is far away
     t0 = time.monotonic()
@@ -347,36 +328,16 @@ def test_probe_end_to_end_on_postgresql(tmp_path, home, cli, pg_url):
     assert not (home / "ioweather.sqlite").exists()  # nothing went to the embedded default
 
 
-def test_unwritable_dir_as_unprivileged_user(tmp_path):
+def test_unwritable_dir_as_unprivileged_user():
     """Permission bits do not stop root, so the check runs in a child that drops to uid 65534."""
-    if not ROOT:
-        pytest.skip("needs root to switch to an unprivileged user")
-    import shutil
-    import tempfile
+    def attempt() -> str:
+        try:
+            init_probe_dir(base / "locked" / "p", MiB, 2, block=MiB)
+        except UserError as e:
+            return str(e)
+        return "no error"
 
-    base = Path(tempfile.mkdtemp(prefix="ioweather-perm-"))
-    try:
-        base.chmod(0o755)
+    with world_readable_tmp("ioweather-perm-") as base:
         (base / "locked").mkdir(mode=0o755)  # root-owned: others may enter, not write
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # child
-            os.close(r)
-            try:
-                os.setgroups([])
-                os.setgid(65534)
-                os.setuid(65534)
-                init_probe_dir(base / "locked" / "p", MiB, 2, block=MiB)
-                msg = "no error"
-            except UserError as e:
-                msg = str(e)
-            except BaseException as e:  # anything else is a failure the parent reports
-                msg = f"unexpected {type(e).__name__}: {e}"
-            os.write(w, msg.encode())
-            os._exit(0)
-        os.close(w)
-        msg = os.read(r, 4096).decode()
-        os.waitpid(pid, 0)
-        assert "cannot create probe directory" in msg and "Permission denied" in msg, msg
-    finally:
-        shutil.rmtree(base)
+        msg = as_nobody(attempt)
+    assert msg == f"cannot create probe directory {base}/locked/p: permission denied", msg

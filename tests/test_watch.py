@@ -100,6 +100,64 @@ def test_watch_initialises_probes_serves_and_stops_cleanly(tmp_path, cli):
     assert code == 0 and "using the existing probe directory" in err, err
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_one_ctrl_c_stops_while_a_scrape_waits_on_the_store(tmp_path, pg_url):
+    """A /metrics request blocked in the store (a table locked by a migration or VACUUM FULL) used to
+    keep the process alive after "stopped" until it returned: it took a second Ctrl-C."""
+    import threading
+
+    import psycopg
+
+    home = tmp_path / "home"
+    store = open_store(Settings.resolve(home, pg_url))
+    t0 = time.time_ns()
+    add_target(store, "scratch", t0 - 3600 * 10**9, t0, period_s=5)
+    store.dispose()
+    proc = start(["--db", pg_url, "serve", "--port", "0"], home)
+    locker = psycopg.connect(pg_url)
+    try:
+        url = url_from(proc)
+        with urllib.request.urlopen(url + "metrics", timeout=60) as r:
+            assert b'ioweather_probe_last_sample_timestamp_seconds{target="scratch"}' in r.read()
+        locker.execute("LOCK TABLE probe_samples IN ACCESS EXCLUSIVE MODE")
+        client: list[str] = []
+
+        def scrape():
+            try:
+                urllib.request.urlopen(url + "metrics", timeout=120).read()
+                client.append("answered")
+            except OSError as e:  # the stopped server closes the connection
+                client.append(f"{type(e).__name__}: {e}")
+
+        scraper = threading.Thread(target=scrape, daemon=True)
+        scraper.start()
+        # Until the server's query is queued behind the lock (seen by PostgreSQL itself).
+        deadline = time.monotonic() + 30
+        waiting = 0
+        with psycopg.connect(pg_url, autocommit=True) as watcher:
+            while time.monotonic() < deadline and not waiting:
+                waiting = watcher.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                          "AND wait_event_type = 'Lock'").fetchone()[0]
+                time.sleep(0.1)
+        assert waiting, "the scrape never reached the locked table"
+        t = time.monotonic()
+        code, err = stop(proc, signal.SIGINT, timeout=15)  # one Ctrl-C
+        took = time.monotonic() - t
+    finally:
+        locker.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert code == 0 and "stopped" in err and "Traceback" not in err, err
+    assert "1 request(s) still running after 3 s abandoned" in err
+    assert took < 10
+    scraper.join(30)
+    assert client and client[0] != "answered", client  # abandoned, not answered from a locked table
+
+
 def test_watch_on_a_busy_port_fails_before_writing_anything(tmp_path, cli):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

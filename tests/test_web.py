@@ -20,12 +20,8 @@ from ioweather.store import open_store
 from ioweather.store import probe as probe_store
 from ioweather.units import ns_to_iso
 from ioweather.web.app import create_app
-from web_server import NASTY, Server, filled, server  # noqa: F401  (fixtures)
-
-
-def api(server, path):
-    code, headers, body = server.get(path)
-    return code, json.loads(body)
+from web_server import (  # noqa: F401  (fixtures)
+    NASTY, Server, api, assert_bad_request, assert_never_500, escaped_page, filled, server)
 
 
 # --------------------------------------------------------------------------- status numbers
@@ -129,15 +125,9 @@ def _strings(o) -> set[str]:
 def test_labels_from_data_are_escaped(server, path):
     from urllib.parse import quote
 
-    code, _, body = server.get(path.replace("%s", quote(NASTY)))
-    assert code == 200
-    html = body.decode()
-    assert "<script>window.__xss" not in html and "<img src=x" not in html
+    html, data = escaped_page(server, path.replace("%s", quote(NASTY)))
     assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in html  # shown as text
-    # The embedded JSON twin survives intact (no early </script>) and holds the exact name.
-    blob = re.search(r'<script id="page-data" type="application/json">(.*?)</script>', html, re.S).group(1)
-    assert NASTY in _strings(json.loads(blob))
-    assert blob.count("<") == 0
+    assert NASTY in _strings(data)  # the embedded JSON twin holds the exact name
 
 
 def test_security_headers(server):
@@ -177,26 +167,15 @@ BAD = [
 
 @pytest.mark.parametrize("path,message", BAD)
 def test_bad_parameters_are_400_with_a_message(server, path, message):
-    code, headers, body = server.get(path)
-    assert code == 400, body
-    assert message in json.loads(body)["error"]
-    # The HTML page answers the same 400, with the message as text.
-    code, _, html = server.get(path.replace("/api/", "/"))
-    assert code == 400 and "Bad request" in html.decode()
+    assert_bad_request(server, path, message)
 
 
 def test_random_parameters_never_500(server):
     """Fuzz every parameter of every page with hostile strings: 200 or 400, never a server error."""
-    from urllib.parse import quote
-
-    rng = np.random.default_rng(7)
-    alphabet = list("0123456789-:TZ.+ hmsdw<>'\"&%/\\") + ["now", "1h", "30d", "2026-11-22", "\x00", "é", "∞"]
-    for _ in range(150):
-        page = rng.choice(["timeline", "history", "status"])
-        name = rng.choice(["since", "until", "interval", "stat", "points", "target"])
-        value = "".join(rng.choice(alphabet, size=int(rng.integers(0, 12))))
-        code, _, body = server.get(f"/api/{page}?{name}={quote(value)}")
-        assert code in (200, 400), (page, name, value, code, body[:200])
+    names = ["since", "until", "interval", "stat", "points", "target"]
+    assert_never_500(server, {"/api/timeline": names, "/api/history": names, "/api/status": names},
+                     list("0123456789-:TZ.+ hmsdw<>'\"&%/\\") + ["now", "1h", "30d", "2026-11-22", "\x00", "é", "∞"],
+                     tries=150, seed=7)
 
 
 def test_unknown_url_is_404_not_500(server):

@@ -5,7 +5,6 @@ diff --json`, escaping of labels and paths, bad input, hidden without snapshots.
 from __future__ import annotations
 
 import json
-import re
 from urllib.parse import quote
 
 import numpy as np
@@ -16,8 +15,8 @@ from ioweather.store import open_store
 from ioweather.store import probe as probe_store
 from ioweather.web.app import create_app
 from web_pages_data import (  # noqa: F401  (fixtures)
-    NASTY, NASTY_NAME, TREE_V1, api, assert_bad_request, tree_v2, pages_home, pages_server)
-from web_server import Server
+    NASTY, NASTY_NAME, TREE_V1, tree_v2, pages_home, pages_server)
+from web_server import Server, api, assert_bad_request, escaped_page
 
 
 
@@ -73,14 +72,8 @@ def test_growth_equals_fsstats_diff(pages_server, pages_home, cli):
 
 @pytest.mark.parametrize("path", ["/contents", "/contents?label=%s", "/contents?label=weekly&compare=%s"])
 def test_labels_and_paths_are_escaped(pages_server, path):
-    code, _, body = pages_server.get(path.replace("%s", quote(NASTY)))
-    assert code == 200
-    html = body.decode()
-    assert "<script>window.__xss" not in html and "<img src=x" not in html
+    html, data = escaped_page(pages_server, path.replace("%s", quote(NASTY)))
     assert "&lt;img src=x onerror=&#34;window.__xss=3&#34;&gt;" in html  # the directory, shown as text
-    blob = re.search(r'<script id="page-data" type="application/json">(.*?)</script>', html, re.S).group(1)
-    assert blob.count("<") == 0
-    data = json.loads(blob)
     assert NASTY in data["labels"] and NASTY_NAME in [p["name"] for p in data["projects"]]
 
 

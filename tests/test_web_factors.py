@@ -4,10 +4,8 @@ factors density --from-store --json`, the planted classes found, bad input, hidd
 from __future__ import annotations
 
 import json
-import re
 from urllib.parse import quote, urlencode
 
-import numpy as np
 import pytest
 
 from ioweather.config import Settings
@@ -16,8 +14,8 @@ from ioweather.store import probe as probe_store
 from ioweather.web.app import create_app
 from ioweather.web.pages import factors as factors_page
 from web_pages_data import (  # noqa: F401  (fixtures)
-    BIMODAL, NASTY, SLOW_FACTOR, api, assert_bad_request, pages_home, pages_server)
-from web_server import Server
+    BIMODAL, NASTY, SLOW_FACTOR, pages_home, pages_server)
+from web_server import Server, api, assert_bad_request, assert_never_500, escaped_page
 from web_synthetic import MEDIANS_S
 
 
@@ -80,13 +78,9 @@ def test_long_windows_are_downsampled_keeping_extremes(pages_server, monkeypatch
 
 
 def test_target_name_is_escaped(pages_server):
-    code, _, body = pages_server.get("/factors?target=" + quote(NASTY) + "&since=2h")
-    assert code == 200
-    html = body.decode()
-    assert "<script>window.__xss" not in html and "<img src=x" not in html
+    html, data = escaped_page(pages_server, "/factors?target=" + quote(NASTY) + "&since=2h")
     assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in html
-    blob = re.search(r'<script id="page-data" type="application/json">(.*?)</script>', html, re.S).group(1)
-    assert blob.count("<") == 0 and json.loads(blob)["target"] == NASTY
+    assert data["target"] == NASTY
 
 
 BAD = [
@@ -111,13 +105,10 @@ def test_bad_parameters_are_400_with_a_message(pages_server, path, message):
 
 
 def test_random_parameters_never_500(pages_server):
-    rng = np.random.default_rng(3)
-    alphabet = list("0123456789-.eE+:TZ hmsd<>'\"&%") + ["nan", "inf", "now", "1h", "data_read", "mean", "\x00"]
-    for _ in range(60):
-        name = rng.choice(["op", "since", "until", "adjust", "significance", "cutoff_fraction", "split"])
-        value = "".join(rng.choice(alphabet, size=int(rng.integers(0, 10))))
-        code, _, body = pages_server.get(f"/api/factors?target={BIMODAL}&{name}={quote(value)}")
-        assert code in (200, 400), (name, value, code, body[:200])
+    assert_never_500(pages_server,
+                     {"/api/factors": ["op", "since", "until", "adjust", "significance", "cutoff_fraction", "split"]},
+                     list("0123456789-.eE+:TZ hmsd<>'\"&%") + ["nan", "inf", "now", "1h", "data_read", "mean", "\x00"],
+                     tries=60, seed=3, max_len=10, base={"target": BIMODAL})
 
 
 def test_hidden_without_probe_samples(tmp_path):
@@ -129,4 +120,28 @@ def test_hidden_without_probe_samples(tmp_path):
         code, d = api(s, "/api/factors")
         assert code == 404 and "probe" in d["error"]
         assert 'href="/factors"' not in s.get("/status")[2].decode()
+    store.dispose()
+
+
+def test_failed_samples_are_left_out_and_counted(tmp_path):
+    """Errors and timeouts are not durations of the I/O path: the page and the command drop them alike."""
+    from web_server import frozen_app
+    from web_synthetic import add_target
+
+    from ioweather.sources.latency_table import load_probe_durations
+
+    h = 3600 * 10**9
+    t0 = (1_700_000_000 * 10**9 // h) * h
+    home = tmp_path / "home"
+    store = open_store(Settings.resolve(home))
+    add_target(store, "flaky", t0 - h, t0, period_s=1, seed=11, error_rate=0.05, timeout_rate=0.01)
+    s = probe_store.read_samples(store, "flaky", since_ns=t0 - h, until_ns=t0, ops=["data_write"])
+    failed = int((s["status"] != 0).sum())  # the store's own statuses, counted here
+    assert 100 < failed < len(s["status"]) // 5
+    with Server(frozen_app(home, t0)) as srv:
+        code, d = api(srv, "/api/factors?" + urlencode({"target": "flaky", "op": "data_write", "since": "1h"}))
+    assert code == 200 and d["excluded"] == failed
+    assert d["analysis"]["n"] == len(s["status"]) - failed
+    _, df = load_probe_durations(store, "data_write", "flaky", t0 - h, t0)
+    assert len(df) == d["analysis"]["n"] and df["duration_s"].max() < 60  # no 60 s timeout among them
     store.dispose()

@@ -5,7 +5,6 @@ hidden without jobs. The browser tests are in test_web_pages_browser.py."""
 from __future__ import annotations
 
 import json
-import re
 from urllib.parse import quote
 
 import numpy as np
@@ -18,8 +17,8 @@ from ioweather.store import probe as probe_store
 from ioweather.views.output import to_json
 from ioweather.web.app import create_app
 from web_pages_data import (  # noqa: F401  (fixtures)
-    CORES_PER_NODE, NASTY, NASTY_NAME, api, assert_bad_request, nasty_hash, pages_home, pages_server)
-from web_server import Server
+    CORES_PER_NODE, NASTY, NASTY_NAME, nasty_hash, pages_home, pages_server)
+from web_server import Server, api, assert_bad_request, assert_never_500, escaped_page
 
 
 @pytest.fixture(scope="module")
@@ -146,14 +145,8 @@ def test_top_files_are_the_largest(jserver):
 # --------------------------------------------------------------------------- escaping
 @pytest.mark.parametrize("path", ["/jobs", "/jobs?sort=level", "/job?id=" + nasty_hash()[:16]])
 def test_labels_from_data_are_escaped(jserver, path):
-    code, _, body = jserver.get(path)
-    assert code == 200
-    html = body.decode()
-    assert "<script>window.__xss" not in html and "<img src=x" not in html
+    html, data = escaped_page(jserver, path)
     assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in html or "&lt;img src=x" in html
-    blob = re.search(r'<script id="page-data" type="application/json">(.*?)</script>', html, re.S).group(1)
-    data = json.loads(blob)
-    assert blob.count("<") == 0
     if path.startswith("/job?"):
         assert data["job"]["exe"] == NASTY + " --input " + NASTY
         assert all(f["name"].startswith(f"/scratch/{NASTY}/") for f in data["top_files"])
@@ -189,14 +182,9 @@ def test_unknown_job_is_404(jserver):
 
 
 def test_random_parameters_never_500(jserver):
-    rng = np.random.default_rng(11)
-    alphabet = list("0123456789abcdef-<>'\"&%/\\ ") + ["bytes", "desc", "\x00", "é", "1e9", "99999999999999999999"]
-    for _ in range(120):
-        page = rng.choice(["jobs", "job"])
-        name = rng.choice(["sort", "order", "limit", "offset"] if page == "jobs" else ["id"])
-        value = "".join(rng.choice(alphabet, size=int(rng.integers(0, 14))))
-        code, _, body = jserver.get(f"/api/{page}?{name}={quote(value)}")
-        assert code in (200, 400, 404), (page, name, value, code, body[:200])
+    assert_never_500(jserver, {"/api/jobs": ["sort", "order", "limit", "offset"], "/api/job": ["id"]},
+                     list("0123456789abcdef-<>'\"&%/\\ ") + ["bytes", "desc", "\x00", "é", "1e9", "99999999999999999999"],
+                     tries=120, seed=11, codes=(200, 400, 404), max_len=14)
 
 
 # --------------------------------------------------------------------------- no data / new data

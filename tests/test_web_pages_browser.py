@@ -3,14 +3,11 @@ drawn with data, no console errors, text equal to the JSON twin, no script injec
 
 from __future__ import annotations
 
-import json
+from urllib.parse import quote
 
 import pytest
 
-from conftest import CHROMIUM_ARGS
-from test_web_browser import PLOT_PROBE, open_page
-from urllib.parse import quote
-
+from browser import assert_no_script_ran, assert_renders_with_data, json_twin, visit
 from web_pages_data import NASTY, NASTY_NAME, nasty_hash, pages_home, pages_server  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -28,44 +25,16 @@ PAGES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def browser(chromium_path):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        context = b.new_context(viewport={"width": 1400, "height": 1000})
-        yield context
-        context.close()
-        b.close()
-
-
-def _twin(page, path):
-    return json.loads(page.evaluate(f"fetch({json.dumps('/api' + path)}).then(r => r.text())"))
-
-
 @pytest.mark.parametrize("name,path", PAGES, ids=[p[0] for p in PAGES])
 def test_page_renders_with_data(browser, pages_server, artifacts_dir, name, path):
-    errors: list[str] = []
-    page, resp = open_page(browser, pages_server.url + path, errors)
-    try:
-        page.screenshot(path=str(artifacts_dir / f"web-{name}.png"), full_page=True)
-        assert resp.status == 200
-        plots = page.evaluate(PLOT_PROBE)
-        assert plots, "no plot on the page"
-        for p in plots:
-            assert p["points"] > 0 and p["marks"] > 0, p  # drawn with data, not empty axes
-        assert page.evaluate("window.__xss") is None
-        assert errors == []
-    finally:
-        page.close()
+    with visit(browser, pages_server.url + path) as v:
+        assert_renders_with_data(v, artifacts_dir, f"web-{name}")
 
 
-def test_job_list_text_equals_json_twin(browser, pages_server):
-    errors: list[str] = []
-    page, _ = open_page(browser, pages_server.url + "/jobs?sort=runtime&limit=20", errors)
-    try:
-        twin = _twin(page, "/jobs?sort=runtime&limit=20")
+def test_job_list_text_equals_jsonjson_twin(browser, pages_server):
+    with visit(browser, pages_server.url + "/jobs?sort=runtime&limit=20") as v:
+        page = v.page
+        twin = json_twin(page, "/jobs?sort=runtime&limit=20")
         cells = page.evaluate("""() => Array.from(document.querySelectorAll('#job-list tbody tr')).map(tr =>
             ({href: tr.querySelector('a').getAttribute('href'), exe: tr.querySelector('td.exe').textContent}))""")
         rows = twin["list"]["rows"]
@@ -75,31 +44,26 @@ def test_job_list_text_equals_json_twin(browser, pages_server):
         # Clicking a point of the scatter opens that job's page.
         n = len(twin["plot"]["id"])
         assert page.evaluate("document.getElementById('jobs-scatter').data.reduce((n, t) => n + t.x.length, 0)") <= n
-        assert errors == []
-    finally:
-        page.close()
+        assert v.errors == []
 
 
 def test_job_page_shows_the_nasty_names_as_text(browser, pages_server):
-    errors: list[str] = []
     path = "/job?id=" + nasty_hash()[:16]
-    page, _ = open_page(browser, pages_server.url + path, errors)
-    try:
-        twin = _twin(page, path)
+    with visit(browser, pages_server.url + path) as v:
+        page = v.page
+        twin = json_twin(page, path)
         assert page.inner_text("#job-exe") == twin["job"]["exe"] == NASTY + " --input " + NASTY
         names = page.evaluate("Array.from(document.querySelectorAll('#top-files tbody td.path')).map(td => td.textContent)")
         assert names == [f["name"] for f in twin["top_files"]]
         assert page.inner_text("#job-level").split(" ", 1)[1].startswith(twin["level"] or "no")
-        assert page.evaluate("window.__xss") is None and errors == []
-    finally:
-        page.close()
+        assert_no_script_ran(page)
+        assert v.errors == []
 
 
-def test_workload_text_equals_json_twin(browser, pages_server):
-    errors: list[str] = []
-    page, _ = open_page(browser, pages_server.url + "/workload?fs=syn", errors)
-    try:
-        twin = _twin(page, "/workload?fs=syn")
+def test_workload_text_equals_jsonjson_twin(browser, pages_server):
+    with visit(browser, pages_server.url + "/workload?fs=syn") as v:
+        page = v.page
+        twin = json_twin(page, "/workload?fs=syn")
         r = twin["result"]
         assert page.inner_text("#event-count").startswith(f"{len(r['events'])} rising")
         rows = page.evaluate("Array.from(document.querySelectorAll('#idle-table tbody tr')).map(tr => tr.children[1].textContent)")
@@ -108,17 +72,14 @@ def test_workload_text_equals_json_twin(browser, pages_server):
         n = page.evaluate("document.getElementById('workload-signal').data[0].x.length")
         shapes = page.evaluate("document.getElementById('workload-signal').layout.shapes.length")
         assert n == twin["series"]["shown"] and shapes == len(r["events"]) > 0
-        assert errors == []
-    finally:
-        page.close()
+        assert v.errors == []
 
 
-def test_contents_text_equals_json_twin(browser, pages_server):
-    errors: list[str] = []
+def test_contents_text_equals_jsonjson_twin(browser, pages_server):
     path = f"/contents?label={quote(NASTY)}&compare=v1"
-    page, _ = open_page(browser, pages_server.url + path, errors)
-    try:
-        twin = _twin(page, path)
+    with visit(browser, pages_server.url + path) as v:
+        page = v.page
+        twin = json_twin(page, path)
         assert page.inner_text("#snapshot-label") == NASTY  # the label, as text
         names = page.evaluate("Array.from(document.querySelectorAll('#project-table tbody td.path')).map(td => td.textContent)")
         assert names == [p["name"] for p in twin["projects"]] and NASTY_NAME in names
@@ -126,17 +87,15 @@ def test_contents_text_equals_json_twin(browser, pages_server):
         ticks = page.evaluate("Array.from(document.querySelectorAll('#contents-diff .ytick text')).map(t => t.textContent)")
         changed = [r["name"] for r in twin["diff"]["top_dirs"] if r["bytes_change"]]
         assert sorted(ticks) == sorted(changed) and NASTY_NAME in ticks
-        assert page.evaluate("window.__xss") is None and errors == []
-    finally:
-        page.close()
+        assert_no_script_ran(page)
+        assert v.errors == []
 
 
-def test_factors_text_equals_json_twin(browser, pages_server):
-    errors: list[str] = []
+def test_factors_text_equals_jsonjson_twin(browser, pages_server):
     path = "/factors?target=bimodal&since=6h&op=data_write"
-    page, _ = open_page(browser, pages_server.url + path, errors)
-    try:
-        twin = _twin(page, path.replace("since=6h", "since=" + quote(page.input_value("input[name=since]")))
+    with visit(browser, pages_server.url + path) as v:
+        page = v.page
+        twin = json_twin(page, path.replace("since=6h", "since=" + quote(page.input_value("input[name=since]")))
                      .replace("&op", "&until=" + quote(page.input_value("input[name=until]")) + "&op"))
         rows = page.evaluate("Array.from(document.querySelectorAll('#class-table tbody tr')).map(tr => tr.children[3].textContent)")
         assert rows == [f"{c['count']:,}" for c in twin["analysis"]["classes"]]
@@ -146,6 +105,4 @@ def test_factors_text_equals_json_twin(browser, pages_server):
         shapes = page.evaluate("document.getElementById('factors-density').layout.shapes.length")
         a = twin["analysis"]
         assert shapes == len(a["maxima_s"]) + len(a["splits_s"]) + (a["cutoff_s"] is not None)
-        assert errors == []
-    finally:
-        page.close()
+        assert v.errors == []

@@ -292,27 +292,20 @@ def test_help(cli):
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_html_report_renders_in_chromium(synthetic, tmp_path, chromium_path):
+def test_html_report_renders_in_chromium(synthetic, tmp_path, browser):
     """Every figure decodes and nothing is requested from the network."""
-    from playwright.sync_api import sync_playwright
-
-    from conftest import CHROMIUM_ARGS
+    from browser import visit
 
     home, _ = synthetic
     out = tmp_path / "report.html"
     assert run("workload", "--fs", "syn", "--html", str(out), home=home)[0] == 0
-    requests = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS)
-        page = browser.new_page()
-        page.on("request", lambda r: requests.append(r.url))
-        page.goto(out.as_uri())
-        widths = page.eval_on_selector_all("img", "imgs => imgs.map(i => i.naturalWidth)")
-        rows = page.eval_on_selector_all("section:nth-of-type(4) tbody tr", "rs => rs.length")
-        browser.close()
+    with visit(browser, out.as_uri(), plots_ready=False) as v:
+        widths = v.page.eval_on_selector_all("img", "imgs => imgs.map(i => i.naturalWidth)")
+        rows = v.page.eval_on_selector_all("section:nth-of-type(4) tbody tr", "rs => rs.length")
+        assert v.errors == []
     assert len(widths) == 7 and all(w > 300 for w in widths)
     assert rows == 9  # the idle table's bins
-    assert all(u.startswith(("file:", "data:")) for u in requests), requests
+    assert all(u.startswith(("file:", "data:")) for u in v.requests), v.requests
 
 
 def test_too_many_intervals_is_refused_before_scanning(synthetic, monkeypatch):

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import time
 from pathlib import Path
@@ -146,20 +145,6 @@ def fill_probe(home: Path) -> int:
     add_target(store, NASTY, t0 - h, t0, period_s=10, seed=4)
     store.dispose()
     return t0
-
-
-def api(server, path: str) -> tuple[int, dict]:
-    code, _, body = server.get(path)
-    return code, json.loads(body)
-
-
-def assert_bad_request(server, path: str, message: str) -> None:
-    """`path` (under /api) answers 400 with `message` in its JSON error, and its HTML page 400 too."""
-    code, _, body = server.get(path)
-    assert code == 400, body
-    assert message in json.loads(body)["error"]
-    code, _, html = server.get(path.replace("/api/", "/"))
-    assert code == 400 and "Bad request" in html.decode()
 
 
 _HOMES: dict[str, Path] = {}

@@ -3,6 +3,8 @@ synthetic long windows, and the dashboard served by uvicorn on a free loopback p
 
 from __future__ import annotations
 
+import json
+import re
 import socket
 import sys
 import threading
@@ -11,7 +13,9 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
+import numpy as np
 import pytest
 
 from ioweather.config import Settings
@@ -90,6 +94,52 @@ class Server:
                 return r.status, dict(r.headers), r.read()
         except urllib.error.HTTPError as e:
             return e.code, dict(e.headers), e.read()
+
+
+def api(server: Server, path: str) -> tuple[int, dict]:
+    """(status, JSON body) of GET `path`."""
+    code, _, body = server.get(path)
+    return code, json.loads(body)
+
+
+def assert_bad_request(server: Server, path: str, message: str) -> None:
+    """`path` (under /api) answers 400 with `message` in its JSON error, and its HTML page 400 too."""
+    code, _, body = server.get(path)
+    assert code == 400, body
+    assert message in json.loads(body)["error"]
+    code, _, html = server.get(path.replace("/api/", "/"))
+    assert code == 400 and "Bad request" in html.decode()
+
+
+def escaped_page(server: Server, path: str) -> tuple[str, dict]:
+    """(HTML, embedded JSON twin) of the page at `path`, after checking that it answered 200, that the
+    NASTY labels of the test data are not live markup in it, and that the twin in its
+    <script id="page-data"> holds no "<" that could close that script early."""
+    code, _, body = server.get(path)
+    assert code == 200
+    html = body.decode()
+    assert "<script>window.__xss" not in html and "<img src=x" not in html
+    blob = re.search(r'<script id="page-data" type="application/json">(.*?)</script>', html, re.S).group(1)
+    assert blob.count("<") == 0
+    return html, json.loads(blob)
+
+
+def assert_never_500(server: Server, params: dict[str, list[str]], alphabet: list[str], *, tries: int, seed: int,
+                     codes: tuple[int, ...] = (200, 400), base: dict[str, str] | None = None, max_len: int = 12) -> None:
+    """Fuzz: `tries` requests, each giving one parameter of one page a random string from `alphabet`.
+
+    `params` maps an API path to its parameter names; `base` holds parameters every request
+    carries (overridden when the fuzzed one has the same name). Every answer is in `codes`.
+    """
+    rng = np.random.default_rng(seed)
+    pages = list(params)
+    for _ in range(tries):
+        page = pages[int(rng.integers(len(pages)))]
+        name = rng.choice(params[page])
+        value = "".join(rng.choice(alphabet, size=int(rng.integers(0, max_len))))
+        query = {**(base or {}), name: value}
+        code, _, body = server.get(page + "?" + "&".join(f"{k}={quote(v)}" for k, v in query.items()))
+        assert code in codes, (page, name, value, code, body[:200])
 
 
 def frozen_app(home: Path, t0_ns: int, clock: list[int] | None = None, db_url: str | None = None, **config):

@@ -15,7 +15,7 @@ import click
 import numpy as np
 import pandas as pd
 
-from ioweather.errors import UserError
+from ioweather.errors import UserError, from_os_error
 from ioweather.stats.factor_models import NO_MODEL_LABEL, class_name
 from ioweather.units import format_bytes, format_seconds, ns_to_iso, parse_size, to_ns
 
@@ -60,11 +60,11 @@ def _load(settings, files, *, from_store, op, target, since, until, column, unit
         missing = [c for c in need if c not in df.columns]
         if missing:
             raise UserError(f"probe samples have no column {', '.join(missing)}")
-        for k, v in lt.parse_where(where):
+        conditions = lt.parse_where(where)
+        for k, _ in conditions:
             if k not in df.columns:
                 raise UserError(f"--where {k}: probe samples have no column {k!r}")
-            df = df[df[k].astype(str) == v]
-        return df, f"{tgt}/{op}"
+        return lt.apply_where(df, conditions), f"{tgt}/{op}"
     if not files:
         raise UserError("give a FILE (CSV or Parquet) or --from-store --op OP")
     if op or target or since or until:
@@ -204,7 +204,7 @@ def _write_rows(df: pd.DataFrame, out: Path) -> None:
         else:
             df.to_parquet(out, index=False)
     except OSError as e:
-        raise UserError(f"cannot write {out}: {e.strerror or e}") from None
+        raise from_os_error(out, e, "write") from None
 
 
 # ---------------------------------------------------------------- commands
@@ -315,7 +315,7 @@ def run_fit(settings, *,
     try:
         Path(out).write_text(json.dumps(doc, indent=1) + "\n")
     except OSError as e:
-        raise UserError(f"cannot write {out}: {e.strerror or e}") from None
+        raise from_os_error(out, e, "write") from None
     if as_json:
         print_json(doc)
     else:

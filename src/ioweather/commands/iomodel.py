@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from ioweather.commands.common import SIZE, json_option
-from ioweather.errors import UserError
+from ioweather.errors import from_os_error
 from ioweather.units import format_bytes, format_seconds, ns_to_iso
 from ioweather.views.output import print_json, print_table, progress, stderr
 
@@ -31,7 +31,7 @@ def default_out(settings) -> Path:
     try:
         d.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise UserError(f"cannot create {d}: {e.strerror}; give --out FILE.parquet") from None
+        raise from_os_error(d, e, "create", hint="give --out FILE.parquet") from None
     return d / f"iomodel-{stamp}.parquet"
 
 

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
 
 from ioweather.commands.common import SIZE, json_option
-from ioweather.errors import UserError
+from ioweather.errors import UserError, from_os_error
 from ioweather.views.output import print_json, progress, stderr
 
 
-def _write_html(out: str, text: str) -> None:
+def _write_html(out: str, text: str, *, quiet: bool) -> None:
+    """Write the report; say so on stderr unless `quiet` (--json: stdout is for the JSON only)."""
     try:
         Path(out).write_text(text, encoding="utf-8")
     except OSError as e:
-        raise UserError(f"cannot write {out}: {e.strerror}") from None
+        raise from_os_error(out, e, "write") from None
+    if not quiet:
+        stderr.print(f"wrote {out}")
 
 
 def job_report(path: str, *, cores_per_node: int | None = None, thresholds_file: str | None = None,
@@ -27,8 +29,6 @@ def job_report(path: str, *, cores_per_node: int | None = None, thresholds_file:
     from ioweather.stats.job import characterize
 
     thresholds = Thresholds.from_file(thresholds_file) if thresholds_file else Thresholds()
-    if not os.path.exists(path):
-        raise UserError(f"no such file: {path}")
     log = read_log(path, dxt=dxt, heatmaps=False)
     rep = characterize(log, cores_per_node=cores_per_node)
     rep["findings"] = job_findings(log, rep, thresholds)
@@ -60,11 +60,9 @@ def register(cli: click.Group) -> None:
                 ft = ft.assign(bytes=ft["bytes_read"] + ft["bytes_written"]).sort_values("bytes", ascending=False)
                 top = [{"name": r.name or f"(record {r.id})", "module": r.module, "sharing": r.sharing,
                         "bytes": int(r.bytes)} for r in ft.head(20).itertuples()]
-            page = render_job_html({**rep, "top_files": top}, per_rank(fs_records(dlog), max(dlog.nprocs, 1)),
-                                   dlog.dxt, source=log)
-            _write_html(html_out, page)
-            if not as_json:
-                stderr.print(f"wrote {html_out}")
+            _write_html(html_out, render_job_html({**rep, "top_files": top},
+                                                  per_rank(fs_records(dlog), max(dlog.nprocs, 1)), dlog.dxt, source=log),
+                        quiet=as_json)
         if as_json:
             print_json(rep)
         elif not html_out:
@@ -150,7 +148,7 @@ def register(cli: click.Group) -> None:
             try:
                 text = Path(projects_file).read_text(encoding="utf-8")
             except OSError as e:
-                raise UserError(f"cannot read projects file {projects_file}: {e.strerror}") from None
+                raise from_os_error(projects_file, e, "read projects file") from None
             try:
                 rules = parse_project_map(text)
             except ValueError as e:
@@ -163,9 +161,7 @@ def register(cli: click.Group) -> None:
         if html_out:
             from ioweather.views.archive_report import render_summary_html
 
-            _write_html(html_out, render_summary_html(rep))
-            if not as_json:
-                stderr.print(f"wrote {html_out}")
+            _write_html(html_out, render_summary_html(rep), quiet=as_json)
         if as_json:
             print_json(rep)
         elif not html_out:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from ioweather.errors import UserError
+from ioweather.errors import UserError, os_error_reason
 
 # The extraction context inherited by forked workers (set before the pool starts).
 _KNOWN_HASHES: frozenset[str] = frozenset()
@@ -44,6 +44,7 @@ def find_logs(paths: Iterable[str]) -> Iterator[str]:
 
 
 def job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size: int, mtime_ns: int) -> dict:
+    from ioweather.stats.findings import ACTIONABLE
     from ioweather.store.jobs import INTERFACE_COLUMNS, path_hash
 
     perf, tot, sh = ch["perf"], ch["totals"], ch["sharing"]
@@ -63,7 +64,7 @@ def job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size:
         "io_time_s": perf["io_time_s"], "io_fraction": perf["io_fraction_of_runtime"],
         "common_access_bytes": common[0]["size_bytes"] if common else None,
         "seq_fraction": ch["access"]["seq_fraction"],
-        "finding_codes": ",".join(f["code"] for f in findings if f["level"] in ("HIGH", "WARN"))[:255],
+        "finding_codes": ",".join(f["code"] for f in findings if f["level"] in ACTIONABLE)[:255],
     }
     for mod, prefix in INTERFACE_COLUMNS.items():
         it = ch["interfaces"].get(mod)
@@ -87,7 +88,7 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
         size, mtime = st.st_size, st.st_mtime_ns
     except OSError as e:
         return ("failed", {"path": path, "path_hash": path_hash(path), "log_hash": None, "size_bytes": 0,
-                           "mtime_ns": 0, "reason": f"cannot stat: {e.strerror}"})
+                           "mtime_ns": 0, "reason": f"cannot stat: {os_error_reason(e, path)}"})
     try:
         log_hash = content_hash(path)
         if log_hash in known:
@@ -111,7 +112,7 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
     except (DarshanLogError, UserError) as e:
         reason = str(e)
     except OSError as e:
-        reason = f"cannot read: {e.strerror}"
+        reason = f"cannot read: {os_error_reason(e, path)}"
     except Exception as e:  # a reader bug must not stop the batch; the reason says what happened
         reason = f"unexpected error while reading: {type(e).__name__}: {e}"
     prefix = f"{path}: "
@@ -218,11 +219,7 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
     known_hashes, known_paths = jobs_store.seen(store)
     todo, skipped = [], 0
     for p in find_logs(paths):
-        try:
-            st = os.stat(p)
-            stamp = (st.st_size, st.st_mtime_ns)
-        except OSError:
-            stamp = None
+        stamp = _stamp(p)
         if stamp is not None and known_paths.get(jobs_store.path_hash(p)) == stamp:
             skipped += 1
             continue
@@ -238,8 +235,9 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
             progress_cb(done[0], len(todo))
 
     def on_crash(item, reason):
+        size, mtime = _stamp(item) or (0, 0)
         on_result(item, ("failed", {"path": item, "path_hash": jobs_store.path_hash(item), "log_hash": None,
-                                    "size_bytes": _size(item), "mtime_ns": _mtime(item), "reason": reason}))
+                                    "size_bytes": size, "mtime_ns": mtime, "reason": reason}))
 
     known = frozenset(known_hashes)
     try:
@@ -256,18 +254,13 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
     return {**sink.counts, "found": len(todo) + skipped}
 
 
-def _size(p: str) -> int:
+def _stamp(p: str) -> tuple[int, int] | None:
+    """(size, mtime_ns) of `p`, None when it cannot be stat'ed (gone, unreadable directory)."""
     try:
-        return os.stat(p).st_size
+        st = os.stat(p)
     except OSError:
-        return 0
-
-
-def _mtime(p: str) -> int:
-    try:
-        return os.stat(p).st_mtime_ns
-    except OSError:
-        return 0
+        return None
+    return st.st_size, st.st_mtime_ns
 
 
 def _run_dask(address: str, todo: list[str], known: frozenset[str], cores_per_node, on_result) -> None:

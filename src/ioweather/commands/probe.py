@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import socket
 import sys
-import time
 from pathlib import Path
 
 import click

@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 import click
@@ -17,6 +18,8 @@ from ioweather.stats.probe_spec import DEGRADED, SEVERE
 #: Laptop-sized defaults for `watch`: a quick first start and little disk, said so on screen.
 WATCH_FILE_SIZE = "256MiB"
 WATCH_POOL = 100
+#: How long `watch` waits at a stop for the probe to store its last samples.
+PROBE_STOP_S = 30
 
 
 def _server_options(f):
@@ -51,32 +54,60 @@ def _listen(host: str, port: int):
     return sock, url_of(sock)
 
 
-def _run_server(app, sock, stop: threading.Event) -> None:
-    """Run uvicorn until Ctrl-C/SIGTERM or until `stop` is set (e.g. the probe died).
+#: How long a stop waits for requests in flight before it abandons them (they only read).
+GRACE_S = 3
 
-    Our own SIGINT/SIGTERM handlers are installed first: uvicorn restores and re-raises the
-    signal it caught once it has shut down, which must end here, not as a KeyboardInterrupt
-    or a kill that would skip the probe's last flush.
+
+def _run_server(app, sock, stop: threading.Event) -> None:
+    """Serve until Ctrl-C/SIGTERM or until `stop` is set (e.g. the probe died), then wait at most
+    GRACE_S for requests in flight; a second Ctrl-C does not wait at all.
+
+    uvicorn runs in a daemon thread while the main thread keeps the signals. Run in the main
+    thread, it handed sync endpoints to AnyIO worker threads, which are not daemons: a request
+    still running at the stop (a /metrics scrape waiting on a locked PostgreSQL table, a long
+    page) kept the process alive after "stopped" until it finished, so that it took a second
+    Ctrl-C to end. Threads inherit daemon status from the thread that starts them, so the
+    workers of a daemon event loop cannot hold the process. A request still running after
+    GRACE_S is abandoned, not cancelled: uvicorn would log the cancellation as a traceback.
     """
     import uvicorn
 
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                                           timeout_graceful_shutdown=3))
+                                           timeout_graceful_shutdown=None))
+    failed: list[BaseException] = []
 
-    def watcher():
-        stop.wait()
-        server.should_exit = True
+    def on_signal(*_):
+        if stop.is_set():
+            server.force_exit = True
+        stop.set()
 
-    threading.Thread(target=watcher, name="ioweather-stop", daemon=True).start()
-    handler = lambda *_: stop.set()  # noqa: E731
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    def serve():
+        try:
+            server.run(sockets=[sock])
+        except BaseException as e:  # re-raised by the main thread
+            failed.append(e)
+        finally:
+            stop.set()
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    http = threading.Thread(target=serve, name="ioweather-http", daemon=True)
     try:
-        server.run(sockets=[sock])
+        http.start()
+        # Polled, not stop.wait(): the handler sets `stop`, and Event.wait holds the lock set() takes.
+        while not stop.is_set():
+            time.sleep(0.1)
+        server.should_exit = True
+        http.join(timeout=GRACE_S)
+        if http.is_alive():
+            click.echo(f"ioweather: {len(server.server_state.tasks) or 'a'} request(s) still running after "
+                       f"{GRACE_S} s abandoned", err=True)
     finally:
         stop.set()
         for s, h in old.items():
             signal.signal(s, h)
         sock.close()
+    if failed:
+        raise failed[0]
 
 
 def register(cli: click.Group) -> None:
@@ -160,7 +191,9 @@ def register(cli: click.Group) -> None:
                 stop.set()
 
         app = create_app(settings, WebConfig(warn=warn, crit=crit, baseline_s=baseline))
-        thread = threading.Thread(target=probe, name="ioweather-probe")
+        # A daemon: the explicit join below waits for its last flush; if the store does not take it,
+        # the process must still end rather than wait on the thread at exit.
+        thread = threading.Thread(target=probe, name="ioweather-probe", daemon=True)
         thread.start()
         click.echo(f"ioweather: probing {directory} every {interval:g} s; dashboard at {url}  "
                    f"(Prometheus: {url}metrics; Ctrl-C to stop)")
@@ -169,7 +202,14 @@ def register(cli: click.Group) -> None:
             _run_server(app, sock, stop)
         finally:
             stop.set()
-            thread.join(timeout=30)
+            thread.join(timeout=1)
+            if thread.is_alive():  # its last flush waits for the store (locked, or slow to answer)
+                click.echo("watch: waiting for the store to take the probe's last samples (Ctrl-C again to "
+                           "abandon them)", err=True)
+                thread.join(timeout=PROBE_STOP_S)
+        if thread.is_alive():
+            raise UserError(f"the probe's last samples were not stored within {PROBE_STOP_S} s (the store did not "
+                            "answer); they are lost")
         if failure:
             e = failure[0]
             if isinstance(e, UserError):

@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ioweather.errors import UserError
+from ioweather.errors import UserError, os_error_reason
 
 #: Modules whose records are a fixed struct of int64 counters + float64 fcounters.
 GENERIC_MODULES = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "DFS", "DAOS")
@@ -193,10 +193,9 @@ def check_layout(path: str | os.PathLike) -> _Layout:
         size = p.stat().st_size
         with open(p, "rb") as f:
             head = f.read(2048)
-    except IsADirectoryError:
-        raise DarshanLogError(f"{path}: is a directory, not a Darshan log") from None
     except OSError as e:
-        raise DarshanLogError(f"{path}: cannot read: {e.strerror}") from None
+        # "{path}: reason", like every DarshanLogError: a batch ingest strips the path prefix
+        raise DarshanLogError(f"{path}: cannot read: {os_error_reason(e, path)}") from None
     if size == 0:
         raise DarshanLogError(f"{path}: empty file (0 bytes), not a Darshan log")
     if head[:2] == b"\x1f\x8b" or head[:3] == b"BZh":

@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ioweather.errors import UserError
+from ioweather.errors import UserError, os_error_reason
 from ioweather.sources import iomodel_procstats as procstats
 from ioweather.sources.iomodel_cache import (CACHE_STATES, CACHED, DISCARD, UNCACHED, check_drop_caches_allowed,
                                              core, data_file_name, ensure_data_file, make_cached, make_uncached,
@@ -413,7 +413,7 @@ def _worker_main(conn, proc: int, mem_size: int, file_path, file_len: int, time_
             except UserError as e:
                 conn.send(("error", str(e)))
             except OSError as e:  # a disk error during prepare or the post-write fsync: this run fails, not the sweep
-                conn.send(("error", f"{e.filename or 'I/O'}: {os.strerror(e.errno) if e.errno else e}"))
+                conn.send(("error", f"{e.filename or 'I/O'}: {os_error_reason(e, e.filename)}"))
     except (EOFError, KeyboardInterrupt):
         pass
     except Exception as e:  # report, never hang the parent

@@ -18,7 +18,6 @@ back can be checked against the offset it claims to come from.
 
 from __future__ import annotations
 
-import errno as errno_mod
 import os
 import time
 from collections.abc import Callable
@@ -27,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ioweather.errors import UserError
+from ioweather._native import load
+from ioweather.errors import UserError, from_os_error, os_error_reason
 
 DISCARD, CACHED, UNCACHED = "discard", "cached", "uncached"
 CACHE_STATES = (DISCARD, CACHED, UNCACHED)
@@ -37,19 +37,11 @@ _CHUNK = 4 << 20
 
 
 def core():
-    try:
-        from ioweather._native import iomodel_core
-    except ImportError as e:  # pragma: no cover - only on a broken install
-        raise UserError(f"the C core is not built ({e}); reinstall ioweather with gcc and the Python headers present") from None
-    return iomodel_core
+    return load("iomodel_core")
 
 
 def data_file_name(proc: int) -> str:
     return f"iomodel.{proc}.dat"
-
-
-def _reason(e: OSError) -> str:
-    return os.strerror(e.errno) if e.errno else str(e)
 
 
 def open_data_file(path: Path) -> int:
@@ -57,9 +49,7 @@ def open_data_file(path: Path) -> int:
     try:
         return os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as e:
-        if e.errno == errno_mod.ELOOP:
-            raise UserError(f"{path} is a symlink; the benchmark never follows one") from None
-        raise UserError(f"cannot open {path}: {_reason(e)}") from None
+        raise from_os_error(path, e, "open") from None
 
 
 def ensure_data_file(path: Path, length: int, on_progress: Callable[[int], None] | None = None) -> bool:
@@ -73,7 +63,7 @@ def ensure_data_file(path: Path, length: int, on_progress: Callable[[int], None]
     except FileNotFoundError:
         st = None
     except OSError as e:
-        raise UserError(f"cannot inspect {path}: {_reason(e)}") from None
+        raise from_os_error(path, e, "inspect") from None
     if st is not None:
         if not (st.st_mode & 0o170000 == 0o100000):
             raise UserError(f"{path} exists and is not a regular file; remove it or use another --dir")
@@ -86,7 +76,7 @@ def ensure_data_file(path: Path, length: int, on_progress: Callable[[int], None]
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     except OSError as e:
-        raise UserError(f"cannot create {path}: {_reason(e)}") from None
+        raise from_os_error(path, e, "create") from None
     try:
         done = 0
         while done < length:
@@ -103,7 +93,7 @@ def ensure_data_file(path: Path, length: int, on_progress: Callable[[int], None]
     except OSError as e:
         os.close(fd)
         os.unlink(path)
-        raise UserError(f"cannot write {path}: {_reason(e)}") from None
+        raise from_os_error(path, e, "write") from None
     os.close(fd)
     return True
 
@@ -116,7 +106,7 @@ def residency(fd: int, length: int, path: Path) -> tuple[int, int]:
     try:
         return core().resident_pages(fd, length)
     except OSError as e:
-        raise UserError(f"cannot verify the page-cache state of {path}: mmap/mincore failed ({_reason(e)}), "
+        raise UserError(f"cannot verify the page-cache state of {path}: mmap/mincore failed ({os_error_reason(e)}), "
                         "so residency cannot be checked on this file system") from None
 
 
@@ -187,7 +177,7 @@ def make_uncached(fd: int, length: int, path: Path, *, drop_caches: bool = False
             with open(DROP_CACHES, "w") as f:
                 f.write("3\n")
         except OSError as e:
-            raise UserError(f"cannot write {DROP_CACHES}: {_reason(e)}") from None
+            raise from_os_error(DROP_CACHES, e, "write") from None
         info.dropped_caches = True
         res, total = residency(fd, length, path)
     info.resident_pages, info.total_pages = res, total

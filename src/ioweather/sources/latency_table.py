@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ioweather.errors import UserError
+from ioweather.errors import UserError, from_os_error
 
 DURATION_COLUMNS = ("duration_s", "duration_ns", "duration", "value")
 UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
@@ -39,13 +39,10 @@ def reading(path: Path, what: str = "CSV or Parquet file"):
         if path.is_dir():
             raise UserError(f"{path} is a directory, not a {what}")
         yield
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except PermissionError:
-        raise UserError(f"{path}: permission denied") from None
-    except IsADirectoryError:
-        raise UserError(f"{path} is a directory, not a {what}") from None
     except (pa.ArrowException, OSError) as e:
+        if getattr(e, "errno", None) and not isinstance(e, pa.ArrowException):
+            raise from_os_error(path, e, "read") from None
+        # Arrow's own errors (some are OSErrors without an errno): the file is there but not a table
         raise UserError(f"{path}: not a readable {what} ({str(e).splitlines()[0]})") from None
 
 
@@ -125,8 +122,7 @@ def load_durations(paths: list[str], *, column: str | None, unit: str | None, ne
                    where: list[tuple[str, str]]) -> pd.DataFrame:
     """Rows of all `paths` with `duration_s` (float seconds) plus the `need` columns.
 
-    `where` keeps rows whose column equals the value (compared as text, so
-    `size=4096` and `cache=cached` both work).
+    `where` keeps rows as `apply_where` does.
     """
     need = list(dict.fromkeys(need))
     frames = []
@@ -138,9 +134,7 @@ def load_durations(paths: list[str], *, column: str | None, unit: str | None, ne
         if missing:
             raise UserError(f"column{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))} not found in "
                             f"{path}; columns: {', '.join(names)}")
-        df = read_table(path, wanted)
-        for k, v in where:
-            df = df[df[k].astype(str) == v]
+        df = apply_where(read_table(path, wanted), where)
         raw = df[dcol]
         if not pd.api.types.is_numeric_dtype(raw):
             num = pd.to_numeric(raw, errors="coerce")
@@ -175,14 +169,30 @@ def load_probe_durations(store, op: str, target: str | None, since_ns: int | Non
         target = known[0]
     elif target not in known:
         raise UserError(f"no probe samples for target {target!r}; known targets: {', '.join(known) or 'none'}")
+    df, _ = probe_samples(store, target, op, since_ns, until_ns)
+    df["op"] = PROBE_OP_TO_IOMODEL.get(op, op)
+    return target, df
+
+
+def probe_samples(store, target: str, op: str, since_ns: int | None, until_ns: int | None) -> tuple[pd.DataFrame, int]:
+    """(start_ns and duration_s of one probe op's successful samples, how many others were left out)."""
+    from ioweather.store import probe as probe_store
+
     s = probe_store.read_samples(store, target, since_ns=since_ns, until_ns=until_ns, ops=[op])
     # Errors and timeouts did not complete: their durations say nothing about the I/O path.
     keep = (s["op"] == probe_store.OPS.index(op)) & (s["status"] == 0)
     df = pd.DataFrame({"start_ns": s["start_ns"][keep], "duration_s": s["duration_ns"][keep] / 1e9})
-    df["op"] = PROBE_OP_TO_IOMODEL.get(op, op)
     if len(df) == 0:
         raise UserError(f"no successful {op} samples for target {target!r} in this window")
-    return target, df
+    return df, int((~keep).sum())
+
+
+def apply_where(df: pd.DataFrame, where: list[tuple[str, str]]) -> pd.DataFrame:
+    """The rows whose column equals the value for every (column, value), compared as text
+    (so `size=4096` and `cache=cached` both work)."""
+    for k, v in where:
+        df = df[df[k].astype(str) == v]
+    return df
 
 
 def probe_block_bytes(store, target: str) -> int | None:

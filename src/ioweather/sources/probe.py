@@ -37,7 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ioweather.errors import UserError
+from ioweather._native import load
+from ioweather.errors import UserError, from_os_error
 
 SMALL_FILE_BYTES = 3901  # the paper's metadata probe file size
 DEFAULT_BLOCK = 1 << 20
@@ -45,14 +46,6 @@ DEFAULT_POOL = 200
 META_NAME = "probe.json"
 DATA_NAME = "data"
 POOL_NAME = "pool"
-
-
-def _native():
-    try:
-        from ioweather._native import probe_core
-    except ImportError as e:  # pragma: no cover - only on a broken install
-        raise UserError(f"the C core is not built ({e}); reinstall ioweather with gcc and the Python headers present") from None
-    return probe_core
 
 
 # --------------------------------------------------------------------------- layout
@@ -65,13 +58,6 @@ class ProbeLayout:
     created_ns: int = 0
 
 
-def _os_error(what: str, path: Path | str, e: OSError) -> UserError:
-    reason = os.strerror(e.errno) if e.errno else str(e)
-    if e.errno == errno_mod.ELOOP:
-        reason = "it is a symlink, which the probe never follows"
-    return UserError(f"cannot {what} {path}: {reason}")
-
-
 def open_dir(path: Path, *, create: bool) -> int:
     """A descriptor for the probe directory; refuses symlinks and other users' directories."""
     if create:
@@ -80,16 +66,14 @@ def open_dir(path: Path, *, create: bool) -> int:
         except FileExistsError:
             pass
         except OSError as e:
-            raise _os_error("create probe directory", path, e) from None
+            raise from_os_error(path, e, "create probe directory") from None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
         raise UserError(f"probe directory {path} does not exist (run 'ioweather probe init {path}' first)") from None
     except OSError as e:
-        if e.errno in (errno_mod.ENOTDIR, errno_mod.ELOOP) and os.path.islink(path):
-            raise UserError(f"cannot open probe directory {path}: it is a symlink, which the probe never follows; "
-                            "give the real path") from None
-        raise _os_error("open probe directory", path, e) from None
+        raise from_os_error(path, e, "open probe directory",
+                            hint="give the real path" if os.path.islink(path) else None) from None
     st = os.fstat(fd)
     if st.st_uid != os.geteuid():
         os.close(fd)
@@ -108,7 +92,7 @@ def read_layout(dirfd: int, path: Path) -> ProbeLayout:
     except FileNotFoundError:
         raise UserError(f"{path} is not a probe directory (no {META_NAME}); run 'ioweather probe init {path}'") from None
     except OSError as e:
-        raise _os_error("read", path / META_NAME, e) from None
+        raise from_os_error(path / META_NAME, e, "read") from None
     with os.fdopen(fd) as f:
         try:
             raw = json.load(f)
@@ -161,7 +145,7 @@ def init_probe_dir(path: Path, file_bytes: int, pool_files: int, *, block: int =
             with os.fdopen(fd, "w") as f:
                 json.dump(layout.__dict__, f)
         except OSError as e:
-            raise _os_error("write", path / META_NAME, e) from None
+            raise from_os_error(path / META_NAME, e, "write") from None
         return layout
     finally:
         os.close(dirfd)
@@ -173,7 +157,7 @@ def _create_data_file(dirfd: int, path: Path, size: int, on_progress) -> None:
     except FileExistsError:
         raise UserError(f"{path / DATA_NAME} already exists but {META_NAME} does not; remove it or use another directory") from None
     except OSError as e:
-        raise _os_error("create", path / DATA_NAME, e) from None
+        raise from_os_error(path / DATA_NAME, e, "create") from None
     # Random (incompressible) content: zeros would be stored sparse, compressed or deduplicated
     # by some file systems and make reads unrealistically fast.
     chunk = np.random.default_rng().integers(0, 256, 8 << 20, dtype=np.uint8).tobytes()
@@ -188,9 +172,8 @@ def _create_data_file(dirfd: int, path: Path, size: int, on_progress) -> None:
     except OSError as e:
         os.close(fd)
         os.unlink(DATA_NAME, dir_fd=dirfd)
-        if e.errno == errno_mod.ENOSPC:
-            raise UserError(f"disk full while creating {path / DATA_NAME} ({written} of {size} B written); removed it") from None
-        raise _os_error("write", path / DATA_NAME, e) from None
+        raise from_os_error(path / DATA_NAME, e, "write",
+                            hint=f"removed the partial file ({written} of {size} B written)") from None
     os.close(fd)
 
 
@@ -200,11 +183,11 @@ def _make_pool_dir(dirfd: int, path: Path) -> int:
     except FileExistsError:
         pass
     except OSError as e:
-        raise _os_error("create", path / POOL_NAME, e) from None
+        raise from_os_error(path / POOL_NAME, e, "create") from None
     try:
         return os.open(POOL_NAME, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
     except OSError as e:
-        raise _os_error("open", path / POOL_NAME, e) from None
+        raise from_os_error(path / POOL_NAME, e, "open") from None
 
 
 def _pool_name(seq: int) -> str:
@@ -219,9 +202,7 @@ def _create_small(pool_fd: int, seq: int, payload: bytes, path: Path) -> None:
         finally:
             os.close(fd)
     except OSError as e:
-        if e.errno == errno_mod.ENOSPC:
-            raise UserError(f"disk full while creating the pool in {path / POOL_NAME}") from None
-        raise _os_error("create", path / POOL_NAME / _pool_name(seq), e) from None
+        raise from_os_error(path / POOL_NAME / _pool_name(seq), e, "create") from None
 
 
 # --------------------------------------------------------------------------- running
@@ -289,7 +270,7 @@ class Probe:
         self.opt = options
         self.sink = sink
         self.log = log
-        self.core = _native()
+        self.core = load("probe_core")
         self.stop_event = threading.Event()
         self.dirfd = open_dir(self.path, create=False)
         self.layout = read_layout(self.dirfd, self.path)
@@ -302,7 +283,7 @@ class Probe:
         except OSError as e:
             if options.direct and e.errno == errno_mod.EINVAL:
                 raise UserError(f"{self.path} does not support O_DIRECT (--direct)") from None
-            raise _os_error("open", self.path / DATA_NAME, e) from None
+            raise from_os_error(self.path / DATA_NAME, e, "open") from None
         st = os.fstat(self.data_fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size < self.layout.file_bytes:
             raise UserError(f"{self.path / DATA_NAME} is not the probe's data file (size {st.st_size} B); run init again")

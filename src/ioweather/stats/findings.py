@@ -26,11 +26,75 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ioweather.errors import UserError
+from ioweather.errors import UserError, from_os_error
 from ioweather.units import format_bytes
 from ioweather.stats.job import MiB, cols, effective_ranks, monitored, subset, zero_missing
 
-LEVELS = ("HIGH", "WARN", "INFO", "OK")
+LEVELS = ("HIGH", "WARN", "INFO", "OK")  # most severe first
+#: The levels that ask for action: `jobs ingest` stores these codes per job (`finding_codes`).
+ACTIONABLE = ("HIGH", "WARN")
+
+#: Every finding's level and what it means in a few words (the messages of `job_findings` add the
+#: numbers). The one table of levels: the report, the store's `finding_codes` and the dashboard,
+#: which has only the stored codes, all read it.
+FINDINGS = {
+    "T00": ("INFO", "the job moved no data through POSIX or STDIO"),
+    "T01": ("OK", "I/O is a small share of the run time: no action needed"),
+    "S01": ("HIGH", "more than 10 % of the bytes through STDIO (fopen/fwrite)"),
+    "M01": ("WARN", "an MPI job that does not use MPI-IO"),
+    "P01": ("INFO", "write-operation intensive"),
+    "P02": ("INFO", "read-operation intensive"),
+    "P03": ("INFO", "write-volume intensive"),
+    "P04": ("INFO", "read-volume intensive"),
+    "P05": ("HIGH", "many small reads (below 1 MiB)"),
+    "P06": ("HIGH", "many small writes (below 1 MiB)"),
+    "P07": ("HIGH", "requests not aligned in memory"),
+    "P08": ("HIGH", "requests not aligned in the file"),
+    "P09": ("WARN", "a file read for more bytes than its size: data read again"),
+    "P10": ("WARN", "a file written for more bytes than its size: data written again"),
+    "P11": ("HIGH", "many random (backwards) reads"),
+    "P12": ("OK", "reads mostly sequential"),
+    "P13": ("HIGH", "many random (backwards) writes"),
+    "P14": ("OK", "writes mostly sequential"),
+    "P15": ("HIGH", "many small reads to shared files"),
+    "P16": ("HIGH", "many small writes to shared files"),
+    "P17": ("HIGH", "a rank spends more than 30 s in metadata operations"),
+    "P18": ("HIGH", "shared file with a straggler rank by bytes"),
+    "P19": ("HIGH", "shared file with a straggler rank by time"),
+    "P21": ("HIGH", "files written by several ranks with unbalanced bytes"),
+    "P22": ("HIGH", "files read by several ranks with unbalanced bytes"),
+    "M02": ("HIGH", "many independent MPI-IO reads and no collective ones"),
+    "M03": ("HIGH", "many independent MPI-IO writes and no collective ones"),
+    "M06": ("WARN", "no non-blocking MPI-IO reads"),
+    "M07": ("WARN", "no non-blocking MPI-IO writes"),
+    "R01": ("WARN", "all data moved by rank 0 of an MPI job"),
+    "F01": ("WARN", "more than 10 files per process"),
+}
+
+
+def severity(level: str | None) -> int:
+    """HIGH 4, WARN 3, INFO 2, OK 1; 0 for no level (a code this version does not know)."""
+    return len(LEVELS) - LEVELS.index(level) if level in LEVELS else 0
+
+
+def describe_codes(codes: list[str]) -> list[dict]:
+    """Stored finding codes as {code, level, what}, most severe first (level None: a code written
+    by a newer ioweather)."""
+    out = []
+    for c in codes:
+        level, what = FINDINGS.get(c, (None, "finding not known to this version of ioweather"))
+        out.append({"code": c, "level": level, "what": what})
+    out.sort(key=lambda f: (-severity(f["level"]), f["code"]))
+    return out
+
+
+def highest_level(codes: list[str]) -> str | None:
+    """The most severe level among stored codes (HIGH or WARN), None when there are none.
+
+    A code this version does not know counts as WARN: only actionable codes are stored.
+    """
+    levels = [FINDINGS.get(c, ("WARN",))[0] for c in codes]
+    return max(levels, key=severity) if levels else None
 
 
 @dataclass(frozen=True)
@@ -57,7 +121,7 @@ class Thresholds:
         try:
             text = p.read_bytes()
         except OSError as e:
-            raise UserError(f"cannot read thresholds file {path}: {e.strerror}") from None
+            raise from_os_error(path, e, "read thresholds file") from None
         try:
             data = json.loads(text) if p.suffix.lower() == ".json" else tomllib.loads(text.decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as e:
@@ -82,8 +146,9 @@ class Thresholds:
         return asdict(self)
 
 
-def _f(code, level, message, evidence, threshold=None) -> dict:
-    return {"code": code, "level": level, "message": message, "evidence": evidence, "threshold": threshold or {}}
+def _f(code, message, evidence, threshold=None) -> dict:
+    return {"code": code, "level": FINDINGS[code][0], "message": message, "evidence": evidence,
+            "threshold": threshold or {}}
 
 
 def _share(a: float, b: float) -> float:
@@ -140,24 +205,24 @@ def job_findings(log, ch: dict, thresholds: Thresholds | None = None) -> list[di
     # --- T01 / OK when I/O is a small share of the run
     frac = ch["perf"]["io_fraction_of_runtime"]
     if frac is not None and moved > 0 and frac < t.io_fraction_no_action:
-        out.append(_f("T01", "OK", f"I/O took {100 * frac:.1f}% of the run time (< {100 * t.io_fraction_no_action:g}%): "
+        out.append(_f("T01", f"I/O took {100 * frac:.1f}% of the run time (< {100 * t.io_fraction_no_action:g}%): "
                       "no action needed, even where the findings below point at inefficient access",
                       {"io_time_s": ch["perf"]["io_time_s"], "runtime_s": ch["job"]["runtime_s"], "io_fraction": frac},
                       {"io_fraction_no_action": t.io_fraction_no_action}))
     if moved == 0:
-        out.append(_f("T00", "INFO", "the job moved no data through POSIX or STDIO", {"bytes": 0}))
+        out.append(_f("T00", "the job moved no data through POSIX or STDIO", {"bytes": 0}))
 
     # --- S01 STDIO share
     stdio_bytes = ch["interfaces"].get("STDIO", {})
     sb = (stdio_bytes.get("bytes_read") or 0) + (stdio_bytes.get("bytes_written") or 0)
     if moved and _share(sb, moved) > t.stdio_share:
-        out.append(_f("S01", "HIGH", f"{100 * sb / moved:.0f}% of the bytes go through STDIO (fopen/fread/fwrite): "
+        out.append(_f("S01", f"{100 * sb / moved:.0f}% of the bytes go through STDIO (fopen/fread/fwrite): "
                       "buffered stream I/O is slow for large data; use POSIX or MPI-IO",
                       {"stdio_bytes": sb, "total_bytes": moved, "share": sb / moved}, {"stdio_share": t.stdio_share}))
 
     # --- M01 no MPI-IO in an MPI job
     if nprocs > 1 and mpiio is None and moved > 0:
-        out.append(_f("M01", "WARN", f"an MPI job ({nprocs} processes) that does not use MPI-IO: collective buffering "
+        out.append(_f("M01", f"an MPI job ({nprocs} processes) that does not use MPI-IO: collective buffering "
                       "and data sieving are not available to it", {"nprocs": nprocs}))
 
     if posix is not None and len(posix):
@@ -172,12 +237,12 @@ def job_findings(log, ch: dict, thresholds: Thresholds | None = None) -> list[di
             nb = int(np.nansum(monitored(c, f"MPIIO_NB_{kind}")))
             word = kind.lower()[:-1]
             if coll == 0 and indep > t.collective_operations_absolute:
-                out.append(_f(code_coll, "HIGH", f"{indep} independent MPI-IO {word}s and no collective ones: "
+                out.append(_f(code_coll, f"{indep} independent MPI-IO {word}s and no collective ones: "
                               f"use MPI_File_{word}_all so MPI-IO can aggregate requests",
                               {"independent": indep, "collective": coll},
                               {"collective_operations_absolute": t.collective_operations_absolute}))
             if nb == 0 and (indep + coll) > 0:
-                out.append(_f(code_nb, "WARN", f"no non-blocking MPI-IO {word}s: MPI_File_i{word} could overlap I/O "
+                out.append(_f(code_nb, f"no non-blocking MPI-IO {word}s: MPI_File_i{word} could overlap I/O "
                               "with computation", {"nonblocking": nb, "blocking": indep + coll}))
 
     # --- R01 rank-0-only I/O (Carns et al., section V)
@@ -185,20 +250,19 @@ def job_findings(log, ch: dict, thresholds: Thresholds | None = None) -> list[di
     if nprocs > 1 and moved > 0 and pr_bytes is not None:
         shared_bytes = ch["sharing"]["shared_bytes"]
         if shared_bytes == 0 and pr_bytes.sum() > 0 and pr_bytes[0] == pr_bytes.sum():
-            out.append(_f("R01", "WARN", f"all I/O is done by rank 0 of {nprocs} processes: the other ranks wait, "
+            out.append(_f("R01", f"all I/O is done by rank 0 of {nprocs} processes: the other ranks wait, "
                           "and bandwidth is bounded by one node", {"rank0_bytes": int(pr_bytes[0]), "nprocs": nprocs}))
 
     # --- F01 many files per process
     files = tot["files"]
     if files and files / nprocs > t.files_per_process:
-        out.append(_f("F01", "WARN", f"{files} files for {nprocs} process(es) ({files / nprocs:.0f} per process): "
+        out.append(_f("F01", f"{files} files for {nprocs} process(es) ({files / nprocs:.0f} per process): "
                       "metadata cost grows with the file count; aggregate into fewer files",
                       {"files": files, "nprocs": nprocs, "files_per_process": files / nprocs},
                       {"files_per_process": t.files_per_process}))
 
-    order = {lvl: i for i, lvl in enumerate(LEVELS)}
     # T01 first: it tells the reader how much the rest matters
-    out.sort(key=lambda f: (f["code"] != "T01", order[f["level"]], f["code"]))
+    out.sort(key=lambda f: (f["code"] != "T01", -severity(f["level"]), f["code"]))
     return out
 
 
@@ -238,11 +302,11 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int) -> list[dict]:
     # P01/P02 operation intensity, P03/P04 volume intensity
     if ops and abs(writes - reads) / ops > t.imbalance_operations:
         code, what = ("P01", "write") if writes > reads else ("P02", "read")
-        out.append(_f(code, "INFO", f"the job is {what}-operation intensive ({int(writes)} writes, {int(reads)} reads)",
+        out.append(_f(code, f"the job is {what}-operation intensive ({int(writes)} writes, {int(reads)} reads)",
                       {"reads": int(reads), "writes": int(writes)}, {"imbalance_operations": t.imbalance_operations}))
     if br + bw and abs(bw - br) / (br + bw) > t.imbalance_operations:
         code, what = ("P03", "write") if bw > br else ("P04", "read")
-        out.append(_f(code, "INFO", f"the job is {what}-volume intensive ({bw:.0f} bytes written, {br:.0f} read)",
+        out.append(_f(code, f"the job is {what}-volume intensive ({bw:.0f} bytes written, {br:.0f} read)",
                       {"bytes_read": int(br), "bytes_written": int(bw)}, {"imbalance_operations": t.imbalance_operations}))
 
     # P05/P06 small requests (all files), P15/P16 on shared files
@@ -254,13 +318,13 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int) -> list[dict]:
         thr = {"small_bytes": t.small_bytes, "small_requests": t.small_requests,
                "small_requests_absolute": t.small_requests_absolute}
         if n and small / n > t.small_requests and small > t.small_requests_absolute:
-            out.append(_f(code, "HIGH", f"{small} of {n} {word}s ({100 * small / n:.0f}%) are smaller than "
+            out.append(_f(code, f"{small} of {n} {word}s ({100 * small / n:.0f}%) are smaller than "
                           f"{format_bytes(t.small_bytes)}: aggregate them into larger requests (buffering, MPI-IO collective)",
                           {"small": small, "total": n, "share": small / n}, thr))
         if shared_mask.any():
             small_s, n_s = small_request_counts(subset(c, shared_mask), "POSIX", kind, t.small_bytes)
             if n_s and small_s / n_s > t.small_requests and small_s > t.small_requests_absolute:
-                out.append(_f(code_sh, "HIGH", f"{small_s} of {n_s} {word}s to shared files are smaller than "
+                out.append(_f(code_sh, f"{small_s} of {n_s} {word}s to shared files are smaller than "
                               f"{format_bytes(t.small_bytes)}: use collective MPI-IO on shared files",
                               {"small": small_s, "total": n_s, "share": small_s / n_s}, thr))
 
@@ -270,7 +334,7 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int) -> list[dict]:
     if ops:
         for code, val, what in (("P07", mem, "memory"), ("P08", fil, "file")):
             if val / ops > t.misaligned_requests:
-                out.append(_f(code, "HIGH", f"{100 * val / ops:.0f}% of requests are not aligned in {what}"
+                out.append(_f(code, f"{100 * val / ops:.0f}% of requests are not aligned in {what}"
                               + (" (to the file system block/stripe)" if what == "file" else ""),
                               {"misaligned": int(val), "total": int(ops), "share": val / ops},
                               {"misaligned_requests": t.misaligned_requests}))
@@ -284,7 +348,7 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int) -> list[dict]:
         extra = np.where(ok, b - (m + 1), 0.0)
         red = extra > 0
         if red.any():
-            out.append(_f(code, "WARN", f"{int(red.sum())} file record(s) {kind} more bytes than their size "
+            out.append(_f(code, f"{int(red.sum())} file record(s) {kind} more bytes than their size "
                           f"(highest offset + 1): {extra[red].sum():.0f} bytes {kind} again; cache or reuse the data",
                           {"files": int(red.sum()), "redundant_bytes": int(extra[red].sum())}))
 
@@ -300,11 +364,11 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int) -> list[dict]:
             continue
         thr = {"random_operations": t.random_operations, "random_operations_absolute": t.random_operations_absolute}
         if rand / total_n > t.random_operations and rand > t.random_operations_absolute:
-            out.append(_f(code_bad, "HIGH", f"{int(rand)} of {int(total_n)} {word}s ({100 * rand / total_n:.0f}%) go to "
+            out.append(_f(code_bad, f"{int(rand)} of {int(total_n)} {word}s ({100 * rand / total_n:.0f}%) go to "
                           "a lower offset than the previous one (random access)",
                           {"random": int(rand), "total": int(total_n), "share": rand / total_n}, thr))
         else:
-            out.append(_f(code_ok, "OK", f"{word}s are mostly sequential ({100 * (1 - rand / total_n):.0f}%)",
+            out.append(_f(code_ok, f"{word}s are mostly sequential ({100 * (1 - rand / total_n):.0f}%)",
                           {"random": int(rand), "total": int(total_n), "share": rand / total_n}, thr))
 
     # P17 metadata time per rank
@@ -316,7 +380,7 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int) -> list[dict]:
         per_rank_meta = per_rank_meta + meta[~own].sum() / nprocs
     slow_ranks = np.flatnonzero(per_rank_meta > t.metadata_time_rank_s)
     if len(slow_ranks):
-        out.append(_f("P17", "HIGH", f"{len(slow_ranks)} rank(s) spend more than {t.metadata_time_rank_s:g} s in "
+        out.append(_f("P17", f"{len(slow_ranks)} rank(s) spend more than {t.metadata_time_rank_s:g} s in "
                       f"metadata operations (open/stat/seek/sync; worst: rank {int(per_rank_meta.argmax())}, "
                       f"{per_rank_meta.max():.1f} s)",
                       {"ranks": int(len(slow_ranks)), "max_rank": int(per_rank_meta.argmax()),
@@ -338,7 +402,7 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int) -> list[dict]:
             bad = ratio > t.stragglers
             if bad.any():
                 worst = int(np.argmax(ratio))
-                out.append(_f(code, "HIGH", f"{int(bad.sum())} shared file(s) with a straggler rank by {what}: the slowest "
+                out.append(_f(code, f"{int(bad.sum())} shared file(s) with a straggler rank by {what}: the slowest "
                               f"and fastest rank differ by {100 * ratio[worst]:.0f}% of the file's total {what} "
                               f"(worst: {names[worst] or 'unnamed'})",
                               {"files": int(bad.sum()), "max_ratio": float(ratio[worst]), "worst_file": names[worst]},
@@ -366,7 +430,7 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int) -> list[dict]:
                 ratio = (hi[ok] - lo[ok]) / hi[ok]
                 bad = ratio[ratio > t.imbalance_size]
                 if len(bad):
-                    out.append(_f(code, "HIGH", f"{len(bad)} file(s) accessed by several ranks with unbalanced bytes "
+                    out.append(_f(code, f"{len(bad)} file(s) accessed by several ranks with unbalanced bytes "
                                   f"{word} (max - min up to {100 * bad.max():.0f}% of max): spread the data evenly",
                                   {"files": int(len(bad)), "max_ratio": float(bad.max())},
                                   {"imbalance_size": t.imbalance_size}))

@@ -15,7 +15,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
 from ioweather.config import Settings
-from ioweather.errors import SchemaTooNew, StoreError
+from ioweather.errors import SchemaTooNew, StoreError, from_os_error
 from ioweather.store.migrations import Component, schema_versions
 
 #: How long a writer waits for another writer's lock before giving up (seconds).
@@ -242,7 +242,7 @@ def _prepare_sqlite_dir(path: Path) -> None:
     try:
         parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as e:
-        raise StoreError(f"cannot create store directory {parent}: {e.strerror}") from None
+        raise from_os_error(parent, e, "create store directory", cls=StoreError) from None
     if not os.access(parent, os.W_OK | os.X_OK):
         raise StoreError(f"store directory {parent} is not writable")
     if path.exists() and not os.access(path, os.R_OK | os.W_OK):
@@ -252,7 +252,7 @@ def _prepare_sqlite_dir(path: Path) -> None:
             with open(path, "rb") as f:
                 head = f.read(16)
         except OSError as e:
-            raise StoreError(f"cannot read store database {path}: {e.strerror}") from None
+            raise from_os_error(path, e, "read store database", cls=StoreError) from None
         if head and head != b"SQLite format 3\x00":
             raise StoreError(f"{path} is not an SQLite database")
 

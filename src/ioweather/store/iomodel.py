@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from ioweather.errors import UserError
+from ioweather.errors import UserError, from_os_error
 
 FORMAT = "ioweather.iomodel"
 FORMAT_VERSION = 1
@@ -108,8 +108,7 @@ class ResultWriter:
                 pass
         except (OSError, pa.ArrowException) as e:
             self.abort()
-            reason = os.strerror(e.errno) if getattr(e, "errno", None) else str(e).splitlines()[0]
-            raise UserError(f"cannot write output {current}: {reason}") from None
+            raise from_os_error(current, e, "write output") from None
 
     def write(self, table: pa.Table) -> int:
         """Append one run; returns its row-group index."""
@@ -158,7 +157,7 @@ def read_metadata(path: Path) -> dict:
     try:
         meta = pq.read_metadata(path).metadata or {}
     except (OSError, pa.ArrowInvalid) as e:
-        raise UserError(f"cannot read {path}: {e}") from None
+        raise from_os_error(path, e, "read") from None
     raw = meta.get(METADATA_KEY.encode())
     if raw is None:
         raise UserError(f"{path} is not an io-model output (no {METADATA_KEY} metadata)")

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import sqlalchemy as sa
 
+from ioweather.errors import UserError
 from ioweather.store.db import Store
 from ioweather.store.migrations import Component, create_tables
 
@@ -209,6 +210,40 @@ def count_jobs(store: Store) -> int:
     store.require(COMPONENT)
     with store.connect() as conn:
         return int(conn.execute(sa.select(sa.func.count()).select_from(jobs)).scalar_one())
+
+
+class AmbiguousJobId(UserError):
+    """An id prefix that matches more than one stored job."""
+
+
+def job(store: Store, parquet_dir: Path, id_prefix: str) -> tuple[dict, pd.DataFrame | None] | None:
+    """The job whose log_hash starts with `id_prefix` and its rows of the per-file table.
+
+    None when no job matches; AmbiguousJobId when several do. The files are None when
+    the job's Parquet part is gone (the row outlives a deleted archive directory).
+    """
+    store.require(COMPONENT)
+    with store.connect() as conn:
+        rows = conn.execute(sa.select(jobs).where(jobs.c.log_hash.startswith(id_prefix, autoescape=True))
+                            .limit(2)).mappings().all()
+    if not rows:
+        return None
+    if len(rows) > 1:
+        raise AmbiguousJobId(f"id {id_prefix} matches several jobs; give more of it")
+    row = dict(rows[0])
+    part = files_dir(parquet_dir) / row["files_part"] if row["files_part"] else None
+    if part is None or not part.is_file():
+        return row, None
+    return row, pq.read_table(part, filters=[("log_hash", "=", row["log_hash"])]).to_pandas()
+
+
+def change_marker(store: Store) -> tuple:
+    """Changes whenever a job or a failed log is stored (rows are only ever added or replaced by newer ones)."""
+    store.require(COMPONENT)
+    with store.connect() as conn:
+        a = conn.execute(sa.select(sa.func.count(), sa.func.max(jobs.c.ingested_ns))).one()
+        b = conn.execute(sa.select(sa.func.count(), sa.func.max(failed_logs.c.failed_ns))).one()
+    return tuple(a) + tuple(b)
 
 
 def file_rows(store: Store, parquet_dir: Path) -> pa.Table | None:

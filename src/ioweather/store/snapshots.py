@@ -18,7 +18,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
-from ioweather.errors import UserError
+from ioweather.errors import UserError, from_os_error
 from ioweather.stats.fsstats import SNAPSHOT_FORMAT
 from ioweather.store.db import Store
 from ioweather.store.migrations import Component, create_tables
@@ -101,20 +101,16 @@ def write_file(path: str | os.PathLike, doc: dict) -> None:
         os.replace(tmp, path)
     except OSError as e:
         tmp.unlink(missing_ok=True)
-        raise UserError(f"cannot write snapshot {path}: {e.strerror}") from None
+        raise from_os_error(path, e, "write snapshot") from None
 
 
 def read_file(path: str | os.PathLike) -> dict:
     try:
         text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such snapshot file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path} is a directory, not a snapshot file") from None
     except UnicodeDecodeError:
         raise UserError(f"{path} is not a JSON snapshot (not UTF-8 text)") from None
     except OSError as e:
-        raise UserError(f"cannot read {path}: {e.strerror}") from None
+        raise from_os_error(path, e, "read snapshot") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:

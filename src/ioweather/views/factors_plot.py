@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ioweather.errors import UserError
+from ioweather.errors import from_os_error
 
 MAX_POINTS = 200_000
 PALETTE = ["#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
@@ -41,7 +41,7 @@ def _save(fig, path: Path) -> None:
     try:
         fig.savefig(path, dpi=110)
     except OSError as e:
-        raise UserError(f"cannot write {path}: {e.strerror or e}") from None
+        raise from_os_error(path, e, "write") from None
     finally:
         plt.close(fig)
 

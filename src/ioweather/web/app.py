@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import socket
 import sys
@@ -22,7 +23,7 @@ from starlette.staticfiles import StaticFiles
 
 from ioweather import __version__
 from ioweather.config import Settings
-from ioweather.errors import UserError
+from ioweather.errors import UserError, os_error_reason
 from ioweather.stats.status import format_age
 from ioweather.units import format_bytes, format_seconds
 from ioweather.views.output import to_json
@@ -246,9 +247,9 @@ def bind(host: str, port: int) -> socket.socket:
         sock.bind(addr)
     except OSError as e:
         sock.close()
-        if e.errno == 98:
+        if e.errno == errno.EADDRINUSE:
             raise UserError(f"port {port} on {host} is already in use; choose another with --port") from None
-        raise UserError(f"cannot listen on {host}:{port}: {e.strerror}") from None
+        raise UserError(f"cannot listen on {host}:{port}: {os_error_reason(e)}") from None
     sock.listen(128)
     sock.set_inheritable(True)
     return sock

@@ -75,6 +75,17 @@ class Query:
             raise BadRequest(f"{name} must be between {lo} and {hi}, got {v}")
         return v
 
+    def number(self, name: str, default: float, lo: float, hi: float, *, lo_open: bool = False) -> float:
+        """A float in [lo, hi] (or (lo, hi] with `lo_open`); nan and inf are refused by the bounds."""
+        raw = self.text(name, repr(default))
+        try:
+            v = float(raw)
+        except ValueError:
+            raise BadRequest(f"{name} must be a number, got {raw!r}") from None
+        if not (lo < v if lo_open else lo <= v) or not v <= hi:
+            raise BadRequest(f"{name} must be {'above' if lo_open else 'at least'} {lo:g} and at most {hi:g}, got {raw!r}")
+        return v
+
     def window(self, default_since: str, max_s: float, now: datetime,
                default_until: datetime | None = None) -> tuple[int, int]:
         """(since_ns, until_ns) from `since` (a time or a duration ago) and `until` (a time, default

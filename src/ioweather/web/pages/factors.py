@@ -2,9 +2,9 @@
 outlier cutoff (METHODS.md 2.2-2.3; seed 000 Fig. 2).
 
 The store has no factors table: the page runs `stats.factors.analyse` on the successful
-samples of the window (read with `store.probe.read_samples`), with the options of
-`ioweather factors density`, so its `analysis` is that command's `--from-store --json`
-for the same target, op and window. The window is capped (7 days) to keep a request
+samples of the window (`sources.latency_table.probe_samples`, which the command reads too),
+with the options of `ioweather factors density`, so its `analysis` is that command's
+`--from-store --json` for the same target, op and window. The window is capped (7 days) to keep a request
 under a second; a window that ended more than two minutes ago cannot change and is
 kept in memory.
 """
@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ioweather.errors import UserError
+from ioweather.sources.latency_table import probe_samples
 from ioweather.stats.downsample import downsample
 from ioweather.stats.factor_spec import DEFAULT_SIGNIFICANCE
 from ioweather.stats.factors import analyse
@@ -29,24 +31,12 @@ MAX_POINTS = 20000
 SETTLED_NS = 120 * 10**9
 
 
-def _float(q: Query, name: str, default: float, lo: float, hi: float, *, lo_open: bool = False) -> float:
-    raw = q.text(name, repr(default))
-    try:
-        v = float(raw)
-    except ValueError:
-        raise BadRequest(f"{name} must be a number, got {raw!r}") from None
-    if not (lo < v if lo_open else lo <= v) or not v <= hi:
-        raise BadRequest(f"{name} must be {'above' if lo_open else 'at least'} {lo:g} and at most {hi:g}, got {raw!r}")
-    return v
-
-
 def _analyse(ctx: WebContext, target: str, op: str, since: int, until: int, kw: dict) -> dict:
-    s = probe_store.read_samples(ctx.store, target, since_ns=since, until_ns=until, ops=[op])
-    # Errors and timeouts did not complete: their durations say nothing about the I/O path.
-    ok = (s["op"] == probe_store.OPS.index(op)) & (s["status"] == 0)
-    start, dur = s["start_ns"][ok], s["duration_ns"][ok] / 1e9
-    if not len(dur):
-        raise BadRequest(f"no successful {op} samples for target {target!r} in this window")
+    try:
+        df, excluded = probe_samples(ctx.store, target, op, since, until)
+    except UserError as e:  # no successful sample in the window: the request asks for nothing there
+        raise BadRequest(str(e)) from None
+    start, dur = df["start_ns"].to_numpy(), df["duration_s"].to_numpy()
     try:
         a = analyse(dur, None, **kw)
     except ValueError as e:  # too few or identical durations: no density to read classes from
@@ -55,7 +45,7 @@ def _analyse(ctx: WebContext, target: str, op: str, since: int, until: int, kw: 
     start, dur, lab = start[order], dur[order], a.labels[order]
     keep = downsample(start, dur, MAX_POINTS)
     names = [c.label for c in a.classes]
-    return {"analysis": a.as_dict(), "excluded": int((~ok).sum()),
+    return {"analysis": a.as_dict(), "excluded": excluded,
             "timeline": {"shown": int(len(keep)), "total": int(len(dur)), "downsampled": bool(len(keep) < len(dur)),
                          "time": iso_ms(start[keep]), "duration_s": dur[keep].tolist(),
                          "class": [names[i] for i in lab[keep].tolist()]}}
@@ -67,9 +57,9 @@ def factors_data(ctx: WebContext, params) -> dict:
     target = target_param(q, targets, required=True)
     op = q.choice("op", probe_store.OPS, "data_read")
     since, until = q.window("1d", MAX_WINDOW_S, now_utc(ctx))
-    kw = {"adjust": _float(q, "adjust", 2.0, 0.0, 100.0, lo_open=True),
-          "significance": _float(q, "significance", DEFAULT_SIGNIFICANCE, 0.0, 1.0, lo_open=True),
-          "cutoff_fraction": _float(q, "cutoff_fraction", 0.05, 0.0, 0.99, lo_open=True),
+    kw = {"adjust": q.number("adjust", 2.0, 0.0, 100.0, lo_open=True),
+          "significance": q.number("significance", DEFAULT_SIGNIFICANCE, 0.0, 1.0, lo_open=True),
+          "cutoff_fraction": q.number("cutoff_fraction", 0.05, 0.0, 0.99, lo_open=True),
           "split": q.choice("split", ("minimum", "mean"), "minimum")}
 
     def run():

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import re
 
-import pandas as pd
-import pyarrow.parquet as pq
-import sqlalchemy as sa
-
+from ioweather.stats.findings import describe_codes, highest_level
 from ioweather.stats.job import mibps_per_node
 from ioweather.stats.job_files import per_module, per_mount, top_files
 from ioweather.store import jobs as jobs_store
@@ -27,28 +24,6 @@ _HASH = re.compile(r"^[0-9a-f]{8,64}$")
 TOP_FILES = 25
 
 
-def _find(ctx: WebContext, prefix: str) -> dict:
-    t = jobs_store.jobs
-    with ctx.store.connect() as conn:
-        rows = conn.execute(sa.select(t).where(t.c.log_hash.like(prefix + "%")).limit(2)).mappings().all()
-    if not rows:
-        raise NotFound(f"no job with id {prefix} in the store; the Jobs page lists them")
-    if len(rows) > 1:
-        raise BadRequest(f"id {prefix} matches several jobs; give more of it")
-    return dict(rows[0])
-
-
-def _files(ctx: WebContext, row: dict) -> pd.DataFrame | None:
-    """The job's rows of the per-file table (None when its Parquet part is gone)."""
-    part = row["files_part"]
-    if not part:
-        return None
-    path = jobs_store.files_dir(ctx.settings.parquet_dir) / part
-    if not path.is_file():
-        return None
-    return pq.read_table(path, filters=[("log_hash", "=", row["log_hash"])]).to_pandas()
-
-
 def job_data(ctx: WebContext, params) -> dict:
     q = Query(params, ("id",))
     raw = q.text("id")
@@ -58,8 +33,13 @@ def job_data(ctx: WebContext, params) -> dict:
     if not _HASH.match(h):
         raise BadRequest(f"id must be 8 to 64 hexadecimal digits, got {raw!r}")
     jc.require_jobs(ctx)
-    r = _find(ctx, h)
-    files = _files(ctx, r)
+    try:
+        found = jobs_store.job(ctx.store, ctx.settings.parquet_dir, h)
+    except jobs_store.AmbiguousJobId as e:
+        raise BadRequest(str(e)) from None
+    if found is None:
+        raise NotFound(f"no job with id {h} in the store; the Jobs page lists them")
+    r, files = found
     nnodes = jc.opt_int(r["nnodes"])
     runtime = jc.opt_float(r["runtime_s"])
     return {
@@ -81,8 +61,8 @@ def job_data(ctx: WebContext, params) -> dict:
             ("unique", "unique_files"), ("shared", "shared_files"), ("partially_shared", "partially_shared_files"),
             ("unique_bytes", "unique_bytes"), ("shared_bytes", "shared_bytes"),
             ("partially_shared_bytes", "partially_shared_bytes"))},
-        "level": jc.highest_level(r["finding_codes"]),
-        "findings": jc.findings(r["finding_codes"]),
+        "level": highest_level(jc.codes(r["finding_codes"])),
+        "findings": describe_codes(jc.codes(r["finding_codes"])),
         "files_stored": files is not None,
         "interfaces": per_module(files) if files is not None else [],
         "mounts": per_mount(files) if files is not None else [],

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ioweather.stats.archive import assign_projects, node_counts, summary
+from ioweather.stats.findings import highest_level, severity
 from ioweather.store import jobs as jobs_store
 from ioweather.units import ns_to_iso
 from ioweather.web.context import WebContext
@@ -32,8 +33,8 @@ def _list_frame(df):
     with np.errstate(invalid="ignore", divide="ignore"):
         per_node = jc.num(df, "mibps") / node_counts(df, None)
     out = df.assign(moved_bytes=moved, mibps_per_node=per_node,
-                    level=[jc.highest_level(c) for c in df["finding_codes"]])
-    out["level_rank"] = out["level"].map(lambda lv: jc.LEVEL_RANK.get(lv, 0))
+                    level=[highest_level(jc.codes(c)) for c in df["finding_codes"]])
+    out["level_rank"] = out["level"].map(severity)
     return out
 
 
@@ -73,7 +74,7 @@ def _view(ctx: WebContext) -> dict:
                                                        "failed_at": ns_to_iso(f["failed_ns"])}
                                                       for f in failed[:FAILED_SHOWN]]},
         }
-    return ctx.memo("jobs.view", jc.fingerprint(ctx), build)
+    return ctx.memo("jobs.view", jobs_store.change_marker(ctx.store), build)
 
 
 def _order(view: dict, sort: str, order: str) -> np.ndarray:
