@@ -13,6 +13,7 @@ import socket
 import stat
 import subprocess
 from dataclasses import dataclass, field
+from unprivileged import run_as_nobody  # noqa: F401  (the tests call kt.run_as_nobody)
 
 DAY_NS = 86_400 * 10**9
 SECRET_BYTES = 7_777_777  # a size that appears nowhere inside the trees
@@ -197,38 +198,6 @@ def remove_deep(root: bytes, name: bytes = b"d") -> None:
     finally:
         for fd in fds:
             os.close(fd)
-
-
-def run_as_nobody(fn, *args) -> tuple[int, bytes]:
-    """Run fn(*args) -> (exit code, bytes) in a forked child with uid/gid 65534 and no groups.
-
-    The tests run as root, which bypasses permission checks; an unprivileged child is
-    the only honest way to see EACCES. Everything fn needs must be imported already:
-    the child cannot read the interpreter's files under /root."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        code = 99
-        try:
-            os.close(r)
-            os.setgroups([])
-            os.setgid(65534)
-            os.setuid(65534)
-            code, payload = fn(*args)
-            with os.fdopen(w, "wb") as f:
-                f.write(payload)
-        except BaseException as e:  # report anything to the parent, never return into pytest
-            try:
-                os.write(w, repr(e).encode())
-            except OSError:
-                pass
-        finally:
-            os._exit(code)
-    os.close(w)
-    with os.fdopen(r, "rb") as f:
-        data = f.read()
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), data
 
 
 def world_readable_tmp(prefix: str) -> bytes:

@@ -12,6 +12,7 @@ from darshan_support import LOG_IDS, LOGS, TESTDATA_LOGS, need_darshan_logs  # n
 
 from ioweather.errors import UserError
 from ioweather.sources.darshan_log import read_log
+from ioweather.sources.thresholds_file import load as load_thresholds
 from ioweather.stats.findings import Thresholds, job_findings, small_request_counts
 from ioweather.stats.job import (MiB, agg_perf_by_slowest, characterize, file_sharing, fs_records, mibps_per_node,
                                  node_count, subset)
@@ -228,21 +229,21 @@ def test_rank0_only_io_and_no_mpiio():
 def test_thresholds_from_toml_and_json(tmp_path):
     t = tmp_path / "t.toml"
     t.write_text("[thresholds]\nsmall_requests = 0.5\nmetadata_time_rank_s = 5\n")
-    th = Thresholds.from_file(t)
+    th = load_thresholds(t)
     assert th.small_requests == 0.5 and th.metadata_time_rank_s == 5.0 and th.stragglers == 0.15
     j = tmp_path / "t.json"
     j.write_text(json.dumps({"stragglers": 0.5}))
-    assert Thresholds.from_file(j).stragglers == 0.5
+    assert load_thresholds(j).stragglers == 0.5
     bad = tmp_path / "bad.toml"
     bad.write_text("smal_requests = 1\n")
     with pytest.raises(UserError, match="unknown threshold"):
-        Thresholds.from_file(bad)
+        load_thresholds(bad)
     bad.write_text("small_requests = -1\n")
     with pytest.raises(UserError, match="non-negative"):
-        Thresholds.from_file(bad)
+        load_thresholds(bad)
     bad.write_text("not [toml")
     with pytest.raises(UserError, match="not valid TOML"):
-        Thresholds.from_file(bad)
+        load_thresholds(bad)
 
 
 def test_stragglers_threshold_changes_the_outcome():

@@ -15,10 +15,10 @@ import pytest
 NOBODY = 65534
 
 
-def as_nobody(fn, *args) -> str:
-    """fn(*args) (a str) computed in a forked child with uid/gid 65534 and no groups.
+def run_as_nobody(fn, *args) -> tuple[int, bytes]:
+    """fn(*args) -> (exit code, bytes) run in a forked child with uid/gid 65534 and no groups;
+    returns the child's exit code and payload (an exception's repr, exit code 99, if fn raised).
 
-    Any exception comes back as "unexpected TYPE: message" for the parent to fail on.
     Everything fn needs must be imported already: the child may not read the
     interpreter's files under /root."""
     if os.geteuid() != 0:
@@ -26,23 +26,32 @@ def as_nobody(fn, *args) -> str:
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: never returns into pytest
+        code = 99
         try:
             os.close(r)
             os.setgroups([])
             os.setgid(NOBODY)
             os.setuid(NOBODY)
-            msg = str(fn(*args))
+            code, payload = fn(*args)
+            os.write(w, payload)
         except BaseException as e:
-            msg = f"unexpected {type(e).__name__}: {e}"
-        try:
-            os.write(w, msg.encode())
+            try:
+                os.write(w, f"unexpected {type(e).__name__}: {e}".encode())
+            except OSError:
+                pass
         finally:
-            os._exit(0)
+            os._exit(code)
     os.close(w)
     with os.fdopen(r, "rb") as f:
-        msg = f.read().decode()
-    os.waitpid(pid, 0)
-    return msg
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), data
+
+
+def as_nobody(fn, *args) -> str:
+    """fn(*args) (a str) computed as uid 65534 (see run_as_nobody); an exception comes back as
+    "unexpected TYPE: message" for the parent to fail on."""
+    return run_as_nobody(lambda: (0, str(fn(*args)).encode()))[1].decode()
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ import time
 import click
 
 from ioweather.commands.common import json_option
-from ioweather.errors import UserError
+from ioweather.errors import UserError, from_os_error
 from ioweather.units import format_bytes, format_seconds
 from ioweather.views.output import print_json, print_table, stderr
 
@@ -229,7 +229,7 @@ def register(cli: click.Group) -> None:
                 with open(html_out, "w", encoding="utf-8") as f:
                     f.write(render_html(doc))
             except OSError as e:
-                raise UserError(f"cannot write {html_out}: {e.strerror}") from None
+                raise from_os_error(html_out, e, "write") from None
         if label:
             from ioweather.store import open_store
             from ioweather.store.snapshots import save

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ioweather.errors import UserError
+from ioweather.errors import UserError, os_error_reason
 
 #: the walker's counters, in the order reports list them
 TOTALS = ("files", "dirs", "symlinks", "other", "bytes", "capacity_bytes", "errors", "hardlinks_deduplicated",
@@ -122,14 +122,8 @@ def check_root(path: str | bytes) -> tuple[bytes, os.stat_result]:
     shown = display_name(raw)
     try:
         st = os.lstat(raw)
-    except FileNotFoundError:
-        raise UserError(f"{shown}: no such file or directory") from None
-    except PermissionError:
-        raise UserError(f"{shown}: permission denied") from None
-    except NotADirectoryError:
-        raise UserError(f"{shown}: a component of the path is not a directory") from None
     except OSError as e:
-        raise UserError(f"{shown}: {e.strerror}") from None
+        raise UserError(f"{shown}: {os_error_reason(e, raw)}") from None
     if not stat.S_ISDIR(st.st_mode) and not stat.S_ISLNK(st.st_mode):
         raise UserError(f"{shown} is not a directory (fsstats walks a directory tree)")
     return raw, st
@@ -170,7 +164,7 @@ def walk(path: str | bytes, *, threads: int | None = None, cross_mounts: bool = 
     except PermissionError:
         raise UserError(f"{shown}: permission denied (cannot read the directory)") from None
     except OSError as e:
-        raise UserError(f"{shown}: cannot open: {e.strerror}") from None
+        raise UserError(f"{shown}: cannot open: {os_error_reason(e, raw)}") from None
     walk_s = time.perf_counter() - t0
 
     owners = [{"uid": uid, "user": owner_name(uid), "files": f, "bytes": b, "capacity_bytes": c}

@@ -18,15 +18,12 @@ Defects of the reference implementation that are fixed here:
 
 from __future__ import annotations
 
-import json
-import tomllib
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ioweather.errors import UserError, from_os_error
+from ioweather.errors import UserError
 from ioweather.units import format_bytes
 from ioweather.stats.job import MiB, cols, effective_ranks, monitored, subset, zero_missing
 
@@ -115,30 +112,20 @@ class Thresholds:
     io_fraction_no_action: float = 0.05     # T01: I/O below this share of run time
 
     @classmethod
-    def from_file(cls, path: str | Path) -> "Thresholds":
-        """Read overrides from a TOML or JSON file (flat keys, or under a [thresholds] table)."""
-        p = Path(path)
-        try:
-            text = p.read_bytes()
-        except OSError as e:
-            raise from_os_error(path, e, "read thresholds file") from None
-        try:
-            data = json.loads(text) if p.suffix.lower() == ".json" else tomllib.loads(text.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError) as e:
-            kind = "JSON" if p.suffix.lower() == ".json" else "TOML"
-            raise UserError(f"thresholds file {path} is not valid {kind}: {str(e).splitlines()[0]}") from None
+    def from_mapping(cls, data, where: str) -> "Thresholds":
+        """Overrides from a parsed table (flat keys, or under a `thresholds` table), checked;
+        `where` names their origin in messages. The file is read by sources/thresholds_file.py."""
         if not isinstance(data, dict):
-            raise UserError(f"thresholds file {path}: expected a table of name = value")
+            raise UserError(f"{where}: expected a table of name = value")
         data = data.get("thresholds", data)
         known = {f.name: f.type for f in fields(cls)}
         unknown = sorted(set(data) - set(known))
         if unknown:
-            raise UserError(f"thresholds file {path}: unknown threshold(s) {', '.join(unknown)}; "
-                            f"known: {', '.join(known)}")
+            raise UserError(f"{where}: unknown threshold(s) {', '.join(unknown)}; known: {', '.join(known)}")
         values = {}
         for k, v in data.items():
             if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                raise UserError(f"thresholds file {path}: {k} must be a non-negative number, got {v!r}")
+                raise UserError(f"{where}: {k} must be a non-negative number, got {v!r}")
             values[k] = int(v) if known[k] in ("int", int) else float(v)
         return cls(**values)
 

@@ -1,0 +1,26 @@
+"""The thresholds file of `ioweather job/jobs --thresholds FILE`: TOML or JSON overrides of the
+finding thresholds (stats/findings.py checks and applies them)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+from ioweather.errors import UserError, from_os_error
+from ioweather.stats.findings import Thresholds
+
+
+def load(path: str | Path) -> Thresholds:
+    """Thresholds from a TOML or JSON file (by its suffix; flat keys, or under a [thresholds] table)."""
+    p = Path(path)
+    try:
+        text = p.read_bytes()
+    except OSError as e:
+        raise from_os_error(path, e, "read thresholds file") from None
+    kind = "JSON" if p.suffix.lower() == ".json" else "TOML"
+    try:
+        data = json.loads(text) if kind == "JSON" else tomllib.loads(text.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise UserError(f"thresholds file {path} is not valid {kind}: {str(e).splitlines()[0]}") from None
+    return Thresholds.from_mapping(data, f"thresholds file {path}")
