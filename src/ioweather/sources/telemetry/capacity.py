@@ -14,6 +14,7 @@ import shutil
 import subprocess
 from collections.abc import Iterable
 
+from ioweather.errors import os_error_reason
 from ioweather.sources.telemetry.base import GAUGE, Sample, Source, SourceError, lustre_fsname, read_text
 
 # File systems worth watching; pseudo file systems (proc, tmpfs, overlay, ...) are not storage.
@@ -123,7 +124,7 @@ class Capacity(Source):
             try:
                 st = os.statvfs(mount)
             except OSError as e:
-                self.warn(f"statvfs {mount}: {e.strerror or e}")
+                self.warn(f"statvfs {mount}: {os_error_reason(e, mount)}")
                 continue
             target = f"{self.host}:{mount}"
             out += [Sample(target, "capacity_bytes", st.f_blocks * st.f_frsize, GAUGE),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 
+from ioweather.errors import os_error_reason
 from ioweather.sources.telemetry.base import COUNTER, GAUGE, Sample, Source, SourceError, lustre_fsname, read_text
 
 LUSTRE_DIRS = ("proc/fs/lustre", "sys/fs/lustre", "sys/kernel/debug/lustre")
@@ -150,11 +151,8 @@ class Lustre(Source):
                     return read_text(where)
                 except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
                     pass  # moved or unmounted: search again
-                except PermissionError:
-                    self.warn(f"cannot read {where}: permission denied")
-                    return None
                 except OSError as e:
-                    self.warn(f"cannot read {where}: {e.strerror or e}")
+                    self.warn(f"cannot read {where}: {os_error_reason(e, where)}")
                     return None
         for d in dirs:
             path = os.path.join(d, filename)
@@ -162,10 +160,8 @@ class Lustre(Source):
                 text = read_text(path)
             except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
                 continue  # not in this directory (or the target was unmounted meanwhile)
-            except PermissionError:
-                self.warn(f"cannot read {path}: permission denied")
             except OSError as e:
-                self.warn(f"cannot read {path}: {e.strerror or e}")
+                self.warn(f"cannot read {path}: {os_error_reason(e, path)}")
             else:
                 self._where[key] = path
                 return text
