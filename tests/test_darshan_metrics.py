@@ -62,13 +62,19 @@ def test_sharing_classes_match_the_accumulator_categories(path):
     fs = fs_records(log)
     posix_only = subset(fs, fs["module"] == "POSIX")
     per_file = file_sharing(posix_only, log.nprocs)
-    with darshan.DarshanReport(str(path), read_all=True) as ref:
-        cat = accumulate_records(ref.records["POSIX"].to_df(), "POSIX", log.nprocs).derived_metrics.category_counters
-    # darshan_file_category: 0 all, 4 unique, 5 shared, 6 partially shared
-    assert per_file.n == cat[0].count
-    assert (per_file["sharing"] == "unique").sum() == cat[4].count
-    assert (per_file["sharing"] == "shared").sum() == cat[5].count
-    assert (per_file["sharing"] == "partially_shared").sum() == cat[6].count
+    def reference() -> tuple[int, ...]:
+        # darshan_file_category: 0 all, 4 unique, 5 shared, 6 partially shared
+        with darshan.DarshanReport(str(path), read_all=True) as ref:
+            cat = accumulate_records(ref.records["POSIX"].to_df(), "POSIX", log.nprocs).derived_metrics.category_counters
+            return tuple(int(cat[i].count) for i in (0, 4, 5, 6))
+
+    # Once in a full-suite run (never in isolation, 250+ tries) the accumulator answered differently:
+    # a reference that disagrees with itself cannot judge us, so that case is reported, not failed.
+    first, second = reference(), reference()
+    if first != second:
+        pytest.skip(f"libdarshan-util's accumulator gave two answers for {path.name}: {first} then {second}")
+    ours = (per_file.n, *((per_file["sharing"] == k).sum() for k in ("unique", "shared", "partially_shared")))
+    assert tuple(int(x) for x in ours) == first
 
 
 @pytest.mark.parametrize("name", ["hdf5_file_opens_only.darshan",
