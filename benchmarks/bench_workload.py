@@ -177,8 +177,9 @@ def main() -> None:
             written, t_data, t_rollup = generate(fs_path, first_day, args.days, args.targets, args.interval)
         size = sum(f.stat().st_size for f in fs_path.glob("date=*/*.parquet"))
         rsize = sum(f.stat().st_size for f in fs_path.glob("date=*/_rollup/*.parquet"))
-        print(f"  {written:,} rows, {size / 1e9:.2f} GB Parquet in {t_data:.0f} s (generated and written); "
-              f"rollups {rsize / 1e6:.1f} MB in {t_rollup:.0f} s ({100 * t_rollup / t_data:.0f} % of the writing)")
+        timing = "" if args.reuse else (f" in {t_data:.0f} s (generated and written); rollups in {t_rollup:.0f} s "
+                                        f"({100 * t_rollup / t_data:.0f} % of the writing)")
+        print(f"  {written:,} rows, {size / 1e9:.2f} GB Parquet, rollups {rsize / 1e6:.1f} MB{timing}")
         if args.generate_only:
             return
         env = dict(os.environ, IOWEATHER_HOME=str(home))
