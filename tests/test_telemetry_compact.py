@@ -121,3 +121,30 @@ def test_collect_compacts_its_own_finished_days(cli, home, testdata):
     for d in layout.day_dirs(layout.fs_dir(s, "syn")):
         assert len(list(d.glob("*.parquet"))) == 1
     assert _totals(s) == before
+
+
+def test_a_full_disk_leaves_the_small_files_and_says_so(tmpfs):
+    """ENOSPC while writing the merged file: the error is reported, the day is tried again later,
+    no temporary file is left behind and every row still counts once."""
+    disk = tmpfs("store", "size=3m")
+    s, base = _store(disk, chunks=12)
+    before = _totals(s)
+    names = {d: sorted(f.name for f in d.glob("*.parquet")) for d in layout.day_dirs(base)}
+    filler = disk / "filler"
+    with open(filler, "wb") as f:  # fill what is left
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+        except OSError:
+            pass
+    errors, done = [], set()
+    made = compact.compact_finished_days(base, WRITER, 2**62, 0, done, lambda d, e: errors.append((d, e.errno)))
+    assert made == [] and done == set()
+    assert [e for _, e in errors] == [28] * len(names)  # ENOSPC, once per day
+    for d, before_names in names.items():
+        assert sorted(f.name for f in d.glob("*.parquet")) == before_names
+        assert not list(d.glob(".*.tmp"))
+    assert _totals(s) == before
+    filler.unlink()
+    assert len(compact.compact_finished_days(base, WRITER, 2**62, 0, done)) == len(names)
+    assert _totals(s) == before

@@ -85,21 +85,17 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
         per_fs[name] = per_fs.get(name, 0) + n
         return n
 
-    compacted: set = set()  # (fs, day directory) done in this run: each finished day is merged once
+    compacted: set = set()  # day directories done in this run: each finished day is merged once
 
     def compact() -> None:
         """Merge this host's small files of finished days (see store/telemetry_compact.py)."""
-        from ioweather.store.telemetry_compact import compact_day
+        from ioweather.errors import os_error_reason
+        from ioweather.store.telemetry_compact import compact_finished_days
 
         grace_ns = int(max(2 * flush_s, 600) * 1e9)  # a late flush of yesterday's last rows comes first
-        for name in list(per_fs) + [n for n in layout.list_fs(settings) if n not in per_fs]:
-            for d in layout.day_dirs(layout.fs_dir(settings, name), until_ns=time.time_ns() - grace_ns - layout.DAY_NS + 1):
-                if (name, d.name) not in compacted:
-                    try:
-                        compact_day(d, f"collect-{host}")
-                        compacted.add((name, d.name))
-                    except OSError as e:  # a full disk: the small files stay, and are still right
-                        log(f"could not compact {d}: {e.strerror or e}")
+        for name in layout.list_fs(settings):
+            compact_finished_days(layout.fs_dir(settings, name), f"collect-{host}", time.time_ns(), grace_ns,
+                                  compacted, lambda d, e: log(f"could not compact {d}: {os_error_reason(e, d)}"))
 
     def flush() -> None:
         collector.flush(write)

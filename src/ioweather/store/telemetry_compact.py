@@ -21,8 +21,6 @@ import os
 import uuid
 from pathlib import Path
 
-import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ioweather.store import telemetry_layout as layout
@@ -36,38 +34,11 @@ def _parts(day_dir: Path, writer: str) -> tuple[list[Path], set[str]]:
     return [f for f in files if layout.COMPACT_TAG not in f.name and f.name not in done], done
 
 
-def _remove(day_dir: Path, names) -> None:
-    for name in names:
-        layout.remove_files([day_dir / name])
-
-
-def _merged_rollup(parts: list[Path]) -> tuple[pa.Table, int | None, int | None]:
-    """The rollup of the parts together, from their rollups (building any that is missing)."""
-    frames, firsts, lasts = [], [], []
-    for p in parts:
-        r = rollup.read_range(rollup.rollup_path(p))
-        if r is None:
-            rollup.build(p)
-            r = rollup.read_range(rollup.rollup_path(p))
-        frames.append(pq.read_table(rollup.rollup_path(p)).to_pandas())
-        if r and r[0] is not None:
-            firsts.append(r[0])
-            lasts.append(r[1])
-    df = pd.concat(frames, ignore_index=True)
-    minute = df[df["minute"].notna()].groupby(["metric", "minute"], as_index=False).agg(
-        bytes=("bytes", "sum"), top=("top", "max"), n=("n", "sum"))
-    target = df[df["target"].notna()].groupby(["metric", "target"], as_index=False).agg(
-        n=("n", "sum"), min_interval_s=("min_interval_s", "min"))
-    merged = pd.concat([minute, target], ignore_index=True)[rollup.SCHEMA.names]
-    table = pa.Table.from_pandas(merged, schema=rollup.SCHEMA, preserve_index=False)
-    return table, (min(firsts) if firsts else None), (max(lasts) if lasts else None)
-
-
 def compact_day(day_dir: Path, writer: str, min_files: int = 2) -> Path | None:
     """Merge `writer`'s files of one finished day; returns the new file, or None when there was
     nothing to do. Also unlinks files that an earlier, interrupted compaction already replaced."""
     parts, done = _parts(day_dir, writer)
-    _remove(day_dir, [n for n in done if (day_dir / n).exists()])
+    layout.remove_files([day_dir / n for n in done])  # left by an interrupted compaction (absent ones are skipped)
     if len(parts) < min_files:
         return None
     name = f"{writer}{layout.COMPACT_TAG}{uuid.uuid4().hex[:12]}.parquet"
@@ -78,23 +49,36 @@ def compact_day(day_dir: Path, writer: str, min_files: int = 2) -> Path | None:
         with pq.ParquetWriter(tmp, layout.SCHEMA.with_metadata(meta), **layout.WRITE_OPTIONS) as w:
             for p in parts:
                 w.write_table(pq.read_table(p).select(layout.SCHEMA.names).cast(layout.SCHEMA))
-        rolled, first, last = _merged_rollup(parts)
+        rolled, first, last = rollup.merge(parts)
         os.replace(tmp, out)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     rollup.write_rows(out, rolled, first, last)
-    _remove(day_dir, [p.name for p in parts])
+    layout.remove_files(parts)
     return out
 
 
-def compact_finished_days(base: Path, writer: str, now_ns: int, grace_ns: int) -> list[Path]:
-    """Compact `writer`'s files of every day that ended at least `grace_ns` before `now_ns`."""
+def compact_finished_days(base: Path, writer: str, now_ns: int, grace_ns: int, done: set | None = None,
+                          on_error=None) -> list[Path]:
+    """Compact `writer`'s files of every day that ended at least `grace_ns` before `now_ns`.
+
+    Days named in `done` are skipped and the ones handled are added to it (a daemon merges each
+    day once). A day that fails with an OSError (a full disk) is passed to `on_error(day_dir, exc)`
+    when given, and tried again next time: its small files stay, and are still right."""
+    done = set() if done is None else done
     made = []
-    for d in layout.day_dirs(base):
-        day0 = int(pd.Timestamp(d.name[5:], tz="UTC").value)
-        if day0 + layout.DAY_NS + grace_ns <= now_ns:
+    for d in layout.day_dirs(base, until_ns=now_ns - grace_ns - layout.DAY_NS + 1):
+        if d in done:
+            continue
+        try:
             out = compact_day(d, writer)
-            if out is not None:
-                made.append(out)
+        except OSError as e:
+            if on_error is None:
+                raise
+            on_error(d, e)
+            continue
+        done.add(d)
+        if out is not None:
+            made.append(out)
     return made

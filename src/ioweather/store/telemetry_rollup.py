@@ -30,7 +30,9 @@ import pyarrow.parquet as pq
 VERSION = b"1"
 MINUTE_NS = 60_000_000_000
 BYTES_METRICS = ("read_bytes", "write_bytes")
-_VALID = "value BETWEEN 0 AND 1.7976931348623157e308"  # excludes NaN (ordered above all numbers), NULL, +-inf, < 0
+# A valid value is a finite, non-negative number: DuckDB orders NaN above every number, so this one
+# range predicate excludes NaN, NULL, infinities and negatives alike (telemetry_query uses it too).
+VALID = "value BETWEEN 0 AND 1.7976931348623157e308"
 _DIR = "_rollup"
 
 SCHEMA = pa.schema([
@@ -61,10 +63,10 @@ def summarize(table: pa.Table) -> tuple[pa.Table, int | None, int | None]:
         rows = con.sql(f"""
             SELECT metric, time_ns // {MINUTE_NS} AS minute, NULL::VARCHAR AS target, sum(value) AS bytes,
                    max(value) AS top, count(*) AS n, NULL::DOUBLE AS min_interval_s
-            FROM t WHERE metric IN ({metrics}) AND {_VALID} GROUP BY ALL
+            FROM t WHERE metric IN ({metrics}) AND {VALID} GROUP BY ALL
             UNION ALL
             SELECT metric, NULL::BIGINT, target, NULL::DOUBLE, NULL::DOUBLE, count(*), min(interval_s)
-            FROM t WHERE metric IN ({metrics}) AND {_VALID} GROUP BY ALL""").to_arrow_table()
+            FROM t WHERE metric IN ({metrics}) AND {VALID} GROUP BY ALL""").to_arrow_table()
         first, last = con.execute(f"SELECT min(time_ns), max(time_ns) FROM t WHERE metric IN ({metrics})").fetchone()
     finally:
         con.close()
@@ -93,6 +95,31 @@ def write_rows(data_path: Path, rows: pa.Table, first: int | None, last: int | N
 def build(data_path: Path) -> Path:
     """Write the rollup of an existing data file (one that predates rollups, or whose rollup was lost)."""
     return write(data_path, pq.read_table(data_path))
+
+
+def merge(data_paths) -> tuple[pa.Table, int | None, int | None]:
+    """One rollup for the data files together, from theirs (built where missing): sums, maxima,
+    counts and minima combine exactly. Returns the rows and the first and last interval start."""
+    import pandas as pd
+
+    frames, firsts, lasts = [], [], []
+    for p in data_paths:
+        r = read_range(rollup_path(p))
+        if r is None:
+            build(p)
+            r = read_range(rollup_path(p))
+        frames.append(pq.read_table(rollup_path(p)).to_pandas())
+        if r and r[0] is not None:
+            firsts.append(r[0])
+            lasts.append(r[1])
+    df = pd.concat(frames, ignore_index=True)
+    minute = df[df["minute"].notna()].groupby(["metric", "minute"], as_index=False).agg(
+        bytes=("bytes", "sum"), top=("top", "max"), n=("n", "sum"))
+    target = df[df["target"].notna()].groupby(["metric", "target"], as_index=False).agg(
+        n=("n", "sum"), min_interval_s=("min_interval_s", "min"))
+    merged = pd.concat([minute, target], ignore_index=True)[SCHEMA.names]
+    rows = pa.Table.from_pandas(merged, schema=SCHEMA, preserve_index=False)
+    return rows, (min(firsts) if firsts else None), (max(lasts) if lasts else None)
 
 
 def read_range(path: Path) -> tuple[int | None, int | None] | None:
