@@ -68,12 +68,14 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
     from ioweather.sources.telemetry.collector import Collector
     from ioweather.store import telemetry_layout as layout
 
-    log = (lambda m: None) if quiet else (lambda m: stderr.print(f"collect: {m}", highlight=False))
+    # Problems are shown even with --quiet, each on one line however long (soft_wrap: no 80-column wrapping).
+    warn = lambda m: stderr.print(f"collect: {m}", highlight=False, soft_wrap=True)  # noqa: E731
+    log = (lambda m: None) if quiet else warn
     host = short_hostname()
     default_fs = layout.check_fs_name(fs or host)
     sources = build_sources(source_names, root, mounts, jobs, log)
     collector = Collector(sources, interval, default_fs, fs_forced=fs is not None, timeout_s=timeout,
-                          log=lambda m: stderr.print(f"collect: {m}", highlight=False))
+                          log=warn)
     per_fs: dict[str, int] = {}
     state = layout.telemetry_dir(settings) / f".collect-{host}.state.json"
     restored = collector.load_state(state)
@@ -97,10 +99,24 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
             compact_finished_days(layout.fs_dir(settings, name), f"collect-{host}", time.time_ns(), grace_ns,
                                   compacted, lambda d, e: log(f"could not compact {d}: {os_error_reason(e, d)}"))
 
-    def flush() -> None:
-        collector.flush(write)
-        state.parent.mkdir(parents=True, exist_ok=True)
-        collector.save_state(state)
+    def flush(final: bool = False) -> None:
+        """Write the queued rows. A full or failing disk must not stop the sampling (the probe does
+        the same): the rows stay queued and the next flush tries again; at the stop it is an error."""
+        from ioweather.errors import StoreError, from_os_error
+
+        try:
+            collector.flush(write)
+        except StoreError as e:
+            if final:
+                raise StoreError(f"{e}; {collector.pending_rows} buffered readings were not stored") from None
+            warn(f"{e}; keeping {collector.pending_rows} buffered readings, will retry at the next flush")
+            return
+        try:
+            state.parent.mkdir(parents=True, exist_ok=True)
+            collector.save_state(state)
+        except OSError as e:  # only costs the continuity of counters after a restart
+            Path(f"{state}.tmp").unlink(missing_ok=True)
+            warn(str(from_os_error(state, e, "save collector state")))
         compact()
 
     stop = stop_event or threading.Event()
@@ -135,7 +151,7 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
                 next_ns += skipped * step_ns
             if task is not None:
                 bar.update(task, completed=min(duration, time.monotonic() - wall0))
-    flush()
+    flush(final=True)
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     wall = time.monotonic() - wall0
     cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
@@ -343,7 +359,7 @@ def register(cli: click.Group) -> None:
         total = sum(r.get("rows", 0) for r in results)
         if as_json:
             print_json({"kind": kind, "fs": fs, "rows": total, "failed": failed, "sources": results})
-        else:
+        elif failed < len(results):  # when every source failed, their error lines say it all
             print_table([r for r in results if "error" not in r], [
                 ("source", "source", lambda s: s if "://" in s else Path(s).name), ("rows", "rows"), ("missing_values", "missing"), ("targets", "targets"),
                 ("start", "start"), ("end", "end"), ("bad_lines", "bad lines"), ("replaced_files", "replaced files"),

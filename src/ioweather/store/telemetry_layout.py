@@ -50,7 +50,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ioweather.config import Settings
-from ioweather.errors import UserError
+from ioweather.errors import StoreError, UserError, from_os_error
 from ioweather.store import telemetry_rollup as rollup
 
 SCHEMA = pa.schema([
@@ -95,7 +95,10 @@ def write_rows(settings: Settings, fs: str, df: pd.DataFrame, writer: str = "imp
                paths_out: list | None = None) -> int:
     """Append `df` (columns of SCHEMA) to fs's dataset, one file per UTC day. Returns rows written.
 
-    The files are named `<writer>-<random>.parquet`; their paths are appended to `paths_out`."""
+    The files are named `<writer>-<random>.parquet`; their paths are appended to `paths_out`.
+    All or nothing: when a file cannot be written (a full disk), the files this call already wrote
+    are removed again and a StoreError says why in one line, so the caller (collect) can keep the
+    rows and write them again later without counting any twice."""
     if df.empty:
         return 0
     if not _WRITER.match(writer):
@@ -105,22 +108,39 @@ def write_rows(settings: Settings, fs: str, df: pd.DataFrame, writer: str = "imp
         raise ValueError(f"telemetry rows lack columns {missing}")
     base = fs_dir(settings, fs)
     day = (df["time_ns"].to_numpy(np.int64) // 86_400_000_000_000)
-    written = 0
-    for d in np.unique(day):
-        part = df.loc[day == d, SCHEMA.names]
-        date = pd.Timestamp(int(d) * 86_400_000_000_000, unit="ns").strftime("%Y-%m-%d")
-        out = base / f"date={date}"
+    done: list[Path] = []
+    try:
+        for d in np.unique(day):
+            done.append(_write_day(base, df.loc[day == d, SCHEMA.names], int(d), writer))
+    except BaseException:
+        remove_files(done)
+        raise
+    if paths_out is not None:
+        paths_out.extend(done)
+    return len(df)
+
+
+def _write_day(base: Path, part: pd.DataFrame, day: int, writer: str) -> Path:
+    """One day's rows as one new file (temporary name, then rename) and its rollup."""
+    date = pd.Timestamp(day * 86_400_000_000_000, unit="ns").strftime("%Y-%m-%d")
+    out = base / f"date={date}"
+    name = f"{writer}-{uuid.uuid4().hex[:12]}.parquet"
+    tmp = out / f".{name}.tmp"
+    try:
         out.mkdir(parents=True, exist_ok=True, mode=0o700)
-        name = f"{writer}-{uuid.uuid4().hex[:12]}.parquet"
-        tmp = out / f".{name}.tmp"
         table = pa.Table.from_pandas(part, schema=SCHEMA, preserve_index=False)
         pq.write_table(table, tmp, **WRITE_OPTIONS)
         os.replace(tmp, out / name)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        if isinstance(e, OSError):
+            raise from_os_error(out / name, e, "write", cls=StoreError) from None
+        raise
+    try:
         rollup.write(out / name, table)  # after the data file: a crash in between costs speed, not truth
-        if paths_out is not None:
-            paths_out.append(out / name)
-        written += len(part)
-    return written
+    except OSError:
+        pass  # likewise a full disk: readers build the missing rollup later (telemetry_query.plan_files)
+    return out / name
 
 
 DAY_NS = 86_400_000_000_000

@@ -87,8 +87,12 @@ def write_rows(data_path: Path, rows: pa.Table, first: int | None, last: int | N
     out = rollup_path(data_path)
     out.parent.mkdir(exist_ok=True, mode=0o700)
     tmp = out.parent / f".{out.name}.tmp"
-    pq.write_table(rows.replace_schema_metadata(meta), tmp, compression="zstd")
-    os.replace(tmp, out)
+    try:
+        pq.write_table(rows.replace_schema_metadata(meta), tmp, compression="zstd")
+        os.replace(tmp, out)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return out
 
 

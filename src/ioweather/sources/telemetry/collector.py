@@ -180,8 +180,9 @@ class Collector:
         """Hand the queued rows to `write(fs, frame)` (the store); returns rows written."""
         n = 0
         for fs, parts in list(self.pending.items()):
-            n += write(fs, self._frame(parts))
+            done = write(fs, self._frame(parts))  # may raise (a full disk): the rows stay queued
             del self.pending[fs]
-        self.pending_rows = 0
-        self.rows_written += n
+            self.pending_rows -= sum(len(p[0]) for p in parts)
+            self.rows_written += done
+            n += done
         return n
