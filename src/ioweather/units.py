@@ -124,14 +124,31 @@ def format_bytes(n: float) -> str:
 
 
 def format_seconds(s: float | None) -> str:
-    """Human-readable duration with a unit that keeps 3 significant digits."""
+    """Human-readable duration, never in scientific notation: 3 significant digits in ns/µs/ms/s
+    below a minute, then `12.5 min`, `3.2 h`, `4.1 d` (people read 5.25e+05 s as noise)."""
     if s is None or not math.isfinite(s):
         return "-"
     a = abs(s)
+    if a == 0:
+        return "0 s"
     if a < 1e-6:
-        return f"{s * 1e9:.3g} ns"
+        return f"{_sig3(s * 1e9)} ns"
     if a < 1e-3:
-        return f"{s * 1e6:.3g} µs"
+        return f"{_sig3(s * 1e6)} µs"
     if a < 1:
-        return f"{s * 1e3:.3g} ms"
-    return f"{s:.3g} s"
+        return f"{_sig3(s * 1e3)} ms"
+    if a < 60:
+        return f"{_sig3(s)} s"
+    if a < 3600:
+        return f"{s / 60:.1f} min"
+    if a < 86400:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86400:,.1f} d"
+
+
+def _sig3(x: float) -> str:
+    """x with 3 significant digits in positional notation (12.3, 0.5, 999): `%g` switches to exponents."""
+    a = abs(x)
+    decimals = 0 if a >= 100 else 2 - int(math.floor(math.log10(a)))
+    text = f"{x:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text

@@ -26,13 +26,16 @@ def job_report(path: str, *, cores_per_node: int | None = None, thresholds_file:
     """(the JSON report of one log, the log itself)."""
     from ioweather.sources.darshan_log import read_log
     from ioweather.sources.thresholds_file import load as thresholds_file_load
-    from ioweather.stats.findings import Thresholds, job_findings
+    from ioweather.stats.findings import Thresholds, job_findings, job_verdict
     from ioweather.stats.job import characterize
 
     thresholds = thresholds_file_load(thresholds_file) if thresholds_file else Thresholds()
     log = read_log(path, dxt=dxt, heatmaps=False)
     rep = characterize(log, cores_per_node=cores_per_node)
     rep["findings"] = job_findings(log, rep, thresholds)
+    v = job_verdict(rep["findings"], rep, thresholds)
+    # the verdict first: it is what a reader acts on
+    rep = {"verdict": v["text"], "verdict_actions": v["actions"], "verdict_saving_s": v["saving_s"], **rep}
     if log.warnings:
         rep["warnings"] = log.warnings
     return rep, log
@@ -52,7 +55,7 @@ def register(cli: click.Group) -> None:
         rep, dlog = job_report(log, cores_per_node=cores_per_node, thresholds_file=thresholds_file,
                                dxt=bool(html_out))
         if html_out:
-            from ioweather.stats.job import file_table, fs_records, per_rank
+            from ioweather.stats.job import file_table, per_rank_with_shared
             from ioweather.views.job_report import render_job_html
 
             ft = file_table(dlog)
@@ -61,8 +64,9 @@ def register(cli: click.Group) -> None:
                 ft = ft.assign(bytes=ft["bytes_read"] + ft["bytes_written"]).sort_values("bytes", ascending=False)
                 top = [{"name": r.name or f"(record {r.id})", "module": r.module, "sharing": r.sharing,
                         "bytes": int(r.bytes)} for r in ft.head(20).itertuples()]
-            _write_html(html_out, render_job_html({**rep, "top_files": top},
-                                                  per_rank(fs_records(dlog), max(dlog.nprocs, 1)), dlog.dxt, source=log),
+            pr, how = per_rank_with_shared(dlog)
+            _write_html(html_out, render_job_html({**rep, "top_files": top}, pr, dlog.dxt, source=log,
+                                                  per_rank_how=how, damaged=dlog.damaged),
                         quiet=as_json)
         if as_json:
             print_json(rep)

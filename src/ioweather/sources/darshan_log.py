@@ -21,6 +21,12 @@ Counters equal to -1 mean "not monitored by this Darshan version/module"; they
 are kept raw here and listed per module in `ModuleRecords.not_monitored`, so
 statistics can skip them. A module whose `partial_flag` is set (Darshan ran out
 of its record memory) is returned with `partial=True`, never as complete.
+
+Timers that cannot be true (negative, subnormal, or longer than the ranks the
+record covers could have spent in the job: big-endian logs and some
+libdarshan-util versions decode F_META_TIME / F_MAX_*_TIME as garbage) are set
+to 0 and named in `DarshanLog.warnings`, so no sum includes them silently
+(`read_log(..., exclude_implausible_times=False)` keeps them raw).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from ioweather.errors import UserError, os_error_reason
+from ioweather.units import format_seconds
 
 #: Modules whose records are a fixed struct of int64 counters + float64 fcounters.
 GENERIC_MODULES = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "DFS", "DAOS")
@@ -157,6 +164,8 @@ class DarshanLog:
     node_names: list[str] = field(default_factory=list)       # DXT hostnames, when present
     node_names_source: str | None = None
     warnings: list[str] = field(default_factory=list)
+    #: optional regions (DXT, heatmap) that could not be read: module -> reason; the rest of the log stands
+    damaged: dict[str, str] = field(default_factory=dict)
 
     @property
     def partial_modules(self) -> list[str]:
@@ -422,8 +431,55 @@ def _read_heatmaps(b, log, path: str, errors: list[str]) -> dict[str, dict]:
     return out
 
 
+#: Slack on "longer than the job": Darshan's run time is whole seconds in older formats.
+RUNTIME_SLACK_S = 1.0
+_TINY = np.finfo(np.float64).tiny
+
+
+def exclude_implausible(records: dict[str, ModuleRecords], runtime_s: float, nprocs: int) -> list[str]:
+    """Set timers that cannot be true to 0, in place; one warning per (module, counter).
+
+    A timer (an fcounter ending in _TIME, not a timestamp) is implausible when it is
+    negative (other than -1, "not monitored"), a non-zero subnormal (a byte-swapped
+    double), or longer than the time the ranks it covers had: the run time for
+    per-rank maxima (F_MAX_*, F_FASTEST/SLOWEST_RANK_TIME) and per-rank records,
+    run time x nprocs for the cumulative timers of a shared (rank -1) record.
+    Must run before `ModuleRecords.arrays()` is first called (its views see the change anyway).
+    """
+    warnings = []
+    for mod, rec in records.items():
+        if not len(rec):
+            continue
+        covered = np.where(rec.ranks < 0, max(nprocs, 1), 1).astype(np.float64)
+        for j, name in enumerate(rec.fcounter_names):
+            if not name.endswith("_TIME"):
+                continue
+            v = rec.fcounter_values[:, j]
+            bad = ((v < 0) & (v != -1)) | ((v != 0) & (np.abs(v) < _TINY))
+            if runtime_s > 0:
+                per_rank = "_MAX_" in name or "_FASTEST_RANK_" in name or "_SLOWEST_RANK_" in name
+                limit = (runtime_s + RUNTIME_SLACK_S) * (1.0 if per_rank else covered)
+                bad |= v > limit
+            if bad.any():
+                sample = float(v[bad][np.argmax(np.abs(v[bad]))])
+                warnings.append(f"{mod}: {int(bad.sum())} value(s) of {name} excluded as implausible "
+                                f"(negative, denormal or longer than the job; e.g. {format_seconds(sample)})")
+                v[bad] = 0.0
+    return warnings
+
+
+def _optional(read, module: str, damaged: dict[str, str]):
+    """`read()` for an optional region (DXT, heatmap): a damaged one is recorded in `damaged`
+    (module -> reason) and gives None instead of failing the whole log."""
+    try:
+        return read()
+    except DarshanLogError as e:
+        damaged[module] = str(e).split(": ", 1)[-1]
+        return None
+
+
 def read_log(path: str | os.PathLike, *, dxt: bool = True, heatmaps: bool = True, lustre: bool = True,
-             dxt_max_segments: int = DEFAULT_DXT_MAX_SEGMENTS) -> DarshanLog:
+             dxt_max_segments: int = DEFAULT_DXT_MAX_SEGMENTS, exclude_implausible_times: bool = True) -> DarshanLog:
     """Read one Darshan 3.x log. Raises DarshanLogError (a UserError) with a one-line reason.
 
     `dxt=False` skips the DXT trace modules and `lustre=False` the Lustre striping
@@ -453,14 +509,18 @@ def read_log(path: str | os.PathLike, *, dxt: bool = True, heatmaps: bool = True
                 if mod in modules_raw:
                     records[mod] = _read_generic(b, log, mod, modules_raw[mod], names, path, errors)
             lustre_df = _read_lustre(b, log, path, errors) if lustre and "LUSTRE" in modules_raw else None
-            dxt_out = {}
+            dxt_out, damaged = {}, {}
             if dxt:
                 budget = dxt_max_segments
                 for mod in DXT_MODULES:
                     if mod in modules_raw:
-                        dxt_out[mod] = _read_dxt(b, log, mod, path, errors, budget)
-                        budget -= len(dxt_out[mod])
-            hm = _read_heatmaps(b, log, path, errors) if heatmaps and "HEATMAP" in modules_raw else {}
+                        got = _optional(lambda m=mod: _read_dxt(b, log, m, path, errors, budget), mod, damaged)
+                        if got is not None:
+                            dxt_out[mod] = got
+                            budget -= len(got)
+            hm = {}
+            if heatmaps and "HEATMAP" in modules_raw:
+                hm = _optional(lambda: _read_heatmaps(b, log, path, errors), "HEATMAP", damaged) or {}
             # Node names: only DXT records carry a hostname we can trust across logs. (APMPI has
             # MPI_PROCESSOR_NAME, but libdarshan-util parses its header record through a
             # process-wide static flag, so only the first APMPI log read in a process is right.)
@@ -478,6 +538,9 @@ def read_log(path: str | os.PathLike, *, dxt: bool = True, heatmaps: bool = True
     modules = {m: {"version": int(i["ver"]), "partial": bool(i["partial_flag"]), "bytes": int(i["len"])}
                for m, i in modules_raw.items()}
     warnings = [e for e in errors if e]
+    warnings += [f"{mod}: {why}; left out, the rest of the log is read" for mod, why in damaged.items()]
+    if exclude_implausible_times:
+        warnings += exclude_implausible(records, float(job["run_time"]), int(job["nprocs"]))
     for mod, rec in records.items():
         unnamed = int(sum(n is None for n in rec.names))
         if unnamed:
@@ -488,7 +551,7 @@ def read_log(path: str | os.PathLike, *, dxt: bool = True, heatmaps: bool = True
                       uid=int(job["uid"]), nprocs=int(job["nprocs"]), start_time_s=float(start), end_time_s=float(end),
                       runtime_s=float(job["run_time"]), exe=exe, metadata=dict(job.get("metadata") or {}),
                       mounts=mounts, modules=modules, records=records, lustre=lustre_df, dxt=dxt_out, heatmaps=hm,
-                      node_names=nodes, node_names_source=nodes_src, warnings=warnings)
+                      node_names=nodes, node_names_source=nodes_src, warnings=warnings, damaged=damaged)
 
 
 def content_hash(path: str | os.PathLike, chunk: int = 1 << 20) -> str:

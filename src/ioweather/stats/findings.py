@@ -1,9 +1,14 @@
 """Findings for one job: Drishti's insight set (drishti-io 0.6) with its defects fixed, plus Carns et al.'s.
 
 Each finding is a dict: `code`, `level` (HIGH, WARN, INFO, OK), `message`,
-`evidence` (the numbers it rests on) and `threshold` (the values it was tested
-against). Thresholds come from `Thresholds` (defaults = Drishti's, METHODS.md
-section 3.1) and can be overridden from a TOML or JSON file.
+`evidence` (the numbers it rests on), `threshold` (the values it was tested
+against), `cost_s` (the job I/O time it accounts for, stats/costs.py and
+docs/darshan.md "Cost models"), `cost_share` / `cost_share_of_runtime`,
+`cost_model`, and where there is one, `action` (what to change, for the verdict)
+and `fix` (a command). Findings are listed by `cost_s`, most expensive first.
+Thresholds come from `Thresholds` (defaults = Drishti's, METHODS.md section 3.1,
+plus minimum volumes so that trivial jobs get no finding) and can be overridden
+from a TOML or JSON file.
 
 Defects of the reference implementation that are fixed here:
 - "small" means strictly below 1 MiB. Darshan's 100K_1M size bin includes
@@ -24,8 +29,12 @@ import numpy as np
 import pandas as pd
 
 from ioweather.errors import UserError
-from ioweather.units import format_bytes
-from ioweather.stats.job import MiB, cols, effective_ranks, monitored, subset, zero_missing
+from ioweather.stats import costs
+from ioweather.stats.job import MiB, SIZE_BINS, cols, effective_ranks, monitored, subset, zero_missing
+from ioweather.stats.lustre import lfs_size, lustre_files, ost_count
+from ioweather.units import format_bytes, format_seconds
+
+GiB = 1024 * MiB
 
 LEVELS = ("HIGH", "WARN", "INFO", "OK")  # most severe first
 #: The levels that ask for action: `jobs ingest` stores these codes per job (`finding_codes`).
@@ -49,10 +58,10 @@ FINDINGS = {
     "P08": ("HIGH", "requests not aligned in the file"),
     "P09": ("WARN", "a file read for more bytes than its size: data read again"),
     "P10": ("WARN", "a file written for more bytes than its size: data written again"),
-    "P11": ("HIGH", "many random (backwards) reads"),
-    "P12": ("OK", "reads mostly sequential"),
-    "P13": ("HIGH", "many random (backwards) writes"),
-    "P14": ("OK", "writes mostly sequential"),
+    "P11": ("HIGH", "many non-sequential reads (at or before the previous one's end)"),
+    "P12": ("OK", "reads sequential, or too few non-sequential ones to matter"),
+    "P13": ("HIGH", "many non-sequential writes (at or before the previous one's end)"),
+    "P14": ("OK", "writes sequential, or too few non-sequential ones to matter"),
     "P15": ("HIGH", "many small reads to shared files"),
     "P16": ("HIGH", "many small writes to shared files"),
     "P17": ("HIGH", "a rank spends more than 30 s in metadata operations"),
@@ -62,10 +71,15 @@ FINDINGS = {
     "P22": ("HIGH", "files read by several ranks with unbalanced bytes"),
     "M02": ("HIGH", "many independent MPI-IO reads and no collective ones"),
     "M03": ("HIGH", "many independent MPI-IO writes and no collective ones"),
+    "M04": ("OK", "collective MPI-IO reads used"),
+    "M05": ("OK", "collective MPI-IO writes used"),
     "M06": ("WARN", "no non-blocking MPI-IO reads"),
     "M07": ("WARN", "no non-blocking MPI-IO writes"),
     "R01": ("WARN", "all data moved by rank 0 of an MPI job"),
     "F01": ("WARN", "more than 10 files per process"),
+    "L01": ("HIGH", "a large Lustre file striped over far fewer OSTs than it could use"),
+    "L02": ("WARN", "Lustre stripe size not aligned with the dominant request size"),
+    "L03": ("WARN", "many small Lustre files on a wide stripe"),
 }
 
 
@@ -110,6 +124,17 @@ class Thresholds:
     collective_operations_absolute: int = 1000   # M02/M03 (independent ops)
     files_per_process: float = 10.0         # F01 (Carns et al.: up to 100 files per process)
     io_fraction_no_action: float = 0.05     # T01: I/O below this share of run time
+    # minimum volumes: below them a finding does not fire (trivial jobs get "nothing worth changing")
+    min_bytes: int = 16 * MiB               # S01, M01, R01, P03/P04 (bytes moved), P09/P10 (bytes moved again)
+    min_operations: int = 1000              # P01/P02, P07/P08 (misaligned requests), M06/M07 (MPI-IO requests)
+    min_files: int = 100                    # F01
+    lustre_large_file_bytes: int = 1024 * MiB   # L01: files at least this large (highest offset + 1)
+    lustre_stripe_shortfall: float = 4.0    # L01: stripe count below the usable count / this
+    lustre_osts: int = 0                    # the file system's OST count; 0: highest OST index in the log + 1
+    lustre_small_file_bytes: int = 1 * MiB  # L03: files smaller than this ...
+    lustre_small_files: int = 100           # L03: ... at least this many of them with stripe count > 1
+    verdict_min_cost_s: float = 1.0         # the verdict names findings costing at least this ...
+    verdict_min_runtime_share: float = 0.01     # ... and this share of the run time
 
     @classmethod
     def from_mapping(cls, data, where: str) -> "Thresholds":
@@ -133,9 +158,19 @@ class Thresholds:
         return asdict(self)
 
 
-def _f(code, message, evidence, threshold=None) -> dict:
-    return {"code": code, "level": FINDINGS[code][0], "message": message, "evidence": evidence,
-            "threshold": threshold or {}}
+def _f(code, message, evidence, threshold=None, *, cost: float = 0.0, model: str = "not costed",
+       action: str | None = None, fix: str | None = None, overlaps: tuple[str, ...] = ()) -> dict:
+    """A finding; `cost` in seconds of job I/O time (see stats/costs.py), `overlaps`: codes whose
+    cost counts the same time (the verdict names only one of them)."""
+    out = {"code": code, "level": FINDINGS[code][0], "message": message, "evidence": evidence,
+           "threshold": threshold or {}, "cost_s": float(cost), "cost_model": model}
+    if action:
+        out["action"] = action
+    if fix:
+        out["fix"] = fix
+    if overlaps:
+        out["overlaps"] = list(overlaps)
+    return out
 
 
 def _share(a: float, b: float) -> float:
@@ -143,14 +178,21 @@ def _share(a: float, b: float) -> float:
 
 
 def small_request_counts(c: pd.DataFrame, prefix: str, kind: str, small_bytes: int) -> tuple[int, int]:
-    """(small requests, all requests) of `kind` (READ/WRITE) from the size histogram.
+    """(small requests, all requests) of `kind` (READ/WRITE): see `small_requests`."""
+    small, n, _ = small_requests(c, prefix, kind, small_bytes)
+    return small, n
+
+
+def small_requests(c, prefix: str, kind: str, small_bytes: int) -> tuple[int, int, float]:
+    """(small requests, all requests, estimated bytes in the small ones) of `kind` from the size histogram.
 
     Bins wholly below `small_bytes` count fully. From the bin that contains
     `small_bytes` (Darshan's 100K_1M includes exactly 1 MiB), each record's
     accesses of exactly `small_bytes` found in its common-access counters are
     removed. Those counters mix reads and writes, so they are split in
     proportion to the record's read and write counts in that bin, and the
-    result is clipped to the bin's count.
+    result is clipped to the bin's count. Bytes: each small request counted at
+    its bin's representative size (costs.BIN_BYTES).
     """
     edges = [("0_100", 100), ("100_1K", 1024), ("1K_10K", 10 * 1024), ("10K_100K", 100 * 1024),
              ("100K_1M", MiB), ("1M_4M", 4 * MiB), ("4M_10M", 10 * MiB), ("10M_100M", 100 * MiB),
@@ -158,6 +200,7 @@ def small_request_counts(c: pd.DataFrame, prefix: str, kind: str, small_bytes: i
     other = "WRITE" if kind == "READ" else "READ"
     c = cols(c)
     small = np.zeros(c.n)
+    small_b = 0.0
     total_n = 0.0
     for name, upper in edges:
         v = zero_missing(c, f"{prefix}_SIZE_{kind}_{name}")
@@ -166,6 +209,7 @@ def small_request_counts(c: pd.DataFrame, prefix: str, kind: str, small_bytes: i
             continue
         if upper < small_bytes:
             small += v
+            small_b += v.sum() * costs.BIN_BYTES[name]
             continue
         # the bin whose upper bound is small_bytes: take out the exact-size accesses
         w = zero_missing(c, f"{prefix}_SIZE_{other}_{name}")
@@ -175,13 +219,31 @@ def small_request_counts(c: pd.DataFrame, prefix: str, kind: str, small_bytes: i
             a, k = f"{prefix}_ACCESS{i}_ACCESS", f"{prefix}_ACCESS{i}_COUNT"
             if a in c and k in c:
                 exact += np.where(c[a].astype(np.int64) == small_bytes, c[k].astype(np.float64), 0.0)
-        small += np.clip(v - np.round(exact * share), 0, v)
-    return int(small.sum()), int(total_n)
+        kept = np.clip(v - np.round(exact * share), 0, v)
+        small += kept
+        small_b += kept.sum() * costs.BIN_BYTES[name]
+    return int(small.sum()), int(total_n), float(small_b)
+
+
+def job_clock(ch: dict) -> costs.Clock:
+    tot = ch["totals"]
+    return costs.Clock(io_time_s=float(ch["perf"]["io_time_s"] or 0.0),
+                       cumulative_s=float(tot["read_time_s"] + tot["write_time_s"] + tot["meta_time_s"]),
+                       runtime_s=float(ch["job"]["runtime_s"] or 0.0))
+
+
+def job_verdict(findings: list[dict], ch: dict, thresholds: Thresholds | None = None) -> dict:
+    """{text, actions, saving_s}: the report's opening line (stats/costs.py `verdict`)."""
+    t = thresholds or Thresholds()
+    return costs.verdict(findings, job_clock(ch), ch["perf"]["io_fraction_of_runtime"],
+                         no_action_fraction=t.io_fraction_no_action, min_cost_s=t.verdict_min_cost_s,
+                         min_runtime_share=t.verdict_min_runtime_share)
 
 
 def job_findings(log, ch: dict, thresholds: Thresholds | None = None) -> list[dict]:
-    """All findings for a job. `ch` is `stats.job.characterize(log)`."""
+    """All findings for a job, most expensive first. `ch` is `stats.job.characterize(log)`."""
     t = thresholds or Thresholds()
+    clock = job_clock(ch)
     out: list[dict] = []
     nprocs = max(int(log.nprocs), 1)
     posix = log.records.get("POSIX")
@@ -195,30 +257,37 @@ def job_findings(log, ch: dict, thresholds: Thresholds | None = None) -> list[di
         out.append(_f("T01", f"I/O took {100 * frac:.1f}% of the run time (< {100 * t.io_fraction_no_action:g}%): "
                       "no action needed, even where the findings below point at inefficient access",
                       {"io_time_s": ch["perf"]["io_time_s"], "runtime_s": ch["job"]["runtime_s"], "io_fraction": frac},
-                      {"io_fraction_no_action": t.io_fraction_no_action}))
+                      {"io_fraction_no_action": t.io_fraction_no_action}, model="informational"))
     if moved == 0:
-        out.append(_f("T00", "the job moved no data through POSIX or STDIO", {"bytes": 0}))
+        out.append(_f("T00", "the job moved no data through POSIX or STDIO", {"bytes": 0}, model="informational"))
 
     # --- S01 STDIO share
-    stdio_bytes = ch["interfaces"].get("STDIO", {})
-    sb = (stdio_bytes.get("bytes_read") or 0) + (stdio_bytes.get("bytes_written") or 0)
-    if moved and _share(sb, moved) > t.stdio_share:
-        out.append(_f("S01", f"{100 * sb / moved:.0f}% of the bytes go through STDIO (fopen/fread/fwrite): "
-                      "buffered stream I/O is slow for large data; use POSIX or MPI-IO",
-                      {"stdio_bytes": sb, "total_bytes": moved, "share": sb / moved}, {"stdio_share": t.stdio_share}))
+    stdio = ch["interfaces"].get("STDIO", {})
+    sb = (stdio.get("bytes_read") or 0) + (stdio.get("bytes_written") or 0)
+    if moved and _share(sb, moved) > t.stdio_share and sb >= t.min_bytes:
+        out.append(_f("S01", f"{100 * sb / moved:.0f}% of the bytes ({format_bytes(sb)}) go through STDIO "
+                      "(fopen/fread/fwrite): buffered stream I/O is slow for large data; use POSIX or MPI-IO",
+                      {"stdio_bytes": sb, "total_bytes": moved, "share": sb / moved},
+                      {"stdio_share": t.stdio_share, "min_bytes": t.min_bytes},
+                      cost=_stdio_cost(ch, sb, clock), model="stdio-vs-posix-rate",
+                      action="move the STDIO data to POSIX or MPI-IO"))
 
     # --- M01 no MPI-IO in an MPI job
-    if nprocs > 1 and mpiio is None and moved > 0:
-        out.append(_f("M01", f"an MPI job ({nprocs} processes) that does not use MPI-IO: collective buffering "
-                      "and data sieving are not available to it", {"nprocs": nprocs}))
+    if nprocs > 1 and mpiio is None and moved >= t.min_bytes:
+        out.append(_f("M01", f"an MPI job ({nprocs} processes) that moved {format_bytes(moved)} without MPI-IO: "
+                      "collective buffering and data sieving are not available to it",
+                      {"nprocs": nprocs, "bytes": moved}, {"min_bytes": t.min_bytes}, model="design note"))
 
+    small_cost = {}
     if posix is not None and len(posix):
-        out += _posix_findings(log, ch, posix, t, nprocs)
+        found, small_cost = _posix_findings(log, ch, posix, t, nprocs, clock)
+        out += found
 
     # --- MPI-IO collective / non-blocking
     if mpiio is not None and len(mpiio):
         c = cols(mpiio)
-        for kind, code_coll, code_nb in (("READS", "M02", "M06"), ("WRITES", "M03", "M07")):
+        for kind, code_coll, code_ok, code_nb, code_small in (("READS", "M02", "M04", "M06", "P05"),
+                                                              ("WRITES", "M03", "M05", "M07", "P06")):
             indep = int(np.nansum(monitored(c, f"MPIIO_INDEP_{kind}")))
             coll = int(np.nansum(monitored(c, f"MPIIO_COLL_{kind}")))
             nb = int(np.nansum(monitored(c, f"MPIIO_NB_{kind}")))
@@ -227,30 +296,131 @@ def job_findings(log, ch: dict, thresholds: Thresholds | None = None) -> list[di
                 out.append(_f(code_coll, f"{indep} independent MPI-IO {word}s and no collective ones: "
                               f"use MPI_File_{word}_all so MPI-IO can aggregate requests",
                               {"independent": indep, "collective": coll},
-                              {"collective_operations_absolute": t.collective_operations_absolute}))
-            if nb == 0 and (indep + coll) > 0:
-                out.append(_f(code_nb, f"no non-blocking MPI-IO {word}s: MPI_File_i{word} could overlap I/O "
-                              "with computation", {"nonblocking": nb, "blocking": indep + coll}))
+                              {"collective_operations_absolute": t.collective_operations_absolute},
+                              cost=small_cost.get(code_small, 0.0), model="small-requests",
+                              action=f"use collective MPI-IO {word}s (MPI_File_{word}_all)",
+                              overlaps=(code_small, "P15" if code_small == "P05" else "P16")))
+            elif coll > 0:
+                out.append(_f(code_ok, f"collective MPI-IO {word}s used ({coll:,} collective, {indep:,} independent)",
+                              {"independent": indep, "collective": coll}, model="informational"))
+            if nb == 0 and (indep + coll) >= t.min_operations:
+                out.append(_f(code_nb, f"no non-blocking MPI-IO {word}s among {indep + coll:,}: MPI_File_i{word} "
+                              "could overlap I/O with computation", {"nonblocking": nb, "blocking": indep + coll},
+                              {"min_operations": t.min_operations},
+                              model="not costed: Darshan does not record the compute phases I/O could overlap"))
 
     # --- R01 rank-0-only I/O (Carns et al., section V)
     pr_bytes = _own_bytes_per_rank(log, nprocs)
-    if nprocs > 1 and moved > 0 and pr_bytes is not None:
+    if nprocs > 1 and moved >= t.min_bytes and pr_bytes is not None:
         shared_bytes = ch["sharing"]["shared_bytes"]
         if shared_bytes == 0 and pr_bytes.sum() > 0 and pr_bytes[0] == pr_bytes.sum():
-            out.append(_f("R01", f"all I/O is done by rank 0 of {nprocs} processes: the other ranks wait, "
-                          "and bandwidth is bounded by one node", {"rank0_bytes": int(pr_bytes[0]), "nprocs": nprocs}))
+            k = ch["job"]["nnodes"] or 1
+            out.append(_f("R01", f"all I/O ({format_bytes(moved)}) is done by rank 0 of {nprocs} processes: "
+                          "the other ranks wait, and bandwidth is bounded by one node",
+                          {"rank0_bytes": int(pr_bytes[0]), "nprocs": nprocs, "nnodes": ch["job"]["nnodes"]},
+                          {"min_bytes": t.min_bytes}, cost=clock.io_time_s * (1 - 1 / k), model="rank0-over-nodes",
+                          action=f"spread the I/O over the job's {k} nodes"))
 
     # --- F01 many files per process
     files = tot["files"]
-    if files and files / nprocs > t.files_per_process:
-        out.append(_f("F01", f"{files} files for {nprocs} process(es) ({files / nprocs:.0f} per process): "
+    if files >= t.min_files and files / nprocs > t.files_per_process:
+        fpp = files / nprocs
+        mean_meta = tot["meta_time_s"] / nprocs
+        out.append(_f("F01", f"{files} files for {nprocs} process(es) ({fpp:.0f} per process): "
                       "metadata cost grows with the file count; aggregate into fewer files",
-                      {"files": files, "nprocs": nprocs, "files_per_process": files / nprocs},
-                      {"files_per_process": t.files_per_process}))
+                      {"files": files, "nprocs": nprocs, "files_per_process": fpp},
+                      {"files_per_process": t.files_per_process, "min_files": t.min_files},
+                      cost=mean_meta * (1 - t.files_per_process / fpp), model="metadata-per-file",
+                      action=f"aggregate the {files} files into fewer (≤ {t.files_per_process:g} per process)",
+                      overlaps=("P17", "L03")))
 
-    # T01 first: it tells the reader how much the rest matters
-    out.sort(key=lambda f: (f["code"] != "T01", -severity(f["level"]), f["code"]))
+    out += _lustre_findings(log, t, clock)
+    return costs.attach(out, clock)
+
+
+def _stdio_cost(ch: dict, sb: float, clock: costs.Clock) -> float:
+    st, px = ch["interfaces"].get("STDIO", {}), ch["interfaces"].get("POSIX", {})
+    t_stdio = sum(st.get(k) or 0.0 for k in ("read_time_s", "write_time_s", "meta_time_s"))
+    pb = (px.get("bytes_read") or 0) + (px.get("bytes_written") or 0)
+    pt = (px.get("read_time_s") or 0.0) + (px.get("write_time_s") or 0.0)
+    if pb <= 0 or pt <= 0:
+        return 0.0  # no POSIX rate to compare with
+    return clock.wall(max(0.0, t_stdio - sb / (pb / pt)))
+
+
+def _lustre_findings(log, t: Thresholds, clock: costs.Clock) -> list[dict]:
+    files = lustre_files(log)
+    if files is None or not len(files):
+        return []
+    out = []
+    osts = t.lustre_osts or ost_count(log.lustre)
+    # L01: large files on far fewer OSTs than they could use
+    target = np.array([costs.stripe_target(s, osts) for s in files["size"]])
+    big = files[(files["size"] >= t.lustre_large_file_bytes)
+                & (files["stripe_count"] * t.lustre_stripe_shortfall < target)].assign(target=target[
+                    ((files["size"] >= t.lustre_large_file_bytes)
+                     & (files["stripe_count"] * t.lustre_stripe_shortfall < target)).to_numpy()])
+    if len(big):
+        saving = np.array([costs.striping_saving(r.wall_s, r.stripe_count, r.target) for r in big.itertuples()])
+        w = big.iloc[int(np.argmax(saving))]
+        one = w["movers"] == 1 and w["bytes"] > 0
+        who = (f"all of its bytes moved by one rank (rank {w['top_rank']})" if one
+               else f"moved by at least {w['movers']} of its {w['nranks']} ranks")
+        where = _dir(w["name"])
+        fix = f"lfs setstripe -c {int(w['target'])} -S {lfs_size(max(int(w['stripe_size']), MiB))} {where}"
+        out.append(_f("L01", f"{len(big)} large Lustre file(s) striped over too few OSTs; worst: "
+                      f"{w['name'] or 'unnamed'} ({format_bytes(w['size'])}, {format_bytes(w['bytes'])} moved, "
+                      f"{format_seconds(w['wall_s'])}) on {w['stripe_count']} OST(s) of ≥ {osts}, {who}. Before "
+                      f"creating it: {fix}" + ("; and write it from several ranks (collective MPI-IO)" if one else ""),
+                      {"files": int(len(big)), "worst_file": w["name"], "size_bytes": float(w["size"]),
+                       "bytes": float(w["bytes"]), "stripe_count": int(w["stripe_count"]),
+                       "usable_stripe_count": int(w["target"]), "fs_osts": osts, "ranks_moving": int(w["movers"]),
+                       "top_rank": w["top_rank"], "file_time_s": float(w["wall_s"])},
+                      {"lustre_large_file_bytes": t.lustre_large_file_bytes,
+                       "lustre_stripe_shortfall": t.lustre_stripe_shortfall, "lustre_osts": t.lustre_osts},
+                      cost=float(saving.sum()), model="striping", fix=fix,
+                      action=(f"stripe the {format_bytes(w['size'])} file {w['name'] or ''} over {int(w['target'])} "
+                              f"OSTs, not {w['stripe_count']}" + (", and share its I/O out from the one rank that "
+                                                                  "does it all" if one else "") + f" ({fix})"),
+                      overlaps=("P18", "P19")))
+    # L02: stripe size vs dominant request size
+    acc = files["access"].to_numpy(np.int64)
+    z = files["stripe_size"].to_numpy(np.int64)
+    ok = (acc >= 64 * 1024) & (z > 0) & (files["bytes"].to_numpy() >= t.min_bytes)
+    mis = ok & (acc % np.maximum(z, 1) != 0) & (z % np.maximum(acc, 1) != 0)
+    if mis.any():
+        m = files[mis]
+        saving = sum(costs.misaligned_saving(r.rw_s, 1.0, r.access, r.stripe_size) for r in m.itertuples())
+        w = m.iloc[int(np.argmax(m["bytes"].to_numpy()))]
+        fix = (f"lfs setstripe -S {lfs_size(int(w['access']))} {_dir(w['name'])}" if w["access"] % (64 * 1024) == 0 else None)
+        out.append(_f("L02", f"{int(mis.sum())} Lustre file(s) whose dominant request size does not divide into "
+                      f"their stripe size, nor the reverse (worst: {w['name'] or 'unnamed'}, requests of "
+                      f"{format_bytes(w['access'])} on {format_bytes(w['stripe_size'])} stripes): requests straddle "
+                      "OSTs; " + (f"use {fix}" if fix else "make the request size a multiple of the stripe size"),
+                      {"files": int(mis.sum()), "worst_file": w["name"], "request_bytes": int(w["access"]),
+                       "stripe_size_bytes": int(w["stripe_size"])}, {"min_bytes": t.min_bytes},
+                      cost=clock.wall(saving), model="misaligned", fix=fix,
+                      action="align the Lustre stripe size with the request size"))
+    # L03: many small files on a wide stripe
+    small = files[(files["size"] < t.lustre_small_file_bytes) & (files["stripe_count"] > 1)]
+    if len(small) >= t.lustre_small_files:
+        c_mean = float(small["stripe_count"].mean())
+        where = _dir(small["name"].iloc[0])
+        fix = f"lfs setstripe -c 1 {where}"
+        out.append(_f("L03", f"{len(small)} Lustre files smaller than {format_bytes(t.lustre_small_file_bytes)} "
+                      f"are striped over {c_mean:.0f} OSTs on average: each open and close talks to every OST; {fix}",
+                      {"files": int(len(small)), "mean_stripe_count": c_mean},
+                      {"lustre_small_file_bytes": t.lustre_small_file_bytes, "lustre_small_files": t.lustre_small_files},
+                      cost=clock.wall(float(small["meta_s"].sum()) * (1 - 1 / c_mean)), model="small-files-striping",
+                      fix=fix, action=f"put the small files on one stripe: {fix}", overlaps=("F01", "P17")))
     return out
+
+
+def _dir(name) -> str:
+    """The directory of a file name, for `lfs setstripe` (the layout of new files comes from it)."""
+    if not name or "/" not in str(name):
+        return "<directory of the file>"
+    return str(name).rsplit("/", 1)[0] or "/"
 
 
 def _own_bytes_per_rank(log, nprocs: int) -> np.ndarray | None:
@@ -277,70 +447,105 @@ def _own_bytes_per_rank(log, nprocs: int) -> np.ndarray | None:
     return np.bincount(r, weights=b, minlength=nprocs)
 
 
-def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int) -> list[dict]:
+def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int, clock: costs.Clock) -> tuple[list[dict], dict]:
     out = []
     c = f = cols(posix)
     reads = float(np.nansum(monitored(c, "POSIX_READS")))
     writes = float(np.nansum(monitored(c, "POSIX_WRITES")))
     br = float(np.nansum(monitored(c, "POSIX_BYTES_READ")))
     bw = float(np.nansum(monitored(c, "POSIX_BYTES_WRITTEN")))
+    t_read = float(np.nansum(monitored(f, "POSIX_F_READ_TIME")))
+    t_write = float(np.nansum(monitored(f, "POSIX_F_WRITE_TIME")))
     ops = reads + writes
 
     # P01/P02 operation intensity, P03/P04 volume intensity
-    if ops and abs(writes - reads) / ops > t.imbalance_operations:
+    if ops >= t.min_operations and abs(writes - reads) / ops > t.imbalance_operations:
         code, what = ("P01", "write") if writes > reads else ("P02", "read")
-        out.append(_f(code, f"the job is {what}-operation intensive ({int(writes)} writes, {int(reads)} reads)",
-                      {"reads": int(reads), "writes": int(writes)}, {"imbalance_operations": t.imbalance_operations}))
-    if br + bw and abs(bw - br) / (br + bw) > t.imbalance_operations:
+        out.append(_f(code, f"the job is {what}-operation intensive ({int(writes):,} writes, {int(reads):,} reads)",
+                      {"reads": int(reads), "writes": int(writes)},
+                      {"imbalance_operations": t.imbalance_operations, "min_operations": t.min_operations},
+                      model="informational"))
+    if br + bw >= t.min_bytes and abs(bw - br) / (br + bw) > t.imbalance_operations:
         code, what = ("P03", "write") if bw > br else ("P04", "read")
-        out.append(_f(code, f"the job is {what}-volume intensive ({bw:.0f} bytes written, {br:.0f} read)",
-                      {"bytes_read": int(br), "bytes_written": int(bw)}, {"imbalance_operations": t.imbalance_operations}))
+        out.append(_f(code, f"the job is {what}-volume intensive ({format_bytes(bw)} written, {format_bytes(br)} read)",
+                      {"bytes_read": int(br), "bytes_written": int(bw)},
+                      {"imbalance_operations": t.imbalance_operations, "min_bytes": t.min_bytes}, model="informational"))
 
     # P05/P06 small requests (all files), P15/P16 on shared files
     ranks = c["rank"]
     shared_mask = (ranks < 0) & (nprocs > 1)
-    for kind, code, code_sh in (("READ", "P05", "P15"), ("WRITE", "P06", "P16")):
-        small, n = small_request_counts(c, "POSIX", kind, t.small_bytes)
+    small_cost = {}
+    for kind, code, code_sh, b_kind, t_col in (("READ", "P05", "P15", br, "POSIX_F_READ_TIME"),
+                                               ("WRITE", "P06", "P16", bw, "POSIX_F_WRITE_TIME")):
+        small, n, small_b = small_requests(c, "POSIX", kind, t.small_bytes)
         word = kind.lower()
+        t_kind = t_read if kind == "READ" else t_write
         thr = {"small_bytes": t.small_bytes, "small_requests": t.small_requests,
                "small_requests_absolute": t.small_requests_absolute}
+        cost = clock.wall(costs.small_request_saving(t_kind, n, small, b_kind, small_b, t.small_bytes))
+        small_cost[code] = cost
         if n and small / n > t.small_requests and small > t.small_requests_absolute:
-            out.append(_f(code, f"{small} of {n} {word}s ({100 * small / n:.0f}%) are smaller than "
+            out.append(_f(code, f"{small:,} of {n:,} {word}s ({100 * small / n:.0f}%) are smaller than "
                           f"{format_bytes(t.small_bytes)}: aggregate them into larger requests (buffering, MPI-IO collective)",
-                          {"small": small, "total": n, "share": small / n}, thr))
+                          {"small": small, "total": n, "share": small / n, "small_bytes_estimate": small_b}, thr,
+                          cost=cost, model="small-requests", action=f"aggregate the {small:,} small {word}s",
+                          overlaps=(code_sh, "M02" if kind == "READ" else "M03")))
         if shared_mask.any():
-            small_s, n_s = small_request_counts(subset(c, shared_mask), "POSIX", kind, t.small_bytes)
+            sc = subset(c, shared_mask)
+            small_s, n_s, small_bs = small_requests(sc, "POSIX", kind, t.small_bytes)
             if n_s and small_s / n_s > t.small_requests and small_s > t.small_requests_absolute:
-                out.append(_f(code_sh, f"{small_s} of {n_s} {word}s to shared files are smaller than "
+                b_s = float(np.nansum(monitored(sc, f"POSIX_BYTES_{'READ' if kind == 'READ' else 'WRITTEN'}")))
+                t_s = float(np.nansum(monitored(sc, t_col)))
+                cost_s = clock.wall(costs.small_request_saving(t_s, n_s, small_s, b_s, small_bs, t.small_bytes))
+                out.append(_f(code_sh, f"{small_s:,} of {n_s:,} {word}s to shared files are smaller than "
                               f"{format_bytes(t.small_bytes)}: use collective MPI-IO on shared files",
-                              {"small": small_s, "total": n_s, "share": small_s / n_s}, thr))
+                              {"small": small_s, "total": n_s, "share": small_s / n_s}, thr,
+                              cost=cost_s, model="small-requests",
+                              action=f"use collective MPI-IO for the small shared-file {word}s",
+                              overlaps=(code, "M02" if kind == "READ" else "M03")))
 
     # P07/P08 misalignment
     mem = float(np.nansum(monitored(c, "POSIX_MEM_NOT_ALIGNED")))
     fil = float(np.nansum(monitored(c, "POSIX_FILE_NOT_ALIGNED")))
     if ops:
+        align = monitored(c, "POSIX_FILE_ALIGNMENT")
+        unit = float(np.nanmedian(align)) if np.isfinite(align).any() else 0.0
         for code, val, what in (("P07", mem, "memory"), ("P08", fil, "file")):
-            if val / ops > t.misaligned_requests:
-                out.append(_f(code, f"{100 * val / ops:.0f}% of requests are not aligned in {what}"
-                              + (" (to the file system block/stripe)" if what == "file" else ""),
-                              {"misaligned": int(val), "total": int(ops), "share": val / ops},
-                              {"misaligned_requests": t.misaligned_requests}))
+            if val / ops > t.misaligned_requests and val >= t.min_operations:
+                cost, model = 0.0, "not costed: memory alignment costs a copy, usually negligible next to the I/O"
+                if code == "P08":
+                    cost = clock.wall(costs.misaligned_saving(t_read + t_write, val / ops, (br + bw) / ops, unit))
+                    model = "misaligned"
+                out.append(_f(code, f"{100 * val / ops:.0f}% of requests ({int(val):,}) are not aligned in {what}"
+                              + (f" (to the file's {format_bytes(unit)} alignment)" if what == "file" and unit else ""),
+                              {"misaligned": int(val), "total": int(ops), "share": val / ops,
+                               **({"alignment_bytes": unit} if code == "P08" else {})},
+                              {"misaligned_requests": t.misaligned_requests, "min_operations": t.min_operations},
+                              cost=cost, model=model,
+                              action="align the requests to the file system's block/stripe" if code == "P08" else None))
 
     # P09/P10 redundant traffic: more bytes than the highest offset touched
-    for kind, code, bytes_col, max_col in (("read", "P09", "POSIX_BYTES_READ", "POSIX_MAX_BYTE_READ"),
-                                          ("written", "P10", "POSIX_BYTES_WRITTEN", "POSIX_MAX_BYTE_WRITTEN")):
+    for kind, code, bytes_col, max_col, t_col in (
+            ("read", "P09", "POSIX_BYTES_READ", "POSIX_MAX_BYTE_READ", "POSIX_F_READ_TIME"),
+            ("written", "P10", "POSIX_BYTES_WRITTEN", "POSIX_MAX_BYTE_WRITTEN", "POSIX_F_WRITE_TIME")):
         b = monitored(c, bytes_col)
         m = monitored(c, max_col)
         ok = ~np.isnan(b) & ~np.isnan(m) & (b > 0)
         extra = np.where(ok, b - (m + 1), 0.0)
         red = extra > 0
-        if red.any():
+        if red.any() and extra[red].sum() >= t.min_bytes:
+            cost = clock.wall(costs.redundant_saving(np.where(red, extra, 0.0), np.nan_to_num(b),
+                                                     zero_missing(f, t_col)))
             out.append(_f(code, f"{int(red.sum())} file record(s) {kind} more bytes than their size "
-                          f"(highest offset + 1): {extra[red].sum():.0f} bytes {kind} again; cache or reuse the data",
-                          {"files": int(red.sum()), "redundant_bytes": int(extra[red].sum())}))
+                          f"(highest offset + 1): {format_bytes(extra[red].sum())} {kind} again; cache or reuse the data",
+                          {"files": int(red.sum()), "redundant_bytes": int(extra[red].sum())},
+                          {"min_bytes": t.min_bytes}, cost=cost, model="redundant-bytes",
+                          action=f"avoid the {format_bytes(extra[red].sum())} {kind} again"))
 
-    # P11-P14 random access
-    for kind, code_bad, code_ok in (("READS", "P11", "P12"), ("WRITES", "P13", "P14")):
+    # P11-P14 non-sequential access: Darshan counts a request as sequential when it starts
+    # after the previous one's last byte, so the rest went back to or before that byte
+    # (random access, or re-reading the same offset)
+    for kind, code_bad, code_ok, t_kind in (("READS", "P11", "P12", t_read), ("WRITES", "P13", "P14", t_write)):
         n = monitored(c, f"POSIX_{kind}")
         seq = monitored(c, f"POSIX_SEQ_{kind}")
         ok = ~np.isnan(n) & ~np.isnan(seq)
@@ -349,14 +554,22 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int) -> list[dict]:
         word = kind.lower()[:-1]
         if not total_n:
             continue
+        share = rand / total_n
         thr = {"random_operations": t.random_operations, "random_operations_absolute": t.random_operations_absolute}
-        if rand / total_n > t.random_operations and rand > t.random_operations_absolute:
-            out.append(_f(code_bad, f"{int(rand)} of {int(total_n)} {word}s ({100 * rand / total_n:.0f}%) go to "
-                          "a lower offset than the previous one (random access)",
-                          {"random": int(rand), "total": int(total_n), "share": rand / total_n}, thr))
+        ev = {"random": int(rand), "total": int(total_n), "share": share}
+        if share > t.random_operations and rand > t.random_operations_absolute:
+            out.append(_f(code_bad, f"{int(rand):,} of {int(total_n):,} {word}s ({100 * share:.0f}%) are not "
+                          "sequential: they start at or before the previous request's last byte (random access, "
+                          "or the same data again)", ev, thr,
+                          cost=clock.wall(costs.random_saving(t_kind, total_n, rand)), model="random",
+                          action=f"make the {word}s sequential (sort or batch them by offset)"))
+        elif share > t.random_operations:
+            out.append(_f(code_ok, f"{100 * share:.0f}% of the {word}s are not sequential, but only {int(rand):,} "
+                          f"of them (≤ {t.random_operations_absolute:,}): too few to matter", ev, thr,
+                          model="informational"))
         else:
-            out.append(_f(code_ok, f"{word}s are mostly sequential ({100 * (1 - rand / total_n):.0f}%)",
-                          {"random": int(rand), "total": int(total_n), "share": rand / total_n}, thr))
+            out.append(_f(code_ok, f"{word}s are sequential ({100 * (1 - share):.0f}% of {int(total_n):,})",
+                          ev, thr, model="informational"))
 
     # P17 metadata time per rank
     own = ranks >= 0 if nprocs > 1 else np.ones(len(ranks), bool)
@@ -369,10 +582,12 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int) -> list[dict]:
     if len(slow_ranks):
         out.append(_f("P17", f"{len(slow_ranks)} rank(s) spend more than {t.metadata_time_rank_s:g} s in "
                       f"metadata operations (open/stat/seek/sync; worst: rank {int(per_rank_meta.argmax())}, "
-                      f"{per_rank_meta.max():.1f} s)",
+                      f"{format_seconds(per_rank_meta.max())})",
                       {"ranks": int(len(slow_ranks)), "max_rank": int(per_rank_meta.argmax()),
                        "max_meta_time_s": float(per_rank_meta.max())},
-                      {"metadata_time_rank_s": t.metadata_time_rank_s}))
+                      {"metadata_time_rank_s": t.metadata_time_rank_s},
+                      cost=float(per_rank_meta.max()), model="metadata-per-rank",
+                      action="cut the opens/stats/syncs of the slowest rank", overlaps=("F01", "L03")))
 
     # P18/P19 stragglers on shared files
     if shared_mask.any():
@@ -381,6 +596,7 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int) -> list[dict]:
         db = np.abs(monitored(sc, "POSIX_SLOWEST_RANK_BYTES") - monitored(sc, "POSIX_FASTEST_RANK_BYTES"))
         tt = (np.nan_to_num(monitored(sf, "POSIX_F_READ_TIME")) + np.nan_to_num(monitored(sf, "POSIX_F_WRITE_TIME"))
               + np.nan_to_num(monitored(sf, "POSIX_F_META_TIME")))
+        slowest_t = np.nan_to_num(monitored(sf, "POSIX_F_SLOWEST_RANK_TIME"))
         dt = np.abs(monitored(sf, "POSIX_F_SLOWEST_RANK_TIME") - monitored(sf, "POSIX_F_FASTEST_RANK_TIME"))
         names = posix.names[shared_mask]
         for code, d, tot_, what in (("P18", db, tb, "bytes"), ("P19", dt, tt, "time")):
@@ -393,7 +609,10 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int) -> list[dict]:
                               f"and fastest rank differ by {100 * ratio[worst]:.0f}% of the file's total {what} "
                               f"(worst: {names[worst] or 'unnamed'})",
                               {"files": int(bad.sum()), "max_ratio": float(ratio[worst]), "worst_file": names[worst]},
-                              {"stragglers": t.stragglers}))
+                              {"stragglers": t.stragglers},
+                              cost=costs.straggler_excess(slowest_t[bad], tt[bad], nprocs), model="straggler",
+                              action="balance the shared-file I/O across ranks",
+                              overlaps=("P19" if code == "P18" else "P18", "L01")))
 
     # P21/P22 imbalance across ranks of non-shared files (files opened by several ranks separately)
     if nprocs > 1:
@@ -404,6 +623,8 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int) -> list[dict]:
             nr = np.bincount(np.unique(inv.astype(np.int64) * (nprocs + 1) + ranks[own]) // (nprocs + 1),
                              minlength=len(uniq))
             multi = nr[inv] > 1
+            rec_t = (zero_missing(f, "POSIX_F_READ_TIME") + zero_missing(f, "POSIX_F_WRITE_TIME")
+                     + zero_missing(f, "POSIX_F_META_TIME"))[own][multi]
             for code, col, word in (("P21", "POSIX_BYTES_WRITTEN", "written"), ("P22", "POSIX_BYTES_READ", "read")):
                 v = zero_missing(c, col)[own][multi]
                 g = inv[multi]
@@ -413,12 +634,18 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int) -> list[dict]:
                 lo = np.full(len(uniq), np.inf)
                 np.maximum.at(hi, g, v)
                 np.minimum.at(lo, g, v)
+                t_hi = np.zeros(len(uniq))
+                np.maximum.at(t_hi, g, rec_t)
+                t_sum = np.bincount(g, weights=rec_t, minlength=len(uniq))
                 ok = np.isfinite(hi) & (hi > 0)
-                ratio = (hi[ok] - lo[ok]) / hi[ok]
-                bad = ratio[ratio > t.imbalance_size]
-                if len(bad):
-                    out.append(_f(code, f"{len(bad)} file(s) accessed by several ranks with unbalanced bytes "
-                                  f"{word} (max - min up to {100 * bad.max():.0f}% of max): spread the data evenly",
-                                  {"files": int(len(bad)), "max_ratio": float(bad.max())},
-                                  {"imbalance_size": t.imbalance_size}))
-    return out
+                ratio = np.where(ok, (hi - lo) / np.where(ok, hi, 1), 0.0)
+                bad = ratio > t.imbalance_size
+                if bad.any():
+                    out.append(_f(code, f"{int(bad.sum())} file(s) accessed by several ranks with unbalanced bytes "
+                                  f"{word} (max - min up to {100 * ratio[bad].max():.0f}% of max): spread the data evenly",
+                                  {"files": int(bad.sum()), "max_ratio": float(ratio[bad].max())},
+                                  {"imbalance_size": t.imbalance_size},
+                                  cost=costs.straggler_excess(t_hi[bad], t_sum[bad], nr[bad]), model="straggler",
+                                  action=f"balance the bytes {word} across ranks",
+                                  overlaps=("P22" if code == "P21" else "P21",)))
+    return out, small_cost

@@ -354,6 +354,49 @@ def per_rank(fs: Cols, nprocs: int) -> pd.DataFrame:
                          "meta_time": np.bincount(r, weights=fs["meta_time"][own], minlength=n)})
 
 
+def per_rank_with_shared(log) -> tuple[pd.DataFrame, str]:
+    """(bytes and I/O time per rank including shared files, how the shared part was split).
+
+    Own files as `per_rank`. A shared (rank -1) POSIX record gives its slowest and fastest
+    rank's bytes and time (Darshan's rank counters) to those ranks and splits the rest
+    evenly over the other ranks: exact for the two named ranks, an estimate for the rest.
+    """
+    nprocs = max(int(log.nprocs), 1)
+    pr = per_rank(fs_records(log), nprocs)
+    posix = log.records.get("POSIX")
+    if nprocs < 2 or posix is None or not len(posix) or not (posix.ranks < 0).any():
+        return pr, "own files only (no shared files)"
+    c = subset(posix, posix.ranks < 0)
+    b = zero_missing(c, "POSIX_BYTES_READ") + zero_missing(c, "POSIX_BYTES_WRITTEN")
+    tt = zero_missing(c, "POSIX_F_READ_TIME") + zero_missing(c, "POSIX_F_WRITE_TIME") + zero_missing(c, "POSIX_F_META_TIME")
+    n = len(pr)
+    by, tm = pr["bytes"].to_numpy().copy(), pr["time"].to_numpy().copy()
+    named = 0
+    for i in range(c.n):
+        ranks_b = []
+        for who in ("SLOWEST", "FASTEST"):
+            r = monitored(c, f"POSIX_{who}_RANK")[i]
+            rb = monitored(c, f"POSIX_{who}_RANK_BYTES")[i]
+            rt = monitored(c, f"POSIX_F_{who}_RANK_TIME")[i]
+            if np.isfinite(r) and 0 <= r < n and np.isfinite(rb) and int(r) not in [x[0] for x in ranks_b]:
+                ranks_b.append((int(r), rb, rt if np.isfinite(rt) else 0.0))
+        rest_b, rest_t = b[i] - sum(x[1] for x in ranks_b), tt[i] - sum(x[2] for x in ranks_b)
+        others = np.ones(n, bool)
+        for r, rb, rt in ranks_b:
+            by[r] += rb
+            tm[r] += rt
+            others[r] = False
+        k = int(others.sum())
+        if k:
+            by[others] += max(rest_b, 0.0) / k
+            tm[others] += max(rest_t, 0.0) / k
+        named += bool(ranks_b)
+    out = pr.assign(bytes=by, time=tm)
+    how = ("shared files split by Darshan's slowest/fastest-rank counters (other ranks: the rest, evenly)"
+           if named else "shared files split evenly over the ranks (no rank counters in the log)")
+    return out, how
+
+
 def shared_file_time(fs: Cols, ranks: np.ndarray) -> np.ndarray:
     """Time of the slowest rank on each shared record (rank -1).
 

@@ -14,6 +14,7 @@ import re
 import numpy as np
 
 from ioweather.units import format_bytes, format_seconds
+from ioweather.views.job_console import cost_text, lustre_text
 
 #: At most this many DXT segments are drawn (a uniform sample beyond that) to keep pages fast.
 MAX_TIMELINE_SEGMENTS = 20000
@@ -25,6 +26,8 @@ table{border-collapse:collapse;margin:.5em 0}td,th{padding:.25em .7em;border-bot
 td:first-child,th:first-child{text-align:left}.HIGH{color:#b00;font-weight:bold}.WARN{color:#a60}
 .INFO{color:#06c}.OK{color:#080}.plots{display:flex;flex-wrap:wrap;gap:1em}.plots figure{margin:0}
 code{background:#f4f4f4;padding:0 .2em;word-break:break-all}
+.verdict{font-size:1.1em;padding:.6em .9em;border-left:4px solid #b00;background:#fff6f6}
+.note{color:#a60}
 """
 
 
@@ -57,21 +60,38 @@ def _figure(title: str, body: str) -> str:
 
 
 def io_time_plot(rep: dict) -> str:
+    """One group of bars per layer, side by side: a layer's time includes the layers under it
+    (MPI-IO time contains the POSIX time it causes), so they are never stacked or added."""
     plt = _plt()
     mods = [m for m, it in rep["interfaces"].items() if any(it.get(k) for k in ("read_time_s", "write_time_s", "meta_time_s"))]
     if not mods:
         return ""
-    fig, ax = plt.subplots(figsize=(5, 0.5 + 0.45 * len(mods)))
-    left = np.zeros(len(mods))
-    for key, label, color in (("read_time_s", "read", "#4c78a8"), ("write_time_s", "write", "#f58518"),
-                              ("meta_time_s", "metadata", "#54a24b")):
+    fig, ax = plt.subplots(figsize=(5.5, 0.7 + 0.6 * len(mods)))
+    y = np.arange(len(mods))
+    h = 0.27
+    for k, (key, label, color) in enumerate((("read_time_s", "read", "#4c78a8"), ("write_time_s", "write", "#f58518"),
+                                             ("meta_time_s", "metadata", "#54a24b"))):
         vals = np.array([rep["interfaces"][m].get(key) or 0.0 for m in mods])
-        ax.barh(mods, vals, left=left, label=label, color=color)
-        left += vals
-    ax.set_xlabel("cumulative time over all ranks (s)")
+        ax.barh(y + (k - 1) * h, vals, h, label=label, color=color)
+    ax.set_yticks(y, [m if m in ("POSIX", "STDIO") else f"{m}\n(includes its POSIX time)" for m in mods])
+    _human_seconds_axis(ax)
+    ax.set_xlabel("cumulative time over all ranks")
     ax.legend(loc="lower right", fontsize=8)
     ax.invert_yaxis()
-    return _figure("I/O time split by interface", svg(fig))
+    return _figure("I/O time by interface, layers side by side (never added up)", svg(fig))
+
+
+def _human_seconds_axis(ax, axis: str = "x") -> None:
+    from matplotlib.ticker import FuncFormatter
+
+    fmt = FuncFormatter(lambda v, _pos: format_seconds(v))
+    (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(fmt)
+
+
+def _human_bytes_axis(ax) -> None:
+    from matplotlib.ticker import FuncFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: format_bytes(v)))
 
 
 def access_size_plot(rep: dict) -> str:
@@ -100,27 +120,30 @@ def sharing_plot(rep: dict) -> str:
     labels = ["unique\nN:N", "shared\nN:1", "partial\nN:M"]
     axes[0].bar(labels, [sh[k] for k in kinds], color="#72b7b2")
     axes[0].set_title("files", fontsize=9)
-    axes[1].bar(labels, [sh[f"{k}_bytes"] / 2**20 for k in kinds], color="#b279a2")
-    axes[1].set_title("MiB moved", fontsize=9)
+    axes[1].bar(labels, [sh[f"{k}_bytes"] for k in kinds], color="#b279a2")
+    axes[1].set_title("bytes moved", fontsize=9)
+    _human_bytes_axis(axes[1])
     fig.tight_layout()
     return _figure("file sharing (POSIX + STDIO)", svg(fig))
 
 
-def per_rank_plot(per_rank) -> str:
+def per_rank_plot(per_rank, how: str = "own files; shared files are not split per rank") -> str:
     if per_rank is None or len(per_rank) < 2 or not (per_rank["bytes"] > 0).any():
         return ""
     plt = _plt()
     fig, axes = plt.subplots(2, 1, figsize=(6.5, 3.6), sharex=True)
     r = per_rank["rank"].to_numpy()
     # one filled step curve per panel, not one rectangle per rank: thousands of ranks stay fast
-    for ax, y, color, label in ((axes[0], per_rank["bytes"].to_numpy() / 2**20, "#4c78a8", "MiB"),
-                                (axes[1], per_rank["time"].to_numpy(), "#e45756", "I/O time (s)")):
+    for ax, y, color, label in ((axes[0], per_rank["bytes"].to_numpy(), "#4c78a8", "bytes"),
+                                (axes[1], per_rank["time"].to_numpy(), "#e45756", "I/O time")):
         ax.fill_between(r, y, step="mid", color=color, linewidth=0)
         ax.set_ylabel(label)
         ax.set_ylim(bottom=0)
-    axes[1].set_xlabel("rank (own files; shared files are not split per rank)")
+    _human_bytes_axis(axes[0])
+    _human_seconds_axis(axes[1], "y")
+    axes[1].set_xlabel("rank")
     fig.tight_layout()
-    return _figure("bytes and I/O time per rank", svg(fig))
+    return _figure(f"bytes and I/O time per rank ({how})", svg(fig))
 
 
 def dxt_timeline_plot(dxt: dict) -> str:
@@ -150,7 +173,9 @@ def dxt_timeline_plot(dxt: dict) -> str:
     return _figure(f"{seg.module} timeline: reads blue, writes orange{note}", svg(fig))
 
 
-def render_job_html(rep: dict, per_rank=None, dxt: dict | None = None, source: str = "") -> str:
+def render_job_html(rep: dict, per_rank=None, dxt: dict | None = None, source: str = "",
+                    per_rank_how: str = "own files; shared files are not split per rank",
+                    damaged: dict | None = None) -> str:
     j, perf, tot = rep["job"], rep["perf"], rep["totals"]
     rows = [("executable", f"<code>{esc(j['exe'] or '(anonymized)')}</code>"), ("log", f"<code>{esc(source)}</code>"),
             ("job id / uid", f"{esc(j['jobid'])} / {esc(j['uid'])}"),
@@ -169,7 +194,11 @@ def render_job_html(rep: dict, per_rank=None, dxt: dict | None = None, source: s
              else f"- ({esc(perf['mibps_per_node_reason'])})")]
     head = "".join(f"<tr><th>{esc(k)}</th><td style='text-align:left'>{v}</td></tr>" for k, v in rows)
     findings = "".join(f"<tr><td class='{esc(f['level'])}'>{esc(f['level'])}</td><td>{esc(f['code'])}</td>"
-                       f"<td style='text-align:left'>{esc(f['message'])}</td></tr>" for f in rep["findings"])
+                       f"<td>{esc(cost_text(f))}</td><td style='text-align:left'>{esc(f['message'])}"
+                       + (f"<br><code>{esc(f['fix'])}</code>" if f.get("fix") else "") + "</td></tr>"
+                       for f in rep["findings"])
+    notes = "".join(f"<li class='note'>{esc(w)}</li>" for w in rep.get("warnings", []))
+    dxt_note = "".join(f"<p class='note'>{esc(m)} timeline left out: {esc(why)}</p>" for m, why in (damaged or {}).items())
     ifaces = "".join(
         f"<tr><td>{esc(m)}{' (partial)' if it.get('partial') else ''}</td><td>{esc(format_bytes(it['bytes_read'] or 0))}</td>"
         f"<td>{esc(format_bytes(it['bytes_written'] or 0))}</td><td>{esc(it['reads'])}</td><td>{esc(it['writes'])}</td>"
@@ -180,7 +209,8 @@ def render_job_html(rep: dict, per_rank=None, dxt: dict | None = None, source: s
         f"<tr><td><code>{esc(m['mount'] or '(other)')}</code></td><td>{esc(m['fs_type'])}</td><td>{m['files']}</td>"
         f"<td>{esc(format_bytes(m['bytes_read']))}</td><td>{esc(format_bytes(m['bytes_written']))}</td>"
         f"<td>{esc(_lustre(m))}</td></tr>" for m in rep["mounts"])
-    plots = "".join(p for p in (io_time_plot(rep), access_size_plot(rep), sharing_plot(rep), per_rank_plot(per_rank),
+    plots = "".join(p for p in (io_time_plot(rep), access_size_plot(rep), sharing_plot(rep),
+                                per_rank_plot(per_rank, per_rank_how),
                                 dxt_timeline_plot(dxt or {})) if p)
     top_files = "".join(f"<tr><td><code>{esc(f['name'])}</code></td><td>{esc(f['module'])}</td><td>{esc(f['sharing'])}</td>"
                         f"<td>{esc(format_bytes(f['bytes']))}</td></tr>" for f in rep.get("top_files", []))
@@ -188,9 +218,12 @@ def render_job_html(rep: dict, per_rank=None, dxt: dict | None = None, source: s
 <html lang="en"><head><meta charset="utf-8"><title>ioweather job {esc(j['jobid'])}</title>
 <style>{CSS}</style></head><body>
 <h1>Why was this job's I/O slow? — job {esc(j['jobid'])}</h1>
+<p class="verdict" id="verdict"><b>Verdict:</b> {esc(rep.get('verdict', ''))}</p>
 <table>{head}</table>
-<h2>Findings</h2><table><tr><th>level</th><th>code</th><th style="text-align:left">finding</th></tr>{findings}</table>
-<h2>Plots</h2><div class="plots">{plots or '<p>no I/O to plot</p>'}</div>
+{f"<h2>Warnings</h2><ul>{notes}</ul>" if notes else ""}
+<h2>Findings, most expensive first</h2><table><tr><th>level</th><th>code</th><th>costs (share of I/O time)</th>
+<th style="text-align:left">finding</th></tr>{findings}</table>
+<h2>Plots</h2>{dxt_note}<div class="plots">{plots or '<p>no I/O to plot</p>'}</div>
 <h2>Interfaces</h2><table><tr><th>module</th><th>read</th><th>written</th><th>reads</th><th>writes</th><th>opens</th>
 <th>read time</th><th>write time</th><th>meta time</th><th>files</th></tr>{ifaces}</table>
 <h2>File systems</h2><table><tr><th>mount</th><th>type</th><th>files</th><th>read</th><th>written</th><th>Lustre</th></tr>{mounts}</table>
@@ -201,7 +234,4 @@ def render_job_html(rep: dict, per_rank=None, dxt: dict | None = None, source: s
 
 
 def _lustre(m: dict) -> str:
-    lu = m.get("lustre")
-    if not lu:
-        return ""
-    return f"stripe count {lu['stripe_count']}, size {format_bytes(lu['stripe_size_bytes'] or 0)}, {lu['osts']} OSTs"
+    return lustre_text(m.get("lustre"))
