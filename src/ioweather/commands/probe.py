@@ -156,8 +156,12 @@ def _start_archiver(store, stop_event, log, every_s: float = 3600.0) -> None:
 
 def run_probe(settings, directory: Path, *, interval: float, duration: float | None, target: str | None, block: int,
               direct: bool, fsync: bool, timeout: float, seed: int | None, quiet: bool,
-              stop_event=None, install_signals: bool = True) -> int:
-    """Run the probe into the store; returns the exit code. Shared by `probe run` and `watch`."""
+              stop_event=None, install_signals: bool = True, started=None) -> int:
+    """Run the probe into the store; returns the exit code. Shared by `probe run` and `watch`.
+
+    `started()` is called once the probe holds its directory (a second probe of it is refused
+    before that), so that `watch` can refuse before serving anything.
+    """
     from ioweather.sources.probe import Probe, ProbeOptions, mount_point, physical_memory_bytes
     from ioweather.store import probe as probe_store
 
@@ -170,6 +174,8 @@ def run_probe(settings, directory: Path, *, interval: float, duration: float | N
     if stop_event is not None:
         p.stop_event = stop_event
     try:
+        if started is not None:
+            started()
         info = probe_store.RunInfo(
             target=target or mount_point(directory), directory=str(Path(directory).resolve()), interval_s=interval,
             block_bytes=block, file_bytes=p.layout.file_bytes, pool_files=p.layout.pool_files,

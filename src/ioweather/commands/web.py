@@ -177,14 +177,14 @@ def register(cli: click.Group) -> None:
             sock.close()
             raise
 
-        stop = threading.Event()
+        stop, started = threading.Event(), threading.Event()
         failure: list[BaseException] = []
 
         def probe():
             try:
                 run_probe(settings, directory, interval=interval, duration=None, target=target, block=1 << 20,
                           direct=False, fsync=False, timeout=60.0, seed=None, quiet=True, stop_event=stop,
-                          install_signals=False)
+                          install_signals=False, started=started.set)
             except BaseException as e:  # reported by the main thread, which then stops the server
                 failure.append(e)
             finally:
@@ -195,6 +195,14 @@ def register(cli: click.Group) -> None:
         # the process must still end rather than wait on the thread at exit.
         thread = threading.Thread(target=probe, name="ioweather-probe", daemon=True)
         thread.start()
+        # A directory another probe holds (or any refused start) is refused before the dashboard is served.
+        while not started.wait(0.1) and thread.is_alive():
+            pass
+        if not started.is_set():
+            sock.close()
+            thread.join()
+            e = failure[0]
+            raise e if isinstance(e, UserError) else UserError(f"the probe did not start: {type(e).__name__}: {e}")
         click.echo(f"ioweather: probing {directory} every {interval:g} s; dashboard at {url}  "
                    f"(Prometheus: {url}metrics; Ctrl-C to stop)")
         sys.stdout.flush()

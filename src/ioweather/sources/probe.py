@@ -4,6 +4,7 @@ A probe directory holds one large data file and a FIFO pool of small files:
 
     DIR/              0700, owned by the user running the probe
       probe.json      parameters written by `init`
+      probe.lock      held (flock) by the one probe running on this directory; holds its pid and host
       data            the large file (0600), read and written at random block offsets
       pool/           0700, small files named by a growing sequence number
 
@@ -22,11 +23,13 @@ on the target until the hung one returns.
 from __future__ import annotations
 
 import errno as errno_mod
+import fcntl
 import json
 import mmap
 import os
 import queue
 import signal
+import socket
 import stat
 import threading
 import time
@@ -38,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from ioweather._native import load
-from ioweather.errors import UserError, from_os_error
+from ioweather.errors import UserError, from_os_error, os_error_reason
 
 SMALL_FILE_BYTES = 3901  # the paper's metadata probe file size
 DEFAULT_BLOCK = 1 << 20
@@ -46,6 +49,7 @@ DEFAULT_POOL = 200
 META_NAME = "probe.json"
 DATA_NAME = "data"
 POOL_NAME = "pool"
+LOCK_NAME = "probe.lock"
 
 
 # --------------------------------------------------------------------------- layout
@@ -99,6 +103,54 @@ def read_layout(dirfd: int, path: Path) -> ProbeLayout:
             return ProbeLayout(**{k: raw[k] for k in ("file_bytes", "pool_files", "small_bytes", "uid", "created_ns")})
         except (ValueError, KeyError, TypeError):
             raise UserError(f"{path / META_NAME} is damaged; remove the directory and run 'probe init' again") from None
+
+
+def lock_probe_dir(dirfd: int, path: Path, log: Callable[[str], None]) -> int:
+    """Hold DIR/probe.lock while the returned descriptor is open: one probe per directory.
+
+    Two probes on one directory create and delete in the same pool: each takes the other's files
+    for EEXIST/ENOENT failures and the pool outgrows its size. flock, not fcntl record locks: those
+    belong to the process, so a second probe in the same process (`watch`'s thread) would not
+    conflict with the first. The kernel drops the lock with its holder, even after kill -9.
+    """
+    try:
+        fd = _open_at(dirfd, LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK)  # O_NONBLOCK: a planted FIFO
+    except OSError as e:
+        if e.errno not in (errno_mod.ENOSPC, errno_mod.EDQUOT):
+            raise from_os_error(path / LOCK_NAME, e, "open") from None
+        # A full disk is what the probe must go on measuring: run, unguarded, rather than refuse.
+        log(f"cannot create {path / LOCK_NAME} ({os_error_reason(e)}): a second probe of this directory "
+            "would not be refused")
+        return -1
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UserError(f"{path / LOCK_NAME} is not a regular file; remove it")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UserError(f"{path} is already being probed{_lock_holder(fd)}; stop that probe first or "
+                            "probe another directory") from None
+        except OSError as e:  # ENOLCK, EOPNOTSUPP: NFS without lockd, Lustre mounted without flock
+            log(f"cannot lock {path / LOCK_NAME} ({os_error_reason(e)}): a second probe of this directory "
+                "would not be refused")
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
+        except OSError:  # only names the holder in the refusal; a full disk must not stop the probe
+            pass
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _lock_holder(fd: int) -> str:
+    """" by pid N" (and " on HOST" when it is another node) from the lock file, if it says."""
+    try:
+        pid, host = os.pread(fd, 300, 0).decode().split()
+    except (OSError, ValueError):  # just taken and not yet written, or not ours
+        return ""
+    return f" by pid {pid}" + ("" if host == socket.gethostname() else f" on {host}")
 
 
 def physical_memory_bytes() -> int:
@@ -272,22 +324,12 @@ class Probe:
         self.log = log
         self.core = load("probe_core")
         self.stop_event = threading.Event()
-        self.dirfd = open_dir(self.path, create=False)
-        self.layout = read_layout(self.dirfd, self.path)
-        if self.layout.file_bytes < options.block:
-            raise UserError(f"--block {options.block} B is larger than the probe file ({self.layout.file_bytes} B)")
-        self.nblocks = self.layout.file_bytes // options.block
-        flags = os.O_RDWR | (os.O_DIRECT if options.direct else 0)
+        self.dirfd = self.lock_fd = self.data_fd = self.pool_fd = -1
         try:
-            self.data_fd = _open_at(self.dirfd, DATA_NAME, flags)
-        except OSError as e:
-            if options.direct and e.errno == errno_mod.EINVAL:
-                raise UserError(f"{self.path} does not support O_DIRECT (--direct)") from None
-            raise from_os_error(self.path / DATA_NAME, e, "open") from None
-        st = os.fstat(self.data_fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size < self.layout.file_bytes:
-            raise UserError(f"{self.path / DATA_NAME} is not the probe's data file (size {st.st_size} B); run init again")
-        self.pool_fd = _make_pool_dir(self.dirfd, self.path)
+            self._open_files()
+        except BaseException:
+            self.close()  # a refused start must not keep the directory locked
+            raise
         self.pool = deque(sorted(int(n[1:]) for n in os.listdir(self.pool_fd) if n.startswith("f") and n[1:].isdigit()))
         self.next_seq = (self.pool[-1] + 1) if self.pool else 0
         self.seed = options.seed if options.seed is not None else int.from_bytes(os.urandom(4), "little")
@@ -302,6 +344,26 @@ class Probe:
         self.periods = 0
         self.missed_periods = 0
         self.samples = 0
+
+    def _open_files(self) -> None:
+        options = self.opt
+        self.dirfd = open_dir(self.path, create=False)
+        self.layout = read_layout(self.dirfd, self.path)
+        self.lock_fd = lock_probe_dir(self.dirfd, self.path, self.log)
+        if self.layout.file_bytes < options.block:
+            raise UserError(f"--block {options.block} B is larger than the probe file ({self.layout.file_bytes} B)")
+        self.nblocks = self.layout.file_bytes // options.block
+        flags = os.O_RDWR | (os.O_DIRECT if options.direct else 0)
+        try:
+            self.data_fd = _open_at(self.dirfd, DATA_NAME, flags)
+        except OSError as e:
+            if options.direct and e.errno == errno_mod.EINVAL:
+                raise UserError(f"{self.path} does not support O_DIRECT (--direct)") from None
+            raise from_os_error(self.path / DATA_NAME, e, "open") from None
+        st = os.fstat(self.data_fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size < self.layout.file_bytes:
+            raise UserError(f"{self.path / DATA_NAME} is not the probe's data file (size {st.st_size} B); run init again")
+        self.pool_fd = _make_pool_dir(self.dirfd, self.path)
 
     # one op ------------------------------------------------------------------
     def _timed(self, op: str, fn, args, expect_bytes: int | None) -> tuple | None:
@@ -416,11 +478,14 @@ class Probe:
             return buffer[-1_000_000:]
 
     def close(self) -> None:
-        for fd in (self.data_fd, self.pool_fd, self.dirfd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        """Close the files; the lock goes last, once nothing of this probe touches the directory."""
+        for name in ("data_fd", "pool_fd", "dirfd", "lock_fd"):
+            fd, _ = getattr(self, name), setattr(self, name, -1)
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
 
 
 def mount_point(path: Path) -> str:
