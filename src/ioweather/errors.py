@@ -23,6 +23,10 @@ class StoreError(UserError):
     """The store cannot be opened, read or written."""
 
 
+class StoreDamaged(StoreError):
+    """The store's database or Parquet files are damaged; `ioweather store check` tells what."""
+
+
 class SchemaTooNew(StoreError):
     """The database was written by a newer ioweather."""
 

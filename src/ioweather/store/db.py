@@ -7,6 +7,8 @@ import fcntl
 import os
 import re
 import sqlite3
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 
 from ioweather.config import Settings
-from ioweather.errors import SchemaTooNew, StoreError, from_os_error
+from ioweather.errors import SchemaTooNew, StoreDamaged, StoreError, from_os_error
 from ioweather.store.migrations import Component, schema_versions
 
 #: How long a writer waits for another writer's lock before giving up (seconds).
@@ -58,13 +60,14 @@ class Store:
         self.busy_timeout_s = busy_timeout_s
         self.is_sqlite = self.url.startswith("sqlite")
         try:
-            self.engine = self._make_engine()
+            self._sqlite_path = make_url(self.url).database if self.is_sqlite else None
+            self.engine = _shared_engine(self.url, self._make_engine)
         except sa.exc.ArgumentError as e:
             raise StoreError(f"invalid database URL {redact(url)!r}: {e}") from None
         except ModuleNotFoundError as e:
             raise StoreError(f"no driver for database URL {redact(url)!r}: {e}") from None
+        self._disposed = False
         self._ready: set[str] = set()
-        self._sqlite_path = make_url(self.url).database if self.is_sqlite else None
         #: Where this store keeps its Parquet archives (set by open_store from the home directory).
         self.parquet_dir = None
 
@@ -78,9 +81,10 @@ class Store:
                 kwargs["connect_args"] = {"connect_timeout": 10}
             return sa.create_engine(self.url, **kwargs)
 
-        path = make_url(self.url).database
+        path = self._sqlite_path
         if path and path != ":memory:":
             _prepare_sqlite_dir(Path(path))
+            _guard_sqlite_files(path)
         engine = sa.create_engine(self.url, connect_args={"timeout": self.busy_timeout_s})
         busy_ms = int(self.busy_timeout_s * 1000)
 
@@ -105,23 +109,22 @@ class Store:
         return engine
 
     # -- connections --------------------------------------------------------
-    def connect(self) -> sa.Connection:
-        """A connection for reading (on SQLite, a deferred transaction that never blocks writers)."""
-        # Connect errors surface here; errors of later statements are the caller's to wrap.
-        try:
-            return self.engine.connect().execution_options(write=False)
-        except sa.exc.DBAPIError as e:
-            raise self._error("connect to", e) from None
+    def connect(self) -> "_Read":
+        """`with store.connect() as conn:` a connection for reading (on SQLite, a deferred
+        transaction that never blocks writers).
+
+        Every failure inside the block that comes from the store — SQLAlchemy's, the raw
+        driver cursors' (sqlite3, psycopg), and Arrow's on the Parquet archives — leaves it as
+        one StoreError line, StoreDamaged when the files are damaged.
+        """
+        return _Read(self)
 
     def begin(self):
         """A write transaction (context manager yielding a connection)."""
         return _Begin(self)
 
     def _error(self, what: str, e: BaseException) -> StoreError:
-        msg = _first_line(e)
-        if "locked" in msg or "busy" in msg.lower():
-            return StoreError(f"database {redact(self.url)} is locked by another writer (waited {self.busy_timeout_s:g} s)")
-        return StoreError(f"cannot {what} database {redact(self.url)}: {msg}")
+        return store_error(self.url, what, e, busy_timeout_s=self.busy_timeout_s)
 
     # -- schema -------------------------------------------------------------
     def require(self, component: Component) -> None:
@@ -177,7 +180,150 @@ class Store:
             return dict(conn.execute(sa.select(schema_versions.c.component, schema_versions.c.version)).all())
 
     def dispose(self) -> None:
-        self.engine.dispose()
+        """Release this handle; the engine closes when the process's last handle on the database goes."""
+        if not self._disposed:
+            self._disposed = True
+            _release_engine(self.url)
+
+
+#: SQLite's own words for a damaged file; any of them means `ioweather store check` is the next step.
+_DAMAGE_WORDS = ("file is not a database", "malformed", "disk i/o error", "database corrupt",
+                 "decompression failed", "magic bytes not found", "couldn't deserialize thrift",
+                 "failed to open local file", "no such file or directory", "unexpected end of stream",
+                 "corrupt", "invalid parquet", "parquet file size is 0",
+                 # a table its component's schema version says exists: dropped or lost with a WAL
+                 "no such table", "undefinedtable", "doesn't exist")
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether `exc` says the store's files are damaged (rather than locked, missing or refused)."""
+    return any(w in _first_line(exc).lower() for w in _DAMAGE_WORDS)
+
+
+def store_error(url: str, what: str, exc: BaseException, *, busy_timeout_s: float = BUSY_TIMEOUT_S) -> StoreError:
+    """The one-line StoreError for a driver or Arrow failure while WHAT-ing the store at `url`."""
+    msg = _first_line(exc)
+    if "locked" in msg or "busy" in msg.lower():
+        return StoreError(f"database {redact(url)} is locked by another writer (waited {busy_timeout_s:g} s)")
+    if "file is not a database" in msg:
+        return StoreDamaged(f"cannot {what} the store {redact(url)}: it is not an SQLite database (or its header is "
+                            f"damaged); run `ioweather store check`")
+    if is_damage(exc):
+        return StoreDamaged(f"cannot {what} the store {redact(url)}: it is damaged ({msg}); "
+                            f"run `ioweather store check` to see what and what can be repaired")
+    return StoreError(f"cannot {what} database {redact(url)}: {msg}")
+
+
+# -- one engine per database per process ------------------------------------
+#
+# SQLite's locks are POSIX advisory locks, which belong to the process and the inode: when any
+# descriptor of the process on the database file is closed, every lock the process holds on it is
+# dropped, including those of its other connections. Another process then believes it is the last
+# user, checkpoints and deletes the WAL that this process still writes into (SQLite's "How To
+# Corrupt An SQLite Database File", §2.2). Two engines in one process are safe only as long as
+# SQLite alone opens the file; sharing one engine per database and refusing any Python-level open of
+# the database files (below) makes that the rule rather than a convention.
+_ENGINES: dict[str, list] = {}  # url -> [engine, handles]
+_ENGINES_LOCK = threading.Lock()
+_GUARDED: set[str] = set()      # absolute paths of live SQLite databases and their -wal/-shm/-journal
+
+
+def _shared_engine(url: str, make) -> sa.Engine:
+    with _ENGINES_LOCK:
+        entry = _ENGINES.get(url)
+        if entry is None:
+            entry = _ENGINES[url] = [make(), 0]
+        entry[1] += 1
+        return entry[0]
+
+
+def _release_engine(url: str) -> None:
+    with _ENGINES_LOCK:
+        entry = _ENGINES.get(url)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] > 0:
+            return
+        del _ENGINES[url]
+        path = make_url(url).database if url.startswith("sqlite") else None
+    entry[0].dispose()
+    if path and path != ":memory:":
+        _GUARDED.difference_update(_sqlite_files(path))
+
+
+def _sqlite_files(path: str) -> set[str]:
+    base = os.path.abspath(path)
+    return {base, base + "-wal", base + "-shm", base + "-journal"}
+
+
+def _guard_sqlite_files(path: str) -> None:
+    """Refuse, from now until the engine is released, any Python-level open of the database's files."""
+    _install_open_guard()
+    _GUARDED.update(_sqlite_files(path))
+
+
+_guard_installed = False
+
+
+def _install_open_guard() -> None:
+    global _guard_installed
+    if _guard_installed:
+        return
+    _guard_installed = True
+
+    def guard(event: str, args: tuple) -> None:
+        # Audit hooks see every builtins.open/os.open/io.open; SQLite's own opens happen in C
+        # and raise no "open" event, so only a Python-level open of the files trips this.
+        if event != "open" or not _GUARDED:
+            return
+        target = args[0]
+        if isinstance(target, int):
+            return
+        try:
+            name = os.path.abspath(os.fsdecode(target))
+        except (TypeError, ValueError):
+            return
+        if name in _GUARDED:
+            raise StoreError(
+                f"refusing to open {name} outside SQLite while this process has the store open: closing it would "
+                f"drop SQLite's locks and let another process delete the write-ahead log (an ioweather bug)")
+
+    sys.addaudithook(guard)
+
+
+def _is_store_failure(exc: BaseException) -> bool:
+    """Whether `exc`, raised while reading, is the store's (database driver, Arrow) rather than a bug."""
+    if isinstance(exc, (sa.exc.DBAPIError, sqlite3.Error)):
+        return True
+    # Inside a read block the only files opened are the store's own (the Parquet archives).
+    return isinstance(exc, OSError) or type(exc).__module__.split(".")[0] in ("psycopg", "pymysql", "pyarrow")
+
+
+class _Read:
+    """`with store.connect() as conn:` — see Store.connect."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def __enter__(self) -> sa.Connection:
+        try:
+            self._conn = self.store.engine.connect().execution_options(write=False)
+        except sa.exc.DBAPIError as e:
+            raise self.store._error("connect to", e) from None
+        return self._conn
+
+    def __exit__(self, exc_type, exc, tb):
+        try:
+            self._conn.close()
+        except sa.exc.DBAPIError:
+            pass  # the block's own error, if any, says more; a failed close loses nothing
+        if exc is not None and not isinstance(exc, StoreError) and _is_store_failure(exc):
+            if isinstance(exc, FileNotFoundError):
+                raise StoreDamaged(f"cannot read the store: an archived file is missing ({exc.filename or _first_line(exc)}); "
+                                   f"run `ioweather store check`") from None
+            raise self.store._error("read", exc) from None
+        return False
 
 
 class _Begin:
@@ -247,14 +393,9 @@ def _prepare_sqlite_dir(path: Path) -> None:
         raise StoreError(f"store directory {parent} is not writable")
     if path.exists() and not os.access(path, os.R_OK | os.W_OK):
         raise StoreError(f"store database {path} is not readable and writable by this user")
-    if path.exists():
-        try:
-            with open(path, "rb") as f:
-                head = f.read(16)
-        except OSError as e:
-            raise from_os_error(path, e, "read store database", cls=StoreError) from None
-        if head and head != b"SQLite format 3\x00":
-            raise StoreError(f"{path} is not an SQLite database")
+    # The file's header is checked by SQLite itself on the first statement ("file is not a
+    # database", see store_error): reading it here with open() would drop this process's
+    # POSIX locks on the database when the file is closed (see _guard_sqlite_files).
 
 
 def open_store(settings: Settings) -> Store:

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ioweather.errors import UserError
+
 from ioweather.stats.probe import interval_stats
 from ioweather.stats.status import median_of_durations
 from ioweather.store import probe as probe_store
@@ -131,6 +133,8 @@ class _Target:
     baseline: Baseline | None = None
     refreshing: bool = False
     warmed: bool = False
+    #: Why the last background computation failed (a damaged store), until one succeeds.
+    error: UserError | None = None
 
 
 class ProbeCache:
@@ -230,13 +234,23 @@ class ProbeCache:
             if start:
                 threading.Thread(target=self._first, args=(target,), name=f"baseline-{target[:20]}",
                                  daemon=True).start()
+            if tc.error is not None:
+                raise tc.error
             return None
+        try:
+            return self._baseline(target, tc, wait)
+        except UserError as e:
+            tc.error = e  # remembered for /metrics (store_up 0), whose scrapes never wait for a computation
+            raise
+
+    def _baseline(self, target: str, tc: _Target, wait: bool) -> Baseline | None:
         with tc.lock:
             self._ensure_warm(target, tc)
             b = tc.baseline
             if b is None:
                 now = self.clock()
                 _, tc.baseline = self._scan(target, None, (), (now - int(self.baseline_s * 1e9), now))
+                tc.error = None
                 return tc.baseline
             # A young baseline (a probe that just started) changes fast and costs little: refresh it in the
             # request, and at once while an op has no baseline sample (no slowdown can be shown without).
@@ -245,20 +259,26 @@ class ProbeCache:
             if expired and (young or b.compute_s < SYNC_REFRESH_S):
                 now = self.clock()
                 _, tc.baseline = self._scan(target, None, (), (now - int(self.baseline_s * 1e9), now))
+                tc.error = None
                 return tc.baseline
             if expired and not tc.refreshing:
                 tc.refreshing = True
                 threading.Thread(target=self._refresh, args=(target,), name=f"baseline-{target[:20]}",
                                  daemon=True).start()
+            if tc.error is not None and not wait:
+                raise tc.error
             return b
 
     def _first(self, target: str) -> None:
+        tc = self._t(target)
         try:
             self.baseline(target)
+        except UserError as e:  # a damaged store: /metrics reports it (store_up 0) until a retry succeeds
+            tc.error = e
         except Exception:  # noqa: BLE001 - the next request retries, and reports the error itself
             pass
         finally:
-            self._t(target).refreshing = False
+            tc.refreshing = False
 
     def _refresh(self, target: str) -> None:
         tc = self._t(target)
@@ -267,8 +287,11 @@ class ProbeCache:
             _, b = self._scan(target, None, (), (now - int(self.baseline_s * 1e9), now))
             with tc.lock:
                 tc.baseline = b
+            tc.error = None
         except Stopped:
             pass
+        except UserError as e:
+            tc.error = e
         except Exception:  # noqa: BLE001 - a failed refresh keeps the previous baseline; the next request retries
             pass
         finally:
