@@ -10,7 +10,11 @@ import pytest
 from darshan_support import DATA_LOGS, TESTDATA_LOGS, rename_records, need_darshan_logs  # noqa: F401 (autouse fixture)
 
 IMBALANCED = TESTDATA_LOGS / "imbalanced-io.darshan"
-JOB_KEYS = {"job", "interfaces", "totals", "sharing", "access", "perf", "mounts", "findings"}
+JOB_KEYS = {"verdict", "job", "interfaces", "totals", "sharing", "access", "perf", "mounts", "findings"}
+FINDING_KEYS = {"code", "level", "message", "evidence", "threshold", "cost_s", "cost_share", "cost_share_of_runtime",
+                "cost_model"}
+#: a number as Python or JavaScript write it in scientific notation (5.25e+05, 1e-05)
+SCI = r"\d(?:\.\d+)?[eE][+-]?\d"
 
 
 def test_job_json_contract(cli, home):
@@ -34,7 +38,12 @@ def test_job_json_contract(cli, home):
     assert {"agg_perf_by_slowest_mibps", "io_time_s", "io_fraction_of_runtime", "mibps_per_node", "slowest_rank",
             "imbalance"} <= set(rep["perf"])
     assert rep["mounts"][0]["mount"] == "/lus/theta-fs0" and rep["mounts"][0]["lustre"]["stripe_count"] == 1
-    assert all(set(f) == {"code", "level", "message", "evidence", "threshold"} for f in rep["findings"])
+    assert all(FINDING_KEYS <= set(f) <= FINDING_KEYS | {"action", "fix", "overlaps"} for f in rep["findings"])
+    # ranked by cost; the verdict opens the document and names the striping of the single-writer file
+    assert next(iter(rep)) == "verdict" and rep["verdict_actions"][0] == "L01"
+    costs = [f["cost_s"] for f in rep["findings"]]
+    assert costs == sorted(costs, reverse=True) and rep["findings"][0]["code"] == "L01"
+    assert "lfs setstripe -c" in rep["findings"][0]["fix"]
     # totals at POSIX + STDIO, not MPI-IO on top
     it = rep["interfaces"]
     assert rep["totals"]["bytes_written"] == it["POSIX"]["bytes_written"] + it["STDIO"]["bytes_written"]
@@ -140,7 +149,59 @@ def test_html_plots_per_rank_and_dxt(cli, home, tmp_path):
     cli("job", str(TESTDATA_LOGS / "treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan"),
         "--html", str(out), home=home, check=True)
     page = out.read_text(encoding="utf-8")
-    for caption in ("I/O time split", "access sizes", "file sharing", "per rank", "timeline"):
+    for caption in ("I/O time by interface", "access sizes", "file sharing", "per rank", "timeline"):
         assert caption in page
     # self-contained: nothing fetched from elsewhere
     assert not any(x in page for x in ('src="http', "src='http", 'href="http', "<link", "@import"))
+
+
+def test_human_report_opens_with_the_verdict_and_no_scientific_notation(cli, home):
+    import re
+
+    r = cli("job", str(IMBALANCED), home=home, env={"COLUMNS": "200"}, check=True)
+    assert r.stdout.startswith("verdict: I/O is 49.4 % of the run time; stripe the 49.3 GiB file")
+    assert "9.9 min" in r.stdout  # the saving, in minutes (it printed 5.9e+02 s-style numbers before)
+    assert not re.search(SCI, r.stdout)
+
+
+def test_damaged_dxt_region_leaves_the_timeline_out(cli, home, tmp_path):
+    """Bytes in the middle of the DXT_POSIX region overwritten: the report stands, with a note."""
+    from ioweather.sources.darshan_log import check_layout
+
+    src = TESTDATA_LOGS / "nonmpi_dxt_anonymized.darshan"
+    data = bytearray(src.read_bytes())
+    regions = {what: (off, ln) for what, off, ln in check_layout(src).regions}
+    off, ln = max(regions.values(), key=lambda r: r[1])  # the DXT trace is this log's largest region
+    data[off + ln // 4: off + ln // 4 + 4000] = b"\xab" * 4000
+    bad = tmp_path / "dxt-damaged.darshan"
+    bad.write_bytes(bytes(data))
+    out = tmp_path / "r.html"
+    r = cli("job", str(bad), "--html", str(out), home=home)
+    assert r.returncode == 0, r.stderr
+    page = out.read_text(encoding="utf-8")
+    assert "DXT_POSIX timeline left out" in page and "Verdict:" in page and "per rank" not in page
+    assert "access sizes" in page  # the rest of the report is there
+    assert "DXT_POSIX: corrupt Darshan log: cannot read DXT_POSIX records; left out" in page  # the warnings list
+    rep = json.loads(cli("job", str(bad), "--json", home=home, check=True).stdout)  # --json does not read DXT
+    assert rep["verdict"].endswith("nothing worth changing")
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_html_report_in_chromium_has_the_verdict_and_human_numbers(cli, home, tmp_path, browser):
+    import re
+
+    from browser import visit
+
+    out = tmp_path / "imb.html"
+    cli("job", str(IMBALANCED), "--html", str(out), home=home, check=True)
+    with visit(browser, out.as_uri(), plots_ready=False) as v:
+        verdict = v.page.locator("#verdict").inner_text()
+        assert verdict.startswith("Verdict: I/O is 49.4 % of the run time; stripe the 49.3 GiB file")
+        body = v.page.inner_text("body")
+        assert not re.search(SCI, body), re.search(SCI, body)
+        # every tick label of every plot is a human number
+        ticks = v.page.eval_on_selector_all("svg text", "els => els.map(e => e.textContent || \"\")")
+        assert ticks and not [t for t in ticks if re.search(SCI, t)]
+        assert "shared files split by Darshan's slowest/fastest-rank counters" in body
+        assert v.errors == []
