@@ -42,8 +42,9 @@
       return {type: "bar", name: name, x: x, y: rows.map(function (r) { return r.bytes[name] / GiB; }),
               marker: {color: IFACE_COLORS[k]}, hovertemplate: name + " %{y:.3s} GiB<extra></extra>"};
     }).filter(function (t) { return t.y.some(function (v) { return v > 0; }); });
+    // side by side: MPI-IO, HDF5 and PnetCDF bytes also pass through POSIX, so stacking would count them twice
     return Plotly.newPlot(el, traces, {
-      height: 360, margin: {l: 64, r: 12, t: 8, b: 44}, font: lib.FONT, barmode: "stack",
+      height: 360, margin: {l: 64, r: 12, t: 8, b: 44}, font: lib.FONT, barmode: "group",
       legend: {orientation: "h", y: 1.02, yanchor: "bottom"},
       xaxis: {type: "category", title: {text: "processes per job"}}, yaxis: {title: {text: "GiB"}}}, lib.CONFIG);
   }
@@ -57,7 +58,8 @@
     var rows = data.interfaces;
     var names = rows.map(function (r) { return lib.text(r.module); });
     var layout = function (xtitle) {
-      return {height: 80 + 32 * rows.length, margin: {l: 96, r: 12, t: 8, b: 44}, font: lib.FONT, barmode: "stack",
+      // read, write and metadata side by side per layer: a layer's time includes the layers under it
+      return {height: 80 + 48 * rows.length, margin: {l: 96, r: 12, t: 8, b: 44}, font: lib.FONT, barmode: "group",
               legend: {orientation: "h", y: 1.02, yanchor: "bottom", traceorder: "normal"}, xaxis: {title: {text: xtitle}},
               yaxis: {type: "category", autorange: "reversed"}};
     };
@@ -73,7 +75,7 @@
       jobs.push(Plotly.newPlot(time, [["read_time_s", "read", "#4c78a8"], ["write_time_s", "write", "#f58518"],
                                       ["meta_time_s", "metadata", "#54a24b"]].map(function (k) {
         return {type: "bar", orientation: "h", name: k[1], y: names, x: rows.map(function (r) { return r[k[0]]; }),
-                marker: {color: k[2]}, hovertemplate: k[1] + " %{x:.3s} s<extra></extra>"};
+                marker: {color: k[2]}, hovertemplate: k[1] + " %{x:,.3f} s<extra></extra>"};
       }), layout("seconds (all ranks)"), lib.CONFIG));
     }
     return jobs;
