@@ -19,8 +19,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from ioweather.config import Settings
 from ioweather.store import open_store
 from ioweather.store import probe as probe_store
-from ioweather.views.metrics import BUCKETS_S, ProbeMetrics
-from ioweather.views.probe_cache import ProbeCache
+from ioweather.services.metrics import BUCKETS_S, ProbeMetrics
+from ioweather.services.probe_cache import ProbeCache
 from web_server import NASTY, Server, filled, frozen_app, server  # noqa: F401  (fixtures)
 from web_synthetic import Episode, add_target
 

@@ -47,13 +47,14 @@ def _load(settings, files, *, from_store, op, target, since, until, column, unit
             raise UserError("give FILEs or --from-store, not both")
         if not op:
             raise UserError("--from-store needs --op (e.g. --op data_read)")
+        from ioweather.services.probe_samples import load_probe_durations, probe_block_bytes
         from ioweather.store import open_store
 
         store = open_store(settings)
-        tgt, df = lt.load_probe_durations(store, op, target, to_ns(since) if since else None,
-                                          to_ns(until) if until else None)
+        tgt, df = load_probe_durations(store, op, target, to_ns(since) if since else None,
+                                       to_ns(until) if until else None)
         if "size" in need:
-            size = size_default or lt.probe_block_bytes(store, tgt)
+            size = size_default or probe_block_bytes(store, tgt)
             if size is None:
                 raise UserError(f"the probe runs of {tgt!r} used different block sizes: give --size")
             df["size"] = size

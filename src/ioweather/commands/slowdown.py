@@ -61,8 +61,8 @@ def run_check(settings, target, window_s: float, stat: str, baseline_s: float, w
     from ioweather.store import open_store
     from ioweather.store import probe as probe_store
     from ioweather.views.output import print_json
-    from ioweather.views.probe_cache import ProbeCache
-    from ioweather.views.probe_status import target_status
+    from ioweather.services.probe_cache import ProbeCache
+    from ioweather.services.probe_status import target_status
 
     if not 0 < warn < crit:
         raise UserError(f"need 0 < --warn < --crit, got --warn {warn:g} --crit {crit:g}")

@@ -77,7 +77,7 @@ def register(cli: click.Group) -> None:
         Totals per day and month, peak and mean throughput, burstiness, idle periods,
         the I/O power spectrum, autocorrelation, and I/O events. See docs/workload.md.
         """
-        from ioweather.views.output import print_json, progress
+        from ioweather.views.output import print_json, progress, stderr
 
         if as_json and html:
             raise UserError("choose one of --json and --html")
@@ -93,10 +93,11 @@ def register(cli: click.Group) -> None:
             def on_step(name):
                 bar.update(task, description=name, advance=1 if name in ("power spectrum", "statistics", "report") else 0)
 
-            from ioweather.views.workload_doc import compute
+            from ioweather.services.workload import compute
 
             result, data = compute(settings, fs, since, until, resample, idle_threshold, smooth, min_amplitude,
-                                   acf_max_lag, on_step, use_rollups=not no_rollups)
+                                   acf_max_lag, on_step, use_rollups=not no_rollups,
+                                   warn=lambda m: stderr.print(f"ioweather: warning: {m}", highlight=False))
             if html:
                 from ioweather.views.workload_report import write_report
 

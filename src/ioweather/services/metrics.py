@@ -42,8 +42,8 @@ from ioweather.errors import UserError
 from ioweather.stats.probe import SLOWDOWN_STATS
 from ioweather.stats.status import window_slowdown
 from ioweather.store.probe_aggregates import bucket_counts, last_sample_ns
-from ioweather.views.probe_cache import OPS, ProbeCache
-from ioweather.views.probe_status import WINDOW_S
+from ioweather.services.probe_cache import OPS, ProbeCache
+from ioweather.services.probe_status import WINDOW_S
 
 #: Bucket bounds (s): 1-2.5-5 per decade from 1 µs (a cached stat) to 60 s (the default timeout).
 BUCKETS_S = tuple(float(f"{m}e{e}") for e in range(-6, 1) for m in ("1", "2.5", "5")) + (10.0, 30.0, 60.0)

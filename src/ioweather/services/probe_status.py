@@ -9,7 +9,7 @@ from ioweather.stats.probe import DEGRADED, SEVERE, interval_stats, state
 from ioweather.stats.status import climate, target_state, window_slowdown
 from ioweather.store.probe_aggregates import last_sample_ns
 from ioweather.units import ns_to_iso
-from ioweather.views.probe_cache import OPS, ProbeCache
+from ioweather.services.probe_cache import OPS, ProbeCache
 
 #: The window whose median decides the state (METHODS.md section 1).
 WINDOW_S = 600.0

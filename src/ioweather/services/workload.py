@@ -7,14 +7,15 @@ statistics; this module joins the two over the asked range and formats times.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 import numpy as np
 import pandas as pd
 
 from ioweather.errors import UserError
 from ioweather.units import ns_to_iso, to_ns
-from ioweather.views.output import stderr
 
 MAX_BINS = 20_000_000  # ~320 MB of float64 series; beyond that the resample interval is surely a typo
 
@@ -52,14 +53,14 @@ def _observations(cov, range_s: float) -> tuple[int, int, float | None]:
     return int(n.sum()), int(np.maximum(expected - n, 0).sum()), float(cov["min_interval_s"].median())
 
 
-def _check_resample(sampling_s: float | None, resample_s: float) -> None:
+def _check_resample(sampling_s: float | None, resample_s: float, warn) -> None:
     if not sampling_s or sampling_s <= 0:
         return
     if resample_s + 1e-9 < sampling_s:
         raise UserError(f"--resample {resample_s:g}s is shorter than the sampling interval ({sampling_s:g} s)")
     if abs(resample_s / sampling_s - round(resample_s / sampling_s)) > 1e-6:
-        stderr.print(f"ioweather: warning: --resample {resample_s:g}s is not a multiple of the sampling interval "
-                     f"({sampling_s:g} s): intervals hold unequal numbers of samples", highlight=False)
+        warn(f"--resample {resample_s:g}s is not a multiple of the sampling interval ({sampling_s:g} s): "
+             "intervals hold unequal numbers of samples")
 
 
 def _precheck(con, settings, fs: str, step_ns: int, since_ns, until_ns) -> None:
@@ -129,9 +130,11 @@ def _no_data(con, scan: str, fs: str, since_ns, until_ns) -> UserError:
 
 
 def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: float, smooth_s: float,
-            min_amplitude: float, acf_max_lag_s: float, on_step=None, use_rollups: bool = True) -> tuple[dict, WorkloadData]:
+            min_amplitude: float, acf_max_lag_s: float, on_step=None, use_rollups: bool = True,
+            warn=lambda message: None) -> tuple[dict, WorkloadData]:
     """The `--json` document and the series behind it, for file system `fs` over [since, until).
-    `use_rollups=False` reads every row (to check the rollups, or to measure what they save)."""
+    `use_rollups=False` reads every row (to check the rollups, or to measure what they save);
+    `warn(message)` hears what the caller may want to tell a person (the command prints it)."""
     from ioweather.stats import workload as W
     from ioweather.store import telemetry_query as Q
     from ioweather.store.telemetry_layout import connect_duckdb, fs_dir, scan_sql
@@ -162,7 +165,7 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
     end_ns = (b0 + nbins) * step_ns if until_ns is None else min((b0 + nbins) * step_ns, until_ns)
     daily, monthly = _calendar(sums, read, write, b0, present)
     intervals = coverage.loc[coverage["min_interval_s"] > 0, "min_interval_s"]
-    _check_resample(float(intervals.min()) if len(intervals) else None, resample_s)
+    _check_resample(float(intervals.min()) if len(intervals) else None, resample_s, warn)
     spectra = _spectra(hist, tops)
 
     step("statistics")
@@ -199,3 +202,41 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
         "min_amplitude_bps": min_amplitude,
     }
     return result, WorkloadData(t0_ns, resample_s, read, write, smooth_s, min_amplitude)
+
+
+def file_systems(settings) -> list[str]:
+    """The file systems that have server-side telemetry in the store."""
+    from ioweather.store.telemetry_layout import list_fs
+
+    return list_fs(settings)
+
+
+def dataset_fingerprint(settings, fs: str) -> tuple:
+    """Files, total size and newest change of the dataset: any import, collect or removal changes it."""
+    from ioweather.store.telemetry_layout import fs_dir
+
+    n = size = newest = 0
+    base = fs_dir(settings, fs)
+    for day in os.scandir(base):
+        if day.is_dir() and day.name.startswith("date="):
+            for f in os.scandir(day.path):
+                if f.name.endswith(".parquet"):
+                    st = f.stat()
+                    n, size, newest = n + 1, size + st.st_size, max(newest, st.st_mtime_ns)
+    return n, size, newest
+
+
+def data_end(settings, fs: str) -> datetime | None:
+    """Just after the last interval of the dataset, from the Parquet footers (no data read)."""
+    from ioweather.store.telemetry_layout import connect_duckdb, data_files, fs_dir
+    from ioweather.store.telemetry_query import footer_summary
+
+    con = connect_duckdb()
+    try:
+        f = footer_summary(con, data_files(fs_dir(settings, fs)))
+    finally:
+        con.close()
+    if f["last_ns"] is None:
+        return None
+    end_ns = f["last_ns"] + int(round((f["min_interval_s"] or 0) * 1e9))
+    return datetime.fromtimestamp(end_ns / 1e9, timezone.utc)

@@ -22,7 +22,7 @@ from ioweather.errors import UserError, from_os_error
 from ioweather.stats.fsstats import SNAPSHOT_FORMAT
 from ioweather.store.db import Store
 from ioweather.store.migrations import Component, create_tables
-from ioweather.views.output import to_json
+from ioweather.encoding import to_json
 
 _LONGTEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql")  # MariaDB's TEXT stops at 64 KiB
 

@@ -5,56 +5,19 @@
 
 from __future__ import annotations
 
-import json
-import math
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from datetime import date, datetime
 from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
+from ioweather.encoding import to_json
+
 # Piped output (a file, grep, a pager) gets wide tables rather than rich's 80-column truncation.
 stdout = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 240)
 stderr = Console(stderr=True)
-
-
-def _json_default(o: Any):
-    if isinstance(o, (datetime, date)):
-        return o.isoformat()
-    if type(o).__module__ == "numpy":  # numpy scalars and arrays, without importing numpy for --help
-        import numpy as np
-
-        if isinstance(o, np.ndarray):
-            return _clean(o.tolist())
-        if isinstance(o, np.bool_):
-            return bool(o)
-        if isinstance(o, np.integer):
-            return int(o)
-        if isinstance(o, np.floating):
-            return _finite(float(o))
-    raise TypeError(f"not JSON serializable: {type(o).__name__}")
-
-
-def _finite(x: float):
-    return x if math.isfinite(x) else None
-
-
-def _clean(o: Any) -> Any:
-    """NaN/inf become null: JSON has no NaN, and consumers choke on it."""
-    if isinstance(o, float):
-        return _finite(o)
-    if isinstance(o, dict):
-        return {k: _clean(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_clean(v) for v in o]
-    return o
-
-
-def to_json(obj: Any) -> str:
-    return json.dumps(_clean(obj), default=_json_default, ensure_ascii=False)
 
 
 def print_json(obj: Any) -> None:

@@ -149,7 +149,7 @@ def create_app(settings: Settings, config: WebConfig | None = None, *, warm: boo
     metrics_lock = threading.Lock()
 
     def metrics(request: Request):
-        from ioweather.views.metrics import CONTENT_TYPE_LATEST, ProbeMetrics
+        from ioweather.services.metrics import CONTENT_TYPE_LATEST, ProbeMetrics
 
         if ctx.settings.db_url is None and not ctx.settings.sqlite_path.exists():
             body = ("# HELP ioweather_store_up 1 if every probe target could be read from the store.\n"

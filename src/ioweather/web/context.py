@@ -12,7 +12,7 @@ from ioweather.config import Settings
 from ioweather.errors import UserError
 from ioweather.stats.probe import DEGRADED, SEVERE
 from ioweather.store.db import Store, open_store, redact
-from ioweather.views.probe_cache import DEFAULT_BASELINE_S, ProbeCache
+from ioweather.services.probe_cache import DEFAULT_BASELINE_S, ProbeCache
 
 
 T = TypeVar("T")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ioweather.errors import UserError
-from ioweather.sources.latency_table import probe_samples
+from ioweather.services.probe_samples import probe_samples
 from ioweather.stats.downsample import downsample
 from ioweather.stats.factor_spec import DEFAULT_SIGNIFICANCE
 from ioweather.stats.factors import analyse

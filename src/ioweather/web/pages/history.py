@@ -6,7 +6,7 @@ import numpy as np
 
 from ioweather.stats.probe import SLOWDOWN_STATS, state
 from ioweather.units import ns_to_iso
-from ioweather.views.probe_cache import INTERVALS_S, OPS
+from ioweather.services.probe_cache import INTERVALS_S, OPS
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import (finite_or_none, has_probe_data, iso_ms, now_utc, require_probe_data,
                                         target_param)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ioweather.units import ns_to_iso
-from ioweather.views.probe_status import WINDOW_S, overall, target_status
+from ioweather.services.probe_status import WINDOW_S, overall, target_status
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import HINT, target_param
 from ioweather.web.params import Query

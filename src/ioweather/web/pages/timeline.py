@@ -9,7 +9,7 @@ from ioweather.stats.downsample import downsample, split_budget
 from ioweather.stats.probe import SLOWDOWN_STATS, STATUS_OK, interval_stats
 from ioweather.store.probe import STATUSES
 from ioweather.units import ns_to_iso
-from ioweather.views.probe_cache import INTERVALS_S, OPS, rollup_rows
+from ioweather.services.probe_cache import INTERVALS_S, OPS, rollup_rows
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import has_probe_data, iso_ms, now_utc, require_probe_data, target_param
 from ioweather.web.params import Query

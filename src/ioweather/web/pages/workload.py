@@ -2,14 +2,13 @@
 events over the aggregate signal (METHODS.md section 4; seeds 002 and 004).
 
 The numbers are `ioweather workload --json` for the same file system, window and options:
-the page calls the command's own `compute` (views/workload_doc.py) (DuckDB reductions in `store.telemetry_query`,
+the page calls the command's own `compute` (services/workload.py) (DuckDB reductions in `store.telemetry_query`,
 statistics in `stats.workload`) and adds what its plots need, the aggregate signal
 (downsampled keeping each bucket's extremes) and the daily mean rates.
 """
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
@@ -18,10 +17,8 @@ from ioweather.errors import StoreError, UserError
 from ioweather.stats.downsample import downsample
 from ioweather.stats.workload import (DEFAULT_IDLE_THRESHOLD, DEFAULT_MIN_AMPLITUDE, DEFAULT_SMOOTH_S,
                                       daily_mean_rates, fill_missing, rates, smooth, total_of)
-from ioweather.store import telemetry_query as Q
-from ioweather.store.telemetry_layout import connect_duckdb, data_files, fs_dir, list_fs
+from ioweather.services.workload import compute, data_end, dataset_fingerprint, file_systems
 from ioweather.units import format_bytes, parse_rate
-from ioweather.views.workload_doc import compute
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import finite_or_none, iso_ms
 from ioweather.web.params import BadRequest, NotFound, Query, format_seconds_short
@@ -38,33 +35,7 @@ ACF_MAX_LAG_S = 86400.0
 
 
 def has_telemetry(ctx: WebContext) -> bool:
-    return bool(list_fs(ctx.settings))
-
-
-def _fingerprint(ctx: WebContext, fs: str) -> tuple:
-    """Files, total size and newest change of the dataset: any import, collect or removal changes it."""
-    n = size = newest = 0
-    base = fs_dir(ctx.settings, fs)
-    for day in os.scandir(base):
-        if day.is_dir() and day.name.startswith("date="):
-            for f in os.scandir(day.path):
-                if f.name.endswith(".parquet"):
-                    st = f.stat()
-                    n, size, newest = n + 1, size + st.st_size, max(newest, st.st_mtime_ns)
-    return n, size, newest
-
-
-def _data_end(ctx: WebContext, fs: str) -> datetime | None:
-    """Just after the last interval of the dataset, from the Parquet footers (no data read)."""
-    con = connect_duckdb()
-    try:
-        f = Q.footer_summary(con, data_files(fs_dir(ctx.settings, fs)))
-    finally:
-        con.close()
-    if f["last_ns"] is None:
-        return None
-    end_ns = f["last_ns"] + int(round((f["min_interval_s"] or 0) * 1e9))
-    return datetime.fromtimestamp(end_ns / 1e9, timezone.utc)
+    return bool(file_systems(ctx.settings))
 
 
 def _rate_param(q: Query, name: str, default: str) -> float:
@@ -101,7 +72,7 @@ def _daily_rates(data) -> dict:
 
 def workload_data(ctx: WebContext, params) -> dict:
     q = Query(params, ("fs", "since", "until", "resample", "smooth", "min_amplitude"))
-    systems = list_fs(ctx.settings)
+    systems = file_systems(ctx.settings)
     if not systems:
         raise NotFound(f"No server-side telemetry in {ctx.settings.parquet_dir / 'telemetry'}. {HINT}")
     fs = q.text("fs", systems[0])
@@ -114,7 +85,7 @@ def workload_data(ctx: WebContext, params) -> dict:
                          f"({format_seconds_short(resample)})")
     min_amp = _rate_param(q, "min_amplitude", f"{DEFAULT_MIN_AMPLITUDE / (1 << 30):g}GiB/s")
     now = datetime.now(timezone.utc)
-    end = _data_end(ctx, fs)
+    end = data_end(ctx.settings, fs)
     if end is None:
         raise NotFound(f"the telemetry of {fs!r} has no rows. {HINT}")
     since_ns, until_ns = q.window(DEFAULT_WINDOW, MAX_WINDOW_S, now, default_until=min(end, now + timedelta(days=1)))
@@ -131,7 +102,7 @@ def workload_data(ctx: WebContext, params) -> dict:
         return {"result": res, "series": _series(res, data), "daily_rates": _daily_rates(data)}
 
     key = ("workload", fs, since_ns, until_ns, resample, smooth_s, min_amp)
-    out = ctx.memo(key, _fingerprint(ctx, fs), run)
+    out = ctx.memo(key, dataset_fingerprint(ctx.settings, fs), run)
     res = out["result"]
     return {"fs": fs, "fs_all": systems, "since": res["start"], "until": res["end"],
             "resample_s": resample, "smooth_s": smooth_s, "min_amplitude_bps": min_amp,

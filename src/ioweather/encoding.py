@@ -1,0 +1,48 @@
+"""The one JSON encoding of ioweather's documents (stdout `--json`, stored snapshots, the web's JSON twins).
+
+Below every layer (store, views and web all write it): NaN/inf become null, numpy values
+plain numbers, dates ISO 8601.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import date, datetime
+from typing import Any
+
+
+def _json_default(o: Any):
+    if isinstance(o, (datetime, date)):
+        return o.isoformat()
+    if type(o).__module__ == "numpy":  # numpy scalars and arrays, without importing numpy for --help
+        import numpy as np
+
+        if isinstance(o, np.ndarray):
+            return _clean(o.tolist())
+        if isinstance(o, np.bool_):
+            return bool(o)
+        if isinstance(o, np.integer):
+            return int(o)
+        if isinstance(o, np.floating):
+            return _finite(float(o))
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+
+
+def _finite(x: float):
+    return x if math.isfinite(x) else None
+
+
+def _clean(o: Any) -> Any:
+    """NaN/inf become null: JSON has no NaN, and consumers choke on it."""
+    if isinstance(o, float):
+        return _finite(o)
+    if isinstance(o, dict):
+        return {k: _clean(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_clean(v) for v in o]
+    return o
+
+
+def to_json(obj: Any) -> str:
+    return json.dumps(_clean(obj), default=_json_default, ensure_ascii=False)
