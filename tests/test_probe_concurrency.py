@@ -117,3 +117,158 @@ def test_symlink_planted_at_the_lock_file_is_refused(tmp_path, home, cli):
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert f"cannot open {d / LOCK_NAME}: it is a symlink" in r.stderr, r.stderr
     assert victim.read_text() == "precious"
+
+
+# ------------------------------------------------------------------ item 11: a locked store
+def _check_every_period_once(starts_by_op: dict[str, list[int]], lock_window: tuple[float, float], stderr: str):
+    """Every period stored once with its six ops, no gap of more than a few intervals, the lock inside."""
+    writes = starts_by_op["data_write"]
+    assert len(writes) == len(set(writes))
+    assert {op: len(v) for op, v in starts_by_op.items()} == {op: len(writes) for op in starts_by_op}
+    assert len(starts_by_op) == 6
+    first, last = writes[0] / 1e9, writes[-1] / 1e9
+    assert first < lock_window[0] and last > lock_window[1], "the run spans the lock"
+    gaps = [(b - a) / 1e9 for a, b in zip(writes, writes[1:])]
+    assert max(gaps) < 5 * INTERVAL, f"a gap of {max(gaps):.2f} s in the stored periods"
+    m = re.search(r"stopped after (\d+) periods, (\d+) samples stored", stderr)
+    assert m, stderr
+    periods, samples = int(m.group(1)), int(m.group(2))
+    assert periods == len(writes) and samples == 6 * len(writes), (periods, samples, len(writes))
+    # Periods follow the clock: the stored count matches the elapsed time (a few missed at most).
+    expected = (last - first) / INTERVAL + 1
+    assert expected - 5 <= len(writes) <= expected + 0.5, (len(writes), expected)
+
+
+def _lock_sqlite(db: Path, hold_s: float) -> subprocess.Popen:
+    code = ("import sqlite3, sys, time\n"
+            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "c.execute('BEGIN IMMEDIATE'); print(time.time(), flush=True)\n"
+            f"time.sleep({hold_s}); c.execute('COMMIT'); print(time.time(), flush=True)\n")
+    return subprocess.Popen([sys.executable, "-c", code, str(db)], stdout=subprocess.PIPE, text=True)
+
+
+def _lock_postgres(url: str, hold_s: float) -> subprocess.Popen:
+    code = ("import psycopg, sys, time\n"
+            "c = psycopg.connect(sys.argv[1])\n"
+            "c.execute('LOCK TABLE probe_samples IN EXCLUSIVE MODE'); print(time.time(), flush=True)\n"
+            f"time.sleep({hold_s}); c.commit(); print(time.time(), flush=True)\n")
+    return subprocess.Popen([sys.executable, "-c", code, url], stdout=subprocess.PIPE, text=True)
+
+
+def _probe_through_a_lock(d: Path, home: Path, count, locker, db: str | None = None) -> tuple[tuple[float, float], str]:
+    proc = _daemon(d, home, db=db, interval=INTERVAL)
+    try:
+        assert _wait_for(lambda: count() >= 60), "the probe stores samples"
+        lock = locker()
+        start = float(lock.stdout.readline())
+        end = float(lock.stdout.readline())
+        assert lock.wait(30) == 0
+        time.sleep(3)
+    finally:
+        code, err = _stop(proc)
+    assert code == 0 and "Traceback" not in err, err
+    return (start, end), err
+
+
+def test_sqlite_store_locked_by_another_writer_loses_no_period(tmp_path, home):
+    d = tmp_path / "p"
+    init_probe_dir(d, MiB, 8, block=64 * 1024)
+    db = home / "ioweather.sqlite"
+    window, err = _probe_through_a_lock(d, home, lambda: db.exists() and _sqlite_count(db),
+                                        lambda: _lock_sqlite(db, 15))
+    assert window[1] - window[0] >= 15
+    con = sqlite3.connect(db)
+    starts: dict[str, list[int]] = {}
+    for op, start in con.execute("SELECT op, start_ns FROM probe_samples WHERE status = 'ok' ORDER BY start_ns"):
+        starts.setdefault(op, []).append(start)
+    assert con.execute("SELECT count(*) FROM probe_samples WHERE status != 'ok'").fetchone()[0] == 0
+    con.close()
+    _check_every_period_once(starts, window, err)
+
+
+@pytest.mark.postgres
+def test_postgresql_table_locked_by_another_session_loses_no_period(tmp_path, home, pg_url):
+    import psycopg
+
+    d = tmp_path / "p"
+    init_probe_dir(d, MiB, 8, block=64 * 1024)
+
+    def count() -> int:
+        with psycopg.connect(pg_url) as c:
+            try:
+                return c.execute("SELECT count(*) FROM probe_samples").fetchone()[0]
+            except psycopg.errors.UndefinedTable:
+                return 0
+
+    window, err = _probe_through_a_lock(d, home, count, lambda: _lock_postgres(pg_url, 15), db=pg_url)
+    starts: dict[str, list[int]] = {}
+    with psycopg.connect(pg_url) as c:
+        for op, start in c.execute("SELECT op, start_ns FROM probe_samples WHERE status = 'ok' ORDER BY start_ns"):
+            starts.setdefault(op, []).append(start)
+        assert c.execute("SELECT count(*) FROM probe_samples WHERE status != 'ok'").fetchone()[0] == 0
+    _check_every_period_once(starts, window, err)
+
+
+def test_sigterm_while_the_store_is_locked_stores_everything_once_it_is_free(tmp_path, home):
+    d = tmp_path / "p"
+    init_probe_dir(d, MiB, 8, block=64 * 1024)
+    db = home / "ioweather.sqlite"
+    proc = _daemon(d, home, interval=INTERVAL)
+    try:
+        assert _wait_for(lambda: db.exists() and _sqlite_count(db) >= 60), "the probe stores samples"
+        lock = _lock_sqlite(db, 8)
+        float(lock.stdout.readline())
+        time.sleep(2)
+        t0 = time.monotonic()
+        code, err = _stop(proc)  # the final flush waits for the lock (bounded by FINAL_FLUSH_S)
+        took = time.monotonic() - t0
+        assert lock.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 0 and "Traceback" not in err, err
+    assert 4 < took < 30, took  # it waited for the lock, not for the busy timeout to run out
+    m = re.search(r"stopped after (\d+) periods, (\d+) samples stored", err)
+    assert m, err
+    con = sqlite3.connect(db)
+    per_op = dict(con.execute("SELECT op, count(*) FROM probe_samples GROUP BY op").fetchall())
+    con.close()
+    assert per_op == {op: int(m.group(1)) for op in probe_store.OPS} and int(m.group(2)) == 6 * int(m.group(1))
+
+
+def test_full_buffer_drops_the_oldest_counts_and_says_so(tmp_path):
+    """A store locked longer than the buffer lasts: the oldest waiting samples go, and exactly those."""
+    d = tmp_path / "p"
+    init_probe_dir(d, MiB, 4, block=64 * 1024)
+    db = tmp_path / "s.sqlite"
+    store = Store(f"sqlite:///{db}", busy_timeout_s=0.3)
+    run_id = probe_store.start_run(store, probe_store.RunInfo("t", str(d), 0.05, 65536, MiB, 4, 3901, False,
+                                                              False, 1, 5.0, False))
+    logs: list[str] = []
+    opts = ProbeOptions(interval_s=0.05, block=64 * 1024, flush_s=0.1, buffer_rows=60, seed=1)
+    p = Probe(d, opts, sink=lambda rows: probe_store.insert_samples(store, [(run_id, *r) for r in rows]),
+              log=logs.append)
+    t = threading.Thread(target=p.run, kwargs={"install_signals": False})
+    t.start()
+    try:
+        assert _wait_for(lambda: _sqlite_count(db) >= 60)
+        lock = _lock_sqlite(db, 4)  # 4 s at 20 periods/s: 480 samples against a buffer of 60
+        float(lock.stdout.readline())
+        assert lock.wait(30) == 0
+        time.sleep(1)
+    finally:
+        p.stop()
+        t.join(60)
+    assert not t.is_alive()
+    stored = _sqlite_count(db)
+    assert stored == p.samples and p.dropped_samples > 0
+    assert stored + p.dropped_samples == 6 * p.periods  # every sample either stored or counted as dropped
+    assert any("buffer full (60 samples waiting" in m for m in logs), logs
+    assert any(f"{p.dropped_samples} samples were dropped meanwhile" in m for m in logs), logs
+    # The dropped ones are the oldest of the outage: one hole of exactly that many periods, then contiguous.
+    con = sqlite3.connect(db)
+    writes = [r[0] for r in con.execute("SELECT start_ns FROM probe_samples WHERE op = 'data_write' ORDER BY 1")]
+    con.close()
+    gaps = sorted(((b - a) / 1e9 for a, b in zip(writes, writes[1:])), reverse=True)
+    assert gaps[0] > 2 and gaps[1] < 5 * 0.05, gaps[:3]
+    assert round(gaps[0] / 0.05) - 1 == pytest.approx(p.dropped_samples / 6 + p.missed_periods, abs=p.missed_periods + 2)

@@ -195,6 +195,9 @@ def run_probe(settings, directory: Path, *, interval: float, duration: float | N
         log(f"run {run_id}: probing {directory} as target {info.target!r} every {interval:g} s (seed {p.seed})")
         p.run(install_signals=install_signals)
         log(f"run {run_id}: stopped after {p.periods} periods, {p.samples} samples stored")
+        if p.dropped_samples:  # said even with --quiet: these samples are lost
+            stderr.print(f"probe: run {run_id}: {p.dropped_samples} samples dropped while the store did not take "
+                         "them (buffer full)", highlight=False)
     finally:
         p.close()
     return 0

@@ -123,11 +123,17 @@ def insert_samples(store: Store, rows: Sequence[tuple]) -> None:
             ph = ", ".join(["?" if store.is_sqlite else "%s"] * len(SAMPLE_COLUMNS))
             conn.exec_driver_sql(f"INSERT INTO probe_samples ({', '.join(SAMPLE_COLUMNS)}) VALUES ({ph})", list(rows))
         else:
+            # A session holding a lock on the table (LOCK TABLE, VACUUM FULL, a migration) would make COPY
+            # wait forever; wait as long as SQLite's busy timeout instead, then fail and let the caller retry.
+            conn.exec_driver_sql(f"SET LOCAL lock_timeout = {int(store.busy_timeout_s * 1000)}")
             # psycopg 3: COPY is the fast path for bulk rows.
             raw = conn.connection.driver_connection
-            with raw.cursor() as cur, cur.copy(f"COPY probe_samples ({', '.join(SAMPLE_COLUMNS)}) FROM STDIN") as cp:
-                for r in rows:
-                    cp.write_row(r)
+            try:
+                with raw.cursor() as cur, cur.copy(f"COPY probe_samples ({', '.join(SAMPLE_COLUMNS)}) FROM STDIN") as cp:
+                    for r in rows:
+                        cp.write_row(r)
+            except raw.Error as e:  # the driver's own error: SQLAlchemy does not see the raw cursor
+                raise store._error("write to", e) from None
 
 
 def runs(store: Store, target: str | None = None) -> list[dict]:
