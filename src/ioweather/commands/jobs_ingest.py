@@ -93,7 +93,7 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
         log_hash = content_hash(path)
         if log_hash in known:
             return ("dup", log_hash)
-        log = read_log(path, dxt=False, heatmaps=False, lustre=False)
+        log = read_log(path, dxt=False, heatmaps=False)  # Lustre layout: findings L01-L03
         ch = characterize(log, cores_per_node=cores_per_node)
         findings = job_findings(log, ch)
         row = job_row_values(job_row(log, ch, findings, path, log_hash, size, mtime))
