@@ -93,7 +93,8 @@ def register(cli: click.Group) -> None:
         """Read Darshan logs (files, or directories searched for *.darshan) into the store.
 
         Idempotent: a log already stored (same content) is skipped; a log that cannot be
-        read is recorded with its reason and the batch goes on. Safe to re-run after a kill.
+        read is recorded with its reason and the batch goes on. Safe to re-run after a kill,
+        and to run while another ingest into the same store runs (each log is stored once).
         """
         from ioweather.commands.jobs_ingest import default_workers, ingest as run
 
@@ -105,9 +106,10 @@ def register(cli: click.Group) -> None:
         if as_json:
             print_json(counts)
         else:
+            # duplicates: content already stored (another path, or another ingest running at the same time)
             click.echo(f"{counts['ingested']} logs ingested, {counts['failed']} failed, "
-                       f"{counts['duplicates']} duplicates, {counts['skipped']} already ingested "
-                       f"({counts['found']} found)")
+                       f"{counts['duplicates']} duplicates (content already stored), "
+                       f"{counts['skipped']} already ingested ({counts['found']} found)")
             if counts["failed"]:
                 click.echo("see the reasons with: ioweather jobs failed", err=True)
 

@@ -7,21 +7,31 @@ and resumability). A worker that dies (libdarshan-util can abort() on damaged
 input) breaks a `ProcessPoolExecutor`; the tasks in flight are then re-run one
 by one in fresh single-worker pools, so the culprit is recorded as failed and
 the rest of the batch goes on.
+
+Workers die with the parent (PR_SET_PDEATHSIG), even when it is killed with
+SIGKILL. SIGTERM and Ctrl-C stop the workers, store what was already read, and
+end with one line; a batch being written is finished first (`_Interrupts`).
+Logs are named by absolute, normalized paths: the same file reached from another
+directory is the same path (the content hash decides in any case).
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pyarrow as pa
 
-from ioweather.errors import UserError, os_error_reason
+from ioweather.errors import UserError, from_os_error, os_error_reason
 
 # The extraction context inherited by forked workers (set before the pool starts).
 _KNOWN_HASHES: frozenset[str] = frozenset()
@@ -29,8 +39,13 @@ _CORES_PER_NODE: int | None = None
 
 
 def find_logs(paths: Iterable[str]) -> Iterator[str]:
-    """Files named on the command line, and *.darshan files under directories (recursively, sorted)."""
+    """Files named on the command line, and *.darshan files under directories (recursively, sorted),
+    as absolute, normalized paths (symlinks are kept: the path is the one the user gave)."""
     for p in paths:
+        try:
+            p = os.path.abspath(p)
+        except OSError as e:  # the current directory was removed
+            raise from_os_error(p, e, "find") from None
         if os.path.isdir(p):
             for root, dirs, files in os.walk(p):
                 dirs.sort()
@@ -74,7 +89,9 @@ def job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size:
 
 
 def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int | None = None) -> tuple:
-    """("ok", job_row, arrow_table) | ("dup", log_hash) | ("failed", failure_row). Never raises for bad input."""
+    """("ok", job_row, arrow_table) | ("dup", where) | ("failed", failure_row). Never raises for bad input.
+
+    `where` (log_hash, path, size_bytes, mtime_ns) of content already stored, to `relocate` it."""
     from ioweather.sources.darshan_log import DarshanLogError, content_hash, read_log
     from ioweather.stats.findings import job_findings
     from ioweather.stats.job import FILE_TABLE_COLUMNS, characterize, file_columns
@@ -92,7 +109,7 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
     try:
         log_hash = content_hash(path)
         if log_hash in known:
-            return ("dup", log_hash)
+            return ("dup", {"log_hash": log_hash, "path": path, "size_bytes": size, "mtime_ns": mtime})
         log = read_log(path, dxt=False, heatmaps=False)  # Lustre layout: findings L01-L03
         ch = characterize(log, cores_per_node=cores_per_node)
         findings = job_findings(log, ch)
@@ -127,6 +144,104 @@ def _init_worker(known: frozenset[str], cores_per_node: int | None) -> None:
     _KNOWN_HASHES, _CORES_PER_NODE = known, cores_per_node
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """In a forked child: be killed when the parent dies, however it dies (Linux; elsewhere a no-op).
+
+    The kernel sends the signal when the thread that forked us ends, so fork from a
+    thread that lives as long as the process (the main thread). A parent that died
+    before the request took effect is seen by the changed parent pid.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux
+        return
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def _start_worker(parent_pid: int, initializer, initargs) -> None:
+    die_with_parent(parent_pid)
+    # Ctrl-C reaches the whole process group: the parent stops the workers itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, inherited by fork
+    if initializer is not None:
+        initializer(*initargs)
+
+
+def _kill_workers(ex: ProcessPoolExecutor) -> None:
+    """Stop a pool's workers now, not after the tasks queued to them (shutdown() would wait for those)."""
+    for proc in list((getattr(ex, "_processes", None) or {}).values()):
+        try:
+            proc.kill()
+        except (OSError, ValueError):  # already gone or closed
+            pass
+    ex.shutdown(wait=False, cancel_futures=True)
+
+
+def _pool(ctx, workers: int, initializer, initargs) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_start_worker,
+                               initargs=(os.getpid(), initializer, initargs))
+
+
+class _Stop(KeyboardInterrupt):
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+class Interrupted(UserError):
+    """Ctrl-C or SIGTERM during an ingest; what was read before is stored."""
+
+    def __init__(self, signum: int, counts: dict):
+        name = signal.Signals(signum).name
+        super().__init__(f"interrupted by {name}: {counts['ingested']} logs stored, {counts['failed']} failures "
+                         "recorded; run the same command again to go on")
+        self.exit_code = 128 + signum
+
+
+class _Interrupts:
+    """SIGINT and SIGTERM raise `_Stop` in the main thread, except during `deferred()` (a store
+    write), after which they are raised: a batch is written whole or not at all.
+
+    A flag, not a blocked signal mask: the pool's threads would take a signal the main thread blocks.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self):
+        self.depth, self.pending, self.saved = 0, None, {}
+
+    def _handler(self, signum, frame):
+        if self.depth:
+            self.pending = signum
+        else:
+            raise _Stop(signum)
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self.saved = {s: signal.signal(s, self._handler) for s in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self.saved.items():
+            signal.signal(s, h)
+
+    @contextmanager
+    def deferred(self):
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+        if not self.depth and self.pending is not None:
+            signum, self.pending = self.pending, None
+            raise _Stop(signum)
+
+
 def run_pool(fn: Callable, items: list, workers: int, on_result: Callable[[object, object], None],
              on_crash: Callable[[object, str], None], initializer=None, initargs=()) -> None:
     """Apply `fn` to every item in `workers` processes, calling `on_result(item, result)` as results come.
@@ -140,8 +255,7 @@ def run_pool(fn: Callable, items: list, workers: int, on_result: Callable[[objec
     window = max(2, workers * 4)
     while pending:
         suspects: list = []
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=initializer,
-                                 initargs=initargs) as ex:
+        with _pool(ctx, workers, initializer, initargs) as ex:
             inflight = {}
             try:
                 while pending or inflight:
@@ -154,21 +268,29 @@ def run_pool(fn: Callable, items: list, workers: int, on_result: Callable[[objec
                         on_result(inflight.pop(fut), res)
             except BrokenProcessPool:
                 suspects = list(inflight.values())
+            except BaseException:  # interrupted, or on_result failed: no worker may run on
+                _kill_workers(ex)
+                raise
         for item in suspects:
-            with ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=initializer, initargs=initargs) as one:
+            with _pool(ctx, 1, initializer, initargs) as one:
                 try:
                     res = one.submit(fn, item).result()
                 except BrokenProcessPool:
                     on_crash(item, "the Darshan reader crashed on this file (worker process died)")
                     continue
+                except BaseException:
+                    _kill_workers(one)
+                    raise
             on_result(item, res)
 
 
 class Ingest:
     """Collects results and writes them to the store in batches (every `batch` logs or `every_s` seconds)."""
 
-    def __init__(self, store, parquet_dir: Path, batch: int = 256, every_s: float = 2.0):
+    def __init__(self, store, parquet_dir: Path, batch: int = 256, every_s: float = 2.0, interrupts=None):
         self.store, self.parquet_dir = store, parquet_dir
+        self.interrupts = interrupts or _Interrupts()
+        self.found_known: list[dict] = []
         self.batch, self.every_s = batch, every_s
         self.rows: list[dict] = []
         self.tables: list[pa.Table] = []
@@ -190,6 +312,7 @@ class Ingest:
                 self.counts["ingested"] += 1
         elif kind == "dup":
             self.counts["duplicates"] += 1
+            self.found_known.append(result[1])
         else:
             self.failures.append(result[1])
             self.counts["failed"] += 1
@@ -197,17 +320,29 @@ class Ingest:
             self.flush()
 
     def flush(self) -> None:
-        from ioweather.store.jobs import write_batch
+        from ioweather.store.jobs import relocate, write_batch
 
-        if self.rows or self.failures:
-            write_batch(self.store, self.parquet_dir, self.rows, self.tables, self.failures)
-        self.rows, self.tables, self.failures = [], [], []
+        with self.interrupts.deferred():
+            if self.rows or self.failures:
+                # stored by a concurrent ingest since we looked: found present, not ingested by us
+                present = write_batch(self.store, self.parquet_dir, self.rows, self.tables, self.failures)
+                self.counts["ingested"] -= len(present)
+                self.counts["duplicates"] += len(present)
+            if self.found_known:
+                relocate(self.store, self.found_known)
+            self.rows, self.tables, self.failures, self.found_known = [], [], [], []
         self.last = time.monotonic()
 
 
 def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None = None,
            cores_per_node: int | None = None, progress_cb=None) -> dict:
-    """Ingest `paths` (files and directories); returns counts. `progress_cb(n_done, n_total)`."""
+    """Ingest `paths` (files and directories); returns counts. `progress_cb(n_done, n_total)`.
+
+    counts: ingested (stored by this run), failed, duplicates (content already stored, found by
+    hashing: under another path, twice in this run, or by an ingest running at the same time),
+    skipped (path known with the same size and mtime: not even opened), found.
+    Raises `Interrupted` on Ctrl-C or SIGTERM, after storing what was read.
+    """
     from ioweather.store import open_store
     from ioweather.store import jobs as jobs_store
 
@@ -224,7 +359,8 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
             skipped += 1
             continue
         todo.append(p)
-    sink = Ingest(store, settings.parquet_dir)
+    interrupts = _Interrupts()
+    sink = Ingest(store, settings.parquet_dir, interrupts=interrupts)
     sink.counts["skipped"] = skipped
     done = [0]
 
@@ -240,17 +376,21 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
                                     "size_bytes": size, "mtime_ns": mtime, "reason": reason}))
 
     known = frozenset(known_hashes)
-    try:
-        if dask_address:
-            _run_dask(dask_address, todo, known, cores_per_node, on_result)
-        elif workers <= 1 or len(todo) <= 1:
-            for p in todo:
-                on_result(p, extract(p, known, cores_per_node))
-        else:
-            run_pool(extract, todo, workers, on_result, on_crash, initializer=_init_worker,
-                     initargs=(known, cores_per_node))
-    finally:
-        sink.flush()
+    with interrupts:
+        try:
+            try:
+                if dask_address:
+                    _run_dask(dask_address, todo, known, cores_per_node, on_result)
+                elif workers <= 1 or len(todo) <= 1:
+                    for p in todo:
+                        on_result(p, extract(p, known, cores_per_node))
+                else:
+                    run_pool(extract, todo, workers, on_result, on_crash, initializer=_init_worker,
+                             initargs=(known, cores_per_node))
+            finally:
+                sink.flush()  # what was read before an interruption is kept
+        except KeyboardInterrupt as e:
+            raise Interrupted(getattr(e, "signum", signal.SIGINT), sink.counts) from None
     return {**sink.counts, "found": len(todo) + skipped}
 
 

@@ -7,15 +7,27 @@ skipped without being read again. Each batch writes its Parquet part first
 (temp name, then rename) and then commits its rows in one transaction that
 names the part, so a kill between the two leaves only an unreferenced part,
 which readers ignore and the next ingest removes.
+
+Concurrency: processes on one host that ingest into one store take turns through
+`ingest_lock` (flock on a file of ours in the Parquet directory) around each
+batch write, and under it drop the logs another process stored meanwhile; so each
+log has one job row and one set of Parquet rows, on SQLite as on PostgreSQL (where
+the Parquet parts still live under IOWEATHER_HOME). Holding the lock also means no
+part is between its write and its commit, so every unreferenced part is an orphan.
+
+Paths are stored absolute and normalized; the content hash is the identity, so a
+log known by hash under another (or a relative, older) path is `relocate`d, not re-read.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import sqlalchemy as sa
 
-from ioweather.errors import UserError
+from ioweather.errors import UserError, from_os_error
 from ioweather.store.db import Store
 from ioweather.store.migrations import Component, create_tables
 
@@ -137,45 +149,126 @@ def _insert_ignore(store: Store, table: sa.Table, key: str):
     return insert(table).on_conflict_do_nothing(index_elements=[key])
 
 
-def write_batch(store: Store, parquet_dir: Path, job_rows: Sequence[dict], file_tables: Sequence[pa.Table],
-                failures: Sequence[dict]) -> None:
-    """Store one batch: the per-file Parquet part, then job and failure rows in one transaction."""
-    store.require(COMPONENT)
-    part = None
-    tables = [t for t in file_tables if t is not None and t.num_rows]
-    if tables and job_rows:
-        d = files_dir(parquet_dir)
+LOCK_NAME = ".ingest.lock"
+
+
+@contextmanager
+def ingest_lock(parquet_dir: Path) -> Iterator[None]:
+    """Exclusive, across the processes of this host, for writing jobs of the store whose Parquet dir this is.
+
+    Our own file, never the SQLite database (closing any descriptor of that file would drop
+    SQLite's POSIX locks), opened without following a symlink someone may have planted.
+    """
+    d = files_dir(parquet_dir)
+    path = d / LOCK_NAME
+    try:
         d.mkdir(parents=True, exist_ok=True)
-        part = f"files-{uuid.uuid4().hex}.parquet"
-        tmp = d / f".{part}.tmp"
-        pq.write_table(pa.concat_tables(tables, promote_options="default"), tmp, compression="zstd")
-        os.replace(tmp, d / part)
-    now = time.time_ns()
-    with store.begin() as conn:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise from_os_error(path, e, "open the ingest lock") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _stored_hashes(conn, hashes: Sequence[str]) -> set[str]:
+    found: set[str] = set()
+    for i in range(0, len(hashes), 500):  # SQLite's bound-parameter limit
+        chunk = list(hashes[i:i + 500])
+        found.update(r[0] for r in conn.execute(sa.select(jobs.c.log_hash).where(jobs.c.log_hash.in_(chunk))))
+    return found
+
+
+def _table_hash(t: pa.Table) -> str | None:
+    return t.column("log_hash")[0].as_py() if t.num_rows else None
+
+
+def write_batch(store: Store, parquet_dir: Path, job_rows: Sequence[dict], file_tables: Sequence[pa.Table],
+                failures: Sequence[dict]) -> set[str]:
+    """Store one batch: the per-file Parquet part, then job and failure rows in one transaction.
+
+    Returns the hashes of `job_rows` that were already stored (by another process since
+    this one looked): those are left out, rows and Parquet alike.
+    """
+    store.require(COMPONENT)
+    with ingest_lock(parquet_dir):
+        present: set[str] = set()
         if job_rows:
-            rows = [{**{c: r.get(c) for c in JOB_COLUMNS}, "files_part": part, "ingested_ns": now} for r in job_rows]
-            conn.execute(_insert_ignore(store, jobs, "log_hash"), rows)
-            # a path that now reads fine is no longer a failure
-            conn.execute(failed_logs.delete().where(failed_logs.c.path_hash.in_([r["path_hash"] for r in rows])))
-        if failures:
-            frows = [{**f, "failed_ns": now} for f in failures]
-            conn.execute(failed_logs.delete().where(failed_logs.c.path_hash.in_([f["path_hash"] for f in frows])))
-            conn.execute(failed_logs.insert(), frows)
+            with store.connect() as conn:
+                present = _stored_hashes(conn, [r["log_hash"] for r in job_rows])
+            job_rows = [r for r in job_rows if r["log_hash"] not in present]
+        part = None
+        tables = [t for t in file_tables if t is not None and t.num_rows and _table_hash(t) not in present]
+        if tables and job_rows:
+            d = files_dir(parquet_dir)
+            part = f"files-{uuid.uuid4().hex}.parquet"
+            tmp = d / f".{part}.tmp"
+            pq.write_table(pa.concat_tables(tables, promote_options="default"), tmp, compression="zstd")
+            os.replace(tmp, d / part)
+        now = time.time_ns()
+        with store.begin() as conn:
+            if job_rows:
+                rows = [{**{c: r.get(c) for c in JOB_COLUMNS}, "files_part": part, "ingested_ns": now} for r in job_rows]
+                conn.execute(_insert_ignore(store, jobs, "log_hash"), rows)
+                # a log that now reads fine is no longer a failure, under this path or an older one
+                _delete_failures(conn, rows)
+            if failures:
+                frows = [{**f, "failed_ns": now} for f in failures]
+                _delete_failures(conn, frows)
+                conn.execute(failed_logs.insert(), frows)
+    return present
 
 
-def remove_orphan_parts(store: Store, parquet_dir: Path, older_than_s: float = 3600) -> int:
-    """Delete Parquet parts no job row names (left by a killed ingest), if older than `older_than_s`."""
+def _delete_failures(conn, rows: Sequence[dict]) -> None:
+    """Failure rows of these paths, or of the same content under another path (stored before paths were absolute)."""
+    conn.execute(failed_logs.delete().where(failed_logs.c.path_hash.in_([r["path_hash"] for r in rows])))
+    hashes = [r["log_hash"] for r in rows if r.get("log_hash")]
+    if hashes:
+        conn.execute(failed_logs.delete().where(failed_logs.c.log_hash.in_(hashes)))
+
+
+def relocate(store: Store, found: Sequence[dict]) -> int:
+    """Give stored jobs the path they were just found under (`found`: log_hash, path, size_bytes, mtime_ns),
+    where the stored path is relative (older ioweather) or names no file any more (the archive moved):
+    the next ingest then skips them by path without hashing them. Returns how many moved."""
+    store.require(COMPONENT)
+    by_hash = {f["log_hash"]: f for f in found}
+    if not by_hash:
+        return 0
+    moved = 0
+    with store.begin() as conn:
+        hashes = list(by_hash)
+        for i in range(0, len(hashes), 500):
+            stored = conn.execute(sa.select(jobs.c.log_hash, jobs.c.path)
+                                  .where(jobs.c.log_hash.in_(hashes[i:i + 500]))).all()
+            for h, old in stored:
+                new = by_hash[h]
+                if old == new["path"] or (os.path.isabs(old) and os.path.lexists(old)):
+                    continue
+                conn.execute(jobs.update().where(jobs.c.log_hash == h).values(
+                    path=new["path"], path_hash=path_hash(new["path"]), size_bytes=new["size_bytes"],
+                    mtime_ns=new["mtime_ns"]))
+                moved += 1
+    return moved
+
+
+def remove_orphan_parts(store: Store, parquet_dir: Path) -> int:
+    """Delete Parquet parts no job row names (left by a killed ingest).
+
+    Under `ingest_lock` no other ingest is between writing a part and committing it.
+    """
     d = files_dir(parquet_dir)
     if not d.is_dir():
         return 0
     store.require(COMPONENT)
-    with store.connect() as conn:
-        used = {r[0] for r in conn.execute(sa.select(jobs.c.files_part).distinct()) if r[0]}
     removed = 0
-    now = time.time()
-    for p in d.iterdir():
-        if p.name.endswith(".parquet") or p.name.endswith(".tmp"):
-            if p.name not in used and now - p.stat().st_mtime > older_than_s:
+    with ingest_lock(parquet_dir):
+        with store.connect() as conn:
+            used = {r[0] for r in conn.execute(sa.select(jobs.c.files_part).distinct()) if r[0]}
+        for p in d.iterdir():
+            if (p.name.endswith(".parquet") or p.name.endswith(".tmp")) and p.name not in used:
                 p.unlink(missing_ok=True)
                 removed += 1
     return removed
