@@ -18,7 +18,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pandas as pd
 
-from ioweather.commands.slowdown import compute_slowdown
+from ioweather.services.slowdown import compute_slowdown
 from ioweather.config import Settings
 from ioweather.store import open_store
 from ioweather.store import probe as probe_store

@@ -10,6 +10,7 @@ import pandas as pd
 
 from ioweather.errors import UserError
 from ioweather.sources.latency_table import PROBE_OP_TO_IOMODEL
+from ioweather.services.slowdown import known_targets
 from ioweather.store import probe as probe_store
 
 
@@ -17,15 +18,12 @@ def load_probe_durations(store, op: str, target: str | None, since_ns: int | Non
     """(target, frame) of one probe op's successful samples: duration_s, start_ns, op."""
     if op not in probe_store.OPS:
         raise UserError(f"unknown probe op {op!r}; choose one of {', '.join(probe_store.OPS)}")
-    known = probe_store.targets(store)
-    if target is None:
-        if not known:
-            raise UserError("no probe samples in the store (run 'ioweather probe run' first)")
-        if len(known) > 1:
-            raise UserError(f"the store holds several targets ({', '.join(known)}): choose one with --target")
-        target = known[0]
-    elif target not in known:
-        raise UserError(f"no probe samples for target {target!r}; known targets: {', '.join(known) or 'none'}")
+    known = known_targets(store, target)
+    if not known:
+        raise UserError("no probe samples in the store (run 'ioweather probe run' first)")
+    if len(known) > 1:
+        raise UserError(f"the store holds several targets ({', '.join(known)}): choose one with --target")
+    target = known[0]
     df, _ = probe_samples(store, target, op, since_ns, until_ns)
     df["op"] = PROBE_OP_TO_IOMODEL.get(op, op)
     return target, df

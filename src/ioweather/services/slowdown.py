@@ -1,0 +1,94 @@
+"""Slowdown per target, op and interval, and the monitoring-plugin check (seed 001; METHODS.md section 1).
+
+The same numbers serve `ioweather slowdown`, `slowdown --check` and the dashboard's status.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from ioweather.errors import UserError
+from ioweather.units import ns_to_iso, to_ns
+
+
+def known_targets(store, target: str | None) -> list[str]:
+    """[target] when the store has it, every target when `target` is None; one line naming the known ones otherwise."""
+    from ioweather.store import probe as probe_store
+
+    names = probe_store.targets(store)
+    if target is None:
+        return names
+    if target not in names:
+        raise UserError(f"no probe samples for target {target!r}; known targets: {', '.join(names) or 'none'}")
+    return [target]
+
+
+def load_window(store, target: str | None, since, until) -> list[tuple[str, dict]]:
+    """[(target, samples)] for one target or all of them, in the window [since, until)."""
+    from ioweather.store import probe as probe_store
+
+    return [(t, probe_store.read_samples(store, t, since_ns=to_ns(since) if since else None,
+                                        until_ns=to_ns(until) if until else None))
+            for t in known_targets(store, target)]
+
+
+def compute_slowdown(store, target, interval_s: float, stat: str, baseline_s: float, since, until) -> list[dict]:
+    """Slowdown rows for every target (or one) in [since, until), baseline = the `baseline_s` before `until`."""
+    from ioweather.stats.probe import baseline_medians, slowdown
+    from ioweather.store.probe import OPS
+
+    base_start = until - timedelta(seconds=baseline_s)
+    first = min(base_start, since)
+    rows = []
+    for t, s in load_window(store, target, first, until):
+        base = _select(s, int(base_start.timestamp() * 1e9))
+        expected = baseline_medians(base["op"], base["duration_ns"], base["status"], len(OPS))
+        win = _select(s, int(since.timestamp() * 1e9))
+        for r in slowdown(win["op"], win["start_ns"], win["duration_ns"], win["status"], interval_s, expected, stat):
+            rows.append({"target": t, "op": OPS[r.pop("op_code")], "interval_start": ns_to_iso(r.pop("interval_start_ns")), **r})
+    return rows
+
+
+def _select(samples: dict, from_ns: int) -> dict:
+    """The samples from `from_ns` on; no copy when that is all of them (the usual case: a month is 15 M rows)."""
+    keep = samples["start_ns"] >= from_ns
+    return samples if keep.all() else {k: v[keep] for k, v in samples.items()}
+
+
+CHECK_CODES = {"normal": 0, "degraded": 1, "severely degraded": 2, "stale": 3, "unknown": 3}
+CHECK_NAMES = {0: "OK", 1: "WARNING", 2: "CRITICAL", 3: "UNKNOWN"}
+#: Which code wins when targets differ: CRITICAL, then WARNING, then UNKNOWN, then OK (the Nagios habit).
+CHECK_PRECEDENCE = (2, 1, 3, 0)
+
+
+def check_result(states: list[dict], warn: float, crit: float) -> tuple[int, str]:
+    """(exit code, one line with perfdata) from per-target states (`target`, `state`, `reason`, `worst`)."""
+    if not states:
+        return 3, "IOWEATHER UNKNOWN - no probe data in the store"
+    codes = [CHECK_CODES[s["state"]] for s in states]
+    code = next(c for c in CHECK_PRECEDENCE if c in codes)
+    bad = [s for s in states if CHECK_CODES[s["state"]] == code] if code else states
+    text = "; ".join(f"{s['target']} {s['state']} ({s['reason']})" for s in bad)
+    perf = " ".join(f"'{s['target'].replace(chr(39), chr(39) * 2)}'={s['worst']:.3f};{warn:g};{crit:g}"
+                    for s in states if s["worst"] is not None)
+    return code, f"IOWEATHER {CHECK_NAMES[code]} - {text}" + (f" | {perf}" if perf else "")
+
+
+def check_states(store, target, window_s: float, stat: str, baseline_s: float, warn: float,
+                 crit: float) -> list[dict]:
+    """Per-target state of the last `window_s` (`target`, `state`, `reason`, `worst`): the dashboard's logic."""
+    from ioweather.services.probe_cache import ProbeCache
+    from ioweather.services.probe_status import target_status
+
+    if not 0 < warn < crit:
+        raise UserError(f"need 0 < --warn < --crit, got --warn {warn:g} --crit {crit:g}")
+    names = known_targets(store, target)
+    cache = ProbeCache(store, baseline_s=baseline_s)
+    states = []
+    for t in names:
+        st = target_status(cache, t, warn=warn, crit=crit, window_s=window_s, stat=stat, spark=False,
+                           with_climate=False)
+        values = [o["slowdown"] for o in st["ops"] if o["slowdown"] is not None]
+        states.append({"target": t, "state": st["state"], "reason": st["reason"],
+                       "worst": max(values) if values else None})
+    return states
