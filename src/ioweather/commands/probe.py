@@ -22,17 +22,6 @@ def open_store(settings):
     return _open(settings)
 
 
-def load_window(store, target: str | None, since, until) -> list[tuple[str, dict]]:
-    """[(target, samples)] for one target or all of them, in the window [since, until)."""
-    from ioweather.store import probe as probe_store
-
-    names = [target] if target else probe_store.targets(store)
-    if target and target not in probe_store.targets(store):
-        raise UserError(f"no probe samples for target {target!r}; known targets: {', '.join(probe_store.targets(store)) or 'none'}")
-    return [(t, probe_store.read_samples(store, t, since_ns=to_ns(since) if since else None,
-                                        until_ns=to_ns(until) if until else None)) for t in names]
-
-
 def register(cli: click.Group) -> None:
     @cli.group()
     def probe():
@@ -118,6 +107,8 @@ def register(cli: click.Group) -> None:
             raise UserError("--interval must be positive")
         store = open_store(settings)
         rows = []
+        from ioweather.services.slowdown import load_window
+
         for t, s in load_window(store, target, since, until):
             for r in interval_stats(s["op"], s["start_ns"], s["duration_ns"], s["status"], interval):
                 rows.append({"target": t, "op": OPS[r.pop("op_code")],
