@@ -10,7 +10,7 @@ import click
 
 from ioweather.commands.common import DURATION, SINCE, SIZE, TIME, json_option
 from ioweather.errors import UserError
-from ioweather.units import format_bytes, format_seconds, ns_to_iso, to_ns
+from ioweather.units import format_bytes, format_seconds, ns_to_iso
 from ioweather.views.output import print_json, print_table, short_time, progress, stderr
 
 DEFAULT_FILE_SIZE = "1GiB"
