@@ -159,3 +159,15 @@ def test_damaged_store_error_class(tmp_path):
             store.versions()
     finally:
         store.dispose()
+
+
+@pytest.mark.postgres
+def test_commands_creating_the_schema_at_once_on_postgresql(pg_url, tmp_path):
+    """Four processes open a fresh PostgreSQL store at the same moment: each creates or finds every table."""
+    code = ("import sys; from ioweather.store.db import Store; from ioweather.store import jobs, probe; "
+            "s = Store(sys.argv[1]); s.require(probe.COMPONENT); s.require(jobs.COMPONENT); print('ok')")
+    procs = [subprocess.Popen([sys.executable, "-c", code, pg_url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(4)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-500:] for o in outs]
+    assert [o[0].strip() for o in outs] == ["ok"] * 4

@@ -136,7 +136,7 @@ class Store:
         if component.name in self._ready:
             return
         if self._stored_version(component) != component.version:
-            with _init_lock(self._sqlite_path), self.begin() as conn:
+            with _init_lock(self._sqlite_path), self.begin() as conn, _server_schema_lock(conn):
                 schema_versions.create(conn, checkfirst=True)
                 row = conn.execute(
                     sa.select(schema_versions.c.version).where(schema_versions.c.component == component.name)
@@ -380,6 +380,31 @@ def _init_lock(path: str | None):
         yield
     finally:
         os.close(fd)
+
+
+#: One advisory-lock key for schema changes on a database server (any constant; "iowx" in ASCII).
+_SCHEMA_LOCK_KEY = 0x696F7778
+
+
+@contextlib.contextmanager
+def _server_schema_lock(conn: sa.Connection):
+    """Serialize schema creation across processes on PostgreSQL and MariaDB, as _init_lock does on SQLite.
+
+    Two commands starting on a fresh database both run CREATE TABLE IF NOT EXISTS; PostgreSQL
+    then fails one with a duplicate key in pg_type, which the check-first cannot prevent.
+    """
+    dialect = conn.dialect.name
+    if dialect == "postgresql":
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK_KEY})")  # released at commit
+        yield
+    elif dialect in ("mysql", "mariadb"):
+        conn.exec_driver_sql(f"SELECT GET_LOCK('ioweather_schema', {int(BUSY_TIMEOUT_S)})")
+        try:
+            yield
+        finally:
+            conn.exec_driver_sql("SELECT RELEASE_LOCK('ioweather_schema')")
+    else:
+        yield
 
 
 def _prepare_sqlite_dir(path: Path) -> None:
