@@ -13,7 +13,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from ioweather.sources.iomodel import mount_of
+from ioweather.sources.mounts import mount_of
 from ioweather.store.iomodel import SCHEMA, read_metadata
 
 COLUMNS = ["run_id", "experiment", "cache", "op", "mem_layout", "file_layout", "size", "proc", "repeat", "op_index",

@@ -9,7 +9,8 @@ import pytest
 
 from ioweather.errors import UserError
 from ioweather.sources import iomodel_cache as cache
-from ioweather.sources.iomodel import Benchmark, Config, ProcRunner, make_plan, mount_of, parse_layout
+from ioweather.sources.iomodel import Benchmark, Config, ProcRunner, make_plan, parse_layout
+from ioweather.sources.mounts import mount_of
 
 MEM = 4 << 20
 

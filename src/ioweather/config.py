@@ -42,5 +42,12 @@ class Settings:
     def parquet_dir(self) -> Path:
         return self.home / "parquet"
 
+    def store_exists(self) -> bool:
+        """Whether there is a store to read: a server URL is assumed to exist, the embedded file must.
+
+        Pages and /metrics ask this before opening the store, so that a page view never creates one.
+        """
+        return self.db_url is not None or self.sqlite_path.exists()
+
     def url(self) -> str:
         return self.db_url or f"sqlite:///{self.sqlite_path}"

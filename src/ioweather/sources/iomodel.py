@@ -33,6 +33,7 @@ import numpy as np
 
 from ioweather.errors import UserError, os_error_reason
 from ioweather.sources import iomodel_procstats as procstats
+from ioweather.sources.mounts import mount_of
 from ioweather.sources.iomodel_cache import (CACHE_STATES, CACHED, DISCARD, UNCACHED, check_drop_caches_allowed,
                                              core, data_file_name, ensure_data_file, make_cached, make_uncached,
                                              open_data_file)
@@ -439,24 +440,6 @@ class RunResult:
     @property
     def error(self) -> str | None:
         return self.meta.get("error")
-
-
-def mount_of(path: Path) -> tuple[str, str]:
-    """(mount point, file system type) holding `path`, from /proc/self/mounts."""
-    real = os.path.realpath(path)
-    best = ("/", "unknown")
-    try:
-        with open("/proc/self/mounts") as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) < 3:
-                    continue
-                mnt = parts[1].replace("\\040", " ")
-                if (real == mnt or real.startswith(mnt.rstrip("/") + "/")) and len(mnt) >= len(best[0]):
-                    best = (mnt, parts[2])
-    except OSError:
-        pass
-    return best
 
 
 class Benchmark:

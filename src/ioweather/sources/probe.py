@@ -42,6 +42,7 @@ import numpy as np
 
 from ioweather._native import load
 from ioweather.errors import UserError, from_os_error, os_error_reason
+from ioweather.sources.mounts import mount_of
 
 SMALL_FILE_BYTES = 3901  # the paper's metadata probe file size
 DEFAULT_BLOCK = 1 << 20
@@ -599,7 +600,4 @@ class Probe:
 
 def mount_point(path: Path) -> str:
     """The mount point that holds `path` (the default probe target label)."""
-    p = Path(os.path.realpath(path))
-    while not os.path.ismount(p) and p != p.parent:
-        p = p.parent
-    return str(p)
+    return mount_of(path)[0]

@@ -151,7 +151,7 @@ def create_app(settings: Settings, config: WebConfig | None = None, *, warm: boo
     def metrics(request: Request):
         from ioweather.services.metrics import CONTENT_TYPE_LATEST, ProbeMetrics
 
-        if ctx.settings.db_url is None and not ctx.settings.sqlite_path.exists():
+        if not ctx.settings.store_exists():
             body = ("# HELP ioweather_store_up 1 if every probe target could be read from the store.\n"
                     "# TYPE ioweather_store_up gauge\nioweather_store_up 0.0\n")
             return Response(body, media_type=CONTENT_TYPE_LATEST)

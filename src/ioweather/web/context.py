@@ -44,7 +44,7 @@ class WebContext:
 
     def problem(self) -> str | None:
         """Why there is no probe data to show (None when there is)."""
-        if self.settings.db_url is None and not self.settings.sqlite_path.exists():
+        if not self.settings.store_exists():
             return f"there is no ioweather store at {self.where} yet"
         try:
             if not self.cache.targets():

@@ -15,6 +15,7 @@ import subprocess
 from collections.abc import Iterable
 
 from ioweather.errors import os_error_reason
+from ioweather.sources.mounts import parse_mounts
 from ioweather.sources.telemetry.base import GAUGE, Sample, Source, SourceError, lustre_fsname, read_text
 
 # File systems worth watching; pseudo file systems (proc, tmpfs, overlay, ...) are not storage.
@@ -82,13 +83,7 @@ def parse_lfs_df(text: str, skipped: list | None = None) -> list[tuple[int | Non
 
 def storage_mounts(mounts_text: str) -> list[tuple[str, str]]:
     """[(mount point, fstype)] of storage file systems in /proc/self/mounts."""
-    out = []
-    for line in mounts_text.splitlines():
-        f = line.split()
-        if len(f) >= 3 and f[2] in STORAGE_FSTYPES:
-            # /proc/self/mounts escapes blanks as \040
-            out.append((f[1].replace("\\040", " ").replace("\\011", "\t"), f[2]))
-    return out
+    return [(m, t) for m, t in parse_mounts(mounts_text) if t in STORAGE_FSTYPES]
 
 
 class Capacity(Source):
