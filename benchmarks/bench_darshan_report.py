@@ -4,7 +4,8 @@ side by side, each in a fresh process as a user runs it, plus where our time goe
 Target (issue 16): at least 5x faster and 2x less memory than PyDarshan's summary on the
 496-rank log. Peak memory is the child's ru_maxrss (RUSAGE_CHILDREN after one child).
 The breakdown runs the same steps in one process with timestamps: imports, reading the log,
-characterization + findings, plots (matplotlib), writing.
+characterization + findings, plots (hand-made SVG, views/svg_charts.py), writing.
+(pandas is imported by PyDarshan itself: `import darshan` loads it.)
 
     .venv/bin/python benchmarks/bench_darshan_report.py [LOG] [--runs N]
 """
@@ -40,10 +41,6 @@ marks.append(("import numpy+pandas", time.perf_counter()))
 import darshan
 from ioweather.commands.jobs import job_report
 marks.append(("import darshan+ioweather", time.perf_counter()))
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot
-marks.append(("import matplotlib", time.perf_counter()))
 from ioweather.sources.darshan_log import read_log
 log = read_log(sys.argv[1], heatmaps=False)
 marks.append(("read log (+DXT)", time.perf_counter()))
@@ -56,7 +53,8 @@ pr, how = per_rank_with_shared(log)
 marks.append(("characterize + findings + per rank", time.perf_counter()))
 from ioweather.views.job_report import render_job_html
 page = render_job_html(rep, pr, log.dxt, per_rank_how=how)
-marks.append(("plots + HTML", time.perf_counter()))
+marks.append(("plots (hand-made SVG) + HTML", time.perf_counter()))
+assert "matplotlib" not in sys.modules, "job --html must not import matplotlib"
 print(json.dumps([(name, b - a) for (name, b), (_, a) in zip(marks[1:], marks[:-1])]))
 """
 

@@ -2,10 +2,33 @@
 
 from __future__ import annotations
 
+import io
+import re
+
 import numpy as np
 
 from ioweather.units import format_bytes
-from ioweather.views.job_report import CSS, _figure, _plt, esc, svg
+from ioweather.views.job_report import CSS, _figure, esc
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "figure.dpi": 96})
+    return plt
+
+
+def svg(fig) -> str:
+    plt = _plt()
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight")
+    plt.close(fig)
+    text = buf.getvalue()
+    # the RDF metadata block only carries namespace URLs and a date
+    return re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.S)
 
 
 def _stacked(rows: list[dict], field: str, keys: list[str], title: str, ylabel: str, scale: float = 1.0) -> str:

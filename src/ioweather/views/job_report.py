@@ -1,19 +1,18 @@
 """`ioweather job LOG --html OUT`: one self-contained page with the job's plots.
 
-Plots are matplotlib SVG inlined in the page (no network, no JavaScript). Every
-string that comes from a log (file names, the command line) is HTML-escaped,
-and matplotlib escapes the text it writes into SVG.
+Plots are SVG inlined in the page (no network, no JavaScript), written by
+`views.svg_charts` rather than matplotlib, whose import alone cost more than reading
+and analysing the log. Every string that comes from a log (file names, the command
+line) is HTML-escaped, in the tables and in the SVG.
 """
 
 from __future__ import annotations
 
-import html
-import io
-import re
-
 import numpy as np
 
 from ioweather.units import format_bytes, format_seconds
+from ioweather.views import svg_charts as charts
+from ioweather.views.svg_charts import esc
 from ioweather.views.job_console import cost_text, lustre_text
 
 #: At most this many DXT segments are drawn (a uniform sample beyond that) to keep pages fast.
@@ -31,83 +30,36 @@ code{background:#f4f4f4;padding:0 .2em;word-break:break-all}
 """
 
 
-def esc(x) -> str:
-    return html.escape("" if x is None else str(x), quote=True)
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "figure.dpi": 96})
-    return plt
-
-
-def svg(fig) -> str:
-    plt = _plt()
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
-    plt.close(fig)
-    text = buf.getvalue()
-    # the RDF metadata block only carries namespace URLs and a date
-    return re.sub(r"<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.S)
-
-
 def _figure(title: str, body: str) -> str:
     return f"<figure><figcaption><b>{esc(title)}</b></figcaption>{body}</figure>"
+
+
+_TIMES = (("read_time_s", "read", "#4c78a8"), ("write_time_s", "write", "#f58518"),
+          ("meta_time_s", "metadata", "#54a24b"))
 
 
 def io_time_plot(rep: dict) -> str:
     """One group of bars per layer, side by side: a layer's time includes the layers under it
     (MPI-IO time contains the POSIX time it causes), so they are never stacked or added."""
-    plt = _plt()
-    mods = [m for m, it in rep["interfaces"].items() if any(it.get(k) for k in ("read_time_s", "write_time_s", "meta_time_s"))]
+    mods = [m for m, it in rep["interfaces"].items() if any(it.get(k) for k, _l, _c in _TIMES)]
     if not mods:
         return ""
-    fig, ax = plt.subplots(figsize=(5.5, 0.7 + 0.6 * len(mods)))
-    y = np.arange(len(mods))
-    h = 0.27
-    for k, (key, label, color) in enumerate((("read_time_s", "read", "#4c78a8"), ("write_time_s", "write", "#f58518"),
-                                             ("meta_time_s", "metadata", "#54a24b"))):
-        vals = np.array([rep["interfaces"][m].get(key) or 0.0 for m in mods])
-        ax.barh(y + (k - 1) * h, vals, h, label=label, color=color)
-    ax.set_yticks(y, [m if m in ("POSIX", "STDIO") else f"{m}\n(includes its POSIX time)" for m in mods])
-    _human_seconds_axis(ax)
-    ax.set_xlabel("cumulative time over all ranks")
-    ax.legend(loc="lower right", fontsize=8)
-    ax.invert_yaxis()
-    return _figure("I/O time by interface, layers side by side (never added up)", svg(fig))
-
-
-def _human_seconds_axis(ax, axis: str = "x") -> None:
-    from matplotlib.ticker import FuncFormatter
-
-    fmt = FuncFormatter(lambda v, _pos: format_seconds(v))
-    (ax.xaxis if axis == "x" else ax.yaxis).set_major_formatter(fmt)
-
-
-def _human_bytes_axis(ax) -> None:
-    from matplotlib.ticker import FuncFormatter
-
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: format_bytes(v)))
+    labels = [m if m in ("POSIX", "STDIO") else f"{m}\n(includes its POSIX time)" for m in mods]
+    series = [(label, color, [rep["interfaces"][m].get(key) or 0.0 for m in mods]) for key, label, color in _TIMES]
+    title = "I/O time by interface, layers side by side (never added up)"
+    return _figure(title, charts.hbars(labels, series, format_seconds, "cumulative time over all ranks", title))
 
 
 def access_size_plot(rep: dict) -> str:
     acc = rep["access"]
     if not acc["read_histogram"]:
         return ""
-    plt = _plt()
     bins = list(acc["read_histogram"])
-    x = np.arange(len(bins))
-    fig, ax = plt.subplots(figsize=(5.5, 2.8))
-    ax.bar(x - 0.2, [acc["read_histogram"][b] for b in bins], 0.4, label="read", color="#4c78a8")
-    ax.bar(x + 0.2, [acc["write_histogram"][b] for b in bins], 0.4, label="write", color="#f58518")
-    ax.set_xticks(x, [b.replace("_", "–") for b in bins], rotation=45, ha="right")
-    ax.set_ylabel("POSIX operations")
-    ax.legend(fontsize=8)
-    return _figure("POSIX access sizes (bytes)", svg(fig))
+    series = [("read", "#4c78a8", [acc["read_histogram"][b] for b in bins]),
+              ("write", "#f58518", [acc["write_histogram"][b] for b in bins])]
+    title = "POSIX access sizes (bytes)"
+    return _figure(title, charts.vbars([b.replace("_", "–") for b in bins], series, charts.plain,
+                                       "POSIX operations", title))
 
 
 def sharing_plot(rep: dict) -> str:
@@ -115,35 +67,23 @@ def sharing_plot(rep: dict) -> str:
     kinds = ("unique", "shared", "partially_shared")
     if not any(sh[k] for k in kinds):
         return ""
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(6, 2.4))
-    labels = ["unique\nN:N", "shared\nN:1", "partial\nN:M"]
-    axes[0].bar(labels, [sh[k] for k in kinds], color="#72b7b2")
-    axes[0].set_title("files", fontsize=9)
-    axes[1].bar(labels, [sh[f"{k}_bytes"] for k in kinds], color="#b279a2")
-    axes[1].set_title("bytes moved", fontsize=9)
-    _human_bytes_axis(axes[1])
-    fig.tight_layout()
-    return _figure("file sharing (POSIX + STDIO)", svg(fig))
+    labels = ["unique N:N", "shared N:1", "partial N:M"]
+    files = charts.vbars(labels, [("files", "#72b7b2", [sh[k] for k in kinds])], charts.plain, "files", "files",
+                         width=300, height=220)
+    moved = charts.vbars(labels, [("bytes moved", "#b279a2", [sh[f"{k}_bytes"] for k in kinds])], format_bytes,
+                         "bytes moved", "bytes moved", width=300, height=220)
+    return _figure("file sharing (POSIX + STDIO)", files + moved)
 
 
 def per_rank_plot(per_rank, how: str = "own files; shared files are not split per rank") -> str:
     if per_rank is None or len(per_rank) < 2 or not (per_rank["bytes"] > 0).any():
         return ""
-    plt = _plt()
-    fig, axes = plt.subplots(2, 1, figsize=(6.5, 3.6), sharex=True)
     r = per_rank["rank"].to_numpy()
-    # one filled step curve per panel, not one rectangle per rank: thousands of ranks stay fast
-    for ax, y, color, label in ((axes[0], per_rank["bytes"].to_numpy(), "#4c78a8", "bytes"),
-                                (axes[1], per_rank["time"].to_numpy(), "#e45756", "I/O time")):
-        ax.fill_between(r, y, step="mid", color=color, linewidth=0)
-        ax.set_ylabel(label)
-        ax.set_ylim(bottom=0)
-    _human_bytes_axis(axes[0])
-    _human_seconds_axis(axes[1], "y")
-    axes[1].set_xlabel("rank")
-    fig.tight_layout()
-    return _figure(f"bytes and I/O time per rank ({how})", svg(fig))
+    title = f"bytes and I/O time per rank ({how})"
+    return _figure(title, charts.steps(r, per_rank["bytes"].to_numpy(), format_bytes, "bytes", "", "#4c78a8",
+                                       "bytes per rank")
+                   + "<br>" + charts.steps(r, per_rank["time"].to_numpy(), format_seconds, "I/O time", "rank",
+                                           "#e45756", "I/O time per rank"))
 
 
 def dxt_timeline_plot(dxt: dict) -> str:
@@ -151,26 +91,15 @@ def dxt_timeline_plot(dxt: dict) -> str:
     segs = [s for s in dxt.values() if len(s)]
     if not segs:
         return ""
-    plt = _plt()
-    from matplotlib.collections import LineCollection
-
     seg = max(segs, key=len)  # POSIX when both are present (it has the file-system view)
     n = len(seg)
     idx = np.arange(n)
     if n > MAX_TIMELINE_SEGMENTS:
         idx = np.linspace(0, n - 1, MAX_TIMELINE_SEGMENTS).astype(np.int64)
-    y = seg.rank[idx].astype(np.float64)
-    lines = np.stack([np.column_stack([seg.start_time[idx], y]), np.column_stack([seg.end_time[idx], y])], axis=1)
-    colors = np.where(seg.is_write[idx][:, None], [[0.96, 0.52, 0.09, 1]], [[0.30, 0.47, 0.66, 1]])
-    fig, ax = plt.subplots(figsize=(7, 2.8))
-    # rasterized: thousands of segments as vector paths make a slow, multi-megabyte SVG
-    ax.add_collection(LineCollection(lines, colors=colors, linewidths=3, rasterized=True))
-    ax.scatter(seg.start_time[idx], y, s=2, c=colors, rasterized=True)  # very short operations stay visible
-    ax.autoscale()
-    ax.set_xlabel("seconds since job start")
-    ax.set_ylabel("rank")
     note = f" (sample of {len(idx)} of {n} operations)" if n > len(idx) else ""
-    return _figure(f"{seg.module} timeline: reads blue, writes orange{note}", svg(fig))
+    title = f"{seg.module} timeline: reads blue, writes orange{note}"
+    return _figure(title, charts.timeline(seg.start_time[idx], seg.end_time[idx], seg.rank[idx], seg.is_write[idx],
+                                          format_seconds, title))
 
 
 def render_job_html(rep: dict, per_rank=None, dxt: dict | None = None, source: str = "",
