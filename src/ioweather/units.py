@@ -152,3 +152,14 @@ def _sig3(x: float) -> str:
     decimals = 0 if a >= 100 else 2 - int(math.floor(math.log10(a)))
     text = f"{x:.{decimals}f}"
     return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def format_age(s: float) -> str:
+    """'45 s', '12 min', '3.0 h', '2.5 days': an age as people say it."""
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.0f} min"
+    if s < 172800:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86400:.1f} days"

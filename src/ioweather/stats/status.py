@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ioweather.stats.probe import DEGRADED, SEVERE, SLOWDOWN_STATS, interval_stats, slowdown, state
+from ioweather.units import format_age
 
 SEVERITY = ("unknown", "normal", "degraded", "severely degraded", "stale")
 _RANK = {"normal": 0, "degraded": 1, "severely degraded": 2}
@@ -92,15 +93,6 @@ def target_state(op_rows: list[dict], age_s: float | None, stale_after_s: float,
     return st, reason
 
 
-def format_age(s: float) -> str:
-    """'45 s', '12 min', '3.0 h', '2.5 days': an age as people say it."""
-    if s < 120:
-        return f"{s:.0f} s"
-    if s < 7200:
-        return f"{s / 60:.0f} min"
-    if s < 172800:
-        return f"{s / 3600:.1f} h"
-    return f"{s / 86400:.1f} days"
 
 
 #: Fewer past intervals than this (an hour of 10-minute ones) make no climate worth a box plot.

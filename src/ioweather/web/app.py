@@ -24,8 +24,7 @@ from starlette.staticfiles import StaticFiles
 from ioweather import __version__
 from ioweather.config import Settings
 from ioweather.errors import UserError, os_error_reason
-from ioweather.stats.status import format_age
-from ioweather.units import format_bytes, format_seconds
+from ioweather.units import format_age, format_bytes, format_seconds
 from ioweather.views.output import to_json
 from ioweather.web.context import WebConfig, WebContext
 from ioweather.web.pages import load_pages
