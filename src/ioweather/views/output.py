@@ -12,12 +12,20 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from ioweather.encoding import to_json
 
 # Piped output (a file, grep, a pager) gets wide tables rather than rich's 80-column truncation.
 stdout = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 240)
-stderr = Console(stderr=True)
+# Messages carry names users chose (targets, labels, paths): a `[/oops]` in one must print as
+# written, not be read as rich markup (a MarkupError, or a silently applied style).
+stderr = Console(stderr=True, markup=False, highlight=False)
+
+
+def plain(value: Any) -> Text:
+    """`value` as text that rich never reads as markup: the one way data reaches a table or a styled line."""
+    return value if isinstance(value, Text) else Text(str(value))
 
 
 def print_json(obj: Any) -> None:
@@ -35,7 +43,7 @@ def print_table(rows: Iterable[dict], columns: Sequence[Column], *, title: str |
     if not rows:
         stderr.print(empty)
         return
-    table = Table(title=title, header_style="bold")
+    table = Table(title=plain(title) if title is not None else None, header_style="bold")
     for col in columns:
         left = col[0] in ("target", "op", "interval_start", "label", "name", "state")
         table.add_column(col[1], justify="left" if left else "right", no_wrap=True)
@@ -44,7 +52,7 @@ def print_table(rows: Iterable[dict], columns: Sequence[Column], *, title: str |
         for col in columns:
             value = row.get(col[0])
             fmt = col[2] if len(col) > 2 else None
-            cells.append("-" if value is None else (fmt(value) if fmt else str(value)))
+            cells.append(plain("-" if value is None else (fmt(value) if fmt else value)))
         table.add_row(*cells, style=row_style(row) if row_style else None)
     stdout.print(table)
 
@@ -57,7 +65,7 @@ def short_time(iso: str) -> str:
 def progress(transient: bool = True) -> Progress:
     """A progress bar on stderr (hidden when stderr is not a terminal)."""
     return Progress(
-        TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.description}", markup=False, style="progress.description"), BarColumn(), MofNCompleteColumn(),
         TimeElapsedColumn(), TimeRemainingColumn(), console=stderr, transient=transient,
         disable=not stderr.is_terminal,
     )
