@@ -55,9 +55,10 @@ def fill(disk: Path) -> Path:
 
 
 def all_files(home: Path) -> set[str]:
-    """Every file under the telemetry directory (temporary ones included), relative to it."""
+    """Every data, rollup and temporary file under the telemetry directory, relative to it (not the
+    imports' markers and locks: a source's first import leaves its lock file and an empty marker)."""
     d = home / "parquet" / "telemetry"
-    return {str(p.relative_to(d)) for p in d.rglob("*") if p.is_file()} if d.is_dir() else set()
+    return {str(p.relative_to(d)) for p in d.rglob("*") if p.is_file() and "_imports" not in p.parts}
 
 
 def stored_totals(home: Path, fs: str) -> dict:
@@ -169,3 +170,82 @@ def test_collect_on_a_full_disk_keeps_its_readings_and_stores_each_once(tmpfs, t
         v = w.loc[w.target == name, "value"]
         if not v.isna().any():                                      # no tick was missed on a busy machine
             assert v.sum() == step * (i + 1) * MIB
+
+
+@pytest.fixture(scope="module")
+def first_import(tmp_path_factory):
+    """A store with one import of a CSV that takes several seconds to import (691,200 rows, 30 days)."""
+    d = tmp_path_factory.mktemp("reimport")
+    src = d / "big.csv"
+    totals = write_csv(src, days=30, targets=8)
+    run_cli("import", "csv", str(src), "--fs", "big", home=d / "home", check=True, timeout=300)
+    base = layout.fs_dir(Settings(home=d / "home"), "big")
+    return src, d / "home", totals, {p.name for p in layout.data_files(base)}
+
+
+def workload_totals(home: Path) -> dict:
+    p = run_cli("workload", "--fs", "big", "--json", home=home, check=True, timeout=300)
+    r = json.loads(p.stdout)
+    return {"read_bytes": r["read_bytes"], "write_bytes": r["write_bytes"]}
+
+
+@pytest.mark.parametrize("sig,when", [(signal.SIGKILL, "writing"), (signal.SIGKILL, "any"),
+                                      (signal.SIGTERM, "writing"), (signal.SIGTERM, "any")])
+def test_a_reimport_killed_at_a_random_moment_counts_the_data_once(first_import, tmp_path, sig, when):
+    """`import csv big.csv --fs big` again, killed at a random moment (anywhere, or while it writes
+    its files): readers count the old import or the new one, never both, and `workload` totals are
+    exactly the CSV's. SIGTERM rolls back at once; after kill -9 the leftovers are recognized and
+    removed without touching what counts."""
+    import shutil
+
+    src, home0, totals, old = first_import
+    home = tmp_path / "home"
+    shutil.copytree(home0, home)
+    base = layout.fs_dir(Settings(home=home), "big")
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    env = dict(os.environ, IOWEATHER_HOME=str(home))
+    env.pop("IOWEATHER_DB", None)
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "ioweather", "import", "csv", str(src), "--fs", "big"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        if when == "any":
+            time.sleep(rng.uniform(0.5, 6.0))  # an uninterrupted re-import takes ~6 s here
+        else:
+            while not [p for p in base.glob("date=*/*") if p.is_file() and p.name.lstrip(".").split(".")[0] not in
+                       {n.split(".")[0] for n in old}]:
+                assert proc.poll() is None and time.monotonic() - t0 < 120, "the re-import wrote no file"
+                time.sleep(0.01)
+            time.sleep(rng.uniform(0, 1.0))
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    note = f"seed {seed}, killed after {time.monotonic() - t0:.2f} s, exit {proc.returncode}: {err[-600:]}"
+    assert "Traceback" not in err, note
+    visible = {p.name for p in layout.data_files(base)}
+    runs = {n.split("-")[2] for n in visible}
+    assert visible == old or (len(runs) == 1 and not visible & old and len(visible) == len(old)), note
+    assert workload_totals(home) == totals, note
+    assert stored_totals_big(home) == totals, note
+    on_disk = {p.name for p in base.glob("date=*/*.parquet")}
+    if sig == signal.SIGTERM:
+        assert proc.returncode in (0, 130, -signal.SIGTERM), note
+        assert on_disk == visible, note                                      # rolled back (or done) at once
+    else:
+        from ioweather.store.telemetry_imports import leftovers, remove_leftovers
+
+        left = leftovers(base)
+        assert {p.name for p in left if p.suffix == ".parquet"} == on_disk - visible, note
+        remove_leftovers(left)
+        assert {p.name for p in base.glob("date=*/*.parquet")} == visible, note
+        assert workload_totals(home) == totals, note
+    assert not list(base.rglob("*.tmp")), note
+    assert {p.name for p in base.glob("date=*/_rollup/*.parquet")} <= visible, note
+
+
+def stored_totals_big(home: Path) -> dict:
+    return stored_totals(home, "big")

@@ -8,7 +8,7 @@ import pytest
 
 from ioweather.config import Settings
 from ioweather.errors import UserError
-from ioweather.sources.telemetry.ingest import ImportRun
+from ioweather.store.telemetry_imports import ImportRun
 from ioweather.store import telemetry_layout as layout
 
 DAY = 86_400 * 1_000_000_000

@@ -164,7 +164,8 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
 def import_one(settings, kind: str, source: str, fs: str, *, tz: str | None, since_ns: int | None,
                until_ns: int | None, interval: float | None, cumulative: bool, at_ns: int | None = None) -> dict:
     """Import one SOURCE; on any failure its rows are removed again. Returns its summary."""
-    from ioweather.sources.telemetry.ingest import ImportRun, source_writer, to_long
+    from ioweather.sources.telemetry.ingest import source_writer, to_long
+    from ioweather.store.telemetry_imports import ImportRun
 
     ident = source if "://" in source else os.path.abspath(source)
     run = ImportRun(settings, fs, source_writer(kind, ident))
@@ -270,6 +271,14 @@ def import_one(settings, kind: str, source: str, fs: str, *, tz: str | None, sin
     return out
 
 
+_stopping = threading.Event()
+
+
+def _interrupted(signum, frame):
+    _stopping.set()
+    raise KeyboardInterrupt
+
+
 def register(cli: click.Group) -> None:
     @cli.command("collect")
     @click.option("--interval", type=DURATION, default="5s", show_default=True, help="Sampling period.")
@@ -344,11 +353,20 @@ def register(cli: click.Group) -> None:
         if since_ns is not None and until_ns is not None and until_ns <= since_ns:
             raise UserError("--until must be after --since")
         results, failed = [], 0
+        # SIGTERM (systemd, a scheduler's time limit) rolls an import back as Ctrl-C does; kill -9 cannot
+        # be caught, and store/telemetry_imports.py makes that safe too.
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, _interrupted)
         for source in sources:
             try:
                 r = import_one(settings, kind, source, fs, tz=tz, since_ns=since_ns, until_ns=until_ns,
                                interval=interval, cumulative=cumulative, at_ns=to_ns(at) if at else None)
-            except UserError as e:
+            except Exception as e:
+                if _stopping.is_set():  # DuckDB turns the interrupt into its own error ("Query interrupted")
+                    raise KeyboardInterrupt from None
+                if not isinstance(e, UserError):
+                    raise
                 failed += 1
                 click.echo(f"ioweather: error: {e}", err=True)
                 results.append({"source": source, "kind": kind, "fs": fs, "error": str(e)})

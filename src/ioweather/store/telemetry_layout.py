@@ -39,6 +39,7 @@ servers prefix targets with the host name ("oss01:sda", "login1:/scratch").
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import uuid
@@ -146,6 +147,7 @@ def _write_day(base: Path, part: pd.DataFrame, day: int, writer: str) -> Path:
 DAY_NS = 86_400_000_000_000
 COMPACT_TAG = "-compact-"        # in the name of a file that replaces a day's small files of one writer
 REPLACES_KEY = b"ioweather.replaces"
+IMPORTS_DIR = "_imports"         # fs=<name>/_imports/<writer>.json: the runs of each import source that count
 
 
 def day_dirs(base: Path, since_ns: int | None = None, until_ns: int | None = None) -> list[Path]:
@@ -173,15 +175,39 @@ def replaced_by(path: Path) -> list[str]:
     return [n for n in meta.get(REPLACES_KEY, b"").decode().split("\n") if n]
 
 
+def import_markers(base: Path) -> dict[str, dict]:
+    """{writer: marker} of the imports into a dataset (store/telemetry_imports.py); an unreadable
+    marker names no run, so that writer's files do not count until its next import."""
+    out = {}
+    for p in sorted((base / IMPORTS_DIR).glob("*.json")):
+        try:
+            marker = json.loads(p.read_text())
+        except (OSError, ValueError):
+            marker = {}
+        out[p.stem] = marker if isinstance(marker, dict) else {}
+    return out
+
+
+def uncommitted(name: str, markers: dict[str, dict]) -> bool:
+    """Whether the file `name` belongs to an import run its source's marker does not name."""
+    for writer, marker in markers.items():
+        if name.startswith(writer + "-"):
+            return not any(name.startswith(f"{writer}-{run}-") for run in marker.get("runs", []))
+    return False
+
+
 def data_files(base: Path, since_ns: int | None = None, until_ns: int | None = None) -> list[Path]:
     """The dataset's data files for [since, until) (whole days), without those a compacted file
     replaces: between writing a compacted file and unlinking its parts both exist, and a reader
-    must count each row once (store/telemetry_compact.py)."""
+    must count each row once (store/telemetry_compact.py); likewise without the files of an import
+    that has not switched (still running or killed) or that a newer import of its source replaced
+    (store/telemetry_imports.py)."""
+    markers = import_markers(base)
     out = []
     for d in day_dirs(base, since_ns, until_ns):
         files = sorted(d.glob("*.parquet"))
         gone = {n for f in files for n in replaced_by(f)}
-        out.extend(f for f in files if f.name not in gone)
+        out.extend(f for f in files if f.name not in gone and not uncommitted(f.name, markers))
     return out
 
 
