@@ -3,7 +3,9 @@
 Durations: `500ms`, `1s`, `10m`, `4h`, `30d`, `1w`, or plain seconds (`2.5`).
 Sizes: `4k`, `1MiB`, `1G`, `3901` (binary multiples: k = KiB, as `dd` and `fio` do).
 Times: ISO 8601 (naive means UTC), unix seconds, `now`, `now-2h`, `now+10m`.
-All functions raise `UserError` with a one-line reason on malformed input.
+All functions raise `UserError` with a one-line reason on malformed input, and on values
+outside what the store can hold: durations from 1 ns to 100 years, times from 1970 to 2199
+(nanoseconds since 1970 in a signed 64-bit integer end in 2262), sizes below 8 EiB.
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ _DURATION_RE = re.compile(rf"^\s*{_NUM}\s*([a-zµ]*)\s*$", re.IGNORECASE)
 _SIZE_RE = re.compile(rf"^\s*{_NUM}\s*([a-z]*)\s*$", re.IGNORECASE)
 _RELATIVE_RE = re.compile(r"^\s*now\s*(?:([+-])\s*(.+))?$", re.IGNORECASE)
 
+MAX_DURATION_S = 100 * 365.25 * 86400.0
+MIN_DURATION_S = 1e-9
+FIRST_TIME = datetime(1970, 1, 1, tzinfo=timezone.utc)
+END_TIME = datetime(2200, 1, 1, tzinfo=timezone.utc)
+MAX_SIZE = (1 << 63) - 1
+
 
 def parse_duration(text: str | float | int) -> float:
     """Seconds in `text` (`10m` -> 600.0). Negative, zero-length or unknown units are errors."""
@@ -46,6 +54,10 @@ def parse_duration(text: str | float | int) -> float:
         value = float(m.group(1)) * _DURATION_UNITS[unit]
     if not math.isfinite(value) or value < 0:
         raise UserError(f"duration must be a non-negative finite number, got {text!r}")
+    if value > MAX_DURATION_S:
+        raise UserError(f"duration {text!r} is longer than 100 years")
+    if 0 < value < MIN_DURATION_S * (1 - 1e-9):
+        raise UserError(f"duration {text!r} is shorter than 1 ns, the finest time ioweather stores")
     return value
 
 
@@ -63,6 +75,8 @@ def parse_size(text: str | int) -> int:
         value = float(m.group(1)) * _SIZE_UNITS[unit]
     if value < 0 or value != int(value):
         raise UserError(f"size must be a whole non-negative number of bytes, got {text!r}")
+    if value > MAX_SIZE:
+        raise UserError(f"size {text!r} is larger than 8 EiB")
     return int(value)
 
 def parse_rate(text: str) -> float:
@@ -82,25 +96,50 @@ def parse_time(text: str, now: datetime | None = None) -> datetime:
         if not m.group(1):
             return now
         delta = parse_duration(m.group(2))
-        return datetime.fromtimestamp(now.timestamp() + (delta if m.group(1) == "+" else -delta), timezone.utc)
+        return _from_unix(now.timestamp() + (delta if m.group(1) == "+" else -delta), text)
     if re.fullmatch(r"\d+(\.\d+)?", s):
-        return datetime.fromtimestamp(float(s), timezone.utc)
+        return _from_unix(float(s), text)
     try:
         dt = datetime.fromisoformat(s.replace("Z", "+00:00"))
     except ValueError:
         raise UserError(f"malformed time {text!r}: expected ISO 8601 (2026-11-22T10:00Z), unix seconds or now-2h") from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc)
+    try:
+        return _in_range(dt.astimezone(timezone.utc), text)
+    except OverflowError:  # year 1 in a zone east of UTC
+        raise _out_of_range(text) from None
+
+
+def _out_of_range(text) -> UserError:
+    return UserError(f"time {text!r} is outside the years 1970 to 2199 that ioweather stores")
+
+
+def _in_range(dt: datetime, text) -> datetime:
+    if not FIRST_TIME <= dt < END_TIME:
+        raise _out_of_range(text)
+    return dt
+
+
+def _from_unix(seconds: float, text) -> datetime:
+    try:
+        return _in_range(datetime.fromtimestamp(seconds, timezone.utc), text)
+    except (OverflowError, OSError, ValueError):  # beyond what the C library's time_t holds
+        raise _out_of_range(text) from None
 
 
 def time_ago(text: str, now: datetime | None = None) -> datetime:
     """A start time for `--since`: a bare duration (`2h`) means that long before now."""
     now = now or datetime.now(timezone.utc)
-    try:
-        return datetime.fromtimestamp(now.timestamp() - parse_duration(text), timezone.utc)
-    except UserError:
-        return parse_time(text, now)
+    if looks_like_duration(text):
+        return _from_unix(now.timestamp() - parse_duration(text), f"{text} ago")
+    return parse_time(text, now)
+
+
+def looks_like_duration(text: str) -> bool:
+    """Whether `text` is written as a duration (`2h`, `90`), so that its errors are a duration's."""
+    m = _DURATION_RE.match(str(text))
+    return bool(m) and (m.group(2).lower() or "s") in _DURATION_UNITS
 
 
 def ns_to_iso(ns: int) -> str:

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 from starlette.datastructures import QueryParams
 
 from ioweather.errors import UserError
-from ioweather.units import format_seconds, parse_duration, parse_time, to_ns
+from ioweather.units import format_seconds, looks_like_duration, parse_duration, parse_time, to_ns
 
 MAX_PARAM_CHARS = 300
 #: Earliest time a page accepts: anything before is a typo, not a probe sample.
@@ -96,12 +96,15 @@ class Query:
         else:
             until_raw = until_raw or "now"
             until = _time(parse_time, "until", until_raw, now)
-        try:  # a bare duration counts back from until; anything else is a time (now-2h is from now)
-            since = until - timedelta(seconds=parse_duration(since_raw))
-        except UserError:
+        if looks_like_duration(since_raw):  # a bare duration counts back from until; now-2h is from now
+            try:
+                since = until - timedelta(seconds=parse_duration(since_raw))
+            except UserError as e:
+                raise BadRequest(f"since: {e}") from None
+            except OverflowError:
+                raise BadRequest(f"since: {since_raw!r} is out of range") from None
+        else:
             since = _time(parse_time, "since", since_raw, now)
-        except OverflowError:
-            raise BadRequest(f"since: {since_raw!r} is out of range") from None
         if since >= until:
             raise BadRequest(f"since ({since_raw}) must be before until ({until_raw})")
         if since < EPOCH_FLOOR:
