@@ -24,9 +24,12 @@ COMMAND_MODULES = [
     "ioweather.commands.factors",
     "ioweather.commands.jobs",
     "ioweather.commands.telemetry",
+    "ioweather.commands.scheduler",  # after telemetry: adds its kinds to the `import` command
+    "ioweather.commands.umami",
     "ioweather.commands.workload",
     "ioweather.commands.fsstats",
     "ioweather.commands.web",
+    "ioweather.commands.store",
 ]
 
 

@@ -1,0 +1,172 @@
+"""`ioweather umami JOB`, `ioweather correlations` and `ioweather import job-features` (seed 003; METHODS.md section 7)."""
+
+from __future__ import annotations
+
+import click
+
+from ioweather.commands.common import json_option
+
+
+def _num(v) -> str:
+    """Numbers for the tables: thousands separators or 3 decimals, never an exponent."""
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    a = abs(v)
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 1 or a == 0:
+        return f"{v:.2f}"
+    return f"{v:.3f}" if a >= 0.001 else "< 0.001" if v > 0 else "> -0.001"
+
+
+def _p(v) -> str:
+    if v is None:
+        return "-"
+    return "< 0.0001" if v < 1e-4 else f"{v:.4f}"
+
+
+def register(cli: click.Group) -> None:
+    @cli.command()
+    @click.argument("job")
+    @click.option("--fs", default=None, help="File system the job used (default: the only one with telemetry, "
+                                             "or the one named by its mount point).")
+    @click.option("--system", default=None, help="Imported feature set (e.g. edison) when a job id is in several.")
+    @click.option("--motif", default=None, help="Imported feature rows: which benchmark of the job (e.g. ior_fpp_write).")
+    @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None, help="Write an HTML report here.")
+    @json_option
+    @click.pass_obj
+    def umami(settings, job, fs, system, motif, html_out, as_json):
+        """A job's weather against its motif's climate, and a one-line verdict: the system or your code.
+
+        JOB is a Darshan log hash prefix or job id, a scheduler job id, or the job id of an imported
+        feature row (`ioweather import job-features`)."""
+        from ioweather.services.umami import umami as build
+        from ioweather.store import open_store
+        from ioweather.views.output import print_json, print_table, stdout
+
+        doc = build(open_store(settings), job, system=system, fs=fs, motif=motif)
+        if html_out:
+            from ioweather.services.umami import write_html
+
+            write_html(doc, html_out)
+            click.echo(f"wrote {html_out}", err=True)
+            return
+        if as_json:
+            print_json({k: v for k, v in doc.items()})
+            return
+        stdout.print(f"[bold]{doc['verdict']}[/bold]", highlight=False)
+        stdout.print(f"job {doc['job']} · motif {doc['motif']} · {doc['history_jobs']} earlier jobs of this motif",
+                     highlight=False, markup=False)
+        rows = [{**m, "median": m["box"]["median"]} for m in doc["metrics"]]
+        print_table(rows, [("label", "metric"), ("value", "value", _num), ("median", "history median", _num),
+                           ("quartile", "quartile"), ("colour", "colour"), ("r", "r", _num), ("p", "p", _p),
+                           ("strength", "correlation"), ("unusual", "unusual", _num)])
+
+    @cli.command()
+    @click.option("--fs", default=None, help="Only jobs on this file system (default: every job in the store).")
+    @click.option("--motif", default=None, help="Only jobs of this motif (e.g. ior_fpp_write).")
+    @click.option("--system", default=None, help="Only this imported feature set (e.g. edison).")
+    @click.option("--metric", "metrics", multiple=True, help="Only these metrics (repeatable).")
+    @click.option("--all-rows", is_flag=True, help="Keep the rows the paper's filters drop (imported features).")
+    @json_option
+    @click.pass_obj
+    def correlations(settings, fs, motif, system, metrics, all_rows, as_json):
+        """Which metrics matter: Pearson's r of fraction of peak with each metric, and its p-value.
+
+        strong: p < 0.01, weak: p < 0.05, else none; |r| > 0.3 is a moderate correlation (bold)."""
+        from ioweather.services.umami import correlations as build
+        from ioweather.store import open_store
+        from ioweather.views.output import print_json, print_table, stdout
+
+        doc = build(open_store(settings), fs=fs, motif=motif, system=system, metrics=list(metrics) or None,
+                    all_rows=all_rows)
+        if as_json:
+            print_json([{k: r[k] for k in ("metric", "r", "p", "n", "strength", "magnitude")} for r in doc["rows"]])
+            return
+        stdout.print(f"{doc['jobs']} jobs", highlight=False)
+
+        def style(r):
+            colour = {"strong": "blue", "weak": "green"}.get(r["strength"], "red")
+            return f"bold {colour}" if r["r"] is not None and abs(r["r"]) > 0.3 else colour
+
+        print_table(doc["rows"], [("metric", "metric"), ("r", "r", _num), ("p", "p", _p), ("n", "n"),
+                                  ("strength", "strength"), ("magnitude", "|r|")], row_style=style)
+
+    group = _import_group(cli)
+    if group is None:
+        return
+
+    @group.command("job-features")
+    @click.argument("csv", type=click.Path(dir_okay=False))
+    @click.option("--preset", type=click.Choice(["tokio-abc"]), required=True, help="The table's format.")
+    @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
+                  help="tokio-abc's abcconfig.json (default: beside the CSV).")
+    @click.option("--name", default=None, help="Name of the set (default: the system, from the file name).")
+    @json_option
+    @click.pass_obj
+    def job_features(settings, csv, preset, config_path, name, as_json):
+        """Per-job feature rows from elsewhere (tokio-abc summaries); a re-import of a set replaces it."""
+        from ioweather.services.umami import import_job_features
+        from ioweather.store import open_store
+        from ioweather.views.output import print_json
+
+        res = import_job_features(open_store(settings), csv, preset, config_path, name)
+        if as_json:
+            print_json(res)
+            return
+        click.echo(f"imported {res['rows']:,} jobs into set {res['set']} ({res['rows_kept_by_paper_filters']:,} kept "
+                   f"by the paper's filters)")
+
+
+class _ImportGroup(click.Group):
+    """`ioweather import`: the telemetry import (KIND SOURCE...) plus sub-commands added by other modules.
+
+    The telemetry import is one command whose first argument is KIND; a first argument that is not a
+    sub-command's name goes to it unchanged, so `ioweather import lmt ...` works as before."""
+
+    def __init__(self, telemetry: click.Command):
+        super().__init__(name=telemetry.name, help=telemetry.help, short_help=telemetry.short_help,
+                         context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+        self.telemetry = telemetry
+
+    def parse_args(self, ctx, args):
+        if args and args[0] in ("-h", "--help") or not args:
+            return super().parse_args(ctx, args)
+        ctx.args = list(args)  # everything to the sub-command, options included
+        return ctx.args
+
+    def resolve_command(self, ctx, args):
+        if args and args[0] in self.commands:
+            return super().resolve_command(ctx, args)
+        return self.telemetry.name, self.telemetry, args
+
+    def invoke(self, ctx):
+        args = ctx.args
+        name, cmd, rest = self.resolve_command(ctx, args)
+        if cmd is self.telemetry:
+            # the telemetry command reads its KIND from `rest`; it keeps `ioweather import` as its path
+            sub = cmd.make_context(ctx.info_name, list(rest), parent=ctx.parent)
+        else:
+            sub = cmd.make_context(name, list(rest), parent=ctx)
+        with sub:
+            return sub.command.invoke(sub)
+
+    def format_help(self, ctx, formatter):
+        self.telemetry.format_help(ctx, formatter)
+        formatter.write_paragraph()
+        formatter.write_text("Also: " + ", ".join(f"`{ctx.command_path} {n} --help`" for n in sorted(self.commands))
+                             + " (per-job feature tables, e.g. tokio-abc summaries).")
+
+
+def _import_group(cli: click.Group) -> click.Group | None:
+    """The `import` group, wrapping the telemetry import command when it is a plain command."""
+    cmd = cli.commands.get("import")
+    if cmd is None:
+        return None
+    if isinstance(cmd, click.Group):
+        return cmd
+    group = _ImportGroup(cmd)
+    cli.commands["import"] = group
+    return group

@@ -1,0 +1,392 @@
+"""A job's weather (METHODS.md section 7): the joins of a job's window with our telemetry, `lfs df`
+fullness, probes and the scheduler's other jobs, stored per job and recomputed when its window's
+telemetry changes.
+
+Window: the job's start to its end plus a 5 s tail (stats.coverage.TAIL_S), from its Darshan log.
+Only that window's telemetry is read (store/job_telemetry.py says how). Motif: executable name +
+node count + dominant direction + file system. The file system of a Darshan job is --fs, else the
+only file system with telemetry, else the one whose name is the last component of a mount point the
+job wrote to.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pandas as pd
+
+from ioweather.errors import UserError
+from ioweather.stats import coverage as cov
+
+MIB = 1024 * 1024
+WINDOW_METRICS = ["read_bytes", "write_bytes", "read_ops", "write_ops", "cpu_pct"]
+_OST = re.compile(r"OST([0-9a-fA-F]{4})$")
+#: Weather metrics shown in a job's UMAMI, performance first.
+UMAMI_ROWS = ["fraction_of_peak", "coverage_factor_bw", "coverage_factor_read_bw", "coverage_factor_write_bw",
+              "coverage_factor_ops", "coverage_factor_opens", "md_ops_per_s", "server_cpu_pct", "fullest_ost_pct",
+              "probe_slowdown", "concurrent_jobs", "concurrent_node_hours", "missing_fraction"]
+
+
+# ----------------------------------------------------------------------------- jobs
+
+def _scheduler():
+    """The scheduler store component (another part of ioweather; absent in older trees)."""
+    try:
+        from ioweather.store import scheduler
+    except ModuleNotFoundError:
+        return None
+    return scheduler
+
+
+def _job_from_darshan(row: dict, files: pd.DataFrame | None) -> dict:
+    posix = files[files["module"] == "POSIX"] if files is not None and len(files) else None
+    osts = None
+    if posix is not None and "ost_ids" in posix.columns:
+        ids = set()
+        for v in posix["ost_ids"].dropna():
+            ids.update(int(x) for x in (v if hasattr(v, "__iter__") else [v]))
+        osts = sorted(ids) or None
+    br = row.get("posix_bytes_read") if row.get("posix_bytes_read") is not None else row.get("bytes_read")
+    bw = row.get("posix_bytes_written") if row.get("posix_bytes_written") is not None else row.get("bytes_written")
+    return {"key": f"darshan:{row['log_hash']}", "id": row["log_hash"][:12], "jobid": row.get("jobid"),
+            "exe": os.path.basename(str(row.get("exe") or "?").split()[0]), "nnodes": row.get("nnodes") or row.get("nprocs"),
+            "start_ns": int(row["start_ns"]), "end_ns": int(row["end_ns"]),
+            "bytes_read": br, "bytes_written": bw,
+            "read_ops": int(posix["reads"].sum()) if posix is not None else None,
+            "write_ops": int(posix["writes"].sum()) if posix is not None else None,
+            "opens": int(posix["opens"].sum()) if posix is not None else None,
+            "osts": osts, "perf_bps": (row.get("agg_perf_by_slowest_mibps") or np.nan) * MIB,
+            "mounts": sorted({str(m) for m in files["mount"].dropna()}) if files is not None and "mount" in files else []}
+
+
+def find_job(store, job_id: str) -> dict | None:
+    """A Darshan job by job id or log-hash prefix, else a scheduler job by id; None when neither knows it."""
+    from ioweather.store import jobs as jstore
+
+    hit = None
+    if job_id.isdigit():
+        rows = jstore.load_jobs(store, ["log_hash", "jobid", "ingested_ns"])
+        rows = rows[rows["jobid"].astype("Int64") == int(job_id)] if len(rows) else rows
+        if len(rows):
+            hit = jstore.job(store, store.parquet_dir, rows.sort_values("ingested_ns").iloc[-1]["log_hash"])
+    if hit is None and re.fullmatch(r"[0-9a-f]{6,64}", job_id):
+        hit = jstore.job(store, store.parquet_dir, job_id)
+    if hit is not None:
+        row, files = hit
+        if row.get("start_ns") is None or row.get("end_ns") is None:
+            raise UserError(f"job {job_id}: its Darshan log has no start or end time")
+        return _job_from_darshan(row, files)
+    sched = _scheduler()
+    if sched is not None:
+        s = sched.get_job(store, job_id)
+        if s is not None:
+            if s.get("start_ns") is None:
+                raise UserError(f"job {job_id} has not started")
+            end = s.get("end_ns")
+            return {"key": f"sched:{s['cluster']}:{s['jobid']}", "id": str(s["jobid"]), "jobid": s["jobid"],
+                    "exe": s.get("name") or "?", "nnodes": s.get("nnodes"), "start_ns": int(s["start_ns"]),
+                    "end_ns": int(end) if end is not None else None, "running": end is None,
+                    "bytes_read": None, "bytes_written": None, "read_ops": None, "write_ops": None, "opens": None,
+                    "osts": None, "perf_bps": np.nan, "mounts": []}
+    return None
+
+
+def choose_fs(store, job: dict, fs: str | None) -> str:
+    from ioweather.store.job_telemetry import known_fs
+
+    names = known_fs(store.parquet_dir)
+    if fs:
+        return fs
+    if len(names) == 1:
+        return names[0]
+    by_mount = [n for n in names if any(os.path.basename(m.rstrip("/")) == n for m in job.get("mounts", []))]
+    if len(by_mount) == 1:
+        return by_mount[0]
+    raise UserError(f"which file system did job {job['id']} use? give --fs (with telemetry: {', '.join(names) or 'none'})")
+
+
+def direction(job: dict) -> str:
+    r, w = job.get("bytes_read") or 0, job.get("bytes_written") or 0
+    return "write" if w > r else "read"
+
+
+def motif(job: dict, fs: str) -> str:
+    return f"{job['exe']} / {job.get('nnodes') or '?'} nodes / {direction(job)} / {fs}"
+
+
+# ----------------------------------------------------------------------------- weather
+
+def _amounts(rows: pd.DataFrame, since: int, until: int) -> dict:
+    def amount(metric=None, prefix=None):
+        sel = rows[rows["metric"] == metric] if metric else rows[rows["metric"].str.startswith(prefix)]
+        return cov.window_amount(sel["time_ns"], sel["interval_s"], sel["value"], since, until)
+
+    return {"bytes_read": amount("read_bytes"), "bytes_written": amount("write_bytes"),
+            "read_ops": amount("read_ops"), "write_ops": amount("write_ops"),
+            "opens": amount("md_open"), "stats": amount("md_getattr"), "md_ops": amount(prefix="md_")}
+
+
+def _on_targets(rows: pd.DataFrame, osts: list[int]) -> pd.DataFrame:
+    want = {f"{i:04x}" for i in osts}
+    ids = rows["target"].astype(str).str.extract(_OST, expand=False).str.lower()
+    return rows[ids.isin(want)]
+
+
+def compute(store, job: dict, fs: str, con=None) -> dict:
+    """The weather document of `job` on `fs` (metrics, with None for what is unknown, and notes)."""
+    from ioweather.store import job_telemetry as jt
+
+    since = job["start_ns"]
+    until = (job["end_ns"] if job.get("end_ns") is not None else since) + int(cov.TAIL_S * 1e9)
+    notes = []
+    rows = jt.window_rows(store.parquet_dir, fs, since, until, WINDOW_METRICS, ("md_",), con=con)
+    doc: dict = {m: None for m in UMAMI_ROWS if m != "fraction_of_peak"}
+    doc["window_start_ns"], doc["window_end_ns"] = since, until
+    doc["performance_bps"] = None if not np.isfinite(job.get("perf_bps", np.nan)) else float(job["perf_bps"])
+    byte_rows = rows[rows["metric"].isin(["read_bytes", "write_bytes"])]
+    if byte_rows.empty:
+        doc["no_data"] = True
+        notes.append(f"no telemetry for {fs} in the job's window")
+    else:
+        doc["no_data"] = False
+        fs_all = _amounts(rows, since, until)
+        job_amounts = {k: job.get(k) for k in ("bytes_read", "bytes_written", "read_ops", "write_ops", "opens")}
+        job_amounts = {k: v for k, v in job_amounts.items() if v is not None}
+        every = cov.coverage_factors(job_amounts, fs_all)
+        own = rows
+        doc["cf_variant"] = "all targets"
+        if job.get("osts"):
+            sel = _on_targets(rows, job["osts"])
+            if not sel.empty:
+                # the paper's variant: only the servers the job used (MDS ops stay file-system wide)
+                own = pd.concat([sel, rows[rows["metric"].str.startswith("md_")]])
+                doc["cf_variant"] = "job's targets"
+        chosen = cov.coverage_factors(job_amounts, _amounts(own, since, until)) if own is not rows else every
+        doc.update(chosen)
+        doc.update({f"{k}_all_targets": v for k, v in every.items() if k.startswith("coverage_factor_")
+                    and not k.endswith("_flagged")})
+        span_s = (until - since) / 1e9
+        doc["md_ops_per_s"] = None if fs_all["md_ops"] is None else fs_all["md_ops"] / span_s
+        doc["fs_bytes"] = None if fs_all["bytes_read"] is None else fs_all["bytes_read"] + (fs_all["bytes_written"] or 0)
+        cpu = rows[rows["metric"] == "cpu_pct"]["value"].to_numpy(float)
+        doc["server_cpu_pct"] = float(np.nanmean(cpu)) if np.isfinite(cpu).any() else None
+        n_targets = byte_rows["target"].nunique()
+        doc["missing_fraction"] = cov.missing_fraction(byte_rows["time_ns"], byte_rows["interval_s"], byte_rows["value"],
+                                                       since, until, 2 * n_targets)
+    doc["fullest_ost_pct"], doc["fullest_ost"] = _fullest(store, fs, since, con)
+    doc.update(_concurrency(store, job, since, until, notes))
+    doc["probe_slowdown"], doc["probe_slowdown_by_op"] = _probe_slowdown(store, since, until)
+    doc["notes"] = notes
+    return doc
+
+
+def _fullest(store, fs: str, at_ns: int, con) -> tuple[float | None, str | None]:
+    from ioweather.store import job_telemetry as jt
+
+    g = jt.gauges_before(store.parquet_dir, fs, at_ns, ["capacity_bytes", "free_bytes"], con=con)
+    if g.empty:
+        return None, None
+    w = g.pivot_table(index="target", columns="metric", values="value", aggfunc="last")
+    if "capacity_bytes" not in w or "free_bytes" not in w:
+        return None, None
+    osts = [t for t in w.index if "OST" in str(t)] or list(w.index)
+    w = w.loc[osts]
+    used = (1 - w["free_bytes"] / w["capacity_bytes"]) * 100
+    used = used[np.isfinite(used)]
+    if used.empty:
+        return None, None
+    return float(used.max()), str(used.idxmax())
+
+
+def _concurrency(store, job: dict, since: int, until: int, notes: list) -> dict:
+    out = {"concurrent_jobs": None, "concurrent_node_hours": None, "coverage_factor_nodehrs": None}
+    sched = _scheduler()
+    if sched is None:
+        notes.append("no scheduler data in this ioweather (concurrent jobs unknown)")
+        return out
+    others = sched.jobs_overlapping(store, since, until)
+    if not others:
+        notes.append("no scheduler jobs in the window")
+        return out
+    me = str(job.get("jobid")) if job.get("jobid") is not None else None
+    if me is not None and not any(str(o["jobid"]) == me for o in others):
+        notes.append(f"job id {me} is not in the scheduler data")
+    total_nh, mine_nh, n = 0.0, None, 0
+    for o in others:
+        lo = max(since, int(o["start_ns"]))
+        hi = min(until, int(o["end_ns"]) if o.get("end_ns") is not None else until)
+        nh = max(0, hi - lo) / 3.6e12 * (o.get("nnodes") or 0)
+        total_nh += nh
+        if me is not None and str(o["jobid"]) == me:
+            mine_nh = nh
+        else:
+            n += 1
+    out["concurrent_jobs"] = n
+    out["concurrent_node_hours"] = total_nh - (mine_nh or 0.0)
+    out["coverage_factor_nodehrs"] = cov.coverage_factor(mine_nh, total_nh) if mine_nh is not None else None
+    return out
+
+
+def _probe_slowdown(store, since: int, until: int) -> tuple[float | None, dict | None]:
+    """Median slowdown of each probed op over the window (worst op, and per op); None without probes."""
+    from datetime import datetime, timezone
+
+    from ioweather.services.slowdown import compute_slowdown, known_targets
+
+    try:
+        if not known_targets(store, None):
+            return None, None
+        a = datetime.fromtimestamp(since / 1e9, timezone.utc)
+        b = datetime.fromtimestamp(until / 1e9, timezone.utc)
+        rows = compute_slowdown(store, None, max(1.0, (until - since) / 1e9), "median", 30 * 86400.0, a, b)
+    except UserError:
+        return None, None
+    by_op: dict = {}
+    for r in rows:
+        if r.get("slowdown") is not None:
+            by_op.setdefault(r["op"], []).append(r["slowdown"])
+    if not by_op:
+        return None, None
+    med = {op: float(np.median(v)) for op, v in by_op.items()}
+    return max(med.values()), med
+
+
+# ----------------------------------------------------------------------------- stored weather
+
+def ensure(store, jobs: list[dict], fs: str, sigs=None, con=None) -> dict[str, dict]:
+    """{job key: weather row} for `jobs` on `fs`, computing those missing or stale (their window's
+    telemetry signature changed) and storing them in one transaction."""
+    from ioweather.store import job_telemetry as jt
+    from ioweather.store import job_weather as wstore
+    from ioweather.store.telemetry_layout import connect_duckdb
+
+    sigs = sigs or jt.WindowSignatures(store.parquet_dir)
+    stored = {r["job_key"]: r for r in wstore.all_rows(store, fs)}
+    out, fresh = {}, []
+    own = con is None
+    con = con or connect_duckdb(threads=1)
+    try:
+        for job in jobs:
+            end = job["end_ns"] if job.get("end_ns") is not None else job["start_ns"]
+            sig = sigs.window(fs, job["start_ns"], end + int(cov.TAIL_S * 1e9))
+            have = stored.get(job["key"])
+            if have is not None and have["telemetry_sig"] == sig and not job.get("running"):
+                out[job["key"]] = have
+                continue
+            row = {"job_key": job["key"], "fs": fs, "motif": motif(job, fs), "start_ns": job["start_ns"],
+                   "end_ns": end, "telemetry_sig": sig, "doc": compute(store, job, fs, con)}
+            fresh.append(row)
+            out[job["key"]] = row
+    finally:
+        if own:
+            con.close()
+    running = {j["key"] for j in jobs if j.get("running")}  # a running job's window still grows: not stored
+    wstore.put_many(store, [r for r in fresh if r["job_key"] not in running])
+    return out
+
+
+def darshan_jobs(store) -> list[dict]:
+    """Every Darshan job with a window, with the per-file sums of its POSIX records."""
+    from ioweather.store import jobs as jstore
+
+    rows = jstore.load_jobs(store, ["log_hash", "jobid", "exe", "nnodes", "nprocs", "start_ns", "end_ns", "bytes_read",
+                                    "bytes_written", "posix_bytes_read", "posix_bytes_written",
+                                    "agg_perf_by_slowest_mibps"])
+    rows = rows[rows["start_ns"].notna() & rows["end_ns"].notna()]
+    if rows.empty:
+        return []
+    files = jstore.file_rows(store, store.parquet_dir)
+    by_job = {}
+    if files is not None:
+        f = files.select([c for c in ("log_hash", "module", "reads", "writes", "opens", "mount")
+                          if c in files.column_names]).to_pandas()
+        by_job = dict(tuple(f.groupby("log_hash")))
+    out = []
+    for r in rows.to_dict("records"):
+        r = {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in r.items()}
+        out.append(_job_from_darshan(r, by_job.get(r["log_hash"])))
+    return out
+
+
+def refresh_all(store, fs: str | None = None) -> dict:
+    """Compute the weather of every Darshan job whose window's telemetry changed; {computed, kept, skipped}."""
+    from ioweather.store import job_telemetry as jt
+    from ioweather.store import job_weather as wstore
+
+    jobs = darshan_jobs(store)
+    before = {(r["job_key"], r["fs"]): r["computed_ns"] for r in wstore.all_rows(store)}
+    groups: dict[str, list] = {}
+    skipped = 0
+    for j in jobs:
+        try:
+            groups.setdefault(choose_fs(store, j, fs), []).append(j)
+        except UserError:
+            skipped += 1
+    sigs = jt.WindowSignatures(store.parquet_dir)
+    computed = 0
+    for name, js in groups.items():
+        res = ensure(store, js, name, sigs)
+        computed += sum(1 for k, r in res.items() if r.get("computed_ns") is None or before.get((k, name)) != r.get("computed_ns"))
+    return {"jobs": len(jobs), "computed": computed, "kept": len(jobs) - computed - skipped, "skipped": skipped}
+
+
+def _with_fraction_of_peak(rows: list[dict]) -> pd.DataFrame:
+    from ioweather.stats.umami import fraction_of_peak
+
+    recs = [{"job_key": r["job_key"], "fs": r["fs"], "motif": r["motif"], "start_ns": r["start_ns"], **r["doc"]} for r in rows]
+    df = pd.DataFrame.from_records(recs)
+    if df.empty:
+        return df
+    df["performance_bps"] = pd.to_numeric(df.get("performance_bps"), errors="coerce")
+    df["fraction_of_peak"] = fraction_of_peak(df["performance_bps"].to_numpy(float), df["motif"].tolist())
+    for c in [c for c in df.columns if c.startswith("coverage_factor_") and not c.endswith("_flagged")]:
+        df.loc[df[c] > cov.CF_MAX_PLAUSIBLE, c] = np.nan  # clock skew or missing samples: out of the statistics
+    return df
+
+
+def weather_frame(store, fs: str | None = None, motif: str | None = None) -> pd.DataFrame:
+    """Every stored job weather (refreshed first) as a table with fraction of peak per motif."""
+    from ioweather.store import job_weather as wstore
+
+    refresh_all(store, fs)
+    df = _with_fraction_of_peak(wstore.all_rows(store, fs))
+    if not df.empty and motif:
+        df = df[df["motif"] == motif]
+    return df.drop(columns=[c for c in ("notes", "probe_slowdown_by_op", "fullest_ost", "cf_variant", "no_data")
+                            if c in df.columns]) if not df.empty else df
+
+
+def umami_for_job(store, job_id: str, fs: str | None = None) -> dict | None:
+    """The UMAMI document of a Darshan or scheduler job; None when neither knows `job_id`."""
+    from ioweather.services.umami import climate
+    from ioweather.store import job_weather as wstore
+
+    job = find_job(store, job_id)
+    if job is None:
+        return None
+    name = choose_fs(store, job, fs)
+    key = motif(job, name)
+    peers = [j for j in darshan_jobs(store) if motif(j, name) == key or j["key"] == job["key"]]
+    if not any(j["key"] == job["key"] for j in peers):
+        peers.append(job)
+    ensure(store, peers, name)
+    df = _with_fraction_of_peak([r for r in wstore.all_rows(store, name) if r["motif"] == key])
+    mine = df[df["job_key"] == job["key"]]
+    if mine.empty:  # a running job is not stored: compute it for this answer only
+        doc = ensure(store, [job], name)[job["key"]]["doc"]
+        values = {**doc, "fraction_of_peak": None}
+    else:
+        values = mine.iloc[0].to_dict()
+    history = df[(df["job_key"] != job["key"]) & (df["start_ns"] < job["start_ns"])]
+    metrics = list(UMAMI_ROWS)
+    weather = {k: v for k, v in values.items() if k not in ("job_key", "fs", "motif")}
+    out = climate({"id": job["id"], "motif": key, "start_ns": job["start_ns"], "values": values}, history, metrics,
+                  "fraction_of_peak")
+    out["source"] = "darshan" if job["key"].startswith("darshan:") else "scheduler"
+    out["fs"] = name
+    if weather.get("no_data"):
+        out["verdict"] = f"no data: no telemetry for {name} in the job's window"
+    out["weather"] = weather
+    return out

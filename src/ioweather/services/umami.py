@@ -1,0 +1,239 @@
+"""Climate vs weather for one job, which metrics matter, and job-feature imports (seed 003; METHODS.md section 7).
+
+Two kinds of jobs have a weather: imported feature rows (tokio-abc: every metric already in the row,
+fraction of peak `darshan_normalized_perf_by_max`) and jobs of our own store (Darshan or scheduler
+jobs, their weather computed from our telemetry by services/job_weather.py, fraction of peak
+`fraction_of_peak`). Both go through `climate()`: the motif's history (jobs of the same motif that
+started before the job), a box and quartile per metric, Pearson's r of each metric with fraction of
+peak across that history, culprits and the verdict.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ioweather.errors import UserError
+from ioweather.stats import correlate
+from ioweather.stats import umami as um
+from ioweather.units import ns_to_iso
+
+PRESETS = ("tokio-abc",)
+FEATURE_PERF = "darshan_normalized_perf_by_max"
+#: The rows of a tokio-abc UMAMI when abcconfig.json names none, plus what the paper correlates.
+DEFAULT_FEATURE_ROWS = ["darshan_normalized_perf_by_max", "coverage_factor_bw", "contention_bw", "contention_opens",
+                        "contention_stats", "contention_ops", "fs_ave_mds_cpu", "fs_ave_oss_cpu",
+                        "fshealth_ost_most_full_pct", "fshealth_ost_overloaded_oss_count", "jobsdb_concurrent_jobs",
+                        "topology_job_max_radius"]
+#: Columns that restate performance: correlating them with fraction of peak says nothing.
+_PERF_PREFIXES = ("darshan_normalized_perf", "darshan_agg_perf")
+
+
+# ----------------------------------------------------------------------------- import
+
+def import_job_features(store, csv_path: str, preset: str, config_path: str | None = None,
+                        name: str | None = None) -> dict:
+    """Read a feature CSV, derive what it lacks, store it as set `name` (tokio-abc: the system's name)."""
+    from ioweather.sources import job_features as src
+    from ioweather.stats.abc_features import derive, paper_filter
+    from ioweather.store import job_features as fstore
+
+    if preset not in PRESETS:
+        raise UserError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}")
+    raw = src.read_csv(csv_path)
+    system = name or src.system_from_name(csv_path)
+    if not system:
+        raise UserError(f"cannot tell the system from the file name {Path(csv_path).name!r}: give --name")
+    cfg_path = Path(config_path) if config_path else Path(csv_path).parent / "abcconfig.json"
+    config = src.read_config(cfg_path) if (config_path or cfg_path.is_file()) else {}
+    ppn = int(config.get("job_ppns", {}).get(system, 16))
+    df = derive(raw, system, ppn=ppn)
+    df["_paper_filter"] = paper_filter(df)
+    stored = {"directions": {k: bool(v) for k, v in config.get("metric_big_is_good", {}).items()},
+              "umami_rows": config.get("umami_row_order") or DEFAULT_FEATURE_ROWS,
+              "labels": config.get("metric_labels", {}), "perf": FEATURE_PERF}
+    n = fstore.write_set(store, system, preset, str(Path(csv_path).resolve()), df, stored)
+    return {"set": system, "preset": preset, "rows": n, "rows_in_file": len(raw),
+            "rows_kept_by_paper_filters": int(df["_paper_filter"].sum()),
+            "config": str(cfg_path) if stored["directions"] else None}
+
+
+# ----------------------------------------------------------------------------- correlations
+
+def metric_columns(df: pd.DataFrame) -> list[str]:
+    """Numeric metric columns of a feature table: not identifiers (`_...`), flags (`...?`) or performance."""
+    out = []
+    for c in df.columns:
+        if c.startswith("_") or c.endswith("?") or c.endswith("_flagged") or c.startswith(_PERF_PREFIXES):
+            continue
+        if c in ("fraction_of_peak", "performance_bps", "start_ns", "end_ns"):
+            continue
+        if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]):
+            out.append(c)
+    return out
+
+
+def _feature_frame(store, system=None, fs=None, motif=None, all_rows=False) -> pd.DataFrame:
+    from ioweather.store import job_features as fstore
+
+    df = fstore.load(store, [system] if system else None)
+    if df.empty:
+        return df
+    keep = df["_paper_filter"].astype(bool) if not all_rows else pd.Series(True, index=df.index)
+    if fs:
+        keep &= df["_file_system"].astype(str) == fs
+    if motif:
+        keep &= df["_benchmark_id"].astype(str) == motif
+    return df[keep]
+
+
+def correlations(store, fs: str | None = None, motif: str | None = None, system: str | None = None,
+                 metrics: list[str] | None = None, all_rows: bool = False) -> dict:
+    """Pearson's r of fraction of peak with every metric over the jobs in the store (imported features and
+    our own jobs' weather), optionally of one file system, motif or feature set."""
+    from ioweather.services import job_weather
+
+    parts = []
+    feats = _feature_frame(store, system, fs, motif, all_rows)
+    if not feats.empty:
+        parts.append((FEATURE_PERF, feats))
+    if system is None:
+        own = job_weather.weather_frame(store, fs=fs, motif=motif)
+        if not own.empty:
+            parts.append(("fraction_of_peak", own))
+    if not parts:
+        where = " and ".join(x for x in (f"file system {fs!r}" if fs else "", f"motif {motif!r}" if motif else "",
+                                          f"set {system!r}" if system else "") if x)
+        raise UserError("no jobs with a weather in the store" + (f" for {where}" if where else "")
+                        + "; import some with `ioweather import job-features CSV --preset tokio-abc` "
+                          "or ingest Darshan logs with telemetry for their window")
+    rows, n_jobs = [], 0
+    for perf, df in parts:
+        n_jobs += len(df)
+        cols = metrics or metric_columns(df)
+        unknown = [m for m in cols if m not in df.columns]
+        if metrics and len(unknown) == len(cols) and len(parts) == 1:
+            raise UserError(f"no metric named {', '.join(unknown)}; e.g. {', '.join(metric_columns(df)[:6])}")
+        y = pd.to_numeric(df[perf], errors="coerce").to_numpy(float)
+        for r in correlate.correlation_rows(y, {m: pd.to_numeric(df[m], errors="coerce").to_numpy(float)
+                                                for m in cols if m in df.columns}):
+            r["performance"] = perf
+            r["magnitude"] = _magnitude(r["r"])
+            rows.append(r)
+    return {"fs": fs, "motif": motif, "system": system, "jobs": n_jobs, "rows": rows}
+
+
+def _magnitude(r: float | None) -> str:
+    """The paper's reading of |r|: moderate above 0.3, negligible below 0.1, weak between."""
+    if r is None:
+        return "none"
+    a = abs(r)
+    return "moderate" if a > correlate.MODERATE_R else ("negligible" if a < 0.1 else "weak")
+
+
+# ----------------------------------------------------------------------------- climate vs weather
+
+def climate(job: dict, history: pd.DataFrame, metrics: list[str], perf: str, directions: dict | None = None,
+            labels: dict | None = None, fs_history: pd.DataFrame | None = None) -> dict:
+    """The UMAMI document of one job against `history` (same motif, the job excluded; `start_ns` column).
+
+    job: {"id", "motif", "start_ns", "values": {metric: value}}."""
+    history = history.sort_values("start_ns") if len(history) else history
+    y = pd.to_numeric(history.get(perf, pd.Series(dtype=float)), errors="coerce").to_numpy(float)
+    times = [ns_to_iso(int(t)) for t in history["start_ns"]] if len(history) else []
+    rows = []
+    for m in metrics:
+        value = _value(job["values"].get(m))
+        h = pd.to_numeric(history[m], errors="coerce").to_numpy(float) if m in history.columns else np.array([])
+        big = um.direction(m, directions)
+        q = um.quartile(value, h)
+        corr = correlate.pearson(h, y) if m != perf and h.size else {"n": int(np.isfinite(h).sum()), "r": None,
+                                                                       "p": None, "strength": "none"}
+        row = {"metric": m, "label": (labels or {}).get(m, m), "value": value, "quartile": q,
+               "colour": um.colour(q, big), "bigger_is_better": big, **corr,
+               "unusual": um.unusual_in_bad_direction(value, h, big) if m != perf else False,
+               "box": um.box(h), "history": {"time": times, "value": [None if not np.isfinite(v) else float(v) for v in h]}}
+        if fs_history is not None and m != perf and m in fs_history.columns:
+            fc = correlate.pearson(pd.to_numeric(fs_history[m], errors="coerce"),
+                                   pd.to_numeric(fs_history[perf], errors="coerce"))
+            row.update({"r_fs": fc["r"], "p_fs": fc["p"], "n_fs": fc["n"]})
+        rows.append(row)
+    perf_row = next((r for r in rows if r["metric"] == perf), None)
+    found = correlate.culprits(rows)
+    n = int(np.isfinite(y).sum())
+    return {"job": job["id"], "motif": job["motif"], "start": ns_to_iso(job["start_ns"]) if job.get("start_ns") else None,
+            "history_jobs": n, "verdict": um.verdict(perf_row, found, n),
+            "culprits": [r["metric"] for r in found], "metrics": rows}
+
+
+def _value(v):
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if np.isfinite(f) else None
+
+
+def feature_umami(store, job_id: str, system: str | None = None, motif: str | None = None,
+                  fs: str | None = None) -> dict | None:
+    """UMAMI of an imported feature row whose `_jobid` is `job_id`; None when no set holds it."""
+    from ioweather.store import job_features as fstore
+
+    sets = {s["name"]: s for s in fstore.sets(store)}
+    if not sets:
+        return None
+    df = _feature_frame(store, system, all_rows=True)
+    if df.empty:
+        return None
+    hit = df[df["_jobid"].astype(str) == str(job_id)]
+    if hit.empty:
+        return None
+    # tokio-abc runs several benchmarks (motifs) in one scheduler job: one row each
+    for col, want, opt in (("_benchmark_id", motif, "--motif"), ("_file_system", fs, "--fs"), ("_set", None, "--system")):
+        if want is not None:
+            hit = hit[hit[col].astype(str) == want]
+            if hit.empty:
+                raise UserError(f"job id {job_id} has no row with {opt} {want}")
+        if len(hit) > 1 and hit[col].nunique() > 1:
+            raise UserError(f"job id {job_id} has {len(hit)} rows: give {opt} (one of "
+                            f"{', '.join(sorted(set(hit[col].astype(str))))})")
+    row = hit.iloc[0]
+    cfg = sets[row["_set"]]["config"]
+    df = df[df["_paper_filter"].astype(bool)].copy()
+    df["start_ns"] = (pd.to_numeric(df["_datetime_start"], errors="coerce") * 1e9).astype("Int64")
+    start_ns = int(float(row["_datetime_start"]) * 1e9)
+    platform = df["_test_platform"] == row["_test_platform"]
+    same = platform & (df["_benchmark_id"] == row["_benchmark_id"])
+    history = df[same & (df["start_ns"] < start_ns) & (df["_jobid"].astype(str) != str(job_id))]
+    metrics = [m for m in cfg.get("umami_rows") or DEFAULT_FEATURE_ROWS if m in df.columns]
+    for extra in ("coverage_factor_bw", "jobsdb_concurrent_jobs"):
+        if extra in df.columns and extra not in metrics:
+            metrics.append(extra)
+    job = {"id": str(job_id), "motif": f"{row['_benchmark_id']} on {row['_test_platform']}", "start_ns": start_ns,
+           "values": {m: row.get(m) for m in metrics}}
+    doc = climate(job, history, metrics, FEATURE_PERF, cfg.get("directions"), cfg.get("labels"),
+                  fs_history=df[platform])
+    doc["source"] = f"job features ({row['_set']})"
+    perf_mibps = _value(row.get("darshan_agg_perf_by_slowest_posix"))
+    doc["weather"] = {"performance_bps": None if perf_mibps is None else perf_mibps * 1024 * 1024}
+    return doc
+
+
+def umami(store, job_id: str, system: str | None = None, fs: str | None = None, motif: str | None = None) -> dict:
+    """The UMAMI document of `job_id`: an imported feature row, a Darshan job (log hash prefix or job id)
+    or a scheduler job. One-line UserError when no such job is known."""
+    from ioweather.services import job_weather
+
+    job_id = str(job_id).strip()
+    if not job_id:
+        raise UserError("give a job id")
+    doc = job_weather.umami_for_job(store, job_id, fs=fs)
+    if doc is not None:
+        return doc
+    doc = feature_umami(store, job_id, system, motif, fs)
+    if doc is not None:
+        return doc
+    raise UserError(f"no job {job_id!r} in the store (not a Darshan log hash or job id, a scheduler job, "
+                    f"or an imported feature row)")

@@ -1,0 +1,120 @@
+"""Coverage factor and contention of a job (seed 003; METHODS.md section 7).
+
+    CF(j) = what job j moved (Darshan) / what the file system's servers moved in j's window
+
+per direction (bytes read, written, both), per operation kind (read and write ops, opens, stats)
+and for node-hours (the job's / every concurrent job's). The window is the job's run plus a 5 s tail.
+Two variants: over every server target of the file system (pytokio's), and over the job's own
+targets when its Darshan Lustre records name them (the paper's). A CF above 1.2 means clock skew or
+missing samples: flagged and excluded from statistics (tokio-abcutils drops them the same way).
+contention = 1 - CF.
+
+A server amount of 0 or missing gives no CF (None), never 0 or infinity: "no data" is not "no
+competition".
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: The tail added after a job's end: server counters lag the client's last write.
+TAIL_S = 5.0
+#: Above this, a CF is an artefact (clock skew, missing server samples), not a measurement.
+CF_MAX_PLAUSIBLE = 1.2
+
+#: CF name -> (job amount key, server amount key); names as tokio-abcutils derives them.
+KINDS = {
+    "bw": ("bytes", "bytes"),
+    "read_bw": ("bytes_read", "bytes_read"),
+    "write_bw": ("bytes_written", "bytes_written"),
+    "ops": ("ops", "ops"),
+    "read_ops": ("read_ops", "read_ops"),
+    "write_ops": ("write_ops", "write_ops"),
+    "opens": ("opens", "opens"),
+    "stats": ("stats", "stats"),
+    "nodehrs": ("node_hours", "node_hours"),
+}
+
+
+def coverage_factor(job_amount: float | None, fs_amount: float | None) -> float | None:
+    """job / fs, or None when either is missing or the file system's amount is not positive."""
+    if job_amount is None or fs_amount is None:
+        return None
+    j, f = float(job_amount), float(fs_amount)
+    if not (math.isfinite(j) and math.isfinite(f)) or f <= 0 or j < 0:
+        return None
+    return j / f
+
+
+def implausible(cf: float | None) -> bool:
+    return cf is not None and cf > CF_MAX_PLAUSIBLE
+
+
+def contention(cf: float | None) -> float | None:
+    return None if cf is None else 1.0 - cf
+
+
+def with_totals(amounts: dict) -> dict:
+    """`amounts` plus bytes = read + written and ops = read_ops + write_ops where both halves are known."""
+    out = dict(amounts)
+    for total, (a, b) in (("bytes", ("bytes_read", "bytes_written")), ("ops", ("read_ops", "write_ops"))):
+        if out.get(total) is None and out.get(a) is not None and out.get(b) is not None:
+            out[total] = out[a] + out[b]
+    return out
+
+
+def coverage_factors(job: dict, fs: dict) -> dict:
+    """{coverage_factor_K, contention_K, coverage_factor_K_flagged} for every kind K both sides know.
+
+    A flagged CF (> 1.2) is reported with its flag; statistics must leave it out (`usable_cf`)."""
+    job, fs = with_totals(job), with_totals(fs)
+    out: dict = {}
+    for kind, (jk, fk) in KINDS.items():
+        if jk not in job or fk not in fs:
+            continue
+        cf = coverage_factor(job[jk], fs[fk])
+        out[f"coverage_factor_{kind}"] = cf
+        out[f"contention_{kind}"] = contention(cf)
+        out[f"coverage_factor_{kind}_flagged"] = implausible(cf)
+    return out
+
+
+def usable_cf(cf: float | None) -> float | None:
+    """The CF for statistics: None when it is missing or implausible."""
+    return None if cf is None or implausible(cf) else cf
+
+
+def overlap_s(start_ns, interval_s, since_ns: int, until_ns: int) -> np.ndarray:
+    """Seconds of each interval [start, start + interval_s) that fall inside [since, until)."""
+    s = np.asarray(start_ns, dtype=np.int64)
+    e = s + np.round(np.asarray(interval_s, dtype=float) * 1e9).astype(np.int64)
+    lo = np.maximum(s, since_ns)
+    hi = np.minimum(e, until_ns)
+    return np.clip(hi - lo, 0, None) / 1e9
+
+
+def window_amount(start_ns, interval_s, value, since_ns: int, until_ns: int) -> float | None:
+    """What counters moved in [since, until): each interval's amount times the share of it inside the
+    window (amounts are spread evenly over their interval). None when no valid interval overlaps."""
+    v = np.asarray(value, dtype=float)
+    iv = np.asarray(interval_s, dtype=float)
+    ov = overlap_s(start_ns, iv, since_ns, until_ns)
+    ok = np.isfinite(v) & (v >= 0) & (iv > 0) & (ov > 0)
+    if not ok.any():
+        return None
+    return float(np.sum(v[ok] * ov[ok] / iv[ok]))
+
+
+def missing_fraction(start_ns, interval_s, value, since_ns: int, until_ns: int, n_targets: int) -> float | None:
+    """1 - (seconds of the window covered by valid samples, summed over targets) / (window x targets).
+
+    None when no target is known (nothing was ever collected for this file system)."""
+    span = (until_ns - since_ns) / 1e9
+    if n_targets <= 0 or span <= 0:
+        return None
+    v = np.asarray(value, dtype=float)
+    ov = overlap_s(start_ns, interval_s, since_ns, until_ns)
+    covered = float(np.sum(ov[np.isfinite(v) & (v >= 0)]))
+    return float(min(1.0, max(0.0, 1.0 - covered / (span * n_targets))))
