@@ -7,11 +7,13 @@ classify which factor explains each observation  (2.5)
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from ioweather.commands.common import SINCE, SIZE, TIME, json_option
+from ioweather.errors import UserError
 from ioweather.stats.factor_spec import DEFAULT_SIGNIFICANCE
 
 DEFAULT_SETUP = ("cache", "op", "mem_layout")
@@ -61,6 +63,116 @@ def _density_options(f):
     return f
 
 
+def _say(line: str) -> None:
+    click.echo(line, err=True)
+
+
+# ---------------------------------------------------------------- the runs (services/factors.py)
+# Imported when a factors command runs: loading the CLI must not import pandas, pyarrow and scipy.
+
+
+def _run_density(settings, *, files, column, unit, where, drop_invalid, from_store, op, target, since, until, by,
+                 adjust, significance, cutoff_fraction, split, r44, plot, as_json) -> None:
+    """Classes, splits and outliers per group, table or JSON, optional Fig. 2."""
+    from ioweather.services import factors as svc
+    from ioweather.stats.factor_classes import group_name, groups, split_cols
+    from ioweather.views.factors_tables import print_density
+    from ioweather.views.output import print_json, progress
+
+    kw = svc.density_options(adjust, significance, cutoff_fraction, split, r44)
+    by_cols = split_cols(by)
+    df, name = svc.load_table(settings, files, from_store=from_store, op=op, target=target, since=since,
+                              until=until, column=column, unit=unit, where=where,
+                              need=[*by_cols, *svc.optional_columns(files, from_store, ["size", "start_ns"])])
+    parts = groups(df, by_cols)
+    runs, failed = [], 0
+    with progress() as bar:
+        task = bar.add_task("densities", total=len(parts))
+        for run in svc.density_runs(parts, name, kw, drop_invalid, _say):
+            if run.error is not None:
+                _say(f"ioweather: error: {run.message}")
+                failed += 1
+            elif plot is not None:
+                from ioweather.views.factors_plot import density_figure
+
+                density_figure(_plot_path(plot, run.group, bool(by_cols)), run.durations, run.analysis,
+                               title=f"{run.what}: {len(run.durations)} operations", order=run.timeline_order())
+            if run.error is None or run.group:
+                runs.append(run)
+            bar.advance(task)
+    if as_json:
+        if by_cols:
+            print_json([{"group": r.group, **(r.analysis.as_dict() if r.error is None else {"error": r.error})}
+                        for r in runs])
+        elif runs:
+            print_json(runs[0].analysis.as_dict())
+    else:
+        for r in runs:
+            if r.error is None:
+                print_density(r.analysis.as_dict(), group_name(r.group) if by_cols else name)
+    if failed:
+        sys.exit(2)
+
+
+def _plot_path(plot: Path, group: dict, many: bool) -> Path:
+    if not many:
+        return plot
+    tag = "_".join(f"{k}-{v}" for k, v in group.items()).replace("/", "-")
+    return plot.with_name(f"{plot.stem}_{tag}{plot.suffix or '.png'}")
+
+
+def _run_fit(settings, *, files, column, unit, where, drop_invalid, from_store, op, target, since, until, by,
+             size_column, size_cap, small_max, margin, adjust, significance, cutoff_fraction, split, r44, out,
+             as_json) -> None:
+    """One model per setup, the model file, Table 3."""
+    from ioweather.services import factors as svc
+    from ioweather.views.factors_tables import print_models
+    from ioweather.views.output import print_json, progress
+
+    if from_store:
+        raise UserError("fit needs io-model runs with known setups: give FILEs (--from-store is for density/classify)")
+    if margin < 0:
+        raise UserError("--margin must not be negative")
+    kw = svc.density_options(adjust, significance, cutoff_fraction, split, r44)
+    inp = svc.fit_input(settings, files, column=column, unit=unit, where=where, op=op, target=target, since=since,
+                        until=until, by=by, size_column=size_column, size_cap=size_cap)
+    with progress() as bar:
+        task = bar.add_task("fitting", total=inp.total_sizes)
+        models, failed = svc.fit_models(inp, drop_invalid=drop_invalid, small_max=small_max, margin=margin, kw=kw,
+                                        say=_say, on_size=lambda: bar.advance(task))
+    doc = svc.save_models(models, out, files=files, setup_cols=inp.setup_cols, margin=margin, kw=kw)
+    if as_json:
+        print_json(doc)
+    else:
+        print_models(models, out)
+    if failed:
+        sys.exit(2)
+
+
+def _run_classify(settings, *, files, column, unit, where, drop_invalid, from_store, op, target, since, until,
+                  model_path, size_column, fixed_size, match, by, else_label, out, plot, as_json) -> None:
+    """The factor of each observation, Table 4, optional rows and Figs. 5-6."""
+    from ioweather.services import factors as svc
+    from ioweather.views.factors_tables import print_shares
+    from ioweather.views.output import print_json
+
+    c = svc.classify_rows(settings, files, column=column, unit=unit, where=where, drop_invalid=drop_invalid,
+                          from_store=from_store, op=op, target=target, since=since, until=until,
+                          model_path=model_path, size_column=size_column, fixed_size=fixed_size, match=match, by=by,
+                          else_label=else_label, say=_say)
+    if out is not None:
+        svc.write_rows(c.df, out)
+    if plot is not None:
+        from ioweather.views.factors_plot import classify_figure
+
+        classify_figure(plot, c.sizes, c.durations, c.labels, c.class_order, c.models, c.match_cols, else_label,
+                        title=f"{c.name}: {len(c.durations)} operations")
+    if as_json:
+        print_json({"n": int(len(c.durations)), "classes": c.class_order, "experiments": c.table})
+        return
+    print_shares(c.table, c.class_order)
+
+
 def register(cli: click.Group) -> None:
     @cli.group()
     def factors():
@@ -81,9 +193,7 @@ def register(cli: click.Group) -> None:
         its significant maxima are the performance factors, the minima between them
         split the classes, and durations past the cutoff are outliers (congestion).
         """
-        from ioweather.commands.factors_run import run_density
-
-        run_density(settings, **params)
+        _run_density(settings, **params)
 
     @factors.command("fit")
     @_input_options
@@ -108,9 +218,7 @@ def register(cli: click.Group) -> None:
         for sizes <= 4096 B; above, the intercept is fixed to the small model at 4096 B
         and only the slope is fitted. Prints the paper's Table 3.
         """
-        from ioweather.commands.factors_run import run_fit
-
-        run_fit(settings, **params)
+        _run_fit(settings, **params)
 
     @factors.command("classify")
     @_input_options
@@ -138,6 +246,4 @@ def register(cli: click.Group) -> None:
         whose prediction is >= the duration names the factor, else --else-label.
         Prints the share of each class per experiment (the paper's Table 4).
         """
-        from ioweather.commands.factors_run import run_classify
-
-        run_classify(settings, **params)
+        _run_classify(settings, **params)

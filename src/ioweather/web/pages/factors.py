@@ -1,9 +1,9 @@
 """Factors: the latency density of one probe target's op over a window, with its classes, splits and
 outlier cutoff (METHODS.md 2.2-2.3; seed 000 Fig. 2).
 
-The store has no factors table: the page runs `stats.factors.analyse` on the successful
-samples of the window (`sources.latency_table.probe_samples`, which the command reads too),
-with the options of `ioweather factors density`, so its `analysis` is that command's
+The store has no factors table: the page runs `services.factors.probe_density` (the density of the
+successful samples of the window, as `factors density --from-store` reads them) with the options
+of `ioweather factors density`, so its `analysis` is that command's
 `--from-store --json` for the same target, op and window. The window is capped (7 days) to keep a request
 under a second; a window that ended more than two minutes ago cannot change and is
 kept in memory.
@@ -14,10 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from ioweather.errors import UserError
-from ioweather.services.probe_samples import probe_samples
+from ioweather.services.factors import probe_density
 from ioweather.stats.downsample import downsample
 from ioweather.stats.factor_spec import DEFAULT_SIGNIFICANCE
-from ioweather.stats.factors import analyse
 from ioweather.store import probe as probe_store
 from ioweather.units import ns_to_iso
 from ioweather.web.context import WebContext
@@ -33,14 +32,9 @@ SETTLED_NS = 120 * 10**9
 
 def _analyse(ctx: WebContext, target: str, op: str, since: int, until: int, kw: dict) -> dict:
     try:
-        df, excluded = probe_samples(ctx.store, target, op, since, until)
-    except UserError as e:  # no successful sample in the window: the request asks for nothing there
+        start, dur, a, excluded = probe_density(ctx.store, target, op, since, until, kw)
+    except UserError as e:  # no successful sample in the window, or too few to read classes from
         raise BadRequest(str(e)) from None
-    start, dur = df["start_ns"].to_numpy(), df["duration_s"].to_numpy()
-    try:
-        a = analyse(dur, None, **kw)
-    except ValueError as e:  # too few or identical durations: no density to read classes from
-        raise BadRequest(f"{target}/{op}: {e}") from None
     order = np.argsort(start, kind="stable")
     start, dur, lab = start[order], dur[order], a.labels[order]
     keep = downsample(start, dur, MAX_POINTS)

@@ -1,0 +1,353 @@
+"""Performance-factor runs (seed 000, METHODS.md 2.2-2.5): load a latency table or probe samples,
+group it, and run the density, the model fit or the classification on each group.
+
+Serves `ioweather factors density|fit|classify` and the Factors page. Messages a run has for
+the person at the terminal (a dropped value, a group that failed) go to the `say` callable the
+caller passes, one line each; the results come back as values for the caller to render.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ioweather.errors import UserError, from_os_error
+from ioweather.sources import latency_table as lt
+from ioweather.stats import factor_classes as fc
+from ioweather.stats.factor_models import NO_MODEL_LABEL
+from ioweather.units import ns_to_iso, parse_size, to_ns
+
+Say = Callable[[str], None]
+
+
+def density_options(adjust, significance, cutoff_fraction, split, r44) -> dict:
+    """The keyword arguments of `stats.factors.analyse`, checked."""
+    if not adjust > 0:
+        raise UserError("--adjust must be positive")
+    if not 0 < significance <= 1:
+        raise UserError("--significance must be in (0, 1]")
+    if not 0 < cutoff_fraction < 1:
+        raise UserError("--cutoff-fraction must be in (0, 1)")
+    return {"adjust": adjust, "significance": significance, "cutoff_fraction": cutoff_fraction,
+            "split": split, "old_coords": not r44}
+
+
+def load_table(settings, files, *, from_store, op, target, since, until, column, unit, where, need,
+               size_default=None) -> tuple[pd.DataFrame, str]:
+    """(rows with duration_s and `need`, a name for the input) from FILEs or the probe store."""
+    if from_store:
+        if files:
+            raise UserError("give FILEs or --from-store, not both")
+        if not op:
+            raise UserError("--from-store needs --op (e.g. --op data_read)")
+        return _load_probe(settings, op, target, since, until, where, need, size_default)
+    if not files:
+        raise UserError("give a FILE (CSV or Parquet) or --from-store --op OP")
+    if op or target or since or until:
+        raise UserError("--op, --target, --since and --until go with --from-store")
+    df = lt.load_durations([str(f) for f in files], column=column, unit=unit, need=need,
+                           where=lt.parse_where(where))
+    return df, ", ".join(str(f) for f in files) + (f" ({', '.join(where)})" if where else "")
+
+
+def _load_probe(settings, op, target, since, until, where, need, size_default) -> tuple[pd.DataFrame, str]:
+    from ioweather.services.probe_samples import load_probe_durations, probe_block_bytes
+    from ioweather.store import open_store
+
+    store = open_store(settings)
+    tgt, df = load_probe_durations(store, op, target, to_ns(since) if since else None,
+                                   to_ns(until) if until else None)
+    if "size" in need:
+        size = size_default or probe_block_bytes(store, tgt)
+        if size is None:
+            raise UserError(f"the probe runs of {tgt!r} used different block sizes: give --size")
+        df["size"] = size
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise UserError(f"probe samples have no column {', '.join(missing)}")
+    conditions = lt.parse_where(where)
+    for k, _ in conditions:
+        if k not in df.columns:
+            raise UserError(f"--where {k}: probe samples have no column {k!r}")
+    return lt.apply_where(df, conditions), f"{tgt}/{op}"
+
+
+def optional_columns(files, from_store, cols) -> list[str]:
+    """Columns used when present (size for throughput, start_ns for the timeline order)."""
+    if from_store:
+        return ["start_ns"]
+    if not files:
+        return []
+    names = set(lt.column_names(files[0]))
+    return [c for c in cols if c in names]
+
+
+def valid_durations(d: np.ndarray, drop_invalid: bool, what: str, say: Say) -> np.ndarray | None:
+    """Mask of usable durations, None when all are; without --drop-invalid a bad value is an error."""
+    from ioweather.stats.factors import all_positive_finite, invalid_durations
+
+    if all_positive_finite(d):
+        return None
+    bad = invalid_durations(d)
+    text = ", ".join(f"{v} {k}" for k, v in bad.items())
+    if not drop_invalid:
+        raise UserError(f"{what}: durations must be positive and finite, found {text} (--drop-invalid skips them)")
+    say(f"ioweather: warning: {what}: dropped {text} duration(s)")
+    return np.isfinite(d) & (d > 0)
+
+
+def keep(a: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
+    return a if ok is None else a[ok]
+
+
+# ---------------------------------------------------------------- density
+
+
+@dataclass
+class GroupDensity:
+    """One group's density: `analysis` (stats.factors.Analysis) or `error` (its message) with
+    `message`, the line to show for it."""
+
+    group: dict
+    what: str
+    durations: np.ndarray | None = None
+    start_ns: np.ndarray | None = None
+    analysis: object | None = None
+    error: str | None = None
+    message: str | None = None
+
+    def timeline_order(self) -> np.ndarray | None:
+        """Indices of `durations` in time order, when the rows have start times."""
+        return None if self.start_ns is None else np.argsort(self.start_ns, kind="stable")
+
+
+def density_runs(groups: list[tuple[dict, pd.DataFrame]], name: str, kw: dict, drop_invalid: bool,
+                 say: Say) -> Iterator[GroupDensity]:
+    """The density of each group in turn (a failed group is yielded with its error, the others still run)."""
+    from ioweather.stats.factors import analyse
+
+    for group, g in groups:
+        what = f"{name} {fc.group_name(group)}" if group else name
+        run = GroupDensity({k: fc.plain(v) for k, v in group.items()}, what)
+        try:
+            d = g["duration_s"].to_numpy(dtype=np.float64)
+            ok = valid_durations(d, drop_invalid, what, say)
+            run.durations = keep(d, ok)
+            sizes = keep(g["size"].to_numpy(dtype=np.float64), ok) if "size" in g else None
+            run.analysis = analyse(run.durations, sizes, **kw)
+        except (UserError, ValueError) as e:
+            run.error = str(e)
+            run.message = f"{what}: {e}" if isinstance(e, ValueError) else str(e)
+        else:
+            if "start_ns" in g:
+                run.start_ns = keep(g["start_ns"].to_numpy(), ok)
+        yield run
+
+
+def probe_density(store, target: str, op: str, since_ns: int, until_ns: int, kw: dict):
+    """(start_ns, duration_s, analysis, samples left out) of one probe op's successful samples in a
+    window: the density `factors density --from-store` computes, for the Factors page."""
+    from ioweather.services.probe_samples import probe_samples
+    from ioweather.stats.factors import analyse
+
+    df, excluded = probe_samples(store, target, op, since_ns, until_ns)
+    start, dur = df["start_ns"].to_numpy(), df["duration_s"].to_numpy()
+    try:
+        a = analyse(dur, None, **kw)
+    except ValueError as e:  # too few or identical durations: no density to read classes from
+        raise UserError(f"{target}/{op}: {e}") from None
+    return start, dur, a, excluded
+
+
+# ---------------------------------------------------------------- fit
+
+
+def parse_caps(items: tuple[str, ...]) -> tuple[int | None, dict[str, int]]:
+    """--size-cap SIZE (all models) or LABEL=SIZE (one model), repeatable."""
+    default, per = None, {}
+    for it in items:
+        label, _, size = it.rpartition("=")
+        try:
+            value = parse_size(size)
+        except UserError as e:
+            raise UserError(f"--size-cap {it!r}: {e}") from None
+        if value <= 0:
+            raise UserError(f"--size-cap {it!r}: the cap must be positive")
+        if label:
+            per[label] = value
+        else:
+            default = value
+    return default, per
+
+
+def positive_sizes(df: pd.DataFrame, size_column: str) -> pd.Series:
+    sizes = pd.to_numeric(df["size"], errors="coerce")
+    if sizes.isna().any() or (sizes <= 0).any():
+        raise UserError(f"column {size_column!r} must hold positive sizes in bytes")
+    return sizes
+
+
+@dataclass
+class FitInput:
+    name: str
+    setup_cols: list[str]
+    groups: list[tuple[dict, pd.DataFrame]]
+    labels: list[str]
+    cap_all: int | None
+    caps: dict[str, int]
+
+    @property
+    def total_sizes(self) -> int:
+        return sum(g["size"].nunique() for _, g in self.groups)
+
+
+def fit_input(settings, files, *, column, unit, where, op, target, since, until, by, size_column,
+              size_cap) -> FitInput:
+    """The setups to fit, one group of rows each (labels 'cache-op-mem' from the setup columns)."""
+    setup_cols = fc.split_cols(by)
+    cap_all, caps = parse_caps(size_cap)
+    df, name = load_table(settings, files, from_store=False, op=op, target=target, since=since, until=until,
+                          column=column, unit=unit, where=where, need=[*setup_cols, size_column])
+    df = df.rename(columns={size_column: "size"}) if size_column != "size" else df
+    df["size"] = positive_sizes(df, size_column).astype(np.int64)
+    groups = [(({k: str(fc.plain(v)) for k, v in grp.items()}), g) for grp, g in fc.groups(df, setup_cols)]
+    labels = ["-".join(grp.values()) or "all" for grp, _ in groups]
+    unknown = sorted(set(caps) - set(labels))
+    if unknown:
+        raise UserError(f"--size-cap: no setup {', '.join(unknown)}; setups: {', '.join(labels)}")
+    return FitInput(name, setup_cols, groups, labels, cap_all, caps)
+
+
+def fit_models(inp: FitInput, *, drop_invalid: bool, small_max: int, margin: float, kw: dict, say: Say,
+               on_size: Callable[[], None]) -> tuple[list, int]:
+    """(the fitted models, how many setups failed); a failed setup is said and skipped."""
+    from ioweather.stats.factor_models import fit_setup
+
+    models, failed = [], 0
+    for (grp, g), label in zip(inp.groups, inp.labels):
+        d = g["duration_s"].to_numpy(dtype=np.float64)
+        try:
+            ok = valid_durations(d, drop_invalid, f"{inp.name} {label}", say)
+            m, problems = fit_setup(keep(g["size"].to_numpy(), ok), keep(d, ok), label=label, setup=grp,
+                                    size_cap_bytes=inp.caps.get(label, inp.cap_all), small_max_bytes=small_max,
+                                    margin=margin, on_size=on_size, **kw)
+        except (UserError, ValueError) as e:
+            say(f"ioweather: error: {e}")
+            failed += 1
+            continue
+        for p in problems:
+            say(f"ioweather: warning: {p} (size skipped)")
+        models.append(m)
+    if not models:
+        raise UserError("no model could be fitted")
+    return models, failed
+
+
+def save_models(models, out: Path, *, files, setup_cols: list[str], margin: float, kw: dict) -> dict:
+    """Write the model file; returns its document."""
+    from ioweather.stats.factor_models import models_to_doc
+
+    doc = models_to_doc(models, created=ns_to_iso(time.time_ns()), inputs=[str(f) for f in files],
+                        grouping=setup_cols, margin=margin, **kw)
+    try:
+        Path(out).write_text(json.dumps(doc, indent=1) + "\n")
+    except OSError as e:
+        raise from_os_error(out, e, "write") from None
+    return doc
+
+
+# ---------------------------------------------------------------- classify
+
+
+def load_models(path: Path):
+    """(models, the file's text) of a model file written by `factors fit`."""
+    from ioweather.stats.factor_models import models_from_doc
+
+    path = Path(path)
+    with lt.reading(path, "model file"):
+        text = path.read_text(errors="replace")
+    try:
+        return models_from_doc(json.loads(text)), text
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}: not JSON ({e})") from None
+    except ValueError as e:
+        raise UserError(f"{path}: {e}") from None
+
+
+@dataclass
+class Classified:
+    """Each observation's class (`df['factor']`, `labels`) and Table 4 (`table`, classes in `class_order`)."""
+
+    name: str
+    df: pd.DataFrame
+    durations: np.ndarray
+    sizes: np.ndarray
+    labels: np.ndarray
+    models: list
+    match_cols: list[str]
+    class_order: list[str]
+    table: list[dict]
+
+
+def _classify_columns(files, from_store, models, *, size_column, fixed_size, match, by) -> tuple[list[str], list[str]]:
+    """(experiment columns, columns to load)."""
+    if not from_store and files:
+        names = lt.column_names(files[0])
+        if fixed_size is None and size_column not in names:
+            raise UserError(f"column {size_column!r} not found in {files[0]}: give --size-column or --size; "
+                            f"columns: {', '.join(names)}")
+        exp_cols = fc.split_cols(by) if by is not None else [c for c in fc.EXPERIMENT_COLUMNS if c in names]
+        optional = [c for c in ("start_ns",) if c in names]
+        need = list(dict.fromkeys([*exp_cols, *([] if fixed_size else [size_column]), *optional,
+                                   *(c for c in fc.model_match_cols(models, match, names))]))
+        return exp_cols, need
+    return (fc.split_cols(by) if by is not None else ["op"]), ["size", "op", "start_ns"]
+
+
+def classify_rows(settings, files, *, column, unit, where, drop_invalid, from_store, op, target, since, until,
+                  model_path, size_column, fixed_size, match, by, else_label, say: Say) -> Classified:
+    """Classify each observation by the first model that explains it, and Table 4 per experiment."""
+    models, _ = load_models(model_path)
+    exp_cols, need = _classify_columns(files, from_store, models, size_column=size_column, fixed_size=fixed_size,
+                                       match=match, by=by)
+    df, name = load_table(settings, files, from_store=from_store, op=op, target=target, since=since, until=until,
+                          column=column, unit=unit, where=where, need=need, size_default=fixed_size)
+    if not from_store:
+        if fixed_size:
+            df["size"] = fixed_size
+        elif size_column != "size":
+            df = df.rename(columns={size_column: "size"})
+    sizes = positive_sizes(df, size_column)
+    d = df["duration_s"].to_numpy(dtype=np.float64)
+    ok = valid_durations(d, drop_invalid, name, say)
+    if ok is not None:
+        df = df[ok].reset_index(drop=True)
+    d = keep(d, ok)
+    s = keep(sizes.to_numpy(dtype=np.float64), ok)
+    match_cols = fc.model_match_cols(models, match, list(df.columns))
+    labels = fc.classify_matched(df, d, s, models, match_cols, else_label)
+    df["factor"] = labels
+    order = fc.class_order(models, match_cols, else_label)
+    if (labels == NO_MODEL_LABEL).any():
+        order.append(NO_MODEL_LABEL)
+        say(f"ioweather: warning: {(labels == NO_MODEL_LABEL).sum()} observations have no model "
+            f"with the same {', '.join(match_cols)}")
+    table = fc.class_shares(df, exp_cols, order)
+    return Classified(name, df, d, s, labels, models, match_cols, order, table)
+
+
+def write_rows(df: pd.DataFrame, out: Path) -> None:
+    """The classified rows as CSV (.csv) or Parquet (anything else)."""
+    try:
+        if out.suffix.lower() == ".csv":
+            df.to_csv(out, index=False)
+        else:
+            df.to_parquet(out, index=False)
+    except OSError as e:
+        raise from_os_error(out, e, "write") from None
