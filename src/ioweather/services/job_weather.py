@@ -378,7 +378,8 @@ def umami_for_job(store, job_id: str, fs: str | None = None) -> dict | None:
         doc = ensure(store, [job], name)[job["key"]]["doc"]
         values = {**doc, "fraction_of_peak": None}
     else:
-        values = mine.iloc[0].to_dict()
+        # a table cell of a metric this job lacks is NaN: the job's own value is "unknown", None
+        values = {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in mine.iloc[0].to_dict().items()}
     history = df[(df["job_key"] != job["key"]) & (df["start_ns"] < job["start_ns"])]
     metrics = list(UMAMI_ROWS)
     weather = {k: v for k, v in values.items() if k not in ("job_key", "fs", "motif")}
