@@ -236,11 +236,12 @@ def test_a_reimport_killed_at_a_random_moment_counts_the_data_once(first_import,
         assert proc.returncode in (0, 130, -signal.SIGTERM), note
         assert on_disk == visible, note                                      # rolled back (or done) at once
     else:
-        from ioweather.store.telemetry_imports import leftovers, remove_leftovers
+        from ioweather.store.telemetry_imports import leftovers
 
         left = leftovers(base)
         assert {p.name for p in left if p.suffix == ".parquet"} == on_disk - visible, note
-        remove_leftovers(left)
+        p = run_cli("store", "check", "--repair", "--json", home=home)
+        assert p.returncode == 0 and json.loads(p.stdout)["repaired"] == len(left), p.stdout + p.stderr
         assert {p.name for p in base.glob("date=*/*.parquet")} == visible, note
         assert workload_totals(home) == totals, note
     assert not list(base.rglob("*.tmp")), note

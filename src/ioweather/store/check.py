@@ -1,0 +1,277 @@
+"""`ioweather store check [--repair]`: is the store whole, and what can be put right without loss.
+
+Checked: the schema version of every component; on SQLite, `PRAGMA integrity_check` and the WAL
+(its size by os.stat and a PASSIVE checkpoint); every Parquet area against its manifest:
+
+    probe archive   parquet/probe/run=<id>/...     listed in the probe_archive table (store/probe_archive.py)
+    jobs            parquet/jobs/files-<id>.parquet named by darshan_jobs.files_part (store/jobs.py)
+    telemetry       parquet/telemetry/fs=<name>/   import markers, compaction footers, rollups
+                                                   (store/telemetry_layout.py, _imports, _compact, _rollup)
+
+and leftover temporary files. The SQLite files are only ever touched through SQLite: opening them
+with Python's open() and closing them would drop this process's POSIX locks on them.
+
+--repair fixes only what loses nothing: temporary files of stopped writes, leftovers of a killed
+import or an interrupted compaction (rows that no reader counts), missing or stale rollups (rebuilt
+from their data file), Parquet parts of a killed jobs ingest. Missing, unreadable or duplicated data
+files are reported, never deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import sqlalchemy as sa
+
+from ioweather.config import Settings
+from ioweather.errors import StoreError, os_error_reason
+from ioweather.store import telemetry_imports as imports
+from ioweather.store import telemetry_layout as layout
+from ioweather.store import telemetry_rollup as rollup
+
+#: A temporary file younger than this may belong to a write under way (jobs.py waits as long).
+TEMP_GRACE_S = 3600
+
+
+@dataclass
+class Problem:
+    area: str
+    path: str | None
+    problem: str
+    fix: Callable[[], object] | None = None
+    repaired: bool = False
+
+    def as_dict(self) -> dict:
+        return {"area": self.area, "path": self.path, "problem": self.problem,
+                "repairable": self.fix is not None, "repaired": self.repaired}
+
+    def line(self) -> str:
+        where = f"{self.path}: " if self.path else ""
+        state = " (repaired)" if self.repaired else " (repairable: ioweather store check --repair)" if self.fix else ""
+        return f"{self.area}: {where}{self.problem}{state}"
+
+
+@dataclass
+class Report:
+    database: str
+    schema_versions: list = field(default_factory=list)
+    sqlite: dict | None = None
+    files: dict = field(default_factory=lambda: {"probe_archive": 0, "jobs": 0, "telemetry": 0})
+    problems: list[Problem] = field(default_factory=list)
+
+    def add(self, area: str, path, problem: str, fix=None) -> None:
+        self.problems.append(Problem(area, None if path is None else str(path), problem, fix))
+
+    @property
+    def ok(self) -> bool:
+        return all(p.repaired for p in self.problems)
+
+    def as_dict(self) -> dict:
+        return {"ok": self.ok, "database": self.database, "schema_versions": self.schema_versions,
+                "sqlite": self.sqlite, "files": self.files, "problems": [p.as_dict() for p in self.problems],
+                "repaired": sum(p.repaired for p in self.problems)}
+
+
+def check(settings: Settings, repair: bool = False) -> Report:
+    from ioweather.store.db import open_store, redact
+
+    url = settings.url()
+    report = Report(database=redact(url))
+    sqlite_file = sa.engine.make_url(url).database if url.startswith("sqlite") else None
+    store = None
+    if sqlite_file is None or os.path.exists(sqlite_file):
+        try:
+            store = open_store(settings)
+            if store.is_sqlite:
+                report.sqlite = _check_sqlite(store, sqlite_file, report)
+            _check_schema(store, report)
+            _check_probe_archive(store, settings.parquet_dir, report)
+            _check_jobs(store, settings.parquet_dir, report)
+        except StoreError as e:
+            report.add("database", None, str(e))
+        except sa.exc.DBAPIError as e:
+            report.add("database", None, _first_line(e))
+    for fs in layout.list_fs(settings):
+        _check_telemetry(layout.fs_dir(settings, fs), report)
+    _check_temp_files(settings.parquet_dir, report)
+    if repair:
+        for p in report.problems:
+            if p.fix is not None:
+                try:
+                    p.fix()
+                    p.repaired = True
+                except (OSError, pa.ArrowException, StoreError) as e:
+                    p.problem += f"; repair failed: {os_error_reason(e, p.path)}"
+    if store is not None:
+        store.dispose()
+    return report
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(getattr(e, "orig", None) or e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+# -- relational store -----------------------------------------------------------------------------
+def _check_sqlite(store, path: str, report: Report) -> dict:
+    out = {"integrity": None, "wal_bytes": None, "wal_checkpoint": None}
+    import sqlite3
+
+    # The driver's connection outside any transaction: a checkpoint cannot run inside one, and a
+    # check must not take the write lock (the pool's connections begin IMMEDIATE by default).
+    try:
+        raw = store.engine.raw_connection()
+    except sa.exc.DBAPIError as e:
+        out["integrity"] = "damaged"
+        report.add("sqlite", path, f"cannot open the database: {_first_line(e)}")
+        return out
+    try:
+        cur = raw.driver_connection.cursor()
+        rows = [r[0] for r in cur.execute("PRAGMA integrity_check(20)")]
+        out["integrity"] = "ok" if rows == ["ok"] else "damaged"
+        for r in rows if rows != ["ok"] else []:
+            report.add("sqlite", path, f"integrity check: {r}")
+        busy, log, done = cur.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        out["wal_checkpoint"] = {"busy": bool(busy), "log_frames": log, "checkpointed_frames": done}
+    except sqlite3.DatabaseError as e:
+        out["integrity"] = "damaged"
+        report.add("sqlite", path, f"cannot read the database: {_first_line(e)}")
+    finally:
+        raw.close()
+    try:
+        out["wal_bytes"] = os.stat(f"{path}-wal").st_size
+    except FileNotFoundError:
+        out["wal_bytes"] = 0
+    return out
+
+
+def _check_schema(store, report: Report) -> None:
+    from ioweather.store import jobs, probe, snapshots
+
+    known = {c.name: c.version for c in (probe.COMPONENT, jobs.COMPONENT, snapshots.COMPONENT)}
+    for name, version in sorted(store.versions().items()):
+        code = known.get(name)
+        report.schema_versions.append({"component": name, "version": version, "code_version": code})
+        if code is not None and version > code:
+            report.add("schema", None, f"{name} schema v{version} is newer than this ioweather (v{code}): upgrade it")
+
+
+def _has_table(store, name: str) -> bool:
+    with store.connect() as conn:
+        return sa.inspect(conn).has_table(name)
+
+
+def _parquet_rows(path: Path, report: Report, area: str) -> int | None:
+    """The row count from the footer, or None (reported) when the file is not readable Parquet."""
+    try:
+        return pq.read_metadata(path).num_rows
+    except (OSError, pa.ArrowException) as e:
+        report.add(area, path, f"unreadable Parquet: {os_error_reason(e, path)}")
+        return None
+
+
+def _check_probe_archive(store, parquet_dir: Path, report: Report) -> None:
+    from ioweather.store.probe import probe_archive
+
+    if not _has_table(store, "probe_archive"):
+        return
+    with store.connect() as conn:
+        listed = conn.execute(sa.select(probe_archive.c.path, probe_archive.c.rows)).all()
+    names = set()
+    for rel, rows in listed:
+        path = parquet_dir / rel
+        names.add(path)
+        report.files["probe_archive"] += 1
+        if not path.exists():
+            report.add("probe archive", path, f"missing: the probe_archive table lists it with {rows} samples")
+        elif (n := _parquet_rows(path, report, "probe archive")) is not None and n != rows:
+            report.add("probe archive", path, f"holds {n} samples, the probe_archive table says {rows}")
+    for path in sorted((parquet_dir / "probe").glob("run=*/*.parquet")):
+        if path not in names:
+            report.add("probe archive", path, "not in the probe_archive table: no reader counts it "
+                       "(left by an interrupted archiving, or copied in)")
+
+
+def _check_jobs(store, parquet_dir: Path, report: Report) -> None:
+    from ioweather.store import jobs
+
+    if not _has_table(store, "darshan_jobs"):
+        return
+    with store.connect() as conn:
+        used = {r[0] for r in conn.execute(sa.select(jobs.jobs.c.files_part).distinct()) if r[0]}
+    d = jobs.files_dir(parquet_dir)
+    for part in sorted(used):
+        report.files["jobs"] += 1
+        if not (d / part).exists():
+            report.add("jobs", d / part, "missing: darshan_jobs rows name it (their per-file table is lost)")
+        else:
+            _parquet_rows(d / part, report, "jobs")
+    now = time.time()
+    for p in sorted(d.glob("files-*.parquet")) if d.is_dir() else []:
+        if p.name not in used:
+            old = now - p.stat().st_mtime > TEMP_GRACE_S
+            report.add("jobs", p, "no job names it (left by a killed ingest)",
+                       (lambda: jobs.remove_orphan_parts(store, parquet_dir)) if old else None)
+
+
+# -- telemetry ------------------------------------------------------------------------------------
+def _check_telemetry(base: Path, report: Report) -> None:
+    area = f"telemetry {base.name[3:]}"
+    left = imports.leftovers(base)
+    for p in left:
+        report.add(area, p, "left by an interrupted import: no reader counts it",
+                   lambda p=p: imports.remove_leftovers([p]))
+    for writer, marker in layout.import_markers(base).items():
+        for rel in marker.get("files", []):
+            if not (base / rel).exists():
+                report.add(area, base / rel, f"missing: the import marker of {writer} lists it")
+    visible = layout.data_files(base)
+    shown, left = set(visible), set(left)
+    for d in layout.day_dirs(base):
+        for f in sorted(d.glob("*.parquet")):
+            if f not in shown and f not in left:  # replaced by a compacted file that holds its rows
+                report.add(area, f, "already merged into a compacted file (an interrupted compaction)",
+                           lambda f=f: layout.remove_files([f]))
+        for r in sorted(d.glob("_rollup/*.parquet")):
+            if not (d / r.name).exists():
+                report.add(area, r, "rollup of a data file that is gone", lambda r=r: r.unlink(missing_ok=True))
+    by_size = defaultdict(list)
+    for f in visible:
+        report.files["telemetry"] += 1
+        if _parquet_rows(f, report, area) is None:
+            continue
+        by_size[f.stat().st_size].append(f)
+        if rollup.read_range(rollup.rollup_path(f)) is None:
+            report.add(area, rollup.rollup_path(f), "rollup missing or stale (workload reads the rows instead)",
+                       lambda f=f: rollup.build(f))
+    for same_size in by_size.values():
+        seen: dict[str, Path] = {}
+        # the older file is taken as the original, the newer one as its copy
+        for f in sorted(same_size, key=lambda f: (f.stat().st_mtime_ns, f.name)) if len(same_size) > 1 else []:
+            digest = hashlib.sha256(f.read_bytes()).hexdigest()
+            if digest in seen:
+                report.add(area, f, f"duplicate of {seen[digest].name}: its rows count twice (remove one by hand)")
+            else:
+                seen[digest] = f
+
+
+def _check_temp_files(parquet_dir: Path, report: Report) -> None:
+    """Temporary files (`.name.tmp`) of writes that stopped, old enough not to be under way."""
+    known = {Path(p.path) for p in report.problems if p.path}
+    now = time.time()
+    for p in sorted(parquet_dir.rglob("*.tmp")) if parquet_dir.is_dir() else []:
+        try:
+            age = now - p.stat().st_mtime
+        except FileNotFoundError:
+            continue
+        if p not in known and age > TEMP_GRACE_S:
+            report.add("temporary files", p, f"left by a write that stopped {age / 3600:.1f} h ago",
+                       lambda p=p: p.unlink(missing_ok=True))
