@@ -149,3 +149,14 @@ def test_culprits_and_verdict():
     assert um.verdict({**perf, "quartile": 3, "value": 0.8}, [], 25).startswith(
         "your code: performance is usual for this motif (fraction of peak 0.80, third quartile of 25")
     assert um.verdict({**perf, "value": None}, [], 25).startswith("no data")
+
+
+def test_html_report_escapes_and_puts_the_verdict_first():
+    from ioweather.views.umami_report import render
+
+    m = {"metric": "coverage_factor_bw", "label": "<b>CF</b>", "value": 0.31, "quartile": 1, "colour": "red",
+         "r": 0.39, "strength": "strong", "box": um.box([0.5, 0.9, 1.0]), "history": {"time": [], "value": []}}
+    html = render({"job": "j<1>", "motif": "m", "history_jobs": 3, "verdict": "the system: <x>", "metrics": [m]})
+    assert html.index('id="verdict"') < html.index("<h2>")
+    assert "the system: &lt;x&gt;" in html and "&lt;b&gt;CF&lt;/b&gt;" in html and "<b>CF</b>" not in html
+    assert '"hex": "#d62728"' in html  # the dashed line in the red of quartile 1
