@@ -22,6 +22,11 @@ PG_ADMIN_URL = os.environ.get("IOWEATHER_TEST_PG", "postgresql://postgres@127.0.
 MARIADB_ADMIN_URL = os.environ.get("IOWEATHER_TEST_MARIADB", "mysql://root@127.0.0.1:3306/test")
 
 
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true", default=False,
+                     help="tests/test_json_contract.py: rewrite tests/golden/*.json from this run")
+
+
 @pytest.fixture(scope="session")
 def testdata() -> Path:
     """../shared/testdata (read-only); skips when a fresh clone has no ../shared."""
