@@ -161,3 +161,16 @@ def tmpfs(tmp_path):
     yield make
     for p in reversed(mounted):
         subprocess.run(["umount", "-l", str(p)], capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """A real one-node Slurm cluster (tests/slurm_cluster.py), stopped at the end; skips with the reason."""
+    from slurm_cluster import SlurmCluster, SlurmUnavailable
+
+    try:
+        cluster = SlurmCluster.start(tmp_path_factory.mktemp("slurm"))
+    except SlurmUnavailable as e:
+        pytest.skip(str(e))
+    with cluster:
+        yield cluster
