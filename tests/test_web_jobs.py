@@ -14,6 +14,7 @@ from ioweather.commands.jobs import job_report
 from ioweather.config import Settings
 from ioweather.store import open_store
 from ioweather.store import probe as probe_store
+from ioweather.views.job_console import lustre_text
 from ioweather.views.output import to_json
 from ioweather.web.app import create_app
 from web_pages_data import (  # noqa: F401  (fixtures)
@@ -123,11 +124,17 @@ def test_job_page_equals_the_job_command(jserver, testdata):
             for k in ("read_time_s", "write_time_s", "meta_time_s"):
                 assert w[k] == pytest.approx(it[k] or 0.0, rel=1e-9, abs=1e-12), (log.name, mod, k)
         assert not web_if, (log.name, web_if)
-        assert [{k: m[k] for k in ("mount", "fs_type", "files", "bytes_read", "bytes_written")} for m in rep["mounts"]] \
-            == page["mounts"], log.name
+        # per mount, with the Lustre layout (stripe count, size, OSTs) as the CLI shows it
+        assert [{k: v for k, v in m.items() if k != "lustre_text"} for m in page["mounts"]] == rep["mounts"], log.name
+        assert [m["lustre_text"] for m in page["mounts"]] == [lustre_text(m.get("lustre")) for m in rep["mounts"]]
         # findings: the stored HIGH/WARN codes, each with the level job_findings gives it
         expected = {f["code"]: f["level"] for f in rep["findings"] if f["level"] in ("HIGH", "WARN")}
         assert {f["code"]: f["level"] for f in page["findings"]} == expected, log.name
+        # ranked by cost as the CLI ranks them, with the CLI's costs and verdict
+        ranked = [f for f in rep["findings"] if f["level"] in ("HIGH", "WARN")]
+        assert [f["code"] for f in page["findings"]] == [f["code"] for f in ranked], log.name
+        assert [f["cost_s"] for f in page["findings"]] == pytest.approx([f["cost_s"] for f in ranked], rel=1e-12)
+        assert page["verdict"] == rep["verdict"], log.name
         levels_checked |= set(expected)
         worst = "HIGH" if "HIGH" in expected.values() else "WARN" if expected else None
         assert page["level"] == worst

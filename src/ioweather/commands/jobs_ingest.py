@@ -59,7 +59,9 @@ def find_logs(paths: Iterable[str]) -> Iterator[str]:
 
 
 def job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size: int, mtime_ns: int) -> dict:
-    from ioweather.stats.findings import ACTIONABLE
+    import json
+
+    from ioweather.stats.findings import ACTIONABLE, job_verdict
     from ioweather.store.jobs import INTERFACE_COLUMNS, path_hash
 
     perf, tot, sh = ch["perf"], ch["totals"], ch["sharing"]
@@ -80,6 +82,10 @@ def job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size:
         "common_access_bytes": common[0]["size_bytes"] if common else None,
         "seq_fraction": ch["access"]["seq_fraction"],
         "finding_codes": ",".join(f["code"] for f in findings if f["level"] in ACTIONABLE)[:255],
+        # what the dashboard's job page shows as `ioweather job` does: verdict first, findings by cost
+        "verdict": job_verdict(findings, ch)["text"],
+        "findings_json": json.dumps([{k: f.get(k) for k in ("code", "level", "cost_s", "cost_share", "message", "fix")}
+                                     for f in findings if f["level"] in ACTIONABLE]),
     }
     for mod, prefix in INTERFACE_COLUMNS.items():
         it = ch["interfaces"].get(mod)

@@ -502,16 +502,20 @@ def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre: pd.DataFrame
         if lu_ids is not None:
             lu = lustre[np.isin(lu_ids, ids)]
             if len(lu):
-                row["lustre"] = {
-                    "files": int(np.unique(lu["id"].to_numpy(np.uint64)).size),
-                    "stripe_size_bytes": _mode(lu["stripe_size"].to_numpy()),
-                    "stripe_count": _mode(lu["stripe_count"].to_numpy()),
-                    "stripe_counts": sorted(int(x) for x in np.unique(lu["stripe_count"].to_numpy())),
-                    "osts": int(len({o for s in lu["ost_ids"] for o in s.split(",") if o})),
-                }
+                row["lustre"] = lustre_summary(lu["id"].to_numpy(np.uint64), lu["stripe_size"].to_numpy(),
+                                               lu["stripe_count"].to_numpy(), lu["ost_ids"])
         rows.append(row)
     rows.sort(key=lambda r: -(r["bytes_read"] + r["bytes_written"]))
     return rows
+
+
+def lustre_summary(ids: np.ndarray, stripe_size: np.ndarray, stripe_count: np.ndarray, ost_ids) -> dict:
+    """A mount's Lustre layout from its files' layouts (the CLI's from the log, the dashboard's from the
+    per-file table): files, most common stripe size and count, every count, distinct OSTs used."""
+    stripe_count = np.asarray(stripe_count, np.int64)
+    return {"files": int(np.unique(ids).size), "stripe_size_bytes": _mode(np.asarray(stripe_size, np.int64)),
+            "stripe_count": _mode(stripe_count), "stripe_counts": sorted(int(x) for x in np.unique(stripe_count)),
+            "osts": int(len({o for s in ost_ids for o in str(s).split(",") if o}))}
 
 
 def _mode(v: np.ndarray) -> int | None:
@@ -572,7 +576,11 @@ def characterize(log, *, cores_per_node: int | None = None) -> dict:
 
 
 FILE_TABLE_COLUMNS = ["module", "id", "name", "nranks", "sharing", "bytes_read", "bytes_written", "reads", "writes",
-                      "opens", "read_time_s", "write_time_s", "meta_time_s", "mount", "fs_type"]
+                      "opens", "read_time_s", "write_time_s", "meta_time_s", "mount", "fs_type",
+                      "stripe_count", "stripe_size", "ost_ids"]
+#: The per-file table's Lustre layout (None for files without one); absent from Parquet parts
+#: written before they were added, which readers must tolerate.
+LUSTRE_FILE_COLUMNS = ("stripe_count", "stripe_size", "ost_ids")
 
 
 def file_columns(log) -> dict[str, np.ndarray]:
@@ -601,7 +609,26 @@ def file_columns(log) -> dict[str, np.ndarray]:
     for k in ("bytes_read", "bytes_written", "reads", "writes", "opens"):
         data[k] = data[k].astype(np.int64)
     data["mount"], data["fs_type"] = assign_mounts(data["name"], log.mounts)
+    data.update(_lustre_columns(data["id"], log.lustre))
     return {c: data[c] for c in FILE_TABLE_COLUMNS}
+
+
+def _lustre_columns(ids: np.ndarray, lustre: pd.DataFrame | None) -> dict[str, np.ndarray]:
+    """Each row's Lustre stripe count, size and OST list (object arrays, None where the file has none)."""
+    out = {c: np.full(len(ids), None, dtype=object) for c in LUSTRE_FILE_COLUMNS}
+    if lustre is None or not len(lustre):
+        return out
+    lay = lustre.drop_duplicates("id")
+    lay_ids = lay["id"].to_numpy(np.uint64)
+    order = np.argsort(lay_ids)
+    pos = np.searchsorted(lay_ids[order], ids)
+    pos = np.minimum(pos, len(lay_ids) - 1)
+    hit = lay_ids[order][pos] == ids
+    src = order[pos[hit]]
+    out["stripe_count"][hit] = [int(v) for v in lay["stripe_count"].to_numpy()[src]]
+    out["stripe_size"][hit] = [int(v) for v in lay["stripe_size"].to_numpy()[src]]
+    out["ost_ids"][hit] = [str(v) for v in lay["ost_ids"].to_numpy()[src]]
+    return out
 
 
 def file_table(log) -> pd.DataFrame:

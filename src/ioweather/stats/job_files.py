@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ioweather.stats.job import FS_MODULES
+from ioweather.stats.job import FS_MODULES, LUSTRE_FILE_COLUMNS, lustre_summary
 
 SUMS = ("bytes_read", "bytes_written", "reads", "writes", "opens", "read_time_s", "write_time_s", "meta_time_s")
 
@@ -34,7 +34,8 @@ def per_module(files: pd.DataFrame) -> list[dict]:
 
 
 def per_mount(files: pd.DataFrame) -> list[dict]:
-    """Per mount point at the file-system layer (POSIX + STDIO), as `stats.job.mounts_summary` without Lustre."""
+    """Per mount point at the file-system layer (POSIX + STDIO), as `stats.job.mounts_summary`, with the
+    Lustre layout when the table has it (parts written before it was stored lack the columns)."""
     fs = files[files["module"].isin(FS_MODULES)]
     if not len(fs):
         return []
@@ -44,6 +45,14 @@ def per_mount(files: pd.DataFrame) -> list[dict]:
     agg = g.agg(files=("record_id", "nunique"), bytes_read=("bytes_read", "sum"), bytes_written=("bytes_written", "sum"))
     rows = [{"mount": m or None, "fs_type": t or None, "files": int(r["files"]), "bytes_read": int(r["bytes_read"]),
              "bytes_written": int(r["bytes_written"])} for (m, t), r in agg.iterrows()]
+    if all(c in fs.columns for c in LUSTRE_FILE_COLUMNS):
+        lu = fs.assign(_m=mount, _t=fstype)
+        lu = lu[lu["stripe_count"].notna()].drop_duplicates("record_id")
+        for row in rows:
+            sel = lu[(lu["_m"] == (row["mount"] or "")) & (lu["_t"] == (row["fs_type"] or ""))]
+            if len(sel):
+                row["lustre"] = lustre_summary(sel["record_id"].to_numpy(np.uint64), sel["stripe_size"].to_numpy(),
+                                               sel["stripe_count"].to_numpy(), sel["ost_ids"])
     rows.sort(key=lambda r: -(r["bytes_read"] + r["bytes_written"]))
     return rows
 

@@ -92,8 +92,14 @@ jobs = sa.Table(
     sa.Column("top_file", sa.Text),
     sa.Column("finding_codes", sa.String(255)),
     sa.Column("files_part", sa.String(64)),
+    # version 2: the report's verdict line and its HIGH/WARN findings as JSON, most expensive first
+    # ([{code, level, cost_s, cost_share, message, fix}]); NULL in rows ingested before
+    sa.Column("verdict", sa.Text),
+    sa.Column("findings_json", sa.Text),
 )
 sa.Index("darshan_jobs_uid", jobs.c.uid)
+#: Columns added after the first version, in the order their migration adds them.
+VERDICT_COLUMNS = ("verdict", "findings_json")
 
 failed_logs = sa.Table(
     "darshan_failed_logs", metadata,
@@ -107,14 +113,34 @@ failed_logs = sa.Table(
     sa.Column("failed_ns", sa.BigInteger, nullable=False),
 )
 
-COMPONENT = Component("darshan", [create_tables(jobs, failed_logs)])
+
+
+def add_columns(table: sa.Table, names: Sequence[str]):
+    """A migration that adds `names` (as `table` defines them now) where the table lacks them.
+
+    The first migration creates the tables as defined now, so a database created by this
+    release already has them: adding only what is missing upgrades old and new alike.
+    """
+    def migrate(conn: sa.Connection) -> None:
+        have = {c["name"] for c in sa.inspect(conn).get_columns(table.name)}
+        for name in names:
+            if name not in have:
+                col = table.c[name]
+                conn.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN {name} "
+                                     f"{col.type.compile(dialect=conn.dialect)}"))
+
+    return migrate
+
+
+COMPONENT = Component("darshan", [create_tables(jobs, failed_logs), add_columns(jobs, VERDICT_COLUMNS)])
 
 JOB_COLUMNS = [c.name for c in jobs.columns if c.name != "id"]
 #: What the cross-job summary reads (the rest stays in the database).
 SUMMARY_COLUMNS = [c for c in JOB_COLUMNS if c not in ("path", "path_hash", "size_bytes", "mtime_ns", "ingested_ns",
                                                        "start_ns", "end_ns", "log_version", "partial_modules",
                                                        "seq_fraction", "finding_codes", "files_part",
-                                                       "agg_perf_by_slowest_mibps", "runtime_s", "jobid")]
+                                                       "agg_perf_by_slowest_mibps", "runtime_s", "jobid",
+                                                       *VERDICT_COLUMNS)]
 
 
 def path_hash(path: str) -> str:
@@ -131,7 +157,9 @@ def seen(store: Store) -> tuple[set[str], dict[str, tuple[int, int]]]:
     hashes: set[str] = set()
     paths: dict[str, tuple[int, int]] = {}
     with store.connect() as conn:
-        for h, ph, size, mt in conn.execute(sa.select(jobs.c.log_hash, jobs.c.path_hash, jobs.c.size_bytes, jobs.c.mtime_ns)):
+        # rows stored before the verdict was (version 1) count as unseen: an ingest reads them again to add it
+        for h, ph, size, mt in conn.execute(sa.select(jobs.c.log_hash, jobs.c.path_hash, jobs.c.size_bytes,
+                                                      jobs.c.mtime_ns).where(jobs.c.verdict.is_not(None))):
             hashes.add(h)
             paths[ph] = (size, mt)
         for h, ph, size, mt in conn.execute(sa.select(failed_logs.c.log_hash, failed_logs.c.path_hash,
@@ -190,11 +218,13 @@ def write_batch(store: Store, parquet_dir: Path, job_rows: Sequence[dict], file_
     """Store one batch: the per-file Parquet part, then job and failure rows in one transaction.
 
     Returns the hashes of `job_rows` that were already stored (by another process since
-    this one looked): those are left out, rows and Parquet alike.
+    this one looked): those are left out, rows and Parquet alike; except that a stored row
+    without a verdict (ingested before store version 2) gets this row's verdict and findings.
     """
     store.require(COMPONENT)
     with ingest_lock(parquet_dir):
         present: set[str] = set()
+        rows_in = list(job_rows)
         if job_rows:
             with store.connect() as conn:
                 present = _stored_hashes(conn, [r["log_hash"] for r in job_rows])
@@ -209,6 +239,7 @@ def write_batch(store: Store, parquet_dir: Path, job_rows: Sequence[dict], file_
             os.replace(tmp, d / part)
         now = time.time_ns()
         with store.begin() as conn:
+            present -= _complete_verdicts(conn, [r for r in rows_in if r["log_hash"] in present], now)
             if job_rows:
                 rows = [{**{c: r.get(c) for c in JOB_COLUMNS}, "files_part": part, "ingested_ns": now} for r in job_rows]
                 conn.execute(_insert_ignore(store, jobs, "log_hash"), rows)
@@ -219,6 +250,18 @@ def write_batch(store: Store, parquet_dir: Path, job_rows: Sequence[dict], file_
                 _delete_failures(conn, frows)
                 conn.execute(failed_logs.insert(), frows)
     return present
+
+
+def _complete_verdicts(conn, rows: Sequence[dict], now: int) -> set[str]:
+    """Fill the verdict columns of stored rows that lack them from freshly read `rows`; their hashes.
+    The new ingested_ns moves `change_marker`, so pages drop what they built from the old rows."""
+    done = set()
+    for r in rows:
+        res = conn.execute(jobs.update().where(jobs.c.log_hash == r["log_hash"], jobs.c.verdict.is_(None))
+                           .values({**{c: r.get(c) for c in VERDICT_COLUMNS}, "ingested_ns": now}))
+        if res.rowcount:
+            done.add(r["log_hash"])
+    return done
 
 
 def _delete_failures(conn, rows: Sequence[dict]) -> None:

@@ -2,19 +2,23 @@
 
 Nothing here reads the Darshan log again (it may have moved since it was ingested):
 the header comes from the job's row, the per-interface, per-mount and top-file tables
-from its rows of the per-file table (`stats.job_files`). The full report with the
-findings' messages is `ioweather job LOG` (the page names the stored path).
+from its rows of the per-file table (`stats.job_files`). The verdict and the HIGH/WARN
+findings with their cost are stored by `jobs ingest` (store version 2); a job ingested
+before has only its finding codes, and the page says to re-ingest it for the verdict.
+The full report (INFO/OK findings, plots) is `ioweather job LOG`.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 from ioweather.stats.findings import describe_codes, highest_level
-from ioweather.stats.job import mibps_per_node
+from ioweather.stats.job import LUSTRE_FILE_COLUMNS, mibps_per_node
 from ioweather.stats.job_files import per_module, per_mount, top_files
 from ioweather.store import jobs as jobs_store
 from ioweather.units import ns_to_iso
+from ioweather.views.job_console import lustre_text
 from ioweather.web.context import WebContext
 from ioweather.web.pages import jobs_common as jc
 from ioweather.web.params import BadRequest, NotFound, Query
@@ -62,12 +66,28 @@ def job_data(ctx: WebContext, params) -> dict:
             ("unique_bytes", "unique_bytes"), ("shared_bytes", "shared_bytes"),
             ("partially_shared_bytes", "partially_shared_bytes"))},
         "level": highest_level(jc.codes(r["finding_codes"])),
-        "findings": describe_codes(jc.codes(r["finding_codes"])),
+        "verdict": r.get("verdict"),
+        "findings": _findings(r),
         "files_stored": files is not None,
         "interfaces": per_module(files) if files is not None else [],
-        "mounts": per_mount(files) if files is not None else [],
+        "mounts": [{**m, "lustre_text": lustre_text(m.get("lustre"))} for m in per_mount(files)]
+        if files is not None else [],
+        # Parquet parts written before the layout was stored lack its columns
+        "stripes_stored": files is not None and all(c in files.columns for c in LUSTRE_FILE_COLUMNS),
         "top_files": top_files(files, TOP_FILES) if files is not None else [],
     }
+
+
+def _findings(r: dict) -> list[dict]:
+    """HIGH/WARN findings, most expensive first, with cost and message when the row has them
+    (cost_s None: ingested before the store kept costs)."""
+    described = describe_codes(jc.codes(r["finding_codes"]))
+    if not r.get("findings_json"):
+        return [{**f, "cost_s": None, "cost_share": None, "message": None, "fix": None} for f in described]
+    what = {f["code"]: f["what"] for f in described}
+    stored = json.loads(r["findings_json"])
+    stored.sort(key=lambda f: -(f.get("cost_s") or 0.0))  # stable: the report's order on ties
+    return [{**f, "what": what.get(f["code"], "")} for f in stored]
 
 
 PAGE = Page(slug="job", script="jobs.js", title="Job", data=job_data,

@@ -2,7 +2,8 @@
 
 The summary is `stats.archive.summary` with the defaults of `ioweather jobs summary`
 (same numbers as its `--json`); the list adds MiB/s per node (`stats.archive.node_counts`,
-the node count from the log) and each job's highest finding level.
+the node count from the log), each job's highest finding level and the verdict line of
+`ioweather job` as `jobs ingest` stored it (None for jobs ingested before it was stored).
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def _row(r) -> dict:
             "bytes_written": jc.opt_int(r.bytes_written), "moved_bytes": int(r.moved_bytes),
             "files": jc.opt_int(r.files), "mibps": jc.opt_float(r.mibps),
             "mibps_per_node": jc.opt_float(r.mibps_per_node), "io_fraction": jc.opt_float(r.io_fraction),
-            "level": r.level, "findings": jc.codes(r.finding_codes)}
+            "level": r.level, "findings": jc.codes(r.finding_codes),
+            "verdict": r.verdict if isinstance(r.verdict, str) else None}
 
 
 def _view(ctx: WebContext) -> dict:

@@ -14,7 +14,8 @@ HINT = ("Read Darshan logs into the store with `ioweather jobs ingest PATH...` (
         "for *.darshan), then reload this page.")
 
 #: Job-row columns the pages read (the per-file table stays in Parquet until one job is opened).
-COLUMNS = list(dict.fromkeys(jobs_store.SUMMARY_COLUMNS + ["jobid", "start_ns", "runtime_s", "finding_codes"]))
+COLUMNS = list(dict.fromkeys(jobs_store.SUMMARY_COLUMNS + ["jobid", "start_ns", "runtime_s", "finding_codes",
+                                                                   "verdict"]))
 
 
 def codes(text) -> list[str]:
