@@ -3,16 +3,15 @@ init if needed, probe, and serve, in one process)."""
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
-import time
 from pathlib import Path
 
 import click
 
 from ioweather.commands.common import DURATION, SIZE
 from ioweather.errors import UserError
+from ioweather.services.server import run_server
 from ioweather.stats.probe_spec import DEGRADED, SEVERE
 
 #: Laptop-sized defaults for `watch`: a quick first start and little disk, said so on screen.
@@ -44,7 +43,7 @@ def _check_thresholds(warn: float, crit: float, baseline: float) -> None:
 
 
 def _listen(host: str, port: int):
-    from ioweather.web.app import bind, is_loopback, url_of
+    from ioweather.services.server import bind, is_loopback, url_of
 
     if not is_loopback(host):
         click.echo(f"ioweather: warning: listening on {host}: anyone who can reach this address can read the "
@@ -54,60 +53,8 @@ def _listen(host: str, port: int):
     return sock, url_of(sock)
 
 
-#: How long a stop waits for requests in flight before it abandons them (they only read).
-GRACE_S = 3
-
-
-def _run_server(app, sock, stop: threading.Event) -> None:
-    """Serve until Ctrl-C/SIGTERM or until `stop` is set (e.g. the probe died), then wait at most
-    GRACE_S for requests in flight; a second Ctrl-C does not wait at all.
-
-    uvicorn runs in a daemon thread while the main thread keeps the signals. Run in the main
-    thread, it handed sync endpoints to AnyIO worker threads, which are not daemons: a request
-    still running at the stop (a /metrics scrape waiting on a locked PostgreSQL table, a long
-    page) kept the process alive after "stopped" until it finished, so that it took a second
-    Ctrl-C to end. Threads inherit daemon status from the thread that starts them, so the
-    workers of a daemon event loop cannot hold the process. A request still running after
-    GRACE_S is abandoned, not cancelled: uvicorn would log the cancellation as a traceback.
-    """
-    import uvicorn
-
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                                           timeout_graceful_shutdown=None))
-    failed: list[BaseException] = []
-
-    def on_signal(*_):
-        if stop.is_set():
-            server.force_exit = True
-        stop.set()
-
-    def serve():
-        try:
-            server.run(sockets=[sock])
-        except BaseException as e:  # re-raised by the main thread
-            failed.append(e)
-        finally:
-            stop.set()
-
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    http = threading.Thread(target=serve, name="ioweather-http", daemon=True)
-    try:
-        http.start()
-        # Polled, not stop.wait(): the handler sets `stop`, and Event.wait holds the lock set() takes.
-        while not stop.is_set():
-            time.sleep(0.1)
-        server.should_exit = True
-        http.join(timeout=GRACE_S)
-        if http.is_alive():
-            click.echo(f"ioweather: {len(server.server_state.tasks) or 'a'} request(s) still running after "
-                       f"{GRACE_S} s abandoned", err=True)
-    finally:
-        stop.set()
-        for s, h in old.items():
-            signal.signal(s, h)
-        sock.close()
-    if failed:
-        raise failed[0]
+def _say(line: str) -> None:
+    click.echo(line, err=True)
 
 
 def register(cli: click.Group) -> None:
@@ -128,7 +75,7 @@ def register(cli: click.Group) -> None:
         app = create_app(settings, WebConfig(warn=warn, crit=crit, baseline_s=baseline))
         click.echo(f"ioweather: dashboard at {url}  (Prometheus: {url}metrics; Ctrl-C to stop)")
         sys.stdout.flush()
-        _run_server(app, sock, threading.Event())
+        run_server(app, sock, threading.Event(), _say)
         click.echo("ioweather: stopped", err=True)
 
     @cli.command()
@@ -207,7 +154,7 @@ def register(cli: click.Group) -> None:
                    f"(Prometheus: {url}metrics; Ctrl-C to stop)")
         sys.stdout.flush()
         try:
-            _run_server(app, sock, stop)
+            run_server(app, sock, stop, _say)
         finally:
             stop.set()
             thread.join(timeout=1)

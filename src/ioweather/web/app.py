@@ -1,11 +1,9 @@
-"""The Starlette application and the uvicorn server behind `ioweather serve` and `ioweather watch`."""
+"""The Starlette application behind `ioweather serve` and `ioweather watch` (served by services/server.py)."""
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import gzip
-import socket
 import sys
 import threading
 import time
@@ -23,7 +21,7 @@ from starlette.staticfiles import StaticFiles
 
 from ioweather import __version__
 from ioweather.config import Settings
-from ioweather.errors import UserError, os_error_reason
+from ioweather.errors import UserError
 from ioweather.units import format_age, format_bytes, format_seconds
 from ioweather.views.output import to_json
 from ioweather.web.context import WebConfig, WebContext
@@ -230,44 +228,3 @@ def _warm(ctx: WebContext) -> None:
             ctx.cache.warm()
     except Exception:  # noqa: BLE001 - an optimisation only: requests compute what they need themselves
         pass
-
-
-# --------------------------------------------------------------------------- server
-def bind(host: str, port: int) -> socket.socket:
-    """A listening socket, or a one-line error (port in use, bad address) instead of uvicorn's exit."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as e:
-        raise UserError(f"cannot resolve --host {host!r}: {e.strerror}") from None
-    family, _, _, _, addr = infos[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind(addr)
-    except OSError as e:
-        sock.close()
-        if e.errno == errno.EADDRINUSE:
-            raise UserError(f"port {port} on {host} is already in use; choose another with --port") from None
-        raise UserError(f"cannot listen on {host}:{port}: {os_error_reason(e)}") from None
-    sock.listen(128)
-    sock.set_inheritable(True)
-    return sock
-
-
-def url_of(sock: socket.socket) -> str:
-    host, port = sock.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
-    if host in ("0.0.0.0", "::"):
-        shown = socket.gethostname()
-    return f"http://{shown}:{port}/"
-
-
-def is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

@@ -1,0 +1,112 @@
+"""The dashboard's server lifecycle behind `ioweather serve` and `ioweather watch`: a listening
+socket (or one line saying why not), uvicorn in a daemon thread, Ctrl-C/SIGTERM, a bounded stop.
+
+Takes any ASGI application (web/app.py builds it), so it imports nothing of the web layer.
+"""
+
+from __future__ import annotations
+
+import errno
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+from ioweather.errors import UserError, os_error_reason
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket, or a one-line error (port in use, bad address) instead of uvicorn's exit."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise UserError(f"cannot resolve --host {host!r}: {e.strerror}") from None
+    family, _, _, _, addr = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(addr)
+    except OSError as e:
+        sock.close()
+        if e.errno == errno.EADDRINUSE:
+            raise UserError(f"port {port} on {host} is already in use; choose another with --port") from None
+        raise UserError(f"cannot listen on {host}:{port}: {os_error_reason(e)}") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    if host in ("0.0.0.0", "::"):
+        shown = socket.gethostname()
+    return f"http://{shown}:{port}/"
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+#: How long a stop waits for requests in flight before it abandons them (they only read).
+GRACE_S = 3
+
+
+def run_server(app, sock: socket.socket, stop: threading.Event, say: Callable[[str], None]) -> None:
+    """Serve until Ctrl-C/SIGTERM or until `stop` is set (e.g. the probe died), then wait at most
+    GRACE_S for requests in flight; a second Ctrl-C does not wait at all.
+
+    uvicorn runs in a daemon thread while the main thread keeps the signals. Run in the main
+    thread, it handed sync endpoints to AnyIO worker threads, which are not daemons: a request
+    still running at the stop (a /metrics scrape waiting on a locked PostgreSQL table, a long
+    page) kept the process alive after "stopped" until it finished, so that it took a second
+    Ctrl-C to end. Threads inherit daemon status from the thread that starts them, so the
+    workers of a daemon event loop cannot hold the process. A request still running after
+    GRACE_S is abandoned, not cancelled: uvicorn would log the cancellation as a traceback.
+    """
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                                           timeout_graceful_shutdown=None))
+    failed: list[BaseException] = []
+
+    def on_signal(*_):
+        if stop.is_set():
+            server.force_exit = True
+        stop.set()
+
+    def serve():
+        try:
+            server.run(sockets=[sock])
+        except BaseException as e:  # re-raised by the main thread
+            failed.append(e)
+        finally:
+            stop.set()
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    http = threading.Thread(target=serve, name="ioweather-http", daemon=True)
+    try:
+        http.start()
+        # Polled, not stop.wait(): the handler sets `stop`, and Event.wait holds the lock set() takes.
+        while not stop.is_set():
+            time.sleep(0.1)
+        server.should_exit = True
+        http.join(timeout=GRACE_S)
+        if http.is_alive():
+            say(f"ioweather: {len(server.server_state.tasks) or 'a'} request(s) still running after "
+                f"{GRACE_S} s abandoned")
+    finally:
+        stop.set()
+        for s, h in old.items():
+            signal.signal(s, h)
+        sock.close()
+    if failed:
+        raise failed[0]
