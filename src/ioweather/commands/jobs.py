@@ -13,10 +13,9 @@ from ioweather.views.output import print_json, progress, stderr
 
 def _write_html(out: str, text: str, *, quiet: bool) -> None:
     """Write the report; say so on stderr unless `quiet` (--json: stdout is for the JSON only)."""
-    try:
-        Path(out).write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise from_os_error(out, e, "write") from None
+    from ioweather.files import write_atomic
+
+    write_atomic(out, text)
     if not quiet:
         stderr.print(f"wrote {out}")
 
@@ -87,9 +86,12 @@ def register(cli: click.Group) -> None:
                   help="Run the extraction on a Dask cluster (scheduler address; needs ioweather[dask]).")
     @click.option("--cores-per-node", type=click.IntRange(min=1), default=None,
                   help="Cores per node, to count nodes of logs that do not name their hosts.")
+    @click.option("--follow-symlinks", is_flag=True,
+                  help="Follow symlinks found while scanning directories (skipped by default: anyone who can "
+                       "write a log directory could point one anywhere).")
     @json_option
     @click.pass_obj
-    def ingest(settings, paths, workers, dask_address, cores_per_node, as_json):
+    def ingest(settings, paths, workers, dask_address, cores_per_node, follow_symlinks, as_json):
         """Read Darshan logs (files, or directories searched for *.darshan) into the store.
 
         Idempotent: a log already stored (same content) is skipped; a log that cannot be
@@ -101,7 +103,7 @@ def register(cli: click.Group) -> None:
         with progress() as bar:
             task = bar.add_task("ingesting Darshan logs", total=None)
             counts = run(settings, list(paths), workers=workers or default_workers(), dask_address=dask_address,
-                         cores_per_node=cores_per_node,
+                         cores_per_node=cores_per_node, follow_symlinks=follow_symlinks,
                          progress_cb=lambda done, total: bar.update(task, completed=done, total=total))
         if as_json:
             print_json(counts)
@@ -112,6 +114,8 @@ def register(cli: click.Group) -> None:
                        f"{counts['skipped']} already ingested ({counts['found']} found)")
             if counts["failed"]:
                 click.echo("see the reasons with: ioweather jobs failed", err=True)
+            if counts["symlinks_skipped"]:
+                click.echo(f"{counts['symlinks_skipped']} symlinks skipped (--follow-symlinks to read them)", err=True)
 
     @jobs.command("failed")
     @json_option

@@ -38,20 +38,32 @@ _KNOWN_HASHES: frozenset[str] = frozenset()
 _CORES_PER_NODE: int | None = None
 
 
-def find_logs(paths: Iterable[str]) -> Iterator[str]:
+def find_logs(paths: Iterable[str], *, follow_symlinks: bool = False, links: list | None = None) -> Iterator[str]:
     """Files named on the command line, and *.darshan files under directories (recursively, sorted),
-    as absolute, normalized paths (symlinks are kept: the path is the one the user gave)."""
+    as absolute, normalized paths (symlinks are kept: the path is the one the user gave).
+
+    A directory scan does not follow symlinks unless asked: a log directory is often writable by
+    everyone, and a link planted there (to /etc/shadow, /dev/zero) must not make a privileged
+    ingest read it or report its size. Skipped links are appended to `links` (counted, never described).
+    """
     for p in paths:
         try:
             p = os.path.abspath(p)
         except OSError as e:  # the current directory was removed
             raise from_os_error(p, e, "find") from None
         if os.path.isdir(p):
-            for root, dirs, files in os.walk(p):
+            for root, dirs, files in os.walk(p, followlinks=follow_symlinks):
                 dirs.sort()
+                if not follow_symlinks and links is not None:
+                    links.extend(d for d in dirs if os.path.islink(os.path.join(root, d)))
                 for f in sorted(files):
                     if f.endswith(".darshan"):
-                        yield os.path.join(root, f)
+                        full = os.path.join(root, f)
+                        if not follow_symlinks and os.path.islink(full):
+                            if links is not None:
+                                links.append(full)
+                            continue
+                        yield full
         elif os.path.exists(p) or os.path.islink(p):
             yield p
         else:
@@ -341,7 +353,7 @@ class Ingest:
 
 
 def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None = None,
-           cores_per_node: int | None = None, progress_cb=None) -> dict:
+           cores_per_node: int | None = None, progress_cb=None, follow_symlinks: bool = False) -> dict:
     """Ingest `paths` (files and directories); returns counts. `progress_cb(n_done, n_total)`.
 
     counts: ingested (stored by this run), failed, duplicates (content already stored, found by
@@ -358,8 +370,8 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
     store.require(jobs_store.COMPONENT)
     jobs_store.remove_orphan_parts(store, settings.parquet_dir)
     known_hashes, known_paths = jobs_store.seen(store)
-    todo, skipped = [], 0
-    for p in find_logs(paths):
+    todo, skipped, links = [], 0, []
+    for p in find_logs(paths, follow_symlinks=follow_symlinks, links=links):
         stamp = _stamp(p)
         if stamp is not None and known_paths.get(jobs_store.path_hash(p)) == stamp:
             skipped += 1
@@ -368,6 +380,7 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
     interrupts = _Interrupts()
     sink = Ingest(store, settings.parquet_dir, interrupts=interrupts)
     sink.counts["skipped"] = skipped
+    sink.counts["symlinks_skipped"] = len(links)
     done = [0]
 
     def on_result(item, res):

@@ -99,10 +99,11 @@ def register(cli: click.Group) -> None:
                                    acf_max_lag, on_step, use_rollups=not no_rollups,
                                    warn=lambda m: stderr.print(f"ioweather: warning: {m}", highlight=False))
             if html:
-                from ioweather.views.workload_report import write_report
+                from ioweather.files import write_atomic
+                from ioweather.views.workload_report import render
 
                 on_step("report")
-                write_report(html, result, data)
+                write_atomic(html, render(result, data))
             bar.update(task, completed=bar.tasks[0].total)
         if as_json:
             print_json(result)

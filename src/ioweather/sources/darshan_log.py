@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from ioweather.errors import UserError, os_error_reason
+from ioweather.files import fd_path, open_regular
 from ioweather.units import format_seconds
 
 #: Modules whose records are a fixed struct of int64 counters + float64 fcounters.
@@ -189,7 +190,7 @@ def _format_tuple(version: str) -> tuple[int, int] | None:
         return None
 
 
-def check_layout(path: str | os.PathLike) -> _Layout:
+def check_layout(path: str | os.PathLike, *, open_path: str | None = None) -> _Layout:
     """Validate a log's uncompressed header against the file; raise DarshanLogError with the reason.
 
     Layouts (little- or big-endian, by the magic number): version[8], magic int64,
@@ -197,7 +198,7 @@ def check_layout(path: str | os.PathLike) -> _Layout:
     for 3.41 the name map at byte 32 and 64 module maps from byte 48. Each map is
     (offset uint64, length uint64). The check is that every region lies in the file.
     """
-    p = Path(path)
+    p = Path(open_path or path)  # open_path: the already opened, checked file (files.fd_path)
     try:
         size = p.stat().st_size
         with open(p, "rb") as f:
@@ -488,14 +489,30 @@ def read_log(path: str | os.PathLike, *, dxt: bool = True, heatmaps: bool = True
     `DxtSegments.truncated` set), which bounds memory at 32 bytes per segment.
     """
     path = os.fspath(path)
-    layout = check_layout(path)
+    with _open_log(path) as f:
+        return _read_log(path, fd_path(f), dxt=dxt, heatmaps=heatmaps, lustre=lustre,
+                         dxt_max_segments=dxt_max_segments, exclude_implausible_times=exclude_implausible_times)
+
+
+def _open_log(path: str):
+    """The log opened if it is a regular file (a FIFO or a device would hang libdarshan-util forever)."""
+    try:
+        return open_regular(path)
+    except UserError as e:
+        # "{path}: reason", like every DarshanLogError: a batch ingest strips the path prefix
+        raise DarshanLogError(f"{path}: cannot read: {str(e).split(': ', 1)[-1]}") from None
+
+
+def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: bool, dxt_max_segments: int,
+              exclude_implausible_times: bool) -> DarshanLog:
+    layout = check_layout(path, open_path=open_path)
     import darshan
 
     b = _backend()
     errors: list[str] = []
     with _captured_c_stderr(errors):
         try:
-            report_cm = darshan.DarshanReport(path, read_all=False)
+            report_cm = darshan.DarshanReport(open_path, read_all=False)
         except RuntimeError:
             raise DarshanLogError(f"{path}: corrupt Darshan log: libdarshan-util cannot open it"
                                   + (f" ({errors[0]})" if errors else "")) from None
@@ -557,7 +574,7 @@ def read_log(path: str | os.PathLike, *, dxt: bool = True, heatmaps: bool = True
 def content_hash(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     """SHA-256 of the file's bytes (hex): the identity of a log for idempotent ingest."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with _open_log(os.fspath(path)) as f:
         while True:
             block = f.read(chunk)
             if not block:

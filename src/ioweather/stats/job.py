@@ -370,7 +370,8 @@ def per_rank_with_shared(log) -> tuple[pd.DataFrame, str]:
     b = zero_missing(c, "POSIX_BYTES_READ") + zero_missing(c, "POSIX_BYTES_WRITTEN")
     tt = zero_missing(c, "POSIX_F_READ_TIME") + zero_missing(c, "POSIX_F_WRITE_TIME") + zero_missing(c, "POSIX_F_META_TIME")
     n = len(pr)
-    by, tm = pr["bytes"].to_numpy().copy(), pr["time"].to_numpy().copy()
+    # float: the even split of the rest is fractional (an int64 column cannot take it in place)
+    by, tm = pr["bytes"].to_numpy(dtype=np.float64, copy=True), pr["time"].to_numpy(dtype=np.float64, copy=True)
     named = 0
     for i in range(c.n):
         ranks_b = []

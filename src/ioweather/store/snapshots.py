@@ -13,16 +13,16 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
-from ioweather.errors import UserError, from_os_error
+from ioweather.errors import UserError
 from ioweather.stats.fsstats import SNAPSHOT_FORMAT
 from ioweather.store.db import Store
 from ioweather.store.migrations import Component, create_tables
 from ioweather.encoding import to_json
+from ioweather.files import read_regular_text, write_atomic
 
 _LONGTEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql")  # MariaDB's TEXT stops at 64 KiB
 
@@ -94,23 +94,14 @@ def check_document(doc, source: str) -> dict:
 
 def write_file(path: str | os.PathLike, doc: dict) -> None:
     """Write the snapshot JSON atomically (a crash never leaves half a file behind)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(to_json(doc) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise from_os_error(path, e, "write snapshot") from None
+    write_atomic(path, to_json(doc) + "\n", what="write snapshot")
 
 
 def read_file(path: str | os.PathLike) -> dict:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_regular_text(path, what="read snapshot")
     except UnicodeDecodeError:
         raise UserError(f"{path} is not a JSON snapshot (not UTF-8 text)") from None
-    except OSError as e:
-        raise from_os_error(path, e, "read snapshot") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-from pathlib import Path
 
 import numpy as np
 
@@ -248,7 +247,3 @@ img {{ max-width: 100%; }}
 {body}
 </body></html>
 """
-
-
-def write_report(path, result: dict, data) -> None:
-    Path(path).write_text(render(result, data), encoding="utf-8")
