@@ -1,11 +1,12 @@
 #!/bin/sh
 # System packages the tests use: Chromium (browser tests), R (reference densities),
 # promtool (metrics validation), sysstat (iostat), gcc + Python headers (the C core),
-# slurm-wlm + slurmdbd + munge (a real one-node Slurm cluster, tests/slurm_cluster.py).
+# slurm-wlm + slurmdbd + munge (a real one-node Slurm cluster, tests/slurm_cluster.py),
+# fio (ioweather bench).
 # Installs what is missing when run as root with apt-get; otherwise says what is
 # missing (those tests then skip with a reason).
 set -eu
-PKGS="gcc python3-dev chromium r-base-core prometheus sysstat slurm-wlm slurmdbd munge"
+PKGS="gcc python3-dev chromium r-base-core prometheus sysstat slurm-wlm slurmdbd munge fio"
 missing=""
 for p in $PKGS; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
