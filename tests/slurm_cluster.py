@@ -28,6 +28,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Self
 
 MARIADB = {"host": "127.0.0.1", "port": 3306, "user": "root"}
 PACKAGES = ("munged", "slurmdbd", "slurmctld", "slurmd", "sacct", "sbatch", "sacctmgr")
@@ -96,7 +97,7 @@ class SlurmCluster:
 
     # -- life cycle ---------------------------------------------------------------------
     @classmethod
-    def start(cls, root: Path, timeout: float = 60.0) -> "SlurmCluster":
+    def start(cls, root: Path, timeout: float = 60.0) -> SlurmCluster:
         missing = [p for p in PACKAGES if not _which(p)]
         if missing:
             raise SlurmUnavailable(f"Slurm not installed (missing {', '.join(missing)}): "
@@ -111,7 +112,7 @@ class SlurmCluster:
             raise
         return cluster
 
-    def __enter__(self) -> "SlurmCluster":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -124,7 +125,7 @@ class SlurmCluster:
         self._start_munged()
         try:
             _mariadb(f"CREATE DATABASE `{self.database}`")
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 (any failure: no database to account in)
             raise SlurmUnavailable(f"MariaDB at 127.0.0.1:3306 not usable for Slurm accounting: {e}") from None
         self._database_created = True
         self._daemon("slurmdbd", [_which("slurmdbd"), "-D"], ready=lambda: "started" in self._log("slurmdbd"),
@@ -138,7 +139,7 @@ class SlurmCluster:
     def stop(self) -> None:
         """Cancel our jobs, stop the daemons (newest first) by their pid files, drop the database."""
         if any(d == "slurmctld" for d, _ in self._started):
-            subprocess.run([_which("scancel"), "--full", "-u", "root"], env=self.env, capture_output=True, timeout=30)
+            subprocess.run([_which("scancel"), "--full", "-u", "root"], env=self.env, capture_output=True, timeout=30, check=False)
             deadline = time.monotonic() + 15
             while time.monotonic() < deadline and self._queue():
                 time.sleep(0.5)
@@ -148,7 +149,7 @@ class SlurmCluster:
         if self._database_created:
             try:
                 _mariadb(f"DROP DATABASE IF EXISTS `{self.database}`")
-            except Exception:  # the server went away: nothing left to drop
+            except Exception:  # noqa: BLE001, S110 (the server went away: nothing left to drop)
                 pass
             self._database_created = False
         shutil.rmtree(self.munge_dir, ignore_errors=True)
@@ -157,7 +158,7 @@ class SlurmCluster:
     def run(self, *args: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess:
         """A Slurm command against this cluster."""
         proc = subprocess.run([_which(args[0]) or args[0], *args[1:]], env=self.env, capture_output=True, text=True,
-                              timeout=timeout)
+                              timeout=timeout, check=False)
         if check and proc.returncode != 0:
             raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
         return proc
@@ -206,7 +207,8 @@ class SlurmCluster:
 
     def _write_conf(self) -> None:
         r = self.root
-        mem_mib = int(int(next(line.split()[1] for line in open("/proc/meminfo") if line.startswith("MemTotal"))) / 1024 / 2)
+        meminfo = Path("/proc/meminfo").read_text().splitlines()
+        mem_mib = int(int(next(line.split()[1] for line in meminfo if line.startswith("MemTotal"))) / 1024 / 2)
         auth = f"AuthInfo=socket={self.munge_socket}"
         self.conf.write_text("\n".join([
             f"ClusterName={self.name}", f"SlurmctldHost={self.node}", "SlurmUser=root", "SlurmdUser=root",
@@ -248,13 +250,13 @@ class SlurmCluster:
         cmd = [_which("munged"), f"--socket={self.munge_socket}", f"--pid-file={pid_file}",
                f"--log-file={d / 'munged.log'}", f"--seed-file={d / 'munged.seed'}"]
         proc = subprocess.run(["setpriv", f"--reuid={munge.pw_uid}", f"--regid={munge.pw_gid}", "--clear-groups",
-                               *cmd], capture_output=True, text=True, timeout=30)
+                               *cmd], capture_output=True, text=True, timeout=30, check=False)
         if proc.returncode != 0:
             raise SlurmUnavailable(f"munged did not start: {proc.stderr.strip()} {_tail(d / 'munged.log')}")
         self._started.append(("munged", pid_file))
         # the socket's directory is munge's own; the daemons (root) reach it all the same
         check = subprocess.run(f"{_which('munge')} -n -S {self.munge_socket} | {_which('unmunge')} -S {self.munge_socket}",
-                               shell=True, capture_output=True, text=True, timeout=30)
+                               shell=True, capture_output=True, text=True, timeout=30, check=False)
         if check.returncode != 0:
             raise SlurmUnavailable(f"munge -n | unmunge failed: {check.stderr.strip()} {_tail(d / 'munged.log')}")
 

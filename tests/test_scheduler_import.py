@@ -212,7 +212,7 @@ def test_store_replace_get_overlap(store):
     with pytest.raises(UserError, match=r"job 1 exists on several clusters \('a', 'b'\)"):
         sched.get_job(store, "1")
     assert sched.get_job(store, "3")["cluster"] == "a" and sched.get_job(store, "77") is None
-    ids = lambda since, until, **kw: [(j["cluster"], j["jobid"]) for j in sched.jobs_overlapping(  # noqa: E731
+    ids = lambda since, until, **kw: [(j["cluster"], j["jobid"]) for j in sched.jobs_overlapping(
         store, since * 10**9, until * 10**9, **kw)]
     assert ids(210, 260) == [("a", "1"), ("a", "2")]  # job 2 has no end: running until now
     assert ids(250, 300) == [("a", "2")]  # end is exclusive, so is until
@@ -237,7 +237,7 @@ def test_darshan_jobs_link_by_id_and_by_time_and_exe(cli, home, tmp_path, testda
     store.dispose()
 
     utc = ZoneInfo("UTC")
-    def t(ns):  # noqa: E306
+    def t(ns):
         return datetime.fromtimestamp(ns / 1e9, utc).strftime("%Y-%m-%dT%H:%M:%S")
     s, e = ingested["start_ns"], ingested["end_ns"]
     path = tmp_path / "jobs.txt"

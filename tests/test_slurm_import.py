@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -21,7 +21,7 @@ ZONE = "America/New_York"
 def jobs(slurm_cluster):
     """Two finished jobs, one cancelled while running, one still running; the time before submitting."""
     c = slurm_cluster
-    before = datetime.now(timezone.utc).replace(microsecond=0)
+    before = datetime.now(UTC).replace(microsecond=0)
     time.sleep(1)  # sacct's times are whole seconds
     done = [c.sbatch("--wrap", "sleep 2"), c.sbatch("--job-name=ior", "--wrap", "sleep 1")]
     running = c.sbatch("--job-name=long", "--wrap", "sleep 600")
@@ -41,8 +41,8 @@ def _reference(cluster, since: datetime) -> dict[str, dict]:
     rows = {}
     for line in out.splitlines():
         rec = dict(zip(FIELDS, line.split("|")))
-        ns = (lambda s: None if s == "Unknown" else  # noqa: E731
-              int(datetime.strptime(s, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc).timestamp()) * 10**9)
+        ns = (lambda s: None if s == "Unknown" else
+              int(datetime.strptime(s, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC).timestamp()) * 10**9)
         rows[rec["JobID"]] = {
             "cluster": rec["Cluster"], "jobid": rec["JobID"], "user": rec["User"], "account": rec["Account"] or None,
             "name": rec["JobName"], "partition": rec["Partition"], "start_ns": ns(rec["Start"]),

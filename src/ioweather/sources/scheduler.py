@@ -22,7 +22,7 @@ import sqlite3
 import subprocess
 import urllib.parse
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -242,7 +242,7 @@ def parse_sacct(text: str, *, tz: str, cluster: str | None = None, header: list[
         if not line.strip():
             continue
         fields = line.split("|")
-        get = (lambda k: fields[index[k]].strip() if k in index and index[k] < len(fields) else None)
+        get = _getter(fields, index)
         jobid = get("jobid")
         if not jobid:
             bad.append(f"line {lineno}: no job id")
@@ -269,6 +269,10 @@ def _last_of_each(rows: list[dict]) -> tuple[list[dict], int]:
     """One row per (cluster, jobid), the last (sacct lists a requeued job once per run with --duplicates)."""
     by_key = {(r["cluster"], r["jobid"]): r for r in rows}
     return list(by_key.values()), len(rows) - len(by_key)
+
+
+def _getter(fields: list[str], index: dict[str, int]):
+    return lambda k: fields[index[k]].strip() if k in index and index[k] < len(fields) else None
 
 
 def _sacct_row(get, jobid: str, zone: ZoneInfo, cluster: str | None, *, has_end: bool) -> dict | None:
@@ -369,7 +373,7 @@ def run_sacct(since_ns: int, until_ns: int, *, tz: str, cluster: str | None = No
     zone = ZoneInfo(tz)
 
     def local(ns: int) -> str:
-        return datetime.fromtimestamp(ns / 1e9, timezone.utc).astimezone(zone).strftime("%Y-%m-%dT%H:%M:%S")
+        return datetime.fromtimestamp(ns / 1e9, UTC).astimezone(zone).strftime("%Y-%m-%dT%H:%M:%S")
 
     cmd = [sacct, "--parsable2", "--noheader", "-X", "--allusers", f"--starttime={local(since_ns)}",
            f"--endtime={local(until_ns)}", f"--format={','.join(SACCT_FORMAT)}"]
@@ -377,7 +381,7 @@ def run_sacct(since_ns: int, until_ns: int, *, tz: str, cluster: str | None = No
         cmd.append(f"--clusters={cluster}")
     env["TZ"] = tz  # sacct reads --starttime and prints its times in this zone
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout_s, check=False)
     except subprocess.TimeoutExpired:
         raise UserError(f"sacct did not answer within {timeout_s:.0f} s") from None
     except OSError as e:
