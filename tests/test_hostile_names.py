@@ -57,3 +57,17 @@ def test_fsstats_labels_and_directories(tmp_path, cli):
     r = cli("fsstats", "list", home=home, env={"COLUMNS": "400"})
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     assert "[/oops]" in r.stdout and "[bold]b" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_target_longer_than_255_characters_is_refused_at_the_door(tmp_path, cli, backend, request):
+    home = tmp_path / "home"
+    env = {}
+    if backend == "postgresql":
+        env["IOWEATHER_DB"] = request.getfixturevalue("pg_url")
+    cli("probe", "init", str(tmp_path / "p"), "--file-size", "4MiB", "--pool", "10", home=home, check=True)
+    r = cli("probe", "run", str(tmp_path / "p"), "--duration", "1s", "--target", "x" * 256, home=home, env=env)
+    assert r.returncode == 2 and "at most 255" in r.stderr and r.stderr.strip().count("\n") == 0, r.stderr
+    r = cli("probe", "run", str(tmp_path / "p"), "--duration", "1s", "--interval", "0.2s", "--target", "y" * 255,
+            "--quiet", home=home, env=env)
+    assert r.returncode == 0, r.stderr

@@ -156,6 +156,8 @@ def run_probe(settings, directory: Path, *, interval: float, duration: float | N
     from ioweather.sources.probe import Probe, ProbeOptions, mount_point, physical_memory_bytes
     from ioweather.store import probe as probe_store
 
+    if target is not None:
+        probe_store.check_target(target)  # at the door: before the probe or the dashboard starts
     store = open_store(settings)
     opts = ProbeOptions(interval_s=interval, duration_s=duration, block=block, direct=direct, fsync=fsync,
                         timeout_s=timeout, seed=seed)

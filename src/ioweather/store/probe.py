@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import sqlalchemy as sa
 
+from ioweather.errors import UserError
 from ioweather.store.db import Store
 from ioweather.store.migrations import Component, create_tables
 
@@ -93,11 +94,25 @@ class RunInfo:
     version: str = ""
 
 
+#: The longest target label every database holds (PostgreSQL refuses more, SQLite would store it).
+MAX_TARGET_CHARS = 255
+
+
+def check_target(target: str) -> str:
+    """`target` if every store can hold it as a label; a one-line UserError otherwise."""
+    if not target or not target.strip():
+        raise UserError("the probe target label is empty")
+    if len(target) > MAX_TARGET_CHARS:
+        raise UserError(f"the probe target label is {len(target)} characters long; at most {MAX_TARGET_CHARS}")
+    return target
+
+
 def start_run(store: Store, info: RunInfo) -> int:
     """Record a new run and return its id."""
     from ioweather import __version__
     import os
 
+    check_target(info.target)
     store.require(COMPONENT)
     values = asdict(info)
     values.update(host=info.host or socket.gethostname(), pid=info.pid or os.getpid(),
