@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import sqlalchemy as sa
 
+from ioweather.errors import StoreError, from_os_error
 from ioweather.store.db import Store
 
 DAY_NS = 86_400 * 10**9
@@ -134,7 +135,10 @@ def _day_columns(conn: sa.Connection, run_id: int, lo: int, hi: int) -> dict[str
 
 
 def _write(path: Path, columns: dict) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as e:
+        raise from_os_error(path.parent, e, "create probe archive directory", cls=StoreError) from None
     table = pa.table({
         "op": pa.array(columns["op"], pa.string()).dictionary_encode(),
         "start_ns": pa.array(columns["start_ns"], pa.int64()),
@@ -144,6 +148,11 @@ def _write(path: Path, columns: dict) -> int:
         "errno": pa.array(columns["errno"], pa.int32()),
     })
     tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table, tmp, compression="zstd")
-    os.replace(tmp, path)
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)
+    except (OSError, pa.ArrowException) as e:
+        # The day's rows stay in the database (the caller's transaction rolls back): nothing is lost.
+        tmp.unlink(missing_ok=True)
+        raise from_os_error(path, e, "write probe archive", cls=StoreError) from None
     return table.num_rows
