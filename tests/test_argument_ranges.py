@@ -71,3 +71,13 @@ def test_time_parsers_fuzz(text):
             continue
         assert v.tzinfo is not None and v.utcoffset().total_seconds() == 0
         assert FIRST_TIME <= v.astimezone(timezone.utc) < END_TIME
+
+
+def test_an_inverted_range_is_a_usage_error(home, cli):
+    r = cli("probe", "stats", "--since", "2020-01-01", "--until", "2019-01-01", home=home)
+    assert r.returncode == 2 and "must be before --until" in r.stderr, r.stderr
+
+
+def test_help_names_the_environment_variables(cli):
+    out = cli("--help").stdout
+    assert "IOWEATHER_HOME" in out and "IOWEATHER_DB" in out

@@ -79,9 +79,9 @@ class OneLineErrors(click.Group):
 
 @click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="ioweather")
-@click.option("--home", type=click.Path(file_okay=False), envvar="IOWEATHER_HOME",
+@click.option("--home", type=click.Path(file_okay=False), envvar="IOWEATHER_HOME", show_envvar=True,
               help="Data directory (default ~/.local/share/ioweather).")
-@click.option("--db", "db", metavar="URL", envvar="IOWEATHER_DB",
+@click.option("--db", "db", metavar="URL", envvar="IOWEATHER_DB", show_envvar=True,
               help="Relational store URL, e.g. postgresql://user@host/db (default: SQLite in --home).")
 @click.pass_context
 def cli(ctx: click.Context, home: str | None, db: str | None) -> None:

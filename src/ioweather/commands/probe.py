@@ -105,6 +105,8 @@ def register(cli: click.Group) -> None:
 
         if interval <= 0:
             raise UserError("--interval must be positive")
+        if since >= until:
+            raise UserError(f"--since ({since:%Y-%m-%d %H:%M:%S}) must be before --until ({until:%Y-%m-%d %H:%M:%S})")
         store = open_store(settings)
         rows = []
         from ioweather.services.slowdown import load_window
