@@ -120,6 +120,11 @@ def test_old_store_upgrades_in_place_and_a_second_ingest_completes_it(cli, tmp_p
         code, _, body = s.get(f"/job?id={h}")
         page = body.decode()
         assert code == 200 and "re-ingest to see the verdict" in page
+        # Parquet parts without the layout columns: the mounts still add up, the Lustre cell says why it is empty
+        assert "not stored by the ioweather that ingested this job" in page
+        rep = _cli_report(cli, home, IMBALANCED)
+        assert job["mounts"] == [{**{k: v for k, v in m.items() if k != "lustre"}, "lustre_text": ""}
+                                 for m in rep["mounts"]]
     assert _sql(settings, "SELECT version FROM schema_versions WHERE component = 'darshan'") == [(2,)]
     assert _sql(settings, "SELECT COUNT(*) FROM darshan_jobs WHERE verdict IS NULL") == [(2,)]
 
