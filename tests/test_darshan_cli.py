@@ -204,4 +204,13 @@ def test_html_report_in_chromium_has_the_verdict_and_human_numbers(cli, home, tm
         ticks = v.page.eval_on_selector_all("svg text", "els => els.map(e => e.textContent || \"\")")
         assert ticks and not [t for t in ticks if re.search(SCI, t)]
         assert "shared files split by Darshan's slowest/fastest-rank counters" in body
+        # the hand-made SVG charts: each laid out at a real size with marks drawn, ticks in human units
+        charts = v.page.eval_on_selector_all("figure svg", """els => els.map(e => {
+            const r = e.getBoundingClientRect();
+            return [e.querySelector('title').textContent, r.width, r.height, e.querySelectorAll('rect, path').length]; })""")
+        assert [c[0] for c in charts] == ["I/O time by interface, layers side by side (never added up)",
+                                          "POSIX access sizes (bytes)", "files", "bytes moved", "bytes per rank",
+                                          "I/O time per rank"]
+        assert all(w > 200 and h > 100 and n > 0 for _t, w, h, n in charts), charts
+        assert "50.0 GiB" in ticks and "4.0 d" in ticks and "40,000" in ticks
         assert v.errors == []
