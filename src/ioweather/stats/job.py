@@ -514,7 +514,7 @@ def lustre_summary(ids: np.ndarray, stripe_size: np.ndarray, stripe_count: np.nd
     """A mount's Lustre layout from its files' layouts (the CLI's from the log, the dashboard's from the
     per-file table): files, most common stripe size and count, every count, distinct OSTs used."""
     stripe_count = np.asarray(stripe_count, np.int64)
-    return {"files": int(np.unique(ids).size), "stripe_size_bytes": _mode(np.asarray(stripe_size, np.int64)),
+    return {"files": np.unique(ids).size, "stripe_size_bytes": _mode(np.asarray(stripe_size, np.int64)),
             "stripe_count": _mode(stripe_count), "stripe_counts": sorted(int(x) for x in np.unique(stripe_count)),
             "osts": int(len({o for s in ost_ids for o in str(s).split(",") if o}))}
 

@@ -12,8 +12,8 @@ import numpy as np
 
 from ioweather.units import format_bytes, format_seconds
 from ioweather.views import svg_charts as charts
-from ioweather.views.svg_charts import esc
 from ioweather.views.job_console import cost_text, lustre_text
+from ioweather.views.svg_charts import esc
 
 #: At most this many DXT segments are drawn (a uniform sample beyond that) to keep pages fast.
 MAX_TIMELINE_SEGMENTS = 20000
