@@ -1,4 +1,4 @@
-"""`ioweather collect` (the telemetry daemon) and `ioweather import KIND SOURCE...` (histories).
+"""`ioweather collect` (the telemetry daemon); `ioweather import KIND SOURCE...` (histories) is in imports.py.
 
 Both end in the same Parquet layout (store/telemetry_layout.py) that `ioweather workload`
 reads. METHODS.md section 4; docs/telemetry.md is the user guide.
@@ -6,22 +6,19 @@ reads. METHODS.md section 4; docs/telemetry.md is the user guide.
 
 from __future__ import annotations
 
-import os
 import resource
 import signal
-import sys
 import threading
 import time
 from pathlib import Path
 
 import click
 
-from ioweather.commands.common import DURATION, TIME, json_option
+from ioweather.commands.common import DURATION, json_option
+from ioweather.commands.imports import import_group
 from ioweather.errors import UserError
-from ioweather.units import format_seconds, to_ns
+from ioweather.units import format_seconds
 from ioweather.views.output import print_json, print_table, progress, stderr
-
-IMPORT_KINDS = ("lmt", "iostat", "tts", "csv", "mmperfmon", "lfsdf")
 
 
 def live_sources() -> dict:
@@ -161,124 +158,6 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
             "wall_s": wall, "cpu_s": cpu, "cpu_pct": 100.0 * cpu / wall if wall > 0 else None}
 
 
-def import_one(settings, kind: str, source: str, fs: str, *, tz: str | None, since_ns: int | None,
-               until_ns: int | None, interval: float | None, cumulative: bool, at_ns: int | None = None) -> dict:
-    """Import one SOURCE; on any failure its rows are removed again. Returns its summary."""
-    from ioweather.sources.telemetry.ingest import source_writer, to_long
-    from ioweather.store.telemetry_imports import ImportRun
-
-    ident = source if "://" in source else os.path.abspath(source)
-    run = ImportRun(settings, fs, source_writer(kind, ident))
-    notes: list[str] = []
-    bad_lines = 0
-    t0 = time.perf_counter()
-
-    def keep(frame):
-        if since_ns is not None:
-            frame = frame[frame["time_ns"] >= since_ns]
-        if until_ns is not None:
-            frame = frame[frame["time_ns"] <= until_ns]
-        return frame
-
-    try:
-        with progress() as bar:
-            if kind == "lmt":
-                from ioweather.sources.telemetry.lmt import LmtDatabase, redact
-
-                db = LmtDatabase(source, tz)
-                try:
-                    info = db.info(since_ns, until_ns)
-                    if tz is None and db.kind == "sqlite":
-                        notes.append("LMT stores the server's local time; read as UTC (give --timezone ZONE)")
-                    if info.dropped_times:
-                        notes.append(f"{info.dropped_times} timestamps not after the previous one were dropped")
-                    if info.times_ns.size < 2:
-                        raise UserError(f"{redact(source)}: fewer than 2 LMT timestamps"
-                                        f"{' in the given time range' if since_ns or until_ns else ''}: nothing to import")
-                    task = bar.add_task(f"lmt {Path(source).name if '://' not in source else redact(source)}",
-                                        total=int(info.ts_ids.size))
-                    for n, wides in db.chunks(info):
-                        for w in wides:
-                            run.write(keep(to_long(w)))
-                        bar.advance(task, n)
-                finally:
-                    db.close()
-            elif kind == "tts":
-                from ioweather.sources.telemetry.tts import TtsFile
-
-                f = TtsFile(source)
-                try:
-                    groups = f.groups()
-                    task = bar.add_task(f"tts {Path(source).name}", total=len(groups))
-                    for _, wides in f.chunks():
-                        for w in wides:
-                            run.write(keep(to_long(w)))
-                        bar.advance(task)
-                    if f.skipped:
-                        notes.append(f"datasets without a metric mapping skipped: {', '.join(f.skipped)}")
-                finally:
-                    f.close()
-            elif kind in ("mmperfmon", "lfsdf"):
-                # text archives: one tick per member file (a tarball's count is known only at its end)
-                task = bar.add_task(f"{kind} {Path(source).name}", total=None)
-                tick = lambda n: bar.advance(task, n)  # noqa: E731
-                if kind == "mmperfmon":
-                    from ioweather.sources.telemetry.mmperfmon import read_mmperfmon
-
-                    chunk = read_mmperfmon(source, tz or "UTC", advance=tick)
-                else:
-                    from ioweather.sources.telemetry.lfsdf import read_lfsdf
-
-                    chunk = read_lfsdf(source, at_ns, fs, advance=tick)
-                notes += chunk.notes
-                bad_lines = chunk.bad_lines
-                run.write(keep(to_long(chunk)))
-            else:
-                task = bar.add_task(f"{kind} {Path(source).name}", total=2)
-                if kind == "iostat":
-                    from ioweather.sources.telemetry.iostat_json import parse_iostat_json
-
-                    try:
-                        text = Path(source).read_text(encoding="utf-8", errors="replace") if source != "-" else sys.stdin.read()
-                    except FileNotFoundError:
-                        raise UserError(f"iostat file {source!r} not found") from None
-                    chunk = parse_iostat_json(text, tz or "UTC")
-                else:
-                    from ioweather.sources.telemetry.csv_long import read_csv_long
-
-                    chunk = read_csv_long(source, tz or "UTC", interval, cumulative)
-                bar.advance(task)
-                notes += chunk.notes
-                run.write(keep(to_long(chunk)))
-                bar.advance(task)
-        run.finish()
-        if run.rows == 0:
-            detail = f" ({'; '.join(notes)})" if notes else ""
-            where = " in the given time range" if since_ns or until_ns else ""
-            raise UserError(f"{source}: no rows to import{where}{detail}")
-        replaced = run.commit()
-    except BaseException:
-        run.rollback()
-        raise
-    seconds = time.perf_counter() - t0
-    out = {"source": source if "://" not in source else None, "kind": kind, **run.summary(),
-           "replaced_files": replaced, "seconds": seconds, "rows_per_s": run.rows / seconds if seconds > 0 else None,
-           "bad_lines": bad_lines, "notes": notes}
-    if "://" in source:
-        from ioweather.sources.telemetry.lmt import redact
-
-        out["source"] = redact(source)
-    return out
-
-
-_stopping = threading.Event()
-
-
-def _interrupted(signum, frame):
-    _stopping.set()
-    raise KeyboardInterrupt
-
-
 def register(cli: click.Group) -> None:
     @cli.command("collect")
     @click.option("--interval", type=DURATION, default="5s", show_default=True, help="Sampling period.")
@@ -320,69 +199,4 @@ def register(cli: click.Group) -> None:
             title=f"{summary['ticks']} ticks, {summary['rows_written']} rows written, "
                   f"CPU {summary['cpu_pct']:.2f}% of a core" if summary["cpu_pct"] is not None else None)
 
-    @cli.command("import")
-    @click.argument("kind", type=click.Choice(IMPORT_KINDS))
-    @click.argument("sources", nargs=-1, required=True)
-    @click.option("--fs", required=True, help="File system (dataset) name to import into.")
-    @click.option("--timezone", "tz", default=None, metavar="ZONE",
-                  help="IANA zone of times written without offset (LMT, iostat, CSV, mmperfmon); default UTC, "
-                       "or the MySQL server's zone for an LMT MySQL URL.")
-    @click.option("--since", type=TIME, default=None, help="Import only from this time on.")
-    @click.option("--until", type=TIME, default=None, help="Import only up to this time.")
-    @click.option("--interval", type=DURATION, default=None, help="csv: interval of each row when there is no interval_s column.")
-    @click.option("--cumulative", is_flag=True, help="csv: values are cumulative counters, not per-interval amounts.")
-    @click.option("--at", "at", type=TIME, default=None,
-                  help="lfsdf: time of `lfs df` output that has no `BEGIN <unix seconds>` line.")
-    @json_option
-    @click.pass_obj
-    def import_cmd(settings, kind, sources, fs, tz, since, until, interval, cumulative, at, as_json):
-        """Import recorded telemetry: KIND is lmt (MySQL URL or SQLite copy), iostat (JSON),
-        tts (pytokio HDF5), csv (time,target,metric,value), mmperfmon (GPFS `mmperfmon query`
-        output: text, .gz, .tgz or a directory) or lfsdf (archived `lfs df` / `lfs df -i` runs).
-
-        Importing the same SOURCE again replaces its earlier import. A SOURCE that fails is
-        reported and leaves nothing behind; the others are still imported."""
-        from ioweather.sources.telemetry.base import check_timezone
-        from ioweather.store import telemetry_layout as layout
-
-        layout.check_fs_name(fs)
-        if tz is not None:
-            check_timezone(tz)
-        since_ns = to_ns(since) if since else None
-        until_ns = to_ns(until) if until else None
-        if since_ns is not None and until_ns is not None and until_ns <= since_ns:
-            raise UserError("--until must be after --since")
-        results, failed = [], 0
-        # SIGTERM (systemd, a scheduler's time limit) rolls an import back as Ctrl-C does; kill -9 cannot
-        # be caught, and store/telemetry_imports.py makes that safe too.
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(sig, _interrupted)
-        for source in sources:
-            try:
-                r = import_one(settings, kind, source, fs, tz=tz, since_ns=since_ns, until_ns=until_ns,
-                               interval=interval, cumulative=cumulative, at_ns=to_ns(at) if at else None)
-            except Exception as e:
-                if _stopping.is_set():  # DuckDB turns the interrupt into its own error ("Query interrupted")
-                    raise KeyboardInterrupt from None
-                if not isinstance(e, UserError):
-                    raise
-                failed += 1
-                click.echo(f"ioweather: error: {e}", err=True)
-                results.append({"source": source, "kind": kind, "fs": fs, "error": str(e)})
-                continue
-            for note in r["notes"]:
-                stderr.print(f"import: {note}", highlight=False)
-            results.append(r)
-        total = sum(r.get("rows", 0) for r in results)
-        if as_json:
-            print_json({"kind": kind, "fs": fs, "rows": total, "failed": failed, "sources": results})
-        elif failed < len(results):  # when every source failed, their error lines say it all
-            print_table([r for r in results if "error" not in r], [
-                ("source", "source", lambda s: s if "://" in s else Path(s).name), ("rows", "rows"), ("missing_values", "missing"), ("targets", "targets"),
-                ("start", "start"), ("end", "end"), ("bad_lines", "bad lines"), ("replaced_files", "replaced files"),
-                ("rows_per_s", "rows/s", lambda v: f"{v:,.0f}")],
-                title=f"imported into file system {fs!r}", empty="nothing imported")
-        if failed:
-            sys.exit(2)
-
+    import_group(cli)  # `import KIND SOURCE...`: commands/imports.py makes a sub-command per importer

@@ -41,6 +41,10 @@ PAGE_MODULES = [
     "ioweather.web.pages.jobs",
     "ioweather.web.pages.job",
     "ioweather.web.pages.workload",
+    "ioweather.web.pages.servers",
+    "ioweather.web.pages.metadata",
+    "ioweather.web.pages.capacity",
+    "ioweather.web.pages.talkers",
     "ioweather.web.pages.contents",
     "ioweather.web.pages.factors",
 ]

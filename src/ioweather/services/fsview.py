@@ -1,0 +1,418 @@
+"""The admin's view of a file system, per target: the documents behind /servers, /metadata, /capacity
+and /talkers (and their /api twins).
+
+The store (`store.telemetry_targets`) reduces the Parquet rows to per-target bins; `stats.targets`
+and `stats.workload` compute; this module picks the bin (the page's pixel resolution), shapes
+matrices and formats times. Rates are a bin's amount / the bin's length, as `ioweather workload`
+does: a bin with some samples missing shows a lower rate, a bin with none is a gap (null), never 0.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ioweather.stats import targets as T
+from ioweather.stats import workload as W
+from ioweather.store import telemetry_targets as Q
+from ioweather.units import ns_to_iso
+
+#: The heatmap's budget: at most this many (target, column) cells per metric, and at most MAX_COLUMNS
+#: columns (about one per two pixels of a wide screen). 500 targets -> 320 columns: < 2 MB of JSON.
+MAX_CELLS = 160_000
+MAX_COLUMNS = 600
+#: Heatmap values travel as integers 0..LEVELS of the window's highest rate (0.1 % steps of colour);
+#: a clicked target's own series carries the exact rates.
+LEVELS = 1000
+MAX_POINTS = 2000                # a single series (a target, an operation): at most this many bins
+NOW_S = 300.0                    # talkers "now": the last 5 minutes of the data
+TOP_JOBS = 50
+DEFAULT_TARGET_MIN_AMPLITUDE = float(64 << 20)   # events of one target: rises of 64 MiB/s
+DEFAULT_MD_MIN_AMPLITUDE = 1000.0                # metadata events: rises of 1,000 operations/s
+CAPACITY_METRICS = ("capacity_bytes", "free_bytes", "avail_bytes", "files_total", "files_free")
+LCTL_STATES = {"up": "UP (set up)", "st": "ST (stopping)", "in": "IN (inactive)", "at": "AT (attached)"}
+
+
+def sampling_s(settings, fs: str, since_ns: int | None, until_ns: int | None) -> float | None:
+    """The shortest interval of the data in the window, from the Parquet footers (no rows read)."""
+    from ioweather.store.telemetry_layout import connect_duckdb, data_files, fs_dir
+
+    con = connect_duckdb()
+    try:
+        f = Q.footer_summary(con, data_files(fs_dir(settings, fs), since_ns, until_ns))
+    finally:
+        con.close()
+    return f["min_interval_s"]
+
+
+def pick_step_ns(window_ns: int, sample_s: float | None, columns: int) -> int:
+    """The bin for `columns` bins over the window: at least the sampling interval; a whole number of
+    target-rollup buckets (5 min) once it is that long, so the rollups answer; else a whole number of
+    sampling intervals."""
+    sample_ns = int(round((sample_s or 1.0) * 1e9)) or 1_000_000_000
+    want = max(sample_ns, -(-window_ns // max(columns, 1)))
+    if want >= Q.BUCKET_NS:
+        return -(-want // Q.BUCKET_NS) * Q.BUCKET_NS
+    return -(-want // sample_ns) * sample_ns
+
+
+def _grid(since_ns: int, until_ns: int, step_ns: int) -> tuple[int, int]:
+    b0 = since_ns // step_ns
+    return b0, max(1, -(-until_ns // step_ns) - b0)
+
+
+def _matrix(df: pd.DataFrame, metric: str, rows: list[str], b0: int, nbins: int, col: str = "amount") -> np.ndarray:
+    out = np.full((len(rows), nbins), np.nan)
+    d = df[df["metric"] == metric]
+    if d.empty:
+        return out
+    index = {t: i for i, t in enumerate(rows)}
+    r = d["target"].map(index).to_numpy()
+    c = d["bin"].to_numpy(np.int64) - b0
+    ok = (c >= 0) & (c < nbins) & pd.notna(r)
+    out[r[ok].astype(np.int64), c[ok]] = d[col].to_numpy(float)[ok]
+    return out
+
+
+def _quantize(rate: np.ndarray, top: float) -> list:
+    """Rates as integers 0..LEVELS of `top`, None where missing (the heatmap's compact form)."""
+    if not top or not np.isfinite(top):
+        top = 1.0
+    q = np.rint(rate / top * LEVELS)
+    return [[None if v != v else int(v) for v in row] for row in q.tolist()]
+
+
+def _times(b0: int, nbins: int, step_ns: int) -> list[str]:
+    t = (b0 + np.arange(nbins, dtype=np.int64)) * step_ns
+    a = t.astype("datetime64[ns]").astype("datetime64[s]")
+    return [s + "Z" for s in np.datetime_as_string(a, unit="s").tolist()]
+
+
+def _num(v) -> float | None:
+    return None if v is None or not np.isfinite(v) else float(v)
+
+
+def _nums(a) -> list:
+    return [None if v != v or v in (math.inf, -math.inf) else float(v) for v in np.asarray(a, np.float64).tolist()]
+
+
+# ------------------------------------------------------------------------------------------- servers
+
+SORTS = ("bytes", "peak", "share", "name")
+
+
+def servers(settings, fs: str, since_ns: int, until_ns: int, sort: str = "bytes") -> dict:
+    """Per-target read and write rates over [since, until) as a heatmap (target x time, quantized),
+    per-target totals, peaks, shares and imbalance flags."""
+    sample_s = sampling_s(settings, fs, since_ns, until_ns)
+    step_ns = pick_step_ns(until_ns - since_ns, sample_s, MAX_COLUMNS)
+    df = Q.target_bins(settings, fs, since_ns, until_ns, step_ns, metrics=("read_bytes", "write_bytes"))
+    targets = sorted(df["target"].unique().tolist()) if not df.empty else []
+    if targets and len(targets) * -(-(until_ns - since_ns) // step_ns) > MAX_CELLS:
+        # too many cells for the budget: merge k neighbouring bins (sums and maxima stay exact)
+        cols = max(1, MAX_CELLS // len(targets))
+        k = -(-pick_step_ns(until_ns - since_ns, sample_s, cols) // step_ns)
+        step_ns *= k
+        df = df.assign(bin=df["bin"] // k).groupby(["metric", "target", "bin"], as_index=False).agg(
+            amount=("amount", "sum"), n=("n", "sum"), top_bps=("top_bps", "max"))
+    b0, nbins = _grid(since_ns, until_ns, step_ns)
+    step_s = step_ns / 1e9
+    read = _matrix(df, "read_bytes", targets, b0, nbins)
+    write = _matrix(df, "write_bytes", targets, b0, nbins)
+    total = np.where(np.isnan(read) & np.isnan(write), np.nan, np.nan_to_num(read) + np.nan_to_num(write))
+    imb = _imbalance(total, step_s)
+    peaks = df.groupby(["target", "metric"])["top_bps"].max().unstack() if not df.empty else pd.DataFrame()
+    present = np.isfinite(total)
+    rows = []
+    for i, t in enumerate(targets):
+        seen = np.flatnonzero(present[i])
+        pr = _num(peaks.at[t, "read_bytes"]) if "read_bytes" in peaks else None
+        pw = _num(peaks.at[t, "write_bytes"]) if "write_bytes" in peaks else None
+        rows.append({"target": t, "read_bytes": float(np.nansum(read[i])), "write_bytes": float(np.nansum(write[i])),
+                     "bytes": float(np.nansum(total[i])), "peak_read_bps": pr, "peak_write_bps": pw,
+                     "peak_bps": max((p for p in (pr, pw) if p is not None), default=None),
+                     "share": _num(imb["share"][i]), "hot_fraction": _num(imb["hot_fraction"][i]),
+                     "cold_fraction": _num(imb["cold_fraction"][i]), "flag": imb["flag"][i],
+                     "first_seen": ns_to_iso((b0 + int(seen[0])) * step_ns) if seen.size else None,
+                     "last_seen": ns_to_iso((b0 + int(seen[-1]) + 1) * step_ns) if seen.size else None,
+                     "bins_with_data": int(seen.size)})
+    order = sort_targets(rows, sort)
+    rows = [rows[i] for i in order]
+    read, write = read[order] / step_s, write[order] / step_s
+    top = float(np.nanmax(np.concatenate([read.ravel(), write.ravel(), [0.0]])))
+    return {"fs": fs, "since": ns_to_iso(since_ns), "until": ns_to_iso(until_ns), "step_s": step_s,
+            "sample_s": sample_s, "sort": sort, "targets": rows, "time": _times(b0, nbins, step_ns),
+            "heatmap": {"levels": LEVELS, "top_bps": top, "read": _quantize(read, top), "write": _quantize(write, top)},
+            "fs_read_bytes": float(np.nansum(read) * step_s), "fs_write_bytes": float(np.nansum(write) * step_s),
+            "rule": {"ratio": T.RATIO, "long_fraction": T.LONG_FRACTION, "busy_fraction": T.BUSY_FRACTION,
+                     "share_bin_s": T.SHARE_BIN_S, "long_s": T.LONG_S},
+            "flagged": [r["target"] for r in rows if r["flag"]]}
+
+
+def _imbalance(total: np.ndarray, step_s: float) -> dict:
+    """stats.targets.imbalance over bins of at least SHARE_BIN_S (neighbouring columns merged)."""
+    k = max(1, math.ceil(T.SHARE_BIN_S / step_s))
+    t, b = total.shape
+    pad = np.full((t, -(-b // k) * k), np.nan)
+    pad[:, :b] = total
+    blocks = pad.reshape(t, -1, k)
+    merged = np.where(np.isfinite(blocks).any(axis=2), np.nansum(blocks, axis=2), np.nan)
+    return T.imbalance(merged, min_bins=math.ceil(T.LONG_S / (k * step_s)))
+
+
+def sort_targets(rows: list[dict], sort: str) -> list[int]:
+    """Indices of `rows` in display order: largest first for bytes/peak/share, then by name."""
+    if sort == "name":
+        return sorted(range(len(rows)), key=lambda i: rows[i]["target"])
+    key = {"bytes": "bytes", "peak": "peak_bps", "share": "share"}[sort]
+    return sorted(range(len(rows)), key=lambda i: (-(rows[i][key] or 0.0), rows[i]["target"]))
+
+
+def target_series(settings, fs: str, target: str, since_ns: int, until_ns: int,
+                  min_amplitude: float = DEFAULT_TARGET_MIN_AMPLITUDE, smooth_s: float = W.DEFAULT_SMOOTH_S) -> dict:
+    """One target's read and write rates over the window, with its events (stats.workload)."""
+    sample_s = sampling_s(settings, fs, since_ns, until_ns)
+    step_ns = pick_step_ns(until_ns - since_ns, sample_s, MAX_POINTS)
+    df = Q.target_bins(settings, fs, since_ns, until_ns, step_ns, metrics=("read_bytes", "write_bytes"), target=target)
+    b0, nbins = _grid(since_ns, until_ns, step_ns)
+    read = _matrix(df, "read_bytes", [target], b0, nbins)[0]
+    write = _matrix(df, "write_bytes", [target], b0, nbins)[0]
+    step_s = step_ns / 1e9
+    s = W.summarize(b0 * step_ns, step_s, read, write, min_amplitude=min_amplitude, smooth_s=max(smooth_s, step_s),
+                    acf_max_lag_s=step_s)
+    return {"target": target, "step_s": step_s, "time": _times(b0, nbins, step_ns),
+            "read_bps": _nums(read / step_s), "write_bps": _nums(write / step_s),
+            "read_bytes": float(np.nansum(read)), "write_bytes": float(np.nansum(write)),
+            "peak_total_bps": s["peak_total_bps"], "burstiness": s["burstiness"], "min_amplitude_bps": min_amplitude,
+            "events": _events(s["events"])}
+
+
+def _events(events: list[dict]) -> list[dict]:
+    return [{"start": ns_to_iso(e["start_ns"]), "end": ns_to_iso(e["end_ns"]), "peak_time": ns_to_iso(e["peak_time_ns"]),
+             "peak": e["peak_bps"], "amount": e["bytes"]} for e in events]
+
+
+# ------------------------------------------------------------------------------------------ metadata
+
+def metadata(settings, fs: str, since_ns: int, until_ns: int, min_amplitude: float = DEFAULT_MD_MIN_AMPLITUDE,
+             smooth_s: float = W.DEFAULT_SMOOTH_S) -> dict:
+    """Metadata operation rates by operation (md_<op>, summed over MDTs), with events and burstiness
+    of the total: the workload statistics applied to operations instead of bytes."""
+    sample_s = sampling_s(settings, fs, since_ns, until_ns)
+    step_ns = pick_step_ns(until_ns - since_ns, sample_s, MAX_POINTS)
+    df = Q.target_bins(settings, fs, since_ns, until_ns, step_ns, prefix="md_")
+    b0, nbins = _grid(since_ns, until_ns, step_ns)
+    step_s = step_ns / 1e9
+    ops = sorted(df["metric"].unique().tolist()) if not df.empty else []
+    per_op = df.groupby(["metric", "bin"], as_index=False)["amount"].sum() if not df.empty else df
+    series, table = {}, []
+    total = np.full(nbins, np.nan)
+    for m in ops:
+        a = np.full(nbins, np.nan)
+        d = per_op[per_op["metric"] == m]
+        c = d["bin"].to_numpy(np.int64) - b0
+        ok = (c >= 0) & (c < nbins)
+        a[c[ok]] = d["amount"].to_numpy(float)[ok]
+        rate = a / step_s
+        total = np.where(np.isnan(total) & np.isnan(a), np.nan, np.nan_to_num(total) + np.nan_to_num(a))
+        peak, mean = W.peak_and_mean(rate)
+        b = W.burstiness(rate)
+        table.append({"op": m[3:], "ops": float(np.nansum(a)), "peak_ops_per_s": peak, "mean_ops_per_s": mean,
+                      "frac_time_below_33pct_peak": b["frac_time_below_33pct_peak"]})
+        series[m[3:]] = _nums(rate)
+    table.sort(key=lambda r: -r["ops"])
+    rate = total / step_s
+    peak, mean = W.peak_and_mean(rate)
+    events = W.detect_events(rate, step_s, max(smooth_s, step_s), min_amplitude, total)
+    ev = [{"start": ns_to_iso((b0 + e.start) * step_ns), "end": ns_to_iso((b0 + e.end) * step_ns),
+           "peak_time": ns_to_iso((b0 + e.peak) * step_ns), "peak": e.peak_bps, "amount": e.bytes} for e in events]
+    mdts = df.groupby("target")["amount"].sum().sort_values(ascending=False) if not df.empty else pd.Series(dtype=float)
+    return {"fs": fs, "since": ns_to_iso(since_ns), "until": ns_to_iso(until_ns), "step_s": step_s, "sample_s": sample_s,
+            "ops": table, "time": _times(b0, nbins, step_ns), "series": series, "total_ops_per_s": _nums(rate),
+            "total_ops": float(np.nansum(total)), "peak_ops_per_s": peak, "mean_ops_per_s": mean,
+            "burstiness": W.burstiness(rate), "events": ev, "min_amplitude_ops_per_s": min_amplitude,
+            "smooth_s": max(smooth_s, step_s),
+            "targets": [{"target": t, "ops": float(v)} for t, v in mdts.items()]}
+
+
+# ------------------------------------------------------------------------------------------ capacity
+
+def _is_metadata_target(name: str) -> bool:
+    return "-MDT" in name
+
+
+def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> dict:
+    """Fullness per data target and for the file system over the window, the fullest targets at the
+    end, days until full at the recent growth (stats.targets.growth), inode use, `lctl dl -t` state."""
+    step_ns = max(60_000_000_000, -(-((until_ns - since_ns) // 500) // 60_000_000_000) * 60_000_000_000)
+    g = Q.gauge_bins(settings, fs, since_ns, until_ns, step_ns, metrics=CAPACITY_METRICS)
+    b0, nbins = _grid(since_ns, until_ns, step_ns)
+    targets = sorted(g["target"].unique().tolist()) if not g.empty else []
+    m = {k: _matrix(g, k, targets, b0, nbins, col="value") for k in CAPACITY_METRICS}
+    has_avail = np.isfinite(m["avail_bytes"]).any(axis=1)
+    full = np.where(has_avail[:, None], T.fullness(m["capacity_bytes"], m["free_bytes"], m["avail_bytes"]),
+                    T.fullness(m["capacity_bytes"], m["free_bytes"]))
+    data_rows = [i for i, t in enumerate(targets) if not _is_metadata_target(t) and np.isfinite(m["capacity_bytes"][i]).any()]
+    t_s = (b0 + np.arange(nbins)) * step_ns / 1e9
+    fs_doc = _fs_fullness(m, data_rows, t_s, step_ns, b0)
+    latest = _latest(m, full, targets)
+    fullest = sorted((r for r in latest if not _is_metadata_target(r["target"]) and r["fullness"] is not None),
+                     key=lambda r: -r["fullness"])[:top]
+    for r in latest:
+        i = targets.index(r["target"])
+        used = m["capacity_bytes"][i] - m["free_bytes"][i]
+        gr = T.growth(t_s, used)
+        r["growth_bps"] = gr["slope_bps"]
+        r["days_until_full"] = T.days_until_full(r["avail_bytes"] if r["avail_bytes"] is not None
+                                                 else (r["capacity_bytes"] or 0) - (r["used_bytes"] or 0), gr["slope_bps"])
+    lctl = lctl_state(settings, fs, until_ns)
+    known = set(targets)
+    others = set(lctl["targets"]) | set(_io_targets(settings, fs, since_ns, until_ns))
+    return {"fs": fs, "since": ns_to_iso(since_ns), "until": ns_to_iso(until_ns), "step_s": step_ns / 1e9,
+            "time": _times(b0, nbins, step_ns), "targets": latest, "fullest": [r["target"] for r in fullest],
+            "fullness": {t: _nums(full[i]) for i, t in enumerate(targets)}, "fs_fullness": fs_doc,
+            "growth_window_s": T.GROWTH_WINDOW_S, "lctl": lctl,
+            "no_capacity_data": sorted(t for t in others - known if not _is_metadata_target(t) or t in lctl["targets"])}
+
+
+def _fs_fullness(m: dict, rows: list[int], t_s: np.ndarray, step_ns: int, b0: int) -> dict:
+    """The file system's fullness over the data targets reporting in each bin; the growth fit uses
+    only the bins where as many targets reported as at most (a missing OST would look like a shrink)."""
+    if not rows:
+        return {"fullness": [], "targets_reporting": [], "days_until_full": None, "growth_bps": None}
+    cap, free, avail = (m[k][rows] for k in ("capacity_bytes", "free_bytes", "avail_bytes"))
+    ok = np.isfinite(cap) & np.isfinite(free)
+    n = ok.sum(axis=0)
+    used = np.where(ok, cap - free, 0.0).sum(axis=0)
+    room = np.where(ok & np.isfinite(avail), avail, np.where(ok, free, 0.0)).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.where(n > 0, used / (used + room), np.nan)
+    complete = n == n.max()
+    gr = T.growth(t_s[complete], used[complete])
+    last = np.flatnonzero(complete)[-1]
+    return {"fullness": _nums(frac), "targets_reporting": n.tolist(), "used_bytes": float(used[last]),
+            "room_bytes": float(room[last]), "growth_bps": gr["slope_bps"], "growth_points": gr["points"],
+            "days_until_full": T.days_until_full(float(room[last]), gr["slope_bps"])}
+
+
+def _latest(m: dict, full: np.ndarray, targets: list[str]) -> list[dict]:
+    out = []
+    for i, t in enumerate(targets):
+        def last(k):
+            v = m[k][i][np.isfinite(m[k][i])]
+            return float(v[-1]) if v.size else None
+        f = full[i][np.isfinite(full[i])]
+        cap, free, total, ffree = last("capacity_bytes"), last("free_bytes"), last("files_total"), last("files_free")
+        out.append({"target": t, "capacity_bytes": cap, "used_bytes": None if cap is None or free is None else cap - free,
+                    "avail_bytes": last("avail_bytes"), "fullness": float(f[-1]) if f.size else None,
+                    "files_total": total, "files_used": None if total is None or ffree is None else total - ffree,
+                    "inode_use": None if not total or ffree is None else (total - ffree) / total})
+    return out
+
+
+def _io_targets(settings, fs: str, since_ns: int, until_ns: int) -> list[str]:
+    """Targets that moved bytes in the last day of the window (to name those without capacity data)."""
+    df = Q.target_bins(settings, fs, max(since_ns, until_ns - 86_400_000_000_000), until_ns, Q.BUCKET_NS * 288,
+                       metrics=("read_bytes", "write_bytes"))
+    return df["target"].unique().tolist() if not df.empty else []
+
+
+def lctl_state(settings, fs: str, until_ns: int | None) -> dict:
+    """Each target's state and server NID as last seen by `lctl dl -t` (imported), and failover."""
+    from ioweather.sources.telemetry.lctl import NID_PREFIX, STATE_PREFIX
+
+    df = Q.last_before(settings, fs, until_ns, prefix="lctl_")
+    if df.empty:
+        return {"imported": False, "targets": {}, "failover": T.failover({}), "at": None}
+    # a target's listing is the rows at its latest time: older rows name states and NIDs it left
+    latest = df.groupby("target")["time_ns"].transform("max")
+    df = df[df["time_ns"] == latest]
+    out: dict[str, dict] = {}
+    for r in df.itertuples(index=False):
+        d = out.setdefault(r.target, {"state": None, "state_label": None, "nid": None, "seen": ns_to_iso(r.time_ns)})
+        if r.metric.startswith(STATE_PREFIX):
+            code = r.metric[len(STATE_PREFIX):]
+            d["state"] = code.upper()
+            d["state_label"] = LCTL_STATES.get(code, f"unknown state {code.upper()!r}")
+        elif r.metric.startswith(NID_PREFIX):
+            d["nid"] = r.metric[len(NID_PREFIX):]
+    fo = T.failover({t: d["nid"] for t, d in out.items()})
+    for t, d in out.items():
+        d["failover"] = t in fo["overloaded"]
+    return {"imported": True, "targets": dict(sorted(out.items())), "failover": fo,
+            "at": ns_to_iso(int(df["time_ns"].max()))}
+
+
+# ------------------------------------------------------------------------------------------- talkers
+
+def talkers(settings, fs: str, since_ns: int, until_ns: int, known_jobs=None, top: int = TOP_JOBS) -> dict:
+    """Jobs (and users, when the job id names one) moving the most bytes and operations, over the
+    window and "now" (the last NOW_S seconds of the window), from Lustre job_stats."""
+    window = _jobs(Q.job_totals(settings, fs, since_ns, until_ns))
+    now = _jobs(Q.job_totals(settings, fs, until_ns - int(NOW_S * 1e9), until_ns))
+    ids = sorted(set(window) | set(now))
+    links = known_jobs(ids) if known_jobs else {}
+    def rows(jobs: dict, key: str) -> list[dict]:
+        out = [{"job": j, **v, "job_url": links.get(j, {}).get("job_url"), "user": user_of(j, links.get(j))}
+               for j, v in jobs.items()]
+        out.sort(key=lambda r: (-r[key], r["job"]))
+        return out[:top]
+    return {"fs": fs, "since": ns_to_iso(since_ns), "until": ns_to_iso(until_ns), "now_s": NOW_S,
+            "jobs": len(window), "by_bytes": rows(window, "bytes"), "by_ops": rows(window, "ops"),
+            "now_by_bytes": rows(now, "bytes"), "now_by_ops": rows(now, "ops"),
+            "users": _users(window, links)}
+
+
+def _jobs(df: pd.DataFrame) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for job, g in df.groupby("job"):
+        a = dict(zip(g["metric"], g["amount"]))
+        r, w = float(a.get("job_read_bytes", 0.0)), float(a.get("job_write_bytes", 0.0))
+        ops = float(sum(v for k, v in a.items() if not k.endswith("_bytes")))
+        out[str(job)] = {"read_bytes": r, "write_bytes": w, "bytes": r + w, "ops": ops,
+                         "md_ops": float(sum(v for k, v in a.items() if k.startswith("job_md_"))),
+                         "targets": int(g["targets"].max())}
+    return out
+
+
+def user_of(job: str, link: dict | None) -> str | None:
+    """The user of a job: the scheduler's when known, else the uid of a `procname.uid` job id
+    (Lustre's jobid_var=procname_uid), else unknown."""
+    if link and link.get("user"):
+        return str(link["user"])
+    head, dot, uid = job.rpartition(".")
+    return f"uid {uid}" if dot and head and uid.isdigit() else None
+
+
+def _users(jobs: dict, links: dict) -> list[dict]:
+    by: dict[str, dict] = {}
+    for j, v in jobs.items():
+        u = user_of(j, links.get(j))
+        if u is None:
+            continue
+        d = by.setdefault(u, {"user": u, "jobs": 0, "bytes": 0.0, "ops": 0.0})
+        d["jobs"] += 1
+        d["bytes"] += v["bytes"]
+        d["ops"] += v["ops"]
+    return sorted(by.values(), key=lambda r: (-r["bytes"], r["user"]))[:TOP_JOBS]
+
+
+def job_links(settings):
+    """A function job ids -> {job: {"user", "job_url"}} for the ids the stores know: the Darshan
+    store's jobs (by numeric job id: a link to the job's page) and the scheduler's (its user).
+    Neither store is created when absent (a page view writes nothing)."""
+    def lookup(ids: list[str]) -> dict[str, dict]:
+        numeric = sorted({int(j) for j in ids if j.isdigit() and len(j) < 19})
+        if not numeric or not settings.store_exists():
+            return {}
+        from ioweather.store import open_store
+        from ioweather.store.telemetry_targets import known_jobs
+
+        store = open_store(settings)
+        try:
+            return known_jobs(store, numeric)
+        finally:
+            store.dispose()
+    return lookup

@@ -1,0 +1,134 @@
+"""Archives of `lctl dl -t` (a Lustre client's devices and the server NID each is connected to) ->
+state and failover rows per OST and MDT.
+
+pytokio's collectors save one listing after another, each introduced by `BEGIN <unix seconds>`
+(sample_ost-map.txt.gz); a single saved listing has no such line and needs its time (`--at`).
+A line reads
+
+      4 UP osc snx11035-OST0014-osc-ffff885f81a64000 8dbdc7f6-... 5 10.100.101.25@o2ib2
+    index state type name                             uuid        refs  target NID (-t)
+
+Only the osc and mdc devices name targets ("snx11035-OST0014" from "snx11035-OST0014-osc-ffff...").
+The telemetry layout holds numbers, so a state and a NID are carried in the metric name with
+the value 1: `lctl_state_<state>` (lower case; UP, ST, IN, AT and whatever else a Lustre version
+prints, kept as it came so that an unknown state is shown, not dropped) and `lctl_nid:<nid>`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from ioweather.errors import UserError
+from ioweather.sources.telemetry.base import lustre_fsname
+from ioweather.sources.telemetry.textfiles import TextImport, read_members
+
+STATE_PREFIX = "lctl_state_"
+NID_PREFIX = "lctl_nid:"
+_TARGET = re.compile(r"^(?P<target>[A-Za-z0-9_.-]+-(?:OST|MDT)[0-9a-fA-F]{4})-(?:osc|mdc)-")
+_STATE = re.compile(r"^[A-Za-z0-9]{1,8}$")
+_NID = re.compile(r"^[A-Za-z0-9_.:@-]{1,64}$")
+
+
+def parse_lctl_dl(text: str, skipped: list | None = None) -> list[tuple[int | None, dict[str, tuple[str, str | None]]]]:
+    """`lctl dl -t` output -> [(unix seconds or None, {target: (state, nid or None)})]."""
+    snapshots: list = []
+    current: dict[str, tuple[str, str | None]] = {}
+    when: int | None = None
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        f = raw.split()
+        if not f:
+            continue
+        if f[0] == "BEGIN" and len(f) == 2 and f[1].isdigit():
+            if current:
+                snapshots.append((when, current))
+            current, when = {}, int(f[1])
+            continue
+        if len(f) < 6 or not f[0].isdigit() or not _STATE.match(f[1]):
+            if skipped is not None:
+                skipped.append((lineno, raw))
+            continue
+        if f[2] not in ("osc", "mdc"):
+            continue  # mgc, lov, lmv, ... name no target
+        m = _TARGET.match(f[3])
+        if not m:
+            if skipped is not None:
+                skipped.append((lineno, raw))
+            continue
+        nid = f[6] if len(f) > 6 and _NID.match(f[6]) else None
+        current[m.group("target")] = (f[1].lower(), nid)
+    if current:
+        snapshots.append((when, current))
+    return snapshots
+
+
+def read_lctl(source: str, at_ns: int | None = None, fs: str | None = None,
+              advance: Callable[[int], None] | None = None) -> TextImport:
+    """All listings in `source` (text, .gz, tar/.tgz, directory) -> one chunk of rows (value 1)."""
+    times, targets, metrics = [], [], []
+    notes: list[str] = []
+    bad, first_bad, undated = 0, None, 0
+    for member in read_members(source):
+        if member.damage:
+            notes.append(f"{member.damage}: the rest is lost")
+        skipped: list = []
+        for when, snap in parse_lctl_dl(member.text, skipped):
+            if when is None and at_ns is None:
+                undated += 1
+                continue
+            t = at_ns if when is None else when * 1_000_000_000
+            for target, (state, nid) in snap.items():
+                times += [t] * (2 if nid else 1)
+                targets += [target] * (2 if nid else 1)
+                metrics.append(STATE_PREFIX + state)
+                if nid:
+                    metrics.append(NID_PREFIX + nid)
+        if skipped:
+            bad += len(skipped)
+            first_bad = first_bad or f"{member.name} line {skipped[0][0]}: {skipped[0][1][:80]!r}"
+        if advance:
+            advance(1)
+    if undated and not times:
+        raise UserError(f"{source}: `lctl dl -t` output without a `BEGIN <unix seconds>` line: give --at TIME "
+                        "(when it was taken)")
+    if undated:
+        notes.append(f"{undated} listings without a BEGIN line skipped (give --at TIME to date them)")
+    if not times:
+        why = f" ({bad} unreadable lines, first {first_bad})" if bad else ""
+        raise UserError(f"{source}: no osc or mdc lines of `lctl dl -t` found{why}")
+    t = np.asarray(times, dtype=np.int64)
+    distinct = np.unique(t)
+    step = float(np.median(np.diff(distinct))) / 1e9 if distinct.size > 1 else np.nan
+    rows = pd.DataFrame({"time_ns": t, "target": targets, "metric": metrics, "value": 1.0, "interval_s": step})
+    rows = rows.drop_duplicates(subset=["time_ns", "target", "metric"], keep="last")
+    if bad:
+        notes.append(f"{bad} unreadable lines skipped (first: {first_bad})")
+    owner = rows["target"].map(lambda x: lustre_fsname(x) or x)
+    names = sorted(owner.unique())
+    if fs in names and len(names) > 1:
+        rows = rows[owner == fs]
+        notes.append(f"kept the targets of {fs}; those of {', '.join(n for n in names if n != fs)} left out")
+    elif len(names) > 1:
+        notes.append(f"targets of {len(names)} Lustre file systems ({', '.join(names)}) in one dataset: "
+                     "give --fs one of these names to import only its targets")
+    rows = rows.sort_values(["time_ns", "target", "metric"], kind="stable").reset_index(drop=True)
+    return TextImport(rows, notes, bad_lines=bad)
+
+
+from ioweather.sources.telemetry.importers import Importer, Option  # noqa: E402  (appended with the importer registry)
+
+
+class LctlImporter(Importer):
+    kind = "lctl"
+    help = """Archived `lctl dl -t` runs (target state and failover), each after a `BEGIN <unix seconds>` line."""
+    options = (Option("--at", "at_ns", "Time of `lctl dl -t` output that has no `BEGIN <unix seconds>` line.", "time"),)
+    timezone = False
+
+    def chunks(self, advance):
+        chunk = read_lctl(self.source, self.at_ns, self.fs, advance=advance)
+        self.notes += chunk.notes
+        self.bad_lines = chunk.bad_lines
+        yield chunk

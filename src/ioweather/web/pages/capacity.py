@@ -1,0 +1,23 @@
+"""Capacity: fullness per OST and of the file system over time, the fullest OSTs, days until full at
+the recent growth, inode use, and `lctl dl -t` state and failover where imported (services/fsview.py)."""
+
+from __future__ import annotations
+
+from ioweather.services import fsview
+from ioweather.web.context import WebContext
+from ioweather.web.pages.fsview_common import fs_and_window, has_telemetry, memo
+from ioweather.web.params import Query
+from ioweather.web.registry import Page
+
+
+def capacity_data(ctx: WebContext, params) -> dict:
+    q = Query(params, ("fs", "since", "until"))
+    fs, systems, since_ns, until_ns = fs_and_window(ctx, q, "30d")
+    doc = memo(ctx, fs, ("capacity", fs, since_ns, until_ns),
+               lambda: fsview.capacity(ctx.settings, fs, since_ns, until_ns))
+    return {"fs_all": systems, **doc}
+
+
+PAGE = Page(slug="capacity", script="fsview.js", title="Capacity", data=capacity_data, template="capacity.html",
+            available=has_telemetry, order=54,
+            description="Fullness per OST and of the file system, days until full, inode use, lctl state.")

@@ -1,0 +1,25 @@
+"""Metadata: MDS/MDT operation rates by operation, with the workload page's events and burstiness
+applied to operations (services/fsview.py)."""
+
+from __future__ import annotations
+
+from ioweather.services import fsview
+from ioweather.web.context import WebContext
+from ioweather.web.pages.fsview_common import fs_and_window, has_telemetry, memo
+from ioweather.web.params import Query
+from ioweather.web.registry import Page
+
+
+def metadata_data(ctx: WebContext, params) -> dict:
+    q = Query(params, ("fs", "since", "until", "min_amplitude", "smooth"))
+    fs, systems, since_ns, until_ns = fs_and_window(ctx, q, "7d")
+    amp = q.number("min_amplitude", fsview.DEFAULT_MD_MIN_AMPLITUDE, 0.0, 1e12, lo_open=True)
+    smooth = q.duration("smooth", "10m", lo=1.0, hi=86400.0)
+    doc = memo(ctx, fs, ("metadata", fs, since_ns, until_ns, amp, smooth),
+               lambda: fsview.metadata(ctx.settings, fs, since_ns, until_ns, amp, smooth))
+    return {"fs_all": systems, **doc}
+
+
+PAGE = Page(slug="metadata", script="fsview.js", title="Metadata", data=metadata_data, template="metadata.html",
+            available=has_telemetry, order=53,
+            description="MDS/MDT operation rates by operation, metadata events and burstiness.")

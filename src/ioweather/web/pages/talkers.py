@@ -1,0 +1,23 @@
+"""Top talkers: the jobs and users moving the most bytes and operations, now and over the window,
+from Lustre job_stats; a job known to the Darshan store links to its page (services/fsview.py)."""
+
+from __future__ import annotations
+
+from ioweather.services import fsview
+from ioweather.web.context import WebContext
+from ioweather.web.pages.fsview_common import fs_and_window, has_telemetry, memo
+from ioweather.web.params import Query
+from ioweather.web.registry import Page
+
+
+def talkers_data(ctx: WebContext, params) -> dict:
+    q = Query(params, ("fs", "since", "until"))
+    fs, systems, since_ns, until_ns = fs_and_window(ctx, q, "1d")
+    doc = memo(ctx, fs, ("talkers", fs, since_ns, until_ns),
+               lambda: fsview.talkers(ctx.settings, fs, since_ns, until_ns, fsview.job_links(ctx.settings)))
+    return {"fs_all": systems, **doc}
+
+
+PAGE = Page(slug="talkers", script="fsview.js", title="Talkers", data=talkers_data, template="talkers.html",
+            available=has_telemetry, order=55,
+            description="Jobs and users moving the most bytes and operations (Lustre job_stats).")
