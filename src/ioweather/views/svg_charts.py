@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ioweather.units import format_bytes, format_seconds
+
 FONT = "font-family:system-ui,sans-serif;font-size:11px"
 Fmt = Callable[[float], str]
 
@@ -36,8 +38,6 @@ SECOND_UNITS = (1e-9, 1e-6, 1e-3, 1.0, 60.0, 3600.0, 86400.0)
 
 
 def _unit(hi: float, fmt: Fmt) -> float:
-    from ioweather.units import format_bytes, format_seconds
-
     units = BYTE_UNITS if fmt is format_bytes else SECOND_UNITS if fmt is format_seconds else (1.0,)
     # the units' own thresholds: format_bytes switches at 1024, format_seconds at 1 (ns..s), 60, 3600, 86400
     return max([u for u in units if hi >= u] or [units[0]])
