@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "ioweather.commands.telemetry",
     "ioweather.commands.scheduler",  # after telemetry: adds its kinds to the `import` command
     "ioweather.commands.umami",
+    "ioweather.commands.bench",
     "ioweather.commands.workload",
     "ioweather.commands.fsstats",
     "ioweather.commands.web",

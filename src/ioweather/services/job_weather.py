@@ -360,17 +360,23 @@ def weather_frame(store, fs: str | None = None, motif: str | None = None) -> pd.
 
 def umami_for_job(store, job_id: str, fs: str | None = None) -> dict | None:
     """The UMAMI document of a Darshan or scheduler job; None when neither knows `job_id`."""
-    from ioweather.services.umami import climate
-    from ioweather.store import job_weather as wstore
-
     job = find_job(store, job_id)
     if job is None:
         return None
     name = choose_fs(store, job, fs)
     key = motif(job, name)
-    peers = [j for j in darshan_jobs(store) if motif(j, name) == key or j["key"] == job["key"]]
-    if not any(j["key"] == job["key"] for j in peers):
-        peers.append(job)
+    peers = [j for j in darshan_jobs(store) if motif(j, name) == key]
+    return umami_among(store, job, name, peers, "darshan" if job["key"].startswith("darshan:") else "scheduler")
+
+
+def umami_among(store, job: dict, name: str, peers: list[dict], source: str) -> dict:
+    """The UMAMI document of `job` on file system `name` against `peers` (jobs of its motif, any kind:
+    Darshan, scheduler or benchmark runs), their weather computed or refreshed first."""
+    from ioweather.services.umami import climate
+    from ioweather.store import job_weather as wstore
+
+    key = motif(job, name)
+    peers = [j for j in peers if j["key"] != job["key"]] + [job]
     ensure(store, peers, name)
     df = _with_fraction_of_peak([r for r in wstore.all_rows(store, name) if r["motif"] == key])
     mine = df[df["job_key"] == job["key"]]
@@ -385,7 +391,7 @@ def umami_for_job(store, job_id: str, fs: str | None = None) -> dict | None:
     weather = {k: v for k, v in values.items() if k not in ("job_key", "fs", "motif")}
     out = climate({"id": job["id"], "motif": key, "start_ns": job["start_ns"], "values": values}, history, metrics,
                   "fraction_of_peak")
-    out["source"] = "darshan" if job["key"].startswith("darshan:") else "scheduler"
+    out["source"] = source
     out["fs"] = name
     if weather.get("no_data"):
         out["verdict"] = f"no data: no telemetry for {name} in the job's window"

@@ -229,6 +229,10 @@ def umami(store, job_id: str, system: str | None = None, fs: str | None = None, 
     job_id = str(job_id).strip()
     if not job_id:
         raise UserError("give a job id")
+    if job_id.startswith("bench:"):  # a regression benchmark run is a job of its motif
+        from ioweather.services.bench import umami_for_run
+
+        return umami_for_run(store, job_id[len("bench:"):], fs=fs)
     doc = job_weather.umami_for_job(store, job_id, fs=fs)
     if doc is not None:
         return doc

@@ -1,0 +1,556 @@
+"""Regression benchmarks (METHODS.md section 6; seeds 004 section 3 and 003): fixed I/O motifs run
+with fio on a schedule, imported results of other benchmarks, and their statistics.
+
+Safety of `run`: every file lives in DIR/.ioweather-bench (checked to resolve inside DIR); a motif
+needing more than `max_share` of DIR's free space is refused before fio starts; the work directory
+is removed after the run, on Ctrl-C and SIGTERM too, and a work directory left by a killed run is
+removed by the next run (under the lock); a second run on the same DIR is refused by an flock on
+DIR/.ioweather-bench.lock. A run is stored only when fio finished and its JSON was read: an
+interrupted motif leaves nothing in the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import secrets
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ioweather.errors import UserError, from_os_error
+from ioweather.units import format_bytes, ns_to_iso
+
+MIB = 1024 * 1024
+WORK_NAME = ".ioweather-bench"
+LOCK_NAME = ".ioweather-bench.lock"
+DEFAULT_SIZE = 16 * MIB
+DEFAULT_TASKS = 2
+DEFAULT_MD_FILES = 256
+DEFAULT_MAX_SHARE = 0.5
+MD_FILE_SIZE = 4096
+
+
+@dataclass(frozen=True)
+class Motif:
+    name: str
+    purpose: str
+    #: fio job arguments after the common ones; SIZE, BS and FILES are filled in per run.
+    args: tuple[str, ...]
+
+
+MOTIFS = {m.name: m for m in (
+    Motif("fpp-write", "file per process, sequential 4 MiB writes (seed 004's IOR: N tasks x 4 MiB transfers)",
+          ("--name=fpp-write", "--rw=write", "--bs=BS", "--size=SIZE", "--end_fsync=1")),
+    Motif("fpp-read", "file per process, sequential 4 MiB reads of files fio lays out first",
+          ("--name=fpp-read", "--rw=read", "--bs=BS", "--size=SIZE")),
+    Motif("shared-write", "one shared file, each task writing its own contiguous region in 4 MiB transfers",
+          ("--name=shared-write", "--rw=write", "--bs=BS", "--size=SIZE", "--filename=shared.dat",
+           "--offset_increment=SIZE", "--end_fsync=1")),
+    Motif("shared-read", "one shared file, each task reading its own region in 4 MiB transfers",
+          ("--name=shared-read", "--rw=read", "--bs=BS", "--size=SIZE", "--filename=shared.dat",
+           "--offset_increment=SIZE")),
+    Motif("rand4k-write", "small random 4 KiB writes, file per process (IOPS, not bandwidth)",
+          ("--name=rand4k-write", "--rw=randwrite", "--bs=4k", "--size=SIZE")),
+    Motif("rand4k-read", "small random 4 KiB reads, file per process",
+          ("--name=rand4k-read", "--rw=randread", "--bs=4k", "--size=SIZE")),
+    Motif("metadata", "create, stat and delete FILES small files per task (fio's file engines): the metadata server",
+          ("--filename_format=md.$jobnum.$filenum", "--nrfiles=FILES", f"--filesize={MD_FILE_SIZE}",
+           "--name=create", "--ioengine=filecreate", "--create_on_open=1",
+           "--name=stat", "--stonewall", "--ioengine=filestat",
+           "--name=delete", "--stonewall", "--ioengine=filedelete")),
+)}
+
+
+def motif_names(names) -> list[str]:
+    names = list(names) or list(MOTIFS)
+    unknown = [n for n in names if n not in MOTIFS]
+    if unknown:
+        raise UserError(f"unknown motif {unknown[0]!r}; known: {', '.join(MOTIFS)}")
+    return list(dict.fromkeys(names))
+
+
+def fio_args(name: str, work: Path, size: int, tasks: int, md_files: int) -> list[str]:
+    bs = min(4 * MIB, size)
+    fill = {"SIZE": str(size), "BS": str(bs), "FILES": str(md_files)}
+    args = [f"--directory={work}", "--ioengine=psync", "--group_reporting", f"--numjobs={tasks}"]
+    for a in MOTIFS[name].args:
+        key, eq, val = a.partition("=")
+        args.append(f"{key}={fill.get(val, val)}" if eq else a)
+    return args
+
+
+def space_needed(name: str, size: int, tasks: int, md_files: int) -> int:
+    if name == "metadata":
+        return tasks * md_files * MD_FILE_SIZE * 2  # file data plus directory entries and inodes
+    return size * tasks
+
+
+# ----------------------------------------------------------------------------- safe directory
+
+def _real_dir(directory: str | os.PathLike) -> Path:
+    p = Path(directory)
+    try:
+        st = p.stat()
+    except OSError as e:
+        raise from_os_error(p, e, "use benchmark directory") from None
+    if not os.path.isdir(p) or not st:
+        raise UserError(f"cannot use benchmark directory {p}: not a directory")
+    return Path(os.path.realpath(p))
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return os.path.realpath(path).startswith(str(root).rstrip("/") + "/")
+
+
+@contextlib.contextmanager
+def _locked(root: Path):
+    """An exclusive flock on DIR/.ioweather-bench.lock; a second run on DIR is refused, not queued."""
+    lock = root / LOCK_NAME
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as e:
+        raise from_os_error(lock, e, "create lock file") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            raise UserError(f"another ioweather bench run (pid {holder}) is using {root}; "
+                            f"runs on one directory would measure each other") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _remove_work(work: Path) -> int:
+    """Remove the work directory (never following a symlink out of it); number of entries removed."""
+    if not os.path.lexists(work):
+        return 0
+    if os.path.islink(work) or not work.is_dir():
+        work.unlink()
+        return 1
+    n = sum(len(files) + len(dirs) for _, dirs, files in os.walk(work))
+    shutil.rmtree(work)
+    return n + 1
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM (a scheduler's cancel, systemd's stop) unwinds like Ctrl-C, so the cleanup runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _free_bytes(root: Path) -> int:
+    try:
+        st = os.statvfs(root)
+    except OSError as e:
+        raise from_os_error(root, e, "read free space of") from None
+    return st.f_bavail * st.f_frsize
+
+
+def _fs_label(root: Path) -> str:
+    from ioweather.sources.mounts import mount_of
+
+    mnt, _ = mount_of(root)
+    return os.path.basename(mnt.rstrip("/")) or "root"
+
+
+def _hosts() -> str:
+    return os.environ.get("SLURM_JOB_NODELIST") or socket.gethostname()
+
+
+def new_run_id(motif: str) -> str:
+    return f"{motif}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(3)}"
+
+
+# ----------------------------------------------------------------------------- run
+
+def run(store, motifs, directory, size: int = DEFAULT_SIZE, tasks: int = DEFAULT_TASKS,
+        md_files: int = DEFAULT_MD_FILES, fs: str | None = None, max_share: float = DEFAULT_MAX_SHARE,
+        on_motif=None) -> dict:
+    """Run `motifs` in DIR one after the other and store each finished run.
+
+    {"runs": [run summaries], "leftovers_removed": n, "fio_s": seconds inside fio, "total_s": ...}."""
+    from ioweather.sources import fio
+
+    names = motif_names(motifs)
+    if size < 4096 or tasks < 1 or md_files < 1:
+        raise UserError("need --size >= 4 KiB, --tasks >= 1 and --md-files >= 1")
+    if not 0 < max_share <= 1:
+        raise UserError(f"--max-share must be in (0, 1], got {max_share:g}")
+    exe = fio.find_fio()
+    root = _real_dir(directory)
+    label = fs or _fs_label(root)
+    t0 = time.perf_counter()
+    out = {"runs": [], "directory": str(root), "fs": label, "fio_s": 0.0}
+    with _sigterm_as_interrupt(), _locked(root):
+        work = root / WORK_NAME
+        out["leftovers_removed"] = _remove_work(work)
+        version = fio.version(exe)
+        for name in names:
+            need = space_needed(name, size, tasks, md_files)
+            free = _free_bytes(root)
+            if need > free * max_share:
+                raise UserError(f"motif {name} needs {format_bytes(need)} in {root}, more than {max_share:.0%} "
+                                f"of its {format_bytes(free)} free; lower --size/--tasks or raise --max-share")
+            if on_motif:
+                on_motif(name)
+            out["runs"].append(_run_one(store, name, work, root, label, exe, version, size, tasks, md_files, out))
+    out["total_s"] = time.perf_counter() - t0
+    return out
+
+
+def _run_one(store, name, work, root, label, exe, version, size, tasks, md_files, acc) -> dict:
+    from ioweather.sources import fio
+    from ioweather.store import bench as bstore
+
+    try:
+        work.mkdir(mode=0o700)
+    except OSError as e:
+        raise from_os_error(work, e, "create benchmark directory") from None
+    if not _inside(work, root):
+        raise UserError(f"refusing to run: {work} resolves outside {root}")
+    start_ns = time.time_ns()
+    t = time.perf_counter()
+    try:
+        doc, text = fio.run(fio_args(name, work, size, tasks, md_files), cwd=work, fio=exe)
+    finally:
+        acc["fio_s"] += time.perf_counter() - t
+        _remove_work(work)
+    end_ns = time.time_ns()
+    results = fio.results(doc)
+    if not results:
+        raise UserError(f"fio reported no I/O for motif {name}")
+    rec = {"run_id": new_run_id(name), "motif": name, "fs": label, "source": "fio", "hosts": _hosts(),
+           "directory": str(root), "start_ns": start_ns, "end_ns": end_ns, "tasks": tasks, "size_bytes": size,
+           "tool_version": fio.fio_version(doc) if doc.get("fio version") else version,
+           "params": {"fio_args": fio_args(name, Path(WORK_NAME), size, tasks, md_files), "md_files": md_files},
+           "results": results, "json_text": text}
+    bstore.put_runs(store, [rec])
+    return _run_summary(rec)
+
+
+def _run_summary(rec: dict) -> dict:
+    return {"run_id": rec["run_id"], "motif": rec["motif"], "fs": rec["fs"], "start": ns_to_iso(rec["start_ns"]),
+            "end": ns_to_iso(rec["end_ns"]),
+            "results": [{"direction": r["direction"], "bytes": r["bytes"], "duration_s": r["duration_s"],
+                         "bw_bps": r["bw_bps"], "iops": r["iops"], "lat_p50_s": r.get("lat_p50_s"),
+                         "lat_p99_s": r.get("lat_p99_s")} for r in rec["results"]]}
+
+
+# ----------------------------------------------------------------------------- submit
+
+def submit(settings, motifs, directory, size: int, tasks: int, md_files: int, fs: str | None,
+           max_share: float, sbatch_args: list[str] | None = None) -> dict:
+    """Submit `ioweather bench run` as a Slurm batch job; the job stores its runs when it ends.
+
+    The script names the store explicitly (IOWEATHER_HOME, IOWEATHER_DB), so the job writes where this
+    command reads whatever the compute node's environment says."""
+    names = motif_names(motifs)
+    root = _real_dir(directory)
+    sbatch = shutil.which("sbatch")
+    if sbatch is None:
+        raise UserError("sbatch is not on PATH: `bench submit` needs Slurm's client commands")
+    d = Path(settings.home) / "bench-jobs"
+    cmd = [sys.executable, "-m", "ioweather", "bench", "run", *names, "--dir", str(root), "--size", str(size),
+           "--tasks", str(tasks), "--md-files", str(md_files), "--max-share", repr(max_share)]
+    if fs:
+        cmd += ["--fs", fs]
+    env = [f"export IOWEATHER_HOME={shlex.quote(str(settings.home))}"]
+    if settings.db_url:
+        env.append(f"export IOWEATHER_DB={shlex.quote(settings.db_url)}")
+    script = "\n".join(["#!/bin/sh", f"#SBATCH --job-name=ioweather-bench", f"#SBATCH --ntasks={tasks}",
+                        f"#SBATCH --output={d}/slurm-%j.out", "set -e", *env, "exec " + shlex.join(cmd), ""])
+    try:
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = d / f"bench-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{secrets.token_hex(3)}.sh"
+        path.write_text(script)
+    except OSError as e:
+        raise from_os_error(d, e, "write batch script in") from None
+    try:
+        p = subprocess.run([sbatch, "--parsable", *(sbatch_args or []), str(path)], capture_output=True, text=True,
+                           timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise UserError(f"cannot run sbatch: {e}") from None
+    if p.returncode != 0:
+        msg = (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
+        raise UserError(f"sbatch refused the job: {msg}")
+    jobid = p.stdout.strip().split(";")[0]
+    return {"jobid": jobid, "script": str(path), "output": str(d / f"slurm-{jobid}.out"), "motifs": names}
+
+
+# ----------------------------------------------------------------------------- import
+
+def import_files(store, paths, fmt: str | None = None, fs: str | None = None, motif: str | None = None) -> dict:
+    """Import fio JSON outputs and tokio-abc summaries (by --format, else by name: .json is fio, .csv[.gz] tokio-abc)."""
+    totals = {"files": 0, "runs": 0, "skipped_rows": 0, "by_file": []}
+    for p in paths:
+        kind = fmt or ("tokio-abc" if str(p).endswith((".csv", ".csv.gz")) else "fio")
+        if kind == "fio":
+            r = _import_fio(store, p, fs, motif)
+        elif kind == "tokio-abc":
+            r = _import_abc(store, p)
+        else:
+            raise UserError(f"unknown format {kind!r}; known: fio, tokio-abc")
+        totals["files"] += 1
+        totals["runs"] += r["runs"]
+        totals["skipped_rows"] += r.get("skipped_rows", 0)
+        totals["by_file"].append({"path": str(p), "format": kind, **r})
+    return totals
+
+
+def _import_fio(store, path, fs: str | None, motif: str | None) -> dict:
+    from ioweather.sources import fio
+    from ioweather.store import bench as bstore
+
+    doc, text = fio.read_file(path)
+    rows = fio.results(doc)
+    if not rows:
+        raise UserError(f"{path}: fio's JSON holds no job that did I/O")
+    digest = hashlib.sha1(text.encode()).hexdigest()[:12]
+    runs: dict[str, dict] = {}
+    for r in rows:
+        if r["end_ms"] is None:
+            raise UserError(f"{path}: fio's JSON has no time stamp (timestamp_ms or job_start)")
+        rid = f"fio:{digest}:{r['jobname']}"[:160]
+        rid = "".join(c if c.isalnum() or c in "._:@+-" else "_" for c in rid)
+        run = runs.setdefault(rid, {"run_id": rid, "motif": motif or r["jobname"], "fs": fs or "unknown",
+                                    "source": "fio-import", "hosts": None, "directory": None,
+                                    "start_ns": int(r["start_ms"] * 1e6), "end_ns": int(r["end_ms"] * 1e6),
+                                    "tool_version": fio.fio_version(doc), "params": {"file": str(Path(path).resolve())},
+                                    "results": [], "json_text": None})
+        run["results"].append(r)
+    first = next(iter(runs.values()))
+    first["json_text"] = text  # one copy of the file, beside the first of its runs
+    bstore.put_runs(store, list(runs.values()))
+    return {"runs": len(runs)}
+
+
+def _import_abc(store, path) -> dict:
+    """tokio-abc's per-run summaries, read and derived as `import job-features --preset tokio-abc` does."""
+    from ioweather.sources import job_features as src
+    from ioweather.stats.abc_features import derive, epoch_s
+    from ioweather.store import bench as bstore
+
+    raw = src.read_csv(path)
+    system = src.system_from_name(path) or "tokio-abc"
+    df = derive(raw, system)
+    start = epoch_s(df["_datetime_start"]).to_numpy(float)
+    end = epoch_s(df["_datetime_end"]).to_numpy(float)
+    bw = pd.to_numeric(df["darshan_agg_perf_by_slowest_posix"], errors="coerce").to_numpy(float) * MIB
+    write = df["darshan_read_or_write_job"].to_numpy() == "write"
+    nbytes = np.where(write, pd.to_numeric(df["darshan_tot_bytes_written_posix"], errors="coerce"),
+                      pd.to_numeric(df["darshan_tot_bytes_read_posix"], errors="coerce"))
+    ok = np.isfinite(start) & np.isfinite(end) & (end > start) & np.isfinite(bw) & (bw > 0)
+    runs = {}
+    for i in np.flatnonzero(ok):
+        row = df.iloc[i]
+        sub = str(row["_subsystem"])
+        motif = str(row["_benchmark_id"]) + ("" if sub == system else f"@{sub}")
+        rid = f"abc:{system}:{row['_jobid']}:{motif}"
+        rid = "".join(c if c.isalnum() or c in "._:@+-" else "_" for c in rid)[:160]
+        runs[rid] = {"run_id": rid, "motif": motif, "fs": str(row["_file_system"]), "source": "tokio-abc",
+                     "hosts": None, "directory": None, "start_ns": int(start[i] * 1e9), "end_ns": int(end[i] * 1e9),
+                     "tasks": int(row["darshan_nprocs"]) if np.isfinite(row["darshan_nprocs"]) else None,
+                     "tool_version": None, "params": {"system": system, "jobid": str(row["_jobid"])},
+                     "json_text": None,
+                     "results": [{"direction": str(row["darshan_read_or_write_job"]),
+                                  "bytes": int(nbytes[i]) if np.isfinite(nbytes[i]) else None,
+                                  "duration_s": float(end[i] - start[i]), "bw_bps": float(bw[i]), "iops": None}]}
+    bstore.put_runs(store, list(runs.values()))
+    return {"runs": len(runs), "rows_in_file": len(raw), "skipped_rows": int(len(raw) - len(runs)), "system": system}
+
+
+# ----------------------------------------------------------------------------- statistics
+
+def _frame(store, motif=None, fs=None) -> pd.DataFrame:
+    from ioweather.store import bench as bstore
+
+    df = bstore.results_frame(store, motif, fs)
+    if df.empty:
+        raise UserError("no benchmark runs in the store" + (f" for motif {motif!r}" if motif else "")
+                        + (f" on {fs!r}" if fs else "")
+                        + "; run some with `ioweather bench run --dir DIR` or import with `ioweather bench import`")
+    return df
+
+
+def summary(store, motif: str | None = None, fs: str | None = None, last: int = 3, threshold: float = 0.5) -> list[dict]:
+    """Per motif, direction and fs: runs, optimum_s, mean_s, contention, best_bps, the last run's
+    fraction of peak and standing, and the regression flag (last `last` runs below `threshold`)."""
+    from ioweather.stats import bench as sb
+
+    rows = sb.summarize(_frame(store, motif, fs), k=last, threshold=threshold)
+    for r in rows:
+        r["last_start"] = ns_to_iso(r.pop("last_start_ns"))
+    return rows
+
+
+def check(store, warn: float, crit: float, last: int = 3, motif: str | None = None,
+          fs: str | None = None) -> tuple[int, str, list[dict]]:
+    """(Nagios exit code, one line with perfdata, per-group states)."""
+    from ioweather.services.slowdown import CHECK_NAMES, CHECK_PRECEDENCE
+    from ioweather.stats import bench as sb
+
+    if not 0 < crit < warn <= 1:
+        raise UserError(f"need 0 < --crit < --warn <= 1 (fractions of peak), got --warn {warn:g} --crit {crit:g}")
+    try:
+        rows = summary(store, motif, fs, last, warn)
+    except UserError as e:
+        return 3, f"IOWEATHER BENCH UNKNOWN - {e}", []
+    codes = {"OK": 0, "WARNING": 1, "CRITICAL": 2}
+    for r in rows:
+        r["state"] = sb.check_state(r["last_k"], last, warn, crit)
+    present = {codes[r["state"]] for r in rows}
+    code = next(c for c in CHECK_PRECEDENCE if c in present) if rows else 3
+    bad = [r for r in rows if codes[r["state"]] == code] if code else []
+    name = lambda r: f"{r['motif']}/{r['direction']}/{r['fs']}"  # noqa: E731
+    text = ("; ".join(f"{name(r)} last {last} runs below {crit if r['state'] == 'CRITICAL' else warn:g} of peak"
+                      for r in bad) if bad else f"{len(rows)} benchmark series within {warn:g} of peak")
+    perf = " ".join(f"'{name(r)}'={r['last_fraction_of_peak']:.3f};{warn:g};{crit:g};0;1"
+                    for r in rows if r["last_fraction_of_peak"] is not None)
+    return code, f"IOWEATHER BENCH {CHECK_NAMES[code]} - {text}" + (f" | {perf}" if perf else ""), rows
+
+
+def gauges(store) -> list[dict]:
+    """The last run's bandwidth and fraction of peak per motif, direction and fs; [] without a bench table."""
+    from ioweather.store import bench as bstore
+
+    if not bstore.has_runs(store):
+        return []
+    return summary(store)
+
+
+# ----------------------------------------------------------------------------- page
+
+def runs_table(store, motif=None, fs=None) -> pd.DataFrame:
+    from ioweather.stats import bench as sb
+
+    return sb.with_fraction_of_peak(_frame(store, motif, fs))
+
+
+def page(store, motif: str | None, direction: str | None, fs: str | None, run_id: str | None) -> dict:
+    """The Benchmarks page: the summary, and for one group its histogram, fraction of peak over
+    time and recent runs; for one run the servers' rates over its window when telemetry exists."""
+    from ioweather.stats import bench as sb
+
+    rows = summary(store)
+    chosen = next((r for r in rows if (motif in (None, r["motif"]) and direction in (None, r["direction"])
+                                       and fs in (None, r["fs"]))), None)
+    if chosen is None:
+        raise UserError(f"no runs of motif {motif!r} {direction or ''} on {fs or 'any file system'}")
+    df = runs_table(store, chosen["motif"], chosen["fs"])
+    df = df[df["direction"] == chosen["direction"]]
+    recent = df.tail(200)
+    out = {"rows": rows, "motif": chosen["motif"], "direction": chosen["direction"], "fs": chosen["fs"],
+           "histogram": sb.histogram(df["duration_s"].to_numpy(float)),
+           "series": {"time": [ns_to_iso(int(t)) for t in df["start_ns"]],
+                      "fraction_of_peak": [None if not np.isfinite(v) else float(v) for v in df["fraction_of_peak"]],
+                      "run_id": df["run_id"].tolist()},
+           "runs": [{"run_id": r.run_id, "start": ns_to_iso(int(r.start_ns)), "duration_s": _fin(r.duration_s),
+                     "bw_bps": _fin(r.bw_bps), "fraction_of_peak": _fin(r.fraction_of_peak)}
+                    for r in recent.iloc[::-1].itertuples()]}
+    pick = run_id or (df["run_id"].iloc[-1] if len(df) else None)
+    out["run"] = run_window(store, pick) if pick else None
+    return out
+
+
+def _fin(v) -> float | None:
+    return float(v) if v is not None and np.isfinite(v) else None
+
+
+def run_window(store, run_id: str) -> dict:
+    """A run and the servers' read/write rates over its window (seed 004 Fig. 4); `rates` is None
+    without telemetry for its file system. Only the window's telemetry is read."""
+    from ioweather.store import bench as bstore
+    from ioweather.store import job_telemetry as jt
+
+    run = bstore.get_run(store, run_id)
+    if run is None:
+        raise UserError(f"no benchmark run {run_id!r}")
+    start, end = int(run["start_ns"]), int(run["end_ns"])
+    pad = max(60 * 10**9, (end - start) // 2)
+    doc = {"run_id": run_id, "motif": run["motif"], "fs": run["fs"], "start": ns_to_iso(start), "end": ns_to_iso(end),
+           "results": [{k: r[k] for k in ("direction", "bytes", "duration_s", "bw_bps", "iops")} for r in run["results"]],
+           "rates": None}
+    if run["fs"] not in jt.known_fs(store.parquet_dir):
+        return doc
+    rows = jt.window_rows(store.parquet_dir, run["fs"], start - pad, end + pad, ["read_bytes", "write_bytes"])
+    rows = rows[(rows["time_ns"] >= start - pad) & (rows["time_ns"] < end + pad)]
+    if rows.empty:
+        return doc
+    rows = rows.assign(rate=rows["value"] / rows["interval_s"].where(rows["interval_s"] > 0))
+    agg = rows.groupby(["time_ns", "metric"])["rate"].sum().unstack("metric").sort_index()
+    doc["rates"] = {"time": [ns_to_iso(int(t)) for t in agg.index],
+                    **{f"{m}_bps": [_fin(v) for v in agg[m]] if m in agg else [] for m in ("read_bytes", "write_bytes")}}
+    return doc
+
+
+# ----------------------------------------------------------------------------- climate vs weather
+
+def umami_for_run(store, run_id: str, fs: str | None = None) -> dict:
+    """A benchmark run as a job of its motif (key `bench:<run id>`): its weather against the climate
+    of the other runs of the same motif and direction, as `ioweather umami` does for a user job."""
+    from ioweather.services import job_weather
+    from ioweather.store import bench as bstore
+
+    run = bstore.get_run(store, run_id)
+    if run is None:
+        raise UserError(f"no benchmark run {run_id!r} (see `ioweather bench summary`)")
+    job = _as_job(run)
+    name = fs or run["fs"]  # without telemetry for it the verdict says "no data", never another fs's weather
+    df = bstore.results_frame(store, run["motif"])
+    peers = [_as_job({"run_id": rid, "motif": g["motif"].iloc[0], "start_ns": g["start_ns"].iloc[0],
+                      "end_ns": g["end_ns"].iloc[0], "hosts": g["hosts"].iloc[0], "directory": None,
+                      "results": g.to_dict("records")}) for rid, g in df.groupby("run_id")]
+    key = job_weather.motif(job, name)
+    return job_weather.umami_among(store, job, name, [p for p in peers if job_weather.motif(p, name) == key],
+                                   source="bench")
+
+
+def _as_job(run: dict) -> dict:
+    res = run["results"]
+    best = max(res, key=lambda r: r.get("bytes") or 0)
+    by = {d: sum((r.get("bytes") or 0) for r in res if r["direction"] == d) for d in ("read", "write")}
+    if not by["read"] and not by["write"]:  # metadata: no bytes moved; the run's operation is its direction
+        by = {"read" if best["direction"] == "stat" else "write": 1}
+    hosts = str(run.get("hosts") or "")
+    return {"key": f"bench:{run['run_id']}", "id": f"bench:{run['run_id']}", "jobid": None,
+            "exe": f"bench {run['motif']}", "nnodes": max(1, hosts.count(",") + 1) if hosts else 1,
+            "start_ns": int(run["start_ns"]), "end_ns": int(run["end_ns"]),
+            "bytes_read": by.get("read"), "bytes_written": by.get("write"), "read_ops": None, "write_ops": None,
+            "opens": None, "osts": None, "perf_bps": float(best.get("bw_bps") or np.nan),
+            "mounts": [run["directory"]] if run.get("directory") else []}
+
+
+def write_report(rows: list[dict], out: str) -> None:
+    """`bench summary --html`: Table 2's layout per file system, written beside and renamed."""
+    from ioweather.files import write_atomic
+    from ioweather.views.bench_report import render
+
+    write_atomic(out, render(rows))
