@@ -9,7 +9,9 @@ import pytest
 
 from ioweather.errors import UserError
 from ioweather.sources import iomodel_cache as cache
-from ioweather.sources.iomodel import Benchmark, Config, ProcRunner, make_plan, parse_layout
+from ioweather.sources.iomodel import Benchmark, ProcRunner
+from ioweather.sources.iomodel_grammar import parse_layout
+from ioweather.sources.iomodel_plan import Config, make_plan
 from ioweather.sources.mounts import mount_of
 
 MEM = 4 << 20

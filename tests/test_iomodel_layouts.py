@@ -11,7 +11,9 @@ import pytest
 from scipy import stats
 
 from ioweather.errors import UserError
-from ioweather.sources.iomodel import Config, Layout, ProcRunner, parse_layout, parse_layouts, parse_sizes
+from ioweather.sources.iomodel import ProcRunner
+from ioweather.sources.iomodel_grammar import Layout, parse_layout, parse_layouts, parse_sizes
+from ioweather.sources.iomodel_plan import Config
 
 MEM = 1 << 20
 

@@ -12,21 +12,21 @@ Vocabulary:
 - the whole grid is executed `runs` times in an outer loop (3 in sweep mode, as in
   the paper), so noise that hits one pass shows up as a difference between passes.
 
-The timed loop is C (`ioweather._native.iomodel_core.run`); this module parses the
-parameters, prepares files and cache states, runs the loop in one or more
-processes and hands each finished run to a callback. It computes no statistics.
+The timed loop is C (`ioweather._native.iomodel_core.run`); this module prepares files and
+cache states, runs the loop in one or more processes and hands each finished run to a
+callback. It computes no statistics. The parameters are parsed in iomodel_grammar.py and
+checked into a Plan in iomodel_plan.py.
 """
 
 from __future__ import annotations
 
-import itertools
 import mmap
 import multiprocessing
 import os
 import socket
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,266 +34,14 @@ import numpy as np
 from ioweather.errors import UserError, os_error_reason
 from ioweather.sources import iomodel_procstats as procstats
 from ioweather.sources.mounts import mount_of
-from ioweather.sources.iomodel_cache import (CACHE_STATES, CACHED, DISCARD, UNCACHED, check_drop_caches_allowed,
+from ioweather.sources.iomodel_cache import (CACHED, DISCARD, UNCACHED,
                                              core, data_file_name, ensure_data_file, make_cached, make_uncached,
                                              open_data_file)
-from ioweather.units import format_bytes, ns_to_iso, parse_size
+from ioweather.sources.iomodel_plan import Config, Plan, mem_available
+from ioweather.units import format_bytes, ns_to_iso
 
-MIN_SIZE, MAX_SIZE = 1, 16 << 20
-# The paper's access sizes: powers of 4 up to 1 KiB, then powers of 2 up to 16 MiB.
-SIZE_LADDER = (1, 4, 16, 64, 256) + tuple(1024 << k for k in range(15))
-OPS = ("R", "W")
-LAYOUT_KINDS = ("off0", "seq", "stride", "reverse", "rnd", "rnd8")
-SWEEP_LAYOUTS = ("off0", "seq", "stride:8MiB", "reverse", "rnd", "rnd8:8MiB")
-DEFAULT_REPEATS = 10_000
-DEFAULT_MEM_SIZE = 1 << 30
-DEFAULT_FILE_SIZE = 1 << 30
-SWEEP_RUNS = 3
 SINGLE_THREAD_ENV = {k: "1" for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                                       "NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")}
-# Buffers may take at most this share of the memory left after the cached files:
-# the rest stays for the page cache the benchmark measures.
-MEMORY_SHARE = 0.5
-
-
-# --------------------------------------------------------------------------- parameters
-def compact_size(n: int) -> str:
-    """8388608 -> '8MiB'; sizes that are not whole KiB/MiB/GiB stay in bytes."""
-    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
-        if n >= 1 << shift and n % (1 << shift) == 0:
-            return f"{n >> shift}{unit}"
-    return str(n)
-
-
-@dataclass(frozen=True)
-class Layout:
-    """An access pattern over a region (the memory buffer or the file)."""
-
-    kind: str
-    gap: int = 0
-
-    def __str__(self) -> str:
-        return f"{self.kind}:{compact_size(self.gap)}" if self.kind in ("stride", "rnd8") or self.gap else self.kind
-
-    @property
-    def core_kind(self) -> int:
-        c = core()
-        return {"off0": c.OFF0, "seq": c.STRIDE, "stride": c.STRIDE, "reverse": c.REVERSE,
-                "rnd": c.RND, "rnd8": c.RND8}[self.kind]
-
-
-_LAYOUT_HELP = "use off0, seq, stride:S, reverse, reverse:S, rnd or rnd8:S (S a size such as 8MiB)"
-
-
-def parse_layout(text: str) -> Layout:
-    name, _, arg = str(text).strip().partition(":")
-    name = name.lower()
-    if name not in LAYOUT_KINDS:
-        raise UserError(f"unknown layout {text!r}: {_LAYOUT_HELP}")
-    if name in ("stride", "rnd8"):
-        if not arg:
-            raise UserError(f"layout {name} needs a size, e.g. {name}:8MiB")
-        return Layout(name, parse_size(arg))
-    if arg and name == "reverse":
-        return Layout(name, parse_size(arg))
-    if arg:
-        raise UserError(f"layout {name} takes no size (got {text!r}): {_LAYOUT_HELP}")
-    return Layout(name)
-
-
-def _split(text: str) -> list[str]:
-    items = [t.strip() for t in str(text).split(",") if t.strip()]
-    if not items:
-        raise UserError(f"empty list {text!r}")
-    return list(dict.fromkeys(items))
-
-
-def parse_layouts(text: str) -> list[Layout]:
-    return list(dict.fromkeys(parse_layout(t) for t in _split(text)))
-
-
-def check_size(n: int) -> int:
-    if not MIN_SIZE <= n <= MAX_SIZE:
-        raise UserError(f"access size {compact_size(n)} is out of range: sizes go from 1 B to 16 MiB")
-    return n
-
-
-def parse_sizes(text: str) -> list[int]:
-    """Access sizes: a list (`1,4k,1MiB`), `all` (the paper's 20 sizes), a range `LO..HI`
-    (the paper's sizes within it) or a geometric range `LO..HI:xF`."""
-    out: list[int] = []
-    for item in _split(text):
-        if item.lower() == "all":
-            out.extend(SIZE_LADDER)
-            continue
-        if ".." not in item:
-            out.append(check_size(parse_size(item)))
-            continue
-        lo_text, _, rest = item.partition("..")
-        hi_text, _, factor_text = rest.partition(":")
-        lo, hi = check_size(parse_size(lo_text)), check_size(parse_size(hi_text))
-        if lo > hi:
-            raise UserError(f"size range {item!r} is empty: {lo} B > {hi} B")
-        if factor_text:
-            if not factor_text.lower().startswith("x") or not factor_text[1:].isdigit() or int(factor_text[1:]) < 2:
-                raise UserError(f"malformed size range {item!r}: the step is written x2, x4, ... (e.g. 1..16MiB:x4)")
-            f, s = int(factor_text[1:]), lo
-            while s <= hi:
-                out.append(s)
-                s *= f
-        else:
-            out.extend(s for s in SIZE_LADDER if lo <= s <= hi)
-    if not out:
-        raise UserError(f"no access size in {text!r}")
-    return list(dict.fromkeys(out))
-
-
-def _parse_choices(text: str, allowed: tuple[str, ...], what: str, hint: str) -> list[str]:
-    items = [t.lower() if allowed[0].islower() else t.upper() for t in _split(text)]
-    for t in items:
-        if t not in allowed:
-            raise UserError(f"unknown {what} {t!r}: use {hint}")
-    return list(dict.fromkeys(items))
-
-
-def parse_caches(text: str) -> list[str]:
-    return _parse_choices(text, CACHE_STATES, "cache state", "discard, cached or uncached")
-
-
-def parse_ops(text: str) -> list[str]:
-    return _parse_choices(text, OPS, "operation", "R (read) or W (write)")
-
-
-@dataclass(frozen=True)
-class Config:
-    cache: str
-    op: str
-    mem_layout: Layout
-    file_layout: Layout
-    size: int
-
-    def experiment(self, override: str | None = None) -> str:
-        """The paper's Table 4 label: state-mem-file op, e.g. `C-seq-reverse-R`."""
-        return override or f"{self.cache[0].upper()}-{self.mem_layout}-{self.file_layout}-{self.op}"
-
-    def as_dict(self) -> dict:
-        return {"cache": self.cache, "op": self.op, "mem_layout": str(self.mem_layout),
-                "file_layout": str(self.file_layout), "size": self.size}
-
-
-def mem_available() -> int:
-    return procstats.meminfo().get("MemAvailable", os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-
-
-@dataclass
-class Plan:
-    """Everything a benchmark needs, validated. Build it with `make_plan`."""
-
-    configs: list[Config]
-    runs: int
-    repeats: int
-    file_size: int
-    mem_size: int
-    procs: int
-    seed: int
-    directory: Path | None
-    time_seek: bool = False
-    drop_caches: bool = False
-    experiment: str | None = None
-    keep_files: bool = False
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def file_size_per_proc(self) -> int:
-        """The paper keeps the aggregate file size when adding processes: each gets its share."""
-        return self.file_size // self.procs
-
-    @property
-    def needs_files(self) -> bool:
-        return any(c.cache != DISCARD for c in self.configs)
-
-    def schedule(self) -> Iterator[tuple[int, int, Config]]:
-        """(run_id, repeat, config) in execution order: the outer loop repeats the whole grid."""
-        run_id = 0
-        for repeat in range(self.runs):
-            for c in self.configs:
-                yield run_id, repeat, c
-                run_id += 1
-
-    @property
-    def total_runs(self) -> int:
-        return self.runs * len(self.configs)
-
-    def parameters(self) -> dict:
-        return {
-            "caches": list(dict.fromkeys(c.cache for c in self.configs)),
-            "ops": list(dict.fromkeys(c.op for c in self.configs)),
-            "mem_layouts": list(dict.fromkeys(str(c.mem_layout) for c in self.configs)),
-            "file_layouts": list(dict.fromkeys(str(c.file_layout) for c in self.configs)),
-            "sizes": list(dict.fromkeys(c.size for c in self.configs)),
-            "configurations": len(self.configs), "runs": self.runs, "repeats": self.repeats,
-            "file_size_bytes": self.file_size, "file_size_per_proc_bytes": self.file_size_per_proc,
-            "mem_size_bytes": self.mem_size, "procs": self.procs, "seed": self.seed,
-            "directory": str(self.directory) if self.directory else None, "time_seek": self.time_seek,
-            "drop_caches": self.drop_caches, "experiment": self.experiment, "keep_files": self.keep_files,
-        }
-
-
-def make_plan(*, caches: list[str], ops: list[str], mem_layouts: list[Layout], file_layouts: list[Layout],
-              sizes: list[int], runs: int, repeats: int = DEFAULT_REPEATS, file_size: int = DEFAULT_FILE_SIZE,
-              mem_size: int = DEFAULT_MEM_SIZE, procs: int = 1, seed: int | None = None,
-              directory: Path | None = None, time_seek: bool = False, drop_caches: bool = False,
-              experiment: str | None = None, keep_files: bool = False,
-              available_bytes: int | None = None) -> Plan:
-    """Validate the parameters and fit the memory buffers into the node's memory."""
-    if repeats < 1:
-        raise UserError("--repeats must be at least 1")
-    if runs < 1:
-        raise UserError("--runs must be at least 1")
-    if procs < 1:
-        raise UserError("--procs must be at least 1")
-    for s in sizes:
-        check_size(s)
-    biggest = max(sizes)
-    warnings: list[str] = []
-    needs_files = any(c != DISCARD for c in caches)
-    if needs_files:
-        if directory is None:
-            raise UserError("cached and uncached runs need --dir: the directory on the file system to measure")
-        if not Path(directory).is_dir():
-            raise UserError(f"--dir {directory} is not a directory")
-        if not os.access(directory, os.W_OK | os.X_OK):
-            raise UserError(f"--dir {directory} is not writable")
-    per_proc = file_size // procs
-    if per_proc < biggest:
-        share = f" (each of the {procs} processes gets {format_bytes(per_proc)})" if procs > 1 else ""
-        raise UserError(f"--file-size {format_bytes(file_size)}{share} is smaller than the largest access size "
-                        f"{format_bytes(biggest)}")
-    if mem_size < biggest:
-        raise UserError(f"--mem-size {format_bytes(mem_size)} is smaller than the largest access size {format_bytes(biggest)}")
-    if UNCACHED in caches:
-        check_drop_caches_allowed(drop_caches)
-    avail = mem_available() if available_bytes is None else available_bytes
-    cached_bytes = file_size if CACHED in caches else 0
-    if cached_bytes and cached_bytes > 0.9 * avail:
-        raise UserError(f"cached runs need the files in the page cache: --file-size {format_bytes(file_size)} "
-                        f"exceeds the memory available ({format_bytes(avail)}); use a smaller --file-size")
-    budget = int((avail - cached_bytes) * MEMORY_SHARE)
-    if procs * mem_size > budget:
-        scaled = 1 << max(0, (budget // procs).bit_length() - 1)
-        if scaled < biggest:
-            raise UserError(f"not enough memory for {procs} buffer(s) of the largest access size {format_bytes(biggest)} "
-                            f"({format_bytes(avail)} available)")
-        warnings.append(f"--mem-size {format_bytes(mem_size)} x {procs} process(es) exceeds half of the available "
-                        f"memory ({format_bytes(avail)}{' after the cached files' if cached_bytes else ''}); "
-                        f"using {format_bytes(scaled)} per process")
-        mem_size = scaled
-    configs = [Config(*t) for t in itertools.product(caches, ops, mem_layouts, file_layouts, sizes)]
-    if seed is None:
-        seed = int.from_bytes(os.urandom(4), "little")
-    return Plan(configs=configs, runs=runs, repeats=repeats, file_size=file_size, mem_size=mem_size, procs=procs,
-                seed=seed, directory=Path(directory) if directory else None, time_seek=time_seek,
-                drop_caches=drop_caches, experiment=experiment, keep_files=keep_files, warnings=warnings)
 
 
 def run_seed(seed: int, run_id: int, proc: int) -> int:
