@@ -554,3 +554,26 @@ def write_report(rows: list[dict], out: str) -> None:
     from ioweather.views.bench_report import render
 
     write_atomic(out, render(rows))
+
+
+def metric_families(store) -> list:
+    """`/metrics` gauges of the last run per motif, direction and fs: bandwidth (bytes/s) and fraction of
+    peak. Empty without benchmark runs (the bench tables are never created by a scrape)."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    labels = ["motif", "direction", "fs"]
+    bw = GaugeMetricFamily("ioweather_bench_bandwidth_bytes_per_second",
+                           "Bandwidth of the last regression benchmark run.", labels=labels)
+    frac = GaugeMetricFamily("ioweather_bench_fraction_of_peak",
+                             "Last run's bandwidth / the best run of the same motif, direction and fs.", labels=labels)
+    try:
+        rows = gauges(store)
+    except UserError:
+        return []
+    for r in rows:
+        key = [r["motif"], r["direction"], r["fs"]]
+        if r["last_bps"] is not None:
+            bw.add_metric(key, r["last_bps"])
+        if r["last_fraction_of_peak"] is not None:
+            frac.add_metric(key, r["last_fraction_of_peak"])
+    return [bw, frac] if rows else []

@@ -10,7 +10,9 @@ Exported (labels in parentheses), all in base units:
 - `ioweather_probe_expected_seconds` gauge (target, op): the baseline median itself;
 - `ioweather_probe_last_sample_timestamp_seconds` gauge (target): alert on
   `time() - ioweather_probe_last_sample_timestamp_seconds > 60` for a stopped probe;
-- `ioweather_store_up` gauge: 0 when the store could not be read.
+- `ioweather_store_up` gauge: 0 when the store could not be read;
+- `ioweather_bench_bandwidth_bytes_per_second`, `ioweather_bench_fraction_of_peak` gauges (motif,
+  direction, fs): the last regression benchmark run of each series (services/bench.py).
 
 Histogram and counters are process-lifetime counters, as in any instrumented
 program: they start at zero when the server starts and grow by the samples stored
@@ -42,6 +44,7 @@ from ioweather.errors import UserError
 from ioweather.stats.probe import SLOWDOWN_STATS
 from ioweather.stats.status import window_slowdown
 from ioweather.store.probe_aggregates import bucket_counts, last_sample_ns
+from ioweather.services.bench import metric_families as bench_metric_families
 from ioweather.services.probe_cache import OPS, ProbeCache
 from ioweather.services.probe_status import WINDOW_S
 
@@ -114,6 +117,7 @@ class ProbeMetrics:
             except UserError:
                 up = 0  # one unreadable target must not hide the others
         yield from (hist, errors, timeouts, ratio, expected, last)
+        yield from bench_metric_families(self.cache.store)
         yield GaugeMetricFamily("ioweather_store_up", "1 if every probe target could be read from the store.", value=up)
 
     def _collect_target(self, target, hist, errors, timeouts, ratio, expected, last) -> None:

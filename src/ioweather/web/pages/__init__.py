@@ -47,6 +47,7 @@ PAGE_MODULES = [
     "ioweather.web.pages.talkers",
     "ioweather.web.pages.contents",
     "ioweather.web.pages.factors",
+    "ioweather.web.pages.bench",
 ]
 
 
