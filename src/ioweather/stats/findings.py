@@ -23,7 +23,7 @@ Defects of the reference implementation that are fixed here:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 import pandas as pd
@@ -447,18 +447,55 @@ def _own_bytes_per_rank(log, nprocs: int) -> np.ndarray | None:
     return np.bincount(r, weights=b, minlength=nprocs)
 
 
-def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int, clock: costs.Clock) -> tuple[list[dict], dict]:
-    out = []
-    c = f = cols(posix)
-    reads = float(np.nansum(monitored(c, "POSIX_READS")))
-    writes = float(np.nansum(monitored(c, "POSIX_WRITES")))
-    br = float(np.nansum(monitored(c, "POSIX_BYTES_READ")))
-    bw = float(np.nansum(monitored(c, "POSIX_BYTES_WRITTEN")))
-    t_read = float(np.nansum(monitored(f, "POSIX_F_READ_TIME")))
-    t_write = float(np.nansum(monitored(f, "POSIX_F_WRITE_TIME")))
-    ops = reads + writes
+@dataclass
+class _Posix:
+    """What the POSIX rules read: the records' columns (`c`), the job's sums, the thresholds and the clock."""
 
-    # P01/P02 operation intensity, P03/P04 volume intensity
+    c: object
+    posix: object
+    t: Thresholds
+    nprocs: int
+    clock: costs.Clock
+    ranks: np.ndarray
+    shared_mask: np.ndarray
+    reads: float
+    writes: float
+    br: float
+    bw: float
+    t_read: float
+    t_write: float
+    #: Costs of P05/P06 (set by their rule), which the MPI-IO collective findings reuse.
+    small_cost: dict = field(default_factory=dict)
+
+    @property
+    def f(self):
+        return self.c
+
+    @property
+    def ops(self) -> float:
+        return self.reads + self.writes
+
+
+def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int, clock: costs.Clock) -> tuple[list[dict], dict]:
+    """The POSIX rules in order, and the costs of P05/P06."""
+    c = cols(posix)
+    x = _Posix(c=c, posix=posix, t=t, nprocs=nprocs, clock=clock, ranks=c["rank"],
+               shared_mask=(c["rank"] < 0) & (nprocs > 1),
+               reads=float(np.nansum(monitored(c, "POSIX_READS"))), writes=float(np.nansum(monitored(c, "POSIX_WRITES"))),
+               br=float(np.nansum(monitored(c, "POSIX_BYTES_READ"))), bw=float(np.nansum(monitored(c, "POSIX_BYTES_WRITTEN"))),
+               t_read=float(np.nansum(monitored(c, "POSIX_F_READ_TIME"))),
+               t_write=float(np.nansum(monitored(c, "POSIX_F_WRITE_TIME"))))
+    out = []
+    for rule in POSIX_RULES:
+        out += rule(x)
+    return out, x.small_cost
+
+
+def _intensity(x: _Posix) -> list[dict]:
+    """P01/P02 operation intensity, P03/P04 volume intensity"""
+    out = []
+    t, reads, writes, br, bw = x.t, x.reads, x.writes, x.br, x.bw
+    ops = x.ops
     if ops >= t.min_operations and abs(writes - reads) / ops > t.imbalance_operations:
         code, what = ("P01", "write") if writes > reads else ("P02", "read")
         out.append(_f(code, f"the job is {what}-operation intensive ({int(writes):,} writes, {int(reads):,} reads)",
@@ -470,11 +507,14 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int, clock: costs.Clo
         out.append(_f(code, f"the job is {what}-volume intensive ({format_bytes(bw)} written, {format_bytes(br)} read)",
                       {"bytes_read": int(br), "bytes_written": int(bw)},
                       {"imbalance_operations": t.imbalance_operations, "min_bytes": t.min_bytes}, model="informational"))
+    return out
 
-    # P05/P06 small requests (all files), P15/P16 on shared files
-    ranks = c["rank"]
-    shared_mask = (ranks < 0) & (nprocs > 1)
-    small_cost = {}
+
+def _small_requests_rule(x: _Posix) -> list[dict]:
+    """P05/P06 small requests (all files), P15/P16 on shared files"""
+    out = []
+    c, t, clock, br, bw = x.c, x.t, x.clock, x.br, x.bw
+    t_read, t_write, shared_mask = x.t_read, x.t_write, x.shared_mask
     for kind, code, code_sh, b_kind, t_col in (("READ", "P05", "P15", br, "POSIX_F_READ_TIME"),
                                                ("WRITE", "P06", "P16", bw, "POSIX_F_WRITE_TIME")):
         small, n, small_b = small_requests(c, "POSIX", kind, t.small_bytes)
@@ -483,7 +523,7 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int, clock: costs.Clo
         thr = {"small_bytes": t.small_bytes, "small_requests": t.small_requests,
                "small_requests_absolute": t.small_requests_absolute}
         cost = clock.wall(costs.small_request_saving(t_kind, n, small, b_kind, small_b, t.small_bytes))
-        small_cost[code] = cost
+        x.small_cost[code] = cost
         if n and small / n > t.small_requests and small > t.small_requests_absolute:
             out.append(_f(code, f"{small:,} of {n:,} {word}s ({100 * small / n:.0f}%) are smaller than "
                           f"{format_bytes(t.small_bytes)}: aggregate them into larger requests (buffering, MPI-IO collective)",
@@ -503,8 +543,14 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int, clock: costs.Clo
                               cost=cost_s, model="small-requests",
                               action=f"use collective MPI-IO for the small shared-file {word}s",
                               overlaps=(code, "M02" if kind == "READ" else "M03")))
+    return out
 
-    # P07/P08 misalignment
+
+def _misalignment(x: _Posix) -> list[dict]:
+    """P07/P08 misalignment"""
+    out = []
+    c, t, clock, br, bw = x.c, x.t, x.clock, x.br, x.bw
+    t_read, t_write, ops = x.t_read, x.t_write, x.ops
     mem = float(np.nansum(monitored(c, "POSIX_MEM_NOT_ALIGNED")))
     fil = float(np.nansum(monitored(c, "POSIX_FILE_NOT_ALIGNED")))
     if ops:
@@ -523,8 +569,13 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int, clock: costs.Clo
                               {"misaligned_requests": t.misaligned_requests, "min_operations": t.min_operations},
                               cost=cost, model=model,
                               action="align the requests to the file system's block/stripe" if code == "P08" else None))
+    return out
 
-    # P09/P10 redundant traffic: more bytes than the highest offset touched
+
+def _redundant_traffic(x: _Posix) -> list[dict]:
+    """P09/P10 redundant traffic: more bytes than the highest offset touched"""
+    out = []
+    c, f, t, clock = x.c, x.f, x.t, x.clock
     for kind, code, bytes_col, max_col, t_col in (
             ("read", "P09", "POSIX_BYTES_READ", "POSIX_MAX_BYTE_READ", "POSIX_F_READ_TIME"),
             ("written", "P10", "POSIX_BYTES_WRITTEN", "POSIX_MAX_BYTE_WRITTEN", "POSIX_F_WRITE_TIME")):
@@ -541,10 +592,13 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int, clock: costs.Clo
                           {"files": int(red.sum()), "redundant_bytes": int(extra[red].sum())},
                           {"min_bytes": t.min_bytes}, cost=cost, model="redundant-bytes",
                           action=f"avoid the {format_bytes(extra[red].sum())} {kind} again"))
+    return out
 
-    # P11-P14 non-sequential access: Darshan counts a request as sequential when it starts
-    # after the previous one's last byte, so the rest went back to or before that byte
-    # (random access, or re-reading the same offset)
+
+def _non_sequential(x: _Posix) -> list[dict]:
+    """P11-P14 non-sequential access: Darshan counts a request as sequential when it starts after the previous one's last byte, so the rest went back to or before that byte (random access, or re-reading the same offset)"""
+    out = []
+    c, t, clock, t_read, t_write = x.c, x.t, x.clock, x.t_read, x.t_write
     for kind, code_bad, code_ok, t_kind in (("READS", "P11", "P12", t_read), ("WRITES", "P13", "P14", t_write)):
         n = monitored(c, f"POSIX_{kind}")
         seq = monitored(c, f"POSIX_SEQ_{kind}")
@@ -570,8 +624,13 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int, clock: costs.Clo
         else:
             out.append(_f(code_ok, f"{word}s are sequential ({100 * (1 - share):.0f}% of {int(total_n):,})",
                           ev, thr, model="informational"))
+    return out
 
-    # P17 metadata time per rank
+
+def _metadata_per_rank(x: _Posix) -> list[dict]:
+    """P17 metadata time per rank"""
+    out = []
+    f, t, nprocs, ranks = x.f, x.t, x.nprocs, x.ranks
     own = ranks >= 0 if nprocs > 1 else np.ones(len(ranks), bool)
     meta = np.nan_to_num(monitored(f, "POSIX_F_META_TIME"))
     r_eff = effective_ranks(ranks, nprocs)
@@ -588,8 +647,14 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int, clock: costs.Clo
                       {"metadata_time_rank_s": t.metadata_time_rank_s},
                       cost=float(per_rank_meta.max()), model="metadata-per-rank",
                       action="cut the opens/stats/syncs of the slowest rank", overlaps=("F01", "L03")))
+    return out
 
-    # P18/P19 stragglers on shared files
+
+def _shared_stragglers(x: _Posix) -> list[dict]:
+    """P18/P19 stragglers on shared files"""
+    out = []
+    c, f, t, nprocs, posix = x.c, x.f, x.t, x.nprocs, x.posix
+    shared_mask = x.shared_mask
     if shared_mask.any():
         sc, sf = subset(c, shared_mask), subset(f, shared_mask)
         tb = np.nan_to_num(monitored(sc, "POSIX_BYTES_READ")) + np.nan_to_num(monitored(sc, "POSIX_BYTES_WRITTEN"))
@@ -613,8 +678,13 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int, clock: costs.Clo
                               cost=costs.straggler_excess(slowest_t[bad], tt[bad], nprocs), model="straggler",
                               action="balance the shared-file I/O across ranks",
                               overlaps=("P19" if code == "P18" else "P18", "L01")))
+    return out
 
-    # P21/P22 imbalance across ranks of non-shared files (files opened by several ranks separately)
+
+def _rank_imbalance(x: _Posix) -> list[dict]:
+    """P21/P22 imbalance across ranks of non-shared files (files opened by several ranks separately)"""
+    out = []
+    c, f, t, nprocs, ranks = x.c, x.f, x.t, x.nprocs, x.ranks
     if nprocs > 1:
         own = ranks >= 0
         ids = c["id"][own]
@@ -648,4 +718,9 @@ def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int, clock: costs.Clo
                                   cost=costs.straggler_excess(t_hi[bad], t_sum[bad], nr[bad]), model="straggler",
                                   action=f"balance the bytes {word} across ranks",
                                   overlaps=("P22" if code == "P21" else "P21",)))
-    return out, small_cost
+    return out
+
+
+#: The POSIX rules, in the order their findings are listed (before the ranking by cost).
+POSIX_RULES = (_intensity, _small_requests_rule, _misalignment, _redundant_traffic, _non_sequential,
+               _metadata_per_rank, _shared_stragglers, _rank_imbalance)
