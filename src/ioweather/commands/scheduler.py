@@ -1,10 +1,7 @@
 """`ioweather import slurm` and `ioweather import nersc-jobsdb`: scheduler jobs into the store.
 
-The `import` command itself belongs to commands/telemetry.py (`import KIND SOURCE... --fs FS`).
-These two kinds take other arguments, so they are commands of their own, reached through the
-same word: `register` puts a small dispatcher in front of the telemetry command that sends
-`import slurm ...` and `import nersc-jobsdb ...` here and everything else on unchanged.
-(If `import` is ever a click group, they are simply added to it.)
+Both are sub-commands of the one `import` group (commands/imports.py), beside the telemetry
+importer kinds.
 """
 
 from __future__ import annotations
@@ -12,12 +9,9 @@ from __future__ import annotations
 import click
 
 from ioweather.commands.common import DURATION, SINCE, TIME, json_option
+from ioweather.commands.imports import import_group
 from ioweather.units import to_ns
 from ioweather.views.output import print_json, print_table, short_time, stderr
-
-HELP_EPILOG = ("Scheduler jobs: 'ioweather import slurm [FILE]' (sacct, live or a saved --parsable2 file) and "
-               "'ioweather import nersc-jobsdb FILE'; see their --help.")
-
 
 def _report(summary: dict, as_json: bool) -> None:
     for note in summary["notes"]:
@@ -74,47 +68,7 @@ def nersc_jobsdb(settings, file, as_json):
     _report(import_nersc_jobsdb(settings, file), as_json)
 
 
-SUBCOMMANDS = {"slurm": slurm, "nersc-jobsdb": nersc_jobsdb}
-
-
-class ImportDispatch(click.Command):
-    """`import slurm|nersc-jobsdb ...` to our commands, any other `import ...` to the telemetry import."""
-
-    def __init__(self, telemetry: click.Command, subcommands: dict[str, click.Command]):
-        super().__init__(telemetry.name, help=telemetry.help, short_help=telemetry.short_help)
-        self.telemetry = telemetry
-        self.subcommands = subcommands
-
-    def make_context(self, info_name, args, parent=None, **extra):
-        if args and args[0] in self.subcommands:
-            return self.subcommands[args[0]].make_context(f"{info_name} {args[0]}", list(args[1:]), parent=parent,
-                                                          **extra)
-        return self.telemetry.make_context(info_name, args, parent=parent, **extra)
-
-    def invoke(self, ctx):
-        return ctx.command.invoke(ctx)
-
-    def get_short_help_str(self, limit: int = 45) -> str:
-        return self.telemetry.get_short_help_str(limit)
-
-    def get_help(self, ctx) -> str:
-        return self.telemetry.get_help(ctx)
-
-    def format_help(self, ctx, formatter) -> None:  # when another wrapper (an `import` group) asks us
-        self.telemetry.format_help(ctx, formatter)
-
-
 def register(cli: click.Group) -> None:
-    existing = cli.commands.get("import")
-    if isinstance(existing, click.Group):
-        for cmd in SUBCOMMANDS.values():
-            existing.add_command(cmd)
-        return
-    if existing is None:  # the telemetry commands are not available: `import` is ours alone
-        group = click.Group("import", help="Import recorded data.")
-        for cmd in SUBCOMMANDS.values():
-            group.add_command(cmd)
-        cli.add_command(group)
-        return
-    existing.epilog = f"{existing.epilog}\n\n{HELP_EPILOG}" if existing.epilog else HELP_EPILOG
-    cli.add_command(ImportDispatch(existing, SUBCOMMANDS), "import")
+    group = import_group(cli)
+    for cmd in (slurm, nersc_jobsdb):
+        group.add_command(cmd)

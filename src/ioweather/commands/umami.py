@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ioweather.commands.common import json_option
+from ioweather.commands.imports import import_group
 
 
 def _num(v) -> str:
@@ -94,11 +95,7 @@ def register(cli: click.Group) -> None:
         print_table(doc["rows"], [("metric", "metric"), ("r", "r", _num), ("p", "p", _p), ("n", "n"),
                                   ("strength", "strength"), ("magnitude", "|r|")], row_style=style)
 
-    group = _import_group(cli)
-    if group is None:
-        return
-
-    @group.command("job-features")
+    @import_group(cli).command("job-features")
     @click.argument("csv", type=click.Path(dir_okay=False))
     @click.option("--preset", type=click.Choice(["tokio-abc"]), required=True, help="The table's format.")
     @click.option("--config", "config_path", type=click.Path(dir_okay=False), default=None,
@@ -118,55 +115,3 @@ def register(cli: click.Group) -> None:
             return
         click.echo(f"imported {res['rows']:,} jobs into set {res['set']} ({res['rows_kept_by_paper_filters']:,} kept "
                    f"by the paper's filters)")
-
-
-class _ImportGroup(click.Group):
-    """`ioweather import`: the telemetry import (KIND SOURCE...) plus sub-commands added by other modules.
-
-    The telemetry import is one command whose first argument is KIND; a first argument that is not a
-    sub-command's name goes to it unchanged, so `ioweather import lmt ...` works as before."""
-
-    def __init__(self, telemetry: click.Command):
-        super().__init__(name=telemetry.name, help=telemetry.help, short_help=telemetry.short_help,
-                         context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-        self.telemetry = telemetry
-
-    def parse_args(self, ctx, args):
-        if args and args[0] in ("-h", "--help") or not args:
-            return super().parse_args(ctx, args)
-        ctx.args = list(args)  # everything to the sub-command, options included
-        return ctx.args
-
-    def resolve_command(self, ctx, args):
-        if args and args[0] in self.commands:
-            return super().resolve_command(ctx, args)
-        return self.telemetry.name, self.telemetry, args
-
-    def invoke(self, ctx):
-        args = ctx.args
-        name, cmd, rest = self.resolve_command(ctx, args)
-        if cmd is self.telemetry:
-            # the telemetry command reads its KIND from `rest`; it keeps `ioweather import` as its path
-            sub = cmd.make_context(ctx.info_name, list(rest), parent=ctx.parent)
-        else:
-            sub = cmd.make_context(name, list(rest), parent=ctx)
-        with sub:
-            return sub.command.invoke(sub)
-
-    def format_help(self, ctx, formatter):
-        self.telemetry.format_help(ctx, formatter)
-        formatter.write_paragraph()
-        formatter.write_text("Also: " + ", ".join(f"`{ctx.command_path} {n} --help`" for n in sorted(self.commands))
-                             + " (per-job feature tables, e.g. tokio-abc summaries).")
-
-
-def _import_group(cli: click.Group) -> click.Group | None:
-    """The `import` group, wrapping the telemetry import command when it is a plain command."""
-    cmd = cli.commands.get("import")
-    if cmd is None:
-        return None
-    if isinstance(cmd, click.Group):
-        return cmd
-    group = _ImportGroup(cmd)
-    cli.commands["import"] = group
-    return group

@@ -140,6 +140,8 @@ def local_to_utc_ns(values: pd.Series, tz: str) -> np.ndarray:
     naive = pd.to_datetime(values, errors="coerce")
     if getattr(naive.dt, "tz", None) is not None:
         naive = naive.dt.tz_convert("UTC").dt.tz_localize(None)
+    # a day of margin for the zone's offset; utc_ns checks the exact range after the conversion
+    naive = naive.where((naive > _FIRST_NAIVE) & (naive < _LAST_NAIVE))
     if tz.upper() in ("UTC", "ETC/UTC", "Z"):
         local = naive.dt.tz_localize("UTC")
     else:
@@ -147,6 +149,21 @@ def local_to_utc_ns(values: pd.Series, tz: str) -> np.ndarray:
             local = naive.dt.tz_localize(tz, ambiguous="infer", nonexistent="shift_forward")
         except Exception:  # pytz AmbiguousTimeError: not inferable from the sequence
             local = naive.dt.tz_localize(tz, ambiguous=np.ones(len(naive), dtype=bool), nonexistent="shift_forward")
-    ns = local.dt.tz_convert("UTC").dt.as_unit("ns").astype("int64").to_numpy() if len(local) else np.empty(0, np.int64)
-    ns = np.where(local.isna().to_numpy(), -1, ns)
-    return ns.astype(np.int64)
+    return utc_ns(local.dt.tz_convert("UTC"))
+
+
+# Stored times are int64 unix nanoseconds: from 1970 (earlier ones are bad input here) to 2262-04-11.
+_FIRST_UTC = pd.Timestamp("1970-01-01", tz="UTC")
+_LAST_UTC = pd.Timestamp("2262-04-11", tz="UTC")
+_FIRST_NAIVE = pd.Timestamp("1969-12-31")
+_LAST_NAIVE = pd.Timestamp("2262-04-12")
+
+
+def utc_ns(times: pd.Series) -> np.ndarray:
+    """UTC date-times -> unix ns; -1 for missing ones and those a unix ns cannot hold (year 1, 9999),
+    which pandas would raise OutOfBoundsDatetime for."""
+    ok = ((times >= _FIRST_UTC) & (times < _LAST_UTC)).to_numpy(dtype=bool)  # NaT compares False
+    out = np.full(len(times), -1, dtype=np.int64)
+    if ok.any():
+        out[ok] = times[ok].dt.as_unit("ns").astype("int64").to_numpy()
+    return out

@@ -15,33 +15,35 @@ of a file that is half wrong is stored.
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pandas as pd
 
-from ioweather.errors import UserError
-from ioweather.sources.telemetry.base import Long, local_to_utc_ns
+from ioweather.errors import UserError, from_os_error
+from ioweather.files import open_regular
+from ioweather.sources.telemetry.base import Long, local_to_utc_ns, utc_ns
+from ioweather.sources.telemetry.importers import Importer, Option
 from ioweather.stats import counters
 
 REQUIRED = ("time", "target", "metric", "value")
 _OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$", re.IGNORECASE)
+_LAST_S = 9_223_372_036.0  # 2262-04-11: the last second an int64 of ns holds
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
 def _parse_times(col: pd.Series, tz: str, path: str) -> np.ndarray:
     if pd.api.types.is_numeric_dtype(col):  # all unix seconds: pandas already parsed them
-        secs = col.to_numpy(np.float64)
-        out = np.where(np.isnan(secs), -1, np.rint(np.nan_to_num(secs) * 1e9)).astype(np.int64)
+        out = _seconds_to_ns(col.to_numpy(np.float64))
     else:
         out = np.full(len(col), -1, dtype=np.int64)
         todo = np.arange(len(col))
         if tz.upper() in ("UTC", "ETC/UTC"):
             # the common case in one call: ISO 8601 with or without offset, naive ones being UTC
-            t = pd.to_datetime(col.astype(str), utc=True, errors="coerce", format="ISO8601")
-            ok = ~t.isna().to_numpy()
-            out[ok] = t[ok].dt.as_unit("ns").astype("int64").to_numpy()
-            todo = np.flatnonzero(~ok)
+            out = utc_ns(pd.to_datetime(col.astype(str), utc=True, errors="coerce", format="ISO8601"))
+            todo = np.flatnonzero(out < 0)
         if todo.size:
             _parse_times_slowly(col.iloc[todo].astype(str).str.strip(), tz, out, todo)
     bad = np.flatnonzero(out < 0)
@@ -56,8 +58,7 @@ def _parse_times_slowly(s: pd.Series, tz: str, out: np.ndarray, where: np.ndarra
     """Unix seconds among ISO strings, and naive ISO times in a zone other than UTC."""
     numeric = s.str.fullmatch(_NUMBER).to_numpy(dtype=bool)
     if numeric.any():
-        secs = pd.to_numeric(s[numeric], errors="coerce").to_numpy(np.float64)
-        out[where[numeric]] = np.rint(secs * 1e9).astype(np.int64)
+        out[where[numeric]] = _seconds_to_ns(pd.to_numeric(s[numeric], errors="coerce").to_numpy(np.float64))
     rest = np.flatnonzero(~numeric)
     if not rest.size:
         return
@@ -66,11 +67,16 @@ def _parse_times_slowly(s: pd.Series, tz: str, out: np.ndarray, where: np.ndarra
     if aware.any():
         t = pd.to_datetime(text[aware].str.replace(r"z$", "Z", regex=True), utc=True, errors="coerce",
                            format="ISO8601")
-        ns = t.dt.as_unit("ns").astype("int64").to_numpy()
-        out[where[rest[aware]]] = np.where(t.isna().to_numpy(), -1, ns)
+        out[where[rest[aware]]] = utc_ns(t)
     if (~aware).any():
         naive = pd.to_datetime(text[~aware], errors="coerce", format="ISO8601")
         out[where[rest[~aware]]] = local_to_utc_ns(naive, tz)
+
+
+def _seconds_to_ns(secs: np.ndarray) -> np.ndarray:
+    """Unix seconds -> ns; -1 (bad) for NaN and for what an int64 of ns cannot hold (1e30, -5)."""
+    ok = (secs >= 0) & (secs < _LAST_S)  # NaN compares False
+    return np.where(ok, np.rint(np.where(ok, secs, 0) * 1e9), -1).astype(np.int64)
 
 
 def _parse_values(col: pd.Series, path: str) -> np.ndarray:
@@ -87,15 +93,18 @@ def _parse_values(col: pd.Series, path: str) -> np.ndarray:
 
 
 def read_csv_long(path: str, tz: str = "UTC", interval_s: float | None = None, cumulative: bool = False) -> Long:
-    try:
-        # pandas parses numeric columns itself (fast); a column with anything else stays text and
-        # is checked row by row, to name the first bad line
-        raw = pd.read_csv(path, dtype={"target": str, "metric": str}, keep_default_na=False,
-                          na_values={"value": ["", "nan", "NaN", "null", "NULL", "NA"], "interval_s": [""]})
-    except FileNotFoundError:
-        raise UserError(f"CSV file {path!r} not found") from None
-    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError, ValueError) as e:
-        raise UserError(f"{path}: not a readable CSV ({str(e).splitlines()[0]})") from None
+    if not os.path.lexists(path):  # the message scripts and tests know, before the generic one
+        raise UserError(f"CSV file {path!r} not found")
+    with open_regular(path, what="read CSV file") as f:
+        try:
+            # pandas parses numeric columns itself (fast); a column with anything else stays text and
+            # is checked row by row, to name the first bad line
+            raw = pd.read_csv(f, dtype={"target": str, "metric": str}, keep_default_na=False,
+                              na_values={"value": ["", "nan", "NaN", "null", "NULL", "NA"], "interval_s": [""]})
+        except OSError as e:
+            raise from_os_error(path, e, "read CSV file") from None
+        except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError, ValueError) as e:
+            raise UserError(f"{path}: not a readable CSV ({str(e).splitlines()[0]})") from None
     raw.columns = [str(c).strip().lower() for c in raw.columns]
     missing = [c for c in REQUIRED if c not in raw.columns]
     if missing:
@@ -158,3 +167,24 @@ def read_csv_long(path: str, tz: str = "UTC", interval_s: float | None = None, c
         notes.append(f"{path}: {int(neg.sum())} negative values are impossible amounts: stored as missing")
         out.loc[neg, "value"] = np.nan
     return Long(out, notes)
+
+
+class CsvImporter(Importer):
+    kind = "csv"
+    help = """The generic long CSV, time,target,metric,value[,interval_s] (docs/telemetry.md).
+
+    Values are amounts per interval (or gauges); with --cumulative, counters."""
+    options = (
+        Option("--interval", "interval", "Interval of each row when there is no interval_s column.", "duration"),
+        Option("--cumulative", "cumulative", "Values are cumulative counters, not per-interval amounts.", "flag"),
+    )
+
+    def total(self) -> int:
+        return 2
+
+    def chunks(self, advance: Callable[[int], None]) -> Iterator[Long]:
+        chunk = read_csv_long(self.source, self.tz or "UTC", self.interval, bool(self.cumulative))
+        self.notes += chunk.notes
+        advance(1)
+        yield chunk
+        advance(1)

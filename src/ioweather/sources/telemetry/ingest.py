@@ -57,3 +57,21 @@ def to_long(chunk) -> pd.DataFrame:
 def source_writer(kind: str, source: str) -> str:
     """A stable writer name for one source, so a re-import replaces the earlier one."""
     return f"{kind}-{hashlib.sha1(source.encode()).hexdigest()[:10]}"
+
+
+def impossible_to_missing(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Rows whose value no reading can have become missing, counted by why.
+
+    An infinite value (`inf`, or `1e309` which parses as one) is no amount or level; an interval
+    that is zero, negative or infinite is no interval, and the value over it means nothing. Every
+    importer's rows pass here, so no file format can store them."""
+    value = frame["value"].to_numpy(np.float64)
+    iv = frame["interval_s"].to_numpy(np.float64)
+    infinite = np.isinf(value)
+    bad_iv = ~np.isnan(iv) & ~((iv > 0) & (iv < np.inf))
+    counts = {"infinite": int(infinite.sum()), "interval": int(bad_iv.sum())}
+    if counts["infinite"] or counts["interval"]:
+        frame = frame.copy()
+        frame["value"] = np.where(infinite | bad_iv, np.nan, value)
+        frame["interval_s"] = np.where(bad_iv, np.nan, iv)
+    return frame, counts

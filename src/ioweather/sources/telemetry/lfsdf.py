@@ -11,7 +11,7 @@ gap between snapshots), NaN for a single snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -19,6 +19,7 @@ import pandas as pd
 from ioweather.errors import UserError
 from ioweather.sources.telemetry.base import lustre_fsname
 from ioweather.sources.telemetry.capacity import parse_lfs_df
+from ioweather.sources.telemetry.importers import Importer, Option
 from ioweather.sources.telemetry.textfiles import TextImport, read_members
 
 COLUMNS = ["time_ns", "target", "metric", "value", "interval_s"]
@@ -89,3 +90,17 @@ def read_lfsdf(source: str, at_ns: int | None = None, fs: str | None = None,
                      "give --fs one of these names to import only its targets")
     rows = rows.sort_values(["time_ns", "target", "metric"], kind="stable").reset_index(drop=True)
     return TextImport(rows, notes, bad_lines=bad)
+
+
+class LfsdfImporter(Importer):
+    kind = "lfsdf"
+    help = """Archived `lfs df` / `lfs df -i` runs (text, .gz, tar/.tgz or a directory), each after a
+    `BEGIN <unix seconds>` line, as pytokio's collectors write them."""
+    options = (Option("--at", "at_ns", "Time of `lfs df` output that has no `BEGIN <unix seconds>` line.", "time"),)
+    timezone = False
+
+    def chunks(self, advance: Callable[[int], None]) -> Iterator[TextImport]:
+        chunk = read_lfsdf(self.source, self.at_ns, self.fs, advance=advance)
+        self.notes += chunk.notes
+        self.bad_lines = chunk.bad_lines
+        yield chunk

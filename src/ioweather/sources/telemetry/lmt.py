@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from ioweather.errors import UserError
+from ioweather.errors import UserError, from_os_error
+from ioweather.files import fd_path, open_regular
 from ioweather.sources.telemetry.base import COUNTER, GAUGE, Wide, local_to_utc_ns
+from ioweather.sources.telemetry.importers import Importer
 
 REQUIRED_TABLES = ("TIMESTAMP_INFO", "OST_INFO", "OST_DATA")
 OPTIONAL_TABLES = ("OSS_INFO", "OSS_DATA", "MDS_INFO", "MDS_DATA", "MDS_OPS_DATA", "OPERATION_INFO")
@@ -49,13 +51,25 @@ def engine_url(source: str) -> tuple[str, str]:
     elif "://" in s:
         raise UserError(f"unsupported LMT database URL {redact(s)!r}: use mysql://user:password@host/db "
                         "or the path of an SQLite copy")
-    if not os.path.exists(s):
+    if not os.path.lexists(s):
         raise UserError(f"LMT database {s!r} not found (give a mysql:// URL or an SQLite file)")
-    with open(s, "rb") as f:
+    return s, "sqlite"
+
+
+def _open_sqlite(path: str):
+    """The SQLite copy opened as a regular file (a FIFO is refused, not waited on), and the URL that
+    makes SQLite read that very file, read-only: an import never writes into the monitoring database."""
+    f = open_regular(path, what="read LMT database")
+    try:
         if f.read(16) != b"SQLite format 3\x00":
-            raise UserError(f"{s} is not an SQLite database")
-    # read-only: an import never writes into the monitoring database
-    return f"sqlite:///file:{os.path.abspath(s)}?mode=ro&uri=true", "sqlite"
+            raise UserError(f"{path} is not an SQLite database")
+    except OSError as e:
+        f.close()
+        raise from_os_error(path, e, "read LMT database") from None
+    except BaseException:
+        f.close()
+        raise
+    return f, f"sqlite:///file:{fd_path(f)}?mode=ro&uri=true"
 
 
 def _db_error(source: str, e: Exception) -> UserError:
@@ -87,6 +101,9 @@ class LmtDatabase:
 
         self.source = source
         url, self.kind = engine_url(source)
+        self.file = None
+        if self.kind == "sqlite":
+            self.file, url = _open_sqlite(url)
         self.timezone = timezone
         kw = {"connect_args": {"connect_timeout": 10}} if self.kind == "mysql" else {}
         self.engine = sa.create_engine(url, **kw)
@@ -94,13 +111,21 @@ class LmtDatabase:
             with self.engine.connect() as conn:
                 self.tables = set(sa.inspect(conn).get_table_names())
         except Exception as e:  # driver errors: wrong password, unknown host or database
+            self.close()
             raise _db_error(source, e) from None
         missing = [t for t in REQUIRED_TABLES if t not in self.tables]
         if missing:
+            self.close()
             raise UserError(f"{redact(source)} is not an LMT database: missing table(s) {', '.join(missing)}")
 
     def close(self) -> None:
         self.engine.dispose()
+        if self.file is not None:
+            self.file.close()
+
+    def _garbage(self, e: Exception) -> UserError:
+        return UserError(f"cannot read LMT database {redact(self.source)}: a value is not what LMT writes "
+                         f"({type(e).__name__}: {e})")
 
     def _rows(self, conn, sql: str, params: tuple = ()) -> list[tuple]:
         # the driver's own cursor: plain tuples, several times faster to turn into arrays than
@@ -120,6 +145,12 @@ class LmtDatabase:
         return sql.replace("?", "%s") if self.kind == "mysql" else sql
 
     def info(self, since_ns: int | None = None, until_ns: int | None = None) -> LmtInfo:
+        try:
+            return self._info(since_ns, until_ns)
+        except (ValueError, TypeError, OverflowError) as e:  # an id or a name that is not one
+            raise self._garbage(e) from None
+
+    def _info(self, since_ns: int | None, until_ns: int | None) -> LmtInfo:
         with self.engine.connect() as conn:
             fsname = None
             if "FILESYSTEM_INFO" in self.tables:
@@ -174,7 +205,11 @@ class LmtDatabase:
                 lo = max(0, a - 1)  # the previous chunk's last timestamp: the counters' baseline
                 b = min(n_ts, a + per)
                 ids, times = info.ts_ids[lo:b], info.times_ns[lo:b]
-                yield b - a, self._chunk(conn, info, ids, times, overlap=a > 0)
+                try:
+                    chunk = self._chunk(conn, info, ids, times, overlap=a > 0)
+                except (ValueError, TypeError, OverflowError) as e:  # text where LMT writes numbers
+                    raise self._garbage(e) from None
+                yield b - a, chunk
 
     def _chunk(self, conn, info: LmtInfo, ids: np.ndarray, times: np.ndarray, overlap: bool) -> list[Wide]:
         lo, hi = int(ids[0]), int(ids[-1])
@@ -294,3 +329,40 @@ def _strictly_increasing(times: np.ndarray, valid: np.ndarray) -> np.ndarray:
             keep[i] = True
             last = t
     return keep
+
+
+class LmtImporter(Importer):
+    kind = "lmt"
+    help = """LMT (Lustre Monitoring Tool) databases: a MySQL/MariaDB URL or an SQLite copy.
+
+    LMT stores the server's local time: --timezone (default UTC for a copy, the server's zone for a URL)."""
+
+    def display(self) -> str:
+        return redact(self.source) if "://" in self.source else self.source
+
+    def label(self) -> str:
+        return f"lmt {redact(self.source)}" if "://" in self.source else super().label()
+
+    def open(self) -> None:
+        self.db = LmtDatabase(self.source, self.tz)
+        info = self.info = self.db.info(self.since_ns, self.until_ns)
+        if self.tz is None and self.db.kind == "sqlite":
+            self.notes.append("LMT stores the server's local time; read as UTC (give --timezone ZONE)")
+        if info.dropped_times:
+            self.notes.append(f"{info.dropped_times} timestamps not after the previous one were dropped")
+        if info.times_ns.size < 2:
+            ranged = self.since_ns or self.until_ns
+            raise UserError(f"{redact(self.source)}: fewer than 2 LMT timestamps"
+                            f"{' in the given time range' if ranged else ''}: nothing to import")
+
+    def total(self) -> int:
+        return int(self.info.ts_ids.size)
+
+    def chunks(self, advance: Callable[[int], None]) -> Iterator[Wide]:
+        for n, wides in self.db.chunks(self.info):
+            yield from wides
+            advance(n)
+
+    def close(self) -> None:
+        if getattr(self, "db", None) is not None:
+            self.db.close()

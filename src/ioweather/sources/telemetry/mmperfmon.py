@@ -46,7 +46,7 @@ Mapping (the rest is skipped and named in the notes):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,6 +54,7 @@ import pandas as pd
 
 from ioweather.errors import UserError
 from ioweather.sources.telemetry.base import local_to_utc_ns
+from ioweather.sources.telemetry.importers import Importer
 from ioweather.sources.telemetry.textfiles import TextImport, read_members
 
 COLUMNS = ["time_ns", "target", "metric", "value", "interval_s"]
@@ -375,3 +376,16 @@ def read_mmperfmon(source: str, tz: str = "UTC", advance: Callable[[int], None] 
         notes.append("mmperfmon prints the collector's local time without a zone; read as UTC (give --timezone ZONE)")
     rows = rows.sort_values(["time_ns", "target", "metric"], kind="stable").reset_index(drop=True)
     return TextImport(rows, notes, bad_lines=bad_total)
+
+
+class MmperfmonImporter(Importer):
+    kind = "mmperfmon"
+    help = """GPFS `mmperfmon query` output: text, .gz, .tgz or a directory of them.
+
+    Times are the collector's local time without a zone: give --timezone."""
+
+    def chunks(self, advance: Callable[[int], None]) -> Iterator[TextImport]:
+        chunk = read_mmperfmon(self.source, self.tz or "UTC", advance=advance)
+        self.notes += chunk.notes
+        self.bad_lines = chunk.bad_lines
+        yield chunk

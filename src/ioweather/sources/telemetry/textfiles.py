@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ioweather.errors import UserError
+from ioweather.errors import UserError, from_os_error
+from ioweather.files import open_regular
 from ioweather.sources.telemetry.base import Long
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -81,35 +82,46 @@ def _decode(name: str, raw: bytes, damage: str | None) -> Member:
     return Member(name, text, damage)
 
 
-def _read_file(path: Path, name: str) -> Member:
-    return _decode(name, path.read_bytes(), None)
-
-
-def _is_tar(path: Path) -> bool:
+def _is_tar(f) -> bool:
     try:
-        with tarfile.open(path, "r:*") as t:
+        with tarfile.open(fileobj=f, mode="r:*") as t:
             return t.next() is not None
     except (tarfile.TarError, EOFError, zlib.error, OSError):
         return False
+    finally:
+        f.seek(0)
 
 
-def _tar_members(path: Path) -> Iterator[Member]:
-    with tarfile.open(path, "r:*") as t:
+def _tar_members(f, label: str) -> Iterator[Member]:
+    with tarfile.open(fileobj=f, mode="r:*") as t:
         while True:
             try:
                 info = t.next()
             except _DAMAGE as e:
-                yield Member(path.name, "", f"{path.name} is truncated or corrupt after its last complete member ({e})")
+                yield Member(label, "", f"{label} is truncated or corrupt after its last complete member ({e})")
                 return
             if info is None:
                 return
             if not info.isfile():
                 continue
-            f = t.extractfile(info)
-            raw, damage = _read_all(f, f"{path.name}:{info.name}")
-            yield _decode(f"{path.name}:{info.name}", raw, damage)
+            member = t.extractfile(info)
+            raw, damage = _read_all(member, f"{label}:{info.name}")
+            yield _decode(f"{label}:{info.name}", raw, damage)
             if damage:
                 return  # the stream is broken: nothing after this member can be trusted
+
+
+def _members_of_file(path: Path, name: str) -> Iterator[Member]:
+    """The members of one file, opened once as a regular file (a FIFO or a device is refused, never
+    waited on) and read through that descriptor."""
+    with open_regular(path) as f:
+        try:
+            if _is_tar(f):
+                yield from _tar_members(f, path.name)
+            else:
+                yield _decode(name, f.read(), None)
+        except OSError as e:
+            raise from_os_error(path, e, "read") from None
 
 
 def read_members(source: str | os.PathLike) -> Iterator[Member]:
@@ -120,17 +132,8 @@ def read_members(source: str | os.PathLike) -> Iterator[Member]:
         if not files:
             raise UserError(f"{source}: empty directory")
         for p in files:
-            if _is_tar(p):
-                yield from _tar_members(p)
-            else:
-                yield _read_file(p, str(p.relative_to(path)))
+            yield from _members_of_file(p, str(p.relative_to(path)))
         return
     if not path.exists():
         raise UserError(f"{source}: no such file or directory")
-    try:
-        if _is_tar(path):
-            yield from _tar_members(path)
-        else:
-            yield _read_file(path, path.name)
-    except PermissionError:
-        raise UserError(f"{source}: permission denied") from None
+    yield from _members_of_file(path, path.name)

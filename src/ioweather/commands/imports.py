@@ -1,0 +1,124 @@
+"""`ioweather import`: one click group. Each telemetry importer kind (sources/telemetry/importers.py)
+is a sub-command made from its registry entry (kind, help, options); other modules add theirs
+(`slurm`, `nersc-jobsdb`, `job-features`) with `import_group(cli).add_command(...)`.
+
+The telemetry sub-commands are built when asked for, so that starting the command line does not
+import every importer (pandas, h5py, SQLAlchemy) to list them.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import click
+
+from ioweather.commands.common import DURATION, TIME, json_option
+from ioweather.sources.telemetry import importers
+from ioweather.units import to_ns
+
+HELP = """Import recorded data: telemetry histories (`import KIND SOURCE... --fs FS`), scheduler jobs
+(`import slurm`, `import nersc-jobsdb`) and per-job feature tables (`import job-features`).
+See `ioweather import KIND --help`.
+
+Importing the same SOURCE again replaces its earlier import. A SOURCE that fails is reported and
+leaves nothing behind; the others are still imported."""
+
+_TYPES = {"duration": DURATION, "time": TIME, "text": None}
+
+
+class ImportGroup(click.Group):
+    def list_commands(self, ctx) -> list[str]:
+        return importers.kinds() + sorted(self.commands)
+
+    def get_command(self, ctx, name: str):
+        if name in self.commands:
+            return self.commands[name]
+        if name in importers.REGISTRY:
+            return telemetry_command(importers.importer(name))
+        return None
+
+
+def import_group(cli: click.Group) -> click.Group:
+    """The `import` group of `cli`, made on first use: each module that adds to it asks for it."""
+    group = cli.commands.get("import")
+    if not isinstance(group, ImportGroup):
+        group = ImportGroup("import", help=HELP)
+        cli.add_command(group)
+    return group
+
+
+def _option(opt: importers.Option):
+    if opt.type == "flag":
+        return click.option(opt.flag, opt.dest, is_flag=True, help=opt.help)
+    return click.option(opt.flag, opt.dest, type=_TYPES[opt.type], default=None, help=opt.help)
+
+
+def telemetry_command(cls: type[importers.Importer]) -> click.Command:
+    """The sub-command of one importer kind: SOURCE... --fs FS [--timezone] --since --until, its own
+    options, --json."""
+
+    def run(settings, sources, fs, since, until, as_json, tz=None, **options):
+        _import(settings, cls.kind, sources, fs, tz, since, until, options, as_json)
+
+    params = [click.argument("sources", nargs=-1, required=True, metavar="SOURCE..."),
+              click.option("--fs", required=True, help="File system (dataset) name to import into.")]
+    if cls.timezone:
+        params.append(click.option("--timezone", "tz", default=None, metavar="ZONE",
+                                   help="IANA zone of times written without offset (default UTC)."))
+    params += [click.option("--since", type=TIME, default=None, help="Import only from this time on."),
+               click.option("--until", type=TIME, default=None, help="Import only up to this time.")]
+    params += [_option(o) for o in cls.options]
+    params += [json_option, click.pass_obj]
+    fn = run
+    for p in reversed(params):
+        fn = p(fn)
+    return click.command(cls.kind, help=cls.help)(fn)
+
+
+_stopping = threading.Event()
+
+
+def _interrupted(signum, frame):
+    _stopping.set()
+    raise KeyboardInterrupt
+
+
+def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> None:
+    from ioweather.errors import UserError
+    from ioweather.services.telemetry import import_sources
+    from ioweather.sources.telemetry.base import check_timezone
+    from ioweather.store import telemetry_layout as layout
+    from ioweather.views.output import print_json, print_table, stderr
+
+    layout.check_fs_name(fs)
+    if tz is not None:
+        check_timezone(tz)
+    since_ns = to_ns(since) if since else None
+    until_ns = to_ns(until) if until else None
+    if since_ns is not None and until_ns is not None and until_ns <= since_ns:
+        raise UserError("--until must be after --since")
+    if "at_ns" in options:
+        options["at_ns"] = to_ns(options["at_ns"]) if options["at_ns"] else None
+    # SIGTERM (systemd, a scheduler's time limit) rolls an import back as Ctrl-C does; kill -9 cannot
+    # be caught, and store/telemetry_imports.py makes that safe too.
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, _interrupted)
+    doc = import_sources(settings, kind, sources, fs, stopping=_stopping, tz=tz, since_ns=since_ns,
+                         until_ns=until_ns, on_error=lambda m: click.echo(f"ioweather: error: {m}", err=True),
+                         on_note=lambda m: stderr.print(f"import: {m}", highlight=False, markup=False), **options)
+    results, failed = doc["sources"], doc["failed"]
+    if as_json:
+        print_json(doc)
+    elif failed < len(results):  # when every source failed, their error lines say it all
+        print_table([r for r in results if "error" not in r], [
+            ("source", "source", lambda s: s if "://" in s else Path(s).name), ("rows", "rows"),
+            ("missing_values", "missing"), ("targets", "targets"), ("start", "start"), ("end", "end"),
+            ("bad_lines", "bad lines"), ("replaced_files", "replaced files"),
+            ("rows_per_s", "rows/s", lambda v: f"{v:,.0f}")],
+            title=f"imported into file system {fs!r}", empty="nothing imported")
+    if failed:
+        sys.exit(2)

@@ -1,0 +1,95 @@
+"""`ioweather import KIND SOURCE...`: each SOURCE read by its importer (sources/telemetry/importers.py),
+turned into rows (ingest.py), written as one import that replaces the earlier one or rolls back
+(store/telemetry_imports.py), and summarised. The command only parses arguments and prints.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from ioweather.errors import UserError
+from ioweather.sources.telemetry.importers import importer
+from ioweather.sources.telemetry.ingest import impossible_to_missing, source_writer, to_long
+from ioweather.store.telemetry_imports import ImportRun
+from ioweather.views.output import progress
+
+
+def _in_range(frame, since_ns: int | None, until_ns: int | None):
+    if since_ns is not None:
+        frame = frame[frame["time_ns"] >= since_ns]
+    if until_ns is not None:
+        frame = frame[frame["time_ns"] <= until_ns]
+    return frame
+
+
+def _impossible_notes(counts: dict[str, int]) -> list[str]:
+    notes = []
+    if counts["infinite"]:
+        notes.append(f"{counts['infinite']} infinite values (inf, or too large for a number) stored as missing")
+    if counts["interval"]:
+        notes.append(f"{counts['interval']} rows with an impossible interval (zero, negative or infinite): "
+                     "stored as missing")
+    return notes
+
+
+def import_one(settings, kind: str, source: str, fs: str, *, tz: str | None = None, since_ns: int | None = None,
+               until_ns: int | None = None, **options) -> dict:
+    """Import one SOURCE with the importer of `kind`; on any failure its rows are removed again.
+
+    `options` are the importer's own (csv: interval, cumulative; lfsdf: at_ns); those another kind
+    takes are ignored, so one call shape serves every kind. Returns the source's summary."""
+    cls = importer(kind)
+    imp = cls(source, tz=tz, since_ns=since_ns, until_ns=until_ns, fs=fs,
+              **{k: v for k, v in options.items() if k in cls.option_names()})
+    run = ImportRun(settings, fs, source_writer(kind, imp.ident()))
+    impossible = {"infinite": 0, "interval": 0}
+    t0 = time.perf_counter()
+    try:
+        with imp, progress() as bar:
+            task = bar.add_task(imp.label(), total=imp.total())
+            for chunk in imp.chunks(lambda n: bar.advance(task, n)):
+                frame, counts = impossible_to_missing(_in_range(to_long(chunk), since_ns, until_ns))
+                for k, n in counts.items():
+                    impossible[k] += n
+                run.write(frame)
+        notes = imp.notes + _impossible_notes(impossible)
+        run.finish()
+        if run.rows == 0:
+            detail = f" ({'; '.join(notes)})" if notes else ""
+            where = " in the given time range" if since_ns or until_ns else ""
+            raise UserError(f"{source}: no rows to import{where}{detail}")
+        replaced = run.commit()
+    except BaseException:
+        run.rollback()
+        raise
+    seconds = time.perf_counter() - t0
+    return {"source": imp.display(), "kind": kind, **run.summary(), "replaced_files": replaced, "seconds": seconds,
+            "rows_per_s": run.rows / seconds if seconds > 0 else None, "bad_lines": imp.bad_lines, "notes": notes}
+
+
+def import_sources(settings, kind: str, sources, fs: str, *, stopping: threading.Event | None = None,
+                   on_error: Callable[[str], None] = lambda m: None, on_note: Callable[[str], None] = lambda m: None,
+                   **kw) -> dict:
+    """Each SOURCE on its own: one that fails is reported through `on_error` and leaves nothing
+    behind, the others are still imported. `stopping` set (by the caller's signal handler) turns a
+    library's own interrupt error (DuckDB: "Query interrupted") back into the interrupt it was."""
+    results, failed = [], 0
+    for source in sources:
+        try:
+            r = import_one(settings, kind, source, fs, **kw)
+        except Exception as e:
+            if stopping is not None and stopping.is_set():
+                raise KeyboardInterrupt from None
+            if not isinstance(e, UserError):
+                raise
+            failed += 1
+            on_error(str(e))
+            results.append({"source": source, "kind": kind, "fs": fs, "error": str(e)})
+            continue
+        for note in r["notes"]:
+            on_note(note)
+        results.append(r)
+    return {"kind": kind, "fs": fs, "rows": sum(r.get("rows", 0) for r in results), "failed": failed,
+            "sources": results}
