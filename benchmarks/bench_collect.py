@@ -143,7 +143,7 @@ def make_lmt(path: Path, osts: int, hours: float) -> int:
 
 
 def bench_import(osts: int, hours: float) -> dict:
-    from ioweather.commands.telemetry import import_one
+    from ioweather.services.telemetry import import_one
 
     d = Path(tempfile.mkdtemp(prefix="iw-bench-lmt-"))
     try:
@@ -171,7 +171,7 @@ def bench_csv(rows: int) -> dict:
     """import csv of `rows` rows (ISO times, 100 targets) against pandas.read_csv of the same file."""
     import pandas as pd
 
-    from ioweather.commands.telemetry import import_one
+    from ioweather.services.telemetry import import_one
 
     d = Path(tempfile.mkdtemp(prefix="iw-bench-csv-"))
     try:
