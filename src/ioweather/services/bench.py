@@ -389,10 +389,10 @@ def _import_abc(store, path) -> dict:
 
 # ----------------------------------------------------------------------------- statistics
 
-def _frame(store, motif=None, fs=None) -> pd.DataFrame:
+def _frame(store, motif=None, fs=None, columns=None) -> pd.DataFrame:
     from ioweather.store import bench as bstore
 
-    df = bstore.results_frame(store, motif, fs)
+    df = bstore.results_frame(store, motif, fs, columns)
     if df.empty:
         raise UserError("no benchmark runs in the store" + (f" for motif {motif!r}" if motif else "")
                         + (f" on {fs!r}" if fs else "")
@@ -405,7 +405,8 @@ def summary(store, motif: str | None = None, fs: str | None = None, last: int = 
     fraction of peak and standing, and the regression flag (last `last` runs below `threshold`)."""
     from ioweather.stats import bench as sb
 
-    rows = sb.summarize(_frame(store, motif, fs), k=last, threshold=threshold)
+    rows = sb.summarize(_frame(store, motif, fs, ["motif", "direction", "fs", "start_ns", "duration_s", "bw_bps"]),
+                        k=last, threshold=threshold)
     for r in rows:
         r["last_start"] = ns_to_iso(r.pop("last_start_ns"))
     return rows

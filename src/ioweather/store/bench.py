@@ -19,6 +19,7 @@ import re
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
@@ -66,6 +67,7 @@ RUN_COLUMNS = ["run_id", "motif", "fs", "source", "hosts", "start_ns", "end_ns"]
 RESULT_COLUMNS = ["direction", "bytes", "duration_s", "bw_bps", "iops", "lat_p50_s", "lat_p95_s", "lat_p99_s"]
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,159}$")
 _BATCH = 2000
+_FLOATS = {"bytes", "duration_s", "bw_bps", "iops", "lat_p50_s", "lat_p95_s", "lat_p99_s"}
 
 
 def bench_dir(parquet_dir: Path) -> Path:
@@ -142,20 +144,24 @@ def has_runs(store: Store) -> bool:
         return conn.execute(sa.select(bench_runs.c.run_id).limit(1)).first() is not None
 
 
-def results_frame(store: Store, motif: str | None = None, fs: str | None = None) -> pd.DataFrame:
-    """Every (run, direction) with its run's motif, fs, source, hosts and window, oldest first."""
+def results_frame(store: Store, motif: str | None = None, fs: str | None = None,
+                  columns: list[str] | None = None) -> pd.DataFrame:
+    """Every (run, direction) with its run's motif, fs, source, hosts and window, oldest first
+    (only `columns` when given: a summary of 10^5 runs needs six)."""
     store.require(COMPONENT)
-    cols = [bench_runs.c[c] for c in RUN_COLUMNS] + [bench_results.c[c] for c in RESULT_COLUMNS]
+    names = columns or RUN_COLUMNS + RESULT_COLUMNS
+    cols = [bench_runs.c[c] if c in RUN_COLUMNS else bench_results.c[c] for c in names]
     q = sa.select(*cols).select_from(bench_runs.join(bench_results, bench_runs.c.run_id == bench_results.c.run_id))
     if motif:
         q = q.where(bench_runs.c.motif == motif)
     if fs:
         q = q.where(bench_runs.c.fs == fs)
     with store.connect() as conn:
-        res = conn.execute(q.order_by(bench_runs.c.start_ns, bench_runs.c.run_id))
-        df = pd.DataFrame(res.fetchall(), columns=RUN_COLUMNS + RESULT_COLUMNS)
-    for c in ("bytes", "duration_s", "bw_bps", "iops", "lat_p50_s", "lat_p95_s", "lat_p99_s"):
-        df[c] = pd.to_numeric(df[c], errors="coerce").astype(float)
+        rows = conn.execute(q.order_by(bench_runs.c.start_ns, bench_runs.c.run_id)).fetchall()
+    # column-wise: pandas probes every SQLAlchemy Row for attributes (seconds for 10^5 rows)
+    values = list(zip(*rows)) if rows else [()] * len(names)
+    df = pd.DataFrame({name: np.asarray(v, dtype=float if name in _FLOATS else object)
+                       for name, v in zip(names, values)})
     return df
 
 
