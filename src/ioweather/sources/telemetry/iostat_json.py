@@ -55,10 +55,10 @@ def parse_timestamp(text: str, tz: str = "UTC") -> tuple[int, bool]:
         m = _DATE.match(s)
         if not m:
             raise UserError(f"unrecognized iostat timestamp {s!r}: run iostat with S_TIME_FORMAT=ISO")
-        a, b, y, hh, mm, ss, ampm = m.groups()
-        a, b, y, hh = int(a), int(b), int(y), int(hh)
+        a, b, year, hh, mm, ss, ampm = m.groups()
+        a, b, y, hh = int(a), int(b), int(year), int(hh)
         month, day = (b, a) if a > 12 else (a, b)
-        if y < 100:
+        if len(year) == 2:  # 0001 is the year 1, not 2001
             y += 2000
         if ampm:
             hh = hh % 12 + (12 if ampm.lower() == "pm" else 0)
@@ -163,8 +163,8 @@ def parse_iostat_json(text: str, tz: str = "UTC") -> Long:
         if len(stats) == 1:
             notes.append(f"{node}: only one report (the since-boot average): nothing to import; run iostat with a count >= 2")
     if any(h.get("statistics") for h in hosts) and not known_keys and rows["time_ns"] == []:
-        disks = [d for h in hosts for r in (h.get("statistics") or [])[1:] for d in (r.get("disk") or [])]
-        disks = [d for d in disks if d]
+        disks = [d for h in hosts for r in _dicts(h.get("statistics"), '"statistics"')[1:]
+                 for d in _dicts(r.get("disk"), '"disk"')]
         if disks:
             keys = ", ".join(sorted(disks[0].keys())[:12])
             raise UserError(f"iostat JSON with unknown device keys ({keys}): expected r/s, rkB/s, ... (iostat -x)")
