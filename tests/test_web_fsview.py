@@ -78,9 +78,10 @@ def _collect_jobs(home: Path, testdata: Path, work: Path) -> None:
     env = {"IOWEATHER_HOME": str(home)}
     import os
     proc = subprocess.Popen([sys.executable, "-m", "ioweather", "collect", "--proc-root", str(root), "--sources", "lustre",
-                             "--interval", "0.5s", "--duration", "4s", "--fs", "lustrefs", "-q"],
+                             "--interval", "0.5s", "--duration", "8s", "--fs", "lustrefs"],
                             env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(2.0)
+    proc.stderr.readline()  # "collect: sampling ...": started (a loaded machine takes seconds to get here)
+    time.sleep(2.0)         # a few ticks on the old counters, so the growth falls inside the run
     tmp = js.with_suffix(".tmp")
     tmp.write_text(_job_stats(JOB_ADD))
     tmp.replace(js)
