@@ -12,15 +12,21 @@ from ioweather.units import format_seconds
 
 
 def register(cli: click.Group) -> None:
-    from ioweather.stats.probe_spec import SLOWDOWN_STATS
+    from ioweather.stats.probe_spec import EXPECTED, SLOWDOWN_STATS
 
     @cli.command()
     @click.option("--target", default=None, help="One target (default: all).")
     @click.option("--interval", type=DURATION, default="10m", show_default=True, help="Interval length.")
     @click.option("--stat", type=click.Choice(SLOWDOWN_STATS), default="median", show_default=True,
-                  help="Statistic of each interval compared to the baseline median.")
+                  help="Statistic of each interval compared to the baseline (see --expected).")
+    @click.option("--expected", type=click.Choice(EXPECTED), default="median", show_default=True,
+                  help="Divide --stat by the baseline median (the paper's definition: a p99 of 3× the usual median "
+                       "is normal for a fast op) or by the same statistic over the baseline (like for like).")
     @click.option("--baseline", type=DURATION, default="30d", show_default=True,
                   help="Window before --until whose median is the expected duration.")
+    @click.option("--baseline-from", type=TIME, default=None,
+                  help="With --baseline-until: a fixed reference period (a quiet week) instead of --baseline.")
+    @click.option("--baseline-until", type=TIME, default=None, help="End of the reference period.")
     @click.option("--since", type=SINCE, default="24h", show_default=True, help="First interval: a duration ago or a time.")
     @click.option("--until", type=TIME, default="now", show_default=True, help="End time.")
     @click.option("--check", is_flag=True,
@@ -30,22 +36,27 @@ def register(cli: click.Group) -> None:
     @click.option("--crit", type=float, default=10.0, show_default=True, help="--check: CRITICAL from this slowdown.")
     @json_option
     @click.pass_obj
-    def slowdown(settings, target, interval, stat, baseline, since, until, check, warn, crit, as_json):
+    def slowdown(settings, target, interval, stat, expected, baseline, baseline_from, baseline_until, since, until,
+                 check, warn, crit, as_json):
         """Slowdown = stat(interval) / median(baseline) per target, op and interval (seed 001).
 
         Below 1 is faster than usual; from 2 the target is degraded, from 10 severely degraded.
         With --check: the state of the last --interval (10m) as a Nagios/Icinga plugin, e.g. in cron:
-        `ioweather slowdown --check --warn 2 --crit 10 || mail ...`.
+        `ioweather slowdown --check --warn 2 --crit 10 || mail ...`. Until the rolling baseline holds
+        24 h and 1,000 samples of every op, --check answers UNKNOWN "learning the baseline".
         """
-        from ioweather.services.slowdown import CHECK_NAMES, check_result, check_states, compute_slowdown
+        from ioweather.services.slowdown import (CHECK_NAMES, check_result, check_states, compute_slowdown,
+                                                 reference_period)
         from ioweather.stats.probe import state
         from ioweather.store import open_store
         from ioweather.views.output import print_json, print_table, short_time
 
         if interval <= 0 or baseline <= 0:
             raise UserError("--interval and --baseline must be positive")
+        reference = reference_period(baseline_from, baseline_until)
         if check:
-            states = check_states(open_store(settings), target, interval, stat, baseline, warn, crit)
+            states = check_states(open_store(settings), target, interval, stat, baseline, warn, crit, expected,
+                                  reference)
             code, line = check_result(states, warn, crit)
             if as_json:
                 print_json({"status": CHECK_NAMES[code], "exit_code": code, "message": line, "targets": states})
@@ -54,7 +65,8 @@ def register(cli: click.Group) -> None:
             sys.exit(code)
         if since >= until:
             raise UserError("--since must be before --until")
-        rows = compute_slowdown(open_store(settings), target, interval, stat, baseline, since, until)
+        rows = compute_slowdown(open_store(settings), target, interval, stat, baseline, since, until, expected,
+                                reference)
         if as_json:
             print_json(rows)
             return
@@ -65,7 +77,7 @@ def register(cli: click.Group) -> None:
             return {"severely degraded": "bold red", "degraded": "yellow"}.get(r["state"])
 
         print_table(rows, [("target", "target"), ("op", "op"), ("interval_start", "interval (UTC)", short_time), ("count", "n"),
-                           ("value_s", stat, format_seconds), ("expected_s", "expected", format_seconds),
+                           ("value_s", stat, format_seconds), ("expected_s", "baseline " + (stat if expected == "same" else "median"), format_seconds),
                            ("slowdown", "slowdown", lambda v: f"{v:.2f}×"), ("state", "state")],
                     row_style=style, empty="no probe samples in this window")
         worst = sorted((r for r in rows if r["slowdown"] is not None), key=lambda r: -r["slowdown"])[:3]

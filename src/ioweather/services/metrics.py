@@ -5,9 +5,13 @@ Exported (labels in parentheses), all in base units:
 - `ioweather_probe_duration_seconds` histogram (target, op): durations of successful
   operations stored since this server started;
 - `ioweather_probe_errors_total`, `ioweather_probe_timeouts_total` counters (target, op);
-- `ioweather_slowdown_ratio` gauge (target, op, stat): stat over the last 10 minutes /
-  baseline median, the number the dashboard's state is made of;
+- `ioweather_slowdown_ratio` gauge (target, op, stat, expected): stat over the last 10 minutes /
+  the same stat over the baseline (`expected="same"`, like for like: a p99 against the usual
+  p99), or for the median / the baseline median (`expected="median"`, the paper's definition),
+  the numbers of the dashboard; absent for an op whose baseline is still learning;
 - `ioweather_probe_expected_seconds` gauge (target, op): the baseline median itself;
+- `ioweather_baseline_learning` gauge (target, op): 1 while the op's rolling baseline holds less
+  than 24 h or 1,000 samples (no slowdown is exported then), 0 after;
 - `ioweather_probe_last_sample_timestamp_seconds` gauge (target): alert on
   `time() - ioweather_probe_last_sample_timestamp_seconds > 60` for a stopped probe;
 - `ioweather_store_up` gauge: 0 when the store could not be read;
@@ -15,8 +19,11 @@ Exported (labels in parentheses), all in base units:
   direction, fs): the last regression benchmark run of each series (services/bench.py).
 
 Histogram and counters are process-lifetime counters, as in any instrumented
-program: they start at zero when the server starts and grow by the samples stored
-since, counted in the database (`store.probe_aggregates`) over only the samples
+program: every known (target, op) series is exported from the first scrape with zero
+counts (Prometheus' advice: a series that appears late breaks rate() over it), and they
+count the probe samples that *start* at or after the moment the server started and
+are at least `LAG_S` (90 s) old, i.e. the first non-zero counts appear ~90 s after a
+start, counted in the database (`store.probe_aggregates`) over only the samples
 that settled since the previous scrape. Prometheus' rate()/increase() and
 histogram_quantile() over rate() handle the reset at a restart. Counting a
 month of history instead would cost a minute of database time at the first scrape
@@ -54,6 +61,10 @@ BUCKETS_S = tuple(float(f"{m}e{e}") for e in range(-6, 1) for m in ("1", "2.5", 
 __all__ = ["ProbeMetrics", "CONTENT_TYPE_LATEST"]
 
 
+def _zero(n_edges: int) -> dict:
+    return {"le": np.zeros(n_edges + 1, np.int64), "sum_ns": 0, "count": 0, "errors": 0, "timeouts": 0}
+
+
 class ProbeMetrics:
     """Builds the exposition from the store, keeping cumulative counts between scrapes."""
 
@@ -82,8 +93,7 @@ class ProbeMetrics:
             return ops
         new, ids = bucket_counts(self.cache.store, target, self.edges_ns, marks, settled, self.count_since_ns)
         for op, n in new.items():
-            have = ops.setdefault(op, {"le": np.zeros(len(self.edges_ns) + 1, np.int64), "sum_ns": 0, "count": 0,
-                                       "errors": 0, "timeouts": 0})
+            have = ops.setdefault(op, _zero(len(self.edges_ns)))
             for k in ("sum_ns", "count", "errors", "timeouts"):
                 have[k] += n[k]
             have["le"] += n["le"]
@@ -99,8 +109,12 @@ class ProbeMetrics:
                                        "Probe operations that did not return within their deadline.",
                                        labels=["target", "op"])
         ratio = GaugeMetricFamily("ioweather_slowdown_ratio",
-                                  f"Statistic of the last {self.window_s:g} s of durations divided by the baseline median.",
-                                  labels=["target", "op", "stat"])
+                                  f"Statistic of the last {self.window_s:g} s of durations divided by the baseline's "
+                                  "median (expected=median) or the same statistic (expected=same).",
+                                  labels=["target", "op", "stat", "expected"])
+        learning = GaugeMetricFamily("ioweather_baseline_learning",
+                                     "1 while the op's rolling baseline is too young to judge by (no slowdown then).",
+                                     labels=["target", "op"])
         expected = GaugeMetricFamily("ioweather_probe_expected_seconds",
                                      "Baseline median duration of the op (the slowdown's denominator).",
                                      labels=["target", "op"])
@@ -113,15 +127,17 @@ class ProbeMetrics:
             targets, up = [], 0
         for target in targets:
             try:
-                self._collect_target(target, hist, errors, timeouts, ratio, expected, last)
+                self._collect_target(target, hist, errors, timeouts, ratio, expected, last, learning)
             except UserError:
                 up = 0  # one unreadable target must not hide the others
-        yield from (hist, errors, timeouts, ratio, expected, last)
+        yield from (hist, errors, timeouts, ratio, expected, learning, last)
         yield from bench_metric_families(self.cache.store)
         yield GaugeMetricFamily("ioweather_store_up", "1 if every probe target could be read from the store.", value=up)
 
-    def _collect_target(self, target, hist, errors, timeouts, ratio, expected, last) -> None:
-        for op, c in sorted(self._advance(target).items()):
+    def _collect_target(self, target, hist, errors, timeouts, ratio, expected, last, learning) -> None:
+        counted = self._advance(target)
+        for op in OPS:
+            c = counted.get(op) or _zero(len(self.edges_ns))
             cum = np.cumsum(c["le"])
             buckets = [(floatToGoString(b), int(n)) for b, n in zip(BUCKETS_S, cum[:-1])] + [("+Inf", int(cum[-1]))]
             hist.add_metric([target, op], buckets, sum_value=c["sum_ns"] / 1e9)
@@ -136,14 +152,20 @@ class ProbeMetrics:
         now = self.cache.clock()
         since = now - int(self.window_s * 1e9)
         s = self.cache.read(target, since, None)
+        young = base.learning(now)
         for code, op in enumerate(OPS):
+            learning.add_metric([target, op], float(young[code]))
             if np.isfinite(base.expected_s[code]):
                 expected.add_metric([target, op], float(base.expected_s[code]))
-        # One pass of interval statistics gives every statistic's ratio (window_slowdown per stat would
+        # One pass of interval statistics gives every statistic's value (window_slowdown per stat would
         # recompute them six times); the numbers are those of the Status page (same rows, same baseline).
         rows = window_slowdown(s["op"], s["start_ns"], s["duration_ns"], s["status"], since, self.window_s,
                                base.expected_s, "median", all_stats=True)
         for stat in SLOWDOWN_STATS:
+            kind = "median" if stat == "median" else "same"
+            denominator = base.expected(stat, kind)
             for code, r in rows.items():
-                if r["ratios"][stat] is not None:
-                    ratio.add_metric([target, OPS[code], stat], r["ratios"][stat])
+                value = r["values"][stat]
+                if young[code] or value is None or not np.isfinite(denominator[code]) or denominator[code] <= 0:
+                    continue
+                ratio.add_metric([target, OPS[code], stat, kind], value / denominator[code])

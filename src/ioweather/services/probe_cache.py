@@ -32,7 +32,8 @@ import numpy as np
 from ioweather.errors import UserError
 
 from ioweather.stats.probe import interval_stats
-from ioweather.stats.status import median_of_durations
+from ioweather.stats.probe import SLOWDOWN_STATS
+from ioweather.stats.status import baseline_stats, learning_ops
 from ioweather.store import probe as probe_store
 from ioweather.store.db import Store
 from ioweather.store.probe_aggregates import sample_range
@@ -119,6 +120,27 @@ class Baseline:
     until_ns: int
     computed_ns: int
     compute_s: float
+    #: Every slowdown statistic of the baseline per op code (`expected_s` is its median).
+    stat_s: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Start of each op's oldest baseline sample (ns; -1 without one): how much history the baseline holds.
+    first_ns: np.ndarray | None = None
+    #: A reference period chosen by the site (`--baseline-from/--baseline-until`) rather than the rolling window.
+    reference: bool = False
+
+    def expected(self, stat: str = "median", expected: str = "median") -> np.ndarray:
+        """The denominator of `stat`'s slowdown: the baseline median, or with expected="same" the same statistic."""
+        return self.stat_s.get(stat, self.expected_s) if expected == "same" else self.expected_s
+
+    def history_s(self, now_ns: int) -> np.ndarray:
+        if self.first_ns is None:
+            return np.full(len(self.samples), np.inf)
+        return np.where(self.first_ns >= 0, (now_ns - self.first_ns) / 1e9, 0.0)
+
+    def learning(self, now_ns: int) -> np.ndarray:
+        """Per op: True while a rolling baseline is too young to judge by (never for a reference period)."""
+        if self.reference:
+            return np.zeros(len(self.samples), bool)
+        return learning_ops(self.samples, self.history_s(now_ns))
 
     @property
     def ttl_s(self) -> float:
@@ -141,9 +163,11 @@ class ProbeCache:
     """Baselines and interval rollups of every probe target of one store (thread-safe)."""
 
     def __init__(self, store: Store, *, baseline_s: float = DEFAULT_BASELINE_S, lag_s: float = LAG_S,
-                 clock=time.time_ns):
+                 clock=time.time_ns, reference: tuple[int, int] | None = None):
         self.store = store
         self.baseline_s = float(baseline_s)
+        #: A fixed baseline period [since, until) in ns (a quiet week the site knows) instead of the rolling window.
+        self.reference = reference
         self.lag_ns = int(lag_s * 1e9)
         self.clock = clock
         self.stop_event = threading.Event()
@@ -181,6 +205,8 @@ class ProbeCache:
         spans = [r for r in (roll, base) if r is not None and r[0] < r[1]]
         parts: dict[int, list] = {i: [] for i in lengths}
         expected = np.full(len(OPS), np.nan)
+        stat_s = {st: np.full(len(OPS), np.nan) for st in SLOWDOWN_STATS}
+        first = np.full(len(OPS), -1, np.int64)
         counts = np.zeros(len(OPS), np.int64)
         have = sample_range(self.store, target) if spans else None
         if have is not None:
@@ -204,21 +230,30 @@ class ProbeCache:
                     if base is not None:
                         sel = (s["start_ns"] >= base[0]) & (s["start_ns"] < base[1]) & (s["status"] == 0)
                         durations.append(s["duration_ns"][sel])
+                        if first[code] < 0 and sel.any():
+                            first[code] = int(s["start_ns"][sel].min())
                     c0 = c1
                 if base is not None:
                     d = np.concatenate(durations) if durations else np.empty(0, np.int64)
                     del durations
                     counts[code] = len(d)
-                    # Bit-identical to `ioweather slowdown`'s baseline_medians, without its sort's memory.
-                    expected[code] = median_of_durations(d)
+                    # The median bit-identical to `ioweather slowdown`'s baseline_medians, without its sort's memory.
+                    for st, v in baseline_stats(d).items():
+                        stat_s[st][code] = v
+                    expected[code] = stat_s["median"][code]
                     del d
         rolled = {i: concat_rollups(parts[i]) for i in lengths}
         baseline = None
         if base is not None:
-            baseline = Baseline(expected, counts, base[0], base[1], self.clock(), time.perf_counter() - t0)
+            baseline = Baseline(expected, counts, base[0], base[1], self.clock(), time.perf_counter() - t0,
+                                stat_s, first, self.reference is not None)
         return rolled, baseline
 
     # -- baseline -------------------------------------------------------------
+    def baseline_window(self, now_ns: int) -> tuple[int, int]:
+        """[since, until) of the baseline: the reference period, or the `baseline_s` before now."""
+        return self.reference if self.reference is not None else (now_ns - int(self.baseline_s * 1e9), now_ns)
+
     def baseline(self, target: str, wait: bool = True) -> Baseline | None:
         """The target's expected durations; stale values are served while a refresh runs in the background.
 
@@ -249,7 +284,7 @@ class ProbeCache:
             b = tc.baseline
             if b is None:
                 now = self.clock()
-                _, tc.baseline = self._scan(target, None, (), (now - int(self.baseline_s * 1e9), now))
+                _, tc.baseline = self._scan(target, None, (), self.baseline_window(now))
                 tc.error = None
                 return tc.baseline
             # A young baseline (a probe that just started) changes fast and costs little: refresh it in the
@@ -258,7 +293,7 @@ class ProbeCache:
             expired = (self.clock() - b.computed_ns) / 1e9 > b.ttl_s or (young and bool((b.samples == 0).any()))
             if expired and (young or b.compute_s < SYNC_REFRESH_S):
                 now = self.clock()
-                _, tc.baseline = self._scan(target, None, (), (now - int(self.baseline_s * 1e9), now))
+                _, tc.baseline = self._scan(target, None, (), self.baseline_window(now))
                 tc.error = None
                 return tc.baseline
             if expired and not tc.refreshing:
@@ -284,7 +319,7 @@ class ProbeCache:
         tc = self._t(target)
         try:
             now = self.clock()
-            _, b = self._scan(target, None, (), (now - int(self.baseline_s * 1e9), now))
+            _, b = self._scan(target, None, (), self.baseline_window(now))
             with tc.lock:
                 tc.baseline = b
             tc.error = None
@@ -349,7 +384,7 @@ class ProbeCache:
         hi = self.settled_ns(step)
         roll = (min(_down(now - int(self.baseline_s * 1e9), step), hi), hi)
         lengths = tuple(i for i in INTERVALS_S if i not in tc.covered)
-        base = (now - int(self.baseline_s * 1e9), now) if tc.baseline is None else None
+        base = self.baseline_window(now) if tc.baseline is None else None
         if lengths or base is not None:
             rolled, b = self._scan(target, roll if lengths else None, lengths, base)
             for i in lengths:

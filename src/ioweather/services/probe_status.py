@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ioweather.stats.probe import DEGRADED, SEVERE, interval_stats, state
-from ioweather.stats.status import climate, target_state, window_slowdown
+from ioweather.stats.status import climate, learning_reason, target_state, window_slowdown
 from ioweather.store.probe_aggregates import last_sample_ns
 from ioweather.units import ns_to_iso
 from ioweather.services.probe_cache import OPS, ProbeCache
@@ -25,9 +25,12 @@ def stale_after_s(interval_s: float | None) -> float:
 
 
 def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, crit: float = SEVERE,
-                  window_s: float = WINDOW_S, stat: str = "median", spark: bool = True, with_climate: bool = True,
-                  now_ns: int | None = None) -> dict:
-    """Everything the Status card shows for `target`, as JSON-ready values (seconds, ISO times)."""
+                  window_s: float = WINDOW_S, stat: str = "median", expected: str = "same", spark: bool = True,
+                  with_climate: bool = True, now_ns: int | None = None) -> dict:
+    """Everything the Status card shows for `target`, as JSON-ready values (seconds, ISO times).
+
+    `expected`: what `stat` is divided by, the baseline's median or ("same") its own `stat`; the two
+    agree for the median. Ops whose rolling baseline is still learning get no slowdown."""
     now = cache.clock() if now_ns is None else now_ns
     run = cache.latest_run(target)
     last = last_sample_ns(cache.store, target)
@@ -36,33 +39,45 @@ def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, cri
     since = now - int(max(window_s, SPARK_WINDOW_S if spark else 0) * 1e9)
     recent = cache.read(target, since, None)
     win_start = now - int(window_s * 1e9)
+    denominator = base.expected(stat, expected)
     rows = window_slowdown(recent["op"], recent["start_ns"], recent["duration_ns"], recent["status"],
-                           win_start, window_s, base.expected_s, stat)
+                           win_start, window_s, denominator, stat)
+    learning = base.learning(now)
+    history = base.history_s(now)
     ops = []
     for code, op in enumerate(OPS):
         r = rows.get(code)
-        sd = r["slowdown"] if r else None
+        sd = r["slowdown"] if r and not learning[code] else None
         ops.append({"op": op, "count": r["count"] if r else 0, "errors": r["errors"] if r else 0,
                     "timeouts": r["timeouts"] if r else 0, "value_s": r["value_s"] if r else None,
-                    "expected_s": None if not np.isfinite(base.expected_s[code]) else float(base.expected_s[code]),
-                    "slowdown": sd, "state": state(sd, warn, crit)})
-    st, reason = target_state(ops, age_s, stale_after_s(run["interval_s"] if run else None), warn, crit)
+                    "expected_s": None if not np.isfinite(denominator[code]) else float(denominator[code]),
+                    "slowdown": sd, "learning": bool(learning[code]),
+                    "state": "learning" if learning[code] else state(sd, warn, crit)})
+    span_s = (base.until_ns - base.since_ns) / 1e9
+    learn = learning_reason(float(np.max(history)), span_s) if learning.any() else None
+    st, reason = target_state(ops, age_s, stale_after_s(run["interval_s"] if run else None), warn, crit, learn)
+    if learn and st not in ("learning", "stale", "unknown"):
+        reason += "; " + ", ".join(o["op"] for o in ops if o["learning"]) + ": " + learn
     out = {
-        "target": target, "state": st, "reason": reason, "stat": stat, "window_s": window_s,
+        "target": target, "state": st, "reason": reason, "stat": stat, "expected": expected,
+        "expected_label": expected_label(stat, expected), "window_s": window_s,
         "host": run["host"] if run else None, "interval_s": run["interval_s"] if run else None,
         "last_sample": ns_to_iso(last) if last is not None else None, "last_sample_age_s": age_s,
         "stale_after_s": stale_after_s(run["interval_s"] if run else None),
         "baseline": {"since": ns_to_iso(base.since_ns), "until": ns_to_iso(base.until_ns),
-                     "computed_at": ns_to_iso(base.computed_ns), "samples": int(base.samples.sum())},
+                     "computed_at": ns_to_iso(base.computed_ns), "samples": int(base.samples.sum()),
+                     "history_s": float(np.max(history)) if np.isfinite(np.max(history)) else span_s,
+                     "span_s": span_s, "reference": base.reference, "learning": bool(learning.any())},
         "ops": ops,
     }
     if spark:
         out["sparkline"] = _sparkline(recent, now, base.expected_s, run["interval_s"] if run else 1.0)
     if with_climate:
-        roll = cache.rollups(target, 600, now - int(cache.baseline_s * 1e9), now)
+        roll = cache.rollups(target, 600, *cache.baseline_window(now))
+        col = "mean_s" if stat == "mean" else f"{stat}_s"
         for code, o in enumerate(ops):
             sel = roll["op"] == code
-            values = roll["median_s"][sel] / base.expected_s[code] if np.isfinite(base.expected_s[code]) else []
+            values = roll[col][sel] / denominator[code] if np.isfinite(denominator[code]) else []
             o["climate"] = climate(np.asarray(values), o["slowdown"])
     return out
 
@@ -85,9 +100,14 @@ def _sparkline(s: dict, now: int, expected: np.ndarray, period_s: float) -> dict
     return {"interval_s": step_s, "points": points, "time": [ns_to_iso(t) for t in times], "slowdown": series}
 
 
+def expected_label(stat: str, expected: str) -> str:
+    """What a slowdown is, in words: 'median / baseline median', 'p99 / baseline p99'."""
+    return f"{stat} / baseline {stat if expected == 'same' else 'median'}"
+
+
 def overall(states: list[str]) -> str:
     """The worst state of several targets (stale and unknown rank as "needs attention")."""
-    for s in ("severely degraded", "stale", "degraded", "unknown", "normal"):
+    for s in ("severely degraded", "stale", "degraded", "unknown", "learning", "normal"):
         if s in states:
             return s
     return "unknown"

@@ -32,30 +32,60 @@ def load_window(store, target: str | None, since, until) -> list[tuple[str, dict
             for t in known_targets(store, target)]
 
 
-def compute_slowdown(store, target, interval_s: float, stat: str, baseline_s: float, since, until) -> list[dict]:
-    """Slowdown rows for every target (or one) in [since, until), baseline = the `baseline_s` before `until`."""
-    from ioweather.stats.probe import baseline_medians, slowdown
+def reference_period(baseline_from, baseline_until) -> tuple[int, int] | None:
+    """[since, until) in ns of a site's reference baseline period, None for the rolling window."""
+    if baseline_from is None and baseline_until is None:
+        return None
+    if baseline_from is None or baseline_until is None:
+        raise UserError("--baseline-from and --baseline-until go together")
+    if baseline_from >= baseline_until:
+        raise UserError("--baseline-from must be before --baseline-until")
+    return to_ns(baseline_from), to_ns(baseline_until)
+
+
+def compute_slowdown(store, target, interval_s: float, stat: str, baseline_s: float, since, until,
+                     expected: str = "median", reference: tuple[int, int] | None = None) -> list[dict]:
+    """Slowdown rows for every target (or one) in [since, until), baseline = the `baseline_s` before `until`
+    or the `reference` period; `expected` "median" (the paper's) or "same" (the same statistic)."""
+    import numpy as np
+
+    from ioweather.stats.probe import STATUS_OK, baseline_medians, slowdown
+    from ioweather.stats.status import baseline_stats
     from ioweather.store.probe import OPS
 
-    base_start = until - timedelta(seconds=baseline_s)
-    first = min(base_start, since)
+    base_ns = reference or (to_ns(until - timedelta(seconds=baseline_s)), to_ns(until))
+    first, last = min(base_ns[0], to_ns(since)), max(base_ns[1], to_ns(until))
     rows = []
-    for t, s in load_window(store, target, first, until):
-        base = _select(s, int(base_start.timestamp() * 1e9))
-        expected = baseline_medians(base["op"], base["duration_ns"], base["status"], len(OPS))
-        win = _select(s, int(since.timestamp() * 1e9))
-        for r in slowdown(win["op"], win["start_ns"], win["duration_ns"], win["status"], interval_s, expected, stat):
-            rows.append({"target": t, "op": OPS[r.pop("op_code")], "interval_start": ns_to_iso(r.pop("interval_start_ns")), **r})
+    for t, s in _load_ns(store, target, first, last):
+        base = _select(s, base_ns[0], base_ns[1])
+        if expected == "same":
+            expected_s = np.full(len(OPS), np.nan)
+            for code in range(len(OPS)):
+                d = base["duration_ns"][(base["op"] == code) & (base["status"] == STATUS_OK)].copy()
+                expected_s[code] = baseline_stats(d)[stat]
+        else:
+            expected_s = baseline_medians(base["op"], base["duration_ns"], base["status"], len(OPS))
+        win = _select(s, to_ns(since), to_ns(until))
+        for r in slowdown(win["op"], win["start_ns"], win["duration_ns"], win["status"], interval_s, expected_s, stat):
+            rows.append({"target": t, "op": OPS[r.pop("op_code")], "interval_start": ns_to_iso(r.pop("interval_start_ns")),
+                         **r, "expected": expected})
     return rows
 
 
-def _select(samples: dict, from_ns: int) -> dict:
-    """The samples from `from_ns` on; no copy when that is all of them (the usual case: a month is 15 M rows)."""
-    keep = samples["start_ns"] >= from_ns
+def _load_ns(store, target, since_ns: int, until_ns: int) -> list[tuple[str, dict]]:
+    from ioweather.store import probe as probe_store
+
+    return [(t, probe_store.read_samples(store, t, since_ns=since_ns, until_ns=until_ns))
+            for t in known_targets(store, target)]
+
+
+def _select(samples: dict, from_ns: int, until_ns: int) -> dict:
+    """The samples in [from, until); no copy when that is all of them (the usual case: a month is 15 M rows)."""
+    keep = (samples["start_ns"] >= from_ns) & (samples["start_ns"] < until_ns)
     return samples if keep.all() else {k: v[keep] for k, v in samples.items()}
 
 
-CHECK_CODES = {"normal": 0, "degraded": 1, "severely degraded": 2, "stale": 3, "unknown": 3}
+CHECK_CODES = {"normal": 0, "degraded": 1, "severely degraded": 2, "stale": 3, "unknown": 3, "learning": 3}
 CHECK_NAMES = {0: "OK", 1: "WARNING", 2: "CRITICAL", 3: "UNKNOWN"}
 #: Which code wins when targets differ: CRITICAL, then WARNING, then UNKNOWN, then OK (the Nagios habit).
 CHECK_PRECEDENCE = (2, 1, 3, 0)
@@ -68,14 +98,15 @@ def check_result(states: list[dict], warn: float, crit: float) -> tuple[int, str
     codes = [CHECK_CODES[s["state"]] for s in states]
     code = next(c for c in CHECK_PRECEDENCE if c in codes)
     bad = [s for s in states if CHECK_CODES[s["state"]] == code] if code else states
-    text = "; ".join(f"{s['target']} {s['state']} ({s['reason']})" for s in bad)
+    text = "; ".join(f"{s['target']} {s['reason']}" if s["state"] == "learning" else
+                     f"{s['target']} {s['state']} ({s['reason']})" for s in bad)
     perf = " ".join(f"'{s['target'].replace(chr(39), chr(39) * 2)}'={s['worst']:.3f};{warn:g};{crit:g}"
                     for s in states if s["worst"] is not None)
     return code, f"IOWEATHER {CHECK_NAMES[code]} - {text}" + (f" | {perf}" if perf else "")
 
 
 def check_states(store, target, window_s: float, stat: str, baseline_s: float, warn: float,
-                 crit: float) -> list[dict]:
+                 crit: float, expected: str = "median", reference: tuple[int, int] | None = None) -> list[dict]:
     """Per-target state of the last `window_s` (`target`, `state`, `reason`, `worst`): the dashboard's logic."""
     from ioweather.services.probe_cache import ProbeCache
     from ioweather.services.probe_status import target_status
@@ -83,11 +114,11 @@ def check_states(store, target, window_s: float, stat: str, baseline_s: float, w
     if not 0 < warn < crit:
         raise UserError(f"need 0 < --warn < --crit, got --warn {warn:g} --crit {crit:g}")
     names = known_targets(store, target)
-    cache = ProbeCache(store, baseline_s=baseline_s)
+    cache = ProbeCache(store, baseline_s=baseline_s, reference=reference)
     states = []
     for t in names:
-        st = target_status(cache, t, warn=warn, crit=crit, window_s=window_s, stat=stat, spark=False,
-                           with_climate=False)
+        st = target_status(cache, t, warn=warn, crit=crit, window_s=window_s, stat=stat, expected=expected,
+                           spark=False, with_climate=False)
         values = [o["slowdown"] for o in st["ops"] if o["slowdown"] is not None]
         states.append({"target": t, "state": st["state"], "reason": st["reason"],
                        "worst": max(values) if values else None})

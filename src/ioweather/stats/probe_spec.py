@@ -6,3 +6,12 @@ SLOWDOWN_STATS = ("median", "mean", "p90", "p95", "p99", "max")
 
 #: Default state thresholds on the slowdown of the median over the last 10 minutes.
 DEGRADED, SEVERE = 2.0, 10.0
+
+#: A rolling baseline is "learning" until it holds this much history and this many successful samples
+#: of an op (docs/dashboard.md): before that the window being judged is most of the baseline itself, and
+#: every slowdown is about 1× by construction. A reference period given by the site is taken as it is.
+MIN_BASELINE_S, MIN_BASELINE_SAMPLES = 86_400.0, 1000
+
+#: What a statistic is divided by: the baseline median (the paper's definition, seed 001) or the same
+#: statistic over the baseline (like for like: a p99 against the usual p99).
+EXPECTED = ("median", "same")

@@ -9,6 +9,9 @@ State of one target (decided here, documented in docs/dashboard.md):
   `severely degraded`;
 - at least `degraded` when an operation timed out in the window: a hung call has
   no duration to put into the median, so the median alone would look normal;
+- `learning` while the rolling baseline holds less than `MIN_BASELINE_S` of history or
+  fewer than `MIN_BASELINE_SAMPLES` successful samples of an op: until then the window
+  judged is most of the baseline itself, so its slowdown is about 1× by construction;
 - `unknown` when no op has both samples in the window and a baseline.
 
 The climate (UMAMI's box plots, seed 003): the distribution of an op's interval
@@ -19,10 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ioweather.stats.probe import DEGRADED, SEVERE, SLOWDOWN_STATS, interval_stats, slowdown, state
+from ioweather.stats.probe import DEGRADED, SEVERE, SLOWDOWN_STATS, STAT_QUANTILES, interval_stats, slowdown, state
+from ioweather.stats.probe_spec import MIN_BASELINE_S, MIN_BASELINE_SAMPLES
 from ioweather.units import format_age
 
-SEVERITY = ("unknown", "normal", "degraded", "severely degraded", "stale")
+SEVERITY = ("unknown", "learning", "normal", "degraded", "severely degraded", "stale")
 _RANK = {"normal": 0, "degraded": 1, "severely degraded": 2}
 
 
@@ -33,7 +37,8 @@ def window_slowdown(op: np.ndarray, start_ns: np.ndarray, duration_ns: np.ndarra
 
     `slowdown()` groups by intervals aligned to the epoch; shifting the times so the
     window starts at 0 makes the window a single interval. With `all_stats`, each row also
-    has `ratios`: {stat: slowdown} for every statistic, from the same interval statistics.
+    has `ratios`: {stat: slowdown against `expected_s`} and `values`: {stat: seconds} for every
+    statistic, from the same interval statistics.
     """
     start = np.asarray(start_ns, np.int64)
     sel = (start >= since_ns) & (start < since_ns + int(window_s * 1e9))
@@ -42,11 +47,12 @@ def window_slowdown(op: np.ndarray, start_ns: np.ndarray, duration_ns: np.ndarra
     if all_stats:
         for r in interval_stats(*args, window_s):
             exp = expected_s[r["op_code"]]
-            ratios = {}
+            ratios, values = {}, {}
             for st in SLOWDOWN_STATS:
-                v = r["mean_s"] if st == "mean" else r[f"{st}_s"]
+                v = values[st] = r["mean_s"] if st == "mean" else r[f"{st}_s"]
                 ratios[st] = v / exp if v is not None and np.isfinite(exp) and exp > 0 else None
             rows[r["op_code"]]["ratios"] = ratios
+            rows[r["op_code"]]["values"] = values
     return rows
 
 
@@ -67,9 +73,57 @@ def median_of_durations(duration_ns: np.ndarray) -> float:
     return float(a + (h - lo) * (b - a))
 
 
+def baseline_stats(duration_ns: np.ndarray) -> dict[str, float]:
+    """Every slowdown statistic (s) of one op's baseline durations (ns): the median bit for bit as
+    `median_of_durations`, the quantiles as numpy's linear quantile on seconds, the mean. One in-place
+    partition at every index the quantiles need: no sort, no copy of a month of samples."""
+    n = len(duration_ns)
+    if n == 0:
+        return {st: float("nan") for st in SLOWDOWN_STATS}
+    qs = {st: STAT_QUANTILES[st] for st in SLOWDOWN_STATS if st != "mean"}
+    idx = sorted({i for q in qs.values() for i in _neighbours(n, q)})
+    duration_ns.partition(idx)
+    # An integer sum is exact whatever the order the partition left the values in (a month of 60 s
+    # timeouts is 1.6e17 ns, far below int64's limit), so the mean does not depend on the partition.
+    out = {"mean": float(int(duration_ns.sum()) / n / 1e9)}
+    for st, q in qs.items():
+        lo, hi = _neighbours(n, q)
+        g = (n - 1) * q - lo
+        a, b = duration_ns[lo] / 1e9, duration_ns[hi] / 1e9
+        if st == "median":  # the formula of median_of_durations, so the two agree bit for bit
+            out[st] = float(a + g * (b - a))
+        else:  # numpy's _lerp: from the upper end past the middle, so q = 1 gives the maximum exactly
+            out[st] = float(b - (b - a) * (1 - g) if g >= 0.5 else a + (b - a) * g)
+    return out
+
+
+def _neighbours(n: int, q: float) -> tuple[int, int]:
+    lo = int(np.floor((n - 1) * q))
+    return lo, min(lo + 1, n - 1)
+
+
+def learning_ops(samples: np.ndarray, history_s: np.ndarray, min_s: float = MIN_BASELINE_S,
+                 min_samples: int = MIN_BASELINE_SAMPLES) -> np.ndarray:
+    """Per op: True while its baseline holds less than `min_s` of history or fewer than `min_samples`."""
+    return (np.asarray(samples) < min_samples) | ~(np.nan_to_num(np.asarray(history_s, np.float64), nan=0.0) >= min_s)
+
+
+def learning_reason(history_s: float, baseline_s: float, min_s: float = MIN_BASELINE_S,
+                    min_samples: int = MIN_BASELINE_SAMPLES) -> str:
+    """'learning the baseline (5 h of 30 d; slowdowns from 24 h and 1,000 samples per op)'."""
+    return (f"learning the baseline ({_span(history_s)} of {_span(baseline_s)}; "
+            f"slowdowns from {_span(min_s)} and {min_samples:,} samples per op)")
+
+
+def _span(s: float) -> str:
+    return f"{s / 86400:g} d" if s >= 2 * 86400 and s % 86400 == 0 else f"{int(s // 3600)} h" if s >= 3600 else f"{int(s // 60)} min"
+
+
 def target_state(op_rows: list[dict], age_s: float | None, stale_after_s: float,
-                 warn: float = DEGRADED, crit: float = SEVERE) -> tuple[str, str]:
-    """(state, one-line reason) of a target from its ops' window rows (`slowdown`, `timeouts`, `op`)."""
+                 warn: float = DEGRADED, crit: float = SEVERE, learning: str | None = None) -> tuple[str, str]:
+    """(state, one-line reason) of a target from its ops' window rows (`slowdown`, `timeouts`, `op`).
+
+    `learning`: the reason to give when no op has a slowdown because the baseline is still learning."""
     if age_s is None:
         return "unknown", "no samples yet"
     if age_s > stale_after_s:
@@ -82,6 +136,8 @@ def target_state(op_rows: list[dict], age_s: float | None, stale_after_s: float,
     if worst is None:
         if timeouts:
             return "degraded", f"{timeouts} timed-out operations and no completed ones to compare"
+        if learning:
+            return "learning", learning
         return "unknown", "no completed operations in the window, or no baseline yet"
     st = state(worst["slowdown"], warn, crit)
     reason = f"worst: {worst['op']} {worst['slowdown']:.2f}× usual"

@@ -15,7 +15,8 @@ from ioweather.views.output import to_json
 from ioweather.web.params import format_seconds_short
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-STATE_SYMBOLS = {"normal": "✓", "degraded": "▲", "severely degraded": "✖", "stale": "○", "unknown": "?"}
+STATE_SYMBOLS = {"normal": "✓", "degraded": "▲", "severely degraded": "✖", "stale": "○", "unknown": "?",
+                 "learning": "…"}
 
 
 def _num(v, digits: int = 0) -> str:

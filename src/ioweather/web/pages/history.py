@@ -37,6 +37,8 @@ def history_data(ctx: WebContext, params) -> dict:
     out = []
     for target in ([one] if one else targets):
         base = ctx.cache.baseline(target)
+        # Like for like on the dashboard: a p99 against the baseline p99 (the median against the median).
+        expected = base.expected(stat, "same")
         r = ctx.cache.rollups(target, interval, since, until)
         sd = np.full((len(OPS), columns), np.nan)
         n = np.zeros((len(OPS), columns), np.int64)
@@ -45,7 +47,7 @@ def history_data(ctx: WebContext, params) -> dict:
         inside = (j >= 0) & (j < columns)
         oc, j = r["op"][inside], j[inside]
         with np.errstate(invalid="ignore", divide="ignore"):
-            sd[oc, j] = r[col][inside] / base.expected_s[oc]
+            sd[oc, j] = r[col][inside] / expected[oc]
         n[oc, j] = r["count"][inside]
         to[oc, j] = r["timeouts"][inside]
         flat = np.where(np.isfinite(sd), sd, -np.inf).ravel()
@@ -58,7 +60,7 @@ def history_data(ctx: WebContext, params) -> dict:
                           "state": state(float(sd[o, c]), warn, crit), "count": int(n[o, c]),
                           "timeouts": int(to[o, c])})
         out.append({"target": target,
-                    "expected_s": {op: (float(base.expected_s[c]) if np.isfinite(base.expected_s[c]) else None)
+                    "expected_s": {op: (float(expected[c]) if np.isfinite(expected[c]) else None)
                                    for c, op in enumerate(OPS)},
                     "baseline": {"since": ns_to_iso(base.since_ns), "until": ns_to_iso(base.until_ns)},
                     "slowdown": [finite_or_none(row) for row in sd], "count": n.tolist(), "timeouts": to.tolist(),

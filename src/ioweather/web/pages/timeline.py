@@ -32,7 +32,8 @@ def timeline_data(ctx: WebContext, params) -> dict:
     step = int(interval * 1e9)
     first = (since // step) * step
     s = ctx.cache.read(target, first, until)
-    expected = ctx.cache.baseline(target).expected_s
+    # Like for like on the dashboard: a p99 against the baseline p99 (the median against the median).
+    expected = ctx.cache.baseline(target).expected(stat, "same")
 
     # Samples: successful ones per op, failures as their own series, one shared point budget.
     inwin = s["start_ns"] >= since
