@@ -57,15 +57,27 @@ def _say(line: str) -> None:
     click.echo(line, err=True)
 
 
+class _PagesHelp(click.Command):
+    """Lists the dashboard's pages after the help text, from web/pages' registry; imported only when
+    --help is shown, so that the CLI stays fast to start."""
+
+    def format_help_text(self, ctx, formatter):
+        super().format_help_text(ctx, formatter)
+        from ioweather.web.pages import help_text
+
+        with formatter.section("Pages"):
+            formatter.write_text("\n\b\n" + help_text())
+
+
 def register(cli: click.Group) -> None:
-    @cli.command()
+    @cli.command(cls=_PagesHelp)
     @_server_options
     @click.pass_obj
     def serve(settings, host, port, warn, crit, baseline):
         """Serve the dashboard and Prometheus /metrics over the store.
 
-        Pages: Status (is it slow now?), Probe timeline, Slowdown history; each has a JSON
-        twin under /api/. Binds 127.0.0.1 unless --host says otherwise.
+        Each page has a JSON twin under /api/; a page whose data the store lacks is hidden.
+        Binds 127.0.0.1 unless --host says otherwise.
         """
         from ioweather.web.app import create_app
         from ioweather.web.context import WebConfig

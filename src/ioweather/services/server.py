@@ -56,13 +56,37 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+#: Timestamps on every line (local time with its UTC offset, as syslog readers expect), and uvicorn's own
+#: access-log format after them: `2026-03-02 10:00:01+0100 INFO:     127.0.0.1:5678 - "GET / HTTP/1.1" 200`.
+LOG_TIME = "%(asctime)s "
+LOG_DATEFMT = "%Y-%m-%d %H:%M:%S%z"
+
+
+def log_config(quiet: bool = False) -> dict:
+    """uvicorn's logging configuration with timestamps; quiet: warnings and errors only, no access log."""
+    import copy
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    cfg = copy.deepcopy(LOGGING_CONFIG)
+    for f in cfg["formatters"].values():
+        f["fmt"] = LOG_TIME + f["fmt"]
+        f["datefmt"] = LOG_DATEFMT
+    level = "WARNING" if quiet else "INFO"
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        cfg["loggers"][name]["level"] = level
+    return cfg
+
+
 #: How long a stop waits for requests in flight before it abandons them (they only read).
 GRACE_S = 3
 
 
-def run_server(app, sock: socket.socket, stop: threading.Event, say: Callable[[str], None]) -> None:
+def run_server(app, sock: socket.socket, stop: threading.Event, say: Callable[[str], None],
+               quiet: bool = False) -> None:
     """Serve until Ctrl-C/SIGTERM or until `stop` is set (e.g. the probe died), then wait at most
-    GRACE_S for requests in flight; a second Ctrl-C does not wait at all.
+    GRACE_S for requests in flight; a second Ctrl-C does not wait at all. The log has timestamps and
+    uvicorn's standard access log (one line per request on stdout); `quiet` keeps warnings only.
 
     uvicorn runs in a daemon thread while the main thread keeps the signals. Run in the main
     thread, it handed sync endpoints to AnyIO worker threads, which are not daemons: a request
@@ -74,8 +98,8 @@ def run_server(app, sock: socket.socket, stop: threading.Event, say: Callable[[s
     """
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                                           timeout_graceful_shutdown=None))
+    server = uvicorn.Server(uvicorn.Config(app, log_config=log_config(quiet), log_level="warning" if quiet else "info",
+                                           access_log=not quiet, lifespan="on", timeout_graceful_shutdown=None))
     failed: list[BaseException] = []
 
     def on_signal(*_):
