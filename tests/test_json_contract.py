@@ -46,7 +46,8 @@ Inputs made deterministic instead of normalising outputs:
   ORDER BY (store/jobs.py::load_jobs), so its per-project float means depend on the order the
   logs were stored, which with a pool of workers is the order they finish: ingesting the same 14
   logs in reverse order changed projects[0].meta_time_share_mean from 0.3945802315900323 to
-  0.39458023159003225 (and io_fraction_mean likewise). One worker stores them in path order.
+  0.39458023159003225 (and io_fraction_mean likewise). Fixed: load_jobs orders by log_hash
+  (tests/test_jobs_order.py); one worker still keeps the ingest's own output stable.
 - csv: a long CSV written here from the real LMT database (cumulative counters), and a small one
   with out-of-order rows, a duplicate, a naive time zone and a missing file; iostat: a sysstat
   JSON document written here (there is no iostat output in the shared data).
@@ -388,7 +389,7 @@ class Runs:
             shutil.copy(p, archive / "real" / p.name)
         _broken_logs(archive / "broken")
         (archive / "notes.txt").write_text("not a log")
-        # one worker: rows are stored in path order (see the docstring: the summary depends on that order)
+        # one worker: rows are stored in path order (see the docstring)
         ingest = self.run("jobs", "ingest", str(archive), "--workers", "1", "--json", home=home, timeout=300)
         return {"home": home, "ingest": ingest}
 
