@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -38,23 +39,49 @@ Column = tuple[str, str] | tuple[str, str, Callable[[Any], str]]
 
 def print_table(rows: Iterable[dict], columns: Sequence[Column], *, title: str | None = None,
                 row_style: Callable[[dict], str | None] | None = None, empty: str = "no data") -> None:
-    """A table of `rows` with `columns` = (key, header[, formatter]). Styles are extra, text carries the meaning."""
+    """A table of `rows` with `columns` = (key, header[, formatter]). Styles are extra, text carries the meaning.
+
+    A number is never cut: numeric (right-aligned) columns keep their full width, text columns wrap,
+    and when the numbers alone do not fit the terminal the rightmost columns are left out, with a
+    line on stderr naming them (`--json` has everything)."""
     rows = list(rows)
     if not rows:
         stderr.print(empty)
         return
+    cells = [[_cell(row, col) for col in columns] for row in rows]
+    numeric = [all(NUMBER.match(r[i].plain) for r in cells) for i in range(len(columns))]
+    need = [max([len(col[1])] + [r[i].cell_len for r in cells]) if numeric[i]
+            else min(8, max(r[i].cell_len for r in cells)) for i, col in enumerate(columns)]
+    keep = len(columns)
+    # rich's box: one border at each side and one between columns, a space of padding either side of a cell.
+    while keep > 1 and sum(need[:keep]) + 3 * keep + 1 > stdout.width:
+        keep -= 1
     table = Table(title=plain(title) if title is not None else None, header_style="bold")
-    for col in columns:
-        left = col[0] in ("target", "op", "interval_start", "label", "name", "state")
-        table.add_column(col[1], justify="left" if left else "right", no_wrap=True)
-    for row in rows:
-        cells = []
-        for col in columns:
-            value = row.get(col[0])
-            fmt = col[2] if len(col) > 2 else None
-            cells.append(plain("-" if value is None else (fmt(value) if fmt else value)))
-        table.add_row(*cells, style=row_style(row) if row_style else None)
+    for i, col in enumerate(columns[:keep]):
+        justify = "left" if col[0] in TEXT_KEYS else "right"
+        if numeric[i]:
+            table.add_column(col[1], justify=justify, no_wrap=True, min_width=need[i])
+        else:
+            table.add_column(col[1], justify=justify, overflow="fold")
+    for row, line in zip(rows, cells):
+        table.add_row(*line[:keep], style=row_style(row) if row_style else None)
     stdout.print(table)
+    if keep < len(columns):
+        stderr.print(f"(columns left out to fit {stdout.width} characters: "
+                     f"{', '.join(col[1] for col in columns[keep:])}; widen the terminal or use --json)")
+
+
+#: Keys of left-aligned columns; the others are right-aligned.
+TEXT_KEYS = frozenset(("target", "op", "interval_start", "label", "name", "state"))
+#: A cell that is a number, a time or a formatted quantity ("21,234", "6.27 s", "1.5 KiB", "2026-03-02 10:00",
+#: "-"): never cut nor wrapped. Any other column wraps.
+NUMBER = re.compile(r"[-+]?(\d|-$|–$)")
+
+
+def _cell(row: dict, col: Column) -> Text:
+    value = row.get(col[0])
+    fmt = col[2] if len(col) > 2 else None
+    return plain("-" if value is None else (fmt(value) if fmt else value))
 
 
 def short_time(iso: str) -> str:
