@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from ioweather.errors import UserError
-from ioweather.sources.probe import (DATA_NAME, POOL_NAME, Probe, ProbeOptions, init_probe_dir, mount_point)
+from ioweather.services.probe import ProbeDaemon
+from ioweather.sources.probe import DATA_NAME, POOL_NAME, ProbeOptions, init_probe_dir, mount_point
 from ioweather.store.probe import OPS
 from unprivileged import as_nobody, world_readable_tmp
 
@@ -38,7 +39,7 @@ def _pool_with_a_fifo(d: Path) -> tuple[Path, Path]:
 
 def _probe(path, sink, **kw):
     opts = ProbeOptions(**{"interval_s": 0.05, "block": 64 * 1024, "timeout_s": 5, "flush_s": 0.05, **kw})
-    return Probe(path, opts, sink=sink.extend)
+    return ProbeDaemon(path, opts, sink=sink.extend)
 
 
 def test_cli_probe_minute_in_miniature(tmp_path, home, cli):

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from ioweather.errors import UserError
-from ioweather.sources.probe import LOCK_NAME, POOL_NAME, Probe, ProbeOptions, init_probe_dir
+from ioweather.services.probe import ProbeDaemon
+from ioweather.sources.probe import LOCK_NAME, POOL_NAME, ProbeOptions, init_probe_dir
 from ioweather.store import Store
 from ioweather.store import probe as probe_store
 
@@ -246,7 +247,7 @@ def test_full_buffer_drops_the_oldest_counts_and_says_so(tmp_path):
                                                               False, 1, 5.0, False))
     logs: list[str] = []
     opts = ProbeOptions(interval_s=0.05, block=64 * 1024, flush_s=0.1, buffer_rows=60, seed=1)
-    p = Probe(d, opts, sink=lambda rows: probe_store.insert_samples(store, [(run_id, *r) for r in rows]),
+    p = ProbeDaemon(d, opts, sink=lambda rows: probe_store.insert_samples(store, [(run_id, *r) for r in rows]),
               log=logs.append)
     t = threading.Thread(target=p.run, kwargs={"install_signals": False})
     t.start()

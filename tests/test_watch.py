@@ -74,7 +74,7 @@ def test_watch_initialises_probes_serves_and_stops_cleanly(tmp_path, cli):
                 state = data["targets"][0]["state"]
                 break
             time.sleep(0.5)
-        assert state in ("normal", "degraded", "severely degraded"), data
+        assert state in ("learning", "normal", "degraded", "severely degraded"), data
         assert data["targets"][0]["target"] == "laptop" and data["targets"][0]["last_sample_age_s"] < 30
         with urllib.request.urlopen(url + "metrics", timeout=30) as r:
             assert b"ioweather_probe_last_sample_timestamp_seconds{target=\"laptop\"}" in r.read()

@@ -106,8 +106,8 @@ def register(cli: click.Group) -> None:
         Creates the probe files in DIRECTORY first if it is not a probe directory yet,
         prints the dashboard's URL, and stops cleanly on Ctrl-C (the last samples are stored).
         """
-        from ioweather.commands.probe import run_probe
-        from ioweather.sources.probe import META_NAME, init_probe_dir, physical_memory_bytes
+        from ioweather.services.probe import BackgroundProbe, init_probe
+        from ioweather.sources.probe import META_NAME
         from ioweather.units import format_bytes
         from ioweather.views.output import progress
         from ioweather.web.app import create_app
@@ -123,63 +123,33 @@ def register(cli: click.Group) -> None:
             else:
                 with progress() as bar:
                     task = bar.add_task(f"creating {directory}/data", total=file_size)
-                    layout = init_probe_dir(directory, file_size, pool,
-                                            on_progress=lambda done, total: bar.update(task, completed=done))
-                click.echo(f"watch: created probe directory {directory}: {format_bytes(layout.file_bytes)} data "
-                           f"file and {layout.pool_files} small files (laptop defaults; for a shared file system "
+                    info = init_probe(directory, file_size, pool, block=1 << 20,
+                                      on_progress=lambda done, total: bar.update(task, completed=done))
+                click.echo(f"watch: created probe directory {directory}: {format_bytes(info['file_bytes'])} data "
+                           f"file and {info['pool_files']} small files (laptop defaults; for a shared file system "
                            f"use 'ioweather probe init {directory} --file-size SIZE' with SIZE above the client's "
                            "memory)", err=True)
-                if layout.file_bytes <= physical_memory_bytes():
+                if not info["file_exceeds_memory"]:
                     click.echo("watch: note: the data file is smaller than this machine's memory, so data_read "
                                "may be served from the page cache", err=True)
         except BaseException:
             sock.close()
             raise
 
-        stop, started = threading.Event(), threading.Event()
-        failure: list[BaseException] = []
-
-        def probe():
-            try:
-                run_probe(settings, directory, interval=interval, duration=None, target=target, block=1 << 20,
-                          direct=False, fsync=False, timeout=60.0, seed=None, quiet=True, stop_event=stop,
-                          install_signals=False, started=started.set)
-            except BaseException as e:  # reported by the main thread, which then stops the server
-                failure.append(e)
-            finally:
-                stop.set()
-
+        stop = threading.Event()
+        probe = BackgroundProbe(settings, directory, stop, interval=interval, target=target, block=1 << 20,
+                                direct=False, fsync=False, timeout=60.0, seed=None, quiet=True)
         app = create_app(settings, WebConfig(warn=warn, crit=crit, baseline_s=baseline))
-        # A daemon: the explicit join below waits for its last flush; if the store does not take it,
-        # the process must still end rather than wait on the thread at exit.
-        thread = threading.Thread(target=probe, name="ioweather-probe", daemon=True)
-        thread.start()
-        # A directory another probe holds (or any refused start) is refused before the dashboard is served.
-        while not started.wait(0.1) and thread.is_alive():
-            pass
-        if not started.is_set():
+        try:
+            probe.start()
+        except BaseException:
             sock.close()
-            thread.join()
-            e = failure[0]
-            raise e if isinstance(e, UserError) else UserError(f"the probe did not start: {type(e).__name__}: {e}")
+            raise
         click.echo(f"ioweather: probing {directory} every {interval:g} s; dashboard at {url}  "
                    f"(Prometheus: {url}metrics; Ctrl-C to stop)")
         sys.stdout.flush()
         try:
             run_server(app, sock, stop, _say)
         finally:
-            stop.set()
-            thread.join(timeout=1)
-            if thread.is_alive():  # its last flush waits for the store (locked, or slow to answer)
-                click.echo("watch: waiting for the store to take the probe's last samples (Ctrl-C again to "
-                           "abandon them)", err=True)
-                thread.join(timeout=PROBE_STOP_S)
-        if thread.is_alive():
-            raise UserError(f"the probe's last samples were not stored within {PROBE_STOP_S} s (the store did not "
-                            "answer); they are lost")
-        if failure:
-            e = failure[0]
-            if isinstance(e, UserError):
-                raise e
-            raise UserError(f"the probe stopped: {type(e).__name__}: {e}")
+            probe.finish(PROBE_STOP_S, _say)
         click.echo("ioweather: stopped (probe samples stored)", err=True)

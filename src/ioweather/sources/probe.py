@@ -28,7 +28,6 @@ import json
 import mmap
 import os
 import queue
-import signal
 import socket
 import stat
 import threading
@@ -269,113 +268,7 @@ class ProbeOptions:
     timeout_s: float = 60.0
     seed: int | None = None
     flush_s: float = 5.0
-    buffer_rows: int = 0  # 0: BUFFER_ROWS
-
-
-#: Samples that wait in memory for the store, at most: 12 h at 1 Hz and six ops a period, ~50 MB.
-BUFFER_ROWS = 12 * 3600 * 6
-#: How long a stop waits for the store to take the buffered samples (SQLite's busy timeout).
-FINAL_FLUSH_S = 30.0
-
-
-class _Flusher:
-    """Hands buffered samples to the sink from its own thread, every `every_s`.
-
-    On the probing thread, a write that waited for a locked store (another writer, archiving, a
-    slow server) was a gap in the measurements: 30 s at SQLite's busy timeout. Here the probe goes
-    on while the write waits; what the store refused is kept and retried. The buffer is bounded:
-    past `max_rows` the oldest samples go, counted in `dropped` and logged, never silently.
-    """
-
-    def __init__(self, sink: Callable[[list[tuple]], None], every_s: float, max_rows: int,
-                 log: Callable[[str], None]):
-        self.sink, self.every_s, self.max_rows, self.log = sink, every_s, max_rows, log
-        self._rows: deque = deque()
-        self._inflight = 0  # rows of the write under way, held besides the bound
-        self._mutex = threading.Lock()
-        self._closing = threading.Event()
-        self._abandoned = False
-        self.stored = self.dropped = 0
-        self.error: str | None = None  # of the current outage of the store
-        self._outage = {"since": 0.0, "dropped": 0, "logged": 0.0}
-        self._thread = threading.Thread(target=self._loop, name="probe-flush", daemon=True)
-        self._thread.start()
-
-    @property
-    def waiting(self) -> int:
-        with self._mutex:
-            return len(self._rows) + self._inflight
-
-    def add(self, rows: list[tuple]) -> None:
-        with self._mutex:
-            self._rows.extend(rows)
-            self._trim()
-
-    def _trim(self) -> None:
-        """Drop the oldest rows past the bound (the caller holds the mutex)."""
-        over = min(len(self._rows), len(self._rows) - self.max_rows)
-        if over <= 0:
-            return
-        if not self._outage["dropped"]:
-            self.log(f"buffer full ({self.max_rows} samples waiting for the store): dropping the oldest "
-                     "until the store takes samples again")
-        for _ in range(over):
-            self._rows.popleft()
-        self.dropped += over
-        self._outage["dropped"] += over
-
-    def _loop(self) -> None:
-        while not self._abandoned:
-            closing = self._closing.wait(self.every_s)
-            ok = self._flush_once()
-            if closing and ok and not self.waiting:
-                return
-            if closing and not ok:
-                time.sleep(0.5)  # a stop retries until its deadline, but not in a busy loop
-
-    def _flush_once(self) -> bool:
-        with self._mutex:
-            batch = list(self._rows)
-            self._rows.clear()
-            self._inflight = len(batch)
-        if not batch:
-            return True
-        try:
-            self.sink(batch)
-        except Exception as e:  # any failure of the store: keep the samples, retry, tell once a minute
-            with self._mutex:
-                self._inflight = 0
-                self._rows.extendleft(reversed(batch))
-                self._trim()
-            self._failed(e, len(batch))
-            return False
-        with self._mutex:
-            self._inflight = 0
-        self.stored += len(batch)
-        if self.error is not None:
-            o = self._outage
-            self.log(f"the store took {len(batch)} waiting samples after {time.monotonic() - o['since']:.0f} s"
-                     + (f"; {o['dropped']} samples were dropped meanwhile (buffer full)" if o["dropped"] else ""))
-            self.error = None
-            self._outage = {"since": 0.0, "dropped": 0, "logged": 0.0}
-        return True
-
-    def _failed(self, e: Exception, n: int) -> None:
-        msg = str(e) if isinstance(e, UserError) else f"{type(e).__name__}: {e}"
-        now = time.monotonic()
-        if self.error is None:
-            self._outage["since"] = now
-        if self.error is None or now - self._outage["logged"] >= 60:
-            self.log(f"could not store {n} samples ({msg}); still probing, will retry")
-            self._outage["logged"] = now
-        self.error = msg
-
-    def close(self, timeout_s: float) -> int:
-        """Store what waits, retrying for at most timeout_s; returns how many samples were not stored."""
-        self._closing.set()
-        self._thread.join(timeout_s)
-        self._abandoned = True
-        return self.waiting
+    buffer_rows: int = 0  # 0: services.probe.BUFFER_ROWS
 
 
 class _Worker:
@@ -419,16 +312,15 @@ class _Worker:
 
 
 class Probe:
-    """Runs the six operations once per period and hands samples to `sink`.
+    """The six operations of one period (`run_period`), on the files of one probe directory, which
+    it holds locked from construction to `close()`. The loop around it is services/probe.py's.
 
-    `sink(rows)` receives lists of tuples (op, start_ns, duration_ns, bytes, status, errno).
+    Rows are tuples (op, start_ns, duration_ns, bytes, status, errno).
     """
 
-    def __init__(self, path: Path, options: ProbeOptions, sink: Callable[[list[tuple]], None],
-                 log: Callable[[str], None] = lambda m: None):
+    def __init__(self, path: Path, options: ProbeOptions, log: Callable[[str], None] = lambda m: None):
         self.path = Path(path)
         self.opt = options
-        self.sink = sink
         self.log = log
         self.core = load("probe_core")
         self.stop_event = threading.Event()
@@ -449,19 +341,6 @@ class Probe:
         self.small_payload = os.urandom(self.layout.small_bytes)
         self.small_rbuf = bytearray(self.layout.small_bytes)
         self.worker = _Worker()
-        self.periods = 0
-        self.missed_periods = 0
-        self.flusher: _Flusher | None = None
-
-    @property
-    def samples(self) -> int:
-        """Samples the sink took."""
-        return self.flusher.stored if self.flusher else 0
-
-    @property
-    def dropped_samples(self) -> int:
-        """Samples dropped because the store did not take them and the buffer was full."""
-        return self.flusher.dropped if self.flusher else 0
 
     def _open_files(self) -> None:
         options = self.opt
@@ -542,50 +421,9 @@ class Probe:
                 self.next_seq += 1
             self.pool.append(self.next_seq - 1)
 
-    # the loop ----------------------------------------------------------------
     def stop(self, *_):
+        """Give up waiting for a hung call at once (a stop)."""
         self.stop_event.set()
-
-    def run(self, install_signals: bool = True) -> None:
-        if install_signals and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, self.stop)
-            signal.signal(signal.SIGINT, self.stop)
-        o = self.opt
-        self.flusher = _Flusher(self.sink, o.flush_s, o.buffer_rows or BUFFER_ROWS, self.log)
-        try:
-            self._loop()
-        finally:
-            unstored = self.flusher.close(FINAL_FLUSH_S)
-            if unstored:
-                self.log(f"{unstored} samples were not stored: the store did not take them within "
-                         f"{FINAL_FLUSH_S:g} s of the stop ({self.flusher.error}); they are lost")
-        if unstored:
-            raise UserError(f"{unstored} samples lost: the store did not take them within {FINAL_FLUSH_S:g} s "
-                            f"({self.flusher.error})")
-
-    def _loop(self) -> None:
-        o = self.opt
-        t0 = time.monotonic()
-        end = t0 + o.duration_s if o.duration_s else None
-        k = 0
-        while not self.stop_event.is_set():
-            now = time.monotonic()
-            if end is not None and now >= end:
-                break
-            self.flusher.add(self.run_period())
-            self.periods += 1
-            # Fixed period, start to start: the next start is on the grid, not `interval` after the work.
-            k += 1
-            nxt = t0 + k * o.interval_s
-            now = time.monotonic()
-            if now > nxt:
-                skipped = int((now - nxt) // o.interval_s) + 1
-                self.missed_periods += skipped
-                k += skipped
-                nxt = t0 + k * o.interval_s
-            if end is not None and nxt >= end:
-                break
-            self.stop_event.wait(nxt - time.monotonic())
 
     def close(self) -> None:
         """Close the files; the lock goes last, once nothing of this probe touches the directory."""

@@ -1,0 +1,185 @@
+"""The periodic daemons' loop, one for all of them (`probe run`, `watch`'s probe, the probe's
+archiver): ticks on a fixed grid with missed-tick accounting, Ctrl-C/SIGTERM, and a write-behind
+buffer that stores from its own thread and retries what the store refused.
+
+One failure policy for every daemon: a store that refuses a write (locked, full, gone) never
+stops the measuring; what it refused waits in a bounded buffer and is retried, the oldest is
+dropped past the bound (counted and said), and a stop waits a bounded time for the last write.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+from ioweather.errors import UserError
+
+
+def stop_on_signals(stop: threading.Event) -> None:
+    """SIGTERM and SIGINT set `stop` (only the main thread can install handlers; elsewhere a no-op).
+
+    The handler hands set() to a thread: it runs on the main thread between two bytecodes, maybe
+    while that thread holds the event's lock inside wait(), and set() takes the same lock.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(*_):
+        threading.Thread(target=stop.set, name="stop-signal", daemon=True).start()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+class Ticker:
+    """Calls `tick(t_ns)` every `interval_s`, start to start, until `stop` is set or `duration_s` ends.
+
+    The grid is fixed: a tick that runs late does not shift the next ones, and the ticks that
+    could not start on time are skipped and counted in `missed` (a suspended or overloaded node
+    must not produce a burst of catch-up ticks). With `align_to_epoch` the ticks fall on
+    multiples of the interval since the epoch, so that the daemons of a site share one time grid;
+    otherwise the first tick is at once. `t_ns` is the tick's scheduled wall-clock time.
+    """
+
+    def __init__(self, interval_s: float, *, duration_s: float | None = None,
+                 stop: threading.Event | None = None, align_to_epoch: bool = False):
+        if interval_s <= 0:
+            raise UserError("the interval must be positive")
+        self.interval_s, self.duration_s, self.align_to_epoch = interval_s, duration_s, align_to_epoch
+        self.stop = stop if stop is not None else threading.Event()
+        self.ticks = self.missed = 0
+
+    def run(self, tick: Callable[[int], None]) -> None:
+        step, step_ns = self.interval_s, int(round(self.interval_s * 1e9))
+        now, now_ns = time.monotonic(), time.time_ns()
+        first_ns = -(-now_ns // step_ns) * step_ns if self.align_to_epoch else now_ns
+        t0 = now + (first_ns - now_ns) / 1e9
+        end = now + self.duration_s if self.duration_s else None
+        k = 0
+        while not self.stop.is_set():
+            due = t0 + k * step
+            if end is not None and due >= end:
+                break
+            if self.stop.wait(max(0.0, due - time.monotonic())):
+                break
+            tick(first_ns + k * step_ns)
+            self.ticks += 1
+            k += 1
+            late = time.monotonic() - (t0 + k * step)
+            if late > 0:
+                skipped = int(late // step) + 1
+                self.missed += skipped
+                k += skipped
+
+
+def run_in_thread(name: str, interval_s: float, stop: threading.Event, tick: Callable[[int], None]) -> threading.Thread:
+    """A housekeeping daemon (archiving, compaction): `tick` at once and then every interval, on a
+    daemon thread, until `stop`."""
+    thread = threading.Thread(target=Ticker(interval_s, stop=stop).run, args=(tick,), name=name, daemon=True)
+    thread.start()
+    return thread
+
+
+class WriteBehind:
+    """Hands buffered rows to `sink` from its own thread, every `every_s`.
+
+    On the measuring thread, a write that waited for a locked store (another writer, archiving, a
+    slow server) was a gap in the measurements: 30 s at SQLite's busy timeout. Here the daemon goes
+    on while the write waits; what the store refused is kept and retried. The buffer is bounded:
+    past `max_rows` the oldest rows go, counted in `dropped` and logged, never silently.
+    `unit` and `doing` word the log lines ("samples", "probing").
+    """
+
+    def __init__(self, sink: Callable[[list], None], every_s: float, max_rows: int, log: Callable[[str], None],
+                 *, unit: str = "samples", doing: str = "probing", name: str = "write-behind"):
+        self.sink, self.every_s, self.max_rows, self.log = sink, every_s, max_rows, log
+        self.unit, self.doing = unit, doing
+        self._rows: deque = deque()
+        self._inflight = 0  # rows of the write under way, held besides the bound
+        self._mutex = threading.Lock()
+        self._closing = threading.Event()
+        self._abandoned = False
+        self.stored = self.dropped = 0
+        self.error: str | None = None  # of the current outage of the store
+        self._outage = {"since": 0.0, "dropped": 0, "logged": 0.0}
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self._thread.start()
+
+    @property
+    def waiting(self) -> int:
+        with self._mutex:
+            return len(self._rows) + self._inflight
+
+    def add(self, rows: list) -> None:
+        with self._mutex:
+            self._rows.extend(rows)
+            self._trim()
+
+    def _trim(self) -> None:
+        """Drop the oldest rows past the bound (the caller holds the mutex)."""
+        over = min(len(self._rows), len(self._rows) - self.max_rows)
+        if over <= 0:
+            return
+        if not self._outage["dropped"]:
+            self.log(f"buffer full ({self.max_rows} {self.unit} waiting for the store): dropping the oldest "
+                     f"until the store takes {self.unit} again")
+        for _ in range(over):
+            self._rows.popleft()
+        self.dropped += over
+        self._outage["dropped"] += over
+
+    def _loop(self) -> None:
+        while not self._abandoned:
+            closing = self._closing.wait(self.every_s)
+            ok = self._flush_once()
+            if closing and ok and not self.waiting:
+                return
+            if closing and not ok:
+                time.sleep(0.5)  # a stop retries until its deadline, but not in a busy loop
+
+    def _flush_once(self) -> bool:
+        with self._mutex:
+            batch = list(self._rows)
+            self._rows.clear()
+            self._inflight = len(batch)
+        if not batch:
+            return True
+        try:
+            self.sink(batch)
+        except Exception as e:  # any failure of the store: keep the rows, retry, tell once a minute
+            with self._mutex:
+                self._inflight = 0
+                self._rows.extendleft(reversed(batch))
+                self._trim()
+            self._failed(e, len(batch))
+            return False
+        with self._mutex:
+            self._inflight = 0
+        self.stored += len(batch)
+        if self.error is not None:
+            o = self._outage
+            self.log(f"the store took {len(batch)} waiting {self.unit} after {time.monotonic() - o['since']:.0f} s"
+                     + (f"; {o['dropped']} {self.unit} were dropped meanwhile (buffer full)" if o["dropped"] else ""))
+            self.error = None
+            self._outage = {"since": 0.0, "dropped": 0, "logged": 0.0}
+        return True
+
+    def _failed(self, e: Exception, n: int) -> None:
+        msg = str(e) if isinstance(e, UserError) else f"{type(e).__name__}: {e}"
+        now = time.monotonic()
+        if self.error is None:
+            self._outage["since"] = now
+        if self.error is None or now - self._outage["logged"] >= 60:
+            self.log(f"could not store {n} {self.unit} ({msg}); still {self.doing}, will retry")
+            self._outage["logged"] = now
+        self.error = msg
+
+    def close(self, timeout_s: float) -> int:
+        """Store what waits, retrying for at most timeout_s; returns how many rows were not stored."""
+        self._closing.set()
+        self._thread.join(timeout_s)
+        self._abandoned = True
+        return self.waiting

@@ -1,0 +1,225 @@
+"""The probe as a daemon (METHODS.md section 1): `probe init`, `probe run` and `watch`'s probe.
+
+sources/probe.py measures one period; here the periods run on services/daemon.py's loop, the
+samples go to the store from its write-behind buffer, completed days are archived hourly, and
+`watch` runs the same in a background thread next to its server.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from ioweather.errors import UserError
+from ioweather.services.daemon import Ticker, WriteBehind, run_in_thread, stop_on_signals
+from ioweather.sources.probe import Probe, ProbeOptions, init_probe_dir, mount_point, physical_memory_bytes
+
+#: Samples that wait in memory for the store, at most: 12 h at 1 Hz and six ops a period, ~50 MB.
+BUFFER_ROWS = 12 * 3600 * 6
+#: How long a stop waits for the store to take the buffered samples (SQLite's busy timeout).
+FINAL_FLUSH_S = 30.0
+#: How often completed days of samples move to Parquet.
+ARCHIVE_EVERY_S = 3600.0
+
+
+def init_probe(directory: Path, file_bytes: int, pool_files: int, *, block: int,
+               on_progress: Callable[[int, int], None] | None = None) -> dict:
+    """Create (or find, when it matches) the probe directory; what `probe init --json` reports."""
+    layout = init_probe_dir(directory, file_bytes, pool_files, block=block, on_progress=on_progress)
+    mem = physical_memory_bytes()
+    return {"directory": str(directory), "file_bytes": layout.file_bytes, "pool_files": layout.pool_files,
+            "small_bytes": layout.small_bytes, "memory_bytes": mem, "file_exceeds_memory": layout.file_bytes > mem}
+
+
+class ProbeDaemon:
+    """A probe of one directory, run period after period until stopped, its samples handed to
+    `sink(rows)` from the write-behind buffer. Holds the directory from construction to close()."""
+
+    def __init__(self, path: Path, options: ProbeOptions, sink: Callable[[list[tuple]], None],
+                 log: Callable[[str], None] = lambda m: None, stop: threading.Event | None = None):
+        self.probe = Probe(path, options, log)
+        if stop is not None:
+            self.probe.stop_event = stop
+        self.opt, self.sink, self.log = options, sink, log
+        self.ticker = Ticker(options.interval_s, duration_s=options.duration_s, stop=self.probe.stop_event)
+        self.buffer: WriteBehind | None = None
+
+    @property
+    def layout(self):
+        return self.probe.layout
+
+    @property
+    def seed(self) -> int:
+        return self.probe.seed
+
+    @property
+    def stop_event(self) -> threading.Event:
+        return self.probe.stop_event
+
+    @property
+    def periods(self) -> int:
+        return self.ticker.ticks
+
+    @property
+    def missed_periods(self) -> int:
+        return self.ticker.missed
+
+    @property
+    def samples(self) -> int:
+        """Samples the sink took."""
+        return self.buffer.stored if self.buffer else 0
+
+    @property
+    def dropped_samples(self) -> int:
+        """Samples dropped because the store did not take them and the buffer was full."""
+        return self.buffer.dropped if self.buffer else 0
+
+    def stop(self, *_) -> None:
+        self.probe.stop()
+
+    def run(self, install_signals: bool = True) -> None:
+        """Probe until stopped (or --duration); raises UserError if the last samples could not be stored."""
+        if install_signals:
+            stop_on_signals(self.stop_event)
+        self.buffer = WriteBehind(self.sink, self.opt.flush_s, self.opt.buffer_rows or BUFFER_ROWS, self.log,
+                                  name="probe-flush")
+        try:
+            self.ticker.run(lambda _t: self.buffer.add(self.probe.run_period()))
+        finally:
+            unstored = self.buffer.close(FINAL_FLUSH_S)
+            if unstored:
+                self.log(f"{unstored} samples were not stored: the store did not take them within "
+                         f"{FINAL_FLUSH_S:g} s of the stop ({self.buffer.error}); they are lost")
+        if unstored:
+            raise UserError(f"{unstored} samples lost: the store did not take them within {FINAL_FLUSH_S:g} s "
+                            f"({self.buffer.error})")
+
+    def close(self) -> None:
+        self.probe.close()
+
+
+def _start_archiver(store, stop: threading.Event, log: Callable[[str], None]) -> None:
+    """Move completed days to Parquet once at start and then hourly, off the probing thread."""
+    from ioweather.store.probe_archive import archive_completed_days, enabled
+
+    if not enabled(store):
+        return
+
+    def archive(_t_ns: int) -> None:
+        try:
+            moved = archive_completed_days(store)
+            if moved:
+                log(f"archived {moved} samples of completed days to Parquet")
+        except Exception as e:  # archiving is housekeeping: report it, never stop probing for it
+            log(f"archiving failed: {e}")
+
+    run_in_thread("probe-archive", ARCHIVE_EVERY_S, stop, archive)
+
+
+def _say_on_stderr(line: str) -> None:
+    from ioweather.views.output import stderr
+
+    stderr.print(line, highlight=False)
+
+
+def run_probe(settings, directory: Path, *, interval: float, duration: float | None, target: str | None, block: int,
+              direct: bool, fsync: bool, timeout: float, seed: int | None, quiet: bool,
+              stop_event: threading.Event | None = None, install_signals: bool = True,
+              started: Callable[[], None] | None = None, say: Callable[[str], None] = _say_on_stderr) -> int:
+    """Run the probe into the store; returns the exit code. Shared by `probe run` and `watch`.
+
+    `started()` is called once the probe holds its directory (a second probe of it is refused
+    before that), so that `watch` can refuse before serving anything. `say` prints a log line;
+    with `quiet` only problems are said.
+    """
+    from ioweather.store import open_store
+    from ioweather.store import probe as probe_store
+
+    if target is not None:
+        probe_store.check_target(target)  # at the door: before the probe or the dashboard starts
+    store = open_store(settings)
+    opts = ProbeOptions(interval_s=interval, duration_s=duration, block=block, direct=direct, fsync=fsync,
+                        timeout_s=timeout, seed=seed)
+    warn = lambda m: say(f"probe: {m}")  # noqa: E731
+    log = (lambda m: None) if quiet else warn
+    p = ProbeDaemon(directory, opts, sink=lambda rows: None, log=warn, stop=stop_event)
+    try:
+        if started is not None:
+            started()
+        info = probe_store.RunInfo(
+            target=target or mount_point(directory), directory=str(Path(directory).resolve()), interval_s=interval,
+            block_bytes=block, file_bytes=p.layout.file_bytes, pool_files=p.layout.pool_files,
+            small_bytes=p.layout.small_bytes, direct=direct, fsync=fsync, seed=p.seed, timeout_s=timeout,
+            file_exceeds_memory=p.layout.file_bytes > physical_memory_bytes(), host=socket.gethostname())
+        run_id = probe_store.start_run(store, info)
+
+        def sink(rows):
+            probe_store.insert_samples(store, [(run_id, *r) for r in rows])
+            errors = sum(1 for r in rows if r[4] != "ok")
+            log(f"{info.target}: stored {len(rows)} samples ({errors} not ok), "
+                f"{p.periods} periods, {p.missed_periods} missed")
+
+        p.sink = sink
+        _start_archiver(store, p.stop_event, log)
+        log(f"run {run_id}: probing {directory} as target {info.target!r} every {interval:g} s (seed {p.seed})")
+        p.run(install_signals=install_signals)
+        log(f"run {run_id}: stopped after {p.periods} periods, {p.samples} samples stored")
+        if p.dropped_samples:  # said even with --quiet: these samples are lost
+            warn(f"run {run_id}: {p.dropped_samples} samples dropped while the store did not take them (buffer full)")
+    finally:
+        p.close()
+    return 0
+
+
+class BackgroundProbe:
+    """`watch`'s probe: run_probe in a daemon thread next to the server, sharing its `stop` event.
+
+    A daemon thread: finish() waits for its last flush; if the store does not take it, the
+    process must still end rather than wait on the thread at exit.
+    """
+
+    def __init__(self, settings, directory: Path, stop: threading.Event, **options):
+        self.stop = stop
+        self._started = threading.Event()
+        self._failure: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, args=(settings, directory), kwargs=options,
+                                        name="ioweather-probe", daemon=True)
+
+    def _run(self, settings, directory: Path, **options) -> None:
+        try:
+            run_probe(settings, directory, duration=None, stop_event=self.stop, install_signals=False,
+                      started=self._started.set, **options)
+        except BaseException as e:  # re-raised by the caller's thread, which then stops the server
+            self._failure.append(e)
+        finally:
+            self.stop.set()
+
+    def start(self) -> None:
+        """Start probing; a directory another probe holds (or any refused start) raises here, before
+        anything is served."""
+        self._thread.start()
+        while not self._started.wait(0.1) and self._thread.is_alive():
+            pass
+        if not self._started.is_set():
+            self._thread.join()
+            raise self._as_user_error("the probe did not start")
+
+    def finish(self, wait_s: float, say: Callable[[str], None]) -> None:
+        """Stop and wait at most `wait_s` for the last samples to be stored; UserError if they were not,
+        or if the probe had stopped on an error."""
+        self.stop.set()
+        self._thread.join(timeout=1)
+        if self._thread.is_alive():  # its last flush waits for the store (locked, or slow to answer)
+            say("watch: waiting for the store to take the probe's last samples (Ctrl-C again to abandon them)")
+            self._thread.join(timeout=wait_s)
+        if self._thread.is_alive():
+            raise UserError(f"the probe's last samples were not stored within {wait_s:g} s (the store did not "
+                            "answer); they are lost")
+        if self._failure:
+            raise self._as_user_error("the probe stopped")
+
+    def _as_user_error(self, what: str) -> UserError:
+        e = self._failure[0]
+        return e if isinstance(e, UserError) else UserError(f"{what}: {type(e).__name__}: {e}")
