@@ -7,49 +7,19 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pytest
-
 from conftest import run_cli
+from umami_planted import MIB, T0, S
+from umami_planted import job_row as _job
+from umami_planted import telemetry as _telemetry
+
 from ioweather.config import Settings
 from ioweather.errors import UserError
 from ioweather.services import job_weather, umami
-from ioweather.store import open_store
 from ioweather.store import jobs as jstore
-from ioweather.store import scheduler
+from ioweather.store import open_store, scheduler
 from ioweather.store import telemetry_layout as layout
-
-S = 10**9
-T0 = 1_700_000_000 * S  # 2023-11-14
-MIB = 1 << 20
-
-
-def _job(i: int, start_ns: int, dur_s: int, written: int, perf_mibps: float, jobid: int) -> tuple[dict, pa.Table]:
-    h = f"{i:064x}"
-    row = {"log_hash": h, "path": f"/logs/{i}.darshan", "path_hash": f"{i:064x}", "size_bytes": 1, "mtime_ns": 1,
-           "jobid": jobid, "uid": 1, "exe": "/apps/ior -w", "nprocs": 16, "nnodes": 2, "start_ns": start_ns,
-           "end_ns": start_ns + dur_s * S, "bytes_read": 0, "bytes_written": written, "posix_bytes_read": 0,
-           "posix_bytes_written": written, "agg_perf_by_slowest_mibps": perf_mibps}
-    files = pa.table({"log_hash": [h], "record_id": pa.array([i], pa.uint64()), "module": ["POSIX"], "reads": [0],
-                      "writes": [written // MIB], "opens": [16], "bytes_read": [0], "bytes_written": [written],
-                      "mount": ["/scratch"]})
-    return row, files
-
-
-def _telemetry(start_ns: int, end_ns: int, job_per_target: int, other_per_target: int, targets=4) -> pd.DataFrame:
-    """5 s samples on `targets` OSTs: the job's bytes spread evenly in its window + a competitor's everywhere."""
-    t = np.arange(start_ns - 60 * S, end_ns + 60 * S, 5 * S)
-    rows = []
-    for k in range(targets):
-        inside = (t >= start_ns) & (t < end_ns)
-        v = np.where(inside, job_per_target, 0) + other_per_target
-        rows.append(pd.DataFrame({"time_ns": t, "target": f"fs-OST{k:04x}", "metric": "write_bytes",
-                                  "value": v.astype(float), "interval_s": 5.0}))
-        rows.append(pd.DataFrame({"time_ns": t, "target": f"fs-OST{k:04x}", "metric": "read_bytes",
-                                  "value": 0.0, "interval_s": 5.0}))
-    return pd.concat(rows, ignore_index=True)
 
 
 @pytest.fixture
@@ -168,3 +138,12 @@ def test_motif_with_one_job(home):
     doc = umami.umami(store, "5")
     assert doc["verdict"] == "not enough history (0 similar jobs; need 10)"
     assert doc["weather"]["coverage_factor_bw"] == pytest.approx(48 * MIB / (4 * MIB * 12))
+
+
+def test_job_osts_from_the_stored_lustre_layout():
+    """The per-file table stores each file's OSTs as "0,3,7" (stats/job.py): a job page crashed on
+    int(',') before the string was split."""
+    files = pd.DataFrame({"module": ["POSIX", "POSIX", "STDIO"], "reads": [0, 0, 0], "writes": [1, 1, 1],
+                          "opens": [1, 1, 1], "ost_ids": ["0,3,7", "12", "99"], "mount": ["/s", "/s", "/s"]})
+    row = {"log_hash": "ab" * 32, "exe": "/a/b", "nnodes": 1, "start_ns": 0, "end_ns": 1}
+    assert job_weather._job_from_darshan(row, files)["osts"] == [0, 3, 7, 12]

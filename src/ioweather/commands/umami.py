@@ -6,26 +6,8 @@ import click
 
 from ioweather.commands.common import json_option
 from ioweather.commands.imports import import_group
-
-
-def _num(v) -> str:
-    """Numbers for the tables: thousands separators or 3 decimals, never an exponent."""
-    if v is None:
-        return "-"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    a = abs(v)
-    if a >= 1000:
-        return f"{v:,.0f}"
-    if a >= 1 or a == 0:
-        return f"{v:.2f}"
-    return f"{v:.3f}" if a >= 0.001 else "< 0.001" if v > 0 else "> -0.001"
-
-
-def _p(v) -> str:
-    if v is None:
-        return "-"
-    return "< 0.0001" if v < 1e-4 else f"{v:.4f}"
+from ioweather.views.umami_report import number_text as _num
+from ioweather.views.umami_report import p_text as _p
 
 
 def register(cli: click.Group) -> None:

@@ -46,7 +46,9 @@ def _job_from_darshan(row: dict, files: pd.DataFrame | None) -> dict:
     if posix is not None and "ost_ids" in posix.columns:
         ids = set()
         for v in posix["ost_ids"].dropna():
-            ids.update(int(x) for x in (v if hasattr(v, "__iter__") else [v]))
+            # the per-file table stores "0,3,7" (stats/job.py); a string is iterable, so never iterate it
+            parts = str(v).split(",") if isinstance(v, str | int | np.integer) else v
+            ids.update(int(x) for x in parts if str(x).strip())
         osts = sorted(ids) or None
     br = row.get("posix_bytes_read") if row.get("posix_bytes_read") is not None else row.get("bytes_read")
     bw = row.get("posix_bytes_written") if row.get("posix_bytes_written") is not None else row.get("bytes_written")
@@ -354,7 +356,8 @@ def weather_frame(store, fs: str | None = None, motif: str | None = None) -> pd.
     df = _with_fraction_of_peak(wstore.all_rows(store, fs))
     if not df.empty and motif:
         df = df[df["motif"] == motif]
-    return df.drop(columns=[c for c in ("notes", "probe_slowdown_by_op", "fullest_ost", "cf_variant", "no_data")
+    return df.drop(columns=[c for c in ("notes", "probe_slowdown_by_op", "fullest_ost", "cf_variant", "no_data",
+                                        "verdict")
                             if c in df.columns]) if not df.empty else df
 
 
@@ -388,12 +391,43 @@ def umami_among(store, job: dict, name: str, peers: list[dict], source: str) -> 
         values = {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in mine.iloc[0].to_dict().items()}
     history = df[(df["job_key"] != job["key"]) & (df["start_ns"] < job["start_ns"])]
     metrics = list(UMAMI_ROWS)
-    weather = {k: v for k, v in values.items() if k not in ("job_key", "fs", "motif")}
+    # the verdict kept for the Jobs list is an answer, not weather
+    weather = {k: v for k, v in values.items() if k not in ("job_key", "fs", "motif", "verdict")}
     out = climate({"id": job["id"], "motif": key, "start_ns": job["start_ns"], "values": values}, history, metrics,
                   "fraction_of_peak")
     out["source"] = source
     out["fs"] = name
     if weather.get("no_data"):
-        out["verdict"] = f"no data: no telemetry for {name} in the job's window"
+        out["verdict"] = _no_data_verdict(name)
     out["weather"] = weather
+    if not mine.empty:
+        _keep_verdict(store, job["key"], name, out["verdict"])
+    return out
+
+
+def _no_data_verdict(fs: str) -> str:
+    return f"no data: no telemetry for {fs} in the job's window"
+
+
+def _keep_verdict(store, job_key: str, fs: str, verdict: str) -> None:
+    """Store the verdict with the job's weather for the Jobs list (which must not compute it). A
+    recomputed weather replaces the row and so drops a verdict its new telemetry may have changed."""
+    from ioweather.store import job_weather as wstore
+
+    row = wstore.get(store, job_key, fs)
+    if row is not None and row["doc"].get("verdict") != verdict:
+        wstore.put_many(store, [{**row, "doc": {**row["doc"], "verdict": verdict}}])
+
+
+def stored_verdicts(store, log_hashes: list[str]) -> dict[str, str]:
+    """{log hash: weather verdict} of the Darshan jobs among `log_hashes` with a stored one: the verdict
+    kept when their UMAMI was last computed, or "no data" when their window had no telemetry. Reads
+    the store only, by key: the Jobs list never computes a weather."""
+    from ioweather.store import job_weather as wstore
+
+    out: dict[str, str] = {}
+    for r in wstore.of_jobs(store, [f"darshan:{h}" for h in log_hashes]):
+        v = r["doc"].get("verdict") or (_no_data_verdict(r["fs"]) if r["doc"].get("no_data") else None)
+        if v is not None:
+            out.setdefault(r["job_key"][len("darshan:"):], v)
     return out

@@ -262,3 +262,21 @@ def write_html(doc: dict, out: str) -> None:
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)
         raise from_os_error(out, e, "write") from None
+
+
+# ----------------------------------------------------------------------------- dashboard
+
+def job_panel(store, job_id: str) -> dict:
+    """The job page's climate-vs-weather panel: the weather verdict with its numbers and the figure data
+    (views.umami_report.figure_data), or {"available": False, "reason"} when the job has no weather."""
+    from ioweather.services import job_weather
+    from ioweather.views.umami_report import figure_data
+
+    try:
+        doc = job_weather.umami_for_job(store, job_id)
+    except UserError as e:
+        return {"available": False, "reason": str(e)}
+    if doc is None:
+        return {"available": False, "reason": f"no job {job_id!r} in the store"}
+    return {"available": True, **figure_data(doc)}
+

@@ -52,6 +52,17 @@ def all_rows(store: Store, fs: str | None = None) -> list[dict]:
         return [_decode(r) for r in conn.execute(q).mappings()]
 
 
+def of_jobs(store: Store, job_keys: list[str]) -> list[dict]:
+    """The stored rows of these jobs (every file system), read by key: a page of a list, not the table."""
+    store.require(COMPONENT)
+    out = []
+    with store.connect() as conn:
+        for i in range(0, len(job_keys), 500):  # below every database's limit of bound parameters
+            q = sa.select(job_weather).where(job_weather.c.job_key.in_(job_keys[i:i + 500]))
+            out += [_decode(r) for r in conn.execute(q).mappings()]
+    return out
+
+
 def _decode(row) -> dict:
     out = dict(row)
     out["doc"] = json.loads(out["doc"])

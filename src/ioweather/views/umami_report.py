@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from jinja2 import Environment
 
+from ioweather.stats.umami import QUARTILE_WORDS
 from ioweather.units import format_bytes
 
 COLOURS = {"red": "#d62728", "orange": "#ff7f0e", "green": "#2ca02c", "blue": "#1f77b4", "grey": "#7f7f7f"}
@@ -45,19 +46,46 @@ D.metrics.forEach((m, i) => {
 """
 
 
-def _text(v) -> str:
+def number_text(v) -> str:
+    """A number for people: thousands separators or 2-3 decimals, never an exponent; '-' for None."""
     if v is None:
-        return "no data"
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
     a = abs(v)
-    return f"{v:,.0f}" if a >= 1000 else f"{v:.2f}" if a >= 1 or a == 0 else f"{v:.3f}"
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 1 or a == 0:
+        return f"{v:.2f}"
+    return f"{v:.3f}" if a >= 0.001 else "< 0.001" if v > 0 else "> -0.001"
+
+
+def p_text(p) -> str:
+    """A p-value without an exponent (p of 10^-300 happen on a year of jobs)."""
+    if p is None:
+        return "-"
+    return "< 0.0001" if p < 1e-4 else f"{p:.4f}"
+
+
+def figure_data(doc: dict) -> dict:
+    """What a climate-vs-weather figure draws and its table shows, per metric, from the UMAMI document
+    `doc` (services.umami.umami): the report below and the dashboard's job panel draw the same."""
+    metrics = [{k: m.get(k) for k in ("metric", "label", "value", "quartile", "colour", "bigger_is_better", "r",
+                                      "p", "n", "strength", "unusual", "box", "history")}
+               | {"hex": COLOURS.get(m.get("colour") or "grey"), "value_text": "no data" if m.get("value") is None else number_text(m["value"]),
+                  "r_text": "-" if m.get("r") is None else f"{m['r']:.2f}", "p_text": p_text(m.get("p")),
+                  "quartile_text": QUARTILE_WORDS.get(m.get("quartile"), "unranked")}
+               for m in doc["metrics"]]
+    perf = (doc.get("weather") or {}).get("performance_bps")
+    return {"job": doc["job"], "motif": doc["motif"], "fs": doc.get("fs"), "history_jobs": doc["history_jobs"],
+            "verdict": doc["verdict"], "culprits": doc.get("culprits", []), "source": doc.get("source"),
+            "performance_text": f"{format_bytes(perf)}/s" if perf else None, "metrics": metrics}
 
 
 def render(doc: dict, plotly_js: str | None = None) -> str:
     """The page for the UMAMI document `doc` (services.umami.umami); `plotly_js` inlined when given."""
-    metrics = [{**m, "hex": COLOURS.get(m.get("colour") or "grey"), "value_text": _text(m.get("value"))}
-               for m in doc["metrics"]]
-    data = {"metrics": [{k: m[k] for k in ("metric", "value", "hex", "box", "history")} for m in metrics]}
-    perf = (doc.get("weather") or {}).get("performance_bps")
+    fig = figure_data(doc)
+    data = {"metrics": [{k: m[k] for k in ("metric", "value", "hex", "box", "history")} for m in fig["metrics"]]}
     env = Environment(autoescape=True)
-    return env.from_string(_TEMPLATE).render(doc={**doc, "metrics": metrics}, data=data, plotly_js=plotly_js,
-                                             performance=f"{format_bytes(perf)}/s" if perf else None)
+    return env.from_string(_TEMPLATE).render(doc={**doc, "metrics": fig["metrics"]}, data=data, plotly_js=plotly_js,
+                                             performance=fig["performance_text"])

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ioweather.services.darshan import with_unit_keys
+from ioweather.services.job_weather import stored_verdicts
 from ioweather.stats.archive import assign_projects, node_counts, summary
 from ioweather.stats.findings import highest_level, severity
 from ioweather.store import jobs as jobs_store
@@ -62,7 +64,8 @@ def _view(ctx: WebContext) -> dict:
         plotted = lf.sort_values(["moved_bytes", "log_hash"], ascending=[False, True], kind="stable").head(MAX_PLOTTED)
         return {
             "lf": lf, "orders": {},
-            "summary": {"jobs": rep.pop("jobs"), "failed_logs": len(failed), **rep},
+            # with the unit-rule keys beside the old ones, as `jobs summary --json`
+            "summary": with_unit_keys({"jobs": rep.pop("jobs"), "failed_logs": len(failed), **rep}),
             "levels": {lv: int((lf["level"] == lv).sum()) for lv in ("HIGH", "WARN")}
             | {"none": int(lf["level"].isna().sum())},
             # 16 hex digits name a job for the job page; the whole hash would triple the plot's bytes
@@ -102,10 +105,11 @@ def jobs_data(ctx: WebContext, params) -> dict:
     view = _view(ctx)
     lf = view["lf"]
     page = lf.iloc[_order(view, sort, order)[offset:offset + limit]]
+    weather = stored_verdicts(ctx.store, page["log_hash"].tolist())  # stored, never computed here
     return {
         "summary": view["summary"], "levels": view["levels"],
         "list": {"sort": sort, "order": order, "limit": limit, "offset": offset, "total": int(len(lf)),
-                 "rows": [_row(r) for r in page.itertuples()]},
+                 "rows": [{**_row(r), "weather_verdict": weather.get(r.log_hash)} for r in page.itertuples()]},
         "plot": view["plot"], "projects_shown": PROJECTS_SHOWN, "failed": view["failed"],
     }
 

@@ -78,6 +78,7 @@
                 marker: {color: k[2]}, hovertemplate: k[1] + " %{x:,.3f} s<extra></extra>"};
       }), layout("seconds (all ranks)"), lib.CONFIG));
     }
+    if (window.ioweatherUmami) { jobs = jobs.concat(window.ioweatherUmami.draw(data.umami, lib)); }  // static/umami.js
     return jobs;
   };
 })();
