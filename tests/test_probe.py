@@ -17,6 +17,7 @@ from ioweather.errors import UserError
 from ioweather.services.probe import ProbeDaemon
 from ioweather.sources.probe import DATA_NAME, POOL_NAME, ProbeOptions, init_probe_dir, mount_point
 from ioweather.store.probe import OPS
+from probe_hang import hang_md_read
 from unprivileged import as_nobody, world_readable_tmp
 
 MiB = 1 << 20
@@ -31,10 +32,13 @@ def _plant_in_pool(d: Path, make) -> Path:
     return path
 
 
-def _pool_with_a_fifo(d: Path) -> tuple[Path, Path]:
-    """(a probe directory whose next md_read opens a FIFO, the FIFO): open(2) blocks for real, like a stuck mount."""
+def _probe_dir_and_fifo(d: Path) -> tuple[Path, Path]:
+    """(a probe directory, a FIFO beside it) for probe_hang.py: md_read blocks for real in open(2) of the
+    FIFO, like a stuck mount, until someone opens its other end."""
     init_probe_dir(d, MiB, 3, block=64 * 1024)
-    return d, _plant_in_pool(d, lambda path: os.mkfifo(path, 0o600))
+    fifo = d.parent / "stuck"
+    os.mkfifo(fifo, 0o600)
+    return d, fifo
 
 
 def _probe(path, sink, **kw):
@@ -228,10 +232,10 @@ def test_disk_full_during_run_gives_error_samples_and_keeps_going(tmpfs):
 
 
 def test_hung_operation_times_out_and_blocks_further_ops(tmp_path):
-    """A FIFO in the pool makes open(2) block for real, like a stuck mount."""
-    d, fifo = _pool_with_a_fifo(tmp_path / "p")
+    d, fifo = _probe_dir_and_fifo(tmp_path / "p")
     rows = []
     p = _probe(d, rows, timeout_s=0.3, duration_s=60)
+    hang_md_read(p, fifo)
     t = threading.Thread(target=p.run, kwargs={"install_signals": False})
     t.start()
     time.sleep(1.5)
@@ -260,10 +264,12 @@ def _count(db: Path) -> int:
         con.close()
 
 
-def _start_daemon(d: Path, home: Path, *extra):
+def _start_daemon(d: Path, home: Path, *extra, hang_on: Path | None = None):
     env = dict(os.environ, IOWEATHER_HOME=str(home))
-    return subprocess.Popen([sys.executable, "-m", "ioweather", "probe", "run", str(d), "--interval", "0.1",
-                             "--block", "64k", "-q", *extra], env=env, stderr=subprocess.PIPE, text=True)
+    cmd = [sys.executable, str(Path(__file__).with_name("probe_hang.py")), str(hang_on)] if hang_on else \
+        [sys.executable, "-m", "ioweather"]
+    return subprocess.Popen([*cmd, "probe", "run", str(d), "--interval", "0.1", "--block", "64k", "-q", *extra],
+                            env=env, stderr=subprocess.PIPE, text=True)
 
 
 def _wait_for(pred, timeout=30):
@@ -276,8 +282,8 @@ def _wait_for(pred, timeout=30):
 
 
 def test_sigterm_during_hung_op_exits_cleanly_and_flushes(tmp_path, home):
-    d, _ = _pool_with_a_fifo(tmp_path / "p")
-    proc = _start_daemon(d, home, "--timeout", "60s")
+    d, fifo = _probe_dir_and_fifo(tmp_path / "p")
+    proc = _start_daemon(d, home, "--timeout", "60s", hang_on=fifo)
     time.sleep(2.5)  # the first period hangs in md_read; the timeout is far away
     t0 = time.monotonic()
     proc.send_signal(signal.SIGTERM)

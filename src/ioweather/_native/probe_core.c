@@ -144,7 +144,10 @@ static PyObject *timed_stat(PyObject *self, PyObject *args)
     return result_tuple(start, t1 - t0, rc == 0 ? (Py_ssize_t)st.st_size : 0, err);
 }
 
-/* timed_read_small(dirfd, name, buffer) -> open(O_RDONLY|O_NOFOLLOW) + read + close. */
+/* timed_read_small(dirfd, name, buffer) -> open(O_RDONLY|O_NOFOLLOW|O_NONBLOCK) + fstat + read + close.
+ * O_NONBLOCK and the type check on the opened descriptor: a FIFO planted in the pool would block
+ * open(2) until a writer comes, and a device would read without end; anything but a regular file
+ * fails with EINVAL, untouched. */
 static PyObject *timed_read_small(PyObject *self, PyObject *args)
 {
     int dirfd;
@@ -159,11 +162,18 @@ static PyObject *timed_read_small(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     start = clock_ns(CLOCK_REALTIME);
     t0 = clock_ns(CLOCK_MONOTONIC);
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd >= 0) {
-        n = read(fd, buf.buf, (size_t)buf.len);
-        if (n < 0)
+        struct stat st;
+        if (fstat(fd, &st) != 0) {
             err = errno;
+        } else if (!S_ISREG(st.st_mode)) {
+            err = EINVAL;
+        } else {
+            n = read(fd, buf.buf, (size_t)buf.len);
+            if (n < 0)
+                err = errno;
+        }
         close(fd);
     } else {
         err = errno;
