@@ -41,6 +41,7 @@ import numpy as np
 
 from ioweather._native import load
 from ioweather.errors import UserError, from_os_error, os_error_reason
+from ioweather.files import kind_of
 from ioweather.sources.mounts import mount_of
 
 SMALL_FILE_BYTES = 3901  # the paper's metadata probe file size
@@ -62,15 +63,8 @@ class ProbeLayout:
     created_ns: int = 0
 
 
-def open_dir(path: Path, *, create: bool) -> int:
+def open_dir(path: Path) -> int:
     """A descriptor for the probe directory; refuses symlinks and other users' directories."""
-    if create:
-        try:
-            os.mkdir(path, 0o700)
-        except FileExistsError:
-            pass
-        except OSError as e:
-            raise from_os_error(path, e, "create probe directory") from None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -161,72 +155,176 @@ def init_probe_dir(path: Path, file_bytes: int, pool_files: int, *, block: int =
                    on_progress: Callable[[int, int], None] | None = None) -> ProbeLayout:
     """Create DIR with its data file and pool. Idempotent when the layout already matches.
 
-    Checks free space first and removes a partial data file if the disk fills anyway.
+    Resumable: an init stopped by Ctrl-C or kill -9 left a partial data file, which a re-run
+    completes (probe.json, written last and atomically, says the directory is whole). An init
+    that fails (a full disk) removes what it made, the directory too when it created it.
     """
     if file_bytes < block:
         raise UserError(f"--file-size ({file_bytes} B) must be at least one block ({block} B)")
     if pool_files < 1:
         raise UserError("--pool must be at least 1")
-    dirfd = open_dir(path, create=True)
+    created_dir = _make_probe_dir(path)
     try:
+        dirfd = open_dir(path)
         try:
-            existing = read_layout(dirfd, path)
-        except UserError:
-            existing = None
-        if existing is not None:
-            if (existing.file_bytes, existing.pool_files) != (file_bytes, pool_files):
-                raise UserError(f"{path} is already a probe directory with a {existing.file_bytes} B file and "
-                                f"{existing.pool_files} pool files; use another directory or remove it")
-            return existing
-        need = file_bytes + pool_files * 4096 + 4096
-        sv = os.fstatvfs(dirfd)
-        free = sv.f_bavail * sv.f_frsize
-        if free < need:
-            raise UserError(f"not enough space in {path}: need {need} B, {free} B free")
-        _create_data_file(dirfd, path, file_bytes, on_progress)
+            return _init_in(dirfd, path, file_bytes, pool_files, on_progress)
+        finally:
+            os.close(dirfd)
+    except BaseException:
+        if created_dir:  # a refusal or a failure leaves no empty directory behind (rmdir: only if empty)
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+        raise
+
+
+def _make_probe_dir(path: Path) -> bool:
+    """mkdir DIR (0700); whether this call created it."""
+    try:
+        os.mkdir(path, 0o700)
+        return True
+    except FileExistsError:
+        return False
+    except OSError as e:
+        raise from_os_error(path, e, "create probe directory") from None
+
+
+def _init_in(dirfd: int, path: Path, file_bytes: int, pool_files: int, on_progress) -> ProbeLayout:
+    try:
+        existing = read_layout(dirfd, path)
+    except UserError:
+        existing = None
+    if existing is not None:
+        if (existing.file_bytes, existing.pool_files) != (file_bytes, pool_files):
+            raise UserError(f"{path} is already a probe directory with a {existing.file_bytes} B file and "
+                            f"{existing.pool_files} pool files; use another directory or remove it")
+        return existing
+    need = file_bytes - _partial_data_bytes(dirfd) + pool_files * 4096 + 4096
+    sv = os.fstatvfs(dirfd)
+    free = sv.f_bavail * sv.f_frsize
+    if free < need:
+        raise UserError(f"not enough space in {path}: need {need} B, {free} B free")
+    _create_data_file(dirfd, path, file_bytes, on_progress)  # removes its partial file if a write fails
+    try:
         pool_fd = _make_pool_dir(dirfd, path)
         try:
+            _clear_pool(pool_fd)  # files of an interrupted init: made again, whole
             payload = os.urandom(SMALL_FILE_BYTES)
             for seq in range(pool_files):
                 _create_small(pool_fd, seq, payload, path)
         finally:
             os.close(pool_fd)
         layout = ProbeLayout(file_bytes, pool_files, SMALL_FILE_BYTES, os.geteuid(), time.time_ns())
-        try:
-            fd = _open_at(dirfd, META_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-            with os.fdopen(fd, "w") as f:
-                json.dump(layout.__dict__, f)
-        except OSError as e:
-            raise from_os_error(path / META_NAME, e, "write") from None
-        return layout
-    finally:
-        os.close(dirfd)
+        _write_layout(dirfd, path, layout)
+    except Exception:
+        _remove_init_files(dirfd)
+        raise
+    return layout
+
+
+def _partial_data_bytes(dirfd: int) -> int:
+    """Bytes of a data file an interrupted init left (0 if none, or if it is not a regular file)."""
+    try:
+        st = os.stat(DATA_NAME, dir_fd=dirfd, follow_symlinks=False)
+    except OSError:
+        return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0
+
+
+#: Fresh random bytes per chunk written by init: a repeated pattern is what deduplicating file systems store once.
+INIT_CHUNK = 8 << 20
 
 
 def _create_data_file(dirfd: int, path: Path, size: int, on_progress) -> None:
+    """Write DATA_NAME to `size` bytes of random content, from where an interrupted init stopped."""
     try:
-        fd = _open_at(dirfd, DATA_NAME, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-    except FileExistsError:
-        raise UserError(f"{path / DATA_NAME} already exists but {META_NAME} does not; remove it or use another directory") from None
+        # O_NONBLOCK: a FIFO planted under the name must not block the open; refused below.
+        fd = _open_at(dirfd, DATA_NAME, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK)
     except OSError as e:
+        if e.errno == errno_mod.ELOOP:
+            raise UserError(f"{path / DATA_NAME} already exists and is a symlink, which ioweather never follows; "
+                            "remove it or use another directory") from None
         raise from_os_error(path / DATA_NAME, e, "create") from None
-    # Random (incompressible) content: zeros would be stored sparse, compressed or deduplicated
-    # by some file systems and make reads unrealistically fast.
-    chunk = np.random.default_rng().integers(0, 256, 8 << 20, dtype=np.uint8).tobytes()
     written = 0
     try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UserError(f"{path / DATA_NAME} already exists and is {kind_of(st.st_mode)}; remove it or use "
+                            "another directory")
+        if st.st_size > size:
+            raise UserError(f"{path / DATA_NAME} already exists and is larger ({st.st_size} B) than --file-size; "
+                            "remove it or use another directory")
+        os.set_blocking(fd, True)
+        written = os.lseek(fd, st.st_size, os.SEEK_SET)
+        # Random (incompressible) content: zeros would be stored sparse, compressed or deduplicated
+        # by some file systems and make reads unrealistically fast.
+        rng = np.random.default_rng()
         while written < size:
-            n = os.write(fd, chunk[: min(len(chunk), size - written)])
-            written += n
             if on_progress:
                 on_progress(written, size)
+            written += os.write(fd, rng.bytes(min(INIT_CHUNK, size - written)))
+        if on_progress:
+            on_progress(written, size)
         os.fsync(fd)
     except OSError as e:
         os.close(fd)
         os.unlink(DATA_NAME, dir_fd=dirfd)
         raise from_os_error(path / DATA_NAME, e, "write",
                             hint=f"removed the partial file ({written} of {size} B written)") from None
+    except BaseException:
+        os.close(fd)
+        raise
     os.close(fd)
+
+
+def _write_layout(dirfd: int, path: Path, layout: ProbeLayout) -> None:
+    """probe.json whole or not at all: written beside and renamed, as the last step of init."""
+    tmp = f".{META_NAME}.tmp"
+    try:
+        fd = _open_at(dirfd, tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        with os.fdopen(fd, "w") as f:
+            json.dump(layout.__dict__, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, META_NAME, src_dir_fd=dirfd, dst_dir_fd=dirfd)
+    except OSError as e:
+        _unlink_quietly(dirfd, tmp)
+        raise from_os_error(path / META_NAME, e, "write") from None
+
+
+def _unlink_quietly(dirfd: int, name: str) -> None:
+    try:
+        os.unlink(name, dir_fd=dirfd)
+    except OSError:  # already gone, or nothing we can do about it on a failing disk
+        pass
+
+
+def _is_pool_name(name: str) -> bool:
+    return name.startswith("f") and name[1:].isdigit() and name == _pool_name(int(name[1:]))
+
+
+def _clear_pool(pool_fd: int) -> None:
+    for name in os.listdir(pool_fd):
+        if _is_pool_name(name):
+            _unlink_quietly(pool_fd, name)
+
+
+def _remove_init_files(dirfd: int) -> None:
+    """Undo a failed init: the data file, the pool files and the pool directory."""
+    _unlink_quietly(dirfd, DATA_NAME)
+    try:
+        pool_fd = os.open(POOL_NAME, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dirfd)
+    except OSError:
+        return
+    try:
+        _clear_pool(pool_fd)
+    finally:
+        os.close(pool_fd)
+    try:
+        os.rmdir(POOL_NAME, dir_fd=dirfd)
+    except OSError:
+        pass
 
 
 def _make_pool_dir(dirfd: int, path: Path) -> int:
@@ -247,14 +345,22 @@ def _pool_name(seq: int) -> str:
 
 
 def _create_small(pool_fd: int, seq: int, payload: bytes, path: Path) -> None:
+    """Create one pool file; a create that fails half-way (a full disk: the name made, the bytes not
+    written) removes what it made, which would otherwise read short for good."""
+    name = _pool_name(seq)
     try:
-        fd = _open_at(pool_fd, _pool_name(seq), os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+        fd = _open_at(pool_fd, name, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    except OSError as e:
+        raise from_os_error(path / POOL_NAME / name, e, "create") from None
+    try:
         try:
-            os.write(fd, payload)
+            if os.write(fd, payload) != len(payload):
+                raise OSError(errno_mod.ENOSPC, os.strerror(errno_mod.ENOSPC))
         finally:
             os.close(fd)
     except OSError as e:
-        raise from_os_error(path / POOL_NAME / _pool_name(seq), e, "create") from None
+        _unlink_quietly(pool_fd, name)
+        raise from_os_error(path / POOL_NAME / name, e, "create") from None
 
 
 # --------------------------------------------------------------------------- running
@@ -330,8 +436,7 @@ class Probe:
         except BaseException:
             self.close()  # a refused start must not keep the directory locked
             raise
-        self.pool = deque(sorted(int(n[1:]) for n in os.listdir(self.pool_fd) if n.startswith("f") and n[1:].isdigit()))
-        self.next_seq = (self.pool[-1] + 1) if self.pool else 0
+        self.pool, self.next_seq = self._read_pool()
         self.seed = options.seed if options.seed is not None else int.from_bytes(os.urandom(4), "little")
         self.rng = np.random.default_rng(self.seed)
         # mmap gives page-aligned buffers, which O_DIRECT requires.
@@ -344,7 +449,7 @@ class Probe:
 
     def _open_files(self) -> None:
         options = self.opt
-        self.dirfd = open_dir(self.path, create=False)
+        self.dirfd = open_dir(self.path)
         self.layout = read_layout(self.dirfd, self.path)
         self.lock_fd = lock_probe_dir(self.dirfd, self.path, self.log)
         if self.layout.file_bytes < options.block:
@@ -361,6 +466,33 @@ class Probe:
         if not stat.S_ISREG(st.st_mode) or st.st_size < self.layout.file_bytes:
             raise UserError(f"{self.path / DATA_NAME} is not the probe's data file (size {st.st_size} B); run init again")
         self.pool_fd = _make_pool_dir(self.dirfd, self.path)
+
+    def _read_pool(self) -> tuple[deque, int]:
+        """The pool as the directory holds it, and the next free sequence number.
+
+        What is no pool file goes first: short regular files (creates that a full disk stopped
+        half-way, in this run or an earlier one) would read short for good, as false EIO md_read
+        errors; past --pool, the oldest files go. Anything else planted there (a FIFO, a symlink)
+        stays, to be measured as the error it is and then deleted and replaced like any file.
+        """
+        seqs = sorted(int(n[1:]) for n in os.listdir(self.pool_fd) if _is_pool_name(n))
+        pool, short = deque(), 0
+        for seq in seqs:
+            try:
+                st = os.stat(_pool_name(seq), dir_fd=self.pool_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_size != self.layout.small_bytes:
+                short += 1
+                _unlink_quietly(self.pool_fd, _pool_name(seq))
+            else:
+                pool.append(seq)
+        extra = max(0, len(pool) - self.layout.pool_files)
+        for _ in range(extra):
+            _unlink_quietly(self.pool_fd, _pool_name(pool.popleft()))
+        if short or extra:
+            self.log(f"pool: removed {short} short file(s) left by failed creates and {extra} file(s) past --pool")
+        return pool, (seqs[-1] + 1 if seqs else 0)
 
     # one op ------------------------------------------------------------------
     def _timed(self, op: str, fn, args, expect_bytes: int | None) -> tuple | None:
@@ -399,6 +531,8 @@ class Probe:
                 self.pool.append(seq)
             elif created[5] == errno_mod.EEXIST:
                 self.log(f"pool file {_pool_name(seq)} exists but was not created by this probe; skipping that name")
+            elif created[4] == "error":  # a full disk makes the name but not the bytes: no pool file, remove it
+                _unlink_quietly(self.pool_fd, _pool_name(seq))
         if self.pool:
             oldest = _pool_name(self.pool[0])
             add(self._timed("md_stat", c.timed_stat, (self.pool_fd, oldest), None))
