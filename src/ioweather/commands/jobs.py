@@ -2,42 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
-from ioweather.commands.common import SIZE, json_option
-from ioweather.errors import UserError, from_os_error
+from ioweather.commands.common import SINCE, SIZE, json_option
 from ioweather.views.output import print_json, progress, stderr
 
 
 def _write_html(out: str, text: str, *, quiet: bool) -> None:
     """Write the report; say so on stderr unless `quiet` (--json: stdout is for the JSON only)."""
-    from ioweather.files import write_atomic
+    from ioweather.services.darshan import write_html
 
-    write_atomic(out, text)
+    write_html(out, text)
     if not quiet:
         stderr.print(f"wrote {out}")
-
-
-def job_report(path: str, *, cores_per_node: int | None = None, thresholds_file: str | None = None,
-               dxt: bool = False) -> tuple[dict, object]:
-    """(the JSON report of one log, the log itself)."""
-    from ioweather.sources.darshan_log import read_log
-    from ioweather.sources.thresholds_file import load as thresholds_file_load
-    from ioweather.stats.findings import Thresholds, job_findings, job_verdict
-    from ioweather.stats.job import characterize
-
-    thresholds = thresholds_file_load(thresholds_file) if thresholds_file else Thresholds()
-    log = read_log(path, dxt=dxt, heatmaps=False)
-    rep = characterize(log, cores_per_node=cores_per_node)
-    rep["findings"] = job_findings(log, rep, thresholds)
-    v = job_verdict(rep["findings"], rep, thresholds)
-    # the verdict first: it is what a reader acts on
-    rep = {"verdict": v["text"], "verdict_actions": v["actions"], "verdict_saving_s": v["saving_s"], **rep}
-    if log.warnings:
-        rep["warnings"] = log.warnings
-    return rep, log
 
 
 def register(cli: click.Group) -> None:
@@ -51,24 +28,14 @@ def register(cli: click.Group) -> None:
                   help="TOML or JSON file overriding the findings' thresholds.")
     def job(log, as_json, html_out, cores_per_node, thresholds_file):
         """One job's I/O characterization and findings from its Darshan LOG ("why was my job slow?")."""
+        from ioweather.services.darshan import job_html, job_report, with_unit_keys
+
         rep, dlog = job_report(log, cores_per_node=cores_per_node, thresholds_file=thresholds_file,
                                dxt=bool(html_out))
         if html_out:
-            from ioweather.stats.job import file_table, per_rank_with_shared
-            from ioweather.views.job_report import render_job_html
-
-            ft = file_table(dlog)
-            top = []
-            if len(ft):
-                ft = ft.assign(bytes=ft["bytes_read"] + ft["bytes_written"]).sort_values("bytes", ascending=False)
-                top = [{"name": r.name or f"(record {r.id})", "module": r.module, "sharing": r.sharing,
-                        "bytes": int(r.bytes)} for r in ft.head(20).itertuples()]
-            pr, how = per_rank_with_shared(dlog)
-            _write_html(html_out, render_job_html({**rep, "top_files": top}, pr, dlog.dxt, source=log,
-                                                  per_rank_how=how, damaged=dlog.damaged),
-                        quiet=as_json)
+            _write_html(html_out, job_html(rep, dlog, source=log), quiet=as_json)
         if as_json:
-            print_json(rep)
+            print_json(with_unit_keys(rep))
         elif not html_out:
             from ioweather.views.job_console import print_job
 
@@ -98,7 +65,8 @@ def register(cli: click.Group) -> None:
         read is recorded with its reason and the batch goes on. Safe to re-run after a kill,
         and to run while another ingest into the same store runs (each log is stored once).
         """
-        from ioweather.commands.jobs_ingest import default_workers, ingest as run
+        from ioweather.commands.jobs_ingest import default_workers
+        from ioweather.commands.jobs_ingest import ingest as run
 
         with progress() as bar:
             task = bar.add_task("ingesting Darshan logs", total=None)
@@ -122,13 +90,10 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def failed_cmd(settings, as_json):
         """Logs that could not be read, with the reason."""
-        from ioweather.store import open_store
-        from ioweather.store import jobs as jobs_store
-        from ioweather.units import ns_to_iso
+        from ioweather.services.darshan import failed_logs
         from ioweather.views.output import print_table
 
-        rows = [{"path": r["path"], "reason": r["reason"], "size_bytes": r["size_bytes"],
-                 "failed_at": ns_to_iso(r["failed_ns"])} for r in jobs_store.failed(open_store(settings))]
+        rows = failed_logs(settings)
         if as_json:
             print_json(rows)
         else:
@@ -150,31 +115,16 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def summary(settings, as_json, html_out, min_procs, min_bytes, projects_file, cores_per_node, top):
         """Cross-job views: interfaces and I/O strategy by job size, top consumers, MiB/s/CN per project."""
-        from ioweather.stats.archive import assign_projects, parse_project_map, summary as build
-        from ioweather.store import open_store
-        from ioweather.store import jobs as jobs_store
+        from ioweather.services.darshan import archive_summary, with_unit_keys
 
-        rules = []
-        if projects_file:
-            try:
-                text = Path(projects_file).read_text(encoding="utf-8")
-            except OSError as e:
-                raise from_os_error(projects_file, e, "read projects file") from None
-            try:
-                rules = parse_project_map(text)
-            except ValueError as e:
-                raise UserError(f"projects file {projects_file}: {e}") from None
-        store = open_store(settings)
-        df = jobs_store.load_jobs(store, jobs_store.SUMMARY_COLUMNS)
-        rep = build(df, assign_projects(df, rules), cores_per_node=cores_per_node, min_procs=min_procs,
-                    min_bytes=min_bytes, top=top)
-        rep = {"jobs": rep.pop("jobs"), "failed_logs": jobs_store.count_failed(store), **rep}
+        rep = archive_summary(settings, projects_file=projects_file, cores_per_node=cores_per_node,
+                              min_procs=min_procs, min_bytes=min_bytes, top=top)
         if html_out:
             from ioweather.views.archive_report import render_summary_html
 
             _write_html(html_out, render_summary_html(rep), quiet=as_json)
         if as_json:
-            print_json(rep)
+            print_json(with_unit_keys(rep))
         elif not html_out:
             from ioweather.views.job_console import print_summary
 
@@ -183,3 +133,42 @@ def register(cli: click.Group) -> None:
                              "run 'ioweather jobs ingest PATH' first")
                 return
             print_summary(rep)
+
+    @jobs.command("list")
+    @click.option("--since", type=SINCE, default=None, help="Jobs that started at or after this (a duration ago or a time).")
+    @click.option("--until", type=SINCE, default=None, help="Jobs that started before this (a duration ago or a time).")
+    @click.option("--user", default=None, help="Only jobs whose uid or user name contains this.")
+    @click.option("--exe", default=None, help="Only jobs whose executable contains this.")
+    @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="At most this many jobs.")
+    @json_option
+    @click.pass_obj
+    def list_cmd(settings, since, until, user, exe, limit, as_json):
+        """Stored jobs, latest start first (the Jobs page's list, filtered)."""
+        from ioweather.services.darshan import list_jobs
+        from ioweather.store import open_store
+        from ioweather.units import to_ns
+
+        rows = list_jobs(open_store(settings), since_ns=to_ns(since) if since else None,
+                         until_ns=to_ns(until) if until else None, user=user, exe=exe, limit=limit)
+        if as_json:
+            print_json(rows)
+        else:
+            from ioweather.views.stored_jobs import print_job_list
+
+            print_job_list(rows)
+
+    @jobs.command("show")
+    @click.argument("jobid")
+    @json_option
+    @click.pass_obj
+    def show_cmd(settings, jobid, as_json):
+        """One stored job as the job page shows it: JOBID is the scheduler's job id or the start of the log hash."""
+        from ioweather.services.darshan import show_job
+
+        rep = show_job(settings, jobid)
+        if as_json:
+            print_json(rep)
+        else:
+            from ioweather.views.stored_jobs import print_stored_job
+
+            print_stored_job(rep)

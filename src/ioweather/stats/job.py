@@ -516,7 +516,7 @@ def lustre_summary(ids: np.ndarray, stripe_size: np.ndarray, stripe_count: np.nd
     stripe_count = np.asarray(stripe_count, np.int64)
     return {"files": np.unique(ids).size, "stripe_size_bytes": _mode(np.asarray(stripe_size, np.int64)),
             "stripe_count": _mode(stripe_count), "stripe_counts": sorted(int(x) for x in np.unique(stripe_count)),
-            "osts": int(len({o for s in ost_ids for o in str(s).split(",") if o}))}
+            "osts": len({o for s in ost_ids for o in str(s).split(",") if o})}
 
 
 def _mode(v: np.ndarray) -> int | None:
@@ -636,3 +636,59 @@ def file_table(log) -> pd.DataFrame:
     """`file_columns` as a DataFrame."""
     return pd.DataFrame({k: (pd.Series(v, dtype=object) if v.dtype == object else v)
                          for k, v in file_columns(log).items()})
+
+
+#: The job row (store/jobs.py, one per ingested log) <-> `characterize`'s dict: (stored column, dotted
+#: path in the characterization, kind). kind "" = the same value both ways; "list" = a list stored
+#: comma-joined; "time" = an ISO time stored as unix ns, taken from the log's header at full precision
+#: when the row is built (the ISO text has milliseconds), so it maps one way: row -> characterization.
+#: The only definition of these names: the ingest builds rows with `row_fields`, the job page and
+#: `jobs show` read them back with `characterization_fields`.
+ROW_MAP = (
+    ("jobid", "job.jobid", ""), ("uid", "job.uid", ""), ("exe", "job.exe", ""), ("nprocs", "job.nprocs", ""),
+    ("nnodes", "job.nnodes", ""), ("start_ns", "job.start", "time"), ("end_ns", "job.end", "time"),
+    ("runtime_s", "job.runtime_s", ""), ("log_version", "job.log_version", ""),
+    ("partial_modules", "job.partial_modules", "list"),
+    *((c, f"totals.{c}", "") for c in ("bytes_read", "bytes_written", "files", "read_time_s", "write_time_s",
+                                        "meta_time_s")),
+    ("unique_files", "sharing.unique", ""), ("shared_files", "sharing.shared", ""),
+    ("partially_shared_files", "sharing.partially_shared", ""), ("unique_bytes", "sharing.unique_bytes", ""),
+    ("shared_bytes", "sharing.shared_bytes", ""), ("partially_shared_bytes", "sharing.partially_shared_bytes", ""),
+    ("agg_perf_by_slowest_mibps", "perf.agg_perf_by_slowest_mibps", ""), ("mibps", "perf.mibps", ""),
+    ("io_time_s", "perf.io_time_s", ""), ("io_fraction", "perf.io_fraction_of_runtime", ""),
+    ("seq_fraction", "access.seq_fraction", ""),
+)
+
+
+def _get(d: dict, path: str):
+    for k in path.split("."):
+        if d is None:
+            return None
+        d = d.get(k)
+    return d
+
+
+def row_fields(ch: dict) -> dict:
+    """The job row's columns that come from the characterization `ch` (not the "time" ones)."""
+    out = {}
+    for col, path, kind in ROW_MAP:
+        if kind == "time":
+            continue
+        v = _get(ch, path)
+        out[col] = ",".join(v) if kind == "list" else v
+    return out
+
+
+def characterization_fields(row: dict) -> dict:
+    """The parts of `characterize`'s dict a stored job row holds ({"job": {...}, "totals": {...}, ...}),
+    under the characterization's names; None stays None (a column the row did not store)."""
+    out: dict = {}
+    for col, path, kind in ROW_MAP:
+        v = row.get(col)
+        if kind == "list":
+            v = [c for c in (v or "").split(",") if c]
+        elif kind == "time":
+            v = None if v is None else ns_to_iso(int(v))
+        section, key = path.split(".")
+        out.setdefault(section, {})[key] = v
+    return out

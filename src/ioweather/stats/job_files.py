@@ -57,18 +57,37 @@ def per_mount(files: pd.DataFrame) -> list[dict]:
     return rows
 
 
-def top_files(files: pd.DataFrame, n: int = 20) -> list[dict]:
-    """The `n` (file, module) rows that moved the most bytes."""
-    if not len(files):
+#: Files listed by the job page, `jobs show` and the HTML report of `ioweather job`.
+TOP_FILES = 25
+
+
+def top_files(files, n: int = TOP_FILES) -> list[dict]:
+    """The `n` (file, module) rows that moved the most bytes, ties in table order.
+
+    `files`: the per-file table as a DataFrame read from the archive's Parquet (`record_id`) or as
+    `stats.job.file_columns`' arrays (`id`), so the CLI's report and the dashboard rank one way."""
+    ids = files["record_id"] if "record_id" in files else files["id"]
+    if not len(ids):
         return []
-    moved = files["bytes_read"].to_numpy(np.int64) + files["bytes_written"].to_numpy(np.int64)
-    order = np.argsort(-moved, kind="stable")[:n]
-    out = []
-    for i in order:
-        r = files.iloc[int(i)]
-        out.append({"name": None if pd.isna(r["name"]) else str(r["name"]), "module": str(r["module"]),
-                    "sharing": str(r["sharing"]), "nranks": int(r["nranks"]), "bytes_read": int(r["bytes_read"]),
-                    "bytes_written": int(r["bytes_written"]), "read_time_s": float(r["read_time_s"]),
-                    "write_time_s": float(r["write_time_s"]), "meta_time_s": float(r["meta_time_s"]),
-                    "mount": (str(r["mount"]) or None) if not pd.isna(r["mount"]) else None})
-    return out
+    col = {k: np.asarray(files[k]) for k in ("name", "module", "sharing", "nranks", "bytes_read", "bytes_written",
+                                              "read_time_s", "write_time_s", "meta_time_s", "mount")}
+    ids = np.asarray(ids)
+    moved = col["bytes_read"].astype(np.int64) + col["bytes_written"].astype(np.int64)
+    return [{"name": _text(col["name"][i]), "record_id": int(ids[i]), "module": str(col["module"][i]),
+             "sharing": str(col["sharing"][i]), "nranks": int(col["nranks"][i]),
+             "bytes_read": int(col["bytes_read"][i]), "bytes_written": int(col["bytes_written"][i]),
+             "moved_bytes": int(moved[i]), "read_time_s": float(col["read_time_s"][i]),
+             "write_time_s": float(col["write_time_s"][i]), "meta_time_s": float(col["meta_time_s"][i]),
+             "mount": _text(col["mount"][i])}
+            for i in (int(j) for j in np.argsort(-moved, kind="stable")[:n])]
+
+
+def top_file(files) -> str | None:
+    """The name of the file that moved the most bytes (None when nothing moved): the job row's `top_file`."""
+    top = top_files(files, 1)
+    return top[0]["name"] if top and top[0]["moved_bytes"] > 0 else None
+
+
+def _text(v) -> str | None:
+    """A name or mount as text; None for a missing one (None, NaN from Parquet, or empty)."""
+    return None if v is None or (isinstance(v, float) and np.isnan(v)) or v == "" else str(v)

@@ -406,3 +406,21 @@ def job_row_values(row: dict) -> dict:
             v = None
         out[k] = v
     return out
+
+
+def find_jobs(store: Store, ident: str) -> list[dict]:
+    """Jobs named by `ident`: its scheduler job id (digits), or the start of its log hash (8 or more hex
+    digits), both when it could be either. [{log_hash, jobid, path}], by log_hash."""
+    store.require(COMPONENT)
+    ident = ident.strip().lower()
+    where = []
+    if ident.isdigit() and int(ident) < 2**63:
+        where.append(jobs.c.jobid == int(ident))
+    if len(ident) >= 8 and all(c in "0123456789abcdef" for c in ident):
+        where.append(jobs.c.log_hash.startswith(ident, autoescape=True))
+    if not where:
+        return []
+    with store.connect() as conn:
+        rows = conn.execute(sa.select(jobs.c.log_hash, jobs.c.jobid, jobs.c.path).where(sa.or_(*where))
+                            .order_by(jobs.c.log_hash)).mappings().all()
+    return [dict(r) for r in rows]

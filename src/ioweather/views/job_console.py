@@ -135,12 +135,13 @@ def print_summary(rep: dict) -> None:
                                                       for k in ("unique", "shared", "partially_shared")))
     stdout.print(t)
     for key, title in (("top_projects", "project"), ("top_users", "user"), ("top_executables", "exe_name")):
-        t = Table(title=f"top {title.replace('_name', '')}s by bytes read", header_style="bold")
-        for col in (title, "jobs", "read", "written"):
-            t.add_column(col, justify="left" if col == title else "right")
-        for r in rep[key]["by_bytes_read"]:
-            t.add_row(escape(str(r[title])), str(r["jobs"]), _b(r["bytes_read"]), _b(r["bytes_written"]))
-        stdout.print(t)
+        for by, what in (("by_bytes_read", "read"), ("by_bytes_written", "written")):
+            t = Table(title=f"top {title.replace('_name', '')}s by bytes {what}", header_style="bold")
+            for col in (title, "jobs", "read", "written"):
+                t.add_column(col, justify="left" if col == title else "right")
+            for r in rep[key][by]:
+                t.add_row(escape(str(r[title])), str(r["jobs"]), _b(r["bytes_read"]), _b(r["bytes_written"]))
+            stdout.print(t)
     box = rep["mibps_per_node_by_project"]
     f = rep["filters"]
     t = Table(title=f"MiB/s per compute node, jobs with ≥ {f['min_procs']} processes and ≥ {_b(f['min_bytes'])}",

@@ -69,7 +69,7 @@ def _view(ctx: WebContext) -> dict:
             "levels": {lv: int((lf["level"] == lv).sum()) for lv in ("HIGH", "WARN")}
             | {"none": int(lf["level"].isna().sum())},
             # 16 hex digits name a job for the job page; the whole hash would triple the plot's bytes
-            "plot": {"total": int(len(lf)), "shown": int(len(plotted)), "id": plotted["log_hash"].str[:16].tolist(),
+            "plot": {"total": len(lf), "shown": len(plotted), "id": plotted["log_hash"].str[:16].tolist(),
                      "jobid": [jc.opt_int(v) for v in plotted["jobid"]],
                      "runtime_s": [jc.opt_float(v) for v in plotted["runtime_s"]],
                      "moved_bytes": [int(v) for v in plotted["moved_bytes"]],
@@ -108,7 +108,7 @@ def jobs_data(ctx: WebContext, params) -> dict:
     weather = stored_verdicts(ctx.store, page["log_hash"].tolist())  # stored, never computed here
     return {
         "summary": view["summary"], "levels": view["levels"],
-        "list": {"sort": sort, "order": order, "limit": limit, "offset": offset, "total": int(len(lf)),
+        "list": {"sort": sort, "order": order, "limit": limit, "offset": offset, "total": len(lf),
                  "rows": [{**_row(r), "weather_verdict": weather.get(r.log_hash)} for r in page.itertuples()]},
         "plot": view["plot"], "projects_shown": PROJECTS_SHOWN, "failed": view["failed"],
     }

@@ -1,0 +1,257 @@
+"""Darshan jobs for `ioweather job`, `ioweather jobs ...` and the Jobs pages.
+
+One log: read, characterize, findings and verdict, and its HTML report (`job_report`, `job_html`).
+The archive: the cross-job summary, the failed logs, the stored jobs listed and filtered
+(`list_jobs`), one stored job as the job page shows it (`stored_job`, `show_job`). The ingest
+pipeline is services/darshan_ingest.py.
+"""
+
+from __future__ import annotations
+
+import pwd
+from pathlib import Path
+
+from ioweather.errors import UserError, from_os_error
+from ioweather.stats.job import characterization_fields, mibps_per_node
+from ioweather.stats.job_files import TOP_FILES, per_module, per_mount, top_files
+from ioweather.store import jobs as jobs_store
+from ioweather.units import ns_to_iso
+
+MiB = 1 << 20
+#: Keys renamed to the unit rule (`read_bytes`, `_bps` rates in bytes/s). The old keys stay one release
+#: beside the new ones (docs/darshan.md documents them); new commands print only the new ones.
+BYTE_KEYS = {"bytes_read": "read_bytes", "bytes_written": "write_bytes", "by_bytes_read": "by_read_bytes",
+             "by_bytes_written": "by_write_bytes"}
+RATE_KEYS = {"agg_perf_by_slowest_mibps": "agg_perf_by_slowest_bps", "mibps": "bps", "mibps_per_node": "per_node_bps",
+             "mibps_per_node_mean": "per_node_bps_mean"}
+BOX_KEYS = ("min", "q1", "median", "q3", "max")
+
+
+def _bps(mibps):
+    return None if mibps is None else mibps * MiB
+
+
+def with_unit_keys(obj):
+    """`obj` with each old byte or MiB/s key followed by its unit-rule twin (values in bytes and bytes/s)."""
+    if isinstance(obj, list):
+        return [with_unit_keys(v) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {}
+    for k, v in obj.items():
+        out[k] = with_unit_keys(v)
+        if k in BYTE_KEYS:
+            out[BYTE_KEYS[k]] = out[k]
+        elif k in RATE_KEYS and (v is None or isinstance(v, (int, float))):
+            out[RATE_KEYS[k]] = _bps(v)
+        elif k == "mibps_per_node_by_project":
+            out["per_node_bps_by_project"] = {**v, "projects": [{**p, **{b: _bps(p[b]) for b in BOX_KEYS}}
+                                                                for p in v["projects"]]}
+    return out
+
+
+# -- one log
+
+def job_report(path: str, *, cores_per_node: int | None = None, thresholds_file: str | None = None,
+               dxt: bool = False) -> tuple[dict, object]:
+    """(the JSON report of one log, the log itself)."""
+    from ioweather.sources.darshan_log import read_log
+    from ioweather.sources.thresholds_file import load as thresholds_file_load
+    from ioweather.stats.findings import Thresholds, job_findings, job_verdict
+    from ioweather.stats.job import characterize
+
+    thresholds = thresholds_file_load(thresholds_file) if thresholds_file else Thresholds()
+    log = read_log(path, dxt=dxt, heatmaps=False)
+    rep = characterize(log, cores_per_node=cores_per_node)
+    rep["findings"] = job_findings(log, rep, thresholds)
+    v = job_verdict(rep["findings"], rep, thresholds)
+    # the verdict first: it is what a reader acts on
+    rep = {"verdict": v["text"], "verdict_actions": v["actions"], "verdict_saving_s": v["saving_s"], **rep}
+    if log.warnings:
+        rep["warnings"] = log.warnings
+    return rep, log
+
+
+def log_top_files(log, n: int = TOP_FILES) -> list[dict]:
+    """The files of `log` that moved the most, ranked as the job page ranks the stored table."""
+    from ioweather.stats.job import file_columns
+
+    return top_files(file_columns(log), n)
+
+
+def job_html(rep: dict, log, source: str) -> str:
+    """The self-contained HTML report of `job_report`'s (rep, log) (read with dxt=True for the timeline)."""
+    from ioweather.stats.job import per_rank_with_shared
+    from ioweather.views.job_report import render_job_html
+
+    top = [{"name": f["name"] or f"(record {f['record_id']})", "module": f["module"], "sharing": f["sharing"],
+            "bytes": f["moved_bytes"]} for f in log_top_files(log)]
+    pr, how = per_rank_with_shared(log)
+    return render_job_html({**rep, "top_files": top}, pr, log.dxt, source=source, per_rank_how=how,
+                           damaged=log.damaged)
+
+
+def write_html(out: str, text: str) -> None:
+    from ioweather.files import write_atomic
+
+    write_atomic(out, text)
+
+
+# -- the archive
+
+def archive_summary(settings, *, projects_file: str | None, cores_per_node: int | None, min_procs: int,
+                    min_bytes: int, top: int) -> dict:
+    from ioweather.stats.archive import assign_projects, parse_project_map
+    from ioweather.stats.archive import summary as build
+    from ioweather.store import open_store
+
+    rules = []
+    if projects_file:
+        try:
+            text = Path(projects_file).read_text(encoding="utf-8")
+        except OSError as e:
+            raise from_os_error(projects_file, e, "read projects file") from None
+        try:
+            rules = parse_project_map(text)
+        except ValueError as e:
+            raise UserError(f"projects file {projects_file}: {e}") from None
+    store = open_store(settings)
+    df = jobs_store.load_jobs(store, jobs_store.SUMMARY_COLUMNS)
+    rep = build(df, assign_projects(df, rules), cores_per_node=cores_per_node, min_procs=min_procs,
+                min_bytes=min_bytes, top=top)
+    return {"jobs": rep.pop("jobs"), "failed_logs": jobs_store.count_failed(store), **rep}
+
+
+def failed_logs(settings) -> list[dict]:
+    from ioweather.store import open_store
+
+    return [{"path": r["path"], "reason": r["reason"], "size_bytes": r["size_bytes"],
+             "failed_at": ns_to_iso(r["failed_ns"])} for r in jobs_store.failed(open_store(settings))]
+
+
+def _user_name(uid, cache: dict) -> str | None:
+    if uid not in cache:
+        try:
+            cache[uid] = pwd.getpwuid(int(uid)).pw_name
+        except (KeyError, ValueError, OverflowError, TypeError):  # no such user here (another site's log)
+            cache[uid] = None
+    return cache[uid]
+
+
+LIST_COLUMNS = ["log_hash", "jobid", "uid", "exe", "nprocs", "nnodes", "start_ns", "runtime_s", "bytes_read",
+                "bytes_written", "mibps", "finding_codes", "verdict", "path"]
+
+
+def list_jobs(store, *, since_ns: int | None = None, until_ns: int | None = None, user: str | None = None,
+              exe: str | None = None, limit: int | None = None) -> list[dict]:
+    """Stored jobs, latest start first: started in [since, until), uid or user name containing `user`,
+    executable containing `exe` (substrings, case-sensitive as names are)."""
+    import numpy as np
+    import pandas as pd
+
+    df = jobs_store.load_jobs(store, LIST_COLUMNS)
+    start = pd.to_numeric(df["start_ns"], errors="coerce").to_numpy(np.float64)
+    keep = np.ones(len(df), bool)
+    if since_ns is not None:
+        keep &= start >= since_ns
+    if until_ns is not None:
+        keep &= start < until_ns
+    if exe:
+        keep &= df["exe"].fillna("").astype(str).str.contains(exe, regex=False).to_numpy()
+    names: dict = {}
+    if user:
+        keep &= np.array([uid is not None and not pd.isna(uid) and (user in str(int(uid)) or
+                                                                     user in (_user_name(uid, names) or ""))
+                          for uid in df["uid"]], bool)
+    df = df[keep].assign(_start=start[keep]).sort_values(["_start", "log_hash"], ascending=[False, True],
+                                                         na_position="last", kind="stable")
+    if limit is not None:
+        df = df.head(limit)
+    return [_list_row(r, names) for r in df.to_dict("records")]
+
+
+def _opt(v, kind):
+    import pandas as pd
+
+    return None if v is None or pd.isna(v) else kind(v)
+
+
+def _list_row(r: dict, names: dict) -> dict:
+    from ioweather.stats.findings import highest_level
+
+    codes = [c for c in (r["finding_codes"] or "").split(",") if c]
+    uid = _opt(r["uid"], int)
+    return {"id": r["log_hash"], "jobid": _opt(r["jobid"], int), "uid": uid,
+            "user": None if uid is None else _user_name(uid, names), "exe": r["exe"],
+            "nprocs": _opt(r["nprocs"], int), "nnodes": _opt(r["nnodes"], int),
+            "start": None if _opt(r["start_ns"], int) is None else ns_to_iso(int(r["start_ns"])),
+            "runtime_s": _opt(r["runtime_s"], float), "read_bytes": _opt(r["bytes_read"], int),
+            "write_bytes": _opt(r["bytes_written"], int), "bps": _bps(_opt(r["mibps"], float)),
+            "level": highest_level(codes), "findings": codes,
+            "verdict": r["verdict"] if isinstance(r["verdict"], str) else None, "path": r["path"]}
+
+
+# -- one stored job
+
+def stored_job(store, parquet_dir, id_prefix: str) -> dict | None:
+    """One stored job as the job page shows it (None when no log_hash starts with `id_prefix`):
+    the characterization's fields from its row (`stats.job.ROW_MAP`), its files from the Parquet table."""
+    from ioweather.stats.findings import highest_level
+    from ioweather.stats.job import LUSTRE_FILE_COLUMNS
+    from ioweather.views.job_console import lustre_text
+
+    found = jobs_store.job(store, parquet_dir, id_prefix)
+    if found is None:
+        return None
+    r, files = found
+    ch = characterization_fields(r)
+    codes = [c for c in (r["finding_codes"] or "").split(",") if c]
+    return {
+        "id": r["log_hash"], "path": r["path"], "ingested_at": ns_to_iso(r["ingested_ns"]),
+        "job": {**ch["job"], "modules": [c for c in (r["modules"] or "").split(",") if c]},
+        "totals": ch["totals"],
+        "perf": {**ch["perf"], "mibps_per_node": mibps_per_node(ch["perf"]["mibps"], ch["job"]["nnodes"])},
+        "access": {"common_access_bytes": r["common_access_bytes"], **ch["access"]},
+        "sharing": ch["sharing"],
+        "level": highest_level(codes),
+        "verdict": r.get("verdict"),
+        "findings": _findings(r, codes),
+        "files_stored": files is not None,
+        "interfaces": per_module(files) if files is not None else [],
+        "mounts": [{**m, "lustre_text": lustre_text(m.get("lustre"))} for m in per_mount(files)]
+        if files is not None else [],
+        # Parquet parts written before the layout was stored lack its columns
+        "stripes_stored": files is not None and all(c in files.columns for c in LUSTRE_FILE_COLUMNS),
+        "top_files": top_files(files) if files is not None else [],
+    }
+
+
+def _findings(r: dict, codes: list[str]) -> list[dict]:
+    """HIGH/WARN findings, most expensive first, with cost and message when the row has them
+    (cost_s None: ingested before the store kept costs)."""
+    import json
+
+    from ioweather.stats.findings import describe_codes
+
+    described = describe_codes(codes)
+    if not r.get("findings_json"):
+        return [{**f, "cost_s": None, "cost_share": None, "message": None, "fix": None} for f in described]
+    what = {f["code"]: f["what"] for f in described}
+    stored = json.loads(r["findings_json"])
+    stored.sort(key=lambda f: -(f.get("cost_s") or 0.0))  # stable: the report's order on ties
+    return [{**f, "what": what.get(f["code"], "")} for f in stored]
+
+
+def show_job(settings, ident: str) -> dict:
+    """`jobs show JOBID`: the stored job whose scheduler job id is `ident` or whose log hash starts with it."""
+    from ioweather.store import open_store
+
+    store = open_store(settings)
+    candidates = jobs_store.find_jobs(store, ident)
+    if not candidates:
+        raise UserError(f"no stored job with job id or log hash {ident!r}; 'ioweather jobs list' shows them")
+    if len(candidates) > 1:
+        shown = ", ".join(f"{c['log_hash'][:16]} (job {c['jobid']}, {c['path']})" for c in candidates[:10])
+        more = f" and {len(candidates) - 10} more" if len(candidates) > 10 else ""
+        raise UserError(f"{ident} matches {len(candidates)} jobs: {shown}{more}; give more of a log hash")
+    return with_unit_keys(stored_job(store, settings.parquet_dir, candidates[0]["log_hash"]))
