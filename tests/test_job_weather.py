@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import run_cli
@@ -147,3 +148,37 @@ def test_job_osts_from_the_stored_lustre_layout():
                           "opens": [1, 1, 1], "ost_ids": ["0,3,7", "12", "99"], "mount": ["/s", "/s", "/s"]})
     row = {"log_hash": "ab" * 32, "exe": "/a/b", "nnodes": 1, "start_ns": 0, "end_ns": 1}
     assert job_weather._job_from_darshan(row, files)["osts"] == [0, 3, 7, 12]
+
+
+def test_probe_slowdown_during_the_window(planted):
+    """A probe target 8x slower during the last job's minute: the weather's probe slowdown per op is the
+    window's median duration / the median of the 30 whole days before the job's day, computed here
+    from the samples themselves; one baseline read serves every job of a day."""
+    from web_synthetic import Episode, add_target
+
+    from ioweather.store import probe as probe_store
+
+    _settings, store = planted
+    start = T0 + 12 * 86_400 * S
+    day0 = start // (86_400 * S) * 86_400 * S
+    # no probe yet: unknown, not 1.0
+    assert job_weather.compute(store, job_weather.find_job(store, "1012"), "scratch")["probe_slowdown"] is None
+    add_target(store, "scratch-probe", day0 - 31 * 86_400 * S, day0, period_s=60, seed=1, error_rate=0, timeout_rate=0)
+    add_target(store, "scratch-probe", day0, day0 + 86_400 * S, period_s=5, seed=2, error_rate=0, timeout_rate=0,
+               episodes=[Episode(start, start + 60 * S, 8.0)])
+    w = umami.umami(store, "1012")["weather"]
+
+    def medians(since, until):
+        s = probe_store.read_samples(store, "scratch-probe", since_ns=since, until_ns=until)
+        return {op: np.median(s["duration_ns"][s["op"] == k] / 1e9) for k, op in enumerate(probe_store.OPS)}
+
+    win, base = medians(start, start + 60 * S), medians(day0 - 30 * 86_400 * S, day0)
+    want = {op: win[op] / base[op] for op in probe_store.OPS}
+    assert w["probe_slowdown_by_op"] == pytest.approx(want, rel=1e-12)
+    assert w["probe_slowdown"] == pytest.approx(max(want.values()), rel=1e-12)
+    assert min(want.values()) > 4  # the planted 8x shows through the noise
+    probes = job_weather.ProbeBaselines(store)
+    jobs = [job_weather.find_job(store, "1012")] * 3
+    for j in jobs:
+        job_weather.compute(store, j, "scratch", probes=probes)
+    assert list(probes._expected) == [("scratch-probe", day0 // (86_400 * S))]

@@ -136,8 +136,9 @@ def _on_targets(rows: pd.DataFrame, osts: list[int]) -> pd.DataFrame:
     return rows[ids.isin(want)]
 
 
-def compute(store, job: dict, fs: str, con=None) -> dict:
-    """The weather document of `job` on `fs` (metrics, with None for what is unknown, and notes)."""
+def compute(store, job: dict, fs: str, con=None, probes: ProbeBaselines | None = None) -> dict:
+    """The weather document of `job` on `fs` (metrics, with None for what is unknown, and notes);
+    `probes` shares the probe baselines between the jobs of one call."""
     from ioweather.store import job_telemetry as jt
 
     since = job["start_ns"]
@@ -179,7 +180,7 @@ def compute(store, job: dict, fs: str, con=None) -> dict:
                                                        since, until, 2 * n_targets)
     doc["fullest_ost_pct"], doc["fullest_ost"] = _fullest(store, fs, since, con)
     doc.update(_concurrency(store, job, since, until, notes))
-    doc["probe_slowdown"], doc["probe_slowdown_by_op"] = _probe_slowdown(store, since, until)
+    doc["probe_slowdown"], doc["probe_slowdown_by_op"] = _probe_slowdown(probes or ProbeBaselines(store), since, until)
     doc["notes"] = notes
     return doc
 
@@ -231,24 +232,57 @@ def _concurrency(store, job: dict, since: int, until: int, notes: list) -> dict:
     return out
 
 
-def _probe_slowdown(store, since: int, until: int) -> tuple[float | None, dict | None]:
-    """Median slowdown of each probed op over the window (worst op, and per op); None without probes."""
-    from datetime import datetime, timezone
+#: Probe baseline: the 30 whole UTC days before the day a job started (the `slowdown` command's default length).
+PROBE_BASELINE_DAYS = 30
+_DAY_NS = 86_400 * 10**9
 
-    from ioweather.services.slowdown import compute_slowdown, known_targets
 
-    try:
-        if not known_targets(store, None):
-            return None, None
-        a = datetime.fromtimestamp(since / 1e9, timezone.utc)
-        b = datetime.fromtimestamp(until / 1e9, timezone.utc)
-        rows = compute_slowdown(store, None, max(1.0, (until - since) / 1e9), "median", 30 * 86400.0, a, b)
-    except UserError:
-        return None, None
+class ProbeBaselines:
+    """Each probe target's expected duration per op (the median of its successful samples over the
+    PROBE_BASELINE_DAYS before a UTC day), computed once per (target, day) however many jobs ask.
+
+    Reading a month of samples per job cost ~1 s at 1 Hz (docs/benchmarks.md): the weather of 10,000
+    jobs would read the same months thousands of times. Jobs of one day share a baseline; a job
+    then reads only its window's samples."""
+
+    def __init__(self, store):
+        from ioweather.services.slowdown import known_targets
+
+        self.store = store
+        try:
+            self.targets = known_targets(store, None)
+        except UserError:  # no probe in this store
+            self.targets = []
+        self._expected: dict[tuple[str, int], np.ndarray] = {}
+
+    def expected(self, target: str, day: int) -> np.ndarray:
+        from ioweather.stats.probe import baseline_medians
+        from ioweather.store import probe as probe_store
+
+        key = (target, day)
+        if key not in self._expected:
+            s = probe_store.read_samples(self.store, target, since_ns=(day - PROBE_BASELINE_DAYS) * _DAY_NS,
+                                         until_ns=day * _DAY_NS)
+            self._expected[key] = baseline_medians(s["op"], s["duration_ns"], s["status"], len(probe_store.OPS))
+        return self._expected[key]
+
+
+def _probe_slowdown(probes: ProbeBaselines, since: int, until: int) -> tuple[float | None, dict | None]:
+    """Each probed op's median duration over the window ÷ its baseline median (every target's median
+    slowdown per op, then the median over targets); the worst op and all ops; None without probes."""
+    from ioweather.stats.probe import baseline_medians
+    from ioweather.store import probe as probe_store
+
     by_op: dict = {}
-    for r in rows:
-        if r.get("slowdown") is not None:
-            by_op.setdefault(r["op"], []).append(r["slowdown"])
+    for t in probes.targets:
+        win = probe_store.read_samples(probes.store, t, since_ns=since, until_ns=until)
+        if not len(win["op"]):
+            continue
+        expected = probes.expected(t, since // _DAY_NS)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = baseline_medians(win["op"], win["duration_ns"], win["status"], len(expected)) / expected
+        for code in np.flatnonzero(np.isfinite(ratio)):
+            by_op.setdefault(probe_store.OPS[code], []).append(float(ratio[code]))
     if not by_op:
         return None, None
     med = {op: float(np.median(v)) for op, v in by_op.items()}
@@ -267,6 +301,7 @@ def ensure(store, jobs: list[dict], fs: str, sigs=None, con=None) -> dict[str, d
     sigs = sigs or jt.WindowSignatures(store.parquet_dir)
     stored = {r["job_key"]: r for r in wstore.all_rows(store, fs)}
     out, fresh = {}, []
+    probes = None  # read only when some weather is computed
     own = con is None
     con = con or connect_duckdb(threads=1)
     try:
@@ -278,7 +313,9 @@ def ensure(store, jobs: list[dict], fs: str, sigs=None, con=None) -> dict[str, d
                 out[job["key"]] = have
                 continue
             row = {"job_key": job["key"], "fs": fs, "motif": motif(job, fs), "start_ns": job["start_ns"],
-                   "end_ns": end, "telemetry_sig": sig, "doc": compute(store, job, fs, con)}
+                   "end_ns": end, "telemetry_sig": sig, "doc": None}
+            probes = probes or ProbeBaselines(store)
+            row["doc"] = compute(store, job, fs, con, probes)
             fresh.append(row)
             out[job["key"]] = row
     finally:
