@@ -181,3 +181,10 @@ def test_every_data_write_writes_fresh_content(tmp_path):
     assert p.periods >= 10 and len(written) >= 5
     assert len(set(after.values())) == len(written)  # each written block holds its own content
     assert all(after[k] != before[k] for k in written)
+
+
+def test_init_says_sizes_in_human_units(tmpfs, cli, tmp_path):
+    small = tmpfs("small", "size=4m")
+    r = cli("probe", "init", str(small / "p"), "--file-size", "16MiB", "--pool", "2", home=tmp_path / "home")
+    assert r.returncode == 2
+    assert r.stderr == f"ioweather: error: not enough space in {small / 'p'}: need 16.0 MiB, 4.0 MiB free\n"

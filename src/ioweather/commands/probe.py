@@ -37,7 +37,7 @@ def register(cli: click.Group) -> None:
         """Create the probe's data file and small-file pool in DIRECTORY."""
         from ioweather.services.probe import init_probe
 
-        with progress() as bar:
+        with progress(sizes=True) as bar:
             task = bar.add_task(f"writing {directory}/data", total=file_size)
             info = init_probe(directory, file_size, pool, block=block,
                               on_progress=lambda done, total: bar.update(task, completed=done))

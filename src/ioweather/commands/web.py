@@ -121,7 +121,7 @@ def register(cli: click.Group) -> None:
             if (directory / META_NAME).exists():
                 click.echo(f"watch: using the existing probe directory {directory}", err=True)
             else:
-                with progress() as bar:
+                with progress(sizes=True) as bar:
                     task = bar.add_task(f"creating {directory}/data", total=file_size)
                     info = init_probe(directory, file_size, pool, block=1 << 20,
                                       on_progress=lambda done, total: bar.update(task, completed=done))

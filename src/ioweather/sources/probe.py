@@ -43,6 +43,7 @@ from ioweather._native import load
 from ioweather.errors import UserError, from_os_error, os_error_reason
 from ioweather.files import kind_of
 from ioweather.sources.mounts import mount_of
+from ioweather.units import format_bytes
 
 SMALL_FILE_BYTES = 3901  # the paper's metadata probe file size
 DEFAULT_BLOCK = 1 << 20
@@ -204,7 +205,7 @@ def _init_in(dirfd: int, path: Path, file_bytes: int, pool_files: int, on_progre
     sv = os.fstatvfs(dirfd)
     free = sv.f_bavail * sv.f_frsize
     if free < need:
-        raise UserError(f"not enough space in {path}: need {need} B, {free} B free")
+        raise UserError(f"not enough space in {path}: need {format_bytes(need)}, {format_bytes(free)} free")
     _create_data_file(dirfd, path, file_bytes, on_progress)  # removes its partial file if a write fails
     try:
         pool_fd = _make_pool_dir(dirfd, path)

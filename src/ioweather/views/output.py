@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -89,10 +89,11 @@ def short_time(iso: str) -> str:
     return iso.replace("T", " ")[:19]
 
 
-def progress(transient: bool = True) -> Progress:
-    """A progress bar on stderr (hidden when stderr is not a terminal)."""
+def progress(transient: bool = True, *, sizes: bool = False) -> Progress:
+    """A progress bar on stderr (hidden when stderr is not a terminal); `sizes`: counts are bytes (1.5/4.0 GiB)."""
     return Progress(
-        TextColumn("{task.description}", markup=False, style="progress.description"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.description}", markup=False, style="progress.description"), BarColumn(),
+        DownloadColumn(binary_units=True) if sizes else MofNCompleteColumn(),
         TimeElapsedColumn(), TimeRemainingColumn(), console=stderr, transient=transient,
         disable=not stderr.is_terminal,
     )
