@@ -9,6 +9,8 @@
   var SYMBOLS = {data_write: "circle", data_read: "square", md_create: "triangle-up",
                  md_stat: "diamond", md_read: "triangle-down", md_delete: "cross"};
   var CONFIG = {responsive: true, displaylogo: false, modeBarButtonsToRemove: ["select2d", "lasso2d"]};
+  // The Status page's small plots have nothing to zoom; their mode bar only covered the threshold labels.
+  var STATIC = Object.assign({}, CONFIG, {displayModeBar: false});
   var FONT = {family: "system-ui, sans-serif", size: 12};
 
   var RATIO_TICKS = [0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
@@ -17,9 +19,11 @@
     return {type: "log", title: {text: title}, tickvals: RATIO_TICKS,
             ticktext: RATIO_TICKS.map(function (v) { return v + "×"; })};
   }
-  // Log axis of durations with one tick per decade: 1µs, 10µs … 1s.
+  // Log axis of durations with one tick per decade, every label SI-prefixed seconds: 1µs, 10µs … 1ms … 1s
+  // (minexponent 0: Plotly otherwise writes 0.001s beside 100µs).
   function secondsAxis(title, domain) {
-    return {type: "log", domain: domain, title: {text: title}, dtick: 1, exponentformat: "SI", ticksuffix: "s"};
+    return {type: "log", domain: domain, title: {text: title}, dtick: 1, exponentformat: "SI", minexponent: 0,
+            ticksuffix: "s"};
   }
   function ms(iso) { return Date.parse(iso); }
   function times(list) { return list.map(ms); }
@@ -36,7 +40,8 @@
                           xanchor: t[3]});
       } else {
         Object.assign(s, {yref: "y" + (axis || ""), y0: t[0], y1: t[0], xref: "paper", x0: 0, x1: 1});
-        Object.assign(a, {yref: "y" + (axis || ""), y: Math.log10(t[0]), xref: "paper", x: 1, xanchor: "right",
+        // Left end: the mode bar sits at the top right and would cover a label there.
+        Object.assign(a, {yref: "y" + (axis || ""), y: Math.log10(t[0]), xref: "paper", x: 0, xanchor: "left",
                           yanchor: "bottom"});
       }
       out.shapes.push(s);
@@ -58,9 +63,10 @@
         });
         var th = thresholdShapes(data.thresholds, "", false);
         jobs.push(Plotly.newPlot(sp, traces, {
-          height: 190, margin: {l: 48, r: 8, t: 8, b: 28}, font: FONT, showlegend: false,
+          height: 190, margin: {l: 48, r: 8, t: 8, b: 28}, font: FONT, showlegend: true,
+          legend: {x: 1.01, y: 1, font: {size: 10}, itemwidth: 20, tracegroupgap: 0},
           xaxis: {type: "date", tickformat: "%H:%M"}, yaxis: ratioAxis("slowdown"),
-          shapes: th.shapes, annotations: th.annotations}, CONFIG));
+          shapes: th.shapes, annotations: th.annotations}, STATIC));
       }
       var cl = document.getElementById("climate-" + i);
       if (cl) {
@@ -83,7 +89,7 @@
         jobs.push(Plotly.newPlot(cl, [box, marker], {
           height: 220, margin: {l: 80, r: 8, t: 22, b: 32}, font: FONT, showlegend: false,
           xaxis: ratioAxis("slowdown"), yaxis: {autorange: "reversed"},
-          shapes: thv.shapes, annotations: thv.annotations}, CONFIG));
+          shapes: thv.shapes, annotations: thv.annotations}, STATIC));
       }
     });
     return jobs;
@@ -108,8 +114,11 @@
       var a = rows[r.op];
       a.x.push(ms(r.interval_start)); a.median.push(r.median_s); a.p99.push(r.p99_s); a.sd.push(r.slowdown);
     });
+    var first = firstSample(data);
     OPS.forEach(function (op) {  // close the last step at the end of its interval
       var a = rows[op], n = a.x.length;
+      // No interval line before the first sample: the first step starts where the samples do.
+      if (n && first !== null && a.x[0] < first) { a.x[0] = first; }
       if (n) {
         a.x.push(a.x[n - 1] + data.interval_s * 1000);
         a.median.push(a.median[n - 1]); a.p99.push(a.p99[n - 1]); a.sd.push(a.sd[n - 1]);
@@ -131,12 +140,28 @@
     return traces;
   }
 
+  // Time (ms) of the window's first sample, or null.
+  function firstSample(data) {
+    var all = [];
+    OPS.forEach(function (op) { all = all.concat(data.samples[op].time); });
+    all = all.concat(data.failures.time);
+    if (!all.length) { return null; }
+    return Math.min.apply(null, times(all));
+  }
+
+  // The window, from its first sample when less than the window exists (a probe started 5 minutes
+  // ago shows 5 minutes across the axis, not the right 3 % of an hour).
+  function timelineRange(data) {
+    var first = firstSample(data), since = ms(data.since);
+    return [first !== null && first > since ? first : since, ms(data.until)];
+  }
+
   function timelineLayout(data, range) {
     var th = thresholdShapes(data.thresholds, "3", false);
     return {
       height: 760, margin: {l: 64, r: 12, t: 12, b: 40}, font: FONT, hovermode: "closest",
       legend: {orientation: "h", y: 1.02, yanchor: "bottom"},
-      xaxis: {type: "date", range: range || [ms(data.since), ms(data.until)], title: {text: "time (UTC)"},
+      xaxis: {type: "date", range: range || timelineRange(data), title: {text: "time (UTC)"},
               anchor: "y3"},
       yaxis: secondsAxis("duration", [0.52, 1]),
       yaxis2: secondsAxis("median ─, p99 ┈", [0.27, 0.48]),
@@ -186,7 +211,7 @@
         if (!res.ok) { document.getElementById("summary").textContent = res.body.error; return; }
         data = res.body;
         busy = true;
-        Plotly.react(el, timelineTraces(data), timelineLayout(data, [ms(data.since), ms(data.until)]), CONFIG)
+        Plotly.react(el, timelineTraces(data), timelineLayout(data, timelineRange(data)), CONFIG)
           .then(function () { busy = false; });
         setSummary(data);
         ["since", "until"].forEach(function (k) {
@@ -204,13 +229,33 @@
   // ---------------------------------------------------------------- history
   var ZMIN = Math.log10(0.316), ZMAX = 2;
   function zpos(x) { return (Math.log10(x) - ZMIN) / (ZMAX - ZMIN); }
+  // Diverging around 1×: blue faster, a pale green at the usual speed, orange from degraded, red from severe.
+  // Cells without data show the plot's background, a grey no value of the scale has (NO_DATA).
+  var NO_DATA = "#bdbdbd";
   function heatColorscale(th) {
-    return [[0, "#2166ac"], [zpos(1), "#f7f7f7"], [zpos(th.warn), "#fdd49e"], [zpos(th.crit), "#d7301f"], [1, "#67000d"]];
+    return [[0, "#2166ac"], [zpos(0.7), "#92c5de"], [zpos(1), "#e6f5d0"], [zpos(th.warn), "#fdae61"],
+            [zpos(th.crit), "#d7301f"], [1, "#67000d"]];
+  }
+
+  // From the first interval with data when the window starts before the probe did (a week's axis with
+  // one hour of data at its right end is a grey band), else the whole window. Cells are centred on x.
+  function historyRange(data, x) {
+    var first = x.length;
+    data.targets.forEach(function (t) {
+      t.slowdown.forEach(function (row) {
+        var c = row.findIndex(function (v) { return v !== null; });
+        if (c >= 0 && c < first) { first = c; }
+      });
+    });
+    if (first === 0 || first === x.length) { return undefined; }
+    var half = data.interval_s * 500;
+    return [x[first] - half, x[x.length - 1] + half];
   }
 
   function drawHistory(data) {
     var jobs = [];
     var x = times(data.time);
+    var range = historyRange(data, x);
     var ticks = [0.5, 1, 2, 5, 10, 20, 50, 100];
     data.targets.forEach(function (t, i) {
       var el = document.getElementById("heatmap-" + i);
@@ -226,8 +271,8 @@
         colorscale: heatColorscale(data.thresholds), xgap: 0, ygap: 1,
         colorbar: {title: {text: "slowdown"}, tickvals: ticks.map(Math.log10), ticktext: ticks.map(function (v) { return v + "×"; })},
         hovertemplate: "%{y} %{x}<br>slowdown %{customdata[0]}<br>n = %{customdata[1]}, timeouts %{customdata[2]}<extra></extra>"
-      }], {height: 290, margin: {l: 80, r: 12, t: 8, b: 56}, font: FONT,
-           xaxis: {type: "date", title: {text: "interval start (UTC)", standoff: 16}, automargin: true},
+      }], {height: 290, margin: {l: 80, r: 12, t: 8, b: 56}, font: FONT, plot_bgcolor: NO_DATA,
+           xaxis: {type: "date", title: {text: "interval start (UTC)", standoff: 16}, automargin: true, range: range},
            yaxis: {autorange: "reversed"}}, CONFIG));
     });
     return jobs;
