@@ -188,3 +188,25 @@ def test_init_says_sizes_in_human_units(tmpfs, cli, tmp_path):
     r = cli("probe", "init", str(small / "p"), "--file-size", "16MiB", "--pool", "2", home=tmp_path / "home")
     assert r.returncode == 2
     assert r.stderr == f"ioweather: error: not enough space in {small / 'p'}: need 16.0 MiB, 4.0 MiB free\n"
+
+
+def test_default_target_is_host_and_mount_point(tmp_path, cli):
+    import json
+    import socket
+
+    from ioweather.sources.probe import mount_point
+
+    home, d = tmp_path / "home", tmp_path / "p"
+    init_probe_dir(d, MiB, 2, block=64 * 1024)
+    r = _run(d, home, "--duration", "0.3")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(cli("probe", "stats", "--json", home=home, check=True).stdout)
+    assert {row["target"] for row in rows} == {f"{socket.gethostname()}:{mount_point(d)}"}
+
+
+def test_watch_takes_the_probe_options(tmp_path, cli):
+    r = cli("watch", "--help")
+    for option in ("--direct", "--timeout", "--block", "--fsync", "--quiet"):
+        assert option in r.stdout
+    r = cli("watch", str(tmp_path / "p"), "--port", "0", "--block", "1GiB", "--file-size", "8MiB", home=tmp_path / "h")
+    assert r.returncode == 2 and "--block" in r.stderr and not (tmp_path / "p").exists()

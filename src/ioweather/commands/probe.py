@@ -55,7 +55,7 @@ def register(cli: click.Group) -> None:
     @click.argument("directory", type=click.Path(path_type=Path))
     @click.option("--interval", type=DURATION, default="1s", show_default=True, help="Period, start to start.")
     @click.option("--duration", type=DURATION, default=None, help="Stop after this long (default: until SIGTERM/Ctrl-C).")
-    @click.option("--target", default=None, help="Label of the file system (default: its mount point).")
+    @click.option("--target", default=None, help="Label of the file system (default: HOST:MOUNTPOINT).")
     @click.option("--block", type=SIZE, default="1MiB", show_default=True, help="Block size of data_read/data_write.")
     @click.option("--direct", is_flag=True, help="Open the data file with O_DIRECT (bypass the client page cache).")
     @click.option("--fsync", is_flag=True, help="fsync after each write (inside the timed region).")

@@ -94,13 +94,19 @@ def register(cli: click.Group) -> None:
     @click.argument("directory", type=click.Path(path_type=Path))
     @_server_options
     @click.option("--interval", type=DURATION, default="1s", show_default=True, help="Probe period, start to start.")
-    @click.option("--target", default=None, help="Label of the file system (default: its mount point).")
+    @click.option("--target", default=None, help="Label of the file system (default: HOST:MOUNTPOINT).")
+    @click.option("--block", type=SIZE, default="1MiB", show_default=True, help="Block size of data_read/data_write.")
+    @click.option("--direct", is_flag=True, help="Open the data file with O_DIRECT (bypass the client page cache).")
+    @click.option("--fsync", is_flag=True, help="fsync after each write (inside the timed region).")
+    @click.option("--timeout", type=DURATION, default="60s", show_default=True, help="Deadline of one operation.")
+    @click.option("--quiet", "-q", is_flag=True, help="No progress or information lines on stderr (problems still are).")
     @click.option("--file-size", type=SIZE, default=WATCH_FILE_SIZE, show_default=True,
                   help="Data file size when DIRECTORY is new (laptop default; 'probe init' uses 1GiB).")
     @click.option("--pool", type=int, default=WATCH_POOL, show_default=True,
                   help="Small files in the pool when DIRECTORY is new.")
     @click.pass_obj
-    def watch(settings, directory: Path, host, port, warn, crit, baseline, interval, target, file_size, pool):
+    def watch(settings, directory: Path, host, port, warn, crit, baseline, interval, target, block, direct, fsync,
+              timeout, quiet, file_size, pool):
         """The main job: probe DIRECTORY every second and serve the dashboard, in one process.
 
         Creates the probe files in DIRECTORY first if it is not a probe directory yet,
@@ -116,14 +122,17 @@ def register(cli: click.Group) -> None:
         _check_thresholds(warn, crit, baseline)
         if interval <= 0:
             raise UserError("--interval must be positive")
+        if file_size < block:
+            raise UserError(f"--block ({block} B) is larger than --file-size ({file_size} B)")
         sock, url = _listen(host, port)  # fail on a busy port before writing anything
         try:
             if (directory / META_NAME).exists():
-                click.echo(f"watch: using the existing probe directory {directory}", err=True)
+                if not quiet:
+                    click.echo(f"watch: using the existing probe directory {directory}", err=True)
             else:
                 with progress(sizes=True) as bar:
                     task = bar.add_task(f"creating {directory}/data", total=file_size)
-                    info = init_probe(directory, file_size, pool, block=1 << 20,
+                    info = init_probe(directory, file_size, pool, block=block,
                                       on_progress=lambda done, total: bar.update(task, completed=done))
                 click.echo(f"watch: created probe directory {directory}: {format_bytes(info['file_bytes'])} data "
                            f"file and {info['pool_files']} small files (laptop defaults; for a shared file system "
@@ -137,8 +146,8 @@ def register(cli: click.Group) -> None:
             raise
 
         stop = threading.Event()
-        probe = BackgroundProbe(settings, directory, stop, interval=interval, target=target, block=1 << 20,
-                                direct=False, fsync=False, timeout=60.0, seed=None, quiet=True)
+        probe = BackgroundProbe(settings, directory, stop, interval=interval, target=target, block=block,
+                                direct=direct, fsync=fsync, timeout=timeout, seed=None, quiet=True)
         app = create_app(settings, WebConfig(warn=warn, crit=crit, baseline_s=baseline))
         try:
             probe.start()

@@ -13,8 +13,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ioweather.errors import UserError
-from ioweather.services.daemon import Ticker, WriteBehind, run_in_thread, stop_on_signals
-from ioweather.sources.probe import Probe, ProbeOptions, init_probe_dir, mount_point, physical_memory_bytes
+from ioweather.services.daemon import (
+    Ticker,
+    WriteBehind,
+    run_in_thread,
+    stop_on_signals,
+)
+from ioweather.sources.probe import (
+    Probe,
+    ProbeOptions,
+    init_probe_dir,
+    mount_point,
+    physical_memory_bytes,
+)
 
 #: Samples that wait in memory for the store, at most: 12 h at 1 Hz and six ops a period, ~50 MB.
 BUFFER_ROWS = 12 * 3600 * 6
@@ -118,6 +129,11 @@ def _start_archiver(store, stop: threading.Event, log: Callable[[str], None]) ->
     run_in_thread("probe-archive", ARCHIVE_EVERY_S, stop, archive)
 
 
+def default_target(directory: Path) -> str:
+    """`host:mountpoint`: a bare mount point (`/`, `/scratch`) names a different file system on every node."""
+    return f"{socket.gethostname()}:{mount_point(directory)}"
+
+
 def _say_on_stderr(line: str) -> None:
     from ioweather.views.output import stderr
 
@@ -142,14 +158,14 @@ def run_probe(settings, directory: Path, *, interval: float, duration: float | N
     store = open_store(settings)
     opts = ProbeOptions(interval_s=interval, duration_s=duration, block=block, direct=direct, fsync=fsync,
                         timeout_s=timeout, seed=seed)
-    warn = lambda m: say(f"probe: {m}")  # noqa: E731
+    warn = lambda m: say(f"probe: {m}")
     log = (lambda m: None) if quiet else warn
     p = ProbeDaemon(directory, opts, sink=lambda rows: None, log=warn, stop=stop_event)
     try:
         if started is not None:
             started()
         info = probe_store.RunInfo(
-            target=target or mount_point(directory), directory=str(Path(directory).resolve()), interval_s=interval,
+            target=target or default_target(directory), directory=str(Path(directory).resolve()), interval_s=interval,
             block_bytes=block, file_bytes=p.layout.file_bytes, pool_files=p.layout.pool_files,
             small_bytes=p.layout.small_bytes, direct=direct, fsync=fsync, seed=p.seed, timeout_s=timeout,
             file_exceeds_memory=p.layout.file_bytes > physical_memory_bytes(), host=socket.gethostname())
