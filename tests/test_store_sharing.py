@@ -101,10 +101,12 @@ def test_watch_with_other_commands_keeps_its_log_and_every_table(tmp_path, cli):
             assert r.returncode in (0, 1), r.stderr
         tables_seen = {r for r in _tables(db)}
         assert {"darshan_jobs", "probe_samples"} <= tables_seen
-        seen = _count(db)
-        time.sleep(3)  # the probe flushes every few seconds; another process must see the new rows
-        later = _count(db)
-        assert later > seen, f"no new sample visible to other processes ({seen} -> {later})"
+        seen = later = _count(db)
+        deadline = time.monotonic() + 20  # the probe stores every 5 s; another process must see the new rows
+        while later <= seen and time.monotonic() < deadline:
+            time.sleep(1)
+            later = _count(db)
+        assert later > seen, f"no new sample visible to other processes in 20 s ({seen} -> {later})"
         assert _deleted_store_files(watch.pid, home) == []
     finally:
         watch.send_signal(signal.SIGINT)
