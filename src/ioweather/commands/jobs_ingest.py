@@ -36,6 +36,8 @@ from ioweather.errors import UserError, from_os_error, os_error_reason
 # The extraction context inherited by forked workers (set before the pool starts).
 _KNOWN_HASHES: frozenset[str] = frozenset()
 _CORES_PER_NODE: int | None = None
+#: Why a log that killed its worker process is recorded as failed (local pool and Dask alike).
+CRASH_REASON = "the Darshan reader crashed on this file (worker process died)"
 
 
 def find_logs(paths: Iterable[str], *, follow_symlinks: bool = False, links: list | None = None) -> Iterator[str]:
@@ -74,25 +76,18 @@ def job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size:
     import json
 
     from ioweather.stats.findings import ACTIONABLE, job_verdict
+    from ioweather.stats.job import row_fields
     from ioweather.store.jobs import INTERFACE_COLUMNS, path_hash
 
-    perf, tot, sh = ch["perf"], ch["totals"], ch["sharing"]
     common = ch["access"]["common_sizes"]
     row = {
         "log_hash": log_hash, "path": path, "path_hash": path_hash(path), "size_bytes": size, "mtime_ns": mtime_ns,
-        "jobid": log.jobid, "uid": log.uid, "exe": log.exe, "nprocs": log.nprocs, "nnodes": ch["job"]["nnodes"],
-        "start_ns": int(log.start_time_s * 1e9), "end_ns": int(log.end_time_s * 1e9), "runtime_s": log.runtime_s,
-        "log_version": log.log_version, "partial_modules": ",".join(log.partial_modules),
+        # the characterization's fields under their stored names (stats.job.ROW_MAP, the only definition)
+        **row_fields(ch),
+        # times at the header's full precision (the characterization's ISO text has milliseconds)
+        "start_ns": int(log.start_time_s * 1e9), "end_ns": int(log.end_time_s * 1e9),
         "modules": ",".join(sorted(m for m, r in log.records.items() if len(r))),
-        "bytes_read": tot["bytes_read"], "bytes_written": tot["bytes_written"], "files": tot["files"],
-        "read_time_s": tot["read_time_s"], "write_time_s": tot["write_time_s"], "meta_time_s": tot["meta_time_s"],
-        "unique_files": sh["unique"], "shared_files": sh["shared"], "partially_shared_files": sh["partially_shared"],
-        "unique_bytes": sh["unique_bytes"], "shared_bytes": sh["shared_bytes"],
-        "partially_shared_bytes": sh["partially_shared_bytes"],
-        "agg_perf_by_slowest_mibps": perf["agg_perf_by_slowest_mibps"], "mibps": perf["mibps"],
-        "io_time_s": perf["io_time_s"], "io_fraction": perf["io_fraction_of_runtime"],
         "common_access_bytes": common[0]["size_bytes"] if common else None,
-        "seq_fraction": ch["access"]["seq_fraction"],
         "finding_codes": ",".join(f["code"] for f in findings if f["level"] in ACTIONABLE)[:255],
         # what the dashboard's job page shows as `ioweather job` does: verdict first, findings by cost
         "verdict": job_verdict(findings, ch)["text"],
@@ -113,6 +108,7 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
     from ioweather.sources.darshan_log import DarshanLogError, content_hash, read_log
     from ioweather.stats.findings import job_findings
     from ioweather.stats.job import FILE_TABLE_COLUMNS, characterize, file_columns
+    from ioweather.stats.job_files import top_file
     from ioweather.store.jobs import job_row_values, path_hash
 
     known = _KNOWN_HASHES if known is None else known
@@ -133,9 +129,7 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
         findings = job_findings(log, ch)
         row = job_row_values(job_row(log, ch, findings, path, log_hash, size, mtime))
         fc = file_columns(log)
-        if len(fc["id"]):
-            moved = fc["bytes_read"] + fc["bytes_written"]
-            row["top_file"] = fc["name"][int(moved.argmax())] if moved.max() > 0 else None
+        row["top_file"] = top_file(fc)
         n = len(fc["id"])
         table = pa.table({"log_hash": pa.array([log_hash] * n, pa.string()),
                           "module": pa.array(fc["module"].tolist(), pa.string()),
@@ -294,7 +288,7 @@ def run_pool(fn: Callable, items: list, workers: int, on_result: Callable[[objec
                 try:
                     res = one.submit(fn, item).result()
                 except BrokenProcessPool:
-                    on_crash(item, "the Darshan reader crashed on this file (worker process died)")
+                    on_crash(item, CRASH_REASON)
                     continue
                 except BaseException:
                     _kill_workers(one)
@@ -356,6 +350,23 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
            cores_per_node: int | None = None, progress_cb=None, follow_symlinks: bool = False) -> dict:
     """Ingest `paths` (files and directories); returns counts. `progress_cb(n_done, n_total)`.
 
+    With `dask_address` (a `--dask` value, services/distributed.py) the logs are read on a Dask
+    cluster, connected to before the store is opened: a cluster that cannot be reached leaves no store.
+    """
+    if not dask_address:
+        return _ingest(settings, paths, workers=workers, client=None, cores_per_node=cores_per_node,
+                       progress_cb=progress_cb, follow_symlinks=follow_symlinks)
+    from ioweather.services.distributed import connect
+
+    with connect(dask_address) as client:
+        return _ingest(settings, paths, workers=workers, client=client, cores_per_node=cores_per_node,
+                       progress_cb=progress_cb, follow_symlinks=follow_symlinks)
+
+
+def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node: int | None = None,
+            progress_cb=None, follow_symlinks: bool = False) -> dict:
+    """`ingest`, on `client` (a Dask client) when given.
+
     counts: ingested (stored by this run), failed, duplicates (content already stored, found by
     hashing: under another path, twice in this run, or by an ingest running at the same time),
     skipped (path known with the same size and mtime: not even opened), found.
@@ -398,8 +409,11 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
     with interrupts:
         try:
             try:
-                if dask_address:
-                    _run_dask(dask_address, todo, known, cores_per_node, on_result)
+                if client is not None:
+                    from ioweather.services.distributed import map_unordered
+
+                    map_unordered(client, extract, todo, on_result, on_crash, shared=("known",),
+                                  crash_reason=CRASH_REASON, kwargs={"known": known, "cores_per_node": cores_per_node})
                 elif workers <= 1 or len(todo) <= 1:
                     for p in todo:
                         on_result(p, extract(p, known, cores_per_node))
@@ -420,25 +434,6 @@ def _stamp(p: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_size, st.st_mtime_ns
-
-
-def _run_dask(address: str, todo: list[str], known: frozenset[str], cores_per_node, on_result) -> None:
-    """The same extraction on a Dask cluster (`pip install 'ioweather[dask]'`)."""
-    try:
-        from dask.distributed import Client, as_completed
-    except ImportError:
-        raise UserError("--dask needs the optional dask extra: pip install 'ioweather[dask]'") from None
-    try:
-        client = Client(address, timeout=30)
-    except Exception as e:  # connection errors come in many types
-        raise UserError(f"cannot connect to the Dask scheduler at {address}: {e}") from None
-    try:
-        futures = client.map(extract, todo, known=known, cores_per_node=cores_per_node, pure=False)
-        index = {f.key: p for f, p in zip(futures, todo)}
-        for fut, res in as_completed(futures, with_results=True):
-            on_result(index[fut.key], res)
-    finally:
-        client.close()
 
 
 def default_workers() -> int:

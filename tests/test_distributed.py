@@ -1,0 +1,247 @@
+"""Dask for real (services/distributed.py): `jobs ingest --dask` on a LocalCluster of worker processes
+and on dask_jobqueue's SLURMCluster over the real one-node Slurm (tests/slurm_cluster.py) stores
+exactly what the local pool stores; a worker killed with SIGKILL mid-run costs a retry, never a
+lost or doubled log; a task that kills every worker it runs on is recorded as crashed; bad
+clusters are one line and leave no store."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+import pyarrow.parquet as pq
+import pytest
+from darshan_support import need_darshan_logs  # noqa: F401 (autouse fixture)
+
+distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed (pip install -e '.[test]')")
+
+from dask.distributed import Client, LocalCluster
+from test_jobs_ingest import make_archive
+
+#: Row ids, times of the ingest and the random names of Parquet parts differ between any two ingests.
+VOLATILE = {"id", "ingested_ns", "failed_ns", "files_part"}
+
+
+def stored(home) -> dict:
+    """Everything an ingest leaves, read without ioweather: job rows by hash, failures by path, file rows."""
+    con = sqlite3.connect(home / "ioweather.sqlite")
+    con.row_factory = sqlite3.Row
+    try:
+        jobs = {r["log_hash"]: {k: v for k, v in dict(r).items() if k not in VOLATILE} for r in con.execute("SELECT * FROM darshan_jobs")}
+        failed = {r["path"]: {k: v for k, v in dict(r).items() if k not in VOLATILE}
+                  for r in con.execute("SELECT * FROM darshan_failed_logs")}
+    finally:
+        con.close()
+    return {"jobs": jobs, "failed": failed, "files": sorted(file_rows(home), key=repr)}
+
+
+def file_rows(home) -> list[tuple]:
+    """Every per-file row in the Parquet parts, read part by part (a column all null in one part is typed null)."""
+    rows = []
+    for part in sorted((home / "parquet" / "jobs").glob("*.parquet")):
+        t = pq.read_table(part)
+        rows += zip(*(t.column(c).to_pylist() for c in sorted(t.column_names)))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    root = tmp_path_factory.mktemp("archive")
+    make_archive(root, n_copies=60, broken=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def local_result(archive, tmp_path_factory):
+    """The reference: the same archive ingested by the local pool (2 processes)."""
+    home = tmp_path_factory.mktemp("local-home")
+    p = subprocess.run([sys.executable, "-m", "ioweather", "jobs", "ingest", str(archive), "--workers", "2", "--json"],
+                       env={**os.environ, "IOWEATHER_HOME": str(home)}, capture_output=True, text=True, timeout=600,
+                       check=False)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout), stored(home)
+
+
+@pytest.fixture(scope="module")
+def local_cluster():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        yield cluster
+
+
+def _files_dir_exists(home) -> bool:
+    return (home / "parquet" / "jobs").exists()
+
+
+def test_local_cluster_stores_exactly_the_local_answer(cli, home, archive, local_result, local_cluster):
+    r = cli("jobs", "ingest", str(archive), "--dask", local_cluster.scheduler_address, "--json", home=home)
+    assert r.returncode == 0, r.stderr
+    want_counts, want = local_result
+    assert json.loads(r.stdout) == want_counts
+    got = stored(home)
+    assert want_counts["ingested"] == len(want["jobs"]) > 60 and want_counts["failed"] == len(want["failed"]) == 4
+    assert got["jobs"] == want["jobs"]
+    assert got["failed"] == want["failed"]
+    assert got["files"] == want["files"]
+
+
+def test_local_spec_starts_its_own_cluster(cli, home, archive, local_result):
+    r = cli("jobs", "ingest", str(archive), "--dask", "local:2", "--json", home=home)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == local_result[0]
+    assert stored(home)["jobs"] == local_result[1]["jobs"]
+
+
+def test_killed_worker_costs_a_retry_not_a_log(cli, home, tmp_path, local_result):
+    """kill -9 of a worker process while it holds tasks: the scheduler re-runs them, every log is stored once."""
+    root = tmp_path / "many"
+    make_archive(root, n_copies=400, broken=False)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as watcher:
+        killed = {}
+
+        def kill_when_busy():
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                busy = {w: tasks for w, tasks in watcher.processing().items() if tasks}
+                if busy and sum(map(len, busy.values())) >= 2:
+                    worker = min(busy)
+                    pid = watcher.run(os.getpid, workers=[worker])[worker]
+                    killed.update(worker=worker, tasks=len(busy[worker]))
+                    os.kill(pid, signal.SIGKILL)
+                    return
+                time.sleep(0.05)
+
+        t = threading.Thread(target=kill_when_busy)
+        t.start()
+        r = cli("jobs", "ingest", str(root), "--dask", cluster.scheduler_address, "--json", home=home)
+        t.join()
+        assert killed and killed["tasks"] >= 1, "the worker was never seen holding a task"
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        got = stored(home)
+        # an independent count: distinct contents among the files written
+        logs = [p for p in root.rglob("*.darshan")]
+        distinct = {p.read_bytes() for p in logs}
+        assert out["ingested"] == len(got["jobs"]) == len(distinct) and out["failed"] == 0 and not got["failed"]
+        assert out["duplicates"] == len(logs) - len(distinct)
+        con = sqlite3.connect(home / "ioweather.sqlite")
+        try:
+            paths = [r[0] for r in con.execute("SELECT path FROM darshan_jobs")]
+        finally:
+            con.close()
+        assert len(paths) == len(set(paths))
+        # each log's file rows once: a retried task must not have written its rows twice
+        keys = [(r[0], r[1], r[2]) for r in _file_keys(home)]
+        assert len(keys) == len(set(keys))
+        assert {k[0] for k in keys} <= got["jobs"].keys()
+        assert {h for h, j in got["jobs"].items() if j["files"]} <= {k[0] for k in keys}
+
+
+def _file_keys(home):
+    for part in (home / "parquet" / "jobs").glob("*.parquet"):
+        t = pq.read_table(part, columns=["log_hash", "module", "record_id"])
+        yield from zip(*(t.column(c).to_pylist() for c in ("log_hash", "module", "record_id")))
+
+
+def _abort_on_poison(item):
+    if item == "poison":
+        import faulthandler
+
+        faulthandler.disable()
+        os.abort()  # what libdarshan-util does on some damaged logs: the worker process dies
+    return item.upper()
+
+
+def test_task_that_kills_its_workers_is_reported_as_crashed(local_cluster):
+    import cloudpickle
+
+    from ioweather.services.distributed import map_unordered
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers do not have tests/ on their path
+    items = [f"log{i}" for i in range(30)] + ["poison"] + [f"log{i}" for i in range(30, 50)]
+    results, crashed = {}, {}
+    with Client(local_cluster) as client:
+        map_unordered(client, _abort_on_poison, items, results.__setitem__, crashed.__setitem__,
+                      crash_reason="crashed")
+    assert crashed == {"poison": "crashed"}
+    assert results == {i: i.upper() for i in items if i != "poison"}
+
+
+def test_unreachable_scheduler_is_one_line_and_no_store(cli, home, archive):
+    r = cli("jobs", "ingest", str(archive / "real"), "--dask", "tcp://127.0.0.1:9", home=home)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot connect to the Dask scheduler at tcp://127.0.0.1:9" in lines[0], r.stderr
+    assert not (home / "ioweather.sqlite").exists() and not _files_dir_exists(home)
+
+
+@pytest.mark.parametrize("spec, words", [("slurm:cores=x", "cores must be a whole number"),
+                                         ("slurm:color=blue", "unknown option 'color=blue'"),
+                                         ("local:0", "positive number"), ("nowhere", "expected a scheduler address")])
+def test_bad_dask_values(cli, home, archive, spec, words):
+    r = cli("jobs", "ingest", str(archive / "real"), "--dask", spec, home=home)
+    assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert not (home / "ioweather.sqlite").exists()
+
+
+def _worker_with_preload(scheduler: str, tmp_path, code: str) -> subprocess.Popen:
+    pre = tmp_path / "preload_skew.py"
+    pre.write_text(code)
+    return subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", scheduler, "--nthreads", "1",
+                             "--no-nanny", "--preload", str(pre)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("code, words", [
+    # a worker whose Python has no ioweather (simulated: the import is blocked in the worker process)
+    ("import sys\nsys.modules['ioweather'] = None\n", "cannot import ioweather"),
+    # a worker with an older ioweather (simulated: its version string changed in the worker process)
+    ("import ioweather\nioweather.__version__ = '0.0.9'\n", "runs ioweather 0.0.9, this is"),
+])
+def test_worker_without_this_ioweather_is_named(cli, home, archive, tmp_path, code, words):
+    with LocalCluster(n_workers=0, processes=True, dashboard_address=None) as cluster, Client(cluster) as c:
+        worker = _worker_with_preload(cluster.scheduler_address, tmp_path, code)
+        try:
+            c.wait_for_workers(1, timeout=60)
+            r = cli("jobs", "ingest", str(archive / "real"), "--dask", cluster.scheduler_address, home=home)
+        finally:
+            worker.kill()
+            worker.wait()
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0] and "install" in lines[0], r.stderr
+    assert not (home / "ioweather.sqlite").exists()
+
+
+# -- the real one-node Slurm ---------------------------------------------------------------------
+
+def test_slurm_cluster_stores_exactly_the_local_answer(cli, home, archive, local_result, slurm_cluster, tmp_path):
+    spec = (f"slurm:jobs=2,cores=1,memory=1GB,queue=debug,account=ioweather,walltime=00:10:00,"
+            f"log_directory={tmp_path / 'dask-logs'}")
+    r = cli("jobs", "ingest", str(archive), "--dask", spec, "--json", home=home, env=slurm_cluster.env)
+    assert r.returncode == 0, r.stderr
+    want_counts, want = local_result
+    assert json.loads(r.stdout) == want_counts
+    got = stored(home)
+    assert got["jobs"] == want["jobs"] and got["failed"] == want["failed"] and got["files"] == want["files"]
+    # the workers were Slurm jobs: sacct lists them, under the account asked for
+    out = slurm_cluster.run("sacct", "--parsable2", "--noheader", "-X", "--allusers",
+                            "--format=JobName,Account,State", "--name=dask-worker").stdout
+    rows = [line.split("|") for line in out.splitlines()]
+    assert len(rows) >= 2 and all(r[1] == "ioweather" for r in rows), out
+
+
+def test_slurm_refusing_the_job_is_one_line(cli, home, archive, slurm_cluster):
+    r = cli("jobs", "ingest", str(archive / "real"), "--dask", "slurm:queue=nope,walltime=00:05:00", home=home,
+            env=slurm_cluster.env)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ioweather: error: Slurm refused the Dask worker job: "), r.stderr
+    assert "invalid partition" in lines[0].lower()
+    assert not (home / "ioweather.sqlite").exists()
