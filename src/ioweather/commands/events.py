@@ -1,0 +1,119 @@
+"""`ioweather events` (I/O events attributed to jobs, what contention cost) and `ioweather report` (the week)."""
+
+from __future__ import annotations
+
+import click
+
+from ioweather.commands.common import DURATION, SINCE, TIME, _Parsed, json_option
+from ioweather.errors import UserError
+from ioweather.units import format_bytes, parse_rate
+
+RATE = _Parsed("rate", parse_rate)
+
+
+def _when(iso: str) -> str:
+    return iso[:16].replace("T", " ")
+
+
+def _hours(v: float) -> str:
+    return f"{v:,.1f}"
+
+
+def _culprit(e: dict) -> str:
+    if not e["jobs"]:
+        return "-"
+    j = e["jobs"][0]
+    who = f"{j['job']}@{j['cluster']}" if j["cluster"] else j["job"]
+    return f"{who} ({100 * j['share']:.0f} %, {j['method']})"
+
+
+def _print_events(doc: dict) -> None:
+    from ioweather.views.output import print_table, stderr
+    from ioweather.views.workload_report import rate_text
+
+    for note in doc["notes"]:
+        stderr.print(f"note: {note}", highlight=False)
+    rows = [{**e, "culprit": _culprit(e)} for e in doc["events"]]
+    print_table(rows, [("start", "start (UTC)", _when), ("end", "end", _when), ("peak_bps", "peak", rate_text),
+                                ("bytes", "bytes", format_bytes), ("running_jobs", "jobs running", str),
+                                ("culprit", "top job (share, method)"),
+                                ("core_hours_exposed", "core-h exposed", _hours)],
+                title=f"I/O events of {doc['fs']}, {_when(doc['start'])} – {_when(doc['end'])}",
+                empty=f"no events above {rate_text(doc['min_amplitude_bps'])}")
+
+
+def _print_cost(cost: dict) -> None:
+    from ioweather.views.output import print_table
+
+    print_table(cost["daily"], [("day", "day"), ("events", "events", str), ("core_hours_exposed", "core-h exposed", _hours)],
+                title=f"core-hours exposed to I/O weather: {_hours(cost['core_hours_exposed'])} (an upper bound)")
+    print_table(cost["top_culprits"], [("job", "job"), ("cluster", "cluster", lambda v: v or "-"),
+                                       ("user", "user", lambda v: v or "-"), ("events", "events", str),
+                                       ("bytes", "bytes", format_bytes), ("core_hours_caused", "core-h caused", _hours)],
+                title="top culprit jobs", empty="no culprit jobs")
+
+
+def _event_options(f):
+    for opt in reversed([
+        click.option("--fs", "fs", required=True, help="File system name (as given to `ioweather import/collect --fs`)."),
+        click.option("--until", type=TIME, default=None, help="End time (default: the last data)."),
+        click.option("--cluster", default=None, help="Only this cluster's scheduler jobs."),
+        click.option("--resample", type=DURATION, default="60s", show_default=True, help="Interval of the series."),
+        click.option("--smooth", type=DURATION, default="600s", show_default=True, help="Event smoothing window."),
+        click.option("--min-amplitude", type=RATE, default="1GiB/s", show_default=True, help="Smallest event (bytes/s)."),
+        click.option("--cores-per-node", type=click.IntRange(1), default=None,
+                     help="Cores of a node, for jobs whose scheduler row has no CPU count."),
+        click.option("--slowdown-threshold", type=click.FloatRange(1, None), default=1.5, show_default=True,
+                     help="An event is contended when the probes' slowdown over it is at least this."),
+        click.option("--top", type=click.IntRange(1), default=10, show_default=True, help="Jobs listed per event."),
+    ]):
+        f = opt(f)
+    return f
+
+
+def _params(resample, smooth, min_amplitude, cluster, top, cores_per_node, slowdown_threshold):
+    from ioweather.services.events import Params
+
+    if resample <= 0 or smooth <= 0:
+        raise UserError("--resample and --smooth must be positive")
+    if min_amplitude <= 0:
+        raise UserError("--min-amplitude must be positive")
+    return Params(resample, smooth, min_amplitude, cluster, top, cores_per_node, slowdown_threshold)
+
+
+def register(cli: click.Group) -> None:
+    @cli.command()
+    @_event_options
+    @click.option("--since", type=SINCE, default=None, help="Start: a time or a duration ago (default: the first data).")
+    @click.option("--cost", "cost", is_flag=True, help="The cost summary (per day, month, top events and culprits).")
+    @json_option
+    @click.option("--html", "html", type=click.Path(dir_okay=False), default=None, help="Write an HTML page to this file.")
+    @click.pass_obj
+    def events(settings, fs, until, cluster, resample, smooth, min_amplitude, cores_per_node, slowdown_threshold, top,
+               since, cost, as_json, html):
+        """I/O events of a file system and the jobs that caused them, with the compute exposed (docs/events.md).
+
+        Per event, the jobs best first with their share of its bytes and the method: Lustre job_stats
+        (exact), Darshan's bytes, or time overlap with the servers' rate. --json prints the list of
+        events (with --cost: the cost summary).
+        """
+        from ioweather.services import events as svc
+        from ioweather.views.output import print_json, stderr
+
+        if as_json and html:
+            raise UserError("choose one of --json and --html")
+        params = _params(resample, smooth, min_amplitude, cluster, top, cores_per_node, slowdown_threshold)
+        doc = svc.compute(settings, fs, since, until, params,
+                          warn=lambda m: stderr.print(f"ioweather: warning: {m}", highlight=False))
+        if html:
+            from ioweather.files import write_atomic
+            from ioweather.views.report_html import render_events
+
+            write_atomic(html, render_events(doc))
+            click.echo(f"wrote {html}", err=True)
+        elif as_json:
+            print_json(doc["cost"] if cost else doc["events"])
+        elif cost:
+            _print_cost(doc["cost"])
+        else:
+            _print_events(doc)

@@ -1,0 +1,301 @@
+"""I/O events attributed to jobs, and what contention cost (issue 15 items 1 and 2; docs/events.md).
+
+The events are the workload document's (services.workload.compute: same series, same detector). The
+candidates are the scheduler's jobs running during them, plus Darshan logs that link to no scheduler
+job. Per event, the method is the best the store allows: Lustre job_stats (exact), else Darshan's
+per-job bytes for the jobs with a log and time overlap for the rest (stats.attribution).
+
+Cost: per event, the core-hours of the jobs exposed to it (running during it, not its culprits) while
+it was contended: the probes' slowdown over the event at or above a threshold, or, without probes,
+the coverage-factor criterion (the job's own share of the bytes below `culprit_share`). An upper bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ioweather.stats import attribution as A
+
+GIB = 1 << 30
+_DAY_NS = 86_400 * 10**9
+
+
+@dataclass(frozen=True)
+class Params:
+    resample_s: float = 60.0
+    smooth_s: float = 600.0
+    min_amplitude: float = float(GIB)
+    cluster: str | None = None
+    top: int = 10
+    cores_per_node: int | None = None
+    slowdown_threshold: float = 1.5
+    culprit_share: float = 0.5
+
+
+def compute(settings, fs: str, since=None, until=None, params: Params = Params(), warn=lambda m: None) -> dict:
+    """{"fs", "start", "end", "interval_s", "notes", "events": [...], "cost": {...}} over [since, until)."""
+    from ioweather.services import workload
+
+    doc, data = workload.compute(settings, fs, since, until, params.resample_s, 0.05, params.smooth_s,
+                                 params.min_amplitude, 0.0, warn=warn)
+    notes: list[str] = []
+    events = _windows(doc)
+    start_ns, end_ns = pd.Timestamp(doc["start"]).value, pd.Timestamp(doc["end"]).value
+    moved = _moved(data)
+    store = _open(settings)
+    try:
+        jobs = _candidates(store, start_ns, end_ns, params, notes)
+        slowdowns = _slowdowns(store, events, notes)
+    finally:
+        if store is not None:
+            store.dispose()
+    stats = _job_stats(settings, fs, events, start_ns, end_ns)
+    if stats is None and not jobs.empty:
+        notes.append("no Lustre job_stats for these events: shares from Darshan logs and time overlap")
+    ev_idx, job_idx = A.sweep_join([e["start_ns"] for e in events], [e["end_ns"] for e in events],
+                                   jobs["start_ns"].to_numpy(np.int64), jobs["end_ns"].to_numpy(np.int64))
+    bounds = np.searchsorted(ev_idx, np.arange(len(events) + 1))  # pairs come grouped by event in start order
+    step_ns = int(round(data.interval_s * 1e9))
+    out = []
+    for i, ev in enumerate(events):
+        running = jobs.iloc[job_idx[bounds[i]:bounds[i + 1]]]
+        lo, hi = (ev["start_ns"] - data.t0_ns) // step_ns, (ev["end_ns"] - data.t0_ns) // step_ns
+        edges = data.t0_ns + np.arange(lo, hi + 1, dtype=np.int64) * step_ns
+        per_job = _attribute(ev, running, edges, moved[lo:hi], stats.get(i) if stats else None, params, notes)
+        out.append(_event_doc(ev, running, per_job, slowdowns[i], params))
+    return {"fs": fs, "start": doc["start"], "end": doc["end"], "interval_s": data.interval_s,
+            "min_amplitude_bps": params.min_amplitude, "candidates": int(len(jobs)), "notes": _unique(notes),
+            "events": out, "cost": cost_summary(out, params)}
+
+
+def _windows(doc: dict) -> list[dict]:
+    return [{**e, "start_ns": pd.Timestamp(e["start"]).value, "end_ns": pd.Timestamp(e["end"]).value}
+            for e in doc["events"]]
+
+
+def _moved(data) -> np.ndarray:
+    from ioweather.stats.workload import total_of
+
+    return np.asarray(total_of(data.read_bytes, data.write_bytes), np.float64)
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _open(settings):
+    if not settings.store_exists():  # a report reads: it never creates a store
+        return None
+    from ioweather.store import open_store
+
+    return open_store(settings)
+
+
+# ----------------------------------------------------------------------------- candidates
+
+_JOB_COLUMNS = ["job", "jobid", "cluster", "user", "nnodes", "cores", "start_ns", "end_ns", "darshan_bps",
+                "io_time_s", "run_s", "job_url"]
+
+
+def _candidates(store, since_ns: int, until_ns: int, params: Params, notes: list) -> pd.DataFrame:
+    """Scheduler jobs of the window (running ones until its end), then Darshan logs linked to none."""
+    versions = store.versions() if store is not None else {}
+    sched = _scheduler_jobs(store, since_ns, until_ns, params) if "scheduler" in versions else pd.DataFrame()
+    logs = _darshan_logs(store) if "darshan" in versions else pd.DataFrame()
+    if sched.empty:
+        notes.append("no scheduler data: candidates are the Darshan logs' jobs only" if not logs.empty else
+                     "no scheduler data and no Darshan logs: events are not attributed to jobs")
+    rows = []
+    linked = {}
+    if not logs.empty and not sched.empty:
+        from ioweather.store.scheduler import link_darshan
+
+        linked = {(ln["cluster"], ln["jobid"]): ln["log_hash"] for ln in link_darshan(store) if ln["how"]}
+    by_hash = logs.set_index("log_hash") if not logs.empty else None
+    used = set()
+    for j in sched.to_dict("records"):
+        h = linked.get((j["cluster"], j["jobid"]))
+        log = by_hash.loc[h] if h is not None else None
+        used.add(h)
+        rows.append({**j, **_log_fields(log), "job_url": f"/job?id={h[:16]}" if h else None})
+    for h, log in (by_hash.iterrows() if by_hash is not None else ()):
+        if h in used or not (log["start_ns"] < until_ns and log["end_ns"] > since_ns):
+            continue
+        rows.append({"job": str(int(log["jobid"])) if pd.notna(log["jobid"]) and log["jobid"] else f"darshan:{h[:12]}",
+                     "jobid": None if pd.isna(log["jobid"]) else str(int(log["jobid"])), "cluster": None, "user": None,
+                     "nnodes": log["nnodes"], "cores": log["nprocs"], "start_ns": int(log["start_ns"]),
+                     "end_ns": int(log["end_ns"]), **_log_fields(log), "job_url": f"/job?id={h[:16]}"})
+    df = pd.DataFrame(rows, columns=_JOB_COLUMNS)
+    df["end_ns"] = df["end_ns"].fillna(until_ns)
+    return df.astype({"start_ns": np.int64, "end_ns": np.int64})
+
+
+def _scheduler_jobs(store, since_ns: int, until_ns: int, params: Params) -> pd.DataFrame:
+    from ioweather.store.scheduler import jobs_overlapping
+
+    rows = jobs_overlapping(store, since_ns, until_ns, params.cluster)
+    out = []
+    for r in rows:
+        cores = r["ncpus"] or ((r["nnodes"] or 0) * params.cores_per_node if params.cores_per_node else None)
+        out.append({"job": r["jobid"], "jobid": r["jobid"], "cluster": r["cluster"] or None, "user": r["user"],
+                    "nnodes": r["nnodes"], "cores": cores or None, "start_ns": r["start_ns"],
+                    "end_ns": r["end_ns"] if r["end_ns"] is not None else until_ns})
+    return pd.DataFrame(out)
+
+
+def _darshan_logs(store) -> pd.DataFrame:
+    from ioweather.store.jobs import load_jobs
+
+    df = load_jobs(store, ["log_hash", "jobid", "nprocs", "nnodes", "start_ns", "end_ns", "bytes_read",
+                           "bytes_written", "io_time_s"])
+    return df[df["start_ns"].notna() & df["end_ns"].notna() & (df["end_ns"] > df["start_ns"])]
+
+
+def _log_fields(log) -> dict:
+    if log is None:
+        return {"darshan_bps": np.nan, "io_time_s": np.nan, "run_s": np.nan}
+    run_s = (log["end_ns"] - log["start_ns"]) / 1e9
+    moved = float(np.nansum([log["bytes_read"], log["bytes_written"]]))
+    io = log["io_time_s"]
+    return {"darshan_bps": moved / run_s, "io_time_s": np.nan if io is None else float(io), "run_s": run_s}
+
+
+# ----------------------------------------------------------------------------- attribution
+
+def _job_stats(settings, fs: str, events: list[dict], since_ns: int, until_ns: int) -> dict | None:
+    """{event index: {job id: bytes}} from Lustre job_stats, None when the window has none at all."""
+    from ioweather.store.telemetry_targets import job_totals
+
+    if not events or job_totals(settings, fs, since_ns, until_ns).empty:
+        return None
+    out = {}
+    for i, e in enumerate(events):
+        t = job_totals(settings, fs, e["start_ns"], e["end_ns"])
+        t = t[t["metric"].isin(["job_read_bytes", "job_write_bytes"])]
+        out[i] = t.groupby("job")["amount"].sum().to_dict()
+    return out
+
+
+def _attribute(ev: dict, running: pd.DataFrame, edges, moved, stats: dict | None, params: Params,
+               notes: list) -> pd.DataFrame:
+    """One row per attributed job: the running frame's columns plus bytes, method, alone_fraction."""
+    if stats is not None:
+        return _exact(ev, running, stats, params, notes)
+    if running.empty:
+        return running.assign(bytes=[], method=[], alone_fraction=[])
+    r = A.event_shares(edges, moved, running["start_ns"], running["end_ns"], running["darshan_bps"])
+    return running.assign(bytes=r["bytes"], method=np.where(r["darshan"], "darshan", "overlap"),
+                          alone_fraction=r["alone_fraction"])
+
+
+def _exact(ev: dict, running: pd.DataFrame, stats: dict, params: Params, notes: list) -> pd.DataFrame:
+    from ioweather.services.fsview import user_of
+
+    rows = []
+    for job, moved in stats.items():
+        same = running[running["jobid"] == job]
+        if len(same) > 1 and params.cluster is None:
+            notes.append(f"job id {job} ran on several clusters ({', '.join(sorted(map(str, same['cluster'])))}) "
+                         "during an event: its job_stats bytes are shown once, without a cluster")
+            same = same.iloc[:0]
+        base = same.iloc[0].to_dict() if len(same) else {**{c: None for c in _JOB_COLUMNS}, "job": job,
+                                                         "user": user_of(job, None)}
+        rows.append({**base, "bytes": float(moved), "method": "job_stats", "alone_fraction": np.nan})
+    return pd.DataFrame(rows, columns=[*_JOB_COLUMNS, "bytes", "method", "alone_fraction"])
+
+
+def _event_doc(ev: dict, running: pd.DataFrame, per_job: pd.DataFrame, slowdown, params: Params) -> dict:
+    total = float(ev["bytes"])
+    share = per_job["bytes"].to_numpy(float) / total if total > 0 else np.zeros(len(per_job))
+    order = A.rank(share, per_job["nnodes"].to_numpy(float) if len(per_job) else [])
+    jobs = []
+    for k in order:
+        if share[k] <= 0:
+            continue
+        j = per_job.iloc[k]
+        af = j["alone_fraction"]
+        jobs.append({"job": str(j["job"]), "cluster": j["cluster"], "user": j["user"], "share": float(share[k]),
+                     "bytes": float(j["bytes"]), "method": j["method"],
+                     "confidence": A.confidence(j["method"], None if pd.isna(af) else float(af)),
+                     "nnodes": None if pd.isna(j["nnodes"]) else int(j["nnodes"]), "job_url": j["job_url"]})
+    cost = _event_cost(ev, running, per_job, share, slowdown, params)
+    return {"start": ev["start"], "end": ev["end"], "peak_time": ev["peak_time"], "peak_bps": ev["peak_bps"],
+            "bytes": total, "duration_s": (ev["end_ns"] - ev["start_ns"]) / 1e9, "running_jobs": int(len(running)),
+            "attributed_share": float(min(1.0, share[share > 0].sum())) if len(share) else 0.0,
+            "method": _method(jobs), "jobs": jobs[:params.top], "more_jobs": max(0, len(jobs) - params.top), **cost}
+
+
+def _method(jobs: list[dict]) -> str | None:
+    methods = {j["method"] for j in jobs}
+    return "job_stats" if "job_stats" in methods else "+".join(m for m in ("darshan", "overlap") if m in methods) or None
+
+
+# ----------------------------------------------------------------------------- cost
+
+def _slowdowns(store, events: list[dict], notes: list) -> list[float | None]:
+    """The probes' worst-op slowdown over each event (services.job_weather's), None without probes."""
+    if store is None or "probe" not in store.versions() or not events:
+        notes.append("no probe data: contention by the coverage-factor criterion only")
+        return [None] * len(events)
+    from ioweather.services.job_weather import ProbeBaselines, _probe_slowdown
+
+    probes = ProbeBaselines(store)
+    out = [_probe_slowdown(probes, e["start_ns"], e["end_ns"])[0] for e in events]
+    if all(s is None for s in out):
+        notes.append("no probe samples during the events: contention by the coverage-factor criterion only")
+    return out
+
+
+def _event_cost(ev: dict, running: pd.DataFrame, per_job: pd.DataFrame, share, slowdown, params: Params) -> dict:
+    culprits = set()
+    for k in range(len(per_job)):
+        if share[k] >= params.culprit_share:
+            culprits.add((per_job.iloc[k]["cluster"], str(per_job.iloc[k]["job"])))
+    if slowdown is not None and slowdown < params.slowdown_threshold:
+        return {"slowdown": slowdown, "contended": False, "contention": "probe", "exposed_jobs": 0,
+                "jobs_without_cores": 0, "core_hours_exposed": 0.0}
+    keep = np.array([(c, str(j)) not in culprits for c, j in zip(running["cluster"], running["job"])], bool)
+    exposed = running.loc[keep]
+    overlap_s = (np.minimum(exposed["end_ns"], ev["end_ns"]) - np.maximum(exposed["start_ns"], ev["start_ns"])) / 1e9
+    cores = pd.to_numeric(exposed["cores"], errors="coerce").to_numpy(float)
+    ch = A.exposed_core_hours(overlap_s.to_numpy(float), cores, exposed["io_time_s"].to_numpy(float),
+                              exposed["run_s"].to_numpy(float))
+    return {"slowdown": slowdown, "contended": True, "contention": "probe" if slowdown is not None else "coverage",
+            "exposed_jobs": int(len(exposed)), "jobs_without_cores": int((~np.isfinite(cores)).sum()),
+            "core_hours_exposed": float(np.nansum(ch))}
+
+
+def cost_summary(events: list[dict], params: Params, top: int = 10) -> dict:
+    """Core-hours exposed per UTC day and month (by event start), the costliest events, and the jobs
+    that caused them (each event's cost shared among its culprits by their share of its bytes)."""
+    if not events:
+        return {"core_hours_exposed": 0.0, "daily": [], "monthly": [], "top_events": [], "top_culprits": [],
+                "slowdown_threshold": params.slowdown_threshold, "culprit_share": params.culprit_share}
+    df = pd.DataFrame({"start": [e["start"] for e in events], "ch": [e["core_hours_exposed"] for e in events]})
+    t = pd.to_datetime(df["start"])
+    df["day"], df["month"] = t.dt.strftime("%Y-%m-%d"), t.dt.strftime("%Y-%m")
+
+    def per(col):
+        g = df.groupby(col)["ch"].agg(["sum", "count"]).reset_index()
+        return [{col: r[col], "core_hours_exposed": float(r["sum"]), "events": int(r["count"])}
+                for r in g.to_dict("records")]
+
+    caused: dict[tuple, dict] = {}
+    for e in events:
+        for j in e["jobs"]:
+            d = caused.setdefault((j["cluster"], j["job"]), {"job": j["job"], "cluster": j["cluster"], "user": j["user"],
+                                                             "job_url": j["job_url"], "core_hours_caused": 0.0,
+                                                             "events": 0, "bytes": 0.0})
+            d["core_hours_caused"] += e["core_hours_exposed"] * j["share"]
+            d["events"] += 1
+            d["bytes"] += j["bytes"]
+    costly = sorted(range(len(events)), key=lambda i: (-events[i]["core_hours_exposed"], events[i]["start"]))[:top]
+    return {"core_hours_exposed": float(df["ch"].sum()), "daily": per("day"), "monthly": per("month"),
+            "top_events": [{"start": events[i]["start"], "end": events[i]["end"],
+                            "core_hours_exposed": events[i]["core_hours_exposed"],
+                            "culprit": events[i]["jobs"][0]["job"] if events[i]["jobs"] else None} for i in costly],
+            "top_culprits": sorted(caused.values(), key=lambda d: (-d["core_hours_caused"], -d["bytes"], d["job"]))[:top],
+            "slowdown_threshold": params.slowdown_threshold, "culprit_share": params.culprit_share}
