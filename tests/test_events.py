@@ -175,3 +175,77 @@ def test_bad_input_is_one_line(synthetic, args, message):
     assert proc.returncode != 0
     assert message in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+# ----------------------------------------------------------------------------- job_stats on a collected tree
+JOB_ADD = {"1001": 7 << 20, "dd.4242": 3 << 20, "wrf.500": 5 << 20}
+
+
+def _job_stats(jobs: dict[str, int]) -> str:
+    out = ["job_stats:"]
+    for job, written in jobs.items():
+        out += [f"- job_id:          {job}", "  snapshot_time:   1510782606",
+                f"  write_bytes:     {{ samples:       {written // 4096}, unit: bytes, min:    4096, max: 4194304, sum:    {written} }}"]
+    return "\n".join(out) + "\n"
+
+
+def _ost_stats(text: str, add: int) -> str:
+    """The OST's stats file with `add` more bytes written."""
+    def grow(line):
+        if not line.startswith("write_bytes"):
+            return line
+        f = line.split()
+        f[1] = str(int(f[1]) + add // 4096)
+        f[-1] = str(int(f[-1]) + add)
+        return " ".join(f)
+    return "\n".join(grow(x) for x in text.splitlines()) + "\n"
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory, testdata):
+    """`collect` on a copy of the mock tree where, mid-run, OST0000 writes 15 MiB and its job_stats
+    say which job wrote what."""
+    from ioweather.store import open_store
+    from ioweather.store.scheduler import replace_jobs
+
+    work = tmp_path_factory.mktemp("js")
+    home = work / "home"
+    root = work / "tree"
+    shutil.copytree(testdata / "lustre-procfs", root)
+    ost = root / "proc/fs/lustre/obdfilter/lustrefs-OST0000"
+    (ost / "job_stats").write_text(_job_stats({j: 0 for j in JOB_ADD}))
+    stats = (ost / "stats").read_text()
+    proc = subprocess.Popen([sys.executable, "-m", "ioweather", "collect", "--proc-root", str(root), "--sources", "lustre",
+                             "--interval", "0.5s", "--duration", "8s", "--fs", "lustrefs"],
+                            env={**os.environ, "IOWEATHER_HOME": str(home)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stderr.readline()
+    time.sleep(3.0)
+    for name, text in (("job_stats", _job_stats(JOB_ADD)), ("stats", _ost_stats(stats, sum(JOB_ADD.values())))):
+        (ost / f"{name}.tmp").write_text(text)
+    for name in ("job_stats", "stats"):  # both within one tick: renames are instant
+        (ost / f"{name}.tmp").replace(ost / name)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    store = open_store(Settings.resolve(home))
+    now = time.time_ns()
+    replace_jobs(store, [dict(cluster="c1", jobid="1001", user="alice", nnodes=2, ncpus=64, start_ns=now - 3600 * 10**9,
+                              end_ns=None)], "test")
+    store.dispose()
+    return home
+
+
+def test_job_stats_attribution_is_exact(collected):
+    code, out, err = run("events", "--fs", "lustrefs", "--resample", "1s", "--smooth", "1s", "--min-amplitude", "1MiB/s",
+                         "--json", home=collected)
+    assert code == 0, err
+    events = json.loads(out)
+    assert len(events) == 1, events
+    ev = events[0]
+    assert ev["bytes"] == sum(JOB_ADD.values())
+    got = [(j["job"], j["share"], j["method"], j["confidence"]) for j in ev["jobs"]]
+    total = sum(JOB_ADD.values())
+    assert got == [("1001", 7 / 15, "job_stats", "exact"), ("wrf.500", 5 / 15, "job_stats", "exact"),
+                   ("dd.4242", 3 / 15, "job_stats", "exact")]
+    assert ev["jobs"][0]["cluster"] == "c1" and ev["jobs"][0]["user"] == "alice"
+    assert ev["jobs"][2]["user"] == "uid 4242"  # Lustre's procname_uid job id names its user
+    assert total == 15 << 20

@@ -117,3 +117,36 @@ def register(cli: click.Group) -> None:
             _print_cost(doc["cost"])
         else:
             _print_events(doc)
+
+    @cli.command()
+    @_event_options
+    @click.option("--since", type=SINCE, default="7d", show_default=True, help="Start: a time or a duration before now.")
+    @json_option
+    @click.option("--html", "html", type=click.Path(dir_okay=False), default=None, help="Write the report page to this file.")
+    @click.option("--dashboard-url", default="http://localhost:8050", show_default=True,
+                  help="Where `ioweather serve` runs: the report's detail links point there.")
+    @click.pass_obj
+    def report(settings, fs, until, cluster, resample, smooth, min_amplitude, cores_per_node, slowdown_threshold, top,
+               since, as_json, html, dashboard_url):
+        """A file system's week on one page: slowdown climate and worst episodes, change points, events
+        with their culprit jobs and cost, benchmark standing, fullness (docs/events.md)."""
+        from ioweather.services import report as svc
+        from ioweather.views.output import print_json, stderr
+
+        if as_json and html:
+            raise UserError("choose one of --json and --html")
+        params = _params(resample, smooth, min_amplitude, cluster, top, cores_per_node, slowdown_threshold)
+        doc = svc.compute(settings, fs, since, until, params)
+        if not doc["changes"]["available"]:
+            stderr.print(f"note: {doc['changes']['reason']}", highlight=False)
+        if html:
+            from ioweather.files import write_atomic
+            from ioweather.views.report_html import render_report
+
+            write_atomic(html, render_report(doc, dashboard_url.rstrip("/")))
+            click.echo(f"wrote {html}", err=True)
+        elif as_json:
+            print_json(doc)
+        else:
+            _print_events(doc["events"])
+            _print_cost(doc["events"]["cost"])

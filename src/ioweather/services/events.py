@@ -45,7 +45,7 @@ def compute(settings, fs: str, since=None, until=None, params: Params = Params()
     events = _windows(doc)
     start_ns, end_ns = pd.Timestamp(doc["start"]).value, pd.Timestamp(doc["end"]).value
     moved = _moved(data)
-    store = _open(settings)
+    store = open_if_exists(settings)
     try:
         jobs = _candidates(store, start_ns, end_ns, params, notes)
         slowdowns = _slowdowns(store, events, notes)
@@ -86,7 +86,7 @@ def _unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def _open(settings):
+def open_if_exists(settings):
     if not settings.store_exists():  # a report reads: it never creates a store
         return None
     from ioweather.store import open_store

@@ -1,0 +1,111 @@
+"""The weekly report (issue 15 item 4): one file system's week on one page, each part linked to its
+detail page — probe slowdown climate and its worst episodes, change points, events with their culprit
+jobs and cost, benchmark standing, fullness. A part whose data is absent says so instead."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+
+from ioweather.errors import UserError
+from ioweather.units import ns_to_iso, to_ns
+
+CLIMATE_INTERVAL_S = 3600.0
+BASELINE_S = 30 * 86400.0
+WORST = 5
+
+
+def compute(settings, fs: str, since: datetime | None, until: datetime | None, params=None) -> dict:
+    """The report document over [since, until) (default: the 7 days before the telemetry's end)."""
+    from ioweather.services import events as ev
+    from ioweather.services.workload import data_end
+
+    until = until or data_end(settings, fs) or datetime.now(timezone.utc)
+    since = since or until - timedelta(days=7)
+    if since >= until:
+        raise UserError("--since must be before --until")
+    params = params or ev.Params()
+    q = f"fs={fs}&since={ns_to_iso(to_ns(since))}&until={ns_to_iso(to_ns(until))}"
+    events = ev.compute(settings, fs, since, until, params)
+    store = ev.open_if_exists(settings)
+    try:
+        versions = store.versions() if store is not None else {}
+        climate = _climate(store, since, until) if "probe" in versions else None
+        bench = _bench(store, fs) if "bench" in versions else None
+        changes = _changes(store, settings, since, until)
+    finally:
+        if store is not None:
+            store.dispose()
+    return {"fs": fs, "start": events["start"], "end": events["end"], "query": q,
+            "slowdown": climate, "changes": changes,
+            "events": events, "bench": bench, "fullness": _fullness(settings, fs, since, until),
+            "links": {"slowdown": "/timeline", "changes": "/history", "events": f"/workload?{q}",
+                      "bench": "/bench", "fullness": f"/capacity?{q}"}}
+
+
+def _climate(store, since, until) -> dict | None:
+    """Per op, the median and 95th percentile of the hourly slowdowns over every target; the worst hours."""
+    from ioweather.services.slowdown import compute_slowdown
+
+    try:
+        rows = compute_slowdown(store, None, CLIMATE_INTERVAL_S, "median", BASELINE_S, since, until)
+    except UserError:
+        return None
+    rows = [r for r in rows if r["slowdown"] is not None and np.isfinite(r["slowdown"])]
+    if not rows:
+        return None
+    by_op: dict[str, list[float]] = {}
+    for r in rows:
+        by_op.setdefault(r["op"], []).append(r["slowdown"])
+    ops = [{"op": op, "median": float(np.median(v)), "p95": float(np.percentile(v, 95)), "worst": float(max(v)),
+            "intervals": len(v)} for op, v in sorted(by_op.items())]
+    worst = sorted(rows, key=lambda r: -r["slowdown"])[:WORST]
+    return {"interval_s": CLIMATE_INTERVAL_S, "ops": ops,
+            "worst": [{"target": r["target"], "op": r["op"], "start": r["interval_start"], "slowdown": r["slowdown"]}
+                      for r in worst]}
+
+
+def _changes(store, settings, since, until) -> dict:
+    """services.changes.detect (issue 15 item 3, another engineer's) when it is there; otherwise the
+    report says so. Only a missing module or a changed signature is "not available": a failure inside
+    the detection is an error like any other."""
+    missing = {"available": False, "reason": "change points: not available", "points": []}
+    try:
+        from ioweather.services.changes import detect
+    except ImportError:
+        return missing
+    if store is None:
+        return {**missing, "reason": "change points: not available (no store)"}
+    try:
+        found = detect(store, settings, to_ns(since), to_ns(until))
+    except TypeError:  # the function is still being written: its signature may change
+        return missing
+    return {"available": True, "reason": None,
+            "points": [{"series": c["series"], "time": c["time"], "before": c["level_before"],
+                        "after": c["level_after"], "factor": c["factor"]} for c in found["changes"]],
+            "skipped": len(found.get("skipped", []))}
+
+
+def _bench(store, fs: str) -> list[dict] | None:
+    from ioweather.services.bench import summary
+
+    try:
+        rows = summary(store, fs=fs)
+    except UserError:
+        return None
+    return rows or None
+
+
+def _fullness(settings, fs: str, since, until) -> dict | None:
+    from ioweather.services.fsview import capacity
+
+    c = capacity(settings, fs, to_ns(since), to_ns(until), top=5)
+    f = c["fs_fullness"]
+    if not f.get("fullness"):
+        return None
+    last = next((x for x in reversed(f["fullness"]) if x is not None), None)
+    fullest = [r for r in c["targets"] if r["target"] in c["fullest"]]
+    return {"fullness": last, "days_until_full": f.get("days_until_full"), "growth_bps": f.get("growth_bps"),
+            "fullest": [{"target": r["target"], "fullness": r["fullness"], "days_until_full": r["days_until_full"]}
+                        for r in sorted(fullest, key=lambda r: -r["fullness"])]}
