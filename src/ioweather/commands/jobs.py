@@ -49,8 +49,10 @@ def register(cli: click.Group) -> None:
     @click.argument("paths", nargs=-1, required=True, type=click.Path())
     @click.option("--workers", type=click.IntRange(min=1), default=None,
                   help="Worker processes (default: all cores).")
-    @click.option("--dask", "dask_address", metavar="ADDRESS", default=None,
-                  help="Run the extraction on a Dask cluster (scheduler address; needs ioweather[dask]).")
+    @click.option("--dask", "dask_address", metavar="SPEC", default=None,
+                  help="Read the logs on a Dask cluster: tcp://HOST:PORT, local[:N] or "
+                       "slurm[:jobs=N,cores=C,memory=M,queue=Q,account=A,walltime=T] (needs ioweather[dask]; "
+                       "docs/deployment.md).")
     @click.option("--cores-per-node", type=click.IntRange(min=1), default=None,
                   help="Cores per node, to count nodes of logs that do not name their hosts.")
     @click.option("--follow-symlinks", is_flag=True,
@@ -65,8 +67,8 @@ def register(cli: click.Group) -> None:
         read is recorded with its reason and the batch goes on. Safe to re-run after a kill,
         and to run while another ingest into the same store runs (each log is stored once).
         """
-        from ioweather.commands.jobs_ingest import default_workers
-        from ioweather.commands.jobs_ingest import ingest as run
+        from ioweather.services.darshan_ingest import default_workers
+        from ioweather.services.darshan_ingest import ingest as run
 
         with progress() as bar:
             task = bar.add_task("ingesting Darshan logs", total=None)
