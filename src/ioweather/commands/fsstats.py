@@ -140,13 +140,18 @@ def register(cli: click.Group) -> None:
     @json_option
     @click.option("--movers", type=click.IntRange(1, 10_000), default=10, show_default=True,
                   help="How many directories and owners to list as largest movers.")
+    @click.option("--label", "label_only", is_flag=True,
+                  help="A and B are stored labels, even where a file or directory has the same name.")
     @click.pass_obj
-    def diff_cmd(settings, a, b, as_json, movers):
-        """Growth from snapshot A to snapshot B (files or store labels), as seed 002 Table IV."""
+    def diff_cmd(settings, a, b, as_json, movers, label_only):
+        """Growth from snapshot A to snapshot B, as seed 002 Table IV.
+
+        A and B are snapshot files, stored labels (the newest snapshot of each) or the ids that
+        `fsstats list` prints; the line on stderr says which was used."""
         from ioweather.services.fsstats import compare
         from ioweather.views.fsstats_tables import print_growth
 
-        doc, da, db = compare(settings, a, b, movers=movers, say=_say)
+        doc, da, db = compare(settings, a, b, movers=movers, say=_say, label_only=label_only)
         if as_json:
             print_json(doc)
             return

@@ -53,26 +53,54 @@ def _write_html(doc: dict, path) -> None:
         raise from_os_error(path, e, "write") from None
 
 
-def load_snapshot(settings, ref: str) -> dict:
-    """A snapshot by file path, else by store label."""
+def load_snapshot(settings, ref: str, *, label_only: bool = False, say: Say | None = None) -> tuple[dict, str, str]:
+    """(snapshot, what was used in words, identity) for `ref`: a snapshot file, a stored label (its
+    newest snapshot) or a stored id as `fsstats list` prints it. With `label_only`, only a label.
+
+    A path that exists wins over a label of the same name, except a directory (never a snapshot
+    file): either way `say` is told which one was used, and that `--label` picks the label."""
     from ioweather.store import open_store, snapshots
 
-    if os.path.exists(ref):
-        return snapshots.read_file(ref)
-    doc = snapshots.load(open_store(settings), ref)
-    if doc is None:
-        raise UserError(f"{ref!r} is neither a snapshot file nor a stored label (see 'ioweather fsstats list')")
-    return doc
+    def stored(label: str) -> tuple[dict, str, str] | None:
+        store = open_store(settings)
+        doc = snapshots.load(store, label)
+        if doc is None:
+            return None
+        sid = snapshots.newest_id(store, label)
+        return doc, f"stored label {label!r} (id {sid})", f"id:{sid}"
+
+    if not label_only and os.path.isfile(ref):
+        if say and stored(ref) is not None:
+            say(f"note: {ref!r} is the file ./{ref}; a stored label {ref!r} exists too: add --label to compare labels")
+        return snapshots.read_file(ref), f"file {ref}", f"file:{os.path.realpath(ref)}"
+    found = stored(ref)
+    if found is not None:
+        if say and not label_only and os.path.isdir(ref):
+            say(f"note: {ref!r} is a directory here, not a snapshot file: using the {found[1]}")
+        return found
+    if not label_only and ref.lstrip("#").isdigit():
+        hit = snapshots.load_id(open_store(settings), int(ref.lstrip("#")))
+        if hit is not None:
+            sid = int(ref.lstrip("#"))
+            return hit[1], f"stored snapshot id {sid} (label {hit[0]!r})", f"id:{sid}"
+    if label_only:
+        raise UserError(f"no stored label {ref!r} (see 'ioweather fsstats list')")
+    raise UserError(f"{ref!r} is neither a snapshot file nor a stored label (nor an id; see 'ioweather fsstats list')")
 
 
-def compare(settings, a: str, b: str, *, movers: int, say: Say) -> tuple[dict, dict, dict]:
-    """(growth document with both sides named, snapshot A, snapshot B) from A to B (files or labels)."""
+def compare(settings, a: str, b: str, *, movers: int, say: Say, label_only: bool = False) -> tuple[dict, dict, dict]:
+    """(growth document with both sides named, snapshot A, snapshot B) from A to B (files, labels or ids)."""
     from ioweather.stats.fsstats import growth
 
-    da, db = load_snapshot(settings, a), load_snapshot(settings, b)
+    (da, wa, ka), (db, wb, kb) = (load_snapshot(settings, r, label_only=label_only, say=say) for r in (a, b))
+    say(f"comparing {wa} with {wb}")
+    if ka == kb:
+        say(f"note: A and B are the same snapshot ({wa}): every change is zero")
     if da["root"] != db["root"]:
-        say(f"note: comparing different roots: {da['root']!r} and {db['root']!r}")
+        say(f"warning: comparing different roots: {da['root']!r} and {db['root']!r}; the growth is not that of one tree")
     g = growth(da, db, movers=movers)
+    # The same document as the Contents page's growth (its JSON twin equals `diff --json`): what was
+    # used and the warnings go to `say` only.
     doc = {"a": {"root": da["root"], "snapshot_time": da["snapshot_time"], "source": a},
            "b": {"root": db["root"], "snapshot_time": db["snapshot_time"], "source": b}, **g}
     return doc, da, db

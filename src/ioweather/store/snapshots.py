@@ -148,6 +148,26 @@ def load(store: Store, label: str) -> dict | None:
     return check_document(json.loads(row.document), f"stored snapshot {label!r} (id {row.id})")
 
 
+def load_id(store: Store, snapshot_id: int) -> tuple[str, dict] | None:
+    """(label, document) of the snapshot with this id (as `fsstats list` prints it), or None."""
+    store.require(COMPONENT)
+    q = sa.select(fsstats_snapshots.c.label, fsstats_snapshots.c.document).where(fsstats_snapshots.c.id == snapshot_id)
+    with store.connect() as conn:
+        row = conn.execute(q).first()
+    if row is None:
+        return None
+    return row.label, check_document(json.loads(row.document), f"stored snapshot id {snapshot_id}")
+
+
+def newest_id(store: Store, label: str) -> int | None:
+    """The id of the newest snapshot stored under `label` (the one `load` returns)."""
+    store.require(COMPONENT)
+    c = fsstats_snapshots.c
+    q = sa.select(c.id).where(c.label == label).order_by(c.snapshot_ns.desc(), c.id.desc()).limit(1)
+    with store.connect() as conn:
+        return conn.execute(q).scalar()
+
+
 def listing(store: Store) -> list[dict]:
     """Every stored snapshot's label, time and totals, oldest first."""
     store.require(COMPONENT)
