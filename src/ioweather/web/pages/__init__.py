@@ -41,6 +41,7 @@ PAGE_MODULES = [
     "ioweather.web.pages.jobs",
     "ioweather.web.pages.job",
     "ioweather.web.pages.workload",
+    "ioweather.web.pages.report",
     "ioweather.web.pages.servers",
     "ioweather.web.pages.metadata",
     "ioweather.web.pages.capacity",

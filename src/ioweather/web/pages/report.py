@@ -1,0 +1,59 @@
+"""Report: one file system's week on one page (issue 15 item 4) — the document of `ioweather report
+--json` (services/report.py) for the same file system and window, each part linked to its detail page.
+The Workload page's events link here, to the event's row (#event-<start>)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from ioweather.errors import StoreError, UserError
+from ioweather.stats.workload import DEFAULT_MIN_AMPLITUDE, DEFAULT_SMOOTH_S
+from ioweather.services.workload import data_end, dataset_fingerprint, file_systems
+from ioweather.web.context import WebContext
+from ioweather.web.pages.workload import HINT, RESAMPLES_S, _rate_param
+from ioweather.web.params import BadRequest, NotFound, Query, format_seconds_short
+from ioweather.web.registry import Page
+
+MAX_WINDOW_S = 92 * 86400.0
+
+
+def has_telemetry(ctx: WebContext) -> bool:
+    return bool(file_systems(ctx.settings))
+
+
+def report_data(ctx: WebContext, params) -> dict:
+    from ioweather.services import events as ev
+    from ioweather.services.report import compute
+
+    q = Query(params, ("fs", "since", "until", "resample", "smooth", "min_amplitude"))
+    systems = file_systems(ctx.settings)
+    if not systems:
+        raise NotFound(f"No server-side telemetry. {HINT}")
+    fs = q.text("fs", systems[0])
+    if fs not in systems:
+        raise BadRequest(f"unknown file system {fs!r}; known: {', '.join(systems[:20])}")
+    resample = q.duration("resample", "60s", allowed=RESAMPLES_S)
+    smooth_s = q.duration("smooth", format_seconds_short(DEFAULT_SMOOTH_S), lo=60.0, hi=86400.0)
+    min_amp = _rate_param(q, "min_amplitude", f"{DEFAULT_MIN_AMPLITUDE / (1 << 30):g}GiB/s")
+    now = datetime.now(timezone.utc)
+    end = data_end(ctx.settings, fs)
+    if end is None:
+        raise NotFound(f"the telemetry of {fs!r} has no rows. {HINT}")
+    since_ns, until_ns = q.window("7d", MAX_WINDOW_S, now, default_until=min(end, now + timedelta(days=1)))
+    since, until = (datetime.fromtimestamp(x / 1e9, timezone.utc) for x in (since_ns, until_ns))
+
+    def run():
+        try:
+            return compute(ctx.settings, fs, since, until, ev.Params(resample, smooth_s, min_amp))
+        except StoreError:
+            raise
+        except UserError as e:
+            raise BadRequest(str(e)) from None
+
+    key = ("report", fs, since_ns, until_ns, resample, smooth_s, min_amp)
+    return {"fs_all": systems, "report": ctx.memo(key, dataset_fingerprint(ctx.settings, fs), run)}
+
+
+PAGE = Page(slug="report", title="Report", data=report_data, template="report.html", available=has_telemetry,
+            order=55, description="A file system's week: slowdown climate, change points, events with their "
+                                  "culprit jobs and cost, benchmark standing, fullness.")
