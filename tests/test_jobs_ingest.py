@@ -189,7 +189,7 @@ def _die_on_poison(item):
 
 
 def test_pool_survives_a_worker_crash():
-    from ioweather.commands.jobs_ingest import run_pool
+    from ioweather.services.darshan_ingest import run_pool
 
     items = [f"log{i}" for i in range(12)] + ["poison"] + [f"log{i}" for i in range(12, 20)]
     results, crashed = {}, {}

@@ -1,4 +1,4 @@
-"""`ioweather jobs ingest`: read many Darshan logs in parallel into the store.
+"""The pipeline of `ioweather jobs ingest`: read many Darshan logs in parallel into the store.
 
 One log = one task: hash, read (no DXT: the archive does not need traces),
 characterize, turn into a job row and a per-file Arrow table. Workers never
