@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "ioweather.commands.umami",
     "ioweather.commands.bench",
     "ioweather.commands.workload",
+    "ioweather.commands.changes",
     "ioweather.commands.events",  # events, report
     "ioweather.commands.fsstats",
     "ioweather.commands.web",

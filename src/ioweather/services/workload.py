@@ -204,6 +204,23 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
     return result, WorkloadData(t0_ns, resample_s, read, write, smooth_s, min_amplitude)
 
 
+def daily_totals(settings, fs: str, since_ns: int, until_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """(day start in ns, bytes read + written that day) for the days with data in [since, until)."""
+    from ioweather.store.telemetry_layout import connect_duckdb, scan_sql
+    from ioweather.store.telemetry_query import BYTES_METRICS, DAY_NS
+
+    con = connect_duckdb()
+    try:
+        rows = con.execute(
+            f"SELECT time_ns // {DAY_NS} AS day, sum(value) FROM {scan_sql(settings, fs)} "
+            f"WHERE metric IN ({', '.join('?' * len(BYTES_METRICS))}) AND time_ns >= ? AND time_ns < ? "
+            "AND isfinite(value) GROUP BY day ORDER BY day", [*BYTES_METRICS, since_ns, until_ns]).fetchall()
+    finally:
+        con.close()
+    days = np.array([r[0] for r in rows], np.int64) * DAY_NS
+    return days, np.array([r[1] for r in rows], np.float64)
+
+
 def file_systems(settings) -> list[str]:
     """The file systems that have server-side telemetry in the store."""
     from ioweather.store.telemetry_layout import list_fs
