@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+
 import click
 
 from ioweather.errors import UserError
@@ -28,3 +31,21 @@ TIME = _Parsed("time", parse_time)
 SINCE = _Parsed("time", time_ago)
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
+
+quiet_option = click.option("--quiet", "-q", is_flag=True,
+                            help="Only problems: no progress bar and no summary (--json still prints its document).")
+
+
+@contextlib.contextmanager
+def quiet_output(quiet: bool, as_json: bool = False):
+    """What -q silences: progress bars and the human summary on stdout; errors and notes about the
+    data (rows skipped or stored as missing) still reach stderr, so a quiet cron job hides nothing wrong."""
+    from ioweather.views.output import no_progress
+
+    if not quiet:
+        yield
+        return
+    with no_progress(), contextlib.ExitStack() as stack:
+        if not as_json:
+            stack.enter_context(contextlib.redirect_stdout(stack.enter_context(open(os.devnull, "w"))))
+        yield

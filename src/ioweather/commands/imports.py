@@ -8,6 +8,7 @@ import every importer (pandas, h5py, SQLAlchemy) to list them.
 
 from __future__ import annotations
 
+import functools
 import signal
 import sys
 import threading
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from ioweather.commands.common import DURATION, TIME, json_option
+from ioweather.commands.common import DURATION, TIME, json_option, quiet_option, quiet_output
 from ioweather.sources.telemetry import importers
 from ioweather.units import to_ns
 
@@ -30,15 +31,35 @@ _TYPES = {"duration": DURATION, "time": TIME, "text": None}
 
 
 class ImportGroup(click.Group):
+    """Every sub-command, whichever module adds it, takes -q (commands/common.py quiet_output)."""
+
     def list_commands(self, ctx) -> list[str]:
         return importers.kinds() + sorted(self.commands)
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        super().add_command(_with_quiet(cmd), name)
 
     def get_command(self, ctx, name: str):
         if name in self.commands:
             return self.commands[name]
         if name in importers.REGISTRY:
-            return telemetry_command(importers.importer(name))
+            return _with_quiet(telemetry_command(importers.importer(name)))
         return None
+
+
+def _with_quiet(cmd: click.Command) -> click.Command:
+    if any(p.name == "quiet" for p in cmd.params):
+        return cmd
+    quiet_option(cmd)
+    inner = cmd.callback
+
+    @functools.wraps(inner)
+    def callback(*args, quiet: bool = False, **kwargs):
+        with quiet_output(quiet, kwargs.get("as_json", False)):
+            return inner(*args, **kwargs)
+
+    cmd.callback = callback
+    return cmd
 
 
 def import_group(cli: click.Group) -> click.Group:

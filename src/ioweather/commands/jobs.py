@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ioweather.commands.common import SINCE, SIZE, json_option
+from ioweather.commands.common import SINCE, SIZE, json_option, quiet_option, quiet_output
 from ioweather.views.output import print_json, progress, stderr
 
 
@@ -15,6 +15,20 @@ def _write_html(out: str, text: str, *, quiet: bool) -> None:
     write_html(out, text)
     if not quiet:
         stderr.print(f"wrote {out}")
+
+
+def _ingest_report(counts: dict, as_json: bool) -> None:
+    if as_json:
+        print_json(counts)
+        return
+    # duplicates: content already stored (another path, or another ingest running at the same time)
+    click.echo(f"{counts['ingested']} logs ingested, {counts['failed']} failed, "
+               f"{counts['duplicates']} duplicates (content already stored), "
+               f"{counts['skipped']} already ingested ({counts['found']} found)")
+    if counts["failed"]:
+        click.echo("see the reasons with: ioweather jobs failed", err=True)
+    if counts["symlinks_skipped"]:
+        click.echo(f"{counts['symlinks_skipped']} symlinks skipped (--follow-symlinks to read them)", err=True)
 
 
 def register(cli: click.Group) -> None:
@@ -58,9 +72,10 @@ def register(cli: click.Group) -> None:
     @click.option("--follow-symlinks", is_flag=True,
                   help="Follow symlinks found while scanning directories (skipped by default: anyone who can "
                        "write a log directory could point one anywhere).")
+    @quiet_option
     @json_option
     @click.pass_obj
-    def ingest(settings, paths, workers, dask_address, cores_per_node, follow_symlinks, as_json):
+    def ingest(settings, paths, workers, dask_address, cores_per_node, follow_symlinks, as_json, quiet):
         """Read Darshan logs (files, or directories searched for *.darshan) into the store.
 
         Idempotent: a log already stored (same content) is skipped; a log that cannot be
@@ -70,22 +85,13 @@ def register(cli: click.Group) -> None:
         from ioweather.services.darshan_ingest import default_workers
         from ioweather.services.darshan_ingest import ingest as run
 
-        with progress() as bar:
-            task = bar.add_task("ingesting Darshan logs", total=None)
-            counts = run(settings, list(paths), workers=workers or default_workers(), dask_address=dask_address,
-                         cores_per_node=cores_per_node, follow_symlinks=follow_symlinks,
-                         progress_cb=lambda done, total: bar.update(task, completed=done, total=total))
-        if as_json:
-            print_json(counts)
-        else:
-            # duplicates: content already stored (another path, or another ingest running at the same time)
-            click.echo(f"{counts['ingested']} logs ingested, {counts['failed']} failed, "
-                       f"{counts['duplicates']} duplicates (content already stored), "
-                       f"{counts['skipped']} already ingested ({counts['found']} found)")
-            if counts["failed"]:
-                click.echo("see the reasons with: ioweather jobs failed", err=True)
-            if counts["symlinks_skipped"]:
-                click.echo(f"{counts['symlinks_skipped']} symlinks skipped (--follow-symlinks to read them)", err=True)
+        with quiet_output(quiet, as_json):
+            with progress() as bar:
+                task = bar.add_task("ingesting Darshan logs", total=None)
+                counts = run(settings, list(paths), workers=workers or default_workers(), dask_address=dask_address,
+                             cores_per_node=cores_per_node, follow_symlinks=follow_symlinks,
+                             progress_cb=lambda done, total: bar.update(task, completed=done, total=total))
+            _ingest_report(counts, as_json)
 
     @jobs.command("failed")
     @json_option

@@ -11,7 +11,7 @@ import click
 
 from ioweather.commands.common import DURATION, SIZE
 from ioweather.errors import UserError
-from ioweather.services.server import run_server
+from ioweather.services.server import allowed_hosts, run_server
 from ioweather.stats.probe_spec import DEGRADED, SEVERE
 
 #: Laptop-sized defaults for `watch`: a quick first start and little disk, said so on screen.
@@ -30,6 +30,11 @@ def _server_options(f):
                      help="Slowdown from which a target is 'degraded'.")(f)
     f = click.option("--port", type=click.IntRange(0, 65535), default=8050, show_default=True,
                      help="TCP port (0: any free port).")(f)
+    f = click.option("--allowed-host", "allowed_host", multiple=True, envvar="IOWEATHER_ALLOWED_HOSTS",
+                     metavar="NAME",
+                     help="Also answer requests whose Host header is NAME (a reverse proxy's public name, "
+                          "'*.example.org'); repeatable, or IOWEATHER_ALLOWED_HOSTS='a b'. Other names get 400 "
+                          "(DNS rebinding); loopback and --host are always answered.")(f)
     f = click.option("--host", default="127.0.0.1", show_default=True,
                      help="Address to listen on; anything but loopback exposes the dashboard to the network.")(f)
     return f
@@ -72,8 +77,9 @@ class _PagesHelp(click.Command):
 def register(cli: click.Group) -> None:
     @cli.command(cls=_PagesHelp)
     @_server_options
+    @click.option("--quiet", "-q", is_flag=True, help="No access log (one line per request); warnings still print.")
     @click.pass_obj
-    def serve(settings, host, port, warn, crit, baseline):
+    def serve(settings, host, allowed_host, port, warn, crit, baseline, quiet):
         """Serve the dashboard and Prometheus /metrics over the store.
 
         Each page has a JSON twin under /api/; a page whose data the store lacks is hidden.
@@ -83,11 +89,12 @@ def register(cli: click.Group) -> None:
         from ioweather.web.context import WebConfig
 
         _check_thresholds(warn, crit, baseline)
+        hosts = allowed_hosts(host, allowed_host)
         sock, url = _listen(host, port)
-        app = create_app(settings, WebConfig(warn=warn, crit=crit, baseline_s=baseline))
+        app = create_app(settings, WebConfig(warn=warn, crit=crit, baseline_s=baseline), allowed_hosts=hosts)
         click.echo(f"ioweather: dashboard at {url}  (Prometheus: {url}metrics; Ctrl-C to stop)")
         sys.stdout.flush()
-        run_server(app, sock, threading.Event(), _say)
+        run_server(app, sock, threading.Event(), _say, quiet=quiet)
         click.echo("ioweather: stopped", err=True)
 
     @cli.command()
@@ -105,8 +112,8 @@ def register(cli: click.Group) -> None:
     @click.option("--pool", type=int, default=WATCH_POOL, show_default=True,
                   help="Small files in the pool when DIRECTORY is new.")
     @click.pass_obj
-    def watch(settings, directory: Path, host, port, warn, crit, baseline, interval, target, block, direct, fsync,
-              timeout, quiet, file_size, pool):
+    def watch(settings, directory: Path, host, allowed_host, port, warn, crit, baseline, interval, target, block,
+              direct, fsync, timeout, quiet, file_size, pool):
         """The main job: probe DIRECTORY every second and serve the dashboard, in one process.
 
         Creates the probe files in DIRECTORY first if it is not a probe directory yet,
@@ -124,6 +131,7 @@ def register(cli: click.Group) -> None:
             raise UserError("--interval must be positive")
         if file_size < block:
             raise UserError(f"--block ({block} B) is larger than --file-size ({file_size} B)")
+        hosts = allowed_hosts(host, allowed_host)
         sock, url = _listen(host, port)  # fail on a busy port before writing anything
         try:
             if (directory / META_NAME).exists():
@@ -148,7 +156,7 @@ def register(cli: click.Group) -> None:
         stop = threading.Event()
         probe = BackgroundProbe(settings, directory, stop, interval=interval, target=target, block=block,
                                 direct=direct, fsync=fsync, timeout=timeout, seed=None, quiet=True)
-        app = create_app(settings, WebConfig(warn=warn, crit=crit, baseline_s=baseline))
+        app = create_app(settings, WebConfig(warn=warn, crit=crit, baseline_s=baseline), allowed_hosts=hosts)
         try:
             probe.start()
         except BaseException:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from rich.console import Console
@@ -89,11 +91,24 @@ def short_time(iso: str) -> str:
     return iso.replace("T", " ")[:19]
 
 
+# A command's -q hides the bars that services draw deep inside their loops, without a flag through each.
+_no_progress = ContextVar("no_progress", default=False)
+
+
+@contextmanager
+def no_progress():
+    token = _no_progress.set(True)
+    try:
+        yield
+    finally:
+        _no_progress.reset(token)
+
+
 def progress(transient: bool = True, *, sizes: bool = False) -> Progress:
     """A progress bar on stderr (hidden when stderr is not a terminal); `sizes`: counts are bytes (1.5/4.0 GiB)."""
     return Progress(
         TextColumn("{task.description}", markup=False, style="progress.description"), BarColumn(),
         DownloadColumn(binary_units=True) if sizes else MofNCompleteColumn(),
         TimeElapsedColumn(), TimeRemainingColumn(), console=stderr, transient=transient,
-        disable=not stderr.is_terminal,
+        disable=not stderr.is_terminal or _no_progress.get(),
     )
