@@ -64,6 +64,16 @@ def read_regular_text(path: str | os.PathLike, *, what: str = "read", encoding: 
             raise from_os_error(path, e, what) from None
 
 
+def check_destination(path: str | os.PathLike, *, what: str = "write") -> None:
+    """A one-line UserError if write_atomic would refuse `path`; for commands that check their
+    outputs before a long run rather than after it."""
+    path = Path(path)
+    if path.is_symlink():
+        raise UserError(f"cannot {what} {path}: it is a symlink, which ioweather never follows")
+    if path.is_dir():
+        raise UserError(f"cannot {what} {path}: it is a directory")
+
+
 def write_atomic(path: str | os.PathLike, data: str | bytes, *, what: str = "write") -> None:
     """Write `data` to `path` whole or not at all, never through a symlink at `path`.
 
@@ -72,10 +82,7 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, *, what: str = "wri
     see the old file or the new one, and a crash or a full disk leaves the old one.
     """
     path = Path(path)
-    if path.is_symlink():
-        raise UserError(f"cannot {what} {path}: it is a symlink, which ioweather never follows")
-    if path.is_dir():
-        raise UserError(f"cannot {what} {path}: it is a directory")
+    check_destination(path, what=what)
     payload = data.encode("utf-8") if isinstance(data, str) else data
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

@@ -105,7 +105,7 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def walk_cmd(settings, directory, as_json, as_csv, out, html_out, threads, cross_mounts, exclude, label, quiet):
         """Walk DIR once (never following symlinks, one file system) and report what it holds."""
-        from ioweather.services.fsstats import keep_snapshot, take_snapshot
+        from ioweather.services.fsstats import HTML_WHAT, keep_snapshot, take_snapshot
         from ioweather.views.fsstats_tables import print_snapshot
 
         if as_json and as_csv:
@@ -115,7 +115,7 @@ def register(cli: click.Group) -> None:
         bar = ProgressLine(enabled=not quiet)
         try:
             doc, notes = take_snapshot(directory, threads=threads, cross_mounts=cross_mounts, exclude=exclude,
-                                       progress=bar)
+                                       progress=bar, outputs=((out, "write snapshot"), (html_out, HTML_WHAT)))
         finally:
             bar.close()
         for note in notes:

@@ -11,14 +11,22 @@ import os
 import socket
 from collections.abc import Callable
 
-from ioweather.errors import UserError, from_os_error
+from ioweather.errors import UserError
 
 Say = Callable[[str], None]
+#: How the outputs of `fsstats DIR` are named in their errors.
+HTML_WHAT = "write HTML report"
 
 
-def take_snapshot(directory, *, threads, cross_mounts, exclude, progress) -> tuple[dict, list[str]]:
-    """(snapshot document, the walk's notes) of one walk of `directory`."""
+def take_snapshot(directory, *, threads, cross_mounts, exclude, progress, outputs=()) -> tuple[dict, list[str]]:
+    """(snapshot document, the walk's notes) of one walk of `directory`. `outputs`: (path, what) the
+    snapshot will be written to, refused before the walk (a symlink there) rather than after it."""
     from ioweather import __version__
+    from ioweather.files import check_destination
+
+    for path, what in outputs:
+        if path:
+            check_destination(path, what=what)
     from ioweather.sources.tree_walk import walk
     from ioweather.stats.fsstats import snapshot_document
 
@@ -32,7 +40,7 @@ def keep_snapshot(settings, doc: dict, *, out=None, html_out=None, label=None) -
     if out:
         from ioweather.store.snapshots import write_file
 
-        write_file(out, doc)
+        write_file(out, doc)  # store.snapshots.write_file: write_atomic too
     if html_out:
         _write_html(doc, html_out)
     if not label:
@@ -44,13 +52,10 @@ def keep_snapshot(settings, doc: dict, *, out=None, html_out=None, label=None) -
 
 
 def _write_html(doc: dict, path) -> None:
+    from ioweather.files import write_atomic
     from ioweather.views.fsstats_report import render_html
 
-    try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(render_html(doc))
-    except OSError as e:
-        raise from_os_error(path, e, "write") from None
+    write_atomic(path, render_html(doc), what=HTML_WHAT)
 
 
 def load_snapshot(settings, ref: str, *, label_only: bool = False, say: Say | None = None) -> tuple[dict, str, str]:

@@ -56,6 +56,34 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _host_name(name: str) -> str:
+    """`name` as the Host header carries it: an IPv6 literal in brackets, lower case."""
+    import ipaddress
+
+    name = name.strip().lower()
+    try:
+        if ipaddress.ip_address(name.strip("[]")).version == 6:
+            return f"[{name.strip('[]')}]"
+    except ValueError:
+        pass
+    return name
+
+
+def allowed_hosts(host: str, extra=()) -> list[str]:
+    """The Host header names the dashboard answers: loopback, the --host it listens on and `extra`
+    (--allowed-host, e.g. a reverse proxy's public name). Listening on every address adds this
+    machine's own names; any other name (a numeric address of this machine too) must be given."""
+    names = ["127.0.0.1", "localhost", "::1", host, *extra]
+    if host in ("0.0.0.0", "::", ""):
+        names += [socket.gethostname(), socket.getfqdn()]
+    # Starlette's patterns: a name, "*.domain", or "*" (any name, for a proxy that checks Host itself).
+    bad = [n for n in extra if not n.strip() or "*" in n.strip()[1:] or n.startswith("*") and n not in ("*",)
+           and not n.startswith("*.")]
+    if bad:
+        raise UserError(f"--allowed-host {bad[0]!r}: give a host name, an address or a pattern like *.example.org")
+    return list(dict.fromkeys(_host_name(n) for n in names if n not in ("0.0.0.0", "::", "")))
+
+
 #: Timestamps on every line (local time with its UTC offset, as syslog readers expect), and uvicorn's own
 #: access-log format after them: `2026-03-02 10:00:01+0100 INFO:     127.0.0.1:5678 - "GET / HTTP/1.1" 200`.
 LOG_TIME = "%(asctime)s "

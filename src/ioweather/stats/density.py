@@ -29,6 +29,8 @@ from ioweather._native import density_core
 
 R_MIN_GRID = 512
 SQRT_2PI = np.sqrt(2.0 * np.pi)
+#: The smallest normal float: below it (a subnormal bandwidth) the kernel's peak 1 / (sqrt(2 pi) bw) overflows.
+MIN_BW = float(np.finfo(np.float64).tiny)
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,9 @@ def r_density(x, *, adjust: float = 1.0, n: int = R_MIN_GRID, cut: float = 3.0,
     bw = adjust * bw
     if not bw > 0:
         raise ValueError("'bw' is not positive.")
+    if bw < MIN_BW:
+        # adjust=1e-320: the density would be all NaN, and no class could be read from it.
+        raise ValueError(f"bandwidth {bw:.3g} is too small for floating point (use a larger adjust)")
     xmin, xmax = moments[0], moments[1]
     if nx == 0:
         raise ValueError("non-finite 'from'")
@@ -160,7 +165,8 @@ def r_density(x, *, adjust: float = 1.0, n: int = R_MIN_GRID, cut: float = 3.0,
     up = stop + 4 * bw
     y = bin_dist(x, 1.0 / nx, lo, up, n_grid) * (nx / N)
     kords = kernel_coords(lo, up, n_grid, old_coords)
-    kern = np.exp(-0.5 * (kords / bw) ** 2) / (SQRT_2PI * bw)
+    with np.errstate(over="ignore"):  # far tails of a tiny bandwidth: (k / bw)^2 is inf, its kernel value 0
+        kern = np.exp(-0.5 * (kords / bw) ** 2) / (SQRT_2PI * bw)
     # R: fft(fft(y) * Conj(fft(kords)), inverse = TRUE) / length(y); numpy's ifft already divides by the length.
     conv = np.fft.ifft(np.fft.fft(y) * np.conj(np.fft.fft(kern))).real[:n_grid]
     dens = np.maximum(conv, 0.0)

@@ -11,6 +11,7 @@ from pathlib import Path
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -42,7 +43,10 @@ def plotly_js_path() -> Path:
 
 
 class _Timing:
-    """Pure ASGI middleware: `Server-Timing: app;dur=<ms>` (time to the response head) and security headers."""
+    """Pure ASGI middleware: `Server-Timing: app;dur=<ms>` (time to the response head) and security headers.
+
+    Wraps the whole application (see _App), not only the routes: Starlette's ServerErrorMiddleware, which
+    answers the 500s, is the outermost layer of its own stack, so a user middleware never saw those."""
 
     def __init__(self, app):
         self.app = app
@@ -156,14 +160,27 @@ def _lifespan(ctx: WebContext, warm: bool):
     return lifespan
 
 
+class _App(Starlette):
+    def build_middleware_stack(self):
+        return _Timing(super().build_middleware_stack())
+
+
+#: The Host names a request may carry when the caller names none (services.server.allowed_hosts adds --host).
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
 def create_app(settings: Settings, config: WebConfig | None = None, *, warm: bool = True,
-               ctx: WebContext | None = None) -> Starlette:
+               ctx: WebContext | None = None, allowed_hosts: list[str] | tuple[str, ...] = LOOPBACK_HOSTS) -> Starlette:
+    """`allowed_hosts`: the Host header names answered, anything else is a 400, so that a page on another
+    site cannot read the dashboard through a victim's browser by pointing its own name at 127.0.0.1
+    (DNS rebinding). A proxy in front passes its public name, which must be in the list."""
     ctx = ctx or WebContext(settings, config)
     pages = load_pages()
     render = Renderer(environment(), lambda: [p for p in _available(ctx, pages) if p.in_nav])
-    app = Starlette(routes=_routes(ctx, pages, render), lifespan=_lifespan(ctx, warm),
-                    middleware=[Middleware(_Timing), Middleware(GZipMiddleware, minimum_size=2048)],
-                    exception_handlers=exception_handlers(render))
+    app = _App(routes=_routes(ctx, pages, render), lifespan=_lifespan(ctx, warm),
+               middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts), www_redirect=False),
+                           Middleware(GZipMiddleware, minimum_size=2048)],
+               exception_handlers=exception_handlers(render))
     app.state.ctx = ctx
     return app
 
