@@ -74,8 +74,10 @@ def test_long_series_are_downsampled_keeping_extremes_and_gaps(pages_server, mon
 BAD = [
     ("/api/workload?fs=nope", "unknown file system"),
     ("/api/workload?fs=" + quote("../../etc"), "unknown file system"),
-    ("/api/workload?resample=7m", "resample must be one of"),
-    ("/api/workload?resample=5s", "resample must be one of"),
+    ("/api/workload?resample=0s", "resample must be positive"),
+    ("/api/workload?resample=soon", "resample: "),
+    ("/api/workload?fs=csv-fs&resample=5s&smooth=1m", "--resample 5s is shorter than the sampling interval (60 s)"),
+    ("/api/workload?fs=syn&since=92d&resample=1s", "makes 7,948,800 intervals; the page computes at most 2,000,000"),
     ("/api/workload?smooth=1s", "between 1m and 1d"),
     ("/api/workload?resample=1h&smooth=10m", "at least the resample interval"),
     ("/api/workload?min_amplitude=fast", "must be a rate"),

@@ -26,7 +26,12 @@ from ioweather.web.registry import Page
 
 HINT = ("Store server-side telemetry with `ioweather collect` (this machine) or `ioweather import KIND SOURCE "
         "--fs NAME` (LMT, iostat, pytokio TTS, GPFS mmperfmon, lfs df, CSV), then reload this page.")
-RESAMPLES_S = (60.0, 300.0, 600.0, 3600.0)
+#: Offered in the form; any other positive duration is taken, as `workload --resample` takes it, and
+#: compute() refuses one shorter than the sampling interval with the command's own message.
+RESAMPLES_S = (5.0, 10.0, 60.0, 300.0, 600.0, 3600.0)
+#: The one limit the command does not have: a page's arrays stay in the server's memo (92 days at 5 s
+#: is 1.6 million intervals; 92 days at 1 s would be 8 million).
+MAX_INTERVALS = 2_000_000
 DEFAULT_WINDOW = "7d"
 MAX_WINDOW_S = 92 * 86400.0
 MAX_POINTS = 20000
@@ -70,6 +75,14 @@ def _daily_rates(data) -> dict:
             "write_bps": finite_or_none(d["write_bps"])}
 
 
+def _check_intervals(since_ns: int, until_ns: int, resample_s: float) -> None:
+    n = (until_ns - since_ns) / 1e9 / resample_s
+    if n > MAX_INTERVALS:
+        raise BadRequest(f"resample {format_seconds_short(resample_s)} over {format_seconds_short((until_ns - since_ns) / 1e9)} "
+                         f"makes {n:,.0f} intervals; the page computes at most {MAX_INTERVALS:,} (choose a shorter "
+                         "window or a longer resample; `ioweather workload` has no such limit)")
+
+
 def workload_data(ctx: WebContext, params) -> dict:
     q = Query(params, ("fs", "since", "until", "resample", "smooth", "min_amplitude"))
     systems = file_systems(ctx.settings)
@@ -78,7 +91,9 @@ def workload_data(ctx: WebContext, params) -> dict:
     fs = q.text("fs", systems[0])
     if fs not in systems:
         raise BadRequest(f"unknown file system {fs!r}; known: {', '.join(systems[:20])}")
-    resample = q.duration("resample", "60s", allowed=RESAMPLES_S)
+    resample = q.duration("resample", "60s")
+    if resample <= 0:
+        raise BadRequest("resample must be positive")
     smooth_s = q.duration("smooth", format_seconds_short(DEFAULT_SMOOTH_S), lo=60.0, hi=86400.0)
     if smooth_s < resample:
         raise BadRequest(f"smooth ({format_seconds_short(smooth_s)}) must be at least the resample interval "
@@ -89,23 +104,25 @@ def workload_data(ctx: WebContext, params) -> dict:
     if end is None:
         raise NotFound(f"the telemetry of {fs!r} has no rows. {HINT}")
     since_ns, until_ns = q.window(DEFAULT_WINDOW, MAX_WINDOW_S, now, default_until=min(end, now + timedelta(days=1)))
+    _check_intervals(since_ns, until_ns, resample)
     since, until = (datetime.fromtimestamp(x / 1e9, timezone.utc) for x in (since_ns, until_ns))
 
     def run():
+        warnings = []
         try:
             res, data = compute(ctx.settings, fs, since, until, resample, DEFAULT_IDLE_THRESHOLD, smooth_s, min_amp,
-                                ACF_MAX_LAG_S)
+                                ACF_MAX_LAG_S, warn=warnings.append)
         except StoreError:
             raise
         except UserError as e:  # a window without data, a resample shorter than the sampling: the request's
             raise BadRequest(str(e)) from None
-        return {"result": res, "series": _series(res, data), "daily_rates": _daily_rates(data)}
+        return {"result": res, "series": _series(res, data), "daily_rates": _daily_rates(data), "warnings": warnings}
 
     key = ("workload", fs, since_ns, until_ns, resample, smooth_s, min_amp)
     out = ctx.memo(key, dataset_fingerprint(ctx.settings, fs), run)
     res = out["result"]
     return {"fs": fs, "fs_all": systems, "since": res["start"], "until": res["end"],
-            "resample_s": resample, "smooth_s": smooth_s, "min_amplitude_bps": min_amp,
+            "resample_s": resample, "resamples_s": RESAMPLES_S, "smooth_s": smooth_s, "min_amplitude_bps": min_amp,
             "min_amplitude": f"{format_bytes(min_amp)}/s".replace(" ", ""), "max_events_shown": MAX_EVENTS_SHOWN,
             **out}
 

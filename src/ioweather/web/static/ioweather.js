@@ -28,6 +28,20 @@
   function ms(iso) { return Date.parse(iso); }
   function times(list) { return list.map(ms); }
 
+  // One binary unit for a plot's bytes (or bytes/s), chosen as units.format_bytes chooses it, for the
+  // largest value: 20 MiB/s reads "20 MiB/s", not "0.02 GiB/s". lists: arrays of numbers (null: no data).
+  var BINARY = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+  function byteUnit() {
+    var top = 0, i = 0;
+    Array.prototype.forEach.call(arguments, function (list) {
+      list.forEach(function (v) { if (v !== null && isFinite(v)) { top = Math.max(top, Math.abs(v)); } });
+    });
+    while (top >= 1024 && i < BINARY.length - 1) { top /= 1024; i += 1; }
+    var div = Math.pow(1024, i);
+    return {name: BINARY[i], div: div,
+            scale: function (list) { return list.map(function (v) { return v === null ? null : v / div; }); }};
+  }
+
   // Dashed horizontal (or vertical) lines at the state thresholds, labelled in text.
   function thresholdShapes(th, axis, vertical) {
     var out = {shapes: [], annotations: []};
@@ -288,7 +302,7 @@
       .replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   }
   var LIB = {CONFIG: CONFIG, FONT: FONT, ms: ms, times: times, text: plotText, ratioAxis: ratioAxis,
-             secondsAxis: secondsAxis};
+             secondsAxis: secondsAxis, byteUnit: byteUnit};
 
   // ---------------------------------------------------------------- main
   function main() {
