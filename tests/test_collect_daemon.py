@@ -170,3 +170,30 @@ def test_restart_continues_from_saved_readings(tmp_path):
     assert w.loc[[T0 + 10 * S, T0 + 15 * S, T0 + 20 * S, T0 + 25 * S]].isna().all()
     c = Collector([Lustre(tmp_path / "tree", host="oss")], 10.0, "oss")    # another interval: start afresh
     assert c.load_state(state) == 0
+
+
+def test_a_store_that_cannot_be_written_keeps_the_newest_rows_within_the_bound(tmp_path):
+    """While every flush fails (a full disk), the queue stays within max_pending_rows: the oldest
+    ticks' rows go, counted; the flush that finally works stores the newest ones, each once."""
+    names = make_tree(tmp_path, 2, fs="synth")
+    c = Collector([Lustre(tmp_path, host="oss")], 5.0, "oss", max_pending_rows=100)
+
+    def full(fs, frame):
+        raise OSError(28, "No space left on device")
+
+    per_tick = []
+    for step in range(12):
+        advance(tmp_path, names, step)
+        per_tick.append(c.tick(T0 + step * 5 * S))
+        with pytest.raises(OSError):
+            c.flush(full)
+        assert c.pending_rows <= 100
+    assert c.rows_dropped + c.pending_rows == sum(per_tick)
+    assert c.rows_dropped >= sum(per_tick) - 100 and c.rows_dropped > 0
+    stored = {}
+    assert c.flush(lambda fs, frame: stored.setdefault(fs, frame).shape[0]) == sum(per_tick) - c.rows_dropped
+    kept = pd.concat(stored.values())
+    assert not kept.duplicated(["target", "metric", "time_ns"]).any()
+    # the newest ticks are the ones kept: every kept row is later than every dropped one
+    assert kept.time_ns.min() >= T0 + 5 * S * (12 - len(kept.time_ns.unique()) - 1)
+    assert c.pending_rows == 0 and c.rows_written == len(kept)

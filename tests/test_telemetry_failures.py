@@ -155,8 +155,8 @@ def test_collect_on_a_full_disk_keeps_its_readings_and_stores_each_once(tmpfs, t
     assert proc.returncode == 0, log
     assert "Traceback" not in log
     for line in log.splitlines():
-        assert re.fullmatch(r"collect: (cannot write \S+\.parquet: disk full \(no space left on device\); keeping "
-                            r"\d+ buffered readings, will retry at the next flush|cannot save collector state \S+: "
+        assert re.fullmatch(r"collect: (cannot write \S+\.(parquet|json): disk full \(no space left on device\); "
+                            r"keeping \d+ buffered readings \(room for \d+\), will retry at the next flush|cannot save collector state \S+: "
                             r"disk full \(no space left on device\))", line), line
     summary = json.loads(out)
     df = pq.read_table([str(f) for f in layout.data_files(base)]).to_pandas()

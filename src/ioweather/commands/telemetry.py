@@ -6,6 +6,7 @@ reads. METHODS.md section 4; docs/telemetry.md is the user guide.
 
 from __future__ import annotations
 
+import os
 import resource
 import signal
 import threading
@@ -56,6 +57,37 @@ def build_sources(names: str | None, root: str, mounts: tuple[str, ...], jobs: b
     return available  # without --sources: what this machine has
 
 
+def _recover_collect(settings, collector, state: Path, intent: Path, tdir: Path) -> int | None:
+    """Resolve the intent a killed flush left (see run_collect); returns the readings restored, or
+    None when there was no intent. A file system whose files are all there keeps the intent's
+    readings (its rows are stored); the others keep the state's and lose their partial files (their
+    rows become missing intervals at the first tick, never rows stored twice)."""
+    from ioweather.errors import StoreError, from_os_error
+    from ioweather.store import telemetry_layout as layout
+
+    if not intent.exists():
+        return None
+    planned = collector.read_state(intent)
+    if planned is None:  # written only partly (no fsync'd rename), so no file of it was written
+        intent.unlink(missing_ok=True)
+        return None
+    files = {fs: [tdir / p for p in paths] for fs, paths in planned.get("files", {}).items()}
+    partial = {fs for fs, paths in files.items() if not all(p.exists() for p in paths)}
+    for fs in partial:
+        layout.remove_files(files[fs])
+        for p in files[fs]:
+            layout.temp_of(p).unlink(missing_ok=True)
+    collector.load_state(state)
+    n = collector.load_state(intent, skip_fs=partial)
+    try:
+        collector.save_state(state)
+    except OSError as e:  # the partial files are gone: the intent would say the same next time
+        Path(f"{state}.tmp").unlink(missing_ok=True)
+        raise from_os_error(state, e, "save collector state", cls=StoreError) from None
+    intent.unlink(missing_ok=True)
+    return n
+
+
 def run_collect(settings, *, interval: float, source_names: str | None, root: str, fs: str | None,
                 duration: float | None, flush_s: float, timeout: float | None, mounts: tuple[str, ...] = (),
                 jobs: bool = True, quiet: bool = False, stop_event: threading.Event | None = None,
@@ -74,15 +106,18 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
     collector = Collector(sources, interval, default_fs, fs_forced=fs is not None, timeout_s=timeout,
                           log=warn)
     per_fs: dict[str, int] = {}
-    state = layout.telemetry_dir(settings) / f".collect-{host}.state.json"
-    restored = collector.load_state(state)
+    writer = f"collect-{host}"
+    tdir = layout.telemetry_dir(settings)
+    # The state file holds the counters' readings as of the last stored rows; a flush first writes
+    # its intent (the readings it will store and the files it will write), then the files, then
+    # renames the intent onto the state. A kill -9 in between leaves the intent: the restart keeps
+    # the readings of the file systems whose files are all there and removes the files of the others.
+    state = tdir / f".collect-{host}.state.json"
+    intent = tdir / f".collect-{host}.intent.json"
+    recovered = _recover_collect(settings, collector, state, intent, tdir)
+    restored = recovered if recovered is not None else collector.load_state(state)
     if restored:
         log(f"continuing from the {restored} counter readings saved at the last stop")
-
-    def write(name: str, frame) -> int:
-        n = layout.write_rows(settings, name, frame, writer=f"collect-{host}")
-        per_fs[name] = per_fs.get(name, 0) + n
-        return n
 
     compacted: set = set()  # day directories done in this run: each finished day is merged once
 
@@ -93,27 +128,63 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
 
         grace_ns = int(max(2 * flush_s, 600) * 1e9)  # a late flush of yesterday's last rows comes first
         for name in layout.list_fs(settings):
-            compact_finished_days(layout.fs_dir(settings, name), f"collect-{host}", time.time_ns(), grace_ns,
+            compact_finished_days(layout.fs_dir(settings, name), writer, time.time_ns(), grace_ns,
                                   compacted, lambda d, e: log(f"could not compact {d}: {os_error_reason(e, d)}"))
+
+    def store_rows() -> None:
+        """One flush, all or nothing (Collector.flush); raises StoreError with every row still queued."""
+        import uuid
+
+        from ioweather.errors import StoreError, from_os_error
+
+        flush_id = uuid.uuid4().hex[:12]
+        written: list = []
+        counts: dict[str, int] = {}
+
+        def begin(frames) -> None:
+            files = {fs: [str(p.relative_to(tdir)) for p in layout.day_files(settings, fs, frame, writer, flush_id)]
+                     for fs, frame in frames.items()}
+            try:
+                tdir.mkdir(parents=True, exist_ok=True)
+                collector.save_state(intent, files)
+            except OSError as e:
+                Path(f"{intent}.tmp").unlink(missing_ok=True)
+                raise from_os_error(intent, e, "write", cls=StoreError) from None
+
+        def write(name: str, frame) -> int:
+            counts[name] = layout.write_rows(settings, name, frame, writer=writer, paths_out=written, file_id=flush_id)
+            return counts[name]
+
+        try:
+            collector.flush(write, begin)
+        except BaseException:
+            layout.remove_files(written)
+            intent.unlink(missing_ok=True)  # nothing of this flush is stored: the state file stays right
+            raise
+        for name, n in counts.items():
+            per_fs[name] = per_fs.get(name, 0) + n
+        try:
+            os.replace(intent, state)  # a rename needs no free block
+        except OSError as e:  # the intent stays and says the same; a restart resolves it
+            warn(str(from_os_error(state, e, "save collector state")))
 
     def flush(final: bool = False) -> None:
         """Write the queued rows. A full or failing disk must not stop the sampling (the probe does
         the same): the rows stay queued and the next flush tries again; at the stop it is an error."""
-        from ioweather.errors import StoreError, from_os_error
+        from ioweather.errors import StoreError
 
+        dropped = collector.rows_dropped
         try:
-            collector.flush(write)
+            store_rows()
         except StoreError as e:
+            lost = f", {dropped} older readings dropped" if dropped else ""
             if final:
-                raise StoreError(f"{e}; {collector.pending_rows} buffered readings were not stored") from None
-            warn(f"{e}; keeping {collector.pending_rows} buffered readings, will retry at the next flush")
+                raise StoreError(f"{e}; {collector.pending_rows} buffered readings were not stored{lost}") from None
+            warn(f"{e}; keeping {collector.pending_rows} buffered readings (room for {collector.max_pending_rows})"
+                 f"{lost}, will retry at the next flush")
             return
-        try:
-            state.parent.mkdir(parents=True, exist_ok=True)
-            collector.save_state(state)
-        except OSError as e:  # only costs the continuity of counters after a restart
-            Path(f"{state}.tmp").unlink(missing_ok=True)
-            warn(str(from_os_error(state, e, "save collector state")))
+        if dropped:
+            warn(f"stored again; {dropped} readings were dropped while the store could not be written")
         compact()
 
     stop = stop_event or threading.Event()
@@ -153,7 +224,7 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
     wall = time.monotonic() - wall0
     cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
     return {"interval_s": interval, "ticks": collector.ticks, "missed_ticks": missed,
-            "rows_written": collector.rows_written, "datasets": per_fs,
+            "rows_written": collector.rows_written, "rows_dropped": collector.rows_dropped, "datasets": per_fs,
             "sources": [st.as_dict() for st in collector.runner.status.values()],
             "wall_s": wall, "cpu_s": cpu, "cpu_pct": 100.0 * cpu / wall if wall > 0 else None}
 

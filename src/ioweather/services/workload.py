@@ -63,12 +63,11 @@ def _check_resample(sampling_s: float | None, resample_s: float, warn) -> None:
              "intervals hold unequal numbers of samples")
 
 
-def _precheck(con, settings, fs: str, step_ns: int, since_ns, until_ns) -> None:
+def _precheck(con, files, step_ns: int, since_ns, until_ns) -> None:
     """Refuse from the Parquet footers alone what would only fail after a long scan."""
-    from ioweather.store.telemetry_layout import data_files, fs_dir
     from ioweather.store.telemetry_query import footer_summary
 
-    f = footer_summary(con, data_files(fs_dir(settings, fs), since_ns, until_ns))
+    f = footer_summary(con, files)
     # The footers mix every metric (a 15-minute capacity gauge beside 5-second bytes), so the check of
     # --resample against the sampling interval waits for the per-target byte counts after the scan.
     if f["first_ns"] is None:
@@ -129,6 +128,27 @@ def _no_data(con, scan: str, fs: str, since_ns, until_ns) -> UserError:
                      f"(data covers {ns_to_iso(first)} to {ns_to_iso(last)})")
 
 
+def _read_inputs(settings, fs: str, files, step_ns: int, since_ns, until_ns, step, use_rollups: bool):
+    """The DuckDB reductions of one listing of the dataset (all of it: `files`)."""
+    from ioweather.stats import workload as W
+    from ioweather.store import telemetry_layout as layout
+    from ioweather.store import telemetry_query as Q
+
+    scan = layout.scan_sql(settings, fs, files)  # raises the clear "no telemetry for ..." error
+    ranged = layout.within(files, since_ns, until_ns)
+    con = layout.connect_duckdb()
+    try:
+        Q.configure(con)
+        _precheck(con, ranged, step_ns, since_ns, until_ns)
+        inputs = Q.workload_inputs(con, layout.fs_dir(settings, fs), step_ns, W.SPECTRUM_BINS, since_ns, until_ns,
+                                   step, use_rollups, files=ranged)
+        if inputs is None or inputs.sums.series.empty:
+            raise _no_data(con, scan, fs, since_ns, until_ns)
+        return inputs
+    finally:
+        con.close()
+
+
 def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: float, smooth_s: float,
             min_amplitude: float, acf_max_lag_s: float, on_step=None, use_rollups: bool = True,
             warn=lambda message: None) -> tuple[dict, WorkloadData]:
@@ -136,8 +156,8 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
     `use_rollups=False` reads every row (to check the rollups, or to measure what they save);
     `warn(message)` hears what the caller may want to tell a person (the command prints it)."""
     from ioweather.stats import workload as W
+    from ioweather.store import telemetry_layout as layout
     from ioweather.store import telemetry_query as Q
-    from ioweather.store.telemetry_layout import connect_duckdb, fs_dir, scan_sql
 
     step = on_step or (lambda name: None)
     since_ns = to_ns(since) if since is not None else None
@@ -145,17 +165,10 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
     if since_ns is not None and until_ns is not None and since_ns >= until_ns:
         raise UserError("--since must be before --until")
     step_ns = int(round(resample_s * 1e9))
-    scan = scan_sql(settings, fs)  # raises the clear "no telemetry for ..." error
-    con = connect_duckdb()
-    try:
-        Q.configure(con)
-        _precheck(con, settings, fs, step_ns, since_ns, until_ns)
-        inputs = Q.workload_inputs(con, fs_dir(settings, fs), step_ns, W.SPECTRUM_BINS, since_ns, until_ns, step,
-                                    use_rollups)
-        if inputs is None or inputs.sums.series.empty:
-            raise _no_data(con, scan, fs, since_ns, until_ns)
-    finally:
-        con.close()
+    base = layout.fs_dir(settings, fs)
+    # Every query of one attempt reads one listing: an import may replace files meanwhile (read_listed).
+    inputs = layout.read_listed(base, lambda files: _read_inputs(settings, fs, files, step_ns, since_ns, until_ns,
+                                                                 step, use_rollups))
     sums, hist, coverage, tops = inputs.sums, inputs.histogram, inputs.coverage, inputs.tops
     b0, nbins = _grid(sums.series, step_ns, since_ns, until_ns)
     read, write = _series_arrays(sums.series, b0, nbins, Q.BYTES_METRICS)
@@ -238,21 +251,28 @@ def dataset_fingerprint(settings, fs: str) -> tuple:
         if day.is_dir() and day.name.startswith("date="):
             for f in os.scandir(day.path):
                 if f.name.endswith(".parquet"):
-                    st = f.stat()
+                    try:
+                        st = f.stat()
+                    except FileNotFoundError:  # an import removed it since the scandir: counted as a change
+                        n += 1
+                        continue
                     n, size, newest = n + 1, size + st.st_size, max(newest, st.st_mtime_ns)
     return n, size, newest
 
 
 def data_end(settings, fs: str) -> datetime | None:
     """Just after the last interval of the dataset, from the Parquet footers (no data read)."""
-    from ioweather.store.telemetry_layout import connect_duckdb, data_files, fs_dir
+    from ioweather.store.telemetry_layout import connect_duckdb, fs_dir, read_listed
     from ioweather.store.telemetry_query import footer_summary
 
-    con = connect_duckdb()
-    try:
-        f = footer_summary(con, data_files(fs_dir(settings, fs)))
-    finally:
-        con.close()
+    def read(files):
+        con = connect_duckdb()
+        try:
+            return footer_summary(con, files)
+        finally:
+            con.close()
+
+    f = read_listed(fs_dir(settings, fs), read)
     if f["last_ns"] is None:
         return None
     end_ns = f["last_ns"] + int(round((f["min_interval_s"] or 0) * 1e9))

@@ -93,10 +93,11 @@ def list_fs(settings: Settings) -> list[str]:
 
 
 def write_rows(settings: Settings, fs: str, df: pd.DataFrame, writer: str = "import",
-               paths_out: list | None = None) -> int:
+               paths_out: list | None = None, file_id: str | None = None) -> int:
     """Append `df` (columns of SCHEMA) to fs's dataset, one file per UTC day. Returns rows written.
 
-    The files are named `<writer>-<random>.parquet`; their paths are appended to `paths_out`.
+    The files are named `<writer>-<file_id or random>.parquet` (`day_files` names them in advance);
+    their paths are appended to `paths_out`.
     All or nothing: when a file cannot be written (a full disk), the files this call already wrote
     are removed again and a StoreError says why in one line, so the caller (collect) can keep the
     rows and write them again later without counting any twice."""
@@ -112,7 +113,7 @@ def write_rows(settings: Settings, fs: str, df: pd.DataFrame, writer: str = "imp
     done: list[Path] = []
     try:
         for d in np.unique(day):
-            done.append(_write_day(base, df.loc[day == d, SCHEMA.names], int(d), writer))
+            done.append(_write_day(base, df.loc[day == d, SCHEMA.names], int(d), writer, file_id))
     except BaseException:
         remove_files(done)
         raise
@@ -121,12 +122,28 @@ def write_rows(settings: Settings, fs: str, df: pd.DataFrame, writer: str = "imp
     return len(df)
 
 
-def _write_day(base: Path, part: pd.DataFrame, day: int, writer: str) -> Path:
-    """One day's rows as one new file (temporary name, then rename) and its rollup."""
+def _day_file(base: Path, day: int, writer: str, file_id: str | None) -> Path:
     date = pd.Timestamp(day * 86_400_000_000_000, unit="ns").strftime("%Y-%m-%d")
-    out = base / f"date={date}"
-    name = f"{writer}-{uuid.uuid4().hex[:12]}.parquet"
-    tmp = out / f".{name}.tmp"
+    return base / f"date={date}" / f"{writer}-{file_id or uuid.uuid4().hex[:12]}.parquet"
+
+
+def day_files(settings: Settings, fs: str, df: pd.DataFrame, writer: str, file_id: str) -> list[Path]:
+    """The files `write_rows(settings, fs, df, writer, file_id=file_id)` will write (`collect` names
+    them in its state before writing them, and checks them when it restarts after a kill)."""
+    days = np.unique(df["time_ns"].to_numpy(np.int64) // 86_400_000_000_000) if not df.empty else []
+    return [_day_file(fs_dir(settings, fs), int(d), writer, file_id) for d in days]
+
+
+def temp_of(path: Path) -> Path:
+    """The temporary name `path` is written under before its rename."""
+    return path.parent / f".{path.name}.tmp"
+
+
+def _write_day(base: Path, part: pd.DataFrame, day: int, writer: str, file_id: str | None = None) -> Path:
+    """One day's rows as one new file (temporary name, then rename) and its rollup."""
+    path = _day_file(base, day, writer, file_id)
+    out, name = path.parent, path.name
+    tmp = temp_of(path)
     try:
         out.mkdir(parents=True, exist_ok=True, mode=0o700)
         table = pa.Table.from_pandas(part, schema=SCHEMA, preserve_index=False)
@@ -150,18 +167,32 @@ REPLACES_KEY = b"ioweather.replaces"
 IMPORTS_DIR = "_imports"         # fs=<name>/_imports/<writer>.json: the runs of each import source that count
 
 
+def _day_of_dir(name: str) -> int | None:
+    try:
+        return int(pd.Timestamp(name[5:], tz="UTC").value)
+    except ValueError:
+        return None
+
+
+def _day_in(day0: int, since_ns: int | None, until_ns: int | None) -> bool:
+    return not ((until_ns is not None and day0 >= until_ns) or (since_ns is not None and day0 + DAY_NS <= since_ns))
+
+
 def day_dirs(base: Path, since_ns: int | None = None, until_ns: int | None = None) -> list[Path]:
     """The date=<D> directories that can hold rows of [since, until): a file holds one UTC day."""
     out = []
     for d in sorted(base.glob("date=*")):
-        try:
-            day0 = int(pd.Timestamp(d.name[5:], tz="UTC").value)
-        except ValueError:
-            continue
-        if (until_ns is not None and day0 >= until_ns) or (since_ns is not None and day0 + DAY_NS <= since_ns):
-            continue
-        out.append(d)
+        day0 = _day_of_dir(d.name)
+        if day0 is not None and _day_in(day0, since_ns, until_ns):
+            out.append(d)
     return out
+
+
+def within(files, since_ns: int | None, until_ns: int | None) -> list[Path]:
+    """The files of a listing whose day can hold rows of [since, until) (what data_files would list)."""
+    if since_ns is None and until_ns is None:
+        return list(files)
+    return [f for f in files if _day_in(_day_of_dir(f.parent.name) or 0, since_ns, until_ns)]
 
 
 def replaced_by(path: Path) -> list[str]:
@@ -201,14 +232,48 @@ def data_files(base: Path, since_ns: int | None = None, until_ns: int | None = N
     replaces: between writing a compacted file and unlinking its parts both exist, and a reader
     must count each row once (store/telemetry_compact.py); likewise without the files of an import
     that has not switched (still running or killed) or that a newer import of its source replaced
-    (store/telemetry_imports.py)."""
-    markers = import_markers(base)
-    out = []
-    for d in day_dirs(base, since_ns, until_ns):
-        files = sorted(d.glob("*.parquet"))
-        gone = {n for f in files for n in replaced_by(f)}
-        out.extend(f for f in files if f.name not in gone and not uncommitted(f.name, markers))
-    return out
+    (store/telemetry_imports.py).
+
+    The markers are read before and after the directories: an import that switched in between
+    (and removed its old run's files) would leave a listing of neither run, so that one is taken
+    again. A switch writes a new run id, so equal markers mean no switch happened."""
+    for _ in range(LIST_ATTEMPTS):
+        markers = import_markers(base)
+        out = []
+        for d in day_dirs(base, since_ns, until_ns):
+            files = sorted(d.glob("*.parquet"))
+            gone = {n for f in files for n in replaced_by(f)}
+            out.extend(f for f in files if f.name not in gone and not uncommitted(f.name, markers))
+        if import_markers(base) == markers:
+            return out
+    raise _busy(base)
+
+
+LIST_ATTEMPTS = 5
+
+
+def _busy(base: Path) -> StoreError:
+    return StoreError(f"the telemetry in {base} was replaced during each of {LIST_ATTEMPTS} attempts to read it "
+                      "(imports running one after the other); try again")
+
+
+def read_listed(base: Path, read, since_ns: int | None = None, until_ns: int | None = None):
+    """`read(files)` on a listing of the dataset, listed again and read again when it fails because
+    the dataset changed under it: an import's switch, a compaction or `store check --repair`
+    unlinks files a reader may have listed a moment before (DuckDB then says "No files found").
+    Retrying on a fresh listing costs nothing while nothing changes, never double counts (each
+    attempt reads one consistent listing whole) and needs no lock a long read would hold against
+    the writers; it is bounded, as imports of one source can follow each other without end."""
+    files = data_files(base, since_ns, until_ns)
+    for _ in range(LIST_ATTEMPTS):
+        try:
+            return read(files)
+        except Exception:
+            fresh = data_files(base, since_ns, until_ns)
+            if fresh == files:
+                raise  # not a change of the dataset: the reader's own error
+            files = fresh
+    raise _busy(base)
 
 
 def files_scan(paths) -> str:
@@ -217,12 +282,16 @@ def files_scan(paths) -> str:
     return f"read_parquet([{quoted}], hive_partitioning = false, union_by_name = true)"
 
 
-def scan_sql(settings: Settings, fs: str) -> str:
-    """A DuckDB table expression over fs's dataset (raises UserError when there is none)."""
-    files = data_files(fs_dir(settings, fs))
+def no_telemetry(settings: Settings, fs: str) -> UserError:
+    known = ", ".join(list_fs(settings)) or "none"
+    return UserError(f"no telemetry for file system {fs!r} in {telemetry_dir(settings)} (known: {known})")
+
+
+def scan_sql(settings: Settings, fs: str, files: list[Path] | None = None) -> str:
+    """A DuckDB table expression over fs's dataset, or over `files` of it (raises UserError when there is none)."""
+    files = data_files(fs_dir(settings, fs)) if files is None else files
     if not files:
-        known = ", ".join(list_fs(settings)) or "none"
-        raise UserError(f"no telemetry for file system {fs!r} in {telemetry_dir(settings)} (known: {known})")
+        raise no_telemetry(settings, fs)
     return files_scan(files)
 
 
@@ -251,14 +320,17 @@ def remove_files(paths) -> int:
 def read_frame(settings: Settings, fs: str, where: str | None = None) -> pd.DataFrame:
     """The rows of fs's dataset (optionally filtered by a DuckDB `where` clause) as a DataFrame,
     sorted by time, target, metric. For modest ranges: big scans belong in DuckDB queries."""
-    con = connect_duckdb()
-    try:
-        sql = f"SELECT time_ns, target, metric, value, interval_s FROM {scan_sql(settings, fs)}"
-        if where:
-            sql += f" WHERE {where}"
-        return con.execute(sql + " ORDER BY time_ns, target, metric").df()
-    finally:
-        con.close()
+    def read(files):
+        con = connect_duckdb()
+        try:
+            sql = f"SELECT time_ns, target, metric, value, interval_s FROM {scan_sql(settings, fs, files)}"
+            if where:
+                sql += f" WHERE {where}"
+            return con.execute(sql + " ORDER BY time_ns, target, metric").df()
+        finally:
+            con.close()
+
+    return read_listed(fs_dir(settings, fs), read)
 
 
 def connect_duckdb(threads: int | None = None):

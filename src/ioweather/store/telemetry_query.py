@@ -161,13 +161,14 @@ class FilePlan:
 
 
 def plan_files(base: Path, since_ns: int | None, until_ns: int | None, step_ns: int,
-               use_rollups: bool = True, on_build=None) -> FilePlan:
-    """Sort the data files of one file system's dataset into rolled and raw for [since, until).
+               use_rollups: bool = True, on_build=None, files: list[Path] | None = None) -> FilePlan:
+    """Sort the data files of one file system's dataset (or its listing `files`) into rolled and raw
+    for [since, until).
 
     A data file without a readable rollup gets one built (it is immutable, so the rollup stays
     right; a read-only store just keeps reading it row by row)."""
     plan = FilePlan()
-    files = layout.data_files(base, since_ns, until_ns)
+    files = layout.data_files(base, since_ns, until_ns) if files is None else files
     if not use_rollups or step_ns % rollup.MINUTE_NS != 0:
         plan.raw = files
         return plan
@@ -181,7 +182,7 @@ def plan_files(base: Path, since_ns: int | None, until_ns: int | None, step_ns: 
                     on_build(plan.built)
             except (OSError, ValueError) as e:  # read-only store, vanished file, unreadable Parquet
                 if isinstance(e, FileNotFoundError) and not f.exists():
-                    continue  # an import replaced it meanwhile
+                    raise  # the listing is stale (an import replaced the file): layout.read_listed lists again
             r = rollup.read_range(rollup.rollup_path(f))
         if r is None:
             plan.raw.append(f)
@@ -258,12 +259,13 @@ def _merge_sums(parts: list[IntervalSums], step_ns: int) -> IntervalSums:
 
 
 def workload_inputs(con, base: Path, step_ns: int, bins: int, since_ns: int | None = None,
-                    until_ns: int | None = None, on_step=None, use_rollups: bool = True) -> WorkloadInputs | None:
-    """Series, histogram and coverage of one file system's byte metrics over [since, until);
-    None when no file holds rows there."""
+                    until_ns: int | None = None, on_step=None, use_rollups: bool = True,
+                    files: list[Path] | None = None) -> WorkloadInputs | None:
+    """Series, histogram and coverage of one file system's byte metrics over [since, until) (from
+    the listing `files` when given); None when no file holds rows there."""
     step = on_step or (lambda name: None)
     plan = plan_files(base, since_ns, until_ns, step_ns, use_rollups,
-                      on_build=lambda n: step(f"summarizing older files ({n})") if n % 10 == 1 else None)
+                      on_build=lambda n: step(f"summarizing older files ({n})") if n % 10 == 1 else None, files=files)
     if not plan.rolled and not plan.raw:
         return None
     step("scanning telemetry")

@@ -3,7 +3,9 @@
 Counters keep their previous reading per (file system, target, metric); each new reading
 gives one interval row through stats/counters.py (backwards = NaN, gaps = NaN rows). Gauges
 give a row at the tick time. Rows wait in memory and are written as Parquet every `flush_s`
-seconds (one file per file system and day each time), and at stop.
+seconds (one file per file system and day each time), and at stop. While they cannot be written
+(a full disk) at most `max_pending_rows` wait: beyond that the oldest tick's rows are dropped,
+counted in `rows_dropped` (the caller reports them).
 
 Ticks are stamped with their scheduled time, aligned to multiples of the interval since the
 epoch, so that every collector of a site (one per OSS, per MDS) puts its targets on the same
@@ -24,11 +26,15 @@ from ioweather.sources.telemetry.runner import Runner
 from ioweather.stats import counters
 
 _I64 = 2**63  # a u64 counter beyond int64 (never seen in practice) goes the float way instead of failing
+# About 230 bytes a queued row (tracemalloc, a 370-series synthetic OSS), so at most ~230 MB; at
+# the default 5 s interval that holds 69 h of 20 series, 4.6 h of 300 (an OSS with job_stats has more).
+MAX_PENDING_ROWS = 1_000_000
 
 
 class Collector:
     def __init__(self, sources: list[Source], interval_s: float, fs: str, fs_forced: bool = False,
-                 timeout_s: float | None = None, log=lambda m: None, forget_after_s: float = 3600.0):
+                 timeout_s: float | None = None, log=lambda m: None, forget_after_s: float = 3600.0,
+                 max_pending_rows: int = MAX_PENDING_ROWS):
         self.interval_s = float(interval_s)
         self.fs = fs
         self.fs_forced = fs_forced
@@ -37,6 +43,8 @@ class Collector:
         self.prev: dict[tuple[str, str, str], tuple[int, int | float]] = {}
         self.pending: dict[str, list[tuple]] = defaultdict(list)
         self.pending_rows = 0
+        self.max_pending_rows = max_pending_rows
+        self.rows_dropped = 0
         self.ticks = 0
         self.rows_written = 0
 
@@ -75,7 +83,17 @@ class Collector:
             idx = np.flatnonzero(sel)
             self.pending[fs].append(([keys[i] for i in idx], start[idx], value[idx], length[idx]))
         self.pending_rows += len(keys)
+        self._bound()
         return len(keys)
+
+    def _bound(self) -> None:
+        """Drop the oldest queued rows beyond max_pending_rows (a disk full for long): memory stays
+        bounded and the newest readings, the ones people look at, are kept."""
+        while self.pending_rows > self.max_pending_rows:
+            fs = min((f for f, parts in self.pending.items() if parts), key=lambda f: self.pending[f][0][1].min())
+            n = len(self.pending[fs].pop(0)[0])
+            self.pending_rows -= n
+            self.rows_dropped += n
 
     def _counter_rows(self, t_ns: int, keys: list, values: np.ndarray):
         if not keys:
@@ -130,30 +148,45 @@ class Collector:
     # The last reading of every counter is saved with each flush, so that after a restart (an
     # upgrade, a reboot) the first tick measures from it: a short stop loses nothing and a long
     # one becomes missing intervals instead of silently absent ones.
-    def save_state(self, path) -> None:
+    def save_state(self, path, files: dict[str, list[str]] | None = None) -> None:
+        """Write the readings (and, for a flush's intent, the files it is about to write) to `path`."""
         import json
         import os
 
         tmp = f"{path}.tmp"
+        body = {"interval_s": self.interval_s,
+                "prev": [[fs, target, metric, t, v] for (fs, target, metric), (t, v) in self.prev.items()]}
+        if files is not None:
+            body["files"] = files
         with open(tmp, "w") as f:
-            json.dump({"interval_s": self.interval_s,
-                       "prev": [[fs, target, metric, t, v] for (fs, target, metric), (t, v) in self.prev.items()]}, f)
+            json.dump(body, f)
+            f.flush()
+            os.fsync(f.fileno())  # it must be on disk before the files it names
         os.replace(tmp, path)
 
-    def load_state(self, path) -> int:
-        """Restore saved readings (ignored when the interval changed); returns how many."""
+    @staticmethod
+    def read_state(path) -> dict | None:
         import json
 
         try:
             with open(path) as f:
                 state = json.load(f)
         except (OSError, ValueError):
+            return None
+        return state if isinstance(state, dict) else None
+
+    def load_state(self, path, skip_fs=()) -> int:
+        """Restore saved readings, except those of the file systems `skip_fs` (ignored when the
+        interval changed); returns how many."""
+        state = self.read_state(path)
+        if state is None or state.get("interval_s") != self.interval_s:
             return 0
-        if state.get("interval_s") != self.interval_s:
-            return 0
+        n = 0
         for fs, target, metric, t, v in state.get("prev", []):
-            self.prev[(fs, target, metric)] = (int(t), v)
-        return len(state.get("prev", []))
+            if fs not in skip_fs:
+                self.prev[(fs, target, metric)] = (int(t), v)
+                n += 1
+        return n
 
     def _forget(self, t_ns: int) -> None:
         """Drop baselines of targets gone for long (finished jobs in job_stats, removed devices)."""
@@ -176,13 +209,15 @@ class Collector:
         """The rows queued for `fs` (not yet written), as a flush would write them."""
         return self._frame(self.pending.get(fs, []))
 
-    def flush(self, write) -> int:
-        """Hand the queued rows to `write(fs, frame)` (the store); returns rows written."""
-        n = 0
-        for fs, parts in list(self.pending.items()):
-            done = write(fs, self._frame(parts))  # may raise (a full disk): the rows stay queued
-            del self.pending[fs]
-            self.pending_rows -= sum(len(p[0]) for p in parts)
-            self.rows_written += done
-            n += done
+    def flush(self, write, begin=lambda frames: None) -> int:
+        """Hand the queued rows to `write(fs, frame)` (the store), all file systems or none; returns
+        rows written. `begin(frames)` runs first ({fs: frame}; collect records what it will write).
+        When `begin` or a `write` raises (a full disk) every row stays queued: the caller removes
+        what the earlier writes of this flush stored, so a retry counts no row twice."""
+        frames = {fs: self._frame(parts) for fs, parts in self.pending.items() if parts}
+        begin(frames)
+        n = sum(write(fs, frame) for fs, frame in frames.items())
+        self.pending.clear()
+        self.pending_rows = 0
+        self.rows_written += n
         return n
