@@ -91,6 +91,7 @@ def test_workload_readers_while_a_loop_reimports(tmp_path):
                                                       env, stop, reads))
     cli_reader.start()
     rng = random.Random(os.environ.get("IOWEATHER_READERS_SEED", "11"))
+    lines = []
     while tight.poll() is None:
         # The tight reader is frozen (SIGSTOP) during each re-import, most likely in the middle of a
         # read: it resumes after the switch with a listing that names files the import just removed.
@@ -100,11 +101,13 @@ def test_workload_readers_while_a_loop_reimports(tmp_path):
                                           env=env, timeout=300))
         finally:
             os.kill(tight.pid, signal.SIGCONT)
-        time.sleep(rng.uniform(0.1, 0.6))
+        # the next switch after this read ends: re-imports slower than a read (the retry is bounded)
+        lines.append(tight.stdout.readline())
+        time.sleep(rng.uniform(0.0, 0.5))
     stop.set()
     cli_reader.join()
     tight_out, tight_err = tight.communicate()
-    tight_out = tight_out.strip()
+    tight_out = "".join(lines + [tight_out]).strip()
     assert all(p.returncode == 0 for p in imports), [p.stderr for p in imports if p.returncode]
     replaced = sum(json.loads(p.stdout)["sources"][0]["replaced_files"] for p in imports)
     failures, wrong = [], []
