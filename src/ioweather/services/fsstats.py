@@ -93,16 +93,25 @@ def load_snapshot(settings, ref: str, *, label_only: bool = False, say: Say | No
     raise UserError(f"{ref!r} is neither a snapshot file nor a stored label (nor an id; see 'ioweather fsstats list')")
 
 
+def comparison_warnings(da: dict, db: dict, *, same: bool, what: str) -> list[str]:
+    """What `fsstats diff` and the Contents page say before a growth that means less than it seems."""
+    out = []
+    if same:
+        out.append(f"note: A and B are the same snapshot ({what}): every change is zero")
+    if da["root"] != db["root"]:
+        out.append(f"warning: comparing different roots: {da['root']!r} and {db['root']!r}; "
+                   "the growth is not that of one tree")
+    return out
+
+
 def compare(settings, a: str, b: str, *, movers: int, say: Say, label_only: bool = False) -> tuple[dict, dict, dict]:
     """(growth document with both sides named, snapshot A, snapshot B) from A to B (files, labels or ids)."""
     from ioweather.stats.fsstats import growth
 
     (da, wa, ka), (db, wb, kb) = (load_snapshot(settings, r, label_only=label_only, say=say) for r in (a, b))
     say(f"comparing {wa} with {wb}")
-    if ka == kb:
-        say(f"note: A and B are the same snapshot ({wa}): every change is zero")
-    if da["root"] != db["root"]:
-        say(f"warning: comparing different roots: {da['root']!r} and {db['root']!r}; the growth is not that of one tree")
+    for line in comparison_warnings(da, db, same=ka == kb, what=wa):
+        say(line)
     g = growth(da, db, movers=movers)
     # The same document as the Contents page's growth (its JSON twin equals `diff --json`): what was
     # used and the warnings go to `say` only.

@@ -1,13 +1,15 @@
 """Contents: the labelled fsstats snapshots in the store — size and age CDFs by count and by bytes,
 the per-project (first-level directory) table, owners, the snapshot list, and the growth between two labels.
 
-A label names a series and resolves to its newest snapshot (`store.snapshots.load`), as
-`ioweather fsstats diff` does; the growth is `stats.fsstats.growth`, so the `diff` of the
-JSON twin is `ioweather fsstats diff COMPARE LABEL --json`.
+A label names a series and resolves to its newest snapshot, as `ioweather fsstats diff` does; `id`
+and `compare_id` open any stored snapshot (an older one of a label), as `fsstats diff ID` does. The
+growth is `stats.fsstats.growth`, so the `diff` of the JSON twin is `ioweather fsstats diff COMPARE
+LABEL --json`, and its `diff_warnings` are what that command says on stderr (different roots).
 """
 
 from __future__ import annotations
 
+from ioweather.services.fsstats import comparison_warnings
 from ioweather.stats import fsstats as fs
 from ioweather.store import snapshots
 from ioweather.units import ns_to_iso
@@ -45,11 +47,34 @@ def _label(q: Query, name: str, labels: list[str], default: str | None) -> str |
     return v
 
 
-def _load(ctx: WebContext, label: str) -> dict:
-    doc = snapshots.load(ctx.store, label)
-    if doc is None:  # removed between the listing and now
+def _by_id(ctx: WebContext, sid: int, name: str) -> tuple[str, dict]:
+    hit = snapshots.load_id(ctx.store, sid)
+    if hit is None:  # never stored, or removed between the listing and now
+        raise NotFound(f"no stored snapshot with {name} {sid} (see the list of stored snapshots)")
+    return hit
+
+
+def _resolve(ctx: WebContext, q: Query, labels: list[str], label_name: str, id_name: str,
+             default: str | None) -> tuple[dict, dict] | tuple[None, None]:
+    """({id, label, source}, document) of the snapshot asked for by label (its newest) or by id."""
+    raw = q.text(id_name)
+    if raw is not None:
+        if q.text(label_name) is not None:
+            raise BadRequest(f"give {label_name} or {id_name}, not both")
+        if not raw.isdigit():
+            raise BadRequest(f"{id_name} must be a snapshot id (a whole number, as listed), got {raw!r}")
+        label, doc = _by_id(ctx, int(raw), id_name)
+        return {"id": int(raw), "label": label, "source": raw,
+                "what": f"stored snapshot id {raw} (label {label!r})"}, doc
+    label = _label(q, label_name, labels, default)
+    if label is None:
+        return None, None
+    sid = snapshots.newest_id(ctx.store, label)
+    if sid is None:
         raise NotFound(f"snapshot {label!r} is not in the store any more")
-    return doc
+    # by id: the document and the id stay one snapshot even if a newer one is stored meanwhile
+    return ({"id": sid, "label": label, "source": label, "what": f"stored label {label!r} (id {sid})"},
+            _by_id(ctx, sid, label_name)[1])
 
 
 def _cdfs(doc: dict) -> dict:
@@ -68,18 +93,21 @@ def _share(part, whole) -> float | None:
 
 
 def contents_data(ctx: WebContext, params) -> dict:
-    q = Query(params, ("label", "compare"))
+    q = Query(params, ("label", "compare", "id", "compare_id"))
     listing = _listing(ctx)
     if not listing:
         raise NotFound(f"No content snapshots in the store at {ctx.where}. {HINT}")
     labels = list(dict.fromkeys(r["label"] for r in reversed(listing)))  # newest first
-    label = _label(q, "label", labels, labels[0])
-    compare = _label(q, "compare", labels, None)
-    doc = _load(ctx, label)
+    this, doc = _resolve(ctx, q, labels, "label", "id", labels[0])
+    other, a = _resolve(ctx, q, labels, "compare", "compare_id", None)
+    label, compare = this["label"], other and other["label"]
+    newest = {r["label"]: r["id"] for r in listing}  # oldest first: the last id of a label is its newest
     size = doc["histograms"]["file_size"]
     top = fs.largest_bucket(size)
     out = {
         "label": label, "compare": compare, "labels": labels, "snapshots": listing,
+        "snapshot_id": this["id"], "newest_of_label": newest.get(label) == this["id"],
+        "compare_id": other and other["id"], "diff_warnings": [],
         "snapshot": {k: doc.get(k) for k in ("root", "snapshot_time", "host", "entries", "walk_s", "threads", "files",
                                              "dirs", "symlinks", "other", "bytes", "capacity_bytes", "errors",
                                              "hardlinks_deduplicated", "excluded", "skipped_mounts", "notes")},
@@ -98,11 +126,12 @@ def contents_data(ctx: WebContext, params) -> dict:
         "errors": doc["error_list"][:20],
         "diff": None,
     }
-    if compare is not None:
-        a = _load(ctx, compare)
-        out["diff"] = {"a": {"root": a["root"], "snapshot_time": a["snapshot_time"], "source": compare},
-                       "b": {"root": doc["root"], "snapshot_time": doc["snapshot_time"], "source": label},
+    if other is not None:
+        out["diff"] = {"a": {"root": a["root"], "snapshot_time": a["snapshot_time"], "source": other["source"]},
+                       "b": {"root": doc["root"], "snapshot_time": doc["snapshot_time"], "source": this["source"]},
                        **fs.growth(a, doc, movers=MOVERS)}
+        out["diff_warnings"] = comparison_warnings(a, doc, same=other["id"] == this["id"],
+                                                   what=other["what"])
     return out
 
 

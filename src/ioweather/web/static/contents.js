@@ -45,13 +45,15 @@
     var el = document.getElementById("contents-diff");
     if (!el || !data.diff) { return null; }
     var rows = data.diff.top_dirs.filter(function (r) { return r.bytes_change; }).slice(0, 15);
+    var change = rows.map(function (r) { return r.bytes_change; });
+    var u = lib.byteUnit(change);  // the tables' binary units (MiB), not Plotly's SI prefixes (10MB)
     return Plotly.newPlot(el, [{
       type: "bar", orientation: "h", y: rows.map(function (r) { return lib.text(r.name); }),
-      x: rows.map(function (r) { return r.bytes_change; }),
+      x: u.scale(change),
       marker: {color: rows.map(function (r) { return r.bytes_change > 0 ? "#d62728" : "#2ca02c"; })},
-      hovertemplate: "%{y}<br>%{x:+.3s}B<extra></extra>"
+      hovertemplate: "%{y}<br>%{x:+.3~r} " + u.name + "<extra></extra>"
     }], {height: 80 + 26 * rows.length, margin: {l: 160, r: 12, t: 8, b: 44}, font: lib.FONT,
-         xaxis: {title: {text: "change of data (bytes)"}, tickformat: "~s", ticksuffix: "B"},
+         xaxis: {title: {text: "change of data (" + u.name + ")"}},
          yaxis: {type: "category", autorange: "reversed", automargin: true}}, lib.CONFIG);
   }
 
