@@ -84,10 +84,62 @@ def check_document(doc, source: str) -> dict:
     if not isinstance(doc, dict) or doc.get("format") != SNAPSHOT_FORMAT:
         got = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         raise UserError(f"{source} is not an ioweather fsstats snapshot (format {got!r}, expected {SNAPSHOT_FORMAT!r})")
-    for key in ("root", "snapshot_time", "files", "bytes", "histograms", "top_dirs", "owners"):
+    for key in ("root", "snapshot_time", *TOTALS, "histograms", "top_dirs", "owners"):
         if key not in doc:
             raise UserError(f"{source}: snapshot lacks {key!r}")
+    # A hand-edited file: every value `fsstats diff`, the report and the store use is checked here, so
+    # that a wrong one is a line naming it rather than a TypeError deep in the arithmetic.
+    _expect(source, "root", doc["root"], str)
+    _expect(source, "histograms", doc["histograms"], dict)
+    _check_time(source, doc["snapshot_time"])
+    for key in TOTALS:
+        _check_count(source, key, doc[key])
+    for key, name, name_type in (("top_dirs", "name", str), ("owners", "uid", int)):
+        rows = _expect(source, key, doc[key], list)
+        for i, row in enumerate(rows):
+            where = f"{key}[{i}]"
+            _expect(source, where, row, dict)
+            if name not in row:
+                raise UserError(f"{source}: snapshot {where} lacks {name!r}")
+            _expect(source, f"{where}.{name}", row[name], name_type)
+            for m in ROW_COUNTS:
+                if row.get(m) is not None:
+                    _check_count(source, f"{where}.{m}", row[m])
+            if key == "owners" and row.get("user") is not None:
+                _expect(source, f"{where}.user", row["user"], str)
     return doc
+
+
+#: The totals of a snapshot, and the counts of each of its directory and owner rows.
+TOTALS = ("files", "bytes", "capacity_bytes", "dirs", "symlinks", "other")
+ROW_COUNTS = ("files", "bytes", "capacity_bytes", "dirs")
+_TYPE_NAMES = {str: "a string", dict: "an object", list: "a list", int: "an integer"}
+
+
+def _expect(source: str, key: str, value, kind: type):
+    # bool is an int to Python, never to a person editing JSON.
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise UserError(f"{source}: snapshot {key} must be {_TYPE_NAMES[kind]}, not {json.dumps(value)[:40]}")
+    return value
+
+
+def _check_count(source: str, key: str, value) -> None:
+    if not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63):
+        raise UserError(f"{source}: snapshot {key} must be a whole number from 0 to 2^63-1, "
+                        f"not {json.dumps(value)[:40]}")
+
+
+def _check_time(source: str, value) -> None:
+    from ioweather.units import parse_time
+
+    from datetime import datetime
+
+    _expect(source, "snapshot_time", value, str)
+    try:
+        datetime.fromisoformat(value.replace("Z", "+00:00"))  # as stats.fsstats.growth reads it
+        parse_time(value)  # and in the years the store keeps
+    except (UserError, ValueError, OverflowError):
+        raise UserError(f"{source}: snapshot snapshot_time {value[:40]!r} is not an ISO 8601 time") from None
 
 
 # ---------------------------------------------------------------- files
