@@ -4,6 +4,7 @@ synthetic long windows, and the dashboard served by uvicorn on a free loopback p
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import sys
@@ -140,6 +141,67 @@ def assert_never_500(server: Server, params: dict[str, list[str]], alphabet: lis
         query = {**(base or {}), name: value}
         code, _, body = server.get(page + "?" + "&".join(f"{k}={quote(v)}" for k, v in query.items()))
         assert code in codes, (page, name, value, code, body[:200])
+
+
+#: Query values that broke parsers somewhere (issue 19): numbers at and past the float limits, times
+#: outside any calendar, durations that overflow, markup, traversal, control characters, huge text.
+HOSTILE_VALUES = ["nan", "inf", "-inf", "1e-320", "5e-324", "1e309", "-1", "0", "-0", "1e999", "0x10",
+                  "99999999999999999999999", "-99999999999999999999", "0001-01-01", "0001-01-01T00:00:00+14:00",
+                  "9999-12-31T23:59:59Z", "99999999999999", "now-99999999w", "now+1s", "99999999w", "0.0000000001s",
+                  "1e400s", "../../etc/passwd", "/etc/shadow", "<script>alert(1)</script>", "[/oops]", "[bold]x",
+                  "\x00", "\u202e", "' OR 1=1 --", "%00", "a" * 5000, "", " ", "true", "null", "[]", "{}",
+                  "1,2", "#1", "id:1", "file:/etc/passwd", "NaNs", "1..2", "٣", "１"]
+
+
+def hostile_strings():
+    """A hypothesis strategy of query values: the list above, any text, and those glued together."""
+    from hypothesis import strategies as st
+
+    known = st.sampled_from(HOSTILE_VALUES)
+    text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+    return st.one_of(known, text, st.tuples(known, text).map("".join), st.tuples(text, known).map("".join))
+
+
+def page_parameters(server: Server) -> dict[str, list[str]]:
+    """Every page's API path and the parameters it takes, as the pages themselves say (an unknown
+    parameter is a 400 listing them), so that a new page is fuzzed without a change here."""
+    code, index = api(server, "/api")
+    assert code == 200
+    out = {}
+    for p in index["pages"]:
+        code, body = api(server, f"{p['json']}?__unknown__=1")
+        assert code == 400, (p["json"], code, body)
+        takes = re.search(r"this page takes: (.*)$", body["error"]).group(1)
+        out[p["json"]] = [] if takes == "no parameters" else takes.split(", ")
+    return out
+
+
+def fuzz_pages(server: Server, params: dict[str, list[str]], *, examples: int, base: dict[str, dict] | None = None,
+               codes: tuple[int, ...] = (200, 400, 404)) -> None:
+    """Hypothesis: requests giving one to three parameters of a page hostile values (over `base`, the
+    valid parameters a page needs to get past its first check). Every answer is in `codes`, an error is
+    JSON with a one-line message, nothing takes longer than the deadline."""
+    from datetime import timedelta
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    pages = sorted(p for p in params if params[p])
+
+    @settings(max_examples=examples, deadline=timedelta(seconds=30), derandomize=not os.environ.get(
+        "IOWEATHER_FUZZ_RANDOM"), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(data=st.data())
+    def run(data):
+        page = data.draw(st.sampled_from(pages))
+        names = data.draw(st.lists(st.sampled_from(params[page]), min_size=1, max_size=3, unique=True))
+        query = {**(base or {}).get(page, {}), **{n: data.draw(hostile_strings()) for n in names}}
+        code, _, body = server.get(page + "?" + "&".join(f"{k}={quote(v)}" for k, v in query.items()))
+        assert code in codes, (page, query, code, body[:300])
+        if code != 200:
+            err = json.loads(body)["error"]
+            assert isinstance(err, str) and "\n" not in err and "Traceback" not in err, (page, query, err)
+
+    run()
 
 
 def frozen_app(home: Path, t0_ns: int, clock: list[int] | None = None, db_url: str | None = None, **config):
