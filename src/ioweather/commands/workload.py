@@ -14,11 +14,12 @@ RATE = _Parsed("rate", parse_rate)
 
 
 def _print_human(r: dict) -> None:
-    from ioweather.views.output import print_table, stderr
+    from ioweather.views.output import print_table, short_time, stderr
     from ioweather.views.workload_report import pct_text, rate_text
 
     def when(iso: str) -> str:
-        return iso[:16].replace("T", " ")
+        # 5-second events start and end within one minute: to the second when the intervals are finer
+        return short_time(iso) if r["interval_s"] < 60 else short_time(iso)[:16]
 
     b = r["burstiness"]
     rows = [

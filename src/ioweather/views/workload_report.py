@@ -125,6 +125,14 @@ def fig_events(result, data) -> str:
     return _png(fig)
 
 
+def _edges(centres: np.ndarray) -> tuple[float, float]:
+    """The image's x extent from its column centres. Extent = first and last centre gave one column
+    (data shorter than a segment) zero width: matplotlib's "identical low and high xlims" warning and a
+    collapsed image. A lone segment starts at 0, so it spans twice its centre."""
+    step = (centres[-1] - centres[0]) / (len(centres) - 1) if len(centres) > 1 else 2 * centres[0]
+    return float(centres[0] - step / 2), float(centres[-1] + step / 2)
+
+
 def fig_spectrogram(data) -> str:
     from ioweather.stats.workload import rates, spectrogram, total_of
 
@@ -134,8 +142,8 @@ def fig_spectrogram(data) -> str:
     axes[0].plot(_times(data), _gib_s(total), color="0.3", lw=0.5)
     axes[0].set_ylabel("GiB/s")
     if p.size:
-        hours = seg_t / 3600
-        extent = (hours[0], hours[-1], f[0] * 3600, f[-1] * 3600)
+        x0, x1 = _edges(seg_t / 3600)
+        extent = (x0, x1, f[0] * 3600, f[-1] * 3600)
         axes[1].imshow(np.log10(p + p[p > 0].min() if (p > 0).any() else p + 1), aspect="auto", origin="lower",
                        extent=extent, cmap="jet")
         axes[1].set_xlabel("hours from start")
