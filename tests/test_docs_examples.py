@@ -6,12 +6,11 @@ list equal to the defaults in the code."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import shlex
 import tomllib
 from pathlib import Path
-
-import pytest
 
 from ioweather.stats.findings import Thresholds
 
@@ -68,8 +67,6 @@ def test_workload_worked_example_as_written(cli, home, testdata, tmp_path):
 def test_event_times_match_the_json_to_the_second(cli, home, testdata):
     commands, _ = _worked_example(testdata)
     cli(*commands[0][1:], home=home, check=True)
-    import json
-
     doc = json.loads(cli(*commands[1][1:], "--json", home=home, check=True).stdout)
     table = cli(*commands[1][1:], home=home, check=True).stdout
     rows = [_cells(line) for line in table.splitlines() if re.match(r"\d{4}-", _cells(line))]

@@ -84,6 +84,11 @@ BAD = [
     ("/api/contents?label=v1&label=weekly", "given 2 times"),
     ("/api/contents?root=/etc", "unknown parameter 'root'"),
     ("/api/contents?label=" + "x" * 400, "longer than"),
+    ("/api/contents?id=%C2%B2", "must be a snapshot id"),          # '²' is a digit to str.isdigit
+    ("/api/contents?id=99999999999999999999", "must be a snapshot id"),  # beyond SQLite's integers
+    ("/api/contents?id=424242", "no stored snapshot with id 424242"),
+    ("/api/contents?label=v1&id=1", "give label or id, not both"),
+    ("/api/contents?compare_id=x", "compare_id must be a snapshot id"),
 ]
 
 

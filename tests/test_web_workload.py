@@ -75,6 +75,7 @@ BAD = [
     ("/api/workload?fs=nope", "unknown file system"),
     ("/api/workload?fs=" + quote("../../etc"), "unknown file system"),
     ("/api/workload?resample=0s", "resample must be positive"),
+    ("/api/workload?resample=1000d", "resample must be positive and at most 92d"),
     ("/api/workload?resample=soon", "resample: "),
     ("/api/workload?fs=csv-fs&resample=5s&smooth=1m", "--resample 5s is shorter than the sampling interval (60 s)"),
     ("/api/workload?fs=syn&since=92d&resample=1s", "makes 7,948,800 intervals; the page computes at most 2,000,000"),

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from browser import visit
+from browser import json_twin, visit
 from web_pages_data import CSV_FS, pages_home, pages_server  # noqa: F401  (fixtures)
 
 from ioweather.units import format_bytes
@@ -38,8 +38,6 @@ def _assert_scaled(shown, twin, div):
 def test_every_rate_axis_has_the_unit_of_its_values(browser, pages_server, fs):
     path = f"/workload?fs={fs}"
     with visit(browser, pages_server.url + path) as v:
-        from browser import json_twin
-
         twin = json_twin(v.page, path)
         s, d, r = twin["series"], twin["daily_rates"], twin["result"]
         ps = r["power_spectrum"]
@@ -68,8 +66,6 @@ def test_resample_5s_as_on_the_command_line(browser, pages_server, pages_home, c
     # syn is sampled every 5 s: the CLI accepts --resample 5s, and so does the page now
     path = "/workload?fs=syn&resample=5s"
     with visit(browser, pages_server.url + path) as v:
-        from browser import json_twin
-
         twin = json_twin(v.page, path)
         assert twin["resample_s"] == 5 and twin["result"]["interval_s"] == 5
         assert v.page.input_value("input[name=resample]") == "5s"

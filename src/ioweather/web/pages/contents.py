@@ -9,6 +9,8 @@ LABEL --json`, and its `diff_warnings` are what that command says on stderr (dif
 
 from __future__ import annotations
 
+import re
+
 from ioweather.services.fsstats import comparison_warnings
 from ioweather.stats import fsstats as fs
 from ioweather.store import snapshots
@@ -49,8 +51,8 @@ def _label(q: Query, name: str, labels: list[str], default: str | None) -> str |
 
 def _by_id(ctx: WebContext, sid: int, name: str) -> tuple[str, dict]:
     hit = snapshots.load_id(ctx.store, sid)
-    if hit is None:  # never stored, or removed between the listing and now
-        raise NotFound(f"no stored snapshot with {name} {sid} (see the list of stored snapshots)")
+    if hit is None:  # never stored (as an unknown label), or removed between the listing and now
+        raise BadRequest(f"no stored snapshot with {name} {sid} (see the list of stored snapshots)")
     return hit
 
 
@@ -61,7 +63,7 @@ def _resolve(ctx: WebContext, q: Query, labels: list[str], label_name: str, id_n
     if raw is not None:
         if q.text(label_name) is not None:
             raise BadRequest(f"give {label_name} or {id_name}, not both")
-        if not raw.isdigit():
+        if not re.fullmatch(r"[0-9]{1,18}", raw):  # ASCII, and within SQLite's 64-bit integers
             raise BadRequest(f"{id_name} must be a snapshot id (a whole number, as listed), got {raw!r}")
         label, doc = _by_id(ctx, int(raw), id_name)
         return {"id": int(raw), "label": label, "source": raw,

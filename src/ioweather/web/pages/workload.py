@@ -92,8 +92,8 @@ def workload_data(ctx: WebContext, params) -> dict:
     if fs not in systems:
         raise BadRequest(f"unknown file system {fs!r}; known: {', '.join(systems[:20])}")
     resample = q.duration("resample", "60s")
-    if resample <= 0:
-        raise BadRequest("resample must be positive")
+    if not 0 < resample <= MAX_WINDOW_S:  # also nan and inf
+        raise BadRequest(f"resample must be positive and at most {format_seconds_short(MAX_WINDOW_S)}")
     smooth_s = q.duration("smooth", format_seconds_short(DEFAULT_SMOOTH_S), lo=60.0, hi=86400.0)
     if smooth_s < resample:
         raise BadRequest(f"smooth ({format_seconds_short(smooth_s)}) must be at least the resample interval "
