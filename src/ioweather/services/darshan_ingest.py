@@ -54,8 +54,13 @@ def find_logs(paths: Iterable[str], *, follow_symlinks: bool = False, links: lis
         except OSError as e:  # the current directory was removed
             raise from_os_error(p, e, "find") from None
         if os.path.isdir(p):
+            seen = set(_dir_ids([p]).values())
             for root, dirs, files in os.walk(p, followlinks=follow_symlinks):
                 dirs.sort()
+                if follow_symlinks:
+                    # Two links up the tree (a/x -> a, a/y -> a) would make the walk 2^40 long before
+                    # ELOOP ends it: each directory is entered once, by the first path that reaches it.
+                    dirs[:] = _first_visits(root, dirs, seen)
                 if not follow_symlinks and links is not None:
                     links.extend(d for d in dirs if os.path.islink(os.path.join(root, d)))
                 for f in sorted(files):
@@ -70,6 +75,30 @@ def find_logs(paths: Iterable[str], *, follow_symlinks: bool = False, links: lis
             yield p
         else:
             raise UserError(f"no such file or directory: {p}")
+
+
+def _dir_ids(paths) -> dict:
+    """{path: (st_dev, st_ino)} of the directories among `paths` that can be stat'ed (links followed)."""
+    out = {}
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        out[path] = (st.st_dev, st.st_ino)
+    return out
+
+
+def _first_visits(root: str, dirs: list[str], seen: set) -> list[str]:
+    """The names in `dirs` whose directory is not in `seen` (which they are then added to)."""
+    ids = _dir_ids(os.path.join(root, d) for d in dirs)
+    out = []
+    for d in dirs:
+        key = ids.get(os.path.join(root, d))
+        if key is not None and key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
 
 
 def job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size: int, mtime_ns: int) -> dict:
