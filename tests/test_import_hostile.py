@@ -229,3 +229,24 @@ def test_import_help_lists_every_registered_kind():
                        timeout=120, check=True)
     listed = [line.split()[0] for line in p.stdout.split("Commands:")[1].splitlines() if line.strip()]
     assert listed == [*kinds(), "job-features", "nersc-jobsdb", "slurm"] and set(KINDS) == set(kinds())
+
+
+def test_directory_import_does_not_follow_symlinks_inside(tmp_path, cli, testdata):
+    """`import mmperfmon DIR`: a link planted in the directory (to a file or a directory) is not read."""
+    src = testdata / "pytokio" / "mmperfmon.2019-05-15-micro.tgz"
+    d = tmp_path / "archives"
+    d.mkdir()
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    import shutil
+
+    shutil.copy(src, secret / "other.tgz")
+    (d / "linked.tgz").symlink_to(secret / "other.tgz")
+    (d / "linkdir").symlink_to(secret)
+    home = tmp_path / "home"
+    r = cli("import", "mmperfmon", str(d), "--fs", "g", home=home)
+    assert r.returncode == 2 and "empty directory" in r.stderr and "symlinks" in r.stderr, r.stderr
+    shutil.copy(src, d / "real.tgz")
+    r = cli("import", "mmperfmon", str(d), "--fs", "g", "--json", home=home)
+    assert r.returncode == 0, r.stderr
+    assert "other.tgz" not in r.stdout and "linked" not in r.stdout

@@ -128,9 +128,13 @@ def read_members(source: str | os.PathLike) -> Iterator[Member]:
     """The text members of `source` (file, .gz, tar/.tgz or directory), in name order for directories."""
     path = Path(source)
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file())
+        # Symlinks inside the directory are not followed (files or directories): a directory of
+        # archives may be writable by others, and a link planted there must not make us read its target.
+        files = sorted(Path(root) / n for root, _, names in os.walk(path)
+                       for n in names if not os.path.islink(os.path.join(root, n))
+                       and os.path.isfile(os.path.join(root, n)))
         if not files:
-            raise UserError(f"{source}: empty directory")
+            raise UserError(f"{source}: empty directory (symlinks inside are not followed)")
         for p in files:
             yield from _members_of_file(p, str(p.relative_to(path)))
         return
