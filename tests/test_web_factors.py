@@ -58,7 +58,9 @@ def test_the_planted_modes_are_the_classes(pages_server, window, op):
     assert usual / 1.4 < fast < usual * 1.4 and usual * SLOW_FACTOR / 1.4 < slow < usual * SLOW_FACTOR * 1.4
     c1, c2 = a["classes"][0]["count"], a["classes"][1]["count"]
     n = a["n"]
-    assert c1 / n == pytest.approx(4 / 6, abs=0.01) and c2 / n == pytest.approx(2 / 6, abs=0.01)
+    # The modes overlap a little (a daily cycle of exp(+-0.15) on each): the valley split puts a
+    # percent or two of the fast mode's tail with the slow class, depending on the window's phase.
+    assert c1 / n == pytest.approx(4 / 6, abs=0.025) and c2 / n == pytest.approx(2 / 6, abs=0.025)
     # The timeline carries every sample (few enough) with its class.
     t = d["timeline"]
     assert t["total"] == t["shown"] == n

@@ -130,6 +130,11 @@ def job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size:
     return row
 
 
+#: Columns that are all empty for a log without Lustre records: typed here, or Arrow infers `null`
+#: and parts of one archive get different schemas (pyarrow and DuckDB then refuse to read them together).
+_PART_TYPES = {"stripe_count": pa.int64(), "stripe_size": pa.int64(), "ost_ids": pa.string()}
+
+
 def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int | None = None) -> tuple:
     """("ok", job_row, arrow_table) | ("dup", where) | ("failed", failure_row). Never raises for bad input.
 
@@ -164,7 +169,7 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
                           "module": pa.array(fc["module"].tolist(), pa.string()),
                           "record_id": pa.array(fc["id"], pa.uint64()),
                           "name": pa.array(fc["name"].tolist(), pa.string()),
-                          **{k: pa.array(fc[k].tolist() if fc[k].dtype == object else fc[k])
+                          **{k: pa.array(fc[k].tolist() if fc[k].dtype == object else fc[k], _PART_TYPES.get(k))
                              for k in FILE_TABLE_COLUMNS if k not in ("module", "id", "name")}})
         return ("ok", row, table)
     except (DarshanLogError, UserError) as e:

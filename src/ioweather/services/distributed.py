@@ -128,7 +128,7 @@ def _slurm_cluster(opts: dict):
         raise UserError("--dask slurm needs dask-jobqueue: pip install 'ioweather[dask]'") from None
     kw = {k: v for k, v in opts.items() if k != "jobs" and k != "python"}
     cluster = SLURMCluster(python=opts.get("python") or sys.executable,
-                           scheduler_options={"dashboard_address": None}, **kw)
+                           scheduler_options={"dashboard_address": ":0"}, **kw)  # None is merged away: 8787 may be taken
     try:
         _sbatch_test_only(cluster.job_script())
         cluster.scale(jobs=opts["jobs"])
