@@ -19,11 +19,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-import numpy as np
-import pandas as pd
 
-from ioweather.errors import UserError
-from ioweather.sources.telemetry.base import lustre_fsname
+from ioweather.sources.telemetry.importers import Importer, Option
+from ioweather.sources.telemetry.lfsdf import dated_rows
 from ioweather.sources.telemetry.textfiles import TextImport, read_members
 
 STATE_PREFIX = "lctl_state_"
@@ -91,34 +89,10 @@ def read_lctl(source: str, at_ns: int | None = None, fs: str | None = None,
             first_bad = first_bad or f"{member.name} line {skipped[0][0]}: {skipped[0][1][:80]!r}"
         if advance:
             advance(1)
-    if undated and not times:
-        raise UserError(f"{source}: `lctl dl -t` output without a `BEGIN <unix seconds>` line: give --at TIME "
-                        "(when it was taken)")
-    if undated:
-        notes.append(f"{undated} listings without a BEGIN line skipped (give --at TIME to date them)")
-    if not times:
-        why = f" ({bad} unreadable lines, first {first_bad})" if bad else ""
-        raise UserError(f"{source}: no osc or mdc lines of `lctl dl -t` found{why}")
-    t = np.asarray(times, dtype=np.int64)
-    distinct = np.unique(t)
-    step = float(np.median(np.diff(distinct))) / 1e9 if distinct.size > 1 else np.nan
-    rows = pd.DataFrame({"time_ns": t, "target": targets, "metric": metrics, "value": 1.0, "interval_s": step})
-    rows = rows.drop_duplicates(subset=["time_ns", "target", "metric"], keep="last")
-    if bad:
-        notes.append(f"{bad} unreadable lines skipped (first: {first_bad})")
-    owner = rows["target"].map(lambda x: lustre_fsname(x) or x)
-    names = sorted(owner.unique())
-    if fs in names and len(names) > 1:
-        rows = rows[owner == fs]
-        notes.append(f"kept the targets of {fs}; those of {', '.join(n for n in names if n != fs)} left out")
-    elif len(names) > 1:
-        notes.append(f"targets of {len(names)} Lustre file systems ({', '.join(names)}) in one dataset: "
-                     "give --fs one of these names to import only its targets")
-    rows = rows.sort_values(["time_ns", "target", "metric"], kind="stable").reset_index(drop=True)
-    return TextImport(rows, notes, bad_lines=bad)
+    return dated_rows(source, "osc or mdc lines of `lctl dl -t`", "listings", times, targets, metrics,
+                      [1.0] * len(times), fs, notes, undated, bad, first_bad)
 
 
-from ioweather.sources.telemetry.importers import Importer, Option  # noqa: E402  (appended with the importer registry)
 
 
 class LctlImporter(Importer):

@@ -61,14 +61,22 @@ def read_lfsdf(source: str, at_ns: int | None = None, fs: str | None = None,
             first_bad = first_bad or f"{member.name} line {skipped[0][0]}: {skipped[0][1][:80]!r}"
         if advance:
             advance(1)
+    return dated_rows(source, "`lfs df`", "snapshots", times, targets, metrics, values, fs, notes, undated, bad,
+                      first_bad)
+
+
+def dated_rows(source, what: str, units: str, times, targets, metrics, values, fs: str, notes: list[str],
+               undated: int, bad: int, first_bad: str | None) -> TextImport:
+    """The rows of archived Lustre command outputs (`lfs df`, `lctl dl -t`), each dated by its BEGIN line:
+    one reading per (time, target, metric), kept to file system `fs` when the archive holds several."""
     if undated and not times:
-        raise UserError(f"{source}: `lfs df` output without a `BEGIN <unix seconds>` line: give --at TIME "
+        raise UserError(f"{source}: {what} output without a `BEGIN <unix seconds>` line: give --at TIME "
                         "(when it was taken)")
     if undated:
-        notes.append(f"{undated} snapshots without a BEGIN line skipped (give --at TIME to date them)")
+        notes.append(f"{undated} {units} without a BEGIN line skipped (give --at TIME to date them)")
     if not times:
         why = f" ({bad} unreadable lines, first {first_bad})" if bad else ""
-        raise UserError(f"{source}: no `lfs df` lines found{why}")
+        raise UserError(f"{source}: no {what} lines found{why}")
     t = np.asarray(times, dtype=np.int64)
     distinct = np.unique(t)
     step = float(np.median(np.diff(distinct))) / 1e9 if distinct.size > 1 else np.nan
