@@ -9,7 +9,7 @@ statistics in `stats.workload`) and adds what its plots need, the aggregate sign
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import numpy as np
 
@@ -17,11 +17,12 @@ from ioweather.errors import StoreError, UserError
 from ioweather.stats.downsample import downsample
 from ioweather.stats.workload import (DEFAULT_IDLE_THRESHOLD, DEFAULT_MIN_AMPLITUDE, DEFAULT_SMOOTH_S,
                                       daily_mean_rates, fill_missing, rates, smooth, total_of)
-from ioweather.services.workload import compute, data_end, dataset_fingerprint, file_systems
+from ioweather.services.workload import compute, dataset_fingerprint, file_systems
 from ioweather.units import format_bytes, parse_rate
 from ioweather.web.context import WebContext
+from ioweather.web.pages.fsview_common import fs_and_window
 from ioweather.web.pages.common import finite_or_none, iso_ms
-from ioweather.web.params import BadRequest, NotFound, Query, format_seconds_short
+from ioweather.web.params import BadRequest, Query, format_seconds_short
 from ioweather.web.registry import Page
 
 HINT = ("Store server-side telemetry with `ioweather collect` (this machine) or `ioweather import KIND SOURCE "
@@ -85,12 +86,7 @@ def _check_intervals(since_ns: int, until_ns: int, resample_s: float) -> None:
 
 def workload_data(ctx: WebContext, params) -> dict:
     q = Query(params, ("fs", "since", "until", "resample", "smooth", "min_amplitude"))
-    systems = file_systems(ctx.settings)
-    if not systems:
-        raise NotFound(f"No server-side telemetry in {ctx.settings.parquet_dir / 'telemetry'}. {HINT}")
-    fs = q.text("fs", systems[0])
-    if fs not in systems:
-        raise BadRequest(f"unknown file system {fs!r}; known: {', '.join(systems[:20])}")
+    fs, systems, since_ns, until_ns = fs_and_window(ctx, q, DEFAULT_WINDOW)
     resample = q.duration("resample", "60s")
     if not 0 < resample <= MAX_WINDOW_S:  # also nan and inf
         raise BadRequest(f"resample must be positive and at most {format_seconds_short(MAX_WINDOW_S)}")
@@ -99,11 +95,6 @@ def workload_data(ctx: WebContext, params) -> dict:
         raise BadRequest(f"smooth ({format_seconds_short(smooth_s)}) must be at least the resample interval "
                          f"({format_seconds_short(resample)})")
     min_amp = _rate_param(q, "min_amplitude", f"{DEFAULT_MIN_AMPLITUDE / (1 << 30):g}GiB/s")
-    now = datetime.now(timezone.utc)
-    end = data_end(ctx.settings, fs)
-    if end is None:
-        raise NotFound(f"the telemetry of {fs!r} has no rows. {HINT}")
-    since_ns, until_ns = q.window(DEFAULT_WINDOW, MAX_WINDOW_S, now, default_until=min(end, now + timedelta(days=1)))
     _check_intervals(since_ns, until_ns, resample)
     since, until = (datetime.fromtimestamp(x / 1e9, timezone.utc) for x in (since_ns, until_ns))
 
