@@ -6,9 +6,12 @@
 2. classify N observations against 4 models (`stats.factor_models.classify`) vs the
    literal rule in plain numpy (a prediction matrix, argsort per row, first >= d).
 
-    .venv/bin/python benchmarks/bench_density.py [--n 10000000] [--repeat 3]
+    .venv/bin/python benchmarks/bench_density.py [--n 10000000] [--repeat 3] [--no-rt]
+
+As root it runs itself and R under SCHED_FIFO on one CPU (benchmarks/realtime.py; --no-rt: not).
 
 Targets (issue 4): analysis of 10 M durations < 2 s and faster than R; classify 10 M < 2 s.
+Issue 21: the whole analysis >= 3x faster than R's density() alone.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from realtime import realtime
 
 from ioweather.stats.density import r_density
 from ioweather.stats.factor_models import FactorModel, Line, Piece, classify
@@ -98,10 +102,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=10_000_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--no-rt", action="store_true", help="do not ask for SCHED_FIFO on one CPU")
     args = ap.parse_args()
+    sched = "normal scheduling" if args.no_rt else realtime()
     n, rep = args.n, args.repeat
     print(f"machine: {machine()}")
-    print(f"command: python {' '.join(sys.argv)}")
+    print(f"command: python {' '.join(sys.argv)}; {sched}")
     d = durations(n)
 
     w_ours, c_ours, a = best_of(lambda: analyse(d), rep)

@@ -4,6 +4,11 @@ threaded Python walker, on one generated tree, in the same run (issue 7).
     .venv/bin/python benchmarks/bench_fsstats.py                 # 1 M files in 10 k directories
     .venv/bin/python benchmarks/bench_fsstats.py --files 100000 --dirs 1000 --no-cold
     .venv/bin/python benchmarks/bench_fsstats.py --repeat 5 --threads 8 --no-cold --no-pywalk   # short rounds
+    .venv/bin/python benchmarks/bench_fsstats.py --repeat 5 --threads 2 --no-cold --no-pywalk --rt  # issue 21
+
+--rt (as root): every tool runs under SCHED_FIFO on all CPUs (benchmarks/realtime.py), so other
+processes on a shared machine do not preempt it; the issue-21 target is the median over the
+rounds of find's time / fsstats' time in the same round.
 
 Every tool runs as its own process on the same tree: wall time from fork to exit,
 entries/s = entries in the tree (root included, as find prints it) / wall time,
@@ -20,11 +25,14 @@ import json
 import os
 import platform
 import random
+import statistics
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
+
+from realtime import realtime
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -259,6 +267,7 @@ def main() -> None:
                     help="skip the threaded Python walker (the slowest tool: shorter rounds see less load change)")
     ap.add_argument("--keep", action="store_true", help="keep the generated tree")
     ap.add_argument("--json", type=Path, help="also write the results to this file")
+    ap.add_argument("--rt", action="store_true", help="run every tool under SCHED_FIFO (root)")
     ap.add_argument("--_oswalk", help=argparse.SUPPRESS)
     ap.add_argument("--_pywalk", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -284,6 +293,8 @@ def main() -> None:
         entries = probe["entries"]
         print(f"tree: {entries:,} entries ({probe['files']:,} files, {probe['dirs']:,} dirs)", flush=True)
         runs = tools(tree, [int(x) for x in a.threads.split(",")], pywalk=not a.no_pywalk)
+        # only the timed passes: generating the tree in real time would starve the machine for minutes
+        state["scheduling"] = realtime(one_cpu=False) if a.rt else "normal scheduling"
         warm: dict[str, list[tuple[float, int, float]]] = {k: [] for k in runs}
         for _ in range(a.repeat + 1):  # the first round warms the cache and is discarded
             for name, cmd in runs.items():
@@ -296,7 +307,7 @@ def main() -> None:
                          "ioweather fsstats --threads 8"):
                 if name in runs and drop_caches():
                     cold[name] = timed_rss(runs[name])
-        report(best, cold, entries, a, state)
+        report(best, cold, entries, a, state, warm)
         if a.json:
             a.json.write_text(json.dumps({"entries": entries, "machine": state, "warm": best, "cold": cold,
                                           "all_warm": warm}, indent=1))
@@ -307,7 +318,7 @@ def main() -> None:
             print(f"deleted the tree in {time.perf_counter() - t0:.0f} s", flush=True)
 
 
-def report(best, cold, entries, a, state) -> None:
+def report(best, cold, entries, a, state, warm) -> None:
     find_s = best["find -printf"][0]
     walk_s = best["python os.walk+lstat"][0]
     print(f"\nwarm cache, best of {a.repeat} ({entries:,} entries; load {state['load_1_5_15']}):")
@@ -323,6 +334,9 @@ def report(best, cold, entries, a, state) -> None:
             ratio = f"{cf / s:8.2f}" if cf else "       -"
             print(f"{name:40s} {s:8.2f} {entries / s:12,.0f} {ratio} {'':10s} {rss / 2**20:7.0f} MB {cpu:7.2f}")
     d = best["ioweather fsstats (default threads)"]
+    rounds = [f[0] / i[0] for f, i in zip(warm["find -printf"][1:], warm["ioweather fsstats (default threads)"][1:])]
+    print(f"\nper round, find / fsstats (default threads): {', '.join(f'{r:.2f}' for r in rounds)}; "
+          f"median {statistics.median(rounds):.2f} (issue 21: >= 1.5); {state['scheduling']}")
     load = os.getloadavg()
     print(f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
     print(f"\nratio ioweather fsstats / find = {find_s / d[0]:.2f} (goal >= 1.0); "

@@ -2,9 +2,17 @@
 
 Median latency of a 1-byte read of /dev/zero measured through the C core
 (`timed_pread`, called from Python as the probe does) against a plain C loop
-compiled with gcc in this same run. Target: ratio <= 1.3.
+compiled with gcc in this same run. Targets: ratio <= 1.3 (issue 3), <= 1.1 (issue 21).
 
-    python benchmarks/bench_probe_timing.py [--n 200000]
+    python benchmarks/bench_probe_timing.py [--n 200000] [--no-rt]
+
+On a shared machine other processes' load moves both medians by 50-100 %; as root the
+benchmark therefore runs itself and the C loop under SCHED_FIFO on one CPU (--no-rt: not).
+
+Why the C core stays ~1.2x (measured, issue 21): the gap is the kernel's read path being
+cold after the interpreter ran between two calls. A 0-byte pread just before the timed one
+warms it (1.06x here), but on NFS that call revalidates the file's attributes, so the timed
+read would no longer include what a real first read pays: the probe keeps the honest number.
 """
 
 import argparse
@@ -13,6 +21,7 @@ import subprocess
 import tempfile
 
 import numpy as np
+from realtime import realtime
 
 from ioweather._native import probe_core
 
@@ -38,7 +47,9 @@ int main(int argc, char **argv) {
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=200_000)
+    ap.add_argument("--no-rt", action="store_true", help="do not ask for SCHED_FIFO on one CPU")
     args = ap.parse_args()
+    rt = "normal scheduling" if args.no_rt else realtime()
     with tempfile.TemporaryDirectory() as tmp:
         src, exe = os.path.join(tmp, "loop.c"), os.path.join(tmp, "loop")
         open(src, "w").write(C_LOOP)
@@ -55,7 +66,8 @@ def main():
     c_med = np.median([r[1] for r in results])
     ratio = core_med / c_med
     print(f"1-byte pread(/dev/zero), n={args.n} x 5 rounds: C core median {core_med:.0f} ns, "
-          f"plain C loop median {c_med:.0f} ns, ratio {ratio:.2f} (target <= 1.3) {'PASS' if ratio <= 1.3 else 'FAIL'}")
+          f"plain C loop median {c_med:.0f} ns, ratio {ratio:.2f}, {rt}; target <= 1.3 (issue 3) "
+          f"{'PASS' if ratio <= 1.3 else 'FAIL'}, <= 1.1 (issue 21) {'PASS' if ratio <= 1.1 else 'FAIL'}")
 
 
 if __name__ == "__main__":

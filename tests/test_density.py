@@ -167,3 +167,54 @@ def test_r_seq_keeps_both_ends_exact():
     s = r_seq(-3.3, 7.1, 1024)
     assert s[0] == -3.3 and s[-1] == 7.1
     np.testing.assert_allclose(s, np.linspace(-3.3, 7.1, 1024), rtol=0, atol=1e-14)
+
+
+# ---------------------------------------------------------------- the fused C passes (issue 21)
+
+
+@pytest.mark.parametrize("kind", ["lognormal", "clumped", "ties", "two_values", "tiny"])
+def test_moments_and_iqr_equal_numpy(kind):
+    """The three-pass (min, max, mean, var) and IQR equal numpy's two-pass var and R's type-7
+    quantiles (numpy's default 'linear' method is type 7), with and without check_logs' first pass."""
+    from ioweather._native import density_core
+    from ioweather.stats.density import moments_and_iqr
+
+    rng = np.random.default_rng(7)
+    x = {"lognormal": rng.lognormal(-7, 1.5, 200_001),
+         # 90 % of the values in one of the 65536 selection bins: the C selection gives up, numpy partitions
+         "clumped": np.r_[np.full(2_400_000, 3.0) + rng.normal(0, 1e-12, 2_400_000), rng.normal(0, 100, 100_000)],
+         "ties": rng.integers(0, 5, 100_000).astype(float),
+         "two_values": np.r_[np.zeros(3), np.ones(2)],
+         "tiny": np.array([1.5, -2.0])}[kind]
+    q25, q75 = np.quantile(x, [0.25, 0.75])
+    if kind == "clumped":  # the path under test: C gives up on the bin, numpy's partition answers
+        assert density_core.moments_order_stats(x, np.array([len(x) / 2]))[4] is None
+    for first in (None, density_core.check_logs(np.exp(x), x)[3:]):
+        (mn, mx, mean, var), iqr = moments_and_iqr(x, first)
+        assert (mn, mx) == (x.min(), x.max())
+        assert mean == pytest.approx(x.mean(), rel=1e-14, abs=1e-300)
+        assert var == pytest.approx(x.var(ddof=1), rel=1e-12)
+        assert iqr == pytest.approx(q75 - q25, rel=1e-14, abs=1e-300)
+
+
+def test_moments_and_iqr_of_non_finite_data_give_no_iqr():
+    from ioweather.stats.density import moments_and_iqr
+
+    (_, _, mean, _), iqr = moments_and_iqr(np.array([1.0, np.inf, 2.0]))
+    assert not np.isfinite(mean) and iqr is None
+
+
+def test_check_logs_counts_what_has_no_logarithm_and_sums_exactly():
+    from ioweather._native import density_core
+
+    d = np.array([1e-3, 0.0, -1.0, np.nan, np.inf, 5e-324, 2.0])
+    with np.errstate(all="ignore"):
+        logd = np.log(d)
+    dmin, dmax, bad, *_ = density_core.check_logs(d, logd)
+    assert bad == 4  # zero, negative, NaN, +inf; the subnormal has a logarithm
+    good = np.array([1e-3, 5e-324, 2.0, 0.5, 7.25])
+    lmn, lmx, hi, lo = density_core.check_logs(good, np.log(good))[3:]
+    assert (lmn, lmx) == (np.log(good).min(), np.log(good).max())
+    assert hi + lo == pytest.approx(float(np.sum(np.log(good).astype(np.longdouble))), rel=1e-16)
+    with pytest.raises(ValueError, match="as long as"):
+        density_core.check_logs(good, np.log(good)[:2])

@@ -64,17 +64,17 @@ def r_seq(start: float, stop: float, length_out: int) -> np.ndarray:
     return out
 
 
-def iqr7(x: np.ndarray, lo: float, hi: float) -> float:
-    """R's `IQR(x)`: quantiles of type 7 at 0.25 and 0.75, interpolated the way R does.
-
-    The order statistics come from two counting passes in C (`order_stats`), not a
-    partition of a copy of x (5x faster at 10 M values); `lo`, `hi` are min and max of x.
-    """
-    n = len(x)
+def _quartile_ranks(n: int) -> tuple[list[float], np.ndarray]:
+    """Type-7 positions of the 0.25 and 0.75 quantiles of n values, and the four order
+    statistics (floor and ceiling of each) they interpolate between."""
     idx = [(n - 1) * 0.25, (n - 1) * 0.75]
-    ranks = [float(math.floor(i)) for i in idx] + [float(math.ceil(i)) for i in idx]
-    vals = density_core.order_stats(x, lo, hi, np.array(ranks))
-    if vals is None:  # clumped data: numpy's partition is the better tool
+    return idx, np.array([float(math.floor(i)) for i in idx] + [float(math.ceil(i)) for i in idx])
+
+
+def _iqr_from(x: np.ndarray, idx: list[float], ranks: np.ndarray, vals) -> float:
+    """R's interpolation of the two quartiles from their order statistics (`vals`, or None
+    when the C selection gave up on clumped data: numpy's partition is then the better tool)."""
+    if vals is None:
         vals = np.partition(x, [int(r) for r in ranks])[[int(r) for r in ranks]]
     q = []
     for j, i in enumerate(idx):
@@ -83,18 +83,44 @@ def iqr7(x: np.ndarray, lo: float, hi: float) -> float:
     return float(q[1] - q[0])
 
 
-def bw_nrd0(x: np.ndarray, moments: tuple | None = None) -> float:
+def iqr7(x: np.ndarray, lo: float, hi: float) -> float:
+    """R's `IQR(x)`: quantiles of type 7 at 0.25 and 0.75, interpolated the way R does.
+
+    The order statistics come from two counting passes in C (`order_stats`), not a
+    partition of a copy of x (5x faster at 10 M values); `lo`, `hi` are min and max of x.
+    """
+    idx, ranks = _quartile_ranks(len(x))
+    return _iqr_from(x, idx, ranks, density_core.order_stats(x, lo, hi, ranks))
+
+
+def moments_and_iqr(x: np.ndarray, first_pass: tuple | None = None
+                    ) -> tuple[tuple[float, float, float, float], float | None]:
+    """((min, max, mean, var), IQR) of x in three passes (`moments` then `iqr7` take four).
+
+    The IQR is None when x is not all finite (the mean then is not finite either).
+    `first_pass` = (min, max, sum_hi, sum_lo) of x as `check_logs` returns them saves a pass.
+    """
+    if len(x) < 2:
+        return density_core.moments(x), None
+    idx, ranks = _quartile_ranks(len(x))
+    mn, mx, mean, var, vals = density_core.moments_order_stats(x, ranks, *(first_pass or ()))
+    if not math.isfinite(mean):
+        return (mn, mx, mean, var), None
+    return (mn, mx, mean, var), _iqr_from(x, idx, ranks, vals)
+
+
+def bw_nrd0(x: np.ndarray, moments: tuple | None = None, iqr: float | None = None) -> float:
     """R's `bw.nrd0`: 0.9 * min(sd, IQR / 1.34) * N^(-1/5), with R's fallbacks.
 
     When the minimum is 0 R uses sd, then |x[1]|, then 1 (so constant data still gets
-    a bandwidth). `moments` = (min, max, mean, var) of x when already known.
+    a bandwidth). `moments` = (min, max, mean, var) and `iqr` of x when already known.
     """
     x = np.ascontiguousarray(x, dtype=np.float64)
     if len(x) < 2:
         raise ValueError("need at least 2 data points")
     mn, mx, _, var = moments or density_core.moments(x)
     hi = math.sqrt(var)
-    lo = min(hi, iqr7(x, mn, mx) / 1.34)
+    lo = min(hi, (iqr7(x, mn, mx) if iqr is None else iqr) / 1.34)
     if not lo:
         lo = hi or abs(float(x[0])) or 1.0
     return 0.9 * lo * len(x) ** -0.2
@@ -121,22 +147,24 @@ def kernel_coords(lo: float, up: float, n: int, old_coords: bool = True) -> np.n
 
 
 def r_density(x, *, adjust: float = 1.0, n: int = R_MIN_GRID, cut: float = 3.0,
-              bw: float | None = None, old_coords: bool = True) -> Density:
+              bw: float | None = None, old_coords: bool = True, first_pass: tuple | None = None) -> Density:
     """R's `density(x, bw = "nrd0", adjust, kernel = "gaussian", n, cut)`.
 
     `old_coords=True` (default) gives R < 4.4's kernel coordinates, which is what R
     4.2.2 produced for `../shared/testdata/r-density/`; False gives R >= 4.4's.
     Infinite values are dropped and the mass scaled by the finite share, as R does;
     NaN raises (R's `na.rm = FALSE`). `bw` overrides the nrd0 rule (before `adjust`).
+    `first_pass` = (min, max, sum_hi, sum_lo) of x from `check_logs` (the caller took the logs).
     """
     x = np.ascontiguousarray(x, dtype=np.float64).ravel()
     N = len(x)
-    moments = density_core.moments(x)  # (min, max, mean, var); the mean is finite only if every x is
+    # (min, max, mean, var) and the IQR the bandwidth rule needs; the mean is finite only if every x is
+    moments, iqr = moments_and_iqr(x, first_pass) if bw is None else (density_core.moments(x), None)
     if N and not math.isfinite(moments[2]):
         if np.isnan(x).any():
             raise ValueError("'x' contains missing values")
         x = x[np.isfinite(x)]
-        moments = density_core.moments(x)
+        moments, iqr = moments_and_iqr(x) if bw is None else (density_core.moments(x), None)
     nx = len(x)
     n_user = int(n)
     if n_user < 1:
@@ -147,7 +175,7 @@ def r_density(x, *, adjust: float = 1.0, n: int = R_MIN_GRID, cut: float = 3.0,
     if bw is None:
         if nx < 2:
             raise ValueError("need at least 2 points to select a bandwidth automatically")
-        bw = bw_nrd0(x, moments)
+        bw = bw_nrd0(x, moments, iqr)
     if not np.isfinite(bw):
         raise ValueError("non-finite 'bw'")
     bw = adjust * bw

@@ -30,7 +30,7 @@ import pandas as pd
 
 from ioweather.errors import UserError
 from ioweather.stats import costs
-from ioweather.stats.job import MiB, SIZE_BINS, cols, effective_ranks, monitored, subset, zero_missing
+from ioweather.stats.job import MiB, cols, effective_ranks, monitored, subset, zero_missing
 from ioweather.stats.lustre import lfs_size, lustre_files, ost_count
 from ioweather.units import format_bytes, format_seconds
 
