@@ -217,3 +217,24 @@ def test_mysql_wrong_credentials_and_missing_database(mariadb_url, home):
     with pytest.raises(UserError, match="Unknown database"):
         do_import(settings, base + "/no_such_lmt_db")
     assert layout.list_fs(settings) == []
+
+
+def test_a_counter_no_int64_holds_is_missing_and_noted_never_wrapped(testdata, home, tmp_path):
+    """A BIGINT UNSIGNED above 2^63 - 1 (SQLite keeps it as REAL) is no byte count LMT wrote: the
+    two intervals around it are missing, everything else equals the untouched database's import."""
+    db = tmp_path / "big.sqlite3"
+    shutil.copy(testdata / SNX, db)
+    with sqlite3.connect(db) as c:
+        ost, ts_id = c.execute("SELECT OST_ID, TS_ID FROM OST_DATA ORDER BY TS_ID LIMIT 1 OFFSET 500").fetchone()
+        c.execute("UPDATE OST_DATA SET READ_BYTES = ? WHERE OST_ID = ? AND TS_ID = ?", (float(2 ** 64 - 1), ost, ts_id))
+        name = c.execute("SELECT OST_NAME FROM OST_INFO WHERE OST_ID = ?", (ost,)).fetchone()[0]
+    clean, big = Settings(home=home / "clean"), Settings(home=home / "big")
+    do_import(clean, testdata / SNX)
+    summary = do_import(big, db)
+    assert any("no 64-bit integer holds" in n and n.startswith("1 ") for n in summary["notes"])
+    a = layout.read_frame(clean, "snx", "metric = 'read_bytes'").set_index(["target", "time_ns"])["value"]
+    b = layout.read_frame(big, "snx", "metric = 'read_bytes'").set_index(["target", "time_ns"])["value"]
+    assert b.index.equals(a.index) and (b.dropna() >= 0).all() and b.max() <= a.max()
+    changed = ~((a == b) | (a.isna() & b.isna()))
+    assert changed.sum() == 2 and set(changed[changed].index.get_level_values(0)) == {name}
+    assert b[changed].isna().all()

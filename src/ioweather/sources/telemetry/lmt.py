@@ -79,6 +79,23 @@ def _db_error(source: str, e: Exception) -> UserError:
     return UserError(f"cannot read LMT database {redact(source)}: {text}")
 
 
+def _exact_int64(col: np.ndarray) -> np.ndarray:
+    """Which values of an LMT counter column int64 holds exactly.
+
+    A BIGINT UNSIGNED above 2^63 - 1 reaches numpy as uint64 or, mixed with NULLs, as float;
+    a plain astype(int64) would wrap it negative or round it, and the ingest would turn that
+    into a huge or negative rate. Such a value is no byte count LMT can have written.
+    """
+    if col.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            return np.isfinite(col) & (np.abs(col) < 2.0 ** 63) & (col == np.floor(col))
+    if col.dtype.kind == "u":
+        return col <= np.iinfo(np.int64).max
+    if col.dtype.kind == "i":
+        return np.ones(col.size, dtype=bool)
+    return np.zeros(col.size, dtype=bool)  # objects: pandas could not make numbers of them
+
+
 @dataclass
 class LmtInfo:
     kind: str
@@ -93,6 +110,8 @@ class LmtInfo:
     times_ns: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
     step_s: float | None = None
     dropped_times: int = 0
+    #: counter values no int64 holds (>= 2^63, or not whole): read as missing, never wrapped
+    out_of_range: int = 0
 
 
 class LmtDatabase:
@@ -246,7 +265,8 @@ class LmtDatabase:
             miss = np.ones((ids.size, nk), dtype=bool)
             if integer:
                 m = np.zeros((ids.size, nk), dtype=np.int64)
-                good = ~np.isnan(col) if col.dtype.kind == "f" else np.ones(col.size, dtype=bool)
+                good = _exact_int64(col)
+                info.out_of_range += int(col.size - good.sum() - (np.isnan(col).sum() if col.dtype.kind == "f" else 0))
                 m[pos[good], k[good]] = col[good].astype(np.int64)
                 miss[pos[good], k[good]] = False
             else:
@@ -362,6 +382,9 @@ class LmtImporter(Importer):
         for n, wides in self.db.chunks(self.info):
             yield from wides
             advance(n)
+        if self.info.out_of_range:
+            self.notes.append(f"{self.info.out_of_range} counter values no 64-bit integer holds (>= 2^63 or "
+                              "fractional) were read as missing")
 
     def close(self) -> None:
         if getattr(self, "db", None) is not None:
