@@ -96,7 +96,7 @@ while True:
 
 def bench_real(root: Path, names: list[str], seconds: float, interval: float) -> dict:
     """The daemon loop for `seconds`, counters moved by a separate process (its CPU is not ours)."""
-    from ioweather.commands.telemetry import run_collect
+    from ioweather.services.collect import run_collect
 
     home = Path(tempfile.mkdtemp(prefix="iw-bench-home-"))
     server = subprocess.Popen([sys.executable, "-c", SERVER, str(root), ",".join(names), str(interval / 2)])

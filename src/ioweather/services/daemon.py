@@ -1,6 +1,6 @@
 """The periodic daemons' loop, one for all of them (`probe run`, `watch`'s probe, the probe's
-archiver): ticks on a fixed grid with missed-tick accounting, Ctrl-C/SIGTERM, and a write-behind
-buffer that stores from its own thread and retries what the store refused.
+archiver, `collect`): ticks on a fixed grid with missed-tick accounting, Ctrl-C/SIGTERM, and a
+write-behind buffer that stores from its own thread and retries what the store refused.
 
 One failure policy for every daemon: a store that refuses a write (locked, full, gone) never
 stops the measuring; what it refused waits in a bounded buffer and is retried, the oldest is
@@ -83,6 +83,45 @@ def run_in_thread(name: str, interval_s: float, stop: threading.Event, tick: Cal
     return thread
 
 
+class RowBuffer:
+    """The probe's buffer: rows waiting for the store, oldest first, at most `max_rows` (beyond that
+    the oldest go, counted in `dropped`). Another daemon hands WriteBehind its own buffer with the
+    same four members (collect: its queued rows with the counters' readings they end at)."""
+
+    def __init__(self, max_rows: int):
+        self.max_rows = max_rows
+        self.dropped = 0
+        self._rows: deque = deque()
+        self._mutex = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def add(self, rows: list) -> None:
+        with self._mutex:
+            self._rows.extend(rows)
+            self._trim()
+
+    def take(self) -> tuple[list, int]:
+        """Everything that waits, as one batch, and its number of rows."""
+        with self._mutex:
+            batch = list(self._rows)
+            self._rows.clear()
+        return batch, len(batch)
+
+    def put_back(self, batch: list) -> None:
+        """A batch the store refused, back in front of what came since (and the bound applied)."""
+        with self._mutex:
+            self._rows.extendleft(reversed(batch))
+            self._trim()
+
+    def _trim(self) -> None:
+        over = len(self._rows) - self.max_rows
+        for _ in range(max(over, 0)):
+            self._rows.popleft()
+        self.dropped += max(over, 0)
+
+
 class WriteBehind:
     """Hands buffered rows to `sink` from its own thread, every `every_s`.
 
@@ -90,46 +129,46 @@ class WriteBehind:
     slow server) was a gap in the measurements: 30 s at SQLite's busy timeout. Here the daemon goes
     on while the write waits; what the store refused is kept and retried. The buffer is bounded:
     past `max_rows` the oldest rows go, counted in `dropped` and logged, never silently.
-    `unit` and `doing` word the log lines ("samples", "probing").
+    `unit` and `doing` word the log lines ("samples", "probing"). `buffer` (default a RowBuffer of
+    `max_rows`) holds what waits: `len()`, `take()`, `put_back(batch)`, `dropped`; `sink` gets its batches.
     """
 
-    def __init__(self, sink: Callable[[list], None], every_s: float, max_rows: int, log: Callable[[str], None],
-                 *, unit: str = "samples", doing: str = "probing", name: str = "write-behind"):
+    def __init__(self, sink: Callable, every_s: float, max_rows: int, log: Callable[[str], None],
+                 *, unit: str = "samples", doing: str = "probing", name: str = "write-behind", buffer=None):
         self.sink, self.every_s, self.max_rows, self.log = sink, every_s, max_rows, log
         self.unit, self.doing = unit, doing
-        self._rows: deque = deque()
+        self.buffer = buffer if buffer is not None else RowBuffer(max_rows)
         self._inflight = 0  # rows of the write under way, held besides the bound
-        self._mutex = threading.Lock()
         self._closing = threading.Event()
         self._abandoned = False
-        self.stored = self.dropped = 0
+        self.stored = 0
+        self._dropped_seen = 0
         self.error: str | None = None  # of the current outage of the store
         self._outage = {"since": 0.0, "dropped": 0, "logged": 0.0}
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
     @property
+    def dropped(self) -> int:
+        return self.buffer.dropped
+
+    @property
     def waiting(self) -> int:
-        with self._mutex:
-            return len(self._rows) + self._inflight
+        return len(self.buffer) + self._inflight
 
     def add(self, rows: list) -> None:
-        with self._mutex:
-            self._rows.extend(rows)
-            self._trim()
+        self.buffer.add(rows)
 
-    def _trim(self) -> None:
-        """Drop the oldest rows past the bound (the caller holds the mutex)."""
-        over = min(len(self._rows), len(self._rows) - self.max_rows)
-        if over <= 0:
+    def _note_drops(self) -> None:
+        """Say once per outage that the buffer is full; count what it dropped since."""
+        new = self.buffer.dropped - self._dropped_seen
+        if new <= 0:
             return
         if not self._outage["dropped"]:
             self.log(f"buffer full ({self.max_rows} {self.unit} waiting for the store): dropping the oldest "
                      f"until the store takes {self.unit} again")
-        for _ in range(over):
-            self._rows.popleft()
-        self.dropped += over
-        self._outage["dropped"] += over
+        self._outage["dropped"] += new
+        self._dropped_seen += new
 
     def _loop(self) -> None:
         while not self._abandoned:
@@ -141,27 +180,26 @@ class WriteBehind:
                 time.sleep(0.5)  # a stop retries until its deadline, but not in a busy loop
 
     def _flush_once(self) -> bool:
-        with self._mutex:
-            batch = list(self._rows)
-            self._rows.clear()
-            self._inflight = len(batch)
-        if not batch:
+        self._note_drops()
+        batch, n = self.buffer.take()
+        self._inflight = n
+        if not n:
             return True
         try:
             self.sink(batch)
         except Exception as e:  # any failure of the store: keep the rows, retry, tell once a minute
-            with self._mutex:
-                self._inflight = 0
-                self._rows.extendleft(reversed(batch))
-                self._trim()
-            self._failed(e, len(batch))
-            return False
-        with self._mutex:
+            self.buffer.put_back(batch)
             self._inflight = 0
-        self.stored += len(batch)
-        if self.error is not None:
+            self._note_drops()
+            self._failed(e, n)
+            return False
+        self._inflight = 0
+        self.stored += n
+        self._note_drops()
+        if self.error is not None or self._outage["dropped"]:
             o = self._outage
-            self.log(f"the store took {len(batch)} waiting {self.unit} after {time.monotonic() - o['since']:.0f} s"
+            after = f" after {time.monotonic() - o['since']:.0f} s" if self.error is not None else ""
+            self.log(f"the store took {n} waiting {self.unit}{after}"
                      + (f"; {o['dropped']} {self.unit} were dropped meanwhile (buffer full)" if o["dropped"] else ""))
             self.error = None
             self._outage = {"since": 0.0, "dropped": 0, "logged": 0.0}

@@ -1,4 +1,5 @@
-"""`ioweather jobs summary --html OUT`: the archive's cross-job views as one self-contained page."""
+"""`ioweather jobs summary --html OUT`: the archive's cross-job views as one self-contained page
+(views/templates/archive_report.html; project, user and executable names are autoescaped)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import re
 
 import numpy as np
 
-from ioweather.units import format_bytes
-from ioweather.views.job_report import CSS, _figure, esc
+from markupsafe import Markup
+
+from ioweather.views.job_report import CSS, _figure
+from ioweather.views.templating import render
 
 
 def _plt():
@@ -22,6 +25,7 @@ def _plt():
 
 
 def svg(fig) -> str:
+    """matplotlib's SVG (it escapes the labels it draws, project names among them)."""
     plt = _plt()
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight")
@@ -80,24 +84,8 @@ def files_plot(rows: list[dict]) -> str:
     return _figure("files per job against job size", svg(fig))
 
 
-def _top_table(top: dict, key: str) -> str:
-    rows = "".join(f"<tr><td><code>{esc(r[key])}</code></td><td>{r['jobs']}</td><td>{esc(format_bytes(r['bytes_read']))}</td>"
-                   f"<td>{esc(format_bytes(r['bytes_written']))}</td></tr>" for r in top["by_bytes_read"])
-    return f"<table><tr><th>{esc(key)}</th><th>jobs</th><th>read</th><th>written</th></tr>{rows}</table>"
-
-
-def _project_row(r: dict) -> str:
-    rate = "-" if r["mibps_per_node_mean"] is None else f"{r['mibps_per_node_mean']:.2f}"
-    meta = "-" if r["meta_time_share_mean"] is None else f"{100 * r['meta_time_share_mean']:.0f}%"
-    key = "-" if r["key_access_bytes"] is None else format_bytes(r["key_access_bytes"])
-    cells = [f"<code>{esc(r['project'])}</code>", r["jobs"], f"{r['nprocs_mean']:.0f}", esc(format_bytes(r["bytes_read"])),
-             esc(format_bytes(r["bytes_written"])), rate, meta, f"{r['files_per_job_mean']:.1f}", esc(key),
-             esc(r["interfaces"])]
-    return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
-
-
 def render_summary_html(rep: dict) -> str:
-    plots = "".join(p for p in (
+    plots = [p for p in (
         _stacked(rep["interfaces_by_size"], "jobs_using", ["POSIX", "STDIO", "MPI-IO", "HDF5", "PnetCDF"],
                  "interfaces used by job size", "jobs using it"),
         _stacked(rep["interfaces_by_size"], "bytes", ["POSIX", "STDIO", "MPI-IO", "HDF5", "PnetCDF"],
@@ -106,20 +94,5 @@ def render_summary_html(rep: dict) -> str:
                  "I/O strategy by job size (jobs, by dominant strategy)", "jobs"),
         _stacked(rep["strategy_by_size"], "bytes", ["unique", "shared", "partially_shared"],
                  "I/O strategy by job size (bytes)", "GiB", 2**30),
-        files_plot(rep["files_vs_procs"]), boxplot(rep["mibps_per_node_by_project"])) if p)
-    proj = "".join(_project_row(r) for r in rep["projects"])
-    f = rep["filters"]
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>ioweather: Darshan archive</title><style>{CSS}</style></head><body>
-<h1>Darshan archive: {rep['jobs']} jobs</h1>
-<p>{esc(format_bytes(rep['bytes_read']))} read, {esc(format_bytes(rep['bytes_written']))} written;
-{rep['failed_logs']} logs could not be read. MiB/s/CN over jobs with ≥ {f['min_procs']} processes and
-≥ {esc(format_bytes(f['min_bytes']))} moved.</p>
-<div class="plots">{plots}</div>
-<h2>Top projects</h2>{_top_table(rep['top_projects'], 'project')}
-<h2>Top users</h2>{_top_table(rep['top_users'], 'user')}
-<h2>Top executables</h2>{_top_table(rep['top_executables'], 'exe_name')}
-<h2>Projects</h2><table><tr><th>project</th><th>jobs</th><th>procs</th><th>read</th><th>written</th><th>MiB/s/CN</th>
-<th>metadata</th><th>files/job</th><th>key access size</th><th>APIs</th></tr>{proj}</table>
-</body></html>
-"""
+        files_plot(rep["files_vs_procs"]), boxplot(rep["mibps_per_node_by_project"])) if p]
+    return render("archive_report.html", rep=rep, css=Markup(CSS), plots=[Markup(p) for p in plots]) + "\n"

@@ -2,18 +2,19 @@
 
 Static matplotlib figures rather than plotly: a year at 1-minute resolution is half a
 million points per curve, which a PNG holds in ~100 KB while an interactive plot would
-carry the points themselves. Nothing is fetched from the network when the page opens.
+carry the points themselves. Nothing is fetched from the network when the page opens. The page
+is views/templates/workload_report.html (names reach it through Jinja's autoescaping).
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import io
 
 import numpy as np
 
 from ioweather.units import format_bytes
+from ioweather.views.templating import render as render_template
 
 READ_COLOR, WRITE_COLOR = "#d62728", "#1f77b4"  # seed 004: red for reads, blue for writes
 
@@ -193,13 +194,6 @@ def fig_window_study(result, data):
     return _png(fig), counts
 
 
-def _table(rows, columns) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for _, h, _ in columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(fmt(r.get(k)))}</td>" for k, _, fmt in columns) + "</tr>"
-                   for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def rate_text(v) -> str:
     return "-" if v is None else f"{format_bytes(v)}/s"
 
@@ -222,36 +216,10 @@ def render(result: dict, data) -> str:
         ("events", str(len(r["events"]))),
     ]
     study_png, study_counts = fig_window_study(r, data)
-    sections = [
-        ("Summary", _table([{"k": k, "v": v} for k, v in summary], [("k", "statistic", str), ("v", "value", str)])),
-        ("Daily mean rates", f'<img alt="daily rates" src="{fig_daily(r, data)}">'),
-        ("Burstiness: CDF of aggregate throughput", f'<img alt="burstiness CDF" src="{fig_burstiness(r)}">'),
-        (f"Idle periods (aggregate rate below {100 * r['idle_threshold']:g} % of peak)",
-         _table(r["idle_periods"], [("bin", "duration (min)", str), ("count", "count", str),
-                                    ("minutes", "total minutes", lambda v: f"{v:g}"), ("frac_time", "share of time", pct_text)])),
-        ("I/O power spectrum", f'<img alt="power spectrum" src="{fig_spectrum(r)}">'),
-        ("Autocorrelation", f'<img alt="autocorrelation" src="{fig_acf(r)}">'),
-        ("Events over the signal", f'<img alt="events" src="{fig_events(r, data)}">' + _table(
-            r["events"][:200], [("start", "start", str), ("end", "end", str), ("peak_time", "peak at", str),
-                                ("peak_bps", "peak", rate_text), ("bytes", "bytes", format_bytes)])),
-        ("Spectrogram (short-time Fourier transform of the aggregate rate)",
-         f'<img alt="spectrogram" src="{fig_spectrogram(data)}">'),
-        ("Events versus smoothing window", f'<img alt="window study" src="{study_png}"><p>events per window: '
-         f"{html.escape(study_counts)}</p>"),
-    ]
-    body = "\n".join(f"<section><h2>{html.escape(t)}</h2>{c}</section>" for t, c in sections)
-    title = html.escape(f"ioweather workload: {r['fs']}")
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1000px; color: #222; }}
-table {{ border-collapse: collapse; margin: 0.5em 0; }}
-td, th {{ border: 1px solid #ccc; padding: 2px 8px; text-align: right; }}
-th {{ background: #f4f4f4; }}
-img {{ max-width: 100%; }}
-</style></head>
-<body><h1>{title}</h1>
-<p>Statistics as defined in ioweather's docs/workload.md (seeds 002 §IV and 004).</p>
-{body}
-</body></html>
-"""
+    figs = {"daily": fig_daily(r, data), "burstiness": fig_burstiness(r), "spectrum": fig_spectrum(r),
+            "acf": fig_acf(r), "events": fig_events(r, data), "spectrogram": fig_spectrogram(data), "study": study_png}
+    idle = [(p["bin"], p["count"], f"{p['minutes']:g}", pct_text(p["frac_time"])) for p in r["idle_periods"]]
+    events = [(e["start"], e["end"], e["peak_time"], rate_text(e["peak_bps"]), format_bytes(e["bytes"]))
+              for e in r["events"][:200]]
+    return render_template("workload_report.html", r=r, summary=summary, figs=figs, idle=idle, events=events,
+                           study_counts=study_counts) + "\n"

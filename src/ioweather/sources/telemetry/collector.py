@@ -148,14 +148,16 @@ class Collector:
     # The last reading of every counter is saved with each flush, so that after a restart (an
     # upgrade, a reboot) the first tick measures from it: a short stop loses nothing and a long
     # one becomes missing intervals instead of silently absent ones.
-    def save_state(self, path, files: dict[str, list[str]] | None = None) -> None:
-        """Write the readings (and, for a flush's intent, the files it is about to write) to `path`."""
+    def save_state(self, path, files: dict[str, list[str]] | None = None, readings: dict | None = None) -> None:
+        """Write the readings (default the current ones; a flush's intent: those its rows end at, and
+        the files it is about to write) to `path`."""
         import json
         import os
 
         tmp = f"{path}.tmp"
+        readings = self.prev if readings is None else readings
         body = {"interval_s": self.interval_s,
-                "prev": [[fs, target, metric, t, v] for (fs, target, metric), (t, v) in self.prev.items()]}
+                "prev": [[fs, target, metric, t, v] for (fs, target, metric), (t, v) in readings.items()]}
         if files is not None:
             body["files"] = files
         with open(tmp, "w") as f:
@@ -209,15 +211,38 @@ class Collector:
         """The rows queued for `fs` (not yet written), as a flush would write them."""
         return self._frame(self.pending.get(fs, []))
 
-    def flush(self, write, begin=lambda frames: None) -> int:
-        """Hand the queued rows to `write(fs, frame)` (the store), all file systems or none; returns
-        rows written. `begin(frames)` runs first ({fs: frame}; collect records what it will write).
-        When `begin` or a `write` raises (a full disk) every row stays queued: the caller removes
-        what the earlier writes of this flush stored, so a retry counts no row twice."""
-        frames = {fs: self._frame(parts) for fs, parts in self.pending.items() if parts}
+    def take(self) -> tuple[dict, int, dict]:
+        """Remove the queued rows: ({fs: parts}, their number, a copy of the counters' readings they
+        end at, which the state file must hold once they are stored). Ticks may go on meanwhile."""
+        taken = (dict(self.pending), self.pending_rows, dict(self.prev))
+        self.pending = defaultdict(list)
+        self.pending_rows = 0
+        return taken
+
+    def put_back(self, taken: tuple[dict, int, dict]) -> None:
+        """Rows the store refused, back in front of those queued since (the bound applies)."""
+        pending, rows, _ = taken
+        for fs, parts in pending.items():
+            self.pending[fs][:0] = parts
+        self.pending_rows += rows
+        self._bound()
+
+    def write(self, taken: tuple[dict, int, dict], write, begin=lambda frames: None) -> int:
+        """Hand taken rows to `write(fs, frame)` (the store); returns rows written. `begin(frames)`
+        runs first ({fs: frame}; collect records what it will write). When `begin` or a `write`
+        raises (a full disk) the caller puts the rows back and removes what the earlier writes
+        stored, so a retry counts no row twice."""
+        frames = {fs: self._frame(parts) for fs, parts in taken[0].items() if parts}
         begin(frames)
         n = sum(write(fs, frame) for fs, frame in frames.items())
-        self.pending.clear()
-        self.pending_rows = 0
         self.rows_written += n
         return n
+
+    def flush(self, write, begin=lambda frames: None) -> int:
+        """take() and write() at once, all file systems or none: on failure every row stays queued."""
+        taken = self.take()
+        try:
+            return self.write(taken, write, begin)
+        except BaseException:
+            self.put_back(taken)
+            raise
