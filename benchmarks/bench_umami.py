@@ -11,11 +11,19 @@ two days' telemetry is written only later, as an import would bring it.
    includes the day before, for the fullest OST); per 1,000 jobs, twice, to show it is linear.
    Baseline in the same run: a plain pandas join of the same data (read the day's Parquet into a
    DataFrame, each job's window summed with a boolean mask), per 1,000 jobs.
-3. `ioweather umami JOB --json` in a subprocess (wall time, process start included) and the service
-   call in-process, for a job in the middle of the period.
+   Ours includes each job's climate and verdict (kept for the Jobs list); the baseline only sums bytes.
+3. the incremental step `jobs ingest` runs when nothing is new (job_weather.after_import).
+4. `ioweather umami JOB --json` in a subprocess (wall time, process start included; the same
+   interpreter importing `ioweather.cli` alone is measured beside it) and the service call
+   in-process, for a job in the middle of the period and for the last job before the new days
+   (the longest history).
 
     .venv/bin/python benchmarks/bench_umami.py                          # 30 days x 100 targets, 10,000 jobs
     .venv/bin/python benchmarks/bench_umami.py --days 365               # the issue's year (long to generate)
+    .venv/bin/python benchmarks/bench_umami.py --dask local:2           # also every job's weather on Dask
+
+With --dask SPEC (services/distributed.py) every stored weather is marked stale and recomputed twice
+in the same run, here and on the cluster (each day's telemetry read by a worker).
 """
 
 from __future__ import annotations
@@ -88,6 +96,7 @@ def main() -> None:
     ap.add_argument("--day-jobs", type=int, default=1_000, help="jobs on day D-2 (3x this on day D-1)")
     ap.add_argument("--pandas-jobs", type=int, default=200, help="jobs the pandas baseline joins (scaled to 1,000)")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--dask", default=None, metavar="SPEC", help="also recompute every job on this Dask cluster")
     a = ap.parse_args()
 
     from ioweather.config import Settings
@@ -130,20 +139,42 @@ def main() -> None:
                           "ratio_pandas_over_ours": round((pdt / k) / (dt / n_jobs), 2)}
             print(label, res[label], flush=True)
 
+        _, dt = timed(job_weather.after_import, store)
+        res["incremental_step_nothing_new_s"] = round(dt, 3)
+        if a.dask:
+            from ioweather.services.distributed import connect
+            from ioweather.store import job_weather as wstore
+
+            wstore.invalidate(store, 0, 2**62)
+            doc, dt_local = timed(job_weather.refresh_all, store, FS)
+            with connect(a.dask) as client:
+                wstore.invalidate(store, 0, 2**62)
+                doc, dt_dask = timed(job_weather.refresh_all, store, FS, client=client)
+            res["all_jobs_recompute"] = {"jobs": doc["computed"], "local_s": round(dt_local, 2),
+                                         f"dask_{a.dask}_s": round(dt_dask, 2),
+                                         "local_per_1000_jobs_s": round(dt_local / doc["computed"] * 1000, 2)}
+            print("all_jobs_recompute", res["all_jobs_recompute"], flush=True)
+
         mid = parts[0][0][len(parts[0][0]) // 2]
-        doc, res["umami_service_s"] = timed(umami.umami, store, mid["log_hash"][:16])
-        res["umami_verdict"] = doc["verdict"]
+        late = max(parts[0][0], key=lambda r: r["start_ns"])
         env = {**os.environ, "IOWEATHER_HOME": str(home)}
-        walls = []
+        for name, job in (("mid", mid), ("late", late)):
+            doc, dt = timed(umami.umami, store, job["log_hash"][:16])
+            res[f"umami_{name}_service_s"] = round(dt, 3)
+            res[f"umami_{name}_verdict"] = doc["verdict"]
+            walls = []
+            for _ in range(3):
+                t = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "ioweather", "umami", job["log_hash"][:16], "--json"], env=env,
+                               check=True, capture_output=True)
+                walls.append(time.perf_counter() - t)
+            res[f"umami_{name}_cli_s"] = [round(w, 2) for w in walls]
+        starts = []
         for _ in range(3):
             t = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "ioweather", "umami", mid["log_hash"][:16], "--json"], env=env,
-                           check=True, capture_output=True)
-            walls.append(time.perf_counter() - t)
-        res["umami_cli_s"] = [round(w, 2) for w in walls]
-        t = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import ioweather.cli"], env=env, check=True)
-        res["python_start_and_import_s"] = round(time.perf_counter() - t, 2)
+            subprocess.run([sys.executable, "-c", "import ioweather.cli"], env=env, check=True)
+            starts.append(time.perf_counter() - t)
+        res["python_start_and_import_cli_s"] = [round(w, 2) for w in starts]
         res["load_after"] = os.getloadavg()[0]
         store.dispose()
     finally:

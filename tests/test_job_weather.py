@@ -144,10 +144,11 @@ def test_motif_with_one_job(home):
 def test_job_osts_from_the_stored_lustre_layout():
     """The per-file table stores each file's OSTs as "0,3,7" (stats/job.py): a job page crashed on
     int(',') before the string was split."""
-    files = pd.DataFrame({"module": ["POSIX", "POSIX", "STDIO"], "reads": [0, 0, 0], "writes": [1, 1, 1],
-                          "opens": [1, 1, 1], "ost_ids": ["0,3,7", "12", "99"], "mount": ["/s", "/s", "/s"]})
-    row = {"log_hash": "ab" * 32, "exe": "/a/b", "nnodes": 1, "start_ns": 0, "end_ns": 1}
-    assert job_weather._job_from_darshan(row, files)["osts"] == [0, 3, 7, 12]
+    files = pd.DataFrame({"log_hash": ["a", "a", "a", "b"], "module": ["POSIX", "POSIX", "STDIO", "POSIX"],
+                          "ost_ids": ["0,3,7", "12", "99", None]})
+    posix = files[files["module"] == "POSIX"]
+    assert sorted(job_weather._ost_ids(posix.loc[posix["log_hash"] == "a", "ost_ids"])) == [0, 3, 7, 12]
+    assert job_weather._ost_ids([None, float("nan"), 5, "1,2,"]) == {5, 1, 2}
 
 
 def test_probe_slowdown_during_the_window(planted):

@@ -458,6 +458,10 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
                 sink.flush()  # what was read before an interruption is kept
         except KeyboardInterrupt as e:
             raise Interrupted(getattr(e, "signum", signal.SIGINT), sink.counts) from None
+    if sink.counts.get("ingested"):
+        from ioweather.services.job_weather import after_import
+
+        after_import(store, client=client)  # the new jobs' weather and verdicts, for the Jobs list (issue 13)
     return {**sink.counts, "found": len(todo) + skipped}
 
 

@@ -59,6 +59,8 @@ def _store(settings, parsed: src.Parsed, source: str, cluster: str | None, zone:
     store = open_store(settings)
     try:
         replaced = sched.replace_jobs(store, parsed.rows, source) if parsed.rows else 0
+        if parsed.rows:
+            _refresh_weather(store, parsed.rows)
     finally:
         store.dispose()
     clusters = sorted({r["cluster"] for r in parsed.rows})
@@ -75,6 +77,18 @@ def _store(settings, parsed: src.Parsed, source: str, cluster: str | None, zone:
         "last_start": ns_to_iso(max(r["start_ns"] for r in parsed.rows)) if parsed.rows else None,
         "notes": notes,
     }
+
+
+def _refresh_weather(store, rows: list[dict]) -> None:
+    """Jobs that ran beside the imported ones have other concurrent jobs now: their weather and verdicts
+    are recomputed (and new Darshan jobs get theirs)."""
+    from ioweather.services.job_weather import after_import
+
+    now = time.time_ns()
+    started = [r for r in rows if r.get("start_ns") is not None]
+    if started:
+        after_import(store, min(r["start_ns"] for r in started),
+                     max(r["end_ns"] if r.get("end_ns") is not None else now for r in started))
 
 
 def darshan_links(settings) -> list[dict]:

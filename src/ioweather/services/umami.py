@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ioweather.errors import UserError
+from ioweather.stats import climate as cstats
 from ioweather.stats import correlate
 from ioweather.stats import umami as um
 from ioweather.units import ns_to_iso
@@ -136,36 +137,89 @@ def _magnitude(r: float | None) -> str:
 # ----------------------------------------------------------------------------- climate vs weather
 
 def climate(job: dict, history: pd.DataFrame, metrics: list[str], perf: str, directions: dict | None = None,
-            labels: dict | None = None, fs_history: pd.DataFrame | None = None) -> dict:
+            labels: dict | None = None, fs_history: pd.DataFrame | None = None,
+            stored: dict | None = None) -> dict:
     """The UMAMI document of one job against `history` (same motif, the job excluded; `start_ns` column).
 
-    job: {"id", "motif", "start_ns", "values": {metric: value}}."""
-    history = history.sort_values("start_ns") if len(history) else history
-    y = pd.to_numeric(history.get(perf, pd.Series(dtype=float)), errors="coerce").to_numpy(float)
+    job: {"id", "motif", "start_ns", "values": {metric: value}}. `stored`: {"n", "r", "p": {metric: ...}},
+    the correlations a batch kept for this job over this same history (job_weather.update_climates):
+    used instead of computing them, so that answering needs no scipy."""
+    history = history.sort_values("start_ns", kind="stable") if len(history) else history
+    cols = list(metrics) + ([perf] if perf not in metrics else [])
+    h = _matrix(history, cols)
+    v = np.array([_value(job["values"].get(m)) if _value(job["values"].get(m)) is not None else np.nan for m in cols])
+    big = [um.direction(m, directions) for m in cols]
+    res = cstats.expanding(np.vstack([h, v[None, :]]), cols.index(perf), np.append(np.zeros(len(h), np.int64), len(h)),
+                           [len(h)], _direction_codes(big), correlate=stored is None)
+    if stored is not None:
+        res["n"][0] = [stored["n"].get(m, 0) or 0 for m in cols]
+        res["r"][0] = [np.nan if stored["r"].get(m) is None else stored["r"][m] for m in cols]
+        res["p"][0] = [np.nan if stored["p"].get(m) is None else stored["p"][m] for m in cols]
     times = [ns_to_iso(int(t)) for t in history["start_ns"]] if len(history) else []
+    fs_corr = None
+    if fs_history is not None:
+        fh = _matrix(fs_history, cols)
+        fn, fr = cstats.pearson_columns(fh, fh[:, cols.index(perf)])
+        fs_corr = (fn, fr, cstats.pearson_p(fr, fn) if np.isfinite(fr).any() else np.full(len(cols), np.nan))
+    rows = metric_rows(res, 0, cols[:len(metrics)], v, big, perf, labels)
+    for c, (m, row) in enumerate(zip(metrics, rows)):
+        row["box"] = _box(res, 0, c)
+        row["history"] = {"time": times, "value": [None if not np.isfinite(x) else float(x) for x in h[:, c]]}
+        if fs_corr is not None and m != perf and fs_history is not None and m in fs_history.columns:
+            row.update({"r_fs": _num_or_none(fs_corr[1][c]), "p_fs": _num_or_none(fs_corr[2][c]), "n_fs": int(fs_corr[0][c])})
+    n = int(res["history_n"][0])
+    verdict, found = verdict_of(rows, perf, n)
+    return {"job": job["id"], "motif": job["motif"], "start": ns_to_iso(job["start_ns"]) if job.get("start_ns") else None,
+            "history_jobs": n, "verdict": verdict, "culprits": [r["metric"] for r in found], "metrics": rows}
+
+
+def _matrix(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
+    out = np.full((len(df), len(cols)), np.nan)
+    for c, m in enumerate(cols):
+        if m in df.columns:
+            out[:, c] = pd.to_numeric(df[m], errors="coerce").to_numpy(float, na_value=np.nan)
+    return out
+
+
+def _direction_codes(big: list) -> np.ndarray:
+    return np.array([-1 if b is None else int(bool(b)) for b in big])
+
+
+def _num_or_none(x) -> float | None:
+    return float(x) if x is not None and np.isfinite(x) else None
+
+
+def metric_rows(res: dict, i: int, metrics: list[str], values: np.ndarray, big: list, perf: str,
+                labels: dict | None = None) -> list[dict]:
+    """The metric rows of job `i` of a `stats.climate.expanding` result (value, quartile, colour, r, p,
+    strength, unusual): what the verdict and every view of the job read."""
     rows = []
-    for m in metrics:
-        value = _value(job["values"].get(m))
-        h = pd.to_numeric(history[m], errors="coerce").to_numpy(float) if m in history.columns else np.array([])
-        big = um.direction(m, directions)
-        q = um.quartile(value, h)
-        corr = correlate.pearson(h, y) if m != perf and h.size else {"n": int(np.isfinite(h).sum()), "r": None,
-                                                                       "p": None, "strength": "none"}
-        row = {"metric": m, "label": (labels or {}).get(m, m), "value": value, "quartile": q,
-               "colour": um.colour(q, big), "bigger_is_better": big, **corr,
-               "unusual": um.unusual_in_bad_direction(value, h, big) if m != perf else False,
-               "box": um.box(h), "history": {"time": times, "value": [None if not np.isfinite(v) else float(v) for v in h]}}
-        if fs_history is not None and m != perf and m in fs_history.columns:
-            fc = correlate.pearson(pd.to_numeric(fs_history[m], errors="coerce"),
-                                   pd.to_numeric(fs_history[perf], errors="coerce"))
-            row.update({"r_fs": fc["r"], "p_fs": fc["p"], "n_fs": fc["n"]})
-        rows.append(row)
+    for c, m in enumerate(metrics):
+        q = int(res["quartile"][i, c]) or None
+        is_perf = m == perf
+        r = None if is_perf else _num_or_none(res["r"][i, c])
+        p = None if r is None else _num_or_none(res["p"][i, c])
+        rows.append({"metric": m, "label": (labels or {}).get(m, m), "value": _num_or_none(values[c]), "quartile": q,
+                     "colour": um.colour(q, big[c]), "bigger_is_better": big[c],
+                     "n": int(res["n"][i, c]) if not is_perf else int(res["count"][i, c]), "r": r, "p": p,
+                     "strength": correlate.strength(p), "unusual": bool(res["unusual"][i, c]) and not is_perf})
+    return rows
+
+
+def verdict_of(rows: list[dict], perf: str, history_n: int) -> tuple[str, list[dict]]:
+    """The verdict line and the culprits (ranked) of a job's metric rows."""
     perf_row = next((r for r in rows if r["metric"] == perf), None)
     found = correlate.culprits(rows)
-    n = int(np.isfinite(y).sum())
-    return {"job": job["id"], "motif": job["motif"], "start": ns_to_iso(job["start_ns"]) if job.get("start_ns") else None,
-            "history_jobs": n, "verdict": um.verdict(perf_row, found, n),
-            "culprits": [r["metric"] for r in found], "metrics": rows}
+    return um.verdict(perf_row, found, history_n), found
+
+
+def _box(res: dict, i: int, c: int) -> dict:
+    n = int(res["count"][i, c])
+    if n == 0:
+        return {"n": 0, "p5": None, "q1": None, "median": None, "q3": None, "p95": None, "mean": None}
+    b = res["box"][:, i, c]
+    return {"n": n, "p5": float(b[0]), "q1": float(b[1]), "median": float(b[2]), "q3": float(b[3]),
+            "p95": float(b[4]), "mean": float(res["mean"][i, c])}
 
 
 def _value(v):

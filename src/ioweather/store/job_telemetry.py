@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ioweather.store import telemetry_layout as layout
@@ -35,20 +36,34 @@ def known_fs(parquet_dir: Path) -> list[str]:
     return sorted(p.name[3:] for p in d.glob("fs=*") if p.is_dir()) if d.is_dir() else []
 
 
+def _quote(v: str) -> str:
+    return "'" + str(v).replace("'", "''") + "'"
+
+
+def _where(since_ns: int, until_ns: int, metrics, metric_prefixes=(), targets=None) -> str:
+    conds = []
+    if metrics:
+        conds.append("metric IN (" + ", ".join(_quote(m) for m in metrics) + ")")
+    conds += [f"starts_with(metric, {_quote(p)})" for p in metric_prefixes]
+    where = f"time_ns >= {int(since_ns - MAX_INTERVAL_NS)} AND time_ns < {int(until_ns)}"
+    if conds:
+        where += " AND (" + " OR ".join(conds) + ")"
+    if targets is not None:
+        # Lustre target names end in OST<hex id>: the ids a job's Darshan records name
+        ids = ", ".join(_quote(t.lower()) for t in sorted(targets)) or "NULL"
+        where += f" AND lower(regexp_extract(target, 'OST([0-9a-fA-F]{{4}})$', 1)) IN ({ids})"
+    return where
+
+
 def window_rows(parquet_dir: Path, fs: str, since_ns: int, until_ns: int, metrics: list[str] | None = None,
-                metric_prefixes: tuple[str, ...] = (), con=None) -> pd.DataFrame:
-    """Rows (time_ns, target, metric, value, interval_s) of `fs` that can overlap [since, until)."""
+                metric_prefixes: tuple[str, ...] = (), con=None, targets: set[str] | None = None) -> pd.DataFrame:
+    """Rows (time_ns, target, metric, value, interval_s) of `fs` that can overlap [since, until)
+    (of the OSTs whose 4-digit hex ids are `targets`, when given)."""
     files = layout.data_files(fs_base(parquet_dir, fs), since_ns - MAX_INTERVAL_NS, until_ns)
     cols = ["time_ns", "target", "metric", "value", "interval_s"]
     if not files:
         return pd.DataFrame({c: [] for c in cols})
-    conds = []
-    if metrics:
-        conds.append("metric IN (" + ", ".join("'" + m.replace("'", "''") + "'" for m in metrics) + ")")
-    conds += [f"starts_with(metric, '{p}')" for p in metric_prefixes]
-    where = f"time_ns >= {int(since_ns - MAX_INTERVAL_NS)} AND time_ns < {int(until_ns)}"
-    if conds:
-        where += " AND (" + " OR ".join(conds) + ")"
+    where = _where(since_ns, until_ns, metrics, metric_prefixes, targets)
     own = con is None
     con = con or layout.connect_duckdb(threads=1)
     try:
@@ -56,6 +71,120 @@ def window_rows(parquet_dir: Path, fs: str, since_ns: int, until_ns: int, metric
     finally:
         if own:
             con.close()
+
+
+class Series:
+    """One metric of a time range summed over targets per (interval start, interval length), sorted by
+    start: what a window's amount, coverage and mean need, without the rows of each target.
+
+    s_ok/n_ok: sum and count of the values an amount uses (finite, >= 0, interval > 0); n_valid: of
+    the finite values >= 0 (covered seconds); s_fin/n_fin: of the finite values (means)."""
+
+    def __init__(self, cols: dict):
+        self.time = cols["time_ns"].astype(np.int64)
+        self.iv = cols["interval_s"].astype(float)
+        for k in ("s_ok", "n_ok", "n_valid", "s_fin", "n_fin"):
+            setattr(self, k, np.nan_to_num(cols[k].astype(float)))
+
+    def cut(self, since_ns: int, until_ns: int) -> tuple[int, int]:
+        """The rows whose interval starts in [since, until)."""
+        a, b = np.searchsorted(self.time, [since_ns, until_ns], side="left")
+        return int(a), int(b)
+
+    def amount(self, cut: tuple[int, int], since_ns: int, until_ns: int) -> float | None:
+        """stats.coverage.window_amount of the rows summed per interval: None when no valid interval overlaps."""
+        from ioweather.stats.coverage import overlap_s
+
+        a, b = cut
+        if b <= a:
+            return None
+        ov = overlap_s(self.time[a:b], self.iv[a:b], since_ns, until_ns)
+        ok = (self.n_ok[a:b] > 0) & (ov > 0)
+        if not ok.any():
+            return None
+        return float(np.sum(self.s_ok[a:b][ok] * ov[ok] / self.iv[a:b][ok]))
+
+    def covered(self, cut: tuple[int, int], since_ns: int, until_ns: int) -> float:
+        """Seconds of [since, until) covered by valid samples, summed over targets."""
+        from ioweather.stats.coverage import overlap_s
+
+        a, b = cut
+        if b <= a:
+            return 0.0
+        return float(np.sum(overlap_s(self.time[a:b], self.iv[a:b], since_ns, until_ns) * self.n_valid[a:b]))
+
+    def mean(self, cut: tuple[int, int]) -> float | None:
+        a, b = cut
+        n = float(self.n_fin[a:b].sum())
+        return float(self.s_fin[a:b].sum() / n) if n > 0 else None
+
+
+def window_series(parquet_dir: Path, fs: str, since_ns: int, until_ns: int, metrics: list[str],
+                  metric_prefixes: tuple[str, ...] = (), con=None) -> dict[str, Series]:
+    """{metric: Series} of the rows of `fs` that can overlap [since, until), summed over targets in
+    one DuckDB query (the same rows and pushdown as `window_rows`)."""
+    files = layout.data_files(fs_base(parquet_dir, fs), since_ns - MAX_INTERVAL_NS, until_ns)
+    if not files:
+        return {}
+    ok = "isfinite(value) AND value >= 0"
+    sql = f"""SELECT metric, time_ns, interval_s,
+                     sum(value) FILTER (WHERE {ok} AND interval_s > 0) AS s_ok,
+                     count(*) FILTER (WHERE {ok} AND interval_s > 0) AS n_ok,
+                     count(*) FILTER (WHERE {ok}) AS n_valid,
+                     sum(value) FILTER (WHERE isfinite(value)) AS s_fin,
+                     count(*) FILTER (WHERE isfinite(value)) AS n_fin
+              FROM {layout.files_scan(files)} WHERE {_where(since_ns, until_ns, metrics, metric_prefixes)}
+              GROUP BY metric, time_ns, interval_s ORDER BY metric, time_ns, interval_s"""
+    own = con is None
+    con = con or layout.connect_duckdb(threads=1)
+    try:
+        cols = con.execute(sql).fetchnumpy()
+    finally:
+        if own:
+            con.close()
+    names = np.asarray(cols["metric"], dtype=object)
+    out = {}
+    if not len(names):
+        return out
+    starts = np.flatnonzero(np.r_[True, names[1:] != names[:-1]])
+    for a, b in zip(starts, np.r_[starts[1:], len(names)]):
+        out[str(names[a])] = Series({k: np.asarray(v)[a:b] for k, v in cols.items() if k != "metric"})
+    return out
+
+
+class DayTargets:
+    """Which targets reported some metrics on each UTC day: the series a window should have had."""
+
+    def __init__(self, by_day: dict[int, set[str]]):
+        self.by_day = by_day
+
+    def count(self, since_ns: int, until_ns: int) -> int:
+        names: set[str] = set()
+        for d in range(since_ns // DAY_NS, (until_ns - 1) // DAY_NS + 1):
+            names |= self.by_day.get(d, set())
+        return len(names)
+
+
+def day_targets(parquet_dir: Path, fs: str, since_ns: int, until_ns: int, metrics: list[str], con=None) -> DayTargets:
+    """The targets with rows of `metrics` on each UTC day that [since - longest interval, until) touches."""
+    first = (since_ns - MAX_INTERVAL_NS) // DAY_NS * DAY_NS
+    last = -(-until_ns // DAY_NS) * DAY_NS
+    files = layout.data_files(fs_base(parquet_dir, fs), first, last)
+    if not files:
+        return DayTargets({})
+    sql = f"""SELECT DISTINCT time_ns // {DAY_NS} AS day, target FROM {layout.files_scan(files)}
+              WHERE {_where(first + MAX_INTERVAL_NS, last, metrics)}"""
+    own = con is None
+    con = con or layout.connect_duckdb(threads=1)
+    try:
+        rows = con.execute(sql).fetchall()
+    finally:
+        if own:
+            con.close()
+    out: dict[int, set[str]] = {}
+    for day, target in rows:
+        out.setdefault(int(day), set()).add(str(target))
+    return DayTargets(out)
 
 
 def gauges_before(parquet_dir: Path, fs: str, at_ns: int, metrics: list[str], lookback_ns: int = DAY_NS,
@@ -93,3 +222,59 @@ class WindowSignatures:
         first = (since_ns - MAX_INTERVAL_NS - DAY_NS) // DAY_NS  # the day before: fullness looks back a day
         last = (until_ns - 1) // DAY_NS
         return hashlib.sha1(",".join(self.day(fs, d) for d in range(first, last + 1)).encode()).hexdigest()[:16]
+
+
+def darshan_file_rows(parquet_dir: Path, parts: dict[str, list[str]], columns: list[str]) -> pd.DataFrame:
+    """The per-file rows of some Darshan jobs: `parts` maps a files part (the job row's `files_part`)
+    to the log hashes wanted from it. Only those parts are opened, and only those jobs' rows kept:
+    a refresh of a few new jobs does not read the archive of every job."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ioweather.store.jobs import files_dir
+
+    tables = []
+    for part, hashes in parts.items():
+        path = files_dir(parquet_dir) / part
+        if not part or not path.is_file():
+            continue
+        schema = pq.read_schema(path)
+        cols = [c for c in columns if c in schema.names]
+        tables.append(pq.read_table(path, columns=cols, filters=[("log_hash", "in", sorted(set(hashes)))]))
+    if not tables:
+        return pd.DataFrame({c: [] for c in columns})
+    return pa.concat_tables(tables, promote_options="default").to_pandas()
+
+
+def darshan_job_by_hash(store, prefix: str, columns: list[str]) -> dict | None:
+    """The Darshan job row whose log hash starts with `prefix` (lower-case hex; AmbiguousJobId when
+    several do), without its per-file rows."""
+    import sqlalchemy as sa
+
+    from ioweather.store import jobs as jstore
+
+    store.require(jstore.COMPONENT)
+    t = jstore.jobs
+    with store.connect() as conn:
+        # a range on the unique index (hashes are lower-case hex, 'g' sorts after them): LIKE would scan
+        rows = conn.execute(sa.select(*[t.c[c] for c in columns]).where(t.c.log_hash >= prefix, t.c.log_hash < prefix + "g")
+                            .order_by(t.c.log_hash).limit(2)).mappings().all()
+    if len(rows) > 1:
+        raise jstore.AmbiguousJobId(f"id {prefix} matches several jobs; give more of it")
+    return dict(rows[0]) if rows else None
+
+
+def darshan_job_by_jobid(store, jobid: int, columns: list[str]) -> dict | None:
+    """The most recently ingested Darshan job row of scheduler job id `jobid`."""
+    import sqlalchemy as sa
+
+    from ioweather.store import jobs as jstore
+
+    if jobid >= 2**63:
+        return None
+    store.require(jstore.COMPONENT)
+    t = jstore.jobs
+    with store.connect() as conn:
+        row = conn.execute(sa.select(*[t.c[c] for c in columns]).where(t.c.jobid == jobid)
+                           .order_by(t.c.ingested_ns.desc(), t.c.log_hash).limit(1)).mappings().first()
+    return dict(row) if row else None
