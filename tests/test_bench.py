@@ -169,6 +169,27 @@ def test_fio_missing(tmp_path, home):
 
 
 @needs_fio
+def test_runner_and_summary_load_neither_pandas_nor_pyarrow(tmp_path, home):
+    """The runner runs on compute nodes beside the job it measures: pandas with pyarrow was most of its
+    155 MiB. Its modules (service, store, fio source) and the summary must not import them."""
+    d = tmp_path / "d"
+    d.mkdir()
+    code = f"""
+import sys
+from ioweather.config import Settings
+from ioweather.services import bench as svc
+from ioweather.store import open_store
+store = open_store(Settings.resolve({str(home)!r}))
+out = svc.run(store, ["fpp-write", "metadata"], {str(d)!r}, size=262144, tasks=1, md_files=8)
+rows = svc.summary(store)
+print(len(out["runs"]), len(rows), sorted(m for m in ("pandas", "pyarrow", "scipy") if m in sys.modules))
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["2", "4", "[]"]  # 2 runs; write, create, stat, delete; nothing heavy loaded
+
+
+@needs_fio
 def test_two_runs_at_once_refused(tmp_path, home):
     d = tmp_path / "d"
     d.mkdir()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import math
 import os
 import secrets
 import shlex
@@ -27,12 +28,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ioweather.errors import UserError, from_os_error
 from ioweather.units import format_bytes, ns_to_iso
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+# numpy and pandas are imported where used: the runner (`bench run`, scheduled on compute nodes) and
+# `bench summary` need neither, and pandas with pyarrow was most of the runner's 155 MiB.
 MIB = 1024 * 1024
 WORK_NAME = ".ioweather-bench"
 LOCK_NAME = ".ioweather-bench.lock"
@@ -354,6 +359,9 @@ def _import_fio(store, path, fs: str | None, motif: str | None) -> dict:
 
 def _import_abc(store, path) -> dict:
     """tokio-abc's per-run summaries, read and derived as `import job-features --preset tokio-abc` does."""
+    import numpy as np
+    import pandas as pd
+
     from ioweather.sources import job_features as src
     from ioweather.stats.abc_features import derive, epoch_s
     from ioweather.store import bench as bstore
@@ -389,26 +397,41 @@ def _import_abc(store, path) -> dict:
 
 # ----------------------------------------------------------------------------- statistics
 
-def _frame(store, motif=None, fs=None, columns=None) -> pd.DataFrame:
+def _no_runs(motif=None, fs=None) -> UserError:
+    return UserError("no benchmark runs in the store" + (f" for motif {motif!r}" if motif else "")
+                     + (f" on {fs!r}" if fs else "")
+                     + "; run some with `ioweather bench run --dir DIR` or import with `ioweather bench import`")
+
+
+def _frame(store, motif=None, fs=None, columns=None, direction=None) -> "pd.DataFrame":
     from ioweather.store import bench as bstore
 
-    df = bstore.results_frame(store, motif, fs, columns)
+    df = bstore.results_frame(store, motif, fs, columns, direction)
     if df.empty:
-        raise UserError("no benchmark runs in the store" + (f" for motif {motif!r}" if motif else "")
-                        + (f" on {fs!r}" if fs else "")
-                        + "; run some with `ioweather bench run --dir DIR` or import with `ioweather bench import`")
+        raise _no_runs(motif, fs)
     return df
 
 
 def summary(store, motif: str | None = None, fs: str | None = None, last: int = 3, threshold: float = 0.5) -> list[dict]:
     """Per motif, direction and fs: runs, optimum_s, mean_s, contention, best_bps, the last run's
-    fraction of peak and standing, and the regression flag (last `last` runs below `threshold`)."""
-    from ioweather.stats import bench as sb
+    fraction of peak and standing, and the regression flag (last `last` runs below `threshold`).
 
-    rows = sb.summarize(_frame(store, motif, fs, ["motif", "direction", "fs", "start_ns", "duration_s", "bw_bps"]),
-                        k=last, threshold=threshold)
-    for r in rows:
-        r["last_start"] = ns_to_iso(r.pop("last_start_ns"))
+    From the aggregates the store keeps per series and each series' last runs (two index reads),
+    never the whole history: O(series), not O(runs)."""
+    from ioweather.stats import bench as sb
+    from ioweather.store import bench as bstore
+
+    groups = bstore.groups(store, motif, fs)
+    tails = bstore.series_tails(store, [(g["motif"], g["direction"], g["fs"]) for g in groups], last)
+    rows = []
+    for g in groups:
+        t = tails[(g["motif"], g["direction"], g["fs"])]
+        row = sb.summary_row(g, t["tail"], t["at_or_below"], k=last, threshold=threshold)
+        if row is not None:
+            row["last_start"] = ns_to_iso(row.pop("last_start_ns"))
+            rows.append(row)
+    if not rows:
+        raise _no_runs(motif, fs)
     return rows
 
 
@@ -449,15 +472,20 @@ def gauges(store) -> list[dict]:
 
 # ----------------------------------------------------------------------------- page
 
-def runs_table(store, motif=None, fs=None) -> pd.DataFrame:
+def runs_table(store, motif=None, fs=None, direction=None, columns=None) -> "pd.DataFrame":
     from ioweather.stats import bench as sb
 
-    return sb.with_fraction_of_peak(_frame(store, motif, fs))
+    return sb.with_fraction_of_peak(_frame(store, motif, fs, columns, direction))
+
+
+_PAGE_COLUMNS = ["run_id", "motif", "direction", "fs", "start_ns", "duration_s", "bw_bps"]
 
 
 def page(store, motif: str | None, direction: str | None, fs: str | None, run_id: str | None) -> dict:
     """The Benchmarks page: the summary, and for one group its histogram, fraction of peak over
     time and recent runs; for one run the servers' rates over its window when telemetry exists."""
+    import numpy as np
+
     from ioweather.stats import bench as sb
 
     rows = summary(store)
@@ -465,13 +493,15 @@ def page(store, motif: str | None, direction: str | None, fs: str | None, run_id
                                        and fs in (None, r["fs"]))), None)
     if chosen is None:
         raise UserError(f"no runs of motif {motif!r} {direction or ''} on {fs or 'any file system'}")
-    df = runs_table(store, chosen["motif"], chosen["fs"])
-    df = df[df["direction"] == chosen["direction"]]
+    df = runs_table(store, chosen["motif"], chosen["fs"], chosen["direction"], _PAGE_COLUMNS)
     recent = df.tail(200)
+    # one call for a series of 10^4 runs (ns_to_iso per run was a third of the page's time); ms, as ns_to_iso
+    times = [t + "Z" for t in np.datetime_as_string(df["start_ns"].to_numpy(np.int64).astype("datetime64[ns]"),
+                                                     unit="ms").tolist()]
     out = {"rows": rows, "motif": chosen["motif"], "direction": chosen["direction"], "fs": chosen["fs"],
            "histogram": sb.histogram(df["duration_s"].to_numpy(float)),
-           "series": {"time": [ns_to_iso(int(t)) for t in df["start_ns"]],
-                      "fraction_of_peak": [None if not np.isfinite(v) else float(v) for v in df["fraction_of_peak"]],
+           "series": {"time": times,
+                      "fraction_of_peak": [_fin(v) for v in df["fraction_of_peak"]],
                       "run_id": df["run_id"].tolist()},
            "runs": [{"run_id": r.run_id, "start": ns_to_iso(int(r.start_ns)), "duration_s": _fin(r.duration_s),
                      "bw_bps": _fin(r.bw_bps), "fraction_of_peak": _fin(r.fraction_of_peak)}
@@ -482,7 +512,7 @@ def page(store, motif: str | None, direction: str | None, fs: str | None, run_id
 
 
 def _fin(v) -> float | None:
-    return float(v) if v is not None and np.isfinite(v) else None
+    return float(v) if v is not None and math.isfinite(v) else None
 
 
 def run_window(store, run_id: str) -> dict:
@@ -545,7 +575,7 @@ def _as_job(run: dict) -> dict:
             "exe": f"bench {run['motif']}", "nnodes": max(1, hosts.count(",") + 1) if hosts else 1,
             "start_ns": int(run["start_ns"]), "end_ns": int(run["end_ns"]),
             "bytes_read": by.get("read"), "bytes_written": by.get("write"), "read_ops": None, "write_ops": None,
-            "opens": None, "osts": None, "perf_bps": float(best.get("bw_bps") or np.nan),
+            "opens": None, "osts": None, "perf_bps": float(best.get("bw_bps") or "nan"),
             "mounts": [run["directory"]] if run.get("directory") else []}
 
 

@@ -17,10 +17,14 @@ Per motif, direction and file system (a *group*):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from ioweather.stats.umami import fraction_of_peak as _fraction_of_peak
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 GROUP = ["motif", "direction", "fs"]
 HIST_BINS = 100
@@ -69,8 +73,10 @@ def regression(fractions, k: int, threshold: float) -> bool:
     return bool(np.all(np.isfinite(tail)) and np.all(tail < threshold))
 
 
-def with_fraction_of_peak(df: pd.DataFrame) -> pd.DataFrame:
+def with_fraction_of_peak(df: "pd.DataFrame") -> "pd.DataFrame":
     """`df` (columns motif, direction, fs, bw_bps) with `fraction_of_peak` added."""
+    import pandas as pd
+
     out = df.copy()
     if out.empty:
         out["fraction_of_peak"] = pd.Series(dtype=float)
@@ -80,7 +86,7 @@ def with_fraction_of_peak(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def summarize(df: pd.DataFrame, k: int = 3, threshold: float = 0.5) -> list[dict]:
+def summarize(df: "pd.DataFrame", k: int = 3, threshold: float = 0.5) -> list[dict]:
     """One row per group of `df` (motif, direction, fs, start_ns, duration_s, bw_bps; any order):
     runs, optimum_s, mean_s, contention, best_bps, last run's start, duration, bandwidth, fraction
     of peak and standing, and whether the last `k` runs are all below `threshold` of peak."""
@@ -107,6 +113,30 @@ def summarize(df: pd.DataFrame, k: int = 3, threshold: float = 0.5) -> list[dict
                      "last_k": [_f(x) for x in frac[-k:]],
                      "regression": regression(frac, k, threshold)})
     return rows
+
+
+def summary_row(group: dict, tail: list[tuple], at_or_below: int | None, k: int = 3,
+                threshold: float = 0.5) -> dict | None:
+    """`summarize`'s row of one group from its aggregates, as the store keeps them (group: motif,
+    direction, fs, runs = runs with a positive duration, optimum_s, total_s = their sum, n_bw = runs
+    with a bandwidth, best_bps), its `tail` (the last k runs' (start_ns, duration_s, bw_bps), newest
+    first) and `at_or_below` (how many bandwidths are at or below the newest run's). None when no run
+    of the group has a positive duration, as `summarize` leaves such a group out."""
+    runs = int(group["runs"] or 0)
+    if runs == 0 or not tail:
+        return None
+    optimum, mean = float(group["optimum_s"]), float(group["total_s"]) / runs
+    best = _f(group["best_bps"])
+    peak = best if best is not None and best > 0 else None
+    frac = [None if peak is None or _f(bw) is None else float(bw) / peak for _, _, bw in reversed(tail)]
+    start, duration, bw = tail[0]
+    n_bw = int(group["n_bw"] or 0)
+    return {"motif": group["motif"], "direction": group["direction"], "fs": group["fs"], "runs": runs,
+            "optimum_s": optimum, "mean_s": mean, "contention": contention(mean, optimum), "best_bps": best,
+            "last_start_ns": int(start), "last_duration_s": _f(duration), "last_bps": _f(bw),
+            "last_fraction_of_peak": frac[-1],
+            "last_standing": at_or_below / n_bw if at_or_below is not None and n_bw else None,
+            "last_k": frac, "regression": regression([np.nan if f is None else f for f in frac], k, threshold)}
 
 
 def _f(v) -> float | None:

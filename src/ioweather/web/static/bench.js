@@ -12,11 +12,13 @@
     var el = document.getElementById("bench-histogram"), h = data.histogram;
     if (!el || !h.counts.length) { return null; }
     var mids = h.counts.map(function (_, i) { return (h.edges_s[i] + h.edges_s[i + 1]) / 2; });
-    var layout = base(lib, "duration (s)", "runs");
+    var layout = base(lib, "duration", "runs");
+    layout.xaxis.tickformat = "~s";  // SI prefixes: 4ms, 2.5s, not 0.004
+    layout.xaxis.ticksuffix = "s";
     layout.shapes = [{type: "line", x0: h.optimum_s, x1: h.optimum_s, yref: "paper", y0: 0, y1: 1,
                       line: {dash: "dash", color: "#2ca02c", width: 2}}];
     return Plotly.newPlot(el, [{type: "bar", x: mids, y: h.counts, marker: {color: "#1f77b4"},
-                                hovertemplate: "%{x:.3f} s: %{y} runs<extra></extra>"}], layout, lib.CONFIG);
+                                hovertemplate: "%{x:.3~s}s: %{y} runs<extra></extra>"}], layout, lib.CONFIG);
   }
 
   function fraction(data, lib) {
