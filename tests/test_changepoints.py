@@ -91,3 +91,64 @@ def test_changes_command_on_a_store_with_a_planted_episode(tmp_path, cli):
     assert "probe:scratch:data_read" in r.stdout and re.search(r"(2\.9\d|3\.0\d)×", r.stdout) and "e-0" not in r.stdout
     r = cli("changes", "--since", "1h", "--json", home=home, check=True)
     assert json.loads(r.stdout)["skipped"]  # six 10-minute intervals: too short, said so
+
+
+def test_deseasonalize_against_pandas():
+    """The daily shape taken out equals a pandas groupby of the same definition (per-day median
+    removed, then the median per time of day), with gaps: missing slots, a missing day."""
+    import pandas as pd
+
+    from ioweather.stats.changepoints import deseasonalize
+
+    step = 600 * 10**9
+    rng = np.random.default_rng(11)
+    t = np.arange(15 * 144, dtype=np.int64) * step + 3 * step
+    x = np.sin(2 * np.pi * (t % DAY) / DAY) + rng.normal(0, 0.2, len(t))
+    keep = (rng.random(len(t)) > 0.1) & ((t // DAY) != 6)
+    t, x = t[keep], x[keep]
+    df = pd.DataFrame({"x": x, "slot": (t % DAY) // step, "day": (t - t[0]) // DAY})
+    df["resid"] = df["x"] - df.groupby("day")["x"].transform("median")
+    shape = df.groupby("slot")["resid"].median()
+    want = x - shape.reindex(df["slot"]).to_numpy()
+    np.testing.assert_allclose(deseasonalize(x, t, DAY), want, rtol=0, atol=1e-12)
+
+
+def test_year_long_stationary_series_give_no_change():
+    """The blocked path (a year of 10-minute statistics with a daily cycle): no change in 30 seeded
+    series at the documented penalty."""
+    step = 600 * 10**9
+    t = np.arange(365 * 144, dtype=np.int64) * step
+    cycle = 1 + 0.3 * np.sin(2 * np.pi * (t % DAY) / DAY)
+    found = [change_points(np.exp(np.random.default_rng(100 + s).normal(0, 0.1, len(t))) * cycle, log=True,
+                           times_ns=t, period_ns=DAY) for s in range(30)]
+    assert sum(map(len, found)) == 0
+
+
+def test_worker_pool_gives_what_one_process_gives(monkeypatch):
+    """services.changes.search with two forked workers (forced past its size threshold) returns, in
+    the order given, exactly what the in-process search returns; a series too short says why."""
+    from ioweather.services import changes
+    from ioweather.services.changes import search
+
+    pooled = []
+    real = changes._pooled
+    monkeypatch.setattr(changes, "_pooled", lambda *a: pooled.append(1) or real(*a))
+    monkeypatch.setattr(changes.threading, "active_count", lambda: 1)  # pytest's own threads, if any
+
+    step = 600 * 10**9
+    t = np.arange(60 * 144, dtype=np.int64) * step
+    items = []
+    for i in range(8):
+        rng = np.random.default_rng(i)
+        x = np.exp(rng.normal(0, 0.1, len(t)))
+        if i % 2 == 0:
+            x[1000 * (i + 1):] *= 2
+        items.append((f"s{i}", t, x, True, "median_s", DAY))
+    items.append(("short", t[:5], np.ones(5), True, "median_s", DAY))
+    one = list(search(items, workers=1))
+    two = list(search(items, workers=2, pool_min_points=0))
+    assert pooled == [1]
+    assert [r[0] for r in two] == [r[0] for r in one] == [i[0] for i in items]
+    assert [r[3] for r in two] == [r[3] for r in one]
+    assert [[c.index for c in r[3]] for r in one[:8]] == [[1000 * (i + 1)] if i % 2 == 0 else [] for i in range(8)]
+    assert "needs at least" in one[8][3]

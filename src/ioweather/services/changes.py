@@ -13,6 +13,9 @@ The detector and its penalty are stats/changepoints.py's.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from itertools import chain
+import shlex
+import threading
 
 import numpy as np
 
@@ -28,10 +31,14 @@ DAY_NS = 86400 * 10**9
 def _probe_series(store, settings, since_ns: int, until_ns: int, target: str | None) -> Iterator[tuple]:
     from ioweather.services.probe_cache import ProbeCache
     from ioweather.services.slowdown import known_targets
+
+    yield from _probe_items(ProbeCache(store), known_targets(store, target), since_ns, until_ns)
+
+
+def _probe_items(cache, targets, since_ns: int, until_ns: int) -> Iterator[tuple]:
     from ioweather.store.probe import OPS
 
-    cache = ProbeCache(store)
-    for t in known_targets(store, target):
+    for t in targets:
         r = cache.rollups(t, PROBE_INTERVAL_S, since_ns, until_ns)
         for code, op in enumerate(OPS):
             sel = r["op"] == code
@@ -84,9 +91,77 @@ _SOURCES: dict[str, Callable] = {"probe": _probe_series, "bench": _bench_series,
                                  "workload": _workload_series}
 
 
+#: Below this many points in all (about 20 year-long series) the search runs in this process: a
+#: worker process costs ~1 s to start (it imports ruptures), more than it saves on less.
+POOL_MIN_POINTS = 1_000_000
+#: Series handed to the workers ahead of their results: bounds the memory of a long run.
+_AHEAD_PER_WORKER = 4
+
+
+def _search_one(values, times, log, period, penalty_per_log_n, min_segment):
+    """change_points on one series; a series too short to tell gives its reason (str), not an error."""
+    try:
+        return change_points(values, log=log, penalty_per_log_n=penalty_per_log_n, min_segment=min_segment,
+                             times_ns=times, period_ns=period)
+    except UserError as e:
+        return str(e)
+
+
+def default_workers() -> int:
+    import os
+
+    return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8))
+
+
+def search(items, *, penalty_per_log_n: float = PENALTY_PER_LOG_N, min_segment: int = MIN_SEGMENT,
+           workers: int | None = None, pool_min_points: int = POOL_MIN_POINTS) -> Iterator[tuple]:
+    """(name, times, stat, changes or reason) for each (name, times, values, log, stat, period) of
+    `items`, in their order. The series are independent: past `pool_min_points` points they are
+    searched by `workers` processes (default: the CPUs this process may use), fed as `items` is read;
+    a process with threads of its own (the dashboard) searches them itself.
+    """
+    workers = default_workers() if workers is None else workers
+    if threading.active_count() > 1:
+        workers = 1  # fork copies one thread of a threaded process (the dashboard): no pool there
+    args = (penalty_per_log_n, min_segment)
+    it = iter(items)
+    head, points = [], 0
+    if workers > 1:
+        for item in it:
+            head.append(item)
+            points += len(item[2])
+            if points >= pool_min_points:
+                break
+    if workers <= 1 or points < pool_min_points:
+        for name, times, values, log, stat, period in chain(head, it):
+            yield name, times, stat, _search_one(values, times, log, period, *args)
+        return
+    yield from _pooled(chain(head, it), args, workers)
+
+
+def _pooled(items, args, workers: int) -> Iterator[tuple]:
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+
+    import ruptures  # noqa: F401  (imported once, here: the forked workers inherit it)
+
+    ctx = multiprocessing.get_context("fork")
+    pending: deque = deque()
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        for name, times, values, log, stat, period in items:
+            pending.append((name, times, stat, pool.submit(_search_one, values, times, log, period, *args)))
+            while len(pending) >= _AHEAD_PER_WORKER * workers:
+                name_, times_, stat_, fut = pending.popleft()
+                yield name_, times_, stat_, fut.result()
+        while pending:
+            name_, times_, stat_, fut = pending.popleft()
+            yield name_, times_, stat_, fut.result()
+
+
 def detect(store, settings, since_ns: int, until_ns: int, *, kinds=KINDS, target: str | None = None,
            series: str | None = None, penalty_per_log_n: float = PENALTY_PER_LOG_N,
-           min_segment: int = MIN_SEGMENT) -> dict:
+           min_segment: int = MIN_SEGMENT, workers: int | None = None) -> dict:
     """{"changes": [...], "skipped": [...]} for every series of `kinds` in [since, until).
 
     A change: series, statistic, time (ISO, the first interval of the new level), level_before,
@@ -95,21 +170,63 @@ def detect(store, settings, since_ns: int, until_ns: int, *, kinds=KINDS, target
     unknown = [k for k in kinds if k not in _SOURCES]
     if unknown:
         raise UserError(f"unknown series kind {', '.join(unknown)}; choose from {', '.join(KINDS)}")
+    items = (s for kind in kinds for s in _SOURCES[kind](store, settings, since_ns, until_ns, target)
+             if not series or series in s[0])
     changes, skipped, looked = [], [], 0
-    for kind in kinds:
-        for name, times, values, log, stat, period in _SOURCES[kind](store, settings, since_ns, until_ns, target):
-            if series and series not in name:
-                continue
-            looked += 1
-            try:
-                found = change_points(values, log=log, penalty_per_log_n=penalty_per_log_n, min_segment=min_segment,
-                                      times_ns=times, period_ns=period)
-            except UserError as e:
-                skipped.append({"series": name, "reason": str(e)})
-                continue
-            for c in found:
-                changes.append({"series": name, "statistic": stat, "time": ns_to_iso(int(times[c.index])),
-                                "level_before": c.level_before, "level_after": c.level_after, "factor": c.factor})
+    for name, times, stat, found in search(items, penalty_per_log_n=penalty_per_log_n, min_segment=min_segment,
+                                           workers=workers):
+        looked += 1
+        if isinstance(found, str):
+            skipped.append({"series": name, "reason": found})
+            continue
+        for c in found:
+            changes.append({"series": name, "statistic": stat, "time": ns_to_iso(int(times[c.index])),
+                            "level_before": c.level_before, "level_after": c.level_after, "factor": c.factor})
     return {"since": ns_to_iso(since_ns), "until": ns_to_iso(until_ns), "series_examined": looked,
             "penalty_per_log_n": penalty_per_log_n, "min_segment": min_segment,
             "changes": sorted(changes, key=lambda c: (c["time"], c["series"])), "skipped": skipped}
+
+
+#: The span over which the pages look for the probe's level changes: a level is told from what
+#: lies on either side of it, so an hour on the timeline is seen within 30 days around it (half of
+#: them after it when the data goes on), as `ioweather changes` over those 30 days sees it.
+PAGE_CONTEXT_S = 30 * 86400
+
+
+def probe_marks(cache, targets, since_ns: int, until_ns: int, now_ns: int, *,
+                context_s: int = PAGE_CONTEXT_S) -> dict:
+    """The probe's level changes that start inside [since, until), per target and op, for the marks
+    of the timeline and history pages; `cache` is the page's ProbeCache (its rollups are reused).
+
+    Detected over [context since, context until): until + context_s / 2 (at most now, rounded up to
+    the 10-minute grid, so a page reloaded within one interval shows the same marks), back to
+    context_s before that or to `since` when the window is longer. `command` is the `ioweather
+    changes` line that finds the same changes.
+    """
+    step = PROBE_INTERVAL_S * 10**9
+    end = -(-min(until_ns + context_s * 10**9 // 2, now_ns) // step) * step
+    start = min(since_ns, end - context_s * 10**9) // step * step
+    points, skipped = [], []
+    by_name = {f"probe:{t}:{op}": (t, op) for t in targets for op in _ops()}
+    for name, times, stat, found in search(_probe_items(cache, targets, start, end), workers=1):
+        target, op = by_name[name]
+        if isinstance(found, str):
+            skipped.append({"target": target, "op": op, "reason": found})
+            continue
+        for c in found:
+            at = int(times[c.index])
+            if at + step > since_ns and at < until_ns:  # the interval of the new level meets the window
+                points.append({"series": name, "target": target, "op": op, "statistic": stat,
+                               "time": ns_to_iso(at), "level_before": c.level_before,
+                               "level_after": c.level_after, "factor": c.factor})
+    one = f" --target {shlex.quote(targets[0])}" if len(targets) == 1 else ""
+    return {"since": ns_to_iso(start), "until": ns_to_iso(end), "penalty_per_log_n": PENALTY_PER_LOG_N,
+            "min_segment": MIN_SEGMENT,
+            "command": f"ioweather changes --kind probe{one} --since {ns_to_iso(start)} --until {ns_to_iso(end)}",
+            "points": sorted(points, key=lambda p: (p["time"], p["target"], p["op"])), "skipped": skipped}
+
+
+def _ops() -> tuple[str, ...]:
+    from ioweather.store.probe import OPS
+
+    return OPS

@@ -32,7 +32,7 @@ def compute(settings, fs: str, since: datetime | None, until: datetime | None, p
     try:
         versions = store.versions() if store is not None else {}
         climate = _climate(store, since, until) if "probe" in versions else None
-        bench = _bench(store, fs) if "bench" in versions else None
+        bench = _bench(store, fs, to_ns(until)) if "bench" in versions else None
         changes = _changes(store, settings, since, until)
     finally:
         if store is not None:
@@ -67,33 +67,28 @@ def _climate(store, since, until) -> dict | None:
 
 
 def _changes(store, settings, since, until) -> dict:
-    """services.changes.detect (issue 15 item 3, another engineer's) when it is there; otherwise the
-    report says so. Only a missing module or a changed signature is "not available": a failure inside
-    the detection is an error like any other."""
-    missing = {"available": False, "reason": "change points: not available", "points": []}
-    try:
-        from ioweather.services.changes import detect
-    except ImportError:
-        return missing
+    """The week's level changes (services.changes.detect over the window, every kind of series)."""
+    from ioweather.services.changes import detect
+
     if store is None:
-        return {**missing, "reason": "change points: not available (no store)"}
-    try:
-        found = detect(store, settings, to_ns(since), to_ns(until))
-    except TypeError:  # the function is still being written: its signature may change
-        return missing
+        return {"available": False, "reason": "change points: not available (no store)", "points": []}
+    found = detect(store, settings, to_ns(since), to_ns(until))
     return {"available": True, "reason": None,
             "points": [{"series": c["series"], "time": c["time"], "before": c["level_before"],
                         "after": c["level_after"], "factor": c["factor"]} for c in found["changes"]],
             "skipped": len(found.get("skipped", []))}
 
 
-def _bench(store, fs: str) -> list[dict] | None:
-    from ioweather.services.bench import summary
+def _bench(store, fs: str, until_ns: int) -> list[dict] | None:
+    """The standing at the window's end: every run of `fs` before it (the peak is the history's), none
+    after it; a report of a past week does not show next week's runs as its last."""
+    from ioweather.stats.bench import summarize
+    from ioweather.store import bench as bstore
 
-    try:
-        rows = summary(store, fs=fs)
-    except UserError:
-        return None
+    df = bstore.results_frame(store, fs=fs, columns=["motif", "direction", "fs", "start_ns", "duration_s", "bw_bps"])
+    rows = summarize(df[df["start_ns"] < until_ns])
+    for r in rows:
+        r["last_start"] = ns_to_iso(r.pop("last_start_ns"))
     return rows or None
 
 

@@ -21,11 +21,14 @@ searched in two steps: PELT on means of consecutive blocks (at most MAX_POINTS o
 each change is placed at the exact point, within the blocks on either side, that minimises the
 squared error of the two segments it separates. A shift is thus found to the interval; a level
 lasting less than MIN_SEGMENT blocks can go unseen (such a series is an episode, not a new level).
+
+MAX_POINTS = 500: PELT's cost on a series without a change is quadratic (pruning needs changes),
+7 ms for 1,000 blocks and 1.5 ms for 500 in ruptures' C code; 500 blocks of a year are 17.5 h
+each, so a new level must last about 35 h to be seen (benchmarks/bench_changes.py, docs/changes.md).
 """
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +37,7 @@ from ioweather.errors import UserError
 
 PENALTY_PER_LOG_N = 4.0
 MIN_SEGMENT = 6
-MAX_POINTS = 1000
+MAX_POINTS = 500
 CLIP = 3.0
 _MAD_TO_SIGMA = 1.0 / (np.sqrt(2.0) * 0.6744897501960817)
 
@@ -102,11 +105,19 @@ def deseasonalize(x: np.ndarray, times_ns: np.ndarray, period_ns: int) -> np.nda
     period = (times_ns - times_ns[0]) // period_ns
     grid = np.full((int(period[-1]) + 1, int(slot.max()) + 1), np.nan)
     grid[period, slot] = x  # one value per (period, slot) on a regular grid; a repeat keeps the last
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: a slot or period without data
-        resid = grid - np.nanmedian(grid, axis=1, keepdims=True)
-        shape = np.nan_to_num(np.nanmedian(resid, axis=0))
+    resid = grid - _nanmedian(grid, axis=1)[:, None]
+    shape = np.nan_to_num(_nanmedian(resid, axis=0))  # a slot without data: no correction
     return x - shape[slot]
+
+
+def _nanmedian(a: np.ndarray, axis: int) -> np.ndarray:
+    """np.nanmedian along `axis` of a 2-D array, by one sort (NaNs sort last): numpy's own goes
+    through masked arrays for short rows and took 8 of the 25 ms a year-long series cost."""
+    s = np.sort(a, axis=axis)
+    n = np.sum(~np.isnan(a), axis=axis, keepdims=True)
+    lo = np.take_along_axis(s, np.maximum((n - 1) // 2, 0), axis)
+    hi = np.take_along_axis(s, np.minimum(n // 2, a.shape[axis] - 1), axis)
+    return np.squeeze((lo + hi) / 2, axis=axis)  # NaN where the row or column has no value
 
 
 def _block_means(x: np.ndarray, k: int) -> np.ndarray:
@@ -135,6 +146,8 @@ def _pelt(x: np.ndarray, penalty_per_log_n: float, min_size: int) -> list[int]:
 def _prune(x: np.ndarray, cuts: list[int], penalty_per_log_n: float, min_segment: int) -> list[int]:
     """Drop, weakest first, cuts that leave a segment shorter than `min_segment` or gain less than
     the penalty (in squared noise units) over merging their two segments."""
+    if not cuts:
+        return []
     sigma2 = (noise_sigma(x) or float(np.std(x)) or 1.0) ** 2
     pen = penalty_per_log_n * np.log(len(x))
     c1 = np.concatenate([[0.0], np.cumsum(x)])
@@ -164,6 +177,8 @@ def _running_median(x: np.ndarray, w: int) -> np.ndarray:
 
 def _refine(x: np.ndarray, cuts: list[int], k: int) -> list[int]:
     """Each cut moved to the exact point within a block of it that best separates its two segments."""
+    if not cuts:
+        return []
     c1 = np.concatenate([[0.0], np.cumsum(x)])
     c2 = np.concatenate([[0.0], np.cumsum(x * x)])
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from ioweather.stats.probe import SLOWDOWN_STATS, state
 from ioweather.units import ns_to_iso
+from ioweather.services.changes import probe_marks
 from ioweather.services.probe_cache import INTERVALS_S, OPS
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import (finite_or_none, has_probe_data, iso_ms, now_utc, require_probe_data,
@@ -22,7 +23,9 @@ def history_data(ctx: WebContext, params) -> dict:
     q = Query(params, ("target", "since", "until", "interval", "stat"))
     targets = require_probe_data(ctx)
     one = target_param(q, targets, required=False)
-    since, until = q.window("7d", MAX_WINDOW_S, now_utc(ctx))
+    now = now_utc(ctx)
+    now_ns = int(now.timestamp() * 1e9)
+    since, until = q.window("7d", MAX_WINDOW_S, now)
     interval = int(q.duration("interval", "1h", allowed=tuple(float(i) for i in INTERVALS_S)))
     stat = q.choice("stat", SLOWDOWN_STATS, "median")
     step = interval * 10**9
@@ -67,7 +70,9 @@ def history_data(ctx: WebContext, params) -> dict:
                     "worst": worst})
     return {"since": ns_to_iso(since), "until": ns_to_iso(until), "interval_s": interval, "stat": stat,
             "thresholds": {"warn": warn, "crit": crit}, "targets_all": targets, "target": one,
-            "ops": list(OPS), "time": iso_ms(starts), "targets": out}
+            "ops": list(OPS), "time": iso_ms(starts), "targets": out,
+            # level changes of the probe's 10-minute medians (services/changes.py), marked on each heatmap
+            "changes": probe_marks(ctx.cache, [one] if one else targets, since, until, now_ns)}
 
 
 PAGE = Page(slug="history", title="Slowdown history", data=history_data, template="history.html",

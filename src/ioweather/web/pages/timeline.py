@@ -9,6 +9,7 @@ from ioweather.stats.downsample import downsample, split_budget
 from ioweather.stats.probe import SLOWDOWN_STATS, STATUS_OK, interval_stats
 from ioweather.store.probe import STATUSES
 from ioweather.units import ns_to_iso
+from ioweather.services.changes import probe_marks
 from ioweather.services.probe_cache import INTERVALS_S, OPS, rollup_rows
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import has_probe_data, iso_ms, now_utc, require_probe_data, target_param
@@ -25,7 +26,9 @@ def timeline_data(ctx: WebContext, params) -> dict:
     q = Query(params, ("target", "since", "until", "interval", "stat", "points"))
     targets = require_probe_data(ctx)
     target = target_param(q, targets, required=True)
-    since, until = q.window("1h", MAX_WINDOW_S, now_utc(ctx))
+    now = now_utc(ctx)
+    now_ns = int(now.timestamp() * 1e9)
+    since, until = q.window("1h", MAX_WINDOW_S, now)
     interval = q.duration("interval", "10m", allowed=TIMELINE_INTERVALS_S)
     stat = q.choice("stat", SLOWDOWN_STATS, "median")
     max_points = q.integer("points", MAX_POINTS, 100, MAX_POINTS)
@@ -74,6 +77,8 @@ def timeline_data(ctx: WebContext, params) -> dict:
         "expected_s": {op: (float(expected[c]) if np.isfinite(expected[c]) else None) for c, op in enumerate(OPS)},
         "thresholds": {"warn": ctx.config.warn, "crit": ctx.config.crit},
         "samples": samples, "failures": failures, "intervals": rows,
+        # level changes of the probe's 10-minute medians (services/changes.py), marked on the plot
+        "changes": probe_marks(ctx.cache, [target], since, until, now_ns),
     }
 
 

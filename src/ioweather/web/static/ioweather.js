@@ -151,7 +151,36 @@
                    marker: {size: 4, symbol: SYMBOLS[op]}, yaxis: "y3",
                    hovertemplate: op + " %{y:.2f}×<extra></extra>"});
     });
-    return traces;
+    return traces.concat(timelineChangeTraces(data));
+  }
+
+  // Level changes (services/changes.py): one marker per change on the median panel at the new level,
+  // its tooltip the time, the op and the medians before and after; a dotted line across the plot.
+  // Ops are the fixed names above: no label from the data goes into a Plotly string.
+  function changeHover(c) {
+    return [c.time, c.level_before, c.level_after, c.factor === null ? NaN : c.factor];
+  }
+  var CHANGE_HOVER = "level change of the median<br>%{customdata[0]}<br>" +
+                     "%{customdata[1]:.3s}s → %{customdata[2]:.3s}s (×%{customdata[3]:.2f})";
+  function timelineChangeTraces(data) {
+    var ch = data.changes;
+    if (!ch || !ch.points.length) { return []; }
+    return OPS.map(function (op) {
+      var pts = ch.points.filter(function (c) { return c.op === op; });
+      if (!pts.length) { return null; }
+      return {x: pts.map(function (c) { return ms(c.time); }), y: pts.map(function (c) { return c.level_after; }),
+              customdata: pts.map(changeHover), name: op + " level change", legendgroup: op, showlegend: false,
+              type: "scatter", mode: "markers", yaxis: "y2", meta: "change",
+              marker: {symbol: "star-diamond", size: 13, color: COLORS[op], line: {width: 1, color: "#000"}},
+              hovertemplate: op + " " + CHANGE_HOVER + "<extra></extra>"};
+    }).filter(function (t) { return t !== null; });
+  }
+  function changeLines(data) {
+    var ch = data.changes;
+    return (ch ? ch.points : []).map(function (c) {
+      return {type: "line", xref: "x", x0: ms(c.time), x1: ms(c.time), yref: "paper", y0: 0, y1: 1,
+              line: {dash: "dot", width: 1.5, color: COLORS[c.op]}};
+    });
   }
 
   // Time (ms) of the window's first sample, or null.
@@ -180,7 +209,7 @@
       yaxis: secondsAxis("duration", [0.52, 1]),
       yaxis2: secondsAxis("median ─, p99 ┈", [0.27, 0.48]),
       yaxis3: Object.assign(ratioAxis("slowdown"), {domain: [0, 0.23]}),
-      shapes: th.shapes, annotations: th.annotations};
+      shapes: th.shapes.concat(changeLines(data)), annotations: th.annotations};
   }
 
   function setSummary(data) {
@@ -280,14 +309,26 @@
       var custom = t.slowdown.map(function (row, o) {
         return row.map(function (v, c) { return [v === null ? "no data" : v.toFixed(2) + "×", t.count[o][c], t.timeouts[o][c]]; });
       });
+      var marks = (data.changes ? data.changes.points : []).filter(function (c) { return c.target === t.target; });
+      var markTrace = {type: "scatter", mode: "markers", name: "level change", meta: "change", showlegend: false,
+                       x: marks.map(function (c) { return ms(c.time); }), y: marks.map(function (c) { return c.op; }),
+                       customdata: marks.map(changeHover),
+                       marker: {symbol: "diamond", size: 12, color: "#fff", line: {width: 2, color: "#000"}},
+                       hovertemplate: "%{y} " + CHANGE_HOVER + "<extra></extra>"};
+      var rowLines = marks.map(function (c) {
+        var row = data.ops.indexOf(c.op);
+        return {type: "line", xref: "x", x0: ms(c.time), x1: ms(c.time), yref: "y", y0: row - 0.5, y1: row + 0.5,
+                line: {width: 2, color: "#000"}};
+      });
       jobs.push(Plotly.newPlot(el, [{
         type: "heatmap", x: x, y: data.ops, z: z, customdata: custom, zmin: ZMIN, zmax: ZMAX,
         colorscale: heatColorscale(data.thresholds), xgap: 0, ygap: 1,
         colorbar: {title: {text: "slowdown"}, tickvals: ticks.map(Math.log10), ticktext: ticks.map(function (v) { return v + "×"; })},
         hovertemplate: "%{y} %{x}<br>slowdown %{customdata[0]}<br>n = %{customdata[1]}, timeouts %{customdata[2]}<extra></extra>"
-      }], {height: 290, margin: {l: 80, r: 12, t: 8, b: 56}, font: FONT, plot_bgcolor: NO_DATA,
+      }].concat(marks.length ? [markTrace] : []), {height: 290, margin: {l: 80, r: 12, t: 8, b: 56}, font: FONT,
+           plot_bgcolor: NO_DATA, shapes: rowLines, showlegend: false,
            xaxis: {type: "date", title: {text: "interval start (UTC)", standoff: 16}, automargin: true, range: range},
-           yaxis: {autorange: "reversed"}}, CONFIG));
+           yaxis: {autorange: "reversed", type: "category", categoryarray: data.ops}}, CONFIG));
     });
     return jobs;
   }

@@ -1,0 +1,170 @@
+"""Change points on the dashboard: a level shift planted in stored probe samples shows as a mark at
+its time on the Probe timeline and on the Slowdown history (Chromium: the marker is drawn where the
+time axis puts the planted time, and its tooltip says when, which op, the level before → after),
+and the pages' JSON twins carry it, with the levels checked against the raw samples (SQL + pandas).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+from ioweather.config import Settings
+from ioweather.store import open_store
+from web_synthetic import Episode, add_target
+
+STEP = 600 * 10**9
+DAY = 86400 * 10**9
+FACTOR = 3.0
+
+
+def iso(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """Ten days of 1-minute samples of two targets; scratch's data_read is 3× slower from SHIFT on
+    (a 10-minute boundary in the afternoon, not midnight); home has no change."""
+    home = tmp_path_factory.mktemp("chweb") / "home"
+    t0 = (time.time_ns() // STEP) * STEP
+    shift = (t0 - 3 * DAY) // DAY * DAY + 14 * 3_600 * 10**9 + 40 * 60 * 10**9
+    store = open_store(Settings.resolve(home))
+    add_target(store, "scratch", t0 - 10 * DAY, t0, period_s=60, seed=5,
+               episodes=[Episode(shift, t0 + DAY, FACTOR, ("data_read",))])
+    add_target(store, "home", t0 - 10 * DAY, t0, period_s=60, seed=6)
+    store.dispose()
+    return home, t0, shift
+
+
+@pytest.fixture(scope="module")
+def server(planted):
+    from web_server import Server
+
+    from ioweather.web.app import create_app
+
+    with Server(create_app(Settings.resolve(planted[0]))) as s:
+        yield s
+
+
+def reference_level(home, target: str, op: str, lo_ns: int, hi_ns: int) -> float:
+    """Geometric mean over [lo, hi) of the 10-minute medians of successful samples, from the rows."""
+    store = open_store(Settings.resolve(home))
+    q = sa.text("SELECT s.start_ns, s.duration_ns FROM probe_samples s JOIN probe_runs r ON r.id = s.run_id "
+                "WHERE r.target = :t AND s.op = :op AND s.status = 'ok' AND s.start_ns >= :lo AND s.start_ns < :hi")
+    try:
+        with store.connect() as conn:
+            df = pd.DataFrame(conn.execute(q, {"t": target, "op": op, "lo": lo_ns, "hi": hi_ns}).fetchall(),
+                              columns=["start_ns", "duration_ns"])
+    finally:
+        store.dispose()
+    med = (df["duration_ns"] / 1e9).groupby(df["start_ns"] // STEP).median()
+    return float(np.exp(np.log(med).mean()))
+
+
+def test_timeline_json_carries_the_planted_change(planted, server):
+    from web_server import api
+
+    home, t0, shift = planted
+    code, doc = api(server, f"/api/timeline?target=scratch&since={iso(shift - 2 * 3600 * 10**9)}"
+                            f"&until={iso(shift + 2 * 3600 * 10**9)}&interval=10m")
+    assert code == 200, doc
+    ch = doc["changes"]
+    assert [(p["op"], p["time"]) for p in ch["points"]] == [("data_read", iso(shift))]
+    p = ch["points"][0]
+    lo = pd.Timestamp(ch["since"]).value
+    assert p["level_before"] == pytest.approx(reference_level(home, "scratch", "data_read", lo, shift), rel=1e-9)
+    assert p["level_after"] == pytest.approx(reference_level(home, "scratch", "data_read", shift, t0), rel=1e-9)
+    assert p["factor"] == pytest.approx(FACTOR, rel=0.05)
+    assert ch["command"].startswith("ioweather changes --kind probe --target scratch --since ")
+    # a window that does not hold the change shows no mark
+    code, doc = api(server, f"/api/timeline?target=scratch&since={iso(shift - 6 * 3600 * 10**9)}"
+                            f"&until={iso(shift - 3600 * 10**9)}&interval=10m")
+    assert code == 200 and doc["changes"]["points"] == []
+
+
+def test_history_json_marks_only_the_target_that_changed(planted, server):
+    from web_server import api
+
+    _, t0, shift = planted
+    code, doc = api(server, f"/api/history?since={iso(t0 - 7 * DAY)}&until={iso(t0)}&interval=1h")
+    assert code == 200, doc
+    assert [(p["target"], p["op"], p["time"]) for p in doc["changes"]["points"]] == [("scratch", "data_read", iso(shift))]
+
+
+def _marker(page, plot_id: str) -> dict:
+    """The drawn change marker of a plot: its centre on screen and the time the x axis gives there."""
+    return page.evaluate("""(id) => {
+      const el = document.getElementById(id);
+      el.scrollIntoView({block: 'center'});  // the mouse hovers what is on screen
+      const traces = el._fullData.filter(t => t.meta === 'change');
+      const pts = traces.flatMap(t => Array.from(el.querySelectorAll('.trace' + t.uid + ' .point')));
+      if (pts.length !== 1) { return {count: pts.length}; }
+      const r = pts[0].getBoundingClientRect(), box = el.querySelector('.nsewdrag').getBoundingClientRect();
+      const xa = el._fullLayout.xaxis;
+      return {count: 1, x: r.left + r.width / 2, y: r.top + r.height / 2,
+              time_ms: xa.p2l(r.left + r.width / 2 - box.left),
+              ms_per_px: (xa.r2l(xa.range[1]) - xa.r2l(xa.range[0])) / xa._length};
+    }""", plot_id)
+
+
+def _hover(page, plot_id: str) -> str:
+    """The tooltip of the plot's change marker, hovered through Plotly (the mouse picks the closest
+    point: a median or p99 line passing by the marker can win, whatever the marker says)."""
+    from playwright.sync_api import expect
+
+    page.evaluate("""(id) => {
+      const el = document.getElementById(id);
+      const i = el._fullData.findIndex(t => t.meta === 'change');
+      const t = el._fullData[i];
+      Plotly.Fx.hover(el, [{curveNumber: i, pointNumber: 0}], 'x' + (t.yaxis || 'y'));
+    }""", plot_id)
+    label = page.locator(f"#{plot_id} .hoverlayer .hovertext").first
+    expect(label).to_be_visible(timeout=10_000)
+    return label.text_content()
+
+
+def _near(m: dict, want_ns: int) -> bool:
+    """The marker's centre is within 2 pixels of the time wanted (a pixel is ~10 s on a 4-hour axis)."""
+    return abs(m["time_ms"] * 1e6 - want_ns) <= 2 * m["ms_per_px"] * 1e6
+
+
+@pytest.mark.browser
+def test_timeline_marks_the_change_in_chromium(planted, server, browser, artifacts_dir):
+    from browser import screenshot, visit
+
+    _, _, shift = planted
+    url = (f"{server.url}/timeline?target=scratch&since={iso(shift - 2 * 3600 * 10**9)}"
+           f"&until={iso(shift + 2 * 3600 * 10**9)}&interval=10m")
+    with visit(browser, url) as v:
+        screenshot(v.page, artifacts_dir, "timeline-change-mark")
+        m = _marker(v.page, "timeline")
+        assert m["count"] == 1, m
+        assert _near(m, shift), (m, iso(shift))
+        text = _hover(v.page, "timeline")
+        row = v.page.locator("#change-marks tbody tr").all_inner_texts()
+        assert v.errors == []
+    assert "data_read" in text and "level change" in text and iso(shift)[:16] in text and "→" in text
+    assert "×3.0" in text or "×2.9" in text
+    assert len(row) == 1 and "data_read" in row[0] and iso(shift) in row[0]
+
+
+@pytest.mark.browser
+def test_history_marks_the_change_in_chromium(planted, server, browser, artifacts_dir):
+    from browser import screenshot, visit
+
+    _, t0, shift = planted
+    with visit(browser, f"{server.url}/history?since={iso(t0 - 7 * DAY)}&until={iso(t0)}&interval=1h") as v:
+        screenshot(v.page, artifacts_dir, "history-change-mark")
+        names = v.page.locator("section.history h2").all_inner_texts()
+        marks = {name: _marker(v.page, f"heatmap-{i}") for i, name in enumerate(names)}
+        text = _hover(v.page, f"heatmap-{names.index('scratch')}")
+        assert v.errors == []
+    assert marks["home"]["count"] == 0
+    assert marks["scratch"]["count"] == 1 and _near(marks["scratch"], shift)
+    assert text.startswith("data_read") and "→" in text and iso(shift)[:16] in text

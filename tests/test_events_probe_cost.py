@@ -1,0 +1,113 @@
+"""The cost of contention when probes ran (docs/events.md): an event is contended when the probes'
+slowdown over it reaches the threshold, and only then are the jobs exposed to it counted.
+
+The synthetic file system of test_events (its planted culprit, tail and twin jobs) plus two probe
+targets: a month of baseline before the events, 20-second samples during them, and a slowdown
+planted during the culprit's burst only (×4 on scratch, ×2 on the data ops of home). The reference
+is computed from the stored rows (SQL) with pandas: per target and op, the median successful
+duration over the event ÷ the median over the 30 days before the event's UTC day; the median over
+targets per op; the worst op.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+
+import workload_synthetic as syn
+from ioweather.config import Settings
+from ioweather.store import open_store
+from test_events import CULPRIT, TAIL, TWIN_A, run, synthetic, with_jobs  # noqa: F401  (module fixtures)
+from web_synthetic import Episode, add_target
+
+DAY = 86_400 * 10**9
+BASELINE_DAYS = 30
+
+
+@pytest.fixture(scope="module")
+def probed(tmp_path_factory, with_jobs):  # noqa: F811
+    home = tmp_path_factory.mktemp("evp") / "home"
+    shutil.copytree(with_jobs[0], home)
+    store = open_store(Settings.resolve(home))
+    burst = Episode(CULPRIT["start_ns"], CULPRIT["end_ns"], 4.0)
+    for target, seed, episode in (("scratch", 11, burst),
+                                  ("home", 12, Episode(burst.start_ns, burst.end_ns, 2.0, ("data_write", "data_read")))):
+        add_target(store, target, syn.T0 - BASELINE_DAYS * DAY, syn.T0, period_s=300, seed=seed)
+        add_target(store, target, syn.T0, syn.T0 + syn.DAYS * DAY, period_s=20, seed=seed + 100, episodes=[episode])
+    store.dispose()
+    code, out, err = run("events", "--fs", "syn", "--json", home=home)
+    assert code == 0, err
+    return home, json.loads(out)
+
+
+def _samples(home) -> pd.DataFrame:
+    store = open_store(Settings.resolve(home))
+    q = sa.text("SELECT r.target, s.op, s.start_ns, s.duration_ns FROM probe_samples s "
+                "JOIN probe_runs r ON r.id = s.run_id WHERE s.status = 'ok'")
+    try:
+        with store.connect() as conn:
+            return pd.DataFrame(conn.execute(q).fetchall(), columns=["target", "op", "start_ns", "duration_ns"])
+    finally:
+        store.dispose()
+
+
+def reference_slowdown(df: pd.DataFrame, lo: int, hi: int) -> float:
+    day = lo // DAY * DAY
+
+    def medians(a, b):
+        w = df[(df["start_ns"] >= a) & (df["start_ns"] < b)]
+        return (w["duration_ns"] / 1e9).groupby([w["target"], w["op"]]).median()
+
+    ratio = (medians(lo, hi) / medians(day - BASELINE_DAYS * DAY, day)).dropna()
+    return float(ratio.groupby(level="op").median().max())
+
+
+def _ns(iso) -> int:
+    return pd.Timestamp(iso).value
+
+
+def _event_of(events, job) -> dict:
+    return next(e for e in events if _ns(e["start"]) <= job["start_ns"] < _ns(e["end"]))
+
+
+def test_probe_slowdown_of_each_event_against_the_rows(probed):
+    home, events = probed
+    df = _samples(home)
+    for e in events:
+        assert e["slowdown"] == pytest.approx(reference_slowdown(df, _ns(e["start"]), _ns(e["end"])), rel=1e-12)
+        assert e["contention"] == "probe"
+    culprit = _event_of(events, CULPRIT)
+    # the data ops: 4× on scratch, 2× on home, the median of the two targets 3× (seen through the noise)
+    assert culprit["slowdown"] == pytest.approx(3.0, rel=0.15)
+    assert [e["contended"] for e in events] == [e is culprit for e in events]  # the others stay below 1.5×
+
+
+def test_only_contended_events_cost(probed):
+    """The culprit's event: the tail job (128 cores) is exposed for its overlap, the culprit is not;
+    the twins' event is not contended by the probes (with the coverage criterion it cost 320 cores)."""
+    home, events = probed
+    ev, twin = _event_of(events, CULPRIT), _event_of(events, TWIN_A)
+    overlap_h = max(0, min(_ns(ev["end"]), TAIL["end_ns"]) - TAIL["start_ns"]) / 3.6e12
+    assert (ev["exposed_jobs"], ev["core_hours_exposed"]) == (1, pytest.approx(128 * overlap_h))
+    assert (twin["contended"], twin["exposed_jobs"], twin["core_hours_exposed"]) == (False, 0, 0.0)
+    code, out, err = run("events", "--fs", "syn", "--cost", "--json", home=home)
+    assert code == 0, err
+    cost = json.loads(out)
+    assert cost["core_hours_exposed"] == pytest.approx(128 * overlap_h)
+    want = pd.Series([e["start"][:10] for e in events]).value_counts().sort_index()
+    assert [(d["day"], d["events"]) for d in cost["daily"]] == list(want.items())
+    assert cost["top_events"][0]["start"] == ev["start"]
+    culprit = next(c for c in cost["top_culprits"] if c["job"] == "7001")
+    assert culprit["core_hours_caused"] == pytest.approx(128 * overlap_h * ev["jobs"][0]["share"])
+
+
+def test_a_higher_threshold_makes_no_event_contended(probed):
+    home, events = probed
+    worst = max(e["slowdown"] for e in events)
+    code, out, err = run("events", "--fs", "syn", "--json", "--slowdown-threshold", f"{worst * 1.01}", home=home)
+    assert code == 0, err
+    assert all(not e["contended"] and e["core_hours_exposed"] == 0 for e in json.loads(out))
