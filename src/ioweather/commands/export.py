@@ -1,0 +1,86 @@
+"""`ioweather export`: serve the telemetry store (collect, import) to Prometheus; docs/exporter.md."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+
+import click
+
+from ioweather.commands.common import DURATION, json_option
+from ioweather.errors import UserError
+
+
+def register(cli: click.Group) -> None:
+    from ioweather.services.exporter_defaults import DEFAULT_PORT, JOB_WINDOW_S, STALE_S, TOP_JOBS
+
+    @cli.command("export")
+    @click.option("--fs", "fs_names", multiple=True, metavar="NAME",
+                  help="Dataset to export (repeatable; default: every dataset of the store).")
+    @click.option("--host", default="127.0.0.1", show_default=True,
+                  help="Address to listen on; anything but loopback exposes the metrics to the network.")
+    @click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True,
+                  help="TCP port (0: any free port).")
+    @click.option("--top-jobs", type=click.IntRange(0, 100_000), default=TOP_JOBS, show_default=True,
+                  help="Lustre job_stats: at most this many jobs per dataset (those moving the most bytes).")
+    @click.option("--job-window", type=DURATION, default=f"{JOB_WINDOW_S:g}s", show_default=True,
+                  help="A job is exported while it has job_stats rows this close to the newest data.")
+    @click.option("--stale", type=DURATION, default=f"{STALE_S:g}s", show_default=True,
+                  help="Leave out targets and readings older than this before the newest data of their dataset.")
+    @click.option("--once", is_flag=True, help="Print the exposition on stdout and exit (node_exporter's textfile collector).")
+    @click.option("--list", "list_only", is_flag=True,
+                  help="List the exported families and their series count, and exit (--json: as JSON).")
+    @json_option
+    @click.pass_obj
+    def export(settings, fs_names, host, port, top_jobs, job_window, stale, once, list_only, as_json):
+        """Serve the stored server telemetry as Prometheus metrics on http://HOST:PORT/metrics.
+
+        Lustre targets get lustre_exporter's names and labels (lustre_read_bytes_total{component,
+        target}, lustre_stats_total, lustre_job_*_total{jobid}, lustre_free_bytes ...), the
+        rest ioweather_* names; counters are the sums of the stored amounts."""
+        from ioweather.services.exporter import TelemetryExporter, make_server, serve
+
+        if job_window <= 0 or stale <= 0:
+            raise UserError("--job-window and --stale must be positive")
+        if once and (as_json or list_only):
+            raise UserError("--once prints the exposition; --list (or --json) lists the families instead")
+        list_only = list_only or as_json
+        exporter = TelemetryExporter(settings, fs_names, top_jobs=top_jobs, job_window_s=job_window, stale_s=stale,
+                                     say=lambda m: click.echo(f"ioweather export: {m}", err=True))
+        missing = [f for f in fs_names if f not in exporter.datasets()]
+        if missing:
+            from ioweather.store.telemetry_layout import no_telemetry
+
+            raise no_telemetry(settings, missing[0])
+        if once or list_only:
+            text = exporter.exposition(wait_s=3600.0)
+            if once:
+                sys.stdout.buffer.write(text)
+                return
+            _print_families(exporter, as_json)
+            return
+        from ioweather.services.server import is_loopback, url_of
+
+        server = make_server(exporter, host, port)
+        if not is_loopback(host):
+            click.echo(f"ioweather: warning: listening on {host}: anyone who can reach it can read the metrics "
+                       "(no authentication)", err=True)
+        click.echo(f"ioweather export: {url_of(server.socket)}metrics ({', '.join(exporter.datasets()) or 'no datasets yet'})",
+                   err=True)
+        stop = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: stop.set())
+        serve(exporter, server, stop, say=lambda m: click.echo(f"ioweather export: {m}", err=True))
+
+
+def _print_families(exporter, as_json: bool) -> None:
+    from ioweather.views.output import print_json, print_table
+
+    rows = [{"name": f.name, "type": f.kind, "series": len(f.samples), "labels": list(f.labels)}
+            for f in exporter.families()]
+    if as_json:
+        print_json({"families": rows})
+        return
+    print_table(rows, [("name", "family"), ("type", "type"), ("series", "series"),
+                       ("labels", "labels", lambda v: ", ".join(v))], title="exported families")
