@@ -254,6 +254,18 @@ def test_hung_operation_times_out_and_blocks_further_ops(tmp_path):
     assert {r[0] for r in after} >= {"data_write", "data_read", "md_stat"}, "probing resumed after the hung call returned"
 
 
+def _runs(db: Path) -> int:
+    if not db.exists():
+        return 0
+    con = sqlite3.connect(db)
+    try:
+        return con.execute("SELECT count(*) FROM probe_runs").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+    finally:
+        con.close()
+
+
 def _count(db: Path) -> int:
     con = sqlite3.connect(db)
     try:
@@ -284,7 +296,10 @@ def _wait_for(pred, timeout=30):
 def test_sigterm_during_hung_op_exits_cleanly_and_flushes(tmp_path, home):
     d, fifo = _probe_dir_and_fifo(tmp_path / "p")
     proc = _start_daemon(d, home, "--timeout", "60s", hang_on=fifo)
-    time.sleep(2.5)  # the first period hangs in md_read; the timeout is far away
+    # The run is recorded after the signal handlers are in place (a loaded machine takes seconds to get
+    # there: a SIGTERM before would kill the interpreter); then the first period hangs in md_read.
+    assert _wait_for(lambda: _runs(home / "ioweather.sqlite") >= 1, timeout=60)
+    time.sleep(1.0)
     t0 = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=15)

@@ -52,10 +52,12 @@ def register(cli: click.Group) -> None:
                          "data_read may be served from the page cache; use --direct at run time or a larger --file-size")
 
     @probe.command("run")
-    @click.argument("directory", type=click.Path(path_type=Path))
+    @click.argument("directories", metavar="DIRECTORY...", nargs=-1, required=True, type=click.Path(path_type=Path))
     @click.option("--interval", type=DURATION, default="1s", show_default=True, help="Period, start to start.")
     @click.option("--duration", type=DURATION, default=None, help="Stop after this long (default: until SIGTERM/Ctrl-C).")
-    @click.option("--target", default=None, help="Label of the file system (default: HOST:MOUNTPOINT).")
+    @click.option("--target", "targets", multiple=True,
+                  help="Label of the file system (default: HOST:MOUNTPOINT); with several directories, once per "
+                       "directory, in the same order.")
     @click.option("--block", type=SIZE, default="1MiB", show_default=True, help="Block size of data_read/data_write.")
     @click.option("--direct", is_flag=True, help="Open the data file with O_DIRECT (bypass the client page cache).")
     @click.option("--fsync", is_flag=True, help="fsync after each write (inside the timed region).")
@@ -63,14 +65,20 @@ def register(cli: click.Group) -> None:
     @click.option("--seed", type=int, default=None, help="Seed of the random offsets (default: random; always recorded).")
     @click.option("--quiet", "-q", is_flag=True, help="No periodic summary on stderr.")
     @click.pass_obj
-    def run(settings, directory: Path, interval, duration, target, block, direct, fsync, timeout, seed, quiet):
-        """Probe DIRECTORY every INTERVAL until stopped (or for --duration) and store the samples."""
-        from ioweather.services.probe import run_probe
+    def run(settings, directories: tuple[Path, ...], interval, duration, targets, block, direct, fsync, timeout, seed,
+            quiet):
+        """Probe each DIRECTORY every INTERVAL until stopped (or for --duration) and store the samples.
+
+        Several directories (one per file system) are probed by this one process, each as its own
+        target with its own deadline: a hung mount times out its own operations and never delays
+        the others. With --seed, the i-th directory uses SEED + i.
+        """
+        from ioweather.services.probe import run_probes
 
         if interval <= 0:
             raise UserError("--interval must be positive")
-        code = run_probe(settings, directory, interval=interval, duration=duration, target=target, block=block,
-                         direct=direct, fsync=fsync, timeout=timeout, seed=seed, quiet=quiet)
+        code = run_probes(settings, list(directories), interval=interval, duration=duration, targets=targets,
+                          block=block, direct=direct, fsync=fsync, timeout=timeout, seed=seed, quiet=quiet)
         sys.exit(code)
 
     @probe.command("archive")

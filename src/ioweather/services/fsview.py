@@ -35,26 +35,32 @@ CAPACITY_METRICS = ("capacity_bytes", "free_bytes", "avail_bytes", "files_total"
 LCTL_STATES = {"up": "UP (set up)", "st": "ST (stopping)", "in": "IN (inactive)", "at": "AT (attached)"}
 
 
-def sampling_s(settings, fs: str, since_ns: int | None, until_ns: int | None) -> float | None:
+def sampling_s(settings, fs: str, since_ns: int | None, until_ns: int | None, con=None) -> float | None:
     """The shortest interval of the data in the window, from the Parquet footers (no rows read)."""
     from ioweather.store.telemetry_layout import connect_duckdb, data_files, fs_dir
 
-    con = connect_duckdb()
+    own = con is None
+    con = connect_duckdb() if own else con
     try:
         f = Q.footer_summary(con, data_files(fs_dir(settings, fs), since_ns, until_ns))
     finally:
-        con.close()
+        if own:
+            con.close()
     return f["min_interval_s"]
 
 
 def pick_step_ns(window_ns: int, sample_s: float | None, columns: int) -> int:
-    """The bin for `columns` bins over the window: at least the sampling interval; a whole number of
-    target-rollup buckets (5 min) once it is a minute or longer, so the rollups answer; else a whole number of
-    sampling intervals."""
+    """The bin for `columns` bins over the window: at least the sampling interval; once it is a minute
+    or longer, a whole number of target-rollup buckets, so the rollups answer: of the coarsest level
+    (1 h, 15 min) that makes the bin at most 1.5x what was wanted (a month reads ~12x fewer rows than
+    at 5 minutes), else of 5 minutes; below a minute, a whole number of sampling intervals."""
     sample_ns = int(round((sample_s or 1.0) * 1e9)) or 1_000_000_000
     want = max(sample_ns, -(-window_ns // max(columns, 1)))
     if want >= Q.BUCKET_NS // 5:  # a minute or more: a little coarser, but read from ~60x fewer rows
-        return -(-want // Q.BUCKET_NS) * Q.BUCKET_NS
+        for level in reversed(Q.LEVELS):
+            step = -(-want // level) * level
+            if step * 2 <= want * 3 or level == Q.BUCKET_NS:
+                return step
     return -(-want // sample_ns) * sample_ns
 
 
@@ -80,7 +86,10 @@ def _quantize(rate: np.ndarray, top: float) -> list:
     if not top or not np.isfinite(top):
         top = 1.0
     q = np.rint(rate / top * LEVELS)
-    return [[None if v != v else int(v) for v in row] for row in q.tolist()]
+    missing = np.isnan(q)
+    cells = np.where(missing, 0, q).astype(np.int64).astype(object)  # Python ints (JSON 0..LEVELS, no ".0")
+    cells[missing] = None
+    return cells.tolist()
 
 
 def _times(b0: int, nbins: int, step_ns: int) -> list[str]:
@@ -104,38 +113,63 @@ SORTS = ("bytes", "peak", "share", "name")
 
 def servers(settings, fs: str, since_ns: int, until_ns: int, sort: str = "bytes") -> dict:
     """Per-target read and write rates over [since, until) as a heatmap (target x time, quantized),
-    per-target totals, peaks, shares and imbalance flags."""
-    sample_s = sampling_s(settings, fs, since_ns, until_ns)
-    step_ns = pick_step_ns(until_ns - since_ns, sample_s, MAX_COLUMNS)
-    df = Q.target_bins(settings, fs, since_ns, until_ns, step_ns, metrics=("read_bytes", "write_bytes"))
-    targets = sorted(df["target"].unique().tolist()) if not df.empty else []
-    if targets and len(targets) * -(-(until_ns - since_ns) // step_ns) > MAX_CELLS:
-        # too many cells for the budget: merge k neighbouring bins (sums and maxima stay exact)
-        cols = max(1, MAX_CELLS // len(targets))
-        k = -(-pick_step_ns(until_ns - since_ns, sample_s, cols) // step_ns)
-        step_ns *= k
-        df = df.assign(bin=df["bin"] // k).groupby(["metric", "target", "bin"], as_index=False).agg(
-            amount=("amount", "sum"), n=("n", "sum"), top_bps=("top_bps", "max"))
+    per-target totals, peaks, shares and imbalance flags.
+
+    The bin fits MAX_CELLS for the number of targets before anything is read (`Q.count_targets`,
+    from the hourly rollups), so the store returns at most ~MAX_CELLS cells per metric, aggregated
+    in DuckDB from the per-target rollups written with the data (store/telemetry_targets.py)."""
+    from ioweather.store.telemetry_layout import connect_duckdb
+
+    metrics = ("read_bytes", "write_bytes")
+    con = connect_duckdb()
+    try:
+        sample_s = sampling_s(settings, fs, since_ns, until_ns, con)
+        n = Q.count_targets(settings, fs, since_ns, until_ns, metrics, con)
+        step_ns = pick_step_ns(until_ns - since_ns, sample_s, min(MAX_COLUMNS, MAX_CELLS // max(n, 1)))
+        c = Q.target_cells(settings, fs, since_ns, until_ns, step_ns, metrics, con)
+    finally:
+        con.close()
+    targets = c["targets"]
     b0, nbins = _grid(since_ns, until_ns, step_ns)
+    if targets and len(targets) * nbins > MAX_CELLS:
+        # targets the count missed (rows of a day not rolled up yet): merge k neighbouring bins (exact)
+        k = -(-pick_step_ns(until_ns - since_ns, sample_s, max(1, MAX_CELLS // len(targets))) // step_ns)
+        step_ns *= k
+        c["bin"] = c["bin"] // k
+        b0, nbins = _grid(since_ns, until_ns, step_ns)
     step_s = step_ns / 1e9
-    read = _matrix(df, "read_bytes", targets, b0, nbins)
-    write = _matrix(df, "write_bytes", targets, b0, nbins)
+    col = c["bin"] - b0
+    ok = (col >= 0) & (col < nbins)
+    cell = c["target"] * nbins + col
+    cells = len(targets) * nbins
+    mats, peaks = [], []
+    for code in range(len(metrics)):
+        sel = ok & (c["metric"] == code)
+        amount = np.bincount(cell[sel], weights=c["amount"][sel], minlength=cells)
+        seen = np.bincount(cell[sel], minlength=cells) > 0
+        mats.append(np.where(seen, amount, np.nan).reshape(len(targets), nbins))
+        top = np.full(len(targets), -np.inf)
+        np.fmax.at(top, c["target"][sel], c["top_bps"][sel])
+        peaks.append(np.where(np.isfinite(top), top, np.nan))
+    read, write = mats
     total = np.where(np.isnan(read) & np.isnan(write), np.nan, np.nan_to_num(read) + np.nan_to_num(write))
     imb = _imbalance(total, step_s)
-    peaks = {m: df[df["metric"] == m].groupby("target")["top_bps"].max().to_dict() for m in ("read_bytes", "write_bytes")}
     present = np.isfinite(total)
+    any_seen = present.any(axis=1)
+    first = np.where(any_seen, present.argmax(axis=1), 0)
+    last = np.where(any_seen, nbins - 1 - present[:, ::-1].argmax(axis=1), 0)
+    sums = {"read_bytes": np.nansum(read, axis=1), "write_bytes": np.nansum(write, axis=1), "bytes": np.nansum(total, axis=1)}
     rows = []
     for i, t in enumerate(targets):
-        seen = np.flatnonzero(present[i])
-        pr, pw = _num(peaks["read_bytes"].get(t)), _num(peaks["write_bytes"].get(t))
-        rows.append({"target": t, "read_bytes": float(np.nansum(read[i])), "write_bytes": float(np.nansum(write[i])),
-                     "bytes": float(np.nansum(total[i])), "peak_read_bps": pr, "peak_write_bps": pw,
+        pr, pw = _num(peaks[0][i]), _num(peaks[1][i])
+        rows.append({"target": t, "read_bytes": float(sums["read_bytes"][i]), "write_bytes": float(sums["write_bytes"][i]),
+                     "bytes": float(sums["bytes"][i]), "peak_read_bps": pr, "peak_write_bps": pw,
                      "peak_bps": max((p for p in (pr, pw) if p is not None), default=None),
                      "share": _num(imb["share"][i]), "hot_fraction": _num(imb["hot_fraction"][i]),
                      "cold_fraction": _num(imb["cold_fraction"][i]), "flag": imb["flag"][i],
-                     "first_seen": ns_to_iso((b0 + int(seen[0])) * step_ns) if seen.size else None,
-                     "last_seen": ns_to_iso((b0 + int(seen[-1]) + 1) * step_ns) if seen.size else None,
-                     "bins_with_data": int(seen.size)})
+                     "first_seen": ns_to_iso((b0 + int(first[i])) * step_ns) if any_seen[i] else None,
+                     "last_seen": ns_to_iso((b0 + int(last[i]) + 1) * step_ns) if any_seen[i] else None,
+                     "bins_with_data": int(present[i].sum())})
     order = sort_targets(rows, sort)
     rows = [rows[i] for i in order]
     read, write = read[order] / step_s, write[order] / step_s

@@ -3,6 +3,12 @@
 sources/probe.py measures one period; here the periods run on services/daemon.py's loop, the
 samples go to the store from its write-behind buffer, completed days are archived hourly, and
 `watch` runs the same in a background thread next to its server.
+
+One process probes one directory or several (one per file system, issue 17 item 6): each is its
+own target in the store (a run), with its own thread, ticker, operation deadline, schedule slot
+(the targets' periods start interval/N apart) and bounded write-behind buffer, so that a hung mount
+times out and skips its own periods while the others keep their grid. Disk use stays bounded per
+target: each directory holds its fixed data file and pool (sources/probe.py).
 """
 
 from __future__ import annotations
@@ -140,53 +146,131 @@ def _say_on_stderr(line: str) -> None:
     stderr.print(line, highlight=False)
 
 
-def run_probe(settings, directory: Path, *, interval: float, duration: float | None, target: str | None, block: int,
-              direct: bool, fsync: bool, timeout: float, seed: int | None, quiet: bool,
-              stop_event: threading.Event | None = None, install_signals: bool = True,
-              started: Callable[[], None] | None = None, say: Callable[[str], None] = _say_on_stderr) -> int:
-    """Run the probe into the store; returns the exit code. Shared by `probe run` and `watch`.
+def probe_labels(directories: list[Path], targets: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """The target label of each directory: `targets` in order (one per directory, or none: each
+    HOST:MOUNTPOINT). One label per target and one target per directory, refused in one line
+    otherwise: two directories under one label would be one target's samples, interleaved."""
+    from ioweather.store import probe as probe_store
 
-    `started()` is called once the probe holds its directory (a second probe of it is refused
-    before that), so that `watch` can refuse before serving anything. `say` prints a log line;
-    with `quiet` only problems are said.
+    if not directories:
+        raise UserError("give at least one probe directory")
+    if targets and len(targets) != len(directories):
+        raise UserError(f"{len(targets)} --target labels for {len(directories)} directories: give one per "
+                        "directory, in the same order, or none")
+    real = [Path(d).resolve() for d in directories]
+    for i, r in enumerate(real):
+        if real.index(r) != i:
+            raise UserError(f"{directories[i]} is given twice; probe each directory once")
+    labels = [probe_store.check_target(t) for t in targets] if targets else [default_target(d) for d in directories]
+    for i, label in enumerate(labels):
+        if labels.index(label) != i:
+            j = labels.index(label)
+            raise UserError(f"{directories[j]} and {directories[i]} would both be target {label!r} (one file system?); "
+                            "give --target once per directory")
+    return labels
+
+
+class _Slot:
+    """One target of a probe process: its daemon (its own worker thread and deadline: a hung
+    mount blocks only this slot), run id, write-behind buffer and thread."""
+
+    def __init__(self, daemon: ProbeDaemon, label: str, offset_s: float):
+        self.daemon, self.label, self.offset_s = daemon, label, offset_s
+        self.run_id: int | None = None
+        self.error: BaseException | None = None
+        self.thread: threading.Thread | None = None
+
+    def run(self) -> None:
+        try:
+            # Its schedule slot: N targets start offset_s apart over one interval, so that their
+            # periods do not all hit the node (and one client's network link) at the same instant.
+            if self.offset_s and self.daemon.stop_event.wait(self.offset_s):
+                return
+            self.daemon.run(install_signals=False)
+        except BaseException as e:  # re-raised by run_probes once every slot has stopped
+            self.error = e
+
+
+def run_probes(settings, directories: list[Path], *, targets=(), interval: float, duration: float | None,
+               block: int, direct: bool, fsync: bool, timeout: float, seed: int | None, quiet: bool,
+               stop_event: threading.Event | None = None, install_signals: bool = True,
+               started: Callable[[], None] | None = None, say: Callable[[str], None] = _say_on_stderr) -> int:
+    """Probe several directories (one per file system) from one process, each its own target (a run
+    in the store), its own thread, schedule slot, operation deadline and write-behind buffer: a hung
+    target times out its own operation and skips its own periods, the others keep their grid.
+    Returns the exit code; shared by `probe run` and `watch`.
+
+    `started()` is called once every probe holds its directory (a directory another probe holds is
+    refused before that), so that `watch` can refuse before serving anything. `say` prints a log line;
+    with `quiet` only problems are said. With `seed`, target i uses seed + i (each run records its own).
     """
     from ioweather.store import open_store
     from ioweather.store import probe as probe_store
 
-    if target is not None:
-        probe_store.check_target(target)  # at the door: before the probe or the dashboard starts
+    directories = [Path(d) for d in directories]
+    labels = probe_labels(directories, list(targets))  # at the door: before the probe or the dashboard starts
     store = open_store(settings)
-    opts = ProbeOptions(interval_s=interval, duration_s=duration, block=block, direct=direct, fsync=fsync,
-                        timeout_s=timeout, seed=seed)
+    stop = stop_event if stop_event is not None else threading.Event()
+    if install_signals:  # from the start: a SIGTERM while the probes open their directories is a clean stop too
+        stop_on_signals(stop)
     warn = lambda m: say(f"probe: {m}")
     log = (lambda m: None) if quiet else warn
-    p = ProbeDaemon(directory, opts, sink=lambda rows: None, log=warn, stop=stop_event)
+    slots: list[_Slot] = []
     try:
+        for i, (directory, label) in enumerate(zip(directories, labels)):
+            opts = ProbeOptions(interval_s=interval, duration_s=duration, block=block, direct=direct, fsync=fsync,
+                                timeout_s=timeout, seed=None if seed is None else seed + i)
+            tag = (lambda m, label=label: warn(f"{label}: {m}")) if len(directories) > 1 else warn
+            p = ProbeDaemon(directory, opts, sink=lambda rows: None, log=tag, stop=stop)
+            slots.append(_Slot(p, label, i * interval / len(directories)))
         if started is not None:
             started()
-        info = probe_store.RunInfo(
-            target=target or default_target(directory), directory=str(Path(directory).resolve()), interval_s=interval,
-            block_bytes=block, file_bytes=p.layout.file_bytes, pool_files=p.layout.pool_files,
-            small_bytes=p.layout.small_bytes, direct=direct, fsync=fsync, seed=p.seed, timeout_s=timeout,
-            file_exceeds_memory=p.layout.file_bytes > physical_memory_bytes(), host=socket.gethostname())
-        run_id = probe_store.start_run(store, info)
+        for slot, directory in zip(slots, directories):
+            p = slot.daemon
+            info = probe_store.RunInfo(
+                target=slot.label, directory=str(directory.resolve()), interval_s=interval,
+                block_bytes=block, file_bytes=p.layout.file_bytes, pool_files=p.layout.pool_files,
+                small_bytes=p.layout.small_bytes, direct=direct, fsync=fsync, seed=p.seed, timeout_s=timeout,
+                file_exceeds_memory=p.layout.file_bytes > physical_memory_bytes(), host=socket.gethostname())
+            slot.run_id = probe_store.start_run(store, info)
 
-        def sink(rows):
-            probe_store.insert_samples(store, [(run_id, *r) for r in rows])
-            errors = sum(1 for r in rows if r[4] != "ok")
-            log(f"{info.target}: stored {len(rows)} samples ({errors} not ok), "
-                f"{p.periods} periods, {p.missed_periods} missed")
+            def sink(rows, run_id=slot.run_id, p=p, label=slot.label):
+                probe_store.insert_samples(store, [(run_id, *r) for r in rows])
+                errors = sum(1 for r in rows if r[4] != "ok")
+                log(f"{label}: stored {len(rows)} samples ({errors} not ok), "
+                    f"{p.periods} periods, {p.missed_periods} missed")
 
-        p.sink = sink
-        _start_archiver(store, p.stop_event, log)
-        log(f"run {run_id}: probing {directory} as target {info.target!r} every {interval:g} s (seed {p.seed})")
-        p.run(install_signals=install_signals)
-        log(f"run {run_id}: stopped after {p.periods} periods, {p.samples} samples stored")
-        if p.dropped_samples:  # said even with --quiet: these samples are lost
-            warn(f"run {run_id}: {p.dropped_samples} samples dropped while the store did not take them (buffer full)")
+            p.sink = sink
+            log(f"run {slot.run_id}: probing {directory} as target {slot.label!r} every {interval:g} s "
+                f"(seed {p.seed})")
+        _start_archiver(store, stop, log)
+        for slot in slots:
+            slot.thread = threading.Thread(target=slot.run, name=f"probe-{slot.run_id}", daemon=True)
+            slot.thread.start()
+        for slot in slots:
+            while slot.thread.is_alive():  # in slices: the main thread keeps handling Ctrl-C/SIGTERM
+                slot.thread.join(0.2)
+        for slot in slots:
+            p = slot.daemon
+            log(f"run {slot.run_id}: stopped after {p.periods} periods, {p.samples} samples stored")
+            if p.dropped_samples:  # said even with --quiet: these samples are lost
+                warn(f"run {slot.run_id}: {p.dropped_samples} samples dropped while the store did not take them "
+                     "(buffer full)")
+        failed = [s.error for s in slots if s.error is not None]
+        if failed:
+            raise failed[0]
     finally:
-        p.close()
+        stop.set()  # a refused start (or an error) stops the slots already running
+        for slot in slots:
+            if slot.thread is not None:  # its last flush, bounded like the one of a stop
+                slot.thread.join(FINAL_FLUSH_S + 1)
+            slot.daemon.close()
     return 0
+
+
+def run_probe(settings, directory: Path, *, target: str | None = None, **options) -> int:
+    """One directory: `run_probes` with one target (`watch` and the tests of one probe)."""
+    return run_probes(settings, [directory], targets=[target] if target is not None else [], **options)
 
 
 class BackgroundProbe:
@@ -196,17 +280,22 @@ class BackgroundProbe:
     process must still end rather than wait on the thread at exit.
     """
 
-    def __init__(self, settings, directory: Path, stop: threading.Event, **options):
+    def __init__(self, settings, directories: Path | list[Path], stop: threading.Event, *, target: str | None = None,
+                 targets=(), **options):
+        """`directories`: one or several (each its own target, as `probe run DIR...`); `target` or
+        `targets` their labels."""
         self.stop = stop
         self._started = threading.Event()
         self._failure: list[BaseException] = []
-        self._thread = threading.Thread(target=self._run, args=(settings, directory), kwargs=options,
+        dirs = list(directories) if isinstance(directories, (list, tuple)) else [directories]
+        labels = list(targets) or ([target] if target is not None else [])
+        self._thread = threading.Thread(target=self._run, args=(settings, dirs, labels), kwargs=options,
                                         name="ioweather-probe", daemon=True)
 
-    def _run(self, settings, directory: Path, **options) -> None:
+    def _run(self, settings, directories: list[Path], targets: list[str], **options) -> None:
         try:
-            run_probe(settings, directory, duration=None, stop_event=self.stop, install_signals=False,
-                      started=self._started.set, **options)
+            run_probes(settings, directories, targets=targets, duration=None, stop_event=self.stop,
+                       install_signals=False, started=self._started.set, **options)
         except BaseException as e:  # re-raised by the caller's thread, which then stops the server
             self._failure.append(e)
         finally:

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from ioweather.store import telemetry_layout as layout
 from ioweather.store import telemetry_rollup as rollup
+from ioweather.store import telemetry_targets
 
 
 def _parts(day_dir: Path, writer: str) -> tuple[list[Path], set[str]]:
@@ -55,6 +56,10 @@ def compact_day(day_dir: Path, writer: str, min_files: int = 2) -> Path | None:
         tmp.unlink(missing_ok=True)
         raise
     rollup.write_rows(out, rolled, first, last)
+    try:
+        telemetry_targets.merge(out, parts)
+    except OSError:
+        pass  # a full disk: the first page that reads the day builds them from the rows
     layout.remove_files(parts)
     return out
 

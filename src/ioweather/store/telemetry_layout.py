@@ -154,10 +154,13 @@ def _write_day(base: Path, part: pd.DataFrame, day: int, writer: str, file_id: s
         if isinstance(e, OSError):
             raise from_os_error(out / name, e, "write", cls=StoreError) from None
         raise
+    from ioweather.store import telemetry_targets  # imports this module
+
     try:
         rollup.write(out / name, table)  # after the data file: a crash in between costs speed, not truth
+        telemetry_targets.write(out / name, table)  # the admin pages' per-target rollups, on write too
     except OSError:
-        pass  # likewise a full disk: readers build the missing rollup later (telemetry_query.plan_files)
+        pass  # likewise a full disk: readers build the missing rollups later (telemetry_query.plan_files)
     return out / name
 
 
@@ -307,8 +310,11 @@ def writer_files(settings: Settings, fs: str, writer: str) -> list[Path]:
 def remove_files(paths) -> int:
     """Delete dataset files (e.g. an import being replaced or rolled back); returns how many."""
     n = 0
+    from ioweather.store import telemetry_targets
+
     for p in paths:
         rollup.remove(p)  # before the data file (telemetry_rollup's docstring says why)
+        telemetry_targets.remove(p)
         try:
             os.unlink(p)
             n += 1
