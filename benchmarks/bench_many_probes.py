@@ -7,6 +7,10 @@ probe's periods, dashboard reads, PostgreSQL's CPU per stored sample; then `inse
 probe flush (30 rows, one COPY) timed alone.
 
     .venv/bin/python benchmarks/bench_many_probes.py [DURATION_S] [N ...]     # default 60 s, N = 4 16 32
+    .venv/bin/python benchmarks/bench_many_probes.py --one-process 30 8        # N targets in one process
+
+--one-process (issue 17 item 6) runs one `probe run` with N directories, each its own target, instead of
+N processes; "probe CPU" is the probe processes' user + system time (one Python interpreter instead of N).
 """
 
 from __future__ import annotations
@@ -38,15 +42,19 @@ def drop_db(name: str) -> None:
 
 
 def main() -> None:
-    duration = int(sys.argv[1]) if len(sys.argv) > 1 else 60
-    counts = [int(a) for a in sys.argv[2:]] or [4, 16, 32]
+    argv = sys.argv[1:]
+    one = "--one-process" in argv
+    argv = [a for a in argv if a != "--one-process"]
+    duration = int(argv[0]) if argv else 60
+    counts = [int(a) for a in argv[1:]] or [4, 16, 32]
+    print(f"({'one process, N targets' if one else 'N processes'})")
     print("| probes | s | periods taken | samples stored | lost | missed | max gap s | page reads ok "
-          "| page p50 s | PG CPU per sample ms | PG CPU % of a core |")
+          "| page p50 s | PG CPU per sample ms | PG CPU % of a core | probe CPU % of a core |")
     for n in counts:
         name = fresh_db()
         try:
             with tempfile.TemporaryDirectory(prefix="iw-bench-probes-") as tmp:
-                out = run(f"postgresql://postgres@127.0.0.1:5432/{name}", n, duration, Path(tmp))
+                out = run(f"postgresql://postgres@127.0.0.1:5432/{name}", n, duration, Path(tmp), one_process=one)
         finally:
             drop_db(name)
         taken = sum(r["periods"] for r in out.runs.values())
@@ -55,7 +63,8 @@ def main() -> None:
         p50 = pages[len(pages) // 2] if pages else float("nan")
         print(f"| {n} | {duration} | {taken} | {stored} | {OPS * taken - stored} | {out.missed} "
               f"| {max(out.max_gap_s.values()):.2f} | {len(pages)}/{len(out.pages)} | {p50:.2f} "
-              f"| {out.pg_cpu_s / max(1, stored) * 1e3:.3f} | {out.pg_cpu_s / duration * 100:.1f} |"
+              f"| {out.pg_cpu_s / max(1, stored) * 1e3:.3f} | {out.pg_cpu_s / duration * 100:.1f} "
+              f"| {out.probe_cpu_s / duration * 100:.1f} |"
               + (f" problems: {out.problems[:3]}" if out.problems else ""))
     name = fresh_db()
     try:

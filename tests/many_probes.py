@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import socket
 import subprocess
 import sys
@@ -38,6 +39,7 @@ class Outcome:
     problems: list = field(default_factory=list)    # any stderr line that is not a routine log line
     pages: list = field(default_factory=list)       # (status, seconds) of dashboard reads during the run
     pg_cpu_s: float = 0.0                           # CPU of PostgreSQL's processes during the run
+    probe_cpu_s: float = 0.0                        # CPU of the probe process(es), user + system
     exit_codes: list = field(default_factory=list)
 
 
@@ -82,7 +84,7 @@ def _read_pages(port: int, stop: threading.Event, out: list) -> None:
         stop.wait(1.0)
 
 
-def run(url: str, n: int, duration_s: int, root: Path, *, dashboard: bool = True) -> Outcome:
+def run(url: str, n: int, duration_s: int, root: Path, *, dashboard: bool = True, one_process: bool = False) -> Outcome:
     root.mkdir(parents=True, exist_ok=True)
     home = root / "home"
     env = _env(url, home)
@@ -101,9 +103,17 @@ def run(url: str, n: int, duration_s: int, root: Path, *, dashboard: bool = True
         reader = threading.Thread(target=_read_pages, args=(port, stop, out.pages))
         reader.start()
     cpu0 = _postgres_cpu_s()
-    probes = [subprocess.Popen([*py, "probe", "run", str(root / f"client{i:03d}"), "--target", f"client{i:03d}",
-                                "--duration", f"{duration_s}s"], env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True) for i in range(n)]
+    env = {**env, "COLUMNS": "250"}  # one log line per line
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)  # the probes' CPU: children waited for below
+    if one_process:  # issue 17 item 6: one `probe run` with N directories, each its own target
+        args = [a for i in range(n) for a in (str(root / f"client{i:03d}"),)] + \
+            [a for i in range(n) for a in ("--target", f"client{i:03d}")]
+        probes = [subprocess.Popen([*py, "probe", "run", *args, "--duration", f"{duration_s}s"], env=env,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)]
+    else:
+        probes = [subprocess.Popen([*py, "probe", "run", str(root / f"client{i:03d}"), "--target", f"client{i:03d}",
+                                    "--duration", f"{duration_s}s"], env=env, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.PIPE, text=True) for i in range(n)]
     try:
         for p in probes:
             _, err = p.communicate(timeout=duration_s + 120)
@@ -124,6 +134,8 @@ def run(url: str, n: int, duration_s: int, root: Path, *, dashboard: bool = True
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out.probe_cpu_s = ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime
         if server is not None:
             stop.set()
             reader.join()
@@ -176,3 +188,28 @@ def write_cost(url: str, home: Path, batches: int = 200, rows_per_batch: int = 3
         probe_store.insert_samples(store, rows)
     elapsed = time.perf_counter() - t0
     return {"batch_s": elapsed / batches, "sample_s": elapsed / (batches * rows_per_batch)}
+
+
+def hang_one(fifo: Path, directory: Path) -> None:
+    """In this process, only the probe of `directory` blocks in md_read, in a real open(2) of `fifo`
+    (tests/probe_hang.py), as behind a stuck mount; the probes of other directories are untouched."""
+    import ioweather.sources.probe as probe_source
+    from probe_hang import _BlockingCore
+
+    real_init, stuck = probe_source.Probe.__init__, directory.resolve()
+
+    def init(self, path, *args, **kwargs):
+        real_init(self, path, *args, **kwargs)
+        if Path(path).resolve() == stuck:
+            self.core = _BlockingCore(self.core, fifo)
+
+    probe_source.Probe.__init__ = init
+
+
+if __name__ == "__main__":  # python tests/many_probes.py FIFO DIRECTORY ioweather-arguments...: DIRECTORY hangs
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    hang_one(Path(sys.argv[1]), Path(sys.argv[2]))
+    from ioweather.cli import main
+
+    sys.argv = ["ioweather", *sys.argv[3:]]
+    main()

@@ -102,8 +102,13 @@ def register(cli: click.Group) -> None:
                   help="Skip entries whose name (or, with a '/', path below DIR) matches this shell pattern. Repeatable.")
     @click.option("--label", metavar="L", help="Also store the snapshot in the store under label L.")
     @click.option("--quiet", "-q", is_flag=True, help="No progress line on stderr.")
+    @click.option("--dask", "dask_address", metavar="SPEC", default=None,
+                  help="Walk each first-level directory on a Dask cluster: tcp://HOST:PORT, local[:N] or "
+                       "slurm[:key=value,...] (needs ioweather[dask]; the workers must see DIR at the same path; "
+                       "docs/fsstats.md). The same snapshot as one walk.")
     @click.pass_obj
-    def walk_cmd(settings, directory, as_json, as_csv, out, html_out, threads, cross_mounts, exclude, label, quiet):
+    def walk_cmd(settings, directory, as_json, as_csv, out, html_out, threads, cross_mounts, exclude, label, quiet,
+                 dask_address):
         """Walk DIR once (never following symlinks, one file system) and report what it holds."""
         from ioweather.services.fsstats import HTML_WHAT, keep_snapshot, take_snapshot
         from ioweather.views.fsstats_tables import print_snapshot
@@ -115,7 +120,8 @@ def register(cli: click.Group) -> None:
         bar = ProgressLine(enabled=not quiet)
         try:
             doc, notes = take_snapshot(directory, threads=threads, cross_mounts=cross_mounts, exclude=exclude,
-                                       progress=bar, outputs=((out, "write snapshot"), (html_out, HTML_WHAT)))
+                                       progress=bar, outputs=((out, "write snapshot"), (html_out, HTML_WHAT)),
+                                       dask=dask_address)
         finally:
             bar.close()
         for note in notes:

@@ -67,12 +67,16 @@ def register(cli: click.Group) -> None:
     @click.option("--acf-max-lag", type=DURATION, default="24h", show_default=True, help="Longest autocorrelation lag.")
     @click.option("--no-rollups", "no_rollups", is_flag=True,
                   help="Read every row instead of the per-file summaries (slower; the same numbers).")
+    @click.option("--dask", "dask_address", metavar="SPEC", default=None,
+                  help="Scan the days on a Dask cluster: tcp://HOST:PORT, local[:N] or slurm[:key=value,...] "
+                       "(needs ioweather[dask]; the workers must see the store at the same path; "
+                       "docs/deployment.md). The same numbers as without.")
     @json_option
     @click.option("--html", "html", type=click.Path(dir_okay=False, writable=True), default=None,
                   help="Write a self-contained HTML report with the figures to this file.")
     @click.pass_obj
     def workload(settings, fs, since, until, resample, idle_threshold, smooth, min_amplitude, acf_max_lag, no_rollups,
-                 as_json, html):
+                 dask_address, as_json, html):
         """Workload statistics of a file system from its server-side telemetry (seeds 002, 004).
 
         Totals per day and month, peak and mean throughput, burstiness, idle periods,
@@ -98,7 +102,8 @@ def register(cli: click.Group) -> None:
 
             result, data = compute(settings, fs, since, until, resample, idle_threshold, smooth, min_amplitude,
                                    acf_max_lag, on_step, use_rollups=not no_rollups,
-                                   warn=lambda m: stderr.print(f"ioweather: warning: {m}", highlight=False))
+                                   warn=lambda m: stderr.print(f"ioweather: warning: {m}", highlight=False),
+                                   dask=dask_address)
             if html:
                 from ioweather.files import write_atomic
                 from ioweather.views.workload_report import render

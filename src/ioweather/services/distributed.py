@@ -102,8 +102,9 @@ def connect(spec: str) -> Iterator:
         elif kind == "local":
             from dask.distributed import LocalCluster
 
+            # a free port: None is taken as the default 8787, and a second cluster warns on stderr
             cluster = target = LocalCluster(n_workers=arg, threads_per_worker=1, processes=True,
-                                            dashboard_address=None)
+                                            dashboard_address=":0")
         else:
             cluster = target = _slurm_cluster(arg)
         try:

@@ -18,9 +18,13 @@ Say = Callable[[str], None]
 HTML_WHAT = "write HTML report"
 
 
-def take_snapshot(directory, *, threads, cross_mounts, exclude, progress, outputs=()) -> tuple[dict, list[str]]:
+def take_snapshot(directory, *, threads, cross_mounts, exclude, progress, outputs=(),
+                  dask: str | None = None) -> tuple[dict, list[str]]:
     """(snapshot document, the walk's notes) of one walk of `directory`. `outputs`: (path, what) the
-    snapshot will be written to, refused before the walk (a symlink there) rather than after it."""
+    snapshot will be written to, refused before the walk (a symlink there) rather than after it.
+    `dask` (a `--dask` SPEC, services/distributed.py): each first-level directory is walked by a
+    task on the cluster (whose workers must see DIR at the same path), merged into the document
+    one walk gives (sources/tree_walk_parts.py)."""
     from ioweather import __version__
     from ioweather.files import check_destination
 
@@ -30,8 +34,89 @@ def take_snapshot(directory, *, threads, cross_mounts, exclude, progress, output
     from ioweather.sources.tree_walk import walk
     from ioweather.stats.fsstats import snapshot_document
 
-    result = walk(directory, threads=threads, cross_mounts=cross_mounts, exclude=exclude, progress=progress)
-    return snapshot_document(result, host=socket.gethostname(), version=__version__), list(result.notes)
+    extra: list[str] = []
+    result = None
+    if dask:
+        result, extra = _distributed_walk(directory, threads=threads, cross_mounts=cross_mounts,
+                                          exclude=list(exclude), progress=progress, dask=dask)
+    if result is None:
+        result = walk(directory, threads=threads, cross_mounts=cross_mounts, exclude=exclude, progress=progress)
+    doc = snapshot_document(result, host=socket.gethostname(), version=__version__)
+    return doc, list(result.notes) + extra
+
+
+def walk_part(name: bytes, *, root: bytes, snap_ns: int, threads, cross_mounts: bool, patterns: list[str]):
+    """Dask task: the walk of the first-level directory `name` of `root` (ages from `snap_ns`)."""
+    from ioweather.sources import tree_walk_parts as parts
+
+    path = root.rstrip(b"/") + b"/" + name
+    try:
+        return parts.walk_at(path, snap_ns, threads=threads, cross_mounts=cross_mounts,
+                             patterns=parts.part_patterns(patterns, name))
+    except OSError as e:  # what one walk records of a directory it cannot open
+        return parts.unopened(path, snap_ns, e.errno or 0, threads=threads, cross_mounts=cross_mounts)
+
+
+def _distributed_walk(directory, *, threads, cross_mounts: bool, exclude: list[str], progress, dask: str):
+    """(merged walk result, notes) with each first-level directory walked on the cluster; (None, [])
+    when DIR has nothing to split (the caller walks it here)."""
+    import time
+
+    from ioweather.services.distributed import connect, map_unordered
+    from ioweather.sources import tree_walk_parts as parts
+    from ioweather.sources.tree_walk import default_threads
+
+    for p in exclude:
+        if not p.strip("/"):
+            raise UserError(f"empty --exclude pattern {p!r}")
+    plan = parts.plan(directory, cross_mounts=cross_mounts, exclude=exclude)
+    if plan is None:
+        return None, []
+    threads = threads or default_threads()
+    got: dict[bytes, object] = {}
+    done = {"entries": 0, "errors": 0}
+
+    def on_result(name, res):
+        got[name] = res
+        done["entries"] += res.totals["entries"]
+        done["errors"] += res.totals["errors"]
+        if progress:
+            progress(done["entries"], done["errors"], len(plan.parts) - len(got))
+
+    def on_crash(name, reason):
+        raise UserError(f"fsstats: the walk of {os.fsdecode(name)!r} {reason}; no snapshot was made")
+
+    with connect(dask) as client:
+        t0 = time.perf_counter()
+        snap_ns = time.time_ns()
+        map_unordered(client, walk_part, [name for name, _ in plan.parts], on_result, on_crash,
+                      kwargs={"root": plan.root, "snap_ns": snap_ns, "threads": threads,
+                              "cross_mounts": cross_mounts, "patterns": exclude},
+                      crash_reason="killed every Dask worker it ran on")
+    missing = [n for n, _ in plan.parts if n not in got]
+    if missing:  # map_unordered hands every item to on_result or on_crash: a bug, never a result
+        raise RuntimeError(f"Dask returned no walk of {missing[:3]}")
+    return merge_walks(plan, got, snap_ns, threads=threads, cross_mounts=cross_mounts, exclude=exclude, t0=t0)
+
+
+def merge_walks(plan, got: dict, snap_ns: int, *, threads: int, cross_mounts: bool, exclude: list[str], t0: float):
+    """The root's own walk, then the parts' walks `got` (name -> walk) merged with it: (result, notes),
+    or (None, notes) when DIR must be walked as one walk instead."""
+    import time
+
+    from ioweather.sources import tree_walk_parts as parts
+
+    root = parts.walk_at(plan.root, snap_ns, threads=threads, cross_mounts=cross_mounts, patterns=plan.root_patterns)
+    walks = [got[n] for n, _ in plan.parts]
+    if parts.shared_links(root, walks):
+        # hard-linked files met by two walks may be one inode, counted twice: one walk here
+        # counts every inode once (exact, at the price of this walk)
+        return None, ["hard-linked files in more than one first-level directory (or beside them): "
+                      "walked here as one walk, so that each inode counts once"]
+    if not parts.entered_only_root(root):
+        return None, ["the first-level directories changed during the walk: walked again here as one walk"]
+    merged = parts.merge(plan, root, walks, threads=threads, walk_s=time.perf_counter() - t0, exclude=exclude)
+    return merged, []
 
 
 def keep_snapshot(settings, doc: dict, *, out=None, html_out=None, label=None) -> int | None:

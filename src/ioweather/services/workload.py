@@ -128,8 +128,10 @@ def _no_data(con, scan: str, fs: str, since_ns, until_ns) -> UserError:
                      f"(data covers {ns_to_iso(first)} to {ns_to_iso(last)})")
 
 
-def _read_inputs(settings, fs: str, files, step_ns: int, since_ns, until_ns, step, use_rollups: bool):
-    """The DuckDB reductions of one listing of the dataset (all of it: `files`)."""
+def _read_inputs(settings, fs: str, files, step_ns: int, since_ns, until_ns, step, use_rollups: bool,
+                 client=None):
+    """The DuckDB reductions of one listing of the dataset (all of it: `files`), on the Dask
+    cluster of `client` when given."""
     from ioweather.stats import workload as W
     from ioweather.store import telemetry_layout as layout
     from ioweather.store import telemetry_query as Q
@@ -140,8 +142,12 @@ def _read_inputs(settings, fs: str, files, step_ns: int, since_ns, until_ns, ste
     try:
         Q.configure(con)
         _precheck(con, ranged, step_ns, since_ns, until_ns)
-        inputs = Q.workload_inputs(con, layout.fs_dir(settings, fs), step_ns, W.SPECTRUM_BINS, since_ns, until_ns,
-                                   step, use_rollups, files=ranged)
+        if client is None:
+            inputs = Q.workload_inputs(con, layout.fs_dir(settings, fs), step_ns, W.SPECTRUM_BINS, since_ns,
+                                       until_ns, step, use_rollups, files=ranged)
+        else:
+            inputs = _distributed_inputs(client, layout.fs_dir(settings, fs), ranged, step_ns, since_ns, until_ns,
+                                         step, use_rollups)
         if inputs is None or inputs.sums.series.empty:
             raise _no_data(con, scan, fs, since_ns, until_ns)
         return inputs
@@ -151,10 +157,12 @@ def _read_inputs(settings, fs: str, files, step_ns: int, since_ns, until_ns, ste
 
 def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: float, smooth_s: float,
             min_amplitude: float, acf_max_lag_s: float, on_step=None, use_rollups: bool = True,
-            warn=lambda message: None) -> tuple[dict, WorkloadData]:
+            warn=lambda message: None, dask: str | None = None) -> tuple[dict, WorkloadData]:
     """The `--json` document and the series behind it, for file system `fs` over [since, until).
     `use_rollups=False` reads every row (to check the rollups, or to measure what they save);
-    `warn(message)` hears what the caller may want to tell a person (the command prints it)."""
+    `warn(message)` hears what the caller may want to tell a person (the command prints it);
+    `dask` (a `--dask` SPEC, services/distributed.py) scans the days on a Dask cluster's workers,
+    which must see the store's Parquet files at the same path: the same document as without."""
     from ioweather.stats import workload as W
     from ioweather.store import telemetry_layout as layout
     from ioweather.store import telemetry_query as Q
@@ -167,8 +175,17 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
     step_ns = int(round(resample_s * 1e9))
     base = layout.fs_dir(settings, fs)
     # Every query of one attempt reads one listing: an import may replace files meanwhile (read_listed).
-    inputs = layout.read_listed(base, lambda files: _read_inputs(settings, fs, files, step_ns, since_ns, until_ns,
-                                                                 step, use_rollups))
+    if dask:
+        from ioweather.services.distributed import connect
+
+        if not layout.data_files(base):
+            raise layout.no_telemetry(settings, fs)  # before a cluster is started for nothing
+        with connect(dask) as client:
+            inputs = layout.read_listed(base, lambda files: _read_inputs(settings, fs, files, step_ns, since_ns,
+                                                                         until_ns, step, use_rollups, client))
+    else:
+        inputs = layout.read_listed(base, lambda files: _read_inputs(settings, fs, files, step_ns, since_ns,
+                                                                     until_ns, step, use_rollups))
     sums, hist, coverage, tops = inputs.sums, inputs.histogram, inputs.coverage, inputs.tops
     b0, nbins = _grid(sums.series, step_ns, since_ns, until_ns)
     read, write = _series_arrays(sums.series, b0, nbins, Q.BYTES_METRICS)
@@ -215,6 +232,145 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
         "min_amplitude_bps": min_amplitude,
     }
     return result, WorkloadData(t0_ns, resample_s, read, write, smooth_s, min_amplitude)
+
+
+# ----------------------------------------------------------------------------- on a Dask cluster
+# One task per UTC day directory (a day's files: its rollups and, for days cut by --since/--until or
+# without a rollup, its rows), DuckDB inside each task on one thread: the cluster's threads are the
+# parallelism. Two rounds, as the local queries: the per-interval sums first, whose maxima fix the
+# power spectrum's bins, then the histogram and the per-target counts. Each task returns small
+# tables (at most a day of intervals, 100 bins, one row per target); the client merges them in
+# day order with the local path's sums, maxima and minima. Byte counts are whole numbers, so every
+# sum below 2**53 (8 PiB) is exact in any order: the same document as the local path.
+
+def _partitions(plan) -> list[tuple[str, list[str], list[str]]]:
+    """(day directory, its rolled files, its raw files), in day order."""
+    days: dict[str, tuple[list[str], list[str]]] = {}
+    for kind, files in ((0, plan.rolled), (1, plan.raw)):
+        for f in files:
+            days.setdefault(f.parent.name, ([], []))[kind].append(str(f))
+    return [(day, *days[day]) for day in sorted(days)]
+
+
+def _task_con():
+    from ioweather.store import telemetry_layout as layout
+    from ioweather.store import telemetry_query as Q
+
+    con = layout.connect_duckdb(threads=1)
+    Q.configure(con, memory_limit="1GB")
+    return con
+
+
+def _merge_sums(parts: list, step_ns: int):
+    from ioweather.store.telemetry_query import IntervalSums
+
+    series = pd.concat([p.series for p in parts], ignore_index=True)
+    series = series.groupby(["metric", "bin"], as_index=False).agg(bytes=("bytes", "sum"), top=("top", "max"))
+    dailies = [p.daily for p in parts if p.daily is not None]
+    daily = None
+    if dailies:
+        daily = pd.concat(dailies, ignore_index=True).groupby(["metric", "day"], as_index=False).agg(
+            bytes=("bytes", "sum"))
+    return IntervalSums(step_ns, series, daily)
+
+
+def _missing(e: FileNotFoundError):
+    # an import or compaction removed a listed file: the client lists again (layout.read_listed)
+    return ("missing", str(e))
+
+
+def partition_sums(part, *, step_ns: int, since_ns, until_ns):
+    """Dask task: the interval sums of one day's files (telemetry_query.workload_inputs' first round)."""
+    from ioweather.store import telemetry_query as Q
+    from ioweather.store.telemetry_layout import files_scan
+
+    _, rolled, raw = part
+    con = _task_con()
+    try:
+        parts = []
+        if rolled:
+            parts.append(Q.rolled_sums(con, rolled, step_ns))
+        if raw:
+            parts.append(Q.interval_sums(con, files_scan(raw), step_ns, since_ns, until_ns))
+        return _merge_sums(parts, step_ns)
+    except FileNotFoundError as e:
+        return _missing(e)
+    finally:
+        con.close()
+
+
+def partition_spectrum(part, *, tops: dict, bins: int, since_ns, until_ns):
+    """Dask task: the spectrum histogram and per-target counts of one day's files (the second round)."""
+    from ioweather.store import telemetry_query as Q
+    from ioweather.store.telemetry_layout import files_scan
+
+    _, rolled, raw = part
+    con = _task_con()
+    try:
+        hists, covs = [], []
+        if rolled:
+            hists.append(Q.histogram(con, files_scan(rolled), tops, bins))
+            covs.append(Q.rolled_coverage(con, rolled))
+        if raw:
+            h, c = Q.spectrum_and_coverage(con, files_scan(raw), tops, bins, since_ns, until_ns)
+            hists.append(h)
+            covs.append(c)
+        return hists, covs
+    except FileNotFoundError as e:
+        return _missing(e)
+    finally:
+        con.close()
+
+
+def _map_days(client, fn, parts: list, kwargs: dict) -> list:
+    """fn over every day on the cluster; the results in day order. A day whose task killed every
+    worker it ran on stops the command: a workload without that day would be silently wrong."""
+    from ioweather.services.distributed import map_unordered
+
+    out: dict[str, object] = {}
+
+    def on_result(part, res):
+        if isinstance(res, tuple) and len(res) == 2 and res[0] == "missing":
+            raise FileNotFoundError(res[1])
+        out[part[0]] = res
+
+    def on_crash(part, reason):
+        raise UserError(f"workload: the telemetry of {part[0]} {reason}; nothing was reported")
+
+    map_unordered(client, fn, parts, on_result, on_crash, kwargs=kwargs,
+                  crash_reason="killed every Dask worker it ran on")
+    missing = [p[0] for p in parts if p[0] not in out]
+    if missing:  # map_unordered hands every item to on_result or on_crash: this is a bug, never a result
+        raise RuntimeError(f"Dask returned no result for {', '.join(missing)}")
+    return [out[p[0]] for p in parts]
+
+
+def _distributed_inputs(client, base, files, step_ns: int, since_ns, until_ns, step, use_rollups: bool):
+    """telemetry_query.workload_inputs with the scans of each day done by a Dask task."""
+    from ioweather.stats import workload as W
+    from ioweather.store import telemetry_query as Q
+
+    plan = Q.plan_files(base, since_ns, until_ns, step_ns, use_rollups,
+                        on_build=lambda n: step(f"summarizing older files ({n})") if n % 10 == 1 else None,
+                        files=files)
+    parts = _partitions(plan)
+    if not parts:
+        return None
+    step("scanning telemetry")
+    sums = _merge_sums(_map_days(client, partition_sums, parts,
+                                 {"step_ns": step_ns, "since_ns": since_ns, "until_ns": until_ns}), step_ns)
+    if sums.series.empty:
+        return Q.WorkloadInputs(sums, pd.DataFrame(), pd.DataFrame(), {}, plan)
+    tops = sums.series.groupby("metric")["top"].max().to_dict()
+    step("power spectrum")
+    results = _map_days(client, partition_spectrum, parts,
+                        {"tops": tops, "bins": W.SPECTRUM_BINS, "since_ns": since_ns, "until_ns": until_ns})
+    hists = [h for hs, _ in results for h in hs]
+    covs = [c for _, cs in results for c in cs]
+    hist = pd.concat(hists, ignore_index=True).groupby(["metric", "bin"], as_index=False)["bytes"].sum()
+    cov = pd.concat(covs, ignore_index=True).groupby(["metric", "target"], as_index=False).agg(
+        n=("n", "sum"), min_interval_s=("min_interval_s", "min"))
+    return Q.WorkloadInputs(sums, hist, cov, tops, plan)
 
 
 def daily_totals(settings, fs: str, since_ns: int, until_ns: int) -> tuple[np.ndarray, np.ndarray]:
