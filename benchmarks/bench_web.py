@@ -1,7 +1,11 @@
 """Dashboard and /metrics over 30 days of 1 Hz probe samples for 3 targets (46.7 M rows).
 
 Measures, on a real `ioweather serve` process:
-- the cold start (server start until the Status page answers: the one pass that fills the cache);
+- the first start (server start until the Status page answers); with --fresh-pieces the stored pieces
+  (issue 21, docs/probe-pieces.md) are deleted first, so this start builds them from every sample, as
+  every start did before issue 21 (the baseline of row 3);
+- a restart (issue 21 row 3): a second server process, every page's first request (target < 0.5 s,
+  /metrics < 100 ms), against the first start above;
 - every page's HTML and JSON twin, and /metrics, warm: server time from the Server-Timing header
   (median of --repeat requests) and the wall time seen by the client;
 - the server's RSS (now and peak, from /proc).
@@ -11,6 +15,7 @@ draw it (headless Debian chromium through Playwright).
 
     .venv/bin/python benchmarks/bench_web.py                 # 30 days, 3 targets (builds ~1.8 GB once)
     .venv/bin/python benchmarks/bench_web.py --days 2        # a quick look
+    .venv/bin/python benchmarks/bench_web.py --days 30 --fresh-pieces --no-baseline   # issue 21 row 3
 
 The store is kept in --dir (default /tmp/ioweather-bench-web) and reused by later runs.
 """
@@ -139,6 +144,9 @@ def main() -> None:
     ap.add_argument("--dir", type=Path, default=Path("/tmp/ioweather-bench-web"))
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--no-browser", action="store_true")
+    ap.add_argument("--fresh-pieces", action="store_true", help="Delete the stored pieces first (the first start "
+                    "builds them, as every start did before issue 21).")
+    ap.add_argument("--no-baseline", action="store_true", help="Skip the downsampling baseline (issue 9).")
     args = ap.parse_args()
     home = args.dir / f"home-{args.days}d"
     print(f"machine: {platform.node()} {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; "
@@ -148,6 +156,27 @@ def main() -> None:
     print(f"store: {args.days} days x {len(TARGETS)} targets x 6 ops at 1 Hz = "
           f"{args.days * 86400 * 6 * len(TARGETS) / 1e6:.1f} M samples, {db.stat().st_size / 2**30:.2f} GiB SQLite; "
           f"data ends {(time.time_ns() - t0) / 3.6e12:.1f} h ago", flush=True)
+
+    if args.fresh_pieces:
+        import sqlalchemy as sa
+
+        store = open_store(Settings.resolve(home))
+        with store.begin() as conn:  # the first start builds them: what every start cost before issue 21
+            conn.execute(sa.text("DELETE FROM probe_pieces"))
+        store.dispose()
+    target = "nfs-home"
+    pages = [
+        ("status HTML", "/status"), ("status JSON", "/api/status"),
+        ("timeline HTML (1 h, default)", f"/timeline?target={target}"),
+        ("timeline JSON (1 h)", f"/api/timeline?target={target}"),
+        ("timeline JSON (6 h)", f"/api/timeline?target={target}&since=6h"),
+        ("timeline JSON (24 h, max)", f"/api/timeline?target={target}&since=24h"),
+        ("history HTML (7 d, 1 h, default)", "/history"),
+        ("history JSON (7 d, 1 h)", "/api/history"),
+        ("history JSON (30 d, 10 min)", "/api/history?since=30d&interval=10m"),
+        ("history JSON (30 d, 4 h, p99)", "/api/history?since=30d&interval=4h&stat=p99"),
+        ("/metrics", "/metrics"),
+    ]
 
     # ---- a real `ioweather serve` process
     port = free_port()
@@ -173,22 +202,9 @@ def main() -> None:
         scrape_cold = fetch(base + "/metrics")
         fetch(base + "/api/status")
         cold = time.perf_counter() - started
-        print(f"cold start: {cold:.1f} s from process start to the first Status answer "
-              f"(one pass over {args.days} days fills baselines and rollups); "
-              f"a scrape meanwhile took {scrape_cold[0]:.0f} ms (gauges left out until then)", flush=True)
-        target = "nfs-home"
-        pages = [
-            ("status HTML", "/status"), ("status JSON", "/api/status"),
-            ("timeline HTML (1 h, default)", f"/timeline?target={target}"),
-            ("timeline JSON (1 h)", f"/api/timeline?target={target}"),
-            ("timeline JSON (6 h)", f"/api/timeline?target={target}&since=6h"),
-            ("timeline JSON (24 h, max)", f"/api/timeline?target={target}&since=24h"),
-            ("history HTML (7 d, 1 h, default)", "/history"),
-            ("history JSON (7 d, 1 h)", "/api/history"),
-            ("history JSON (30 d, 10 min)", "/api/history?since=30d&interval=10m"),
-            ("history JSON (30 d, 4 h, p99)", "/api/history?since=30d&interval=4h&stat=p99"),
-            ("/metrics", "/metrics"),
-        ]
+        print(f"first start: {cold:.1f} s from process start to the first Status answer "
+              f"({'building the pieces of' if args.fresh_pieces else 'reading the stored pieces of'} {args.days} days); "
+              f"a scrape meanwhile took {scrape_cold[0]:.0f} ms", flush=True)
         print(f"\n{'page':36s} {'server ms':>10s} {'wall ms':>9s} {'KiB':>8s}   (median of {args.repeat}, warm)")
         results = {}
         for name, path in pages:
@@ -197,7 +213,7 @@ def main() -> None:
             server = statistics.median(r[0] for r in runs)
             wall = statistics.median(r[1] for r in runs)
             results[name] = server
-            limit = 100 if name == "/metrics" else 1000
+            limit = 100 if name == "/metrics" else 500
             print(f"{name:36s} {server:10.1f} {wall:9.1f} {runs[0][2] / 1024:8.0f}   "
                   f"{'ok' if server < limit else 'OVER ' + str(limit)}", flush=True)
         rss, hwm = rss_kib(proc.pid)
@@ -205,6 +221,31 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+    # ---- a restart (issue 21 row 3): the pieces are in the store, nothing to wait for
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "ioweather", "serve", "--port", str(port)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        proc.stdout.readline()
+        up = time.perf_counter() - started
+        print(f"\nrestart: server up in {up:.1f} s (Python start-up and imports); then every page's FIRST request:")
+        print(f"{'page':36s} {'server ms':>10s} {'wall ms':>9s}   (cold: first of its kind after the restart)")
+        worst = 0.0
+        for name, path in pages:
+            srv, wall, _ = fetch(base + path)
+            worst = max(worst, srv)
+            limit = 100 if name == "/metrics" else 500
+            print(f"{name:36s} {srv:10.1f} {wall:9.1f}   {'ok' if srv < limit else 'OVER ' + str(limit)}", flush=True)
+        print(f"restart: slowest first page {worst:.0f} ms; the first start above took {cold * 1000:.0f} ms "
+              f"to its first Status answer -> {cold * 1000 / max(worst, 1e-3):.0f}x", flush=True)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    if args.no_baseline:
+        return
 
     # ---- baseline: the same timeline without downsampling (in-process server, cap lifted)
     import ioweather.web.pages.timeline as timeline_page

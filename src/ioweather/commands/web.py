@@ -98,10 +98,12 @@ def register(cli: click.Group) -> None:
         click.echo("ioweather: stopped", err=True)
 
     @cli.command()
-    @click.argument("directory", type=click.Path(path_type=Path))
+    @click.argument("directories", metavar="DIRECTORY...", nargs=-1, required=True, type=click.Path(path_type=Path))
     @_server_options
     @click.option("--interval", type=DURATION, default="1s", show_default=True, help="Probe period, start to start.")
-    @click.option("--target", default=None, help="Label of the file system (default: HOST:MOUNTPOINT).")
+    @click.option("--target", "targets", multiple=True,
+                  help="Label of the file system (default: HOST:MOUNTPOINT); with several directories, once per "
+                       "directory, in the same order.")
     @click.option("--block", type=SIZE, default="1MiB", show_default=True, help="Block size of data_read/data_write.")
     @click.option("--direct", is_flag=True, help="Open the data file with O_DIRECT (bypass the client page cache).")
     @click.option("--fsync", is_flag=True, help="fsync after each write (inside the timed region).")
@@ -112,14 +114,16 @@ def register(cli: click.Group) -> None:
     @click.option("--pool", type=int, default=WATCH_POOL, show_default=True,
                   help="Small files in the pool when DIRECTORY is new.")
     @click.pass_obj
-    def watch(settings, directory: Path, host, allowed_host, port, warn, crit, baseline, interval, target, block,
-              direct, fsync, timeout, quiet, file_size, pool):
+    def watch(settings, directories: tuple[Path, ...], host, allowed_host, port, warn, crit, baseline, interval, targets,
+              block, direct, fsync, timeout, quiet, file_size, pool):
         """The main job: probe DIRECTORY every second and serve the dashboard, in one process.
 
         Creates the probe files in DIRECTORY first if it is not a probe directory yet,
         prints the dashboard's URL, and stops cleanly on Ctrl-C (the last samples are stored).
+        Several directories (one per file system) are each their own target, probed side by side:
+        a hung one never delays the others.
         """
-        from ioweather.services.probe import BackgroundProbe, init_probe
+        from ioweather.services.probe import BackgroundProbe, init_probe, probe_labels
         from ioweather.sources.probe import META_NAME
         from ioweather.units import format_bytes
         from ioweather.views.output import progress
@@ -132,29 +136,32 @@ def register(cli: click.Group) -> None:
         if file_size < block:
             raise UserError(f"--block ({block} B) is larger than --file-size ({file_size} B)")
         hosts = allowed_hosts(host, allowed_host)
+        if targets:  # a bad list of labels is refused before anything is written (default labels: at the start)
+            probe_labels(list(directories), targets)
         sock, url = _listen(host, port)  # fail on a busy port before writing anything
         try:
-            if (directory / META_NAME).exists():
-                if not quiet:
-                    click.echo(f"watch: using the existing probe directory {directory}", err=True)
-            else:
-                with progress(sizes=True) as bar:
-                    task = bar.add_task(f"creating {directory}/data", total=file_size)
-                    info = init_probe(directory, file_size, pool, block=block,
-                                      on_progress=lambda done, total: bar.update(task, completed=done))
-                click.echo(f"watch: created probe directory {directory}: {format_bytes(info['file_bytes'])} data "
-                           f"file and {info['pool_files']} small files (laptop defaults; for a shared file system "
-                           f"use 'ioweather probe init {directory} --file-size SIZE' with SIZE above the client's "
-                           "memory)", err=True)
-                if not info["file_exceeds_memory"]:
-                    click.echo("watch: note: the data file is smaller than this machine's memory, so data_read "
-                               "may be served from the page cache", err=True)
+            for directory in directories:
+                if (directory / META_NAME).exists():
+                    if not quiet:
+                        click.echo(f"watch: using the existing probe directory {directory}", err=True)
+                else:
+                    with progress(sizes=True) as bar:
+                        task = bar.add_task(f"creating {directory}/data", total=file_size)
+                        info = init_probe(directory, file_size, pool, block=block,
+                                          on_progress=lambda done, total: bar.update(task, completed=done))
+                    click.echo(f"watch: created probe directory {directory}: {format_bytes(info['file_bytes'])} data "
+                               f"file and {info['pool_files']} small files (laptop defaults; for a shared file system "
+                               f"use 'ioweather probe init {directory} --file-size SIZE' with SIZE above the client's "
+                               "memory)", err=True)
+                    if not info["file_exceeds_memory"]:
+                        click.echo("watch: note: the data file is smaller than this machine's memory, so data_read "
+                                   "may be served from the page cache", err=True)
         except BaseException:
             sock.close()
             raise
 
         stop = threading.Event()
-        probe = BackgroundProbe(settings, directory, stop, interval=interval, target=target, block=block,
+        probe = BackgroundProbe(settings, list(directories), stop, interval=interval, targets=targets, block=block,
                                 direct=direct, fsync=fsync, timeout=timeout, seed=None, quiet=True)
         app = create_app(settings, WebConfig(warn=warn, crit=crit, baseline_s=baseline), allowed_hosts=hosts)
         try:
@@ -162,7 +169,7 @@ def register(cli: click.Group) -> None:
         except BaseException:
             sock.close()
             raise
-        click.echo(f"ioweather: probing {directory} every {interval:g} s; dashboard at {url}  "
+        click.echo(f"ioweather: probing {', '.join(map(str, directories))} every {interval:g} s; dashboard at {url}  "
                    f"(Prometheus: {url}metrics; Ctrl-C to stop)")
         sys.stdout.flush()
         try:

@@ -15,9 +15,13 @@ seconds, far too long for a page or a scrape. Two things need that month:
   changes, so it is computed once and kept; only the unfinished tail is read
   from the raw samples at each request.
 
-Both are filled in one pass over the data when the server starts (`warm`), one
-op and one day at a time so memory stays small (the biggest array is one op's
-durations over the baseline window: 21 MB for 30 days at 1 Hz).
+Both come from the store's pieces (issue 21, services/probe_pieces.py): per completed day and
+hour of each target, sorted durations and the rollups above, built once (when days are
+archived or on first use) and kept in the store, so a restart reads them back instead of
+the month of samples: the baseline's order statistics are found exactly from the pieces'
+histograms and a few slices, and only the last hour is read as samples. On MariaDB, which
+keeps no pieces, both are filled in one pass over the samples, one op and one day at a time
+(the biggest array is one op's durations over the baseline window: 21 MB for 30 days at 1 Hz).
 Reads go through `store.connect()`, which never blocks a probe writing.
 """
 
@@ -33,7 +37,7 @@ from ioweather.errors import UserError
 
 from ioweather.stats.probe import interval_stats
 from ioweather.stats.probe import SLOWDOWN_STATS
-from ioweather.stats.status import baseline_stats, learning_ops
+from ioweather.stats.status import baseline_stats, baseline_stats_from, learning_ops
 from ioweather.store import probe as probe_store
 from ioweather.store.db import Store
 from ioweather.store.probe_aggregates import sample_range
@@ -163,8 +167,10 @@ class ProbeCache:
     """Baselines and interval rollups of every probe target of one store (thread-safe)."""
 
     def __init__(self, store: Store, *, baseline_s: float = DEFAULT_BASELINE_S, lag_s: float = LAG_S,
-                 clock=time.time_ns, reference: tuple[int, int] | None = None):
+                 clock=time.time_ns, reference: tuple[int, int] | None = None, warm_rollups: bool = True):
         self.store = store
+        #: False for a one-shot user that needs only baselines (`slowdown --check`): no month of rollups.
+        self.warm_rollups = warm_rollups
         self.baseline_s = float(baseline_s)
         #: A fixed baseline period [since, until) in ns (a quiet week the site knows) instead of the rolling window.
         self.reference = reference
@@ -200,6 +206,30 @@ class ProbeCache:
 
     def _scan(self, target: str, roll: tuple[int, int] | None, lengths: tuple[int, ...],
               base: tuple[int, int] | None) -> tuple[dict[int, dict], Baseline | None]:
+        """Rollups over `roll` for `lengths` and the baseline over `base`: from the stored pieces of completed
+        hours and days (issue 21) where the store keeps them, else from every sample."""
+        from ioweather.services import probe_pieces
+
+        if not probe_pieces.enabled(self.store):
+            return self._scan_samples(target, roll, lengths, base)
+        t0 = time.perf_counter()
+        now = self.clock()
+        rolled = (probe_pieces.rollups_many(self.store, target, lengths, roll[0], roll[1], now)
+                  if roll and roll[0] < roll[1] else {i: empty_rollups() for i in lengths})
+        if base is None:
+            return rolled, None
+        stat_s = {st: np.full(len(OPS), np.nan) for st in SLOWDOWN_STATS}
+        ops = probe_pieces.baseline(self.store, target, base[0], base[1], now) if base[0] < base[1] else []
+        for code, o in enumerate(ops):
+            for st, v in baseline_stats_from(o.n, o.sum_ns, o.order_ns).items():
+                stat_s[st][code] = v
+        counts = np.array([o.n for o in ops] or [0] * len(OPS), np.int64)
+        first = np.array([o.first_ok_ns for o in ops] or [-1] * len(OPS), np.int64)
+        return rolled, Baseline(stat_s["median"].copy(), counts, base[0], base[1], self.clock(), time.perf_counter() - t0,
+                                stat_s, first, self.reference is not None)
+
+    def _scan_samples(self, target: str, roll: tuple[int, int] | None, lengths: tuple[int, ...],
+                      base: tuple[int, int] | None) -> tuple[dict[int, dict], Baseline | None]:
         """One pass, op by op and day by day: rollups over `roll` for `lengths`, baseline medians over `base`."""
         t0 = time.perf_counter()
         spans = [r for r in (roll, base) if r is not None and r[0] < r[1]]
@@ -383,7 +413,7 @@ class ProbeCache:
         step = max(INTERVALS_S) * 10**9
         hi = self.settled_ns(step)
         roll = (min(_down(now - int(self.baseline_s * 1e9), step), hi), hi)
-        lengths = tuple(i for i in INTERVALS_S if i not in tc.covered)
+        lengths = tuple(i for i in INTERVALS_S if i not in tc.covered) if self.warm_rollups else ()
         base = self.baseline_window(now) if tc.baseline is None else None
         if lengths or base is not None:
             rolled, b = self._scan(target, roll if lengths else None, lengths, base)

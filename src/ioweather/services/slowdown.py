@@ -47,13 +47,63 @@ def compute_slowdown(store, target, interval_s: float, stat: str, baseline_s: fl
                      expected: str = "median", reference: tuple[int, int] | None = None) -> list[dict]:
     """Slowdown rows for every target (or one) in [since, until), baseline = the `baseline_s` before `until`
     or the `reference` period; `expected` "median" (the paper's) or "same" (the same statistic)."""
+    from ioweather.services import probe_pieces
+
+    base_ns = reference or (to_ns(until - timedelta(seconds=baseline_s)), to_ns(until))
+    if not probe_pieces.enabled(store):
+        return compute_slowdown_full(store, target, interval_s, stat, since, until, expected, base_ns)
+    return _from_pieces(store, target, interval_s, stat, since, until, expected, base_ns)
+
+
+def _from_pieces(store, target, interval_s: float, stat: str, since, until, expected: str,
+                 base_ns: tuple[int, int]) -> list[dict]:
+    """`compute_slowdown_full`'s rows from per-day pieces (services/probe_pieces.py): the baseline's order
+    statistics exactly, the intervals from stored rollups when `interval_s` is one the pieces keep."""
+    import time
+
+    import numpy as np
+
+    from ioweather.services import probe_pieces
+    from ioweather.services.probe_cache import rollup_rows
+    from ioweather.stats.probe import interval_stats, slowdown_rows
+    from ioweather.stats.slowdown_pieces import numpy_median_s
+    from ioweather.stats.status import baseline_stats_from
+    from ioweather.store import probe as probe_store
+    from ioweather.store.probe import OPS
+
+    now = time.time_ns()
+    step = int(round(interval_s * 1e9))
+    lo, hi = to_ns(since), to_ns(until)
+    rows = []
+    for t in known_targets(store, target):
+        ob = probe_pieces.baseline(store, t, *base_ns, now)
+        if expected == "same":
+            expected_s = np.array([baseline_stats_from(o.n, o.sum_ns, o.order_ns)[stat] for o in ob])
+        else:  # baseline_medians' np.median, bit for bit
+            expected_s = np.array([numpy_median_s(o.n, o.order_ns) for o in ob])
+        if step % 10**9 == 0 and step // 10**9 in probe_pieces.ROLLUP_INTERVALS_S:
+            roll = probe_pieces.rollups(store, t, step // 10**9, lo, hi, now)
+            order = np.lexsort((roll["start_ns"], roll["op"]))
+            stats_rows = rollup_rows({c: v[order] for c, v in roll.items()})
+        else:
+            s = probe_store.read_samples(store, t, since_ns=lo, until_ns=hi)
+            stats_rows = interval_stats(s["op"], s["start_ns"], s["duration_ns"], s["status"], interval_s)
+        for r in slowdown_rows(stats_rows, expected_s, stat):
+            rows.append({"target": t, "op": OPS[r.pop("op_code")], "interval_start": ns_to_iso(r.pop("interval_start_ns")),
+                         **r, "expected": expected})
+    return rows
+
+
+def compute_slowdown_full(store, target, interval_s: float, stat: str, since, until, expected: str,
+                          base_ns: tuple[int, int]) -> list[dict]:
+    """The slowdown rows from every sample of the baseline and the window (the reference computation;
+    the only one on MariaDB, which keeps no pieces)."""
     import numpy as np
 
     from ioweather.stats.probe import STATUS_OK, baseline_medians, slowdown
     from ioweather.stats.status import baseline_stats
     from ioweather.store.probe import OPS
 
-    base_ns = reference or (to_ns(until - timedelta(seconds=baseline_s)), to_ns(until))
     first, last = min(base_ns[0], to_ns(since)), max(base_ns[1], to_ns(until))
     rows = []
     for t, s in _load_ns(store, target, first, last):
@@ -114,7 +164,7 @@ def check_states(store, target, window_s: float, stat: str, baseline_s: float, w
     if not 0 < warn < crit:
         raise UserError(f"need 0 < --warn < --crit, got --warn {warn:g} --crit {crit:g}")
     names = known_targets(store, target)
-    cache = ProbeCache(store, baseline_s=baseline_s, reference=reference)
+    cache = ProbeCache(store, baseline_s=baseline_s, reference=reference, warm_rollups=False)
     states = []
     for t in names:
         st = target_status(cache, t, warn=warn, crit=crit, window_s=window_s, stat=stat, expected=expected,

@@ -109,7 +109,11 @@ def slowdown(op: np.ndarray, start_ns: np.ndarray, duration_ns: np.ndarray, stat
     """
     if stat not in SLOWDOWN_STATS:
         raise ValueError(f"unknown statistic {stat!r}; choose one of {', '.join(SLOWDOWN_STATS)}")
-    rows = interval_stats(op, start_ns, duration_ns, status, interval_s)
+    return slowdown_rows(interval_stats(op, start_ns, duration_ns, status, interval_s), expected_s, stat)
+
+
+def slowdown_rows(rows: list[dict], expected_s: np.ndarray, stat: str = "median") -> list[dict]:
+    """`slowdown` from `interval_stats` rows however they were obtained (stored rollups, issue 21)."""
     out = []
     for r in rows:
         value = r["mean_s"] if stat == "mean" else r[f"{stat}_s"]

@@ -80,16 +80,31 @@ def baseline_stats(duration_ns: np.ndarray) -> dict[str, float]:
     n = len(duration_ns)
     if n == 0:
         return {st: float("nan") for st in SLOWDOWN_STATS}
-    qs = {st: STAT_QUANTILES[st] for st in SLOWDOWN_STATS if st != "mean"}
-    idx = sorted({i for q in qs.values() for i in _neighbours(n, q)})
+    idx = baseline_ranks(n)
     duration_ns.partition(idx)
     # An integer sum is exact whatever the order the partition left the values in (a month of 60 s
     # timeouts is 1.6e17 ns, far below int64's limit), so the mean does not depend on the partition.
-    out = {"mean": float(int(duration_ns.sum()) / n / 1e9)}
-    for st, q in qs.items():
+    return baseline_stats_from(n, int(duration_ns.sum()), {i: int(duration_ns[i]) for i in idx})
+
+
+def baseline_ranks(n: int) -> list[int]:
+    """The 0-based ranks (order statistics) of n durations that `baseline_stats_from` needs."""
+    return sorted({i for st in SLOWDOWN_STATS if st != "mean" for i in _neighbours(n, STAT_QUANTILES[st])})
+
+
+def baseline_stats_from(n: int, total_ns: int, order_ns: dict[int, int]) -> dict[str, float]:
+    """`baseline_stats` from the count, the exact integer sum and the order statistics at
+    `baseline_ranks(n)` ({rank: duration ns}), however these were found (issue 21: from per-day pieces)."""
+    if n == 0:
+        return {st: float("nan") for st in SLOWDOWN_STATS}
+    out = {"mean": float(int(total_ns) / n / 1e9)}
+    for st in SLOWDOWN_STATS:
+        if st == "mean":
+            continue
+        q = STAT_QUANTILES[st]
         lo, hi = _neighbours(n, q)
         g = (n - 1) * q - lo
-        a, b = duration_ns[lo] / 1e9, duration_ns[hi] / 1e9
+        a, b = order_ns[lo] / 1e9, order_ns[hi] / 1e9
         if st == "median":  # the formula of median_of_durations, so the two agree bit for bit
             out[st] = float(a + g * (b - a))
         else:  # numpy's _lerp: from the upper end past the middle, so q = 1 gives the maximum exactly

@@ -51,25 +51,39 @@ def read_archived(store: Store, conn: sa.Connection, run_ids: list[int], ops: se
     paths = [store.parquet_dir / r[0] for r in conn.execute(q)]
     if not paths:
         return []
-    filters = [("op", "in", sorted(ops))]
-    if since_ns is not None:
-        filters.append(("start_ns", ">=", since_ns))
-    if until_ns is not None:
-        filters.append(("start_ns", "<", until_ns))
-    table = pq.read_table([str(p) for p in paths], columns=["op", "start_ns", "duration_ns", "status"], filters=filters)
+    # Whole files (a day each), filtered here: `read_table(filters=...)` goes through pyarrow.dataset,
+    # whose import (with pandas) costs 0.8 s, more than `slowdown --check` spends on its answer (issue 21).
+    table = pa.concat_tables([pq.ParquetFile(str(p)).read(columns=["op", "start_ns", "duration_ns", "status"])
+                              for p in paths])
     op_codes = {name: i for i, name in enumerate(OPS)}
     st_codes = {name: i for i, name in enumerate(STATUSES)}
     op = _codes(table.column("op"), op_codes)
+    start = _numpy(table.column("start_ns"))
+    keep = np.isin(op, [op_codes[o] for o in ops])
+    if since_ns is not None:
+        keep &= start >= since_ns
+    if until_ns is not None:
+        keep &= start < until_ns
     status = _codes(table.column("status"), st_codes)
-    return [(op.astype(np.int8), table.column("start_ns").to_numpy(), table.column("duration_ns").to_numpy(),
-             status.astype(np.int8))]
+    return [(op[keep].astype(np.int8), start[keep], _numpy(table.column("duration_ns"))[keep],
+             status[keep].astype(np.int8))]
+
+
+def _numpy(col) -> np.ndarray:
+    """A null-free fixed-width Arrow column as numpy, from its data buffer: Arrow's own to_numpy()
+    imports pandas (0.7 s), which a one-shot `slowdown --check` does not otherwise need."""
+    a = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if a.null_count:
+        return a.to_numpy(zero_copy_only=False)
+    dtype = np.dtype(f"<i{a.type.bit_width // 8}")
+    return np.frombuffer(a.buffers()[1], dtype, count=len(a), offset=a.offset * dtype.itemsize)
 
 
 def _codes(col: pa.ChunkedArray, mapping: dict[str, int]) -> np.ndarray:
     col = col.combine_chunks()
     if pa.types.is_dictionary(col.type):
         lut = np.array([mapping[v] for v in col.dictionary.to_pylist()], np.int64)
-        return lut[col.indices.to_numpy(zero_copy_only=False)] if len(lut) else np.zeros(len(col), np.int64)
+        return lut[_numpy(col.indices)] if len(lut) else np.zeros(len(col), np.int64)
     return np.array([mapping[v] for v in col.to_pylist()], np.int64)
 
 
