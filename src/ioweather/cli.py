@@ -32,6 +32,7 @@ COMMAND_MODULES = [
     "ioweather.commands.events",  # events, report
     "ioweather.commands.fsstats",
     "ioweather.commands.web",
+    "ioweather.commands.export",
     "ioweather.commands.store",
 ]
 
