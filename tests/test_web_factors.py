@@ -11,10 +11,11 @@ import pytest
 from ioweather.config import Settings
 from ioweather.store import open_store
 from ioweather.store import probe as probe_store
+from ioweather.units import ns_to_iso
 from ioweather.web.app import create_app
 from ioweather.web.pages import factors as factors_page
 from web_pages_data import (  # noqa: F401  (fixtures)
-    BIMODAL, NASTY, SLOW_FACTOR, pages_home, pages_server)
+    BIMODAL, NASTY, PROBE_END_NS, SLOW_FACTOR, pages_home, pages_server)
 from web_server import Server, api, assert_bad_request, assert_never_500, escaped_page
 from web_synthetic import MEDIANS_S
 
@@ -22,8 +23,11 @@ from web_synthetic import MEDIANS_S
 
 @pytest.fixture(scope="module")
 def window(pages_server):
-    """An absolute 6-hour window (ms-exact times, as the page prints them) over the slow last 2 hours."""
-    code, d = api(pages_server, f"/api/factors?target={BIMODAL}&since=6h")
+    """An absolute 6-hour window (ms-exact times, as the page prints them) ending where the samples end,
+    the slow last 2 hours a third of it (a window ending "now" holds less of the data, the later the module runs)."""
+    end = PROBE_END_NS[0]
+    q = urlencode({"target": BIMODAL, "since": ns_to_iso(end - 6 * 3600 * 10**9), "until": ns_to_iso(end)})
+    code, d = api(pages_server, f"/api/factors?{q}")
     assert code == 200
     return d["since"], d["until"]
 
