@@ -32,6 +32,22 @@ SINCE = _Parsed("time", time_ago)
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")
 
+
+def probe_run_options(f):
+    """What `probe run` and `watch` both ask of each probed directory: its label and how it is timed."""
+    for option in reversed([
+        click.option("--target", "targets", multiple=True,
+                     help="Label of the file system (default: HOST:MOUNTPOINT); with several directories, once per "
+                          "directory, in the same order."),
+        click.option("--block", type=SIZE, default="1MiB", show_default=True, help="Block size of data_read/data_write."),
+        click.option("--direct", is_flag=True, help="Open the data file with O_DIRECT (bypass the client page cache)."),
+        click.option("--fsync", is_flag=True, help="fsync after each write (inside the timed region)."),
+        click.option("--timeout", type=DURATION, default="60s", show_default=True, help="Deadline of one operation."),
+    ]):
+        f = option(f)
+    return f
+
+
 quiet_option = click.option("--quiet", "-q", is_flag=True,
                             help="Only problems: no progress bar and no summary (--json still prints its document).")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ioweather.commands.common import DURATION, SINCE, SIZE, TIME, json_option
+from ioweather.commands.common import DURATION, SINCE, SIZE, TIME, json_option, probe_run_options
 from ioweather.errors import UserError
 from ioweather.units import format_bytes, format_seconds, ns_to_iso
 from ioweather.views.output import print_json, print_table, short_time, progress, stderr
@@ -55,13 +55,7 @@ def register(cli: click.Group) -> None:
     @click.argument("directories", metavar="DIRECTORY...", nargs=-1, required=True, type=click.Path(path_type=Path))
     @click.option("--interval", type=DURATION, default="1s", show_default=True, help="Period, start to start.")
     @click.option("--duration", type=DURATION, default=None, help="Stop after this long (default: until SIGTERM/Ctrl-C).")
-    @click.option("--target", "targets", multiple=True,
-                  help="Label of the file system (default: HOST:MOUNTPOINT); with several directories, once per "
-                       "directory, in the same order.")
-    @click.option("--block", type=SIZE, default="1MiB", show_default=True, help="Block size of data_read/data_write.")
-    @click.option("--direct", is_flag=True, help="Open the data file with O_DIRECT (bypass the client page cache).")
-    @click.option("--fsync", is_flag=True, help="fsync after each write (inside the timed region).")
-    @click.option("--timeout", type=DURATION, default="60s", show_default=True, help="Deadline of one operation.")
+    @probe_run_options
     @click.option("--seed", type=int, default=None, help="Seed of the random offsets (default: random; always recorded).")
     @click.option("--quiet", "-q", is_flag=True, help="No periodic summary on stderr.")
     @click.pass_obj

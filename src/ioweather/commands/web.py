@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ioweather.commands.common import DURATION, SIZE
+from ioweather.commands.common import DURATION, SIZE, probe_run_options
 from ioweather.errors import UserError
 from ioweather.services.server import allowed_hosts, run_server
 from ioweather.stats.probe_spec import DEGRADED, SEVERE
@@ -101,13 +101,7 @@ def register(cli: click.Group) -> None:
     @click.argument("directories", metavar="DIRECTORY...", nargs=-1, required=True, type=click.Path(path_type=Path))
     @_server_options
     @click.option("--interval", type=DURATION, default="1s", show_default=True, help="Probe period, start to start.")
-    @click.option("--target", "targets", multiple=True,
-                  help="Label of the file system (default: HOST:MOUNTPOINT); with several directories, once per "
-                       "directory, in the same order.")
-    @click.option("--block", type=SIZE, default="1MiB", show_default=True, help="Block size of data_read/data_write.")
-    @click.option("--direct", is_flag=True, help="Open the data file with O_DIRECT (bypass the client page cache).")
-    @click.option("--fsync", is_flag=True, help="fsync after each write (inside the timed region).")
-    @click.option("--timeout", type=DURATION, default="60s", show_default=True, help="Deadline of one operation.")
+    @probe_run_options
     @click.option("--quiet", "-q", is_flag=True, help="No progress or information lines on stderr (problems still are).")
     @click.option("--file-size", type=SIZE, default=WATCH_FILE_SIZE, show_default=True,
                   help="Data file size when DIRECTORY is new (laptop default; 'probe init' uses 1GiB).")
