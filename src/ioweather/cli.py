@@ -1,9 +1,10 @@
 """The `ioweather` command.
 
 Each feature lives in its own module under `ioweather.commands` and exposes
-`register(cli)`; `COMMAND_MODULES` lists them in help order. A module that fails
-to import (a missing optional dependency) is reported and its commands skipped,
-so one broken feature never takes the whole tool down.
+`register(cli)`; `COMMANDS` names the module(s) behind each command, imported when
+the command is used. A module that fails to import (a missing optional dependency)
+is reported and its commands skipped, so one broken feature never takes the whole
+tool down.
 """
 
 from __future__ import annotations
@@ -17,24 +18,34 @@ from ioweather import __version__
 from ioweather.config import Settings
 from ioweather.errors import UserError
 
-COMMAND_MODULES = [
-    "ioweather.commands.probe",
-    "ioweather.commands.slowdown",
-    "ioweather.commands.iomodel",
-    "ioweather.commands.factors",
-    "ioweather.commands.jobs",
-    "ioweather.commands.telemetry",
-    "ioweather.commands.scheduler",  # after telemetry: adds its kinds to the `import` command
-    "ioweather.commands.umami",
-    "ioweather.commands.bench",
-    "ioweather.commands.workload",
-    "ioweather.commands.changes",
-    "ioweather.commands.events",  # events, report
-    "ioweather.commands.fsstats",
-    "ioweather.commands.web",
-    "ioweather.commands.export",
-    "ioweather.commands.store",
-]
+# The module(s) that register each top-level command. A command imports only its own module, so
+# `ioweather slowdown --check` (run by cron every minute) does not pay for every other command's
+# imports (numpy, Jinja, rich's progress: ~0.3 s of a 1 s budget); `--help` still loads them all.
+# tests/test_cli_commands.py checks this table against what the modules register.
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "bench": ("ioweather.commands.bench",),
+    "changes": ("ioweather.commands.changes",),
+    "collect": ("ioweather.commands.telemetry",),
+    "correlations": ("ioweather.commands.umami",),
+    "events": ("ioweather.commands.events",),
+    "export": ("ioweather.commands.export",),
+    "factors": ("ioweather.commands.factors",),
+    "fsstats": ("ioweather.commands.fsstats",),
+    # telemetry makes the `import` group; scheduler adds the slurm and nersc-jobsdb kinds to it
+    "import": ("ioweather.commands.telemetry", "ioweather.commands.scheduler"),
+    "iomodel": ("ioweather.commands.iomodel",),
+    "job": ("ioweather.commands.jobs",),
+    "jobs": ("ioweather.commands.jobs",),
+    "probe": ("ioweather.commands.probe",),
+    "report": ("ioweather.commands.events",),
+    "serve": ("ioweather.commands.web",),
+    "slowdown": ("ioweather.commands.slowdown",),
+    "store": ("ioweather.commands.store",),
+    "umami": ("ioweather.commands.umami",),
+    "watch": ("ioweather.commands.web",),
+    "workload": ("ioweather.commands.workload",),
+}
+COMMAND_MODULES = list(dict.fromkeys(m for modules in COMMANDS.values() for m in modules))
 
 
 class OneLineErrors(click.Group):
@@ -81,7 +92,37 @@ class OneLineErrors(click.Group):
             raise
 
 
-@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyCommands(OneLineErrors):
+    """A group whose commands are registered by their module on first use (see COMMANDS)."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self._loaded: set[str] = set()
+
+    def list_commands(self, ctx) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx, name: str):
+        if name in COMMANDS:
+            self.load(COMMANDS[name])
+        return self.commands.get(name)
+
+    def load(self, modules) -> None:
+        for name in modules:
+            if name in self._loaded:
+                continue
+            self._loaded.add(name)
+            try:
+                module = importlib.import_module(name)
+            except ModuleNotFoundError as e:
+                if e.name and e.name.startswith("ioweather.commands"):
+                    continue  # feature not built yet
+                click.echo(f"ioweather: warning: {name} unavailable: {e}", err=True)
+                continue
+            module.register(self)
+
+
+@click.group(cls=LazyCommands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="ioweather")
 @click.option("--home", type=click.Path(file_okay=False), envvar="IOWEATHER_HOME", show_envvar=True,
               help="Data directory (default ~/.local/share/ioweather).")
@@ -91,21 +132,6 @@ class OneLineErrors(click.Group):
 def cli(ctx: click.Context, home: str | None, db: str | None) -> None:
     """ioweather: is the file system slow right now, why was my job's I/O slow, what is our workload."""
     ctx.obj = Settings.resolve(home, db)
-
-
-def _register_all() -> None:
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name and e.name.startswith("ioweather.commands"):
-                continue  # feature not built yet
-            click.echo(f"ioweather: warning: {name} unavailable: {e}", err=True)
-            continue
-        module.register(cli)
-
-
-_register_all()
 
 
 def main() -> None:

@@ -1,1 +1,1 @@
-"""One module per feature; each exposes register(cli). Listed in ioweather.cli.COMMAND_MODULES."""
+"""One module per feature; each exposes register(cli). ioweather.cli.COMMANDS names the module of each command."""
