@@ -31,8 +31,8 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "export": ("ioweather.commands.export",),
     "factors": ("ioweather.commands.factors",),
     "fsstats": ("ioweather.commands.fsstats",),
-    # telemetry makes the `import` group; scheduler adds the slurm and nersc-jobsdb kinds to it
-    "import": ("ioweather.commands.telemetry", "ioweather.commands.scheduler"),
+    # telemetry makes the `import` group; scheduler adds slurm and nersc-jobsdb, umami job-features
+    "import": ("ioweather.commands.telemetry", "ioweather.commands.scheduler", "ioweather.commands.umami"),
     "iomodel": ("ioweather.commands.iomodel",),
     "job": ("ioweather.commands.jobs",),
     "jobs": ("ioweather.commands.jobs",),
