@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from ioweather.stats.umami import QUARTILE_WORDS
 from ioweather.units import format_bytes
-from ioweather.views.templating import render as render_template
 
 COLOURS = {"red": "#d62728", "orange": "#ff7f0e", "green": "#2ca02c", "blue": "#1f77b4", "grey": "#7f7f7f"}
 
@@ -51,6 +50,9 @@ def figure_data(doc: dict) -> dict:
 
 def render(doc: dict, plotly_js: str | None = None) -> str:
     """The page for the UMAMI document `doc` (services.umami.umami); `plotly_js` inlined when given."""
+    # Jinja only here: `umami JOB --json` and the text table import this module too
+    from ioweather.views.templating import render as render_template
+
     fig = figure_data(doc)
     data = {"metrics": [{k: m[k] for k in ("metric", "value", "hex", "box", "history")} for m in fig["metrics"]]}
     return render_template("umami_report.html", doc={**doc, "metrics": fig["metrics"]}, data=data, plotly_js=plotly_js,
