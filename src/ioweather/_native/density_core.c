@@ -89,6 +89,21 @@ static PyObject *bin_dist(PyObject *self, PyObject *args)
  * same) and whose squares, less (sum r)^2 / n, give the variance (the corrected two-pass
  * algorithm; Chan, Golub & LeVeque 1983), equal to R's var() to rounding.
  */
+/* The first pass of a two-pass variance: the long double sum, the minimum and the maximum (n > 0). */
+static inline long double sum_min_max(const double *x, Py_ssize_t n, double *mn, double *mx)
+{
+    long double s = 0;
+    double lo = x[0], hi = x[0];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        s += x[i];
+        if (x[i] < lo) lo = x[i];
+        if (x[i] > hi) hi = x[i];
+    }
+    *mn = lo;
+    *mx = hi;
+    return s;
+}
+
 static PyObject *moments(PyObject *self, PyObject *args)
 {
     PyObject *xo;
@@ -102,13 +117,7 @@ static PyObject *moments(PyObject *self, PyObject *args)
     double mn = NAN, mx = NAN, mean = NAN, var = NAN;
     Py_BEGIN_ALLOW_THREADS
     if (n > 0) {
-        long double s = 0;
-        mn = mx = x[0];
-        for (Py_ssize_t i = 0; i < n; i++) {
-            s += x[i];
-            if (x[i] < mn) mn = x[i];
-            if (x[i] > mx) mx = x[i];
-        }
+        long double s = sum_min_max(x, n, &mn, &mx);
         long double m = s / n;
         if (isfinite((double)m)) {
             long double r = 0, ss = 0;
@@ -461,12 +470,7 @@ static PyObject *moments_order_stats(PyObject *self, PyObject *args)
         mx = k_mx;
         s = (long double)k_hi + (long double)k_lo;
     } else {
-        mn = mx = x[0];
-        for (Py_ssize_t i = 0; i < n; i++) {
-            s += x[i];
-            if (x[i] < mn) mn = x[i];
-            if (x[i] > mx) mx = x[i];
-        }
+        s = sum_min_max(x, n, &mn, &mx);
     }
     long double m = s / n;
     if (isfinite((double)m)) {
