@@ -45,7 +45,6 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "watch": ("ioweather.commands.web",),
     "workload": ("ioweather.commands.workload",),
 }
-COMMAND_MODULES = list(dict.fromkeys(m for modules in COMMANDS.values() for m in modules))
 
 
 class OneLineErrors(click.Group):
