@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import ROOT, run_cli
+from lmt_reference import lmt_deltas
 
 LMT = "lmt/snx11025_2018-01-28.sqlite3"
 HOSTILE = 'a"b\\c\nd{e}=,é'
@@ -86,24 +86,10 @@ def samples(text: str) -> dict[str, list[tuple[dict, float]]]:
     return out
 
 
-def _lmt_deltas(db: Path, sql: str) -> dict:
-    """{name: sum of the non-negative deltas of a cumulative counter} straight from LMT's tables."""
-    con = sqlite3.connect(db)
-    try:
-        rows = con.execute(sql).fetchall()
-    finally:
-        con.close()
-    out: dict = {}
-    for name, d in rows:
-        if d is not None and d >= 0:
-            out[name] = out.get(name, 0) + d
-    return out
-
-
 def _lmt_ost_bytes(testdata: Path) -> dict[str, dict[str, float]]:
     out = {}
     for col, key in (("READ_BYTES", "read"), ("WRITE_BYTES", "write")):
-        d = _lmt_deltas(testdata / LMT, f"""
+        d = lmt_deltas(testdata / LMT, f"""
             SELECT i.OST_NAME, d.{col} - LAG(d.{col}) OVER (PARTITION BY d.OST_ID ORDER BY t.TIMESTAMP)
             FROM OST_DATA d JOIN OST_INFO i USING (OST_ID) JOIN TIMESTAMP_INFO t USING (TS_ID)""")
         out[key] = {(k if k.startswith("snx") else f"snx11025-{k}"): float(v) for k, v in d.items()}
@@ -133,7 +119,7 @@ def test_promtool_accepts_it(exposition, tmp_path):
     assert exposition.count("# HELP ") == exposition.count("# TYPE ") > 20
 
 
-def test_ost_bytes_equal_lmt_deltas(exposition, testdata):
+def test_ost_bytes_equallmt_deltas(exposition, testdata):
     s = samples(exposition)
     want = _lmt_ost_bytes(testdata)
     for kind in ("read", "write"):
@@ -142,8 +128,8 @@ def test_ost_bytes_equal_lmt_deltas(exposition, testdata):
         assert all(lab["component"] == "ost" for lab, _ in s[f"lustre_{kind}_bytes_total"])
 
 
-def test_mdt_operations_equal_lmt_deltas(exposition, testdata):
-    want = _lmt_deltas(testdata / LMT, """
+def test_mdt_operations_equallmt_deltas(exposition, testdata):
+    want = lmt_deltas(testdata / LMT, """
         SELECT o.OPERATION_NAME, d.SAMPLES - LAG(d.SAMPLES) OVER (PARTITION BY d.MDS_ID, d.OPERATION_ID ORDER BY t.TIMESTAMP)
         FROM MDS_OPS_DATA d JOIN OPERATION_INFO o USING (OPERATION_ID) JOIN TIMESTAMP_INFO t USING (TS_ID)""")
     got = {lab["operation"]: v for lab, v in samples(exposition)["lustre_stats_total"]

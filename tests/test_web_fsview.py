@@ -18,6 +18,7 @@ import pytest
 
 from ioweather.config import Settings
 from ioweather.web.app import create_app
+from lmt_reference import lmt_deltas
 from web_pages_data import NASTY
 from web_server import Server, api, assert_bad_request, escaped_page
 
@@ -95,26 +96,12 @@ def server(home):
         yield s
 
 
-def _lmt_deltas(db: Path, sql: str) -> dict:
-    """{name: sum of the non-negative deltas of a cumulative counter} straight from LMT's tables."""
-    con = sqlite3.connect(db)
-    try:
-        rows = con.execute(sql).fetchall()
-    finally:
-        con.close()
-    out: dict = {}
-    for name, d in rows:
-        if d is not None and d >= 0:
-            out[name] = out.get(name, 0) + d
-    return out
-
-
-def test_servers_bytes_equal_lmt_deltas(server, testdata):
+def test_servers_bytes_equallmt_deltas(server, testdata):
     code, d = api(server, f"/api/servers?fs=snx11025&{WINDOW}")
     assert code == 200
     db = testdata / LMT
     for col, key in (("READ_BYTES", "read_bytes"), ("WRITE_BYTES", "write_bytes")):
-        want = _lmt_deltas(db, f"""
+        want = lmt_deltas(db, f"""
             SELECT i.OST_NAME, d.{col} - LAG(d.{col}) OVER (PARTITION BY d.OST_ID ORDER BY t.TIMESTAMP)
             FROM OST_DATA d JOIN OST_INFO i USING (OST_ID) JOIN TIMESTAMP_INFO t USING (TS_ID)""")
         got = {t["target"]: t[key] for t in d["targets"]}
@@ -140,10 +127,10 @@ def test_target_series_and_sorts(server):
     assert [t["target"] for t in d["targets"]] == sorted(t["target"] for t in d["targets"])
 
 
-def test_metadata_ops_equal_lmt_deltas(server, testdata):
+def test_metadata_ops_equallmt_deltas(server, testdata):
     code, d = api(server, f"/api/metadata?fs=snx11025&{WINDOW}")
     assert code == 200
-    want = _lmt_deltas(testdata / LMT, """
+    want = lmt_deltas(testdata / LMT, """
         SELECT o.OPERATION_NAME, d.SAMPLES - LAG(d.SAMPLES) OVER (PARTITION BY d.MDS_ID, d.OPERATION_ID ORDER BY t.TIMESTAMP)
         FROM MDS_OPS_DATA d JOIN OPERATION_INFO o USING (OPERATION_ID) JOIN TIMESTAMP_INFO t USING (TS_ID)""")
     got = {o["op"]: o["ops"] for o in d["ops"]}
