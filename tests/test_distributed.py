@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
-import threading
-import time
 
 import pyarrow.parquet as pq
 import pytest
 from darshan_support import need_darshan_logs  # noqa: F401 (autouse fixture)
+from dask_kill import kill_a_busy_worker
 
 distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed (pip install -e '.[test]')")
 
@@ -103,22 +101,7 @@ def test_killed_worker_costs_a_retry_not_a_log(cli, home, tmp_path, local_result
     make_archive(root, n_copies=400, broken=False)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as watcher:
-        killed = {}
-
-        def kill_when_busy():
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                busy = {w: tasks for w, tasks in watcher.processing().items() if tasks}
-                if busy and sum(map(len, busy.values())) >= 2:
-                    worker = min(busy)
-                    pid = watcher.run(os.getpid, workers=[worker])[worker]
-                    killed.update(worker=worker, tasks=len(busy[worker]))
-                    os.kill(pid, signal.SIGKILL)
-                    return
-                time.sleep(0.05)
-
-        t = threading.Thread(target=kill_when_busy)
-        t.start()
+        t, killed = kill_a_busy_worker(watcher, min_tasks=2, poll_s=0.05)
         r = cli("jobs", "ingest", str(root), "--dask", cluster.scheduler_address, "--json", home=home)
         t.join()
         assert killed and killed["tasks"] >= 1, "the worker was never seen holding a task"

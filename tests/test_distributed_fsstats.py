@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import threading
 import time
 
 import pytest
@@ -19,6 +17,7 @@ import pytest
 distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed (pip install -e '.[test]')")
 
 from dask.distributed import Client, LocalCluster  # noqa: E402
+from dask_kill import kill_a_busy_worker  # noqa: E402
 
 import fsstats_trees as kt  # noqa: E402
 
@@ -167,22 +166,7 @@ def test_killed_worker_costs_a_retry_not_a_directory(cli, home, tmp_path):
     local, _ = snapshot(cli, home, root)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as c, \
             Client(c) as watcher:
-        killed = {}
-
-        def kill_when_busy():
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                busy = {w: tasks for w, tasks in watcher.processing().items() if tasks}
-                if busy:
-                    worker = min(busy)
-                    pid = watcher.run(os.getpid, workers=[worker])[worker]
-                    killed.update(tasks=len(busy[worker]))
-                    os.kill(pid, signal.SIGKILL)
-                    return
-                time.sleep(0.01)
-
-        t = threading.Thread(target=kill_when_busy)
-        t.start()
+        t, killed = kill_a_busy_worker(watcher, poll_s=0.01)
         remote, _ = snapshot(cli, home, root, "--dask", c.scheduler_address)
         t.join()
     assert killed and killed["tasks"] >= 1

@@ -8,9 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -19,6 +17,7 @@ import pytest
 distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed (pip install -e '.[test]')")
 
 from dask.distributed import Client, LocalCluster  # noqa: E402
+from dask_kill import kill_a_busy_worker  # noqa: E402
 
 import workload_synthetic as syn  # noqa: E402
 from ioweather.config import Settings  # noqa: E402
@@ -115,22 +114,7 @@ def test_killed_worker_costs_a_retry_not_a_day(many_days):
     local = run_json(*args, home=many_days)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as c, \
             Client(c) as watcher:
-        killed = {}
-
-        def kill_when_busy():
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                busy = {w: tasks for w, tasks in watcher.processing().items() if tasks}
-                if busy:
-                    worker = min(busy)
-                    pid = watcher.run(os.getpid, workers=[worker])[worker]
-                    killed.update(worker=worker, tasks=len(busy[worker]))
-                    os.kill(pid, signal.SIGKILL)
-                    return
-                time.sleep(0.02)
-
-        t = threading.Thread(target=kill_when_busy)
-        t.start()
+        t, killed = kill_a_busy_worker(watcher)
         remote = run_json(*args, "--dask", c.scheduler_address, home=many_days)
         t.join()
     assert killed and killed["tasks"] >= 1, "no worker was seen holding a day"
