@@ -6,7 +6,6 @@ a day that kills every worker stops the command with one line, never a partial w
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import sys
 import time
@@ -22,23 +21,7 @@ from dask_kill import kill_a_busy_worker  # noqa: E402
 import workload_synthetic as syn  # noqa: E402
 from ioweather.config import Settings  # noqa: E402
 from ioweather.store.telemetry_layout import write_rows  # noqa: E402
-
-
-def run(*args, home):
-    from click.testing import CliRunner
-
-    from ioweather.cli import cli
-
-    r = CliRunner().invoke(cli, ["--home", str(home), *args])
-    if r.exception and not isinstance(r.exception, SystemExit):
-        raise r.exception
-    return r.exit_code, r.stdout, r.stderr
-
-
-def run_json(*args, home) -> dict:
-    code, out, err = run(*args, "--json", home=home)
-    assert code == 0, err
-    return json.loads(out)
+from test_workload_cli import run_json  # noqa: E402
 
 
 def _bench_generate():
