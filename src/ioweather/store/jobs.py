@@ -169,9 +169,13 @@ def seen(store: Store) -> tuple[set[str], dict[str, tuple[int, int]]]:
 
 
 def _insert_ignore(store: Store, table: sa.Table, key: str):
-    """INSERT ... ON CONFLICT (key) DO NOTHING on SQLite and PostgreSQL (execute it with a list of rows)."""
+    """INSERT that skips rows whose `key` is stored (execute it with a list of rows): ON CONFLICT DO NOTHING
+    on SQLite and PostgreSQL, INSERT IGNORE on MariaDB/MySQL (which has no ON CONFLICT; IGNORE also turns
+    other errors into warnings there, but every column we write is already typed and bounded)."""
     if store.is_sqlite:
         from sqlalchemy.dialects.sqlite import insert
+    elif store.engine.dialect.name in ("mysql", "mariadb"):
+        return sa.insert(table).prefix_with("IGNORE")
     else:
         from sqlalchemy.dialects.postgresql import insert
     return insert(table).on_conflict_do_nothing(index_elements=[key])
