@@ -275,12 +275,10 @@ def test_dask_path_gives_the_local_documents(batch):
     assert distributed is not None
 
 
-# MariaDB is not here: storing Darshan jobs there fails first (store/jobs.py write_batch renders
-# PostgreSQL's ON CONFLICT for it), before any weather
-@pytest.mark.parametrize("db", ["pg_url"])
+@pytest.mark.parametrize("db", ["pg_url", "mariadb_url"])
 def test_refresh_and_verdicts_on_server_databases(home, db, request):
     """The incremental step's SQL (the anti-join of jobs without weather, the raw-cursor signatures, the
-    kept verdicts) on PostgreSQL: the same documents as on SQLite, verdicts counted with SQL."""
+    kept verdicts) on PostgreSQL and MariaDB: the same documents as on SQLite, verdicts counted with SQL."""
     import json
 
     import sqlalchemy as sa

@@ -128,8 +128,11 @@ def test_summary_json_and_html(cli, home, tmp_path):
     assert r.returncode == 2 and "line 1" in r.stderr
 
 
-@pytest.mark.postgres
-def test_ingest_and_summary_on_postgresql(cli, home, tmp_path, pg_url):
+@pytest.mark.parametrize("db", ["pg_url", "mariadb_url"])
+def test_ingest_and_summary_on_server_databases(cli, home, tmp_path, db, request):
+    """Ingest, re-ingest (nothing new: the insert skips stored hashes, ON CONFLICT on PostgreSQL,
+    INSERT IGNORE on MariaDB) and the summary counted by the server database."""
+    pg_url = request.getfixturevalue(db)
     good, bad = make_archive(tmp_path / "a", n_copies=10)
     r = cli("--db", pg_url, "jobs", "ingest", str(tmp_path / "a"), "--workers", "2", "--json", home=home)
     assert r.returncode == 0, r.stderr
