@@ -44,10 +44,11 @@ def _env(home: Path) -> dict:
     return env
 
 
-# A reader process that reads as fast as it can (the CLI spends most of its life starting up, which
-# leaves few reads in flight when a switch comes): the same service `workload` calls, one JSON line a read.
+# A reader process driven by the test: each "go" line on stdin starts one read (the same service
+# `workload` calls), answered by one JSON line with the read's duration. The CLI spends most of its life
+# starting up, which leaves few reads in flight when a switch comes; this one is frozen inside its read.
 TIGHT_READER = """
-import json, sys
+import json, sys, time
 from pathlib import Path
 from ioweather.config import Settings
 from ioweather.errors import UserError
@@ -55,9 +56,13 @@ from ioweather.services.workload import compute
 s = Settings(home=Path(sys.argv[1]))
 print("ready", flush=True)
 for _ in range(int(sys.argv[2])):
+    if sys.stdin.readline() != "go\\n":
+        break
+    t = time.perf_counter()
     try:
         doc, _ = compute(s, "t", None, None, 3600.0, 0.05, 600.0, 2**30, 86400.0)
-        print(json.dumps({"read_bytes": doc["read_bytes"], "write_bytes": doc["write_bytes"]}), flush=True)
+        print(json.dumps({"read_bytes": doc["read_bytes"], "write_bytes": doc["write_bytes"],
+                          "s": time.perf_counter() - t}), flush=True)
     except Exception as e:  # counted by the test; UserError included (a listing seen half switched)
         print(json.dumps({"error": f"{type(e).__name__}: {e}"}), flush=True)
 """
@@ -81,8 +86,8 @@ def test_workload_readers_while_a_loop_reimports(tmp_path):
     first = subprocess.run([sys.executable, "-m", "ioweather", *imp], capture_output=True, text=True, env=env)
     assert first.returncode == 0, first.stderr
     n_reads = int(os.environ.get("IOWEATHER_READERS_READS", "8"))
-    tight = subprocess.Popen([sys.executable, "-c", TIGHT_READER, str(home), str(n_reads)], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=env)
+    tight = subprocess.Popen([sys.executable, "-c", TIGHT_READER, str(home), str(n_reads)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert tight.stdout.readline() == "ready\n", tight.stderr.read()
     stop = threading.Event()
     imports: list = []
@@ -92,18 +97,22 @@ def test_workload_readers_while_a_loop_reimports(tmp_path):
     cli_reader.start()
     rng = random.Random(os.environ.get("IOWEATHER_READERS_SEED", "11"))
     lines = []
-    while tight.poll() is None:
-        # The tight reader is frozen (SIGSTOP) during each re-import, most likely in the middle of a
-        # read: it resumes after the switch with a listing that names files the import just removed.
+    read_s = 0.05
+    for _ in range(n_reads):
+        # One read started, then the reader frozen (SIGSTOP) a random moment into it, most likely in
+        # the middle: it resumes after the re-import's switch with a listing that names files the
+        # import just removed. Paced by the test, so every read races one import whatever the speeds.
+        tight.stdin.write("go\n")
+        tight.stdin.flush()
+        time.sleep(rng.uniform(0.0, read_s))
         os.kill(tight.pid, signal.SIGSTOP)
         try:
             imports.append(subprocess.run([sys.executable, "-m", "ioweather", *imp], capture_output=True, text=True,
                                           env=env, timeout=300))
         finally:
             os.kill(tight.pid, signal.SIGCONT)
-        # the next switch after this read ends: re-imports slower than a read (the retry is bounded)
         lines.append(tight.stdout.readline())
-        time.sleep(rng.uniform(0.0, 0.5))
+        read_s = json.loads(lines[-1]).get("s", read_s) if lines[-1].startswith("{") else read_s
     stop.set()
     cli_reader.join()
     tight_out, tight_err = tight.communicate()
@@ -129,4 +138,4 @@ def test_workload_readers_while_a_loop_reimports(tmp_path):
     print(f"{len(imports)} imports ({replaced} files replaced), {n} reads")
     assert not failures and not wrong, (f"{len(failures)} failed and {len(wrong)} miscounted of {n} reads "
                                         f"(totals {totals}): {failures[:3]} {wrong[:3]}")
-    assert len(imports) >= 3 and replaced >= 3 * DAYS, (len(imports), replaced)  # the race was really run
+    assert len(imports) == n_reads and replaced >= n_reads * DAYS, (len(imports), replaced)  # the race was run
