@@ -240,9 +240,11 @@ def test_umami_of_a_job_with_a_kept_climate_imports_no_scipy(batch):
     code = ("import json, sys; from ioweather.config import Settings; from ioweather.store import open_store; "
             "from ioweather.services import umami; "
             f"d = umami.umami(open_store(Settings.resolve({str(settings.home)!r})), '5006'); "
-            "print(json.dumps({'scipy': any(m.startswith('scipy') for m in sys.modules), 'doc': d}, default=str))")
+            "print(json.dumps({'scipy': any(m.startswith('scipy') for m in sys.modules), "
+            "'pandas': 'pandas' in sys.modules, 'doc': d}, default=str))")
     out = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
     assert out["scipy"] is False
+    assert out["pandas"] is False  # 0.4 s of `umami JOB`: the history goes to climate() as arrays
     kept = out["doc"]
     from ioweather.services.umami import climate
 
@@ -250,7 +252,7 @@ def test_umami_of_a_job_with_a_kept_climate_imports_no_scipy(batch):
     t = job_weather.update_climates(store, "fs", {kept["motif"]})[kept["motif"]]
     i = t.keys.index(job["key"])
     fresh = climate({"id": job["id"], "motif": kept["motif"], "start_ns": job["start_ns"], "values": t.values(i)},
-                    t.frame(np.flatnonzero(t.starts < job["start_ns"])), list(job_weather.UMAMI_ROWS),
+                    t.starts[t.starts < job["start_ns"]], t.x[t.starts < job["start_ns"]], list(job_weather.UMAMI_ROWS),
                     "fraction_of_peak")  # computes r and p itself (scipy.special)
     assert [(m["metric"], m["quartile"], m["r"], m["p"]) for m in kept["metrics"]] == \
         [(m["metric"], m["quartile"], m["r"], m["p"]) for m in fresh["metrics"]]
@@ -308,3 +310,39 @@ def test_refresh_and_verdicts_on_server_databases(home, db, request):
         assert sum(1 for d in docs[u].values() if isinstance(d.get("verdict"), str)) == 12
         store.dispose()
     assert docs[url] == docs[None]
+
+
+def test_a_telemetry_import_recomputes_the_weather_it_covers(batch, tmp_path):
+    """Job 4 ran in the hour without samples: its stored verdict says "no data". Importing that hour
+    (`ioweather import csv`) recomputes its weather and verdict in the same command, with no umami
+    call in between. Windows are watermarked per day, so the jobs whose window reaches that day are
+    recomputed (with the same numbers: the new rows lie outside their windows) and the others kept."""
+    import json
+
+    settings, store, raw = batch
+    job_weather.refresh_all(store)
+    job = job_weather.find_job(store, "5003")
+    con = sqlite3.connect(settings.sqlite_path)
+    q = ("SELECT job_key, computed_ns, json_extract(doc, '$.no_data'), json_extract(doc, '$.verdict'), "
+         "json_extract(doc, '$.coverage_factor_bw'), json_extract(doc, '$.missing_fraction') FROM job_weather")
+    before = {k: rest for k, *rest in con.execute(q)}
+    assert before[job["key"]][1] == 1 and before[job["key"]][2].startswith("no data")
+    d0 = T0 // DAY * DAY
+    gap_day = (d0 + 30 * 3600 * S) // DAY
+    t = np.arange(d0 + 30 * 3600 * S, d0 + 31 * 3600 * S, 5 * S)
+    gap = pd.concat([pd.DataFrame({"time": t / 1e9, "target": target, "metric": metric, "value": 1e6,
+                                   "interval_s": 5.0})
+                     for target in OSTS[:4] for metric in ("read_bytes", "write_bytes", "read_ops", "write_ops")])
+    csv = tmp_path / "gap.csv"
+    gap.to_csv(csv, index=False)
+    r = run_cli("import", "csv", str(csv), "--fs", "fs", "--json", home=str(settings.home))
+    assert r.returncode == 0, r.stderr
+    after = {k: rest for k, *rest in con.execute(q)}
+    con.close()
+    reaches = {j["key"] for j in job_weather.darshan_jobs(store) if (j["end_ns"] + 5 * S - 1) // DAY >= gap_day}
+    assert json.loads(r.stdout)["job_weather"]["computed"] == len(reaches) == 5
+    assert {k for k in after if after[k][0] != before[k][0]} == reaches
+    assert after[job["key"]][1] == 0 and not after[job["key"]][2].startswith("no data")
+    assert after[job["key"]][3] is not None
+    for k in set(after) - {job["key"]}:
+        assert after[k][3:] == before[k][3:], k

@@ -17,12 +17,15 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ioweather.errors import UserError
 from ioweather.stats import coverage as cov
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MIB = 1024 * 1024
 WINDOW_METRICS = ["read_bytes", "write_bytes", "read_ops", "write_ops", "cpu_pct"]
@@ -549,6 +552,7 @@ def _file_facts(store, rows: pd.DataFrame) -> tuple[dict, dict, dict]:
 
 def _with_files(store, jobs: list[dict]) -> list[dict]:
     """`jobs` with the per-file facts of the Darshan jobs found without them (find_job)."""
+    import pandas as pd
     need = [j for j in jobs if j.get("files") is False]
     if not need:
         return jobs
@@ -616,6 +620,7 @@ def after_import(store, since_ns: int | None = None, until_ns: int | None = None
 
 
 def _with_fraction_of_peak(rows: list[dict]) -> pd.DataFrame:
+    import pandas as pd
     from ioweather.stats.umami import fraction_of_peak
 
     recs = [{"job_key": r["job_key"], "fs": r["fs"], "motif": r["motif"], "start_ns": r["start_ns"], **r["doc"]} for r in rows]
@@ -688,11 +693,9 @@ class MotifTable:
                 v[k] = None
         return v
 
-    def frame(self, rows: np.ndarray) -> pd.DataFrame:
-        """Jobs `rows` as a table of start_ns and the UMAMI metrics (what services.umami.climate reads)."""
-        df = pd.DataFrame(self.x[rows], columns=UMAMI_ROWS)
-        df.insert(0, "start_ns", self.starts[rows])
-        return df
+    def history_of(self, job: dict) -> np.ndarray:
+        """The rows of `job`'s history: the motif's jobs that started before it, the job excluded."""
+        return np.flatnonzero((self.starts < job["start_ns"]) & (np.array(self.keys, dtype=object) != job["key"]))
 
 
 def update_climates(store, fs: str, motifs) -> dict[str, MotifTable]:
@@ -784,11 +787,11 @@ def umami_among(store, job: dict, name: str, peers: list[dict] | None, source: s
         kept = values.get("climate")
         if isinstance(kept, dict) and kept.get("n") is not None:
             stored = kept  # update_climates just made it current
-    history = t.frame(np.flatnonzero((t.starts < job["start_ns"]) & (np.array(t.keys, dtype=object) != job["key"])))
+    rows = t.history_of(job)
     # the verdict and climate kept for the Jobs list are answers, not weather
     weather = {k: v for k, v in values.items() if k not in ("verdict", "climate")}
-    out = climate({"id": job["id"], "motif": key, "start_ns": job["start_ns"], "values": values}, history,
-                  list(UMAMI_ROWS), "fraction_of_peak", stored=stored)
+    out = climate({"id": job["id"], "motif": key, "start_ns": job["start_ns"], "values": values}, t.starts[rows],
+                  t.x[rows], list(UMAMI_ROWS), "fraction_of_peak", stored=stored)
     out["source"] = source
     out["fs"] = name
     if weather.get("no_data"):

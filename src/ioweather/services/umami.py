@@ -11,15 +11,18 @@ peak across that history, culprits and the verdict.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ioweather.errors import UserError
 from ioweather.stats import climate as cstats
 from ioweather.stats import correlate
 from ioweather.stats import umami as um
 from ioweather.units import ns_to_iso
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PRESETS = ("tokio-abc",)
 FEATURE_PERF = "darshan_normalized_perf_by_max"
@@ -65,6 +68,7 @@ def import_job_features(store, csv_path: str, preset: str, config_path: str | No
 
 def metric_columns(df: pd.DataFrame) -> list[str]:
     """Numeric metric columns of a feature table: not identifiers (`_...`), flags (`...?`) or performance."""
+    import pandas as pd
     out = []
     for c in df.columns:
         if c.startswith("_") or c.endswith("?") or c.endswith("_flagged") or c.startswith(_PERF_PREFIXES):
@@ -77,6 +81,7 @@ def metric_columns(df: pd.DataFrame) -> list[str]:
 
 
 def _feature_frame(store, system=None, fs=None, motif=None, all_rows=False) -> pd.DataFrame:
+    import pandas as pd
     from ioweather.store import job_features as fstore
 
     df = fstore.load(store, [system] if system else None)
@@ -94,6 +99,7 @@ def correlations(store, fs: str | None = None, motif: str | None = None, system:
                  metrics: list[str] | None = None, all_rows: bool = False) -> dict:
     """Pearson's r of fraction of peak with every metric over the jobs in the store (imported features and
     our own jobs' weather), optionally of one file system, motif or feature set."""
+    import pandas as pd
     from ioweather.services import job_weather
 
     parts = []
@@ -136,17 +142,24 @@ def _magnitude(r: float | None) -> str:
 
 # ----------------------------------------------------------------------------- climate vs weather
 
-def climate(job: dict, history: pd.DataFrame, metrics: list[str], perf: str, directions: dict | None = None,
-            labels: dict | None = None, fs_history: pd.DataFrame | None = None,
+def climate_columns(metrics: list[str], perf: str) -> list[str]:
+    """The columns of the history matrices `climate` reads: the metrics, then performance unless among them."""
+    return list(metrics) + ([perf] if perf not in metrics else [])
+
+
+def climate(job: dict, starts: np.ndarray, h: np.ndarray, metrics: list[str], perf: str,
+            directions: dict | None = None, labels: dict | None = None, fs_h: np.ndarray | None = None,
             stored: dict | None = None) -> dict:
-    """The UMAMI document of one job against `history` (same motif, the job excluded; `start_ns` column).
+    """The UMAMI document of one job against its history (same motif, the job excluded), given as arrays
+    so that answering for a job of our store needs no pandas: `starts` (ns) and `h` (jobs x
+    climate_columns(metrics, perf)); `fs_h` the same columns over the whole file system, for r_fs.
 
     job: {"id", "motif", "start_ns", "values": {metric: value}}. `stored`: {"n", "r", "p": {metric: ...}},
     the correlations a batch kept for this job over this same history (job_weather.update_climates):
     used instead of computing them, so that answering needs no scipy."""
-    history = history.sort_values("start_ns", kind="stable") if len(history) else history
-    cols = list(metrics) + ([perf] if perf not in metrics else [])
-    h = _matrix(history, cols)
+    cols = climate_columns(metrics, perf)
+    order = np.argsort(starts, kind="stable")
+    starts, h = np.asarray(starts)[order], np.asarray(h, dtype=float).reshape(len(order), len(cols))[order]
     v = np.array([_value(job["values"].get(m)) if _value(job["values"].get(m)) is not None else np.nan for m in cols])
     big = [um.direction(m, directions) for m in cols]
     res = cstats.expanding(np.vstack([h, v[None, :]]), cols.index(perf), np.append(np.zeros(len(h), np.int64), len(h)),
@@ -155,17 +168,16 @@ def climate(job: dict, history: pd.DataFrame, metrics: list[str], perf: str, dir
         res["n"][0] = [stored["n"].get(m, 0) or 0 for m in cols]
         res["r"][0] = [np.nan if stored["r"].get(m) is None else stored["r"][m] for m in cols]
         res["p"][0] = [np.nan if stored["p"].get(m) is None else stored["p"][m] for m in cols]
-    times = [ns_to_iso(int(t)) for t in history["start_ns"]] if len(history) else []
+    times = [ns_to_iso(int(t)) for t in starts]
     fs_corr = None
-    if fs_history is not None:
-        fh = _matrix(fs_history, cols)
-        fn, fr = cstats.pearson_columns(fh, fh[:, cols.index(perf)])
+    if fs_h is not None:
+        fn, fr = cstats.pearson_columns(fs_h, fs_h[:, cols.index(perf)])
         fs_corr = (fn, fr, cstats.pearson_p(fr, fn) if np.isfinite(fr).any() else np.full(len(cols), np.nan))
     rows = metric_rows(res, 0, cols[:len(metrics)], v, big, perf, labels)
     for c, (m, row) in enumerate(zip(metrics, rows)):
         row["box"] = _box(res, 0, c)
         row["history"] = {"time": times, "value": [None if not np.isfinite(x) else float(x) for x in h[:, c]]}
-        if fs_corr is not None and m != perf and fs_history is not None and m in fs_history.columns:
+        if fs_corr is not None and m != perf:
             row.update({"r_fs": _num_or_none(fs_corr[1][c]), "p_fs": _num_or_none(fs_corr[2][c]), "n_fs": int(fs_corr[0][c])})
     n = int(res["history_n"][0])
     verdict, found = verdict_of(rows, perf, n)
@@ -174,6 +186,8 @@ def climate(job: dict, history: pd.DataFrame, metrics: list[str], perf: str, dir
 
 
 def _matrix(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
+    """A feature table's columns `cols` as floats (NaN where missing or not a number)."""
+    import pandas as pd
     out = np.full((len(df), len(cols)), np.nan)
     for c, m in enumerate(cols):
         if m in df.columns:
@@ -233,6 +247,7 @@ def _value(v):
 def feature_umami(store, job_id: str, system: str | None = None, motif: str | None = None,
                   fs: str | None = None) -> dict | None:
     """UMAMI of an imported feature row whose `_jobid` is `job_id`; None when no set holds it."""
+    import pandas as pd
     from ioweather.store import job_features as fstore
 
     sets = {s["name"]: s for s in fstore.sets(store)}
@@ -267,8 +282,9 @@ def feature_umami(store, job_id: str, system: str | None = None, motif: str | No
             metrics.append(extra)
     job = {"id": str(job_id), "motif": f"{row['_benchmark_id']} on {row['_test_platform']}", "start_ns": start_ns,
            "values": {m: row.get(m) for m in metrics}}
-    doc = climate(job, history, metrics, FEATURE_PERF, cfg.get("directions"), cfg.get("labels"),
-                  fs_history=df[platform])
+    cols = climate_columns(metrics, FEATURE_PERF)
+    doc = climate(job, history["start_ns"].to_numpy(np.int64), _matrix(history, cols), metrics, FEATURE_PERF,
+                  cfg.get("directions"), cfg.get("labels"), fs_h=_matrix(df[platform], cols))
     doc["source"] = f"job features ({row['_set']})"
     perf_mibps = _value(row.get("darshan_agg_perf_by_slowest_posix"))
     doc["weather"] = {"performance_bps": None if perf_mibps is None else perf_mibps * 1024 * 1024}

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ioweather.store import telemetry_layout as layout
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Rows are interval starts: an interval that began this long before the window can still reach into it.
 MAX_INTERVAL_NS = 600 * 10**9
@@ -59,6 +62,7 @@ def window_rows(parquet_dir: Path, fs: str, since_ns: int, until_ns: int, metric
                 metric_prefixes: tuple[str, ...] = (), con=None, targets: set[str] | None = None) -> pd.DataFrame:
     """Rows (time_ns, target, metric, value, interval_s) of `fs` that can overlap [since, until)
     (of the OSTs whose 4-digit hex ids are `targets`, when given)."""
+    import pandas as pd
     files = layout.data_files(fs_base(parquet_dir, fs), since_ns - MAX_INTERVAL_NS, until_ns)
     cols = ["time_ns", "target", "metric", "value", "interval_s"]
     if not files:
@@ -228,6 +232,7 @@ def darshan_file_rows(parquet_dir: Path, parts: dict[str, list[str]], columns: l
     """The per-file rows of some Darshan jobs: `parts` maps a files part (the job row's `files_part`)
     to the log hashes wanted from it. Only those parts are opened, and only those jobs' rows kept:
     a refresh of a few new jobs does not read the archive of every job."""
+    import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
 

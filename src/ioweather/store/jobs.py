@@ -29,9 +29,9 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import sqlalchemy as sa
@@ -39,6 +39,9 @@ import sqlalchemy as sa
 from ioweather.errors import UserError, from_os_error
 from ioweather.store.db import Store
 from ioweather.store.migrations import Component, create_tables
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 metadata = sa.MetaData()
 
@@ -326,6 +329,7 @@ def load_jobs(store: Store, columns: Iterable[str] | None = None) -> pd.DataFram
 
     Ordered because float sums over the rows depend on their order: without it, the summary's
     means changed in the last digit with the order an ingest happened to store the logs."""
+    import pandas as pd
     store.require(COMPONENT)
     cols = list(columns) if columns else JOB_COLUMNS
     with store.connect() as conn:

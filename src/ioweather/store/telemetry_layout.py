@@ -39,20 +39,24 @@ servers prefix targets with the host name ("oss01:sda", "login1:/scratch").
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ioweather.config import Settings
 from ioweather.errors import StoreError, UserError, from_os_error
 from ioweather.store import telemetry_rollup as rollup
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SCHEMA = pa.schema([
     ("time_ns", pa.int64()),
@@ -123,7 +127,7 @@ def write_rows(settings: Settings, fs: str, df: pd.DataFrame, writer: str = "imp
 
 
 def _day_file(base: Path, day: int, writer: str, file_id: str | None) -> Path:
-    date = pd.Timestamp(day * 86_400_000_000_000, unit="ns").strftime("%Y-%m-%d")
+    date = _EPOCH_DAY.fromordinal(_EPOCH_DAY.toordinal() + day).isoformat()
     return base / f"date={date}" / f"{writer}-{file_id or uuid.uuid4().hex[:12]}.parquet"
 
 
@@ -165,6 +169,7 @@ def _write_day(base: Path, part: pd.DataFrame, day: int, writer: str, file_id: s
 
 
 DAY_NS = 86_400_000_000_000
+_EPOCH_DAY = datetime.date(1970, 1, 1)  # day directories are UTC dates: day k is _EPOCH_DAY + k
 COMPACT_TAG = "-compact-"        # in the name of a file that replaces a day's small files of one writer
 REPLACES_KEY = b"ioweather.replaces"
 IMPORTS_DIR = "_imports"         # fs=<name>/_imports/<writer>.json: the runs of each import source that count
@@ -172,7 +177,7 @@ IMPORTS_DIR = "_imports"         # fs=<name>/_imports/<writer>.json: the runs of
 
 def _day_of_dir(name: str) -> int | None:
     try:
-        return int(pd.Timestamp(name[5:], tz="UTC").value)
+        return (datetime.date.fromisoformat(name[5:]).toordinal() - _EPOCH_DAY.toordinal()) * DAY_NS
     except ValueError:
         return None
 
