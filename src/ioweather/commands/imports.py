@@ -132,6 +132,10 @@ def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> 
                          until_ns=until_ns, on_error=lambda m: click.echo(f"ioweather: error: {m}", err=True),
                          on_note=lambda m: stderr.print(f"import: {m}", highlight=False, markup=False), **options)
     results, failed = doc["sources"], doc["failed"]
+    weather = doc.get("job_weather")
+    if weather and weather["computed"] and not as_json:
+        stderr.print(f"import: recomputed the weather of {weather['computed']:,} jobs whose window the new telemetry "
+                     f"covers", highlight=False, markup=False)
     if as_json:
         print_json(doc)
     elif failed < len(results):  # when every source failed, their error lines say it all

@@ -91,5 +91,27 @@ def import_sources(settings, kind: str, sources, fs: str, *, stopping: threading
         for note in r["notes"]:
             on_note(note)
         results.append(r)
-    return {"kind": kind, "fs": fs, "rows": sum(r.get("rows", 0) for r in results), "failed": failed,
-            "sources": results}
+    rows = sum(r.get("rows", 0) for r in results)
+    return {"kind": kind, "fs": fs, "rows": rows, "failed": failed, "sources": results,
+            "job_weather": _refresh_job_weather(settings) if rows else None}
+
+
+def _refresh_job_weather(settings) -> dict | None:
+    """New telemetry changes the weather of the jobs whose window it covers (METHODS.md section 7):
+    those are recomputed now, with their verdicts, so that the Jobs list does not show an answer
+    from before the import. {jobs, computed, kept, skipped}; None when the store holds no Darshan jobs
+    (a telemetry-only store is not created or extended here). `collect` does not do this on every
+    flush: `umami JOB` and the next import or ingest find the changed windows by their signatures."""
+    from ioweather.services.job_weather import after_import
+    from ioweather.store import open_store
+    from ioweather.store.jobs import COMPONENT
+
+    if not settings.store_exists():
+        return None
+    store = open_store(settings)
+    try:
+        if COMPONENT.name not in store.versions():
+            return None
+        return after_import(store)
+    finally:
+        store.dispose()
