@@ -11,6 +11,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 
 import pyarrow.parquet as pq
 import pytest
@@ -214,9 +215,15 @@ def test_slurm_cluster_stores_exactly_the_local_answer(cli, home, archive, local
     got = stored(home)
     assert got["jobs"] == want["jobs"] and got["failed"] == want["failed"] and got["files"] == want["files"]
     # the workers were Slurm jobs: sacct lists them, under the account asked for
-    out = slurm_cluster.run("sacct", "--parsable2", "--noheader", "-X", "--allusers",
-                            "--format=JobName,Account,State", "--name=dask-worker").stdout
-    rows = [line.split("|") for line in out.splitlines()]
+    # (slurmctld hands job records to slurmdbd asynchronously: on a busy machine they arrive seconds later)
+    deadline = time.monotonic() + 60
+    while True:
+        out = slurm_cluster.run("sacct", "--parsable2", "--noheader", "-X", "--allusers",
+                                "--format=JobName,Account,State", "--name=dask-worker").stdout
+        rows = [line.split("|") for line in out.splitlines()]
+        if len(rows) >= 2 or time.monotonic() > deadline:
+            break
+        time.sleep(1)
     assert len(rows) >= 2 and all(r[1] == "ioweather" for r in rows), out
 
 

@@ -16,8 +16,9 @@ open the store, so the store needs to be reachable only from where the command r
 A worker killed in the middle of a task costs a retry: the scheduler re-runs the task on
 another worker and the client sees each task's result once. A task that kills every worker
 it runs on (a log that crashes the Darshan C library) ends as `KilledWorker` after
-`distributed.scheduler.allowed-failures` retries and is handed to `on_crash`, as the local
-pool does. A worker that cannot import this ioweather, or has another version, stops the run
+`distributed.scheduler.allowed-failures` retries; it is run once more alone at the end (the
+tasks that merely shared its worker end the same way) and, if it still kills its worker,
+handed to `on_crash`, as the local pool does. A worker that cannot import this ioweather, or has another version, stops the run
 with one line saying so.
 """
 
@@ -201,7 +202,6 @@ def map_unordered(client, fn: Callable, items: Iterable, on_result: Callable[[ob
     back in completion order, each exactly once. The kwargs named in `shared` are sent to every
     worker once (scattered) instead of with each task."""
     from dask.distributed import as_completed
-    from distributed import KilledWorker
 
     from ioweather import __version__
 
@@ -223,26 +223,43 @@ def map_unordered(client, fn: Callable, items: Iterable, on_result: Callable[[ob
                 break
         return new
 
+    # A task that only shared a worker with the one that kills it can reach allowed-failures too
+    # (each death counts against every task on that worker): such tasks are run again, alone,
+    # once the rest is done, and only one that still kills its worker is handed to on_crash.
+    suspects = []
     pending = as_completed(submit(window))
     for fut in pending:
         item = inflight.pop(fut.key)
-        try:
-            res = fut.result()
-        except KilledWorker:
-            on_crash(item, crash_reason)
-        except VersionSkew as e:
-            raise UserError(f"a Dask worker runs another ioweather ({e}): install the same version on the "
-                            "workers") from None
-        except ImportError as e:
-            raise UserError(f"a Dask worker cannot import ioweather ({_one_line(e)}): install ioweather "
-                            f"{__version__} in the workers' Python") from None
-        except Exception as e:  # noqa: BLE001 (fn never raises for bad input: this is the cluster's)
-            raise UserError(f"a Dask task failed on {item}: {type(e).__name__}: {_one_line(e)}") from None
-        else:
-            on_result(item, res)
-        finally:
-            fut.release()
+        if not _deliver(fut, item, on_result):
+            suspects.append(item)
         pending.update(submit(1))
+    for item in suspects:
+        if not _deliver(client.submit(_task, fn, item, __version__, kwargs, pure=False), item, on_result):
+            on_crash(item, crash_reason)
+
+
+def _deliver(fut, item, on_result: Callable[[object, object], None]) -> bool:
+    """on_result(item, result) and True; False when the task ended as KilledWorker."""
+    from distributed import KilledWorker
+
+    from ioweather import __version__
+
+    try:
+        res = fut.result()
+    except KilledWorker:
+        return False
+    except VersionSkew as e:
+        raise UserError(f"a Dask worker runs another ioweather ({e}): install the same version on the "
+                        "workers") from None
+    except ImportError as e:
+        raise UserError(f"a Dask worker cannot import ioweather ({_one_line(e)}): install ioweather "
+                        f"{__version__} in the workers' Python") from None
+    except Exception as e:  # noqa: BLE001 (fn never raises for bad input: this is the cluster's)
+        raise UserError(f"a Dask task failed on {item}: {type(e).__name__}: {_one_line(e)}") from None
+    finally:
+        fut.release()
+    on_result(item, res)
+    return True
 
 
 def _one_line(e: BaseException) -> str:
