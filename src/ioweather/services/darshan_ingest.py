@@ -381,11 +381,13 @@ class Ingest:
 
 
 def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None = None,
-           cores_per_node: int | None = None, progress_cb=None, follow_symlinks: bool = False) -> dict:
+           cores_per_node: int | None = None, progress_cb=None, follow_symlinks: bool = False,
+           dask_per_task: int | str = "auto") -> dict:
     """Ingest `paths` (files and directories); returns counts. `progress_cb(n_done, n_total)`.
 
     With `dask_address` (a `--dask` value, services/distributed.py) the logs are read on a Dask
     cluster, connected to before the store is opened: a cluster that cannot be reached leaves no store.
+    `dask_per_task`: logs per Dask task (map_unordered's per_task; benchmarks/bench_dask.py compares 1).
     """
     if not dask_address:
         return _ingest(settings, paths, workers=workers, client=None, cores_per_node=cores_per_node,
@@ -394,11 +396,11 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
 
     with connect(dask_address) as client:
         return _ingest(settings, paths, workers=workers, client=client, cores_per_node=cores_per_node,
-                       progress_cb=progress_cb, follow_symlinks=follow_symlinks)
+                       progress_cb=progress_cb, follow_symlinks=follow_symlinks, dask_per_task=dask_per_task)
 
 
 def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node: int | None = None,
-            progress_cb=None, follow_symlinks: bool = False) -> dict:
+            progress_cb=None, follow_symlinks: bool = False, dask_per_task: int | str = "auto") -> dict:
     """`ingest`, on `client` (a Dask client) when given.
 
     counts: ingested (stored by this run), failed, duplicates (content already stored, found by
@@ -446,8 +448,10 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
                 if client is not None:
                     from ioweather.services.distributed import map_unordered
 
+                    # a log is ~70 ms of work, a task ~8 ms of the scheduler's on 2 shared cores: batched
                     map_unordered(client, extract, todo, on_result, on_crash, shared=("known",),
-                                  crash_reason=CRASH_REASON, kwargs={"known": known, "cores_per_node": cores_per_node})
+                                  per_task=dask_per_task, crash_reason=CRASH_REASON,
+                                  kwargs={"known": known, "cores_per_node": cores_per_node})
                 elif workers <= 1 or len(todo) <= 1:
                     for p in todo:
                         on_result(p, extract(p, known, cores_per_node))

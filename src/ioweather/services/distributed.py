@@ -8,17 +8,19 @@ SPEC is one of
                              log_directory, local_directory, python
 
 The pattern every distributed command follows (measured in benchmarks/bench_dask.py):
-one small task per item (a log, a partition, a directory), a bounded window of tasks in
-flight, results fetched by the client straight from the workers (never through the
-scheduler), and one writer — the client — that commits them to the store. Workers never
-open the store, so the store needs to be reachable only from where the command runs.
+items (a log, a partition, a directory) grouped into tasks of about half a second of work
+(`per_task="auto"`; big partitions go one per task), a bounded window of items in flight,
+results fetched by the client straight from the workers (never through the scheduler),
+and one writer — the client — that commits them to the store. Workers never open the
+store, so the store needs to be reachable only from where the command runs.
 
 A worker killed in the middle of a task costs a retry: the scheduler re-runs the task on
 another worker and the client sees each task's result once. A task that kills every worker
 it runs on (a log that crashes the Darshan C library) ends as `KilledWorker` after
-`distributed.scheduler.allowed-failures` retries; it is run once more alone at the end (the
-tasks that merely shared its worker end the same way) and, if it still kills its worker,
-handed to `on_crash`, as the local pool does. A worker that cannot import this ioweather, or has another version, stops the run
+`distributed.scheduler.allowed-failures` retries; each of its items is run once more alone
+at the end (the tasks that merely shared its worker, and the other items of its batch, end
+the same way) and an item that still kills its worker is handed to `on_crash`, as the
+local pool does. A worker that cannot import this ioweather, or has another version, stops the run
 with one line saying so.
 """
 
@@ -26,23 +28,42 @@ from __future__ import annotations
 
 import logging
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from itertools import islice
 
 from ioweather.errors import UserError
 
 #: Tasks kept in flight per worker thread: enough to hide the scheduler's round trip, few
 #: enough that a million items never sit in the scheduler's memory at once.
 WINDOW_PER_THREAD = 16
+#: per_task="auto" aims at tasks of this much work: the scheduler's few ms per task (7.9 ms
+#: with 2 workers on 2 shared cores) become ~1 %, and a task lost with its worker costs little.
+TASK_SECONDS = 0.5
+#: Most items in one task, and twice this many items in flight per worker thread: the
+#: window bounds items (their results wait on the workers until the client takes them).
+MAX_PER_TASK = 64
+#: Per-item times kept to size the next task: the median of recent ones follows a change of
+#: item size without being steered by one huge log.
+RECENT_TASKS = 16
 CONNECT_TIMEOUT_S = 15
 SLURM_KEYS = {"jobs": int, "cores": int, "memory": str, "processes": int, "queue": str, "account": str,
               "walltime": str, "interface": str, "log_directory": str, "local_directory": str, "python": str}
 SLURM_DEFAULTS = {"jobs": 1, "cores": 1, "memory": "2GB", "processes": 1, "walltime": "01:00:00"}
 # distributed logs tracebacks of a failed sbatch, a lost worker, ... to stderr: the command says it in one line
 _QUIET = ("distributed", "dask_jobqueue", "tornado", "asyncio")
+#: The workers of a cluster we start do not sample their own stacks: distributed's profiler
+#: does so every 10 ms in each worker, CPU taken from the tasks (with 2 workers, the scheduler
+#: and the client on 2 cores, every ms counts) for a dashboard nobody looks at during an ingest.
+#: A cluster given by address keeps its owner's settings.
+NO_PROFILER = {"distributed.worker.profile.enabled": False}  # a dotted key: the nanny merges shallowly
+_NO_PROFILER_ENV = "export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False"
 
 
 class VersionSkew(RuntimeError):
@@ -105,7 +126,7 @@ def connect(spec: str) -> Iterator:
 
             # a free port: None is taken as the default 8787, and a second cluster warns on stderr
             cluster = target = LocalCluster(n_workers=arg, threads_per_worker=1, processes=True,
-                                            dashboard_address=":0")
+                                            dashboard_address=":0", config=NO_PROFILER)  # the nannies' config
         else:
             cluster = target = _slurm_cluster(arg)
         try:
@@ -130,7 +151,8 @@ def _slurm_cluster(opts: dict):
         raise UserError("--dask slurm needs dask-jobqueue: pip install 'ioweather[dask]'") from None
     kw = {k: v for k, v in opts.items() if k != "jobs" and k != "python"}
     cluster = SLURMCluster(python=opts.get("python") or sys.executable,
-                           scheduler_options={"dashboard_address": ":0"}, **kw)  # None is merged away: 8787 may be taken
+                           scheduler_options={"dashboard_address": ":0"},  # None is merged away: 8787 may be taken
+                           job_script_prologue=[_NO_PROFILER_ENV], **kw)
     try:
         _sbatch_test_only(cluster.job_script())
         cluster.scale(jobs=opts["jobs"])
@@ -184,23 +206,74 @@ def check_workers(client) -> None:
                             "(version skew): install the same version on the workers")
 
 
-def _task(fn: Callable, item, version: str, kwargs: dict):
+#: (module, name) of the functions this worker process has run: the first call pays the
+#: imports (darshan, pyarrow: seconds on a loaded machine), which say nothing of the items.
+_CALLED: set = set()
+
+
+def _task(fn: Callable, items: list, version: str, kwargs: dict) -> tuple[list, float, int]:
+    """([fn(item) for each item], seconds of work, items those seconds cover)."""
     from ioweather import __version__
 
     if __version__ != version:
         raise VersionSkew(f"ioweather {__version__} on this worker, {version} on the client")
-    return fn(item, **kwargs)
+    key = (fn.__module__, fn.__qualname__)
+    out, spent, timed = [], 0.0, 0
+    for item in items:
+        t = time.perf_counter()
+        out.append(fn(item, **kwargs))
+        if key in _CALLED:
+            spent += time.perf_counter() - t
+            timed += 1
+        else:
+            _CALLED.add(key)
+    return out, spent, timed
+
+
+def batch_size(per_item_s: float | None, cap: int = MAX_PER_TASK) -> int:
+    """Items for a task of ~TASK_SECONDS when an item takes `per_item_s` (None: not measured yet, 1)."""
+    if per_item_s is None:
+        return 1
+    if per_item_s <= 0:
+        return cap
+    return max(1, min(cap, int(TASK_SECONDS / per_item_s)))
+
+
+class _Sizer:
+    """How many items the next task carries: fixed, or ("auto") from the work measured in recent tasks."""
+
+    def __init__(self, per_task: int | str, cap: int = MAX_PER_TASK):
+        if per_task != "auto" and (not isinstance(per_task, int) or per_task < 1):
+            raise ValueError(f"per_task must be 'auto' or a positive int, not {per_task!r}")
+        self.fixed = None if per_task == "auto" else per_task
+        self.cap = cap
+        self.recent: deque = deque(maxlen=RECENT_TASKS)
+
+    @property
+    def measured(self) -> bool:
+        return self.fixed is not None or bool(self.recent)
+
+    def record(self, spent: float, timed: int) -> None:
+        if timed:
+            self.recent.append(spent / timed)
+
+    def next(self) -> int:
+        if self.fixed is not None:
+            return self.fixed
+        return batch_size(statistics.median(self.recent) if self.recent else None, self.cap)
 
 
 def map_unordered(client, fn: Callable, items: Iterable, on_result: Callable[[object, object], None],
                   on_crash: Callable[[object, str], None], *, kwargs: dict | None = None,
-                  shared: Iterable[str] = (), window: int | None = None,
+                  shared: Iterable[str] = (), window: int | None = None, per_task: int | str = 1,
                   crash_reason: str = "the task killed every worker it ran on") -> None:
     """Apply `fn(item, **kwargs)` to every item on the cluster; `on_result(item, result)` as each ends.
 
     `fn` must be importable on the workers (a module-level function of ioweather). Results come
     back in completion order, each exactly once. The kwargs named in `shared` are sent to every
-    worker once (scattered) instead of with each task."""
+    worker once (scattered) instead of with each task. `per_task` items go in one task; "auto":
+    one at first, then as many as take ~TASK_SECONDS by the time measured on the workers.
+    `window`: items in flight at most."""
     from dask.distributed import as_completed
 
     from ioweather import __version__
@@ -208,44 +281,64 @@ def map_unordered(client, fn: Callable, items: Iterable, on_result: Callable[[ob
     # shipped to each worker once, not with every task (a large archive knows millions of hashes)
     kwargs = {k: client.scatter([v], broadcast=True, hash=False)[0] if k in shared else v
               for k, v in (kwargs or {}).items()}
+    sizer = _Sizer(per_task)
+    threads = max(1, sum(client.nthreads().values()))
+    max_tasks = max(64, WINDOW_PER_THREAD * threads)
     if window is None:
-        window = max(64, WINDOW_PER_THREAD * max(1, sum(client.nthreads().values())))
+        window = max(max_tasks, 2 * (sizer.fixed or MAX_PER_TASK) * threads)
+    # at least two tasks per thread fit the window: one running, the next already on the worker
+    sizer.cap = max(1, min(MAX_PER_TASK, window // (2 * threads)))
     todo = iter(items)
     inflight: dict = {}
+    n_items = [0]
 
-    def submit(n: int) -> list:
+    def run(batch: list):
+        return client.submit(_task, fn, batch, __version__, kwargs, pure=False)
+
+    def submit() -> list:
+        # until some work is measured, two one-item tasks per thread, not a window full of them
+        most = max_tasks if sizer.measured else 2 * threads
         new = []
-        for item in todo:
-            fut = client.submit(_task, fn, item, __version__, kwargs, pure=False)
-            inflight[fut.key] = item
-            new.append(fut)
-            if len(new) >= n:
+        while len(inflight) < most:
+            size = min(sizer.next(), window)
+            # a task smaller than asked only because the window is nearly full would keep that size
+            if n_items[0] + size > window:
                 break
+            batch = list(islice(todo, size))
+            if not batch:
+                break
+            fut = run(batch)
+            inflight[fut.key] = batch
+            n_items[0] += len(batch)
+            new.append(fut)
         return new
 
     # A task that only shared a worker with the one that kills it can reach allowed-failures too
-    # (each death counts against every task on that worker): such tasks are run again, alone,
-    # once the rest is done, and only one that still kills its worker is handed to on_crash.
+    # (each death counts against every task on that worker), as can the other items of a killer's
+    # batch: such items are run again, alone, once the rest is done, and only one that still kills
+    # its worker is handed to on_crash.
     suspects = []
-    pending = as_completed(submit(window))
+    pending = as_completed(submit())
     for fut in pending:
-        item = inflight.pop(fut.key)
-        if not _deliver(fut, item, on_result):
-            suspects.append(item)
-        pending.update(submit(1))
+        batch = inflight.pop(fut.key)
+        n_items[0] -= len(batch)
+        if not _deliver(fut, batch, on_result, sizer):
+            suspects += batch
+        pending.update(submit())
     for item in suspects:
-        if not _deliver(client.submit(_task, fn, item, __version__, kwargs, pure=False), item, on_result):
+        if not _deliver(run([item]), [item], on_result, sizer):
             on_crash(item, crash_reason)
 
 
-def _deliver(fut, item, on_result: Callable[[object, object], None]) -> bool:
-    """on_result(item, result) and True; False when the task ended as KilledWorker."""
+def _deliver(fut, batch: list, on_result: Callable[[object, object], None], sizer: _Sizer) -> bool:
+    """on_result(item, result) for each item of the task's batch and True; False when the task
+    ended as KilledWorker."""
     from distributed import KilledWorker
 
     from ioweather import __version__
 
     try:
-        res = fut.result()
+        results, spent, timed = fut.result()
     except KilledWorker:
         return False
     except VersionSkew as e:
@@ -255,10 +348,13 @@ def _deliver(fut, item, on_result: Callable[[object, object], None]) -> bool:
         raise UserError(f"a Dask worker cannot import ioweather ({_one_line(e)}): install ioweather "
                         f"{__version__} in the workers' Python") from None
     except Exception as e:  # noqa: BLE001 (fn never raises for bad input: this is the cluster's)
-        raise UserError(f"a Dask task failed on {item}: {type(e).__name__}: {_one_line(e)}") from None
+        more = f" (or one of the {len(batch) - 1} other items of its task)" if len(batch) > 1 else ""
+        raise UserError(f"a Dask task failed on {batch[0]}{more}: {type(e).__name__}: {_one_line(e)}") from None
     finally:
         fut.release()
-    on_result(item, res)
+    sizer.record(spent, timed)
+    for item, res in zip(batch, results, strict=True):
+        on_result(item, res)
     return True
 
 
