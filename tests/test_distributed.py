@@ -157,6 +157,69 @@ def test_task_that_kills_its_workers_is_reported_as_crashed(local_cluster):
     assert results == {i: i.upper() for i in items if i != "poison"}
 
 
+def test_poison_inside_a_batch_is_the_only_crash(local_cluster):
+    """A task of 8 items, one of which kills its worker: that item alone is reported crashed, the
+    other 7 (and every other task's items) are delivered, each exactly once."""
+    import cloudpickle
+
+    from ioweather.services.distributed import map_unordered
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    items = [f"log{i}" for i in range(13)] + ["poison"] + [f"log{i}" for i in range(13, 40)]
+    delivered, crashed = [], []
+    with Client(local_cluster) as client:
+        map_unordered(client, _abort_on_poison, items, lambda item, res: delivered.append((item, res)),
+                      lambda item, why: crashed.append(item), per_task=8)
+    assert crashed == ["poison"]
+    assert sorted(delivered) == sorted((i, i.upper()) for i in items if i != "poison")
+
+
+def test_batch_size_follows_the_work_measured_on_the_workers():
+    from ioweather.services import distributed as D
+
+    assert D.batch_size(None) == 1  # nothing measured yet: one item
+    assert D.batch_size(D.TASK_SECONDS / 7.5) == 7  # ~0.5 s of work, rounded down
+    assert D.batch_size(D.TASK_SECONDS * 3) == 1  # a slow item still goes
+    assert D.batch_size(1e-6) == D.MAX_PER_TASK and D.batch_size(0.0) == D.MAX_PER_TASK
+    assert D.batch_size(1e-6, cap=5) == 5
+    sizer = D._Sizer("auto")
+    assert not sizer.measured and sizer.next() == 1
+    sizer.record(0.0, 0)  # a worker's first call (its imports) is not a measure
+    assert not sizer.measured and sizer.next() == 1
+    for _ in range(5):
+        sizer.record(0.1, 2)  # 50 ms an item
+    sizer.record(30.0, 1)  # one huge log does not steer the median
+    assert sizer.next() == 10
+    assert D._Sizer(8).next() == 8 and D._Sizer(8).measured
+    for bad in (0, -1, "many", 1.5):
+        with pytest.raises(ValueError):
+            D._Sizer(bad)
+
+
+def test_a_workers_first_call_is_not_timed():
+    from ioweather import __version__
+    from ioweather.services.distributed import _task
+
+    def twice(x):
+        return 2 * x
+
+    assert _task(twice, [1], __version__, {}) == ([2], 0.0, 0)
+    out, spent, timed = _task(twice, [1, 2, 3], __version__, {})
+    assert out == [2, 4, 6] and timed == 3 and spent >= 0
+
+
+def test_clusters_we_start_run_without_the_stack_profiler():
+    from ioweather.services.distributed import _NO_PROFILER_ENV, connect
+
+    with connect("local:1") as client:
+        assert not any(client.run(lambda dask_worker: "profile" in dask_worker.periodic_callbacks).values())
+    # a Slurm worker is a fresh Python started by sbatch: told by its job script's environment
+    import dask
+
+    name, value = _NO_PROFILER_ENV.removeprefix("export ").split("=")
+    assert dask.config.collect_env({name: value}) == {"distributed": {"worker": {"profile": {"enabled": False}}}}
+
+
 def test_unreachable_scheduler_is_one_line_and_no_store(cli, home, archive):
     r = cli("jobs", "ingest", str(archive / "real"), "--dask", "tcp://127.0.0.1:9", home=home)
     assert r.returncode == 2
