@@ -125,7 +125,9 @@ def main() -> None:
     streams = count_batched_sends()  # before the cluster: its streams to the workers are made at start-up
     from dask.distributed import Client, LocalCluster
 
-    from ioweather.services.distributed import NO_PROFILER
+    import dask
+
+    from ioweather.services.distributed import KEEP_NANNIES, NO_PROFILER
 
     root = Path(tempfile.mkdtemp(prefix="iw-bench-dask-logs-"))
     try:
@@ -138,8 +140,9 @@ def main() -> None:
         print(f"logs: {n} distinct ({sum(p.stat().st_size for p in paths) / 2**20:.1f} MiB, made in {made:.1f} s), "
               f"cpus: {os.cpu_count()}, load at start: {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}", flush=True)
         t = time.perf_counter()
-        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                          config=NO_PROFILER) as cluster, Client(cluster, direct_to_workers=True) as client:
+        with dask.config.set(KEEP_NANNIES), \
+                LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                             config=NO_PROFILER) as cluster, Client(cluster, direct_to_workers=True) as client:
             print(f"Dask LocalCluster, 2 worker processes, started in {time.perf_counter() - t:.1f} s (not counted)")
             meter = SchedulerMeter(client, streams)
             secs = {a: [] for a in arms}

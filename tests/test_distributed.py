@@ -69,7 +69,14 @@ def local_result(archive, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def local_cluster():
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    """Shared by the tests whose poison kills worker after worker: its nannies are kept (KEEP_NANNIES),
+    as `--dask local:N` keeps its own."""
+    import dask
+
+    from ioweather.services.distributed import KEEP_NANNIES
+
+    with dask.config.set(KEEP_NANNIES), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         yield cluster
 
 

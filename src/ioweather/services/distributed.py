@@ -64,6 +64,11 @@ _QUIET = ("distributed", "dask_jobqueue", "tornado", "asyncio")
 #: A cluster given by address keeps its owner's settings.
 NO_PROFILER = {"distributed.worker.profile.enabled": False}  # a dotted key: the nanny merges shallowly
 _NO_PROFILER_ENV = "export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False"
+#: While a LocalCluster we start runs. It closes a nanny for good when no worker of its name is
+#: registered 15 s after one was removed (distributed.deploy.lost-worker-timeout): a log that kills
+#: worker after worker can put that moment between a death and the nanny's restart, and the run
+#: then waits forever on no worker. Our nannies restart their workers themselves.
+KEEP_NANNIES = {"distributed.deploy.lost-worker-timeout": "3650d"}
 
 
 class VersionSkew(RuntimeError):
@@ -111,6 +116,7 @@ def _slurm_options(text: str) -> dict:
 def connect(spec: str) -> Iterator:
     """A `distributed.Client` for SPEC, closed (and a cluster we started, stopped) at the end."""
     try:
+        import dask
         from dask.distributed import Client
     except ImportError:
         raise UserError("--dask needs the optional dask extra: pip install 'ioweather[dask]'") from None
@@ -118,30 +124,31 @@ def connect(spec: str) -> Iterator:
     for name in _QUIET:
         logging.getLogger(name).setLevel(logging.CRITICAL)
     cluster = None
-    try:
-        if kind == "address":
-            target = arg
-        elif kind == "local":
-            from dask.distributed import LocalCluster
+    with dask.config.set(KEEP_NANNIES if kind == "local" else {}):
+        try:
+            if kind == "address":
+                target = arg
+            elif kind == "local":
+                from dask.distributed import LocalCluster
 
-            # a free port: None is taken as the default 8787, and a second cluster warns on stderr
-            cluster = target = LocalCluster(n_workers=arg, threads_per_worker=1, processes=True,
-                                            dashboard_address=":0", config=NO_PROFILER)  # the nannies' config
-        else:
-            cluster = target = _slurm_cluster(arg)
-        try:
-            # results come from the workers to us directly: the scheduler only sees small messages
-            client = Client(target, timeout=CONNECT_TIMEOUT_S, direct_to_workers=True)
-        except Exception as e:  # noqa: BLE001 (OSError, TimeoutError, CommClosedError, ...)
-            raise UserError(f"cannot connect to the Dask scheduler at {target}: {_one_line(e)}") from None
-        try:
-            check_workers(client)
-            yield client
+                # a free port: None is taken as the default 8787, and a second cluster warns on stderr
+                cluster = target = LocalCluster(n_workers=arg, threads_per_worker=1, processes=True,
+                                                dashboard_address=":0", config=NO_PROFILER)  # the nannies' config
+            else:
+                cluster = target = _slurm_cluster(arg)
+            try:
+                # results come from the workers to us directly: the scheduler only sees small messages
+                client = Client(target, timeout=CONNECT_TIMEOUT_S, direct_to_workers=True)
+            except Exception as e:  # noqa: BLE001 (OSError, TimeoutError, CommClosedError, ...)
+                raise UserError(f"cannot connect to the Dask scheduler at {target}: {_one_line(e)}") from None
+            try:
+                check_workers(client)
+                yield client
+            finally:
+                client.close()
         finally:
-            client.close()
-    finally:
-        if cluster is not None:
-            cluster.close()
+            if cluster is not None:
+                cluster.close()
 
 
 def _slurm_cluster(opts: dict):
