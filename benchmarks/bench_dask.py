@@ -157,6 +157,7 @@ def main() -> None:
                     s, counts = ingest_once(root, **kw)
                     assert counts["failed"] == 0 and counts["ingested"] == n, (arm, counts)  # every copy, once
                     secs[arm].append(s)
+                    print(f"  {arm} done: {s:.1f} s, load {os.getloadavg()[0]:.2f}", flush=True)  # a stopped run says something
                     if arm != "local":
                         sched[arm].append(meter.reading())
                 line = [f"round {r + 1} ({', '.join(order)}):"]
