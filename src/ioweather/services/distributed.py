@@ -43,7 +43,7 @@ from ioweather.errors import UserError
 #: Tasks kept in flight per worker thread: enough to hide the scheduler's round trip, few
 #: enough that a million items never sit in the scheduler's memory at once.
 WINDOW_PER_THREAD = 16
-#: per_task="auto" aims at tasks of this much work: the scheduler's few ms per task (7.9 ms
+#: per_task="auto" aims at tasks of this much work: the scheduler's few ms per task (5-8 ms
 #: with 2 workers on 2 shared cores) become ~1 %, and a task lost with its worker costs little.
 TASK_SECONDS = 0.5
 #: Most items in one task, and twice this many items in flight per worker thread: the
@@ -64,10 +64,10 @@ _QUIET = ("distributed", "dask_jobqueue", "tornado", "asyncio")
 #: A cluster given by address keeps its owner's settings.
 NO_PROFILER = {"distributed.worker.profile.enabled": False}  # a dotted key: the nanny merges shallowly
 _NO_PROFILER_ENV = "export DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False"
-#: While a LocalCluster we start runs. It closes a nanny for good when no worker of its name is
-#: registered 15 s after one was removed (distributed.deploy.lost-worker-timeout): a log that kills
-#: worker after worker can put that moment between a death and the nanny's restart, and the run
-#: then waits forever on no worker. Our nannies restart their workers themselves.
+#: Set while a LocalCluster we started runs. Such a cluster closes a nanny for good when no worker
+#: of its name is registered 15 s after one was removed (distributed.deploy.lost-worker-timeout): a
+#: log that kills worker after worker can put that moment between a death and the nanny's restart,
+#: and the run then waits forever on no worker. Our nannies restart their workers themselves.
 KEEP_NANNIES = {"distributed.deploy.lost-worker-timeout": "3650d"}
 
 
