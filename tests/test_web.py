@@ -117,6 +117,23 @@ def test_timeline_keeps_every_extreme_and_counts_everything(server, filled):
     store.dispose()
 
 
+def test_read_samples_is_by_op_code_from_one_archived_day(tmp_path):
+    """A window inside one archived day is one Parquet file, whose rows are by op name: still sorted by op code."""
+    from ioweather.store.probe_archive import archive_completed_days
+    from web_synthetic import add_target
+
+    store = open_store(Settings.resolve(tmp_path / "home"))
+    day = 86400 * 10**9
+    now = (time.time_ns() // day) * day + 3600 * 10**9
+    add_target(store, "t", now - 3 * day, now - 2 * day, period_s=60, seed=5)
+    assert archive_completed_days(store, keep_days=1, now_ns=now) > 0
+    s = probe_store.read_samples(store, "t", since_ns=now - 3 * day + 3600 * 10**9, until_ns=now - 2 * day)
+    assert sorted(set(s["op"].tolist())) == list(range(len(probe_store.OPS)))
+    key = np.lexsort((s["start_ns"], s["op"]))
+    assert (key == np.arange(len(key))).all()
+    store.dispose()
+
+
 # --------------------------------------------------------------------------- escaping
 def _strings(o) -> set[str]:
     if isinstance(o, str):
