@@ -176,6 +176,20 @@ def test_read_samples_is_by_op_code_from_one_archived_day(tmp_path):
     store.dispose()
 
 
+def test_the_dashboard_starts_without_pandas_pyarrow_or_scipy():
+    """Every page module is imported at start: those three (~150 MB of the server's memory) only when a
+    page that needs them is asked for."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from ioweather.web.app import create_app; from ioweather.web.pages import load_pages; "
+            "n = len(load_pages()); print(n, sorted(m for m in ('pandas', 'pyarrow', 'scipy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split(" ", 1)
+    from ioweather.web.pages import PAGE_MODULES
+
+    assert int(out[0]) == len(PAGE_MODULES) and out[1].strip() == "[]"
+
+
 # --------------------------------------------------------------------------- escaping
 def _strings(o) -> set[str]:
     if isinstance(o, str):
