@@ -4,8 +4,9 @@ over a longer one (up to a day) each 10-minute interval's fastest, median and sl
 A day of 1 Hz samples is 518 k rows: reading and downsampling them took ~0.8 s a request and shipped
 1 MiB (issue 21). The 10-minute rollups of completed intervals are already in the probe cache (read
 back from the store's pieces, services/probe_pieces.py), so a long window reads as samples only its
-partial first and last 10 minutes and the unsettled tail; the counts are still those of every sample
-in [since, until), and the slowest and fastest sample of each interval stay on the plot.
+partial first and last 10 minutes and the unsettled tail (and the partial ends of the 1 h or 4 h
+intervals when the rows below the plot are asked at those); the counts are still those of every
+sample in [since, until), and the slowest and fastest sample of each interval stay on the plot.
 """
 
 from __future__ import annotations
