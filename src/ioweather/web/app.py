@@ -20,6 +20,7 @@ from starlette.staticfiles import StaticFiles
 from ioweather import __version__
 from ioweather.config import Settings
 from ioweather.errors import UserError
+from ioweather.stats.changepoints import load_libraries
 from ioweather.web.context import WebConfig, WebContext
 from ioweather.web.errors import exception_handlers, json_response
 from ioweather.web.pages import load_pages
@@ -190,5 +191,8 @@ def _warm(ctx: WebContext) -> None:
     try:
         if ctx.problem() is None:
             ctx.cache.warm()
+            # The probe pages mark level changes: their libraries are not imported at start (the idle
+            # server's memory), nor in the first timeline's request, but here, after the cache.
+            load_libraries()
     except Exception:  # noqa: BLE001 - an optimisation only: requests compute what they need themselves
         pass
