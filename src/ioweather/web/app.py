@@ -155,6 +155,10 @@ def _lifespan(ctx: WebContext, warm: bool):
     @contextlib.asynccontextmanager
     async def lifespan(app):
         if warm:
+            # The probe pages mark level changes (ruptures, which loads scipy: ~1.5 s): loaded before the
+            # first answer rather than in the first timeline's request or beside the cache's warm-up,
+            # where it slowed the first pages after a start to 1-1.5 s (benchmarks/bench_web.py).
+            load_libraries()
             threading.Thread(target=_warm, args=(ctx,), name="ioweather-warm", daemon=True).start()
         yield
         ctx.close()
@@ -191,8 +195,5 @@ def _warm(ctx: WebContext) -> None:
     try:
         if ctx.problem() is None:
             ctx.cache.warm()
-            # The probe pages mark level changes: their libraries are not imported at start (the idle
-            # server's memory), nor in the first timeline's request, but here, after the cache.
-            load_libraries()
     except Exception:  # noqa: BLE001 - an optimisation only: requests compute what they need themselves
         pass
