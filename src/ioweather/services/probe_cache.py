@@ -386,7 +386,7 @@ class ProbeCache:
             raise ValueError(f"interval must be one of {INTERVALS_S}")
         a = _down(since_ns, interval_s * 10**9)
         tc = self._t(target)
-        if not self._pieces:
+        if not tc.warmed and not self._pieces:
             with tc.lock:
                 self._ensure_warm(target, tc)
         cached, hi = self._cover(target, tc.rolled[interval_s], interval_s, a, until_ns)
