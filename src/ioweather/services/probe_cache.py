@@ -386,7 +386,7 @@ class ProbeCache:
             raise ValueError(f"interval must be one of {INTERVALS_S}")
         a = _down(since_ns, interval_s * 10**9)
         tc = self._t(target)
-        if not tc.warmed and not self._pieces:
+        if not tc.warmed and not self._pieces:  # the warm-up's one pass fills these too: wait, not read twice
             with tc.lock:
                 self._ensure_warm(target, tc)
         cached, hi = self._cover(target, tc.rolled[interval_s], interval_s, a, until_ns)
@@ -424,9 +424,9 @@ class ProbeCache:
 
         return probe_pieces.enabled(self.store)
 
-    def _rollup_window(self, now_ns: int) -> tuple[int, int]:
-        """Where the warm-up keeps rollups: the baseline window on the grid of every interval length."""
-        return _down(now_ns - int(self.baseline_s * 1e9), max(INTERVALS_S) * 10**9), now_ns
+    def _rollup_since(self, now_ns: int) -> int:
+        """Where the warm-up's rollups start: the baseline window's start on the grid of every interval length."""
+        return _down(now_ns - int(self.baseline_s * 1e9), max(INTERVALS_S) * 10**9)
 
     def _ensure_warm(self, target: str, tc: _Target) -> None:
         """The first use of a target fills its baseline (the caller holds `tc.lock`).
@@ -442,7 +442,7 @@ class ProbeCache:
         now = self.clock()
         lengths = INTERVALS_S if self.warm_rollups and not self._pieces else ()
         hi = self.settled_ns(max(INTERVALS_S) * 10**9)
-        roll = (min(self._rollup_window(now)[0], hi), hi)
+        roll = (min(self._rollup_since(now), hi), hi)
         base = self.baseline_window(now) if tc.baseline is None else None
         if lengths or base is not None:
             rolled, b = self._scan(target, roll if lengths else None, lengths, base)
@@ -455,8 +455,8 @@ class ProbeCache:
         tc.warmed = True
 
     def warm(self) -> None:
-        """Fill the baseline of every target, then the rollups of the baseline window (10-minute ones first:
-        the Status page's climate), so that the first page waits for no more than the baselines."""
+        """Fill the baseline of every target, then the rollups of the baseline window, one length at a time and
+        10-minute ones first (the Status page's climate): the first Status answer waits for nothing else."""
         t0 = time.perf_counter()
         self.warming = True
         try:
@@ -470,12 +470,12 @@ class ProbeCache:
         finally:
             self.warming = False
         if self.warm_rollups and self._pieces:
-            since, now = self._rollup_window(self.clock())
+            now = self.clock()
             for interval_s in INTERVALS_S:
                 for target in names:
                     if self.stop_event.is_set():
                         return
-                    self._cover(target, self._t(target).rolled[interval_s], interval_s, since, now)
+                    self._cover(target, self._t(target).rolled[interval_s], interval_s, self._rollup_since(now), now)
         self.warm_s = time.perf_counter() - t0
 
     def start_warm(self) -> threading.Thread:
