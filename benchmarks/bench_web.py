@@ -187,6 +187,8 @@ def main() -> None:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     proc.stdout.readline()
+    print(f"server RSS at its first line (app imported; lifespan start-up and warm-up not yet): "
+          f"{rss_kib(proc.pid)[0] / 1024:.0f} MiB", flush=True)
     peak = [0]
 
     def watch_rss():
@@ -231,6 +233,7 @@ def main() -> None:
     try:
         proc.stdout.readline()
         up = time.perf_counter() - started
+        print(f"restart: server RSS at its first line {rss_kib(proc.pid)[0] / 1024:.0f} MiB", flush=True)
         print(f"\nrestart: server up in {up:.1f} s (Python start-up and imports); then every page's FIRST request:")
         print(f"{'page':36s} {'server ms':>10s} {'wall ms':>9s}   (cold: first of its kind after the restart)")
         worst = 0.0
@@ -255,7 +258,7 @@ def main() -> None:
     print(f"{'window':8s} {'variant':14s} {'points':>8s} {'server ms':>10s} {'MiB':>7s} {'browser s':>10s}")
     try:
         fetch(base2 + f"/api/status?target={target}")
-        for window in ("6h", "24h"):
+        for window in ("6h",):  # over 6 h the page draws 10-minute rollups (services/probe_timeline.py)
             rows = {}
             for variant in ("downsampled", "full"):
                 timeline_page.MAX_POINTS = 20_000 if variant == "downsampled" else 10**8

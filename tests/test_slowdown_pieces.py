@@ -26,7 +26,7 @@ from ioweather.store.probe import probe_pieces as pieces_table
 from ioweather.store.probe_archive import archive_completed_days
 from ioweather.units import to_ns
 
-from web_synthetic import Episode, add_target
+from web_synthetic import Episode, add_target, rollups_from_samples
 
 DAY = 86_400 * 10**9
 H = 3_600 * 10**9
@@ -126,8 +126,8 @@ def _exercise(store, now_ns: int, days: float) -> None:
 
 def _compare_cache(store, now_ns: int, days: float) -> None:
     """The dashboard's and --check's cache: every baseline statistic and the rollups equal numpy over the samples."""
-    from ioweather.services.probe_cache import ProbeCache, rollup_arrays
-    from ioweather.stats.probe import STATUS_OK, interval_stats
+    from ioweather.services.probe_cache import ProbeCache
+    from ioweather.stats.probe import STATUS_OK
 
     cache = ProbeCache(store, baseline_s=days * 86400, clock=lambda: now_ns)
     for target in ("scratch", "home"):
@@ -140,12 +140,9 @@ def _compare_cache(store, now_ns: int, days: float) -> None:
             assert b.samples[code] == sel.sum() and b.first_ns[code] == s["start_ns"][sel].min()
         for interval in (600, 14400):
             got = cache.rollups(target, interval, b.since_ns, now_ns)
-            lo = b.since_ns // (interval * 10**9) * interval * 10**9
-            w = probe_store.read_samples(store, target, since_ns=lo, until_ns=now_ns)
-            ref = rollup_arrays(interval_stats(w["op"], w["start_ns"], w["duration_ns"], w["status"], interval))
-            order = np.lexsort((ref["op"], ref["start_ns"]))
+            ref = rollups_from_samples(store, target, interval, b.since_ns, now_ns)
             for c in ref:
-                np.testing.assert_array_equal(got[c], ref[c][order], err_msg=f"{target} {interval} {c}")
+                np.testing.assert_array_equal(got[c], ref[c], err_msg=f"{target} {interval} {c}")
 
 
 def test_sqlite_pieces_equal_full_computation_with_archive_and_restart(tmp_path):

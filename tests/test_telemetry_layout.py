@@ -62,3 +62,23 @@ def test_import_run_commit_replaces_and_rollback_removes(tmp_path):
     other.commit()
     assert len(layout.read_frame(s, "fs")) == 14                # another source's import is kept
     assert other.summary()["targets"] == 1 and other.summary()["start"].startswith("1970-01-02")
+
+
+def test_day_dirs_of_a_short_window_are_those_a_listing_finds(tmp_path):
+    """A window of up to a month names its directories rather than listing them all: the same
+    directories, in the same order, as filtering the whole listing, for windows on and off day edges."""
+    day = layout.DAY_NS
+    rng = np.random.default_rng(3)
+    present = sorted(rng.choice(np.arange(20_000, 20_400), size=150, replace=False))
+    for k in present:
+        (layout._day_file(tmp_path, int(k), "w", "x")).parent.mkdir(parents=True)
+    (tmp_path / "date=not-a-day").mkdir()
+
+    def listed(since, until):
+        return [d for d in sorted(tmp_path.glob("date=*")) if (d0 := layout._day_of_dir(d.name)) is not None
+                and d0 < until and d0 + day > since]
+
+    for _ in range(300):
+        since = int(rng.integers(19_990 * day, 20_410 * day))
+        until = since + int(rng.integers(1, 40 * day))
+        assert layout.day_dirs(tmp_path, since, until) == listed(since, until), (since, until)

@@ -106,8 +106,10 @@ def test_timeline_keeps_every_extreme_and_counts_everything(server, filled):
     hour = 3600 * 10**9
     first = (filled.t0_ns - 6 * hour) // hour * hour
     assert len(rows) == -((first - filled.t0_ns) // hour)
+    # every clock hour the window touches, from the window's samples only (the first hour begins before
+    # the window; the last holds none when t0 has just entered it)
     md_stat = probe_store.OPS.index("md_stat")
-    for row in rows:  # every hour, the partial first and last ones too (a last hour t0 just entered holds none)
+    for row in rows:
         start = int(datetime.fromisoformat(row["interval_start"].replace("Z", "+00:00")).timestamp() * 1e9)
         sel = (raw["op"] == md_stat) & (raw["status"] == 0) & (raw["start_ns"] >= start) & (raw["start_ns"] < start + hour)
         if sel.any():
@@ -115,6 +117,79 @@ def test_timeline_keeps_every_extreme_and_counts_everything(server, filled):
         else:
             assert row["median_s"] is None, row
     store.dispose()
+
+
+def _ns(iso: str) -> int:
+    return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1e9)
+
+
+@pytest.mark.parametrize("window", ["since=24h", "since={t0_79321}&until={t0_11237}"])  # the second unaligned, in the past
+def test_long_timeline_is_built_from_10_minute_rollups_and_counts_every_sample(server, filled, window):
+    """Over 6 h: each 10-minute interval's fastest, median and slowest sample per op (from the cache's
+    rollups, the partial first and last intervals from samples), counts equal to the samples of the window."""
+    s = 10**9
+    window = window.format(t0_79321=ns_to_iso(filled.t0_ns - 79321 * s), t0_11237=ns_to_iso(filled.t0_ns - 11237 * s))
+    code, data = api(server, "/api/timeline?target=home-nfs&interval=1m&" + window)
+    assert code == 200, data
+    assert data["resolution"] == "10 min" and data["resolution_s"] == 600
+    assert data["interval_s"] == 600  # 1-minute intervals would need every sample
+    since, until = _ns(data["since"]), _ns(data["until"])
+    assert until - since > 6 * 3600 * 10**9 and since % (600 * 10**9) and until % (600 * 10**9)
+    store = open_store(Settings.resolve(filled.home))
+    raw = probe_store.read_samples(store, "home-nfs", since_ns=since, until_ns=until)
+    store.dispose()
+    fails = raw["status"] != 0
+    assert data["samples_total"] == len(raw["op"]) > 6 * 3600 // 5 * 6
+    assert data["failures_total"] == int(fails.sum()) > 0
+    assert sum(data["failures"]["errors"]) + sum(data["failures"]["timeouts"]) == data["failures_total"]
+    step = 600 * s
+    for code_, op in enumerate(probe_store.OPS):
+        got = data["samples"][op]
+        ok = (raw["op"] == code_) & ~fails
+        assert max(got["max_s"]) == raw["duration_ns"][ok].max() / 1e9  # the extremes are never dropped
+        assert min(got["min_s"]) == raw["duration_ns"][ok].min() / 1e9
+        assert sum(got["count"]) == int(ok.sum())
+        for i, t in enumerate(got["time"]):
+            lo = max(_ns(t) // step * step, since)
+            sel = ok & (raw["start_ns"] >= lo) & (raw["start_ns"] < min(lo // step * step + step, until))
+            d = raw["duration_ns"][sel] / 1e9
+            assert (got["count"][i], got["min_s"][i], got["max_s"][i]) == (len(d), d.min(), d.max()), (op, t)
+            assert got["median_s"][i] == pytest.approx(np.median(d), rel=1e-12), (op, t)
+    # The interval rows below the plot count the same samples.
+    assert sum(r["count"] + r["errors"] + r["timeouts"] for r in data["intervals"]) == len(raw["op"])
+    code, html = server.get("/timeline?target=home-nfs&" + window)[:2]
+    assert code == 200
+
+
+def test_read_samples_is_by_op_code_from_one_archived_day(tmp_path):
+    """A window inside one archived day is one Parquet file, whose rows are by op name: still sorted by op code."""
+    from ioweather.store.probe_archive import archive_completed_days
+    from web_synthetic import add_target
+
+    store = open_store(Settings.resolve(tmp_path / "home"))
+    day = 86400 * 10**9
+    now = (time.time_ns() // day) * day + 3600 * 10**9
+    add_target(store, "t", now - 3 * day, now - 2 * day, period_s=60, seed=5)
+    assert archive_completed_days(store, keep_days=1, now_ns=now) > 0
+    s = probe_store.read_samples(store, "t", since_ns=now - 3 * day + 3600 * 10**9, until_ns=now - 2 * day)
+    assert sorted(set(s["op"].tolist())) == list(range(len(probe_store.OPS)))
+    key = np.lexsort((s["start_ns"], s["op"]))
+    assert (key == np.arange(len(key))).all()
+    store.dispose()
+
+
+def test_the_dashboard_starts_without_pandas_pyarrow_or_scipy():
+    """Every page module is imported at start: those three (~150 MB of the server's memory) only when a
+    page that needs them is asked for."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from ioweather.web.app import create_app; from ioweather.web.pages import load_pages; "
+            "n = len(load_pages()); print(n, sorted(m for m in ('pandas', 'pyarrow', 'scipy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split(" ", 1)
+    from ioweather.web.pages import PAGE_MODULES
+
+    assert int(out[0]) == len(PAGE_MODULES) and out[1].strip() == "[]"
 
 
 # --------------------------------------------------------------------------- escaping

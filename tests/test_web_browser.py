@@ -16,6 +16,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]  # ~5 s a page on this shar
 PAGES = [
     ("status", "/status"),
     ("timeline", "/timeline?target=home-nfs&since=6h"),
+    ("timeline-day", "/timeline?target=home-nfs&since=24h"),
     ("timeline-nasty", "/timeline?target=" + quote(NASTY)),
     ("history", "/history"),
     ("history-scratch-10m", "/history?target=scratch&since=2d&interval=10m"),
@@ -70,4 +71,30 @@ def test_timeline_zoom_fetches_the_window_again(browser, server, artifacts_dir):
         assert shown == total and 0 < total < 2000  # 20 minutes at full resolution
         assert "since=" in page.url
         screenshot(page, artifacts_dir, "web-timeline-zoomed")
+        assert v.errors == []
+
+
+def test_day_timeline_draws_each_intervals_extremes_then_zooms_to_samples(browser, server, artifacts_dir):
+    """Over 6 h the plot is 10-minute intervals, a bar from the fastest to the slowest sample around the
+    median; zooming to 20 minutes fetches the samples themselves."""
+    with visit(browser, server.url + "/timeline?target=home-nfs&since=24h") as v:
+        page = v.page
+        twin = json_twin(page, "/timeline?target=home-nfs&since=24h")
+        assert twin["resolution"] == "10 min"
+        assert "10 min intervals" in page.inner_text("#summary")
+        bars = page.evaluate("""() => document.getElementById('timeline').data.filter(t => t.error_y)
+            .map(t => ({name: t.name, n: t.x.length, top: Math.max(...t.y.map((y, i) => y + t.error_y.array[i]))}))""")
+        for b in bars:
+            s = twin["samples"][b["name"]]
+            assert b["n"] == len(s["time"]) > 100 and b["top"] == pytest.approx(max(s["max_s"]), rel=1e-9)
+        assert len(bars) == 6
+        with page.expect_response(lambda r: "/api/timeline" in r.url) as info:
+            page.evaluate("""() => { const el = document.getElementById('timeline');
+                const t1 = new Date(el.layout.xaxis.range[1]).getTime();
+                return Plotly.relayout(el, {'xaxis.range[0]': t1 - 20 * 60 * 1000, 'xaxis.range[1]': t1}); }""")
+        assert info.value.status == 200
+        expect(page.locator("#summary")).not_to_contain_text("intervals")
+        shown, total = (int(x) for x in page.inner_text("#summary").split(" samples")[0].split(" of "))
+        assert shown == total > 0
+        screenshot(page, artifacts_dir, "web-timeline-day-zoomed")
         assert v.errors == []

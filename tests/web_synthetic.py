@@ -67,3 +67,16 @@ def add_target(store, target: str, start_ns: int, end_ns: int, *, period_s: floa
             on_chunk(stop - start_ns, end_ns - start_ns)
         t = stop
     return run_id
+
+
+def rollups_from_samples(store, target: str, interval_s: int, since_ns: int, until_ns: int) -> dict[str, np.ndarray]:
+    """The reference for the cache's rollups: `interval_stats` over every sample of the intervals starting in
+    [since, until) (since rounded down to the grid), rows in the cache's order (start, then op)."""
+    from ioweather.services.probe_cache import rollup_arrays
+    from ioweather.stats.probe import interval_stats
+
+    lo = since_ns // (interval_s * 10**9) * interval_s * 10**9
+    w = probe_store.read_samples(store, target, since_ns=lo, until_ns=until_ns)
+    ref = rollup_arrays(interval_stats(w["op"], w["start_ns"], w["duration_ns"], w["status"], interval_s))
+    order = np.lexsort((ref["op"], ref["start_ns"]))
+    return {c: v[order] for c, v in ref.items()}

@@ -19,7 +19,9 @@ Both come from the store's pieces (issue 21, services/probe_pieces.py): per comp
 hour of each target, sorted durations and the rollups above, built once (when days are
 archived or on first use) and kept in the store, so a restart reads them back instead of
 the month of samples: the baseline's order statistics are found exactly from the pieces'
-histograms and a few slices, and only the last hour is read as samples. On MariaDB, which
+histograms and a few slices, and only the last hour is read as samples. A restart warms every
+baseline first and the rollups after them, so that the first Status answer waits for the
+baselines only; a page asking for rollups meanwhile computes just its own range. On MariaDB, which
 keeps no pieces, both are filled in one pass over the samples, one op and one day at a time
 (the biggest array is one op's durations over the baseline window: 21 MB for 30 days at 1 Hz).
 Reads go through `store.connect()`, which never blocks a probe writing.
@@ -152,10 +154,21 @@ class Baseline:
 
 
 @dataclass
+class _Rollups:
+    """The kept rows of one interval length and the range [since, until) they cover, changed together
+    under `lock`: held while the range is extended, so that a second request for the same length
+    waits for those rows instead of computing them again."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    rows: dict[str, np.ndarray] = field(default_factory=empty_rollups)
+    covered: tuple[int, int] | None = None
+
+
+@dataclass
 class _Target:
+    #: Held while the baseline is computed. A `_Rollups.lock` may be taken under it, never the reverse.
     lock: threading.RLock = field(default_factory=threading.RLock)
-    rollups: dict[int, dict[str, np.ndarray]] = field(default_factory=dict)
-    covered: dict[int, tuple[int, int]] = field(default_factory=dict)
+    rolled: dict[int, _Rollups] = field(default_factory=lambda: {i: _Rollups() for i in INTERVALS_S})
     baseline: Baseline | None = None
     refreshing: bool = False
     warmed: bool = False
@@ -293,7 +306,7 @@ class ProbeCache:
         tc = self._t(target)
         if not wait and tc.baseline is None:
             with self._guard:
-                # The warm-up computes it together with the rollups, in one pass: never a second one beside it.
+                # The warm-up thread is computing every target's baseline: never a second computation beside it.
                 start = not tc.refreshing and not self.warming
                 tc.refreshing = tc.refreshing or start
             if start:
@@ -371,17 +384,12 @@ class ProbeCache:
         """Rollup rows of intervals starting in [since, until) (since rounded down to the grid), tail included."""
         if interval_s not in INTERVALS_S:
             raise ValueError(f"interval must be one of {INTERVALS_S}")
-        step = interval_s * 10**9
-        a = _down(since_ns, step)
-        settled = self.settled_ns(step)
-        b = min(_up(until_ns, step), settled)
+        a = _down(since_ns, interval_s * 10**9)
         tc = self._t(target)
-        with tc.lock:
-            self._ensure_warm(target, tc)
-            if a < b:
-                self._extend(target, tc, interval_s, a, b)
-            cached = select_rollups(tc.rollups.get(interval_s, empty_rollups()), a, until_ns)
-            hi = tc.covered[interval_s][1] if interval_s in tc.covered else a
+        if not tc.warmed and not self._pieces:  # the warm-up's one pass fills these too: wait, not read twice
+            with tc.lock:
+                self._ensure_warm(target, tc)
+        cached, hi = self._cover(target, tc.rolled[interval_s], interval_s, a, until_ns)
         tail_from = max(a, hi)
         if until_ns <= tail_from:
             return cached
@@ -389,46 +397,71 @@ class ProbeCache:
         tail = rollup_arrays(interval_stats(s["op"], s["start_ns"], s["duration_ns"], s["status"], interval_s))
         return concat_rollups([cached, tail])
 
-    def _extend(self, target: str, tc: _Target, interval_s: int, a: int, b: int) -> None:
-        have = tc.covered.get(interval_s)
+    def _cover(self, target: str, r: _Rollups, interval_s: int, a: int, until_ns: int) -> tuple[dict, int]:
+        """The kept rows of [a, until) once every settled interval of it is kept, and where the kept rows end."""
+        step = interval_s * 10**9
+        b = min(_up(until_ns, step), self.settled_ns(step))
+        with r.lock:
+            if a < b:
+                self._extend(target, r, interval_s, a, b)
+            return select_rollups(r.rows, a, until_ns), r.covered[1] if r.covered else a
+
+    def _extend(self, target: str, r: _Rollups, interval_s: int, a: int, b: int) -> None:
+        have = r.covered
         todo = [(a, b)] if have is None else [(a, have[0]), (have[1], b)]
-        parts = [tc.rollups.get(interval_s, empty_rollups())]
+        parts = [r.rows]
         for lo, hi in todo:
             if lo < hi:
                 rolled, _ = self._scan(target, (lo, hi), (interval_s,), None)
                 parts.append(rolled[interval_s])
-        tc.rollups[interval_s] = concat_rollups(parts)
-        tc.covered[interval_s] = (a, b) if have is None else (min(a, have[0]), max(b, have[1]))
+        r.rows = concat_rollups(parts)
+        r.covered = (a, b) if have is None else (min(a, have[0]), max(b, have[1]))
 
     # -- warm-up ----------------------------------------------------------------
-    def _ensure_warm(self, target: str, tc: _Target) -> None:
-        """The first use of a target fills its baseline and the rollups of the baseline window in one pass.
+    @property
+    def _pieces(self) -> bool:
+        from ioweather.services import probe_pieces
 
-        Whoever comes first (the warm-up thread, a page, a scrape's background thread) does it under
-        the target's lock; the others wait for it instead of reading the same month a second time.
+        return probe_pieces.enabled(self.store)
+
+    def _rollup_since(self, now_ns: int) -> int:
+        """Where the warm-up's rollups start: the baseline window's start on the grid of every interval length."""
+        return _down(now_ns - int(self.baseline_s * 1e9), max(INTERVALS_S) * 10**9)
+
+    def _ensure_warm(self, target: str, tc: _Target) -> None:
+        """The first use of a target fills its baseline (the caller holds `tc.lock`).
+
+        Whoever comes first (the warm-up thread, a page, a scrape's background thread) does it; the others
+        wait for it. From stored pieces the rollups are a separate read, filled after every target's
+        baseline (`warm`) or by the request that asks for them; on a store without pieces (MariaDB) the
+        rollups of the baseline window come from the same pass over the samples, as reading the month
+        a second time would double the wait.
         """
         if tc.warmed:
             return
         now = self.clock()
-        step = max(INTERVALS_S) * 10**9
-        hi = self.settled_ns(step)
-        roll = (min(_down(now - int(self.baseline_s * 1e9), step), hi), hi)
-        lengths = tuple(i for i in INTERVALS_S if i not in tc.covered) if self.warm_rollups else ()
+        lengths = INTERVALS_S if self.warm_rollups and not self._pieces else ()
+        hi = self.settled_ns(max(INTERVALS_S) * 10**9)
+        roll = (min(self._rollup_since(now), hi), hi)
         base = self.baseline_window(now) if tc.baseline is None else None
         if lengths or base is not None:
             rolled, b = self._scan(target, roll if lengths else None, lengths, base)
             for i in lengths:
-                tc.rollups[i], tc.covered[i] = rolled[i], roll
+                r = tc.rolled[i]
+                with r.lock:
+                    r.rows, r.covered = rolled[i], roll
             if b is not None:
                 tc.baseline = b
         tc.warmed = True
 
     def warm(self) -> None:
-        """Fill baselines and rollups of the baseline window for every target, one pass each."""
+        """Fill the baseline of every target, then the rollups of the baseline window, one length at a time and
+        10-minute ones first (the Status page's climate): the first Status answer waits for nothing else."""
         t0 = time.perf_counter()
         self.warming = True
         try:
-            for target in self.targets():
+            names = self.targets()
+            for target in names:
                 tc = self._t(target)
                 with tc.lock:
                     self._ensure_warm(target, tc)
@@ -436,6 +469,13 @@ class ProbeCache:
             return
         finally:
             self.warming = False
+        if self.warm_rollups and self._pieces:
+            now = self.clock()
+            for interval_s in INTERVALS_S:
+                for target in names:
+                    if self.stop_event.is_set():
+                        return
+                    self._cover(target, self._t(target).rolled[interval_s], interval_s, self._rollup_since(now), now)
         self.warm_s = time.perf_counter() - t0
 
     def start_warm(self) -> threading.Thread:

@@ -238,6 +238,8 @@ def rollups_many(store, target: str, intervals: tuple[int, ...], since_ns: int, 
     from ioweather.services.probe_cache import concat_rollups, rollup_arrays
 
     shared = [i for i in intervals if HOUR_NS % (i * 10**9) == 0]
+    if len(shared) == 1:
+        shared = []  # alone, `rollups` decodes only its own length from each piece
     out = {i: rollups(store, target, i, since_ns, until_ns, now_ns) for i in intervals if i not in shared}
     if shared:
         g = gather(store, target, since_ns, until_ns, now_ns, with_rollups=True)

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import numpy as np
-import pandas as pd
 
 from ioweather.errors import UserError
 from ioweather.units import ns_to_iso, to_ns
+
+# pandas is imported where used: the dashboard imports this module at start (its memory).
 
 MAX_BINS = 20_000_000  # ~320 MB of float64 series; beyond that the resample interval is surely a typo
 
@@ -91,6 +92,8 @@ def _series_arrays(series, b0: int, nbins: int, metrics) -> list[np.ndarray]:
 
 
 def _calendar(sums, read, write, b0: int, present) -> tuple[list, list]:
+    import pandas as pd
+
     from ioweather.stats.workload import calendar_totals
     from ioweather.store.telemetry_query import BYTES_METRICS, DAY_NS
 
@@ -262,6 +265,8 @@ def _task_con():
 
 
 def _merge_sums(parts: list, step_ns: int):
+    import pandas as pd
+
     from ioweather.store.telemetry_query import IntervalSums
 
     series = pd.concat([p.series for p in parts], ignore_index=True)
@@ -347,6 +352,8 @@ def _map_days(client, fn, parts: list, kwargs: dict) -> list:
 
 def _distributed_inputs(client, base, files, step_ns: int, since_ns, until_ns, step, use_rollups: bool):
     """telemetry_query.workload_inputs with the scans of each day done by a Dask task."""
+    import pandas as pd
+
     from ioweather.stats import workload as W
     from ioweather.store import telemetry_query as Q
 

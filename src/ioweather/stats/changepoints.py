@@ -58,6 +58,13 @@ def noise_sigma(x: np.ndarray) -> float:
     return float(np.median(np.abs(d - np.median(d))) * _MAD_TO_SIGMA)
 
 
+def load_libraries() -> None:
+    """Import what `change_points` uses (ruptures, which loads scipy: ~1.5 s and ~80 MB), so that a
+    long-running process can pay for it in the background rather than in its first search."""
+    import ruptures  # noqa: F401
+    from scipy.ndimage import median_filter  # noqa: F401
+
+
 def change_points(values, *, log: bool = False, penalty_per_log_n: float = PENALTY_PER_LOG_N,
                   min_segment: int = MIN_SEGMENT, max_points: int = MAX_POINTS,
                   times_ns=None, period_ns: int | None = None) -> list[Change]:

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-from scipy import ndimage, signal
+
+# pandas and scipy are imported where used: the dashboard imports this module at start (its memory).
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Table III of seed 002: upper bound (minutes, inclusive) of each idle-duration bin.
 IDLE_BINS: tuple[tuple[str, float], ...] = (
@@ -43,6 +46,8 @@ def calendar_totals(day: np.ndarray, read_bytes: np.ndarray, write_bytes: np.nda
 
     Days without data are absent (not zero): a missing day is unknown, not idle.
     """
+    import pandas as pd
+
     if len(day) == 0:
         return [], []
     df = pd.DataFrame({"day": np.asarray(day, np.int64), "read_bytes": read_bytes, "write_bytes": write_bytes})
@@ -173,6 +178,8 @@ def autocorrelation(x: np.ndarray, max_lag: int) -> np.ndarray:
     Missing values are set to the mean (they add nothing to the sums), the usual biased
     estimator as in R's acf() and statsmodels' acf(adjusted=False). Constant series give NaN.
     """
+    from scipy import signal
+
     x = np.asarray(x, np.float64)
     ok = np.isfinite(x)
     n = len(x)
@@ -209,6 +216,8 @@ def fill_missing(x: np.ndarray) -> np.ndarray:
 def smooth(rate: np.ndarray, window: int) -> np.ndarray:
     """Convolve with a Hann kernel `window` samples wide (differentiable, unlike a moving average,
     which is what seed 004 asks of the kernel). Edges are padded with the edge value."""
+    from scipy import ndimage, signal
+
     window = max(1, int(window))
     if window == 1:
         return np.asarray(rate, np.float64).copy()
@@ -261,6 +270,8 @@ def detect_events(rate: np.ndarray, interval_s: float, window_s: float = DEFAULT
     the whole idle gap before it; docs/workload.md shows the measurement.)
     An event's bytes are summed from `bytes_per_interval` when given (exact), else rate x interval.
     """
+    from scipy import signal
+
     raw = np.asarray(rate, np.float64)
     moved = raw * interval_s if bytes_per_interval is None else np.asarray(bytes_per_interval, np.float64)
     n = len(raw)
@@ -318,6 +329,8 @@ def spectrogram(rate: np.ndarray, interval_s: float, segment_s: float = 3600.0):
 
     Returns (frequencies in Hz, segment centres in s from the first interval, power [freq x time]).
     """
+    from scipy import signal
+
     x = np.asarray(rate, np.float64)
     ok = np.isfinite(x)
     if ok.sum() < 4:
@@ -377,6 +390,8 @@ def summarize(t0_ns: int, interval_s: float, read_bytes: np.ndarray, write_bytes
 
 def daily_mean_rates(t0_ns: int, interval_s: float, read_bytes: np.ndarray, write_bytes: np.ndarray) -> pd.DataFrame:
     """Mean read and write rate of each UTC day over its observed intervals (seed 004 Fig. 1)."""
+    import pandas as pd
+
     step_ns = int(round(interval_s * 1e9))
     day = (t0_ns + np.arange(len(read_bytes), dtype=np.int64) * step_ns) // 86_400_000_000_000
     df = pd.DataFrame({"day": day, "read_bps": rates(read_bytes, interval_s), "write_bps": rates(write_bytes, interval_s)})

@@ -32,16 +32,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import sqlalchemy as sa
 
 from ioweather.errors import UserError, from_os_error
 from ioweather.store.db import Store
 from ioweather.store.migrations import Component, create_tables
 
+# pyarrow is imported where used: the dashboard imports this module at start (its memory).
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 metadata = sa.MetaData()
 
@@ -228,6 +228,9 @@ def write_batch(store: Store, parquet_dir: Path, job_rows: Sequence[dict], file_
     this one looked): those are left out, rows and Parquet alike; except that a stored row
     without a verdict (ingested before store version 2) gets this row's verdict and findings.
     """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     store.require(COMPONENT)
     with ingest_lock(parquet_dir):
         present: set[str] = set()
@@ -369,6 +372,8 @@ def job(store: Store, parquet_dir: Path, id_prefix: str) -> tuple[dict, pd.DataF
     None when no job matches; AmbiguousJobId when several do. The files are None when
     the job's Parquet part is gone (the row outlives a deleted archive directory).
     """
+    import pyarrow.parquet as pq
+
     store.require(COMPONENT)
     with store.connect() as conn:
         rows = conn.execute(sa.select(jobs).where(jobs.c.log_hash.startswith(id_prefix, autoescape=True))
@@ -395,6 +400,9 @@ def change_marker(store: Store) -> tuple:
 
 def file_rows(store: Store, parquet_dir: Path) -> pa.Table | None:
     """The per-file table of the jobs in the store (only parts a job row names)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     store.require(COMPONENT)
     with store.connect() as conn:
         used = sorted({r[0] for r in conn.execute(sa.select(jobs.c.files_part).distinct()) if r[0]})

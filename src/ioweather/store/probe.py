@@ -233,9 +233,10 @@ def read_samples(store: Store, target: str, *, since_ns: int | None = None, unti
     dtypes = (np.int8, np.int64, np.int64, np.int8)
     cols = {n: (np.concatenate([p[i] for p in parts]).astype(dt, copy=False) if parts else np.zeros(0, dt))
             for i, (n, dt) in enumerate(zip(names, dtypes))}
-    if len(parts) > 1 and len(cols["op"]):
+    if len(cols["op"]) > 1:
         # op in the top bits, time since the first sample below: one int64 sort instead of a
-        # two-key lexsort. Parts arrive as sorted runs, which the stable (merging) sort exploits.
+        # two-key lexsort. Parts arrive as sorted runs, which the stable (merging) sort exploits;
+        # one part needs the check too: an archived day's file is by op name, not code.
         start = cols["start_ns"]
         rel = start - start.min()
         key = (cols["op"].astype(np.int64) << 56) | rel if int(rel.max()) < 1 << 56 else None

@@ -186,8 +186,17 @@ def _day_in(day0: int, since_ns: int | None, until_ns: int | None) -> bool:
     return not ((until_ns is not None and day0 >= until_ns) or (since_ns is not None and day0 + DAY_NS <= since_ns))
 
 
+_NAMED_DAYS = 31
+
+
 def day_dirs(base: Path, since_ns: int | None = None, until_ns: int | None = None) -> list[Path]:
     """The date=<D> directories that can hold rows of [since, until): a file holds one UTC day."""
+    if since_ns is not None and until_ns is not None and until_ns - since_ns <= _NAMED_DAYS * DAY_NS:
+        # a job's window or one day: name its few directories instead of listing a year of them
+        # (one umami answer asks for ~300 days one at a time)
+        first, last = since_ns // DAY_NS, (until_ns - 1) // DAY_NS
+        named = (base / f"date={_EPOCH_DAY + datetime.timedelta(days=k)}" for k in range(first, last + 1))
+        return [d for d in named if d.is_dir()]
     out = []
     for d in sorted(base.glob("date=*")):
         day0 = _day_of_dir(d.name)

@@ -7,6 +7,7 @@ environment (web/templating.py) is this one with its own templates in front."""
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +24,15 @@ def _num(v, digits: int = 0) -> str:
     return "–" if v is None else f"{v:,.{digits}f}"
 
 
+def _sig(v) -> str:
+    """Four significant digits without an exponent (a level may be 3e-6 s or 2e9 B/s): '0.0001234'."""
+    if v is None or not math.isfinite(v):
+        return "–"
+    if v == 0 or abs(v) >= 100:
+        return f"{v:,.1f}" if v else "0"
+    return f"{v:.{3 - math.floor(math.log10(abs(v)))}f}"
+
+
 def _ago(s: float | None) -> str:
     return "never" if s is None else f"{format_age(s)} ago"
 
@@ -33,6 +43,8 @@ FILTERS: dict[str, Callable] = {
     "pct": lambda v: "–" if v is None else f"{v:.0f}%",
     "ago": _ago,
     "bytes": format_bytes,
+    "rate": lambda v: "–" if v is None else f"{format_bytes(v)}/s",
+    "sig": _sig,
     "num": _num,
     "share": lambda v: "–" if v is None else f"{100 * v:.1f}%",
 }

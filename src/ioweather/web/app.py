@@ -20,6 +20,7 @@ from starlette.staticfiles import StaticFiles
 from ioweather import __version__
 from ioweather.config import Settings
 from ioweather.errors import UserError
+from ioweather.stats.changepoints import load_libraries
 from ioweather.web.context import WebConfig, WebContext
 from ioweather.web.errors import exception_handlers, json_response
 from ioweather.web.pages import load_pages
@@ -154,6 +155,10 @@ def _lifespan(ctx: WebContext, warm: bool):
     @contextlib.asynccontextmanager
     async def lifespan(app):
         if warm:
+            # The probe pages mark level changes (ruptures, which loads scipy: ~1.5 s): loaded before the
+            # first answer rather than in the first timeline's request or beside the cache's warm-up,
+            # where it slowed the first pages after a start to 1-1.5 s (benchmarks/bench_web.py).
+            load_libraries()
             threading.Thread(target=_warm, args=(ctx,), name="ioweather-warm", daemon=True).start()
         yield
         ctx.close()

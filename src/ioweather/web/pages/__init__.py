@@ -23,6 +23,10 @@ in PAGE_MODULES, defining
   them (no CDN: plotly.js is served from the installed plotly package).
 - `available` of the pages over other features' stores must not create their
   tables: `common.has_component` checks the schema versions first.
+- Every module here is imported when the dashboard starts, so a page imports the
+  services that need pandas, pyarrow or scipy inside its `data` function, not at
+  the top: those three cost ~150 MB of the server's memory before any request
+  (issue 21; tests/test_web.py checks that importing the app loads none of them).
 
 A listed module that is not importable (its feature not merged yet) is skipped,
 as `ioweather.cli` does for commands.

@@ -3,7 +3,6 @@ the recent growth, inode use, and `lctl dl -t` state and failover where imported
 
 from __future__ import annotations
 
-from ioweather.services import fsview
 from ioweather.web.context import WebContext
 from ioweather.web.pages.fsview_common import fs_and_window, has_telemetry, memo
 from ioweather.web.params import Query
@@ -11,6 +10,8 @@ from ioweather.web.registry import Page
 
 
 def capacity_data(ctx: WebContext, params) -> dict:
+    from ioweather.services import fsview
+
     q = Query(params, ("fs", "since", "until"))
     fs, systems, since_ns, until_ns = fs_and_window(ctx, q, "30d")
     doc = memo(ctx, fs, ("capacity", fs, since_ns, until_ns),

@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 from ioweather.errors import UserError
-from ioweather.services.factors import probe_density
 from ioweather.stats.downsample import downsample
 from ioweather.stats.factor_spec import DEFAULT_SIGNIFICANCE
 from ioweather.store import probe as probe_store
@@ -31,6 +30,8 @@ SETTLED_NS = 120 * 10**9
 
 
 def _analyse(ctx: WebContext, target: str, op: str, since: int, until: int, kw: dict) -> dict:
+    from ioweather.services.factors import probe_density
+
     try:
         start, dur, a, excluded = probe_density(ctx.store, target, op, since, until, kw)
     except UserError as e:  # no successful sample in the window, or too few to read classes from

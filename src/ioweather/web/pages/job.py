@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import re
 
-from ioweather.services.darshan import stored_job
-from ioweather.services.umami import job_panel
 from ioweather.store import jobs as jobs_store
 from ioweather.web.context import WebContext
 from ioweather.web.pages import jobs_common as jc
@@ -24,6 +22,9 @@ _HASH = re.compile(r"^[0-9a-f]{8,64}$")
 
 
 def job_data(ctx: WebContext, params) -> dict:
+    from ioweather.services.darshan import stored_job
+    from ioweather.services.umami import job_panel
+
     q = Query(params, ("id",))
     raw = q.text("id")
     if raw is None:

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from ioweather.store import jobs as jobs_store
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import has_component
 from ioweather.web.params import NotFound
+
+# pandas is imported where used: every page module is imported at the dashboard's start (its memory).
+if TYPE_CHECKING:
+    import pandas as pd
 
 HINT = ("Read Darshan logs into the store with `ioweather jobs ingest PATH...` (files, or directories searched "
         "for *.darshan), then reload this page.")
@@ -34,12 +39,18 @@ def require_jobs(ctx: WebContext) -> None:
 
 
 def num(df: pd.DataFrame, col: str) -> np.ndarray:
+    import pandas as pd
+
     return pd.to_numeric(df[col], errors="coerce").to_numpy(np.float64)
 
 
 def opt_int(v) -> int | None:
+    import pandas as pd
+
     return None if v is None or pd.isna(v) else int(v)
 
 
 def opt_float(v) -> float | None:
+    import pandas as pd
+
     return None if v is None or pd.isna(v) or not np.isfinite(float(v)) else float(v)

@@ -3,7 +3,6 @@ applied to operations (services/fsview.py)."""
 
 from __future__ import annotations
 
-from ioweather.services import fsview
 from ioweather.web.context import WebContext
 from ioweather.web.pages.fsview_common import fs_and_window, has_telemetry, memo
 from ioweather.web.params import Query
@@ -11,6 +10,8 @@ from ioweather.web.registry import Page
 
 
 def metadata_data(ctx: WebContext, params) -> dict:
+    from ioweather.services import fsview
+
     q = Query(params, ("fs", "since", "until", "min_amplitude", "smooth"))
     fs, systems, since_ns, until_ns = fs_and_window(ctx, q, "7d")
     amp = q.number("min_amplitude", fsview.DEFAULT_MD_MIN_AMPLITUDE, 0.0, 1e12, lo_open=True)

@@ -4,7 +4,6 @@ with its events. Aggregated server-side to the heatmap's resolution (services/fs
 
 from __future__ import annotations
 
-from ioweather.services import fsview
 from ioweather.errors import UserError
 from ioweather.units import parse_rate
 from ioweather.web.context import WebContext
@@ -14,6 +13,8 @@ from ioweather.web.registry import Page
 
 
 def servers_data(ctx: WebContext, params) -> dict:
+    from ioweather.services import fsview
+
     q = Query(params, ("fs", "since", "until", "sort", "target", "min_amplitude"))
     fs, systems, since_ns, until_ns = fs_and_window(ctx, q, "7d")
     sort = q.choice("sort", fsview.SORTS, "bytes")

@@ -111,17 +111,7 @@
 
   // ---------------------------------------------------------------- timeline
   function timelineTraces(data) {
-    var traces = [];
-    OPS.forEach(function (op) {
-      var s = data.samples[op];
-      traces.push({x: times(s.time), y: s.duration_s, name: op, legendgroup: op, type: "scatter", mode: "markers",
-                   marker: {size: 3, color: COLORS[op], symbol: SYMBOLS[op]}, yaxis: "y",
-                   hovertemplate: op + " %{y:.3s}s<br>%{x}<extra></extra>"});
-    });
-    var f = data.failures;
-    traces.push({x: times(f.time), y: f.duration_s, name: "error / timeout", type: "scatter", mode: "markers",
-                 text: f.op.map(function (op, i) { return op + " " + f.status[i]; }), yaxis: "y",
-                 marker: {size: 8, symbol: "x", color: "#b22222"}, hovertemplate: "%{text}<br>%{x}<extra></extra>"});
+    var traces = data.resolution === "raw" ? sampleTraces(data) : rollupTraces(data);
     var rows = {};
     OPS.forEach(function (op) { rows[op] = {x: [], median: [], p99: [], sd: []}; });
     data.intervals.forEach(function (r) {
@@ -152,6 +142,51 @@
                    hovertemplate: op + " %{y:.2f}×<extra></extra>"});
     });
     return traces.concat(timelineChangeTraces(data));
+  }
+
+  function sampleTraces(data) {
+    var traces = OPS.map(function (op) {
+      var s = data.samples[op];
+      return {x: times(s.time), y: s.duration_s, name: op, legendgroup: op, type: "scatter", mode: "markers",
+              marker: {size: 3, color: COLORS[op], symbol: SYMBOLS[op]}, yaxis: "y",
+              hovertemplate: op + " %{y:.3s}s<br>%{x}<extra></extra>"};
+    });
+    var f = data.failures;
+    traces.push({x: times(f.time), y: f.duration_s, name: "error / timeout", type: "scatter", mode: "markers",
+                 text: f.op.map(function (op, i) { return op + " " + f.status[i]; }), yaxis: "y",
+                 marker: {size: 8, symbol: "x", color: "#b22222"}, hovertemplate: "%{text}<br>%{x}<extra></extra>"});
+    return traces;
+  }
+
+  // Over 6 h (services/probe_timeline.py): per op and interval a bar from its fastest to its slowest
+  // sample around the median (the fastest when one sample has no median), so no outlier is hidden.
+  // Failures are counted per interval: a cross at the op's slowest sample of it, else at the top.
+  function rollupTraces(data) {
+    var half = data.resolution_s * 500, until = ms(data.until), top = 0;
+    function mid(t) { return Math.min(ms(t) + half, until); }
+    var traces = OPS.map(function (op) {
+      var s = data.samples[op];
+      var y = s.median_s.map(function (m, i) { return m === null ? s.min_s[i] : m; });
+      s.max_s.forEach(function (v) { top = Math.max(top, v); });
+      return {x: s.time.map(mid), y: y, name: op, legendgroup: op, type: "scatter", mode: "markers",
+              marker: {size: 4, color: COLORS[op], symbol: SYMBOLS[op]}, yaxis: "y",
+              error_y: {type: "data", symmetric: false, thickness: 1, width: 0, color: COLORS[op],
+                        array: s.max_s.map(function (v, i) { return v - y[i]; }),
+                        arrayminus: s.min_s.map(function (v, i) { return y[i] - v; })},
+              customdata: s.count.map(function (n, i) { return [n, s.min_s[i], s.max_s[i]]; }),
+              hovertemplate: op + " median %{y:.3s}s, fastest %{customdata[1]:.3s}s, slowest %{customdata[2]:.3s}s" +
+                             "<br>%{customdata[0]} samples from %{x}<extra></extra>"};
+    });
+    var f = data.failures;
+    var y = f.op.map(function (op, i) {
+      var s = data.samples[op], j = s.time.indexOf(f.time[i]);
+      return j >= 0 ? s.max_s[j] : (top || 1);
+    });
+    traces.push({x: f.time.map(mid), y: y, name: "errors / timeouts", type: "scatter", mode: "markers",
+                 text: f.op.map(function (op, i) { return op + ": " + f.errors[i] + " errors, " + f.timeouts[i] + " timeouts"; }),
+                 yaxis: "y", marker: {size: 8, symbol: "x", color: "#b22222"},
+                 hovertemplate: "%{text}<br>%{x}<extra></extra>"});
+    return traces;
   }
 
   // Level changes (services/changes.py): one marker per change on the median panel at the new level,
@@ -215,11 +250,18 @@
   function setSummary(data) {
     var el = document.getElementById("summary");
     if (!el) { return; }
-    var text = data.samples_shown + " of " + data.samples_total + " samples shown";
-    if (data.downsampled) {
-      text += " (downsampled: the fastest and the slowest sample of each time bucket are kept, so no outlier is hidden)";
+    var text;
+    if (data.resolution === "raw") {
+      text = data.samples_shown + " of " + data.samples_total + " samples shown";
+      if (data.downsampled) {
+        text += " (downsampled: the fastest and the slowest sample of each time bucket are kept, so no outlier is hidden)";
+      }
+    } else {
+      text = data.samples_total + " samples (" + data.failures_total + " errors and timeouts) in " + data.resolution +
+             " intervals: each interval's fastest, median and slowest sample is shown, so no outlier is hidden";
     }
-    el.textContent = text + ". Zoom with the mouse: the samples of the zoomed window are fetched again at full resolution.";
+    el.textContent = text + ". Zoom with the mouse: the samples of the zoomed window are fetched again " +
+                     "(every sample at 6 h or less).";
   }
 
   function toIso(v) {

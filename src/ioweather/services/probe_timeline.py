@@ -1,0 +1,131 @@
+"""The Probe timeline of one target (web/pages/timeline.py): the samples of a window of up to 6 h, and
+over a longer one (up to a day) each 10-minute interval's fastest, median and slowest sample.
+
+A day of 1 Hz samples is 518 k rows: reading and downsampling them took ~0.8 s a request and shipped
+1 MiB (issue 21). The 10-minute rollups of completed intervals are already in the probe cache (read
+back from the store's pieces, services/probe_pieces.py), so a long window reads as samples only its
+partial first and last 10 minutes and the unsettled tail (and the partial ends of the 1 h or 4 h
+intervals when the rows below the plot are asked at those); the counts are still those of every
+sample in [since, until), and the slowest and fastest sample of each interval stay on the plot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+
+from ioweather.services.probe_cache import (INTERVALS_S, OPS, ProbeCache, concat_rollups, rollup_arrays,
+                                            rollup_rows)
+from ioweather.stats.downsample import downsample, split_budget
+from ioweather.stats.probe import STATUS_OK, interval_stats
+
+#: Windows up to this long show every sample (downsampled keeping extremes past the point budget).
+RAW_MAX_NS = 6 * 3600 * 10**9
+#: Longer windows show intervals of this length (s): a day is 144 of them per op.
+ROLLUP_S = 600
+MAX_POINTS = 20_000
+
+
+@dataclass
+class Timeline:
+    """What the page draws; times in ns, durations in s (in ns for raw samples)."""
+
+    #: None: raw samples; else the length (s) of the intervals `points` summarizes.
+    resolution_s: int | None
+    #: The interval of `intervals` (a raw-only interval under 10 min becomes 10 min over a long window).
+    interval_s: float
+    expected_s: np.ndarray
+    #: Samples in [since, until), every status, and of them the errors and timeouts.
+    total: int
+    failures_total: int
+    #: Samples drawn as points (with rollups: each interval's fastest and slowest).
+    shown: int
+    #: Per op code. Raw: start_ns, duration_ns. Rollups: start_ns (clipped to since), count, min_s, median_s, max_s.
+    points: list[dict[str, np.ndarray]]
+    #: Raw: start_ns, op, status, duration_ns per failed sample. Rollups: start_ns, op, errors, timeouts per interval.
+    failures: dict[str, np.ndarray]
+    #: `interval_stats` rows of `interval_s` with the op's name and its slowdown against `expected_s`.
+    intervals: list[dict]
+
+
+def timeline(cache: ProbeCache, target: str, since_ns: int, until_ns: int, interval_s: float, stat: str,
+             max_points: int = MAX_POINTS) -> Timeline:
+    """Every number is over the samples in [since, until) only, the partial first and last intervals too."""
+    # Like for like on the dashboard: a p99 against the baseline p99 (the median against the median).
+    expected = cache.baseline(target).expected(stat, "same")
+    if until_ns - since_ns > RAW_MAX_NS:
+        # No interval under 10 minutes: it would need every sample of the window.
+        interval_s = max(interval_s, float(ROLLUP_S))
+        read = partial(cache.read, target)
+        tens = window_rollups(cache, target, ROLLUP_S, since_ns, until_ns, read)
+        t = _from_rollups(tens, since_ns)
+        stats = tens if int(interval_s) == ROLLUP_S else window_rollups(cache, target, int(interval_s), since_ns,
+                                                                         until_ns, read)
+    else:
+        s = cache.read(target, since_ns, until_ns)
+        t = _from_samples(s, since_ns, until_ns, max_points)
+        if int(interval_s) in INTERVALS_S:
+            stats = window_rollups(cache, target, int(interval_s), since_ns, until_ns, partial(_within, s))
+        else:
+            stats = rollup_arrays(interval_stats(s["op"], s["start_ns"], s["duration_ns"], s["status"], interval_s))
+    rows = []
+    for r in rollup_rows(stats):
+        exp = expected[r["op_code"]]
+        value = r["mean_s"] if stat == "mean" else r[f"{stat}_s"]
+        rows.append({**r, "op": OPS[r["op_code"]],
+                     "slowdown": value / exp if value is not None and np.isfinite(exp) and exp > 0 else None})
+    return Timeline(interval_s=interval_s, expected_s=expected, intervals=rows, **t)
+
+
+def window_rollups(cache: ProbeCache, target: str, interval_s: int, since_ns: int, until_ns: int,
+                   read: Callable[[int, int], dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Rollups of the intervals [since, until) touches, over the samples in it only: whole intervals from
+    the cache (only their unsettled tail is read), the window's partial first and last from `read(lo, hi)`."""
+    step = interval_s * 10**9
+    a, b = -(-since_ns // step) * step, (until_ns // step) * step
+    if a < b:
+        parts, ends = [cache.rollups(target, interval_s, a, b)], [(since_ns, a), (b, until_ns)]
+    else:  # inside one interval, or across one boundary
+        parts, ends = [], [(since_ns, min(a, until_ns)), (min(a, until_ns), until_ns)]
+    for lo, hi in ends:
+        if lo < hi:
+            s = read(lo, hi)
+            parts.append(rollup_arrays(interval_stats(s["op"], s["start_ns"], s["duration_ns"], s["status"], interval_s)))
+    return concat_rollups(parts)
+
+
+def _within(s: dict[str, np.ndarray], lo: int, hi: int) -> dict[str, np.ndarray]:
+    sel = (s["start_ns"] >= lo) & (s["start_ns"] < hi)
+    return {k: v[sel] for k, v in s.items()}
+
+
+def _from_samples(s: dict[str, np.ndarray], since_ns: int, until_ns: int, max_points: int) -> dict:
+    """Successful samples per op and the failures as their own series, sharing one point budget."""
+    ok = s["status"] == STATUS_OK
+    bad = np.flatnonzero(~ok)
+    series = [np.flatnonzero(ok & (s["op"] == code)) for code in range(len(OPS))] + [bad]
+    budget = split_budget([len(ix) for ix in series], max_points)
+    kept = [ix[downsample(s["start_ns"][ix], s["duration_ns"][ix], n, since_ns, until_ns)] if len(ix) else ix
+            for ix, n in zip(series, budget)]
+    points = [{"start_ns": s["start_ns"][k], "duration_ns": s["duration_ns"][k]} for k in kept[:-1]]
+    failures = {c: s[c][kept[-1]] for c in ("start_ns", "op", "status", "duration_ns")}
+    return {"resolution_s": None, "total": len(ok), "failures_total": len(bad),
+            "shown": sum(len(k) for k in kept), "points": points, "failures": failures}
+
+
+def _from_rollups(r: dict[str, np.ndarray], since_ns: int) -> dict:
+    """Per op and interval: count, fastest, median and slowest successful sample; failures counted."""
+    start = np.maximum(r["start_ns"], since_ns)
+    points = []
+    for code in range(len(OPS)):
+        sel = (r["op"] == code) & (r["count"] > 0)
+        points.append({"start_ns": start[sel], **{c: r[c][sel] for c in ("count", "min_s", "median_s", "max_s")}})
+    failed = r["errors"] + r["timeouts"]
+    bad = failed > 0
+    return {"resolution_s": ROLLUP_S, "total": int(r["count"].sum() + failed.sum()),
+            "failures_total": int(failed.sum()), "shown": int(np.minimum(r["count"], 2).sum()), "points": points,
+            "failures": {"start_ns": start[bad], "op": r["op"][bad], "errors": r["errors"][bad],
+                         "timeouts": r["timeouts"][bad]}}
