@@ -213,9 +213,10 @@ def _baseline(store, target, since_ns, until_ns, now_ns, ranks) -> list[OpBaseli
                 requests.append(req)
                 stored_keys.append((offs, lens))
             fetched, fps = pieces_store.slices(store, target, op, requests)
+            by_key = {(p["start_ns"], p["span_ns"]): p for p in ps}
             for req in requests:
                 for start, span, _, _ in req:
-                    p = next(p for p in ps if p["start_ns"] == start and p["span_ns"] == span)
+                    p = by_key[(start, span)]
                     if fps.get((start, span)) != (p["fp_rows"], p["fp_parts"]):
                         raise _Changed()
             for (offs, lens), got in zip(stored_keys, fetched):
