@@ -120,11 +120,12 @@ def _reader(store, target: str, read):
 
 
 def gather(store, target: str, since_ns: int, until_ns: int, now_ns: int, *, spans=SPANS_NS,
-           with_rollups: bool = False, raw: bool = True, read=None) -> Gathered:
-    """Pieces of [since, until) (built where missing) and, with `raw`, the samples of the rest (`read`: `_reader`)."""
+           with_rollups: bool = False, with_hist: bool = False, raw: bool = True, read=None) -> Gathered:
+    """Pieces of [since, until) (built where missing) and, with `raw`, the samples of the rest (`read`: `_reader`).
+    Only a baseline needs the histograms (`with_hist`): rollups leave them in the store."""
     t0 = time.perf_counter()
     want, segments = plan(since_ns, until_ns, now_ns, spans)
-    got = pieces_store.load(store, target, want, with_rollups)
+    got = pieces_store.load(store, target, want, with_rollups, with_hist)
     have: dict[tuple[int, int], list[dict]] = {}
     for p in got:
         have.setdefault((p["start_ns"], p["span_ns"]), []).append(p)
@@ -133,7 +134,7 @@ def gather(store, target: str, since_ns: int, until_ns: int, now_ns: int, *, spa
         # A day that just completed (yesterday, after midnight) has its hours summarized already (the
         # window's tail used them): take those rather than read the day's samples in this request.
         hours = [(d + h * HOUR_NS, HOUR_NS) for d, _ in missing_days for h in range(24)]
-        for p in pieces_store.load(store, target, hours, with_rollups):
+        for p in pieces_store.load(store, target, hours, with_rollups, with_hist):
             have.setdefault((p["start_ns"], p["span_ns"]), []).append(p)
         for day in missing_days:
             keys = [(day[0] + h * HOUR_NS, HOUR_NS) for h in range(24)]
@@ -195,7 +196,7 @@ def baseline(store, target: str, since_ns: int, until_ns: int, now_ns: int, rank
 
 
 def _baseline(store, target, since_ns, until_ns, now_ns, ranks, read) -> list[OpBaseline]:
-    g = gather(store, target, since_ns, until_ns, now_ns, read=read)
+    g = gather(store, target, since_ns, until_ns, now_ns, with_hist=True, read=read)
     out = []
     for code, op in enumerate(OPS):
         ps = g.pieces[code]

@@ -146,14 +146,15 @@ def decode_rollups(blob: bytes, only: int | None = None) -> dict[int, dict[str, 
 _META = ("op", "start_ns", "span_ns", "rows", "ok", "errors", "timeouts", "sum_ns", "first_ok_ns", "fp_rows", "fp_parts")
 
 
-def load(store: Store, target: str, spans: list[tuple[int, int]], with_rollups: bool | int = False) -> list[dict]:
-    """The stored pieces of `target` for these (start, span) pairs: the columns of `_META`, `hist` (int64
-    counts) and with `with_rollups` the decoded `rollups` (an interval length: only that one's)."""
+def load(store: Store, target: str, spans: list[tuple[int, int]], with_rollups: bool | int = False,
+         with_hist: bool = True) -> list[dict]:
+    """The stored pieces of `target` for these (start, span) pairs: the columns of `_META`, with `with_hist`
+    `hist` (int64 counts) and with `with_rollups` the decoded `rollups` (an interval length: only that one's)."""
     if not spans:
         return []
     store.require(COMPONENT)
     p = probe_pieces.c
-    cols = [p[c] for c in _META] + [p.hist] + ([p.rollups] if with_rollups else [])
+    cols = [p[c] for c in _META] + ([p.hist] if with_hist else []) + ([p.rollups] if with_rollups else [])
     lo, hi = min(s for s, _ in spans), max(s for s, _ in spans)
     wanted = set(spans)
     out = []
@@ -162,7 +163,8 @@ def load(store: Store, target: str, spans: list[tuple[int, int]], with_rollups: 
             if (r.start_ns, r.span_ns) not in wanted:
                 continue
             d = {c: getattr(r, c) for c in _META}
-            d["hist"] = np.frombuffer(zlib.decompress(r.hist), "<u4").astype(np.int64)
+            if with_hist:
+                d["hist"] = np.frombuffer(zlib.decompress(r.hist), "<u4").astype(np.int64)
             if with_rollups:
                 d["rollups"] = decode_rollups(r.rollups, None if with_rollups is True else int(with_rollups))
             out.append(d)
