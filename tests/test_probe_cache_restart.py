@@ -18,6 +18,7 @@ from ioweather.config import Settings
 from ioweather.services.probe_cache import INTERVALS_S, ProbeCache
 from ioweather.services.probe_status import target_status
 from ioweather.store import open_store
+from ioweather.store import probe as probe_store
 
 from web_server import Server, api, frozen_app
 from web_synthetic import Episode, add_target, rollups_from_samples
@@ -178,6 +179,27 @@ def test_rollups_asked_during_the_fill_equal_the_full_computation(store_home, re
         if r[1] == 0:  # up to now: the samples of each interval started in the range (a past end has whole intervals)
             _assert_same(v, rollups_from_samples(store, t, i, now - r[0], now), ("samples", t, i, r))
     _assert_no_double_work(scans)
+    store.dispose()
+
+
+def test_a_status_answer_reads_the_last_hour_once(store_home, reference, monkeypatch):
+    """On a cold cache the answer's window, sparkline, unfinished rollups and the baseline's raw tail all
+    need the last hour of samples: one read per target (`ProbeCache.sharing_reads`), the same answer."""
+    home, now = store_home
+    store = open_store(Settings.resolve(home))
+    read = probe_store.read_samples
+    recent: list[tuple] = []
+
+    def counted(store, target, *, since_ns=None, until_ns=None, ops=None):
+        if since_ns is None or since_ns > now - 2 * H:
+            recent.append((target, since_ns, until_ns))
+        return read(store, target, since_ns=since_ns, until_ns=until_ns, ops=ops)
+
+    monkeypatch.setattr(probe_store, "read_samples", counted)
+    cache = ProbeCache(store, clock=lambda: now)
+    for t in TARGETS:
+        assert _status_json(target_status(cache, t, now_ns=now)) == reference["status"][t]
+    assert sorted(r[0] for r in recent) == sorted(TARGETS), recent
     store.dispose()
 
 

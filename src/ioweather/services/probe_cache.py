@@ -29,6 +29,8 @@ Reads go through `store.connect()`, which never blocks a probe writing.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -176,6 +178,15 @@ class _Target:
     error: UserError | None = None
 
 
+@dataclass
+class _Shared:
+    """The samples of `target` from `since_ns` on, read at the first use inside a `sharing_reads` block."""
+
+    target: str
+    since_ns: int
+    samples: dict[str, np.ndarray] | None = None
+
+
 class ProbeCache:
     """Baselines and interval rollups of every probe target of one store (thread-safe)."""
 
@@ -195,6 +206,8 @@ class ProbeCache:
         self._names: tuple[float, list[str]] = (0.0, [])
         self.warm_s: float | None = None
         self.warming = False
+        #: This thread's `sharing_reads` block (`_Shared`), if any.
+        self._shared = threading.local()
 
     # -- targets ------------------------------------------------------------
     def targets(self) -> list[str]:
@@ -215,7 +228,34 @@ class ProbeCache:
 
     # -- raw reads ------------------------------------------------------------
     def read(self, target: str, since_ns: int | None, until_ns: int | None, ops=None) -> dict[str, np.ndarray]:
-        return probe_store.read_samples(self.store, target, since_ns=since_ns, until_ns=until_ns, ops=ops)
+        """`read_samples`; inside `sharing_reads` a range it covers is cut from its one read (the same arrays:
+        a selection keeps the op-then-time order)."""
+        shared = getattr(self._shared, "block", None)
+        if shared is None or shared.target != target or since_ns is None or since_ns < shared.since_ns:
+            return probe_store.read_samples(self.store, target, since_ns=since_ns, until_ns=until_ns, ops=ops)
+        if shared.samples is None:
+            shared.samples = probe_store.read_samples(self.store, target, since_ns=shared.since_ns)
+        s = shared.samples
+        sel = s["start_ns"] >= since_ns
+        if until_ns is not None:
+            sel &= s["start_ns"] < until_ns
+        if ops is not None:
+            sel &= np.isin(s["op"], [OPS.index(op) for op in ops])
+        return {c: v[sel] for c, v in s.items()}
+
+    @contextlib.contextmanager
+    def sharing_reads(self, target: str, since_ns: int):
+        """Inside the block, this thread's reads of `target`'s samples from `since_ns` on (widened to the
+        pieces' raw tail) come from one read: a Status answer needs the last hour for its window and
+        sparkline, the rollups' tail and the baseline's raw tail, and read it 3-4 times before."""
+        from ioweather.services import probe_pieces
+
+        outer = getattr(self._shared, "block", None)
+        self._shared.block = _Shared(target, min(since_ns, probe_pieces.tail_since(self.clock())))
+        try:
+            yield
+        finally:
+            self._shared.block = outer
 
     def _scan(self, target: str, roll: tuple[int, int] | None, lengths: tuple[int, ...],
               base: tuple[int, int] | None) -> tuple[dict[int, dict], Baseline | None]:
@@ -227,12 +267,13 @@ class ProbeCache:
             return self._scan_samples(target, roll, lengths, base)
         t0 = time.perf_counter()
         now = self.clock()
-        rolled = (probe_pieces.rollups_many(self.store, target, lengths, roll[0], roll[1], now)
+        read = functools.partial(self.read, target)  # inside `sharing_reads`, the raw tail comes from its read
+        rolled = (probe_pieces.rollups_many(self.store, target, lengths, roll[0], roll[1], now, read=read)
                   if roll and roll[0] < roll[1] else {i: empty_rollups() for i in lengths})
         if base is None:
             return rolled, None
         stat_s = {st: np.full(len(OPS), np.nan) for st in SLOWDOWN_STATS}
-        ops = probe_pieces.baseline(self.store, target, base[0], base[1], now) if base[0] < base[1] else []
+        ops = probe_pieces.baseline(self.store, target, base[0], base[1], now, read=read) if base[0] < base[1] else []
         for code, o in enumerate(ops):
             for st, v in baseline_stats_from(o.n, o.sum_ns, o.order_ns).items():
                 stat_s[st][code] = v

@@ -63,6 +63,11 @@ def plan(since_ns: int, until_ns: int, now_ns: int, spans=SPANS_NS) -> tuple[lis
     return sorted(pieces), sorted(todo)
 
 
+def tail_since(now_ns: int) -> int:
+    """Where the raw tail of a window ending at `now_ns` starts at the earliest (`plan`'s last hour piece ends there)."""
+    return (now_ns - PIECE_LAG_NS) // HOUR_NS * HOUR_NS
+
+
 @dataclass
 class Gathered:
     """Pieces (per op code: list of piece dicts) and raw samples of one window."""
@@ -108,12 +113,19 @@ def build(store, target: str, start_ns: int, span_ns: int) -> list[dict]:
     return rows
 
 
+def _reader(store, target: str, read):
+    """`read(lo, hi)`: the target's samples in [lo, hi), from the store unless the caller shares its reads
+    (the dashboard's cache: one Status answer would otherwise read the last hour 3-4 times)."""
+    return read or (lambda lo, hi: probe_store.read_samples(store, target, since_ns=lo, until_ns=hi))
+
+
 def gather(store, target: str, since_ns: int, until_ns: int, now_ns: int, *, spans=SPANS_NS,
-           with_rollups: bool = False, raw: bool = True) -> Gathered:
-    """Pieces of [since, until) (built where missing) and, with `raw`, the samples of the rest."""
+           with_rollups: bool = False, with_hist: bool = False, raw: bool = True, read=None) -> Gathered:
+    """Pieces of [since, until) (built where missing) and, with `raw`, the samples of the rest (`read`: `_reader`).
+    Only a baseline needs the histograms (`with_hist`): rollups leave them in the store."""
     t0 = time.perf_counter()
     want, segments = plan(since_ns, until_ns, now_ns, spans)
-    got = pieces_store.load(store, target, want, with_rollups)
+    got = pieces_store.load(store, target, want, with_rollups, with_hist)
     have: dict[tuple[int, int], list[dict]] = {}
     for p in got:
         have.setdefault((p["start_ns"], p["span_ns"]), []).append(p)
@@ -122,7 +134,7 @@ def gather(store, target: str, since_ns: int, until_ns: int, now_ns: int, *, spa
         # A day that just completed (yesterday, after midnight) has its hours summarized already (the
         # window's tail used them): take those rather than read the day's samples in this request.
         hours = [(d + h * HOUR_NS, HOUR_NS) for d, _ in missing_days for h in range(24)]
-        for p in pieces_store.load(store, target, hours, with_rollups):
+        for p in pieces_store.load(store, target, hours, with_rollups, with_hist):
             have.setdefault((p["start_ns"], p["span_ns"]), []).append(p)
         for day in missing_days:
             keys = [(day[0] + h * HOUR_NS, HOUR_NS) for h in range(24)]
@@ -149,7 +161,8 @@ def gather(store, target: str, since_ns: int, until_ns: int, now_ns: int, *, spa
         except StoreError:
             pass
     if raw:
-        parts = [probe_store.read_samples(store, target, since_ns=lo, until_ns=hi) for lo, hi in segments]
+        read = _reader(store, target, read)
+        parts = [read(lo, hi) for lo, hi in segments]
         g.raw = {k: np.concatenate([p[k] for p in parts]) for k in ("op", "start_ns", "duration_ns", "status")} \
             if parts else {k: np.zeros(0, np.int64) for k in ("op", "start_ns", "duration_ns", "status")}
     g.segments = segments
@@ -169,20 +182,21 @@ class _Changed(Exception):
     """A piece changed between reading its histogram and its slices."""
 
 
-def baseline(store, target: str, since_ns: int, until_ns: int, now_ns: int, ranks=baseline_ranks) -> list[OpBaseline]:
+def baseline(store, target: str, since_ns: int, until_ns: int, now_ns: int, ranks=baseline_ranks, *,
+             read=None) -> list[OpBaseline]:
     """Per op code: the count, exact sum, oldest start and the order statistics at `ranks(n)` of the
     successful durations in [since, until), from pieces and the raw ends."""
     for attempt in range(3):
         try:
-            return _baseline(store, target, since_ns, until_ns, now_ns, ranks)
+            return _baseline(store, target, since_ns, until_ns, now_ns, ranks, read)
         except _Changed:
             if attempt == 2:
                 raise StoreError(f"probe pieces of {target!r} keep changing under this read; try again") from None
     raise AssertionError("unreachable")
 
 
-def _baseline(store, target, since_ns, until_ns, now_ns, ranks) -> list[OpBaseline]:
-    g = gather(store, target, since_ns, until_ns, now_ns)
+def _baseline(store, target, since_ns, until_ns, now_ns, ranks, read) -> list[OpBaseline]:
+    g = gather(store, target, since_ns, until_ns, now_ns, with_hist=True, read=read)
     out = []
     for code, op in enumerate(OPS):
         ps = g.pieces[code]
@@ -213,9 +227,10 @@ def _baseline(store, target, since_ns, until_ns, now_ns, ranks) -> list[OpBaseli
                 requests.append(req)
                 stored_keys.append((offs, lens))
             fetched, fps = pieces_store.slices(store, target, op, requests)
+            by_key = {(p["start_ns"], p["span_ns"]): p for p in ps}
             for req in requests:
                 for start, span, _, _ in req:
-                    p = next(p for p in ps if p["start_ns"] == start and p["span_ns"] == span)
+                    p = by_key[(start, span)]
                     if fps.get((start, span)) != (p["fp_rows"], p["fp_parts"]):
                         raise _Changed()
             for (offs, lens), got in zip(stored_keys, fetched):
@@ -232,7 +247,7 @@ def _baseline(store, target, since_ns, until_ns, now_ns, ranks) -> list[OpBaseli
 
 
 def rollups_many(store, target: str, intervals: tuple[int, ...], since_ns: int, until_ns: int,
-                 now_ns: int) -> dict[int, dict[str, np.ndarray]]:
+                 now_ns: int, *, read=None) -> dict[int, dict[str, np.ndarray]]:
     """`rollups` of several interval lengths; those that divide an hour share one read of the pieces
     and of the raw ends (the dashboard's warm-up wants 10 min, 30 min and 1 h together)."""
     from ioweather.services.probe_cache import concat_rollups, rollup_arrays
@@ -240,9 +255,9 @@ def rollups_many(store, target: str, intervals: tuple[int, ...], since_ns: int, 
     shared = [i for i in intervals if HOUR_NS % (i * 10**9) == 0]
     if len(shared) == 1:
         shared = []  # alone, `rollups` decodes only its own length from each piece
-    out = {i: rollups(store, target, i, since_ns, until_ns, now_ns) for i in intervals if i not in shared}
+    out = {i: rollups(store, target, i, since_ns, until_ns, now_ns, read=read) for i in intervals if i not in shared}
     if shared:
-        g = gather(store, target, since_ns, until_ns, now_ns, with_rollups=True)
+        g = gather(store, target, since_ns, until_ns, now_ns, with_rollups=True, read=read)
         r = g.raw
         for i in shared:
             parts = [p["rollups"][i] for code in range(len(OPS)) for p in g.pieces[code]]
@@ -252,7 +267,8 @@ def rollups_many(store, target: str, intervals: tuple[int, ...], since_ns: int, 
     return out
 
 
-def rollups(store, target: str, interval_s: int, since_ns: int, until_ns: int, now_ns: int) -> dict[str, np.ndarray]:
+def rollups(store, target: str, interval_s: int, since_ns: int, until_ns: int, now_ns: int, *,
+            read=None) -> dict[str, np.ndarray]:
     """`interval_stats` rows (probe_cache's rollup columns) of the intervals in [since, until), exactly
     as computed over the samples of [since, until): stored for whole spans, computed for the rest."""
     from ioweather.services.probe_cache import concat_rollups, rollup_arrays
@@ -261,7 +277,8 @@ def rollups(store, target: str, interval_s: int, since_ns: int, until_ns: int, n
     spans = tuple(s for s in SPANS_NS if s % step == 0)
     # Intervals of whole hours that divide a day (4 h): outside day pieces, merge their hours' sorted arrays.
     by_hours = step % HOUR_NS == 0 and DAY_NS % step == 0 and HOUR_NS not in spans
-    g = gather(store, target, since_ns, until_ns, now_ns, spans=spans, with_rollups=interval_s, raw=not by_hours)
+    g = gather(store, target, since_ns, until_ns, now_ns, spans=spans, with_rollups=interval_s, raw=not by_hours,
+               read=read)
     parts = [p["rollups"][interval_s] for code in range(len(OPS)) for p in g.pieces[code]]
     segments = g.segments
     if by_hours:
@@ -274,7 +291,8 @@ def rollups(store, target: str, interval_s: int, since_ns: int, until_ns: int, n
                 continue
             parts.append(_from_hours(store, target, a, b, step, now_ns))
             segments.extend(x for x in ((lo, a), (b, hi)) if x[0] < x[1])
-        raw = [probe_store.read_samples(store, target, since_ns=lo, until_ns=hi) for lo, hi in segments]
+        read = _reader(store, target, read)
+        raw = [read(lo, hi) for lo, hi in segments]
         r = {k: np.concatenate([x[k] for x in raw]) for k in ("op", "start_ns", "duration_ns", "status")} if raw else None
     else:
         r = g.raw

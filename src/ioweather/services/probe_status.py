@@ -35,50 +35,53 @@ def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, cri
     run = cache.latest_run(target)
     last = last_sample_ns(cache.store, target)
     age_s = None if last is None else max(0.0, (now - last) / 1e9)
-    base = cache.baseline(target)
     since = now - int(max(window_s, SPARK_WINDOW_S if spark else 0) * 1e9)
-    recent = cache.read(target, since, None)
-    win_start = now - int(window_s * 1e9)
-    denominator = base.expected(stat, expected)
-    rows = window_slowdown(recent["op"], recent["start_ns"], recent["duration_ns"], recent["status"],
-                           win_start, window_s, denominator, stat)
-    learning = base.learning(now)
-    history = base.history_s(now)
-    ops = []
-    for code, op in enumerate(OPS):
-        r = rows.get(code)
-        sd = r["slowdown"] if r and not learning[code] else None
-        ops.append({"op": op, "count": r["count"] if r else 0, "errors": r["errors"] if r else 0,
-                    "timeouts": r["timeouts"] if r else 0, "value_s": r["value_s"] if r else None,
-                    "expected_s": None if not np.isfinite(denominator[code]) else float(denominator[code]),
-                    "slowdown": sd, "learning": bool(learning[code]),
-                    "state": "learning" if learning[code] else state(sd, warn, crit)})
-    span_s = (base.until_ns - base.since_ns) / 1e9
-    learn = learning_reason(float(np.max(history)), span_s) if learning.any() else None
-    st, reason = target_state(ops, age_s, stale_after_s(run["interval_s"] if run else None), warn, crit, learn)
-    if learn and st not in ("learning", "stale", "unknown"):
-        reason += "; " + ", ".join(o["op"] for o in ops if o["learning"]) + ": " + learn
-    out = {
-        "target": target, "state": st, "reason": reason, "stat": stat, "expected": expected,
-        "expected_label": expected_label(stat, expected), "window_s": window_s,
-        "host": run["host"] if run else None, "interval_s": run["interval_s"] if run else None,
-        "last_sample": ns_to_iso(last) if last is not None else None, "last_sample_age_s": age_s,
-        "stale_after_s": stale_after_s(run["interval_s"] if run else None),
-        "baseline": {"since": ns_to_iso(base.since_ns), "until": ns_to_iso(base.until_ns),
-                     "computed_at": ns_to_iso(base.computed_ns), "samples": int(base.samples.sum()),
-                     "history_s": float(np.max(history)) if np.isfinite(np.max(history)) else span_s,
-                     "span_s": span_s, "reference": base.reference, "learning": bool(learning.any())},
-        "ops": ops,
-    }
-    if spark:
-        out["sparkline"] = _sparkline(recent, now, base.expected_s, run["interval_s"] if run else 1.0)
-    if with_climate:
-        roll = cache.rollups(target, 600, *cache.baseline_window(now))
-        col = "mean_s" if stat == "mean" else f"{stat}_s"
-        for code, o in enumerate(ops):
-            sel = roll["op"] == code
-            values = roll[col][sel] / denominator[code] if np.isfinite(denominator[code]) else []
-            o["climate"] = climate(np.asarray(values), o["slowdown"])
+    # The window, the sparkline, the climate's unfinished rollups and a baseline computed here all read the
+    # last hour: once.
+    with cache.sharing_reads(target, since):
+        base = cache.baseline(target)
+        recent = cache.read(target, since, None)
+        win_start = now - int(window_s * 1e9)
+        denominator = base.expected(stat, expected)
+        rows = window_slowdown(recent["op"], recent["start_ns"], recent["duration_ns"], recent["status"],
+                               win_start, window_s, denominator, stat)
+        learning = base.learning(now)
+        history = base.history_s(now)
+        ops = []
+        for code, op in enumerate(OPS):
+            r = rows.get(code)
+            sd = r["slowdown"] if r and not learning[code] else None
+            ops.append({"op": op, "count": r["count"] if r else 0, "errors": r["errors"] if r else 0,
+                        "timeouts": r["timeouts"] if r else 0, "value_s": r["value_s"] if r else None,
+                        "expected_s": None if not np.isfinite(denominator[code]) else float(denominator[code]),
+                        "slowdown": sd, "learning": bool(learning[code]),
+                        "state": "learning" if learning[code] else state(sd, warn, crit)})
+        span_s = (base.until_ns - base.since_ns) / 1e9
+        learn = learning_reason(float(np.max(history)), span_s) if learning.any() else None
+        st, reason = target_state(ops, age_s, stale_after_s(run["interval_s"] if run else None), warn, crit, learn)
+        if learn and st not in ("learning", "stale", "unknown"):
+            reason += "; " + ", ".join(o["op"] for o in ops if o["learning"]) + ": " + learn
+        out = {
+            "target": target, "state": st, "reason": reason, "stat": stat, "expected": expected,
+            "expected_label": expected_label(stat, expected), "window_s": window_s,
+            "host": run["host"] if run else None, "interval_s": run["interval_s"] if run else None,
+            "last_sample": ns_to_iso(last) if last is not None else None, "last_sample_age_s": age_s,
+            "stale_after_s": stale_after_s(run["interval_s"] if run else None),
+            "baseline": {"since": ns_to_iso(base.since_ns), "until": ns_to_iso(base.until_ns),
+                         "computed_at": ns_to_iso(base.computed_ns), "samples": int(base.samples.sum()),
+                         "history_s": float(np.max(history)) if np.isfinite(np.max(history)) else span_s,
+                         "span_s": span_s, "reference": base.reference, "learning": bool(learning.any())},
+            "ops": ops,
+        }
+        if spark:
+            out["sparkline"] = _sparkline(recent, now, base.expected_s, run["interval_s"] if run else 1.0)
+        if with_climate:
+            roll = cache.rollups(target, 600, *cache.baseline_window(now))
+            col = "mean_s" if stat == "mean" else f"{stat}_s"
+            for code, o in enumerate(ops):
+                sel = roll["op"] == code
+                values = roll[col][sel] / denominator[code] if np.isfinite(denominator[code]) else []
+                o["climate"] = climate(np.asarray(values), o["slowdown"])
     return out
 
 

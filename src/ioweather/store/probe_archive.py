@@ -21,13 +21,16 @@ import os
 import time
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import sqlalchemy as sa
 
 from ioweather.errors import StoreError, from_os_error
 from ioweather.store.db import Store
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 DAY_NS = 86_400 * 10**9
 
@@ -51,6 +54,11 @@ def read_archived(store: Store, conn: sa.Connection, run_ids: list[int], ops: se
     paths = [store.parquet_dir / r[0] for r in conn.execute(q)]
     if not paths:
         return []
+    # Imported here: every read of samples comes through this module, and most find no archived day in
+    # their range (a dashboard's first Status answer paid 30 ms for pyarrow's import).
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     # Whole files (a day each), filtered here: `read_table(filters=...)` goes through pyarrow.dataset,
     # whose import (with pandas) costs 0.8 s, more than `slowdown --check` spends on its answer (issue 21).
     table = pa.concat_tables([pq.ParquetFile(str(p)).read(columns=["op", "start_ns", "duration_ns", "status"])
@@ -72,6 +80,8 @@ def read_archived(store: Store, conn: sa.Connection, run_ids: list[int], ops: se
 def _numpy(col) -> np.ndarray:
     """A null-free fixed-width Arrow column as numpy, from its data buffer: Arrow's own to_numpy()
     imports pandas (0.7 s), which a one-shot `slowdown --check` does not otherwise need."""
+    import pyarrow as pa
+
     a = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     if a.null_count:
         return a.to_numpy(zero_copy_only=False)
@@ -80,6 +90,8 @@ def _numpy(col) -> np.ndarray:
 
 
 def _codes(col: pa.ChunkedArray, mapping: dict[str, int]) -> np.ndarray:
+    import pyarrow as pa
+
     col = col.combine_chunks()
     if pa.types.is_dictionary(col.type):
         lut = np.array([mapping[v] for v in col.dictionary.to_pylist()], np.int64)
@@ -149,6 +161,9 @@ def _day_columns(conn: sa.Connection, run_id: int, lo: int, hi: int) -> dict[str
 
 
 def _write(path: Path, columns: dict) -> int:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as e:
