@@ -37,7 +37,11 @@ def test_collect_lustre_tree_json_and_store(cli, home, testdata):
     osts = len(list((root / "proc/fs/lustre/obdfilter").iterdir()))
     intervals = df.time_ns.nunique()
     assert len(df) == osts * intervals and intervals == out["ticks"] - 1 + out["missed_ticks"]
-    assert (df.value.dropna() == 0).all() and df.value.notna().sum() == osts * (out["ticks"] - 1)
+    assert (df.value.dropna() == 0).all() and df.value.notna().sum() % osts == 0
+    # each run of missed ticks leaves the pair of taken ticks around it unmeasured (its span becomes
+    # missing intervals of one step: stats/counters.expand_gaps); every other pair is one measured interval
+    gaps = out["ticks"] - 1 - df.value.notna().sum() // osts
+    assert (gaps == 0) if out["missed_ticks"] == 0 else (1 <= gaps <= out["missed_ticks"]), (gaps, out)
     assert (df.time_ns % 250_000_000 == 0).all()  # ticks on multiples of the interval
     assert (df.interval_s == 0.25).all()
 
