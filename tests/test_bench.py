@@ -211,6 +211,19 @@ def _start(args, home):
                             stderr=subprocess.PIPE, text=True)
 
 
+def _fio_pids(work: Path) -> list[int]:
+    """Live processes whose command line names `work` (fio and any process it forked)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and str(work) in (d / "cmdline").read_bytes().decode(errors="replace") \
+                    and (d / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                out.append(int(d.name))
+        except OSError:
+            continue
+    return out
+
+
 def _wait_for_files(work: Path, timeout=30):
     t = time.monotonic() + timeout
     while time.monotonic() < t:
@@ -228,9 +241,15 @@ def test_kill9_mid_run_stores_nothing_and_next_run_cleans(tmp_path, home):
     p = _start(["bench", "run", "rand4k-write", "--dir", str(d), "--size", "64MiB", "--tasks", "1"], home)
     work = d / ".ioweather-bench"
     _wait_for_files(work)
+    fios = _fio_pids(work)
+    assert fios, "fio is not running"
     os.kill(p.pid, signal.SIGKILL)
     p.wait(30)
-    time.sleep(0.5)  # fio dies with its parent (PR_SET_PDEATHSIG)
+    # fio dies with its parent (PR_SET_PDEATHSIG), its jobs too (threads of it): nothing keeps writing
+    deadline = time.monotonic() + 10
+    while _fio_pids(work) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _fio_pids(work), "fio outlived a kill -9 of ioweather"
     assert work.is_dir() and any(work.iterdir())  # the leftover a crash leaves
     assert not (home / "ioweather.sqlite").exists() or db_count(home, "select count(*) from bench_runs") == 0
     leftover = sum(len(f) for _, _, f in os.walk(work))

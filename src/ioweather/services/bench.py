@@ -90,7 +90,9 @@ def motif_names(names) -> list[str]:
 def fio_args(name: str, work: Path, size: int, tasks: int, md_files: int) -> list[str]:
     bs = min(4 * MIB, size)
     fill = {"SIZE": str(size), "BS": str(bs), "FILES": str(md_files)}
-    args = [f"--directory={work}", "--ioengine=psync", "--group_reporting", f"--numjobs={tasks}"]
+    # --thread: fio's jobs are threads of the one process that dies with us (PR_SET_PDEATHSIG, sources/fio.py);
+    # forked job processes do not inherit that, and after a kill -9 of ioweather kept writing for hours
+    args = [f"--directory={work}", "--ioengine=psync", "--thread", "--group_reporting", f"--numjobs={tasks}"]
     for a in MOTIFS[name].args:
         key, eq, val = a.partition("=")
         args.append(f"{key}={fill.get(val, val)}" if eq else a)
