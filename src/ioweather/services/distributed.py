@@ -296,8 +296,7 @@ def map_unordered(client, fn: Callable, items: Iterable, on_result: Callable[[ob
     # at least two tasks per thread fit the window: one running, the next already on the worker
     sizer.cap = max(1, min(MAX_PER_TASK, window // (2 * threads)))
     todo = iter(items)
-    inflight: dict = {}
-    n_items = [0]
+    inflight: dict = {}  # task key -> its batch
 
     def run(batch: list):
         return client.submit(_task, fn, batch, __version__, kwargs, pure=False)
@@ -309,14 +308,13 @@ def map_unordered(client, fn: Callable, items: Iterable, on_result: Callable[[ob
         while len(inflight) < most:
             size = min(sizer.next(), window)
             # a task smaller than asked only because the window is nearly full would keep that size
-            if n_items[0] + size > window:
+            if sum(map(len, inflight.values())) + size > window:
                 break
             batch = list(islice(todo, size))
             if not batch:
                 break
             fut = run(batch)
             inflight[fut.key] = batch
-            n_items[0] += len(batch)
             new.append(fut)
         return new
 
@@ -328,7 +326,6 @@ def map_unordered(client, fn: Callable, items: Iterable, on_result: Callable[[ob
     pending = as_completed(submit())
     for fut in pending:
         batch = inflight.pop(fut.key)
-        n_items[0] -= len(batch)
         if not _deliver(fut, batch, on_result, sizer):
             suspects += batch
         pending.update(submit())
