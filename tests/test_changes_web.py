@@ -1,7 +1,9 @@
 """Change points on the dashboard: a level shift planted in stored probe samples shows as a mark at
 its time on the Probe timeline and on the Slowdown history (Chromium: the marker is drawn where the
 time axis puts the planted time, and its tooltip says when, which op, the level before → after),
-and the pages' JSON twins carry it, with the levels checked against the raw samples (SQL + pandas).
+and the pages' change JSON (/api/timeline/changes, /api/history/changes) carries it, with the levels
+checked against the raw samples (SQL + pandas). The pages themselves answer without the change-point
+libraries: the marks are fetched once the page is drawn.
 """
 
 from __future__ import annotations
@@ -71,10 +73,9 @@ def test_timeline_json_carries_the_planted_change(planted, server):
     from web_server import api
 
     home, t0, shift = planted
-    code, doc = api(server, f"/api/timeline?target=scratch&since={iso(shift - 2 * 3600 * 10**9)}"
-                            f"&until={iso(shift + 2 * 3600 * 10**9)}&interval=10m")
-    assert code == 200, doc
-    ch = doc["changes"]
+    code, ch = api(server, f"/api/timeline/changes?target=scratch&since={iso(shift - 2 * 3600 * 10**9)}"
+                           f"&until={iso(shift + 2 * 3600 * 10**9)}&interval=10m")
+    assert code == 200, ch
     assert [(p["op"], p["time"]) for p in ch["points"]] == [("data_read", iso(shift))]
     p = ch["points"][0]
     lo = pd.Timestamp(ch["since"]).value
@@ -83,18 +84,53 @@ def test_timeline_json_carries_the_planted_change(planted, server):
     assert p["factor"] == pytest.approx(FACTOR, rel=0.05)
     assert ch["command"].startswith("ioweather changes --kind probe --target scratch --since ")
     # a window that does not hold the change shows no mark
-    code, doc = api(server, f"/api/timeline?target=scratch&since={iso(shift - 6 * 3600 * 10**9)}"
-                            f"&until={iso(shift - 3600 * 10**9)}&interval=10m")
-    assert code == 200 and doc["changes"]["points"] == []
+    code, ch = api(server, f"/api/timeline/changes?target=scratch&since={iso(shift - 6 * 3600 * 10**9)}"
+                           f"&until={iso(shift - 3600 * 10**9)}&interval=10m")
+    assert code == 200 and ch["points"] == []
+    # the page's own parameters are checked as the page checks them
+    code, doc = api(server, "/api/timeline/changes?target=scratch&since=2h&bogus=1")
+    assert code == 400 and "bogus" in doc["error"]
 
 
 def test_history_json_marks_only_the_target_that_changed(planted, server):
     from web_server import api
 
     _, t0, shift = planted
-    code, doc = api(server, f"/api/history?since={iso(t0 - 7 * DAY)}&until={iso(t0)}&interval=1h")
+    code, doc = api(server, f"/api/history/changes?since={iso(t0 - 7 * DAY)}&until={iso(t0)}&interval=1h")
     assert code == 200, doc
-    assert [(p["target"], p["op"], p["time"]) for p in doc["changes"]["points"]] == [("scratch", "data_read", iso(shift))]
+    assert [(p["target"], p["op"], p["time"]) for p in doc["points"]] == [("scratch", "data_read", iso(shift))]
+    code, doc = api(server, f"/api/history/changes?target=home&since={iso(t0 - 7 * DAY)}&until={iso(t0)}")
+    assert code == 200 and doc["points"] == [] and "--target home" in doc["command"]
+
+
+def test_pages_answer_without_the_change_point_libraries(planted, tmp_path):
+    """A fresh server process answers the timeline and history pages (HTML and JSON) without importing
+    ruptures or scipy; the first /api/<page>/changes imports them and finds the change."""
+    import subprocess
+    import sys
+    import textwrap
+
+    home, t0, shift = planted
+    script = textwrap.dedent(f"""
+        import json, sys
+        from starlette.testclient import TestClient
+        from ioweather.config import Settings
+        from ioweather.web.app import create_app
+        c = TestClient(create_app(Settings.resolve({str(home)!r}), warm=False), base_url="http://127.0.0.1")
+        codes = [c.get(u).status_code for u in ("/timeline?target=scratch", "/api/timeline?target=scratch&since=24h",
+                                                "/history", "/api/history?since=30d")]
+        before = sorted(m for m in ("ruptures", "scipy") if m in sys.modules)
+        ch = c.get("/api/history/changes?since={iso(t0 - 7 * DAY)}&until={iso(t0)}").json()
+        after = sorted(m for m in ("ruptures", "scipy") if m in sys.modules)
+        print(json.dumps({{"codes": codes, "before": before, "after": after,
+                          "points": [(p["target"], p["time"]) for p in ch["points"]]}}))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    doc = __import__("json").loads(out.stdout.strip().splitlines()[-1])
+    assert doc["codes"] == [200, 200, 200, 200]
+    assert doc["before"] == [] and doc["after"] == ["ruptures", "scipy"]
+    assert doc["points"] == [["scratch", iso(shift)]]
 
 
 def _marker(page, plot_id: str) -> dict:
@@ -148,10 +184,21 @@ def test_timeline_marks_the_change_in_chromium(planted, server, browser, artifac
         assert _near(m, shift), (m, iso(shift))
         text = _hover(v.page, "timeline")
         row = v.page.locator("#change-marks tbody tr").all_inner_texts()
+        scope = v.page.locator("#change-scope").inner_text()
         assert v.errors == []
     assert "data_read" in text and "level change" in text and iso(shift)[:16] in text and "→" in text
     assert "×3.0" in text or "×2.9" in text
-    assert len(row) == 1 and "data_read" in row[0] and iso(shift) in row[0]
+    # the table, filled by the page's script, formats as the server's templates do (units.format_seconds)
+    from web_server import api
+
+    from ioweather.units import format_seconds
+
+    _, ch = api(server, url.replace(server.url + "/timeline?", "/api/timeline/changes?"))
+    p = ch["points"][0]
+    assert len(row) == 1
+    assert row[0].split("\t") == [iso(shift), "data_read", format_seconds(p["level_before"]),
+                                   format_seconds(p["level_after"]), f"{p['factor']:.2f}×"]
+    assert ch["command"] in scope and ch["since"] in scope
 
 
 @pytest.mark.browser

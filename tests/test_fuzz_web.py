@@ -30,8 +30,10 @@ def params(pages_server):
 
 def test_every_page_is_fuzzed(params):
     expected = {"status", "timeline", "history", "factors", "jobs", "job", "workload", "contents", "servers",
-                "metadata", "capacity", "talkers", "bench", "report"}
+                "metadata", "capacity", "talkers", "bench", "report", "timeline/changes", "history/changes"}
     assert expected <= {p.removeprefix("/api/") for p in params}, sorted(params)
+    assert params["/api/timeline/changes"] == params["/api/timeline"]
+    assert params["/api/history/changes"] == params["/api/history"]
     assert params["/api/factors"] == ["target", "op", "since", "until", "adjust", "significance", "cutoff_fraction",
                                       "split"]
 

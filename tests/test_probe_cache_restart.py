@@ -246,3 +246,33 @@ def test_concurrent_requests_while_warming_give_identical_results(store_home, re
     assert not any(th.is_alive() for th in [*threads, warm]) and cache.warm_s is not None
     _assert_no_double_work(scans)
     store.dispose()
+
+
+def test_the_fill_waits_for_the_first_answer(store_home, scans, monkeypatch):
+    """After a restart the dashboard's warm-up fills every baseline at once, then waits for the first answer
+    to go out before the rollups and the change-point libraries, which would take the GIL from it; with no
+    request at all it goes on after WARM_HOLD_S."""
+    import ioweather.web.app as web_app
+
+    home, now = store_home
+    app = frozen_app(home, now)
+    with Server(app) as s:
+        cache, answered = app.state.ctx.cache, app.state.ctx.answered
+        deadline = time.monotonic() + 60
+        while not all(cache._t(t).baseline is not None for t in TARGETS):
+            assert time.monotonic() < deadline, "the baselines were not filled"
+            time.sleep(0.02)
+        time.sleep(1.0)
+        assert not answered.is_set() and cache.warm_s is None
+        assert [d for d in scans if d[0] == "rollups"] == []  # held: nothing read beside the first answer
+        assert api(s, "/api/status")[0] == 200
+        assert answered.is_set()
+        _warmed(cache)
+    assert {d[1] for d in scans if d[0] == "rollups"} == set(TARGETS)
+    _assert_no_double_work(scans)
+
+    monkeypatch.setattr(web_app, "WARM_HOLD_S", 0.5)
+    app = frozen_app(home, now)
+    with Server(app):
+        _warmed(app.state.ctx.cache, 60)
+        assert not app.state.ctx.answered.is_set()

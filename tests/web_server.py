@@ -169,10 +169,11 @@ def page_parameters(server: Server) -> dict[str, list[str]]:
     assert code == 200
     out = {}
     for p in index["pages"]:
-        code, body = api(server, f"{p['json']}?__unknown__=1")
-        assert code == 400, (p["json"], code, body)
-        takes = re.search(r"this page takes: (.*)$", body["error"]).group(1)
-        out[p["json"]] = [] if takes == "no parameters" else takes.split(", ")
+        for path in (p["json"], *p["parts"].values()):  # a part (/api/timeline/changes) takes the page's query
+            code, body = api(server, f"{path}?__unknown__=1")
+            assert code == 400, (path, code, body)
+            takes = re.search(r"this page takes: (.*)$", body["error"]).group(1)
+            out[path] = [] if takes == "no parameters" else takes.split(", ")
     return out
 
 

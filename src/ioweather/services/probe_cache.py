@@ -33,6 +33,7 @@ import contextlib
 import functools
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -495,9 +496,10 @@ class ProbeCache:
                 tc.baseline = b
         tc.warmed = True
 
-    def warm(self) -> None:
+    def warm(self, hold: Callable[[], object] | None = None) -> None:
         """Fill the baseline of every target, then the rollups of the baseline window, one length at a time and
-        10-minute ones first (the Status page's climate): the first Status answer waits for nothing else."""
+        10-minute ones first (the Status page's climate): the first Status answer waits for nothing else.
+        `hold()` is called between the two (the dashboard waits there for its first answer to go out)."""
         t0 = time.perf_counter()
         self.warming = True
         try:
@@ -511,6 +513,10 @@ class ProbeCache:
         finally:
             self.warming = False
         if self.warm_rollups and self._pieces:
+            if hold is not None:
+                t_hold = time.perf_counter()
+                hold()
+                t0 += time.perf_counter() - t_hold  # warm_s is the work, not the wait
             now = self.clock()
             for interval_s in INTERVALS_S:
                 for target in names:

@@ -6,6 +6,7 @@ import contextlib
 import gzip
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -47,10 +48,12 @@ class _Timing:
     """Pure ASGI middleware: `Server-Timing: app;dur=<ms>` (time to the response head) and security headers.
 
     Wraps the whole application (see _App), not only the routes: Starlette's ServerErrorMiddleware, which
-    answers the 500s, is the outermost layer of its own stack, so a user middleware never saw those."""
+    answers the 500s, is the outermost layer of its own stack, so a user middleware never saw those.
+    `on_answer` is called once each response has gone out."""
 
-    def __init__(self, app):
+    def __init__(self, app, on_answer: Callable[[], object] | None = None):
         self.app = app
+        self.on_answer = on_answer
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -64,6 +67,8 @@ class _Timing:
                 headers.extend(SECURITY_HEADERS)
                 message = {**message, "headers": headers}
             await send(message)
+            if self.on_answer is not None and message["type"] == "http.response.body" and not message.get("more_body"):
+                self.on_answer()
 
         await self.app(scope, receive, wrapped)
 
@@ -83,14 +88,16 @@ def _available(ctx: WebContext, pages: list[Page]) -> list[Page]:
 def _page_html(ctx: WebContext, page: Page, render: Renderer):
     def endpoint(request: Request):
         data = page.data(ctx, request.query_params)
-        api = f"/api/{page.slug}" + (f"?{request.url.query}" if request.url.query else "")
-        return render(page.template, page=page, data=data, api_url=api, config=ctx.config)
+        query = f"?{request.url.query}" if request.url.query else ""
+        parts = {name: f"/api/{page.slug}/{name}{query}" for name in page.parts}
+        return render(page.template, page=page, data=data, api_url=f"/api/{page.slug}{query}", parts=parts,
+                      config=ctx.config)
     return endpoint
 
 
-def _page_api(ctx: WebContext, page: Page):
+def _api(ctx: WebContext, data):
     def endpoint(request: Request):
-        return json_response(page.data(ctx, request.query_params))
+        return json_response(data(ctx, request.query_params))
     return endpoint
 
 
@@ -100,6 +107,7 @@ def _api_index(ctx: WebContext, pages: list[Page]):
         return json_response({"version": __version__, "metrics": "/metrics",
                               "pages": [{"slug": p.slug, "title": p.title, "html": f"/{p.slug}",
                                          "json": f"/api/{p.slug}", "available": p.slug in avail,
+                                         "parts": {name: f"/api/{p.slug}/{name}" for name in p.parts},
                                          "description": p.description} for p in pages]})
     return endpoint
 
@@ -146,7 +154,8 @@ def _routes(ctx: WebContext, pages: list[Page], render: Renderer) -> list:
               Route("/static/plotly.min.js", _plotly_js()),
               Route("/favicon.ico", lambda r: RedirectResponse("/static/favicon.svg", 301))]
     for p in pages:
-        routes += [Route(f"/{p.slug}", _page_html(ctx, p, render)), Route(f"/api/{p.slug}", _page_api(ctx, p))]
+        routes += [Route(f"/{p.slug}", _page_html(ctx, p, render)), Route(f"/api/{p.slug}", _api(ctx, p.data))]
+        routes += [Route(f"/api/{p.slug}/{name}", _api(ctx, part)) for name, part in p.parts.items()]
     routes.append(Mount("/static", StaticFiles(directory=HERE / "static"), name="static"))
     return routes
 
@@ -155,10 +164,6 @@ def _lifespan(ctx: WebContext, warm: bool):
     @contextlib.asynccontextmanager
     async def lifespan(app):
         if warm:
-            # The probe pages mark level changes (ruptures, which loads scipy: ~1.5 s): loaded before the
-            # first answer rather than in the first timeline's request or beside the cache's warm-up,
-            # where it slowed the first pages after a start to 1-1.5 s (benchmarks/bench_web.py).
-            load_libraries()
             threading.Thread(target=_warm, args=(ctx,), name="ioweather-warm", daemon=True).start()
         yield
         ctx.close()
@@ -167,7 +172,7 @@ def _lifespan(ctx: WebContext, warm: bool):
 
 class _App(Starlette):
     def build_middleware_stack(self):
-        return _Timing(super().build_middleware_stack())
+        return _Timing(super().build_middleware_stack(), self.state.ctx.answered.set)
 
 
 #: The Host names a request may carry when the caller names none (services.server.allowed_hosts adds --host).
@@ -190,10 +195,22 @@ def create_app(settings: Settings, config: WebConfig | None = None, *, warm: boo
     return app
 
 
+#: How long the warm-up's background work waits for the first answer to go out (see _warm).
+WARM_HOLD_S = 5.0
+
+
 def _warm(ctx: WebContext) -> None:
-    """Fill the probe cache in the background so the first page view and scrape are fast."""
+    """Fill the probe cache in the background so the first page view and scrape are fast, then load the
+    change-point libraries (ruptures and scipy, ~0.7 s) for the pages' level-change marks.
+
+    The baselines come first: the first Status answer and scrape wait for them. What follows holds the
+    GIL beside a request, so it waits for the first answer to go out (at most WARM_HOLD_S): after a
+    restart the Status page then answers in the time of its baselines (benchmarks/bench_web.py)."""
     try:
-        if ctx.problem() is None:
-            ctx.cache.warm()
+        if ctx.problem() is not None:
+            return
+        ctx.cache.warm(hold=lambda: ctx.answered.wait(WARM_HOLD_S))
+        ctx.answered.wait(WARM_HOLD_S)
+        load_libraries()
     except Exception:  # noqa: BLE001 - an optimisation only: requests compute what they need themselves
         pass

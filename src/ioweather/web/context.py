@@ -37,6 +37,8 @@ class WebContext:
         self._cache: ProbeCache | None = None
         self._lock = threading.Lock()
         self._memo: OrderedDict[Hashable, tuple[Hashable, object]] = OrderedDict()
+        #: Set when the first response has gone out: the background warm-up's later work waits for it.
+        self.answered = threading.Event()
 
     @property
     def where(self) -> str:

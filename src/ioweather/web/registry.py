@@ -8,8 +8,8 @@ appears in the navigation: a page without data is hidden, never shown empty.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from starlette.datastructures import QueryParams
 
@@ -34,3 +34,7 @@ class Page:
     script: str | None = None
     #: False for pages reached from another page only (one job from the job list): never in the navigation.
     in_nav: bool = True
+    #: JSON the page fetches after it is drawn, at /api/<slug>/<name> with the page's own query: what
+    #: may be slow to compute first (the change-point marks load ruptures and scipy, ~0.7 s once per
+    #: process) is not on the page's path.
+    parts: Mapping[str, Callable[[WebContext, QueryParams], dict]] = field(default_factory=dict)

@@ -41,4 +41,5 @@ class Renderer:
         values.setdefault("nav", self.nav())
         values.setdefault("version", __version__)
         values.setdefault("api_url", None)
+        values.setdefault("parts", {})
         return HTMLResponse(self.env.get_template(template).render(**values), status_code=status_code)

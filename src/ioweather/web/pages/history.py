@@ -19,13 +19,27 @@ MAX_COLUMNS = 5000
 WORST_SHOWN = 10
 
 
-def history_data(ctx: WebContext, params) -> dict:
-    q = Query(params, ("target", "since", "until", "interval", "stat"))
+PARAMS = ("target", "since", "until", "interval", "stat")
+
+
+def _window(ctx: WebContext, q: Query) -> tuple[list[str], str | None, int, int, int]:
+    """Every target, the one chosen (None: all), now, since and until (ns) of the page's query."""
     targets = require_probe_data(ctx)
     one = target_param(q, targets, required=False)
     now = now_utc(ctx)
-    now_ns = int(now.timestamp() * 1e9)
     since, until = q.window("7d", MAX_WINDOW_S, now)
+    return targets, one, int(now.timestamp() * 1e9), since, until
+
+
+def history_changes(ctx: WebContext, params) -> dict:
+    """/api/history/changes: the level changes of the page's window, marked on its heatmaps once they arrive."""
+    targets, one, now_ns, since, until = _window(ctx, Query(params, PARAMS))
+    return probe_marks(ctx.cache, [one] if one else targets, since, until, now_ns)
+
+
+def history_data(ctx: WebContext, params) -> dict:
+    q = Query(params, PARAMS)
+    targets, one, _, since, until = _window(ctx, q)
     interval = int(q.duration("interval", "1h", allowed=tuple(float(i) for i in INTERVALS_S)))
     stat = q.choice("stat", SLOWDOWN_STATS, "median")
     step = interval * 10**9
@@ -70,11 +84,9 @@ def history_data(ctx: WebContext, params) -> dict:
                     "worst": worst})
     return {"since": ns_to_iso(since), "until": ns_to_iso(until), "interval_s": interval, "stat": stat,
             "thresholds": {"warn": warn, "crit": crit}, "targets_all": targets, "target": one,
-            "ops": list(OPS), "time": iso_ms(starts), "targets": out,
-            # level changes of the probe's 10-minute medians (services/changes.py), marked on each heatmap
-            "changes": probe_marks(ctx.cache, [one] if one else targets, since, until, now_ns)}
+            "ops": list(OPS), "time": iso_ms(starts), "targets": out}
 
 
 PAGE = Page(slug="history", title="Slowdown history", data=history_data, template="history.html",
-            available=has_probe_data, order=30,
+            available=has_probe_data, order=30, parts={"changes": history_changes},
             description="Slowdown per op and interval as a heatmap, with the chosen statistic and interval.")

@@ -24,13 +24,27 @@ TIMELINE_INTERVALS_S = (60.0, 300.0, 600.0, 1800.0, 3600.0, 14400.0)
 INTERVAL_COLUMNS = ("count", "errors", "timeouts", "median_s", "p90_s", "p99_s", "max_s", "slowdown")
 
 
-def timeline_data(ctx: WebContext, params) -> dict:
-    q = Query(params, ("target", "since", "until", "interval", "stat", "points"))
+PARAMS = ("target", "since", "until", "interval", "stat", "points")
+
+
+def _window(ctx: WebContext, q: Query) -> tuple[list[str], str, int, int, int]:
+    """The targets, the chosen one, now, since and until (ns) of the page's query."""
     targets = require_probe_data(ctx)
     target = target_param(q, targets, required=True)
     now = now_utc(ctx)
-    now_ns = int(now.timestamp() * 1e9)
     since, until = q.window("1h", MAX_WINDOW_S, now)
+    return targets, target, int(now.timestamp() * 1e9), since, until
+
+
+def timeline_changes(ctx: WebContext, params) -> dict:
+    """/api/timeline/changes: the level changes of the page's window, marked on its plot once they arrive."""
+    _, target, now_ns, since, until = _window(ctx, Query(params, PARAMS))
+    return probe_marks(ctx.cache, [target], since, until, now_ns)
+
+
+def timeline_data(ctx: WebContext, params) -> dict:
+    q = Query(params, PARAMS)
+    targets, target, _, since, until = _window(ctx, q)
     interval = q.duration("interval", "10m", allowed=TIMELINE_INTERVALS_S)
     stat = q.choice("stat", SLOWDOWN_STATS, "median")
     max_points = q.integer("points", MAX_POINTS, 100, MAX_POINTS)
@@ -60,11 +74,9 @@ def timeline_data(ctx: WebContext, params) -> dict:
         "samples": samples, "failures": failures,
         "intervals": [{"op": r["op"], "interval_start": ns_to_iso(r["interval_start_ns"]),
                        **{c: r[c] for c in INTERVAL_COLUMNS}} for r in t.intervals],
-        # level changes of the probe's 10-minute medians (services/changes.py), marked on the plot
-        "changes": probe_marks(ctx.cache, [target], since, until, now_ns),
     }
 
 
 PAGE = Page(slug="timeline", title="Probe timeline", data=timeline_data, template="timeline.html",
-            available=has_probe_data, order=20,
+            available=has_probe_data, order=20, parts={"changes": timeline_changes},
             description="Every probe sample of a target on a log scale, interval statistics and slowdown below.")

@@ -218,6 +218,81 @@
     });
   }
 
+  // The marks arrive after the page is drawn (/api/<page>/changes with the page's query, web/registry.py
+  // `parts`): the search loads ruptures and scipy once per server process, which no page waits for.
+  // secs mirrors units.format_seconds (3 significant digits, never an exponent), ratio the `ratio` filter.
+  function sig3(x) {
+    var a = Math.abs(x), d = a >= 100 ? 0 : 2 - Math.floor(Math.log10(a)), t = x.toFixed(d);
+    return t.indexOf(".") >= 0 ? t.replace(/0+$/, "").replace(/\.$/, "") : t;
+  }
+  function secs(s) {
+    if (s === null || !isFinite(s)) { return "-"; }
+    var a = Math.abs(s);
+    if (a === 0) { return "0 s"; }
+    if (a < 1e-6) { return sig3(s * 1e9) + " ns"; }
+    if (a < 1e-3) { return sig3(s * 1e6) + " µs"; }
+    if (a < 1) { return sig3(s * 1e3) + " ms"; }
+    if (a < 60) { return sig3(s) + " s"; }
+    if (a < 3600) { return (s / 60).toFixed(1) + " min"; }
+    if (a < 86400) { return (s / 3600).toFixed(1) + " h"; }
+    return (s / 86400).toLocaleString("en-US", {minimumFractionDigits: 1, maximumFractionDigits: 1}) + " d";
+  }
+  function ratio(v) { return v === null ? "–" : v.toFixed(2) + "×"; }
+  function cell(row, text, cls) {
+    var td = document.createElement("td");
+    td.textContent = text;
+    if (cls) { td.className = cls; }
+    row.appendChild(td);
+  }
+  // The table under the plot and the line above it; `withTarget`: the history's table has a target column.
+  function fillChanges(ch, withTarget) {
+    var body = document.querySelector("#change-marks tbody"), scope = document.getElementById("change-scope");
+    if (!body) { return; }
+    var columns = withTarget ? 6 : 5;
+    body.textContent = "";
+    ch.points.forEach(function (c) {
+      var tr = document.createElement("tr");
+      cell(tr, c.time);
+      if (withTarget) { cell(tr, c.target, "target-name"); }
+      cell(tr, c.op); cell(tr, secs(c.level_before)); cell(tr, secs(c.level_after)); cell(tr, ratio(c.factor));
+      body.appendChild(tr);
+    });
+    if (!ch.points.length) {
+      var tr = document.createElement("tr");
+      cell(tr, "no change of level in this window");
+      tr.firstChild.colSpan = columns;
+      body.appendChild(tr);
+    }
+    if (scope) {
+      scope.textContent = "Looked for from " + ch.since + " to " + ch.until + " (PELT, penalty " +
+                          ch.penalty_per_log_n + " log n; docs/changes.md), the same as ";
+      var code = document.createElement("code");
+      code.textContent = ch.command;
+      scope.appendChild(code);
+      scope.appendChild(document.createTextNode("."));
+    }
+  }
+  function changesFailed(message) {
+    var body = document.querySelector("#change-marks tbody");
+    if (!body) { return; }
+    var tr = document.createElement("tr");
+    cell(tr, "could not look for level changes: " + message);
+    tr.firstChild.colSpan = body.closest("table").querySelectorAll("thead th").length;
+    body.textContent = "";
+    body.appendChild(tr);
+  }
+  // Resolves with the page's changes, or null (the table then says why); never rejects, so that the
+  // page still reports its plots ready.
+  function fetchChanges(slug, query) {
+    return fetch("/api/" + slug + "/changes" + (query ? "?" + query : "")).then(function (r) {
+      return r.json().then(function (body) {
+        if (!r.ok) { changesFailed(body.error || r.statusText); return null; }
+        return body;
+      });
+    }).catch(function (err) { changesFailed(String(err)); return null; });
+  }
+  function pageQuery() { return window.location.search.replace(/^\?/, ""); }
+
   // Time (ms) of the window's first sample, or null.
   function firstSample(data) {
     var all = [];
@@ -272,9 +347,23 @@
   function drawTimeline(data) {
     var el = document.getElementById("timeline");
     var original = data;
-    var busy = false, timer = null;
+    var busy = false, timer = null, asked = pageQuery();
+    function redraw() {
+      busy = true;
+      return Plotly.react(el, timelineTraces(data), timelineLayout(data, timelineRange(data)), CONFIG)
+        .then(function () { busy = false; });
+    }
+    function marks(query) {
+      asked = query;
+      return fetchChanges("timeline", query).then(function (ch) {
+        if (ch === null || query !== asked) { return; }  // failed, or a newer window was asked for meanwhile
+        data.changes = ch;
+        fillChanges(ch, false);
+        return redraw();
+      });
+    }
     var job = Plotly.newPlot(el, timelineTraces(data), timelineLayout(data), CONFIG);
-    job.then(function () {
+    var ready = job.then(function () {
       el.on("plotly_relayout", function (ev) {
         if (busy) { return; }
         var since, until;
@@ -286,6 +375,7 @@
         clearTimeout(timer);
         timer = setTimeout(function () { refetch(since, until); }, 250);
       });
+      return marks(asked);
     });
     function refetch(since, until) {
       var q = new URLSearchParams({target: data.target, since: since, until: until,
@@ -294,10 +384,11 @@
         return r.json().then(function (body) { return {ok: r.ok, body: body}; });
       }).then(function (res) {
         if (!res.ok) { document.getElementById("summary").textContent = res.body.error; return; }
+        var shown = data.changes;  // kept on the plot until this window's own arrive
         data = res.body;
-        busy = true;
-        Plotly.react(el, timelineTraces(data), timelineLayout(data, timelineRange(data)), CONFIG)
-          .then(function () { busy = false; });
+        data.changes = shown;
+        redraw();
+        marks(q.toString());
         setSummary(data);
         ["since", "until"].forEach(function (k) {
           var input = document.querySelector("form.window input[name=" + k + "]");
@@ -308,7 +399,7 @@
         window.history.replaceState(null, "", "?" + page.toString());
       });
     }
-    return [job];
+    return [ready];
   }
 
   // ---------------------------------------------------------------- history
@@ -338,6 +429,17 @@
   }
 
   function drawHistory(data) {
+    return [Promise.all(drawHeatmaps(data)).then(function () {
+      return fetchChanges("history", pageQuery()).then(function (ch) {
+        if (ch === null) { return; }
+        data.changes = ch;
+        fillChanges(ch, true);
+        return Promise.all(drawHeatmaps(data));
+      });
+    })];
+  }
+
+  function drawHeatmaps(data) {
     var jobs = [];
     var x = times(data.time);
     var range = historyRange(data, x);
