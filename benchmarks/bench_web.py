@@ -243,12 +243,19 @@ def main() -> None:
         for name, path in pages:
             srv, wall, _ = fetch(base + path)
             first_answer = first_answer or time.perf_counter() - started
+            if " changes " in name:  # the page is drawn without them: a wait for the marks, not for the page
+                print(f"{name:36s} {srv:10.1f} {wall:9.1f}   (fetched once its page is drawn)", flush=True)
+                continue
             worst = max(worst, srv)
             limit = 100 if name == "/metrics" else 500
             print(f"{name:36s} {srv:10.1f} {wall:9.1f}   {'ok' if srv < limit else 'OVER ' + str(limit)}", flush=True)
         print(f"restart: slowest first page {worst:.0f} ms; the first Status answer {first_answer:.2f} s after the "
               f"process started; the first start above took {cold * 1000:.0f} ms to its first Status answer "
               f"-> {cold * 1000 / max(worst, 1e-3):.0f}x", flush=True)
+        time.sleep(5)  # the warm-up's fill after the first answer
+        rss, hwm = rss_kib(proc.pid)
+        print(f"restart: server RSS after every page {rss / 1024:.0f} MiB, peak {hwm / 1024:.0f} MiB (limit 300)",
+              flush=True)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
