@@ -74,10 +74,36 @@ def test_a_healthy_store_passes(store_home):
     code, r = check(store_home)
     assert code == 0 and r["ok"] and r["problems"] == []
     assert r["sqlite"]["integrity"] == "ok" and r["sqlite"]["wal_checkpoint"]["busy"] is False
+    assert r["sqlite"]["auto_vacuum"] == "incremental"  # store/db.py turns it on in every new store
     assert {v["component"]: v["version"] for v in r["schema_versions"]} == {"probe": probe_store.COMPONENT.version}
     assert r["files"] == {"probe_archive": 2, "jobs": 0, "telemetry": 6}
     p = run_cli("store", "check", home=store_home)
     assert p.returncode == 0 and p.stdout.splitlines()[-1] == "ok"
+
+
+def test_a_store_from_before_auto_vacuum_is_told_how_to_convert(store_home):
+    """A store created before incremental auto-vacuum (made here by turning it off) is healthy, with a
+    note; the command docs/probe-pieces.md gives converts it and keeps every row."""
+    import sqlite3
+
+    db = Settings(home=store_home).sqlite_path
+    with sqlite3.connect(db, isolation_level=None) as c:
+        c.execute("PRAGMA auto_vacuum=NONE")
+        c.execute("VACUUM")
+        rows = c.execute("SELECT count(*), sum(duration_ns) FROM probe_samples").fetchone()
+    c.close()
+    code, r = check(store_home)
+    assert code == 0 and r["ok"] and r["sqlite"]["auto_vacuum"] == "none"
+    p = run_cli("store", "check", home=store_home)
+    assert p.returncode == 0 and "auto-vacuum none" in p.stdout and "docs/probe-pieces.md" in p.stdout
+    doc = (__import__("pathlib").Path(__file__).parents[1] / "docs" / "probe-pieces.md").read_text()
+    assert "'PRAGMA auto_vacuum=INCREMENTAL; VACUUM;'" in doc
+    with sqlite3.connect(db, isolation_level=None) as c:
+        c.executescript("PRAGMA auto_vacuum=INCREMENTAL; VACUUM;")
+        assert c.execute("SELECT count(*), sum(duration_ns) FROM probe_samples").fetchone() == rows
+    c.close()
+    code, r = check(store_home)
+    assert code == 0 and r["sqlite"]["auto_vacuum"] == "incremental" and r["sqlite"]["integrity"] == "ok"
 
 
 def test_each_planted_problem_is_one_line_and_repair_fixes_only_the_lossless(store_home):

@@ -45,7 +45,11 @@ def _print_human(report) -> None:
         s = report.sqlite
         wal = s["wal_checkpoint"]
         say(f"sqlite: integrity {s['integrity']}, WAL {s['wal_bytes']} bytes"
-            + (f", checkpoint {wal['checkpointed_frames']}/{wal['log_frames']} frames" if wal else ""))
+            + (f", checkpoint {wal['checkpointed_frames']}/{wal['log_frames']} frames" if wal else "")
+            + (f", auto-vacuum {s['auto_vacuum']}" if s.get("auto_vacuum") else ""))
+        if s.get("auto_vacuum") == "none":
+            say("note: this store predates incremental auto-vacuum, which makes a month's baseline read its "
+                "slices of probe pieces faster; docs/probe-pieces.md says how to turn it on")
     say("parquet files checked: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in report.files.items()))
     for p in report.problems:
         say(("repaired: " if p.repaired else "problem: ") + p.line().replace(" (repaired)", ""))

@@ -122,7 +122,7 @@ def _first_line(e: BaseException) -> str:
 
 # -- relational store -----------------------------------------------------------------------------
 def _check_sqlite(store, path: str, report: Report) -> dict:
-    out = {"integrity": None, "wal_bytes": None, "wal_checkpoint": None}
+    out = {"integrity": None, "wal_bytes": None, "wal_checkpoint": None, "auto_vacuum": None}
     import sqlite3
 
     # The driver's connection outside any transaction: a checkpoint cannot run inside one, and a
@@ -139,6 +139,8 @@ def _check_sqlite(store, path: str, report: Report) -> dict:
         out["integrity"] = "ok" if rows == ["ok"] else "damaged"
         for r in rows if rows != ["ok"] else []:
             report.add("sqlite", path, f"integrity check: {r}")
+        # "none" in a store created before the store turned it on (store/db.py): docs/probe-pieces.md
+        out["auto_vacuum"] = {0: "none", 1: "full", 2: "incremental"}.get(cur.execute("PRAGMA auto_vacuum").fetchone()[0])
         busy, log, done = cur.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         out["wal_checkpoint"] = {"busy": bool(busy), "log_frames": log, "checkpointed_frames": done}
     except sqlite3.DatabaseError as e:
