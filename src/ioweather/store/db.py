@@ -96,11 +96,12 @@ class Store:
             cur = dbapi_conn.cursor()
             cur.execute(f"PRAGMA busy_timeout={busy_ms}")
             with _init_lock(path):
-                # Takes effect only in a database without tables yet (a new store; an older one by VACUUM):
-                # its pointer maps let SQLite reach a slice of a long blob (a probe piece's sorted day,
-                # 700 KiB) without reading every overflow page before it, 12x faster for the baseline's
-                # slices (docs/probe-pieces.md); and `PRAGMA incremental_vacuum` can give pages back.
-                cur.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                if cur.execute("PRAGMA page_count").fetchone()[0] == 0:
+                    # Only a new database can choose it (an older one by VACUUM), and on an existing one the
+                    # pragma writes: it failed every connection on a full disk. Its pointer maps let SQLite
+                    # reach a slice of a long blob (a probe piece's sorted day, 700 KiB) without reading every
+                    # overflow page before it, 12x faster for the baseline's slices (docs/probe-pieces.md).
+                    cur.execute("PRAGMA auto_vacuum=INCREMENTAL")
                 cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.close()
