@@ -46,11 +46,11 @@ def planted(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(planted):
-    from web_server import Server
+    """The clock stopped at the data's end: a 10-minute boundary passing between the page and a second
+    request would move the window the marks are looked for in."""
+    from web_server import Server, frozen_app
 
-    from ioweather.web.app import create_app
-
-    with Server(create_app(Settings.resolve(planted[0]))) as s:
+    with Server(frozen_app(planted[0], planted[1])) as s:
         yield s
 
 
@@ -215,3 +215,22 @@ def test_history_marks_the_change_in_chromium(planted, server, browser, artifact
     assert marks["home"]["count"] == 0
     assert marks["scratch"]["count"] == 1 and _near(marks["scratch"], shift)
     assert text.startswith("data_read") and "→" in text and iso(shift)[:16] in text
+
+
+@pytest.mark.browser
+def test_the_table_is_filled_when_plotly_does_not_load(planted, server, browser):
+    """The change table comes from the page's script, not from Plotly: with plotly.min.js failing to
+    load, the history page still lists the planted change and reports itself ready."""
+    from browser import visit
+
+    _, t0, shift = planted
+    browser.route("**/plotly.min.js*", lambda route: route.abort())
+    try:
+        with visit(browser, f"{server.url}/history?since={iso(t0 - 7 * DAY)}&until={iso(t0)}&interval=1h") as v:
+            rows = v.page.locator("#change-marks tbody tr").all_inner_texts()
+            errors = v.errors
+    finally:
+        browser.unroute("**/plotly.min.js*")
+    assert len(rows) == 1 and rows[0].split("\t")[:3] == [iso(shift), "scratch", "data_read"], rows
+    # the blocked script's own two lines: its failed request and the console's "Failed to load resource"
+    assert [e for e in errors if "plotly.min.js" not in e and "net::ERR_FAILED" not in e] == []

@@ -205,14 +205,25 @@ def _warm(ctx: WebContext) -> None:
     change-point libraries (ruptures and scipy, ~0.7 s) for the pages' level-change marks.
 
     The baselines come first: the first Status answer and scrape wait for them. What follows holds the
-    GIL beside a request, so it waits for the first answer to go out (at most WARM_HOLD_S): after a
-    restart the Status page then answers in the time of its baselines (benchmarks/bench_web.py)."""
+    GIL beside a request, so it waits for the first answer to go out (at most WARM_HOLD_S after the
+    baselines): after a restart the Status page then answers in the time of its baselines
+    (benchmarks/bench_web.py). A server shutting down meanwhile stops it."""
+    deadline: list[float] = []
+
+    def hold() -> None:
+        deadline.append(deadline[0] if deadline else time.monotonic() + WARM_HOLD_S)
+        while not ctx.answered.is_set() and not stop.is_set() and time.monotonic() < deadline[0]:
+            ctx.answered.wait(0.1)
+
     try:
-        if ctx.problem() is not None:
+        if ctx.problem() is not None:  # before ctx.cache, which would create a store that is not there
             return
-        ctx.cache.warm(hold=lambda: ctx.answered.wait(WARM_HOLD_S))
+        stop = ctx.cache.stop_event
+        ctx.cache.warm(hold=hold)
+        hold()  # the rollups held already, or a store without pieces (their fill was the baselines' pass)
+        if stop.is_set():
+            return
         _release_free_memory()
-        ctx.answered.wait(WARM_HOLD_S)
         load_libraries()
     except Exception:  # noqa: BLE001 - an optimisation only: requests compute what they need themselves
         pass

@@ -281,17 +281,28 @@
     body.textContent = "";
     body.appendChild(tr);
   }
-  // Resolves with the page's changes, or null (the table then says why); never rejects, so that the
-  // page still reports its plots ready.
+  // Resolves with {changes} or {error}; never rejects, so that the page still reports its plots ready.
   function fetchChanges(slug, query) {
-    return fetch("/api/" + slug + "/changes" + (query ? "?" + query : "")).then(function (r) {
+    return fetch("/api/" + slug + "/changes?" + query).then(function (r) {
       return r.json().then(function (body) {
-        if (!r.ok) { changesFailed(body.error || r.statusText); return null; }
-        return body;
-      });
-    }).catch(function (err) { changesFailed(String(err)); return null; });
+        return r.ok ? {changes: body} : {error: body.error || r.status + " " + r.statusText};
+      }, function () { return {error: r.status + " " + r.statusText}; });  // not JSON: a proxy's error page
+    }).catch(function (err) { return {error: String(err)}; });
   }
-  function pageQuery() { return window.location.search.replace(/^\?/, ""); }
+  // The marks' query: the window the page was computed for, in absolute times, so that a relative
+  // `since=1h` is not read again a moment later (web/pages/timeline.py and history.py take these).
+  function changesQuery(data) {
+    var q = new URLSearchParams({since: data.since, until: data.until, interval: String(data.interval_s) + "s",
+                                 stat: data.stat});
+    if (data.target) { q.set("target", data.target); }
+    return q.toString();
+  }
+  // Without Plotly (it failed to load) the table is still filled.
+  function changesTableOnly(page, data) {
+    return fetchChanges(page, changesQuery(data)).then(function (res) {
+      if (res.error !== undefined) { changesFailed(res.error); } else { fillChanges(res.changes, page === "history"); }
+    });
+  }
 
   // Time (ms) of the window's first sample, or null.
   function firstSample(data) {
@@ -312,7 +323,8 @@
   function timelineLayout(data, range) {
     var th = thresholdShapes(data.thresholds, "3", false);
     return {
-      height: 760, margin: {l: 64, r: 12, t: 12, b: 40}, font: FONT, hovermode: "closest",
+      // uirevision: a redraw with the same range (the marks arriving) keeps what the user zoomed
+      height: 760, margin: {l: 64, r: 12, t: 12, b: 40}, font: FONT, hovermode: "closest", uirevision: "timeline",
       legend: {orientation: "h", y: 1.02, yanchor: "bottom"},
       xaxis: {type: "date", range: range || timelineRange(data), title: {text: "time (UTC)"},
               anchor: "y3"},
@@ -347,18 +359,19 @@
   function drawTimeline(data) {
     var el = document.getElementById("timeline");
     var original = data;
-    var busy = false, timer = null, asked = pageQuery();
+    var busy = false, timer = null, asked = null;
     function redraw() {
       busy = true;
       return Plotly.react(el, timelineTraces(data), timelineLayout(data, timelineRange(data)), CONFIG)
         .then(function () { busy = false; });
     }
-    function marks(query) {
-      asked = query;
-      return fetchChanges("timeline", query).then(function (ch) {
-        if (ch === null || query !== asked) { return; }  // failed, or a newer window was asked for meanwhile
-        data.changes = ch;
-        fillChanges(ch, false);
+    function marks() {
+      var query = asked = changesQuery(data);
+      return fetchChanges("timeline", query).then(function (res) {
+        if (query !== asked) { return; }  // a newer window was asked for meanwhile
+        if (res.error !== undefined) { changesFailed(res.error); return; }
+        data.changes = res.changes;
+        fillChanges(res.changes, false);
         return redraw();
       });
     }
@@ -375,7 +388,7 @@
         clearTimeout(timer);
         timer = setTimeout(function () { refetch(since, until); }, 250);
       });
-      return marks(asked);
+      return marks();
     });
     function refetch(since, until) {
       var q = new URLSearchParams({target: data.target, since: since, until: until,
@@ -388,7 +401,7 @@
         data = res.body;
         data.changes = shown;
         redraw();
-        marks(q.toString());
+        marks();
         setSummary(data);
         ["since", "until"].forEach(function (k) {
           var input = document.querySelector("form.window input[name=" + k + "]");
@@ -429,17 +442,18 @@
   }
 
   function drawHistory(data) {
-    return [Promise.all(drawHeatmaps(data)).then(function () {
-      return fetchChanges("history", pageQuery()).then(function (ch) {
-        if (ch === null) { return; }
-        data.changes = ch;
-        fillChanges(ch, true);
-        return Promise.all(drawHeatmaps(data));
+    return [Promise.all(drawHeatmaps(data, Plotly.newPlot)).then(function () {
+      return fetchChanges("history", changesQuery(data)).then(function (res) {
+        if (res.error !== undefined) { changesFailed(res.error); return; }
+        data.changes = res.changes;
+        fillChanges(res.changes, true);
+        return Promise.all(drawHeatmaps(data, Plotly.react));
       });
     })];
   }
 
-  function drawHeatmaps(data) {
+  // plot: Plotly.newPlot, then Plotly.react once the marks arrive (uirevision keeps a zoom made meanwhile)
+  function drawHeatmaps(data, plot) {
     var jobs = [];
     var x = times(data.time);
     var range = historyRange(data, x);
@@ -464,13 +478,13 @@
         return {type: "line", xref: "x", x0: ms(c.time), x1: ms(c.time), yref: "y", y0: row - 0.5, y1: row + 0.5,
                 line: {width: 2, color: "#000"}};
       });
-      jobs.push(Plotly.newPlot(el, [{
+      jobs.push(plot(el, [{
         type: "heatmap", x: x, y: data.ops, z: z, customdata: custom, zmin: ZMIN, zmax: ZMAX,
         colorscale: heatColorscale(data.thresholds), xgap: 0, ygap: 1,
         colorbar: {title: {text: "slowdown"}, tickvals: ticks.map(Math.log10), ticktext: ticks.map(function (v) { return v + "×"; })},
         hovertemplate: "%{y} %{x}<br>slowdown %{customdata[0]}<br>n = %{customdata[1]}, timeouts %{customdata[2]}<extra></extra>"
       }].concat(marks.length ? [markTrace] : []), {height: 290, margin: {l: 80, r: 12, t: 8, b: 56}, font: FONT,
-           plot_bgcolor: NO_DATA, shapes: rowLines, showlegend: false,
+           plot_bgcolor: NO_DATA, shapes: rowLines, showlegend: false, uirevision: "history",
            xaxis: {type: "date", title: {text: "interval start (UTC)", standoff: 16}, automargin: true, range: range},
            yaxis: {autorange: "reversed", type: "category", categoryarray: data.ops}}, CONFIG));
     });
@@ -498,7 +512,8 @@
     var draw = {status: drawStatus, timeline: drawTimeline, history: drawHistory}[page] ||
                (extra && function (d) { return extra(d, LIB); });
     if (!draw || data.message || !window.Plotly) {
-      document.body.dataset.plotsReady = "1";
+      var table = (page === "timeline" || page === "history") && !data.message ? changesTableOnly(page, data) : null;
+      Promise.resolve(table).then(function () { document.body.dataset.plotsReady = "1"; });
       return;
     }
     Promise.all(draw(data)).then(function () { document.body.dataset.plotsReady = "1"; });
