@@ -234,3 +234,27 @@ def test_the_table_is_filled_when_plotly_does_not_load(planted, server, browser)
     assert len(rows) == 1 and rows[0].split("\t")[:3] == [iso(shift), "scratch", "data_read"], rows
     # the blocked script's own two lines: its failed request and the console's "Failed to load resource"
     assert [e for e in errors if "plotly.min.js" not in e and "net::ERR_FAILED" not in e] == []
+
+
+@pytest.mark.browser
+def test_a_failed_marks_request_says_so_in_the_table(planted, server, browser):
+    """A proxy answering the marks' request with an HTML error page: the plot is still drawn, the table
+    says in one line that the changes could not be looked for, with the status, and the page is ready."""
+    from browser import visit
+
+    _, _, shift = planted
+    pattern = "**/api/timeline/changes*"
+    browser.route(pattern, lambda route: route.fulfill(status=502, content_type="text/html",
+                                                       body="<html><body>Bad Gateway</body></html>"))
+    try:
+        url = (f"{server.url}/timeline?target=scratch&since={iso(shift - 2 * 3600 * 10**9)}"
+               f"&until={iso(shift + 2 * 3600 * 10**9)}&interval=10m")
+        with visit(browser, url) as v:
+            rows = v.page.locator("#change-marks tbody tr").all_inner_texts()
+            drawn = v.page.evaluate("document.getElementById('timeline').data.length")
+            errors = v.errors
+    finally:
+        browser.unroute(pattern)
+    assert rows == ["could not look for level changes: 502 Bad Gateway"], rows
+    assert drawn > 0
+    assert [e for e in errors if "502" not in e] == []  # the console's own line about the failed resource

@@ -90,9 +90,8 @@ def _page_html(ctx: WebContext, page: Page, render: Renderer):
     def endpoint(request: Request):
         data = page.data(ctx, request.query_params)
         query = f"?{request.url.query}" if request.url.query else ""
-        parts = {name: f"/api/{page.slug}/{name}{query}" for name in page.parts}
-        return render(page.template, page=page, data=data, api_url=f"/api/{page.slug}{query}", parts=parts,
-                      config=ctx.config)
+        return render(page.template, page=page, data=data, api_url=f"/api/{page.slug}{query}",
+                      parts={name: path + query for name, path in page.part_paths().items()}, config=ctx.config)
     return endpoint
 
 
@@ -108,7 +107,7 @@ def _api_index(ctx: WebContext, pages: list[Page]):
         return json_response({"version": __version__, "metrics": "/metrics",
                               "pages": [{"slug": p.slug, "title": p.title, "html": f"/{p.slug}",
                                          "json": f"/api/{p.slug}", "available": p.slug in avail,
-                                         "parts": {name: f"/api/{p.slug}/{name}" for name in p.parts},
+                                         "parts": p.part_paths(),
                                          "description": p.description} for p in pages]})
     return endpoint
 
@@ -156,7 +155,7 @@ def _routes(ctx: WebContext, pages: list[Page], render: Renderer) -> list:
               Route("/favicon.ico", lambda r: RedirectResponse("/static/favicon.svg", 301))]
     for p in pages:
         routes += [Route(f"/{p.slug}", _page_html(ctx, p, render)), Route(f"/api/{p.slug}", _api(ctx, p.data))]
-        routes += [Route(f"/api/{p.slug}/{name}", _api(ctx, part)) for name, part in p.parts.items()]
+        routes += [Route(path, _api(ctx, p.parts[name])) for name, path in p.part_paths().items()]
     routes.append(Mount("/static", StaticFiles(directory=HERE / "static"), name="static"))
     return routes
 
@@ -208,11 +207,12 @@ def _warm(ctx: WebContext) -> None:
     GIL beside a request, so it waits for the first answer to go out (at most WARM_HOLD_S after the
     baselines): after a restart the Status page then answers in the time of its baselines
     (benchmarks/bench_web.py). A server shutting down meanwhile stops it."""
-    deadline: list[float] = []
+    deadline = None
 
     def hold() -> None:
-        deadline.append(deadline[0] if deadline else time.monotonic() + WARM_HOLD_S)
-        while not ctx.answered.is_set() and not stop.is_set() and time.monotonic() < deadline[0]:
+        nonlocal deadline
+        deadline = deadline or time.monotonic() + WARM_HOLD_S  # one hold, however often it is asked
+        while not ctx.answered.is_set() and not stop.is_set() and time.monotonic() < deadline:
             ctx.answered.wait(0.1)
 
     try:

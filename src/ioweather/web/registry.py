@@ -38,3 +38,7 @@ class Page:
     #: may be slow to compute first (the change-point marks load ruptures and scipy, ~0.7 s once per
     #: process) is not on the page's path.
     parts: Mapping[str, Callable[[WebContext, QueryParams], dict]] = field(default_factory=dict)
+
+    def part_paths(self) -> dict[str, str]:
+        """{name: URL path} of the page's parts."""
+        return {name: f"/api/{self.slug}/{name}" for name in self.parts}

@@ -281,14 +281,6 @@
     body.textContent = "";
     body.appendChild(tr);
   }
-  // Resolves with {changes} or {error}; never rejects, so that the page still reports its plots ready.
-  function fetchChanges(slug, query) {
-    return fetch("/api/" + slug + "/changes?" + query).then(function (r) {
-      return r.json().then(function (body) {
-        return r.ok ? {changes: body} : {error: body.error || r.status + " " + r.statusText};
-      }, function () { return {error: r.status + " " + r.statusText}; });  // not JSON: a proxy's error page
-    }).catch(function (err) { return {error: String(err)}; });
-  }
   // The marks' query: the window the page was computed for, in absolute times, so that a relative
   // `since=1h` is not read again a moment later (web/pages/timeline.py and history.py take these).
   function changesQuery(data) {
@@ -297,10 +289,20 @@
     if (data.target) { q.set("target", data.target); }
     return q.toString();
   }
-  // Without Plotly (it failed to load) the table is still filled.
-  function changesTableOnly(page, data) {
-    return fetchChanges(page, changesQuery(data)).then(function (res) {
-      if (res.error !== undefined) { changesFailed(res.error); } else { fillChanges(res.changes, page === "history"); }
+  // Fetches the marks of `data`'s window and fills the table (or says why not); resolves with them, or
+  // with null when they failed or `current(query)` says a newer window was asked for meanwhile. Never
+  // rejects, so that the page still reports its plots ready.
+  function loadChanges(page, data, current) {
+    var query = changesQuery(data);
+    return fetch("/api/" + page + "/changes?" + query).then(function (r) {
+      return r.json().then(function (body) {
+        return r.ok ? {changes: body} : {error: body.error || r.status + " " + r.statusText};
+      }, function () { return {error: r.status + " " + r.statusText}; });  // not JSON: a proxy's error page
+    }, function (err) { return {error: String(err)}; }).then(function (res) {
+      if (current && !current(query)) { return null; }
+      if (res.error !== undefined) { changesFailed(res.error); return null; }
+      fillChanges(res.changes, page === "history");
+      return res.changes;
     });
   }
 
@@ -366,13 +368,9 @@
         .then(function () { busy = false; });
     }
     function marks() {
-      var query = asked = changesQuery(data);
-      return fetchChanges("timeline", query).then(function (res) {
-        if (query !== asked) { return; }  // a newer window was asked for meanwhile
-        if (res.error !== undefined) { changesFailed(res.error); return; }
-        data.changes = res.changes;
-        fillChanges(res.changes, false);
-        return redraw();
+      asked = changesQuery(data);
+      return loadChanges("timeline", data, function (query) { return query === asked; }).then(function (ch) {
+        if (ch !== null) { data.changes = ch; return redraw(); }
       });
     }
     var job = Plotly.newPlot(el, timelineTraces(data), timelineLayout(data), CONFIG);
@@ -443,11 +441,8 @@
 
   function drawHistory(data) {
     return [Promise.all(drawHeatmaps(data, Plotly.newPlot)).then(function () {
-      return fetchChanges("history", changesQuery(data)).then(function (res) {
-        if (res.error !== undefined) { changesFailed(res.error); return; }
-        data.changes = res.changes;
-        fillChanges(res.changes, true);
-        return Promise.all(drawHeatmaps(data, Plotly.react));
+      return loadChanges("history", data).then(function (ch) {
+        if (ch !== null) { data.changes = ch; return Promise.all(drawHeatmaps(data, Plotly.react)); }
       });
     })];
   }
@@ -512,7 +507,8 @@
     var draw = {status: drawStatus, timeline: drawTimeline, history: drawHistory}[page] ||
                (extra && function (d) { return extra(d, LIB); });
     if (!draw || data.message || !window.Plotly) {
-      var table = (page === "timeline" || page === "history") && !data.message ? changesTableOnly(page, data) : null;
+      // without Plotly (it failed to load) the change table is still filled
+      var table = (page === "timeline" || page === "history") && !data.message ? loadChanges(page, data) : null;
       Promise.resolve(table).then(function () { document.body.dataset.plotsReady = "1"; });
       return;
     }
