@@ -1,0 +1,759 @@
+"""`lctl get_param` output -> raw Lustre readings (the interface the maintained exporters read).
+
+`lctl get_param PARAM...` prints each parameter as `path=value`, or as `path=` followed by a block of
+lines (stats, brw_stats tables, YAML of job_stats and quota, export UUID lists); a block may also start
+on the `path=` line itself (`ost.OSS.ost_io.stats=snapshot_time ...`). Raw `/proc` and `/sys` paths
+moved in Lustre 2.12 and broke LMT and the older exporters; `lctl get_param` names did not.
+
+What is read (the kinds of whamcloud/lustrefs-exporter's lustre-collector):
+
+    memused, memused_max, lnet_memused, health_check            the host
+    osd-*.T.{kbytes*,files*,brw_stats,quota_slave.acct_*}          capacity, histograms, quota usage
+    obdfilter|mdt|mgs.T.{stats,md_stats,job_stats,num_exports,tot_*,recovery_status,brw_stats}
+    obdfilter|mdt|mgs.T.exports.NID.{uuid,stats}                   connected clients, per-client stats
+    ost.OSS.SVC.stats, mds.MDS.SVC.stats, mgs.MGS.mgs.stats,       service (RPC) stats
+    ldlm.namespaces.NS.*, ldlm.services.SVC.stats                  lock counts, contention, LDLM services
+    llite.FS-SB.stats                                              a client mount
+    mdd.T.changelog_users                                          changelog index and users
+    qmt.T.POOL.glb-{usr,grp,prj}                                   quota limits
+    lnet.stats (or /sys/kernel/debug/lnet/stats' one line), `lnetctl net show -v` / `stats show` YAML
+
+A parameter of another name is counted in `Capture.unknown` and skipped; a line that belongs to
+no parameter is counted in `Capture.stray`. A capture that stops in the middle (no final newline,
+a table cut short) gives what it holds and a note. Everything is raw: counters are the kernel's
+cumulative values, nothing is differenced here (stats/counters.py does that for `collect`).
+
+The parsing is by hand (no PyYAML): the YAML parts are one regular line per record, and a scrape of
+a big server must stay in milliseconds (benchmarks/bench_lctl_export.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from ioweather.errors import UserError
+from ioweather.sources.telemetry.base import COUNTER, GAUGE, Sample, SourceError, Wide, lustre_fsname
+from ioweather.sources.telemetry.importers import Importer, Option
+from ioweather.sources.telemetry.ingest import COLUMNS, wide_to_long
+from ioweather.sources.telemetry.lustre import MD_OPS, OST_OPS, Lustre, _bytes_and_ops
+from ioweather.sources.telemetry.textfiles import TextImport, read_members
+
+# The parameter list of one live call: every kind above, one process per interval.
+PARAMS = (
+    "memused", "memused_max", "lnet_memused", "health_check",
+    "osd-*.*.kbytesavail", "osd-*.*.kbytesfree", "osd-*.*.kbytestotal", "osd-*.*.filesfree",
+    "osd-*.*.filestotal", "osd-*.*.brw_stats", "osd-*.*.quota_slave.acct_*",
+    "obdfilter.*.stats", "obdfilter.*.job_stats", "obdfilter.*.num_exports", "obdfilter.*.tot_dirty",
+    "obdfilter.*.tot_granted", "obdfilter.*.tot_pending", "obdfilter.*.recovery_status",
+    "obdfilter.*.exports.*.uuid", "obdfilter.*.exports.*.stats",
+    "mdt.*.md_stats", "mdt.*.job_stats", "mdt.*.num_exports", "mdt.*.recovery_status",
+    "mdt.*.exports.*.uuid", "mdt.*.exports.*.stats",
+    "mgs.MGS.mgs.stats", "mgs.MGS.num_exports", "mgs.MGS.exports.*.uuid",
+    "ost.OSS.*.stats", "mds.MDS.*.stats",
+    "ldlm.namespaces.*.contended_locks", "ldlm.namespaces.*.contention_seconds",
+    "ldlm.namespaces.*.lock_count", "ldlm.namespaces.*.lock_timeouts", "ldlm.services.*.stats",
+    "llite.*.stats", "mdd.*.changelog_users", "qmt.*.*.glb-*",
+)
+
+BRW_NAMES = {  # the table titles of brw_stats -> lustre-collector's histogram names
+    "pages per bulk r/w": "pages", "discontiguous pages": "discont_pages",
+    "discontiguous blocks": "discont_blocks", "disk fragmented I/Os": "dio_frags",
+    "disk I/Os in flight": "rpc_hist", "I/O time (1/1000s)": "io_time", "disk I/O size": "disk_iosize",
+    "block maps msec": "block_maps_msec",
+}
+RECOVERY_CODES = {"COMPLETE": 0, "INACTIVE": 1, "WAITING": 2, "WAITING_FOR_CLIENTS": 3, "RECOVERING": 4}
+RECOVERY_UNKNOWN = 5
+_UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+_PARAM = re.compile(r"^([A-Za-z][A-Za-z0-9_.@:*\[\]-]*)=(.*)$")
+_OSD = re.compile(r"^osd-[a-z]+\.([^.]+)\.(kbytesavail|kbytesfree|kbytestotal|filesfree|filestotal|fstype|brw_stats)$")
+_OSD_QUOTA = re.compile(r"^osd-[a-z]+\.([^.]+)\.quota_slave\.acct_(user|group|project)$")
+_TARGET = re.compile(r"^(obdfilter|mdt|mgs|mds)\.([^.]+)\.(num_exports|tot_dirty|tot_granted|tot_pending|recovery_status|"
+                     r"stats|md_stats|job_stats|brw_stats|threads_max|threads_min|threads_started)$")
+_MGS_STATS = re.compile(r"^mgs\.MGS\.mgs\.(stats|threads_max|threads_min|threads_started)$")
+_EXPORT = re.compile(r"^(obdfilter|mdt|mgs)\.([^.]+)\.exports\.(.+)\.(uuid|stats)$")
+_SERVICE = re.compile(r"^(ost\.OSS|mds\.MDS)\.([A-Za-z0-9_]+)\.stats$")
+_NAMESPACE = re.compile(r"^ldlm\.namespaces\.(.+)\.([a-z_]+)$")
+_LDLM_SERVICE = re.compile(r"^ldlm\.services\.([A-Za-z0-9_]+)\.stats$")
+_LLITE = re.compile(r"^llite\.([^.]+)\.stats$")
+_CHANGELOG = re.compile(r"^mdd\.([^.]+)\.changelog_users$")
+_QMT = re.compile(r"^qmt\.([^.]+)\.([^.]+)\.glb-(usr|grp|prj)$")
+_CLIENT_UUID = re.compile(r"^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$")
+_BUCKET = re.compile(r"^\s*([0-9]+[KMGT]?):\s+(\d+)\s+\d+\s+\d+\s*\|\s*(\d+)\s+\d+\s+\d+\s*$")
+_YAML_FIELD = re.compile(r"(\w+):\s*([^,}\s]+)")
+_ACCOUNTING = {"usr": "user", "grp": "group", "prj": "project"}
+
+
+def component_of(target: str) -> str:
+    """lustrefs-exporter's `component` label: mdt, ost, or mgt (the MGS and anything else)."""
+    if "-MDT" in target:
+        return "mdt"
+    if "-OST" in target:
+        return "ost"
+    return "mgt"
+
+
+@dataclass(slots=True)
+class Stat:
+    """One line of an lprocfs stats block: `name samples [unit] min max sum [sumsq]`."""
+
+    name: str
+    samples: int
+    units: str
+    min: int | None = None
+    max: int | None = None
+    sum: int | None = None
+
+
+@dataclass(slots=True)
+class Stats:
+    """One stats block: where it came from, its start time (when the counters were last reset)."""
+
+    kind: str                 # obdfilter, mdt, mgs, export, service, ldlm, llite
+    target: str               # the target, the service (ost, ost_io, mdt_fld...), the llite mount
+    rows: list[Stat]
+    start_time: int | None = None
+    snapshot_time: float | None = None
+    nid: str | None = None    # exports: the client's NID
+    group: str | None = None  # service: OSS or MDS; export: obdfilter/mdt/mgs
+
+
+@dataclass(slots=True)
+class Brw:
+    target: str
+    start_time: int | None
+    snapshot_time: float | None
+    hists: dict[str, list[tuple[str, int, int]]]   # lustre-collector name -> [(bucket, read, write)]
+
+
+@dataclass(slots=True)
+class Job:
+    component: str            # ost or mdt
+    target: str
+    job: str
+    rows: list[Stat]
+
+
+@dataclass
+class Capture:
+    """Everything one `lctl get_param` output holds, raw."""
+
+    host: dict[str, int] = field(default_factory=dict)       # memused, memused_max, lnet_memused
+    healthy: bool | None = None
+    values: list[tuple[str, str, int]] = field(default_factory=list)  # (target, param, value): osd, num_exports, tot_*, ldlm
+    stats: list[Stats] = field(default_factory=list)
+    brw: list[Brw] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)
+    clients: dict[tuple[str, str], int] = field(default_factory=dict)  # (target, nid) -> client UUIDs
+    recovery: list[tuple[str, str, dict[str, int]]] = field(default_factory=list)  # (kind, target, fields)
+    quota_limits: list[tuple[str, str, str, str, dict[str, int]]] = field(default_factory=list)
+    # (target, pool param, accounting, id, {hard, soft, granted})
+    quota_usage: list[tuple[str, str, str, int, int]] = field(default_factory=list)
+    # (target, accounting, id, inodes, kbytes)
+    changelog: list[tuple[str, int, list[tuple[str, int, int]]]] = field(default_factory=list)
+    lnet_nid: list[tuple[str, str, int]] = field(default_factory=list)   # (nid, send_count|recv_count|drop_count, v)
+    lnet: dict[str, int] = field(default_factory=dict)                   # send_length, recv_length, drop_length, ...
+    snapshot_time: float | None = None
+    params: int = 0
+    unknown: Counter = field(default_factory=Counter)
+    stray: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def _int(s: str) -> int | None:
+    try:
+        return int(s)
+    except ValueError:
+        return None
+
+
+def _secs(line: str) -> float | None:
+    """`snapshot_time  1688603042.553844832 secs.nsecs` (or with a colon) -> seconds."""
+    f = line.replace(":", " ").split()
+    if len(f) < 2:
+        return None
+    try:
+        return float(f[1])
+    except ValueError:
+        return None
+
+
+def _whole(secs: float | None, line: str) -> int | None:
+    """The whole seconds of a time line, from its text: a float would round 1688526476.99999999 up."""
+    if secs is None:
+        return None
+    digits = line.replace(":", " ").split()[1].split(".")[0]
+    return int(digits) if digits.isdigit() else int(secs)
+
+
+def parse_stats_block(lines: list[str]) -> tuple[list[Stat], int | None, float | None, int]:
+    """An lprocfs stats block -> (rows, start time, snapshot time, unreadable lines)."""
+    rows: list[Stat] = []
+    start = snap = None
+    bad = 0
+    for line in lines:
+        f = line.split()
+        if not f:
+            continue
+        if f[0] in ("snapshot_time", "snapshot_time:"):
+            snap = _secs(line)
+            continue
+        if f[0] in ("start_time", "start_time:"):
+            start = _whole(_secs(line), line)
+            continue
+        if f[0] in ("elapsed_time", "elapsed_time:"):
+            continue
+        if len(f) < 3 or f[2] != "samples" or not f[1].isdigit():
+            bad += 1
+            continue
+        units = f[3].strip("[]") if len(f) > 3 else ""
+        nums = [_int(x) for x in f[4:7]]
+        if any(n is None for n in nums):
+            bad += 1
+            continue
+        nums += [None] * (3 - len(nums))
+        rows.append(Stat(f[0], int(f[1]), units, nums[0], nums[1], nums[2]))
+    return rows, start, snap, bad
+
+
+def parse_brw(target: str, lines: list[str]) -> tuple[Brw, int]:
+    hists: dict[str, list[tuple[str, int, int]]] = {}
+    current: list | None = None
+    start = snap = None
+    bad = 0
+    for line in lines:
+        s = line.strip()
+        if not s:
+            continue
+        if s.startswith("snapshot_time"):
+            snap = _secs(s)
+            continue
+        if s.startswith("start_time"):
+            start = _whole(_secs(s), s)
+            continue
+        if s.startswith("elapsed_time") or s.startswith("read") and "|" in s and "write" in s:
+            continue
+        m = _BUCKET.match(line)
+        if m:
+            if current is None:
+                bad += 1
+            else:
+                current.append((m.group(1), int(m.group(2)), int(m.group(3))))
+            continue
+        title = re.split(r"\s{2,}", s, maxsplit=1)[0]
+        if title in BRW_NAMES:
+            current = hists.setdefault(BRW_NAMES[title], [])
+        elif "|" in s:  # a table of a later Lustre: keep reading, its rows go nowhere
+            current = hists.setdefault(title, [])
+        else:
+            bad += 1
+    return Brw(target, start, snap, hists), bad
+
+
+def parse_job_stats(component: str, target: str, lines: list[str]) -> tuple[list[Job], int]:
+    jobs: list[Job] = []
+    current: Job | None = None
+    bad = 0
+    for line in lines:
+        s = line.strip()
+        if not s or s == "job_stats:":
+            continue
+        if s.startswith("- job_id:"):
+            current = Job(component, target, s[len("- job_id:"):].strip().strip("'\""), [])
+            jobs.append(current)
+            continue
+        name, sep, rest = s.partition(":")
+        if not sep or current is None:
+            bad += 1
+            continue
+        rest = rest.strip()
+        if not rest.startswith("{"):
+            continue  # snapshot_time, start_time, elapsed_time of the job
+        fields = dict(_YAML_FIELD.findall(rest))
+        samples = _int(fields.get("samples", ""))
+        if samples is None:
+            bad += 1
+            continue
+        current.rows.append(Stat(name, samples, fields.get("unit", ""), _int(fields.get("min", "x")),
+                                 _int(fields.get("max", "x")), _int(fields.get("sum", "x"))))
+    return jobs, bad
+
+
+def _recovery(lines: list[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for line in lines:
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        key, value = key.strip(), value.strip()
+        if key == "status":
+            out["status"] = RECOVERY_CODES.get(value, RECOVERY_UNKNOWN)
+        elif key in ("completed_clients", "connected_clients", "evicted_clients", "recovery_duration",
+                     "recovery_start", "time_remaining", "replayed_requests", "last_transno", "queued_requests"):
+            n = _int(value.split("/")[0])
+            if n is not None:
+                out[key] = n
+    return out
+
+
+def _quota_limits(lines: list[str]) -> list[tuple[str, dict[str, int]]]:
+    out = []
+    ident = None
+    for line in lines:
+        s = line.strip()
+        if s.startswith("- id:"):
+            ident = s[5:].strip()
+        elif s.startswith("limits:") and ident is not None:
+            f = {k: int(v) for k, v in _YAML_FIELD.findall(s[7:]) if v.isdigit()}
+            out.append((ident, f))
+    return out
+
+
+def _quota_usage(lines: list[str]) -> list[tuple[str, int, int]]:
+    out = []
+    ident = None
+    for line in lines:
+        s = line.strip()
+        if s.startswith("- id:"):
+            ident = s[5:].strip()
+        elif s.startswith("usage:") and ident is not None:
+            f = {k: int(v) for k, v in _YAML_FIELD.findall(s[6:]) if v.isdigit()}
+            out.append((ident, f.get("inodes", 0), f.get("kbytes", 0)))
+    return out
+
+
+def _changelog(lines: list[str]) -> tuple[int | None, list[tuple[str, int, int]]]:
+    current = None
+    users = []
+    for line in lines:
+        f = line.split()
+        if not f:
+            continue
+        if f[0] == "current_index:" and len(f) > 1:
+            current = _int(f[1])
+        elif f[0] == "ID":
+            continue
+        elif len(f) >= 3 and f[1].isdigit() and f[2].startswith("(") and f[2].endswith(")"):
+            idle = _int(f[2][1:-1])
+            users.append((f[0], int(f[1]), idle or 0))
+    return current, users
+
+
+# /sys/kernel/debug/lnet/stats (`lctl get_param -n stats` on some versions): one line of 11 numbers
+_LNET_STATS = ("msgs_alloc", "msgs_max", "errors", "send_count", "recv_count", "route_count", "drop_count",
+               "send_length", "recv_length", "route_length", "drop_length")
+
+
+def _lnet_yaml(lines: list[str], cap: Capture) -> None:
+    """`lnetctl net show -v` (per NI: `- nid:` then `send_count:` ... under `statistics:`) and
+    `lnetctl stats show` (one `statistics:` map of the node)."""
+    nid = None
+    for line in lines:
+        s = line.strip()
+        if s.startswith("- nid:"):
+            nid = s[6:].strip()
+            continue
+        key, sep, value = s.partition(":")
+        n = _int(value.strip()) if sep else None
+        if n is None:
+            continue
+        if nid is not None and key in ("send_count", "recv_count", "drop_count"):
+            cap.lnet_nid.append((nid, key, n))
+        elif nid is None:
+            cap.lnet[key] = n
+
+
+def _blocks(text: str) -> Iterator[tuple[str, list[str], int]]:
+    """(param path, value lines, unclaimed lines before it) for each parameter of the output."""
+    name = None
+    lines: list[str] = []
+    stray = 0
+    for line in text.split("\n"):
+        m = _PARAM.match(line)
+        if m:
+            if name is not None:
+                yield name, lines, stray
+                stray = 0
+            name, lines = m.group(1), ([m.group(2)] if m.group(2) else [])
+        elif name is not None:
+            lines.append(line)
+        elif line.strip() in ("net:", "statistics:"):
+            name, lines = "lnetctl", [line]  # `lnetctl net show -v` / `stats show` in the same file
+        elif line.strip():
+            stray += 1
+    if name is not None:
+        yield name, lines, stray
+    elif stray:
+        yield "", [], stray
+
+
+def parse_capture(text: str) -> Capture:
+    """One `lctl get_param` output (any parameters, any order) -> Capture."""
+    cap = Capture()
+    if text and not text.endswith("\n"):
+        cap.notes.append("the capture ends in the middle of a line (cut short?): its last line was left out")
+        text = text[:text.rfind("\n") + 1] if "\n" in text else ""
+    bad = 0
+    snaps: list[float] = []
+    for name, lines, stray in _blocks(text):
+        cap.stray += stray
+        if not name:
+            continue
+        cap.params += 1
+        value = lines[0].strip() if lines else ""
+        if name in ("memused", "memused_max", "lnet_memused"):
+            n = _int(value)
+            if n is None:
+                bad += 1
+            else:
+                cap.host[name] = n
+            continue
+        if name == "health_check":
+            cap.healthy = value == "healthy"
+            continue
+        if name == "lnetctl" or name in ("lnet.stats", "stats") and ":" in "".join(lines):
+            _lnet_yaml(lines, cap)
+            continue
+        if name in ("lnet.stats", "stats"):
+            f = value.split()
+            if len(f) == len(_LNET_STATS) and all(x.isdigit() for x in f):
+                cap.lnet.update(zip(_LNET_STATS, map(int, f)))
+            else:
+                bad += 1
+            continue
+        m = _OSD.match(name)
+        if m:
+            target, param = m.groups()
+            if param == "brw_stats":
+                brw, b = parse_brw(target, lines)
+                bad += b
+                cap.brw.append(brw)
+                if brw.snapshot_time:
+                    snaps.append(brw.snapshot_time)
+            elif param != "fstype":
+                n = _int(value)
+                if n is None:
+                    bad += 1
+                else:
+                    cap.values.append((target, param, n))
+            continue
+        m = _OSD_QUOTA.match(name)
+        if m:
+            for ident, inodes, kbytes in _quota_usage(lines):
+                cap.quota_usage.append((m.group(1), m.group(2), ident, inodes, kbytes))
+            continue
+        m = _EXPORT.match(name)
+        if m:
+            group, target, nid, what = m.groups()
+            if what == "uuid":
+                # a repeated parameter (the same export listed twice) replaces, never adds
+                cap.clients[(target, nid)] = sum(1 for x in lines if _CLIENT_UUID.match(x.strip()))
+            else:
+                rows, start, snap, b = parse_stats_block(lines)
+                bad += b
+                cap.stats.append(Stats("export", target, rows, start, snap, nid=nid, group=group))
+            continue
+        m = _MGS_STATS.match(name)
+        if m:
+            if m.group(1) == "stats":
+                rows, start, snap, b = parse_stats_block(lines)
+                bad += b
+                cap.stats.append(Stats("mgs", "MGS", rows, start, snap))
+            continue
+        m = _TARGET.match(name)
+        if m:
+            group, target, param = m.groups()
+            if param in ("stats", "md_stats"):
+                rows, start, snap, b = parse_stats_block(lines)
+                bad += b
+                cap.stats.append(Stats("mdt" if param == "md_stats" else group, target, rows, start, snap))
+            elif param == "job_stats":
+                jobs, b = parse_job_stats("ost" if group == "obdfilter" else "mdt", target, lines)
+                bad += b
+                cap.jobs += jobs
+            elif param == "brw_stats":
+                brw, b = parse_brw(target, lines)
+                bad += b
+                cap.brw.append(brw)
+            elif param == "recovery_status":
+                cap.recovery.append(("OST" if group == "obdfilter" else "MDT" if group == "mdt" else group.upper(),
+                                     target, _recovery(lines)))
+            elif param.startswith("threads_"):
+                continue
+            else:
+                n = _int(value)
+                if n is None:
+                    bad += 1
+                else:
+                    cap.values.append((target, param, n))
+            continue
+        m = _SERVICE.match(name)
+        if m:
+            rows, start, snap, b = parse_stats_block(lines)
+            bad += b
+            cap.stats.append(Stats("service", m.group(2), rows, start, snap, group=m.group(1).split(".")[1]))
+            continue
+        m = _NAMESPACE.match(name)
+        if m:
+            ns, param = m.groups()
+            for prefix in ("mdt-", "filter-"):
+                if ns.startswith(prefix) and ns.endswith("_UUID"):
+                    n = _int(value)
+                    if n is None:
+                        bad += 1
+                    else:
+                        cap.values.append((ns[len(prefix):-5], param, n))
+                    break
+            else:
+                cap.unknown["ldlm.namespaces.(client namespace)"] += 1
+            continue
+        m = _LDLM_SERVICE.match(name)
+        if m:
+            rows, start, snap, b = parse_stats_block(lines)
+            bad += b
+            cap.stats.append(Stats("ldlm", m.group(1), rows, start, snap))
+            continue
+        m = _LLITE.match(name)
+        if m:
+            rows, start, snap, b = parse_stats_block(lines)
+            bad += b
+            cap.stats.append(Stats("llite", m.group(1), rows, start, snap))
+            continue
+        m = _CHANGELOG.match(name)
+        if m:
+            current, users = _changelog(lines)
+            if current is None:
+                bad += 1
+            else:
+                cap.changelog.append((m.group(1), current, users))
+            continue
+        m = _QMT.match(name)
+        if m:
+            target, pool, acct = m.groups()
+            for ident, limits in _quota_limits(lines):
+                cap.quota_limits.append((target, pool, _ACCOUNTING[acct], ident, limits))
+            continue
+        cap.unknown[_generic(name)] += 1
+    if bad:
+        cap.notes.append(f"{bad} unreadable lines or values skipped")
+    if cap.unknown:
+        cap.notes.append(f"{sum(cap.unknown.values())} parameters of {len(cap.unknown)} unknown kinds skipped "
+                         f"(first: {next(iter(cap.unknown))})")
+    if cap.stray:
+        cap.notes.append(f"{cap.stray} lines before the first parameter skipped")
+    snaps += [st.snapshot_time for st in cap.stats if st.snapshot_time]
+    if snaps:  # the parameters are read one after the other: the capture is as recent as its latest
+        cap.snapshot_time = max(snaps)
+    return cap
+
+
+def _generic(name: str) -> str:
+    """A parameter path with its target part replaced by *, so that unknown kinds count once each."""
+    parts = name.split(".")
+    return ".".join([parts[0], "*", *parts[2:]] if len(parts) > 2 else parts)
+
+
+# ------------------------------------------------------------------------ readings for the store
+
+def capture_samples(cap: Capture, host: str) -> list[Sample]:
+    """The store's raw readings of a capture, under the names the /proc reader (lustre.py) uses
+    where it reads the same thing, so that the two sources fill the same series:
+
+      OST stats -> read_bytes, write_bytes, read_ops, write_ops, ost_<op>; md_stats -> md_<op>;
+      osd -> capacity_bytes, free_bytes, avail_bytes, files_total, files_free (gauges);
+      job_stats -> <target>/<job> job_*; llite -> <host>:<fs> as the /proc reader;
+    and what only lctl gives: brw_stats buckets as counters `brw_<hist>:<read|write>:<bucket>`,
+    recovery_status (the code above) and its client counts, connected_clients, num_exports,
+    lock_count, lock_contended / lock_timeouts (counters), the host's lustre_memused."""
+    out: list[Sample] = []
+    scale = {"kbytestotal": ("capacity_bytes", 1024), "kbytesfree": ("free_bytes", 1024),
+             "kbytesavail": ("avail_bytes", 1024), "filestotal": ("files_total", 1), "filesfree": ("files_free", 1),
+             "num_exports": ("num_exports", 1), "lock_count": ("lock_count", 1)}
+    seen: set[tuple[str, str]] = set()
+    for target, param, value in cap.values:
+        fs = lustre_fsname(target)
+        if param in scale:
+            metric, k = scale[param]
+            if (target, metric) not in seen:
+                seen.add((target, metric))
+                out.append(Sample(target, metric, value * k, GAUGE, fs))
+        elif param in ("contended_locks", "lock_timeouts"):
+            out.append(Sample(target, "lock_" + param.split("_")[0 if param == "contended_locks" else 1],
+                              value, COUNTER, fs))
+    for st in cap.stats:
+        rows = _summed(st.rows)
+        fs = lustre_fsname(st.target)
+        if st.kind == "obdfilter":
+            out += [Sample(st.target, m, v, COUNTER, fs) for m, v in _bytes_and_ops(rows)]
+            out += [Sample(st.target, f"ost_{op}", rows[op][0], COUNTER, fs) for op in OST_OPS if op in rows]
+        elif st.kind == "mdt":
+            out += [Sample(st.target, f"md_{op}", rows[op][0], COUNTER, fs) for op in MD_OPS if op in rows]
+        elif st.kind == "llite":
+            target = f"{host}:{st.target.rsplit('-', 1)[0]}"
+            out += [Sample(target, m, v) for m, v in _bytes_and_ops(rows)]
+            out += [Sample(target, f"md_{op}", rows[op][0]) for op in MD_OPS if op in rows]
+    seen.clear()
+    for brw in cap.brw:
+        if brw.target in seen:
+            continue  # the same target listed twice (osd-* and obdfilter.*): its first table
+        seen.add(brw.target)
+        fs = lustre_fsname(brw.target)
+        for hist, buckets in brw.hists.items():
+            for bucket, read, write in buckets:
+                out.append(Sample(brw.target, f"brw_{hist}:read:{bucket}", read, COUNTER, fs))
+                out.append(Sample(brw.target, f"brw_{hist}:write:{bucket}", write, COUNTER, fs))
+    for job in cap.jobs:
+        rows = _summed(job.rows)
+        target = f"{job.target}/{job.job}"
+        fs = lustre_fsname(job.target)
+        if job.component == "ost":
+            out += [Sample(target, m, v, COUNTER, fs) for m, v in _bytes_and_ops(rows, prefix="job_")]
+        else:
+            out += [Sample(target, f"job_md_{op}", rows[op][0], COUNTER, fs) for op in MD_OPS if op in rows]
+    for target, n in connected_clients(cap).items():
+        out.append(Sample(target, "connected_clients", n, GAUGE, lustre_fsname(target)))
+    for _kind, target, fields in cap.recovery:
+        fs = lustre_fsname(target)
+        for key, value in fields.items():
+            if key == "status" or key.endswith("_clients"):
+                out.append(Sample(target, "recovery_status" if key == "status" else f"recovery_{key}", value, GAUGE, fs))
+    if "memused" in cap.host:
+        out.append(Sample(host, "lustre_memused_bytes", cap.host["memused"], GAUGE))
+    return out
+
+
+def _summed(rows: list[Stat]) -> dict[str, tuple[int, int | None]]:
+    """{name: (samples, sum)}, a name listed twice added (as lustre.parse_stats does)."""
+    out: dict[str, tuple[int, int | None]] = {}
+    for r in rows:
+        if r.name in out:
+            c0, s0 = out[r.name]
+            out[r.name] = (c0 + r.samples, None if r.sum is None and s0 is None else (r.sum or 0) + (s0 or 0))
+        else:
+            out[r.name] = (r.samples, r.sum)
+    return out
+
+
+def connected_clients(cap: Capture) -> dict[str, int]:
+    """{target: client UUIDs over its exports} (UUIDs ending in _UUID are servers' connections)."""
+    out: dict[str, int] = {}
+    for (target, _nid), n in cap.clients.items():
+        out[target] = out.get(target, 0) + n
+    return out
+
+
+# ------------------------------------------------------------------------------ the live source
+
+class LctlLustre(Lustre):
+    """The `lustre` source through one `lctl get_param` per tick; the /proc and /sys reader
+    (lustre.Lustre) where there is no `lctl` on PATH."""
+
+    description = "Lustre through `lctl get_param` (servers, clients, brw_stats, recovery); /proc, /sys without lctl"
+
+    def __init__(self, *args, timeout_s: float = 30.0, **kw):
+        super().__init__(*args, **kw)
+        self.timeout_s = timeout_s
+        self.lctl = shutil.which("lctl")
+
+    def available(self) -> bool:
+        return self.lctl is not None or super().available()
+
+    def collect(self) -> list[Sample]:
+        if self.lctl is None:
+            return super().collect()
+        params = PARAMS if self.jobs else tuple(p for p in PARAMS if "job_stats" not in p)
+        try:
+            # the runner's deadline cannot stop a stuck process: the timeout here kills it just before
+            run = subprocess.run([self.lctl, "get_param", *params], capture_output=True, timeout=self.timeout_s,
+                                 env={**os.environ, "LC_ALL": "C"})
+        except subprocess.TimeoutExpired:
+            raise SourceError(f"lctl get_param gave no answer within {self.timeout_s:g} s (killed)") from None
+        except OSError as e:
+            raise SourceError(f"cannot run {self.lctl}: {e.strerror}") from None
+        text = run.stdout.decode("utf-8", "replace")
+        if run.returncode != 0 and not text.strip():
+            err = run.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise SourceError(f"lctl get_param failed (exit {run.returncode}): {err[0] if err else 'no message'}")
+        # a parameter missing on this node (no MDT on an OSS) makes lctl exit 2 and print the others
+        cap = parse_capture(text)
+        for note in cap.notes:
+            self.warn(note)
+        return capture_samples(cap, self.host)
+
+
+# ------------------------------------------------------------------------------------- importer
+
+def read_captures(source: str, at_ns: int | None, fs: str | None,
+                  advance: Callable[[int], None] | None = None) -> TextImport:
+    """Every capture in `source` (a file, .gz, tar/.tgz, directory) -> rows: gauges at each capture's
+    time, counters as amounts between consecutive captures (stats/counters.py through wide_to_long:
+    a counter that went back is missing, not negative)."""
+    import numpy as np
+    import pandas as pd
+
+    notes: list[str] = []
+    taken: list[tuple[int, list[Sample]]] = []
+    undated = bad = 0
+    for member in read_members(source):
+        if member.damage:
+            notes.append(f"{member.name}: {member.damage}: the rest is lost")
+        cap = parse_capture(member.text)
+        bad += cap.stray
+        notes += [f"{member.name}: {n}" for n in cap.notes]
+        t = int(round(cap.snapshot_time * 1e9)) if cap.snapshot_time else at_ns
+        if t is None:
+            undated += 1
+        elif cap.params:
+            taken.append((t, capture_samples(cap, "capture")))
+        if advance:
+            advance(1)
+    if undated:
+        if not taken:
+            raise UserError(f"{source}: a capture without snapshot_time (no stats or brw_stats): give --at TIME "
+                            "(when it was taken)")
+        notes.append(f"{undated} captures without snapshot_time skipped (give --at TIME to date them)")
+    if not taken:
+        raise UserError(f"{source}: no `lctl get_param` output found")
+    taken.sort(key=lambda x: x[0])
+    times = np.array([t for t, _ in taken], np.int64)
+    step = float(np.median(np.diff(times))) / 1e9 if len(times) > 1 else None
+    series: dict[tuple[str, str], dict[str, dict[int, float]]] = {}
+    for i, (_, samples) in enumerate(taken):
+        for s in samples:
+            series.setdefault((s.metric, s.kind), {}).setdefault(s.target, {})[i] = s.value
+    frames = []
+    for (metric, kind), by_target in series.items():
+        targets = sorted(by_target)
+        values = np.full((len(times), len(targets)), np.nan)
+        for j, target in enumerate(targets):
+            for i, v in by_target[target].items():
+                values[i, j] = v
+        missing = np.isnan(values)
+        frames.append(wide_to_long(Wide(metric, kind, times, targets, np.nan_to_num(values), step_s=step,
+                                        missing=missing)))
+    rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
+    rows = rows[~(rows["value"].isna() & rows["metric"].isin([m for (m, k) in series if k == GAUGE]))]
+    if len(times) == 1:
+        notes.append("one capture: its gauges are stored; counters need two captures or more in one SOURCE")
+    return TextImport(rows.reset_index(drop=True), notes, bad_lines=bad)
+
+
+class LctlParamsImporter(Importer):
+    kind = "lctl-params"
+    help = """Captures of `lctl get_param` (a file, .gz, tar/.tgz or a directory of them), each dated by its
+    snapshot_time (or --at). Counters become amounts between consecutive captures of one SOURCE: give
+    a directory or an archive of captures; a single capture stores its gauges (capacity, recovery, clients)."""
+    options = (Option("--at", "at_ns", "Time of a capture that has no snapshot_time (memused, capacity only).", "time"),)
+    timezone = False
+
+    def chunks(self, advance: Callable[[int], None]):
+        chunk = read_captures(self.source, self.at_ns, self.fs, advance=advance)
+        self.notes += chunk.notes
+        self.bad_lines = chunk.bad_lines
+        yield chunk
