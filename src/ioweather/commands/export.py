@@ -28,17 +28,23 @@ def register(cli: click.Group) -> None:
                   help="A job is exported while it has job_stats rows this close to the newest data.")
     @click.option("--stale", type=DURATION, default=f"{STALE_S:g}s", show_default=True,
                   help="Leave out targets and readings older than this before the newest data of their dataset.")
+    @click.option("--capture", "capture", metavar="FILE",
+                  help="Export this `lctl get_param` capture as a stateless exporter would (lustrefs-exporter's "
+                       "families, raw values), without any store; with --once or --list.")
     @click.option("--once", is_flag=True, help="Print the exposition on stdout and exit (node_exporter's textfile collector).")
     @click.option("--list", "list_only", is_flag=True,
                   help="List the exported families and their series count, and exit (--json: as JSON).")
     @json_option
     @click.pass_obj
-    def export(settings, fs_names, host, port, top_jobs, job_window, stale, once, list_only, as_json):
+    def export(settings, fs_names, host, port, top_jobs, job_window, stale, capture, once, list_only, as_json):
         """Serve the stored server telemetry as Prometheus metrics on http://HOST:PORT/metrics.
 
         Lustre targets get lustre_exporter's names and labels (lustre_read_bytes_total{component,
         target}, lustre_stats_total, lustre_job_*_total{jobid}, lustre_free_bytes ...), the
-        rest ioweather_* names; counters are the sums of the stored amounts."""
+        rest ioweather_* names; counters are the sums of the stored amounts.
+
+        With --capture FILE: what a stateless exporter exports for one `lctl get_param` output, in
+        whamcloud/lustrefs-exporter's names, labels and units (docs/exporter.md)."""
         from ioweather.services.exporter import TelemetryExporter, make_server, serve
 
         if job_window <= 0 or stale <= 0:
@@ -46,6 +52,9 @@ def register(cli: click.Group) -> None:
         if once and (as_json or list_only):
             raise UserError("--once prints the exposition; --list (or --json) lists the families instead")
         list_only = list_only or as_json
+        if capture is not None:
+            _export_capture(capture, top_jobs, once, list_only, as_json)
+            return
         exporter = TelemetryExporter(settings, fs_names, top_jobs=top_jobs, job_window_s=job_window, stale_s=stale,
                                      say=lambda m: click.echo(f"ioweather export: {m}", err=True))
         missing = [f for f in fs_names if f not in exporter.datasets()]
@@ -74,11 +83,29 @@ def register(cli: click.Group) -> None:
         serve(exporter, server, stop, say=lambda m: click.echo(f"ioweather export: {m}", err=True))
 
 
-def _print_families(exporter, as_json: bool) -> None:
+def _export_capture(path: str, top_jobs: int, once: bool, list_only: bool, as_json: bool) -> None:
+    from ioweather.services.exporter import capture_families, read_capture
+    from ioweather.views.exposition import render
+
+    if not (once or list_only):
+        raise UserError("--capture FILE exports one capture: add --once (the exposition) or --list (the families)")
+    cap, notes = read_capture(path)
+    for note in notes:
+        click.echo(f"ioweather export: {path}: {note}", err=True)
+    families = capture_families(cap, top_jobs)
+    if once:
+        sys.stdout.buffer.write(render(families))
+    else:
+        _print_families(families, as_json)
+
+
+def _print_families(families, as_json: bool) -> None:
     from ioweather.views.output import print_json, print_table
 
+    if not isinstance(families, list):
+        families = families.families()
     rows = [{"name": f.name, "type": f.kind, "series": len(f.samples), "labels": list(f.labels)}
-            for f in exporter.families()]
+            for f in families]
     if as_json:
         print_json({"families": rows})
         return
