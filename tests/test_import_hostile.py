@@ -20,7 +20,7 @@ from ioweather.errors import UserError
 from ioweather.services.telemetry import import_one
 from ioweather.store import telemetry_layout as layout
 
-KINDS = ("csv", "iostat", "tts", "lmt", "mmperfmon", "lfsdf", "lctl")
+KINDS = ("csv", "iostat", "tts", "lmt", "mmperfmon", "lfsdf", "lctl", "lctl-params")
 GOOD_CSV = "time,target,metric,value,interval_s\n2024-03-01T10:00:00Z,a,read_bytes,5,60\n"
 
 

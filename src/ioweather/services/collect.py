@@ -38,10 +38,11 @@ def live_sources() -> dict:
     from ioweather.sources.telemetry.diskstats import DiskStats
     from ioweather.sources.telemetry.gpfs import Gpfs
     from ioweather.sources.telemetry.host import Host
-    from ioweather.sources.telemetry.lustre import Lustre
+    from ioweather.sources.telemetry.lctl_params import LctlLustre
     from ioweather.sources.telemetry.nfs import Nfs
 
-    return {c.name: c for c in (DiskStats, Lustre, Gpfs, Nfs, Capacity, Host)}
+    # `lustre`: one `lctl get_param` per tick where lctl is installed, the /proc and /sys reader otherwise
+    return {c.name: c for c in (DiskStats, LctlLustre, Gpfs, Nfs, Capacity, Host)}
 
 
 def build_sources(names: str | None, root: str, mounts: tuple[str, ...], jobs: bool, log) -> list:
@@ -210,6 +211,9 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
     default_fs = layout.check_fs_name(fs or host)
     sources = build_sources(source_names, root, mounts, jobs, log)
     collector = Collector(sources, interval, default_fs, fs_forced=fs is not None, timeout_s=timeout, log=warn)
+    for s in sources:
+        if hasattr(s, "timeout_s"):  # a source running a command kills it just before the runner's deadline
+            s.timeout_s = 0.9 * collector.runner.timeout_s
     sink = ParquetSink(settings, collector, host, flush_s, log, warn)
     recovered = recover(collector, sink.state, sink.intent, sink.tdir)
     restored = recovered if recovered is not None else collector.load_state(sink.state)

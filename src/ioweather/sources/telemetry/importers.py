@@ -31,6 +31,7 @@ REGISTRY = {
     "mmperfmon": "mmperfmon:MmperfmonImporter",
     "lfsdf": "lfsdf:LfsdfImporter",
     "lctl": "lctl:LctlImporter",
+    "lctl-params": "lctl_params:LctlParamsImporter",
 }
 
 

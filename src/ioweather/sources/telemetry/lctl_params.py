@@ -119,7 +119,7 @@ class Stats:
     target: str               # the target, the service (ost, ost_io, mdt_fld...), the llite mount
     rows: list[Stat]
     start_time: int | None = None
-    snapshot_time: float | None = None
+    snapshot_ns: int | None = None
     nid: str | None = None    # exports: the client's NID
     group: str | None = None  # service: OSS or MDS; export: obdfilter/mdt/mgs
 
@@ -128,7 +128,7 @@ class Stats:
 class Brw:
     target: str
     start_time: int | None
-    snapshot_time: float | None
+    snapshot_ns: int | None
     hists: dict[str, list[tuple[str, int, int]]]   # lustre-collector name -> [(bucket, read, write)]
 
 
@@ -159,7 +159,7 @@ class Capture:
     changelog: list[tuple[str, int, list[tuple[str, int, int]]]] = field(default_factory=list)
     lnet_nid: list[tuple[str, str, int]] = field(default_factory=list)   # (nid, send_count|recv_count|drop_count, v)
     lnet: dict[str, int] = field(default_factory=dict)                   # send_length, recv_length, drop_length, ...
-    snapshot_time: float | None = None
+    snapshot_ns: int | None = None        # the latest snapshot_time of its blocks
     params: int = 0
     unknown: Counter = field(default_factory=Counter)
     stray: int = 0
@@ -173,23 +173,20 @@ def _int(s: str) -> int | None:
         return None
 
 
-def _secs(line: str) -> float | None:
-    """`snapshot_time  1688603042.553844832 secs.nsecs` (or with a colon) -> seconds."""
+def _ns(line: str) -> int | None:
+    """`snapshot_time  1688603042.553844832 secs.nsecs` (or with a colon) -> unix ns, exactly (a
+    float has no room for the nanoseconds)."""
     f = line.replace(":", " ").split()
     if len(f) < 2:
         return None
-    try:
-        return float(f[1])
-    except ValueError:
+    whole, _, frac = f[1].partition(".")
+    if not whole.isdigit() or frac and not frac.isdigit():
         return None
+    return int(whole) * 1_000_000_000 + int((frac + "000000000")[:9])
 
 
-def _whole(secs: float | None, line: str) -> int | None:
-    """The whole seconds of a time line, from its text: a float would round 1688526476.99999999 up."""
-    if secs is None:
-        return None
-    digits = line.replace(":", " ").split()[1].split(".")[0]
-    return int(digits) if digits.isdigit() else int(secs)
+def _whole(ns: int | None) -> int | None:
+    return None if ns is None else ns // 1_000_000_000
 
 
 def parse_stats_block(lines: list[str]) -> tuple[list[Stat], int | None, float | None, int]:
@@ -202,10 +199,10 @@ def parse_stats_block(lines: list[str]) -> tuple[list[Stat], int | None, float |
         if not f:
             continue
         if f[0] in ("snapshot_time", "snapshot_time:"):
-            snap = _secs(line)
+            snap = _ns(line)
             continue
         if f[0] in ("start_time", "start_time:"):
-            start = _whole(_secs(line), line)
+            start = _whole(_ns(line))
             continue
         if f[0] in ("elapsed_time", "elapsed_time:"):
             continue
@@ -232,10 +229,10 @@ def parse_brw(target: str, lines: list[str]) -> tuple[Brw, int]:
         if not s:
             continue
         if s.startswith("snapshot_time"):
-            snap = _secs(s)
+            snap = _ns(s)
             continue
         if s.startswith("start_time"):
-            start = _whole(_secs(s), s)
+            start = _whole(_ns(s))
             continue
         if s.startswith("elapsed_time") or s.startswith("read") and "|" in s and "write" in s:
             continue
@@ -400,7 +397,7 @@ def parse_capture(text: str) -> Capture:
         cap.notes.append("the capture ends in the middle of a line (cut short?): its last line was left out")
         text = text[:text.rfind("\n") + 1] if "\n" in text else ""
     bad = 0
-    snaps: list[float] = []
+    snaps: list[int] = []
     for name, lines, stray in _blocks(text):
         cap.stray += stray
         if not name:
@@ -434,8 +431,8 @@ def parse_capture(text: str) -> Capture:
                 brw, b = parse_brw(target, lines)
                 bad += b
                 cap.brw.append(brw)
-                if brw.snapshot_time:
-                    snaps.append(brw.snapshot_time)
+                if brw.snapshot_ns:
+                    snaps.append(brw.snapshot_ns)
             elif param != "fstype":
                 n = _int(value)
                 if n is None:
@@ -547,9 +544,9 @@ def parse_capture(text: str) -> Capture:
                          f"(first: {next(iter(cap.unknown))})")
     if cap.stray:
         cap.notes.append(f"{cap.stray} lines before the first parameter skipped")
-    snaps += [st.snapshot_time for st in cap.stats if st.snapshot_time]
+    snaps += [st.snapshot_ns for st in cap.stats if st.snapshot_ns]
     if snaps:  # the parameters are read one after the other: the capture is as recent as its latest
-        cap.snapshot_time = max(snaps)
+        cap.snapshot_ns = max(snaps)
     return cap
 
 
@@ -659,7 +656,8 @@ class LctlLustre(Lustre):
     def __init__(self, *args, timeout_s: float = 30.0, **kw):
         super().__init__(*args, **kw)
         self.timeout_s = timeout_s
-        self.lctl = shutil.which("lctl")
+        # --proc-root names a tree to read: lctl would read the machine's own Lustre instead
+        self.lctl = shutil.which("lctl") if str(self.root) == "/" else None
 
     def available(self) -> bool:
         return self.lctl is not None or super().available()
@@ -706,7 +704,7 @@ def read_captures(source: str, at_ns: int | None, fs: str | None,
         cap = parse_capture(member.text)
         bad += cap.stray
         notes += [f"{member.name}: {n}" for n in cap.notes]
-        t = int(round(cap.snapshot_time * 1e9)) if cap.snapshot_time else at_ns
+        t = cap.snapshot_ns or at_ns
         if t is None:
             undated += 1
         elif cap.params:
