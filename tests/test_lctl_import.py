@@ -46,3 +46,24 @@ def test_one_capture_without_a_time_needs_at(cli, home, testdata):
     assert rs == {"fs-MDT0000": 0, "fs-OST0000": 1, "fs-OST0001": 1}
     assert (df.time_ns == 1715712434 * S).all()
     assert any("one capture" in n for s in json.loads(p.stdout)["sources"] for n in s["notes"])
+
+
+def test_the_store_exporter_names_them_as_lustrefs_exporter(cli, home, testdata, tmp_path):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    real = (testdata / "lustrefs-exporter" / "valid.txt").read_text()
+    d = tmp_path / "caps"
+    d.mkdir()
+    (d / "a.txt").write_text(real)
+    (d / "b.txt").write_text(later(real))
+    cli("import", "lctl-params", str(d), "--fs", "ai400", home=home, check=True)
+    p = cli("export", "--fs", "ai400", "--once", home=home, check=True)
+    got = {(s.name, tuple(sorted(s.labels.items()))): s.value
+           for f in text_string_to_metric_families(p.stdout) for s in f.samples}
+    ost = (("component", "ost"), ("fs", "ai400"))
+    # the stored amounts summed: what the OST did between the captures
+    assert got[("lustre_disk_io_total", (*ost, ("operation", "write"), ("size", "2097152"),
+                                         ("target", "ai400-OST0000")))] == BRW_WRITE_ADD
+    assert got[("lustre_write_bytes_total", (*ost, ("target", "ai400-OST0000")))] == SUM_ADD
+    assert got[("lustre_connected_clients", (("component", "mdt"), ("fs", "ai400"), ("target", "ai400-MDT0000")))] == 4
+    assert got[("lustre_exports_total", (*ost, ("target", "ai400-OST0000")))] == 5

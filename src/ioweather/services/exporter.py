@@ -143,10 +143,35 @@ class Spec:
     values: tuple[str, ...]
     scale: float = 1.0
     job: str | None = None        # the job id of a job_stats series (ranked, top N)
+    kind: str | None = None       # "counter" or "gauge" where the name does not say (lustrefs-exporter's)
 
     @property
     def counter(self) -> bool:
-        return self.family.endswith("_total")
+        return self.kind == "counter" if self.kind else self.family.endswith("_total")
+
+
+# what only `lctl get_param` gives (sources/telemetry/lctl_params.capture_samples), in lustrefs-exporter's names
+_LCTL_GAUGES = {"connected_clients": "lustre_connected_clients", "num_exports": "lustre_exports_total",
+                "lock_count": "lustre_lock_count_total"}
+_RECOVERY = {"recovery_status": "recovery_status", "recovery_completed_clients": "recovery_status_completed_clients",
+             "recovery_connected_clients": "recovery_status_connected_clients",
+             "recovery_evicted_clients": "recovery_status_evicted_clients"}
+
+
+def _lctl_spec(metric: str, component: str, key: str) -> Spec | None:
+    if metric.startswith("brw_"):
+        hist, _, rest = metric[4:].partition(":")
+        op, _, bucket = rest.partition(":")
+        if hist in _BRW and op in ("read", "write") and bucket:
+            return Spec(_BRW[hist][0], (component, op, _bucket_size(bucket), key), kind="counter")
+        return None
+    if metric in _LCTL_GAUGES:
+        return Spec(_LCTL_GAUGES[metric], (component, key), kind="gauge")
+    if metric in _RECOVERY:
+        return Spec(_RECOVERY[metric], (component.upper(), key), kind="gauge")
+    if metric == "lock_timeouts":
+        return Spec("lustre_lock_timeout_total", (component, key), kind="counter")
+    return None
 
 
 def spec_of(metric: str, key: str) -> Spec | None:
@@ -168,12 +193,17 @@ def spec_of(metric: str, key: str) -> Spec | None:
         component = m.group(1).lower()
         if metric.startswith("lctl_state_"):
             return Spec(STATE, (component, key, metric[len("lctl_state_"):].upper()))
+        spec = _lctl_spec(metric, component, key)
+        if spec is not None:
+            return spec
         if metric in _LUSTRE:
             family, scale = _LUSTRE[metric]
             return Spec(family, (component, key), scale)
         for prefix in ("md_", "ost_"):
             if metric.startswith(prefix) and len(metric) > len(prefix):
                 return Spec("lustre_stats_total", (component, key, metric[len(prefix):]))
+    if metric == "lustre_memused_bytes":
+        return Spec("lustre_mem_used", (key,), kind="gauge")
     if metric in _NODE:
         family, scale = _NODE[metric]
         return Spec(family, (key,), scale)
@@ -185,6 +215,12 @@ def spec_of(metric: str, key: str) -> Spec | None:
 def labels_of(family: str) -> tuple[str, ...]:
     if family in _LABELS:
         return _LABELS[family]
+    if family in _BRW_FAMILIES:
+        return ("fs", "component", "operation", "size", "target")
+    if family.startswith("recovery_status"):
+        return ("fs", "kind", "target")
+    if family == "lustre_mem_used":
+        return ("fs", "target")
     if family.startswith("lustre_job_"):
         return ("fs", "component", "jobid")
     if family.startswith("lustre_"):
@@ -459,7 +495,7 @@ class TelemetryExporter:
             fam = fams.get(spec.family)
             if fam is None:
                 fam = fams[spec.family] = Family(spec.family, "counter" if spec.counter else "gauge",
-                                                 HELP[spec.family], labels_of(spec.family))
+                                                 _help(spec.family), labels_of(spec.family))
             fam.samples.append(((self._fs_of[i], *spec.values), float(value)))
         for keys in states.values():
             latest = max(t.vns[i] for i in keys)
@@ -664,6 +700,23 @@ _TARGET_VALUES = {  # lctl parameter -> family (component, target)
     "lock_count": ("lustre_lock_count_total", "gauge", "Number of locks held in the target's namespace."),
     "lock_timeouts": ("lustre_lock_timeout_total", "counter", "Number of lock timeouts."),
 }
+_BRW_FAMILIES = {name for name, _, _ in _BRW.values()}
+_LCTL_HELP = {name: help_ for name, _, help_ in (*_BRW.values(), *_TARGET_VALUES.values())}
+_LCTL_HELP.update({
+    "lustre_connected_clients": "Number of connected clients (client UUIDs among the exports).",
+    "recovery_status": "Recovery status of the target: 0 complete, 1 inactive, 2 waiting, 3 waiting for clients, "
+                       "4 recovering, 5 unknown.",
+    "recovery_status_completed_clients": "Recovery: completed clients of the target.",
+    "recovery_status_connected_clients": "Recovery: connected clients of the target.",
+    "recovery_status_evicted_clients": "Recovery: evicted clients of the target.",
+    "lustre_mem_used": "Memory Lustre uses on the host (lctl memused), bytes.",
+})
+
+
+def _help(family: str) -> str:
+    return HELP.get(family) or _LCTL_HELP[family]
+
+
 _STATS_FAMILIES = {"ost": "lustre_oss_ost_stats", "ost_io": "lustre_oss_ost_io_stats",
                    "ost_create": "lustre_oss_ost_create_stats"}
 _MDS_SERVICES = ("mdt", "mdt_fld", "mdt_io", "mdt_out", "mdt_readpage", "mdt_seqm", "mdt_seqs", "mdt_setattr")

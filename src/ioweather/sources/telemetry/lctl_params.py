@@ -567,7 +567,7 @@ def capture_samples(cap: Capture, host: str) -> list[Sample]:
       job_stats -> <target>/<job> job_*; llite -> <host>:<fs> as the /proc reader;
     and what only lctl gives: brw_stats buckets as counters `brw_<hist>:<read|write>:<bucket>`,
     recovery_status (the code above) and its client counts, connected_clients, num_exports,
-    lock_count, lock_contended / lock_timeouts (counters), the host's lustre_memused."""
+    lock_count, lock_timeouts (a counter), the host's lustre_memused_bytes."""
     out: list[Sample] = []
     scale = {"kbytestotal": ("capacity_bytes", 1024), "kbytesfree": ("free_bytes", 1024),
              "kbytesavail": ("avail_bytes", 1024), "filestotal": ("files_total", 1), "filesfree": ("files_free", 1),
@@ -580,9 +580,8 @@ def capture_samples(cap: Capture, host: str) -> list[Sample]:
             if (target, metric) not in seen:
                 seen.add((target, metric))
                 out.append(Sample(target, metric, value * k, GAUGE, fs))
-        elif param in ("contended_locks", "lock_timeouts"):
-            out.append(Sample(target, "lock_" + param.split("_")[0 if param == "contended_locks" else 1],
-                              value, COUNTER, fs))
+        elif param == "lock_timeouts":  # contended_locks and contention_seconds are tunables, not readings
+            out.append(Sample(target, "lock_timeouts", value, COUNTER, fs))
     for st in cap.stats:
         rows = _summed(st.rows)
         fs = lustre_fsname(st.target)
