@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ioweather.sources.telemetry.lctl_params import capture_samples, connected_clients, parse_capture
+from ioweather.sources.telemetry.lctl_params import connected_clients, parse_capture
+from ioweather.sources.telemetry.lctl_source import capture_samples
 
 
 def _read(testdata, name: str) -> str:

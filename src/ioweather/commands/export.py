@@ -45,16 +45,16 @@ def register(cli: click.Group) -> None:
 
         With --capture FILE: what a stateless exporter exports for one `lctl get_param` output, in
         whamcloud/lustrefs-exporter's names, labels and units (docs/exporter.md)."""
-        from ioweather.services.exporter import TelemetryExporter, make_server, serve
-
         if job_window <= 0 or stale <= 0:
             raise UserError("--job-window and --stale must be positive")
         if once and (as_json or list_only):
             raise UserError("--once prints the exposition; --list (or --json) lists the families instead")
         list_only = list_only or as_json
-        if capture is not None:
+        if capture is not None:  # before importing the store's exporter: pandas and the store are not needed
             _export_capture(capture, top_jobs, once, list_only, as_json)
             return
+        from ioweather.services.exporter import TelemetryExporter, make_server, serve
+
         exporter = TelemetryExporter(settings, fs_names, top_jobs=top_jobs, job_window_s=job_window, stale_s=stale,
                                      say=lambda m: click.echo(f"ioweather export: {m}", err=True))
         missing = [f for f in fs_names if f not in exporter.datasets()]
@@ -84,7 +84,7 @@ def register(cli: click.Group) -> None:
 
 
 def _export_capture(path: str, top_jobs: int, once: bool, list_only: bool, as_json: bool) -> None:
-    from ioweather.services.exporter import capture_families, read_capture
+    from ioweather.services.exporter_lctl import capture_families, read_capture
     from ioweather.views.exposition import render
 
     if not (once or list_only):

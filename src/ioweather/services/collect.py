@@ -38,7 +38,7 @@ def live_sources() -> dict:
     from ioweather.sources.telemetry.diskstats import DiskStats
     from ioweather.sources.telemetry.gpfs import Gpfs
     from ioweather.sources.telemetry.host import Host
-    from ioweather.sources.telemetry.lctl_params import LctlLustre
+    from ioweather.sources.telemetry.lctl_source import LctlLustre
     from ioweather.sources.telemetry.nfs import Nfs
 
     # `lustre`: one `lctl get_param` per tick where lctl is installed, the /proc and /sys reader otherwise

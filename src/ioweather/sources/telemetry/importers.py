@@ -31,7 +31,7 @@ REGISTRY = {
     "mmperfmon": "mmperfmon:MmperfmonImporter",
     "lfsdf": "lfsdf:LfsdfImporter",
     "lctl": "lctl:LctlImporter",
-    "lctl-params": "lctl_params:LctlParamsImporter",
+    "lctl-params": "lctl_source:LctlParamsImporter",
 }
 
 

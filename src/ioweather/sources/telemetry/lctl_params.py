@@ -22,6 +22,8 @@ A parameter of another name is counted in `Capture.unknown` and skipped; a line 
 no parameter is counted in `Capture.stray`. A capture that stops in the middle (no final newline,
 a table cut short) gives what it holds and a note. Everything is raw: counters are the kernel's
 cumulative values, nothing is differenced here (stats/counters.py does that for `collect`).
+This module imports nothing heavy (`export --capture` is a textfile-collector's cron job); the
+live source, the store's readings and the importer are in lctl_source.py.
 
 The parsing is by hand (no PyYAML): the YAML parts are one regular line per record, and a scrape of
 a big server must stay in milliseconds (benchmarks/bench_lctl_export.py).
@@ -29,27 +31,17 @@ a big server must stay in milliseconds (benchmarks/bench_lctl_export.py).
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-
-from ioweather.errors import UserError
-from ioweather.sources.telemetry.base import COUNTER, GAUGE, Sample, SourceError, Wide, lustre_fsname
-from ioweather.sources.telemetry.importers import Importer, Option
-from ioweather.sources.telemetry.ingest import COLUMNS, wide_to_long
-from ioweather.sources.telemetry.lustre import MD_OPS, OST_OPS, Lustre, _bytes_and_ops
-from ioweather.sources.telemetry.textfiles import TextImport, read_members
 
 # The parameter list of one live call: every kind above, one process per interval.
 PARAMS = (
     "memused", "memused_max", "lnet_memused", "health_check",
     "osd-*.*.kbytesavail", "osd-*.*.kbytesfree", "osd-*.*.kbytestotal", "osd-*.*.filesfree",
     "osd-*.*.filestotal", "osd-*.*.brw_stats", "osd-*.*.quota_slave.acct_*",
-    "obdfilter.*.stats", "obdfilter.*.job_stats", "obdfilter.*.num_exports", "obdfilter.*.tot_dirty",
+    "obdfilter.*.stats", "obdfilter.*.brw_stats", "obdfilter.*.job_stats", "obdfilter.*.num_exports", "obdfilter.*.tot_dirty",
     "obdfilter.*.tot_granted", "obdfilter.*.tot_pending", "obdfilter.*.recovery_status",
     "obdfilter.*.exports.*.uuid", "obdfilter.*.exports.*.stats",
     "mdt.*.md_stats", "mdt.*.job_stats", "mdt.*.num_exports", "mdt.*.recovery_status",
@@ -556,201 +548,9 @@ def _generic(name: str) -> str:
     return ".".join([parts[0], "*", *parts[2:]] if len(parts) > 2 else parts)
 
 
-# ------------------------------------------------------------------------ readings for the store
-
-def capture_samples(cap: Capture, host: str) -> list[Sample]:
-    """The store's raw readings of a capture, under the names the /proc reader (lustre.py) uses
-    where it reads the same thing, so that the two sources fill the same series:
-
-      OST stats -> read_bytes, write_bytes, read_ops, write_ops, ost_<op>; md_stats -> md_<op>;
-      osd -> capacity_bytes, free_bytes, avail_bytes, files_total, files_free (gauges);
-      job_stats -> <target>/<job> job_*; llite -> <host>:<fs> as the /proc reader;
-    and what only lctl gives: brw_stats buckets as counters `brw_<hist>:<read|write>:<bucket>`,
-    recovery_status (the code above) and its client counts, connected_clients, num_exports,
-    lock_count, lock_timeouts (a counter), the host's lustre_memused_bytes."""
-    out: list[Sample] = []
-    scale = {"kbytestotal": ("capacity_bytes", 1024), "kbytesfree": ("free_bytes", 1024),
-             "kbytesavail": ("avail_bytes", 1024), "filestotal": ("files_total", 1), "filesfree": ("files_free", 1),
-             "num_exports": ("num_exports", 1), "lock_count": ("lock_count", 1)}
-    seen: set[tuple[str, str]] = set()
-    for target, param, value in cap.values:
-        fs = lustre_fsname(target)
-        if param in scale:
-            metric, k = scale[param]
-            if (target, metric) not in seen:
-                seen.add((target, metric))
-                out.append(Sample(target, metric, value * k, GAUGE, fs))
-        elif param == "lock_timeouts":  # contended_locks and contention_seconds are tunables, not readings
-            out.append(Sample(target, "lock_timeouts", value, COUNTER, fs))
-    for st in cap.stats:
-        rows = _summed(st.rows)
-        fs = lustre_fsname(st.target)
-        if st.kind == "obdfilter":
-            out += [Sample(st.target, m, v, COUNTER, fs) for m, v in _bytes_and_ops(rows)]
-            out += [Sample(st.target, f"ost_{op}", rows[op][0], COUNTER, fs) for op in OST_OPS if op in rows]
-        elif st.kind == "mdt":
-            out += [Sample(st.target, f"md_{op}", rows[op][0], COUNTER, fs) for op in MD_OPS if op in rows]
-        elif st.kind == "llite":
-            target = f"{host}:{st.target.rsplit('-', 1)[0]}"
-            out += [Sample(target, m, v) for m, v in _bytes_and_ops(rows)]
-            out += [Sample(target, f"md_{op}", rows[op][0]) for op in MD_OPS if op in rows]
-    seen.clear()
-    for brw in cap.brw:
-        if brw.target in seen:
-            continue  # the same target listed twice (osd-* and obdfilter.*): its first table
-        seen.add(brw.target)
-        fs = lustre_fsname(brw.target)
-        for hist, buckets in brw.hists.items():
-            for bucket, read, write in buckets:
-                out.append(Sample(brw.target, f"brw_{hist}:read:{bucket}", read, COUNTER, fs))
-                out.append(Sample(brw.target, f"brw_{hist}:write:{bucket}", write, COUNTER, fs))
-    for job in cap.jobs:
-        rows = _summed(job.rows)
-        target = f"{job.target}/{job.job}"
-        fs = lustre_fsname(job.target)
-        if job.component == "ost":
-            out += [Sample(target, m, v, COUNTER, fs) for m, v in _bytes_and_ops(rows, prefix="job_")]
-        else:
-            out += [Sample(target, f"job_md_{op}", rows[op][0], COUNTER, fs) for op in MD_OPS if op in rows]
-    for target, n in connected_clients(cap).items():
-        out.append(Sample(target, "connected_clients", n, GAUGE, lustre_fsname(target)))
-    for _kind, target, fields in cap.recovery:
-        fs = lustre_fsname(target)
-        for key, value in fields.items():
-            if key == "status" or key.endswith("_clients"):
-                out.append(Sample(target, "recovery_status" if key == "status" else f"recovery_{key}", value, GAUGE, fs))
-    if "memused" in cap.host:
-        out.append(Sample(host, "lustre_memused_bytes", cap.host["memused"], GAUGE))
-    return out
-
-
-def _summed(rows: list[Stat]) -> dict[str, tuple[int, int | None]]:
-    """{name: (samples, sum)}, a name listed twice added (as lustre.parse_stats does)."""
-    out: dict[str, tuple[int, int | None]] = {}
-    for r in rows:
-        if r.name in out:
-            c0, s0 = out[r.name]
-            out[r.name] = (c0 + r.samples, None if r.sum is None and s0 is None else (r.sum or 0) + (s0 or 0))
-        else:
-            out[r.name] = (r.samples, r.sum)
-    return out
-
-
 def connected_clients(cap: Capture) -> dict[str, int]:
     """{target: client UUIDs over its exports} (UUIDs ending in _UUID are servers' connections)."""
     out: dict[str, int] = {}
     for (target, _nid), n in cap.clients.items():
         out[target] = out.get(target, 0) + n
     return out
-
-
-# ------------------------------------------------------------------------------ the live source
-
-class LctlLustre(Lustre):
-    """The `lustre` source through one `lctl get_param` per tick; the /proc and /sys reader
-    (lustre.Lustre) where there is no `lctl` on PATH."""
-
-    description = "Lustre through `lctl get_param` (servers, clients, brw_stats, recovery); /proc, /sys without lctl"
-
-    def __init__(self, *args, timeout_s: float = 30.0, **kw):
-        super().__init__(*args, **kw)
-        self.timeout_s = timeout_s
-        # --proc-root names a tree to read: lctl would read the machine's own Lustre instead
-        self.lctl = shutil.which("lctl") if str(self.root) == "/" else None
-
-    def available(self) -> bool:
-        return self.lctl is not None or super().available()
-
-    def collect(self) -> list[Sample]:
-        if self.lctl is None:
-            return super().collect()
-        params = PARAMS if self.jobs else tuple(p for p in PARAMS if "job_stats" not in p)
-        try:
-            # the runner's deadline cannot stop a stuck process: the timeout here kills it just before
-            run = subprocess.run([self.lctl, "get_param", *params], capture_output=True, timeout=self.timeout_s,
-                                 env={**os.environ, "LC_ALL": "C"})
-        except subprocess.TimeoutExpired:
-            raise SourceError(f"lctl get_param gave no answer within {self.timeout_s:g} s (killed)") from None
-        except OSError as e:
-            raise SourceError(f"cannot run {self.lctl}: {e.strerror}") from None
-        text = run.stdout.decode("utf-8", "replace")
-        if run.returncode != 0 and not text.strip():
-            err = run.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise SourceError(f"lctl get_param failed (exit {run.returncode}): {err[0] if err else 'no message'}")
-        # a parameter missing on this node (no MDT on an OSS) makes lctl exit 2 and print the others
-        cap = parse_capture(text)
-        for note in cap.notes:
-            self.warn(note)
-        return capture_samples(cap, self.host)
-
-
-# ------------------------------------------------------------------------------------- importer
-
-def read_captures(source: str, at_ns: int | None, fs: str | None,
-                  advance: Callable[[int], None] | None = None) -> TextImport:
-    """Every capture in `source` (a file, .gz, tar/.tgz, directory) -> rows: gauges at each capture's
-    time, counters as amounts between consecutive captures (stats/counters.py through wide_to_long:
-    a counter that went back is missing, not negative)."""
-    import numpy as np
-    import pandas as pd
-
-    notes: list[str] = []
-    taken: list[tuple[int, list[Sample]]] = []
-    undated = bad = 0
-    for member in read_members(source):
-        if member.damage:
-            notes.append(f"{member.name}: {member.damage}: the rest is lost")
-        cap = parse_capture(member.text)
-        bad += cap.stray
-        notes += [f"{member.name}: {n}" for n in cap.notes]
-        t = cap.snapshot_ns or at_ns
-        if t is None:
-            undated += 1
-        elif cap.params:
-            taken.append((t, capture_samples(cap, "capture")))
-        if advance:
-            advance(1)
-    if undated:
-        if not taken:
-            raise UserError(f"{source}: a capture without snapshot_time (no stats or brw_stats): give --at TIME "
-                            "(when it was taken)")
-        notes.append(f"{undated} captures without snapshot_time skipped (give --at TIME to date them)")
-    if not taken:
-        raise UserError(f"{source}: no `lctl get_param` output found")
-    taken.sort(key=lambda x: x[0])
-    times = np.array([t for t, _ in taken], np.int64)
-    step = float(np.median(np.diff(times))) / 1e9 if len(times) > 1 else None
-    series: dict[tuple[str, str], dict[str, dict[int, float]]] = {}
-    for i, (_, samples) in enumerate(taken):
-        for s in samples:
-            series.setdefault((s.metric, s.kind), {}).setdefault(s.target, {})[i] = s.value
-    frames = []
-    for (metric, kind), by_target in series.items():
-        targets = sorted(by_target)
-        values = np.full((len(times), len(targets)), np.nan)
-        for j, target in enumerate(targets):
-            for i, v in by_target[target].items():
-                values[i, j] = v
-        missing = np.isnan(values)
-        frames.append(wide_to_long(Wide(metric, kind, times, targets, np.nan_to_num(values), step_s=step,
-                                        missing=missing)))
-    rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
-    rows = rows[~(rows["value"].isna() & rows["metric"].isin([m for (m, k) in series if k == GAUGE]))]
-    if len(times) == 1:
-        notes.append("one capture: its gauges are stored; counters need two captures or more in one SOURCE")
-    return TextImport(rows.reset_index(drop=True), notes, bad_lines=bad)
-
-
-class LctlParamsImporter(Importer):
-    kind = "lctl-params"
-    help = """Captures of `lctl get_param` (a file, .gz, tar/.tgz or a directory of them), each dated by its
-    snapshot_time (or --at). Counters become amounts between consecutive captures of one SOURCE: give
-    a directory or an archive of captures; a single capture stores its gauges (capacity, recovery, clients)."""
-    options = (Option("--at", "at_ns", "Time of a capture that has no snapshot_time (memused, capacity only).", "time"),)
-    timezone = False
-
-    def chunks(self, advance: Callable[[int], None]):
-        chunk = read_captures(self.source, self.at_ns, self.fs, advance=advance)
-        self.notes += chunk.notes
-        self.bad_lines = chunk.bad_lines
-        yield chunk
