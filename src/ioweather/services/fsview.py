@@ -189,7 +189,7 @@ def _imbalance(total: np.ndarray, step_s: float) -> dict:
     t, b = total.shape
     pad = np.full((t, -(-b // k) * k), np.nan)
     pad[:, :b] = total
-    blocks = pad.reshape(t, -1, k)
+    blocks = pad.reshape(t, pad.shape[1] // k, k)  # not -1: numpy cannot infer it for 0 targets (an empty window)
     merged = np.where(np.isfinite(blocks).any(axis=2), np.nansum(blocks, axis=2), np.nan)
     return T.imbalance(merged, min_bins=math.ceil(T.LONG_S / (k * step_s)))
 
@@ -305,7 +305,7 @@ def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> 
     return {"fs": fs, "since": ns_to_iso(since_ns), "until": ns_to_iso(until_ns), "step_s": step_ns / 1e9,
             "time": _times(b0, nbins, step_ns), "targets": latest, "fullest": [r["target"] for r in fullest],
             "fullness": {t: _nums(full[i]) for i, t in enumerate(targets)}, "fs_fullness": fs_doc,
-            "growth_window_s": T.GROWTH_WINDOW_S, "lctl": lctl,
+            "growth_window_s": T.GROWTH_WINDOW_S, "lctl": lctl, "lustre": lustre_state(settings, fs, until_ns),
             "no_capacity_data": sorted(t for t in others - known if not _is_metadata_target(t) or t in lctl["targets"])}
 
 
@@ -375,6 +375,73 @@ def lctl_state(settings, fs: str, until_ns: int | None) -> dict:
         d["failover"] = t in fo["overloaded"]
     return {"imported": True, "targets": dict(sorted(out.items())), "failover": fo,
             "at": ns_to_iso(int(df["time_ns"].max()))}
+
+
+# ------------------------------------------------ `lctl get_param` readings: brw_stats, recovery, clients
+
+BRW_SHOWN = {"disk_iosize": "Disk I/O size", "io_time": "Disk I/O time (ms, bucket's upper bound)"}
+RECOVERY_LABELS = {0: "complete", 1: "inactive", 2: "waiting", 3: "waiting for clients", 4: "recovering",
+                   5: "unknown"}
+LUSTRE_STATE_METRICS = ("recovery_status", "recovery_completed_clients", "recovery_connected_clients",
+                        "recovery_evicted_clients", "connected_clients", "num_exports")
+
+
+def _bucket_value(name: str) -> float:
+    """brw_stats' bucket names in order: 4K < 1M; an unreadable one last."""
+    unit = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}.get(name[-1:], 1)
+    digits = name[:-1] if unit > 1 else name
+    return int(digits) * unit if digits.isdigit() else math.inf
+
+
+def brw_distributions(settings, fs: str, since_ns: int, until_ns: int) -> dict:
+    """Per target, the I/O sizes and the disk I/O times its brw_stats counted over [since, until)
+    (stored per interval by `collect` through lctl, or `import lctl-params`): which sizes reached the
+    disks, and how long they took. {hist: {"title", "buckets", "targets": [{target, read, write}],
+    "read", "write"}} (counts per bucket; the last two over all targets); {} without brw_stats."""
+    df = Q.target_bins(settings, fs, since_ns, until_ns, max(1, until_ns - since_ns), prefix="brw_")
+    if df.empty:
+        return {}
+    sums = df.groupby(["metric", "target"], sort=False)["amount"].sum()
+    out: dict = {}
+    for hist, title in BRW_SHOWN.items():
+        cells: dict[tuple[str, str, str], float] = {}
+        for (metric, target), amount in sums.items():
+            h, _, rest = metric[4:].partition(":")
+            op, _, bucket = rest.partition(":")
+            if h == hist and op in ("read", "write") and bucket:
+                cells[(target, op, bucket)] = float(amount)
+        if not cells:
+            continue
+        buckets = sorted({b for _, _, b in cells}, key=_bucket_value)
+        targets = sorted({t for t, _, _ in cells})
+        rows = [{"target": t, **{op: [cells.get((t, op, b), 0.0) for b in buckets] for op in ("read", "write")}}
+                for t in targets]
+        out[hist] = {"title": title, "buckets": buckets, "targets": rows,
+                     **{op: [sum(r[op][i] for r in rows) for i in range(len(buckets))] for op in ("read", "write")}}
+    return out
+
+
+def lustre_state(settings, fs: str, until_ns: int | None) -> dict:
+    """Each target's recovery (failover) state and connected clients as last read through
+    `lctl get_param` before `until`: {target: {recovery, recovery_label, completed/connected/evicted
+    clients, connected_clients, exports, seen}}."""
+    df = Q.last_before(settings, fs, until_ns, metrics=LUSTRE_STATE_METRICS)
+    out: dict[str, dict] = {}
+    for r in df.sort_values("time_ns").itertuples(index=False):
+        d = out.setdefault(r.target, {"recovery": None, "recovery_label": None, "connected_clients": None,
+                                      "exports": None, "recovery_completed_clients": None,
+                                      "recovery_connected_clients": None, "recovery_evicted_clients": None,
+                                      "seen": None})
+        v = None if r.value != r.value else int(r.value)
+        if r.metric == "recovery_status":
+            d["recovery"] = v
+            d["recovery_label"] = RECOVERY_LABELS.get(v, "unknown") if v is not None else None
+        elif r.metric == "num_exports":
+            d["exports"] = v
+        else:
+            d[r.metric] = v
+        d["seen"] = ns_to_iso(int(r.time_ns))
+    return dict(sorted(out.items()))
 
 
 # ------------------------------------------------------------------------------------------- talkers

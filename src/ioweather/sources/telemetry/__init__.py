@@ -8,7 +8,10 @@ Importers (raw Wide/Long chunks):
     lmt         LMT MySQL/MariaDB or SQLite     iostat_json  `iostat -x -t -o JSON`
     tts         pytokio HDF5                    csv_long     time,target,metric,value
     mmperfmon   GPFS `mmperfmon query` text     lfsdf        archived `lfs df` runs
-    (textfiles: the text members of a file, .gz, tar/.tgz or directory, for the last two)
+    lctl        `lctl dl -t` archives           lctl-params  `lctl get_param` captures (lctl_source)
+    (textfiles: the text members of a file, .gz, tar/.tgz or directory, for the text archives)
+`lustre` is lctl_source.LctlLustre: one `lctl get_param` a tick (parsed by lctl_params, which
+imports nothing heavy), or the /proc and /sys reader (lustre.py) where lctl is not installed.
 Glue, not sources: runner (each source in a thread with a deadline), collector (the `collect`
 loop's state: readings -> rows through stats/counters.py), ingest (chunks -> rows, imports that
 replace or roll back), synthetic (a Lustre-like tree for tests and benchmarks).

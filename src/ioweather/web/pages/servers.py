@@ -20,7 +20,9 @@ def servers_data(ctx: WebContext, params) -> dict:
     sort = q.choice("sort", fsview.SORTS, "bytes")
     doc = memo(ctx, fs, ("servers", fs, since_ns, until_ns, sort),
                lambda: fsview.servers(ctx.settings, fs, since_ns, until_ns, sort))
-    out = {"fs_all": systems, **doc, "target": None, "series": None}
+    out = {"fs_all": systems, **doc, "target": None, "series": None,
+           "brw": memo(ctx, fs, ("servers-brw", fs, since_ns, until_ns),
+                       lambda: fsview.brw_distributions(ctx.settings, fs, since_ns, until_ns))}
     target = q.text("target")
     if target is not None:
         if target not in {t["target"] for t in doc["targets"]}:
