@@ -94,3 +94,130 @@ def test_store_readings_use_the_proc_readers_names(testdata):
     assert s[("ai400-MDT0000", "md_statfs")].value == 44863
     assert s[("ai400-OST0000", "brw_disk_iosize:write:2M")].value == 50000
     assert s[("ai400-MDT0000", "connected_clients")].value == 4
+
+
+UNHEALTHY = """memused=5969573401
+health_check=NOT HEALTHY
+health_check=
+device lustre-OST0012 reported unhealthy
+device lustre-OST0014 reported unhealthy
+"""
+LNETCTL = """net:
+    - net type: lo
+      local NI(s):
+        - nid: 0@lo
+          status: up
+          statistics:
+              send_count: 300
+              recv_count: 298
+              drop_count: 2
+    - net type: o2ib
+      local NI(s):
+        - nid: 10.0.0.5@o2ib
+          status: up
+          statistics:
+              send_count: 1000
+              recv_count: 900
+              drop_count: 0
+statistics:
+    msgs_alloc: 0
+    msgs_max: 12
+    errors: 0
+    send_count: 1300
+    recv_count: 1198
+    route_count: 0
+    drop_count: 2
+    send_length: 123456
+    recv_length: 654321
+    route_length: 0
+    drop_length: 7
+"""
+
+
+def test_unhealthy_targets_lnetctl_and_mdt_job_stats(testdata):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from ioweather.services.exporter_lctl import capture_exposition
+
+    jobs = ("mdt.fs-MDT0000.job_stats=\njob_stats:\n- job_id:          'ls.1000'\n  snapshot_time:   1716295737\n"
+            "  open:            { samples:           4, unit: usecs, min:  10, max:  20, sum:  60, sumsq: 1000 }\n"
+            "  samedir_rename:  { samples:           1, unit: usecs, min:  10, max:  10, sum:  10, sumsq: 100 }\n"
+            "  fancy_new_op:    { samples:           9, unit: usecs, min:   1, max:   1, sum:   9, sumsq: 9 }\n")
+    text = _read(testdata, "2.14.0_ddn145_recovery") + UNHEALTHY + jobs + LNETCTL
+    cap = parse_capture(text)
+    assert cap.healthy is False and cap.unhealthy == ["lustre-OST0012", "lustre-OST0014"]
+    assert ("10.0.0.5@o2ib", "send_count", 1000) in cap.lnet_nid and cap.lnet["send_length"] == 123456
+    assert not cap.notes, cap.notes
+    got = {(s.name, tuple(sorted(s.labels.items()))): s.value
+           for f in text_string_to_metric_families(capture_exposition(cap).decode()) for s in f.samples}
+    assert got[("lustre_health_healthy", (("target", "lustre-OST0014"),))] == 0
+    assert got[("lustre_health_healthy", (("target", ""),))] == 0
+    assert got[("lustre_send_count_total", (("nid", "10.0.0.5@o2ib"),))] == 1000
+    assert got[("lustre_drop_count_total", (("nid", "0@lo"),))] == 2
+    assert got[("lustre_receive_bytes_total", ())] == 654321
+    job = (("component", "mdt"), ("jobid", "ls.1000"), ("operation", "open"), ("target", "fs-MDT0000"))
+    assert got[("lustre_job_stats_total", job)] == 4
+    # lustrefs-exporter's list of MDT job operations: an operation it does not know is not exported
+    assert not any(dict(k[1]).get("operation") == "fancy_new_op" for k in got)
+    assert got[("recovery_status", (("kind", "MDT"), ("target", "fs-MDT0000")))] == 0
+
+
+# -- fuzzing (issue 19's rule): any text ends in a Capture, never an exception, and its exposition parses
+
+import os  # noqa: E402
+from datetime import timedelta  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from conftest import TESTDATA  # noqa: E402
+
+_REAL = [line for name in ("valid", "2.14.0_ddn145_stats", "2.14.0_ddn145_recovery", "2.14.0_ddn229_quota")
+         for line in ((TESTDATA / "lustrefs-exporter" / f"{name}.txt").read_text().splitlines()
+                      if (TESTDATA / "lustrefs-exporter").is_dir() else [])]
+_JUNK = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=30)
+_line = st.one_of(st.sampled_from(_REAL or ["memused=1"]), _JUNK,
+                  st.builds(lambda line, cut: line[:cut], st.sampled_from(_REAL or ["x"]), st.integers(0, 80)),
+                  st.builds(lambda line, junk: line.replace("0", junk, 1), st.sampled_from(_REAL or ["x"]), _JUNK),
+                  st.builds(lambda name, junk: f"{name}={junk}", st.sampled_from(
+                      ["memused", "health_check", "osd-ldiskfs.f-OST0000.kbytesfree", "mdt.f-MDT0000.num_exports",
+                       "obdfilter.f-OST0000.stats", "qmt.f-QMT0000.dt-0x0.glb-usr", "mdd.f-MDT0000.changelog_users",
+                       "osd-zfs.f-OST0001.brw_stats", "mdt.f-MDT0000.exports.1.2.3.4@tcp.uuid", "lnet.stats"]), _JUNK))
+FUZZ = settings(max_examples=int(os.environ.get("IOWEATHER_FUZZ_EXAMPLES", "40")), deadline=timedelta(seconds=10),
+                derandomize=not os.environ.get("IOWEATHER_FUZZ_RANDOM"),
+                suppress_health_check=[HealthCheck.too_slow])
+
+
+@FUZZ
+@given(lines=st.lists(_line, max_size=60), newline=st.booleans())
+def test_fuzz_any_capture_parses_exports_and_stores(lines, newline):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from ioweather.services.exporter_lctl import capture_exposition
+
+    cap = parse_capture("\n".join(lines) + ("\n" if newline else ""))
+    samples = capture_samples(cap, "h")
+    assert all(s.value == s.value for s in samples)  # no NaN reading
+    text = capture_exposition(cap).decode()
+    list(text_string_to_metric_families(text))
+
+
+@FUZZ
+@given(lines=st.lists(_line, max_size=40), at=st.one_of(st.none(), st.integers(0, 2**62)))
+def test_fuzz_import_ends_in_rows_or_one_user_error(lines, at):
+    import tempfile
+
+    from ioweather.errors import UserError
+    from ioweather.sources.telemetry.lctl_source import read_captures
+
+    with tempfile.TemporaryDirectory() as d:
+        for i in range(2):  # two captures: counters become amounts
+            with open(os.path.join(d, f"c{i}.txt"), "w") as f:
+                f.write("\n".join(lines[i::2]) + "\n")
+        try:
+            chunk = read_captures(d, at, "f")
+        except UserError as e:
+            assert "\n" not in str(e)
+            return
+        assert list(chunk.frame.columns) == ["time_ns", "target", "metric", "value", "interval_s"]
+        assert not (chunk.frame["value"] < 0).any()

@@ -90,8 +90,13 @@ def capture_families(cap, top_jobs: int = TOP_JOBS) -> list[Family]:
     f = _Families()
     h = cap.host
     if cap.healthy is not None:
-        f.add("lustre_health_healthy", "gauge", "Whether the Lustre node reports itself healthy (1) or not (0).",
-              (), (), 1 if cap.healthy else 0)
+        help_ = "Whether the Lustre node (or the target health_check names) reports itself healthy (1) or not (0)."
+        # with targets named at fault lustrefs-exporter adds them as series labelled `target`; one family has
+        # one label set here, so the node's own series is then target="" (the same series to Prometheus)
+        labels = ("target",) if cap.unhealthy else ()
+        f.add("lustre_health_healthy", "gauge", help_, labels, ("",) if labels else (), 1 if cap.healthy else 0)
+        for target in cap.unhealthy:
+            f.add("lustre_health_healthy", "gauge", help_, labels, (target,), 0)
     f.add("lustre_lnet_mem_used", "gauge", "Gives information about Lustre LNet memory usage.", (), (),
           h.get("lnet_memused"))
     f.add("lustre_mem_used", "gauge", "Gives information about Lustre memory usage.", (), (), h.get("memused"))

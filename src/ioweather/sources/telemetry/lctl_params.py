@@ -36,21 +36,25 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-# The parameter list of one live call: every kind above, one process per interval.
+# The parameter list of one live call (`collect`): what the store keeps (lctl_source.capture_samples),
+# one process per interval. Per-client export stats, quota, LDLM services and changelog users are
+# left out: their label sets (clients, user ids) grow with the site and nothing stores them.
 PARAMS = (
     "memused", "memused_max", "lnet_memused", "health_check",
     "osd-*.*.kbytesavail", "osd-*.*.kbytesfree", "osd-*.*.kbytestotal", "osd-*.*.filesfree",
-    "osd-*.*.filestotal", "osd-*.*.brw_stats", "osd-*.*.quota_slave.acct_*",
-    "obdfilter.*.stats", "obdfilter.*.brw_stats", "obdfilter.*.job_stats", "obdfilter.*.num_exports", "obdfilter.*.tot_dirty",
-    "obdfilter.*.tot_granted", "obdfilter.*.tot_pending", "obdfilter.*.recovery_status",
-    "obdfilter.*.exports.*.uuid", "obdfilter.*.exports.*.stats",
-    "mdt.*.md_stats", "mdt.*.job_stats", "mdt.*.num_exports", "mdt.*.recovery_status",
-    "mdt.*.exports.*.uuid", "mdt.*.exports.*.stats",
-    "mgs.MGS.mgs.stats", "mgs.MGS.num_exports", "mgs.MGS.exports.*.uuid",
-    "ost.OSS.*.stats", "mds.MDS.*.stats",
-    "ldlm.namespaces.*.contended_locks", "ldlm.namespaces.*.contention_seconds",
-    "ldlm.namespaces.*.lock_count", "ldlm.namespaces.*.lock_timeouts", "ldlm.services.*.stats",
-    "llite.*.stats", "mdd.*.changelog_users", "qmt.*.*.glb-*",
+    "osd-*.*.filestotal", "osd-*.*.brw_stats",
+    "obdfilter.*.stats", "obdfilter.*.brw_stats", "obdfilter.*.job_stats", "obdfilter.*.num_exports",
+    "obdfilter.*.recovery_status", "obdfilter.*.exports.*.uuid",
+    "mdt.*.md_stats", "mdt.*.job_stats", "mdt.*.num_exports", "mdt.*.recovery_status", "mdt.*.exports.*.uuid",
+    "ldlm.namespaces.*.lock_count", "ldlm.namespaces.*.lock_timeouts", "llite.*.stats",
+)
+# Everything this reader and `export --capture` know: a capture for lustrefs-exporter's full set.
+CAPTURE_PARAMS = PARAMS + (
+    "obdfilter.*.tot_dirty", "obdfilter.*.tot_granted", "obdfilter.*.tot_pending", "obdfilter.*.exports.*.stats",
+    "mdt.*.exports.*.stats", "mgs.MGS.mgs.stats", "mgs.MGS.num_exports", "mgs.MGS.exports.*.uuid",
+    "ost.OSS.*.stats", "mds.MDS.*.stats", "ldlm.namespaces.*.contended_locks",
+    "ldlm.namespaces.*.contention_seconds", "ldlm.services.*.stats", "mdd.*.changelog_users",
+    "qmt.*.*.glb-*", "osd-*.*.quota_slave.acct_*",
 )
 
 BRW_NAMES = {  # the table titles of brw_stats -> lustre-collector's histogram names
@@ -61,7 +65,6 @@ BRW_NAMES = {  # the table titles of brw_stats -> lustre-collector's histogram n
 }
 RECOVERY_CODES = {"COMPLETE": 0, "INACTIVE": 1, "WAITING": 2, "WAITING_FOR_CLIENTS": 3, "RECOVERING": 4}
 RECOVERY_UNKNOWN = 5
-_UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 
 _PARAM = re.compile(r"^([A-Za-z][A-Za-z0-9_.@:*\[\]-]*)=(.*)$")
 _OSD = re.compile(r"^osd-[a-z]+\.([^.]+)\.(kbytesavail|kbytesfree|kbytestotal|filesfree|filestotal|fstype|brw_stats)$")
@@ -76,6 +79,7 @@ _LDLM_SERVICE = re.compile(r"^ldlm\.services\.([A-Za-z0-9_]+)\.stats$")
 _LLITE = re.compile(r"^llite\.([^.]+)\.stats$")
 _CHANGELOG = re.compile(r"^mdd\.([^.]+)\.changelog_users$")
 _QMT = re.compile(r"^qmt\.([^.]+)\.([^.]+)\.glb-(usr|grp|prj)$")
+_UNHEALTHY = re.compile(r"^device (\S+) reported unhealthy")
 _CLIENT_UUID = re.compile(r"^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$")
 _BUCKET = re.compile(r"^\s*([0-9]+[KMGT]?):\s+(\d+)\s+\d+\s+\d+\s*\|\s*(\d+)\s+\d+\s+\d+\s*$")
 _YAML_FIELD = re.compile(r"(\w+):\s*([^,}\s]+)")
@@ -138,6 +142,7 @@ class Capture:
 
     host: dict[str, int] = field(default_factory=dict)       # memused, memused_max, lnet_memused
     healthy: bool | None = None
+    unhealthy: list[str] = field(default_factory=list)        # targets health_check names as unhealthy
     values: list[tuple[str, str, int]] = field(default_factory=list)  # (target, param, value): osd, num_exports, tot_*, ldlm
     stats: list[Stats] = field(default_factory=list)
     brw: list[Brw] = field(default_factory=list)
@@ -159,10 +164,8 @@ class Capture:
 
 
 def _int(s: str) -> int | None:
-    try:
-        return int(s)
-    except ValueError:
-        return None
+    """A Lustre counter or gauge (an unsigned number); None for anything else ("-1", "1e3", " 7")."""
+    return int(s) if s.isascii() and s.isdigit() else None
 
 
 def _ns(line: str) -> int | None:
@@ -365,15 +368,14 @@ def _blocks(text: str) -> Iterator[tuple[str, list[str], int]]:
     stray = 0
     for line in text.split("\n"):
         m = _PARAM.match(line)
-        if m:
+        lnet = line in ("net:", "statistics:")  # `lnetctl net show -v` / `stats show` appended to the capture
+        if m or lnet:
             if name is not None:
                 yield name, lines, stray
                 stray = 0
-            name, lines = m.group(1), ([m.group(2)] if m.group(2) else [])
+            name, lines = ("lnetctl", [line]) if lnet else (m.group(1), [m.group(2)] if m.group(2) else [])
         elif name is not None:
             lines.append(line)
-        elif line.strip() in ("net:", "statistics:"):
-            name, lines = "lnetctl", [line]  # `lnetctl net show -v` / `stats show` in the same file
         elif line.strip():
             stray += 1
     if name is not None:
@@ -404,7 +406,9 @@ def parse_capture(text: str) -> Capture:
                 cap.host[name] = n
             continue
         if name == "health_check":
-            cap.healthy = value == "healthy"
+            # `health_check=NOT HEALTHY` may come with a second block naming the targets at fault
+            cap.healthy = value == "healthy" and cap.healthy is not False
+            cap.unhealthy += [m.group(1) for m in map(_UNHEALTHY.match, lines) if m]
             continue
         if name == "lnetctl" or name in ("lnet.stats", "stats") and ":" in "".join(lines):
             _lnet_yaml(lines, cap)
