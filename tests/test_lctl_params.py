@@ -221,3 +221,38 @@ def test_fuzz_import_ends_in_rows_or_one_user_error(lines, at):
             return
         assert list(chunk.frame.columns) == ["time_ns", "target", "metric", "value", "interval_s"]
         assert not (chunk.frame["value"] < 0).any()
+
+
+VARIANTS = """version=2.16.0_ddn56b
+health_check=NOT HEALTHY
+mdt.fs-MDT0000.exports.10.73.20.2@tcp.uuid=80fe6b5a-68b9-4dfb-9967-948902c1a2a3
+mdt.fs-MDT0000.exports.10.73.20.12@tcp.uuid=fs-MDT0001-mdtlov_UUID
+osd-ldiskfs.fs-OST0000.brw_stats=
+snapshot_time:         1702058707.803090953 (secs.nsecs)
+
+                           read      |     write
+disk I/O size          ios   % cum % |  ios         % cum %
+4K:                      0   0   0   |    1   0   0
+1M:                3469178 100 100   | 2278824   0   0
+2M:                      0   0 100   | 1473309100  99 100
+
+                           read      |     write
+block maps msec        maps  % cum % |  maps        % cum %
+1:                 5587235 100 100   | 184196106  99  99
+obdfilter.fs-OST0000.job_stats=job_stats:
+osd-zfs.fs-OST0001.kbytesfree=4106144
+"""
+
+
+def test_format_variants_of_other_versions():
+    """Lines as other Lustre versions print them: a `version=` head, `(secs.nsecs)`, buckets aligned
+    with spaces, block maps, an idle job_stats on its parameter's line, an inline client UUID, osd-zfs."""
+    cap = parse_capture(VARIANTS)
+    assert cap.notes == [] and not cap.unknown
+    assert cap.healthy is False and cap.unhealthy == []
+    assert connected_clients(cap) == {"fs-MDT0000": 1}
+    brw = cap.brw[0]
+    assert brw.snapshot_ns == 1702058707_803090953 and brw.start_time is None
+    assert brw.hists["disk_iosize"] == [("4K", 0, 1), ("1M", 3469178, 2278824), ("2M", 0, 1473309100)]
+    assert brw.hists["block_maps_msec"] == [("1", 5587235, 184196106)]
+    assert cap.jobs == [] and ("fs-OST0001", "kbytesfree", 4106144) in cap.values

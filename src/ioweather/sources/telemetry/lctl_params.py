@@ -405,6 +405,8 @@ def parse_capture(text: str) -> Capture:
             else:
                 cap.host[name] = n
             continue
+        if name == "version":  # `version=2.16.0_ddn56b` heads some captures: nothing to read
+            continue
         if name == "health_check":
             # `health_check=NOT HEALTHY` may come with a second block naming the targets at fault
             cap.healthy = value == "healthy" and cap.healthy is not False
