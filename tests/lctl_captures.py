@@ -31,3 +31,12 @@ def later(text: str, seconds: int = 60) -> str:
             line = f"{m.group(1)}{int(m.group(2)) + BRW_READ_ADD}{m.group(3)}{int(m.group(4)) + BRW_WRITE_ADD}{m.group(5)}"
         out.append(line)
     return "\n".join(out)
+
+
+def two_captures(directory, testdata, extra: str = ""):
+    """`directory` (created) holding a.txt, the real valid.txt, and b.txt, its later() copy (+ `extra`)."""
+    real = (testdata / "lustrefs-exporter" / "valid.txt").read_text()
+    directory.mkdir(exist_ok=True)
+    (directory / "a.txt").write_text(real)
+    (directory / "b.txt").write_text(later(real) + extra)
+    return directory

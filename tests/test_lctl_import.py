@@ -8,17 +8,13 @@ import numpy as np
 
 from ioweather.config import Settings
 from ioweather.store import telemetry_layout as layout
-from lctl_captures import BRW_WRITE_ADD, SUM_ADD, later
+from lctl_captures import BRW_WRITE_ADD, SUM_ADD, two_captures
 
 S = 1_000_000_000
 
 
 def test_a_directory_of_captures_stores_gauges_and_differences(cli, home, testdata, tmp_path):
-    real = (testdata / "lustrefs-exporter" / "valid.txt").read_text()
-    d = tmp_path / "caps"
-    d.mkdir()
-    (d / "a.txt").write_text(real)
-    (d / "b.txt").write_text(later(real))
+    d = two_captures(tmp_path / "caps", testdata)
     p = cli("import", "lctl-params", str(d), "--fs", "ai400", "--json", home=home)
     assert p.returncode == 0, p.stderr
     df = layout.read_frame(Settings(home=home), "ai400")
@@ -51,11 +47,7 @@ def test_one_capture_without_a_time_needs_at(cli, home, testdata):
 def test_the_store_exporter_names_them_as_lustrefs_exporter(cli, home, testdata, tmp_path):
     from prometheus_client.parser import text_string_to_metric_families
 
-    real = (testdata / "lustrefs-exporter" / "valid.txt").read_text()
-    d = tmp_path / "caps"
-    d.mkdir()
-    (d / "a.txt").write_text(real)
-    (d / "b.txt").write_text(later(real))
+    d = two_captures(tmp_path / "caps", testdata)
     cli("import", "lctl-params", str(d), "--fs", "ai400", home=home, check=True)
     p = cli("export", "--fs", "ai400", "--once", home=home, check=True)
     got = {(s.name, tuple(sorted(s.labels.items()))): s.value

@@ -8,7 +8,7 @@ import pytest
 
 from ioweather.config import Settings
 from ioweather.web.app import create_app
-from lctl_captures import BRW_READ_ADD, BRW_WRITE_ADD, later
+from lctl_captures import BRW_READ_ADD, BRW_WRITE_ADD, two_captures
 from web_server import Server, api
 
 WINDOW = "since=2023-07-11T07:00:00Z&until=2023-07-11T08:00:00Z"  # around the captures' snapshot times
@@ -29,10 +29,7 @@ def home(tmp_path_factory, testdata):
     from conftest import run_cli
 
     home = tmp_path_factory.mktemp("lctlweb")
-    d = tmp_path_factory.mktemp("caps")
-    real = (testdata / "lustrefs-exporter" / "valid.txt").read_text()
-    (d / "a.txt").write_text(real)
-    (d / "b.txt").write_text(later(real) + RECOVERING)
+    d = two_captures(tmp_path_factory.mktemp("caps"), testdata, RECOVERING)
     run_cli("import", "lctl-params", str(d), "--fs", "ai400", home=home, check=True)
     return home
 

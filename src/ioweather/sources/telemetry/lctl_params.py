@@ -294,29 +294,16 @@ def _recovery(lines: list[str]) -> dict[str, int]:
     return out
 
 
-def _quota_limits(lines: list[str]) -> list[tuple[str, dict[str, int]]]:
+def _quota_records(lines: list[str], key: str) -> list[tuple[str, dict[str, int]]]:
+    """The `- id: N` records of quota YAML with their `key: { a: 1, b: 2 }` map (limits or usage)."""
     out = []
     ident = None
     for line in lines:
         s = line.strip()
         if s.startswith("- id:"):
             ident = s[5:].strip()
-        elif s.startswith("limits:") and ident is not None:
-            f = {k: int(v) for k, v in _YAML_FIELD.findall(s[7:]) if v.isdigit()}
-            out.append((ident, f))
-    return out
-
-
-def _quota_usage(lines: list[str]) -> list[tuple[str, int, int]]:
-    out = []
-    ident = None
-    for line in lines:
-        s = line.strip()
-        if s.startswith("- id:"):
-            ident = s[5:].strip()
-        elif s.startswith("usage:") and ident is not None:
-            f = {k: int(v) for k, v in _YAML_FIELD.findall(s[6:]) if v.isdigit()}
-            out.append((ident, f.get("inodes", 0), f.get("kbytes", 0)))
+        elif s.startswith(key + ":") and ident is not None:
+            out.append((ident, {k: int(v) for k, v in _YAML_FIELD.findall(s[len(key) + 1:]) if v.isdigit()}))
     return out
 
 
@@ -384,6 +371,14 @@ def _blocks(text: str) -> Iterator[tuple[str, list[str], int]]:
         yield "", [], stray
 
 
+def _add_stats(cap: Capture, lines: list[str], kind: str, target: str, nid: str | None = None,
+               group: str | None = None) -> int:
+    """Parse one stats block into `cap.stats`; returns its unreadable lines."""
+    rows, start, snap, bad = parse_stats_block(lines)
+    cap.stats.append(Stats(kind, target, rows, start, snap, nid=nid, group=group))
+    return bad
+
+
 def parse_capture(text: str) -> Capture:
     """One `lctl get_param` output (any parameters, any order) -> Capture."""
     cap = Capture()
@@ -440,8 +435,8 @@ def parse_capture(text: str) -> Capture:
             continue
         m = _OSD_QUOTA.match(name)
         if m:
-            for ident, inodes, kbytes in _quota_usage(lines):
-                cap.quota_usage.append((m.group(1), m.group(2), ident, inodes, kbytes))
+            for ident, f in _quota_records(lines, "usage"):
+                cap.quota_usage.append((m.group(1), m.group(2), ident, f.get("inodes", 0), f.get("kbytes", 0)))
             continue
         m = _EXPORT.match(name)
         if m:
@@ -450,24 +445,18 @@ def parse_capture(text: str) -> Capture:
                 # a repeated parameter (the same export listed twice) replaces, never adds
                 cap.clients[(target, nid)] = sum(1 for x in lines if _CLIENT_UUID.match(x.strip()))
             else:
-                rows, start, snap, b = parse_stats_block(lines)
-                bad += b
-                cap.stats.append(Stats("export", target, rows, start, snap, nid=nid, group=group))
+                bad += _add_stats(cap, lines, "export", target, nid=nid, group=group)
             continue
         m = _MGS_STATS.match(name)
         if m:
             if m.group(1) == "stats":
-                rows, start, snap, b = parse_stats_block(lines)
-                bad += b
-                cap.stats.append(Stats("mgs", "MGS", rows, start, snap))
+                bad += _add_stats(cap, lines, "mgs", "MGS")
             continue
         m = _TARGET.match(name)
         if m:
             group, target, param = m.groups()
             if param in ("stats", "md_stats"):
-                rows, start, snap, b = parse_stats_block(lines)
-                bad += b
-                cap.stats.append(Stats("mdt" if param == "md_stats" else group, target, rows, start, snap))
+                bad += _add_stats(cap, lines, "mdt" if param == "md_stats" else group, target)
             elif param == "job_stats":
                 jobs, b = parse_job_stats("ost" if group == "obdfilter" else "mdt", target, lines)
                 bad += b
@@ -490,9 +479,7 @@ def parse_capture(text: str) -> Capture:
             continue
         m = _SERVICE.match(name)
         if m:
-            rows, start, snap, b = parse_stats_block(lines)
-            bad += b
-            cap.stats.append(Stats("service", m.group(2), rows, start, snap, group=m.group(1).split(".")[1]))
+            bad += _add_stats(cap, lines, "service", m.group(2), group=m.group(1).split(".")[1])
             continue
         m = _NAMESPACE.match(name)
         if m:
@@ -510,15 +497,11 @@ def parse_capture(text: str) -> Capture:
             continue
         m = _LDLM_SERVICE.match(name)
         if m:
-            rows, start, snap, b = parse_stats_block(lines)
-            bad += b
-            cap.stats.append(Stats("ldlm", m.group(1), rows, start, snap))
+            bad += _add_stats(cap, lines, "ldlm", m.group(1))
             continue
         m = _LLITE.match(name)
         if m:
-            rows, start, snap, b = parse_stats_block(lines)
-            bad += b
-            cap.stats.append(Stats("llite", m.group(1), rows, start, snap))
+            bad += _add_stats(cap, lines, "llite", m.group(1))
             continue
         m = _CHANGELOG.match(name)
         if m:
@@ -531,7 +514,7 @@ def parse_capture(text: str) -> Capture:
         m = _QMT.match(name)
         if m:
             target, pool, acct = m.groups()
-            for ident, limits in _quota_limits(lines):
+            for ident, limits in _quota_records(lines, "limits"):
                 cap.quota_limits.append((target, pool, _ACCOUNTING[acct], ident, limits))
             continue
         cap.unknown[_generic(name)] += 1
