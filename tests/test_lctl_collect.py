@@ -102,3 +102,43 @@ def test_collect_process_with_a_fake_lctl(cli, home, fake_lctl):
             assert v.sum() == want, (target, metric)
     r = df[(df.target == RESET[0]) & (df.metric == RESET[1])].value
     assert (r.dropna() == 0).all() and (r.isna().sum() >= 1 or out["missed_ticks"] > 0)
+
+
+def _script(d, body: str) -> None:
+    script = d / "lctl"
+    script.write_text("#!/bin/sh\n" + body)
+    script.chmod(0o755)
+
+
+def test_a_hung_or_failing_lctl_is_a_source_error_not_a_hang(tmp_path, monkeypatch):
+    import time
+
+    from ioweather.sources.telemetry.base import SourceError
+    from ioweather.sources.telemetry.lctl_source import LctlLustre
+
+    d = tmp_path / "bin"
+    d.mkdir()
+    monkeypatch.setenv("PATH", f"{d}:{os.environ['PATH']}")
+    _script(d, f"echo $$ > {d}/pid; sleep 60 & echo $! > {d}/child; wait\n")
+    src = LctlLustre("/", timeout_s=0.5)
+    t0 = time.monotonic()
+    with pytest.raises(SourceError, match="no answer within 0.5 s"):
+        src.collect()
+    assert time.monotonic() - t0 < 30
+    child = int((d / "child").read_text())
+    for _ in range(100):  # the whole process group was killed: its `sleep` too (a zombie until reaped by init)
+        try:
+            state = open(f"/proc/{child}/stat").read().split(")")[1].split()[0]
+        except FileNotFoundError:
+            break
+        if state == "Z":
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("lctl's child still runs")
+    _script(d, "echo 'error: get_param: param_path: No such file or directory' >&2; exit 2\n")
+    with pytest.raises(SourceError, match="exit 2.*No such file"):
+        src.collect()
+    # a missing parameter among others: exit 2, the rest printed and read
+    _script(d, "echo memused=7; echo 'error: get_param: no mdt' >&2; exit 2\n")
+    assert [(s.metric, s.value) for s in src.collect()] == [("lustre_memused_bytes", 7)]

@@ -3,8 +3,10 @@ store, and as an importer (`import lctl-params`); the parsing is lctl_params.py.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Callable
 
@@ -118,17 +120,22 @@ class LctlLustre(Lustre):
             return super().collect()
         params = PARAMS if self.jobs else tuple(p for p in PARAMS if "job_stats" not in p)
         try:
-            # the runner's deadline cannot stop a stuck process: the timeout here kills it just before
-            run = subprocess.run([self.lctl, "get_param", *params], capture_output=True, timeout=self.timeout_s,
-                                 env={**os.environ, "LC_ALL": "C"})
-        except subprocess.TimeoutExpired:
-            raise SourceError(f"lctl get_param gave no answer within {self.timeout_s:g} s (killed)") from None
+            proc = subprocess.Popen([self.lctl, "get_param", *params], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    env={**os.environ, "LC_ALL": "C"}, start_new_session=True)
         except OSError as e:
             raise SourceError(f"cannot run {self.lctl}: {e.strerror}") from None
-        text = run.stdout.decode("utf-8", "replace")
-        if run.returncode != 0 and not text.strip():
-            err = run.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise SourceError(f"lctl get_param failed (exit {run.returncode}): {err[0] if err else 'no message'}")
+        try:
+            out, err = proc.communicate(timeout=self.timeout_s)
+        except subprocess.TimeoutExpired:
+            # the runner's deadline cannot stop a stuck process: kill it (and what it started) just before
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise SourceError(f"lctl get_param gave no answer within {self.timeout_s:g} s (killed)") from None
+        text = out.decode("utf-8", "replace")
+        if proc.returncode != 0 and not text.strip():
+            lines = err.decode("utf-8", "replace").strip().splitlines()
+            raise SourceError(f"lctl get_param failed (exit {proc.returncode}): {lines[0] if lines else 'no message'}")
         # a parameter missing on this node (no MDT on an OSS) makes lctl exit 2 and print the others
         cap = parse_capture(text)
         for note in cap.notes:
