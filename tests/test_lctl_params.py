@@ -256,3 +256,40 @@ def test_format_variants_of_other_versions():
     assert brw.hists["disk_iosize"] == [("4K", 0, 1), ("1M", 3469178, 2278824), ("2M", 0, 1473309100)]
     assert brw.hists["block_maps_msec"] == [("1", 5587235, 184196106)]
     assert cap.jobs == [] and ("fs-OST0001", "kbytesfree", 4106144) in cap.values
+
+
+def test_lctl_reads_what_the_proc_reader_reads(testdata):
+    """The mock server+client tree as `lctl get_param PARAMS` would print it (a parameter's name is its
+    path below /proc/fs/lustre or /sys/fs/lustre with dots): every reading of the /proc reader is
+    there under the same (target, metric), with the same value and kind."""
+    import fnmatch
+
+    from ioweather.sources.telemetry.lctl_params import PARAMS
+    from ioweather.sources.telemetry.lustre import Lustre
+
+    root = testdata / "lustre-procfs"
+    parts, seen = [], set()
+    for base in ("proc/fs/lustre", "sys/fs/lustre"):
+        for dirpath, _, files in sorted(os.walk(root / base)):
+            for f in sorted(files):
+                path = os.path.join(dirpath, f)
+                name = os.path.relpath(path, root / base).replace("/", ".")
+                if name in seen or not any(fnmatch.fnmatchcase(name, g) for g in PARAMS):
+                    continue
+                seen.add(name)
+                text = open(path, errors="replace").read().rstrip("\n")
+                parts.append(f"{name}={text}\n" if "\n" not in text else f"{name}=\n{text}\n")
+    cap = parse_capture("".join(parts))
+    lctl = {(s.target, s.metric): (s.value, s.kind) for s in capture_samples(cap, "h")}
+    proc = {(s.target, s.metric): (s.value, s.kind) for s in Lustre(root, host="h").collect()}
+    assert len(proc) > 400
+    assert not [k for k in proc if k not in lctl]
+    differ = {k for k in proc if proc[k] != lctl[k]}
+    # the tree has two copies of OST0000's capacity that disagree: the /proc reader takes obdfilter's,
+    # lctl (as lustrefs-exporter) the osd's
+    assert {m for _, m in differ} <= {"avail_bytes", "free_bytes", "files_free", "files_total"}
+    for target, metric in differ:
+        osd = next((root / "proc/fs/lustre").glob(f"osd-*/{target}"))
+        f = {"avail_bytes": "kbytesavail", "free_bytes": "kbytesfree"}.get(metric, metric.replace("_", ""))
+        scale = 1024 if metric.endswith("bytes") else 1
+        assert lctl[(target, metric)][0] == int((osd / f).read_text().split()[0]) * scale

@@ -13,7 +13,7 @@ What is read (the kinds of whamcloud/lustrefs-exporter's lustre-collector):
     obdfilter|mdt|mgs.T.exports.NID.{uuid,stats}                   connected clients, per-client stats
     ost.OSS.SVC.stats, mds.MDS.SVC.stats, mgs.MGS.mgs.stats,       service (RPC) stats
     ldlm.namespaces.NS.*, ldlm.services.SVC.stats                  lock counts, contention, LDLM services
-    llite.FS-SB.stats                                              a client mount
+    llite.FS-SB.stats, osc.OST-osc-SB.stats                        a client mount, its OST connections
     mdd.T.changelog_users                                          changelog index and users
     qmt.T.POOL.glb-{usr,grp,prj}                                   quota limits
     lnet.stats (or /sys/kernel/debug/lnet/stats' one line), `lnetctl net show -v` / `stats show` YAML
@@ -46,7 +46,7 @@ PARAMS = (
     "obdfilter.*.stats", "obdfilter.*.brw_stats", "obdfilter.*.job_stats", "obdfilter.*.num_exports",
     "obdfilter.*.recovery_status", "obdfilter.*.exports.*.uuid",
     "mdt.*.md_stats", "mdt.*.job_stats", "mdt.*.num_exports", "mdt.*.recovery_status", "mdt.*.exports.*.uuid",
-    "ldlm.namespaces.*.lock_count", "ldlm.namespaces.*.lock_timeouts", "llite.*.stats",
+    "ldlm.namespaces.*.lock_count", "ldlm.namespaces.*.lock_timeouts", "llite.*.stats", "osc.*.stats",
 )
 # Everything this reader and `export --capture` know: a capture for lustrefs-exporter's full set.
 CAPTURE_PARAMS = PARAMS + (
@@ -77,6 +77,7 @@ _SERVICE = re.compile(r"^(ost\.OSS|mds\.MDS)\.([A-Za-z0-9_]+)\.stats$")
 _NAMESPACE = re.compile(r"^ldlm\.namespaces\.(.+)\.([a-z_]+)$")
 _LDLM_SERVICE = re.compile(r"^ldlm\.services\.([A-Za-z0-9_]+)\.stats$")
 _LLITE = re.compile(r"^llite\.([^.]+)\.stats$")
+_OSC = re.compile(r"^osc\.([^.]+-osc-[^.]+)\.stats$")
 _CHANGELOG = re.compile(r"^mdd\.([^.]+)\.changelog_users$")
 _QMT = re.compile(r"^qmt\.([^.]+)\.([^.]+)\.glb-(usr|grp|prj)$")
 _UNHEALTHY = re.compile(r"^device (\S+) reported unhealthy")
@@ -111,7 +112,7 @@ class Stat:
 class Stats:
     """One stats block: where it came from, its start time (when the counters were last reset)."""
 
-    kind: str                 # obdfilter, mdt, mgs, export, service, ldlm, llite
+    kind: str                 # obdfilter, mdt, mgs, export, service, ldlm, llite, osc
     target: str               # the target, the service (ost, ost_io, mdt_fld...), the llite mount
     rows: list[Stat]
     start_time: int | None = None
@@ -492,8 +493,7 @@ def parse_capture(text: str) -> Capture:
                     else:
                         cap.values.append((ns[len(prefix):-5], param, n))
                     break
-            else:
-                cap.unknown["ldlm.namespaces.(client namespace)"] += 1
+            # else a client's namespace (FS-OST0000-osc-SB): `ldlm.namespaces.*` names them too; not a target's
             continue
         m = _LDLM_SERVICE.match(name)
         if m:
@@ -502,6 +502,10 @@ def parse_capture(text: str) -> Capture:
         m = _LLITE.match(name)
         if m:
             bad += _add_stats(cap, lines, "llite", m.group(1))
+            continue
+        m = _OSC.match(name)
+        if m:
+            bad += _add_stats(cap, lines, "osc", m.group(1))
             continue
         m = _CHANGELOG.match(name)
         if m:

@@ -15,7 +15,7 @@ from ioweather.sources.telemetry.base import COUNTER, GAUGE, Sample, SourceError
 from ioweather.sources.telemetry.importers import Importer, Option
 from ioweather.sources.telemetry.ingest import COLUMNS, wide_to_long
 from ioweather.sources.telemetry.lctl_params import PARAMS, Capture, Stat, connected_clients, parse_capture
-from ioweather.sources.telemetry.lustre import MD_OPS, OST_OPS, Lustre, _bytes_and_ops
+from ioweather.sources.telemetry.lustre import MD_OPS, OST_OPS, Lustre, _bytes_and_ops, osc_samples
 from ioweather.sources.telemetry.textfiles import TextImport, read_members
 
 # ------------------------------------------------------------------------ readings for the store
@@ -26,7 +26,7 @@ def capture_samples(cap: Capture, host: str) -> list[Sample]:
 
       OST stats -> read_bytes, write_bytes, read_ops, write_ops, ost_<op>; md_stats -> md_<op>;
       osd -> capacity_bytes, free_bytes, avail_bytes, files_total, files_free (gauges);
-      job_stats -> <target>/<job> job_*; llite -> <host>:<fs> as the /proc reader;
+      job_stats -> <target>/<job> job_*; llite -> <host>:<fs>, osc -> <host>:<OST> as the /proc reader;
     and what only lctl gives: brw_stats buckets as counters `brw_<hist>:<read|write>:<bucket>`,
     recovery_status (the code above) and its client counts, connected_clients, num_exports,
     lock_count, lock_timeouts (a counter), the host's lustre_memused_bytes."""
@@ -56,6 +56,8 @@ def capture_samples(cap: Capture, host: str) -> list[Sample]:
             target = f"{host}:{st.target.rsplit('-', 1)[0]}"
             out += [Sample(target, m, v) for m, v in _bytes_and_ops(rows)]
             out += [Sample(target, f"md_{op}", rows[op][0]) for op in MD_OPS if op in rows]
+        elif st.kind == "osc" and "-osc-MDT" not in st.target:  # an MDT's own connections to OSTs: no client's
+            out += osc_samples(host, st.target, rows)
     seen.clear()
     for brw in cap.brw:
         if brw.target in seen:

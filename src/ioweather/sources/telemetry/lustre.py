@@ -101,6 +101,19 @@ def _bytes_and_ops(stats: dict[str, tuple[int, int | None]], prefix: str = "") -
     return out
 
 
+def osc_samples(host: str, name: str, stats: dict[str, tuple[int, int | None]]) -> list[Sample]:
+    """A client's stats of one OST connection (osc `<OST>-osc-<sb>`) -> its bytes, RPCs and RPC wait."""
+    target = f"{host}:{name.split('-osc-')[0]}"
+    out = [Sample(target, f"osc_{kind}_bytes", stats[f"{kind}_bytes"][1] or 0)
+           for kind in ("read", "write") if f"{kind}_bytes" in stats]
+    if "req_waittime" in stats:
+        count, usec = stats["req_waittime"]
+        out.append(Sample(target, "osc_rpcs", count))
+        if usec is not None:
+            out.append(Sample(target, "osc_rpc_wait_s", usec / 1e6))
+    return out
+
+
 class Lustre(Source):
     name = "lustre"
     description = "Lustre servers (obdfilter, mdt, job_stats, capacity) and clients (llite, osc)"
@@ -226,18 +239,8 @@ class Lustre(Source):
             if "-osc-" not in name or "-osc-MDT" in name:
                 continue  # osc-MDTxxxx are the MDT's connections to OSTs, not a client mount
             text = self._read(dirs, "stats")
-            if text is None:
-                continue
-            stats = parse_stats(text)
-            target = f"{self.host}:{name.split('-osc-')[0]}"
-            for kind in ("read", "write"):
-                if f"{kind}_bytes" in stats:
-                    out.append(Sample(target, f"osc_{kind}_bytes", stats[f"{kind}_bytes"][1] or 0))
-            if "req_waittime" in stats:
-                count, usec = stats["req_waittime"]
-                out.append(Sample(target, "osc_rpcs", count))
-                if usec is not None:
-                    out.append(Sample(target, "osc_rpc_wait_s", usec / 1e6))
+            if text is not None:
+                out += osc_samples(self.host, name, parse_stats(text))
         return out
 
     def _capacity(self, name: str, dirs: list[str], fs: str | None) -> list[Sample]:
