@@ -4,6 +4,8 @@ prometheus_client's parser. Every sample of the .prom must be there with its val
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -45,7 +47,23 @@ def test_capture_list_and_bad_input(cli, home, testdata, tmp_path):
     fams = {x["name"]: x for x in json.loads(p.stdout)["families"]}
     assert fams["lustre_disk_io_total"]["series"] == 14
     assert fams["lustre_disk_io_total"]["labels"] == ["component", "operation", "size", "target"]
+    import gzip
+
+    gz = tmp_path / "valid.txt.gz"
+    gz.write_bytes(gzip.compress(f.read_bytes()))
+    plain = cli("export", "--capture", str(f), "--once", home=home)
+    assert cli("export", "--capture", str(gz), "--once", home=home).stdout == plain.stdout
+    cut = tmp_path / "cut.txt.gz"
+    cut.write_bytes(gz.read_bytes()[:600])
+    p = cli("export", "--capture", str(cut), "--once", home=home)  # what it holds, and a note
+    assert p.returncode == 0 and "lustre_mem_used 5.969573401e+09" in p.stdout and "cut short" in p.stderr
+    bad = tmp_path / "bad.gz"
+    bad.write_bytes(b"\x1f\x8b" + b"\x00" * 40)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
     for args, word in ((["--capture", str(tmp_path / "none"), "--once"], "no such file"),
+                       (["--capture", str(bad), "--once"], "not a readable gzip file"),
+                       (["--capture", str(fifo), "--once"], "FIFO"),
                        (["--capture", str(f)], "--once"),
                        (["--capture", "/etc/hostname", "--once"], "no `lctl get_param` parameter")):
         p = cli("export", *args, home=home)

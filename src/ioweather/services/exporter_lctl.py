@@ -292,7 +292,6 @@ def read_capture(path: str):
     """The capture in `path` (text, or gzip-compressed) -> (Capture, notes). UserError for what cannot
     be read. Not textfiles.read_members (tar, directories): that one imports pandas, a second of a
     cron job's start, and a scrape is one capture."""
-    import gzip
     import zlib
 
     from ioweather.files import open_regular
@@ -305,10 +304,13 @@ def read_capture(path: str):
             raise from_os_error(path, e, "read") from None
     notes = []
     if raw[:2] == b"\x1f\x8b":
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)  # not gzip.decompress: a cut file gives what it holds
         try:
-            raw = gzip.decompress(raw)
-        except (EOFError, zlib.error, OSError) as e:
+            raw = d.decompress(raw)
+        except zlib.error as e:
             raise UserError(f"{path}: not a readable gzip file ({e})") from None
+        if not d.eof:
+            notes.append("the gzip stream is cut short: what it holds is exported")
     cap = parse_capture(raw.decode("utf-8", "replace"))
     if not cap.params:
         raise UserError(f"{path}: no `lctl get_param` parameter (a line `name=value`) found")
