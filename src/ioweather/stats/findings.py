@@ -590,7 +590,7 @@ def _read_modify_write(j: Job) -> list[dict]:
     hints = {"romio_ds_write": "disable", "cb_buffer_size": 64 * MiB}
     return [_f("M09", f"collective buffering reads back what it writes: on the files MPI-IO wrote "
                f"({format_bytes(m_bw)}), POSIX made {int(extra_n):,} reads MPI-IO did not ask for "
-               f"({int(tiny):,} under 1 KiB, {format_bytes(extra_b)}) with {int(switches):,} read/write switches, "
+               f"({int(tiny):,} of them under 1 KiB; {format_bytes(extra_b)} in all) with {int(switches):,} read/write switches, "
                f"and moved {ratio:.1f}× the MPI-IO bytes: data sieving reads each block before writing its holes. "
                f"Set romio_ds_write=disable and a larger cb_buffer_size{lib}",
                {"mpiio_bytes_written": m_bw, "mpiio_bytes_read": m_br, "posix_bytes_written": p_bw,
