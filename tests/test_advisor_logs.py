@@ -1,0 +1,42 @@
+"""Every public Darshan log through `job_report`, checking the advisor's invariants (issue 27): the
+verdict's combined saving never exceeds the I/O time, verdict and findings agree, every HIGH has a
+cost, and a job whose files MPI-IO recorded is timed at the MPI-IO layer (or above)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from darshan_support import DATA_LOGS, TESTDATA_LOGS
+
+from ioweather.services.darshan import job_report
+
+LOGS = sorted({p.resolve() for root in (TESTDATA_LOGS, DATA_LOGS) if root.is_dir()
+               for p in Path(root).rglob("*.darshan")})
+
+
+@pytest.mark.skipif(not LOGS, reason="no shared Darshan logs")
+@pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:48])
+def test_report_invariants(path):
+    rep, log = job_report(str(path))
+    perf, findings = rep["perf"], rep["findings"]
+    io = perf["io_time_s"]
+    assert 0.0 <= rep["verdict_saving_s"] <= io + 1e-9
+    assert sum(f["combined_s"] or 0.0 for f in findings) <= io + 1e-9
+    high = [f for f in findings if f["level"] == "HIGH"]
+    for f in high:
+        assert f["cost_s"] > 0 and f["worth"] >= 1, f["code"]
+    if high:
+        assert rep["verdict_actions"], rep["verdict"]
+        assert "nothing worth changing" not in rep["verdict"]
+    if rep["verdict_actions"]:
+        assert rep["verdict_saving_s"] > 0
+    # the top layer's time is never below any single layer's, and MPI-IO files are timed at MPI-IO or above
+    for layer in perf["layers"].values():
+        assert io >= layer["io_time_s"] - 1e-6
+    mpiio = rep["interfaces"].get("MPI-IO")
+    if mpiio and any(mpiio.get(k) for k in ("read_time_s", "write_time_s", "meta_time_s")):
+        assert set(perf["io_time_by_layer_s"]) & {"MPI-IO", "HDF5", "PnetCDF"}
+    if log.partial_modules:
+        assert "partial log" in rep["verdict"]
