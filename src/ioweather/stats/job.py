@@ -694,7 +694,8 @@ def characterize(log, *, cores_per_node: int | None = None) -> dict:
         "mibps_per_node_reason": reason,
         "nnodes_source": nsrc,
         "slowest_rank": slowest,
-        "imbalance": {"bytes": imbalance(pr["bytes"].to_numpy()), "time": imbalance(top["per_rank"]),
+        # per rank at the storage layer, where every rank's own records are (a shared MPI-IO record has no ranks)
+        "imbalance": {"bytes": imbalance(pr["bytes"].to_numpy()), "time": imbalance(pr["time"].to_numpy()),
                       "ranks_with_io": int((pr["bytes"].to_numpy() > 0).sum())},
     }
     return {
