@@ -139,7 +139,7 @@ def _user_name(uid, cache: dict) -> str | None:
 
 
 LIST_COLUMNS = ["log_hash", "jobid", "uid", "exe", "nprocs", "nnodes", "start_ns", "runtime_s", "bytes_read",
-                "bytes_written", "mibps", "finding_codes", "verdict", "path"]
+                "bytes_written", "mibps", "finding_codes", "verdict", "path", "findings_json"]
 
 
 def list_jobs(store, *, since_ns: int | None = None, until_ns: int | None = None, user: str | None = None,
@@ -181,13 +181,14 @@ def _list_row(r: dict, names: dict) -> dict:
 
     codes = [c for c in (r["finding_codes"] or "").split(",") if c]
     uid = _opt(r["uid"], int)
+    level = _stored_level(r.get("findings_json")) or highest_level(codes)
     return {"id": r["log_hash"], "jobid": _opt(r["jobid"], int), "uid": uid,
             "user": None if uid is None else _user_name(uid, names), "exe": r["exe"],
             "nprocs": _opt(r["nprocs"], int), "nnodes": _opt(r["nnodes"], int),
             "start": None if _opt(r["start_ns"], int) is None else ns_to_iso(int(r["start_ns"])),
             "runtime_s": _opt(r["runtime_s"], float), "read_bytes": _opt(r["bytes_read"], int),
             "write_bytes": _opt(r["bytes_written"], int), "bps": _bps(_opt(r["mibps"], float)),
-            "level": highest_level(codes), "findings": codes,
+            "level": level, "findings": codes,
             "verdict": r["verdict"] if isinstance(r["verdict"], str) else None, "path": r["path"]}
 
 
@@ -213,7 +214,7 @@ def stored_job(store, parquet_dir, id_prefix: str) -> dict | None:
         "perf": {**ch["perf"], "mibps_per_node": mibps_per_node(ch["perf"]["mibps"], ch["job"]["nnodes"])},
         "access": {"common_access_bytes": r["common_access_bytes"], **ch["access"]},
         "sharing": ch["sharing"],
-        "level": highest_level(codes),
+        "level": _stored_level(r.get("findings_json")) or highest_level(codes),
         "verdict": r.get("verdict"),
         "findings": _findings(r, codes),
         "files_stored": files is not None,
@@ -224,6 +225,19 @@ def stored_job(store, parquet_dir, id_prefix: str) -> dict | None:
         "stripes_stored": files is not None and all(c in files.columns for c in LUSTRE_FILE_COLUMNS),
         "top_files": top_files(files) if files is not None else [],
     }
+
+
+def _stored_level(findings_json) -> str | None:
+    """The most severe level among a row's stored findings, as the report set it from their costs (a
+    finding's level is at most its code's: a P05 that costs little was stored as WARN); None without them."""
+    import json
+
+    from ioweather.stats.findings import severity
+
+    if not isinstance(findings_json, str) or not findings_json:
+        return None
+    levels = [f.get("level") for f in json.loads(findings_json)]
+    return max(levels, key=severity) if levels else None
 
 
 def _findings(r: dict, codes: list[str]) -> list[dict]:
