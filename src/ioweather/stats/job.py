@@ -502,16 +502,15 @@ def layer_rows(log, nprocs: int) -> Cols:
                                                 ("rank", np.int64), ("time", np.float64),
                                                 ("shared", np.float64)))})
     out.n = len(out["key"])
-    if data_keys := {li: set() for li, layer in enumerate(LAYERS) if layer in _DATA_MODULE}:
-        for li in data_keys:
-            rec = log.records.get(_DATA_MODULE[LAYERS[li]])
-            if rec is not None and len(rec) and rec.file_rec_ids is not None:
-                data_keys[li] = set(int(k) for k in np.unique(rec.file_rec_ids))
-        # a library file record whose file has no dataset/variable record is not the top layer
-        keep = np.array([not (li in data_keys and int(k) not in data_keys[li])
-                         for k, li in zip(out["key"], out["layer"])], bool) if out.n else np.zeros(0, bool)
-        if not keep.all():
-            out = subset(out, keep)
+    keep = np.ones(out.n, bool)
+    for li, layer in enumerate(LAYERS):
+        rec = log.records.get(_DATA_MODULE.get(layer, ""))
+        if rec is not None and len(rec) and rec.file_rec_ids is not None:
+            # a library file record whose file has no dataset/variable record is not the top layer
+            sel = out["layer"] == li
+            keep[sel] = np.isin(out["key"][sel], rec.file_rec_ids)
+    if not keep.all():
+        out = subset(out, keep)
     return out
 
 
