@@ -67,8 +67,10 @@ def job_report(path: str, *, cores_per_node: int | None = None, thresholds_file:
     v = job_verdict(rep["findings"], rep, thresholds)
     # the verdict first: it is what a reader acts on
     rep = {"verdict": v["text"], "verdict_actions": v["actions"], "verdict_saving_s": v["saving_s"], **rep}
-    if log.warnings:
-        rep["warnings"] = log.warnings
+    # optional regions (DXT, heatmaps) that could not be read are named: the counters above stand without them
+    warnings = list(log.warnings) + [f"{m} region of the log left out: {why}" for m, why in log.damaged.items()]
+    if warnings:
+        rep["warnings"] = warnings
     return rep, log
 
 
