@@ -14,10 +14,12 @@ from pathlib import Path
 from ioweather.errors import UserError, from_os_error
 from ioweather.stats.job import characterization_fields, mibps_per_node
 from ioweather.stats.job_files import TOP_FILES, per_module, per_mount, top_files
-from ioweather.store import jobs as jobs_store
 from ioweather.units import ns_to_iso
 
 MiB = 1 << 20
+#: store.jobs is imported inside the archive's functions: it loads SQLAlchemy (0.7 s), which reading
+#: one log for `ioweather job` does not need.
+
 #: Keys renamed to the unit rule (`read_bytes`, `_bps` rates in bytes/s). The old keys stay one release
 #: beside the new ones (docs/darshan.md documents them); new commands print only the new ones.
 BYTE_KEYS = {"bytes_read": "read_bytes", "bytes_written": "write_bytes", "by_bytes_read": "by_read_bytes",
@@ -103,6 +105,8 @@ def write_html(out: str, text: str) -> None:
 
 def archive_summary(settings, *, projects_file: str | None, cores_per_node: int | None, min_procs: int,
                     min_bytes: int, top: int) -> dict:
+    from ioweather.store import jobs as jobs_store
+
     from ioweather.stats.archive import assign_projects, parse_project_map
     from ioweather.stats.archive import summary as build
     from ioweather.store import open_store
@@ -125,6 +129,8 @@ def archive_summary(settings, *, projects_file: str | None, cores_per_node: int 
 
 
 def failed_logs(settings) -> list[dict]:
+    from ioweather.store import jobs as jobs_store
+
     from ioweather.store import open_store
 
     return [{"path": r["path"], "reason": r["reason"], "size_bytes": r["size_bytes"],
@@ -148,6 +154,8 @@ def list_jobs(store, *, since_ns: int | None = None, until_ns: int | None = None
               exe: str | None = None, limit: int | None = None) -> list[dict]:
     """Stored jobs, latest start first: started in [since, until), uid or user name containing `user`,
     executable containing `exe` (substrings, case-sensitive as names are)."""
+    from ioweather.store import jobs as jobs_store
+
     import numpy as np
     import pandas as pd
 
@@ -199,6 +207,8 @@ def _list_row(r: dict, names: dict) -> dict:
 def stored_job(store, parquet_dir, id_prefix: str) -> dict | None:
     """One stored job as the job page shows it (None when no log_hash starts with `id_prefix`):
     the characterization's fields from its row (`stats.job.ROW_MAP`), its files from the Parquet table."""
+    from ioweather.store import jobs as jobs_store
+
     from ioweather.stats.findings import highest_level
     from ioweather.stats.job import LUSTRE_FILE_COLUMNS
     from ioweather.views.job_console import lustre_text
@@ -260,6 +270,8 @@ def _findings(r: dict, codes: list[str]) -> list[dict]:
 
 def show_job(settings, ident: str) -> dict:
     """`jobs show JOBID`: the stored job whose scheduler job id is `ident` or whose log hash starts with it."""
+    from ioweather.store import jobs as jobs_store
+
     from ioweather.store import open_store
 
     store = open_store(settings)
