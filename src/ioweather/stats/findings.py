@@ -30,8 +30,8 @@ import pandas as pd
 
 from ioweather.errors import UserError
 from ioweather.stats import costs
-from ioweather.stats.job import (PREFIX, MiB, assign_mounts, cols, effective_ranks, layer_rows, library_mask,
-                                  monitored, per_rank, fs_records, slowest_path, storage_modules, subset,
+from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, effective_ranks, layer_rows, library_mask,
+                                  module_rows, monitored, per_rank, fs_records, slowest_path, storage_modules, subset,
                                   zero_missing)
 from ioweather.stats.lustre import lfs_size, lustre_files, ost_count
 from ioweather.units import format_bytes, format_seconds
@@ -463,7 +463,8 @@ def _mpiio_files(j: Job) -> dict | None:
     rows = layer_rows(j.log, j.nprocs)
     # a file whose POSIX records hold far fewer bytes than MPI-IO moved was written past POSIX (a
     # driver that Darshan's POSIX module does not see): its MPI-IO time has no layer below to compare
-    seen = _posix_sees(j.log, c)
+    rows_m = module_rows(mpiio)
+    seen = _posix_sees(j.log, rows_m)
     out = {}
     for group, sel in (("other", ~nfs & seen), ("nfs", nfs & seen)):
         if not sel.any():
@@ -474,26 +475,24 @@ def _mpiio_files(j: Job) -> dict | None:
         p = in_g & np.isin(rows["module"], ("POSIX", "STDIO"))
         t_m, _, _ = slowest_path(rows["rank"][m], rows["time"][m], rows["shared"][m], j.nprocs)
         t_p, _, _ = slowest_path(rows["rank"][p], rows["time"][p], rows["shared"][p], j.nprocs)
-        sc = subset(c, sel)
+        sc, mr = subset(c, sel), subset(rows_m, sel)
         ranks = effective_ranks(sc["rank"], j.nprocs)
         out[group] = {
             "keys": keys, "mpiio_time_s": t_m, "posix_time_s": t_p, "overhead_s": max(t_m - t_p, 0.0),
-            "bytes": float(zero_missing(sc, "MPIIO_BYTES_READ").sum() + zero_missing(sc, "MPIIO_BYTES_WRITTEN").sum()),
+            "bytes": float(mr["bytes_read"].sum() + mr["bytes_written"].sum()),
             "coll_writes": float(zero_missing(sc, "MPIIO_COLL_WRITES").sum()),
             "coll_reads": float(zero_missing(sc, "MPIIO_COLL_READS").sum()),
-            "write_bytes": float(zero_missing(sc, "MPIIO_BYTES_WRITTEN").sum()),
-            "read_bytes": float(zero_missing(sc, "MPIIO_BYTES_READ").sum()),
-            "writes": float(sum(zero_missing(sc, f"MPIIO_{k}_WRITES").sum() for k in ("INDEP", "COLL", "SPLIT", "NB"))),
-            "reads": float(sum(zero_missing(sc, f"MPIIO_{k}_READS").sum() for k in ("INDEP", "COLL", "SPLIT", "NB"))),
+            "write_bytes": float(mr["bytes_written"].sum()), "read_bytes": float(mr["bytes_read"].sum()),
+            "writes": float(mr["writes"].sum()), "reads": float(mr["reads"].sum()),
             "shared": bool((ranks < 0).any() or len(np.unique(ranks)) > 1),
             "name": next((n for n in mpiio.names[sel] if n), None),
         }
     return out
 
 
-def _posix_sees(log, mc) -> np.ndarray:
-    """Per MPI-IO record: do the file's POSIX records hold at least half of the bytes MPI-IO moved?"""
-    m_b = zero_missing(mc, "MPIIO_BYTES_READ") + zero_missing(mc, "MPIIO_BYTES_WRITTEN")
+def _posix_sees(log, mc: Cols) -> np.ndarray:
+    """Per MPI-IO record (`module_rows`): do the file's POSIX records hold at least half of the bytes MPI-IO moved?"""
+    m_b = mc["bytes_read"] + mc["bytes_written"]
     posix = log.records.get("POSIX")
     if posix is None or not len(posix):
         return m_b <= 0
@@ -584,8 +583,8 @@ def _read_modify_write(j: Job) -> list[dict]:
     if not sel.any():
         return []
     pc = subset(pc_all, sel)
-    m_bw, m_br = float(zero_missing(mc, "MPIIO_BYTES_WRITTEN").sum()), float(zero_missing(mc, "MPIIO_BYTES_READ").sum())
-    m_reads = float(sum(zero_missing(mc, f"MPIIO_{k}_READS").sum() for k in ("INDEP", "COLL", "SPLIT", "NB")))
+    mr = module_rows(mpiio)
+    m_bw, m_br, m_reads = float(mr["bytes_written"].sum()), float(mr["bytes_read"].sum()), float(mr["reads"].sum())
     p_bw, p_br = float(zero_missing(pc, "POSIX_BYTES_WRITTEN").sum()), float(zero_missing(pc, "POSIX_BYTES_READ").sum())
     p_reads = float(zero_missing(pc, "POSIX_READS").sum())
     switches = float(zero_missing(pc, "POSIX_RW_SWITCHES").sum())
