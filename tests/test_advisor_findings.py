@@ -123,6 +123,20 @@ def test_shared_mpiio_on_nfs_says_write_to_the_parallel_file_system():
     assert "parallel file system" in v["text"]
 
 
+def test_a_collectively_written_files_straggler_is_an_aggregator_not_an_imbalance():
+    """One rank moved all of a shared file's bytes, but MPI-IO wrote it collectively: that rank is the
+    aggregator ROMIO chose; the advice is more aggregators, not "balance the ranks"."""
+    log = shared_mpiio_job()
+    p = log.records["POSIX"]
+    extra = {"POSIX_SLOWEST_RANK": 0, "POSIX_SLOWEST_RANK_BYTES": 10 * GiB, "POSIX_FASTEST_RANK": 1,
+             "POSIX_FASTEST_RANK_BYTES": 0, "POSIX_F_FASTEST_RANK_TIME": 0.0}
+    row = {"id": 7, "rank": -1, "name": p.names[0], **dict(zip(p.counter_names, p.counter_values[0])),
+           **dict(zip(p.fcounter_names, p.fcounter_values[0])), **extra}
+    log.records["POSIX"] = records("POSIX", [row])
+    _, f, _ = _run(log)
+    assert "more aggregators" in f["P18"]["action"] and "balance" not in f["P18"]["action"]
+
+
 def _rmw_job(switches: int):
     """Collective writes of 1 GiB that POSIX turns into 3 GiB written and 5,000 zero-byte reads."""
     m = mpiio(3, -1, name="/lus/scratch/out.nc", bytes_written=GiB, coll_writes=1024, write_time=64 * 20.0,

@@ -284,6 +284,11 @@ class Job:
             return None
         if self._posix is None:
             self._posix = _posix_context(posix, self.t, self.nprocs, self.clock)
+            mpiio = self.log.records.get("MPI-IO")
+            if mpiio is not None and len(mpiio):
+                mc = cols(mpiio)
+                coll = zero_missing(mc, "MPIIO_COLL_WRITES") + zero_missing(mc, "MPIIO_COLL_READS")
+                self._posix.collective_ids = np.unique(mc["id"][coll > 0])
         return self._posix
 
 
@@ -547,6 +552,9 @@ def _mpiio_overhead(j: Job) -> list[dict]:
         why = "; ".join(why) + (f" (cb_nodes={aggregators}: one aggregator per " + ("OST" if stripes and stripes > 1
                                                                                      else "node") + ")"
                                 if "cb_nodes" in hints else "")
+        if stripes == 1:
+            why += ("; the files are on one OST, so there is one aggregator (their number follows the stripe "
+                    "count): stripe them wider first")
         out.append(_f("M08", f"MPI-IO takes {format_seconds(g['mpiio_time_s'])} on the slowest path against "
                       f"{format_seconds(g['posix_time_s'])} of POSIX time for the same files: "
                       f"{format_seconds(g['overhead_s'])} is spent in MPI-IO above the file system (aggregation, "
@@ -554,7 +562,8 @@ def _mpiio_overhead(j: Job) -> list[dict]:
                       f"imbalance first); {why}", ev,
                       {"mpiio_overhead_share": t.mpiio_overhead_share, "min_bytes": t.min_bytes},
                       cost=g["overhead_s"], model="mpiio-overhead", fix=_romio_fix(hints),
-                      action="tune the MPI-IO hints (" + ", ".join(f"{k}={v}" for k, v in hints.items()) + ")"))
+                      action=("stripe the files wider (one OST means one aggregator) and " if stripes == 1 else "")
+                      + "tune the MPI-IO hints (" + ", ".join(f"{k}={v}" for k, v in hints.items()) + ")"))
     g = groups.get("nfs")
     if g and g["shared"] and g["bytes"] >= t.min_bytes:
         out.append(_f("M10", f"shared-file MPI-IO on NFS ({format_bytes(g['bytes'])}, e.g. {g['name'] or 'unnamed'}): "
@@ -816,6 +825,8 @@ class _Posix:
     bw: float
     t_read: float
     t_write: float
+    #: record ids of the files MPI-IO wrote or read collectively (their POSIX I/O is done by aggregators)
+    collective_ids: np.ndarray = None
 
     @property
     def f(self):
@@ -1028,9 +1039,14 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
                 worst = int(np.argmax(ratio))
                 # a time straggler whose bytes are balanced waited on its target: rebalancing cannot help
                 waited = code == "P19" and ratios["P18"][worst] <= t.stragglers
+                # under collective buffering the rank that moves a file's bytes is an aggregator: ROMIO
+                # chose it, so the fix is more aggregators, not a different decomposition
+                aggregated = x.collective_ids is not None and np.isin(sc["id"][worst], x.collective_ids)
                 action = ("find what the slow rank waited on in the shared file (a slow or busy OST: lfs getstripe "
                           "the file, the server weather during the run); its bytes are balanced" if waited
-                          else "balance the shared-file I/O across ranks")
+                          else "give the collectively written file more aggregators (a wider Lustre stripe, which "
+                          "sets their number on Cray MPI-IO and ROMIO's Lustre driver, or the cb_nodes hint)"
+                          if aggregated else "balance the shared-file I/O across ranks")
                 out.append(_f(code, f"{int(bad.sum())} shared file(s) with a straggler rank by {what}: the slowest "
                               f"and fastest rank differ by {100 * ratio[worst]:.0f}% of the file's total {what} "
                               f"(worst: {names[worst] or 'unnamed'})",
