@@ -3,6 +3,7 @@ hand (tests/advisor_support.py) so that the numbers they must produce follow fro
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from advisor_support import GiB, MiB, make_log, mpiio, posix, records
@@ -177,6 +178,17 @@ def test_slow_rank_with_balanced_bytes_is_a_slow_target_not_an_imbalance():
     assert b01["evidence"]["slowest_rank"] == 3
     assert "slow target" in b01["message"] and "rather than rebalancing" in b01["message"]
     assert "balance the bytes" not in v["text"]
+
+
+def test_a_slow_target_is_named_from_the_slow_ranks_lustre_records():
+    import pandas as pd
+
+    log = _ranks_job([10.0, 10.0, 10.0, 40.0], [GiB] * 4)
+    log.lustre = pd.DataFrame({"id": np.arange(10, 14, dtype=np.uint64), "rank": [0, 1, 2, 3], "components": [None] * 4,
+                               "stripe_size": [MiB] * 4, "stripe_count": [1] * 4, "pool": [""] * 4,
+                               "ost_ids": ["3", "4", "5", "17"]})
+    _, f, _ = _run(log)
+    assert f["B01"]["evidence"]["osts"] == "17" and "OST(s) 17" in f["B01"]["message"]
 
 
 def test_slow_rank_with_more_bytes_is_an_imbalance():
