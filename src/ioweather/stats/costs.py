@@ -76,10 +76,11 @@ class Worth:
 
     def ratio(self, cost_s: float, clock: Clock) -> float:
         """`cost_s` over the bar (`floor_s`): 1 or more is worth changing."""
-        floor = self.floor_s(clock)
         if cost_s <= 0:
             return 0.0
-        return float("inf") if floor <= 0 else cost_s / floor
+        # a bar of 0 (thresholds set to 0, a log without a run time) makes any saving worth it;
+        # a microsecond keeps the ratio finite for JSON
+        return cost_s / max(self.floor_s(clock), 1e-6)
 
 
 def small_request_saving(t_kind: float, n: float, n_small: float, b_total: float, b_small: float,
