@@ -1,11 +1,14 @@
-"""Findings for one job: Drishti's insight set (drishti-io 0.6) with its defects fixed, plus Carns et al.'s.
+"""Findings for one job: Drishti's insight set (drishti-io 0.6) with its defects fixed, plus Carns et al.'s,
+and the MPI-IO and slow-rank diagnoses of issue 27 (M08-M10, B01/B02).
 
-Each finding is a dict: `code`, `level` (HIGH, WARN, INFO, OK), `message`,
-`evidence` (the numbers it rests on), `threshold` (the values it was tested
-against), `cost_s` (the job I/O time it accounts for, stats/costs.py and
-docs/darshan.md "Cost models"), `cost_share` / `cost_share_of_runtime`,
-`cost_model`, and where there is one, `action` (what to change, for the verdict)
-and `fix` (a command). Findings are listed by `cost_s`, most expensive first.
+Each finding is a dict: `code`, `level` (HIGH, WARN, INFO, OK: at most its code's level in
+`FINDINGS`, set from its cost by costs.attach), `message`, `evidence` (the numbers it rests on),
+`threshold` (the values it was tested against), `cost_s` (the job I/O time it accounts for,
+stats/costs.py and docs/darshan.md "Cost models"), `cost_share` / `cost_share_of_runtime` /
+`cost_core_hours`, `worth` (cost over the verdict's bar), `combined_s` (its saving after the findings
+listed before it), `cost_model`, and where there is one, `action` (what to change, for the verdict)
+and `fix` (a command). Findings are listed by `cost_s`, most expensive first. The rules are one
+table (`RULES`) of functions of the job (`Job`).
 Thresholds come from `Thresholds` (defaults = Drishti's, METHODS.md section 3.1,
 plus minimum volumes so that trivial jobs get no finding) and can be overridden
 from a TOML or JSON file.
