@@ -1,12 +1,17 @@
 """What each finding costs: an estimate of the job I/O time it accounts for (docs/darshan.md, "Cost models").
 
 Darshan's timers are cumulative over ranks; the time a job waits for I/O is the
-slowest rank's path (`perf.io_time_s`, Carns et al.). Models that start from
-cumulative time convert it with `Clock.wall`: the saving is assumed to be spread
-over ranks as the job's I/O is, so it shrinks the slowest path by the same
-share. Models that start from a wall-clock quantity (a shared file's slowest
-rank, the slowest rank's excess over the mean) use it directly. Every model is
-an estimate for ranking and for the verdict, not a prediction to the second.
+slowest rank's path at the top layer (`perf.io_time_s`, Carns et al.). Models that
+start from cumulative storage-layer time convert it with `Clock.wall`: the saving is
+assumed to be spread over ranks as the job's I/O is, so it shrinks the storage
+layer's slowest path by the same share. Models that start from a wall-clock quantity
+(a shared file's slowest rank, the slowest rank's excess over the mean, MPI-IO's
+path minus POSIX's) use it directly. Every model is an estimate for ranking and for
+the verdict, not a prediction to the second.
+
+Savings compound rather than add (`combine`), and a finding's level follows its cost
+against the bar of `Worth` (seconds, share of the run, core-hours): docs/darshan.md,
+"Costs that add up" and "Severity and the verdict".
 """
 
 from __future__ import annotations
