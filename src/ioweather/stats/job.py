@@ -9,8 +9,11 @@ Conventions that follow from Darshan's log format:
   treated as rank 0 (unique) for sharing and per-rank views, and left as they are
   for `agg_perf_by_slowest` (which must match libdarshan-util's accumulator);
 - counters equal to -1 are "not monitored" and are excluded, never summed;
-- totals are taken at the layer that reaches the file system, POSIX + STDIO, so
-  MPI-IO / HDF5 / PnetCDF traffic carried by POSIX is not counted twice;
+- totals are taken at the layer that reaches storage, POSIX + STDIO (and DFS, else
+  DAOS, for DAOS jobs), so MPI-IO / HDF5 / PnetCDF traffic carried by POSIX is not
+  counted twice;
+- the job's I/O time is taken at the top layer: each file at the highest interface
+  that recorded it (`top_layer_time`), the slowest rank's path over them;
 - Darshan's timers are cumulative per rank and can add up to more than the run
   time (threads, overlapping calls): fractions of run time are capped at 1 and
   the raw value is kept.
