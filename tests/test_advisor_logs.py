@@ -40,3 +40,19 @@ def test_report_invariants(path):
         assert set(perf["io_time_by_layer_s"]) & {"MPI-IO", "HDF5", "PnetCDF"}
     if log.partial_modules:
         assert "partial log" in rep["verdict"]
+
+
+SKEW = sorted(DATA_LOGS.glob("*/skew-app.darshan"))
+
+
+@pytest.mark.skipif(not SKEW, reason="skew-app.darshan absent")
+def test_a_wide_jobs_small_share_is_worth_changing():
+    """65,536 processes, 10.4 h: I/O is 2 % of the run (0.7 % at POSIX alone, where the report said
+    "nothing worth changing"), but the MPI-IO overhead alone is thousands of core-hours."""
+    rep, log = job_report(str(SKEW[0]))
+    assert log.nprocs == 65536 and rep["perf"]["io_fraction_of_runtime"] < 0.05
+    assert rep["perf"]["layers"]["POSIX"]["io_time_s"] / rep["job"]["runtime_s"] < 0.0075
+    assert rep["verdict_actions"][0] == "M08"
+    m08 = next(f for f in rep["findings"] if f["code"] == "M08")
+    assert m08["level"] == "HIGH" and m08["cost_core_hours"] > 3800
+    assert "core-hours" in rep["verdict"] and "T01" not in [f["code"] for f in rep["findings"]]
