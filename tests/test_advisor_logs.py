@@ -56,3 +56,16 @@ def test_a_wide_jobs_small_share_is_worth_changing():
     m08 = next(f for f in rep["findings"] if f["code"] == "M08")
     assert m08["level"] == "HIGH" and m08["cost_core_hours"] > 3800
     assert "core-hours" in rep["verdict"] and "T01" not in [f["code"] for f in rep["findings"]]
+
+
+DLIO = sorted(DATA_LOGS.glob("dlio_logs/snyder_python3_id3116902-211*.darshan"))
+
+
+@pytest.mark.skipif(len(DLIO) < 2, reason="DLIO logs absent")
+def test_workers_of_one_training_job_get_one_verdict():
+    """Workers of one DLIO training job: the ones that re-read their data get the same action, whatever
+    side of the old 5 % line their I/O share falls on."""
+    reps = [job_report(str(p))[0] for p in DLIO]
+    rereading = [r for r in reps if any(f["code"] == "P09" and f["level"] != "INFO" for f in r["findings"])]
+    assert len(rereading) >= 2
+    assert {tuple(r["verdict_actions"]) for r in rereading} == {("P09",)}
