@@ -14,10 +14,12 @@ from pathlib import Path
 from ioweather.errors import UserError, from_os_error
 from ioweather.stats.job import characterization_fields, mibps_per_node
 from ioweather.stats.job_files import TOP_FILES, per_module, per_mount, top_files
-from ioweather.store import jobs as jobs_store
 from ioweather.units import ns_to_iso
 
 MiB = 1 << 20
+#: store.jobs is imported inside the archive's functions: it loads SQLAlchemy (0.7 s), which reading
+#: one log for `ioweather job` does not need.
+
 #: Keys renamed to the unit rule (`read_bytes`, `_bps` rates in bytes/s). The old keys stay one release
 #: beside the new ones (docs/darshan.md documents them); new commands print only the new ones.
 BYTE_KEYS = {"bytes_read": "read_bytes", "bytes_written": "write_bytes", "by_bytes_read": "by_read_bytes",
@@ -67,8 +69,10 @@ def job_report(path: str, *, cores_per_node: int | None = None, thresholds_file:
     v = job_verdict(rep["findings"], rep, thresholds)
     # the verdict first: it is what a reader acts on
     rep = {"verdict": v["text"], "verdict_actions": v["actions"], "verdict_saving_s": v["saving_s"], **rep}
-    if log.warnings:
-        rep["warnings"] = log.warnings
+    # optional regions (DXT, heatmaps) that could not be read are named: the counters above stand without them
+    warnings = list(log.warnings) + [f"{m} region of the log left out: {why}" for m, why in log.damaged.items()]
+    if warnings:
+        rep["warnings"] = warnings
     return rep, log
 
 
@@ -101,6 +105,8 @@ def write_html(out: str, text: str) -> None:
 
 def archive_summary(settings, *, projects_file: str | None, cores_per_node: int | None, min_procs: int,
                     min_bytes: int, top: int) -> dict:
+    from ioweather.store import jobs as jobs_store
+
     from ioweather.stats.archive import assign_projects, parse_project_map
     from ioweather.stats.archive import summary as build
     from ioweather.store import open_store
@@ -123,6 +129,8 @@ def archive_summary(settings, *, projects_file: str | None, cores_per_node: int 
 
 
 def failed_logs(settings) -> list[dict]:
+    from ioweather.store import jobs as jobs_store
+
     from ioweather.store import open_store
 
     return [{"path": r["path"], "reason": r["reason"], "size_bytes": r["size_bytes"],
@@ -139,13 +147,15 @@ def _user_name(uid, cache: dict) -> str | None:
 
 
 LIST_COLUMNS = ["log_hash", "jobid", "uid", "exe", "nprocs", "nnodes", "start_ns", "runtime_s", "bytes_read",
-                "bytes_written", "mibps", "finding_codes", "verdict", "path"]
+                "bytes_written", "mibps", "finding_codes", "verdict", "path", "findings_json"]
 
 
 def list_jobs(store, *, since_ns: int | None = None, until_ns: int | None = None, user: str | None = None,
               exe: str | None = None, limit: int | None = None) -> list[dict]:
     """Stored jobs, latest start first: started in [since, until), uid or user name containing `user`,
     executable containing `exe` (substrings, case-sensitive as names are)."""
+    from ioweather.store import jobs as jobs_store
+
     import numpy as np
     import pandas as pd
 
@@ -181,13 +191,14 @@ def _list_row(r: dict, names: dict) -> dict:
 
     codes = [c for c in (r["finding_codes"] or "").split(",") if c]
     uid = _opt(r["uid"], int)
+    level = _stored_level(r.get("findings_json")) or highest_level(codes)
     return {"id": r["log_hash"], "jobid": _opt(r["jobid"], int), "uid": uid,
             "user": None if uid is None else _user_name(uid, names), "exe": r["exe"],
             "nprocs": _opt(r["nprocs"], int), "nnodes": _opt(r["nnodes"], int),
             "start": None if _opt(r["start_ns"], int) is None else ns_to_iso(int(r["start_ns"])),
             "runtime_s": _opt(r["runtime_s"], float), "read_bytes": _opt(r["bytes_read"], int),
             "write_bytes": _opt(r["bytes_written"], int), "bps": _bps(_opt(r["mibps"], float)),
-            "level": highest_level(codes), "findings": codes,
+            "level": level, "findings": codes,
             "verdict": r["verdict"] if isinstance(r["verdict"], str) else None, "path": r["path"]}
 
 
@@ -196,6 +207,8 @@ def _list_row(r: dict, names: dict) -> dict:
 def stored_job(store, parquet_dir, id_prefix: str) -> dict | None:
     """One stored job as the job page shows it (None when no log_hash starts with `id_prefix`):
     the characterization's fields from its row (`stats.job.ROW_MAP`), its files from the Parquet table."""
+    from ioweather.store import jobs as jobs_store
+
     from ioweather.stats.findings import highest_level
     from ioweather.stats.job import LUSTRE_FILE_COLUMNS
     from ioweather.views.job_console import lustre_text
@@ -213,7 +226,7 @@ def stored_job(store, parquet_dir, id_prefix: str) -> dict | None:
         "perf": {**ch["perf"], "mibps_per_node": mibps_per_node(ch["perf"]["mibps"], ch["job"]["nnodes"])},
         "access": {"common_access_bytes": r["common_access_bytes"], **ch["access"]},
         "sharing": ch["sharing"],
-        "level": highest_level(codes),
+        "level": _stored_level(r.get("findings_json")) or highest_level(codes),
         "verdict": r.get("verdict"),
         "findings": _findings(r, codes),
         "files_stored": files is not None,
@@ -224,6 +237,19 @@ def stored_job(store, parquet_dir, id_prefix: str) -> dict | None:
         "stripes_stored": files is not None and all(c in files.columns for c in LUSTRE_FILE_COLUMNS),
         "top_files": top_files(files) if files is not None else [],
     }
+
+
+def _stored_level(findings_json) -> str | None:
+    """The most severe level among a row's stored findings, as the report set it from their costs (a
+    finding's level is at most its code's: a P05 that costs little was stored as WARN); None without them."""
+    import json
+
+    from ioweather.stats.findings import severity
+
+    if not isinstance(findings_json, str) or not findings_json:
+        return None
+    levels = [f.get("level") for f in json.loads(findings_json)]
+    return max(levels, key=severity) if levels else None
 
 
 def _findings(r: dict, codes: list[str]) -> list[dict]:
@@ -244,6 +270,8 @@ def _findings(r: dict, codes: list[str]) -> list[dict]:
 
 def show_job(settings, ident: str) -> dict:
     """`jobs show JOBID`: the stored job whose scheduler job id is `ident` or whose log hash starts with it."""
+    from ioweather.store import jobs as jobs_store
+
     from ioweather.store import open_store
 
     store = open_store(settings)

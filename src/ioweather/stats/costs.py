@@ -1,12 +1,17 @@
 """What each finding costs: an estimate of the job I/O time it accounts for (docs/darshan.md, "Cost models").
 
 Darshan's timers are cumulative over ranks; the time a job waits for I/O is the
-slowest rank's path (`perf.io_time_s`, Carns et al.). Models that start from
-cumulative time convert it with `Clock.wall`: the saving is assumed to be spread
-over ranks as the job's I/O is, so it shrinks the slowest path by the same
-share. Models that start from a wall-clock quantity (a shared file's slowest
-rank, the slowest rank's excess over the mean) use it directly. Every model is
-an estimate for ranking and for the verdict, not a prediction to the second.
+slowest rank's path at the top layer (`perf.io_time_s`, Carns et al.). Models that
+start from cumulative storage-layer time convert it with `Clock.wall`: the saving is
+assumed to be spread over ranks as the job's I/O is, so it shrinks the storage
+layer's slowest path by the same share. Models that start from a wall-clock quantity
+(a shared file's slowest rank, the slowest rank's excess over the mean, MPI-IO's
+path minus POSIX's) use it directly. Every model is an estimate for ranking and for
+the verdict, not a prediction to the second.
+
+Savings compound rather than add (`combine`), and a finding's level follows its cost
+against the bar of `Worth` (seconds, share of the run, core-hours): docs/darshan.md,
+"Costs that add up" and "Severity and the verdict".
 """
 
 from __future__ import annotations
@@ -31,15 +36,56 @@ BYTES_PER_STRIPE = 1 << 30
 class Clock:
     """The job's times that every cost is measured against."""
 
-    io_time_s: float      # slowest rank's I/O path (own files + shared files), seconds
-    cumulative_s: float   # read + write + metadata time summed over POSIX/STDIO records and ranks
+    io_time_s: float      # slowest rank's I/O path at the top layer (perf.io_time_s), seconds
+    cumulative_s: float   # read + write + metadata time summed over the storage layer's records and ranks
     runtime_s: float
+    #: the slowest path at the storage layer (perf.fs_io_time_s): what cumulative storage-layer seconds
+    #: become on the clock; None: the same as io_time_s
+    fs_io_time_s: float | None = None
+    nprocs: int = 1
 
     def wall(self, cumulative_s: float) -> float:
-        """Cumulative (rank-summed) seconds as seconds of the job's I/O time."""
+        """Cumulative (rank-summed) storage-layer seconds as seconds of the job's I/O time: scaled by the
+        storage layer's own slowest path, so that time spent above it (MPI-IO) is not credited to them."""
+        base = self.io_time_s if self.fs_io_time_s is None else self.fs_io_time_s
         if self.cumulative_s <= 0 or cumulative_s <= 0:
             return 0.0
-        return float(cumulative_s) * self.io_time_s / self.cumulative_s
+        return float(cumulative_s) * base / self.cumulative_s
+
+    def core_hours(self, seconds: float) -> float:
+        """Seconds of the job's I/O time as core-hours: every process waits for them."""
+        return float(seconds) * max(int(self.nprocs), 1) / 3600.0
+
+
+@dataclass(frozen=True)
+class Worth:
+    """The bar a saving must reach to be worth changing the job for (docs/darshan.md, "Severity").
+
+    A saving is measured against it by `ratio`: at least `min_cost_s`, and either `min_runtime_share`
+    of the run or `min_core_hours` (seconds × processes), so a 65,536-process job's 200 s matter at
+    0.6 % of its run. The ratio is continuous in the saving: near-identical jobs get near-identical
+    ratios, and a finding just under the bar (within `band`) is WARN, not dropped.
+    """
+
+    min_cost_s: float = 1.0
+    min_runtime_share: float = 0.01
+    min_core_hours: float = 100.0
+    band: float = 0.5
+
+    def floor_s(self, clock: Clock) -> float:
+        """The smallest saving, in seconds, that reaches the bar."""
+        by_run = self.min_runtime_share * clock.runtime_s
+        if self.min_core_hours > 0:
+            by_run = min(by_run, self.min_core_hours * 3600.0 / max(clock.nprocs, 1))
+        return max(self.min_cost_s, by_run)
+
+    def ratio(self, cost_s: float, clock: Clock) -> float:
+        """`cost_s` over the bar (`floor_s`): 1 or more is worth changing."""
+        if cost_s <= 0:
+            return 0.0
+        # a bar of 0 (thresholds set to 0, a log without a run time) makes any saving worth it;
+        # a microsecond keeps the ratio finite for JSON
+        return cost_s / max(self.floor_s(clock), 1e-6)
 
 
 def small_request_saving(t_kind: float, n: float, n_small: float, b_total: float, b_small: float,
@@ -105,49 +151,119 @@ def striping_saving(t_file: float, stripes: int, target: int) -> float:
     return t_file * (1.0 - stripes / target)
 
 
-def attach(findings: list[dict], clock: Clock) -> list[dict]:
-    """Give every finding `cost_s` (0 when not costed), `cost_share` (of the I/O time) and
-    `cost_share_of_runtime` (cost_s clipped to [0, io_time_s]); list them by cost, most expensive first (severity, then code, on ties).
-    A finding's `cost_s` is set by its producer; the shares are derived here."""
+#: Cost models that are not a saving estimate: such findings are never HIGH.
+UNCOSTED = ("informational", "design note")
+
+
+def is_costed(f: dict) -> bool:
+    m = f.get("cost_model") or "not costed"
+    return m not in UNCOSTED and not m.startswith("not costed")
+
+
+def attach(findings: list[dict], clock: Clock, worth: Worth | None = None) -> list[dict]:
+    """Give every finding `cost_s` (clipped to [0, io_time_s]), `cost_share` (of the I/O time),
+    `cost_share_of_runtime`, `cost_core_hours` and `worth` (cost over the bar); set its level from
+    its cost (`level_for`); list them by cost, most expensive first (severity, then code, on ties);
+    then give each `combined_s` (`combine`). A finding's `cost_s` is set by its producer."""
     from ioweather.stats.findings import severity
 
+    worth = worth or Worth()
     for f in findings:
         # no finding can account for more than the I/O time there is
         c = min(max(float(f.get("cost_s") or 0.0), 0.0), clock.io_time_s)
         f["cost_s"] = c
         f["cost_share"] = c / clock.io_time_s if clock.io_time_s > 0 else 0.0
         f["cost_share_of_runtime"] = c / clock.runtime_s if clock.runtime_s > 0 else 0.0
+        f["cost_core_hours"] = clock.core_hours(c)
         f.setdefault("cost_model", "not costed")
+        f["worth"] = worth.ratio(c, clock) if is_costed(f) else None
+        f["level"] = level_for(f["level"], f["worth"], worth.band)
     findings.sort(key=lambda f: (-f["cost_s"], -severity(f["level"]), f["code"]))
+    combine(findings, clock.io_time_s)
     return findings
 
 
-def verdict(findings: list[dict], clock: Clock, io_fraction: float | None, *, no_action_fraction: float,
-            min_cost_s: float, min_runtime_share: float, max_actions: int = 3) -> dict:
-    """The one-line verdict: the top actions by cost (skipping findings that count the same time
-    as one already named: `overlaps`), or "nothing worth changing"."""
+def level_for(declared: str, worth: float | None, band: float) -> str:
+    """A finding's level from the most it can be (`declared`, stats.findings.FINDINGS) and its cost.
+
+    Uncosted (worth None): HIGH becomes WARN, as only a cost makes a finding HIGH. Costed: as declared
+    at or above the bar (worth >= 1), WARN within `band` below it, INFO further down.
+    """
+    if declared not in ("HIGH", "WARN"):
+        return declared
+    if worth is None:
+        return "WARN"
+    if worth >= 1:
+        return declared
+    return "WARN" if worth >= band else "INFO"
+
+
+def combine(findings: list[dict], io_time_s: float) -> float:
+    """Each finding's `combined_s`: what it saves after the findings listed before it, and the total.
+
+    Savings of different causes compound, they do not add: fixing one leaves less time for the next.
+    In list order (by cost): saved = remaining × cost_share; remaining -= saved, starting from
+    remaining = io_time_s, so the total never exceeds the I/O time. A finding that counts the same
+    seconds as one already taken (its code in that one's `overlaps`) saves nothing more
+    (`combined_s` 0, `overlapped_by` names it); uncosted and informational findings get None.
+    """
+    remaining = float(io_time_s)
+    owner: dict[str, str] = {}
+    for f in findings:
+        f.pop("overlapped_by", None)
+        if not is_costed(f) or f["cost_s"] <= 0:
+            f["combined_s"] = None if not is_costed(f) else 0.0
+            continue
+        if f["code"] in owner:
+            f["combined_s"] = 0.0
+            f["overlapped_by"] = owner[f["code"]]
+            continue
+        saved = remaining * min(f["cost_share"], 1.0)
+        f["combined_s"] = saved
+        remaining -= saved
+        for c in f.get("overlaps", ()):
+            owner.setdefault(c, f["code"])
+    return float(io_time_s) - remaining
+
+
+def verdict(findings: list[dict], clock: Clock, io_fraction: float | None, *, worth: Worth,
+            partial: list[str] | None = None, max_actions: int = 3) -> dict:
+    """The one-line verdict: the findings worth changing (cost at or above the bar, `Worth`), by cost,
+    at most `max_actions`, skipping those that count time already named (`overlaps`), and their
+    combined saving (`combine`: never above the I/O time); or "nothing worth changing", naming the
+    closest finding when one is within the band below the bar. Findings come from `attach`."""
     share = "-" if io_fraction is None else f"{100 * io_fraction:.1f} %"
-    nothing = {"text": f"I/O is {share} of the run time: nothing worth changing", "actions": [], "saving_s": 0.0}
-    if io_fraction is None or io_fraction < no_action_fraction:
-        return nothing
-    floor = max(min_cost_s, min_runtime_share * clock.runtime_s)
+    note = (f" (partial log: {', '.join(partial)} ran out of Darshan's record memory, so the counters are "
+            "lower bounds)") if partial else ""
     taken: list[dict] = []
     covered: set[str] = set()
     for f in findings:
         if len(taken) == max_actions:
             break
-        if f["level"] not in ("HIGH", "WARN") or f["cost_s"] < floor or f["code"] in covered:
+        if f["level"] not in ("HIGH", "WARN") or (f.get("worth") or 0.0) < 1 or f["code"] in covered:
             continue
         taken.append(f)
         covered.add(f["code"])
         covered.update(f.get("overlaps", ()))
     if not taken:
-        return {"text": f"I/O is {share} of the run time, but no finding accounts for {format_seconds(floor)} "
-                        "or more of it: nothing to change that the counters can point at", "actions": [], "saving_s": 0.0}
-    saving = sum(f["cost_s"] for f in taken)
+        close = [f for f in findings if f["level"] in ("HIGH", "WARN") and (f.get("worth") or 0.0) > 0]
+        closest = (f"; closest: {close[0].get('action') or close[0]['message']} (~{format_seconds(close[0]['cost_s'])}, "
+                   f"under the bar of {format_seconds(worth.floor_s(clock))})") if close else ""
+        text = f"I/O is {share} of the run time: nothing worth changing{closest}"
+        return {"text": text + note, "actions": [], "saving_s": 0.0}
+    remaining = clock.io_time_s
+    for f in taken:
+        remaining -= remaining * min(f["cost_share"], 1.0)
+    saving = clock.io_time_s - remaining
     parts = [f"{f.get('action') or f['message']} (saves ~{format_seconds(f['cost_s'])}, "
-             f"{100 * f['cost_share']:.0f} % of the I/O time)" for f in taken]
+             f"{100 * f['cost_share']:.0f} % of the I/O time{_core_hours_text(f)})" for f in taken]
     text = f"I/O is {share} of the run time; " + "; then ".join(parts)
-    return {"text": text, "actions": [f["code"] for f in taken], "saving_s": saving}
+    if len(taken) > 1:
+        text += (f"; together ~{format_seconds(saving)} ({100 * saving / clock.io_time_s:.0f} % of the I/O time: "
+                 "overlapping savings combined, not added)")
+    return {"text": text + note, "actions": [f["code"] for f in taken], "saving_s": saving}
 
 
+def _core_hours_text(f: dict) -> str:
+    ch = f.get("cost_core_hours") or 0.0
+    return f", ~{ch:,.0f} core-hours" if ch >= 1 else ""

@@ -1,11 +1,14 @@
-"""Findings for one job: Drishti's insight set (drishti-io 0.6) with its defects fixed, plus Carns et al.'s.
+"""Findings for one job: Drishti's insight set (drishti-io 0.6) with its defects fixed, plus Carns et al.'s,
+and the MPI-IO and slow-rank diagnoses of issue 27 (M08-M10, B01/B02).
 
-Each finding is a dict: `code`, `level` (HIGH, WARN, INFO, OK), `message`,
-`evidence` (the numbers it rests on), `threshold` (the values it was tested
-against), `cost_s` (the job I/O time it accounts for, stats/costs.py and
-docs/darshan.md "Cost models"), `cost_share` / `cost_share_of_runtime`,
-`cost_model`, and where there is one, `action` (what to change, for the verdict)
-and `fix` (a command). Findings are listed by `cost_s`, most expensive first.
+Each finding is a dict: `code`, `level` (HIGH, WARN, INFO, OK: at most its code's level in
+`FINDINGS`, set from its cost by costs.attach), `message`, `evidence` (the numbers it rests on),
+`threshold` (the values it was tested against), `cost_s` (the job I/O time it accounts for,
+stats/costs.py and docs/darshan.md "Cost models"), `cost_share` / `cost_share_of_runtime` /
+`cost_core_hours`, `worth` (cost over the verdict's bar), `combined_s` (its saving after the findings
+listed before it), `cost_model`, and where there is one, `action` (what to change, for the verdict)
+and `fix` (a command). Findings are listed by `cost_s`, most expensive first. The rules are one
+table (`RULES`) of functions of the job (`Job`).
 Thresholds come from `Thresholds` (defaults = Drishti's, METHODS.md section 3.1,
 plus minimum volumes so that trivial jobs get no finding) and can be overridden
 from a TOML or JSON file.
@@ -23,14 +26,16 @@ Defects of the reference implementation that are fixed here:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 import pandas as pd
 
 from ioweather.errors import UserError
 from ioweather.stats import costs
-from ioweather.stats.job import MiB, cols, effective_ranks, monitored, subset, zero_missing
+from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, effective_ranks, layer_rows, library_mask,
+                                  module_rows, monitored, per_rank, fs_records, slowest_path, storage_modules, subset,
+                                  zero_missing)
 from ioweather.stats.lustre import lfs_size, lustre_files, ost_count
 from ioweather.units import format_bytes, format_seconds
 
@@ -80,6 +85,11 @@ FINDINGS = {
     "L01": ("HIGH", "a large Lustre file striped over far fewer OSTs than it could use"),
     "L02": ("WARN", "Lustre stripe size not aligned with the dominant request size"),
     "L03": ("WARN", "many small Lustre files on a wide stripe"),
+    "M08": ("HIGH", "MPI-IO time far above the POSIX time of the same files (MPI-IO overhead)"),
+    "M09": ("HIGH", "collective buffering reads back what it writes (read-modify-write)"),
+    "M10": ("HIGH", "shared-file MPI-IO on NFS"),
+    "B01": ("HIGH", "a slow rank with balanced bytes: it waited on a slow target, not on more work"),
+    "B02": ("HIGH", "a slow rank that moved more bytes than the others: unbalanced work"),
 }
 
 
@@ -134,7 +144,12 @@ class Thresholds:
     lustre_small_file_bytes: int = 1 * MiB  # L03: files smaller than this ...
     lustre_small_files: int = 100           # L03: ... at least this many of them with stripe count > 1
     verdict_min_cost_s: float = 1.0         # the verdict names findings costing at least this ...
-    verdict_min_runtime_share: float = 0.01     # ... and this share of the run time
+    verdict_min_runtime_share: float = 0.01     # ... and this share of the run time ...
+    verdict_min_core_hours: float = 100.0   # ... or this many core-hours (seconds × processes)
+    verdict_band: float = 0.5               # a finding within this factor under the bar is WARN, further down INFO
+    mpiio_overhead_share: float = 0.25      # M08/M10: MPI-IO time above POSIX time, share of the MPI-IO time
+    rmw_bytes_ratio: float = 2.0            # M09: POSIX bytes at least this many times the MPI-IO bytes ...
+    rmw_min_switches: int = 100             # ... or many small reads, with at least this many read/write switches
 
     @classmethod
     def from_mapping(cls, data, where: str) -> "Thresholds":
@@ -226,116 +241,457 @@ def small_requests(c, prefix: str, kind: str, small_bytes: int) -> tuple[int, in
 
 
 def job_clock(ch: dict) -> costs.Clock:
-    tot = ch["totals"]
-    return costs.Clock(io_time_s=float(ch["perf"]["io_time_s"] or 0.0),
+    tot, perf = ch["totals"], ch["perf"]
+    fs = perf.get("fs_io_time_s")
+    return costs.Clock(io_time_s=float(perf["io_time_s"] or 0.0),
                        cumulative_s=float(tot["read_time_s"] + tot["write_time_s"] + tot["meta_time_s"]),
-                       runtime_s=float(ch["job"]["runtime_s"] or 0.0))
+                       runtime_s=float(ch["job"]["runtime_s"] or 0.0),
+                       fs_io_time_s=None if fs is None else float(fs),
+                       nprocs=max(int(ch["job"]["nprocs"] or 1), 1))
+
+
+def job_worth(t: Thresholds) -> costs.Worth:
+    return costs.Worth(min_cost_s=t.verdict_min_cost_s, min_runtime_share=t.verdict_min_runtime_share,
+                       min_core_hours=t.verdict_min_core_hours, band=t.verdict_band)
 
 
 def job_verdict(findings: list[dict], ch: dict, thresholds: Thresholds | None = None) -> dict:
-    """{text, actions, saving_s}: the report's opening line (stats/costs.py `verdict`)."""
+    """{text, actions, saving_s}: the report's opening line (stats/costs.py `verdict`); `saving_s` is
+    the named findings' combined saving, never above `perf.io_time_s`."""
     t = thresholds or Thresholds()
-    return costs.verdict(findings, job_clock(ch), ch["perf"]["io_fraction_of_runtime"],
-                         no_action_fraction=t.io_fraction_no_action, min_cost_s=t.verdict_min_cost_s,
-                         min_runtime_share=t.verdict_min_runtime_share)
+    return costs.verdict(findings, job_clock(ch), ch["perf"]["io_fraction_of_runtime"], worth=job_worth(t),
+                         partial=ch["job"].get("partial_modules") or None)
+
+
+@dataclass
+class Job:
+    """What every rule reads: the log, its characterization, the thresholds and the clock."""
+
+    log: object
+    ch: dict
+    t: Thresholds
+    clock: costs.Clock
+    nprocs: int
+    _posix: object = None
+
+    @property
+    def moved(self) -> float:
+        tot = self.ch["totals"]
+        return tot["bytes_read"] + tot["bytes_written"]
+
+    @property
+    def px(self) -> "_Posix | None":
+        """The POSIX records' columns and sums (None without POSIX records), built once."""
+        posix = self.log.records.get("POSIX")
+        if posix is None or not len(posix):
+            return None
+        if self._posix is None:
+            self._posix = _posix_context(posix, self.t, self.nprocs, self.clock)
+            mpiio = self.log.records.get("MPI-IO")
+            if mpiio is not None and len(mpiio):
+                mc = cols(mpiio)
+                coll = zero_missing(mc, "MPIIO_COLL_WRITES") + zero_missing(mc, "MPIIO_COLL_READS")
+                self._posix.collective_ids = np.unique(mc["id"][coll > 0])
+        return self._posix
 
 
 def job_findings(log, ch: dict, thresholds: Thresholds | None = None) -> list[dict]:
-    """All findings for a job, most expensive first. `ch` is `stats.job.characterize(log)`."""
+    """All findings for a job, most expensive first, levels set from their costs (costs.attach).
+    `ch` is `stats.job.characterize(log)`."""
     t = thresholds or Thresholds()
     clock = job_clock(ch)
+    j = Job(log=log, ch=ch, t=t, clock=clock, nprocs=max(int(log.nprocs), 1))
     out: list[dict] = []
-    nprocs = max(int(log.nprocs), 1)
-    posix = log.records.get("POSIX")
-    mpiio = log.records.get("MPI-IO")
-    tot = ch["totals"]
-    moved = tot["bytes_read"] + tot["bytes_written"]
+    for rule in RULES:
+        out += rule(j)
+    costs.attach(out, clock, job_worth(t))
+    if any((f.get("worth") or 0) >= 1 and f["level"] in ACTIONABLE for f in out):
+        # a small share of a long or wide run can still be worth changing: T01 would contradict it
+        out = [f for f in out if f["code"] != "T01"]
+    return out
 
-    # --- T01 / OK when I/O is a small share of the run
+
+def _time_share(j: Job) -> list[dict]:
+    """T01 I/O a small share of the run (dropped by job_findings when a finding is worth changing anyway), T00 no data"""
+    out = []
+    t, ch = j.t, j.ch
     frac = ch["perf"]["io_fraction_of_runtime"]
-    if frac is not None and moved > 0 and frac < t.io_fraction_no_action:
+    if frac is not None and j.moved > 0 and frac < t.io_fraction_no_action:
         out.append(_f("T01", f"I/O took {100 * frac:.1f}% of the run time (< {100 * t.io_fraction_no_action:g}%): "
                       "no action needed, even where the findings below point at inefficient access",
                       {"io_time_s": ch["perf"]["io_time_s"], "runtime_s": ch["job"]["runtime_s"], "io_fraction": frac},
                       {"io_fraction_no_action": t.io_fraction_no_action}, model="informational"))
-    if moved == 0:
-        out.append(_f("T00", "the job moved no data through POSIX or STDIO", {"bytes": 0}, model="informational"))
+    if j.moved == 0:
+        out.append(_f("T00", "the job moved no data through POSIX, STDIO, DFS or DAOS", {"bytes": 0},
+                      model="informational"))
+    return out
 
-    # --- S01 STDIO share
-    stdio = ch["interfaces"].get("STDIO", {})
+
+def _stdio(j: Job) -> list[dict]:
+    """S01 STDIO share"""
+    t, moved = j.t, j.moved
+    stdio = j.ch["interfaces"].get("STDIO", {})
     sb = (stdio.get("bytes_read") or 0) + (stdio.get("bytes_written") or 0)
     if moved and _share(sb, moved) > t.stdio_share and sb >= t.min_bytes:
-        out.append(_f("S01", f"{100 * sb / moved:.0f}% of the bytes ({format_bytes(sb)}) go through STDIO "
-                      "(fopen/fread/fwrite): buffered stream I/O is slow for large data; use POSIX or MPI-IO",
-                      {"stdio_bytes": sb, "total_bytes": moved, "share": sb / moved},
-                      {"stdio_share": t.stdio_share, "min_bytes": t.min_bytes},
-                      cost=_stdio_cost(ch, sb, clock), model="stdio-vs-posix-rate",
-                      action="move the STDIO data to POSIX or MPI-IO"))
+        return [_f("S01", f"{100 * sb / moved:.0f}% of the bytes ({format_bytes(sb)}) go through STDIO "
+                   "(fopen/fread/fwrite): buffered stream I/O is slow for large data; use POSIX or MPI-IO",
+                   {"stdio_bytes": sb, "total_bytes": moved, "share": sb / moved},
+                   {"stdio_share": t.stdio_share, "min_bytes": t.min_bytes},
+                   cost=_stdio_cost(j.ch, sb, j.clock), model="stdio-vs-posix-rate",
+                   action="move the STDIO data to POSIX or MPI-IO")]
+    return []
 
-    # --- M01 no MPI-IO in an MPI job
-    if nprocs > 1 and mpiio is None and moved >= t.min_bytes:
-        out.append(_f("M01", f"an MPI job ({nprocs} processes) that moved {format_bytes(moved)} without MPI-IO: "
-                      "collective buffering and data sieving are not available to it",
-                      {"nprocs": nprocs, "bytes": moved}, {"min_bytes": t.min_bytes}, model="design note"))
 
-    small_cost = {}
-    if posix is not None and len(posix):
-        found, small_cost = _posix_findings(log, ch, posix, t, nprocs, clock)
-        out += found
+def _no_mpiio(j: Job) -> list[dict]:
+    """M01 no MPI-IO in an MPI job"""
+    if j.nprocs > 1 and j.log.records.get("MPI-IO") is None and j.moved >= j.t.min_bytes:
+        return [_f("M01", f"an MPI job ({j.nprocs} processes) that moved {format_bytes(j.moved)} without MPI-IO: "
+                   "collective buffering and data sieving are not available to it",
+                   {"nprocs": j.nprocs, "bytes": j.moved}, {"min_bytes": j.t.min_bytes}, model="design note")]
+    return []
 
-    # --- MPI-IO collective / non-blocking
-    if mpiio is not None and len(mpiio):
-        c = cols(mpiio)
-        for kind, code_coll, code_ok, code_nb, code_small in (("READS", "M02", "M04", "M06", "P05"),
-                                                              ("WRITES", "M03", "M05", "M07", "P06")):
-            indep = int(np.nansum(monitored(c, f"MPIIO_INDEP_{kind}")))
-            coll = int(np.nansum(monitored(c, f"MPIIO_COLL_{kind}")))
-            nb = int(np.nansum(monitored(c, f"MPIIO_NB_{kind}")))
-            word = kind.lower()[:-1]
-            if coll == 0 and indep > t.collective_operations_absolute:
-                out.append(_f(code_coll, f"{indep} independent MPI-IO {word}s and no collective ones: "
-                              f"use MPI_File_{word}_all so MPI-IO can aggregate requests",
-                              {"independent": indep, "collective": coll},
-                              {"collective_operations_absolute": t.collective_operations_absolute},
-                              cost=small_cost.get(code_small, 0.0), model="small-requests",
-                              action=f"use collective MPI-IO {word}s (MPI_File_{word}_all)",
-                              overlaps=(code_small, "P15" if code_small == "P05" else "P16")))
-            elif coll > 0:
-                out.append(_f(code_ok, f"collective MPI-IO {word}s used ({coll:,} collective, {indep:,} independent)",
-                              {"independent": indep, "collective": coll}, model="informational"))
-            if nb == 0 and (indep + coll) >= t.min_operations:
-                out.append(_f(code_nb, f"no non-blocking MPI-IO {word}s among {indep + coll:,}: MPI_File_i{word} "
-                              "could overlap I/O with computation", {"nonblocking": nb, "blocking": indep + coll},
-                              {"min_operations": t.min_operations},
-                              model="not costed: Darshan does not record the compute phases I/O could overlap"))
 
-    # --- R01 rank-0-only I/O (Carns et al., section V)
-    pr_bytes = _own_bytes_per_rank(log, nprocs)
+def _posix_rules(j: Job) -> list[dict]:
+    """P01-P22: the POSIX rules (POSIX_RULES), in order"""
+    x = j.px
+    return [f for rule in POSIX_RULES for f in rule(x)] if x is not None else []
+
+
+def _mpiio_collective(j: Job) -> list[dict]:
+    """M02-M07 collective and non-blocking MPI-IO; M02/M03 cost what the small requests they would
+    aggregate cost (the P05/P06 model), and are not given to one process (nothing to aggregate across)"""
+    out = []
+    mpiio, t = j.log.records.get("MPI-IO"), j.t
+    if mpiio is None or not len(mpiio):
+        return out
+    c = cols(mpiio)
+    for kind, code_coll, code_ok, code_nb, code_small in (("READS", "M02", "M04", "M06", "P05"),
+                                                          ("WRITES", "M03", "M05", "M07", "P06")):
+        indep = int(np.nansum(monitored(c, f"MPIIO_INDEP_{kind}")))
+        coll = int(np.nansum(monitored(c, f"MPIIO_COLL_{kind}")))
+        nb = int(np.nansum(monitored(c, f"MPIIO_NB_{kind}")))
+        word = kind.lower()[:-1]
+        if coll == 0 and indep > t.collective_operations_absolute and j.nprocs > 1:
+            cost = _small_cost(j.px, "READ" if kind == "READS" else "WRITE") if j.px is not None else 0.0
+            out.append(_f(code_coll, f"{indep} independent MPI-IO {word}s and no collective ones: "
+                          f"use MPI_File_{word}_all so MPI-IO can aggregate requests",
+                          {"independent": indep, "collective": coll},
+                          {"collective_operations_absolute": t.collective_operations_absolute},
+                          cost=cost, model="small-requests",
+                          action=f"use collective MPI-IO {word}s (MPI_File_{word}_all)",
+                          overlaps=(code_small, "P15" if code_small == "P05" else "P16")))
+        elif coll > 0:
+            out.append(_f(code_ok, f"collective MPI-IO {word}s used ({coll:,} collective, {indep:,} independent)",
+                          {"independent": indep, "collective": coll}, model="informational"))
+        if nb == 0 and (indep + coll) >= t.min_operations:
+            out.append(_f(code_nb, f"no non-blocking MPI-IO {word}s among {indep + coll:,}: MPI_File_i{word} "
+                          "could overlap I/O with computation", {"nonblocking": nb, "blocking": indep + coll},
+                          {"min_operations": t.min_operations},
+                          model="not costed: Darshan does not record the compute phases I/O could overlap"))
+    return out
+
+
+def _rank0(j: Job) -> list[dict]:
+    """R01 rank-0-only I/O (Carns et al., section V)"""
+    t, ch, nprocs, moved = j.t, j.ch, j.nprocs, j.moved
+    pr_bytes = _own_bytes_per_rank(j.log, nprocs)
     if nprocs > 1 and moved >= t.min_bytes and pr_bytes is not None:
         shared_bytes = ch["sharing"]["shared_bytes"]
         if shared_bytes == 0 and pr_bytes.sum() > 0 and pr_bytes[0] == pr_bytes.sum():
             k = ch["job"]["nnodes"] or 1
-            out.append(_f("R01", f"all I/O ({format_bytes(moved)}) is done by rank 0 of {nprocs} processes: "
-                          "the other ranks wait, and bandwidth is bounded by one node",
-                          {"rank0_bytes": int(pr_bytes[0]), "nprocs": nprocs, "nnodes": ch["job"]["nnodes"]},
-                          {"min_bytes": t.min_bytes}, cost=clock.io_time_s * (1 - 1 / k), model="rank0-over-nodes",
-                          action=f"spread the I/O over the job's {k} nodes"))
+            return [_f("R01", f"all I/O ({format_bytes(moved)}) is done by rank 0 of {nprocs} processes: "
+                       "the other ranks wait, and bandwidth is bounded by one node",
+                       {"rank0_bytes": int(pr_bytes[0]), "nprocs": nprocs, "nnodes": ch["job"]["nnodes"]},
+                       {"min_bytes": t.min_bytes}, cost=j.clock.io_time_s * (1 - 1 / k), model="rank0-over-nodes",
+                       action=f"spread the I/O over the job's {k} nodes")]
+    return []
 
-    # --- F01 many files per process
-    files = tot["files"]
+
+def _files_per_process(j: Job) -> list[dict]:
+    """F01 many files per process, counting the user's data files only (not the interpreter's
+    modules and libraries that a Python or shared-library start-up opens)"""
+    t, nprocs = j.t, j.nprocs
+    files, meta, libs = _data_files(j.log)
     if files >= t.min_files and files / nprocs > t.files_per_process:
         fpp = files / nprocs
-        mean_meta = tot["meta_time_s"] / nprocs
-        out.append(_f("F01", f"{files} files for {nprocs} process(es) ({fpp:.0f} per process): "
-                      "metadata cost grows with the file count; aggregate into fewer files",
-                      {"files": files, "nprocs": nprocs, "files_per_process": fpp},
-                      {"files_per_process": t.files_per_process, "min_files": t.min_files},
-                      cost=mean_meta * (1 - t.files_per_process / fpp), model="metadata-per-file",
-                      action=f"aggregate the {files} files into fewer (≤ {t.files_per_process:g} per process)",
-                      overlaps=("P17", "L03")))
+        mean_meta = meta / nprocs
+        return [_f("F01", f"{files} data files for {nprocs} process(es) ({fpp:.0f} per process): "
+                   "metadata cost grows with the file count; aggregate into fewer files",
+                   {"files": files, "nprocs": nprocs, "files_per_process": fpp, "library_files_left_out": libs},
+                   {"files_per_process": t.files_per_process, "min_files": t.min_files},
+                   cost=mean_meta * (1 - t.files_per_process / fpp), model="metadata-per-file",
+                   action=f"aggregate the {files} data files into fewer (≤ {t.files_per_process:g} per process)",
+                   overlaps=("P17", "L03"))]
+    return []
 
-    out += _lustre_findings(log, t, clock)
-    return costs.attach(out, clock)
+
+def _data_files(log) -> tuple[int, float, int]:
+    """(user data files, their metadata seconds over all ranks, library files left out) at the storage layer."""
+    ids, meta, lib_ids = [], 0.0, set()
+    for mod in storage_modules(log):
+        rec = log.records.get(mod)
+        if rec is None or not len(rec):
+            continue
+        c = cols(rec)
+        lib = library_mask(rec.names)
+        lib_ids.update(int(i) for i in c["id"][lib])
+        ids.append(c["id"][~lib])
+        meta += float(zero_missing(c, f"{PREFIX[mod]}_F_META_TIME")[~lib].sum())
+    data = np.unique(np.concatenate(ids)) if ids else np.zeros(0, np.uint64)
+    return int(data.size), meta, len(lib_ids)
+
+
+def _lustre(j: Job) -> list[dict]:
+    """L01-L03 Lustre striping"""
+    return _lustre_findings(j.log, j.t, j.clock)
+
+
+# ---------------------------------------------------------------------------
+# MPI-IO: overhead above the file system, read-modify-write, NFS (docs/darshan.md)
+
+#: MPI-IO requests at least this large (mean per call) gain nothing from collective buffering.
+LARGE_MPIIO_REQUEST = 4 * MiB
+
+
+#: MPI-IO hints for a ROMIO_HINTS file (one "key value" a line) or Cray MPICH's MPICH_MPIIO_HINTS.
+def _romio_fix(hints: dict[str, object]) -> str:
+    kv = ":".join(f"{k}={v}" for k, v in hints.items())
+    return f'export MPICH_MPIIO_HINTS="*:{kv}"  (or a ROMIO_HINTS file: ' + "; ".join(f"{k} {v}" for k, v in hints.items()) + ")"
+
+
+def _mpiio_files(j: Job) -> dict | None:
+    """The files MPI-IO recorded, split into NFS and other mounts: per group the slowest-path time at
+    MPI-IO and at the layer below (POSIX, same files, `slowest_path`), bytes, collective ops, names."""
+    mpiio = j.log.records.get("MPI-IO")
+    if mpiio is None or not len(mpiio):
+        return None
+    c = cols(mpiio)
+    _, fstype = assign_mounts(mpiio.names, j.log.mounts)
+    nfs = np.array([str(x).lower().startswith("nfs") for x in fstype], bool)
+    rows = layer_rows(j.log, j.nprocs)
+    # a file whose POSIX records hold far fewer bytes than MPI-IO moved was written past POSIX (a
+    # driver that Darshan's POSIX module does not see): its MPI-IO time has no layer below to compare
+    rows_m = module_rows(mpiio)
+    seen = _posix_sees(j.log, rows_m)
+    out = {}
+    for group, sel in (("other", ~nfs & seen), ("nfs", nfs & seen)):
+        if not sel.any():
+            continue
+        keys = np.unique(c["id"][sel])
+        in_g = np.isin(rows["key"], keys)
+        m = in_g & (rows["module"] == "MPI-IO")
+        p = in_g & np.isin(rows["module"], ("POSIX", "STDIO"))
+        t_m, _, _ = slowest_path(rows["rank"][m], rows["time"][m], rows["shared"][m], j.nprocs)
+        t_p, _, _ = slowest_path(rows["rank"][p], rows["time"][p], rows["shared"][p], j.nprocs)
+        sc, mr = subset(c, sel), subset(rows_m, sel)
+        ranks = effective_ranks(sc["rank"], j.nprocs)
+        out[group] = {
+            "keys": keys, "mpiio_time_s": t_m, "posix_time_s": t_p, "overhead_s": max(t_m - t_p, 0.0),
+            "bytes": float(mr["bytes_read"].sum() + mr["bytes_written"].sum()),
+            "coll_writes": float(zero_missing(sc, "MPIIO_COLL_WRITES").sum()),
+            "coll_reads": float(zero_missing(sc, "MPIIO_COLL_READS").sum()),
+            "write_bytes": float(mr["bytes_written"].sum()), "read_bytes": float(mr["bytes_read"].sum()),
+            "writes": float(mr["writes"].sum()), "reads": float(mr["reads"].sum()),
+            "shared": bool((ranks < 0).any() or len(np.unique(ranks)) > 1),
+            "name": next((n for n in mpiio.names[sel] if n), None),
+        }
+    return out
+
+
+def _posix_sees(log, mc: Cols) -> np.ndarray:
+    """Per MPI-IO record (`module_rows`): do the file's POSIX records hold at least half of the bytes MPI-IO moved?"""
+    m_b = mc["bytes_read"] + mc["bytes_written"]
+    posix = log.records.get("POSIX")
+    if posix is None or not len(posix):
+        return m_b <= 0
+    pc = cols(posix)
+    p_b = zero_missing(pc, "POSIX_BYTES_READ") + zero_missing(pc, "POSIX_BYTES_WRITTEN")
+    uk, inv = np.unique(pc["id"], return_inverse=True)
+    per = np.bincount(inv, weights=p_b, minlength=len(uk))
+    pos = np.minimum(np.searchsorted(uk, mc["id"]), len(uk) - 1)
+    got = np.where(uk[pos] == mc["id"], per[pos], 0.0)
+    return got >= 0.5 * m_b
+
+
+def _stripe_count(log, keys) -> int | None:
+    lu = log.lustre
+    if lu is None or not len(lu):
+        return None
+    sel = lu[np.isin(lu["id"].to_numpy(np.uint64), keys)]
+    return int(sel["stripe_count"].max()) if len(sel) else None
+
+
+def _mpiio_overhead(j: Job) -> list[dict]:
+    """M08 MPI-IO overhead (top layer minus the layer below, slowest paths), M10 shared-file MPI-IO on NFS"""
+    groups = _mpiio_files(j)
+    if not groups:
+        return []
+    out, t = [], j.t
+    g = groups.get("other")
+    if g and g["mpiio_time_s"] > 0 and g["overhead_s"] >= t.mpiio_overhead_share * g["mpiio_time_s"] \
+            and g["bytes"] >= t.min_bytes:
+        stripes = _stripe_count(j.log, g["keys"])
+        aggregators = stripes if stripes and stripes > 1 else j.ch["job"]["nnodes"]
+        hints, why = {}, []
+        for word, key in (("write", "writes"), ("read", "reads")):
+            n, b = g[key], g[f"{word}_bytes"]
+            if n <= 0 or b <= 0:
+                continue
+            # large requests per rank gain nothing from two-phase I/O but a copy and an exchange;
+            # small or scattered ones need it (aggregators turn them into large contiguous requests)
+            large = b / n >= LARGE_MPIIO_REQUEST
+            hints[f"romio_cb_{word}"] = "disable" if large else "enable"
+            why.append(f"{word}s average {format_bytes(b / n)}: " + ("collective buffering only adds a copy and an "
+                                                                      "exchange, turn it off" if large else
+                                                                      "keep collective buffering on and tune it"))
+        if "enable" in hints.values():
+            if aggregators:
+                hints["cb_nodes"] = aggregators
+            hints["cb_buffer_size"] = 16 * MiB
+        ev = {"mpiio_time_s": g["mpiio_time_s"], "posix_time_s": g["posix_time_s"], "overhead_s": g["overhead_s"],
+              "ratio": g["mpiio_time_s"] / g["posix_time_s"] if g["posix_time_s"] > 0 else None,
+              "collective_ops": int(g["coll_writes"] + g["coll_reads"]), "mpiio_bytes": g["bytes"],
+              "lustre_stripe_count": stripes}
+        why = "; ".join(why) + (f" (cb_nodes={aggregators}: one aggregator per " + ("OST" if stripes and stripes > 1
+                                                                                     else "node") + ")"
+                                if "cb_nodes" in hints else "")
+        if stripes == 1:
+            why += ("; the files are on one OST, so there is one aggregator (their number follows the stripe "
+                    "count): stripe them wider first")
+        out.append(_f("M08", f"MPI-IO takes {format_seconds(g['mpiio_time_s'])} on the slowest path against "
+                      f"{format_seconds(g['posix_time_s'])} of POSIX time for the same files: "
+                      f"{format_seconds(g['overhead_s'])} is spent in MPI-IO above the file system (aggregation, "
+                      f"data exchange, locking, and waiting in collective calls for the slowest rank: fix an "
+                      f"imbalance first); {why}", ev,
+                      {"mpiio_overhead_share": t.mpiio_overhead_share, "min_bytes": t.min_bytes},
+                      cost=g["overhead_s"], model="mpiio-overhead", fix=_romio_fix(hints),
+                      action=("stripe the files wider (one OST means one aggregator) and " if stripes == 1 else "")
+                      + "tune the MPI-IO hints (" + ", ".join(f"{k}={v}" for k, v in hints.items()) + ")"))
+    g = groups.get("nfs")
+    if g and g["shared"] and g["bytes"] >= t.min_bytes:
+        out.append(_f("M10", f"shared-file MPI-IO on NFS ({format_bytes(g['bytes'])}, e.g. {g['name'] or 'unnamed'}): "
+                      "ROMIO locks every request on NFS and NFS does not cache shared writes coherently, so it is "
+                      f"slow (MPI-IO {format_seconds(g['mpiio_time_s'])} against POSIX {format_seconds(g['posix_time_s'])}"
+                      "): write to the parallel file system", {"mpiio_time_s": g["mpiio_time_s"],
+                                                                "posix_time_s": g["posix_time_s"],
+                                                                "overhead_s": g["overhead_s"], "mpiio_bytes": g["bytes"],
+                                                                "example_file": g["name"]},
+                      {"min_bytes": t.min_bytes}, cost=g["overhead_s"], model="mpiio-overhead",
+                      action="write the shared MPI-IO files to the parallel file system, not NFS"))
+    return out
+
+
+def _read_modify_write(j: Job) -> list[dict]:
+    """M09 collective buffering's read-modify-write: on files MPI-IO writes, POSIX reads that MPI-IO did not
+    ask for (data sieving / two-phase holes), interleaved with the writes"""
+    mpiio, posix = j.log.records.get("MPI-IO"), j.log.records.get("POSIX")
+    if mpiio is None or not len(mpiio) or posix is None or not len(posix):
+        return []
+    t = j.t
+    mc = cols(mpiio)
+    keys = np.unique(mc["id"])
+    pc_all = cols(posix)
+    sel = np.isin(pc_all["id"], keys)
+    if not sel.any():
+        return []
+    pc = subset(pc_all, sel)
+    mr = module_rows(mpiio)
+    m_bw, m_br, m_reads = float(mr["bytes_written"].sum()), float(mr["bytes_read"].sum()), float(mr["reads"].sum())
+    p_bw, p_br = float(zero_missing(pc, "POSIX_BYTES_WRITTEN").sum()), float(zero_missing(pc, "POSIX_BYTES_READ").sum())
+    p_reads = float(zero_missing(pc, "POSIX_READS").sum())
+    switches = float(zero_missing(pc, "POSIX_RW_SWITCHES").sum())
+    tiny = float(zero_missing(pc, "POSIX_SIZE_READ_0_100").sum() + zero_missing(pc, "POSIX_SIZE_READ_100_1K").sum())
+    extra_b, extra_n = max(p_br - m_br, 0.0), max(p_reads - m_reads, 0.0)
+    ratio = (p_br + p_bw) / (m_br + m_bw) if m_br + m_bw > 0 else 0.0
+    if not (m_bw >= t.min_bytes and switches >= t.rmw_min_switches and extra_n > 0
+            and (ratio >= t.rmw_bytes_ratio or tiny >= t.small_requests_absolute)):
+        return []
+    t_read = float(zero_missing(pc, "POSIX_F_READ_TIME").sum())
+    t_write = float(zero_missing(pc, "POSIX_F_WRITE_TIME").sum())
+    read_share = max(extra_b / p_br if p_br > 0 else 0.0, extra_n / p_reads if p_reads > 0 else 0.0)
+    write_share = max(p_bw - m_bw, 0.0) / p_bw if p_bw > 0 else 0.0
+    cost = j.clock.wall(t_read * min(read_share, 1.0) + t_write * write_share)
+    readers = pc["rank"][(zero_missing(pc, "POSIX_READS") > 0) & (zero_missing(pc, "POSIX_WRITES") > 0)]
+    lib = ("; in PnetCDF, post the writes with ncmpi_iput_vara and flush them with one ncmpi_wait_all"
+           if len(j.log.records.get("PNETCDF_FILE", ())) or len(j.log.records.get("PNETCDF_VAR", ())) else "")
+    lib += ("; in HDF5, collective metadata (H5Pset_all_coll_metadata_ops, H5Pset_coll_metadata_write)"
+            if len(j.log.records.get("H5F", ())) else "")
+    hints = {"romio_ds_write": "disable", "cb_buffer_size": 64 * MiB}
+    return [_f("M09", f"collective buffering reads back what it writes: on the files MPI-IO wrote "
+               f"({format_bytes(m_bw)}), POSIX made {int(extra_n):,} reads MPI-IO did not ask for "
+               f"({int(tiny):,} of them under 1 KiB; {format_bytes(extra_b)} in all) with {int(switches):,} read/write switches, "
+               f"and moved {ratio:.1f}× the MPI-IO bytes: data sieving reads each block before writing its holes. "
+               f"Set romio_ds_write=disable and a larger cb_buffer_size{lib}",
+               {"mpiio_bytes_written": m_bw, "mpiio_bytes_read": m_br, "posix_bytes_written": p_bw,
+                "posix_bytes_read": p_br, "extra_reads": int(extra_n), "small_reads": int(tiny),
+                "rw_switches": int(switches), "posix_over_mpiio_bytes": ratio,
+                "ranks_reading_and_writing": int(len(np.unique(readers)))},
+               {"rmw_bytes_ratio": t.rmw_bytes_ratio, "rmw_min_switches": t.rmw_min_switches,
+                "small_requests_absolute": t.small_requests_absolute, "min_bytes": t.min_bytes},
+               cost=cost, model="read-modify-write", fix=_romio_fix(hints),
+               action="stop collective buffering's read-modify-write (romio_ds_write=disable, a larger cb_buffer_size"
+               + (", non-blocking aggregated writes" if lib else "") + ")",
+               # its extra reads are small POSIX reads: P05/P15 count the same seconds
+               overlaps=("P05", "P15"))]
+
+
+# ---------------------------------------------------------------------------
+# a slow rank: more work, or a slow target?
+
+def _rank_time_imbalance(j: Job) -> list[dict]:
+    """B01/B02: the slowest rank's I/O time far above the mean rank's (own files, storage layer). When its
+    bytes are no more than the others' (B01) it waited on something (a slow or busy OST, a contended
+    server): balancing the ranks would not help; when it moved more (B02) the work is unbalanced."""
+    t, nprocs = j.t, j.nprocs
+    if nprocs < 2:
+        return []
+    pr = per_rank(fs_records(j.log), nprocs)
+    tm, by = pr["time"].to_numpy(), pr["bytes"].to_numpy()
+    active = (tm > 0) | (by > 0)
+    if active.sum() < 2 or by.sum() < t.min_bytes:
+        return []
+    slow = int(np.argmax(tm))
+    mean_t, mean_b = float(tm[active].mean()), float(by[active].mean())
+    excess = float(tm[slow]) - mean_t
+    if tm[slow] <= 0 or excess / tm[slow] <= t.stragglers:
+        return []
+    byte_excess = (by[slow] - mean_b) / by[slow] if by[slow] > 0 else 0.0
+    ev = {"slowest_rank": slow, "slowest_time_s": float(tm[slow]), "mean_time_s": mean_t,
+          "slowest_bytes": float(by[slow]), "mean_bytes": mean_b, "ranks": int(active.sum())}
+    thr = {"stragglers": t.stragglers, "imbalance_size": t.imbalance_size, "min_bytes": t.min_bytes}
+    # the slowest rank's own path is on the clock already: its excess over the mean rank is the wait
+    cost = excess
+    overlaps = ("P18", "P19", "P21", "P22", "B01", "B02")
+    if byte_excess <= t.imbalance_size:
+        osts = _rank_osts(j.log, slow)
+        where = f" Its files sit on OST(s) {osts}: check them (lfs check osts, the server weather during the run)" \
+            if osts else " Check the OSTs of its files (lfs getstripe) and the server weather during the run"
+        return [_f("B01", f"rank {slow} spent {format_seconds(tm[slow])} in I/O against a mean of "
+                   f"{format_seconds(mean_t)}, but moved {format_bytes(by[slow])} against a mean of "
+                   f"{format_bytes(mean_b)}: the bytes are balanced, so it waited on a slow target or contention, "
+                   f"not on more work.{where}; restripe its files over more OSTs or avoid the slow one(s) "
+                   "(lfs setstripe -o / a pool), rather than rebalancing ranks",
+                   {**ev, "osts": osts}, thr, cost=cost, model="straggler",
+                   action=f"find what rank {slow} waited on (its OSTs{': ' + osts if osts else ''}), not rebalance",
+                   overlaps=tuple(c for c in overlaps if c != "B01"))]
+    return [_f("B02", f"rank {slow} spent {format_seconds(tm[slow])} in I/O against a mean of "
+               f"{format_seconds(mean_t)} and moved {format_bytes(by[slow])} against a mean of "
+               f"{format_bytes(mean_b)}: the work is unbalanced; spread the bytes evenly over the ranks",
+               ev, thr, cost=cost, model="straggler", action=f"balance the bytes across ranks (rank {slow} moves "
+               f"{by[slow] / mean_b:.1f}× the mean)" if mean_b > 0 else "balance the bytes across ranks",
+               overlaps=tuple(c for c in overlaps if c != "B02"))]
+
+
+def _rank_osts(log, rank: int) -> str:
+    """The OSTs of the files `rank` opened itself (Darshan's Lustre records are per rank), as text."""
+    lu = log.lustre
+    if lu is None or not len(lu) or "rank" not in lu:
+        return ""
+    sel = lu[lu["rank"].to_numpy() == rank]
+    osts = sorted({int(o) for v in sel["ost_ids"] for o in str(v).split(",") if o.strip().lstrip("-").isdigit()})
+    if not osts:
+        return ""
+    return ", ".join(str(o) for o in osts[:8]) + (f" and {len(osts) - 8} more" if len(osts) > 8 else "")
 
 
 def _stdio_cost(ch: dict, sb: float, clock: costs.Clock) -> float:
@@ -366,7 +722,7 @@ def _lustre_findings(log, t: Thresholds, clock: costs.Clock) -> list[dict]:
         one = w["movers"] == 1 and w["bytes"] > 0
         who = (f"all of its bytes moved by one rank (rank {w['top_rank']})" if one
                else f"moved by at least {w['movers']} of its {w['nranks']} ranks")
-        where = _dir(w["name"])
+        where = _setstripe_target([w["name"]], log.mounts)
         fix = f"lfs setstripe -c {int(w['target'])} -S {lfs_size(max(int(w['stripe_size']), MiB))} {where}"
         out.append(_f("L01", f"{len(big)} large Lustre file(s) striped over too few OSTs; worst: "
                       f"{w['name'] or 'unnamed'} ({format_bytes(w['size'])}, {format_bytes(w['bytes'])} moved, "
@@ -392,7 +748,7 @@ def _lustre_findings(log, t: Thresholds, clock: costs.Clock) -> list[dict]:
         m = files[mis]
         saving = sum(costs.misaligned_saving(r.rw_s, 1.0, r.access, r.stripe_size) for r in m.itertuples())
         w = m.iloc[int(np.argmax(m["bytes"].to_numpy()))]
-        fix = (f"lfs setstripe -S {lfs_size(int(w['access']))} {_dir(w['name'])}" if w["access"] % (64 * 1024) == 0 else None)
+        fix = (f"lfs setstripe -S {lfs_size(int(w['access']))} {_setstripe_target([w['name']], log.mounts)}" if w["access"] % (64 * 1024) == 0 else None)
         out.append(_f("L02", f"{int(mis.sum())} Lustre file(s) whose dominant request size does not divide into "
                       f"their stripe size, nor the reverse (worst: {w['name'] or 'unnamed'}, requests of "
                       f"{format_bytes(w['access'])} on {format_bytes(w['stripe_size'])} stripes): requests straddle "
@@ -405,7 +761,7 @@ def _lustre_findings(log, t: Thresholds, clock: costs.Clock) -> list[dict]:
     small = files[(files["size"] < t.lustre_small_file_bytes) & (files["stripe_count"] > 1)]
     if len(small) >= t.lustre_small_files:
         c_mean = float(small["stripe_count"].mean())
-        where = _dir(small["name"].iloc[0])
+        where = _setstripe_target(list(small["name"]), log.mounts)
         fix = f"lfs setstripe -c 1 {where}"
         out.append(_f("L03", f"{len(small)} Lustre files smaller than {format_bytes(t.lustre_small_file_bytes)} "
                       f"are striped over {c_mean:.0f} OSTs on average: each open and close talks to every OST; {fix}",
@@ -416,11 +772,19 @@ def _lustre_findings(log, t: Thresholds, clock: costs.Clock) -> list[dict]:
     return out
 
 
-def _dir(name) -> str:
-    """The directory of a file name, for `lfs setstripe` (the layout of new files comes from it)."""
-    if not name or "/" not in str(name):
+def _setstripe_target(names, mounts: list[tuple[str, str]]) -> str:
+    """What `lfs setstripe` should name for these files: the directory holding most of them (new files
+    take its layout). Never a mount root, whose layout every user of the file system inherits: for
+    files directly under one, the file itself (setstripe on a new name creates it with the layout)."""
+    names = [str(n) for n in names if n and "/" in str(n)]
+    if not names:
         return "<directory of the file>"
-    return str(name).rsplit("/", 1)[0] or "/"
+    dirs = [n.rsplit("/", 1)[0] or "/" for n in names]
+    top = max(dict.fromkeys(dirs), key=dirs.count)
+    roots = {m.rstrip("/") or "/" for m, _ in mounts} | {"/"}
+    if top in roots:
+        return next(n for n, d in zip(names, dirs) if d == top)
+    return top
 
 
 def _own_bytes_per_rank(log, nprocs: int) -> np.ndarray | None:
@@ -464,8 +828,8 @@ class _Posix:
     bw: float
     t_read: float
     t_write: float
-    #: Costs of P05/P06 (set by their rule), which the MPI-IO collective findings reuse.
-    small_cost: dict = field(default_factory=dict)
+    #: record ids of the files MPI-IO wrote or read collectively (their POSIX I/O is done by aggregators)
+    collective_ids: np.ndarray = None
 
     @property
     def f(self):
@@ -476,19 +840,23 @@ class _Posix:
         return self.reads + self.writes
 
 
-def _posix_findings(log, ch, posix, t: Thresholds, nprocs: int, clock: costs.Clock) -> tuple[list[dict], dict]:
-    """The POSIX rules in order, and the costs of P05/P06."""
+def _posix_context(posix, t: Thresholds, nprocs: int, clock: costs.Clock) -> _Posix:
     c = cols(posix)
-    x = _Posix(c=c, posix=posix, t=t, nprocs=nprocs, clock=clock, ranks=c["rank"],
-               shared_mask=(c["rank"] < 0) & (nprocs > 1),
-               reads=float(np.nansum(monitored(c, "POSIX_READS"))), writes=float(np.nansum(monitored(c, "POSIX_WRITES"))),
-               br=float(np.nansum(monitored(c, "POSIX_BYTES_READ"))), bw=float(np.nansum(monitored(c, "POSIX_BYTES_WRITTEN"))),
-               t_read=float(np.nansum(monitored(c, "POSIX_F_READ_TIME"))),
-               t_write=float(np.nansum(monitored(c, "POSIX_F_WRITE_TIME"))))
-    out = []
-    for rule in POSIX_RULES:
-        out += rule(x)
-    return out, x.small_cost
+    return _Posix(c=c, posix=posix, t=t, nprocs=nprocs, clock=clock, ranks=c["rank"],
+                  shared_mask=(c["rank"] < 0) & (nprocs > 1),
+                  reads=float(np.nansum(monitored(c, "POSIX_READS"))),
+                  writes=float(np.nansum(monitored(c, "POSIX_WRITES"))),
+                  br=float(np.nansum(monitored(c, "POSIX_BYTES_READ"))),
+                  bw=float(np.nansum(monitored(c, "POSIX_BYTES_WRITTEN"))),
+                  t_read=float(np.nansum(monitored(c, "POSIX_F_READ_TIME"))),
+                  t_write=float(np.nansum(monitored(c, "POSIX_F_WRITE_TIME"))))
+
+
+def _small_cost(x: _Posix, kind: str) -> float:
+    """Wall seconds the small requests of `kind` (READ/WRITE) cost: the P05/P06 model, which M02/M03 share."""
+    small, n, small_b = small_requests(x.c, "POSIX", kind, x.t.small_bytes)
+    t_kind, b_kind = (x.t_read, x.br) if kind == "READ" else (x.t_write, x.bw)
+    return x.clock.wall(costs.small_request_saving(t_kind, n, small, b_kind, small_b, x.t.small_bytes))
 
 
 def _intensity(x: _Posix) -> list[dict]:
@@ -522,11 +890,11 @@ def _small_requests_rule(x: _Posix) -> list[dict]:
         t_kind = t_read if kind == "READ" else t_write
         thr = {"small_bytes": t.small_bytes, "small_requests": t.small_requests,
                "small_requests_absolute": t.small_requests_absolute}
-        cost = clock.wall(costs.small_request_saving(t_kind, n, small, b_kind, small_b, t.small_bytes))
-        x.small_cost[code] = cost
+        cost = _small_cost(x, kind)
+        how = "buffering, MPI-IO collective" if x.nprocs > 1 else "buffering in the process"
         if n and small / n > t.small_requests and small > t.small_requests_absolute:
             out.append(_f(code, f"{small:,} of {n:,} {word}s ({100 * small / n:.0f}%) are smaller than "
-                          f"{format_bytes(t.small_bytes)}: aggregate them into larger requests (buffering, MPI-IO collective)",
+                          f"{format_bytes(t.small_bytes)}: aggregate them into larger requests ({how})",
                           {"small": small, "total": n, "share": small / n, "small_bytes_estimate": small_b}, thr,
                           cost=cost, model="small-requests", action=f"aggregate the {small:,} small {word}s",
                           overlaps=(code_sh, "M02" if kind == "READ" else "M03")))
@@ -664,20 +1032,31 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
         slowest_t = np.nan_to_num(monitored(sf, "POSIX_F_SLOWEST_RANK_TIME"))
         dt = np.abs(monitored(sf, "POSIX_F_SLOWEST_RANK_TIME") - monitored(sf, "POSIX_F_FASTEST_RANK_TIME"))
         names = posix.names[shared_mask]
+        ratios = {}
         for code, d, tot_, what in (("P18", db, tb, "bytes"), ("P19", dt, tt, "time")):
             ok = ~np.isnan(d) & (tot_ > 0)
             ratio = np.where(ok, d / np.where(tot_ > 0, tot_, 1), 0.0)
+            ratios[code] = ratio
             bad = ratio > t.stragglers
             if bad.any():
                 worst = int(np.argmax(ratio))
+                # a time straggler whose bytes are balanced waited on its target: rebalancing cannot help
+                waited = code == "P19" and ratios["P18"][worst] <= t.stragglers
+                # under collective buffering the rank that moves a file's bytes is an aggregator: ROMIO
+                # chose it, so the fix is more aggregators, not a different decomposition
+                aggregated = x.collective_ids is not None and np.isin(sc["id"][worst], x.collective_ids)
+                action = ("find what the slow rank waited on in the shared file (a slow or busy OST: lfs getstripe "
+                          "the file, the server weather during the run); its bytes are balanced" if waited
+                          else "give the collectively written file more aggregators (a wider Lustre stripe, which "
+                          "sets their number on Cray MPI-IO and ROMIO's Lustre driver, or the cb_nodes hint)"
+                          if aggregated else "balance the shared-file I/O across ranks")
                 out.append(_f(code, f"{int(bad.sum())} shared file(s) with a straggler rank by {what}: the slowest "
                               f"and fastest rank differ by {100 * ratio[worst]:.0f}% of the file's total {what} "
                               f"(worst: {names[worst] or 'unnamed'})",
                               {"files": int(bad.sum()), "max_ratio": float(ratio[worst]), "worst_file": names[worst]},
                               {"stragglers": t.stragglers},
                               cost=costs.straggler_excess(slowest_t[bad], tt[bad], nprocs), model="straggler",
-                              action="balance the shared-file I/O across ranks",
-                              overlaps=("P19" if code == "P18" else "P18", "L01")))
+                              action=action, overlaps=("P19" if code == "P18" else "P18", "L01", "B01", "B02")))
     return out
 
 
@@ -717,10 +1096,16 @@ def _rank_imbalance(x: _Posix) -> list[dict]:
                                   {"imbalance_size": t.imbalance_size},
                                   cost=costs.straggler_excess(t_hi[bad], t_sum[bad], nr[bad]), model="straggler",
                                   action=f"balance the bytes {word} across ranks",
-                                  overlaps=("P22" if code == "P21" else "P21",)))
+                                  overlaps=("P22" if code == "P21" else "P21", "B01", "B02")))
     return out
 
 
 #: The POSIX rules, in the order their findings are listed (before the ranking by cost).
 POSIX_RULES = (_intensity, _small_requests_rule, _misalignment, _redundant_traffic, _non_sequential,
                _metadata_per_rank, _shared_stragglers, _rank_imbalance)
+
+
+#: Every rule, in the order its findings are listed before the ranking by cost. A rule is a function
+#: of the job (`Job`) returning findings; rules share no state but what `Job` computes once.
+RULES = (_time_share, _stdio, _no_mpiio, _posix_rules, _mpiio_collective, _mpiio_overhead, _read_modify_write,
+         _rank_time_imbalance, _rank0, _files_per_process, _lustre)

@@ -9,8 +9,11 @@ Conventions that follow from Darshan's log format:
   treated as rank 0 (unique) for sharing and per-rank views, and left as they are
   for `agg_perf_by_slowest` (which must match libdarshan-util's accumulator);
 - counters equal to -1 are "not monitored" and are excluded, never summed;
-- totals are taken at the layer that reaches the file system, POSIX + STDIO, so
-  MPI-IO / HDF5 / PnetCDF traffic carried by POSIX is not counted twice;
+- totals are taken at the layer that reaches storage, POSIX + STDIO (and DFS, else
+  DAOS, for DAOS jobs), so MPI-IO / HDF5 / PnetCDF traffic carried by POSIX is not
+  counted twice;
+- the job's I/O time is taken at the top layer: each file at the highest interface
+  that recorded it (`top_layer_time`), the slowest rank's path over them;
 - Darshan's timers are cumulative per rank and can add up to more than the run
   time (threads, overlapping calls): fractions of run time are capped at 1 and
   the raw value is kept.
@@ -18,6 +21,7 @@ Conventions that follow from Darshan's log format:
 
 from __future__ import annotations
 
+import re
 import weakref
 from collections.abc import Iterable
 
@@ -224,9 +228,29 @@ def module_rows(rec) -> Cols:
     return out
 
 
+#: Files a program's start-up opens, not its data: Python modules and byte code, shared libraries,
+#: system and installed-software trees, interpreter library directories, and STDIO streams (<STDOUT>).
+_LIBRARY = re.compile(r"(\.pyc|\.pyo|\.py|\.pth|\.so(\.\d+)*|\.a)$"
+                      r"|/(site|dist)-packages/|/__pycache__/|/lib(64)?/python\d[\d.]*/|/conda/pkgs/"
+                      r"|^/(usr|opt|etc|proc|sys|dev|lib|lib64|bin|sbin)/|^<")
+
+
+def library_mask(names) -> np.ndarray:
+    """True for the names that are interpreter or library files (`_LIBRARY`), not the user's data."""
+    return np.array([bool(_LIBRARY.search(n)) if isinstance(n, str) and n else False for n in names], bool)
+
+
+def storage_modules(log) -> tuple[str, ...]:
+    """The modules whose records reach storage: POSIX and STDIO, and DFS (else DAOS, which DFS calls)
+    for DAOS jobs, whose bytes never pass through POSIX."""
+    has = [m for m in ("DFS", "DAOS") if len(log.records.get(m, ()))]
+    return FS_MODULES + tuple(has[:1])
+
+
 def fs_records(log) -> Cols:
-    """POSIX and STDIO records in one set of module-neutral columns (plus `module` and `name`)."""
-    parts = [(mod, log.records[mod]) for mod in FS_MODULES if mod in log.records and len(log.records[mod])]
+    """The storage layer's records (`storage_modules`: POSIX, STDIO, DFS or DAOS) in one set of
+    module-neutral columns (plus `module` and `name`)."""
+    parts = [(mod, log.records[mod]) for mod in storage_modules(log) if mod in log.records and len(log.records[mod])]
     if not parts:
         out = Cols({k: np.zeros(0) for k in ("bytes_read", "bytes_written", "reads", "writes", "opens", "read_time",
                                              "write_time", "meta_time", "slowest_time", "open_start", "io_end")})
@@ -429,6 +453,110 @@ def carns_mibps(fs: Cols, nprocs: int, pr: pd.DataFrame | None = None) -> tuple[
     return ((b / MiB) / t if t > 0 else None), t, slowest
 
 
+# ---------------------------------------------------------------------------
+# time at the top layer
+
+#: Interfaces from the top down. A file's time is taken at the highest of these that recorded it
+#: (MPI-IO time contains the POSIX time it causes; HDF5/PnetCDF time contains the MPI-IO time).
+LAYERS = ("HDF5", "PnetCDF", "MPI-IO", "POSIX", "DFS", "DAOS")
+LAYER_MODULES = {"HDF5": ("H5D", "H5F"), "PnetCDF": ("PNETCDF_VAR", "PNETCDF_FILE"), "MPI-IO": ("MPI-IO",),
+                 "POSIX": ("POSIX", "STDIO"), "DFS": ("DFS",), "DAOS": ("DAOS",)}
+#: A library layer counts for a file only where its dataset/variable records name the file (their
+#: FILE_REC_ID): H5F and PNETCDF_FILE alone hold open/close time, not the reads and writes.
+_DATA_MODULE = {"HDF5": "H5D", "PnetCDF": "PNETCDF_VAR"}
+#: Modules without a slowest-rank timer: a shared record's time is its mean per rank.
+_NO_SLOWEST = ("H5F", "PNETCDF_FILE")
+
+
+def layer_rows(log, nprocs: int) -> Cols:
+    """One row per record of every timed layer: `key` (the file's record id), `layer` (index in
+    LAYERS), `module`, effective `rank`, `time` (read + write + metadata, seconds) and `shared`
+    (the record's slowest-rank time when it is a shared record, else 0).
+
+    DAOS records are left out when DFS is present: DFS calls DAOS, so its time already holds them.
+    """
+    parts = []
+    for li, layer in enumerate(LAYERS):
+        if layer == "DAOS" and len(log.records.get("DFS", ())):
+            continue
+        data_mod = _DATA_MODULE.get(layer)
+        data = log.records.get(data_mod) if data_mod else None
+        if data_mod and (data is None or not len(data) or data.file_rec_ids is None):
+            continue
+        for mod in LAYER_MODULES[layer]:
+            rec = log.records.get(mod)
+            if rec is None or not len(rec):
+                continue
+            m = module_rows(rec)
+            key = rec.file_rec_ids if mod == data_mod else m["id"]
+            t = m["read_time"] + m["write_time"] + m["meta_time"]
+            if mod == "PNETCDF_FILE":
+                t = t + zero_missing(rec, "PNETCDF_FILE_F_WAIT_TIME")
+            ranks = effective_ranks(m["rank"], nprocs)
+            shared = np.zeros(len(t))
+            sh = ranks < 0
+            if sh.any():
+                shared[sh] = (t[sh] / max(nprocs, 1) if mod in _NO_SLOWEST
+                              else shared_file_time(m, ranks))
+            parts.append((np.asarray(key, np.uint64), np.full(len(t), li, np.int64),
+                          np.full(len(t), mod, dtype=object), ranks, t, shared))
+    out = Cols({name: (np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dt))
+                for i, (name, dt) in enumerate((("key", np.uint64), ("layer", np.int64), ("module", object),
+                                                ("rank", np.int64), ("time", np.float64),
+                                                ("shared", np.float64)))})
+    out.n = len(out["key"])
+    keep = np.ones(out.n, bool)
+    for li, layer in enumerate(LAYERS):
+        rec = log.records.get(_DATA_MODULE.get(layer, ""))
+        if rec is not None and len(rec) and rec.file_rec_ids is not None:
+            # a library file record whose file has no dataset/variable record is not the top layer
+            sel = out["layer"] == li
+            keep[sel] = np.isin(out["key"][sel], rec.file_rec_ids)
+    if not keep.all():
+        out = subset(out, keep)
+    return out
+
+
+def slowest_path(ranks: np.ndarray, time: np.ndarray, shared: np.ndarray, nprocs: int) -> tuple[float, int | None, np.ndarray]:
+    """(I/O time, slowest rank, per-rank own time): the slowest rank's time on its own records plus the
+    slowest-rank time of every shared record, as libdarshan-util's `agg_time_by_slowest` adds them."""
+    own = ranks >= 0
+    n = max(nprocs, int(ranks[own].max()) + 1 if own.any() else 1)
+    per = np.bincount(ranks[own], weights=time[own], minlength=n)
+    slowest = int(per.argmax()) if per.size and per.max() > 0 else None
+    return float((per.max() if per.size else 0.0) + shared[~own].sum()), slowest, per
+
+
+def top_layer_time(rows: Cols, nprocs: int) -> dict:
+    """The job's I/O time at the top layer: each file's records at the highest layer that recorded it,
+    then the slowest path over ranks (`slowest_path`). Also each layer alone, and which layers the
+    slowest path's seconds come from."""
+    if not rows.n:
+        return {"io_time_s": 0.0, "slowest_rank": None, "layer": None, "by_layer_s": {}, "layers": {},
+                "per_rank": np.zeros(max(nprocs, 1))}
+    uk, inv = np.unique(rows["key"], return_inverse=True)
+    top = np.full(len(uk), len(LAYERS), np.int64)
+    np.minimum.at(top, inv, rows["layer"])
+    at_top = rows["layer"] == top[inv]
+    r, t, s, lay = rows["rank"][at_top], rows["time"][at_top], rows["shared"][at_top], rows["layer"][at_top]
+    io_time, slowest, per = slowest_path(r, t, s, nprocs)
+    by_layer = {}
+    for li in np.unique(lay):
+        sel = lay == li
+        own = sel & (r == (slowest if slowest is not None else -2))
+        by_layer[LAYERS[li]] = float(t[own].sum() + s[sel & (r < 0)].sum())
+    layers = {}
+    for li in np.unique(rows["layer"]):
+        sel = rows["layer"] == li
+        lt, lr, _ = slowest_path(rows["rank"][sel], rows["time"][sel], rows["shared"][sel], nprocs)
+        layers[LAYERS[li]] = {"io_time_s": lt, "slowest_rank": lr}
+    # the layer most of the slowest path's seconds come from (a job's few STDIO log writes do not
+    # make it a POSIX job, nor does an MPI-IO open make a STDIO-bound job an MPI-IO one)
+    main = max(by_layer, key=lambda k: (by_layer[k], -LAYERS.index(k))) if by_layer else LAYERS[int(lay.min())]
+    return {"io_time_s": io_time, "slowest_rank": slowest, "layer": main, "by_layer_s": by_layer,
+            "layers": layers, "per_rank": per}
+
+
 def mibps_per_node(mibps: float | None, nnodes: int | None) -> float | None:
     """Carns et al.'s MiB/s/CN: aggregate MiB/s divided by the number of compute nodes."""
     if mibps is None or not nnodes:
@@ -537,7 +665,9 @@ def characterize(log, *, cores_per_node: int | None = None) -> dict:
     interfaces = {m: interface_summary(r, nprocs) for m, r in log.records.items()}
     per_file = file_sharing(fs, nprocs)
     pr = per_rank(fs, nprocs)
-    mibps, io_time, slowest = carns_mibps(fs, nprocs, pr)
+    mibps, fs_io_time, _ = carns_mibps(fs, nprocs, pr)
+    top = top_layer_time(layer_rows(log, nprocs), nprocs)
+    io_time, slowest = top["io_time_s"], top["slowest_rank"]
     nnodes, nsrc = node_count(len(log.node_names) or None, nprocs, cores_per_node)
     posix = log.records.get("POSIX")
     darshan_perf = (agg_perf_by_slowest(posix, posix, "POSIX", nprocs)
@@ -546,20 +676,27 @@ def characterize(log, *, cores_per_node: int | None = None) -> dict:
     frac = io_time / runtime if runtime > 0 else None
     reason = None
     if mibps is None:
-        reason = "no I/O time at the POSIX/STDIO layer"
+        reason = "no I/O time at the storage layer (POSIX/STDIO/DFS/DAOS)"
     elif nnodes is None:
         reason = "node count unknown: the log names no hosts; pass --cores-per-node N"
     perf = {
         "agg_perf_by_slowest_mibps": darshan_perf["agg_perf_by_slowest"] if darshan_perf else None,
         "agg_time_by_slowest_s": darshan_perf["agg_time_by_slowest"] if darshan_perf else None,
         "mibps": mibps,
+        # the time the job waited for I/O: each file at its top layer, the slowest rank's path
         "io_time_s": io_time,
+        "io_time_layer": top["layer"],
+        "io_time_by_layer_s": top["by_layer_s"],
+        "layers": top["layers"],
+        # Carns et al.'s slowest path at the storage layer: what `mibps` divides by
+        "fs_io_time_s": fs_io_time,
         "io_fraction_of_runtime": min(frac, 1.0) if frac is not None else None,
         "io_time_exceeds_runtime": bool(frac is not None and frac > 1.0),
         "mibps_per_node": mibps_per_node(mibps, nnodes) if reason is None else None,
         "mibps_per_node_reason": reason,
         "nnodes_source": nsrc,
         "slowest_rank": slowest,
+        # per rank at the storage layer, where every rank's own records are (a shared MPI-IO record has no ranks)
         "imbalance": {"bytes": imbalance(pr["bytes"].to_numpy()), "time": imbalance(pr["time"].to_numpy()),
                       "ranks_with_io": int((pr["bytes"].to_numpy() > 0).sum())},
     }

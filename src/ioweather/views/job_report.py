@@ -14,7 +14,7 @@ from markupsafe import Markup
 
 from ioweather.units import format_bytes, format_seconds
 from ioweather.views import svg_charts as charts
-from ioweather.views.job_console import cost_text, lustre_text
+from ioweather.views.job_console import combined_text, cost_text, layer_text, lustre_text
 from ioweather.views.svg_charts import esc
 from ioweather.views.templating import render
 
@@ -110,8 +110,9 @@ def render_job_html(rep: dict, per_rank=None, dxt: dict | None = None, source: s
                     damaged: dict | None = None) -> str:
     plots = [Markup(p) for p in (io_time_plot(rep), access_size_plot(rep), sharing_plot(rep),
                                  per_rank_plot(per_rank, per_rank_how), dxt_timeline_plot(dxt or {})) if p]
-    findings = [{**f, "cost": cost_text(f), "fix": f.get("fix")} for f in rep["findings"]]
+    findings = [{**f, "cost": cost_text(f), "combined": combined_text(f), "fix": f.get("fix")} for f in rep["findings"]]
     mounts = [{**m, "lustre": lustre_text(m.get("lustre"))} for m in rep["mounts"]]
-    return render("job_report.html", rep=rep, j=rep["job"], perf=rep["perf"], tot=rep["totals"], source=source,
+    layer = layer_text(rep["perf"]) if rep["perf"].get("io_time_layer") else ""
+    return render("job_report.html", rep=rep, j=rep["job"], perf=rep["perf"], tot=rep["totals"], source=source, layer=layer,
                   css=Markup(CSS), findings=findings, mounts=mounts, plots=plots,
                   damaged=list((damaged or {}).items())) + "\n"
