@@ -321,7 +321,7 @@ def _events(settings, fs: str, since: int, until: int, own: set[str], notes: lis
     from ioweather.services import events as ev
 
     try:
-        doc = ev.compute(settings, fs, since - EVENT_MARGIN_NS, until + EVENT_MARGIN_NS)
+        doc = ev.compute(settings, fs, _dt(since - EVENT_MARGIN_NS), _dt(until + EVENT_MARGIN_NS))
     except UserError as e:
         notes.append(f"events on {fs}: {e}")
         return []
@@ -338,6 +338,12 @@ def _events(settings, fs: str, since: int, until: int, own: set[str], notes: lis
         out.append({"fs": fs, "start": e["start"], "end": e["end"], "peak_bps": e["peak_bps"], "bytes": e["bytes"],
                     "slowdown": e.get("slowdown"), "culprits": culprits})
     return out
+
+
+def _dt(ns: int):
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
 
 
 def _climate(doc: dict | None) -> dict | None:
