@@ -234,3 +234,45 @@ def test_the_job_page_opens_with_the_same_answer(stormy):
         text = body.decode() if isinstance(body, bytes) else body
         assert 'id="why-verdict"' in text and f"job {CULPRIT}" in text
         assert text.index('id="why-verdict"') < text.index('id="job-findings"')  # the page opens with it
+
+
+def _probe(store, target: str, directory: str, times_ns, slow_from_ns: int, factor_by_op: dict):
+    """Constant durations (data ops 1 ms, metadata 0.1 ms), times each op's factor from `slow_from_ns`:
+    every median is exact."""
+    from ioweather.store import probe as probe_store
+
+    run = probe_store.start_run(store, probe_store.RunInfo(
+        target=target, directory=directory, interval_s=20.0, block_bytes=1 << 20, file_bytes=1 << 30, pool_files=10,
+        small_bytes=3901, direct=False, fsync=False, seed=0, timeout_s=60.0, file_exceeds_memory=False, host="test"))
+    rows = []
+    for k, op in enumerate(probe_store.OPS):
+        base = 1_000_000 if op.startswith("data") else 100_000
+        for t in times_ns:
+            dur = int(base * factor_by_op.get(op, 1.0)) if t >= slow_from_ns else base
+            rows.append((run, op, int(t) + k * 1000, dur, 1 << 20 if op.startswith("data") else 0, "ok", 0))
+    probe_store.insert_samples(store, rows)
+
+
+def test_probes_on_its_file_system_cost_the_system(ingested, tmp_path):
+    """Probes slowed ×1.1 on the job's Lustre during its run (no telemetry at all), and ×10 on another
+    file system's probe, which must not count: io_time × Σ share_kind × (1 − 1/slowdown_kind)."""
+    home, rep, log = ingested
+    dst = tmp_path / "home"
+    shutil.copytree(home, dst)
+    start, end = _window(log)
+    day = start // (86_400 * S) * 86_400 * S
+    times = np.concatenate([np.arange(day - 2 * 86_400 * S, day, 600 * S), np.arange(start, end, 20 * S)])
+    store = open_store(Settings.resolve(dst))
+    _probe(store, "lus", "/lus/theta-fs0/probe", times, start, {"data_read": 1.1, "data_write": 1.1})
+    _probe(store, "home", "/home/probe", times, start, {"data_read": 10.0, "data_write": 10.0})
+    store.dispose()
+    w = _why(dst, str(rep["job"]["jobid"]))
+    _assert_budget(w)
+    assert w["system_model"] == "probe_slowdown"
+    assert w["logs"][0]["evidence"]["probe_targets"] == ["lus"]
+    t = rep["totals"]
+    data_share = (t["read_time_s"] + t["write_time_s"]) / (t["read_time_s"] + t["write_time_s"] + t["meta_time_s"])
+    io = rep["perf"]["io_time_s"]
+    want = io * data_share * (1 - 1 / 1.1)
+    assert want < io - w["code_s"]  # not capped: the model's own number
+    assert w["system_s"] == pytest.approx(want, rel=1e-6)

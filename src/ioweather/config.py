@@ -110,9 +110,11 @@ def dataset_for_mounts(mounts: list[dict], names: list[str], fs_map: list[tuple[
     `names`: the datasets with telemetry. A mount maps by the fs-map's longest matching prefix, else
     (a shared file system only) when its last component names a dataset. The dataset the job moved
     the most bytes on wins. Never "the only dataset there is": a job on /home is not a job on /scratch.
-    {dataset (None: no telemetry for its files), mount, fs_type, how, unmapped: [mounts]}."""
+    {dataset (None: no telemetry for its files), mount, fs_type, how, unmapped: [mounts], shared_mount:
+    the shared file system's mount the job moved the most bytes on, mapped or not (probes match it)}."""
     best: dict = {"dataset": None, "mount": None, "fs_type": None, "how": None, "bytes": -1.0}
     unmapped = []
+    shared, shared_bytes = None, -1.0
     for m in mounts:
         mount = m.get("mount")
         if not mount:
@@ -127,9 +129,11 @@ def dataset_for_mounts(mounts: list[dict], names: list[str], fs_map: list[tuple[
             if base in names:
                 dataset, how = base, f"mount {mount} named like the dataset"
         moved = float(m.get("bytes") or 0)
+        if (m.get("fs_type") or "") not in LOCAL_FS_TYPES and moved > shared_bytes:
+            shared, shared_bytes = mount, moved
         if dataset is None:
             unmapped.append({"mount": mount, "fs_type": m.get("fs_type"), "bytes": moved})
         elif moved > best["bytes"]:
             best = {"dataset": dataset, "mount": mount, "fs_type": m.get("fs_type"), "how": how, "bytes": moved}
     best.pop("bytes")
-    return {**best, "unmapped": unmapped}
+    return {**best, "unmapped": unmapped, "shared_mount": shared}

@@ -418,7 +418,8 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
                 facts["mounts"] = j.get("mount_bytes") or []
             found = dataset_for_mounts(facts["mounts"] or [], names, fs_map)
             dataset = fs or found["dataset"]
-            mount = found["mount"] if not fs or fs == found["dataset"] else None
+            # probes match the job's mount even when no telemetry dataset does
+            mount = (found["mount"] or found["shared_mount"]) if not fs or fs == found["dataset"] else None
             where = ", ".join(f"{m['mount']} ({m['fs_type'] or '?'})" for m in sorted(
                 facts["mounts"] or [], key=lambda m: -(m.get("bytes") or 0)) if m.get("mount")) or "no mount in its log"
             has_tel = dataset in names
