@@ -420,8 +420,9 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
             dataset = fs or found["dataset"]
             # probes match the job's mount even when no telemetry dataset does
             mount = (found["mount"] or found["shared_mount"]) if not fs or fs == found["dataset"] else None
-            where = ", ".join(f"{m['mount']} ({m['fs_type'] or '?'})" for m in sorted(
-                facts["mounts"] or [], key=lambda m: -(m.get("bytes") or 0)) if m.get("mount")) or "no mount in its log"
+            mounts = [f"{m['mount']} ({m['fs_type'] or '?'})" for m in sorted(
+                facts["mounts"] or [], key=lambda m: -(m.get("bytes") or 0)) if m.get("mount")]
+            where = ", ".join(mounts) or "no mount in its log"
             has_tel = dataset in names
             weather, umami_doc = None, None
             if has_tel:
@@ -436,7 +437,7 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
                 unexplained_s=rest, system_model=model, fs=dataset, mount=found["mount"] if dataset else None,
                 evidence={"code": facts["code_from"], "system": sys_ev,
                           "file_system": (f"--fs {fs}" if fs else found["how"]) or f"no dataset for {where}",
-                          "probe_targets": targets}), facts, weather))
+                          "mounts": mounts, "probe_targets": targets}), facts, weather))
             if umami_doc is not None:
                 climates.append((facts["io_time_s"], umami_doc))
             if has_tel:
@@ -504,7 +505,11 @@ def verdict_line(w: Why, advice: str | None) -> str:
                (w.unexplained_s, "Mostly unexplained"))[1]
     code = f"~{format_seconds(w.code_s)} is your code" + (f" ({advice})" if advice and w.code_s > small else "")
     if w.system_model == "unknown":
-        why_not = "; ".join(dict.fromkeys(b["evidence"]["system"] for b in w.logs))
+        reasons = list(dict.fromkeys(b["evidence"]["system"] for b in w.logs))
+        mounts = list(dict.fromkeys(m for b in w.logs for m in b["evidence"]["mounts"]))
+        why_not = reasons[0] if len(reasons) == 1 else (
+            f"no telemetry or probe for the job's file systems ({', '.join(mounts)}) in its logs' windows: "
+            "give --fs or an fs-map entry")
         return (f"Code half only: of {format_seconds(io)} of I/O, {code}; the system's share is unknown "
                 f"({why_not}); ~{format_seconds(w.unexplained_s)} unexplained.")
     if w.system_s <= small:
