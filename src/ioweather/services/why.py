@@ -310,7 +310,7 @@ def _system(facts: dict, weather: dict | None, probe: tuple, probe_targets: list
     if fs and has_telemetry:
         return None, "unknown", f"no telemetry for {fs} in the job's window and no probe on it"
     if fs:
-        return None, "unknown", f"no telemetry for {fs} (fs-map) and no probe on it"
+        return None, "unknown", f"no telemetry for {fs} and no probe on it"
     return None, "unknown", f"no telemetry or probe for the job's file system ({where}): give --fs or an fs-map entry"
 
 
@@ -403,7 +403,14 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
         notes: list[str] = []
         budgets, climates, windows = [], [], {}
         for path, row, h in logs:
-            read = _read(path)
+            try:
+                read = _read(path)
+            except UserError as e:
+                if row is None:
+                    raise
+                # one damaged log of a job is said, and its stored row stands in: the others still count
+                notes.append(f"{path}: {e}; its stored row is used")
+                read = None
             if read is None and row is None:
                 raise UserError(f"cannot read the Darshan log {path}")
             rep, log = read if read is not None else (None, None)
@@ -434,7 +441,7 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
             budgets.append((LogBudget(
                 id=h[:16], path=path, jobid=facts["jobid"], start=ns_to_iso(facts["start_ns"]),
                 end=ns_to_iso(facts["end_ns"]), io_time_s=float(facts["io_time_s"]), code_s=code, system_s=system_s,
-                unexplained_s=rest, system_model=model, fs=dataset, mount=found["mount"] if dataset else None,
+                unexplained_s=rest, system_model=model, fs=dataset, mount=mount,
                 evidence={"code": facts["code_from"], "system": sys_ev,
                           "file_system": (f"--fs {fs}" if fs else found["how"]) or f"no dataset for {where}",
                           "mounts": mounts, "probe_targets": targets}), facts, weather))
@@ -458,9 +465,7 @@ def _answer(ident: str, budgets: list, events: list, climates: list, sched_row: 
     bs = [b for b, _f, _w in budgets]
     io = sum(b.io_time_s for b in bs)
     code, system, rest = (sum(b.code_s for b in bs), sum(b.system_s for b in bs), sum(b.unexplained_s for b in bs))
-    models = list(dict.fromkeys(b.system_model for b in bs))
-    known = [m for m in models if m != "unknown"]
-    model = known[0] if len(known) == 1 and len(models) == 1 else ("+".join(models) if len(models) > 1 else models[0])
+    model = "+".join(dict.fromkeys(b.system_model for b in bs))
     facts = [f for _b, f, _w in budgets]
     # node counts: the scheduler's, else the logs' host names; a process count is not a node count
     if sched_row is not None and sched_row.get("nnodes"):
