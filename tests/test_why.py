@@ -276,3 +276,21 @@ def test_probes_on_its_file_system_cost_the_system(ingested, tmp_path):
     want = io * data_share * (1 - 1 / 1.1)
     assert want < io - w["code_s"]  # not capped: the model's own number
     assert w["system_s"] == pytest.approx(want, rel=1e-6)
+
+
+def test_a_log_moved_since_ingest_answers_from_its_row(ingested, testdata, tmp_path):
+    """The row keeps the I/O time and the findings' costs: the code's part is the largest stored cost
+    (a lower bound of the combined saving), and the evidence says why."""
+    _home, rep, _log = ingested
+    home = tmp_path / "home"
+    moved = tmp_path / "logs" / JOB_LOG
+    moved.parent.mkdir()
+    shutil.copy(testdata / "darshan" / JOB_LOG, moved)
+    run_cli("jobs", "ingest", str(moved), "--workers", "1", home=home, timeout=300, check=True)
+    moved.unlink()
+    w = _why(home, str(rep["job"]["jobid"]))
+    _assert_budget(w)
+    assert w["io_time_s"] == pytest.approx(rep["perf"]["io_time_s"], rel=1e-9)
+    top = max(f["cost_s"] for f in rep["findings"] if f["level"] in ("HIGH", "WARN"))
+    assert w["code_s"] == pytest.approx(top, rel=1e-9) and top < rep["verdict_saving_s"]
+    assert "no longer at" in w["evidence"]["code"]
