@@ -110,6 +110,12 @@ def stormy(ingested, tmp_path_factory):
     # the site's telemetry calls the file system "theta": only the fs-map links /lus/theta-fs0 to it
     dst = _plant(home, tmp_path_factory.mktemp("storm") / "home", rep, log, "theta", storm=True,
                  fs_map="/lus/theta-fs0 theta  # Lustre theta-fs0\n")
+    # `lctl dl -t` an hour before the job: OST0003's server is down, its partner (10.0.0.3) serves it too
+    lctl = tmp_path_factory.mktemp("lctl") / "dl.txt"
+    nids = ["10.0.0.1@o2ib", "10.0.0.2@o2ib", "10.0.0.3@o2ib", "10.0.0.3@o2ib"]
+    lctl.write_text(f"BEGIN {int(log.start_time_s) - 3600}\n" + "".join(
+        f"{k + 5} UP osc theta-OST{k:04x}-osc-ffff8800 uuid-{k} 4 {n}\n" for k, n in enumerate(nids)))
+    run_cli("import", "lctl", str(lctl), "--fs", "theta", home=dst, timeout=120, check=True)
     return dst, rep, log
 
 
@@ -136,6 +142,8 @@ def test_storm_costs_the_system_and_names_the_culprit(stormy):
     assert str(rep["job"]["jobid"]) not in [c["job"] for c in culprits]  # the job is not its own culprit
     assert f"job {CULPRIT}" in w["verdict"]
     assert w["nnodes"] == 8 and w["nnodes_source"] == "scheduler"  # not 496 processes
+    assert w["targets"]["failed_over"] == ["theta-OST0002", "theta-OST0003"]
+    assert "2 targets served by a failover partner" in w["verdict"]
     assert w["climate"] is not None and any(m["metric"] == "coverage_factor_bw" for m in w["climate"]["metrics"])
 
 

@@ -455,13 +455,27 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
         if sched_row is not None:
             own.add(str(sched_row["jobid"]))
         events = [e for name, (lo, hi) in sorted(windows.items()) for e in _events(settings, name, lo, hi, own, notes)]
-        return _answer(ident, budgets, events, climates, sched_row, notes)
+        main = max(budgets, key=lambda x: x[0].io_time_s)[0]
+        failover = _failover(settings, main.fs, windows[main.fs][1]) if main.fs in windows else None
+        return _answer(ident, budgets, events, climates, sched_row, notes, failover)
     finally:
         if own_store and store is not None:
             store.dispose()
 
 
-def _answer(ident: str, budgets: list, events: list, climates: list, sched_row: dict | None, notes: list) -> Why:
+def _failover(settings, fs: str, until_ns: int) -> dict | None:
+    """The targets whose failover partner served them at the job's end (`lctl dl -t`, imported), None
+    when no listing was imported for `fs`."""
+    from ioweather.services.fsview import lctl_state
+
+    st = lctl_state(settings, fs, until_ns)
+    if not st["imported"]:
+        return None
+    return {"failed_over": st["failover"]["overloaded"], "lctl_at": st["at"]}
+
+
+def _answer(ident: str, budgets: list, events: list, climates: list, sched_row: dict | None, notes: list,
+            failover: dict | None = None) -> Why:
     bs = [b for b, _f, _w in budgets]
     io = sum(b.io_time_s for b in bs)
     code, system, rest = (sum(b.code_s for b in bs), sum(b.system_s for b in bs), sum(b.unexplained_s for b in bs))
@@ -477,6 +491,8 @@ def _answer(ident: str, budgets: list, events: list, climates: list, sched_row: 
     targets = None
     if weather is not None and weather.get("fullest_ost_pct") is not None:
         targets = {"fullest_ost": weather.get("fullest_ost"), "fullest_ost_pct": weather.get("fullest_ost_pct")}
+    if failover is not None:
+        targets = {**(targets or {"fullest_ost": None, "fullest_ost_pct": None}), **failover}
     climate = _climate(max(climates, key=lambda c: c[0])[1]) if climates else None
     if not climates:
         notes.append("no climate: the job's log is not in the store, or its file system has no telemetry")
@@ -529,4 +545,7 @@ def verdict_line(w: Why, advice: str | None) -> str:
                        f"bytes from job {c['job']})")
         elif w.events:
             system += f" (an I/O storm {_clock(w.events[0]['start'])}–{_clock(w.events[0]['end'])}, no job named)"
+        down = (w.targets or {}).get("failed_over")
+        if down:
+            system += f"; {len(down)} target{'s' if len(down) > 1 else ''} served by a failover partner ({', '.join(down[:3])})"
     return f"{lead}: of {format_seconds(io)} of I/O, {code}, {system}, ~{format_seconds(w.unexplained_s)} unexplained."
