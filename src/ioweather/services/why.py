@@ -207,13 +207,13 @@ def _log_facts(store, stored: dict | None, path: str, rep: dict | None, log) -> 
                 "bytes_read": posix.get("bytes_read"), "bytes_written": posix.get("bytes_written"),
                 "read_ops": posix.get("reads"), "write_ops": posix.get("writes"), "opens": posix.get("opens"),
                 "perf_bps": (p.get("agg_perf_by_slowest_mibps") or float("nan")) * (1 << 20)}
-    # the log moved or was deleted since it was ingested: its row is all there is
+    # the log moved, changed or was deleted since it was ingested: its row is all there is
     findings = json.loads(stored["findings_json"]) if stored.get("findings_json") else []
     costs = [f.get("cost_s") or 0.0 for f in findings]
     top = max(findings, key=lambda f: f.get("cost_s") or 0.0) if findings else None
     return {"io_time_s": stored.get("io_time_s") or 0.0, "saving_s": max(costs) if costs else 0.0,
             "code_from": (f"the largest stored finding's cost (the log is no longer at {path}: the combined "
-                          "saving needs it; a lower bound)"),
+                          "saving needs it; a lower bound)"),  # "no longer": gone or replaced
             "advice": (top.get("fix") or top.get("message")) if top and (top.get("cost_s") or 0) > 0 else None,
             "times": {"read": stored.get("read_time_s"), "write": stored.get("write_time_s"),
                       "meta": stored.get("meta_time_s")},
@@ -325,7 +325,7 @@ def _events(settings, fs: str, since: int, until: int, own: set[str], notes: lis
     except UserError as e:
         notes.append(f"events on {fs}: {e}")
         return []
-    notes.extend(n for n in doc["notes"] if n not in notes)
+    notes.extend(f"events on {fs}: {n}" for n in doc["notes"] if f"events on {fs}: {n}" not in notes)
     out = []
     import pandas as pd
 
@@ -335,8 +335,10 @@ def _events(settings, fs: str, since: int, until: int, own: set[str], notes: lis
             continue
         culprits = [{"job": j["job"], "share": j["share"], "method": j["method"], "user": j.get("user"),
                      "bytes": j["bytes"]} for j in e["jobs"] if str(j["job"]) not in own]
+        # a storm the job made itself is its code's doing, not the system's
+        own_share = sum(j["share"] for j in e["jobs"] if str(j["job"]) in own)
         out.append({"fs": fs, "start": e["start"], "end": e["end"], "peak_bps": e["peak_bps"], "bytes": e["bytes"],
-                    "slowdown": e.get("slowdown"), "culprits": culprits})
+                    "slowdown": e.get("slowdown"), "own_share": own_share, "culprits": culprits})
     return out
 
 
@@ -404,7 +406,10 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
         budgets, climates, windows = [], [], {}
         for path, row, h in logs:
             try:
-                read = _read(path)
+                # a stored log is read again only if the file there is still that log (its content hash)
+                read = None if row is not None and os.path.isfile(path) and _sha256(path) != h else _read(path)
+                if read is None and row is not None and os.path.isfile(path):
+                    notes.append(f"{path} changed since it was ingested: its stored row is used")
             except UserError as e:
                 if row is None:
                     raise
@@ -544,7 +549,10 @@ def verdict_line(w: Why, advice: str | None) -> str:
             system += (f" (an I/O storm {_clock(e['start'])}–{_clock(e['end'])}, {100 * c['share']:.0f} % of its "
                        f"bytes from job {c['job']})")
         elif w.events:
-            system += f" (an I/O storm {_clock(w.events[0]['start'])}–{_clock(w.events[0]['end'])}, no job named)"
+            e = w.events[0]
+            whose = (f"{100 * e['own_share']:.0f} % of its bytes the job's own" if e["own_share"] >= 0.5
+                     else "no other job named")
+            system += f" (an I/O storm {_clock(e['start'])}–{_clock(e['end'])}, {whose})"
         down = (w.targets or {}).get("failed_over")
         if down:
             system += f"; {len(down)} target{'s' if len(down) > 1 else ''} served by a failover partner ({', '.join(down[:3])})"
