@@ -410,8 +410,12 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
                 read = None if row is not None and os.path.isfile(path) and _sha256(path) != h else _read(path)
                 if read is None and row is not None and os.path.isfile(path):
                     notes.append(f"{path} changed since it was ingested: its stored row is used")
-            except UserError as e:
+            except (UserError, OSError) as e:
                 if row is None:
+                    if isinstance(e, OSError):
+                        from ioweather.errors import from_os_error
+
+                        raise from_os_error(path, e, "read Darshan log") from None
                     raise
                 # one damaged log of a job is said, and its stored row stands in: the others still count
                 notes.append(f"{path}: {e}; its stored row is used")
