@@ -184,6 +184,8 @@ def test_a_job_of_several_logs_is_merged(ingested, testdata):
     assert w["io_time_s"] == pytest.approx(sum(r["perf"]["io_time_s"] for r in reps), rel=1e-12)
     assert sorted(b["io_time_s"] for b in w["logs"]) == pytest.approx(sorted(r["perf"]["io_time_s"] for r in reps))
     assert w["job"] == "3116902"
+    p = run_cli("why", "3116902", home=home, timeout=300)
+    assert p.returncode == 0 and "2 logs of job 3116902" in p.stdout and w["logs"][1]["id"] in p.stdout
     # one log of it, by hash: that log alone
     one = _why(home, w["logs"][0]["id"])
     assert len(one["logs"]) == 1 and one["io_time_s"] == pytest.approx(w["logs"][0]["io_time_s"])

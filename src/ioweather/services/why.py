@@ -188,7 +188,7 @@ def _advice(rep: dict) -> str | None:
     return None
 
 
-def _log_facts(store, stored: dict | None, path: str, rep: dict | None, log) -> dict:
+def _log_facts(stored: dict | None, path: str, rep: dict | None, log) -> dict:
     """What the budget needs from one log, from its report when the log can be read, else its row."""
     import json
 
@@ -213,7 +213,7 @@ def _log_facts(store, stored: dict | None, path: str, rep: dict | None, log) -> 
     top = max(findings, key=lambda f: f.get("cost_s") or 0.0) if findings else None
     return {"io_time_s": stored.get("io_time_s") or 0.0, "saving_s": max(costs) if costs else 0.0,
             "code_from": (f"the largest stored finding's cost (the log is no longer at {path}: the combined "
-                          "saving needs it; a lower bound)"),  # "no longer": gone or replaced
+                          "saving needs it; a lower bound)"),
             "advice": (top.get("fix") or top.get("message")) if top and (top.get("cost_s") or 0) > 0 else None,
             "times": {"read": stored.get("read_time_s"), "write": stored.get("write_time_s"),
                       "meta": stored.get("meta_time_s")},
@@ -423,7 +423,7 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
             if read is None and row is None:
                 raise UserError(f"cannot read the Darshan log {path}")
             rep, log = read if read is not None else (None, None)
-            facts = _log_facts(store, row, path, rep, log)
+            facts = _log_facts(row, path, rep, log)
             if facts["start_ns"] is None or facts["end_ns"] is None:
                 raise UserError(f"{path}: the log has no start or end time, so no window to look at")
             if row is not None and facts["mounts"] is None:
