@@ -304,3 +304,22 @@ def test_a_log_moved_since_ingest_answers_from_its_row(ingested, testdata, tmp_p
     top = max(f["cost_s"] for f in rep["findings"] if f["level"] in ("HIGH", "WARN"))
     assert w["code_s"] == pytest.approx(top, rel=1e-9) and top < rep["verdict_saving_s"]
     assert "no longer at" in w["evidence"]["code"]
+
+
+def test_fs_map_setting_and_its_bad_entries(testdata, tmp_path):
+    """The fs-map from the environment wins over the file; a bad entry is one line naming it."""
+    path = str(testdata / "darshan" / JOB_LOG)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "fs-map").write_text("/lus/theta-fs0 from-file\n")
+    p = run_cli("why", path, "--json", home=home, env={"IOWEATHER_FS_MAP": "/lus=lus,/lus/theta-fs0=theta"},
+                timeout=300)
+    assert p.returncode == 0, p.stderr
+    b = json.loads(p.stdout)["logs"][0]
+    # the longest prefix wins; the dataset has no telemetry here, and the answer says so
+    assert b["fs"] == "theta" and b["evidence"]["file_system"] == "fs-map /lus/theta-fs0 → theta"
+    assert b["system_model"] == "unknown" and "no telemetry for theta" in b["evidence"]["system"]
+    (home / "fs-map").write_text("/lus/theta-fs0 theta\nscratch\n")
+    p = run_cli("why", path, home=home, timeout=300)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1
+    assert "fs-map: entry 2 'scratch'" in p.stderr and "Traceback" not in p.stderr
