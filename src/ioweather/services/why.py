@@ -25,7 +25,6 @@ processes spent; concurrent logs overlap in wall time).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import statistics
 from dataclasses import asdict, dataclass, field
@@ -125,11 +124,10 @@ def probe_cost(io_time_s: float, times: dict, slowdown_by_op: dict) -> tuple[flo
 # ----------------------------------------------------------------------------- resolving JOB
 
 def _sha256(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    """The log's identity in the store (what `jobs ingest` hashes)."""
+    from ioweather.sources.darshan_log import content_hash
+
+    return content_hash(path)
 
 
 def _stored_logs(store, ident: str) -> tuple[list[dict], dict | None]:
