@@ -107,6 +107,8 @@ def batch(home):
     rng = np.random.default_rng(11)
     raw = _telemetry(rng)
     layout.write_rows(settings, "fs", raw)
+    # the planted jobs' files live on /scratch, a name the dataset does not share: the site's fs-map says so
+    (home / "fs-map").write_text("/scratch fs\n")
     d0 = T0 // DAY * DAY
     starts = [d0 + 3600 * S, d0 + 7 * 3600 * S + 3 * S, d0 + DAY - 1200 * S,  # the third crosses midnight
               d0 + 30 * 3600 * S + 600 * S,  # inside the gap: no data
@@ -194,6 +196,8 @@ def test_jobs_ingest_stores_weather_verdicts(home, tmp_path):
             frames.append(pd.DataFrame({"time_ns": t, "target": "lus-OST0000", "metric": m, "value": 1e6,
                                         "interval_s": 5.0}))
     layout.write_rows(settings, "lus", pd.concat(frames, ignore_index=True))
+    # the logs come from several sites and mounts: this site's fs-map says they all lived on "lus"
+    (home / "fs-map").write_text("/ lus\n")
     run_cli("jobs", "ingest", str(src), "--workers", "1", home=home, timeout=300, check=True)
     got = _verdicts(settings)
     assert len(got) == len(windows)
@@ -293,6 +297,7 @@ def test_refresh_and_verdicts_on_server_databases(home, db, request):
         store = open_store(settings)
         rng = np.random.default_rng(11)
         layout.write_rows(settings, "fs", _telemetry(rng))
+        (h / "fs-map").write_text("/scratch fs\n")  # the planted jobs' mount (see `batch`)
         d0 = T0 // DAY * DAY
         rows, tables = [], []
         for i in range(12):

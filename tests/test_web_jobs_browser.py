@@ -58,11 +58,12 @@ def test_job_page_opens_with_the_verdict_and_ranks_findings_by_cost(browser, pag
     with visit(browser, pages_server.url + path) as v:
         page = v.page
         twin = json_twin(page, path)
-        # first after the title: the verdict, before every table
+        # first after the title: `why`'s verdict and budget (docs/why.md), then the code's verdict, before the tables
         first = page.evaluate("""() => { const h = document.querySelector('main h1') || document.querySelector('h1');
             let e = h.nextElementSibling; while (e && e.tagName === 'P' && e.classList.contains('more')) e = e.nextElementSibling;
             return e && e.id; }""")
-        assert first == "job-verdict"
+        assert first == "why"
+        assert page.inner_text("#why-verdict") == "My code or the system? " + twin["why"]["verdict"]
         assert page.inner_text("#job-verdict") == "Your code (its Darshan log): " + rep["verdict"]
         assert rep["verdict"].startswith("I/O is 49.4 % of the run time; stripe the 49.3 GiB file")
         # findings: the CLI's HIGH/WARN findings in the CLI's order, costs shown and descending

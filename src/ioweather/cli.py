@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "umami": ("ioweather.commands.umami",),
     "watch": ("ioweather.commands.web",),
     "workload": ("ioweather.commands.workload",),
+    "why": ("ioweather.commands.why",),
 }
 
 

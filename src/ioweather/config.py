@@ -51,3 +51,89 @@ class Settings:
 
     def url(self) -> str:
         return self.db_url or f"sqlite:///{self.sqlite_path}"
+
+
+# -- fs-map: which telemetry dataset a job's files lived on ------------------------------------------
+
+#: `PREFIX=DATASET[,PREFIX=DATASET...]`; overrides the file `<home>/fs-map`.
+FS_MAP_ENV = "IOWEATHER_FS_MAP"
+#: Mount types that are a node's own disk or image, never a shared file system with telemetry: a job's
+#: bytes there are not matched by name (only an explicit fs-map entry maps them).
+LOCAL_FS_TYPES = frozenset({"overlay", "rootfs", "ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "squashfs",
+                            "devtmpfs", "proc", "sysfs", "ramfs", "zfs"})
+
+
+def parse_fs_map(text: str, origin: str) -> list[tuple[str, str]]:
+    """[(mount prefix, dataset)] from `PREFIX DATASET` lines (or `PREFIX=DATASET` items separated by
+    commas or newlines); `#` starts a comment. Longest prefix first, so the most specific entry wins."""
+    from ioweather.errors import UserError
+
+    out = []
+    items = [i for line in text.splitlines() for i in line.split("#", 1)[0].split(",")]
+    for n, item in enumerate(items, 1):
+        item = item.strip()
+        if not item:
+            continue
+        parts = item.split("=", 1) if "=" in item else item.split()
+        if len(parts) != 2 or not parts[0].strip().startswith("/") or not parts[1].strip():
+            raise UserError(f"{origin}: entry {n} {item!r}: want 'MOUNT_PREFIX DATASET' "
+                            "(the prefix an absolute path, e.g. /lus/theta-fs0 theta)")
+        prefix = parts[0].strip().rstrip("/") or "/"
+        out.append((prefix, parts[1].strip()))
+    return sorted(out, key=lambda p: -len(p[0]))
+
+
+def load_fs_map(home: Path) -> list[tuple[str, str]]:
+    """The site's fs-map: $IOWEATHER_FS_MAP, else `<home>/fs-map`, else none (docs/why.md)."""
+    from ioweather.errors import from_os_error
+
+    env = os.environ.get(FS_MAP_ENV)
+    if env:
+        return parse_fs_map(env, FS_MAP_ENV)
+    path = Path(home) / "fs-map"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except OSError as e:
+        raise from_os_error(str(path), e, "read fs-map") from None
+    return parse_fs_map(text, str(path))
+
+
+def under(path: str, prefix: str) -> bool:
+    """Whether `path` is `prefix` or inside it (/scratch2 is not under /scratch)."""
+    return prefix == "/" or path == prefix or path.startswith(prefix.rstrip("/") + "/")
+
+
+def dataset_for_mounts(mounts: list[dict], names: list[str], fs_map: list[tuple[str, str]]) -> dict:
+    """Which telemetry dataset a job's files lived on. `mounts`: [{mount, fs_type, bytes}] from its log;
+    `names`: the datasets with telemetry. A mount maps by the fs-map's longest matching prefix, else
+    (a shared file system only) when its last component names a dataset. The dataset the job moved
+    the most bytes on wins. Never "the only dataset there is": a job on /home is not a job on /scratch.
+    {dataset (None: no telemetry for its files), mount, fs_type, how, unmapped: [mounts], shared_mount:
+    the shared file system's mount the job moved the most bytes on, mapped or not (probes match it)}."""
+    best: dict = {"dataset": None, "mount": None, "fs_type": None, "how": None, "bytes": -1.0}
+    unmapped = []
+    shared, shared_bytes = None, -1.0
+    for m in mounts:
+        mount = m.get("mount")
+        if not mount:
+            continue
+        dataset, how = None, None
+        for prefix, name in fs_map:
+            if under(mount, prefix):
+                dataset, how = name, f"fs-map {prefix} → {name}"
+                break
+        if dataset is None and (m.get("fs_type") or "") not in LOCAL_FS_TYPES:
+            base = os.path.basename(mount.rstrip("/"))
+            if base in names:
+                dataset, how = base, f"mount {mount} named like the dataset"
+        moved = float(m.get("bytes") or 0)
+        if (m.get("fs_type") or "") not in LOCAL_FS_TYPES and moved > shared_bytes:
+            shared, shared_bytes = mount, moved
+        if dataset is None:
+            unmapped.append({"mount": mount, "fs_type": m.get("fs_type"), "bytes": moved})
+        elif moved > best["bytes"]:
+            best = {"dataset": dataset, "mount": mount, "fs_type": m.get("fs_type"), "how": how, "bytes": moved}
+    best.pop("bytes")
+    return {**best, "unmapped": unmapped, "shared_mount": shared}

@@ -13,8 +13,8 @@ from ioweather.views.umami_report import p_text as _p
 def register(cli: click.Group) -> None:
     @cli.command()
     @click.argument("job")
-    @click.option("--fs", default=None, help="File system the job used (default: the only one with telemetry, "
-                                             "or the one named by its mount point).")
+    @click.option("--fs", default=None, help="File system the job used (default: its mount points through the "
+                                             "fs-map setting, or a mount named like a dataset; docs/why.md).")
     @click.option("--system", default=None, help="Imported feature set (e.g. edison) when a job id is in several.")
     @click.option("--motif", default=None, help="Imported feature rows: which benchmark of the job (e.g. ior_fpp_write).")
     @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None, help="Write an HTML report here.")

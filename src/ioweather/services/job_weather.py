@@ -7,8 +7,10 @@ Only that window's telemetry is read (store/job_telemetry.py says how), a UTC da
 (`compute_many`); `refresh_all` is the incremental step that `jobs ingest`, scheduler imports and
 every answer run, and `update_climates` keeps each job's verdict (docs/umami.md). Motif: executable name +
 node count + dominant direction + file system. The file system of a Darshan job is --fs, else the
-only file system with telemetry, else the one whose name is the last component of a mount point the
-job wrote to.
+dataset its files' mount points map to (config.dataset_for_mounts: the fs-map setting, else a shared
+mount whose last component names a dataset), never "the only dataset with telemetry": a job on /home
+is not a job on /scratch. Node counts come from the log's host names (or the scheduler), never from
+its process count.
 """
 
 from __future__ import annotations
@@ -59,18 +61,20 @@ def _ost_ids(values) -> set[int]:
     return ids
 
 
-def _job_dict(row: dict, posix: dict | None, mounts: list[str], osts: list[int] | None) -> dict:
+def _job_dict(row: dict, posix: dict | None, mounts: list[str], osts: list[int] | None,
+              mount_bytes: list[dict] | None = None) -> dict:
     """A Darshan job for the weather from its stored row and the sums of its POSIX records."""
     br = row.get("posix_bytes_read") if row.get("posix_bytes_read") is not None else row.get("bytes_read")
     bw = row.get("posix_bytes_written") if row.get("posix_bytes_written") is not None else row.get("bytes_written")
     return {"key": f"darshan:{row['log_hash']}", "id": row["log_hash"][:12], "jobid": row.get("jobid"),
-            "exe": os.path.basename(str(row.get("exe") or "?").split()[0]), "nnodes": row.get("nnodes") or row.get("nprocs"),
+            "exe": os.path.basename(str(row.get("exe") or "?").split()[0]), "nnodes": row.get("nnodes"),
             "start_ns": int(row["start_ns"]), "end_ns": int(row["end_ns"]),
             "bytes_read": br, "bytes_written": bw,
             "read_ops": None if posix is None else posix["reads"],
             "write_ops": None if posix is None else posix["writes"],
             "opens": None if posix is None else posix["opens"],
-            "osts": osts, "perf_bps": (row.get("agg_perf_by_slowest_mibps") or np.nan) * MIB, "mounts": mounts}
+            "osts": osts, "perf_bps": (row.get("agg_perf_by_slowest_mibps") or np.nan) * MIB, "mounts": mounts,
+            "mount_bytes": mount_bytes if mount_bytes is not None else [{"mount": m} for m in mounts]}
 
 
 def find_job(store, job_id: str) -> dict | None:
@@ -104,25 +108,37 @@ def find_job(store, job_id: str) -> dict | None:
     return None
 
 
+def fs_of(store, job: dict) -> dict:
+    """config.dataset_for_mounts of `job` (a Darshan job: its per-file facts are read when missing)."""
+    from ioweather.config import dataset_for_mounts, load_fs_map
+    from ioweather.store.job_telemetry import known_fs
+
+    if job.get("files") is False:
+        job.update(_with_files(store, [job])[0], files=True)
+    # the store knows its Parquet directory, <home>/parquet; the fs-map file lives in <home>
+    return dataset_for_mounts(job.get("mount_bytes") or [], known_fs(store.parquet_dir),
+                              load_fs_map(Path(store.parquet_dir).parent))
+
+
 def choose_fs(store, job: dict, fs: str | None) -> str:
     from ioweather.store.job_telemetry import known_fs
 
-    names = known_fs(store.parquet_dir)
     if fs:
         return fs
-    if len(names) == 1:
-        return names[0]
+    names = known_fs(store.parquet_dir)
     if job.get("files") is False:
         from ioweather.store import job_weather as wstore
 
-        stored = {r["fs"] for r in wstore.of_jobs(store, [job["key"]])}  # decided when it was first computed
+        # decided by this rule when it was first computed: answering from it reads no per-file table
+        stored = {r["fs"] for r in wstore.of_jobs(store, [job["key"]])}
         if len(stored) == 1:
             return stored.pop()
-        job.update(_with_files(store, [job])[0])
-    by_mount = [n for n in names if any(os.path.basename(m.rstrip("/")) == n for m in job.get("mounts", []))]
-    if len(by_mount) == 1:
-        return by_mount[0]
-    raise UserError(f"which file system did job {job['id']} use? give --fs (with telemetry: {', '.join(names) or 'none'})")
+    found = fs_of(store, job)
+    if found["dataset"] in names:
+        return found["dataset"]
+    mounts = ", ".join(m["mount"] for m in found["unmapped"]) or "none named in its log"
+    raise UserError(f"which file system did job {job['id']} use? its mounts ({mounts}) map to no dataset with "
+                    f"telemetry ({', '.join(names) or 'none'}): give --fs or an fs-map entry (docs/why.md)")
 
 
 def direction(job: dict) -> str:
@@ -514,17 +530,17 @@ def darshan_jobs(store, log_hashes: set[str] | None = None) -> list[dict]:
         rows = rows[rows["log_hash"].isin(log_hashes)]
     if rows.empty:
         return []
-    sums, mounts, osts = _file_facts(store, rows)
+    sums, mounts, osts, mbytes = _file_facts(store, rows)
     out = []
     for r in rows.to_dict("records"):
         r = {k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in r.items()}
         h = r["log_hash"]
-        out.append(_job_dict(r, sums.get(h), mounts.get(h, []), osts.get(h)))
+        out.append(_job_dict(r, sums.get(h), mounts.get(h, []), osts.get(h), mbytes.get(h)))
     return out
 
 
-def _file_facts(store, rows: pd.DataFrame) -> tuple[dict, dict, dict]:
-    """{hash: POSIX sums}, {hash: mounts}, {hash: OST ids} of the jobs of `rows` (one read per files part)."""
+def _file_facts(store, rows: pd.DataFrame) -> tuple[dict, dict, dict, dict]:
+    """{hash: POSIX sums}, {hash: mounts}, {hash: OST ids}, {hash: bytes per mount} of the jobs of `rows` (one read per files part)."""
     from ioweather.store import job_telemetry as jt
 
     parts: dict[str, list[str]] = {}
@@ -532,9 +548,9 @@ def _file_facts(store, rows: pd.DataFrame) -> tuple[dict, dict, dict]:
         if part:
             parts.setdefault(str(part), []).append(h)
     f = jt.darshan_file_rows(store.parquet_dir, parts, ["log_hash", "module", "reads", "writes", "opens", "mount",
-                                                        "ost_ids"])
+                                                        "ost_ids", "fs_type", "bytes_read", "bytes_written"])
     if f.empty:
-        return {}, {}, {}
+        return {}, {}, {}, {}
     # one group-by for every job: filtering the table per job cost 5 ms a job (50 s for 10,000)
     posix = f[f["module"] == "POSIX"]
     agg = posix.groupby("log_hash")[["reads", "writes", "opens"]].sum()
@@ -547,7 +563,26 @@ def _file_facts(store, rows: pd.DataFrame) -> tuple[dict, dict, dict]:
     if "ost_ids" in posix.columns:
         for h, v in posix.dropna(subset=["ost_ids"]).groupby("log_hash")["ost_ids"]:
             osts[h] = _ost_ids(v)
-    return sums, mounts, {h: sorted(v) for h, v in osts.items() if v}
+    return sums, mounts, {h: sorted(v) for h, v in osts.items() if v}, _mount_bytes(f)
+
+
+def _mount_bytes(f: pd.DataFrame) -> dict:
+    """{hash: [{mount, fs_type, bytes}]}: where each job moved its bytes, for config.dataset_for_mounts.
+    POSIX and STDIO only: MPI-IO and HDF5 bytes pass through POSIX and would count twice."""
+    if "mount" not in f.columns:
+        return {}
+    g = f[f["module"].isin(["POSIX", "STDIO"])].dropna(subset=["mount"])
+    if g.empty:
+        return {}
+    moved = (g["bytes_read"].fillna(0) if "bytes_read" in g else 0) + \
+        (g["bytes_written"].fillna(0) if "bytes_written" in g else 0)
+    g = g.assign(_moved=moved, fs_type=g["fs_type"] if "fs_type" in g else None)
+    out: dict = {}
+    for (h, mount), grp in g.groupby(["log_hash", "mount"]):
+        types = grp["fs_type"].dropna()
+        out.setdefault(h, []).append({"mount": str(mount), "fs_type": str(types.iloc[0]) if len(types) else None,
+                                      "bytes": float(grp["_moved"].sum())})
+    return out
 
 
 def _with_files(store, jobs: list[dict]) -> list[dict]:
@@ -556,12 +591,13 @@ def _with_files(store, jobs: list[dict]) -> list[dict]:
     need = [j for j in jobs if j.get("files") is False]
     if not need:
         return jobs
-    sums, mounts, osts = _file_facts(store, pd.DataFrame({"log_hash": [j["row"]["log_hash"] for j in need],
-                                                          "files_part": [j["row"].get("files_part") for j in need]}))
+    sums, mounts, osts, mbytes = _file_facts(store, pd.DataFrame({"log_hash": [j["row"]["log_hash"] for j in need],
+                                                                  "files_part": [j["row"].get("files_part") for j in need]}))
     done = {}
     for j in need:
         h = j["row"]["log_hash"]
-        done[j["key"]] = {**_job_dict(j["row"], sums.get(h), mounts.get(h, []), osts.get(h)), "row": j["row"]}
+        done[j["key"]] = {**_job_dict(j["row"], sums.get(h), mounts.get(h, []), osts.get(h), mbytes.get(h)),
+                          "row": j["row"]}
     return [done.get(j["key"], j) if j.get("files") is False else j for j in jobs]
 
 

@@ -74,7 +74,7 @@ def print_table(rows: Iterable[dict], columns: Sequence[Column], *, title: str |
 
 
 #: Keys of left-aligned columns; the others are right-aligned.
-TEXT_KEYS = frozenset(("target", "op", "interval_start", "label", "name", "state"))
+TEXT_KEYS = frozenset(("target", "op", "interval_start", "label", "name", "state", "evidence", "culprits"))
 #: A cell that is a number, a time or a formatted quantity ("21,234", "6.27 s", "1.5 KiB", "2026-03-02 10:00",
 #: "-"): never cut nor wrapped. Any other column wraps.
 NUMBER = re.compile(r"[-+]?(\d|-$|–$)")

@@ -6,6 +6,10 @@ from its rows of the per-file table (`services.darshan.stored_job`). The verdict
 findings with their cost are stored by `jobs ingest` (store version 2); a job ingested
 before has only its finding codes, and the page says to re-ingest it for the verdict.
 The full report (INFO/OK findings, plots) is `ioweather job LOG`.
+
+The page opens with `ioweather why`'s answer for the job (services/why.py: the same document as
+`why JOB --json`), which reads the log again when it is still where it was ingested from: the
+advisor's combined saving is not in the store.
 """
 
 from __future__ import annotations
@@ -40,7 +44,20 @@ def job_data(ctx: WebContext, params) -> dict:
     if data is None:
         raise NotFound(f"no job with id {h} in the store; the Jobs page lists them")
     # the system's side: climate vs weather (services/umami.py)
-    return {**data, "umami": job_panel(ctx.store, data["id"])}
+    return {**data, "umami": job_panel(ctx.store, data["id"]), "why": _why(ctx, data)}
+
+
+def _why(ctx: WebContext, data: dict) -> dict:
+    """`ioweather why` of the job the log belongs to (every log of its job id, merged): the same document
+    as the command's --json, or {"error": why not} (the page still shows the log's own side)."""
+    from ioweather.errors import UserError
+    from ioweather.services.why import why
+
+    jobid = data["job"].get("jobid")
+    try:
+        return why(ctx.settings, str(jobid) if jobid else data["id"], store=ctx.store).to_json()
+    except UserError as e:
+        return {"error": str(e)}
 
 
 PAGE = Page(slug="job", script="jobs.js", title="Job", data=job_data,

@@ -1,0 +1,54 @@
+"""`ioweather why JOB`: my code or the system, one costed answer (issue 29; docs/why.md)."""
+
+from __future__ import annotations
+
+import click
+
+from ioweather.commands.common import json_option
+
+
+def register(cli: click.Group) -> None:
+    @cli.command()
+    @click.argument("job")
+    @click.option("--fs", default=None, metavar="NAME",
+                  help="Telemetry dataset of the job's file system (default: its mounts through the fs-map "
+                       "setting, or a mount named like a dataset; docs/why.md).")
+    @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
+                  help="Write a one-page HTML report here.")
+    @json_option
+    @click.pass_obj
+    def why(settings, job, fs, html_out, as_json):
+        """Was the job slow because of its code or the file system? Its I/O time split in seconds.
+
+        JOB is a Darshan log, a stored log's hash prefix, a Darshan job id or a scheduler job id (every
+        log of the job is merged). The code's part is the Darshan advisor's saving; the system's part
+        the probes' slowdown during the job, else its coverage factor (both upper bounds); the rest is
+        unexplained. Events that overlap the job are listed with their culprit jobs."""
+        from ioweather.services.why import why as answer
+        from ioweather.views import why_report as view
+        from ioweather.views.output import print_json, print_table, stdout
+
+        doc = answer(settings, job, fs=fs).to_json()
+        if html_out:
+            from ioweather.services.darshan import write_html
+
+            write_html(html_out, view.render_html(doc))
+            click.echo(f"wrote {html_out}", err=True)
+            return
+        if as_json:
+            print_json(doc)
+            return
+        stdout.print(doc["verdict"], highlight=False, markup=False)
+        print_table(view.budget_rows(doc), [("label", "part"), ("time", "time"), ("share", "share of I/O"),
+                                            ("evidence", "evidence")])
+        if len(doc["logs"]) > 1:
+            print_table(view.log_rows(doc), [("log", "log"), ("start", "start"), ("fs", "file system"),
+                                             ("io", "I/O time"), ("code", "code"), ("system", "system"),
+                                             ("unexplained", "unexplained"), ("model", "model")],
+                        title=f"{len(doc['logs'])} logs of job {doc['job']}")
+        if doc["events"]:
+            print_table(view.event_rows(doc), [("start", "start"), ("end", "end"), ("fs", "file system"),
+                                               ("moved", "moved"), ("culprits", "culprits")],
+                        title="I/O events during the job")
+        for note in doc["notes"]:
+            stdout.print(f"note: {note}", highlight=False, markup=False)

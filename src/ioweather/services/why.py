@@ -1,0 +1,561 @@
+"""`ioweather why JOB` and the top of the job page: one job's I/O time split into what its code costs,
+what the file system's state cost it, and the rest (issue 29; docs/why.md has the models).
+
+The parts are read, never recomputed: the I/O time and the code's saving are the Darshan advisor's
+(`perf.io_time_s`, the top layer's slowest-rank time, and `verdict_saving_s`, the combined saving of
+its findings), from `services.darshan.job_report` of each log; the system's share comes from the best
+evidence the store holds for the job's own file system and window:
+
+1. `probe_slowdown`: the probes that ran on the job's file system (a probe directory under the job's
+   mount, or a probe target named like its dataset): each probed op's slowdown over the window
+   (services.job_weather's, the `slowdown` command's baseline), applied to the time the job spent in
+   that kind of op: t_op × (1 − 1/slowdown_op);
+2. `coverage_factor`: the job's bytes ÷ the servers' bytes in its direction over its window (seed 003,
+   METHODS.md section 7): io_time × (1 − CF);
+3. `unknown`: neither.
+
+Both system models are upper bounds (as the cost of events is): they assume every second of the job's
+I/O met the state measured over its window. The code's saving is taken first; the system's share is
+capped at what is left, the rest is unexplained, so code + system + unexplained == io_time, each ≥ 0.
+
+A job of several logs (a scheduler job's steps, one log per worker process) is one job: each log gets
+its budget over its own window and file system, the job's budget is their sum (the I/O time its
+processes spent; concurrent logs overlap in wall time).
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+from dataclasses import asdict, dataclass, field
+
+from ioweather.errors import UserError
+from ioweather.units import format_seconds, ns_to_iso
+
+#: Probe ops standing for the job's time in each kind of operation (store.probe.OPS).
+OP_KINDS = {"read": ("data_read",), "write": ("data_write",),
+            "meta": ("md_create", "md_stat", "md_read", "md_delete")}
+#: Telemetry read around a job's window, so that the event detector's smoothing (600 s) sees the
+#: storm's rise and fall even when the job was shorter than the storm.
+EVENT_MARGIN_NS = 3600 * 10**9
+#: Below this share of the I/O time a part is "~0" in the verdict.
+NEGLIGIBLE = 0.005
+
+
+@dataclass
+class LogBudget:
+    """One Darshan log's budget over its own window and file system."""
+
+    id: str
+    path: str
+    jobid: int | None
+    start: str | None
+    end: str | None
+    io_time_s: float
+    code_s: float
+    system_s: float
+    unexplained_s: float
+    system_model: str
+    fs: str | None
+    mount: str | None
+    evidence: dict = field(default_factory=dict)
+
+
+@dataclass
+class Why:
+    """The answer: `to_json()` is the `why --json` document and the job page's `why`."""
+
+    job: str
+    io_time_s: float
+    code_s: float
+    system_s: float
+    unexplained_s: float
+    system_model: str
+    evidence: dict
+    verdict: str
+    events: list
+    climate: dict | None
+    logs: list
+    fs: str | None
+    nnodes: int | None
+    nnodes_source: str | None
+    start: str | None
+    end: str | None
+    targets: dict | None
+    notes: list
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+# ----------------------------------------------------------------------------- the budget (pure)
+
+def split(io_time_s: float, saving_s: float | None, system_s: float | None) -> tuple[float, float, float]:
+    """(code, system, unexplained), each ≥ 0, summing to the I/O time: the code's saving first (it is
+    the job's own counters), the system's share capped at what is left."""
+    io = max(0.0, float(io_time_s or 0.0))
+    code = min(io, max(0.0, float(saving_s or 0.0)))
+    system = min(io - code, max(0.0, float(system_s or 0.0)))
+    return code, system, max(0.0, io - code - system)
+
+
+def probe_cost(io_time_s: float, times: dict, slowdown_by_op: dict) -> tuple[float | None, dict]:
+    """io_time × Σ_kind share_kind × (1 − 1/slowdown_kind): the job's read, write and metadata time
+    (`times`, any layer: only their shares are used) scaled to its I/O time, each kind slowed by
+    the median of its probed ops' slowdowns. A slowdown below 1 is no credit. None when no kind the
+    job spent time in was probed."""
+    total = sum(max(0.0, t or 0.0) for t in times.values())
+    per_kind = {}
+    if total <= 0:
+        return None, per_kind
+    cost, probed = 0.0, False
+    for kind, t in times.items():
+        ops = [slowdown_by_op[o] for o in OP_KINDS[kind] if slowdown_by_op.get(o) is not None]
+        if not t or t <= 0 or not ops:
+            continue
+        s = max(1.0, statistics.median(ops))
+        part = io_time_s * (t / total) * (1.0 - 1.0 / s)
+        per_kind[kind] = {"slowdown": s, "time_share": t / total, "cost_s": part}
+        cost += part
+        probed = True
+    return (cost if probed else None), per_kind
+
+
+# ----------------------------------------------------------------------------- resolving JOB
+
+def _sha256(path: str) -> str:
+    """The log's identity in the store (what `jobs ingest` hashes)."""
+    from ioweather.sources.darshan_log import content_hash
+
+    return content_hash(path)
+
+
+def _stored_logs(store, ident: str) -> tuple[list[dict], dict | None]:
+    """(the stored logs of JOB, its scheduler row): a job id's every log (several logs are one job),
+    a log hash prefix's one log, a scheduler job's linked logs."""
+    from ioweather.store import jobs as jobs_store
+
+    sched = _scheduler_module(store)
+    cands = jobs_store.find_jobs(store, ident) if "darshan" in store.versions() else []
+    by_id = [c for c in cands if ident.isdigit() and c["jobid"] is not None and str(c["jobid"]) == ident]
+    if by_id:
+        cands = by_id
+    elif len(cands) > 1:
+        shown = ", ".join(c["log_hash"][:16] for c in cands[:5])
+        raise UserError(f"{ident} matches {len(cands)} logs ({shown}...): give more of a log hash")
+    row = None
+    if sched is not None:
+        if cands and cands[0]["jobid"] is not None:
+            row = sched.scheduler_job_for_darshan(store, cands[0]["log_hash"])
+        elif not cands:
+            row = sched.get_job(store, ident)
+            if row is not None and "darshan" in store.versions():
+                linked = [ln["log_hash"] for ln in sched.link_darshan(store)
+                          if ln["jobid"] == row["jobid"] and ln["cluster"] == row["cluster"]]
+                cands = [c for h in linked for c in jobs_store.find_jobs(store, h)]
+                if not cands:
+                    raise UserError(f"scheduler job {ident} has no Darshan log in the store: its I/O time comes "
+                                    "from one ('ioweather jobs ingest LOG')")
+    return cands, row
+
+
+def _scheduler_module(store):
+    if "scheduler" not in store.versions():
+        return None
+    from ioweather.store import scheduler
+
+    return scheduler
+
+
+# ----------------------------------------------------------------------------- one log
+
+def _read(path: str) -> tuple[dict, object] | None:
+    from ioweather.services.darshan import job_report
+
+    if not os.path.isfile(path):
+        return None
+    return job_report(path)
+
+
+def _advice(rep: dict) -> str | None:
+    """The top finding's fix (or action) as the verdict names it."""
+    actions = rep.get("verdict_actions") or []
+    for f in rep.get("findings") or []:
+        if actions and f.get("code") == actions[0]:
+            return f.get("fix") or f.get("action") or f.get("message")
+    return None
+
+
+def _log_facts(stored: dict | None, path: str, rep: dict | None, log) -> dict:
+    """What the budget needs from one log, from its report when the log can be read, else its row."""
+    import json
+
+    if rep is not None:
+        j, p, t = rep["job"], rep["perf"], rep["totals"]
+        start_ns = None if log.start_time_s is None else int(round(log.start_time_s * 1e9))
+        end_ns = None if log.end_time_s is None else int(round(log.end_time_s * 1e9))
+        mounts = [{"mount": m["mount"], "fs_type": m["fs_type"],
+                   "bytes": (m.get("bytes_read") or 0) + (m.get("bytes_written") or 0)} for m in rep.get("mounts", [])]
+        posix = rep["interfaces"].get("POSIX", {})
+        return {"io_time_s": p.get("io_time_s") or 0.0, "saving_s": rep.get("verdict_saving_s") or 0.0,
+                "code_from": "the advisor's combined saving (verdict_saving_s)", "advice": _advice(rep),
+                "times": {"read": t.get("read_time_s"), "write": t.get("write_time_s"), "meta": t.get("meta_time_s")},
+                "jobid": j.get("jobid"), "exe": j.get("exe"), "nnodes": j.get("nnodes"),
+                "nnodes_source": p.get("nnodes_source"), "start_ns": start_ns, "end_ns": end_ns, "mounts": mounts,
+                "bytes_read": posix.get("bytes_read"), "bytes_written": posix.get("bytes_written"),
+                "read_ops": posix.get("reads"), "write_ops": posix.get("writes"), "opens": posix.get("opens"),
+                "perf_bps": (p.get("agg_perf_by_slowest_mibps") or float("nan")) * (1 << 20)}
+    # the log moved, changed or was deleted since it was ingested: its row is all there is
+    findings = json.loads(stored["findings_json"]) if stored.get("findings_json") else []
+    costs = [f.get("cost_s") or 0.0 for f in findings]
+    top = max(findings, key=lambda f: f.get("cost_s") or 0.0) if findings else None
+    return {"io_time_s": stored.get("io_time_s") or 0.0, "saving_s": max(costs) if costs else 0.0,
+            "code_from": (f"the largest stored finding's cost (the log is no longer at {path}: the combined "
+                          "saving needs it; a lower bound)"),
+            "advice": (top.get("fix") or top.get("message")) if top and (top.get("cost_s") or 0) > 0 else None,
+            "times": {"read": stored.get("read_time_s"), "write": stored.get("write_time_s"),
+                      "meta": stored.get("meta_time_s")},
+            "jobid": stored.get("jobid"), "exe": stored.get("exe"), "nnodes": stored.get("nnodes"),
+            "nnodes_source": "log" if stored.get("nnodes") else None,
+            "start_ns": stored.get("start_ns"), "end_ns": stored.get("end_ns"), "mounts": None,
+            "bytes_read": stored.get("posix_bytes_read"), "bytes_written": stored.get("posix_bytes_written"),
+            "read_ops": None, "write_ops": None, "opens": None,
+            "perf_bps": (stored.get("agg_perf_by_slowest_mibps") or float("nan")) * (1 << 20)}
+
+
+# ----------------------------------------------------------------------------- the system's evidence
+
+class _Probes:
+    """The probe targets of the store by the directory they probe, and their baselines (read once)."""
+
+    def __init__(self, store):
+        from ioweather.services.job_weather import ProbeBaselines
+
+        self.baselines = ProbeBaselines(store) if store is not None and "probe" in store.versions() else None
+        self.dirs: dict[str, set[str]] = {}
+        if self.baselines is not None:
+            from ioweather.store import probe as probe_store
+
+            for r in probe_store.runs(store):
+                self.dirs.setdefault(r["target"], set()).add(r["directory"])
+        self.all_targets = list(self.baselines.targets) if self.baselines is not None else []
+
+    def on(self, mount: str | None, dataset: str | None, fs_map) -> list[str]:
+        """The targets that probe the job's file system: a directory under its mount or mapped by the
+        fs-map to its dataset, or a target named like the dataset. Never every probe there is."""
+        from ioweather.config import under
+
+        out = []
+        for t in self.all_targets:
+            dirs = self.dirs.get(t, set())
+            mapped = {name for d in dirs for prefix, name in fs_map if under(d, prefix)}
+            if (mount and any(under(d, mount) for d in dirs)) or (dataset and (t == dataset or dataset in mapped)):
+                out.append(t)
+        return out
+
+    def slowdown(self, targets: list[str], since: int, until: int) -> tuple[float | None, dict | None]:
+        from ioweather.services.job_weather import _probe_slowdown
+
+        if not targets:
+            return None, None
+        self.baselines.targets = targets
+        try:
+            return _probe_slowdown(self.baselines, since, until)
+        finally:
+            self.baselines.targets = self.all_targets
+
+
+def _weather(store, stored_hash: str | None, facts: dict, fs: str, key: str) -> tuple[dict | None, dict | None]:
+    """(the job's weather on `fs`, its UMAMI document when the log is in the store)."""
+    from ioweather.services import job_weather
+
+    if stored_hash is not None:
+        doc = job_weather.umami_for_job(store, stored_hash, fs=fs)
+        return doc.get("weather"), doc
+    job = {"key": key, "id": key[len("darshan:"):][:12], "jobid": facts["jobid"],
+           "exe": os.path.basename(str(facts.get("exe") or "?").split()[0]), "nnodes": facts["nnodes"],
+           "start_ns": facts["start_ns"], "end_ns": facts["end_ns"], "bytes_read": facts["bytes_read"],
+           "bytes_written": facts["bytes_written"], "read_ops": facts["read_ops"], "write_ops": facts["write_ops"],
+           "opens": facts["opens"], "osts": None, "perf_bps": facts["perf_bps"], "mounts": [],
+           "mount_bytes": facts["mounts"] or []}
+    return job_weather.compute(store, job, fs), None
+
+
+def _system(facts: dict, weather: dict | None, probe: tuple, probe_targets: list[str], fs: str | None,
+            has_telemetry: bool, where: str) -> tuple[float | None, str, str]:
+    """(system seconds or None, model, what evidence) for one log, best evidence first."""
+    io = facts["io_time_s"]
+    worst, by_op = probe
+    if by_op:
+        cost, kinds = probe_cost(io, facts["times"], by_op)
+        if cost is not None:
+            detail = ", ".join(f"{k} ×{v['slowdown']:.2f} on {100 * v['time_share']:.0f} % of the I/O time"
+                               for k, v in kinds.items())
+            return cost, "probe_slowdown", (f"probes {', '.join(probe_targets)} during the job's window: {detail}; "
+                                            "io_time × (1 − 1/slowdown) per kind of op, an upper bound")
+    if weather is not None and not weather.get("no_data"):
+        direction = "write" if (facts.get("bytes_written") or 0) > (facts.get("bytes_read") or 0) else "read"
+        cf = weather.get(f"coverage_factor_{direction}_bw")
+        if cf is None:
+            cf = weather.get("coverage_factor_bw")
+        if cf is not None:
+            cf = min(1.0, float(cf))
+            return io * (1.0 - cf), "coverage_factor", (
+                f"coverage factor on {fs} ({direction}s, {weather.get('cf_variant') or 'all targets'}): the job moved "
+                f"{100 * cf:.1f} % of the servers' {direction} bytes in its window; io_time × (1 − CF), an upper bound "
+                "(as if the servers had been saturated throughout)")
+        return None, "unknown", f"telemetry for {fs} in the job's window, but no byte counts to compare with its own"
+    if fs and has_telemetry:
+        return None, "unknown", f"no telemetry for {fs} in the job's window and no probe on it"
+    if fs:
+        return None, "unknown", f"no telemetry for {fs} and no probe on it"
+    return None, "unknown", f"no telemetry or probe for the job's file system ({where}): give --fs or an fs-map entry"
+
+
+# ----------------------------------------------------------------------------- events and climate
+
+def _events(settings, fs: str, since: int, until: int, own: set[str], notes: list) -> list[dict]:
+    """The I/O events of `fs` that overlap [since, until), each with its culprits (the job itself left out)."""
+    from ioweather.services import events as ev
+
+    try:
+        doc = ev.compute(settings, fs, _dt(since - EVENT_MARGIN_NS), _dt(until + EVENT_MARGIN_NS))
+    except UserError as e:
+        notes.append(f"events on {fs}: {e}")
+        return []
+    notes.extend(f"events on {fs}: {n}" for n in doc["notes"] if f"events on {fs}: {n}" not in notes)
+    out = []
+    import pandas as pd
+
+    for e in doc["events"]:
+        lo, hi = pd.Timestamp(e["start"]).value, pd.Timestamp(e["end"]).value
+        if hi <= since or lo >= until:
+            continue
+        culprits = [{"job": j["job"], "share": j["share"], "method": j["method"], "user": j.get("user"),
+                     "bytes": j["bytes"]} for j in e["jobs"] if str(j["job"]) not in own]
+        # a storm the job made itself is its code's doing, not the system's
+        own_share = sum(j["share"] for j in e["jobs"] if str(j["job"]) in own)
+        out.append({"fs": fs, "start": e["start"], "end": e["end"], "peak_bps": e["peak_bps"], "bytes": e["bytes"],
+                    "slowdown": e.get("slowdown"), "own_share": own_share, "culprits": culprits})
+    return out
+
+
+def _dt(ns: int):
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
+
+
+def _climate(doc: dict | None) -> dict | None:
+    if doc is None:
+        return None
+    metrics = [{"metric": m["metric"], "label": m.get("label"), "value": m.get("value"), "quartile": m.get("quartile"),
+                "colour": m.get("colour"), "median": (m.get("box") or {}).get("median"),
+                "q1": (m.get("box") or {}).get("q1"), "q3": (m.get("box") or {}).get("q3"),
+                "n": (m.get("box") or {}).get("n")} for m in doc.get("metrics", [])]
+    return {"motif": doc.get("motif"), "history_jobs": doc.get("history_jobs"), "verdict": doc.get("verdict"),
+            "metrics": metrics}
+
+
+# ----------------------------------------------------------------------------- the answer
+
+def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
+    """The costed answer for JOB: a Darshan log path, a log hash prefix, a Darshan job id or a scheduler job id."""
+    from ioweather.config import dataset_for_mounts, load_fs_map
+    from ioweather.store import jobs as jobs_store
+    from ioweather.store.job_telemetry import known_fs
+
+    ident = str(ident).strip()
+    if not ident:
+        raise UserError("give a job: a Darshan log, a log hash prefix, or a job id")
+    own_store = store is None
+    if store is None and settings.store_exists():
+        from ioweather.store import open_store
+
+        store = open_store(settings)
+    try:
+        logs: list[tuple[str, dict | None, str]] = []  # (path, stored row, log hash)
+        sched_row = None
+        if os.path.isfile(ident):
+            h = _sha256(ident)
+            row = None
+            if store is not None and "darshan" in store.versions():
+                found = jobs_store.job(store, settings.parquet_dir, h)
+                row = found[0] if found else None
+            logs.append((ident, row, h))
+            if row is not None and "scheduler" in store.versions() and row.get("jobid"):
+                sched_row = _scheduler_module(store).scheduler_job_for_darshan(store, h)
+        else:
+            if store is None:
+                raise UserError(f"no log at {ident!r} and no store at {settings.home}: give a Darshan log")
+            if os.sep in ident:
+                raise UserError(f"no Darshan log at {ident}")
+            cands, sched_row = _stored_logs(store, ident)
+            if not cands:
+                raise UserError(f"no job {ident!r}: not a Darshan log, a stored log's hash or job id, or a scheduler "
+                                "job ('ioweather jobs list' shows the stored ones)")
+            for c in cands:
+                found = jobs_store.job(store, settings.parquet_dir, c["log_hash"])
+                logs.append((c["path"], found[0] if found else None, c["log_hash"]))
+        fs_map = load_fs_map(settings.home)
+        names = known_fs(settings.parquet_dir) if store is not None else []
+        probes = _Probes(store)
+        notes: list[str] = []
+        budgets, climates, windows = [], [], {}
+        for path, row, h in logs:
+            try:
+                # a stored log is read again only if the file there is still that log (its content hash)
+                read = None if row is not None and os.path.isfile(path) and _sha256(path) != h else _read(path)
+                if read is None and row is not None and os.path.isfile(path):
+                    notes.append(f"{path} changed since it was ingested: its stored row is used")
+            except (UserError, OSError) as e:
+                if row is None:
+                    if isinstance(e, OSError):
+                        from ioweather.errors import from_os_error
+
+                        raise from_os_error(path, e, "read Darshan log") from None
+                    raise
+                # one damaged log of a job is said, and its stored row stands in: the others still count
+                notes.append(f"{path}: {e}; its stored row is used")
+                read = None
+            if read is None and row is None:
+                raise UserError(f"cannot read the Darshan log {path}")
+            rep, log = read if read is not None else (None, None)
+            facts = _log_facts(row, path, rep, log)
+            if facts["start_ns"] is None or facts["end_ns"] is None:
+                raise UserError(f"{path}: the log has no start or end time, so no window to look at")
+            if row is not None and facts["mounts"] is None:
+                from ioweather.services import job_weather
+
+                j = job_weather.find_job(store, h)
+                job_weather.fs_of(store, j)
+                facts["mounts"] = j.get("mount_bytes") or []
+            found = dataset_for_mounts(facts["mounts"] or [], names, fs_map)
+            dataset = fs or found["dataset"]
+            # probes match the job's mount even when no telemetry dataset does
+            mount = (found["mount"] or found["shared_mount"]) if not fs or fs == found["dataset"] else None
+            mounts = [f"{m['mount']} ({m['fs_type'] or '?'})" for m in sorted(
+                facts["mounts"] or [], key=lambda m: -(m.get("bytes") or 0)) if m.get("mount")]
+            where = ", ".join(mounts) or "no mount in its log"
+            has_tel = dataset in names
+            weather, umami_doc = None, None
+            if has_tel:
+                weather, umami_doc = _weather(store, h if row is not None else None, facts, dataset, f"darshan:{h}")
+            targets = probes.on(mount, dataset, fs_map)
+            probe = probes.slowdown(targets, facts["start_ns"], facts["end_ns"]) if targets else (None, None)
+            system, model, sys_ev = _system(facts, weather, probe, targets, dataset, has_tel, where)
+            code, system_s, rest = split(facts["io_time_s"], facts["saving_s"], system)
+            budgets.append((LogBudget(
+                id=h[:16], path=path, jobid=facts["jobid"], start=ns_to_iso(facts["start_ns"]),
+                end=ns_to_iso(facts["end_ns"]), io_time_s=float(facts["io_time_s"]), code_s=code, system_s=system_s,
+                unexplained_s=rest, system_model=model, fs=dataset, mount=mount,
+                evidence={"code": facts["code_from"], "system": sys_ev,
+                          "file_system": (f"--fs {fs}" if fs else found["how"]) or f"no dataset for {where}",
+                          "mounts": mounts, "probe_targets": targets}), facts, weather))
+            if umami_doc is not None:
+                climates.append((facts["io_time_s"], umami_doc))
+            if has_tel:
+                lo, hi = windows.get(dataset, (facts["start_ns"], facts["end_ns"]))
+                windows[dataset] = (min(lo, facts["start_ns"]), max(hi, facts["end_ns"]))
+        own = {b.id[:12] for b, _f, _w in budgets} | {f"darshan:{b.id[:12]}" for b, _f, _w in budgets}
+        own |= {str(b.jobid) for b, _f, _w in budgets if b.jobid}
+        if sched_row is not None:
+            own.add(str(sched_row["jobid"]))
+        events = [e for name, (lo, hi) in sorted(windows.items()) for e in _events(settings, name, lo, hi, own, notes)]
+        main = max(budgets, key=lambda x: x[0].io_time_s)[0]
+        failover = _failover(settings, main.fs, windows[main.fs][1]) if main.fs in windows else None
+        return _answer(ident, budgets, events, climates, sched_row, notes, failover)
+    finally:
+        if own_store and store is not None:
+            store.dispose()
+
+
+def _failover(settings, fs: str, until_ns: int) -> dict | None:
+    """The targets whose failover partner served them at the job's end (`lctl dl -t`, imported), None
+    when no listing was imported for `fs`."""
+    from ioweather.services.fsview import lctl_state
+
+    st = lctl_state(settings, fs, until_ns)
+    if not st["imported"]:
+        return None
+    return {"failed_over": st["failover"]["overloaded"], "lctl_at": st["at"]}
+
+
+def _answer(ident: str, budgets: list, events: list, climates: list, sched_row: dict | None, notes: list,
+            failover: dict | None = None) -> Why:
+    bs = [b for b, _f, _w in budgets]
+    io = sum(b.io_time_s for b in bs)
+    code, system, rest = (sum(b.code_s for b in bs), sum(b.system_s for b in bs), sum(b.unexplained_s for b in bs))
+    model = "+".join(dict.fromkeys(b.system_model for b in bs))
+    facts = [f for _b, f, _w in budgets]
+    # node counts: the scheduler's, else the logs' host names; a process count is not a node count
+    if sched_row is not None and sched_row.get("nnodes"):
+        nnodes, nsource = int(sched_row["nnodes"]), "scheduler"
+    else:
+        counted = [f["nnodes"] for f in facts if f.get("nnodes")]
+        nnodes, nsource = (max(counted), "log host names") if counted else (None, None)
+    weather = max(budgets, key=lambda x: x[0].io_time_s)[2]
+    targets = None
+    if weather is not None and weather.get("fullest_ost_pct") is not None:
+        targets = {"fullest_ost": weather.get("fullest_ost"), "fullest_ost_pct": weather.get("fullest_ost_pct")}
+    if failover is not None:
+        targets = {**(targets or {"fullest_ost": None, "fullest_ost_pct": None}), **failover}
+    climate = _climate(max(climates, key=lambda c: c[0])[1]) if climates else None
+    if not climates:
+        notes.append("no climate: the job's log is not in the store, or its file system has no telemetry")
+    advice = next((f["advice"] for f in sorted(facts, key=lambda f: -(f["saving_s"] or 0)) if f["advice"]), None)
+    jobname = str(sched_row["jobid"]) if sched_row is not None else (
+        str(bs[0].jobid) if len(bs) > 1 and bs[0].jobid else (ident if len(bs) > 1 else (str(bs[0].jobid or bs[0].id))))
+    evidence = {"code": "; ".join(dict.fromkeys(b.evidence["code"] for b in bs)),
+                "system": "; ".join(dict.fromkeys(b.evidence["system"] for b in bs)),
+                "unexplained": "the I/O time neither the code's findings nor the system's state account for"}
+    starts = [f["start_ns"] for f in facts]
+    ends = [f["end_ns"] for f in facts]
+    out = Why(job=jobname, io_time_s=io, code_s=code, system_s=system, unexplained_s=rest, system_model=model,
+              evidence=evidence, verdict="", events=events, climate=climate, logs=[asdict(b) for b in bs],
+              fs=bs[0].fs if len({b.fs for b in bs}) == 1 else None, nnodes=nnodes, nnodes_source=nsource,
+              start=ns_to_iso(min(starts)), end=ns_to_iso(max(ends)), targets=targets, notes=notes)
+    out.verdict = verdict_line(out, advice)
+    return out
+
+
+def _clock(iso: str) -> str:
+    return iso[11:16]
+
+
+def verdict_line(w: Why, advice: str | None) -> str:
+    """The one line a scientist acts on: the parts in seconds, what to change, who else was there."""
+    io = w.io_time_s
+    if io <= 0:
+        return "The job spent no measurable time in I/O: nothing to split between your code and the system."
+    small = NEGLIGIBLE * io
+    lead = max((w.code_s, "Mostly your code"), (w.system_s, "Mostly the system"),
+               (w.unexplained_s, "Mostly unexplained"))[1]
+    code = f"~{format_seconds(w.code_s)} is your code" + (f" ({advice})" if advice and w.code_s > small else "")
+    if w.system_model == "unknown":
+        reasons = list(dict.fromkeys(b["evidence"]["system"] for b in w.logs))
+        mounts = list(dict.fromkeys(m for b in w.logs for m in b["evidence"]["mounts"]))
+        why_not = reasons[0] if len(reasons) == 1 else (
+            f"no telemetry or probe for the job's file systems ({', '.join(mounts)}) in its logs' windows: "
+            "give --fs or an fs-map entry")
+        return (f"Code half only: of {format_seconds(io)} of I/O, {code}; the system's share is unknown "
+                f"({why_not}); ~{format_seconds(w.unexplained_s)} unexplained.")
+    if w.system_s <= small:
+        system = f"the system cost ~0 ({w.system_model.replace('_', ' ')}: the file system was not in the way)"
+    else:
+        system = f"~{format_seconds(w.system_s)} is the system"
+        storms = [e for e in w.events if e["culprits"]]
+        if storms:
+            e = max(storms, key=lambda e: e["bytes"])
+            c = e["culprits"][0]
+            system += (f" (an I/O storm {_clock(e['start'])}–{_clock(e['end'])}, {100 * c['share']:.0f} % of its "
+                       f"bytes from job {c['job']})")
+        elif w.events:
+            e = w.events[0]
+            whose = (f"{100 * e['own_share']:.0f} % of its bytes the job's own" if e["own_share"] >= 0.5
+                     else "no other job named")
+            system += f" (an I/O storm {_clock(e['start'])}–{_clock(e['end'])}, {whose})"
+        down = (w.targets or {}).get("failed_over")
+        if down:
+            system += f"; {len(down)} target{'s' if len(down) > 1 else ''} served by a failover partner ({', '.join(down[:3])})"
+    return f"{lead}: of {format_seconds(io)} of I/O, {code}, {system}, ~{format_seconds(w.unexplained_s)} unexplained."

@@ -1,0 +1,325 @@
+"""`ioweather why JOB` end to end (issue 29): real public Darshan logs ingested by `jobs ingest` in a
+real process, server telemetry planted through the store's writer (a storm by a culprit job during
+the job's run, or the job alone), scheduler rows for the job and the culprit.
+
+The expected numbers are computed here from what was planted and from PyDarshan's report of the log
+(the advisor's I/O time and saving), never read back from the answer."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import run_cli
+
+from ioweather.config import Settings
+from ioweather.store import open_store
+from ioweather.store import telemetry_layout as layout
+
+S = 10**9
+GIB = 1 << 30
+JOB_LOG = "imbalanced-io.darshan"            # Lustre, /lus/theta-fs0, 12 min of I/O, jobid 1452113755
+MULTI = ("snyder_python3_id3116902-2110482_12-19-66980-12360425722114849340_1.darshan",
+         "snyder_python3_id3116902-2110483_12-19-66980-15861026832475351160_1.darshan")  # one job, two logs
+CULPRIT = "424242"
+TARGETS = 4
+#: The storm: reads and writes of 4 GiB/s each for 10 minutes, from 5 minutes into the job.
+STORM_FROM_S, STORM_FOR_S, STORM_BPS = 300, 600, 4 * GIB
+
+
+def _report(testdata, name):
+    from ioweather.services.darshan import job_report
+
+    return job_report(str(testdata / "darshan" / name))
+
+
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory, testdata):
+    """A store holding the three logs, as `jobs ingest` (a real process) stores them."""
+    home = tmp_path_factory.mktemp("why") / "home"
+    paths = [str(testdata / "darshan" / n) for n in (JOB_LOG, *MULTI)]
+    run_cli("jobs", "ingest", *paths, "--workers", "1", home=home, timeout=300, check=True)
+    rep, log = _report(testdata, JOB_LOG)
+    return home, rep, log
+
+
+def _window(log) -> tuple[int, int]:
+    return int(round(log.start_time_s * S)), int(round(log.end_time_s * S))
+
+
+def _telemetry(rep, log, storm: bool) -> pd.DataFrame:
+    """5 s samples on TARGETS servers from an hour before the job to an hour after: the job's own POSIX
+    bytes spread evenly over its run, and (storm) the culprit's reads and writes."""
+    start, end = _window(log)
+    t = np.arange(start - 3600 * S, end + 3600 * S, 5 * S, dtype=np.int64)
+    inside = (t >= start) & (t < end)
+    posix = rep["interfaces"]["POSIX"]
+    hot = (t >= start + STORM_FROM_S * S) & (t < start + (STORM_FROM_S + STORM_FOR_S) * S)
+    frames = []
+    for metric, job_bytes in (("read_bytes", posix["bytes_read"]), ("write_bytes", posix["bytes_written"])):
+        per = np.where(inside, job_bytes / inside.sum() / TARGETS, 0.0)
+        if storm:
+            per = per + np.where(hot, STORM_BPS * 5 / TARGETS, 0.0)
+        for k in range(TARGETS):  # not named OSTnnnn: the coverage factor is over all the servers
+            frames.append(pd.DataFrame({"time_ns": t, "target": f"oss{k}", "metric": metric, "value": per,
+                                        "interval_s": 5.0}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _plant(src, dst, rep, log, dataset: str, storm: bool, fs_map: str | None = None, culprit: bool = True):
+    from ioweather.store.scheduler import replace_jobs
+
+    shutil.copytree(src, dst)
+    settings = Settings.resolve(dst)
+    layout.write_rows(settings, dataset, _telemetry(rep, log, storm))
+    if fs_map:
+        (dst / "fs-map").write_text(fs_map)
+    start, end = _window(log)
+    rows = [dict(cluster="theta", jobid=str(rep["job"]["jobid"]), user="me", name="imbalanced", nnodes=8, ncpus=512,
+                 start_ns=start, end_ns=end)]
+    if culprit:
+        rows.append(dict(cluster="theta", jobid=CULPRIT, user="storm", name="ior", nnodes=64, ncpus=4096,
+                         start_ns=start + (STORM_FROM_S - 10) * S, end_ns=start + (STORM_FROM_S + STORM_FOR_S + 10) * S))
+    store = open_store(settings)
+    replace_jobs(store, rows, "test")
+    store.dispose()
+    return dst
+
+
+def _why(home, *args) -> dict:
+    p = run_cli("why", *args, "--json", home=home, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def _assert_budget(w: dict):
+    parts = (w["code_s"], w["system_s"], w["unexplained_s"])
+    assert all(x >= 0 for x in parts)
+    assert sum(parts) == pytest.approx(w["io_time_s"], rel=1e-12, abs=1e-9)
+    for b in w["logs"]:
+        bp = (b["code_s"], b["system_s"], b["unexplained_s"])
+        assert all(x >= 0 for x in bp) and sum(bp) == pytest.approx(b["io_time_s"], rel=1e-12, abs=1e-9)
+
+
+@pytest.fixture(scope="module")
+def stormy(ingested, tmp_path_factory):
+    home, rep, log = ingested
+    # the site's telemetry calls the file system "theta": only the fs-map links /lus/theta-fs0 to it
+    dst = _plant(home, tmp_path_factory.mktemp("storm") / "home", rep, log, "theta", storm=True,
+                 fs_map="/lus/theta-fs0 theta  # Lustre theta-fs0\n")
+    # `lctl dl -t` an hour before the job: OST0003's server is down, its partner (10.0.0.3) serves it too
+    lctl = tmp_path_factory.mktemp("lctl") / "dl.txt"
+    nids = ["10.0.0.1@o2ib", "10.0.0.2@o2ib", "10.0.0.3@o2ib", "10.0.0.3@o2ib"]
+    lctl.write_text(f"BEGIN {int(log.start_time_s) - 3600}\n" + "".join(
+        f"{k + 5} UP osc theta-OST{k:04x}-osc-ffff8800 uuid-{k} 4 {n}\n" for k, n in enumerate(nids)))
+    run_cli("import", "lctl", str(lctl), "--fs", "theta", home=dst, timeout=120, check=True)
+    return dst, rep, log
+
+
+def test_storm_costs_the_system_and_names_the_culprit(stormy):
+    home, rep, log = stormy
+    w = _why(home, str(rep["job"]["jobid"]))
+    _assert_budget(w)
+    io, saving = rep["perf"]["io_time_s"], rep["verdict_saving_s"]
+    assert w["io_time_s"] == pytest.approx(io, rel=1e-12)
+    assert w["code_s"] == pytest.approx(min(io, saving), rel=1e-12)
+    assert w["fs"] == "theta" and w["system_model"] == "coverage_factor"
+    # reference: the job's share of the servers' bytes in its dominant direction over [start, end + 5 s)
+    posix = rep["interfaces"]["POSIX"]
+    direction = "write" if posix["bytes_written"] > posix["bytes_read"] else "read"
+    own = posix[f"bytes_{'written' if direction == 'write' else 'read'}"]
+    cf = own / (own + STORM_BPS * STORM_FOR_S)
+    assert w["system_s"] > 0
+    assert w["system_s"] == pytest.approx(min(io - w["code_s"], io * (1 - cf)), rel=1e-6)
+    # the storm is the one event overlapping the job, its culprit named with the largest share
+    assert len(w["events"]) == 1
+    culprits = w["events"][0]["culprits"]
+    assert culprits[0]["job"] == CULPRIT and culprits[0]["share"] > 0.5
+    assert {"job", "share", "method"} <= culprits[0].keys()
+    assert str(rep["job"]["jobid"]) not in [c["job"] for c in culprits]  # the job is not its own culprit
+    assert f"job {CULPRIT}" in w["verdict"]
+    assert w["nnodes"] == 8 and w["nnodes_source"] == "scheduler"  # not 496 processes
+    assert w["targets"]["failed_over"] == ["theta-OST0002", "theta-OST0003"]
+    assert "2 targets served by a failover partner" in w["verdict"]
+    assert w["climate"] is not None and any(m["metric"] == "coverage_factor_bw" for m in w["climate"]["metrics"])
+
+
+def test_quiet_file_system_says_the_code(ingested, tmp_path):
+    home, rep, log = ingested
+    # named like the mount's last component: no fs-map needed
+    quiet = _plant(home, tmp_path / "home", rep, log, "theta-fs0", storm=False, culprit=False)
+    w = _why(quiet, str(rep["job"]["jobid"]))
+    _assert_budget(w)
+    assert w["fs"] == "theta-fs0" and w["system_model"] == "coverage_factor"
+    assert w["system_s"] == pytest.approx(0.0, abs=1e-3 * w["io_time_s"])
+    assert w["events"] == []
+    assert w["verdict"].startswith("Mostly your code")
+    assert "the system cost ~0" in w["verdict"]
+
+
+def test_no_telemetry_for_its_file_system_says_so(ingested, tmp_path):
+    """Telemetry only for another file system: the job is not attached to the only dataset there is."""
+    home, rep, log = ingested
+    other = _plant(home, tmp_path / "home", rep, log, "scratch", storm=True)
+    w = _why(other, str(rep["job"]["jobid"]))
+    _assert_budget(w)
+    assert w["fs"] is None and w["system_model"] == "unknown" and w["system_s"] == 0
+    assert w["verdict"].startswith("Code half only")
+    assert "no telemetry or probe for the job's file system (/lus/theta-fs0 (lustre)" in w["verdict"]
+    assert w["code_s"] == pytest.approx(min(rep["perf"]["io_time_s"], rep["verdict_saving_s"]), rel=1e-12)
+    # --fs names it explicitly
+    forced = _why(other, str(rep["job"]["jobid"]), "--fs", "scratch")
+    assert forced["fs"] == "scratch" and forced["system_model"] == "coverage_factor" and forced["system_s"] > 0
+
+
+def test_a_job_of_several_logs_is_merged(ingested, testdata):
+    home, _rep, _log = ingested
+    w = _why(home, "3116902")
+    _assert_budget(w)
+    assert len(w["logs"]) == 2
+    reps = [_report(testdata, n)[0] for n in MULTI]
+    assert w["io_time_s"] == pytest.approx(sum(r["perf"]["io_time_s"] for r in reps), rel=1e-12)
+    assert sorted(b["io_time_s"] for b in w["logs"]) == pytest.approx(sorted(r["perf"]["io_time_s"] for r in reps))
+    assert w["job"] == "3116902"
+    p = run_cli("why", "3116902", home=home, timeout=300)
+    assert p.returncode == 0 and "2 logs of job 3116902" in p.stdout and w["logs"][1]["id"] in p.stdout
+    # one log of it, by hash: that log alone
+    one = _why(home, w["logs"][0]["id"])
+    assert len(one["logs"]) == 1 and one["io_time_s"] == pytest.approx(w["logs"][0]["io_time_s"])
+
+
+def test_a_log_path_and_the_human_output(stormy, testdata, tmp_path):
+    home, rep, _log = stormy
+    path = str(testdata / "darshan" / JOB_LOG)
+    by_path = _why(home, path)
+    by_id = _why(home, str(rep["job"]["jobid"]))
+    for k in ("io_time_s", "code_s", "system_s", "unexplained_s", "system_model"):
+        assert by_path[k] == by_id[k]
+    p = run_cli("why", path, home=home, timeout=300)
+    assert p.returncode == 0, p.stderr
+    first = p.stdout.splitlines()[0]
+    assert first == by_id["verdict"][:len(first)]
+    assert "I/O events during the job" in p.stdout and CULPRIT in p.stdout
+    assert "e+" not in p.stdout  # no scientific notation for people
+    out = tmp_path / "why.html"
+    p = run_cli("why", path, "--html", str(out), home=home, timeout=300)
+    assert p.returncode == 0, p.stderr
+    html = out.read_text()
+    assert "<script" not in html and f"job {CULPRIT}" in html and "why-budget" in html
+
+
+@pytest.mark.parametrize("args, message", [
+    (["no-such-job"], "no job 'no-such-job'"),
+    (["/nonexistent/x.darshan"], "no Darshan log at /nonexistent/x.darshan"),
+    (["TEXT"], "not a Darshan log"),
+    (["99999999999"], "no job '99999999999'"),
+    (["--fs"], "requires an argument"),
+])
+def test_bad_input_is_one_line(ingested, tmp_path, args, message):
+    home, _rep, _log = ingested
+    text = tmp_path / "notes.darshan"
+    text.write_text("not a log\n" * 400)
+    p = run_cli("why", *[str(text) if a == "TEXT" else a for a in args], home=home, timeout=120)
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and message in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_job_page_opens_with_the_same_answer(stormy):
+    from web_server import Server, api
+
+    from ioweather.views.output import to_json
+    from ioweather.web.app import create_app
+
+    home, rep, _log = stormy
+    cli = _why(home, str(rep["job"]["jobid"]))
+    with Server(create_app(Settings.resolve(home), warm=False)) as server:
+        code, page = api(server, f"/api/job?id={cli['logs'][0]['id']}")
+        assert code == 200
+        assert json.loads(to_json(page["why"])) == cli
+        status, _, body = server.get(f"/job?id={cli['logs'][0]['id']}")
+        assert status == 200
+        text = body.decode() if isinstance(body, bytes) else body
+        assert 'id="why-verdict"' in text and f"job {CULPRIT}" in text
+        assert text.index('id="why-verdict"') < text.index('id="job-findings"')  # the page opens with it
+
+
+def _probe(store, target: str, directory: str, times_ns, slow_from_ns: int, factor_by_op: dict):
+    """Constant durations (data ops 1 ms, metadata 0.1 ms), times each op's factor from `slow_from_ns`:
+    every median is exact."""
+    from ioweather.store import probe as probe_store
+
+    run = probe_store.start_run(store, probe_store.RunInfo(
+        target=target, directory=directory, interval_s=20.0, block_bytes=1 << 20, file_bytes=1 << 30, pool_files=10,
+        small_bytes=3901, direct=False, fsync=False, seed=0, timeout_s=60.0, file_exceeds_memory=False, host="test"))
+    rows = []
+    for k, op in enumerate(probe_store.OPS):
+        base = 1_000_000 if op.startswith("data") else 100_000
+        for t in times_ns:
+            dur = int(base * factor_by_op.get(op, 1.0)) if t >= slow_from_ns else base
+            rows.append((run, op, int(t) + k * 1000, dur, 1 << 20 if op.startswith("data") else 0, "ok", 0))
+    probe_store.insert_samples(store, rows)
+
+
+def test_probes_on_its_file_system_cost_the_system(ingested, tmp_path):
+    """Probes slowed ×1.1 on the job's Lustre during its run (no telemetry at all), and ×10 on another
+    file system's probe, which must not count: io_time × Σ share_kind × (1 − 1/slowdown_kind)."""
+    home, rep, log = ingested
+    dst = tmp_path / "home"
+    shutil.copytree(home, dst)
+    start, end = _window(log)
+    day = start // (86_400 * S) * 86_400 * S
+    times = np.concatenate([np.arange(day - 2 * 86_400 * S, day, 600 * S), np.arange(start, end, 20 * S)])
+    store = open_store(Settings.resolve(dst))
+    _probe(store, "lus", "/lus/theta-fs0/probe", times, start, {"data_read": 1.1, "data_write": 1.1})
+    _probe(store, "home", "/home/probe", times, start, {"data_read": 10.0, "data_write": 10.0})
+    store.dispose()
+    w = _why(dst, str(rep["job"]["jobid"]))
+    _assert_budget(w)
+    assert w["system_model"] == "probe_slowdown"
+    assert w["logs"][0]["evidence"]["probe_targets"] == ["lus"]
+    t = rep["totals"]
+    data_share = (t["read_time_s"] + t["write_time_s"]) / (t["read_time_s"] + t["write_time_s"] + t["meta_time_s"])
+    io = rep["perf"]["io_time_s"]
+    want = io * data_share * (1 - 1 / 1.1)
+    assert want < io - w["code_s"]  # not capped: the model's own number
+    assert w["system_s"] == pytest.approx(want, rel=1e-6)
+
+
+def test_a_log_moved_since_ingest_answers_from_its_row(ingested, testdata, tmp_path):
+    """The row keeps the I/O time and the findings' costs: the code's part is the largest stored cost
+    (a lower bound of the combined saving), and the evidence says why."""
+    _home, rep, _log = ingested
+    home = tmp_path / "home"
+    moved = tmp_path / "logs" / JOB_LOG
+    moved.parent.mkdir()
+    shutil.copy(testdata / "darshan" / JOB_LOG, moved)
+    run_cli("jobs", "ingest", str(moved), "--workers", "1", home=home, timeout=300, check=True)
+    moved.unlink()
+    w = _why(home, str(rep["job"]["jobid"]))
+    _assert_budget(w)
+    assert w["io_time_s"] == pytest.approx(rep["perf"]["io_time_s"], rel=1e-9)
+    top = max(f["cost_s"] for f in rep["findings"] if f["level"] in ("HIGH", "WARN"))
+    assert w["code_s"] == pytest.approx(top, rel=1e-9) and top < rep["verdict_saving_s"]
+    assert "no longer at" in w["evidence"]["code"]
+
+
+def test_fs_map_setting_and_its_bad_entries(testdata, tmp_path):
+    """The fs-map from the environment wins over the file; a bad entry is one line naming it."""
+    path = str(testdata / "darshan" / JOB_LOG)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "fs-map").write_text("/lus/theta-fs0 from-file\n")
+    p = run_cli("why", path, "--json", home=home, env={"IOWEATHER_FS_MAP": "/lus=lus,/lus/theta-fs0=theta"},
+                timeout=300)
+    assert p.returncode == 0, p.stderr
+    b = json.loads(p.stdout)["logs"][0]
+    # the longest prefix wins; the dataset has no telemetry here, and the answer says so
+    assert b["fs"] == "theta" and b["evidence"]["file_system"] == "fs-map /lus/theta-fs0 → theta"
+    assert b["system_model"] == "unknown" and "no telemetry for theta" in b["evidence"]["system"]
+    (home / "fs-map").write_text("/lus/theta-fs0 theta\nscratch\n")
+    p = run_cli("why", path, home=home, timeout=300)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1
+    assert "fs-map: entry 2 'scratch'" in p.stderr and "Traceback" not in p.stderr
