@@ -9,7 +9,7 @@ import click
 
 from ioweather.commands.common import DURATION, SINCE, SIZE, TIME, json_option, probe_run_options
 from ioweather.errors import UserError
-from ioweather.units import format_bytes, format_seconds, ns_to_iso
+from ioweather.units import check_order, format_bytes, format_seconds, ns_to_iso
 from ioweather.views.output import print_json, print_table, short_time, progress, stderr
 
 DEFAULT_FILE_SIZE = "1GiB"
@@ -107,8 +107,7 @@ def register(cli: click.Group) -> None:
 
         if interval <= 0:
             raise UserError("--interval must be positive")
-        if since >= until:
-            raise UserError(f"--since ({since:%Y-%m-%d %H:%M:%S}) must be before --until ({until:%Y-%m-%d %H:%M:%S})")
+        check_order(since, until)
         store = open_store(settings)
         rows = []
         from ioweather.services.slowdown import load_window
@@ -125,3 +124,61 @@ def register(cli: click.Group) -> None:
                            ("errors", "err"), ("timeouts", "t/o"), ("min_s", "min", sec), ("median_s", "median", sec),
                            ("p90_s", "p90", sec), ("p99_s", "p99", sec), ("max_s", "max", sec), ("mean_s", "mean", sec)],
                     empty="no probe samples in this window")
+
+    @probe.command("targets")
+    @json_option
+    @click.pass_obj
+    def targets_cmd(settings, as_json):
+        """List the probe targets with their first and last sample and their state.
+
+        active: reporting; stale: silent for 10 probe periods (at least a minute), UNKNOWN in --check;
+        abandoned: silent for over a day, no longer deciding --check; retired: `probe retire`, out of
+        Status, /metrics and --check until a probe of it runs again."""
+        from ioweather.services.probe_targets import list_targets
+        from ioweather.units import format_age
+
+        if not settings.store_exists():
+            raise UserError(f"no store at {settings.sqlite_path}")
+        rows = list_targets(open_store(settings))
+        if as_json:
+            print_json(rows)
+            return
+        print_table(rows, [("target", "target"), ("state", "state"), ("host", "host"), ("runs", "runs"),
+                           ("first_sample", "first sample (UTC)", short_time),
+                           ("last_sample", "last sample (UTC)", short_time),
+                           ("last_sample_age_s", "silent for", format_age)],
+                    empty="no probe targets in the store")
+
+    @probe.command("retire")
+    @click.argument("target")
+    @click.option("--purge", is_flag=True, help="Delete the target's runs, samples and archives instead (asks first).")
+    @click.option("--yes", is_flag=True, help="With --purge: do not ask.")
+    @json_option
+    @click.pass_obj
+    def retire_cmd(settings, target, purge, yes, as_json):
+        """Retire TARGET: its data stays, Status, /metrics and slowdown --check leave it out.
+
+        A probe of TARGET that runs again brings it back. With --purge the target and all its data are
+        deleted, after a confirmation (--yes to skip it, e.g. in a script)."""
+        from ioweather.services import probe_targets
+
+        if not settings.store_exists():
+            raise UserError(f"no store at {settings.sqlite_path}")
+        store = open_store(settings)
+        if not purge:
+            probe_targets.retire(store, target)
+            if as_json:
+                print_json({"target": target, "retired": True})
+            else:
+                click.echo(f"retired {target}: its data stays; a probe of it that runs again brings it back")
+            return
+        if not yes:
+            if not sys.stdin.isatty():
+                raise UserError(f"--purge deletes every sample of {target!r}: confirm with --yes")
+            click.confirm(f"delete target {target!r} and all its samples?", abort=True, err=True)
+        done = probe_targets.purge(store, target)
+        if as_json:
+            print_json({"target": target, "purged": True, **done})
+        else:
+            click.echo(f"purged {target}: {done['runs']:,} runs, {done['samples']:,} samples, "
+                       f"{done['pieces']:,} summaries, {done['files']:,} archive files")

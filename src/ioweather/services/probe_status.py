@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ioweather.stats.probe import DEGRADED, SEVERE, interval_stats, state
-from ioweather.stats.status import climate, learning_reason, target_state, window_slowdown
+from ioweather.stats.status import climate, learning_reason, min_history_s, target_state, window_slowdown
 from ioweather.store.probe_aggregates import last_sample_ns
 from ioweather.units import ns_to_iso
 from ioweather.services.probe_cache import OPS, ProbeCache
@@ -18,6 +18,10 @@ SPARK_STEP_S = 60.0
 #: A target is stale when its newest sample is older than this many probe periods (and at least a minute):
 #: the probe stores samples every 5 s, so a healthy one is never more than a few seconds behind.
 STALE_PERIODS, STALE_MIN_S = 10, 60.0
+#: A target silent for longer than this (a trial probe, a file system taken out of service) no longer decides
+#: `slowdown --check`'s answer: it was UNKNOWN "stale" for a day, now it is only named beside the verdict until
+#: someone retires it (`ioweather probe retire`) or its probe runs again (docs/probe.md).
+ABANDON_AFTER_S = 86_400.0
 
 
 def stale_after_s(interval_s: float | None) -> float:
@@ -57,7 +61,7 @@ def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, cri
                         "slowdown": sd, "learning": bool(learning[code]),
                         "state": "learning" if learning[code] else state(sd, warn, crit)})
         span_s = (base.until_ns - base.since_ns) / 1e9
-        learn = learning_reason(float(np.max(history)), span_s) if learning.any() else None
+        learn = learning_reason(float(np.max(history)), span_s, min_history_s(span_s)) if learning.any() else None
         st, reason = target_state(ops, age_s, stale_after_s(run["interval_s"] if run else None), warn, crit, learn)
         if learn and st not in ("learning", "stale", "unknown"):
             reason += "; " + ", ".join(o["op"] for o in ops if o["learning"]) + ": " + learn

@@ -99,8 +99,16 @@ probe_pieces = sa.Table(
 )
 sa.Index("probe_pieces_span", probe_pieces.c.target, probe_pieces.c.start_ns)
 
+# v4 (issue 30): targets an admin retired (`probe retire`): their data stays, Status, /metrics and
+# `slowdown --check` leave them out. A run started after `retired_ns` brings the target back.
+probe_retired = sa.Table(
+    "probe_retired", metadata,
+    sa.Column("target", sa.String(255), primary_key=True),
+    sa.Column("retired_ns", sa.BigInteger, nullable=False),
+)
+
 COMPONENT = Component("probe", [create_tables(probe_runs, probe_samples), create_tables(probe_archive),
-                                create_tables(probe_pieces)])
+                                create_tables(probe_pieces), create_tables(probe_retired)])
 
 
 @dataclass
@@ -195,9 +203,50 @@ def runs(store: Store, target: str | None = None) -> list[dict]:
 
 
 def targets(store: Store) -> list[str]:
+    if store.read_only and not store.has(COMPONENT):
+        return []
     store.require(COMPONENT)
     with store.connect() as conn:
         return [r[0] for r in conn.execute(sa.select(probe_runs.c.target).distinct().order_by(probe_runs.c.target))]
+
+
+def retired_targets(store: Store) -> list[str]:
+    """Targets retired since their last run started."""
+    if store.read_only and not store.has(COMPONENT):
+        return []
+    store.require(COMPONENT)
+    last = (sa.select(probe_runs.c.target, sa.func.max(probe_runs.c.started_ns).label("started"))
+            .group_by(probe_runs.c.target).subquery())
+    q = (sa.select(probe_retired.c.target).join(last, last.c.target == probe_retired.c.target)
+         .where(probe_retired.c.retired_ns >= last.c.started).order_by(probe_retired.c.target))
+    with store.connect() as conn:
+        return [r[0] for r in conn.execute(q)]
+
+
+def retire(store: Store, target: str, now_ns: int | None = None) -> None:
+    """Mark `target` retired now (its data stays)."""
+    store.require(COMPONENT)
+    with store.begin() as conn:
+        conn.execute(probe_retired.delete().where(probe_retired.c.target == target))
+        conn.execute(probe_retired.insert().values(target=target, retired_ns=now_ns or time.time_ns()))
+
+
+def purge(store: Store, target: str) -> dict:
+    """Delete every row of `target` (runs, samples, archive manifest, pieces, retirement) in one transaction;
+    returns the counts and the archived Parquet files (relative to the archive directory) for the caller
+    to remove once committed (a reader's snapshot may still list them until then)."""
+    store.require(COMPONENT)
+    with store.begin() as conn:
+        ids = [r[0] for r in conn.execute(sa.select(probe_runs.c.id).where(probe_runs.c.target == target))]
+        files = [r[0] for r in conn.execute(sa.select(probe_archive.c.path).where(probe_archive.c.run_id.in_(ids)))]
+        archived = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(probe_archive.c.rows), 0))
+                                .where(probe_archive.c.run_id.in_(ids))).scalar()
+        samples = conn.execute(probe_samples.delete().where(probe_samples.c.run_id.in_(ids))).rowcount or 0
+        conn.execute(probe_archive.delete().where(probe_archive.c.run_id.in_(ids)))
+        pieces = conn.execute(probe_pieces.delete().where(probe_pieces.c.target == target)).rowcount or 0
+        conn.execute(probe_runs.delete().where(probe_runs.c.id.in_(ids)))
+        conn.execute(probe_retired.delete().where(probe_retired.c.target == target))
+    return {"runs": len(ids), "samples": int(samples) + int(archived), "pieces": int(pieces), "files": files}
 
 
 _STATUS_CODE = "CASE status WHEN 'ok' THEN 0 WHEN 'error' THEN 1 ELSE 2 END"
