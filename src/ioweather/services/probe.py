@@ -23,6 +23,7 @@ from ioweather.services.daemon import (
     Ticker,
     WriteBehind,
     run_in_thread,
+    start_retention,
     stop_on_signals,
 )
 from ioweather.sources.probe import (
@@ -244,6 +245,7 @@ def run_probes(settings, directories: list[Path], *, targets=(), interval: float
             log(f"run {slot.run_id}: probing {directory} as target {slot.label!r} every {interval:g} s "
                 f"(seed {p.seed})")
         _start_archiver(store, stop, log)
+        start_retention(settings, store, ("probe", "rollups"), stop, log)
         for slot in slots:
             slot.thread = threading.Thread(target=slot.run, name=f"probe-{slot.run_id}", daemon=True)
             slot.thread.start()

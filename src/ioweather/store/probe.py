@@ -249,6 +249,67 @@ def purge(store: Store, target: str) -> dict:
     return {"runs": len(ids), "samples": int(samples) + int(archived), "pieces": int(pieces), "files": files}
 
 
+def old_samples(store: Store, cutoff_ns: int) -> dict:
+    """What `prune_samples(cutoff_ns)` would remove: {"rows": database rows + rows of archived days that end by
+    the cutoff, "files": those days' Parquet files}. Each count is a range of the primary key."""
+    if store.read_only and not store.has(COMPONENT):
+        return {"rows": 0, "files": 0}
+    store.require(COMPONENT)
+    s, a = probe_samples.c, probe_archive.c
+    with store.connect() as conn:
+        ids = [r[0] for r in conn.execute(sa.select(probe_runs.c.id))]
+        rows = sum(conn.execute(sa.select(sa.func.count()).where(s.run_id == rid, s.op == op, s.start_ns < cutoff_ns)
+                                ).scalar() for rid in ids for op in OPS)
+        files, archived = conn.execute(sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(a.rows), 0))
+                                       .where(a.day_ns + _DAY_NS <= cutoff_ns)).one()
+    return {"rows": int(rows) + int(archived), "files": int(files)}
+
+
+def prune_samples(store: Store, cutoff_ns: int, *, chunk_ns: int = 3_600 * 10**9) -> dict:
+    """Delete the samples that started before `cutoff_ns`: database rows exactly, archived days once all of the day
+    is older (a day's file goes whole). {"rows", "files", "paths"}: the archive files (relative to the archive
+    directory) for the caller to unlink once committed.
+
+    One transaction per run, op and hour of rows (about 3,600 rows at 1 Hz): the probe's writer never waits for
+    more than one such delete, so `watch` keeps its grid while a year is pruned."""
+    store.require(COMPONENT)
+    s, a = probe_samples.c, probe_archive.c
+    removed = 0
+    with store.connect() as conn:
+        ids = [r[0] for r in conn.execute(sa.select(probe_runs.c.id))]
+        firsts = {(rid, op): conn.execute(sa.select(sa.func.min(s.start_ns)).where(s.run_id == rid, s.op == op)).scalar()
+                  for rid in ids for op in OPS}
+    for (rid, op), first in firsts.items():
+        lo = first
+        while lo is not None and lo < cutoff_ns:
+            hi = min(cutoff_ns, lo + chunk_ns)
+            with store.begin() as conn:
+                removed += conn.execute(probe_samples.delete().where(
+                    s.run_id == rid, s.op == op, s.start_ns >= lo, s.start_ns < hi)).rowcount or 0
+            lo = hi
+    with store.begin() as conn:
+        old = a.day_ns + _DAY_NS <= cutoff_ns
+        paths = [r[0] for r in conn.execute(sa.select(a.path).where(old))]
+        archived = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(a.rows), 0)).where(old)).scalar()
+        conn.execute(probe_archive.delete().where(old))
+    return {"rows": removed + int(archived), "files": len(paths), "paths": paths}
+
+
+def old_pieces(store: Store, cutoff_ns: int, *, delete: bool = False) -> int:
+    """Probe pieces (summaries of a target's hour or day, one row per op) that ended by `cutoff_ns`: how many,
+    and with `delete` removed (in one transaction: a few hundred rows a year per target)."""
+    if store.read_only and not store.has(COMPONENT):
+        return 0
+    store.require(COMPONENT)
+    p = probe_pieces.c
+    old = p.start_ns + p.span_ns <= cutoff_ns
+    if not delete:
+        with store.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(probe_pieces).where(old)).scalar())
+    with store.begin() as conn:
+        return int(conn.execute(probe_pieces.delete().where(old)).rowcount or 0)
+
+
 _STATUS_CODE = "CASE status WHEN 'ok' THEN 0 WHEN 'error' THEN 1 ELSE 2 END"
 _DAY_NS = 86_400 * 10**9
 
