@@ -21,6 +21,34 @@ def open_store(settings):
     return _open(settings)
 
 
+class ProgressLines:
+    """Progress of a long write as lines on stderr, for when it is not a terminal (systemd's journal, cron, a
+    pipe): a 64 GiB data file takes minutes, and a silent command looks hung. A line at every `step` of the
+    total and at least every `every_s` seconds, the first after `every_s` or `step`."""
+
+    def __init__(self, label: str, step: float = 0.1, every_s: float = 10.0, clock=None, say=None):
+        import time
+
+        self.label, self.step, self.every_s = label, step, every_s
+        self.clock = clock or time.monotonic
+        self.say = say or (lambda line: click.echo(line, err=True))
+        self.t0 = self.last = self.clock()
+        self.next_k = 1  # the next line is due at next_k * step (counted, not summed: 3 * 0.1 > 0.3)
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self.clock()
+        frac = done / total if total else 1.0
+        due = frac >= self.next_k * self.step - 1e-9
+        if not due and now - self.last < self.every_s:
+            return
+        elapsed = now - self.t0
+        rate = f", {format_bytes(done / elapsed)}/s" if elapsed > 0 and done else ""
+        self.say(f"{self.label}: {frac * 100:.0f} % ({format_bytes(done)} of {format_bytes(total)}), "
+                 f"{format_seconds(elapsed)}{rate}")
+        self.last = now
+        self.next_k = int(frac / self.step + 1e-9) + 1
+
+
 def register(cli: click.Group) -> None:
     @cli.group()
     def probe():
@@ -37,10 +65,14 @@ def register(cli: click.Group) -> None:
         """Create the probe's data file and small-file pool in DIRECTORY."""
         from ioweather.services.probe import init_probe
 
-        with progress(sizes=True) as bar:
-            task = bar.add_task(f"writing {directory}/data", total=file_size)
-            info = init_probe(directory, file_size, pool, block=block,
-                              on_progress=lambda done, total: bar.update(task, completed=done))
+        label = f"writing {directory}/data"
+        if stderr.is_terminal:
+            with progress(sizes=True) as bar:
+                task = bar.add_task(label, total=file_size)
+                info = init_probe(directory, file_size, pool, block=block,
+                                  on_progress=lambda done, total: bar.update(task, completed=done))
+        else:
+            info = init_probe(directory, file_size, pool, block=block, on_progress=ProgressLines(label))
         if as_json:
             print_json(info)
             return
