@@ -131,6 +131,12 @@ def test_retired_and_abandoned_targets_no_longer_block_the_check(tmp_path, cli):
 
     proc = cli("slowdown", "--check", home=home)
     assert proc.returncode == 3 and "scratch stale" in proc.stdout, proc.stdout
+    from ioweather.services.probe_cache import ProbeCache
+    from ioweather.services.probe_status import overall_of, target_status
+    store = open_store(Settings.resolve(home))
+    cache = ProbeCache(store)
+    assert overall_of([target_status(cache, t, spark=False, with_climate=False) for t in cache.targets()]) == "stale"
+    store.dispose()
     assert "not checked, silent for over a day: old" in proc.stdout
     assert "'old'" not in proc.stdout  # no perfdata for what is not checked
 
@@ -152,10 +158,19 @@ def test_retired_and_abandoned_targets_no_longer_block_the_check(tmp_path, cli):
                           check=True).stdout)
     assert sum(r["count"] for r in rows) == 36
 
-    # /metrics leaves it out (the dashboard's cache lists targets for Status and /metrics).
+    # Status and /metrics leave it out (the dashboard's cache lists their targets); the Status header is
+    # no longer "stale" for ever: the abandoned target is shown but decides nothing.
+    from ioweather.services.metrics import ProbeMetrics
     from ioweather.services.probe_cache import ProbeCache
+    from ioweather.services.probe_status import overall_of, target_status
     store = open_store(Settings.resolve(home))
-    assert ProbeCache(store).targets() == ["fs1", "old"]
+    cache = ProbeCache(store)
+    assert cache.targets() == ["fs1", "old"]
+    cards = [target_status(cache, t, spark=False, with_climate=False) for t in cache.targets()]
+    assert [(c["state"], c["abandoned"]) for c in cards] == [("normal", False), ("stale", True)]
+    assert overall_of(cards) == "normal"
+    text = ProbeMetrics(cache, count_since_ns=now).exposition().decode()
+    assert 'target="old"' in text and 'target="scratch"' not in text
     store.dispose()
 
 
@@ -179,3 +194,24 @@ def test_purge_asks_first_and_deletes_everything(tmp_path, cli):
     store.dispose()
     proc = cli("probe", "retire", "nope", home=home)
     assert proc.returncode == 2 and "no probe target 'nope'; known targets: keep" in proc.stderr
+
+
+@pytest.mark.postgres
+def test_check_on_postgresql_is_read_only_too(tmp_path, cli, pg_url):
+    home = tmp_path / "home"
+    store = open_store(Settings.resolve(home, pg_url))
+    now = time.time_ns()
+    add_target(store, "fs1", now - 30 * H, now, period_s=30, seed=4, error_rate=0, timeout_rate=0)
+    store.dispose()
+    proc = cli("--db", pg_url, "slowdown", "--check", home=home)
+    assert proc.returncode == 0 and proc.stdout.startswith("IOWEATHER OK - fs1 normal"), proc.stdout + proc.stderr
+    store = open_store(Settings.resolve(home, pg_url))
+    with store.connect() as conn:  # the summaries it computed were not stored
+        assert conn.execute(sa.text("SELECT count(*) FROM probe_pieces")).scalar() == 0
+    store.dispose()
+    # The server itself refuses a write through a read-only handle.
+    ro = open_store(Settings.resolve(home, pg_url), read_only=True)
+    with pytest.raises(Exception, match="read-only transaction"):
+        probe_store.retire(ro, "fs1")
+    ro.dispose()
+    assert not home.exists()

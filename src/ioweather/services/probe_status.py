@@ -71,6 +71,7 @@ def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, cri
             "host": run["host"] if run else None, "interval_s": run["interval_s"] if run else None,
             "last_sample": ns_to_iso(last) if last is not None else None, "last_sample_age_s": age_s,
             "stale_after_s": stale_after_s(run["interval_s"] if run else None),
+            "abandoned": abandoned(age_s),
             "baseline": {"since": ns_to_iso(base.since_ns), "until": ns_to_iso(base.until_ns),
                          "computed_at": ns_to_iso(base.computed_ns), "samples": int(base.samples.sum()),
                          "history_s": float(np.max(history)) if np.isfinite(np.max(history)) else span_s,
@@ -110,6 +111,18 @@ def _sparkline(s: dict, now: int, expected: np.ndarray, period_s: float) -> dict
 def expected_label(stat: str, expected: str) -> str:
     """What a slowdown is, in words: 'median / baseline median', 'p99 / baseline p99'."""
     return f"{stat} / baseline {stat if expected == 'same' else 'median'}"
+
+
+def abandoned(age_s: float | None) -> bool:
+    """Silent for longer than `ABANDON_AFTER_S`: still shown, no longer deciding an overall state or a check."""
+    return age_s is not None and age_s > ABANDON_AFTER_S
+
+
+def overall_of(targets: list[dict]) -> str:
+    """The Status header: the worst state of the targets that still report or stopped less than a day ago
+    (a forgotten trial probe is no permanent "stale"); of them all when every one is abandoned."""
+    judged = [t["state"] for t in targets if not t.get("abandoned")]
+    return overall(judged or [t["state"] for t in targets])
 
 
 def overall(states: list[str]) -> str:

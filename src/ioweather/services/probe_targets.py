@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from ioweather.errors import UserError
-from ioweather.services.probe_status import ABANDON_AFTER_S, stale_after_s
+from ioweather.services.probe_status import abandoned, stale_after_s
 from ioweather.store import probe as probe_store
 from ioweather.store.probe_aggregates import sample_range
 from ioweather.units import ns_to_iso
@@ -31,7 +31,7 @@ def list_targets(store, now_ns: int | None = None) -> list[dict]:
         age_s = None if span is None else max(0.0, (now - span[1]) / 1e9)
         if target in retired:
             state = "retired"
-        elif age_s is None or age_s > ABANDON_AFTER_S:
+        elif age_s is None or abandoned(age_s):
             state = "abandoned"
         elif age_s > stale_after_s(last["interval_s"]):
             state = "stale"

@@ -187,8 +187,11 @@ def check_result(states: list[dict], warn: float, crit: float) -> tuple[int, str
     checked = [s for s in states if not s.get("abandoned")]
     ignored = [s["target"] for s in states if s.get("abandoned")]
     note = f" (not checked, silent for over a day: {', '.join(ignored)}; see 'ioweather probe targets')" if ignored else ""
+    if ignored and not checked:
+        return 3, (f"IOWEATHER UNKNOWN - every target is silent for over a day: {', '.join(ignored)}; "
+                   "see 'ioweather probe targets'")
     if not checked:
-        return 3, "IOWEATHER UNKNOWN - no probe data in the store" + (note if ignored else "")
+        return 3, "IOWEATHER UNKNOWN - no probe data in the store"
     codes = [CHECK_CODES[s["state"]] for s in checked]
     code = next(c for c in CHECK_PRECEDENCE if c in codes)
     bad = [s for s in checked if CHECK_CODES[s["state"]] == code] if code else checked
@@ -247,7 +250,7 @@ def check_states(store, target, window_s: float, stat: str, baseline_s: float, w
     """Per-target state of the last `window_s` (`target`, `state`, `reason`, `worst`, `abandoned`): the
     dashboard's logic, for `target` or every active target."""
     from ioweather.services.probe_cache import ProbeCache
-    from ioweather.services.probe_status import ABANDON_AFTER_S, target_status
+    from ioweather.services.probe_status import target_status
 
     if not 0 < warn < crit:
         raise UserError(f"need 0 < --warn < --crit, got --warn {warn:g} --crit {crit:g}")
@@ -258,9 +261,8 @@ def check_states(store, target, window_s: float, stat: str, baseline_s: float, w
         st = target_status(cache, t, warn=warn, crit=crit, window_s=window_s, stat=stat, expected=expected,
                            spark=False, with_climate=False)
         values = [o["slowdown"] for o in st["ops"] if o["slowdown"] is not None]
-        age = st["last_sample_age_s"]
         states.append({"target": t, "state": st["state"], "reason": st["reason"],
                        "worst": max(values) if values else None,
                        # A target asked for by name is always judged.
-                       "abandoned": target is None and age is not None and age > ABANDON_AFTER_S})
+                       "abandoned": target is None and st["abandoned"]})
     return states

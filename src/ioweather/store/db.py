@@ -81,6 +81,8 @@ class Store:
             kwargs = {"pool_pre_ping": True}
             if self.url.startswith("postgresql"):
                 kwargs["connect_args"] = {"connect_timeout": 10}
+                if self.read_only:  # the server refuses any write of this handle, not only our code
+                    kwargs["connect_args"]["options"] = "-c default_transaction_read_only=on"
             elif self.url.startswith("mysql"):
                 kwargs["connect_args"] = {"connect_timeout": 10}
             return sa.create_engine(self.url, **kwargs)
