@@ -279,14 +279,15 @@ def prune_samples(store: Store, cutoff_ns: int, *, chunk_ns: int = 3_600 * 10**9
         ids = [r[0] for r in conn.execute(sa.select(probe_runs.c.id))]
         firsts = {(rid, op): conn.execute(sa.select(sa.func.min(s.start_ns)).where(s.run_id == rid, s.op == op)).scalar()
                   for rid in ids for op in OPS}
-    for (rid, op), first in firsts.items():
-        lo = first
+    for (rid, op), lo in firsts.items():
         while lo is not None and lo < cutoff_ns:
             hi = min(cutoff_ns, lo + chunk_ns)
             with store.begin() as conn:
                 removed += conn.execute(probe_samples.delete().where(
                     s.run_id == rid, s.op == op, s.start_ns >= lo, s.start_ns < hi)).rowcount or 0
-            lo = hi
+                # The next sample, not the next hour: an imported year-old run leaves long gaps.
+                lo = conn.execute(sa.select(sa.func.min(s.start_ns)).where(
+                    s.run_id == rid, s.op == op, s.start_ns >= hi, s.start_ns < cutoff_ns)).scalar()
     with store.begin() as conn:
         old = a.day_ns + _DAY_NS <= cutoff_ns
         paths = [r[0] for r in conn.execute(sa.select(a.path).where(old))]
