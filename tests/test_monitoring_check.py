@@ -193,7 +193,7 @@ def test_purge_asks_first_and_deletes_everything(tmp_path, cli):
         assert conn.execute(sa.text("SELECT count(*) FROM probe_samples")).scalar() == 360 * 6
     store.dispose()
     proc = cli("probe", "retire", "nope", home=home)
-    assert proc.returncode == 2 and "no probe target 'nope'; known targets: keep" in proc.stderr
+    assert proc.returncode == 2 and "no probe samples for target 'nope'; known targets: keep" in proc.stderr
 
 
 @pytest.mark.postgres

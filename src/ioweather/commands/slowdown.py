@@ -47,28 +47,28 @@ def register(cli: click.Group) -> None:
         one line with perfdata, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (learning, stale, no store,
         an unknown target). It opens the store read-only and never creates one.
         """
-        from ioweather.services.slowdown import CHECK_NAMES, compute_slowdown, reference_period, run_check
+        from ioweather.services.slowdown import CHECK_NAMES, compute_slowdown, reference_period, run_check, unknown
         from ioweather.store import open_store
         from ioweather.views.output import print_json, print_table, short_time
 
-        if check:
-            try:
-                if interval <= 0 or baseline <= 0:
-                    raise UserError("--interval and --baseline must be positive")
-                reference = reference_period(baseline_from, baseline_until)
-            except UserError as e:
-                code, line, states = 3, f"IOWEATHER UNKNOWN - {e}", []
-            else:
+        try:
+            if interval <= 0 or baseline <= 0:
+                raise UserError("--interval and --baseline must be positive")
+            reference = reference_period(baseline_from, baseline_until)
+        except UserError as e:
+            if not check:
+                raise
+            code, line, states = (*unknown(str(e)), [])
+        else:
+            if check:
                 code, line, states = run_check(settings, target, interval, stat, baseline, warn, crit, expected,
                                                reference)
+        if check:
             if as_json:
                 print_json({"status": CHECK_NAMES[code], "exit_code": code, "message": line, "targets": states})
             else:
                 click.echo(line)
             sys.exit(code)
-        if interval <= 0 or baseline <= 0:
-            raise UserError("--interval and --baseline must be positive")
-        reference = reference_period(baseline_from, baseline_until)
         check_order(since, until)
         rows = compute_slowdown(open_store(settings), target, interval, stat, baseline, since, until, expected,
                                 reference)
@@ -86,8 +86,8 @@ def register(cli: click.Group) -> None:
         learning = sorted({r["target"] for r in rows if r["state"] == "learning"})
         if learning:
             click.echo(f"learning the baseline of {', '.join(learning)}: no slowdown is judged until it holds 24 h "
-                       "and 1,000 samples per op (or give a reference period, --baseline-from/--baseline-until)",
-                       err=True)
+                       "(95 % of a shorter --baseline) and 1,000 samples per op, or with a reference period "
+                       "(--baseline-from/--baseline-until)", err=True)
         worst = sorted((r for r in rows if r["slowdown"] is not None), key=lambda r: -r["slowdown"])[:3]
         if worst:
             click.echo("worst: " + "; ".join(f"{r['op']} {r['interval_start']} {r['slowdown']:.2f}×" for r in worst), err=True)

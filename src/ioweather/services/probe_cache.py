@@ -215,8 +215,7 @@ class ProbeCache:
         """Known targets but the retired (re-read at most once a second: a new probe appears without a restart)."""
         t, names = self._names
         if time.monotonic() - t > 1.0:
-            retired = set(probe_store.retired_targets(self.store))
-            names = [n for n in probe_store.targets(self.store) if n not in retired]
+            names = probe_store.active_targets(self.store)
             self._names = (time.monotonic(), names)
         return names
 

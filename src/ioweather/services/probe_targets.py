@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import time
 
-from ioweather.errors import UserError
 from ioweather.services.probe_status import abandoned, stale_after_s
+from ioweather.services.slowdown import known_targets
 from ioweather.store import probe as probe_store
 from ioweather.store.probe_aggregates import sample_range
 from ioweather.units import ns_to_iso
@@ -43,14 +43,8 @@ def list_targets(store, now_ns: int | None = None) -> list[dict]:
     return rows
 
 
-def _require_known(store, target: str) -> None:
-    names = probe_store.targets(store)
-    if target not in names:
-        raise UserError(f"no probe target {target!r}; known targets: {', '.join(names) or 'none'}")
-
-
 def retire(store, target: str) -> None:
-    _require_known(store, target)
+    known_targets(store, target)
     probe_store.retire(store, target)
 
 
@@ -58,7 +52,7 @@ def purge(store, target: str) -> dict:
     """Delete the target and all its data; the counts of what went (`runs`, `samples`, `pieces`, `files`)."""
     from ioweather.errors import from_os_error
 
-    _require_known(store, target)
+    known_targets(store, target)
     done = probe_store.purge(store, target)
     removed = 0
     for rel in done.pop("files"):

@@ -216,14 +216,12 @@ def run_check(settings, target, window_s: float, stat: str, baseline_s: float, w
     from ioweather.store import open_store
     from ioweather.store import probe as probe_store
 
-    if not 0 < warn < crit:
-        return (*unknown(f"need 0 < --warn < --crit, got --warn {warn:g} --crit {crit:g}"), [])
     if not settings.store_exists():
         return (*unknown(f"no store at {settings.sqlite_path}"), [])
     store = None
     try:
         store = open_store(settings, read_only=True)
-        names = active_targets(store)
+        names = probe_store.active_targets(store)
         if target is not None and target not in names:
             retired = target in probe_store.targets(store)
             why = "is retired" if retired else "has no probe samples"
@@ -237,24 +235,17 @@ def run_check(settings, target, window_s: float, stat: str, baseline_s: float, w
     return (*check_result(states, warn, crit), states)
 
 
-def active_targets(store) -> list[str]:
-    """Targets that Status, /metrics and --check judge: every one but the retired (`probe retire`)."""
-    from ioweather.store import probe as probe_store
-
-    retired = set(probe_store.retired_targets(store))
-    return [t for t in probe_store.targets(store) if t not in retired]
-
-
 def check_states(store, target, window_s: float, stat: str, baseline_s: float, warn: float,
                  crit: float, expected: str = "median", reference: tuple[int, int] | None = None) -> list[dict]:
     """Per-target state of the last `window_s` (`target`, `state`, `reason`, `worst`, `abandoned`): the
     dashboard's logic, for `target` or every active target."""
     from ioweather.services.probe_cache import ProbeCache
     from ioweather.services.probe_status import target_status
+    from ioweather.store import probe as probe_store
 
     if not 0 < warn < crit:
         raise UserError(f"need 0 < --warn < --crit, got --warn {warn:g} --crit {crit:g}")
-    names = [target] if target is not None else active_targets(store)
+    names = [target] if target is not None else probe_store.active_targets(store)
     cache = ProbeCache(store, baseline_s=baseline_s, reference=reference, warm_rollups=False)
     states = []
     for t in names:

@@ -223,6 +223,12 @@ def retired_targets(store: Store) -> list[str]:
         return [r[0] for r in conn.execute(q)]
 
 
+def active_targets(store: Store) -> list[str]:
+    """Targets that Status, /metrics and `slowdown --check` judge: every one but the retired."""
+    retired = set(retired_targets(store))
+    return [t for t in targets(store) if t not in retired]
+
+
 def retire(store: Store, target: str, now_ns: int | None = None) -> None:
     """Mark `target` retired now (its data stays)."""
     store.require(COMPONENT)
