@@ -123,6 +123,10 @@ def test_retired_and_abandoned_targets_no_longer_block_the_check(tmp_path, cli):
     store = open_store(Settings.resolve(home))
     now = time.time_ns()
     add_target(store, "fs1", now - 30 * H, now, period_s=10, seed=4, error_rate=0, timeout_rate=0)
+    # A run that never stored a sample (its samples pruned, or a probe that died at once), started 2 days ago.
+    run = add_target(store, "empty", now, now, period_s=1)
+    with store.begin() as conn:
+        conn.execute(sa.text("UPDATE probe_runs SET started_ns = :t WHERE id = :id"), {"t": now - 2 * DAY, "id": run})
     # README's first look: a 6-second trial probe, an hour ago -> stale.
     add_target(store, "scratch", now - H, now - H + 6 * 10**9, period_s=1, seed=5, error_rate=0, timeout_rate=0)
     # A probe that stopped two days ago -> abandoned.
@@ -137,11 +141,12 @@ def test_retired_and_abandoned_targets_no_longer_block_the_check(tmp_path, cli):
     cache = ProbeCache(store)
     assert overall_of([target_status(cache, t, spark=False, with_climate=False) for t in cache.targets()]) == "stale"
     store.dispose()
-    assert "not checked, silent for over a day: old" in proc.stdout
+    assert "not checked, silent for over a day: empty, old" in proc.stdout
     assert "'old'" not in proc.stdout  # no perfdata for what is not checked
 
     listed = {r["target"]: r for r in json.loads(cli("probe", "targets", "--json", home=home, check=True).stdout)}
-    assert {t: r["state"] for t, r in listed.items()} == {"fs1": "active", "old": "abandoned", "scratch": "stale"}
+    assert {t: r["state"] for t, r in listed.items()} == {"empty": "abandoned", "fs1": "active", "old": "abandoned",
+                                                          "scratch": "stale"}
     assert listed["scratch"]["runs"] == 1 and listed["scratch"]["first_sample"] < listed["scratch"]["last_sample"]
 
     proc = cli("probe", "retire", "scratch", home=home)
@@ -152,7 +157,7 @@ def test_retired_and_abandoned_targets_no_longer_block_the_check(tmp_path, cli):
     table = cli("probe", "targets", home=home, check=True).stdout
     assert re.search(r"scratch\s+│\s+retired", table), table
     proc = cli("slowdown", "--check", "--target", "scratch", home=home)
-    assert proc.returncode == 3 and "target 'scratch' is retired; known targets: fs1, old" in proc.stdout
+    assert proc.returncode == 3 and "target 'scratch' is retired; known targets: empty, fs1, old" in proc.stdout
     # Its data stays: the history still answers.
     rows = json.loads(cli("probe", "stats", "--json", "--target", "scratch", "--since", "2h", home=home,
                           check=True).stdout)
@@ -165,9 +170,9 @@ def test_retired_and_abandoned_targets_no_longer_block_the_check(tmp_path, cli):
     from ioweather.services.probe_status import overall_of, target_status
     store = open_store(Settings.resolve(home))
     cache = ProbeCache(store)
-    assert cache.targets() == ["fs1", "old"]
+    assert cache.targets() == ["empty", "fs1", "old"]
     cards = [target_status(cache, t, spark=False, with_climate=False) for t in cache.targets()]
-    assert [(c["state"], c["abandoned"]) for c in cards] == [("normal", False), ("stale", True)]
+    assert [(c["state"], c["abandoned"]) for c in cards] == [("unknown", True), ("normal", False), ("stale", True)]
     assert overall_of(cards) == "normal"
     text = ProbeMetrics(cache, count_since_ns=now).exposition().decode()
     assert 'target="old"' in text and 'target="scratch"' not in text
@@ -192,6 +197,9 @@ def test_purge_asks_first_and_deletes_everything(tmp_path, cli):
     with store.connect() as conn:
         assert conn.execute(sa.text("SELECT count(*) FROM probe_samples")).scalar() == 360 * 6
     store.dispose()
+    proc = cli("probe", "retire", "keep", home=home, check=True)
+    proc = cli("slowdown", "--check", home=home)
+    assert proc.returncode == 3 and proc.stdout == "IOWEATHER UNKNOWN - no probe target to check (retired: keep)\n"
     proc = cli("probe", "retire", "nope", home=home)
     assert proc.returncode == 2 and "no probe samples for target 'nope'; known targets: keep" in proc.stderr
 

@@ -163,9 +163,10 @@ def register(cli: click.Group) -> None:
     def targets_cmd(settings, as_json):
         """List the probe targets with their first and last sample and their state.
 
-        active: reporting; stale: silent for 10 probe periods (at least a minute), UNKNOWN in --check;
-        abandoned: silent for over a day, no longer deciding --check; retired: `probe retire`, out of
-        Status, /metrics and --check until a probe of it runs again."""
+        starting: no sample stored yet; active: reporting; stale: silent for 10 probe periods (at
+        least a minute), UNKNOWN in --check; abandoned: silent for over a day, no longer deciding
+        --check; retired: `probe retire`, out of Status, /metrics and --check until a probe of it
+        runs again."""
         from ioweather.services.probe_targets import list_targets
         from ioweather.units import format_age
 

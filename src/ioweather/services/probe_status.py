@@ -71,7 +71,7 @@ def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, cri
             "host": run["host"] if run else None, "interval_s": run["interval_s"] if run else None,
             "last_sample": ns_to_iso(last) if last is not None else None, "last_sample_age_s": age_s,
             "stale_after_s": stale_after_s(run["interval_s"] if run else None),
-            "abandoned": abandoned(age_s),
+            "abandoned": abandoned(age_s, run, now),
             "baseline": {"since": ns_to_iso(base.since_ns), "until": ns_to_iso(base.until_ns),
                          "computed_at": ns_to_iso(base.computed_ns), "samples": int(base.samples.sum()),
                          "history_s": float(np.max(history)) if np.isfinite(np.max(history)) else span_s,
@@ -113,8 +113,11 @@ def expected_label(stat: str, expected: str) -> str:
     return f"{stat} / baseline {stat if expected == 'same' else 'median'}"
 
 
-def abandoned(age_s: float | None) -> bool:
-    """Silent for longer than `ABANDON_AFTER_S`: still shown, no longer deciding an overall state or a check."""
+def abandoned(age_s: float | None, last_run: dict | None, now_ns: int) -> bool:
+    """Silent for longer than `ABANDON_AFTER_S` (since its newest sample, or without any since its last run
+    started): still shown, no longer deciding an overall state or a check."""
+    if age_s is None:
+        age_s = None if last_run is None else (now_ns - last_run["started_ns"]) / 1e9
     return age_s is not None and age_s > ABANDON_AFTER_S
 
 

@@ -1,8 +1,8 @@
 """The probe targets' lifecycle (issue 30): which targets the store holds, in which state, and retiring one.
 
-A target is `active` while its probe reports, `stale` once its newest sample is older than the Status page's
+A target is `starting` until its first samples are stored, `active` while its probe reports, `stale` once its newest sample is older than the Status page's
 limit (`probe_status.stale_after_s`: 10 probe periods, at least a minute), `abandoned` after
-`probe_status.ABANDON_AFTER_S` of silence (no longer deciding `slowdown --check`), `retired` once an admin says so
+`probe_status.ABANDON_AFTER_S` of silence (or without a sample since its last run started that long ago) (no longer deciding `slowdown --check`), `retired` once an admin says so
 (`probe retire`: kept, out of Status, /metrics and --check, back as soon as a probe of it runs again).
 """
 
@@ -31,8 +31,10 @@ def list_targets(store, now_ns: int | None = None) -> list[dict]:
         age_s = None if span is None else max(0.0, (now - span[1]) / 1e9)
         if target in retired:
             state = "retired"
-        elif age_s is None or abandoned(age_s):
+        elif abandoned(age_s, last, now):
             state = "abandoned"
+        elif age_s is None:
+            state = "starting"  # its run began less than a day ago and has stored nothing yet
         elif age_s > stale_after_s(last["interval_s"]):
             state = "stale"
         else:

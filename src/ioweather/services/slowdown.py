@@ -226,6 +226,10 @@ def run_check(settings, target, window_s: float, stat: str, baseline_s: float, w
             retired = target in probe_store.targets(store)
             why = "is retired" if retired else "has no probe samples"
             return (*unknown(f"target {target!r} {why}; known targets: {', '.join(names) or 'none'}"), [])
+        if not names:
+            retired = probe_store.retired_targets(store)
+            if retired:
+                return (*unknown(f"no probe target to check (retired: {', '.join(retired)})"), [])
         states = check_states(store, target, window_s, stat, baseline_s, warn, crit, expected, reference)
     except UserError as e:
         return (*unknown(str(e)), [])
