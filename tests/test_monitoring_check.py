@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -223,3 +227,35 @@ def test_check_on_postgresql_is_read_only_too(tmp_path, cli, pg_url):
         probe_store.retire(ro, "fs1")
     ro.dispose()
     assert not home.exists()
+
+
+def test_the_probe_daemon_keeps_the_summaries_a_read_only_check_needs(tmp_path, cli):
+    """--check cannot store what it summarizes: the probe does it, at its start and hourly."""
+    home, d = tmp_path / "home", tmp_path / "p"
+    store = open_store(Settings.resolve(home))
+    now = time.time_ns()
+    add_target(store, "scratch", now - 2 * DAY, now - H, period_s=60, seed=1)
+    store.dispose()
+
+    def pieces() -> int:
+        s = open_store(Settings.resolve(home))
+        with s.connect() as conn:
+            n = conn.execute(sa.text("SELECT count(*) FROM probe_pieces WHERE target = 'scratch'")).scalar()
+        s.dispose()
+        return n
+
+    cli("slowdown", "--check", home=home)
+    assert pieces() == 0
+    cli("probe", "init", str(d), "--file-size", "1MiB", "--pool", "4", home=home, check=True)
+    env = {**os.environ, "IOWEATHER_HOME": str(home)}
+    env.pop("IOWEATHER_DB", None)
+    proc = subprocess.Popen([sys.executable, "-m", "ioweather", "probe", "run", str(d), "--target", "scratch", "-q"],
+                            stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 120  # a bound for a loaded machine, not a timing assertion
+        while pieces() == 0 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert pieces() > 0
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()
