@@ -96,7 +96,10 @@ def test_telemetry_days_go_whole(tmp_path, cli, testdata):
 
 def test_settings_and_arguments_are_checked(tmp_path, cli):
     assert retention_from_env({}) == {"probe": 90 * 86400.0, "rollups": 400 * 86400.0, "telemetry": 400 * 86400.0}
-    assert retention_from_env({"IOWEATHER_RETAIN_PROBE": "forever"})["probe"] is None
+    assert retention_from_env({"IOWEATHER_RETAIN_PROBE": "30d", "IOWEATHER_RETAIN_TELEMETRY": "forever"}) == \
+        {"probe": 30 * 86400.0, "rollups": 400 * 86400.0, "telemetry": None}
+    with pytest.raises(UserError, match="IOWEATHER_RETAIN_ROLLUPS is shorter than IOWEATHER_RETAIN_PROBE"):
+        retention_from_env({"IOWEATHER_RETAIN_PROBE": "forever"})
     with pytest.raises(UserError, match="IOWEATHER_RETAIN_TELEMETRY='30': a duration needs its unit"):
         retention_from_env({"IOWEATHER_RETAIN_TELEMETRY": "30"})
     home = tmp_path / "home"

@@ -56,6 +56,10 @@ def retention_from_env(env=None) -> dict[str, float | None]:
         if seconds < 86400:
             raise UserError(f"{name}={text!r} keeps less than a day: use 1d or more, or 'forever'")
         out[kind] = seconds
+    raw, rolled = out["probe"], out["rollups"]
+    if rolled is not None and (raw is None or rolled < raw):
+        raise UserError("IOWEATHER_RETAIN_ROLLUPS is shorter than IOWEATHER_RETAIN_PROBE: the summaries would be "
+                        "removed and rebuilt from the raw samples every hour; keep them at least as long")
     return out
 
 
