@@ -202,6 +202,7 @@ def test_purge_asks_first_and_deletes_everything(tmp_path, cli):
         assert conn.execute(sa.text("SELECT count(*) FROM probe_samples")).scalar() == 360 * 6
     store.dispose()
     proc = cli("probe", "retire", "keep", home=home, check=True)
+    assert "note: a probe of keep is still storing samples (on synthetic)" in proc.stderr
     proc = cli("slowdown", "--check", home=home)
     assert proc.returncode == 3 and proc.stdout == "IOWEATHER UNKNOWN - no probe target to check (retired: keep)\n"
     proc = cli("probe", "retire", "nope", home=home)

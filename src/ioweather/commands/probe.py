@@ -200,11 +200,14 @@ def register(cli: click.Group) -> None:
             raise UserError(f"no store at {settings.sqlite_path}")
         store = open_store(settings)
         if not purge:
-            probe_targets.retire(store, target)
+            was = probe_targets.retire(store, target)
             if as_json:
-                print_json({"target": target, "retired": True})
+                print_json({"target": target, "retired": True, "was": was["state"]})
             else:
                 click.echo(f"retired {target}: its data stays; a probe of it that runs again brings it back")
+            if was["state"] == "active":
+                stderr.print(f"note: a probe of {target} is still storing samples (on {was['host']}); they are kept "
+                             "but not shown until it is restarted", highlight=False, markup=False)
             return
         if not yes:
             if not sys.stdin.isatty():

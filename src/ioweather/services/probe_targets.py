@@ -45,9 +45,12 @@ def list_targets(store, now_ns: int | None = None) -> list[dict]:
     return rows
 
 
-def retire(store, target: str) -> None:
+def retire(store, target: str) -> dict:
+    """Retire `target`; its row of `list_targets` as it was (an `active` one still has a probe writing)."""
     known_targets(store, target)
+    row = next(r for r in list_targets(store) if r["target"] == target)
     probe_store.retire(store, target)
+    return row
 
 
 def purge(store, target: str) -> dict:
