@@ -12,6 +12,13 @@ $(VENV)/.installed: pyproject.toml setup.py $(NATIVE)
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
+# The main job needs only the package's own dependencies: no pytest, Playwright or dask on a production node.
+$(VENV)/.installed-run: pyproject.toml setup.py $(NATIVE)
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
 install: $(VENV)/.installed
 
 system-deps:
@@ -20,7 +27,7 @@ system-deps:
 test: system-deps install
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-watch: install
+watch: $(VENV)/.installed-run
 	$(VENV)/bin/ioweather watch $(PROBE_DIR)
 
 bench: install

@@ -18,7 +18,8 @@ from ioweather.units import (END_TIME, FIRST_TIME, MAX_DURATION_S, MAX_SIZE, par
 
 CASES = [
     (("probe", "stats", "--since", "0001-01-01"), "outside the years 1970 to 2199"),
-    (("probe", "stats", "--since", "99999999999999"), "longer than 100 years"),  # a bare number: seconds ago
+    (("probe", "stats", "--since", "99999999999999s"), "longer than 100 years"),  # a duration ago
+    (("probe", "stats", "--since", "99999999999999"), "outside the years 1970 to 2199"),  # a bare number: unix seconds
     (("probe", "stats", "--until", "99999999999999"), "outside the years 1970 to 2199"),  # unix seconds
     (("probe", "stats", "--interval", "0.0000000001s"), "shorter than 1 ns"),
     (("slowdown", "--baseline", "99999999999w"), "longer than 100 years"),

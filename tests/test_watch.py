@@ -239,13 +239,15 @@ def test_check_exit_codes_follow_nagios(tmp_path, cli, factor, args, code, word)
 def test_check_unknown_for_stale_and_empty(tmp_path, cli):
     home = tmp_path / "home"
     proc = cli("slowdown", "--check", home=home)
-    assert proc.returncode == 3 and proc.stdout.startswith("IOWEATHER UNKNOWN - no probe data")
+    assert proc.returncode == 3 and proc.stdout.startswith("IOWEATHER UNKNOWN - no store at ")
+    assert not home.exists()  # a check never creates a store (issue 30)
     _store_with(home, 1.0, stale=True)
     proc = cli("slowdown", "--check", "--json", home=home)
     assert proc.returncode == 3
     out = json.loads(proc.stdout)
     assert out["status"] == "UNKNOWN" and out["targets"][0]["state"] == "stale"
+    # Cannot check: UNKNOWN with its reason (Nagios reads 2 as CRITICAL), issue 30.
     proc = cli("slowdown", "--check", "--target", "nope", home=home)
-    assert proc.returncode == 2 and "no probe samples for target 'nope'" in proc.stderr
+    assert proc.returncode == 3 and "target 'nope' has no probe samples; known targets: fs1" in proc.stdout
     proc = cli("slowdown", "--check", "--warn", "5", "--crit", "5", home=home)
-    assert proc.returncode == 2 and "need 0 < --warn < --crit" in proc.stderr
+    assert proc.returncode == 3 and "need 0 < --warn < --crit" in proc.stdout

@@ -2,7 +2,8 @@
 
 Durations: `500ms`, `1s`, `10m`, `4h`, `30d`, `1w`, or plain seconds (`2.5`).
 Sizes: `4k`, `1MiB`, `1G`, `3901` (binary multiples: k = KiB, as `dd` and `fio` do).
-Times: ISO 8601 (naive means UTC), unix seconds, `now`, `now-2h`, `now+10m`.
+Times: ISO 8601 (naive means UTC), a year (`2020`: 4 digits), unix seconds, `now`, `now-2h`, `now+10m`;
+in `--since` also a duration ago, which needs its unit (`90m`; a bare `90` is refused as ambiguous).
 All functions raise `UserError` with a one-line reason on malformed input, and on values
 outside what the store can hold: durations from 1 ns to 100 years, times from 1970 to 2199
 (nanoseconds since 1970 in a signed 64-bit integer end in 2262), sizes below 8 EiB.
@@ -97,6 +98,9 @@ def parse_time(text: str, now: datetime | None = None) -> datetime:
             return now
         delta = parse_duration(m.group(2))
         return _from_unix(now.timestamp() + (delta if m.group(1) == "+" else -delta), text)
+    if re.fullmatch(r"\d{4}", s):
+        # `--since 2020` is the year 2020, not Unix second 2020 (1970-01-01 00:33:40): nobody means that.
+        return _in_range(datetime(int(s), 1, 1, tzinfo=timezone.utc), text)
     if re.fullmatch(r"\d+(\.\d+)?", s):
         return _from_unix(float(s), text)
     try:
@@ -129,17 +133,36 @@ def _from_unix(seconds: float, text) -> datetime:
 
 
 def time_ago(text: str, now: datetime | None = None) -> datetime:
-    """A start time for `--since`: a bare duration (`2h`) means that long before now."""
+    """A start time for `--since`: a duration with its unit (`2h`) means that long before now; a bare
+    4-digit number is a year and a bare number of 9 digits or more Unix seconds (as in every time option);
+    any other bare number is refused, since `--since 90` could be 90 s ago or 1970."""
     now = now or datetime.now(timezone.utc)
-    if looks_like_duration(text):
+    if looks_like_duration(text, need_unit=True):
         return _from_unix(now.timestamp() - parse_duration(text), f"{text} ago")
+    s = str(text).strip()
+    if re.fullmatch(r"\d+(\.\d+)?", s) and not re.fullmatch(r"\d{4}|\d{9,}(\.\d+)?", s):
+        raise UserError(f"ambiguous time {text!r}: give a duration its unit ({s}s, {s}m, {s}h, {s}d), "
+                        "a year as 4 digits, a date in ISO 8601 (2026-11-22T10:00Z) or Unix seconds (9 digits or more)")
     return parse_time(text, now)
 
 
-def looks_like_duration(text: str) -> bool:
-    """Whether `text` is written as a duration (`2h`, `90`), so that its errors are a duration's."""
+def looks_like_duration(text: str, need_unit: bool = False) -> bool:
+    """Whether `text` is written as a duration (`2h`; `90` too unless `need_unit`), so that its errors are a duration's."""
     m = _DURATION_RE.match(str(text))
-    return bool(m) and (m.group(2).lower() or "s") in _DURATION_UNITS
+    if not m or (need_unit and not m.group(2)):
+        return False
+    return (m.group(2).lower() or "s") in _DURATION_UNITS
+
+
+def format_utc(dt: datetime) -> str:
+    """'2026-11-26 13:13:44 UTC': a time in an error message, with its zone said."""
+    return f"{dt.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def check_order(since: datetime, until: datetime) -> None:
+    """The one error for a window that ends before it starts, naming both ends in UTC."""
+    if since >= until:
+        raise UserError(f"--since ({format_utc(since)}) must be before --until ({format_utc(until)})")
 
 
 def ns_to_iso(ns: int) -> str:

@@ -32,14 +32,12 @@ def register(cli: click.Group) -> None:
         behaves, in the probe's interval medians, the benchmarks' fraction of peak, the jobs'
         fraction of peak per motif and the daily workload totals.
         """
-        from ioweather.errors import UserError
         from ioweather.services.changes import detect
         from ioweather.store import open_store
-        from ioweather.units import format_bytes, format_seconds, to_ns
+        from ioweather.units import check_order, format_bytes, format_seconds, to_ns
         from ioweather.views.output import print_json, print_table, short_time, stderr
 
-        if since >= until:
-            raise UserError("--since must be before --until")
+        check_order(since, until)
         doc = detect(open_store(settings), settings, to_ns(since), to_ns(until), kinds=kinds or KINDS,
                      target=target, series=series, penalty_per_log_n=penalty, min_segment=min_segment)
         if as_json:

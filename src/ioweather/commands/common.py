@@ -8,7 +8,7 @@ import os
 import click
 
 from ioweather.errors import UserError
-from ioweather.units import parse_duration, parse_size, parse_time, time_ago
+from ioweather.units import looks_like_duration, parse_duration, parse_size, parse_time, time_ago
 
 
 class _Parsed(click.ParamType):
@@ -26,6 +26,17 @@ class _Parsed(click.ParamType):
 
 
 DURATION = _Parsed("duration", parse_duration)
+
+
+def _duration_with_unit(text: str) -> float:
+    if not looks_like_duration(text, need_unit=True):
+        parse_duration(text)  # its own error for a malformed one
+        raise UserError(f"a duration needs its unit: {text.strip()}s, {text.strip()}m, {text.strip()}h or {text.strip()}d?")
+    return parse_duration(text)
+
+
+#: A duration where a bare number would be a guess (`--older-than 30`: seconds or days?).
+DURATION_UNIT = _Parsed("duration", _duration_with_unit)
 SIZE = _Parsed("size", parse_size)
 TIME = _Parsed("time", parse_time)
 SINCE = _Parsed("time", time_ago)

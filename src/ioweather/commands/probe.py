@@ -9,7 +9,7 @@ import click
 
 from ioweather.commands.common import DURATION, SINCE, SIZE, TIME, json_option, probe_run_options
 from ioweather.errors import UserError
-from ioweather.units import format_bytes, format_seconds, ns_to_iso
+from ioweather.units import check_order, format_bytes, format_seconds, ns_to_iso
 from ioweather.views.output import print_json, print_table, short_time, progress, stderr
 
 DEFAULT_FILE_SIZE = "1GiB"
@@ -19,6 +19,35 @@ def open_store(settings):
     from ioweather.store import open_store as _open
 
     return _open(settings)
+
+
+class ProgressLines:
+    """Progress of a long write as lines on stderr, for when it is not a terminal (systemd's journal, cron, a
+    pipe): a 64 GiB data file takes minutes, and a silent command looks hung. Once the write has taken
+    `every_s`, a line then and at every further `step` of the total or `every_s` seconds, whichever comes
+    first; a write done sooner says nothing (ten lines for a 70 ms write are noise in a log)."""
+
+    def __init__(self, label: str, step: float = 0.1, every_s: float = 10.0, clock=None, say=None):
+        import time
+
+        self.label, self.step, self.every_s = label, step, every_s
+        self.clock = clock or time.monotonic
+        self.say = say or (lambda line: click.echo(line, err=True))
+        self.t0 = self.last = self.clock()
+        self.next_k = 1  # the next line is due at next_k * step (counted, not summed: 3 * 0.1 > 0.3)
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self.clock()
+        frac = done / total if total else 1.0
+        due = frac >= self.next_k * self.step - 1e-9
+        if now - self.t0 < self.every_s or (not due and now - self.last < self.every_s):
+            return
+        elapsed = now - self.t0
+        rate = f", {format_bytes(done / elapsed)}/s" if elapsed > 0 and done else ""
+        self.say(f"{self.label}: {frac * 100:.0f} % ({format_bytes(done)} of {format_bytes(total)}), "
+                 f"{format_seconds(elapsed)}{rate}")
+        self.last = now
+        self.next_k = int(frac / self.step + 1e-9) + 1
 
 
 def register(cli: click.Group) -> None:
@@ -37,10 +66,14 @@ def register(cli: click.Group) -> None:
         """Create the probe's data file and small-file pool in DIRECTORY."""
         from ioweather.services.probe import init_probe
 
-        with progress(sizes=True) as bar:
-            task = bar.add_task(f"writing {directory}/data", total=file_size)
-            info = init_probe(directory, file_size, pool, block=block,
-                              on_progress=lambda done, total: bar.update(task, completed=done))
+        label = f"writing {directory}/data"
+        if stderr.is_terminal:
+            with progress(sizes=True) as bar:
+                task = bar.add_task(label, total=file_size)
+                info = init_probe(directory, file_size, pool, block=block,
+                                  on_progress=lambda done, total: bar.update(task, completed=done))
+        else:
+            info = init_probe(directory, file_size, pool, block=block, on_progress=ProgressLines(label))
         if as_json:
             print_json(info)
             return
@@ -107,8 +140,7 @@ def register(cli: click.Group) -> None:
 
         if interval <= 0:
             raise UserError("--interval must be positive")
-        if since >= until:
-            raise UserError(f"--since ({since:%Y-%m-%d %H:%M:%S}) must be before --until ({until:%Y-%m-%d %H:%M:%S})")
+        check_order(since, until)
         store = open_store(settings)
         rows = []
         from ioweather.services.slowdown import load_window
@@ -125,3 +157,65 @@ def register(cli: click.Group) -> None:
                            ("errors", "err"), ("timeouts", "t/o"), ("min_s", "min", sec), ("median_s", "median", sec),
                            ("p90_s", "p90", sec), ("p99_s", "p99", sec), ("max_s", "max", sec), ("mean_s", "mean", sec)],
                     empty="no probe samples in this window")
+
+    @probe.command("targets")
+    @json_option
+    @click.pass_obj
+    def targets_cmd(settings, as_json):
+        """List the probe targets with their first and last sample and their state.
+
+        starting: no sample stored yet; active: reporting; stale: silent for 10 probe periods (at
+        least a minute), UNKNOWN in --check; abandoned: silent for over a day, no longer deciding
+        --check; retired: `probe retire`, out of Status, /metrics and --check until a probe of it
+        runs again."""
+        from ioweather.services.probe_targets import list_targets
+        from ioweather.units import format_age
+
+        if not settings.store_exists():
+            raise UserError(f"no store at {settings.sqlite_path}")
+        rows = list_targets(open_store(settings))
+        if as_json:
+            print_json(rows)
+            return
+        print_table(rows, [("target", "target"), ("state", "state"), ("host", "host"), ("runs", "runs"),
+                           ("first_sample", "first sample (UTC)", short_time),
+                           ("last_sample", "last sample (UTC)", short_time),
+                           ("last_sample_age_s", "silent for", format_age)],
+                    empty="no probe targets in the store")
+
+    @probe.command("retire")
+    @click.argument("target")
+    @click.option("--purge", is_flag=True, help="Delete the target's runs, samples and archives instead (asks first).")
+    @click.option("--yes", is_flag=True, help="With --purge: do not ask.")
+    @json_option
+    @click.pass_obj
+    def retire_cmd(settings, target, purge, yes, as_json):
+        """Retire TARGET: its data stays, Status, /metrics and slowdown --check leave it out.
+
+        A probe of TARGET that runs again brings it back. With --purge the target and all its data are
+        deleted, after a confirmation (--yes to skip it, e.g. in a script)."""
+        from ioweather.services import probe_targets
+
+        if not settings.store_exists():
+            raise UserError(f"no store at {settings.sqlite_path}")
+        store = open_store(settings)
+        if not purge:
+            was = probe_targets.retire(store, target)
+            if as_json:
+                print_json({"target": target, "retired": True, "was": was["state"]})
+            else:
+                click.echo(f"retired {target}: its data stays; a probe of it that runs again brings it back")
+            if was["state"] == "active":
+                stderr.print(f"note: a probe of {target} is still storing samples (on {was['host']}); they are kept "
+                             "but not shown until it is restarted", highlight=False, markup=False)
+            return
+        if not yes:
+            if not sys.stdin.isatty():
+                raise UserError(f"--purge deletes every sample of {target!r}: confirm with --yes")
+            click.confirm(f"delete target {target!r} and all its samples?", abort=True, err=True)
+        done = probe_targets.purge(store, target)
+        if as_json:
+            print_json({"target": target, "purged": True, **done})
+        else:
+            click.echo(f"purged {target}: {done['runs']:,} runs, {done['samples']:,} samples, "
+                       f"{done['pieces']:,} summaries, {done['files']:,} archive files")

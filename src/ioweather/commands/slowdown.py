@@ -8,7 +8,7 @@ import click
 
 from ioweather.commands.common import DURATION, SINCE, TIME, json_option
 from ioweather.errors import UserError
-from ioweather.units import format_seconds
+from ioweather.units import check_order, format_seconds
 
 
 def register(cli: click.Group) -> None:
@@ -41,37 +41,40 @@ def register(cli: click.Group) -> None:
         """Slowdown = stat(interval) / median(baseline) per target, op and interval (seed 001).
 
         Below 1 is faster than usual; from 2 the target is degraded, from 10 severely degraded.
-        With --check: the state of the last --interval (10m) as a Nagios/Icinga plugin, e.g. in cron:
-        `ioweather slowdown --check --warn 2 --crit 10 || mail ...`. Until the rolling baseline holds
-        24 h and 1,000 samples of every op, --check answers UNKNOWN "learning the baseline".
+        Until the rolling baseline holds 24 h (95 % of a shorter --baseline) and 1,000 samples of an op,
+        that op's rows say "learning" and carry no slowdown; a reference period is judged at once.
+        With --check: the state of the last --interval (10m) as a Nagios/Icinga plugin (docs/probe.md):
+        one line with perfdata, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (learning, stale, no store,
+        an unknown target). It opens the store read-only and never creates one.
         """
-        from ioweather.services.slowdown import (CHECK_NAMES, check_result, check_states, compute_slowdown,
-                                                 reference_period)
-        from ioweather.stats.probe import state
+        from ioweather.services.slowdown import CHECK_NAMES, compute_slowdown, reference_period, run_check, unknown
         from ioweather.store import open_store
         from ioweather.views.output import print_json, print_table, short_time
 
-        if interval <= 0 or baseline <= 0:
-            raise UserError("--interval and --baseline must be positive")
-        reference = reference_period(baseline_from, baseline_until)
+        try:
+            if interval <= 0 or baseline <= 0:
+                raise UserError("--interval and --baseline must be positive")
+            reference = reference_period(baseline_from, baseline_until)
+        except UserError as e:
+            if not check:
+                raise
+            code, line, states = (*unknown(str(e)), [])
+        else:
+            if check:
+                code, line, states = run_check(settings, target, interval, stat, baseline, warn, crit, expected,
+                                               reference)
         if check:
-            states = check_states(open_store(settings), target, interval, stat, baseline, warn, crit, expected,
-                                  reference)
-            code, line = check_result(states, warn, crit)
             if as_json:
                 print_json({"status": CHECK_NAMES[code], "exit_code": code, "message": line, "targets": states})
             else:
                 click.echo(line)
             sys.exit(code)
-        if since >= until:
-            raise UserError("--since must be before --until")
+        check_order(since, until)
         rows = compute_slowdown(open_store(settings), target, interval, stat, baseline, since, until, expected,
                                 reference)
         if as_json:
             print_json(rows)
             return
-        for r in rows:
-            r["state"] = state(r["slowdown"])
 
         def style(r):
             return {"severely degraded": "bold red", "degraded": "yellow"}.get(r["state"])
@@ -80,6 +83,11 @@ def register(cli: click.Group) -> None:
                            ("value_s", stat, format_seconds), ("expected_s", "baseline " + (stat if expected == "same" else "median"), format_seconds),
                            ("slowdown", "slowdown", lambda v: f"{v:.2f}×"), ("state", "state")],
                     row_style=style, empty="no probe samples in this window")
+        learning = sorted({r["target"] for r in rows if r["state"] == "learning"})
+        if learning:
+            click.echo(f"learning the baseline of {', '.join(learning)}: no slowdown is judged until it holds 24 h "
+                       "(95 % of a shorter --baseline) and 1,000 samples per op, or with a reference period "
+                       "(--baseline-from/--baseline-until)", err=True)
         worst = sorted((r for r in rows if r["slowdown"] is not None), key=lambda r: -r["slowdown"])[:3]
         if worst:
             click.echo("worst: " + "; ".join(f"{r['op']} {r['interval_start']} {r['slowdown']:.2f}×" for r in worst), err=True)

@@ -1,4 +1,5 @@
-"""`ioweather store check [--repair]`: integrity of the relational store and the Parquet archives."""
+"""`ioweather store check [--repair]`: integrity of the relational store and the Parquet archives;
+`ioweather store prune`: retention (issue 30)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import sys
 
 import click
 
-from ioweather.commands.common import json_option
-from ioweather.views.output import print_json, stdout
+from ioweather.commands.common import DURATION_UNIT, json_option
+from ioweather.errors import UserError
+from ioweather.views.output import print_json, print_table, stdout
 
 
 def register(cli: click.Group) -> None:
@@ -34,6 +36,49 @@ def register(cli: click.Group) -> None:
             _print_human(report)
         if not report.ok:
             sys.exit(1)
+
+
+    @store.command("prune")
+    @click.option("--older-than", type=DURATION_UNIT, default=None,
+                  help="Remove what is older than this (with its unit: 90d, 12w). Default: each kind's "
+                       "retention setting (IOWEATHER_RETAIN_<KIND>, docs/store.md).")
+    @click.option("--kind", "kinds", multiple=True, type=click.Choice(("probe", "rollups", "telemetry")),
+                  help="Only this kind (repeatable). Default: all; with --older-than, probe and telemetry "
+                       "(the probe's summaries outlive its raw samples unless named).")
+    @click.option("--yes", is_flag=True, help="Remove. Without it, only count what would go (a dry run).")
+    @json_option
+    @click.pass_obj
+    def prune_cmd(settings, older_than, kinds, yes, as_json):
+        """Remove data older than a limit, per kind: raw probe samples, the probe's summaries, telemetry days.
+
+        A dry run unless --yes. Raw probe samples go with their summaries kept (built first where missing),
+        so slowdowns and baselines over the pruned days stay exact. Safe while watch, collect and the
+        dashboard run: each step is a short transaction or one day's files."""
+        from ioweather.config import retention_from_env
+        from ioweather.services import retention
+        from ioweather.store import open_store
+        from ioweather.units import format_seconds
+
+        if older_than is not None and older_than < 86400:
+            raise UserError(f"--older-than {format_seconds(older_than)} would remove today's data: use 1d or more")
+        if not settings.store_exists() and not settings.parquet_dir.is_dir():
+            raise UserError(f"no store at {settings.home}")
+        if older_than is None:
+            limits = {k: v for k, v in retention_from_env().items() if not kinds or k in kinds}
+        else:
+            limits = {k: older_than for k in (kinds or ("probe", "telemetry"))}
+        # Telemetry alone (imported, never probed) has no database: none is created for it.
+        store = open_store(settings) if settings.store_exists() else None
+        rows = (retention.prune if yes else retention.plan)(store, settings, limits)
+        if as_json:
+            print_json({"dry_run": not yes, "kinds": rows})
+            return
+        print_table(rows, [("kind", "kind"), ("older_than_s", "older than", format_seconds),
+                           ("cutoff", "before (UTC)", lambda t: t.replace("T", " ")[:19]),
+                           ("rows", "rows" if yes else "rows to remove", lambda n: f"{n:,}"),
+                           ("files", "files" if yes else "files to remove", lambda n: f"{n:,}")],
+                    title="removed" if yes else "dry run: nothing removed (--yes removes)",
+                    empty="every kind is kept forever")
 
 
 def _print_human(report) -> None:

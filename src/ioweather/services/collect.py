@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ioweather.errors import StoreError, UserError, from_os_error, os_error_reason
-from ioweather.services.daemon import Ticker, WriteBehind, stop_on_signals
+from ioweather.services.daemon import Ticker, WriteBehind, start_retention, stop_on_signals
 from ioweather.sources.telemetry.base import short_hostname
 from ioweather.sources.telemetry.collector import Collector
 from ioweather.store import telemetry_layout as layout
@@ -225,6 +225,7 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
         stop_on_signals(ticker.stop)
     log(f"sampling {', '.join(s.name for s in sources)} every {interval:g} s into {sink.tdir} "
         f"(file system {'from the targets, else ' if fs is None else ''}{default_fs!r})")
+    start_retention(settings, None, ("telemetry",), ticker.stop, log)
     queue = CollectorQueue(collector)
     buffer = WriteBehind(sink, flush_s, collector.max_pending_rows, warn, unit="readings", doing="collecting",
                          name="collect-flush", buffer=queue)

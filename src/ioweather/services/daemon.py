@@ -83,6 +83,31 @@ def run_in_thread(name: str, interval_s: float, stop: threading.Event, tick: Cal
     return thread
 
 
+#: How often a daemon enforces the retention settings (config.RETENTION_DEFAULTS): pruning is housekeeping.
+RETENTION_EVERY_S = 3600.0
+
+
+def start_retention(settings, store, kinds: tuple[str, ...], stop: threading.Event,
+                    log: Callable[[str], None]) -> None:
+    """Remove the data of `kinds` older than their retention settings at start and then hourly, on its own
+    thread (services/retention.py: short transactions, so the daemon's own writes never wait long). A bad
+    IOWEATHER_RETAIN_* fails here, before the daemon starts, in one line."""
+    from ioweather.config import retention_from_env
+    from ioweather.services import retention
+
+    limits = {k: v for k, v in retention_from_env().items() if k in kinds and v is not None}
+    if not limits:
+        return
+
+    def tick(_t_ns: int) -> None:
+        try:
+            retention.prune(store, settings, limits, log=log)
+        except Exception as e:  # housekeeping: report it, never stop measuring for it
+            log(f"retention failed: {e}")
+
+    run_in_thread("retention", RETENTION_EVERY_S, stop, tick)
+
+
 class RowBuffer:
     """The probe's buffer: rows waiting for the store, oldest first, at most `max_rows` (beyond that
     the oldest go, counted in `dropped`). Another daemon hands WriteBehind its own buffer with the

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from ioweather.services.daemon import (
     Ticker,
     WriteBehind,
     run_in_thread,
+    start_retention,
     stop_on_signals,
 )
 from ioweather.sources.probe import (
@@ -135,6 +137,35 @@ def _start_archiver(store, stop: threading.Event, log: Callable[[str], None]) ->
     run_in_thread("probe-archive", ARCHIVE_EVERY_S, stop, archive)
 
 
+def _start_summarizer(store, labels: list[str], stop: threading.Event, log: Callable[[str], None]) -> None:
+    """Summarize the completed hours and days of the baseline window of this process's targets once at start
+    and then hourly (services/probe_pieces.py), off the probing thread. `slowdown --check` opens the store
+    read-only and cannot keep what it summarizes: without this, a check run from cron on a node with no
+    dashboard read a month of raw samples every time (6.0 s instead of 2.4 s for 3 targets x 3 days here)."""
+    from ioweather.services import probe_pieces
+    from ioweather.services.probe_cache import DEFAULT_BASELINE_S
+
+    if not probe_pieces.enabled(store):
+        return
+
+    def summarize(t_ns: int) -> None:
+        from ioweather.store.probe_aggregates import sample_range
+
+        now = time.time_ns()
+        for label in labels:
+            try:
+                span = sample_range(store, label)
+                if span is None:
+                    continue
+                # From the oldest sample on: no empty summaries of the days before the probe existed.
+                since = max(now - int(DEFAULT_BASELINE_S * 1e9), span[0] // probe_pieces.HOUR_NS * probe_pieces.HOUR_NS)
+                probe_pieces.gather(store, label, since, now, now, raw=False)
+            except Exception as e:  # housekeeping: report it, never stop probing for it
+                log(f"{label}: summarizing completed hours failed: {e}")
+
+    run_in_thread("probe-summaries", ARCHIVE_EVERY_S, stop, summarize)
+
+
 def default_target(directory: Path) -> str:
     """`host:mountpoint`: a bare mount point (`/`, `/scratch`) names a different file system on every node."""
     return f"{socket.gethostname()}:{mount_point(directory)}"
@@ -244,6 +275,8 @@ def run_probes(settings, directories: list[Path], *, targets=(), interval: float
             log(f"run {slot.run_id}: probing {directory} as target {slot.label!r} every {interval:g} s "
                 f"(seed {p.seed})")
         _start_archiver(store, stop, log)
+        start_retention(settings, store, ("probe", "rollups"), stop, log)
+        _start_summarizer(store, labels, stop, log)
         for slot in slots:
             slot.thread = threading.Thread(target=slot.run, name=f"probe-{slot.run_id}", daemon=True)
             slot.thread.start()

@@ -42,7 +42,7 @@ from ioweather.errors import UserError
 
 from ioweather.stats.probe import interval_stats
 from ioweather.stats.probe import SLOWDOWN_STATS
-from ioweather.stats.status import baseline_stats, baseline_stats_from, learning_ops
+from ioweather.stats.status import baseline_stats, baseline_stats_from, learning_ops, min_history_s
 from ioweather.store import probe as probe_store
 from ioweather.store.db import Store
 from ioweather.store.probe_aggregates import sample_range
@@ -149,7 +149,7 @@ class Baseline:
         """Per op: True while a rolling baseline is too young to judge by (never for a reference period)."""
         if self.reference:
             return np.zeros(len(self.samples), bool)
-        return learning_ops(self.samples, self.history_s(now_ns))
+        return learning_ops(self.samples, self.history_s(now_ns), min_history_s((self.until_ns - self.since_ns) / 1e9))
 
     @property
     def ttl_s(self) -> float:
@@ -212,10 +212,10 @@ class ProbeCache:
 
     # -- targets ------------------------------------------------------------
     def targets(self) -> list[str]:
-        """Known targets (re-read at most once a second: a new probe appears without a restart)."""
+        """Known targets but the retired (re-read at most once a second: a new probe appears without a restart)."""
         t, names = self._names
         if time.monotonic() - t > 1.0:
-            names = probe_store.targets(self.store)
+            names = probe_store.active_targets(self.store)
             self._names = (time.monotonic(), names)
         return names
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ioweather.stats.probe import DEGRADED, SEVERE, interval_stats, state
-from ioweather.stats.status import climate, learning_reason, target_state, window_slowdown
+from ioweather.stats.status import climate, learning_reason, min_history_s, target_state, window_slowdown
 from ioweather.store.probe_aggregates import last_sample_ns
 from ioweather.units import ns_to_iso
 from ioweather.services.probe_cache import OPS, ProbeCache
@@ -18,6 +18,10 @@ SPARK_STEP_S = 60.0
 #: A target is stale when its newest sample is older than this many probe periods (and at least a minute):
 #: the probe stores samples every 5 s, so a healthy one is never more than a few seconds behind.
 STALE_PERIODS, STALE_MIN_S = 10, 60.0
+#: A target silent for longer than this (a trial probe, a file system taken out of service) no longer decides
+#: `slowdown --check`'s answer: it was UNKNOWN "stale" for a day, now it is only named beside the verdict until
+#: someone retires it (`ioweather probe retire`) or its probe runs again (docs/probe.md).
+ABANDON_AFTER_S = 86_400.0
 
 
 def stale_after_s(interval_s: float | None) -> float:
@@ -57,7 +61,7 @@ def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, cri
                         "slowdown": sd, "learning": bool(learning[code]),
                         "state": "learning" if learning[code] else state(sd, warn, crit)})
         span_s = (base.until_ns - base.since_ns) / 1e9
-        learn = learning_reason(float(np.max(history)), span_s) if learning.any() else None
+        learn = learning_reason(float(np.max(history)), span_s, min_history_s(span_s)) if learning.any() else None
         st, reason = target_state(ops, age_s, stale_after_s(run["interval_s"] if run else None), warn, crit, learn)
         if learn and st not in ("learning", "stale", "unknown"):
             reason += "; " + ", ".join(o["op"] for o in ops if o["learning"]) + ": " + learn
@@ -67,6 +71,7 @@ def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, cri
             "host": run["host"] if run else None, "interval_s": run["interval_s"] if run else None,
             "last_sample": ns_to_iso(last) if last is not None else None, "last_sample_age_s": age_s,
             "stale_after_s": stale_after_s(run["interval_s"] if run else None),
+            "abandoned": abandoned(age_s, run, now),
             "baseline": {"since": ns_to_iso(base.since_ns), "until": ns_to_iso(base.until_ns),
                          "computed_at": ns_to_iso(base.computed_ns), "samples": int(base.samples.sum()),
                          "history_s": float(np.max(history)) if np.isfinite(np.max(history)) else span_s,
@@ -106,6 +111,21 @@ def _sparkline(s: dict, now: int, expected: np.ndarray, period_s: float) -> dict
 def expected_label(stat: str, expected: str) -> str:
     """What a slowdown is, in words: 'median / baseline median', 'p99 / baseline p99'."""
     return f"{stat} / baseline {stat if expected == 'same' else 'median'}"
+
+
+def abandoned(age_s: float | None, last_run: dict | None, now_ns: int) -> bool:
+    """Silent for longer than `ABANDON_AFTER_S` (since its newest sample, or without any since its last run
+    started): still shown, no longer deciding an overall state or a check."""
+    if age_s is None:
+        age_s = None if last_run is None else (now_ns - last_run["started_ns"]) / 1e9
+    return age_s is not None and age_s > ABANDON_AFTER_S
+
+
+def overall_of(targets: list[dict]) -> str:
+    """The Status header: the worst state of the targets that still report or stopped less than a day ago
+    (a forgotten trial probe is no permanent "stale"); of them all when every one is abandoned."""
+    judged = [t["state"] for t in targets if not t.get("abandoned")]
+    return overall(judged or [t["state"] for t in targets])
 
 
 def overall(states: list[str]) -> str:

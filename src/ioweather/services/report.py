@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 
 from ioweather.errors import UserError
-from ioweather.units import ns_to_iso, to_ns
+from ioweather.units import check_order, ns_to_iso, to_ns
 
 CLIMATE_INTERVAL_S = 3600.0
 BASELINE_S = 30 * 86400.0
@@ -23,8 +23,7 @@ def compute(settings, fs: str, since: datetime | None, until: datetime | None, p
 
     until = until or data_end(settings, fs) or datetime.now(timezone.utc)
     since = since or until - timedelta(days=7)
-    if since >= until:
-        raise UserError("--since must be before --until")
+    check_order(since, until)
     params = params or ev.Params()
     q = f"fs={fs}&since={ns_to_iso(to_ns(since))}&until={ns_to_iso(to_ns(until))}"
     events = ev.compute(settings, fs, since, until, params)

@@ -51,12 +51,13 @@ def compute_slowdown(store, target, interval_s: float, stat: str, baseline_s: fl
 
     base_ns = reference or (to_ns(until - timedelta(seconds=baseline_s)), to_ns(until))
     if not probe_pieces.enabled(store):
-        return compute_slowdown_full(store, target, interval_s, stat, since, until, expected, base_ns)
-    return _from_pieces(store, target, interval_s, stat, since, until, expected, base_ns)
+        return compute_slowdown_full(store, target, interval_s, stat, since, until, expected, base_ns,
+                                     reference=reference is not None)
+    return _from_pieces(store, target, interval_s, stat, since, until, expected, base_ns, reference is not None)
 
 
 def _from_pieces(store, target, interval_s: float, stat: str, since, until, expected: str,
-                 base_ns: tuple[int, int]) -> list[dict]:
+                 base_ns: tuple[int, int], reference: bool) -> list[dict]:
     """`compute_slowdown_full`'s rows from per-day pieces (services/probe_pieces.py): the baseline's order
     statistics exactly, the intervals from stored rollups when `interval_s` is one the pieces keep."""
     import time
@@ -88,16 +89,15 @@ def _from_pieces(store, target, interval_s: float, stat: str, since, until, expe
         else:
             s = probe_store.read_samples(store, t, since_ns=lo, until_ns=hi)
             stats_rows = interval_stats(s["op"], s["start_ns"], s["duration_ns"], s["status"], interval_s)
-        for r in slowdown_rows(stats_rows, expected_s, stat):
-            rows.append({"target": t, "op": OPS[r.pop("op_code")], "interval_start": ns_to_iso(r.pop("interval_start_ns")),
-                         **r, "expected": expected})
+        learning = learning_per_op([o.n for o in ob], [o.first_ok_ns for o in ob], base_ns, reference)
+        rows.extend(_rows(t, slowdown_rows(stats_rows, expected_s, stat), expected, learning))
     return rows
 
 
 def compute_slowdown_full(store, target, interval_s: float, stat: str, since, until, expected: str,
-                          base_ns: tuple[int, int]) -> list[dict]:
+                          base_ns: tuple[int, int], *, reference: bool = False) -> list[dict]:
     """The slowdown rows from every sample of the baseline and the window (the reference computation;
-    the only one on MariaDB, which keeps no pieces)."""
+    the only one on MariaDB, which keeps no pieces); `reference`: `base_ns` is a site's reference period."""
     import numpy as np
 
     from ioweather.stats.probe import STATUS_OK, baseline_medians, slowdown
@@ -115,11 +115,44 @@ def compute_slowdown_full(store, target, interval_s: float, stat: str, since, un
                 expected_s[code] = baseline_stats(d)[stat]
         else:
             expected_s = baseline_medians(base["op"], base["duration_ns"], base["status"], len(OPS))
+        ok = base["status"] == STATUS_OK
+        n = [int(((base["op"] == code) & ok).sum()) for code in range(len(OPS))]
+        first = [int(base["start_ns"][(base["op"] == code) & ok].min()) if n[code] else -1 for code in range(len(OPS))]
+        learning = learning_per_op(n, first, base_ns, reference)
         win = _select(s, to_ns(since), to_ns(until))
-        for r in slowdown(win["op"], win["start_ns"], win["duration_ns"], win["status"], interval_s, expected_s, stat):
-            rows.append({"target": t, "op": OPS[r.pop("op_code")], "interval_start": ns_to_iso(r.pop("interval_start_ns")),
-                         **r, "expected": expected})
+        rows.extend(_rows(t, slowdown(win["op"], win["start_ns"], win["duration_ns"], win["status"], interval_s,
+                                      expected_s, stat), expected, learning))
     return rows
+
+
+def learning_per_op(n, first_ok_ns, base_ns: tuple[int, int], reference: bool) -> list[bool]:
+    """Per op code: whether its rolling baseline is still learning (the Status page's rule, with "now" the end of
+    the baseline); a reference period is taken as it is."""
+    import numpy as np
+
+    from ioweather.stats.status import learning_ops, min_history_s
+
+    if reference:
+        return [False] * len(n)
+    first = np.asarray(first_ok_ns, np.int64)
+    history_s = np.where(first >= 0, (base_ns[1] - first) / 1e9, 0.0)
+    return learning_ops(np.asarray(n), history_s, min_history_s((base_ns[1] - base_ns[0]) / 1e9)).tolist()
+
+
+def _rows(target: str, stat_rows: list[dict], expected: str, learning: list[bool]) -> list[dict]:
+    """The user's rows: while an op's baseline learns, its slowdown is withheld and its state is "learning"
+    (an interval compared with a baseline made mostly of itself is about 1x by construction)."""
+    from ioweather.stats.probe import state
+    from ioweather.store.probe import OPS
+
+    out = []
+    for r in stat_rows:
+        code = r.pop("op_code")
+        if learning[code]:
+            r["slowdown"] = None
+        out.append({"target": target, "op": OPS[code], "interval_start": ns_to_iso(r.pop("interval_start_ns")), **r,
+                    "expected": expected, "state": "learning" if learning[code] else state(r["slowdown"])})
+    return out
 
 
 def _load_ns(store, target, since_ns: int, until_ns: int) -> list[tuple[str, dict]]:
@@ -141,29 +174,82 @@ CHECK_NAMES = {0: "OK", 1: "WARNING", 2: "CRITICAL", 3: "UNKNOWN"}
 CHECK_PRECEDENCE = (2, 1, 3, 0)
 
 
+def _perf_label(target: str) -> str:
+    return "'" + target.replace("'", "''") + "'"
+
+
 def check_result(states: list[dict], warn: float, crit: float) -> tuple[int, str]:
-    """(exit code, one line with perfdata) from per-target states (`target`, `state`, `reason`, `worst`)."""
-    if not states:
+    """(exit code, one line with perfdata) from per-target states (`target`, `state`, `reason`, `worst`).
+
+    Every checked target has perfdata, `U` (undetermined, in the plugin guidelines) while it has no slowdown.
+    Targets silent for longer than `probe_status.ABANDON_AFTER_S` (`"abandoned": True`) decide nothing: they
+    are named after the verdict so that a forgotten trial probe never hides the others' state."""
+    checked = [s for s in states if not s.get("abandoned")]
+    ignored = [s["target"] for s in states if s.get("abandoned")]
+    note = f" (not checked, silent for over a day: {', '.join(ignored)}; see 'ioweather probe targets')" if ignored else ""
+    if ignored and not checked:
+        return 3, (f"IOWEATHER UNKNOWN - every target is silent for over a day: {', '.join(ignored)}; "
+                   "see 'ioweather probe targets'")
+    if not checked:
         return 3, "IOWEATHER UNKNOWN - no probe data in the store"
-    codes = [CHECK_CODES[s["state"]] for s in states]
+    codes = [CHECK_CODES[s["state"]] for s in checked]
     code = next(c for c in CHECK_PRECEDENCE if c in codes)
-    bad = [s for s in states if CHECK_CODES[s["state"]] == code] if code else states
+    bad = [s for s in checked if CHECK_CODES[s["state"]] == code] if code else checked
     text = "; ".join(f"{s['target']} {s['reason']}" if s["state"] == "learning" else
                      f"{s['target']} {s['state']} ({s['reason']})" for s in bad)
-    perf = " ".join(f"'{s['target'].replace(chr(39), chr(39) * 2)}'={s['worst']:.3f};{warn:g};{crit:g}"
-                    for s in states if s["worst"] is not None)
-    return code, f"IOWEATHER {CHECK_NAMES[code]} - {text}" + (f" | {perf}" if perf else "")
+    perf = " ".join(f"{_perf_label(s['target'])}=" + ("U" if s["worst"] is None else f"{s['worst']:.3f}")
+                    + f";{warn:g};{crit:g}" for s in checked)
+    return code, f"IOWEATHER {CHECK_NAMES[code]} - {text}{note} | {perf}"
+
+
+def unknown(reason: str) -> tuple[int, str]:
+    """The plugin guidelines' "cannot check" (UNKNOWN, exit 3) as one line."""
+    return 3, f"IOWEATHER UNKNOWN - {reason}"
+
+
+def run_check(settings, target, window_s: float, stat: str, baseline_s: float, warn: float, crit: float,
+              expected: str = "median", reference: tuple[int, int] | None = None) -> tuple[int, str, list[dict]]:
+    """`slowdown --check`: (exit code, line, per-target states) from a read-only handle on the store.
+
+    Whatever prevents checking (no store, an unknown target, a damaged or busy store, bad thresholds) is
+    UNKNOWN with its reason, never exit 2: Nagios and Icinga read 2 as CRITICAL."""
+    from ioweather.store import open_store
+    from ioweather.store import probe as probe_store
+
+    if not settings.store_exists():
+        return (*unknown(f"no store at {settings.sqlite_path}"), [])
+    store = None
+    try:
+        store = open_store(settings, read_only=True)
+        names = probe_store.active_targets(store)
+        if target is not None and target not in names:
+            retired = target in probe_store.targets(store)
+            why = "is retired" if retired else "has no probe samples"
+            return (*unknown(f"target {target!r} {why}; known targets: {', '.join(names) or 'none'}"), [])
+        if not names:
+            retired = probe_store.retired_targets(store)
+            if retired:
+                return (*unknown(f"no probe target to check (retired: {', '.join(retired)})"), [])
+        states = check_states(store, target, window_s, stat, baseline_s, warn, crit, expected, reference)
+    except UserError as e:
+        return (*unknown(str(e)), [])
+    finally:
+        if store is not None:
+            store.dispose()
+    return (*check_result(states, warn, crit), states)
 
 
 def check_states(store, target, window_s: float, stat: str, baseline_s: float, warn: float,
                  crit: float, expected: str = "median", reference: tuple[int, int] | None = None) -> list[dict]:
-    """Per-target state of the last `window_s` (`target`, `state`, `reason`, `worst`): the dashboard's logic."""
+    """Per-target state of the last `window_s` (`target`, `state`, `reason`, `worst`, `abandoned`): the
+    dashboard's logic, for `target` or every active target."""
     from ioweather.services.probe_cache import ProbeCache
     from ioweather.services.probe_status import target_status
+    from ioweather.store import probe as probe_store
 
     if not 0 < warn < crit:
         raise UserError(f"need 0 < --warn < --crit, got --warn {warn:g} --crit {crit:g}")
-    names = known_targets(store, target)
+    names = [target] if target is not None else probe_store.active_targets(store)
     cache = ProbeCache(store, baseline_s=baseline_s, reference=reference, warm_rollups=False)
     states = []
     for t in names:
@@ -171,5 +257,7 @@ def check_states(store, target, window_s: float, stat: str, baseline_s: float, w
                            spark=False, with_climate=False)
         values = [o["slowdown"] for o in st["ops"] if o["slowdown"] is not None]
         states.append({"target": t, "state": st["state"], "reason": st["reason"],
-                       "worst": max(values) if values else None})
+                       "worst": max(values) if values else None,
+                       # A target asked for by name is always judged.
+                       "abandoned": target is None and st["abandoned"]})
     return states

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 import numpy as np
 
 from ioweather.errors import UserError
-from ioweather.units import ns_to_iso, to_ns
+from ioweather.units import check_order, ns_to_iso, to_ns
 
 # pandas is imported where used: the dashboard imports this module at start (its memory).
 
@@ -173,8 +173,8 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
     step = on_step or (lambda name: None)
     since_ns = to_ns(since) if since is not None else None
     until_ns = to_ns(until) if until is not None else None
-    if since_ns is not None and until_ns is not None and since_ns >= until_ns:
-        raise UserError("--since must be before --until")
+    if since_ns is not None and until_ns is not None:
+        check_order(since, until)
     step_ns = int(round(resample_s * 1e9))
     base = layout.fs_dir(settings, fs)
     # Every query of one attempt reads one listing: an import may replace files meanwhile (read_listed).

@@ -117,6 +117,14 @@ def _neighbours(n: int, q: float) -> tuple[int, int]:
     return lo, min(lo + 1, n - 1)
 
 
+def min_history_s(baseline_span_s: float | None = None) -> float:
+    """The history a rolling baseline needs before its slowdowns are judged: `MIN_BASELINE_S`, or 95 % of a
+    shorter baseline window (`--baseline 12h`), which could otherwise never hold 24 h and would learn forever."""
+    if baseline_span_s is None or not np.isfinite(baseline_span_s):
+        return MIN_BASELINE_S
+    return min(MIN_BASELINE_S, 0.95 * baseline_span_s)
+
+
 def learning_ops(samples: np.ndarray, history_s: np.ndarray, min_s: float = MIN_BASELINE_S,
                  min_samples: int = MIN_BASELINE_SAMPLES) -> np.ndarray:
     """Per op: True while its baseline holds less than `min_s` of history or fewer than `min_samples`."""

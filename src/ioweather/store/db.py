@@ -55,13 +55,17 @@ class Store:
     component's tables: it creates or upgrades them.
     """
 
-    def __init__(self, url: str, *, busy_timeout_s: float = BUSY_TIMEOUT_S):
+    def __init__(self, url: str, *, busy_timeout_s: float = BUSY_TIMEOUT_S, read_only: bool = False):
         self.url = normalize_url(url)
         self.busy_timeout_s = busy_timeout_s
         self.is_sqlite = self.url.startswith("sqlite")
+        #: A monitoring check's handle (`slowdown --check`): SQLite opens the file with mode=ro, schemas are
+        #: never created or upgraded, caches of the store (probe pieces) are computed but not written.
+        self.read_only = read_only
         try:
             self._sqlite_path = make_url(self.url).database if self.is_sqlite else None
-            self.engine = _shared_engine(self.url, self._make_engine)
+            self._engine_key = self.url + ("#read-only" if read_only else "")
+            self.engine = _shared_engine(self._engine_key, self._make_engine)
         except sa.exc.ArgumentError as e:
             raise StoreError(f"invalid database URL {redact(url)!r}: {e}") from None
         except ModuleNotFoundError as e:
@@ -77,11 +81,15 @@ class Store:
             kwargs = {"pool_pre_ping": True}
             if self.url.startswith("postgresql"):
                 kwargs["connect_args"] = {"connect_timeout": 10}
+                if self.read_only:  # the server refuses any write of this handle, not only our code
+                    kwargs["connect_args"]["options"] = "-c default_transaction_read_only=on"
             elif self.url.startswith("mysql"):
                 kwargs["connect_args"] = {"connect_timeout": 10}
             return sa.create_engine(self.url, **kwargs)
 
         path = self._sqlite_path
+        if self.read_only and path and path != ":memory:":
+            return self._make_read_only_engine(path)
         if path and path != ":memory:":
             _prepare_sqlite_dir(Path(path))
             _guard_sqlite_files(path)
@@ -114,6 +122,26 @@ class Store:
 
         return engine
 
+    def _make_read_only_engine(self, path: str) -> sa.Engine:
+        if not Path(path).exists():
+            raise StoreError(f"no store at {path}")
+        _guard_sqlite_files(path)
+        engine = sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(
+            f"{Path(path).absolute().as_uri()}?mode=ro", uri=True, timeout=self.busy_timeout_s,
+            check_same_thread=False))
+        busy_ms = int(self.busy_timeout_s * 1000)
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn, _record):
+            dbapi_conn.isolation_level = None
+            dbapi_conn.execute(f"PRAGMA busy_timeout={busy_ms}")
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn):
+            conn.exec_driver_sql("BEGIN")
+
+        return engine
+
     # -- connections --------------------------------------------------------
     def connect(self) -> "_Read":
         """`with store.connect() as conn:` a connection for reading (on SQLite, a deferred
@@ -141,7 +169,12 @@ class Store:
         """
         if component.name in self._ready:
             return
-        if self._stored_version(component) != component.version:
+        have = self._stored_version(component)
+        if have != component.version and self.read_only:
+            raise StoreError(f"the store {redact(self.url)} has no {component.name} schema v{component.version} "
+                             f"(it has {'none' if have is None else f'v{have}'}); any other ioweather command "
+                             "creates or upgrades it")
+        if have != component.version:
             with _init_lock(self._sqlite_path), self.begin() as conn, _server_schema_lock(conn):
                 schema_versions.create(conn, checkfirst=True)
                 row = conn.execute(
@@ -179,6 +212,10 @@ class Store:
                 f"ioweather (v{component.version}); upgrade ioweather to read it"
             )
 
+    def has(self, component: Component) -> bool:
+        """Whether `component`'s tables exist (in any version), without creating them."""
+        return component.name in self._ready or self._stored_version(component) is not None
+
     def versions(self) -> dict[str, int]:
         with self.connect() as conn:
             if not sa.inspect(conn).has_table("schema_versions"):
@@ -189,7 +226,7 @@ class Store:
         """Release this handle; the engine closes when the process's last handle on the database goes."""
         if not self._disposed:
             self._disposed = True
-            _release_engine(self.url)
+            _release_engine(self._engine_key)
 
 
 #: SQLite's own words for a damaged file; any of them means `ioweather store check` is the next step.
@@ -429,9 +466,10 @@ def _prepare_sqlite_dir(path: Path) -> None:
     # POSIX locks on the database when the file is closed (see _guard_sqlite_files).
 
 
-def open_store(settings: Settings) -> Store:
-    """The store `settings` point at (SQLite under the home unless a URL is given)."""
-    store = Store(settings.url())
+def open_store(settings: Settings, *, read_only: bool = False) -> Store:
+    """The store `settings` point at (SQLite under the home unless a URL is given); `read_only` never
+    creates, upgrades or writes it (a missing SQLite file is a StoreError "no store at PATH")."""
+    store = Store(settings.url(), read_only=read_only)
     store.parquet_dir = settings.parquet_dir
     return store
 

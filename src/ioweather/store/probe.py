@@ -99,8 +99,16 @@ probe_pieces = sa.Table(
 )
 sa.Index("probe_pieces_span", probe_pieces.c.target, probe_pieces.c.start_ns)
 
+# v4 (issue 30): targets an admin retired (`probe retire`): their data stays, Status, /metrics and
+# `slowdown --check` leave them out. A run started after `retired_ns` brings the target back.
+probe_retired = sa.Table(
+    "probe_retired", metadata,
+    sa.Column("target", sa.String(255), primary_key=True),
+    sa.Column("retired_ns", sa.BigInteger, nullable=False),
+)
+
 COMPONENT = Component("probe", [create_tables(probe_runs, probe_samples), create_tables(probe_archive),
-                                create_tables(probe_pieces)])
+                                create_tables(probe_pieces), create_tables(probe_retired)])
 
 
 @dataclass
@@ -195,9 +203,118 @@ def runs(store: Store, target: str | None = None) -> list[dict]:
 
 
 def targets(store: Store) -> list[str]:
+    if store.read_only and not store.has(COMPONENT):
+        return []
     store.require(COMPONENT)
     with store.connect() as conn:
         return [r[0] for r in conn.execute(sa.select(probe_runs.c.target).distinct().order_by(probe_runs.c.target))]
+
+
+def retired_targets(store: Store) -> list[str]:
+    """Targets retired since their last run started."""
+    if store.read_only and not store.has(COMPONENT):
+        return []
+    store.require(COMPONENT)
+    last = (sa.select(probe_runs.c.target, sa.func.max(probe_runs.c.started_ns).label("started"))
+            .group_by(probe_runs.c.target).subquery())
+    q = (sa.select(probe_retired.c.target).join(last, last.c.target == probe_retired.c.target)
+         .where(probe_retired.c.retired_ns >= last.c.started).order_by(probe_retired.c.target))
+    with store.connect() as conn:
+        return [r[0] for r in conn.execute(q)]
+
+
+def active_targets(store: Store) -> list[str]:
+    """Targets that Status, /metrics and `slowdown --check` judge: every one but the retired."""
+    retired = set(retired_targets(store))
+    return [t for t in targets(store) if t not in retired]
+
+
+def retire(store: Store, target: str, now_ns: int | None = None) -> None:
+    """Mark `target` retired now (its data stays)."""
+    store.require(COMPONENT)
+    with store.begin() as conn:
+        conn.execute(probe_retired.delete().where(probe_retired.c.target == target))
+        conn.execute(probe_retired.insert().values(target=target, retired_ns=now_ns or time.time_ns()))
+
+
+def purge(store: Store, target: str) -> dict:
+    """Delete every row of `target` (runs, samples, archive manifest, pieces, retirement) in one transaction;
+    returns the counts and the archived Parquet files (relative to the archive directory) for the caller
+    to remove once committed (a reader's snapshot may still list them until then)."""
+    store.require(COMPONENT)
+    with store.begin() as conn:
+        ids = [r[0] for r in conn.execute(sa.select(probe_runs.c.id).where(probe_runs.c.target == target))]
+        files = [r[0] for r in conn.execute(sa.select(probe_archive.c.path).where(probe_archive.c.run_id.in_(ids)))]
+        archived = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(probe_archive.c.rows), 0))
+                                .where(probe_archive.c.run_id.in_(ids))).scalar()
+        samples = conn.execute(probe_samples.delete().where(probe_samples.c.run_id.in_(ids))).rowcount or 0
+        conn.execute(probe_archive.delete().where(probe_archive.c.run_id.in_(ids)))
+        pieces = conn.execute(probe_pieces.delete().where(probe_pieces.c.target == target)).rowcount or 0
+        conn.execute(probe_runs.delete().where(probe_runs.c.id.in_(ids)))
+        conn.execute(probe_retired.delete().where(probe_retired.c.target == target))
+    return {"runs": len(ids), "samples": int(samples) + int(archived), "pieces": int(pieces), "files": files}
+
+
+def old_samples(store: Store, cutoff_ns: int) -> dict:
+    """What `prune_samples(cutoff_ns)` would remove: {"rows": database rows + rows of archived days that end by
+    the cutoff, "files": those days' Parquet files}. Each count is a range of the primary key."""
+    if store.read_only and not store.has(COMPONENT):
+        return {"rows": 0, "files": 0}
+    store.require(COMPONENT)
+    s, a = probe_samples.c, probe_archive.c
+    with store.connect() as conn:
+        ids = [r[0] for r in conn.execute(sa.select(probe_runs.c.id))]
+        rows = sum(conn.execute(sa.select(sa.func.count()).where(s.run_id == rid, s.op == op, s.start_ns < cutoff_ns)
+                                ).scalar() for rid in ids for op in OPS)
+        files, archived = conn.execute(sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(a.rows), 0))
+                                       .where(a.day_ns + _DAY_NS <= cutoff_ns)).one()
+    return {"rows": int(rows) + int(archived), "files": int(files)}
+
+
+def prune_samples(store: Store, cutoff_ns: int, *, chunk_ns: int = 3_600 * 10**9) -> dict:
+    """Delete the samples that started before `cutoff_ns`: database rows exactly, archived days once all of the day
+    is older (a day's file goes whole). {"rows", "files", "paths"}: the archive files (relative to the archive
+    directory) for the caller to unlink once committed.
+
+    One transaction per run, op and hour of rows (about 3,600 rows at 1 Hz): the probe's writer never waits for
+    more than one such delete, so `watch` keeps its grid while a year is pruned."""
+    store.require(COMPONENT)
+    s, a = probe_samples.c, probe_archive.c
+    removed = 0
+    with store.connect() as conn:
+        ids = [r[0] for r in conn.execute(sa.select(probe_runs.c.id))]
+        firsts = {(rid, op): conn.execute(sa.select(sa.func.min(s.start_ns)).where(s.run_id == rid, s.op == op)).scalar()
+                  for rid in ids for op in OPS}
+    for (rid, op), lo in firsts.items():
+        while lo is not None and lo < cutoff_ns:
+            hi = min(cutoff_ns, lo + chunk_ns)
+            with store.begin() as conn:
+                removed += conn.execute(probe_samples.delete().where(
+                    s.run_id == rid, s.op == op, s.start_ns >= lo, s.start_ns < hi)).rowcount or 0
+                # The next sample, not the next hour: an imported year-old run leaves long gaps.
+                lo = conn.execute(sa.select(sa.func.min(s.start_ns)).where(
+                    s.run_id == rid, s.op == op, s.start_ns >= hi, s.start_ns < cutoff_ns)).scalar()
+    with store.begin() as conn:
+        old = a.day_ns + _DAY_NS <= cutoff_ns
+        paths = [r[0] for r in conn.execute(sa.select(a.path).where(old))]
+        archived = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(a.rows), 0)).where(old)).scalar()
+        conn.execute(probe_archive.delete().where(old))
+    return {"rows": removed + int(archived), "files": len(paths), "paths": paths}
+
+
+def old_pieces(store: Store, cutoff_ns: int, *, delete: bool = False) -> int:
+    """Probe pieces (summaries of a target's hour or day, one row per op) that ended by `cutoff_ns`: how many,
+    and with `delete` removed (in one transaction: a few hundred rows a year per target)."""
+    if store.read_only and not store.has(COMPONENT):
+        return 0
+    store.require(COMPONENT)
+    p = probe_pieces.c
+    old = p.start_ns + p.span_ns <= cutoff_ns
+    if not delete:
+        with store.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(probe_pieces).where(old)).scalar())
+    with store.begin() as conn:
+        return int(conn.execute(probe_pieces.delete().where(old)).rowcount or 0)
 
 
 _STATUS_CODE = "CASE status WHEN 'ok' THEN 0 WHEN 'error' THEN 1 ELSE 2 END"

@@ -88,7 +88,10 @@ def invalidate(conn: sa.Connection, store: Store, run_id_list, first_ns: int, la
 
 def write(store: Store, target: str, start_ns: int, span_ns: int, fp: tuple[int, int], rows: list[dict]) -> bool:
     """Store one span's pieces (one row per op, keys as the table's columns, `hist`/`sorted`/`rollups` as
-    arrays) if no sample of the span changed since `fp` was taken. Returns whether they were stored."""
+    arrays) if no sample of the span changed since `fp` was taken. Returns whether they were stored (never
+    through a read-only handle: a check computes what it needs in memory and leaves the store as it was)."""
+    if store.read_only:
+        return False
     store.require(COMPONENT)
     with store.begin() as conn:
         _lock(conn, store)
@@ -250,6 +253,8 @@ def sorted_arrays(store: Store, target: str, keys: list[tuple[int, int]]) -> dic
 def prune_hours(store: Store, target: str, keep: list[tuple[int, int]]) -> int:
     """Delete the target's hour pieces outside the [lo, hi) ranges in `keep` (the partial days that a
     window's ends need; older hours are covered by their day piece)."""
+    if store.read_only:
+        return 0
     p = probe_pieces.c
     cond = p.span_ns < DAY_NS
     for lo, hi in keep:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ioweather.units import ns_to_iso
-from ioweather.services.probe_status import WINDOW_S, overall, target_status
+from ioweather.services.probe_status import WINDOW_S, overall_of, target_status
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import HINT, target_param
 from ioweather.web.params import Query
@@ -24,7 +24,7 @@ def status_data(ctx: WebContext, params) -> dict:
     one = target_param(q, targets, required=False)
     out["generated_at"] = ns_to_iso(ctx.cache.clock())
     out["targets"] = [target_status(ctx.cache, t, warn=cfg.warn, crit=cfg.crit) for t in ([one] if one else targets)]
-    out["overall"] = overall([t["state"] for t in out["targets"]])
+    out["overall"] = overall_of(out["targets"])
     return out
 
 

@@ -1,0 +1,123 @@
+"""Retention (issue 30): what `ioweather store prune` and the daemons remove, per kind of data.
+
+Kinds (config.RETENTION_DEFAULTS): `probe` raw samples, `rollups` the probe's per-day and per-hour summaries,
+`telemetry` the servers' Parquet days. Removing raw probe samples keeps their summaries: every complete day
+about to lose its samples is summarized first (services/probe_pieces.build), so slowdowns, baselines and the
+Status climate over it stay exact. Every step is a short transaction (or a whole day's files), so the probe,
+`collect` and the dashboard keep running meanwhile (docs/store.md).
+"""
+
+from __future__ import annotations
+
+import time
+
+from ioweather.config import RETENTION_DEFAULTS
+from ioweather.errors import UserError
+from ioweather.units import ns_to_iso
+
+KINDS = tuple(RETENTION_DEFAULTS)
+
+
+def _cutoffs(older_than: dict[str, float | None], now_ns: int) -> dict[str, int]:
+    unknown = set(older_than) - set(KINDS)
+    # (`store` is None without a database: the probe's kinds then have nothing to remove.)
+    if unknown:
+        raise UserError(f"unknown kind {sorted(unknown)[0]!r}; choose {', '.join(KINDS)}")
+    return {k: now_ns - int(s * 1e9) for k, s in older_than.items() if s is not None}
+
+
+def plan(store, settings, older_than: dict[str, float | None], now_ns: int | None = None) -> list[dict]:
+    """Per kind: the cutoff and what a prune would remove (`rows`, `files`), nothing removed."""
+    from ioweather.store import probe as probe_store
+    from ioweather.store import retention as tele
+
+    now = time.time_ns() if now_ns is None else now_ns
+    out = []
+    for kind, cutoff in _cutoffs(older_than, now).items():
+        if kind != "telemetry" and store is None:
+            n = {"rows": 0, "files": 0}
+        elif kind == "probe":
+            n = probe_store.old_samples(store, cutoff)
+        elif kind == "rollups":
+            n = {"rows": probe_store.old_pieces(store, cutoff), "files": 0}
+        else:
+            n = {"rows": 0, "files": 0}
+            for _, d in tele.old_telemetry_days(settings, cutoff):
+                files, rows = tele.count_rows(d)
+                n["rows"] += rows
+                n["files"] += files
+        out.append({"kind": kind, "older_than_s": older_than[kind], "cutoff": ns_to_iso(cutoff), **n})
+    return out
+
+
+def prune(store, settings, older_than: dict[str, float | None], now_ns: int | None = None,
+          log=None) -> list[dict]:
+    """Remove, per kind, what is older than its limit; the same rows as `plan` with what was removed."""
+    from ioweather.store import probe as probe_store
+    from ioweather.store import retention as tele
+
+    now = time.time_ns() if now_ns is None else now_ns
+    out = []
+    for kind, cutoff in _cutoffs(older_than, now).items():
+        if kind != "telemetry" and store is None:
+            done = {"rows": 0, "files": 0}
+        elif kind == "probe":
+            summarized = _summarize_before(store, cutoff, now)
+            done = probe_store.prune_samples(store, cutoff)
+            _unlink_archived(store, done.pop("paths"))
+            done["summarized_days"] = summarized
+        elif kind == "rollups":
+            done = {"rows": probe_store.old_pieces(store, cutoff, delete=True), "files": 0}
+        else:
+            done = {"rows": 0, "files": 0}
+            for _, d in tele.old_telemetry_days(settings, cutoff):
+                files, rows = tele.count_rows(d)
+                tele.remove_day(d)
+                done["rows"] += rows
+                done["files"] += files
+        out.append({"kind": kind, "older_than_s": older_than[kind], "cutoff": ns_to_iso(cutoff), **done})
+        if log and (done["rows"] or done["files"]):
+            log(f"retention: removed {done['rows']:,} {kind} rows and {done['files']:,} files older than "
+                f"{ns_to_iso(cutoff)}")
+    return out
+
+
+def _summarize_before(store, cutoff_ns: int, now_ns: int) -> int:
+    """Summarize every complete day before the cutoff that has samples and no summary yet; how many were built."""
+    from ioweather.services import probe_pieces
+    from ioweather.store import probe as probe_store
+    from ioweather.store import probe_pieces as pieces_store
+    from ioweather.store.probe_aggregates import sample_range
+    from ioweather.store.probe_pieces import DAY_NS
+
+    if not probe_pieces.enabled(store):
+        return 0  # MariaDB keeps no summaries: its raw samples are all there is (docs/store.md)
+    built = 0
+    for target in probe_store.targets(store):
+        span = sample_range(store, target)
+        if span is None:
+            continue
+        days = [(d, DAY_NS) for d in range((span[0] // DAY_NS) * DAY_NS, min(cutoff_ns, span[1] + 1), DAY_NS)
+                if d + DAY_NS + probe_pieces.PIECE_LAG_NS <= now_ns]
+        have = {(p["start_ns"], p["span_ns"]) for p in pieces_store.load(store, target, days, False, False)
+                if p["op"] == probe_store.OPS[0]}
+        for day in days:
+            if day not in have:
+                probe_pieces.build(store, target, *day)
+                built += 1
+    return built
+
+
+def _unlink_archived(store, paths: list[str]) -> None:
+    from ioweather.errors import from_os_error
+
+    if store.parquet_dir is None:
+        return
+    for rel in paths:
+        path = store.parquet_dir / rel
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            raise from_os_error(path, e, "remove archived samples") from None
