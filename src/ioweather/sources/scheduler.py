@@ -27,6 +27,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from ioweather.errors import UserError, from_os_error
+from ioweather.files import check_input, read_regular_bytes
 from ioweather.sources.telemetry.base import check_timezone
 
 #: What the live import asks sacct for (-X: allocations only, no steps).
@@ -350,11 +351,7 @@ def parse_pytokio_json(text: str, *, tz: str, cluster: str | None = None, what: 
 
 def read_sacct_file(path: str | os.PathLike, *, tz: str, cluster: str | None = None) -> Parsed:
     """A saved `sacct --parsable2` file (with its header) or pytokio's JSON cache of one."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise from_os_error(path, e, "read") from None
+    raw = read_regular_bytes(path)
     text = raw.decode("utf-8", errors="replace")
     if text.lstrip().startswith("{"):
         return parse_pytokio_json(text, tz=tz, cluster=cluster, what=os.fspath(path))
@@ -407,12 +404,7 @@ def read_nersc_jobsdb(path: str | os.PathLike) -> Parsed:
     """pytokio's cache of the NERSC jobs database: table `summary` (stepid `<jobid>.<host>`, hostname,
     start, completion in unix seconds, numnodes). Opened read-only."""
     p = os.fspath(path)
-    try:
-        os.stat(p)
-        with open(p, "rb"):
-            pass
-    except OSError as e:
-        raise from_os_error(p, e, "read") from None
+    check_input(p)
     uri = f"file:{urllib.parse.quote(os.path.abspath(p))}?mode=ro"
     try:
         con = sqlite3.connect(uri, uri=True)
