@@ -100,6 +100,14 @@ def fd_path(f: BinaryIO) -> str:
     return f"/proc/self/fd/{f.fileno()}"
 
 
+def read_regular_text(path: str | os.PathLike, *, what: str = "read", encoding: str = "utf-8") -> str:
+    with open_regular(path, what=what) as f:
+        try:
+            return f.read().decode(encoding)
+        except OSError as e:
+            raise from_os_error(path, e, what) from None
+
+
 def check_input(path: str | os.PathLike, *, what: str = "read") -> None:
     """A one-line UserError unless `path` is a regular data file (open_regular's checks), for inputs
     handed to a library that opens them by name (SQLite, pyarrow): a FIFO would block it forever."""
@@ -112,10 +120,6 @@ def read_regular_bytes(path: str | os.PathLike, *, what: str = "read") -> bytes:
             return f.read()
         except OSError as e:
             raise from_os_error(path, e, what) from None
-
-
-def read_regular_text(path: str | os.PathLike, *, what: str = "read", encoding: str = "utf-8") -> str:
-    return read_regular_bytes(path, what=what).decode(encoding)
 
 
 def check_destination(path: str | os.PathLike, *, what: str = "write") -> None:

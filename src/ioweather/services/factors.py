@@ -277,6 +277,8 @@ def load_models(path: Path):
         return models_from_doc(json.loads(text)), text
     except json.JSONDecodeError as e:
         raise UserError(f"{path}: not JSON ({e})") from None
+    except RecursionError:
+        raise UserError(f"{path}: not a model file (JSON nested too deeply)") from None
     except ValueError as e:
         raise UserError(f"{path}: {e}") from None
 

@@ -29,8 +29,8 @@ def _impossible_notes(counts: dict[str, int]) -> list[str]:
     if counts["infinite"]:
         notes.append(f"{counts['infinite']} infinite values (inf, or too large for a number) stored as missing")
     if counts["interval"]:
-        notes.append(f"{counts['interval']} rows with an impossible interval (zero, negative or infinite): "
-                     "stored as missing")
+        notes.append(f"{counts['interval']} rows with an impossible interval (zero, negative, infinite, "
+                     "under a microsecond or over ten years): stored as missing")
     return notes
 
 

@@ -21,4 +21,6 @@ def load(path: str | Path) -> Thresholds:
         data = json.loads(text) if kind == "JSON" else tomllib.loads(text.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as e:
         raise UserError(f"thresholds file {path} is not valid {kind}: {str(e).splitlines()[0]}") from None
+    except RecursionError:  # json and tomllib recurse per level of nesting
+        raise UserError(f"thresholds file {path} is not valid {kind}: nested too deeply") from None
     return Thresholds.from_mapping(data, f"thresholds file {path}")
