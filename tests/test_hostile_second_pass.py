@@ -222,3 +222,43 @@ def test_factors_density_adjust_beyond_any_kernel_is_one_line(tmp_path):
         _one_line(run_cli("factors", "density", str(TOY), "--adjust", adjust, home=tmp_path / "h"), "--adjust must be")
     p = run_cli("factors", "density", str(TOY), "--adjust", "100", "--json", home=tmp_path / "h")
     assert p.returncode == 0 and json.loads(p.stdout)["adjust"] == 100, p.stderr
+
+
+# -- item 12: names that reach the terminal, names too long to store --------------------------------
+
+ESC_NAME = "evil\x1b[31mred\x1b]0;title\x07\nfake row"
+
+
+def test_directory_names_reach_tables_escaped(tmp_path):
+    root = tmp_path / "tree"
+    (root / ESC_NAME).mkdir(parents=True)
+    for i in range(3):
+        (root / ESC_NAME / f"f{i}").write_text("x")
+    p = run_cli("fsstats", str(root), home=tmp_path / "h", env={"COLUMNS": "200"})
+    assert p.returncode == 0, p.stderr
+    assert "\x1b" not in p.stdout and "\x07" not in p.stdout, p.stdout
+    assert "evil\\x1b[31mred" in p.stdout
+
+
+def test_target_and_file_names_in_import_tables(tmp_path):
+    src = tmp_path / f"{ESC_NAME}.csv"
+    long = "t" * 300
+    src.write_text("time,target,metric,value,interval_s\n"
+                   f"2026-11-20T00:00:00Z,{long},read_bytes,5,60\n2026-11-20T00:00:00Z,ost0,read_bytes,5,60\n")
+    p = run_cli("import", "csv", str(src), "--fs", "x", home=tmp_path / "h", env={"COLUMNS": "400"})
+    assert p.returncode == 0, p.stderr
+    assert "\x1b" not in p.stdout, p.stdout
+    assert "1 rows left out: target or metric names longer than 255 characters" in p.stderr
+    from ioweather.store import telemetry_layout as layout
+
+    stored = layout.read_frame(Settings(home=tmp_path / "h"), "x")
+    assert stored["target"].tolist() == ["ost0"]
+
+
+def test_printable_escapes_what_a_terminal_acts_on():
+    from ioweather.units import printable
+
+    assert printable(ESC_NAME) == "evil\\x1b[31mred\\x1b]0;title\\x07\\nfake row"
+    assert printable("a\u202eb\tc\x9bd") == "a\\u202eb\\tc\\x9bd"
+    assert printable(os.fsdecode(b"name\xff")) == "name\\xff"  # a non-UTF-8 byte, as ls -b shows it
+    assert printable("ordinary ünïcode — fine") == "ordinary ünïcode — fine"

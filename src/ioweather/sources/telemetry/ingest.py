@@ -82,3 +82,19 @@ def impossible_to_missing(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, 
         frame["value"] = np.where(infinite | bad_iv, np.nan, value)
         frame["interval_s"] = np.where(bad_iv, np.nan, iv)
     return frame, counts
+
+
+#: The longest target or metric name stored: Lustre's are ~20 characters, a host and a device ~100;
+#: a 300-character name was stored, then widened every table and label it reached.
+MAX_NAME = 255
+
+
+def overlong_names(frame: pd.DataFrame) -> tuple[pd.DataFrame, int, str | None]:
+    """(`frame` without the rows whose target or metric name is longer than MAX_NAME, how many rows
+    were left out, the first such name cut to 40 characters for the note)."""
+    long = (frame["target"].astype(str).str.len() > MAX_NAME) | (frame["metric"].astype(str).str.len() > MAX_NAME)
+    if not long.any():
+        return frame, 0, None
+    row = frame[long].iloc[0]
+    name = row["target"] if len(str(row["target"])) > MAX_NAME else row["metric"]
+    return frame[~long], int(long.sum()), f"{str(name)[:40]}... ({len(str(name)):,} characters)"
