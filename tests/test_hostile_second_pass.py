@@ -164,6 +164,16 @@ def test_factors_model_and_input_fifos_are_refused(tmp_path, fifo, factors_input
               "kernel interface on /proc")
 
 
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("args", [["import", "job-features", "--preset", "tokio-abc"],
+                                  ["bench", "import", "--format", "tokio-abc"], ["bench", "import"]])
+def test_other_direct_inputs_refuse_a_fifo(tmp_path, fifo, args):
+    p = run_cli(*args, str(fifo), home=tmp_path / "h", timeout=60)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert [ln for ln in p.stderr.splitlines() if ln.startswith("ioweather:")] == [
+        f"ioweather: error: cannot read {fifo}: it is a FIFO (named pipe), not a regular file"], p.stderr
+
+
 @pytest.mark.timeout(120)
 def test_job_thresholds_fifo_is_refused(tmp_path, fifo):
     log = TESTDATA / "darshan" / "mpi-io-test-x86_64-3.0.0.darshan"
