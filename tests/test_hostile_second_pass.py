@@ -95,6 +95,18 @@ def test_factors_outputs_replace_a_file_whole(tmp_path, factors_inputs, which):
     assert [x.name for x in tmp_path.iterdir() if x.name.endswith(".tmp")] == []
 
 
+@pytest.mark.parametrize("which", ["--out", "--csv", "sidecar"])
+def test_iomodel_outputs_refuse_a_planted_link(tmp_path, victim, which):
+    out, csv = tmp_path / "o.parquet", tmp_path / "o.csv"
+    link = {"--out": out, "--csv": csv, "sidecar": tmp_path / "o.runs.json"}[which]
+    os.symlink(victim, link)
+    p = run_cli("iomodel", "run", "--sizes", "1", "--repeats", "10", "--mem-size", "1MiB", "--out", str(out),
+                "--csv", str(csv), home=tmp_path / "h")
+    _one_line(p, "symlink")
+    assert victim.read_text() == VICTIM_TEXT
+    assert {x.name for x in tmp_path.iterdir()} - {"h"} == {link.name, "victim.txt"}  # nothing half-written
+
+
 @pytest.fixture(scope="module")
 def bench_run(tmp_path_factory) -> tuple[Path, str]:
     """(a home, a run id) from the real fio's JSON imported with `bench import`."""
