@@ -11,6 +11,7 @@ Below every layer: sources, store and services all use it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import secrets
 import stat
@@ -79,16 +80,23 @@ def refuse_pseudo_file(fd: int, path: str | os.PathLike, what: str = "read") -> 
         raise UserError(f"cannot {what} {os.fsdecode(path)}: it is a kernel interface on {name}, not a data file")
 
 
+@functools.cache
+def _fstatfs():
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).fstatfs
+    except (OSError, AttributeError):
+        return None
+
+
 def _fs_type(fd: int) -> int | None:
     # Python has no fstatfs; f_type is the first field (a C long) of struct statfs on Linux.
     import ctypes
 
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        buf = ctypes.create_string_buffer(256)
-        if libc.fstatfs(fd, buf) != 0:
-            return None
-    except (OSError, AttributeError):
+    fstatfs = _fstatfs()
+    buf = ctypes.create_string_buffer(256)
+    if fstatfs is None or fstatfs(fd, buf) != 0:
         return None
     return ctypes.c_ulong.from_buffer(buf).value & 0xFFFFFFFF
 
