@@ -189,7 +189,7 @@ def _imbalance(total: np.ndarray, step_s: float) -> dict:
     t, b = total.shape
     pad = np.full((t, -(-b // k) * k), np.nan)
     pad[:, :b] = total
-    blocks = pad.reshape(t, pad.shape[1] // k, k)  # not -1: with no target (t = 0) numpy cannot infer it
+    blocks = pad.reshape(t, pad.shape[1] // k, k)  # not -1: numpy cannot infer it for 0 targets (an empty window)
     merged = np.where(np.isfinite(blocks).any(axis=2), np.nansum(blocks, axis=2), np.nan)
     return T.imbalance(merged, min_bins=math.ceil(T.LONG_S / (k * step_s)))
 
