@@ -49,6 +49,20 @@ def _check(kind: str, write, **kw) -> None:
             assert left == [], f"a failed import left {left}"
             return
         assert summary["rows"] > 0
+        _check_stored(home)
+
+
+def _check_stored(home: Path) -> None:
+    """What an import stored: no infinite value, no interval outside what a sample can cover (issue 32:
+    `interval_s=1e-320` was stored and broke `workload` for good)."""
+    from ioweather.sources.telemetry.ingest import MAX_INTERVAL_S, MIN_INTERVAL_S
+    from ioweather.store import telemetry_layout as layout
+
+    frame = layout.read_frame(Settings(home=home), "f")
+    value, iv = frame["value"].to_numpy(np.float64), frame["interval_s"].to_numpy(np.float64)
+    assert not np.isinf(value).any(), frame[np.isinf(value)]
+    ok = np.isnan(iv) | ((iv >= MIN_INTERVAL_S) & (iv <= MAX_INTERVAL_S))
+    assert ok.all(), frame[~ok]
 
 
 def _text_file(name: str, text: str):
@@ -60,7 +74,10 @@ def _text_file(name: str, text: str):
 
 junk = st.text(alphabet=st.characters(codec="utf-8"), max_size=30)
 numberish = st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr), st.integers(-10**30, 10**30).map(str),
-                      st.sampled_from(["", "nan", "inf", "-inf", "1e309", "-0", "0x10", "1,5"]), junk)
+                      st.sampled_from(["", "nan", "inf", "-inf", "1e309", "-0", "0x10", "1,5",
+                                       # ±huge, subnormal (tiny), overflowing an int64 (issue 32 item 11)
+                                       "1e308", "-1e308", "1.7976931348623157e308", "1e-320", "-1e-320", "4.9e-324",
+                                       "99999999999999999999", "-9223372036854775809"]), junk)
 timeish = st.one_of(
     st.datetimes().map(lambda t: t.isoformat()), st.datetimes().map(lambda t: t.strftime("%m/%d/%y %H:%M:%S")),
     st.sampled_from(["0001-01-01", "9999-12-31T23:59:59Z", "13/13/26 99:99:99", "02/30/26 00:00:00", "1e30", "-5"]),
@@ -104,15 +121,16 @@ def test_fuzz_iostat(hosts, raw):
        cols=st.integers(0, 3), names=st.lists(junk.map(lambda s: s.replace("\x00", "")), max_size=4), group=st.sampled_from(["datatargets", "mdtargets",
                                                                                        "fullness", "x"]),
        dataset=st.sampled_from(["readbytes", "readrates", "opens", "bytes", "cpuload", "timestamps"]),
-       flips=st.lists(st.tuples(st.integers(0, 20_000), st.binary(min_size=1, max_size=8)), max_size=3))
-def test_fuzz_tts(times, cols, names, group, dataset, flips):
+       flips=st.lists(st.tuples(st.integers(0, 20_000), st.binary(min_size=1, max_size=8)), max_size=3),
+       fill=st.one_of(st.just(1.0), st.floats(), st.sampled_from([1e308, -1e308, 5e-324, -5e-324])))
+def test_fuzz_tts(times, cols, names, group, dataset, flips, fill):
     def write(d: Path) -> Path:
         path = d / "x.h5"
         with h5py.File(path, "w") as f:
             g = f.create_group(group)
             g.create_dataset("timestamps", data=np.asarray(times, dtype=np.float64))
             if dataset != "timestamps":
-                ds = g.create_dataset(dataset, data=np.ones((len(times), cols)))
+                ds = g.create_dataset(dataset, data=np.full((len(times), cols), fill))
                 if names:
                     ds.attrs["columns"] = [n.encode("utf-8", "surrogateescape") for n in names]
                 if group == "fullness":

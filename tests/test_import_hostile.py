@@ -209,7 +209,8 @@ def test_csv_impossible_intervals_are_missing(tmp_path):
     stored = _stored(tmp_path).sort_values("time_ns")
     assert stored["value"].isna().tolist() == [True, True, False]
     assert not (stored["interval_s"] <= 0).any()
-    assert "2 rows with an impossible interval (zero, negative or infinite): stored as missing" in summary["notes"]
+    assert ("2 rows with an impossible interval (zero, negative, infinite, under a microsecond or over ten years): "
+            "stored as missing") in summary["notes"]
 
 
 def test_iostat_negative_rate_is_missing_not_zero(tmp_path):

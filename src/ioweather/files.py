@@ -10,9 +10,12 @@ Below every layer: sources, store and services all use it.
 
 from __future__ import annotations
 
-import errno
+import contextlib
+import functools
 import os
+import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -42,11 +45,60 @@ def open_regular(path: str | os.PathLike, *, follow_symlinks: bool = True, what:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             raise UserError(f"cannot {what} {os.fsdecode(path)}: it is {kind_of(mode)}, not a regular file")
+        refuse_pseudo_file(fd, path, what)
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
+
+
+# statfs(2) f_type of the kernel's file systems, whose "regular" files are interfaces, not data:
+# /proc/kmsg blocks a read forever, /sys and debugfs files can be huge or have side effects.
+_PSEUDO_FS = {0x9FA0: "/proc", 0x62656572: "/sys", 0x64626720: "debugfs", 0x74726163: "tracefs",
+              0x73636673: "securityfs", 0x27E0EB: "a cgroup file system", 0x63677270: "a cgroup file system",
+              0x62656570: "configfs", 0xCAFE4A11: "bpffs", 0x6165676C: "pstore", 0xDE5E81E4: "efivarfs",
+              0x1CD1: "devpts", 0x65735543: "fusectl"}
+
+
+def pseudo_file_system(fd: int) -> str | None:
+    """The name of the kernel pseudo-file system holding the open file `fd` (/proc, /sys, /dev,
+    ...), None for a file system that holds data. By the descriptor, so a bind mount or a link
+    that leads there is caught too."""
+    try:
+        if os.fstat(fd).st_dev == os.stat("/dev").st_dev:  # devtmpfs reports tmpfs' f_type
+            return "/dev"
+    except OSError:
+        pass
+    kind = _fs_type(fd)
+    return _PSEUDO_FS.get(kind) if kind is not None else None
+
+
+def refuse_pseudo_file(fd: int, path: str | os.PathLike, what: str = "read") -> None:
+    name = pseudo_file_system(fd)
+    if name is not None:
+        raise UserError(f"cannot {what} {os.fsdecode(path)}: it is a kernel interface on {name}, not a data file")
+
+
+@functools.cache
+def _fstatfs():
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).fstatfs
+    except (OSError, AttributeError):
+        return None
+
+
+def _fs_type(fd: int) -> int | None:
+    # Python has no fstatfs; f_type is the first field (a C long) of struct statfs on Linux.
+    import ctypes
+
+    fstatfs = _fstatfs()
+    buf = ctypes.create_string_buffer(256)
+    if fstatfs is None or fstatfs(fd, buf) != 0:
+        return None
+    return ctypes.c_ulong.from_buffer(buf).value & 0xFFFFFFFF
 
 
 def fd_path(f: BinaryIO) -> str:
@@ -64,6 +116,20 @@ def read_regular_text(path: str | os.PathLike, *, what: str = "read", encoding: 
             raise from_os_error(path, e, what) from None
 
 
+def check_input(path: str | os.PathLike, *, what: str = "read") -> None:
+    """A one-line UserError unless `path` is a regular data file (open_regular's checks), for inputs
+    handed to a library that opens them by name (SQLite, pyarrow): a FIFO would block it forever."""
+    open_regular(path, what=what).close()
+
+
+def read_regular_bytes(path: str | os.PathLike, *, what: str = "read") -> bytes:
+    with open_regular(path, what=what) as f:
+        try:
+            return f.read()
+        except OSError as e:
+            raise from_os_error(path, e, what) from None
+
+
 def check_destination(path: str | os.PathLike, *, what: str = "write") -> None:
     """A one-line UserError if write_atomic would refuse `path`; for commands that check their
     outputs before a long run rather than after it."""
@@ -74,26 +140,25 @@ def check_destination(path: str | os.PathLike, *, what: str = "write") -> None:
         raise UserError(f"cannot {what} {path}: it is a directory")
 
 
-def write_atomic(path: str | os.PathLike, data: str | bytes, *, what: str = "write") -> None:
-    """Write `data` to `path` whole or not at all, never through a symlink at `path`.
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike, *, what: str = "write") -> Iterator[BinaryIO]:
+    """A binary file to write `path`'s new content to; published whole when the block ends, never
+    through a symlink at `path`, and discarded (the old file kept) when the block raises.
 
-    The bytes go to a new temporary file in the same directory (O_EXCL|O_NOFOLLOW, so nothing
-    planted there is followed or overwritten), which then replaces `path` in one rename: readers
-    see the old file or the new one, and a crash or a full disk leaves the old one.
+    For writers that stream (matplotlib's savefig, pandas' to_csv/to_parquet): they get a file
+    object, never the name, so nothing they open can follow a link. The temporary has a random
+    name and O_EXCL|O_NOFOLLOW: a link or file planted beside the destination is neither followed
+    nor reused. fsync before the rename, so a crash leaves the old file or the new one, not an
+    empty one.
     """
     path = Path(path)
     check_destination(path, what=what)
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-    except OSError as e:
-        if e.errno == errno.EEXIST:  # a leftover of a killed run of ours, or something planted: never reuse it
-            raise UserError(f"cannot {what} {path}: {tmp} is in the way (remove it)") from None
-        raise from_os_error(path, e, what) from None
+    fd, tmp = _create_temporary(path, what)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(payload)
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(tmp, path)
     except OSError as e:
         tmp.unlink(missing_ok=True)
@@ -101,3 +166,39 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, *, what: str = "wri
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    _sync_directory(path.parent)
+
+
+def write_atomic(path: str | os.PathLike, data: str | bytes, *, what: str = "write") -> None:
+    """Write `data` to `path` whole or not at all, never through a symlink at `path` (atomic_output)."""
+    with atomic_output(path, what=what) as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+def _create_temporary(path: Path, what: str) -> tuple[int, Path]:
+    # A random name: a fixed one (OUT.tmp) let anyone with write access to the directory plant a
+    # link there first, and a planted file would block every later run.
+    for _ in range(16):
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644), tmp
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise from_os_error(path, e, what) from None
+    raise UserError(f"cannot {what} {path}: no free temporary name beside it")
+
+
+def _sync_directory(d: Path) -> None:
+    # The rename itself is durable only once the directory is; a file system that cannot fsync a
+    # directory (some network ones) still has the file, so this is best effort.
+    try:
+        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

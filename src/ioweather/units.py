@@ -225,3 +225,27 @@ def format_age(s: float) -> str:
     if s < 172800:
         return f"{s / 3600:.1f} h"
     return f"{s / 86400:.1f} days"
+
+
+# C0 and C1 controls (ESC starts a terminal escape sequence, a newline forges a table row), the
+# bidirectional overrides that reorder what a terminal shows, and the lone surrogates by which Python
+# carries the bytes of a file name that is not UTF-8 (printing one raises UnicodeEncodeError).
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\udc80-\udcff]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_char(m: re.Match) -> str:
+    c = m.group()
+    if c in _NAMED:
+        return _NAMED[c]
+    n = ord(c)
+    if 0xDC80 <= n <= 0xDCFF:  # os.fsdecode's stand-in for the byte n - 0xDC00
+        return f"\\x{n - 0xDC00:02x}"
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}"
+
+
+def printable(text: str) -> str:
+    """`text` with what a terminal would act on rather than show written as escapes (`\\x1b`, `\\n`,
+    `\\u202e`, a non-UTF-8 byte as `\\xff`): names users chose (directories, targets, jobs) reach
+    tables, and a name must not be able to recolour, rewrite or fake the output around it."""
+    return _UNPRINTABLE.sub(_escape_char, text)

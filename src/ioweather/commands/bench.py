@@ -110,12 +110,19 @@ def register(cli: click.Group) -> None:
         from ioweather.views.output import print_json
 
         out = svc.import_files(open_store(settings), paths, fmt, fs, motif)
+        for f in out["by_file"]:
+            for reason in f.get("skipped", []):
+                click.echo(f"ioweather: warning: {f['path']}: skipped {reason}", err=True)
+        for f in out["failed"]:
+            click.echo(f"ioweather: error: {f['error']}", err=True)
         if as_json:
             print_json(out)
         else:
             click.echo(f"imported {out['runs']} runs from {out['files']} files"
                        + (f" ({out['skipped_rows']} rows without a time or performance skipped)"
                           if out["skipped_rows"] else ""))
+        if out["failed"]:
+            sys.exit(2)
 
     @bench.command()
     @click.option("--motif", default=None, help="Only this motif.")

@@ -120,7 +120,10 @@ def register(cli: click.Group) -> None:
 
     @cli.command()
     @_event_options
-    @click.option("--since", type=SINCE, default="7d", show_default=True, help="Start: a time or a duration before now.")
+    # No "7d" default: that is 7 days before *now*, and a store whose telemetry ended earlier got
+    # "--since must be before --until" for a command given neither (until defaults to the data's end).
+    @click.option("--since", type=SINCE, default=None,
+                  help="Start: a time or a duration before now (default: 7 days before --until).")
     @json_option
     @click.option("--html", "html", type=click.Path(dir_okay=False), default=None, help="Write the report page to this file.")
     @click.option("--dashboard-url", default="http://localhost:8050", show_default=True,

@@ -63,6 +63,15 @@ def _density_options(f):
     return f
 
 
+def _check_outputs(*paths: Path | None) -> None:
+    """Refuse an output that write_atomic would refuse (a symlink, a directory) before the analysis."""
+    from ioweather.files import check_destination
+
+    for p in paths:
+        if p is not None:
+            check_destination(p)
+
+
 def _say(line: str) -> None:
     click.echo(line, err=True)
 
@@ -80,6 +89,7 @@ def _run_density(settings, *, files, column, unit, where, drop_invalid, from_sto
     from ioweather.views.output import print_json, progress
 
     kw = svc.density_options(adjust, significance, cutoff_fraction, split, r44)
+    _check_outputs(plot)
     by_cols = split_cols(by)
     df, name = svc.load_table(settings, files, from_store=from_store, op=op, target=target, since=since,
                               until=until, column=column, unit=unit, where=where,
@@ -134,6 +144,7 @@ def _run_fit(settings, *, files, column, unit, where, drop_invalid, from_store, 
     if margin < 0:
         raise UserError("--margin must not be negative")
     kw = svc.density_options(adjust, significance, cutoff_fraction, split, r44)
+    _check_outputs(out)
     inp = svc.fit_input(settings, files, column=column, unit=unit, where=where, op=op, target=target, since=since,
                         until=until, by=by, size_column=size_column, size_cap=size_cap)
     with progress() as bar:
@@ -156,6 +167,7 @@ def _run_classify(settings, *, files, column, unit, where, drop_invalid, from_st
     from ioweather.views.factors_tables import print_shares
     from ioweather.views.output import print_json
 
+    _check_outputs(out, plot)
     c = svc.classify_rows(settings, files, column=column, unit=unit, where=where, drop_invalid=drop_invalid,
                           from_store=from_store, op=op, target=target, since=since, until=until,
                           model_path=model_path, size_column=size_column, fixed_size=fixed_size, match=match, by=by,

@@ -29,6 +29,10 @@ def register(cli: click.Group) -> None:
         from ioweather.store import open_store
         from ioweather.views.output import print_json, print_table, stdout
 
+        if html_out:
+            from ioweather.files import check_destination
+
+            check_destination(html_out)  # before the work, not after it
         doc = build(open_store(settings), job, system=system, fs=fs, motif=motif)
         if html_out:
             from ioweather.services.umami import write_html

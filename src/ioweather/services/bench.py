@@ -25,12 +25,13 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from ioweather.errors import UserError, from_os_error
+from ioweather.errors import StoreError, UserError, from_os_error
 from ioweather.units import format_bytes, ns_to_iso
 
 if TYPE_CHECKING:
@@ -88,11 +89,13 @@ def motif_names(names) -> list[str]:
 
 
 def fio_args(name: str, work: Path, size: int, tasks: int, md_files: int) -> list[str]:
+    from ioweather.sources import fio
+
     bs = min(4 * MIB, size)
     fill = {"SIZE": str(size), "BS": str(bs), "FILES": str(md_files)}
     # --thread: fio's jobs are threads of the one process that dies with us (PR_SET_PDEATHSIG, sources/fio.py);
     # forked job processes do not inherit that, and after a kill -9 of ioweather kept writing for hours
-    args = [f"--directory={work}", "--ioengine=psync", "--thread", "--group_reporting", f"--numjobs={tasks}"]
+    args = [f"--directory={fio.escape_path(work)}", "--ioengine=psync", "--thread", "--group_reporting", f"--numjobs={tasks}"]
     for a in MOTIFS[name].args:
         key, eq, val = a.partition("=")
         args.append(f"{key}={fill.get(val, val)}" if eq else a)
@@ -213,6 +216,7 @@ def run(store, motifs, directory, size: int = DEFAULT_SIZE, tasks: int = DEFAULT
         raise UserError(f"--max-share must be in (0, 1], got {max_share:g}")
     exe = fio.find_fio()
     root = _real_dir(directory)
+    fio.escape_path(root / WORK_NAME)  # refused now, not after the first motif's setup
     label = fs or _fs_label(root)
     t0 = time.perf_counter()
     out = {"runs": [], "directory": str(root), "fs": label, "fio_s": 0.0}
@@ -251,9 +255,9 @@ def _run_one(store, name, work, root, label, exe, version, size, tasks, md_files
         acc["fio_s"] += time.perf_counter() - t
         _remove_work(work)
     end_ns = time.time_ns()
-    results = fio.results(doc)
+    results, reasons = fio.read_results(doc)
     if not results:
-        raise UserError(f"fio reported no I/O for motif {name}")
+        raise UserError(f"fio reported no I/O for motif {name}" + (f" that can be stored ({reasons[0]})" if reasons else ""))
     rec = {"run_id": new_run_id(name), "motif": name, "fs": label, "source": "fio", "hosts": _hosts(),
            "directory": str(root), "start_ns": start_ns, "end_ns": end_ns, "tasks": tasks, "size_bytes": size,
            "tool_version": fio.fio_version(doc) if doc.get("fio version") else version,
@@ -315,16 +319,21 @@ def submit(settings, motifs, directory, size: int, tasks: int, md_files: int, fs
 # ----------------------------------------------------------------------------- import
 
 def import_files(store, paths, fmt: str | None = None, fs: str | None = None, motif: str | None = None) -> dict:
-    """Import fio JSON outputs and tokio-abc summaries (by --format, else by name: .json is fio, .csv[.gz] tokio-abc)."""
-    totals = {"files": 0, "runs": 0, "skipped_rows": 0, "by_file": []}
+    """Import fio JSON outputs and tokio-abc summaries (by --format, else by name: .json is fio, .csv[.gz] tokio-abc).
+
+    A file that cannot be imported is one entry of "failed" ({path, error}) and the others go on."""
+    if fmt not in (None, "fio", "tokio-abc"):
+        raise UserError(f"unknown format {fmt!r}; known: fio, tokio-abc")
+    totals = {"files": 0, "runs": 0, "skipped_rows": 0, "by_file": [], "failed": []}
     for p in paths:
         kind = fmt or ("tokio-abc" if str(p).endswith((".csv", ".csv.gz")) else "fio")
-        if kind == "fio":
-            r = _import_fio(store, p, fs, motif)
-        elif kind == "tokio-abc":
-            r = _import_abc(store, p)
-        else:
-            raise UserError(f"unknown format {kind!r}; known: fio, tokio-abc")
+        try:
+            r = _import_fio(store, p, fs, motif) if kind == "fio" else _import_abc(store, p)
+        except StoreError:
+            raise  # the store, not this file: the next file would fail the same way
+        except UserError as e:
+            totals["failed"].append({"path": str(p), "error": str(e)})
+            continue
         totals["files"] += 1
         totals["runs"] += r["runs"]
         totals["skipped_rows"] += r.get("skipped_rows", 0)
@@ -337,17 +346,24 @@ def _import_fio(store, path, fs: str | None, motif: str | None) -> dict:
     from ioweather.store import bench as bstore
 
     doc, text = fio.read_file(path)
-    rows = fio.results(doc)
+    rows, reasons = fio.read_results(doc)
     if not rows:
-        raise UserError(f"{path}: fio's JSON holds no job that did I/O")
+        raise UserError(f"{path}: fio's JSON holds no job whose I/O can be stored ({reasons[0]})" if reasons
+                        else f"{path}: fio's JSON holds no job that did I/O")
     digest = hashlib.sha1(text.encode()).hexdigest()[:12]
-    runs: dict[str, dict] = {}
+    # numjobs=N without group_reporting: N jobs of one name, each its own run (one id per name
+    # made their results collide in the store)
+    names = Counter(r["jobname"] for r in {r["job"]: r for r in rows}.values())
+    runs: dict[int, dict] = {}
     for r in rows:
         if r["end_ms"] is None:
-            raise UserError(f"{path}: fio's JSON has no time stamp (timestamp_ms or job_start)")
-        rid = f"fio:{digest}:{r['jobname']}"[:160]
+            stamp = [x for x in reasons if x.startswith("timestamp")]
+            raise UserError(f"{path}: fio's JSON has no time stamp (timestamp_ms or job_start)"
+                            + (f": its {stamp[0]}" if stamp else ""))
+        suffix = f".{r['job']}" if names[r["jobname"]] > 1 else ""
+        rid = f"fio:{digest}:{r['jobname'][:160 - 17 - len(suffix)]}{suffix}"
         rid = "".join(c if c.isalnum() or c in "._:@+-" else "_" for c in rid)
-        run = runs.setdefault(rid, {"run_id": rid, "motif": motif or r["jobname"], "fs": fs or "unknown",
+        run = runs.setdefault(r["job"], {"run_id": rid, "motif": motif or r["jobname"], "fs": fs or "unknown",
                                     "source": "fio-import", "hosts": None, "directory": None,
                                     "start_ns": int(r["start_ms"] * 1e6), "end_ns": int(r["end_ms"] * 1e6),
                                     "tool_version": fio.fio_version(doc), "params": {"file": str(Path(path).resolve())},
@@ -356,7 +372,7 @@ def _import_fio(store, path, fs: str | None, motif: str | None) -> dict:
     first = next(iter(runs.values()))
     first["json_text"] = text  # one copy of the file, beside the first of its runs
     bstore.put_runs(store, list(runs.values()))
-    return {"runs": len(runs)}
+    return {"runs": len(runs), "skipped": reasons}
 
 
 def _import_abc(store, path) -> dict:

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ioweather.errors import UserError, from_os_error
+from ioweather.errors import UserError
+from ioweather.files import atomic_output, read_regular_bytes, write_atomic
 from ioweather.sources import latency_table as lt
 from ioweather.stats import factor_classes as fc
 from ioweather.stats.factor_models import NO_MODEL_LABEL
@@ -26,10 +27,14 @@ from ioweather.units import ns_to_iso, parse_size, to_ns
 Say = Callable[[str], None]
 
 
+#: Largest bandwidth multiplier: R's default is 1, the paper's 2; at 100 the kernel spans ~12 ln-seconds.
+MAX_ADJUST = 100.0
+
+
 def density_options(adjust, significance, cutoff_fraction, split, r44) -> dict:
     """The keyword arguments of `stats.factors.analyse`, checked."""
-    if not adjust > 0:
-        raise UserError("--adjust must be positive")
+    if not 0 < adjust <= MAX_ADJUST:  # also NaN and inf; a wider kernel's grid overflowed (IndexError, OverflowError)
+        raise UserError(f"--adjust must be in (0, {MAX_ADJUST:g}]: a wider kernel smooths every density into one class")
     if not 0 < significance <= 1:
         raise UserError("--significance must be in (0, 1]")
     if not 0 < cutoff_fraction < 1:
@@ -255,10 +260,7 @@ def save_models(models, out: Path, *, files, setup_cols: list[str], margin: floa
 
     doc = models_to_doc(models, created=ns_to_iso(time.time_ns()), inputs=[str(f) for f in files],
                         grouping=setup_cols, margin=margin, **kw)
-    try:
-        Path(out).write_text(json.dumps(doc, indent=1) + "\n")
-    except OSError as e:
-        raise from_os_error(out, e, "write") from None
+    write_atomic(out, json.dumps(doc, indent=1) + "\n")
     return doc
 
 
@@ -270,12 +272,13 @@ def load_models(path: Path):
     from ioweather.stats.factor_models import models_from_doc
 
     path = Path(path)
-    with lt.reading(path, "model file"):
-        text = path.read_text(errors="replace")
+    text = read_regular_bytes(path, what="read model file").decode("utf-8", errors="replace")
     try:
         return models_from_doc(json.loads(text)), text
     except json.JSONDecodeError as e:
         raise UserError(f"{path}: not JSON ({e})") from None
+    except RecursionError:
+        raise UserError(f"{path}: not a model file (JSON nested too deeply)") from None
     except ValueError as e:
         raise UserError(f"{path}: {e}") from None
 
@@ -344,10 +347,8 @@ def classify_rows(settings, files, *, column, unit, where, drop_invalid, from_st
 
 def write_rows(df: pd.DataFrame, out: Path) -> None:
     """The classified rows as CSV (.csv) or Parquet (anything else)."""
-    try:
+    with atomic_output(out) as f:
         if out.suffix.lower() == ".csv":
-            df.to_csv(out, index=False)
+            df.to_csv(f, index=False)
         else:
-            df.to_parquet(out, index=False)
-    except OSError as e:
-        raise from_os_error(out, e, "write") from None
+            df.to_parquet(f, index=False)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from ioweather.errors import UserError
 from ioweather.sources.telemetry.importers import importer
-from ioweather.sources.telemetry.ingest import impossible_to_missing, source_writer, to_long
+from ioweather.sources.telemetry.ingest import MAX_NAME, impossible_to_missing, overlong_names, source_writer, to_long
 from ioweather.store.telemetry_imports import ImportRun
 from ioweather.views.output import progress
 
@@ -29,8 +29,8 @@ def _impossible_notes(counts: dict[str, int]) -> list[str]:
     if counts["infinite"]:
         notes.append(f"{counts['infinite']} infinite values (inf, or too large for a number) stored as missing")
     if counts["interval"]:
-        notes.append(f"{counts['interval']} rows with an impossible interval (zero, negative or infinite): "
-                     "stored as missing")
+        notes.append(f"{counts['interval']} rows with an impossible interval (zero, negative, infinite, "
+                     "under a microsecond or over ten years): stored as missing")
     return notes
 
 
@@ -45,16 +45,22 @@ def import_one(settings, kind: str, source: str, fs: str, *, tz: str | None = No
               **{k: v for k, v in options.items() if k in cls.option_names()})
     run = ImportRun(settings, fs, source_writer(kind, imp.ident()))
     impossible = {"infinite": 0, "interval": 0}
+    overlong, first_overlong = 0, None
     t0 = time.perf_counter()
     try:
         with imp, progress() as bar:
             task = bar.add_task(imp.label(), total=imp.total())
             for chunk in imp.chunks(lambda n: bar.advance(task, n)):
-                frame, counts = impossible_to_missing(_in_range(to_long(chunk), since_ns, until_ns))
+                frame, n_long, name = overlong_names(_in_range(to_long(chunk), since_ns, until_ns))
+                overlong, first_overlong = overlong + n_long, first_overlong or name
+                frame, counts = impossible_to_missing(frame)
                 for k, n in counts.items():
                     impossible[k] += n
                 run.write(frame)
         notes = imp.notes + _impossible_notes(impossible)
+        if overlong:
+            notes.append(f"{overlong} rows left out: target or metric names longer than {MAX_NAME} characters "
+                         f"(first: {first_overlong!r})")
         run.finish()
         if run.rows == 0:
             detail = f" ({'; '.join(notes)})" if notes else ""

@@ -315,23 +315,13 @@ def umami(store, job_id: str, system: str | None = None, fs: str | None = None, 
 
 def write_html(doc: dict, out: str) -> None:
     """The UMAMI page of `doc` as one self-contained file (plotly.js inlined)."""
-    import os
-
     import plotly
 
-    from ioweather.errors import from_os_error
+    from ioweather.files import write_atomic
     from ioweather.views.umami_report import render
 
     js_path = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
-    html = render(doc, js_path.read_text())
-    tmp = f"{out}.tmp"
-    try:
-        with open(tmp, "w") as f:
-            f.write(html)
-        os.replace(tmp, out)
-    except OSError as e:
-        Path(tmp).unlink(missing_ok=True)
-        raise from_os_error(out, e, "write") from None
+    write_atomic(out, render(doc, js_path.read_text()))
 
 
 # ----------------------------------------------------------------------------- dashboard

@@ -90,6 +90,16 @@ def _stop(proc: subprocess.Popen) -> None:
             continue
 
 
+def escape_path(path: str | os.PathLike) -> str:
+    """`path` for fio's --directory/--filename, which split at ':' (several directories) unless the
+    colon is escaped as `\\:` (fio(1), filename=). A backslash already before a colon cannot be told
+    from an escape, so such a path is refused."""
+    text = os.fspath(path)
+    if "\\:" in text:
+        raise UserError(f"cannot give fio the directory {text!r}: a backslash before a colon is ambiguous to fio")
+    return text.replace(":", "\\:")
+
+
 def _last_line(text: str | None) -> str:
     lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
     return lines[-1][:300] if lines else ""
@@ -102,7 +112,7 @@ def parse_text(text: str, what: str) -> tuple[dict, str]:
     body = text[m.start():] if m else ""
     try:
         doc = json.loads(body) if body else None
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than any fio output
         doc = None
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         first = _last_line(text.splitlines()[0] if text.strip() else "") or "nothing"
@@ -141,16 +151,37 @@ def _latencies(side: dict) -> dict:
     return out
 
 
+#: What the store's 64-bit columns hold: bytes, and times in ms that are ns below 2**63 (year 2262).
+MAX_BYTES = 2**63 - 1
+MAX_MS = (2**63 - 1) // 1_000_000
+
+
 def results(doc: dict) -> list[dict]:
-    """One row per fio job and direction that did I/O: jobname, direction, bytes, duration_s, bw_bps, iops,
-    lat_p50/95/99_s, ioengine, and the job's start/end (unix ms) when the JSON tells them."""
-    rows = []
+    """One row per fio job and direction that did I/O (read_results without the reasons)."""
+    return read_results(doc)[0]
+
+
+def read_results(doc: dict) -> tuple[list[dict], list[str]]:
+    """(rows, reasons): one row per fio job and direction that did I/O: job (its index in fio's list; two
+    jobs may share a name), jobname, direction, bytes, duration_s, bw_bps, iops, lat_p50/95/99_s,
+    ioengine, and the job's start/end (unix ms) when the JSON tells them. A side fio could not have
+    written (no positive runtime, bytes below zero or beyond 2**63, times outside 1970..2262) is left
+    out, and why is in `reasons`: stored, it became a run no statistic could use."""
+    rows, reasons = [], []
     stamp_ms = _num(doc.get("timestamp_ms")) or (_num(doc.get("timestamp"), 1000.0))
-    for job in doc.get("jobs") or []:
+    if stamp_ms is not None and not 0 < stamp_ms <= MAX_MS:
+        reasons.append(f"timestamp {stamp_ms:.6g} ms is not a time between 1970 and 2262")
+        stamp_ms = None
+    for index, job in enumerate(doc.get("jobs") or []):
         if not isinstance(job, dict):
             continue
+        name = str(job.get("jobname", "fio"))
         opts = job.get("job options") if isinstance(job.get("job options"), dict) else {}
         engine = str(opts.get("ioengine", ""))
+        start_ms = _num(job.get("job_start")) or None  # 0: a job that never started
+        if start_ms is not None and not 0 < start_ms <= MAX_MS:
+            reasons.append(f"job {name}: job_start {start_ms:.6g} ms is not a time between 1970 and 2262")
+            continue
         for d in DIRECTIONS:
             side = job.get(d)
             if not isinstance(side, dict):
@@ -162,19 +193,39 @@ def results(doc: dict) -> list[dict]:
             runtime_ms = _num(side.get("runtime"))
             if not (nbytes or ios) or runtime_ms is None:
                 continue
+            bad = _bad_side(nbytes, ios, runtime_ms)
+            if bad:
+                reasons.append(f"job {name} {d}: {bad}")
+                continue
             bw = _num(side.get("bw_bytes"))
             if bw is None:
                 bw = _num(side.get("bw"), 1024.0)  # KiB/s before fio 3
-            start_ms = _num(job.get("job_start"))
             run_ms = _num(job.get("job_runtime")) or runtime_ms
             end_ms = start_ms + run_ms if start_ms is not None else stamp_ms
-            rows.append({"jobname": str(job.get("jobname", "fio")),
+            if end_ms is not None and not end_ms <= MAX_MS:
+                reasons.append(f"job {name}: its end is after 2262")
+                continue
+            rows.append({"job": index, "jobname": name,
                          "direction": FILE_ENGINES.get(engine, d) if d == "read" else d,
-                         "bytes": int(nbytes or 0), "duration_s": runtime_ms / 1000.0, "bw_bps": bw,
-                         "iops": _num(side.get("iops")), "ios": int(ios), "ioengine": engine or None,
+                         "bytes": int(nbytes or 0), "duration_s": runtime_ms / 1000.0, "bw_bps": _positive(bw),
+                         "iops": _positive(_num(side.get("iops"))), "ios": int(ios), "ioengine": engine or None,
                          "start_ms": start_ms if start_ms is not None else (None if end_ms is None else end_ms - run_ms),
                          "end_ms": end_ms, **_latencies(side)})
-    return rows
+    return rows, reasons
+
+
+def _bad_side(nbytes: float | None, ios: float, runtime_ms: float) -> str | None:
+    if not runtime_ms > 0:
+        return f"runtime {runtime_ms:g} ms (a run needs a positive duration)"
+    if nbytes is not None and not 0 <= nbytes <= MAX_BYTES:
+        return f"io_bytes {nbytes:.6g} is not a byte count (0 to 2**63)"
+    if not 0 <= ios <= MAX_BYTES:
+        return f"total_ios {ios:.6g} is not a count"
+    return None
+
+
+def _positive(v: float | None) -> float | None:
+    return v if v is not None and v >= 0 else None
 
 
 def fio_version(doc: dict) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from ioweather.errors import UserError, from_os_error
+from ioweather.files import check_input, read_regular_bytes
 
 #: Columns a tokio-abc summary cannot do without (performance, the window, the motif's parts).
 REQUIRED = ["_datetime_start", "_datetime_end", "_file_system", "_jobid", "darshan_agg_perf_by_slowest_posix",
@@ -27,6 +28,7 @@ _SYSTEM = re.compile(r"^([a-z0-9]+)-summaries", re.IGNORECASE)
 def read_csv(path: str | Path) -> pd.DataFrame:
     """The CSV (plain or .gz) as a DataFrame; one-line UserError on a missing file or a wrong table."""
     p = Path(path)
+    check_input(p)  # a FIFO or /proc file would block pandas forever
     try:
         df = pd.read_csv(p, low_memory=False)
     except OSError as e:
@@ -51,10 +53,8 @@ def read_config(path: str | Path) -> dict:
     """abcconfig.json: metric directions (`metric_big_is_good`), labels, UMAMI rows, processes per node."""
     p = Path(path)
     try:
-        doc = json.loads(p.read_text())
-    except OSError as e:
-        raise from_os_error(p, e, "read") from None
-    except ValueError as e:
+        doc = json.loads(read_regular_bytes(p))
+    except (ValueError, RecursionError) as e:
         raise UserError(f"cannot read {p}: not JSON ({e})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("metric_big_is_good", {}), dict):
         raise UserError(f"{p}: not a tokio-abc abcconfig.json (no metric_big_is_good table)")

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ioweather.errors import UserError, from_os_error
+from ioweather.files import check_input
 
 DURATION_COLUMNS = ("duration_s", "duration_ns", "duration", "value")
 UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
@@ -36,8 +37,7 @@ def reading(path: Path, what: str = "CSV or Parquet file"):
     import pyarrow as pa
 
     try:
-        if path.is_dir():
-            raise UserError(f"{path} is a directory, not a {what}")
+        check_input(path, what=f"read {what}")
         yield
     except (pa.ArrowException, OSError) as e:
         if getattr(e, "errno", None) and not isinstance(e, pa.ArrowException):

@@ -27,6 +27,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from ioweather.errors import UserError, from_os_error
+from ioweather.files import check_input, read_regular_bytes
 from ioweather.sources.telemetry.base import check_timezone
 
 #: What the live import asks sacct for (-X: allocations only, no steps).
@@ -98,10 +99,22 @@ def local_time_ns(text, tz: ZoneInfo) -> int | None:
     try:
         dt = datetime.fromisoformat(str(text).strip())
     except ValueError:
-        raise ValueError(f"malformed time {text!r}") from None
+        raise ValueError(f"malformed time {str(text)[:40]!r}") from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=tz)
-    return int(dt.timestamp()) * 1_000_000_000 + dt.microsecond * 1000
+    try:
+        ns = int(dt.timestamp()) * 1_000_000_000 + dt.microsecond * 1000
+    except (OverflowError, ValueError):
+        ns = -1
+    if not 0 <= ns <= MAX_NS:  # the store's 64-bit nanoseconds: 9999-12-31 was an OverflowError there
+        raise ValueError(f"time {str(text).strip()[:40]!r} is not between 1970 and 2262")
+    return ns
+
+
+#: The last nanosecond a signed 64-bit column holds (2262-04-11).
+MAX_NS = 2**63 - 1
+#: NNodes and NCPUS go to 32-bit columns (PostgreSQL's integer).
+MAX_COUNT = 2**31 - 1
 
 
 def parse_elapsed(text) -> float | None:
@@ -115,7 +128,9 @@ def parse_elapsed(text) -> float | None:
         days = int(d)
     parts = [float(p) for p in s.split(":")]
     if not 1 <= len(parts) <= 3:
-        raise ValueError(f"malformed duration {text!r}")
+        raise ValueError(f"malformed duration {str(text)[:40]!r}")
+    if not all(math.isfinite(p) and p >= 0 for p in parts):
+        raise ValueError(f"malformed duration {str(text)[:40]!r}")
     seconds = 0.0
     for p in parts:
         seconds = seconds * 60 + p
@@ -126,24 +141,79 @@ def parse_elapsed(text) -> float | None:
     return days * 86400 + seconds
 
 
-def _int(text) -> int | None:
+def _int(text, limit: int = MAX_NS) -> int | None:
+    """An integer field (`12`, `12.0`), a ValueError naming it when it is not one in [-limit, limit]."""
     if _blank(text):
         return None
+    s = str(text).strip()
     try:
-        return int(float(str(text).strip()))
-    except ValueError:
-        raise ValueError(f"not a number: {text!r}") from None
+        v = int(s) if s.lstrip("+-").isdigit() else int(float(s))
+    except (ValueError, OverflowError):  # OverflowError: int(float("1e400"))
+        raise ValueError(f"not a number: {s[:40]!r}") from None
+    if abs(v) > limit:
+        raise ValueError(f"{s[:40]} is out of range (at most {limit:,})")
+    return v
 
 
 # -- node lists ------------------------------------------------------------------------------
-def expand_nodelist(text: str) -> list[str]:
-    """`nid[00001-00004,00010],login1` -> the node names, in order (zero padding kept)."""
+#: Most node names one list is expanded to (the largest machines have ~10^5 nodes); past it a list is
+#: counted, never expanded: `nid[0-99999999]` took 5 GB, `a[0-9999]b[0-9999]` 7 GB.
+MAX_EXPANDED_NODES = 1_000_000
+_GROUP = re.compile(r"(\[[^\[\]]*\])")
+
+
+class NodeListTooLong(ValueError):
+    """A node list that names more than MAX_EXPANDED_NODES nodes (its count is in `count`)."""
+
+    def __init__(self, text: str, count: int, limit: int):
+        super().__init__(f"node list {_short(text)} names {count:,} nodes, more than {limit:,}")
+        self.count = count
+
+
+def _short(text: str, n: int = 40) -> str:
+    return repr(text if len(text) <= n else text[:n] + "...")
+
+
+def count_nodes(text) -> int:
+    """How many node names `nid[00001-00004,00010],login1` stands for, without expanding it."""
+    if _blank(text):
+        return 0
+    total = 0
+    for item in _split_top(str(text).strip()):
+        n = 1
+        for part in _GROUP.split(item):
+            if part.startswith("["):
+                n *= sum(len(range(a, b + 1)) for a, b, _ in _ranges(part[1:-1], text))
+        total += n
+    return total
+
+
+def expand_nodelist(text: str, limit: int = MAX_EXPANDED_NODES) -> list[str]:
+    """`nid[00001-00004,00010],login1` -> the node names, in order (zero padding kept); NodeListTooLong
+    past `limit` names, found by counting first."""
     if _blank(text):
         return []
+    count = count_nodes(text)
+    if count > limit:
+        raise NodeListTooLong(str(text), count, limit)
     names: list[str] = []
     for item in _split_top(str(text).strip()):
-        names.extend(_expand_one(item))
+        names.extend(_expand_one(item, text))
     return names
+
+
+def _ranges(spec: str, text) -> list[tuple[int, int, int]]:
+    """(first, last, width) of each `a-b` or `a` in a bracket's `a-b,c`."""
+    out = []
+    for r in spec.split(","):
+        a, dash, b = r.partition("-")
+        if not a.isdigit() or (dash and not b.isdigit()):
+            raise ValueError(f"malformed range {r!r} in node list {_short(str(text))}")
+        lo, hi = int(a), int(b) if dash else int(a)
+        if hi < lo:
+            raise ValueError(f"range {r!r} runs backwards in node list {_short(str(text))}")
+        out.append((lo, hi, len(a)))
+    return out
 
 
 def _split_top(text: str) -> list[str]:
@@ -159,26 +229,21 @@ def _split_top(text: str) -> list[str]:
         else:
             cur.append(ch)
     if depth != 0:
-        raise ValueError(f"unbalanced brackets in node list {text!r}")
+        raise ValueError(f"unbalanced brackets in node list {_short(text)}")
     out.append("".join(cur))
     return [o for o in out if o]
 
 
-def _expand_one(item: str) -> list[str]:
-    m = re.match(r"^([^\[]*)\[([^\]]*)\](.*)$", item)
-    if not m:
-        return [item]
-    prefix, ranges, rest = m.groups()
-    tails = _expand_one(rest) if rest else [""]
-    out = []
-    for r in ranges.split(","):
-        if "-" in r:
-            a, b = r.split("-", 1)
-            width = len(a)
-            out.extend(f"{prefix}{i:0{width}d}{t}" for i in range(int(a), int(b) + 1) for t in tails)
-        else:
-            out.extend(f"{prefix}{r}{t}" for t in tails)
-    return out
+def _expand_one(item: str, text) -> list[str]:
+    """The names of one `pre[1-3]mid[7,9]post` item, the first bracket varying slowest (as Slurm does)."""
+    names = [""]
+    for part in _GROUP.split(item):
+        if part.startswith("["):
+            values = [f"{i:0{w}d}" for lo, hi, w in _ranges(part[1:-1], text) for i in range(lo, hi + 1)]
+            names = [n + v for n in names for v in values]
+        elif part:
+            names = [n + part for n in names]
+    return names
 
 
 def compact_nodelist(names) -> str:
@@ -217,6 +282,7 @@ def parse_sacct(text: str, *, tz: str, cluster: str | None = None, header: list[
     check_timezone(tz)
     zone = ZoneInfo(tz)
     lines = text.splitlines()
+    first_line = 1 if header is not None else 2  # the file's own header is its line 1
     if header is None:
         while lines and not lines[0].strip():
             lines.pop(0)
@@ -237,8 +303,8 @@ def parse_sacct(text: str, *, tz: str, cluster: str | None = None, header: list[
     unknown = [header[i].strip() for i, c in enumerate(cols) if c not in _COLUMNS]
     if unknown:
         notes.append(f"ignored columns: {', '.join(unknown)}")
-    rows, steps, pending, bad = [], 0, 0, []
-    for lineno, line in enumerate(lines, start=2 if header is None else 1):
+    rows, steps, pending, bad, caps = [], 0, 0, [], []
+    for lineno, line in enumerate(lines, start=first_line):
         if not line.strip():
             continue
         fields = line.split("|")
@@ -252,17 +318,18 @@ def parse_sacct(text: str, *, tz: str, cluster: str | None = None, header: list[
             continue
         try:
             row = _sacct_row(get, jobid, zone, cluster, has_end="end" in index)
+            _check_keys(jobid, row)
         except ValueError as e:
             bad.append(f"line {lineno}: {e}")
             continue
         if row is None:
             pending += 1
             continue
-        rows.append(row)
+        rows.append(_bounded(row, caps, f"line {lineno}"))
     rows, dups = _last_of_each(rows)
     if dups:
         notes.append(f"{dups} repeated job ids: the last line of each is kept")
-    return Parsed(rows, notes + _skip_notes(steps, pending, bad), tz)
+    return Parsed(rows, notes + _skip_notes(steps, pending, bad) + _cap_notes(caps), tz)
 
 
 def _last_of_each(rows: list[dict]) -> tuple[list[dict], int]:
@@ -284,16 +351,57 @@ def _sacct_row(get, jobid: str, zone: ZoneInfo, cluster: str | None, *, has_end:
     if end is None and not has_end and state not in (None, "RUNNING", "SUSPENDED", "REQUEUED"):
         elapsed = parse_elapsed(get("elapsed"))  # a file saved without End: Start + Elapsed
         end = start + int(elapsed * 1e9) if elapsed is not None else None
+        if end is not None and end > MAX_NS:
+            raise ValueError(f"Elapsed {get('elapsed')[:40]!r} ends after 2262")
     nodelist = get("nodelist")
     nodelist = "" if _blank(nodelist) else nodelist
-    nnodes = _int(get("nnodes"))
+    nnodes = _int(get("nnodes"), MAX_COUNT)
     if nnodes is None and nodelist:
-        nnodes = len(expand_nodelist(nodelist))
+        nnodes = _node_count(nodelist)
     return {"cluster": get("cluster") if not _blank(get("cluster")) else (cluster or ""),
             "jobid": jobid, "user": _text(get("user")), "account": _text(get("account")),
             "name": _text(get("name")), "partition": _text(get("partition")), "start_ns": start, "end_ns": end,
-            "nnodes": nnodes, "ncpus": _int(get("ncpus")), "nodelist": nodelist, "state": state,
+            "nnodes": nnodes, "ncpus": _int(get("ncpus"), MAX_COUNT), "nodelist": nodelist, "state": state,
             "exit_code": _text(get("exit_code"))}
+
+
+def _node_count(nodelist: str) -> int:
+    """The count of a node list, for NNodes (a 32-bit column)."""
+    n = count_nodes(nodelist)
+    if n > MAX_COUNT:
+        raise ValueError(f"node list {_short(nodelist)} names {n:,} nodes, more than {MAX_COUNT:,}")
+    return n
+
+
+#: The longest text kept of each field: a 10 MB user name was stored whole. Slurm itself limits user
+#: and account names to 32 characters or so and job names to a few hundred; a node list of 10^5
+#: scattered nodes is ~600 KB compact.
+TEXT_LIMITS = {"user": 256, "account": 256, "partition": 256, "state": 64, "exit_code": 64, "name": 1024,
+               "nodelist": 1 << 20}
+#: The key columns are String(255): longer is refused (cutting would merge different jobs).
+KEY_LIMIT = 255
+
+
+def _check_keys(jobid: str, row: dict | None) -> None:
+    if len(jobid) > KEY_LIMIT:
+        raise ValueError(f"job id of {len(jobid):,} characters (at most {KEY_LIMIT})")
+    if row is not None and len(row["cluster"] or "") > KEY_LIMIT:
+        raise ValueError(f"cluster name of {len(row['cluster']):,} characters (at most {KEY_LIMIT})")
+
+
+def _bounded(row: dict, caps: list[str], where: str | None = None) -> dict:
+    """`row` with each text field cut to TEXT_LIMITS; what was cut is appended to `caps`."""
+    _check_keys(row["jobid"], row)
+    for key, limit in TEXT_LIMITS.items():
+        v = row.get(key)
+        if isinstance(v, str) and len(v) > limit:
+            row[key] = v[:limit]
+            caps.append(f"{where or 'job ' + row['jobid']}: {key} of {len(v):,} characters cut to {limit:,}")
+    return row
+
+
+def _cap_notes(caps: list[str]) -> list[str]:
+    return [f"{len(caps)} values capped (first: {caps[0]})"] if caps else []
 
 
 def _text(v) -> str | None:
@@ -316,6 +424,8 @@ def parse_pytokio_json(text: str, *, tz: str, cluster: str | None = None, what: 
     check_timezone(tz)
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise UserError(f"{what}: not sacct output nor pytokio Slurm JSON: nested too deeply") from None
     except ValueError as e:
         raise UserError(f"{what}: not sacct output nor pytokio Slurm JSON: {e}") from None
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
@@ -323,7 +433,7 @@ def parse_pytokio_json(text: str, *, tz: str, cluster: str | None = None, what: 
     zone = ZoneInfo(tz)
     known = {"jobidraw", "jobid", "start", "end", "nodelist"}
     unknown = sorted({k for v in data.values() for k in v} - known)
-    rows, steps, pending, bad = [], 0, 0, []
+    rows, steps, pending, bad, caps = [], 0, 0, [], []
     for key, rec in data.items():
         jobid = str(rec.get("jobidraw") or rec.get("jobid") or key)
         if _STEP.match(jobid):
@@ -337,24 +447,39 @@ def parse_pytokio_json(text: str, *, tz: str, cluster: str | None = None, what: 
         if start is None:
             pending += 1
             continue
-        nodes = rec.get("nodelist") or []
-        nodes = expand_nodelist(nodes) if isinstance(nodes, str) else [str(n) for n in nodes]
-        rows.append({"cluster": cluster or "", "jobid": jobid, "user": None, "account": None, "name": None,
-                     "partition": None, "start_ns": start, "end_ns": end, "nnodes": len(set(nodes)) or None,
-                     "ncpus": None, "nodelist": compact_nodelist(nodes), "state": None, "exit_code": None})
+        try:
+            nnodes, nodelist = _pytokio_nodes(rec.get("nodelist") or [], jobid, caps)
+            rows.append(_bounded({"cluster": cluster or "", "jobid": jobid, "user": None, "account": None,
+                                  "name": None, "partition": None, "start_ns": start, "end_ns": end,
+                                  "nnodes": nnodes, "ncpus": None, "nodelist": nodelist, "state": None,
+                                  "exit_code": None}, caps))
+        except ValueError as e:
+            bad.append(f"job {jobid}: {e}")
     notes = ["pytokio Slurm JSON: only job id, start, end and node list are known"]
     if unknown:
         notes.append(f"ignored keys: {', '.join(unknown)}")
-    return Parsed(rows, notes + _skip_notes(steps, pending, bad), tz)
+    return Parsed(rows, notes + _skip_notes(steps, pending, bad) + _cap_notes(caps), tz)
+
+
+def _pytokio_nodes(nodes, jobid: str, caps: list[str]) -> tuple[int | None, str]:
+    """(node count, compact node list) of pytokio's list of names or Slurm node list text; a text past
+    MAX_EXPANDED_NODES is counted and kept as given, and that is said."""
+    if isinstance(nodes, str):
+        try:
+            nodes = expand_nodelist(nodes)
+        except NodeListTooLong as e:
+            caps.append(f"job {jobid}: {e}, kept as given (not expanded)")
+            return _node_count(nodes), nodes
+    elif isinstance(nodes, list):
+        nodes = [str(n) for n in nodes]
+    else:
+        raise ValueError(f"nodelist is {type(nodes).__name__}, not a list or a text")
+    return len(set(nodes)) or None, compact_nodelist(nodes)
 
 
 def read_sacct_file(path: str | os.PathLike, *, tz: str, cluster: str | None = None) -> Parsed:
     """A saved `sacct --parsable2` file (with its header) or pytokio's JSON cache of one."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise from_os_error(path, e, "read") from None
+    raw = read_regular_bytes(path)
     text = raw.decode("utf-8", errors="replace")
     if text.lstrip().startswith("{"):
         return parse_pytokio_json(text, tz=tz, cluster=cluster, what=os.fspath(path))
@@ -407,12 +532,7 @@ def read_nersc_jobsdb(path: str | os.PathLike) -> Parsed:
     """pytokio's cache of the NERSC jobs database: table `summary` (stepid `<jobid>.<host>`, hostname,
     start, completion in unix seconds, numnodes). Opened read-only."""
     p = os.fspath(path)
-    try:
-        os.stat(p)
-        with open(p, "rb"):
-            pass
-    except OSError as e:
-        raise from_os_error(p, e, "read") from None
+    check_input(p)
     uri = f"file:{urllib.parse.quote(os.path.abspath(p))}?mode=ro"
     try:
         con = sqlite3.connect(uri, uri=True)
@@ -432,21 +552,21 @@ def read_nersc_jobsdb(path: str | os.PathLike) -> Parsed:
     unknown = [c for c in cols if c.lower() not in NERSC_COLUMNS]
     if unknown:
         notes.append(f"ignored columns: {', '.join(unknown)}")
-    rows, bad = [], []
+    rows, bad, caps = [], [], []
     for stepid, host, start, completion, numnodes in data:
         host = "" if host is None else str(host)
         stepid = str(stepid)
         jobid = stepid[: -len(host) - 1] if host and stepid.endswith("." + host) else stepid
         try:
-            start_s, end_s = _int(start), _int(completion)
+            start_s, end_s = _int(start, MAX_NS // 10**9), _int(completion, MAX_NS // 10**9)
+            nnodes = _int(numnodes, MAX_COUNT)
+            if start_s is None or start_s <= 0:
+                raise ValueError("no start time")
+            rows.append(_bounded({"cluster": host, "jobid": jobid, "user": None, "account": None, "name": None,
+                                  "partition": None, "start_ns": start_s * 1_000_000_000,
+                                  "end_ns": end_s * 1_000_000_000 if end_s and end_s > 0 else None,
+                                  "nnodes": nnodes, "ncpus": None, "nodelist": "", "state": None,
+                                  "exit_code": None}, caps))
         except ValueError as e:
-            bad.append(f"{stepid}: {e}")
-            continue
-        if start_s is None or start_s <= 0:
-            bad.append(f"{stepid}: no start time")
-            continue
-        rows.append({"cluster": host, "jobid": jobid, "user": None, "account": None, "name": None,
-                     "partition": None, "start_ns": start_s * 1_000_000_000,
-                     "end_ns": end_s * 1_000_000_000 if end_s and end_s > 0 else None,
-                     "nnodes": _int(numnodes), "ncpus": None, "nodelist": "", "state": None, "exit_code": None})
-    return Parsed(rows, notes + _skip_notes(0, 0, bad), "UTC")
+            bad.append(f"{stepid[:80]}: {e}")
+    return Parsed(rows, notes + _skip_notes(0, 0, bad) + _cap_notes(caps), "UTC")

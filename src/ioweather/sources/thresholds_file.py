@@ -7,20 +7,20 @@ import json
 import tomllib
 from pathlib import Path
 
-from ioweather.errors import UserError, from_os_error
+from ioweather.errors import UserError
+from ioweather.files import read_regular_bytes
 from ioweather.stats.findings import Thresholds
 
 
 def load(path: str | Path) -> Thresholds:
     """Thresholds from a TOML or JSON file (by its suffix; flat keys, or under a [thresholds] table)."""
     p = Path(path)
-    try:
-        text = p.read_bytes()
-    except OSError as e:
-        raise from_os_error(path, e, "read thresholds file") from None
+    text = read_regular_bytes(p, what="read thresholds file")
     kind = "JSON" if p.suffix.lower() == ".json" else "TOML"
     try:
         data = json.loads(text) if kind == "JSON" else tomllib.loads(text.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as e:
         raise UserError(f"thresholds file {path} is not valid {kind}: {str(e).splitlines()[0]}") from None
+    except RecursionError:  # json and tomllib recurse per level of nesting
+        raise UserError(f"thresholds file {path} is not valid {kind}: nested too deeply") from None
     return Thresholds.from_mapping(data, f"thresholds file {path}")

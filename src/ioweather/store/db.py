@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import re
@@ -238,6 +239,21 @@ _DAMAGE_WORDS = ("file is not a database", "malformed", "disk i/o error", "datab
                  "no such table", "undefinedtable", "doesn't exist")
 
 
+def is_disk_full(url: str, exc: BaseException) -> bool:
+    """Whether `exc` is a full disk: said so (SQLite's "database or disk is full", ENOSPC), or SQLite's
+    "disk I/O error" while the file system holding the SQLite database has no free block."""
+    text = _first_line(exc).lower()
+    if "disk is full" in text or "no space left" in text or getattr(exc, "errno", None) == errno.ENOSPC:
+        return True
+    if "disk i/o error" not in text:
+        return False
+    try:
+        database = make_url(url).database if url.startswith("sqlite") else None
+        return bool(database) and os.statvfs(os.path.dirname(os.path.abspath(database))).f_bavail == 0
+    except (OSError, ValueError, sa.exc.ArgumentError):
+        return False
+
+
 def is_damage(exc: BaseException) -> bool:
     """Whether `exc` says the store's files are damaged (rather than locked, missing or refused)."""
     return any(w in _first_line(exc).lower() for w in _DAMAGE_WORDS)
@@ -248,6 +264,11 @@ def store_error(url: str, what: str, exc: BaseException, *, busy_timeout_s: floa
     msg = _first_line(exc)
     if "locked" in msg or "busy" in msg.lower():
         return StoreError(f"database {redact(url)} is locked by another writer (waited {busy_timeout_s:g} s)")
+    if is_disk_full(url, exc):
+        # not StoreDamaged: SQLite says "disk I/O error" when a WAL write hits a full disk, and an
+        # admin told "damaged" might "repair" a healthy store
+        return StoreError(f"cannot {what} the store {redact(url)}: the disk is full ({msg}); the store is not "
+                          f"damaged: free space and run the command again")
     if "file is not a database" in msg:
         return StoreDamaged(f"cannot {what} the store {redact(url)}: it is not an SQLite database (or its header is "
                             f"damaged); run `ioweather store check`")

@@ -24,6 +24,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from ioweather.errors import UserError, from_os_error
+from ioweather.files import check_destination
 
 FORMAT = "ioweather.iomodel"
 FORMAT_VERSION = 1
@@ -55,6 +56,14 @@ def runs_json_path(out: Path) -> Path:
 
 def _tmp(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def _open_tmp(path: Path):
+    """A new `_tmp(path)` for writing; a link or file planted under that name is refused, not followed
+    (the outputs go where users name them, often a shared directory)."""
+    check_destination(path, what="write output")
+    return os.fdopen(os.open(_tmp(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644),
+                     "wb")
 
 
 def _const(value, n: int, typ: pa.DataType) -> pa.Array:
@@ -97,15 +106,18 @@ class ResultWriter:
         self._pq_sink = self._csv_sink = None
         current = self.out
         try:
-            self._pq = pq.ParquetWriter(_tmp(self.out), SCHEMA, compression="zstd")
+            self._pq_sink = _open_tmp(self.out)
+            self._pq = pq.ParquetWriter(self._pq_sink, SCHEMA, compression="zstd")
             if self.csv is not None:
                 current = self.csv
-                self._csv_sink = open(_tmp(self.csv), "wb")
+                self._csv_sink = _open_tmp(self.csv)
                 self._csv = pacsv.CSVWriter(self._csv_sink, SCHEMA)
             # Probe the sidecar's directory now rather than after hours of measuring.
             current = self.sidecar
-            with open(_tmp(self.sidecar), "w"):
-                pass
+            _open_tmp(self.sidecar).close()
+        except UserError:
+            self.abort()
+            raise
         except (OSError, pa.ArrowException) as e:
             self.abort()
             raise from_os_error(current, e, "write output") from None
@@ -125,12 +137,14 @@ class ResultWriter:
         self._pq.add_key_value_metadata({METADATA_KEY: text})
         self._pq.close()
         self._pq = None
+        self._pq_sink.close()
         if self._csv is not None:
             self._csv.close()
             self._csv_sink.close()
             self._csv = None
             os.replace(_tmp(self.csv), self.csv)
-        with open(_tmp(self.sidecar), "w") as f:
+        fd = os.open(_tmp(self.sidecar), os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
         os.replace(_tmp(self.sidecar), self.sidecar)
         os.replace(_tmp(self.out), self.out)
@@ -142,8 +156,9 @@ class ResultWriter:
                     w.close()
             except Exception:
                 pass
-        if self._csv_sink is not None:
-            self._csv_sink.close()
+        for sink in (self._pq_sink, self._csv_sink):
+            if sink is not None:
+                sink.close()
         for path in (self.out, self.csv, self.sidecar):
             if path is not None:
                 try:

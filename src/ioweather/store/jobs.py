@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import sqlalchemy as sa
 
-from ioweather.errors import UserError, from_os_error
+from ioweather.errors import StoreError, UserError, from_os_error
 from ioweather.store.db import Store
 from ioweather.store.migrations import Component, create_tables
 
@@ -245,8 +245,12 @@ def write_batch(store: Store, parquet_dir: Path, job_rows: Sequence[dict], file_
             d = files_dir(parquet_dir)
             part = f"files-{uuid.uuid4().hex}.parquet"
             tmp = d / f".{part}.tmp"
-            pq.write_table(pa.concat_tables(tables, promote_options="default"), tmp, compression="zstd")
-            os.replace(tmp, d / part)
+            try:
+                pq.write_table(pa.concat_tables(tables, promote_options="default"), tmp, compression="zstd")
+                os.replace(tmp, d / part)
+            except OSError as e:  # pyarrow's too (a full disk was a traceback): one line, no half part left
+                tmp.unlink(missing_ok=True)
+                raise from_os_error(d / part, e, "write", cls=StoreError) from None
         now = time.time_ns()
         with store.begin() as conn:
             present -= _complete_verdicts(conn, [r for r in rows_in if r["log_hash"] in present], now)

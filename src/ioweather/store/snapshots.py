@@ -158,6 +158,8 @@ def read_file(path: str | os.PathLike) -> dict:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
         raise UserError(f"{path} is not a JSON snapshot: {e.msg} at line {e.lineno}") from None
+    except RecursionError:
+        raise UserError(f"{path} is not a JSON snapshot: nested too deeply") from None
     return check_document(doc, str(path))
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ioweather.errors import from_os_error
+from ioweather.files import atomic_output
 
 MAX_POINTS = 200_000
 PALETTE = ["#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
@@ -39,11 +39,16 @@ def _stride(n: int) -> np.ndarray:
 def _save(fig, path: Path) -> None:
     plt = _pyplot()
     try:
-        fig.savefig(path, dpi=110)
-    except OSError as e:
-        raise from_os_error(path, e, "write") from None
+        with atomic_output(path) as f:  # savefig given a name would write through a link planted there
+            fig.savefig(f, dpi=110, format=_format(path))
     finally:
         plt.close(fig)
+
+
+def _format(path: Path) -> str:
+    """savefig's format from the name, as it would choose when given the name (PNG when unknown)."""
+    suffix = Path(path).suffix.lower().lstrip(".")
+    return suffix if suffix in {"png", "svg", "pdf", "jpg", "jpeg", "ps", "eps"} else "png"
 
 
 def _colours(names: list[str], outlier: str | None) -> dict[str, str]:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from rich.markup import escape
+from rich.markup import escape as _markup_escape
 from rich.panel import Panel
 from rich.table import Table
 
-from ioweather.units import format_bytes, format_seconds
+from ioweather.units import format_bytes, format_seconds, printable
 
 
 def lustre_text(lu: dict | None) -> str:
@@ -16,6 +16,12 @@ def lustre_text(lu: dict | None) -> str:
     return (f"stripe count {lu['stripe_count']} × {format_bytes(lu['stripe_size_bytes'] or 0)}, "
             f"{lu['osts']} OSTs used")
 from ioweather.views.output import stdout
+
+
+def escape(text: str) -> str:
+    """A name from the log (executable, mount, project) as markup-free, terminal-safe text."""
+    return _markup_escape(printable(text))
+
 
 LEVEL_STYLE = {"HIGH": "bold red", "WARN": "yellow", "INFO": "cyan", "OK": "green"}
 

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ioweather.encoding import to_json
+from ioweather.units import printable
 
 # Piped output (a file, grep, a pager) gets wide tables rather than rich's 80-column truncation.
 stdout = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 240)
@@ -27,8 +28,9 @@ stderr = Console(stderr=True, markup=False, highlight=False)
 
 
 def plain(value: Any) -> Text:
-    """`value` as text that rich never reads as markup: the one way data reaches a table or a styled line."""
-    return value if isinstance(value, Text) else Text(str(value))
+    """`value` as text that rich never reads as markup and a terminal never reads as control sequences
+    (units.printable): the one way data reaches a table or a styled line."""
+    return value if isinstance(value, Text) else Text(printable(str(value)))
 
 
 def print_json(obj: Any) -> None:

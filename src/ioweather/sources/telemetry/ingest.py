@@ -59,19 +59,42 @@ def source_writer(kind: str, source: str) -> str:
     return f"{kind}-{hashlib.sha1(source.encode()).hexdigest()[:10]}"
 
 
+#: The intervals a sample can cover: a microsecond (the store keeps nanoseconds; `1e-320` passed as
+#: positive, and every rate over it was infinite, failing `workload` and its pages for good) to ten years.
+MIN_INTERVAL_S = 1e-6
+MAX_INTERVAL_S = 10 * 366 * 86400.0
+
+
 def impossible_to_missing(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
     """Rows whose value no reading can have become missing, counted by why.
 
     An infinite value (`inf`, or `1e309` which parses as one) is no amount or level; an interval
-    that is zero, negative or infinite is no interval, and the value over it means nothing. Every
-    importer's rows pass here, so no file format can store them."""
+    outside [MIN_INTERVAL_S, MAX_INTERVAL_S] (zero, negative, infinite, subnormal) is no interval,
+    and the value over it means nothing. Every importer's rows pass here, so no file format can
+    store them."""
     value = frame["value"].to_numpy(np.float64)
     iv = frame["interval_s"].to_numpy(np.float64)
     infinite = np.isinf(value)
-    bad_iv = ~np.isnan(iv) & ~((iv > 0) & (iv < np.inf))
+    bad_iv = ~np.isnan(iv) & ~((iv >= MIN_INTERVAL_S) & (iv <= MAX_INTERVAL_S))
     counts = {"infinite": int(infinite.sum()), "interval": int(bad_iv.sum())}
     if counts["infinite"] or counts["interval"]:
         frame = frame.copy()
         frame["value"] = np.where(infinite | bad_iv, np.nan, value)
         frame["interval_s"] = np.where(bad_iv, np.nan, iv)
     return frame, counts
+
+
+#: The longest target or metric name stored: Lustre's are ~20 characters, a host and a device ~100;
+#: a 300-character name was stored, then widened every table and label it reached.
+MAX_NAME = 255
+
+
+def overlong_names(frame: pd.DataFrame) -> tuple[pd.DataFrame, int, str | None]:
+    """(`frame` without the rows whose target or metric name is longer than MAX_NAME, how many rows
+    were left out, the first such name cut to 40 characters for the note)."""
+    long = (frame["target"].astype(str).str.len() > MAX_NAME) | (frame["metric"].astype(str).str.len() > MAX_NAME)
+    if not long.any():
+        return frame, 0, None
+    row = frame[long].iloc[0]
+    name = row["target"] if len(str(row["target"])) > MAX_NAME else row["metric"]
+    return frame[~long], int(long.sum()), f"{str(name)[:40]}... ({len(str(name)):,} characters)"
