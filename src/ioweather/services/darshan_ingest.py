@@ -3,7 +3,8 @@
 One log = one task: hash, read (no DXT: the archive does not need traces),
 characterize, turn into a job row and a per-file Arrow table. Workers never
 touch the store; the parent writes batches (see store/jobs.py for idempotence
-and resumability). A worker that dies (libdarshan-util can abort() on damaged
+and resumability). The reader always runs in a worker process, even for one log or
+`--workers 1`: a worker that dies (libdarshan-util can abort() on damaged
 input) breaks a `ProcessPoolExecutor`; the tasks in flight are then re-run one
 by one in fresh single-worker pools, so the culprit is recorded as failed and
 the rest of the batch goes on.
@@ -17,7 +18,6 @@ directory is the same path (the content hash decides in any case).
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing as mp
 import os
 import signal
@@ -32,12 +32,14 @@ from pathlib import Path
 import pyarrow as pa
 
 from ioweather.errors import UserError, from_os_error, os_error_reason
+from ioweather.isolation import die_with_parent
+from ioweather.sources.darshan_log import READER_DIED
 
 # The extraction context inherited by forked workers (set before the pool starts).
 _KNOWN_HASHES: frozenset[str] = frozenset()
 _CORES_PER_NODE: int | None = None
 #: Why a log that killed its worker process is recorded as failed (local pool and Dask alike).
-CRASH_REASON = "the Darshan reader crashed on this file (worker process died)"
+CRASH_REASON = READER_DIED
 
 
 def find_logs(paths: Iterable[str], *, follow_symlinks: bool = False, links: list | None = None) -> Iterator[str]:
@@ -188,25 +190,6 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
 def _init_worker(known: frozenset[str], cores_per_node: int | None) -> None:
     global _KNOWN_HASHES, _CORES_PER_NODE
     _KNOWN_HASHES, _CORES_PER_NODE = known, cores_per_node
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """In a forked child: be killed when the parent dies, however it dies (Linux; elsewhere a no-op).
-
-    The kernel sends the signal when the thread that forked us ends, so fork from a
-    thread that lives as long as the process (the main thread). A parent that died
-    before the request took effect is seen by the changed parent pid.
-    """
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux
-        return
-    if os.getppid() != parent_pid:
-        os._exit(1)
 
 
 def _start_worker(parent_pid: int, initializer, initargs) -> None:
@@ -452,11 +435,10 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
                     map_unordered(client, extract, todo, on_result, on_crash, shared=("known",),
                                   per_task=dask_per_task, crash_reason=CRASH_REASON,
                                   kwargs={"known": known, "cores_per_node": cores_per_node})
-                elif workers <= 1 or len(todo) <= 1:
-                    for p in todo:
-                        on_result(p, extract(p, known, cores_per_node))
-                else:
-                    run_pool(extract, todo, workers, on_result, on_crash, initializer=_init_worker,
+                elif todo:
+                    # one log or --workers 1 too: the reader can die on a damaged log, and only in a
+                    # worker is its death one failed log rather than the end of the run (issue 32 item 2)
+                    run_pool(extract, todo, min(workers, len(todo)), on_result, on_crash, initializer=_init_worker,
                              initargs=(known, cores_per_node))
             finally:
                 sink.flush()  # what was read before an interruption is kept
