@@ -68,6 +68,8 @@ MAX_STRIPES = 1 << 16
 #: or 10**15 operations, in one job on one file. Keeping sums of such values far from int64's limit
 #: is what keeps numpy's overflow warnings away from the user.
 MAX_COUNTER = 1 << 50
+#: Job times beyond this (2242) overflow int64 nanoseconds soon after: a damaged header.
+MAX_EPOCH_S = 1 << 33
 SEGMENT_DTYPE = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start_time", "<f8"), ("end_time", "<f8")])
 
 
@@ -633,6 +635,11 @@ def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: b
         except RuntimeError:
             raise DarshanLogError(f"{path}: corrupt Darshan log: libdarshan-util cannot open it"
                                   + (f" ({errors[0]})" if errors else "")) from None
+        except (OSError, ValueError, OverflowError) as e:
+            # PyDarshan turns the job's times into datetimes as it opens: a garbage start time
+            # (year 36812) raises there, before any of our checks
+            raise DarshanLogError(f"{path}: corrupt Darshan log: its job region cannot be read "
+                                  f"({os_error_reason(e)})") from None
         with report_cm as report:
             log = report.log
             job = report.metadata["job"]
@@ -673,20 +680,26 @@ def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: b
                for m, i in modules_raw.items()}
     warnings = [e for e in errors if e]
     warnings += [f"{mod}: {why}; left out, the rest of the log is read" for mod, why in damaged.items()]
+    start = job["start_time_sec"] + job.get("start_time_nsec", 0) / 1e9
+    end = job["end_time_sec"] + job.get("end_time_nsec", 0) / 1e9
+    runtime = float(job["run_time"])
+    if not (0 <= start <= MAX_EPOCH_S and 0 <= end <= MAX_EPOCH_S and 0 <= runtime <= MAX_EPOCH_S):
+        # nanoseconds of year 8000 overflow int64 in the store and in every time axis
+        warnings.append(f"the header's start and end times ({job['start_time_sec']}, {job['end_time_sec']}) "
+                        "are impossible (damaged log); the job's times are unknown (0)")
+        start = end = runtime = 0.0
     nprocs, rank_warnings = bound_ranks(records, int(job["nprocs"]))
     warnings += rank_warnings
     warnings += exclude_implausible_counters(records)
     if exclude_implausible_times:
-        warnings += exclude_implausible(records, float(job["run_time"]), nprocs)
+        warnings += exclude_implausible(records, runtime, nprocs)
     for mod, rec in records.items():
         unnamed = int(sum(n is None for n in rec.names))
         if unnamed:
             warnings.append(f"{mod}: {unnamed} records have no name record (kept, name unknown)")
-    start = job["start_time_sec"] + job.get("start_time_nsec", 0) / 1e9
-    end = job["end_time_sec"] + job.get("end_time_nsec", 0) / 1e9
     return DarshanLog(path=path, log_version=job.get("log_ver") or layout.version, jobid=int(job["jobid"]),
                       uid=int(job["uid"]), nprocs=nprocs, start_time_s=float(start), end_time_s=float(end),
-                      runtime_s=float(job["run_time"]), exe=exe, metadata=dict(job.get("metadata") or {}),
+                      runtime_s=runtime, exe=exe, metadata=dict(job.get("metadata") or {}),
                       mounts=mounts, modules=modules, records=records, lustre=lustre_df, dxt=dxt_out, heatmaps=hm,
                       node_names=nodes, node_names_source=nodes_src, warnings=warnings, damaged=damaged)
 
