@@ -14,7 +14,9 @@ def _write_html(out: str, text: str, *, quiet: bool) -> None:
 
     write_html(out, text)
     if not quiet:
-        stderr.print(f"wrote {out}")
+        from ioweather.files import display_path
+
+        stderr.print(f"wrote {display_path(out)}")
 
 
 def _ingest_report(counts: dict, as_json: bool) -> None:
@@ -47,7 +49,10 @@ def register(cli: click.Group) -> None:
         rep, dlog = job_report(log, cores_per_node=cores_per_node, thresholds_file=thresholds_file,
                                dxt=bool(html_out))
         if html_out:
-            _write_html(html_out, job_html(rep, dlog, source=log), quiet=as_json)
+            from ioweather.files import display_path
+
+            # a log name that is not UTF-8 cannot be written into the page as is
+            _write_html(html_out, job_html(rep, dlog, source=display_path(log)), quiet=as_json)
         if as_json:
             print_json(with_unit_keys(rep))
         elif not html_out:

@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from ioweather.errors import UserError, os_error_reason
-from ioweather.files import fd_path, open_regular
+from ioweather.files import display_path, fd_path, open_regular
 from ioweather.units import format_seconds
 
 #: Modules whose records are a fixed struct of int64 counters + float64 fcounters.
@@ -210,6 +210,12 @@ class DarshanLog:
 class _Layout:
     version: str
     regions: list[tuple[str, int, int]]   # (what, offset, length)
+    header_bytes: int = 0
+
+    @property
+    def end(self) -> int:
+        """Where the last region ends: libdarshan-util reads nothing beyond (on real logs, the file size)."""
+        return max([self.header_bytes] + [off + ln for _, off, ln in self.regions])
 
 
 def _format_tuple(version: str) -> tuple[int, int] | None:
@@ -285,7 +291,7 @@ def check_layout(path: str | os.PathLike, *, open_path: str | None = None) -> _L
         if off + ln > size:
             raise DarshanLogError(f"{path}: truncated Darshan log: {what} region ends at byte {off + ln} "
                                   f"but the file has {size} bytes")
-    return _Layout(version=version, regions=regions)
+    return _Layout(version=version, regions=regions, header_bytes=need)
 
 
 # ---------------------------------------------------------------------------
@@ -581,8 +587,9 @@ def _optional(read, module: str, damaged: dict[str, str]):
 
 
 def read_log(path: str | os.PathLike, *, dxt: bool = True, heatmaps: bool = True, lustre: bool = True,
-             dxt_max_segments: int = DEFAULT_DXT_MAX_SEGMENTS, exclude_implausible_times: bool = True) -> DarshanLog:
-    """Read one Darshan 3.x log. Raises DarshanLogError (a UserError) with a one-line reason.
+             dxt_max_segments: int = DEFAULT_DXT_MAX_SEGMENTS, exclude_implausible_times: bool = True,
+             opened=None) -> DarshanLog:
+    """Read one Darshan 3.x log (`opened`: the file already opened by `open_log`). Raises DarshanLogError (a UserError) with a one-line reason.
 
     `dxt=False` skips the DXT trace modules and `lustre=False` the Lustre striping
     records (the archive needs neither);
@@ -590,7 +597,10 @@ def read_log(path: str | os.PathLike, *, dxt: bool = True, heatmaps: bool = True
     `DxtSegments.truncated` set), which bounds memory at 32 bytes per segment.
     """
     path = os.fspath(path)
-    with _open_log(path) as f:
+    if opened is not None:  # the caller opened and checked it (open_log); read that file, not the name
+        return _read_log(path, fd_path(opened), dxt=dxt, heatmaps=heatmaps, lustre=lustre,
+                         dxt_max_segments=dxt_max_segments, exclude_implausible_times=exclude_implausible_times)
+    with open_log(path) as f:
         return _read_log(path, fd_path(f), dxt=dxt, heatmaps=heatmaps, lustre=lustre,
                          dxt_max_segments=dxt_max_segments, exclude_implausible_times=exclude_implausible_times)
 
@@ -613,13 +623,46 @@ def read_log_isolated(path: str | os.PathLike, **kwargs) -> DarshanLog:
         raise DarshanLogError(f"cannot read {path}: {READER_DIED}") from None
 
 
-def _open_log(path: str):
-    """The log opened if it is a regular file (a FIFO or a device would hang libdarshan-util forever)."""
+#: Pseudo-file systems: "regular" files there block (/proc/kmsg) or are not data (issue 32 item 4).
+PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def open_log(path: str | os.PathLike, *, follow_symlinks: bool = True, within: str | None = None):
+    """The log opened if it is a regular file (a FIFO or a device would hang libdarshan-util forever).
+
+    `follow_symlinks=False` opens with O_NOFOLLOW: a file listed by a directory scan and replaced
+    by a link before it is opened is refused, not read. Where the opened file really is comes from
+    the descriptor (no race with a rename): never under /proc, /sys or /dev, and inside `within`
+    (a real path: the scanned directory) when given, so neither a link nor a directory swapped in
+    on the way leaves the scanned tree.
+    """
+    path = os.fspath(path)
     try:
-        return open_regular(path)
+        f = open_regular(path, follow_symlinks=follow_symlinks)
     except UserError as e:
+        reason = str(e).split(": ", 1)[-1]
+        if not follow_symlinks and os.path.islink(path):
+            reason = "it is a symlink (replaced after the directory scan?), which is not followed"
         # "{path}: reason", like every DarshanLogError: a batch ingest strips the path prefix
-        raise DarshanOpenError(f"{path}: cannot read: {str(e).split(': ', 1)[-1]}") from None
+        raise DarshanOpenError(f"{path}: cannot read: {reason}") from None
+    try:
+        real = os.readlink(fd_path(f))
+    except OSError:  # no /proc: nothing to check against
+        return f
+    why = None
+    if any(_inside(real, r) for r in PSEUDO_ROOTS):
+        why = f"it is {display_path(real)}, in a pseudo-file system"
+    elif within is not None and not _inside(real, within):
+        why = f"it leads to {display_path(real)}, outside the scanned directory {display_path(within)}"
+    if why:
+        f.close()
+        raise DarshanOpenError(f"{path}: cannot read: {why}")
+    return f
+
 
 
 def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: bool, dxt_max_segments: int,
@@ -704,13 +747,26 @@ def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: b
                       node_names=nodes, node_names_source=nodes_src, warnings=warnings, damaged=damaged)
 
 
-def content_hash(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    """SHA-256 of the file's bytes (hex): the identity of a log for idempotent ingest."""
+def content_hash(path: str | os.PathLike, chunk: int = 1 << 20, *, opened=None, layout: _Layout | None = None) -> str:
+    """SHA-256 (hex) of the bytes libdarshan-util reads: the identity of a log for idempotent ingest.
+
+    The header is checked first (`check_layout`) and only the bytes up to its last region are
+    hashed: a 10 GiB sparse file named x.darshan is refused in microseconds instead of hashed for
+    20 s, and one with a valid header in front is hashed as far as the log goes. On a real log the
+    last region ends at the end of the file, so the hash is that of the whole file, as before.
+    """
+    path = os.fspath(path)
+    if opened is None:
+        with open_log(path) as f:
+            return content_hash(path, chunk, opened=f, layout=layout)
+    if layout is None:
+        layout = check_layout(path, open_path=fd_path(opened))
     h = hashlib.sha256()
-    with _open_log(os.fspath(path)) as f:
-        while True:
-            block = f.read(chunk)
-            if not block:
-                break
-            h.update(block)
+    fd, at, end = opened.fileno(), 0, layout.end
+    while at < end:
+        block = os.pread(fd, min(chunk, end - at), at)
+        if not block:
+            break
+        h.update(block)
+        at += len(block)
     return h.hexdigest()
