@@ -192,7 +192,9 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
     shown = display_path(path)
     log_hash = None
     try:
-        st = os.lstat(path) if not scan.follow_symlinks else os.stat(path)
+        # the name's own size until the file is opened and accepted: never that of a link's target
+        # (/etc/shadow's size in `jobs failed` tells what it holds)
+        st = os.lstat(path)
         size, mtime = st.st_size, st.st_mtime_ns
     except OSError as e:
         return ("failed", {"path": shown, "path_hash": path_hash(path), "log_hash": None, "size_bytes": 0,
