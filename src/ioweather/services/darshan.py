@@ -55,13 +55,13 @@ def with_unit_keys(obj):
 def job_report(path: str, *, cores_per_node: int | None = None, thresholds_file: str | None = None,
                dxt: bool = False) -> tuple[dict, object]:
     """(the JSON report of one log, the log itself)."""
-    from ioweather.sources.darshan_log import read_log_isolated
+    from ioweather.sources.darshan_log import read_log
     from ioweather.sources.thresholds_file import load as thresholds_file_load
     from ioweather.stats.findings import Thresholds, job_findings, job_verdict
     from ioweather.stats.job import characterize
 
     thresholds = thresholds_file_load(thresholds_file) if thresholds_file else Thresholds()
-    log = read_log_isolated(path, dxt=dxt, heatmaps=False)  # libdarshan-util may die on a damaged log
+    log = read_log(path, dxt=dxt, heatmaps=False)
     rep = characterize(log, cores_per_node=cores_per_node)
     rep["findings"] = job_findings(log, rep, thresholds)
     v = job_verdict(rep["findings"], rep, thresholds)

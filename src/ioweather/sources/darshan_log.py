@@ -605,24 +605,6 @@ def read_log(path: str | os.PathLike, *, dxt: bool = True, heatmaps: bool = True
                          dxt_max_segments=dxt_max_segments, exclude_implausible_times=exclude_implausible_times)
 
 
-def read_log_isolated(path: str | os.PathLike, **kwargs) -> DarshanLog:
-    """`read_log` in a forked child process, for callers that must survive the reader.
-
-    libdarshan-util can segfault or abort() on a damaged log; in the child that death becomes
-    a DarshanLogError naming the file (`READER_DIED`). The parsed log comes back pickled
-    (measured in docs/darshan.md: a few ms on the public logs).
-    """
-    from ioweather.isolation import ChildDied, call_isolated
-
-    path = os.fspath(path)
-    try:
-        return call_isolated(read_log, path, **kwargs)
-    except ChildDied as e:
-        if e.signum == 9:  # not libdarshan-util: the out-of-memory killer, or an admin
-            raise DarshanLogError(f"cannot read {path}: the reader was killed (SIGKILL; out of memory?)") from None
-        raise DarshanLogError(f"cannot read {path}: {READER_DIED}") from None
-
-
 #: Pseudo-file systems: "regular" files there block (/proc/kmsg) or are not data (issue 32 item 4).
 PSEUDO_ROOTS = ("/proc", "/sys", "/dev")
 
