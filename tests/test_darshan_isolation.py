@@ -388,3 +388,13 @@ def test_ingest_of_a_10_gib_sparse_file(tmp_path, cli, home):
     r = cli("jobs", "ingest", str(d), "--json", home=home, timeout=120)
     assert r.returncode == 0 and json.loads(r.stdout)["failed"] == 1, r.stderr
     assert "bad magic number" in _stored(cli, home)[1][0]["reason"]
+
+
+@pytest.mark.parametrize("args", [("import", "csv", "--fs", "x", "{dir}/b\udcff.csv"), ("umami", "\udcff")])
+def test_other_commands_refuse_a_name_that_is_not_utf8_in_one_line(tmp_path, cli, home, args):
+    """`import csv $'b\\xff.csv'` and `umami $'\\xff'` ended in a UnicodeEncodeError traceback."""
+    (tmp_path / os.fsdecode(b"b\xff.csv")).write_text("time,target,metric,value,interval_s\n"
+                                                      "2024-01-01T00:00:00Z,OST0000,read_bytes,1,60\n")
+    r = cli(*[a.replace("{dir}", str(tmp_path)) for a in args], home=home, timeout=120)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "not valid UTF-8" in lines[0] and "\\xff" in lines[0], r.stderr
