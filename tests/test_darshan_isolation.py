@@ -29,7 +29,7 @@ import pytest
 from darshan_support import TESTDATA_LOGS, need_darshan_logs  # noqa: F401 (autouse)
 
 from ioweather.isolation import ChildDied, call_isolated
-from ioweather.sources.darshan_log import (MAX_COUNTER, READER_DIED, DarshanLogError, ModuleRecords, bound_ranks,
+from ioweather.sources.darshan_log import (HASHED_TRAILER_BYTES, MAX_COUNTER, READER_DIED, DarshanLogError, ModuleRecords, bound_ranks,
                                           check_layout, content_hash, exclude_implausible,
                                           exclude_implausible_counters, read_log)
 
@@ -207,14 +207,18 @@ def test_sparse_file_is_refused_before_hashing_and_only_the_log_is_hashed(tmp_pa
     with pytest.raises(DarshanLogError, match="not a Darshan log"):
         content_hash(sparse)
     assert sum(read) == 0
-    # a real log's bytes, then 10 GiB of holes: the hash is the real log's, reading only its bytes
+    # a real log's bytes, then 10 GiB of holes: the log and 1 MiB of the rest are read, not 10 GiB
     padded = tmp_path / "padded.darshan"
     padded.write_bytes(IMBALANCED.read_bytes())
     with open(padded, "r+b") as f:
         f.truncate(10 << 30)
-    assert content_hash(padded) == content_hash(IMBALANCED)
-    assert sum(read) == 2 * IMBALANCED.stat().st_size
-    assert check_layout(IMBALANCED).end == IMBALANCED.stat().st_size  # real logs: the hash is of the whole file
+    assert content_hash(padded) != content_hash(IMBALANCED)
+    assert sum(read) == 2 * IMBALANCED.stat().st_size + HASHED_TRAILER_BYTES
+    # real logs end with their last region: their hash is that of the whole file, as it always was
+    assert check_layout(IMBALANCED).end == IMBALANCED.stat().st_size
+    import hashlib
+
+    assert content_hash(IMBALANCED) == hashlib.sha256(IMBALANCED.read_bytes()).hexdigest()
 
 
 # -- `ioweather job`, a real process --------------------------------------------------------------------

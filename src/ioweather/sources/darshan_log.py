@@ -729,13 +729,19 @@ def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: b
                       node_names=nodes, node_names_source=nodes_src, warnings=warnings, damaged=damaged)
 
 
-def content_hash(path: str | os.PathLike, chunk: int = 1 << 20, *, opened=None, layout: _Layout | None = None) -> str:
-    """SHA-256 (hex) of the bytes libdarshan-util reads: the identity of a log for idempotent ingest.
+#: Bytes after a log's last region that are hashed too: appended bytes change a log's identity (a
+#: copy with a trailer is another job), but a sparse 10 GiB tail is not read.
+HASHED_TRAILER_BYTES = 1 << 20
 
-    The header is checked first (`check_layout`) and only the bytes up to its last region are
-    hashed: a 10 GiB sparse file named x.darshan is refused in microseconds instead of hashed for
-    20 s, and one with a valid header in front is hashed as far as the log goes. On a real log the
-    last region ends at the end of the file, so the hash is that of the whole file, as before.
+
+def content_hash(path: str | os.PathLike, chunk: int = 1 << 20, *, opened=None, layout: _Layout | None = None) -> str:
+    """SHA-256 (hex) of a log's bytes: the identity of a log for idempotent ingest.
+
+    The header is checked first (`check_layout`): a 10 GiB sparse file named x.darshan is refused
+    in microseconds instead of hashed for 20 s (issue 32 item 8). Then the bytes up to the last
+    region libdarshan-util reads are hashed, plus at most HASHED_TRAILER_BYTES after it; when the
+    file goes on beyond that, its size is hashed too. On a real log the last region ends at the end
+    of the file: the hash is that of the whole file, as before.
     """
     path = os.fspath(path)
     if opened is None:
@@ -744,11 +750,15 @@ def content_hash(path: str | os.PathLike, chunk: int = 1 << 20, *, opened=None, 
     if layout is None:
         layout = check_layout(path, open_path=fd_path(opened))
     h = hashlib.sha256()
-    fd, at, end = opened.fileno(), 0, layout.end
+    fd = opened.fileno()
+    size = os.fstat(fd).st_size
+    at, end = 0, min(size, layout.end + HASHED_TRAILER_BYTES)
     while at < end:
         block = os.pread(fd, min(chunk, end - at), at)
         if not block:
             break
         h.update(block)
         at += len(block)
+    if size > end:
+        h.update(f"\0size={size}".encode())
     return h.hexdigest()
