@@ -469,7 +469,8 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
 
     def on_crash(item, reason):
         size, mtime = _stamp(item) or (0, 0)
-        on_result(item, ("failed", {"path": display_path(item), "path_hash": jobs_store.path_hash(item), "log_hash": None,
+        on_result(item, ("failed", {"path": display_path(item), "path_hash": jobs_store.path_hash(item),
+                                    "log_hash": None,
                                     "size_bytes": size, "mtime_ns": mtime, "reason": reason}))
 
     known = frozenset(known_hashes)

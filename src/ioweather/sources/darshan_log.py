@@ -589,7 +589,9 @@ def _optional(read, module: str, damaged: dict[str, str]):
 def read_log(path: str | os.PathLike, *, dxt: bool = True, heatmaps: bool = True, lustre: bool = True,
              dxt_max_segments: int = DEFAULT_DXT_MAX_SEGMENTS, exclude_implausible_times: bool = True,
              opened=None) -> DarshanLog:
-    """Read one Darshan 3.x log (`opened`: the file already opened by `open_log`). Raises DarshanLogError (a UserError) with a one-line reason.
+    """Read one Darshan 3.x log (`opened`: the file already opened by `open_log`).
+
+    Raises DarshanLogError (a UserError) with a one-line reason.
 
     `dxt=False` skips the DXT trace modules and `lustre=False` the Lustre striping
     records (the archive needs neither);
