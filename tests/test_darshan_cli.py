@@ -89,7 +89,7 @@ def test_bad_logs_one_line_error(cli, home, tmp_path, content, message):
     bad = tmp_path / "bad.darshan"
     bad.write_bytes(IMBALANCED.read_bytes()[:35000] if content == "half" else content)
     r = cli("job", str(bad), "--json", home=home)
-    assert r.returncode == 2 and r.stdout == ""
+    assert r.returncode == 1 and r.stdout == ""  # 1: a file that is not a readable log; 2: usage, a missing file
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ioweather: error:") and message in lines[0]
     assert "Traceback" not in r.stderr

@@ -60,8 +60,11 @@ def test_ingest_follows_links_when_asked(tmp_path, logs, cli):
     r = cli("jobs", "ingest", str(logs), "--json", "--workers", "1", "--follow-symlinks", home=home, timeout=120)
     assert r.returncode == 0, r.stderr
     counts = json.loads(r.stdout)
-    # the secret is read (the admin asked) and fails as not a Darshan log; outside.darshan duplicates real.darshan
-    assert counts["symlinks_skipped"] == 0 and counts["failed"] == 2, counts
+    # the secret is read (the admin asked) and fails as not a Darshan log; sub/loop/outside.darshan is
+    # refused: a followed link must not leave the scanned tree (issue 32 item 4)
+    assert counts["symlinks_skipped"] == 0 and counts["failed"] == 3, counts
+    failed = json.loads(cli("jobs", "failed", "--json", home=home, check=True).stdout)
+    assert any("outside the scanned directory" in f["reason"] for f in failed), failed
 
 
 @pytest.mark.parametrize("name", ["fifo.darshan", "zero.darshan"])

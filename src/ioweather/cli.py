@@ -72,7 +72,10 @@ class OneLineErrors(click.Group):
         try:
             return super().invoke(ctx)
         except UserError as e:
-            click.echo(f"ioweather: error: {e}", err=True)
+            from ioweather.files import display_path
+
+            # a file name that is not UTF-8 reads \xff, as ls -b shows it, not \udcff
+            click.echo(f"ioweather: error: {display_path(str(e))}", err=True)
             sys.exit(e.exit_code)
         except PermissionError as e:
             click.echo(f"ioweather: error: permission denied: {e.filename or e}", err=True)
@@ -82,6 +85,18 @@ class OneLineErrors(click.Group):
             sys.exit(130)
         except BrokenPipeError:
             sys.exit(0)
+        except UnicodeEncodeError as e:
+            if "surrogates not allowed" not in str(e):
+                raise
+            # A name given as bytes that are not UTF-8 (Linux names are bytes) reached a store, a
+            # hash or a page that holds text; the commands that read Darshan logs store such paths in a
+            # display form, the others refuse them here in one line (issue 32 item 1).
+            from ioweather.files import display_path
+
+            bad = display_path(e.object[max(0, e.start - 20):e.end + 20])
+            click.echo(f"ioweather: error: a name or path given is not valid UTF-8 (…{bad}…): "
+                       "rename it, or give a UTF-8 name", err=True)
+            sys.exit(2)
         except Exception as e:
             # A statement failed after connecting (disk image malformed, server gone): one line, not
             # a traceback. Checked by module name so that --help does not pay for importing SQLAlchemy.

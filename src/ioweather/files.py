@@ -108,6 +108,14 @@ def fd_path(f: BinaryIO) -> str:
     return f"/proc/self/fd/{f.fileno()}"
 
 
+def display_path(path: str | os.PathLike) -> str:
+    """`path` as text that can be stored and printed: file names are bytes on Linux, and a name
+    that is not UTF-8 (os.fsdecode's surrogates) cannot be encoded for SQLite, HTML or a terminal.
+    Undecodable bytes read as `\\xNN`; the original stays recoverable where it matters (the
+    store keys paths by the hash of their bytes, `store.jobs.path_hash`)."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def read_regular_text(path: str | os.PathLike, *, what: str = "read", encoding: str = "utf-8") -> str:
     with open_regular(path, what=what) as f:
         try:

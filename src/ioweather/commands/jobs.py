@@ -10,11 +10,13 @@ from ioweather.views.output import print_json, progress, stderr
 
 def _write_html(out: str, text: str, *, quiet: bool) -> None:
     """Write the report; say so on stderr unless `quiet` (--json: stdout is for the JSON only)."""
-    from ioweather.services.darshan import write_html
+    from ioweather.services.darshan_job import write_html
 
     write_html(out, text)
     if not quiet:
-        stderr.print(f"wrote {out}")
+        from ioweather.files import display_path
+
+        stderr.print(f"wrote {display_path(out)}")
 
 
 def _ingest_report(counts: dict, as_json: bool) -> None:
@@ -42,14 +44,16 @@ def register(cli: click.Group) -> None:
                   help="TOML or JSON file overriding the findings' thresholds.")
     def job(log, as_json, html_out, cores_per_node, thresholds_file):
         """One job's I/O characterization and findings from its Darshan LOG ("why was my job slow?")."""
-        from ioweather.services.darshan import job_html, job_report, with_unit_keys
+        from ioweather.files import display_path
+        from ioweather.services.darshan_job import job_outputs
 
-        rep, dlog = job_report(log, cores_per_node=cores_per_node, thresholds_file=thresholds_file,
-                               dxt=bool(html_out))
+        # made in a child process: libdarshan-util may die on a damaged log, and that is one line
+        rep, html = job_outputs(log, cores_per_node=cores_per_node, thresholds_file=thresholds_file,
+                                html_source=display_path(log) if html_out else None)
         if html_out:
-            _write_html(html_out, job_html(rep, dlog, source=log), quiet=as_json)
+            _write_html(html_out, html, quiet=as_json)
         if as_json:
-            print_json(with_unit_keys(rep))
+            print_json(rep)
         elif not html_out:
             from ioweather.views.job_console import print_job
 

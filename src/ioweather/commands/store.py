@@ -98,5 +98,9 @@ def _print_human(report) -> None:
     say("parquet files checked: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in report.files.items()))
     for p in report.problems:
         say(("repaired: " if p.repaired else "problem: ") + p.line().replace(" (repaired)", ""))
+    repaired = [p for p in report.problems if p.repaired]
+    if repaired:
+        temp = sum(1 for p in repaired if p.path and p.path.endswith(".tmp"))
+        say(f"{len(repaired)} repaired ({temp} temporary files removed)")
     if report.ok:
         say("ok" if not report.problems else "ok after repair")

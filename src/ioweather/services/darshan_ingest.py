@@ -3,7 +3,8 @@
 One log = one task: hash, read (no DXT: the archive does not need traces),
 characterize, turn into a job row and a per-file Arrow table. Workers never
 touch the store; the parent writes batches (see store/jobs.py for idempotence
-and resumability). A worker that dies (libdarshan-util can abort() on damaged
+and resumability). The reader always runs in a worker process, even for one log or
+`--workers 1`: a worker that dies (libdarshan-util can abort() on damaged
 input) breaks a `ProcessPoolExecutor`; the tasks in flight are then re-run one
 by one in fresh single-worker pools, so the culprit is recorded as failed and
 the rest of the batch goes on.
@@ -17,7 +18,6 @@ directory is the same path (the content hash decides in any case).
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing as mp
 import os
 import signal
@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -32,12 +33,16 @@ from pathlib import Path
 import pyarrow as pa
 
 from ioweather.errors import UserError, from_os_error, os_error_reason
+from ioweather.files import display_path, fd_path
+from ioweather.isolation import die_with_parent
+from ioweather.sources.darshan_log import READER_DIED
 
 # The extraction context inherited by forked workers (set before the pool starts).
 _KNOWN_HASHES: frozenset[str] = frozenset()
 _CORES_PER_NODE: int | None = None
+_SCAN: Scan | None = None
 #: Why a log that killed its worker process is recorded as failed (local pool and Dask alike).
-CRASH_REASON = "the Darshan reader crashed on this file (worker process died)"
+CRASH_REASON = READER_DIED
 
 
 def find_logs(paths: Iterable[str], *, follow_symlinks: bool = False, links: list | None = None) -> Iterator[str]:
@@ -75,6 +80,38 @@ def find_logs(paths: Iterable[str], *, follow_symlinks: bool = False, links: lis
             yield p
         else:
             raise UserError(f"no such file or directory: {p}")
+
+
+@dataclass(frozen=True)
+class Scan:
+    """How the listed logs were found, so each is opened as it was listed (issue 32 item 4).
+
+    `roots`: (the directory as given, absolute; its real path) for every directory scanned. A log
+    under one was listed by the scan: it is opened without following a link at its name (unless
+    `follow_symlinks`) and must really lie inside that directory's real path. A file named on the
+    command line may be a link (the user chose it), never into /proc, /sys or /dev.
+    """
+
+    roots: tuple[tuple[str, str], ...] = ()
+    follow_symlinks: bool = False
+
+    @classmethod
+    def of(cls, paths: Iterable[str], follow_symlinks: bool) -> Scan:
+        roots = []
+        for p in paths:
+            a = os.path.abspath(p)
+            if os.path.isdir(a):
+                roots.append((a, os.path.realpath(a)))
+        # the deepest first: a log under two given directories belongs to the nearer one
+        return cls(tuple(sorted(roots, key=lambda r: -len(r[0]))), follow_symlinks)
+
+    def open(self, path: str):
+        from ioweather.sources.darshan_log import open_log
+
+        for given, real in self.roots:
+            if path.startswith(given.rstrip("/") + "/"):
+                return open_log(path, follow_symlinks=self.follow_symlinks, within=real)
+        return open_log(path)
 
 
 def _dir_ids(paths) -> dict:
@@ -135,11 +172,15 @@ def job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size:
 _PART_TYPES = {"stripe_count": pa.int64(), "stripe_size": pa.int64(), "ost_ids": pa.string()}
 
 
-def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int | None = None) -> tuple:
+def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int | None = None,
+            scan: Scan | None = None) -> tuple:
     """("ok", job_row, arrow_table) | ("dup", where) | ("failed", failure_row). Never raises for bad input.
 
-    `where` (log_hash, path, size_bytes, mtime_ns) of content already stored, to `relocate` it."""
-    from ioweather.sources.darshan_log import DarshanLogError, content_hash, read_log
+    `where` (log_hash, path, size_bytes, mtime_ns) of content already stored, to `relocate` it.
+    The log is opened once (`scan.open`): the bytes hashed are the bytes read. Paths are stored
+    in their display form (`files.display_path`: a name that is not UTF-8 cannot be stored as
+    text otherwise) and keyed by the hash of their bytes."""
+    from ioweather.sources.darshan_log import DarshanLogError, check_layout, content_hash, read_log
     from ioweather.stats.findings import job_findings
     from ioweather.stats.job import FILE_TABLE_COLUMNS, characterize, file_columns
     from ioweather.stats.job_files import top_file
@@ -147,21 +188,30 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
 
     known = _KNOWN_HASHES if known is None else known
     cores_per_node = _CORES_PER_NODE if cores_per_node is None else cores_per_node
+    scan = (_SCAN or Scan()) if scan is None else scan
+    shown = display_path(path)
     log_hash = None
     try:
-        st = os.stat(path)
+        # the name's own size until the file is opened and accepted: never that of a link's target
+        # (/etc/shadow's size in `jobs failed` tells what it holds)
+        st = os.lstat(path)
         size, mtime = st.st_size, st.st_mtime_ns
     except OSError as e:
-        return ("failed", {"path": path, "path_hash": path_hash(path), "log_hash": None, "size_bytes": 0,
+        return ("failed", {"path": shown, "path_hash": path_hash(path), "log_hash": None, "size_bytes": 0,
                            "mtime_ns": 0, "reason": f"cannot stat: {os_error_reason(e, path)}"})
     try:
-        log_hash = content_hash(path)
-        if log_hash in known:
-            return ("dup", {"log_hash": log_hash, "path": path, "size_bytes": size, "mtime_ns": mtime})
-        log = read_log(path, dxt=False, heatmaps=False)  # Lustre layout: findings L01-L03
+        with scan.open(path) as f:
+            st = os.fstat(f.fileno())  # the file opened, not what the name pointed to before
+            size, mtime = st.st_size, st.st_mtime_ns
+            log_hash = content_hash(path, opened=f, layout=check_layout(path, open_path=fd_path(f)))
+            if log_hash in known:
+                return ("dup", {"log_hash": log_hash, "path": shown, "path_hash": path_hash(path), "size_bytes": size,
+                                "mtime_ns": mtime})
+            log = read_log(path, dxt=False, heatmaps=False, opened=f)  # Lustre layout: findings L01-L03
         ch = characterize(log, cores_per_node=cores_per_node)
         findings = job_findings(log, ch)
-        row = job_row_values(job_row(log, ch, findings, path, log_hash, size, mtime))
+        row = job_row_values(job_row(log, ch, findings, shown, log_hash, size, mtime))
+        row["path_hash"] = path_hash(path)  # of the name's bytes: the display form may differ
         fc = file_columns(log)
         row["top_file"] = top_file(fc)
         n = len(fc["id"])
@@ -178,35 +228,16 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
         reason = f"cannot read: {os_error_reason(e, path)}"
     except Exception as e:  # a reader bug must not stop the batch; the reason says what happened
         reason = f"unexpected error while reading: {type(e).__name__}: {e}"
-    prefix = f"{path}: "
-    if reason.startswith(prefix):
-        reason = reason[len(prefix):]
-    return ("failed", {"path": path, "path_hash": path_hash(path), "log_hash": log_hash, "size_bytes": size,
-                       "mtime_ns": mtime, "reason": reason})
+    for prefix in (f"{path}: ", f"cannot read {path}: "):
+        if reason.startswith(prefix):
+            reason = reason[len(prefix):]
+    return ("failed", {"path": shown, "path_hash": path_hash(path), "log_hash": log_hash, "size_bytes": size,
+                       "mtime_ns": mtime, "reason": display_path(reason)})
 
 
-def _init_worker(known: frozenset[str], cores_per_node: int | None) -> None:
-    global _KNOWN_HASHES, _CORES_PER_NODE
-    _KNOWN_HASHES, _CORES_PER_NODE = known, cores_per_node
-
-
-_PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """In a forked child: be killed when the parent dies, however it dies (Linux; elsewhere a no-op).
-
-    The kernel sends the signal when the thread that forked us ends, so fork from a
-    thread that lives as long as the process (the main thread). A parent that died
-    before the request took effect is seen by the changed parent pid.
-    """
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux
-        return
-    if os.getppid() != parent_pid:
-        os._exit(1)
+def _init_worker(known: frozenset[str], cores_per_node: int | None, scan: Scan | None = None) -> None:
+    global _KNOWN_HASHES, _CORES_PER_NODE, _SCAN
+    _KNOWN_HASHES, _CORES_PER_NODE, _SCAN = known, cores_per_node, scan
 
 
 def _start_worker(parent_pid: int, initializer, initargs) -> None:
@@ -438,10 +469,12 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
 
     def on_crash(item, reason):
         size, mtime = _stamp(item) or (0, 0)
-        on_result(item, ("failed", {"path": item, "path_hash": jobs_store.path_hash(item), "log_hash": None,
+        on_result(item, ("failed", {"path": display_path(item), "path_hash": jobs_store.path_hash(item),
+                                    "log_hash": None,
                                     "size_bytes": size, "mtime_ns": mtime, "reason": reason}))
 
     known = frozenset(known_hashes)
+    scan = Scan.of(paths, follow_symlinks)
     with interrupts:
         try:
             try:
@@ -451,13 +484,12 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
                     # a log is ~70 ms of work, a task ~8 ms of the scheduler's on 2 shared cores: batched
                     map_unordered(client, extract, todo, on_result, on_crash, shared=("known",),
                                   per_task=dask_per_task, crash_reason=CRASH_REASON,
-                                  kwargs={"known": known, "cores_per_node": cores_per_node})
-                elif workers <= 1 or len(todo) <= 1:
-                    for p in todo:
-                        on_result(p, extract(p, known, cores_per_node))
-                else:
-                    run_pool(extract, todo, workers, on_result, on_crash, initializer=_init_worker,
-                             initargs=(known, cores_per_node))
+                                  kwargs={"known": known, "cores_per_node": cores_per_node, "scan": scan})
+                elif todo:
+                    # one log or --workers 1 too: the reader can die on a damaged log, and only in a
+                    # worker is its death one failed log rather than the end of the run (issue 32 item 2)
+                    run_pool(extract, todo, min(workers, len(todo)), on_result, on_crash, initializer=_init_worker,
+                             initargs=(known, cores_per_node, scan))
             finally:
                 sink.flush()  # what was read before an interruption is kept
         except KeyboardInterrupt as e:

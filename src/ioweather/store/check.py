@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -92,9 +93,13 @@ def check(settings: Settings, repair: bool = False) -> Report:
             store = open_store(settings)
             if store.is_sqlite:
                 report.sqlite = _check_sqlite(store, sqlite_file, report)
+            if report.sqlite and report.sqlite["wal_checkpoint"] is None and report.sqlite["integrity"] != "ok":
+                raise _Unreadable  # said in one line above; every other check would only repeat it
             _check_schema(store, report)
             _check_probe_archive(store, settings.parquet_dir, report)
             _check_jobs(store, settings.parquet_dir, report)
+        except _Unreadable:
+            pass
         except StoreError as e:
             report.add("database", None, str(e))
         except sa.exc.DBAPIError as e:
@@ -115,6 +120,10 @@ def check(settings: Settings, repair: bool = False) -> Report:
     return report
 
 
+class _Unreadable(Exception):
+    """The database cannot be read at all (reported already)."""
+
+
 def _first_line(e: BaseException) -> str:
     text = str(getattr(e, "orig", None) or e).strip().splitlines()
     return text[0] if text else type(e).__name__
@@ -123,16 +132,16 @@ def _first_line(e: BaseException) -> str:
 # -- relational store -----------------------------------------------------------------------------
 def _check_sqlite(store, path: str, report: Report) -> dict:
     out = {"integrity": None, "wal_bytes": None, "wal_checkpoint": None, "auto_vacuum": None}
-    import sqlite3
 
     # The driver's connection outside any transaction: a checkpoint cannot run inside one, and a
     # check must not take the write lock (the pool's connections begin IMMEDIATE by default).
     try:
         raw = store.engine.raw_connection()
-    except sa.exc.DBAPIError as e:
-        out["integrity"] = "damaged"
-        report.add("sqlite", path, f"cannot open the database: {_first_line(e)}")
-        return out
+    except (sa.exc.DBAPIError, sqlite3.DatabaseError) as e:
+        # sqlite3's own error when it is raised in the pool's connect hook (store/db.py), not wrapped
+        out["integrity"] = _sqlite_state(e, path)
+        report.add("sqlite", path, _sqlite_problem(e, path, "cannot open the database"))
+        return {**out, "wal_bytes": _size(f"{path}-wal")}
     try:
         cur = raw.driver_connection.cursor()
         rows = [r[0] for r in cur.execute("PRAGMA integrity_check(20)")]
@@ -144,15 +153,57 @@ def _check_sqlite(store, path: str, report: Report) -> dict:
         busy, log, done = cur.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         out["wal_checkpoint"] = {"busy": bool(busy), "log_frames": log, "checkpointed_frames": done}
     except sqlite3.DatabaseError as e:
-        out["integrity"] = "damaged"
-        report.add("sqlite", path, f"cannot read the database: {_first_line(e)}")
+        out["integrity"] = _sqlite_state(e, path)
+        report.add("sqlite", path, _sqlite_problem(e, path, "cannot read the database"))
     finally:
         raw.close()
-    try:
-        out["wal_bytes"] = os.stat(f"{path}-wal").st_size
-    except FileNotFoundError:
-        out["wal_bytes"] = 0
+    out["wal_bytes"] = _size(f"{path}-wal")
     return out
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
+
+
+#: Smallest SQLite file that can hold a database: its 100-byte header.
+SQLITE_HEADER_BYTES = 100
+
+
+def _disk_full(path: str) -> bool:
+    try:
+        st = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return False
+    return st.f_bavail == 0
+
+
+def _sqlite_state(e: BaseException, path: str) -> str:
+    """"disk full" or "damaged": a full disk makes SQLite fail too, and "repairing" a healthy store is harm."""
+    text = _first_line(e).lower()
+    return "disk full" if "full" in text or ("disk i/o error" in text and _disk_full(path)) else "damaged"
+
+
+def _sqlite_problem(e: BaseException, path: str, doing: str) -> str:
+    """One line saying what is wrong with the database file, in words an admin can act on."""
+    text = _first_line(e)
+    if _sqlite_state(e, path) == "disk full":
+        return (f"{doing}: the disk is full ({text}); the store is not damaged: free space, then check again")
+    try:
+        size = os.stat(path).st_size
+    except OSError as oe:
+        return f"{doing}: {os_error_reason(oe, path)}"
+    if 0 < size < SQLITE_HEADER_BYTES:
+        return f"{doing}: truncated ({size} bytes, shorter than an SQLite header); restore it from a backup"
+    if "not a database" in text.lower():
+        return (f"{doing}: not an SQLite database, or its header is damaged ({size:,} bytes); "
+                "restore it from a backup")
+    if "malformed" in text.lower():
+        return (f"{doing}: damaged ({text}; {size:,} bytes: truncated or overwritten); "
+                "restore it from a backup, or recover it with sqlite3's .recover")
+    return f"{doing}: {text}"
 
 
 def _check_schema(store, report: Report) -> None:

@@ -305,7 +305,8 @@ def relocate(store: Store, found: Sequence[dict]) -> int:
                 if old == new["path"] or (os.path.isabs(old) and os.path.lexists(old)):
                     continue
                 conn.execute(jobs.update().where(jobs.c.log_hash == h).values(
-                    path=new["path"], path_hash=path_hash(new["path"]), size_bytes=new["size_bytes"],
+                    # path_hash of the name's bytes when given: a non-UTF-8 name is stored in a display form
+                    path=new["path"], path_hash=new.get("path_hash") or path_hash(new["path"]), size_bytes=new["size_bytes"],
                     mtime_ns=new["mtime_ns"]))
                 moved += 1
     return moved

@@ -71,7 +71,8 @@ def leftovers(base: Path, writers=None, skip_running: bool = True) -> list[Path]
             continue
         runs = set(marker.get("runs", []))
         out += [p for p in base.glob(f"date=*/{writer}-*.parquet") if _run_of(p.name, writer) not in runs]
-        out += list(base.glob(f"date=*/.{writer}-*.tmp")) + list(base.glob(f"date=*/_rollup/.{writer}-*.tmp"))
+        # _rollup/ and the target rollups' _targets*/ (a kill -9 during a re-import leaves them there)
+        out += list(base.glob(f"date=*/.{writer}-*.tmp")) + list(base.glob(f"date=*/_*/.{writer}-*.tmp"))
     return sorted(out)
 
 

@@ -1,0 +1,47 @@
+"""`ioweather job LOG` done in a child process, so that a dying Darshan reader is one line.
+
+libdarshan-util can segfault or abort() on a damaged log (issue 27: 25 of 30 public IO500 logs
+whose job region cannot be inflated). The whole report (read, characterization, findings,
+verdict, the HTML page) is made in a forked child; the parent gets back the JSON report and the
+page's text, or the child's UserError, or `READER_DIED` when the child was killed by a signal.
+
+The fork happens before numpy, pandas and PyDarshan are imported: the child imports them itself,
+as the command did before, so isolation costs the fork of a small process and the pickling of the
+report, not of the parsed log (measured in docs/darshan.md). This module stays light to import.
+"""
+
+from __future__ import annotations
+
+from ioweather.errors import UserError
+from ioweather.isolation import ChildDied, call_isolated
+
+
+def job_outputs(path: str, *, cores_per_node: int | None = None, thresholds_file: str | None = None,
+                html_source: str | None = None) -> tuple[dict, str | None]:
+    """(the JSON report with its unit-rule keys, the HTML page or None) of one log, made in a child.
+
+    `html_source`: the name the page shows for the log (a display form); None: no page.
+    """
+    try:
+        return call_isolated(_make, path, cores_per_node, thresholds_file, html_source)
+    except ChildDied as e:
+        from ioweather.sources.darshan_log import READER_DIED, DarshanLogError
+
+        if e.signum == 9:  # not libdarshan-util: the out-of-memory killer, or an admin
+            raise UserError(f"cannot read {path}: the report was killed (SIGKILL; out of memory?)") from None
+        raise DarshanLogError(f"cannot read {path}: {READER_DIED}") from None
+
+
+def _make(path, cores_per_node, thresholds_file, html_source) -> tuple[dict, str | None]:
+    from ioweather.services.darshan import job_html, job_report, with_unit_keys
+
+    rep, log = job_report(path, cores_per_node=cores_per_node, thresholds_file=thresholds_file,
+                          dxt=html_source is not None)
+    html = job_html(rep, log, source=html_source) if html_source is not None else None
+    return with_unit_keys(rep), html
+
+
+def write_html(out: str, text: str) -> None:
+    from ioweather.files import write_atomic
+
+    write_atomic(out, text)
