@@ -211,19 +211,20 @@ def test_a_log_path_and_the_human_output(stormy, testdata, tmp_path):
     assert "<script" not in html and f"job {CULPRIT}" in html and "why-budget" in html
 
 
-@pytest.mark.parametrize("args, message", [
-    (["no-such-job"], "no job 'no-such-job'"),
-    (["/nonexistent/x.darshan"], "no Darshan log at /nonexistent/x.darshan"),
-    (["TEXT"], "not a Darshan log"),
-    (["99999999999"], "no job '99999999999'"),
-    (["--fs"], "requires an argument"),
+@pytest.mark.parametrize("args, message, code", [
+    (["no-such-job"], "no job 'no-such-job'", 2),
+    (["/nonexistent/x.darshan"], "no Darshan log at /nonexistent/x.darshan", 2),
+    # a file that was opened and is not a log we can read: exit 1, as `job` (DarshanLogError)
+    (["TEXT"], "not a Darshan log", 1),
+    (["99999999999"], "no job '99999999999'", 2),
+    (["--fs"], "requires an argument", 2),
 ])
-def test_bad_input_is_one_line(ingested, tmp_path, args, message):
+def test_bad_input_is_one_line(ingested, tmp_path, args, message, code):
     home, _rep, _log = ingested
     text = tmp_path / "notes.darshan"
     text.write_text("not a log\n" * 400)
     p = run_cli("why", *[str(text) if a == "TEXT" else a for a in args], home=home, timeout=120)
-    assert p.returncode == 2
+    assert p.returncode == code
     assert p.stderr.count("\n") == 1 and message in p.stderr and "Traceback" not in p.stderr
 
 
