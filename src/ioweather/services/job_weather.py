@@ -64,7 +64,7 @@ def _job_dict(row: dict, posix: dict | None, mounts: list[str], osts: list[int] 
     br = row.get("posix_bytes_read") if row.get("posix_bytes_read") is not None else row.get("bytes_read")
     bw = row.get("posix_bytes_written") if row.get("posix_bytes_written") is not None else row.get("bytes_written")
     return {"key": f"darshan:{row['log_hash']}", "id": row["log_hash"][:12], "jobid": row.get("jobid"),
-            "exe": os.path.basename(str(row.get("exe") or "?").split()[0]), "nnodes": row.get("nnodes") or row.get("nprocs"),
+            "exe": os.path.basename(str(row.get("exe") or "?").split()[0]), "nnodes": row.get("nnodes"),
             "start_ns": int(row["start_ns"]), "end_ns": int(row["end_ns"]),
             "bytes_read": br, "bytes_written": bw,
             "read_ops": None if posix is None else posix["reads"],
