@@ -22,6 +22,42 @@ PG_ADMIN_URL = os.environ.get("IOWEATHER_TEST_PG", "postgresql://postgres@127.0.
 MARIADB_ADMIN_URL = os.environ.get("IOWEATHER_TEST_MARIADB", "mysql://root@127.0.0.1:3306/test")
 
 
+#: The tiers (docs/architecture.md, "Test tiers"). A test that asks for one of these fixtures needs that
+#: real component, wherever it sits.
+FIXTURE_MARKERS = {
+    "browser": ("browser",),
+    "chromium_path": ("browser",),
+    "pg_url": ("postgres",),
+    "mariadb_url": ("mariadb",),
+    "slurm_cluster": ("slurm",),
+}
+
+#: Modules whose tests are slow as a whole, measured with `pytest --durations=0 -p no:randomly` on this
+#: 2-core machine: they start servers, daemons, browsers or many `python -m ioweather` processes.
+#: The marks live here so the test files need not change; a module's own `pytestmark` still counts.
+MODULE_MARKERS: dict[str, tuple[str, ...]] = {
+    "test_soak.py": ("soak", "slow"),
+    "test_fuzz_darshan_scan.py": ("fuzz",),
+    "test_fuzz_importers.py": ("fuzz",),
+    "test_fuzz_snapshots.py": ("fuzz",),
+    "test_fuzz_web.py": ("fuzz", "slow"),
+    "test_slurm_import.py": ("slurm",),
+    "test_bench_slurm.py": ("slurm", "slow"),
+}
+
+#: The markers that keep a test out of `make test-fast`.
+SLOW_MARKERS = ("slow", "browser", "postgres", "mariadb", "slurm", "soak", "fuzz")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        names = set(MODULE_MARKERS.get(item.path.name, ()))
+        for fixture in item.fixturenames:
+            names.update(FIXTURE_MARKERS.get(fixture, ()))
+        for name in sorted(names):
+            item.add_marker(name)
+
+
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="tests/test_json_contract.py: rewrite tests/golden/*.json from this run")
