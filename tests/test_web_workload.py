@@ -80,7 +80,7 @@ BAD = [
     ("/api/workload?fs=csv-fs&resample=5s&smooth=1m", "--resample 5s is shorter than the sampling interval (60 s)"),
     ("/api/workload?fs=syn&since=92d&resample=1s", "makes 7,948,800 intervals; the page computes at most 2,000,000"),
     ("/api/workload?smooth=0s", "smooth must be positive"),
-    ("/api/workload?smooth=1000d", "smooth must be positive and at most 92d"),
+    ("/api/workload?smooth=2d", "smooth must be positive and at most 1d"),
     ("/api/workload?min_amplitude=fast", "must be a rate"),
     ("/api/workload?min_amplitude=0", "positive rate"),
     ("/api/workload?since=200d", "at most 92d"),
