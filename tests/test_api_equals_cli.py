@@ -1,6 +1,6 @@
 """Issue 28 item 3, checked equal: for each page whose question has a command, `/api/<page>` carries the
 numbers of the command's `--json` for the same window and options, on real data (the LMT database of
-docs/workload.md's example, two Darshan logs of the shared test data). The CLI runs as a user runs it,
+docs/workload.md's example, two Darshan logs and tokio-abc's benchmark rows of the shared test data). The CLI runs as a user runs it,
 in its own process. (The Capacity page against `report --json`: tests/test_capacity_forecast.py.)"""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import json
 import shutil
 from urllib.parse import quote
 
+import pandas as pd
 import pytest
 
 from ioweather.config import Settings
@@ -41,6 +42,9 @@ CASES = [
      ["report", "--fs", "snx11025", "--since", SINCE, "--until", UNTIL, *_cli_options(), "--json"],
      lambda d: d["report"]),
     ("jobs", "/api/jobs", ["jobs", "summary", "--json"], lambda d: d["summary"]),
+    # the page also carries each group's last fractions of peak (`last_k`), which the --json leaves out
+    ("bench", "/api/bench", ["bench", "summary", "--json"],
+     lambda d: [{k: v for k, v in r.items() if k != "last_k"} for r in d["rows"]]),
 ]
 
 
@@ -55,6 +59,10 @@ def home(testdata, tmp_path_factory):
     for name in ("imbalanced-io.darshan", "darshan-apmpi-2nodes-64mpi.darshan"):
         shutil.copy(testdata / "darshan" / name, logs / name)
     run_cli("jobs", "ingest", str(logs), "-q", home=home, check=True)
+    # the first 400 benchmark rows of tokio-abc's Edison year (its file's name says the preset)
+    abc = pd.read_csv(testdata / "tokio-abc" / "edison-summaries_2017-02-14-2018-02-15.csv.gz", low_memory=False)
+    abc.head(400).to_csv(logs / "edison-summaries_head.csv", index=False)
+    run_cli("bench", "import", str(logs / "edison-summaries_head.csv"), home=home, check=True)
     return home
 
 
