@@ -27,6 +27,11 @@ system-deps:
 test: system-deps install
 	$(PY) -m pytest $(PYTEST_ARGS)
 
+# Unit, in-process CLI and store tests: no browser, database server, Slurm, soak or fuzz run (docs/architecture.md).
+.PHONY: test-fast
+test-fast: install
+	$(PY) -m pytest --fast $(PYTEST_ARGS)
+
 watch: $(VENV)/.installed-run
 	$(VENV)/bin/ioweather watch $(PROBE_DIR)
 

@@ -22,7 +22,181 @@ PG_ADMIN_URL = os.environ.get("IOWEATHER_TEST_PG", "postgresql://postgres@127.0.
 MARIADB_ADMIN_URL = os.environ.get("IOWEATHER_TEST_MARIADB", "mysql://root@127.0.0.1:3306/test")
 
 
+#: The tiers (docs/architecture.md, "Test tiers"). A test that asks for one of these fixtures needs that
+#: real component, wherever it sits.
+FIXTURE_MARKERS = {
+    "browser": ("browser",),
+    "chromium_path": ("browser",),
+    "pg_url": ("postgres",),
+    "mariadb_url": ("mariadb",),
+    "slurm_cluster": ("slurm",),
+}
+
+#: Modules whose tests are slow as a whole, measured with `pytest --durations=0 -p no:randomly` on this
+#: 2-core machine: they start servers, daemons, browsers or many `python -m ioweather` processes.
+#: The marks live here so the test files need not change; a module's own `pytestmark` still counts.
+MODULE_MARKERS: dict[str, tuple[str, ...]] = {
+    "test_soak.py": ("soak", "slow"),
+    "test_fuzz_darshan_scan.py": ("fuzz",),
+    "test_fuzz_importers.py": ("fuzz",),
+    "test_fuzz_snapshots.py": ("fuzz",),
+    "test_fuzz_web.py": ("fuzz", "slow"),
+    "test_slurm_import.py": ("slurm",),
+    "test_bench_slurm.py": ("slurm", "slow"),
+    "test_capacity_forecast.py": ("slow",),
+    "test_bench.py": ("slow",),
+    "test_distributed.py": ("slow",),
+    "test_distributed_fsstats.py": ("slow",),
+    "test_distributed_workload.py": ("slow",),
+    "test_events.py": ("slow",),
+    "test_exporter.py": ("slow",),
+    "test_exporter_updates.py": ("slow",),
+    "test_fsstats_diff_refs.py": ("slow",),
+    "test_job_weather.py": ("slow",),
+    "test_job_weather_batch.py": ("slow",),
+    "test_metrics.py": ("slow",),
+    "test_probe.py": ("slow",),
+    "test_probe_cache_restart.py": ("slow",),
+    "test_report_data.py": ("slow",),
+    "test_servers_rollups.py": ("slow",),
+    "test_store_check.py": ("slow",),
+    "test_telemetry_failures.py": ("slow",),
+    "test_web_contents.py": ("slow",),
+    "test_web_fsview.py": ("slow",),
+}
+
+#: Single slow tests (2 s or more of the same measurement) of modules that are otherwise fast, by function
+#: name (every parametrization): mostly `python -m ioweather` processes, kills, hung files and servers.
+SLOW_TESTS: dict[str, tuple[str, ...]] = {
+    "test_changepoints.py": ("test_changes_command_on_a_store_with_a_planted_episode",
+        "test_false_positive_rate_on_stationary_noise"),
+    "test_changes_web.py": ("test_pages_answer_without_the_change_point_libraries",),
+    "test_collect_cli.py": ("test_collect_lustre_tree_json_and_store",
+        "test_collect_unprivileged_with_an_unreadable_file", "test_collect_with_a_hung_file_goes_on_with_the_others"),
+    "test_collect_kill.py": ("test_collect_killed_during_flushes_stores_no_row_twice",),
+    "test_collect_policy.py": ("test_a_refused_flush_is_retried_and_the_stop_waits_for_the_store",
+        "test_a_slow_store_delays_no_tick"),
+    "test_darshan_cli.py": ("test_bad_logs_one_line_error", "test_damaged_dxt_region_leaves_the_timeline_out",
+        "test_html_escapes_file_names", "test_human_report_opens_with_the_verdict_and_no_scientific_notation",
+        "test_log_path_with_spaces_and_unicode", "test_thresholds_option"),
+    "test_darshan_metrics.py": ("test_agg_perf_by_slowest_matches_pydarshan_accumulator",
+        "test_findings_come_most_expensive_first", "test_rank0_only_io_and_no_mpiio",
+        "test_sharing_classes_match_the_accumulator_categories"),
+    "test_docs_examples.py": ("test_event_times_match_the_json_to_the_second",
+        "test_workload_worked_example_as_written"),
+    "test_events_probe_cost.py": ("test_probe_slowdown_of_each_event_against_the_rows",),
+    "test_factors_cli.py": ("test_classify_recovers_each_experiment",
+        "test_density_by_group_with_plots_and_throughput", "test_probe_samples_from_the_store"),
+    "test_fsstats_outputs.py": ("test_regular_outputs_are_replaced_whole", "test_symlink_at_the_output_is_refused"),
+    "test_hostile_files.py": ("test_html_output_never_follows_a_symlink", "test_ingest_follows_links_when_asked",
+        "test_ingest_never_hangs_and_never_follows_links", "test_job_on_a_fifo_or_device_is_one_line"),
+    "test_hostile_names.py": ("test_fsstats_labels_and_directories",
+        "test_probe_tables_print_markup_like_names_verbatim",
+        "test_target_longer_than_255_characters_is_refused_at_the_door",
+        "test_unknown_markup_target_in_an_error_is_printed_verbatim"),
+    "test_import_files.py": ("test_csv_bad_files_fail_whole_and_alone", "test_csv_times_zones_disorder_duplicates",
+        "test_tts_and_lmt_imports_of_the_same_five_minutes_agree", "test_tts_sample_rates_become_bytes_per_step"),
+    "test_import_hostile.py": ("test_damaged_tts_does_not_abort_the_other_sources",
+        "test_damaged_tts_is_one_line_for_every_8_byte_corruption",
+        "test_directory_import_does_not_follow_symlinks_inside",
+        "test_fifo_among_sources_one_line_and_the_others_imported", "test_import_help_lists_every_registered_kind",
+        "test_iostat_directory_through_the_cli"),
+    "test_import_lfsdf.py": ("test_archive_equals_an_independent_parse", "test_undated_output_needs_at",
+        "test_workload_with_capacity_rows"),
+    "test_import_mmperfmon.py": ("test_gauges_only_workload_says_so", "test_help_names_the_kinds",
+        "test_nothing_usable_is_an_error_and_the_batch_goes_on", "test_workload_runs_on_imported_gpfs_data"),
+    "test_iomodel.py": ("test_bad_output_path_in_a_subprocess", "test_default_output_goes_under_home",
+        "test_discard_is_faster_than_cached_at_every_size", "test_human_table_and_help",
+        "test_output_contract_metadata_and_sidecar", "test_uncached_on_a_disk_file_system",
+        "test_uncached_without_the_means_to_evict"),
+    "test_job_findings_cost.py": ("test_every_finding_is_costed_or_says_why",
+        "test_sequential_wording_follows_the_evidence"),
+    "test_jobs_ingest.py": ("test_dask_option", "test_ingest_and_summary_on_server_databases",
+        "test_ingest_is_idempotent_and_records_failures", "test_ingest_missing_path", "test_one_job_and_its_files",
+        "test_summary_json_and_html"),
+    "test_jobs_ingest_concurrency.py": ("test_a_store_with_relative_paths_is_normalised_without_rereading",
+        "test_kill_9_of_ingest_takes_its_workers_along", "test_relative_then_absolute_path_reads_nothing_again",
+        "test_sigterm_of_ingest_stops_cleanly", "test_the_lock_file_is_not_followed_through_a_symlink",
+        "test_two_ingests_at_once_store_each_log_once"),
+    "test_jobs_order.py": ("test_summary_is_the_same_whatever_the_ingest_order",),
+    "test_jobs_stored.py": ("test_jobs_list_counts_and_filters", "test_jobs_show_by_jobid_hash_and_ambiguous"),
+    "test_jobs_verdict_store.py": ("test_ingest_stores_the_verdict_and_ranked_costs_the_pages_show",
+        "test_old_store_upgrades_in_place_and_a_second_ingest_completes_it"),
+    "test_probe_archive_fulldisk.py": ("test_archive_on_a_full_disk",),
+    "test_probe_concurrency.py": ("test_full_buffer_drops_the_oldest_counts_and_says_so",
+        "test_lock_is_released_when_the_holder_is_killed",
+        "test_second_probe_and_watch_on_one_directory_are_refused",
+        "test_sigterm_while_the_store_is_locked_stores_everything_once_it_is_free",
+        "test_sqlite_store_locked_by_another_writer_loses_no_period"),
+    "test_probe_fifo.py": ("test_fifo_in_the_pool_is_an_error_sample_and_is_replaced",),
+    "test_probe_hostile.py": ("test_default_target_is_host_and_mount_point",
+        "test_full_disk_during_run_leaves_no_orphans_and_a_restart_reads_no_false_errors",
+        "test_interrupted_init_resumes", "test_short_pool_files_left_by_an_older_run_are_replaced_at_start",
+        "test_watch_takes_the_probe_options"),
+    "test_probe_targets.py": ("test_a_directory_another_probe_holds_refuses_the_whole_start",
+        "test_a_hung_target_does_not_delay_the_others", "test_bad_target_lists_are_one_line",
+        "test_kill_9_mid_run_loses_nothing_committed", "test_watch_probes_several_directories_one_hung"),
+    "test_quiet_option.py": ("test_every_import_subcommand_takes_q",
+        "test_import_csv_quiet_prints_nothing_and_stores_the_same", "test_import_quiet_still_reports_a_failure",
+        "test_import_slurm_quiet", "test_jobs_ingest_quiet", "test_serve_quiet_has_no_access_log"),
+    "test_report_escaping.py": ("test_jobs_summary_html_escapes_project_names",
+        "test_workload_html_escapes_the_name_it_shows"),
+    "test_scheduler_import.py": ("test_bad_inputs_are_one_line", "test_darshan_jobs_link_by_id_and_by_time_and_exe",
+        "test_files_that_are_not_sacct_output", "test_nersc_jobsdb_matches_a_direct_query",
+        "test_parsable2_file_field_by_field", "test_pytokio_slurm_cache_matches_a_direct_read",
+        "test_sacct_failing_is_one_line", "test_sacct_missing_is_one_line",
+        "test_since_until_keep_jobs_of_the_window", "test_telemetry_import_still_answers"),
+    "test_slowdown_pieces.py": ("test_a_day_whose_hours_are_summarized_is_not_read_again",
+        "test_sqlite_pieces_equal_full_computation_with_archive_and_restart"),
+    "test_stats_probe.py": ("test_interval_stats_match_pandas",),
+    "test_store.py": ("test_bad_db_urls_are_one_line_errors", "test_cli_reports_newer_schema_in_one_line",
+        "test_empty_store_says_so", "test_many_processes_start_on_a_fresh_store_at_once",
+        "test_not_an_sqlite_file_and_unwritable_home"),
+    "test_svg_charts.py": ("test_job_html_does_not_import_matplotlib",),
+    "test_telemetry_compact.py": ("test_a_day_becomes_one_file_with_the_same_rows_and_rollup",
+        "test_a_full_disk_leaves_the_small_files_and_says_so",
+        "test_an_interrupted_compaction_counts_each_row_once_and_is_finished_later",
+        "test_collect_compacts_its_own_finished_days", "test_late_files_and_other_writers_are_left_alone",
+        "test_only_finished_days_are_compacted"),
+    "test_telemetry_counters.py": ("test_property_amounts_never_negative_and_sum_to_the_increases",),
+    "test_telemetry_rollup.py": ("test_a_store_where_rollups_cannot_be_written_reads_rows",
+        "test_older_files_get_rollups_built_and_damaged_ones_rebuilt",
+        "test_rollups_go_with_their_files_and_orphans_are_ignored", "test_workload_through_rollups_equals_row_by_row"),
+    "test_umami_tokio_abc.py": ("test_bad_files", "test_edison_correlations_match_the_paper_and_scipy",
+        "test_umami_of_a_feature_job"),
+    "test_watch.py": ("test_bad_server_options", "test_check_exit_codes_follow_nagios",
+        "test_check_unknown_for_stale_and_empty"),
+    "test_web.py": ("test_history_matches_the_slowdown_command",
+        "test_reading_while_a_live_probe_writes_does_not_block_it"),
+    "test_web_factors.py": ("test_analysis_equals_the_cli",),
+    "test_web_jobs.py": ("test_new_jobs_show_without_restart",),
+    "test_web_workload.py": ("test_defaults_equal_the_cli", "test_new_telemetry_shows_without_restart",
+        "test_random_parameters_never_500"),
+}
+
+#: The markers that keep a test out of `make test-fast`.
+SLOW_MARKERS = ("slow", "browser", "postgres", "mariadb", "slurm", "soak", "fuzz")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        names = set(MODULE_MARKERS.get(item.path.name, ()))
+        if item.originalname in SLOW_TESTS.get(item.path.name, ()):
+            names.add("slow")
+        for fixture in item.fixturenames:
+            names.update(FIXTURE_MARKERS.get(fixture, ()))
+        for name in sorted(names):
+            item.add_marker(name)
+    if config.getoption("--fast"):
+        slow = [i for i in items if any(i.get_closest_marker(m) for m in SLOW_MARKERS)]
+        if slow:
+            config.hook.pytest_deselected(items=slow)
+            items[:] = [i for i in items if not any(i.get_closest_marker(m) for m in SLOW_MARKERS)]
+
+
 def pytest_addoption(parser):
+    parser.addoption("--fast", action="store_true", default=False,
+                     help="the fast tier (make test-fast): leave out tests marked " + ", ".join(SLOW_MARKERS))
     parser.addoption("--update-golden", action="store_true", default=False,
                      help="tests/test_json_contract.py: rewrite tests/golden/*.json from this run")
 

@@ -163,13 +163,20 @@ def test_pool_file_removed_by_someone_else_is_recreated(tmp_path):
     p = _probe(d, rows, duration_s=60)
     t = threading.Thread(target=p.run, kwargs={"install_signals": False})
     t.start()
-    time.sleep(0.3)
+    assert _wait_for(lambda: len(rows) > 0)  # running
     for name in sorted(os.listdir(d / POOL_NAME))[:3]:
         try:
             os.unlink(d / POOL_NAME / name)
         except FileNotFoundError:
             pass
-    time.sleep(0.5)
+
+    def noticed_and_replaced():
+        seen = list(rows)
+        last = max((i for i, r in enumerate(seen) if r[4] == "error" and r[5] == errno.ENOENT), default=None)
+        return (last is not None and any(r[4] == "ok" for r in seen[last + 1:])
+                and len(os.listdir(d / POOL_NAME)) == 6)
+
+    assert _wait_for(noticed_and_replaced)
     p.stop()
     t.join(10)
     assert not t.is_alive()

@@ -11,10 +11,6 @@ from ioweather.units import format_bytes, parse_rate
 RATE = _Parsed("rate", parse_rate)
 
 
-def _when(iso: str) -> str:
-    return iso[:16].replace("T", " ")
-
-
 def _hours(v: float) -> str:
     return f"{v:,.1f}"
 
@@ -28,8 +24,11 @@ def _culprit(e: dict) -> str:
 
 
 def _print_events(doc: dict) -> None:
-    from ioweather.views.output import print_table, stderr
+    from ioweather.views.output import interval_time, print_table, stderr
     from ioweather.views.workload_report import rate_text
+
+    def _when(iso: str) -> str:
+        return interval_time(iso, doc["interval_s"])
 
     for note in doc["notes"]:
         stderr.print(f"note: {note}", highlight=False)
@@ -74,10 +73,9 @@ def _event_options(f):
 def _params(resample, smooth, min_amplitude, cluster, top, cores_per_node, slowdown_threshold):
     from ioweather.services.events import Params
 
-    if resample <= 0 or smooth <= 0:
-        raise UserError("--resample and --smooth must be positive")
-    if min_amplitude <= 0:
-        raise UserError("--min-amplitude must be positive")
+    from ioweather.services.workload import check_options
+
+    check_options(resample, smooth, min_amplitude)
     return Params(resample, smooth, min_amplitude, cluster, top, cores_per_node, slowdown_threshold)
 
 

@@ -14,12 +14,11 @@ RATE = _Parsed("rate", parse_rate)
 
 
 def _print_human(r: dict) -> None:
-    from ioweather.views.output import print_table, short_time, stderr
+    from ioweather.views.output import interval_time, print_table, stderr
     from ioweather.views.workload_report import pct_text, rate_text
 
     def when(iso: str) -> str:
-        # 5-second events start and end within one minute: to the second when the intervals are finer
-        return short_time(iso) if r["interval_s"] < 60 else short_time(iso)[:16]
+        return interval_time(iso, r["interval_s"])
 
     b = r["burstiness"]
     rows = [
@@ -82,23 +81,19 @@ def register(cli: click.Group) -> None:
         Totals per day and month, peak and mean throughput, burstiness, idle periods,
         the I/O power spectrum, autocorrelation, and I/O events. See docs/workload.md.
         """
+        from ioweather.services.workload import check_options, compute
         from ioweather.views.output import print_json, progress, stderr
 
         if as_json and html:
             raise UserError("choose one of --json and --html")
-        if resample <= 0:
-            raise UserError("--resample must be positive")
+        check_options(resample, smooth, min_amplitude)
         if acf_max_lag < 0 or not math.isfinite(acf_max_lag):
             raise UserError("--acf-max-lag must be a non-negative duration")
-        if min_amplitude <= 0:
-            raise UserError("--min-amplitude must be positive")
         with progress() as bar:
             task = bar.add_task("workload", total=4 if html else 3)
 
             def on_step(name):
                 bar.update(task, description=name, advance=1 if name in ("power spectrum", "statistics", "report") else 0)
-
-            from ioweather.services.workload import compute
 
             result, data = compute(settings, fs, since, until, resample, idle_threshold, smooth, min_amplitude,
                                    acf_max_lag, on_step, use_rollups=not no_rollups,

@@ -271,13 +271,12 @@ def metadata(settings, fs: str, since_ns: int, until_ns: int, min_amplitude: flo
 
 # ------------------------------------------------------------------------------------------ capacity
 
-def _is_metadata_target(name: str) -> bool:
-    return "-MDT" in name
-
-
 def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> dict:
     """Fullness per data target and for the file system over the window, the fullest targets at the
-    end, days until full at the recent growth (stats.targets.growth), inode use, `lctl dl -t` state."""
+    end, days until full (services.capacity.forecast: the same for every window ending at the same
+    data), inode use, `lctl dl -t` state."""
+    from ioweather.services.capacity import forecast, is_data_target
+
     step_ns = max(60_000_000_000, -(-((until_ns - since_ns) // 500) // 60_000_000_000) * 60_000_000_000)
     g = Q.gauge_bins(settings, fs, since_ns, until_ns, step_ns, metrics=CAPACITY_METRICS)
     b0, nbins = _grid(since_ns, until_ns, step_ns)
@@ -286,32 +285,30 @@ def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> 
     has_avail = np.isfinite(m["avail_bytes"]).any(axis=1)
     full = np.where(has_avail[:, None], T.fullness(m["capacity_bytes"], m["free_bytes"], m["avail_bytes"]),
                     T.fullness(m["capacity_bytes"], m["free_bytes"]))
-    data_rows = [i for i, t in enumerate(targets) if not _is_metadata_target(t) and np.isfinite(m["capacity_bytes"][i]).any()]
-    t_s = (b0 + np.arange(nbins)) * step_ns / 1e9
-    fs_doc = _fs_fullness(m, data_rows, t_s, step_ns, b0)
+    data_rows = [i for i, t in enumerate(targets) if is_data_target(t) and np.isfinite(m["capacity_bytes"][i]).any()]
+    fc = forecast(settings, fs, until_ns)
+    fs_doc = _fs_fullness(m, data_rows, fc)
     latest = _latest(m, full, targets)
-    fullest = sorted((r for r in latest if not _is_metadata_target(r["target"]) and r["fullness"] is not None),
+    fullest = sorted((r for r in latest if is_data_target(r["target"]) and r["fullness"] is not None),
                      key=lambda r: -r["fullness"])[:top]
     for r in latest:
-        i = targets.index(r["target"])
-        used = m["capacity_bytes"][i] - m["free_bytes"][i]
-        gr = T.growth(t_s, used)
-        r["growth_bps"] = gr["slope_bps"]
-        r["days_until_full"] = T.days_until_full(r["avail_bytes"] if r["avail_bytes"] is not None
-                                                 else (r["capacity_bytes"] or 0) - (r["used_bytes"] or 0), gr["slope_bps"])
+        f = fc.targets.get(r["target"])
+        r["growth_bps"] = f.growth_bps if f else None
+        r["days_until_full"] = f.days_until_full if f else None
     lctl = lctl_state(settings, fs, until_ns)
     known = set(targets)
     others = set(lctl["targets"]) | set(_io_targets(settings, fs, since_ns, until_ns))
     return {"fs": fs, "since": ns_to_iso(since_ns), "until": ns_to_iso(until_ns), "step_s": step_ns / 1e9,
             "time": _times(b0, nbins, step_ns), "targets": latest, "fullest": [r["target"] for r in fullest],
             "fullness": {t: _nums(full[i]) for i, t in enumerate(targets)}, "fs_fullness": fs_doc,
-            "growth_window_s": T.GROWTH_WINDOW_S, "lctl": lctl, "lustre": lustre_state(settings, fs, until_ns),
-            "no_capacity_data": sorted(t for t in others - known if not _is_metadata_target(t) or t in lctl["targets"])}
+            "growth_window_s": fc.window_s,
+            "growth_until": ns_to_iso(fc.end_ns) if fc.end_ns is not None else None, "lctl": lctl, "lustre": lustre_state(settings, fs, until_ns),
+            "no_capacity_data": sorted(t for t in others - known if is_data_target(t) or t in lctl["targets"])}
 
 
-def _fs_fullness(m: dict, rows: list[int], t_s: np.ndarray, step_ns: int, b0: int) -> dict:
-    """The file system's fullness over the data targets reporting in each bin; the growth fit uses
-    only the bins where as many targets reported as at most (a missing OST would look like a shrink)."""
+def _fs_fullness(m: dict, rows: list[int], fc) -> dict:
+    """The file system's fullness over the data targets reporting in each bin, and the forecast's
+    used and room bytes, growth and days until full."""
     if not rows:
         return {"fullness": [], "targets_reporting": [], "days_until_full": None, "growth_bps": None}
     cap, free, avail = (m[k][rows] for k in ("capacity_bytes", "free_bytes", "avail_bytes"))
@@ -321,12 +318,9 @@ def _fs_fullness(m: dict, rows: list[int], t_s: np.ndarray, step_ns: int, b0: in
     room = np.where(ok & np.isfinite(avail), avail, np.where(ok, free, 0.0)).sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         frac = np.where(n > 0, used / (used + room), np.nan)
-    complete = n == n.max()
-    gr = T.growth(t_s[complete], used[complete])
-    last = np.flatnonzero(complete)[-1]
-    return {"fullness": _nums(frac), "targets_reporting": n.tolist(), "used_bytes": float(used[last]),
-            "room_bytes": float(room[last]), "growth_bps": gr["slope_bps"], "growth_points": gr["points"],
-            "days_until_full": T.days_until_full(float(room[last]), gr["slope_bps"])}
+    return {"fullness": _nums(frac), "targets_reporting": n.tolist(), "used_bytes": fc.used_bytes,
+            "room_bytes": fc.room_bytes, "growth_bps": fc.growth_bps, "growth_points": fc.points,
+            "days_until_full": fc.days_until_full}
 
 
 def _latest(m: dict, full: np.ndarray, targets: list[str]) -> list[dict]:

@@ -19,6 +19,22 @@ from ioweather.units import check_order, ns_to_iso, to_ns
 # pandas is imported where used: the dashboard imports this module at start (its memory).
 
 MAX_BINS = 20_000_000  # ~320 MB of float64 series; beyond that the resample interval is surely a typo
+#: The longest resample interval, and the widest smoothing window: the kernel is window / resample samples
+#: and its convolution costs kernel x series (a day at 5 s: 17,280 samples), so an unbounded one is a
+#: hang, on a server too.
+MAX_RESAMPLE_S = 92 * 86400.0
+MAX_SMOOTH_S = 86400.0
+
+
+def check_options(resample_s: float, smooth_s: float, min_amplitude: float, flag=lambda name: f"--{name}") -> None:
+    """The one check of the event options, for `workload`, `events`, `report` and their pages, so a page
+    takes what the command takes (`flag` names an option as the caller's user writes it). A smoothing
+    window shorter than the interval is allowed: it smooths nothing (stats.workload.smooth)."""
+    for name, v, most in (("resample", resample_s, MAX_RESAMPLE_S), ("smooth", smooth_s, MAX_SMOOTH_S)):
+        if not 0 < v <= most:  # also nan and inf
+            raise UserError(f"{flag(name)} must be positive and at most {most / 86400:g}d")
+    if not 0 < min_amplitude < float("inf"):
+        raise UserError(f"{flag('min-amplitude')} must be positive")
 
 
 @dataclass

@@ -93,6 +93,12 @@ def short_time(iso: str) -> str:
     return iso.replace("T", " ")[:19]
 
 
+def interval_time(iso: str, interval_s: float) -> str:
+    """A time of a series of `interval_s` intervals for tables: to the second when the intervals are
+    shorter than a minute (5-second events start and end within one minute), else to the minute."""
+    return short_time(iso) if interval_s < 60 else short_time(iso)[:16]
+
+
 # A command's -q hides the bars that services draw deep inside their loops, without a flag through each.
 _no_progress = ContextVar("no_progress", default=False)
 

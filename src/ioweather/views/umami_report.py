@@ -13,11 +13,14 @@ COLOURS = {"red": "#d62728", "orange": "#ff7f0e", "green": "#2ca02c", "blue": "#
 
 
 def number_text(v) -> str:
-    """A number for people: thousands separators or 2-3 decimals, never an exponent; '-' for None."""
+    """A number for people: thousands separators or 2-3 decimals, never an exponent; '-' for None.
+    A whole number (a count of concurrent jobs, of nodes) is printed whole: "335", not "335.00"."""
     if v is None:
         return "-"
     if isinstance(v, bool):
         return "yes" if v else "no"
+    if float(v).is_integer():
+        return f"{int(v):,}"
     a = abs(v)
     if a >= 1000:
         return f"{v:,.0f}"

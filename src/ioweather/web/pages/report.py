@@ -7,11 +7,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from ioweather.errors import StoreError, UserError
-from ioweather.stats.workload import DEFAULT_MIN_AMPLITUDE, DEFAULT_SMOOTH_S
 from ioweather.services.workload import data_end, dataset_fingerprint, file_systems
 from ioweather.web.context import WebContext
-from ioweather.web.pages.workload import HINT, RESAMPLES_S, _rate_param
-from ioweather.web.params import BadRequest, NotFound, Query, format_seconds_short
+from ioweather.web.pages.workload import HINT, event_options
+from ioweather.web.params import BadRequest, NotFound, Query
 from ioweather.web.registry import Page
 
 MAX_WINDOW_S = 92 * 86400.0
@@ -32,9 +31,7 @@ def report_data(ctx: WebContext, params) -> dict:
     fs = q.text("fs", systems[0])
     if fs not in systems:
         raise BadRequest(f"unknown file system {fs!r}; known: {', '.join(systems[:20])}")
-    resample = q.duration("resample", "60s", allowed=RESAMPLES_S)
-    smooth_s = q.duration("smooth", format_seconds_short(DEFAULT_SMOOTH_S), lo=60.0, hi=86400.0)
-    min_amp = _rate_param(q, "min_amplitude", f"{DEFAULT_MIN_AMPLITUDE / (1 << 30):g}GiB/s")
+    resample, smooth_s, min_amp = event_options(q)
     now = datetime.now(timezone.utc)
     end = data_end(ctx.settings, fs)
     if end is None:

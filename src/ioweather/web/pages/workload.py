@@ -17,7 +17,7 @@ from ioweather.errors import StoreError, UserError
 from ioweather.stats.downsample import downsample
 from ioweather.stats.workload import (DEFAULT_IDLE_THRESHOLD, DEFAULT_MIN_AMPLITUDE, DEFAULT_SMOOTH_S,
                                       daily_mean_rates, fill_missing, rates, smooth, total_of)
-from ioweather.services.workload import compute, dataset_fingerprint, file_systems
+from ioweather.services.workload import check_options, compute, dataset_fingerprint, file_systems
 from ioweather.units import format_bytes, parse_rate
 from ioweather.web.context import WebContext
 from ioweather.web.pages.fsview_common import fs_and_window
@@ -34,7 +34,6 @@ RESAMPLES_S = (5.0, 10.0, 60.0, 300.0, 600.0, 3600.0)
 #: is 1.6 million intervals; 92 days at 1 s would be 8 million).
 MAX_INTERVALS = 2_000_000
 DEFAULT_WINDOW = "7d"
-MAX_WINDOW_S = 92 * 86400.0
 MAX_POINTS = 20000
 MAX_EVENTS_SHOWN = 200
 ACF_MAX_LAG_S = 86400.0
@@ -42,6 +41,18 @@ ACF_MAX_LAG_S = 86400.0
 
 def has_telemetry(ctx: WebContext) -> bool:
     return bool(file_systems(ctx.settings))
+
+
+def event_options(q: Query) -> tuple[float, float, float]:
+    """resample, smooth and min_amplitude of the query, checked as `ioweather workload` checks them."""
+    resample = q.duration("resample", "60s")
+    smooth_s = q.duration("smooth", format_seconds_short(DEFAULT_SMOOTH_S))
+    min_amp = _rate_param(q, "min_amplitude", f"{DEFAULT_MIN_AMPLITUDE / (1 << 30):g}GiB/s")
+    try:
+        check_options(resample, smooth_s, min_amp, flag=lambda name: name.replace("-", "_"))
+    except UserError as e:
+        raise BadRequest(str(e)) from None
+    return resample, smooth_s, min_amp
 
 
 def _rate_param(q: Query, name: str, default: str) -> float:
@@ -87,14 +98,7 @@ def _check_intervals(since_ns: int, until_ns: int, resample_s: float) -> None:
 def workload_data(ctx: WebContext, params) -> dict:
     q = Query(params, ("fs", "since", "until", "resample", "smooth", "min_amplitude"))
     fs, systems, since_ns, until_ns = fs_and_window(ctx, q, DEFAULT_WINDOW)
-    resample = q.duration("resample", "60s")
-    if not 0 < resample <= MAX_WINDOW_S:  # also nan and inf
-        raise BadRequest(f"resample must be positive and at most {format_seconds_short(MAX_WINDOW_S)}")
-    smooth_s = q.duration("smooth", format_seconds_short(DEFAULT_SMOOTH_S), lo=60.0, hi=86400.0)
-    if smooth_s < resample:
-        raise BadRequest(f"smooth ({format_seconds_short(smooth_s)}) must be at least the resample interval "
-                         f"({format_seconds_short(resample)})")
-    min_amp = _rate_param(q, "min_amplitude", f"{DEFAULT_MIN_AMPLITUDE / (1 << 30):g}GiB/s")
+    resample, smooth_s, min_amp = event_options(q)
     _check_intervals(since_ns, until_ns, resample)
     since, until = (datetime.fromtimestamp(x / 1e9, timezone.utc) for x in (since_ns, until_ns))
 

@@ -424,19 +424,28 @@
             [zpos(th.crit), "#d7301f"], [1, "#67000d"]];
   }
 
+  // Interval c runs from data.time[c] to data.time[c] + interval_s: Plotly takes one more x than columns as
+  // the cells' edges, so each cell is drawn from its start to its end (given the starts alone, it centres
+  // each cell on its start and the picture is half an interval early).
+  function cellEdges(data) {
+    var x = times(data.time);
+    if (x.length) { x.push(x[x.length - 1] + data.interval_s * 1000); }
+    return x;
+  }
+
   // From the first interval with data when the window starts before the probe did (a week's axis with
-  // one hour of data at its right end is a grey band), else the whole window. Cells are centred on x.
-  function historyRange(data, x) {
-    var first = x.length;
+  // one hour of data at its right end is a grey band), else the whole window.
+  function historyRange(data, edges) {
+    var columns = edges.length - 1;
+    var first = columns;
     data.targets.forEach(function (t) {
       t.slowdown.forEach(function (row) {
         var c = row.findIndex(function (v) { return v !== null; });
         if (c >= 0 && c < first) { first = c; }
       });
     });
-    if (first === 0 || first === x.length) { return undefined; }
-    var half = data.interval_s * 500;
-    return [x[first] - half, x[x.length - 1] + half];
+    if (first <= 0 || first >= columns) { return undefined; }
+    return [edges[first], edges[columns]];
   }
 
   function drawHistory(data) {
@@ -450,7 +459,7 @@
   // plot: Plotly.newPlot, then Plotly.react once the marks arrive (uirevision keeps a zoom made meanwhile)
   function drawHeatmaps(data, plot) {
     var jobs = [];
-    var x = times(data.time);
+    var x = cellEdges(data);
     var range = historyRange(data, x);
     var ticks = [0.5, 1, 2, 5, 10, 20, 50, 100];
     data.targets.forEach(function (t, i) {
@@ -460,7 +469,10 @@
         return row.map(function (v) { return v === null || v <= 0 ? null : Math.log10(v); });
       });
       var custom = t.slowdown.map(function (row, o) {
-        return row.map(function (v, c) { return [v === null ? "no data" : v.toFixed(2) + "×", t.count[o][c], t.timeouts[o][c]]; });
+        return row.map(function (v, c) {
+          return [v === null ? "no data" : v.toFixed(2) + "×", t.count[o][c], t.timeouts[o][c],
+                  data.time[c].replace("T", " ").replace(/\.000Z$|Z$/, "")];
+        });
       });
       var marks = (data.changes ? data.changes.points : []).filter(function (c) { return c.target === t.target; });
       var markTrace = {type: "scatter", mode: "markers", name: "level change", meta: "change", showlegend: false,
@@ -477,10 +489,10 @@
         type: "heatmap", x: x, y: data.ops, z: z, customdata: custom, zmin: ZMIN, zmax: ZMAX,
         colorscale: heatColorscale(data.thresholds), xgap: 0, ygap: 1,
         colorbar: {title: {text: "slowdown"}, tickvals: ticks.map(Math.log10), ticktext: ticks.map(function (v) { return v + "×"; })},
-        hovertemplate: "%{y} %{x}<br>slowdown %{customdata[0]}<br>n = %{customdata[1]}, timeouts %{customdata[2]}<extra></extra>"
+        hovertemplate: "%{y} from %{customdata[3]}<br>slowdown %{customdata[0]}<br>n = %{customdata[1]}, timeouts %{customdata[2]}<extra></extra>"
       }].concat(marks.length ? [markTrace] : []), {height: 290, margin: {l: 80, r: 12, t: 8, b: 56}, font: FONT,
            plot_bgcolor: NO_DATA, shapes: rowLines, showlegend: false, uirevision: "history",
-           xaxis: {type: "date", title: {text: "interval start (UTC)", standoff: 16}, automargin: true, range: range},
+           xaxis: {type: "date", title: {text: "time (UTC); each cell from its interval's start to its end", standoff: 16}, automargin: true, range: range},
            yaxis: {autorange: "reversed", type: "category", categoryarray: data.ops}}, CONFIG));
     });
     return jobs;
