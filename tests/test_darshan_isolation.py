@@ -52,12 +52,33 @@ def mutate(src: Path, rng: random.Random) -> bytes:
 
 
 def byte_swapped(src: Path) -> bytes:
-    """`src` claiming the other byte order: libdarshan-util then swaps every value (garbage counters,
-    nprocs, sizes), as with the logs of a big-endian machine read by a buggy version."""
+    """`src` whose header and job region are rewritten in the other byte order and whose records are
+    left as written: libdarshan-util swaps every record value as it reads, so the counters, ranks,
+    sizes and timers are garbage while the log opens (what a reader of the wrong byte order sees)."""
     b = bytearray(src.read_bytes())
+    version = b[:8].split(b"\0")[0].decode()
     e = "<" if struct.unpack_from("<q", b, 8)[0] == MAGIC else ">"
-    struct.pack_into(">q" if e == "<" else "<q", b, 8, MAGIC)
-    return bytes(b)
+    o = ">" if e == "<" else "<"
+    name_at, mods_at, nmods = (32, 48, 64) if version >= "3.41" else (24, 40, 16)
+    header = mods_at + 20 * nmods  # the maps, then one uint32 version per module
+    struct.pack_into(o + "q", b, 8, MAGIC)
+    struct.pack_into(o + "I", b, 20, struct.unpack_from(e + "I", b, 20)[0])  # partial flag
+    maps = [name_at] + [mods_at + 16 * i for i in range(nmods)]
+    for at in maps:
+        struct.pack_into(o + "QQ", b, at, *struct.unpack_from(e + "QQ", b, at))
+    for at in range(mods_at + 16 * nmods, header, 4):
+        struct.pack_into(o + "I", b, at, struct.unpack_from(e + "I", b, at)[0])
+    name_off = struct.unpack_from(o + "Q", b, name_at)[0]
+    raw = bytearray(zlib.decompress(bytes(b[header:name_off])))
+    for i in range(7 if version >= "3.41" else 5):  # uid, times, nprocs, jobid: right once swapped
+        struct.pack_into(o + "q", raw, 8 * i, struct.unpack_from(e + "q", raw, 8 * i)[0])
+    job = zlib.compress(bytes(raw))
+    delta = len(job) - (name_off - header)
+    for at in maps:
+        off, ln = struct.unpack_from(o + "QQ", b, at)
+        if ln or at == name_at:
+            struct.pack_into(o + "Q", b, at, off + delta)
+    return bytes(b[:header]) + job + bytes(b[name_off:])
 
 
 def rewrite_job(src: Path, dst: Path, **fields: int) -> Path:
@@ -184,6 +205,28 @@ def test_log_with_garbage_nprocs_is_read_and_characterized_without_numpy_warning
     assert rep["job"]["nprocs"] == 496
 
 
+def _report_with_warnings_as_errors(path: str) -> tuple[int, int]:
+    """(nprocs, warnings in the report) of `job`'s report of `path`, any Python warning an error."""
+    from ioweather.services.darshan_job import _make
+
+    warnings.simplefilter("error")
+    rep, _ = _make(path, None, None, "x")
+    return rep["job"]["nprocs"], len(rep.get("warnings", []))
+
+
+@pytest.mark.parametrize("src", SMALL, ids=[p.name[:40] for p in SMALL])
+def test_byte_swapped_records_are_bounded_without_a_traceback_or_a_warning(tmp_path, src):
+    """Garbage counters, ranks and timers (records read in the wrong byte order) give a report with
+    warnings, or one reason, or a dead reader; never a numpy warning ("overflow") or an exception."""
+    p = tmp_path / "swapped.darshan"
+    p.write_bytes(byte_swapped(src))
+    try:
+        nprocs, n_warnings = call_isolated(_report_with_warnings_as_errors, str(p))
+    except (DarshanLogError, ChildDied):
+        return
+    assert 1 <= nprocs <= 2**23
+
+
 def test_impossible_job_times_are_unknown_not_an_overflow(tmp_path):
     p = rewrite_job(IMBALANCED, tmp_path / "t.darshan", start_time_sec=200_000_000_000, end_time_sec=200_000_000_010)
     log = read_log(p)
@@ -246,7 +289,8 @@ def test_fuzz_job_never_dies_of_a_mutated_or_byte_swapped_log(tmp_path, cli):
         p = tmp_path / f"m{i}.darshan"
         p.write_bytes(mutate(src, rng))
         cases.append((f"mutant {i} of {src.name}", p))
-    for src in (IMBALANCED, PPC64, TESTDATA_LOGS / "mpi-io-test-x86_64-3.0.0.darshan"):
+    for src in (PPC64, TESTDATA_LOGS / "treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan",
+                TESTDATA_LOGS / "mpi-io-test-x86_64-3.0.0.darshan"):
         p = tmp_path / f"swapped-{src.name}"
         p.write_bytes(byte_swapped(src))
         cases.append((f"byte-swapped {src.name}", p))
