@@ -52,6 +52,7 @@ def little_home(tmp_path_factory):
     run_cli("import", "lfsdf", str(base / "df.txt"), "--fs", "one", home=home, check=True)
     lines = ["time,target,metric,value"] + [f"{T0 + 60 * m},still-OST000{k},{metric},0" for m in range(60)
                                             for k in range(2) for metric in ("read_bytes", "write_bytes")]
+    lines += [f"{T0 + 60 * m},still-MDT0000,md_open,0" for m in range(60)]
     (base / "still.csv").write_text("\n".join(lines) + "\n")
     run_cli("import", "csv", str(base / "still.csv"), "--fs", "still", "--interval", "60s", home=home, check=True)
     return home
@@ -68,7 +69,8 @@ def srv(little_home):
 WINDOW = f"since={T0 - 600}&until={T0 + 4200}"
 PAGES = [("bench", "/bench"), ("capacity", f"/capacity?fs=one&since={T0 - 86400}&until={T0 + 3600}"),
          ("servers", f"/servers?fs=still&{WINDOW}"),
-         ("servers-target", f"/servers?fs=still&{WINDOW}&target=still-OST0000")]
+         ("servers-target", f"/servers?fs=still&{WINDOW}&target=still-OST0000"),
+         ("metadata", f"/metadata?fs=still&{WINDOW}")]
 
 
 def axes_of(browser, url, artifacts_dir, name):
@@ -120,3 +122,9 @@ def test_no_traffic_shows_no_scale(browser, srv, artifacts_dir):
         notes = v.page.evaluate("() => Array.from(document.querySelectorAll('#servers-heat-read .annotation-text'))"
                                 ".map(t => t.textContent)")
     assert bars == 0 and notes == ["no read traffic in this window"]  # before: a scale 0.0 / 0.0 / 0.0
+    with visit(browser, srv.url + PAGES[4][1]) as v:
+        screenshot(v.page, artifacts_dir, "little-metadata")
+        notes = v.page.evaluate("() => Array.from(document.querySelectorAll('#md-rates .annotation-text'))"
+                                ".map(t => t.textContent)")
+        y = v.page.evaluate("() => document.getElementById('md-rates')._fullLayout.yaxis.range")
+    assert notes == ["no metadata operations in this window"] and y == [0, 1]  # before: -1…1 operations/s
