@@ -47,3 +47,34 @@ def test_fsstats_table_and_report_have_no_exponent(which, old_tree, shared_data,
                                     (float("nan"), "-"), (None, "-")])
 def test_format_number(v, text):
     assert format_number(v) == text
+
+
+@pytest.fixture(scope="module")
+def shared_home(testdata, tmp_path_factory):
+    """The shared Darshan logs ingested, the LMT day imported, tokio-abc's Edison runs imported."""
+    home = tmp_path_factory.mktemp("numbers") / "home"
+    run_cli("jobs", "ingest", str(testdata / "darshan"), "-q", home=home, check=True)
+    run_cli("import", "lmt", str(testdata / "lmt/snx11025_2018-01-28.sqlite3"), "--fs", "snx11025",
+            "--timezone", "America/Los_Angeles", "-q", home=home, check=True)
+    run_cli("bench", "import", str(testdata / "tokio-abc/edison-summaries_2017-02-14-2018-02-15.csv.gz"),
+            home=home, check=True)
+    return home
+
+
+LMT_DAY = ("--fs", "snx11025", "--since", "2018-01-28T08:00:00Z", "--until", "2018-01-29T08:00:00Z")
+EVENTS = ("--resample", "5s", "--smooth", "30s", "--min-amplitude", "100MiB/s")  # tests/test_one_truth.py's
+TABLES = [("jobs", "summary"), ("jobs", "list"), ("bench", "summary"), ("workload", *LMT_DAY),
+          ("events", *LMT_DAY, *EVENTS), ("report", "--fs", "snx11025", *EVENTS)]
+
+
+@pytest.mark.slow
+def test_table_commands_on_the_shared_data_have_no_exponent(shared_home, testdata):
+    logs = sorted((testdata / "darshan").glob("*.darshan"))
+    runs = [list(t) for t in TABLES] + [["job", str(p)] for p in logs] + [["why", str(logs[-1])]]
+    for args in runs:
+        p = run_cli(*args, home=shared_home)
+        if args[0] == "job" and p.returncode == 1:  # a log PyDarshan refuses (empty_log): its one line
+            continue
+        assert p.returncode == 0, (args, p.stderr)
+        assert p.stdout.strip(), args
+        assert not SCIENTIFIC.findall(p.stdout), (args, SCIENTIFIC.findall(p.stdout)[:5])
