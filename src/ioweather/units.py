@@ -216,6 +216,20 @@ def _sig3(x: float) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+def format_number(v: float | None, digits: int = 4) -> str:
+    """A number for a table or a page, never in scientific notation (`%g` wrote an age of 17,130 days
+    as 1.713e+04): from 100 on with thousands separators and at most one decimal ('17,130', '365.2'),
+    below with `digits` significant digits ('12.35', '0.000001234'); '-' for None and nan."""
+    if v is None or not math.isfinite(v):
+        return "-"
+    if v == 0:
+        return "0"
+    if abs(v) >= 100:
+        return f"{v:,.0f}" if v == int(v) or abs(v) >= 10 ** digits else f"{v:,.1f}"
+    text = f"{v:.{digits - 1 - math.floor(math.log10(abs(v)))}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
 def format_age(s: float) -> str:
     """'45 s', '12 min', '3.0 h', '2.5 days': an age as people say it."""
     if s < 120:

@@ -133,9 +133,6 @@ def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> 
                          on_note=lambda m: stderr.print(f"import: {m}", highlight=False, markup=False), **options)
     results, failed = doc["sources"], doc["failed"]
     weather = doc.get("job_weather")
-    if weather and weather["computed"] and not as_json:
-        stderr.print(f"import: recomputed the weather of {weather['computed']:,} jobs whose window the new telemetry "
-                     f"covers", highlight=False, markup=False)
     if as_json:
         print_json(doc)
     elif failed < len(results):  # when every source failed, their error lines say it all
@@ -145,5 +142,10 @@ def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> 
             ("bad_lines", "bad lines"), ("replaced_files", "replaced files"),
             ("rows_per_s", "rows/s", lambda v: f"{v:,.0f}")],
             title=f"imported into file system {fs!r}", empty="nothing imported")
+        # A summary, so on stdout where -q silences it; only jobs the imported span overlaps are counted
+        # (jobs computed for the first time elsewhere in the store are not this import's doing).
+        if weather and weather.get("overlapped"):
+            click.echo(f"import: recomputed the weather of {weather['overlapped']:,} jobs whose window the new "
+                       f"telemetry covers")
     if failed:
         sys.exit(2)

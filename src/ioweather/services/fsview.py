@@ -448,12 +448,15 @@ def talkers(settings, fs: str, since_ns: int, until_ns: int, known_jobs=None, to
     ids = sorted(set(window) | set(now))
     links = known_jobs(ids) if known_jobs else {}
     def rows(jobs: dict, key: str) -> list[dict]:
+        # A job that moved 0 B (or made no operation) in the window is listed by job_stats, but is
+        # no talker: with little traffic the top list was otherwise all idle jobs.
         out = [{"job": j, **v, "job_url": links.get(j, {}).get("job_url"), "user": user_of(j, links.get(j))}
-               for j, v in jobs.items()]
+               for j, v in jobs.items() if v[key] > 0]
         out.sort(key=lambda r: (-r[key], r["job"]))
         return out[:top]
     return {"fs": fs, "since": ns_to_iso(since_ns), "until": ns_to_iso(until_ns), "now_s": NOW_S,
-            "jobs": len(window), "by_bytes": rows(window, "bytes"), "by_ops": rows(window, "ops"),
+            "jobs": len(window), "jobs_moving_bytes": sum(1 for v in window.values() if v["bytes"] > 0),
+            "by_bytes": rows(window, "bytes"), "by_ops": rows(window, "ops"),
             "now_by_bytes": rows(now, "bytes"), "now_by_ops": rows(now, "ops"),
             "users": _users(window, links)}
 
@@ -483,7 +486,7 @@ def _users(jobs: dict, links: dict) -> list[dict]:
     by: dict[str, dict] = {}
     for j, v in jobs.items():
         u = user_of(j, links.get(j))
-        if u is None:
+        if u is None or not (v["bytes"] or v["ops"]):  # idle jobs make no talker of their user
             continue
         d = by.setdefault(u, {"user": u, "jobs": 0, "bytes": 0.0, "ops": 0.0})
         d["jobs"] += 1

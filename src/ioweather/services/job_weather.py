@@ -601,7 +601,8 @@ def _with_files(store, jobs: list[dict]) -> list[dict]:
     return [done.get(j["key"], j) if j.get("files") is False else j for j in jobs]
 
 
-def refresh_all(store, fs: str | None = None, only_motif: str | None = None, client=None) -> dict:
+def refresh_all(store, fs: str | None = None, only_motif: str | None = None, client=None,
+                span: tuple[str, int, int] | None = None) -> dict:
     """The incremental step: compute the weather of every Darshan job that has none yet or whose
     window's telemetry changed, then the climates and verdicts of the motifs that changed.
     {jobs, computed, kept, skipped}. Reads the job table and the stored signatures; the per-file rows
@@ -609,14 +610,16 @@ def refresh_all(store, fs: str | None = None, only_motif: str | None = None, cli
 
     With `only_motif` (one job's answer): the stored weather of that motif only is checked for new
     telemetry, and of the jobs without weather only those of that motif are computed. With `client`
-    (Dask) the telemetry of each day is read on the cluster (`compute_many`)."""
+    (Dask) the telemetry of each day is read on the cluster (`compute_many`). With `span` (fs, first
+    and last ns of an import): `overlapped`, how many of the computed jobs ran on that fs in that span
+    (jobs computed for the first time are counted in `computed` whether the import touched them or not)."""
     from ioweather.store import job_telemetry as jt
     from ioweather.store import job_weather as wstore
 
     names = jt.known_fs(store.parquet_dir)
     n, new = wstore.darshan_without_weather(store, fs)
     if not names or n == 0:
-        return {"jobs": n, "computed": 0, "kept": 0, "skipped": n}
+        return {"jobs": n, "computed": 0, "kept": 0, "skipped": n, "overlapped": 0}
     sigs = jt.WindowSignatures(store.parquet_dir)
     todo: set[str] = set(new)
     for r in wstore.signatures(store, fs, only_motif):
@@ -633,13 +636,18 @@ def refresh_all(store, fs: str | None = None, only_motif: str | None = None, cli
             continue
         if only_motif is None or motif(j, name) == only_motif:
             groups.setdefault(name, []).append(j)
-    computed = 0
+    computed, overlapped = 0, 0
     for name, js in groups.items():
-        computed += len(ensure(store, js, name, sigs, client=client))
-    return {"jobs": n, "computed": computed, "kept": n - computed - skipped, "skipped": skipped}
+        rows = ensure(store, js, name, sigs, client=client)
+        computed += len(rows)
+        if span is not None and span[0] == name:
+            overlapped += sum(1 for r in rows.values() if r["start_ns"] <= span[2] and r["end_ns"] >= span[1])
+    return {"jobs": n, "computed": computed, "kept": n - computed - skipped, "skipped": skipped,
+            "overlapped": overlapped}
 
 
-def after_import(store, since_ns: int | None = None, until_ns: int | None = None, client=None) -> dict | None:
+def after_import(store, since_ns: int | None = None, until_ns: int | None = None, client=None,
+                 span: tuple[str, int, int] | None = None) -> dict | None:
     """The step `jobs ingest` and scheduler imports run after storing: the weather and verdict of every
     new job (and of the jobs of [since, until), whose concurrency an import of scheduler jobs there
     changed), so that the Jobs list and the report show verdicts without opening each job. A store
@@ -650,7 +658,7 @@ def after_import(store, since_ns: int | None = None, until_ns: int | None = None
     try:
         if since_ns is not None and until_ns is not None:
             wstore.invalidate(store, since_ns, until_ns)
-        return refresh_all(store, client=client)
+        return refresh_all(store, client=client, span=span)
     except UserError:
         return None
 

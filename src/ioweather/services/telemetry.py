@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 
 from ioweather.errors import UserError
+from ioweather.units import parse_time, to_ns
 from ioweather.sources.telemetry.importers import importer
 from ioweather.sources.telemetry.ingest import MAX_NAME, impossible_to_missing, overlong_names, source_writer, to_long
 from ioweather.store.telemetry_imports import ImportRun
@@ -98,11 +99,14 @@ def import_sources(settings, kind: str, sources, fs: str, *, stopping: threading
             on_note(note)
         results.append(r)
     rows = sum(r.get("rows", 0) for r in results)
+    spans = [(to_ns(parse_time(r["start"])), to_ns(parse_time(r["end"]))) for r in results
+             if r.get("rows") and r.get("start") and r.get("end")]
+    span = (fs, min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
     return {"kind": kind, "fs": fs, "rows": rows, "failed": failed, "sources": results,
-            "job_weather": _refresh_job_weather(settings) if rows else None}
+            "job_weather": _refresh_job_weather(settings, span) if rows else None}
 
 
-def _refresh_job_weather(settings) -> dict | None:
+def _refresh_job_weather(settings, span: tuple[str, int, int] | None = None) -> dict | None:
     """New telemetry changes the weather of the jobs whose window it covers (METHODS.md section 7):
     those are recomputed now, with their verdicts, so that the Jobs list does not show an answer
     from before the import. {jobs, computed, kept, skipped}; None when the store holds no Darshan jobs
@@ -118,6 +122,6 @@ def _refresh_job_weather(settings) -> dict | None:
     try:
         if COMPONENT.name not in store.versions():
             return None
-        return after_import(store)
+        return after_import(store, span=span)
     finally:
         store.dispose()

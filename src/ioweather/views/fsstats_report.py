@@ -17,7 +17,7 @@ import math
 from markupsafe import Markup
 
 from ioweather.stats import fsstats as fs
-from ioweather.units import format_bytes
+from ioweather.units import format_bytes, format_number
 from ioweather.views.templating import render
 
 
@@ -36,7 +36,7 @@ def _size_label(x, _pos=None) -> str:
 
 
 def _days_label(x, _pos=None) -> str:
-    return f"{x:g}"
+    return format_number(x)
 
 
 def _cdf_axes(ax, curves, xlabel, formatter, title):
@@ -119,9 +119,7 @@ def _pct(part, whole) -> str:
 def _num(x) -> str:
     if x is None:
         return "-"
-    if isinstance(x, float):
-        return f"{x:,.3g}" if abs(x) < 1000 else f"{x:,.0f}"
-    return f"{x:,}"
+    return format_number(x, 3) if isinstance(x, float) else f"{x:,}"
 
 
 def render_html(doc: dict, *, max_rows: int = 200) -> str:

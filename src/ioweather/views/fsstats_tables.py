@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ioweather.stats import fsstats as fs
-from ioweather.units import format_bytes, format_seconds
+from ioweather.units import format_bytes, format_number, format_seconds
 from ioweather.views.output import print_table, stderr
 
 
@@ -20,7 +20,7 @@ def _share(x) -> str:
 def _num(x) -> str | None:
     if x is None:
         return None
-    return f"{x:,}" if isinstance(x, int) else f"{x:.4g}"
+    return f"{x:,}" if isinstance(x, int) else format_number(x)
 
 
 def _count(n) -> str:
@@ -44,8 +44,8 @@ def print_snapshot(doc: dict) -> None:
         [("name", "total"), ("value", "")])
     h = doc["histograms"]
     for key, title, fmt in (("file_size", "file size", lambda v: format_bytes(v)),
-                            ("mtime_age_days", "modification age (days)", lambda v: f"{v:g}"),
-                            ("atime_age_days", "access age (days)", lambda v: f"{v:g}")):
+                            ("mtime_age_days", "modification age (days)", format_number),
+                            ("atime_age_days", "access age (days)", format_number)):
         hist = h[key]
         if not hist["buckets"]:
             continue

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 from starlette.datastructures import QueryParams
 
 from ioweather.errors import UserError
-from ioweather.units import format_seconds, looks_like_duration, parse_duration, parse_time, to_ns
+from ioweather.units import format_seconds, format_utc, looks_like_duration, parse_duration, parse_time, time_ago, to_ns
 
 MAX_PARAM_CHARS = 300
 #: Earliest time a page accepts: anything before is a typo, not a probe sample.
@@ -96,7 +96,9 @@ class Query:
         else:
             until_raw = until_raw or "now"
             until = _time(parse_time, "until", until_raw, now)
-        if looks_like_duration(since_raw):  # a bare duration counts back from until; now-2h is from now
+        # A duration with its unit counts back from until (now-2h is from now); anything else is a time
+        # read as the CLI's --since reads it (units.time_ago): 2020 is a year, a bare 90 is ambiguous.
+        if looks_like_duration(since_raw, need_unit=True):
             try:
                 since = until - timedelta(seconds=parse_duration(since_raw))
             except UserError as e:
@@ -104,9 +106,10 @@ class Query:
             except OverflowError:
                 raise BadRequest(f"since: {since_raw!r} is out of range") from None
         else:
-            since = _time(parse_time, "since", since_raw, now)
+            since = _time(time_ago, "since", since_raw, now)
         if since >= until:
-            raise BadRequest(f"since ({since_raw}) must be before until ({until_raw})")
+            raise BadRequest(f"since ({since_raw}: {format_utc(since)}) must be before "
+                             f"until ({until_raw}: {format_utc(until)})")
         if since < EPOCH_FLOOR:
             raise BadRequest(f"since ({since_raw}) is before {EPOCH_FLOOR.date()}; no probe data can be that old")
         if (until - now).total_seconds() > 86400:

@@ -21,15 +21,19 @@
   function heatmap(data, lib, id, key) {
     var h = data.heatmap, scale = h.top_bps / h.levels / MiB;
     var names = data.targets.map(function (t) { return lib.text(t.target); });
-    var el = document.getElementById(id);
+    var el = document.getElementById(id), moved = h.top_bps > 0, x = lib.times(data.time);
+    // The colour bar's labels are rates in their own unit (a top of 40 KiB/s read "0.0 / 0.0 / 0.0"
+    // in MiB/s); with no traffic at all there is no scale to show, and the plot says so.
     var job = Plotly.newPlot(el, [{
-      type: "heatmap", x: lib.times(data.time), y: names, z: h[key], zmin: 0, zmax: h.levels,
-      colorscale: key === "read" ? "Reds" : "Blues", reversescale: false, xgap: 0, ygap: 0,
-      colorbar: {title: {text: "MiB/s"}, tickvals: [0, h.levels / 2, h.levels],
-                 ticktext: [0, h.top_bps / 2 / MiB, h.top_bps / MiB].map(function (v) { return v.toFixed(1); })},
+      type: "heatmap", x: x, y: names, z: h[key], zmin: 0, zmax: h.levels,
+      colorscale: !moved ? [[0, "#eeeeee"], [1, "#eeeeee"]] : key === "read" ? "Reds" : "Blues",
+      reversescale: false, xgap: 0, ygap: 0, showscale: moved,
+      colorbar: {title: {text: "rate"}, tickvals: [0, h.levels / 2, h.levels],
+                 ticktext: [0, h.top_bps / 2, h.top_bps].map(lib.rate)},
       hovertemplate: "%{y}<br>%{x}<br>level %{z} of " + h.levels + "<extra></extra>"
     }], layout(lib, {height: Math.min(900, 140 + 14 * names.length),
-                     xaxis: {type: "date", title: {text: "time (UTC)"}},
+                     annotations: moved ? [] : [lib.emptyNote("no " + key + " traffic in this window")],
+                     xaxis: {type: "date", title: {text: "time (UTC)"}, range: lib.timeRange(x)},
                      yaxis: {autorange: "reversed", type: "category", automargin: true}}), lib.CONFIG);
     return job.then(function () {
       el.on("plotly_click", function (ev) {
@@ -63,19 +67,23 @@
     shown.forEach(function (t, i) {
       var ax = i === 0 ? "" : String(i + 1);
       lay["xaxis" + ax] = {type: "date", showticklabels: false};
-      lay["yaxis" + ax] = {rangemode: "tozero", range: [0, h.top_bps / MiB]};
+      lay["yaxis" + ax] = h.top_bps > 0 ? {rangemode: "tozero", range: [0, h.top_bps / MiB]}
+                                        : lib.valueAxis("", 0);  // was -1…1 MiB/s without traffic
     });
+    if (!(h.top_bps > 0)) { lay.annotations.push(lib.emptyNote("no traffic in this window")); }
     return Plotly.newPlot(el, traces, lay, lib.CONFIG);
   }
 
   function targetSeries(data, lib) {
-    var s = data.series, x = lib.times(s.time);
+    var s = data.series, x = lib.times(s.time), top = lib.largest(s.read_bps, s.write_bps);
     var mib = function (l) { return l.map(function (v) { return v === null ? null : v / MiB; }); };
     return Plotly.newPlot(document.getElementById("servers-target"), [
       {type: "scatter", mode: "lines", name: "read", x: x, y: mib(s.read_bps), line: {color: READ, width: 1}, connectgaps: false},
       {type: "scatter", mode: "lines", name: "write", x: x, y: mib(s.write_bps), line: {color: WRITE, width: 1}, connectgaps: false}
-    ], layout(lib, {height: 320, shapes: eventShapes(lib, s.events), xaxis: {type: "date", title: {text: "time (UTC)"}},
-                    yaxis: {title: {text: "MiB/s"}, rangemode: "tozero"}}), lib.CONFIG);
+    ], layout(lib, {height: 320, shapes: eventShapes(lib, s.events),
+                    xaxis: {type: "date", title: {text: "time (UTC)"}, range: lib.timeRange(x)},
+                    yaxis: lib.valueAxis("MiB/s", top),
+                    annotations: top > 0 ? [] : [lib.emptyNote("no traffic on this target in this window")]}), lib.CONFIG);
   }
 
   pages.servers = function (data, lib) {
@@ -91,31 +99,39 @@
       return {type: "scatter", mode: "lines", stackgroup: "ops", name: lib.text(op), x: x, y: data.series[op],
               hovertemplate: lib.text(op) + " %{y:.0f}/s<extra></extra>"};
     });
-    var b = data.burstiness;
+    var b = data.burstiness, top = lib.largest(Object.keys(data.series).map(function (op) { return data.series[op]; }));
+    var none = top > 0 ? [] : [lib.emptyNote("no metadata operations in this window")];
     return [
       Plotly.newPlot(document.getElementById("md-rates"), traces,
-        layout(lib, {height: 360, shapes: eventShapes(lib, data.events), xaxis: {type: "date", title: {text: "time (UTC)"}},
-                     yaxis: {title: {text: "operations/s"}, rangemode: "tozero"}}), lib.CONFIG),
+        layout(lib, {height: 360, shapes: eventShapes(lib, data.events), annotations: none,
+                     xaxis: {type: "date", title: {text: "time (UTC)"}, range: lib.timeRange(x)},
+                     yaxis: lib.valueAxis("operations/s", top)}), lib.CONFIG),
       Plotly.newPlot(document.getElementById("md-cdf"), [
         {type: "scatter", mode: "lines", x: b.cdf_bps, y: b.cdf_frac, line: {shape: "hv", color: "#000"},
          hovertemplate: "%{y:.1%} of the time at or below %{x:.0f} operations/s<extra></extra>"}],
-        layout(lib, {height: 280, showlegend: false, xaxis: {title: {text: "total operations/s"}, rangemode: "tozero"},
+        layout(lib, {height: 280, showlegend: false, annotations: none,
+                     xaxis: lib.valueAxis("total operations/s", lib.largest(b.cdf_bps)),
                      yaxis: {title: {text: "share of time"}, range: [0, 1.02], tickformat: ".0%"}}), lib.CONFIG)
     ];
   };
 
   pages.capacity = function (data, lib) {
-    var x = lib.times(data.time), traces = [];
+    // One df snapshot is a point on an axis of its own hour, its value written beside it (it was one
+    // dot on a 30-day axis); the targets' lines then need markers to be seen at all.
+    var fs = data.fs_fullness.fullness, x = lib.times(data.time), traces = [];
+    var span = lib.timeRange(x.filter(function (_, i) { return fs[i] !== null; })), one = Boolean(span);
     Object.keys(data.fullness).forEach(function (t) {
       if (t.indexOf("-MDT") >= 0) { return; }
-      traces.push({type: "scatter", mode: "lines", name: lib.text(t), x: x, y: data.fullness[t], connectgaps: true,
-                   line: {width: 1}, showlegend: false, hovertemplate: lib.text(t) + " %{y:.1%}<extra></extra>"});
+      traces.push({type: "scatter", mode: one ? "markers" : "lines", name: lib.text(t), x: x, y: data.fullness[t],
+                   connectgaps: true, line: {width: 1}, marker: {size: 4}, showlegend: false,
+                   hovertemplate: lib.text(t) + " %{y:.1%}<extra></extra>"});
     });
-    traces.push({type: "scatter", mode: "lines+markers", name: "file system", x: x, y: data.fs_fullness.fullness,
-                 connectgaps: true, line: {color: "#000", width: 2.5}, marker: {size: 3},
-                 hovertemplate: "file system %{y:.1%}<extra></extra>"});
+    traces.push({type: "scatter", mode: one ? "markers+text" : "lines+markers", name: "file system", x: x, y: fs,
+                 connectgaps: true, line: {color: "#000", width: 2.5}, marker: {size: one ? 10 : 3, color: "#000"},
+                 text: one ? fs.map(function (v) { return v === null ? "" : "file system " + (100 * v).toFixed(1) + "% used"; }) : undefined,
+                 textposition: "middle right", hovertemplate: "file system %{y:.1%}<extra></extra>"});
     return [Plotly.newPlot(document.getElementById("capacity-fullness"), traces,
-      layout(lib, {height: 360, xaxis: {type: "date", title: {text: "time (UTC)"}},
+      layout(lib, {height: 360, xaxis: {type: "date", title: {text: "time (UTC)"}, range: span || undefined},
                    yaxis: {title: {text: "used"}, tickformat: ".0%", range: [0, 1]}}), lib.CONFIG)];
   };
 

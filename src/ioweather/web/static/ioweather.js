@@ -507,8 +507,48 @@
     return String(s === null || s === undefined ? "" : s)
       .replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
   }
+  // Little data (issue 30): an axis takes the data's own range and unit. Plotly's defaults for a
+  // single value or none drew seven ticks all reading "340ms", a 30-day axis around one point and a
+  // -1…1 axis with nothing on it.
+  function largest() {  // the largest finite value of the lists given (nested lists too), or 0
+    var top = 0;
+    Array.prototype.forEach.call(arguments, function walk(v) {
+      if (Array.isArray(v)) { v.forEach(walk); } else if (v !== null && isFinite(v)) { top = Math.max(top, Math.abs(v)); }
+    });
+    return top;
+  }
+  // A value axis from 0: its range is left to Plotly when there is something to show, [0, 1]
+  // without ticks when every value is 0 or missing (said by `emptyNote`).
+  function valueAxis(title, top, extra) {
+    var axis = Object.assign({title: {text: title}, rangemode: "tozero"}, extra || {});
+    if (!(top > 0)) { Object.assign(axis, {range: [0, 1], showticklabels: false, autorange: false}); }
+    return axis;
+  }
+  function emptyNote(text) {
+    return {text: text, xref: "paper", yref: "paper", x: 0.5, y: 0.5, showarrow: false, font: {size: 13, color: "#666"}};
+  }
+  // A count axis (runs, jobs): whole numbers only.
+  function countAxis(title, top) {
+    return {title: {text: title}, rangemode: "tozero", tickformat: ",d",
+            dtick: top <= 10 ? 1 : undefined, range: top <= 10 ? [0, Math.max(1, top) + 0.5] : undefined};
+  }
+  // A time axis around the times given (ms): one distinct time gets an hour either side, not Plotly's
+  // default span; several, or none, are left to Plotly (undefined).
+  function timeRange(x) {
+    var t = x.filter(function (v) { return v !== null && isFinite(v); });
+    if (!t.length) { return undefined; }
+    var lo = Math.min.apply(null, t), hi = Math.max.apply(null, t);
+    return hi > lo ? undefined : [lo - 3600e3, hi + 3600e3];
+  }
+  function rate(bps) {  // bytes/s as units.format_bytes writes sizes, per second
+    var units = ["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s", "PiB/s"], v = bps, i = 0;
+    if (bps === null || !isFinite(bps)) { return "–"; }
+    while (Math.abs(v) >= 1024 && i < units.length - 1) { v /= 1024; i += 1; }
+    return (i === 0 ? v.toFixed(0) : v.toFixed(1)) + " " + units[i];
+  }
   var LIB = {CONFIG: CONFIG, FONT: FONT, ms: ms, times: times, text: plotText, ratioAxis: ratioAxis,
-             secondsAxis: secondsAxis, byteUnit: byteUnit};
+             secondsAxis: secondsAxis, byteUnit: byteUnit, secs: secs, largest: largest, valueAxis: valueAxis,
+             emptyNote: emptyNote, countAxis: countAxis, timeRange: timeRange, rate: rate};
 
   // ---------------------------------------------------------------- main
   function main() {
