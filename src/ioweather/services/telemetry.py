@@ -12,6 +12,7 @@ from collections.abc import Callable
 from ioweather.errors import UserError
 from ioweather.sources.telemetry.importers import importer
 from ioweather.sources.telemetry.ingest import MAX_NAME, impossible_to_missing, overlong_names, source_writer, to_long
+from ioweather.store import telemetry_layout as layout
 from ioweather.store.telemetry_imports import ImportRun
 from ioweather.views.output import progress
 
@@ -121,3 +122,8 @@ def _refresh_job_weather(settings) -> dict | None:
         return after_import(store)
     finally:
         store.dispose()
+
+
+def check_fs_name(fs: str) -> str:
+    """FS if it can name a telemetry data set (letters, digits, '.', '_', '-'), else one line, before any work."""
+    return layout.check_fs_name(fs)
