@@ -21,6 +21,7 @@ from ioweather.errors import UserError
 from ioweather.files import atomic_output, read_regular_bytes, write_atomic
 from ioweather.sources import latency_table as lt
 from ioweather.stats import factor_classes as fc
+from ioweather.stats.factor_classes import group_name, groups, split_cols  # noqa: F401 (re-exported: --by groups rows)
 from ioweather.stats.factor_models import NO_MODEL_LABEL
 from ioweather.units import ns_to_iso, parse_size, to_ns
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 from ioweather import store as _store
 from ioweather.store import check as _check
 from ioweather.store import probe_archive as _archive
+from ioweather.store.db import Store, redact
+
+__all__ = ["Store", "archive_probe_samples", "check_store", "open_store", "store_location"]
 
 
 def open_store(settings):
@@ -28,3 +31,8 @@ def archive_probe_samples(store, *, keep_days: int) -> int:
 
         raise UserError("archiving applies to the embedded SQLite store only; a server database keeps all rows")
     return _archive.archive_completed_days(store, keep_days=keep_days)
+
+
+def store_location(settings) -> str:
+    """Where the store is, for people: the server URL without its password, or the SQLite file."""
+    return redact(settings.db_url) if settings.db_url else str(settings.sqlite_path)
