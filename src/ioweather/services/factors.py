@@ -171,6 +171,18 @@ def probe_density(store, target: str, op: str, since_ns: int, until_ns: int, kw:
     return start, dur, a, excluded
 
 
+def probe_density_timeline(store, target: str, op: str, since_ns: int, until_ns: int, kw: dict, max_points: int):
+    """`probe_density` with its samples in time order, thinned to at most `max_points` keeping the extremes
+    (the Factors page's plot): (analysis, samples left out, start_ns, duration_s, class index, samples in all)."""
+    from ioweather.stats.downsample import downsample
+
+    start, dur, a, excluded = probe_density(store, target, op, since_ns, until_ns, kw)
+    order = np.argsort(start, kind="stable")
+    start, dur, lab = start[order], dur[order], a.labels[order]
+    keep = downsample(start, dur, max_points)
+    return a, excluded, start[keep], dur[keep], lab[keep], len(dur)
+
+
 # ---------------------------------------------------------------- fit
 
 
