@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from ioweather.commands.common import DURATION, TIME, json_option, quiet_option, quiet_output
-from ioweather.sources.telemetry import importers
+from ioweather.services import import_kinds as importers
 from ioweather.units import to_ns
 
 HELP = """Import recorded data: telemetry histories (`import KIND SOURCE... --fs FS`), scheduler jobs

@@ -55,15 +55,22 @@ def with_unit_keys(obj):
 
 # -- one log
 
+def load_thresholds(path: str) -> object:
+    """The finding thresholds of `--thresholds FILE` (TOML or JSON), checked: a bad file is one line."""
+    from ioweather.sources.thresholds_file import load
+    from ioweather.stats.findings import Thresholds
+
+    return Thresholds.from_mapping(load(path), f"thresholds file {path}")
+
+
 def job_report(path: str, *, cores_per_node: int | None = None, thresholds_file: str | None = None,
                dxt: bool = False) -> tuple[dict, object]:
     """(the JSON report of one log, the log itself)."""
     from ioweather.sources.darshan_log import read_log
-    from ioweather.sources.thresholds_file import load as thresholds_file_load
     from ioweather.stats.findings import Thresholds, job_findings, job_verdict
     from ioweather.stats.job import characterize
 
-    thresholds = thresholds_file_load(thresholds_file) if thresholds_file else Thresholds()
+    thresholds = load_thresholds(thresholds_file) if thresholds_file else Thresholds()
     log = read_log(path, dxt=dxt, heatmaps=False)
     rep = characterize(log, cores_per_node=cores_per_node)
     rep["findings"] = job_findings(log, rep, thresholds)
