@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ioweather.services import darshan
 from ioweather.web.context import WebContext
 from ioweather.web.params import NotFound
 
@@ -22,7 +21,9 @@ def codes(text) -> list[str]:
 
 
 def has_jobs(ctx: WebContext) -> bool:
-    return ctx.settings.store_exists() and darshan.has_jobs(ctx.store)
+    from ioweather.services.darshan import has_jobs as stored  # pandas: see pages/__init__.py
+
+    return ctx.settings.store_exists() and stored(ctx.store)
 
 
 def require_jobs(ctx: WebContext) -> None:
