@@ -263,3 +263,14 @@ def printable(text: str) -> str:
     `\\u202e`, a non-UTF-8 byte as `\\xff`): names users chose (directories, targets, jobs) reach
     tables, and a name must not be able to recolour, rewrite or fake the output around it."""
     return _UNPRINTABLE.sub(_escape_char, text)
+
+
+def check_timezone(tz: str) -> str:
+    """TZ if it names an IANA time zone, else one line; `--timezone` of the importers is checked before any work."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise UserError(f"unknown time zone {tz!r}: use an IANA name such as America/Los_Angeles or UTC") from None
+    return tz

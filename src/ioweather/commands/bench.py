@@ -59,7 +59,7 @@ def register(cli: click.Group) -> None:
     def run_cmd(settings, motifs, directory, size, tasks, md_files, fs, max_share, as_json):
         """Run MOTIFS (default: all) with fio in DIR and store each run."""
         from ioweather.services import bench as svc
-        from ioweather.store import open_store
+        from ioweather.services.stores import open_store
         from ioweather.views.output import print_json, print_table, stderr
 
         def note(name):
@@ -106,7 +106,7 @@ def register(cli: click.Group) -> None:
     def import_cmd(settings, paths, fmt, fs, motif, as_json):
         """Import other benchmarks' results: fio JSON output (--output-format=json) and tokio-abc summaries."""
         from ioweather.services import bench as svc
-        from ioweather.store import open_store
+        from ioweather.services.stores import open_store
         from ioweather.views.output import print_json
 
         out = svc.import_files(open_store(settings), paths, fmt, fs, motif)
@@ -139,7 +139,7 @@ def register(cli: click.Group) -> None:
         """Per motif, direction and file system: optimum (shortest run), mean, contention = mean/optimum,
         the last run's fraction of peak and standing, and the regression flag."""
         from ioweather.services import bench as svc
-        from ioweather.store import open_store
+        from ioweather.services.stores import open_store
         from ioweather.views.output import print_json, print_table
 
         rows = svc.summary(open_store(settings), motif, fs, last, threshold)
@@ -171,7 +171,7 @@ def register(cli: click.Group) -> None:
         """Monitoring-plugin mode: one line with perfdata, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."""
         from ioweather.services import bench as svc
         from ioweather.services.slowdown import CHECK_NAMES
-        from ioweather.store import open_store
+        from ioweather.services.stores import open_store
         from ioweather.views.output import print_json
 
         code, line, rows = svc.check(open_store(settings), warn, crit, last, motif, fs)

@@ -9,7 +9,7 @@ from ioweather.commands.common import SINCE, TIME, json_option
 
 def register(cli: click.Group) -> None:
     from ioweather.services.changes import KINDS
-    from ioweather.stats.changepoints import MIN_SEGMENT, PENALTY_PER_LOG_N
+    from ioweather.services.changes import MIN_SEGMENT, PENALTY_PER_LOG_N
 
     @cli.command("changes")
     @click.option("--kind", "kinds", type=click.Choice(KINDS), multiple=True,
@@ -33,7 +33,7 @@ def register(cli: click.Group) -> None:
         fraction of peak per motif and the daily workload totals.
         """
         from ioweather.services.changes import detect
-        from ioweather.store import open_store
+        from ioweather.services.stores import open_store
         from ioweather.units import check_order, format_bytes, format_seconds, to_ns
         from ioweather.views.output import print_json, print_table, short_time, stderr
 

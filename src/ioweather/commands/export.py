@@ -59,7 +59,7 @@ def register(cli: click.Group) -> None:
                                      say=lambda m: click.echo(f"ioweather export: {m}", err=True))
         missing = [f for f in fs_names if f not in exporter.datasets()]
         if missing:
-            from ioweather.store.telemetry_layout import no_telemetry
+            from ioweather.services.exporter import no_telemetry
 
             raise no_telemetry(settings, missing[0])
         if once or list_only:

@@ -14,7 +14,7 @@ import click
 
 from ioweather.commands.common import SINCE, SIZE, TIME, json_option
 from ioweather.errors import UserError
-from ioweather.stats.factor_spec import DEFAULT_SIGNIFICANCE
+from ioweather.services.defaults import DEFAULT_SIGNIFICANCE
 
 DEFAULT_SETUP = ("cache", "op", "mem_layout")
 
@@ -84,7 +84,7 @@ def _run_density(settings, *, files, column, unit, where, drop_invalid, from_sto
                  adjust, significance, cutoff_fraction, split, r44, plot, as_json) -> None:
     """Classes, splits and outliers per group, table or JSON, optional Fig. 2."""
     from ioweather.services import factors as svc
-    from ioweather.stats.factor_classes import group_name, groups, split_cols
+    from ioweather.services.factors import group_name, groups, split_cols
     from ioweather.views.factors_tables import print_density
     from ioweather.views.output import print_json, progress
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from ioweather.commands.common import DURATION, TIME, json_option, quiet_option, quiet_output
-from ioweather.sources.telemetry import importers
+from ioweather.services import import_kinds as importers
 from ioweather.units import to_ns
 
 HELP = """Import recorded data: telemetry histories (`import KIND SOURCE... --fs FS`), scheduler jobs
@@ -110,11 +110,11 @@ def _interrupted(signum, frame):
 def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> None:
     from ioweather.errors import UserError
     from ioweather.services.telemetry import import_sources
-    from ioweather.sources.telemetry.base import check_timezone
-    from ioweather.store import telemetry_layout as layout
+    from ioweather.services.telemetry import check_fs_name
+    from ioweather.units import check_timezone
     from ioweather.views.output import print_json, print_table, stderr
 
-    layout.check_fs_name(fs)
+    check_fs_name(fs)
     if tz is not None:
         check_timezone(tz)
     since_ns = to_ns(since) if since else None

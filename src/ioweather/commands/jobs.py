@@ -157,7 +157,7 @@ def register(cli: click.Group) -> None:
     def list_cmd(settings, since, until, user, exe, limit, as_json):
         """Stored jobs, latest start first (the Jobs page's list, filtered)."""
         from ioweather.services.darshan import list_jobs
-        from ioweather.store import open_store
+        from ioweather.services.stores import open_store
         from ioweather.units import to_ns
 
         rows = list_jobs(open_store(settings), since_ns=to_ns(since) if since else None,

@@ -9,14 +9,14 @@ import click
 
 from ioweather.commands.common import DURATION, SINCE, SIZE, TIME, json_option, probe_run_options
 from ioweather.errors import UserError
-from ioweather.units import check_order, format_bytes, format_seconds, ns_to_iso
+from ioweather.units import check_order, format_bytes, format_seconds
 from ioweather.views.output import print_json, print_table, short_time, progress, stderr
 
 DEFAULT_FILE_SIZE = "1GiB"
 
 
 def open_store(settings):
-    from ioweather.store import open_store as _open
+    from ioweather.services.stores import open_store as _open
 
     return _open(settings)
 
@@ -115,12 +115,9 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def archive(settings, keep_days, as_json):
         """Move completed days of samples to Parquet (the daemon does this hourly; for cron or after an import)."""
-        from ioweather.store.probe_archive import archive_completed_days, enabled
+        from ioweather.services.stores import archive_probe_samples
 
-        store = open_store(settings)
-        if not enabled(store):
-            raise UserError("archiving applies to the embedded SQLite store only; a server database keeps all rows")
-        moved = archive_completed_days(store, keep_days=keep_days)
+        moved = archive_probe_samples(open_store(settings), keep_days=keep_days)
         if as_json:
             print_json({"archived_samples": moved})
         else:
@@ -135,20 +132,12 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def stats(settings, target, interval, since, until, as_json):
         """Interval statistics per target and op: count, errors, quantiles, mean."""
-        from ioweather.stats.probe import interval_stats
-        from ioweather.store.probe import OPS
+        from ioweather.services.slowdown import interval_rows
 
         if interval <= 0:
             raise UserError("--interval must be positive")
         check_order(since, until)
-        store = open_store(settings)
-        rows = []
-        from ioweather.services.slowdown import load_window
-
-        for t, s in load_window(store, target, since, until):
-            for r in interval_stats(s["op"], s["start_ns"], s["duration_ns"], s["status"], interval):
-                rows.append({"target": t, "op": OPS[r.pop("op_code")],
-                             "interval_start": ns_to_iso(r.pop("interval_start_ns")), **r})
+        rows = interval_rows(open_store(settings), target, interval, since, until)
         if as_json:
             print_json(rows)
             return

@@ -47,7 +47,7 @@ def slurm(settings, file, since, until, cluster, tz, timeout_s, as_json):
     a job again replaces it. A job still running is stored without an end and updated by the
     next import. sacct prints local times without a zone: they are read in --timezone."""
     from ioweather.services.scheduler import import_slurm
-    from ioweather.sources.telemetry.base import check_timezone
+    from ioweather.units import check_timezone
 
     if tz is not None:
         check_timezone(tz)

@@ -12,7 +12,7 @@ from ioweather.units import check_order, format_seconds
 
 
 def register(cli: click.Group) -> None:
-    from ioweather.stats.probe_spec import EXPECTED, SLOWDOWN_STATS
+    from ioweather.services.defaults import EXPECTED, SLOWDOWN_STATS
 
     @cli.command()
     @click.option("--target", default=None, help="One target (default: all).")
@@ -48,7 +48,7 @@ def register(cli: click.Group) -> None:
         an unknown target). It opens the store read-only and never creates one.
         """
         from ioweather.services.slowdown import CHECK_NAMES, compute_slowdown, reference_period, run_check, unknown
-        from ioweather.store import open_store
+        from ioweather.services.stores import open_store
         from ioweather.views.output import print_json, print_table, short_time
 
         try:

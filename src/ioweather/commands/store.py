@@ -27,9 +27,9 @@ def register(cli: click.Group) -> None:
         """Check schema versions, SQLite integrity and WAL, and every Parquet file against its manifest.
 
         Exits 1 when a problem remains, with one line per problem."""
-        from ioweather.store.check import check
+        from ioweather.services.stores import check_store
 
-        report = check(settings, repair=repair)
+        report = check_store(settings, repair=repair)
         if as_json:
             print_json(report.as_dict())
         else:
@@ -56,7 +56,7 @@ def register(cli: click.Group) -> None:
         dashboard run: each step is a short transaction or one day's files."""
         from ioweather.config import retention_from_env
         from ioweather.services import retention
-        from ioweather.store import open_store
+        from ioweather.services.stores import open_store
         from ioweather.units import format_seconds
 
         if older_than is not None and older_than < 86400:

@@ -26,7 +26,7 @@ def register(cli: click.Group) -> None:
         JOB is a Darshan log hash prefix or job id, a scheduler job id, or the job id of an imported
         feature row (`ioweather import job-features`)."""
         from ioweather.services.umami import umami as build
-        from ioweather.store import open_store
+        from ioweather.services.stores import open_store
         from ioweather.views.output import print_json, print_table, stdout
 
         if html_out:
@@ -64,7 +64,7 @@ def register(cli: click.Group) -> None:
 
         strong: p < 0.01, weak: p < 0.05, else none; |r| > 0.3 is a moderate correlation (bold)."""
         from ioweather.services.umami import correlations as build
-        from ioweather.store import open_store
+        from ioweather.services.stores import open_store
         from ioweather.views.output import print_json, print_table, stdout
 
         doc = build(open_store(settings), fs=fs, motif=motif, system=system, metrics=list(metrics) or None,
@@ -92,7 +92,7 @@ def register(cli: click.Group) -> None:
     def job_features(settings, csv, preset, config_path, name, as_json):
         """Per-job feature rows from elsewhere (tokio-abc summaries); a re-import of a set replaces it."""
         from ioweather.services.umami import import_job_features
-        from ioweather.store import open_store
+        from ioweather.services.stores import open_store
         from ioweather.views.output import print_json
 
         res = import_job_features(open_store(settings), csv, preset, config_path, name)

@@ -12,7 +12,7 @@ import click
 from ioweather.commands.common import DURATION, SIZE, probe_run_options
 from ioweather.errors import UserError
 from ioweather.services.server import allowed_hosts, run_server
-from ioweather.stats.probe_spec import DEGRADED, SEVERE
+from ioweather.services.defaults import DEGRADED, SEVERE
 
 #: Laptop-sized defaults for `watch`: a quick first start and little disk, said so on screen.
 WATCH_FILE_SIZE = "256MiB"
@@ -117,8 +117,7 @@ def register(cli: click.Group) -> None:
         Several directories (one per file system) are each their own target, probed side by side:
         a hung one never delays the others.
         """
-        from ioweather.services.probe import BackgroundProbe, init_probe, probe_labels
-        from ioweather.sources.probe import META_NAME
+        from ioweather.services.probe import BackgroundProbe, init_probe, is_probe_dir, probe_labels
         from ioweather.units import format_bytes
         from ioweather.views.output import progress
         from ioweather.web.app import create_app
@@ -135,7 +134,7 @@ def register(cli: click.Group) -> None:
         sock, url = _listen(host, port)  # fail on a busy port before writing anything
         try:
             for directory in directories:
-                if (directory / META_NAME).exists():
+                if is_probe_dir(directory):
                     if not quiet:
                         click.echo(f"watch: using the existing probe directory {directory}", err=True)
                 else:

@@ -626,3 +626,10 @@ def metric_families(store) -> list:
         if r["last_fraction_of_peak"] is not None:
             frac.add_metric(key, r["last_fraction_of_peak"])
     return [bw, frac] if rows else []
+
+
+def has_runs(store) -> bool:
+    """Whether the store holds a benchmark run (without creating the benchmark tables)."""
+    from ioweather.store import bench as bstore
+
+    return bstore.has_runs(store)

@@ -20,7 +20,7 @@ import threading
 import numpy as np
 
 from ioweather.errors import UserError
-from ioweather.stats.changepoints import MIN_SEGMENT, PENALTY_PER_LOG_N, change_points
+from ioweather.stats.changepoints import MIN_SEGMENT, PENALTY_PER_LOG_N, change_points, load_libraries  # noqa: F401 (re-exported)
 from ioweather.units import ns_to_iso
 
 KINDS = ("probe", "bench", "jobs", "workload")

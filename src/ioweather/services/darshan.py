@@ -14,6 +14,7 @@ from pathlib import Path
 from ioweather.errors import UserError, from_os_error
 from ioweather.stats.job import characterization_fields, mibps_per_node
 from ioweather.stats.job_files import TOP_FILES, per_module, per_mount, top_files
+from ioweather.store.jobs import AmbiguousJobId  # noqa: F401 (re-exported: the job page answers it as a bad request)
 from ioweather.units import ns_to_iso
 
 MiB = 1 << 20
@@ -54,15 +55,22 @@ def with_unit_keys(obj):
 
 # -- one log
 
+def load_thresholds(path: str) -> object:
+    """The finding thresholds of `--thresholds FILE` (TOML or JSON), checked: a bad file is one line."""
+    from ioweather.sources.thresholds_file import load
+    from ioweather.stats.findings import Thresholds
+
+    return Thresholds.from_mapping(load(path), f"thresholds file {path}")
+
+
 def job_report(path: str, *, cores_per_node: int | None = None, thresholds_file: str | None = None,
                dxt: bool = False) -> tuple[dict, object]:
     """(the JSON report of one log, the log itself)."""
     from ioweather.sources.darshan_log import read_log
-    from ioweather.sources.thresholds_file import load as thresholds_file_load
     from ioweather.stats.findings import Thresholds, job_findings, job_verdict
     from ioweather.stats.job import characterize
 
-    thresholds = thresholds_file_load(thresholds_file) if thresholds_file else Thresholds()
+    thresholds = load_thresholds(thresholds_file) if thresholds_file else Thresholds()
     log = read_log(path, dxt=dxt, heatmaps=False)
     rep = characterize(log, cores_per_node=cores_per_node)
     rep["findings"] = job_findings(log, rep, thresholds)
@@ -123,9 +131,61 @@ def archive_summary(settings, *, projects_file: str | None, cores_per_node: int 
             raise UserError(f"projects file {projects_file}: {e}") from None
     store = open_store(settings)
     df = jobs_store.load_jobs(store, jobs_store.SUMMARY_COLUMNS)
-    rep = build(df, assign_projects(df, rules), cores_per_node=cores_per_node, min_procs=min_procs,
-                min_bytes=min_bytes, top=top)
-    return {"jobs": rep.pop("jobs"), "failed_logs": jobs_store.count_failed(store), **rep}
+    return _summary(df, rules, jobs_store.count_failed(store), cores_per_node=cores_per_node, min_procs=min_procs,
+                    min_bytes=min_bytes, top=top)
+
+
+def _summary(df, rules: list, failed_logs: int, **options) -> dict:
+    """`jobs summary --json` (without the unit-rule keys) of the job rows `df`: the one computation the
+    command and the Jobs page show."""
+    from ioweather.stats.archive import assign_projects
+    from ioweather.stats.archive import summary as build
+
+    rep = build(df, assign_projects(df, rules), **options)
+    return {"jobs": rep.pop("jobs"), "failed_logs": failed_logs, **rep}
+
+
+def archive_view(store, extra_columns: list[str]) -> tuple:
+    """The Jobs page's archive: (its list frame, `jobs summary --json` with the command's defaults, the
+    failed logs). The list frame adds to each row moved_bytes, MiB/s per node (the node count from the
+    log, `stats.archive.node_counts`), its highest finding level and that level's rank for sorting."""
+    from ioweather.store import jobs as jobs_store
+
+    import numpy as np
+    import pandas as pd
+
+    from ioweather.stats.archive import node_counts
+    from ioweather.stats.findings import highest_level, severity
+
+    df = jobs_store.load_jobs(store, list(dict.fromkeys(jobs_store.SUMMARY_COLUMNS + extra_columns)))
+    failed = jobs_store.failed(store)
+
+    def num(col):
+        return pd.to_numeric(df[col], errors="coerce").to_numpy(np.float64)
+
+    moved = np.nan_to_num(num("bytes_read")) + np.nan_to_num(num("bytes_written"))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_node = num("mibps") / node_counts(df, None)
+    lf = df.assign(moved_bytes=moved, mibps_per_node=per_node,
+                   level=[highest_level([c for c in (t or "").split(",") if c]) for t in df["finding_codes"]])
+    lf["level_rank"] = lf["level"].map(severity)
+    return lf, with_unit_keys(_summary(df, [], len(failed))), failed
+
+
+def archive_marker(store) -> tuple:
+    """Changes whenever a job is stored or a log fails: what a cache of `archive_view` is keyed on."""
+    from ioweather.store import jobs as jobs_store
+
+    return jobs_store.change_marker(store)
+
+
+def has_jobs(store) -> bool:
+    """Whether the store holds any job or failed log (without creating the jobs tables)."""
+    from ioweather.store import jobs as jobs_store
+
+    if jobs_store.COMPONENT.name not in store.versions():
+        return False
+    return jobs_store.count_jobs(store) + jobs_store.count_failed(store) > 0
 
 
 def failed_logs(settings) -> list[dict]:

@@ -678,3 +678,8 @@ _LCTL_HELP.update({
 
 def _help(family: str) -> str:
     return HELP.get(family) or _LCTL_HELP[family]
+
+
+def no_telemetry(settings, fs: str) -> UserError:
+    """The one line for a file system with no telemetry stored, naming the ones there are."""
+    return layout.no_telemetry(settings, fs)

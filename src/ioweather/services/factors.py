@@ -21,6 +21,7 @@ from ioweather.errors import UserError
 from ioweather.files import atomic_output, read_regular_bytes, write_atomic
 from ioweather.sources import latency_table as lt
 from ioweather.stats import factor_classes as fc
+from ioweather.stats.factor_classes import group_name, groups, split_cols  # noqa: F401 (re-exported: --by groups rows)
 from ioweather.stats.factor_models import NO_MODEL_LABEL
 from ioweather.units import ns_to_iso, parse_size, to_ns
 
@@ -168,6 +169,18 @@ def probe_density(store, target: str, op: str, since_ns: int, until_ns: int, kw:
     except ValueError as e:  # too few or identical durations: no density to read classes from
         raise UserError(f"{target}/{op}: {e}") from None
     return start, dur, a, excluded
+
+
+def probe_density_timeline(store, target: str, op: str, since_ns: int, until_ns: int, kw: dict, max_points: int):
+    """`probe_density` with its samples in time order, thinned to at most `max_points` keeping the extremes
+    (the Factors page's plot): (analysis, samples left out, start_ns, duration_s, class index, samples in all)."""
+    from ioweather.stats.downsample import downsample
+
+    start, dur, a, excluded = probe_density(store, target, op, since_ns, until_ns, kw)
+    order = np.argsort(start, kind="stable")
+    start, dur, lab = start[order], dur[order], a.labels[order]
+    keep = downsample(start, dur, max_points)
+    return a, excluded, start[keep], dur[keep], lab[keep], len(dur)
 
 
 # ---------------------------------------------------------------- fit

@@ -197,21 +197,83 @@ def compare(settings, a: str, b: str, *, movers: int, say: Say, label_only: bool
     say(f"comparing {wa} with {wb}")
     for line in comparison_warnings(da, db, same=ka == kb, what=wa):
         say(line)
-    g = growth(da, db, movers=movers)
-    # The same document as the Contents page's growth (its JSON twin equals `diff --json`): what was
-    # used and the warnings go to `say` only.
-    doc = {"a": {"root": da["root"], "snapshot_time": da["snapshot_time"], "source": a},
-           "b": {"root": db["root"], "snapshot_time": db["snapshot_time"], "source": b}, **g}
-    return doc, da, db
+    # what was used and the warnings go to `say` only
+    return growth_doc(da, db, a, b, movers=movers), da, db
+
+
+def growth_doc(da: dict, db: dict, source_a: str, source_b: str, *, movers: int) -> dict:
+    """The growth from snapshot A to B with both sides named: `fsstats diff --json` and the Contents
+    page's `diff` (its JSON twin equals the command's)."""
+    from ioweather.stats.fsstats import growth
+
+    return {"a": {"root": da["root"], "snapshot_time": da["snapshot_time"], "source": source_a},
+            "b": {"root": db["root"], "snapshot_time": db["snapshot_time"], "source": source_b},
+            **growth(da, db, movers=movers)}
 
 
 def stored_snapshots(settings) -> list[dict]:
-    """The snapshots kept in the store, one JSON-ready row each."""
+    """The snapshots kept in the store, one JSON-ready row each (`fsstats list`)."""
     from ioweather.store import open_store
-    from ioweather.store.snapshots import listing
+
+    return _listing(open_store(settings))
+
+
+def snapshot_listing(store) -> list[dict]:
+    """The snapshots kept in `store`, oldest first (none before the first: the page writes nothing)."""
+    from ioweather.store import snapshots
+
+    return _listing(store) if snapshots.COMPONENT.name in store.versions() else []
+
+
+def _listing(store) -> list[dict]:
+    from ioweather.store import snapshots
     from ioweather.units import ns_to_iso
 
     return [{"id": r["id"], "label": r["label"], "root": r["root"], "host": r["host"],
              "snapshot_time": ns_to_iso(r["snapshot_ns"]), "files": r["files"], "dirs": r["dirs"],
              "bytes": r["bytes"], "capacity_bytes": r["capacity_bytes"], "errors": r["errors"]}
-            for r in listing(open_store(settings))]
+            for r in snapshots.listing(store)]
+
+
+def snapshot_by_id(store, sid: int) -> tuple[str, dict] | None:
+    """(label, document) of stored snapshot `sid`, None when there is none."""
+    from ioweather.store import snapshots
+
+    return snapshots.load_id(store, sid)
+
+
+def newest_snapshot_id(store, label: str) -> int | None:
+    """The id of the newest snapshot stored under `label`."""
+    from ioweather.store import snapshots
+
+    return snapshots.newest_id(store, label)
+
+
+#: The Contents page's CDFs: histogram of the snapshot -> what its x axis is.
+CDFS = {"file_size": "bytes", "atime_age_days": "days", "mtime_age_days": "days"}
+
+
+def snapshot_cdfs(doc: dict) -> dict:
+    """Size and age CDFs of a snapshot, by count and by bytes, with each histogram's count and range."""
+    from ioweather.stats import fsstats as fs
+
+    out = {}
+    for key, unit in CDFS.items():
+        h = doc["histograms"][key]
+        x, by_count = fs.cdf(h, "count")
+        _, by_bytes = fs.cdf(h, "bytes")
+        out[key] = {"unit": unit, "upper_bound": x.tolist(), "by_count": by_count.tolist(), "by_bytes": by_bytes.tolist(),
+                    "count": h["count"], "min": h["min"], "max": h["max"], "mean": h["mean"]}
+    return out
+
+
+def snapshot_highlights(doc: dict) -> dict:
+    """The most popular file size bucket, the shares of files and bytes below 1 MiB and the fsstats overhead."""
+    from ioweather.stats import fsstats as fs
+
+    size = doc["histograms"]["file_size"]
+    top = fs.largest_bucket(size)
+    return {"most_popular_size": top and {k: top[k] for k in ("min", "max", "count", "bytes")},
+            "files_below_1mib": fs.fraction_below(size, 2**20),
+            "bytes_in_files_below_1mib": fs.fraction_below(size, 2**20, "bytes"),
+            "overhead": fs.fsstats_overhead(doc["bytes"], doc["capacity_bytes"])}

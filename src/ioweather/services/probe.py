@@ -28,6 +28,7 @@ from ioweather.services.daemon import (
     stop_on_signals,
 )
 from ioweather.sources.probe import (
+    META_NAME,
     Probe,
     ProbeOptions,
     init_probe_dir,
@@ -164,6 +165,11 @@ def _start_summarizer(store, labels: list[str], stop: threading.Event, log: Call
                 log(f"{label}: summarizing completed hours failed: {e}")
 
     run_in_thread("probe-summaries", ARCHIVE_EVERY_S, stop, summarize)
+
+
+def is_probe_dir(directory: Path) -> bool:
+    """Whether `probe init` (or `watch`) has made DIRECTORY a probe directory already."""
+    return (directory / META_NAME).exists()
 
 
 def default_target(directory: Path) -> str:

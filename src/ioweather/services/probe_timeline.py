@@ -21,6 +21,7 @@ from ioweather.services.probe_cache import (INTERVALS_S, OPS, ProbeCache, concat
                                             rollup_rows)
 from ioweather.stats.downsample import downsample, split_budget
 from ioweather.stats.probe import STATUS_OK, interval_stats
+from ioweather.store.probe import STATUSES  # noqa: F401 (re-exported: the page names failures by status)
 
 #: Windows up to this long show every sample (downsampled keeping extremes past the point budget).
 RAW_MAX_NS = 6 * 3600 * 10**9

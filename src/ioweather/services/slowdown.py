@@ -32,6 +32,16 @@ def load_window(store, target: str | None, since, until) -> list[tuple[str, dict
             for t in known_targets(store, target)]
 
 
+def interval_rows(store, target: str | None, interval_s: float, since, until) -> list[dict]:
+    """`probe stats`: per target, op and interval the count, errors, quantiles and mean of the window."""
+    from ioweather.stats.probe import interval_stats
+    from ioweather.store.probe import OPS
+
+    return [{"target": t, "op": OPS[r.pop("op_code")], "interval_start": ns_to_iso(r.pop("interval_start_ns")), **r}
+            for t, s in load_window(store, target, since, until)
+            for r in interval_stats(s["op"], s["start_ns"], s["duration_ns"], s["status"], interval_s)]
+
+
 def reference_period(baseline_from, baseline_until) -> tuple[int, int] | None:
     """[since, until) in ns of a site's reference baseline period, None for the rolling window."""
     if baseline_from is None and baseline_until is None:

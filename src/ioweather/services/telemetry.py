@@ -13,6 +13,7 @@ from ioweather.errors import UserError
 from ioweather.units import parse_time, to_ns
 from ioweather.sources.telemetry.importers import importer
 from ioweather.sources.telemetry.ingest import MAX_NAME, impossible_to_missing, overlong_names, source_writer, to_long
+from ioweather.store import telemetry_layout as layout
 from ioweather.store.telemetry_imports import ImportRun
 from ioweather.views.output import progress
 
@@ -125,3 +126,8 @@ def _refresh_job_weather(settings, span: tuple[str, int, int] | None = None) -> 
         return after_import(store, span=span)
     finally:
         store.dispose()
+
+
+def check_fs_name(fs: str) -> str:
+    """FS if it can name a telemetry data set (letters, digits, '.', '_', '-'), else one line, before any work."""
+    return layout.check_fs_name(fs)

@@ -14,6 +14,9 @@ from datetime import datetime, timezone
 import numpy as np
 
 from ioweather.errors import UserError
+from ioweather.stats.downsample import downsample
+from ioweather.stats.workload import (DEFAULT_IDLE_THRESHOLD, DEFAULT_MIN_AMPLITUDE, DEFAULT_SMOOTH_S,  # noqa: F401
+                                      Signal, aggregate_signal, daily_mean_rates)
 from ioweather.units import check_order, ns_to_iso, to_ns
 
 # pandas is imported where used: the dashboard imports this module at start (its memory).
@@ -47,6 +50,22 @@ class WorkloadData:
     write_bytes: np.ndarray
     smooth_s: float
     min_amplitude: float
+
+
+def plotted_signal(data: WorkloadData, max_points: int) -> tuple[np.ndarray, Signal, int]:
+    """The aggregate signal of a report for a plot: (interval starts in ns, the signal there, intervals in
+    all), at most `max_points` intervals keeping each bucket's extremes. A missing interval is picked as
+    its bucket's minimum, so gaps stay visible after downsampling."""
+    sig = aggregate_signal(data.read_bytes, data.write_bytes, data.interval_s, data.smooth_s)
+    step_ns = int(round(data.interval_s * 1e9))
+    t = data.t0_ns + np.arange(len(sig.total), dtype=np.int64) * step_ns
+    keep = downsample(t, np.where(np.isfinite(sig.total), sig.total, -1.0), max_points)
+    return t[keep], Signal(*(x[keep] for x in sig)), len(sig.total)
+
+
+def daily_rates(data: WorkloadData):
+    """Mean read and write rate of each UTC day of a report (a DataFrame indexed by day)."""
+    return daily_mean_rates(data.t0_ns, data.interval_s, data.read_bytes, data.write_bytes)
 
 
 def _grid(series, step_ns: int, since_ns: int | None, until_ns: int | None) -> tuple[int, int]:

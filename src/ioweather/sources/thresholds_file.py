@@ -1,5 +1,6 @@
 """The thresholds file of `ioweather job/jobs --thresholds FILE`: TOML or JSON overrides of the
-finding thresholds (stats/findings.py checks and applies them)."""
+finding thresholds, read as a mapping (stats/findings.py's `Thresholds.from_mapping` checks and applies
+them, called by services/darshan.py: a source hands over raw values)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from pathlib import Path
 
 from ioweather.errors import UserError
 from ioweather.files import read_regular_bytes
-from ioweather.stats.findings import Thresholds
+from typing import Any
 
 
-def load(path: str | Path) -> Thresholds:
-    """Thresholds from a TOML or JSON file (by its suffix; flat keys, or under a [thresholds] table)."""
+def load(path: str | Path) -> Any:
+    """The parsed TOML or JSON file (by its suffix; flat keys, or under a [thresholds] table), unchecked."""
     p = Path(path)
     text = read_regular_bytes(p, what="read thresholds file")
     kind = "JSON" if p.suffix.lower() == ".json" else "TOML"
@@ -23,4 +24,4 @@ def load(path: str | Path) -> Thresholds:
         raise UserError(f"thresholds file {path} is not valid {kind}: {str(e).splitlines()[0]}") from None
     except RecursionError:  # json and tomllib recurse per level of nesting
         raise UserError(f"thresholds file {path} is not valid {kind}: nested too deeply") from None
-    return Thresholds.from_mapping(data, f"thresholds file {path}")
+    return data

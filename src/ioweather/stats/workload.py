@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -213,6 +213,11 @@ def fill_missing(x: np.ndarray) -> np.ndarray:
     return np.interp(idx, idx[ok], x[ok])
 
 
+def smoothed(rate: np.ndarray, interval_s: float, window_s: float) -> np.ndarray:
+    """The rate smoothed over `window_s` with its missing intervals filled: the curve events are found on."""
+    return smooth(fill_missing(rate), round(window_s / interval_s))
+
+
 def smooth(rate: np.ndarray, window: int) -> np.ndarray:
     """Convolve with a Hann kernel `window` samples wide (differentiable, unlike a moving average,
     which is what seed 004 asks of the kernel). Edges are padded with the edge value."""
@@ -278,7 +283,7 @@ def detect_events(rate: np.ndarray, interval_s: float, window_s: float = DEFAULT
     if n < 3 or not np.isfinite(raw).any():
         return []
     window = max(1, round(window_s / interval_s))
-    s = smooth(fill_missing(raw), window)
+    s = smoothed(raw, interval_s, window_s)
     peaks = _merge_shallow(s, signal.find_peaks(s, prominence=min_amplitude)[0], min_amplitude)
     if len(peaks) == 0:
         return []
@@ -352,6 +357,23 @@ def total_of(read: np.ndarray, write: np.ndarray) -> np.ndarray:
     """read + write, missing only where both are missing (one side missing counts as what we saw)."""
     both_missing = ~np.isfinite(read) & ~np.isfinite(write)
     return np.where(both_missing, np.nan, np.nan_to_num(read) + np.nan_to_num(write))
+
+
+class Signal(NamedTuple):
+    """The aggregate signal as every surface draws it (rates in bytes/s, NaN = missing)."""
+
+    read: np.ndarray
+    write: np.ndarray
+    total: np.ndarray
+    smoothed: np.ndarray
+
+
+def aggregate_signal(read_bytes: np.ndarray, write_bytes: np.ndarray, interval_s: float, smooth_s: float) -> Signal:
+    """Read and write rates, their total and the total smoothed as `detect_events` smooths it."""
+    read = rates(read_bytes, interval_s)
+    write = rates(write_bytes, interval_s)
+    total = total_of(read, write)
+    return Signal(read, write, total, smoothed(total, interval_s, smooth_s))
 
 
 def summarize(t0_ns: int, interval_s: float, read_bytes: np.ndarray, write_bytes: np.ndarray, *,

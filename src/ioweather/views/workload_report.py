@@ -108,11 +108,11 @@ def fig_acf(result) -> str:
 
 
 def fig_events(result, data) -> str:
-    from ioweather.stats.workload import fill_missing, rates, smooth, total_of
+    from ioweather.stats.workload import aggregate_signal
 
     t = _times(data)
-    total = total_of(rates(data.read_bytes, data.interval_s), rates(data.write_bytes, data.interval_s))
-    s = smooth(fill_missing(total), round(data.smooth_s / data.interval_s))
+    sig = aggregate_signal(data.read_bytes, data.write_bytes, data.interval_s, data.smooth_s)
+    total, s = sig.total, sig.smoothed
     fig, (ax,) = _figure(10, 3.6)
     ax.plot(t, _gib_s(total), color="0.7", lw=0.5, label="aggregate rate")
     ax.plot(t, _gib_s(s), color="k", lw=1, label=f"smoothed ({data.smooth_s:g} s)")

@@ -10,9 +10,9 @@ from typing import TypeVar
 
 from ioweather.config import Settings
 from ioweather.errors import UserError
-from ioweather.stats.probe import DEGRADED, SEVERE
-from ioweather.store.db import Store, open_store, redact
+from ioweather.services.defaults import DEGRADED, SEVERE
 from ioweather.services.probe_cache import DEFAULT_BASELINE_S, ProbeCache
+from ioweather.services.stores import Store, open_store, store_location
 
 
 T = TypeVar("T")
@@ -42,7 +42,7 @@ class WebContext:
 
     @property
     def where(self) -> str:
-        return redact(self.settings.db_url) if self.settings.db_url else str(self.settings.sqlite_path)
+        return store_location(self.settings)
 
     def problem(self) -> str | None:
         """Why there is no probe data to show (None when there is)."""

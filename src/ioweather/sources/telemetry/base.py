@@ -22,7 +22,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from ioweather.errors import UserError
+from ioweather.units import check_timezone  # noqa: F401 (re-exported: the importers check --timezone)
 
 COUNTER = "counter"   # cumulative; becomes an amount per interval
 GAUGE = "gauge"       # a level at the sample time
@@ -118,16 +118,6 @@ class Long:
 
     frame: pd.DataFrame
     notes: list[str] = field(default_factory=list)
-
-
-def check_timezone(tz: str) -> str:
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    try:
-        ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise UserError(f"unknown time zone {tz!r}: use an IANA name such as America/Los_Angeles or UTC") from None
-    return tz
 
 
 def local_to_utc_ns(values: pd.Series, tz: str) -> np.ndarray:

@@ -6,8 +6,9 @@ in PAGE_MODULES, defining
     PAGE = Page(slug="jobs", script="jobs.js", title="Jobs", data=jobs_data,
                 template="jobs.html", available=has_jobs, description=...)
 
-- `data(ctx, params)` reads through the feature's own store module and stats
-  (never parsing sources), validates `params` with `ioweather.web.params.Query`
+- `data(ctx, params)` asks the feature's service (never the store, stats or
+  sources: the import contract in pyproject.toml refuses it; the number a page
+  shows is the one its command prints), validates `params` with `ioweather.web.params.Query`
   (bad values raise BadRequest -> 400) and returns a JSON-ready dict: seconds
   with `_s`, bytes with `_bytes`, ISO 8601 UTC times. That dict is the
   `/api/<slug>` answer and what the template renders.
@@ -22,7 +23,7 @@ in PAGE_MODULES, defining
   plots from it, passing labels from data through `lib.text` before Plotly sees
   them (no CDN: plotly.js is served from the installed plotly package).
 - `available` of the pages over other features' stores must not create their
-  tables: `common.has_component` checks the schema versions first.
+  tables: the services' `has_...` functions check the schema versions first.
 - Every module here is imported when the dashboard starts, so a page imports the
   services that need pandas, pyarrow or scipy inside its `data` function, not at
   the top: those three cost ~150 MB of the server's memory before any request

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from ioweather.errors import UserError
 from ioweather.services import bench as svc
-from ioweather.store import bench as bstore
 from ioweather.web.context import WebContext
-from ioweather.web.pages.common import has_component
 from ioweather.web.params import BadRequest, NotFound, Query
 from ioweather.web.registry import Page
 
@@ -21,7 +19,7 @@ HINT = "Run `ioweather bench run --dir DIR` (or `ioweather bench import FILE`) a
 
 
 def available(ctx: WebContext) -> bool:
-    return has_component(ctx, bstore.COMPONENT) and bstore.has_runs(ctx.store)
+    return ctx.settings.store_exists() and svc.has_runs(ctx.store)
 
 
 def bench_data(ctx: WebContext, params) -> dict:

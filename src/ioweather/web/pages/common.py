@@ -13,11 +13,6 @@ HINT = ("Start probing with `ioweather watch DIR` (probe and dashboard in one pr
         "`ioweather probe init DIR` then `ioweather probe run DIR`, and reload this page.")
 
 
-def has_component(ctx: WebContext, component) -> bool:
-    """True when the store holds `component`'s tables, learnt without creating any (a page view writes nothing)."""
-    return ctx.settings.store_exists() and component.name in ctx.store.versions()
-
-
 def has_probe_data(ctx: WebContext) -> bool:
     return ctx.problem() is None
 

@@ -3,7 +3,7 @@ the per-project (first-level directory) table, owners, the snapshot list, and th
 
 A label names a series and resolves to its newest snapshot, as `ioweather fsstats diff` does; `id`
 and `compare_id` open any stored snapshot (an older one of a label), as `fsstats diff ID` does. The
-growth is `stats.fsstats.growth`, so the `diff` of the JSON twin is `ioweather fsstats diff COMPARE
+growth is `services.fsstats.growth_doc`, so the `diff` of the JSON twin is `ioweather fsstats diff COMPARE
 LABEL --json`, and its `diff_warnings` are what that command says on stderr (different roots).
 """
 
@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import re
 
-from ioweather.services.fsstats import comparison_warnings
-from ioweather.stats import fsstats as fs
-from ioweather.store import snapshots
-from ioweather.units import ns_to_iso
+from ioweather.services.fsstats import (comparison_warnings, growth_doc, newest_snapshot_id, snapshot_by_id,
+                                        snapshot_cdfs, snapshot_highlights, snapshot_listing)
 from ioweather.web.context import WebContext
-from ioweather.web.pages.common import has_component
 from ioweather.web.params import BadRequest, NotFound, Query
 from ioweather.web.registry import Page
 
@@ -24,17 +21,10 @@ HINT = "Store a content snapshot with `ioweather fsstats DIR --label LABEL`, the
 PROJECTS_SHOWN = 200
 OWNERS_SHOWN = 50
 MOVERS = 10
-#: CDFs drawn: histogram of the snapshot -> what its x axis is.
-CDFS = {"file_size": "bytes", "atime_age_days": "days", "mtime_age_days": "days"}
 
 
 def _listing(ctx: WebContext) -> list[dict]:
-    if not has_component(ctx, snapshots.COMPONENT):
-        return []
-    return [{"id": r["id"], "label": r["label"], "root": r["root"], "host": r["host"],
-             "snapshot_time": ns_to_iso(r["snapshot_ns"]), "files": r["files"], "dirs": r["dirs"],
-             "bytes": r["bytes"], "capacity_bytes": r["capacity_bytes"], "errors": r["errors"]}
-            for r in snapshots.listing(ctx.store)]
+    return snapshot_listing(ctx.store) if ctx.settings.store_exists() else []
 
 
 def has_snapshots(ctx: WebContext) -> bool:
@@ -50,7 +40,7 @@ def _label(q: Query, name: str, labels: list[str], default: str | None) -> str |
 
 
 def _by_id(ctx: WebContext, sid: int, name: str) -> tuple[str, dict]:
-    hit = snapshots.load_id(ctx.store, sid)
+    hit = snapshot_by_id(ctx.store, sid)
     if hit is None:  # never stored (as an unknown label), or removed between the listing and now
         raise BadRequest(f"no stored snapshot with {name} {sid} (see the list of stored snapshots)")
     return hit
@@ -71,23 +61,12 @@ def _resolve(ctx: WebContext, q: Query, labels: list[str], label_name: str, id_n
     label = _label(q, label_name, labels, default)
     if label is None:
         return None, None
-    sid = snapshots.newest_id(ctx.store, label)
+    sid = newest_snapshot_id(ctx.store, label)
     if sid is None:
         raise NotFound(f"snapshot {label!r} is not in the store any more")
     # by id: the document and the id stay one snapshot even if a newer one is stored meanwhile
     return ({"id": sid, "label": label, "source": label, "what": f"stored label {label!r} (id {sid})"},
             _by_id(ctx, sid, label_name)[1])
-
-
-def _cdfs(doc: dict) -> dict:
-    out = {}
-    for key, unit in CDFS.items():
-        h = doc["histograms"][key]
-        x, by_count = fs.cdf(h, "count")
-        _, by_bytes = fs.cdf(h, "bytes")
-        out[key] = {"unit": unit, "upper_bound": x.tolist(), "by_count": by_count.tolist(), "by_bytes": by_bytes.tolist(),
-                    "count": h["count"], "min": h["min"], "max": h["max"], "mean": h["mean"]}
-    return out
 
 
 def _share(part, whole) -> float | None:
@@ -104,8 +83,6 @@ def contents_data(ctx: WebContext, params) -> dict:
     other, a = _resolve(ctx, q, labels, "compare", "compare_id", None)
     label, compare = this["label"], other and other["label"]
     newest = {r["label"]: r["id"] for r in listing}  # oldest first: the last id of a label is its newest
-    size = doc["histograms"]["file_size"]
-    top = fs.largest_bucket(size)
     out = {
         "label": label, "compare": compare, "labels": labels, "snapshots": listing,
         "snapshot_id": this["id"], "newest_of_label": newest.get(label) == this["id"],
@@ -113,11 +90,8 @@ def contents_data(ctx: WebContext, params) -> dict:
         "snapshot": {k: doc.get(k) for k in ("root", "snapshot_time", "host", "entries", "walk_s", "threads", "files",
                                              "dirs", "symlinks", "other", "bytes", "capacity_bytes", "errors",
                                              "hardlinks_deduplicated", "excluded", "skipped_mounts", "notes")},
-        "highlights": {"most_popular_size": top and {k: top[k] for k in ("min", "max", "count", "bytes")},
-                       "files_below_1mib": fs.fraction_below(size, 2**20),
-                       "bytes_in_files_below_1mib": fs.fraction_below(size, 2**20, "bytes"),
-                       "overhead": fs.fsstats_overhead(doc["bytes"], doc["capacity_bytes"])},
-        "cdfs": _cdfs(doc),
+        "highlights": snapshot_highlights(doc),
+        "cdfs": snapshot_cdfs(doc),
         "projects_total": len(doc["top_dirs"]),
         "projects": [{**{k: d[k] for k in ("name", "files", "bytes", "capacity_bytes", "dirs", "newest_mtime")},
                       "files_share": _share(d["files"], doc["files"]), "bytes_share": _share(d["bytes"], doc["bytes"])}
@@ -129,9 +103,7 @@ def contents_data(ctx: WebContext, params) -> dict:
         "diff": None,
     }
     if other is not None:
-        out["diff"] = {"a": {"root": a["root"], "snapshot_time": a["snapshot_time"], "source": other["source"]},
-                       "b": {"root": doc["root"], "snapshot_time": doc["snapshot_time"], "source": this["source"]},
-                       **fs.growth(a, doc, movers=MOVERS)}
+        out["diff"] = growth_doc(a, doc, other["source"], this["source"], movers=MOVERS)
         out["diff_warnings"] = comparison_warnings(a, doc, same=other["id"] == this["id"],
                                                    what=other["what"])
     return out

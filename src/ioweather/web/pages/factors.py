@@ -1,7 +1,7 @@
 """Factors: the latency density of one probe target's op over a window, with its classes, splits and
 outlier cutoff (METHODS.md 2.2-2.3; seed 000 Fig. 2).
 
-The store has no factors table: the page runs `services.factors.probe_density` (the density of the
+The store has no factors table: the page runs `services.factors.probe_density_timeline` (the density of the
 successful samples of the window, as `factors density --from-store` reads them) with the options
 of `ioweather factors density`, so its `analysis` is that command's
 `--from-store --json` for the same target, op and window. The window is capped (7 days) to keep a request
@@ -11,12 +11,9 @@ kept in memory.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ioweather.errors import UserError
-from ioweather.stats.downsample import downsample
-from ioweather.stats.factor_spec import DEFAULT_SIGNIFICANCE
-from ioweather.store import probe as probe_store
+from ioweather.services.defaults import DEFAULT_SIGNIFICANCE
+from ioweather.services.probe_cache import OPS
 from ioweather.units import ns_to_iso
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import has_probe_data, iso_ms, now_utc, require_probe_data, target_param
@@ -30,27 +27,25 @@ SETTLED_NS = 120 * 10**9
 
 
 def _analyse(ctx: WebContext, target: str, op: str, since: int, until: int, kw: dict) -> dict:
-    from ioweather.services.factors import probe_density
+    # pandas and scipy load with the first analysis, not at the dashboard's start
+    from ioweather.services.factors import probe_density_timeline
 
     try:
-        start, dur, a, excluded = probe_density(ctx.store, target, op, since, until, kw)
+        a, excluded, start, dur, lab, total = probe_density_timeline(ctx.store, target, op, since, until, kw, MAX_POINTS)
     except UserError as e:  # no successful sample in the window, or too few to read classes from
         raise BadRequest(str(e)) from None
-    order = np.argsort(start, kind="stable")
-    start, dur, lab = start[order], dur[order], a.labels[order]
-    keep = downsample(start, dur, MAX_POINTS)
     names = [c.label for c in a.classes]
     return {"analysis": a.as_dict(), "excluded": excluded,
-            "timeline": {"shown": int(len(keep)), "total": int(len(dur)), "downsampled": bool(len(keep) < len(dur)),
-                         "time": iso_ms(start[keep]), "duration_s": dur[keep].tolist(),
-                         "class": [names[i] for i in lab[keep].tolist()]}}
+            "timeline": {"shown": int(len(dur)), "total": int(total), "downsampled": bool(len(dur) < total),
+                         "time": iso_ms(start), "duration_s": dur.tolist(),
+                         "class": [names[i] for i in lab.tolist()]}}
 
 
 def factors_data(ctx: WebContext, params) -> dict:
     q = Query(params, ("target", "op", "since", "until", "adjust", "significance", "cutoff_fraction", "split"))
     targets = require_probe_data(ctx)
     target = target_param(q, targets, required=True)
-    op = q.choice("op", probe_store.OPS, "data_read")
+    op = q.choice("op", OPS, "data_read")
     since, until = q.window("1d", MAX_WINDOW_S, now_utc(ctx))
     kw = {"adjust": q.number("adjust", 2.0, 0.0, 100.0, lo_open=True),
           "significance": q.number("significance", DEFAULT_SIGNIFICANCE, 0.0, 1.0, lo_open=True),
@@ -63,7 +58,7 @@ def factors_data(ctx: WebContext, params) -> dict:
     key = ("factors", target, op, since, until, tuple(sorted(kw.items())))
     settled = until <= ctx.cache.clock() - SETTLED_NS
     out = ctx.memo(key, "settled", run) if settled else run()
-    return {"target": target, "targets_all": targets, "op": op, "ops": list(probe_store.OPS),
+    return {"target": target, "targets_all": targets, "op": op, "ops": list(OPS),
             "since": ns_to_iso(since), "until": ns_to_iso(until), **kw, **out}
 
 

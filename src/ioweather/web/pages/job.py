@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 
-from ioweather.store import jobs as jobs_store
 from ioweather.web.context import WebContext
 from ioweather.web.pages import jobs_common as jc
 from ioweather.web.params import BadRequest, NotFound, Query
@@ -26,7 +25,7 @@ _HASH = re.compile(r"^[0-9a-f]{8,64}$")
 
 
 def job_data(ctx: WebContext, params) -> dict:
-    from ioweather.services.darshan import stored_job
+    from ioweather.services.darshan import AmbiguousJobId, stored_job
     from ioweather.services.umami import job_panel
 
     q = Query(params, ("id",))
@@ -39,7 +38,7 @@ def job_data(ctx: WebContext, params) -> dict:
     jc.require_jobs(ctx)
     try:
         data = stored_job(ctx.store, ctx.settings.parquet_dir, h)
-    except jobs_store.AmbiguousJobId as e:
+    except AmbiguousJobId as e:
         raise BadRequest(str(e)) from None
     if data is None:
         raise NotFound(f"no job with id {h} in the store; the Jobs page lists them")

@@ -1,8 +1,8 @@
 """Jobs: the Darshan archive in the store — the list of jobs (sortable), its cross-job summary, failed logs.
 
-The summary is `stats.archive.summary` with the defaults of `ioweather jobs summary`
-(same numbers as its `--json`); the list adds MiB/s per node (`stats.archive.node_counts`,
-the node count from the log), each job's highest finding level and the verdict line of
+The summary and the list come from `services.darshan.archive_view`: the summary is `ioweather jobs
+summary --json` with its defaults; the list adds MiB/s per node (the node count from the log), each
+job's highest finding level and the verdict line of
 `ioweather job` as `jobs ingest` stored it (None for jobs ingested before it was stored).
 """
 
@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from ioweather.services.job_weather import stored_verdicts
-from ioweather.store import jobs as jobs_store
 from ioweather.units import ns_to_iso
 from ioweather.web.context import WebContext
 from ioweather.web.pages import jobs_common as jc
@@ -26,19 +25,6 @@ MAX_LIMIT = 1000
 MAX_PLOTTED = 20000
 PROJECTS_SHOWN = 25
 FAILED_SHOWN = 100
-
-
-def _list_frame(df):
-    from ioweather.stats.archive import node_counts
-    from ioweather.stats.findings import highest_level, severity
-
-    moved = np.nan_to_num(jc.num(df, "bytes_read")) + np.nan_to_num(jc.num(df, "bytes_written"))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        per_node = jc.num(df, "mibps") / node_counts(df, None)
-    out = df.assign(moved_bytes=moved, mibps_per_node=per_node,
-                    level=[highest_level(jc.codes(c)) for c in df["finding_codes"]])
-    out["level_rank"] = out["level"].map(severity)
-    return out
 
 
 def _row(r) -> dict:
@@ -56,19 +42,14 @@ def _row(r) -> dict:
 def _view(ctx: WebContext) -> dict:
     """Everything that does not depend on the request's parameters, computed once per change of the store:
     with 100 000 jobs, building it takes ~0.7 s, a request that reuses it ~0.1 s."""
-    from ioweather.services.darshan import with_unit_keys
-    from ioweather.stats.archive import assign_projects, summary
+    from ioweather.services.darshan import archive_marker, archive_view
 
     def build():
-        df = jobs_store.load_jobs(ctx.store, jc.COLUMNS)
-        lf = _list_frame(df)
-        rep = summary(df, assign_projects(df, []))
-        failed = jobs_store.failed(ctx.store)
+        lf, summary, failed = archive_view(ctx.store, jc.COLUMNS)
         plotted = lf.sort_values(["moved_bytes", "log_hash"], ascending=[False, True], kind="stable").head(MAX_PLOTTED)
         return {
             "lf": lf, "orders": {},
-            # with the unit-rule keys beside the old ones, as `jobs summary --json`
-            "summary": with_unit_keys({"jobs": rep.pop("jobs"), "failed_logs": len(failed), **rep}),
+            "summary": summary,  # `jobs summary --json`'s, unit-rule keys included
             "levels": {lv: int((lf["level"] == lv).sum()) for lv in ("HIGH", "WARN")}
             | {"none": int(lf["level"].isna().sum())},
             # 16 hex digits name a job for the job page; the whole hash would triple the plot's bytes
@@ -82,7 +63,7 @@ def _view(ctx: WebContext) -> dict:
                                                        "failed_at": ns_to_iso(f["failed_ns"])}
                                                       for f in failed[:FAILED_SHOWN]]},
         }
-    return ctx.memo("jobs.view", jobs_store.change_marker(ctx.store), build)
+    return ctx.memo("jobs.view", archive_marker(ctx.store), build)
 
 
 def _order(view: dict, sort: str, order: str) -> np.ndarray:

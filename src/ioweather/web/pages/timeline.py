@@ -9,8 +9,8 @@ import numpy as np
 from ioweather.services.changes import probe_marks
 from ioweather.services.probe_cache import OPS
 from ioweather.services.probe_timeline import MAX_POINTS, timeline
-from ioweather.stats.probe import SLOWDOWN_STATS
-from ioweather.store.probe import STATUSES
+from ioweather.services.defaults import SLOWDOWN_STATS
+from ioweather.services.probe_timeline import STATUSES
 from ioweather.units import ns_to_iso
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import (finite_or_none, has_probe_data, iso_ms, now_utc, require_probe_data,

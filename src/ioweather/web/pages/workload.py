@@ -3,8 +3,9 @@ events over the aggregate signal (METHODS.md section 4; seeds 002 and 004).
 
 The numbers are `ioweather workload --json` for the same file system, window and options:
 the page calls the command's own `compute` (services/workload.py) (DuckDB reductions in `store.telemetry_query`,
-statistics in `stats.workload`) and adds what its plots need, the aggregate signal
-(downsampled keeping each bucket's extremes) and the daily mean rates.
+statistics in `stats.workload`) and adds what its plots need from the same service: the aggregate signal
+(`plotted_signal`: `stats.workload.aggregate_signal`, as the HTML report draws it, downsampled keeping each
+bucket's extremes) and the daily mean rates.
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ from datetime import datetime, timezone
 import numpy as np
 
 from ioweather.errors import StoreError, UserError
-from ioweather.stats.downsample import downsample
-from ioweather.stats.workload import (DEFAULT_IDLE_THRESHOLD, DEFAULT_MIN_AMPLITUDE, DEFAULT_SMOOTH_S,
-                                      daily_mean_rates, fill_missing, rates, smooth, total_of)
-from ioweather.services.workload import check_options, compute, dataset_fingerprint, file_systems
+from ioweather.services.workload import (DEFAULT_IDLE_THRESHOLD, DEFAULT_MIN_AMPLITUDE, DEFAULT_SMOOTH_S,
+                                         check_options, compute, daily_rates, dataset_fingerprint, file_systems,
+                                         plotted_signal)
 from ioweather.units import format_bytes, parse_rate
 from ioweather.web.context import WebContext
 from ioweather.web.pages.fsview_common import fs_and_window
@@ -68,21 +68,14 @@ def _rate_param(q: Query, name: str, default: str) -> float:
 
 def _series(res: dict, data) -> dict:
     """The aggregate rate per interval for the plot, at most MAX_POINTS points keeping each bucket's extremes."""
-    read = rates(data.read_bytes, data.interval_s)
-    write = rates(data.write_bytes, data.interval_s)
-    total = total_of(read, write)
-    smoothed = smooth(fill_missing(total), round(data.smooth_s / data.interval_s))
-    step_ns = int(round(data.interval_s * 1e9))
-    t = data.t0_ns + np.arange(len(total), dtype=np.int64) * step_ns
-    # A missing interval is picked as its bucket's minimum, so gaps stay visible after downsampling.
-    keep = downsample(t, np.where(np.isfinite(total), total, -1.0), MAX_POINTS)
-    return {"points": int(len(total)), "shown": int(len(keep)), "downsampled": bool(len(keep) < len(total)),
-            "time": iso_ms(t[keep]), "read_bps": finite_or_none(read[keep]), "write_bps": finite_or_none(write[keep]),
-            "total_bps": finite_or_none(total[keep]), "smoothed_bps": finite_or_none(smoothed[keep])}
+    t, s, points = plotted_signal(data, MAX_POINTS)
+    return {"points": int(points), "shown": int(len(t)), "downsampled": bool(len(t) < points),
+            "time": iso_ms(t), "read_bps": finite_or_none(s.read), "write_bps": finite_or_none(s.write),
+            "total_bps": finite_or_none(s.total), "smoothed_bps": finite_or_none(s.smoothed)}
 
 
 def _daily_rates(data) -> dict:
-    d = daily_mean_rates(data.t0_ns, data.interval_s, data.read_bytes, data.write_bytes)
+    d = daily_rates(data)
     return {"date": [x.strftime("%Y-%m-%d") for x in d.index], "read_bps": finite_or_none(d["read_bps"]),
             "write_bps": finite_or_none(d["write_bps"])}
 

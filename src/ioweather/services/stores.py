@@ -1,0 +1,40 @@
+"""The store as commands and pages get it (issue 28's one door: they import services, never store/).
+
+Opening, checking and archiving are the store's own work; these functions are the services' hand
+on it, so that a command names what it asks for and the import graph shows every store use here.
+"""
+
+from __future__ import annotations
+
+from ioweather import store as _store
+from ioweather.store.db import Store, redact
+
+__all__ = ["Store", "archive_probe_samples", "check_store", "open_store", "store_location"]
+
+
+def open_store(settings):
+    """The store of `settings` (created on first use, upgraded in place)."""
+    return _store.open_store(settings)
+
+
+def check_store(settings, *, repair: bool = False):
+    """`store check`'s report: what is wrong with the store, and with --repair what was fixed."""
+    from ioweather.store import check as _check  # pyarrow: not at the dashboard's start (it imports this module)
+
+    return _check.check(settings, repair=repair)
+
+
+def archive_probe_samples(store, *, keep_days: int) -> int:
+    """Move completed days of probe samples to Parquet; the count moved. A server database keeps all rows."""
+    from ioweather.store import probe_archive as _archive  # pyarrow, as above
+
+    if not _archive.enabled(store):
+        from ioweather.errors import UserError
+
+        raise UserError("archiving applies to the embedded SQLite store only; a server database keeps all rows")
+    return _archive.archive_completed_days(store, keep_days=keep_days)
+
+
+def store_location(settings) -> str:
+    """Where the store is, for people: the server URL without its password, or the SQLite file."""
+    return redact(settings.db_url) if settings.db_url else str(settings.sqlite_path)
