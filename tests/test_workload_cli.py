@@ -263,7 +263,7 @@ def test_range_without_data_is_a_clear_message(cli, synthetic):
     (["--fs", "../etc"], "invalid file system name"),
     (["--fs", "syn", "--resample", "1s"], "shorter than the sampling interval"),
     (["--fs", "syn", "--resample", "0"], "--resample must be positive"),
-    (["--fs", "syn", "--since", "2024-03-02", "--until", "2024-03-01"], "--since must be before --until"),
+    (["--fs", "syn", "--since", "2024-03-02", "--until", "2024-03-01"], "must be before --until (2024-03-01 00:00:00 UTC)"),
     (["--fs", "syn", "--json", "--html", "x.html"], "choose one of --json and --html"),
     (["--fs", "syn", "--min-amplitude", "fast"], "malformed size"),
     (["--fs", "syn", "--idle-threshold", "1.5"], "idle-threshold"),

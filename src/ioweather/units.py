@@ -100,6 +100,8 @@ def parse_time(text: str, now: datetime | None = None) -> datetime:
         return _from_unix(now.timestamp() + (delta if m.group(1) == "+" else -delta), text)
     if re.fullmatch(r"\d{4}", s):
         # `--since 2020` is the year 2020, not Unix second 2020 (1970-01-01 00:33:40): nobody means that.
+        if int(s) < 1:  # no year 0 in the proleptic calendar datetime counts in
+            raise _out_of_range(text)
         return _in_range(datetime(int(s), 1, 1, tzinfo=timezone.utc), text)
     if re.fullmatch(r"\d+(\.\d+)?", s):
         return _from_unix(float(s), text)
