@@ -62,15 +62,18 @@ def test_store_check_on_a_file_that_is_no_database(tmp_path, good_db, damage):
 
 def test_disk_full_is_not_damage(monkeypatch):
     """A full disk makes SQLite fail with "disk I/O error" too: an admin must not "repair" a healthy store."""
+    import os
     import sqlite3
+    import types
 
     from ioweather.store import check
 
-    monkeypatch.setattr(check, "_disk_full", lambda path: True)
+    # the one disk-full rule (store.db.is_disk_full) asks the file system for its free blocks
+    monkeypatch.setattr(os, "statvfs", lambda path: types.SimpleNamespace(f_bavail=0))
     e = sqlite3.OperationalError("disk I/O error")
     assert check._sqlite_state(e, "/x") == "disk full"
     assert "not damaged" in check._sqlite_problem(e, "/x", "cannot read the database")
-    monkeypatch.setattr(check, "_disk_full", lambda path: False)
+    monkeypatch.setattr(os, "statvfs", lambda path: types.SimpleNamespace(f_bavail=1))
     assert check._sqlite_state(e, "/x") == "damaged"
     assert check._sqlite_state(sqlite3.OperationalError("database or disk is full"), "/x") == "disk full"
 

@@ -34,6 +34,7 @@ import sqlalchemy as sa
 
 from ioweather.config import Settings
 from ioweather.errors import StoreError, os_error_reason
+from ioweather.store.db import is_disk_full
 from ioweather.store import telemetry_imports as imports
 from ioweather.store import telemetry_layout as layout
 from ioweather.store import telemetry_rollup as rollup
@@ -172,18 +173,9 @@ def _size(path: str) -> int:
 SQLITE_HEADER_BYTES = 100
 
 
-def _disk_full(path: str) -> bool:
-    try:
-        st = os.statvfs(os.path.dirname(os.path.abspath(path)))
-    except OSError:
-        return False
-    return st.f_bavail == 0
-
-
 def _sqlite_state(e: BaseException, path: str) -> str:
     """"disk full" or "damaged": a full disk makes SQLite fail too, and "repairing" a healthy store is harm."""
-    text = _first_line(e).lower()
-    return "disk full" if "full" in text or ("disk i/o error" in text and _disk_full(path)) else "damaged"
+    return "disk full" if is_disk_full(f"sqlite:///{os.path.abspath(path)}", e) else "damaged"
 
 
 def _sqlite_problem(e: BaseException, path: str, doing: str) -> str:

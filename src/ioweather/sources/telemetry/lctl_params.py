@@ -169,6 +169,15 @@ def _int(s: str) -> int | None:
     return int(s) if s.isascii() and s.isdigit() else None
 
 
+def _add_value(cap, target: str, param: str, value: str) -> int:
+    """A target's single-number parameter into `cap.values`; 1 (a bad line) when it is no integer."""
+    n = _int(value)
+    if n is None:
+        return 1
+    cap.values.append((target, param, n))
+    return 0
+
+
 def _ns(line: str) -> int | None:
     """`snapshot_time  1688603042.553844832 secs.nsecs` (or with a colon) -> unix ns, exactly (a
     float has no room for the nanoseconds)."""
@@ -428,11 +437,7 @@ def parse_capture(text: str) -> Capture:
                 if brw.snapshot_ns:
                     snaps.append(brw.snapshot_ns)
             elif param != "fstype":
-                n = _int(value)
-                if n is None:
-                    bad += 1
-                else:
-                    cap.values.append((target, param, n))
+                bad += _add_value(cap, target, param, value)
             continue
         m = _OSD_QUOTA.match(name)
         if m:
@@ -472,11 +477,7 @@ def parse_capture(text: str) -> Capture:
             elif param.startswith("threads_"):
                 continue
             else:
-                n = _int(value)
-                if n is None:
-                    bad += 1
-                else:
-                    cap.values.append((target, param, n))
+                bad += _add_value(cap, target, param, value)
             continue
         m = _SERVICE.match(name)
         if m:
@@ -487,11 +488,7 @@ def parse_capture(text: str) -> Capture:
             ns, param = m.groups()
             for prefix in ("mdt-", "filter-"):
                 if ns.startswith(prefix) and ns.endswith("_UUID"):
-                    n = _int(value)
-                    if n is None:
-                        bad += 1
-                    else:
-                        cap.values.append((ns[len(prefix):-5], param, n))
+                    bad += _add_value(cap, ns[len(prefix):-5], param, value)
                     break
             # else a client's namespace (FS-OST0000-osc-SB): `ldlm.namespaces.*` names them too; not a target's
             continue
