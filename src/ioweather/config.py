@@ -101,7 +101,8 @@ class Settings:
 #: `PREFIX=DATASET[,PREFIX=DATASET...]`; overrides the file `<home>/fs-map`.
 FS_MAP_ENV = "IOWEATHER_FS_MAP"
 #: Mount types that are a node's own disk or image, never a shared file system with telemetry: a job's
-#: bytes there are not matched by name (only an explicit fs-map entry maps them).
+#: bytes there are not matched by name (only an explicit fs-map entry maps them), and `fs_name` names
+#: them after the host, as `collect` names the host's dataset.
 LOCAL_FS_TYPES = frozenset({"overlay", "rootfs", "ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "squashfs",
                             "devtmpfs", "proc", "sysfs", "ramfs", "zfs"})
 
@@ -146,6 +147,36 @@ def load_fs_map(home: Path) -> list[tuple[str, str]]:
 def under(path: str, prefix: str) -> bool:
     """Whether `path` is `prefix` or inside it (/scratch2 is not under /scratch)."""
     return prefix == "/" or path == prefix or path.startswith(prefix.rstrip("/") + "/")
+
+
+def short_host(hostname: str) -> str:
+    """A host's name without its domain: what `collect` names a node's own dataset and `fs_name` its disks."""
+    return hostname.split(".")[0] or "localhost"
+
+
+def lustre_mount_fsname(source: str) -> str | None:
+    """The file system name of a Lustre client mount's source (`10.0.0.1@tcp:10.0.0.2@tcp:/scratch/sub`
+    → `scratch`): the name its servers' targets carry (`scratch-OST0003`), None when it names none."""
+    _, sep, path = source.rpartition(":/")
+    name = path.split("/", 1)[0]
+    return name if sep and name else None
+
+
+def fs_name(mount: str, fs_type: str | None, source: str | None, fs_map: list[tuple[str, str]], host: str) -> str:
+    """The one name of the file system mounted at `mount`, shared by probe targets, benchmark runs and
+    telemetry datasets (docs/why.md "One name per file system"): the fs-map's longest prefix holding
+    the mount, else a Lustre mount's fsname (its servers' telemetry dataset), else the short host name
+    for a node's own disk (`/` or a LOCAL_FS_TYPES mount: `collect` names the host's dataset so),
+    else the mount point's last part."""
+    for prefix, name in fs_map:  # longest first (parse_fs_map)
+        if under(mount, prefix):
+            return name
+    if fs_type == "lustre" and source and (name := lustre_mount_fsname(source)):
+        return name
+    base = os.path.basename(mount.rstrip("/"))
+    if not base or (fs_type or "") in LOCAL_FS_TYPES:
+        return short_host(host)
+    return base
 
 
 def dataset_for_mounts(mounts: list[dict], names: list[str], fs_map: list[tuple[str, str]]) -> dict:

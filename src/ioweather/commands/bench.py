@@ -35,7 +35,8 @@ def _run_options(f):
         click.option("--md-files", type=click.IntRange(1, 10**6), default=256, show_default=True,
                      help="Files per task of the metadata motif."),
         click.option("--fs", default=None, help="File system name the runs are filed under "
-                                                "(default: the last component of DIR's mount point)."),
+                                                "(default: its file system's one name, as probe targets and "
+                                                "telemetry call it: docs/why.md)."),
         click.option("--max-share", type=float, default=0.5, show_default=True,
                      help="Refuse a motif needing more than this share of DIR's free space."),
     ]):

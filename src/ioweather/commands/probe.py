@@ -166,7 +166,8 @@ def register(cli: click.Group) -> None:
         if as_json:
             print_json(rows)
             return
-        print_table(rows, [("target", "target"), ("state", "state"), ("host", "host"), ("runs", "runs"),
+        print_table(rows, [("target", "target"), ("fs", "file system"), ("state", "state"), ("host", "host"),
+                           ("runs", "runs"),
                            ("first_sample", "first sample (UTC)", short_time),
                            ("last_sample", "last sample (UTC)", short_time),
                            ("last_sample_age_s", "silent for", format_age)],

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ioweather.errors import StoreError, UserError, from_os_error
+from ioweather.services.fs_names import fs_map_of, fs_name_of
 from ioweather.units import format_bytes, ns_to_iso
 
 if TYPE_CHECKING:
@@ -184,13 +185,6 @@ def _free_bytes(root: Path) -> int:
     return st.f_bavail * st.f_frsize
 
 
-def _fs_label(root: Path) -> str:
-    from ioweather.sources.mounts import mount_of
-
-    mnt, _ = mount_of(root)
-    return os.path.basename(mnt.rstrip("/")) or "root"
-
-
 def _hosts() -> str:
     return os.environ.get("SLURM_JOB_NODELIST") or socket.gethostname()
 
@@ -217,7 +211,7 @@ def run(store, motifs, directory, size: int = DEFAULT_SIZE, tasks: int = DEFAULT
     exe = fio.find_fio()
     root = _real_dir(directory)
     fio.escape_path(root / WORK_NAME)  # refused now, not after the first motif's setup
-    label = fs or _fs_label(root)
+    label = fs or fs_name_of(root, fs_map_of(store))
     t0 = time.perf_counter()
     out = {"runs": [], "directory": str(root), "fs": label, "fio_s": 0.0}
     with _sigterm_as_interrupt(), _locked(root):

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ioweather.config import load_fs_map
 from ioweather.errors import UserError
 from ioweather.services.daemon import (
     Ticker,
@@ -27,6 +28,7 @@ from ioweather.services.daemon import (
     start_retention,
     stop_on_signals,
 )
+from ioweather.services.fs_names import fs_name_of
 from ioweather.sources.probe import (
     META_NAME,
     Probe,
@@ -173,7 +175,9 @@ def is_probe_dir(directory: Path) -> bool:
 
 
 def default_target(directory: Path) -> str:
-    """`host:mountpoint`: a bare mount point (`/`, `/scratch`) names a different file system on every node."""
+    """`host:mountpoint`: a bare mount point (`/`, `/scratch`) names a different file system on every node.
+    Not the file system's name (each run records that, `fs_name_of`): a target is one client's view,
+    and two nodes probing one file system under one label would interleave their samples."""
     return f"{socket.gethostname()}:{mount_point(directory)}"
 
 
@@ -246,6 +250,7 @@ def run_probes(settings, directories: list[Path], *, targets=(), interval: float
 
     directories = [Path(d) for d in directories]
     labels = probe_labels(directories, list(targets))  # at the door: before the probe or the dashboard starts
+    fs_map = load_fs_map(settings.home)  # a malformed fs-map is refused here too
     store = open_store(settings)
     stop = stop_event if stop_event is not None else threading.Event()
     if install_signals:  # from the start: a SIGTERM while the probes open their directories is a clean stop too
@@ -268,7 +273,8 @@ def run_probes(settings, directories: list[Path], *, targets=(), interval: float
                 target=slot.label, directory=str(directory.resolve()), interval_s=interval,
                 block_bytes=block, file_bytes=p.layout.file_bytes, pool_files=p.layout.pool_files,
                 small_bytes=p.layout.small_bytes, direct=direct, fsync=fsync, seed=p.seed, timeout_s=timeout,
-                file_exceeds_memory=p.layout.file_bytes > physical_memory_bytes(), host=socket.gethostname())
+                file_exceeds_memory=p.layout.file_bytes > physical_memory_bytes(), host=socket.gethostname(),
+                fs=fs_name_of(directory, fs_map))
             slot.run_id = probe_store.start_run(store, info)
 
             def sink(rows, run_id=slot.run_id, p=p, label=slot.label):
@@ -278,8 +284,8 @@ def run_probes(settings, directories: list[Path], *, targets=(), interval: float
                     f"{p.periods} periods, {p.missed_periods} missed")
 
             p.sink = sink
-            log(f"run {slot.run_id}: probing {directory} as target {slot.label!r} every {interval:g} s "
-                f"(seed {p.seed})")
+            log(f"run {slot.run_id}: probing {directory} (file system {info.fs!r}) as target {slot.label!r} "
+                f"every {interval:g} s (seed {p.seed})")
         _start_archiver(store, stop, log)
         start_retention(settings, store, ("probe", "rollups"), stop, log)
         _start_summarizer(store, labels, stop, log)

@@ -18,7 +18,8 @@ from ioweather.units import ns_to_iso
 
 
 def list_targets(store, now_ns: int | None = None) -> list[dict]:
-    """One row per target: first and last sample, runs, host of the last run, state (module docstring)."""
+    """One row per target: its file system's name, first and last sample, runs, host of the last run, state
+    (module docstring). The file system and host are its newest run's: a run records them when it starts."""
     now = time.time_ns() if now_ns is None else now_ns
     retired = set(probe_store.retired_targets(store))
     by_target: dict[str, list[dict]] = {}
@@ -39,7 +40,8 @@ def list_targets(store, now_ns: int | None = None) -> list[dict]:
             state = "stale"
         else:
             state = "active"
-        rows.append({"target": target, "state": state, "host": last["host"], "directory": last["directory"],
+        rows.append({"target": target, "fs": last["fs"], "state": state, "host": last["host"],
+                     "directory": last["directory"],
                      "runs": len(runs), "first_sample": ns_to_iso(span[0]) if span else None,
                      "last_sample": ns_to_iso(span[1]) if span else None, "last_sample_age_s": age_s})
     return rows

@@ -226,32 +226,30 @@ def _log_facts(stored: dict | None, path: str, rep: dict | None, log) -> dict:
 # ----------------------------------------------------------------------------- the system's evidence
 
 class _Probes:
-    """The probe targets of the store by the directory they probe, and their baselines (read once)."""
+    """The probe targets of the store by the directories they probe and their file system's name, and their
+    baselines (read once)."""
 
     def __init__(self, store):
         from ioweather.services.job_weather import ProbeBaselines
 
         self.baselines = ProbeBaselines(store) if store is not None and "probe" in store.versions() else None
         self.dirs: dict[str, set[str]] = {}
+        self.fs: dict[str, str | None] = {}
         if self.baselines is not None:
             from ioweather.store import probe as probe_store
 
-            for r in probe_store.runs(store):
+            for r in probe_store.runs(store):  # oldest first: a target's file system is its newest run's
                 self.dirs.setdefault(r["target"], set()).add(r["directory"])
+                self.fs[r["target"]] = r["fs"]
         self.all_targets = list(self.baselines.targets) if self.baselines is not None else []
 
-    def on(self, mount: str | None, dataset: str | None, fs_map) -> list[str]:
-        """The targets that probe the job's file system: a directory under its mount or mapped by the
-        fs-map to its dataset, or a target named like the dataset. Never every probe there is."""
+    def on(self, mount: str | None, dataset: str | None) -> list[str]:
+        """The targets that probe the job's file system: a directory under its mount, or the file system's
+        name its runs recorded (config.fs_name) is the dataset. Never every probe there is."""
         from ioweather.config import under
 
-        out = []
-        for t in self.all_targets:
-            dirs = self.dirs.get(t, set())
-            mapped = {name for d in dirs for prefix, name in fs_map if under(d, prefix)}
-            if (mount and any(under(d, mount) for d in dirs)) or (dataset and (t == dataset or dataset in mapped)):
-                out.append(t)
-        return out
+        return [t for t in self.all_targets
+                if (mount and any(under(d, mount) for d in self.dirs.get(t, ()))) or (dataset and self.fs.get(t) == dataset)]
 
     def slowdown(self, targets: list[str], since: int, until: int) -> tuple[float | None, dict | None]:
         from ioweather.services.job_weather import _probe_slowdown
@@ -441,7 +439,7 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
             weather, umami_doc = None, None
             if has_tel:
                 weather, umami_doc = _weather(store, h if row is not None else None, facts, dataset, f"darshan:{h}")
-            targets = probes.on(mount, dataset, fs_map)
+            targets = probes.on(mount, dataset)
             probe = probes.slowdown(targets, facts["start_ns"], facts["end_ns"]) if targets else (None, None)
             system, model, sys_ev = _system(facts, weather, probe, targets, dataset, has_tel, where)
             code, system_s, rest = split(facts["io_time_s"], facts["saving_s"], system)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
+from ioweather.config import fs_name
 from ioweather.encoding import to_json
 from ioweather.errors import StoreError, UserError, from_os_error
 from ioweather.store.db import Store
@@ -124,12 +125,35 @@ def _series_v2(conn: sa.Connection) -> None:
                  .values(motif=of_run("motif"), fs=of_run("fs"), start_ns=of_run("start_ns")))
     for ix in (_series_time, _series_bw):
         ix.create(conn, checkfirst=True)
+    _rebuild_groups(conn)
+
+
+def _rebuild_groups(conn: sa.Connection) -> None:
     bench_groups.create(conn, checkfirst=True)
     conn.execute(bench_groups.delete())
     conn.execute(bench_groups.insert().from_select([c.name for c in bench_groups.columns], _group_select()))
 
 
-COMPONENT = Component("bench", [create_tables(bench_runs, bench_results), _series_v2])
+#: One host's name as `bench run` records it (SLURM_JOB_NODELIST or the host name): no list, no range.
+_ONE_HOST = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]*$")
+
+
+def _fs_names_v3(conn: sa.Connection) -> None:
+    """v3 (issue 28): runs of `bench run` on a node's root file system were filed under `root`; they get
+    the file system's one name (config.fs_name: the short host name of a node's own disk). A run over
+    several nodes (a node list) names no one host's disk and stays `root` (docs/store.md)."""
+    old = (bench_runs.c.fs == "root") & (bench_runs.c.source == "fio")
+    hosts = [h for (h,) in conn.execute(sa.select(bench_runs.c.hosts).where(old).distinct()) if h and _ONE_HOST.match(h)]
+    for h in hosts:
+        ids = sa.select(bench_runs.c.run_id).where(old, bench_runs.c.hosts == h).scalar_subquery()
+        name = fs_name("/", None, None, [], h)
+        conn.execute(bench_results.update().where(bench_results.c.run_id.in_(ids)).values(fs=name))
+        conn.execute(bench_runs.update().where(old, bench_runs.c.hosts == h).values(fs=name))
+    if hosts:
+        _rebuild_groups(conn)
+
+
+COMPONENT = Component("bench", [create_tables(bench_runs, bench_results), _series_v2, _fs_names_v3])
 RUN_COLUMNS = ["run_id", "motif", "fs", "source", "hosts", "start_ns", "end_ns"]
 RESULT_COLUMNS = ["direction", "bytes", "duration_s", "bw_bps", "iops", "lat_p50_s", "lat_p95_s", "lat_p99_s"]
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,159}$")

@@ -16,6 +16,7 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
+from ioweather.config import fs_name
 from ioweather.errors import UserError
 from ioweather.store.db import Store
 from ioweather.store.migrations import Component, create_tables
@@ -46,6 +47,9 @@ probe_runs = sa.Table(
     sa.Column("file_exceeds_memory", sa.Boolean, nullable=False),
     sa.Column("pid", sa.Integer, nullable=False),
     sa.Column("version", sa.String(32), nullable=False),
+    # v5 (issue 28): the one name of the file system probed (config.fs_name), as benchmark runs and
+    # telemetry datasets call it; NULL for a run of an older store the migration could not name.
+    sa.Column("fs", sa.String(128), nullable=True),
 )
 sa.Index("probe_runs_target", probe_runs.c.target)
 
@@ -107,8 +111,27 @@ probe_retired = sa.Table(
     sa.Column("retired_ns", sa.BigInteger, nullable=False),
 )
 
+
+
+def _fs_names_v5(conn: sa.Connection) -> None:
+    """v5: the file system's name on each run. An older run is named from what it stored: a default label
+    `HOST:MOUNT` of its own host gives the mount (its type unknown: `/` is the host's disk, else the
+    mount's last part); a label the user chose names no mount and stays NULL until the target's next
+    run, which records its exact name (docs/store.md)."""
+    if "fs" not in {c["name"] for c in sa.inspect(conn).get_columns("probe_runs")}:
+        conn.execute(sa.text(f"ALTER TABLE probe_runs ADD COLUMN fs {probe_runs.c.fs.type.compile(dialect=conn.dialect)}"))
+    unnamed = conn.execute(sa.select(probe_runs.c.target, probe_runs.c.host).where(probe_runs.c.fs.is_(None))
+                           .distinct()).all()
+    for target, host in unnamed:
+        mount = target[len(host) + 1:] if target.startswith(f"{host}:/") else None
+        if mount is not None:
+            conn.execute(probe_runs.update().where(probe_runs.c.target == target, probe_runs.c.host == host,
+                                                   probe_runs.c.fs.is_(None))
+                         .values(fs=fs_name(mount, None, None, [], host)))
+
+
 COMPONENT = Component("probe", [create_tables(probe_runs, probe_samples), create_tables(probe_archive),
-                                create_tables(probe_pieces), create_tables(probe_retired)])
+                                create_tables(probe_pieces), create_tables(probe_retired), _fs_names_v5])
 
 
 @dataclass
@@ -128,6 +151,7 @@ class RunInfo:
     host: str = ""
     pid: int = 0
     version: str = ""
+    fs: str | None = None
 
 
 #: The longest target label every database holds (PostgreSQL refuses more, SQLite would store it).

@@ -22,6 +22,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
+from ioweather.config import short_host
 from ioweather.units import check_timezone  # noqa: F401 (re-exported: the importers check --timezone)
 
 COUNTER = "counter"   # cumulative; becomes an amount per interval
@@ -69,7 +70,7 @@ class Source:
 
 
 def short_hostname() -> str:
-    return socket.gethostname().split(".")[0] or "localhost"
+    return short_host(socket.gethostname())
 
 
 def read_text(path: Path) -> str:

@@ -83,7 +83,7 @@ def parse_lfs_df(text: str, skipped: list | None = None) -> list[tuple[int | Non
 
 def storage_mounts(mounts_text: str) -> list[tuple[str, str]]:
     """[(mount point, fstype)] of storage file systems in /proc/self/mounts."""
-    return [(m, t) for m, t in parse_mounts(mounts_text) if t in STORAGE_FSTYPES]
+    return [(m.point, m.fs_type) for m in parse_mounts(mounts_text) if m.fs_type in STORAGE_FSTYPES]
 
 
 class Capacity(Source):
