@@ -166,7 +166,7 @@ def register(cli: click.Group) -> None:
         if as_json:
             print_json(rows)
             return
-        print_table(rows, [("target", "target"), ("fs", "file system"), ("state", "state"), ("host", "host"),
+        print_table(rows, [("target", "target"), ("state", "state"), ("host", "host"), ("fs", "file system"),
                            ("runs", "runs"),
                            ("first_sample", "first sample (UTC)", short_time),
                            ("last_sample", "last sample (UTC)", short_time),

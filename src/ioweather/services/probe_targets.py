@@ -40,7 +40,7 @@ def list_targets(store, now_ns: int | None = None) -> list[dict]:
             state = "stale"
         else:
             state = "active"
-        rows.append({"target": target, "fs": last["fs"], "state": state, "host": last["host"],
+        rows.append({"target": target, "state": state, "host": last["host"], "fs": last["fs"],
                      "directory": last["directory"],
                      "runs": len(runs), "first_sample": ns_to_iso(span[0]) if span else None,
                      "last_sample": ns_to_iso(span[1]) if span else None, "last_sample_age_s": age_s})
