@@ -149,6 +149,11 @@ def under(path: str, prefix: str) -> bool:
     return prefix == "/" or path == prefix or path.startswith(prefix.rstrip("/") + "/")
 
 
+def fs_map_entry(mount: str, fs_map: list[tuple[str, str]]) -> tuple[str, str] | None:
+    """The fs-map's (prefix, name) holding `mount`: the longest prefix (parse_fs_map sorts them so)."""
+    return next(((prefix, name) for prefix, name in fs_map if under(mount, prefix)), None)
+
+
 def short_host(hostname: str) -> str:
     """A host's name without its domain: what `collect` names a node's own dataset and `fs_name` its disks."""
     return hostname.split(".")[0] or "localhost"
@@ -168,9 +173,8 @@ def fs_name(mount: str, fs_type: str | None, source: str | None, fs_map: list[tu
     the mount, else a Lustre mount's fsname (its servers' telemetry dataset), else the short host name
     for a node's own disk (`/` or a LOCAL_FS_TYPES mount: `collect` names the host's dataset so),
     else the mount point's last part."""
-    for prefix, name in fs_map:  # longest first (parse_fs_map)
-        if under(mount, prefix):
-            return name
+    if entry := fs_map_entry(mount, fs_map):
+        return entry[1]
     if fs_type == "lustre" and source and (name := lustre_mount_fsname(source)):
         return name
     base = os.path.basename(mount.rstrip("/"))
@@ -194,10 +198,8 @@ def dataset_for_mounts(mounts: list[dict], names: list[str], fs_map: list[tuple[
         if not mount:
             continue
         dataset, how = None, None
-        for prefix, name in fs_map:
-            if under(mount, prefix):
-                dataset, how = name, f"fs-map {prefix} → {name}"
-                break
+        if entry := fs_map_entry(mount, fs_map):
+            dataset, how = entry[1], f"fs-map {entry[0]} → {entry[1]}"
         if dataset is None and (m.get("fs_type") or "") not in LOCAL_FS_TYPES:
             base = os.path.basename(mount.rstrip("/"))
             if base in names:
