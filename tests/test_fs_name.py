@@ -108,3 +108,24 @@ def test_probe_bench_and_collect_name_one_directory_alike(tmp_path, home, cli):
     assert target["fs"] == series["fs"] == want
     if m.point == "/" or m.fs_type in ("ext4", "xfs", "tmpfs", "overlay", "btrfs"):  # the node's own disk
         assert list(collected["datasets"]) == layout.list_fs(Settings(home=home)) == [want]
+
+
+def test_why_matches_probes_by_the_file_systems_name(home):
+    """A probe of the job's file system from another mount point (a login node's /lus/scratch for the
+    job's /lus/theta-fs0) is found by the name its run recorded; a label that merely equals the dataset
+    no longer is (it said nothing of the file system); a directory under the job's mount still is."""
+    from ioweather.services.why import _Probes
+    from ioweather.store import open_store
+    from ioweather.store import probe as probe_store
+
+    store = open_store(Settings.resolve(home))
+    for target, directory, fs in [("login1:/lus/scratch", "/lus/scratch/u/probe", "theta"),
+                                  ("theta", "/home/u/probe", "login1"), ("node7:/lus/theta-fs0", "/lus/theta-fs0/p", None)]:
+        probe_store.start_run(store, probe_store.RunInfo(
+            target=target, directory=directory, interval_s=1, block_bytes=1, file_bytes=1, pool_files=1,
+            small_bytes=1, direct=False, fsync=False, seed=0, timeout_s=60, file_exceeds_memory=False, host="h", fs=fs))
+    probes = _Probes(store)
+    assert probes.on(None, "theta") == ["login1:/lus/scratch"]
+    assert sorted(probes.on("/lus/theta-fs0", "theta")) == ["login1:/lus/scratch", "node7:/lus/theta-fs0"]
+    assert probes.on("/gpfs", "alpine") == []
+    store.dispose()
