@@ -68,7 +68,8 @@ def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, cri
         out = {
             "target": target, "state": st, "reason": reason, "stat": stat, "expected": expected,
             "expected_label": expected_label(stat, expected), "window_s": window_s,
-            "host": run["host"] if run else None, "fs": run["fs"] if run else None, "interval_s": run["interval_s"] if run else None,
+            "host": run["host"] if run else None, "fs": run["fs"] if run else None,
+            "interval_s": run["interval_s"] if run else None,
             "last_sample": ns_to_iso(last) if last is not None else None, "last_sample_age_s": age_s,
             "stale_after_s": stale_after_s(run["interval_s"] if run else None),
             "abandoned": abandoned(age_s, run, now),

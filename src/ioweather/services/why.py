@@ -248,8 +248,8 @@ class _Probes:
         name its runs recorded (config.fs_name) is the dataset. Never every probe there is."""
         from ioweather.config import under
 
-        return [t for t in self.all_targets
-                if (mount and any(under(d, mount) for d in self.dirs.get(t, ()))) or (dataset and self.fs.get(t) == dataset)]
+        return [t for t in self.all_targets if (mount and any(under(d, mount) for d in self.dirs.get(t, ())))
+                or (dataset and self.fs.get(t) == dataset)]
 
     def slowdown(self, targets: list[str], since: int, until: int) -> tuple[float | None, dict | None]:
         from ioweather.services.job_weather import _probe_slowdown
