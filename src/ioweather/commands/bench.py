@@ -142,15 +142,15 @@ def register(cli: click.Group) -> None:
         from ioweather.services.stores import open_store
         from ioweather.views.output import print_json, print_table
 
-        rows = svc.summary(open_store(settings), motif, fs, last, threshold)
+        answer = svc.bench_summary(open_store(settings), motif, fs, last, threshold)
         if html_out:
-            svc.write_report(rows, html_out)
+            svc.write_report(answer.rows, html_out)
             click.echo(f"wrote {html_out}", err=True)
             return
         if as_json:
-            print_json([{k: v for k, v in r.items() if k != "last_k"} for r in rows])
+            print_json(answer.to_json())
             return
-        print_table(rows, [("motif", "motif"), ("direction", "direction"), ("fs", "fs"), ("runs", "runs"),
+        print_table(answer.rows, [("motif", "motif"), ("direction", "direction"), ("fs", "fs"), ("runs", "runs"),
                            ("optimum_s", "optimum", _secs), ("mean_s", "mean", _secs),
                            ("contention", "contention", _ratio), ("best_bps", "best", _bps),
                            ("last_fraction_of_peak", "last / peak", _ratio),

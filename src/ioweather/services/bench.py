@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from typing import TYPE_CHECKING
@@ -453,6 +453,26 @@ def summary(store, motif: str | None = None, fs: str | None = None, last: int = 
     return rows
 
 
+@dataclass(frozen=True)
+class BenchSummary:
+    """How each benchmark series stands (`bench summary --json`): per motif, direction and file system
+    the runs, optimum and mean duration (seconds), contention (mean / optimum), best rate (bytes per
+    second), the last run (ISO 8601 UTC start, seconds, bytes per second, fraction of peak, standing among
+    the series' rates) and the regression flag. `rows` also hold each series' last fractions of peak
+    (`last_k`), which the JSON leaves out: the Benchmarks page's rows carry them."""
+
+    rows: list[dict]
+
+    def to_json(self) -> list[dict]:
+        return [{k: v for k, v in r.items() if k != "last_k"} for r in self.rows]
+
+
+def bench_summary(store, motif: str | None = None, fs: str | None = None, last: int = 3,
+                  threshold: float = 0.5) -> BenchSummary:
+    """`bench summary`: `summary`'s rows as the answer."""
+    return BenchSummary(summary(store, motif, fs, last, threshold))
+
+
 def check(store, warn: float, crit: float, last: int = 3, motif: str | None = None,
           fs: str | None = None) -> tuple[int, str, list[dict]]:
     """(Nagios exit code, one line with perfdata, per-group states)."""
@@ -499,7 +519,27 @@ def runs_table(store, motif=None, fs=None, direction=None, columns=None) -> "pd.
 _PAGE_COLUMNS = ["run_id", "motif", "direction", "fs", "start_ns", "duration_s", "bw_bps"]
 
 
-def page(store, motif: str | None, direction: str | None, fs: str | None, run_id: str | None) -> dict:
+@dataclass(frozen=True)
+class BenchPage:
+    """The Benchmarks page's answer (/api/bench): `rows` are `bench summary`'s (with `last_k`); for the
+    chosen series (`motif`, `direction`, `fs`) the histogram of its durations (seconds, the optimum
+    marked), its fraction of peak over time (ISO 8601 UTC ms) and its last 200 runs, newest first; `run`
+    is `run_window` of the chosen run (default: the newest), None without runs."""
+
+    rows: list[dict]
+    motif: str
+    direction: str
+    fs: str
+    histogram: dict
+    series: dict
+    runs: list[dict]
+    run: dict | None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def page(store, motif: str | None, direction: str | None, fs: str | None, run_id: str | None) -> BenchPage:
     """The Benchmarks page: the summary, and for one group its histogram, fraction of peak over
     time and recent runs; for one run the servers' rates over its window when telemetry exists."""
     import numpy as np
@@ -516,17 +556,16 @@ def page(store, motif: str | None, direction: str | None, fs: str | None, run_id
     # one call for a series of 10^4 runs (ns_to_iso per run was a third of the page's time); ms, as ns_to_iso
     times = [t + "Z" for t in np.datetime_as_string(df["start_ns"].to_numpy(np.int64).astype("datetime64[ns]"),
                                                      unit="ms").tolist()]
-    out = {"rows": rows, "motif": chosen["motif"], "direction": chosen["direction"], "fs": chosen["fs"],
-           "histogram": sb.histogram(df["duration_s"].to_numpy(float)),
-           "series": {"time": times,
-                      "fraction_of_peak": [_fin(v) for v in df["fraction_of_peak"]],
-                      "run_id": df["run_id"].tolist()},
-           "runs": [{"run_id": r.run_id, "start": ns_to_iso(int(r.start_ns)), "duration_s": _fin(r.duration_s),
-                     "bw_bps": _fin(r.bw_bps), "fraction_of_peak": _fin(r.fraction_of_peak)}
-                    for r in recent.iloc[::-1].itertuples()]}
     pick = run_id or (df["run_id"].iloc[-1] if len(df) else None)
-    out["run"] = run_window(store, pick) if pick else None
-    return out
+    return BenchPage(
+        rows=rows, motif=chosen["motif"], direction=chosen["direction"], fs=chosen["fs"],
+        histogram=sb.histogram(df["duration_s"].to_numpy(float)),
+        series={"time": times, "fraction_of_peak": [_fin(v) for v in df["fraction_of_peak"]],
+                "run_id": df["run_id"].tolist()},
+        runs=[{"run_id": r.run_id, "start": ns_to_iso(int(r.start_ns)), "duration_s": _fin(r.duration_s),
+               "bw_bps": _fin(r.bw_bps), "fraction_of_peak": _fin(r.fraction_of_peak)}
+              for r in recent.iloc[::-1].itertuples()],
+        run=run_window(store, pick) if pick else None)
 
 
 def _fin(v) -> float | None:
