@@ -157,11 +157,11 @@ def register(cli: click.Group) -> None:
         from ioweather.services.fsstats import compare
         from ioweather.views.fsstats_tables import print_growth
 
-        doc, da, db = compare(settings, a, b, movers=movers, say=_say, label_only=label_only)
+        growth, da, db = compare(settings, a, b, movers=movers, say=_say, label_only=label_only)
         if as_json:
-            print_json(doc)
+            print_json(growth.to_json())
             return
-        print_growth(doc, da, db, movers)
+        print_growth(growth.to_json(), da, db, movers)
 
     @fsstats.command("list")
     @json_option
