@@ -80,7 +80,8 @@ def home(testdata, tmp_path_factory):
     _write(tree, BEFORE)
     run_cli("fsstats", str(tree), "--label", "before", "-q", home=home, check=True)
     _write(tree, ADDED)
-    run_cli("fsstats", str(tree), "--label", "after", "-q", home=home, check=True)
+    after = run_cli("fsstats", str(tree), "--label", "after", "-q", "--json", home=home, check=True)
+    (work / "after.json").write_text(after.stdout)
     return home
 
 
@@ -191,6 +192,13 @@ def test_bench(server, store, home, cli):
         r["runs"] for r in doc["rows"] if (r["motif"], r["direction"], r["fs"]) == (doc["motif"], "read", doc["fs"]))
 
 
+def test_snapshot_is_typed(tmp_path):
+    _write(tmp_path, BEFORE)
+    snapshot, notes = fsstats.take_snapshot(str(tmp_path), threads=1, cross_mounts=False, exclude=(), progress=None)
+    assert isinstance(snapshot, fsstats.Snapshot) and notes == []
+    assert (snapshot.files, snapshot.bytes) == (len(BEFORE), sum(s for _, s in BEFORE))
+
+
 def test_contents(server, store, home, cli):
     listing = fsstats.snapshot_listing(store)
     picked = {}
@@ -205,6 +213,10 @@ def test_contents(server, store, home, cli):
     assert doc == _plain(answer.to_json()) and set(doc) == _names(fsstats.Contents)
     assert set(doc["diff"]) == _names(fsstats.Growth)
     assert doc["diff"] == _cli_json(cli, home, "fsstats", "diff", "before", "after")
+    # `fsstats DIR --json` is the stored snapshot, and the page's header its fields
+    printed = json.loads((home.parent / "after.json").read_text())
+    assert set(printed) == _names(fsstats.Snapshot) and printed == doc_b
+    assert doc["snapshot"] == {k: printed.get(k) for k in fsstats.SNAPSHOT_FIELDS}
     # against the tree as built here
     assert doc["snapshot"]["files"] == len(BEFORE) + len(ADDED)
     assert doc["snapshot"]["bytes"] == sum(s for _, s in BEFORE + ADDED)

@@ -119,11 +119,12 @@ def register(cli: click.Group) -> None:
             raise UserError("--label must not be empty")
         bar = ProgressLine(enabled=not quiet)
         try:
-            doc, notes = take_snapshot(directory, threads=threads, cross_mounts=cross_mounts, exclude=exclude,
-                                       progress=bar, outputs=((out, "write snapshot"), (html_out, HTML_WHAT)),
-                                       dask=dask_address)
+            snapshot, notes = take_snapshot(directory, threads=threads, cross_mounts=cross_mounts, exclude=exclude,
+                                            progress=bar, outputs=((out, "write snapshot"), (html_out, HTML_WHAT)),
+                                            dask=dask_address)
         finally:
             bar.close()
+        doc = snapshot.to_json()
         for note in notes:
             _say(f"note: {note}")
         sid = keep_snapshot(settings, doc, out=out, html_out=html_out, label=label)

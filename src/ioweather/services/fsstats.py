@@ -19,9 +19,50 @@ Say = Callable[[str], None]
 HTML_WHAT = "write HTML report"
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """What a tree holds, from one walk (`fsstats DIR --json`, the file `--out` writes and what `--label`
+    stores, format `stats.fsstats.SNAPSHOT_FORMAT`): counts, bytes (`bytes` apparent, `capacity_bytes`
+    allocated), the walk's time (ISO 8601 UTC) and speed (seconds, entries per second), the size and age
+    histograms, owners and first-level directories (`top_dirs`), and what could not be read. A stored or
+    saved snapshot is read back as its JSON document (older ones may lack newer keys), never as this."""
+
+    format: str
+    root: str
+    root_is_symlink: bool
+    symlink_target: str | None
+    snapshot_time: str
+    host: str
+    ioweather_version: str
+    threads: int
+    cross_mounts: bool
+    exclude: list[str]
+    walk_s: float
+    entries: int
+    entries_per_s: float | None
+    files: int
+    dirs: int
+    symlinks: int
+    other: int
+    bytes: int
+    capacity_bytes: int
+    errors: int
+    hardlinks_deduplicated: int
+    excluded: int
+    skipped_mounts: int
+    error_list: list
+    notes: list[str]
+    histograms: dict
+    owners: list[dict]
+    top_dirs: list[dict]
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
 def take_snapshot(directory, *, threads, cross_mounts, exclude, progress, outputs=(),
-                  dask: str | None = None) -> tuple[dict, list[str]]:
-    """(snapshot document, the walk's notes) of one walk of `directory`. `outputs`: (path, what) the
+                  dask: str | None = None) -> tuple[Snapshot, list[str]]:
+    """(snapshot, the walk's notes) of one walk of `directory`. `outputs`: (path, what) the
     snapshot will be written to, refused before the walk (a symlink there) rather than after it.
     `dask` (a `--dask` SPEC, services/distributed.py): each first-level directory is walked by a
     task on the cluster (whose workers must see DIR at the same path), merged into the document
@@ -43,7 +84,7 @@ def take_snapshot(directory, *, threads, cross_mounts, exclude, progress, output
     if result is None:
         result = walk(directory, threads=threads, cross_mounts=cross_mounts, exclude=exclude, progress=progress)
     doc = snapshot_document(result, host=socket.gethostname(), version=__version__)
-    return doc, list(result.notes) + extra
+    return Snapshot(**doc), list(result.notes) + extra
 
 
 def walk_part(name: bytes, *, root: bytes, snap_ns: int, threads, cross_mounts: bool, patterns: list[str]):
