@@ -26,11 +26,12 @@ import sys
 import threading
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from typing import TYPE_CHECKING
 
+from ioweather.encoding import answer_dict
 from ioweather.errors import StoreError, UserError, from_os_error
 from ioweather.units import format_bytes, ns_to_iso
 
@@ -536,7 +537,7 @@ class BenchPage:
     run: dict | None
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return answer_dict(self)
 
 
 def page(store, motif: str | None, direction: str | None, fs: str | None, run_id: str | None) -> BenchPage:

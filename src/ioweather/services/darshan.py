@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 import pwd
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
+from ioweather.encoding import answer_dict
 from ioweather.errors import UserError, from_os_error
 from ioweather.stats.job import characterization_fields, mibps_per_node
 from ioweather.stats.job_files import TOP_FILES, per_module, per_mount, top_files
@@ -136,7 +137,7 @@ class ArchiveSummary:
     projects: list[dict]
 
     def to_json(self) -> dict:
-        return with_unit_keys(asdict(self))
+        return with_unit_keys(answer_dict(self))
 
 
 def archive_summary(settings, *, projects_file: str | None, cores_per_node: int | None, min_procs: int,
@@ -265,7 +266,7 @@ class JobsView:
     failed: dict
 
     def to_json(self) -> dict:
-        return {**asdict(self), "summary": self.summary.to_json()}
+        return answer_dict(self)
 
 
 def jobs_view(store, index: ArchiveIndex, sort: str, order: str, limit: int, offset: int,
@@ -420,7 +421,7 @@ class StoredJob:
     top_files: list[dict]
 
     def to_json(self) -> dict:
-        return with_unit_keys(asdict(self))
+        return with_unit_keys(answer_dict(self))
 
 
 def stored_job(store, parquet_dir, id_prefix: str) -> StoredJob | None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
+from ioweather.encoding import answer_dict
 from ioweather.errors import UserError
 
 Say = Callable[[str], None]
@@ -57,7 +58,7 @@ class Snapshot:
     top_dirs: list[dict]
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return answer_dict(self)
 
 
 def take_snapshot(directory, *, threads, cross_mounts, exclude, progress, outputs=(),
@@ -250,7 +251,7 @@ class Growth:
     largest_movers: dict
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return answer_dict(self)
 
 
 def compare(settings, a: str, b: str, *, movers: int, say: Say, label_only: bool = False) -> tuple[Growth, dict, dict]:
@@ -394,7 +395,7 @@ class Contents:
     diff: Growth | None
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return answer_dict(self)
 
 
 def _share(part, whole) -> float | None:

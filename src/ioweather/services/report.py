@@ -4,11 +4,12 @@ jobs and cost, benchmark standing, fullness. A part whose data is absent says so
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
+from ioweather.encoding import answer_dict
 from ioweather.errors import UserError
 from ioweather.units import check_order, ns_to_iso, to_ns
 
@@ -38,7 +39,7 @@ class Report:
     links: dict
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return answer_dict(self)
 
 
 def compute(settings, fs: str, since: datetime | None, until: datetime | None, params=None) -> Report:

@@ -8,12 +8,12 @@ statistics; this module joins the two over the asked range and formats times.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import numpy as np
 
-from ioweather.encoding import finite_or_none, iso_ms
+from ioweather.encoding import answer_dict, finite_or_none, iso_ms
 from ioweather.errors import UserError
 from ioweather.stats.downsample import downsample
 from ioweather.stats.workload import (DEFAULT_IDLE_THRESHOLD, DEFAULT_MIN_AMPLITUDE, DEFAULT_SMOOTH_S,  # noqa: F401
@@ -234,7 +234,7 @@ class Workload:
     min_amplitude_bps: float
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return answer_dict(self)
 
 
 @dataclass(frozen=True)
@@ -274,7 +274,7 @@ class WorkloadView:
     warnings: list[str]
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return answer_dict(self)
 
 
 def workload_view(settings, fs: str, since, until, resample_s: float, idle_threshold: float, smooth_s: float,
