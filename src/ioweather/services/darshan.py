@@ -220,10 +220,7 @@ class ArchiveIndex:
                      "runtime_s": [_opt_finite(v) for v in plotted["runtime_s"]],
                      "moved_bytes": [int(v) for v in plotted["moved_bytes"]],
                      "nprocs": [_opt(v, int) for v in plotted["nprocs"]], "level": plotted["level"].tolist()}
-        self.failed = {"total": len(failed), "rows": [{"path": f["path"], "reason": f["reason"],
-                                                       "size_bytes": f["size_bytes"],
-                                                       "failed_at": ns_to_iso(f["failed_ns"])}
-                                                      for f in failed[:FAILED_SHOWN]]}
+        self.failed = {"total": len(failed), "rows": [_failed_row(f) for f in failed[:FAILED_SHOWN]]}
         self._orders: dict = {}
 
     def order(self, sort: str, order: str):
@@ -324,8 +321,12 @@ def failed_logs(settings) -> list[dict]:
 
     from ioweather.store import open_store
 
-    return [{"path": r["path"], "reason": r["reason"], "size_bytes": r["size_bytes"],
-             "failed_at": ns_to_iso(r["failed_ns"])} for r in jobs_store.failed(open_store(settings))]
+    return [_failed_row(r) for r in jobs_store.failed(open_store(settings))]
+
+
+def _failed_row(r: dict) -> dict:
+    return {"path": r["path"], "reason": r["reason"], "size_bytes": r["size_bytes"],
+            "failed_at": ns_to_iso(r["failed_ns"])}
 
 
 def _user_name(uid, cache: dict) -> str | None:
