@@ -474,9 +474,24 @@ def bench_summary(store, motif: str | None = None, fs: str | None = None, last: 
     return BenchSummary(summary(store, motif, fs, last, threshold))
 
 
+@dataclass(frozen=True)
+class BenchCheck:
+    """`bench check`: the monitoring plugin's answer. `status` (OK, WARNING, CRITICAL, UNKNOWN) and its
+    `exit_code` (0-3), the one `message` line with perfdata, and per series its `state` and the last
+    run's fraction of peak."""
+
+    status: str
+    exit_code: int
+    message: str
+    series: list[dict]
+
+    def to_json(self) -> dict:
+        return answer_dict(self)
+
+
 def check(store, warn: float, crit: float, last: int = 3, motif: str | None = None,
-          fs: str | None = None) -> tuple[int, str, list[dict]]:
-    """(Nagios exit code, one line with perfdata, per-group states)."""
+          fs: str | None = None) -> BenchCheck:
+    """The series' states against `warn` and `crit` (fractions of peak) over their `last` runs."""
     from ioweather.services.slowdown import CHECK_NAMES, CHECK_PRECEDENCE
     from ioweather.stats import bench as sb
 
@@ -485,7 +500,7 @@ def check(store, warn: float, crit: float, last: int = 3, motif: str | None = No
     try:
         rows = summary(store, motif, fs, last, warn)
     except UserError as e:
-        return 3, f"IOWEATHER BENCH UNKNOWN - {e}", []
+        return BenchCheck(CHECK_NAMES[3], 3, f"IOWEATHER BENCH UNKNOWN - {e}", [])
     codes = {"OK": 0, "WARNING": 1, "CRITICAL": 2}
     for r in rows:
         r["state"] = sb.check_state(r["last_k"], last, warn, crit)
@@ -497,7 +512,9 @@ def check(store, warn: float, crit: float, last: int = 3, motif: str | None = No
                       for r in bad) if bad else f"{len(rows)} benchmark series within {warn:g} of peak")
     perf = " ".join(f"'{name(r)}'={r['last_fraction_of_peak']:.3f};{warn:g};{crit:g};0;1"
                     for r in rows if r["last_fraction_of_peak"] is not None)
-    return code, f"IOWEATHER BENCH {CHECK_NAMES[code]} - {text}" + (f" | {perf}" if perf else ""), rows
+    message = f"IOWEATHER BENCH {CHECK_NAMES[code]} - {text}" + (f" | {perf}" if perf else "")
+    return BenchCheck(CHECK_NAMES[code], code, message,
+                      [{k: r[k] for k in ("motif", "direction", "fs", "state", "last_fraction_of_peak")} for r in rows])
 
 
 def gauges(store) -> list[dict]:
