@@ -50,8 +50,8 @@ def real_doc(tmp_path_factory) -> dict:
         (d / name).mkdir()
         for j in range(i + 2):
             (d / name / f"f{j}").write_bytes(b"x" * (10 ** j))
-    doc, _ = take_snapshot(str(d), threads=1, cross_mounts=False, exclude=(), progress=None)
-    return json.loads(json.dumps(doc))
+    snapshot, _ = take_snapshot(str(d), threads=1, cross_mounts=False, exclude=(), progress=None)
+    return json.loads(json.dumps(snapshot.to_json()))
 
 
 def _paths(doc, prefix=()):

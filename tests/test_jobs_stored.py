@@ -76,12 +76,12 @@ def test_cli_report_and_page_list_the_same_top_files(log, store, home):
     rep, dlog = job_report(str(log), dxt=True)
     h = next(c["log_hash"] for c in jobs_store.find_jobs(store, str(rep["job"]["jobid"])) if c["path"] == str(log))
     page = stored_job(store, Settings.resolve(home).parquet_dir, h)
-    assert page["top_files"] == log_top_files(dlog), log.name
+    assert page.top_files == log_top_files(dlog), log.name
     # the HTML report (what `job LOG --html` writes) lists those files in that order
     text = job_html(rep, dlog, source=str(log))
     table = text.split("Files that moved the most data", 1)[1].split("</table>", 1)[0]
     names = [html.unescape(n) for n in re.findall(r"<tr><td><code>(.*?)</code>", table, re.DOTALL)]
-    assert names == [f["name"] or f"(record {f['record_id']})" for f in page["top_files"]], log.name
+    assert names == [f["name"] or f"(record {f['record_id']})" for f in page.top_files], log.name
     assert len(names) == min(TOP_FILES, len(file_columns(dlog)["id"])), log.name
 
 

@@ -48,8 +48,8 @@ def test_workload_html_escapes_the_name_it_shows(tmp_path):
     settings = Settings.resolve(tmp_path / "home")
     write_rows(settings, "syn", syn.frame())
     result, data = compute(settings, "syn", None, None, 60.0, 0.05, 600.0, float(1 << 30), 86400.0)
-    page = render({**result, "fs": HOSTILE}, data)
+    page = render({**result.to_json(), "fs": HOSTILE}, data)
     _no_markup_from(page)
     assert f"<title>ioweather workload: {ESCAPED}</title>" in page and f"<h1>ioweather workload: {ESCAPED}</h1>" in page
     assert page.count('src="data:image/png;base64,') == 7
-    assert f"<td>{len(result['events'])}</td>" in page  # the summary's event count
+    assert f"<td>{len(result.events)}</td>" in page  # the summary's event count

@@ -61,7 +61,7 @@ for _ in range(int(sys.argv[2])):
     t = time.perf_counter()
     try:
         doc, _ = compute(s, "t", None, None, 3600.0, 0.05, 600.0, 2**30, 86400.0)
-        print(json.dumps({"read_bytes": doc["read_bytes"], "write_bytes": doc["write_bytes"],
+        print(json.dumps({"read_bytes": doc.read_bytes, "write_bytes": doc.write_bytes,
                           "s": time.perf_counter() - t}), flush=True)
     except Exception as e:  # counted by the test; UserError included (a listing seen half switched)
         print(json.dumps({"error": f"{type(e).__name__}: {e}"}), flush=True)

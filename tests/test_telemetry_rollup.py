@@ -40,6 +40,7 @@ def _files(s):
 
 def _same(a, b, path=""):
     """Two workload documents agree: counts exactly, floats to 1e-12 (sums in another order)."""
+    a, b = (x.to_json() if hasattr(x, "to_json") else x for x in (a, b))  # a Workload answer
     if isinstance(a, dict):
         assert a.keys() == b.keys(), path
         for k in a:

@@ -6,6 +6,7 @@ plain numbers, dates ISO 8601.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from datetime import date, datetime
@@ -46,3 +47,32 @@ def _clean(o: Any) -> Any:
 
 def to_json(obj: Any) -> str:
     return json.dumps(_clean(obj), default=_json_default, ensure_ascii=False)
+
+
+def iso_ms(ns) -> list[str]:
+    """ISO 8601 UTC strings (ms) for int64 ns, vectorized: 20k strings in a few ms."""
+    import numpy as np  # here: `--help` imports this module, and numpy costs it ~0.1 s
+
+    a = np.asarray(ns, np.int64).astype("datetime64[ns]").astype("datetime64[ms]")
+    return [s + "Z" for s in np.datetime_as_string(a, unit="ms").tolist()]
+
+
+def finite_or_none(values) -> list:
+    """A series as JSON numbers: NaN and inf become None."""
+    import numpy as np  # as in iso_ms
+
+    return [None if v is None or not np.isfinite(v) else float(v) for v in np.asarray(values, np.float64).tolist()]
+
+
+def answer_dict(answer) -> dict:
+    """A dataclass answer as the JSON-ready dict of its fields (its `to_json()`): a field that is itself
+    an answer becomes that answer's `to_json()`, every other value is shared, not copied. Nested answers
+    are fields, never items of a list. (`dataclasses.asdict` deep-copies every list: 0.65 s per request
+    for the Jobs page's plot of 20 000 jobs.)"""
+    return {f.name: _answer_part(getattr(answer, f.name)) for f in dataclasses.fields(answer)}
+
+
+def _answer_part(v):
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return v.to_json() if hasattr(v, "to_json") else answer_dict(v)
+    return v

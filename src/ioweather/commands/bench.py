@@ -143,15 +143,15 @@ def register(cli: click.Group) -> None:
         from ioweather.services.stores import open_store
         from ioweather.views.output import print_json, print_table
 
-        rows = svc.summary(open_store(settings), motif, fs, last, threshold)
+        answer = svc.bench_summary(open_store(settings), motif, fs, last, threshold)
         if html_out:
-            svc.write_report(rows, html_out)
+            svc.write_report(answer.rows, html_out)
             click.echo(f"wrote {html_out}", err=True)
             return
         if as_json:
-            print_json([{k: v for k, v in r.items() if k != "last_k"} for r in rows])
+            print_json(answer.to_json())
             return
-        print_table(rows, [("motif", "motif"), ("direction", "direction"), ("fs", "fs"), ("runs", "runs"),
+        print_table(answer.rows, [("motif", "motif"), ("direction", "direction"), ("fs", "fs"), ("runs", "runs"),
                            ("optimum_s", "optimum", _secs), ("mean_s", "mean", _secs),
                            ("contention", "contention", _ratio), ("best_bps", "best", _bps),
                            ("last_fraction_of_peak", "last / peak", _ratio),
@@ -171,15 +171,12 @@ def register(cli: click.Group) -> None:
     def check(settings, warn, crit, last, motif, fs, as_json):
         """Monitoring-plugin mode: one line with perfdata, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."""
         from ioweather.services import bench as svc
-        from ioweather.services.slowdown import CHECK_NAMES
         from ioweather.services.stores import open_store
         from ioweather.views.output import print_json
 
-        code, line, rows = svc.check(open_store(settings), warn, crit, last, motif, fs)
+        answer = svc.check(open_store(settings), warn, crit, last, motif, fs)
         if as_json:
-            print_json({"status": CHECK_NAMES[code], "exit_code": code, "message": line,
-                        "series": [{k: r[k] for k in ("motif", "direction", "fs", "state", "last_fraction_of_peak")}
-                                   for r in rows]})
+            print_json(answer.to_json())
         else:
-            click.echo(line)
-        sys.exit(code)
+            click.echo(answer.message)
+        sys.exit(answer.exit_code)

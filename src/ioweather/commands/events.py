@@ -137,7 +137,7 @@ def register(cli: click.Group) -> None:
         if as_json and html:
             raise UserError("choose one of --json and --html")
         params = _params(resample, smooth, min_amplitude, cluster, top, cores_per_node, slowdown_threshold)
-        doc = svc.compute(settings, fs, since, until, params)
+        doc = svc.compute(settings, fs, since, until, params).to_json()
         if not doc["changes"]["available"]:
             stderr.print(f"note: {doc['changes']['reason']}", highlight=False)
         if html:

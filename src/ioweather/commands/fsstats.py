@@ -119,11 +119,12 @@ def register(cli: click.Group) -> None:
             raise UserError("--label must not be empty")
         bar = ProgressLine(enabled=not quiet)
         try:
-            doc, notes = take_snapshot(directory, threads=threads, cross_mounts=cross_mounts, exclude=exclude,
-                                       progress=bar, outputs=((out, "write snapshot"), (html_out, HTML_WHAT)),
-                                       dask=dask_address)
+            snapshot, notes = take_snapshot(directory, threads=threads, cross_mounts=cross_mounts, exclude=exclude,
+                                            progress=bar, outputs=((out, "write snapshot"), (html_out, HTML_WHAT)),
+                                            dask=dask_address)
         finally:
             bar.close()
+        doc = snapshot.to_json()
         for note in notes:
             _say(f"note: {note}")
         sid = keep_snapshot(settings, doc, out=out, html_out=html_out, label=label)
@@ -157,11 +158,11 @@ def register(cli: click.Group) -> None:
         from ioweather.services.fsstats import compare
         from ioweather.views.fsstats_tables import print_growth
 
-        doc, da, db = compare(settings, a, b, movers=movers, say=_say, label_only=label_only)
+        growth, da, db = compare(settings, a, b, movers=movers, say=_say, label_only=label_only)
         if as_json:
-            print_json(doc)
+            print_json(growth.to_json())
             return
-        print_growth(doc, da, db, movers)
+        print_growth(growth.to_json(), da, db, movers)
 
     @fsstats.command("list")
     @json_option

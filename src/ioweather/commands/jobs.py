@@ -127,16 +127,16 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def summary(settings, as_json, html_out, min_procs, min_bytes, projects_file, cores_per_node, top):
         """Cross-job views: interfaces and I/O strategy by job size, top consumers, MiB/s/CN per project."""
-        from ioweather.services.darshan import archive_summary, with_unit_keys
+        from ioweather.services.darshan import archive_summary
 
         rep = archive_summary(settings, projects_file=projects_file, cores_per_node=cores_per_node,
-                              min_procs=min_procs, min_bytes=min_bytes, top=top)
+                              min_procs=min_procs, min_bytes=min_bytes, top=top).to_json()
         if html_out:
             from ioweather.views.archive_report import render_summary_html
 
             _write_html(html_out, render_summary_html(rep), quiet=as_json)
         if as_json:
-            print_json(with_unit_keys(rep))
+            print_json(rep)
         elif not html_out:
             from ioweather.views.job_console import print_summary
 
@@ -177,7 +177,7 @@ def register(cli: click.Group) -> None:
         """One stored job as the job page shows it: JOBID is the scheduler's job id or the start of the log hash."""
         from ioweather.services.darshan import show_job
 
-        rep = show_job(settings, jobid)
+        rep = show_job(settings, jobid).to_json()
         if as_json:
             print_json(rep)
         else:

@@ -104,11 +104,11 @@ def register(cli: click.Group) -> None:
                 from ioweather.views.workload_report import render
 
                 on_step("report")
-                write_atomic(html, render(result, data))
+                write_atomic(html, render(result.to_json(), data))
             bar.update(task, completed=bar.tasks[0].total)
         if as_json:
-            print_json(result)
+            print_json(result.to_json())
         elif html:
             click.echo(f"wrote {html}", err=True)
         else:
-            _print_human(result)
+            _print_human(result.to_json())

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
+from ioweather.encoding import answer_dict
 from ioweather.errors import StoreError, UserError, from_os_error
 from ioweather.services.fs_names import fs_map_of, fs_name_of
 from ioweather.units import format_bytes, ns_to_iso
@@ -447,9 +448,44 @@ def summary(store, motif: str | None = None, fs: str | None = None, last: int = 
     return rows
 
 
+@dataclass(frozen=True)
+class BenchSummary:
+    """How each benchmark series stands (`bench summary --json`): per motif, direction and file system
+    the runs, optimum and mean duration (seconds), contention (mean / optimum), best rate (bytes per
+    second), the last run (ISO 8601 UTC start, seconds, bytes per second, fraction of peak, standing among
+    the series' rates) and the regression flag. `rows` also hold each series' last fractions of peak
+    (`last_k`), which the JSON leaves out: the Benchmarks page's rows carry them."""
+
+    rows: list[dict]
+
+    def to_json(self) -> list[dict]:
+        return [{k: v for k, v in r.items() if k != "last_k"} for r in self.rows]
+
+
+def bench_summary(store, motif: str | None = None, fs: str | None = None, last: int = 3,
+                  threshold: float = 0.5) -> BenchSummary:
+    """`bench summary`: `summary`'s rows as the answer."""
+    return BenchSummary(summary(store, motif, fs, last, threshold))
+
+
+@dataclass(frozen=True)
+class BenchCheck:
+    """`bench check`: the monitoring plugin's answer. `status` (OK, WARNING, CRITICAL, UNKNOWN) and its
+    `exit_code` (0-3), the one `message` line with perfdata, and per series its `state` and the last
+    run's fraction of peak."""
+
+    status: str
+    exit_code: int
+    message: str
+    series: list[dict]
+
+    def to_json(self) -> dict:
+        return answer_dict(self)
+
+
 def check(store, warn: float, crit: float, last: int = 3, motif: str | None = None,
-          fs: str | None = None) -> tuple[int, str, list[dict]]:
-    """(Nagios exit code, one line with perfdata, per-group states)."""
+          fs: str | None = None) -> BenchCheck:
+    """The series' states against `warn` and `crit` (fractions of peak) over their `last` runs."""
     from ioweather.services.slowdown import CHECK_NAMES, CHECK_PRECEDENCE
     from ioweather.stats import bench as sb
 
@@ -458,7 +494,7 @@ def check(store, warn: float, crit: float, last: int = 3, motif: str | None = No
     try:
         rows = summary(store, motif, fs, last, warn)
     except UserError as e:
-        return 3, f"IOWEATHER BENCH UNKNOWN - {e}", []
+        return BenchCheck(CHECK_NAMES[3], 3, f"IOWEATHER BENCH UNKNOWN - {e}", [])
     codes = {"OK": 0, "WARNING": 1, "CRITICAL": 2}
     for r in rows:
         r["state"] = sb.check_state(r["last_k"], last, warn, crit)
@@ -470,7 +506,9 @@ def check(store, warn: float, crit: float, last: int = 3, motif: str | None = No
                       for r in bad) if bad else f"{len(rows)} benchmark series within {warn:g} of peak")
     perf = " ".join(f"'{name(r)}'={r['last_fraction_of_peak']:.3f};{warn:g};{crit:g};0;1"
                     for r in rows if r["last_fraction_of_peak"] is not None)
-    return code, f"IOWEATHER BENCH {CHECK_NAMES[code]} - {text}" + (f" | {perf}" if perf else ""), rows
+    message = f"IOWEATHER BENCH {CHECK_NAMES[code]} - {text}" + (f" | {perf}" if perf else "")
+    return BenchCheck(CHECK_NAMES[code], code, message,
+                      [{k: r[k] for k in ("motif", "direction", "fs", "state", "last_fraction_of_peak")} for r in rows])
 
 
 def gauges(store) -> list[dict]:
@@ -493,7 +531,27 @@ def runs_table(store, motif=None, fs=None, direction=None, columns=None) -> "pd.
 _PAGE_COLUMNS = ["run_id", "motif", "direction", "fs", "start_ns", "duration_s", "bw_bps"]
 
 
-def page(store, motif: str | None, direction: str | None, fs: str | None, run_id: str | None) -> dict:
+@dataclass(frozen=True)
+class BenchPage:
+    """The Benchmarks page's answer (/api/bench): `rows` are `bench summary`'s (with `last_k`); for the
+    chosen series (`motif`, `direction`, `fs`) the histogram of its durations (seconds, the optimum
+    marked), its fraction of peak over time (ISO 8601 UTC ms) and its last 200 runs, newest first; `run`
+    is `run_window` of the chosen run (default: the newest), None without runs."""
+
+    rows: list[dict]
+    motif: str
+    direction: str
+    fs: str
+    histogram: dict
+    series: dict
+    runs: list[dict]
+    run: dict | None
+
+    def to_json(self) -> dict:
+        return answer_dict(self)
+
+
+def page(store, motif: str | None, direction: str | None, fs: str | None, run_id: str | None) -> BenchPage:
     """The Benchmarks page: the summary, and for one group its histogram, fraction of peak over
     time and recent runs; for one run the servers' rates over its window when telemetry exists."""
     import numpy as np
@@ -510,17 +568,16 @@ def page(store, motif: str | None, direction: str | None, fs: str | None, run_id
     # one call for a series of 10^4 runs (ns_to_iso per run was a third of the page's time); ms, as ns_to_iso
     times = [t + "Z" for t in np.datetime_as_string(df["start_ns"].to_numpy(np.int64).astype("datetime64[ns]"),
                                                      unit="ms").tolist()]
-    out = {"rows": rows, "motif": chosen["motif"], "direction": chosen["direction"], "fs": chosen["fs"],
-           "histogram": sb.histogram(df["duration_s"].to_numpy(float)),
-           "series": {"time": times,
-                      "fraction_of_peak": [_fin(v) for v in df["fraction_of_peak"]],
-                      "run_id": df["run_id"].tolist()},
-           "runs": [{"run_id": r.run_id, "start": ns_to_iso(int(r.start_ns)), "duration_s": _fin(r.duration_s),
-                     "bw_bps": _fin(r.bw_bps), "fraction_of_peak": _fin(r.fraction_of_peak)}
-                    for r in recent.iloc[::-1].itertuples()]}
     pick = run_id or (df["run_id"].iloc[-1] if len(df) else None)
-    out["run"] = run_window(store, pick) if pick else None
-    return out
+    return BenchPage(
+        rows=rows, motif=chosen["motif"], direction=chosen["direction"], fs=chosen["fs"],
+        histogram=sb.histogram(df["duration_s"].to_numpy(float)),
+        series={"time": times, "fraction_of_peak": [_fin(v) for v in df["fraction_of_peak"]],
+                "run_id": df["run_id"].tolist()},
+        runs=[{"run_id": r.run_id, "start": ns_to_iso(int(r.start_ns)), "duration_s": _fin(r.duration_s),
+               "bw_bps": _fin(r.bw_bps), "fraction_of_peak": _fin(r.fraction_of_peak)}
+              for r in recent.iloc[::-1].itertuples()],
+        run=run_window(store, pick) if pick else None)
 
 
 def _fin(v) -> float | None:

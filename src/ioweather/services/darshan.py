@@ -8,9 +8,12 @@ pipeline is services/darshan_ingest.py.
 
 from __future__ import annotations
 
+import math
 import pwd
+from dataclasses import dataclass
 from pathlib import Path
 
+from ioweather.encoding import answer_dict
 from ioweather.errors import UserError, from_os_error
 from ioweather.stats.job import characterization_fields, mibps_per_node
 from ioweather.stats.job_files import TOP_FILES, per_module, per_mount, top_files
@@ -111,8 +114,34 @@ def write_html(out: str, text: str) -> None:
 
 # -- the archive
 
+@dataclass(frozen=True)
+class ArchiveSummary:
+    """Cross-job views of the stored jobs: `jobs summary --json` and the `summary` of /api/jobs.
+
+    Bytes are bytes, rates MiB/s (`mibps...`); `to_json()` adds beside each such key its unit-rule
+    twin (`read_bytes`, `_bps` in bytes per second, `with_unit_keys`). The tables are the records of
+    `stats.archive.summary`; `filters` are the options they were computed with."""
+
+    jobs: int
+    failed_logs: int
+    bytes_read: int
+    bytes_written: int
+    filters: dict
+    interfaces_by_size: list[dict]
+    strategy_by_size: list[dict]
+    top_projects: list[dict]
+    top_users: list[dict]
+    top_executables: list[dict]
+    files_vs_procs: dict
+    mibps_per_node_by_project: dict
+    projects: list[dict]
+
+    def to_json(self) -> dict:
+        return with_unit_keys(answer_dict(self))
+
+
 def archive_summary(settings, *, projects_file: str | None, cores_per_node: int | None, min_procs: int,
-                    min_bytes: int, top: int) -> dict:
+                    min_bytes: int, top: int) -> ArchiveSummary:
     from ioweather.store import jobs as jobs_store
 
     from ioweather.stats.archive import assign_projects, parse_project_map
@@ -135,45 +164,144 @@ def archive_summary(settings, *, projects_file: str | None, cores_per_node: int 
                     min_bytes=min_bytes, top=top)
 
 
-def _summary(df, rules: list, failed_logs: int, **options) -> dict:
-    """`jobs summary --json` (without the unit-rule keys) of the job rows `df`: the one computation the
-    command and the Jobs page show."""
+def _summary(df, rules: list, failed_logs: int, **options) -> ArchiveSummary:
+    """`jobs summary` of the job rows `df`: the one computation the command and the Jobs page show."""
     from ioweather.stats.archive import assign_projects
     from ioweather.stats.archive import summary as build
 
-    rep = build(df, assign_projects(df, rules), **options)
-    return {"jobs": rep.pop("jobs"), "failed_logs": failed_logs, **rep}
+    return ArchiveSummary(failed_logs=failed_logs, **build(df, assign_projects(df, rules), **options))
 
 
-def archive_view(store, extra_columns: list[str]) -> tuple:
-    """The Jobs page's archive: (its list frame, `jobs summary --json` with the command's defaults, the
-    failed logs). The list frame adds to each row moved_bytes, MiB/s per node (the node count from the
-    log, `stats.archive.node_counts`), its highest finding level and that level's rank for sorting."""
-    from ioweather.store import jobs as jobs_store
+#: Job-row columns the Jobs page reads besides the summary's (the per-file table stays in Parquet until
+#: one job is opened).
+PAGE_COLUMNS = ["jobid", "start_ns", "runtime_s", "finding_codes", "verdict"]
+#: sort key of the Jobs list -> column of its frame
+SORTS = {"start": "start_ns", "bytes": "moved_bytes", "runtime": "runtime_s", "mibps_per_node": "mibps_per_node",
+         "mibps": "mibps", "nprocs": "nprocs", "level": "level_rank", "jobid": "jobid"}
+#: Jobs drawn in the Jobs page's scatter plot (the ones that moved the most when the archive holds more).
+MAX_PLOTTED = 20000
+FAILED_SHOWN = 100
 
-    import numpy as np
-    import pandas as pd
 
-    from ioweather.stats.archive import node_counts
-    from ioweather.stats.findings import highest_level, severity
+class ArchiveIndex:
+    """What the Jobs list needs that does not depend on a request: the list frame (each row with
+    moved_bytes, MiB/s per node from the log's node count (`stats.archive.node_counts`), its highest
+    finding level and that level's rank), the summary, the level counts, the plot and the failed logs;
+    and the row orders asked so far (paging through the list sorts once). With 100 000 jobs building it
+    takes ~0.7 s, a request that reuses it ~0.1 s: a caller keeps it until `archive_marker` changes."""
 
-    df = jobs_store.load_jobs(store, list(dict.fromkeys(jobs_store.SUMMARY_COLUMNS + extra_columns)))
-    failed = jobs_store.failed(store)
+    def __init__(self, store):
+        import numpy as np
+        import pandas as pd
 
-    def num(col):
-        return pd.to_numeric(df[col], errors="coerce").to_numpy(np.float64)
+        from ioweather.stats.archive import node_counts
+        from ioweather.stats.findings import highest_level, severity
+        from ioweather.store import jobs as jobs_store
 
-    moved = np.nan_to_num(num("bytes_read")) + np.nan_to_num(num("bytes_written"))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        per_node = num("mibps") / node_counts(df, None)
-    lf = df.assign(moved_bytes=moved, mibps_per_node=per_node,
-                   level=[highest_level([c for c in (t or "").split(",") if c]) for t in df["finding_codes"]])
-    lf["level_rank"] = lf["level"].map(severity)
-    return lf, with_unit_keys(_summary(df, [], len(failed))), failed
+        df = jobs_store.load_jobs(store, list(dict.fromkeys(jobs_store.SUMMARY_COLUMNS + PAGE_COLUMNS)))
+        failed = jobs_store.failed(store)
+
+        def num(col):
+            return pd.to_numeric(df[col], errors="coerce").to_numpy(np.float64)
+
+        moved = np.nan_to_num(num("bytes_read")) + np.nan_to_num(num("bytes_written"))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            per_node = num("mibps") / node_counts(df, None)
+        lf = df.assign(moved_bytes=moved, mibps_per_node=per_node,
+                       level=[highest_level(_codes(t)) for t in df["finding_codes"]])
+        lf["level_rank"] = lf["level"].map(severity)
+        self.frame = lf
+        self.summary = _summary(df, [], len(failed))  # `jobs summary --json` with the command's defaults
+        self.levels = {lv: int((lf["level"] == lv).sum()) for lv in ("HIGH", "WARN")} | {"none": int(lf["level"].isna().sum())}
+        plotted = lf.sort_values(["moved_bytes", "log_hash"], ascending=[False, True], kind="stable").head(MAX_PLOTTED)
+        # 16 hex digits name a job for the job page; the whole hash would triple the plot's bytes
+        self.plot = {"total": len(lf), "shown": len(plotted), "id": plotted["log_hash"].str[:16].tolist(),
+                     "jobid": [_opt(v, int) for v in plotted["jobid"]],
+                     "runtime_s": [_opt_finite(v) for v in plotted["runtime_s"]],
+                     "moved_bytes": [int(v) for v in plotted["moved_bytes"]],
+                     "nprocs": [_opt(v, int) for v in plotted["nprocs"]], "level": plotted["level"].tolist()}
+        self.failed = {"total": len(failed), "rows": [_failed_row(f) for f in failed[:FAILED_SHOWN]]}
+        self._orders: dict = {}
+
+    def order(self, sort: str, order: str):
+        """Row positions in the asked order, kept."""
+        key = (sort, order)
+        if key not in self._orders:
+            # Ties keep a fixed order (most bytes first) so that paging never shows a job twice.
+            ordered = self.frame.reset_index(drop=True).sort_values(
+                [SORTS[sort], "moved_bytes", "log_hash"], ascending=[order == "asc", False, True],
+                na_position="last", kind="stable")
+            self._orders[key] = ordered.index.to_numpy()
+        return self._orders[key]
+
+
+@dataclass(frozen=True)
+class JobList:
+    """One page of the stored jobs in the asked order (`sort` a key of SORTS, `order` asc or desc):
+    `limit` rows from `offset` of `total`. Each row: bytes, seconds, MiB/s, ISO 8601 UTC start, the
+    highest finding level, the verdict `jobs ingest` stored and the job's stored weather verdict."""
+
+    sort: str
+    order: str
+    limit: int
+    offset: int
+    total: int
+    rows: list[dict]
+
+
+@dataclass(frozen=True)
+class JobsView:
+    """The Jobs page's answer (/api/jobs): `jobs summary --json` with its defaults, the count of jobs per
+    highest finding level, one page of the list, the scatter plot's jobs, how many projects the page
+    lists, and the logs that could not be read (the first FAILED_SHOWN)."""
+
+    summary: ArchiveSummary
+    levels: dict
+    list: JobList
+    plot: dict
+    projects_shown: int
+    failed: dict
+
+    def to_json(self) -> dict:
+        return answer_dict(self)
+
+
+def jobs_view(store, index: ArchiveIndex, sort: str, order: str, limit: int, offset: int,
+              projects_shown: int) -> JobsView:
+    """The Jobs page for one request, from the `ArchiveIndex` of the store's jobs."""
+    from ioweather.services.job_weather import stored_verdicts
+
+    lf = index.frame
+    page = lf.iloc[index.order(sort, order)[offset:offset + limit]]
+    weather = stored_verdicts(store, page["log_hash"].tolist())  # stored, never computed here
+    rows = [{**_page_row(r), "weather_verdict": weather.get(r.log_hash)} for r in page.itertuples()]
+    return JobsView(index.summary, index.levels, JobList(sort, order, limit, offset, len(lf), rows), index.plot,
+                    projects_shown, index.failed)
+
+
+def _codes(text) -> list[str]:
+    return [c for c in (text or "").split(",") if c]
+
+
+def _opt_finite(v) -> float | None:
+    v = _opt(v, float)
+    return v if v is None or math.isfinite(v) else None
+
+
+def _page_row(r) -> dict:
+    return {"id": r.log_hash, "jobid": _opt(r.jobid, int), "uid": _opt(r.uid, int), "exe": r.exe,
+            "nprocs": _opt(r.nprocs, int), "nnodes": _opt(r.nnodes, int),
+            "start": None if _opt(r.start_ns, int) is None else ns_to_iso(int(r.start_ns)),
+            "runtime_s": _opt_finite(r.runtime_s), "bytes_read": _opt(r.bytes_read, int),
+            "bytes_written": _opt(r.bytes_written, int), "moved_bytes": int(r.moved_bytes),
+            "files": _opt(r.files, int), "mibps": _opt_finite(r.mibps),
+            "mibps_per_node": _opt_finite(r.mibps_per_node), "io_fraction": _opt_finite(r.io_fraction),
+            "level": r.level, "findings": _codes(r.finding_codes),
+            "verdict": r.verdict if isinstance(r.verdict, str) else None}
 
 
 def archive_marker(store) -> tuple:
-    """Changes whenever a job is stored or a log fails: what a cache of `archive_view` is keyed on."""
+    """Changes whenever a job is stored or a log fails: what a cache of `ArchiveIndex` is keyed on."""
     from ioweather.store import jobs as jobs_store
 
     return jobs_store.change_marker(store)
@@ -193,8 +321,12 @@ def failed_logs(settings) -> list[dict]:
 
     from ioweather.store import open_store
 
-    return [{"path": r["path"], "reason": r["reason"], "size_bytes": r["size_bytes"],
-             "failed_at": ns_to_iso(r["failed_ns"])} for r in jobs_store.failed(open_store(settings))]
+    return [_failed_row(r) for r in jobs_store.failed(open_store(settings))]
+
+
+def _failed_row(r: dict) -> dict:
+    return {"path": r["path"], "reason": r["reason"], "size_bytes": r["size_bytes"],
+            "failed_at": ns_to_iso(r["failed_ns"])}
 
 
 def _user_name(uid, cache: dict) -> str | None:
@@ -249,7 +381,7 @@ def _opt(v, kind):
 def _list_row(r: dict, names: dict) -> dict:
     from ioweather.stats.findings import highest_level
 
-    codes = [c for c in (r["finding_codes"] or "").split(",") if c]
+    codes = _codes(r["finding_codes"])
     uid = _opt(r["uid"], int)
     level = _stored_level(r.get("findings_json")) or highest_level(codes)
     return {"id": r["log_hash"], "jobid": _opt(r["jobid"], int), "uid": uid,
@@ -264,7 +396,36 @@ def _list_row(r: dict, names: dict) -> dict:
 
 # -- one stored job
 
-def stored_job(store, parquet_dir, id_prefix: str) -> dict | None:
+@dataclass(frozen=True)
+class StoredJob:
+    """One stored job as `jobs ingest` kept it: `jobs show --json` and the job page's own side (/api/job
+    without its `umami` and `why`). Read from the job's row and its rows of the per-file Parquet table,
+    never from the log again. Times ISO 8601 UTC, bytes, seconds, MiB/s (`to_json()` adds the unit-rule
+    twins, `with_unit_keys`); `findings` are the HIGH/WARN ones, most expensive first (`cost_s` None
+    for a job ingested before costs were stored); the file tables are empty when `files_stored` is false."""
+
+    id: str
+    path: str
+    ingested_at: str
+    job: dict
+    totals: dict
+    perf: dict
+    access: dict
+    sharing: dict
+    level: str | None
+    verdict: str | None
+    findings: list[dict]
+    files_stored: bool
+    interfaces: list[dict]
+    mounts: list[dict]
+    stripes_stored: bool
+    top_files: list[dict]
+
+    def to_json(self) -> dict:
+        return with_unit_keys(answer_dict(self))
+
+
+def stored_job(store, parquet_dir, id_prefix: str) -> StoredJob | None:
     """One stored job as the job page shows it (None when no log_hash starts with `id_prefix`):
     the characterization's fields from its row (`stats.job.ROW_MAP`), its files from the Parquet table."""
     from ioweather.store import jobs as jobs_store
@@ -278,25 +439,25 @@ def stored_job(store, parquet_dir, id_prefix: str) -> dict | None:
         return None
     r, files = found
     ch = characterization_fields(r)
-    codes = [c for c in (r["finding_codes"] or "").split(",") if c]
-    return {
-        "id": r["log_hash"], "path": r["path"], "ingested_at": ns_to_iso(r["ingested_ns"]),
-        "job": {**ch["job"], "modules": [c for c in (r["modules"] or "").split(",") if c]},
-        "totals": ch["totals"],
-        "perf": {**ch["perf"], "mibps_per_node": mibps_per_node(ch["perf"]["mibps"], ch["job"]["nnodes"])},
-        "access": {"common_access_bytes": r["common_access_bytes"], **ch["access"]},
-        "sharing": ch["sharing"],
-        "level": _stored_level(r.get("findings_json")) or highest_level(codes),
-        "verdict": r.get("verdict"),
-        "findings": _findings(r, codes),
-        "files_stored": files is not None,
-        "interfaces": per_module(files) if files is not None else [],
-        "mounts": [{**m, "lustre_text": lustre_text(m.get("lustre"))} for m in per_mount(files)]
+    codes = _codes(r["finding_codes"])
+    return StoredJob(
+        id=r["log_hash"], path=r["path"], ingested_at=ns_to_iso(r["ingested_ns"]),
+        job={**ch["job"], "modules": _codes(r["modules"])},
+        totals=ch["totals"],
+        perf={**ch["perf"], "mibps_per_node": mibps_per_node(ch["perf"]["mibps"], ch["job"]["nnodes"])},
+        access={"common_access_bytes": r["common_access_bytes"], **ch["access"]},
+        sharing=ch["sharing"],
+        level=_stored_level(r.get("findings_json")) or highest_level(codes),
+        verdict=r.get("verdict"),
+        findings=_findings(r, codes),
+        files_stored=files is not None,
+        interfaces=per_module(files) if files is not None else [],
+        mounts=[{**m, "lustre_text": lustre_text(m.get("lustre"))} for m in per_mount(files)]
         if files is not None else [],
         # Parquet parts written before the layout was stored lack its columns
-        "stripes_stored": files is not None and all(c in files.columns for c in LUSTRE_FILE_COLUMNS),
-        "top_files": top_files(files) if files is not None else [],
-    }
+        stripes_stored=files is not None and all(c in files.columns for c in LUSTRE_FILE_COLUMNS),
+        top_files=top_files(files) if files is not None else [],
+    )
 
 
 def _stored_level(findings_json) -> str | None:
@@ -328,7 +489,7 @@ def _findings(r: dict, codes: list[str]) -> list[dict]:
     return [{**f, "what": what.get(f["code"], "")} for f in stored]
 
 
-def show_job(settings, ident: str) -> dict:
+def show_job(settings, ident: str) -> StoredJob:
     """`jobs show JOBID`: the stored job whose scheduler job id is `ident` or whose log hash starts with it."""
     from ioweather.store import jobs as jobs_store
 
@@ -342,4 +503,4 @@ def show_job(settings, ident: str) -> dict:
         shown = ", ".join(f"{c['log_hash'][:16]} (job {c['jobid']}, {c['path']})" for c in candidates[:10])
         more = f" and {len(candidates) - 10} more" if len(candidates) > 10 else ""
         raise UserError(f"{ident} matches {len(candidates)} jobs: {shown}{more}; give more of a log hash")
-    return with_unit_keys(stored_job(store, settings.parquet_dir, candidates[0]["log_hash"]))
+    return stored_job(store, settings.parquet_dir, candidates[0]["log_hash"])

@@ -39,8 +39,9 @@ def compute(settings, fs: str, since=None, until=None, params: Params = Params()
     """{"fs", "start", "end", "interval_s", "notes", "events": [...], "cost": {...}} over [since, until)."""
     from ioweather.services import workload
 
-    doc, data = workload.compute(settings, fs, since, until, params.resample_s, 0.05, params.smooth_s,
-                                 params.min_amplitude, 0.0, warn=warn)
+    answer, data = workload.compute(settings, fs, since, until, params.resample_s, 0.05, params.smooth_s,
+                                    params.min_amplitude, 0.0, warn=warn)
+    doc = answer.to_json()
     notes: list[str] = []
     events = _windows(doc)
     start_ns, end_ns = pd.Timestamp(doc["start"]).value, pd.Timestamp(doc["end"]).value

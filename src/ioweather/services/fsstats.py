@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable
+from dataclasses import dataclass
 
+from ioweather.encoding import answer_dict
 from ioweather.errors import UserError
 
 Say = Callable[[str], None]
@@ -18,9 +20,50 @@ Say = Callable[[str], None]
 HTML_WHAT = "write HTML report"
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """What a tree holds, from one walk (`fsstats DIR --json`, the file `--out` writes and what `--label`
+    stores, format `stats.fsstats.SNAPSHOT_FORMAT`): counts, bytes (`bytes` apparent, `capacity_bytes`
+    allocated), the walk's time (ISO 8601 UTC) and speed (seconds, entries per second), the size and age
+    histograms, owners and first-level directories (`top_dirs`), and what could not be read. A stored or
+    saved snapshot is read back as its JSON document (older ones may lack newer keys), never as this."""
+
+    format: str
+    root: str
+    root_is_symlink: bool
+    symlink_target: str | None
+    snapshot_time: str
+    host: str
+    ioweather_version: str
+    threads: int
+    cross_mounts: bool
+    exclude: list[str]
+    walk_s: float
+    entries: int
+    entries_per_s: float | None
+    files: int
+    dirs: int
+    symlinks: int
+    other: int
+    bytes: int
+    capacity_bytes: int
+    errors: int
+    hardlinks_deduplicated: int
+    excluded: int
+    skipped_mounts: int
+    error_list: list
+    notes: list[str]
+    histograms: dict
+    owners: list[dict]
+    top_dirs: list[dict]
+
+    def to_json(self) -> dict:
+        return answer_dict(self)
+
+
 def take_snapshot(directory, *, threads, cross_mounts, exclude, progress, outputs=(),
-                  dask: str | None = None) -> tuple[dict, list[str]]:
-    """(snapshot document, the walk's notes) of one walk of `directory`. `outputs`: (path, what) the
+                  dask: str | None = None) -> tuple[Snapshot, list[str]]:
+    """(snapshot, the walk's notes) of one walk of `directory`. `outputs`: (path, what) the
     snapshot will be written to, refused before the walk (a symlink there) rather than after it.
     `dask` (a `--dask` SPEC, services/distributed.py): each first-level directory is walked by a
     task on the cluster (whose workers must see DIR at the same path), merged into the document
@@ -42,7 +85,7 @@ def take_snapshot(directory, *, threads, cross_mounts, exclude, progress, output
     if result is None:
         result = walk(directory, threads=threads, cross_mounts=cross_mounts, exclude=exclude, progress=progress)
     doc = snapshot_document(result, host=socket.gethostname(), version=__version__)
-    return doc, list(result.notes) + extra
+    return Snapshot(**doc), list(result.notes) + extra
 
 
 def walk_part(name: bytes, *, root: bytes, snap_ns: int, threads, cross_mounts: bool, patterns: list[str]):
@@ -189,8 +232,30 @@ def comparison_warnings(da: dict, db: dict, *, same: bool, what: str) -> list[st
     return out
 
 
-def compare(settings, a: str, b: str, *, movers: int, say: Say, label_only: bool = False) -> tuple[dict, dict, dict]:
-    """(growth document with both sides named, snapshot A, snapshot B) from A to B (files, labels or ids)."""
+@dataclass(frozen=True)
+class Growth:
+    """How a tree grew from snapshot A to B (seed 002 Table IV): `fsstats diff --json` and the Contents
+    page's `diff`. `a` and `b` name each side (root, ISO 8601 UTC snapshot time, what the user gave);
+    `interval_s` is seconds between them; `total` the counts and bytes at A and B with their changes
+    (and %); `files_per_day`/`bytes_per_day` the change per day (None over no time); `top_dirs` and
+    `owners` the same per first-level directory and per owner; `largest_movers` their names, biggest first."""
+
+    a: dict
+    b: dict
+    interval_s: float
+    total: dict
+    files_per_day: float | None
+    bytes_per_day: float | None
+    top_dirs: list[dict]
+    owners: list[dict]
+    largest_movers: dict
+
+    def to_json(self) -> dict:
+        return answer_dict(self)
+
+
+def compare(settings, a: str, b: str, *, movers: int, say: Say, label_only: bool = False) -> tuple[Growth, dict, dict]:
+    """(growth with both sides named, snapshot A, snapshot B) from A to B (files, labels or ids)."""
     from ioweather.stats.fsstats import growth
 
     (da, wa, ka), (db, wb, kb) = (load_snapshot(settings, r, label_only=label_only, say=say) for r in (a, b))
@@ -201,14 +266,14 @@ def compare(settings, a: str, b: str, *, movers: int, say: Say, label_only: bool
     return growth_doc(da, db, a, b, movers=movers), da, db
 
 
-def growth_doc(da: dict, db: dict, source_a: str, source_b: str, *, movers: int) -> dict:
+def growth_doc(da: dict, db: dict, source_a: str, source_b: str, *, movers: int) -> Growth:
     """The growth from snapshot A to B with both sides named: `fsstats diff --json` and the Contents
     page's `diff` (its JSON twin equals the command's)."""
     from ioweather.stats.fsstats import growth
 
-    return {"a": {"root": da["root"], "snapshot_time": da["snapshot_time"], "source": source_a},
-            "b": {"root": db["root"], "snapshot_time": db["snapshot_time"], "source": source_b},
-            **growth(da, db, movers=movers)}
+    return Growth(a={"root": da["root"], "snapshot_time": da["snapshot_time"], "source": source_a},
+                  b={"root": db["root"], "snapshot_time": db["snapshot_time"], "source": source_b},
+                  **growth(da, db, movers=movers))
 
 
 def stored_snapshots(settings) -> list[dict]:
@@ -277,3 +342,91 @@ def snapshot_highlights(doc: dict) -> dict:
             "files_below_1mib": fs.fraction_below(size, 2**20),
             "bytes_in_files_below_1mib": fs.fraction_below(size, 2**20, "bytes"),
             "overhead": fs.fsstats_overhead(doc["bytes"], doc["capacity_bytes"])}
+
+
+#: How many rows of each table the Contents page carries.
+PROJECTS_SHOWN = 200
+OWNERS_SHOWN = 50
+ERRORS_SHOWN = 20
+MOVERS = 10
+#: The snapshot's own fields the Contents page shows (its header).
+SNAPSHOT_FIELDS = ("root", "snapshot_time", "host", "entries", "walk_s", "threads", "files", "dirs", "symlinks",
+                   "other", "bytes", "capacity_bytes", "errors", "hardlinks_deduplicated", "excluded",
+                   "skipped_mounts", "notes")
+
+
+@dataclass(frozen=True)
+class Picked:
+    """A stored snapshot as a request named it: its id, label, what the user gave (`source`, a label or
+    an id) and how to say which snapshot that was (`what`)."""
+
+    id: int
+    label: str
+    source: str
+    what: str
+
+
+@dataclass(frozen=True)
+class Contents:
+    """The Contents page's answer (/api/contents): one stored snapshot (`snapshot_id`, of `label`;
+    `newest_of_label` whether a newer one of that label exists), its header fields, highlights, size and
+    age CDFs (bytes, days), first-level directories (`projects`, the first PROJECTS_SHOWN of
+    `projects_total`) and owners with their shares (fractions of the snapshot's files and bytes), its
+    first read errors; with a `compare` snapshot, the growth from it (`diff`, `fsstats diff --json`)
+    and what that command would warn (`diff_warnings`). `labels` (newest first) and `snapshots` (oldest
+    first) are the store's, for choosing another."""
+
+    label: str
+    compare: str | None
+    labels: list[str]
+    snapshots: list[dict]
+    snapshot_id: int
+    newest_of_label: bool
+    compare_id: int | None
+    diff_warnings: list[str]
+    snapshot: dict
+    highlights: dict
+    cdfs: dict
+    projects_total: int
+    projects: list[dict]
+    owners_total: int
+    owners: list[dict]
+    errors: list
+    diff: Growth | None
+
+    def to_json(self) -> dict:
+        return answer_dict(self)
+
+
+def _share(part, whole) -> float | None:
+    return part / whole if whole else None
+
+
+def snapshot_labels(listing: list[dict]) -> list[str]:
+    """The labels of `snapshot_listing`, newest first."""
+    return list(dict.fromkeys(r["label"] for r in reversed(listing)))
+
+
+def contents(listing: list[dict], this: Picked, doc: dict, other: Picked | None, a: dict | None) -> Contents:
+    """The Contents page for snapshot `doc` (picked as `this`) and, when `other` is given, the growth
+    from snapshot `a` to it; `listing` is `snapshot_listing`'s."""
+    newest = {r["label"]: r["id"] for r in listing}  # oldest first: the last id of a label is its newest
+    return Contents(
+        label=this.label, compare=other and other.label, labels=snapshot_labels(listing), snapshots=listing,
+        snapshot_id=this.id, newest_of_label=newest.get(this.label) == this.id,
+        compare_id=other and other.id,
+        diff_warnings=[] if other is None else comparison_warnings(a, doc, same=other.id == this.id,
+                                                                   what=other.what),
+        snapshot={k: doc.get(k) for k in SNAPSHOT_FIELDS},
+        highlights=snapshot_highlights(doc),
+        cdfs=snapshot_cdfs(doc),
+        projects_total=len(doc["top_dirs"]),
+        projects=[{**{k: d[k] for k in ("name", "files", "bytes", "capacity_bytes", "dirs", "newest_mtime")},
+                   "files_share": _share(d["files"], doc["files"]), "bytes_share": _share(d["bytes"], doc["bytes"])}
+                  for d in doc["top_dirs"][:PROJECTS_SHOWN]],
+        owners_total=len(doc["owners"]),
+        owners=[{**{k: o[k] for k in ("uid", "user", "files", "bytes", "capacity_bytes")},
+                 "bytes_share": _share(o["bytes"], doc["bytes"])} for o in doc["owners"][:OWNERS_SHOWN]],
+        errors=doc["error_list"][:ERRORS_SHOWN],
+        diff=None if other is None else growth_doc(a, doc, other.source, this.source, movers=MOVERS),
+    )

@@ -4,10 +4,12 @@ jobs and cost, benchmark standing, fullness. A part whose data is absent says so
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
+from ioweather.encoding import answer_dict
 from ioweather.errors import UserError
 from ioweather.units import check_order, ns_to_iso, to_ns
 
@@ -16,8 +18,32 @@ BASELINE_S = 30 * 86400.0
 WORST = 5
 
 
-def compute(settings, fs: str, since: datetime | None, until: datetime | None, params=None) -> dict:
-    """The report document over [since, until) (default: the 7 days before the telemetry's end)."""
+@dataclass(frozen=True)
+class Report:
+    """A file system's week: `report --json` and the `report` of /api/report. Times ISO 8601 UTC.
+
+    `slowdown` (the probes' hourly slowdown climate, ratios), `bench` (the benchmark standing at the
+    window's end) and `fullness` (fractions, bytes per second, days) are None when their data is
+    absent; `changes` says when it could not look; `events` is `services.events.compute`'s document;
+    `links` point each part at its detail page, `query` is the window as those pages take it."""
+
+    fs: str
+    start: str
+    end: str
+    query: str
+    slowdown: dict | None
+    changes: dict
+    events: dict
+    bench: list[dict] | None
+    fullness: dict | None
+    links: dict
+
+    def to_json(self) -> dict:
+        return answer_dict(self)
+
+
+def compute(settings, fs: str, since: datetime | None, until: datetime | None, params=None) -> Report:
+    """The report over [since, until) (default: the 7 days before the telemetry's end)."""
     from ioweather.services import events as ev
     from ioweather.services.workload import data_end
 
@@ -36,11 +62,10 @@ def compute(settings, fs: str, since: datetime | None, until: datetime | None, p
     finally:
         if store is not None:
             store.dispose()
-    return {"fs": fs, "start": events["start"], "end": events["end"], "query": q,
-            "slowdown": climate, "changes": changes,
-            "events": events, "bench": bench, "fullness": _fullness(settings, fs, since, until),
-            "links": {"slowdown": "/timeline", "changes": "/history", "events": f"/workload?{q}",
-                      "bench": "/bench", "fullness": f"/capacity?{q}"}}
+    return Report(fs=fs, start=events["start"], end=events["end"], query=q, slowdown=climate, changes=changes,
+                  events=events, bench=bench, fullness=_fullness(settings, fs, since, until),
+                  links={"slowdown": "/timeline", "changes": "/history", "events": f"/workload?{q}",
+                         "bench": "/bench", "fullness": f"/capacity?{q}"})
 
 
 def _climate(store, since, until) -> dict | None:

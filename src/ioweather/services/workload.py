@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
+from ioweather.encoding import answer_dict, finite_or_none, iso_ms
 from ioweather.errors import UserError
 from ioweather.stats.downsample import downsample
 from ioweather.stats.workload import (DEFAULT_IDLE_THRESHOLD, DEFAULT_MIN_AMPLITUDE, DEFAULT_SMOOTH_S,  # noqa: F401
@@ -195,10 +196,106 @@ def _read_inputs(settings, fs: str, files, step_ns: int, since_ns, until_ns, ste
         con.close()
 
 
+@dataclass(frozen=True)
+class Workload:
+    """How busy, how bursty, when idle and which events: `workload --json`, the `result` of /api/workload.
+
+    Times are ISO 8601 UTC strings; rates are bytes per second (`_bps`), amounts bytes, durations
+    seconds. The parts that are tables (`daily`, `monthly`, `idle_periods`, `events`) are lists of
+    records and the statistics' parts (`burstiness`, `power_spectrum`, `acf`) the dicts of
+    `stats.workload.summarize`, with the keys the JSON has always had."""
+
+    fs: str
+    start: str
+    end: str
+    interval_s: float
+    samples: int
+    missing_samples: int
+    read_bytes: float
+    write_bytes: float
+    read_write_ratio: float | None
+    targets: int
+    sample_interval_s: float | None
+    observations: int
+    missing_observations: int
+    daily: list[dict]
+    monthly: list[dict]
+    peak_read_bps: float | None
+    peak_write_bps: float | None
+    peak_total_bps: float | None
+    mean_total_bps: float | None
+    burstiness: dict
+    idle_periods: list[dict]
+    power_spectrum: dict
+    acf: dict
+    events: list[dict]
+    idle_threshold: float
+    smooth_s: float
+    min_amplitude_bps: float
+
+    def to_json(self) -> dict:
+        return answer_dict(self)
+
+
+@dataclass(frozen=True)
+class WorkloadSeries:
+    """The aggregate rate per interval as the Workload page plots it: at most a page's points, each
+    bucket's extremes kept (`plotted_signal`); `points` intervals in all, `shown` of them here.
+    Times ISO 8601 UTC (ms), rates bytes per second, None where an interval has no data."""
+
+    points: int
+    shown: int
+    downsampled: bool
+    time: list[str]
+    read_bps: list[float | None]
+    write_bps: list[float | None]
+    total_bps: list[float | None]
+    smoothed_bps: list[float | None]
+
+
+@dataclass(frozen=True)
+class DailyRates:
+    """Mean read and write rate (bytes per second) of each UTC day (`YYYY-MM-DD`)."""
+
+    date: list[str]
+    read_bps: list[float | None]
+    write_bps: list[float | None]
+
+
+@dataclass(frozen=True)
+class WorkloadView:
+    """The Workload page's answer (/api/workload without the form's fields): the `workload --json`
+    document (`result`), the series its plots draw from the same data, and what the command would
+    have said on stderr (`warnings`)."""
+
+    result: Workload
+    series: WorkloadSeries
+    daily_rates: DailyRates
+    warnings: list[str]
+
+    def to_json(self) -> dict:
+        return answer_dict(self)
+
+
+def workload_view(settings, fs: str, since, until, resample_s: float, idle_threshold: float, smooth_s: float,
+                  min_amplitude: float, acf_max_lag_s: float, max_points: int) -> WorkloadView:
+    """`compute`'s document and the series of its plots (at most `max_points` intervals), for the page."""
+    warnings: list[str] = []
+    result, data = compute(settings, fs, since, until, resample_s, idle_threshold, smooth_s, min_amplitude,
+                           acf_max_lag_s, warn=warnings.append)
+    t, s, points = plotted_signal(data, max_points)
+    series = WorkloadSeries(int(points), int(len(t)), bool(len(t) < points), iso_ms(t), finite_or_none(s.read),
+                            finite_or_none(s.write), finite_or_none(s.total), finite_or_none(s.smoothed))
+    d = daily_rates(data)
+    days = DailyRates([x.strftime("%Y-%m-%d") for x in d.index], finite_or_none(d["read_bps"]),
+                      finite_or_none(d["write_bps"]))
+    return WorkloadView(result, series, days, warnings)
+
+
 def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: float, smooth_s: float,
             min_amplitude: float, acf_max_lag_s: float, on_step=None, use_rollups: bool = True,
-            warn=lambda message: None, dask: str | None = None) -> tuple[dict, WorkloadData]:
-    """The `--json` document and the series behind it, for file system `fs` over [since, until).
+            warn=lambda message: None, dask: str | None = None) -> tuple[Workload, WorkloadData]:
+    """The `--json` answer and the series behind it, for file system `fs` over [since, until).
     `use_rollups=False` reads every row (to check the rollups, or to measure what they save);
     `warn(message)` hears what the caller may want to tell a person (the command prints it);
     `dask` (a `--dask` SPEC, services/distributed.py) scans the days on a Dask cluster's workers,
@@ -249,31 +346,31 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
                         min_amplitude=min_amplitude, acf_max_lag_s=acf_max_lag_s)
     events = [{"start": ns_to_iso(e["start_ns"]), "end": ns_to_iso(e["end_ns"]), "peak_time": ns_to_iso(e["peak_time_ns"]),
                "peak_bps": e["peak_bps"], "bytes": e["bytes"]} for e in stats.pop("events")]
-    result = {
-        "fs": fs,
-        "start": ns_to_iso(start_ns),
-        "end": ns_to_iso(end_ns),
-        "interval_s": resample_s,
-        "samples": int(present.sum()),
-        "missing_samples": int(nbins - present.sum()),
-        "read_bytes": total_read,
-        "write_bytes": total_write,
-        "read_write_ratio": W.read_write_ratio(total_read, total_write),
-        "targets": int(coverage["target"].nunique()),
-        "sample_interval_s": sample_interval,
-        "observations": obs,
-        "missing_observations": missing_obs,
-        "daily": daily,
-        "monthly": monthly,
+    result = Workload(
+        fs=fs,
+        start=ns_to_iso(start_ns),
+        end=ns_to_iso(end_ns),
+        interval_s=resample_s,
+        samples=int(present.sum()),
+        missing_samples=int(nbins - present.sum()),
+        read_bytes=total_read,
+        write_bytes=total_write,
+        read_write_ratio=W.read_write_ratio(total_read, total_write),
+        targets=int(coverage["target"].nunique()),
+        sample_interval_s=sample_interval,
+        observations=obs,
+        missing_observations=missing_obs,
+        daily=daily,
+        monthly=monthly,
         **{k: stats[k] for k in ("peak_read_bps", "peak_write_bps", "peak_total_bps", "mean_total_bps",
                                  "burstiness", "idle_periods")},
-        "power_spectrum": spectra,
-        "acf": stats["acf"],
-        "events": events,
-        "idle_threshold": idle_threshold,
-        "smooth_s": smooth_s,
-        "min_amplitude_bps": min_amplitude,
-    }
+        power_spectrum=spectra,
+        acf=stats["acf"],
+        events=events,
+        idle_threshold=idle_threshold,
+        smooth_s=smooth_s,
+        min_amplitude_bps=min_amplitude,
+    )
     return result, WorkloadData(t0_ns, resample_s, read, write, smooth_s, min_amplitude)
 
 

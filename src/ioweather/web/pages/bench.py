@@ -4,7 +4,7 @@ Per motif, direction and file system the summary table (optimum, mean, contentio
 fraction of peak); for the chosen series the histogram of durations with the optimum marked and
 fraction of peak over time; for the chosen run (default: the newest) the servers' read/write rates
 over its window with its start, end and reported rate drawn over them, when telemetry for its file
-system exists. Everything comes from services/bench.py (`page`), the numbers of `bench summary --json`.
+system exists. The answer is services/bench.py's `page` (a `BenchPage`), its rows `bench summary --json`'s.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def bench_data(ctx: WebContext, params) -> dict:
     if not available(ctx):
         raise NotFound(f"No benchmark runs. {HINT}")
     try:
-        return svc.page(ctx.store, q.text("motif"), q.text("direction"), q.text("fs"), q.text("run"))
+        return svc.page(ctx.store, q.text("motif"), q.text("direction"), q.text("fs"), q.text("run")).to_json()
     except UserError as e:
         raise BadRequest(str(e)) from None
 

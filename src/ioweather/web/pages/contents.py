@@ -4,23 +4,21 @@ the per-project (first-level directory) table, owners, the snapshot list, and th
 A label names a series and resolves to its newest snapshot, as `ioweather fsstats diff` does; `id`
 and `compare_id` open any stored snapshot (an older one of a label), as `fsstats diff ID` does. The
 growth is `services.fsstats.growth_doc`, so the `diff` of the JSON twin is `ioweather fsstats diff COMPARE
-LABEL --json`, and its `diff_warnings` are what that command says on stderr (different roots).
+LABEL --json`, and its `diff_warnings` are what that command says on stderr (different roots). The answer
+is `services.fsstats.contents`; the page resolves which snapshots the request names.
 """
 
 from __future__ import annotations
 
 import re
 
-from ioweather.services.fsstats import (comparison_warnings, growth_doc, newest_snapshot_id, snapshot_by_id,
-                                        snapshot_cdfs, snapshot_highlights, snapshot_listing)
+from ioweather.services.fsstats import (Picked, contents, newest_snapshot_id, snapshot_by_id, snapshot_labels,
+                                        snapshot_listing)
 from ioweather.web.context import WebContext
 from ioweather.web.params import BadRequest, NotFound, Query
 from ioweather.web.registry import Page
 
 HINT = "Store a content snapshot with `ioweather fsstats DIR --label LABEL`, then reload this page."
-PROJECTS_SHOWN = 200
-OWNERS_SHOWN = 50
-MOVERS = 10
 
 
 def _listing(ctx: WebContext) -> list[dict]:
@@ -47,8 +45,8 @@ def _by_id(ctx: WebContext, sid: int, name: str) -> tuple[str, dict]:
 
 
 def _resolve(ctx: WebContext, q: Query, labels: list[str], label_name: str, id_name: str,
-             default: str | None) -> tuple[dict, dict] | tuple[None, None]:
-    """({id, label, source}, document) of the snapshot asked for by label (its newest) or by id."""
+             default: str | None) -> tuple[Picked, dict] | tuple[None, None]:
+    """(which snapshot, its document) of the snapshot asked for by label (its newest) or by id."""
     raw = q.text(id_name)
     if raw is not None:
         if q.text(label_name) is not None:
@@ -56,8 +54,7 @@ def _resolve(ctx: WebContext, q: Query, labels: list[str], label_name: str, id_n
         if not re.fullmatch(r"[0-9]{1,18}", raw):  # ASCII, and within SQLite's 64-bit integers
             raise BadRequest(f"{id_name} must be a snapshot id (a whole number, as listed), got {raw!r}")
         label, doc = _by_id(ctx, int(raw), id_name)
-        return {"id": int(raw), "label": label, "source": raw,
-                "what": f"stored snapshot id {raw} (label {label!r})"}, doc
+        return Picked(int(raw), label, raw, f"stored snapshot id {raw} (label {label!r})"), doc
     label = _label(q, label_name, labels, default)
     if label is None:
         return None, None
@@ -65,12 +62,7 @@ def _resolve(ctx: WebContext, q: Query, labels: list[str], label_name: str, id_n
     if sid is None:
         raise NotFound(f"snapshot {label!r} is not in the store any more")
     # by id: the document and the id stay one snapshot even if a newer one is stored meanwhile
-    return ({"id": sid, "label": label, "source": label, "what": f"stored label {label!r} (id {sid})"},
-            _by_id(ctx, sid, label_name)[1])
-
-
-def _share(part, whole) -> float | None:
-    return part / whole if whole else None
+    return Picked(sid, label, label, f"stored label {label!r} (id {sid})"), _by_id(ctx, sid, label_name)[1]
 
 
 def contents_data(ctx: WebContext, params) -> dict:
@@ -78,35 +70,10 @@ def contents_data(ctx: WebContext, params) -> dict:
     listing = _listing(ctx)
     if not listing:
         raise NotFound(f"No content snapshots in the store at {ctx.where}. {HINT}")
-    labels = list(dict.fromkeys(r["label"] for r in reversed(listing)))  # newest first
+    labels = snapshot_labels(listing)
     this, doc = _resolve(ctx, q, labels, "label", "id", labels[0])
     other, a = _resolve(ctx, q, labels, "compare", "compare_id", None)
-    label, compare = this["label"], other and other["label"]
-    newest = {r["label"]: r["id"] for r in listing}  # oldest first: the last id of a label is its newest
-    out = {
-        "label": label, "compare": compare, "labels": labels, "snapshots": listing,
-        "snapshot_id": this["id"], "newest_of_label": newest.get(label) == this["id"],
-        "compare_id": other and other["id"], "diff_warnings": [],
-        "snapshot": {k: doc.get(k) for k in ("root", "snapshot_time", "host", "entries", "walk_s", "threads", "files",
-                                             "dirs", "symlinks", "other", "bytes", "capacity_bytes", "errors",
-                                             "hardlinks_deduplicated", "excluded", "skipped_mounts", "notes")},
-        "highlights": snapshot_highlights(doc),
-        "cdfs": snapshot_cdfs(doc),
-        "projects_total": len(doc["top_dirs"]),
-        "projects": [{**{k: d[k] for k in ("name", "files", "bytes", "capacity_bytes", "dirs", "newest_mtime")},
-                      "files_share": _share(d["files"], doc["files"]), "bytes_share": _share(d["bytes"], doc["bytes"])}
-                     for d in doc["top_dirs"][:PROJECTS_SHOWN]],
-        "owners_total": len(doc["owners"]),
-        "owners": [{**{k: o[k] for k in ("uid", "user", "files", "bytes", "capacity_bytes")},
-                    "bytes_share": _share(o["bytes"], doc["bytes"])} for o in doc["owners"][:OWNERS_SHOWN]],
-        "errors": doc["error_list"][:20],
-        "diff": None,
-    }
-    if other is not None:
-        out["diff"] = growth_doc(a, doc, other["source"], this["source"], movers=MOVERS)
-        out["diff_warnings"] = comparison_warnings(a, doc, same=other["id"] == this["id"],
-                                                   what=other["what"])
-    return out
+    return contents(listing, this, doc, other, a).to_json()
 
 
 PAGE = Page(slug="contents", script="contents.js", title="Contents", data=contents_data,

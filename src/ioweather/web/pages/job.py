@@ -2,7 +2,7 @@
 
 Nothing here reads the Darshan log again (it may have moved since it was ingested):
 the header comes from the job's row, the per-interface, per-mount and top-file tables
-from its rows of the per-file table (`services.darshan.stored_job`). The verdict and the HIGH/WARN
+from its rows of the per-file table (`services.darshan.stored_job`: `jobs show --json`). The verdict and the HIGH/WARN
 findings with their cost are stored by `jobs ingest` (store version 2); a job ingested
 before has only its finding codes, and the page says to re-ingest it for the verdict.
 The full report (INFO/OK findings, plots) is `ioweather job LOG`.
@@ -42,19 +42,19 @@ def job_data(ctx: WebContext, params) -> dict:
         raise BadRequest(str(e)) from None
     if data is None:
         raise NotFound(f"no job with id {h} in the store; the Jobs page lists them")
-    # the system's side: climate vs weather (services/umami.py)
-    return {**data, "umami": job_panel(ctx.store, data["id"]), "why": _why(ctx, data)}
+    # the job's own side (`jobs show --json`), then the system's: climate vs weather (services/umami.py), why
+    return {**data.to_json(), "umami": job_panel(ctx.store, data.id), "why": _why(ctx, data)}
 
 
-def _why(ctx: WebContext, data: dict) -> dict:
+def _why(ctx: WebContext, data) -> dict:
     """`ioweather why` of the job the log belongs to (every log of its job id, merged): the same document
     as the command's --json, or {"error": why not} (the page still shows the log's own side)."""
     from ioweather.errors import UserError
     from ioweather.services.why import why
 
-    jobid = data["job"].get("jobid")
+    jobid = data.job.get("jobid")
     try:
-        return why(ctx.settings, str(jobid) if jobid else data["id"], store=ctx.store).to_json()
+        return why(ctx.settings, str(jobid) if jobid else data.id, store=ctx.store).to_json()
     except UserError as e:
         return {"error": str(e)}
 

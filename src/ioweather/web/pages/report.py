@@ -1,6 +1,7 @@
 """Report: one file system's week on one page (issue 15 item 4) — the document of `ioweather report
 --json` (services/report.py) for the same file system and window, each part linked to its detail page.
-The Workload page's events link here, to the event's row (#event-<start>)."""
+The Workload page's events link here, to the event's row (#event-<start>). The page adds only the list of
+file systems of its form."""
 
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ def report_data(ctx: WebContext, params) -> dict:
             raise BadRequest(str(e)) from None
 
     key = ("report", fs, since_ns, until_ns, resample, smooth_s, min_amp)
-    return {"fs_all": systems, "report": ctx.memo(key, dataset_fingerprint(ctx.settings, fs), run)}
+    # the form's file systems (presentation), then the answer
+    return {"fs_all": systems, "report": ctx.memo(key, dataset_fingerprint(ctx.settings, fs), run).to_json()}
 
 
 PAGE = Page(slug="report", title="Report", data=report_data, template="report.html", available=has_telemetry,

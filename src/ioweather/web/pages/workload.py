@@ -1,27 +1,24 @@
 """Workload: one file system's server-side telemetry — daily rates, burstiness, idle periods, power spectrum,
 events over the aggregate signal (METHODS.md section 4; seeds 002 and 004).
 
-The numbers are `ioweather workload --json` for the same file system, window and options:
-the page calls the command's own `compute` (services/workload.py) (DuckDB reductions in `store.telemetry_query`,
-statistics in `stats.workload`) and adds what its plots need from the same service: the aggregate signal
-(`plotted_signal`: `stats.workload.aggregate_signal`, as the HTML report draws it, downsampled keeping each
-bucket's extremes) and the daily mean rates.
+The answer is `services.workload.workload_view`: its `result` is `ioweather workload --json` for the same
+file system, window and options (the command's own `compute`), beside it what the plots draw from the same
+data: the aggregate signal (`plotted_signal`: `stats.workload.aggregate_signal`, as the HTML report draws it,
+downsampled keeping each bucket's extremes) and the daily mean rates. The page adds only its form's fields
+(the file systems, the window and options as asked, the offered resamples, how many events it lists).
 """
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timezone
-
-import numpy as np
 
 from ioweather.errors import StoreError, UserError
 from ioweather.services.workload import (DEFAULT_IDLE_THRESHOLD, DEFAULT_MIN_AMPLITUDE, DEFAULT_SMOOTH_S,
-                                         check_options, compute, daily_rates, dataset_fingerprint, file_systems,
-                                         plotted_signal)
+                                         check_options, dataset_fingerprint, file_systems, workload_view)
 from ioweather.units import format_bytes, parse_rate
 from ioweather.web.context import WebContext
 from ioweather.web.pages.fsview_common import fs_and_window
-from ioweather.web.pages.common import finite_or_none, iso_ms
 from ioweather.web.params import BadRequest, Query, format_seconds_short
 from ioweather.web.registry import Page
 
@@ -61,23 +58,9 @@ def _rate_param(q: Query, name: str, default: str) -> float:
         v = parse_rate(raw)
     except (UserError, ValueError):
         raise BadRequest(f"{name} must be a rate such as 1GiB/s or 500MiB/s, got {raw!r}") from None
-    if not np.isfinite(v) or v <= 0:
+    if not math.isfinite(v) or v <= 0:
         raise BadRequest(f"{name} must be a positive rate, got {raw!r}")
     return v
-
-
-def _series(res: dict, data) -> dict:
-    """The aggregate rate per interval for the plot, at most MAX_POINTS points keeping each bucket's extremes."""
-    t, s, points = plotted_signal(data, MAX_POINTS)
-    return {"points": int(points), "shown": int(len(t)), "downsampled": bool(len(t) < points),
-            "time": iso_ms(t), "read_bps": finite_or_none(s.read), "write_bps": finite_or_none(s.write),
-            "total_bps": finite_or_none(s.total), "smoothed_bps": finite_or_none(s.smoothed)}
-
-
-def _daily_rates(data) -> dict:
-    d = daily_rates(data)
-    return {"date": [x.strftime("%Y-%m-%d") for x in d.index], "read_bps": finite_or_none(d["read_bps"]),
-            "write_bps": finite_or_none(d["write_bps"])}
 
 
 def _check_intervals(since_ns: int, until_ns: int, resample_s: float) -> None:
@@ -96,23 +79,21 @@ def workload_data(ctx: WebContext, params) -> dict:
     since, until = (datetime.fromtimestamp(x / 1e9, timezone.utc) for x in (since_ns, until_ns))
 
     def run():
-        warnings = []
         try:
-            res, data = compute(ctx.settings, fs, since, until, resample, DEFAULT_IDLE_THRESHOLD, smooth_s, min_amp,
-                                ACF_MAX_LAG_S, warn=warnings.append)
+            return workload_view(ctx.settings, fs, since, until, resample, DEFAULT_IDLE_THRESHOLD, smooth_s, min_amp,
+                                 ACF_MAX_LAG_S, MAX_POINTS)
         except StoreError:
             raise
         except UserError as e:  # a window without data, a resample shorter than the sampling: the request's
             raise BadRequest(str(e)) from None
-        return {"result": res, "series": _series(res, data), "daily_rates": _daily_rates(data), "warnings": warnings}
 
     key = ("workload", fs, since_ns, until_ns, resample, smooth_s, min_amp)
-    out = ctx.memo(key, dataset_fingerprint(ctx.settings, fs), run)
-    res = out["result"]
-    return {"fs": fs, "fs_all": systems, "since": res["start"], "until": res["end"],
+    view = ctx.memo(key, dataset_fingerprint(ctx.settings, fs), run)
+    # the form's fields (presentation), then the answer
+    return {"fs": fs, "fs_all": systems, "since": view.result.start, "until": view.result.end,
             "resample_s": resample, "resamples_s": RESAMPLES_S, "smooth_s": smooth_s, "min_amplitude_bps": min_amp,
             "min_amplitude": f"{format_bytes(min_amp)}/s".replace(" ", ""), "max_events_shown": MAX_EVENTS_SHOWN,
-            **out}
+            **view.to_json()}
 
 
 PAGE = Page(slug="workload", script="workload.js", title="Workload", data=workload_data,
