@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
+from ioweather.encoding import finite_or_none, iso_ms
 from ioweather.errors import StoreError, UserError
 from ioweather.services.workload import (DEFAULT_IDLE_THRESHOLD, DEFAULT_MIN_AMPLITUDE, DEFAULT_SMOOTH_S,
                                          check_options, compute, daily_rates, dataset_fingerprint, file_systems,
@@ -21,7 +22,6 @@ from ioweather.services.workload import (DEFAULT_IDLE_THRESHOLD, DEFAULT_MIN_AMP
 from ioweather.units import format_bytes, parse_rate
 from ioweather.web.context import WebContext
 from ioweather.web.pages.fsview_common import fs_and_window
-from ioweather.web.pages.common import finite_or_none, iso_ms
 from ioweather.web.params import BadRequest, Query, format_seconds_short
 from ioweather.web.registry import Page
 
