@@ -61,3 +61,12 @@ def finite_or_none(values) -> list:
     import numpy as np  # not at the top: the CLI's --help loads this module, and numpy costs 0.1 s
 
     return [None if v is None or not np.isfinite(v) else float(v) for v in np.asarray(values, np.float64).tolist()]
+
+
+def fields_dict(answer) -> dict:
+    """A dataclass answer whose fields are JSON-ready values as its JSON document, without the deep copy
+    of `dataclasses.asdict` (which took 0.2 s for a Servers heatmap of 24 targets, more than encoding it).
+    The lists are the answer's own: a caller renders them, never changes them."""
+    from dataclasses import fields
+
+    return {f.name: getattr(answer, f.name) for f in fields(answer)}

@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ioweather.encoding import iso_ms
+from ioweather.encoding import fields_dict, iso_ms
 from ioweather.errors import UserError
 from ioweather.files import atomic_output, read_regular_bytes, write_atomic
 from ioweather.sources import latency_table as lt
@@ -201,7 +201,7 @@ class Factors:
     timeline: dict
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return fields_dict(self)
 
 
 def probe_factors(store, targets_all: list[str], target: str, op: str, since_ns: int, until_ns: int,

@@ -3,10 +3,11 @@ so the dashboard, Prometheus and a Nagios check can never disagree."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
+from ioweather.encoding import fields_dict
 from ioweather.stats.probe import DEGRADED, SEVERE, interval_stats, state
 from ioweather.stats.status import climate, learning_reason, min_history_s, target_state, window_slowdown
 from ioweather.store.probe_aggregates import last_sample_ns
@@ -44,7 +45,7 @@ class Status:
     targets: list[dict]
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return fields_dict(self)
 
 
 def status(cache: ProbeCache, targets: list[str], *, warn: float, crit: float, baseline_s: float,

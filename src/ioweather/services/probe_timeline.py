@@ -12,12 +12,12 @@ sample in [since, until), and the slowest and fastest sample of each interval st
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 
-from ioweather.encoding import finite_or_none, iso_ms
+from ioweather.encoding import fields_dict, finite_or_none, iso_ms
 
 from ioweather.services.probe_cache import (INTERVALS_S, OPS, ProbeCache, concat_rollups, rollup_arrays,
                                             rollup_rows)
@@ -65,7 +65,7 @@ class Timeline:
     intervals: list[dict]
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return fields_dict(self)
 
 
 def timeline(cache: ProbeCache, targets: list[str], target: str, since_ns: int, until_ns: int, interval_s: float,
