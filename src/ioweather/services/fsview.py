@@ -126,17 +126,27 @@ def _fresh(key: tuple, compute: Callable[[], Any]) -> Any:
 
 
 @dataclass(frozen=True)
-class Servers:
-    """Which server targets (OSTs, MDTs, NSD servers) moved the bytes of a window, and which are
-    imbalanced or idle: the Servers page's answer (`/api/servers`). Times ISO 8601 UTC, amounts in
-    bytes, rates in bytes/s; `heatmap` holds each target's read and write rate per `step_s` bin
-    quantized to `levels` of `top_bps`. `series` is `target`'s own rates and events when one is asked
-    for; `brw` the brw_stats distributions ({} without them); `fs_all` every file system with telemetry."""
+class FsWindow:
+    """What every answer about one file system's window starts with: every file system with telemetry
+    (`fs_all`, the pages' menu), the one asked about, and the window (ISO 8601 UTC)."""
 
     fs_all: list[str]
     fs: str
     since: str
     until: str
+
+    def to_json(self) -> dict:
+        return fields_dict(self)
+
+
+@dataclass(frozen=True)
+class Servers(FsWindow):
+    """Which server targets (OSTs, MDTs, NSD servers) moved the bytes of a window, and which are
+    imbalanced or idle: the Servers page's answer (`/api/servers`). Times ISO 8601 UTC, amounts in
+    bytes, rates in bytes/s; `heatmap` holds each target's read and write rate per `step_s` bin
+    quantized to `levels` of `top_bps`. `series` is `target`'s own rates and events when one is asked
+    for; `brw` the brw_stats distributions ({} without them)."""
+
     step_s: float
     sample_s: float | None
     sort: str
@@ -151,9 +161,6 @@ class Servers:
     target: str | None
     series: dict | None
     brw: dict
-
-    def to_json(self) -> dict:
-        return fields_dict(self)
 
 
 def servers(settings, fs: str, since_ns: int, until_ns: int, sort: str = "bytes", target: str | None = None,
@@ -289,16 +296,12 @@ def _events(events: list[dict]) -> list[dict]:
 # ------------------------------------------------------------------------------------------ metadata
 
 @dataclass(frozen=True)
-class Metadata:
+class Metadata(FsWindow):
     """How many metadata operations the MDSs served, by operation, and their bursts: the Metadata
     page's answer (`/api/metadata`). Times ISO 8601 UTC, rates in operations/s per `step_s` bin
     (null: no sample), `events` the rises of the total by at least `min_amplitude_ops_per_s` after
-    smoothing over `smooth_s`; `targets` the operations per MDT; `fs_all` every file system with telemetry."""
+    smoothing over `smooth_s`; `targets` the operations per MDT."""
 
-    fs_all: list[str]
-    fs: str
-    since: str
-    until: str
     step_s: float
     sample_s: float | None
     ops: list[dict]
@@ -313,9 +316,6 @@ class Metadata:
     min_amplitude_ops_per_s: float
     smooth_s: float
     targets: list[dict]
-
-    def to_json(self) -> dict:
-        return fields_dict(self)
 
 
 def metadata(settings, fs: str, since_ns: int, until_ns: int, min_amplitude: float = DEFAULT_MD_MIN_AMPLITUDE,
@@ -362,20 +362,15 @@ def metadata(settings, fs: str, since_ns: int, until_ns: int, min_amplitude: flo
 # ------------------------------------------------------------------------------------------ capacity
 
 @dataclass(frozen=True)
-class Capacity:
+class Capacity(FsWindow):
     """How full the file system and each target are, and when the disk is full: the Capacity page's
     answer (`/api/capacity`). `fullness` per target and `fs_fullness` over time (fractions, per
     `step_s` bin, times ISO 8601 UTC); `targets` each one's latest bytes (used, available), inodes
     and days until full at the growth (bytes/s) of the `growth_window_s` seconds before
     `growth_until` (services.capacity.forecast, the same for every window ending at the same data);
     `fullest` the fullest data targets; `lctl` the `lctl dl -t` states and failover, `lustre` the
-    recovery state and clients; `no_capacity_data` targets seen without capacity readings; `fs_all`
-    every file system with telemetry."""
+    recovery state and clients; `no_capacity_data` targets seen without capacity readings."""
 
-    fs_all: list[str]
-    fs: str
-    since: str
-    until: str
     step_s: float
     time: list[str]
     targets: list[dict]
@@ -387,9 +382,6 @@ class Capacity:
     lctl: dict
     lustre: dict
     no_capacity_data: list[str]
-
-    def to_json(self) -> dict:
-        return fields_dict(self)
 
 
 def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> Capacity:
@@ -563,16 +555,12 @@ def lustre_state(settings, fs: str, until_ns: int | None) -> dict:
 # ------------------------------------------------------------------------------------------- talkers
 
 @dataclass(frozen=True)
-class Talkers:
+class Talkers(FsWindow):
     """Which jobs (and users) moved the most bytes and made the most operations: the Talkers page's
     answer (`/api/talkers`), from Lustre job_stats. Over the window and "now" (its last `now_s`
     seconds); bytes and operation counts; `jobs` the jobs job_stats listed, `jobs_moving_bytes` those
-    that moved any; a job the Darshan store knows has its `job_url`; `fs_all` every file system with telemetry."""
+    that moved any; a job the Darshan store knows has its `job_url`."""
 
-    fs_all: list[str]
-    fs: str
-    since: str
-    until: str
     now_s: float
     jobs: int
     jobs_moving_bytes: int
@@ -581,9 +569,6 @@ class Talkers:
     now_by_bytes: list[dict]
     now_by_ops: list[dict]
     users: list[dict]
-
-    def to_json(self) -> dict:
-        return fields_dict(self)
 
 
 def talkers(settings, fs: str, since_ns: int, until_ns: int, known_jobs=None, top: int = TOP_JOBS) -> Talkers:
