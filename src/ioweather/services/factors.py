@@ -205,13 +205,13 @@ class Factors:
 
 
 def probe_factors(store, targets_all: list[str], target: str, op: str, since_ns: int, until_ns: int,
-                  kw: dict, max_points: int = MAX_POINTS) -> Factors:
+                  kw: dict) -> Factors:
     """The density of `target`'s `op` over [since, until) with `kw` (adjust, significance, cutoff_fraction,
     split); UserError when the window holds no successful sample, or too few to read classes from."""
     start, dur, a, excluded = probe_density(store, target, op, since_ns, until_ns, kw)
     order = np.argsort(start, kind="stable")
     start, dur, lab = start[order], dur[order], a.labels[order]
-    keep = downsample(start, dur, max_points)
+    keep = downsample(start, dur, MAX_POINTS)
     names = [c.label for c in a.classes]
     return Factors(target=target, targets_all=targets_all, op=op, ops=list(OPS), since=ns_to_iso(since_ns),
                    until=ns_to_iso(until_ns), **kw, analysis=a.as_dict(), excluded=excluded,

@@ -48,14 +48,18 @@ class Status:
         return fields_dict(self)
 
 
-def status(cache: ProbeCache, targets: list[str], *, warn: float, crit: float, baseline_s: float,
-           message: str | None = None) -> Status:
-    """The state of `targets` now (the cache's clock); no target and `message` when there is no data."""
-    now = ns_to_iso(cache.clock()) if message is None else None
+def status(cache: ProbeCache, targets: list[str], *, warn: float, crit: float, baseline_s: float) -> Status:
+    """The state of `targets` now (the cache's clock)."""
+    now = ns_to_iso(cache.clock())
     cards = [target_status(cache, t, warn=warn, crit=crit) for t in targets]
-    return Status(generated_at=now,
-                  overall=overall_of(cards) if message is None else "unknown", message=message,
-                  thresholds={"warn": warn, "crit": crit}, window_s=WINDOW_S, baseline_s=baseline_s, targets=cards)
+    return Status(generated_at=now, overall=overall_of(cards), message=None, thresholds={"warn": warn, "crit": crit},
+                  window_s=WINDOW_S, baseline_s=baseline_s, targets=cards)
+
+
+def no_status(message: str, *, warn: float, crit: float, baseline_s: float) -> Status:
+    """The answer without probe data, `message` saying why: it reads nothing (a missing store stays missing)."""
+    return Status(generated_at=None, overall="unknown", message=message, thresholds={"warn": warn, "crit": crit},
+                  window_s=WINDOW_S, baseline_s=baseline_s, targets=[])
 
 
 def stale_after_s(interval_s: float | None) -> float:

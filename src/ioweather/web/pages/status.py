@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ioweather.services.probe_status import status
+from ioweather.services.probe_status import no_status, status
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import HINT, target_param
 from ioweather.web.params import Query
@@ -15,8 +15,8 @@ def status_data(ctx: WebContext, params) -> dict:
     problem = ctx.problem()
     if problem:
         # the hint (how to start probing) is the page's: the service only knows there is no data
-        return status(ctx.cache, [], warn=cfg.warn, crit=cfg.crit, baseline_s=cfg.baseline_s,
-                      message=f"No probe data: {problem}. {HINT}").to_json()
+        return no_status(f"No probe data: {problem}. {HINT}", warn=cfg.warn, crit=cfg.crit,
+                         baseline_s=cfg.baseline_s).to_json()
     targets = ctx.cache.targets()
     one = target_param(q, targets, required=False)
     return status(ctx.cache, [one] if one else targets, warn=cfg.warn, crit=cfg.crit,
