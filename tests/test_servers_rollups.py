@@ -96,7 +96,7 @@ def test_every_level_equals_the_raw_rows(store, step_ns):
 def test_servers_document_equals_pandas(store):
     settings, rows = store
     since, until = T0, T0 + 2 * DAY
-    d = fsview.servers(settings, FS, since, until, "name")
+    d = fsview.servers(settings, FS, since, until, "name").to_json()
     step_ns = int(d["step_s"] * 1e9)
     assert step_ns % Q.BUCKET_NS == 0 and len(d["time"]) <= fsview.MAX_COLUMNS
     want = _reference(rows, since, until, step_ns)

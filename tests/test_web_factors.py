@@ -13,7 +13,7 @@ from ioweather.store import open_store
 from ioweather.store import probe as probe_store
 from ioweather.units import ns_to_iso
 from ioweather.web.app import create_app
-from ioweather.web.pages import factors as factors_page
+from ioweather.services import factors as factors_service
 from web_pages_data import (  # noqa: F401  (fixtures)
     BIMODAL, NASTY, PROBE_END_NS, SLOW_FACTOR, pages_home, pages_server)
 from web_server import Server, api, assert_bad_request, assert_never_500, escaped_page
@@ -73,7 +73,7 @@ def test_the_planted_modes_are_the_classes(pages_server, window, op):
 
 
 def test_long_windows_are_downsampled_keeping_extremes(pages_server, monkeypatch):
-    monkeypatch.setattr(factors_page, "MAX_POINTS", 500)
+    monkeypatch.setattr(factors_service, "MAX_POINTS", 500)
     code, d = api(pages_server, f"/api/factors?target={BIMODAL}&since=1d&op=md_read")
     t, a = d["timeline"], d["analysis"]
     assert t["downsampled"] and t["shown"] <= 500 and t["total"] == a["n"]

@@ -47,31 +47,30 @@ def register(cli: click.Group) -> None:
         one line with perfdata, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (learning, stale, no store,
         an unknown target). It opens the store read-only and never creates one.
         """
-        from ioweather.services.slowdown import CHECK_NAMES, compute_slowdown, reference_period, run_check, unknown
+        from ioweather.services import slowdown as svc
         from ioweather.services.stores import open_store
         from ioweather.views.output import print_json, print_table, short_time
 
         try:
             if interval <= 0 or baseline <= 0:
                 raise UserError("--interval and --baseline must be positive")
-            reference = reference_period(baseline_from, baseline_until)
+            reference = svc.reference_period(baseline_from, baseline_until)
         except UserError as e:
             if not check:
                 raise
-            code, line, states = (*unknown(str(e)), [])
+            answer = svc.cannot_check(str(e))
         else:
             if check:
-                code, line, states = run_check(settings, target, interval, stat, baseline, warn, crit, expected,
-                                               reference)
+                answer = svc.check(settings, target, interval, stat, baseline, warn, crit, expected, reference)
         if check:
             if as_json:
-                print_json({"status": CHECK_NAMES[code], "exit_code": code, "message": line, "targets": states})
+                print_json(answer.to_json())
             else:
-                click.echo(line)
-            sys.exit(code)
+                click.echo(answer.message)
+            sys.exit(answer.exit_code)
         check_order(since, until)
-        rows = compute_slowdown(open_store(settings), target, interval, stat, baseline, since, until, expected,
-                                reference)
+        rows = svc.slowdown(open_store(settings), target, interval, stat, baseline, since, until, expected,
+                            reference).to_json()
         if as_json:
             print_json(rows)
             return

@@ -17,12 +17,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ioweather.encoding import answer_dict, iso_ms
 from ioweather.errors import UserError
 from ioweather.files import atomic_output, read_regular_bytes, write_atomic
 from ioweather.sources import latency_table as lt
 from ioweather.stats import factor_classes as fc
+from ioweather.stats.downsample import downsample
 from ioweather.stats.factor_classes import group_name, groups, split_cols  # noqa: F401 (re-exported: --by groups rows)
 from ioweather.stats.factor_models import NO_MODEL_LABEL
+from ioweather.store.probe import OPS
 from ioweather.units import ns_to_iso, parse_size, to_ns
 
 Say = Callable[[str], None]
@@ -171,16 +174,50 @@ def probe_density(store, target: str, op: str, since_ns: int, until_ns: int, kw:
     return start, dur, a, excluded
 
 
-def probe_density_timeline(store, target: str, op: str, since_ns: int, until_ns: int, kw: dict, max_points: int):
-    """`probe_density` with its samples in time order, thinned to at most `max_points` keeping the extremes
-    (the Factors page's plot): (analysis, samples left out, start_ns, duration_s, class index, samples in all)."""
-    from ioweather.stats.downsample import downsample
+#: The Factors page's plot: at most this many samples, thinned keeping the extremes.
+MAX_POINTS = 20000
 
+
+@dataclass(frozen=True)
+class Factors:
+    """Which performance class each sample of one probe target's op fell in over a window: the
+    Factors page's answer (`/api/factors`). `analysis` is `factors density --from-store --json` for
+    the same target, op, window and options (durations in seconds, the density over ln-seconds);
+    `timeline` the samples in time order (ISO 8601 UTC, ms) with their class, thinned to MAX_POINTS
+    keeping the extremes; `excluded` the samples left out of the analysis (failed)."""
+
+    target: str
+    targets_all: list[str]
+    op: str
+    ops: list[str]
+    since: str
+    until: str
+    adjust: float
+    significance: float
+    cutoff_fraction: float
+    split: str
+    analysis: dict
+    excluded: dict
+    timeline: dict
+
+    def to_json(self) -> dict:
+        return answer_dict(self)
+
+
+def probe_factors(store, targets_all: list[str], target: str, op: str, since_ns: int, until_ns: int,
+                  kw: dict) -> Factors:
+    """The density of `target`'s `op` over [since, until) with `kw` (adjust, significance, cutoff_fraction,
+    split); UserError when the window holds no successful sample, or too few to read classes from."""
     start, dur, a, excluded = probe_density(store, target, op, since_ns, until_ns, kw)
     order = np.argsort(start, kind="stable")
     start, dur, lab = start[order], dur[order], a.labels[order]
-    keep = downsample(start, dur, max_points)
-    return a, excluded, start[keep], dur[keep], lab[keep], len(dur)
+    keep = downsample(start, dur, MAX_POINTS)
+    names = [c.label for c in a.classes]
+    return Factors(target=target, targets_all=targets_all, op=op, ops=list(OPS), since=ns_to_iso(since_ns),
+                   until=ns_to_iso(until_ns), **kw, analysis=a.as_dict(), excluded=excluded,
+                   timeline={"shown": int(len(keep)), "total": int(len(dur)), "downsampled": bool(len(keep) < len(dur)),
+                             "time": iso_ms(start[keep]), "duration_s": dur[keep].tolist(),
+                             "class": [names[i] for i in lab[keep].tolist()]})
 
 
 # ---------------------------------------------------------------- fit

@@ -10,13 +10,19 @@ does: a bin with some samples missing shows a lower rate, a bin with none is a g
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ioweather.encoding import answer_dict
+from ioweather.errors import UserError
 from ioweather.stats import targets as T
 from ioweather.stats import workload as W
 from ioweather.store import telemetry_targets as Q
+from ioweather.store.telemetry_layout import list_fs
 from ioweather.units import ns_to_iso
 
 #: The heatmap's budget: at most this many (target, column) cells per metric, and at most MAX_COLUMNS
@@ -110,8 +116,69 @@ def _nums(a) -> list:
 
 SORTS = ("bytes", "peak", "share", "name")
 
+#: How an answer's parts already computed are kept: `memo(key, compute)` returns `compute()` or a copy
+#: kept under `key` (the dashboard keeps them while the dataset's files are unchanged).
+Memo = Callable[[tuple, Callable[[], Any]], Any]
 
-def servers(settings, fs: str, since_ns: int, until_ns: int, sort: str = "bytes") -> dict:
+
+def _fresh(key: tuple, compute: Callable[[], Any]) -> Any:
+    return compute()
+
+
+@dataclass(frozen=True)
+class FsWindow:
+    """What every answer about one file system's window starts with: every file system with telemetry
+    (`fs_all`, the pages' menu), the one asked about, and the window (ISO 8601 UTC)."""
+
+    fs_all: list[str]
+    fs: str
+    since: str
+    until: str
+
+    def to_json(self) -> dict:
+        return answer_dict(self)
+
+
+@dataclass(frozen=True)
+class Servers(FsWindow):
+    """Which server targets (OSTs, MDTs, NSD servers) moved the bytes of a window, and which are
+    imbalanced or idle: the Servers page's answer (`/api/servers`). Times ISO 8601 UTC, amounts in
+    bytes, rates in bytes/s; `heatmap` holds each target's read and write rate per `step_s` bin
+    quantized to `levels` of `top_bps`. `series` is `target`'s own rates and events when one is asked
+    for; `brw` the brw_stats distributions ({} without them)."""
+
+    step_s: float
+    sample_s: float | None
+    sort: str
+    targets: list[dict]
+    time: list[str]
+    heatmap: dict
+    fs_read_bytes: float
+    fs_write_bytes: float
+    #: The imbalance rule's constants (stats.targets).
+    rule: dict
+    flagged: list[str]
+    target: str | None
+    series: dict | None
+    brw: dict
+
+
+def servers(settings, fs: str, since_ns: int, until_ns: int, sort: str = "bytes", target: str | None = None,
+            min_amplitude: float = DEFAULT_TARGET_MIN_AMPLITUDE, memo: Memo = _fresh) -> Servers:
+    """The targets of `fs` over [since, until) sorted by `sort`, and `target`'s series (UserError when it
+    moved nothing in the window)."""
+    doc = memo(("servers", fs, since_ns, until_ns, sort), lambda: _heatmap(settings, fs, since_ns, until_ns, sort))
+    brw = memo(("servers-brw", fs, since_ns, until_ns), lambda: brw_distributions(settings, fs, since_ns, until_ns))
+    series = None
+    if target is not None:
+        if target not in {t["target"] for t in doc["targets"]}:
+            raise UserError(f"unknown target {target!r} in {fs} between {doc['since']} and {doc['until']}")
+        series = memo(("servers-target", fs, target, since_ns, until_ns, min_amplitude),
+                      lambda: target_series(settings, fs, target, since_ns, until_ns, min_amplitude))
+    return Servers(fs_all=list_fs(settings), **doc, target=target, series=series, brw=brw)
+
+
+def _heatmap(settings, fs: str, since_ns: int, until_ns: int, sort: str) -> dict:
     """Per-target read and write rates over [since, until) as a heatmap (target x time, quantized),
     per-target totals, peaks, shares and imbalance flags.
 
@@ -228,8 +295,31 @@ def _events(events: list[dict]) -> list[dict]:
 
 # ------------------------------------------------------------------------------------------ metadata
 
+@dataclass(frozen=True)
+class Metadata(FsWindow):
+    """How many metadata operations the MDSs served, by operation, and their bursts: the Metadata
+    page's answer (`/api/metadata`). Times ISO 8601 UTC, rates in operations/s per `step_s` bin
+    (null: no sample), `events` the rises of the total by at least `min_amplitude_ops_per_s` after
+    smoothing over `smooth_s`; `targets` the operations per MDT."""
+
+    step_s: float
+    sample_s: float | None
+    ops: list[dict]
+    time: list[str]
+    series: dict[str, list]
+    total_ops_per_s: list
+    total_ops: float
+    peak_ops_per_s: float | None
+    mean_ops_per_s: float | None
+    burstiness: dict
+    events: list[dict]
+    min_amplitude_ops_per_s: float
+    smooth_s: float
+    targets: list[dict]
+
+
 def metadata(settings, fs: str, since_ns: int, until_ns: int, min_amplitude: float = DEFAULT_MD_MIN_AMPLITUDE,
-             smooth_s: float = W.DEFAULT_SMOOTH_S) -> dict:
+             smooth_s: float = W.DEFAULT_SMOOTH_S) -> Metadata:
     """Metadata operation rates by operation (md_<op>, summed over MDTs), with events and burstiness
     of the total: the workload statistics applied to operations instead of bytes."""
     sample_s = sampling_s(settings, fs, since_ns, until_ns)
@@ -261,17 +351,40 @@ def metadata(settings, fs: str, since_ns: int, until_ns: int, min_amplitude: flo
     ev = [{"start": ns_to_iso((b0 + e.start) * step_ns), "end": ns_to_iso((b0 + e.end) * step_ns),
            "peak_time": ns_to_iso((b0 + e.peak) * step_ns), "peak": e.peak_bps, "amount": e.bytes} for e in events]
     mdts = df.groupby("target")["amount"].sum().sort_values(ascending=False) if not df.empty else pd.Series(dtype=float)
-    return {"fs": fs, "since": ns_to_iso(since_ns), "until": ns_to_iso(until_ns), "step_s": step_s, "sample_s": sample_s,
-            "ops": table, "time": _times(b0, nbins, step_ns), "series": series, "total_ops_per_s": _nums(rate),
-            "total_ops": float(np.nansum(total)), "peak_ops_per_s": peak, "mean_ops_per_s": mean,
-            "burstiness": W.burstiness(rate), "events": ev, "min_amplitude_ops_per_s": min_amplitude,
-            "smooth_s": max(smooth_s, step_s),
-            "targets": [{"target": t, "ops": float(v)} for t, v in mdts.items()]}
+    return Metadata(fs_all=list_fs(settings), fs=fs, since=ns_to_iso(since_ns), until=ns_to_iso(until_ns),
+                    step_s=step_s, sample_s=sample_s, ops=table, time=_times(b0, nbins, step_ns), series=series,
+                    total_ops_per_s=_nums(rate), total_ops=float(np.nansum(total)), peak_ops_per_s=peak,
+                    mean_ops_per_s=mean, burstiness=W.burstiness(rate), events=ev,
+                    min_amplitude_ops_per_s=min_amplitude, smooth_s=max(smooth_s, step_s),
+                    targets=[{"target": t, "ops": float(v)} for t, v in mdts.items()])
 
 
 # ------------------------------------------------------------------------------------------ capacity
 
-def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> dict:
+@dataclass(frozen=True)
+class Capacity(FsWindow):
+    """How full the file system and each target are, and when the disk is full: the Capacity page's
+    answer (`/api/capacity`). `fullness` per target and `fs_fullness` over time (fractions, per
+    `step_s` bin, times ISO 8601 UTC); `targets` each one's latest bytes (used, available), inodes
+    and days until full at the growth (bytes/s) of the `growth_window_s` seconds before
+    `growth_until` (services.capacity.forecast, the same for every window ending at the same data);
+    `fullest` the fullest data targets; `lctl` the `lctl dl -t` states and failover, `lustre` the
+    recovery state and clients; `no_capacity_data` targets seen without capacity readings."""
+
+    step_s: float
+    time: list[str]
+    targets: list[dict]
+    fullest: list[str]
+    fullness: dict[str, list]
+    fs_fullness: dict
+    growth_window_s: float
+    growth_until: str | None
+    lctl: dict
+    lustre: dict
+    no_capacity_data: list[str]
+
+
+def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> Capacity:
     """Fullness per data target and for the file system over the window, the fullest targets at the
     end, days until full (services.capacity.forecast: the same for every window ending at the same
     data), inode use, `lctl dl -t` state."""
@@ -298,12 +411,13 @@ def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> 
     lctl = lctl_state(settings, fs, until_ns)
     known = set(targets)
     others = set(lctl["targets"]) | set(_io_targets(settings, fs, since_ns, until_ns))
-    return {"fs": fs, "since": ns_to_iso(since_ns), "until": ns_to_iso(until_ns), "step_s": step_ns / 1e9,
-            "time": _times(b0, nbins, step_ns), "targets": latest, "fullest": [r["target"] for r in fullest],
-            "fullness": {t: _nums(full[i]) for i, t in enumerate(targets)}, "fs_fullness": fs_doc,
-            "growth_window_s": fc.window_s,
-            "growth_until": ns_to_iso(fc.end_ns) if fc.end_ns is not None else None, "lctl": lctl, "lustre": lustre_state(settings, fs, until_ns),
-            "no_capacity_data": sorted(t for t in others - known if is_data_target(t) or t in lctl["targets"])}
+    return Capacity(fs_all=list_fs(settings), fs=fs, since=ns_to_iso(since_ns), until=ns_to_iso(until_ns),
+                    step_s=step_ns / 1e9, time=_times(b0, nbins, step_ns), targets=latest,
+                    fullest=[r["target"] for r in fullest], fullness={t: _nums(full[i]) for i, t in enumerate(targets)},
+                    fs_fullness=fs_doc, growth_window_s=fc.window_s,
+                    growth_until=ns_to_iso(fc.end_ns) if fc.end_ns is not None else None, lctl=lctl,
+                    lustre=lustre_state(settings, fs, until_ns),
+                    no_capacity_data=sorted(t for t in others - known if is_data_target(t) or t in lctl["targets"]))
 
 
 def _fs_fullness(m: dict, rows: list[int], fc) -> dict:
@@ -440,7 +554,24 @@ def lustre_state(settings, fs: str, until_ns: int | None) -> dict:
 
 # ------------------------------------------------------------------------------------------- talkers
 
-def talkers(settings, fs: str, since_ns: int, until_ns: int, known_jobs=None, top: int = TOP_JOBS) -> dict:
+@dataclass(frozen=True)
+class Talkers(FsWindow):
+    """Which jobs (and users) moved the most bytes and made the most operations: the Talkers page's
+    answer (`/api/talkers`), from Lustre job_stats. Over the window and "now" (its last `now_s`
+    seconds); bytes and operation counts; `jobs` the jobs job_stats listed, `jobs_moving_bytes` those
+    that moved any; a job the Darshan store knows has its `job_url`."""
+
+    now_s: float
+    jobs: int
+    jobs_moving_bytes: int
+    by_bytes: list[dict]
+    by_ops: list[dict]
+    now_by_bytes: list[dict]
+    now_by_ops: list[dict]
+    users: list[dict]
+
+
+def talkers(settings, fs: str, since_ns: int, until_ns: int, known_jobs=None, top: int = TOP_JOBS) -> Talkers:
     """Jobs (and users, when the job id names one) moving the most bytes and operations, over the
     window and "now" (the last NOW_S seconds of the window), from Lustre job_stats."""
     window = _jobs(Q.job_totals(settings, fs, since_ns, until_ns))
@@ -454,11 +585,10 @@ def talkers(settings, fs: str, since_ns: int, until_ns: int, known_jobs=None, to
                for j, v in jobs.items() if v[key] > 0]
         out.sort(key=lambda r: (-r[key], r["job"]))
         return out[:top]
-    return {"fs": fs, "since": ns_to_iso(since_ns), "until": ns_to_iso(until_ns), "now_s": NOW_S,
-            "jobs": len(window), "jobs_moving_bytes": sum(1 for v in window.values() if v["bytes"] > 0),
-            "by_bytes": rows(window, "bytes"), "by_ops": rows(window, "ops"),
-            "now_by_bytes": rows(now, "bytes"), "now_by_ops": rows(now, "ops"),
-            "users": _users(window, links)}
+    return Talkers(fs_all=list_fs(settings), fs=fs, since=ns_to_iso(since_ns), until=ns_to_iso(until_ns), now_s=NOW_S,
+                   jobs=len(window), jobs_moving_bytes=sum(1 for v in window.values() if v["bytes"] > 0),
+                   by_bytes=rows(window, "bytes"), by_ops=rows(window, "ops"),
+                   now_by_bytes=rows(now, "bytes"), now_by_ops=rows(now, "ops"), users=_users(window, links))
 
 
 def _jobs(df: pd.DataFrame) -> dict[str, dict]:

@@ -6,10 +6,11 @@ Computed from the probe cache's rollups (services/probe_cache.py); the page only
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ioweather.encoding import finite_or_none, iso_ms
 from ioweather.services.probe_cache import OPS
 from ioweather.stats.probe import state
 from ioweather.units import ns_to_iso
@@ -18,16 +19,43 @@ from ioweather.units import ns_to_iso
 WORST_SHOWN = 10
 
 
-@dataclass
+@dataclass(frozen=True)
 class TargetHistory:
+    """One target's heatmap: rows are `History.ops`, columns `History.time`."""
+
     target: str
-    expected_s: np.ndarray  # per op: the baseline's value of the statistic (NaN: no baseline)
-    baseline_since_ns: int
-    baseline_until_ns: int
-    slowdown: np.ndarray  # op × interval, NaN where no sample
-    count: np.ndarray  # op × interval
-    timeouts: np.ndarray  # op × interval
+    #: Per op: the baseline's value of the statistic (s); None without a baseline.
+    expected_s: dict[str, float | None]
+    #: The baseline's window (ISO 8601 UTC).
+    baseline: dict[str, str]
+    #: op × interval: the statistic over the baseline's; None where no sample.
+    slowdown: list[list[float | None]]
+    count: list[list[int]]
+    timeouts: list[list[int]]
+    #: The WORST_SHOWN slowest intervals, slowest first.
     worst: list[dict]
+
+
+@dataclass(frozen=True)
+class History:
+    """How much slower than usual was each op, per interval of a window: the Slowdown history page's
+    answer (`/api/history`). Intervals of `interval_s` seconds aligned to the epoch start at `time`
+    (ISO 8601 UTC) and cover [since, until); the slowdown is `stat` over the baseline's `stat`."""
+
+    since: str
+    until: str
+    interval_s: int
+    stat: str
+    thresholds: dict
+    targets_all: list[str]
+    #: The one target asked for, None for all of them.
+    target: str | None
+    ops: list[str]
+    time: list[str]
+    targets: list[TargetHistory]
+
+    def to_json(self) -> dict:
+        return asdict(self)
 
 
 def grid(since_ns: int, until_ns: int, interval_s: int) -> tuple[int, int]:
@@ -37,15 +65,15 @@ def grid(since_ns: int, until_ns: int, interval_s: int) -> tuple[int, int]:
     return first, int(-((first - until_ns) // step))
 
 
-def history(cache, targets: list[str], since_ns: int, until_ns: int, interval_s: int, stat: str, warn: float,
-            crit: float) -> tuple[np.ndarray, list[TargetHistory]]:
-    """The intervals' starts (ns) and each target's heatmap."""
+def history(cache, targets_all: list[str], one: str | None, since_ns: int, until_ns: int, interval_s: int, stat: str,
+            warn: float, crit: float) -> History:
+    """Each target's heatmap over [since, until): `one`, or every target when it is None."""
     step = interval_s * 10**9
     first, columns = grid(since_ns, until_ns, interval_s)
     starts = first + step * np.arange(columns, dtype=np.int64)
     col = "mean_s" if stat == "mean" else f"{stat}_s"
     out = []
-    for target in targets:
+    for target in [one] if one else targets_all:
         base = cache.baseline(target)
         # Like for like on the dashboard: a p99 against the baseline p99 (the median against the median).
         expected = base.expected(stat, "same")
@@ -69,5 +97,9 @@ def history(cache, targets: list[str], since_ns: int, until_ns: int, interval_s:
             worst.append({"op": OPS[o], "interval_start": ns_to_iso(int(starts[c])), "slowdown": float(sd[o, c]),
                           "state": state(float(sd[o, c]), warn, crit), "count": int(n[o, c]),
                           "timeouts": int(to[o, c])})
-        out.append(TargetHistory(target, expected, base.since_ns, base.until_ns, sd, n, to, worst))
-    return starts, out
+        out.append(TargetHistory(
+            target, dict(zip(OPS, finite_or_none(expected))),
+            {"since": ns_to_iso(base.since_ns), "until": ns_to_iso(base.until_ns)},
+            [finite_or_none(row) for row in sd], n.tolist(), to.tolist(), worst))
+    return History(ns_to_iso(since_ns), ns_to_iso(until_ns), interval_s, stat, {"warn": warn, "crit": crit},
+                   targets_all, one, list(OPS), iso_ms(starts), out)

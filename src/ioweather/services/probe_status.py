@@ -3,8 +3,11 @@ so the dashboard, Prometheus and a Nagios check can never disagree."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from ioweather.encoding import answer_dict
 from ioweather.stats.probe import DEGRADED, SEVERE, interval_stats, state
 from ioweather.stats.status import climate, learning_reason, min_history_s, target_state, window_slowdown
 from ioweather.store.probe_aggregates import last_sample_ns
@@ -22,6 +25,41 @@ STALE_PERIODS, STALE_MIN_S = 10, 60.0
 #: `slowdown --check`'s answer: it was UNKNOWN "stale" for a day, now it is only named beside the verdict until
 #: someone retires it (`ioweather probe retire`) or its probe runs again (docs/probe.md).
 ABANDON_AFTER_S = 86_400.0
+
+
+@dataclass(frozen=True)
+class Status:
+    """Is the file system slow right now: the Status page's answer (`/api/status`). One card per
+    target (`target_status`: state, slowdown per op over the last `window_s` seconds, the last hour,
+    the 30-day climate), and `overall`, the worst state of the targets that still report. Times are
+    ISO 8601 UTC; `generated_at` is None, `targets` empty and `message` says why when there is no
+    probe data."""
+
+    generated_at: str | None
+    overall: str
+    message: str | None
+    #: The slowdowns from which a target is degraded (`warn`) and severely degraded (`crit`).
+    thresholds: dict
+    window_s: float
+    baseline_s: float
+    targets: list[dict]
+
+    def to_json(self) -> dict:
+        return answer_dict(self)
+
+
+def status(cache: ProbeCache, targets: list[str], *, warn: float, crit: float, baseline_s: float) -> Status:
+    """The state of `targets` now (the cache's clock)."""
+    now = ns_to_iso(cache.clock())
+    cards = [target_status(cache, t, warn=warn, crit=crit) for t in targets]
+    return Status(generated_at=now, overall=overall_of(cards), message=None, thresholds={"warn": warn, "crit": crit},
+                  window_s=WINDOW_S, baseline_s=baseline_s, targets=cards)
+
+
+def no_status(message: str, *, warn: float, crit: float, baseline_s: float) -> Status:
+    """The answer without probe data, `message` saying why: it reads nothing (a missing store stays missing)."""
+    return Status(generated_at=None, overall="unknown", message=message, thresholds={"warn": warn, "crit": crit},
+                  window_s=WINDOW_S, baseline_s=baseline_s, targets=[])
 
 
 def stale_after_s(interval_s: float | None) -> float:

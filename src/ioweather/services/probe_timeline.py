@@ -17,21 +17,88 @@ from functools import partial
 
 import numpy as np
 
+from ioweather.encoding import answer_dict, finite_or_none, iso_ms
+
 from ioweather.services.probe_cache import (INTERVALS_S, OPS, ProbeCache, concat_rollups, rollup_arrays,
                                             rollup_rows)
 from ioweather.stats.downsample import downsample, split_budget
 from ioweather.stats.probe import STATUS_OK, interval_stats
-from ioweather.store.probe import STATUSES  # noqa: F401 (re-exported: the page names failures by status)
+from ioweather.store.probe import STATUSES
+from ioweather.units import ns_to_iso
 
 #: Windows up to this long show every sample (downsampled keeping extremes past the point budget).
 RAW_MAX_NS = 6 * 3600 * 10**9
 #: Longer windows show intervals of this length (s): a day is 144 of them per op.
 ROLLUP_S = 600
 MAX_POINTS = 20_000
+INTERVAL_COLUMNS = ("count", "errors", "timeouts", "median_s", "p90_s", "p99_s", "max_s", "slowdown")
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """What happened to one target's probe, sample by sample: the Probe timeline page's answer
+    (`/api/timeline`). Times ISO 8601 UTC (ms), durations in seconds.
+
+    `samples` per op: raw (`resolution` "raw") each drawn sample's `time` and `duration_s`; over a
+    longer window each 10-minute interval's `count`, `min_s`, `median_s` and `max_s`. `failures`:
+    raw, each failed sample's `time`, `op`, `status`, `duration_s`; else per interval `errors` and
+    `timeouts`. `intervals`: the statistics of each `interval_s` interval and op below the plot, with
+    the slowdown of `stat` against the baseline's `expected_s`."""
+
+    target: str
+    targets: list[str]
+    since: str
+    until: str
+    interval_s: float
+    stat: str
+    max_points: int
+    resolution: str
+    resolution_s: int | None
+    samples_total: int
+    samples_shown: int
+    downsampled: bool
+    failures_total: int
+    expected_s: dict[str, float | None]
+    thresholds: dict
+    samples: dict[str, dict]
+    failures: dict[str, list]
+    intervals: list[dict]
+
+    def to_json(self) -> dict:
+        return answer_dict(self)
+
+
+def timeline(cache: ProbeCache, targets: list[str], target: str, since_ns: int, until_ns: int, interval_s: float,
+             stat: str, max_points: int, warn: float, crit: float) -> Timeline:
+    """`target`'s samples in [since, until) as the page draws them (`targets`: every target, for its menu)."""
+    t = _drawn(cache, target, since_ns, until_ns, interval_s, stat, max_points)
+    f = t.failures
+    if t.resolution_s is None:
+        samples = {op: {"time": iso_ms(p["start_ns"]), "duration_s": (p["duration_ns"] / 1e9).tolist()}
+                   for op, p in zip(OPS, t.points)}
+        failures = {"time": iso_ms(f["start_ns"]), "op": [OPS[c] for c in f["op"].tolist()],
+                    "status": [STATUSES[c] for c in f["status"].tolist()],
+                    "duration_s": (f["duration_ns"] / 1e9).tolist()}
+    else:
+        samples = {op: {"time": iso_ms(p["start_ns"]), "count": p["count"].tolist(),
+                        "min_s": finite_or_none(p["min_s"]), "median_s": finite_or_none(p["median_s"]),
+                        "max_s": finite_or_none(p["max_s"])}
+                   for op, p in zip(OPS, t.points)}
+        failures = {"time": iso_ms(f["start_ns"]), "op": [OPS[c] for c in f["op"].tolist()],
+                    "errors": f["errors"].tolist(), "timeouts": f["timeouts"].tolist()}
+    return Timeline(
+        target=target, targets=targets, since=ns_to_iso(since_ns), until=ns_to_iso(until_ns),
+        interval_s=t.interval_s, stat=stat, max_points=max_points,
+        resolution="raw" if t.resolution_s is None else f"{t.resolution_s // 60} min", resolution_s=t.resolution_s,
+        samples_total=t.total, samples_shown=t.shown, downsampled=t.shown < t.total, failures_total=t.failures_total,
+        expected_s=dict(zip(OPS, finite_or_none(t.expected_s))), thresholds={"warn": warn, "crit": crit},
+        samples=samples, failures=failures,
+        intervals=[{"op": r["op"], "interval_start": ns_to_iso(r["interval_start_ns"]),
+                    **{c: r[c] for c in INTERVAL_COLUMNS}} for r in t.intervals])
 
 
 @dataclass
-class Timeline:
+class _Drawn:
     """What the page draws; times in ns, durations in s (in ns for raw samples)."""
 
     #: None: raw samples; else the length (s) of the intervals `points` summarizes.
@@ -52,8 +119,8 @@ class Timeline:
     intervals: list[dict]
 
 
-def timeline(cache: ProbeCache, target: str, since_ns: int, until_ns: int, interval_s: float, stat: str,
-             max_points: int = MAX_POINTS) -> Timeline:
+def _drawn(cache: ProbeCache, target: str, since_ns: int, until_ns: int, interval_s: float, stat: str,
+           max_points: int) -> _Drawn:
     """Every number is over the samples in [since, until) only, the partial first and last intervals too."""
     # Like for like on the dashboard: a p99 against the baseline p99 (the median against the median).
     expected = cache.baseline(target).expected(stat, "same")
@@ -78,7 +145,7 @@ def timeline(cache: ProbeCache, target: str, since_ns: int, until_ns: int, inter
         value = r["mean_s"] if stat == "mean" else r[f"{stat}_s"]
         rows.append({**r, "op": OPS[r["op_code"]],
                      "slowdown": value / exp if value is not None and np.isfinite(exp) and exp > 0 else None})
-    return Timeline(interval_s=interval_s, expected_s=expected, intervals=rows, **t)
+    return _Drawn(interval_s=interval_s, expected_s=expected, intervals=rows, **t)
 
 
 def window_rollups(cache: ProbeCache, target: str, interval_s: int, since_ns: int, until_ns: int,

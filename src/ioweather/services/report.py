@@ -120,11 +120,11 @@ def _fullness(settings, fs: str, since, until) -> dict | None:
     from ioweather.services.fsview import capacity
 
     c = capacity(settings, fs, to_ns(since), to_ns(until), top=5)
-    f = c["fs_fullness"]
+    f = c.fs_fullness
     if not f.get("fullness"):
         return None
     last = next((x for x in reversed(f["fullness"]) if x is not None), None)
-    fullest = [r for r in c["targets"] if r["target"] in c["fullest"]]
+    fullest = [r for r in c.targets if r["target"] in c.fullest]
     return {"fullness": last, "days_until_full": f.get("days_until_full"), "growth_bps": f.get("growth_bps"),
             "fullest": [{"target": r["target"], "fullness": r["fullness"], "days_until_full": r["days_until_full"]}
                         for r in sorted(fullest, key=lambda r: -r["fullness"])]}

@@ -5,6 +5,7 @@ The same numbers serve `ioweather slowdown`, `slowdown --check` and the dashboar
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from datetime import timedelta
 
 from ioweather.errors import UserError
@@ -51,6 +52,26 @@ def reference_period(baseline_from, baseline_until) -> tuple[int, int] | None:
     if baseline_from >= baseline_until:
         raise UserError("--baseline-from must be before --baseline-until")
     return to_ns(baseline_from), to_ns(baseline_until)
+
+
+@dataclass(frozen=True)
+class Slowdown:
+    """How much slower than usual each probed op was, per target and interval: `ioweather slowdown`'s
+    answer. Each row: `target`, `op`, `interval_start` (ISO 8601 UTC), the interval's `count`, `errors`,
+    `timeouts`, its `stat` (`value_s`, seconds), the baseline's `expected_s` (seconds), `slowdown` (their
+    ratio; None while the op's baseline is learning), `expected` and `state`."""
+
+    rows: list[dict]
+
+    def to_json(self) -> list[dict]:
+        """The rows themselves: `slowdown --json` has always been a list."""
+        return self.rows
+
+
+def slowdown(store, target: str | None, interval_s: float, stat: str, baseline_s: float, since, until,
+             expected: str = "median", reference: tuple[int, int] | None = None) -> Slowdown:
+    """`compute_slowdown`'s rows of every target (or one) in [since, until)."""
+    return Slowdown(compute_slowdown(store, target, interval_s, stat, baseline_s, since, until, expected, reference))
 
 
 def compute_slowdown(store, target, interval_s: float, stat: str, baseline_s: float, since, until,
@@ -210,6 +231,35 @@ def check_result(states: list[dict], warn: float, crit: float) -> tuple[int, str
     perf = " ".join(f"{_perf_label(s['target'])}=" + ("U" if s["worst"] is None else f"{s['worst']:.3f}")
                     + f";{warn:g};{crit:g}" for s in checked)
     return code, f"IOWEATHER {CHECK_NAMES[code]} - {text}{note} | {perf}"
+
+
+@dataclass(frozen=True)
+class Check:
+    """Is any probe target degraded now, as a monitoring plugin says it: `slowdown --check`'s answer.
+    `status` OK, WARNING, CRITICAL or UNKNOWN and its `exit_code` (0-3, Nagios/Icinga), `message` the
+    plugin's one line with perfdata, `targets` each checked target's `state`, `reason`, `worst`
+    slowdown and whether it is `abandoned` (silent for over a day: it decides nothing)."""
+
+    status: str
+    exit_code: int
+    message: str
+    targets: list[dict]
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def check(settings, target, window_s: float, stat: str, baseline_s: float, warn: float, crit: float,
+          expected: str = "median", reference: tuple[int, int] | None = None) -> Check:
+    """The state of the last `window_s` of `target` or every active target (`run_check`)."""
+    code, line, states = run_check(settings, target, window_s, stat, baseline_s, warn, crit, expected, reference)
+    return Check(CHECK_NAMES[code], code, line, states)
+
+
+def cannot_check(reason: str) -> Check:
+    """UNKNOWN (exit 3) with `reason`: what the plugin answers when its options prevent checking."""
+    code, line = unknown(reason)
+    return Check(CHECK_NAMES[code], code, line, [])
 
 
 def unknown(reason: str) -> tuple[int, str]:

@@ -10,13 +10,13 @@ from ioweather.web.registry import Page
 
 
 def capacity_data(ctx: WebContext, params) -> dict:
-    from ioweather.services import fsview
+    from ioweather.services import fsview  # it loads pandas: with the first telemetry page, not at start
 
     q = Query(params, ("fs", "since", "until"))
     fs, systems, since_ns, until_ns = fs_and_window(ctx, q, "30d")
-    doc = memo(ctx, fs, ("capacity", fs, since_ns, until_ns),
-               lambda: fsview.capacity(ctx.settings, fs, since_ns, until_ns))
-    return {"fs_all": systems, **doc}
+    # every file system is in the key: the answer names them all (fs_all)
+    return memo(ctx, fs, ("capacity", fs, tuple(systems), since_ns, until_ns),
+                lambda: fsview.capacity(ctx.settings, fs, since_ns, until_ns)).to_json()
 
 
 PAGE = Page(slug="capacity", script="fsview.js", title="Capacity", data=capacity_data, template="capacity.html",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from ioweather.encoding import finite_or_none, iso_ms  # noqa: F401  (the pages' names for them)
 from ioweather.web.context import WebContext
 from ioweather.web.params import BadRequest, NotFound, Query
 
@@ -37,4 +36,3 @@ def target_param(q: Query, targets: list[str], *, required: bool) -> str | None:
 
 def now_utc(ctx: WebContext) -> datetime:
     return datetime.fromtimestamp(ctx.cache.clock() / 1e9, timezone.utc)
-

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from ioweather.units import ns_to_iso
 from ioweather.services.changes import probe_marks
 from ioweather.services.defaults import SLOWDOWN_STATS
-from ioweather.services.probe_cache import INTERVALS_S, OPS
+from ioweather.services.probe_cache import INTERVALS_S
 from ioweather.services.probe_history import grid, history
 from ioweather.web.context import WebContext
-from ioweather.web.pages.common import (finite_or_none, has_probe_data, iso_ms, now_utc, require_probe_data,
-                                        target_param)
+from ioweather.web.pages.common import has_probe_data, now_utc, require_probe_data, target_param
 from ioweather.web.params import BadRequest, Query
 from ioweather.web.registry import Page
 
@@ -46,18 +42,8 @@ def history_data(ctx: WebContext, params) -> dict:
     if columns > MAX_COLUMNS:
         raise BadRequest(f"{columns} intervals of {interval} s in this window; at most {MAX_COLUMNS}: "
                          "choose a longer interval or a shorter window")
-    warn, crit = ctx.config.warn, ctx.config.crit
-    starts, maps = history(ctx.cache, [one] if one else targets, since, until, interval, stat, warn, crit)
-    out = [{"target": h.target,
-            "expected_s": {op: (float(h.expected_s[c]) if np.isfinite(h.expected_s[c]) else None)
-                           for c, op in enumerate(OPS)},
-            "baseline": {"since": ns_to_iso(h.baseline_since_ns), "until": ns_to_iso(h.baseline_until_ns)},
-            "slowdown": [finite_or_none(row) for row in h.slowdown], "count": h.count.tolist(),
-            "timeouts": h.timeouts.tolist(), "worst": h.worst}
-           for h in maps]
-    return {"since": ns_to_iso(since), "until": ns_to_iso(until), "interval_s": interval, "stat": stat,
-            "thresholds": {"warn": warn, "crit": crit}, "targets_all": targets, "target": one,
-            "ops": list(OPS), "time": iso_ms(starts), "targets": out}
+    return history(ctx.cache, targets, one, since, until, interval, stat, ctx.config.warn,
+                   ctx.config.crit).to_json()
 
 
 PAGE = Page(slug="history", title="Slowdown history", data=history_data, template="history.html",

@@ -10,15 +10,15 @@ from ioweather.web.registry import Page
 
 
 def metadata_data(ctx: WebContext, params) -> dict:
-    from ioweather.services import fsview
+    from ioweather.services import fsview  # it loads pandas: with the first telemetry page, not at start
 
     q = Query(params, ("fs", "since", "until", "min_amplitude", "smooth"))
     fs, systems, since_ns, until_ns = fs_and_window(ctx, q, "7d")
     amp = q.number("min_amplitude", fsview.DEFAULT_MD_MIN_AMPLITUDE, 0.0, 1e12, lo_open=True)
     smooth = q.duration("smooth", "10m", lo=1.0, hi=86400.0)
-    doc = memo(ctx, fs, ("metadata", fs, since_ns, until_ns, amp, smooth),
-               lambda: fsview.metadata(ctx.settings, fs, since_ns, until_ns, amp, smooth))
-    return {"fs_all": systems, **doc}
+    # every file system is in the key: the answer names them all (fs_all)
+    return memo(ctx, fs, ("metadata", fs, tuple(systems), since_ns, until_ns, amp, smooth),
+                lambda: fsview.metadata(ctx.settings, fs, since_ns, until_ns, amp, smooth)).to_json()
 
 
 PAGE = Page(slug="metadata", script="fsview.js", title="Metadata", data=metadata_data, template="metadata.html",

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ioweather.units import ns_to_iso
-from ioweather.services.probe_status import WINDOW_S, overall_of, target_status
+from ioweather.services.probe_status import no_status, status
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import HINT, target_param
 from ioweather.web.params import Query
@@ -13,19 +12,15 @@ from ioweather.web.registry import Page
 def status_data(ctx: WebContext, params) -> dict:
     q = Query(params, ("target",))
     cfg = ctx.config
-    out = {"generated_at": None, "overall": "unknown", "message": None,
-           "thresholds": {"warn": cfg.warn, "crit": cfg.crit}, "window_s": WINDOW_S,
-           "baseline_s": cfg.baseline_s, "targets": []}
     problem = ctx.problem()
     if problem:
-        out["message"] = f"No probe data: {problem}. {HINT}"
-        return out
+        # the hint (how to start probing) is the page's: the service only knows there is no data
+        return no_status(f"No probe data: {problem}. {HINT}", warn=cfg.warn, crit=cfg.crit,
+                         baseline_s=cfg.baseline_s).to_json()
     targets = ctx.cache.targets()
     one = target_param(q, targets, required=False)
-    out["generated_at"] = ns_to_iso(ctx.cache.clock())
-    out["targets"] = [target_status(ctx.cache, t, warn=cfg.warn, crit=cfg.crit) for t in ([one] if one else targets)]
-    out["overall"] = overall_of(out["targets"])
-    return out
+    return status(ctx.cache, [one] if one else targets, warn=cfg.warn, crit=cfg.crit,
+                  baseline_s=cfg.baseline_s).to_json()
 
 
 PAGE = Page(slug="status", title="Status", data=status_data, template="status.html",

@@ -10,13 +10,13 @@ from ioweather.web.registry import Page
 
 
 def talkers_data(ctx: WebContext, params) -> dict:
-    from ioweather.services import fsview
+    from ioweather.services import fsview  # it loads pandas: with the first telemetry page, not at start
 
     q = Query(params, ("fs", "since", "until"))
     fs, systems, since_ns, until_ns = fs_and_window(ctx, q, "1d")
-    doc = memo(ctx, fs, ("talkers", fs, since_ns, until_ns),
-               lambda: fsview.talkers(ctx.settings, fs, since_ns, until_ns, fsview.job_links(ctx.settings)))
-    return {"fs_all": systems, **doc}
+    # every file system is in the key: the answer names them all (fs_all)
+    return memo(ctx, fs, ("talkers", fs, tuple(systems), since_ns, until_ns),
+                lambda: fsview.talkers(ctx.settings, fs, since_ns, until_ns, fsview.job_links(ctx.settings))).to_json()
 
 
 PAGE = Page(slug="talkers", script="fsview.js", title="Talkers", data=talkers_data, template="talkers.html",

@@ -4,24 +4,17 @@ each 10-minute interval's fastest, median and slowest), interval statistics and 
 
 from __future__ import annotations
 
-import numpy as np
-
 from ioweather.services.changes import probe_marks
-from ioweather.services.probe_cache import OPS
-from ioweather.services.probe_timeline import MAX_POINTS, timeline
 from ioweather.services.defaults import SLOWDOWN_STATS
-from ioweather.services.probe_timeline import STATUSES
-from ioweather.units import ns_to_iso
+from ioweather.services.probe_timeline import MAX_POINTS, timeline
 from ioweather.web.context import WebContext
-from ioweather.web.pages.common import (finite_or_none, has_probe_data, iso_ms, now_utc, require_probe_data,
-                                        target_param)
+from ioweather.web.pages.common import has_probe_data, now_utc, require_probe_data, target_param
 from ioweather.web.params import Query
 from ioweather.web.registry import Page
 
 #: Raw samples of one day are 518 k rows at 1 Hz: more is the Slowdown history's job.
 MAX_WINDOW_S = 86400.0
 TIMELINE_INTERVALS_S = (60.0, 300.0, 600.0, 1800.0, 3600.0, 14400.0)
-INTERVAL_COLUMNS = ("count", "errors", "timeouts", "median_s", "p90_s", "p99_s", "max_s", "slowdown")
 
 
 PARAMS = ("target", "since", "until", "interval", "stat", "points")
@@ -48,33 +41,8 @@ def timeline_data(ctx: WebContext, params) -> dict:
     interval = q.duration("interval", "10m", allowed=TIMELINE_INTERVALS_S)
     stat = q.choice("stat", SLOWDOWN_STATS, "median")
     max_points = q.integer("points", MAX_POINTS, 100, MAX_POINTS)
-    t = timeline(ctx.cache, target, since, until, interval, stat, max_points)
-    f = t.failures
-    if t.resolution_s is None:
-        samples = {op: {"time": iso_ms(p["start_ns"]), "duration_s": (p["duration_ns"] / 1e9).tolist()}
-                   for op, p in zip(OPS, t.points)}
-        failures = {"time": iso_ms(f["start_ns"]), "op": [OPS[c] for c in f["op"].tolist()],
-                    "status": [STATUSES[c] for c in f["status"].tolist()], "duration_s": (f["duration_ns"] / 1e9).tolist()}
-    else:
-        samples = {op: {"time": iso_ms(p["start_ns"]), "count": p["count"].tolist(), "min_s": finite_or_none(p["min_s"]),
-                        "median_s": finite_or_none(p["median_s"]), "max_s": finite_or_none(p["max_s"])}
-                   for op, p in zip(OPS, t.points)}
-        failures = {"time": iso_ms(f["start_ns"]), "op": [OPS[c] for c in f["op"].tolist()],
-                    "errors": f["errors"].tolist(), "timeouts": f["timeouts"].tolist()}
-    return {
-        "target": target, "targets": targets, "since": ns_to_iso(since), "until": ns_to_iso(until),
-        "interval_s": t.interval_s, "stat": stat, "max_points": max_points,
-        # "raw": `samples` are samples; "10 min": per op and interval its count, fastest, median and slowest
-        "resolution": "raw" if t.resolution_s is None else f"{t.resolution_s // 60} min",
-        "resolution_s": t.resolution_s,
-        "samples_total": t.total, "samples_shown": t.shown, "downsampled": t.shown < t.total,
-        "failures_total": t.failures_total,
-        "expected_s": dict(zip(OPS, finite_or_none(t.expected_s))),
-        "thresholds": {"warn": ctx.config.warn, "crit": ctx.config.crit},
-        "samples": samples, "failures": failures,
-        "intervals": [{"op": r["op"], "interval_start": ns_to_iso(r["interval_start_ns"]),
-                       **{c: r[c] for c in INTERVAL_COLUMNS}} for r in t.intervals],
-    }
+    return timeline(ctx.cache, targets, target, since, until, interval, stat, max_points, ctx.config.warn,
+                    ctx.config.crit).to_json()
 
 
 PAGE = Page(slug="timeline", title="Probe timeline", data=timeline_data, template="timeline.html",
