@@ -33,15 +33,16 @@ def register(cli: click.Group) -> None:
             from ioweather.files import check_destination
 
             check_destination(html_out)  # before the work, not after it
-        doc = build(open_store(settings), job, system=system, fs=fs, motif=motif)
+        answer = build(open_store(settings), job, system=system, fs=fs, motif=motif)
         if html_out:
             from ioweather.services.umami import write_html
 
-            write_html(doc, html_out)
+            write_html(answer, html_out)
             click.echo(f"wrote {html_out}", err=True)
             return
+        doc = answer.to_json()
         if as_json:
-            print_json({k: v for k, v in doc.items()})
+            print_json(doc)
             return
         stdout.print(f"[bold]{doc['verdict']}[/bold]", highlight=False)
         stdout.print(f"job {doc['job']} · motif {doc['motif']} · {doc['history_jobs']} earlier jobs of this motif",
