@@ -117,3 +117,18 @@ def test_why_reads_the_typed_weather(planted):
     facts = {"io_time_s": 10.0, "times": {}, "bytes_written": 1, "bytes_read": 0}
     system, model, evidence = _system(facts, w, (None, None), [], "scratch", True, "")
     assert model == "coverage_factor" and system == pytest.approx(10.0 * (1 - w.coverage_factor_write_bw))
+
+
+def test_correlations_are_typed_and_the_cli_prints_their_rows(planted):
+    from ioweather.services.umami import Correlations
+
+    settings, store = planted
+    answer = umami.correlations(store, fs="scratch")
+    assert isinstance(answer, Correlations) and answer.jobs == 13
+    assert set(answer.to_json()) == _declared(Correlations)
+    p = run_cli("correlations", "--fs", "scratch", "--json", home=settings.home)
+    assert p.returncode == 0, p.stderr
+    keys = ("metric", "r", "p", "n", "strength", "magnitude")
+    assert json.loads(p.stdout) == json.loads(to_json([{k: r[k] for k in keys} for r in answer.rows]))
+    cf = next(r for r in answer.rows if r["metric"] == "coverage_factor_bw")
+    assert cf["n"] == 13 and cf["performance"] == "fraction_of_peak"

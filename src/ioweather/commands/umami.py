@@ -68,18 +68,18 @@ def register(cli: click.Group) -> None:
         from ioweather.services.stores import open_store
         from ioweather.views.output import print_json, print_table, stdout
 
-        doc = build(open_store(settings), fs=fs, motif=motif, system=system, metrics=list(metrics) or None,
-                    all_rows=all_rows)
+        answer = build(open_store(settings), fs=fs, motif=motif, system=system, metrics=list(metrics) or None,
+                       all_rows=all_rows)
         if as_json:
-            print_json([{k: r[k] for k in ("metric", "r", "p", "n", "strength", "magnitude")} for r in doc["rows"]])
+            print_json([{k: r[k] for k in ("metric", "r", "p", "n", "strength", "magnitude")} for r in answer.rows])
             return
-        stdout.print(f"{doc['jobs']} jobs", highlight=False)
+        stdout.print(f"{answer.jobs} jobs", highlight=False)
 
         def style(r):
             colour = {"strong": "blue", "weak": "green"}.get(r["strength"], "red")
             return f"bold {colour}" if r["r"] is not None and abs(r["r"]) > 0.3 else colour
 
-        print_table(doc["rows"], [("metric", "metric"), ("r", "r", _num), ("p", "p", _p), ("n", "n"),
+        print_table(answer.rows, [("metric", "metric"), ("r", "r", _num), ("p", "p", _p), ("n", "n"),
                                   ("strength", "strength"), ("magnitude", "|r|")], row_style=style)
 
     @import_group(cli).command("job-features")

@@ -11,6 +11,10 @@ dataset its files' mount points map to (config.dataset_for_mounts: the fs-map se
 mount whose last component names a dataset), never "the only dataset with telemetry": a job on /home
 is not a job on /scratch. Node counts come from the log's host names (or the scheduler), never from
 its process count.
+
+This module reads the store and orchestrates; the math on what it read is stats/job_weather.py. A
+job is a `Job` however it was found, its weather a `Weather` (the stored document), the answer
+services.umami's `Umami`.
 """
 
 from __future__ import annotations
@@ -158,8 +162,8 @@ def fs_of(store, job: Job) -> dict:
     from ioweather.store.job_telemetry import known_fs
 
     if not job.files:
-        full = with_files(store, [job])[0]
-        job.__dict__.update(full.__dict__)
+        # in place: the caller then computes the job's weather without reading its per-file table again
+        vars(job).update(vars(with_files(store, [job])[0]))
     # the store knows its Parquet directory, <home>/parquet; the fs-map file lives in <home>
     return dataset_for_mounts(job.mount_bytes, known_fs(store.parquet_dir), load_fs_map(Path(store.parquet_dir).parent))
 

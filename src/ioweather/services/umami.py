@@ -10,7 +10,7 @@ peak across that history, culprits and the verdict.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypedDict
 
@@ -143,6 +143,25 @@ def import_job_features(store, csv_path: str, preset: str, config_path: str | No
 
 # ----------------------------------------------------------------------------- correlations
 
+@dataclass(frozen=True)
+class Correlations:
+    """The answer to "which metrics matter?": Pearson's r of fraction of peak with each metric over the
+    `jobs` jobs with a weather (imported feature rows and our own jobs), optionally of one file system,
+    motif or feature set. Each row: metric, r, p, n (pairs), strength (p < 0.01 strong, < 0.05 weak),
+    magnitude (the paper's reading of |r|) and the performance column it was correlated with.
+    `to_json()` is the whole answer; `correlations --json` prints its rows' metric, r, p, n, strength
+    and magnitude."""
+
+    fs: str | None
+    motif: str | None
+    system: str | None
+    jobs: int
+    rows: list[dict]
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
 def metric_columns(df: pd.DataFrame) -> list[str]:
     """Numeric metric columns of a feature table: not identifiers (`_...`), flags (`...?`) or performance."""
     import pandas as pd
@@ -173,7 +192,7 @@ def _feature_frame(store, system=None, fs=None, motif=None, all_rows=False) -> p
 
 
 def correlations(store, fs: str | None = None, motif: str | None = None, system: str | None = None,
-                 metrics: list[str] | None = None, all_rows: bool = False) -> dict:
+                 metrics: list[str] | None = None, all_rows: bool = False) -> Correlations:
     """Pearson's r of fraction of peak with every metric over the jobs in the store (imported features and
     our own jobs' weather), optionally of one file system, motif or feature set."""
     import pandas as pd
@@ -206,7 +225,7 @@ def correlations(store, fs: str | None = None, motif: str | None = None, system:
             r["performance"] = perf
             r["magnitude"] = _magnitude(r["r"])
             rows.append(r)
-    return {"fs": fs, "motif": motif, "system": system, "jobs": n_jobs, "rows": rows}
+    return Correlations(fs=fs, motif=motif, system=system, jobs=n_jobs, rows=rows)
 
 
 def _magnitude(r: float | None) -> str:
