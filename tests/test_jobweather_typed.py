@@ -132,3 +132,32 @@ def test_correlations_are_typed_and_the_cli_prints_their_rows(planted):
     assert json.loads(p.stdout) == json.loads(to_json([{k: r[k] for k in keys} for r in answer.rows]))
     cf = next(r for r in answer.rows if r["metric"] == "coverage_factor_bw")
     assert cf["n"] == 13 and cf["performance"] == "fraction_of_peak"
+
+
+def test_an_imported_feature_row_answers_typed_without_a_file_system(testdata, home, tmp_path):
+    """tokio-abc's first 400 Edison rows (a real year's benchmark features): the import and a row's
+    UMAMI are typed; the row's answer has no `fs` key (no telemetry of ours) and its weather is its
+    bandwidth alone."""
+    import pandas as pd
+
+    from ioweather.config import Settings
+    from ioweather.services.umami import FeatureImport, FeatureWeather
+    from ioweather.store import open_store
+
+    d = testdata / "tokio-abc"
+    csv = tmp_path / "edison-summaries_head.csv"
+    raw = pd.read_csv(d / "edison-summaries_2017-02-14-2018-02-15.csv.gz", low_memory=False).head(400)
+    raw.to_csv(csv, index=False)
+    store = open_store(Settings.resolve(home, None))
+    res = umami.import_job_features(store, str(csv), "tokio-abc", str(d / "abcconfig.json"))
+    assert isinstance(res, FeatureImport) and res.rows_in_file == 400 and set(res.to_json()) == _declared(FeatureImport)
+    kept = raw[raw["darshan_agg_perf_by_slowest_posix"].notna()]
+    jobid = str(kept["_jobid"].iloc[-1])
+    p = run_cli("umami", jobid, "--json", home=home)
+    assert p.returncode == 0, p.stderr
+    answer = umami.umami(store, jobid, system=res.set)
+    assert isinstance(answer, Umami) and isinstance(answer.weather, FeatureWeather)
+    doc = json.loads(to_json(answer.to_json()))
+    assert json.loads(p.stdout) == doc and "fs" not in doc and set(doc["weather"]) == {"performance_bps"}
+    assert doc["weather"]["performance_bps"] == pytest.approx(
+        kept["darshan_agg_perf_by_slowest_posix"].iloc[-1] * 1024 * 1024, rel=1e-12)

@@ -98,7 +98,7 @@ def register(cli: click.Group) -> None:
 
         res = import_job_features(open_store(settings), csv, preset, config_path, name)
         if as_json:
-            print_json(res)
+            print_json(res.to_json())
             return
-        click.echo(f"imported {res['rows']:,} jobs into set {res['set']} ({res['rows_kept_by_paper_filters']:,} kept "
+        click.echo(f"imported {res.rows:,} jobs into set {res.set} ({res.rows_kept_by_paper_filters:,} kept "
                    f"by the paper's filters)")

@@ -114,8 +114,25 @@ class Umami:
 
 # ----------------------------------------------------------------------------- import
 
+@dataclass(frozen=True)
+class FeatureImport:
+    """What `import job-features` stored: set `set` of preset `preset`, `rows` rows of the file's
+    `rows_in_file`, of which `rows_kept_by_paper_filters` pass the paper's filters; `config` the
+    abcconfig.json read (None when none named a direction). `to_json()` is the command's --json."""
+
+    set: str
+    preset: str
+    rows: int
+    rows_in_file: int
+    rows_kept_by_paper_filters: int
+    config: str | None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
 def import_job_features(store, csv_path: str, preset: str, config_path: str | None = None,
-                        name: str | None = None) -> dict:
+                        name: str | None = None) -> FeatureImport:
     """Read a feature CSV, derive what it lacks, store it as set `name` (tokio-abc: the system's name)."""
     from ioweather.sources import job_features as src
     from ioweather.stats.abc_features import derive, paper_filter
@@ -136,9 +153,9 @@ def import_job_features(store, csv_path: str, preset: str, config_path: str | No
               "umami_rows": config.get("umami_row_order") or DEFAULT_FEATURE_ROWS,
               "labels": config.get("metric_labels", {}), "perf": FEATURE_PERF}
     n = fstore.write_set(store, system, preset, str(Path(csv_path).resolve()), df, stored)
-    return {"set": system, "preset": preset, "rows": n, "rows_in_file": len(raw),
-            "rows_kept_by_paper_filters": int(df["_paper_filter"].sum()),
-            "config": str(cfg_path) if stored["directions"] else None}
+    return FeatureImport(set=system, preset=preset, rows=n, rows_in_file=len(raw),
+                         rows_kept_by_paper_filters=int(df["_paper_filter"].sum()),
+                         config=str(cfg_path) if stored["directions"] else None)
 
 
 # ----------------------------------------------------------------------------- correlations
