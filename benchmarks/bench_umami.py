@@ -161,7 +161,7 @@ def main() -> None:
         for name, job in (("mid", mid), ("late", late)):
             doc, dt = timed(umami.umami, store, job["log_hash"][:16])
             res[f"umami_{name}_service_s"] = round(dt, 3)
-            res[f"umami_{name}_verdict"] = doc["verdict"]
+            res[f"umami_{name}_verdict"] = doc.verdict
             walls = []
             for _ in range(3):
                 t = time.perf_counter()

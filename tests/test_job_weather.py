@@ -18,6 +18,7 @@ from umami_planted import telemetry as _telemetry
 from ioweather.config import Settings
 from ioweather.errors import UserError
 from ioweather.services import job_weather, umami
+from ioweather.stats import job_weather as jws
 from ioweather.store import jobs as jstore
 from ioweather.store import open_store, scheduler
 from ioweather.store import telemetry_layout as layout
@@ -47,7 +48,7 @@ def planted(home):
 
 def test_planted_competitor_share_and_verdict(planted):
     settings, store = planted
-    doc = umami.umami(store, "1012")
+    doc = umami.umami(store, "1012").to_json()
     w = doc["weather"]
     # the job moved 4 MiB per target per sample, the competitor a third of that on every target
     share = 4 * MIB / (4 * MIB + 4 * MIB // 3)
@@ -90,7 +91,7 @@ def test_job_without_telemetry_is_no_data_not_zero(planted):
     settings, store = planted
     r, f = _job(99, T0 - 30 * 86_400 * S, 60, 10 * MIB, 300.0, 4242)
     jstore.write_batch(store, settings.parquet_dir, [r], [f], [])
-    doc = umami.umami(store, "4242")
+    doc = umami.umami(store, "4242").to_json()
     assert doc["weather"]["no_data"] is True
     assert doc["weather"]["coverage_factor_bw"] is None and doc["weather"]["missing_fraction"] is None
     assert doc["verdict"].startswith("not enough history") or doc["verdict"].startswith("no data")
@@ -107,13 +108,13 @@ def test_concurrent_jobs_from_the_scheduler(planted):
         {"cluster": "c", "jobid": "8", "start_ns": start + 20 * S, "end_ns": None, "nnodes": 4},
         {"cluster": "c", "jobid": "9", "start_ns": start + 3600 * S, "end_ns": start + 7200 * S, "nnodes": 4},
     ], "test")
-    w = umami.umami(store, "1012")["weather"]
+    w = umami.umami(store, "1012").to_json()["weather"]
     assert w["concurrent_jobs"] == 2
     # window = 60 s (55 s + 5 s tail): job 7 overlaps 30 s x 10 nodes, job 8 40 s x 4 nodes
     assert w["concurrent_node_hours"] == pytest.approx((30 * 10 + 40 * 4) / 3600)
     assert w["coverage_factor_nodehrs"] == pytest.approx(120 / (120 + 300 + 160))
     # a Darshan job whose id the scheduler does not know: weather without that, and a note
-    w0 = umami.umami(store, "1000")["weather"]
+    w0 = umami.umami(store, "1000").to_json()["weather"]
     assert any("not in the scheduler data" in n for n in w0["notes"]) or w0["concurrent_jobs"] is None
 
 
@@ -136,7 +137,7 @@ def test_motif_with_one_job(home):
     r, f = _job(1, T0, 55, 48 * MIB, 100.0, 5)
     jstore.write_batch(store, settings.parquet_dir, [r], [f], [])
     layout.write_rows(settings, "scratch", _telemetry(T0, T0 + 60 * S, MIB, 0))
-    doc = umami.umami(store, "5")
+    doc = umami.umami(store, "5").to_json()
     assert doc["verdict"] == "not enough history (0 similar jobs; need 10)"
     assert doc["weather"]["coverage_factor_bw"] == pytest.approx(48 * MIB / (4 * MIB * 12))
 
@@ -147,8 +148,8 @@ def test_job_osts_from_the_stored_lustre_layout():
     files = pd.DataFrame({"log_hash": ["a", "a", "a", "b"], "module": ["POSIX", "POSIX", "STDIO", "POSIX"],
                           "ost_ids": ["0,3,7", "12", "99", None]})
     posix = files[files["module"] == "POSIX"]
-    assert sorted(job_weather._ost_ids(posix.loc[posix["log_hash"] == "a", "ost_ids"])) == [0, 3, 7, 12]
-    assert job_weather._ost_ids([None, float("nan"), 5, "1,2,"]) == {5, 1, 2}
+    assert sorted(jws.ost_ids(posix.loc[posix["log_hash"] == "a", "ost_ids"])) == [0, 3, 7, 12]
+    assert jws.ost_ids([None, float("nan"), 5, "1,2,"]) == {5, 1, 2}
 
 
 def test_probe_slowdown_during_the_window(planted):
@@ -163,11 +164,11 @@ def test_probe_slowdown_during_the_window(planted):
     start = T0 + 12 * 86_400 * S
     day0 = start // (86_400 * S) * 86_400 * S
     # no probe yet: unknown, not 1.0
-    assert job_weather.compute(store, job_weather.find_job(store, "1012"), "scratch")["probe_slowdown"] is None
+    assert job_weather.compute(store, job_weather.find_job(store, "1012"), "scratch").probe_slowdown is None
     add_target(store, "scratch-probe", day0 - 31 * 86_400 * S, day0, period_s=60, seed=1, error_rate=0, timeout_rate=0)
     add_target(store, "scratch-probe", day0, day0 + 86_400 * S, period_s=5, seed=2, error_rate=0, timeout_rate=0,
                episodes=[Episode(start, start + 60 * S, 8.0)])
-    w = umami.umami(store, "1012")["weather"]
+    w = umami.umami(store, "1012").to_json()["weather"]
 
     def medians(since, until):
         s = probe_store.read_samples(store, "scratch-probe", since_ns=since, until_ns=until)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+from dataclasses import asdict, replace
 
 import numpy as np
 import pandas as pd
@@ -126,24 +127,24 @@ def batch(home):
 def test_batch_equals_a_pandas_join_of_the_raw_rows(batch):
     _settings, store, raw = batch
     jobs = job_weather.darshan_jobs(store)
-    jobs[1] = {**jobs[1], "osts": [0, 2]}  # the paper's variant: only the job's own OSTs
-    docs = job_weather.compute_many(store, jobs, "fs")
+    jobs[1] = replace(jobs[1], osts=[0, 2])  # the paper's variant: only the job's own OSTs
+    docs = [w.to_json() for w in job_weather.compute_many(store, jobs, "fs")]
     assert len(docs) == 7
     for job, doc in zip(jobs, docs):
-        ref = _reference(raw, job)
-        assert doc["no_data"] is ref["no_data"], job["id"]
+        ref = _reference(raw, asdict(job))
+        assert doc["no_data"] is ref["no_data"], job.id
         if ref["no_data"]:
             assert doc["coverage_factor_bw"] is None and doc["missing_fraction"] is None
             continue
         for k, v in ref.items():
             if isinstance(v, float):
-                assert doc[k] == pytest.approx(v, rel=1e-9), (job["id"], k)
+                assert doc[k] == pytest.approx(v, rel=1e-9), (job.id, k)
             else:
-                assert doc[k] == v, (job["id"], k)
-        assert doc["cf_variant"] == ("job's targets" if job.get("osts") else "all targets")
+                assert doc[k] == v, (job.id, k)
+        assert doc["cf_variant"] == ("job's targets" if job.osts else "all targets")
     # one job at a time gives the same numbers as the batch
     for job, doc in zip(jobs[:3], docs[:3]):
-        one = job_weather.compute(store, job, "fs")
+        one = job_weather.compute(store, job, "fs").to_json()
         assert {k: one[k] for k in ("coverage_factor_bw", "missing_fraction", "server_cpu_pct")} == \
             {k: doc[k] for k in ("coverage_factor_bw", "missing_fraction", "server_cpu_pct")}
 
@@ -168,7 +169,7 @@ def test_refresh_keeps_every_verdict_and_the_umami_answer_reads_it(batch):
     assert sum(v.startswith("no data") for v in got.values()) == 1
     assert job_weather.refresh_all(store)["computed"] == 0
     doc = job_weather.umami_for_job(store, "5004")
-    assert doc["verdict"] == got[job_weather.find_job(store, "5004")["key"]]
+    assert doc.verdict == got[job_weather.find_job(store, "5004").key]
 
 
 @pytest.mark.skipif(not LOGS, reason="the shared Darshan logs are not here")
@@ -222,14 +223,14 @@ def test_scheduler_import_recomputes_concurrency(batch, tmp_path):
     job = job_weather.find_job(store, "5000")
     con = sqlite3.connect(settings.sqlite_path)
     q = "SELECT json_extract(doc, '$.concurrent_jobs') FROM job_weather WHERE job_key = ?"
-    assert con.execute(q, (job["key"],)).fetchone()[0] is None
+    assert con.execute(q, (job.key,)).fetchone()[0] is None
     iso = lambda ns: pd.Timestamp(ns, unit="ns").strftime("%Y-%m-%dT%H:%M:%S")
     sacct = tmp_path / "sacct.txt"
     sacct.write_text("JobID|Cluster|JobName|Start|End|NNodes|State\n"
-                     f"5000|c|ior|{iso(job['start_ns'])}|{iso(job['end_ns'])}|2|COMPLETED\n"
-                     f"77|c|other|{iso(job['start_ns'] - 600 * S)}|{iso(job['end_ns'] + 600 * S)}|8|COMPLETED\n")
+                     f"5000|c|ior|{iso(job.start_ns)}|{iso(job.end_ns)}|2|COMPLETED\n"
+                     f"77|c|other|{iso(job.start_ns - 600 * S)}|{iso(job.end_ns + 600 * S)}|8|COMPLETED\n")
     import_slurm(settings, str(sacct), tz="UTC")
-    assert con.execute(q, (job["key"],)).fetchone()[0] == 1
+    assert con.execute(q, (job.key,)).fetchone()[0] == 1
     con.close()
 
 
@@ -244,7 +245,7 @@ def test_umami_of_a_job_with_a_kept_climate_imports_no_scipy(batch):
     job_weather.refresh_all(store)
     code = ("import json, sys; from ioweather.config import Settings; from ioweather.store import open_store; "
             "from ioweather.services import umami; "
-            f"d = umami.umami(open_store(Settings.resolve({str(settings.home)!r})), '5006'); "
+            f"d = umami.umami(open_store(Settings.resolve({str(settings.home)!r})), '5006').to_json(); "
             "print(json.dumps({'scipy': any(m.startswith('scipy') for m in sys.modules), "
             "'pandas': 'pandas' in sys.modules, 'doc': d}, default=str))")
     out = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
@@ -255,13 +256,14 @@ def test_umami_of_a_job_with_a_kept_climate_imports_no_scipy(batch):
 
     job = job_weather.find_job(store, "5006")
     t = job_weather.update_climates(store, "fs", {kept["motif"]})[kept["motif"]]
-    i = t.keys.index(job["key"])
-    fresh = climate({"id": job["id"], "motif": kept["motif"], "start_ns": job["start_ns"], "values": t.values(i)},
-                    t.starts[t.starts < job["start_ns"]], t.x[t.starts < job["start_ns"]], list(job_weather.UMAMI_ROWS),
+    i = t.keys.index(job.key)
+    fresh = climate({"id": job.id, "motif": kept["motif"], "start_ns": job.start_ns,
+                     "values": t.values(i).answer_json()}, t.starts[t.starts < job.start_ns],
+                    t.x[t.starts < job.start_ns], list(job_weather.UMAMI_ROWS),
                     "fraction_of_peak")  # computes r and p itself (scipy.special)
     assert [(m["metric"], m["quartile"], m["r"], m["p"]) for m in kept["metrics"]] == \
-        [(m["metric"], m["quartile"], m["r"], m["p"]) for m in fresh["metrics"]]
-    assert kept["verdict"] == fresh["verdict"]
+        [(m["metric"], m["quartile"], m["r"], m["p"]) for m in fresh.metrics]
+    assert kept["verdict"] == fresh.verdict
 
 
 def test_dask_path_gives_the_local_documents(batch):
@@ -272,7 +274,7 @@ def test_dask_path_gives_the_local_documents(batch):
 
     _settings, store, _raw = batch
     jobs = job_weather.darshan_jobs(store)
-    jobs[1] = {**jobs[1], "osts": [0, 2]}
+    jobs[1] = replace(jobs[1], osts=[0, 2])
     local = job_weather.compute_many(store, jobs, "fs")
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as c, \
             Client(c) as client:
@@ -332,7 +334,7 @@ def test_a_telemetry_import_recomputes_the_weather_it_covers(batch, tmp_path):
     q = ("SELECT job_key, computed_ns, json_extract(doc, '$.no_data'), json_extract(doc, '$.verdict'), "
          "json_extract(doc, '$.coverage_factor_bw'), json_extract(doc, '$.missing_fraction') FROM job_weather")
     before = {k: rest for k, *rest in con.execute(q)}
-    assert before[job["key"]][1] == 1 and before[job["key"]][2].startswith("no data")
+    assert before[job.key][1] == 1 and before[job.key][2].startswith("no data")
     d0 = T0 // DAY * DAY
     gap_day = (d0 + 30 * 3600 * S) // DAY
     t = np.arange(d0 + 30 * 3600 * S, d0 + 31 * 3600 * S, 5 * S)
@@ -345,10 +347,10 @@ def test_a_telemetry_import_recomputes_the_weather_it_covers(batch, tmp_path):
     assert r.returncode == 0, r.stderr
     after = {k: rest for k, *rest in con.execute(q)}
     con.close()
-    reaches = {j["key"] for j in job_weather.darshan_jobs(store) if (j["end_ns"] + 5 * S - 1) // DAY >= gap_day}
+    reaches = {j.key for j in job_weather.darshan_jobs(store) if (j.end_ns + 5 * S - 1) // DAY >= gap_day}
     assert json.loads(r.stdout)["job_weather"]["computed"] == len(reaches) == 5
     assert {k for k in after if after[k][0] != before[k][0]} == reaches
-    assert after[job["key"]][1] == 0 and not after[job["key"]][2].startswith("no data")
-    assert after[job["key"]][3] is not None
-    for k in set(after) - {job["key"]}:
+    assert after[job.key][1] == 0 and not after[job.key][2].startswith("no data")
+    assert after[job.key][3] is not None
+    for k in set(after) - {job.key}:
         assert after[k][3:] == before[k][3:], k

@@ -58,8 +58,8 @@ def test_nodes_never_from_processes(darshan_home):
         by_procs = {j["nprocs"]: j for j in jobs}
         for nprocs in (496, 128):
             job = jw.find_job(store, by_procs[nprocs]["id"][:12])
-            assert job["nnodes"] is None
-            assert " / ? nodes / " in jw.motif(job, "fs") and f"{nprocs} nodes" not in jw.motif(job, "fs")
+            assert job.nnodes is None
+            assert " / ? nodes / " in job.motif("fs") and f"{nprocs} nodes" not in job.motif("fs")
     finally:
         store.dispose()
 

@@ -33,15 +33,16 @@ def register(cli: click.Group) -> None:
             from ioweather.files import check_destination
 
             check_destination(html_out)  # before the work, not after it
-        doc = build(open_store(settings), job, system=system, fs=fs, motif=motif)
+        answer = build(open_store(settings), job, system=system, fs=fs, motif=motif)
         if html_out:
             from ioweather.services.umami import write_html
 
-            write_html(doc, html_out)
+            write_html(answer, html_out)
             click.echo(f"wrote {html_out}", err=True)
             return
+        doc = answer.to_json()
         if as_json:
-            print_json({k: v for k, v in doc.items()})
+            print_json(doc)
             return
         stdout.print(f"[bold]{doc['verdict']}[/bold]", highlight=False)
         stdout.print(f"job {doc['job']} · motif {doc['motif']} · {doc['history_jobs']} earlier jobs of this motif",
@@ -67,18 +68,18 @@ def register(cli: click.Group) -> None:
         from ioweather.services.stores import open_store
         from ioweather.views.output import print_json, print_table, stdout
 
-        doc = build(open_store(settings), fs=fs, motif=motif, system=system, metrics=list(metrics) or None,
-                    all_rows=all_rows)
+        answer = build(open_store(settings), fs=fs, motif=motif, system=system, metrics=list(metrics) or None,
+                       all_rows=all_rows)
         if as_json:
-            print_json([{k: r[k] for k in ("metric", "r", "p", "n", "strength", "magnitude")} for r in doc["rows"]])
+            print_json([{k: r[k] for k in ("metric", "r", "p", "n", "strength", "magnitude")} for r in answer.rows])
             return
-        stdout.print(f"{doc['jobs']} jobs", highlight=False)
+        stdout.print(f"{answer.jobs} jobs", highlight=False)
 
         def style(r):
             colour = {"strong": "blue", "weak": "green"}.get(r["strength"], "red")
             return f"bold {colour}" if r["r"] is not None and abs(r["r"]) > 0.3 else colour
 
-        print_table(doc["rows"], [("metric", "metric"), ("r", "r", _num), ("p", "p", _p), ("n", "n"),
+        print_table(answer.rows, [("metric", "metric"), ("r", "r", _num), ("p", "p", _p), ("n", "n"),
                                   ("strength", "strength"), ("magnitude", "|r|")], row_style=style)
 
     @import_group(cli).command("job-features")
@@ -97,7 +98,7 @@ def register(cli: click.Group) -> None:
 
         res = import_job_features(open_store(settings), csv, preset, config_path, name)
         if as_json:
-            print_json(res)
+            print_json(res.to_json())
             return
-        click.echo(f"imported {res['rows']:,} jobs into set {res['set']} ({res['rows_kept_by_paper_filters']:,} kept "
+        click.echo(f"imported {res.rows:,} jobs into set {res.set} ({res.rows_kept_by_paper_filters:,} kept "
                    f"by the paper's filters)")

@@ -39,6 +39,9 @@ from ioweather.units import format_bytes, ns_to_iso
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ioweather.services.job_weather import Job
+    from ioweather.services.umami import Umami
+
 # numpy and pandas are imported where used: the runner (`bench run`, scheduled on compute nodes) and
 # `bench summary` need neither, and pandas with pyarrow was most of the runner's 155 MiB.
 MIB = 1024 * 1024
@@ -613,7 +616,7 @@ def run_window(store, run_id: str) -> dict:
 
 # ----------------------------------------------------------------------------- climate vs weather
 
-def umami_for_run(store, run_id: str, fs: str | None = None) -> dict:
+def umami_for_run(store, run_id: str, fs: str | None = None) -> Umami:
     """A benchmark run as a job of its motif (key `bench:<run id>`): its weather against the climate
     of the other runs of the same motif and direction, as `ioweather umami` does for a user job."""
     from ioweather.services import job_weather
@@ -628,24 +631,23 @@ def umami_for_run(store, run_id: str, fs: str | None = None) -> dict:
     peers = [_as_job({"run_id": rid, "motif": g["motif"].iloc[0], "start_ns": g["start_ns"].iloc[0],
                       "end_ns": g["end_ns"].iloc[0], "hosts": g["hosts"].iloc[0], "directory": None,
                       "results": g.to_dict("records")}) for rid, g in df.groupby("run_id")]
-    key = job_weather.motif(job, name)
-    return job_weather.umami_among(store, job, name, [p for p in peers if job_weather.motif(p, name) == key],
-                                   source="bench")
+    key = job.motif(name)
+    return job_weather.umami_among(store, job, name, [p for p in peers if p.motif(name) == key], source="bench")
 
 
-def _as_job(run: dict) -> dict:
+def _as_job(run: dict) -> Job:
+    from ioweather.services.job_weather import Job  # numpy: not on the runner's path (see the imports)
+
     res = run["results"]
     best = max(res, key=lambda r: r.get("bytes") or 0)
     by = {d: sum((r.get("bytes") or 0) for r in res if r["direction"] == d) for d in ("read", "write")}
     if not by["read"] and not by["write"]:  # metadata: no bytes moved; the run's operation is its direction
         by = {"read" if best["direction"] == "stat" else "write": 1}
     hosts = str(run.get("hosts") or "")
-    return {"key": f"bench:{run['run_id']}", "id": f"bench:{run['run_id']}", "jobid": None,
-            "exe": f"bench {run['motif']}", "nnodes": max(1, hosts.count(",") + 1) if hosts else 1,
-            "start_ns": int(run["start_ns"]), "end_ns": int(run["end_ns"]),
-            "bytes_read": by.get("read"), "bytes_written": by.get("write"), "read_ops": None, "write_ops": None,
-            "opens": None, "osts": None, "perf_bps": float(best.get("bw_bps") or "nan"),
-            "mounts": [run["directory"]] if run.get("directory") else []}
+    return Job(key=f"bench:{run['run_id']}", id=f"bench:{run['run_id']}", jobid=None, exe=f"bench {run['motif']}",
+               nnodes=max(1, hosts.count(",") + 1) if hosts else 1, start_ns=int(run["start_ns"]),
+               end_ns=int(run["end_ns"]), bytes_read=by.get("read"), bytes_written=by.get("write"),
+               perf_bps=float(best.get("bw_bps") or "nan"), mounts=[run["directory"]] if run.get("directory") else [])
 
 
 def write_report(rows: list[dict], out: str) -> None:

@@ -10,8 +10,9 @@ peak across that history, culprits and the verdict.
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypedDict
 
 import numpy as np
 
@@ -35,10 +36,103 @@ DEFAULT_FEATURE_ROWS = ["darshan_normalized_perf_by_max", "coverage_factor_bw", 
 _PERF_PREFIXES = ("darshan_normalized_perf", "darshan_agg_perf")
 
 
+class MetricRow(TypedDict, total=False):
+    """One metric of a UMAMI answer: the job's value, its quartile class (1-4) in the history and the
+    colour of that, Pearson's r and p with performance over the history (n pairs), their strength,
+    whether the value is unusual in the bad direction, the history's box (p5, q1, median, q3, p95,
+    mean, n) and series (ISO UTC times, values); r_fs, p_fs, n_fs over the whole file system
+    (imported feature rows only)."""
+
+    metric: str
+    label: str
+    value: float | None
+    quartile: int | None
+    colour: str | None
+    bigger_is_better: bool | None
+    n: int
+    r: float | None
+    p: float | None
+    strength: str
+    unusual: bool
+    box: dict
+    history: dict
+    r_fs: float | None
+    p_fs: float | None
+    n_fs: int
+
+
+class _Weather(Protocol):
+    """What an answer's weather gives its JSON: services.job_weather.Weather or FeatureWeather."""
+
+    def answer_json(self) -> dict: ...
+
+
+@dataclass(frozen=True)
+class FeatureWeather:
+    """The weather of an imported feature row: its bandwidth (bytes/s; None: unknown). Its metrics are
+    columns of the row, shown in the answer's metric rows."""
+
+    performance_bps: float | None
+
+    def answer_json(self) -> dict:
+        return {"performance_bps": self.performance_bps}
+
+
+@dataclass(frozen=True)
+class Umami:
+    """The answer to "was this job's I/O slow because of the system or its code?" (seed 003, METHODS.md
+    section 7): the job's value of each metric against its motif's history (the jobs of the same motif
+    that started before it), the culprits (metrics unusual for this job and historically correlated
+    with performance) and the one-line verdict. `start` is ISO 8601 UTC; `history_jobs` the history's
+    jobs with a performance; `source` what kind of job ("darshan", "scheduler", "bench", "job features
+    (<set>)"); `fs` the file system of our telemetry the weather is of (None for an imported feature
+    row, whose JSON then has no `fs` key, as always); `weather` what the file system did in its window.
+
+    `to_json()` is `umami JOB --json`, the job page's climate panel (through views.umami_report) and
+    the HTML report."""
+
+    job: str
+    motif: str
+    start: str | None
+    history_jobs: int
+    verdict: str
+    culprits: list[str]
+    metrics: list[MetricRow]
+    source: str | None = None
+    fs: str | None = None
+    weather: _Weather | None = None
+
+    def to_json(self) -> dict:
+        out = {"job": self.job, "motif": self.motif, "start": self.start, "history_jobs": self.history_jobs,
+               "verdict": self.verdict, "culprits": list(self.culprits), "metrics": [dict(m) for m in self.metrics],
+               "source": self.source}
+        if self.fs is not None:
+            out["fs"] = self.fs
+        out["weather"] = None if self.weather is None else self.weather.answer_json()
+        return out
+
+
 # ----------------------------------------------------------------------------- import
 
+@dataclass(frozen=True)
+class FeatureImport:
+    """What `import job-features` stored: set `set` of preset `preset`, `rows` rows of the file's
+    `rows_in_file`, of which `rows_kept_by_paper_filters` pass the paper's filters; `config` the
+    abcconfig.json read (None when none named a direction). `to_json()` is the command's --json."""
+
+    set: str
+    preset: str
+    rows: int
+    rows_in_file: int
+    rows_kept_by_paper_filters: int
+    config: str | None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
 def import_job_features(store, csv_path: str, preset: str, config_path: str | None = None,
-                        name: str | None = None) -> dict:
+                        name: str | None = None) -> FeatureImport:
     """Read a feature CSV, derive what it lacks, store it as set `name` (tokio-abc: the system's name)."""
     from ioweather.sources import job_features as src
     from ioweather.stats.abc_features import derive, paper_filter
@@ -59,12 +153,31 @@ def import_job_features(store, csv_path: str, preset: str, config_path: str | No
               "umami_rows": config.get("umami_row_order") or DEFAULT_FEATURE_ROWS,
               "labels": config.get("metric_labels", {}), "perf": FEATURE_PERF}
     n = fstore.write_set(store, system, preset, str(Path(csv_path).resolve()), df, stored)
-    return {"set": system, "preset": preset, "rows": n, "rows_in_file": len(raw),
-            "rows_kept_by_paper_filters": int(df["_paper_filter"].sum()),
-            "config": str(cfg_path) if stored["directions"] else None}
+    return FeatureImport(set=system, preset=preset, rows=n, rows_in_file=len(raw),
+                         rows_kept_by_paper_filters=int(df["_paper_filter"].sum()),
+                         config=str(cfg_path) if stored["directions"] else None)
 
 
 # ----------------------------------------------------------------------------- correlations
+
+@dataclass(frozen=True)
+class Correlations:
+    """The answer to "which metrics matter?": Pearson's r of fraction of peak with each metric over the
+    `jobs` jobs with a weather (imported feature rows and our own jobs), optionally of one file system,
+    motif or feature set. Each row: metric, r, p, n (pairs), strength (p < 0.01 strong, < 0.05 weak),
+    magnitude (the paper's reading of |r|) and the performance column it was correlated with.
+    `to_json()` is the whole answer; `correlations --json` prints its rows' metric, r, p, n, strength
+    and magnitude."""
+
+    fs: str | None
+    motif: str | None
+    system: str | None
+    jobs: int
+    rows: list[dict]
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
 
 def metric_columns(df: pd.DataFrame) -> list[str]:
     """Numeric metric columns of a feature table: not identifiers (`_...`), flags (`...?`) or performance."""
@@ -96,7 +209,7 @@ def _feature_frame(store, system=None, fs=None, motif=None, all_rows=False) -> p
 
 
 def correlations(store, fs: str | None = None, motif: str | None = None, system: str | None = None,
-                 metrics: list[str] | None = None, all_rows: bool = False) -> dict:
+                 metrics: list[str] | None = None, all_rows: bool = False) -> Correlations:
     """Pearson's r of fraction of peak with every metric over the jobs in the store (imported features and
     our own jobs' weather), optionally of one file system, motif or feature set."""
     import pandas as pd
@@ -129,7 +242,7 @@ def correlations(store, fs: str | None = None, motif: str | None = None, system:
             r["performance"] = perf
             r["magnitude"] = _magnitude(r["r"])
             rows.append(r)
-    return {"fs": fs, "motif": motif, "system": system, "jobs": n_jobs, "rows": rows}
+    return Correlations(fs=fs, motif=motif, system=system, jobs=n_jobs, rows=rows)
 
 
 def _magnitude(r: float | None) -> str:
@@ -149,7 +262,7 @@ def climate_columns(metrics: list[str], perf: str) -> list[str]:
 
 def climate(job: dict, starts: np.ndarray, h: np.ndarray, metrics: list[str], perf: str,
             directions: dict | None = None, labels: dict | None = None, fs_h: np.ndarray | None = None,
-            stored: dict | None = None) -> dict:
+            stored: dict | None = None) -> Umami:
     """The UMAMI document of one job against its history (same motif, the job excluded), given as arrays
     so that answering for a job of our store needs no pandas: `starts` (ns) and `h` (jobs x
     climate_columns(metrics, perf)); `fs_h` the same columns over the whole file system, for r_fs.
@@ -181,8 +294,8 @@ def climate(job: dict, starts: np.ndarray, h: np.ndarray, metrics: list[str], pe
             row.update({"r_fs": _num_or_none(fs_corr[1][c]), "p_fs": _num_or_none(fs_corr[2][c]), "n_fs": int(fs_corr[0][c])})
     n = int(res["history_n"][0])
     verdict, found = verdict_of(rows, perf, n)
-    return {"job": job["id"], "motif": job["motif"], "start": ns_to_iso(job["start_ns"]) if job.get("start_ns") else None,
-            "history_jobs": n, "verdict": verdict, "culprits": [r["metric"] for r in found], "metrics": rows}
+    return Umami(job=job["id"], motif=job["motif"], start=ns_to_iso(job["start_ns"]) if job.get("start_ns") else None,
+                 history_jobs=n, verdict=verdict, culprits=[r["metric"] for r in found], metrics=rows)
 
 
 def _matrix(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
@@ -245,7 +358,7 @@ def _value(v):
 
 
 def feature_umami(store, job_id: str, system: str | None = None, motif: str | None = None,
-                  fs: str | None = None) -> dict | None:
+                  fs: str | None = None) -> Umami | None:
     """UMAMI of an imported feature row whose `_jobid` is `job_id`; None when no set holds it."""
     import pandas as pd
     from ioweather.store import job_features as fstore
@@ -285,14 +398,13 @@ def feature_umami(store, job_id: str, system: str | None = None, motif: str | No
     cols = climate_columns(metrics, FEATURE_PERF)
     doc = climate(job, history["start_ns"].to_numpy(np.int64), _matrix(history, cols), metrics, FEATURE_PERF,
                   cfg.get("directions"), cfg.get("labels"), fs_h=_matrix(df[platform], cols))
-    doc["source"] = f"job features ({row['_set']})"
     perf_mibps = _value(row.get("darshan_agg_perf_by_slowest_posix"))
-    doc["weather"] = {"performance_bps": None if perf_mibps is None else perf_mibps * 1024 * 1024}
-    return doc
+    return replace(doc, source=f"job features ({row['_set']})",
+                   weather=FeatureWeather(None if perf_mibps is None else perf_mibps * 1024 * 1024))
 
 
-def umami(store, job_id: str, system: str | None = None, fs: str | None = None, motif: str | None = None) -> dict:
-    """The UMAMI document of `job_id`: an imported feature row, a Darshan job (log hash prefix or job id)
+def umami(store, job_id: str, system: str | None = None, fs: str | None = None, motif: str | None = None) -> Umami:
+    """The UMAMI answer of `job_id`: an imported feature row, a Darshan job (log hash prefix or job id)
     or a scheduler job. One-line UserError when no such job is known."""
     from ioweather.services import job_weather
 
@@ -313,7 +425,7 @@ def umami(store, job_id: str, system: str | None = None, fs: str | None = None, 
                     f"or an imported feature row)")
 
 
-def write_html(doc: dict, out: str) -> None:
+def write_html(doc: Umami, out: str) -> None:
     """The UMAMI page of `doc` as one self-contained file (plotly.js inlined)."""
     import plotly
 
@@ -321,7 +433,7 @@ def write_html(doc: dict, out: str) -> None:
     from ioweather.views.umami_report import render
 
     js_path = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
-    write_atomic(out, render(doc, js_path.read_text()))
+    write_atomic(out, render(doc.to_json(), js_path.read_text()))
 
 
 # ----------------------------------------------------------------------------- dashboard
@@ -338,5 +450,5 @@ def job_panel(store, job_id: str) -> dict:
         return {"available": False, "reason": str(e)}
     if doc is None:
         return {"available": False, "reason": f"no job {job_id!r} in the store"}
-    return {"available": True, **figure_data(doc)}
+    return {"available": True, **figure_data(doc.to_json())}
 

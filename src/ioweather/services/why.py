@@ -28,9 +28,14 @@ from __future__ import annotations
 import os
 import statistics
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from ioweather.errors import UserError
 from ioweather.units import format_seconds, ns_to_iso
+
+if TYPE_CHECKING:
+    from ioweather.services.job_weather import Weather
+    from ioweather.services.umami import Umami
 
 #: Probe ops standing for the job's time in each kind of operation (store.probe.OPS).
 OP_KINDS = {"read": ("data_read",), "write": ("data_write",),
@@ -263,23 +268,23 @@ class _Probes:
             self.baselines.targets = self.all_targets
 
 
-def _weather(store, stored_hash: str | None, facts: dict, fs: str, key: str) -> tuple[dict | None, dict | None]:
-    """(the job's weather on `fs`, its UMAMI document when the log is in the store)."""
+def _weather(store, stored_hash: str | None, facts: dict, fs: str, key: str) -> tuple[Weather | None, Umami | None]:
+    """(the job's weather on `fs`, its UMAMI answer when the log is in the store)."""
     from ioweather.services import job_weather
 
     if stored_hash is not None:
         doc = job_weather.umami_for_job(store, stored_hash, fs=fs)
-        return doc.get("weather"), doc
-    job = {"key": key, "id": key[len("darshan:"):][:12], "jobid": facts["jobid"],
-           "exe": os.path.basename(str(facts.get("exe") or "?").split()[0]), "nnodes": facts["nnodes"],
-           "start_ns": facts["start_ns"], "end_ns": facts["end_ns"], "bytes_read": facts["bytes_read"],
-           "bytes_written": facts["bytes_written"], "read_ops": facts["read_ops"], "write_ops": facts["write_ops"],
-           "opens": facts["opens"], "osts": None, "perf_bps": facts["perf_bps"], "mounts": [],
-           "mount_bytes": facts["mounts"] or []}
+        return doc.weather, doc
+    job = job_weather.Job(key=key, id=key[len("darshan:"):][:12], jobid=facts["jobid"],
+                          exe=os.path.basename(str(facts.get("exe") or "?").split()[0]), nnodes=facts["nnodes"],
+                          start_ns=facts["start_ns"], end_ns=facts["end_ns"], bytes_read=facts["bytes_read"],
+                          bytes_written=facts["bytes_written"], read_ops=facts["read_ops"],
+                          write_ops=facts["write_ops"], opens=facts["opens"], perf_bps=facts["perf_bps"],
+                          mount_bytes=facts["mounts"] or [])
     return job_weather.compute(store, job, fs), None
 
 
-def _system(facts: dict, weather: dict | None, probe: tuple, probe_targets: list[str], fs: str | None,
+def _system(facts: dict, weather: Weather | None, probe: tuple, probe_targets: list[str], fs: str | None,
             has_telemetry: bool, where: str) -> tuple[float | None, str, str]:
     """(system seconds or None, model, what evidence) for one log, best evidence first."""
     io = facts["io_time_s"]
@@ -291,15 +296,15 @@ def _system(facts: dict, weather: dict | None, probe: tuple, probe_targets: list
                                for k, v in kinds.items())
             return cost, "probe_slowdown", (f"probes {', '.join(probe_targets)} during the job's window: {detail}; "
                                             "io_time × (1 − 1/slowdown) per kind of op, an upper bound")
-    if weather is not None and not weather.get("no_data"):
+    if weather is not None and not weather.no_data:
         direction = "write" if (facts.get("bytes_written") or 0) > (facts.get("bytes_read") or 0) else "read"
-        cf = weather.get(f"coverage_factor_{direction}_bw")
+        cf = weather.coverage_factor_write_bw if direction == "write" else weather.coverage_factor_read_bw
         if cf is None:
-            cf = weather.get("coverage_factor_bw")
+            cf = weather.coverage_factor_bw
         if cf is not None:
             cf = min(1.0, float(cf))
             return io * (1.0 - cf), "coverage_factor", (
-                f"coverage factor on {fs} ({direction}s, {weather.get('cf_variant') or 'all targets'}): the job moved "
+                f"coverage factor on {fs} ({direction}s, {weather.cf_variant or 'all targets'}): the job moved "
                 f"{100 * cf:.1f} % of the servers' {direction} bytes in its window; io_time × (1 − CF), an upper bound "
                 "(as if the servers had been saturated throughout)")
         return None, "unknown", f"telemetry for {fs} in the job's window, but no byte counts to compare with its own"
@@ -344,9 +349,10 @@ def _dt(ns: int):
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
 
 
-def _climate(doc: dict | None) -> dict | None:
-    if doc is None:
+def _climate(answer: Umami | None) -> dict | None:
+    if answer is None:
         return None
+    doc = answer.to_json()
     metrics = [{"metric": m["metric"], "label": m.get("label"), "value": m.get("value"), "quartile": m.get("quartile"),
                 "colour": m.get("colour"), "median": (m.get("box") or {}).get("median"),
                 "q1": (m.get("box") or {}).get("q1"), "q3": (m.get("box") or {}).get("q3"),
@@ -427,7 +433,7 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
 
                 j = job_weather.find_job(store, h)
                 job_weather.fs_of(store, j)
-                facts["mounts"] = j.get("mount_bytes") or []
+                facts["mounts"] = j.mount_bytes
             found = dataset_for_mounts(facts["mounts"] or [], names, fs_map)
             dataset = fs or found["dataset"]
             # probes match the job's mount even when no telemetry dataset does
@@ -494,8 +500,8 @@ def _answer(ident: str, budgets: list, events: list, climates: list, sched_row: 
         nnodes, nsource = (max(counted), "log host names") if counted else (None, None)
     weather = max(budgets, key=lambda x: x[0].io_time_s)[2]
     targets = None
-    if weather is not None and weather.get("fullest_ost_pct") is not None:
-        targets = {"fullest_ost": weather.get("fullest_ost"), "fullest_ost_pct": weather.get("fullest_ost_pct")}
+    if weather is not None and weather.fullest_ost_pct is not None:
+        targets = {"fullest_ost": weather.fullest_ost, "fullest_ost_pct": weather.fullest_ost_pct}
     if failover is not None:
         targets = {**(targets or {"fullest_ost": None, "fullest_ost_pct": None}), **failover}
     climate = _climate(max(climates, key=lambda c: c[0])[1]) if climates else None

@@ -38,7 +38,8 @@ def p_text(p) -> str:
 
 def figure_data(doc: dict) -> dict:
     """What a climate-vs-weather figure draws and its table shows, per metric, from the UMAMI document
-    `doc` (services.umami.umami): the report below and the dashboard's job panel draw the same."""
+    `doc` (the JSON of services.umami's answer, `Umami.to_json()`): the report below and the dashboard's job
+    panel draw the same."""
     metrics = [{k: m.get(k) for k in ("metric", "label", "value", "quartile", "colour", "bigger_is_better", "r",
                                       "p", "n", "strength", "unusual", "box", "history")}
                | {"hex": COLOURS.get(m.get("colour") or "grey"), "value_text": "no data" if m.get("value") is None else number_text(m["value"]),
@@ -52,7 +53,7 @@ def figure_data(doc: dict) -> dict:
 
 
 def render(doc: dict, plotly_js: str | None = None) -> str:
-    """The page for the UMAMI document `doc` (services.umami.umami); `plotly_js` inlined when given."""
+    """The page for the UMAMI document `doc` (`Umami.to_json()`); `plotly_js` inlined when given."""
     # Jinja only here: `umami JOB --json` and the text table import this module too
     from ioweather.views.templating import render as render_template
 
