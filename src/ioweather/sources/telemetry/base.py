@@ -77,10 +77,6 @@ def read_text(path: Path) -> str:
         return f.read()
 
 
-def read_int(path: Path) -> int:
-    return int(read_text(path).split()[0])
-
-
 def lustre_fsname(target: str) -> str | None:
     """'lquake-OST000a' -> 'lquake' (None when the name has no -OST/-MDT part)."""
     for marker in ("-OST", "-MDT"):

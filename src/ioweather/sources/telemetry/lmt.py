@@ -29,7 +29,6 @@ from ioweather.sources.telemetry.base import COUNTER, GAUGE, Wide, local_to_utc_
 from ioweather.sources.telemetry.importers import Importer
 
 REQUIRED_TABLES = ("TIMESTAMP_INFO", "OST_INFO", "OST_DATA")
-OPTIONAL_TABLES = ("OSS_INFO", "OSS_DATA", "MDS_INFO", "MDS_DATA", "MDS_OPS_DATA", "OPERATION_INFO")
 MD_OPS = ("open", "close", "mknod", "link", "unlink", "mkdir", "rmdir", "rename", "getattr", "setattr",
           "getxattr", "setxattr", "statfs", "sync")
 ROWS_PER_QUERY = 400_000
