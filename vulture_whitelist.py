@@ -66,7 +66,7 @@ _.missing_fraction  # stats/coverage.py: the rule services/job_weather.py writes
 # test seams: what a test observes of a daemon or a store that no command prints
 _.rebuilds  # services/exporter.py: how often the exporter folded its sums again from scratch
 _.warm_s  # services/probe_cache.py: set when the cache's warm-up ends
-_.pending_frame  # sources/telemetry/collector.py: the rows a flush would write
+_.pending_frame  # services/collector.py: the rows a flush would write
 _.metric_of  # sources/telemetry/mmperfmon.py: each value's GPFS metric name
 _.make_tree  # sources/telemetry/synthetic.py: a synthetic Lustre /proc tree for collect's tests
 _.file_rows  # store/jobs.py: the per-file table of the jobs archive

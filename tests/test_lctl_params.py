@@ -210,6 +210,7 @@ def test_fuzz_import_ends_in_rows_or_one_user_error(lines, at):
     import tempfile
 
     from ioweather.errors import UserError
+    from ioweather.services.telemetry_ingest import to_long
     from ioweather.sources.telemetry.lctl_source import read_captures
 
     with tempfile.TemporaryDirectory() as d:
@@ -217,12 +218,14 @@ def test_fuzz_import_ends_in_rows_or_one_user_error(lines, at):
             with open(os.path.join(d, f"c{i}.txt"), "w") as f:
                 f.write("\n".join(lines[i::2]) + "\n")
         try:
-            chunk = read_captures(d, at, "f")
+            captures = read_captures(d, at, "f")
         except UserError as e:
             assert "\n" not in str(e)
             return
-        assert list(chunk.frame.columns) == ["time_ns", "target", "metric", "value", "interval_s"]
-        assert not (chunk.frame["value"] < 0).any()
+        for chunk in captures.chunks:
+            frame = to_long(chunk)
+            assert list(frame.columns) == ["time_ns", "target", "metric", "value", "interval_s"]
+            assert not (frame["value"] < 0).any()
 
 
 VARIANTS = """version=2.16.0_ddn56b
