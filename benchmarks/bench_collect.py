@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ioweather.config import Settings
-from ioweather.sources.telemetry.collector import Collector
+from ioweather.services.collector import Collector
 from ioweather.sources.telemetry.lustre import Lustre
 from ioweather.sources.telemetry.synthetic import advance, make_tree
 

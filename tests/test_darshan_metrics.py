@@ -13,7 +13,7 @@ from darshan_support import LOG_IDS, LOGS, TESTDATA_LOGS, need_darshan_logs  # n
 from ioweather.errors import UserError
 from ioweather.sources.darshan_log import read_log
 from ioweather.services.darshan import load_thresholds
-from ioweather.stats.findings import Thresholds, job_findings, small_request_counts
+from ioweather.stats.findings import Thresholds, job_findings, small_requests
 from ioweather.stats.job import (MiB, agg_perf_by_slowest, characterize, file_sharing, fs_records, mibps_per_node,
                                  node_count, subset)
 
@@ -171,12 +171,12 @@ def test_small_requests_exclude_exactly_one_mib():
     shared = c[(c["rank"] == -1).to_numpy()]
     assert (shared["POSIX_ACCESS1_ACCESS"] == MiB).all() and shared["POSIX_ACCESS1_COUNT"].sum() > 100000
     drishti = int(sum(shared[f"POSIX_SIZE_READ_{b}"].sum() for b in ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M")))
-    small, total = small_request_counts(shared, "POSIX", "READ", MiB)
+    small, total, _ = small_requests(shared, "POSIX", "READ", MiB)
     assert drishti > 50000 and total == int(shared["POSIX_READS"].sum())
     # the bin also holds a few thousand genuinely smaller requests (ACCESS2..4), read or written
     assert drishti - small > 45000 and small < 0.05 * total
     # requests strictly below 1 MiB still count: the whole job has ~16k of them in smaller bins
-    small_all, _ = small_request_counts(c, "POSIX", "READ", MiB)
+    small_all, _, _ = small_requests(c, "POSIX", "READ", MiB)
     below = int(sum(c[f"POSIX_SIZE_READ_{b}"].sum() for b in ("0_100", "100_1K", "1K_10K", "10K_100K")))
     assert below <= small_all < below + 0.01 * int(c["POSIX_READS"].sum())
 

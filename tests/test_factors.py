@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from factors_synthetic import mixture, true_log_pdfs
-from ioweather.stats.factors import (OUTLIER_LABEL, analyse, assign_classes, check_durations, cutoff_of, local_maxima,
+from ioweather.stats.factors import (OUTLIER_LABEL, analyse, assign_classes, cutoff_of, local_maxima,
                                      outlier_cutoff, significant_maxima, valley_minima)
 
 # (components [(weight, mode_s, gamma shape)], tail share)
@@ -201,8 +201,6 @@ def test_throughput_is_bytes_over_time_of_the_class():
     ([1e-3, np.inf, 2e-3, -np.inf], "2 infinite"),
 ])
 def test_bad_durations_are_explained(bad, message):
-    with pytest.raises(ValueError, match=message):
-        check_durations(bad)
     with pytest.raises(ValueError, match=message):
         analyse(bad)
 

@@ -55,7 +55,7 @@ def _check(kind: str, write, **kw) -> None:
 def _check_stored(home: Path) -> None:
     """What an import stored: no infinite value, no interval outside what a sample can cover (issue 32:
     `interval_s=1e-320` was stored and broke `workload` for good)."""
-    from ioweather.sources.telemetry.ingest import MAX_INTERVAL_S, MIN_INTERVAL_S
+    from ioweather.services.telemetry_ingest import MAX_INTERVAL_S, MIN_INTERVAL_S
     from ioweather.store import telemetry_layout as layout
 
     frame = layout.read_frame(Settings(home=home), "f")

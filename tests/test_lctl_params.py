@@ -137,7 +137,8 @@ statistics:
 def test_unhealthy_targets_lnetctl_and_mdt_job_stats(testdata):
     from prometheus_client.parser import text_string_to_metric_families
 
-    from ioweather.services.exporter_lctl import capture_exposition
+    from ioweather.services.exporter_lctl import capture_families
+    from ioweather.views.exposition import render
 
     jobs = ("mdt.fs-MDT0000.job_stats=\njob_stats:\n- job_id:          'ls.1000'\n  snapshot_time:   1716295737\n"
             "  open:            { samples:           4, unit: usecs, min:  10, max:  20, sum:  60, sumsq: 1000 }\n"
@@ -149,7 +150,7 @@ def test_unhealthy_targets_lnetctl_and_mdt_job_stats(testdata):
     assert ("10.0.0.5@o2ib", "send_count", 1000) in cap.lnet_nid and cap.lnet["send_length"] == 123456
     assert not cap.notes, cap.notes
     got = {(s.name, tuple(sorted(s.labels.items()))): s.value
-           for f in text_string_to_metric_families(capture_exposition(cap).decode()) for s in f.samples}
+           for f in text_string_to_metric_families(render(capture_families(cap)).decode()) for s in f.samples}
     assert got[("lustre_health_healthy", (("target", "lustre-OST0014"),))] == 0
     assert got[("lustre_health_healthy", (("target", ""),))] == 0
     assert got[("lustre_send_count_total", (("nid", "10.0.0.5@o2ib"),))] == 1000
@@ -193,12 +194,13 @@ FUZZ = settings(max_examples=int(os.environ.get("IOWEATHER_FUZZ_EXAMPLES", "40")
 def test_fuzz_any_capture_parses_exports_and_stores(lines, newline):
     from prometheus_client.parser import text_string_to_metric_families
 
-    from ioweather.services.exporter_lctl import capture_exposition
+    from ioweather.services.exporter_lctl import capture_families
+    from ioweather.views.exposition import render
 
     cap = parse_capture("\n".join(lines) + ("\n" if newline else ""))
     samples = capture_samples(cap, "h")
     assert all(s.value == s.value for s in samples)  # no NaN reading
-    text = capture_exposition(cap).decode()
+    text = render(capture_families(cap)).decode()
     list(text_string_to_metric_families(text))
 
 
@@ -208,6 +210,7 @@ def test_fuzz_import_ends_in_rows_or_one_user_error(lines, at):
     import tempfile
 
     from ioweather.errors import UserError
+    from ioweather.services.telemetry_ingest import to_long
     from ioweather.sources.telemetry.lctl_source import read_captures
 
     with tempfile.TemporaryDirectory() as d:
@@ -215,12 +218,14 @@ def test_fuzz_import_ends_in_rows_or_one_user_error(lines, at):
             with open(os.path.join(d, f"c{i}.txt"), "w") as f:
                 f.write("\n".join(lines[i::2]) + "\n")
         try:
-            chunk = read_captures(d, at, "f")
+            captures = read_captures(d, at, "f")
         except UserError as e:
             assert "\n" not in str(e)
             return
-        assert list(chunk.frame.columns) == ["time_ns", "target", "metric", "value", "interval_s"]
-        assert not (chunk.frame["value"] < 0).any()
+        for chunk in captures.chunks:
+            frame = to_long(chunk)
+            assert list(frame.columns) == ["time_ns", "target", "metric", "value", "interval_s"]
+            assert not (frame["value"] < 0).any()
 
 
 VARIANTS = """version=2.16.0_ddn56b

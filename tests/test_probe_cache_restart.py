@@ -152,7 +152,8 @@ def test_rollups_asked_during_the_fill_equal_the_full_computation(store_home, re
         return scan(self, target, roll, lengths, base)
 
     monkeypatch.setattr(ProbeCache, "_scan", paused)
-    warm = cache.start_warm()
+    warm = threading.Thread(target=cache.warm, name="ioweather-warm", daemon=True)
+    warm.start()
     try:
         assert inside.wait(60)
         assert held[0][1] == 600  # the Status page's climate comes first
@@ -239,7 +240,8 @@ def test_concurrent_requests_while_warming_give_identical_results(store_home, re
     for th in threads:
         th.start()
     start.wait(30)
-    warm = cache.start_warm()
+    warm = threading.Thread(target=cache.warm, name="ioweather-warm", daemon=True)
+    warm.start()
     for th in [*threads, warm]:
         th.join(120)
     assert not errors, errors

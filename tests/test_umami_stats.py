@@ -60,7 +60,7 @@ def test_no_telemetry_is_none_not_zero():
 def test_implausible_cf_is_flagged_and_unusable():
     cf = cov.coverage_factors({"bytes_read": 130}, {"bytes_read": 100})
     assert cf["coverage_factor_read_bw"] == 1.3 and cf["coverage_factor_read_bw_flagged"] is True
-    assert cov.usable_cf(1.3) is None and cov.usable_cf(1.2) == 1.2
+    assert cov.implausible(1.3) and not cov.implausible(1.2)
 
 
 def test_missing_fraction():

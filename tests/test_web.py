@@ -12,7 +12,7 @@ from datetime import datetime
 import numpy as np
 import pytest
 
-from ioweather.services.probe import run_probe
+from ioweather.services.probe import run_probes
 from ioweather.config import Settings
 from ioweather.stats.downsample import downsample, minmax_indices, split_budget
 from ioweather.stats.status import climate, target_state
@@ -315,8 +315,8 @@ def test_reading_while_a_live_probe_writes_does_not_block_it(tmp_path, capsys, m
 
     monkeypatch.setattr(probe_store, "insert_samples", timed_insert)
     stop = threading.Event()
-    th = threading.Thread(target=run_probe, args=(settings, d), kwargs=dict(
-        interval=0.1, duration=6.0, target="live", block=1 << 20, direct=False, fsync=False, timeout=10.0,
+    th = threading.Thread(target=run_probes, args=(settings, [d]), kwargs=dict(
+        interval=0.1, duration=6.0, targets=["live"], block=1 << 20, direct=False, fsync=False, timeout=10.0,
         seed=1, quiet=False, stop_event=stop, install_signals=False))
     th.start()
     t_start = time.monotonic()

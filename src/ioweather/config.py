@@ -28,9 +28,6 @@ def default_home() -> Path:
 #: (rollups and sorted durations: slowdowns and baselines of any kept day stay exact) and the servers'
 #: telemetry (Parquet, a day per directory) 400 days, a year and a margin to compare with.
 RETENTION_DEFAULTS = {"probe": "90d", "rollups": "400d", "telemetry": "400d"}
-RETENTION_HELP = {"probe": "raw probe samples (database rows and archived days)",
-                  "rollups": "the probe's per-day and per-hour summaries (probe pieces)",
-                  "telemetry": "server telemetry (Parquet day directories and their rollups)"}
 
 
 def retention_from_env(env=None) -> dict[str, float | None]:

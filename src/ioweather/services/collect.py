@@ -2,7 +2,7 @@
 
 The live sources (sources/telemetry/) are read on services/daemon.py's loop, the probe's: ticks
 on a grid aligned to the epoch, missed ticks counted, Ctrl-C/SIGTERM; the collector
-(sources/telemetry/collector.py) turns readings into rows, and the write-behind buffer hands
+(services/collector.py) turns readings into rows, and the write-behind buffer hands
 them to the Parquet store (store/telemetry_layout.py) from its own thread, so a slow or full
 disk never delays a tick. The failure policy is the probe's: refused rows stay queued (bounded,
 the oldest dropped and counted) and are retried; a stop waits FINAL_FLUSH_S for the last write.
@@ -26,7 +26,7 @@ from pathlib import Path
 from ioweather.errors import StoreError, UserError, from_os_error, os_error_reason
 from ioweather.services.daemon import Ticker, WriteBehind, start_retention, stop_on_signals
 from ioweather.sources.telemetry.base import short_hostname
-from ioweather.sources.telemetry.collector import Collector
+from ioweather.services.collector import Collector
 from ioweather.store import telemetry_layout as layout
 
 #: How long a stop waits for the store to take the queued rows (as the probe).

@@ -266,9 +266,6 @@ class Sums:
         self.vns[i[newer]] = p.vns[newer]
         self.value[i[newer]] = p.value[newer]
 
-    def as_part(self) -> Part:
-        return Part(np.arange(len(self.amount)), self.amount, self.valid, self.seen, self.vns, self.value)
-
     def copy(self) -> Sums:
         out = Sums()
         out.amount, out.valid, out.seen = self.amount.copy(), self.valid.copy(), self.seen.copy()

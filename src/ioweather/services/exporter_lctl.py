@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ioweather.errors import UserError, from_os_error
 from ioweather.services.exporter_defaults import TOP_JOBS
-from ioweather.views.exposition import Family, render
+from ioweather.views.exposition import Family
 
 # lustrefs-exporter's families for what `lctl get_param` gives (names, labels, units and types
 # as its snapshot tests export them; docs/exporter.md has the table beside lustre_exporter's).
@@ -282,10 +282,6 @@ def _lnet_families(f: _Families, cap) -> None:
     if not cap.lnet_nid:  # the one-line lnet stats: counts of the node, no NID
         for key, name in names.items():
             f.add(f"lustre_{name}_total", "counter", f"LNet messages of the node ({key}).", (), (), cap.lnet.get(key))
-
-
-def capture_exposition(cap, top_jobs: int = TOP_JOBS) -> bytes:
-    return render(capture_families(cap, top_jobs))
 
 
 def read_capture(path: str):

@@ -313,13 +313,8 @@ def run_probes(settings, directories: list[Path], *, targets=(), interval: float
     return 0
 
 
-def run_probe(settings, directory: Path, *, target: str | None = None, **options) -> int:
-    """One directory: `run_probes` with one target (`watch` and the tests of one probe)."""
-    return run_probes(settings, [directory], targets=[target] if target is not None else [], **options)
-
-
 class BackgroundProbe:
-    """`watch`'s probe: run_probe in a daemon thread next to the server, sharing its `stop` event.
+    """`watch`'s probe: run_probes in a daemon thread next to the server, sharing its `stop` event.
 
     A daemon thread: finish() waits for its last flush; if the store does not take it, the
     process must still end rather than wait on the thread at exit.

@@ -525,16 +525,5 @@ class ProbeCache:
                     self._cover(target, self._t(target).rolled[interval_s], interval_s, self._rollup_since(now), now)
         self.warm_s = time.perf_counter() - t0
 
-    def start_warm(self) -> threading.Thread:
-        th = threading.Thread(target=self._warm_quietly, name="ioweather-warm", daemon=True)
-        th.start()
-        return th
-
-    def _warm_quietly(self) -> None:
-        try:
-            self.warm()
-        except Exception:  # noqa: BLE001 - warming is an optimisation; requests compute what they need
-            pass
-
     def close(self) -> None:
         self.stop_event.set()

@@ -17,7 +17,6 @@ computation's bit for bit; the tests compare them on generated SQLite and Postgr
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -76,7 +75,6 @@ class Gathered:
     raw: dict[str, np.ndarray] | None = None
     segments: list = field(default_factory=list)
     built: int = 0
-    read_s: float = 0.0
 
 
 def _summarize_span(s: dict, start_ns: int, span_ns: int, intervals: tuple[int, ...]) -> list[dict]:
@@ -123,7 +121,6 @@ def gather(store, target: str, since_ns: int, until_ns: int, now_ns: int, *, spa
            with_rollups: bool = False, with_hist: bool = False, raw: bool = True, read=None) -> Gathered:
     """Pieces of [since, until) (built where missing) and, with `raw`, the samples of the rest (`read`: `_reader`).
     Only a baseline needs the histograms (`with_hist`): rollups leave them in the store."""
-    t0 = time.perf_counter()
     want, segments = plan(since_ns, until_ns, now_ns, spans)
     got = pieces_store.load(store, target, want, with_rollups, with_hist)
     have: dict[tuple[int, int], list[dict]] = {}
@@ -166,7 +163,6 @@ def gather(store, target: str, since_ns: int, until_ns: int, now_ns: int, *, spa
         g.raw = {k: np.concatenate([p[k] for p in parts]) for k in ("op", "start_ns", "duration_ns", "status")} \
             if parts else {k: np.zeros(0, np.int64) for k in ("op", "start_ns", "duration_ns", "status")}
     g.segments = segments
-    g.read_s = time.perf_counter() - t0
     return g
 
 

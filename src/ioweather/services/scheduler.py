@@ -89,12 +89,3 @@ def _refresh_weather(store, rows: list[dict]) -> None:
     if started:
         after_import(store, min(r["start_ns"] for r in started),
                      max(r["end_ns"] if r.get("end_ns") is not None else now for r in started))
-
-
-def darshan_links(settings) -> list[dict]:
-    """Every Darshan job with the scheduler job it links to (or why not)."""
-    store = open_store(settings)
-    try:
-        return sched.link_darshan(store)
-    finally:
-        store.dispose()

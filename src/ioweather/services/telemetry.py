@@ -1,5 +1,5 @@
 """`ioweather import KIND SOURCE...`: each SOURCE read by its importer (sources/telemetry/importers.py),
-turned into rows (ingest.py), written as one import that replaces the earlier one or rolls back
+turned into rows (telemetry_ingest.py), written as one import that replaces the earlier one or rolls back
 (store/telemetry_imports.py), and summarised. The command only parses arguments and prints.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 from ioweather.errors import UserError
 from ioweather.units import parse_time, to_ns
+from ioweather.services.telemetry_ingest import MAX_NAME, impossible_to_missing, overlong_names, source_writer, to_long
 from ioweather.sources.telemetry.importers import importer
-from ioweather.sources.telemetry.ingest import MAX_NAME, impossible_to_missing, overlong_names, source_writer, to_long
 from ioweather.store import telemetry_layout as layout
 from ioweather.store.telemetry_imports import ImportRun
 from ioweather.views.output import progress

@@ -151,9 +151,6 @@ class ModuleRecords:
     def fcounters(self) -> pd.DataFrame:
         return self._frame("f")
 
-    def as_rec_dict(self) -> dict:
-        return {"counters": self.counters, "fcounters": self.fcounters}
-
 
 @dataclass
 class DxtSegments:

@@ -14,7 +14,6 @@ MIN_SIZE, MAX_SIZE = 1, 16 << 20
 SIZE_LADDER = (1, 4, 16, 64, 256) + tuple(1024 << k for k in range(15))
 OPS = ("R", "W")
 LAYOUT_KINDS = ("off0", "seq", "stride", "reverse", "rnd", "rnd8")
-SWEEP_LAYOUTS = ("off0", "seq", "stride:8MiB", "reverse", "rnd", "rnd8:8MiB")
 
 
 def compact_size(n: int) -> str:

@@ -47,7 +47,6 @@ from ioweather.units import format_bytes
 
 SMALL_FILE_BYTES = 3901  # the paper's metadata probe file size
 DEFAULT_BLOCK = 1 << 20
-DEFAULT_POOL = 200
 META_NAME = "probe.json"
 DATA_NAME = "data"
 POOL_NAME = "pool"

@@ -209,12 +209,6 @@ def _finite(x) -> float | None:
     return x if np.isfinite(x) else None
 
 
-def _mean(s: pd.Series) -> float | None:
-    v = pd.to_numeric(s, errors="coerce").to_numpy(np.float64)
-    v = v[np.isfinite(v)]
-    return float(v.mean()) if v.size else None
-
-
 def summary(df: pd.DataFrame, projects: np.ndarray, *, cores_per_node: int | None = None,
             min_procs: int = 1024, min_bytes: int = 500 * MiB, top: int = 10) -> dict:
     """Every cross-job view at once (the body of `ioweather jobs summary --json`)."""

@@ -68,7 +68,7 @@ def with_totals(amounts: dict) -> dict:
 def coverage_factors(job: dict, fs: dict) -> dict:
     """{coverage_factor_K, contention_K, coverage_factor_K_flagged} for every kind K both sides know.
 
-    A flagged CF (> 1.2) is reported with its flag; statistics must leave it out (`usable_cf`)."""
+    A flagged CF (> 1.2) is reported with its flag; statistics must leave it out (`implausible`)."""
     job, fs = with_totals(job), with_totals(fs)
     out: dict = {}
     for kind, (jk, fk) in KINDS.items():
@@ -79,11 +79,6 @@ def coverage_factors(job: dict, fs: dict) -> dict:
         out[f"contention_{kind}"] = contention(cf)
         out[f"coverage_factor_{kind}_flagged"] = implausible(cf)
     return out
-
-
-def usable_cf(cf: float | None) -> float | None:
-    """The CF for statistics: None when it is missing or implausible."""
-    return None if cf is None or implausible(cf) else cf
 
 
 def overlap_s(start_ns, interval_s, since_ns: int, until_ns: int) -> np.ndarray:

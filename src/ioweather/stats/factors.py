@@ -43,11 +43,6 @@ def all_positive_finite(durations_s: np.ndarray) -> bool:
     return lo > 0 and math.isfinite(mean)
 
 
-def check_durations(durations_s: np.ndarray) -> np.ndarray:
-    """float64 durations, or ValueError naming what is wrong with them."""
-    return _checked_log(durations_s)[0]
-
-
 def _checked_log(durations_s: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float, tuple]:
     """(durations as float64, their logs, min, max, first pass of the logs' moments), or
     ValueError naming what is wrong.
@@ -216,7 +211,7 @@ def analyse(durations_s, sizes=None, *, adjust: float = 2.0, significance: float
 
     `split` is "minimum" (lowest density between two significant maxima) or "mean"
     (midpoint of the two maxima in log space, i.e. their geometric mean in seconds).
-    Raises ValueError for durations that have no log-density (see `check_durations`).
+    Raises ValueError for durations that have no log-density, naming what is wrong with them.
     """
     if split not in ("minimum", "mean"):
         raise ValueError(f"split must be 'minimum' or 'mean', not {split!r}")

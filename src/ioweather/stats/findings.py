@@ -29,7 +29,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 
 import numpy as np
-import pandas as pd
 
 from ioweather.errors import UserError
 from ioweather.stats import costs
@@ -38,8 +37,6 @@ from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, effecti
                                   zero_missing)
 from ioweather.stats.lustre import lfs_size, lustre_files, ost_count
 from ioweather.units import format_bytes, format_seconds
-
-GiB = 1024 * MiB
 
 LEVELS = ("HIGH", "WARN", "INFO", "OK")  # most severe first
 #: The levels that ask for action: `jobs ingest` stores these codes per job (`finding_codes`).
@@ -190,12 +187,6 @@ def _f(code, message, evidence, threshold=None, *, cost: float = 0.0, model: str
 
 def _share(a: float, b: float) -> float:
     return float(a / b) if b else 0.0
-
-
-def small_request_counts(c: pd.DataFrame, prefix: str, kind: str, small_bytes: int) -> tuple[int, int]:
-    """(small requests, all requests) of `kind` (READ/WRITE): see `small_requests`."""
-    small, n, _ = small_requests(c, prefix, kind, small_bytes)
-    return small, n
 
 
 def small_requests(c, prefix: str, kind: str, small_bytes: int) -> tuple[int, int, float]:

@@ -28,7 +28,6 @@ rebins exactly instead of estimating.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -390,11 +389,3 @@ def snapshot_document(walk, *, host: str, version: str) -> dict:
             key=lambda d: (-d["bytes"], -d["files"], d["name"])),
     }
     return doc
-
-
-def days_to_reach(current: float, per_day: float | None, target: float) -> float | None:
-    """Days until a linear trend reaches `target` (seed 002: "will reach 1 billion files in
-    September 2011"); None when the trend does not get there."""
-    if per_day is None or per_day <= 0 or not math.isfinite(per_day) or target <= current:
-        return None
-    return (target - current) / per_day

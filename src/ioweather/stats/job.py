@@ -769,12 +769,6 @@ def _lustre_columns(ids: np.ndarray, lustre: pd.DataFrame | None) -> dict[str, n
     return out
 
 
-def file_table(log) -> pd.DataFrame:
-    """`file_columns` as a DataFrame."""
-    return pd.DataFrame({k: (pd.Series(v, dtype=object) if v.dtype == object else v)
-                         for k, v in file_columns(log).items()})
-
-
 #: The job row (store/jobs.py, one per ingested log) <-> `characterize`'s dict: (stored column, dotted
 #: path in the characterization, kind). kind "" = the same value both ways; "list" = a list stored
 #: comma-joined; "time" = an ISO time stored as unix ns, taken from the log's header at full precision

@@ -16,12 +16,6 @@ from ioweather.stats.probe_spec import DEGRADED, SEVERE, SLOWDOWN_STATS, STAT_QU
 STATUS_OK, STATUS_ERROR, STATUS_TIMEOUT = 0, 1, 2
 
 
-def interval_starts(start_ns: np.ndarray, interval_s: float, origin_ns: int = 0) -> np.ndarray:
-    """The start (ns) of the fixed interval each time falls in; intervals are aligned to `origin_ns` (the epoch)."""
-    step = int(round(interval_s * 1e9))
-    return origin_ns + ((np.asarray(start_ns, np.int64) - origin_ns) // step) * step
-
-
 def _group_keys(op: np.ndarray, start_ns: np.ndarray, interval_s: float) -> tuple[np.ndarray, int, int]:
     """One int64 key per sample that sorts by (op, interval): op in the top bits, the interval's
     index counted from the first interval in the low 48 bits. Returns (keys, step_ns, first_index)."""

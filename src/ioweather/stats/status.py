@@ -26,7 +26,6 @@ from ioweather.stats.probe import DEGRADED, SEVERE, SLOWDOWN_STATS, STAT_QUANTIL
 from ioweather.stats.probe_spec import MIN_BASELINE_S, MIN_BASELINE_SAMPLES
 from ioweather.units import format_age
 
-SEVERITY = ("unknown", "learning", "normal", "degraded", "severely degraded", "stale")
 _RANK = {"normal": 0, "degraded": 1, "severely degraded": 2}
 
 

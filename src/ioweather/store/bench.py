@@ -354,7 +354,3 @@ def get_run(store: Store, run_id: str) -> dict | None:
     out["params"] = json.loads(out["params"] or "{}")
     out["results"] = res
     return out
-
-
-def json_path(store: Store, run: dict) -> Path | None:
-    return bench_dir(store.parquet_dir) / run["json_file"] if run.get("json_file") else None

@@ -191,16 +191,6 @@ def day_targets(parquet_dir: Path, fs: str, since_ns: int, until_ns: int, metric
     return DayTargets(out)
 
 
-def gauges_before(parquet_dir: Path, fs: str, at_ns: int, metrics: list[str], lookback_ns: int = DAY_NS,
-                  con=None) -> pd.DataFrame:
-    """Each target's latest value of each gauge at or before `at_ns` (at most `lookback_ns` older)."""
-    rows = window_rows(parquet_dir, fs, at_ns - lookback_ns + MAX_INTERVAL_NS, at_ns + 1, metrics, con=con)
-    rows = rows[(rows["time_ns"] <= at_ns) & (rows["time_ns"] >= at_ns - lookback_ns)]
-    if rows.empty:
-        return rows
-    return rows.sort_values("time_ns").groupby(["target", "metric"], as_index=False).last()
-
-
 class WindowSignatures:
     """Watermarks of telemetry windows, one directory listing per (fs, day) however many jobs ask."""
 

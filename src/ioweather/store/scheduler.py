@@ -116,13 +116,6 @@ def count(store: Store) -> int:
         return int(conn.execute(sa.select(sa.func.count()).select_from(sched_jobs)).scalar_one())
 
 
-def all_jobs(store: Store) -> list[dict]:
-    store.require(COMPONENT)
-    with store.connect() as conn:
-        return [dict(r) for r in conn.execute(sa.select(sched_jobs).order_by(sched_jobs.c.cluster,
-                                                                               sched_jobs.c.start_ns)).mappings()]
-
-
 # -- Darshan links -------------------------------------------------------------------------------
 def link_darshan(store: Store, log_hashes: Iterable[str] | None = None) -> list[dict]:
     """For each Darshan job (or those of `log_hashes`): {log_hash, darshan_jobid, exe, cluster, jobid,

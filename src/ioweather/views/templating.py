@@ -13,7 +13,7 @@ from pathlib import Path
 
 import jinja2
 
-from ioweather.units import format_age, format_bytes, format_seconds
+from ioweather.units import format_age, format_bytes, format_number, format_seconds
 from ioweather.views.output import to_json
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -25,12 +25,9 @@ def _num(v, digits: int = 0) -> str:
 
 
 def _sig(v) -> str:
-    """Four significant digits without an exponent (a level may be 3e-6 s or 2e9 B/s): '0.0001234'."""
-    if v is None or not math.isfinite(v):
-        return "–"
-    if v == 0 or abs(v) >= 100:
-        return f"{v:,.1f}" if v else "0"
-    return f"{v:.{3 - math.floor(math.log10(abs(v)))}f}"
+    """A level (3e-6 s or 2e9 B/s) as the CLI's tables write it (`units.format_number`: four significant
+    digits, never an exponent), '–' when missing like the other filters."""
+    return "–" if v is None or not math.isfinite(v) else format_number(v)
 
 
 def _ago(s: float | None) -> str:

@@ -8,7 +8,7 @@ files unreadable returns what it could read and notes the rest with `warn`. The 
 is reported and skipped while the others go on.
 
 Importers (lmt, iostat_json, tts, csv_long) read a recorded history instead and yield
-`Wide` or `Long` chunks, also raw: counters stay cumulative until ingest.py converts them.
+`Wide` or `Long` chunks, also raw: counters stay cumulative until services/telemetry_ingest.py converts them.
 """
 
 from __future__ import annotations
@@ -78,10 +78,6 @@ def read_text(path: Path) -> str:
         return f.read()
 
 
-def read_int(path: Path) -> int:
-    return int(read_text(path).split()[0])
-
-
 def lustre_fsname(target: str) -> str | None:
     """'lquake-OST000a' -> 'lquake' (None when the name has no -OST/-MDT part)."""
     for marker in ("-OST", "-MDT"):
@@ -111,14 +107,20 @@ class Wide:
     interval_s: np.ndarray | None = None
     overlap: bool = False
     scale: float = 1.0  # multiply amounts/levels by this (KiB -> bytes); applied after the deltas
+    sparse: bool = False  # a missing gauge reading is no row, not a missing value (a capture without the parameter)
 
 
 @dataclass
 class Long:
-    """Rows already in the store's long format (time_ns, target, metric, value, interval_s)."""
+    """Rows already in the store's long format (time_ns, target, metric, value, interval_s).
+
+    With `cumulative`, `value` is each series' counter reading at `time_ns` (no interval_s):
+    ingest turns consecutive readings into amounts, over `step_s` or else each series' median spacing."""
 
     frame: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    cumulative: bool = False
+    step_s: float | None = None
 
 
 def local_to_utc_ns(values: pd.Series, tz: str) -> np.ndarray:

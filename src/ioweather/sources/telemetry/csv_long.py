@@ -3,8 +3,9 @@
 time      ISO 8601 (`2024-03-01T10:00:05Z`, `2024-03-01 10:00:05+01:00`; without an offset it
           is read in `timezone`, UTC by default) or unix seconds (`1709287205.0`)
 value     the amount in the interval that starts at `time` (bytes, operations) or a gauge;
-          empty = missing. With `cumulative=True` the values are counters instead, converted
-          to amounts per interval like every other source (a decrease is missing).
+          empty = missing. With `cumulative=True` the values are counters instead, handed over
+          as readings and converted to amounts per interval at ingest like every other source's
+          (a decrease is missing).
 interval_s  optional; else `interval_s` given by the caller, else each series' median spacing.
 
 Rows may come in any order (they are sorted). A (time, target, metric) given twice keeps its
@@ -26,7 +27,6 @@ from ioweather.errors import UserError, from_os_error
 from ioweather.files import open_regular
 from ioweather.sources.telemetry.base import Long, local_to_utc_ns, utc_ns
 from ioweather.sources.telemetry.importers import Importer, Option
-from ioweather.stats import counters
 
 REQUIRED = ("time", "target", "metric", "value")
 _OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$", re.IGNORECASE)
@@ -137,28 +137,20 @@ def read_csv_long(path: str, tz: str = "UTC", interval_s: float | None = None, c
         iv = iv[keep] if iv is not None else None
     target = np.asarray(tnames.astype(str), dtype=object)[tcode[order]]
     metric = np.asarray(mnames.astype(str), dtype=object)[mcode[order]]
-    df = pd.DataFrame({"time_ns": times, "target": target, "metric": metric, "value": value})
+    if cumulative:  # the readings as they are, sorted by series and time: ingest makes the amounts
+        return Long(pd.DataFrame({"time_ns": times, "target": target, "metric": metric, "value": value}), notes,
+                    cumulative=True, step_s=interval_s)
     first = np.r_[True, series[1:] != series[:-1]]          # rows are sorted by series, then time
     gaps = np.where(first, np.nan, np.r_[np.nan, np.diff(times)] / 1e9)
     median_gap = pd.Series(gaps).groupby(series).transform("median").to_numpy()
-    if cumulative:
-        frames = []
-        for _, g in df.groupby(series, sort=False):
-            gt = g["time_ns"].to_numpy(np.int64)
-            step = interval_s or (float(np.median(np.diff(gt))) / 1e9 if gt.size > 1 else None)
-            start, vals, length = counters.series_deltas(gt, g["value"].to_numpy(), step)
-            frames.append(pd.DataFrame({"time_ns": start, "target": str(g["target"].iloc[0]),
-                                        "metric": str(g["metric"].iloc[0]), "value": vals, "interval_s": length}))
-        out = pd.concat(frames, ignore_index=True)
+    if iv is not None:
+        length = np.where(np.isnan(iv), interval_s or median_gap, iv)
+    elif interval_s:
+        length = np.full(len(times), float(interval_s))
     else:
-        if iv is not None:
-            length = np.where(np.isnan(iv), interval_s or median_gap, iv)
-        elif interval_s:
-            length = np.full(len(df), float(interval_s))
-        else:
-            length = median_gap
-        out = pd.DataFrame({"time_ns": times, "target": target, "metric": metric, "value": value,
-                            "interval_s": length})
+        length = median_gap
+    out = pd.DataFrame({"time_ns": times, "target": target, "metric": metric, "value": value,
+                        "interval_s": length})
     if out["interval_s"].isna().any():
         raise UserError(f"{path}: cannot tell the interval of series with a single row: add an interval_s column "
                         "or give --interval")

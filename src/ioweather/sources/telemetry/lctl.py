@@ -21,8 +21,8 @@ from collections.abc import Callable
 
 
 from ioweather.sources.telemetry.importers import Importer, Option
-from ioweather.sources.telemetry.lfsdf import dated_rows
-from ioweather.sources.telemetry.textfiles import TextImport, read_members
+from ioweather.sources.telemetry.lfsdf import Dated, dated_rows, dated_snapshots
+from ioweather.sources.telemetry.textfiles import TextImport
 
 STATE_PREFIX = "lctl_state_"
 NID_PREFIX = "lctl_nid:"
@@ -67,30 +67,16 @@ def read_lctl(source: str, at_ns: int | None = None, fs: str | None = None,
               advance: Callable[[int], None] | None = None) -> TextImport:
     """All listings in `source` (text, .gz, tar/.tgz, directory) -> one chunk of rows (value 1)."""
     times, targets, metrics = [], [], []
-    notes: list[str] = []
-    bad, first_bad, undated = 0, None, 0
-    for member in read_members(source):
-        if member.damage:
-            notes.append(f"{member.damage}: the rest is lost")
-        skipped: list = []
-        for when, snap in parse_lctl_dl(member.text, skipped):
-            if when is None and at_ns is None:
-                undated += 1
-                continue
-            t = at_ns if when is None else when * 1_000_000_000
-            for target, (state, nid) in snap.items():
-                times += [t] * (2 if nid else 1)
-                targets += [target] * (2 if nid else 1)
-                metrics.append(STATE_PREFIX + state)
-                if nid:
-                    metrics.append(NID_PREFIX + nid)
-        if skipped:
-            bad += len(skipped)
-            first_bad = first_bad or f"{member.name} line {skipped[0][0]}: {skipped[0][1][:80]!r}"
-        if advance:
-            advance(1)
+    dated = Dated()
+    for t, snap in dated_snapshots(source, parse_lctl_dl, at_ns, advance, dated):
+        for target, (state, nid) in snap.items():
+            times += [t] * (2 if nid else 1)
+            targets += [target] * (2 if nid else 1)
+            metrics.append(STATE_PREFIX + state)
+            if nid:
+                metrics.append(NID_PREFIX + nid)
     return dated_rows(source, "osc or mdc lines of `lctl dl -t`", "listings", times, targets, metrics,
-                      [1.0] * len(times), fs, notes, undated, bad, first_bad)
+                      [1.0] * len(times), fs, dated)
 
 
 

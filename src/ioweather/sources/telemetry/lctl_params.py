@@ -48,14 +48,6 @@ PARAMS = (
     "mdt.*.md_stats", "mdt.*.job_stats", "mdt.*.num_exports", "mdt.*.recovery_status", "mdt.*.exports.*.uuid",
     "ldlm.namespaces.*.lock_count", "ldlm.namespaces.*.lock_timeouts", "llite.*.stats", "osc.*.stats",
 )
-# Everything this reader and `export --capture` know: a capture for lustrefs-exporter's full set.
-CAPTURE_PARAMS = PARAMS + (
-    "obdfilter.*.tot_dirty", "obdfilter.*.tot_granted", "obdfilter.*.tot_pending", "obdfilter.*.exports.*.stats",
-    "mdt.*.exports.*.stats", "mgs.MGS.mgs.stats", "mgs.MGS.num_exports", "mgs.MGS.exports.*.uuid",
-    "ost.OSS.*.stats", "mds.MDS.*.stats", "ldlm.namespaces.*.contended_locks",
-    "ldlm.namespaces.*.contention_seconds", "ldlm.services.*.stats", "mdd.*.changelog_users",
-    "qmt.*.*.glb-*", "osd-*.*.quota_slave.acct_*",
-)
 
 BRW_NAMES = {  # the table titles of brw_stats -> lustre-collector's histogram names
     "pages per bulk r/w": "pages", "discontiguous pages": "discont_pages",

@@ -9,14 +9,14 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from ioweather.errors import UserError
 from ioweather.sources.telemetry.base import COUNTER, GAUGE, Sample, SourceError, Wide, lustre_fsname
 from ioweather.sources.telemetry.importers import Importer, Option
-from ioweather.sources.telemetry.ingest import COLUMNS, wide_to_long
 from ioweather.sources.telemetry.lctl_params import PARAMS, Capture, Stat, connected_clients, parse_capture
 from ioweather.sources.telemetry.lustre import MD_OPS, OST_OPS, Lustre, _bytes_and_ops, osc_samples
-from ioweather.sources.telemetry.textfiles import TextImport, read_members
+from ioweather.sources.telemetry.textfiles import read_members
 
 # ------------------------------------------------------------------------ readings for the store
 
@@ -147,13 +147,21 @@ class LctlLustre(Lustre):
 
 # ------------------------------------------------------------------------------------- importer
 
+@dataclass
+class Captures:
+    """The readings of every capture of one SOURCE, a `Wide` chunk per metric, and what was not read."""
+
+    chunks: list[Wide] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    bad_lines: int = 0
+
+
 def read_captures(source: str, at_ns: int | None, fs: str | None,
-                  advance: Callable[[int], None] | None = None) -> TextImport:
-    """Every capture in `source` (a file, .gz, tar/.tgz, directory) -> rows: gauges at each capture's
-    time, counters as amounts between consecutive captures (stats/counters.py through wide_to_long:
-    a counter that went back is missing, not negative)."""
+                  advance: Callable[[int], None] | None = None) -> Captures:
+    """Every capture in `source` (a file, .gz, tar/.tgz, directory) -> its readings on the captures'
+    times: gauges where a capture has them, counters as read (ingest makes them amounts between
+    consecutive captures)."""
     import numpy as np
-    import pandas as pd
 
     notes: list[str] = []
     taken: list[tuple[int, list[Sample]]] = []
@@ -185,7 +193,7 @@ def read_captures(source: str, at_ns: int | None, fs: str | None,
     for i, (_, samples) in enumerate(taken):
         for s in samples:
             series.setdefault((s.metric, s.kind), {}).setdefault(s.target, {})[i] = s.value
-    frames = []
+    chunks = []
     for (metric, kind), by_target in series.items():
         targets = sorted(by_target)
         values = np.full((len(times), len(targets)), np.nan)
@@ -193,13 +201,11 @@ def read_captures(source: str, at_ns: int | None, fs: str | None,
             for i, v in by_target[target].items():
                 values[i, j] = v
         missing = np.isnan(values)
-        frames.append(wide_to_long(Wide(metric, kind, times, targets, np.nan_to_num(values), step_s=step,
-                                        missing=missing)))
-    rows = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
-    rows = rows[~(rows["value"].isna() & rows["metric"].isin([m for (m, k) in series if k == GAUGE]))]
+        chunks.append(Wide(metric, kind, times, targets, np.nan_to_num(values), step_s=step, missing=missing,
+                           sparse=True))
     if len(times) == 1:
         notes.append("one capture: its gauges are stored; counters need two captures or more in one SOURCE")
-    return TextImport(rows.reset_index(drop=True), notes, bad_lines=bad)
+    return Captures(chunks, notes, bad_lines=bad)
 
 
 class LctlParamsImporter(Importer):
@@ -211,7 +217,7 @@ class LctlParamsImporter(Importer):
     timezone = False
 
     def chunks(self, advance: Callable[[int], None]):
-        chunk = read_captures(self.source, self.at_ns, self.fs, advance=advance)
-        self.notes += chunk.notes
-        self.bad_lines = chunk.bad_lines
-        yield chunk
+        captures = read_captures(self.source, self.at_ns, self.fs, advance=advance)
+        self.notes += captures.notes
+        self.bad_lines = captures.bad_lines
+        yield from captures.chunks

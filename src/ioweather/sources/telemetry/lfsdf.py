@@ -12,6 +12,7 @@ gap between snapshots), NaN for a single snapshot.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,38 @@ from ioweather.sources.telemetry.textfiles import TextImport, read_members
 COLUMNS = ["time_ns", "target", "metric", "value", "interval_s"]
 
 
+@dataclass
+class Dated:
+    """What reading an archive of dated outputs left aside: notes, unreadable lines, undated outputs."""
+
+    notes: list[str] = field(default_factory=list)
+    bad: int = 0
+    first_bad: str | None = None
+    undated: int = 0
+
+
+def dated_snapshots(source: str, parse, at_ns: int | None, advance: Callable[[int], None] | None, dated: Dated,
+                    known: Callable[[str, list], list] = lambda name, skipped: skipped) -> Iterator[tuple[int, dict]]:
+    """(time ns, snapshot) of every output in `source` (text, .gz, tar/.tgz, directory) that `parse`
+    finds, dated by its BEGIN line or else `at_ns`; what is left aside goes to `dated`. `known` takes a
+    member's skipped lines and returns those that are unreadable (it may explain the others in a note)."""
+    for member in read_members(source):
+        if member.damage:
+            dated.notes.append(f"{member.damage}: the rest is lost")
+        skipped: list = []
+        for when, snap in parse(member.text, skipped):
+            if when is None and at_ns is None:
+                dated.undated += 1
+                continue
+            yield (at_ns if when is None else when * 1_000_000_000), snap
+        skipped = known(member.name, skipped)
+        if skipped:
+            dated.bad += len(skipped)
+            dated.first_bad = dated.first_bad or f"{member.name} line {skipped[0][0]}: {skipped[0][1][:80]!r}"
+        if advance:
+            advance(1)
+
+
 def read_lfsdf(source: str, at_ns: int | None = None, fs: str | None = None,
                advance: Callable[[int], None] | None = None) -> TextImport:
     """All snapshots in `source` (text, .gz, tar/.tgz, directory) -> one chunk of gauge rows.
@@ -32,43 +65,28 @@ def read_lfsdf(source: str, at_ns: int | None = None, fs: str | None = None,
     `lfs df` on a client lists every Lustre file system it mounts. When `fs` is the name of one
     of them (the dataset name the collector gives Lustre targets), only its targets are kept."""
     times, targets, metrics, values = [], [], [], []
-    notes: list[str] = []
-    bad, first_bad, undated = 0, None, 0
-    for member in read_members(source):
-        if member.damage:
-            notes.append(f"{member.damage}: the rest is lost")
-        skipped: list = []
-        for when, snap in parse_lfs_df(member.text, skipped):
-            if when is None:
-                if at_ns is None:
-                    undated += 1
-                    continue
-                t = at_ns
-            else:
-                t = when * 1_000_000_000
-            for target, ms in snap.items():
-                for metric, value in ms.items():
-                    times.append(t)
-                    targets.append(target)
-                    metrics.append(metric)
-                    values.append(value)
+    dated = Dated()
+
+    def known(name: str, skipped: list) -> list:
         inactive = [x for x in skipped if "inactive device" in x[1]]
         if inactive:  # a target the client cannot reach: a known line without numbers, not garbage
-            notes.append(f"{member.name}: {len(inactive)} inactive targets without numbers")
-            skipped = [x for x in skipped if "inactive device" not in x[1]]
-        if skipped:
-            bad += len(skipped)
-            first_bad = first_bad or f"{member.name} line {skipped[0][0]}: {skipped[0][1][:80]!r}"
-        if advance:
-            advance(1)
-    return dated_rows(source, "`lfs df`", "snapshots", times, targets, metrics, values, fs, notes, undated, bad,
-                      first_bad)
+            dated.notes.append(f"{name}: {len(inactive)} inactive targets without numbers")
+        return [x for x in skipped if "inactive device" not in x[1]]
+
+    for t, snap in dated_snapshots(source, parse_lfs_df, at_ns, advance, dated, known):
+        for target, ms in snap.items():
+            for metric, value in ms.items():
+                times.append(t)
+                targets.append(target)
+                metrics.append(metric)
+                values.append(value)
+    return dated_rows(source, "`lfs df`", "snapshots", times, targets, metrics, values, fs, dated)
 
 
-def dated_rows(source, what: str, units: str, times, targets, metrics, values, fs: str, notes: list[str],
-               undated: int, bad: int, first_bad: str | None) -> TextImport:
+def dated_rows(source, what: str, units: str, times, targets, metrics, values, fs: str, dated: Dated) -> TextImport:
     """The rows of archived Lustre command outputs (`lfs df`, `lctl dl -t`), each dated by its BEGIN line:
     one reading per (time, target, metric), kept to file system `fs` when the archive holds several."""
+    notes, undated, bad, first_bad = dated.notes, dated.undated, dated.bad, dated.first_bad
     if undated and not times:
         raise UserError(f"{source}: {what} output without a `BEGIN <unix seconds>` line: give --at TIME "
                         "(when it was taken)")

@@ -1,5 +1,9 @@
 """Importer chunks -> the store's long format, and the writer name of each import source.
 
+The importers (sources/telemetry/) hand over raw readings: counters stay cumulative until here,
+where stats/counters.py turns them into amounts per interval (a decrease is missing, a gap is
+missing intervals).
+
 Writing an import so that it replaces the earlier one or rolls back as a whole is the store's
 concern: store/telemetry_imports.py (ImportRun).
 """
@@ -11,7 +15,7 @@ import hashlib
 import numpy as np
 import pandas as pd
 
-from ioweather.sources.telemetry.base import AMOUNT, COUNTER, Long, Wide
+from ioweather.sources.telemetry.base import AMOUNT, COUNTER, GAUGE, Long, Wide
 from ioweather.stats import counters
 
 COLUMNS = ["time_ns", "target", "metric", "value", "interval_s"]
@@ -37,18 +41,36 @@ def wide_to_long(w: Wide) -> pd.DataFrame:
         else:
             length = np.full(start.size, float(w.step_s or np.nan))
     rows = start.size
-    return pd.DataFrame({
+    out = pd.DataFrame({
         "time_ns": np.repeat(start, n),
         "target": np.tile(np.asarray(w.targets, dtype=object), rows),
         "metric": w.metric,
         "value": np.asarray(vals, dtype=np.float64).reshape(rows * n),
         "interval_s": np.repeat(length, n),
     })
+    if w.sparse and w.kind == GAUGE:
+        out = out[out["value"].notna().to_numpy()]
+    return out
+
+
+def readings_to_long(readings: pd.DataFrame, step_s: float | None) -> pd.DataFrame:
+    """Counter readings (time_ns, target, metric, value), sorted by series then time -> amounts per
+    interval of each series, over `step_s` or else the series' median spacing."""
+    frames = []
+    for (target, metric), g in readings.groupby(["target", "metric"], sort=False):
+        gt = g["time_ns"].to_numpy(np.int64)
+        step = step_s or (float(np.median(np.diff(gt))) / 1e9 if gt.size > 1 else None)
+        start, vals, length = counters.series_deltas(gt, g["value"].to_numpy(), step)
+        frames.append(pd.DataFrame({"time_ns": start, "target": str(target), "metric": str(metric), "value": vals,
+                                    "interval_s": length}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
 
 
 def to_long(chunk) -> pd.DataFrame:
     if isinstance(chunk, Wide):
         return wide_to_long(chunk)
+    if isinstance(chunk, Long) and chunk.cumulative:
+        return readings_to_long(chunk.frame, chunk.step_s)
     if isinstance(chunk, Long):
         return chunk.frame[COLUMNS]
     raise TypeError(f"not an importer chunk: {type(chunk).__name__}")

@@ -1,0 +1,72 @@
+"""No dead code: vulture over src/ioweather finds nothing (issue 28, item 5).
+
+The settings are `[tool.vulture]` in pyproject.toml; what vulture cannot see used is listed, each
+with its reason, in vulture_whitelist.py. A finding fails here, naming the file, the line and the name.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+WHITELIST = ROOT / "vulture_whitelist.py"
+
+
+def _vulture() -> str:
+    exe = shutil.which("vulture", path=str(Path(sys.executable).parent))
+    # A skip would let dead code in unseen: this test is the only guard.
+    assert exe is not None, "vulture is not installed (pip install -e '.[test]'): dead code cannot be checked"
+    return exe
+
+
+def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([_vulture(), *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
+def _names(out: str) -> set[str]:
+    return set(re.findall(r"unused \w+ '([^']+)'", out))
+
+
+def test_vulture_finds_no_dead_code():
+    r = _run()  # paths, confidence and whitelist from pyproject.toml
+    assert r.returncode == 0 and not r.stdout.strip(), \
+        "dead code (delete it, or list it in vulture_whitelist.py with the reason it is used):\n" + r.stdout + r.stderr
+
+
+def test_every_whitelist_entry_is_needed():
+    """An entry that vulture would not report any more (its code deleted or now used plainly) goes."""
+    listed = set(re.findall(r"^_\.(\w+)", WHITELIST.read_text(encoding="utf-8"), re.M))
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["vulture"]
+    # pyproject's settings without the whitelist: what the whitelist hides
+    r = _run(*(p for p in conf["paths"] if p != WHITELIST.name), "--min-confidence", str(conf["min_confidence"]),
+             "--ignore-decorators", ",".join(conf["ignore_decorators"]))
+    stale = listed - _names(r.stdout)
+    assert not stale, f"vulture_whitelist.py lists names vulture does not report: {sorted(stale)}"
+
+
+def test_an_unused_function_is_found(tmp_path):
+    """The check on a copy of the package with one function nothing calls: named, with its line."""
+    pkg = tmp_path / "src" / "ioweather"
+    shutil.copytree(ROOT / "src" / "ioweather", pkg, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.c"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    shutil.copy(WHITELIST, tmp_path)
+    units = pkg / "units.py"
+    n = len(units.read_text(encoding="utf-8").splitlines())
+    units.write_text(units.read_text(encoding="utf-8") + "\n\ndef nobody_calls_me():\n    return 1\n",
+                     encoding="utf-8")
+    r = _run(cwd=tmp_path)
+    assert r.returncode != 0
+    assert f"src/ioweather/units.py:{n + 3}: unused function 'nobody_calls_me'" in r.stdout, r.stdout
+
+
+def test_a_missing_vulture_fails_rather_than_skips(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda *a, **k: None)
+    with pytest.raises(AssertionError, match="vulture is not installed"):
+        _vulture()

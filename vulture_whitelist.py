@@ -1,0 +1,73 @@
+"""What vulture (`[tool.vulture]` in pyproject.toml, tests/test_dead_code.py) calls unused but is not.
+
+vulture only parses this file. Each entry names what a framework, a file format or a test reaches
+by a name vulture cannot follow, with the reason. A new entry needs a reason as good; code that
+is simply unused is deleted instead. Click commands and SQLAlchemy event listeners are left out
+by `ignore_decorators` (pyproject.toml), not listed here.
+"""
+
+_ = object()
+
+# click calls these overrides of click.Group (lazy command loading, `import KIND` sub-commands)
+_.list_commands  # cli.py, commands/imports.py
+_.get_command  # cli.py, commands/imports.py
+
+# http.server's hooks and class settings (services/exporter.py's /metrics server)
+_.address_family
+_.daemon_threads
+_.do_GET
+_.log_message
+
+# uvicorn reads these flags of its Server (services/server.py's graceful and forced stop)
+_.should_exit
+_.force_exit
+
+# sqlite3's connection attribute, set so SQLAlchemy decides when transactions begin (store/db.py)
+_.isolation_level
+
+# importers are loaded by name from sources/telemetry/importers.py's REGISTRY ("module:Class")
+_.LmtImporter
+_.IostatImporter
+_.TtsImporter
+_.CsvImporter
+_.MmperfmonImporter
+_.LfsdfImporter
+_.LctlImporter
+_.LctlParamsImporter
+
+# dataclass fields that reach the output through asdict()/__dict__ or a template, not by attribute
+_.nnodes_source  # services/why.py Why: `why --json`, templates/_why.html
+_.node_names_source  # sources/darshan_log.py: where the DXT host names came from, in the log document
+_.lo_s  # stats/factors.py FactorClass: `factors classify --json`, views/factors_tables.py
+_.hi_s
+_.mean_bps
+_.block_bytes  # store/probe.py run info: columns of the probe runs table (asdict)
+_.file_exceeds_memory
+_.total_pages  # sources/iomodel_cache.py CacheInfo: the run's cache record (as_dict)
+_.dropped_caches
+_.created_ns  # sources/probe.py ProbeLayout: written to probe.json (layout.__dict__) and read back
+_.record_id  # sources/darshan_log.py DxtSegments: a column of the DXT trace, like its neighbours
+_.filesystem  # sources/telemetry/lmt.py LmtInfo: FILESYSTEM_INFO's name, set positionally
+_.purpose  # services/bench.py Motif: the motif's description, set positionally in MOTIFS
+
+# read by getattr with a name in a string
+_.mem_offsets  # store/iomodel.py run rows
+_.file_offsets
+_.lock_fd  # sources/probe.py close(): the probe directory's lock is held while the fd is open
+
+# references the tests check the production path against (the only check of that path)
+_.median_of_durations  # stats/status.py: baseline_stats' in-place median, bit for bit
+_.unusual_in_bad_direction  # stats/umami.py: the vectorised climate's `unusual`, one value at a time
+_.quartile  # stats/umami.py: the vectorised climate's quartile classes, one value at a time
+_.power_spectrum  # stats/workload.py: in memory, what telemetry_query.spectrum_histogram does in DuckDB
+_.bucket_low  # stats/slowdown_pieces.py: the lower bound of each duration bucket, checked against bucket_of
+_.missing_fraction  # stats/coverage.py: the rule services/job_weather.py writes again inline (see the report)
+
+# test seams: what a test observes of a daemon or a store that no command prints
+_.rebuilds  # services/exporter.py: how often the exporter folded its sums again from scratch
+_.warm_s  # services/probe_cache.py: set when the cache's warm-up ends
+_.pending_frame  # services/collector.py: the rows a flush would write
+_.metric_of  # sources/telemetry/mmperfmon.py: each value's GPFS metric name
+_.make_tree  # sources/telemetry/synthetic.py: a synthetic Lustre /proc tree for collect's tests
+_.file_rows  # store/jobs.py: the per-file table of the jobs archive
+_.read_frame  # store/telemetry_layout.py: a file system's telemetry rows as a DataFrame
