@@ -36,7 +36,6 @@ _.LctlImporter
 _.LctlParamsImporter
 
 # dataclass fields that reach the output through asdict()/__dict__ or a template, not by attribute
-_.nnodes_source  # services/why.py Why: `why --json`, templates/_why.html
 _.node_names_source  # sources/darshan_log.py: where the DXT host names came from, in the log document
 _.lo_s  # stats/factors.py FactorClass: `factors classify --json`, views/factors_tables.py
 _.hi_s
@@ -58,10 +57,7 @@ _.lock_fd  # sources/probe.py close(): the probe directory's lock is held while 
 # references the tests check the production path against (the only check of that path)
 _.median_of_durations  # stats/status.py: baseline_stats' in-place median, bit for bit
 _.unusual_in_bad_direction  # stats/umami.py: the vectorised climate's `unusual`, one value at a time
-_.quartile  # stats/umami.py: the vectorised climate's quartile classes, one value at a time
-_.power_spectrum  # stats/workload.py: in memory, what telemetry_query.spectrum_histogram does in DuckDB
 _.bucket_low  # stats/slowdown_pieces.py: the lower bound of each duration bucket, checked against bucket_of
-_.missing_fraction  # stats/coverage.py: the rule services/job_weather.py writes again inline (see the report)
 
 # test seams: what a test observes of a daemon or a store that no command prints
 _.rebuilds  # services/exporter.py: how often the exporter folded its sums again from scratch

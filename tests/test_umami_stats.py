@@ -63,14 +63,6 @@ def test_implausible_cf_is_flagged_and_unusable():
     assert cov.implausible(1.3) and not cov.implausible(1.2)
 
 
-def test_missing_fraction():
-    # 2 targets, window 0-20 s, 5 s samples: target a complete, target b has 2 of 4 (one NaN, one absent)
-    t = [0, 5 * S, 10 * S, 15 * S, 0, 5 * S]
-    v = [1, 1, 1, 1, 1, np.nan]
-    assert cov.missing_fraction(t, [5.0] * 6, v, 0, 20 * S, 2) == pytest.approx(1 - 25 / 40)
-    assert cov.missing_fraction([], [], [], 0, 20 * S, 0) is None
-
-
 @pytest.mark.parametrize("seed", range(5))
 def test_quartile_classes_match_numpy_percentiles(seed):
     rng = np.random.default_rng(seed)

@@ -102,14 +102,3 @@ def window_amount(start_ns, interval_s, value, since_ns: int, until_ns: int) -> 
     return float(np.sum(v[ok] * ov[ok] / iv[ok]))
 
 
-def missing_fraction(start_ns, interval_s, value, since_ns: int, until_ns: int, n_targets: int) -> float | None:
-    """1 - (seconds of the window covered by valid samples, summed over targets) / (window x targets).
-
-    None when no target is known (nothing was ever collected for this file system)."""
-    span = (until_ns - since_ns) / 1e9
-    if n_targets <= 0 or span <= 0:
-        return None
-    v = np.asarray(value, dtype=float)
-    ov = overlap_s(start_ns, interval_s, since_ns, until_ns)
-    covered = float(np.sum(ov[np.isfinite(v) & (v >= 0)]))
-    return float(min(1.0, max(0.0, 1.0 - covered / (span * n_targets))))
