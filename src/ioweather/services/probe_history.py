@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ioweather.encoding import fields_dict, finite_or_none, iso_ms
+from ioweather.encoding import answer_dict, finite_or_none, iso_ms
 from ioweather.services.probe_cache import OPS
 from ioweather.stats.probe import state
 from ioweather.units import ns_to_iso
@@ -55,7 +55,7 @@ class History:
     targets: list[TargetHistory]
 
     def to_json(self) -> dict:
-        return {**fields_dict(self), "targets": [fields_dict(t) for t in self.targets]}
+        return {**answer_dict(self), "targets": [answer_dict(t) for t in self.targets]}
 
 
 def grid(since_ns: int, until_ns: int, interval_s: int) -> tuple[int, int]:
