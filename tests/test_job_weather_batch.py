@@ -216,7 +216,7 @@ def test_jobs_ingest_stores_weather_verdicts(home, tmp_path):
 def test_scheduler_import_recomputes_concurrency(batch, tmp_path):
     """A scheduler import beside stored weather: the jobs that ran then get their concurrent jobs
     without being opened (the telemetry signature does not see the scheduler)."""
-    from ioweather.services.scheduler import import_slurm
+    from ioweather.services.scheduler import import_jobs
 
     settings, store, _raw = batch
     job_weather.refresh_all(store)
@@ -229,7 +229,7 @@ def test_scheduler_import_recomputes_concurrency(batch, tmp_path):
     sacct.write_text("JobID|Cluster|JobName|Start|End|NNodes|State\n"
                      f"5000|c|ior|{iso(job.start_ns)}|{iso(job.end_ns)}|2|COMPLETED\n"
                      f"77|c|other|{iso(job.start_ns - 600 * S)}|{iso(job.end_ns + 600 * S)}|8|COMPLETED\n")
-    import_slurm(settings, str(sacct), tz="UTC")
+    import_jobs(settings, "slurm", str(sacct), tz="UTC")
     assert con.execute(q, (job.key,)).fetchone()[0] == 1
     con.close()
 

@@ -5,7 +5,12 @@ The real Slurm cluster's tests are in test_slurm_import.py."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
@@ -173,6 +178,40 @@ def test_sacct_failing_is_one_line(cli, home, tmp_path):
     p = cli("import", "slurm", home=home, env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
     assert _one_error_line(p) == ("ioweather: error: sacct failed (exit 1): error: Problem talking to the database: "
                                   "Connection refused")
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")  # a zombie no longer runs
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_ends_a_live_import_as_every_import_kind(home, tmp_path, sig):
+    """sacct hangs: SIGTERM (a scheduler's time limit) stops the import as Ctrl-C does, in one line,
+    with sacct stopped and nothing stored (before, SIGTERM killed ioweather and left sacct running)."""
+    pid_file = tmp_path / "sacct.pid"
+    fake = tmp_path / "sacct"
+    fake.write_text(f"#!/bin/sh\necho $$ > {pid_file}.tmp && mv {pid_file}.tmp {pid_file}\nexec sleep 600\n")
+    fake.chmod(0o755)
+    env = {**os.environ, "IOWEATHER_HOME": str(home), "PATH": f"{tmp_path}:/usr/bin:/bin"}
+    proc = subprocess.Popen([sys.executable, "-m", "ioweather", "import", "slurm"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not pid_file.exists():
+        assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.poll() is not None else ""
+        time.sleep(0.05)
+    sacct = int(pid_file.read_text())
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert (proc.returncode, err) == (130, "ioweather: interrupted\n")
+    deadline = time.monotonic() + 30
+    while _running(sacct):
+        assert time.monotonic() < deadline, "sacct outlived the interrupted import"
+        time.sleep(0.05)
+    assert not (home / "ioweather.sqlite").exists() or not _stored(home)
 
 
 def test_telemetry_import_still_answers(cli, home, tmp_path):

@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "factors": ("ioweather.commands.factors",),
     "fsstats": ("ioweather.commands.fsstats",),
     # telemetry makes the `import` group; scheduler adds slurm and nersc-jobsdb, umami job-features
-    "import": ("ioweather.commands.telemetry", "ioweather.commands.scheduler", "ioweather.commands.umami"),
+    "import": ("ioweather.commands.telemetry", "ioweather.commands.umami"),
     "iomodel": ("ioweather.commands.iomodel",),
     "job": ("ioweather.commands.jobs",),
     "jobs": ("ioweather.commands.jobs",),

@@ -9,12 +9,11 @@ line about the file. Below every layer (sources and services both use it).
 
 from __future__ import annotations
 
-import ctypes
 import os
 import pickle
 import signal
 
-_PR_SET_PDEATHSIG = 1
+from ioweather.signals import child_defaults, die_with_parent
 
 
 class ChildDied(Exception):
@@ -26,22 +25,6 @@ class ChildDied(Exception):
         super().__init__(f"the isolated process died ({what})")
 
 
-def die_with_parent(parent_pid: int) -> None:
-    """In a forked child: be killed when the parent dies, however it dies (Linux; elsewhere a no-op).
-
-    The kernel sends the signal when the thread that forked us ends, so fork from a
-    thread that lives as long as the process (the main thread). A parent that died
-    before the request took effect is seen by the changed parent pid.
-    """
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux
-        return
-    if os.getppid() != parent_pid:
-        os._exit(1)
-
-
 def _child(fn, args, kwargs, w: int, parent: int) -> None:
     # Never returns: os._exit skips the parent's atexit handlers and its buffered stdout.
     try:
@@ -50,8 +33,7 @@ def _child(fn, args, kwargs, w: int, parent: int) -> None:
 
         # PYTHONFAULTHANDLER would print a C stack for a crash the parent already explains in one line
         faulthandler.disable()
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        child_defaults()
         try:
             answer = ("ok", fn(*args, **kwargs))
         except Exception as e:  # given back to the parent, which raises it as if the call were local
@@ -91,6 +73,9 @@ def call_isolated(fn, *args, **kwargs):
                 if not block:
                     break
                 chunks.append(block)
+    except BaseException:  # Ctrl-C or SIGTERM unwinding here: the child ignores SIGINT, so it is stopped, not awaited
+        os.kill(pid, signal.SIGKILL)
+        raise
     finally:
         status = _reap(pid)
     if os.WIFSIGNALED(status):
@@ -110,7 +95,7 @@ def _reap(pid: int) -> int:
             return os.waitpid(pid, 0)[1]
         except InterruptedError:
             continue
-        except KeyboardInterrupt:  # Ctrl-C reached the child too (same process group): let it end first
+        except KeyboardInterrupt:  # the child ignores Ctrl-C (signals.child_defaults): stop it, then reap it
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             raise

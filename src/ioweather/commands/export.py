@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
 
@@ -75,12 +74,9 @@ def register(cli: click.Group) -> None:
         if not is_loopback(host):
             click.echo(f"ioweather: warning: listening on {host}: anyone who can reach it can read the metrics "
                        "(no authentication)", err=True)
-        click.echo(f"ioweather export: {url_of(server.socket)}metrics ({', '.join(exporter.datasets()) or 'no datasets yet'})",
-                   err=True)
-        stop = threading.Event()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
-        serve(exporter, server, stop, say=lambda m: click.echo(f"ioweather export: {m}", err=True))
+        say = lambda m: click.echo(f"ioweather export: {m}", err=True)  # noqa: E731
+        listening = f"{url_of(server.socket)}metrics ({', '.join(exporter.datasets()) or 'no datasets yet'})"
+        serve(exporter, server, threading.Event(), say=say, started=lambda: say(listening))
 
 
 def _export_capture(path: str, top_jobs: int, once: bool, list_only: bool, as_json: bool) -> None:

@@ -1,24 +1,24 @@
-"""`ioweather import`: one click group. Each telemetry importer kind (sources/telemetry/importers.py)
-is a sub-command made from its registry entry (kind, help, options); other modules add theirs
-(`slurm`, `nersc-jobsdb`, `job-features`) with `import_group(cli).add_command(...)`.
+"""`ioweather import`: one click group. Each importer kind (sources/telemetry/importers.py: the
+telemetry kinds, `slurm`, `nersc-jobsdb`) is a sub-command made from its registry entry (kind,
+help, target, options); other modules add theirs (`job-features`) with
+`import_group(cli).add_command(...)`.
 
-The telemetry sub-commands are built when asked for, so that starting the command line does not
+The importer sub-commands are built when asked for, so that starting the command line does not
 import every importer (pandas, h5py, SQLAlchemy) to list them.
 """
 
 from __future__ import annotations
 
 import functools
-import signal
 import sys
-import threading
 from pathlib import Path
 
 import click
 
-from ioweather.commands.common import DURATION, TIME, json_option, quiet_option, quiet_output
+from ioweather.commands.common import DURATION, SINCE, TIME, json_option, quiet_option, quiet_output
 from ioweather.services import import_kinds as importers
 from ioweather.units import to_ns
+from ioweather.views.output import print_json, print_table, short_time, stderr
 
 HELP = """Import recorded data: telemetry histories (`import KIND SOURCE... --fs FS`), scheduler jobs
 (`import slurm`, `import nersc-jobsdb`) and per-job feature tables (`import job-features`).
@@ -27,7 +27,7 @@ See `ioweather import KIND --help`.
 Importing the same SOURCE again replaces its earlier import. A SOURCE that fails is reported and
 leaves nothing behind; the others are still imported."""
 
-_TYPES = {"duration": DURATION, "time": TIME, "text": None}
+_TYPES = {"duration": DURATION, "time": TIME, "since": SINCE, "text": None}
 
 
 class ImportGroup(click.Group):
@@ -43,7 +43,7 @@ class ImportGroup(click.Group):
         if name in self.commands:
             return self.commands[name]
         if name in importers.REGISTRY:
-            return _with_quiet(telemetry_command(importers.importer(name)))
+            return _with_quiet(importer_command(importers.importer(name)))
         return None
 
 
@@ -74,23 +74,36 @@ def import_group(cli: click.Group) -> click.Group:
 def _option(opt: importers.Option):
     if opt.type == "flag":
         return click.option(opt.flag, opt.dest, is_flag=True, help=opt.help)
-    return click.option(opt.flag, opt.dest, type=_TYPES[opt.type], default=None, help=opt.help)
+    return click.option(opt.flag, opt.dest, type=_TYPES[opt.type], default=opt.default, metavar=opt.metavar,
+                        show_default=opt.default is not None, help=opt.help)
 
 
-def telemetry_command(cls: type[importers.Importer]) -> click.Command:
-    """The sub-command of one importer kind: SOURCE... --fs FS [--timezone] --since --until, its own
-    options, --json."""
+def _values(cls: type[importers.Importer], options: dict) -> dict:
+    """The kind's own options as its constructor takes them: times in unix ns."""
+    times = {o.dest for o in cls.options if o.type in ("time", "since")}
+    return {k: to_ns(v) if k in times and v is not None else v for k, v in options.items()}
 
-    def run(settings, sources, fs, since, until, as_json, tz=None, **options):
-        _import(settings, cls.kind, sources, fs, tz, since, until, options, as_json)
 
-    params = [click.argument("sources", nargs=-1, required=True, metavar="SOURCE..."),
-              click.option("--fs", required=True, help="File system (dataset) name to import into.")]
-    if cls.timezone:
-        params.append(click.option("--timezone", "tz", default=None, metavar="ZONE",
-                                   help="IANA zone of times written without offset (default UTC)."))
-    params += [click.option("--since", type=TIME, default=None, help="Import only from this time on."),
-               click.option("--until", type=TIME, default=None, help="Import only up to this time.")]
+def importer_command(cls: type[importers.Importer]) -> click.Command:
+    """The sub-command of one importer kind: what its target takes (telemetry: SOURCE... --fs FS
+    [--timezone] --since --until; jobs: FILE, optional for a kind that reads live), its own options,
+    --json."""
+    if cls.target == "jobs":
+        def run(settings, file, as_json, **options):
+            _import_jobs(settings, cls.kind, file, _values(cls, options), as_json)
+
+        params = [click.argument("file", required=not cls.live, type=click.Path(dir_okay=False))]
+    else:
+        def run(settings, sources, fs, since, until, as_json, tz=None, **options):
+            _import(settings, cls.kind, sources, fs, tz, since, until, _values(cls, options), as_json)
+
+        params = [click.argument("sources", nargs=-1, required=True, metavar="SOURCE..."),
+                  click.option("--fs", required=True, help="File system (dataset) name to import into.")]
+        if cls.timezone:
+            params.append(click.option("--timezone", "tz", default=None, metavar="ZONE",
+                                       help="IANA zone of times written without offset (default UTC)."))
+        params += [click.option("--since", type=TIME, default=None, help="Import only from this time on."),
+                   click.option("--until", type=TIME, default=None, help="Import only up to this time.")]
     params += [_option(o) for o in cls.options]
     params += [json_option, click.pass_obj]
     fn = run
@@ -99,12 +112,9 @@ def telemetry_command(cls: type[importers.Importer]) -> click.Command:
     return click.command(cls.kind, help=cls.help)(fn)
 
 
-_stopping = threading.Event()
-
-
-def _interrupted(signum, frame):
-    _stopping.set()
-    raise KeyboardInterrupt
+def _note(text: str) -> None:
+    # markup=False: a note quotes the input ("nid[0001-0004]"), which rich would read as markup
+    stderr.print(f"import: {text}", highlight=False, markup=False)
 
 
 def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> None:
@@ -112,7 +122,6 @@ def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> 
     from ioweather.services.telemetry import import_sources
     from ioweather.services.telemetry import check_fs_name
     from ioweather.units import check_timezone
-    from ioweather.views.output import print_json, print_table, stderr
 
     check_fs_name(fs)
     if tz is not None:
@@ -121,16 +130,9 @@ def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> 
     until_ns = to_ns(until) if until else None
     if since_ns is not None and until_ns is not None and until_ns <= since_ns:
         raise UserError("--until must be after --since")
-    if "at_ns" in options:
-        options["at_ns"] = to_ns(options["at_ns"]) if options["at_ns"] else None
-    # SIGTERM (systemd, a scheduler's time limit) rolls an import back as Ctrl-C does; kill -9 cannot
-    # be caught, and store/telemetry_imports.py makes that safe too.
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, _interrupted)
-    doc = import_sources(settings, kind, sources, fs, stopping=_stopping, tz=tz, since_ns=since_ns,
+    doc = import_sources(settings, kind, sources, fs, tz=tz, since_ns=since_ns,
                          until_ns=until_ns, on_error=lambda m: click.echo(f"ioweather: error: {m}", err=True),
-                         on_note=lambda m: stderr.print(f"import: {m}", highlight=False, markup=False), **options)
+                         on_note=_note, **options)
     results, failed = doc["sources"], doc["failed"]
     weather = doc.get("job_weather")
     if as_json:
@@ -149,3 +151,19 @@ def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> 
                        f"telemetry covers")
     if failed:
         sys.exit(2)
+
+
+def _import_jobs(settings, kind, source, options, as_json) -> None:
+    from ioweather.services.scheduler import import_jobs
+
+    summary = import_jobs(settings, kind, source, **options)
+    for note in summary["notes"]:
+        _note(note)
+    if as_json:
+        print_json(summary)
+        return
+    print_table([summary], [
+        ("source", "source"), ("cluster", "cluster", lambda c: c or "''"), ("jobs", "jobs"), ("running", "running"),
+        ("replaced", "replaced"), ("first_start", "first start (UTC)", short_time),
+        ("last_start", "last start (UTC)", short_time)],
+        title=f"scheduler jobs imported (local times read in zone {summary['timezone']})")

@@ -23,7 +23,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
+from ioweather import signals
 from ioweather.encoding import answer_dict
 from ioweather.errors import StoreError, UserError, from_os_error
 from ioweather.services.fs_names import fs_map_of, fs_name_of
@@ -164,23 +164,6 @@ def _remove_work(work: Path) -> int:
     return n + 1
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM (a scheduler's cancel, systemd's stop) unwinds like Ctrl-C, so the cleanup runs."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, old)
-
-
 def _free_bytes(root: Path) -> int:
     try:
         st = os.statvfs(root)
@@ -218,7 +201,8 @@ def run(store, motifs, directory, size: int = DEFAULT_SIZE, tasks: int = DEFAULT
     label = fs or fs_name_of(root, fs_map_of(store))
     t0 = time.perf_counter()
     out = {"runs": [], "directory": str(root), "fs": label, "fio_s": 0.0}
-    with _sigterm_as_interrupt(), _locked(root):
+    # SIGTERM (a scheduler's cancel, systemd's stop) unwinds like Ctrl-C, so the cleanup runs
+    with signals.interrupting((signal.SIGTERM,)), _locked(root):
         work = root / WORK_NAME
         out["leftovers_removed"] = _remove_work(work)
         version = fio.version(exe)

@@ -23,8 +23,9 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from ioweather import signals
 from ioweather.errors import StoreError, UserError, from_os_error, os_error_reason
-from ioweather.services.daemon import Ticker, WriteBehind, start_retention, stop_on_signals
+from ioweather.services.daemon import Ticker, WriteBehind, start_retention
 from ioweather.sources.telemetry.base import short_hostname
 from ioweather.services.collector import Collector
 from ioweather.store import telemetry_layout as layout
@@ -221,8 +222,7 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
         log(f"continuing from the {restored} counter readings saved at the last stop")
 
     ticker = Ticker(interval, duration_s=duration, stop=stop_event, align_to_epoch=True)
-    if install_signals:
-        stop_on_signals(ticker.stop)
+    restore = signals.install(signals.set_event(ticker.stop), signals.STOP if install_signals else ())
     log(f"sampling {', '.join(s.name for s in sources)} every {interval:g} s into {sink.tdir} "
         f"(file system {'from the targets, else ' if fs is None else ''}{default_fs!r})")
     start_retention(settings, None, ("telemetry",), ticker.stop, log)
@@ -243,6 +243,7 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
             ticker.run(tick)
     finally:
         unstored = buffer.close(FINAL_FLUSH_S)
+        restore()  # after the last flush: a second Ctrl-C during it is not a traceback
     if unstored:
         raise StoreError(f"{unstored} readings were not stored: the store did not take them within "
                          f"{FINAL_FLUSH_S:g} s of the stop ({buffer.error})")

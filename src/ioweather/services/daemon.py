@@ -9,29 +9,12 @@ dropped past the bound (counted and said), and a stop waits a bounded time for t
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 
 from ioweather.errors import UserError
-
-
-def stop_on_signals(stop: threading.Event) -> None:
-    """SIGTERM and SIGINT set `stop` (only the main thread can install handlers; elsewhere a no-op).
-
-    The handler hands set() to a thread: it runs on the main thread between two bytecodes, maybe
-    while that thread holds the event's lock inside wait(), and set() takes the same lock.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        return
-
-    def handler(*_):
-        threading.Thread(target=stop.set, name="stop-signal", daemon=True).start()
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
 
 
 class Ticker:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import signal
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -34,7 +33,7 @@ import pyarrow as pa
 
 from ioweather.errors import UserError, from_os_error, os_error_reason
 from ioweather.files import display_path, fd_path
-from ioweather.isolation import die_with_parent
+from ioweather.signals import child_defaults, die_with_parent, install
 from ioweather.sources.darshan_log import READER_DIED
 
 # The extraction context inherited by forked workers (set before the pool starts).
@@ -243,8 +242,7 @@ def _init_worker(known: frozenset[str], cores_per_node: int | None, scan: Scan |
 def _start_worker(parent_pid: int, initializer, initargs) -> None:
     die_with_parent(parent_pid)
     # Ctrl-C reaches the whole process group: the parent stops the workers itself.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler, inherited by fork
+    child_defaults()
     if initializer is not None:
         initializer(*initargs)
 
@@ -287,10 +285,8 @@ class _Interrupts:
     A flag, not a blocked signal mask: the pool's threads would take a signal the main thread blocks.
     """
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
     def __init__(self):
-        self.depth, self.pending, self.saved = 0, None, {}
+        self.depth, self.pending, self.restore = 0, None, lambda: None
 
     def _handler(self, signum, frame):
         if self.depth:
@@ -299,13 +295,11 @@ class _Interrupts:
             raise _Stop(signum)
 
     def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            self.saved = {s: signal.signal(s, self._handler) for s in self.SIGNALS}
+        self.restore = install(self._handler)
         return self
 
     def __exit__(self, *exc):
-        for s, h in self.saved.items():
-            signal.signal(s, h)
+        self.restore()
 
     @contextmanager
     def deferred(self):

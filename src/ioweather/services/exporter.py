@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from ioweather import signals
 from ioweather.errors import StoreError, UserError, os_error_reason
 from ioweather.store import telemetry_layout as layout
 from ioweather.store.telemetry_totals import FileLister, file_sums
@@ -636,9 +637,12 @@ def make_server(exporter: TelemetryExporter, host: str, port: int) -> ThreadingH
 
 
 def serve(exporter: TelemetryExporter, server: ThreadingHTTPServer, stop: threading.Event,
-          say: Callable[[str], None] = lambda m: None, refresh_s: float = REFRESH_S) -> None:
-    """Serve until `stop`. A background thread sums the store once (scrapes meanwhile say ready 0),
-    then every `refresh_s` sums the files that appeared, so that a scrape seldom pays for it."""
+          say: Callable[[str], None] = lambda m: None, refresh_s: float = REFRESH_S,
+          started: Callable[[], None] = lambda: None) -> None:
+    """Serve until `stop` (or SIGTERM/SIGINT, which set it). A background thread sums the store once
+    (scrapes meanwhile say ready 0), then every `refresh_s` sums the files that appeared, so that a
+    scrape seldom pays for it. `started()` is called once the signals stop it: a supervisor that
+    reads the line it prints may stop it at once."""
     def refresh():
         t0 = time.perf_counter()
         exporter.exposition(wait_s=3600.0)
@@ -650,14 +654,16 @@ def serve(exporter: TelemetryExporter, server: ThreadingHTTPServer, stop: thread
             except UserError as e:
                 say(str(e))
 
-    threading.Thread(target=refresh, name="exporter-refresh", daemon=True).start()
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
-    thread.start()
-    try:
-        stop.wait()
-    finally:
-        server.shutdown()
-        server.server_close()
+    with signals.handled(signals.set_event(stop)):
+        started()
+        threading.Thread(target=refresh, name="exporter-refresh", daemon=True).start()
+        thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
+        thread.start()
+        try:
+            stop.wait()
+        finally:
+            server.shutdown()
+            server.server_close()
 
 
 _BRW_FAMILIES = {name for name, _, _ in _BRW.values()}

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ioweather import signals
 from ioweather.config import load_fs_map
 from ioweather.errors import UserError
 from ioweather.services.daemon import (
@@ -26,7 +27,6 @@ from ioweather.services.daemon import (
     WriteBehind,
     run_in_thread,
     start_retention,
-    stop_on_signals,
 )
 from ioweather.services.fs_names import fs_name_of
 from ioweather.sources.probe import (
@@ -103,14 +103,14 @@ class ProbeDaemon:
 
     def run(self, install_signals: bool = True) -> None:
         """Probe until stopped (or --duration); raises UserError if the last samples could not be stored."""
-        if install_signals:
-            stop_on_signals(self.stop_event)
+        restore = signals.install(signals.set_event(self.stop_event), signals.STOP if install_signals else ())
         self.buffer = WriteBehind(self.sink, self.opt.flush_s, self.opt.buffer_rows or BUFFER_ROWS, self.log,
                                   name="probe-flush")
         try:
             self.ticker.run(lambda _t: self.buffer.add(self.probe.run_period()))
         finally:
             unstored = self.buffer.close(FINAL_FLUSH_S)
+            restore()  # after the last flush: a second Ctrl-C during it is not a traceback
             if unstored:
                 self.log(f"{unstored} samples were not stored: the store did not take them within "
                          f"{FINAL_FLUSH_S:g} s of the stop ({self.buffer.error}); they are lost")
@@ -253,8 +253,8 @@ def run_probes(settings, directories: list[Path], *, targets=(), interval: float
     fs_map = load_fs_map(settings.home)  # a malformed fs-map is refused here too
     store = open_store(settings)
     stop = stop_event if stop_event is not None else threading.Event()
-    if install_signals:  # from the start: a SIGTERM while the probes open their directories is a clean stop too
-        stop_on_signals(stop)
+    # from the start: a SIGTERM while the probes open their directories is a clean stop too
+    restore = signals.install(signals.set_event(stop), signals.STOP if install_signals else ())
     warn = lambda m: say(f"probe: {m}")
     log = (lambda m: None) if quiet else warn
     slots: list[_Slot] = []
@@ -310,6 +310,7 @@ def run_probes(settings, directories: list[Path], *, targets=(), interval: float
             if slot.thread is not None:  # its last flush, bounded like the one of a stop
                 slot.thread.join(FINAL_FLUSH_S + 1)
             slot.daemon.close()
+        restore()
     return 0
 
 

@@ -1,80 +1,57 @@
-"""Importing scheduler jobs: run sacct or read a saved file / the NERSC jobs database, parse
-(sources/scheduler.py), store (store/scheduler.py), and say what happened."""
+"""`ioweather import slurm`, `import nersc-jobsdb`: run an importer of target "jobs" (sources/scheduler.py:
+sacct live, a saved file, the NERSC jobs database), store its rows (store/scheduler.py), and say
+what happened."""
 
 from __future__ import annotations
 
-import os
 import time
 
+from ioweather import signals
 from ioweather.errors import UserError
-from ioweather.sources import scheduler as src
+from ioweather.sources.telemetry.importers import importer
 from ioweather.store import open_store
 from ioweather.store import scheduler as sched
-from ioweather.units import ns_to_iso
-
-#: --since default for a live import without one.
-DEFAULT_SINCE_S = 24 * 3600
+from ioweather.units import check_timezone, ns_to_iso
+from ioweather.views.output import progress
 
 
-def import_slurm(settings, file: str | None = None, *, since_ns: int | None = None, until_ns: int | None = None,
-                 cluster: str | None = None, tz: str | None = None,
-                 sacct_timeout_s: float = src.SACCT_TIMEOUT_S) -> dict:
-    """Live from sacct over [since, until) (default: the last 24 h), or from a saved file (then
-    --since/--until keep only the jobs that ran in that window). Returns the import summary."""
-    zone = tz or src.local_zone()
+def import_jobs(settings, kind: str, source: str | None = None, **options) -> dict:
+    """Import the jobs of `source` (None: live, for a kind that can) with the importer of `kind`;
+    `options` are the kind's own (slurm: since_ns, until_ns, cluster, tz, timeout_s). Returns the
+    import summary. SIGTERM stops it as Ctrl-C does: the rows are stored in one transaction or not at all."""
+    if options.get("tz") is not None:
+        check_timezone(options["tz"])
+    since_ns, until_ns = options.get("since_ns"), options.get("until_ns")
     if since_ns is not None and until_ns is not None and until_ns <= since_ns:
         raise UserError("--until must be after --since")
-    if file is None:
-        now = time.time_ns()
-        until = until_ns if until_ns is not None else now
-        since = since_ns if since_ns is not None else until - DEFAULT_SINCE_S * 1_000_000_000
-        parsed = src.run_sacct(since, until, tz=zone, cluster=cluster, timeout_s=sacct_timeout_s)
-        source = "sacct"
-    else:
-        parsed = src.read_sacct_file(file, tz=zone, cluster=cluster)
-        parsed.rows = _in_window(parsed.rows, since_ns, until_ns, parsed.notes)
-        source = f"sacct-file:{os.path.abspath(file)}"
-    return _store(settings, parsed, source, cluster, zone)
+    with signals.interrupting():
+        with importer(kind)(source, **options) as imp, progress() as bar:
+            task = bar.add_task(imp.label(), total=imp.total())
+            rows = [row for chunk in imp.chunks(lambda n: bar.advance(task, n)) for row in chunk]
+        return _store(settings, rows, imp.notes, imp.ident(), imp.cluster, imp.zone)
 
 
-def import_nersc_jobsdb(settings, path: str) -> dict:
-    parsed = src.read_nersc_jobsdb(path)
-    return _store(settings, parsed, f"nersc-jobsdb:{os.path.abspath(path)}", None, "UTC (unix times)")
-
-
-def _in_window(rows: list[dict], since_ns, until_ns, notes: list[str]) -> list[dict]:
-    if since_ns is None and until_ns is None:
-        return rows
-    now = time.time_ns()
-    kept = [r for r in rows
-            if (until_ns is None or r["start_ns"] < until_ns)
-            and (since_ns is None or (r["end_ns"] if r["end_ns"] is not None else now) > since_ns)]
-    if len(kept) < len(rows):
-        notes.append(f"{len(rows) - len(kept)} jobs outside --since/--until left out")
-    return kept
-
-
-def _store(settings, parsed: src.Parsed, source: str, cluster: str | None, zone: str) -> dict:
-    notes = list(parsed.notes)
+def _store(settings, rows: list[dict], notes: list[str], source: str, cluster: str | None, zone: str) -> dict:
+    notes = list(notes)
     store = open_store(settings)
     try:
-        replaced = sched.replace_jobs(store, parsed.rows, source) if parsed.rows else 0
-        if parsed.rows:
-            _refresh_weather(store, parsed.rows)
+        replaced = sched.replace_jobs(store, rows, source) if rows else 0
+        if rows:
+            _refresh_weather(store, rows)
     finally:
         store.dispose()
-    clusters = sorted({r["cluster"] for r in parsed.rows})
-    if not parsed.rows:
+    clusters = sorted({r["cluster"] for r in rows})
+    if not rows:
         notes.append("no jobs to import")
     return {
         "source": source,
         "cluster": cluster if cluster is not None else (clusters[0] if len(clusters) == 1 else ",".join(clusters)),
         "timezone": zone,
-        "jobs": len(parsed.rows),
-        "running": sum(r["end_ns"] is None for r in parsed.rows),
+        "jobs": len(rows),
+        "running": sum(r["end_ns"] is None for r in rows),
         "replaced": replaced,
-        "first_start": ns_to_iso(min(r["start_ns"] for r in parsed.rows)) if parsed.rows else None,
-        "last_start": ns_to_iso(max(r["start_ns"] for r in parsed.rows)) if parsed.rows else None,
+        "first_start": ns_to_iso(min(r["start_ns"] for r in rows)) if rows else None,
+        "last_start": ns_to_iso(max(r["start_ns"] for r in rows)) if rows else None,
         "notes": notes,
     }
 

@@ -7,12 +7,12 @@ Takes any ASGI application (web/app.py builds it), so it imports nothing of the 
 from __future__ import annotations
 
 import errno
-import signal
 import socket
 import threading
 import time
 from collections.abc import Callable
 
+from ioweather import signals
 from ioweather.errors import UserError, os_error_reason
 
 
@@ -143,7 +143,7 @@ def run_server(app, sock: socket.socket, stop: threading.Event, say: Callable[[s
         finally:
             stop.set()
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    restore = signals.install(on_signal)
     http = threading.Thread(target=serve, name="ioweather-http", daemon=True)
     try:
         http.start()
@@ -157,8 +157,7 @@ def run_server(app, sock: socket.socket, stop: threading.Event, say: Callable[[s
                 f"{GRACE_S} s abandoned")
     finally:
         stop.set()
-        for s, h in old.items():
-            signal.signal(s, h)
+        restore()
         sock.close()
     if failed:
         raise failed[0]

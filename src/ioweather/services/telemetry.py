@@ -5,10 +5,10 @@ turned into rows (telemetry_ingest.py), written as one import that replaces the 
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 
+from ioweather import signals
 from ioweather.errors import UserError
 from ioweather.units import parse_time, to_ns
 from ioweather.services.telemetry_ingest import MAX_NAME, impossible_to_missing, overlong_names, source_writer, to_long
@@ -77,34 +77,36 @@ def import_one(settings, kind: str, source: str, fs: str, *, tz: str | None = No
             "rows_per_s": run.rows / seconds if seconds > 0 else None, "bad_lines": imp.bad_lines, "notes": notes}
 
 
-def import_sources(settings, kind: str, sources, fs: str, *, stopping: threading.Event | None = None,
+def import_sources(settings, kind: str, sources, fs: str, *,
                    on_error: Callable[[str], None] = lambda m: None, on_note: Callable[[str], None] = lambda m: None,
                    **kw) -> dict:
     """Each SOURCE on its own: one that fails is reported through `on_error` and leaves nothing
-    behind, the others are still imported. `stopping` set (by the caller's signal handler) turns a
-    library's own interrupt error (DuckDB: "Query interrupted") back into the interrupt it was."""
-    results, failed = [], 0
-    for source in sources:
-        try:
-            r = import_one(settings, kind, source, fs, **kw)
-        except Exception as e:
-            if stopping is not None and stopping.is_set():
-                raise KeyboardInterrupt from None
-            if not isinstance(e, UserError):
-                raise
-            failed += 1
-            on_error(str(e))
-            results.append({"source": source, "kind": kind, "fs": fs, "error": str(e)})
-            continue
-        for note in r["notes"]:
-            on_note(note)
-        results.append(r)
-    rows = sum(r.get("rows", 0) for r in results)
-    spans = [(to_ns(parse_time(r["start"])), to_ns(parse_time(r["end"]))) for r in results
-             if r.get("rows") and r.get("start") and r.get("end")]
-    span = (fs, min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
-    return {"kind": kind, "fs": fs, "rows": rows, "failed": failed, "sources": results,
-            "job_weather": _refresh_job_weather(settings, span) if rows else None}
+    behind, the others are still imported. SIGTERM (systemd, a scheduler's time limit) rolls an
+    import back as Ctrl-C does; kill -9 cannot be caught, and store/telemetry_imports.py makes that
+    safe too."""
+    with signals.interrupting() as stopping:
+        results, failed = [], 0
+        for source in sources:
+            try:
+                r = import_one(settings, kind, source, fs, **kw)
+            except Exception as e:
+                if stopping.is_set():  # a library's own interrupt error (DuckDB: "Query interrupted")
+                    raise KeyboardInterrupt from None
+                if not isinstance(e, UserError):
+                    raise
+                failed += 1
+                on_error(str(e))
+                results.append({"source": source, "kind": kind, "fs": fs, "error": str(e)})
+                continue
+            for note in r["notes"]:
+                on_note(note)
+            results.append(r)
+        rows = sum(r.get("rows", 0) for r in results)
+        spans = [(to_ns(parse_time(r["start"])), to_ns(parse_time(r["end"]))) for r in results
+                 if r.get("rows") and r.get("start") and r.get("end")]
+        span = (fs, min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
+        return {"kind": kind, "fs": fs, "rows": rows, "failed": failed, "sources": results,
+                "job_weather": _refresh_job_weather(settings, span) if rows else None}
 
 
 def _refresh_job_weather(settings, span: tuple[str, int, int] | None = None) -> dict | None:

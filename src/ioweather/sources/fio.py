@@ -12,6 +12,7 @@ printing something that is not its JSON.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -20,6 +21,7 @@ import signal
 import subprocess
 
 from ioweather.errors import UserError, from_os_error
+from ioweather.signals import die_with_parent
 
 DIRECTIONS = ("read", "write", "trim")
 #: fio's file engines count one "read" per file; the direction people mean is the operation.
@@ -52,7 +54,7 @@ def run(args: list[str], cwd: str | os.PathLike, fio: str | None = None) -> tupl
     cmd = [fio, *args, "--output-format=json"]
     try:
         proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                preexec_fn=_detach)
+                                preexec_fn=functools.partial(_detach, os.getpid()))
     except OSError as e:
         raise from_os_error(fio, e, "run") from None
     try:
@@ -67,13 +69,11 @@ def run(args: list[str], cwd: str | os.PathLike, fio: str | None = None) -> tupl
     return parse_text(out, "fio's output")
 
 
-def _detach() -> None:
+def _detach(parent_pid: int) -> None:
     """In the child: its own session (Ctrl-C reaches ioweather, which stops fio in order), and SIGKILL
     when ioweather dies (kill -9), so no fio keeps writing into a directory the next run removes."""
-    import ctypes
-
     os.setsid()
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    die_with_parent(parent_pid)
 
 
 def _stop(proc: subprocess.Popen) -> None:

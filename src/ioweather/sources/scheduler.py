@@ -1,6 +1,9 @@
 """Scheduler jobs: Slurm's `sacct` (live or a saved `--parsable2` file, or pytokio's JSON cache of
 one) and the NERSC jobs database. Parsing only; the rows go to store/scheduler.py.
 
+`ioweather import slurm` and `import nersc-jobsdb` are the importers at the end of this module
+(`Importer` of target "jobs", sources/telemetry/importers.py); services/scheduler.py runs them.
+
 Every reader returns `Parsed`: rows with the keys of the `sched_jobs` table (cluster, jobid,
 user, account, name, partition, start_ns, end_ns, nnodes, ncpus, nodelist, state, exit_code)
 and notes for people (columns ignored, steps and never-started jobs skipped).
@@ -20,6 +23,7 @@ import re
 import shutil
 import sqlite3
 import subprocess
+import time
 import urllib.parse
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,11 +33,14 @@ from zoneinfo import ZoneInfo
 from ioweather.errors import UserError, from_os_error
 from ioweather.files import check_input, read_regular_bytes
 from ioweather.sources.telemetry.base import check_timezone
+from ioweather.sources.telemetry.importers import Importer, Option
 
 #: What the live import asks sacct for (-X: allocations only, no steps).
 SACCT_FORMAT = ("JobID", "Cluster", "User", "Account", "JobName", "Partition", "Start", "End", "Elapsed",
                 "NNodes", "NCPUS", "NodeList", "State", "ExitCode")
 SACCT_TIMEOUT_S = 120.0
+#: --since of a live import without one.
+DEFAULT_SINCE_S = 24 * 3600
 
 #: sacct column (lower case) -> our field; the first present of several wins (JobID before JobIDRaw).
 _COLUMNS = {
@@ -570,3 +577,84 @@ def read_nersc_jobsdb(path: str | os.PathLike) -> Parsed:
         except ValueError as e:
             bad.append(f"{stepid[:80]}: {e}")
     return Parsed(rows, notes + _skip_notes(0, 0, bad) + _cap_notes(caps), "UTC")
+
+
+# -- the importers -------------------------------------------------------------------------------
+class JobsImporter(Importer):
+    """A scheduler's jobs, read whole by `open` into `parsed`; `zone` and `cluster` are what the
+    import summary says the times were read in and the jobs came from."""
+
+    target = "jobs"
+    timezone = False  # a kind with local times declares its own --timezone
+    zone: str
+    cluster: str | None = None
+    parsed: Parsed
+
+    def chunks(self, advance):
+        self.notes += self.parsed.notes
+        advance(len(self.parsed.rows))
+        yield self.parsed.rows
+
+
+class SlurmImporter(JobsImporter):
+    kind = "slurm"
+    live = True
+    help = """Import Slurm jobs: run `sacct` for the jobs running between --since and --until, or read
+    FILE, a saved `sacct --parsable2` output with its header line (or pytokio's JSON cache of one).
+
+    Only allocations are stored (steps are skipped), one row per cluster and job id; importing
+    a job again replaces it. A job still running is stored without an end and updated by the
+    next import. sacct prints local times without a zone: they are read in --timezone."""
+    options = (
+        Option("--since", "since_ns", "Jobs running from this time on (ISO 8601, unix seconds or a duration such "
+               "as 2h; default 24h).", type="since"),
+        Option("--until", "until_ns", "Jobs running up to this time (default now).", type="time"),
+        Option("--cluster", "cluster", "Cluster to ask sacct about (--clusters), and the name for a FILE without a "
+               "Cluster column.", metavar="NAME"),
+        Option("--timezone", "tz", "IANA zone of sacct's local times (the cluster's zone; default this machine's).",
+               metavar="ZONE"),
+        Option("--timeout", "timeout_s", "Give up on sacct after this long.", type="duration",
+               default=f"{SACCT_TIMEOUT_S:g}s"),
+    )
+
+    def open(self) -> None:
+        self.zone = self.tz or local_zone()
+        if self.source is None:
+            until = self.until_ns if self.until_ns is not None else time.time_ns()
+            since = self.since_ns if self.since_ns is not None else until - DEFAULT_SINCE_S * 1_000_000_000
+            self.parsed = run_sacct(since, until, tz=self.zone, cluster=self.cluster,
+                                    timeout_s=self.timeout_s if self.timeout_s is not None else SACCT_TIMEOUT_S)
+        else:  # a saved file: --since/--until keep the jobs that ran in that window
+            self.parsed = read_sacct_file(self.source, tz=self.zone, cluster=self.cluster)
+            self.parsed.rows = _in_window(self.parsed.rows, self.since_ns, self.until_ns, self.parsed.notes)
+
+    def ident(self) -> str:
+        return "sacct" if self.source is None else f"sacct-file:{os.path.abspath(self.source)}"
+
+    def label(self) -> str:
+        return "slurm sacct" if self.source is None else super().label()
+
+
+class NerscJobsdbImporter(JobsImporter):
+    kind = "nersc-jobsdb"
+    help = """Import jobs from a copy of the NERSC jobs database (SQLite, table `summary`: stepid,
+    hostname, start, completion, numnodes; pytokio's cache format). Opened read-only."""
+    zone = "UTC (unix times)"
+
+    def open(self) -> None:
+        self.parsed = read_nersc_jobsdb(self.source)
+
+    def ident(self) -> str:
+        return f"nersc-jobsdb:{os.path.abspath(self.source)}"
+
+
+def _in_window(rows: list[dict], since_ns, until_ns, notes: list[str]) -> list[dict]:
+    if since_ns is None and until_ns is None:
+        return rows
+    now = time.time_ns()
+    kept = [r for r in rows
+            if (until_ns is None or r["start_ns"] < until_ns)
+            and (since_ns is None or (r["end_ns"] if r["end_ns"] is not None else now) > since_ns)]
+    if len(kept) < len(rows):
+        notes.append(f"{len(rows) - len(kept)} jobs outside --since/--until left out")
+    return kept
