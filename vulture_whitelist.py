@@ -34,6 +34,8 @@ _.MmperfmonImporter
 _.LfsdfImporter
 _.LctlImporter
 _.LctlParamsImporter
+_.SlurmImporter  # sources/scheduler.py: a jobs importer
+_.NerscJobsdbImporter
 
 # dataclass fields that reach the output through asdict()/__dict__ or a template, not by attribute
 _.node_names_source  # sources/darshan_log.py: where the DXT host names came from, in the log document
