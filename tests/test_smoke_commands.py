@@ -51,7 +51,7 @@ RUNS: dict[str, Run | None] = {
     "bench submit": Run("bench submit no-such-motif --dir {tmp}", 2, ONE_LINE_ERROR),
     "bench summary": Run("bench summary", 2, ONE_LINE_ERROR),
     "changes": Run("changes", 0, r"no change of level in 0 series", slow=True),
-    "collect": Run("collect --proc-root {data}/lustre-procfs --sources lustre --interval 0.2s --duration 0.6s "
+    "collect": Run("collect --proc-root {data}/lustre-procfs --sources lustre --interval 1s --duration 3s "
                    "--fs lustrefs --json -q", 0, r'"rows_written": [1-9]', slow=True),
     "correlations": Run("correlations", 2, ONE_LINE_ERROR, slow=True),
     "events": Run("events --fs lustrefs", 2, ONE_LINE_ERROR, slow=True),
