@@ -3,7 +3,7 @@
 The command list is the click tree itself, walked from `ioweather.cli`: a new command without an entry in
 RUNS fails `test_every_command_has_a_smoke_run`. Each command gets `--help` (exit 0, its usage line) and one
 real invocation: on small real data where that takes about a second, else the one-line error it gives for
-missing data, a missing file or a refused option (the long-running servers: `serve`, `watch`, `export`).
+missing data, a missing file or a refused option (the servers `serve` and `watch`: a port out of range).
 """
 
 from __future__ import annotations
