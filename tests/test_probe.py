@@ -301,8 +301,13 @@ def test_sigterm_during_hung_op_exits_cleanly_and_flushes(tmp_path, home):
     proc = _start_daemon(d, home, "--timeout", "60s", hang_on=fifo)
     # The run is recorded after the signal handlers are in place (a loaded machine takes seconds to get
     # there: a SIGTERM before would kill the interpreter); then the first period hangs in md_read.
-    wait_until(lambda: _runs(home / "ioweather.sqlite") >= 1, 60, "the run recorded", proc=proc)
-    wait_until(waiting_on(fifo).exists, 60, "md_read to block on the FIFO", proc=proc)
+    try:
+        wait_until(lambda: _runs(home / "ioweather.sqlite") >= 1, 60, "the run recorded", proc=proc)
+        wait_until(waiting_on(fifo).exists, 60, "md_read to block on the FIFO", proc=proc)
+    except AssertionError:
+        proc.kill()  # hung on the FIFO, it would outlive the test
+        proc.wait()
+        raise
     t0 = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=15)

@@ -197,9 +197,11 @@ def test_watch_probes_several_directories_one_hung(tmp_path):
         except sqlite3.OperationalError:  # no database or no table yet
             return 0
 
-    wait_until(lambda: stored("w0", "w2") >= 6 * 12, 60, "12 periods of w0 and w2 stored", every=0.5, proc=proc)
-    assert get_json(url + "api/status") is not None
-    code, err = stop(proc, signal.SIGTERM)
+    try:
+        wait_until(lambda: stored("w0", "w2") >= 6 * 12, 60, "12 periods of w0 and w2 stored", every=0.5, proc=proc)
+        assert get_json(url + "api/status") is not None
+    finally:  # a failed wait must not leave watch running
+        code, err = stop(proc, signal.SIGTERM)
     assert code == 0, err
     got = _per_run(home / "ioweather.sqlite")
     assert got.pop("_integrity") == "ok"
