@@ -22,8 +22,14 @@ class _BlockingCore:
         return getattr(self._core, name)
 
     def timed_read_small(self, dirfd, name, buf):
+        waiting_on(self._fifo).touch()  # a test can wait for the hang to begin
         os.close(os.open(self._fifo, os.O_RDONLY))  # blocks in the kernel until a writer opens the FIFO
         return self._core.timed_read_small(dirfd, name, buf)
+
+
+def waiting_on(fifo: Path) -> Path:
+    """The file md_read creates just before it blocks on `fifo`."""
+    return fifo.with_name(fifo.name + ".opening")
 
 
 def hang_md_read(daemon, fifo: Path) -> None:

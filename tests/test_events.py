@@ -5,10 +5,7 @@ mock tree, the cost against a hand computation, and bad input."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -16,6 +13,7 @@ import pandas as pd
 import pytest
 
 import workload_synthetic as syn
+from collect_growth import collect_with_growth
 from ioweather.config import Settings
 from ioweather.store.telemetry_layout import write_rows
 
@@ -215,17 +213,13 @@ def collected(tmp_path_factory, testdata):
     ost = root / "proc/fs/lustre/obdfilter/lustrefs-OST0000"
     (ost / "job_stats").write_text(_job_stats({j: 0 for j in JOB_ADD}))
     stats = (ost / "stats").read_text()
-    proc = subprocess.Popen([sys.executable, "-m", "ioweather", "collect", "--proc-root", str(root), "--sources", "lustre",
-                             "--interval", "0.5s", "--duration", "8s", "--fs", "lustrefs"],
-                            env={**os.environ, "IOWEATHER_HOME": str(home)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc.stderr.readline()
-    time.sleep(3.0)
-    for name, text in (("job_stats", _job_stats(JOB_ADD)), ("stats", _ost_stats(stats, sum(JOB_ADD.values())))):
-        (ost / f"{name}.tmp").write_text(text)
-    for name in ("job_stats", "stats"):  # both within one tick: renames are instant
-        (ost / f"{name}.tmp").replace(ost / name)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
+    def grow():
+        for name, text in (("job_stats", _job_stats(JOB_ADD)), ("stats", _ost_stats(stats, sum(JOB_ADD.values())))):
+            (ost / f"{name}.tmp").write_text(text)
+        for name in ("job_stats", "stats"):  # both within one tick: renames are instant
+            (ost / f"{name}.tmp").replace(ost / name)
+
+    collect_with_growth(home, root, grow)
     store = open_store(Settings.resolve(home))
     now = time.time_ns()
     replace_jobs(store, [dict(cluster="c1", jobid="1001", user="alice", nnodes=2, ncpus=64, start_ns=now - 3600 * 10**9,

@@ -21,6 +21,7 @@ import duckdb
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from collect_growth import collect_with_growth
 from conftest import ROOT, run_cli
 from lmt_reference import lmt_deltas
 
@@ -47,17 +48,13 @@ def _collect_jobs(home: Path, testdata: Path, work: Path) -> None:
     shutil.copytree(testdata / "lustre-procfs", root)
     js = root / "proc/fs/lustre/obdfilter/lustrefs-OST0000/job_stats"
     js.write_text(_job_stats({j: 0 for j in JOBS}))
-    proc = subprocess.Popen([sys.executable, "-m", "ioweather", "collect", "--proc-root", str(root), "--sources",
-                             "lustre", "--interval", "0.5s", "--duration", "8s", "--fs", "lustrefs"],
-                            env={**os.environ, "IOWEATHER_HOME": str(home)}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
-    proc.stderr.readline()  # "collect: sampling ...": started
-    time.sleep(2.0)
-    tmp = js.with_suffix(".tmp")
-    tmp.write_text(_job_stats(JOBS))
-    tmp.replace(js)
-    _, err = proc.communicate(timeout=90)
-    assert proc.returncode == 0, err
+
+    def grow():
+        tmp = js.with_suffix(".tmp")
+        tmp.write_text(_job_stats(JOBS))
+        tmp.replace(js)
+
+    collect_with_growth(home, root, grow)
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from ioweather.config import Settings, retention_from_env
 from ioweather.errors import UserError
 from ioweather.store import open_store
+from waiting import wait_until
 from web_synthetic import add_target
 
 DAY = 86_400 * 10**9
@@ -145,8 +146,9 @@ def test_prune_while_watch_probes_and_watch_enforces_its_setting(tmp_path, cli):
                               home=home, check=True).stdout)
         assert done["kinds"][0]["rows"] == 1440 * OPS  # exactly "old"; nothing of the live probe
         assert _rows(home, "old") == 0
-        time.sleep(6)  # the probe's write-behind flushes every 5 s
-        assert _rows(home, "laptop") > probing
+        # the probe's write-behind flushes every 5 s
+        wait_until(lambda: _rows(home, "laptop") > probing, 60, "a flush of the live probe after the prune",
+                   every=0.5, proc=proc)
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(timeout=60)

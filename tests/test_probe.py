@@ -17,8 +17,9 @@ from ioweather.errors import UserError
 from ioweather.services.probe import ProbeDaemon
 from ioweather.sources.probe import DATA_NAME, POOL_NAME, ProbeOptions, init_probe_dir, mount_point
 from ioweather.store.probe import OPS
-from probe_hang import hang_md_read
+from probe_hang import hang_md_read, waiting_on
 from unprivileged import as_nobody, world_readable_tmp
+from waiting import wait_until
 
 MiB = 1 << 20
 ROOT = os.geteuid() == 0
@@ -163,7 +164,7 @@ def test_pool_file_removed_by_someone_else_is_recreated(tmp_path):
     p = _probe(d, rows, duration_s=60)
     t = threading.Thread(target=p.run, kwargs={"install_signals": False})
     t.start()
-    assert _wait_for(lambda: len(rows) > 0)  # running
+    wait_until(lambda: len(rows) > 0, 30, "the first samples")  # running
     for name in sorted(os.listdir(d / POOL_NAME))[:3]:
         try:
             os.unlink(d / POOL_NAME / name)
@@ -176,7 +177,7 @@ def test_pool_file_removed_by_someone_else_is_recreated(tmp_path):
         return (last is not None and any(r[4] == "ok" for r in seen[last + 1:])
                 and len(os.listdir(d / POOL_NAME)) == 6)
 
-    assert _wait_for(noticed_and_replaced)
+    wait_until(noticed_and_replaced, 30, "the planted file noticed and replaced")
     p.stop()
     t.join(10)
     assert not t.is_alive()
@@ -247,7 +248,8 @@ def test_hung_operation_times_out_and_blocks_further_ops(tmp_path):
     hang_md_read(p, fifo)
     t = threading.Thread(target=p.run, kwargs={"install_signals": False})
     t.start()
-    time.sleep(1.5)
+    wait_until(lambda: any(r[4] == "timeout" for r in rows), 30, "the hung md_read to time out")
+    time.sleep(1.0)  # the time under test: ops that piled up behind the hung call would show in it
     during = list(rows)
     timeouts = [r for r in during if r[4] == "timeout"]
     assert [r[0] for r in timeouts] == ["md_read"]  # exactly one timeout: nothing piled up behind it
@@ -255,7 +257,8 @@ def test_hung_operation_times_out_and_blocks_further_ops(tmp_path):
     assert not any(r[1] > timeouts[0][1] for r in during if r[4] != "timeout")  # no op started since
     fd = os.open(fifo, os.O_WRONLY)  # unblock the hung open
     os.close(fd)
-    time.sleep(0.8)
+    wait_until(lambda: {r[0] for r in rows if r[1] > timeouts[0][1] and r[4] == "ok"} >= {"data_write", "data_read",
+               "md_stat"}, 30, "probing to resume after the hung call returned")
     p.stop()
     t.join(10)
     assert not t.is_alive()
@@ -293,22 +296,18 @@ def _start_daemon(d: Path, home: Path, *extra, hang_on: Path | None = None):
                             env=env, stderr=subprocess.PIPE, text=True)
 
 
-def _wait_for(pred, timeout=30):
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        if pred():
-            return True
-        time.sleep(0.1)
-    return False
-
-
 def test_sigterm_during_hung_op_exits_cleanly_and_flushes(tmp_path, home):
     d, fifo = _probe_dir_and_fifo(tmp_path / "p")
     proc = _start_daemon(d, home, "--timeout", "60s", hang_on=fifo)
     # The run is recorded after the signal handlers are in place (a loaded machine takes seconds to get
     # there: a SIGTERM before would kill the interpreter); then the first period hangs in md_read.
-    assert _wait_for(lambda: _runs(home / "ioweather.sqlite") >= 1, timeout=60)
-    time.sleep(1.0)
+    try:
+        wait_until(lambda: _runs(home / "ioweather.sqlite") >= 1, 60, "the run recorded", proc=proc)
+        wait_until(waiting_on(fifo).exists, 60, "md_read to block on the FIFO", proc=proc)
+    except AssertionError:
+        proc.kill()  # hung on the FIFO, it would outlive the test
+        proc.wait()
+        raise
     t0 = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=15)
@@ -322,7 +321,7 @@ def test_kill_9_keeps_every_committed_sample(tmp_path, home):
     init_probe_dir(d, MiB, 4, block=64 * 1024)
     proc = _start_daemon(d, home)
     db = home / "ioweather.sqlite"
-    assert _wait_for(lambda: db.exists() and _count(db) >= 60), "the daemon committed samples"
+    wait_until(lambda: db.exists() and _count(db) >= 60, 30, "the daemon to commit 60 samples", proc=proc)
     seen = _count(db)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()

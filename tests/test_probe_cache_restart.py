@@ -264,7 +264,7 @@ def test_the_fill_waits_for_the_first_answer(store_home, scans, monkeypatch):
         while not all(cache._t(t).baseline is not None for t in TARGETS):
             assert time.monotonic() < deadline, "the baselines were not filled"
             time.sleep(0.02)
-        time.sleep(1.0)
+        time.sleep(1.0)  # the time under test: nothing may be read while it waits for the first answer
         assert not answered.is_set() and cache.warm_s is None
         assert [d for d in scans if d[0] == "rollups"] == []  # held: nothing read beside the first answer
         assert api(s, "/api/status")[0] == 200

@@ -21,6 +21,7 @@ from ioweather.services.probe import ProbeDaemon
 from ioweather.sources.probe import LOCK_NAME, POOL_NAME, ProbeOptions, init_probe_dir
 from ioweather.store import Store
 from ioweather.store import probe as probe_store
+from waiting import wait_until
 
 MiB = 1 << 20
 INTERVAL = 0.2
@@ -37,15 +38,6 @@ def _daemon(d: Path, home: Path, *extra: str, db: str | None = None, interval: f
     return subprocess.Popen([sys.executable, "-m", "ioweather", *db_args, "probe", "run", str(d), "--interval",
                              str(interval), "--block", "64k", *extra], env=_env(home),
                             stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-
-
-def _wait_for(pred, timeout=60) -> bool:
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < timeout:
-        if pred():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def _sqlite_count(db: Path, sql: str = "SELECT count(*) FROM probe_samples") -> int:
@@ -76,7 +68,7 @@ def test_second_probe_and_watch_on_one_directory_are_refused(tmp_path, home, cli
     first = _daemon(d, home, "-q")
     db = home / "ioweather.sqlite"
     try:
-        assert _wait_for(lambda: db.exists() and _sqlite_count(db) >= 30), "the first probe stores samples"
+        wait_until(lambda: db.exists() and _sqlite_count(db) >= 30, 60, "the first probe stores samples")
         t0 = time.monotonic()
         r = cli("probe", "run", str(d), "--duration", "30", "--interval", "0.1", "--block", "64k", home=home, timeout=60)
         assert r.returncode == 2 and time.monotonic() - t0 < 25, (r.returncode, r.stderr)  # refused, not run
@@ -101,7 +93,7 @@ def test_lock_is_released_when_the_holder_is_killed(tmp_path, home, cli):
     d = tmp_path / "p"
     init_probe_dir(d, MiB, 4, block=64 * 1024)
     first = _daemon(d, home, "-q")
-    assert _wait_for(lambda: (d / LOCK_NAME).exists() and (d / LOCK_NAME).read_text().strip()), "the lock is taken"
+    wait_until(lambda: (d / LOCK_NAME).exists() and (d / LOCK_NAME).read_text().strip(), 60, "the lock is taken")
     assert (d / LOCK_NAME).read_text().split() == [str(first.pid), socket.gethostname()]
     os.kill(first.pid, signal.SIGKILL)
     first.wait()
@@ -159,12 +151,15 @@ def _lock_postgres(url: str, hold_s: float) -> subprocess.Popen:
 def _probe_through_a_lock(d: Path, home: Path, count, locker, db: str | None = None) -> tuple[tuple[float, float], str]:
     proc = _daemon(d, home, db=db, interval=INTERVAL)
     try:
-        assert _wait_for(lambda: count() >= 60), "the probe stores samples"
+        wait_until(lambda: count() >= 60, 60, "the probe stores samples")
         lock = locker()
         start = float(lock.stdout.readline())
         end = float(lock.stdout.readline())
         assert lock.wait(30) == 0
-        time.sleep(3)
+        # the flush of what the lock held back, then one of periods started after it: the run spans the lock
+        for which in ("the held-back", "a later"):
+            stored = count()
+            wait_until(lambda: count() > stored, 60, f"{which} flush after the lock", every=0.1, proc=proc)
     finally:
         code, err = _stop(proc)
     assert code == 0 and "Traceback" not in err, err
@@ -216,10 +211,10 @@ def test_sigterm_while_the_store_is_locked_stores_everything_once_it_is_free(tmp
     db = home / "ioweather.sqlite"
     proc = _daemon(d, home, interval=INTERVAL)
     try:
-        assert _wait_for(lambda: db.exists() and _sqlite_count(db) >= 60), "the probe stores samples"
+        wait_until(lambda: db.exists() and _sqlite_count(db) >= 60, 60, "the probe stores samples")
         lock = _lock_sqlite(db, 8)
         float(lock.stdout.readline())
-        time.sleep(2)
+        time.sleep(2)  # the time under test: periods pile up in the buffer while the store is locked
         t0 = time.monotonic()
         code, err = _stop(proc)  # the final flush waits for the lock (bounded by FINAL_FLUSH_S)
         took = time.monotonic() - t0
@@ -252,11 +247,12 @@ def test_full_buffer_drops_the_oldest_counts_and_says_so(tmp_path):
     t = threading.Thread(target=p.run, kwargs={"install_signals": False})
     t.start()
     try:
-        assert _wait_for(lambda: _sqlite_count(db) >= 60)
+        wait_until(lambda: _sqlite_count(db) >= 60, 60, "60 samples stored")
         lock = _lock_sqlite(db, 4)  # 4 s at 20 periods/s: 480 samples against a buffer of 60
         float(lock.stdout.readline())
         assert lock.wait(30) == 0
-        time.sleep(1)
+        held = _sqlite_count(db)
+        wait_until(lambda: _sqlite_count(db) > held, 60, "a flush after the lock")
     finally:
         p.stop()
         t.join(60)

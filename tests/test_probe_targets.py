@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from ioweather.sources.probe import init_probe_dir
+from waiting import wait_until
 
 MiB = 1 << 20
 HERE = Path(__file__).resolve().parent
@@ -160,7 +161,9 @@ def test_a_directory_another_probe_holds_refuses_the_whole_start(tmp_path, cli):
     d0, d1 = _dirs(tmp_path, 2)
     first = _start(home, [d1], "--interval", "0.2s", "--duration", "20s", "-q")
     try:
-        time.sleep(1.5)
+        lock = d1 / "probe.lock"  # the holder writes its pid there once it has the lock
+        wait_until(lambda: lock.exists() and lock.read_text().split()[:1] == [str(first.pid)], 60,
+                   f"the first probe to lock {d1}", proc=first)
         r = cli("probe", "run", str(d0), str(d1), "--target", "a", "--target", "b", "--duration", "1s", home=home)
         assert r.returncode == 2 and "is already being probed" in r.stderr, r.stderr
         # d0 was let go again: a probe of it alone starts
@@ -187,9 +190,18 @@ def test_watch_probes_several_directories_one_hung(tmp_path):
                              "--interval", "0.25s", "--timeout", "2s", "--block", "64k", "-q"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     url = url_from(proc)
-    time.sleep(4)
-    assert get_json(url + "api/status") is not None
-    code, err = stop(proc, signal.SIGTERM)
+
+    def stored(*targets) -> int:
+        try:
+            return min(_per_run(home / "ioweather.sqlite").get(t, {}).get("rows", 0) for t in targets)
+        except sqlite3.OperationalError:  # no database or no table yet
+            return 0
+
+    try:
+        wait_until(lambda: stored("w0", "w2") >= 6 * 12, 60, "12 periods of w0 and w2 stored", every=0.5, proc=proc)
+        assert get_json(url + "api/status") is not None
+    finally:  # a failed wait must not leave watch running
+        code, err = stop(proc, signal.SIGTERM)
     assert code == 0, err
     got = _per_run(home / "ioweather.sqlite")
     assert got.pop("_integrity") == "ok"

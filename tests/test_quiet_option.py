@@ -93,8 +93,8 @@ def _serve_one_request(home, *flags: str) -> str:
     try:
         first = proc.stdout.readline()
         url = re.search(r"dashboard at (\S+)", first).group(1)
+        # no wait needed: uvicorn logs the access line at the response's start, before the body read here
         urllib.request.urlopen(url + "metrics", timeout=30).read()
-        time.sleep(0.5)  # the access log line is written after the response
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
     finally:

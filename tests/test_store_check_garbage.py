@@ -9,12 +9,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from conftest import run_cli
+from waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -88,7 +88,7 @@ def test_repair_removes_the_tmp_files_of_an_import_killed_by_sigkill(tmp_path):
     env.pop("IOWEATHER_DB", None)
     proc = subprocess.Popen([sys.executable, "-m", "ioweather", "import", "csv", "--fs", "x", str(big)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    time.sleep(3)
+    wait_until(lambda: any(home.rglob("*.tmp")), 60, "the re-import writing a file", every=0.005, proc=proc)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     base = home / "parquet" / "telemetry" / "fs=x"

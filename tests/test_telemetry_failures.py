@@ -135,14 +135,16 @@ def test_collect_on_a_full_disk_keeps_its_readings_and_stores_each_once(tmpfs, t
         wait_for(lambda: "disk full" in Path(err.name).read_text(), "failed flush")
         for _ in range(13):
             advance()
-            wait_for(lambda: True, "")
-            time.sleep(0.2)
+            wait_for(lambda: True, "")  # collect is still running
+            time.sleep(0.2)  # the pace under test: the counters move while the flushes fail
         assert set(base.glob("date=*/*.parquet")) == first
         assert not [p for p in disk.rglob("*.tmp")]
         filler.unlink()
         wait_for(lambda: set(base.glob("date=*/*.parquet")) - first, "flush after space came back")
+        flushed = len(list(base.glob("date=*/*.parquet")))
         advance()
-        time.sleep(1.5)  # at least two ticks read the final counters
+        # two flushes (1 s apart, each of the ticks since the last) after the change: a tick read the final counters
+        wait_for(lambda: len(list(base.glob("date=*/*.parquet"))) >= flushed + 2, "two flushes of the final counters")
         proc.send_signal(signal.SIGTERM)
         out, _ = proc.communicate(timeout=30)
     finally:

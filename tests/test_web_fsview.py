@@ -8,9 +8,6 @@ from __future__ import annotations
 import gzip
 import shutil
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +15,7 @@ import pytest
 
 from ioweather.config import Settings
 from ioweather.web.app import create_app
+from collect_growth import collect_with_growth
 from lmt_reference import lmt_deltas
 from web_pages_data import NASTY
 from web_server import Server, api, assert_bad_request, escaped_page
@@ -76,18 +74,13 @@ def _collect_jobs(home: Path, testdata: Path, work: Path) -> None:
     shutil.copytree(testdata / "lustre-procfs", root)
     js = root / "proc/fs/lustre/obdfilter/lustrefs-OST0000/job_stats"
     js.write_text(_job_stats({j: 0 for j in JOB_ADD}))
-    env = {"IOWEATHER_HOME": str(home)}
-    import os
-    proc = subprocess.Popen([sys.executable, "-m", "ioweather", "collect", "--proc-root", str(root), "--sources", "lustre",
-                             "--interval", "0.5s", "--duration", "8s", "--fs", "lustrefs"],
-                            env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc.stderr.readline()  # "collect: sampling ...": started (a loaded machine takes seconds to get here)
-    time.sleep(2.0)         # a few ticks on the old counters, so the growth falls inside the run
-    tmp = js.with_suffix(".tmp")
-    tmp.write_text(_job_stats(JOB_ADD))
-    tmp.replace(js)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
+
+    def grow():
+        tmp = js.with_suffix(".tmp")
+        tmp.write_text(_job_stats(JOB_ADD))
+        tmp.replace(js)
+
+    collect_with_growth(home, root, grow)
 
 
 @pytest.fixture(scope="module")
