@@ -55,7 +55,7 @@ def _ns(iso: str) -> int:
 @pytest.fixture(scope="module")
 def home(tmp_path_factory, testdata) -> tuple[Path, int]:
     """Probe samples ending now (the CLI judges "now" by its own clock): scratch, 30 days every 60 s with
-    its data ops 5x slower from 3 h to 2 h ago; home-nfs, 2 days every PERIOD_S, 25x slower for the last
+    its data ops 5x slower in the hour that ended 2 h before the last full hour; home-nfs, 2 days every PERIOD_S, 25x slower for the last
     30 minutes. Telemetry: the LMT database, pytokio's lfs df and lctl dl -t, and job_stats rows."""
     from conftest import run_cli
 
@@ -69,7 +69,8 @@ def home(tmp_path_factory, testdata) -> tuple[Path, int]:
     settings = Settings.resolve(home)
     store = open_store(settings)
     add_target(store, "scratch", t0 - 30 * DAY, t0, period_s=60, seed=1,
-               episodes=[Episode(t0 - 3 * H, t0 - 2 * H, 5.0, ("data_write", "data_read"))])
+               # on hour boundaries: an hourly cell half inside the episode has a median anywhere from 1x to 5x
+               episodes=[Episode(t0 // H * H - 3 * H, t0 // H * H - 2 * H, 5.0, ("data_write", "data_read"))])
     add_target(store, "home-nfs", t0 - 2 * DAY, t0, period_s=PERIOD_S, seed=2,
                episodes=[Episode(t0 - 30 * MIN, t0, 25.0)], error_rate=5e-3, timeout_rate=0)
     store.dispose()
