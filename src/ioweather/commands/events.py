@@ -95,14 +95,14 @@ def register(cli: click.Group) -> None:
         (exact), Darshan's bytes, or time overlap with the servers' rate. --json prints the list of
         events (with --cost: the cost summary).
         """
-        from ioweather.services import events as svc
+        from ioweather.services import events as events_svc
         from ioweather.views.output import print_json, stderr
 
         if as_json and html:
             raise UserError("choose one of --json and --html")
         params = _params(resample, smooth, min_amplitude, cluster, top, cores_per_node, slowdown_threshold)
-        doc = svc.compute(settings, fs, since, until, params,
-                          warn=lambda m: stderr.print(f"ioweather: warning: {m}", highlight=False))
+        doc = events_svc.compute(settings, fs, since, until, params,
+                                 warn=lambda m: stderr.print(f"ioweather: warning: {m}", highlight=False))
         if html:
             from ioweather.files import write_atomic
             from ioweather.views.report_html import render_events
@@ -131,13 +131,13 @@ def register(cli: click.Group) -> None:
                since, as_json, html, dashboard_url):
         """A file system's week on one page: slowdown climate and worst episodes, change points, events
         with their culprit jobs and cost, benchmark standing, fullness (docs/events.md)."""
-        from ioweather.services import report as svc
+        from ioweather.services import report as report_svc
         from ioweather.views.output import print_json, stderr
 
         if as_json and html:
             raise UserError("choose one of --json and --html")
         params = _params(resample, smooth, min_amplitude, cluster, top, cores_per_node, slowdown_threshold)
-        doc = svc.compute(settings, fs, since, until, params).to_json()
+        doc = report_svc.compute(settings, fs, since, until, params).to_json()
         if not doc["changes"]["available"]:
             stderr.print(f"note: {doc['changes']['reason']}", highlight=False)
         if html:

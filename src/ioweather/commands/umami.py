@@ -25,7 +25,7 @@ def register(cli: click.Group) -> None:
 
         JOB is a Darshan log hash prefix or job id, a scheduler job id, or the job id of an imported
         feature row (`ioweather import job-features`)."""
-        from ioweather.services.umami import umami as build
+        from ioweather.services.umami import umami as build_umami
         from ioweather.services.stores import open_store
         from ioweather.views.output import print_json, print_table, stdout
 
@@ -33,7 +33,7 @@ def register(cli: click.Group) -> None:
             from ioweather.files import check_destination
 
             check_destination(html_out)  # before the work, not after it
-        answer = build(open_store(settings), job, system=system, fs=fs, motif=motif)
+        answer = build_umami(open_store(settings), job, system=system, fs=fs, motif=motif)
         if html_out:
             from ioweather.services.umami import write_html
 
@@ -64,12 +64,12 @@ def register(cli: click.Group) -> None:
         """Which metrics matter: Pearson's r of fraction of peak with each metric, and its p-value.
 
         strong: p < 0.01, weak: p < 0.05, else none; |r| > 0.3 is a moderate correlation (bold)."""
-        from ioweather.services.umami import correlations as build
+        from ioweather.services.umami import correlations as build_correlations
         from ioweather.services.stores import open_store
         from ioweather.views.output import print_json, print_table, stdout
 
-        answer = build(open_store(settings), fs=fs, motif=motif, system=system, metrics=list(metrics) or None,
-                       all_rows=all_rows)
+        answer = build_correlations(open_store(settings), fs=fs, motif=motif, system=system, metrics=list(metrics) or None,
+                                   all_rows=all_rows)
         if as_json:
             print_json([{k: r[k] for k in ("metric", "r", "p", "n", "strength", "magnitude")} for r in answer.rows])
             return
