@@ -68,8 +68,8 @@ def register(cli: click.Group) -> None:
         from ioweather.services.stores import open_store
         from ioweather.views.output import print_json, print_table, stdout
 
-        answer = build_correlations(open_store(settings), fs=fs, motif=motif, system=system, metrics=list(metrics) or None,
-                                   all_rows=all_rows)
+        answer = build_correlations(open_store(settings), fs=fs, motif=motif, system=system,
+                                    metrics=list(metrics) or None, all_rows=all_rows)
         if as_json:
             print_json([{k: r[k] for k in ("metric", "r", "p", "n", "strength", "magnitude")} for r in answer.rows])
             return
