@@ -17,6 +17,7 @@ import click
 from ioweather import __version__
 from ioweather.config import Settings
 from ioweather.errors import UserError
+from ioweather.files import display_path
 
 # The module(s) that register each top-level command. A command imports only its own module, so
 # `ioweather slowdown --check` (run by cron every minute) does not pay for every other command's
@@ -72,8 +73,6 @@ class OneLineErrors(click.Group):
         try:
             return super().invoke(ctx)
         except UserError as e:
-            from ioweather.files import display_path
-
             # a file name that is not UTF-8 reads \xff, as ls -b shows it, not \udcff
             click.echo(f"ioweather: error: {display_path(str(e))}", err=True)
             sys.exit(e.exit_code)
@@ -91,8 +90,6 @@ class OneLineErrors(click.Group):
             # A name given as bytes that are not UTF-8 (Linux names are bytes) reached a store, a
             # hash or a page that holds text; the commands that read Darshan logs store such paths in a
             # display form, the others refuse them here in one line (issue 32 item 1).
-            from ioweather.files import display_path
-
             bad = display_path(e.object[max(0, e.start - 20):e.end + 20])
             click.echo(f"ioweather: error: a name or path given is not valid UTF-8 (…{bad}…): "
                        "rename it, or give a UTF-8 name", err=True)

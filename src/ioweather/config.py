@@ -13,6 +13,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ioweather.errors import from_os_error, UserError
+from ioweather.units import parse_duration
+
 
 def default_home() -> Path:
     env = os.environ.get("IOWEATHER_HOME")
@@ -33,9 +36,6 @@ RETENTION_DEFAULTS = {"probe": "90d", "rollups": "400d", "telemetry": "400d"}
 def retention_from_env(env=None) -> dict[str, float | None]:
     """{kind: seconds, None = kept forever} from IOWEATHER_RETAIN_<KIND> (a duration with its unit, or
     `forever`) over `RETENTION_DEFAULTS`."""
-    from ioweather.errors import UserError
-    from ioweather.units import parse_duration
-
     env = os.environ if env is None else env
     out: dict[str, float | None] = {}
     for kind, default in RETENTION_DEFAULTS.items():
@@ -107,8 +107,6 @@ LOCAL_FS_TYPES = frozenset({"overlay", "rootfs", "ext2", "ext3", "ext4", "xfs", 
 def parse_fs_map(text: str, origin: str) -> list[tuple[str, str]]:
     """[(mount prefix, dataset)] from `PREFIX DATASET` lines (or `PREFIX=DATASET` items separated by
     commas or newlines); `#` starts a comment. Longest prefix first, so the most specific entry wins."""
-    from ioweather.errors import UserError
-
     out = []
     items = [i for line in text.splitlines() for i in line.split("#", 1)[0].split(",")]
     for n, item in enumerate(items, 1):
@@ -126,8 +124,6 @@ def parse_fs_map(text: str, origin: str) -> list[tuple[str, str]]:
 
 def load_fs_map(home: Path) -> list[tuple[str, str]]:
     """The site's fs-map: $IOWEATHER_FS_MAP, else `<home>/fs-map`, else none (docs/why.md)."""
-    from ioweather.errors import from_os_error
-
     env = os.environ.get(FS_MAP_ENV)
     if env:
         return parse_fs_map(env, FS_MAP_ENV)

@@ -5,12 +5,11 @@ from __future__ import annotations
 import click
 
 from ioweather.commands.common import SINCE, TIME, json_option
+from ioweather.services.changes import detect, KINDS, MIN_SEGMENT, PENALTY_PER_LOG_N
+from ioweather.units import check_order, format_bytes, format_seconds, to_ns
 
 
 def register(cli: click.Group) -> None:
-    from ioweather.services.changes import KINDS
-    from ioweather.services.changes import MIN_SEGMENT, PENALTY_PER_LOG_N
-
     @cli.command("changes")
     @click.option("--kind", "kinds", type=click.Choice(KINDS), multiple=True,
                   help="Which series (repeatable; default all): probe medians per target and op, benchmark "
@@ -32,9 +31,9 @@ def register(cli: click.Group) -> None:
         behaves, in the probe's interval medians, the benchmarks' fraction of peak, the jobs'
         fraction of peak per motif and the daily workload totals.
         """
-        from ioweather.services.changes import detect
+        # lazy: sqlalchemy via services.stores: `ioweather --help` imports every command
         from ioweather.services.stores import open_store
-        from ioweather.units import check_order, format_bytes, format_seconds, to_ns
+        # lazy: rich via views.output: `ioweather --help` imports every command
         from ioweather.views.output import print_json, print_table, short_time, stderr
 
         check_order(since, until)

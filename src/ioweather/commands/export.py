@@ -9,11 +9,11 @@ import click
 
 from ioweather.commands.common import DURATION, json_option
 from ioweather.errors import UserError
+from ioweather.services.exporter_defaults import DEFAULT_PORT, JOB_WINDOW_S, STALE_S, TOP_JOBS
+from ioweather.services.server import is_loopback, url_of
 
 
 def register(cli: click.Group) -> None:
-    from ioweather.services.exporter_defaults import DEFAULT_PORT, JOB_WINDOW_S, STALE_S, TOP_JOBS
-
     @cli.command("export")
     @click.option("--fs", "fs_names", multiple=True, metavar="NAME",
                   help="Dataset to export (repeatable; default: every dataset of the store).")
@@ -52,12 +52,14 @@ def register(cli: click.Group) -> None:
         if capture is not None:  # before importing the store's exporter: pandas and the store are not needed
             _export_capture(capture, top_jobs, once, list_only, as_json)
             return
+        # lazy: numpy, pandas, prometheus_client, pyarrow, sqlalchemy via services.exporter: `ioweather --help` imports every command
         from ioweather.services.exporter import TelemetryExporter, make_server, serve
 
         exporter = TelemetryExporter(settings, fs_names, top_jobs=top_jobs, job_window_s=job_window, stale_s=stale,
                                      say=lambda m: click.echo(f"ioweather export: {m}", err=True))
         missing = [f for f in fs_names if f not in exporter.datasets()]
         if missing:
+            # lazy: numpy, pandas, prometheus_client, pyarrow, sqlalchemy via services.exporter: `ioweather --help` imports every command
             from ioweather.services.exporter import no_telemetry
 
             raise no_telemetry(settings, missing[0])
@@ -68,8 +70,6 @@ def register(cli: click.Group) -> None:
                 return
             _print_families(exporter, as_json)
             return
-        from ioweather.services.server import is_loopback, url_of
-
         server = make_server(exporter, host, port)
         if not is_loopback(host):
             click.echo(f"ioweather: warning: listening on {host}: anyone who can reach it can read the metrics "
@@ -80,7 +80,9 @@ def register(cli: click.Group) -> None:
 
 
 def _export_capture(path: str, top_jobs: int, once: bool, list_only: bool, as_json: bool) -> None:
+    # lazy: prometheus_client via services.exporter_lctl: `ioweather --help` imports every command
     from ioweather.services.exporter_lctl import capture_families, read_capture
+    # lazy: prometheus_client via views.exposition: `ioweather --help` imports every command
     from ioweather.views.exposition import render
 
     if not (once or list_only):
@@ -96,6 +98,7 @@ def _export_capture(path: str, top_jobs: int, once: bool, list_only: bool, as_js
 
 
 def _print_families(families, as_json: bool) -> None:
+    # lazy: rich via views.output: `ioweather --help` imports every command
     from ioweather.views.output import print_json, print_table
 
     if not isinstance(families, list):

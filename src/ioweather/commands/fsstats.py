@@ -10,6 +10,7 @@ import click
 
 from ioweather.commands.common import json_option
 from ioweather.errors import UserError
+from ioweather.services.fsstats import compare, HTML_WHAT, keep_snapshot, stored_snapshots, take_snapshot
 from ioweather.views.output import print_json, stderr
 
 
@@ -110,7 +111,7 @@ def register(cli: click.Group) -> None:
     def walk_cmd(settings, directory, as_json, as_csv, out, html_out, threads, cross_mounts, exclude, label, quiet,
                  dask_address):
         """Walk DIR once (never following symlinks, one file system) and report what it holds."""
-        from ioweather.services.fsstats import HTML_WHAT, keep_snapshot, take_snapshot
+        # lazy: numpy via views.fsstats_tables: `ioweather --help` imports every command
         from ioweather.views.fsstats_tables import print_snapshot
 
         if as_json and as_csv:
@@ -133,6 +134,7 @@ def register(cli: click.Group) -> None:
         if as_json:
             print_json(doc)
         elif as_csv:
+            # lazy: numpy via views.fsstats_csv: `ioweather --help` imports every command
             from ioweather.views.fsstats_csv import render_csv
 
             sys.stdout.write(render_csv(doc))
@@ -155,7 +157,7 @@ def register(cli: click.Group) -> None:
 
         A and B are snapshot files, stored labels (the newest snapshot of each) or the ids that
         `fsstats list` prints; the line on stderr says which was used."""
-        from ioweather.services.fsstats import compare
+        # lazy: numpy via views.fsstats_tables: `ioweather --help` imports every command
         from ioweather.views.fsstats_tables import print_growth
 
         growth, da, db = compare(settings, a, b, movers=movers, say=_say, label_only=label_only)
@@ -169,7 +171,7 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def list_cmd(settings, as_json):
         """Snapshots kept in the store (labels for fsstats diff)."""
-        from ioweather.services.fsstats import stored_snapshots
+        # lazy: numpy via views.fsstats_tables: `ioweather --help` imports every command
         from ioweather.views.fsstats_tables import print_listing
 
         rows = stored_snapshots(settings)

@@ -16,8 +16,9 @@ from pathlib import Path
 import click
 
 from ioweather.commands.common import DURATION, SINCE, TIME, json_option, quiet_option, quiet_output
+from ioweather.errors import UserError
 from ioweather.services import import_kinds as importers
-from ioweather.units import to_ns
+from ioweather.units import check_timezone, to_ns
 from ioweather.views.output import print_json, print_table, short_time, stderr
 
 HELP = """Import recorded data: telemetry histories (`import KIND SOURCE... --fs FS`), scheduler jobs
@@ -118,11 +119,10 @@ def _note(text: str) -> None:
 
 
 def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> None:
-    from ioweather.errors import UserError
+    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.telemetry: `ioweather --help` imports every command
     from ioweather.services.telemetry import import_sources
+    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.telemetry: `ioweather --help` imports every command
     from ioweather.services.telemetry import check_fs_name
-    from ioweather.units import check_timezone
-
     check_fs_name(fs)
     if tz is not None:
         check_timezone(tz)
@@ -154,6 +154,7 @@ def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> 
 
 
 def _import_jobs(settings, kind, source, options, as_json) -> None:
+    # lazy: numpy, sqlalchemy via services.scheduler: `ioweather --help` imports every command
     from ioweather.services.scheduler import import_jobs
 
     summary = import_jobs(settings, kind, source, **options)

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from ioweather.commands.common import SIZE, json_option
+from ioweather.services import iomodel as svc
 from ioweather.units import format_bytes, format_seconds
 from ioweather.views.output import print_json, print_table, stderr
 
@@ -64,8 +65,6 @@ def register(cli: click.Group) -> None:
         (parameters, /proc deltas, seeds, host) into the Parquet metadata and
         FILE.runs.json, and prints median/p99/throughput per configuration.
         """
-        from ioweather.services import iomodel as svc
-
         plan = svc.plan_from_options(
             sweep=sweep, cache=cache, ops=ops, mem_layout=mem_layout, file_layout=file_layout, sizes=sizes, runs=runs,
             repeats=repeats, file_size=file_size, mem_size=mem_size, procs=procs, seed=seed, directory=directory,

@@ -5,17 +5,18 @@ from __future__ import annotations
 import click
 
 from ioweather.commands.common import SINCE, SIZE, json_option, quiet_option, quiet_output
-from ioweather.views.output import print_json, progress, stderr
+from ioweather.files import display_path
+from ioweather.services.darshan_job import job_outputs, write_html
+from ioweather.units import to_ns
+from ioweather.views.job_console import print_job, print_summary
+from ioweather.views.output import print_json, print_table, progress, stderr
+from ioweather.views.stored_jobs import print_job_list, print_stored_job
 
 
 def _write_html(out: str, text: str, *, quiet: bool) -> None:
     """Write the report; say so on stderr unless `quiet` (--json: stdout is for the JSON only)."""
-    from ioweather.services.darshan_job import write_html
-
     write_html(out, text)
     if not quiet:
-        from ioweather.files import display_path
-
         stderr.print(f"wrote {display_path(out)}")
 
 
@@ -44,9 +45,6 @@ def register(cli: click.Group) -> None:
                   help="TOML or JSON file overriding the findings' thresholds.")
     def job(log, as_json, html_out, cores_per_node, thresholds_file):
         """One job's I/O characterization and findings from its Darshan LOG ("why was my job slow?")."""
-        from ioweather.files import display_path
-        from ioweather.services.darshan_job import job_outputs
-
         # made in a child process: libdarshan-util may die on a damaged log, and that is one line
         rep, html = job_outputs(log, cores_per_node=cores_per_node, thresholds_file=thresholds_file,
                                 html_source=display_path(log) if html_out else None)
@@ -55,8 +53,6 @@ def register(cli: click.Group) -> None:
         if as_json:
             print_json(rep)
         elif not html_out:
-            from ioweather.views.job_console import print_job
-
             print_job(rep)
 
     @cli.group("jobs")
@@ -86,7 +82,9 @@ def register(cli: click.Group) -> None:
         read is recorded with its reason and the batch goes on. Safe to re-run after a kill,
         and to run while another ingest into the same store runs (each log is stored once).
         """
+        # lazy: numpy, pandas, pyarrow via services.darshan_ingest: `ioweather --help` imports every command
         from ioweather.services.darshan_ingest import default_workers
+        # lazy: numpy, pandas, pyarrow via services.darshan_ingest: `ioweather --help` imports every command
         from ioweather.services.darshan_ingest import ingest as run
 
         with quiet_output(quiet, as_json):
@@ -102,9 +100,8 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def failed_cmd(settings, as_json):
         """Logs that could not be read, with the reason."""
+        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: `ioweather --help` imports every command
         from ioweather.services.darshan import failed_logs
-        from ioweather.views.output import print_table
-
         rows = failed_logs(settings)
         if as_json:
             print_json(rows)
@@ -127,19 +124,19 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def summary(settings, as_json, html_out, min_procs, min_bytes, projects_file, cores_per_node, top):
         """Cross-job views: interfaces and I/O strategy by job size, top consumers, MiB/s/CN per project."""
+        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: `ioweather --help` imports every command
         from ioweather.services.darshan import archive_summary
 
         rep = archive_summary(settings, projects_file=projects_file, cores_per_node=cores_per_node,
                               min_procs=min_procs, min_bytes=min_bytes, top=top).to_json()
         if html_out:
+            # lazy: jinja2, numpy via views.archive_report: `ioweather --help` imports every command
             from ioweather.views.archive_report import render_summary_html
 
             _write_html(html_out, render_summary_html(rep), quiet=as_json)
         if as_json:
             print_json(rep)
         elif not html_out:
-            from ioweather.views.job_console import print_summary
-
             if rep["jobs"] == 0:
                 stderr.print(f"no jobs in the store ({rep['failed_logs']} logs could not be read); "
                              "run 'ioweather jobs ingest PATH' first")
@@ -156,17 +153,15 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def list_cmd(settings, since, until, user, exe, limit, as_json):
         """Stored jobs, latest start first (the Jobs page's list, filtered)."""
+        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: `ioweather --help` imports every command
         from ioweather.services.darshan import list_jobs
+        # lazy: sqlalchemy via services.stores: `ioweather --help` imports every command
         from ioweather.services.stores import open_store
-        from ioweather.units import to_ns
-
         rows = list_jobs(open_store(settings), since_ns=to_ns(since) if since else None,
                          until_ns=to_ns(until) if until else None, user=user, exe=exe, limit=limit)
         if as_json:
             print_json(rows)
         else:
-            from ioweather.views.stored_jobs import print_job_list
-
             print_job_list(rows)
 
     @jobs.command("show")
@@ -175,12 +170,11 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def show_cmd(settings, jobid, as_json):
         """One stored job as the job page shows it: JOBID is the scheduler's job id or the start of the log hash."""
+        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: `ioweather --help` imports every command
         from ioweather.services.darshan import show_job
 
         rep = show_job(settings, jobid).to_json()
         if as_json:
             print_json(rep)
         else:
-            from ioweather.views.stored_jobs import print_stored_job
-
             print_stored_job(rep)

@@ -8,12 +8,12 @@ import click
 
 from ioweather.commands.common import DURATION, SINCE, TIME, json_option
 from ioweather.errors import UserError
+from ioweather.services import slowdown as svc
+from ioweather.services.defaults import EXPECTED, SLOWDOWN_STATS
 from ioweather.units import check_order, format_seconds
 
 
 def register(cli: click.Group) -> None:
-    from ioweather.services.defaults import EXPECTED, SLOWDOWN_STATS
-
     @cli.command()
     @click.option("--target", default=None, help="One target (default: all).")
     @click.option("--interval", type=DURATION, default="10m", show_default=True, help="Interval length.")
@@ -47,8 +47,9 @@ def register(cli: click.Group) -> None:
         one line with perfdata, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (learning, stale, no store,
         an unknown target). It opens the store read-only and never creates one.
         """
-        from ioweather.services import slowdown as svc
+        # lazy: sqlalchemy via services.stores: `ioweather --help` imports every command
         from ioweather.services.stores import open_store
+        # lazy: rich via views.output: `ioweather --help` imports every command
         from ioweather.views.output import print_json, print_table, short_time
 
         try:

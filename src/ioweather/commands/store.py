@@ -8,7 +8,10 @@ import sys
 import click
 
 from ioweather.commands.common import DURATION_UNIT, json_option
+from ioweather.config import retention_from_env
 from ioweather.errors import UserError
+from ioweather.services import retention
+from ioweather.units import format_seconds
 from ioweather.views.output import print_json, print_table, stdout
 
 
@@ -27,6 +30,7 @@ def register(cli: click.Group) -> None:
         """Check schema versions, SQLite integrity and WAL, and every Parquet file against its manifest.
 
         Exits 1 when a problem remains, with one line per problem."""
+        # lazy: sqlalchemy via services.stores: `ioweather --help` imports every command
         from ioweather.services.stores import check_store
 
         report = check_store(settings, repair=repair)
@@ -54,11 +58,8 @@ def register(cli: click.Group) -> None:
         A dry run unless --yes. Raw probe samples go with their summaries kept (built first where missing),
         so slowdowns and baselines over the pruned days stay exact. Safe while watch, collect and the
         dashboard run: each step is a short transaction or one day's files."""
-        from ioweather.config import retention_from_env
-        from ioweather.services import retention
+        # lazy: sqlalchemy via services.stores: `ioweather --help` imports every command
         from ioweather.services.stores import open_store
-        from ioweather.units import format_seconds
-
         if older_than is not None and older_than < 86400:
             raise UserError(f"--older-than {format_seconds(older_than)} would remove today's data: use 1d or more")
         if not settings.store_exists() and not settings.parquet_dir.is_dir():

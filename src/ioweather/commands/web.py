@@ -11,8 +11,9 @@ import click
 
 from ioweather.commands.common import DURATION, SIZE, probe_run_options
 from ioweather.errors import UserError
-from ioweather.services.server import allowed_hosts, run_server
+from ioweather.services.server import allowed_hosts, bind, is_loopback, run_server, url_of
 from ioweather.services.defaults import DEGRADED, SEVERE
+from ioweather.units import format_bytes
 
 #: Laptop-sized defaults for `watch`: a quick first start and little disk, said so on screen.
 WATCH_FILE_SIZE = "256MiB"
@@ -48,8 +49,6 @@ def _check_thresholds(warn: float, crit: float, baseline: float) -> None:
 
 
 def _listen(host: str, port: int):
-    from ioweather.services.server import bind, is_loopback, url_of
-
     if not is_loopback(host):
         click.echo(f"ioweather: warning: listening on {host}: anyone who can reach this address can read the "
                    "dashboard and /metrics (there is no authentication); use a reverse proxy with access control",
@@ -68,6 +67,7 @@ class _PagesHelp(click.Command):
 
     def format_help_text(self, ctx, formatter):
         super().format_help_text(ctx, formatter)
+        # lazy: numpy, sqlalchemy via web.pages: `ioweather --help` imports every command
         from ioweather.web.pages import help_text
 
         with formatter.section("Pages"):
@@ -85,7 +85,9 @@ def register(cli: click.Group) -> None:
         Each page has a JSON twin under /api/; a page whose data the store lacks is hidden.
         Binds 127.0.0.1 unless --host says otherwise.
         """
+        # lazy: jinja2, numpy, rich, sqlalchemy via web.app: `ioweather --help` imports every command
         from ioweather.web.app import create_app
+        # lazy: numpy, sqlalchemy via web.context: `ioweather --help` imports every command
         from ioweather.web.context import WebConfig
 
         _check_thresholds(warn, crit, baseline)
@@ -117,10 +119,13 @@ def register(cli: click.Group) -> None:
         Several directories (one per file system) are each their own target, probed side by side:
         a hung one never delays the others.
         """
+        # lazy: numpy via services.probe: `ioweather --help` imports every command
         from ioweather.services.probe import BackgroundProbe, init_probe, is_probe_dir, probe_labels
-        from ioweather.units import format_bytes
+        # lazy: rich via views.output: `ioweather --help` imports every command
         from ioweather.views.output import progress
+        # lazy: jinja2, numpy, rich, sqlalchemy via web.app: `ioweather --help` imports every command
         from ioweather.web.app import create_app
+        # lazy: numpy, sqlalchemy via web.context: `ioweather --help` imports every command
         from ioweather.web.context import WebConfig
 
         _check_thresholds(warn, crit, baseline)

@@ -33,7 +33,10 @@ from typing import TYPE_CHECKING
 from ioweather import signals
 from ioweather.encoding import answer_dict
 from ioweather.errors import StoreError, UserError, from_os_error
+from ioweather.files import write_atomic
 from ioweather.services.fs_names import fs_map_of, fs_name_of
+from ioweather.services.slowdown import CHECK_NAMES, CHECK_PRECEDENCE
+from ioweather.sources import fio
 from ioweather.units import format_bytes, ns_to_iso
 
 if TYPE_CHECKING:
@@ -94,8 +97,6 @@ def motif_names(names) -> list[str]:
 
 
 def fio_args(name: str, work: Path, size: int, tasks: int, md_files: int) -> list[str]:
-    from ioweather.sources import fio
-
     bs = min(4 * MIB, size)
     fill = {"SIZE": str(size), "BS": str(bs), "FILES": str(md_files)}
     # --thread: fio's jobs are threads of the one process that dies with us (PR_SET_PDEATHSIG, sources/fio.py);
@@ -188,8 +189,6 @@ def run(store, motifs, directory, size: int = DEFAULT_SIZE, tasks: int = DEFAULT
     """Run `motifs` in DIR one after the other and store each finished run.
 
     {"runs": [run summaries], "leftovers_removed": n, "fio_s": seconds inside fio, "total_s": ...}."""
-    from ioweather.sources import fio
-
     names = motif_names(motifs)
     if size < 4096 or tasks < 1 or md_files < 1:
         raise UserError("need --size >= 4 KiB, --tasks >= 1 and --md-files >= 1")
@@ -220,7 +219,7 @@ def run(store, motifs, directory, size: int = DEFAULT_SIZE, tasks: int = DEFAULT
 
 
 def _run_one(store, name, work, root, label, exe, version, size, tasks, md_files, acc) -> dict:
-    from ioweather.sources import fio
+    # lazy: sqlalchemy via store: commands.bench imports this at its top, `ioweather --help` imports every command
     from ioweather.store import bench as bstore
 
     try:
@@ -324,7 +323,7 @@ def import_files(store, paths, fmt: str | None = None, fs: str | None = None, mo
 
 
 def _import_fio(store, path, fs: str | None, motif: str | None) -> dict:
-    from ioweather.sources import fio
+    # lazy: sqlalchemy via store: commands.bench imports this at its top, `ioweather --help` imports every command
     from ioweather.store import bench as bstore
 
     doc, text = fio.read_file(path)
@@ -360,10 +359,14 @@ def _import_fio(store, path, fs: str | None, motif: str | None) -> dict:
 def _import_abc(store, path) -> dict:
     """tokio-abc's per-run summaries, read and derived as `import job-features --preset tokio-abc` does."""
     import numpy as np
+    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
 
+    # lazy: pandas, pyarrow via sources.job_features, loaded only when this runs
     from ioweather.sources import job_features as src
+    # lazy: pandas, pyarrow via stats.abc_features, loaded only when this runs
     from ioweather.stats.abc_features import derive, epoch_s
+    # lazy: sqlalchemy via store: commands.bench imports this at its top, `ioweather --help` imports every command
     from ioweather.store import bench as bstore
 
     raw = src.read_csv(path)
@@ -404,6 +407,7 @@ def _no_runs(motif=None, fs=None) -> UserError:
 
 
 def _frame(store, motif=None, fs=None, columns=None, direction=None) -> "pd.DataFrame":
+    # lazy: sqlalchemy via store: commands.bench imports this at its top, `ioweather --help` imports every command
     from ioweather.store import bench as bstore
 
     df = bstore.results_frame(store, motif, fs, columns, direction)
@@ -418,7 +422,9 @@ def summary(store, motif: str | None = None, fs: str | None = None, last: int = 
 
     From the aggregates the store keeps per series and each series' last runs (two index reads),
     never the whole history: O(series), not O(runs)."""
+    # lazy: numpy via stats.bench: commands.bench imports this at its top, `ioweather --help` imports every command
     from ioweather.stats import bench as sb
+    # lazy: sqlalchemy via store: commands.bench imports this at its top, `ioweather --help` imports every command
     from ioweather.store import bench as bstore
 
     groups = bstore.groups(store, motif, fs)
@@ -473,7 +479,7 @@ class BenchCheck:
 def check(store, warn: float, crit: float, last: int = 3, motif: str | None = None,
           fs: str | None = None) -> BenchCheck:
     """The series' states against `warn` and `crit` (fractions of peak) over their `last` runs."""
-    from ioweather.services.slowdown import CHECK_NAMES, CHECK_PRECEDENCE
+    # lazy: numpy via stats.bench: commands.bench imports this at its top, `ioweather --help` imports every command
     from ioweather.stats import bench as sb
 
     if not 0 < crit < warn <= 1:
@@ -500,6 +506,7 @@ def check(store, warn: float, crit: float, last: int = 3, motif: str | None = No
 
 def gauges(store) -> list[dict]:
     """The last run's bandwidth and fraction of peak per motif, direction and fs; [] without a bench table."""
+    # lazy: sqlalchemy via store: commands.bench imports this at its top, `ioweather --help` imports every command
     from ioweather.store import bench as bstore
 
     if not bstore.has_runs(store):
@@ -510,6 +517,7 @@ def gauges(store) -> list[dict]:
 # ----------------------------------------------------------------------------- page
 
 def runs_table(store, motif=None, fs=None, direction=None, columns=None) -> "pd.DataFrame":
+    # lazy: numpy via stats.bench: commands.bench imports this at its top, `ioweather --help` imports every command
     from ioweather.stats import bench as sb
 
     return sb.with_fraction_of_peak(_frame(store, motif, fs, columns, direction))
@@ -543,6 +551,7 @@ def page(store, motif: str | None, direction: str | None, fs: str | None, run_id
     time and recent runs; for one run the servers' rates over its window when telemetry exists."""
     import numpy as np
 
+    # lazy: numpy via stats.bench: commands.bench imports this at its top, `ioweather --help` imports every command
     from ioweather.stats import bench as sb
 
     rows = summary(store)
@@ -574,7 +583,9 @@ def _fin(v) -> float | None:
 def run_window(store, run_id: str) -> dict:
     """A run and the servers' read/write rates over its window (seed 004 Fig. 4); `rates` is None
     without telemetry for its file system. Only the window's telemetry is read."""
+    # lazy: sqlalchemy via store: commands.bench imports this at its top, `ioweather --help` imports every command
     from ioweather.store import bench as bstore
+    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store import job_telemetry as jt
 
     run = bstore.get_run(store, run_id)
@@ -603,7 +614,9 @@ def run_window(store, run_id: str) -> dict:
 def umami_for_run(store, run_id: str, fs: str | None = None) -> Umami:
     """A benchmark run as a job of its motif (key `bench:<run id>`): its weather against the climate
     of the other runs of the same motif and direction, as `ioweather umami` does for a user job."""
+    # lazy: numpy via services.job_weather: commands.bench imports this at its top, `ioweather --help` imports every command
     from ioweather.services import job_weather
+    # lazy: sqlalchemy via store: commands.bench imports this at its top, `ioweather --help` imports every command
     from ioweather.store import bench as bstore
 
     run = bstore.get_run(store, run_id)
@@ -620,6 +633,7 @@ def umami_for_run(store, run_id: str, fs: str | None = None) -> Umami:
 
 
 def _as_job(run: dict) -> Job:
+    # lazy: numpy via services.job_weather: commands.bench imports this at its top, `ioweather --help` imports every command
     from ioweather.services.job_weather import Job  # numpy: not on the runner's path (see the imports)
 
     res = run["results"]
@@ -636,7 +650,7 @@ def _as_job(run: dict) -> Job:
 
 def write_report(rows: list[dict], out: str) -> None:
     """`bench summary --html`: Table 2's layout per file system, written beside and renamed."""
-    from ioweather.files import write_atomic
+    # lazy: jinja2, rich via views.bench_report: commands.bench imports this at its top, `ioweather --help` imports every command
     from ioweather.views.bench_report import render
 
     write_atomic(out, render(rows))
@@ -667,6 +681,7 @@ def metric_families(store) -> list:
 
 def has_runs(store) -> bool:
     """Whether the store holds a benchmark run (without creating the benchmark tables)."""
+    # lazy: sqlalchemy via store: commands.bench imports this at its top, `ioweather --help` imports every command
     from ioweather.store import bench as bstore
 
     return bstore.has_runs(store)

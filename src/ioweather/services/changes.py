@@ -20,6 +20,10 @@ import threading
 import numpy as np
 
 from ioweather.errors import UserError
+from ioweather.services.bench import runs_table
+from ioweather.services.slowdown import known_targets
+from ioweather.services.umami import FEATURE_PERF
+from ioweather.services.workload import daily_totals, file_systems
 from ioweather.stats.changepoints import MIN_SEGMENT, PENALTY_PER_LOG_N, change_points, load_libraries  # noqa: F401 (re-exported)
 from ioweather.units import ns_to_iso
 
@@ -29,13 +33,13 @@ DAY_NS = 86400 * 10**9
 
 
 def _probe_series(store, settings, since_ns: int, until_ns: int, target: str | None) -> Iterator[tuple]:
+    # lazy: sqlalchemy via services.probe_cache: commands.changes imports this at its top, `ioweather --help` imports every command
     from ioweather.services.probe_cache import ProbeCache
-    from ioweather.services.slowdown import known_targets
-
     yield from _probe_items(ProbeCache(store), known_targets(store, target), since_ns, until_ns)
 
 
 def _probe_items(cache, targets, since_ns: int, until_ns: int) -> Iterator[tuple]:
+    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
     from ioweather.store.probe import OPS
 
     for t in targets:
@@ -46,7 +50,7 @@ def _probe_items(cache, targets, since_ns: int, until_ns: int) -> Iterator[tuple
 
 
 def _bench_series(store, settings, since_ns: int, until_ns: int, target: str | None) -> Iterator[tuple]:
-    from ioweather.services.bench import runs_table
+    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
     from ioweather.store import bench as bstore
 
     if not bstore.has_runs(store):
@@ -59,8 +63,9 @@ def _bench_series(store, settings, since_ns: int, until_ns: int, target: str | N
 
 
 def _jobs_series(store, settings, since_ns: int, until_ns: int, target: str | None) -> Iterator[tuple]:
-    from ioweather.services.umami import FEATURE_PERF
+    # lazy: pandas, pyarrow via stats.abc_features, loaded only when this runs
     from ioweather.stats.abc_features import epoch_s
+    # lazy: pandas, pyarrow via store.job_features, loaded only when this runs
     from ioweather.store import job_features as fstore
 
     if not fstore.sets(store):
@@ -78,8 +83,6 @@ def _jobs_series(store, settings, since_ns: int, until_ns: int, target: str | No
 
 
 def _workload_series(store, settings, since_ns: int, until_ns: int, target: str | None) -> Iterator[tuple]:
-    from ioweather.services.workload import daily_totals, file_systems
-
     for fs in file_systems(settings):
         if target and fs != target:
             continue
@@ -144,6 +147,7 @@ def _pooled(items, args, workers: int) -> Iterator[tuple]:
     from collections import deque
     from concurrent.futures import ProcessPoolExecutor
 
+    # lazy: ruptures, scipy, loaded only when this runs
     import ruptures  # noqa: F401  (imported once, here: the forked workers inherit it)
 
     ctx = multiprocessing.get_context("fork")
@@ -227,6 +231,7 @@ def probe_marks(cache, targets, since_ns: int, until_ns: int, now_ns: int, *,
 
 
 def _ops() -> tuple[str, ...]:
+    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
     from ioweather.store.probe import OPS
 
     return OPS

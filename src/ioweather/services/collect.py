@@ -28,20 +28,21 @@ from ioweather.errors import StoreError, UserError, from_os_error, os_error_reas
 from ioweather.services.daemon import Ticker, WriteBehind, start_retention
 from ioweather.sources.telemetry.base import short_hostname
 from ioweather.services.collector import Collector
+from ioweather.sources.telemetry.capacity import Capacity
+from ioweather.sources.telemetry.diskstats import DiskStats
+from ioweather.sources.telemetry.gpfs import Gpfs
+from ioweather.sources.telemetry.host import Host
+from ioweather.sources.telemetry.lctl_source import LctlLustre
+from ioweather.sources.telemetry.nfs import Nfs
 from ioweather.store import telemetry_layout as layout
+from ioweather.store.telemetry_compact import compact_finished_days
+from ioweather.views.output import progress, stderr
 
 #: How long a stop waits for the store to take the queued rows (as the probe).
 FINAL_FLUSH_S = 30.0
 
 
 def live_sources() -> dict:
-    from ioweather.sources.telemetry.capacity import Capacity
-    from ioweather.sources.telemetry.diskstats import DiskStats
-    from ioweather.sources.telemetry.gpfs import Gpfs
-    from ioweather.sources.telemetry.host import Host
-    from ioweather.sources.telemetry.lctl_source import LctlLustre
-    from ioweather.sources.telemetry.nfs import Nfs
-
     # `lustre`: one `lctl get_param` per tick where lctl is installed, the /proc and /sys reader otherwise
     return {c.name: c for c in (DiskStats, LctlLustre, Gpfs, Nfs, Capacity, Host)}
 
@@ -182,8 +183,6 @@ class ParquetSink:
 
     def compact(self) -> None:
         """Merge this host's small files of finished days (see store/telemetry_compact.py)."""
-        from ioweather.store.telemetry_compact import compact_finished_days
-
         grace_ns = int(max(2 * self.flush_s, 600) * 1e9)  # a late flush of yesterday's last rows comes first
         for name in layout.list_fs(self.settings):
             compact_finished_days(layout.fs_dir(self.settings, name), self.writer, time.time_ns(), grace_ns,
@@ -192,8 +191,6 @@ class ParquetSink:
 
 
 def _say_on_stderr(line: str) -> None:
-    from ioweather.views.output import stderr
-
     # each line whole however long (soft_wrap: no 80-column wrapping)
     stderr.print(line, highlight=False, soft_wrap=True)
 
@@ -204,8 +201,6 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
                 install_signals: bool = True, say: Callable[[str], None] = _say_on_stderr) -> dict:
     """Collect until stopped (or `duration`); returns the summary `collect --json` prints. With `quiet`
     only problems are said. Raises StoreError when the last rows could not be stored at the stop."""
-    from ioweather.views.output import progress
-
     warn = lambda m: say(f"collect: {m}")  # noqa: E731
     log = (lambda m: None) if quiet else warn
     host = short_hostname()

@@ -14,7 +14,9 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from ioweather.config import retention_from_env
 from ioweather.errors import UserError
+from ioweather.services import retention
 
 
 class Ticker:
@@ -75,9 +77,6 @@ def start_retention(settings, store, kinds: tuple[str, ...], stop: threading.Eve
     """Remove the data of `kinds` older than their retention settings at start and then hourly, on its own
     thread (services/retention.py: short transactions, so the daemon's own writes never wait long). A bad
     IOWEATHER_RETAIN_* fails here, before the daemon starts, in one line."""
-    from ioweather.config import retention_from_env
-    from ioweather.services import retention
-
     limits = {k: v for k, v in retention_from_env().items() if k in kinds and v is not None}
     if not limits:
         return

@@ -13,12 +13,30 @@ import pwd
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from ioweather.encoding import answer_dict
 from ioweather.errors import UserError, from_os_error
-from ioweather.stats.job import characterization_fields, mibps_per_node
+from ioweather.files import write_atomic
+from ioweather.services.job_weather import stored_verdicts
+from ioweather.sources.darshan_log import read_log
+from ioweather.sources.thresholds_file import load
+from ioweather.stats.archive import assign_projects, node_counts, parse_project_map, summary as build
+from ioweather.stats.findings import describe_codes, highest_level, job_findings, job_verdict, severity, Thresholds
+from ioweather.stats.job import (
+    characterization_fields,
+    characterize,
+    file_columns,
+    LUSTRE_FILE_COLUMNS,
+    mibps_per_node,
+    per_rank_with_shared,
+)
 from ioweather.stats.job_files import TOP_FILES, per_module, per_mount, top_files
+from ioweather.store import jobs as jobs_store, open_store
 from ioweather.store.jobs import AmbiguousJobId  # noqa: F401 (re-exported: the job page answers it as a bad request)
 from ioweather.units import ns_to_iso
+from ioweather.views.job_console import lustre_text
+from ioweather.views.job_report import render_job_html
 
 MiB = 1 << 20
 #: store.jobs is imported inside the archive's functions: it loads SQLAlchemy (0.7 s), which reading
@@ -60,19 +78,12 @@ def with_unit_keys(obj):
 
 def load_thresholds(path: str) -> object:
     """The finding thresholds of `--thresholds FILE` (TOML or JSON), checked: a bad file is one line."""
-    from ioweather.sources.thresholds_file import load
-    from ioweather.stats.findings import Thresholds
-
     return Thresholds.from_mapping(load(path), f"thresholds file {path}")
 
 
 def job_report(path: str, *, cores_per_node: int | None = None, thresholds_file: str | None = None,
                dxt: bool = False) -> tuple[dict, object]:
     """(the JSON report of one log, the log itself)."""
-    from ioweather.sources.darshan_log import read_log
-    from ioweather.stats.findings import Thresholds, job_findings, job_verdict
-    from ioweather.stats.job import characterize
-
     thresholds = load_thresholds(thresholds_file) if thresholds_file else Thresholds()
     log = read_log(path, dxt=dxt, heatmaps=False)
     rep = characterize(log, cores_per_node=cores_per_node)
@@ -89,16 +100,11 @@ def job_report(path: str, *, cores_per_node: int | None = None, thresholds_file:
 
 def log_top_files(log, n: int = TOP_FILES) -> list[dict]:
     """The files of `log` that moved the most, ranked as the job page ranks the stored table."""
-    from ioweather.stats.job import file_columns
-
     return top_files(file_columns(log), n)
 
 
 def job_html(rep: dict, log, source: str) -> str:
     """The self-contained HTML report of `job_report`'s (rep, log) (read with dxt=True for the timeline)."""
-    from ioweather.stats.job import per_rank_with_shared
-    from ioweather.views.job_report import render_job_html
-
     top = [{"name": f["name"] or f"(record {f['record_id']})", "module": f["module"], "sharing": f["sharing"],
             "bytes": f["moved_bytes"]} for f in log_top_files(log)]
     pr, how = per_rank_with_shared(log)
@@ -107,8 +113,6 @@ def job_html(rep: dict, log, source: str) -> str:
 
 
 def write_html(out: str, text: str) -> None:
-    from ioweather.files import write_atomic
-
     write_atomic(out, text)
 
 
@@ -142,12 +146,6 @@ class ArchiveSummary:
 
 def archive_summary(settings, *, projects_file: str | None, cores_per_node: int | None, min_procs: int,
                     min_bytes: int, top: int) -> ArchiveSummary:
-    from ioweather.store import jobs as jobs_store
-
-    from ioweather.stats.archive import assign_projects, parse_project_map
-    from ioweather.stats.archive import summary as build
-    from ioweather.store import open_store
-
     rules = []
     if projects_file:
         try:
@@ -166,9 +164,6 @@ def archive_summary(settings, *, projects_file: str | None, cores_per_node: int 
 
 def _summary(df, rules: list, failed_logs: int, **options) -> ArchiveSummary:
     """`jobs summary` of the job rows `df`: the one computation the command and the Jobs page show."""
-    from ioweather.stats.archive import assign_projects
-    from ioweather.stats.archive import summary as build
-
     return ArchiveSummary(failed_logs=failed_logs, **build(df, assign_projects(df, rules), **options))
 
 
@@ -192,12 +187,6 @@ class ArchiveIndex:
 
     def __init__(self, store):
         import numpy as np
-        import pandas as pd
-
-        from ioweather.stats.archive import node_counts
-        from ioweather.stats.findings import highest_level, severity
-        from ioweather.store import jobs as jobs_store
-
         df = jobs_store.load_jobs(store, list(dict.fromkeys(jobs_store.SUMMARY_COLUMNS + PAGE_COLUMNS)))
         failed = jobs_store.failed(store)
 
@@ -269,8 +258,6 @@ class JobsView:
 def jobs_view(store, index: ArchiveIndex, sort: str, order: str, limit: int, offset: int,
               projects_shown: int) -> JobsView:
     """The Jobs page for one request, from the `ArchiveIndex` of the store's jobs."""
-    from ioweather.services.job_weather import stored_verdicts
-
     lf = index.frame
     page = lf.iloc[index.order(sort, order)[offset:offset + limit]]
     weather = stored_verdicts(store, page["log_hash"].tolist())  # stored, never computed here
@@ -302,25 +289,17 @@ def _page_row(r) -> dict:
 
 def archive_marker(store) -> tuple:
     """Changes whenever a job is stored or a log fails: what a cache of `ArchiveIndex` is keyed on."""
-    from ioweather.store import jobs as jobs_store
-
     return jobs_store.change_marker(store)
 
 
 def has_jobs(store) -> bool:
     """Whether the store holds any job or failed log (without creating the jobs tables)."""
-    from ioweather.store import jobs as jobs_store
-
     if jobs_store.COMPONENT.name not in store.versions():
         return False
     return jobs_store.count_jobs(store) + jobs_store.count_failed(store) > 0
 
 
 def failed_logs(settings) -> list[dict]:
-    from ioweather.store import jobs as jobs_store
-
-    from ioweather.store import open_store
-
     return [_failed_row(r) for r in jobs_store.failed(open_store(settings))]
 
 
@@ -346,11 +325,7 @@ def list_jobs(store, *, since_ns: int | None = None, until_ns: int | None = None
               exe: str | None = None, limit: int | None = None) -> list[dict]:
     """Stored jobs, latest start first: started in [since, until), uid or user name containing `user`,
     executable containing `exe` (substrings, case-sensitive as names are)."""
-    from ioweather.store import jobs as jobs_store
-
     import numpy as np
-    import pandas as pd
-
     df = jobs_store.load_jobs(store, LIST_COLUMNS)
     start = pd.to_numeric(df["start_ns"], errors="coerce").to_numpy(np.float64)
     keep = np.ones(len(df), bool)
@@ -373,14 +348,10 @@ def list_jobs(store, *, since_ns: int | None = None, until_ns: int | None = None
 
 
 def _opt(v, kind):
-    import pandas as pd
-
     return None if v is None or pd.isna(v) else kind(v)
 
 
 def _list_row(r: dict, names: dict) -> dict:
-    from ioweather.stats.findings import highest_level
-
     codes = _codes(r["finding_codes"])
     uid = _opt(r["uid"], int)
     level = _stored_level(r.get("findings_json")) or highest_level(codes)
@@ -428,12 +399,6 @@ class StoredJob:
 def stored_job(store, parquet_dir, id_prefix: str) -> StoredJob | None:
     """One stored job as the job page shows it (None when no log_hash starts with `id_prefix`):
     the characterization's fields from its row (`stats.job.ROW_MAP`), its files from the Parquet table."""
-    from ioweather.store import jobs as jobs_store
-
-    from ioweather.stats.findings import highest_level
-    from ioweather.stats.job import LUSTRE_FILE_COLUMNS
-    from ioweather.views.job_console import lustre_text
-
     found = jobs_store.job(store, parquet_dir, id_prefix)
     if found is None:
         return None
@@ -465,8 +430,6 @@ def _stored_level(findings_json) -> str | None:
     finding's level is at most its code's: a P05 that costs little was stored as WARN); None without them."""
     import json
 
-    from ioweather.stats.findings import severity
-
     if not isinstance(findings_json, str) or not findings_json:
         return None
     levels = [f.get("level") for f in json.loads(findings_json)]
@@ -477,8 +440,6 @@ def _findings(r: dict, codes: list[str]) -> list[dict]:
     """HIGH/WARN findings, most expensive first, with cost and message when the row has them
     (cost_s None: ingested before the store kept costs)."""
     import json
-
-    from ioweather.stats.findings import describe_codes
 
     described = describe_codes(codes)
     if not r.get("findings_json"):
@@ -491,10 +452,6 @@ def _findings(r: dict, codes: list[str]) -> list[dict]:
 
 def show_job(settings, ident: str) -> StoredJob:
     """`jobs show JOBID`: the stored job whose scheduler job id is `ident` or whose log hash starts with it."""
-    from ioweather.store import jobs as jobs_store
-
-    from ioweather.store import open_store
-
     store = open_store(settings)
     candidates = jobs_store.find_jobs(store, ident)
     if not candidates:

@@ -33,8 +33,15 @@ import pyarrow as pa
 
 from ioweather.errors import UserError, from_os_error, os_error_reason
 from ioweather.files import display_path, fd_path
+from ioweather.services.distributed import connect, map_unordered
+from ioweather.services.job_weather import after_import
 from ioweather.signals import child_defaults, die_with_parent, install
-from ioweather.sources.darshan_log import READER_DIED
+from ioweather.sources.darshan_log import check_layout, content_hash, DarshanLogError, open_log, read_log, READER_DIED
+from ioweather.stats.findings import ACTIONABLE, job_findings, job_verdict
+from ioweather.stats.job import characterize, file_columns, FILE_TABLE_COLUMNS, row_fields
+from ioweather.stats.job_files import top_file
+from ioweather.store import jobs as jobs_store, open_store
+from ioweather.store.jobs import INTERFACE_COLUMNS, job_row_values, path_hash, relocate, write_batch
 
 # The extraction context inherited by forked workers (set before the pool starts).
 _KNOWN_HASHES: frozenset[str] = frozenset()
@@ -105,8 +112,6 @@ class Scan:
         return cls(tuple(sorted(roots, key=lambda r: -len(r[0]))), follow_symlinks)
 
     def open(self, path: str):
-        from ioweather.sources.darshan_log import open_log
-
         for given, real in self.roots:
             if path.startswith(given.rstrip("/") + "/"):
                 return open_log(path, follow_symlinks=self.follow_symlinks, within=real)
@@ -139,10 +144,6 @@ def _first_visits(root: str, dirs: list[str], seen: set) -> list[str]:
 
 def job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size: int, mtime_ns: int) -> dict:
     import json
-
-    from ioweather.stats.findings import ACTIONABLE, job_verdict
-    from ioweather.stats.job import row_fields
-    from ioweather.store.jobs import INTERFACE_COLUMNS, path_hash
 
     common = ch["access"]["common_sizes"]
     row = {
@@ -179,12 +180,6 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
     The log is opened once (`scan.open`): the bytes hashed are the bytes read. Paths are stored
     in their display form (`files.display_path`: a name that is not UTF-8 cannot be stored as
     text otherwise) and keyed by the hash of their bytes."""
-    from ioweather.sources.darshan_log import DarshanLogError, check_layout, content_hash, read_log
-    from ioweather.stats.findings import job_findings
-    from ioweather.stats.job import FILE_TABLE_COLUMNS, characterize, file_columns
-    from ioweather.stats.job_files import top_file
-    from ioweather.store.jobs import job_row_values, path_hash
-
     known = _KNOWN_HASHES if known is None else known
     cores_per_node = _CORES_PER_NODE if cores_per_node is None else cores_per_node
     scan = (_SCAN or Scan()) if scan is None else scan
@@ -391,8 +386,6 @@ class Ingest:
             self.flush()
 
     def flush(self) -> None:
-        from ioweather.store.jobs import relocate, write_batch
-
         with self.interrupts.deferred():
             if self.rows or self.failures:
                 # stored by a concurrent ingest since we looked: found present, not ingested by us
@@ -417,8 +410,6 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
     if not dask_address:
         return _ingest(settings, paths, workers=workers, client=None, cores_per_node=cores_per_node,
                        progress_cb=progress_cb, follow_symlinks=follow_symlinks)
-    from ioweather.services.distributed import connect
-
     with connect(dask_address) as client:
         return _ingest(settings, paths, workers=workers, client=client, cores_per_node=cores_per_node,
                        progress_cb=progress_cb, follow_symlinks=follow_symlinks, dask_per_task=dask_per_task)
@@ -433,9 +424,7 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
     skipped (path known with the same size and mtime: not even opened), found.
     Raises `Interrupted` on Ctrl-C or SIGTERM, after storing what was read.
     """
-    from ioweather.store import open_store
-    from ioweather.store import jobs as jobs_store
-
+    # lazy: darshan, loaded only when this runs
     import darshan  # noqa: F401  (imported before forking so workers inherit it)
 
     store = open_store(settings)
@@ -473,8 +462,6 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
         try:
             try:
                 if client is not None:
-                    from ioweather.services.distributed import map_unordered
-
                     # a log is ~70 ms of work, a task ~8 ms of the scheduler's on 2 shared cores: batched
                     map_unordered(client, extract, todo, on_result, on_crash, shared=("known",),
                                   per_task=dask_per_task, crash_reason=CRASH_REASON,
@@ -489,8 +476,6 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
         except KeyboardInterrupt as e:
             raise Interrupted(getattr(e, "signum", signal.SIGINT), sink.counts) from None
     if sink.counts.get("ingested"):
-        from ioweather.services.job_weather import after_import
-
         after_import(store, client=client)  # the new jobs' weather and verdicts, for the Jobs list (issue 13)
     return {**sink.counts, "found": len(todo) + skipped}
 

@@ -13,6 +13,7 @@ report, not of the parsed log (measured in docs/darshan.md). This module stays l
 from __future__ import annotations
 
 from ioweather.errors import UserError
+from ioweather.files import write_atomic
 from ioweather.isolation import ChildDied, call_isolated
 
 
@@ -25,6 +26,7 @@ def job_outputs(path: str, *, cores_per_node: int | None = None, thresholds_file
     try:
         return call_isolated(_make, path, cores_per_node, thresholds_file, html_source)
     except ChildDied as e:
+        # lazy: numpy, pandas, pyarrow via sources.darshan_log: the job reader forks before numpy (docs/darshan.md)
         from ioweather.sources.darshan_log import READER_DIED, DarshanLogError
 
         if e.signum == 9:  # not libdarshan-util: the out-of-memory killer, or an admin
@@ -33,6 +35,7 @@ def job_outputs(path: str, *, cores_per_node: int | None = None, thresholds_file
 
 
 def _make(path, cores_per_node, thresholds_file, html_source) -> tuple[dict, str | None]:
+    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: the job reader forks before numpy (docs/darshan.md)
     from ioweather.services.darshan import job_html, job_report, with_unit_keys
 
     rep, log = job_report(path, cores_per_node=cores_per_node, thresholds_file=thresholds_file,
@@ -42,6 +45,4 @@ def _make(path, cores_per_node, thresholds_file, html_source) -> tuple[dict, str
 
 
 def write_html(out: str, text: str) -> None:
-    from ioweather.files import write_atomic
-
     write_atomic(out, text)

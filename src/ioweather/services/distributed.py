@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import islice
 
+from ioweather import __version__
 from ioweather.errors import UserError
 
 #: Tasks kept in flight per worker thread: enough to hide the scheduler's round trip, few
@@ -116,7 +117,9 @@ def _slurm_options(text: str) -> dict:
 def connect(spec: str) -> Iterator:
     """A `distributed.Client` for SPEC, closed (and a cluster we started, stopped) at the end."""
     try:
+        # lazy: optional, its ImportError is handled here
         import dask
+        # lazy: optional, its ImportError is handled here
         from dask.distributed import Client
     except ImportError:
         raise UserError("--dask needs the optional dask extra: pip install 'ioweather[dask]'") from None
@@ -129,6 +132,7 @@ def connect(spec: str) -> Iterator:
             if kind == "address":
                 target = arg
             elif kind == "local":
+                # lazy: dask, loaded only when this runs
                 from dask.distributed import LocalCluster
 
                 # a free port: None is taken as the default 8787, and a second cluster warns on stderr
@@ -189,6 +193,7 @@ def _version_probe():
     # Built here so that cloudpickle ships it by value: a worker without ioweather can still run it.
     def probe():
         try:
+            # lazy: optional, its ImportError is handled here
             import ioweather
         except Exception as e:  # noqa: BLE001 (ImportError, or a broken install raising anything)
             return None, f"{type(e).__name__}: {e}"
@@ -198,8 +203,6 @@ def _version_probe():
 
 def check_workers(client) -> None:
     """The workers connected now run this ioweather; later workers are checked by each task."""
-    from ioweather import __version__
-
     try:
         answers = client.run(_version_probe())
     except Exception as e:  # noqa: BLE001
@@ -220,8 +223,6 @@ _CALLED: set = set()
 
 def _task(fn: Callable, items: list, version: str, kwargs: dict) -> tuple[list, float, int]:
     """([fn(item) for each item], seconds of work, items those seconds cover)."""
-    from ioweather import __version__
-
     if __version__ != version:
         raise VersionSkew(f"ioweather {__version__} on this worker, {version} on the client")
     key = (fn.__module__, fn.__qualname__)
@@ -281,9 +282,8 @@ def map_unordered(client, fn: Callable, items: Iterable, on_result: Callable[[ob
     worker once (scattered) instead of with each task. `per_task` items go in one task; "auto":
     one at first, then as many as take ~TASK_SECONDS by the time measured on the workers.
     `window`: items in flight at most."""
+    # lazy: dask, loaded only when this runs
     from dask.distributed import as_completed
-
-    from ioweather import __version__
 
     # shipped to each worker once, not with every task (a large archive knows millions of hashes)
     kwargs = {k: client.scatter([v], broadcast=True, hash=False)[0] if k in shared else v
@@ -338,8 +338,6 @@ def _deliver(fut, batch: list, on_result: Callable[[object, object], None], size
     """on_result(item, result) for each item of the task's batch and True; False when the task
     ended as KilledWorker."""
     from distributed import KilledWorker
-
-    from ioweather import __version__
 
     try:
         results, spent, timed = fut.result()

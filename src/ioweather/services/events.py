@@ -17,7 +17,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ioweather.services import workload
+from ioweather.services.fsview import user_of
+from ioweather.services.job_weather import ProbeBaselines, _probe_slowdown
 from ioweather.stats import attribution as A
+from ioweather.stats.workload import total_of
+from ioweather.store import open_store
+from ioweather.store.jobs import load_jobs
+from ioweather.store.scheduler import jobs_overlapping, link_darshan
+from ioweather.store.telemetry_targets import job_totals
 
 GIB = 1 << 30
 _DAY_NS = 86_400 * 10**9
@@ -37,8 +45,6 @@ class Params:
 
 def compute(settings, fs: str, since=None, until=None, params: Params = Params(), warn=lambda m: None) -> dict:
     """{"fs", "start", "end", "interval_s", "notes", "events": [...], "cost": {...}} over [since, until)."""
-    from ioweather.services import workload
-
     answer, data = workload.compute(settings, fs, since, until, params.resample_s, 0.05, params.smooth_s,
                                     params.min_amplitude, 0.0, warn=warn)
     doc = answer.to_json()
@@ -78,8 +84,6 @@ def _windows(doc: dict) -> list[dict]:
 
 
 def _moved(data) -> np.ndarray:
-    from ioweather.stats.workload import total_of
-
     return np.asarray(total_of(data.read_bytes, data.write_bytes), np.float64)
 
 
@@ -90,8 +94,6 @@ def _unique(items: list[str]) -> list[str]:
 def open_if_exists(settings):
     if not settings.store_exists():  # a report reads: it never creates a store
         return None
-    from ioweather.store import open_store
-
     return open_store(settings)
 
 
@@ -112,8 +114,6 @@ def _candidates(store, since_ns: int, until_ns: int, params: Params, notes: list
     rows = []
     linked = {}
     if not logs.empty and not sched.empty:
-        from ioweather.store.scheduler import link_darshan
-
         linked = {(ln["cluster"], ln["jobid"]): ln["log_hash"] for ln in link_darshan(store) if ln["how"]}
     by_hash = logs.set_index("log_hash") if not logs.empty else None
     used = set()
@@ -135,8 +135,6 @@ def _candidates(store, since_ns: int, until_ns: int, params: Params, notes: list
 
 
 def _scheduler_jobs(store, since_ns: int, until_ns: int, params: Params) -> pd.DataFrame:
-    from ioweather.store.scheduler import jobs_overlapping
-
     rows = jobs_overlapping(store, since_ns, until_ns, params.cluster)
     out = []
     for r in rows:
@@ -148,8 +146,6 @@ def _scheduler_jobs(store, since_ns: int, until_ns: int, params: Params) -> pd.D
 
 
 def _darshan_logs(store) -> pd.DataFrame:
-    from ioweather.store.jobs import load_jobs
-
     df = load_jobs(store, ["log_hash", "jobid", "nprocs", "nnodes", "start_ns", "end_ns", "bytes_read",
                            "bytes_written", "io_time_s"])
     return df[df["start_ns"].notna() & df["end_ns"].notna() & (df["end_ns"] > df["start_ns"])]
@@ -168,8 +164,6 @@ def _log_fields(log) -> dict:
 
 def _job_stats(settings, fs: str, events: list[dict], since_ns: int, until_ns: int) -> dict | None:
     """{event index: {job id: bytes}} from Lustre job_stats, None when the window has none at all."""
-    from ioweather.store.telemetry_targets import job_totals
-
     if not events or job_totals(settings, fs, since_ns, until_ns).empty:
         return None
     out = {}
@@ -193,8 +187,6 @@ def _attribute(ev: dict, running: pd.DataFrame, edges, moved, stats: dict | None
 
 
 def _exact(ev: dict, running: pd.DataFrame, stats: dict, params: Params, notes: list) -> pd.DataFrame:
-    from ioweather.services.fsview import user_of
-
     rows = []
     for job, moved in stats.items():
         same = running[running["jobid"] == job]
@@ -241,8 +233,6 @@ def _slowdowns(store, events: list[dict], notes: list) -> list[float | None]:
     if store is None or "probe" not in store.versions() or not events:
         notes.append("no probe data: contention by the coverage-factor criterion only")
         return [None] * len(events)
-    from ioweather.services.job_weather import ProbeBaselines, _probe_slowdown
-
     probes = ProbeBaselines(store)
     out = [_probe_slowdown(probes, e["start_ns"], e["end_ns"])[0] for e in events]
     if all(s is None for s in out):

@@ -7,7 +7,9 @@ of a second."""
 from __future__ import annotations
 
 from ioweather.errors import UserError, from_os_error
+from ioweather.files import open_regular
 from ioweather.services.exporter_defaults import TOP_JOBS
+from ioweather.sources.telemetry.lctl_params import component_of, connected_clients, parse_capture
 from ioweather.views.exposition import Family
 
 # lustrefs-exporter's families for what `lctl get_param` gives (names, labels, units and types
@@ -85,8 +87,6 @@ def capture_families(cap, top_jobs: int = TOP_JOBS) -> list[Family]:
     """What a stateless exporter (lustrefs-exporter) exports for one capture (sources/telemetry/
     lctl_params.Capture): raw counters and gauges, lustrefs-exporter's names and labels, no `fs`
     label (a capture belongs to no dataset). Job series: the `top_jobs` jobs moving the most bytes."""
-    from ioweather.sources.telemetry.lctl_params import component_of, connected_clients
-
     f = _Families()
     h = cap.host
     if cap.healthy is not None:
@@ -168,8 +168,6 @@ def _brw_families(f: _Families, cap, component_of) -> None:
 
 
 def _stats_families(f: _Families, cap) -> None:
-    from ioweather.sources.telemetry.lctl_params import component_of
-
     ct = ("component", "operation", "target")
     for st in cap.stats:
         if st.kind == "obdfilter":
@@ -289,9 +287,6 @@ def read_capture(path: str):
     be read. Not textfiles.read_members (tar, directories): that one imports pandas, a second of a
     cron job's start, and a scrape is one capture."""
     import zlib
-
-    from ioweather.files import open_regular
-    from ioweather.sources.telemetry.lctl_params import parse_capture
 
     with open_regular(path) as f:
         try:

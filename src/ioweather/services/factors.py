@@ -20,11 +20,14 @@ import pandas as pd
 from ioweather.encoding import answer_dict, iso_ms
 from ioweather.errors import UserError
 from ioweather.files import atomic_output, read_regular_bytes, write_atomic
+from ioweather.services.probe_samples import load_probe_durations, probe_block_bytes, probe_samples
 from ioweather.sources import latency_table as lt
 from ioweather.stats import factor_classes as fc
 from ioweather.stats.downsample import downsample
 from ioweather.stats.factor_classes import group_name, groups, split_cols  # noqa: F401 (re-exported: --by groups rows)
-from ioweather.stats.factor_models import NO_MODEL_LABEL
+from ioweather.stats.factor_models import fit_setup, models_from_doc, models_to_doc, NO_MODEL_LABEL
+from ioweather.stats.factors import all_positive_finite, analyse, invalid_durations
+from ioweather.store import open_store
 from ioweather.store.probe import OPS
 from ioweather.units import ns_to_iso, parse_size, to_ns
 
@@ -66,9 +69,6 @@ def load_table(settings, files, *, from_store, op, target, since, until, column,
 
 
 def _load_probe(settings, op, target, since, until, where, need, size_default) -> tuple[pd.DataFrame, str]:
-    from ioweather.services.probe_samples import load_probe_durations, probe_block_bytes
-    from ioweather.store import open_store
-
     store = open_store(settings)
     tgt, df = load_probe_durations(store, op, target, to_ns(since) if since else None,
                                    to_ns(until) if until else None)
@@ -99,8 +99,6 @@ def optional_columns(files, from_store, cols) -> list[str]:
 
 def valid_durations(d: np.ndarray, drop_invalid: bool, what: str, say: Say) -> np.ndarray | None:
     """Mask of usable durations, None when all are; without --drop-invalid a bad value is an error."""
-    from ioweather.stats.factors import all_positive_finite, invalid_durations
-
     if all_positive_finite(d):
         return None
     bad = invalid_durations(d)
@@ -139,8 +137,6 @@ class GroupDensity:
 def density_runs(groups: list[tuple[dict, pd.DataFrame]], name: str, kw: dict, drop_invalid: bool,
                  say: Say) -> Iterator[GroupDensity]:
     """The density of each group in turn (a failed group is yielded with its error, the others still run)."""
-    from ioweather.stats.factors import analyse
-
     for group, g in groups:
         what = f"{name} {fc.group_name(group)}" if group else name
         run = GroupDensity({k: fc.plain(v) for k, v in group.items()}, what)
@@ -162,9 +158,6 @@ def density_runs(groups: list[tuple[dict, pd.DataFrame]], name: str, kw: dict, d
 def probe_density(store, target: str, op: str, since_ns: int, until_ns: int, kw: dict):
     """(start_ns, duration_s, analysis, samples left out) of one probe op's successful samples in a
     window: the density `factors density --from-store` computes, for the Factors page."""
-    from ioweather.services.probe_samples import probe_samples
-    from ioweather.stats.factors import analyse
-
     df, excluded = probe_samples(store, target, op, since_ns, until_ns)
     start, dur = df["start_ns"].to_numpy(), df["duration_s"].to_numpy()
     try:
@@ -282,8 +275,6 @@ def fit_input(settings, files, *, column, unit, where, op, target, since, until,
 def fit_models(inp: FitInput, *, drop_invalid: bool, small_max: int, margin: float, kw: dict, say: Say,
                on_size: Callable[[], None]) -> tuple[list, int]:
     """(the fitted models, how many setups failed); a failed setup is said and skipped."""
-    from ioweather.stats.factor_models import fit_setup
-
     models, failed = [], 0
     for (grp, g), label in zip(inp.groups, inp.labels):
         d = g["duration_s"].to_numpy(dtype=np.float64)
@@ -306,8 +297,6 @@ def fit_models(inp: FitInput, *, drop_invalid: bool, small_max: int, margin: flo
 
 def save_models(models, out: Path, *, files, setup_cols: list[str], margin: float, kw: dict) -> dict:
     """Write the model file; returns its document."""
-    from ioweather.stats.factor_models import models_to_doc
-
     doc = models_to_doc(models, created=ns_to_iso(time.time_ns()), inputs=[str(f) for f in files],
                         grouping=setup_cols, margin=margin, **kw)
     write_atomic(out, json.dumps(doc, indent=1) + "\n")
@@ -319,8 +308,6 @@ def save_models(models, out: Path, *, files, setup_cols: list[str], margin: floa
 
 def load_models(path: Path):
     """(models, the file's text) of a model file written by `factors fit`."""
-    from ioweather.stats.factor_models import models_from_doc
-
     path = Path(path)
     text = read_regular_bytes(path, what="read model file").decode("utf-8", errors="replace")
     try:

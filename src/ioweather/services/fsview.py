@@ -19,10 +19,13 @@ import pandas as pd
 
 from ioweather.encoding import answer_dict
 from ioweather.errors import UserError
+from ioweather.services.capacity import forecast, is_data_target
+from ioweather.sources.telemetry.lctl import NID_PREFIX, STATE_PREFIX
 from ioweather.stats import targets as T
 from ioweather.stats import workload as W
-from ioweather.store import telemetry_targets as Q
-from ioweather.store.telemetry_layout import list_fs
+from ioweather.store import open_store, telemetry_targets as Q
+from ioweather.store.telemetry_layout import connect_duckdb, data_files, fs_dir, list_fs
+from ioweather.store.telemetry_targets import known_jobs
 from ioweather.units import ns_to_iso
 
 #: The heatmap's budget: at most this many (target, column) cells per metric, and at most MAX_COLUMNS
@@ -43,8 +46,6 @@ LCTL_STATES = {"up": "UP (set up)", "st": "ST (stopping)", "in": "IN (inactive)"
 
 def sampling_s(settings, fs: str, since_ns: int | None, until_ns: int | None, con=None) -> float | None:
     """The shortest interval of the data in the window, from the Parquet footers (no rows read)."""
-    from ioweather.store.telemetry_layout import connect_duckdb, data_files, fs_dir
-
     own = con is None
     con = connect_duckdb() if own else con
     try:
@@ -185,8 +186,6 @@ def _heatmap(settings, fs: str, since_ns: int, until_ns: int, sort: str) -> dict
     The bin fits MAX_CELLS for the number of targets before anything is read (`Q.count_targets`,
     from the hourly rollups), so the store returns at most ~MAX_CELLS cells per metric, aggregated
     in DuckDB from the per-target rollups written with the data (store/telemetry_targets.py)."""
-    from ioweather.store.telemetry_layout import connect_duckdb
-
     metrics = ("read_bytes", "write_bytes")
     con = connect_duckdb()
     try:
@@ -388,8 +387,6 @@ def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> 
     """Fullness per data target and for the file system over the window, the fullest targets at the
     end, days until full (services.capacity.forecast: the same for every window ending at the same
     data), inode use, `lctl dl -t` state."""
-    from ioweather.services.capacity import forecast, is_data_target
-
     step_ns = max(60_000_000_000, -(-((until_ns - since_ns) // 500) // 60_000_000_000) * 60_000_000_000)
     g = Q.gauge_bins(settings, fs, since_ns, until_ns, step_ns, metrics=CAPACITY_METRICS)
     b0, nbins = _grid(since_ns, until_ns, step_ns)
@@ -461,8 +458,6 @@ def _io_targets(settings, fs: str, since_ns: int, until_ns: int) -> list[str]:
 
 def lctl_state(settings, fs: str, until_ns: int | None) -> dict:
     """Each target's state and server NID as last seen by `lctl dl -t` (imported), and failover."""
-    from ioweather.sources.telemetry.lctl import NID_PREFIX, STATE_PREFIX
-
     df = Q.last_before(settings, fs, until_ns, prefix="lctl_")
     if df.empty:
         return {"imported": False, "targets": {}, "failover": T.failover({}), "at": None}
@@ -633,9 +628,6 @@ def job_links(settings):
         numeric = sorted({int(j) for j in ids if j.isdigit() and len(j) < 19})
         if not numeric or not settings.store_exists():
             return {}
-        from ioweather.store import open_store
-        from ioweather.store.telemetry_targets import known_jobs
-
         store = open_store(settings)
         try:
             return known_jobs(store, numeric)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ioweather import __version__
 from ioweather.errors import from_os_error
 from ioweather.units import format_bytes, ns_to_iso
 from ioweather.views.output import progress
@@ -24,7 +25,9 @@ SINGLE_DEFAULTS = {"cache": "discard", "op": "R", "mem_layout": "off0", "file_la
 
 def plan_from_options(*, sweep: bool, cache, ops, mem_layout, file_layout, sizes, runs, **params):
     """The checked plan: each grid option as given, else its --sweep or single-run default."""
+    # lazy: numpy via sources.iomodel_grammar: commands.iomodel imports this at its top, `ioweather --help` imports every command
     from ioweather.sources import iomodel_grammar as grammar
+    # lazy: numpy via sources.iomodel_plan: commands.iomodel imports this at its top, `ioweather --help` imports every command
     from ioweather.sources.iomodel_plan import SWEEP_RUNS, make_plan
 
     defaults = SWEEP_DEFAULTS if sweep else SINGLE_DEFAULTS
@@ -47,7 +50,9 @@ def default_out(settings) -> Path:
 
 def summarize(out: Path, run_docs: list[dict]) -> list[dict]:
     """One row per configuration over all its runs and processes, in grid order."""
+    # lazy: numpy via stats.iomodel: commands.iomodel imports this at its top, `ioweather --help` imports every command
     from ioweather.stats.iomodel import summarize_durations
+    # lazy: pyarrow via store.iomodel, loaded only when this runs
     from ioweather.store.iomodel import read_durations
 
     groups: OrderedDict[tuple, list[dict]] = OrderedDict()
@@ -65,8 +70,9 @@ def summarize(out: Path, run_docs: list[dict]) -> list[dict]:
 
 def run_plan(plan, out: Path, csv_path: Path | None, say: Callable[[str], None]) -> dict:
     """Execute the plan into `out`; returns the JSON summary."""
-    from ioweather import __version__
+    # lazy: numpy via sources.iomodel: commands.iomodel imports this at its top, `ioweather --help` imports every command
     from ioweather.sources import iomodel as src
+    # lazy: pyarrow via store.iomodel, loaded only when this runs
     from ioweather.store.iomodel import FORMAT, FORMAT_VERSION, ResultWriter, run_table
 
     writer = ResultWriter(out, csv_path)

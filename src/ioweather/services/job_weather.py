@@ -29,9 +29,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ioweather.config import dataset_for_mounts, load_fs_map
 from ioweather.errors import UserError
-from ioweather.stats import coverage as cov
+from ioweather.services.distributed import map_unordered
+from ioweather.services.slowdown import known_targets
+from ioweather.stats import climate as cstats, coverage as cov, umami as um
 from ioweather.stats import job_weather as jws
+from ioweather.stats.probe import baseline_medians
+from ioweather.stats.umami import fraction_of_peak
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -104,6 +109,7 @@ class Job:
 def _scheduler():
     """The scheduler store component (another part of ioweather; absent in older trees)."""
     try:
+        # lazy: optional, its ImportError is handled here
         from ioweather.store import scheduler
     except ModuleNotFoundError:
         return None
@@ -132,6 +138,7 @@ def find_job(store, job_id: str) -> Job | None:
 
     A Darshan job comes from its row alone: the sums of its per-file records (Parquet) are read only
     when its weather has to be computed (`with_files`), not to answer from a stored one."""
+    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store import job_telemetry as jt
 
     row = None
@@ -158,7 +165,7 @@ def find_job(store, job_id: str) -> Job | None:
 
 def fs_of(store, job: Job) -> dict:
     """config.dataset_for_mounts of `job` (a Darshan job found by id gets its per-file facts here, in place)."""
-    from ioweather.config import dataset_for_mounts, load_fs_map
+    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store.job_telemetry import known_fs
 
     if not job.files:
@@ -169,12 +176,14 @@ def fs_of(store, job: Job) -> dict:
 
 
 def choose_fs(store, job: Job, fs: str | None) -> str:
+    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store.job_telemetry import known_fs
 
     if fs:
         return fs
     names = known_fs(store.parquet_dir)
     if not job.files:
+        # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
         from ioweather.store import job_weather as wstore
 
         # decided by this rule when it was first computed: answering from it reads no per-file table
@@ -317,6 +326,7 @@ def compute_many(store, jobs: list[Job], fs: str, con=None, probes: ProbeBaselin
             out[i] = w
 
     if client is None:
+        # lazy: pyarrow via store.telemetry_layout, loaded only when this runs
         from ioweather.store.telemetry_layout import connect_duckdb
 
         own = con is None
@@ -328,8 +338,6 @@ def compute_many(store, jobs: list[Job], fs: str, con=None, probes: ProbeBaselin
             if own:
                 con.close()
     else:
-        from ioweather.services.distributed import map_unordered
-
         def on_crash(item, reason):
             raise UserError(f"the weather of {len(groups[item[0]])} jobs of one day: {reason}")
 
@@ -347,7 +355,9 @@ def read_day(item: tuple, con=None) -> dict:
     """The telemetry a day of jobs needs (`_day_item`), read from the Parquet files alone: the window
     series summed over targets, the targets of each day, the rows of the jobs' own OSTs and each
     job's fullest OST. Module level: Dask workers run it."""
+    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store import job_telemetry as jt
+    # lazy: pyarrow via store.telemetry_layout, loaded only when this runs
     from ioweather.store.telemetry_layout import connect_duckdb
 
     _k, parquet_dir, fs, wins, ost_names = item
@@ -371,6 +381,7 @@ _BYTES = ("read_bytes", "write_bytes")
 
 
 def _weathers_of_day(store, jobs: list[Job], fs: str, data: dict, probes: ProbeBaselines) -> list[Weather]:
+    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store import job_telemetry as jt
 
     wins = [j.window() for j in jobs]
@@ -433,6 +444,7 @@ def _measure(w: Weather, job: Job, series: dict, cut: dict, present, ost_rows) -
 def _fullest_many(parquet_dir, fs: str, starts: list[int], con) -> list[tuple[float | None, str | None]]:
     """Each start's fullest OST (stats.job_weather.fullest_ost) from the capacity and free-bytes gauges
     of the day before the first start to the last."""
+    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store import job_telemetry as jt
 
     at = np.asarray(starts, dtype=np.int64)
@@ -476,6 +488,7 @@ class _ProbeWindows:
     """Every probe target's samples of [lo, hi), read once and sorted by time; a window is a slice."""
 
     def __init__(self, probes: ProbeBaselines, lo: int, hi: int):
+        # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
         from ioweather.store import probe as probe_store
 
         self.probes = probes
@@ -511,8 +524,6 @@ class ProbeBaselines:
     then reads only its window's samples."""
 
     def __init__(self, store):
-        from ioweather.services.slowdown import known_targets
-
         self.store = store
         try:
             self.targets = known_targets(store, None)
@@ -521,7 +532,7 @@ class ProbeBaselines:
         self._expected: dict[tuple[str, int], np.ndarray] = {}
 
     def expected(self, target: str, day: int) -> np.ndarray:
-        from ioweather.stats.probe import baseline_medians
+        # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
         from ioweather.store import probe as probe_store
 
         key = (target, day)
@@ -536,6 +547,7 @@ def _probe_slowdown(probes: ProbeBaselines, since: int, until: int, window=None)
     """stats.job_weather.probe_slowdown of the probe targets over [since, until) against the baselines
     of the day it starts; None without probes. `window(target)`: the window's samples when already
     read (None: none), else they are read here."""
+    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
     from ioweather.store import probe as probe_store
 
     def windows():
@@ -555,7 +567,9 @@ def ensure(store, jobs: list[Job], fs: str, sigs=None, con=None, climates: bool 
     """{job key: weather} of the jobs of `jobs` whose weather was computed now (missing or stale:
     their window's telemetry signature changed), stored in one transaction; then, with `climates`,
     the climates and verdicts of their motifs are brought up to date (`update_climates`)."""
+    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store import job_telemetry as jt
+    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
     from ioweather.store import job_weather as wstore
 
     sigs = sigs or jt.WindowSignatures(store.parquet_dir)
@@ -585,6 +599,7 @@ _JOB_COLUMNS = ["log_hash", "jobid", "exe", "nnodes", "nprocs", "start_ns", "end
 def darshan_jobs(store, log_hashes: set[str] | None = None) -> list[Job]:
     """The Darshan jobs with a window (every one, or those of `log_hashes`), with the sums of their
     POSIX records, their mount points and the OSTs their Lustre records name."""
+    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
     from ioweather.store import jobs as jstore
 
     rows = jstore.load_jobs(store, _JOB_COLUMNS)
@@ -604,6 +619,7 @@ def darshan_jobs(store, log_hashes: set[str] | None = None) -> list[Job]:
 
 def _file_facts(store, rows: pd.DataFrame) -> tuple[dict, dict, dict, dict]:
     """stats.job_weather.file_facts of the jobs of `rows` (one read of the per-file table per files part)."""
+    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store import job_telemetry as jt
 
     parts: dict[str, list[str]] = {}
@@ -617,6 +633,7 @@ def _file_facts(store, rows: pd.DataFrame) -> tuple[dict, dict, dict, dict]:
 
 def with_files(store, jobs: list[Job]) -> list[Job]:
     """`jobs` with the per-file facts of the Darshan jobs found without them (find_job)."""
+    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
     need = [j for j in jobs if not j.files]
     if not need:
@@ -642,7 +659,9 @@ def refresh_all(store, fs: str | None = None, only_motif: str | None = None, cli
     (Dask) the telemetry of each day is read on the cluster (`compute_many`). With `span` (fs, first
     and last ns of an import): `overlapped`, how many of the computed jobs ran on that fs in that span
     (jobs computed for the first time are counted in `computed` whether the import touched them or not)."""
+    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store import job_telemetry as jt
+    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
     from ioweather.store import job_weather as wstore
 
     names = jt.known_fs(store.parquet_dir)
@@ -684,6 +703,7 @@ def after_import(store, since_ns: int | None = None, until_ns: int | None = None
     changed), so that the Jobs list and the report show verdicts without opening each job. A store
     without telemetry costs one read of the job table. None when it could not run (said in one line
     by whatever opens the job later)."""
+    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
     from ioweather.store import job_weather as wstore
 
     try:
@@ -695,9 +715,8 @@ def after_import(store, since_ns: int | None = None, until_ns: int | None = None
 
 
 def _with_fraction_of_peak(rows: list[dict]) -> pd.DataFrame:
+    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
-    from ioweather.stats.umami import fraction_of_peak
-
     recs = [{"job_key": r["job_key"], "fs": r["fs"], "motif": r["motif"], "start_ns": r["start_ns"], **r["doc"]} for r in rows]
     df = pd.DataFrame.from_records(recs)
     if df.empty:
@@ -762,9 +781,9 @@ def update_climates(store, fs: str, motifs) -> dict[str, MotifTable]:
     """Bring the kept climates (correlations over each job's history) and verdicts of `motifs` up to
     date: only the jobs whose history or motif peak changed are computed, all at once
     (stats.climate.expanding). {motif: its MotifTable, with the weathers as stored now}."""
+    # lazy: cycle services.job_weather -> services.umami -> services.job_weather
     from ioweather.services.umami import metric_rows, verdict_of
-    from ioweather.stats import climate as cstats
-    from ioweather.stats import umami as um
+    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
     from ioweather.store import job_weather as wstore
 
     big = [um.direction(m) for m in UMAMI_ROWS]
@@ -800,6 +819,7 @@ def _kept(climate, field):
 
 def weather_frame(store, fs: str | None = None, motif: str | None = None) -> pd.DataFrame:
     """Every stored job weather (refreshed first) as a table with fraction of peak per motif."""
+    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
     from ioweather.store import job_weather as wstore
 
     refresh_all(store, fs)
@@ -829,6 +849,7 @@ def umami_among(store, job: Job, name: str, peers: list[Job] | None, source: str
     benchmark runs) and of the job itself."""
     from dataclasses import replace
 
+    # lazy: cycle services.job_weather -> services.umami -> services.job_weather
     from ioweather.services.umami import climate
 
     key = job.motif(name)
@@ -863,6 +884,7 @@ def stored_verdicts(store, log_hashes: list[str]) -> dict[str, str]:
     """{log hash: weather verdict} of the Darshan jobs among `log_hashes` with a stored one: the verdict
     kept when their UMAMI was last computed, or "no data" when their window had no telemetry. Reads
     the store only, by key: the Jobs list never computes a weather."""
+    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
     from ioweather.store import job_weather as wstore
 
     out: dict[str, str] = {}

@@ -22,6 +22,7 @@ from pathlib import Path
 from ioweather import signals
 from ioweather.config import load_fs_map
 from ioweather.errors import UserError
+from ioweather.services import probe_pieces
 from ioweather.services.daemon import (
     Ticker,
     WriteBehind,
@@ -29,6 +30,7 @@ from ioweather.services.daemon import (
     start_retention,
 )
 from ioweather.services.fs_names import fs_name_of
+from ioweather.services.probe_cache import DEFAULT_BASELINE_S
 from ioweather.sources.probe import (
     META_NAME,
     Probe,
@@ -37,6 +39,10 @@ from ioweather.sources.probe import (
     mount_point,
     physical_memory_bytes,
 )
+from ioweather.store import open_store, probe as probe_store
+from ioweather.store.probe_aggregates import sample_range
+from ioweather.store.probe_archive import archive_completed_days, enabled
+from ioweather.views.output import stderr
 
 #: Samples that wait in memory for the store, at most: 12 h at 1 Hz and six ops a period, ~50 MB.
 BUFFER_ROWS = 12 * 3600 * 6
@@ -124,8 +130,6 @@ class ProbeDaemon:
 
 def _start_archiver(store, stop: threading.Event, log: Callable[[str], None]) -> None:
     """Move completed days to Parquet once at start and then hourly, off the probing thread."""
-    from ioweather.store.probe_archive import archive_completed_days, enabled
-
     if not enabled(store):
         return
 
@@ -145,15 +149,10 @@ def _start_summarizer(store, labels: list[str], stop: threading.Event, log: Call
     and then hourly (services/probe_pieces.py), off the probing thread. `slowdown --check` opens the store
     read-only and cannot keep what it summarizes: without this, a check run from cron on a node with no
     dashboard read a month of raw samples every time (6.0 s instead of 2.4 s for 3 targets x 3 days here)."""
-    from ioweather.services import probe_pieces
-    from ioweather.services.probe_cache import DEFAULT_BASELINE_S
-
     if not probe_pieces.enabled(store):
         return
 
     def summarize(t_ns: int) -> None:
-        from ioweather.store.probe_aggregates import sample_range
-
         now = time.time_ns()
         for label in labels:
             try:
@@ -182,8 +181,6 @@ def default_target(directory: Path) -> str:
 
 
 def _say_on_stderr(line: str) -> None:
-    from ioweather.views.output import stderr
-
     stderr.print(line, highlight=False)
 
 
@@ -191,8 +188,6 @@ def probe_labels(directories: list[Path], targets: tuple[str, ...] | list[str] =
     """The target label of each directory: `targets` in order (one per directory, or none: each
     HOST:MOUNTPOINT). One label per target and one target per directory, refused in one line
     otherwise: two directories under one label would be one target's samples, interleaved."""
-    from ioweather.store import probe as probe_store
-
     if not directories:
         raise UserError("give at least one probe directory")
     if targets and len(targets) != len(directories):
@@ -245,9 +240,6 @@ def run_probes(settings, directories: list[Path], *, targets=(), interval: float
     refused before that), so that `watch` can refuse before serving anything. `say` prints a log line;
     with `quiet` only problems are said. With `seed`, target i uses seed + i (each run records its own).
     """
-    from ioweather.store import open_store
-    from ioweather.store import probe as probe_store
-
     directories = [Path(d) for d in directories]
     labels = probe_labels(directories, list(targets))  # at the door: before the probe or the dashboard starts
     fs_map = load_fs_map(settings.home)  # a malformed fs-map is refused here too

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ioweather.errors import UserError
+from ioweather.services import probe_pieces
 
 from ioweather.stats.probe import interval_stats
 from ioweather.stats.probe import SLOWDOWN_STATS
@@ -249,8 +250,6 @@ class ProbeCache:
         """Inside the block, this thread's reads of `target`'s samples from `since_ns` on (widened to the
         pieces' raw tail) come from one read: a Status answer needs the last hour for its window and
         sparkline, the rollups' tail and the baseline's raw tail, and read it 3-4 times before."""
-        from ioweather.services import probe_pieces
-
         outer = getattr(self._shared, "block", None)
         self._shared.block = _Shared(target, min(since_ns, probe_pieces.tail_since(self.clock())))
         try:
@@ -262,8 +261,6 @@ class ProbeCache:
               base: tuple[int, int] | None) -> tuple[dict[int, dict], Baseline | None]:
         """Rollups over `roll` for `lengths` and the baseline over `base`: from the stored pieces of completed
         hours and days (issue 21) where the store keeps them, else from every sample."""
-        from ioweather.services import probe_pieces
-
         if not probe_pieces.enabled(self.store):
             return self._scan_samples(target, roll, lengths, base)
         t0 = time.perf_counter()
@@ -462,8 +459,6 @@ class ProbeCache:
     # -- warm-up ----------------------------------------------------------------
     @property
     def _pieces(self) -> bool:
-        from ioweather.services import probe_pieces
-
         return probe_pieces.enabled(self.store)
 
     def _rollup_since(self, now_ns: int) -> int:

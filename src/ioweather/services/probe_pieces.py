@@ -78,6 +78,7 @@ class Gathered:
 
 
 def _summarize_span(s: dict, start_ns: int, span_ns: int, intervals: tuple[int, ...]) -> list[dict]:
+    # lazy: cycle services.probe_pieces -> services.probe_cache -> services.probe_pieces
     from ioweather.services.probe_cache import rollup_arrays
 
     # One interval_stats call per length for every op (rows come out grouped by op).
@@ -246,6 +247,7 @@ def rollups_many(store, target: str, intervals: tuple[int, ...], since_ns: int, 
                  now_ns: int, *, read=None) -> dict[int, dict[str, np.ndarray]]:
     """`rollups` of several interval lengths; those that divide an hour share one read of the pieces
     and of the raw ends (the dashboard's warm-up wants 10 min, 30 min and 1 h together)."""
+    # lazy: cycle services.probe_pieces -> services.probe_cache -> services.probe_pieces
     from ioweather.services.probe_cache import concat_rollups, rollup_arrays
 
     shared = [i for i in intervals if HOUR_NS % (i * 10**9) == 0]
@@ -267,6 +269,7 @@ def rollups(store, target: str, interval_s: int, since_ns: int, until_ns: int, n
             read=None) -> dict[str, np.ndarray]:
     """`interval_stats` rows (probe_cache's rollup columns) of the intervals in [since, until), exactly
     as computed over the samples of [since, until): stored for whole spans, computed for the rest."""
+    # lazy: cycle services.probe_pieces -> services.probe_cache -> services.probe_pieces
     from ioweather.services.probe_cache import concat_rollups, rollup_arrays
 
     step = interval_s * 10**9
@@ -300,6 +303,7 @@ def rollups(store, target: str, interval_s: int, since_ns: int, until_ns: int, n
 def _from_hours(store, target: str, a: int, b: int, step: int, now_ns: int) -> dict[str, np.ndarray]:
     """Rollups of the intervals [a, b) of length `step` from the hour pieces: each interval's successful
     durations are its hours' sorted arrays merged, the same values `interval_stats` groups and sorts."""
+    # lazy: cycle services.probe_pieces -> services.probe_cache -> services.probe_pieces
     from ioweather.services.probe_cache import concat_rollups, rollup_arrays
 
     g = gather(store, target, a, b, now_ns, spans=(HOUR_NS,), raw=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from ioweather.errors import from_os_error
 from ioweather.services.probe_status import abandoned, stale_after_s
 from ioweather.services.slowdown import known_targets
 from ioweather.store import probe as probe_store
@@ -57,8 +58,6 @@ def retire(store, target: str) -> dict:
 
 def purge(store, target: str) -> dict:
     """Delete the target and all its data; the counts of what went (`runs`, `samples`, `pieces`, `files`)."""
-    from ioweather.errors import from_os_error
-
     known_targets(store, target)
     done = probe_store.purge(store, target)
     removed = 0

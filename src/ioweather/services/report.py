@@ -11,6 +11,11 @@ import numpy as np
 
 from ioweather.encoding import answer_dict
 from ioweather.errors import UserError
+from ioweather.services.changes import detect
+from ioweather.services.slowdown import compute_slowdown
+from ioweather.services.workload import data_end
+from ioweather.stats.bench import summarize
+from ioweather.store import bench as bstore
 from ioweather.units import check_order, ns_to_iso, to_ns
 
 CLIMATE_INTERVAL_S = 3600.0
@@ -44,9 +49,8 @@ class Report:
 
 def compute(settings, fs: str, since: datetime | None, until: datetime | None, params=None) -> Report:
     """The report over [since, until) (default: the 7 days before the telemetry's end)."""
+    # lazy: pandas, pyarrow via services.events, loaded only when this runs
     from ioweather.services import events as ev
-    from ioweather.services.workload import data_end
-
     until = until or data_end(settings, fs) or datetime.now(timezone.utc)
     since = since or until - timedelta(days=7)
     check_order(since, until)
@@ -70,8 +74,6 @@ def compute(settings, fs: str, since: datetime | None, until: datetime | None, p
 
 def _climate(store, since, until) -> dict | None:
     """Per op, the median and 95th percentile of the hourly slowdowns over every target; the worst hours."""
-    from ioweather.services.slowdown import compute_slowdown
-
     try:
         rows = compute_slowdown(store, None, CLIMATE_INTERVAL_S, "median", BASELINE_S, since, until)
     except UserError:
@@ -92,8 +94,6 @@ def _climate(store, since, until) -> dict | None:
 
 def _changes(store, settings, since, until) -> dict:
     """The week's level changes (services.changes.detect over the window, every kind of series)."""
-    from ioweather.services.changes import detect
-
     if store is None:
         return {"available": False, "reason": "change points: not available (no store)", "points": []}
     found = detect(store, settings, to_ns(since), to_ns(until))
@@ -106,9 +106,6 @@ def _changes(store, settings, since, until) -> dict:
 def _bench(store, fs: str, until_ns: int) -> list[dict] | None:
     """The standing at the window's end: every run of `fs` before it (the peak is the history's), none
     after it; a report of a past week does not show next week's runs as its last."""
-    from ioweather.stats.bench import summarize
-    from ioweather.store import bench as bstore
-
     df = bstore.results_frame(store, fs=fs, columns=["motif", "direction", "fs", "start_ns", "duration_s", "bw_bps"])
     rows = summarize(df[df["start_ns"] < until_ns])
     for r in rows:
@@ -117,6 +114,7 @@ def _bench(store, fs: str, until_ns: int) -> list[dict] | None:
 
 
 def _fullness(settings, fs: str, since, until) -> dict | None:
+    # lazy: pandas, pyarrow via services.fsview, loaded only when this runs
     from ioweather.services.fsview import capacity
 
     c = capacity(settings, fs, to_ns(since), to_ns(until), top=5)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from ioweather.config import RETENTION_DEFAULTS
-from ioweather.errors import UserError
+from ioweather.errors import from_os_error, UserError
 from ioweather.units import ns_to_iso
 
 KINDS = tuple(RETENTION_DEFAULTS)
@@ -28,7 +28,9 @@ def _cutoffs(older_than: dict[str, float | None], now_ns: int) -> dict[str, int]
 
 def plan(store, settings, older_than: dict[str, float | None], now_ns: int | None = None) -> list[dict]:
     """Per kind: the cutoff and what a prune would remove (`rows`, `files`), nothing removed."""
+    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top, `ioweather --help` imports every command
     from ioweather.store import probe as probe_store
+    # lazy: pyarrow via store.retention, loaded only when this runs
     from ioweather.store import retention as tele
 
     now = time.time_ns() if now_ns is None else now_ns
@@ -53,7 +55,9 @@ def plan(store, settings, older_than: dict[str, float | None], now_ns: int | Non
 def prune(store, settings, older_than: dict[str, float | None], now_ns: int | None = None,
           log=None) -> list[dict]:
     """Remove, per kind, what is older than its limit; the same rows as `plan` with what was removed."""
+    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top, `ioweather --help` imports every command
     from ioweather.store import probe as probe_store
+    # lazy: pyarrow via store.retention, loaded only when this runs
     from ioweather.store import retention as tele
 
     now = time.time_ns() if now_ns is None else now_ns
@@ -84,10 +88,15 @@ def prune(store, settings, older_than: dict[str, float | None], now_ns: int | No
 
 def _summarize_before(store, cutoff_ns: int, now_ns: int) -> int:
     """Summarize every complete day before the cutoff that has samples and no summary yet; how many were built."""
+    # lazy: numpy, sqlalchemy via services.probe_pieces: commands.store imports this at its top, `ioweather --help` imports every command
     from ioweather.services import probe_pieces
+    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top, `ioweather --help` imports every command
     from ioweather.store import probe as probe_store
+    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top, `ioweather --help` imports every command
     from ioweather.store import probe_pieces as pieces_store
+    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top, `ioweather --help` imports every command
     from ioweather.store.probe_aggregates import sample_range
+    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top, `ioweather --help` imports every command
     from ioweather.store.probe_pieces import DAY_NS
 
     if not probe_pieces.enabled(store):
@@ -109,8 +118,6 @@ def _summarize_before(store, cutoff_ns: int, now_ns: int) -> int:
 
 
 def _unlink_archived(store, paths: list[str]) -> None:
-    from ioweather.errors import from_os_error
-
     if store.parquet_dir is None:
         return
     for rel in paths:

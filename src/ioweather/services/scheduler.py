@@ -8,6 +8,7 @@ import time
 
 from ioweather import signals
 from ioweather.errors import UserError
+from ioweather.services.job_weather import after_import
 from ioweather.sources.telemetry.importers import importer
 from ioweather.store import open_store
 from ioweather.store import scheduler as sched
@@ -59,8 +60,6 @@ def _store(settings, rows: list[dict], notes: list[str], source: str, cluster: s
 def _refresh_weather(store, rows: list[dict]) -> None:
     """Jobs that ran beside the imported ones have other concurrent jobs now: their weather and verdicts
     are recomputed (and new Darshan jobs get theirs)."""
-    from ioweather.services.job_weather import after_import
-
     now = time.time_ns()
     started = [r for r in rows if r.get("start_ns") is not None]
     if started:

@@ -7,6 +7,8 @@ on it, so that a command names what it asks for and the import graph shows every
 from __future__ import annotations
 
 from ioweather import store as _store
+from ioweather.errors import UserError
+from ioweather.store import probe_archive as _archive
 from ioweather.store.db import Store, redact
 
 __all__ = ["Store", "archive_probe_samples", "check_store", "open_store", "store_location"]
@@ -19,6 +21,7 @@ def open_store(settings):
 
 def check_store(settings, *, repair: bool = False):
     """`store check`'s report: what is wrong with the store, and with --repair what was fixed."""
+    # lazy: pandas, pyarrow via store.check, loaded only when this runs
     from ioweather.store import check as _check  # pyarrow: not at the dashboard's start (it imports this module)
 
     return _check.check(settings, repair=repair)
@@ -26,11 +29,7 @@ def check_store(settings, *, repair: bool = False):
 
 def archive_probe_samples(store, *, keep_days: int) -> int:
     """Move completed days of probe samples to Parquet; the count moved. A server database keeps all rows."""
-    from ioweather.store import probe_archive as _archive  # pyarrow, as above
-
     if not _archive.enabled(store):
-        from ioweather.errors import UserError
-
         raise UserError("archiving applies to the embedded SQLite store only; a server database keeps all rows")
     return _archive.archive_completed_days(store, keep_days=keep_days)
 

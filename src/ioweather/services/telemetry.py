@@ -10,10 +10,12 @@ from collections.abc import Callable
 
 from ioweather import signals
 from ioweather.errors import UserError
+from ioweather.services.job_weather import after_import
+from ioweather.store.jobs import COMPONENT
 from ioweather.units import parse_time, to_ns
 from ioweather.services.telemetry_ingest import MAX_NAME, impossible_to_missing, overlong_names, source_writer, to_long
 from ioweather.sources.telemetry.importers import importer
-from ioweather.store import telemetry_layout as layout
+from ioweather.store import open_store, telemetry_layout as layout
 from ioweather.store.telemetry_imports import ImportRun
 from ioweather.views.output import progress
 
@@ -115,10 +117,6 @@ def _refresh_job_weather(settings, span: tuple[str, int, int] | None = None) -> 
     from before the import. {jobs, computed, kept, skipped}; None when the store holds no Darshan jobs
     (a telemetry-only store is not created or extended here). `collect` does not do this on every
     flush: `umami JOB` and the next import or ingest find the changed windows by their signatures."""
-    from ioweather.services.job_weather import after_import
-    from ioweather.store import open_store
-    from ioweather.store.jobs import COMPONENT
-
     if not settings.store_exists():
         return None
     store = open_store(settings)

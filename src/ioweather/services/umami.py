@@ -17,10 +17,14 @@ from typing import TYPE_CHECKING, Protocol, TypedDict
 import numpy as np
 
 from ioweather.errors import UserError
+from ioweather.files import write_atomic
+from ioweather.services import job_weather
+from ioweather.services.bench import umami_for_run
 from ioweather.stats import climate as cstats
 from ioweather.stats import correlate
 from ioweather.stats import umami as um
 from ioweather.units import ns_to_iso
+from ioweather.views.umami_report import figure_data, render
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -134,8 +138,11 @@ class FeatureImport:
 def import_job_features(store, csv_path: str, preset: str, config_path: str | None = None,
                         name: str | None = None) -> FeatureImport:
     """Read a feature CSV, derive what it lacks, store it as set `name` (tokio-abc: the system's name)."""
+    # lazy: pandas, pyarrow via sources.job_features, loaded only when this runs
     from ioweather.sources import job_features as src
+    # lazy: pandas, pyarrow via stats.abc_features, loaded only when this runs
     from ioweather.stats.abc_features import derive, paper_filter
+    # lazy: pandas, pyarrow via store.job_features, loaded only when this runs
     from ioweather.store import job_features as fstore
 
     if preset not in PRESETS:
@@ -181,6 +188,7 @@ class Correlations:
 
 def metric_columns(df: pd.DataFrame) -> list[str]:
     """Numeric metric columns of a feature table: not identifiers (`_...`), flags (`...?`) or performance."""
+    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
     out = []
     for c in df.columns:
@@ -194,7 +202,9 @@ def metric_columns(df: pd.DataFrame) -> list[str]:
 
 
 def _feature_frame(store, system=None, fs=None, motif=None, all_rows=False) -> pd.DataFrame:
+    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
+    # lazy: pandas, pyarrow via store.job_features, loaded only when this runs
     from ioweather.store import job_features as fstore
 
     df = fstore.load(store, [system] if system else None)
@@ -212,9 +222,8 @@ def correlations(store, fs: str | None = None, motif: str | None = None, system:
                  metrics: list[str] | None = None, all_rows: bool = False) -> Correlations:
     """Pearson's r of fraction of peak with every metric over the jobs in the store (imported features and
     our own jobs' weather), optionally of one file system, motif or feature set."""
+    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
-    from ioweather.services import job_weather
-
     parts = []
     feats = _feature_frame(store, system, fs, motif, all_rows)
     if not feats.empty:
@@ -300,6 +309,7 @@ def climate(job: dict, starts: np.ndarray, h: np.ndarray, metrics: list[str], pe
 
 def _matrix(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
     """A feature table's columns `cols` as floats (NaN where missing or not a number)."""
+    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
     out = np.full((len(df), len(cols)), np.nan)
     for c, m in enumerate(cols):
@@ -360,7 +370,9 @@ def _value(v):
 def feature_umami(store, job_id: str, system: str | None = None, motif: str | None = None,
                   fs: str | None = None) -> Umami | None:
     """UMAMI of an imported feature row whose `_jobid` is `job_id`; None when no set holds it."""
+    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
+    # lazy: pandas, pyarrow via store.job_features, loaded only when this runs
     from ioweather.store import job_features as fstore
 
     sets = {s["name"]: s for s in fstore.sets(store)}
@@ -406,14 +418,10 @@ def feature_umami(store, job_id: str, system: str | None = None, motif: str | No
 def umami(store, job_id: str, system: str | None = None, fs: str | None = None, motif: str | None = None) -> Umami:
     """The UMAMI answer of `job_id`: an imported feature row, a Darshan job (log hash prefix or job id)
     or a scheduler job. One-line UserError when no such job is known."""
-    from ioweather.services import job_weather
-
     job_id = str(job_id).strip()
     if not job_id:
         raise UserError("give a job id")
     if job_id.startswith("bench:"):  # a regression benchmark run is a job of its motif
-        from ioweather.services.bench import umami_for_run
-
         return umami_for_run(store, job_id[len("bench:"):], fs=fs)
     doc = job_weather.umami_for_job(store, job_id, fs=fs)
     if doc is not None:
@@ -427,10 +435,8 @@ def umami(store, job_id: str, system: str | None = None, fs: str | None = None, 
 
 def write_html(doc: Umami, out: str) -> None:
     """The UMAMI page of `doc` as one self-contained file (plotly.js inlined)."""
+    # lazy: plotly, loaded only when this runs
     import plotly
-
-    from ioweather.files import write_atomic
-    from ioweather.views.umami_report import render
 
     js_path = Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
     write_atomic(out, render(doc.to_json(), js_path.read_text()))
@@ -441,9 +447,6 @@ def write_html(doc: Umami, out: str) -> None:
 def job_panel(store, job_id: str) -> dict:
     """The job page's climate-vs-weather panel: the weather verdict with its numbers and the figure data
     (views.umami_report.figure_data), or {"available": False, "reason"} when the job has no weather."""
-    from ioweather.services import job_weather
-    from ioweather.views.umami_report import figure_data
-
     try:
         doc = job_weather.umami_for_job(store, job_id)
     except UserError as e:

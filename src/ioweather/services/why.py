@@ -30,7 +30,8 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
-from ioweather.errors import UserError
+from ioweather.config import dataset_for_mounts, load_fs_map, under
+from ioweather.errors import from_os_error, UserError
 from ioweather.units import format_seconds, ns_to_iso
 
 if TYPE_CHECKING:
@@ -130,6 +131,7 @@ def probe_cost(io_time_s: float, times: dict, slowdown_by_op: dict) -> tuple[flo
 
 def _sha256(path: str) -> str:
     """The log's identity in the store (what `jobs ingest` hashes)."""
+    # lazy: pandas, pyarrow via sources.darshan_log, loaded only when this runs
     from ioweather.sources.darshan_log import content_hash
 
     return content_hash(path)
@@ -138,6 +140,7 @@ def _sha256(path: str) -> str:
 def _stored_logs(store, ident: str) -> tuple[list[dict], dict | None]:
     """(the stored logs of JOB, its scheduler row): a job id's every log (several logs are one job),
     a log hash prefix's one log, a scheduler job's linked logs."""
+    # lazy: numpy, sqlalchemy via store: commands.why imports this at its top, `ioweather --help` imports every command
     from ioweather.store import jobs as jobs_store
 
     sched = _scheduler_module(store)
@@ -167,6 +170,7 @@ def _stored_logs(store, ident: str) -> tuple[list[dict], dict | None]:
 def _scheduler_module(store):
     if "scheduler" not in store.versions():
         return None
+    # lazy: numpy, sqlalchemy via store: commands.why imports this at its top, `ioweather --help` imports every command
     from ioweather.store import scheduler
 
     return scheduler
@@ -175,6 +179,7 @@ def _scheduler_module(store):
 # ----------------------------------------------------------------------------- one log
 
 def _read(path: str) -> tuple[dict, object] | None:
+    # lazy: pandas, pyarrow via services.darshan, loaded only when this runs
     from ioweather.services.darshan import job_report
 
     if not os.path.isfile(path):
@@ -235,12 +240,14 @@ class _Probes:
     baselines (read once)."""
 
     def __init__(self, store):
+        # lazy: numpy via services.job_weather: commands.why imports this at its top, `ioweather --help` imports every command
         from ioweather.services.job_weather import ProbeBaselines
 
         self.baselines = ProbeBaselines(store) if store is not None and "probe" in store.versions() else None
         self.dirs: dict[str, set[str]] = {}
         self.fs: dict[str, str | None] = {}
         if self.baselines is not None:
+            # lazy: numpy, sqlalchemy via store: commands.why imports this at its top, `ioweather --help` imports every command
             from ioweather.store import probe as probe_store
 
             for r in probe_store.runs(store):  # oldest first: a target's file system is its newest run's
@@ -251,12 +258,11 @@ class _Probes:
     def on(self, mount: str | None, dataset: str | None) -> list[str]:
         """The targets that probe the job's file system: a directory under its mount, or the file system's
         name its runs recorded (config.fs_name) is the dataset. Never every probe there is."""
-        from ioweather.config import under
-
         return [t for t in self.all_targets if (mount and any(under(d, mount) for d in self.dirs.get(t, ())))
                 or (dataset and self.fs.get(t) == dataset)]
 
     def slowdown(self, targets: list[str], since: int, until: int) -> tuple[float | None, dict | None]:
+        # lazy: numpy via services.job_weather: commands.why imports this at its top, `ioweather --help` imports every command
         from ioweather.services.job_weather import _probe_slowdown
 
         if not targets:
@@ -270,6 +276,7 @@ class _Probes:
 
 def _weather(store, stored_hash: str | None, facts: dict, fs: str, key: str) -> tuple[Weather | None, Umami | None]:
     """(the job's weather on `fs`, its UMAMI answer when the log is in the store)."""
+    # lazy: numpy via services.job_weather: commands.why imports this at its top, `ioweather --help` imports every command
     from ioweather.services import job_weather
 
     if stored_hash is not None:
@@ -319,6 +326,7 @@ def _system(facts: dict, weather: Weather | None, probe: tuple, probe_targets: l
 
 def _events(settings, fs: str, since: int, until: int, own: set[str], notes: list) -> list[dict]:
     """The I/O events of `fs` that overlap [since, until), each with its culprits (the job itself left out)."""
+    # lazy: pandas, pyarrow via services.events, loaded only when this runs
     from ioweather.services import events as ev
 
     try:
@@ -328,6 +336,7 @@ def _events(settings, fs: str, since: int, until: int, own: set[str], notes: lis
         return []
     notes.extend(f"events on {fs}: {n}" for n in doc["notes"] if f"events on {fs}: {n}" not in notes)
     out = []
+    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
 
     for e in doc["events"]:
@@ -365,8 +374,9 @@ def _climate(answer: Umami | None) -> dict | None:
 
 def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
     """The costed answer for JOB: a Darshan log path, a log hash prefix, a Darshan job id or a scheduler job id."""
-    from ioweather.config import dataset_for_mounts, load_fs_map
+    # lazy: numpy, sqlalchemy via store: commands.why imports this at its top, `ioweather --help` imports every command
     from ioweather.store import jobs as jobs_store
+    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store.job_telemetry import known_fs
 
     ident = str(ident).strip()
@@ -374,6 +384,7 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
         raise UserError("give a job: a Darshan log, a log hash prefix, or a job id")
     own_store = store is None
     if store is None and settings.store_exists():
+        # lazy: sqlalchemy via store: commands.why imports this at its top, `ioweather --help` imports every command
         from ioweather.store import open_store
 
         store = open_store(settings)
@@ -415,8 +426,6 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
             except (UserError, OSError) as e:
                 if row is None:
                     if isinstance(e, OSError):
-                        from ioweather.errors import from_os_error
-
                         raise from_os_error(path, e, "read Darshan log") from None
                     raise
                 # one damaged log of a job is said, and its stored row stands in: the others still count
@@ -429,6 +438,7 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
             if facts["start_ns"] is None or facts["end_ns"] is None:
                 raise UserError(f"{path}: the log has no start or end time, so no window to look at")
             if row is not None and facts["mounts"] is None:
+                # lazy: numpy via services.job_weather: commands.why imports this at its top, `ioweather --help` imports every command
                 from ioweather.services import job_weather
 
                 j = job_weather.find_job(store, h)
@@ -477,6 +487,7 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
 def _failover(settings, fs: str, until_ns: int) -> dict | None:
     """The targets whose failover partner served them at the job's end (`lctl dl -t`, imported), None
     when no listing was imported for `fs`."""
+    # lazy: pandas, pyarrow via services.fsview, loaded only when this runs
     from ioweather.services.fsview import lctl_state
 
     st = lctl_state(settings, fs, until_ns)

@@ -15,9 +15,18 @@ import numpy as np
 
 from ioweather.encoding import answer_dict, finite_or_none, iso_ms
 from ioweather.errors import UserError
+from ioweather.services.distributed import connect, map_unordered
+from ioweather.stats import workload as W
 from ioweather.stats.downsample import downsample
-from ioweather.stats.workload import (DEFAULT_IDLE_THRESHOLD, DEFAULT_MIN_AMPLITUDE, DEFAULT_SMOOTH_S,  # noqa: F401
-                                      Signal, aggregate_signal, daily_mean_rates)
+from ioweather.stats.workload import (
+    aggregate_signal,
+    calendar_totals,
+    daily_mean_rates,
+    DEFAULT_IDLE_THRESHOLD,
+    DEFAULT_MIN_AMPLITUDE,
+    DEFAULT_SMOOTH_S,
+    Signal,
+)
 from ioweather.units import check_order, ns_to_iso, to_ns
 
 # pandas is imported where used: the dashboard imports this module at start (its memory).
@@ -82,6 +91,7 @@ def _grid(series, step_ns: int, since_ns: int | None, until_ns: int | None) -> t
 
 def _observations(cov, range_s: float) -> tuple[int, int, float | None]:
     """Valid per-target observations, missing ones (NaN rows plus absent intervals), sampling interval."""
+    # lazy: pandas, pyarrow via services.telemetry_ingest, loaded only when this runs
     from ioweather.services.telemetry_ingest import MIN_INTERVAL_S
 
     cov = cov[cov["min_interval_s"] >= MIN_INTERVAL_S]
@@ -104,6 +114,7 @@ def _check_resample(sampling_s: float | None, resample_s: float, warn) -> None:
 
 def _precheck(con, files, step_ns: int, since_ns, until_ns) -> None:
     """Refuse from the Parquet footers alone what would only fail after a long scan."""
+    # lazy: pandas, pyarrow via store.telemetry_query, loaded only when this runs
     from ioweather.store.telemetry_query import footer_summary
 
     f = footer_summary(con, files)
@@ -130,9 +141,10 @@ def _series_arrays(series, b0: int, nbins: int, metrics) -> list[np.ndarray]:
 
 
 def _calendar(sums, read, write, b0: int, present) -> tuple[list, list]:
+    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
 
-    from ioweather.stats.workload import calendar_totals
+    # lazy: pandas, pyarrow via store.telemetry_query, loaded only when this runs
     from ioweather.store.telemetry_query import BYTES_METRICS, DAY_NS
 
     if sums.daily is not None:  # the resample interval does not divide a day: DuckDB summed per day
@@ -146,8 +158,6 @@ def _calendar(sums, read, write, b0: int, present) -> tuple[list, list]:
 
 
 def _spectra(hist, tops: dict) -> dict:
-    from ioweather.stats import workload as W
-
     spectra = {}
     for m, key in (("read_bytes", "read"), ("write_bytes", "write")):
         w = np.zeros(W.SPECTRUM_BINS)
@@ -158,6 +168,7 @@ def _spectra(hist, tops: dict) -> dict:
 
 
 def _no_data(con, scan: str, fs: str, since_ns, until_ns) -> UserError:
+    # lazy: pandas, pyarrow via store.telemetry_query, loaded only when this runs
     from ioweather.store.telemetry_query import BYTES_METRICS, extent
 
     first, last = extent(con, scan)
@@ -173,8 +184,9 @@ def _read_inputs(settings, fs: str, files, step_ns: int, since_ns, until_ns, ste
                  client=None):
     """The DuckDB reductions of one listing of the dataset (all of it: `files`), on the Dask
     cluster of `client` when given."""
-    from ioweather.stats import workload as W
+    # lazy: pyarrow via store.telemetry_layout, loaded only when this runs
     from ioweather.store import telemetry_layout as layout
+    # lazy: pandas, pyarrow via store.telemetry_query, loaded only when this runs
     from ioweather.store import telemetry_query as Q
 
     scan = layout.scan_sql(settings, fs, files)  # raises the clear "no telemetry for ..." error
@@ -300,8 +312,9 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
     `warn(message)` hears what the caller may want to tell a person (the command prints it);
     `dask` (a `--dask` SPEC, services/distributed.py) scans the days on a Dask cluster's workers,
     which must see the store's Parquet files at the same path: the same document as without."""
-    from ioweather.stats import workload as W
+    # lazy: pyarrow via store.telemetry_layout, loaded only when this runs
     from ioweather.store import telemetry_layout as layout
+    # lazy: pandas, pyarrow via store.telemetry_query, loaded only when this runs
     from ioweather.store import telemetry_query as Q
 
     step = on_step or (lambda name: None)
@@ -313,8 +326,6 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
     base = layout.fs_dir(settings, fs)
     # Every query of one attempt reads one listing: an import may replace files meanwhile (read_listed).
     if dask:
-        from ioweather.services.distributed import connect
-
         if not layout.data_files(base):
             raise layout.no_telemetry(settings, fs)  # before a cluster is started for nothing
         with connect(dask) as client:
@@ -332,6 +343,7 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
     end_ns = (b0 + nbins) * step_ns if until_ns is None else min((b0 + nbins) * step_ns, until_ns)
     daily, monthly = _calendar(sums, read, write, b0, present)
     # >= a microsecond: a store that took `interval_s=1e-320` before imports refused it failed here for good
+    # lazy: pandas, pyarrow via services.telemetry_ingest, loaded only when this runs
     from ioweather.services.telemetry_ingest import MIN_INTERVAL_S
 
     intervals = coverage.loc[coverage["min_interval_s"] >= MIN_INTERVAL_S, "min_interval_s"]
@@ -393,7 +405,9 @@ def _partitions(plan) -> list[tuple[str, list[str], list[str]]]:
 
 
 def _task_con():
+    # lazy: pyarrow via store.telemetry_layout, loaded only when this runs
     from ioweather.store import telemetry_layout as layout
+    # lazy: pandas, pyarrow via store.telemetry_query, loaded only when this runs
     from ioweather.store import telemetry_query as Q
 
     con = layout.connect_duckdb(threads=1)
@@ -402,8 +416,10 @@ def _task_con():
 
 
 def _merge_sums(parts: list, step_ns: int):
+    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
 
+    # lazy: pandas, pyarrow via store.telemetry_query, loaded only when this runs
     from ioweather.store.telemetry_query import IntervalSums
 
     series = pd.concat([p.series for p in parts], ignore_index=True)
@@ -423,7 +439,9 @@ def _missing(e: FileNotFoundError):
 
 def partition_sums(part, *, step_ns: int, since_ns, until_ns):
     """Dask task: the interval sums of one day's files (telemetry_query.workload_inputs' first round)."""
+    # lazy: pandas, pyarrow via store.telemetry_query, loaded only when this runs
     from ioweather.store import telemetry_query as Q
+    # lazy: pyarrow via store.telemetry_layout, loaded only when this runs
     from ioweather.store.telemetry_layout import files_scan
 
     _, rolled, raw = part
@@ -443,7 +461,9 @@ def partition_sums(part, *, step_ns: int, since_ns, until_ns):
 
 def partition_spectrum(part, *, tops: dict, bins: int, since_ns, until_ns):
     """Dask task: the spectrum histogram and per-target counts of one day's files (the second round)."""
+    # lazy: pandas, pyarrow via store.telemetry_query, loaded only when this runs
     from ioweather.store import telemetry_query as Q
+    # lazy: pyarrow via store.telemetry_layout, loaded only when this runs
     from ioweather.store.telemetry_layout import files_scan
 
     _, rolled, raw = part
@@ -467,8 +487,6 @@ def partition_spectrum(part, *, tops: dict, bins: int, since_ns, until_ns):
 def _map_days(client, fn, parts: list, kwargs: dict) -> list:
     """fn over every day on the cluster; the results in day order. A day whose task killed every
     worker it ran on stops the command: a workload without that day would be silently wrong."""
-    from ioweather.services.distributed import map_unordered
-
     out: dict[str, object] = {}
 
     def on_result(part, res):
@@ -489,9 +507,10 @@ def _map_days(client, fn, parts: list, kwargs: dict) -> list:
 
 def _distributed_inputs(client, base, files, step_ns: int, since_ns, until_ns, step, use_rollups: bool):
     """telemetry_query.workload_inputs with the scans of each day done by a Dask task."""
+    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
 
-    from ioweather.stats import workload as W
+    # lazy: pandas, pyarrow via store.telemetry_query, loaded only when this runs
     from ioweather.store import telemetry_query as Q
 
     plan = Q.plan_files(base, since_ns, until_ns, step_ns, use_rollups,
@@ -519,7 +538,9 @@ def _distributed_inputs(client, base, files, step_ns: int, since_ns, until_ns, s
 
 def daily_totals(settings, fs: str, since_ns: int, until_ns: int) -> tuple[np.ndarray, np.ndarray]:
     """(day start in ns, bytes read + written that day) for the days with data in [since, until)."""
+    # lazy: pyarrow via store.telemetry_layout, loaded only when this runs
     from ioweather.store.telemetry_layout import connect_duckdb, scan_sql
+    # lazy: pandas, pyarrow via store.telemetry_query, loaded only when this runs
     from ioweather.store.telemetry_query import BYTES_METRICS, DAY_NS
 
     con = connect_duckdb()
@@ -536,6 +557,7 @@ def daily_totals(settings, fs: str, since_ns: int, until_ns: int) -> tuple[np.nd
 
 def file_systems(settings) -> list[str]:
     """The file systems that have server-side telemetry in the store."""
+    # lazy: pyarrow via store.telemetry_layout, loaded only when this runs
     from ioweather.store.telemetry_layout import list_fs
 
     return list_fs(settings)
@@ -543,6 +565,7 @@ def file_systems(settings) -> list[str]:
 
 def dataset_fingerprint(settings, fs: str) -> tuple:
     """Files, total size and newest change of the dataset: any import, collect or removal changes it."""
+    # lazy: pyarrow via store.telemetry_layout, loaded only when this runs
     from ioweather.store.telemetry_layout import fs_dir
 
     n = size = newest = 0
@@ -562,7 +585,9 @@ def dataset_fingerprint(settings, fs: str) -> tuple:
 
 def data_end(settings, fs: str) -> datetime | None:
     """Just after the last interval of the dataset, from the Parquet footers (no data read)."""
+    # lazy: pyarrow via store.telemetry_layout, loaded only when this runs
     from ioweather.store.telemetry_layout import connect_duckdb, fs_dir, read_listed
+    # lazy: pandas, pyarrow via store.telemetry_query, loaded only when this runs
     from ioweather.store.telemetry_query import footer_summary
 
     def read(files):

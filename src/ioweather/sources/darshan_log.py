@@ -318,6 +318,7 @@ def _captured_c_stderr(sink: list[str]):
 
 
 def _backend():
+    # lazy: darshan, loaded only when this runs
     from darshan.backend import cffi_backend
 
     return cffi_backend
@@ -649,6 +650,7 @@ def open_log(path: str | os.PathLike, *, follow_symlinks: bool = True, within: s
 def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: bool, dxt_max_segments: int,
               exclude_implausible_times: bool) -> DarshanLog:
     layout = check_layout(path, open_path=open_path)
+    # lazy: darshan, loaded only when this runs
     import darshan
 
     b = _backend()

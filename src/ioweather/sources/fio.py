@@ -21,6 +21,7 @@ import signal
 import subprocess
 
 from ioweather.errors import UserError, from_os_error
+from ioweather.files import read_regular_text
 from ioweather.signals import die_with_parent
 
 DIRECTIONS = ("read", "write", "trim")
@@ -123,8 +124,6 @@ def parse_text(text: str, what: str) -> tuple[dict, str]:
 
 def read_file(path: str | os.PathLike) -> tuple[dict, str]:
     """(parsed JSON, text) of a saved fio JSON output."""
-    from ioweather.files import read_regular_text
-
     try:
         text = read_regular_text(path)
     except UnicodeDecodeError:

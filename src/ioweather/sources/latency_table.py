@@ -13,6 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 
 from ioweather.errors import UserError, from_os_error
 from ioweather.files import check_input
@@ -34,8 +37,6 @@ def _is_parquet(path: Path) -> bool:
 @contextmanager
 def reading(path: Path, what: str = "CSV or Parquet file"):
     """Errors met while reading `path` as one-line UserErrors naming the file."""
-    import pyarrow as pa
-
     try:
         check_input(path, what=f"read {what}")
         yield
@@ -48,9 +49,6 @@ def reading(path: Path, what: str = "CSV or Parquet file"):
 
 def read_table(path: str | Path, columns: list[str] | None = None) -> pd.DataFrame:
     """The rows of a CSV or Parquet file (only `columns` when given and present in it)."""
-    import pyarrow.csv as pacsv
-    import pyarrow.parquet as pq
-
     p = Path(path)
     with reading(p):
         if p.stat().st_size == 0:
@@ -72,9 +70,6 @@ def read_table(path: str | Path, columns: list[str] | None = None) -> pd.DataFra
 
 def column_names(path: str | Path) -> list[str]:
     """Column names without reading the rows (Parquet) or with one small block (CSV)."""
-    import pyarrow.csv as pacsv
-    import pyarrow.parquet as pq
-
     p = Path(path)
     with reading(p):
         if p.stat().st_size == 0:

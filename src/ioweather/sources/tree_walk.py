@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ioweather._native import walk_core
 from ioweather.errors import UserError, os_error_reason
 
 #: the walker's counters, in the order reports list them
@@ -87,8 +88,6 @@ WALKER_HISTOGRAMS = ("file_size", "capacity", "link_count", "atime_age", "mtime_
 def _symlink_histograms(st: os.stat_result, target_len: int | None) -> dict:
     """The walker's histograms for a walk that met only one symlink (a DIR that is a link):
     its target length and its overhead, bucketed as walk_core does."""
-    from ioweather._native import walk_core
-
     nb = walk_core.LOG2_BUCKETS
     out = {}
     for k in WALKER_HISTOGRAMS:
@@ -142,8 +141,6 @@ def walk(path: str | bytes, *, threads: int | None = None, cross_mounts: bool = 
     nor entered.  `progress(entries, errors, dirs_queued)` is called every
     `interval` seconds.  The underscore arguments are test seams.
     """
-    from ioweather._native import walk_core
-
     raw, st = check_root(path)
     threads = threads or default_threads()
     if threads < 1 or threads > 1024:

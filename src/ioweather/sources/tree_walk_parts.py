@@ -32,8 +32,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ioweather.sources.tree_walk import (TOTALS, WalkResult, _arrays, check_root, default_threads, display_name,
-                                         owner_name)
+from ioweather._native import walk_core
+from ioweather.sources.tree_walk import (
+    _arrays,
+    check_root,
+    default_threads,
+    display_name,
+    owner_name,
+    TOTALS,
+    WALKER_HISTOGRAMS,
+    WalkResult,
+)
 
 
 @dataclass
@@ -125,8 +134,6 @@ def part_patterns(patterns: list[str], name: bytes) -> list[str]:
 
 def walk_at(path: bytes, snap_ns: int, *, threads: int | None, cross_mounts: bool, patterns: list[str]) -> WalkResult:
     """One walk of `path` with ages from `snap_ns` (tree_walk.walk, with the snapshot time given)."""
-    from ioweather._native import walk_core
-
     threads = threads or default_threads()
     shown = display_name(os.path.abspath(path))
     t0 = time.perf_counter()
@@ -149,8 +156,6 @@ def walk_at(path: bytes, snap_ns: int, *, threads: int | None, cross_mounts: boo
 def unopened(path: bytes, snap_ns: int, err: int, *, threads: int, cross_mounts: bool) -> WalkResult:
     """What one walk records of a first-level directory it cannot open: the directory itself (its
     inode, as the root's listing accounts it: walk_core's account_inode) and an "open" error."""
-    from ioweather._native import walk_core
-
     nb = walk_core.LOG2_BUCKETS
     st = os.lstat(path)
     cap, size = st.st_blocks * 512, max(st.st_size, 0)
@@ -174,8 +179,6 @@ def unopened(path: bytes, snap_ns: int, err: int, *, threads: int, cross_mounts:
 
 
 def walk_core_empty_histograms(nb: int) -> dict:
-    from ioweather.sources.tree_walk import WALKER_HISTOGRAMS
-
     out = {}
     for k in WALKER_HISTOGRAMS:
         age = k.endswith("_age")
@@ -229,8 +232,6 @@ def _log2_bucket(v: int) -> int:
 def merge(p: Plan, root: WalkResult, parts: list[WalkResult], *, threads: int, walk_s: float,
           exclude: list[str]) -> WalkResult:
     """One walk's result from the root walk and the parts' walks (in `p.parts` order)."""
-    from ioweather._native import walk_core
-
     nb = walk_core.LOG2_BUCKETS
     totals = dict(root.totals)
     totals["excluded"] -= len(parts)

@@ -75,6 +75,7 @@ def regression(fractions, k: int, threshold: float) -> bool:
 
 def with_fraction_of_peak(df: "pd.DataFrame") -> "pd.DataFrame":
     """`df` (columns motif, direction, fs, bw_bps) with `fraction_of_peak` added."""
+    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
 
     out = df.copy()

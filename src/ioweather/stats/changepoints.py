@@ -61,7 +61,9 @@ def noise_sigma(x: np.ndarray) -> float:
 def load_libraries() -> None:
     """Import what `change_points` uses (ruptures, which loads scipy: ~1.5 s and ~80 MB), so that a
     long-running process can pay for it in the background rather than in its first search."""
+    # lazy: ruptures, scipy, loaded only when this runs
     import ruptures  # noqa: F401
+    # lazy: scipy, loaded only when this runs
     from scipy.ndimage import median_filter  # noqa: F401
 
 
@@ -137,6 +139,7 @@ def _block_means(x: np.ndarray, k: int) -> np.ndarray:
 
 def _pelt(x: np.ndarray, penalty_per_log_n: float, min_size: int) -> list[int]:
     """Change indices (the first point of each new level) by PELT on the noise-scaled series."""
+    # lazy: ruptures, scipy, loaded only when this runs
     import ruptures
 
     sigma = noise_sigma(x) or float(np.std(x)) or 1.0  # piecewise constant: any difference is a change
@@ -177,6 +180,7 @@ def _prune(x: np.ndarray, cuts: list[int], penalty_per_log_n: float, min_segment
 
 
 def _running_median(x: np.ndarray, w: int) -> np.ndarray:
+    # lazy: scipy, loaded only when this runs
     from scipy.ndimage import median_filter
 
     return median_filter(x, size=min(w, len(x)), mode="nearest")

@@ -46,6 +46,7 @@ def linear_percentiles(x: np.ndarray, qs) -> np.ndarray:
 
 def pearson_p(r, n) -> np.ndarray:
     """Two-sided p-value of Pearson's r over n pairs (scipy.stats.pearsonr's); NaN where r is NaN."""
+    # lazy: scipy, loaded only when this runs
     from scipy.special import betainc
 
     r = np.asarray(r, dtype=float)

@@ -33,6 +33,7 @@ def strength(p: float | None) -> str:
 
 def pearson(x, y) -> dict:
     """{n, r, p, strength} of the finite pairs of x and y."""
+    # lazy: scipy, loaded only when this runs
     from scipy import stats
 
     a = np.asarray(x, dtype=float)

@@ -165,6 +165,7 @@ def attach(findings: list[dict], clock: Clock, worth: Worth | None = None) -> li
     `cost_share_of_runtime`, `cost_core_hours` and `worth` (cost over the bar); set its level from
     its cost (`level_for`); list them by cost, most expensive first (severity, then code, on ties);
     then give each `combined_s` (`combine`). A finding's `cost_s` is set by its producer."""
+    # lazy: cycle stats.costs -> stats.findings -> stats.costs
     from ioweather.stats.findings import severity
 
     worth = worth or Worth()

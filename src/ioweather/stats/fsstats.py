@@ -33,6 +33,8 @@ from datetime import datetime
 
 import numpy as np
 
+from ioweather.units import ns_to_iso
+
 NS_PER_DAY = 86_400 * 10**9
 SNAPSHOT_FORMAT = "ioweather-fsstats-snapshot/1"
 LOG2, LOG2_DAYS, LINEAR8 = "log2", "log2_days", "linear8"
@@ -356,8 +358,6 @@ def _iso_seconds(text: str) -> float:
 def snapshot_document(walk, *, host: str, version: str) -> dict:
     """The snapshot as saved and printed with --json: totals, histograms, owners, first-level
     directories, errors.  `walk` is a `sources.tree_walk.WalkResult` (duck-typed)."""
-    from ioweather.units import ns_to_iso
-
     snap = walk.snapshot_time_ns
     t = walk.totals
     doc = {

@@ -46,6 +46,7 @@ def calendar_totals(day: np.ndarray, read_bytes: np.ndarray, write_bytes: np.nda
 
     Days without data are absent (not zero): a missing day is unknown, not idle.
     """
+    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
 
     if len(day) == 0:
@@ -178,6 +179,7 @@ def autocorrelation(x: np.ndarray, max_lag: int) -> np.ndarray:
     Missing values are set to the mean (they add nothing to the sums), the usual biased
     estimator as in R's acf() and statsmodels' acf(adjusted=False). Constant series give NaN.
     """
+    # lazy: scipy, loaded only when this runs
     from scipy import signal
 
     x = np.asarray(x, np.float64)
@@ -221,6 +223,7 @@ def smoothed(rate: np.ndarray, interval_s: float, window_s: float) -> np.ndarray
 def smooth(rate: np.ndarray, window: int) -> np.ndarray:
     """Convolve with a Hann kernel `window` samples wide (differentiable, unlike a moving average,
     which is what seed 004 asks of the kernel). Edges are padded with the edge value."""
+    # lazy: scipy, loaded only when this runs
     from scipy import ndimage, signal
 
     window = max(1, int(window))
@@ -275,6 +278,7 @@ def detect_events(rate: np.ndarray, interval_s: float, window_s: float = DEFAULT
     the whole idle gap before it; docs/workload.md shows the measurement.)
     An event's bytes are summed from `bytes_per_interval` when given (exact), else rate x interval.
     """
+    # lazy: scipy, loaded only when this runs
     from scipy import signal
 
     raw = np.asarray(rate, np.float64)
@@ -334,6 +338,7 @@ def spectrogram(rate: np.ndarray, interval_s: float, segment_s: float = 3600.0):
 
     Returns (frequencies in Hz, segment centres in s from the first interval, power [freq x time]).
     """
+    # lazy: scipy, loaded only when this runs
     from scipy import signal
 
     x = np.asarray(rate, np.float64)
@@ -412,6 +417,7 @@ def summarize(t0_ns: int, interval_s: float, read_bytes: np.ndarray, write_bytes
 
 def daily_mean_rates(t0_ns: int, interval_s: float, read_bytes: np.ndarray, write_bytes: np.ndarray) -> pd.DataFrame:
     """Mean read and write rate of each UTC day over its observed intervals (seed 004 Fig. 1)."""
+    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
 
     step_ns = int(round(interval_s * 1e9))

@@ -319,6 +319,7 @@ def results_frame(store: Store, motif: str | None = None, fs: str | None = None,
     """Every (run, direction) with its run's motif, fs, source, hosts and window, oldest first
     (only `columns` when given)."""
     import numpy as np
+    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
 
     store.require(COMPONENT)

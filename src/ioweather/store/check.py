@@ -34,10 +34,11 @@ import sqlalchemy as sa
 
 from ioweather.config import Settings
 from ioweather.errors import StoreError, os_error_reason
-from ioweather.store.db import is_disk_full
-from ioweather.store import telemetry_imports as imports
+from ioweather.store.db import is_disk_full, open_store, redact
+from ioweather.store import jobs, probe, snapshots, telemetry_imports as imports
 from ioweather.store import telemetry_layout as layout
 from ioweather.store import telemetry_rollup as rollup
+from ioweather.store.probe import probe_archive
 
 #: A temporary file younger than this may belong to a write under way (jobs.py waits as long).
 TEMP_GRACE_S = 3600
@@ -83,8 +84,6 @@ class Report:
 
 
 def check(settings: Settings, repair: bool = False) -> Report:
-    from ioweather.store.db import open_store, redact
-
     url = settings.url()
     report = Report(database=redact(url))
     sqlite_file = sa.engine.make_url(url).database if url.startswith("sqlite") else None
@@ -199,8 +198,6 @@ def _sqlite_problem(e: BaseException, path: str, doing: str) -> str:
 
 
 def _check_schema(store, report: Report) -> None:
-    from ioweather.store import jobs, probe, snapshots
-
     known = {c.name: c.version for c in (probe.COMPONENT, jobs.COMPONENT, snapshots.COMPONENT)}
     for name, version in sorted(store.versions().items()):
         code = known.get(name)
@@ -224,8 +221,6 @@ def _parquet_rows(path: Path, report: Report, area: str) -> int | None:
 
 
 def _check_probe_archive(store, parquet_dir: Path, report: Report) -> None:
-    from ioweather.store.probe import probe_archive
-
     if not _has_table(store, "probe_archive"):
         return
     with store.connect() as conn:
@@ -246,8 +241,6 @@ def _check_probe_archive(store, parquet_dir: Path, report: Report) -> None:
 
 
 def _check_jobs(store, parquet_dir: Path, report: Report) -> None:
-    from ioweather.store import jobs
-
     if not _has_table(store, "darshan_jobs"):
         return
     with store.connect() as conn:

@@ -19,8 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-from ioweather.store import telemetry_layout as layout
+from ioweather.stats.coverage import overlap_s
+from ioweather.store import jobs as jstore, telemetry_layout as layout
+from ioweather.store.jobs import files_dir
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,6 +66,7 @@ def window_rows(parquet_dir: Path, fs: str, since_ns: int, until_ns: int, metric
                 metric_prefixes: tuple[str, ...] = (), con=None, targets: set[str] | None = None) -> pd.DataFrame:
     """Rows (time_ns, target, metric, value, interval_s) of `fs` that can overlap [since, until)
     (of the OSTs whose 4-digit hex ids are `targets`, when given)."""
+    # lazy: pandas, loaded only when this runs
     import pandas as pd
     files = layout.data_files(fs_base(parquet_dir, fs), since_ns - MAX_INTERVAL_NS, until_ns)
     cols = ["time_ns", "target", "metric", "value", "interval_s"]
@@ -97,8 +102,6 @@ class Series:
 
     def amount(self, cut: tuple[int, int], since_ns: int, until_ns: int) -> float | None:
         """stats.coverage.window_amount of the rows summed per interval: None when no valid interval overlaps."""
-        from ioweather.stats.coverage import overlap_s
-
         a, b = cut
         if b <= a:
             return None
@@ -110,8 +113,6 @@ class Series:
 
     def covered(self, cut: tuple[int, int], since_ns: int, until_ns: int) -> float:
         """Seconds of [since, until) covered by valid samples, summed over targets."""
-        from ioweather.stats.coverage import overlap_s
-
         a, b = cut
         if b <= a:
             return 0.0
@@ -222,12 +223,8 @@ def darshan_file_rows(parquet_dir: Path, parts: dict[str, list[str]], columns: l
     """The per-file rows of some Darshan jobs: `parts` maps a files part (the job row's `files_part`)
     to the log hashes wanted from it. Only those parts are opened, and only those jobs' rows kept:
     a refresh of a few new jobs does not read the archive of every job."""
+    # lazy: pandas, loaded only when this runs
     import pandas as pd
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from ioweather.store.jobs import files_dir
-
     tables = []
     for part, hashes in parts.items():
         path = files_dir(parquet_dir) / part
@@ -246,8 +243,6 @@ def darshan_job_by_hash(store, prefix: str, columns: list[str]) -> dict | None:
     several do), without its per-file rows."""
     import sqlalchemy as sa
 
-    from ioweather.store import jobs as jstore
-
     store.require(jstore.COMPONENT)
     t = jstore.jobs
     with store.connect() as conn:
@@ -262,8 +257,6 @@ def darshan_job_by_hash(store, prefix: str, columns: list[str]) -> dict | None:
 def darshan_job_by_jobid(store, jobid: int, columns: list[str]) -> dict | None:
     """The most recently ingested Darshan job row of scheduler job id `jobid`."""
     import sqlalchemy as sa
-
-    from ioweather.store import jobs as jstore
 
     if jobid >= 2**63:
         return None

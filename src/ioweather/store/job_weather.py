@@ -14,6 +14,7 @@ import time
 import sqlalchemy as sa
 
 from ioweather.encoding import to_json
+from ioweather.store import jobs as jstore
 from ioweather.store.db import Store
 from ioweather.store.migrations import Component, create_tables
 
@@ -90,8 +91,6 @@ def of_keys(store: Store, fs: str, job_keys: list[str]) -> list[dict]:
 def darshan_without_weather(store: Store, fs: str | None = None) -> tuple[int, list[str]]:
     """(Darshan jobs with a window, the log hashes of those without a weather row (on `fs` when given)),
     in one query on the two tables' indexes instead of both tables in Python."""
-    from ioweather.store import jobs as jstore
-
     store.require(COMPONENT)
     store.require(jstore.COMPONENT)
     d, w = jstore.jobs.c, job_weather.c

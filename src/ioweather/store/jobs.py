@@ -228,7 +228,9 @@ def write_batch(store: Store, parquet_dir: Path, job_rows: Sequence[dict], file_
     this one looked): those are left out, rows and Parquet alike; except that a stored row
     without a verdict (ingested before store version 2) gets this row's verdict and findings.
     """
+    # lazy: pyarrow, loaded only when this runs
     import pyarrow as pa
+    # lazy: pyarrow, loaded only when this runs
     import pyarrow.parquet as pq
 
     store.require(COMPONENT)
@@ -337,6 +339,7 @@ def load_jobs(store: Store, columns: Iterable[str] | None = None) -> pd.DataFram
 
     Ordered because float sums over the rows depend on their order: without it, the summary's
     means changed in the last digit with the order an ingest happened to store the logs."""
+    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
     store.require(COMPONENT)
     cols = list(columns) if columns else JOB_COLUMNS
@@ -377,6 +380,7 @@ def job(store: Store, parquet_dir: Path, id_prefix: str) -> tuple[dict, pd.DataF
     None when no job matches; AmbiguousJobId when several do. The files are None when
     the job's Parquet part is gone (the row outlives a deleted archive directory).
     """
+    # lazy: pyarrow, loaded only when this runs
     import pyarrow.parquet as pq
 
     store.require(COMPONENT)
@@ -405,7 +409,9 @@ def change_marker(store: Store) -> tuple:
 
 def file_rows(store: Store, parquet_dir: Path) -> pa.Table | None:
     """The per-file table of the jobs in the store (only parts a job row names)."""
+    # lazy: pyarrow, loaded only when this runs
     import pyarrow as pa
+    # lazy: pyarrow, loaded only when this runs
     import pyarrow.parquet as pq
 
     store.require(COMPONENT)

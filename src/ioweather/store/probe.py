@@ -16,10 +16,12 @@ import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
+from ioweather import __version__
 from ioweather.config import fs_name
 from ioweather.errors import UserError
 from ioweather.store.db import Store
 from ioweather.store.migrations import Component, create_tables
+from ioweather.store.probe_archive import read_archived
 
 OPS = ("data_write", "data_read", "md_create", "md_stat", "md_read", "md_delete")
 STATUSES = ("ok", "error", "timeout")
@@ -169,7 +171,6 @@ def check_target(target: str) -> str:
 
 def start_run(store: Store, info: RunInfo) -> int:
     """Record a new run and return its id."""
-    from ioweather import __version__
     import os
 
     check_target(info.target)
@@ -192,6 +193,7 @@ def insert_samples(store: Store, rows: Sequence[tuple]) -> None:
     """
     if not rows:
         return
+    # lazy: cycle store.probe -> store.probe_pieces -> store.probe
     from ioweather.store.probe_pieces import invalidate
 
     store.require(COMPONENT)
@@ -355,8 +357,6 @@ def read_samples(store: Store, target: str, *, since_ns: int | None = None, unti
     (group_concat / string_agg, in C) and numpy parses the text (in C): 3-4x faster,
     and the rows stay plain rows for anyone querying the store with SQL.
     """
-    from ioweather.store.probe_archive import read_archived
-
     store.require(COMPONENT)
     wanted = set(ops) if ops is not None else set(OPS)
     parts: list[tuple[np.ndarray, ...]] = []

@@ -42,6 +42,7 @@ def enabled(store: Store) -> bool:
 def read_archived(store: Store, conn: sa.Connection, run_ids: list[int], ops: set[str],
                   since_ns: int | None, until_ns: int | None) -> list[np.ndarray]:
     """Archived samples of `run_ids` overlapping [since, until) as column tuples (op code, start, duration, status)."""
+    # lazy: cycle store.probe_archive -> store.probe -> store.probe_archive
     from ioweather.store.probe import OPS, STATUSES, probe_archive
 
     if getattr(store, "parquet_dir", None) is None:
@@ -56,7 +57,9 @@ def read_archived(store: Store, conn: sa.Connection, run_ids: list[int], ops: se
         return []
     # Imported here: every read of samples comes through this module, and most find no archived day in
     # their range (a dashboard's first Status answer paid 30 ms for pyarrow's import).
+    # lazy: pyarrow, loaded only when this runs
     import pyarrow as pa
+    # lazy: pyarrow, loaded only when this runs
     import pyarrow.parquet as pq
 
     # Whole files (a day each), filtered here: `read_table(filters=...)` goes through pyarrow.dataset,
@@ -80,6 +83,7 @@ def read_archived(store: Store, conn: sa.Connection, run_ids: list[int], ops: se
 def _numpy(col) -> np.ndarray:
     """A null-free fixed-width Arrow column as numpy, from its data buffer: Arrow's own to_numpy()
     imports pandas (0.7 s), which a one-shot `slowdown --check` does not otherwise need."""
+    # lazy: pyarrow, loaded only when this runs
     import pyarrow as pa
 
     a = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
@@ -90,6 +94,7 @@ def _numpy(col) -> np.ndarray:
 
 
 def _codes(col: pa.ChunkedArray, mapping: dict[str, int]) -> np.ndarray:
+    # lazy: pyarrow, loaded only when this runs
     import pyarrow as pa
 
     col = col.combine_chunks()
@@ -101,6 +106,7 @@ def _codes(col: pa.ChunkedArray, mapping: dict[str, int]) -> np.ndarray:
 
 def archive_completed_days(store: Store, *, keep_days: int = 1, now_ns: int | None = None) -> int:
     """Move every day that ended more than `keep_days` ago to Parquet. Returns rows moved."""
+    # lazy: cycle store.probe_archive -> store.probe -> store.probe_archive
     from ioweather.store.probe import COMPONENT, probe_archive, probe_samples
 
     if not enabled(store):
@@ -161,7 +167,9 @@ def _day_columns(conn: sa.Connection, run_id: int, lo: int, hi: int) -> dict[str
 
 
 def _write(path: Path, columns: dict) -> int:
+    # lazy: pyarrow, loaded only when this runs
     import pyarrow as pa
+    # lazy: pyarrow, loaded only when this runs
     import pyarrow.parquet as pq
 
     try:

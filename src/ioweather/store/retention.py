@@ -12,6 +12,8 @@ import shutil
 import time
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from ioweather.config import Settings
 from ioweather.errors import from_os_error
 from ioweather.store import telemetry_layout as layout
@@ -37,8 +39,6 @@ def old_telemetry_days(settings: Settings, cutoff_ns: int, now_s: float | None =
 
 def count_rows(day_dir: Path) -> tuple[int, int]:
     """(data files, rows) of a day directory, from the files' footers."""
-    import pyarrow.parquet as pq
-
     files = sorted(day_dir.glob("*.parquet"))
     rows = 0
     for f in files:

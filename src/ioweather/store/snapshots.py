@@ -23,6 +23,7 @@ from ioweather.store.db import Store
 from ioweather.store.migrations import Component, create_tables
 from ioweather.encoding import to_json
 from ioweather.files import read_regular_text, write_atomic
+from ioweather.units import parse_time, to_ns
 
 _LONGTEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql")  # MariaDB's TEXT stops at 64 KiB
 
@@ -74,8 +75,6 @@ COMPONENT = Component("fsstats", [create_tables(fsstats_snapshots, fsstats_top_d
 
 
 def _snapshot_ns(doc: dict) -> int:
-    from ioweather.units import parse_time, to_ns
-
     return to_ns(parse_time(doc["snapshot_time"]))
 
 
@@ -130,8 +129,6 @@ def _check_count(source: str, key: str, value) -> None:
 
 
 def _check_time(source: str, value) -> None:
-    from ioweather.units import parse_time
-
     from datetime import datetime
 
     _expect(source, "snapshot_time", value, str)

@@ -36,6 +36,7 @@ import pandas as pd
 from ioweather.config import Settings
 from ioweather.errors import StoreError, UserError, from_os_error
 from ioweather.store import telemetry_layout as layout
+from ioweather.units import ns_to_iso
 
 
 def lock_path(base: Path, writer: str) -> Path:
@@ -221,8 +222,6 @@ class ImportRun:
             self._release()
 
     def summary(self) -> dict:
-        from ioweather.units import ns_to_iso
-
         return {"fs": self.fs, "rows": self.rows, "missing_values": self.missing,
                 "start": ns_to_iso(self.t_min) if self.t_min is not None else None,
                 "end": ns_to_iso(self.t_max) if self.t_max is not None else None,

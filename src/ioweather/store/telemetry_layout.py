@@ -158,6 +158,7 @@ def _write_day(base: Path, part: pd.DataFrame, day: int, writer: str, file_id: s
         if isinstance(e, OSError):
             raise from_os_error(out / name, e, "write", cls=StoreError) from None
         raise
+    # lazy: cycle store.telemetry_layout -> store.telemetry_targets -> store.telemetry_layout
     from ioweather.store import telemetry_targets  # imports this module
 
     try:
@@ -324,6 +325,7 @@ def writer_files(settings: Settings, fs: str, writer: str) -> list[Path]:
 def remove_files(paths) -> int:
     """Delete dataset files (e.g. an import being replaced or rolled back); returns how many."""
     n = 0
+    # lazy: cycle store.telemetry_layout -> store.telemetry_targets -> store.telemetry_layout
     from ioweather.store import telemetry_targets
 
     for p in paths:

@@ -104,6 +104,7 @@ def build(data_path: Path) -> Path:
 def merge(data_paths) -> tuple[pa.Table, int | None, int | None]:
     """One rollup for the data files together, from theirs (built where missing): sums, maxima,
     counts and minima combine exactly. Returns the rows and the first and last interval start."""
+    # lazy: pandas, loaded only when this runs
     import pandas as pd
 
     frames, firsts, lasts = [], [], []

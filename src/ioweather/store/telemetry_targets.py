@@ -31,9 +31,10 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ioweather.store import telemetry_layout as layout
+from ioweather.store import jobs as darshan, scheduler as sched, telemetry_layout as layout
 from ioweather.store.telemetry_layout import files_scan
 from ioweather.store.telemetry_query import footer_summary  # noqa: F401  (re-exported for services)
 from ioweather.store.telemetry_rollup import VALID
@@ -324,8 +325,6 @@ def target_cells(settings, fs: str, since_ns: int, until_ns: int, step_ns: int, 
     (a DataFrame of per-cell strings cost more than the query). One query per metric: `metric = '...'`
     is pushed into the Parquet reader, a list of metrics compares strings on every row (3x the CPU)."""
     import numpy as np
-    import pyarrow.compute as pc
-
     tables, codes = [], []
     planned = plan(layout.fs_dir(settings, fs), since_ns, until_ns, step_ns)
     with _connection(con) as con:
@@ -425,9 +424,6 @@ def known_jobs(store, jobids: list[int]) -> dict[str, dict]:
     """{job id: {"user": scheduler's user or None, "job_url": "/job?id=<hash>" or None}} for the numeric
     job ids that the Darshan or scheduler tables know; tables that do not exist are not created."""
     import sqlalchemy as sa
-
-    from ioweather.store import jobs as darshan
-    from ioweather.store import scheduler as sched
 
     versions = store.versions()
     out: dict[str, dict] = {}

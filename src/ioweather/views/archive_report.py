@@ -15,9 +15,11 @@ from ioweather.views.templating import render
 
 
 def _plt():
+    # lazy: matplotlib, loaded only when this runs
     import matplotlib
 
     matplotlib.use("Agg")
+    # lazy: matplotlib, loaded only when this runs
     import matplotlib.pyplot as plt
 
     plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "figure.dpi": 96})

@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from ioweather.files import atomic_output
+from ioweather.stats.factor_models import NO_MODEL_LABEL, class_name
+from ioweather.stats.factors import OUTLIER_LABEL
 
 MAX_POINTS = 200_000
 PALETTE = ["#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
@@ -24,9 +26,11 @@ NO_MODEL_COLOUR = "#7f7f7f"
 
 
 def _pyplot():
+    # lazy: matplotlib, loaded only when this runs
     import matplotlib
 
     matplotlib.use("Agg")
+    # lazy: matplotlib, loaded only when this runs
     import matplotlib.pyplot as plt
 
     return plt
@@ -66,8 +70,6 @@ def _colours(names: list[str], outlier: str | None) -> dict[str, str]:
 def density_figure(path: Path, durations_s: np.ndarray, analysis, *, title: str = "",
                    order: np.ndarray | None = None) -> None:
     """Fig. 2: timeline coloured by class above the density with splits and cutoff."""
-    from ioweather.stats.factors import OUTLIER_LABEL
-
     plt = _pyplot()
     names = [c.label for c in analysis.classes]
     colours = _colours(names, OUTLIER_LABEL)
@@ -107,8 +109,6 @@ def classify_figure(path: Path, sizes: np.ndarray, durations_s: np.ndarray, labe
                     class_order: list[str], models, match_cols: list[str], else_label: str, *,
                     title: str = "") -> None:
     """Fig. 6 (timeline by class, sorted by size) beside Fig. 5 (model lines over the observations)."""
-    from ioweather.stats.factor_models import NO_MODEL_LABEL, class_name
-
     plt = _pyplot()
     colours = _colours([c for c in class_order if c != NO_MODEL_LABEL], else_label)
     colours[NO_MODEL_LABEL] = NO_MODEL_COLOUR

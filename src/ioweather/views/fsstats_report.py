@@ -40,6 +40,7 @@ def _days_label(x, _pos=None) -> str:
 
 
 def _cdf_axes(ax, curves, xlabel, formatter, title):
+    # lazy: matplotlib, loaded only when this runs
     from matplotlib.ticker import FuncFormatter, LogLocator
 
     for x, y, label, style in curves:
@@ -57,9 +58,11 @@ def _cdf_axes(ax, curves, xlabel, formatter, title):
 
 
 def size_figure(doc: dict) -> str:
+    # lazy: matplotlib, loaded only when this runs
     import matplotlib
 
     matplotlib.use("Agg")
+    # lazy: matplotlib, loaded only when this runs
     import matplotlib.pyplot as plt
 
     matplotlib.rcParams["svg.fonttype"] = "none"
@@ -96,9 +99,11 @@ def _first_nonzero(values) -> int:
 
 
 def age_figure(doc: dict) -> str:
+    # lazy: matplotlib, loaded only when this runs
     import matplotlib
 
     matplotlib.use("Agg")
+    # lazy: matplotlib, loaded only when this runs
     import matplotlib.pyplot as plt
 
     matplotlib.rcParams["svg.fonttype"] = "none"

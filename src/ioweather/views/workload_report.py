@@ -13,6 +13,7 @@ import io
 
 import numpy as np
 
+from ioweather.stats.workload import aggregate_signal, daily_mean_rates, rates, spectrogram, total_of, window_study
 from ioweather.units import format_bytes
 from ioweather.views.templating import render as render_template
 
@@ -20,9 +21,11 @@ READ_COLOR, WRITE_COLOR = "#d62728", "#1f77b4"  # seed 004: red for reads, blue 
 
 
 def _figure(width=10.0, height=3.2, rows=1, sharex=False):
+    # lazy: matplotlib, loaded only when this runs
     import matplotlib
 
     matplotlib.use("Agg", force=False)
+    # lazy: matplotlib, loaded only when this runs
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(rows, 1, figsize=(width, height * rows), sharex=sharex, squeeze=False)
@@ -30,6 +33,7 @@ def _figure(width=10.0, height=3.2, rows=1, sharex=False):
 
 
 def _png(fig) -> str:
+    # lazy: matplotlib, loaded only when this runs
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
@@ -49,8 +53,6 @@ def _gib_s(x):
 
 
 def fig_daily(result, data) -> str:
-    from ioweather.stats.workload import daily_mean_rates
-
     d = daily_mean_rates(data.t0_ns, data.interval_s, data.read_bytes, data.write_bytes)
     fig, (ax,) = _figure()
     ax.plot(d.index, _gib_s(d["read_bps"]), "o-", color=READ_COLOR, label="read", ms=3)
@@ -108,8 +110,6 @@ def fig_acf(result) -> str:
 
 
 def fig_events(result, data) -> str:
-    from ioweather.stats.workload import aggregate_signal
-
     t = _times(data)
     sig = aggregate_signal(data.read_bytes, data.write_bytes, data.interval_s, data.smooth_s)
     total, s = sig.total, sig.smoothed
@@ -135,8 +135,6 @@ def _edges(centres: np.ndarray) -> tuple[float, float]:
 
 
 def fig_spectrogram(data) -> str:
-    from ioweather.stats.workload import rates, spectrogram, total_of
-
     total = total_of(rates(data.read_bytes, data.interval_s), rates(data.write_bytes, data.interval_s))
     f, seg_t, p = spectrogram(total, data.interval_s, segment_s=max(3600.0, 16 * data.interval_s))
     fig, axes = _figure(10, 2.8, rows=2)
@@ -169,8 +167,6 @@ def _zoom_day(result, data) -> tuple[int, int]:
 
 
 def fig_window_study(result, data):
-    from ioweather.stats.workload import rates, total_of, window_study
-
     total = total_of(rates(data.read_bytes, data.interval_s), rates(data.write_bytes, data.interval_s))
     study = window_study(total, data.interval_s, min_amplitude=data.min_amplitude)
     t = _times(data)

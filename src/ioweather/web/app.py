@@ -23,6 +23,7 @@ from ioweather import __version__
 from ioweather.config import Settings
 from ioweather.errors import UserError
 from ioweather.services.changes import load_libraries
+from ioweather.services.metrics import CONTENT_TYPE_LATEST, ProbeMetrics
 from ioweather.web.context import WebConfig, WebContext
 from ioweather.web.errors import exception_handlers, json_response
 from ioweather.web.pages import load_pages
@@ -40,6 +41,7 @@ SECURITY_HEADERS = [
 
 
 def plotly_js_path() -> Path:
+    # lazy: plotly, loaded only when this runs
     import plotly
 
     return Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
@@ -117,8 +119,6 @@ def _metrics(ctx: WebContext):
     lock = threading.Lock()
 
     def endpoint(request: Request):
-        from ioweather.services.metrics import CONTENT_TYPE_LATEST, ProbeMetrics
-
         if not ctx.settings.store_exists():
             body = ("# HELP ioweather_store_up 1 if every probe target could be read from the store.\n"
                     "# TYPE ioweather_store_up gauge\nioweather_store_up 0.0\n")

@@ -37,6 +37,7 @@ def factors_data(ctx: WebContext, params) -> dict:
 
     def run():
         # pandas and scipy load with the first analysis, not at the dashboard's start
+        # lazy: pandas, pyarrow via services.factors, loaded only when this runs
         from ioweather.services.factors import probe_factors
 
         try:

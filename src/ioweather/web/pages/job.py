@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import re
 
+from ioweather.errors import UserError
+from ioweather.services.umami import job_panel
+from ioweather.services.why import why
 from ioweather.web.context import WebContext
 from ioweather.web.pages import jobs_common as jc
 from ioweather.web.params import BadRequest, NotFound, Query
@@ -25,9 +28,8 @@ _HASH = re.compile(r"^[0-9a-f]{8,64}$")
 
 
 def job_data(ctx: WebContext, params) -> dict:
+    # lazy: pandas, pyarrow via services.darshan, loaded only when this runs
     from ioweather.services.darshan import AmbiguousJobId, stored_job
-    from ioweather.services.umami import job_panel
-
     q = Query(params, ("id",))
     raw = q.text("id")
     if raw is None:
@@ -49,9 +51,6 @@ def job_data(ctx: WebContext, params) -> dict:
 def _why(ctx: WebContext, data) -> dict:
     """`ioweather why` of the job the log belongs to (every log of its job id, merged): the same document
     as the command's --json, or {"error": why not} (the page still shows the log's own side)."""
-    from ioweather.errors import UserError
-    from ioweather.services.why import why
-
     jobid = data.job.get("jobid")
     try:
         return why(ctx.settings, str(jobid) if jobid else data.id, store=ctx.store).to_json()

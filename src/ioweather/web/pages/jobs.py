@@ -18,6 +18,7 @@ PROJECTS_SHOWN = 25
 
 
 def jobs_data(ctx: WebContext, params) -> dict:
+    # lazy: pandas, pyarrow via services.darshan, loaded only when this runs
     from ioweather.services.darshan import SORTS, ArchiveIndex, archive_marker, jobs_view  # pandas: pages/__init__.py
 
     q = Query(params, ("sort", "order", "limit", "offset"))

@@ -10,6 +10,7 @@ from ioweather.web.registry import Page
 
 
 def metadata_data(ctx: WebContext, params) -> dict:
+    # lazy: pandas, pyarrow via services.fsview, loaded only when this runs
     from ioweather.services import fsview  # it loads pandas: with the first telemetry page, not at start
 
     q = Query(params, ("fs", "since", "until", "min_amplitude", "smooth"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from ioweather.errors import StoreError, UserError
+from ioweather.services.report import compute
 from ioweather.services.workload import data_end, dataset_fingerprint, file_systems
 from ioweather.web.context import WebContext
 from ioweather.web.pages.workload import HINT, event_options
@@ -22,9 +23,8 @@ def has_telemetry(ctx: WebContext) -> bool:
 
 
 def report_data(ctx: WebContext, params) -> dict:
+    # lazy: pandas, pyarrow via services.events, loaded only when this runs
     from ioweather.services import events as ev
-    from ioweather.services.report import compute
-
     q = Query(params, ("fs", "since", "until", "resample", "smooth", "min_amplitude"))
     systems = file_systems(ctx.settings)
     if not systems:
