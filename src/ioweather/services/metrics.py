@@ -25,7 +25,9 @@ count the probe samples that *start* at or after the moment the server started a
 are at least `LAG_S` (90 s) old, i.e. the first non-zero counts appear ~90 s after a
 start, counted in the database (`store.probe_aggregates`) over only the samples
 that settled since the previous scrape. Prometheus' rate()/increase() and
-histogram_quantile() over rate() handle the reset at a restart. Counting a
+histogram_quantile() over rate() handle the reset at a restart; over a range in which
+Prometheus saw no increase (counters flat since its first scrape, a stopped probe)
+histogram_quantile() is NaN, 0/0, by Prometheus' definition, not a missing export. Counting a
 month of history instead would cost a minute of database time at the first scrape
 (46 M rows for 3 targets at 1 Hz) for numbers that rate() discards anyway.
 They trail real time by `LAG_S` (90 s) so that a sample stored late (batched
