@@ -63,3 +63,25 @@ def test_a_command_imports_only_its_own_module(tmp_path):
     mine = {"ioweather.commands.slowdown"}
     others = {m for ms in cli_module.COMMANDS.values() for m in ms} - mine
     assert mine <= loaded and not loaded & others, loaded
+
+
+def test_the_summaries_are_the_commands_own_first_paragraphs():
+    """`ioweather --help` lists cli.SUMMARIES; each must say what the command's own help says, so that the
+    list cannot drift from the commands (an edited docstring fails here until the table follows)."""
+    import inspect
+
+    group = cli_module.cli
+    ctx = click.Context(group)
+    assert set(cli_module.SUMMARIES) == set(cli_module.COMMANDS)
+    for name, summary in cli_module.SUMMARIES.items():
+        cmd = group.get_command(ctx, name)
+        assert summary == " ".join(inspect.cleandoc(cmd.help).split("\n\n")[0].split()), name
+        for limit in (45, 80, 1000):  # what click prints for it, at any terminal width
+            assert click.Command(name, help=summary).get_short_help_str(limit) == cmd.get_short_help_str(limit)
+
+
+def test_the_top_level_help_imports_no_command(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", _PROBE, "--help"], capture_output=True, text=True,
+                          env={**os.environ, "IOWEATHER_HOME": str(tmp_path)})
+    assert "Commands:" in proc.stdout and "workload" in proc.stdout
+    assert json.loads(proc.stderr.strip().splitlines()[-1]) == []

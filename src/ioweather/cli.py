@@ -21,7 +21,7 @@ from ioweather.files import display_path
 
 # The module(s) that register each top-level command. A command imports only its own module, so
 # `ioweather slowdown --check` (run by cron every minute) does not pay for every other command's
-# imports (numpy, Jinja, rich's progress: ~0.3 s of a 1 s budget); `--help` still loads them all.
+# imports (numpy, Jinja, rich's progress: ~0.3 s of a 1 s budget); `--help` lists them from SUMMARIES.
 # tests/test_cli_commands.py checks this table against what the modules register.
 COMMANDS: dict[str, tuple[str, ...]] = {
     "bench": ("ioweather.commands.bench",),
@@ -46,6 +46,37 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "watch": ("ioweather.commands.web",),
     "workload": ("ioweather.commands.workload",),
     "why": ("ioweather.commands.why",),
+}
+
+
+# Each command's summary, as its own help's first paragraph says it: `ioweather --help` lists the commands
+# from here without importing their modules (with their services at the top of each, loading them all took
+# 0.6 s against 0.1 s). tests/test_cli_commands.py checks each against the command's own help.
+SUMMARIES: dict[str, str] = {
+    'bench': 'Regression benchmarks: fixed fio motifs on a schedule, contention and fraction of peak.',
+    'changes': "Change points: when a series' level shifted, from what to what (PELT; docs/changes.md).",
+    'collect': 'Sample server-side telemetry every INTERVAL and store it (per-interval amounts, Parquet).',
+    'correlations': "Which metrics matter: Pearson's r of fraction of peak with each metric, and its p-value.",
+    'events': 'I/O events of a file system and the jobs that caused them, with the compute exposed (docs/events.md).',
+    'export': 'Serve the stored server telemetry as Prometheus metrics on http://HOST:PORT/metrics.',
+    'factors': 'Which hidden performance factor each operation hit, from latency densities (seed 000).',
+    'fsstats': 'What is stored, how old, how it grows: content snapshots (seed 002 IV-A).',
+    'import': ('Import recorded data: telemetry histories (`import KIND SOURCE... --fs FS`), scheduler jobs '
+               '(`import slurm`, `import nersc-jobsdb`) and per-job feature tables (`import job-features`). '
+               'See `ioweather import KIND --help`.'),
+    'iomodel': 'The io-model micro-benchmark: time single read()/write() calls per layout, size and cache state.',
+    'job': 'One job\'s I/O characterization and findings from its Darshan LOG ("why was my job slow?").',
+    'jobs': "A center's Darshan archive: ingest logs, then summarize across jobs (seed 002).",
+    'probe': 'Probe a file system every second and store the timings (seed 001).',
+    'report': ("A file system's week on one page: slowdown climate and worst episodes, change points, events "
+               "with their culprit jobs and cost, benchmark standing, fullness (docs/events.md)."),
+    'serve': 'Serve the dashboard and Prometheus /metrics over the store.',
+    'slowdown': 'Slowdown = stat(interval) / median(baseline) per target, op and interval (seed 001).',
+    'store': 'The store itself: its database and Parquet archives.',
+    'umami': "A job's weather against its motif's climate, and a one-line verdict: the system or your code.",
+    'watch': 'The main job: probe DIRECTORY every second and serve the dashboard, in one process.',
+    'why': 'Was the job slow because of its code or the file system? Its I/O time split in seconds.',
+    'workload': 'Workload statistics of a file system from its server-side telemetry (seeds 002, 004).',
 }
 
 
@@ -110,11 +141,23 @@ class LazyCommands(OneLineErrors):
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self._loaded: set[str] = set()
+        self._stand_ins: dict[str, click.Command] = {}
 
     def list_commands(self, ctx) -> list[str]:
         return sorted(set(COMMANDS) | set(self.commands))
 
+    def format_commands(self, ctx, formatter) -> None:
+        """The command list of `ioweather --help`, from SUMMARIES: no command module is imported for it."""
+        names = [n for n in self.list_commands(ctx) if n in SUMMARIES and n not in self.commands]
+        self._stand_ins = {n: click.Command(n, help=SUMMARIES[n]) for n in names}
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self._stand_ins = {}
+
     def get_command(self, ctx, name: str):
+        if name in self._stand_ins:
+            return self._stand_ins[name]
         if name in COMMANDS:
             self.load(COMMANDS[name])
         return self.commands.get(name)
