@@ -419,6 +419,8 @@
   // Diverging around 1×: blue faster, a pale green at the usual speed, orange from degraded, red from severe.
   // Cells without data show the plot's background, a grey no value of the scale has (NO_DATA).
   var NO_DATA = "#bdbdbd";
+  // Cells of an op whose baseline is still learning: samples, but no slowdown judged (services/probe_history.py).
+  var LEARNING = "#ececec";
   function heatColorscale(th) {
     return [[0, "#2166ac"], [zpos(0.7), "#92c5de"], [zpos(1), "#e6f5d0"], [zpos(th.warn), "#fdae61"],
             [zpos(th.crit), "#d7301f"], [1, "#67000d"]];
@@ -439,8 +441,9 @@
     var columns = edges.length - 1;
     var first = columns;
     data.targets.forEach(function (t) {
-      t.slowdown.forEach(function (row) {
-        var c = row.findIndex(function (v) { return v !== null; });
+      t.slowdown.forEach(function (row, o) {  // a learning op's cells hold samples too, only not judged
+        var learns = t.learning[data.ops[o]];
+        var c = row.findIndex(function (v, k) { return v !== null || (learns && t.count[o][k] > 0); });
         if (c >= 0 && c < first) { first = c; }
       });
     });
@@ -474,6 +477,18 @@
                   data.time[c].replace("T", " ").replace(/\.000Z$|Z$/, "")];
         });
       });
+      var learning = t.slowdown.map(function (row, o) {
+        return row.map(function (v, c) { return t.learning[data.ops[o]] && t.count[o][c] > 0 ? 1 : null; });
+      });
+      var learningTrace = {type: "heatmap", x: x, y: data.ops, z: learning, customdata: custom, name: "learning",
+                           meta: "learning", zmin: 0, zmax: 1, showscale: false, xgap: 0, ygap: 1,
+                           colorscale: [[0, LEARNING], [1, LEARNING]],
+                           hovertemplate: "%{y} from %{customdata[3]}<br>learning the baseline: not judged" +
+                                          "<br>n = %{customdata[1]}, timeouts %{customdata[2]}<extra></extra>"};
+      var learningLabels = data.ops.filter(function (op) { return t.learning[op]; }).map(function (op) {
+        return {xref: "paper", x: 0.5, yref: "y", y: op, text: "learning the baseline", showarrow: false,
+                font: {size: 11, color: "#333"}};
+      });
       var marks = (data.changes ? data.changes.points : []).filter(function (c) { return c.target === t.target; });
       var markTrace = {type: "scatter", mode: "markers", name: "level change", meta: "change", showlegend: false,
                        x: marks.map(function (c) { return ms(c.time); }), y: marks.map(function (c) { return c.op; }),
@@ -490,7 +505,8 @@
         colorscale: heatColorscale(data.thresholds), xgap: 0, ygap: 1,
         colorbar: {title: {text: "slowdown"}, tickvals: ticks.map(Math.log10), ticktext: ticks.map(function (v) { return v + "×"; })},
         hovertemplate: "%{y} from %{customdata[3]}<br>slowdown %{customdata[0]}<br>n = %{customdata[1]}, timeouts %{customdata[2]}<extra></extra>"
-      }].concat(marks.length ? [markTrace] : []), {height: 290, margin: {l: 80, r: 12, t: 8, b: 56}, font: FONT,
+      }].concat(learningLabels.length ? [learningTrace] : [], marks.length ? [markTrace] : []),
+          {height: 290, margin: {l: 80, r: 12, t: 8, b: 56}, font: FONT, annotations: learningLabels,
            plot_bgcolor: NO_DATA, shapes: rowLines, showlegend: false, uirevision: "history",
            xaxis: {type: "date", title: {text: "time (UTC); each cell from its interval's start to its end", standoff: 16}, automargin: true, range: range},
            yaxis: {autorange: "reversed", type: "category", categoryarray: data.ops}}, CONFIG));
