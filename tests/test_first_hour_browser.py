@@ -48,7 +48,9 @@ def test_sparkline_has_a_legend_and_no_mode_bar_over_the_threshold_labels(browse
     with visit(browser, hour.url + "/status") as v:
         p = v.page
         legend = p.locator("#spark-0 .legend .legendtext").all_text_contents()
-        assert legend == ["data_write", "data_read", "md_create", "md_stat", "md_read", "md_delete"]
+        # an hour of history: every op's baseline learns, and the legend says so (issue 28 item 4)
+        assert legend == [op + " (learning)" for op in ("data_write", "data_read", "md_create", "md_stat",
+                                                         "md_read", "md_delete")]
         for plot in ("#spark-0", "#climate-0"):
             p.hover(plot)
             assert p.locator(f"{plot} .modebar").count() == 0, plot

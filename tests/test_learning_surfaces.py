@@ -152,3 +152,27 @@ def test_history_page_draws_learning_cells_grey_and_labelled(browser, server, ho
         assert "learning" not in v.page.locator("#history-legend").inner_text()
         metas = v.page.evaluate("document.getElementById('heatmap-0').data.map(d => d.meta || null)")
         assert "learning" not in metas
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_timeline_and_status_card_say_learning(browser, server, artifacts_dir):
+    from browser import assert_renders_with_data, json_twin, visit
+
+    path = "/timeline?target=young&since=1h&interval=10m"
+    with visit(browser, server.url + path) as v:
+        assert_renders_with_data(v, artifacts_dir, "timeline-learning")
+        twin = json_twin(v.page, path)
+        assert twin["learning"] == dict.fromkeys(twin["expected_s"], True)
+        assert twin["intervals"] and {r["slowdown"] for r in twin["intervals"]} == {None}
+        assert "learning the baseline (1 h of 30 d" in v.page.locator("[data-testid=learning]").inner_text()
+        notes = v.page.evaluate("document.getElementById('timeline').layout.annotations.map(a => a.text)")
+        assert "every op: learning the baseline, not judged" in notes
+    with visit(browser, server.url + "/status") as v:
+        cards = v.page.evaluate("""() => Array.from(document.querySelectorAll('[id^=spark-]')).map(el =>
+          el.data.map(d => ({name: d.name, color: d.line.color})))""")
+        twin = json_twin(v.page, "/status")
+    by_target = {t["target"]: c for t, c in zip(twin["targets"], cards)}
+    assert {d["name"] for d in by_target["young"]} == {o["op"] + " (learning)" for o in twin["targets"][0]["ops"]}
+    assert {d["color"] for d in by_target["young"]} == {"#9e9e9e"}
+    assert not [d for d in by_target["old"] if "learning" in d["name"] or d["color"] == "#9e9e9e"]

@@ -65,15 +65,22 @@
   }
 
   // ---------------------------------------------------------------- status
+  var LEARNING_LINE = "#9e9e9e";
   function drawStatus(data) {
     var jobs = [];
     data.targets.forEach(function (t, i) {
       var sp = document.getElementById("spark-" + i);
       if (sp && t.sparkline) {
+        // An op whose baseline learns is drawn grey and named so: its ratio is about 1x by construction and
+        // the card judges nothing by it (its `learning`, services/probe_status.py).
+        var learns = {};
+        t.ops.forEach(function (o) { learns[o.op] = o.learning; });
         var traces = OPS.map(function (op) {
-          return {x: times(t.sparkline.time), y: t.sparkline.slowdown[op], name: op, type: "scatter",
-                  mode: "lines+markers", marker: {size: 3, symbol: SYMBOLS[op]}, line: {width: 1.5, color: COLORS[op]},
-                  connectgaps: false, hovertemplate: op + " %{y:.2f}×<extra></extra>"};
+          var color = learns[op] ? LEARNING_LINE : COLORS[op], label = learns[op] ? op + " (learning)" : op;
+          return {x: times(t.sparkline.time), y: t.sparkline.slowdown[op], name: label, type: "scatter",
+                  mode: "lines+markers", marker: {size: 3, symbol: SYMBOLS[op]},
+                  line: {width: 1.5, color: color, dash: learns[op] ? "dot" : "solid"}, connectgaps: false,
+                  hovertemplate: label + " %{y:.2f}×" + (learns[op] ? ", not judged" : "") + "<extra></extra>"};
         });
         var th = thresholdShapes(data.thresholds, "", false);
         jobs.push(Plotly.newPlot(sp, traces, {
@@ -333,7 +340,15 @@
       yaxis: secondsAxis("duration", [0.52, 1]),
       yaxis2: secondsAxis("median ─, p99 ┈", [0.27, 0.48]),
       yaxis3: Object.assign(ratioAxis("slowdown"), {domain: [0, 0.23]}),
-      shapes: th.shapes.concat(changeLines(data)), annotations: th.annotations};
+      shapes: th.shapes.concat(changeLines(data)), annotations: th.annotations.concat(learningNote(data))};
+  }
+  // The slowdown panel while some op's baseline learns: those ops have no slowdown (services/probe_timeline.py).
+  function learningNote(data) {
+    var ops = OPS.filter(function (op) { return data.learning[op]; });
+    if (!ops.length) { return []; }
+    return [{xref: "paper", x: 0.5, yref: "paper", y: 0.115, showarrow: false, bgcolor: "#ececec",
+             text: (ops.length === OPS.length ? "every op" : ops.join(", ")) + ": learning the baseline, not judged",
+             font: {size: 12, color: "#333"}}];
   }
 
   function setSummary(data) {
