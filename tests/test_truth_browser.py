@@ -25,7 +25,8 @@ DRAWN = """() => { const el = document.getElementById('heatmap-0'); const ax = e
 @pytest.fixture(scope="module")
 def hour(tmp_path_factory):
     home = tmp_path_factory.mktemp("hour") / "home"
-    with Server(frozen_app(home, first_hour(home))) as s:
+    # `--baseline 1h`: the hour is a learned baseline of that window, so the page judges its cells
+    with Server(frozen_app(home, first_hour(home), baseline_s=3600.0)) as s:
         yield s
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from ioweather.encoding import answer_dict, finite_or_none, iso_ms
 from ioweather.services.probe_cache import OPS
+from ioweather.services.probe_status import learning_reason
 from ioweather.stats.probe import state
 from ioweather.units import ns_to_iso
 
@@ -28,12 +29,17 @@ class TargetHistory:
     expected_s: dict[str, float | None]
     #: The baseline's window (ISO 8601 UTC).
     baseline: dict[str, str]
-    #: op × interval: the statistic over the baseline's; None where no sample.
+    #: op × interval: the statistic over the baseline's; None where no sample or while the op's baseline learns.
     slowdown: list[list[float | None]]
     count: list[list[int]]
     timeouts: list[list[int]]
-    #: The WORST_SHOWN slowest intervals, slowest first.
+    #: The WORST_SHOWN slowest intervals, slowest first (of the ops whose baseline has learned).
     worst: list[dict]
+    #: Per op: True while its rolling baseline is learning (the rule of Status, /metrics and `slowdown`):
+    #: its intervals are not judged, as `slowdown --json` gives them `state` "learning" and no slowdown.
+    learning: dict[str, bool]
+    #: Why, while any op learns ('learning the baseline (1 h of 30 d; ...)'); None once every op has learned.
+    learning_reason: str | None
 
 
 @dataclass(frozen=True)
@@ -66,8 +72,10 @@ def grid(since_ns: int, until_ns: int, interval_s: int) -> tuple[int, int]:
 
 
 def history(cache, targets_all: list[str], one: str | None, since_ns: int, until_ns: int, interval_s: int, stat: str,
-            warn: float, crit: float) -> History:
-    """Each target's heatmap over [since, until): `one`, or every target when it is None."""
+            warn: float, crit: float, now_ns: int | None = None) -> History:
+    """Each target's heatmap over [since, until): `one`, or every target when it is None; whether each op's
+    baseline is still learning is judged at `now_ns` (the cache's clock by default), as the Status card does."""
+    now = cache.clock() if now_ns is None else now_ns
     step = interval_s * 10**9
     first, columns = grid(since_ns, until_ns, interval_s)
     starts = first + step * np.arange(columns, dtype=np.int64)
@@ -88,6 +96,9 @@ def history(cache, targets_all: list[str], one: str | None, since_ns: int, until
             sd[oc, j] = r[col][inside] / expected[oc]
         n[oc, j] = r["count"][inside]
         to[oc, j] = r["timeouts"][inside]
+        learning = base.learning(now)
+        # An interval compared with a baseline made mostly of itself is about 1x by construction: not judged.
+        sd[learning] = np.nan
         flat = np.where(np.isfinite(sd), sd, -np.inf).ravel()
         worst = []
         for k in np.argsort(-flat, kind="stable")[:WORST_SHOWN]:
@@ -100,6 +111,8 @@ def history(cache, targets_all: list[str], one: str | None, since_ns: int, until
         out.append(TargetHistory(
             target, dict(zip(OPS, finite_or_none(expected))),
             {"since": ns_to_iso(base.since_ns), "until": ns_to_iso(base.until_ns)},
-            [finite_or_none(row) for row in sd], n.tolist(), to.tolist(), worst))
+            [finite_or_none(row) for row in sd], n.tolist(), to.tolist(), worst,
+            dict(zip(OPS, learning.tolist())), learning_reason(base, now) if learning.any() else None))
     return History(ns_to_iso(since_ns), ns_to_iso(until_ns), interval_s, stat, {"warn": warn, "crit": crit},
                    targets_all, one, list(OPS), iso_ms(starts), out)
+

@@ -9,7 +9,8 @@ import numpy as np
 
 from ioweather.encoding import answer_dict
 from ioweather.stats.probe import DEGRADED, SEVERE, interval_stats, state
-from ioweather.stats.status import climate, learning_reason, min_history_s, target_state, window_slowdown
+from ioweather.stats.status import climate, target_state, window_slowdown
+from ioweather.stats.status import learning_reason as _learning_reason, min_history_s
 from ioweather.store.probe_aggregates import last_sample_ns
 from ioweather.units import ns_to_iso
 from ioweather.services.probe_cache import OPS, ProbeCache
@@ -62,6 +63,13 @@ def no_status(message: str, *, warn: float, crit: float, baseline_s: float) -> S
                   window_s=WINDOW_S, baseline_s=baseline_s, targets=[])
 
 
+def learning_reason(base, now_ns: int) -> str:
+    """Why a rolling baseline's slowdowns are not judged yet at `now_ns`: how much history it holds of how
+    much it needs (the Status card's and the History page's words)."""
+    span_s = (base.until_ns - base.since_ns) / 1e9
+    return _learning_reason(float(np.max(base.history_s(now_ns))), span_s, min_history_s(span_s))
+
+
 def stale_after_s(interval_s: float | None) -> float:
     return max(STALE_MIN_S, STALE_PERIODS * (interval_s or 1.0))
 
@@ -99,7 +107,7 @@ def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, cri
                         "slowdown": sd, "learning": bool(learning[code]),
                         "state": "learning" if learning[code] else state(sd, warn, crit)})
         span_s = (base.until_ns - base.since_ns) / 1e9
-        learn = learning_reason(float(np.max(history)), span_s, min_history_s(span_s)) if learning.any() else None
+        learn = learning_reason(base, now) if learning.any() else None
         st, reason = target_state(ops, age_s, stale_after_s(run["interval_s"] if run else None), warn, crit, learn)
         if learn and st not in ("learning", "stale", "unknown"):
             reason += "; " + ", ".join(o["op"] for o in ops if o["learning"]) + ": " + learn

@@ -19,8 +19,9 @@ import numpy as np
 
 from ioweather.encoding import answer_dict, finite_or_none, iso_ms
 
-from ioweather.services.probe_cache import (INTERVALS_S, OPS, ProbeCache, concat_rollups, rollup_arrays,
+from ioweather.services.probe_cache import (INTERVALS_S, OPS, Baseline, ProbeCache, concat_rollups, rollup_arrays,
                                             rollup_rows)
+from ioweather.services.probe_status import learning_reason
 from ioweather.stats.downsample import downsample, split_budget
 from ioweather.stats.probe import STATUS_OK, interval_stats
 from ioweather.store.probe import STATUSES
@@ -43,7 +44,8 @@ class Timeline:
     longer window each 10-minute interval's `count`, `min_s`, `median_s` and `max_s`. `failures`:
     raw, each failed sample's `time`, `op`, `status`, `duration_s`; else per interval `errors` and
     `timeouts`. `intervals`: the statistics of each `interval_s` interval and op below the plot, with
-    the slowdown of `stat` against the baseline's `expected_s`."""
+    the slowdown of `stat` against the baseline's `expected_s`, None for the ops whose baseline is
+    `learning` (the rule of Status and `slowdown`; `learning_reason` says why while any op learns)."""
 
     target: str
     targets: list[str]
@@ -63,15 +65,21 @@ class Timeline:
     samples: dict[str, dict]
     failures: dict[str, list]
     intervals: list[dict]
+    learning: dict[str, bool]
+    learning_reason: str | None
 
     def to_json(self) -> dict:
         return answer_dict(self)
 
 
 def timeline(cache: ProbeCache, targets: list[str], target: str, since_ns: int, until_ns: int, interval_s: float,
-             stat: str, max_points: int, warn: float, crit: float) -> Timeline:
-    """`target`'s samples in [since, until) as the page draws them (`targets`: every target, for its menu)."""
-    t = _drawn(cache, target, since_ns, until_ns, interval_s, stat, max_points)
+             stat: str, max_points: int, warn: float, crit: float, now_ns: int | None = None) -> Timeline:
+    """`target`'s samples in [since, until) as the page draws them (`targets`: every target, for its menu);
+    whether each op's baseline is still learning is judged at `now_ns` (the cache's clock by default)."""
+    now = cache.clock() if now_ns is None else now_ns
+    base = cache.baseline(target)
+    learning = base.learning(now)
+    t = _drawn(cache, target, since_ns, until_ns, interval_s, stat, max_points, base, learning)
     f = t.failures
     if t.resolution_s is None:
         samples = {op: {"time": iso_ms(p["start_ns"]), "duration_s": (p["duration_ns"] / 1e9).tolist()}
@@ -94,7 +102,9 @@ def timeline(cache: ProbeCache, targets: list[str], target: str, since_ns: int, 
         expected_s=dict(zip(OPS, finite_or_none(t.expected_s))), thresholds={"warn": warn, "crit": crit},
         samples=samples, failures=failures,
         intervals=[{"op": r["op"], "interval_start": ns_to_iso(r["interval_start_ns"]),
-                    **{c: r[c] for c in INTERVAL_COLUMNS}} for r in t.intervals])
+                    **{c: r[c] for c in INTERVAL_COLUMNS}} for r in t.intervals],
+        learning=dict(zip(OPS, learning.tolist())),
+        learning_reason=learning_reason(base, now) if learning.any() else None)
 
 
 @dataclass
@@ -120,10 +130,11 @@ class _Drawn:
 
 
 def _drawn(cache: ProbeCache, target: str, since_ns: int, until_ns: int, interval_s: float, stat: str,
-           max_points: int) -> _Drawn:
-    """Every number is over the samples in [since, until) only, the partial first and last intervals too."""
+           max_points: int, base: Baseline, learning: np.ndarray) -> _Drawn:
+    """Every number is over the samples in [since, until) only, the partial first and last intervals too;
+    no slowdown for the ops whose baseline is `learning` (about 1x by construction)."""
     # Like for like on the dashboard: a p99 against the baseline p99 (the median against the median).
-    expected = cache.baseline(target).expected(stat, "same")
+    expected = base.expected(stat, "same")
     if until_ns - since_ns > RAW_MAX_NS:
         # No interval under 10 minutes: it would need every sample of the window.
         interval_s = max(interval_s, float(ROLLUP_S))
@@ -144,7 +155,8 @@ def _drawn(cache: ProbeCache, target: str, since_ns: int, until_ns: int, interva
         exp = expected[r["op_code"]]
         value = r["mean_s"] if stat == "mean" else r[f"{stat}_s"]
         rows.append({**r, "op": OPS[r["op_code"]],
-                     "slowdown": value / exp if value is not None and np.isfinite(exp) and exp > 0 else None})
+                     "slowdown": value / exp if value is not None and np.isfinite(exp) and exp > 0
+                     and not learning[r["op_code"]] else None})
     return _Drawn(interval_s=interval_s, expected_s=expected, intervals=rows, **t)
 
 

@@ -35,7 +35,7 @@ def history_changes(ctx: WebContext, params) -> dict:
 
 def history_data(ctx: WebContext, params) -> dict:
     q = Query(params, PARAMS)
-    targets, one, _, since, until = _window(ctx, q)
+    targets, one, now_ns, since, until = _window(ctx, q)
     interval = int(q.duration("interval", "1h", allowed=tuple(float(i) for i in INTERVALS_S)))
     stat = q.choice("stat", SLOWDOWN_STATS, "median")
     _, columns = grid(since, until, interval)
@@ -43,7 +43,7 @@ def history_data(ctx: WebContext, params) -> dict:
         raise BadRequest(f"{columns} intervals of {interval} s in this window; at most {MAX_COLUMNS}: "
                          "choose a longer interval or a shorter window")
     return history(ctx.cache, targets, one, since, until, interval, stat, ctx.config.warn,
-                   ctx.config.crit).to_json()
+                   ctx.config.crit, now_ns).to_json()
 
 
 PAGE = Page(slug="history", title="Slowdown history", data=history_data, template="history.html",

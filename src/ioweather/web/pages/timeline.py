@@ -37,12 +37,12 @@ def timeline_changes(ctx: WebContext, params) -> dict:
 
 def timeline_data(ctx: WebContext, params) -> dict:
     q = Query(params, PARAMS)
-    targets, target, _, since, until = _window(ctx, q)
+    targets, target, now_ns, since, until = _window(ctx, q)
     interval = q.duration("interval", "10m", allowed=TIMELINE_INTERVALS_S)
     stat = q.choice("stat", SLOWDOWN_STATS, "median")
     max_points = q.integer("points", MAX_POINTS, 100, MAX_POINTS)
     return timeline(ctx.cache, targets, target, since, until, interval, stat, max_points, ctx.config.warn,
-                    ctx.config.crit).to_json()
+                    ctx.config.crit, now_ns).to_json()
 
 
 PAGE = Page(slug="timeline", title="Probe timeline", data=timeline_data, template="timeline.html",

@@ -65,15 +65,22 @@
   }
 
   // ---------------------------------------------------------------- status
+  var LEARNING_LINE = "#9e9e9e";
   function drawStatus(data) {
     var jobs = [];
     data.targets.forEach(function (t, i) {
       var sp = document.getElementById("spark-" + i);
       if (sp && t.sparkline) {
+        // An op whose baseline learns is drawn grey and named so: its ratio is about 1x by construction and
+        // the card judges nothing by it (its `learning`, services/probe_status.py).
+        var learns = {};
+        t.ops.forEach(function (o) { learns[o.op] = o.learning; });
         var traces = OPS.map(function (op) {
-          return {x: times(t.sparkline.time), y: t.sparkline.slowdown[op], name: op, type: "scatter",
-                  mode: "lines+markers", marker: {size: 3, symbol: SYMBOLS[op]}, line: {width: 1.5, color: COLORS[op]},
-                  connectgaps: false, hovertemplate: op + " %{y:.2f}×<extra></extra>"};
+          var color = learns[op] ? LEARNING_LINE : COLORS[op], label = learns[op] ? op + " (learning)" : op;
+          return {x: times(t.sparkline.time), y: t.sparkline.slowdown[op], name: label, type: "scatter",
+                  mode: "lines+markers", marker: {size: 3, symbol: SYMBOLS[op]},
+                  line: {width: 1.5, color: color, dash: learns[op] ? "dot" : "solid"}, connectgaps: false,
+                  hovertemplate: label + " %{y:.2f}×" + (learns[op] ? ", not judged" : "") + "<extra></extra>"};
         });
         var th = thresholdShapes(data.thresholds, "", false);
         jobs.push(Plotly.newPlot(sp, traces, {
@@ -333,7 +340,15 @@
       yaxis: secondsAxis("duration", [0.52, 1]),
       yaxis2: secondsAxis("median ─, p99 ┈", [0.27, 0.48]),
       yaxis3: Object.assign(ratioAxis("slowdown"), {domain: [0, 0.23]}),
-      shapes: th.shapes.concat(changeLines(data)), annotations: th.annotations};
+      shapes: th.shapes.concat(changeLines(data)), annotations: th.annotations.concat(learningNote(data))};
+  }
+  // The slowdown panel while some op's baseline learns: those ops have no slowdown (services/probe_timeline.py).
+  function learningNote(data) {
+    var ops = OPS.filter(function (op) { return data.learning[op]; });
+    if (!ops.length) { return []; }
+    return [{xref: "paper", x: 0.5, yref: "paper", y: 0.115, showarrow: false, bgcolor: "#ececec",
+             text: (ops.length === OPS.length ? "every op" : ops.join(", ")) + ": learning the baseline, not judged",
+             font: {size: 12, color: "#333"}}];
   }
 
   function setSummary(data) {
@@ -419,6 +434,8 @@
   // Diverging around 1×: blue faster, a pale green at the usual speed, orange from degraded, red from severe.
   // Cells without data show the plot's background, a grey no value of the scale has (NO_DATA).
   var NO_DATA = "#bdbdbd";
+  // Cells of an op whose baseline is still learning: samples, but no slowdown judged (services/probe_history.py).
+  var LEARNING = "#ececec";
   function heatColorscale(th) {
     return [[0, "#2166ac"], [zpos(0.7), "#92c5de"], [zpos(1), "#e6f5d0"], [zpos(th.warn), "#fdae61"],
             [zpos(th.crit), "#d7301f"], [1, "#67000d"]];
@@ -439,8 +456,9 @@
     var columns = edges.length - 1;
     var first = columns;
     data.targets.forEach(function (t) {
-      t.slowdown.forEach(function (row) {
-        var c = row.findIndex(function (v) { return v !== null; });
+      t.slowdown.forEach(function (row, o) {  // a learning op's cells hold samples too, only not judged
+        var learns = t.learning[data.ops[o]];
+        var c = row.findIndex(function (v, k) { return v !== null || (learns && t.count[o][k] > 0); });
         if (c >= 0 && c < first) { first = c; }
       });
     });
@@ -474,6 +492,18 @@
                   data.time[c].replace("T", " ").replace(/\.000Z$|Z$/, "")];
         });
       });
+      var learning = t.slowdown.map(function (row, o) {
+        return row.map(function (v, c) { return t.learning[data.ops[o]] && t.count[o][c] > 0 ? 1 : null; });
+      });
+      var learningTrace = {type: "heatmap", x: x, y: data.ops, z: learning, customdata: custom, name: "learning",
+                           meta: "learning", zmin: 0, zmax: 1, showscale: false, xgap: 0, ygap: 1,
+                           colorscale: [[0, LEARNING], [1, LEARNING]],
+                           hovertemplate: "%{y} from %{customdata[3]}<br>learning the baseline: not judged" +
+                                          "<br>n = %{customdata[1]}, timeouts %{customdata[2]}<extra></extra>"};
+      var learningLabels = data.ops.filter(function (op) { return t.learning[op]; }).map(function (op) {
+        return {xref: "paper", x: 0.5, yref: "y", y: op, text: "learning the baseline", showarrow: false,
+                font: {size: 11, color: "#333"}};
+      });
       var marks = (data.changes ? data.changes.points : []).filter(function (c) { return c.target === t.target; });
       var markTrace = {type: "scatter", mode: "markers", name: "level change", meta: "change", showlegend: false,
                        x: marks.map(function (c) { return ms(c.time); }), y: marks.map(function (c) { return c.op; }),
@@ -490,7 +520,8 @@
         colorscale: heatColorscale(data.thresholds), xgap: 0, ygap: 1,
         colorbar: {title: {text: "slowdown"}, tickvals: ticks.map(Math.log10), ticktext: ticks.map(function (v) { return v + "×"; })},
         hovertemplate: "%{y} from %{customdata[3]}<br>slowdown %{customdata[0]}<br>n = %{customdata[1]}, timeouts %{customdata[2]}<extra></extra>"
-      }].concat(marks.length ? [markTrace] : []), {height: 290, margin: {l: 80, r: 12, t: 8, b: 56}, font: FONT,
+      }].concat(learningLabels.length ? [learningTrace] : [], marks.length ? [markTrace] : []),
+          {height: 290, margin: {l: 80, r: 12, t: 8, b: 56}, font: FONT, annotations: learningLabels,
            plot_bgcolor: NO_DATA, shapes: rowLines, showlegend: false, uirevision: "history",
            xaxis: {type: "date", title: {text: "time (UTC); each cell from its interval's start to its end", standoff: 16}, automargin: true, range: range},
            yaxis: {autorange: "reversed", type: "category", categoryarray: data.ops}}, CONFIG));
