@@ -116,6 +116,8 @@ _.label  # services.fsstats.Contents, services.umami.MetricRow
 _.labels  # services.fsstats.Contents
 _.largest_movers  # services.fsstats.Growth
 _.lctl  # services.fsview.Capacity
+_.learning  # services.probe_history.TargetHistory, services.probe_timeline.Timeline
+_.learning_reason  # services.probe_history.TargetHistory, services.probe_timeline.Timeline
 _.level  # services.darshan.StoredJob
 _.levels  # services.darshan.JobsView
 _.limit  # services.darshan.JobList
