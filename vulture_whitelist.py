@@ -9,7 +9,6 @@ by `ignore_decorators` (pyproject.toml), not listed here.
 _ = object()
 
 # click calls these overrides of click.Group (lazy command loading, `import KIND` sub-commands)
-_.list_commands  # cli.py, commands/imports.py
 _.get_command  # cli.py, commands/imports.py
 
 # http.server's hooks and class settings (services/exporter.py's /metrics server)
