@@ -194,3 +194,25 @@ def test_file_facts_by_hand():
     assert mbytes == {"a": [{"mount": "/home", "fs_type": "nfs", "bytes": 1.0},
                             {"mount": "/scratch", "fs_type": "lustre", "bytes": 15.0}],
                       "b": [{"mount": "/home", "fs_type": "nfs", "bytes": 4.0}]}
+
+
+def test_a_learning_probe_baseline_judges_no_job():
+    """learning_at on raw samples equals learning_ops on counts and first times taken with pandas: an op
+    with fewer than 24 h of successful history, or too few samples, before the job's day judges nothing."""
+    import pandas as pd
+
+    from ioweather.stats.status import learning_at, learning_ops
+
+    rng = np.random.default_rng(7)
+    n, now = 5000, 40 * 3600 * 10**9
+    op = rng.integers(0, 5, n)  # op 5 of 6 has no sample at all
+    start = rng.integers(0, now, n)
+    start[op == 3] += now // 2  # op 3's history begins 20 h before now: still learning
+    status = rng.choice([0, 0, 0, 1, 2], n)
+    ok = pd.DataFrame({"op": op, "start": start})[status == 0]
+    count = ok.groupby("op").size().reindex(range(6), fill_value=0).to_numpy()
+    first = ok.groupby("op")["start"].min().reindex(range(6)).to_numpy()
+    history = np.where(np.isnan(first), 0.0, (now - np.nan_to_num(first)) / 1e9)
+    want = learning_ops(count, history, 24 * 3600.0, 100)
+    got = learning_at(op, start, status, 6, now, 24 * 3600.0, 100)
+    assert got.tolist() == want.tolist() == [False, False, False, True, False, True]

@@ -272,7 +272,8 @@ def test_probes_on_its_file_system_cost_the_system(ingested, tmp_path):
     shutil.copytree(home, dst)
     start, end = _window(log)
     day = start // (86_400 * S) * 86_400 * S
-    times = np.concatenate([np.arange(day - 2 * 86_400 * S, day, 600 * S), np.arange(start, end, 20 * S)])
+    # two days every 150 s before the job's day: 1,152 samples per op, a learned baseline (24 h and 1,000)
+    times = np.concatenate([np.arange(day - 2 * 86_400 * S, day, 150 * S), np.arange(start, end, 20 * S)])
     store = open_store(Settings.resolve(dst))
     _probe(store, "lus", "/lus/theta-fs0/probe", times, start, {"data_read": 1.1, "data_write": 1.1})
     _probe(store, "home", "/home/probe", times, start, {"data_read": 10.0, "data_write": 10.0})
@@ -287,6 +288,23 @@ def test_probes_on_its_file_system_cost_the_system(ingested, tmp_path):
     want = io * data_share * (1 - 1 / 1.1)
     assert want < io - w["code_s"]  # not capped: the model's own number
     assert w["system_s"] == pytest.approx(want, rel=1e-6)
+
+
+def test_a_probe_still_learning_is_no_evidence(ingested, tmp_path):
+    """A probe started 6 h before the job's day (×10 slower during the job) is still learning its baseline,
+    as Status, /metrics and `slowdown --check` would say: `why` must not charge the system for it."""
+    home, rep, log = ingested
+    dst = tmp_path / "home"
+    shutil.copytree(home, dst)
+    start, end = _window(log)
+    day = start // (86_400 * S) * 86_400 * S
+    times = np.concatenate([np.arange(day - 6 * 3600 * S, day, 10 * S), np.arange(start, end, 20 * S)])
+    store = open_store(Settings.resolve(dst))
+    _probe(store, "lus", "/lus/theta-fs0/probe", times, start, {"data_read": 10.0, "data_write": 10.0})
+    store.dispose()
+    w = _why(dst, str(rep["job"]["jobid"]))
+    _assert_budget(w)
+    assert w["system_model"] != "probe_slowdown"
 
 
 def test_a_log_moved_since_ingest_answers_from_its_row(ingested, testdata, tmp_path):

@@ -36,6 +36,7 @@ from ioweather.services.slowdown import known_targets
 from ioweather.stats import climate as cstats, coverage as cov, umami as um
 from ioweather.stats import job_weather as jws
 from ioweather.stats.probe import baseline_medians
+from ioweather.stats.status import learning_at, min_history_s
 from ioweather.stats.umami import fraction_of_peak
 
 if TYPE_CHECKING:
@@ -539,7 +540,12 @@ class ProbeBaselines:
         if key not in self._expected:
             s = probe_store.read_samples(self.store, target, since_ns=(day - PROBE_BASELINE_DAYS) * _DAY_NS,
                                          until_ns=day * _DAY_NS)
-            self._expected[key] = baseline_medians(s["op"], s["duration_ns"], s["status"], len(probe_store.OPS))
+            expected = baseline_medians(s["op"], s["duration_ns"], s["status"], len(probe_store.OPS))
+            # An op whose baseline is still learning judges nothing, as on the Status card, /metrics,
+            # `slowdown` and `--check`: a probe started the day before a job is no evidence about that job.
+            expected[learning_at(s["op"], s["start_ns"], s["status"], len(probe_store.OPS), day * _DAY_NS,
+                                 min_history_s(PROBE_BASELINE_DAYS * 86400.0))] = np.nan
+            self._expected[key] = expected
         return self._expected[key]
 
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ioweather.stats.probe import DEGRADED, SEVERE, SLOWDOWN_STATS, STAT_QUANTILES, interval_stats, slowdown, state
+from ioweather.stats.probe import (DEGRADED, SEVERE, SLOWDOWN_STATS, STAT_QUANTILES, STATUS_OK, interval_stats, slowdown,
+                                   state)
 from ioweather.stats.probe_spec import MIN_BASELINE_S, MIN_BASELINE_SAMPLES
 from ioweather.units import format_age
 
@@ -128,6 +129,18 @@ def learning_ops(samples: np.ndarray, history_s: np.ndarray, min_s: float = MIN_
                  min_samples: int = MIN_BASELINE_SAMPLES) -> np.ndarray:
     """Per op: True while its baseline holds less than `min_s` of history or fewer than `min_samples`."""
     return (np.asarray(samples) < min_samples) | ~(np.nan_to_num(np.asarray(history_s, np.float64), nan=0.0) >= min_s)
+
+
+def learning_at(op, start_ns, status, n_ops: int, now_ns: int, min_s: float = MIN_BASELINE_S,
+                min_samples: int = MIN_BASELINE_SAMPLES) -> np.ndarray:
+    """`learning_ops` of a baseline given as its raw samples (op code, start ns, status), judged at `now_ns`:
+    per op, its successful samples and the history since its oldest one."""
+    ok = np.asarray(status) == STATUS_OK
+    op, start = np.asarray(op)[ok].astype(np.int64), np.asarray(start_ns)[ok].astype(np.int64)
+    count = np.bincount(op, minlength=n_ops)[:n_ops]
+    first = np.full(n_ops, now_ns, np.int64)
+    np.minimum.at(first, op, start)
+    return learning_ops(count, (now_ns - first) / 1e9, min_s, min_samples)
 
 
 def learning_reason(history_s: float, baseline_s: float, min_s: float = MIN_BASELINE_S,
