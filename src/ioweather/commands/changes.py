@@ -31,9 +31,9 @@ def register(cli: click.Group) -> None:
         behaves, in the probe's interval medians, the benchmarks' fraction of peak, the jobs'
         fraction of peak per motif and the daily workload totals.
         """
-        # lazy: sqlalchemy via services.stores: `ioweather --help` imports every command
+        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
         from ioweather.services.stores import open_store
-        # lazy: rich via views.output: `ioweather --help` imports every command
+        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, print_table, short_time, stderr
 
         check_order(since, until)

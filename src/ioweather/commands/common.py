@@ -67,7 +67,7 @@ quiet_option = click.option("--quiet", "-q", is_flag=True,
 def quiet_output(quiet: bool, as_json: bool = False):
     """What -q silences: progress bars and the human summary on stdout; errors and notes about the
     data (rows skipped or stored as missing) still reach stderr, so a quiet cron job hides nothing wrong."""
-    # lazy: rich via views.output: `ioweather --help` imports every command
+    # lazy: rich via views.output: kept off the command's `--help` and its usage errors
     from ioweather.views.output import no_progress
 
     if not quiet:

@@ -25,9 +25,9 @@ def _culprit(e: dict) -> str:
 
 
 def _print_events(doc: dict) -> None:
-    # lazy: rich via views.output: `ioweather --help` imports every command
+    # lazy: rich via views.output: kept off the command's `--help` and its usage errors
     from ioweather.views.output import interval_time, print_table, stderr
-    # lazy: jinja2, numpy, rich via views.workload_report: `ioweather --help` imports every command
+    # lazy: jinja2, numpy, rich via views.workload_report: kept off the command's `--help` and its usage errors
     from ioweather.views.workload_report import rate_text
 
     def _when(iso: str) -> str:
@@ -45,7 +45,7 @@ def _print_events(doc: dict) -> None:
 
 
 def _print_cost(cost: dict) -> None:
-    # lazy: rich via views.output: `ioweather --help` imports every command
+    # lazy: rich via views.output: kept off the command's `--help` and its usage errors
     from ioweather.views.output import print_table
 
     print_table(cost["daily"], [("day", "day"), ("events", "events", str), ("core_hours_exposed", "core-h exposed", _hours)],
@@ -75,10 +75,10 @@ def _event_options(f):
 
 
 def _params(resample, smooth, min_amplitude, cluster, top, cores_per_node, slowdown_threshold):
-    # lazy: numpy, pandas, pyarrow via services.events: `ioweather --help` imports every command
+    # lazy: numpy, pandas, pyarrow via services.events: kept off the command's `--help` and its usage errors
     from ioweather.services.events import Params
 
-    # lazy: numpy via services.workload: `ioweather --help` imports every command
+    # lazy: numpy via services.workload: kept off the command's `--help` and its usage errors
     from ioweather.services.workload import check_options
 
     check_options(resample, smooth, min_amplitude)
@@ -101,9 +101,9 @@ def register(cli: click.Group) -> None:
         (exact), Darshan's bytes, or time overlap with the servers' rate. --json prints the list of
         events (with --cost: the cost summary).
         """
-        # lazy: numpy, pandas, pyarrow via services.events: `ioweather --help` imports every command
+        # lazy: numpy, pandas, pyarrow via services.events: kept off the command's `--help` and its usage errors
         from ioweather.services import events as events_svc
-        # lazy: rich via views.output: `ioweather --help` imports every command
+        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, stderr
 
         if as_json and html:
@@ -112,7 +112,7 @@ def register(cli: click.Group) -> None:
         doc = events_svc.compute(settings, fs, since, until, params,
                                  warn=lambda m: stderr.print(f"ioweather: warning: {m}", highlight=False))
         if html:
-            # lazy: jinja2, rich via views.report_html: `ioweather --help` imports every command
+            # lazy: jinja2, rich via views.report_html: kept off the command's `--help` and its usage errors
             from ioweather.views.report_html import render_events
 
             write_atomic(html, render_events(doc))
@@ -139,9 +139,9 @@ def register(cli: click.Group) -> None:
                since, as_json, html, dashboard_url):
         """A file system's week on one page: slowdown climate and worst episodes, change points, events
         with their culprit jobs and cost, benchmark standing, fullness (docs/events.md)."""
-        # lazy: numpy via services.report: `ioweather --help` imports every command
+        # lazy: numpy via services.report: kept off the command's `--help` and its usage errors
         from ioweather.services import report as report_svc
-        # lazy: rich via views.output: `ioweather --help` imports every command
+        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, stderr
 
         if as_json and html:
@@ -151,7 +151,7 @@ def register(cli: click.Group) -> None:
         if not doc["changes"]["available"]:
             stderr.print(f"note: {doc['changes']['reason']}", highlight=False)
         if html:
-            # lazy: jinja2, rich via views.report_html: `ioweather --help` imports every command
+            # lazy: jinja2, rich via views.report_html: kept off the command's `--help` and its usage errors
             from ioweather.views.report_html import render_report
 
             write_atomic(html, render_report(doc, dashboard_url.rstrip("/")))

@@ -52,14 +52,14 @@ def register(cli: click.Group) -> None:
         if capture is not None:  # before importing the store's exporter: pandas and the store are not needed
             _export_capture(capture, top_jobs, once, list_only, as_json)
             return
-        # lazy: numpy, pandas, prometheus_client, pyarrow, sqlalchemy via services.exporter: `ioweather --help` imports every command
+        # lazy: numpy, pandas, prometheus_client, pyarrow, sqlalchemy via services.exporter: kept off the command's `--help` and its usage errors
         from ioweather.services.exporter import TelemetryExporter, make_server, serve
 
         exporter = TelemetryExporter(settings, fs_names, top_jobs=top_jobs, job_window_s=job_window, stale_s=stale,
                                      say=lambda m: click.echo(f"ioweather export: {m}", err=True))
         missing = [f for f in fs_names if f not in exporter.datasets()]
         if missing:
-            # lazy: numpy, pandas, prometheus_client, pyarrow, sqlalchemy via services.exporter: `ioweather --help` imports every command
+            # lazy: numpy, pandas, prometheus_client, pyarrow, sqlalchemy via services.exporter: kept off the command's `--help` and its usage errors
             from ioweather.services.exporter import no_telemetry
 
             raise no_telemetry(settings, missing[0])
@@ -80,9 +80,9 @@ def register(cli: click.Group) -> None:
 
 
 def _export_capture(path: str, top_jobs: int, once: bool, list_only: bool, as_json: bool) -> None:
-    # lazy: prometheus_client via services.exporter_lctl: `ioweather --help` imports every command
+    # lazy: prometheus_client via services.exporter_lctl: kept off the command's `--help` and its usage errors
     from ioweather.services.exporter_lctl import capture_families, read_capture
-    # lazy: prometheus_client via views.exposition: `ioweather --help` imports every command
+    # lazy: prometheus_client via views.exposition: kept off the command's `--help` and its usage errors
     from ioweather.views.exposition import render
 
     if not (once or list_only):
@@ -98,7 +98,7 @@ def _export_capture(path: str, top_jobs: int, once: bool, list_only: bool, as_js
 
 
 def _print_families(families, as_json: bool) -> None:
-    # lazy: rich via views.output: `ioweather --help` imports every command
+    # lazy: rich via views.output: kept off the command's `--help` and its usage errors
     from ioweather.views.output import print_json, print_table
 
     if not isinstance(families, list):

@@ -82,13 +82,13 @@ def _say(line: str) -> None:
 def _run_density(settings, *, files, column, unit, where, drop_invalid, from_store, op, target, since, until, by,
                  adjust, significance, cutoff_fraction, split, r44, plot, as_json) -> None:
     """Classes, splits and outliers per group, table or JSON, optional Fig. 2."""
-    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.factors: `ioweather --help` imports every command
+    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.factors: kept off the command's `--help` and its usage errors
     from ioweather.services import factors as svc
-    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.factors: `ioweather --help` imports every command
+    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.factors: kept off the command's `--help` and its usage errors
     from ioweather.services.factors import group_name, groups, split_cols
-    # lazy: rich via views.factors_tables: `ioweather --help` imports every command
+    # lazy: rich via views.factors_tables: kept off the command's `--help` and its usage errors
     from ioweather.views.factors_tables import print_density
-    # lazy: rich via views.output: `ioweather --help` imports every command
+    # lazy: rich via views.output: kept off the command's `--help` and its usage errors
     from ioweather.views.output import print_json, progress
 
     kw = svc.density_options(adjust, significance, cutoff_fraction, split, r44)
@@ -106,7 +106,7 @@ def _run_density(settings, *, files, column, unit, where, drop_invalid, from_sto
                 _say(f"ioweather: error: {run.message}")
                 failed += 1
             elif plot is not None:
-                # lazy: numpy via views.factors_plot: `ioweather --help` imports every command
+                # lazy: numpy via views.factors_plot: kept off the command's `--help` and its usage errors
                 from ioweather.views.factors_plot import density_figure
 
                 density_figure(_plot_path(plot, run.group, bool(by_cols)), run.durations, run.analysis,
@@ -139,11 +139,11 @@ def _run_fit(settings, *, files, column, unit, where, drop_invalid, from_store, 
              size_column, size_cap, small_max, margin, adjust, significance, cutoff_fraction, split, r44, out,
              as_json) -> None:
     """One model per setup, the model file, Table 3."""
-    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.factors: `ioweather --help` imports every command
+    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.factors: kept off the command's `--help` and its usage errors
     from ioweather.services import factors as svc
-    # lazy: rich via views.factors_tables: `ioweather --help` imports every command
+    # lazy: rich via views.factors_tables: kept off the command's `--help` and its usage errors
     from ioweather.views.factors_tables import print_models
-    # lazy: rich via views.output: `ioweather --help` imports every command
+    # lazy: rich via views.output: kept off the command's `--help` and its usage errors
     from ioweather.views.output import print_json, progress
 
     if from_store:
@@ -170,11 +170,11 @@ def _run_fit(settings, *, files, column, unit, where, drop_invalid, from_store, 
 def _run_classify(settings, *, files, column, unit, where, drop_invalid, from_store, op, target, since, until,
                   model_path, size_column, fixed_size, match, by, else_label, out, plot, as_json) -> None:
     """The factor of each observation, Table 4, optional rows and Figs. 5-6."""
-    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.factors: `ioweather --help` imports every command
+    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.factors: kept off the command's `--help` and its usage errors
     from ioweather.services import factors as svc
-    # lazy: rich via views.factors_tables: `ioweather --help` imports every command
+    # lazy: rich via views.factors_tables: kept off the command's `--help` and its usage errors
     from ioweather.views.factors_tables import print_shares
-    # lazy: rich via views.output: `ioweather --help` imports every command
+    # lazy: rich via views.output: kept off the command's `--help` and its usage errors
     from ioweather.views.output import print_json
 
     _check_outputs(out, plot)
@@ -185,7 +185,7 @@ def _run_classify(settings, *, files, column, unit, where, drop_invalid, from_st
     if out is not None:
         svc.write_rows(c.df, out)
     if plot is not None:
-        # lazy: numpy via views.factors_plot: `ioweather --help` imports every command
+        # lazy: numpy via views.factors_plot: kept off the command's `--help` and its usage errors
         from ioweather.views.factors_plot import classify_figure
 
         classify_figure(plot, c.sizes, c.durations, c.labels, c.class_order, c.models, c.match_cols, else_label,

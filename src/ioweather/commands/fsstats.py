@@ -111,7 +111,7 @@ def register(cli: click.Group) -> None:
     def walk_cmd(settings, directory, as_json, as_csv, out, html_out, threads, cross_mounts, exclude, label, quiet,
                  dask_address):
         """Walk DIR once (never following symlinks, one file system) and report what it holds."""
-        # lazy: numpy via views.fsstats_tables: `ioweather --help` imports every command
+        # lazy: numpy via views.fsstats_tables: kept off the command's `--help` and its usage errors
         from ioweather.views.fsstats_tables import print_snapshot
 
         if as_json and as_csv:
@@ -134,7 +134,7 @@ def register(cli: click.Group) -> None:
         if as_json:
             print_json(doc)
         elif as_csv:
-            # lazy: numpy via views.fsstats_csv: `ioweather --help` imports every command
+            # lazy: numpy via views.fsstats_csv: kept off the command's `--help` and its usage errors
             from ioweather.views.fsstats_csv import render_csv
 
             sys.stdout.write(render_csv(doc))
@@ -157,7 +157,7 @@ def register(cli: click.Group) -> None:
 
         A and B are snapshot files, stored labels (the newest snapshot of each) or the ids that
         `fsstats list` prints; the line on stderr says which was used."""
-        # lazy: numpy via views.fsstats_tables: `ioweather --help` imports every command
+        # lazy: numpy via views.fsstats_tables: kept off the command's `--help` and its usage errors
         from ioweather.views.fsstats_tables import print_growth
 
         growth, da, db = compare(settings, a, b, movers=movers, say=_say, label_only=label_only)
@@ -171,7 +171,7 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def list_cmd(settings, as_json):
         """Snapshots kept in the store (labels for fsstats diff)."""
-        # lazy: numpy via views.fsstats_tables: `ioweather --help` imports every command
+        # lazy: numpy via views.fsstats_tables: kept off the command's `--help` and its usage errors
         from ioweather.views.fsstats_tables import print_listing
 
         rows = stored_snapshots(settings)

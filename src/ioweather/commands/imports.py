@@ -119,9 +119,9 @@ def _note(text: str) -> None:
 
 
 def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> None:
-    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.telemetry: `ioweather --help` imports every command
+    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.telemetry: kept off the command's `--help` and its usage errors
     from ioweather.services.telemetry import import_sources
-    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.telemetry: `ioweather --help` imports every command
+    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.telemetry: kept off the command's `--help` and its usage errors
     from ioweather.services.telemetry import check_fs_name
     check_fs_name(fs)
     if tz is not None:
@@ -154,7 +154,7 @@ def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> 
 
 
 def _import_jobs(settings, kind, source, options, as_json) -> None:
-    # lazy: numpy, sqlalchemy via services.scheduler: `ioweather --help` imports every command
+    # lazy: numpy, sqlalchemy via services.scheduler: kept off the command's `--help` and its usage errors
     from ioweather.services.scheduler import import_jobs
 
     summary = import_jobs(settings, kind, source, **options)

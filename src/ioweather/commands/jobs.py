@@ -82,9 +82,9 @@ def register(cli: click.Group) -> None:
         read is recorded with its reason and the batch goes on. Safe to re-run after a kill,
         and to run while another ingest into the same store runs (each log is stored once).
         """
-        # lazy: numpy, pandas, pyarrow via services.darshan_ingest: `ioweather --help` imports every command
+        # lazy: numpy, pandas, pyarrow via services.darshan_ingest: kept off the command's `--help` and its usage errors
         from ioweather.services.darshan_ingest import default_workers
-        # lazy: numpy, pandas, pyarrow via services.darshan_ingest: `ioweather --help` imports every command
+        # lazy: numpy, pandas, pyarrow via services.darshan_ingest: kept off the command's `--help` and its usage errors
         from ioweather.services.darshan_ingest import ingest as run
 
         with quiet_output(quiet, as_json):
@@ -100,7 +100,7 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def failed_cmd(settings, as_json):
         """Logs that could not be read, with the reason."""
-        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: `ioweather --help` imports every command
+        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: kept off the command's `--help` and its usage errors
         from ioweather.services.darshan import failed_logs
         rows = failed_logs(settings)
         if as_json:
@@ -124,13 +124,13 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def summary(settings, as_json, html_out, min_procs, min_bytes, projects_file, cores_per_node, top):
         """Cross-job views: interfaces and I/O strategy by job size, top consumers, MiB/s/CN per project."""
-        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: `ioweather --help` imports every command
+        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: kept off the command's `--help` and its usage errors
         from ioweather.services.darshan import archive_summary
 
         rep = archive_summary(settings, projects_file=projects_file, cores_per_node=cores_per_node,
                               min_procs=min_procs, min_bytes=min_bytes, top=top).to_json()
         if html_out:
-            # lazy: jinja2, numpy via views.archive_report: `ioweather --help` imports every command
+            # lazy: jinja2, numpy via views.archive_report: kept off the command's `--help` and its usage errors
             from ioweather.views.archive_report import render_summary_html
 
             _write_html(html_out, render_summary_html(rep), quiet=as_json)
@@ -153,9 +153,9 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def list_cmd(settings, since, until, user, exe, limit, as_json):
         """Stored jobs, latest start first (the Jobs page's list, filtered)."""
-        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: `ioweather --help` imports every command
+        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: kept off the command's `--help` and its usage errors
         from ioweather.services.darshan import list_jobs
-        # lazy: sqlalchemy via services.stores: `ioweather --help` imports every command
+        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
         from ioweather.services.stores import open_store
         rows = list_jobs(open_store(settings), since_ns=to_ns(since) if since else None,
                          until_ns=to_ns(until) if until else None, user=user, exe=exe, limit=limit)
@@ -170,7 +170,7 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def show_cmd(settings, jobid, as_json):
         """One stored job as the job page shows it: JOBID is the scheduler's job id or the start of the log hash."""
-        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: `ioweather --help` imports every command
+        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: kept off the command's `--help` and its usage errors
         from ioweather.services.darshan import show_job
 
         rep = show_job(settings, jobid).to_json()

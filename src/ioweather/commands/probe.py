@@ -17,7 +17,7 @@ DEFAULT_FILE_SIZE = "1GiB"
 
 
 def open_store(settings):
-    # lazy: sqlalchemy via services.stores: `ioweather --help` imports every command
+    # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
     from ioweather.services.stores import open_store as _open
 
     return _open(settings)
@@ -66,7 +66,7 @@ def register(cli: click.Group) -> None:
     @json_option
     def init(directory: Path, file_size: int, pool: int, block: int, as_json: bool):
         """Create the probe's data file and small-file pool in DIRECTORY."""
-        # lazy: numpy via services.probe: `ioweather --help` imports every command
+        # lazy: numpy via services.probe: kept off the command's `--help` and its usage errors
         from ioweather.services.probe import init_probe
 
         label = f"writing {directory}/data"
@@ -103,7 +103,7 @@ def register(cli: click.Group) -> None:
         target with its own deadline: a hung mount times out its own operations and never delays
         the others. With --seed, the i-th directory uses SEED + i.
         """
-        # lazy: numpy via services.probe: `ioweather --help` imports every command
+        # lazy: numpy via services.probe: kept off the command's `--help` and its usage errors
         from ioweather.services.probe import run_probes
 
         if interval <= 0:
@@ -119,7 +119,7 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def archive(settings, keep_days, as_json):
         """Move completed days of samples to Parquet (the daemon does this hourly; for cron or after an import)."""
-        # lazy: sqlalchemy via services.stores: `ioweather --help` imports every command
+        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
         from ioweather.services.stores import archive_probe_samples
 
         moved = archive_probe_samples(open_store(settings), keep_days=keep_days)
@@ -160,7 +160,7 @@ def register(cli: click.Group) -> None:
         least a minute), UNKNOWN in --check; abandoned: silent for over a day, no longer deciding
         --check; retired: `probe retire`, out of Status, /metrics and --check until a probe of it
         runs again."""
-        # lazy: numpy, sqlalchemy via services.probe_targets: `ioweather --help` imports every command
+        # lazy: numpy, sqlalchemy via services.probe_targets: kept off the command's `--help` and its usage errors
         from ioweather.services.probe_targets import list_targets
         if not settings.store_exists():
             raise UserError(f"no store at {settings.sqlite_path}")
@@ -186,7 +186,7 @@ def register(cli: click.Group) -> None:
 
         A probe of TARGET that runs again brings it back. With --purge the target and all its data are
         deleted, after a confirmation (--yes to skip it, e.g. in a script)."""
-        # lazy: numpy, sqlalchemy via services.probe_targets: `ioweather --help` imports every command
+        # lazy: numpy, sqlalchemy via services.probe_targets: kept off the command's `--help` and its usage errors
         from ioweather.services import probe_targets
 
         if not settings.store_exists():

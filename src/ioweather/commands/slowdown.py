@@ -47,9 +47,9 @@ def register(cli: click.Group) -> None:
         one line with perfdata, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (learning, stale, no store,
         an unknown target). It opens the store read-only and never creates one.
         """
-        # lazy: sqlalchemy via services.stores: `ioweather --help` imports every command
+        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
         from ioweather.services.stores import open_store
-        # lazy: rich via views.output: `ioweather --help` imports every command
+        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, print_table, short_time
 
         try:

@@ -30,7 +30,7 @@ def register(cli: click.Group) -> None:
         """Check schema versions, SQLite integrity and WAL, and every Parquet file against its manifest.
 
         Exits 1 when a problem remains, with one line per problem."""
-        # lazy: sqlalchemy via services.stores: `ioweather --help` imports every command
+        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
         from ioweather.services.stores import check_store
 
         report = check_store(settings, repair=repair)
@@ -58,7 +58,7 @@ def register(cli: click.Group) -> None:
         A dry run unless --yes. Raw probe samples go with their summaries kept (built first where missing),
         so slowdowns and baselines over the pruned days stay exact. Safe while watch, collect and the
         dashboard run: each step is a short transaction or one day's files."""
-        # lazy: sqlalchemy via services.stores: `ioweather --help` imports every command
+        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
         from ioweather.services.stores import open_store
         if older_than is not None and older_than < 86400:
             raise UserError(f"--older-than {format_seconds(older_than)} would remove today's data: use 1d or more")

@@ -43,7 +43,7 @@ def register(cli: click.Group) -> None:
 
         Counters (bytes, operations) are stored as the amount of each interval; a counter that
         goes backwards (restart) and every missed interval are stored as missing, never as 0."""
-        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.collect: `ioweather --help` imports every command
+        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.collect: kept off the command's `--help` and its usage errors
         from ioweather.services.collect import run_collect  # numpy, pandas: not at every command's start
 
         if interval <= 0:

@@ -33,7 +33,7 @@ def register(cli: click.Group) -> None:
 
         JOB is a Darshan log hash prefix or job id, a scheduler job id, or the job id of an imported
         feature row (`ioweather import job-features`)."""
-        # lazy: sqlalchemy via services.stores: `ioweather --help` imports every command
+        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
         from ioweather.services.stores import open_store
         if html_out:
             check_destination(html_out)  # before the work, not after it
@@ -66,7 +66,7 @@ def register(cli: click.Group) -> None:
         """Which metrics matter: Pearson's r of fraction of peak with each metric, and its p-value.
 
         strong: p < 0.01, weak: p < 0.05, else none; |r| > 0.3 is a moderate correlation (bold)."""
-        # lazy: sqlalchemy via services.stores: `ioweather --help` imports every command
+        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
         from ioweather.services.stores import open_store
         answer = build_correlations(open_store(settings), fs=fs, motif=motif, system=system,
                                     metrics=list(metrics) or None, all_rows=all_rows)
@@ -92,7 +92,7 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def job_features(settings, csv, preset, config_path, name, as_json):
         """Per-job feature rows from elsewhere (tokio-abc summaries); a re-import of a set replaces it."""
-        # lazy: sqlalchemy via services.stores: `ioweather --help` imports every command
+        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
         from ioweather.services.stores import open_store
         res = import_job_features(open_store(settings), csv, preset, config_path, name)
         if as_json:

@@ -67,7 +67,7 @@ class _PagesHelp(click.Command):
 
     def format_help_text(self, ctx, formatter):
         super().format_help_text(ctx, formatter)
-        # lazy: numpy, sqlalchemy via web.pages: `ioweather --help` imports every command
+        # lazy: numpy, sqlalchemy via web.pages: kept off the command's `--help` and its usage errors
         from ioweather.web.pages import help_text
 
         with formatter.section("Pages"):
@@ -85,9 +85,9 @@ def register(cli: click.Group) -> None:
         Each page has a JSON twin under /api/; a page whose data the store lacks is hidden.
         Binds 127.0.0.1 unless --host says otherwise.
         """
-        # lazy: jinja2, numpy, rich, sqlalchemy via web.app: `ioweather --help` imports every command
+        # lazy: jinja2, numpy, rich, sqlalchemy via web.app: kept off the command's `--help` and its usage errors
         from ioweather.web.app import create_app
-        # lazy: numpy, sqlalchemy via web.context: `ioweather --help` imports every command
+        # lazy: numpy, sqlalchemy via web.context: kept off the command's `--help` and its usage errors
         from ioweather.web.context import WebConfig
 
         _check_thresholds(warn, crit, baseline)
@@ -119,13 +119,13 @@ def register(cli: click.Group) -> None:
         Several directories (one per file system) are each their own target, probed side by side:
         a hung one never delays the others.
         """
-        # lazy: numpy via services.probe: `ioweather --help` imports every command
+        # lazy: numpy via services.probe: kept off the command's `--help` and its usage errors
         from ioweather.services.probe import BackgroundProbe, init_probe, is_probe_dir, probe_labels
-        # lazy: rich via views.output: `ioweather --help` imports every command
+        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import progress
-        # lazy: jinja2, numpy, rich, sqlalchemy via web.app: `ioweather --help` imports every command
+        # lazy: jinja2, numpy, rich, sqlalchemy via web.app: kept off the command's `--help` and its usage errors
         from ioweather.web.app import create_app
-        # lazy: numpy, sqlalchemy via web.context: `ioweather --help` imports every command
+        # lazy: numpy, sqlalchemy via web.context: kept off the command's `--help` and its usage errors
         from ioweather.web.context import WebConfig
 
         _check_thresholds(warn, crit, baseline)

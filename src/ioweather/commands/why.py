@@ -26,12 +26,12 @@ def register(cli: click.Group) -> None:
         log of the job is merged). The code's part is the Darshan advisor's saving; the system's part
         the probes' slowdown during the job, else its coverage factor (both upper bounds); the rest is
         unexplained. Events that overlap the job are listed with their culprit jobs."""
-        # lazy: rich via views.output: `ioweather --help` imports every command
+        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, print_table, stdout
 
         doc = answer(settings, job, fs=fs).to_json()
         if html_out:
-            # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: `ioweather --help` imports every command
+            # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: kept off the command's `--help` and its usage errors
             from ioweather.services.darshan import write_html
 
             write_html(html_out, view.render_html(doc))

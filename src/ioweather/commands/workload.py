@@ -15,9 +15,9 @@ RATE = _Parsed("rate", parse_rate)
 
 
 def _print_human(r: dict) -> None:
-    # lazy: rich via views.output: `ioweather --help` imports every command
+    # lazy: rich via views.output: kept off the command's `--help` and its usage errors
     from ioweather.views.output import interval_time, print_table, stderr
-    # lazy: jinja2, numpy, rich via views.workload_report: `ioweather --help` imports every command
+    # lazy: jinja2, numpy, rich via views.workload_report: kept off the command's `--help` and its usage errors
     from ioweather.views.workload_report import pct_text, rate_text
 
     def when(iso: str) -> str:
@@ -84,9 +84,9 @@ def register(cli: click.Group) -> None:
         Totals per day and month, peak and mean throughput, burstiness, idle periods,
         the I/O power spectrum, autocorrelation, and I/O events. See docs/workload.md.
         """
-        # lazy: numpy via services.workload: `ioweather --help` imports every command
+        # lazy: numpy via services.workload: kept off the command's `--help` and its usage errors
         from ioweather.services.workload import check_options, compute
-        # lazy: rich via views.output: `ioweather --help` imports every command
+        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, progress, stderr
 
         if as_json and html:
@@ -105,7 +105,7 @@ def register(cli: click.Group) -> None:
                                    warn=lambda m: stderr.print(f"ioweather: warning: {m}", highlight=False),
                                    dask=dask_address)
             if html:
-                # lazy: jinja2, numpy, rich via views.workload_report: `ioweather --help` imports every command
+                # lazy: jinja2, numpy, rich via views.workload_report: kept off the command's `--help` and its usage errors
                 from ioweather.views.workload_report import render
 
                 on_step("report")

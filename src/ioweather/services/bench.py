@@ -219,7 +219,7 @@ def run(store, motifs, directory, size: int = DEFAULT_SIZE, tasks: int = DEFAULT
 
 
 def _run_one(store, name, work, root, label, exe, version, size, tasks, md_files, acc) -> dict:
-    # lazy: sqlalchemy via store: commands.bench imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.store import bench as bstore
 
     try:
@@ -323,7 +323,7 @@ def import_files(store, paths, fmt: str | None = None, fs: str | None = None, mo
 
 
 def _import_fio(store, path, fs: str | None, motif: str | None) -> dict:
-    # lazy: sqlalchemy via store: commands.bench imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.store import bench as bstore
 
     doc, text = fio.read_file(path)
@@ -366,7 +366,7 @@ def _import_abc(store, path) -> dict:
     from ioweather.sources import job_features as src
     # lazy: pandas, pyarrow via stats.abc_features, loaded only when this runs
     from ioweather.stats.abc_features import derive, epoch_s
-    # lazy: sqlalchemy via store: commands.bench imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.store import bench as bstore
 
     raw = src.read_csv(path)
@@ -407,7 +407,7 @@ def _no_runs(motif=None, fs=None) -> UserError:
 
 
 def _frame(store, motif=None, fs=None, columns=None, direction=None) -> "pd.DataFrame":
-    # lazy: sqlalchemy via store: commands.bench imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.store import bench as bstore
 
     df = bstore.results_frame(store, motif, fs, columns, direction)
@@ -422,9 +422,9 @@ def summary(store, motif: str | None = None, fs: str | None = None, last: int = 
 
     From the aggregates the store keeps per series and each series' last runs (two index reads),
     never the whole history: O(series), not O(runs)."""
-    # lazy: numpy via stats.bench: commands.bench imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via stats.bench: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.stats import bench as sb
-    # lazy: sqlalchemy via store: commands.bench imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.store import bench as bstore
 
     groups = bstore.groups(store, motif, fs)
@@ -479,7 +479,7 @@ class BenchCheck:
 def check(store, warn: float, crit: float, last: int = 3, motif: str | None = None,
           fs: str | None = None) -> BenchCheck:
     """The series' states against `warn` and `crit` (fractions of peak) over their `last` runs."""
-    # lazy: numpy via stats.bench: commands.bench imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via stats.bench: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.stats import bench as sb
 
     if not 0 < crit < warn <= 1:
@@ -506,7 +506,7 @@ def check(store, warn: float, crit: float, last: int = 3, motif: str | None = No
 
 def gauges(store) -> list[dict]:
     """The last run's bandwidth and fraction of peak per motif, direction and fs; [] without a bench table."""
-    # lazy: sqlalchemy via store: commands.bench imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.store import bench as bstore
 
     if not bstore.has_runs(store):
@@ -517,7 +517,7 @@ def gauges(store) -> list[dict]:
 # ----------------------------------------------------------------------------- page
 
 def runs_table(store, motif=None, fs=None, direction=None, columns=None) -> "pd.DataFrame":
-    # lazy: numpy via stats.bench: commands.bench imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via stats.bench: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.stats import bench as sb
 
     return sb.with_fraction_of_peak(_frame(store, motif, fs, columns, direction))
@@ -551,7 +551,7 @@ def page(store, motif: str | None, direction: str | None, fs: str | None, run_id
     time and recent runs; for one run the servers' rates over its window when telemetry exists."""
     import numpy as np
 
-    # lazy: numpy via stats.bench: commands.bench imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via stats.bench: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.stats import bench as sb
 
     rows = summary(store)
@@ -583,7 +583,7 @@ def _fin(v) -> float | None:
 def run_window(store, run_id: str) -> dict:
     """A run and the servers' read/write rates over its window (seed 004 Fig. 4); `rates` is None
     without telemetry for its file system. Only the window's telemetry is read."""
-    # lazy: sqlalchemy via store: commands.bench imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.store import bench as bstore
     # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store import job_telemetry as jt
@@ -614,9 +614,9 @@ def run_window(store, run_id: str) -> dict:
 def umami_for_run(store, run_id: str, fs: str | None = None) -> Umami:
     """A benchmark run as a job of its motif (key `bench:<run id>`): its weather against the climate
     of the other runs of the same motif and direction, as `ioweather umami` does for a user job."""
-    # lazy: numpy via services.job_weather: commands.bench imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via services.job_weather: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.services import job_weather
-    # lazy: sqlalchemy via store: commands.bench imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.store import bench as bstore
 
     run = bstore.get_run(store, run_id)
@@ -633,7 +633,7 @@ def umami_for_run(store, run_id: str, fs: str | None = None) -> Umami:
 
 
 def _as_job(run: dict) -> Job:
-    # lazy: numpy via services.job_weather: commands.bench imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via services.job_weather: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.services.job_weather import Job  # numpy: not on the runner's path (see the imports)
 
     res = run["results"]
@@ -650,7 +650,7 @@ def _as_job(run: dict) -> Job:
 
 def write_report(rows: list[dict], out: str) -> None:
     """`bench summary --html`: Table 2's layout per file system, written beside and renamed."""
-    # lazy: jinja2, rich via views.bench_report: commands.bench imports this at its top, `ioweather --help` imports every command
+    # lazy: jinja2, rich via views.bench_report: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.views.bench_report import render
 
     write_atomic(out, render(rows))
@@ -681,7 +681,7 @@ def metric_families(store) -> list:
 
 def has_runs(store) -> bool:
     """Whether the store holds a benchmark run (without creating the benchmark tables)."""
-    # lazy: sqlalchemy via store: commands.bench imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.store import bench as bstore
 
     return bstore.has_runs(store)

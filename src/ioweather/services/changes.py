@@ -33,13 +33,13 @@ DAY_NS = 86400 * 10**9
 
 
 def _probe_series(store, settings, since_ns: int, until_ns: int, target: str | None) -> Iterator[tuple]:
-    # lazy: sqlalchemy via services.probe_cache: commands.changes imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via services.probe_cache: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
     from ioweather.services.probe_cache import ProbeCache
     yield from _probe_items(ProbeCache(store), known_targets(store, target), since_ns, until_ns)
 
 
 def _probe_items(cache, targets, since_ns: int, until_ns: int) -> Iterator[tuple]:
-    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
     from ioweather.store.probe import OPS
 
     for t in targets:
@@ -50,7 +50,7 @@ def _probe_items(cache, targets, since_ns: int, until_ns: int) -> Iterator[tuple
 
 
 def _bench_series(store, settings, since_ns: int, until_ns: int, target: str | None) -> Iterator[tuple]:
-    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
     from ioweather.store import bench as bstore
 
     if not bstore.has_runs(store):
@@ -231,7 +231,7 @@ def probe_marks(cache, targets, since_ns: int, until_ns: int, now_ns: int, *,
 
 
 def _ops() -> tuple[str, ...]:
-    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
     from ioweather.store.probe import OPS
 
     return OPS

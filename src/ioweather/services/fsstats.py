@@ -75,9 +75,9 @@ def take_snapshot(directory, *, threads, cross_mounts, exclude, progress, output
     for path, what in outputs:
         if path:
             check_destination(path, what=what)
-    # lazy: numpy via sources.tree_walk: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via sources.tree_walk: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.sources.tree_walk import walk
-    # lazy: numpy via stats.fsstats: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via stats.fsstats: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.stats.fsstats import snapshot_document
 
     extra: list[str] = []
@@ -93,7 +93,7 @@ def take_snapshot(directory, *, threads, cross_mounts, exclude, progress, output
 
 def walk_part(name: bytes, *, root: bytes, snap_ns: int, threads, cross_mounts: bool, patterns: list[str]):
     """Dask task: the walk of the first-level directory `name` of `root` (ages from `snap_ns`)."""
-    # lazy: numpy via sources.tree_walk_parts: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via sources.tree_walk_parts: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.sources import tree_walk_parts as parts
 
     path = root.rstrip(b"/") + b"/" + name
@@ -109,9 +109,9 @@ def _distributed_walk(directory, *, threads, cross_mounts: bool, exclude: list[s
     when DIR has nothing to split (the caller walks it here)."""
     import time
 
-    # lazy: numpy via sources.tree_walk_parts: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via sources.tree_walk_parts: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.sources import tree_walk_parts as parts
-    # lazy: numpy via sources.tree_walk: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via sources.tree_walk: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.sources.tree_walk import default_threads
 
     for p in exclude:
@@ -152,7 +152,7 @@ def merge_walks(plan, got: dict, snap_ns: int, *, threads: int, cross_mounts: bo
     or (None, notes) when DIR must be walked as one walk instead."""
     import time
 
-    # lazy: numpy via sources.tree_walk_parts: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via sources.tree_walk_parts: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.sources import tree_walk_parts as parts
 
     root = parts.walk_at(plan.root, snap_ns, threads=threads, cross_mounts=cross_mounts, patterns=plan.root_patterns)
@@ -172,7 +172,7 @@ def keep_snapshot(settings, doc: dict, *, out=None, html_out=None, label=None) -
     """Write the snapshot to `out`, its HTML report to `html_out` and store it under `label`, each
     when given; returns the stored snapshot's id."""
     if out:
-        # lazy: numpy, sqlalchemy via store: commands.fsstats imports this at its top, `ioweather --help` imports every command
+        # lazy: numpy, sqlalchemy via store: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
         from ioweather.store.snapshots import write_file
 
         write_file(out, doc)  # store.snapshots.write_file: write_atomic too
@@ -180,16 +180,16 @@ def keep_snapshot(settings, doc: dict, *, out=None, html_out=None, label=None) -
         _write_html(doc, html_out)
     if not label:
         return None
-    # lazy: sqlalchemy via store: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.store import open_store
-    # lazy: numpy, sqlalchemy via store: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy, sqlalchemy via store: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.store.snapshots import save
 
     return save(open_store(settings), doc, label)
 
 
 def _write_html(doc: dict, path) -> None:
-    # lazy: jinja2, numpy via views.fsstats_report: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: jinja2, numpy via views.fsstats_report: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.views.fsstats_report import render_html
 
     write_atomic(path, render_html(doc), what=HTML_WHAT)
@@ -201,7 +201,7 @@ def load_snapshot(settings, ref: str, *, label_only: bool = False, say: Say | No
 
     A path that exists wins over a label of the same name, except a directory (never a snapshot
     file): either way `say` is told which one was used, and that `--label` picks the label."""
-    # lazy: numpy, sqlalchemy via store: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy, sqlalchemy via store: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.store import open_store, snapshots
 
     def stored(label: str) -> tuple[dict, str, str] | None:
@@ -266,7 +266,7 @@ class Growth:
 
 def compare(settings, a: str, b: str, *, movers: int, say: Say, label_only: bool = False) -> tuple[Growth, dict, dict]:
     """(growth with both sides named, snapshot A, snapshot B) from A to B (files, labels or ids)."""
-    # lazy: numpy via stats.fsstats: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via stats.fsstats: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.stats.fsstats import growth
 
     (da, wa, ka), (db, wb, kb) = (load_snapshot(settings, r, label_only=label_only, say=say) for r in (a, b))
@@ -280,7 +280,7 @@ def compare(settings, a: str, b: str, *, movers: int, say: Say, label_only: bool
 def growth_doc(da: dict, db: dict, source_a: str, source_b: str, *, movers: int) -> Growth:
     """The growth from snapshot A to B with both sides named: `fsstats diff --json` and the Contents
     page's `diff` (its JSON twin equals the command's)."""
-    # lazy: numpy via stats.fsstats: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via stats.fsstats: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.stats.fsstats import growth
 
     return Growth(a={"root": da["root"], "snapshot_time": da["snapshot_time"], "source": source_a},
@@ -290,7 +290,7 @@ def growth_doc(da: dict, db: dict, source_a: str, source_b: str, *, movers: int)
 
 def stored_snapshots(settings) -> list[dict]:
     """The snapshots kept in the store, one JSON-ready row each (`fsstats list`)."""
-    # lazy: sqlalchemy via store: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.store import open_store
 
     return _listing(open_store(settings))
@@ -298,14 +298,14 @@ def stored_snapshots(settings) -> list[dict]:
 
 def snapshot_listing(store) -> list[dict]:
     """The snapshots kept in `store`, oldest first (none before the first: the page writes nothing)."""
-    # lazy: numpy, sqlalchemy via store: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy, sqlalchemy via store: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.store import snapshots
 
     return _listing(store) if snapshots.COMPONENT.name in store.versions() else []
 
 
 def _listing(store) -> list[dict]:
-    # lazy: numpy, sqlalchemy via store: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy, sqlalchemy via store: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.store import snapshots
     return [{"id": r["id"], "label": r["label"], "root": r["root"], "host": r["host"],
              "snapshot_time": ns_to_iso(r["snapshot_ns"]), "files": r["files"], "dirs": r["dirs"],
@@ -315,7 +315,7 @@ def _listing(store) -> list[dict]:
 
 def snapshot_by_id(store, sid: int) -> tuple[str, dict] | None:
     """(label, document) of stored snapshot `sid`, None when there is none."""
-    # lazy: numpy, sqlalchemy via store: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy, sqlalchemy via store: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.store import snapshots
 
     return snapshots.load_id(store, sid)
@@ -323,7 +323,7 @@ def snapshot_by_id(store, sid: int) -> tuple[str, dict] | None:
 
 def newest_snapshot_id(store, label: str) -> int | None:
     """The id of the newest snapshot stored under `label`."""
-    # lazy: numpy, sqlalchemy via store: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy, sqlalchemy via store: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.store import snapshots
 
     return snapshots.newest_id(store, label)
@@ -335,7 +335,7 @@ CDFS = {"file_size": "bytes", "atime_age_days": "days", "mtime_age_days": "days"
 
 def snapshot_cdfs(doc: dict) -> dict:
     """Size and age CDFs of a snapshot, by count and by bytes, with each histogram's count and range."""
-    # lazy: numpy via stats.fsstats: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via stats.fsstats: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.stats import fsstats as fs
 
     out = {}
@@ -350,7 +350,7 @@ def snapshot_cdfs(doc: dict) -> dict:
 
 def snapshot_highlights(doc: dict) -> dict:
     """The most popular file size bucket, the shares of files and bytes below 1 MiB and the fsstats overhead."""
-    # lazy: numpy via stats.fsstats: commands.fsstats imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via stats.fsstats: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.stats import fsstats as fs
 
     size = doc["histograms"]["file_size"]

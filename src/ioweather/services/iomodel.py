@@ -25,9 +25,9 @@ SINGLE_DEFAULTS = {"cache": "discard", "op": "R", "mem_layout": "off0", "file_la
 
 def plan_from_options(*, sweep: bool, cache, ops, mem_layout, file_layout, sizes, runs, **params):
     """The checked plan: each grid option as given, else its --sweep or single-run default."""
-    # lazy: numpy via sources.iomodel_grammar: commands.iomodel imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via sources.iomodel_grammar: commands.iomodel imports this at its top: kept off `ioweather iomodel --help` and its usage errors
     from ioweather.sources import iomodel_grammar as grammar
-    # lazy: numpy via sources.iomodel_plan: commands.iomodel imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via sources.iomodel_plan: commands.iomodel imports this at its top: kept off `ioweather iomodel --help` and its usage errors
     from ioweather.sources.iomodel_plan import SWEEP_RUNS, make_plan
 
     defaults = SWEEP_DEFAULTS if sweep else SINGLE_DEFAULTS
@@ -50,7 +50,7 @@ def default_out(settings) -> Path:
 
 def summarize(out: Path, run_docs: list[dict]) -> list[dict]:
     """One row per configuration over all its runs and processes, in grid order."""
-    # lazy: numpy via stats.iomodel: commands.iomodel imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via stats.iomodel: commands.iomodel imports this at its top: kept off `ioweather iomodel --help` and its usage errors
     from ioweather.stats.iomodel import summarize_durations
     # lazy: pyarrow via store.iomodel, loaded only when this runs
     from ioweather.store.iomodel import read_durations
@@ -70,7 +70,7 @@ def summarize(out: Path, run_docs: list[dict]) -> list[dict]:
 
 def run_plan(plan, out: Path, csv_path: Path | None, say: Callable[[str], None]) -> dict:
     """Execute the plan into `out`; returns the JSON summary."""
-    # lazy: numpy via sources.iomodel: commands.iomodel imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via sources.iomodel: commands.iomodel imports this at its top: kept off `ioweather iomodel --help` and its usage errors
     from ioweather.sources import iomodel as src
     # lazy: pyarrow via store.iomodel, loaded only when this runs
     from ioweather.store.iomodel import FORMAT, FORMAT_VERSION, ResultWriter, run_table

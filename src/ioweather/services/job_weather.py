@@ -184,7 +184,7 @@ def choose_fs(store, job: Job, fs: str | None) -> str:
         return fs
     names = known_fs(store.parquet_dir)
     if not job.files:
-        # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
+        # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
         from ioweather.store import job_weather as wstore
 
         # decided by this rule when it was first computed: answering from it reads no per-file table
@@ -489,7 +489,7 @@ class _ProbeWindows:
     """Every probe target's samples of [lo, hi), read once and sorted by time; a window is a slice."""
 
     def __init__(self, probes: ProbeBaselines, lo: int, hi: int):
-        # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
+        # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
         from ioweather.store import probe as probe_store
 
         self.probes = probes
@@ -533,7 +533,7 @@ class ProbeBaselines:
         self._expected: dict[tuple[str, int], np.ndarray] = {}
 
     def expected(self, target: str, day: int) -> np.ndarray:
-        # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
+        # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
         from ioweather.store import probe as probe_store
 
         key = (target, day)
@@ -553,7 +553,7 @@ def _probe_slowdown(probes: ProbeBaselines, since: int, until: int, window=None)
     """stats.job_weather.probe_slowdown of the probe targets over [since, until) against the baselines
     of the day it starts; None without probes. `window(target)`: the window's samples when already
     read (None: none), else they are read here."""
-    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
     from ioweather.store import probe as probe_store
 
     def windows():
@@ -575,7 +575,7 @@ def ensure(store, jobs: list[Job], fs: str, sigs=None, con=None, climates: bool 
     the climates and verdicts of their motifs are brought up to date (`update_climates`)."""
     # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store import job_telemetry as jt
-    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
     from ioweather.store import job_weather as wstore
 
     sigs = sigs or jt.WindowSignatures(store.parquet_dir)
@@ -605,7 +605,7 @@ _JOB_COLUMNS = ["log_hash", "jobid", "exe", "nnodes", "nprocs", "start_ns", "end
 def darshan_jobs(store, log_hashes: set[str] | None = None) -> list[Job]:
     """The Darshan jobs with a window (every one, or those of `log_hashes`), with the sums of their
     POSIX records, their mount points and the OSTs their Lustre records name."""
-    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
     from ioweather.store import jobs as jstore
 
     rows = jstore.load_jobs(store, _JOB_COLUMNS)
@@ -667,7 +667,7 @@ def refresh_all(store, fs: str | None = None, only_motif: str | None = None, cli
     (jobs computed for the first time are counted in `computed` whether the import touched them or not)."""
     # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store import job_telemetry as jt
-    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
     from ioweather.store import job_weather as wstore
 
     names = jt.known_fs(store.parquet_dir)
@@ -709,7 +709,7 @@ def after_import(store, since_ns: int | None = None, until_ns: int | None = None
     changed), so that the Jobs list and the report show verdicts without opening each job. A store
     without telemetry costs one read of the job table. None when it could not run (said in one line
     by whatever opens the job later)."""
-    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
     from ioweather.store import job_weather as wstore
 
     try:
@@ -789,7 +789,7 @@ def update_climates(store, fs: str, motifs) -> dict[str, MotifTable]:
     (stats.climate.expanding). {motif: its MotifTable, with the weathers as stored now}."""
     # lazy: cycle services.job_weather -> services.umami -> services.job_weather
     from ioweather.services.umami import metric_rows, verdict_of
-    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
     from ioweather.store import job_weather as wstore
 
     big = [um.direction(m) for m in UMAMI_ROWS]
@@ -825,7 +825,7 @@ def _kept(climate, field):
 
 def weather_frame(store, fs: str | None = None, motif: str | None = None) -> pd.DataFrame:
     """Every stored job weather (refreshed first) as a table with fraction of peak per motif."""
-    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
     from ioweather.store import job_weather as wstore
 
     refresh_all(store, fs)
@@ -890,7 +890,7 @@ def stored_verdicts(store, log_hashes: list[str]) -> dict[str, str]:
     """{log hash: weather verdict} of the Darshan jobs among `log_hashes` with a stored one: the verdict
     kept when their UMAMI was last computed, or "no data" when their window had no telemetry. Reads
     the store only, by key: the Jobs list never computes a weather."""
-    # lazy: sqlalchemy via store: commands.changes imports this at its top, `ioweather --help` imports every command
+    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
     from ioweather.store import job_weather as wstore
 
     out: dict[str, str] = {}

@@ -28,7 +28,7 @@ def _cutoffs(older_than: dict[str, float | None], now_ns: int) -> dict[str, int]
 
 def plan(store, settings, older_than: dict[str, float | None], now_ns: int | None = None) -> list[dict]:
     """Per kind: the cutoff and what a prune would remove (`rows`, `files`), nothing removed."""
-    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top: kept off `ioweather store --help` and its usage errors
     from ioweather.store import probe as probe_store
     # lazy: pyarrow via store.retention, loaded only when this runs
     from ioweather.store import retention as tele
@@ -55,7 +55,7 @@ def plan(store, settings, older_than: dict[str, float | None], now_ns: int | Non
 def prune(store, settings, older_than: dict[str, float | None], now_ns: int | None = None,
           log=None) -> list[dict]:
     """Remove, per kind, what is older than its limit; the same rows as `plan` with what was removed."""
-    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top: kept off `ioweather store --help` and its usage errors
     from ioweather.store import probe as probe_store
     # lazy: pyarrow via store.retention, loaded only when this runs
     from ioweather.store import retention as tele
@@ -88,15 +88,15 @@ def prune(store, settings, older_than: dict[str, float | None], now_ns: int | No
 
 def _summarize_before(store, cutoff_ns: int, now_ns: int) -> int:
     """Summarize every complete day before the cutoff that has samples and no summary yet; how many were built."""
-    # lazy: numpy, sqlalchemy via services.probe_pieces: commands.store imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy, sqlalchemy via services.probe_pieces: commands.store imports this at its top: kept off `ioweather store --help` and its usage errors
     from ioweather.services import probe_pieces
-    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top: kept off `ioweather store --help` and its usage errors
     from ioweather.store import probe as probe_store
-    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top: kept off `ioweather store --help` and its usage errors
     from ioweather.store import probe_pieces as pieces_store
-    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top: kept off `ioweather store --help` and its usage errors
     from ioweather.store.probe_aggregates import sample_range
-    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top: kept off `ioweather store --help` and its usage errors
     from ioweather.store.probe_pieces import DAY_NS
 
     if not probe_pieces.enabled(store):

@@ -140,7 +140,7 @@ def _sha256(path: str) -> str:
 def _stored_logs(store, ident: str) -> tuple[list[dict], dict | None]:
     """(the stored logs of JOB, its scheduler row): a job id's every log (several logs are one job),
     a log hash prefix's one log, a scheduler job's linked logs."""
-    # lazy: numpy, sqlalchemy via store: commands.why imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy, sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
     from ioweather.store import jobs as jobs_store
 
     sched = _scheduler_module(store)
@@ -170,7 +170,7 @@ def _stored_logs(store, ident: str) -> tuple[list[dict], dict | None]:
 def _scheduler_module(store):
     if "scheduler" not in store.versions():
         return None
-    # lazy: numpy, sqlalchemy via store: commands.why imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy, sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
     from ioweather.store import scheduler
 
     return scheduler
@@ -240,14 +240,14 @@ class _Probes:
     baselines (read once)."""
 
     def __init__(self, store):
-        # lazy: numpy via services.job_weather: commands.why imports this at its top, `ioweather --help` imports every command
+        # lazy: numpy via services.job_weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
         from ioweather.services.job_weather import ProbeBaselines
 
         self.baselines = ProbeBaselines(store) if store is not None and "probe" in store.versions() else None
         self.dirs: dict[str, set[str]] = {}
         self.fs: dict[str, str | None] = {}
         if self.baselines is not None:
-            # lazy: numpy, sqlalchemy via store: commands.why imports this at its top, `ioweather --help` imports every command
+            # lazy: numpy, sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
             from ioweather.store import probe as probe_store
 
             for r in probe_store.runs(store):  # oldest first: a target's file system is its newest run's
@@ -262,7 +262,7 @@ class _Probes:
                 or (dataset and self.fs.get(t) == dataset)]
 
     def slowdown(self, targets: list[str], since: int, until: int) -> tuple[float | None, dict | None]:
-        # lazy: numpy via services.job_weather: commands.why imports this at its top, `ioweather --help` imports every command
+        # lazy: numpy via services.job_weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
         from ioweather.services.job_weather import _probe_slowdown
 
         if not targets:
@@ -276,7 +276,7 @@ class _Probes:
 
 def _weather(store, stored_hash: str | None, facts: dict, fs: str, key: str) -> tuple[Weather | None, Umami | None]:
     """(the job's weather on `fs`, its UMAMI answer when the log is in the store)."""
-    # lazy: numpy via services.job_weather: commands.why imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy via services.job_weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
     from ioweather.services import job_weather
 
     if stored_hash is not None:
@@ -374,7 +374,7 @@ def _climate(answer: Umami | None) -> dict | None:
 
 def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
     """The costed answer for JOB: a Darshan log path, a log hash prefix, a Darshan job id or a scheduler job id."""
-    # lazy: numpy, sqlalchemy via store: commands.why imports this at its top, `ioweather --help` imports every command
+    # lazy: numpy, sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
     from ioweather.store import jobs as jobs_store
     # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store.job_telemetry import known_fs
@@ -384,7 +384,7 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
         raise UserError("give a job: a Darshan log, a log hash prefix, or a job id")
     own_store = store is None
     if store is None and settings.store_exists():
-        # lazy: sqlalchemy via store: commands.why imports this at its top, `ioweather --help` imports every command
+        # lazy: sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
         from ioweather.store import open_store
 
         store = open_store(settings)
@@ -438,7 +438,7 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
             if facts["start_ns"] is None or facts["end_ns"] is None:
                 raise UserError(f"{path}: the log has no start or end time, so no window to look at")
             if row is not None and facts["mounts"] is None:
-                # lazy: numpy via services.job_weather: commands.why imports this at its top, `ioweather --help` imports every command
+                # lazy: numpy via services.job_weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
                 from ioweather.services import job_weather
 
                 j = job_weather.find_job(store, h)

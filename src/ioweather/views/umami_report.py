@@ -55,7 +55,7 @@ def figure_data(doc: dict) -> dict:
 def render(doc: dict, plotly_js: str | None = None) -> str:
     """The page for the UMAMI document `doc` (`Umami.to_json()`); `plotly_js` inlined when given."""
     # Jinja only here: `umami JOB --json` and the text table import this module too
-    # lazy: jinja2, rich via views.templating: commands.changes imports this at its top, `ioweather --help` imports every command
+    # lazy: jinja2, rich via views.templating: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
     from ioweather.views.templating import render as render_template
 
     fig = figure_data(doc)

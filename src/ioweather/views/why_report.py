@@ -37,7 +37,7 @@ def event_rows(w: dict) -> list[dict]:
 
 
 def render_html(w: dict) -> str:
-    # lazy: jinja2, rich via views.templating: commands.why imports this at its top, `ioweather --help` imports every command
+    # lazy: jinja2, rich via views.templating: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
     from ioweather.views.templating import render
 
     return render("why_report.html", w=w)
