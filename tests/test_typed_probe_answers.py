@@ -170,7 +170,9 @@ def test_timeline_intervals_are_probe_stats(server, ctx, home, cli, hours, inter
     got = {(r["op"], _ns(r["interval_start"])): r for r in doc["intervals"]}
     step = int(interval_s * 1e9)
     columns = -(-(until - since // step * step) // step)  # the partial first and last intervals too
-    assert got.keys() == want.keys() and len(got) == 6 * columns
+    assert got.keys() == want.keys()
+    # the partial last interval has no sample when now fell within a probe period of its start: both leave it out
+    assert len(got) in (6 * columns, 6 * (columns - 1))
     for k, r in got.items():
         for c in ("count", "errors", "timeouts"):
             assert r[c] == want[k][c], (k, c)
