@@ -264,21 +264,29 @@ def _probe(store, target: str, directory: str, times_ns, slow_from_ns: int, fact
     probe_store.insert_samples(store, rows)
 
 
-def test_probes_on_its_file_system_cost_the_system(ingested, tmp_path):
-    """Probes slowed ×1.1 on the job's Lustre during its run (no telemetry at all), and ×10 on another
-    file system's probe, which must not count: io_time × Σ share_kind × (1 − 1/slowdown_kind)."""
+def _why_with_probes(ingested, tmp_path, history_s: int, period_s: int, probes: dict) -> dict:
+    """`why` on a copy of the store with probes {target: (directory, data-op factor during the job)} sampled
+    every `period_s` over the `history_s` before the job's day, and every 20 s during its run."""
     home, rep, log = ingested
     dst = tmp_path / "home"
     shutil.copytree(home, dst)
     start, end = _window(log)
     day = start // (86_400 * S) * 86_400 * S
-    # two days every 150 s before the job's day: 1,152 samples per op, a learned baseline (24 h and 1,000)
-    times = np.concatenate([np.arange(day - 2 * 86_400 * S, day, 150 * S), np.arange(start, end, 20 * S)])
+    times = np.concatenate([np.arange(day - history_s * S, day, period_s * S), np.arange(start, end, 20 * S)])
     store = open_store(Settings.resolve(dst))
-    _probe(store, "lus", "/lus/theta-fs0/probe", times, start, {"data_read": 1.1, "data_write": 1.1})
-    _probe(store, "home", "/home/probe", times, start, {"data_read": 10.0, "data_write": 10.0})
+    for target, (directory, factor) in probes.items():
+        _probe(store, target, directory, times, start, {"data_read": factor, "data_write": factor})
     store.dispose()
-    w = _why(dst, str(rep["job"]["jobid"]))
+    return _why(dst, str(rep["job"]["jobid"]))
+
+
+def test_probes_on_its_file_system_cost_the_system(ingested, tmp_path):
+    """Probes slowed ×1.1 on the job's Lustre during its run (no telemetry at all), and ×10 on another
+    file system's probe, which must not count: io_time × Σ share_kind × (1 − 1/slowdown_kind)."""
+    _, rep, _ = ingested
+    # two days every 150 s before the job's day: 1,152 samples per op, a learned baseline (24 h and 1,000)
+    w = _why_with_probes(ingested, tmp_path, 2 * 86_400, 150, {"lus": ("/lus/theta-fs0/probe", 1.1),
+                                                                "home": ("/home/probe", 10.0)})
     _assert_budget(w)
     assert w["system_model"] == "probe_slowdown"
     assert w["logs"][0]["evidence"]["probe_targets"] == ["lus"]
@@ -293,16 +301,7 @@ def test_probes_on_its_file_system_cost_the_system(ingested, tmp_path):
 def test_a_probe_still_learning_is_no_evidence(ingested, tmp_path):
     """A probe started 6 h before the job's day (×10 slower during the job) is still learning its baseline,
     as Status, /metrics and `slowdown --check` would say: `why` must not charge the system for it."""
-    home, rep, log = ingested
-    dst = tmp_path / "home"
-    shutil.copytree(home, dst)
-    start, end = _window(log)
-    day = start // (86_400 * S) * 86_400 * S
-    times = np.concatenate([np.arange(day - 6 * 3600 * S, day, 10 * S), np.arange(start, end, 20 * S)])
-    store = open_store(Settings.resolve(dst))
-    _probe(store, "lus", "/lus/theta-fs0/probe", times, start, {"data_read": 10.0, "data_write": 10.0})
-    store.dispose()
-    w = _why(dst, str(rep["job"]["jobid"]))
+    w = _why_with_probes(ingested, tmp_path, 6 * 3600, 10, {"lus": ("/lus/theta-fs0/probe", 10.0)})
     _assert_budget(w)
     assert w["system_model"] != "probe_slowdown"
 
