@@ -76,3 +76,10 @@ def _answer_part(v):
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         return v.to_json() if hasattr(v, "to_json") else answer_dict(v)
     return v
+
+
+class Answer:
+    """Base of a typed answer whose fields are its JSON document: `to_json()` is `answer_dict(self)`."""
+
+    def to_json(self) -> dict:
+        return answer_dict(self)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ioweather import signals
-from ioweather.encoding import answer_dict
+from ioweather.encoding import Answer
 from ioweather.errors import StoreError, UserError, from_os_error
 from ioweather.files import write_atomic
 from ioweather.services.fs_names import fs_map_of, fs_name_of
@@ -462,7 +462,7 @@ def bench_summary(store, motif: str | None = None, fs: str | None = None, last: 
 
 
 @dataclass(frozen=True)
-class BenchCheck:
+class BenchCheck(Answer):
     """`bench check`: the monitoring plugin's answer. `status` (OK, WARNING, CRITICAL, UNKNOWN) and its
     `exit_code` (0-3), the one `message` line with perfdata, and per series its `state` and the last
     run's fraction of peak."""
@@ -471,9 +471,6 @@ class BenchCheck:
     exit_code: int
     message: str
     series: list[dict]
-
-    def to_json(self) -> dict:
-        return answer_dict(self)
 
 
 def check(store, warn: float, crit: float, last: int = 3, motif: str | None = None,
@@ -527,7 +524,7 @@ _PAGE_COLUMNS = ["run_id", "motif", "direction", "fs", "start_ns", "duration_s",
 
 
 @dataclass(frozen=True)
-class BenchPage:
+class BenchPage(Answer):
     """The Benchmarks page's answer (/api/bench): `rows` are `bench summary`'s (with `last_k`); for the
     chosen series (`motif`, `direction`, `fs`) the histogram of its durations (seconds, the optimum
     marked), its fraction of peak over time (ISO 8601 UTC ms) and its last 200 runs, newest first; `run`
@@ -541,9 +538,6 @@ class BenchPage:
     series: dict
     runs: list[dict]
     run: dict | None
-
-    def to_json(self) -> dict:
-        return answer_dict(self)
 
 
 def page(store, motif: str | None, direction: str | None, fs: str | None, run_id: str | None) -> BenchPage:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ioweather.encoding import answer_dict
+from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import UserError, from_os_error
 from ioweather.files import write_atomic
 from ioweather.services.job_weather import stored_verdicts
@@ -239,7 +239,7 @@ class JobList:
 
 
 @dataclass(frozen=True)
-class JobsView:
+class JobsView(Answer):
     """The Jobs page's answer (/api/jobs): `jobs summary --json` with its defaults, the count of jobs per
     highest finding level, one page of the list, the scatter plot's jobs, how many projects the page
     lists, and the logs that could not be read (the first FAILED_SHOWN)."""
@@ -250,9 +250,6 @@ class JobsView:
     plot: dict
     projects_shown: int
     failed: dict
-
-    def to_json(self) -> dict:
-        return answer_dict(self)
 
 
 def jobs_view(store, index: ArchiveIndex, sort: str, order: str, limit: int, offset: int,

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ioweather.encoding import answer_dict, iso_ms
+from ioweather.encoding import Answer, iso_ms
 from ioweather.errors import UserError
 from ioweather.files import atomic_output, read_regular_bytes, write_atomic
 from ioweather.services.probe_samples import load_probe_durations, probe_block_bytes, probe_samples
@@ -172,7 +172,7 @@ MAX_POINTS = 20000
 
 
 @dataclass(frozen=True)
-class Factors:
+class Factors(Answer):
     """Which performance class each sample of one probe target's op fell in over a window: the
     Factors page's answer (`/api/factors`). `analysis` is `factors density --from-store --json` for
     the same target, op, window and options (durations in seconds, the density over ln-seconds);
@@ -192,9 +192,6 @@ class Factors:
     analysis: dict
     excluded: dict
     timeline: dict
-
-    def to_json(self) -> dict:
-        return answer_dict(self)
 
 
 def probe_factors(store, targets_all: list[str], target: str, op: str, since_ns: int, until_ns: int,

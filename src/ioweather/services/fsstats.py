@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ioweather import __version__
-from ioweather.encoding import answer_dict
+from ioweather.encoding import Answer
 from ioweather.errors import UserError
 from ioweather.files import check_destination, write_atomic
 from ioweather.services.distributed import connect, map_unordered
@@ -25,7 +25,7 @@ HTML_WHAT = "write HTML report"
 
 
 @dataclass(frozen=True)
-class Snapshot:
+class Snapshot(Answer):
     """What a tree holds, from one walk (`fsstats DIR --json`, the file `--out` writes and what `--label`
     stores, format `stats.fsstats.SNAPSHOT_FORMAT`): counts, bytes (`bytes` apparent, `capacity_bytes`
     allocated), the walk's time (ISO 8601 UTC) and speed (seconds, entries per second), the size and age
@@ -60,9 +60,6 @@ class Snapshot:
     histograms: dict
     owners: list[dict]
     top_dirs: list[dict]
-
-    def to_json(self) -> dict:
-        return answer_dict(self)
 
 
 def take_snapshot(directory, *, threads, cross_mounts, exclude, progress, outputs=(),
@@ -243,7 +240,7 @@ def comparison_warnings(da: dict, db: dict, *, same: bool, what: str) -> list[st
 
 
 @dataclass(frozen=True)
-class Growth:
+class Growth(Answer):
     """How a tree grew from snapshot A to B (seed 002 Table IV): `fsstats diff --json` and the Contents
     page's `diff`. `a` and `b` name each side (root, ISO 8601 UTC snapshot time, what the user gave);
     `interval_s` is seconds between them; `total` the counts and bytes at A and B with their changes
@@ -259,9 +256,6 @@ class Growth:
     top_dirs: list[dict]
     owners: list[dict]
     largest_movers: dict
-
-    def to_json(self) -> dict:
-        return answer_dict(self)
 
 
 def compare(settings, a: str, b: str, *, movers: int, say: Say, label_only: bool = False) -> tuple[Growth, dict, dict]:
@@ -384,7 +378,7 @@ class Picked:
 
 
 @dataclass(frozen=True)
-class Contents:
+class Contents(Answer):
     """The Contents page's answer (/api/contents): one stored snapshot (`snapshot_id`, of `label`;
     `newest_of_label` whether a newer one of that label exists), its header fields, highlights, size and
     age CDFs (bytes, days), first-level directories (`projects`, the first PROJECTS_SHOWN of
@@ -410,9 +404,6 @@ class Contents:
     owners: list[dict]
     errors: list
     diff: Growth | None
-
-    def to_json(self) -> dict:
-        return answer_dict(self)
 
 
 def _share(part, whole) -> float | None:

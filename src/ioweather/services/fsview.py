@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ioweather.encoding import answer_dict
+from ioweather.encoding import Answer
 from ioweather.errors import UserError
 from ioweather.services.capacity import forecast, is_data_target
 from ioweather.sources.telemetry.lctl import NID_PREFIX, STATE_PREFIX
@@ -127,7 +127,7 @@ def _fresh(key: tuple, compute: Callable[[], Any]) -> Any:
 
 
 @dataclass(frozen=True)
-class FsWindow:
+class FsWindow(Answer):
     """What every answer about one file system's window starts with: every file system with telemetry
     (`fs_all`, the pages' menu), the one asked about, and the window (ISO 8601 UTC)."""
 
@@ -135,9 +135,6 @@ class FsWindow:
     fs: str
     since: str
     until: str
-
-    def to_json(self) -> dict:
-        return answer_dict(self)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ioweather.encoding import answer_dict
+from ioweather.encoding import Answer
 from ioweather.stats.probe import DEGRADED, SEVERE, interval_stats, state
 from ioweather.stats.status import climate, target_state, window_slowdown
 from ioweather.stats.status import learning_reason as _learning_reason, min_history_s
@@ -29,7 +29,7 @@ ABANDON_AFTER_S = 86_400.0
 
 
 @dataclass(frozen=True)
-class Status:
+class Status(Answer):
     """Is the file system slow right now: the Status page's answer (`/api/status`). One card per
     target (`target_status`: state, slowdown per op over the last `window_s` seconds, the last hour,
     the 30-day climate), and `overall`, the worst state of the targets that still report. Times are
@@ -44,9 +44,6 @@ class Status:
     window_s: float
     baseline_s: float
     targets: list[dict]
-
-    def to_json(self) -> dict:
-        return answer_dict(self)
 
 
 def status(cache: ProbeCache, targets: list[str], *, warn: float, crit: float, baseline_s: float) -> Status:

@@ -17,7 +17,7 @@ from functools import partial
 
 import numpy as np
 
-from ioweather.encoding import answer_dict, finite_or_none, iso_ms
+from ioweather.encoding import Answer, finite_or_none, iso_ms
 
 from ioweather.services.probe_cache import (INTERVALS_S, OPS, Baseline, ProbeCache, concat_rollups, rollup_arrays,
                                             rollup_rows)
@@ -36,7 +36,7 @@ INTERVAL_COLUMNS = ("count", "errors", "timeouts", "median_s", "p90_s", "p99_s",
 
 
 @dataclass(frozen=True)
-class Timeline:
+class Timeline(Answer):
     """What happened to one target's probe, sample by sample: the Probe timeline page's answer
     (`/api/timeline`). Times ISO 8601 UTC (ms), durations in seconds.
 
@@ -67,9 +67,6 @@ class Timeline:
     intervals: list[dict]
     learning: dict[str, bool]
     learning_reason: str | None
-
-    def to_json(self) -> dict:
-        return answer_dict(self)
 
 
 def timeline(cache: ProbeCache, targets: list[str], target: str, since_ns: int, until_ns: int, interval_s: float,

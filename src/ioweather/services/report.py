@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-from ioweather.encoding import answer_dict
+from ioweather.encoding import Answer
 from ioweather.errors import UserError
 from ioweather.services.changes import detect
 from ioweather.services.slowdown import compute_slowdown
@@ -24,7 +24,7 @@ WORST = 5
 
 
 @dataclass(frozen=True)
-class Report:
+class Report(Answer):
     """A file system's week: `report --json` and the `report` of /api/report. Times ISO 8601 UTC.
 
     `slowdown` (the probes' hourly slowdown climate, ratios), `bench` (the benchmark standing at the
@@ -42,9 +42,6 @@ class Report:
     bench: list[dict] | None
     fullness: dict | None
     links: dict
-
-    def to_json(self) -> dict:
-        return answer_dict(self)
 
 
 def compute(settings, fs: str, since: datetime | None, until: datetime | None, params=None) -> Report:

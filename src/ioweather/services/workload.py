@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from ioweather.encoding import answer_dict, finite_or_none, iso_ms
+from ioweather.encoding import Answer, finite_or_none, iso_ms
 from ioweather.errors import UserError
 from ioweather.services.distributed import connect, map_unordered
 from ioweather.stats import workload as W
@@ -209,7 +209,7 @@ def _read_inputs(settings, fs: str, files, step_ns: int, since_ns, until_ns, ste
 
 
 @dataclass(frozen=True)
-class Workload:
+class Workload(Answer):
     """How busy, how bursty, when idle and which events: `workload --json`, the `result` of /api/workload.
 
     Times are ISO 8601 UTC strings; rates are bytes per second (`_bps`), amounts bytes, durations
@@ -245,9 +245,6 @@ class Workload:
     smooth_s: float
     min_amplitude_bps: float
 
-    def to_json(self) -> dict:
-        return answer_dict(self)
-
 
 @dataclass(frozen=True)
 class WorkloadSeries:
@@ -275,7 +272,7 @@ class DailyRates:
 
 
 @dataclass(frozen=True)
-class WorkloadView:
+class WorkloadView(Answer):
     """The Workload page's answer (/api/workload without the form's fields): the `workload --json`
     document (`result`), the series its plots draw from the same data, and what the command would
     have said on stderr (`warnings`)."""
@@ -284,9 +281,6 @@ class WorkloadView:
     series: WorkloadSeries
     daily_rates: DailyRates
     warnings: list[str]
-
-    def to_json(self) -> dict:
-        return answer_dict(self)
 
 
 def workload_view(settings, fs: str, since, until, resample_s: float, idle_threshold: float, smooth_s: float,
