@@ -4,7 +4,7 @@ PY      := $(VENV)/bin/python
 PROBE_DIR ?= $(HOME)/.cache/ioweather-probe
 NATIVE  := $(wildcard src/ioweather/_native/*.c src/ioweather/_native/*.h)
 
-.PHONY: install system-deps test watch bench clean
+.PHONY: install system-deps test watch bench clean lab
 
 $(VENV)/.installed: pyproject.toml setup.py $(NATIVE)
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -34,6 +34,16 @@ test-fast: install
 
 watch: $(VENV)/.installed-run
 	$(VENV)/bin/ioweather watch $(PROBE_DIR)
+
+# The I/O lab (docs/lab.md): build Darshan and IOR once into ~/.cache/ioweather-lab, run every case on
+# LAB_DIR (a scratch directory of the file system under test), then score ioweather and Drishti on the logs
+# (the table of docs/validation.md). About 10 minutes here, plus 3 for the first build.
+LAB_DIR  ?= /tmp
+LAB_LOGS ?= $(HOME)/.cache/ioweather-lab/logs
+lab: system-deps install
+	$(VENV)/bin/ioweather lab build
+	$(VENV)/bin/ioweather lab run --dir $(LAB_DIR) --logs $(LAB_LOGS)
+	$(VENV)/bin/ioweather lab score $(LAB_LOGS)
 
 bench: install
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

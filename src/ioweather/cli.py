@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "iomodel": ("ioweather.commands.iomodel",),
     "job": ("ioweather.commands.jobs",),
     "jobs": ("ioweather.commands.jobs",),
+    "lab": ("ioweather.commands.lab",),
     "probe": ("ioweather.commands.probe",),
     "report": ("ioweather.commands.events",),
     "serve": ("ioweather.commands.web",),
@@ -67,6 +68,7 @@ SUMMARIES: dict[str, str] = {
     'iomodel': 'The io-model micro-benchmark: time single read()/write() calls per layout, size and cache state.',
     'job': 'One job\'s I/O characterization and findings from its Darshan LOG ("why was my job slow?").',
     'jobs': "A center's Darshan archive: ingest logs, then summarize across jobs (seed 002).",
+    'lab': 'The I/O lab: real MPI runs under Darshan with planted causes, and the advisor scored on them.',
     'probe': 'Probe a file system every second and store the timings (seed 001).',
     'report': ("A file system's week on one page: slowdown climate and worst episodes, change points, events "
                "with their culprit jobs and cost, benchmark standing, fullness (docs/events.md)."),

@@ -1,0 +1,148 @@
+"""`ioweather lab build|list|run|score`: real runs with planted causes, and the advisor scored on them (docs/lab.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ioweather.commands.common import json_option
+from ioweather.errors import UserError
+
+
+def _share(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def register(cli: click.Group) -> None:
+    @cli.group("lab")
+    def lab():
+        """The I/O lab: real MPI runs under Darshan with planted causes, and the advisor scored on them."""
+
+    @lab.command("build")
+    @click.option("--sources", type=click.Path(file_okay=False, path_type=Path), default=None,
+                  help="Directory of darshan-3.5.0.tar.gz and ior-4.0.0.tar.gz (default: ../shared/third_party "
+                       "beside the checkout, or $IOWEATHER_LAB_SOURCES).")
+    @click.option("--force", is_flag=True, help="Build even when the tools are on PATH or already built.")
+    @json_option
+    def build_cmd(sources, force, as_json):
+        """Build Darshan 3.5.0 and IOR 4.0.0 (with mdtest) into the lab's cache ($IOWEATHER_LAB_CACHE,
+        default ~/.cache/ioweather-lab), unless a site's `darshan-config`, `ior` and `mdtest` are on PATH."""
+        # lazy: the services stay off the command's `--help` and its usage errors
+        from ioweather.services.lab.toolchain import build
+        from ioweather.views.output import print_json, stderr
+
+        with stderr.status("building the lab's tools") as status:
+            done = build(sources=sources, force=force, step=lambda what: status.update(f"building: {what}"))
+        if as_json:
+            print_json(done.to_json())
+            return
+        t = done.toolchain
+        click.echo(("built into " if done.built else "already there, from ") + (done.cache if t.origin == "cache" else "PATH"))
+        for name, path in (("libdarshan", t.darshan_lib), ("ior", t.ior), ("mdtest", t.mdtest), *t.programs.items()):
+            click.echo(f"  {name:16} {path}")
+        for name, why in t.missing.items():
+            click.echo(f"  {name:16} missing: {why}")
+
+    @lab.command("list")
+    @json_option
+    def list_cmd(as_json):
+        """The catalogue: each case, its planted cause and labels."""
+        from ioweather.services.lab.catalogue import CASES
+        from ioweather.views.output import print_json, print_table
+
+        rows = [{"name": c.name, "procs": c.procs, "mpi": c.mpi, "labels": list(c.labels) or None,
+                 "control": c.control, "cause": c.cause} for c in CASES]
+        if as_json:
+            print_json(rows)
+            return
+        # "label" and "evidence": the keys views.output aligns left as text
+        print_table([{**r, "label": ", ".join(r["labels"] or ["(control)"]), "evidence": r["cause"],
+                      "mpi": "MPI" if r["mpi"] else "processes"} for r in rows],
+                    [("name", "case"), ("procs", "procs"), ("mpi", "kind"), ("label", "labels"), ("evidence", "planted cause")])
+
+    @lab.command("run")
+    @click.option("--dir", "directory", required=True, type=click.Path(file_okay=False, path_type=Path),
+                  help="Directory on the file system under test (a scratch directory on Lustre or GPFS at a site).")
+    @click.option("--case", "names", multiple=True, metavar="NAME", help="Run only this case (repeatable; see `lab list`).")
+    @click.option("--logs", "logs_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+                  help="Where the Darshan logs and INDEX.json go (default: the lab's cache/logs).")
+    @click.option("--score", "then_score", is_flag=True, help="Then score ioweather and Drishti on the logs (`lab score`).")
+    @json_option
+    def run_cmd(directory, names, logs_dir, then_score, as_json):
+        """Run the catalogue's cases on DIR, each a real run under Darshan with its planted cause."""
+        from ioweather.services.lab.catalogue import select
+        from ioweather.services.lab.run import run_cases
+        from ioweather.services.lab.toolchain import cache_dir, find
+        from ioweather.views.output import print_json, print_table, progress
+
+        try:
+            cases = select(list(names))
+        except ValueError as e:
+            raise UserError(str(e)) from None
+        logs_dir = logs_dir or cache_dir() / "logs"
+        tools = find()
+        with progress() as bar:
+            task = bar.add_task("lab cases", total=len(cases))
+            run = run_cases(cases, tools, directory, logs_dir,
+                            lambda done, total, name: bar.update(task, completed=done, description=name or "lab cases"))
+        scores = _score(logs_dir) if then_score else None
+        if as_json:
+            print_json({"run": run.to_json(), "scores": scores.to_json() if scores else None})
+            return
+        print_table([{"name": c.name, "state": c.status if not c.reason else f"{c.status}: {c.reason}",
+                      "elapsed": f"{c.elapsed_s:.1f} s", "logs": len(c.logs),
+                      "label": ", ".join(c.labels) or "(control)"} for c in run.cases],
+                    [("name", "case"), ("state", "state"), ("elapsed", "time"), ("logs", "logs"), ("label", "labels")],
+                    title=f"{len(run.cases)} cases on {directory} (Darshan, IOR from {tools.origin}); logs in {logs_dir}")
+        if scores:
+            _print_scores(scores)
+
+    @lab.command("score")
+    @click.argument("logs_dir", type=click.Path(file_okay=False, path_type=Path))
+    @click.option("--no-drishti", is_flag=True, help="Score ioweather only.")
+    @json_option
+    def score_cmd(logs_dir, no_drishti, as_json):
+        """Per-label precision, recall, F1 and micro-F1 of ioweather and Drishti on the logs of `lab run`."""
+        scores = _score(logs_dir, drishti=not no_drishti)
+        if as_json:
+            from ioweather.views.output import print_json
+
+            print_json(scores.to_json())
+        else:
+            _print_scores(scores)
+
+
+def _score(logs_dir: Path, *, drishti: bool = True):
+    from ioweather.services.lab.score import score_logs
+    from ioweather.views.output import progress
+
+    with progress() as bar:
+        task = bar.add_task("reading the logs", total=None)
+        return score_logs(logs_dir, drishti=drishti, progress_cb=lambda done, total: bar.update(task, completed=done,
+                                                                                             total=total))
+
+
+def _print_scores(scores) -> None:
+    from ioweather.views.output import print_table, stdout
+
+    tools = [t for t in scores.tools if t.available]
+    rows = []
+    for i, row in enumerate(tools[0].labels if tools else []):
+        line = {"label": row.label}
+        for t in tools:
+            r = t.labels[i]
+            line[f"{t.tool}_f1"] = f"{_share(r.precision)} / {_share(r.recall)} / {_share(r.f1)}  ({r.tp}/{r.fp}/{r.fn})"
+        rows.append(line)
+    print_table(rows, [("label", "label"), *((f"{t.tool}_f1", f"{t.tool}: P / R / F1 (tp/fp/fn)") for t in tools)],
+                title=f"{scores.cases} cases of {scores.logs_dir}")
+    for t in scores.tools:
+        if not t.available:
+            stdout.print(f"{t.tool}: not scored: {t.reason}", markup=False, highlight=False)
+            continue
+        stdout.print(f"{t.tool} {t.version}: micro-F1 {_share(t.micro_f1)} (precision {_share(t.micro_precision)}, "
+                     f"recall {_share(t.micro_recall)}; planted labels only {_share(t.micro_f1_labels)}); "
+                     f"controls quiet {t.controls_quiet} of {t.controls}", markup=False, highlight=False)
+        errors = [c for c in t.cases if c.error]
+        for c in errors:
+            stdout.print(f"  {c.case}: {c.error}", markup=False, highlight=False)

@@ -1,0 +1,220 @@
+"""The lab's cases, each with its planted cause and labels, and the label vocabulary (docs/lab.md).
+
+A case is a command line: its first word names a tool (`ior`, `mdtest`) or one of the lab's programs
+(programs/*.c), `{dir}` is the case's working directory on the file system under test. An MPI case runs
+under `mpiexec -n PROCS`; a non-MPI case (`mpi=False`) starts PROCS processes, each with `-k K`, and
+Darshan writes one log per process. A control plants nothing: it must be told "nothing worth changing".
+
+Each label maps to the finding codes that name it, in ioweather and in Drishti (drishti-io 0.8,
+drishti/includes/config.py); a code at WARN or HIGH that maps to no label is a false alarm.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Label:
+    name: str
+    meaning: str
+    ioweather: tuple[str, ...]
+    drishti: tuple[str, ...]
+
+
+# ioweather's codes: stats/findings.py; Drishti's: INSIGHTS_* in drishti/includes/config.py. Drishti's M08-M10
+# are about aggregator counts, not ioweather's M08-M10. A label with no code yet is one neither tool names.
+LABELS: tuple[Label, ...] = (
+    Label("small-reads", "many reads below 1 MiB, each costing a device trip (O_DIRECT) or a call",
+          ("P05", "P15"), ("P05", "P15")),
+    Label("small-writes", "many writes below 1 MiB, each costing a device trip (O_DIRECT, fsync) or a call",
+          ("P06", "P16"), ("P06", "P16")),
+    Label("random-reads", "reads in random order (not sequential)", ("P11",), ("P11",)),
+    Label("random-writes", "writes in random order (not sequential)", ("P13",), ("P13",)),
+    Label("misaligned-file", "file offsets not aligned to the file system's block", ("P08",), ("P08",)),
+    Label("misaligned-memory", "buffers not aligned in memory", ("P07",), ("P07",)),
+    Label("reread", "the same data read again", ("P09",), ("P09",)),
+    Label("rewrite", "the same data written again", ("P10",), ("P10",)),
+    # Y01: the advisor's code for it (issue 39 item 3), raised once that work is merged
+    Label("sync-per-write", "an fsync, fdatasync or MPI_File_sync after each write", ("Y01",), ()),
+    Label("metadata-storm", "many files created, stat'ed and removed (file per task, mdtest)",
+          ("P17", "F01"), ("P17",)),
+    Label("independent-shared", "independent MPI-IO (or HDF5) calls on a shared file where collective ones would merge them",
+          ("M02", "M03"), ("M02", "M03")),
+    Label("small-collective", "collective MPI-IO calls too small to gain from collective buffering", (), ()),
+    Label("rmw", "ROMIO reads back what it writes (data sieving or collective buffering over holes)",
+          ("M09",), ()),
+    Label("one-rank-io", "one rank does all the I/O while the others wait", ("R01",), ()),
+    Label("rank-imbalance", "one rank moves far more bytes than the others", ("P18", "P19", "P21", "P22", "B02"),
+          ("P18", "P19", "P21", "P22")),
+    Label("stdio-heavy", "text output through stdio, flushed line by line", ("S01",), ("S01",)),
+)
+LABEL_NAMES = tuple(label.name for label in LABELS)
+
+
+def code_labels(tool: str) -> dict[str, str]:
+    """code -> label for `tool` ("ioweather" or "drishti")."""
+    return {code: label.name for label in LABELS for code in getattr(label, tool)}
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    cause: str
+    labels: tuple[str, ...]
+    argv: tuple[str, ...]
+    procs: int = 2
+    mpi: bool = True
+    #: a tool or program the case needs beyond the core ones (lab_hdf5)
+    needs: str | None = None
+    #: labels a finding may name without being wrong or required: a consequence of the planted cause
+    #: (data sieving writes back the holes it read: "written again" is the same cause seen from POSIX)
+    tolerated: tuple[str, ...] = ()
+
+    @property
+    def control(self) -> bool:
+        return not self.labels
+
+
+def _ior(*args: str) -> tuple[str, ...]:
+    # -k: keep the file (IOR's removal is Darshan-visible metadata that no case plants); {dir} is removed after
+    return ("ior", *args, "-k", "-o", "{dir}/ior.dat")
+
+
+def _posix(*args: str) -> tuple[str, ...]:
+    return ("lab_posix", "-o", "{dir}/data", *args)
+
+
+def _loader(*args: str) -> tuple[str, ...]:
+    return ("lab_posix_nompi", "-o", "{dir}/shard", *args)
+
+
+M4, M1 = str(4 * MiB), str(MiB)
+
+CASES: tuple[Case, ...] = (
+    # Collective cases run 2 ranks: on 2 shared cores, 4 busy-polling MPICH ranks make each collective call wait
+    # for the scheduler (a 4 KiB collective write took 100 ms), which is not the cause planted.
+
+    # A planted cause costs seconds (the advisor's bar is 1 s of saving): a pattern that costs less is not
+    # one an advisor should act on. Misalignment stays cheap on a local disk (the page cache absorbs it):
+    # those two cases plant the pattern, with 1200 requests (the advisor's minimum count is 1000).
+
+    # controls: large, aligned, sequential; nothing to change
+    Case("ctl-fpp-large", "file per process, 4 MiB sequential writes then reads", (),
+         _ior("-a", "POSIX", "-F", "-t", "4m", "-b", "256m", "-w", "-r", "-e")),
+    Case("ctl-fpp-odirect-4m", "file per process, 4 MiB O_DIRECT writes", (),
+         _ior("-a", "POSIX", "-F", "--posix.odirect", "-t", "4m", "-b", "256m", "-w", "-e")),
+    Case("ctl-mpiio-collective-large", "shared file, 4 MiB collective MPI-IO writes and reads", (),
+         _ior("-a", "MPIIO", "-c", "-t", "4m", "-b", "128m", "-w", "-r", "-e"), procs=4),
+    Case("ctl-mpiio-independent-large", "shared file, each rank one contiguous block in 8 MiB independent calls", (),
+         _ior("-a", "MPIIO", "-t", "8m", "-b", "128m", "-w", "-r", "-e"), procs=4),
+    Case("ctl-serial-seq-large", "one process writes and reads 8 MiB O_DIRECT requests", (),
+         _loader("-w", "64", "-s", str(8 * MiB), "-r", "64", "-d"), procs=1, mpi=False),
+    Case("ctl-loader-seq-large", "4 processes each read their own shard in 4 MiB O_DIRECT requests", (),
+         _loader("-w", "32", "-s", M4, "-r", "32", "-d"), procs=4, mpi=False),
+    Case("ctl-hdf5-collective-large", "HDF5, 4 MiB per rank per step, collective transfers", (),
+         ("lab_hdf5", "-o", "{dir}/data.h5", "-c", "-n", "8", "-r", "256", "-w", "16384"), needs="lab_hdf5"),
+
+    # small requests, their cost made real with O_DIRECT
+    Case("small-writes-odirect", "file per process, 4 KiB O_DIRECT writes", ("small-writes",),
+         _ior("-a", "POSIX", "-F", "--posix.odirect", "-t", "4k", "-b", "64m", "-w")),
+    Case("small-reads-odirect", "4 MiB writes, then 4 KiB O_DIRECT reads", ("small-reads",),
+         _posix("-w", "32", "-s", M4, "-r", "32768", "-z", "4096", "-d")),
+    Case("small-writes-shared", "shared file, 8 KiB O_DIRECT writes", ("small-writes",),
+         _ior("-a", "POSIX", "--posix.odirect", "-t", "8k", "-b", "32m", "-w"), procs=4),
+    Case("small-rw-fpp", "file per process, 16 KiB O_DIRECT writes and reads", ("small-writes", "small-reads"),
+         _ior("-a", "POSIX", "-F", "--posix.odirect", "-t", "16k", "-b", "128m", "-w", "-r")),
+
+    # order and alignment
+    Case("random-reads", "4 MiB writes, then 1 MiB O_DIRECT reads in random order", ("random-reads",),
+         _posix("-w", "128", "-s", M4, "-r", "1024", "-z", M1, "-X", "-d")),
+    Case("random-writes", "1 MiB O_DIRECT writes in random order", ("random-writes",),
+         _posix("-w", "1024", "-s", M1, "-x", "-d")),
+    Case("random-small-reads", "4 MiB writes, then 4 KiB O_DIRECT reads in random order", ("small-reads", "random-reads"),
+         _posix("-w", "32", "-s", M4, "-r", "32768", "-z", "4096", "-X", "-d")),
+    Case("ior-random-small", "IOR random offsets, 4 KiB O_DIRECT writes and reads",
+         ("small-writes", "small-reads", "random-writes", "random-reads"),
+         _ior("-a", "POSIX", "-F", "-z", "--posix.odirect", "-t", "4k", "-b", "32m", "-w", "-r")),
+    Case("misaligned-file", "1 MiB writes at offsets 1000 bytes off the block", ("misaligned-file",),
+         _posix("-w", "600", "-s", M1, "-a", "1000")),
+    Case("misaligned-small-shared", "shared file, 47008-byte writes (not a block multiple)",
+         ("misaligned-file", "small-writes"),
+         _ior("-a", "POSIX", "-t", "47008", "-b", str(47008 * 1024), "-w", "-e"), procs=4),
+    Case("misaligned-memory", "1 MiB writes from a buffer 3 bytes off alignment", ("misaligned-memory",),
+         _posix("-w", "600", "-s", M1, "-m", "3")),
+
+    # syncs
+    Case("fsync-per-write", "4 KiB writes, an fsync after each", ("sync-per-write", "small-writes"),
+         _posix("-w", "3000", "-s", "4096", "-y", "1")),
+    Case("fdatasync-per-write", "1 MiB writes, an fdatasync after each", ("sync-per-write",),
+         _posix("-w", "512", "-s", M1, "-y", "2")),
+
+    # metadata
+    Case("mdtest-fpp-dirs", "mdtest: 2000 files per task in its own directory, created, stat'ed, read, removed",
+         ("metadata-storm",), ("mdtest", "-F", "-n", "2000", "-u", "-d", "{dir}/md")),
+    Case("mdtest-shared-dir", "mdtest: 1000 files per task in one shared directory", ("metadata-storm",),
+         ("mdtest", "-F", "-n", "1000", "-d", "{dir}/md"), procs=4),
+    Case("many-small-files", "file per task: 2000 files of 4 KiB each", ("metadata-storm", "small-writes"),
+         _posix("-f", "2000", "-s", "4096")),
+
+    # MPI-IO on a shared file
+    Case("mpiio-independent-small", "shared file, 16 KiB independent MPI-IO writes", ("independent-shared", "small-writes"),
+         _ior("-a", "MPIIO", "-t", "16k", "-b", "32m", "-w"), procs=4),
+    Case("mpiio-independent-small-rw", "shared file, 8 KiB independent MPI-IO writes and reads",
+         ("independent-shared", "small-writes", "small-reads"),
+         _ior("-a", "MPIIO", "-t", "8k", "-b", "16m", "-w", "-r"), procs=4),
+    Case("mpiio-collective-small", "shared file, 4 KiB collective MPI-IO writes", ("small-collective",),
+         _ior("-a", "MPIIO", "-c", "-t", "4k", "-b", "1m", "-w")),
+    Case("mpiio-collective-small-sync", "shared file, 4 KiB collective MPI-IO writes, a sync after each",
+         ("small-collective", "sync-per-write"),
+         _ior("-a", "MPIIO", "-c", "-Y", "-t", "4k", "-b", "1m", "-w")),
+    Case("data-sieving-rmw", "strided independent MPI-IO writes with holes: data sieving reads before it writes",
+         ("rmw", "independent-shared"),
+         ("lab_mpiio", "-o", "{dir}/data", "-n", "128", "-b", "4096", "-g", "4096", "-k", "64"), procs=4,
+         tolerated=("rewrite", "reread")),
+    Case("collective-rmw", "strided collective MPI-IO writes with holes: two-phase reads before it writes", ("rmw",),
+         ("lab_mpiio", "-o", "{dir}/data", "-c", "-n", "128", "-b", "4096", "-g", "4096", "-k", "64"),
+         tolerated=("rewrite", "reread")),
+
+    # ranks
+    Case("one-rank-io", "rank 0 writes 1 GiB with 4 MiB O_DIRECT writes, the others wait in a barrier",
+         ("one-rank-io",), _posix("-O", "-w", "256", "-s", M4, "-d"), procs=4),
+    Case("rank-imbalance-shared", "shared file: rank 0 writes 8 times what the others do (4 MiB O_DIRECT)",
+         ("rank-imbalance",), _posix("-S", "-I", "8", "-w", "32", "-s", M4, "-d"), procs=4),
+    Case("rank-imbalance-fpp", "file per process: rank 0 writes 8 times what the others do (4 MiB O_DIRECT)",
+         ("rank-imbalance",), _posix("-I", "8", "-w", "32", "-s", M4, "-d"), procs=4),
+
+    # stdio
+    Case("stdio-flush-sync", "100-byte text lines through stdio, an fflush and an fsync each",
+         ("stdio-heavy", "sync-per-write", "small-writes"), _posix("-t", "-w", "1000", "-s", "100", "-y", "1")),
+    Case("stdio-flush", "200-byte text lines through stdio, an fflush each", ("stdio-heavy", "small-writes"),
+         _posix("-t", "-w", "400000", "-s", "200")),
+
+    # data moved again
+    Case("reread", "a 256 MiB file read 4 times (4 MiB O_DIRECT)", ("reread",),
+         _posix("-w", "64", "-s", M4, "-r", "64", "-R", "4", "-d")),
+    Case("rewrite", "a 256 MiB file written 4 times (4 MiB O_DIRECT)", ("rewrite",),
+         _posix("-w", "64", "-s", M4, "-W", "4", "-d")),
+
+    # HDF5
+    Case("hdf5-independent-small", "HDF5, 4 KiB independent row pieces per rank", ("independent-shared", "small-writes"),
+         ("lab_hdf5", "-o", "{dir}/data.h5", "-n", "8192", "-r", "1", "-w", "4096"), procs=4, needs="lab_hdf5"),
+
+    # non-MPI processes, one log each (AI data loaders)
+    Case("loader-small-random", "4 processes read 4 KiB samples of their shard in random order (O_DIRECT)",
+         ("small-reads", "random-reads"), _loader("-w", "8", "-s", M4, "-r", "8192", "-z", "4096", "-X", "-d"),
+         procs=4, mpi=False),
+)
+
+
+def select(names: list[str] | None) -> list[Case]:
+    """The cases named (all when None); an unknown name is a ValueError naming it."""
+    if not names:
+        return list(CASES)
+    by_name = {c.name: c for c in CASES}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise ValueError(f"unknown case(s): {', '.join(unknown)} (see `ioweather lab list`)")
+    return [by_name[n] for n in names]

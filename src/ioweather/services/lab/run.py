@@ -1,0 +1,169 @@
+"""Run lab cases on a directory under Darshan, and keep their logs with an INDEX.json (docs/lab.md).
+
+Each case runs in its own working directory on the file system under test (removed afterwards: only
+the logs stay), under LD_PRELOAD=libdarshan.so with DARSHAN_LOGFILE naming its log, so a site's Darshan
+configured with any log path writes where the lab looks. INDEX.json is rewritten after every case, so a
+reader (the advisor's tests, `lab score`) can start on the first logs while the others run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ioweather.encoding import Answer
+from ioweather.errors import UserError
+from ioweather.files import write_atomic
+from ioweather.services.lab.catalogue import Case
+from ioweather.services.lab.toolchain import Toolchain
+
+CASE_TIMEOUT_S = 120
+INDEX = "INDEX.json"
+
+
+@dataclass
+class CaseRun:
+    name: str
+    cause: str
+    labels: list[str]
+    tolerated: list[str]
+    control: bool
+    procs: int
+    mpi: bool
+    command: str
+    logs: list[str]
+    elapsed_s: float
+    #: "ok", "failed" (with `reason`) or "skipped" (a tool the case needs is missing)
+    status: str
+    reason: str | None = None
+
+
+@dataclass
+class LabRun(Answer):
+    dir: str
+    logs_dir: str
+    toolchain: str
+    started: str
+    cases: list[CaseRun] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _command(case: Case, tools: Toolchain, workdir: Path) -> list[str]:
+    head, *args = case.argv
+    exe = {"ior": tools.ior, "mdtest": tools.mdtest}.get(head) or tools.programs[head]
+    return [exe, *(a.replace("{dir}", str(workdir)) for a in args)]
+
+
+def _env(tools: Toolchain, logfile: Path, *, mpi: bool) -> dict[str, str]:
+    env = {"LD_PRELOAD": tools.darshan_lib, "DARSHAN_LOGFILE": str(logfile),
+           # the lab's directories may be anywhere (a site's /var/scratch): nothing is excluded
+           "DARSHAN_EXCLUDE_DIRS": "none",
+           # mdtest's thousands of files need more than the default 2 MiB of record memory
+           "DARSHAN_MODMEM": "32"}
+    if not mpi:
+        env["DARSHAN_ENABLE_NONMPI"] = "1"
+    return env
+
+
+def run_case(case: Case, tools: Toolchain, base: Path, logs_dir: Path) -> CaseRun:
+    """Run one case in base/<name>, its log(s) into logs_dir/<name>/; the working directory is removed."""
+    def result(status, logs=(), elapsed=0.0, reason=None, command=""):
+        return CaseRun(case.name, case.cause, list(case.labels), list(case.tolerated), case.control, case.procs,
+                       case.mpi, command,
+                       [str(p) for p in logs], round(elapsed, 3), status, reason)
+
+    if case.needs and case.needs not in tools.programs:
+        return result("skipped", reason=tools.missing.get(case.needs, f"{case.needs} is not built"))
+    workdir, out = base / case.name, logs_dir / case.name
+    shutil.rmtree(workdir, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    out.mkdir(parents=True)
+    cmd = _command(case, tools, workdir)
+    started = time.monotonic()
+    try:
+        if case.mpi:
+            logs = [out / f"{case.name}.darshan"]
+            env = _env(tools, logs[0], mpi=True)
+            # `env` after mpiexec: the launcher itself is not instrumented, the ranks are
+            full = [tools.mpiexec, "-n", str(case.procs), "env", *(f"{k}={v}" for k, v in env.items()), *cmd]
+            procs = [subprocess.Popen(full, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)]
+        else:
+            logs = [out / f"{case.name}.{k}.darshan" for k in range(case.procs)]
+            full = cmd
+            procs = [subprocess.Popen([*cmd, "-k", str(k)], cwd=workdir, env={**os.environ, **_env(tools, log, mpi=False)},
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                     for k, log in enumerate(logs)]
+        errors = []
+        for p in procs:
+            try:
+                _, err = p.communicate(timeout=CASE_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                _, err = p.communicate()
+                errors.append(f"timed out after {CASE_TIMEOUT_S} s")
+                continue
+            if p.returncode:
+                errors.append(f"exit {p.returncode}: {(err.strip().splitlines() or ['no message'])[-1]}")
+        elapsed = time.monotonic() - started
+        command = " ".join(full)
+        if errors:
+            return result("failed", logs, elapsed, errors[0], command)
+        missing = [p.name for p in logs if not p.is_file()]
+        if missing:
+            return result("failed", logs, elapsed, f"Darshan wrote no log {missing[0]} (is libdarshan.so working?)",
+                          command)
+        return result("ok", logs, elapsed, command=command)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def write_index(run: LabRun) -> None:
+    write_atomic(Path(run.logs_dir) / INDEX, json.dumps(run.to_json(), indent=1) + "\n")
+
+
+def run_cases(cases: list[Case], tools: Toolchain, directory: Path, logs_dir: Path,
+              progress_cb=lambda done, total, name: None) -> LabRun:
+    """Run `cases` in a fresh directory under `directory`; INDEX.json in `logs_dir` after each one."""
+    if not directory.is_dir():
+        raise UserError(f"--dir {directory}: not a directory")
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    base = directory / f"ioweather-lab-{os.getpid()}"
+    base.mkdir()
+    run = LabRun(str(directory), str(logs_dir), tools.origin,
+                 dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"))
+    # a case not re-run keeps its earlier entry: `--case X` refreshes X without losing the others
+    previous = read_index(logs_dir, missing_ok=True)
+    kept = {c.name: c for c in (previous.cases if previous else []) if c.name not in {k.name for k in cases}}
+    try:
+        for i, case in enumerate(cases):
+            progress_cb(i, len(cases), case.name)
+            run.cases.append(run_case(case, tools, base, logs_dir))
+            write_index(LabRun(run.dir, run.logs_dir, run.toolchain, run.started, [*kept.values(), *run.cases]))
+        progress_cb(len(cases), len(cases), "")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return run
+
+
+def read_index(logs_dir: Path, *, missing_ok: bool = False) -> LabRun | None:
+    """The INDEX.json of a lab's logs directory as a LabRun; UserError (or None, `missing_ok`) without one."""
+    path = logs_dir / INDEX
+    try:
+        doc = json.loads(path.read_text())
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise UserError(f"{path}: no such file (run `ioweather lab run --logs {logs_dir}` first)") from None
+    except (OSError, ValueError) as e:
+        raise UserError(f"{path}: cannot read the lab's index ({e})") from None
+    cases = [CaseRun(**c) for c in doc.pop("cases", [])]
+    return LabRun(**doc, cases=cases)

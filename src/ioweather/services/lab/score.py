@@ -1,0 +1,186 @@
+"""Score ioweather's findings and Drishti's insights against the lab's planted labels (docs/validation.md).
+
+Both tools read the same logs (the INDEX.json of `lab run`). A case's prediction is the union over its
+logs (a non-MPI case has one per process) of the codes raised at WARN or HIGH, mapped to labels by
+`catalogue.LABELS`; a raised code that maps to no label is an unplanted alarm. A control is quiet when
+no code at WARN or HIGH is raised (and, for ioweather, its verdict says "nothing worth changing").
+
+Drishti (drishti-io on PyPI) runs from its own virtual environment in the lab's cache, made here on
+first use; it is never a dependency of ioweather. When it cannot be installed or run, its score is
+absent and `reason` says why.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ioweather.encoding import Answer
+from ioweather.errors import UserError
+from ioweather.services.lab.catalogue import LABEL_NAMES, code_labels
+from ioweather.services.lab.run import CaseRun, read_index
+from ioweather.services.lab.toolchain import PROGRAMS, cache_dir
+from ioweather.stats.lab_scores import score
+
+DRISHTI = "drishti-io==0.8"
+DRISHTI_TIMEOUT_S = 300
+ALARMS = ("WARN", "HIGH")
+
+
+@dataclass
+class LabelScore:
+    label: str
+    tp: int
+    fp: int
+    fn: int
+    precision: float | None
+    recall: float | None
+    f1: float | None
+
+
+@dataclass
+class CaseScore:
+    case: str
+    planted: list[str]
+    named: list[str]
+    unplanted: list[str]
+    #: every code raised at WARN or HIGH, in the tool's words
+    alarms: list[str]
+    control: bool
+    quiet: bool | None
+    verdict: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class ToolScore:
+    tool: str
+    version: str | None
+    available: bool
+    reason: str | None = None
+    micro_precision: float | None = None
+    micro_recall: float | None = None
+    micro_f1: float | None = None
+    micro_f1_labels: float | None = None
+    controls: int = 0
+    controls_quiet: int = 0
+    labels: list[LabelScore] = field(default_factory=list)
+    cases: list[CaseScore] = field(default_factory=list)
+
+
+@dataclass
+class Scores(Answer):
+    logs_dir: str
+    cases: int
+    tools: list[ToolScore]
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+# ---- the tools' readings: per log, (codes raised at WARN/HIGH, verdict or None), or an error
+
+def _ioweather(log: str) -> tuple[list[str], str | None]:
+    # lazy: the job report forks its reader before numpy and PyDarshan are imported (docs/darshan.md)
+    from ioweather.services.darshan_job import job_outputs
+
+    rep, _ = job_outputs(log)
+    return [f["code"] for f in rep["findings"] if f["level"] in ALARMS], rep["verdict"]
+
+
+def drishti_python(cache: Path) -> Path:
+    """Drishti's own environment's Python, made on first use; UserError with pip's last line if it cannot be."""
+    venv = cache / "drishti-venv"
+    python = venv / "bin" / "python"
+    check = [str(python), "-c", "import drishti.reporter"]
+    if python.exists() and subprocess.run(check, capture_output=True).returncode == 0:
+        return python
+    for cmd in ([sys.executable, "-m", "venv", "--clear", str(venv)], [str(python), "-m", "pip", "install", "-q", DRISHTI]):
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode:
+            last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            raise UserError(f"cannot install {DRISHTI} into {venv}: {last}")
+    return python
+
+
+def _drishti(python: Path, log: str) -> tuple[list[str], str | None, str]:
+    with tempfile.TemporaryDirectory(prefix="ioweather-drishti-") as tmp:
+        out = Path(tmp) / "insights.json"
+        done = subprocess.run([str(python), str(PROGRAMS / "drishti_codes.py"), str(out), log], cwd=tmp,
+                              capture_output=True, text=True, timeout=DRISHTI_TIMEOUT_S)
+        if not out.exists() or done.returncode:
+            raise RuntimeError(f"Drishti failed (exit {done.returncode}): "
+                               f"{(done.stderr.strip().splitlines() or ['no message'])[-1]}")
+        doc = json.loads(out.read_text())
+    return [i["code"] for i in doc["insights"] if i["level"] in ALARMS], None, doc["version"]
+
+
+def _case_score(tool: str, case: CaseRun, readings: list) -> CaseScore:
+    errors = [r for r in readings if isinstance(r, Exception)]
+    alarms = sorted({c for r in readings if not isinstance(r, Exception) for c in r[0]})
+    verdicts = [r[1] for r in readings if not isinstance(r, Exception) and r[1]]
+    mapping = code_labels(tool)
+    named = sorted({mapping[c] for c in alarms if c in mapping})
+    unplanted = sorted(c for c in alarms if c not in mapping)
+    quiet = None
+    if case.control and not errors:
+        quiet = not alarms and all("nothing worth changing" in v for v in verdicts)
+    return CaseScore(case.name, list(case.labels), named, unplanted, alarms, case.control, quiet,
+                     verdict=" | ".join(verdicts) or None, error=str(errors[0]) if errors else None)
+
+
+def _tool_score(tool: str, version: str | None, cases: list[CaseRun], readings: dict[str, list]) -> ToolScore:
+    scored = [_case_score(tool, c, readings[c.name]) for c in cases]
+    by_name = {c.name: c for c in cases}
+    s = score(LABEL_NAMES, [(set(cs.planted), set(by_name[cs.case].tolerated), set(cs.named), set(cs.unplanted))
+                            for cs in scored if cs.error is None])
+    controls = [cs for cs in scored if cs.control]
+    return ToolScore(tool, version, True, None, s["micro_precision"], s["micro_recall"], s["micro_f1"],
+                     s["micro_f1_labels"], len(controls), sum(1 for cs in controls if cs.quiet),
+                     [LabelScore(name, **row) for name, row in s["labels"].items()], scored)
+
+
+def _read_all(read, cases: list[CaseRun], workers: int, progress_cb, done: list[int], total: int) -> dict[str, list]:
+    def one(log):
+        try:
+            return read(log)
+        except Exception as e:  # a log a tool cannot read is that tool's error on that case, not the scorer's
+            return e
+        finally:
+            done[0] += 1
+            progress_cb(done[0], total)
+
+    with ThreadPoolExecutor(workers) as pool:
+        return {c.name: list(pool.map(one, c.logs)) for c in cases}
+
+
+def score_logs(logs_dir: Path, *, drishti: bool = True, cache: Path | None = None,
+               progress_cb=lambda done, total: None) -> Scores:
+    """Both tools' scores on the cases of `logs_dir`/INDEX.json that ran (status "ok")."""
+    index = read_index(logs_dir)
+    cases = [c for c in index.cases if c.status == "ok"]
+    if not cases:
+        raise UserError(f"{logs_dir}: no case ran successfully (see INDEX.json)")
+    logs = sum(len(c.logs) for c in cases)
+    total, done = logs * (2 if drishti else 1), [0]
+    from ioweather import __version__
+
+    # ioweather's reader forks a child per log; two at a time is this machine's two cores
+    ours = _read_all(_ioweather, cases, 2, progress_cb, done, total)
+    tools = [_tool_score("ioweather", __version__, cases, ours)]
+    if drishti:
+        try:
+            python = drishti_python(cache or cache_dir())
+        except UserError as e:
+            tools.append(ToolScore("drishti", None, False, str(e)))
+        else:
+            theirs = _read_all(lambda log: _drishti(python, log), cases, 2, progress_cb, done, total)
+            versions = {r[2] for rs in theirs.values() for r in rs if not isinstance(r, Exception)}
+            tools.append(_tool_score("drishti", ", ".join(sorted(versions)) or None, cases, theirs))
+    return Scores(str(logs_dir), len(cases), tools)
+

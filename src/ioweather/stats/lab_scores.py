@@ -1,0 +1,44 @@
+"""Precision, recall and F1 of a diagnosis tool's labels against a lab's planted ones (docs/validation.md).
+
+Per case: the planted labels T, the labels it tolerates X (a consequence of the planted cause that a
+tool may name or not), the labels the tool named P, and the alarms it raised that name no label U
+(codes at WARN or HIGH outside the vocabulary). For a label L: a true positive when L is in T and P,
+a false negative when in T only, a false positive when in P but neither T nor X. Each code of U is a
+false positive of the row "unplanted". Micro averages pool the counts of every row (Manning, Raghavan
+& Schütze, *Introduction to Information Retrieval*, 2008, section 13.6); `micro_f1_labels` leaves the
+unplanted row out, as benchmarks that score only their labels do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+UNPLANTED = "unplanted"
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def prf(tp: int, fp: int, fn: int) -> dict:
+    """precision, recall and F1 (None where undefined: nothing predicted, nothing planted)."""
+    return {"tp": tp, "fp": fp, "fn": fn, "precision": _ratio(tp, tp + fp), "recall": _ratio(tp, tp + fn),
+            "f1": _ratio(2 * tp, 2 * tp + fp + fn)}
+
+
+def score(labels: Sequence[str], cases: Iterable[tuple[set[str], set[str], set[str], set[str]]]) -> dict:
+    """Per label and micro scores over `cases` = (planted, tolerated, named, unplanted codes) each."""
+    counts = {name: [0, 0, 0] for name in [*labels, UNPLANTED]}
+    for planted, tolerated, named, unplanted in cases:
+        for name in labels:
+            if name in planted:
+                counts[name][0 if name in named else 2] += 1
+            elif name in named and name not in tolerated:
+                counts[name][1] += 1
+        counts[UNPLANTED][1] += len(unplanted)
+    rows = {name: prf(*c) for name, c in counts.items()}
+    total = [sum(c[i] for c in counts.values()) for i in range(3)]
+    planted_only = [sum(c[i] for n, c in counts.items() if n != UNPLANTED) for i in range(3)]
+    micro = prf(*total)
+    return {"labels": rows, "micro_precision": micro["precision"], "micro_recall": micro["recall"],
+            "micro_f1": micro["f1"], "micro_f1_labels": prf(*planted_only)["f1"]}

@@ -1,0 +1,103 @@
+"""The lab's runs plant what they say: cheap cases run under the real Darshan runtime, and the log's
+counters checked against what the program was told to do (independent of the advisor; docs/lab.md).
+
+Skipped, with the reason, where mpicc or the lab's Darshan build is absent (`ioweather lab build`).
+About 10-20 s on this machine.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ioweather.errors import UserError
+from ioweather.services.lab.catalogue import Case
+from ioweather.services.lab.run import read_index, run_cases
+from ioweather.services.lab.toolchain import find
+
+pytestmark = pytest.mark.slow
+
+darshan = pytest.importorskip("darshan")
+
+
+@pytest.fixture(scope="module")
+def tools():
+    try:
+        return find()
+    except UserError as e:
+        pytest.skip(f"no lab toolchain: {e}")
+
+
+def _counters(log: str, module: str = "POSIX"):
+    report = darshan.DarshanReport(log, read_all=True)
+    assert report.metadata["job"]["log_ver"] == "3.41"
+    if module not in report.records:
+        return None
+    return report.records[module].to_df()["counters"]
+
+
+def _run(tools, tmp_path, case: Case):
+    run = run_cases([case], tools, tmp_path, tmp_path / "logs")
+    (done,) = run.cases
+    assert done.status == "ok", done.reason
+    assert read_index(tmp_path / "logs").cases[0].logs == done.logs
+    return done
+
+
+def test_fsync_per_write_is_counted_once_per_write(tools, tmp_path):
+    n = 60
+    done = _run(tools, tmp_path, Case("t-fsync", "", ("sync-per-write", "small-writes"),
+                                      ("lab_posix", "-o", "{dir}/f", "-w", str(n), "-s", "4096", "-y", "1")))
+    c = _counters(done.logs[0])
+    assert sorted(c["rank"]) == [0, 1]
+    assert list(c["POSIX_FSYNCS"]) == [n, n]
+    assert list(c["POSIX_FDSYNCS"]) == [0, 0]
+    assert list(c["POSIX_WRITES"]) == [n, n]
+    assert list(c["POSIX_SIZE_WRITE_1K_10K"]) == [n, n]
+    assert list(c["POSIX_BYTES_WRITTEN"]) == [n * 4096] * 2
+
+
+def test_odirect_small_writes_keep_their_size(tools, tmp_path):
+    """IOR's 4 KiB O_DIRECT writes reach POSIX as 4 KiB writes (no page cache merged them), file per process."""
+    done = _run(tools, tmp_path, Case("t-odirect", "", ("small-writes",),
+                                      ("ior", "-a", "POSIX", "-F", "--posix.odirect", "-t", "4k", "-b", "1m", "-w",
+                                       "-k", "-o", "{dir}/ior.dat")))
+    c = _counters(done.logs[0])
+    data = c[c["POSIX_BYTES_WRITTEN"] > 0]
+    assert len(data) == 2  # one file per rank
+    assert list(data["POSIX_WRITES"]) == [256, 256]
+    assert list(data["POSIX_ACCESS1_ACCESS"]) == [4096, 4096]
+    assert list(data["POSIX_ACCESS1_COUNT"]) == [256, 256]
+    assert list(data["POSIX_FILE_NOT_ALIGNED"]) == [0, 0]
+
+
+def test_one_rank_does_all_the_io_while_the_others_wait(tools, tmp_path):
+    done = _run(tools, tmp_path, Case("t-one-rank", "", ("one-rank-io",),
+                                      ("lab_posix", "-o", "{dir}/f", "-O", "-w", "8", "-s", str(1 << 20), "-d")))
+    c = _counters(done.logs[0])
+    assert list(c["rank"]) == [0]
+    assert int(c["POSIX_BYTES_WRITTEN"].iloc[0]) == 8 << 20
+    assert int(c["POSIX_SIZE_WRITE_1M_4M"].iloc[0]) == 8
+
+
+def test_stdio_lines_are_flushed_each(tools, tmp_path):
+    n = 40
+    done = _run(tools, tmp_path, Case("t-stdio", "", ("stdio-heavy",),
+                                      ("lab_posix", "-o", "{dir}/f", "-t", "-w", str(n), "-s", "100")))
+    c = _counters(done.logs[0], "STDIO")
+    assert list(c["STDIO_WRITES"]) == [n, n]
+    assert list(c["STDIO_FLUSHES"]) == [n, n]
+    assert list(c["STDIO_BYTES_WRITTEN"]) == [n * 100] * 2
+
+
+def test_non_mpi_processes_write_one_log_each(tools, tmp_path):
+    """Data-loader style: separate processes, one Darshan log each, every read the planted 4 KiB."""
+    done = _run(tools, tmp_path, Case("t-loader", "", ("small-reads",),
+                                      ("lab_posix_nompi", "-o", "{dir}/shard", "-w", "1", "-s", str(1 << 20),
+                                       "-r", "64", "-z", "4096", "-X", "-d"), procs=2, mpi=False))
+    assert len(done.logs) == 2
+    for log in done.logs:
+        report = darshan.DarshanReport(log, read_all=True)
+        assert report.metadata["job"]["nprocs"] == 1
+        c = report.records["POSIX"].to_df()["counters"]
+        assert list(c["POSIX_READS"]) == [64]
+        assert list(c["POSIX_SIZE_READ_1K_10K"]) == [64]

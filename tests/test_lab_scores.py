@@ -1,0 +1,103 @@
+"""The lab's catalogue and its scoring (no MPI needed): the vocabulary, the cases, and the F1 arithmetic
+checked against counts worked by hand."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ioweather.cli import cli
+from ioweather.services.lab.catalogue import CASES, LABEL_NAMES, LABELS, code_labels, select
+from ioweather.stats.lab_scores import UNPLANTED, prf, score
+
+IMBALANCED = Path("/work/shared/testdata/darshan/imbalanced-io.darshan")
+
+
+def test_the_catalogue_covers_the_vocabulary_with_controls():
+    assert len(CASES) >= 30
+    assert len({c.name for c in CASES}) == len(CASES)
+    used = {label for c in CASES for label in (*c.labels, *c.tolerated)}
+    assert used <= set(LABEL_NAMES)
+    assert set(LABEL_NAMES) <= {label for c in CASES for label in c.labels}  # every label planted somewhere
+    assert sum(c.control for c in CASES) >= 3
+    assert any(not c.mpi and c.procs > 1 for c in CASES)
+    for c in CASES:
+        assert c.argv[0] in {"ior", "mdtest", "lab_posix", "lab_posix_nompi", "lab_mpiio", "lab_hdf5"}, c.name
+
+
+def test_a_code_names_one_label_per_tool():
+    for tool in ("ioweather", "drishti"):
+        codes = [code for label in LABELS for code in getattr(label, tool)]
+        assert len(codes) == len(set(codes)), tool
+        assert code_labels(tool)["P06"] == "small-writes"
+    # Drishti's M09 is about aggregators between nodes, not read-modify-write
+    assert "M09" not in code_labels("drishti")
+
+
+def test_select_names_the_unknown_case():
+    assert [c.name for c in select(["reread"])] == ["reread"]
+    with pytest.raises(ValueError, match="nope"):
+        select(["reread", "nope"])
+
+
+def test_prf_by_hand():
+    assert prf(3, 1, 2) == {"tp": 3, "fp": 1, "fn": 2, "precision": 0.75, "recall": 0.6, "f1": 6 / 9}
+    assert prf(0, 0, 0)["precision"] is None and prf(0, 0, 0)["f1"] is None
+
+
+def test_score_counts_by_hand():
+    labels = ("a", "b", "c")
+    cases = [
+        ({"a"}, set(), {"a", "b"}, {"X01"}),   # a: tp; b: fp; one unplanted alarm
+        ({"a", "c"}, set(), {"c"}, set()),     # a: fn; c: tp
+        (set(), {"b"}, {"b"}, set()),          # b tolerated: neither fp nor tp
+        (set(), set(), set(), {"X01", "X02"}),  # a control with two alarms
+    ]
+    s = score(labels, cases)
+    assert (s["labels"]["a"]["tp"], s["labels"]["a"]["fp"], s["labels"]["a"]["fn"]) == (1, 0, 1)
+    assert (s["labels"]["b"]["tp"], s["labels"]["b"]["fp"], s["labels"]["b"]["fn"]) == (0, 1, 0)
+    assert (s["labels"]["c"]["tp"], s["labels"]["c"]["fp"], s["labels"]["c"]["fn"]) == (1, 0, 0)
+    assert s["labels"][UNPLANTED]["fp"] == 3
+    # pooled: tp 2, fp 1 + 3, fn 1
+    assert s["micro_precision"] == pytest.approx(2 / 6)
+    assert s["micro_recall"] == pytest.approx(2 / 3)
+    assert s["micro_f1"] == pytest.approx(4 / (4 + 4 + 1))
+    assert s["micro_f1_labels"] == pytest.approx(4 / (4 + 1 + 1))
+
+
+def test_lab_list_json_is_the_catalogue():
+    out = CliRunner().invoke(cli, ["lab", "list", "--json"])
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.output)
+    assert [r["name"] for r in rows] == [c.name for c in CASES]
+
+
+def test_lab_run_refuses_an_unknown_case_in_one_line(tmp_path):
+    out = CliRunner().invoke(cli, ["lab", "run", "--dir", str(tmp_path), "--case", "nope"])
+    assert out.exit_code == 2
+    assert "unknown case(s): nope" in out.output
+
+
+@pytest.mark.skipif(not IMBALANCED.exists(), reason="shared Darshan logs absent")
+def test_score_maps_ioweathers_alarms_to_labels(tmp_path):
+    """One public log in a lab index: the case's named labels are its WARN/HIGH codes through the mapping."""
+    index = {"dir": "/x", "logs_dir": str(tmp_path), "toolchain": "cache", "started": "2026-11-28T00:00:00Z",
+             "cases": [{"name": "imb", "cause": "", "labels": ["rank-imbalance"], "tolerated": [], "control": False,
+                        "procs": 1, "mpi": True, "command": "", "logs": [str(IMBALANCED)], "elapsed_s": 1.0,
+                        "status": "ok", "reason": None}]}
+    (tmp_path / "INDEX.json").write_text(json.dumps(index))
+    out = CliRunner().invoke(cli, ["lab", "score", str(tmp_path), "--no-drishti", "--json"])
+    assert out.exit_code == 0, out.output
+    (tool,) = json.loads(out.output)["tools"]
+    (case,) = tool["cases"]
+    job = CliRunner().invoke(cli, ["job", str(IMBALANCED), "--json"])
+    alarms = sorted({f["code"] for f in json.loads(job.output)["findings"] if f["level"] in ("WARN", "HIGH")})
+    assert case["alarms"] == alarms
+    mapping = code_labels("ioweather")
+    assert case["named"] == sorted({mapping[c] for c in alarms if c in mapping})
+    assert case["unplanted"] == [c for c in alarms if c not in mapping]
+    row = {r["label"]: r for r in tool["labels"]}["rank-imbalance"]
+    assert row["tp"] == (1 if "rank-imbalance" in case["named"] else 0)
