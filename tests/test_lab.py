@@ -76,17 +76,21 @@ def test_one_rank_does_all_the_io_while_the_others_wait(tools, tmp_path):
     c = _counters(done.logs[0])
     assert list(c["rank"]) == [0]
     assert int(c["POSIX_BYTES_WRITTEN"].iloc[0]) == 8 << 20
-    assert int(c["POSIX_SIZE_WRITE_1M_4M"].iloc[0]) == 8
+    assert (int(c["POSIX_ACCESS1_ACCESS"].iloc[0]), int(c["POSIX_ACCESS1_COUNT"].iloc[0])) == (1 << 20, 8)
 
 
-def test_stdio_lines_are_flushed_each(tools, tmp_path):
+def test_stdio_lines_are_flushed_and_synced_each(tools, tmp_path):
     n = 40
-    done = _run(tools, tmp_path, Case("t-stdio", "", ("stdio-heavy",),
-                                      ("lab_posix", "-o", "{dir}/f", "-t", "-w", str(n), "-s", "100")))
+    done = _run(tools, tmp_path, Case("t-stdio", "", ("stdio-heavy", "sync-per-write"),
+                                      ("lab_posix", "-o", "{dir}/f", "-t", "-w", str(n), "-s", "100", "-y", "1")))
     c = _counters(done.logs[0], "STDIO")
     assert list(c["STDIO_WRITES"]) == [n, n]
     assert list(c["STDIO_FLUSHES"]) == [n, n]
     assert list(c["STDIO_BYTES_WRITTEN"]) == [n * 100] * 2
+    # fsync(fileno(f)): Darshan's fileno() wrapper hands the stream's descriptor to the POSIX module
+    p = _counters(done.logs[0])
+    assert list(p["POSIX_FSYNCS"]) == [n, n]
+    assert list(p["POSIX_FILENOS"]) == [n, n]
 
 
 def test_non_mpi_processes_write_one_log_each(tools, tmp_path):

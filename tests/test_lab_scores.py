@@ -71,8 +71,9 @@ def test_score_counts_by_hand():
 def test_lab_list_json_is_the_catalogue():
     out = CliRunner().invoke(cli, ["lab", "list", "--json"])
     assert out.exit_code == 0, out.output
-    rows = json.loads(out.output)
-    assert [r["name"] for r in rows] == [c.name for c in CASES]
+    doc = json.loads(out.output)
+    assert [r["name"] for r in doc["cases"]] == [c.name for c in CASES]
+    assert [r["label"] for r in doc["labels"]] == list(LABEL_NAMES)
 
 
 def test_lab_run_refuses_an_unknown_case_in_one_line(tmp_path):

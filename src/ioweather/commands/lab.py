@@ -47,19 +47,25 @@ def register(cli: click.Group) -> None:
     @lab.command("list")
     @json_option
     def list_cmd(as_json):
-        """The catalogue: each case, its planted cause and labels."""
-        from ioweather.services.lab.catalogue import CASES
+        """The catalogue: each case, its planted cause and labels; and the labels' finding codes."""
+        from ioweather.services.lab.catalogue import CASES, LABELS
         from ioweather.views.output import print_json, print_table
 
-        rows = [{"name": c.name, "procs": c.procs, "mpi": c.mpi, "labels": list(c.labels) or None,
-                 "control": c.control, "cause": c.cause} for c in CASES]
+        cases = [{"name": c.name, "procs": c.procs, "mpi": c.mpi, "labels": list(c.labels), "tolerated": list(c.tolerated),
+                  "control": c.control, "cause": c.cause} for c in CASES]
+        labels = [{"label": x.name, "meaning": x.meaning, "ioweather_codes": list(x.ioweather),
+                   "drishti_codes": list(x.drishti)} for x in LABELS]
         if as_json:
-            print_json(rows)
+            print_json({"cases": cases, "labels": labels})
             return
         # "label" and "evidence": the keys views.output aligns left as text
         print_table([{**r, "label": ", ".join(r["labels"] or ["(control)"]), "evidence": r["cause"],
-                      "mpi": "MPI" if r["mpi"] else "processes"} for r in rows],
-                    [("name", "case"), ("procs", "procs"), ("mpi", "kind"), ("label", "labels"), ("evidence", "planted cause")])
+                      "mpi": "MPI" if r["mpi"] else "processes"} for r in cases],
+                    [("name", "case"), ("procs", "procs"), ("mpi", "kind"), ("label", "labels"), ("evidence", "planted cause")],
+                    title=f"{len(cases)} cases")
+        print_table([{"label": x["label"], "evidence": x["meaning"], "name": ", ".join(x["ioweather_codes"]) or "-",
+                      "state": ", ".join(x["drishti_codes"]) or "-"} for x in labels],
+                    [("label", "label"), ("evidence", "meaning"), ("name", "ioweather codes"), ("state", "Drishti codes")])
 
     @lab.command("run")
     @click.option("--dir", "directory", required=True, type=click.Path(file_okay=False, path_type=Path),

@@ -107,7 +107,7 @@ CASES: tuple[Case, ...] = (
     Case("ctl-fpp-odirect-4m", "file per process, 4 MiB O_DIRECT writes", (),
          _ior("-a", "POSIX", "-F", "--posix.odirect", "-t", "4m", "-b", "256m", "-w", "-e")),
     Case("ctl-mpiio-collective-large", "shared file, 4 MiB collective MPI-IO writes and reads", (),
-         _ior("-a", "MPIIO", "-c", "-t", "4m", "-b", "128m", "-w", "-r", "-e"), procs=4),
+         _ior("-a", "MPIIO", "-c", "-t", "4m", "-b", "128m", "-w", "-r", "-e")),
     Case("ctl-mpiio-independent-large", "shared file, each rank one contiguous block in 8 MiB independent calls", (),
          _ior("-a", "MPIIO", "-t", "8m", "-b", "128m", "-w", "-r", "-e"), procs=4),
     Case("ctl-serial-seq-large", "one process writes and reads 8 MiB O_DIRECT requests", (),
@@ -129,7 +129,7 @@ CASES: tuple[Case, ...] = (
 
     # order and alignment
     Case("random-reads", "4 MiB writes, then 1 MiB O_DIRECT reads in random order", ("random-reads",),
-         _posix("-w", "128", "-s", M4, "-r", "1024", "-z", M1, "-X", "-d")),
+         _posix("-w", "128", "-s", M4, "-r", "512", "-z", M1, "-X", "-d")),
     Case("random-writes", "1 MiB O_DIRECT writes in random order", ("random-writes",),
          _posix("-w", "1024", "-s", M1, "-x", "-d")),
     Case("random-small-reads", "4 MiB writes, then 4 KiB O_DIRECT reads in random order", ("small-reads", "random-reads"),
@@ -166,7 +166,7 @@ CASES: tuple[Case, ...] = (
          ("independent-shared", "small-writes", "small-reads"),
          _ior("-a", "MPIIO", "-t", "8k", "-b", "16m", "-w", "-r"), procs=4),
     Case("mpiio-collective-small", "shared file, 4 KiB collective MPI-IO writes", ("small-collective",),
-         _ior("-a", "MPIIO", "-c", "-t", "4k", "-b", "1m", "-w")),
+         _ior("-a", "MPIIO", "-c", "-t", "4k", "-b", "16m", "-w")),
     Case("mpiio-collective-small-sync", "shared file, 4 KiB collective MPI-IO writes, a sync after each",
          ("small-collective", "sync-per-write"),
          _ior("-a", "MPIIO", "-c", "-Y", "-t", "4k", "-b", "1m", "-w")),

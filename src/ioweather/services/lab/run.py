@@ -112,7 +112,8 @@ def run_case(case: Case, tools: Toolchain, base: Path, logs_dir: Path) -> CaseRu
                 errors.append(f"timed out after {CASE_TIMEOUT_S} s")
                 continue
             if p.returncode:
-                errors.append(f"exit {p.returncode}: {(err.strip().splitlines() or ['no message'])[-1]}")
+                # the first line: the program's own reason (MPI's abort notice follows it)
+                errors.append(f"exit {p.returncode}: {(err.strip().splitlines() or ['no message'])[0]}")
         elapsed = time.monotonic() - started
         command = " ".join(full)
         if errors:
@@ -140,14 +141,16 @@ def run_cases(cases: list[Case], tools: Toolchain, directory: Path, logs_dir: Pa
     base.mkdir()
     run = LabRun(str(directory), str(logs_dir), tools.origin,
                  dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"))
-    # a case not re-run keeps its earlier entry: `--case X` refreshes X without losing the others
+    # an earlier entry stays until its case is run again: `--case X` refreshes X without losing the others,
+    # and a reader of the index during a full run keeps the previous logs of the cases not yet re-run
     previous = read_index(logs_dir, missing_ok=True)
-    kept = {c.name: c for c in (previous.cases if previous else []) if c.name not in {k.name for k in cases}}
+    entries = {c.name: c for c in (previous.cases if previous else [])}
     try:
         for i, case in enumerate(cases):
             progress_cb(i, len(cases), case.name)
             run.cases.append(run_case(case, tools, base, logs_dir))
-            write_index(LabRun(run.dir, run.logs_dir, run.toolchain, run.started, [*kept.values(), *run.cases]))
+            entries[case.name] = run.cases[-1]
+            write_index(LabRun(run.dir, run.logs_dir, run.toolchain, run.started, list(entries.values())))
         progress_cb(len(cases), len(cases), "")
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -170,8 +170,12 @@ def score_logs(logs_dir: Path, *, drishti: bool = True, cache: Path | None = Non
     total, done = logs * (2 if drishti else 1), [0]
     from ioweather import __version__
 
-    # ioweather's reader forks a child per log; two at a time is this machine's two cores
-    ours = _read_all(_ioweather, cases, 2, progress_cb, done, total)
+    # ioweather's reader forks a child per log (a dying libdarshan-util is one line): imported here first,
+    # numpy, pandas and PyDarshan are inherited by every child instead of imported 40 times; one at a
+    # time, as a fork from a process with threads may inherit a lock held by another
+    import ioweather.services.darshan  # noqa: F401
+
+    ours = _read_all(_ioweather, cases, 1, progress_cb, done, total)
     tools = [_tool_score("ioweather", __version__, cases, ours)]
     if drishti:
         try:
