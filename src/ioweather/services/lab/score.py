@@ -87,7 +87,7 @@ class Scores(Answer):
 
 def _ioweather(log: str) -> tuple[list[str], str | None]:
     # lazy: the job report forks its reader before numpy and PyDarshan are imported (docs/darshan.md)
-    from ioweather.services.darshan_job import job_outputs
+    from ioweather.services.jobs.darshan_child import job_outputs
 
     rep, _ = job_outputs(log)
     return [f["code"] for f in rep["findings"] if f["level"] in ALARMS], rep["verdict"]
@@ -173,7 +173,7 @@ def score_logs(logs_dir: Path, *, drishti: bool = True, cache: Path | None = Non
     # ioweather's reader forks a child per log (a dying libdarshan-util is one line): imported here first,
     # numpy, pandas and PyDarshan are inherited by every child instead of imported 40 times; one at a
     # time, as a fork from a process with threads may inherit a lock held by another
-    import ioweather.services.darshan  # noqa: F401
+    import ioweather.services.jobs.darshan  # noqa: F401
 
     ours = _read_all(_ioweather, cases, 1, progress_cb, done, total)
     tools = [_tool_score("ioweather", __version__, cases, ours)]
