@@ -8,7 +8,9 @@ _.a  # services.content.fsstats.Growth
 _.access  # services.jobs.darshan.StoredJob
 _.acf  # services.telemetry.workload.Workload
 _.adjust  # services.factors.Factors
+_.alarms  # services.lab.score.CaseScore
 _.analysis  # services.factors.Factors
+_.available  # services.lab.score.ToolScore
 _.b  # services.content.fsstats.Growth
 _.baseline  # services.probe.history.TargetHistory
 _.baseline_s  # services.probe.status.Status
@@ -16,6 +18,7 @@ _.bench  # services.report.Report
 _.bigger_is_better  # services.umami.MetricRow
 _.box  # services.umami.MetricRow
 _.brw  # services.telemetry.fsview.Servers
+_.built  # services.lab.toolchain.Build
 _.burstiness  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
 _.by_bytes  # services.telemetry.fsview.Talkers
 _.by_ops  # services.telemetry.fsview.Talkers
@@ -23,18 +26,27 @@ _.bytes  # services.content.fsstats.Snapshot
 _.bytes_per_day  # services.content.fsstats.Growth
 _.bytes_read  # services.jobs.darshan.ArchiveSummary
 _.bytes_written  # services.jobs.darshan.ArchiveSummary
+_.cache  # services.lab.toolchain.Build
 _.capacity_bytes  # services.content.fsstats.Snapshot
+_.case  # services.lab.score.CaseScore
+_.cases  # services.lab.run.LabRun, services.lab.score.Scores, services.lab.score.ToolScore
+_.cause  # services.lab.run.CaseRun
+_.cc  # services.lab.toolchain.Toolchain
 _.cdfs  # services.content.fsstats.Contents
 _.cf_variant  # services.jobs.weather.Weather
 _.changes  # services.report.Report
 _.climate  # services.jobs.weather.Weather, services.why.Why
 _.code_s  # services.why.Why
 _.colour  # services.umami.MetricRow
+_.command  # services.lab.run.CaseRun
 _.compare  # services.content.fsstats.Contents
 _.compare_id  # services.content.fsstats.Contents
 _.concurrent_jobs  # services.jobs.weather.Weather
 _.concurrent_node_hours  # services.jobs.weather.Weather
 _.config  # services.umami.FeatureImport
+_.control  # services.lab.run.CaseRun, services.lab.score.CaseScore
+_.controls  # services.lab.score.ToolScore
+_.controls_quiet  # services.lab.score.ToolScore
 _.count  # services.probe.history.TargetHistory
 _.coverage_factor_bw  # services.jobs.weather.Weather
 _.coverage_factor_nodehrs  # services.jobs.weather.Weather
@@ -48,15 +60,19 @@ _.culprits  # services.umami.Umami
 _.cutoff_fraction  # services.factors.Factors
 _.daily  # services.telemetry.workload.Workload
 _.daily_rates  # services.telemetry.workload.WorkloadView
+_.darshan_lib  # services.lab.toolchain.Toolchain
 _.date  # services.telemetry.workload.DailyRates
 _.diff  # services.content.fsstats.Contents
 _.diff_warnings  # services.content.fsstats.Contents
+_.dir  # services.lab.run.LabRun
 _.direction  # services.bench.runs.BenchPage
 _.dirs  # services.content.fsstats.Snapshot
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
+_.elapsed_s  # services.lab.run.CaseRun
 _.end  # services.report.Report, services.telemetry.workload.Workload, services.why.Why
 _.entries  # services.content.fsstats.Snapshot
 _.entries_per_s  # services.content.fsstats.Snapshot
+_.error  # services.lab.score.CaseScore
 _.error_list  # services.content.fsstats.Snapshot
 _.errors  # services.content.fsstats.Contents, services.content.fsstats.Snapshot
 _.events  # services.report.Report, services.telemetry.fsview.Metadata, services.telemetry.workload.Workload, services.why.Why
@@ -65,6 +81,7 @@ _.exclude  # services.content.fsstats.Snapshot
 _.excluded  # services.content.fsstats.Snapshot, services.factors.Factors
 _.exit_code  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
 _.expected_s  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
+_.f1  # services.lab.score.LabelScore
 _.failed  # services.jobs.darshan.JobsView
 _.failed_logs  # services.jobs.darshan.ArchiveSummary
 _.failures  # services.probe.timeline.Timeline
@@ -76,7 +93,9 @@ _.files_vs_procs  # services.jobs.darshan.ArchiveSummary
 _.filters  # services.jobs.darshan.ArchiveSummary
 _.findings  # services.jobs.darshan.StoredJob
 _.flagged  # services.telemetry.fsview.Servers
+_.fn  # services.lab.score.LabelScore
 _.format  # services.content.fsstats.Snapshot
+_.fp  # services.lab.score.LabelScore
 _.fraction_of_peak  # services.jobs.weather.Weather
 _.fs  # services.bench.runs.BenchPage, services.report.Report, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, services.umami.Correlations, services.umami.Umami, services.why.Why
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
@@ -108,12 +127,13 @@ _.interfaces_by_size  # services.jobs.darshan.ArchiveSummary
 _.interval_s  # services.content.fsstats.Growth, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.workload.Workload
 _.intervals  # services.probe.timeline.Timeline
 _.io_time_s  # services.why.Why
+_.ior  # services.lab.toolchain.Toolchain
 _.ioweather_version  # services.content.fsstats.Snapshot
 _.job  # services.jobs.darshan.StoredJob, services.umami.Umami, services.why.Why
 _.jobs  # services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers, services.umami.Correlations
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
-_.label  # services.content.fsstats.Contents, services.umami.MetricRow
-_.labels  # services.content.fsstats.Contents
+_.label  # services.content.fsstats.Contents, services.lab.score.LabelScore, services.umami.MetricRow
+_.labels  # services.content.fsstats.Contents, services.lab.run.CaseRun, services.lab.score.ToolScore
 _.largest_movers  # services.content.fsstats.Growth
 _.lctl  # services.telemetry.fsview.Capacity
 _.learning  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
@@ -123,26 +143,39 @@ _.levels  # services.jobs.darshan.JobsView
 _.limit  # services.jobs.darshan.JobList
 _.links  # services.report.Report
 _.list  # services.jobs.darshan.JobsView
-_.logs  # services.why.Why
+_.log  # services.lab.toolchain.Build
+_.logs  # services.lab.run.CaseRun, services.why.Why
+_.logs_dir  # services.lab.run.LabRun, services.lab.score.Scores
 _.lustre  # services.telemetry.fsview.Capacity
 _.max_points  # services.probe.timeline.Timeline
 _.md_ops_per_s  # services.jobs.weather.Weather
+_.mdtest  # services.lab.toolchain.Toolchain
 _.mean_ops_per_s  # services.telemetry.fsview.Metadata
 _.mean_total_bps  # services.telemetry.workload.Workload
 _.message  # services.bench.runs.BenchCheck, services.probe.slowdown.Check, services.probe.status.Status
 _.metric  # services.umami.MetricRow
 _.metrics  # services.umami.Umami
 _.mibps_per_node_by_project  # services.jobs.darshan.ArchiveSummary
+_.micro_f1  # services.lab.score.ToolScore
+_.micro_f1_labels  # services.lab.score.ToolScore
+_.micro_precision  # services.lab.score.ToolScore
+_.micro_recall  # services.lab.score.ToolScore
 _.min_amplitude_bps  # services.telemetry.workload.Workload
 _.min_amplitude_ops_per_s  # services.telemetry.fsview.Metadata
+_.missing  # services.lab.toolchain.Toolchain
 _.missing_fraction  # services.jobs.weather.Weather
 _.missing_observations  # services.telemetry.workload.Workload
 _.missing_samples  # services.telemetry.workload.Workload
 _.monthly  # services.telemetry.workload.Workload
 _.motif  # services.bench.runs.BenchPage, services.umami.Correlations, services.umami.Umami
 _.mounts  # services.jobs.darshan.StoredJob
+_.mpi  # services.lab.run.CaseRun
+_.mpicc  # services.lab.toolchain.Toolchain
+_.mpiexec  # services.lab.toolchain.Toolchain
 _.n  # services.umami.MetricRow
 _.n_fs  # services.umami.MetricRow
+_.name  # services.lab.run.CaseRun
+_.named  # services.lab.score.CaseScore
 _.newest_of_label  # services.content.fsstats.Contents
 _.nnodes  # services.why.Why
 _.nnodes_source  # services.why.Why
@@ -157,6 +190,7 @@ _.offset  # services.jobs.darshan.JobList
 _.op  # services.factors.Factors
 _.ops  # services.factors.Factors, services.probe.history.History, services.telemetry.fsview.Metadata
 _.order  # services.jobs.darshan.JobList
+_.origin  # services.lab.toolchain.Toolchain
 _.other  # services.content.fsstats.Snapshot
 _.overall  # services.probe.status.Status
 _.owners  # services.content.fsstats.Contents, services.content.fsstats.Growth, services.content.fsstats.Snapshot
@@ -170,22 +204,29 @@ _.peak_total_bps  # services.telemetry.workload.Workload
 _.peak_write_bps  # services.telemetry.workload.Workload
 _.perf  # services.jobs.darshan.StoredJob
 _.performance_bps  # services.jobs.weather.Weather
+_.planted  # services.lab.score.CaseScore
 _.plot  # services.jobs.darshan.JobsView
 _.points  # services.telemetry.workload.WorkloadSeries
 _.power_spectrum  # services.telemetry.workload.Workload
+_.precision  # services.lab.score.LabelScore
 _.preset  # services.umami.FeatureImport
 _.probe_slowdown  # services.jobs.weather.Weather
 _.probe_slowdown_by_op  # services.jobs.weather.Weather
+_.procs  # services.lab.run.CaseRun
+_.programs  # services.lab.toolchain.Toolchain
 _.projects  # services.content.fsstats.Contents, services.jobs.darshan.ArchiveSummary
 _.projects_shown  # services.jobs.darshan.JobsView
 _.projects_total  # services.content.fsstats.Contents
 _.quartile  # services.umami.MetricRow
 _.query  # services.report.Report
+_.quiet  # services.lab.score.CaseScore
 _.r  # services.umami.MetricRow
 _.r_fs  # services.umami.MetricRow
 _.read_bps  # services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
 _.read_bytes  # services.telemetry.workload.Workload
 _.read_write_ratio  # services.telemetry.workload.Workload
+_.reason  # services.lab.run.CaseRun, services.lab.score.ToolScore
+_.recall  # services.lab.score.LabelScore
 _.resolution  # services.probe.timeline.Timeline
 _.resolution_s  # services.probe.timeline.Timeline
 _.result  # services.telemetry.workload.WorkloadView
@@ -221,8 +262,9 @@ _.sort  # services.jobs.darshan.JobList, services.telemetry.fsview.Servers
 _.source  # services.umami.Umami
 _.split  # services.factors.Factors
 _.start  # services.report.Report, services.telemetry.workload.Workload, services.umami.Umami, services.why.Why
+_.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.timeline.Timeline
-_.status  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
+_.status  # services.bench.runs.BenchCheck, services.lab.run.CaseRun, services.probe.slowdown.Check
 _.step_s  # services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
 _.strategy_by_size  # services.jobs.darshan.ArchiveSummary
 _.strength  # services.umami.MetricRow
@@ -241,6 +283,10 @@ _.thresholds  # services.probe.history.History, services.probe.status.Status, se
 _.time  # services.probe.history.History, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadSeries
 _.timeline  # services.factors.Factors
 _.timeouts  # services.probe.history.TargetHistory
+_.tolerated  # services.lab.run.CaseRun
+_.tool  # services.lab.score.ToolScore
+_.toolchain  # services.lab.run.LabRun, services.lab.toolchain.Build
+_.tools  # services.lab.score.Scores
 _.top_dirs  # services.content.fsstats.Growth, services.content.fsstats.Snapshot
 _.top_executables  # services.jobs.darshan.ArchiveSummary
 _.top_files  # services.jobs.darshan.StoredJob
@@ -251,12 +297,15 @@ _.total_bps  # services.telemetry.workload.WorkloadSeries
 _.total_ops  # services.telemetry.fsview.Metadata
 _.total_ops_per_s  # services.telemetry.fsview.Metadata
 _.totals  # services.jobs.darshan.StoredJob
+_.tp  # services.lab.score.LabelScore
 _.unexplained_s  # services.why.Why
+_.unplanted  # services.lab.score.CaseScore
 _.until  # services.factors.Factors, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.unusual  # services.umami.MetricRow
 _.users  # services.telemetry.fsview.Talkers
 _.value  # services.umami.MetricRow
-_.verdict  # services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.umami.Umami, services.why.Why
+_.verdict  # services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.umami.Umami, services.why.Why
+_.version  # services.lab.score.ToolScore
 _.walk_s  # services.content.fsstats.Snapshot
 _.warnings  # services.telemetry.workload.WorkloadView
 _.weather  # services.umami.Umami
