@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from ioweather.cli import cli
 from ioweather.services.lab.catalogue import CASES, LABEL_NAMES, LABELS, code_labels, select
 from ioweather.stats.lab_scores import UNPLANTED, prf, score
+from ioweather.views.lab_report import scores_markdown
 
 IMBALANCED = Path("/work/shared/testdata/darshan/imbalanced-io.darshan")
 
@@ -82,6 +83,7 @@ def test_lab_run_refuses_an_unknown_case_in_one_line(tmp_path):
     assert "unknown case(s): nope" in out.output
 
 
+@pytest.mark.slow  # two reports of a 100 MB log: 7 s here
 @pytest.mark.skipif(not IMBALANCED.exists(), reason="shared Darshan logs absent")
 def test_score_maps_ioweathers_alarms_to_labels(tmp_path):
     """One public log in a lab index: the case's named labels are its WARN/HIGH codes through the mapping."""
@@ -102,3 +104,18 @@ def test_score_maps_ioweathers_alarms_to_labels(tmp_path):
     assert case["unplanted"] == [c for c in alarms if c not in mapping]
     row = {r["label"]: r for r in tool["labels"]}["rank-imbalance"]
     assert row["tp"] == (1 if "rank-imbalance" in case["named"] else 0)
+
+
+def test_the_markdown_table_carries_each_tools_counts():
+    row = {"label": "a", "tp": 1, "fp": 2, "fn": 0, "precision": 1 / 3, "recall": 1.0, "f1": 0.5}
+    case = {"case": "c1", "planted": ["a"], "named": ["a"], "unplanted": ["M01"], "alarms": ["M01", "P06"],
+            "control": False, "quiet": None, "verdict": None, "error": None}
+    tool = {"tool": "ioweather", "version": "0.1", "available": True, "reason": None, "micro_precision": 0.25,
+            "micro_recall": 1.0, "micro_f1": 0.4, "micro_f1_labels": 0.5, "controls": 1, "controls_quiet": 0,
+            "labels": [row], "cases": [case]}
+    md = scores_markdown({"logs_dir": "/x", "cases": 1, "tools": [tool, {"tool": "drishti", "available": False,
+                                                                             "reason": "no network"}]})
+    assert "| a | 0.33 | 1.00 | 0.50 | 1/2/0 |" in md
+    assert "| ioweather 0.1 | 0.40 | 0.25 | 1.00 | 0.50 | 0 of 1 |" in md
+    assert "| drishti | not scored: no network |" in md
+    assert "| c1 | a | a (M01) |" in md

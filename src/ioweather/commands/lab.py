@@ -107,11 +107,16 @@ def register(cli: click.Group) -> None:
     @lab.command("score")
     @click.argument("logs_dir", type=click.Path(file_okay=False, path_type=Path))
     @click.option("--no-drishti", is_flag=True, help="Score ioweather only.")
+    @click.option("--markdown", is_flag=True, help="Print the tables as Markdown (docs/validation.md's).")
     @json_option
-    def score_cmd(logs_dir, no_drishti, as_json):
+    def score_cmd(logs_dir, no_drishti, markdown, as_json):
         """Per-label precision, recall, F1 and micro-F1 of ioweather and Drishti on the logs of `lab run`."""
         scores = _score(logs_dir, drishti=not no_drishti)
-        if as_json:
+        if markdown:
+            from ioweather.views.lab_report import scores_markdown
+
+            click.echo(scores_markdown(scores.to_json()), nl=False)
+        elif as_json:
             from ioweather.views.output import print_json
 
             print_json(scores.to_json())

@@ -1,0 +1,42 @@
+"""The lab's scores as the Markdown of docs/validation.md (`ioweather lab score LOGS --markdown`)."""
+
+from __future__ import annotations
+
+
+def _n(v: float | None) -> str:
+    return "–" if v is None else f"{v:.2f}"
+
+
+def scores_markdown(doc: dict) -> str:
+    """`doc`: a Scores answer's to_json(). The per-label table (both tools side by side), the micro
+    averages and the controls, then each case: what it planted and what each tool named."""
+    tools = [t for t in doc["tools"] if t["available"]]
+    head = "| label | " + " | ".join(" | ".join(f"{t['tool']} {k}" for k in ("P", "R", "F1", "tp/fp/fn")) for t in tools) + " |"
+    lines = [head, "|---|" + "---|---|---|---|" * len(tools)]
+    for i, row in enumerate(tools[0]["labels"] if tools else []):
+        cells = []
+        for t in tools:
+            r = t["labels"][i]
+            cells.append(f"{_n(r['precision'])} | {_n(r['recall'])} | {_n(r['f1'])} | {r['tp']}/{r['fp']}/{r['fn']}")
+        lines.append(f"| {row['label']} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("| tool | micro-F1 | micro precision | micro recall | micro-F1, planted labels only | controls quiet |")
+    lines.append("|---|---|---|---|---|---|")
+    for t in doc["tools"]:
+        if not t["available"]:
+            lines.append(f"| {t['tool']} | not scored: {t['reason']} | | | | |")
+            continue
+        lines.append(f"| {t['tool']} {t['version']} | {_n(t['micro_f1'])} | {_n(t['micro_precision'])} | "
+                     f"{_n(t['micro_recall'])} | {_n(t['micro_f1_labels'])} | {t['controls_quiet']} of {t['controls']} |")
+    lines.append("")
+    lines.append("| case | planted | " + " | ".join(f"{t['tool']} named (unplanted alarms)" for t in tools) + " |")
+    lines.append("|---|---|" + "---|" * len(tools))
+    for i, case in enumerate(tools[0]["cases"] if tools else []):
+        cells = []
+        for t in tools:
+            c = t["cases"][i]
+            named = ", ".join(c["named"]) or "–"
+            cells.append(named + (f" ({', '.join(c['unplanted'])})" if c["unplanted"] else "")
+                         + (f" **error**: {c['error']}" if c["error"] else ""))
+        lines.append(f"| {case['case']} | {', '.join(case['planted']) or '(control)'} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
