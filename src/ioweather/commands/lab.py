@@ -82,6 +82,8 @@ def register(cli: click.Group) -> None:
         from ioweather.services.lab.toolchain import cache_dir, find
         from ioweather.views.output import print_json, print_table, progress
 
+        if not directory.is_dir():
+            raise UserError(f"--dir {directory}: not a directory")
         try:
             cases = select(list(names))
         except ValueError as e:
