@@ -7,6 +7,8 @@ About 10-20 s on this machine.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ioweather.errors import UserError
@@ -105,3 +107,14 @@ def test_non_mpi_processes_write_one_log_each(tools, tmp_path):
         c = report.records["POSIX"].to_df()["counters"]
         assert list(c["POSIX_READS"]) == [64]
         assert list(c["POSIX_SIZE_READ_1K_10K"]) == [64]
+
+
+def test_relative_directories_mean_where_the_command_was_run(tools, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "d").mkdir()
+    run = run_cases([Case("t-rel", "", (), ("lab_posix", "-o", "{dir}/f", "-w", "2", "-s", "4096"))], tools,
+                    Path("d"), Path("logs"))
+    (done,) = run.cases
+    assert done.status == "ok", done.reason
+    assert done.logs == [str(tmp_path / "logs" / "t-rel" / "t-rel.darshan")]
+    assert Path(done.logs[0]).is_file()

@@ -136,6 +136,8 @@ def run_cases(cases: list[Case], tools: Toolchain, directory: Path, logs_dir: Pa
     """Run `cases` in a fresh directory under `directory`; INDEX.json in `logs_dir` after each one."""
     if not directory.is_dir():
         raise UserError(f"--dir {directory}: not a directory")
+    # absolute: each case runs in its own directory, where a relative --dir or --logs would mean another place
+    directory, logs_dir = directory.resolve(), logs_dir.resolve()
     logs_dir.mkdir(parents=True, exist_ok=True)
     base = directory / f"ioweather-lab-{os.getpid()}"
     base.mkdir()
