@@ -95,8 +95,12 @@ def register(cli: click.Group) -> None:
             run = run_cases(cases, tools, directory, logs_dir,
                             lambda done, total, name: bar.update(task, completed=done, description=name or "lab cases"))
         scores = _score(logs_dir) if then_score else None
+        # a failed case leaves the others' logs indexed; the exit status tells `make lab` not to go on
+        failed = [c.name for c in run.cases if c.status == "failed"]
         if as_json:
             print_json({"run": run.to_json(), "scores": scores.to_json() if scores else None})
+            if failed:
+                raise click.exceptions.Exit(1)
             return
         print_table([{"name": c.name, "state": c.status if not c.reason else f"{c.status}: {c.reason}",
                       "elapsed": f"{c.elapsed_s:.1f} s", "logs": len(c.logs),
@@ -105,6 +109,8 @@ def register(cli: click.Group) -> None:
                     title=f"{len(run.cases)} cases on {directory} (Darshan, IOR from {tools.origin}); logs in {logs_dir}")
         if scores:
             _print_scores(scores)
+        if failed:
+            raise UserError(f"{len(failed)} case(s) failed: {', '.join(failed)} (their reasons are in the table)")
 
     @lab.command("score")
     @click.argument("logs_dir", type=click.Path(file_okay=False, path_type=Path))
