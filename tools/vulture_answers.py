@@ -13,8 +13,8 @@ _.b  # services.content.fsstats.Growth
 _.baseline  # services.probe.history.TargetHistory
 _.baseline_s  # services.probe.status.Status
 _.bench  # services.report.Report
-_.bigger_is_better  # services.umami.MetricRow
-_.box  # services.umami.MetricRow
+_.bigger_is_better  # stats.umami.MetricRow
+_.box  # stats.umami.MetricRow
 _.brw  # services.telemetry.fsview.Servers
 _.burstiness  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
 _.by_bytes  # services.telemetry.fsview.Talkers
@@ -29,7 +29,7 @@ _.cf_variant  # services.jobs.weather.Weather
 _.changes  # services.report.Report
 _.climate  # services.jobs.weather.Weather, services.why.Why
 _.code_s  # services.why.Why
-_.colour  # services.umami.MetricRow
+_.colour  # stats.umami.MetricRow
 _.compare  # services.content.fsstats.Contents
 _.compare_id  # services.content.fsstats.Contents
 _.concurrent_jobs  # services.jobs.weather.Weather
@@ -44,7 +44,7 @@ _.coverage_factor_read_bw  # services.jobs.weather.Weather
 _.coverage_factor_write_bw  # services.jobs.weather.Weather
 _.coverage_factors  # services.jobs.weather.Weather
 _.cross_mounts  # services.content.fsstats.Snapshot
-_.culprits  # services.umami.Umami
+_.culprits  # stats.umami.Umami
 _.cutoff_fraction  # services.factors.Factors
 _.daily  # services.telemetry.workload.Workload
 _.daily_rates  # services.telemetry.workload.WorkloadView
@@ -78,7 +78,7 @@ _.findings  # services.jobs.darshan.StoredJob
 _.flagged  # services.telemetry.fsview.Servers
 _.format  # services.content.fsstats.Snapshot
 _.fraction_of_peak  # services.jobs.weather.Weather
-_.fs  # services.bench.runs.BenchPage, services.report.Report, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, services.umami.Correlations, services.umami.Umami, services.why.Why
+_.fs  # services.bench.runs.BenchPage, services.report.Report, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, services.umami.Correlations, services.why.Why, stats.umami.Umami
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.fs_bytes  # services.jobs.weather.Weather
 _.fs_fullness  # services.telemetry.fsview.Capacity
@@ -96,8 +96,8 @@ _.heatmap  # services.telemetry.fsview.Servers
 _.highlights  # services.content.fsstats.Contents
 _.histogram  # services.bench.runs.BenchPage
 _.histograms  # services.content.fsstats.Snapshot
-_.history  # services.umami.MetricRow
-_.history_jobs  # services.umami.Umami
+_.history  # stats.umami.MetricRow
+_.history_jobs  # stats.umami.Umami
 _.host  # services.content.fsstats.Snapshot
 _.id  # services.jobs.darshan.StoredJob
 _.idle_periods  # services.telemetry.workload.Workload
@@ -109,10 +109,10 @@ _.interval_s  # services.content.fsstats.Growth, services.probe.history.History,
 _.intervals  # services.probe.timeline.Timeline
 _.io_time_s  # services.why.Why
 _.ioweather_version  # services.content.fsstats.Snapshot
-_.job  # services.jobs.darshan.StoredJob, services.umami.Umami, services.why.Why
+_.job  # services.jobs.darshan.StoredJob, services.why.Why, stats.umami.Umami
 _.jobs  # services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers, services.umami.Correlations
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
-_.label  # services.content.fsstats.Contents, services.umami.MetricRow
+_.label  # services.content.fsstats.Contents, stats.umami.MetricRow
 _.labels  # services.content.fsstats.Contents
 _.largest_movers  # services.content.fsstats.Growth
 _.lctl  # services.telemetry.fsview.Capacity
@@ -130,8 +130,8 @@ _.md_ops_per_s  # services.jobs.weather.Weather
 _.mean_ops_per_s  # services.telemetry.fsview.Metadata
 _.mean_total_bps  # services.telemetry.workload.Workload
 _.message  # services.bench.runs.BenchCheck, services.probe.slowdown.Check, services.probe.status.Status
-_.metric  # services.umami.MetricRow
-_.metrics  # services.umami.Umami
+_.metric  # stats.umami.MetricRow
+_.metrics  # stats.umami.Umami
 _.mibps_per_node_by_project  # services.jobs.darshan.ArchiveSummary
 _.min_amplitude_bps  # services.telemetry.workload.Workload
 _.min_amplitude_ops_per_s  # services.telemetry.fsview.Metadata
@@ -139,10 +139,10 @@ _.missing_fraction  # services.jobs.weather.Weather
 _.missing_observations  # services.telemetry.workload.Workload
 _.missing_samples  # services.telemetry.workload.Workload
 _.monthly  # services.telemetry.workload.Workload
-_.motif  # services.bench.runs.BenchPage, services.umami.Correlations, services.umami.Umami
+_.motif  # services.bench.runs.BenchPage, services.umami.Correlations, stats.umami.Umami
 _.mounts  # services.jobs.darshan.StoredJob
-_.n  # services.umami.MetricRow
-_.n_fs  # services.umami.MetricRow
+_.n  # stats.umami.MetricRow
+_.n_fs  # stats.umami.MetricRow
 _.newest_of_label  # services.content.fsstats.Contents
 _.nnodes  # services.why.Why
 _.nnodes_source  # services.why.Why
@@ -161,8 +161,8 @@ _.other  # services.content.fsstats.Snapshot
 _.overall  # services.probe.status.Status
 _.owners  # services.content.fsstats.Contents, services.content.fsstats.Growth, services.content.fsstats.Snapshot
 _.owners_total  # services.content.fsstats.Contents
-_.p  # services.umami.MetricRow
-_.p_fs  # services.umami.MetricRow
+_.p  # stats.umami.MetricRow
+_.p_fs  # stats.umami.MetricRow
 _.path  # services.jobs.darshan.StoredJob
 _.peak_ops_per_s  # services.telemetry.fsview.Metadata
 _.peak_read_bps  # services.telemetry.workload.Workload
@@ -179,10 +179,10 @@ _.probe_slowdown_by_op  # services.jobs.weather.Weather
 _.projects  # services.content.fsstats.Contents, services.jobs.darshan.ArchiveSummary
 _.projects_shown  # services.jobs.darshan.JobsView
 _.projects_total  # services.content.fsstats.Contents
-_.quartile  # services.umami.MetricRow
+_.quartile  # stats.umami.MetricRow
 _.query  # services.report.Report
-_.r  # services.umami.MetricRow
-_.r_fs  # services.umami.MetricRow
+_.r  # stats.umami.MetricRow
+_.r_fs  # stats.umami.MetricRow
 _.read_bps  # services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
 _.read_bytes  # services.telemetry.workload.Workload
 _.read_write_ratio  # services.telemetry.workload.Workload
@@ -218,14 +218,14 @@ _.snapshot_id  # services.content.fsstats.Contents
 _.snapshot_time  # services.content.fsstats.Snapshot
 _.snapshots  # services.content.fsstats.Contents
 _.sort  # services.jobs.darshan.JobList, services.telemetry.fsview.Servers
-_.source  # services.umami.Umami
+_.source  # stats.umami.Umami
 _.split  # services.factors.Factors
-_.start  # services.report.Report, services.telemetry.workload.Workload, services.umami.Umami, services.why.Why
+_.start  # services.report.Report, services.telemetry.workload.Workload, services.why.Why, stats.umami.Umami
 _.stat  # services.probe.history.History, services.probe.timeline.Timeline
 _.status  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
 _.step_s  # services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
 _.strategy_by_size  # services.jobs.darshan.ArchiveSummary
-_.strength  # services.umami.MetricRow
+_.strength  # stats.umami.MetricRow
 _.stripes_stored  # services.jobs.darshan.StoredJob
 _.summary  # services.jobs.darshan.JobsView
 _.symlink_target  # services.content.fsstats.Snapshot
@@ -253,13 +253,13 @@ _.total_ops_per_s  # services.telemetry.fsview.Metadata
 _.totals  # services.jobs.darshan.StoredJob
 _.unexplained_s  # services.why.Why
 _.until  # services.factors.Factors, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
-_.unusual  # services.umami.MetricRow
+_.unusual  # stats.umami.MetricRow
 _.users  # services.telemetry.fsview.Talkers
-_.value  # services.umami.MetricRow
-_.verdict  # services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.umami.Umami, services.why.Why
+_.value  # stats.umami.MetricRow
+_.verdict  # services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.why.Why, stats.umami.Umami
 _.walk_s  # services.content.fsstats.Snapshot
 _.warnings  # services.telemetry.workload.WorkloadView
-_.weather  # services.umami.Umami
+_.weather  # stats.umami.Umami
 _.window_end_ns  # services.jobs.weather.Weather
 _.window_s  # services.probe.status.Status
 _.window_start_ns  # services.jobs.weather.Weather
