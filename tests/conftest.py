@@ -257,7 +257,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_the_umami_answer_is_typed_and_every_surface_renders_it",
         "test_why_reads_the_typed_weather",
     ),
-    "test_layers.py": ("test_each_contract_catches_its_import",),
+    "test_layers.py": ("test_each_contract_catches_its_import", "test_a_new_services_module_must_take_a_layer"),
     "test_lctl_collect.py": ("test_collect_process_with_a_fake_lctl",),
     "test_lctl_export.py": ("test_capture_list_and_bad_input",),
     "test_lctl_import.py": (

@@ -48,6 +48,11 @@ def test_a_missing_import_linter_fails_rather_than_skips(monkeypatch):
     ("sources/mounts.py", "from ioweather.stats import counters", "sources hand over raw values"),
     ("services/probe/run.py", "from ioweather.web import params", "the whole order"),
     ("stats/probe.py", "from ioweather.store import db", "the whole order"),
+    # services by domain: a domain importing another, an answer, or one through the plumbing
+    ("services/bench/runs.py", "from ioweather.services.probe import slowdown", "services by domain"),
+    ("services/telemetry/imports.py", "from ioweather.services.jobs.weather import after_import", "services by domain"),
+    ("services/jobs/weather.py", "from ioweather.services import umami", "services by domain"),
+    ("services/daemon.py", "from ioweather.services.content import fsstats", "services by domain"),
 ])
 def test_each_contract_catches_its_import(tmp_path, module, line, contract):
     """The contracts on a copy of the package with one forbidden import added: each is named BROKEN."""
@@ -63,5 +68,16 @@ def test_each_contract_catches_its_import(tmp_path, module, line, contract):
 def _broken(out: str) -> list[str]:
     """The names of the broken contracts in lint-imports' summary (it wraps long names)."""
     summary = " ".join(out.split("dependencies.", 1)[1].split("Contracts:", 1)[0].split())
+    summary = re.sub(r" \(\d+ ignored imports?\)", "", summary)  # after a verdict, not a name
     return [name.lstrip("- ").split(":")[0] for name, verdict in re.findall(r"(.+?) (KEPT|BROKEN)\b", summary)
             if verdict == "BROKEN"]
+
+
+def test_a_new_services_module_must_take_a_layer(tmp_path):
+    """services/ at its top holds only what the domain contract places: a stray module breaks it."""
+    pkg = tmp_path / "ioweather"
+    shutil.copytree(ROOT / "src" / "ioweather", pkg, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.c"))
+    (pkg / "services" / "stray.py").write_text('"""A service placed in no layer."""\n', encoding="utf-8")
+    r = _run(tmp_path)
+    assert r.returncode != 0
+    assert "services by domain" in _broken(r.stdout), r.stdout[-3000:]

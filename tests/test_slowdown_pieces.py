@@ -228,7 +228,7 @@ def test_a_day_whose_hours_are_summarized_is_not_read_again(tmp_path):
 
 def test_four_hour_rollups_from_hour_pieces_equal_interval_stats(tmp_path):
     """4-hour intervals of a day not yet summarized come from its hours' sorted arrays, merged."""
-    from ioweather.services.probe.cache import rollup_arrays
+    from ioweather.stats.rollups import rollup_arrays
     from ioweather.services.probe.pieces import rollups
     from ioweather.stats.probe import interval_stats
 

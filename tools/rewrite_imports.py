@@ -15,6 +15,9 @@ Forms rewritten (OLD is a key of MOVED, NEW its value):
                                                        docs, comments) -> ....services.NEW.attr
     services/OLD.py, services/OLD                      (paths in docs and comments) -> services/NEW_PATH[.py]
 
+A file holding the line `# rewrite_imports: leave this file` is skipped (tests/test_rewrite_imports.py,
+whose samples name the old modules on purpose).
+
 Idempotent: what it writes is never a key of MOVED again. Three old modules share their name with a new
 package (probe.py, bench.py, telemetry.py); a reference to one of them is rewritten only where it cannot
 mean the package: followed by an attribute that is not one of the package's modules, in an import of
@@ -87,6 +90,7 @@ IMPORT_MODULE = re.compile(r"^(?P<head>[ \t]*import[ \t]+ioweather\.services\.)(
 DOTTED = re.compile(r"(?<![\w.])(?P<pre>(?:ioweather\.)?services)\.(?P<old>\w+)(?P<after>\.\w+)?")
 PATH = re.compile(r"(?<![\w.])(?P<pre>services)/(?P<old>\w+)(?P<after>\.py|/)?")
 VIA = re.compile(r"via\s+$")
+LEAVE = "# rewrite_imports: leave this file"
 
 
 def _split_names(text: str) -> list[tuple[str, str | None]]:
@@ -223,6 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             text = path.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
+            continue
+        if LEAVE in text:
             continue
         old_layout = path.resolve().parent == (root / "src/ioweather/services").resolve()
         try:

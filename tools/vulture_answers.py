@@ -15,8 +15,8 @@ _.b  # services.content.fsstats.Growth
 _.baseline  # services.probe.history.TargetHistory
 _.baseline_s  # services.probe.status.Status
 _.bench  # services.report.Report
-_.bigger_is_better  # services.umami.MetricRow
-_.box  # services.umami.MetricRow
+_.bigger_is_better  # stats.umami.MetricRow
+_.box  # stats.umami.MetricRow
 _.brw  # services.telemetry.fsview.Servers
 _.built  # services.lab.toolchain.Build
 _.burstiness  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
@@ -37,7 +37,7 @@ _.cf_variant  # services.jobs.weather.Weather
 _.changes  # services.report.Report
 _.climate  # services.jobs.weather.Weather, services.why.Why
 _.code_s  # services.why.Why
-_.colour  # services.umami.MetricRow
+_.colour  # stats.umami.MetricRow
 _.command  # services.lab.run.CaseRun
 _.compare  # services.content.fsstats.Contents
 _.compare_id  # services.content.fsstats.Contents
@@ -56,7 +56,7 @@ _.coverage_factor_read_bw  # services.jobs.weather.Weather
 _.coverage_factor_write_bw  # services.jobs.weather.Weather
 _.coverage_factors  # services.jobs.weather.Weather
 _.cross_mounts  # services.content.fsstats.Snapshot
-_.culprits  # services.umami.Umami
+_.culprits  # stats.umami.Umami
 _.cutoff_fraction  # services.factors.Factors
 _.daily  # services.telemetry.workload.Workload
 _.daily_rates  # services.telemetry.workload.WorkloadView
@@ -97,7 +97,7 @@ _.fn  # services.lab.score.LabelScore
 _.format  # services.content.fsstats.Snapshot
 _.fp  # services.lab.score.LabelScore
 _.fraction_of_peak  # services.jobs.weather.Weather
-_.fs  # services.bench.runs.BenchPage, services.report.Report, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, services.umami.Correlations, services.umami.Umami, services.why.Why
+_.fs  # services.bench.runs.BenchPage, services.report.Report, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, services.umami.Correlations, services.why.Why, stats.umami.Umami
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.fs_bytes  # services.jobs.weather.Weather
 _.fs_fullness  # services.telemetry.fsview.Capacity
@@ -115,8 +115,8 @@ _.heatmap  # services.telemetry.fsview.Servers
 _.highlights  # services.content.fsstats.Contents
 _.histogram  # services.bench.runs.BenchPage
 _.histograms  # services.content.fsstats.Snapshot
-_.history  # services.umami.MetricRow
-_.history_jobs  # services.umami.Umami
+_.history  # stats.umami.MetricRow
+_.history_jobs  # stats.umami.Umami
 _.host  # services.content.fsstats.Snapshot
 _.id  # services.jobs.darshan.StoredJob
 _.idle_periods  # services.telemetry.workload.Workload
@@ -129,10 +129,10 @@ _.intervals  # services.probe.timeline.Timeline
 _.io_time_s  # services.why.Why
 _.ior  # services.lab.toolchain.Toolchain
 _.ioweather_version  # services.content.fsstats.Snapshot
-_.job  # services.jobs.darshan.StoredJob, services.umami.Umami, services.why.Why
+_.job  # services.jobs.darshan.StoredJob, services.why.Why, stats.umami.Umami
 _.jobs  # services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers, services.umami.Correlations
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
-_.label  # services.content.fsstats.Contents, services.lab.score.LabelScore, services.umami.MetricRow
+_.label  # services.content.fsstats.Contents, services.lab.score.LabelScore, stats.umami.MetricRow
 _.labels  # services.content.fsstats.Contents, services.lab.run.CaseRun, services.lab.score.ToolScore
 _.largest_movers  # services.content.fsstats.Growth
 _.lctl  # services.telemetry.fsview.Capacity
@@ -153,8 +153,8 @@ _.mdtest  # services.lab.toolchain.Toolchain
 _.mean_ops_per_s  # services.telemetry.fsview.Metadata
 _.mean_total_bps  # services.telemetry.workload.Workload
 _.message  # services.bench.runs.BenchCheck, services.probe.slowdown.Check, services.probe.status.Status
-_.metric  # services.umami.MetricRow
-_.metrics  # services.umami.Umami
+_.metric  # stats.umami.MetricRow
+_.metrics  # stats.umami.Umami
 _.mibps_per_node_by_project  # services.jobs.darshan.ArchiveSummary
 _.micro_f1  # services.lab.score.ToolScore
 _.micro_f1_labels  # services.lab.score.ToolScore
@@ -167,13 +167,13 @@ _.missing_fraction  # services.jobs.weather.Weather
 _.missing_observations  # services.telemetry.workload.Workload
 _.missing_samples  # services.telemetry.workload.Workload
 _.monthly  # services.telemetry.workload.Workload
-_.motif  # services.bench.runs.BenchPage, services.umami.Correlations, services.umami.Umami
+_.motif  # services.bench.runs.BenchPage, services.umami.Correlations, stats.umami.Umami
 _.mounts  # services.jobs.darshan.StoredJob
 _.mpi  # services.lab.run.CaseRun
 _.mpicc  # services.lab.toolchain.Toolchain
 _.mpiexec  # services.lab.toolchain.Toolchain
-_.n  # services.umami.MetricRow
-_.n_fs  # services.umami.MetricRow
+_.n  # stats.umami.MetricRow
+_.n_fs  # stats.umami.MetricRow
 _.name  # services.lab.run.CaseRun
 _.named  # services.lab.score.CaseScore
 _.newest_of_label  # services.content.fsstats.Contents
@@ -195,8 +195,8 @@ _.other  # services.content.fsstats.Snapshot
 _.overall  # services.probe.status.Status
 _.owners  # services.content.fsstats.Contents, services.content.fsstats.Growth, services.content.fsstats.Snapshot
 _.owners_total  # services.content.fsstats.Contents
-_.p  # services.umami.MetricRow
-_.p_fs  # services.umami.MetricRow
+_.p  # stats.umami.MetricRow
+_.p_fs  # stats.umami.MetricRow
 _.path  # services.jobs.darshan.StoredJob
 _.peak_ops_per_s  # services.telemetry.fsview.Metadata
 _.peak_read_bps  # services.telemetry.workload.Workload
@@ -217,11 +217,11 @@ _.programs  # services.lab.toolchain.Toolchain
 _.projects  # services.content.fsstats.Contents, services.jobs.darshan.ArchiveSummary
 _.projects_shown  # services.jobs.darshan.JobsView
 _.projects_total  # services.content.fsstats.Contents
-_.quartile  # services.umami.MetricRow
+_.quartile  # stats.umami.MetricRow
 _.query  # services.report.Report
 _.quiet  # services.lab.score.CaseScore
-_.r  # services.umami.MetricRow
-_.r_fs  # services.umami.MetricRow
+_.r  # stats.umami.MetricRow
+_.r_fs  # stats.umami.MetricRow
 _.read_bps  # services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
 _.read_bytes  # services.telemetry.workload.Workload
 _.read_write_ratio  # services.telemetry.workload.Workload
@@ -259,15 +259,15 @@ _.snapshot_id  # services.content.fsstats.Contents
 _.snapshot_time  # services.content.fsstats.Snapshot
 _.snapshots  # services.content.fsstats.Contents
 _.sort  # services.jobs.darshan.JobList, services.telemetry.fsview.Servers
-_.source  # services.umami.Umami
+_.source  # stats.umami.Umami
 _.split  # services.factors.Factors
-_.start  # services.report.Report, services.telemetry.workload.Workload, services.umami.Umami, services.why.Why
+_.start  # services.report.Report, services.telemetry.workload.Workload, services.why.Why, stats.umami.Umami
 _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.timeline.Timeline
 _.status  # services.bench.runs.BenchCheck, services.lab.run.CaseRun, services.probe.slowdown.Check
 _.step_s  # services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
 _.strategy_by_size  # services.jobs.darshan.ArchiveSummary
-_.strength  # services.umami.MetricRow
+_.strength  # stats.umami.MetricRow
 _.stripes_stored  # services.jobs.darshan.StoredJob
 _.summary  # services.jobs.darshan.JobsView
 _.symlink_target  # services.content.fsstats.Snapshot
@@ -301,14 +301,14 @@ _.tp  # services.lab.score.LabelScore
 _.unexplained_s  # services.why.Why
 _.unplanted  # services.lab.score.CaseScore
 _.until  # services.factors.Factors, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
-_.unusual  # services.umami.MetricRow
+_.unusual  # stats.umami.MetricRow
 _.users  # services.telemetry.fsview.Talkers
-_.value  # services.umami.MetricRow
-_.verdict  # services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.umami.Umami, services.why.Why
+_.value  # stats.umami.MetricRow
+_.verdict  # services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.why.Why, stats.umami.Umami
 _.version  # services.lab.score.ToolScore
 _.walk_s  # services.content.fsstats.Snapshot
 _.warnings  # services.telemetry.workload.WorkloadView
-_.weather  # services.umami.Umami
+_.weather  # stats.umami.Umami
 _.window_end_ns  # services.jobs.weather.Weather
 _.window_s  # services.probe.status.Status
 _.window_start_ns  # services.jobs.weather.Weather

@@ -23,6 +23,8 @@ import numpy as np
 
 from ioweather.units import format_seconds
 
+#: A finding's levels, most severe first (a finding's declared level in stats.findings.FINDINGS, lowered by `level_for`).
+LEVELS = ("HIGH", "WARN", "INFO", "OK")
 #: A representative request size per Darshan size bin (the arithmetic midpoint; 1G_PLUS: 1 GiB).
 BIN_BYTES = {"0_100": 50, "100_1K": 562, "1K_10K": 5632, "10K_100K": 56320, "100K_1M": 576000,
              "1M_4M": 2621440, "4M_10M": 7340032, "10M_100M": 57671680, "100M_1G": 576716800, "1G_PLUS": 1 << 30}
@@ -165,9 +167,6 @@ def attach(findings: list[dict], clock: Clock, worth: Worth | None = None) -> li
     `cost_share_of_runtime`, `cost_core_hours` and `worth` (cost over the bar); set its level from
     its cost (`level_for`); list them by cost, most expensive first (severity, then code, on ties);
     then give each `combined_s` (`combine`). A finding's `cost_s` is set by its producer."""
-    # lazy: cycle stats.costs -> stats.findings -> stats.costs
-    from ioweather.stats.findings import severity
-
     worth = worth or Worth()
     for f in findings:
         # no finding can account for more than the I/O time there is
@@ -182,6 +181,11 @@ def attach(findings: list[dict], clock: Clock, worth: Worth | None = None) -> li
     findings.sort(key=lambda f: (-f["cost_s"], -severity(f["level"]), f["code"]))
     combine(findings, clock.io_time_s)
     return findings
+
+
+def severity(level: str | None) -> int:
+    """HIGH 4, WARN 3, INFO 2, OK 1; 0 for no level (a code this version does not know)."""
+    return len(LEVELS) - LEVELS.index(level) if level in LEVELS else 0
 
 
 def level_for(declared: str, worth: float | None, band: float) -> str:

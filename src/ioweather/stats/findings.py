@@ -32,13 +32,13 @@ import numpy as np
 
 from ioweather.errors import UserError
 from ioweather.stats import costs
+from ioweather.stats.costs import LEVELS, severity  # noqa: F401 (re-exported: the levels are the costs')
 from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, effective_ranks, layer_rows, library_mask,
                                   module_rows, monitored, per_rank, fs_records, slowest_path, storage_modules, subset,
                                   zero_missing)
 from ioweather.stats.lustre import lfs_size, lustre_files, ost_count
 from ioweather.units import format_bytes, format_seconds
 
-LEVELS = ("HIGH", "WARN", "INFO", "OK")  # most severe first
 #: The levels that ask for action: `jobs ingest` stores these codes per job (`finding_codes`).
 ACTIONABLE = ("HIGH", "WARN")
 
@@ -88,11 +88,6 @@ FINDINGS = {
     "B01": ("HIGH", "a slow rank with balanced bytes: it waited on a slow target, not on more work"),
     "B02": ("HIGH", "a slow rank that moved more bytes than the others: unbalanced work"),
 }
-
-
-def severity(level: str | None) -> int:
-    """HIGH 4, WARN 3, INFO 2, OK 1; 0 for no level (a code this version does not know)."""
-    return len(LEVELS) - LEVELS.index(level) if level in LEVELS else 0
 
 
 def describe_codes(codes: list[str]) -> list[dict]:

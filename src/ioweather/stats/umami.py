@@ -12,8 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypedDict
 
 import numpy as np
+
+from ioweather.stats import climate as cstats
+from ioweather.stats import correlate
+from ioweather.units import ns_to_iso
 
 #: Colours of quartile classes 1..4 when bigger is better (reversed when smaller is better).
 COLOURS = ("red", "orange", "green", "blue")
@@ -167,3 +173,164 @@ def verdict(performance: dict | None, culprit_rows: list[dict], history_n: int, 
                 f"correlated; see findings")
     return (f"your code: performance is usual for this motif ({perf}, {QUARTILE_WORDS.get(q, 'unranked')} "
             f"of {history_n} similar jobs); see findings")
+
+
+# ----------------------------------------------------------------------------- climate vs weather
+# The answer of one job against its motif's history, shared by services.umami (imported feature rows)
+# and services.jobs.weather (jobs of our store, benchmark runs): here so that neither imports the other.
+
+class MetricRow(TypedDict, total=False):
+    """One metric of a UMAMI answer: the job's value, its quartile class (1-4) in the history and the
+    colour of that, Pearson's r and p with performance over the history (n pairs), their strength,
+    whether the value is unusual in the bad direction, the history's box (p5, q1, median, q3, p95,
+    mean, n) and series (ISO UTC times, values); r_fs, p_fs, n_fs over the whole file system
+    (imported feature rows only)."""
+
+    metric: str
+    label: str
+    value: float | None
+    quartile: int | None
+    colour: str | None
+    bigger_is_better: bool | None
+    n: int
+    r: float | None
+    p: float | None
+    strength: str
+    unusual: bool
+    box: dict
+    history: dict
+    r_fs: float | None
+    p_fs: float | None
+    n_fs: int
+
+
+class _Weather(Protocol):
+    """What an answer's weather gives its JSON: services.jobs.weather.Weather or FeatureWeather."""
+
+    def answer_json(self) -> dict: ...
+
+
+@dataclass(frozen=True)
+class Umami:
+    """The answer to "was this job's I/O slow because of the system or its code?" (seed 003, METHODS.md
+    section 7): the job's value of each metric against its motif's history (the jobs of the same motif
+    that started before it), the culprits (metrics unusual for this job and historically correlated
+    with performance) and the one-line verdict. `start` is ISO 8601 UTC; `history_jobs` the history's
+    jobs with a performance; `source` what kind of job ("darshan", "scheduler", "bench", "job features
+    (<set>)"); `fs` the file system of our telemetry the weather is of (None for an imported feature
+    row, whose JSON then has no `fs` key, as always); `weather` what the file system did in its window.
+
+    `to_json()` is `umami JOB --json`, the job page's climate panel (through views.umami_report) and
+    the HTML report."""
+
+    job: str
+    motif: str
+    start: str | None
+    history_jobs: int
+    verdict: str
+    culprits: list[str]
+    metrics: list[MetricRow]
+    source: str | None = None
+    fs: str | None = None
+    weather: _Weather | None = None
+
+    def to_json(self) -> dict:
+        out = {"job": self.job, "motif": self.motif, "start": self.start, "history_jobs": self.history_jobs,
+               "verdict": self.verdict, "culprits": list(self.culprits), "metrics": [dict(m) for m in self.metrics],
+               "source": self.source}
+        if self.fs is not None:
+            out["fs"] = self.fs
+        out["weather"] = None if self.weather is None else self.weather.answer_json()
+        return out
+
+
+def climate_columns(metrics: list[str], perf: str) -> list[str]:
+    """The columns of the history matrices `climate` reads: the metrics, then performance unless among them."""
+    return list(metrics) + ([perf] if perf not in metrics else [])
+
+
+def climate(job: dict, starts: np.ndarray, h: np.ndarray, metrics: list[str], perf: str,
+            directions: dict | None = None, labels: dict | None = None, fs_h: np.ndarray | None = None,
+            stored: dict | None = None) -> Umami:
+    """The UMAMI document of one job against its history (same motif, the job excluded), given as arrays
+    so that answering for a job of our store needs no pandas: `starts` (ns) and `h` (jobs x
+    climate_columns(metrics, perf)); `fs_h` the same columns over the whole file system, for r_fs.
+
+    job: {"id", "motif", "start_ns", "values": {metric: value}}. `stored`: {"n", "r", "p": {metric: ...}},
+    the correlations a batch kept for this job over this same history (job_weather.update_climates):
+    used instead of computing them, so that answering needs no scipy."""
+    cols = climate_columns(metrics, perf)
+    order = np.argsort(starts, kind="stable")
+    starts, h = np.asarray(starts)[order], np.asarray(h, dtype=float).reshape(len(order), len(cols))[order]
+    v = np.array([number_or_none(job["values"].get(m)) if number_or_none(job["values"].get(m)) is not None else np.nan for m in cols])
+    big = [direction(m, directions) for m in cols]
+    res = cstats.expanding(np.vstack([h, v[None, :]]), cols.index(perf), np.append(np.zeros(len(h), np.int64), len(h)),
+                           [len(h)], _direction_codes(big), correlate=stored is None)
+    if stored is not None:
+        res["n"][0] = [stored["n"].get(m, 0) or 0 for m in cols]
+        res["r"][0] = [np.nan if stored["r"].get(m) is None else stored["r"][m] for m in cols]
+        res["p"][0] = [np.nan if stored["p"].get(m) is None else stored["p"][m] for m in cols]
+    times = [ns_to_iso(int(t)) for t in starts]
+    fs_corr = None
+    if fs_h is not None:
+        fn, fr = cstats.pearson_columns(fs_h, fs_h[:, cols.index(perf)])
+        fs_corr = (fn, fr, cstats.pearson_p(fr, fn) if np.isfinite(fr).any() else np.full(len(cols), np.nan))
+    rows = metric_rows(res, 0, cols[:len(metrics)], v, big, perf, labels)
+    for c, (m, row) in enumerate(zip(metrics, rows)):
+        row["box"] = _box(res, 0, c)
+        row["history"] = {"time": times, "value": [None if not np.isfinite(x) else float(x) for x in h[:, c]]}
+        if fs_corr is not None and m != perf:
+            row.update({"r_fs": _num_or_none(fs_corr[1][c]), "p_fs": _num_or_none(fs_corr[2][c]), "n_fs": int(fs_corr[0][c])})
+    n = int(res["history_n"][0])
+    verdict, found = verdict_of(rows, perf, n)
+    return Umami(job=job["id"], motif=job["motif"], start=ns_to_iso(job["start_ns"]) if job.get("start_ns") else None,
+                 history_jobs=n, verdict=verdict, culprits=[r["metric"] for r in found], metrics=rows)
+
+
+def _direction_codes(big: list) -> np.ndarray:
+    return np.array([-1 if b is None else int(bool(b)) for b in big])
+
+
+def _num_or_none(x) -> float | None:
+    return float(x) if x is not None and np.isfinite(x) else None
+
+
+def metric_rows(res: dict, i: int, metrics: list[str], values: np.ndarray, big: list, perf: str,
+                labels: dict | None = None) -> list[dict]:
+    """The metric rows of job `i` of a `stats.climate.expanding` result (value, quartile, colour, r, p,
+    strength, unusual): what the verdict and every view of the job read."""
+    rows = []
+    for c, m in enumerate(metrics):
+        q = int(res["quartile"][i, c]) or None
+        is_perf = m == perf
+        r = None if is_perf else _num_or_none(res["r"][i, c])
+        p = None if r is None else _num_or_none(res["p"][i, c])
+        rows.append({"metric": m, "label": (labels or {}).get(m, m), "value": _num_or_none(values[c]), "quartile": q,
+                     "colour": colour(q, big[c]), "bigger_is_better": big[c],
+                     "n": int(res["n"][i, c]) if not is_perf else int(res["count"][i, c]), "r": r, "p": p,
+                     "strength": correlate.strength(p), "unusual": bool(res["unusual"][i, c]) and not is_perf})
+    return rows
+
+
+def verdict_of(rows: list[dict], perf: str, history_n: int) -> tuple[str, list[dict]]:
+    """The verdict line and the culprits (ranked) of a job's metric rows."""
+    perf_row = next((r for r in rows if r["metric"] == perf), None)
+    found = correlate.culprits(rows)
+    return verdict(perf_row, found, history_n), found
+
+
+def _box(res: dict, i: int, c: int) -> dict:
+    n = int(res["count"][i, c])
+    if n == 0:
+        return {"n": 0, "p5": None, "q1": None, "median": None, "q3": None, "p95": None, "mean": None}
+    b = res["box"][:, i, c]
+    return {"n": n, "p5": float(b[0]), "q1": float(b[1]), "median": float(b[2]), "q3": float(b[3]),
+            "p95": float(b[4]), "mean": float(res["mean"][i, c])}
+
+
+def number_or_none(v):
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if np.isfinite(f) else None

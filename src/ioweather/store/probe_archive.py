@@ -28,6 +28,7 @@ import sqlalchemy as sa
 
 from ioweather.errors import StoreError, from_os_error
 from ioweather.store.db import Store
+from ioweather.store.probe_tables import COMPONENT, OPS, probe_archive, probe_samples, STATUSES
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -42,9 +43,6 @@ def enabled(store: Store) -> bool:
 def read_archived(store: Store, conn: sa.Connection, run_ids: list[int], ops: set[str],
                   since_ns: int | None, until_ns: int | None) -> list[np.ndarray]:
     """Archived samples of `run_ids` overlapping [since, until) as column tuples (op code, start, duration, status)."""
-    # lazy: cycle store.probe_archive -> store.probe -> store.probe_archive
-    from ioweather.store.probe import OPS, STATUSES, probe_archive
-
     if getattr(store, "parquet_dir", None) is None:
         return []
     q = sa.select(probe_archive.c.path).where(probe_archive.c.run_id.in_(run_ids))
@@ -106,9 +104,6 @@ def _codes(col: pa.ChunkedArray, mapping: dict[str, int]) -> np.ndarray:
 
 def archive_completed_days(store: Store, *, keep_days: int = 1, now_ns: int | None = None) -> int:
     """Move every day that ended more than `keep_days` ago to Parquet. Returns rows moved."""
-    # lazy: cycle store.probe_archive -> store.probe -> store.probe_archive
-    from ioweather.store.probe import COMPONENT, probe_archive, probe_samples
-
     if not enabled(store):
         return 0
     store.require(COMPONENT)

@@ -30,7 +30,7 @@ import numpy as np
 import sqlalchemy as sa
 
 from ioweather.store.db import Store
-from ioweather.store.probe import COMPONENT, OPS, probe_archive, probe_pieces, probe_runs, probe_samples
+from ioweather.store.probe_tables import COMPONENT, OPS, probe_archive, probe_pieces, probe_runs, probe_samples
 
 DAY_NS = 86_400 * 10**9
 HOUR_NS = 3_600 * 10**9

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from ioweather.store import telemetry_layout as layout
 from ioweather.store import telemetry_rollup as rollup
-from ioweather.store import telemetry_targets
+from ioweather.store import telemetry_target_rollups
 
 
 def _parts(day_dir: Path, writer: str) -> tuple[list[Path], set[str]]:
@@ -57,7 +57,7 @@ def compact_day(day_dir: Path, writer: str, min_files: int = 2) -> Path | None:
         raise
     rollup.write_rows(out, rolled, first, last)
     try:
-        telemetry_targets.merge(out, parts)
+        telemetry_target_rollups.merge(out, parts)
     except OSError:
         pass  # a full disk: the first page that reads the day builds them from the rows
     layout.remove_files(parts)

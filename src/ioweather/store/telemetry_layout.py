@@ -53,7 +53,8 @@ import pyarrow.parquet as pq
 
 from ioweather.config import Settings
 from ioweather.errors import StoreError, UserError, from_os_error
-from ioweather.store import telemetry_rollup as rollup
+from ioweather.store import telemetry_rollup as rollup, telemetry_target_rollups as target_rollups
+from ioweather.store.parquet_scan import connect_duckdb, files_scan  # noqa: F401 (re-exported: the readers' scans)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -158,12 +159,9 @@ def _write_day(base: Path, part: pd.DataFrame, day: int, writer: str, file_id: s
         if isinstance(e, OSError):
             raise from_os_error(out / name, e, "write", cls=StoreError) from None
         raise
-    # lazy: cycle store.telemetry_layout -> store.telemetry_targets -> store.telemetry_layout
-    from ioweather.store import telemetry_targets  # imports this module
-
     try:
         rollup.write(out / name, table)  # after the data file: a crash in between costs speed, not truth
-        telemetry_targets.write(out / name, table)  # the admin pages' per-target rollups, on write too
+        target_rollups.write(out / name, table)  # the admin pages' per-target rollups, on write too
     except OSError:
         pass  # likewise a full disk: readers build the missing rollups later (telemetry_query.plan_files)
     return out / name
@@ -294,12 +292,6 @@ def read_listed(base: Path, read, since_ns: int | None = None, until_ns: int | N
     raise _busy(base)
 
 
-def files_scan(paths) -> str:
-    """A DuckDB table expression over an explicit list of Parquet files."""
-    quoted = ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths)
-    return f"read_parquet([{quoted}], hive_partitioning = false, union_by_name = true)"
-
-
 def no_telemetry(settings: Settings, fs: str) -> UserError:
     known = ", ".join(list_fs(settings)) or "none"
     return UserError(f"no telemetry for file system {fs!r} in {telemetry_dir(settings)} (known: {known})")
@@ -325,12 +317,9 @@ def writer_files(settings: Settings, fs: str, writer: str) -> list[Path]:
 def remove_files(paths) -> int:
     """Delete dataset files (e.g. an import being replaced or rolled back); returns how many."""
     n = 0
-    # lazy: cycle store.telemetry_layout -> store.telemetry_targets -> store.telemetry_layout
-    from ioweather.store import telemetry_targets
-
     for p in paths:
         rollup.remove(p)  # before the data file (telemetry_rollup's docstring says why)
-        telemetry_targets.remove(p)
+        target_rollups.remove(p)
         try:
             os.unlink(p)
             n += 1
@@ -353,12 +342,3 @@ def read_frame(settings: Settings, fs: str, where: str | None = None) -> pd.Data
             con.close()
 
     return read_listed(fs_dir(settings, fs), read)
-
-
-def connect_duckdb(threads: int | None = None):
-    import duckdb
-
-    con = duckdb.connect()
-    if threads:
-        con.execute(f"SET threads = {int(threads)}")
-    return con

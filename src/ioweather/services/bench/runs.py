@@ -35,15 +35,12 @@ from ioweather.encoding import Answer
 from ioweather.errors import StoreError, UserError, from_os_error
 from ioweather.files import write_atomic
 from ioweather.services.fs_names import fs_map_of, fs_name_of
-from ioweather.services.probe.slowdown import CHECK_NAMES, CHECK_PRECEDENCE
 from ioweather.sources import fio
+from ioweather.stats.check_codes import CHECK_NAMES, CHECK_PRECEDENCE
 from ioweather.units import format_bytes, ns_to_iso
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from ioweather.services.jobs.weather import Job
-    from ioweather.services.umami import Umami
 
 # numpy and pandas are imported where used: the runner (`bench run`, scheduled on compute nodes) and
 # `bench summary` need neither, and pandas with pyarrow was most of the runner's 155 MiB.
@@ -601,45 +598,6 @@ def run_window(store, run_id: str) -> dict:
     doc["rates"] = {"time": [ns_to_iso(int(t)) for t in agg.index],
                     **{f"{m}_bps": [_fin(v) for v in agg[m]] if m in agg else [] for m in ("read_bytes", "write_bytes")}}
     return doc
-
-
-# ----------------------------------------------------------------------------- climate vs weather
-
-def umami_for_run(store, run_id: str, fs: str | None = None) -> Umami:
-    """A benchmark run as a job of its motif (key `bench:<run id>`): its weather against the climate
-    of the other runs of the same motif and direction, as `ioweather umami` does for a user job."""
-    # lazy: numpy via services.jobs.weather: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
-    from ioweather.services.jobs import weather as job_weather
-    # lazy: sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
-    from ioweather.store import bench as bstore
-
-    run = bstore.get_run(store, run_id)
-    if run is None:
-        raise UserError(f"no benchmark run {run_id!r} (see `ioweather bench summary`)")
-    job = _as_job(run)
-    name = fs or run["fs"]  # without telemetry for it the verdict says "no data", never another fs's weather
-    df = bstore.results_frame(store, run["motif"])
-    peers = [_as_job({"run_id": rid, "motif": g["motif"].iloc[0], "start_ns": g["start_ns"].iloc[0],
-                      "end_ns": g["end_ns"].iloc[0], "hosts": g["hosts"].iloc[0], "directory": None,
-                      "results": g.to_dict("records")}) for rid, g in df.groupby("run_id")]
-    key = job.motif(name)
-    return job_weather.umami_among(store, job, name, [p for p in peers if p.motif(name) == key], source="bench")
-
-
-def _as_job(run: dict) -> Job:
-    # lazy: numpy via services.jobs.weather: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
-    from ioweather.services.jobs.weather import Job  # numpy: not on the runner's path (see the imports)
-
-    res = run["results"]
-    best = max(res, key=lambda r: r.get("bytes") or 0)
-    by = {d: sum((r.get("bytes") or 0) for r in res if r["direction"] == d) for d in ("read", "write")}
-    if not by["read"] and not by["write"]:  # metadata: no bytes moved; the run's operation is its direction
-        by = {"read" if best["direction"] == "stat" else "write": 1}
-    hosts = str(run.get("hosts") or "")
-    return Job(key=f"bench:{run['run_id']}", id=f"bench:{run['run_id']}", jobid=None, exe=f"bench {run['motif']}",
-               nnodes=max(1, hosts.count(",") + 1) if hosts else 1, start_ns=int(run["start_ns"]),
-               end_ns=int(run["end_ns"]), bytes_read=by.get("read"), bytes_written=by.get("write"),
-               perf_bps=float(best.get("bw_bps") or "nan"), mounts=[run["directory"]] if run.get("directory") else [])
 
 
 def write_report(rows: list[dict], out: str) -> None:

@@ -14,7 +14,7 @@ its process count.
 
 This module reads the store and orchestrates; the math on what it read is stats/job_weather.py. A
 job is a `Job` however it was found, its weather a `Weather` (the stored document), the answer
-services.umami's `Umami`.
+stats.umami's `Umami`.
 """
 
 from __future__ import annotations
@@ -32,17 +32,15 @@ import numpy as np
 from ioweather.config import dataset_for_mounts, load_fs_map
 from ioweather.errors import UserError
 from ioweather.services.distributed import map_unordered
-from ioweather.services.probe.slowdown import known_targets
 from ioweather.stats import climate as cstats, coverage as cov, umami as um
 from ioweather.stats import job_weather as jws
 from ioweather.stats.probe import baseline_medians
 from ioweather.stats.status import learning_at, min_history_s
-from ioweather.stats.umami import fraction_of_peak
+from ioweather.stats.umami import fraction_of_peak, Umami
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ioweather.services.umami import Umami
 
 MIB = 1024 * 1024
 WINDOW_METRICS = ["read_bytes", "write_bytes", "read_ops", "write_ops", "cpu_pct"]
@@ -525,9 +523,12 @@ class ProbeBaselines:
     then reads only its window's samples."""
 
     def __init__(self, store):
+        # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
+        from ioweather.store import probe as probe_store
+
         self.store = store
         try:
-            self.targets = known_targets(store, None)
+            self.targets = probe_store.targets(store)
         except UserError:  # no probe in this store
             self.targets = []
         self._expected: dict[tuple[str, int], np.ndarray] = {}
@@ -787,8 +788,6 @@ def update_climates(store, fs: str, motifs) -> dict[str, MotifTable]:
     """Bring the kept climates (correlations over each job's history) and verdicts of `motifs` up to
     date: only the jobs whose history or motif peak changed are computed, all at once
     (stats.climate.expanding). {motif: its MotifTable, with the weathers as stored now}."""
-    # lazy: cycle services.jobs.weather -> services.umami -> services.jobs.weather
-    from ioweather.services.umami import metric_rows, verdict_of
     # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
     from ioweather.store import job_weather as wstore
 
@@ -808,10 +807,10 @@ def update_climates(store, fs: str, motifs) -> dict[str, MotifTable]:
         res = cstats.expanding(t.x, 0, t.prefix, todo, codes)
         docs = []
         for k, i in enumerate(todo):
-            rows = metric_rows(res, k, UMAMI_ROWS, t.x[i], big, "fraction_of_peak")
+            rows = um.metric_rows(res, k, UMAMI_ROWS, t.x[i], big, "fraction_of_peak")
             n = int(res["history_n"][k])
             w = t.weathers[i]
-            w.verdict = _no_data_verdict(fs) if w.no_data else verdict_of(rows, "fraction_of_peak", n)[0]
+            w.verdict = _no_data_verdict(fs) if w.no_data else um.verdict_of(rows, "fraction_of_peak", n)[0]
             w.climate = {"sig": hsig[t.prefix[i]], "history_n": n, "n": {r["metric"]: r["n"] for r in rows},
                          "r": {r["metric"]: r["r"] for r in rows}, "p": {r["metric"]: r["p"] for r in rows}}
             docs.append({"job_key": t.keys[i], "fs": fs, "doc": w.to_json()})
@@ -855,9 +854,6 @@ def umami_among(store, job: Job, name: str, peers: list[Job] | None, source: str
     benchmark runs) and of the job itself."""
     from dataclasses import replace
 
-    # lazy: cycle services.jobs.weather -> services.umami -> services.jobs.weather
-    from ioweather.services.umami import climate
-
     key = job.motif(name)
     fresh: dict = {}
     if peers is not None or not job.key.startswith("darshan:"):
@@ -876,7 +872,7 @@ def umami_among(store, job: Job, name: str, peers: list[Job] | None, source: str
         if isinstance(weather.climate, dict) and weather.climate.get("n") is not None:
             stored = weather.climate  # update_climates just made it current
     rows = t.history_of(job)
-    out = climate({"id": job.id, "motif": key, "start_ns": job.start_ns, "values": weather.answer_json()},
+    out = um.climate({"id": job.id, "motif": key, "start_ns": job.start_ns, "values": weather.answer_json()},
                   t.starts[rows], t.x[rows], list(UMAMI_ROWS), "fraction_of_peak", stored=stored)
     return replace(out, source=source, fs=name, weather=weather,
                    verdict=_no_data_verdict(name) if weather.no_data else out.verdict)

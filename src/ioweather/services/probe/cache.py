@@ -43,6 +43,7 @@ from ioweather.services.probe import pieces as probe_pieces
 
 from ioweather.stats.probe import interval_stats
 from ioweather.stats.probe import SLOWDOWN_STATS
+from ioweather.stats.rollups import concat_rollups, empty_rollups, rollup_arrays, select_rollups
 from ioweather.stats.status import baseline_stats, baseline_stats_from, learning_ops, min_history_s
 from ioweather.store import probe as probe_store
 from ioweather.store.db import Store
@@ -56,8 +57,6 @@ DEFAULT_BASELINE_S = 30 * 86400.0
 #: deadline passes (60 s by default), so an interval is final only this long after its end.
 LAG_S = 90.0
 CHUNK_NS = 86_400 * 10**9
-ROLLUP_COLUMNS = ("op", "start_ns", "count", "errors", "timeouts", "mean_s", "min_s", "q1_s", "median_s", "q3_s",
-                  "p90_s", "p95_s", "p99_s", "max_s")
 TTL_MIN_S, TTL_MAX_S, TTL_COST_FACTOR = 1.0, 3600.0, 100.0
 #: A baseline that took less than this (s) to compute, or made of fewer samples, is refreshed in the request.
 SYNC_REFRESH_S, YOUNG_SAMPLES = 0.05, 100_000
@@ -65,51 +64,6 @@ SYNC_REFRESH_S, YOUNG_SAMPLES = 0.05, 100_000
 
 class Stopped(Exception):
     """The cache was asked to stop (server shutting down) during a long read."""
-
-
-def empty_rollups() -> dict[str, np.ndarray]:
-    return {c: np.empty(0, np.int64 if c in ("op", "start_ns", "count", "errors", "timeouts") else np.float64)
-            for c in ROLLUP_COLUMNS}
-
-
-def rollup_arrays(rows: list[dict]) -> dict[str, np.ndarray]:
-    """`interval_stats` rows as columns (None -> NaN)."""
-    if not rows:
-        return empty_rollups()
-    out = {"op": np.array([r["op_code"] for r in rows], np.int64),
-           "start_ns": np.array([r["interval_start_ns"] for r in rows], np.int64)}
-    for c in ROLLUP_COLUMNS[2:]:
-        vals = [r[c] for r in rows]
-        out[c] = np.array([np.nan if v is None else v for v in vals],
-                          np.int64 if c in ("count", "errors", "timeouts") else np.float64)
-    return out
-
-
-def rollup_rows(r: dict[str, np.ndarray]) -> list[dict]:
-    """Columns back to `interval_stats`-style rows (NaN -> None)."""
-    cols = {c: r[c].tolist() for c in ROLLUP_COLUMNS}
-    rows = []
-    for i in range(len(cols["op"])):
-        row = {"op_code": cols["op"][i], "interval_start_ns": cols["start_ns"][i]}
-        for c in ROLLUP_COLUMNS[2:]:
-            v = cols[c][i]
-            row[c] = None if isinstance(v, float) and v != v else v
-        rows.append(row)
-    return rows
-
-
-def concat_rollups(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    parts = [p for p in parts if len(p["op"])]
-    if not parts:
-        return empty_rollups()
-    out = {c: np.concatenate([p[c] for p in parts]) for c in ROLLUP_COLUMNS}
-    order = np.lexsort((out["op"], out["start_ns"]))
-    return {c: v[order] for c, v in out.items()}
-
-
-def select_rollups(r: dict[str, np.ndarray], since_ns: int, until_ns: int) -> dict[str, np.ndarray]:
-    sel = (r["start_ns"] >= since_ns) & (r["start_ns"] < until_ns)
-    return {c: v[sel] for c, v in r.items()}
 
 
 def _down(t: int, step: int) -> int:

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from datetime import timedelta
 
 from ioweather.errors import UserError
+from ioweather.stats.check_codes import CHECK_NAMES, CHECK_PRECEDENCE
 from ioweather.units import ns_to_iso, to_ns
 
 
@@ -102,10 +103,10 @@ def _from_pieces(store, target, interval_s: float, stat: str, since, until, expe
 
     # lazy: numpy, sqlalchemy via services.probe.pieces: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.services.probe import pieces as probe_pieces
-    # lazy: numpy, sqlalchemy via services.probe.cache: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
-    from ioweather.services.probe.cache import rollup_rows
     # lazy: numpy via stats.probe: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.stats.probe import interval_stats, slowdown_rows
+    # lazy: numpy via stats.rollups: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    from ioweather.stats.rollups import rollup_rows
     # lazy: numpy via stats.slowdown_pieces: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.stats.slowdown_pieces import numpy_median_s
     # lazy: numpy via stats.status: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
@@ -219,9 +220,6 @@ def _select(samples: dict, from_ns: int, until_ns: int) -> dict:
 
 
 CHECK_CODES = {"normal": 0, "degraded": 1, "severely degraded": 2, "stale": 3, "unknown": 3, "learning": 3}
-CHECK_NAMES = {0: "OK", 1: "WARNING", 2: "CRITICAL", 3: "UNKNOWN"}
-#: Which code wins when targets differ: CRITICAL, then WARNING, then UNKNOWN, then OK (the Nagios habit).
-CHECK_PRECEDENCE = (2, 1, 3, 0)
 
 
 def _perf_label(target: str) -> str:

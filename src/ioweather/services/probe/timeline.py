@@ -19,11 +19,11 @@ import numpy as np
 
 from ioweather.encoding import Answer, finite_or_none, iso_ms
 
-from ioweather.services.probe.cache import (INTERVALS_S, OPS, Baseline, ProbeCache, concat_rollups, rollup_arrays,
-                                            rollup_rows)
+from ioweather.services.probe.cache import INTERVALS_S, OPS, Baseline, ProbeCache
 from ioweather.services.probe.status import learning_reason
 from ioweather.stats.downsample import downsample, split_budget
 from ioweather.stats.probe import STATUS_OK, interval_stats
+from ioweather.stats.rollups import concat_rollups, rollup_arrays, rollup_rows
 from ioweather.store.probe import STATUSES
 from ioweather.units import ns_to_iso
 

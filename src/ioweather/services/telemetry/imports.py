@@ -1,6 +1,7 @@
 """`ioweather import KIND SOURCE...`: each SOURCE read by its importer (sources/telemetry/importers.py),
 turned into rows (telemetry_ingest.py), written as one import that replaces the earlier one or rolls back
-(store/telemetry_imports.py), and summarised. The command only parses arguments and prints.
+(store/telemetry_imports.py), and summarised. What the new telemetry changes for the jobs' weather is
+services/imports.py's (it joins this domain with jobs/). The command only parses arguments and prints.
 """
 
 from __future__ import annotations
@@ -10,12 +11,9 @@ from collections.abc import Callable
 
 from ioweather import signals
 from ioweather.errors import UserError
-from ioweather.services.jobs.weather import after_import
-from ioweather.store.jobs import COMPONENT
-from ioweather.units import parse_time, to_ns
 from ioweather.services.telemetry.ingest import MAX_NAME, impossible_to_missing, overlong_names, source_writer, to_long
 from ioweather.sources.telemetry.importers import importer
-from ioweather.store import open_store, telemetry_layout as layout
+from ioweather.store import telemetry_layout as layout
 from ioweather.store.telemetry_imports import ImportRun
 from ioweather.views.output import progress
 
@@ -104,28 +102,7 @@ def import_sources(settings, kind: str, sources, fs: str, *,
                 on_note(note)
             results.append(r)
         rows = sum(r.get("rows", 0) for r in results)
-        spans = [(to_ns(parse_time(r["start"])), to_ns(parse_time(r["end"]))) for r in results
-                 if r.get("rows") and r.get("start") and r.get("end")]
-        span = (fs, min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
-        return {"kind": kind, "fs": fs, "rows": rows, "failed": failed, "sources": results,
-                "job_weather": _refresh_job_weather(settings, span) if rows else None}
-
-
-def _refresh_job_weather(settings, span: tuple[str, int, int] | None = None) -> dict | None:
-    """New telemetry changes the weather of the jobs whose window it covers (METHODS.md section 7):
-    those are recomputed now, with their verdicts, so that the Jobs list does not show an answer
-    from before the import. {jobs, computed, kept, skipped}; None when the store holds no Darshan jobs
-    (a telemetry-only store is not created or extended here). `collect` does not do this on every
-    flush: `umami JOB` and the next import or ingest find the changed windows by their signatures."""
-    if not settings.store_exists():
-        return None
-    store = open_store(settings)
-    try:
-        if COMPONENT.name not in store.versions():
-            return None
-        return after_import(store, span=span)
-    finally:
-        store.dispose()
+        return {"kind": kind, "fs": fs, "rows": rows, "failed": failed, "sources": results}
 
 
 def check_fs_name(fs: str) -> str:

@@ -1,0 +1,48 @@
+"""`ioweather import KIND SOURCE...` of a telemetry kind, and what it changes for the jobs.
+
+The import itself is the telemetry domain's (services/telemetry/imports.py); new telemetry then changes
+the weather of the jobs whose window it covers (services/jobs/weather.py), so that answer joins two
+domains and lives here, above both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ioweather import signals
+from ioweather.services.jobs.weather import after_import
+from ioweather.services.telemetry import imports as telemetry_imports
+from ioweather.store import open_store
+from ioweather.store.jobs import COMPONENT
+from ioweather.units import parse_time, to_ns
+
+
+def import_sources(settings, kind: str, sources, fs: str, *,
+                   on_error: Callable[[str], None] = lambda m: None, on_note: Callable[[str], None] = lambda m: None,
+                   **kw) -> dict:
+    """services.telemetry.imports.import_sources, then the weather of the jobs the imported span covers
+    (`job_weather`: None when nothing was imported). SIGTERM stops the refresh as it stops the import."""
+    with signals.interrupting():
+        doc = telemetry_imports.import_sources(settings, kind, sources, fs, on_error=on_error, on_note=on_note, **kw)
+        spans = [(to_ns(parse_time(r["start"])), to_ns(parse_time(r["end"]))) for r in doc["sources"]
+                 if r.get("rows") and r.get("start") and r.get("end")]
+        span = (fs, min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
+        doc["job_weather"] = _refresh_job_weather(settings, span) if doc["rows"] else None
+        return doc
+
+
+def _refresh_job_weather(settings, span: tuple[str, int, int] | None = None) -> dict | None:
+    """New telemetry changes the weather of the jobs whose window it covers (METHODS.md section 7):
+    those are recomputed now, with their verdicts, so that the Jobs list does not show an answer
+    from before the import. {jobs, computed, kept, skipped}; None when the store holds no Darshan jobs
+    (a telemetry-only store is not created or extended here). `collect` does not do this on every
+    flush: `umami JOB` and the next import or ingest find the changed windows by their signatures."""
+    if not settings.store_exists():
+        return None
+    store = open_store(settings)
+    try:
+        if COMPONENT.name not in store.versions():
+            return None
+        return after_import(store, span=span)
+    finally:
+        store.dispose()

@@ -1,0 +1,22 @@
+"""DuckDB over listed Parquet files: the connection and the table expression of every telemetry read.
+
+Apart from telemetry_layout (which re-exports both) so that the side files it writes with each data
+file (telemetry_rollup, telemetry_target_rollups) use them without importing the layout back.
+"""
+
+from __future__ import annotations
+
+
+def files_scan(paths) -> str:
+    """A DuckDB table expression over an explicit list of Parquet files."""
+    quoted = ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths)
+    return f"read_parquet([{quoted}], hive_partitioning = false, union_by_name = true)"
+
+
+def connect_duckdb(threads: int | None = None):
+    import duckdb
+
+    con = duckdb.connect()
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    return con
