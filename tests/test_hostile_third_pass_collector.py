@@ -78,11 +78,17 @@ def _within(seconds: float, fn, *args, unblock: Path | None = None, **kw):
 
 # ------------------------------------------------------------------ 2. state and marker files
 
-def _sources_tree(tmp_path):
+def _collect_home(tmp_path):
+    """(synthetic Lustre tree, home, its telemetry directory (made), this host's name) for `collect`."""
+    from ioweather.sources.telemetry.base import short_hostname
     from ioweather.sources.telemetry.synthetic import make_tree
+    from ioweather.store import telemetry_layout as layout
 
     make_tree(tmp_path / "tree", 2, fs="k", n_mdts=0)
-    return tmp_path / "tree"
+    home = tmp_path / "home"
+    tdir = layout.telemetry_dir(Settings(home=home))
+    tdir.mkdir(parents=True)
+    return tmp_path / "tree", home, tdir, short_hostname()
 
 
 def _collect(home, root, logs, **kw):
@@ -95,15 +101,8 @@ def _collect(home, root, logs, **kw):
 
 @pytest.mark.slow
 def test_collect_never_writes_its_state_through_a_planted_link(tmp_path):
-    from ioweather.sources.telemetry.base import short_hostname
-    from ioweather.store import telemetry_layout as layout
-
-    root = _sources_tree(tmp_path)
-    home = tmp_path / "home"
-    tdir = layout.telemetry_dir(Settings(home=home))
-    tdir.mkdir(parents=True)
+    root, home, tdir, host = _collect_home(tmp_path)
     victim, data, mtime = _victim(tmp_path)
-    host = short_hostname()
     # the fixed temporary names the state and its intent were written through, and the state itself
     planted = [tdir / f".collect-{host}.intent.json.tmp", tdir / f".collect-{host}.state.json.tmp",
                tdir / f".collect-{host}.state.json"]
@@ -471,17 +470,12 @@ def test_a_state_file_of_the_wrong_shape_is_set_aside(tmp_path, body):
 
 @pytest.mark.slow
 def test_collect_starts_over_a_damaged_state_with_one_warning(tmp_path):
-    from ioweather.sources.telemetry.base import short_hostname
-    from ioweather.store import telemetry_layout as layout
-
-    root = _sources_tree(tmp_path)
-    home = tmp_path / "home"
-    tdir = layout.telemetry_dir(Settings(home=home))
-    tdir.mkdir(parents=True)
-    state = tdir / f".collect-{short_hostname()}.state.json"
+    root, home, tdir, host = _collect_home(tmp_path)
+    state = tdir / f".collect-{host}.state.json"
     state.write_text(json.dumps({"interval_s": 0.1, "prev": [[1, 2]]}))
-    for _ in range(2):  # it used to be a traceback at every start
+    for run in range(2):  # it used to be a traceback at every start
         logs: list[str] = []
         assert _collect(home, root, logs)["rows_written"] > 0
         assert json.loads(state.read_text())["prev"]
+        assert sum("is not usable" in m for m in logs) == (1 - run), logs
     assert len(list(tdir.glob(f"{state.name}.damaged-*"))) == 1
