@@ -479,3 +479,26 @@ def test_collect_starts_over_a_damaged_state_with_one_warning(tmp_path):
         assert json.loads(state.read_text())["prev"]
         assert sum("is not usable" in m for m in logs) == (1 - run), logs
     assert len(list(tdir.glob(f"{state.name}.damaged-*"))) == 1
+
+
+# ------------------------------------------------------------------ 16. an lctl without end
+
+def test_an_lctl_that_prints_without_end_is_cut_at_the_cap(tmp_path, monkeypatch, testdata):
+    from ioweather.sources.telemetry.base import SourceError
+    from ioweather.sources.telemetry.lctl_source import LctlLustre
+
+    d = tmp_path / "bin"
+    d.mkdir()
+    (d / "cap.txt").write_text(_real(testdata))
+    (d / "lctl").write_text(f"#!/bin/sh\nwhile :; do cat {d}/cap.txt; done\n")
+    (d / "lctl").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{d}:{os.environ['PATH']}")
+    src = LctlLustre("/", timeout_s=20)
+    src.max_output_bytes = 2 << 20
+    t0 = time.monotonic()
+    with pytest.raises(SourceError, match=r"^lctl get_param printed more than 2 MiB, the most read of it \(killed\)$"):
+        src.collect()
+    assert time.monotonic() - t0 < 10  # the cap, not the deadline
+    src.max_output_bytes = 64 << 20
+    (d / "lctl").write_text(f"#!/bin/sh\ncat {d}/cap.txt\n")  # a whole output under the cap is read as before
+    assert {s.metric for s in src.collect()} >= {"write_bytes", "capacity_bytes"}

@@ -122,6 +122,59 @@ def _summed(rows: list[Stat]) -> dict[str, tuple[int, int | None]]:
 
 # ------------------------------------------------------------------------------ the live source
 
+#: The most of one `lctl get_param` output read: a big OSS with job_stats of thousands of jobs prints
+#: tens of MB; an lctl that printed without end grew `collect` to 9 GB in 11 s.
+LCTL_MAX_OUTPUT_BYTES = 256 << 20
+_STDERR_KEPT = 64 << 10
+
+
+def run_capped(argv: list[str], *, timeout_s: float, max_bytes: int, what: str) -> tuple[bytes, bytes, int]:
+    """(stdout, the first 64 KiB of stderr, exit code) of `argv`, in its own session with LC_ALL=C.
+    SourceError, the process group killed, when it prints more than `max_bytes` or has not finished
+    within `timeout_s` (the runner's deadline cannot stop a stuck process)."""
+    import selectors
+    import time
+
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                env={**os.environ, "LC_ALL": "C"}, start_new_session=True)
+    except OSError as e:
+        raise SourceError(f"cannot run {argv[0]}: {e.strerror}") from None
+    out, err = bytearray(), bytearray()
+    deadline = time.monotonic() + timeout_s
+    problem = None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ, out)
+        sel.register(proc.stderr, selectors.EVENT_READ, err)
+        while sel.get_map() and problem is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                problem = f"{what} gave no answer within {timeout_s:g} s (killed)"
+                break
+            for key, _ in sel.select(left):
+                chunk = os.read(key.fd, 1 << 20)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    key.fileobj.close()
+                elif key.data is out:
+                    out += chunk
+                    if len(out) > max_bytes:
+                        problem = f"{what} printed more than {max_bytes / 2**20:g} MiB, the most read of it (killed)"
+                elif len(err) < _STDERR_KEPT:
+                    err += chunk[:_STDERR_KEPT - len(err)]
+    if problem is None:
+        try:
+            return bytes(out), bytes(err), proc.wait(max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:  # closed its output but goes on
+            problem = f"{what} gave no answer within {timeout_s:g} s (killed)"
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    for f in (proc.stdout, proc.stderr):
+        f.close()
+    raise SourceError(problem)
+
+
 class LctlLustre(Lustre):
     """The `lustre` source through one `lctl get_param` per tick; the /proc and /sys reader
     (lustre.Lustre) where there is no `lctl` on PATH."""
@@ -131,6 +184,7 @@ class LctlLustre(Lustre):
     def __init__(self, *args, timeout_s: float = 30.0, **kw):
         super().__init__(*args, **kw)
         self.timeout_s = timeout_s
+        self.max_output_bytes = LCTL_MAX_OUTPUT_BYTES
         # --proc-root names a tree to read: lctl would read the machine's own Lustre instead
         self.lctl = shutil.which("lctl") if str(self.root) == "/" else None
 
@@ -141,23 +195,12 @@ class LctlLustre(Lustre):
         if self.lctl is None:
             return super().collect()
         params = PARAMS if self.jobs else tuple(p for p in PARAMS if "job_stats" not in p)
-        try:
-            proc = subprocess.Popen([self.lctl, "get_param", *params], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    env={**os.environ, "LC_ALL": "C"}, start_new_session=True)
-        except OSError as e:
-            raise SourceError(f"cannot run {self.lctl}: {e.strerror}") from None
-        try:
-            out, err = proc.communicate(timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            # the runner's deadline cannot stop a stuck process: kill it (and what it started) just before
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise SourceError(f"lctl get_param gave no answer within {self.timeout_s:g} s (killed)") from None
+        out, err, returncode = run_capped([self.lctl, "get_param", *params], timeout_s=self.timeout_s,
+                                          max_bytes=self.max_output_bytes, what="lctl get_param")
         text = out.decode("utf-8", "replace")
-        if proc.returncode != 0 and not text.strip():
+        if returncode != 0 and not text.strip():
             lines = err.decode("utf-8", "replace").strip().splitlines()
-            raise SourceError(f"lctl get_param failed (exit {proc.returncode}): {lines[0] if lines else 'no message'}")
+            raise SourceError(f"lctl get_param failed (exit {returncode}): {lines[0][:200] if lines else 'no message'}")
         # a parameter missing on this node (no MDT on an OSS) makes lctl exit 2 and print the others
         cap = parse_capture(text)
         for note in cap.notes:
