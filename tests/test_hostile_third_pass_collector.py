@@ -502,3 +502,24 @@ def test_an_lctl_that_prints_without_end_is_cut_at_the_cap(tmp_path, monkeypatch
     src.max_output_bytes = 64 << 20
     (d / "lctl").write_text(f"#!/bin/sh\ncat {d}/cap.txt\n")  # a whole output under the cap is read as before
     assert {s.metric for s in src.collect()} >= {"write_bytes", "capacity_bytes"}
+
+
+# ------------------------------------------------------- 17. a CSV header checked before its body
+
+@pytest.mark.parametrize("fields, says", [(40_000, "missing column(s) time, target, metric, value"),
+                                          (40_000, "columns, more than 256"),
+                                          (600_000, "header line is longer than 1,048,576 bytes")])
+def test_a_one_line_csv_of_many_fields_fails_fast(tmp_path, fields, says):
+    path = tmp_path / "wide.csv"
+    names = [f"c{i}" for i in range(fields)] if "missing" in says else ["time", "target", "metric", "value"] + \
+        [f"x{i}" for i in range(fields)]
+    if "missing" in says:
+        path.write_text(",".join(f"{i % 10}" for i in range(fields)) + "\n")  # 80 KB of one-digit fields
+    else:
+        path.write_text(",".join(names) + "\n")
+    t0 = time.monotonic()
+    r = _invoke(tmp_path / "home", "import", "csv", str(path), "--fs", "x")
+    took = time.monotonic() - t0
+    assert r.exit_code == 2 and says in r.stderr, r.stderr[:300]
+    _one_line(r.stderr)
+    assert took < 5, took  # 17.6 s before, for 40,000 fields
