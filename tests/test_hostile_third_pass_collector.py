@@ -523,3 +523,41 @@ def test_a_one_line_csv_of_many_fields_fails_fast(tmp_path, fields, says):
     assert r.exit_code == 2 and says in r.stderr, r.stderr[:300]
     _one_line(r.stderr)
     assert took < 5, took  # 17.6 s before, for 40,000 fields
+
+
+# ------------------------------------------------------------ 18. a scraper that hangs up at once
+
+def test_a_scraper_that_hangs_up_is_one_log_line_not_a_traceback(tmp_path, capfd):
+    import socket
+    import struct
+
+    import pandas as pd
+
+    from ioweather.services.exporter import TelemetryExporter, make_server
+    from ioweather.store import telemetry_layout as layout
+
+    settings = Settings(home=tmp_path / "home")
+    t = T0 + np.arange(2000, dtype=np.int64) * 5 * S
+    layout.write_rows(settings, "scr", pd.DataFrame({"time_ns": t, "target": "scr-OST0000", "metric": "write_bytes",
+                                                      "value": 1.0, "interval_s": 5.0}))
+    logs: list[str] = []
+    exp = TelemetryExporter(settings, say=logs.append)
+    exp.exposition(wait_s=60)
+    server = make_server(exp, "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    try:
+        for _ in range(5):
+            s = socket.create_connection(server.server_address[:2], timeout=10)
+            s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # a reset, not a FIN
+            s.close()
+        s = socket.create_connection(server.server_address[:2], timeout=10)  # and it still answers
+        s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        assert s.recv(100).startswith(b"HTTP/1.0 200")
+        s.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err, err[:2000]
+    assert len(logs) <= 5 and all("hung up" in m and "\n" not in m for m in logs), logs
