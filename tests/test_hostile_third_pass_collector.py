@@ -92,7 +92,7 @@ def _collect_home(tmp_path):
 
 
 def _collect(home, root, logs, **kw):
-    from ioweather.services import collect
+    from ioweather.services.telemetry import collect
 
     opts = dict(interval=0.1, source_names="lustre", root=str(root), fs="k", duration=0.35, flush_s=0.1,
                 timeout=None, install_signals=False, say=logs.append, quiet=True)
@@ -121,7 +121,7 @@ def test_collect_never_writes_its_state_through_a_planted_link(tmp_path):
 
 
 def test_state_and_marker_writers_refuse_links_at_their_names(tmp_path):
-    from ioweather.services.collector import Collector
+    from ioweather.services.telemetry.collector import Collector
     from ioweather.store.telemetry_imports import write_marker
 
     victim, data, mtime = _victim(tmp_path)
@@ -303,7 +303,7 @@ def _write_bytes(samples: int, total: int) -> str:
 
 
 def _ticks(texts, interval_s=60.0, **kw):
-    from ioweather.services.collector import Collector
+    from ioweather.services.telemetry.collector import Collector
 
     logs: list[str] = []
     col = Collector([Captures(texts)], interval_s, "oss1", log=logs.append, **kw)
@@ -338,7 +338,7 @@ def test_a_target_listed_twice_is_left_out_of_its_tick_with_a_note(testdata):
 
 
 def test_a_series_read_twice_in_one_tick_by_the_collector_is_left_out(testdata):
-    from ioweather.services.collector import Collector
+    from ioweather.services.telemetry.collector import Collector
     from ioweather.sources.telemetry.base import Sample, Source
 
     class Twice(Source):
@@ -372,7 +372,7 @@ def test_an_unreadable_value_is_missing_not_zero(testdata):
         assert [st for st, _, _ in got] == [T0, T0 + 60 * S] and all(math.isnan(v) for _, v, _ in got), got
     assert rows[("ai400-OST0001", "read_bytes")] == [(T0, 0.0, 60.0), (T0 + 60 * S, 0.0, 60.0)]  # idle: 0
     # the importer: the same capture gives a missing reading, not 0
-    from ioweather.services.telemetry_ingest import wide_to_long
+    from ioweather.services.telemetry.ingest import wide_to_long
 
     wide = {w.metric: w for w in _import([a, b, c])}
     long = wide_to_long(wide["read_bytes"])
@@ -400,7 +400,7 @@ def test_u64_counters_past_2_63_keep_exact_deltas(testdata):
     assert [v for _, v, _ in rows[("ai400-OST0001", "write_bytes")]] == [1000.0, 1000.0, 1000.0]
     assert col.prev[("ai400", "ai400-OST0001", "write_bytes")][1] == base + 3000  # an int, as read
     # and `import lctl-params` (a Wide of integers, rebased per target)
-    from ioweather.services.telemetry_ingest import wide_to_long
+    from ioweather.services.telemetry.ingest import wide_to_long
 
     wide = {w.metric: w for w in _import(texts)}
     long = wide_to_long(wide["write_bytes"])
@@ -442,8 +442,8 @@ def test_a_target_with_a_bad_dataset_name_is_skipped_and_the_others_stored(testd
     "a string",
 ])
 def test_a_state_file_of_the_wrong_shape_is_set_aside(tmp_path, body):
-    from ioweather.services import collect
-    from ioweather.services.collector import Collector
+    from ioweather.services.telemetry import collect
+    from ioweather.services.telemetry.collector import Collector
     from ioweather.sources.telemetry.base import short_hostname
     from ioweather.store import telemetry_layout as layout
 
@@ -533,7 +533,7 @@ def test_a_scraper_that_hangs_up_is_one_log_line_not_a_traceback(tmp_path, capfd
 
     import pandas as pd
 
-    from ioweather.services.exporter import TelemetryExporter, make_server
+    from ioweather.services.telemetry.exporter import TelemetryExporter, make_server
     from ioweather.store import telemetry_layout as layout
 
     settings = Settings(home=tmp_path / "home")
