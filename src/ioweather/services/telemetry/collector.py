@@ -233,7 +233,7 @@ class Collector:
         if files is not None:
             body["files"] = files
         try:
-            write_atomic(path, json.dumps(body), what="save collector state")  # fsynced before the files it names
+            write_atomic(path, json.dumps(body))  # fsynced before the files it names
         except UserError as e:
             raise StoreError(str(e)) from None
 
