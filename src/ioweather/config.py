@@ -13,7 +13,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ioweather.errors import from_os_error, UserError
+import re
+
+from ioweather.errors import UserError
+from ioweather.files import read_home_file
 from ioweather.units import parse_duration
 
 
@@ -104,37 +107,67 @@ LOCAL_FS_TYPES = frozenset({"overlay", "rootfs", "ext2", "ext3", "ext4", "xfs", 
                             "devtmpfs", "proc", "sysfs", "ramfs", "zfs"})
 
 
-def parse_fs_map(text: str, origin: str) -> list[tuple[str, str]]:
+#: The store's rule for a dataset (telemetry file system) name: it becomes a directory `fs=NAME`, so
+#: no separator, no leading dot, no control character, at most 128 characters.
+_DATASET_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+#: The most of an fs-map read: a site's map is a few hundred lines; a 2 GB file had `why` killed at 23.7 GB.
+FS_MAP_MAX_BYTES = 1 << 20
+#: The most of a setting's text an error quotes (a 10 MB entry made a 40 MB error line).
+QUOTE_CHARS = 80
+
+
+def valid_dataset_name(name: str) -> bool:
+    return isinstance(name, str) and _DATASET_NAME.match(name) is not None
+
+
+def check_dataset_name(name: str, origin: str | None = None) -> str:
+    """`name` if the store can hold a dataset of that name, else a one-line UserError."""
+    if not valid_dataset_name(name):
+        where = f"{origin}: " if origin else ""
+        raise UserError(f"{where}invalid file system name {quoted(name)}: use letters, digits, '.', '_' and '-' "
+                        "(at most 128, starting with a letter or digit)")
+    return name
+
+
+def quoted(text: str, limit: int = QUOTE_CHARS) -> str:
+    """`text` as repr() for an error line, cut to `limit` characters (and said so)."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
+def parse_fs_map(text: str, origin: str, quote: bool = True) -> list[tuple[str, str]]:
     """[(mount prefix, dataset)] from `PREFIX DATASET` lines (or `PREFIX=DATASET` items separated by
-    commas or newlines); `#` starts a comment. Longest prefix first, so the most specific entry wins."""
+    commas or newlines); `#` starts a comment. Longest prefix first, so the most specific entry wins.
+    With `quote` False (a file reached through a link) an error names the entry, never its text."""
     out = []
     items = [i for line in text.splitlines() for i in line.split("#", 1)[0].split(",")]
     for n, item in enumerate(items, 1):
         item = item.strip()
         if not item:
             continue
+        entry = f"entry {n} {quoted(item)}" if quote else f"entry {n}"
         parts = item.split("=", 1) if "=" in item else item.split()
         if len(parts) != 2 or not parts[0].strip().startswith("/") or not parts[1].strip():
-            raise UserError(f"{origin}: entry {n} {item!r}: want 'MOUNT_PREFIX DATASET' "
+            raise UserError(f"{origin}: {entry}: want 'MOUNT_PREFIX DATASET' "
                             "(the prefix an absolute path, e.g. /lus/theta-fs0 theta)")
+        if not valid_dataset_name(parts[1].strip()):
+            raise UserError(f"{origin}: {entry}: the dataset name is not one the store can hold: use letters, "
+                            "digits, '.', '_' and '-' (at most 128, starting with a letter or digit)")
         prefix = parts[0].strip().rstrip("/") or "/"
         out.append((prefix, parts[1].strip()))
     return sorted(out, key=lambda p: -len(p[0]))
 
 
 def load_fs_map(home: Path) -> list[tuple[str, str]]:
-    """The site's fs-map: $IOWEATHER_FS_MAP, else `<home>/fs-map`, else none (docs/why.md)."""
+    """The site's fs-map: $IOWEATHER_FS_MAP, else `<home>/fs-map`, else none (docs/why.md). The file is
+    read as files.read_home_file reads (no FIFO, device or link out of the home; FS_MAP_MAX_BYTES; UTF-8)."""
     env = os.environ.get(FS_MAP_ENV)
     if env:
         return parse_fs_map(env, FS_MAP_ENV)
     path = Path(home) / "fs-map"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    text = read_home_file(path, home, max_bytes=FS_MAP_MAX_BYTES, what="read fs-map")
+    if text is None:
         return []
-    except OSError as e:
-        raise from_os_error(str(path), e, "read fs-map") from None
-    return parse_fs_map(text, str(path))
+    return parse_fs_map(text, str(path), quote=not path.is_symlink())
 
 
 def under(path: str, prefix: str) -> bool:

@@ -124,6 +124,38 @@ def read_regular_text(path: str | os.PathLike, *, what: str = "read", encoding: 
             raise from_os_error(path, e, what) from None
 
 
+def read_home_file(path: str | os.PathLike, home: str | os.PathLike, *, max_bytes: int,
+                   what: str = "read") -> str | None:
+    """The UTF-8 text of a file ioweather keeps under its home (a setting, the collector's state);
+    None when there is none; a one-line UserError otherwise.
+
+    Anyone who may write the home could put there a FIFO (every reader hangs), a device (/dev/zero
+    never ends) or a link to a file they may not read (its first line used to come back in the
+    error). So: open_regular's checks on the descriptor, the file it opened must lie inside the home
+    (a link within it is followed, one leading out refused before a byte is read), at most
+    `max_bytes` are read, and the text must be UTF-8. No error quotes the content."""
+    path = Path(path)
+    if not os.path.lexists(path):
+        return None
+    with open_regular(path, what=what) as f:
+        opened = os.readlink(fd_path(f))
+        root = os.path.realpath(home)
+        if os.path.commonpath([opened, root]) != root:
+            raise UserError(f"cannot {what} {display_path(path)}: it leads outside {display_path(home)} "
+                            "(a link), which ioweather never follows for its own files")
+        try:
+            data = f.read(max_bytes + 1)
+        except OSError as e:
+            raise from_os_error(path, e, what) from None
+    if len(data) > max_bytes:
+        raise UserError(f"cannot {what} {display_path(path)}: it is larger than {max_bytes:,} bytes, "
+                        "the most ioweather reads of it")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise UserError(f"cannot {what} {display_path(path)}: not UTF-8 text (byte {e.start:,})") from None
+
+
 def check_input(path: str | os.PathLike, *, what: str = "read") -> None:
     """A one-line UserError unless `path` is a regular data file (open_regular's checks), for inputs
     handed to a library that opens them by name (SQLite, pyarrow): a FIFO would block it forever."""

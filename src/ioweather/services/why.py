@@ -30,7 +30,7 @@ import statistics
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
-from ioweather.config import dataset_for_mounts, load_fs_map, under
+from ioweather.config import check_dataset_name, dataset_for_mounts, load_fs_map, under
 from ioweather.errors import from_os_error, UserError
 from ioweather.units import format_seconds, ns_to_iso
 
@@ -374,6 +374,8 @@ def _climate(answer: Umami | None) -> dict | None:
 
 def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
     """The costed answer for JOB: a Darshan log path, a log hash prefix, a Darshan job id or a scheduler job id."""
+    if fs is not None:
+        check_dataset_name(fs)
     # lazy: numpy, sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
     from ioweather.store import jobs as jobs_store
     # lazy: pyarrow via store.job_telemetry, loaded only when this runs

@@ -12,7 +12,10 @@ What the statistics need is the amount moved in each sampling interval. The rule
   round(span / step) intervals, all missing. The bytes moved during a gap happened at unknown
   times, so no interval gets them (pytokio adds them all to the interval after the gap, which
   invents a burst that never happened). Totals over a range with gaps are therefore lower
-  bounds, and the number of missing intervals says by how much to distrust them.
+  bounds, and the number of missing intervals says by how much to distrust them;
+* a counter that rises faster than `MAX_RATE_PER_S` per second of the interval gives a **missing**
+  value too: no server moves 2^50 bytes (1 PiB) or does 10^15 operations a second, so such a jump
+  is a corrupt, reset-and-wrapped or misread counter (500 -> 2^64-10 would be 1.8e19 bytes).
 
 Integer inputs stay integers through the subtraction, so byte counters above 2**53 (9 PB)
 keep exact deltas; the result is float64 because NaN marks missing values.
@@ -23,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 MAX_GAP_STEPS = 1.5
+#: The fastest a counter can rise, per second (see above); 1,000 times the fastest Lustre OST today.
+MAX_RATE_PER_S = float(2**50)
 
 
 def grid_deltas(values: np.ndarray, missing: np.ndarray | None = None) -> np.ndarray:

@@ -35,6 +35,7 @@ import pandas as pd
 
 from ioweather.config import Settings
 from ioweather.errors import StoreError, UserError, from_os_error
+from ioweather.files import write_atomic
 from ioweather.store import telemetry_layout as layout
 from ioweather.units import ns_to_iso
 
@@ -87,19 +88,15 @@ def remove_leftovers(paths) -> int:
 
 
 def write_marker(base: Path, writer: str, runs: list[str], files: list[Path]) -> None:
-    """Switch the source's committed runs in one step (temporary name, then rename)."""
+    """Switch the source's committed runs in one step, through the one atomic writer (a random
+    O_EXCL|O_NOFOLLOW temporary, fsync, rename): a fixed `.WRITER.json.tmp` opened with open() wrote
+    the marker into whatever a link planted there pointed at."""
     d = base / layout.IMPORTS_DIR
-    tmp = d / f".{writer}.json.tmp"
     body = {"writer": writer, "runs": sorted(runs), "files": sorted(str(Path(f).relative_to(base)) for f in files)}
     try:
-        with open(tmp, "w") as f:
-            json.dump(body, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, d / f"{writer}.json")
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise from_os_error(d / f"{writer}.json", e, "write", cls=StoreError) from None
+        write_atomic(d / f"{writer}.json", json.dumps(body))
+    except UserError as e:
+        raise StoreError(str(e)) from None
 
 
 @dataclass
@@ -159,7 +156,7 @@ class ImportRun:
                 write_marker(self.base, self.writer, sorted({_run_of(p.name, self.writer) for p in old}), old)
             else:  # an empty marker names no run; it needs no free block, so a full disk fails later, on the data
                 try:
-                    os.close(os.open(d / f"{self.writer}.json", os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600))
+                    os.close(os.open(d / f"{self.writer}.json", os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
                 except OSError as e:
                     raise from_os_error(d / f"{self.writer}.json", e, "write", cls=StoreError) from None
         remove_leftovers(leftovers(self.base, {self.writer}, skip_running=False))

@@ -51,7 +51,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ioweather.config import Settings
+from ioweather.config import Settings, check_dataset_name
 from ioweather.errors import StoreError, UserError, from_os_error
 from ioweather.store import telemetry_rollup as rollup, telemetry_target_rollups as target_rollups
 from ioweather.store.parquet_scan import connect_duckdb, files_scan  # noqa: F401 (re-exported: the readers' scans)
@@ -72,14 +72,11 @@ SCHEMA = pa.schema([
 # repeat, so they keep dictionary encoding.
 WRITE_OPTIONS = dict(compression="zstd", use_dictionary=["target", "metric", "interval_s"],
                      column_encoding={"value": "BYTE_STREAM_SPLIT", "time_ns": "DELTA_BINARY_PACKED"})
-_FS_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _WRITER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,80}$")
 
 
 def check_fs_name(fs: str) -> str:
-    if not _FS_NAME.match(fs or ""):
-        raise UserError(f"invalid file system name {fs!r}: use letters, digits, '.', '_' and '-'")
-    return fs
+    return check_dataset_name(fs)  # the one rule, config's: the fs-map and --fs are checked by it too
 
 
 def telemetry_dir(settings: Settings) -> Path:

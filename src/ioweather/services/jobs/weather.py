@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ioweather.config import dataset_for_mounts, load_fs_map
+from ioweather.config import check_dataset_name, dataset_for_mounts, load_fs_map
 from ioweather.errors import UserError
 from ioweather.services.distributed import map_unordered
 from ioweather.stats import climate as cstats, coverage as cov, umami as um
@@ -179,7 +179,7 @@ def choose_fs(store, job: Job, fs: str | None) -> str:
     from ioweather.store.job_telemetry import known_fs
 
     if fs:
-        return fs
+        return check_dataset_name(fs)
     names = known_fs(store.parquet_dir)
     if not job.files:
         # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors

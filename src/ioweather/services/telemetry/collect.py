@@ -73,16 +73,17 @@ def build_sources(names: str | None, root: str, mounts: tuple[str, ...], jobs: b
     return available
 
 
-def recover(collector: Collector, state: Path, intent: Path, tdir: Path) -> int | None:
+def recover(collector: Collector, state: Path, intent: Path, tdir: Path,
+            warn: Callable[[str], None] = lambda m: None) -> int | None:
     """Resolve the intent a killed flush left; returns the readings restored, or None when there was
     no intent. A file system whose files are all there keeps the intent's readings (its rows are
     stored); the others keep the state's and lose their partial files (their rows become missing
-    intervals at the first tick, never rows stored twice)."""
-    if not intent.exists():
-        return None
-    planned = collector.read_state(intent)
-    if planned is None:  # written only partly (no fsync'd rename), so no file of it was written
-        intent.unlink(missing_ok=True)
+    intervals at the first tick, never rows stored twice). A state or intent file that is not one is
+    set aside with a warning (Collector.read_state)."""
+    for left in [*tdir.glob(f".{intent.name}.*.tmp"), *tdir.glob(f".{state.name}.*.tmp")]:
+        left.unlink(missing_ok=True)  # the atomic writer's temporary of a killed flush (a link: only the link goes)
+    planned = collector.read_state(intent, warn)
+    if planned is None:  # none, or set aside: the atomic writer leaves a whole intent or none
         return None
     files = {fs: [tdir / p for p in paths] for fs, paths in planned.get("files", {}).items()}
     partial = {fs for fs, paths in files.items() if not all(p.exists() for p in paths)}
@@ -90,13 +91,9 @@ def recover(collector: Collector, state: Path, intent: Path, tdir: Path) -> int 
         layout.remove_files(files[fs])
         for p in files[fs]:
             layout.temp_of(p).unlink(missing_ok=True)
-    collector.load_state(state)
-    n = collector.load_state(intent, skip_fs=partial)
-    try:
-        collector.save_state(state)
-    except OSError as e:  # the partial files are gone: the intent would say the same next time
-        Path(f"{state}.tmp").unlink(missing_ok=True)
-        raise from_os_error(state, e, "save collector state", cls=StoreError) from None
+    collector.load_state(state, warn=warn)
+    n = collector.load_state(intent, skip_fs=partial, warn=warn)
+    collector.save_state(state)  # StoreError; the partial files are gone: the intent would say the same next time
     intent.unlink(missing_ok=True)
     return n
 
@@ -157,10 +154,9 @@ class ParquetSink:
                      for fs, frame in frames.items()}
             try:
                 self.tdir.mkdir(parents=True, exist_ok=True)
-                self.collector.save_state(self.intent, files, readings=taken[2])
             except OSError as e:
-                Path(f"{self.intent}.tmp").unlink(missing_ok=True)
-                raise from_os_error(self.intent, e, "write", cls=StoreError) from None
+                raise from_os_error(self.tdir, e, "write", cls=StoreError) from None
+            self.collector.save_state(self.intent, files, readings=taken[2])
 
         def write(name: str, frame) -> int:
             counts[name] = layout.write_rows(self.settings, name, frame, writer=self.writer, paths_out=written,
@@ -211,8 +207,8 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
         if hasattr(s, "timeout_s"):  # a source running a command kills it just before the runner's deadline
             s.timeout_s = 0.9 * collector.runner.timeout_s
     sink = ParquetSink(settings, collector, host, flush_s, log, warn)
-    recovered = recover(collector, sink.state, sink.intent, sink.tdir)
-    restored = recovered if recovered is not None else collector.load_state(sink.state)
+    recovered = recover(collector, sink.state, sink.intent, sink.tdir, warn)
+    restored = recovered if recovered is not None else collector.load_state(sink.state, warn=warn)
     if restored:
         log(f"continuing from the {restored} counter readings saved at the last stop")
 

@@ -14,21 +14,53 @@ time grid; the read itself happens within milliseconds of that time, less than L
 
 from __future__ import annotations
 
+import math
+import os
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ioweather.config import valid_dataset_name
+from ioweather.errors import StoreError, UserError, os_error_reason
+from ioweather.files import display_path, read_home_file, write_atomic
 from ioweather.sources.telemetry.base import GAUGE, Source
 from ioweather.sources.telemetry.host import CPU_BUSY, CPU_TOTAL
 from ioweather.sources.telemetry.runner import Runner
 from ioweather.stats import counters
 
-_I64 = 2**63  # a u64 counter beyond int64 (never seen in practice) goes the float way instead of failing
 # About 230 bytes a queued row (tracemalloc, a 370-series synthetic OSS), so at most ~230 MB; at
 # the default 5 s interval that holds 69 h of 20 series, 4.6 h of 300 (an OSS with job_stats has more).
 MAX_PENDING_ROWS = 1_000_000
+#: The largest state file read: ~100 bytes a series, so 2.6 million series (job_stats of a big OSS
+#: hold tens of thousands).
+STATE_MAX_BYTES = 256 << 20
+
+
+def _state_problem(state) -> str | None:
+    """What is wrong with a parsed state file, None when it has save_state's shape."""
+    if not isinstance(state, dict):
+        return f"a JSON {type(state).__name__}, not an object"
+    if not isinstance(state.get("interval_s"), (int, float)) or isinstance(state.get("interval_s"), bool):
+        return "no interval_s number"
+    prev = state.get("prev", [])
+    if not isinstance(prev, list):
+        return "prev is not a list"
+    for row in prev:
+        if not (isinstance(row, list) and len(row) == 5 and all(isinstance(x, str) for x in row[:3])
+                and type(row[3]) is int and type(row[4]) in (int, float)):
+            return "prev holds an entry that is not [fs, target, metric, time_ns, reading]"
+    files = state.get("files", {})
+    if not (isinstance(files, dict) and all(isinstance(v, list) and all(isinstance(x, str) for x in v)
+                                            for v in files.values())):
+        return "files is not {fs: [paths]}"
+    # recover() removes the files an intent names: only ever files of the store's own day directories
+    if any(not x.startswith("fs=") or ".." in Path(x).parts or "\0" in x for v in files.values() for x in v):
+        return "files names a path outside the store's day directories"
+    return None
 
 
 class Collector:
@@ -47,6 +79,9 @@ class Collector:
         self.rows_dropped = 0
         self.ticks = 0
         self.rows_written = 0
+        self.log = log
+        self._datasets: set[str] = set()  # the file system names already found valid
+        self._noted: set = set()
 
     # -- one tick ----------------------------------------------------------------------------
     # Rows are kept as plain column arrays until a flush: a DataFrame per tick costs more CPU than
@@ -54,21 +89,31 @@ class Collector:
     def tick(self, t_ns: int | None = None) -> int:
         """Read every source once (stamped `t_ns`) and queue the resulting rows; returns rows queued."""
         t_ns = int(t_ns if t_ns is not None else time.time_ns())
-        keys_i, vals_i, keys_f, vals_f, gauges = [], [], [], [], []
+        readings: dict[tuple[str, str, str], object] = {}
+        repeated: set = set()
         for result in self.runner.collect():
             for s in result.samples:
-                key = (s.fs if s.fs and not self.fs_forced else self.fs, s.target, s.metric)
-                if s.kind == GAUGE:
-                    gauges.append((key, s.value))
-                elif isinstance(s.value, int) and -_I64 <= s.value < _I64:  # exact int64 deltas
-                    keys_i.append(key)
-                    vals_i.append(s.value)
-                else:
-                    keys_f.append(key)
-                    vals_f.append(s.value)
-        parts = [self._counter_rows(t_ns, keys_i, np.array(vals_i, dtype=np.int64)),
-                 self._counter_rows(t_ns, keys_f, np.array(vals_f, dtype=np.float64)),
-                 self._gauge_rows(t_ns, gauges)]
+                fs = s.fs if s.fs and not self.fs_forced else self.fs
+                if fs not in self._datasets and not self._dataset_ok(fs, s.target):
+                    continue
+                key = (fs, s.target, s.metric)
+                if key in readings:
+                    repeated.add(key)
+                readings[key] = s
+        if repeated:  # two readings of one series in one tick: neither is known to be the one
+            for key in repeated:
+                del readings[key]
+            first = sorted(repeated)[0]
+            self._note("repeated", f"{len(repeated)} series read twice in one tick (the same target listed twice?), "
+                                   f"left out of this tick (first: {first[1][:80]} {first[2]})")
+        keys_c, vals_c, gauges = [], [], []
+        for key, s in readings.items():
+            if s.kind == GAUGE:
+                gauges.append((key, s.value))
+            else:
+                keys_c.append(key)
+                vals_c.append(s.value)
+        parts = [self._counter_rows(t_ns, keys_c, vals_c), self._gauge_rows(t_ns, gauges)]
         keys = [k for p in parts if p for k in p[0]]
         self.ticks += 1
         if self.ticks % 100 == 0:
@@ -86,6 +131,23 @@ class Collector:
         self._bound()
         return len(keys)
 
+    def _dataset_ok(self, fs: str, target: str) -> bool:
+        """Whether `fs` can be a dataset of the store; a target whose name makes one that cannot (a
+        Lustre target `a b-OST0000`) is left out with a note, and the others are stored: the whole
+        flush used to be refused, at every retry, so no reading of any target was ever stored."""
+        if valid_dataset_name(fs):
+            self._datasets.add(fs)
+            return True
+        self._note(("dataset", fs), f"target {target[:80]!r} left out: its file system name {fs[:80]!r} is not "
+                                    "one the store can hold (letters, digits, '.', '_' and '-')")
+        return False
+
+    def _note(self, key, message: str) -> None:
+        """Say `message` once per `key` and run (a problem of every tick would flood the log)."""
+        if key not in self._noted and len(self._noted) < 1000:
+            self._noted.add(key)
+            self.log(message)
+
     def _bound(self) -> None:
         """Drop the oldest queued rows beyond max_pending_rows (a disk full for long): memory stays
         bounded and the newest readings, the ones people look at, are kept."""
@@ -95,24 +157,34 @@ class Collector:
             self.pending_rows -= n
             self.rows_dropped += n
 
-    def _counter_rows(self, t_ns: int, keys: list, values: np.ndarray):
-        if not keys:
-            return None
-        prev_t = np.empty(len(keys), dtype=np.int64)
-        prev_v = np.zeros(len(keys), dtype=values.dtype)
-        have = np.zeros(len(keys), dtype=bool)
+    def _counter_rows(self, t_ns: int, keys: list, values: list):
+        """Amounts since each counter's previous reading. The difference is taken on the readings as
+        read, Python ints for Lustre's u64 counters: through float64 a counter past 2^63 moved by
+        1000 came out 4096, 0 or 2048. A decrease (a reset), an unreadable reading (NaN) and a jump
+        faster than counters.MAX_RATE_PER_S (500 -> 2^64-10: a corrupt or wrapped reading, never
+        1.8e19 bytes moved) are missing."""
+        idx, prev_t, deltas = [], [], []
         for i, key in enumerate(keys):
+            v = values[i]
             p = self.prev.get(key)
-            if p is not None:
-                prev_t[i], prev_v[i], have[i] = p[0], p[1], True
-            self.prev[key] = (t_ns, values[i].item())
-        if not have.any():
+            self.prev[key] = (t_ns, v)
+            if p is None:
+                continue
+            d = v - p[1]
+            if not d >= 0:  # a reset, or NaN
+                d = math.nan
+            elif d > counters.MAX_RATE_PER_S * max((t_ns - p[0]) / 1e9, self.interval_s):
+                self._note(("jump", key), f"{key[1][:80]} {key[2]} jumped by {d:.3g} in one interval, more than "
+                                          f"{counters.MAX_RATE_PER_S:.3g} a second: stored as missing")
+                d = math.nan
+            idx.append(i)
+            prev_t.append(p[0])
+            deltas.append(float(d))
+        if not idx:
             return None  # first reading of everything: baselines only
-        idx = np.flatnonzero(have)
-        d = counters.grid_deltas(np.vstack([prev_v[idx], values[idx]]))[0]
-        start, vals, length, src = counters.expand_gaps(prev_t[idx], np.full(idx.size, t_ns, np.int64), d,
-                                                        self.interval_s)
-        return [keys[i] for i in idx[src]], start, vals, length
+        start, vals, length, src = counters.expand_gaps(np.array(prev_t, np.int64), np.full(len(idx), t_ns, np.int64),
+                                                        np.array(deltas, np.float64), self.interval_s)
+        return [keys[idx[j]] for j in src], start, vals, length
 
     def _gauge_rows(self, t_ns: int, gauges: list):
         if not gauges:
@@ -150,37 +222,55 @@ class Collector:
     # one becomes missing intervals instead of silently absent ones.
     def save_state(self, path, files: dict[str, list[str]] | None = None, readings: dict | None = None) -> None:
         """Write the readings (default the current ones; a flush's intent: those its rows end at, and
-        the files it is about to write) to `path`."""
+        the files it is about to write) to `path`, through the one atomic writer (a random
+        O_EXCL|O_NOFOLLOW temporary, fsync, rename): a fixed `PATH.tmp` opened with open() wrote the
+        state into whatever file a link planted there pointed at. StoreError when it cannot."""
         import json
-        import os
 
-        tmp = f"{path}.tmp"
         readings = self.prev if readings is None else readings
         body = {"interval_s": self.interval_s,
                 "prev": [[fs, target, metric, t, v] for (fs, target, metric), (t, v) in readings.items()]}
         if files is not None:
             body["files"] = files
-        with open(tmp, "w") as f:
-            json.dump(body, f)
-            f.flush()
-            os.fsync(f.fileno())  # it must be on disk before the files it names
-        os.replace(tmp, path)
+        try:
+            write_atomic(path, json.dumps(body))  # fsynced before the files it names
+        except UserError as e:
+            raise StoreError(str(e)) from None
 
     @staticmethod
-    def read_state(path) -> dict | None:
+    def read_state(path, warn: Callable[[str], None] = lambda m: None) -> dict | None:
+        """The state (or intent) file at `path`, None when there is none. One that is not a state file
+        (unreadable, not JSON, not the shape save_state writes: a damaged disk, a hand edit, another
+        version) is set aside as `PATH.damaged-<time>` and said through `warn`: it used to be a traceback
+        at every start. The file must be a regular file inside its own directory (files.read_home_file)."""
         import json
 
+        path = Path(path)
         try:
-            with open(path) as f:
-                state = json.load(f)
-        except (OSError, ValueError):
-            return None
-        return state if isinstance(state, dict) else None
+            text = read_home_file(path, path.parent, max_bytes=STATE_MAX_BYTES, what="read collector state")
+            if text is None:
+                return None
+            state = json.loads(text)
+            problem = _state_problem(state)
+        except UserError as e:
+            problem = str(e)
+        except (ValueError, RecursionError):
+            problem = "not JSON"
+        if problem is None:
+            return state
+        aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
+        try:
+            os.replace(path, aside)  # renames the name itself, never what a link there points to
+            where = f"set aside as {display_path(aside.name)}"
+        except OSError as e:
+            where = f"left in place ({os_error_reason(e, aside)})"
+        warn(f"collector state {display_path(path)} is not usable ({problem}); {where}, starting without it")
+        return None
 
-    def load_state(self, path, skip_fs=()) -> int:
+    def load_state(self, path, skip_fs=(), warn: Callable[[str], None] = lambda m: None) -> int:
         """Restore saved readings, except those of the file systems `skip_fs` (ignored when the
         interval changed); returns how many."""
-        state = self.read_state(path)
+        state = self.read_state(path, warn)
         if state is None or state.get("interval_s") != self.interval_s:
             return 0
         n = 0

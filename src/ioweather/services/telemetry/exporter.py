@@ -31,6 +31,7 @@ import datetime
 import gzip
 import re
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -603,6 +604,16 @@ def make_server(exporter: TelemetryExporter, host: str, port: int) -> ThreadingH
     class Server(ThreadingHTTPServer):
         address_family = family
         daemon_threads = True
+
+        def handle_error(self, request, client_address):
+            # socketserver prints a traceback for any exception of a request: a scraper that hangs up
+            # before reading its answer (a timeout, a killed curl) was 19 lines in the log each time
+            err = sys.exc_info()[1]
+            if isinstance(err, (ConnectionError, TimeoutError)):
+                exporter.say(f"{client_address[0]} hung up before its answer was sent ({os_error_reason(err)})")
+            else:
+                exporter.say(f"a request from {client_address[0]} failed: {type(err).__name__}: "
+                             f"{str(err).splitlines()[0][:200] if str(err) else ''}")
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self):  # noqa: N802 (http.server's name)

@@ -111,6 +111,8 @@ class Stats:
     snapshot_ns: int | None = None
     nid: str | None = None    # exports: the client's NID
     group: str | None = None  # service: OSS or MDS; export: obdfilter/mdt/mgs
+    param: str = ""           # the parameter it was printed as
+    unreadable: list[str] = field(default_factory=list)  # rows whose numbers could not be read ("nan samples")
 
 
 @dataclass(slots=True)
@@ -127,6 +129,7 @@ class Job:
     target: str
     job: str
     rows: list[Stat]
+    unreadable: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -154,11 +157,19 @@ class Capture:
     unknown: Counter = field(default_factory=Counter)
     stray: int = 0
     notes: list[str] = field(default_factory=list)
+    parsing: str = field(default="", repr=False)  # the parameter being parsed (Stats.param)
+
+
+_U64 = 2**64
 
 
 def _int(s: str) -> int | None:
-    """A Lustre counter or gauge (an unsigned number); None for anything else ("-1", "1e3", " 7")."""
-    return int(s) if s.isascii() and s.isdigit() else None
+    """A Lustre counter or gauge (an unsigned 64-bit number, kept a Python int: a float64 has no room
+    for a counter past 2^53); None for anything else ("-1", "1e3", " 7", "nan", 2^64 or more)."""
+    if not (s.isascii() and s.isdigit() and len(s) <= 20):
+        return None
+    n = int(s)
+    return n if n < _U64 else None
 
 
 def _add_value(cap, target: str, param: str, value: str) -> int:
@@ -186,8 +197,12 @@ def _whole(ns: int | None) -> int | None:
     return None if ns is None else ns // 1_000_000_000
 
 
-def parse_stats_block(lines: list[str]) -> tuple[list[Stat], int | None, float | None, int]:
-    """An lprocfs stats block -> (rows, start time, snapshot time, unreadable lines)."""
+def parse_stats_block(lines: list[str], unreadable: list[str] | None = None
+                      ) -> tuple[list[Stat], int | None, float | None, int]:
+    """An lprocfs stats block -> (rows, start time, snapshot time, unreadable lines). The names of
+    rows whose numbers could not be read (`read_bytes nan samples ...`) are added to `unreadable`:
+    their readings are unknown this time, which is not the same as a row that is absent (an idle
+    OST has no read_bytes line: nothing read)."""
     rows: list[Stat] = []
     start = snap = None
     bad = 0
@@ -203,16 +218,16 @@ def parse_stats_block(lines: list[str]) -> tuple[list[Stat], int | None, float |
             continue
         if f[0] in ("elapsed_time", "elapsed_time:"):
             continue
-        if len(f) < 3 or f[2] != "samples" or not f[1].isdigit():
+        samples = _int(f[1]) if len(f) > 1 else None
+        nums = [_int(x) for x in f[4:7]]
+        if len(f) < 3 or f[2] != "samples" or samples is None or any(n is None for n in nums):
             bad += 1
+            if unreadable is not None and len(f) >= 3 and f[2] == "samples":
+                unreadable.append(f[0])
             continue
         units = f[3].strip("[]") if len(f) > 3 else ""
-        nums = [_int(x) for x in f[4:7]]
-        if any(n is None for n in nums):
-            bad += 1
-            continue
         nums += [None] * (3 - len(nums))
-        rows.append(Stat(f[0], int(f[1]), units, nums[0], nums[1], nums[2]))
+        rows.append(Stat(f[0], samples, units, nums[0], nums[1], nums[2]))
     return rows, start, snap, bad
 
 
@@ -273,6 +288,7 @@ def parse_job_stats(component: str, target: str, lines: list[str]) -> tuple[list
         samples = _int(fields.get("samples", ""))
         if samples is None:
             bad += 1
+            current.unreadable.append(name)
             continue
         current.rows.append(Stat(name, samples, fields.get("unit", ""), _int(fields.get("min", "x")),
                                  _int(fields.get("max", "x")), _int(fields.get("sum", "x"))))
@@ -376,8 +392,10 @@ def _blocks(text: str) -> Iterator[tuple[str, list[str], int]]:
 def _add_stats(cap: Capture, lines: list[str], kind: str, target: str, nid: str | None = None,
                group: str | None = None) -> int:
     """Parse one stats block into `cap.stats`; returns its unreadable lines."""
-    rows, start, snap, bad = parse_stats_block(lines)
-    cap.stats.append(Stats(kind, target, rows, start, snap, nid=nid, group=group))
+    unreadable: list[str] = []
+    rows, start, snap, bad = parse_stats_block(lines, unreadable)
+    cap.stats.append(Stats(kind, target, rows, start, snap, nid=nid, group=group, param=cap.parsing,
+                           unreadable=unreadable))
     return bad
 
 
@@ -389,11 +407,14 @@ def parse_capture(text: str) -> Capture:
         text = text[:text.rfind("\n") + 1] if "\n" in text else ""
     bad = 0
     snaps: list[int] = []
+    printed: Counter = Counter()
     for name, lines, stray in _blocks(text):
         cap.stray += stray
         if not name:
             continue
         cap.params += 1
+        printed[name] += 1
+        cap.parsing = name
         value = lines[0].strip() if lines else ""
         if name in ("memused", "memused_max", "lnet_memused"):
             n = _int(value)
@@ -511,6 +532,7 @@ def parse_capture(text: str) -> Capture:
                 cap.quota_limits.append((target, pool, _ACCOUNTING[acct], ident, limits))
             continue
         cap.unknown[_generic(name)] += 1
+    _reject_repeated(cap, {name for name, n in printed.items() if n > 1})
     if bad:
         cap.notes.append(f"{bad} unreadable lines or values skipped")
     if cap.unknown:
@@ -522,6 +544,18 @@ def parse_capture(text: str) -> Capture:
     if snaps:  # the parameters are read one after the other: the capture is as recent as its latest
         cap.snapshot_ns = max(snaps)
     return cap
+
+
+def _reject_repeated(cap: Capture, repeated: set[str]) -> None:
+    """A stats block whose parameter the output prints twice (a target listed twice: two devices
+    given one name, a broken lctl) tells no single reading: both are left out, with a note. They
+    used to be added up, and the second one made a zero-length interval."""
+    dropped = {st.param for st in cap.stats if st.param in repeated}
+    if dropped:
+        cap.stats = [st for st in cap.stats if st.param not in dropped]
+        first = sorted(dropped)[0]
+        cap.notes.append(f"{len(dropped)} parameters printed more than once, their readings left out this time "
+                         f"(first: {first[:80]})")
 
 
 def _generic(name: str) -> str:

@@ -47,6 +47,7 @@ def capture_samples(cap: Capture, host: str) -> list[Sample]:
     for st in cap.stats:
         rows = _summed(st.rows)
         fs = lustre_fsname(st.target)
+        first = len(out)
         if st.kind == "obdfilter":
             out += [Sample(st.target, m, v, COUNTER, fs) for m, v in _bytes_and_ops(rows)]
             out += [Sample(st.target, f"ost_{op}", rows[op][0], COUNTER, fs) for op in OST_OPS if op in rows]
@@ -58,6 +59,8 @@ def capture_samples(cap: Capture, host: str) -> list[Sample]:
             out += [Sample(target, f"md_{op}", rows[op][0]) for op in MD_OPS if op in rows]
         elif st.kind == "osc" and "-osc-MDT" not in st.target:  # an MDT's own connections to OSTs: no client's
             out += osc_samples(host, st.target, rows)
+        if st.unreadable:
+            out[first:] = _unknown(out[first:], st.unreadable)
     seen.clear()
     for brw in cap.brw:
         if brw.target in seen:
@@ -72,10 +75,13 @@ def capture_samples(cap: Capture, host: str) -> list[Sample]:
         rows = _summed(job.rows)
         target = f"{job.target}/{job.job}"
         fs = lustre_fsname(job.target)
+        first = len(out)
         if job.component == "ost":
             out += [Sample(target, m, v, COUNTER, fs) for m, v in _bytes_and_ops(rows, prefix="job_")]
         else:
             out += [Sample(target, f"job_md_{op}", rows[op][0], COUNTER, fs) for op in MD_OPS if op in rows]
+        if job.unreadable:
+            out[first:] = _unknown(out[first:], job.unreadable)
     for target, n in connected_clients(cap).items():
         out.append(Sample(target, "connected_clients", n, GAUGE, lustre_fsname(target)))
     for _kind, target, fields in cap.recovery:
@@ -86,6 +92,20 @@ def capture_samples(cap: Capture, host: str) -> list[Sample]:
     if "memused" in cap.host:
         out.append(Sample(host, "lustre_memused_bytes", cap.host["memused"], GAUGE))
     return out
+
+
+def _unknown(samples: list[Sample], unreadable: list[str]) -> list[Sample]:
+    """`samples` of one stats block with the readings of its unreadable rows NaN (stored as missing):
+    _bytes_and_ops reads an absent read_bytes row as 0 (an idle OST), which a row that is there
+    but unreadable ("nan samples") is not."""
+    names = set()
+    for row in unreadable:
+        kind = row[:-len("_bytes")] if row.endswith("_bytes") else None
+        names |= {f"{kind}_bytes", f"{kind}_ops", f"osc_{kind}_bytes"} if kind else {f"ost_{row}", f"md_{row}"}
+        if row == "req_waittime":
+            names |= {"osc_rpcs", "osc_rpc_wait_s"}
+    names |= {f"job_{n}" for n in names}
+    return [Sample(s.target, s.metric, float("nan"), s.kind, s.fs) if s.metric in names else s for s in samples]
 
 
 def _summed(rows: list[Stat]) -> dict[str, tuple[int, int | None]]:
@@ -102,6 +122,59 @@ def _summed(rows: list[Stat]) -> dict[str, tuple[int, int | None]]:
 
 # ------------------------------------------------------------------------------ the live source
 
+#: The most of one `lctl get_param` output read: a big OSS with job_stats of thousands of jobs prints
+#: tens of MB; an lctl that printed without end grew `collect` to 9 GB in 11 s.
+LCTL_MAX_OUTPUT_BYTES = 256 << 20
+_STDERR_KEPT = 64 << 10
+
+
+def run_capped(argv: list[str], *, timeout_s: float, max_bytes: int, what: str) -> tuple[bytes, bytes, int]:
+    """(stdout, the first 64 KiB of stderr, exit code) of `argv`, in its own session with LC_ALL=C.
+    SourceError, the process group killed, when it prints more than `max_bytes` or has not finished
+    within `timeout_s` (the runner's deadline cannot stop a stuck process)."""
+    import selectors
+    import time
+
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                env={**os.environ, "LC_ALL": "C"}, start_new_session=True)
+    except OSError as e:
+        raise SourceError(f"cannot run {argv[0]}: {e.strerror}") from None
+    out, err = bytearray(), bytearray()
+    deadline = time.monotonic() + timeout_s
+    problem = None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ, out)
+        sel.register(proc.stderr, selectors.EVENT_READ, err)
+        while sel.get_map() and problem is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                problem = f"{what} gave no answer within {timeout_s:g} s (killed)"
+                break
+            for key, _ in sel.select(left):
+                chunk = os.read(key.fd, 1 << 20)
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    key.fileobj.close()
+                elif key.data is out:
+                    out += chunk
+                    if len(out) > max_bytes:
+                        problem = f"{what} printed more than {max_bytes / 2**20:g} MiB, the most read of it (killed)"
+                elif len(err) < _STDERR_KEPT:
+                    err += chunk[:_STDERR_KEPT - len(err)]
+    if problem is None:
+        try:
+            return bytes(out), bytes(err), proc.wait(max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:  # closed its output but goes on
+            problem = f"{what} gave no answer within {timeout_s:g} s (killed)"
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    for f in (proc.stdout, proc.stderr):
+        f.close()
+    raise SourceError(problem)
+
+
 class LctlLustre(Lustre):
     """The `lustre` source through one `lctl get_param` per tick; the /proc and /sys reader
     (lustre.Lustre) where there is no `lctl` on PATH."""
@@ -111,6 +184,7 @@ class LctlLustre(Lustre):
     def __init__(self, *args, timeout_s: float = 30.0, **kw):
         super().__init__(*args, **kw)
         self.timeout_s = timeout_s
+        self.max_output_bytes = LCTL_MAX_OUTPUT_BYTES
         # --proc-root names a tree to read: lctl would read the machine's own Lustre instead
         self.lctl = shutil.which("lctl") if str(self.root) == "/" else None
 
@@ -121,23 +195,12 @@ class LctlLustre(Lustre):
         if self.lctl is None:
             return super().collect()
         params = PARAMS if self.jobs else tuple(p for p in PARAMS if "job_stats" not in p)
-        try:
-            proc = subprocess.Popen([self.lctl, "get_param", *params], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    env={**os.environ, "LC_ALL": "C"}, start_new_session=True)
-        except OSError as e:
-            raise SourceError(f"cannot run {self.lctl}: {e.strerror}") from None
-        try:
-            out, err = proc.communicate(timeout=self.timeout_s)
-        except subprocess.TimeoutExpired:
-            # the runner's deadline cannot stop a stuck process: kill it (and what it started) just before
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise SourceError(f"lctl get_param gave no answer within {self.timeout_s:g} s (killed)") from None
+        out, err, returncode = run_capped([self.lctl, "get_param", *params], timeout_s=self.timeout_s,
+                                          max_bytes=self.max_output_bytes, what="lctl get_param")
         text = out.decode("utf-8", "replace")
-        if proc.returncode != 0 and not text.strip():
+        if returncode != 0 and not text.strip():
             lines = err.decode("utf-8", "replace").strip().splitlines()
-            raise SourceError(f"lctl get_param failed (exit {proc.returncode}): {lines[0] if lines else 'no message'}")
+            raise SourceError(f"lctl get_param failed (exit {returncode}): {lines[0][:200] if lines else 'no message'}")
         # a parameter missing on this node (no MDT on an OSS) makes lctl exit 2 and print the others
         cap = parse_capture(text)
         for note in cap.notes:
@@ -196,16 +259,31 @@ def read_captures(source: str, at_ns: int | None, fs: str | None,
     chunks = []
     for (metric, kind), by_target in series.items():
         targets = sorted(by_target)
-        values = np.full((len(times), len(targets)), np.nan)
-        for j, target in enumerate(targets):
-            for i, v in by_target[target].items():
-                values[i, j] = v
-        missing = np.isnan(values)
-        chunks.append(Wide(metric, kind, times, targets, np.nan_to_num(values), step_s=step, missing=missing,
-                           sparse=True))
+        values, missing = _grid(by_target, targets, len(times), exact=kind == COUNTER)
+        chunks.append(Wide(metric, kind, times, targets, values, step_s=step, missing=missing, sparse=True))
     if len(times) == 1:
         notes.append("one capture: its gauges are stored; counters need two captures or more in one SOURCE")
     return Captures(chunks, notes, bad_lines=bad)
+
+
+def _grid(by_target: dict[str, dict[int, int | float]], targets: list[str], n: int, exact: bool):
+    """(values, missing) of one metric: capture i, target j. With `exact` (counters) the readings are
+    kept integers, each target's less its smallest reading, so that a u64 counter past 2^63 still
+    fits int64 and its differences stay exact (through float64, 1000 came out 4096, 0 or 2048); the
+    differences are all ingest takes of a counter. An unreadable reading (NaN) is missing."""
+    import numpy as np
+
+    cols = [{i: v for i, v in by_target[t].items() if v == v} for t in targets]  # NaN != NaN
+    missing = np.ones((n, len(targets)), dtype=bool)
+    whole = exact and all(type(v) is int for c in cols for v in c.values()) \
+        and all(max(c.values()) - min(c.values()) < 2**63 for c in cols if c)
+    values = np.zeros((n, len(targets)), dtype=np.int64 if whole else np.float64)
+    for j, c in enumerate(cols):
+        base = min(c.values()) if whole and c else 0
+        for i, v in c.items():
+            values[i, j] = v - base
+            missing[i, j] = False
+    return values, missing
 
 
 class LctlParamsImporter(Importer):
