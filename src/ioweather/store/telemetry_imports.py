@@ -62,6 +62,25 @@ def running(base: Path, writer: str) -> bool:
         os.close(fd)  # also drops the lock taken for the test
 
 
+def try_lock(base: Path, writer: str) -> int | None:
+    """The import lock of `writer`, taken without waiting (for a cleaner that changes its files and
+    marker: `store prune`); None when an import of that source runs now. Never through a link."""
+    try:
+        fd = os.open(lock_path(base, writer), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def unlock(fd: int) -> None:
+    os.close(fd)
+
+
 def leftovers(base: Path, writers=None, skip_running: bool = True) -> list[Path]:
     """Files no reader counts and no import is writing: data files of runs the markers do not name
     (with their rollups) and temporary files of stopped imports. `writers` limits the search."""

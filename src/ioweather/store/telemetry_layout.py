@@ -53,6 +53,7 @@ import pyarrow.parquet as pq
 
 from ioweather.config import Settings
 from ioweather.errors import StoreError, UserError, from_os_error
+from ioweather.files import StoreTree, open_regular
 from ioweather.store import telemetry_rollup as rollup
 
 if TYPE_CHECKING:
@@ -173,6 +174,7 @@ DAY_NS = 86_400_000_000_000
 _EPOCH_DAY = datetime.date(1970, 1, 1)  # day directories are UTC dates: day k is _EPOCH_DAY + k
 COMPACT_TAG = "-compact-"        # in the name of a file that replaces a day's small files of one writer
 REPLACES_KEY = b"ioweather.replaces"
+MARKER_MAX_BYTES = 64 << 20  # a marker lists an import's files: ~100 bytes each
 IMPORTS_DIR = "_imports"         # fs=<name>/_imports/<writer>.json: the runs of each import source that count
 
 
@@ -229,9 +231,10 @@ def import_markers(base: Path) -> dict[str, dict]:
     marker names no run, so that writer's files do not count until its next import."""
     out = {}
     for p in sorted((base / IMPORTS_DIR).glob("*.json")):
-        try:
-            marker = json.loads(p.read_text())
-        except (OSError, ValueError):
+        try:  # never through a link, nor blocked by a FIFO planted there
+            with open_regular(p, follow_symlinks=False) as f:
+                marker = json.loads(f.read(MARKER_MAX_BYTES))
+        except (OSError, ValueError, UserError):
             marker = {}
         out[p.stem] = marker if isinstance(marker, dict) else {}
     return out
@@ -322,20 +325,36 @@ def writer_files(settings: Settings, fs: str, writer: str) -> list[Path]:
     return sorted(p for p in base.glob("date=*/*.parquet") if p.name.startswith(prefix))
 
 
-def remove_files(paths) -> int:
-    """Delete dataset files (e.g. an import being replaced or rolled back); returns how many."""
-    n = 0
+def store_tree(path: Path) -> StoreTree:
+    """The no-follow walker over the Parquet store holding the telemetry file or directory `path`
+    (`<parquet>/telemetry/fs=<name>/date=<D>/<file>`): its root is `<parquet>`, so a link or mount
+    at `telemetry`, `fs=<name>`, `date=<D>`, `_rollup` or the file itself is never followed."""
+    path = Path(path)
+    for parent in path.parents:
+        if parent.name == "telemetry":
+            return StoreTree(parent.parent)
+    return StoreTree(path.parent)
+
+
+def index_paths(p: Path) -> list[Path]:
+    """The rollups kept beside the data file `p` (what goes before it, telemetry_rollup's docstring says why)."""
     # lazy: cycle store.telemetry_layout -> store.telemetry_targets -> store.telemetry_layout
     from ioweather.store import telemetry_targets
 
+    return [rollup.rollup_path(p)] + [telemetry_targets.rollup_path(p, level) for level in telemetry_targets.LEVELS]
+
+
+def remove_files(paths, tree: StoreTree | None = None) -> int:
+    """Delete dataset files (e.g. an import being replaced or rolled back), their rollups first;
+    returns how many data files went. Through the store's no-follow walker: a link or a mount point
+    in place of a file or of a directory on its way is skipped (noted in `tree.skipped`), never followed."""
+    n = 0
     for p in paths:
-        rollup.remove(p)  # before the data file (telemetry_rollup's docstring says why)
-        telemetry_targets.remove(p)
-        try:
-            os.unlink(p)
-            n += 1
-        except FileNotFoundError:
-            pass
+        p = Path(p)
+        t = tree or store_tree(p)
+        for r in index_paths(p):
+            t.unlink(r)
+        n += t.unlink(p)
     return n
 
 
