@@ -99,10 +99,26 @@ def leftovers(base: Path, writers=None, skip_running: bool = True) -> list[Path]
 def remove_leftovers(paths) -> int:
     """Unlink what `leftovers` found (rollups before data files, as everywhere)."""
     data = [p for p in paths if p.suffix == ".parquet"]
-    for p in paths:
-        if p.suffix == ".tmp":
-            p.unlink(missing_ok=True)
-    return layout.remove_files(data) + len(paths) - len(data)
+    temps = [p for p in paths if p.suffix == ".tmp"]
+    return layout.remove_files(data) + sum(layout.store_tree(p).unlink(p) for p in temps)
+
+
+def drop_missing(base: Path, writer: str) -> int:
+    """Rewrite `writer`'s marker without the files it lists that are gone (a prune or a by-hand removal
+    before markers were kept in step); how many entries went. Under the source's lock: a running
+    import's marker is its own."""
+    fd = try_lock(base, writer)
+    if fd is None:
+        raise StoreError(f"an import of {writer} into {base} is running; check again when it is done")
+    try:
+        marker = layout.import_markers(base).get(writer, {})
+        files = marker.get("files", [])
+        kept = [base / rel for rel in files if (base / rel).exists()]
+        if len(kept) != len(files):
+            write_marker(base, writer, list(marker.get("runs", [])), kept)
+        return len(files) - len(kept)
+    finally:
+        unlock(fd)
 
 
 def write_marker(base: Path, writer: str, runs: list[str], files: list[Path]) -> None:

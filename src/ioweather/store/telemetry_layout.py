@@ -278,23 +278,56 @@ def _busy(base: Path) -> StoreError:
                       "(imports running one after the other); try again")
 
 
-def read_listed(base: Path, read, since_ns: int | None = None, until_ns: int | None = None):
+def read_listed(base: Path, read, since_ns: int | None = None, until_ns: int | None = None, warn=None):
     """`read(files)` on a listing of the dataset, listed again and read again when it fails because
     the dataset changed under it: an import's switch, a compaction or `store check --repair`
     unlinks files a reader may have listed a moment before (DuckDB then says "No files found").
     Retrying on a fresh listing costs nothing while nothing changes, never double counts (each
     attempt reads one consistent listing whole) and needs no lock a long read would hold against
-    the writers; it is bounded, as imports of one source can follow each other without end."""
+    the writers; it is bounded, as imports of one source can follow each other without end.
+
+    A read that fails on an unchanged listing is looked at once more: files whose footer cannot be
+    read (damaged, truncated) are left out, said through `warn` in one line, and the rest is read;
+    one bad file must not take a whole page down (issue 41 item 5)."""
     files = data_files(base, since_ns, until_ns)
+    skipped: list[Path] = []
     for _ in range(LIST_ATTEMPTS):
         try:
-            return read(files)
+            out = read(files)
         except Exception:
-            fresh = data_files(base, since_ns, until_ns)
+            fresh = [f for f in data_files(base, since_ns, until_ns) if f not in skipped]
             if fresh == files:
-                raise  # not a change of the dataset: the reader's own error
+                bad = unreadable(fresh)
+                if not bad:
+                    raise  # not a change of the dataset nor a damaged file: the reader's own error
+                skipped += bad
+                fresh = [f for f in fresh if f not in bad]
             files = fresh
+            continue
+        if skipped and warn is not None:
+            warn(unreadable_note(skipped))
+        return out
     raise _busy(base)
+
+
+def unreadable(files) -> list[Path]:
+    """The files among `files` whose Parquet footer cannot be read (damaged, truncated, not Parquet)."""
+    bad = []
+    for f in files:
+        try:
+            pq.read_metadata(f)
+        except FileNotFoundError:
+            continue
+        except (OSError, pa.ArrowException):
+            bad.append(Path(f))
+    return bad
+
+
+def unreadable_note(files) -> str:
+    first = files[0]
+    more = f" and {len(files) - 1} more" if len(files) > 1 else ""
+    return (f"skipped {len(files)} unreadable telemetry file{'s' if len(files) != 1 else ''} (damaged or "
+            f"truncated): {first}{more}; `ioweather store check --repair` sets them aside")
 
 
 def files_scan(paths) -> str:
