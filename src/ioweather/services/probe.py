@@ -285,7 +285,7 @@ def run_probes(settings, directories: list[Path], *, targets=(), interval: float
             log(f"run {slot.run_id}: probing {directory} (file system {info.fs!r}) as target {slot.label!r} "
                 f"every {interval:g} s (seed {p.seed})")
         _start_archiver(store, stop, log)
-        start_retention(settings, store, ("probe", "rollups"), stop, log)
+        start_retention(settings, store, ("probe", "rollups"), stop, log, warn)
         _start_summarizer(store, labels, stop, log)
         for slot in slots:
             slot.thread = threading.Thread(target=slot.run, name=f"probe-{slot.run_id}", daemon=True)

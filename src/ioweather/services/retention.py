@@ -34,17 +34,17 @@ def plan(store, settings, older_than: dict[str, float | None], now_ns: int | Non
 
 
 def prune(store, settings, older_than: dict[str, float | None], now_ns: int | None = None,
-          log=None, live_only: bool = True) -> list[dict]:
+          log=None, live_only: bool = True, warn=None) -> list[dict]:
     """Remove, per kind, what is older than its limit; the same rows as `plan` with what was removed.
 
     `live_only` (the daemons, `store prune` with the retention settings): an import's telemetry is kept
     until `store prune --older-than` names an age (live_only=False): history brought in on purpose is
     never removed by a setting sized for what `collect` records. Links and mount points in the store,
     unreadable files and running imports are skipped, each in `skipped` (path, reason)."""
-    return _run(store, settings, older_than, now_ns, live_only, apply=True, log=log)
+    return _run(store, settings, older_than, now_ns, live_only, apply=True, log=log, warn=warn or log)
 
 
-def _run(store, settings, older_than, now_ns, live_only: bool, apply: bool, log=None) -> list[dict]:
+def _run(store, settings, older_than, now_ns, live_only: bool, apply: bool, log=None, warn=None) -> list[dict]:
     # lazy: numpy, sqlalchemy via store: commands.store imports this at its top: kept off `ioweather store --help` and its usage errors
     from ioweather.store import probe as probe_store
     # lazy: pyarrow via store.retention, loaded only when this runs
@@ -73,8 +73,8 @@ def _run(store, settings, older_than, now_ns, live_only: bool, apply: bool, log=
         if log and apply and (done["rows"] or done["files"]):
             log(f"retention: removed {done['rows']:,} {kind} rows and {done['files']:,} files older than "
                 f"{ns_to_iso(cutoff)}")
-        if log and skipped:
-            log(f"retention: {kind}: {skipped_line(skipped, 'removed' if apply else 'counted')}")
+        if warn and skipped:
+            warn(f"retention: {kind}: {skipped_line(skipped, 'removed' if apply else 'counted')}")
     return out
 
 

@@ -273,13 +273,10 @@ def _check_telemetry(base: Path, report: Report, tree: StoreTree, parquet_dir: P
         report.add(area, p, "left by an interrupted import: no reader counts it",
                    lambda p=p: imports.remove_leftovers([p]))
     for writer, marker in layout.import_markers(base).items():
-        missing = [rel for rel in marker.get("files", []) if not (base / rel).exists()]
-        for rel in missing:
-            report.add(area, base / rel, f"missing: the import marker of {writer} lists it")
-        if missing:  # the marker is put in step with the files; the rows are gone either way
-            report.add(area, base / layout.IMPORTS_DIR / f"{writer}.json",
-                       f"the import marker lists {len(missing):,} missing files",
-                       lambda writer=writer: imports.drop_missing(base, writer))
+        for rel in marker.get("files", []):
+            if not (base / rel).exists():  # its rows are gone either way: the marker is put in step
+                report.add(area, base / rel, f"missing: the import marker of {writer} lists it; --repair removes "
+                           "the entry", lambda writer=writer: imports.drop_missing(base, writer))
     days = [d for d in tree.subdirs(base, lambda n: n.startswith("date=")) if layout._day_of_dir(d.name) is not None]
     visible = [f for f in layout.data_files(base) if f.parent in set(days)]
     shown, left = set(visible), set(left)
