@@ -113,6 +113,7 @@ def _untouched(victims: dict) -> None:
         assert _snapshot(root) == before, f"{name} changed"
 
 
+@pytest.mark.slow  # 2-10 s here (load 15 on 2 cores): Parquet files with rollups, several commands
 def test_prune_never_follows_a_link_and_says_what_it_skipped(tmp_path):
     home, settings, old, victims = _plant(tmp_path)
     r = _run(home, "store", "prune", "--older-than", "1d", "--kind", "telemetry", "--yes", "--json")
@@ -132,6 +133,7 @@ def test_prune_never_follows_a_link_and_says_what_it_skipped(tmp_path):
     _untouched(victims)
 
 
+@pytest.mark.slow  # 2-10 s here (load 15 on 2 cores): Parquet files with rollups, several commands
 def test_check_repair_and_compaction_never_follow_a_link(tmp_path):
     from ioweather.store.telemetry_compact import compact_finished_days
 
@@ -189,6 +191,7 @@ def _stored_times(settings: Settings, fs: str) -> np.ndarray:
         if files else np.array([], dtype=np.int64)
 
 
+@pytest.mark.slow  # 2-10 s here (load 15 on 2 cores): Parquet files with rollups, several commands
 def test_prune_older_than_cuts_rows_by_their_own_times_and_keeps_the_store_whole(tmp_path):
     """Issue 38 item 3 and issue 41 item 4: a CSV spanning 2020-2026 is cut to the rows after the cutoff,
     inside the file of the cutoff's day too, counted exactly; the marker follows, store check says ok."""
@@ -229,6 +232,7 @@ def test_check_repairs_a_marker_listing_a_missing_file(tmp_path):
     assert _run(home, "store", "check").exit_code == 0
 
 
+@pytest.mark.slow  # 2-10 s here (load 15 on 2 cores): Parquet files with rollups, several commands
 def test_a_damaged_file_is_skipped_by_prune_and_readers_and_set_aside_by_repair(tmp_path):
     """Issue 41 item 5: one damaged Parquet file in an old day, one truncated in a recent one."""
     from ioweather.services import retention

@@ -45,8 +45,9 @@ def register(cli: click.Group) -> None:
 
     @store.command("prune")
     @click.option("--older-than", type=DURATION_UNIT, default=None,
-                  help="Remove what is older than this (with its unit: 90d, 12w). Default: each kind's "
-                       "retention setting (IOWEATHER_RETAIN_<KIND>, docs/store.md).")
+                  help="Remove what is older than this (with its unit: 90d, 12w), imported telemetry included. "
+                       "Default: each kind's retention setting (IOWEATHER_RETAIN_<KIND>, docs/store.md), which "
+                       "keeps imported history.")
     @click.option("--kind", "kinds", multiple=True, type=click.Choice(("probe", "rollups", "telemetry")),
                   help="Only this kind (repeatable). Default: all; with --older-than, probe and telemetry "
                        "(the probe's summaries outlive its raw samples unless named).")
@@ -57,8 +58,10 @@ def register(cli: click.Group) -> None:
         """Remove data older than a limit, per kind: raw probe samples, the probe's summaries, telemetry days.
 
         A dry run unless --yes. Raw probe samples go with their summaries kept (built first where missing),
-        so slowdowns and baselines over the pruned days stay exact. Safe while watch, collect and the
-        dashboard run: each step is a short transaction or one day's files."""
+        so slowdowns and baselines over the pruned days stay exact. Telemetry rows are judged by their own
+        times (a file spanning the cutoff keeps its newer rows). Safe while watch, collect and the
+        dashboard run: each step is a short transaction or one day's files. Never follows a link in the
+        store: what it skipped is said in one line, and the exit status is 1."""
         # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
         from ioweather.services.stores import open_store
         if older_than is not None and older_than < 86400:
