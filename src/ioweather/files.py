@@ -316,20 +316,19 @@ class StoreTree:
 
     def subdirs(self, path: str | os.PathLike, match=lambda name: True) -> list[Path]:
         """The real subdirectories of `path` whose name matches; a link or mount point there is skipped (noted)."""
-        out = []
-        for p, kind in self.entries(path, match):
-            if kind == "dir":
-                out.append(p)
-            else:
-                self.skip(p, kind)
-        return out
+        return self._only(path, match, "dir")
 
     def regular_files(self, path: str | os.PathLike, match=lambda name: True) -> list[Path]:
         """The regular files in `path` whose name matches; anything else of that name is skipped (noted)."""
+        return self._only(path, match, "file")
+
+    def _only(self, path, match, want: str) -> list[Path]:
         out = []
         for p, kind in self.entries(path, match):
-            if kind == "file":
+            if kind == want:
                 out.append(p)
+            elif kind in ("dir", "file"):
+                continue  # the other kind of entry, which the caller does not ask for
             else:
                 self.skip(p, kind)
         return out

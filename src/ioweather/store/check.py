@@ -99,6 +99,7 @@ def check(settings: Settings, repair: bool = False) -> Report:
             _check_schema(store, report)
             _check_probe_archive(store, settings.parquet_dir, report)
             _check_jobs(store, settings.parquet_dir, report)
+            _check_orphan_samples(store, report)
         except _Unreadable:
             pass
         except StoreError as e:
@@ -106,8 +107,6 @@ def check(settings: Settings, repair: bool = False) -> Report:
         except sa.exc.DBAPIError as e:
             report.add("database", None, _first_line(e))
     tree = StoreTree(settings.parquet_dir)
-    if store is not None and _has_table(store, "probe_samples"):
-        _check_orphan_samples(store, report)
     for base in tree.subdirs(layout.telemetry_dir(settings), lambda n: n.startswith("fs=")):
         _check_telemetry(base, report, tree, settings.parquet_dir)
     _check_temp_files(settings.parquet_dir, report, tree)
@@ -348,6 +347,8 @@ def quarantine(tree: StoreTree, parquet_dir: Path, base: Path, f: Path) -> Path:
 def _check_orphan_samples(store, report: Report) -> None:
     """Probe samples whose run is gone (a purge that raced a running probe, before purges took the run
     first): no reader can name them. --repair deletes them, counted."""
+    if not _has_table(store, "probe_samples"):
+        return
     s, r = probe.probe_samples.c, probe.probe_runs.c
     orphan = ~sa.exists().where(r.id == s.run_id)
     with store.connect() as conn:
