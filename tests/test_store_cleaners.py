@@ -371,3 +371,24 @@ def test_collect_retention_keeps_imported_history_and_follows_no_link(tmp_path, 
     lines = [ln for ln in p.stderr.splitlines() if "skipped" in ln]
     assert len(lines) == 1 and "skipped 1 path (not removed)" in lines[0] and "date=2000-01-02" in lines[0]
     assert "imported history is kept until" in said
+
+
+@pytest.mark.slow  # a real tmpfs mount and two commands
+def test_prune_and_check_never_cross_a_mount_point(tmp_path, tmpfs):
+    """A file system mounted where the store keeps a day (a bind or tmpfs mount by anyone who can): its files
+    are someone else's; prune and repair leave the mount whole and say so."""
+    home = tmp_path / "home"
+    settings = Settings(home=home)
+    real = _live(settings, "real", "2000-01-04")
+    day = layout.fs_dir(settings, "real") / "date=2000-01-07"
+    mounted = tmpfs(str(day.relative_to(tmp_path)))
+    bait = _live(Settings(home=tmp_path / "victim"), "v", "2000-01-07")
+    (mounted / bait.name).write_bytes(bait.read_bytes())
+    _age(home)
+    before = _snapshot(mounted)
+    r = _run(home, "store", "prune", "--older-than", "1d", "--kind", "telemetry", "--yes", "--json")
+    [k] = json.loads(r.stdout)["kinds"]
+    assert k["files"] == 1 and not real.exists() and _snapshot(mounted) == before
+    assert k["skipped"] == [{"path": str(day), "reason": "a mount point"}] and r.exit_code == 1
+    r = _run(home, "store", "check", "--repair", "--json")
+    assert [p["path"] for p in json.loads(r.stdout)["problems"]] == [str(day)] and _snapshot(mounted) == before
