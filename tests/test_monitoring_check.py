@@ -195,7 +195,7 @@ def test_purge_asks_first_and_deletes_everything(tmp_path, cli):
         "ioweather: error: --purge deletes every sample of 'gone': confirm with --yes")
     proc = cli("probe", "retire", "gone", "--purge", "--yes", "--json", home=home, check=True)
     assert json.loads(proc.stdout) == {"target": "gone", "purged": True, "runs": 1, "samples": 360 * 6,
-                                       "pieces": 0, "files": 0}
+                                       "pieces": 0, "files": 0, "skipped": []}
     store = open_store(Settings.resolve(home))
     assert probe_store.targets(store) == ["keep"]
     with store.connect() as conn:

@@ -80,17 +80,18 @@ def test_telemetry_days_go_whole(tmp_path, cli, testdata):
     cli("import", "tts", str(src), "--fs", "tts", home=home, check=True)
     days = sorted((home / "parquet" / "telemetry" / "fs=tts").glob("date=*"))
     assert days
+    # Imported history is kept by the retention settings (issue 38 item 3): only an explicit age removes it.
     proc = cli("store", "prune", "--kind", "telemetry", "--json", home=home, check=True)
-    assert json.loads(proc.stdout)["kinds"][0]["files"] == 0  # written in the last 10 minutes: maybe an import's
-    hour_ago = time.time() - 3600
-    for p in (home / "parquet" / "telemetry").rglob("*"):
-        os.utime(p, (hour_ago, hour_ago))
-    dry = json.loads(cli("store", "prune", "--kind", "telemetry", "--json", home=home, check=True).stdout)
+    k = json.loads(proc.stdout)["kinds"][0]
+    assert k["files"] == 0 and k["rows"] == 0 and k["imported_kept_rows"] > 0
+    dry = json.loads(cli("store", "prune", "--kind", "telemetry", "--older-than", "400d", "--json", home=home,
+                         check=True).stdout)
     k = dry["kinds"][0]
     assert k["kind"] == "telemetry" and k["older_than_s"] == 400 * 86400 and k["files"] >= len(days) and k["rows"] > 0
-    table = cli("store", "prune", "--kind", "telemetry", home=home, check=True).stdout
+    table = cli("store", "prune", "--kind", "telemetry", "--older-than", "400d", home=home, check=True).stdout
     assert "dry run" in table and f"{k['rows']:,}" in table and "e+" not in table
-    done = json.loads(cli("store", "prune", "--kind", "telemetry", "--yes", "--json", home=home, check=True).stdout)
+    done = json.loads(cli("store", "prune", "--kind", "telemetry", "--older-than", "400d", "--yes", "--json",
+                          home=home, check=True).stdout)
     assert done["kinds"][0]["rows"] == k["rows"]
     assert not list((home / "parquet" / "telemetry" / "fs=tts").glob("date=*"))
 

@@ -114,8 +114,10 @@ def test_collect_compacts_its_own_finished_days(cli, home, testdata):
     for idx in np.array_split(np.arange(len(df)), 5):
         layout.write_rows(s, "syn", df.iloc[idx], writer=writer)
     before = _totals(s)
+    # the synthetic days (March 2024) are older than the default retention, which would remove collect's own
+    # files of them: rows are judged by their own times, not by when the file was written (issue 38)
     p = cli("collect", "--proc-root", str(testdata / "lustre-procfs"), "--sources", "lustre", "--interval", "0.25s",
-            "--duration", "1s", "--json", "-q", home=home)
+            "--duration", "1s", "--json", "-q", home=home, env={"IOWEATHER_RETAIN_TELEMETRY": "forever"})
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["rows_written"] > 0
     for d in layout.day_dirs(layout.fs_dir(s, "syn")):

@@ -242,3 +242,190 @@ def _sync_directory(d: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+class StoreTree:
+    """The directories ioweather writes (the Parquet store under the home), walked and cleaned without
+    following a link or crossing a mount: every cleaner (prune, purge, repair, compaction, the daemons'
+    retention) lists and deletes through one of these.
+
+    A link or a mount point planted anywhere below `root` (a day directory, a `fs=NAME` directory, a
+    data file) would make a cleaner delete what lies behind it: a whole directory of someone else's
+    files with `rmtree`. So every directory below `root` is opened from its parent's descriptor with
+    O_NOFOLLOW|O_DIRECTORY and must be on root's device; only regular files are unlinked, by
+    `unlinkat` on the opened parent (a name swapped for a link after the check loses the link, never
+    what it points to); directories are removed only when empty (`rmdir`, never a recursive delete).
+    What was refused is kept in `skipped` as (path, reason) for the command to say in one line.
+    `root` itself is the admin's (the home may be a link to a bigger disk): it is followed."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+        self.skipped: list[tuple[str, str]] = []
+        self._dev: int | None = None
+
+    def skip(self, path: str | os.PathLike, why: str) -> None:
+        if (str(path), why) not in self.skipped:
+            self.skipped.append((str(path), why))
+
+    def _parts(self, path: Path) -> list[str]:
+        rel = Path(path).relative_to(self.root)  # ValueError: not in the store, never touched
+        return [p for p in rel.parts if p not in ("", ".")]
+
+    @contextlib.contextmanager
+    def opened(self, path: str | os.PathLike) -> Iterator[int | None]:
+        """The directory `path` (inside root) as a descriptor, or None when it is absent or refused
+        (a link, a mount point or not a directory on the way: recorded in `skipped`)."""
+        fd = self._open_dir(Path(path))
+        try:
+            yield fd
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def _open_dir(self, path: Path) -> int | None:
+        try:
+            parts = self._parts(path)
+        except ValueError:
+            self.skip(path, "outside the store")
+            return None
+        try:
+            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return None
+        self._dev = os.fstat(fd).st_dev
+        at = self.root
+        for name in parts:
+            at = at / name
+            try:
+                sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except FileNotFoundError:
+                os.close(fd)
+                return None
+            except OSError:
+                os.close(fd)
+                self.skip(at, self._kind_at(at))
+                return None
+            os.close(fd)
+            fd = sub
+            if os.fstat(fd).st_dev != self._dev:
+                os.close(fd)
+                self.skip(at, "a mount point")
+                return None
+        return fd
+
+    @staticmethod
+    def _kind_at(path: Path) -> str:
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            return "unreadable"
+        return "a symbolic link" if stat.S_ISLNK(mode) else kind_of(mode)
+
+    def _kind(self, fd: int, name: str) -> str:
+        """'dir', 'file', or the reason a cleaner refuses the entry."""
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return "gone"
+        if stat.S_ISLNK(st.st_mode):
+            return "a symbolic link"
+        if stat.S_ISDIR(st.st_mode):
+            return "dir" if st.st_dev == self._dev else "a mount point"
+        if stat.S_ISREG(st.st_mode):
+            return "file"
+        return kind_of(st.st_mode)
+
+    def entries(self, path: str | os.PathLike, match=lambda name: True) -> list[tuple[Path, str]]:
+        """(path, kind) of the entries of directory `path` whose name `match`es, sorted by name; kind is
+        'dir', 'file' or why the entry is not one (a link, a mount point, a FIFO, ...)."""
+        path = Path(path)
+        with self.opened(path) as fd:
+            if fd is None:
+                return []
+            names = sorted(n for n in os.listdir(fd) if match(n))
+            kinds = [(path / n, self._kind(fd, n)) for n in names]
+        return [(p, k) for p, k in kinds if k != "gone"]
+
+    def subdirs(self, path: str | os.PathLike, match=lambda name: True) -> list[Path]:
+        """The real subdirectories of `path` whose name matches; a link or mount point there is skipped (noted)."""
+        return self._only(path, match, "dir")
+
+    def regular_files(self, path: str | os.PathLike, match=lambda name: True) -> list[Path]:
+        """The regular files in `path` whose name matches; anything else of that name is skipped (noted)."""
+        return self._only(path, match, "file")
+
+    def _only(self, path, match, want: str) -> list[Path]:
+        out = []
+        for p, kind in self.entries(path, match):
+            if kind == want:
+                out.append(p)
+            elif kind in ("dir", "file"):
+                continue  # the other kind of entry, which the caller does not ask for
+            else:
+                self.skip(p, kind)
+        return out
+
+    def is_regular(self, path: str | os.PathLike) -> bool:
+        path = Path(path)
+        with self.opened(path.parent) as fd:
+            return fd is not None and self._kind(fd, path.name) == "file"
+
+    def unlink(self, path: str | os.PathLike) -> bool:
+        """Remove the regular file `path`; False when it is absent or refused (noted in `skipped`)."""
+        path = Path(path)
+        with self.opened(path.parent) as fd:
+            if fd is None:
+                return False
+            kind = self._kind(fd, path.name)
+            if kind != "file":
+                if kind != "gone":
+                    self.skip(path, kind)
+                return False
+            try:
+                os.unlink(path.name, dir_fd=fd)
+            except FileNotFoundError:
+                return False
+            except OSError as e:
+                raise from_os_error(path, e, "remove") from None
+        return True
+
+    def rmdir(self, path: str | os.PathLike) -> bool:
+        """Remove the directory `path` if it is empty (never recursively); False otherwise."""
+        path = Path(path)
+        if path == self.root:
+            return False
+        with self.opened(path.parent) as fd:
+            if fd is None or self._kind(fd, path.name) != "dir":
+                return False
+            try:
+                os.rmdir(path.name, dir_fd=fd)
+            except OSError:  # not empty (a file we do not know, a late write), or gone
+                return False
+        return True
+
+    def rename(self, src: str | os.PathLike, dst: str | os.PathLike) -> bool:
+        """Move the regular file `src` to `dst` (a name not yet taken, inside root), both through opened directories."""
+        src, dst = Path(src), Path(dst)
+        with self.opened(src.parent) as sfd, self.opened(dst.parent) as dfd:
+            if sfd is None or dfd is None or self._kind(sfd, src.name) != "file":
+                return False
+            try:
+                os.stat(dst.name, dir_fd=dfd, follow_symlinks=False)
+                return False  # never over an existing name
+            except FileNotFoundError:
+                pass
+            os.rename(src.name, dst.name, src_dir_fd=sfd, dst_dir_fd=dfd)
+        return True
+
+    def skipped_line(self, doing: str = "removed") -> str | None:
+        """One line saying what was not `doing` and why, or None."""
+        return skipped_line(self.skipped, doing)
+
+
+def skipped_line(skipped, doing: str = "removed") -> str | None:
+    """'skipped 2 paths (not removed): ... (a symbolic link), ... (a mount point)' for (path, reason) pairs."""
+    if not skipped:
+        return None
+    shown = "; ".join(f"{display_path(p)} ({why})" for p, why in list(skipped)[:3])
+    more = f"; and {len(skipped) - 3} more" if len(skipped) > 3 else ""
+    return f"skipped {len(skipped)} path{'s' if len(skipped) != 1 else ''} (not {doing}): {shown}{more}"

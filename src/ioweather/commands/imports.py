@@ -149,6 +149,8 @@ def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> 
         if weather and weather.get("overlapped"):
             click.echo(f"import: recomputed the weather of {weather['overlapped']:,} jobs whose window the new "
                        f"telemetry covers")
+        if doc.get("retention"):
+            click.echo(f"import: {doc['retention']}")
     if failed:
         sys.exit(2)
 

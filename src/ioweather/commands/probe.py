@@ -9,6 +9,7 @@ import click
 
 from ioweather.commands.common import DURATION, SINCE, SIZE, TIME, json_option, probe_run_options
 from ioweather.errors import UserError
+from ioweather.files import skipped_line
 from ioweather.services.probe.slowdown import interval_rows
 from ioweather.units import check_order, format_age, format_bytes, format_seconds
 from ioweather.views.output import print_json, print_table, short_time, progress, stderr
@@ -212,3 +213,7 @@ def register(cli: click.Group) -> None:
         else:
             click.echo(f"purged {target}: {done['runs']:,} runs, {done['samples']:,} samples, "
                        f"{done['pieces']:,} summaries, {done['files']:,} archive files")
+        line = skipped_line([(s["path"], s["reason"]) for s in done["skipped"]])
+        if line:  # a link planted in the archive: its file stays, said, and the exit says so too
+            stderr.print(f"probe retire: {line}", highlight=False, markup=False, soft_wrap=True)
+            sys.exit(1)

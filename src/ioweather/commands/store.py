@@ -10,9 +10,10 @@ import click
 from ioweather.commands.common import DURATION_UNIT, json_option
 from ioweather.config import retention_from_env
 from ioweather.errors import UserError
+from ioweather.files import skipped_line
 from ioweather.services import retention
 from ioweather.units import format_seconds
-from ioweather.views.output import print_json, print_table, stdout
+from ioweather.views.output import print_json, print_table, stderr, stdout
 
 
 def register(cli: click.Group) -> None:
@@ -44,8 +45,9 @@ def register(cli: click.Group) -> None:
 
     @store.command("prune")
     @click.option("--older-than", type=DURATION_UNIT, default=None,
-                  help="Remove what is older than this (with its unit: 90d, 12w). Default: each kind's "
-                       "retention setting (IOWEATHER_RETAIN_<KIND>, docs/store.md).")
+                  help="Remove what is older than this (with its unit: 90d, 12w), imported telemetry included. "
+                       "Default: each kind's retention setting (IOWEATHER_RETAIN_<KIND>, docs/store.md), which "
+                       "keeps imported history.")
     @click.option("--kind", "kinds", multiple=True, type=click.Choice(("probe", "rollups", "telemetry")),
                   help="Only this kind (repeatable). Default: all; with --older-than, probe and telemetry "
                        "(the probe's summaries outlive its raw samples unless named).")
@@ -56,8 +58,10 @@ def register(cli: click.Group) -> None:
         """Remove data older than a limit, per kind: raw probe samples, the probe's summaries, telemetry days.
 
         A dry run unless --yes. Raw probe samples go with their summaries kept (built first where missing),
-        so slowdowns and baselines over the pruned days stay exact. Safe while watch, collect and the
-        dashboard run: each step is a short transaction or one day's files."""
+        so slowdowns and baselines over the pruned days stay exact. Telemetry rows are judged by their own
+        times (a file spanning the cutoff keeps its newer rows). Safe while watch, collect and the
+        dashboard run: each step is a short transaction or one day's files. Never follows a link in the
+        store: what it skipped is said in one line, and the exit status is 1."""
         # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
         from ioweather.services.stores import open_store
         if older_than is not None and older_than < 86400:
@@ -70,16 +74,32 @@ def register(cli: click.Group) -> None:
             limits = {k: older_than for k in (kinds or ("probe", "telemetry"))}
         # Telemetry alone (imported, never probed) has no database: none is created for it.
         store = open_store(settings) if settings.store_exists() else None
-        rows = (retention.prune if yes else retention.plan)(store, settings, limits)
+        # An age named on the command line is the admin's explicit word for imported history too; the
+        # retention settings bound only what the daemons record live (docs/store.md, "Retention").
+        live_only = older_than is None
+        rows = (retention.prune if yes else retention.plan)(store, settings, limits, live_only=live_only)
+        skipped = [(s["path"], s["reason"]) for r in rows for s in r["skipped"]]
         if as_json:
             print_json({"dry_run": not yes, "kinds": rows})
-            return
-        print_table(rows, [("kind", "kind"), ("older_than_s", "older than", format_seconds),
-                           ("cutoff", "before (UTC)", lambda t: t.replace("T", " ")[:19]),
-                           ("rows", "rows" if yes else "rows to remove", lambda n: f"{n:,}"),
-                           ("files", "files" if yes else "files to remove", lambda n: f"{n:,}")],
-                    title="removed" if yes else "dry run: nothing removed (--yes removes)",
-                    empty="every kind is kept forever")
+        else:
+            _print_prune(rows, yes)
+        kept = sum(r.get("imported_kept_rows", 0) for r in rows)
+        if kept and not as_json:
+            stderr.print(f"note: {kept:,} imported telemetry rows older than the limit are kept: imported history "
+                         "goes only with an explicit --older-than", highlight=False, markup=False, soft_wrap=True)
+        line = skipped_line(skipped, "removed" if yes else "counted")
+        if line:  # a link, a mount point or an unreadable file in the store: said, and the exit says so
+            stderr.print(f"store prune: {line}", highlight=False, markup=False, soft_wrap=True)
+            sys.exit(1)
+
+
+def _print_prune(rows: list[dict], yes: bool) -> None:
+    print_table(rows, [("kind", "kind"), ("older_than_s", "older than", format_seconds),
+                       ("cutoff", "before (UTC)", lambda t: t.replace("T", " ")[:19]),
+                       ("rows", "rows" if yes else "rows to remove", lambda n: f"{n:,}"),
+                       ("files", "files" if yes else "files to remove", lambda n: f"{n:,}")],
+                title="removed" if yes else "dry run: nothing removed (--yes removes)",
+                empty="every kind is kept forever")
 
 
 def _print_human(report) -> None:

@@ -102,7 +102,7 @@ def register(cli: click.Group) -> None:
 
             result, data = compute(settings, fs, since, until, resample, idle_threshold, smooth, min_amplitude,
                                    acf_max_lag, on_step, use_rollups=not no_rollups,
-                                   warn=lambda m: stderr.print(f"ioweather: warning: {m}", highlight=False),
+                                   warn=lambda m: stderr.print(f"ioweather: warning: {m}", highlight=False, soft_wrap=True),
                                    dask=dask_address)
             if html:
                 # lazy: jinja2, numpy, rich via views.workload_report: kept off the command's `--help` and its usage errors

@@ -73,19 +73,20 @@ RETENTION_EVERY_S = 3600.0
 
 
 def start_retention(settings, store, kinds: tuple[str, ...], stop: threading.Event,
-                    log: Callable[[str], None]) -> None:
+                    log: Callable[[str], None], warn: Callable[[str], None] | None = None) -> None:
     """Remove the data of `kinds` older than their retention settings at start and then hourly, on its own
     thread (services/retention.py: short transactions, so the daemon's own writes never wait long). A bad
-    IOWEATHER_RETAIN_* fails here, before the daemon starts, in one line."""
+    IOWEATHER_RETAIN_* fails here, before the daemon starts, in one line. What it had to skip (a link in the
+    store, an unreadable file) and its failures go to `warn` (said even with --quiet)."""
     limits = {k: v for k, v in retention_from_env().items() if k in kinds and v is not None}
     if not limits:
         return
 
     def tick(_t_ns: int) -> None:
         try:
-            retention.prune(store, settings, limits, log=log)
-        except Exception as e:  # housekeeping: report it, never stop measuring for it
-            log(f"retention failed: {e}")
+            retention.prune(store, settings, limits, log=log, warn=warn or log)
+        except Exception as e:  # housekeeping: report it, never stop measuring for it (tried again next hour)
+            (warn or log)(f"retention failed: {e}")
 
     run_in_thread("retention", RETENTION_EVERY_S, stop, tick)
 

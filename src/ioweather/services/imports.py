@@ -28,7 +28,13 @@ def import_sources(settings, kind: str, sources, fs: str, *,
                  if r.get("rows") and r.get("start") and r.get("end")]
         span = (fs, min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
         doc["job_weather"] = _refresh_job_weather(settings, span) if doc["rows"] else None
+        doc["retention"] = RETENTION_NOTE if doc["rows"] else None
         return doc
+
+
+#: Said once per import (issue 38 item 3): the retention settings never remove history brought in on purpose.
+RETENTION_NOTE = ("imported history is kept until `ioweather store prune --older-than AGE` removes it; "
+                  "the retention settings (IOWEATHER_RETAIN_TELEMETRY) bound only what collect records live")
 
 
 def _refresh_job_weather(settings, span: tuple[str, int, int] | None = None) -> dict | None:

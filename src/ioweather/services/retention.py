@@ -12,7 +12,8 @@ from __future__ import annotations
 import time
 
 from ioweather.config import RETENTION_DEFAULTS
-from ioweather.errors import from_os_error, UserError
+from ioweather.errors import UserError
+from ioweather.files import StoreTree, skipped_line
 from ioweather.units import ns_to_iso
 
 KINDS = tuple(RETENTION_DEFAULTS)
@@ -26,35 +27,24 @@ def _cutoffs(older_than: dict[str, float | None], now_ns: int) -> dict[str, int]
     return {k: now_ns - int(s * 1e9) for k, s in older_than.items() if s is not None}
 
 
-def plan(store, settings, older_than: dict[str, float | None], now_ns: int | None = None) -> list[dict]:
+def plan(store, settings, older_than: dict[str, float | None], now_ns: int | None = None,
+         live_only: bool = True) -> list[dict]:
     """Per kind: the cutoff and what a prune would remove (`rows`, `files`), nothing removed."""
-    # lazy: numpy, sqlalchemy via store: commands.store imports this at its top: kept off `ioweather store --help` and its usage errors
-    from ioweather.store import probe as probe_store
-    # lazy: pyarrow via store.retention, loaded only when this runs
-    from ioweather.store import retention as tele
-
-    now = time.time_ns() if now_ns is None else now_ns
-    out = []
-    for kind, cutoff in _cutoffs(older_than, now).items():
-        if kind != "telemetry" and store is None:
-            n = {"rows": 0, "files": 0}
-        elif kind == "probe":
-            n = probe_store.old_samples(store, cutoff)
-        elif kind == "rollups":
-            n = {"rows": probe_store.old_pieces(store, cutoff), "files": 0}
-        else:
-            n = {"rows": 0, "files": 0}
-            for _, d in tele.old_telemetry_days(settings, cutoff):
-                files, rows = tele.count_rows(d)
-                n["rows"] += rows
-                n["files"] += files
-        out.append({"kind": kind, "older_than_s": older_than[kind], "cutoff": ns_to_iso(cutoff), **n})
-    return out
+    return _run(store, settings, older_than, now_ns, live_only, apply=False)
 
 
 def prune(store, settings, older_than: dict[str, float | None], now_ns: int | None = None,
-          log=None) -> list[dict]:
-    """Remove, per kind, what is older than its limit; the same rows as `plan` with what was removed."""
+          log=None, live_only: bool = True, warn=None) -> list[dict]:
+    """Remove, per kind, what is older than its limit; the same rows as `plan` with what was removed.
+
+    `live_only` (the daemons, `store prune` with the retention settings): an import's telemetry is kept
+    until `store prune --older-than` names an age (live_only=False): history brought in on purpose is
+    never removed by a setting sized for what `collect` records. Links and mount points in the store,
+    unreadable files and running imports are skipped, each in `skipped` (path, reason)."""
+    return _run(store, settings, older_than, now_ns, live_only, apply=True, log=log, warn=warn or log)
+
+
+def _run(store, settings, older_than, now_ns, live_only: bool, apply: bool, log=None, warn=None) -> list[dict]:
     # lazy: numpy, sqlalchemy via store: commands.store imports this at its top: kept off `ioweather store --help` and its usage errors
     from ioweather.store import probe as probe_store
     # lazy: pyarrow via store.retention, loaded only when this runs
@@ -63,26 +53,28 @@ def prune(store, settings, older_than: dict[str, float | None], now_ns: int | No
     now = time.time_ns() if now_ns is None else now_ns
     out = []
     for kind, cutoff in _cutoffs(older_than, now).items():
+        skipped: list = []
         if kind != "telemetry" and store is None:
             done = {"rows": 0, "files": 0}
+        elif kind == "probe" and not apply:
+            done = probe_store.old_samples(store, cutoff)
         elif kind == "probe":
             summarized = _summarize_before(store, cutoff, now)
             done = probe_store.prune_samples(store, cutoff)
-            _unlink_archived(store, done.pop("paths"))
+            skipped = unlink_archived(store, done.pop("paths"))
             done["summarized_days"] = summarized
         elif kind == "rollups":
-            done = {"rows": probe_store.old_pieces(store, cutoff, delete=True), "files": 0}
+            done = {"rows": probe_store.old_pieces(store, cutoff, delete=apply), "files": 0}
         else:
-            done = {"rows": 0, "files": 0}
-            for _, d in tele.old_telemetry_days(settings, cutoff):
-                files, rows = tele.count_rows(d)
-                tele.remove_day(d)
-                done["rows"] += rows
-                done["files"] += files
+            done = tele.prune_telemetry(settings, cutoff, live_only=live_only, apply=apply).as_dict()
+            skipped = [(s["path"], s["reason"]) for s in done.pop("skipped")]
+        done["skipped"] = [{"path": p, "reason": r} for p, r in skipped]
         out.append({"kind": kind, "older_than_s": older_than[kind], "cutoff": ns_to_iso(cutoff), **done})
-        if log and (done["rows"] or done["files"]):
+        if log and apply and (done["rows"] or done["files"]):
             log(f"retention: removed {done['rows']:,} {kind} rows and {done['files']:,} files older than "
                 f"{ns_to_iso(cutoff)}")
+        if warn and skipped:
+            warn(f"retention: {kind}: {skipped_line(skipped, 'removed' if apply else 'counted')}")
     return out
 
 
@@ -117,14 +109,12 @@ def _summarize_before(store, cutoff_ns: int, now_ns: int) -> int:
     return built
 
 
-def _unlink_archived(store, paths: list[str]) -> None:
+def unlink_archived(store, paths: list[str]) -> list[tuple[str, str]]:
+    """Remove archived probe files (paths relative to the archive directory) once their manifest rows are
+    gone, through the store's no-follow walker; returns what it skipped (a link, a mount point) and why."""
     if store.parquet_dir is None:
-        return
+        return []
+    tree = StoreTree(store.parquet_dir)
     for rel in paths:
-        path = store.parquet_dir / rel
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            pass
-        except OSError as e:
-            raise from_os_error(path, e, "remove archived samples") from None
+        tree.unlink(store.parquet_dir / rel)
+    return tree.skipped

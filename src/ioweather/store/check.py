@@ -34,6 +34,7 @@ import sqlalchemy as sa
 
 from ioweather.config import Settings
 from ioweather.errors import StoreError, os_error_reason
+from ioweather.files import StoreTree
 from ioweather.store.db import is_disk_full, open_store, redact
 from ioweather.store import jobs, probe, snapshots, telemetry_imports as imports
 from ioweather.store import telemetry_layout as layout
@@ -98,15 +99,18 @@ def check(settings: Settings, repair: bool = False) -> Report:
             _check_schema(store, report)
             _check_probe_archive(store, settings.parquet_dir, report)
             _check_jobs(store, settings.parquet_dir, report)
+            _check_orphan_samples(store, report)
         except _Unreadable:
             pass
         except StoreError as e:
             report.add("database", None, str(e))
         except sa.exc.DBAPIError as e:
             report.add("database", None, _first_line(e))
-    for fs in layout.list_fs(settings):
-        _check_telemetry(layout.fs_dir(settings, fs), report)
-    _check_temp_files(settings.parquet_dir, report)
+    tree = StoreTree(settings.parquet_dir)
+    for base in tree.subdirs(layout.telemetry_dir(settings), lambda n: n.startswith("fs=")):
+        _check_telemetry(base, report, tree, settings.parquet_dir)
+    _check_temp_files(settings.parquet_dir, report, tree)
+    _check_links(settings.parquet_dir, tree, report)
     if repair:
         for p in report.problems:
             if p.fix is not None:
@@ -261,7 +265,7 @@ def _check_jobs(store, parquet_dir: Path, report: Report) -> None:
 
 
 # -- telemetry ------------------------------------------------------------------------------------
-def _check_telemetry(base: Path, report: Report) -> None:
+def _check_telemetry(base: Path, report: Report, tree: StoreTree, parquet_dir: Path) -> None:
     area = f"telemetry {base.name[3:]}"
     left = imports.leftovers(base)
     for p in left:
@@ -269,22 +273,26 @@ def _check_telemetry(base: Path, report: Report) -> None:
                    lambda p=p: imports.remove_leftovers([p]))
     for writer, marker in layout.import_markers(base).items():
         for rel in marker.get("files", []):
-            if not (base / rel).exists():
-                report.add(area, base / rel, f"missing: the import marker of {writer} lists it")
-    visible = layout.data_files(base)
+            if not (base / rel).exists():  # its rows are gone either way: the marker is put in step
+                report.add(area, base / rel, f"missing: the import marker of {writer} lists it; --repair removes "
+                           "the entry", lambda writer=writer: imports.drop_missing(base, writer))
+    days = [d for d in tree.subdirs(base, lambda n: n.startswith("date=")) if layout._day_of_dir(d.name) is not None]
+    visible = [f for f in layout.data_files(base) if f.parent in set(days)]
     shown, left = set(visible), set(left)
-    for d in layout.day_dirs(base):
-        for f in sorted(d.glob("*.parquet")):
+    for d in days:
+        for f in tree.regular_files(d, lambda n: n.endswith(".parquet")):
             if f not in shown and f not in left:  # replaced by a compacted file that holds its rows
                 report.add(area, f, "already merged into a compacted file (an interrupted compaction)",
-                           lambda f=f: layout.remove_files([f]))
-        for r in sorted(d.glob("_rollup/*.parquet")):
+                           lambda f=f: layout.remove_files([f], tree))
+        for r in tree.regular_files(d / "_rollup", lambda n: n.endswith(".parquet")):
             if not (d / r.name).exists():
-                report.add(area, r, "rollup of a data file that is gone", lambda r=r: r.unlink(missing_ok=True))
+                report.add(area, r, "rollup of a data file that is gone", lambda r=r: tree.unlink(r))
     by_size = defaultdict(list)
     for f in visible:
         report.files["telemetry"] += 1
         if _parquet_rows(f, report, area) is None:
+            report.problems[-1].fix = lambda f=f: quarantine(tree, parquet_dir, base, f)
+            report.problems[-1].problem += "; every reader skips it (noted); --repair moves it to quarantine/"
             continue
         by_size[f.stat().st_size].append(f)
         if rollup.read_range(rollup.rollup_path(f)) is None:
@@ -301,15 +309,65 @@ def _check_telemetry(base: Path, report: Report) -> None:
                 seen[digest] = f
 
 
-def _check_temp_files(parquet_dir: Path, report: Report) -> None:
+def _check_temp_files(parquet_dir: Path, report: Report, tree: StoreTree) -> None:
     """Temporary files (`.name.tmp`) of writes that stopped, old enough not to be under way."""
     known = {Path(p.path) for p in report.problems if p.path}
     now = time.time()
-    for p in sorted(parquet_dir.rglob("*.tmp")) if parquet_dir.is_dir() else []:
+    for p in sorted(parquet_dir.rglob("*.tmp")) if parquet_dir.is_dir() else []:  # rglob enters no linked directory
         try:
             age = now - p.stat().st_mtime
         except FileNotFoundError:
             continue
         if p not in known and age > TEMP_GRACE_S:
             report.add("temporary files", p, f"left by a write that stopped {age / 3600:.1f} h ago",
-                       lambda p=p: p.unlink(missing_ok=True))
+                       lambda p=p: tree.unlink(p))
+
+
+#: Where `store check --repair` sets aside what no reader can read: kept for the admin, never deleted.
+QUARANTINE_DIR = "quarantine"
+
+
+def quarantine(tree: StoreTree, parquet_dir: Path, base: Path, f: Path) -> Path:
+    """Move the unreadable data file `f` out of its dataset into `<parquet>/quarantine/` (same relative
+    path), its rollups removed and its import marker no longer listing it; returns where it went."""
+    dest = parquet_dir / QUARANTINE_DIR / f.relative_to(parquet_dir)
+    dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    while dest.exists():
+        dest = dest.with_name(f"{dest.stem}.{int(time.time_ns())}{dest.suffix}")
+    writer = next((w for w in layout.import_markers(base) if f.name.startswith(w + "-")), None)
+    for r in layout.index_paths(f):
+        tree.unlink(r)
+    if not tree.rename(f, dest):
+        raise StoreError(f"cannot move {f} to {dest}: " + (tree.skipped_line("moved") or "it changed meanwhile"))
+    if writer is not None:
+        imports.drop_missing(base, writer)
+    return dest
+
+
+def _check_orphan_samples(store, report: Report) -> None:
+    """Probe samples whose run is gone (a purge that raced a running probe, before purges took the run
+    first): no reader can name them. --repair deletes them, counted."""
+    if not _has_table(store, "probe_samples"):
+        return
+    s, r = probe.probe_samples.c, probe.probe_runs.c
+    orphan = ~sa.exists().where(r.id == s.run_id)
+    with store.connect() as conn:
+        rows = conn.execute(sa.select(s.run_id, sa.func.count()).where(orphan).group_by(s.run_id)).all()
+    for run_id, n in rows:
+        report.add("probe samples", None, f"{n:,} samples of run {run_id}, which no longer exists (a purged target's)",
+                   lambda run_id=run_id: probe.delete_orphan_samples(store, run_id))
+
+
+def _check_links(parquet_dir: Path, tree: StoreTree, report: Report) -> None:
+    """Links and mount points where the store keeps its files: every cleaner skips them; said here once."""
+    tele = parquet_dir / "telemetry"
+    for base in tree.subdirs(tele, lambda n: n.startswith("fs=")):
+        for day in tree.subdirs(base, lambda n: n.startswith("date=") or n == layout.IMPORTS_DIR):
+            for sub in tree.subdirs(day, lambda n: n.startswith("_")):
+                tree.regular_files(sub, lambda n: n.endswith(".parquet"))
+            tree.regular_files(day, lambda n: n.endswith(".parquet") or n.endswith(".json"))
+    for run in tree.subdirs(parquet_dir / "probe", lambda n: n.startswith("run=")):
+        tree.regular_files(run, lambda n: n.endswith(".parquet"))
+    tree.regular_files(jobs.files_dir(parquet_dir), lambda n: n.endswith(".parquet"))
+    for path, why in tree.skipped:
+        report.add("links", path, f"{why} inside the store: no cleaner follows or removes it; remove it by hand")

@@ -127,8 +127,15 @@ class Store:
         if not Path(path).exists():
             raise StoreError(f"no store at {path}")
         _guard_sqlite_files(path)
+        # mode=ro on a WAL database whose -wal and -shm are absent (no writer attached) creates them, and
+        # a read-only connection cannot remove them again: `slowdown --check`, documented as never
+        # changing a store, left both behind (issue 41 item 7). Without a -wal every committed page is in
+        # the main file, so it is read as immutable (no locks, no -shm); a writer starting meanwhile
+        # writes to a new -wal, which this snapshot does not need. With a -wal a writer is attached and
+        # both files exist already: mode=ro shares them.
+        query = "mode=ro" if os.path.exists(f"{path}-wal") else "mode=ro&immutable=1"
         engine = sa.create_engine("sqlite://", creator=lambda: sqlite3.connect(
-            f"{Path(path).absolute().as_uri()}?mode=ro", uri=True, timeout=self.busy_timeout_s,
+            f"{Path(path).absolute().as_uri()}?{query}", uri=True, timeout=self.busy_timeout_s,
             check_same_thread=False))
         busy_ms = int(self.busy_timeout_s * 1000)
 

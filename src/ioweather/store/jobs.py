@@ -35,6 +35,7 @@ import numpy as np
 import sqlalchemy as sa
 
 from ioweather.errors import StoreError, UserError, from_os_error
+from ioweather.files import StoreTree
 from ioweather.store.db import Store
 from ioweather.store.migrations import Component, create_tables
 
@@ -327,10 +328,10 @@ def remove_orphan_parts(store: Store, parquet_dir: Path) -> int:
     with ingest_lock(parquet_dir):
         with store.connect() as conn:
             used = {r[0] for r in conn.execute(sa.select(jobs.c.files_part).distinct()) if r[0]}
-        for p in d.iterdir():
-            if (p.name.endswith(".parquet") or p.name.endswith(".tmp")) and p.name not in used:
-                p.unlink(missing_ok=True)
-                removed += 1
+        # the store's no-follow walker: a link at jobs/ or at a part is skipped, never followed
+        tree = StoreTree(parquet_dir)
+        for p in tree.regular_files(d, lambda n: (n.endswith(".parquet") or n.endswith(".tmp")) and n not in used):
+            removed += tree.unlink(p)
     return removed
 
 

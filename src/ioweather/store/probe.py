@@ -16,7 +16,7 @@ import numpy as np
 import sqlalchemy as sa
 
 from ioweather import __version__
-from ioweather.errors import UserError
+from ioweather.errors import StoreError, UserError
 from ioweather.store.db import Store
 from ioweather.store.probe_archive import read_archived
 from ioweather.store.probe_pieces import invalidate
@@ -82,8 +82,18 @@ def insert_samples(store: Store, rows: Sequence[tuple]) -> None:
     if not rows:
         return
     store.require(COMPONENT)
-    starts = [r[2] for r in rows]
+    run_ids = {r[0] for r in rows}
     with store.begin() as conn:
+        # The run must still exist (a `probe retire --purge` may have deleted it while the probe ran):
+        # read under a share lock, so a purge waits for this transaction or this one sees its delete
+        # (store/probe.py purge deletes the run first). Samples of a purged run are not stored.
+        q = sa.select(probe_runs.c.id).where(probe_runs.c.id.in_(run_ids))
+        alive = {r[0] for r in conn.execute(q if store.is_sqlite else q.with_for_update(read=True))}
+        if alive != run_ids:
+            rows = [r for r in rows if r[0] in alive]
+            if not rows:
+                raise RunGone(sorted(run_ids - alive))
+        starts = [r[2] for r in rows]
         # Summaries of the spans these samples fall in are no longer exact (issue 21; usually none: live
         # samples fall in the current hour, which is never summarized).
         invalidate(conn, store, {r[0] for r in rows}, min(starts), max(starts))
@@ -102,6 +112,23 @@ def insert_samples(store: Store, rows: Sequence[tuple]) -> None:
                         cp.write_row(r)
             except raw.Error as e:  # the driver's own error: SQLAlchemy does not see the raw cursor
                 raise store._error("write to", e) from None
+
+
+class RunGone(StoreError):
+    """The probe run these samples belong to was deleted (its target purged) while the probe ran."""
+
+    def __init__(self, run_ids: list[int]):
+        self.run_ids = run_ids
+        super().__init__(f"probe run {', '.join(map(str, run_ids))} was deleted (its target purged): "
+                         "its samples are not stored")
+
+
+def delete_orphan_samples(store: Store, run_id: int) -> int:
+    """Delete the samples of `run_id` if that run no longer exists (store check --repair); how many."""
+    with store.begin() as conn:
+        if conn.execute(sa.select(probe_runs.c.id).where(probe_runs.c.id == run_id)).first() is not None:
+            return 0
+        return conn.execute(probe_samples.delete().where(probe_samples.c.run_id == run_id)).rowcount or 0
 
 
 def runs(store: Store, target: str | None = None) -> list[dict]:
@@ -158,10 +185,13 @@ def purge(store: Store, target: str) -> dict:
         files = [r[0] for r in conn.execute(sa.select(probe_archive.c.path).where(probe_archive.c.run_id.in_(ids)))]
         archived = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(probe_archive.c.rows), 0))
                                 .where(probe_archive.c.run_id.in_(ids))).scalar()
+        # The runs first: a probe still writing checks its run under a share lock in the same transaction
+        # as its samples (insert_samples), so it either commits before this delete (and its rows are
+        # deleted below) or finds its run gone and stores nothing: no sample outlives its run.
+        conn.execute(probe_runs.delete().where(probe_runs.c.id.in_(ids)))
         samples = conn.execute(probe_samples.delete().where(probe_samples.c.run_id.in_(ids))).rowcount or 0
         conn.execute(probe_archive.delete().where(probe_archive.c.run_id.in_(ids)))
         pieces = conn.execute(probe_pieces.delete().where(probe_pieces.c.target == target)).rowcount or 0
-        conn.execute(probe_runs.delete().where(probe_runs.c.id.in_(ids)))
         conn.execute(probe_retired.delete().where(probe_retired.c.target == target))
     return {"runs": len(ids), "samples": int(samples) + int(archived), "pieces": int(pieces), "files": files}
 

@@ -23,23 +23,29 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from ioweather.files import StoreTree
 from ioweather.store import telemetry_layout as layout
 from ioweather.store import telemetry_rollup as rollup
 from ioweather.store import telemetry_target_rollups
 
 
-def _parts(day_dir: Path, writer: str) -> tuple[list[Path], set[str]]:
-    """The writer's files of a day that are not compacted yet, and the names already replaced."""
-    files = sorted(day_dir.glob(f"{writer}-*.parquet"))
+def _parts(day_dir: Path, writer: str, tree: StoreTree) -> tuple[list[Path], set[str]]:
+    """The writer's files of a day that are not compacted yet, and the names already replaced (regular
+    files only, listed through the store's no-follow walker: a link there is neither read nor removed)."""
+    files = tree.regular_files(day_dir, lambda n: n.startswith(f"{writer}-") and n.endswith(".parquet"))
     done = {n for f in files for n in layout.replaced_by(f)}
     return [f for f in files if layout.COMPACT_TAG not in f.name and f.name not in done], done
 
 
-def compact_day(day_dir: Path, writer: str, min_files: int = 2) -> Path | None:
+def compact_day(day_dir: Path, writer: str, min_files: int = 2, tree: StoreTree | None = None) -> Path | None:
     """Merge `writer`'s files of one finished day; returns the new file, or None when there was
     nothing to do. Also unlinks files that an earlier, interrupted compaction already replaced."""
-    parts, done = _parts(day_dir, writer)
-    layout.remove_files([day_dir / n for n in done])  # left by an interrupted compaction (absent ones are skipped)
+    tree = tree or layout.store_tree(day_dir)
+    with tree.opened(day_dir) as fd:
+        if fd is None:  # a link or a mount point in place of the day (or on its way): never entered
+            return None
+    parts, done = _parts(day_dir, writer, tree)
+    layout.remove_files([day_dir / n for n in done], tree)  # left by an interrupted compaction (absent ones are skipped)
     if len(parts) < min_files:
         return None
     name = f"{writer}{layout.COMPACT_TAG}{uuid.uuid4().hex[:12]}.parquet"
@@ -60,7 +66,7 @@ def compact_day(day_dir: Path, writer: str, min_files: int = 2) -> Path | None:
         telemetry_target_rollups.merge(out, parts)
     except OSError:
         pass  # a full disk: the first page that reads the day builds them from the rows
-    layout.remove_files(parts)
+    layout.remove_files(parts, tree)
     return out
 
 
@@ -73,11 +79,15 @@ def compact_finished_days(base: Path, writer: str, now_ns: int, grace_ns: int, d
     when given, and tried again next time: its small files stay, and are still right."""
     done = set() if done is None else done
     made = []
-    for d in layout.day_dirs(base, until_ns=now_ns - grace_ns - layout.DAY_NS + 1):
+    tree = layout.store_tree(base)
+    until = now_ns - grace_ns - layout.DAY_NS + 1
+    days = [d for d in tree.subdirs(base, lambda n: n.startswith("date="))
+            if (day0 := layout._day_of_dir(d.name)) is not None and day0 < until]
+    for d in days:
         if d in done:
             continue
         try:
-            out = compact_day(d, writer)
+            out = compact_day(d, writer, tree=tree)
         except OSError as e:
             if on_error is None:
                 raise

@@ -63,6 +63,25 @@ def running(base: Path, writer: str) -> bool:
         os.close(fd)  # also drops the lock taken for the test
 
 
+def try_lock(base: Path, writer: str) -> int | None:
+    """The import lock of `writer`, taken without waiting (for a cleaner that changes its files and
+    marker: `store prune`); None when an import of that source runs now. Never through a link."""
+    try:
+        fd = os.open(lock_path(base, writer), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def unlock(fd: int) -> None:
+    os.close(fd)
+
+
 def leftovers(base: Path, writers=None, skip_running: bool = True) -> list[Path]:
     """Files no reader counts and no import is writing: data files of runs the markers do not name
     (with their rollups) and temporary files of stopped imports. `writers` limits the search."""
@@ -81,10 +100,26 @@ def leftovers(base: Path, writers=None, skip_running: bool = True) -> list[Path]
 def remove_leftovers(paths) -> int:
     """Unlink what `leftovers` found (rollups before data files, as everywhere)."""
     data = [p for p in paths if p.suffix == ".parquet"]
-    for p in paths:
-        if p.suffix == ".tmp":
-            p.unlink(missing_ok=True)
-    return layout.remove_files(data) + len(paths) - len(data)
+    temps = [p for p in paths if p.suffix == ".tmp"]
+    return layout.remove_files(data) + sum(layout.store_tree(p).unlink(p) for p in temps)
+
+
+def drop_missing(base: Path, writer: str) -> int:
+    """Rewrite `writer`'s marker without the files it lists that are gone (a prune or a by-hand removal
+    before markers were kept in step); how many entries went. Under the source's lock: a running
+    import's marker is its own."""
+    fd = try_lock(base, writer)
+    if fd is None:
+        raise StoreError(f"an import of {writer} into {base} is running; check again when it is done")
+    try:
+        marker = layout.import_markers(base).get(writer, {})
+        files = marker.get("files", [])
+        kept = [base / rel for rel in files if (base / rel).exists()]
+        if len(kept) != len(files):
+            write_marker(base, writer, list(marker.get("runs", [])), kept)
+        return len(files) - len(kept)
+    finally:
+        unlock(fd)
 
 
 def write_marker(base: Path, writer: str, runs: list[str], files: list[Path]) -> None:

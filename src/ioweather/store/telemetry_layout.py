@@ -53,6 +53,7 @@ import pyarrow.parquet as pq
 
 from ioweather.config import Settings, check_dataset_name
 from ioweather.errors import StoreError, UserError, from_os_error
+from ioweather.files import StoreTree, open_regular
 from ioweather.store import telemetry_rollup as rollup, telemetry_target_rollups as target_rollups
 from ioweather.store.parquet_scan import connect_duckdb, files_scan  # noqa: F401 (re-exported: the readers' scans)
 
@@ -168,6 +169,7 @@ DAY_NS = 86_400_000_000_000
 _EPOCH_DAY = datetime.date(1970, 1, 1)  # day directories are UTC dates: day k is _EPOCH_DAY + k
 COMPACT_TAG = "-compact-"        # in the name of a file that replaces a day's small files of one writer
 REPLACES_KEY = b"ioweather.replaces"
+MARKER_MAX_BYTES = 64 << 20  # a marker lists an import's files: ~100 bytes each
 IMPORTS_DIR = "_imports"         # fs=<name>/_imports/<writer>.json: the runs of each import source that count
 
 
@@ -224,9 +226,10 @@ def import_markers(base: Path) -> dict[str, dict]:
     marker names no run, so that writer's files do not count until its next import."""
     out = {}
     for p in sorted((base / IMPORTS_DIR).glob("*.json")):
-        try:
-            marker = json.loads(p.read_text())
-        except (OSError, ValueError):
+        try:  # never through a link, nor blocked by a FIFO planted there
+            with open_regular(p, follow_symlinks=False) as f:
+                marker = json.loads(f.read(MARKER_MAX_BYTES))
+        except (OSError, ValueError, UserError):
             marker = {}
         out[p.stem] = marker if isinstance(marker, dict) else {}
     return out
@@ -270,23 +273,56 @@ def _busy(base: Path) -> StoreError:
                       "(imports running one after the other); try again")
 
 
-def read_listed(base: Path, read, since_ns: int | None = None, until_ns: int | None = None):
+def read_listed(base: Path, read, since_ns: int | None = None, until_ns: int | None = None, warn=None):
     """`read(files)` on a listing of the dataset, listed again and read again when it fails because
     the dataset changed under it: an import's switch, a compaction or `store check --repair`
     unlinks files a reader may have listed a moment before (DuckDB then says "No files found").
     Retrying on a fresh listing costs nothing while nothing changes, never double counts (each
     attempt reads one consistent listing whole) and needs no lock a long read would hold against
-    the writers; it is bounded, as imports of one source can follow each other without end."""
+    the writers; it is bounded, as imports of one source can follow each other without end.
+
+    A read that fails on an unchanged listing is looked at once more: files whose footer cannot be
+    read (damaged, truncated) are left out, said through `warn` in one line, and the rest is read;
+    one bad file must not take a whole page down (issue 41 item 5)."""
     files = data_files(base, since_ns, until_ns)
+    skipped: list[Path] = []
     for _ in range(LIST_ATTEMPTS):
         try:
-            return read(files)
+            out = read(files)
         except Exception:
-            fresh = data_files(base, since_ns, until_ns)
+            fresh = [f for f in data_files(base, since_ns, until_ns) if f not in skipped]
             if fresh == files:
-                raise  # not a change of the dataset: the reader's own error
+                bad = unreadable(fresh)
+                if not bad:
+                    raise  # not a change of the dataset nor a damaged file: the reader's own error
+                skipped += bad
+                fresh = [f for f in fresh if f not in bad]
             files = fresh
+            continue
+        if skipped and warn is not None:
+            warn(unreadable_note(skipped))
+        return out
     raise _busy(base)
+
+
+def unreadable(files) -> list[Path]:
+    """The files among `files` whose Parquet footer cannot be read (damaged, truncated, not Parquet)."""
+    bad = []
+    for f in files:
+        try:
+            pq.read_metadata(f)
+        except FileNotFoundError:
+            continue
+        except (OSError, pa.ArrowException):
+            bad.append(Path(f))
+    return bad
+
+
+def unreadable_note(files) -> str:
+    first = files[0]
+    more = f" and {len(files) - 1} more" if len(files) > 1 else ""
+    return (f"skipped {len(files)} unreadable telemetry file{'s' if len(files) != 1 else ''} (damaged or "
+            f"truncated): {first}{more}; `ioweather store check --repair` sets them aside")
 
 
 def no_telemetry(settings: Settings, fs: str) -> UserError:
@@ -311,17 +347,33 @@ def writer_files(settings: Settings, fs: str, writer: str) -> list[Path]:
     return sorted(p for p in base.glob("date=*/*.parquet") if p.name.startswith(prefix))
 
 
-def remove_files(paths) -> int:
-    """Delete dataset files (e.g. an import being replaced or rolled back); returns how many."""
+def store_tree(path: Path) -> StoreTree:
+    """The no-follow walker over the Parquet store holding the telemetry file or directory `path`
+    (`<parquet>/telemetry/fs=<name>/date=<D>/<file>`): its root is `<parquet>`, so a link or mount
+    at `telemetry`, `fs=<name>`, `date=<D>`, `_rollup` or the file itself is never followed."""
+    path = Path(path)
+    for parent in path.parents:
+        if parent.name == "telemetry":
+            return StoreTree(parent.parent)
+    return StoreTree(path.parent)
+
+
+def index_paths(p: Path) -> list[Path]:
+    """The rollups kept beside the data file `p` (what goes before it, telemetry_rollup's docstring says why)."""
+    return [rollup.rollup_path(p)] + [target_rollups.rollup_path(p, level) for level in target_rollups.LEVELS]
+
+
+def remove_files(paths, tree: StoreTree | None = None) -> int:
+    """Delete dataset files (e.g. an import being replaced or rolled back), their rollups first;
+    returns how many data files went. Through the store's no-follow walker: a link or a mount point
+    in place of a file or of a directory on its way is skipped (noted in `tree.skipped`), never followed."""
     n = 0
     for p in paths:
-        rollup.remove(p)  # before the data file (telemetry_rollup's docstring says why)
-        target_rollups.remove(p)
-        try:
-            os.unlink(p)
-            n += 1
-        except FileNotFoundError:
-            pass
+        p = Path(p)
+        t = tree or store_tree(p)
+        for r in index_paths(p):
+            t.unlink(r)
+        n += t.unlink(p)
     return n
 
 

@@ -269,8 +269,14 @@ def run_probes(settings, directories: list[Path], *, targets=(), interval: float
                 fs=fs_name_of(directory, fs_map))
             slot.run_id = probe_store.start_run(store, info)
 
-            def sink(rows, run_id=slot.run_id, p=p, label=slot.label):
-                probe_store.insert_samples(store, [(run_id, *r) for r in rows])
+            def sink(rows, run_id=slot.run_id, p=p, label=slot.label, gone=[]):
+                try:
+                    probe_store.insert_samples(store, [(run_id, *r) for r in rows])
+                except probe_store.RunGone as e:  # `probe retire --purge` meanwhile: never a sample without its run
+                    if not gone:
+                        warn(f"{label}: {e}; restart the probe to record the target again")
+                    gone.append(len(rows))
+                    return
                 errors = sum(1 for r in rows if r[4] != "ok")
                 log(f"{label}: stored {len(rows)} samples ({errors} not ok), "
                     f"{p.periods} periods, {p.missed_periods} missed")
@@ -279,7 +285,7 @@ def run_probes(settings, directories: list[Path], *, targets=(), interval: float
             log(f"run {slot.run_id}: probing {directory} (file system {info.fs!r}) as target {slot.label!r} "
                 f"every {interval:g} s (seed {p.seed})")
         _start_archiver(store, stop, log)
-        start_retention(settings, store, ("probe", "rollups"), stop, log)
+        start_retention(settings, store, ("probe", "rollups"), stop, log, warn)
         _start_summarizer(store, labels, stop, log)
         for slot in slots:
             slot.thread = threading.Thread(target=slot.run, name=f"probe-{slot.run_id}", daemon=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from ioweather.errors import from_os_error
+from ioweather.files import StoreTree
 from ioweather.services.probe.status import abandoned, stale_after_s
 from ioweather.services.probe.slowdown import known_targets
 from ioweather.store import probe as probe_store
@@ -60,17 +60,12 @@ def purge(store, target: str) -> dict:
     """Delete the target and all its data; the counts of what went (`runs`, `samples`, `pieces`, `files`)."""
     known_targets(store, target)
     done = probe_store.purge(store, target)
-    removed = 0
-    for rel in done.pop("files"):
-        path = store.parquet_dir / rel if store.parquet_dir is not None else None
-        if path is None:
-            continue
-        try:
-            path.unlink()
-            removed += 1
-        except FileNotFoundError:
-            pass
-        except OSError as e:
-            raise from_os_error(path, e, "remove archived samples") from None
+    removed, skipped = 0, []
+    if store.parquet_dir is not None:
+        # the store's no-follow walker: a link planted at run=<id>/ or at a file is skipped, never followed
+        tree = StoreTree(store.parquet_dir)
+        removed = sum(tree.unlink(store.parquet_dir / rel) for rel in done["files"])
+        skipped = tree.skipped
     done["files"] = removed
+    done["skipped"] = [{"path": p, "reason": r} for p, r in skipped]
     return done

@@ -324,10 +324,11 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
             raise layout.no_telemetry(settings, fs)  # before a cluster is started for nothing
         with connect(dask) as client:
             inputs = layout.read_listed(base, lambda files: _read_inputs(settings, fs, files, step_ns, since_ns,
-                                                                         until_ns, step, use_rollups, client))
+                                                                         until_ns, step, use_rollups, client),
+                                        warn=warn)
     else:
         inputs = layout.read_listed(base, lambda files: _read_inputs(settings, fs, files, step_ns, since_ns,
-                                                                     until_ns, step, use_rollups))
+                                                                     until_ns, step, use_rollups), warn=warn)
     sums, hist, coverage, tops = inputs.sums, inputs.histogram, inputs.coverage, inputs.tops
     b0, nbins = _grid(sums.series, step_ns, since_ns, until_ns)
     read, write = _series_arrays(sums.series, b0, nbins, Q.BYTES_METRICS)
