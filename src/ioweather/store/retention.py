@@ -33,6 +33,7 @@ from ioweather.files import StoreTree, atomic_output
 from ioweather.store import telemetry_imports as imports
 from ioweather.store import telemetry_layout as layout
 from ioweather.store import telemetry_rollup as rollup
+from ioweather.store import telemetry_target_rollups as target_rollups
 
 DAY_NS = layout.DAY_NS
 
@@ -184,9 +185,6 @@ def _cut(tree: StoreTree, base: Path, f: Path, cutoff_ns: int, writer, markers, 
 def _write_cut(f: Path, kept: pa.Table) -> Path:
     """`kept` as a new file beside `f` that names `f` (and what `f` replaced) as replaced: from its
     rename on, readers count it instead of `f` (telemetry_layout.data_files), as for a compaction."""
-    # lazy: cycle store.telemetry_layout -> store.telemetry_targets -> store.telemetry_layout
-    from ioweather.store import telemetry_targets
-
     stem = f.name[:-len(".parquet")].rsplit("-", 1)[0]
     stem = stem[:-len("-compact")] if stem.endswith("-compact") else stem
     new = f.parent / f"{stem}{layout.COMPACT_TAG}{uuid.uuid4().hex[:12]}.parquet"
@@ -199,7 +197,7 @@ def _write_cut(f: Path, kept: pa.Table) -> Path:
         raise StoreError(f"cannot write {new}: {os_error_reason(e, new)}") from None
     try:
         rollup.write(new, kept)
-        telemetry_targets.write(new, kept)
+        target_rollups.write(new, kept)
     except OSError:
         pass  # a full disk: readers build the missing rollups from the rows (telemetry_query.plan_files)
     return new
