@@ -30,6 +30,7 @@ def register(cli: click.Group) -> None:
         default ~/.cache/ioweather-lab), unless a site's `darshan-config`, `ior` and `mdtest` are on PATH."""
         # lazy: the services stay off the command's `--help` and its usage errors
         from ioweather.services.lab.toolchain import build
+        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, stderr
 
         with stderr.status("building the lab's tools") as status:
@@ -48,7 +49,9 @@ def register(cli: click.Group) -> None:
     @json_option
     def list_cmd(as_json):
         """The catalogue: each case, its planted cause and labels; and the labels' finding codes."""
+        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
         from ioweather.services.lab.catalogue import CASES, LABELS
+        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, print_table
 
         cases = [{"name": c.name, "procs": c.procs, "mpi": c.mpi, "labels": list(c.labels), "tolerated": list(c.tolerated),
@@ -77,9 +80,13 @@ def register(cli: click.Group) -> None:
     @json_option
     def run_cmd(directory, names, logs_dir, then_score, as_json):
         """Run the catalogue's cases on DIR, each a real run under Darshan with its planted cause."""
+        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
         from ioweather.services.lab.catalogue import select
+        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
         from ioweather.services.lab.run import run_cases
+        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
         from ioweather.services.lab.toolchain import cache_dir, find
+        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, print_table, progress
 
         if not directory.is_dir():
@@ -121,10 +128,12 @@ def register(cli: click.Group) -> None:
         """Per-label precision, recall, F1 and micro-F1 of ioweather and Drishti on the logs of `lab run`."""
         scores = _score(logs_dir, drishti=not no_drishti)
         if markdown:
+            # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
             from ioweather.views.lab_report import scores_markdown
 
             click.echo(scores_markdown(scores.to_json()), nl=False)
         elif as_json:
+            # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
             from ioweather.views.output import print_json
 
             print_json(scores.to_json())
@@ -133,7 +142,9 @@ def register(cli: click.Group) -> None:
 
 
 def _score(logs_dir: Path, *, drishti: bool = True):
+    # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
     from ioweather.services.lab.score import score_logs
+    # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
     from ioweather.views.output import progress
 
     with progress() as bar:
@@ -143,6 +154,7 @@ def _score(logs_dir: Path, *, drishti: bool = True):
 
 
 def _print_scores(scores) -> None:
+    # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
     from ioweather.views.output import print_table, stdout
 
     tools = [t for t in scores.tools if t.available]

@@ -168,11 +168,13 @@ def score_logs(logs_dir: Path, *, drishti: bool = True, cache: Path | None = Non
         raise UserError(f"{logs_dir}: no case ran successfully (see INDEX.json)")
     logs = sum(len(c.logs) for c in cases)
     total, done = logs * (2 if drishti else 1), [0]
+    # lazy: the version for the score's header
     from ioweather import __version__
 
     # ioweather's reader forks a child per log (a dying libdarshan-util is one line): imported here first,
     # numpy, pandas and PyDarshan are inherited by every child instead of imported 40 times; one at a
     # time, as a fork from a process with threads may inherit a lock held by another
+    # lazy: imported once here so every forked reader child inherits numpy, pandas and PyDarshan
     import ioweather.services.jobs.darshan  # noqa: F401
 
     ours = _read_all(_ioweather, cases, 1, progress_cb, done, total)
