@@ -68,7 +68,7 @@ class Worth:
     """
 
     min_cost_s: float = 1.0
-    min_runtime_share: float = 0.01
+    min_runtime_share: float = 0.05
     min_core_hours: float = 100.0
     band: float = 0.5
 
@@ -234,8 +234,12 @@ def verdict(findings: list[dict], clock: Clock, io_fraction: float | None, *, wo
     combined saving (`combine`: never above the I/O time); or "nothing worth changing", naming the
     closest finding when one is within the band below the bar. Findings come from `attach`."""
     share = "-" if io_fraction is None else f"{100 * io_fraction:.1f} %"
-    note = (f" (partial log: {', '.join(partial)} ran out of Darshan's record memory, so the counters are "
-            "lower bounds)") if partial else ""
+    # a truncated DXT trace leaves the counters whole: only the timeline is short
+    counters = [m for m in partial or () if not m.startswith("DXT")]
+    traces = [m for m in partial or () if m.startswith("DXT")]
+    note = (f" (partial log: {', '.join(counters)} ran out of Darshan's record memory, so the counters are "
+            "lower bounds)") if counters else ""
+    note += f" (the {', '.join(traces)} trace is truncated; the counters are complete)" if traces else ""
     taken: list[dict] = []
     covered: set[str] = set()
     for f in findings:
