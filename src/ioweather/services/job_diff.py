@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ioweather.encoding import Answer
+from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import UserError
 from ioweather.units import format_bytes, format_seconds
 
@@ -82,6 +82,10 @@ class JobDiff(Answer):
     system: SystemShare | None
     verdict: str
     notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        # answer_dict leaves list items as they are: the causes are dataclasses too
+        return {**answer_dict(self), "causes": [answer_dict(c) for c in self.causes]}
 
 
 def _get(d: dict, path: str):
@@ -203,7 +207,8 @@ def _system(settings, paths: tuple[str, str]) -> tuple[SystemShare | None, list[
     for p in paths:
         w = why(settings, p)
         if w.system_model in ("unknown", "") or w.system_model is None:
-            return None, [f"{p}: {w.evidence.get('system') if isinstance(w.evidence, dict) else ''}".strip()]
+            why_not = w.logs[0]["evidence"]["system"] if w.logs else w.system_model
+            return None, [f"no system share: {p}: {why_not}"]
         got.append(w)
     return SystemShare(before_s=got[0].system_s, after_s=got[1].system_s, change_s=got[1].system_s - got[0].system_s,
                        model=got[1].system_model), []

@@ -228,7 +228,7 @@ def combine(findings: list[dict], io_time_s: float) -> float:
 
 
 def verdict(findings: list[dict], clock: Clock, io_fraction: float | None, *, worth: Worth,
-            partial: list[str] | None = None, max_actions: int = 3) -> dict:
+            partial: list[str] | None = None, damage: dict | None = None, max_actions: int = 3) -> dict:
     """The one-line verdict: the findings worth changing (cost at or above the bar, `Worth`), by cost,
     at most `max_actions`, skipping those that count time already named (`overlaps`), and their
     combined saving (`combine`: never above the I/O time); or "nothing worth changing", naming the
@@ -240,6 +240,9 @@ def verdict(findings: list[dict], clock: Clock, io_fraction: float | None, *, wo
     note = (f" (partial log: {', '.join(counters)} ran out of Darshan's record memory, so the counters are "
             "lower bounds)") if counters else ""
     note += f" (the {', '.join(traces)} trace is truncated; the counters are complete)" if traces else ""
+    if damage:
+        note += (f" (damaged log: {damage['records']:,} of {damage['of']:,} {damage['module']} records with impossible "
+                 "counters" + (f", e.g. {damage['example']}" if damage.get("example") else "") + ", left out)")
     taken: list[dict] = []
     covered: set[str] = set()
     for f in findings:

@@ -257,7 +257,7 @@ def job_verdict(findings: list[dict], ch: dict, thresholds: Thresholds | None = 
     the named findings' combined saving, never above `perf.io_time_s`."""
     t = thresholds or Thresholds()
     return costs.verdict(findings, job_clock(ch), ch["perf"]["io_fraction_of_runtime"], worth=job_worth(t),
-                         partial=ch["job"].get("partial_modules") or None)
+                         partial=ch["job"].get("partial_modules") or None, damage=ch["job"].get("damage"))
 
 
 @dataclass
@@ -324,6 +324,17 @@ def _time_share(j: Job) -> list[dict]:
     return out
 
 
+def _damaged(j: Job) -> list[dict]:
+    """D01 records with impossible counters (stats/damage.py), already left out of the log the rules read"""
+    d = j.ch["job"].get("damage")
+    if not d:
+        return []
+    return [_f("D01", f"damaged log: {d['records']:,} of {d['of']:,} {d['module']} records hold impossible counters "
+               f"({'; '.join(f'{k}: {v:,}' for k, v in d['relations'].items())}"
+               + (f"; e.g. {d['example']}" if d["example"] else "") + "): they are left out, and no finding rests on them",
+               d, model="informational")]
+
+
 def _stdio(j: Job) -> list[dict]:
     """S01 STDIO share"""
     t, moved = j.t, j.moved
@@ -341,8 +352,12 @@ def _stdio(j: Job) -> list[dict]:
 
 def _no_mpiio(j: Job) -> list[dict]:
     """M01 no MPI-IO in an MPI job"""
-    # DFS/DAOS jobs talk to their object store, which MPI-IO's ROMIO drivers do not improve on
+    # DFS/DAOS jobs (the libraries, or files on a dfuse mount) talk to their object store, which MPI-IO's
+    # ROMIO drivers do not improve on
     daos = any(len(j.log.records.get(m, ())) for m in ("DFS", "DAOS"))
+    posix = j.log.records.get("POSIX")
+    if not daos and posix is not None and len(posix):
+        daos = any("daos" in str(x).lower() for x in assign_mounts(posix.names, j.log.mounts)[1])
     if j.nprocs > 1 and j.log.records.get("MPI-IO") is None and j.moved >= j.t.min_bytes and not daos:
         return [_f("M01", f"an MPI job ({j.nprocs} processes) that moved {format_bytes(j.moved)} without MPI-IO: "
                    "collective buffering and data sieving are not available to it",
@@ -808,7 +823,8 @@ def _lustre_findings(log, t: Thresholds, clock: costs.Clock) -> list[dict]:
         out.append(_f("L01", f"{len(big)} large Lustre file(s) striped over too few OSTs; worst: "
                       f"{w['name'] or 'unnamed'} ({format_bytes(w['size'])}, {format_bytes(w['bytes'])} moved, "
                       f"{format_seconds(w['wall_s'])}) on {w['stripe_count']} OST(s) of ≥ {osts}, {who}. Before "
-                      f"creating it: {fix}" + ("; and write it from several ranks (collective MPI-IO)" if one else ""),
+                      f"creating it: {fix}" + ("; and write it from several ranks (collective MPI-IO)" if one else "")
+                      + _other_files(big, saving, int(np.argmax(saving))),
                       {"files": int(len(big)), "worst_file": w["name"], "size_bytes": float(w["size"]),
                        "bytes": float(w["bytes"]), "stripe_count": int(w["stripe_count"]),
                        "usable_stripe_count": int(w["target"]), "fs_osts": osts, "ranks_moving": int(w["movers"]),
@@ -851,6 +867,17 @@ def _lustre_findings(log, t: Thresholds, clock: costs.Clock) -> list[dict]:
                       cost=clock.wall(float(small["meta_s"].sum()) * (1 - 1 / c_mean)), model="small-files-striping",
                       fix=fix, action=f"put the small files on one stripe: {fix}", overlaps=("F01", "P17")))
     return out
+
+
+def _other_files(big, saving: np.ndarray, worst: int, n: int = 3) -> str:
+    """The other files L01 costs, each with its saving: a second slow file must not hide behind the worst."""
+    rest = [i for i in np.argsort(-saving) if i != worst][:n]
+    if not rest:
+        return ""
+    parts = [f"{big.iloc[i]['name'] or 'unnamed'} ({format_bytes(big.iloc[i]['size'])} on "
+             f"{big.iloc[i]['stripe_count']} OST(s), {format_seconds(big.iloc[i]['wall_s'])}, saves "
+             f"~{format_seconds(saving[i])})" for i in rest]
+    return "; also " + ", ".join(parts)
 
 
 def _setstripe_target(names, mounts: list[tuple[str, str]]) -> str:
@@ -1195,5 +1222,5 @@ POSIX_RULES = (_intensity, _small_requests_rule, _misalignment, _redundant_traff
 
 #: Every rule, in the order its findings are listed before the ranking by cost. A rule is a function
 #: of the job (`Job`) returning findings; rules share no state but what `Job` computes once.
-RULES = (_time_share, _stdio, _no_mpiio, _syncs, _posix_rules, _mpiio_collective, _mpiio_overhead, _read_modify_write,
+RULES = (_time_share, _damaged, _stdio, _no_mpiio, _syncs, _posix_rules, _mpiio_collective, _mpiio_overhead, _read_modify_write,
          _rank_time_imbalance, _rank0, _files_per_process, _lustre)
