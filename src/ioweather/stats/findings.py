@@ -152,7 +152,6 @@ class Thresholds:
     rmw_min_switches: int = 100             # ... or many small reads, with at least this many read/write switches
     syncs_per_write: float = 0.1            # Y01: syncs per write on the synced files ...
     min_syncs: int = 100                    # ... and at least this many syncs
-    collective_share: float = 0.9           # M08: a direction this collective already has collective buffering
 
     @classmethod
     def from_mapping(cls, data, where: str) -> "Thresholds":
