@@ -105,14 +105,21 @@ def inflate_dxt(src: Path, dst: Path, factor: int, module_index: int = 9) -> Non
     at = 40 + 16 * module_index
     off, ln = struct.unpack_from("<QQ", data, at)
     raw = zlib.decompress(bytes(data[off:off + ln]))
-    new = zlib.compress(raw * factor, 1)
+    dst.write_bytes(bytes(_swap_region(data, 40, 16, module_index, zlib.compress(raw * factor, 1))))
+
+
+def _swap_region(data: bytearray, table_at: int, nmods: int, index: int, new: bytes) -> bytearray:
+    """`data` with module region `index` replaced by `new`; the region table (`nmods` (offset, length)
+    pairs at `table_at`) updated, as the regions after it move by the size difference."""
+    at = table_at + 16 * index
+    off, ln = struct.unpack_from("<QQ", data, at)
     out = data[:off] + new + data[off + ln:]
     struct.pack_into("<QQ", out, at, off, len(new))
-    for i in range(16):  # regions after this one move by the size difference
-        o, l = struct.unpack_from("<QQ", out, 40 + 16 * i)
+    for i in range(nmods):
+        o, l = struct.unpack_from("<QQ", out, table_at + 16 * i)
         if l and o > off:
-            struct.pack_into("<QQ", out, 40 + 16 * i, o + len(new) - ln, l)
-    dst.write_bytes(bytes(out))
+            struct.pack_into("<QQ", out, table_at + 16 * i, o + len(new) - ln, l)
+    return out
 
 
 LOGS = all_real_logs() if TESTDATA_LOGS.is_dir() else []
@@ -146,11 +153,4 @@ def damage_counters(src: Path, dst: Path, changes: dict[int, dict[str, int]]) ->
         k, j = where[i]
         for name, value in counters.items():
             struct.pack_into("<q", streams[k], j * size + 16 + 8 * names.index(name), value)
-    new = b"".join(zlib.compress(bytes(r)) for r in streams)
-    out = data[:off] + new + data[off + ln:]
-    struct.pack_into("<QQ", out, at, off, len(new))
-    for m in range(64):  # regions after this one move by the size difference
-        o, l = struct.unpack_from("<QQ", out, 48 + 16 * m)
-        if l and o > off:
-            struct.pack_into("<QQ", out, 48 + 16 * m, o + len(new) - ln, l)
-    Path(dst).write_bytes(bytes(out))
+    Path(dst).write_bytes(bytes(_swap_region(data, 48, 64, 1, b"".join(zlib.compress(bytes(r)) for r in streams))))

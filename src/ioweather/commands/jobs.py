@@ -47,8 +47,9 @@ class _JobCommands(click.Group):
 def register(cli: click.Group) -> None:
     @cli.group("job", cls=_JobCommands)
     def job_group():
-        """One job's I/O characterization and findings from its Darshan LOG ("why was my job slow?");
-        `ioweather job diff BEFORE AFTER`: what changed between two runs."""
+        """One job's I/O characterization and findings from its Darshan LOG ("why was my job slow?").
+
+        `ioweather job diff BEFORE AFTER`: what changed between two runs, costed."""
 
     @job_group.command("diff")
     @click.argument("before")
