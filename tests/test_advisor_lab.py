@@ -12,7 +12,7 @@ import pytest
 
 from darshan_support import DATA_LOGS, TESTDATA_LOGS, damage_counters
 
-from ioweather.services.darshan import job_report
+from ioweather.services.jobs.darshan import job_report
 
 LAB = Path(__file__).parent / "data" / "lab"
 

@@ -65,8 +65,8 @@ def register(cli: click.Group) -> None:
         jobs (a job id or log hash prefix). The I/O-time change (after − before) is set against the
         findings whose cost appeared, vanished or changed, and the counters that moved; with both jobs
         stored and telemetry for their file system, `why`'s system seconds of each (docs/darshan.md)."""
-        # lazy: the job reader forks before numpy (services/darshan_job.py)
-        from ioweather.services.job_diff import job_diff
+        # lazy: the job reader forks before numpy (services/jobs/darshan_child.py)
+        from ioweather.services.jobs.diff import job_diff
         from ioweather.views.job_diff import print_job_diff
 
         d = job_diff(settings, before, after, cores_per_node=cores_per_node, thresholds_file=thresholds_file)

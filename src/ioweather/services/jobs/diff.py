@@ -217,8 +217,8 @@ def _system(settings, paths: tuple[str, str]) -> tuple[SystemShare | None, list[
 def job_diff(settings, before: str, after: str, *, cores_per_node: int | None = None,
              thresholds_file: str | None = None) -> JobDiff:
     """The costed difference between the runs BEFORE and AFTER (log paths or stored job ids)."""
-    # lazy: the reader forks before numpy (services/darshan_job.py)
-    from ioweather.services.darshan_job import job_outputs
+    # lazy: the reader forks before numpy (services/jobs/darshan_child.py)
+    from ioweather.services.jobs.darshan_child import job_outputs
 
     (pb, stored_b), (pa, stored_a) = _resolve(settings, before), _resolve(settings, after)
     rb, _ = job_outputs(pb, cores_per_node=cores_per_node, thresholds_file=thresholds_file)
