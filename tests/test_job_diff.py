@@ -90,3 +90,7 @@ def test_stored_jobs_by_hash_prefix(cli, home):
                          home=home, check=True).stdout)
     assert doc["verdict"].startswith("same code; the system") and doc["system"] is None
     assert doc["notes"] and "no system share" in doc["notes"][0]
+    # a file system named for why that has no telemetry here: still no share, and the reason is why's
+    doc = json.loads(cli("job", "diff", by_path[QUIET.name][:12], by_path[STORM.name][:12], "--json", "--fs", "vm",
+                         home=home, check=True).stdout)
+    assert doc["system"] is None and "no telemetry for vm" in doc["notes"][0]

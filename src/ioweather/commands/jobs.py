@@ -59,8 +59,10 @@ def register(cli: click.Group) -> None:
                   help="Cores per compute node, to count nodes when the logs do not name their hosts.")
     @click.option("--thresholds", "thresholds_file", type=click.Path(dir_okay=False), default=None,
                   help="TOML or JSON file overriding the findings' thresholds.")
+    @click.option("--fs", default=None, metavar="NAME",
+                  help="The runs' file system as stored telemetry names it (as `why --fs`), for the system's share.")
     @click.pass_obj
-    def diff(settings, before, after, as_json, cores_per_node, thresholds_file):
+    def diff(settings, before, after, as_json, cores_per_node, thresholds_file, fs):
         """What changed between two runs of a job, costed: BEFORE and AFTER are Darshan logs or stored
         jobs (a job id or log hash prefix). The I/O-time change (after − before) is set against the
         findings whose cost appeared, vanished or changed, and the counters that moved; with both jobs
@@ -69,7 +71,7 @@ def register(cli: click.Group) -> None:
         from ioweather.services.jobs.diff import job_diff
         from ioweather.views.job_diff import print_job_diff
 
-        d = job_diff(settings, before, after, cores_per_node=cores_per_node, thresholds_file=thresholds_file)
+        d = job_diff(settings, before, after, cores_per_node=cores_per_node, thresholds_file=thresholds_file, fs=fs)
         if as_json:
             print_json(d.to_json())
         else:

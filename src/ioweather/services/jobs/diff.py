@@ -198,14 +198,14 @@ def diff_reports(before: DiffSide, rep_b: dict, after: DiffSide, rep_a: dict,
                    explained_share=share, same_code=same, system=system, verdict=verdict, notes=notes or [])
 
 
-def _system(settings, paths: tuple[str, str]) -> tuple[SystemShare | None, list[str]]:
+def _system(settings, paths: tuple[str, str], fs: str | None) -> tuple[SystemShare | None, list[str]]:
     """Each run's system seconds from `why` (both jobs stored, with telemetry or probes), else None."""
     # lazy: numpy, sqlalchemy via services.why: kept off `ioweather job diff --help` and its usage errors
     from ioweather.services.why import why
 
     got = []
     for p in paths:
-        w = why(settings, p)
+        w = why(settings, p, fs=fs)
         if w.system_model in ("unknown", "") or w.system_model is None:
             why_not = w.logs[0]["evidence"]["system"] if w.logs else w.system_model
             return None, [f"no system share: {p}: {why_not}"]
@@ -215,8 +215,9 @@ def _system(settings, paths: tuple[str, str]) -> tuple[SystemShare | None, list[
 
 
 def job_diff(settings, before: str, after: str, *, cores_per_node: int | None = None,
-             thresholds_file: str | None = None) -> JobDiff:
-    """The costed difference between the runs BEFORE and AFTER (log paths or stored job ids)."""
+             thresholds_file: str | None = None, fs: str | None = None) -> JobDiff:
+    """The costed difference between the runs BEFORE and AFTER (log paths or stored job ids); `fs`: the
+    telemetry dataset of their file system, as `why --fs` takes it (else `why` finds it)."""
     # lazy: the reader forks before numpy (services/jobs/darshan_child.py)
     from ioweather.services.jobs.darshan_child import job_outputs
 
@@ -227,7 +228,7 @@ def job_diff(settings, before: str, after: str, *, cores_per_node: int | None = 
     system, notes = None, []
     if stored_b and stored_a:
         try:
-            system, notes = _system(settings, (pb, pa))
+            system, notes = _system(settings, (pb, pa), fs)
         except UserError as e:
             notes = [f"no system share: {e}"]
         if system is not None:
