@@ -85,6 +85,16 @@ def test_a_clean_file_per_process_job_is_quiet():
         assert f["M01"]["level"] == "INFO"
 
 
+def test_large_mpiio_controls_get_no_mpiio_overhead_action():
+    """IOR, 4 ranks on this machine's one disk, a shared file in 4 MiB collective / 8 MiB independent calls
+    (the lab's controls). Before: M08 "tune the hints" (1.8 s and 1.3 s): the collective open/close
+    waits were counted, and on one local disk the ranks' requests queue, so a collective call waits for
+    all of them: their summed POSIX time is the floor, not the slowest rank's."""
+    for name in ("ior-mpiio-collective-4m", "ior-mpiio-independent-8m"):
+        rep, f = _run(LAB / f"{name}.darshan")
+        assert _actionable(f) == [] and rep["verdict_actions"] == [], (name, rep["verdict"])
+
+
 # -- the expert reading's five weaknesses, on the public logs that showed them
 
 

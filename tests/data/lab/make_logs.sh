@@ -22,6 +22,17 @@ run fsync-4k 2 fsync-4k 8000          # 4 KiB writes, an fsync after each (the b
 run fixed-large 2 fixed-large 8000    # the same bytes in 4 MiB writes and one fsync (its fixed run)
 run coll-sync 2 coll-sync 2500        # 4 KiB collective MPI-IO writes, MPI_File_sync after each
 run clean-fpp 2 clean-fpp 500         # the control: file per process, 4 MiB O_DIRECT writes
+# two MPI-IO controls of the lab's catalogue (issue 39 item 1), with IOR from the same prefix
+ior() {  # NAME IOR-ARGS...
+    name=$1; shift
+    mkdir -p "$scratch/work"
+    mpiexec -n 4 env LD_PRELOAD="$prefix/lib/libdarshan.so" DARSHAN_LOGFILE="$here/$name.darshan" \
+        "$prefix/bin/ior" "$@" -o "$scratch/work/ior.dat"
+    chmod 644 "$here/$name.darshan"
+    rm -rf "$scratch/work"
+}
+ior ior-mpiio-collective-4m -a MPIIO -c -t 4m -b 128m -w -r -e -k      # shared file, collective 4 MiB
+ior ior-mpiio-independent-8m -a MPIIO -t 8m -b 128m -w -r -e -k        # shared file, independent 8 MiB
 # the same clean job alone, then during a fio storm on the same disk (the storm pair)
 run clean-quiet 2 clean-fpp 500
 mkdir -p "$scratch/storm"
