@@ -72,6 +72,8 @@ MODULE_MARKERS: dict[str, tuple[str, ...]] = {
 #: per command stays in the fast tier).
 SLOW_TESTS: dict[str, tuple[str, ...]] = {
     "test_advisor_cli.py": ("test_text_report_shows_the_layer_and_the_combined_column",),
+    "test_advisor_lab.py": ("test_5_no_noise_on_the_public_logs",),
+    "test_job_diff.py": ("test_cli_json_table_and_errors", "test_stored_jobs_by_hash_prefix"),
     "test_argument_ranges.py": ("test_duration_parser_fuzz", "test_size_parser_fuzz", "test_time_parsers_fuzz",),
     "test_baseline_learning.py": (
         "test_check_is_unknown_while_learning_and_a_reference_period_ends_it",

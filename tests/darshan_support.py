@@ -105,15 +105,52 @@ def inflate_dxt(src: Path, dst: Path, factor: int, module_index: int = 9) -> Non
     at = 40 + 16 * module_index
     off, ln = struct.unpack_from("<QQ", data, at)
     raw = zlib.decompress(bytes(data[off:off + ln]))
-    new = zlib.compress(raw * factor, 1)
+    dst.write_bytes(bytes(_swap_region(data, 40, 16, module_index, zlib.compress(raw * factor, 1))))
+
+
+def _swap_region(data: bytearray, table_at: int, nmods: int, index: int, new: bytes) -> bytearray:
+    """`data` with module region `index` replaced by `new`; the region table (`nmods` (offset, length)
+    pairs at `table_at`) updated, as the regions after it move by the size difference."""
+    at = table_at + 16 * index
+    off, ln = struct.unpack_from("<QQ", data, at)
     out = data[:off] + new + data[off + ln:]
     struct.pack_into("<QQ", out, at, off, len(new))
-    for i in range(16):  # regions after this one move by the size difference
-        o, l = struct.unpack_from("<QQ", out, 40 + 16 * i)
+    for i in range(nmods):
+        o, l = struct.unpack_from("<QQ", out, table_at + 16 * i)
         if l and o > off:
-            struct.pack_into("<QQ", out, 40 + 16 * i, o + len(new) - ln, l)
-    dst.write_bytes(bytes(out))
+            struct.pack_into("<QQ", out, table_at + 16 * i, o + len(new) - ln, l)
+    return out
 
 
 LOGS = all_real_logs() if TESTDATA_LOGS.is_dir() else []
 LOG_IDS = [f"{p.parent.name}/{p.name[:50]}" for p in LOGS]
+
+
+def damage_counters(src: Path, dst: Path, changes: dict[int, dict[str, int]]) -> None:
+    """Copy a (format 3.41, little-endian) log with some POSIX counters overwritten: {record index: {name: value}}.
+
+    The POSIX region (module 1) is one zlib stream of records: id and rank (16 bytes), the int64 counters
+    and the float64 fcounters in PyDarshan's order. A real log damaged in place, as a flipped block or a
+    buggy writer leaves it: only the numbers change, the layout stays valid.
+    """
+    import darshan.backend.cffi_backend as backend
+
+    data = bytearray(Path(src).read_bytes())
+    assert data[:8].split(b"\0")[0].decode() >= "3.41", "format 3.41 logs only"
+    names = backend.counter_names("POSIX")
+    size = 16 + 8 * len(names) + 8 * len(backend.fcounter_names("POSIX"))
+    at = 48 + 16 * 1
+    off, ln = struct.unpack_from("<QQ", data, at)
+    # one zlib stream per writer (rank) in a row: each is re-compressed on its own
+    streams, rest = [], bytes(data[off:off + ln])
+    while rest:
+        d = zlib.decompressobj()
+        streams.append(bytearray(d.decompress(rest)))
+        rest = d.unused_data
+    assert all(len(r) % size == 0 for r in streams), "whole POSIX records in every stream"
+    where = [(k, j) for k, r in enumerate(streams) for j in range(len(r) // size)]
+    for i, counters in changes.items():
+        k, j = where[i]
+        for name, value in counters.items():
+            struct.pack_into("<q", streams[k], j * size + 16 + 8 * names.index(name), value)
+    Path(dst).write_bytes(bytes(_swap_region(data, 48, 64, 1, b"".join(zlib.compress(bytes(r)) for r in streams))))

@@ -21,7 +21,8 @@ def _attach(findings, clock, worth=None):
     return costs.attach(findings, clock, worth or Worth())
 
 
-CLOCK = Clock(io_time_s=100.0, cumulative_s=400.0, runtime_s=1000.0, nprocs=4)
+#: the bar: 5 % of a 200 s run = 10 s
+CLOCK = Clock(io_time_s=100.0, cumulative_s=400.0, runtime_s=200.0, nprocs=4)
 
 
 def test_savings_compound_each_on_what_the_previous_leaves():
@@ -61,7 +62,7 @@ def test_every_high_has_a_cost():
 
 
 def test_below_the_bar_is_info_and_within_the_band_warn():
-    # bar: 1 % of a 1000 s run = 10 s
+    # bar: 5 % of a 200 s run = 10 s
     f = {x["code"]: x for x in _attach([_f("A", 12.0), _f("B", 6.0), _f("C", 4.0)], CLOCK)}
     assert (f["A"]["level"], f["B"]["level"], f["C"]["level"]) == ("HIGH", "WARN", "INFO")
     assert f["B"]["worth"] == pytest.approx(0.6)
@@ -76,21 +77,27 @@ def test_core_hours_make_a_small_share_of_a_wide_job_worth_changing():
     assert f[0]["level"] == "HIGH"
     v = costs.verdict(f, wide, 750.0 / 37517.0, worth=Worth())
     assert v["actions"] == ["M08"] and f"{208.0 * 65536 / 3600:,.0f} core-hours" in v["text"]
-    # the same seconds in a 4-process job are 0.2 core-hours: under the bar (within its band)
+    # the same seconds in a 4-process job are 0.2 core-hours and 0.55 % of its run: far under the bar
+    # (5 % of the run), below its band
     narrow = Clock(io_time_s=750.0, cumulative_s=3000.0, runtime_s=37517.0, nprocs=4)
     g = _attach([_f("M08", 208.0, model="mpiio-overhead")], narrow)
-    assert g[0]["level"] == "WARN" and costs.verdict(g, narrow, 0.02, worth=Worth())["actions"] == []
+    assert g[0]["level"] == "INFO" and costs.verdict(g, narrow, 0.02, worth=Worth())["actions"] == []
 
 
-@pytest.mark.parametrize("io_fraction", [0.047, 0.054])
+@pytest.mark.parametrize("io_fraction", [0.047, 0.054, 0.077])
 def test_no_cliff_at_the_io_share_two_workers_of_one_job_get_one_verdict(io_fraction):
-    """Two workers of one training job, 4.7 % and 5.4 % of their runs in I/O, the same finding at 60 %
-    of it: the same action (the old rule said "nothing worth changing" under 5 %)."""
+    """Workers of one training job, 4.7 % to 7.7 % of their runs in I/O, the same finding at 60 % of it:
+    one verdict, and no action, as the saving (2.8 % to 4.6 % of the run) is under the bar of 5 % of the
+    run (issue 39: an action there was noise); the closest finding is still named."""
     runtime = 135.0
     clock = Clock(io_time_s=io_fraction * runtime, cumulative_s=io_fraction * runtime, runtime_s=runtime)
     f = _attach([_f("P09", 0.6 * clock.io_time_s, level="WARN", model="redundant-bytes")], clock)
     v = costs.verdict(f, clock, io_fraction, worth=Worth())
-    assert v["actions"] == ["P09"]
+    assert v["actions"] == [] and "closest: fix P09" in v["text"]
+    # a saving of a tenth of the run is worth it whatever the I/O share: the bar follows the saving
+    clock = Clock(io_time_s=0.2 * runtime, cumulative_s=0.2 * runtime, runtime_s=runtime)
+    big = _attach([_f("P09", 0.1 * runtime, level="WARN", model="redundant-bytes")], clock)
+    assert costs.verdict(big, clock, 0.2, worth=Worth())["actions"] == ["P09"]
 
 
 def test_worth_is_continuous_in_the_cost():

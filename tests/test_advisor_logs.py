@@ -63,9 +63,11 @@ DLIO = sorted(DATA_LOGS.glob("dlio_logs/snyder_python3_id3116902-211*.darshan"))
 
 @pytest.mark.skipif(len(DLIO) < 2, reason="DLIO logs absent")
 def test_workers_of_one_training_job_get_one_verdict():
-    """Workers of one DLIO training job: the ones that re-read their data get the same action, whatever
-    side of the old 5 % line their I/O share falls on."""
+    """Workers of one DLIO training job (4.7 % and 4.8 % of their runs in I/O) that re-read their data get
+    one verdict: no action, as re-reading saves under 5 % of their runs (issue 39: an action there was
+    noise), with the re-reading named as the closest finding."""
     reps = [job_report(str(p))[0] for p in DLIO]
     rereading = [r for r in reps if any(f["code"] == "P09" and f["level"] != "INFO" for f in r["findings"])]
     assert len(rereading) >= 2
-    assert {tuple(r["verdict_actions"]) for r in rereading} == {("P09",)}
+    assert {tuple(r["verdict_actions"]) for r in rereading} == {()}
+    assert all("closest: avoid the" in r["verdict"] for r in rereading)

@@ -156,7 +156,10 @@ def test_quiet_file_system_says_the_code(ingested, tmp_path):
     assert w["fs"] == "theta-fs0" and w["system_model"] == "coverage_factor"
     assert w["system_s"] == pytest.approx(0.0, abs=1e-3 * w["io_time_s"])
     assert w["events"] == []
-    assert w["verdict"].startswith("Mostly your code")
+    # the code's share is the advisor's verdict saving: 47 % of imbalanced-io's I/O time since issue 39
+    # (its slow text log is costed at the 113 s it takes, P08 is under the bar of 5 % of the run), so
+    # "mostly" may go either way; what a quiet file system must give is the code named and the system ~0
+    assert w["verdict"].startswith(("Mostly your code", "Mostly unexplained")) and "is your code" in w["verdict"]
     assert "the system cost ~0" in w["verdict"]
 
 

@@ -34,8 +34,50 @@ def _ingest_report(counts: dict, as_json: bool) -> None:
         click.echo(f"{counts['symlinks_skipped']} symlinks skipped (--follow-symlinks to read them)", err=True)
 
 
+class _JobCommands(click.Group):
+    """`ioweather job LOG` reads one log, `ioweather job diff BEFORE AFTER` compares two runs: anything but
+    a subcommand's name is the log of the first form."""
+
+    def parse_args(self, ctx, args):
+        if not args or args[0] not in self.commands:
+            args = ["log", *args]
+        return super().parse_args(ctx, args)
+
+
 def register(cli: click.Group) -> None:
-    @cli.command("job")
+    @cli.group("job", cls=_JobCommands)
+    def job_group():
+        """One job's I/O characterization and findings from its Darshan LOG ("why was my job slow?").
+
+        `ioweather job diff BEFORE AFTER`: what changed between two runs, costed."""
+
+    @job_group.command("diff")
+    @click.argument("before")
+    @click.argument("after")
+    @json_option
+    @click.option("--cores-per-node", type=click.IntRange(min=1), default=None,
+                  help="Cores per compute node, to count nodes when the logs do not name their hosts.")
+    @click.option("--thresholds", "thresholds_file", type=click.Path(dir_okay=False), default=None,
+                  help="TOML or JSON file overriding the findings' thresholds.")
+    @click.option("--fs", default=None, metavar="NAME",
+                  help="The runs' file system as stored telemetry names it (as `why --fs`), for the system's share.")
+    @click.pass_obj
+    def diff(settings, before, after, as_json, cores_per_node, thresholds_file, fs):
+        """What changed between two runs of a job, costed: BEFORE and AFTER are Darshan logs or stored
+        jobs (a job id or log hash prefix). The I/O-time change (after − before) is set against the
+        findings whose cost appeared, vanished or changed, and the counters that moved; with both jobs
+        stored and telemetry for their file system, `why`'s system seconds of each (docs/darshan.md)."""
+        # lazy: the job reader forks before numpy (services/jobs/darshan_child.py)
+        from ioweather.services.jobs.diff import job_diff
+        from ioweather.views.job_diff import print_job_diff
+
+        d = job_diff(settings, before, after, cores_per_node=cores_per_node, thresholds_file=thresholds_file, fs=fs)
+        if as_json:
+            print_json(d.to_json())
+        else:
+            print_job_diff(d)
+
+    @job_group.command("log", hidden=True)
     @click.argument("log", type=click.Path(dir_okay=False))
     @json_option
     @click.option("--html", "html_out", metavar="OUT", default=None, help="Write a self-contained HTML report to OUT.")

@@ -70,7 +70,7 @@ class Worth:
     """
 
     min_cost_s: float = 1.0
-    min_runtime_share: float = 0.01
+    min_runtime_share: float = 0.05
     min_core_hours: float = 100.0
     band: float = 0.5
 
@@ -232,14 +232,21 @@ def combine(findings: list[dict], io_time_s: float) -> float:
 
 
 def verdict(findings: list[dict], clock: Clock, io_fraction: float | None, *, worth: Worth,
-            partial: list[str] | None = None, max_actions: int = 3) -> dict:
+            partial: list[str] | None = None, damage: dict | None = None, max_actions: int = 3) -> dict:
     """The one-line verdict: the findings worth changing (cost at or above the bar, `Worth`), by cost,
     at most `max_actions`, skipping those that count time already named (`overlaps`), and their
     combined saving (`combine`: never above the I/O time); or "nothing worth changing", naming the
     closest finding when one is within the band below the bar. Findings come from `attach`."""
     share = "-" if io_fraction is None else f"{100 * io_fraction:.1f} %"
-    note = (f" (partial log: {', '.join(partial)} ran out of Darshan's record memory, so the counters are "
-            "lower bounds)") if partial else ""
+    # a truncated DXT trace leaves the counters whole: only the timeline is short
+    counters = [m for m in partial or () if not m.startswith("DXT")]
+    traces = [m for m in partial or () if m.startswith("DXT")]
+    note = (f" (partial log: {', '.join(counters)} ran out of Darshan's record memory, so the counters are "
+            "lower bounds)") if counters else ""
+    note += f" (the {', '.join(traces)} trace is truncated; the counters are complete)" if traces else ""
+    if damage:
+        note += (f" (damaged log: {damage['records']:,} of {damage['of']:,} {damage['module']} records with impossible "
+                 "counters" + (f", e.g. {damage['example']}" if damage.get("example") else "") + ", left out)")
     taken: list[dict] = []
     covered: set[str] = set()
     for f in findings:

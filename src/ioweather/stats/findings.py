@@ -49,7 +49,7 @@ FINDINGS = {
     "T00": ("INFO", "the job moved no data through POSIX or STDIO"),
     "T01": ("OK", "I/O is a small share of the run time: no action needed"),
     "S01": ("HIGH", "more than 10 % of the bytes through STDIO (fopen/fwrite)"),
-    "M01": ("WARN", "an MPI job that does not use MPI-IO"),
+    "M01": ("INFO", "an MPI job that does not use MPI-IO (a design note: not costed, not an action)"),
     "P01": ("INFO", "write-operation intensive"),
     "P02": ("INFO", "read-operation intensive"),
     "P03": ("INFO", "write-volume intensive"),
@@ -75,8 +75,8 @@ FINDINGS = {
     "M03": ("HIGH", "many independent MPI-IO writes and no collective ones"),
     "M04": ("OK", "collective MPI-IO reads used"),
     "M05": ("OK", "collective MPI-IO writes used"),
-    "M06": ("WARN", "no non-blocking MPI-IO reads"),
-    "M07": ("WARN", "no non-blocking MPI-IO writes"),
+    "M06": ("INFO", "no non-blocking MPI-IO reads (not costed: the compute phases are unknown)"),
+    "M07": ("INFO", "no non-blocking MPI-IO writes (not costed: the compute phases are unknown)"),
     "R01": ("WARN", "all data moved by rank 0 of an MPI job"),
     "F01": ("WARN", "more than 10 files per process"),
     "L01": ("HIGH", "a large Lustre file striped over far fewer OSTs than it could use"),
@@ -87,6 +87,9 @@ FINDINGS = {
     "M10": ("HIGH", "shared-file MPI-IO on NFS"),
     "B01": ("HIGH", "a slow rank with balanced bytes: it waited on a slow target, not on more work"),
     "B02": ("HIGH", "a slow rank that moved more bytes than the others: unbalanced work"),
+    "B03": ("HIGH", "a slow rank whose extra time is a small file written slowly (a log), not its share of the data"),
+    "Y01": ("HIGH", "a sync (fsync, fdatasync, MPI_File_sync) after most writes"),
+    "D01": ("INFO", "impossible counters: the log is damaged, and no finding rests on the damaged records"),
 }
 
 
@@ -136,12 +139,14 @@ class Thresholds:
     lustre_small_file_bytes: int = 1 * MiB  # L03: files smaller than this ...
     lustre_small_files: int = 100           # L03: ... at least this many of them with stripe count > 1
     verdict_min_cost_s: float = 1.0         # the verdict names findings costing at least this ...
-    verdict_min_runtime_share: float = 0.01     # ... and this share of the run time ...
+    verdict_min_runtime_share: float = 0.05     # ... and this share of the run time (T01's 5 %) ...
     verdict_min_core_hours: float = 100.0   # ... or this many core-hours (seconds × processes)
     verdict_band: float = 0.5               # a finding within this factor under the bar is WARN, further down INFO
     mpiio_overhead_share: float = 0.25      # M08/M10: MPI-IO time above POSIX time, share of the MPI-IO time
     rmw_bytes_ratio: float = 2.0            # M09: POSIX bytes at least this many times the MPI-IO bytes ...
     rmw_min_switches: int = 100             # ... or many small reads, with at least this many read/write switches
+    syncs_per_write: float = 0.1            # Y01: syncs per write on the synced files ...
+    min_syncs: int = 100                    # ... and at least this many syncs
 
     @classmethod
     def from_mapping(cls, data, where: str) -> "Thresholds":
@@ -246,7 +251,7 @@ def job_verdict(findings: list[dict], ch: dict, thresholds: Thresholds | None = 
     the named findings' combined saving, never above `perf.io_time_s`."""
     t = thresholds or Thresholds()
     return costs.verdict(findings, job_clock(ch), ch["perf"]["io_fraction_of_runtime"], worth=job_worth(t),
-                         partial=ch["job"].get("partial_modules") or None)
+                         partial=ch["job"].get("partial_modules") or None, damage=ch["job"].get("damage"))
 
 
 @dataclass
@@ -313,6 +318,17 @@ def _time_share(j: Job) -> list[dict]:
     return out
 
 
+def _damaged(j: Job) -> list[dict]:
+    """D01 records with impossible counters (stats/damage.py), already left out of the log the rules read"""
+    d = j.ch["job"].get("damage")
+    if not d:
+        return []
+    return [_f("D01", f"damaged log: {d['records']:,} of {d['of']:,} {d['module']} records hold impossible counters "
+               f"({'; '.join(f'{k}: {v:,}' for k, v in d['relations'].items())}"
+               + (f"; e.g. {d['example']}" if d["example"] else "") + "): they are left out, and no finding rests on them",
+               d, model="informational")]
+
+
 def _stdio(j: Job) -> list[dict]:
     """S01 STDIO share"""
     t, moved = j.t, j.moved
@@ -330,11 +346,60 @@ def _stdio(j: Job) -> list[dict]:
 
 def _no_mpiio(j: Job) -> list[dict]:
     """M01 no MPI-IO in an MPI job"""
-    if j.nprocs > 1 and j.log.records.get("MPI-IO") is None and j.moved >= j.t.min_bytes:
+    # DFS/DAOS jobs (the libraries, or files on a dfuse mount) talk to their object store, which MPI-IO's
+    # ROMIO drivers do not improve on
+    daos = any(len(j.log.records.get(m, ())) for m in ("DFS", "DAOS"))
+    posix = j.log.records.get("POSIX")
+    if not daos and posix is not None and len(posix):
+        daos = any("daos" in str(x).lower() for x in assign_mounts(posix.names, j.log.mounts)[1])
+    if j.nprocs > 1 and j.log.records.get("MPI-IO") is None and j.moved >= j.t.min_bytes and not daos:
         return [_f("M01", f"an MPI job ({j.nprocs} processes) that moved {format_bytes(j.moved)} without MPI-IO: "
                    "collective buffering and data sieving are not available to it",
                    {"nprocs": j.nprocs, "bytes": j.moved}, {"min_bytes": j.t.min_bytes}, model="design note")]
     return []
+
+
+def _syncs(j: Job) -> list[dict]:
+    """Y01 a sync after most writes: Darshan counts fsync/fdatasync in POSIX_FSYNCS/FDSYNCS and their
+    time in POSIX_F_WRITE_TIME; the writes may be POSIX's or STDIO's to the same file (fflush + fsync)"""
+    posix, t = j.log.records.get("POSIX"), j.t
+    if posix is None or not len(posix):
+        return []
+    c = cols(posix)
+    syncs = zero_missing(c, "POSIX_FSYNCS") + zero_missing(c, "POSIX_FDSYNCS")
+    sel = syncs > 0
+    n_sync = float(syncs.sum())
+    if n_sync < t.min_syncs:
+        return []
+    writes = float(zero_missing(c, "POSIX_WRITES")[sel].sum())
+    stdio = j.log.records.get("STDIO")
+    if stdio is not None and len(stdio):
+        sc = cols(stdio)
+        writes += float(zero_missing(sc, "STDIO_WRITES")[np.isin(sc["id"], c["id"][sel])].sum())
+    if writes <= 0 or n_sync / writes < t.syncs_per_write:
+        return []
+    # each sync waits for what the writes before it left in the page cache; one per file at the end
+    # would wait once for all of it: the time of the synced records but one sync's share is the saving
+    t_w = zero_missing(c, "POSIX_F_WRITE_TIME")[sel]
+    cost = j.clock.wall(float((t_w * (1 - 1 / syncs[sel])).sum()))
+    mpi_syncs = 0
+    mpiio = j.log.records.get("MPI-IO")
+    if mpiio is not None and len(mpiio):
+        # MPI_File_sync's own time lands in MPIIO_F_WRITE_TIME with the writes': only the fsyncs it
+        # makes below (POSIX) are costed here, a lower bound
+        mpi_syncs = int(zero_missing(cols(mpiio), "MPIIO_SYNCS").sum())
+    how = f" ({mpi_syncs:,} MPI_File_sync calls)" if mpi_syncs else ""
+    return [_f("Y01", f"{int(n_sync):,} syncs{how} on {int(len(np.unique(c['id'][sel])))} file(s) for {int(writes):,} "
+               f"writes ({n_sync / writes:.2f} per write), {format_seconds(float(t_w.sum()))} of write and sync time "
+               "summed over ranks: each sync waits for the device; sync once per file at the end, or per checkpoint",
+               {"syncs": int(n_sync), "writes": int(writes), "syncs_per_write": n_sync / writes,
+                "mpiio_syncs": mpi_syncs, "sync_files_write_time_s": float(t_w.sum())},
+               {"syncs_per_write": t.syncs_per_write, "min_syncs": t.min_syncs},
+               cost=cost, model="sync-per-write",
+               action=f"drop the sync after each write ({int(n_sync):,} " + ("MPI_File_sync/fsync" if mpi_syncs else
+                                                                             "fsync") + " calls): sync once at the end",
+               # the small writes' time is mostly the syncs after them; MPI-IO's time above POSIX waits in them too
+               overlaps=("P06", "P16", "M03", "M08"))]
 
 
 def _posix_rules(j: Job) -> list[dict]:
@@ -384,12 +449,16 @@ def _rank0(j: Job) -> list[dict]:
     if nprocs > 1 and moved >= t.min_bytes and pr_bytes is not None:
         shared_bytes = ch["sharing"]["shared_bytes"]
         if shared_bytes == 0 and pr_bytes.sum() > 0 and pr_bytes[0] == pr_bytes.sum():
-            k = ch["job"]["nnodes"] or 1
-            return [_f("R01", f"all I/O ({format_bytes(moved)}) is done by rank 0 of {nprocs} processes: "
-                       "the other ranks wait, and bandwidth is bounded by one node",
-                       {"rank0_bytes": int(pr_bytes[0]), "nprocs": nprocs, "nnodes": ch["job"]["nnodes"]},
+            # the node count unknown (no host names in the log), the processes bound the spread: an upper bound
+            k = ch["job"]["nnodes"] or nprocs
+            unit = "nodes" if ch["job"]["nnodes"] else "processes"
+            return [_f("R01", f"all I/O ({format_bytes(moved)}, {format_seconds(j.clock.io_time_s)}) is done by "
+                       f"rank 0 of {nprocs} processes: the other ranks wait, and bandwidth is bounded by one "
+                       "process on one node",
+                       {"rank0_bytes": int(pr_bytes[0]), "nprocs": nprocs, "nnodes": ch["job"]["nnodes"],
+                        "spread_over": int(k), "spread_unit": unit},
                        {"min_bytes": t.min_bytes}, cost=j.clock.io_time_s * (1 - 1 / k), model="rank0-over-nodes",
-                       action=f"spread the I/O over the job's {k} nodes")]
+                       action=f"spread the I/O of rank 0 over the job's {k} {unit} (each writes its part)")]
     return []
 
 
@@ -435,6 +504,9 @@ def _lustre(j: Job) -> list[dict]:
 # ---------------------------------------------------------------------------
 # MPI-IO: overhead above the file system, read-modify-write, NFS (docs/darshan.md)
 
+#: File systems on one local device: the ranks' requests queue on it (M08's floor is their summed time).
+LOCAL_FS = ("ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "zfs", "rootfs")
+
 #: MPI-IO requests at least this large (mean per call) gain nothing from collective buffering.
 LARGE_MPIIO_REQUEST = 4 * MiB
 
@@ -471,8 +543,21 @@ def _mpiio_files(j: Job) -> dict | None:
         t_p, _, _ = slowest_path(rows["rank"][p], rows["time"][p], rows["shared"][p], j.nprocs)
         sc, mr = subset(c, sel), subset(rows_m, sel)
         ranks = effective_ranks(sc["rank"], j.nprocs)
+        # MPI_File_open/close/set_view/sync are collective: their time is the ranks waiting for each
+        # other, which no hint changes; only the data calls' share of the MPI-IO path is compared
+        m_cum = float(mr["read_time"].sum() + mr["write_time"].sum() + mr["meta_time"].sum())
+        data_share = float(mr["read_time"].sum() + mr["write_time"].sum()) / m_cum if m_cum > 0 else 1.0
+        # on a local disk (one device) the ranks' POSIX requests queue on it: a collective call waits for
+        # all of them, so the ranks' summed POSIX time is the floor, not the slowest rank's
+        pc = subset(cols(j.log.records["POSIX"]), np.isin(cols(j.log.records["POSIX"])["id"], keys)) \
+            if len(j.log.records.get("POSIX", ())) else None
+        p_rw = float(zero_missing(pc, "POSIX_F_READ_TIME").sum() + zero_missing(pc, "POSIX_F_WRITE_TIME").sum()) \
+            if pc is not None else 0.0
+        local = bool(len(fstype[sel])) and all(str(x).lower() in LOCAL_FS for x in fstype[sel])
+        floor = max(t_p, p_rw) if local else t_p
         out[group] = {
-            "keys": keys, "mpiio_time_s": t_m, "posix_time_s": t_p, "overhead_s": max(t_m - t_p, 0.0),
+            "keys": keys, "mpiio_time_s": t_m, "posix_time_s": t_p, "overhead_s": max(t_m * data_share - floor, 0.0),
+            "data_share": data_share, "local_disk": local, "posix_floor_s": floor,
             "bytes": float(mr["bytes_read"].sum() + mr["bytes_written"].sum()),
             "coll_writes": float(zero_missing(sc, "MPIIO_COLL_WRITES").sum()),
             "coll_reads": float(zero_missing(sc, "MPIIO_COLL_READS").sum()),
@@ -518,41 +603,52 @@ def _mpiio_overhead(j: Job) -> list[dict]:
             and g["bytes"] >= t.min_bytes:
         stripes = _stripe_count(j.log, g["keys"])
         aggregators = stripes if stripes and stripes > 1 else j.ch["job"]["nnodes"]
-        hints, why = {}, []
+        # Only what the hints change is advised. ROMIO already gives collective calls collective buffering
+        # with one aggregator per OST (Lustre driver) or per node and a 16 MiB buffer: naming those values
+        # again recovers nothing. What a hint can change: turning buffering off where requests are large.
+        hints, why, layout = {}, [], []
         for word, key in (("write", "writes"), ("read", "reads")):
             n, b = g[key], g[f"{word}_bytes"]
             if n <= 0 or b <= 0:
                 continue
-            # large requests per rank gain nothing from two-phase I/O but a copy and an exchange;
-            # small or scattered ones need it (aggregators turn them into large contiguous requests)
-            large = b / n >= LARGE_MPIIO_REQUEST
-            hints[f"romio_cb_{word}"] = "disable" if large else "enable"
-            why.append(f"{word}s average {format_bytes(b / n)}: " + ("collective buffering only adds a copy and an "
-                                                                      "exchange, turn it off" if large else
-                                                                      "keep collective buffering on and tune it"))
-        if "enable" in hints.values():
-            if aggregators:
-                hints["cb_nodes"] = aggregators
-            hints["cb_buffer_size"] = 16 * MiB
+            coll = g[f"coll_{key}"] / n
+            if b / n >= LARGE_MPIIO_REQUEST:
+                hints[f"romio_cb_{word}"] = "disable"
+                why.append(f"{word}s average {format_bytes(b / n)}: collective buffering only adds a copy and an "
+                           "exchange, turn it off")
+            else:
+                layout.append(f"{word}s average {format_bytes(b / n)}, {100 * coll:.0f} % collective")
         ev = {"mpiio_time_s": g["mpiio_time_s"], "posix_time_s": g["posix_time_s"], "overhead_s": g["overhead_s"],
+              "data_call_share": g["data_share"], "local_disk": g["local_disk"], "posix_floor_s": g["posix_floor_s"],
               "ratio": g["mpiio_time_s"] / g["posix_time_s"] if g["posix_time_s"] > 0 else None,
               "collective_ops": int(g["coll_writes"] + g["coll_reads"]), "mpiio_bytes": g["bytes"],
-              "lustre_stripe_count": stripes}
-        why = "; ".join(why) + (f" (cb_nodes={aggregators}: one aggregator per " + ("OST" if stripes and stripes > 1
-                                                                                     else "node") + ")"
-                                if "cb_nodes" in hints else "")
-        if stripes == 1:
-            why += ("; the files are on one OST, so there is one aggregator (their number follows the stripe "
-                    "count): stripe them wider first")
+              "lustre_stripe_count": stripes, "aggregators": aggregators}
+        one_ost = stripes == 1
+        if layout:
+            why.append("; ".join(layout) + ": collective buffering is already on"
+                       + (f" with {aggregators} aggregators (one per " + ("OST" if stripes and stripes > 1 else "node")
+                          + ")" if aggregators else "") + ", so no hint recovers this time; it is the exchange of "
+                       "small, scattered pieces: lay the file out so that each rank's part is contiguous and "
+                       "stripe-aligned, and make fewer, larger collective calls")
+        if one_ost:
+            why.append("the files are on one OST, so there is one aggregator (their number follows the stripe "
+                       "count): stripe them wider first")
+        levers = (["stripe the files wider (one OST means one aggregator)"] if one_ost else []) \
+            + (["turn collective buffering off (" + ", ".join(f"{k}={v}" for k, v in hints.items()) + ")"] if hints
+               else []) \
+            + (["lay the file out contiguously per rank and make fewer, larger collective calls"] if layout else [])
         out.append(_f("M08", f"MPI-IO takes {format_seconds(g['mpiio_time_s'])} on the slowest path against "
                       f"{format_seconds(g['posix_time_s'])} of POSIX time for the same files: "
-                      f"{format_seconds(g['overhead_s'])} is spent in MPI-IO above the file system (aggregation, "
+                      f"{format_seconds(g['overhead_s'])} of its data calls is spent in MPI-IO above the file system"
+                      + (" (the summed POSIX time of the ranks, which queue on one local disk, is the floor)"
+                         if g["local_disk"] and g["posix_floor_s"] > g["posix_time_s"] else "") + " (aggregation, "
                       f"data exchange, locking, and waiting in collective calls for the slowest rank: fix an "
-                      f"imbalance first); {why}", ev,
+                      f"imbalance first); " + "; ".join(why), ev,
                       {"mpiio_overhead_share": t.mpiio_overhead_share, "min_bytes": t.min_bytes},
-                      cost=g["overhead_s"], model="mpiio-overhead", fix=_romio_fix(hints),
-                      action=("stripe the files wider (one OST means one aggregator) and " if stripes == 1 else "")
-                      + "tune the MPI-IO hints (" + ", ".join(f"{k}={v}" for k, v in hints.items()) + ")"))
+                      cost=g["overhead_s"], model="mpiio-overhead", fix=_romio_fix(hints) if hints else None,
+                      action=" and ".join(levers),
+                      # on a one-OST file the lever is the stripe count, which L01 and the stragglers' advice name too
+                      overlaps=("L01", "P18", "P19") if one_ost else ()))
     g = groups.get("nfs")
     if g and g["shared"] and g["bytes"] >= t.min_bytes:
         out.append(_f("M10", f"shared-file MPI-IO on NFS ({format_bytes(g['bytes'])}, e.g. {g['name'] or 'unnamed'}): "
@@ -631,7 +727,8 @@ def _rank_time_imbalance(j: Job) -> list[dict]:
     t, nprocs = j.t, j.nprocs
     if nprocs < 2:
         return []
-    pr = per_rank(fs_records(j.log), nprocs)
+    fs = fs_records(j.log)
+    pr = per_rank(fs, nprocs)
     tm, by = pr["time"].to_numpy(), pr["bytes"].to_numpy()
     active = (tm > 0) | (by > 0)
     if active.sum() < 2 or by.sum() < t.min_bytes:
@@ -647,18 +744,46 @@ def _rank_time_imbalance(j: Job) -> list[dict]:
     thr = {"stragglers": t.stragglers, "imbalance_size": t.imbalance_size, "min_bytes": t.min_bytes}
     # the slowest rank's own path is on the clock already: its excess over the mean rank is the wait
     cost = excess
-    overlaps = ("P18", "P19", "P21", "P22", "B01", "B02")
+    overlaps = ("P18", "P19", "P21", "P22", "B01", "B02", "B03")
+    mine = effective_ranks(fs["rank"], nprocs) == slow
+    rec_t = (fs["read_time"] + fs["write_time"] + fs["meta_time"])[mine]
+    if rec_t.size:
+        k = int(np.argmax(rec_t))
+        rec_b = float((fs["bytes_read"] + fs["bytes_written"])[mine][k])
+        # most of the excess on one file holding a sliver of the rank's bytes: a log or a progress file
+        # written slowly (a flush or sync per line), not the rank's share of the data
+        if rec_t[k] >= 0.5 * excess and rec_b <= 0.01 * by[slow] and rec_b < t.min_bytes:
+            name = fs["name"][mine][k] or "unnamed"
+            n_ops = int((fs["reads"] + fs["writes"])[mine][k])
+            per_op = f", {format_seconds(rec_t[k] / n_ops)} per request" if n_ops else ""
+            return [_f("B03", f"rank {slow} spent {format_seconds(tm[slow])} in I/O against a mean of "
+                       f"{format_seconds(mean_t)}, and {format_seconds(rec_t[k])} of it on one small file, {name} "
+                       f"({fs['module'][mine][k]}, {format_bytes(rec_b)} in {n_ops:,} requests{per_op}): the excess is "
+                       "this file written slowly (a log: a flush or sync per line, on a shared file system), not the "
+                       "rank's share of the data; buffer it and write it less often, or to node-local storage",
+                       {**ev, "file": name, "file_time_s": float(rec_t[k]), "file_bytes": rec_b, "file_requests": n_ops},
+                       thr, cost=min(float(rec_t[k]), excess), model="straggler",
+                       action=f"buffer rank {slow}'s small file {name} ({format_seconds(rec_t[k])} for "
+                       f"{format_bytes(rec_b)}) and write it less often",
+                       overlaps=tuple(c for c in overlaps if c != "B03"))]
     if byte_excess <= t.imbalance_size:
         osts = _rank_osts(j.log, slow)
-        where = f" Its files sit on OST(s) {osts}: check them (lfs check osts, the server weather during the run)" \
-            if osts else " Check the OSTs of its files (lfs getstripe) and the server weather during the run"
+        _, fstype = assign_mounts(fs["name"][mine], j.log.mounts)
+        lustre = osts or any(str(x).lower().startswith("lustre") for x in fstype)
+        kinds = sorted({str(x) for x in fstype if x}) or ["an unknown file system"]
+        where = (f" Its files sit on OST(s) {osts}: check them (lfs check osts, the server weather during the run)"
+                 if osts else " Check the OSTs of its files (lfs getstripe) and the server weather during the run"
+                 if lustre else f" Its files are on {', '.join(kinds)}: check that server's load (the weather) "
+                 "during the run")
+        cure = ("; restripe its files over more OSTs or avoid the slow one(s) (lfs setstripe -o / a pool), rather "
+                "than rebalancing ranks" if lustre else "; rebalancing the ranks would not help")
         return [_f("B01", f"rank {slow} spent {format_seconds(tm[slow])} in I/O against a mean of "
                    f"{format_seconds(mean_t)}, but moved {format_bytes(by[slow])} against a mean of "
                    f"{format_bytes(mean_b)}: the bytes are balanced, so it waited on a slow target or contention, "
-                   f"not on more work.{where}; restripe its files over more OSTs or avoid the slow one(s) "
-                   "(lfs setstripe -o / a pool), rather than rebalancing ranks",
+                   f"not on more work.{where}{cure}",
                    {**ev, "osts": osts}, thr, cost=cost, model="straggler",
-                   action=f"find what rank {slow} waited on (its OSTs{': ' + osts if osts else ''}), not rebalance",
+                   action=f"find what rank {slow} waited on (" + (f"its OSTs{': ' + osts if osts else ''}" if lustre
+                                                                    else "its file system's server") + "), not rebalance",
                    overlaps=tuple(c for c in overlaps if c != "B01"))]
     return [_f("B02", f"rank {slow} spent {format_seconds(tm[slow])} in I/O against a mean of "
                f"{format_seconds(mean_t)} and moved {format_bytes(by[slow])} against a mean of "
@@ -713,7 +838,8 @@ def _lustre_findings(log, t: Thresholds, clock: costs.Clock) -> list[dict]:
         out.append(_f("L01", f"{len(big)} large Lustre file(s) striped over too few OSTs; worst: "
                       f"{w['name'] or 'unnamed'} ({format_bytes(w['size'])}, {format_bytes(w['bytes'])} moved, "
                       f"{format_seconds(w['wall_s'])}) on {w['stripe_count']} OST(s) of ≥ {osts}, {who}. Before "
-                      f"creating it: {fix}" + ("; and write it from several ranks (collective MPI-IO)" if one else ""),
+                      f"creating it: {fix}" + ("; and write it from several ranks (collective MPI-IO)" if one else "")
+                      + _other_files(big, saving, int(np.argmax(saving))),
                       {"files": int(len(big)), "worst_file": w["name"], "size_bytes": float(w["size"]),
                        "bytes": float(w["bytes"]), "stripe_count": int(w["stripe_count"]),
                        "usable_stripe_count": int(w["target"]), "fs_osts": osts, "ranks_moving": int(w["movers"]),
@@ -756,6 +882,17 @@ def _lustre_findings(log, t: Thresholds, clock: costs.Clock) -> list[dict]:
                       cost=clock.wall(float(small["meta_s"].sum()) * (1 - 1 / c_mean)), model="small-files-striping",
                       fix=fix, action=f"put the small files on one stripe: {fix}", overlaps=("F01", "P17")))
     return out
+
+
+def _other_files(big, saving: np.ndarray, worst: int, n: int = 3) -> str:
+    """The other files L01 costs, each with its saving: a second slow file must not hide behind the worst."""
+    rest = [i for i in np.argsort(-saving) if i != worst][:n]
+    if not rest:
+        return ""
+    parts = [f"{big.iloc[i]['name'] or 'unnamed'} ({format_bytes(big.iloc[i]['size'])} on "
+             f"{big.iloc[i]['stripe_count']} OST(s), {format_seconds(big.iloc[i]['wall_s'])}, saves "
+             f"~{format_seconds(saving[i])})" for i in rest]
+    return "; also " + ", ".join(parts)
 
 
 def _setstripe_target(names, mounts: list[tuple[str, str]]) -> str:
@@ -1036,9 +1173,16 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
                           else "give the collectively written file more aggregators (a wider Lustre stripe, which "
                           "sets their number on Cray MPI-IO and ROMIO's Lustre driver, or the cb_nodes hint)"
                           if aggregated else "balance the shared-file I/O across ranks")
-                out.append(_f(code, f"{int(bad.sum())} shared file(s) with a straggler rank by {what}: the slowest "
-                              f"and fastest rank differ by {100 * ratio[worst]:.0f}% of the file's total {what} "
-                              f"(worst: {names[worst] or 'unnamed'})",
+                if code == "P18":
+                    hi_b, lo_b = monitored(sc, "POSIX_SLOWEST_RANK_BYTES")[worst], monitored(sc, "POSIX_FASTEST_RANK_BYTES")[worst]
+                    spread = (f"its slowest rank moved {format_bytes(hi_b)} and its fastest {format_bytes(lo_b)}, "
+                              f"of {format_bytes(tb[worst])} in all")
+                else:
+                    hi_t, lo_t = monitored(sf, "POSIX_F_SLOWEST_RANK_TIME")[worst], monitored(sf, "POSIX_F_FASTEST_RANK_TIME")[worst]
+                    spread = (f"its slowest rank took {format_seconds(hi_t)} and its fastest {format_seconds(lo_t)}, "
+                              f"of {format_seconds(tt[worst])} summed over ranks")
+                out.append(_f(code, f"{int(bad.sum())} shared file(s) with a straggler rank by {what}; worst: "
+                              f"{names[worst] or 'unnamed'}: {spread}",
                               {"files": int(bad.sum()), "max_ratio": float(ratio[worst]), "worst_file": names[worst]},
                               {"stragglers": t.stragglers},
                               cost=costs.straggler_excess(slowest_t[bad], tt[bad], nprocs), model="straggler",
@@ -1093,5 +1237,5 @@ POSIX_RULES = (_intensity, _small_requests_rule, _misalignment, _redundant_traff
 
 #: Every rule, in the order its findings are listed before the ranking by cost. A rule is a function
 #: of the job (`Job`) returning findings; rules share no state but what `Job` computes once.
-RULES = (_time_share, _stdio, _no_mpiio, _posix_rules, _mpiio_collective, _mpiio_overhead, _read_modify_write,
+RULES = (_time_share, _damaged, _stdio, _no_mpiio, _syncs, _posix_rules, _mpiio_collective, _mpiio_overhead, _read_modify_write,
          _rank_time_imbalance, _rank0, _files_per_process, _lustre)

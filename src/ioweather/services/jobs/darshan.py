@@ -22,6 +22,7 @@ from ioweather.services.jobs.weather import stored_verdicts
 from ioweather.sources.darshan_log import read_log
 from ioweather.sources.thresholds_file import load
 from ioweather.stats.archive import assign_projects, node_counts, parse_project_map, summary as build
+from ioweather.stats.damage import drop_impossible
 from ioweather.stats.findings import describe_codes, highest_level, job_findings, job_verdict, severity, Thresholds
 from ioweather.stats.job import (
     characterization_fields,
@@ -85,8 +86,10 @@ def job_report(path: str, *, cores_per_node: int | None = None, thresholds_file:
                dxt: bool = False) -> tuple[dict, object]:
     """(the JSON report of one log, the log itself)."""
     thresholds = load_thresholds(thresholds_file) if thresholds_file else Thresholds()
-    log = read_log(path, dxt=dxt, heatmaps=False)
+    log, damage = drop_impossible(read_log(path, dxt=dxt, heatmaps=False))
     rep = characterize(log, cores_per_node=cores_per_node)
+    if damage:
+        rep["job"]["damage"] = damage
     rep["findings"] = job_findings(log, rep, thresholds)
     v = job_verdict(rep["findings"], rep, thresholds)
     # the verdict first: it is what a reader acts on

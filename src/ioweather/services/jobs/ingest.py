@@ -37,6 +37,7 @@ from ioweather.services.distributed import connect, map_unordered
 from ioweather.services.jobs.weather import after_import
 from ioweather.signals import child_defaults, die_with_parent, install
 from ioweather.sources.darshan_log import check_layout, content_hash, DarshanLogError, open_log, read_log, READER_DIED
+from ioweather.stats.damage import drop_impossible
 from ioweather.stats.findings import ACTIONABLE, job_findings, job_verdict
 from ioweather.stats.job import characterize, file_columns, FILE_TABLE_COLUMNS, row_fields
 from ioweather.stats.job_files import top_file
@@ -202,8 +203,12 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
                 return ("dup", {"log_hash": log_hash, "path": shown, "path_hash": path_hash(path), "size_bytes": size,
                                 "mtime_ns": mtime})
             log = read_log(path, dxt=False, heatmaps=False, opened=f)  # Lustre layout: findings L01-L03
-        ch = characterize(log, cores_per_node=cores_per_node)
-        findings = job_findings(log, ch)
+        # records with impossible counters (a damaged log) are left out of the characterization and findings
+        clean, damage = drop_impossible(log)
+        ch = characterize(clean, cores_per_node=cores_per_node)
+        if damage:
+            ch["job"]["damage"] = damage
+        findings = job_findings(clean, ch)
         row = job_row_values(job_row(log, ch, findings, shown, log_hash, size, mtime))
         row["path_hash"] = path_hash(path)  # of the name's bytes: the display form may differ
         fc = file_columns(log)

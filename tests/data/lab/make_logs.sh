@@ -1,0 +1,43 @@
+#!/bin/bash
+# Remake the planted-cause logs of tests/data/lab with a real Darshan runtime (docs/darshan.md, "Planted logs").
+# usage: make_logs.sh PREFIX   (PREFIX: where Darshan 3.5.0 is installed, lib/libdarshan.so; see ../shared/third_party)
+# Needs mpicc/mpiexec (Debian's MPICH) and fio. Runs in a scratch directory on the local disk; ~2 min.
+set -euo pipefail
+prefix=$1
+here=$(cd "$(dirname "$0")" && pwd)
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+mpicc -O2 -o "$scratch/planted" "$here/planted.c"
+run() {  # NAME NPROCS CASE N
+    mkdir -p "$scratch/work" "$scratch/logs"
+    mpiexec -n "$2" env LD_PRELOAD="$prefix/lib/libdarshan.so" DARSHAN_LOGPATH="$scratch/logs" \
+        "$scratch/planted" "$3" "$scratch/work" "$4"
+    mv -f "$scratch"/logs/*.darshan "$here/$1.darshan"
+    chmod 644 "$here/$1.darshan"
+    rm -rf "$scratch/work"
+}
+run stdio-sync 2 stdio-sync 10000     # text lines, each flushed and fsynced
+run one-rank 4 one-rank 1000          # rank 0 writes 3.9 GiB with O_DIRECT, the others wait in a barrier
+run fsync-4k 2 fsync-4k 8000          # 4 KiB writes, an fsync after each (the bad run of a pair)
+run fixed-large 2 fixed-large 8000    # the same bytes in 4 MiB writes and one fsync (its fixed run)
+run coll-sync 2 coll-sync 2500        # 4 KiB collective MPI-IO writes, MPI_File_sync after each
+run clean-fpp 2 clean-fpp 500         # the control: file per process, 4 MiB O_DIRECT writes
+# two MPI-IO controls of the lab's catalogue (issue 39 item 1), with IOR from the same prefix
+ior() {  # NAME IOR-ARGS...
+    name=$1; shift
+    mkdir -p "$scratch/work"
+    mpiexec -n 4 env LD_PRELOAD="$prefix/lib/libdarshan.so" DARSHAN_LOGFILE="$here/$name.darshan" \
+        "$prefix/bin/ior" "$@" -o "$scratch/work/ior.dat"
+    chmod 644 "$here/$name.darshan"
+    rm -rf "$scratch/work"
+}
+ior ior-mpiio-collective-4m -a MPIIO -c -t 4m -b 128m -w -r -e -k      # shared file, collective 4 MiB
+ior ior-mpiio-independent-8m -a MPIIO -t 8m -b 128m -w -r -e -k        # shared file, independent 8 MiB
+# the same clean job alone, then during a fio storm on the same disk (the storm pair)
+run clean-quiet 2 clean-fpp 500
+mkdir -p "$scratch/storm"
+fio --name=storm --directory="$scratch/storm" --rw=write --bs=4m --direct=1 --size=2g --numjobs=2 \
+    --time_based --runtime=40 > /dev/null &
+sleep 2
+run clean-storm 2 clean-fpp 500
+wait

@@ -1,0 +1,96 @@
+"""`ioweather job diff BEFORE AFTER` (issue 39 item 4) on pairs of real runs with a known difference:
+planted-cause logs of the real Darshan runtime (tests/data/lab, make_logs.sh): a bad run and its fix
+(4 KiB writes each fsynced -> the same bytes in 4 MiB writes and one fsync), and one clean job run
+alone and during a fio storm on the same disk."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ioweather.services.jobs.darshan import job_report
+from ioweather.services.jobs.diff import DiffSide, diff_reports, explained, job_diff
+
+LAB = Path(__file__).parent / "data" / "lab"
+BAD, FIXED = LAB / "fsync-4k.darshan", LAB / "fixed-large.darshan"
+QUIET, STORM = LAB / "clean-quiet.darshan", LAB / "clean-storm.darshan"
+
+
+def test_a_bad_to_fixed_pair_is_explained_by_the_finding_that_vanished():
+    d = job_diff(None, str(BAD), str(FIXED))
+    # the reference: each run's I/O time and the sync finding's saving, from `job` itself
+    before, after = job_report(str(BAD))[0], job_report(str(FIXED))[0]
+    change = after["perf"]["io_time_s"] - before["perf"]["io_time_s"]
+    assert d.io_time_change_s == pytest.approx(change) and change < -3.0
+    y01 = next(c for c in d.causes if c.code == "Y01")
+    assert y01.kind == "finding" and "vanished" in y01.message
+    assert y01.change_s == pytest.approx(-next(f["combined_s"] for f in before["findings"] if f["code"] == "Y01"))
+    assert d.explained_share >= 0.9 and d.verdict.startswith("the code changed")
+    # the counters say what the code did differently: 16,000 writes became 16
+    writes = next(c for c in d.causes if c.code == "interfaces.POSIX.writes")
+    assert (writes.before, writes.after, writes.change_s) == (16000, 16, None)
+    assert not d.same_code
+
+
+def test_the_same_code_during_a_storm_is_the_system():
+    d = job_diff(None, str(QUIET), str(STORM))
+    assert d.io_time_change_s > 0.25 * d.before.io_time_s     # the storm made it measurably slower
+    assert d.same_code and [c for c in d.causes if c.kind == "counter"] == []
+    assert d.verdict.startswith("same code; the system")
+    assert d.explained_s == 0 and d.system is None and "both runs must be stored" in d.notes[0]
+
+
+def test_the_reverse_pair_explains_an_increase():
+    d = job_diff(None, str(FIXED), str(BAD))
+    assert d.io_time_change_s > 0 and d.explained_share >= 0.9
+    assert next(c for c in d.causes if c.code == "Y01").message.startswith("Y01 appeared")
+
+
+def test_explained_never_exceeds_the_change_nor_counts_causes_pointing_the_other_way():
+    from ioweather.services.jobs.diff import DiffCause
+
+    def cause(s):
+        return DiffCause(kind="finding", code="X", message="", change_s=s, before=None, after=None)
+
+    assert explained(-3.0, [cause(-5.0)]) == -3.0
+    assert explained(-3.0, [cause(-1.0), cause(2.0)]) == -1.0
+    assert explained(4.0, [cause(1.0), cause(-9.0), cause(2.0)]) == 3.0
+
+
+def test_a_run_against_itself_is_no_change():
+    rep = job_report(str(QUIET))[0]
+    side = DiffSide(ident="a", path="a", io_time_s=rep["perf"]["io_time_s"], runtime_s=1.0, nprocs=2, exe="x",
+                    verdict="")
+    d = diff_reports(side, rep, side, rep)
+    assert d.io_time_change_s == 0 and d.causes == [] and d.verdict.startswith("no material change")
+
+
+def test_cli_json_table_and_errors(cli, home):
+    r = cli("job", "diff", str(BAD), str(FIXED), "--json", home=home, check=True)
+    doc = json.loads(r.stdout)
+    assert set(doc) >= {"before", "after", "io_time_change_s", "causes", "explained_s", "verdict", "system"}
+    assert {"code", "message", "change_s"} <= set(doc["causes"][0])
+    text = cli("job", "diff", str(QUIET), str(STORM), home=home, env={"COLUMNS": "200"}, check=True).stdout
+    assert "verdict: same code; the system" in text and "I/O time change +" in text
+    bad = cli("job", "diff", str(BAD), str(LAB / "missing.darshan"), home=home)
+    assert bad.returncode != 0 and bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1
+    assert "Usage: ioweather job diff" in cli("job", "diff", "--help", home=home, check=True).stdout
+    # `ioweather job LOG` is unchanged beside the subcommand
+    assert json.loads(cli("job", str(QUIET), "--json", home=home, check=True).stdout)["verdict"]
+
+
+def test_stored_jobs_by_hash_prefix(cli, home):
+    """Both runs ingested: named by log hash; no telemetry for this disk, so no system share, said so."""
+    cli("jobs", "ingest", str(QUIET), str(STORM), "--workers", "1", home=home, check=True)
+    rows = json.loads(cli("jobs", "list", "--json", home=home, check=True).stdout)
+    by_path = {Path(r["path"]).name: r["id"] for r in rows}
+    doc = json.loads(cli("job", "diff", by_path[QUIET.name][:12], by_path[STORM.name][:12], "--json",
+                         home=home, check=True).stdout)
+    assert doc["verdict"].startswith("same code; the system") and doc["system"] is None
+    assert doc["notes"] and "no system share" in doc["notes"][0]
+    # a file system named for why that has no telemetry here: still no share, and the reason is why's
+    doc = json.loads(cli("job", "diff", by_path[QUIET.name][:12], by_path[STORM.name][:12], "--json", "--fs", "vm",
+                         home=home, check=True).stdout)
+    assert doc["system"] is None and "no telemetry for vm" in doc["notes"][0]
