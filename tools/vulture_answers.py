@@ -8,16 +8,16 @@ _.a  # services.content.fsstats.Growth
 _.access  # services.jobs.darshan.StoredJob
 _.acf  # services.telemetry.workload.Workload
 _.adjust  # services.factors.Factors
-_.after  # services.jobs.diff.DiffCause, services.jobs.diff.JobDiff
-_.after_s  # services.jobs.diff.SystemShare
+_.after  # services.job_diff.DiffCause, services.job_diff.JobDiff
+_.after_s  # services.job_diff.SystemShare
 _.alarms  # services.lab.score.CaseScore
 _.analysis  # services.factors.Factors
 _.available  # services.lab.score.ToolScore
 _.b  # services.content.fsstats.Growth
 _.baseline  # services.probe.history.TargetHistory
 _.baseline_s  # services.probe.status.Status
-_.before  # services.jobs.diff.DiffCause, services.jobs.diff.JobDiff
-_.before_s  # services.jobs.diff.SystemShare
+_.before  # services.job_diff.DiffCause, services.job_diff.JobDiff
+_.before_s  # services.job_diff.SystemShare
 _.bench  # services.report.Report
 _.bigger_is_better  # stats.umami.MetricRow
 _.box  # stats.umami.MetricRow
@@ -35,14 +35,14 @@ _.capacity_bytes  # services.content.fsstats.Snapshot
 _.case  # services.lab.score.CaseScore
 _.cases  # services.lab.run.LabRun, services.lab.score.Scores, services.lab.score.ToolScore
 _.cause  # services.lab.run.CaseRun
-_.causes  # services.jobs.diff.JobDiff
+_.causes  # services.job_diff.JobDiff
 _.cc  # services.lab.toolchain.Toolchain
 _.cdfs  # services.content.fsstats.Contents
 _.cf_variant  # services.jobs.weather.Weather
-_.change_s  # services.jobs.diff.DiffCause, services.jobs.diff.SystemShare
+_.change_s  # services.job_diff.DiffCause, services.job_diff.SystemShare
 _.changes  # services.report.Report
 _.climate  # services.jobs.weather.Weather, services.why.Why
-_.code  # services.jobs.diff.DiffCause
+_.code  # services.job_diff.DiffCause
 _.code_s  # services.why.Why
 _.colour  # stats.umami.MetricRow
 _.command  # services.lab.run.CaseRun
@@ -86,11 +86,11 @@ _.events  # services.report.Report, services.telemetry.fsview.Metadata, services
 _.evidence  # services.why.Why
 _.exclude  # services.content.fsstats.Snapshot
 _.excluded  # services.content.fsstats.Snapshot, services.factors.Factors
-_.exe  # services.jobs.diff.DiffSide
+_.exe  # services.job_diff.DiffSide
 _.exit_code  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
 _.expected_s  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
-_.explained_s  # services.jobs.diff.JobDiff
-_.explained_share  # services.jobs.diff.JobDiff
+_.explained_s  # services.job_diff.JobDiff
+_.explained_share  # services.job_diff.JobDiff
 _.f1  # services.lab.score.LabelScore
 _.failed  # services.jobs.darshan.JobsView
 _.failed_logs  # services.jobs.darshan.ArchiveSummary
@@ -129,7 +129,7 @@ _.history  # stats.umami.MetricRow
 _.history_jobs  # stats.umami.Umami
 _.host  # services.content.fsstats.Snapshot
 _.id  # services.jobs.darshan.StoredJob
-_.ident  # services.jobs.diff.DiffSide
+_.ident  # services.job_diff.DiffSide
 _.idle_periods  # services.telemetry.workload.Workload
 _.idle_threshold  # services.telemetry.workload.Workload
 _.ingested_at  # services.jobs.darshan.StoredJob
@@ -137,14 +137,14 @@ _.interfaces  # services.jobs.darshan.StoredJob
 _.interfaces_by_size  # services.jobs.darshan.ArchiveSummary
 _.interval_s  # services.content.fsstats.Growth, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.workload.Workload
 _.intervals  # services.probe.timeline.Timeline
-_.io_time_change_s  # services.jobs.diff.JobDiff
-_.io_time_s  # services.jobs.diff.DiffSide, services.why.Why
+_.io_time_change_s  # services.job_diff.JobDiff
+_.io_time_s  # services.job_diff.DiffSide, services.why.Why
 _.ior  # services.lab.toolchain.Toolchain
 _.ioweather_version  # services.content.fsstats.Snapshot
 _.job  # services.jobs.darshan.StoredJob, services.why.Why, stats.umami.Umami
 _.jobs  # services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers, services.umami.Correlations
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
-_.kind  # services.jobs.diff.DiffCause
+_.kind  # services.job_diff.DiffCause
 _.label  # services.content.fsstats.Contents, services.lab.score.LabelScore, stats.umami.MetricRow
 _.labels  # services.content.fsstats.Contents, services.lab.run.CaseRun, services.lab.score.ToolScore
 _.largest_movers  # services.content.fsstats.Growth
@@ -165,7 +165,7 @@ _.md_ops_per_s  # services.jobs.weather.Weather
 _.mdtest  # services.lab.toolchain.Toolchain
 _.mean_ops_per_s  # services.telemetry.fsview.Metadata
 _.mean_total_bps  # services.telemetry.workload.Workload
-_.message  # services.bench.runs.BenchCheck, services.jobs.diff.DiffCause, services.probe.slowdown.Check, services.probe.status.Status
+_.message  # services.bench.runs.BenchCheck, services.job_diff.DiffCause, services.probe.slowdown.Check, services.probe.status.Status
 _.metric  # stats.umami.MetricRow
 _.metrics  # stats.umami.Umami
 _.mibps_per_node_by_project  # services.jobs.darshan.ArchiveSummary
@@ -179,7 +179,7 @@ _.missing  # services.lab.toolchain.Toolchain
 _.missing_fraction  # services.jobs.weather.Weather
 _.missing_observations  # services.telemetry.workload.Workload
 _.missing_samples  # services.telemetry.workload.Workload
-_.model  # services.jobs.diff.SystemShare
+_.model  # services.job_diff.SystemShare
 _.monthly  # services.telemetry.workload.Workload
 _.motif  # services.bench.runs.BenchPage, services.umami.Correlations, stats.umami.Umami
 _.mounts  # services.jobs.darshan.StoredJob
@@ -195,11 +195,11 @@ _.nnodes  # services.why.Why
 _.nnodes_source  # services.why.Why
 _.no_capacity_data  # services.telemetry.fsview.Capacity
 _.no_data  # services.jobs.weather.Weather
-_.notes  # services.content.fsstats.Snapshot, services.jobs.diff.JobDiff, services.jobs.weather.Weather, services.why.Why
+_.notes  # services.content.fsstats.Snapshot, services.job_diff.JobDiff, services.jobs.weather.Weather, services.why.Why
 _.now_by_bytes  # services.telemetry.fsview.Talkers
 _.now_by_ops  # services.telemetry.fsview.Talkers
 _.now_s  # services.telemetry.fsview.Talkers
-_.nprocs  # services.jobs.diff.DiffSide
+_.nprocs  # services.job_diff.DiffSide
 _.observations  # services.telemetry.workload.Workload
 _.offset  # services.jobs.darshan.JobList
 _.op  # services.factors.Factors
@@ -212,7 +212,7 @@ _.owners  # services.content.fsstats.Contents, services.content.fsstats.Growth, 
 _.owners_total  # services.content.fsstats.Contents
 _.p  # stats.umami.MetricRow
 _.p_fs  # stats.umami.MetricRow
-_.path  # services.jobs.darshan.StoredJob, services.jobs.diff.DiffSide
+_.path  # services.job_diff.DiffSide, services.jobs.darshan.StoredJob
 _.peak_ops_per_s  # services.telemetry.fsview.Metadata
 _.peak_read_bps  # services.telemetry.workload.Workload
 _.peak_total_bps  # services.telemetry.workload.Workload
@@ -253,8 +253,8 @@ _.rows_kept_by_paper_filters  # services.umami.FeatureImport
 _.rule  # services.telemetry.fsview.Servers
 _.run  # services.bench.runs.BenchPage
 _.runs  # services.bench.runs.BenchPage
-_.runtime_s  # services.jobs.diff.DiffSide
-_.same_code  # services.jobs.diff.JobDiff
+_.runtime_s  # services.job_diff.DiffSide
+_.same_code  # services.job_diff.JobDiff
 _.sample_interval_s  # services.telemetry.workload.Workload
 _.sample_s  # services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
 _.samples  # services.probe.timeline.Timeline, services.telemetry.workload.Workload
@@ -289,9 +289,9 @@ _.stripes_stored  # services.jobs.darshan.StoredJob
 _.summary  # services.jobs.darshan.JobsView
 _.symlink_target  # services.content.fsstats.Snapshot
 _.symlinks  # services.content.fsstats.Snapshot
-_.system  # services.jobs.diff.JobDiff, services.umami.Correlations
-_.system_model  # services.jobs.diff.DiffSide, services.why.Why
-_.system_s  # services.jobs.diff.DiffSide, services.why.Why
+_.system  # services.job_diff.JobDiff, services.umami.Correlations
+_.system_model  # services.job_diff.DiffSide, services.why.Why
+_.system_s  # services.job_diff.DiffSide, services.why.Why
 _.target  # services.factors.Factors, services.probe.history.History, services.probe.history.TargetHistory, services.probe.timeline.Timeline, services.telemetry.fsview.Servers
 _.targets  # services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.Workload, services.why.Why
 _.targets_all  # services.factors.Factors, services.probe.history.History
@@ -321,7 +321,7 @@ _.until  # services.factors.Factors, services.probe.history.History, services.pr
 _.unusual  # stats.umami.MetricRow
 _.users  # services.telemetry.fsview.Talkers
 _.value  # stats.umami.MetricRow
-_.verdict  # services.jobs.darshan.StoredJob, services.jobs.diff.DiffSide, services.jobs.diff.JobDiff, services.jobs.weather.Weather, services.lab.score.CaseScore, services.why.Why, stats.umami.Umami
+_.verdict  # services.job_diff.DiffSide, services.job_diff.JobDiff, services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.why.Why, stats.umami.Umami
 _.version  # services.lab.score.ToolScore
 _.walk_s  # services.content.fsstats.Snapshot
 _.warnings  # services.telemetry.workload.WorkloadView

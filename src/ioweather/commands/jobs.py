@@ -68,7 +68,7 @@ def register(cli: click.Group) -> None:
         findings whose cost appeared, vanished or changed, and the counters that moved; with both jobs
         stored and telemetry for their file system, `why`'s system seconds of each (docs/darshan.md)."""
         # lazy: the job reader forks before numpy (services/jobs/darshan_child.py)
-        from ioweather.services.jobs.diff import job_diff
+        from ioweather.services.job_diff import job_diff
         from ioweather.views.job_diff import print_job_diff
 
         d = job_diff(settings, before, after, cores_per_node=cores_per_node, thresholds_file=thresholds_file, fs=fs)
