@@ -38,6 +38,7 @@ import threading
 import traceback
 import warnings
 
+import pytest
 from click import formatting
 from click.testing import CliRunner
 
@@ -48,6 +49,13 @@ _DEFAULT_FILTERS = [("default", DeprecationWarning, "__main__"), ("ignore", Depr
                     ("ignore", PendingDeprecationWarning, ""), ("ignore", ImportWarning, ""),
                     ("ignore", ResourceWarning, "")]
 _THREAD_GRACE_S = 5.0
+
+
+@pytest.fixture(name="cli")
+def in_process_cli():
+    """conftest's `cli` fixture, run in this process: `from inprocess import in_process_cli` in a module whose
+    tests check the commands' answers (conftest.run_cli stays there for the ones a process is the point of)."""
+    return run_cli
 
 
 def run_cli(*args: str, home=None, env: dict | None = None, timeout: float = 120,
@@ -75,7 +83,7 @@ def _invoke(args: list[str], env: dict, input: str | None) -> tuple[int, str, st
     os.umask(saved_umask)
     saved_signals = {s: signal.getsignal(s) for s in _SIGNALS}
     saved_loggers = _logger_state()
-    engines_before = set(db._ENGINES)
+    engines_before, guarded_before = set(db._ENGINES), set(db._GUARDED)
     threads_before = set(threading.enumerate())
     os.environ.clear()
     os.environ.update(env)
@@ -105,7 +113,7 @@ def _invoke(args: list[str], env: dict, input: str | None) -> tuple[int, str, st
                 signal.signal(s, handler)
         _restore_loggers(saved_loggers)
         _fresh_consoles()
-    _release_engines(db, engines_before)
+    _release_engines(db, engines_before, guarded_before)
     _no_thread_left(threads_before, args)
     stderr_text = stderr.decode("utf-8", "replace") + tb
     return code, stdout.decode("utf-8", "replace"), stderr_text
@@ -164,10 +172,12 @@ def _restore_loggers(saved: dict) -> None:
         lg.disabled, lg.propagate = disabled, propagate
 
 
-def _release_engines(db, before: set) -> None:
+def _release_engines(db, before: set, guarded: set) -> None:
     for url in set(db._ENGINES) - before:
         while url in db._ENGINES:
             db._release_engine(url)
+    # the files the call guarded are free again, as at its process's exit
+    db._GUARDED.intersection_update(guarded)
 
 
 def _no_thread_left(before: set, args: list[str]) -> None:
