@@ -21,7 +21,8 @@ back to each call, and what the command changed is taken back after it:
 
 A thread the command started and left running is an error here: in its own process it would die at exit,
 in this one it would go on writing into the next test. Commands that run until a signal (`watch`,
-`serve`, `export`, `collect`/`probe run` without a bound), lock or kill tests, hung files or FIFOs that need
+`serve`, `export`, `collect`/`probe run` without a bound), a Dask client (its IO loop thread stays), lock or
+kill tests, hung files or FIFOs that need
 `timeout`, `--help` start-up and import-weight checks, and anything about stderr of a real process (a
 crash in C, a signal's exit status) keep conftest.run_cli: `timeout` is accepted for the same signature
 but cannot stop a call in this process.
