@@ -20,12 +20,12 @@ back to each call, and what the command changed is taken back after it:
   otherwise leak into the test's own checks).
 
 A thread the command started and left running is an error here: in its own process it would die at exit,
-in this one it would go on writing into the next test. Commands that run until a signal (`watch`,
-`serve`, `export`, `collect`/`probe run` without a bound), a Dask client (its IO loop thread stays), lock or
-kill tests, hung files or FIFOs that need
-`timeout`, `--help` start-up and import-weight checks, and anything about stderr of a real process (a
-crash in C, a signal's exit status) keep conftest.run_cli: `timeout` is accepted for the same signature
-but cannot stop a call in this process.
+in this one it would go on writing into the next test. Where a faithful run in this process is impossible,
+tests keep conftest.run_cli: commands that run until a signal (`watch`, `serve`, `export` without --once,
+`collect`/`probe run` without a bound), a Dask client (its IO loop thread stays), lock and kill tests, hung
+files or FIFOs that need `timeout` (accepted here for the same signature, but it cannot stop a call in this
+process), `--help` start-up and import-weight checks, and anything about a real process's stderr or status
+(a crash in C, a signal's exit status).
 """
 
 from __future__ import annotations
