@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from inprocess import run_cli  # the answers are the point: in this process (tests/inprocess.py)
-from ioweather.services.telemetry import import_one
+from ioweather.services.telemetry.imports import import_one
 from ioweather.config import Settings
 from ioweather.errors import UserError
 from ioweather.sources.telemetry.lfsdf import read_lfsdf

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from inprocess import run_cli  # the answers are the point: in this process (tests/inprocess.py)
-from ioweather.services.telemetry import import_one
+from ioweather.services.telemetry.imports import import_one
 from ioweather.config import Settings
 from ioweather.errors import UserError
 from ioweather.sources.telemetry.mmperfmon import parse_text, read_mmperfmon
