@@ -3,8 +3,8 @@
 The tests that check a command's answer run it in this process (inprocess.run_cli); this is what makes that
 switch safe. Each case runs once as a real process (conftest.run_cli) and once in this process, on the
 same home and the shared data, and the three streams must be equal byte for byte: a success with a table,
-`--json`, a usage error (exit 2), a one-line error (exit 1 or 2), a value read from the environment, and an
-environment left as it was after the call.
+`--json`, a usage error (exit 2), a one-line error, a damaged store (exit 1), a value read from the environment,
+and an environment left as it was after the call.
 """
 
 from __future__ import annotations
@@ -60,6 +60,22 @@ def test_same_answer_as_a_process(home, tmp_path, args):
 def _timeless(text: str) -> str:
     # an import's answer says how long it took: the one field two runs never share
     return re.sub(r'"(seconds|rows_per_s)": [0-9.e+-]+', r'"\1": T', text)
+
+
+DAMAGED = {"problem line, exit 1": ("store", "check"), "problem, json, exit 1": ("store", "check", "--json"),
+           "one-line error": ("probe", "stats")}
+
+
+@pytest.mark.parametrize("args", DAMAGED.values(), ids=DAMAGED.keys())
+def test_same_answer_on_a_damaged_store(tmp_path, args):
+    answers = []
+    for run, name in ((run_cli, "a"), (inprocess.run_cli, "b")):
+        home = tmp_path / name / "home"
+        home.mkdir(parents=True)
+        (home / "ioweather.sqlite").write_bytes(b"not a database, " * 64)
+        out = run(*args, home=home)
+        answers.append((out.returncode, out.stdout.replace(str(home), "HOME"), out.stderr.replace(str(home), "HOME")))
+    assert answers[0] == answers[1] and answers[0][0] != 0
 
 
 def test_the_cases_cover_each_kind_of_exit(home, tmp_path):
