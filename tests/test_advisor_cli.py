@@ -1,5 +1,5 @@
-"""`ioweather job` as a process on E3SM-IO's log (512 processes, PnetCDF over MPI-IO): the text and
-HTML reports show the top layer and the combined savings with their overlaps; `--json` carries the
+"""`ioweather job` on E3SM-IO's log (512 processes, PnetCDF over MPI-IO), the real CLI run in this process: the
+text and HTML reports show the top layer and the combined savings with their overlaps; `--json` carries the
 keys `ioweather why` reads."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import re
 import pytest
 
 from darshan_support import TESTDATA_LOGS
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 E3SM = TESTDATA_LOGS / "e3sm_io_heatmap_only.darshan"
 SCI = r"\d(?:\.\d+)?[eE][+-]?\d"

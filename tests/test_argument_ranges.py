@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from ioweather.errors import UserError
 from ioweather.units import (END_TIME, FIRST_TIME, MAX_DURATION_S, MAX_SIZE, parse_duration, parse_size, parse_time,
                              time_ago)
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 CASES = [
     (("probe", "stats", "--since", "0001-01-01"), "outside the years 1970 to 2199"),

@@ -20,6 +20,7 @@ from ioweather.store import open_store
 from ioweather.store import probe as probe_store
 from ioweather.units import ns_to_iso
 from web_synthetic import Episode, add_target
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 H = 3600 * 10**9
 

@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli as run_process
+from inprocess import run_cli  # the answers are the point: in this process (tests/inprocess.py)
 from ioweather.stats import bench as sb
 
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed (scripts/install-system-deps.sh)")
@@ -197,7 +198,8 @@ def test_two_runs_at_once_refused(tmp_path, home):
     os.write(fd, b"4242\n")
     fcntl.flock(fd, fcntl.LOCK_EX)
     try:
-        p = run_cli("bench", "run", "fpp-write", "--dir", str(d), *TINY, home=home)
+        # a lock is held per process: the refused run must be another one
+        p = run_process("bench", "run", "fpp-write", "--dir", str(d), *TINY, home=home)
     finally:
         os.close(fd)
     assert p.returncode == 2 and "another ioweather bench run (pid 4242)" in p.stderr

@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-from conftest import run_cli
+from inprocess import run_cli  # the answers are the point: in this process (tests/inprocess.py)
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
 

@@ -1,4 +1,4 @@
-"""`ioweather collect` as a user runs it: a real subprocess, a real tree, the Parquet it leaves."""
+"""`ioweather collect` as a user runs it (in this process; with a hung file, a real one), a real tree, the Parquet it leaves."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import pytest
 from ioweather.config import Settings
 from ioweather.sources.telemetry.synthetic import make_tree
 from ioweather.store import telemetry_layout as layout
+from conftest import run_cli as run_process
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 
 def test_collect_lustre_tree_json_and_store(cli, home, testdata):
@@ -64,8 +66,9 @@ def test_collect_bad_options_fail_in_one_line(cli, home, tmp_path):
         assert r.stdout == ""
 
 
-def test_collect_with_a_hung_file_goes_on_with_the_others(cli, home, tmp_path):
-    """A FIFO in place of a stats file blocks open() forever, like a stuck Lustre target."""
+def test_collect_with_a_hung_file_goes_on_with_the_others(home, tmp_path):
+    """A FIFO in place of a stats file blocks open() forever, like a stuck Lustre target: a process, whose
+    exit ends the thread left blocked in open() (in this one it would stay)."""
     root = tmp_path / "tree"
     make_tree(root, 2, fs="synth")
     (root / "proc").mkdir(exist_ok=True)
@@ -74,8 +77,8 @@ def test_collect_with_a_hung_file_goes_on_with_the_others(cli, home, tmp_path):
     stats = root / "proc/fs/lustre/obdfilter/synth-OST0001/stats"
     stats.unlink()
     os.mkfifo(stats)
-    p = cli("collect", "--proc-root", str(root), "--sources", "lustre,host", "--interval", "0.5s",
-            "--timeout", "0.2s", "--duration", "2s", "--json", home=home, timeout=60)
+    p = run_process("collect", "--proc-root", str(root), "--sources", "lustre,host", "--interval", "0.5s",
+                    "--timeout", "0.2s", "--duration", "2s", "--json", home=home, timeout=60)
     assert p.returncode == 0, p.stderr
     st = {s["name"]: s for s in json.loads(p.stdout)["sources"]}
     assert st["lustre"]["timeouts"] == 1 and st["lustre"]["skipped"] >= 2 and st["lustre"]["ok"] == 0

@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from darshan_support import DATA_LOGS, TESTDATA_LOGS, rename_records, need_darshan_logs  # noqa: F401 (autouse fixture)
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 IMBALANCED = TESTDATA_LOGS / "imbalanced-io.darshan"
 JOB_KEYS = {"verdict", "job", "interfaces", "totals", "sharing", "access", "perf", "mounts", "findings"}

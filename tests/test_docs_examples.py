@@ -13,6 +13,7 @@ import tomllib
 from pathlib import Path
 
 from ioweather.stats.findings import Thresholds
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 

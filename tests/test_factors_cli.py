@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from factors_synthetic import TABLE3, iomodel_frame, mixture
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 DENSITY_KEYS = {"n", "bandwidth", "adjust", "grid_x", "grid_y", "maxima_s", "minima_s", "splits_s", "cutoff_s",
                 "outlier_fraction", "classes"}
@@ -64,7 +65,7 @@ def train_parquet(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def model_file(train_parquet, tmp_path_factory):
-    from conftest import run_cli
+    from inprocess import run_cli
 
     out = tmp_path_factory.mktemp("model") / "model.json"
     proc = run_cli("factors", "fit", str(train_parquet), "--out", str(out), env=WIDE)

@@ -14,6 +14,7 @@ from ioweather.config import Settings, fs_name, parse_fs_map
 from ioweather.sources.mounts import mount_entry, parse_mounts, read_mounts
 from ioweather.sources.telemetry.base import lustre_fsname, short_hostname
 from ioweather.store import telemetry_layout as layout
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 # A compute node's table: Lustre over two MGS NIDs, a Lustre subdirectory mount, NFS, GPFS, its own disks.
 TABLE = """\

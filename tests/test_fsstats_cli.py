@@ -1,8 +1,8 @@
 """`ioweather fsstats` as a user runs it: JSON contract, CSV, snapshot files, store labels,
 growth, HTML, and every bad input of issue 7 (one line on stderr, non-zero exit).
 
-A few tests start the real command in a subprocess (`cli`); the rest call the same click
-entry point in-process (`run`), because each interpreter start costs a second or two here."""
+Every test calls the click entry point in this process (`cli`, tests/inprocess.py, as a process would run it;
+`run`), because each interpreter start costs a second or two here; test_smoke_commands runs it as a process."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import pytest
 
 import fsstats_trees as kt
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 ISSUE_KEYS = {"root", "snapshot_time", "files", "dirs", "symlinks", "other", "bytes", "capacity_bytes", "errors",
               "hardlinks_deduplicated", "histograms", "owners", "top_dirs"}

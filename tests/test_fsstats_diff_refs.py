@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 
 def said(proc) -> str:

@@ -7,6 +7,7 @@ import json
 import os
 
 import pytest
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 
 @pytest.fixture

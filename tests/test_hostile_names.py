@@ -17,6 +17,7 @@ from ioweather.store import open_store
 
 sys.path.insert(0, str(Path(__file__).parent))
 from web_synthetic import add_target  # noqa: E402
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 NAMES = ["[/oops]", "[bold]b", "[link=http://x.invalid]y[/link]", "a[red]"]
 H = 3600 * 10**9

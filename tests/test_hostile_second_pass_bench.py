@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from inprocess import run_cli  # the answers are the point: in this process (tests/inprocess.py)
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli as run_process
+from inprocess import run_cli  # the answers are the point: in this process (tests/inprocess.py)
 
 HEADER = "JobID|Cluster|User|Account|JobName|Partition|Start|End|Elapsed|NNodes|NCPUS|NodeList|State|ExitCode"
 #: A bound no expansion of these lists fits in (10^8 names are several GB) but the import does.
@@ -145,7 +146,8 @@ def test_a_fifo_or_a_kernel_file_is_refused_at_once(tmp_path, home, kind):
     fifo = tmp_path / "jobs.fifo"
     os.mkfifo(fifo)
     extra = ["--timezone", "UTC"] if kind == "slurm" else []
-    p = run_cli("import", kind, str(fifo), *extra, home=home, timeout=60)
+    # a FIFO nobody writes would hang a reader that opened it: a process, so the timeout can end it
+    p = run_process("import", kind, str(fifo), *extra, home=home, timeout=60)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "FIFO" in p.stderr, p.stderr
-    p = run_cli("import", kind, "/proc/kmsg", *extra, home=home, timeout=60)
+    p = run_process("import", kind, "/proc/kmsg", *extra, home=home, timeout=60)
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "kernel interface on /proc" in p.stderr, p.stderr

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import run_cli
+from inprocess import run_cli  # the answers are the point: in this process (tests/inprocess.py)
 from ioweather.services.telemetry.imports import import_one
 from ioweather.config import Settings
 from ioweather.errors import UserError

@@ -15,6 +15,8 @@ import pytest
 
 from ioweather.sources.mounts import mount_of
 from ioweather.store.iomodel import SCHEMA, read_metadata
+from conftest import run_cli as run_process
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 COLUMNS = ["run_id", "experiment", "cache", "op", "mem_layout", "file_layout", "size", "proc", "repeat", "op_index",
            "file_offset", "mem_offset", "start_ns", "duration_ns"]
@@ -121,9 +123,9 @@ def test_bad_input_one_line_error(home, tmp_path, monkeypatch, args, message):
     assert not list(tmp_path.glob("iomodel.*.dat"))
 
 
-def test_bad_output_path_in_a_subprocess(cli, home, tmp_path):
+def test_bad_output_path_in_a_subprocess(home, tmp_path):
     (tmp_path / "afile").write_text("")
-    p = cli("iomodel", "run", "--sizes", "1", "--repeats", "10", "--out", str(tmp_path / "afile" / "x.parquet"), home=home)
+    p = run_process("iomodel", "run", "--sizes", "1", "--repeats", "10", "--out", str(tmp_path / "afile" / "x.parquet"), home=home)
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr == f"ioweather: error: cannot write output {tmp_path}/afile/x.parquet: {tmp_path}/afile is not a directory\n"
 

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import run_cli
+from inprocess import run_cli  # the answers are the point: in this process (tests/inprocess.py)
 from umami_planted import MIB, T0, S
 from umami_planted import job_row as _job
 from umami_planted import telemetry as _telemetry

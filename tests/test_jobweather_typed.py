@@ -9,7 +9,7 @@ import json
 from dataclasses import fields
 
 import pytest
-from conftest import run_cli
+from inprocess import run_cli  # the answers are the point: in this process (tests/inprocess.py)
 from test_job_weather import planted  # noqa: F401 (the fixture)
 from umami_planted import S, T0
 

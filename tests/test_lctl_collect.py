@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from lctl_captures import BRW_READ_ADD, BRW_WRITE_ADD, STATS_ADD, SUM_ADD, later
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 S = 1_000_000_000
 EXPECTED = {  # (target, metric) -> amount between the two captures

@@ -1,4 +1,5 @@
-"""`ioweather import lctl-params`: captures into the store, as a user runs it (a real process)."""
+"""`ioweather import lctl-params`: captures into the store, as a user runs it (the real CLI, in this process:
+tests/inprocess.py; test_smoke_commands runs it as a process)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import numpy as np
 from ioweather.config import Settings
 from ioweather.store import telemetry_layout as layout
 from lctl_captures import BRW_WRITE_ADD, SUM_ADD, two_captures
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 S = 1_000_000_000
 

@@ -26,7 +26,7 @@ evicted_clients: 1
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory, testdata):
-    from conftest import run_cli
+    from inprocess import run_cli
 
     home = tmp_path_factory.mktemp("lctlweb")
     d = two_captures(tmp_path_factory.mktemp("caps"), testdata, RECOVERING)

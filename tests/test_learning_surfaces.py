@@ -20,6 +20,7 @@ from ioweather.web.app import create_app
 from ioweather.web.context import WebConfig, WebContext
 from web_server import Server, api
 from web_synthetic import Episode, add_target
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 MIN, H, DAY = 60 * 10**9, 3600 * 10**9, 86400 * 10**9
 STEP = 10 * MIN

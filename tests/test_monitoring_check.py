@@ -1,6 +1,7 @@
 """Issue 30, items 1-3: learning is a state in `slowdown`'s rows, `slowdown --check` follows the
 monitoring-plugin guidelines (read-only, UNKNOWN when it cannot check, perfdata for every target), and
-probe targets can be listed and retired. Every check runs the real CLI in a subprocess."""
+probe targets can be listed and retired. Every check runs the real CLI: in this process (tests/inprocess.py),
+the probe daemon that stops on SIGTERM in its own."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ioweather.store import open_store
 from ioweather.store import probe as probe_store
 from ioweather.units import ns_to_iso
 from web_synthetic import Episode, add_target
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 H = 3600 * 10**9
 DAY = 24 * H

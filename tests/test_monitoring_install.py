@@ -18,6 +18,7 @@ import pytest
 from ioweather.config import Settings
 from ioweather.store import open_store
 from web_synthetic import add_target
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOYMENT = ROOT / "docs" / "deployment.md"

@@ -20,6 +20,7 @@ from ioweather.errors import UserError
 from ioweather.store import open_store
 from waiting import wait_until
 from web_synthetic import add_target
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 DAY = 86_400 * 10**9
 OPS = 6

@@ -9,6 +9,7 @@ import pytest
 
 from ioweather.errors import UserError
 from ioweather.units import parse_time, time_ago
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 NOW = datetime(2026, 11, 26, 13, 13, 44, tzinfo=timezone.utc)
 

@@ -20,6 +20,7 @@ from ioweather.store.probe import OPS
 from probe_hang import hang_md_read, waiting_on
 from unprivileged import as_nobody, world_readable_tmp
 from waiting import wait_until
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 MiB = 1 << 20
 ROOT = os.geteuid() == 0

@@ -16,6 +16,7 @@ from ioweather.store import open_store
 
 sys.path.insert(0, str(Path(__file__).parent))
 from web_synthetic import add_target  # noqa: E402
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 DAY = 86400 * 10**9
 

@@ -1,6 +1,6 @@
 """The probe's directory after a full disk, an interrupted init and a planted FIFO (issue 19, items
-11-13): real processes, a real full tmpfs, real signals; counts checked against the store and the
-directory itself."""
+11-13): a real full tmpfs, real signals to a real `probe init` process (the other commands run in this one,
+tests/inprocess.py); counts checked against the store and the directory itself."""
 
 from __future__ import annotations
 
@@ -22,16 +22,15 @@ from ioweather.sources.probe import (
     SMALL_FILE_BYTES,
     init_probe_dir,
 )
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
+from inprocess import run_cli as in_process_run
 
 MiB = 1 << 20
 
 
-def _run(d: Path, home: Path, *extra: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    env = dict(os.environ, IOWEATHER_HOME=str(home))
-    env.pop("IOWEATHER_DB", None)
-    return subprocess.run([sys.executable, "-m", "ioweather", "probe", "run", str(d), "--interval", "0.05",
-                           "--block", "64k", "-q", *extra], env=env, capture_output=True, text=True, timeout=timeout,
-                          check=False)
+def _run(d: Path, home: Path, *extra: str) -> subprocess.CompletedProcess:
+    # a bounded run (--duration) whose samples are the answer: in this process (tests/inprocess.py)
+    return in_process_run("probe", "run", str(d), "--interval", "0.05", "--block", "64k", "-q", *extra, home=home)
 
 
 def _per_op(home: Path, target: str) -> dict[tuple[str, str, int], int]:

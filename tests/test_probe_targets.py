@@ -19,6 +19,7 @@ import pytest
 
 from ioweather.sources.probe import init_probe_dir
 from waiting import wait_until
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 MiB = 1 << 20
 HERE = Path(__file__).resolve().parent

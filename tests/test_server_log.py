@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 from ioweather.web.pages import load_pages
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 SERVE = textwrap.dedent("""
     import sys, threading, urllib.request

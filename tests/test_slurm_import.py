@@ -10,6 +10,7 @@ import time
 from datetime import UTC, datetime
 
 import pytest
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 FIELDS = ["JobID", "Cluster", "User", "Account", "JobName", "Partition", "Start", "End", "NNodes", "NCPUS",
           "NodeList", "State", "ExitCode"]

@@ -15,6 +15,7 @@ from ioweather.store import Component, open_store
 from ioweather.store import probe as probe_store
 from ioweather.store.db import Store
 from ioweather.store.migrations import create_tables
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 
 def _info(target="t1"):

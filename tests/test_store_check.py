@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from conftest import run_cli
+from inprocess import run_cli  # the answers are the point: in this process (tests/inprocess.py)
 from ioweather.config import Settings
 from ioweather.store import open_store
 from ioweather.store import probe as probe_store

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from inprocess import run_cli  # the answers are the point: in this process (tests/inprocess.py)
 from waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -77,6 +77,15 @@ def test_python_open_of_live_database_files_is_refused(tmp_path):
     store.dispose()
     with open(db, "rb") as f:  # no live engine: the file is just a file again
         assert f.read(16) == b"SQLite format 3\x00"
+    # a read-only handle (`slowdown --check`) guards the same files while it lives, and frees them too
+    ro = Store(f"sqlite:///{db}", read_only=True)
+    with ro.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    with pytest.raises(StoreError, match="refusing to open"):
+        open(db, "rb")
+    ro.dispose()
+    with open(db, "rb") as f:
+        assert f.read(16) == b"SQLite format 3\x00"
 
 
 def test_watch_with_other_commands_keeps_its_log_and_every_table(tmp_path, cli):

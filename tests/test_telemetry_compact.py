@@ -18,6 +18,7 @@ from ioweather.store import telemetry_layout as layout
 from ioweather.store import telemetry_rollup as rollup
 from ioweather.services.telemetry.workload import compute
 from test_telemetry_rollup import OPTS, _same
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 WRITER = "collect-h1"
 

@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import run_cli
+from inprocess import run_cli  # the answers are the point: in this process (tests/inprocess.py)
 from ioweather.config import Settings
 from ioweather.sources.telemetry.synthetic import make_tree, write_ost
 from ioweather.store import telemetry_layout as layout

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from conftest import run_cli
+from inprocess import run_cli  # the answers are the point: in this process (tests/inprocess.py)
 
 
 @pytest.fixture(scope="module")

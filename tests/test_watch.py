@@ -20,6 +20,7 @@ import pytest
 from ioweather.config import Settings
 from ioweather.store import open_store
 from web_synthetic import Episode, add_target
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 
 def start(args, home: Path) -> subprocess.Popen:

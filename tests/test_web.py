@@ -22,6 +22,7 @@ from ioweather.units import ns_to_iso
 from ioweather.web.app import create_app
 from web_server import (  # noqa: F401  (fixtures)
     NASTY, Server, api, assert_bad_request, assert_never_500, escaped_page, filled, server)
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 
 # --------------------------------------------------------------------------- status numbers
@@ -300,7 +301,7 @@ def test_store_without_probe_data(tmp_path):
 # --------------------------------------------------------------------------- live probe
 def test_reading_while_a_live_probe_writes_does_not_block_it(tmp_path, capsys, monkeypatch):
     """Hammer every page while a real probe stores samples every 0.1 s: no write waits for the reader."""
-    from conftest import run_cli
+    from inprocess import run_cli
 
     home, d = tmp_path / "home", tmp_path / "probe"
     run_cli("probe", "init", str(d), "--file-size", "2MiB", "--pool", "5", home=home, check=True)

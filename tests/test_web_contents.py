@@ -17,6 +17,7 @@ from ioweather.web.app import create_app
 from web_pages_data import (  # noqa: F401  (fixtures)
     NASTY, NASTY_NAME, TREE_V1, tree_v2, pages_home, pages_server)
 from web_server import Server, api, assert_bad_request, escaped_page
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 
 

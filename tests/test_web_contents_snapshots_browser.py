@@ -29,7 +29,7 @@ def _sparse(path, size: int) -> None:
 @pytest.fixture(scope="module")
 def snaps(tmp_path_factory):
     """`tree` twice (it grows by 10 MiB in proj_b and 3 MiB in proj_c in between) and `usr`, another root."""
-    from conftest import run_cli
+    from inprocess import run_cli
 
     base = tmp_path_factory.mktemp("snaps")
     home, tree, usr = base / "home", base / "tree", base / "usr-share"

@@ -18,6 +18,7 @@ from web_pages_data import (  # noqa: F401  (fixtures)
     BIMODAL, NASTY, PROBE_END_NS, SLOW_FACTOR, pages_home, pages_server)
 from web_server import Server, api, assert_bad_request, assert_never_500, escaped_page
 from web_synthetic import MEDIANS_S
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 
 

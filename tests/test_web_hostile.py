@@ -19,6 +19,7 @@ from web_server import Server, assert_bad_request
 from ioweather.config import Settings
 from ioweather.web import app as web_app
 from ioweather.web.registry import Page
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 SECURITY = ("content-security-policy", "x-content-type-options", "referrer-policy")
 

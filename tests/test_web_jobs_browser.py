@@ -14,6 +14,7 @@ from darshan_support import TESTDATA_LOGS
 from ioweather.units import format_seconds
 from umami_planted import DARSHAN_VERDICT, PER_SAMPLE, plant_motif
 from web_pages_data import pages_home, pages_server  # noqa: F401  (fixtures)
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 #: a number as Python or JavaScript write it in scientific notation (5.25e+05, 1e-05)
 SCI = r"\d(?:\.\d+)?[eE][+-]?\d"

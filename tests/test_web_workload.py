@@ -17,6 +17,7 @@ from ioweather.web.pages import workload as workload_page
 from web_pages_data import (  # noqa: F401  (fixtures)
     CSV_BURST_MIN, CSV_FS, CSV_T0, csv_telemetry, pages_home, pages_server)
 from web_server import Server, api, assert_bad_request, assert_never_500
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 
 

@@ -12,6 +12,7 @@ from browser import json_twin, visit
 from web_pages_data import CSV_FS, pages_home, pages_server  # noqa: F401  (fixtures)
 
 from ioweather.units import format_bytes
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

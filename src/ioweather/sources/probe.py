@@ -391,12 +391,20 @@ class _Worker:
 
     def _loop(self):
         while True:
-            fn, args, box = self._q.get()
+            item = self._q.get()
+            if item is None:
+                return
+            fn, args, box = item
             try:
                 box["result"] = fn(*args)
             except BaseException as e:  # delivered to the caller, never lost in the thread
                 box["error"] = e
             box["done"].set()
+
+    def close(self) -> None:
+        """End the thread after the call it runs, if any: a probe that stops in a process that goes on
+        (`watch` restarting a target, a test) leaves no thread behind; a hung call still keeps its own."""
+        self._q.put(None)
 
     @property
     def hung(self) -> bool:
@@ -567,6 +575,8 @@ class Probe:
 
     def close(self) -> None:
         """Close the files; the lock goes last, once nothing of this probe touches the directory."""
+        if hasattr(self, "worker"):  # a start refused while opening the files made none
+            self.worker.close()
         for name in ("data_fd", "pool_fd", "dirfd", "lock_fd"):
             fd, _ = getattr(self, name), setattr(self, name, -1)
             if fd >= 0:

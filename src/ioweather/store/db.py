@@ -317,7 +317,8 @@ def _release_engine(url: str) -> None:
         if entry[1] > 0:
             return
         del _ENGINES[url]
-        path = make_url(url).database if url.startswith("sqlite") else None
+        # a read-only handle's key ends in #read-only (Store.__init__): its guard is on the file's own path
+        path = make_url(url.removesuffix("#read-only")).database if url.startswith("sqlite") else None
     entry[0].dispose()
     if path and path != ":memory:":
         _GUARDED.difference_update(_sqlite_files(path))

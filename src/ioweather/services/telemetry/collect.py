@@ -216,7 +216,9 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
     restore = signals.install(signals.set_event(ticker.stop), signals.STOP if install_signals else ())
     log(f"sampling {', '.join(s.name for s in sources)} every {interval:g} s into {sink.tdir} "
         f"(file system {'from the targets, else ' if fs is None else ''}{default_fs!r})")
-    start_retention(settings, None, ("telemetry",), ticker.stop, log, warn)
+    # its own stop: a --duration ends the ticker without setting ticker.stop (which a caller may share)
+    housekeeping = threading.Event()
+    start_retention(settings, None, ("telemetry",), housekeeping, log, warn)
     queue = CollectorQueue(collector)
     buffer = WriteBehind(sink, flush_s, collector.max_pending_rows, warn, unit="readings", doing="collecting",
                          name="collect-flush", buffer=queue)
@@ -233,6 +235,7 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
 
             ticker.run(tick)
     finally:
+        housekeeping.set()
         unstored = buffer.close(FINAL_FLUSH_S)
         restore()  # after the last flush: a second Ctrl-C during it is not a traceback
     if unstored:
