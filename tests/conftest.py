@@ -420,16 +420,16 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
 SLOW_MARKERS = ("slow", "browser", "postgres", "mariadb", "slurm", "soak", "fuzz")
 
 
-#: pytest-xdist groups (`make test` runs `-n 2 --dist loadgroup`): a test runs in its module's group, so a
-#: module's module-scoped fixtures (its browser, its store) are built once, on one worker. The modules
-#: below share a group instead, so no two of them ever run at once: those that need the one real Slurm
-#: cluster (the `slurm_cluster` fixture is per worker: one worker starts it), and those whose assertions are
-#: on time (probe periods within 0.25 s, a progress rate within 30 %, a lock waited for, a faster cache
-#: mode, CPU of PostgreSQL's processes), which the other worker's load must not add to twice over.
-#: Everything else on this machine is per test: tmp_path, a uuid-named database, a tmpfs under tmp_path,
-#: ports from tests/ports.py or `--port 0`.
+#: pytest-xdist groups (`make test` runs `-n 2`; pyproject.toml's addopts say `--dist loadgroup`): a test
+#: runs in its module's group, so a module's module-scoped fixtures (its browser, its store) are built once,
+#: on one worker. The modules below share a group instead, so no two of them ever run at once: those that
+#: need the one real Slurm cluster (the `slurm_cluster` fixture is per worker: one worker starts it), and
+#: those whose assertions are on time (probe periods within 0.25 s, a progress rate within 30 %, a lock
+#: waited for, a faster cache mode, CPU of PostgreSQL's processes), which the other worker's load must not
+#: add to twice over. Everything else on this machine is per test: tmp_path, a uuid-named database, a
+#: tmpfs under tmp_path, ports from tests/ports.py or `--port 0`.
 EXCLUSIVE_GROUPS: dict[str, tuple[str, ...]] = {
-    "slurm": (),  # every module with a `slurm`-marked test (MODULE_MARKERS, the slurm_cluster fixture)
+    "slurm": ("test_bench_slurm.py", "test_distributed.py", "test_slurm_import.py"),
     "timing": (
         "test_collect_cli.py", "test_collect_policy.py", "test_fsstats_progress.py", "test_iomodel.py",
         "test_iomodel_layouts.py", "test_many_probes_pg.py", "test_probe.py", "test_probe_concurrency.py",
@@ -438,25 +438,41 @@ EXCLUSIVE_GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _xdist_groups(items) -> None:
-    """Give each test its xdist group, and in an xdist worker order the groups heaviest first (a slow
-    module is worth many fast ones) so that no long module starts last and keeps one core waiting."""
-    slurm = {i.path.name for i in items if i.get_closest_marker("slurm")}
+def xdist_group(module: str) -> str:
+    """The xdist group of the tests of MODULE (a file name)."""
+    return next((g for g, modules in EXCLUSIVE_GROUPS.items() if module in modules), module)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` with the groups above. pytest-xdist's own reads `xdist_group` marks into node
+    ids, which pytest 9 no longer lets a plugin rewrite: the controller, which sees node ids only, takes
+    the group from the module's name instead. The groups go out in the order the workers collected them."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(Path(nodeid.split("::", 1)[0]).name)
+
+    return ModuleGroups(config, log)
+
+
+def _order_groups(items) -> None:
+    """In an xdist worker, order the groups heaviest first (a slow test weighs as much as many fast ones), so
+    that no long module starts last and keeps one core waiting; a module's own order is kept."""
+    slurm = {i.path.name for i in items if i.get_closest_marker("slurm")} - set(EXCLUSIVE_GROUPS["slurm"])
+    if slurm:  # two workers would each start a cluster
+        raise pytest.UsageError(f"tests/conftest.py: add {', '.join(sorted(slurm))} to EXCLUSIVE_GROUPS['slurm']")
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
     weight: dict[str, float] = {}
     for item in items:
-        module = item.path.name
-        group = "slurm" if module in slurm else next(
-            (g for g, modules in EXCLUSIVE_GROUPS.items() if module in modules), module)
-        item.add_marker(pytest.mark.xdist_group(group))
-        item.stash[_GROUP] = group
         slow = any(item.get_closest_marker(m) for m in SLOW_MARKERS)
+        group = xdist_group(item.path.name)
         weight[group] = weight.get(group, 0.0) + (5.0 if slow else 0.3)
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # every worker orders alike, as xdist requires
-        order = {g: n for n, g in enumerate(sorted(weight, key=lambda g: (-weight[g], g)))}
-        items.sort(key=lambda i: order[i.stash[_GROUP]])  # stable: a module's own order is kept
-
-
-_GROUP = pytest.StashKey[str]()
+    order = {g: n for n, g in enumerate(sorted(weight, key=lambda g: (-weight[g], g)))}
+    items.sort(key=lambda i: order[xdist_group(i.path.name)])  # every worker alike, as xdist requires
 
 
 def pytest_collection_modifyitems(config, items):
@@ -473,7 +489,7 @@ def pytest_collection_modifyitems(config, items):
         if slow:
             config.hook.pytest_deselected(items=slow)
             items[:] = [i for i in items if not any(i.get_closest_marker(m) for m in SLOW_MARKERS)]
-    _xdist_groups(items)
+    _order_groups(items)
 
 
 def pytest_addoption(parser):
