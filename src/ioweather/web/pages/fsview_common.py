@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from ioweather.services.workload import data_end, dataset_fingerprint, file_systems
+from ioweather.services.telemetry.workload import data_end, dataset_fingerprint, file_systems
 from ioweather.web.context import WebContext
 from ioweather.web.params import BadRequest, NotFound, Query
 

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 from ioweather.errors import StoreError, UserError
 from ioweather.services.report import compute
-from ioweather.services.workload import data_end, dataset_fingerprint, file_systems
+from ioweather.services.telemetry.workload import data_end, dataset_fingerprint, file_systems
 from ioweather.web.context import WebContext
 from ioweather.web.pages.workload import HINT, event_options
 from ioweather.web.params import BadRequest, NotFound, Query
