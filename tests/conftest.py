@@ -450,6 +450,7 @@ EXCLUSIVE_GROUPS: dict[str, tuple[str, ...]] = {
         "test_collect_cli.py", "test_collect_policy.py", "test_fsstats_progress.py", "test_iomodel.py",
         "test_iomodel_layouts.py", "test_many_probes_pg.py", "test_probe.py", "test_probe_concurrency.py",
         "test_probe_targets.py", "test_soak.py", "test_store.py", "test_watch.py",
+        "test_web.py",  # a live probe's periods counted while every page is read
     ),
 }
 
