@@ -24,13 +24,17 @@ install: $(VENV)/.installed
 system-deps:
 	sh scripts/install-system-deps.sh
 
+# Both cores (pytest-xdist): tests/conftest.py groups the tests so a module's fixtures are built once and the
+# tests of the one Slurm cluster, or of time, never run at once (docs/architecture.md, "Test tiers").
+WORKERS ?= 2
+
 test: system-deps install
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(WORKERS) $(PYTEST_ARGS)
 
 # Unit, in-process CLI and store tests: no browser, database server, Slurm, soak or fuzz run (docs/architecture.md).
 .PHONY: test-fast
 test-fast: install
-	$(PY) -m pytest --fast $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(WORKERS) --fast $(PYTEST_ARGS)
 
 watch: $(VENV)/.installed-run
 	$(VENV)/bin/ioweather watch $(PROBE_DIR)

@@ -69,9 +69,15 @@ MODULE_MARKERS: dict[str, tuple[str, ...]] = {
 #: `python -m ioweather` processes, kills, hung files and servers. Every test of 1.5 s or more (setup, call and
 #: teardown) in `pytest --fast --durations=0 --tb=line` on 2026-11-26 is here, which brought the fast tier from
 #: 9 min 15 s to the time docs/architecture.md gives; test_smoke_commands.py keeps its own rule (one process
-#: per command stays in the fast tier).
+#: per command stays in the fast tier). Recomputed on 2026-11-28 from `pytest -n 2 --fast --durations=0` on a
+#: machine shared by eight engineers: each duration scaled by 170 s / the run's sum of durations (170 s: the
+#: same tests' sum with the machine to itself), a module fixture's setup left out (paid once per module).
 SLOW_TESTS: dict[str, tuple[str, ...]] = {
-    "test_advisor_cli.py": ("test_text_report_shows_the_layer_and_the_combined_column",),
+    "test_advisor_cli.py": (
+        "test_html_report_has_the_combined_column",
+        "test_json_io_time_and_saving_for_why",
+        "test_text_report_shows_the_layer_and_the_combined_column",
+    ),
     "test_advisor_lab.py": ("test_5_no_noise_on_the_public_logs",),
     "test_job_diff.py": ("test_cli_json_table_and_errors", "test_stored_jobs_by_hash_prefix"),
     "test_argument_ranges.py": ("test_duration_parser_fuzz", "test_size_parser_fuzz", "test_time_parsers_fuzz",),
@@ -84,6 +90,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_false_positive_rate_on_stationary_noise",
     ),
     "test_changes_web.py": (
+        "test_history_json_marks_only_the_target_that_changed",
         "test_pages_answer_without_the_change_point_libraries",
         "test_timeline_json_carries_the_planted_change",
     ),
@@ -137,6 +144,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_workload_worked_example_as_written",
     ),
     "test_events_probe_cost.py": (
+        "test_a_higher_threshold_makes_no_event_contended",
         "test_only_contended_events_cost",
         "test_probe_slowdown_of_each_event_against_the_rows",
     ),
@@ -177,6 +185,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
     "test_hostile_second_pass_sacct.py": (
         "test_a_300_character_job_id_is_refused",
         "test_a_fifo_or_a_kernel_file_is_refused_at_once",
+        "test_deeply_nested_pytokio_json_is_one_line",
         "test_values_beyond_the_columns_are_bad_lines",
     ),
     "test_hostile_second_pass_store.py": (
@@ -256,7 +265,9 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_a_scheduler_job_answers_the_same_way",
         "test_an_imported_feature_row_answers_typed_without_a_file_system",
         "test_correlations_are_typed_and_the_cli_prints_their_rows",
+        "test_every_path_builds_one_job_shape",
         "test_the_umami_answer_is_typed_and_every_surface_renders_it",
+        "test_the_weather_is_built_once_and_stored_as_its_document",
         "test_why_reads_the_typed_weather",
     ),
     "test_layers.py": ("test_each_contract_catches_its_import", "test_a_new_services_module_must_take_a_layer"),
@@ -268,7 +279,10 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_the_store_exporter_names_them_as_lustrefs_exporter",
     ),
     "test_lctl_web.py": ("test_servers_shows_brw_distributions",),
-    "test_learning_surfaces.py": ("test_young_target_is_learning_cell_for_cell_on_history_and_slowdown",),
+    "test_learning_surfaces.py": (
+        "test_learned_target_is_judged_as_before",
+        "test_young_target_is_learning_cell_for_cell_on_history_and_slowdown",
+    ),
     "test_little_data_import.py": (
         "test_overlapped_counts_the_jobs_in_the_imported_span",
         "test_quiet_import_prints_nothing_and_counts_only_overlapped_jobs",
@@ -276,6 +290,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
     "test_little_data_numbers.py": ("test_fsstats_table_and_report_have_no_exponent",),
     "test_monitoring_check.py": (
         "test_check_never_writes_the_store",
+        "test_check_on_an_empty_home_is_unknown_and_creates_nothing",
         "test_perfdata_for_every_target",
         "test_purge_asks_first_and_deletes_everything",
         "test_retired_and_abandoned_targets_no_longer_block_the_check",
@@ -289,6 +304,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_settings_and_arguments_are_checked",
         "test_telemetry_days_go_whole",
     ),
+    "test_one_truth.py": ("test_nodes_never_from_processes",),
     "test_probe_archive_fulldisk.py": ("test_archive_on_a_full_disk",),
     "test_probe_concurrency.py": (
         "test_full_buffer_drops_the_oldest_counts_and_says_so",
@@ -422,6 +438,62 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
 SLOW_MARKERS = ("slow", "browser", "postgres", "mariadb", "slurm", "soak", "fuzz")
 
 
+#: pytest-xdist groups (`make test` runs `-n 2`; pyproject.toml's addopts say `--dist loadgroup`): a test
+#: runs in its module's group, so a module's module-scoped fixtures (its browser, its store) are built once,
+#: on one worker. The modules below share a group instead, so no two of them ever run at once: those that
+#: need the one real Slurm cluster (the `slurm_cluster` fixture is per worker: one worker starts it), and
+#: those whose assertions are on time (probe periods within 0.25 s, a progress rate within 30 %, a lock
+#: waited for, a faster cache mode, CPU of PostgreSQL's processes), which the other worker's load must not
+#: add to twice over. Everything else on this machine is per test: tmp_path, a uuid-named database, a
+#: tmpfs under tmp_path, ports from tests/ports.py or `--port 0`.
+EXCLUSIVE_GROUPS: dict[str, tuple[str, ...]] = {
+    "slurm": ("test_bench_slurm.py", "test_distributed.py", "test_slurm_import.py"),
+    "timing": (
+        "test_collect_cli.py", "test_collect_policy.py", "test_fsstats_progress.py", "test_iomodel.py",
+        "test_iomodel_layouts.py", "test_many_probes_pg.py", "test_probe.py", "test_probe_concurrency.py",
+        "test_probe_targets.py", "test_soak.py", "test_store.py", "test_watch.py",
+        "test_web.py",  # a live probe's periods counted while every page is read
+    ),
+}
+
+
+def xdist_group(module: str) -> str:
+    """The xdist group of the tests of MODULE (a file name)."""
+    return next((g for g, modules in EXCLUSIVE_GROUPS.items() if module in modules), module)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` with the groups above. pytest-xdist's own reads `xdist_group` marks into node
+    ids, which pytest 9 no longer lets a plugin rewrite: the controller, which sees node ids only, takes
+    the group from the module's name instead. The groups go out in the order the workers collected them."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group(Path(nodeid.split("::", 1)[0]).name)
+
+    return ModuleGroups(config, log)
+
+
+def _order_groups(items) -> None:
+    """In an xdist worker, order the groups heaviest first (a slow test weighs as much as many fast ones), so
+    that no long module starts last and keeps one core waiting; a module's own order is kept."""
+    slurm = {i.path.name for i in items if i.get_closest_marker("slurm")} - set(EXCLUSIVE_GROUPS["slurm"])
+    if slurm:  # two workers would each start a cluster
+        raise pytest.UsageError(f"tests/conftest.py: add {', '.join(sorted(slurm))} to EXCLUSIVE_GROUPS['slurm']")
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    weight: dict[str, float] = {}
+    for item in items:
+        slow = any(item.get_closest_marker(m) for m in SLOW_MARKERS)
+        group = xdist_group(item.path.name)
+        weight[group] = weight.get(group, 0.0) + (5.0 if slow else 0.3)
+    order = {g: n for n, g in enumerate(sorted(weight, key=lambda g: (-weight[g], g)))}
+    items.sort(key=lambda i: order[xdist_group(i.path.name)])  # every worker alike, as xdist requires
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         names = set(MODULE_MARKERS.get(item.path.name, ()))
@@ -436,6 +508,7 @@ def pytest_collection_modifyitems(config, items):
         if slow:
             config.hook.pytest_deselected(items=slow)
             items[:] = [i for i in items if not any(i.get_closest_marker(m) for m in SLOW_MARKERS)]
+    _order_groups(items)
 
 
 def pytest_addoption(parser):

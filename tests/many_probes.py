@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import resource
-import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
+from ports import free_port
 
 STOPPED = re.compile(r"run (\d+): stopped after (\d+) periods, (\d+) samples stored")
 OPS = 6
@@ -63,15 +63,6 @@ def _postgres_cpu_s() -> float:
     return total / tick
 
 
-def _free_port() -> int:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    try:
-        return s.getsockname()[1]
-    finally:
-        s.close()
-
-
 def _read_pages(port: int, stop: threading.Event, out: list) -> None:
     while not stop.is_set():
         t0 = time.monotonic()
@@ -95,7 +86,7 @@ def run(url: str, n: int, duration_s: int, root: Path, *, dashboard: bool = True
     server = stop = reader = None
     out = Outcome(n=n, duration_s=duration_s)
     if dashboard:
-        port = _free_port()
+        port = free_port()
         server = subprocess.Popen([*py, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.DEVNULL)
         _wait_http(port)

@@ -30,6 +30,8 @@ import uuid
 from pathlib import Path
 from typing import Self
 
+from ports import free_ports
+
 MARIADB = {"host": "127.0.0.1", "port": 3306, "user": "root"}
 PACKAGES = ("munged", "slurmdbd", "slurmctld", "slurmd", "sacct", "sbatch", "sacctmgr")
 #: Where Debian installs munged's and the daemons' binaries (not always on a non-root PATH).
@@ -42,19 +44,6 @@ class SlurmUnavailable(Exception):
 
 def _which(name: str) -> str | None:
     return shutil.which(name) or next((f"{d}/{name}" for d in SBIN if os.access(f"{d}/{name}", os.X_OK)), None)
-
-
-def _free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def _tail(path: Path, lines: int = 8) -> str:
@@ -85,7 +74,7 @@ class SlurmCluster:
         self.name = "iow" + uuid.uuid4().hex[:8]
         self.node = socket.gethostname().split(".")[0]
         self.database = f"ioweather_slurm_{self.name}"
-        self.ctld_port, self.slurmd_port, self.dbd_port = _free_ports(3)
+        self.ctld_port, self.slurmd_port, self.dbd_port = free_ports(3)
         self.conf = self.root / "slurm.conf"
         # munged runs as user munge, who cannot traverse pytest's private (0700) temp directories
         self.munge_dir = Path(tempfile.mkdtemp(prefix="ioweather-munge-", dir="/tmp"))

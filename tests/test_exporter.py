@@ -24,6 +24,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from collect_growth import collect_with_growth
 from conftest import ROOT, run_cli
 from lmt_reference import lmt_deltas
+from ports import free_port
+from shared_stores import copy_home, pytokio_telemetry
 
 LMT = "lmt/snx11025_2018-01-28.sqlite3"
 HOSTILE = 'a"b\\c\nd{e}=,é'
@@ -59,11 +61,8 @@ def _collect_jobs(home: Path, testdata: Path, work: Path) -> None:
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory, testdata):
-    home = tmp_path_factory.mktemp("export")
+    home = copy_home(pytokio_telemetry(tmp_path_factory), tmp_path_factory.mktemp("export") / "home")
     pyt = testdata / "pytokio"
-    run_cli("import", "lmt", str(testdata / LMT), "--fs", "snx11025", home=home, check=True)
-    run_cli("import", "lfsdf", str(pyt / "sample_ost-fullness.txt.gz"), "--fs", "snx11035", home=home, check=True)
-    run_cli("import", "lctl", str(pyt / "sample_ost-map.txt.gz"), "--fs", "snx11035", home=home, check=True)
     run_cli("import", "mmperfmon", str(pyt / "mmperfmon.2019-05-15-micro.tgz"), "--fs", "gpfsnode", home=home,
             check=True)
     _collect_jobs(home, testdata, tmp_path_factory.mktemp("tree"))
@@ -223,12 +222,6 @@ def test_list_and_bad_input(home, exposition):
     assert r.returncode == 2 and "cannot listen on 127.0.0.1" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _dashboard_exprs() -> list[str]:
     dash = json.loads((ROOT / "grafana" / "ioweather-servers.json").read_text())
     return [t["expr"] for p in dash["panels"] for t in p["targets"]]
@@ -257,7 +250,7 @@ def test_a_real_prometheus_scrapes_it(home, testdata, tmp_path):
         line = exporter.stderr.readline()
         m = re.search(r"http://127\.0\.0\.1:(\d+)/metrics", line)
         assert m, line
-        port = _free_port()
+        port = free_port()
         (tmp_path / "prometheus.yml").write_text(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
             "scrape_configs:\n  - job_name: ioweather\n    static_configs:\n"

@@ -11,6 +11,7 @@ import pytest
 
 from conftest import run_cli
 from ioweather.units import format_number
+from shared_stores import copy_home, lmt_day
 
 SCIENTIFIC = re.compile(r"\d[eE][+-]\d")
 
@@ -52,10 +53,8 @@ def test_format_number(v, text):
 @pytest.fixture(scope="module")
 def shared_home(testdata, tmp_path_factory):
     """The shared Darshan logs ingested, the LMT day imported, tokio-abc's Edison runs imported."""
-    home = tmp_path_factory.mktemp("numbers") / "home"
+    home = copy_home(lmt_day(tmp_path_factory), tmp_path_factory.mktemp("numbers") / "home")
     run_cli("jobs", "ingest", str(testdata / "darshan"), "-q", home=home, check=True)
-    run_cli("import", "lmt", str(testdata / "lmt/snx11025_2018-01-28.sqlite3"), "--fs", "snx11025",
-            "--timezone", "America/Los_Angeles", "-q", home=home, check=True)
     run_cli("bench", "import", str(testdata / "tokio-abc/edison-summaries_2017-02-14-2018-02-15.csv.gz"),
             home=home, check=True)
     return home

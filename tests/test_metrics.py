@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import time
 import urllib.parse
@@ -22,6 +21,7 @@ from ioweather.store import probe as probe_store
 from ioweather.services.metrics import BUCKETS_S, ProbeMetrics
 from ioweather.services.probe.cache import ProbeCache
 from web_server import NASTY, Server, filled, frozen_app, server  # noqa: F401  (fixtures)
+from ports import free_port
 from waiting import wait_until
 from web_synthetic import Episode, add_target
 
@@ -205,12 +205,6 @@ def test_the_alert_rules_fire_for_a_degraded_target_and_not_for_a_learning_one(t
     assert proc.returncode == 0 and "SUCCESS" in proc.stdout, proc.stdout + proc.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _ok(s: dict, code: int, since_ns: int, until_ns: int) -> np.ndarray:
     """Durations (s) of the op's successful samples that start in [since, until)."""
     sel = (s["op"] == code) & (s["status"] == 0) & (s["start_ns"] >= since_ns) & (s["start_ns"] < until_ns)
@@ -237,7 +231,7 @@ def test_a_real_prometheus_scrapes_it(tmp_path):
         # After the start: 290 s of samples 25x slower, then the clock moves on past the 90 s lag.
         add_target(store, "p", t0, t0 + 290 * 10**9, period_s=1, seed=9, episodes=[Episode(t0, t0 + 10**12, 25.0)])
         clock[0] = t0 + 400 * 10**9
-        port = _free_port()
+        port = free_port()
         (tmp_path / "prometheus.yml").write_text(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
             f"scrape_configs:\n  - job_name: ioweather\n    static_configs:\n"

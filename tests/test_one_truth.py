@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 from urllib.parse import quote
 
@@ -21,10 +20,10 @@ from click.testing import CliRunner
 
 from ioweather.cli import cli as ioweather_cli
 from ioweather.config import Settings
+from shared_stores import copy_home, lmt_day, two_logs
 from web_server import Server, api
 
 ROOT = Path(__file__).resolve().parents[1]
-LMT = "lmt/snx11025_2018-01-28.sqlite3"
 # docs/workload.md's example: five minutes of LMT at 5 s
 EXAMPLE = ["--resample", "5s", "--smooth", "30s", "--min-amplitude", "100MiB/s"]
 
@@ -38,14 +37,8 @@ def run(*args: str, home: Path) -> str:
 
 @pytest.fixture(scope="module")
 def darshan_home(testdata, tmp_path_factory):
-    logs = tmp_path_factory.mktemp("logs")
-    # 496 and 128 processes, no host names
-    for name in ("imbalanced-io.darshan", "darshan-apmpi-2nodes-64mpi.darshan"):
-        shutil.copy(testdata / "darshan" / name, logs / name)
-    home = tmp_path_factory.mktemp("dj") / "home"
-    doc = json.loads(run("jobs", "ingest", str(logs), "--json", home=home))
-    assert doc["ingested"] == 2
-    return home
+    """Two logs of 496 and 128 processes, no host names (tests/shared_stores.py)."""
+    return copy_home(two_logs(tmp_path_factory), tmp_path_factory.mktemp("dj") / "home")
 
 
 def test_nodes_never_from_processes(darshan_home):
@@ -104,9 +97,7 @@ def test_every_command_a_page_names_exists():
 
 @pytest.fixture(scope="module")
 def lmt_home(testdata, tmp_path_factory):
-    home = tmp_path_factory.mktemp("lmt") / "home"
-    run("import", "lmt", str(testdata / LMT), "--fs", "snx11025", "--timezone", "America/Los_Angeles", "-q", home=home)
-    return home
+    return copy_home(lmt_day(tmp_path_factory), tmp_path_factory.mktemp("lmt") / "home")
 
 
 def test_workload_page_takes_what_the_cli_takes(lmt_home):

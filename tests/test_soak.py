@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -28,16 +27,11 @@ import pytest
 from ioweather.config import Settings
 from ioweather.sources.telemetry.synthetic import make_tree
 from ioweather.store import telemetry_layout as layout
+from ports import free_port
 from soak import Soak, Spec, fresh_snapshot, integrity_check
 
 SOAK_SECONDS = float(os.environ.get("IOWEATHER_SOAK_SECONDS", "75"))
 CSV_ROWS = 240
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def write_csv(path: Path) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from ioweather.config import Settings
 from ioweather.store import open_store
 
 sys.path.insert(0, str(Path(__file__).parent))
+from ports import free_port  # noqa: E402
 from web_synthetic import add_target  # noqa: E402
 from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 
@@ -52,9 +52,7 @@ def _one_line_store_check(r) -> None:
 
 class _Serve:
     def __init__(self, home: Path):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = free_port()
         env = dict(os.environ, IOWEATHER_HOME=str(home))
         env.pop("IOWEATHER_DB", None)
         self.proc = subprocess.Popen([sys.executable, "-m", "ioweather", "serve", "--port", str(self.port)],

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import pytest
 
 from ioweather.errors import StoreDamaged, StoreError
 from ioweather.store.db import Store
+from ports import free_port
 
 pytestmark = pytest.mark.slow
 
@@ -44,12 +44,6 @@ def _deleted_store_files(pid: int, home: Path) -> list[str]:
         if target.startswith(str(home)) and target.endswith("(deleted)"):
             out.append(target)
     return out
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_one_engine_per_database_per_process(tmp_path):
@@ -95,7 +89,7 @@ def test_watch_with_other_commands_keeps_its_log_and_every_table(tmp_path, cli):
     env = dict(os.environ, IOWEATHER_HOME=str(home))
     env.pop("IOWEATHER_DB", None)
     watch = subprocess.Popen([sys.executable, "-m", "ioweather", "watch", str(tmp_path / "probe"), "--port",
-                              str(_free_port()), "--file-size", "4MiB", "--interval", "0.2s"],
+                              str(free_port()), "--file-size", "4MiB", "--interval", "0.2s"],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 60

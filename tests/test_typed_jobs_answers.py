@@ -2,17 +2,17 @@
 function returning a dataclass, and the command's `--json`, `/api/<slug>` and the service's `to_json()`
 are one document for the same window, on real data (the LMT database of docs/workload.md's example,
 two real Darshan logs, tokio-abc's benchmark rows) and a tree built here (whose totals this file knows).
-The API carries no key its dataclass does not declare, besides the form fields a page says it adds."""
+The API carries no key its dataclass does not declare, besides the form fields a page says it adds.
+(This file also holds what tests/test_api_equals_cli.py checked: `/api/<page>` of workload, report, jobs and
+bench, with the page's defaults too, equals the command's `--json`, run as a process.)"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 from datetime import datetime, timezone
 from urllib.parse import quote
 
-import pandas as pd
 import pytest
 
 from ioweather.config import Settings
@@ -25,11 +25,11 @@ from ioweather.services.telemetry import workload
 from ioweather.services.events import Params
 from ioweather.services.stores import open_store
 from ioweather.web.app import create_app
+from shared_stores import TWO_LOGS as LOGS, copy_home, day_logs_bench
 from web_server import Server, api
 
 pytestmark = pytest.mark.slow  # a CLI process per surface
 
-LMT = "lmt/snx11025_2018-01-28.sqlite3"
 FS = "snx11025"
 SINCE, UNTIL = "2018-01-28T08:00:00Z", "2018-01-28T08:05:00Z"
 RESAMPLE_S, SMOOTH_S, MIN_AMP = 5.0, 30.0, 100 * 2**20
@@ -38,7 +38,6 @@ WINDOW_ARGS = ["--fs", FS, "--since", SINCE, "--until", UNTIL, "--resample", "5s
 QUERY = "&".join(f"{k}={quote(v, safe='')}" for k, v in
                  {"fs": FS, "since": SINCE, "until": UNTIL, "resample": "5s", "smooth": "30s",
                   "min_amplitude": "100MiB/s"}.items())
-LOGS = ("imbalanced-io.darshan", "darshan-apmpi-2nodes-64mpi.darshan")
 #: the tree snapshotted as "before", and what "after" adds: (path, bytes)
 BEFORE = [("p1/a", 1000), ("p1/b", 30000), ("p2/c", 5), ("top", 700)]
 ADDED = [("p2/big", 400000), ("p3/x", 12)]
@@ -69,17 +68,7 @@ def home(testdata, tmp_path_factory):
     from conftest import run_cli
 
     work = tmp_path_factory.mktemp("typed")
-    home = work / "home"
-    run_cli("import", "lmt", str(testdata / LMT), "--fs", FS, "--timezone", "America/Los_Angeles", "-q",
-            home=home, check=True)
-    logs = work / "logs"
-    logs.mkdir()
-    for name in LOGS:
-        shutil.copy(testdata / "darshan" / name, logs / name)
-    run_cli("jobs", "ingest", str(logs), "-q", home=home, check=True)
-    abc = pd.read_csv(testdata / "tokio-abc" / "edison-summaries_2017-02-14-2018-02-15.csv.gz", low_memory=False)
-    abc.head(400).to_csv(work / "edison-summaries_head.csv", index=False)
-    run_cli("bench", "import", str(work / "edison-summaries_head.csv"), home=home, check=True)
+    home = copy_home(day_logs_bench(tmp_path_factory), work / "home")
     tree = work / "tree"
     _write(tree, BEFORE)
     run_cli("fsstats", str(tree), "--label", "before", "-q", home=home, check=True)
@@ -160,6 +149,7 @@ def test_jobs(server, settings, store, home, cli):
     assert summary.jobs == len(LOGS) and summary.failed_logs == 0
     doc = _api(server, "/api/jobs?sort=runtime&order=asc&limit=1&offset=1")
     assert doc["summary"] == _plain(summary.to_json()) == _cli_json(cli, home, "jobs", "summary")
+    assert _api(server, "/api/jobs")["summary"] == doc["summary"]  # the page's own order and paging: the same
     assert set(doc["summary"]) == _summary_keys()
     view = darshan.jobs_view(store, darshan.ArchiveIndex(store), "runtime", "asc", 1, 1, doc["projects_shown"])
     assert isinstance(view, darshan.JobsView) and isinstance(view.list, darshan.JobList)
@@ -192,6 +182,8 @@ def test_bench(server, store, home, cli):
     assert doc == _plain(page.to_json()) and set(doc) == _names(bench.BenchPage)
     # the page's rows are the command's, each with its last fractions of peak
     assert [{k: v for k, v in r.items() if k != "last_k"} for r in doc["rows"]] == _plain(answer.to_json())
+    default = _api(server, "/api/bench")  # the page as first opened: its rows too
+    assert [{k: v for k, v in r.items() if k != "last_k"} for r in default["rows"]] == _plain(answer.to_json())
     assert doc["direction"] == "read" and len(doc["series"]["time"]) == next(
         r["runs"] for r in doc["rows"] if (r["motif"], r["direction"], r["fs"]) == (doc["motif"], "read", doc["fs"]))
 

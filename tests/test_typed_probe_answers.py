@@ -29,13 +29,13 @@ from ioweather.store import open_store
 from ioweather.store.telemetry_layout import write_rows
 from ioweather.web.app import create_app
 from ioweather.web.context import WebConfig, WebContext
+from shared_stores import copy_home, pytokio_telemetry
 from web_server import Server, api
 from web_synthetic import Episode, add_target
 
 pytestmark = pytest.mark.slow  # a CLI process per comparison
 
 H, MIN, DAY = 3600 * 10**9, 60 * 10**9, 86400 * 10**9
-LMT = "lmt/snx11025_2018-01-28.sqlite3"
 LMT_SINCE, LMT_UNTIL = "2018-01-27T23:00:00Z", "2018-01-28T01:00:00Z"
 #: Bytes each job wrote in the job_stats rows of the `jobs` file system, over two 60 s intervals.
 JOB_BYTES = {"1001": (3 << 20, 4 << 20), "dd.4242": (0, 3 << 20), "idle.7": (0, 0)}
@@ -57,13 +57,7 @@ def home(tmp_path_factory, testdata) -> tuple[Path, int]:
     """Probe samples ending now (the CLI judges "now" by its own clock): scratch, 30 days every 60 s with
     its data ops 5x slower in the hour that ended 2 h before the last full hour; home-nfs, 2 days every PERIOD_S, 25x slower for the last
     30 minutes. Telemetry: the LMT database, pytokio's lfs df and lctl dl -t, and job_stats rows."""
-    from conftest import run_cli
-
-    home = tmp_path_factory.mktemp("typed") / "home"
-    run_cli("import", "lmt", str(testdata / LMT), "--fs", "snx11025", home=home, check=True)
-    pyt = testdata / "pytokio"
-    run_cli("import", "lfsdf", str(pyt / "sample_ost-fullness.txt.gz"), "--fs", "snx11035", home=home, check=True)
-    run_cli("import", "lctl", str(pyt / "sample_ost-map.txt.gz"), "--fs", "snx11035", home=home, check=True)
+    home = copy_home(pytokio_telemetry(tmp_path_factory), tmp_path_factory.mktemp("typed") / "home")
     # after the imports, which take a while on a loaded machine: the probe data end now
     t0 = time.time_ns() // 10**9 * 10**9
     settings = Settings.resolve(home)

@@ -17,6 +17,7 @@ from ioweather.config import Settings
 from ioweather.web.app import create_app
 from collect_growth import collect_with_growth
 from lmt_reference import lmt_deltas
+from shared_stores import copy_home, pytokio_telemetry
 from web_pages_data import NASTY
 from web_server import Server, api, assert_bad_request, escaped_page
 
@@ -54,11 +55,7 @@ def _job_stats(jobs: dict[str, int]) -> str:
 def home(tmp_path_factory, testdata):
     from conftest import run_cli
 
-    home = tmp_path_factory.mktemp("fsview")
-    run_cli("import", "lmt", str(testdata / LMT), "--fs", "snx11025", home=home, check=True)
-    pyt = testdata / "pytokio"
-    run_cli("import", "lfsdf", str(pyt / "sample_ost-fullness.txt.gz"), "--fs", "snx11035", home=home, check=True)
-    run_cli("import", "lctl", str(pyt / "sample_ost-map.txt.gz"), "--fs", "snx11035", home=home, check=True)
+    home = copy_home(pytokio_telemetry(tmp_path_factory), tmp_path_factory.mktemp("fsview") / "home")
     work = tmp_path_factory.mktemp("odd")
     (work / "lctl.txt").write_text(ODD_LCTL)
     (work / "df.txt").write_text(ODD_DF)

@@ -14,6 +14,7 @@ import pytest
 from ioweather.config import Settings
 from ioweather.store import open_store
 from ioweather.store import jobs as jobs_store
+from shared_stores import built_once, copy_home
 
 #: A label that breaks naive HTML, JSON-in-HTML and Plotly text if it is not escaped.
 NASTY = """<script>window.__xss=1</script><img src=x onerror="window.__xss=2"> 'q' & "x\\"""
@@ -153,17 +154,23 @@ _HOMES: dict[str, Path] = {}
 PROBE_END_NS: list[int] = []
 
 
-@pytest.fixture(scope="module")
-def pages_home(tmp_path_factory, testdata) -> Path:
-    """One store with the data of every page, built once per test session (read-only for the tests)."""
+def _fill_pages(root: Path, darshan: Path) -> None:
     from conftest import run_cli
 
+    fill_jobs(root / "home", darshan, run_cli, root / "work")
+    fill_workload(root / "home", run_cli, root / "work")
+    fill_contents(root / "home", run_cli, root / "work")
+    (root / "probe_end_ns").write_text(str(fill_probe(root / "home")))
+
+
+@pytest.fixture(scope="module")
+def pages_home(tmp_path_factory, testdata) -> Path:
+    """One store with the data of every page, built once per test run (tests/shared_stores.py) and
+    copied once per worker (read-only for the tests)."""
     if "all" not in _HOMES:
-        root = tmp_path_factory.mktemp("webpages")
-        fill_jobs(root / "home", testdata / "darshan", run_cli, root / "work")
-        fill_workload(root / "home", run_cli, root / "work")
-        fill_contents(root / "home", run_cli, root / "work")
-        PROBE_END_NS.append(fill_probe(root / "home"))
+        shared = built_once(tmp_path_factory, "web-pages", lambda root: _fill_pages(root, testdata / "darshan"))
+        root = copy_home(shared, tmp_path_factory.mktemp("webpages") / "root")
+        PROBE_END_NS.append(int((root / "probe_end_ns").read_text()))
         _HOMES["all"] = root / "home"
     return _HOMES["all"]
 

@@ -217,13 +217,22 @@ def frozen_app(home: Path, t0_ns: int, clock: list[int] | None = None, db_url: s
 _FILLED: list[Filled] = []
 
 
-@pytest.fixture(scope="module")
-def filled(tmp_path_factory) -> Filled:
-    """Built once per test session and shared by the modules that import it (read-only for them)."""
+def _fill(root: Path) -> None:
     from conftest import run_cli
 
+    root.mkdir()
+    (root / "t0_ns").write_text(str(fill_store(root / "home", run_cli).t0_ns))
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory) -> Filled:
+    """Built once per test run (tests/shared_stores.py), copied once per worker and shared by the modules
+    that import it (read-only for them)."""
+    from shared_stores import built_once, copy_home
+
     if not _FILLED:
-        _FILLED.append(fill_store(tmp_path_factory.mktemp("web") / "home", run_cli))
+        root = copy_home(built_once(tmp_path_factory, "web", _fill), tmp_path_factory.mktemp("web") / "root")
+        _FILLED.append(Filled(root / "home", int((root / "t0_ns").read_text())))
     return _FILLED[0]
 
 
