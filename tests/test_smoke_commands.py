@@ -88,6 +88,8 @@ RUNS: dict[str, Run | None] = {
     "iomodel run": Run("iomodel run --dir {tmp} --cache cached --op R --sizes 4096 --repeats 10 --file-size 1MiB "
                        "--mem-size 1MiB --out {tmp}/io.parquet --json", 0, r'"rows": 10', slow=True),
     "job": Run("job {data}/darshan/mpi-io-test-x86_64-3.0.0.darshan --json", 0, r'"nprocs"', slow=True),
+    "job diff": Run("job diff {data}/darshan/mpi-io-test-x86_64-3.0.0.darshan "
+                    "{data}/darshan/mpi-io-test-ppc64-3.1.8.darshan --json", 0, r'"io_time_change_s"', slow=True),
     "jobs": None,
     "jobs failed": Run("jobs failed --json", 0, r"\[\]", slow=True),
     "jobs ingest": Run("jobs ingest {data}/darshan/mpi-io-test-x86_64-3.0.0.darshan --workers 1 --json", 0,

@@ -44,6 +44,13 @@ class _JobCommands(click.Group):
         return super().parse_args(ctx, args)
 
 
+class _LogCommand(click.Command):
+    """`ioweather job LOG` as users type it: its usage line names `ioweather job`, not the hidden `log`."""
+
+    def format_usage(self, ctx, formatter):
+        formatter.write_usage(ctx.parent.command_path, " ".join(self.collect_usage_pieces(ctx)))
+
+
 def register(cli: click.Group) -> None:
     @cli.group("job", cls=_JobCommands)
     def job_group():
@@ -69,6 +76,7 @@ def register(cli: click.Group) -> None:
         stored and telemetry for their file system, `why`'s system seconds of each (docs/darshan.md)."""
         # lazy: the job reader forks before numpy (services/jobs/darshan_child.py)
         from ioweather.services.job_diff import job_diff
+        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.job_diff import print_job_diff
 
         d = job_diff(settings, before, after, cores_per_node=cores_per_node, thresholds_file=thresholds_file, fs=fs)
@@ -77,7 +85,8 @@ def register(cli: click.Group) -> None:
         else:
             print_job_diff(d)
 
-    @job_group.command("log", hidden=True)
+    @job_group.command("log", cls=_LogCommand, hidden=True,
+                       epilog="Two runs of a job: `ioweather job diff BEFORE AFTER` says what changed, costed.")
     @click.argument("log", type=click.Path(dir_okay=False))
     @json_option
     @click.option("--html", "html_out", metavar="OUT", default=None, help="Write a self-contained HTML report to OUT.")
