@@ -420,6 +420,28 @@ def extent(settings, fs: str, prefix: str | None = None, metrics=()) -> tuple[in
     return (None, None) if row is None or row[0] is None else (int(row[0]), int(row[1]))
 
 
+def spans(settings, fs: str, kinds: dict[str, tuple[tuple[str, ...], str | None]],
+          since_ns: int | None = None, until_ns: int | None = None) -> dict[str, tuple[int, int, int]]:
+    """Per kind (a name for `(metrics, prefix)`): the first interval start, the end of the last interval
+    and the number of valid rows, of the kinds that have any (one scan of the metric and time columns).
+    A gauge reading has no interval: it counts as one second, so a single snapshot still makes a window."""
+    files = layout.data_files(layout.fs_dir(settings, fs), since_ns, until_ns)
+    if not files or not kinds:
+        return {}
+    cases = " ".join(f"WHEN {_metric_sql(*kinds[k])} THEN '{k}'" for k in kinds if _SAFE.match(k))
+    con = layout.connect_duckdb()
+    try:
+        rows = con.execute(f"""
+            SELECT kind, min(time_ns), max(time_ns + CAST(greatest(coalesce(interval_s, 0), 1) * 1e9 AS BIGINT)),
+                   count(*)
+            FROM (SELECT CASE {cases} END AS kind, time_ns, interval_s FROM {files_scan(files)}
+                  WHERE {VALID} AND {_time_sql(since_ns, until_ns)})
+            WHERE kind IS NOT NULL GROUP BY kind""").fetchall()
+    finally:
+        con.close()
+    return {k: (int(a), int(b), int(n)) for k, a, b, n in rows}
+
+
 def known_jobs(store, jobids: list[int]) -> dict[str, dict]:
     """{job id: {"user": scheduler's user or None, "job_url": "/job?id=<hash>" or None}} for the numeric
     job ids that the Darshan or scheduler tables know; tables that do not exist are not created."""

@@ -92,7 +92,9 @@ def _page_html(ctx: WebContext, page: Page, render: Renderer):
     def endpoint(request: Request):
         data = page.data(ctx, request.query_params)
         query = f"?{request.url.query}" if request.url.query else ""
-        return render(page.template, page=page, data=data, api_url=f"/api/{page.slug}{query}",
+        # a file system without the page's kind of data: its note and the form, not empty charts
+        template = "fs_none.html" if isinstance(data, dict) and data.get("no_data") else page.template
+        return render(template, page=page, data=data, api_url=f"/api/{page.slug}{query}",
                       parts={name: path + query for name, path in page.part_paths().items()}, config=ctx.config)
     return endpoint
 
