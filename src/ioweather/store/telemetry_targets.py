@@ -351,14 +351,17 @@ def target_cells(settings, fs: str, since_ns: int, until_ns: int, step_ns: int, 
 
 def gauge_bins(settings, fs: str, since_ns: int | None, until_ns: int | None, step_ns: int,
                metrics=(), prefix: str | None = None) -> pd.DataFrame:
-    """Gauges per (metric, target, bin): the last valid reading in the bin (value) and its time_ns."""
+    """Gauges per (metric, target, bin): the last valid reading in the bin (value) and its time_ns. Of two
+    readings at the same instant (an LMT sample and an `lfs df` at 00:05) the snapshot's (no interval)
+    wins: a tie left to the scan order gave a fullness of 67.4 % or 72.4 % from one run to the next."""
     files = layout.data_files(layout.fs_dir(settings, fs), since_ns, until_ns)
     if not files:
         return pd.DataFrame({"metric": [], "target": [], "bin": [], "value": [], "time_ns": []})
     con = layout.connect_duckdb()
     try:
         return con.execute(f"""
-            SELECT metric, target, time_ns // {int(step_ns)} AS bin, arg_max(value, time_ns) AS value,
+            SELECT metric, target, time_ns // {int(step_ns)} AS bin,
+                   arg_max(value, time_ns * 2 + CASE WHEN interval_s IS NULL THEN 1 ELSE 0 END) AS value,
                    max(time_ns) AS time_ns
             FROM {files_scan(files)}
             WHERE {_metric_sql(metrics, prefix)} AND {VALID} AND {_time_sql(since_ns, until_ns)}
