@@ -36,7 +36,7 @@ from ioweather.services.slowdown import known_targets
 from ioweather.stats import climate as cstats, coverage as cov, umami as um
 from ioweather.stats import job_weather as jws
 from ioweather.stats.probe import baseline_medians
-from ioweather.stats.status import learning_at, min_history_s
+from ioweather.stats.status import learning_at, min_history_s, min_samples
 from ioweather.stats.umami import fraction_of_peak
 
 if TYPE_CHECKING:
@@ -529,7 +529,8 @@ class ProbeBaselines:
             # An op whose baseline is still learning judges nothing, as on the Status card, /metrics,
             # `slowdown` and `--check`: a probe started the day before a job is no evidence about that job.
             expected[learning_at(s["op"], s["start_ns"], s["status"], len(probe_store.OPS), day * _DAY_NS,
-                                 min_history_s(PROBE_BASELINE_DAYS * 86400.0))] = np.nan
+                                 min_history_s(PROBE_BASELINE_DAYS * 86400.0),
+                                 min_samples(PROBE_BASELINE_DAYS * 86400.0))] = np.nan
             self._expected[key] = expected
         return self._expected[key]
 

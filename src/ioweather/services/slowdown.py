@@ -192,13 +192,14 @@ def learning_per_op(n, first_ok_ns, base_ns: tuple[int, int], reference: bool) -
     import numpy as np
 
     # lazy: numpy via stats.status: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
-    from ioweather.stats.status import learning_ops, min_history_s
+    from ioweather.stats.status import learning_ops, min_history_s, min_samples
 
     if reference:
         return [False] * len(n)
     first = np.asarray(first_ok_ns, np.int64)
     history_s = np.where(first >= 0, (base_ns[1] - first) / 1e9, 0.0)
-    return learning_ops(np.asarray(n), history_s, min_history_s((base_ns[1] - base_ns[0]) / 1e9)).tolist()
+    span_s = (base_ns[1] - base_ns[0]) / 1e9
+    return learning_ops(np.asarray(n), history_s, min_history_s(span_s), min_samples(span_s)).tolist()
 
 
 def _rows(target: str, stat_rows: list[dict], expected: str, learning: list[bool]) -> list[dict]:
