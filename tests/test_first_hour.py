@@ -113,3 +113,21 @@ def test_a_five_minute_baseline_is_judged(tmp_path):
     rows = json.loads(invoke(tmp_path, "slowdown", "--target", "scratch", "--interval", "1m", "--since", "5m",
                              "--until", until, "--baseline", "5m", "--json").output)
     assert rows and all(r["state"] != "learning" and r["slowdown"] is not None for r in rows), rows[:2]
+
+
+def test_metrics_count_from_the_server_start(tmp_path):
+    """/metrics counters are documented to count from the server's start; made at the first scrape, they
+    counted from then (0 until 90 s after that scrape)."""
+    from starlette.testclient import TestClient
+
+    from web_server import frozen_app
+
+    now = time.time_ns()
+    clock = [now]
+    _probe_store(tmp_path, now + 100 * 10**9, 90)  # samples from 10 s to 100 s after the start
+    app = frozen_app(tmp_path, now, clock)
+    clock[0] = now + 200 * 10**9  # the first scrape, 200 s after the start: all of them have settled (90 s)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        body = client.get("/metrics").text
+    counts = re.findall(r'^ioweather_probe_duration_seconds_count\{op="(\w+)",target="scratch"\} (\S+)$', body, re.M)
+    assert counts and {float(v) for _, v in counts} == {90.0}, counts
