@@ -213,6 +213,10 @@ def test_job_names_one_file_system(server, mix, monkeypatch):
     why = json.loads(invoke(mix, "why", "1452113755", "--json").output)
     umami = json.loads(invoke(mix, "umami", "1452113755", "--json").output)
     assert why["fs"] == umami["fs"] == "snx11025"
+    # a weather stored on another file system (an explicit --fs): the Jobs page shows the resolver's
+    invoke(mix, "umami", "1452113755", "--fs", "arch", "--json")
+    verdict = api(server, "/api/jobs")["list"]["rows"][0]["weather_verdict"]
+    assert "snx11025" in verdict and "arch" not in verdict, verdict
 
 
 def test_unknown_fs_refused(mix):

@@ -879,10 +879,21 @@ def stored_verdicts(store, log_hashes: list[str]) -> dict[str, str]:
     # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
     from ioweather.store import job_weather as wstore
 
-    out: dict[str, str] = {}
+    by_job: dict[str, dict[str, str]] = {}
     for r in wstore.of_jobs(store, [f"darshan:{h}" for h in log_hashes]):
         w = Weather.from_json(r["doc"])
         v = w.verdict or (_no_data_verdict(r["fs"]) if w.no_data else None)
         if v is not None:
-            out.setdefault(r["job_key"][len("darshan:"):], v)
+            by_job.setdefault(r["job_key"][len("darshan:"):], {})[r["fs"]] = v
+    out: dict[str, str] = {}
+    for h, verdicts in by_job.items():
+        if len(verdicts) == 1:
+            out[h] = next(iter(verdicts.values()))
+            continue
+        # weathers on several file systems (an earlier --fs, an fs-map changed since): the one the job page
+        # and `why` show, by the one resolver (this reads the job's per-file table: rare)
+        job = find_job(store, h)
+        fs = fs_of(store, job)["dataset"] if job is not None else None
+        if fs in verdicts:
+            out[h] = verdicts[fs]
     return out
