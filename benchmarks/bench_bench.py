@@ -1,6 +1,6 @@
 """Cost of `ioweather bench`: the runner's own overhead beyond fio, and `bench summary` over a long history.
 
-overhead: `services.bench.run` of one tiny motif (fpp-write, 1 MiB, 1 task) in this process, --runs
+overhead: `services.bench.runs.run` of one tiny motif (fpp-write, 1 MiB, 1 task) in this process, --runs
 times; the runner's own time = total - the time spent waiting for fio (its subprocess). The command as
 people run it (`python -m ioweather bench run`) is also timed, start-up included.
 
@@ -10,7 +10,7 @@ against the same reading of `ioweather --version` (the CLI's floor). wait4's ru_
 process is printed beside it (it also covers fio, reaped by the runner).
 
 summary: --years x 365 days x 3 runs a day x 10 motifs stored (synthetic durations), then
-`services.bench.summary` (from the per-series aggregates the store keeps) against the baseline of
+`services.bench.runs.summary` (from the per-series aggregates the store keeps) against the baseline of
 summarizing the whole history in memory (`stats.bench.summarize` over every stored row, the way the
 summary worked before), and the `bench summary --json` command against `ioweather --version`
 (wall and CPU: the machine is shared).
@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ioweather.config import Settings
-from ioweather.services import bench as svc
+from ioweather.services.bench import runs as svc
 from ioweather.stats import bench as sb
 from ioweather.store import bench as bstore
 from ioweather.store import open_store
@@ -120,7 +120,7 @@ def memory(home: Path, repeat: int) -> None:
           f"{max(hwm) / 1024:.1f} MiB, min {min(hwm) / 1024:.1f} MiB; `ioweather --version` {max(floor) / 1024:.1f} MiB "
           f"-> {max(hwm) / max(floor):.2f}x the CLI floor; wait4 ru_maxrss (runner and fio) max "
           f"{max(g[1] for g in got) / 1024:.1f} MiB")
-    print(f"the runner's own modules (`services.bench.run` in `python -c`, same motifs): VmHWM max "
+    print(f"the runner's own modules (`services.bench.runs.run` in `python -c`, same motifs): VmHWM max "
           f"{max(b[0] for b in bare) / 1024:.1f} MiB; bare `python -c pass` {max(plain) / 1024:.1f} MiB")
     print(f"`ioweather bench run` with `ioweather export` left out of the CLI: VmHWM max "
           f"{max(b[0] for b in cli_no_export) / 1024:.1f} MiB")

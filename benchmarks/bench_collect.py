@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ioweather.config import Settings
-from ioweather.services.collector import Collector
+from ioweather.services.telemetry.collector import Collector
 from ioweather.sources.telemetry.lustre import Lustre
 from ioweather.sources.telemetry.synthetic import advance, make_tree
 
@@ -96,7 +96,7 @@ while True:
 
 def bench_real(root: Path, names: list[str], seconds: float, interval: float) -> dict:
     """The daemon loop for `seconds`, counters moved by a separate process (its CPU is not ours)."""
-    from ioweather.services.collect import run_collect
+    from ioweather.services.telemetry.collect import run_collect
 
     home = Path(tempfile.mkdtemp(prefix="iw-bench-home-"))
     server = subprocess.Popen([sys.executable, "-c", SERVER, str(root), ",".join(names), str(interval / 2)])
@@ -143,7 +143,7 @@ def make_lmt(path: Path, osts: int, hours: float) -> int:
 
 
 def bench_import(osts: int, hours: float) -> dict:
-    from ioweather.services.telemetry import import_one
+    from ioweather.services.telemetry.imports import import_one
 
     d = Path(tempfile.mkdtemp(prefix="iw-bench-lmt-"))
     try:
@@ -171,7 +171,7 @@ def bench_csv(rows: int) -> dict:
     """import csv of `rows` rows (ISO times, 100 targets) against pandas.read_csv of the same file."""
     import pandas as pd
 
-    from ioweather.services.telemetry import import_one
+    from ioweather.services.telemetry.imports import import_one
 
     d = Path(tempfile.mkdtemp(prefix="iw-bench-csv-"))
     try:

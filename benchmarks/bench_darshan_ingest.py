@@ -50,7 +50,7 @@ def baseline(paths: list[Path]) -> float:
 
 
 def ours(paths_root: Path, workers: int) -> float:
-    from ioweather.services.darshan_ingest import ingest
+    from ioweather.services.jobs.ingest import ingest
     from ioweather.config import Settings
 
     home = Path(tempfile.mkdtemp(prefix="iw-bench-home-"))

@@ -26,7 +26,7 @@ from darshan_support import TESTDATA_LOGS  # noqa: E402
 
 
 def synthesize(home: Path, n: int) -> None:
-    from ioweather.services.darshan_ingest import ingest
+    from ioweather.services.jobs.ingest import ingest
     from ioweather.config import Settings
     from ioweather.store import open_store
     from ioweather.store import jobs as js

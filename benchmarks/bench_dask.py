@@ -43,7 +43,7 @@ ARMS = {"local": {}, "dask": {"dask_per_task": "auto"}, "dask1": {"dask_per_task
 
 
 def ingest_once(root: Path, **kw) -> tuple[float, dict]:
-    from ioweather.services.darshan_ingest import ingest
+    from ioweather.services.jobs.ingest import ingest
     from ioweather.config import Settings
 
     home = Path(tempfile.mkdtemp(prefix="iw-bench-dask-home-"))
@@ -106,7 +106,7 @@ def noop_tasks(client, n: int) -> float:
 
 
 def result_bytes(paths: list[Path]) -> float:
-    from ioweather.services.darshan_ingest import extract
+    from ioweather.services.jobs.ingest import extract
 
     sizes = [len(pickle.dumps(extract(str(p), frozenset(), None))) for p in paths]
     return sum(sizes) / len(sizes)

@@ -74,7 +74,7 @@ def main() -> int:
     a = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
     from ioweather.config import Settings
-    from ioweather.services.exporter import TelemetryExporter, make_server, serve
+    from ioweather.services.telemetry.exporter import TelemetryExporter, make_server, serve
     from ioweather.store import telemetry_layout as layout
 
     rng = np.random.default_rng(1)

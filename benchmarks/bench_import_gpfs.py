@@ -124,7 +124,7 @@ def main() -> None:
     ap.add_argument("--osts", type=int, default=248)
     ap.add_argument("--days", type=int, default=30)
     a = ap.parse_args()
-    from ioweather.services.telemetry import import_one
+    from ioweather.services.telemetry.imports import import_one
     from ioweather.config import Settings
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -51,7 +51,7 @@ def main() -> int:
     from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
     from prometheus_client.registry import CollectorRegistry
 
-    from ioweather.services.exporter_lctl import capture_families
+    from ioweather.services.telemetry.exporter_lctl import capture_families
     from ioweather.sources.telemetry.lctl_params import parse_capture
     from ioweather.views.exposition import render
 

@@ -5,7 +5,7 @@ serving the raw per-target series.
     python benchmarks/bench_servers.py --days 3 --home /tmp/h3      # keep the data (filled once) for reruns
 
 Writes synthetic read/write telemetry (one file per day, as `collect` compacts it) into a temporary
-IOWEATHER_HOME (or --home, reused when it holds the data already), then times services.fsview.servers
+IOWEATHER_HOME (or --home, reused when it holds the data already), then times services.telemetry.fsview.servers
 (what /api/servers computes): "cold" is the first read after the write (the per-target rollups are
 written with the data, so nothing is built on the way), then warm reads; wall time and the process's
 CPU time (DuckDB's threads included: on a shared machine the wall time is mostly waiting for a core).
@@ -54,7 +54,7 @@ def main() -> int:
     ap.add_argument("--no-baseline", action="store_true", help="skip the raw-rows baseline (minutes at 30 days)")
     a = ap.parse_args()
     from ioweather.config import Settings
-    from ioweather.services import fsview
+    from ioweather.services.telemetry import fsview
     from ioweather.store.telemetry_layout import connect_duckdb, data_files, files_scan, fs_dir
     from ioweather.encoding import to_json
 

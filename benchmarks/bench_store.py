@@ -3,7 +3,7 @@
 - insert: 6 ops x 86,400 samples through `insert_samples` vs a bare sqlite3
   executemany of the same rows into the same table (baseline), target < 5 s.
 - slowdown (issue 21 row 1): `compute_slowdown` over 30 days of 1 Hz samples (15.6 M rows, completed
-  days archived to Parquet) with a 10-minute interval, from the store's pieces (services/probe_pieces.py),
+  days archived to Parquet) with a 10-minute interval, from the store's pieces (services/probe/pieces.py),
   vs the naive baseline in the same run: pandas `read_sql` of everything, then groupby().median().
   Target >= 10x the pandas baseline. Also printed: the full computation over every sample (the code
   before issue 21, `compute_slowdown_full`), and the one-time cost of building the pieces.
@@ -33,7 +33,7 @@ import pandas as pd
 import sqlalchemy as sa
 
 from ioweather.config import Settings
-from ioweather.services.slowdown import check_states, compute_slowdown, compute_slowdown_full
+from ioweather.services.probe.slowdown import check_states, compute_slowdown, compute_slowdown_full
 from ioweather.store import open_store
 from ioweather.store import probe as probe_store
 from ioweather.store.probe_archive import archive_completed_days
@@ -167,7 +167,7 @@ def main():
           f"ours {naive / ours:.1f}x faster (target >= 10x); full computation {naive / full_s:.1f}x", flush=True)
 
     # ---- --check: the service call, then a real CLI process as cron runs it
-    from ioweather.services.probe_cache import ProbeCache
+    from ioweather.services.probe.cache import ProbeCache
     from ioweather.stats.probe import STATUS_OK
     from ioweather.stats.status import baseline_stats
 

@@ -100,7 +100,8 @@ def main() -> None:
     a = ap.parse_args()
 
     from ioweather.config import Settings
-    from ioweather.services import job_weather, umami
+    from ioweather.services.jobs import weather as job_weather
+    from ioweather.services import umami
     from ioweather.store import jobs as jstore
     from ioweather.store import open_store
 

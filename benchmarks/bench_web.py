@@ -270,7 +270,7 @@ def main() -> None:
     print(f"{'window':8s} {'variant':14s} {'points':>8s} {'server ms':>10s} {'MiB':>7s} {'browser s':>10s}")
     try:
         fetch(base2 + f"/api/status?target={target}")
-        for window in ("6h",):  # over 6 h the page draws 10-minute rollups (services/probe_timeline.py)
+        for window in ("6h",):  # over 6 h the page draws 10-minute rollups (services/probe/timeline.py)
             rows = {}
             for variant in ("downsampled", "full"):
                 timeline_page.MAX_POINTS = 20_000 if variant == "downsampled" else 10**8

@@ -50,7 +50,7 @@ FS = "bench"
 
 
 def build_jobs(home: Path, n: int) -> None:
-    from ioweather.services.darshan_ingest import extract
+    from ioweather.services.jobs.ingest import extract
     from ioweather.store import jobs as jobs_store
 
     settings = Settings.resolve(home)

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from ioweather.config import Settings
-from ioweather.services import bench as svc
+from ioweather.services.bench import runs as svc
 from ioweather.store import open_store
 
 #: A motif name (a fio job imported with --motif) built to break HTML, attributes, JSON-in-HTML, Plotly

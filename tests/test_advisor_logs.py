@@ -10,7 +10,7 @@ import pytest
 
 from darshan_support import DATA_LOGS, TESTDATA_LOGS
 
-from ioweather.services.darshan import job_report
+from ioweather.services.jobs.darshan import job_report
 
 LOGS = sorted({p.resolve() for root in (TESTDATA_LOGS, DATA_LOGS) if root.is_dir()
                for p in Path(root).rglob("*.darshan")})

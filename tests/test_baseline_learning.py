@@ -12,8 +12,8 @@ import pytest
 
 from ioweather.config import Settings
 from ioweather.services.metrics import ProbeMetrics
-from ioweather.services.probe_cache import ProbeCache
-from ioweather.services.probe_status import target_status
+from ioweather.services.probe.cache import ProbeCache
+from ioweather.services.probe.status import target_status
 from ioweather.stats.probe_spec import SLOWDOWN_STATS, STAT_QUANTILES
 from ioweather.stats.status import baseline_stats, learning_ops, median_of_durations
 from ioweather.store import open_store

@@ -177,7 +177,7 @@ def test_runner_and_summary_load_neither_pandas_nor_pyarrow(tmp_path, home):
     code = f"""
 import sys
 from ioweather.config import Settings
-from ioweather.services import bench as svc
+from ioweather.services.bench import runs as svc
 from ioweather.store import open_store
 store = open_store(Settings.resolve({str(home)!r}))
 out = svc.run(store, ["fpp-write", "metadata"], {str(d)!r}, size=262144, tasks=1, md_files=8)

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from ioweather.config import Settings
-from ioweather.services import bench as svc
+from ioweather.services.bench import runs as svc
 from ioweather.stats import bench as sb
 from ioweather.store import bench as bstore
 from ioweather.store import open_store

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from ioweather.sources.telemetry.base import Sample, Source, SourceError
-from ioweather.services.collector import Collector
+from ioweather.services.telemetry.collector import Collector
 from ioweather.sources.telemetry.lustre import Lustre
 from ioweather.sources.telemetry.synthetic import advance, make_tree, write_ost
 

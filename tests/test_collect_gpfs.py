@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ioweather.sources.telemetry.base import COUNTER, SourceError
-from ioweather.services.collector import Collector
+from ioweather.services.telemetry.collector import Collector
 from ioweather.sources.telemetry.gpfs import Gpfs, parse_fs_io_s
 
 S = 1_000_000_000

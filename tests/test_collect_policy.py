@@ -1,7 +1,7 @@
 """collect's failure policy, the probe's (services/daemon.py): writes happen off the sampling thread,
 a refused flush keeps its rows and is retried, a stop waits a bounded time for the last write.
 
-In-process runs of services.collect.run_collect on a synthetic Lustre tree; the store is slowed or
+In-process runs of services.telemetry.collect.run_collect on a synthetic Lustre tree; the store is slowed or
 made to refuse by wrapping the real Parquet writer (a full disk with real ENOSPC is
 tests/test_telemetry_failures.py). The reference is pyarrow's read of every file written.
 """
@@ -17,7 +17,7 @@ import pytest
 
 from ioweather.config import Settings
 from ioweather.errors import StoreError
-from ioweather.services import collect
+from ioweather.services.telemetry import collect
 from ioweather.sources.telemetry.synthetic import make_tree
 from ioweather.store import telemetry_layout as layout
 

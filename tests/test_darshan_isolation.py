@@ -207,7 +207,7 @@ def test_log_with_garbage_nprocs_is_read_and_characterized_without_numpy_warning
 
 def _report_with_warnings_as_errors(path: str) -> tuple[int, int]:
     """(nprocs, warnings in the report) of `job`'s report of `path`, any Python warning an error."""
-    from ioweather.services.darshan_job import _make
+    from ioweather.services.jobs.darshan_child import _make
 
     warnings.simplefilter("error")
     rep, _ = _make(path, None, None, "x")
@@ -380,7 +380,7 @@ def tree(tmp_path) -> tuple[Path, Path]:
 
 
 def _scan_then_swap(root: Path, follow: bool, swap) -> dict:
-    from ioweather.services.darshan_ingest import Scan, extract, find_logs
+    from ioweather.services.jobs.ingest import Scan, extract, find_logs
 
     scan = Scan.of([str(root)], follow)
     listed = list(find_logs([str(root)], follow_symlinks=follow))

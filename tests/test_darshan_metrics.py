@@ -12,7 +12,7 @@ from darshan_support import LOG_IDS, LOGS, TESTDATA_LOGS, need_darshan_logs  # n
 
 from ioweather.errors import UserError
 from ioweather.sources.darshan_log import read_log
-from ioweather.services.darshan import load_thresholds
+from ioweather.services.jobs.darshan import load_thresholds
 from ioweather.stats.findings import Thresholds, job_findings, small_requests
 from ioweather.stats.job import (MiB, agg_perf_by_slowest, characterize, file_sharing, fs_records, mibps_per_node,
                                  node_count, subset)

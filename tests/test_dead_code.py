@@ -1,7 +1,7 @@
 """No dead code: vulture over src/ioweather finds nothing (issue 28, item 5).
 
 The settings are `[tool.vulture]` in pyproject.toml; what vulture cannot see used is listed, each
-with its reason, in vulture_whitelist.py. A finding fails here, naming the file, the line and the name.
+with its reason, in tools/vulture_whitelist.py. A finding fails here, naming the file, the line and the name.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-WHITELIST = ROOT / "vulture_whitelist.py"
-ANSWERS = ROOT / "vulture_answers.py"  # generated: see _answer_fields
+WHITELIST = ROOT / "tools" / "vulture_whitelist.py"
+ANSWERS = ROOT / "tools" / "vulture_answers.py"  # generated: see _answer_fields
 
 
 def _vulture() -> str:
@@ -38,7 +38,7 @@ def _names(out: str) -> set[str]:
 def test_vulture_finds_no_dead_code():
     r = _run()  # paths, confidence and whitelist from pyproject.toml
     assert r.returncode == 0 and not r.stdout.strip(), \
-        "dead code (delete it, or list it in vulture_whitelist.py with the reason it is used):\n" + r.stdout + r.stderr
+        "dead code (delete it, or list it in tools/vulture_whitelist.py with the reason it is used):\n" + r.stdout + r.stderr
 
 
 def test_every_whitelist_entry_is_needed():
@@ -46,10 +46,10 @@ def test_every_whitelist_entry_is_needed():
     listed = set(re.findall(r"^_\.(\w+)", WHITELIST.read_text(encoding="utf-8"), re.M))
     conf = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["vulture"]
     # pyproject's settings without the whitelist: what the whitelist hides
-    r = _run(*(p for p in conf["paths"] if p != WHITELIST.name), "--min-confidence", str(conf["min_confidence"]),
+    r = _run(*(p for p in conf["paths"] if p != WHITELIST.relative_to(ROOT).as_posix()), "--min-confidence", str(conf["min_confidence"]),
              "--ignore-decorators", ",".join(conf["ignore_decorators"]))
     stale = listed - _names(r.stdout)
-    assert not stale, f"vulture_whitelist.py lists names vulture does not report: {sorted(stale)}"
+    assert not stale, f"tools/vulture_whitelist.py lists names vulture does not report: {sorted(stale)}"
 
 
 def test_an_unused_function_is_found(tmp_path):
@@ -57,8 +57,9 @@ def test_an_unused_function_is_found(tmp_path):
     pkg = tmp_path / "src" / "ioweather"
     shutil.copytree(ROOT / "src" / "ioweather", pkg, ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.c"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
-    shutil.copy(WHITELIST, tmp_path)
-    shutil.copy(ANSWERS, tmp_path)
+    (tmp_path / "tools").mkdir()
+    shutil.copy(WHITELIST, tmp_path / "tools")
+    shutil.copy(ANSWERS, tmp_path / "tools")
     units = pkg / "units.py"
     n = len(units.read_text(encoding="utf-8").splitlines())
     units.write_text(units.read_text(encoding="utf-8") + "\n\ndef nobody_calls_me():\n    return 1\n",
@@ -76,7 +77,7 @@ def test_a_missing_vulture_fails_rather_than_skips(monkeypatch):
 
 # -- the typed answers' fields --------------------------------------------------------------------------
 # A typed answer's fields are read by `dataclasses.fields()` (its `to_json()`, encoding.answer_dict): each is
-# a key of a JSON document, used by reflection that vulture cannot follow. vulture_answers.py lists them,
+# a key of a JSON document, used by reflection that vulture cannot follow. tools/vulture_answers.py lists them,
 # made from the code by `python tests/test_dead_code.py --write`; the test below keeps it current, so a
 # field is listed only while its class renders itself by its fields.
 
@@ -126,7 +127,7 @@ def _answer_fields() -> str:
 
 def test_answer_fields_list_is_current():
     assert ANSWERS.read_text(encoding="utf-8") == _answer_fields(), \
-        "vulture_answers.py is out of date: run `python tests/test_dead_code.py --write`"
+        "tools/vulture_answers.py is out of date: run `python tests/test_dead_code.py --write`"
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:

@@ -102,7 +102,7 @@ def _both_as_nobody(root: bytes):
     """(one walk's snapshot, the merged parts' snapshot) of `root`, each part walked as a task would."""
     import time
 
-    from ioweather.services import fsstats
+    from ioweather.services.content import fsstats
     from ioweather.sources import tree_walk_parts as parts
     from ioweather.sources.tree_walk import walk
     from ioweather.stats.fsstats import snapshot_document

@@ -118,7 +118,7 @@ def test_day_that_kills_every_worker_is_an_error_not_a_gap(cluster):
     import cloudpickle
 
     from ioweather.errors import UserError
-    from ioweather.services.workload import _map_days
+    from ioweather.services.telemetry.workload import _map_days
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     parts = [(f"date=2024-03-{d:02d}", [], []) for d in range(1, 5)]

@@ -18,7 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from ioweather.config import Settings
-from ioweather.services.exporter import TelemetryExporter, make_server
+from ioweather.services.telemetry.exporter import TelemetryExporter, make_server
 from ioweather.store import telemetry_layout as layout
 from ioweather.store.telemetry_compact import compact_finished_days
 
@@ -251,7 +251,7 @@ def test_a_damaged_file_counts_nothing_and_the_others_still_do(settings, cli):
 
 
 def test_the_server_sums_new_files_without_a_scrape(settings):
-    from ioweather.services.exporter import serve
+    from ioweather.services.telemetry.exporter import serve
 
     layout.write_rows(settings, "scr", rows("scr-OST0000", "write_bytes", T0, 10, values=[1.0] * 10))
     exp = TelemetryExporter(settings)

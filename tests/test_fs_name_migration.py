@@ -8,8 +8,8 @@ import pytest
 import sqlalchemy as sa
 
 from ioweather.config import Settings
-from ioweather.services import bench as bench_svc
-from ioweather.services.probe_targets import list_targets
+from ioweather.services.bench import runs as bench_svc
+from ioweather.services.probe.targets import list_targets
 from ioweather.store import bench as bstore
 from ioweather.store import open_store
 from ioweather.store import probe as probe_store

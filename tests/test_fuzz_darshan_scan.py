@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ioweather.services.darshan_ingest import find_logs
+from ioweather.services.jobs.ingest import find_logs
 
 EXAMPLES = int(os.environ.get("IOWEATHER_FUZZ_EXAMPLES", "25"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=timedelta(seconds=30), derandomize=not os.environ.get(

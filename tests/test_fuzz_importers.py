@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from ioweather.config import Settings
 from ioweather.errors import UserError
-from ioweather.services.telemetry import import_one
+from ioweather.services.telemetry.imports import import_one
 
 EXAMPLES = int(os.environ.get("IOWEATHER_FUZZ_EXAMPLES", "15"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=timedelta(seconds=20), derandomize=not os.environ.get(
@@ -55,7 +55,7 @@ def _check(kind: str, write, **kw) -> None:
 def _check_stored(home: Path) -> None:
     """What an import stored: no infinite value, no interval outside what a sample can cover (issue 32:
     `interval_s=1e-320` was stored and broke `workload` for good)."""
-    from ioweather.services.telemetry_ingest import MAX_INTERVAL_S, MIN_INTERVAL_S
+    from ioweather.services.telemetry.ingest import MAX_INTERVAL_S, MIN_INTERVAL_S
     from ioweather.store import telemetry_layout as layout
 
     frame = layout.read_frame(Settings(home=home), "f")

@@ -43,7 +43,7 @@ VALUES = st.recursive(SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=
 @pytest.fixture(scope="module")
 def real_doc(tmp_path_factory) -> dict:
     """A snapshot of a small real tree, written by the real walk."""
-    from ioweather.services.fsstats import take_snapshot
+    from ioweather.services.content.fsstats import take_snapshot
 
     d = tmp_path_factory.mktemp("tree")
     for i, name in enumerate(("alpha", "beta", "gamma")):
@@ -84,7 +84,7 @@ def edits(draw, doc: dict):
 
 
 def _diff(a: Path, b: Path) -> None:
-    """What `fsstats diff A B` and `fsstats diff --json A B` do with two files (services.fsstats.compare
+    """What `fsstats diff A B` and `fsstats diff --json A B` do with two files (services.content.fsstats.compare
     without the store lookups, which only decide that A and B are files)."""
     from ioweather.stats.fsstats import growth
     from ioweather.store.snapshots import read_file

@@ -203,7 +203,7 @@ def test_job_thresholds_fifo_is_refused(tmp_path, fifo):
 def test_every_importer_refuses_kernel_files(tmp_path, kind):
     """/proc/kmsg is a "regular" file whose read blocks until the kernel logs something; /sys files
     are interfaces too. Both are refused by the descriptor's file system, not by the name."""
-    from ioweather.services.telemetry import import_one
+    from ioweather.services.telemetry.imports import import_one
 
     for source in ("/proc/kmsg", "/sys/kernel/notes"):
         with pytest.raises(UserError, match="kernel interface"):

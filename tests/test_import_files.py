@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ioweather.services.telemetry import import_one
+from ioweather.services.telemetry.imports import import_one
 from ioweather.config import Settings
 from ioweather.errors import UserError
 from ioweather.sources.telemetry.iostat_json import parse_iostat_json, parse_timestamp

@@ -17,7 +17,7 @@ from conftest import run_cli
 
 from ioweather.config import Settings
 from ioweather.errors import UserError
-from ioweather.services.telemetry import import_one
+from ioweather.services.telemetry.imports import import_one
 from ioweather.store import telemetry_layout as layout
 
 KINDS = ("csv", "iostat", "tts", "lmt", "mmperfmon", "lfsdf", "lctl", "lctl-params")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import run_cli
-from ioweather.services.telemetry import import_one
+from ioweather.services.telemetry.imports import import_one
 from ioweather.config import Settings
 from ioweather.errors import UserError
 from ioweather.sources.telemetry.lfsdf import read_lfsdf

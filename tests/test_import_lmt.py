@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ioweather.services.telemetry import import_one
+from ioweather.services.telemetry.imports import import_one
 from ioweather.config import Settings
 from ioweather.errors import UserError
 from ioweather.store import telemetry_layout as layout

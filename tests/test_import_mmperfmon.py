@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from conftest import run_cli
-from ioweather.services.telemetry import import_one
+from ioweather.services.telemetry.imports import import_one
 from ioweather.config import Settings
 from ioweather.errors import UserError
 from ioweather.sources.telemetry.mmperfmon import parse_text, read_mmperfmon

@@ -1,4 +1,4 @@
-"""The batch weather (services/job_weather.compute_many: one telemetry query per day of jobs, summed
+"""The batch weather (services/jobs/weather.compute_many: one telemetry query per day of jobs, summed
 over targets) against an independent per-job pandas join of the raw rows; weather and verdicts stored
 by `jobs ingest` and by a scheduler import, counted with SQL on the store."""
 
@@ -17,7 +17,7 @@ from umami_planted import S, T0
 from umami_planted import job_row as _job
 
 from ioweather.config import Settings
-from ioweather.services import job_weather
+from ioweather.services.jobs import weather as job_weather
 from ioweather.store import jobs as jstore
 from ioweather.store import open_store
 from ioweather.store import telemetry_layout as layout
@@ -162,7 +162,7 @@ def _verdicts(settings) -> dict[str, str]:
 def test_refresh_keeps_every_verdict_and_the_umami_answer_reads_it(batch):
     settings, store, _raw = batch
     res = job_weather.refresh_all(store)
-    # no import span given: nothing counts as overlapped (services.job_weather.refresh_all)
+    # no import span given: nothing counts as overlapped (services.jobs.weather.refresh_all)
     assert res == {"jobs": 7, "computed": 7, "kept": 0, "skipped": 0, "overlapped": 0}
     got = _verdicts(settings)
     assert len(got) == 7
@@ -207,7 +207,7 @@ def test_jobs_ingest_stores_weather_verdicts(home, tmp_path):
     assert len(no_data) == len(windows) - len(covered)
     assert all(v.startswith("not enough history") for v in got.values() if not v.startswith("no data"))
     # the Jobs list reads them
-    from ioweather.services.job_weather import stored_verdicts
+    from ioweather.services.jobs.weather import stored_verdicts
 
     hashes = [k[len("darshan:"):] for k in got]
     assert stored_verdicts(open_store(settings), hashes) == {h: got["darshan:" + h] for h in hashes}
@@ -216,7 +216,7 @@ def test_jobs_ingest_stores_weather_verdicts(home, tmp_path):
 def test_scheduler_import_recomputes_concurrency(batch, tmp_path):
     """A scheduler import beside stored weather: the jobs that ran then get their concurrent jobs
     without being opened (the telemetry signature does not see the scheduler)."""
-    from ioweather.services.scheduler import import_jobs
+    from ioweather.services.jobs.scheduler import import_jobs
 
     settings, store, _raw = batch
     job_weather.refresh_all(store)

@@ -192,7 +192,7 @@ def _die_on_poison(item):
 
 
 def test_pool_survives_a_worker_crash():
-    from ioweather.services.darshan_ingest import run_pool
+    from ioweather.services.jobs.ingest import run_pool
 
     items = [f"log{i}" for i in range(12)] + ["poison"] + [f"log{i}" for i in range(12, 20)]
     results, crashed = {}, {}

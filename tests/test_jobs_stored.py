@@ -14,7 +14,7 @@ from conftest import run_cli
 from darshan_support import TESTDATA_LOGS, need_darshan_logs  # noqa: F401 (autouse fixture)
 
 from ioweather.config import Settings
-from ioweather.services.darshan import (
+from ioweather.services.jobs.darshan import (
     MiB,
     job_html,
     job_report,

@@ -13,8 +13,9 @@ from conftest import run_cli
 from test_job_weather import planted  # noqa: F401 (the fixture)
 from umami_planted import S, T0
 
-from ioweather.services import job_weather, umami
-from ioweather.services.job_weather import Job, Weather
+from ioweather.services.jobs import weather as job_weather
+from ioweather.services import umami
+from ioweather.services.jobs.weather import Job, Weather
 from ioweather.services.umami import Umami
 from ioweather.store import job_weather as wstore
 from ioweather.store import scheduler

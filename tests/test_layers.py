@@ -46,7 +46,7 @@ def test_a_missing_import_linter_fails_rather_than_skips(monkeypatch):
     ("commands/probe.py", "from ioweather.stats import probe", "one door"),
     ("web/pages/jobs.py", "import ioweather.sources.mounts", "one door"),
     ("sources/mounts.py", "from ioweather.stats import counters", "sources hand over raw values"),
-    ("services/probe.py", "from ioweather.web import params", "the whole order"),
+    ("services/probe/run.py", "from ioweather.web import params", "the whole order"),
     ("stats/probe.py", "from ioweather.store import db", "the whole order"),
 ])
 def test_each_contract_catches_its_import(tmp_path, module, line, contract):

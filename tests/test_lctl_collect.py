@@ -54,7 +54,7 @@ def _amounts(rows) -> dict:
 
 
 def test_collector_ticks_store_the_differences(fake_lctl, monkeypatch):
-    from ioweather.services.collector import Collector
+    from ioweather.services.telemetry.collector import Collector
     from ioweather.sources.telemetry.lctl_source import LctlLustre
 
     monkeypatch.setenv("PATH", f"{fake_lctl}:{os.environ['PATH']}")

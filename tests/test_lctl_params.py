@@ -137,7 +137,7 @@ statistics:
 def test_unhealthy_targets_lnetctl_and_mdt_job_stats(testdata):
     from prometheus_client.parser import text_string_to_metric_families
 
-    from ioweather.services.exporter_lctl import capture_families
+    from ioweather.services.telemetry.exporter_lctl import capture_families
     from ioweather.views.exposition import render
 
     jobs = ("mdt.fs-MDT0000.job_stats=\njob_stats:\n- job_id:          'ls.1000'\n  snapshot_time:   1716295737\n"
@@ -194,7 +194,7 @@ FUZZ = settings(max_examples=int(os.environ.get("IOWEATHER_FUZZ_EXAMPLES", "40")
 def test_fuzz_any_capture_parses_exports_and_stores(lines, newline):
     from prometheus_client.parser import text_string_to_metric_families
 
-    from ioweather.services.exporter_lctl import capture_families
+    from ioweather.services.telemetry.exporter_lctl import capture_families
     from ioweather.views.exposition import render
 
     cap = parse_capture("\n".join(lines) + ("\n" if newline else ""))
@@ -210,7 +210,7 @@ def test_fuzz_import_ends_in_rows_or_one_user_error(lines, at):
     import tempfile
 
     from ioweather.errors import UserError
-    from ioweather.services.telemetry_ingest import to_long
+    from ioweather.services.telemetry.ingest import to_long
     from ioweather.sources.telemetry.lctl_source import read_captures
 
     with tempfile.TemporaryDirectory() as d:

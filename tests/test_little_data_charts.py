@@ -39,7 +39,7 @@ AXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap
 @pytest.fixture(scope="module")
 def little_home(tmp_path_factory):
     from conftest import run_cli
-    from ioweather.services import bench as svc
+    from ioweather.services.bench import runs as svc
     from ioweather.store import open_store
 
     base = tmp_path_factory.mktemp("little")

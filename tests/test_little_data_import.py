@@ -35,7 +35,7 @@ def test_overlapped_counts_the_jobs_in_the_imported_span(planted):
     system or between the jobs overlaps none."""
     from umami_planted import S, T0
 
-    from ioweather.services import job_weather
+    from ioweather.services.jobs import weather as job_weather
 
     settings, store = planted
     last = T0 + 12 * 86_400 * S

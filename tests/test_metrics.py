@@ -20,7 +20,7 @@ from ioweather.config import Settings
 from ioweather.store import open_store
 from ioweather.store import probe as probe_store
 from ioweather.services.metrics import BUCKETS_S, ProbeMetrics
-from ioweather.services.probe_cache import ProbeCache
+from ioweather.services.probe.cache import ProbeCache
 from web_server import NASTY, Server, filled, frozen_app, server  # noqa: F401  (fixtures)
 from waiting import wait_until
 from web_synthetic import Episode, add_target

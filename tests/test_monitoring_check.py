@@ -139,8 +139,8 @@ def test_retired_and_abandoned_targets_no_longer_block_the_check(tmp_path, cli):
 
     proc = cli("slowdown", "--check", home=home)
     assert proc.returncode == 3 and "scratch stale" in proc.stdout, proc.stdout
-    from ioweather.services.probe_cache import ProbeCache
-    from ioweather.services.probe_status import overall_of, target_status
+    from ioweather.services.probe.cache import ProbeCache
+    from ioweather.services.probe.status import overall_of, target_status
     store = open_store(Settings.resolve(home))
     cache = ProbeCache(store)
     assert overall_of([target_status(cache, t, spark=False, with_climate=False) for t in cache.targets()]) == "stale"
@@ -170,8 +170,8 @@ def test_retired_and_abandoned_targets_no_longer_block_the_check(tmp_path, cli):
     # Status and /metrics leave it out (the dashboard's cache lists their targets); the Status header is
     # no longer "stale" for ever: the abandoned target is shown but decides nothing.
     from ioweather.services.metrics import ProbeMetrics
-    from ioweather.services.probe_cache import ProbeCache
-    from ioweather.services.probe_status import overall_of, target_status
+    from ioweather.services.probe.cache import ProbeCache
+    from ioweather.services.probe.status import overall_of, target_status
     store = open_store(Settings.resolve(home))
     cache = ProbeCache(store)
     assert cache.targets() == ["empty", "fs1", "old"]

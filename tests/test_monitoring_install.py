@@ -136,7 +136,7 @@ def test_the_prometheus_rules_load_and_use_exported_metrics(tmp_path):
     import yaml
 
     from ioweather.services.metrics import ProbeMetrics
-    from ioweather.services.probe_cache import ProbeCache
+    from ioweather.services.probe.cache import ProbeCache
 
     block = next(b for b in _code_blocks(DEPLOYMENT.read_text()) if b and b[0] == "groups:")
     doc = yaml.safe_load("\n".join(block))

@@ -49,7 +49,7 @@ def darshan_home(testdata, tmp_path_factory):
 
 
 def test_nodes_never_from_processes(darshan_home):
-    from ioweather.services import job_weather as jw
+    from ioweather.services.jobs import weather as jw
     from ioweather.store import open_store
 
     store = open_store(Settings.resolve(darshan_home))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ioweather.errors import UserError
-from ioweather.services.probe import ProbeDaemon
+from ioweather.services.probe.run import ProbeDaemon
 from ioweather.sources.probe import DATA_NAME, POOL_NAME, ProbeOptions, init_probe_dir, mount_point
 from ioweather.store.probe import OPS
 from probe_hang import hang_md_read, waiting_on

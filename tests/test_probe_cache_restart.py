@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from ioweather.config import Settings
-from ioweather.services.probe_cache import INTERVALS_S, ProbeCache
-from ioweather.services.probe_status import target_status
+from ioweather.services.probe.cache import INTERVALS_S, ProbeCache
+from ioweather.services.probe.status import target_status
 from ioweather.store import open_store
 from ioweather.store import probe as probe_store
 
@@ -213,7 +213,7 @@ def test_concurrent_requests_while_warming_give_identical_results(store_home, re
     store without pieces (MariaDB), where one pass fills the baseline and the rollups of the window."""
     home, now = store_home
     if not pieces:
-        monkeypatch.setattr("ioweather.services.probe_pieces.enabled", lambda store: False)
+        monkeypatch.setattr("ioweather.services.probe.pieces.enabled", lambda store: False)
     store = open_store(Settings.resolve(home))
     cache = ProbeCache(store, clock=lambda: now)
     rng = np.random.default_rng(seed)

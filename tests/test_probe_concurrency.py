@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ioweather.errors import UserError
-from ioweather.services.probe import ProbeDaemon
+from ioweather.services.probe.run import ProbeDaemon
 from ioweather.sources.probe import LOCK_NAME, POOL_NAME, ProbeOptions, init_probe_dir
 from ioweather.store import Store
 from ioweather.store import probe as probe_store

@@ -161,7 +161,7 @@ def test_every_data_write_writes_fresh_content(tmp_path):
 
     import numpy as np
 
-    from ioweather.services.probe import ProbeDaemon
+    from ioweather.services.probe.run import ProbeDaemon
     from ioweather.sources.probe import ProbeOptions
 
     d, block = tmp_path / "p", 64 * 1024

@@ -42,7 +42,7 @@ def test_jobs_summary_html_escapes_project_names(cli, home, tmp_path):
 
 
 def test_workload_html_escapes_the_name_it_shows(tmp_path):
-    from ioweather.services.workload import compute
+    from ioweather.services.telemetry.workload import compute
     from ioweather.views.workload_report import render
 
     settings = Settings.resolve(tmp_path / "home")

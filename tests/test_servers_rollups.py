@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from ioweather.config import Settings
-from ioweather.services import fsview
+from ioweather.services.telemetry import fsview
 from ioweather.store import telemetry_compact as compact
 from ioweather.store import telemetry_layout as layout
 from ioweather.store import telemetry_targets as Q

@@ -176,7 +176,7 @@ def test_outside_the_main_thread_nothing_is_installed():
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_export_stops_on_a_stop_signal(tmp_path, testdata, sig):
-    """`export` (its handlers moved from the command into services/exporter.serve): SIGTERM or Ctrl-C
+    """`export` (its handlers moved from the command into services/telemetry/exporter.serve): SIGTERM or Ctrl-C
     while it serves ends it cleanly, exit 0."""
     env = {**os.environ, "IOWEATHER_HOME": str(tmp_path), "PYTHONPATH": str(SRC)}
     subprocess.run([sys.executable, "-m", "ioweather", "import", "lfsdf",

@@ -15,8 +15,8 @@ import pytest
 import sqlalchemy as sa
 
 from ioweather.config import Settings
-from ioweather.services import probe_pieces
-from ioweather.services.slowdown import compute_slowdown, compute_slowdown_full
+from ioweather.services.probe import pieces as probe_pieces
+from ioweather.services.probe.slowdown import compute_slowdown, compute_slowdown_full
 from ioweather.stats.slowdown_pieces import N_BUCKETS, bucket_low, bucket_of, locate, numpy_median_s, pick, summarize
 from ioweather.stats.status import baseline_ranks, baseline_stats, baseline_stats_from
 from ioweather.store import open_store
@@ -126,7 +126,7 @@ def _exercise(store, now_ns: int, days: float) -> None:
 
 def _compare_cache(store, now_ns: int, days: float) -> None:
     """The dashboard's and --check's cache: every baseline statistic and the rollups equal numpy over the samples."""
-    from ioweather.services.probe_cache import ProbeCache
+    from ioweather.services.probe.cache import ProbeCache
     from ioweather.stats.probe import STATUS_OK
 
     cache = ProbeCache(store, baseline_s=days * 86400, clock=lambda: now_ns)
@@ -203,7 +203,7 @@ def test_a_piece_written_from_a_stale_read_is_refused(tmp_path):
 def test_a_day_whose_hours_are_summarized_is_not_read_again(tmp_path):
     """After midnight the day that just ended has its 24 hour pieces (the window's tail built them): a
     baseline uses them instead of reading the day, and stays exact."""
-    from ioweather.services.probe_pieces import baseline, gather
+    from ioweather.services.probe.pieces import baseline, gather
     from ioweather.stats.probe import STATUS_OK
 
     store = open_store(Settings.resolve(tmp_path / "h"))
@@ -228,8 +228,8 @@ def test_a_day_whose_hours_are_summarized_is_not_read_again(tmp_path):
 
 def test_four_hour_rollups_from_hour_pieces_equal_interval_stats(tmp_path):
     """4-hour intervals of a day not yet summarized come from its hours' sorted arrays, merged."""
-    from ioweather.services.probe_cache import rollup_arrays
-    from ioweather.services.probe_pieces import rollups
+    from ioweather.services.probe.cache import rollup_arrays
+    from ioweather.services.probe.pieces import rollups
     from ioweather.stats.probe import interval_stats
 
     store = open_store(Settings.resolve(tmp_path / "h"))

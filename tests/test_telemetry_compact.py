@@ -16,7 +16,7 @@ from ioweather.sources.telemetry.base import short_hostname
 from ioweather.store import telemetry_compact as compact
 from ioweather.store import telemetry_layout as layout
 from ioweather.store import telemetry_rollup as rollup
-from ioweather.services.workload import compute
+from ioweather.services.telemetry.workload import compute
 from test_telemetry_rollup import OPTS, _same
 
 WRITER = "collect-h1"

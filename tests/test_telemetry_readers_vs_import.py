@@ -52,7 +52,7 @@ import json, sys, time
 from pathlib import Path
 from ioweather.config import Settings
 from ioweather.errors import UserError
-from ioweather.services.workload import compute
+from ioweather.services.telemetry.workload import compute
 s = Settings(home=Path(sys.argv[1]))
 print("ready", flush=True)
 for _ in range(int(sys.argv[2])):

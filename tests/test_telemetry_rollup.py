@@ -18,7 +18,7 @@ from ioweather.store.telemetry_imports import ImportRun
 from ioweather.store import telemetry_layout as layout
 from ioweather.store import telemetry_query as Q
 from ioweather.store import telemetry_rollup as rollup
-from ioweather.services.workload import compute
+from ioweather.services.telemetry.workload import compute
 
 MIN_NS = 60_000_000_000
 OPTS = dict(resample_s=60.0, idle_threshold=0.05, smooth_s=600.0, min_amplitude=float(1 << 30), acf_max_lag_s=3600.0)

@@ -17,7 +17,11 @@ import pytest
 
 from ioweather.config import Settings
 from ioweather.encoding import to_json
-from ioweather.services import bench, darshan, fsstats, report, workload
+from ioweather.services.bench import runs as bench
+from ioweather.services.jobs import darshan
+from ioweather.services.content import fsstats
+from ioweather.services import report
+from ioweather.services.telemetry import workload
 from ioweather.services.events import Params
 from ioweather.services.stores import open_store
 from ioweather.web.app import create_app

@@ -20,11 +20,11 @@ import pytest
 
 from ioweather.config import Settings
 from ioweather.encoding import to_json
-from ioweather.services import fsview
+from ioweather.services.telemetry import fsview
 from ioweather.services.factors import Factors, probe_factors
-from ioweather.services.probe_history import History, history
-from ioweather.services.probe_status import Status, status
-from ioweather.services.probe_timeline import Timeline, timeline
+from ioweather.services.probe.history import History, history
+from ioweather.services.probe.status import Status, status
+from ioweather.services.probe.timeline import Timeline, timeline
 from ioweather.store import open_store
 from ioweather.store.telemetry_layout import write_rows
 from ioweather.web.app import create_app

@@ -12,7 +12,7 @@ from datetime import datetime
 import numpy as np
 import pytest
 
-from ioweather.services.probe import run_probes
+from ioweather.services.probe.run import run_probes
 from ioweather.config import Settings
 from ioweather.stats.downsample import downsample, minmax_indices, split_budget
 from ioweather.stats.status import climate, target_state

@@ -134,7 +134,7 @@ def test_failed_samples_are_left_out_and_counted(tmp_path):
     from web_server import frozen_app
     from web_synthetic import add_target
 
-    from ioweather.services.probe_samples import load_probe_durations
+    from ioweather.services.probe.samples import load_probe_durations
 
     h = 3600 * 10**9
     t0 = (1_700_000_000 * 10**9 // h) * h

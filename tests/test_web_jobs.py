@@ -10,7 +10,7 @@ from urllib.parse import quote
 import numpy as np
 import pytest
 
-from ioweather.services.darshan import job_report, log_top_files, with_unit_keys
+from ioweather.services.jobs.darshan import job_report, log_top_files, with_unit_keys
 from ioweather.config import Settings
 from ioweather.store import open_store
 from ioweather.store import probe as probe_store

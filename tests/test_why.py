@@ -31,7 +31,7 @@ STORM_FROM_S, STORM_FOR_S, STORM_BPS = 300, 600, 4 * GIB
 
 
 def _report(testdata, name):
-    from ioweather.services.darshan import job_report
+    from ioweather.services.jobs.darshan import job_report
 
     return job_report(str(testdata / "darshan" / name))
 

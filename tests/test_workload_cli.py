@@ -309,7 +309,7 @@ def test_html_report_renders_in_chromium(synthetic, tmp_path, browser):
 
 
 def test_too_many_intervals_is_refused_before_scanning(synthetic, monkeypatch):
-    from ioweather.services import workload as cmd
+    from ioweather.services.telemetry import workload as cmd
 
     home, _ = synthetic
     monkeypatch.setattr(cmd, "MAX_BINS", 1000)

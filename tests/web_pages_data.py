@@ -34,7 +34,7 @@ def nasty_hash() -> str:
 def fill_jobs(home: Path, darshan: Path, run_cli, work: Path) -> None:
     """Every real log through `ioweather jobs ingest`, a truncated copy named NASTY_NAME (a real failure),
     and one job whose executable and file names are NASTY (a real log's extraction, relabelled)."""
-    from ioweather.services.darshan_ingest import extract
+    from ioweather.services.jobs.ingest import extract
 
     work.mkdir(parents=True, exist_ok=True)
     bad = work / f"{NASTY_NAME}.darshan"

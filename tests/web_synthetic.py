@@ -72,7 +72,7 @@ def add_target(store, target: str, start_ns: int, end_ns: int, *, period_s: floa
 def rollups_from_samples(store, target: str, interval_s: int, since_ns: int, until_ns: int) -> dict[str, np.ndarray]:
     """The reference for the cache's rollups: `interval_stats` over every sample of the intervals starting in
     [since, until) (since rounded down to the grid), rows in the cache's order (start, then op)."""
-    from ioweather.services.probe_cache import rollup_arrays
+    from ioweather.services.probe.cache import rollup_arrays
     from ioweather.stats.probe import interval_stats
 
     lo = since_ns // (interval_s * 10**9) * interval_s * 10**9

@@ -7,7 +7,7 @@ import sys
 import click
 
 from ioweather.commands.common import SIZE, json_option
-from ioweather.services import bench as svc
+from ioweather.services.bench import runs as svc
 from ioweather.units import format_bytes, format_seconds
 
 

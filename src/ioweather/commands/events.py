@@ -115,8 +115,8 @@ def _params(resample, smooth, min_amplitude, cluster, top, cores_per_node, slowd
     # lazy: numpy, pandas, pyarrow via services.events: kept off the command's `--help` and its usage errors
     from ioweather.services.events import Params
 
-    # lazy: numpy via services.workload: kept off the command's `--help` and its usage errors
-    from ioweather.services.workload import check_options
+    # lazy: numpy via services.telemetry.workload: kept off the command's `--help` and its usage errors
+    from ioweather.services.telemetry.workload import check_options
 
     check_options(resample, smooth, min_amplitude)
     return Params(resample, smooth, min_amplitude, cluster, top, cores_per_node, slowdown_threshold)

@@ -9,7 +9,7 @@ import click
 
 from ioweather.commands.common import DURATION, json_option
 from ioweather.errors import UserError
-from ioweather.services.exporter_defaults import DEFAULT_PORT, JOB_WINDOW_S, STALE_S, TOP_JOBS
+from ioweather.services.telemetry.exporter_defaults import DEFAULT_PORT, JOB_WINDOW_S, STALE_S, TOP_JOBS
 from ioweather.services.server import is_loopback, url_of
 
 
@@ -52,15 +52,15 @@ def register(cli: click.Group) -> None:
         if capture is not None:  # before importing the store's exporter: pandas and the store are not needed
             _export_capture(capture, top_jobs, once, list_only, as_json)
             return
-        # lazy: numpy, pandas, prometheus_client, pyarrow, sqlalchemy via services.exporter: kept off the command's `--help` and its usage errors
-        from ioweather.services.exporter import TelemetryExporter, make_server, serve
+        # lazy: numpy, pandas, prometheus_client, pyarrow, sqlalchemy via services.telemetry.exporter: kept off the command's `--help` and its usage errors
+        from ioweather.services.telemetry.exporter import TelemetryExporter, make_server, serve
 
         exporter = TelemetryExporter(settings, fs_names, top_jobs=top_jobs, job_window_s=job_window, stale_s=stale,
                                      say=lambda m: click.echo(f"ioweather export: {m}", err=True))
         missing = [f for f in fs_names if f not in exporter.datasets()]
         if missing:
-            # lazy: numpy, pandas, prometheus_client, pyarrow, sqlalchemy via services.exporter: kept off the command's `--help` and its usage errors
-            from ioweather.services.exporter import no_telemetry
+            # lazy: numpy, pandas, prometheus_client, pyarrow, sqlalchemy via services.telemetry.exporter: kept off the command's `--help` and its usage errors
+            from ioweather.services.telemetry.exporter import no_telemetry
 
             raise no_telemetry(settings, missing[0])
         if once or list_only:
@@ -80,8 +80,8 @@ def register(cli: click.Group) -> None:
 
 
 def _export_capture(path: str, top_jobs: int, once: bool, list_only: bool, as_json: bool) -> None:
-    # lazy: prometheus_client via services.exporter_lctl: kept off the command's `--help` and its usage errors
-    from ioweather.services.exporter_lctl import capture_families, read_capture
+    # lazy: prometheus_client via services.telemetry.exporter_lctl: kept off the command's `--help` and its usage errors
+    from ioweather.services.telemetry.exporter_lctl import capture_families, read_capture
     # lazy: prometheus_client via views.exposition: kept off the command's `--help` and its usage errors
     from ioweather.views.exposition import render
 

@@ -10,7 +10,7 @@ import click
 
 from ioweather.commands.common import json_option
 from ioweather.errors import UserError
-from ioweather.services.fsstats import compare, HTML_WHAT, keep_snapshot, stored_snapshots, take_snapshot
+from ioweather.services.content.fsstats import compare, HTML_WHAT, keep_snapshot, stored_snapshots, take_snapshot
 from ioweather.views.output import print_json, stderr
 
 

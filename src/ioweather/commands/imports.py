@@ -17,7 +17,7 @@ import click
 
 from ioweather.commands.common import DURATION, SINCE, TIME, json_option, quiet_option, quiet_output
 from ioweather.errors import UserError
-from ioweather.services import import_kinds as importers
+from ioweather.services.telemetry import import_kinds as importers
 from ioweather.units import check_timezone, to_ns
 from ioweather.views.output import print_json, print_table, short_time, stderr
 
@@ -119,10 +119,10 @@ def _note(text: str) -> None:
 
 
 def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> None:
-    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.telemetry: kept off the command's `--help` and its usage errors
-    from ioweather.services.telemetry import import_sources
-    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.telemetry: kept off the command's `--help` and its usage errors
-    from ioweather.services.telemetry import check_fs_name
+    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.telemetry.imports: kept off the command's `--help` and its usage errors
+    from ioweather.services.telemetry.imports import import_sources
+    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.telemetry.imports: kept off the command's `--help` and its usage errors
+    from ioweather.services.telemetry.imports import check_fs_name
     check_fs_name(fs)
     if tz is not None:
         check_timezone(tz)
@@ -154,8 +154,8 @@ def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> 
 
 
 def _import_jobs(settings, kind, source, options, as_json) -> None:
-    # lazy: numpy, sqlalchemy via services.scheduler: kept off the command's `--help` and its usage errors
-    from ioweather.services.scheduler import import_jobs
+    # lazy: numpy, sqlalchemy via services.jobs.scheduler: kept off the command's `--help` and its usage errors
+    from ioweather.services.jobs.scheduler import import_jobs
 
     summary = import_jobs(settings, kind, source, **options)
     for note in summary["notes"]:

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ioweather.commands.common import SIZE, json_option
-from ioweather.services import iomodel as svc
+from ioweather.services.bench import iomodel as svc
 from ioweather.units import format_bytes, format_seconds
 from ioweather.views.output import print_json, print_table, stderr
 

@@ -6,7 +6,7 @@ import click
 
 from ioweather.commands.common import SINCE, SIZE, json_option, quiet_option, quiet_output
 from ioweather.files import display_path
-from ioweather.services.darshan_job import job_outputs, write_html
+from ioweather.services.jobs.darshan_child import job_outputs, write_html
 from ioweather.units import to_ns
 from ioweather.views.job_console import print_job, print_summary
 from ioweather.views.output import print_json, print_table, progress, stderr
@@ -82,10 +82,10 @@ def register(cli: click.Group) -> None:
         read is recorded with its reason and the batch goes on. Safe to re-run after a kill,
         and to run while another ingest into the same store runs (each log is stored once).
         """
-        # lazy: numpy, pandas, pyarrow via services.darshan_ingest: kept off the command's `--help` and its usage errors
-        from ioweather.services.darshan_ingest import default_workers
-        # lazy: numpy, pandas, pyarrow via services.darshan_ingest: kept off the command's `--help` and its usage errors
-        from ioweather.services.darshan_ingest import ingest as run
+        # lazy: numpy, pandas, pyarrow via services.jobs.ingest: kept off the command's `--help` and its usage errors
+        from ioweather.services.jobs.ingest import default_workers
+        # lazy: numpy, pandas, pyarrow via services.jobs.ingest: kept off the command's `--help` and its usage errors
+        from ioweather.services.jobs.ingest import ingest as run
 
         with quiet_output(quiet, as_json):
             with progress() as bar:
@@ -100,8 +100,8 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def failed_cmd(settings, as_json):
         """Logs that could not be read, with the reason."""
-        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: kept off the command's `--help` and its usage errors
-        from ioweather.services.darshan import failed_logs
+        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.jobs.darshan: kept off the command's `--help` and its usage errors
+        from ioweather.services.jobs.darshan import failed_logs
         rows = failed_logs(settings)
         if as_json:
             print_json(rows)
@@ -124,8 +124,8 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def summary(settings, as_json, html_out, min_procs, min_bytes, projects_file, cores_per_node, top):
         """Cross-job views: interfaces and I/O strategy by job size, top consumers, MiB/s/CN per project."""
-        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: kept off the command's `--help` and its usage errors
-        from ioweather.services.darshan import archive_summary
+        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.jobs.darshan: kept off the command's `--help` and its usage errors
+        from ioweather.services.jobs.darshan import archive_summary
 
         rep = archive_summary(settings, projects_file=projects_file, cores_per_node=cores_per_node,
                               min_procs=min_procs, min_bytes=min_bytes, top=top).to_json()
@@ -153,8 +153,8 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def list_cmd(settings, since, until, user, exe, limit, as_json):
         """Stored jobs, latest start first (the Jobs page's list, filtered)."""
-        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: kept off the command's `--help` and its usage errors
-        from ioweather.services.darshan import list_jobs
+        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.jobs.darshan: kept off the command's `--help` and its usage errors
+        from ioweather.services.jobs.darshan import list_jobs
         # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
         from ioweather.services.stores import open_store
         rows = list_jobs(open_store(settings), since_ns=to_ns(since) if since else None,
@@ -170,8 +170,8 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def show_cmd(settings, jobid, as_json):
         """One stored job as the job page shows it: JOBID is the scheduler's job id or the start of the log hash."""
-        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: kept off the command's `--help` and its usage errors
-        from ioweather.services.darshan import show_job
+        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.jobs.darshan: kept off the command's `--help` and its usage errors
+        from ioweather.services.jobs.darshan import show_job
 
         rep = show_job(settings, jobid).to_json()
         if as_json:

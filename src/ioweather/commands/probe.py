@@ -9,7 +9,7 @@ import click
 
 from ioweather.commands.common import DURATION, SINCE, SIZE, TIME, json_option, probe_run_options
 from ioweather.errors import UserError
-from ioweather.services.slowdown import interval_rows
+from ioweather.services.probe.slowdown import interval_rows
 from ioweather.units import check_order, format_age, format_bytes, format_seconds
 from ioweather.views.output import print_json, print_table, short_time, progress, stderr
 
@@ -66,8 +66,8 @@ def register(cli: click.Group) -> None:
     @json_option
     def init(directory: Path, file_size: int, pool: int, block: int, as_json: bool):
         """Create the probe's data file and small-file pool in DIRECTORY."""
-        # lazy: numpy via services.probe: kept off the command's `--help` and its usage errors
-        from ioweather.services.probe import init_probe
+        # lazy: numpy via services.probe.run: kept off the command's `--help` and its usage errors
+        from ioweather.services.probe.run import init_probe
 
         label = f"writing {directory}/data"
         if stderr.is_terminal:
@@ -103,8 +103,8 @@ def register(cli: click.Group) -> None:
         target with its own deadline: a hung mount times out its own operations and never delays
         the others. With --seed, the i-th directory uses SEED + i.
         """
-        # lazy: numpy via services.probe: kept off the command's `--help` and its usage errors
-        from ioweather.services.probe import run_probes
+        # lazy: numpy via services.probe.run: kept off the command's `--help` and its usage errors
+        from ioweather.services.probe.run import run_probes
 
         if interval <= 0:
             raise UserError("--interval must be positive")
@@ -160,8 +160,8 @@ def register(cli: click.Group) -> None:
         least a minute), UNKNOWN in --check; abandoned: silent for over a day, no longer deciding
         --check; retired: `probe retire`, out of Status, /metrics and --check until a probe of it
         runs again."""
-        # lazy: numpy, sqlalchemy via services.probe_targets: kept off the command's `--help` and its usage errors
-        from ioweather.services.probe_targets import list_targets
+        # lazy: numpy, sqlalchemy via services.probe.targets: kept off the command's `--help` and its usage errors
+        from ioweather.services.probe.targets import list_targets
         if not settings.store_exists():
             raise UserError(f"no store at {settings.sqlite_path}")
         rows = list_targets(open_store(settings))
@@ -186,8 +186,8 @@ def register(cli: click.Group) -> None:
 
         A probe of TARGET that runs again brings it back. With --purge the target and all its data are
         deleted, after a confirmation (--yes to skip it, e.g. in a script)."""
-        # lazy: numpy, sqlalchemy via services.probe_targets: kept off the command's `--help` and its usage errors
-        from ioweather.services import probe_targets
+        # lazy: numpy, sqlalchemy via services.probe.targets: kept off the command's `--help` and its usage errors
+        from ioweather.services.probe import targets as probe_targets
 
         if not settings.store_exists():
             raise UserError(f"no store at {settings.sqlite_path}")

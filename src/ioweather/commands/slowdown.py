@@ -8,7 +8,7 @@ import click
 
 from ioweather.commands.common import DURATION, SINCE, TIME, json_option
 from ioweather.errors import UserError
-from ioweather.services import slowdown as svc
+from ioweather.services.probe import slowdown as svc
 from ioweather.services.defaults import EXPECTED, SLOWDOWN_STATS
 from ioweather.units import check_order, format_seconds
 

@@ -1,4 +1,4 @@
-"""`ioweather collect` (the telemetry daemon, services/collect.py); `ioweather import KIND SOURCE...`
+"""`ioweather collect` (the telemetry daemon, services/telemetry/collect.py); `ioweather import KIND SOURCE...`
 (histories) is in imports.py.
 
 Both end in the same Parquet layout (store/telemetry_layout.py) that `ioweather workload`
@@ -43,8 +43,8 @@ def register(cli: click.Group) -> None:
 
         Counters (bytes, operations) are stored as the amount of each interval; a counter that
         goes backwards (restart) and every missed interval are stored as missing, never as 0."""
-        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.collect: kept off the command's `--help` and its usage errors
-        from ioweather.services.collect import run_collect  # numpy, pandas: not at every command's start
+        # lazy: numpy, pandas, pyarrow, sqlalchemy via services.telemetry.collect: kept off the command's `--help` and its usage errors
+        from ioweather.services.telemetry.collect import run_collect  # numpy, pandas: not at every command's start
 
         if interval <= 0:
             raise UserError("--interval must be positive")

@@ -119,8 +119,8 @@ def register(cli: click.Group) -> None:
         Several directories (one per file system) are each their own target, probed side by side:
         a hung one never delays the others.
         """
-        # lazy: numpy via services.probe: kept off the command's `--help` and its usage errors
-        from ioweather.services.probe import BackgroundProbe, init_probe, is_probe_dir, probe_labels
+        # lazy: numpy via services.probe.run: kept off the command's `--help` and its usage errors
+        from ioweather.services.probe.run import BackgroundProbe, init_probe, is_probe_dir, probe_labels
         # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import progress
         # lazy: jinja2, numpy, rich, sqlalchemy via web.app: kept off the command's `--help` and its usage errors

@@ -31,8 +31,8 @@ def register(cli: click.Group) -> None:
 
         doc = answer(settings, job, fs=fs).to_json()
         if html_out:
-            # lazy: numpy, pandas, pyarrow, sqlalchemy via services.darshan: kept off the command's `--help` and its usage errors
-            from ioweather.services.darshan import write_html
+            # lazy: numpy, pandas, pyarrow, sqlalchemy via services.jobs.darshan: kept off the command's `--help` and its usage errors
+            from ioweather.services.jobs.darshan import write_html
 
             write_html(html_out, view.render_html(doc))
             click.echo(f"wrote {html_out}", err=True)

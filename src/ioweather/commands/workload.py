@@ -84,8 +84,8 @@ def register(cli: click.Group) -> None:
         Totals per day and month, peak and mean throughput, burstiness, idle periods,
         the I/O power spectrum, autocorrelation, and I/O events. See docs/workload.md.
         """
-        # lazy: numpy via services.workload: kept off the command's `--help` and its usage errors
-        from ioweather.services.workload import check_options, compute
+        # lazy: numpy via services.telemetry.workload: kept off the command's `--help` and its usage errors
+        from ioweather.services.telemetry.workload import check_options, compute
         # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, progress, stderr
 

@@ -20,10 +20,10 @@ import threading
 import numpy as np
 
 from ioweather.errors import UserError
-from ioweather.services.bench import runs_table
-from ioweather.services.slowdown import known_targets
+from ioweather.services.bench.runs import runs_table
+from ioweather.services.probe.slowdown import known_targets
 from ioweather.services.umami import FEATURE_PERF
-from ioweather.services.workload import daily_totals, file_systems
+from ioweather.services.telemetry.workload import daily_totals, file_systems
 from ioweather.stats.changepoints import MIN_SEGMENT, PENALTY_PER_LOG_N, change_points, load_libraries  # noqa: F401 (re-exported)
 from ioweather.units import ns_to_iso
 
@@ -33,8 +33,8 @@ DAY_NS = 86400 * 10**9
 
 
 def _probe_series(store, settings, since_ns: int, until_ns: int, target: str | None) -> Iterator[tuple]:
-    # lazy: sqlalchemy via services.probe_cache: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
-    from ioweather.services.probe_cache import ProbeCache
+    # lazy: sqlalchemy via services.probe.cache: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
+    from ioweather.services.probe.cache import ProbeCache
     yield from _probe_items(ProbeCache(store), known_targets(store, target), since_ns, until_ns)
 
 

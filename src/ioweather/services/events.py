@@ -1,6 +1,6 @@
 """I/O events attributed to jobs, and what contention cost (issue 15 items 1 and 2; docs/events.md).
 
-The events are the workload document's (services.workload.compute: same series, same detector). The
+The events are the workload document's (services.telemetry.workload.compute: same series, same detector). The
 candidates are the scheduler's jobs running during them, plus Darshan logs that link to no scheduler
 job. Per event, the method is the best the store allows: Lustre job_stats (exact), else Darshan's
 per-job bytes for the jobs with a log and time overlap for the rest (stats.attribution).
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ioweather.services import workload
-from ioweather.services.fsview import user_of
-from ioweather.services.job_weather import ProbeBaselines, _probe_slowdown
+from ioweather.services.telemetry import workload
+from ioweather.services.telemetry.fsview import user_of
+from ioweather.services.jobs.weather import ProbeBaselines, _probe_slowdown
 from ioweather.stats import attribution as A
 from ioweather.stats.workload import total_of
 from ioweather.store import open_store
@@ -229,7 +229,7 @@ def _method(jobs: list[dict]) -> str | None:
 # ----------------------------------------------------------------------------- cost
 
 def _slowdowns(store, events: list[dict], notes: list) -> list[float | None]:
-    """The probes' worst-op slowdown over each event (services.job_weather's), None without probes."""
+    """The probes' worst-op slowdown over each event (services.jobs.weather's), None without probes."""
     if store is None or "probe" not in store.versions() or not events:
         notes.append("no probe data: contention by the coverage-factor criterion only")
         return [None] * len(events)

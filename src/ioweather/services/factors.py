@@ -20,7 +20,7 @@ import pandas as pd
 from ioweather.encoding import Answer, iso_ms
 from ioweather.errors import UserError
 from ioweather.files import atomic_output, read_regular_bytes, write_atomic
-from ioweather.services.probe_samples import load_probe_durations, probe_block_bytes, probe_samples
+from ioweather.services.probe.samples import load_probe_durations, probe_block_bytes, probe_samples
 from ioweather.sources import latency_table as lt
 from ioweather.stats import factor_classes as fc
 from ioweather.stats.downsample import downsample

@@ -16,7 +16,7 @@ Exported (labels in parentheses), all in base units:
   `time() - ioweather_probe_last_sample_timestamp_seconds > 60` for a stopped probe;
 - `ioweather_store_up` gauge: 0 when the store could not be read;
 - `ioweather_bench_bandwidth_bytes_per_second`, `ioweather_bench_fraction_of_peak` gauges (motif,
-  direction, fs): the last regression benchmark run of each series (services/bench.py).
+  direction, fs): the last regression benchmark run of each series (services/bench/runs.py).
 
 Histogram and counters are process-lifetime counters, as in any instrumented
 program: every known (target, op) series is exported from the first scrape with zero
@@ -53,9 +53,9 @@ from ioweather.errors import UserError
 from ioweather.stats.probe import SLOWDOWN_STATS
 from ioweather.stats.status import window_slowdown
 from ioweather.store.probe_aggregates import bucket_counts, last_sample_ns
-from ioweather.services.bench import metric_families as bench_metric_families
-from ioweather.services.probe_cache import OPS, ProbeCache
-from ioweather.services.probe_status import WINDOW_S
+from ioweather.services.bench.runs import metric_families as bench_metric_families
+from ioweather.services.probe.cache import OPS, ProbeCache
+from ioweather.services.probe.status import WINDOW_S
 
 #: Bucket bounds (s): 1-2.5-5 per decade from 1 µs (a cached stat) to 60 s (the default timeout).
 BUCKETS_S = tuple(float(f"{m}e{e}") for e in range(-6, 1) for m in ("1", "2.5", "5")) + (10.0, 30.0, 60.0)

@@ -12,8 +12,8 @@ import numpy as np
 from ioweather.encoding import Answer
 from ioweather.errors import UserError
 from ioweather.services.changes import detect
-from ioweather.services.slowdown import compute_slowdown
-from ioweather.services.workload import data_end
+from ioweather.services.probe.slowdown import compute_slowdown
+from ioweather.services.telemetry.workload import data_end
 from ioweather.stats.bench import summarize
 from ioweather.store import bench as bstore
 from ioweather.units import check_order, ns_to_iso, to_ns
@@ -111,8 +111,8 @@ def _bench(store, fs: str, until_ns: int) -> list[dict] | None:
 
 
 def _fullness(settings, fs: str, since, until) -> dict | None:
-    # lazy: pandas, pyarrow via services.fsview, loaded only when this runs
-    from ioweather.services.fsview import capacity
+    # lazy: pandas, pyarrow via services.telemetry.fsview, loaded only when this runs
+    from ioweather.services.telemetry.fsview import capacity
 
     c = capacity(settings, fs, to_ns(since), to_ns(until), top=5)
     f = c.fs_fullness

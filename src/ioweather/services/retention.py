@@ -2,7 +2,7 @@
 
 Kinds (config.RETENTION_DEFAULTS): `probe` raw samples, `rollups` the probe's per-day and per-hour summaries,
 `telemetry` the servers' Parquet days. Removing raw probe samples keeps their summaries: every complete day
-about to lose its samples is summarized first (services/probe_pieces.build), so slowdowns, baselines and the
+about to lose its samples is summarized first (services/probe/pieces.build), so slowdowns, baselines and the
 Status climate over it stay exact. Every step is a short transaction (or a whole day's files), so the probe,
 `collect` and the dashboard keep running meanwhile (docs/store.md).
 """
@@ -88,8 +88,8 @@ def prune(store, settings, older_than: dict[str, float | None], now_ns: int | No
 
 def _summarize_before(store, cutoff_ns: int, now_ns: int) -> int:
     """Summarize every complete day before the cutoff that has samples and no summary yet; how many were built."""
-    # lazy: numpy, sqlalchemy via services.probe_pieces: commands.store imports this at its top: kept off `ioweather store --help` and its usage errors
-    from ioweather.services import probe_pieces
+    # lazy: numpy, sqlalchemy via services.probe.pieces: commands.store imports this at its top: kept off `ioweather store --help` and its usage errors
+    from ioweather.services.probe import pieces as probe_pieces
     # lazy: numpy, sqlalchemy via store: commands.store imports this at its top: kept off `ioweather store --help` and its usage errors
     from ioweather.store import probe as probe_store
     # lazy: numpy, sqlalchemy via store: commands.store imports this at its top: kept off `ioweather store --help` and its usage errors

@@ -2,7 +2,7 @@
 
 Two kinds of jobs have a weather: imported feature rows (tokio-abc: every metric already in the row,
 fraction of peak `darshan_normalized_perf_by_max`) and jobs of our own store (Darshan or scheduler
-jobs, their weather computed from our telemetry by services/job_weather.py, fraction of peak
+jobs, their weather computed from our telemetry by services/jobs/weather.py, fraction of peak
 `fraction_of_peak`). Both go through `climate()`: the motif's history (jobs of the same motif that
 started before the job), a box and quartile per metric, Pearson's r of each metric with fraction of
 peak across that history, culprits and the verdict.
@@ -18,8 +18,8 @@ import numpy as np
 
 from ioweather.errors import UserError
 from ioweather.files import write_atomic
-from ioweather.services import job_weather
-from ioweather.services.bench import umami_for_run
+from ioweather.services.jobs import weather as job_weather
+from ioweather.services.bench.runs import umami_for_run
 from ioweather.stats import climate as cstats
 from ioweather.stats import correlate
 from ioweather.stats import umami as um
@@ -66,7 +66,7 @@ class MetricRow(TypedDict, total=False):
 
 
 class _Weather(Protocol):
-    """What an answer's weather gives its JSON: services.job_weather.Weather or FeatureWeather."""
+    """What an answer's weather gives its JSON: services.jobs.weather.Weather or FeatureWeather."""
 
     def answer_json(self) -> dict: ...
 

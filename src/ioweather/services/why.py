@@ -3,12 +3,12 @@ what the file system's state cost it, and the rest (issue 29; docs/why.md has th
 
 The parts are read, never recomputed: the I/O time and the code's saving are the Darshan advisor's
 (`perf.io_time_s`, the top layer's slowest-rank time, and `verdict_saving_s`, the combined saving of
-its findings), from `services.darshan.job_report` of each log; the system's share comes from the best
+its findings), from `services.jobs.darshan.job_report` of each log; the system's share comes from the best
 evidence the store holds for the job's own file system and window:
 
 1. `probe_slowdown`: the probes that ran on the job's file system (a probe directory under the job's
    mount, or a probe target named like its dataset): each probed op's slowdown over the window
-   (services.job_weather's, the `slowdown` command's baseline), applied to the time the job spent in
+   (services.jobs.weather's, the `slowdown` command's baseline), applied to the time the job spent in
    that kind of op: t_op × (1 − 1/slowdown_op);
 2. `coverage_factor`: the job's bytes ÷ the servers' bytes in its direction over its window (seed 003,
    METHODS.md section 7): io_time × (1 − CF);
@@ -36,7 +36,7 @@ from ioweather.services.fs_names import check_fs, job_fs
 from ioweather.units import format_seconds, ns_to_iso
 
 if TYPE_CHECKING:
-    from ioweather.services.job_weather import Weather
+    from ioweather.services.jobs.weather import Weather
     from ioweather.services.umami import Umami
 
 #: Probe ops standing for the job's time in each kind of operation (store.probe.OPS).
@@ -182,8 +182,8 @@ def _scheduler_module(store):
 # ----------------------------------------------------------------------------- one log
 
 def _read(path: str) -> tuple[dict, object] | None:
-    # lazy: pandas, pyarrow via services.darshan, loaded only when this runs
-    from ioweather.services.darshan import job_report
+    # lazy: pandas, pyarrow via services.jobs.darshan, loaded only when this runs
+    from ioweather.services.jobs.darshan import job_report
 
     if not os.path.isfile(path):
         return None
@@ -243,8 +243,8 @@ class _Probes:
     baselines (read once)."""
 
     def __init__(self, store):
-        # lazy: numpy via services.job_weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
-        from ioweather.services.job_weather import ProbeBaselines
+        # lazy: numpy via services.jobs.weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
+        from ioweather.services.jobs.weather import ProbeBaselines
 
         self.baselines = ProbeBaselines(store) if store is not None and "probe" in store.versions() else None
         self.dirs: dict[str, set[str]] = {}
@@ -265,8 +265,8 @@ class _Probes:
                 or (dataset and self.fs.get(t) == dataset)]
 
     def slowdown(self, targets: list[str], since: int, until: int) -> tuple[float | None, dict | None]:
-        # lazy: numpy via services.job_weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
-        from ioweather.services.job_weather import _probe_slowdown
+        # lazy: numpy via services.jobs.weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
+        from ioweather.services.jobs.weather import _probe_slowdown
 
         if not targets:
             return None, None
@@ -279,8 +279,8 @@ class _Probes:
 
 def _weather(store, stored_hash: str | None, facts: dict, fs: str, key: str) -> tuple[Weather | None, Umami | None]:
     """(the job's weather on `fs`, its UMAMI answer when the log is in the store)."""
-    # lazy: numpy via services.job_weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
-    from ioweather.services import job_weather
+    # lazy: numpy via services.jobs.weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
+    from ioweather.services.jobs import weather as job_weather
 
     if stored_hash is not None:
         doc = job_weather.umami_for_job(store, stored_hash, fs=fs)
@@ -442,8 +442,8 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
             if facts["start_ns"] is None or facts["end_ns"] is None:
                 raise UserError(f"{path}: the log has no start or end time, so no window to look at")
             if row is not None and facts["mounts"] is None:
-                # lazy: numpy via services.job_weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
-                from ioweather.services import job_weather
+                # lazy: numpy via services.jobs.weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
+                from ioweather.services.jobs import weather as job_weather
 
                 j = job_weather.find_job(store, h)
                 job_weather.fs_of(store, j)
@@ -493,8 +493,8 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
 def _failover(settings, fs: str, until_ns: int) -> dict | None:
     """The targets whose failover partner served them at the job's end (`lctl dl -t`, imported), None
     when no listing was imported for `fs`."""
-    # lazy: pandas, pyarrow via services.fsview, loaded only when this runs
-    from ioweather.services.fsview import lctl_state
+    # lazy: pandas, pyarrow via services.telemetry.fsview, loaded only when this runs
+    from ioweather.services.telemetry.fsview import lctl_state
 
     st = lctl_state(settings, fs, until_ns)
     if not st["imported"]:

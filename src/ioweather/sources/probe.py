@@ -374,7 +374,7 @@ class ProbeOptions:
     timeout_s: float = 60.0
     seed: int | None = None
     flush_s: float = 5.0
-    buffer_rows: int = 0  # 0: services.probe.BUFFER_ROWS
+    buffer_rows: int = 0  # 0: services.probe.run.BUFFER_ROWS
 
 
 class _Worker:
@@ -419,7 +419,7 @@ class _Worker:
 
 class Probe:
     """The six operations of one period (`run_period`), on the files of one probe directory, which
-    it holds locked from construction to `close()`. The loop around it is services/probe.py's.
+    it holds locked from construction to `close()`. The loop around it is services/probe/run.py's.
 
     Rows are tuples (op, start_ns, duration_ns, bytes, status, errno).
     """

@@ -2,7 +2,7 @@
 one) and the NERSC jobs database. Parsing only; the rows go to store/scheduler.py.
 
 `ioweather import slurm` and `import nersc-jobsdb` are the importers at the end of this module
-(`Importer` of target "jobs", sources/telemetry/importers.py); services/scheduler.py runs them.
+(`Importer` of target "jobs", sources/telemetry/importers.py); services/jobs/scheduler.py runs them.
 
 Every reader returns `Parsed`: rows with the keys of the `sched_jobs` table (cluster, jobid,
 user, account, name, partition, start_ns, end_ns, nnodes, ncpus, nodelist, state, exit_code)

@@ -1,6 +1,6 @@
 """The thresholds file of `ioweather job/jobs --thresholds FILE`: TOML or JSON overrides of the
 finding thresholds, read as a mapping (stats/findings.py's `Thresholds.from_mapping` checks and applies
-them, called by services/darshan.py: a source hands over raw values)."""
+them, called by services/jobs/darshan.py: a source hands over raw values)."""
 
 from __future__ import annotations
 

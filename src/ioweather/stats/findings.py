@@ -151,7 +151,7 @@ class Thresholds:
     @classmethod
     def from_mapping(cls, data, where: str) -> "Thresholds":
         """Overrides from a parsed table (flat keys, or under a `thresholds` table), checked;
-        `where` names their origin in messages. The file is read by sources/thresholds_file.py, for services.darshan.load_thresholds."""
+        `where` names their origin in messages. The file is read by sources/thresholds_file.py, for services.jobs.darshan.load_thresholds."""
         if not isinstance(data, dict):
             raise UserError(f"{where}: expected a table of name = value")
         data = data.get("thresholds", data)

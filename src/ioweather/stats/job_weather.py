@@ -1,5 +1,5 @@
 """The array math of a job's weather (METHODS.md section 7, seed 003): what the job's window saw on the
-servers, from arrays and tables already read. services/job_weather.py reads the store and calls these.
+servers, from arrays and tables already read. services/jobs/weather.py reads the store and calls these.
 
 - missing fraction: 1 − (seconds of the window covered by valid byte samples, summed over series)
   / (window length × series expected);

@@ -1,7 +1,7 @@
 """Each job's weather, stored: one row per (job, file system) with its metrics as a JSON document.
 
 `telemetry_sig` is the watermark of the telemetry the weather was computed from
-(store/job_telemetry.WindowSignatures: the data files of the window's days); services/job_weather.py
+(store/job_telemetry.WindowSignatures: the data files of the window's days); services/jobs/weather.py
 recomputes a row whose signature no longer matches, i.e. when telemetry for its window arrived or
 was replaced. `computed_ns` says when.
 """

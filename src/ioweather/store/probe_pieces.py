@@ -35,7 +35,7 @@ from ioweather.store.probe import COMPONENT, OPS, probe_archive, probe_pieces, p
 DAY_NS = 86_400 * 10**9
 HOUR_NS = 3_600 * 10**9
 #: An insert of samples older than this takes the PostgreSQL lock (pieces are built only for spans
-#: that ended longer ago than services/probe_pieces.PIECE_LAG_NS, 5 min; the margin is clock skew).
+#: that ended longer ago than services/probe/pieces.PIECE_LAG_NS, 5 min; the margin is clock skew).
 LATE_NS = 120 * 10**9
 
 

@@ -1,4 +1,4 @@
-"""Per-file totals of the telemetry store, for `ioweather export` (services/exporter.py).
+"""Per-file totals of the telemetry store, for `ioweather export` (services/telemetry/exporter.py).
 
 A Prometheus counter is a running total, and the store holds amounts per interval: the total of a
 (metric, target) is the sum of its valid amounts over every data file. Data files are immutable once

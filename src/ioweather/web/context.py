@@ -11,7 +11,7 @@ from typing import TypeVar
 from ioweather.config import Settings
 from ioweather.errors import UserError
 from ioweather.services.defaults import DEGRADED, SEVERE
-from ioweather.services.probe_cache import DEFAULT_BASELINE_S, ProbeCache
+from ioweather.services.probe.cache import DEFAULT_BASELINE_S, ProbeCache
 from ioweather.services.stores import Store, open_store, store_location
 
 

@@ -12,7 +12,7 @@ Importers (raw Wide/Long chunks):
     (textfiles: the text members of a file, .gz, tar/.tgz or directory, for the text archives)
 `lustre` is lctl_source.LctlLustre: one `lctl get_param` a tick (parsed by lctl_params, which
 imports nothing heavy), or the /proc and /sys reader (lustre.py) where lctl is not installed.
-Glue, not sources: runner (each source in a thread with a deadline), collector (the `collect`
-loop's state: readings -> rows through stats/counters.py), ingest (chunks -> rows, imports that
-replace or roll back), synthetic (a Lustre-like tree for tests and benchmarks).
+Glue, not sources: runner (each source in a thread with a deadline), synthetic (a Lustre-like tree
+for tests and benchmarks). Turning readings and chunks into the store's rows is the services'
+(services/telemetry/).
 """

@@ -8,7 +8,7 @@ files unreadable returns what it could read and notes the rest with `warn`. The 
 is reported and skipped while the others go on.
 
 Importers (lmt, iostat_json, tts, csv_long) read a recorded history instead and yield
-`Wide` or `Long` chunks, also raw: counters stay cumulative until services/telemetry_ingest.py converts them.
+`Wide` or `Long` chunks, also raw: counters stay cumulative until services/telemetry/ingest.py converts them.
 """
 
 from __future__ import annotations

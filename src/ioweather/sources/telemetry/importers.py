@@ -4,10 +4,10 @@ An importer reads one SOURCE (a file, an archive, a database URL) and yields raw
 chunks are is its `target`:
 - "telemetry": base.Wide or base.Long chunks of a file system's data set (`import KIND SOURCE...
   --fs FS [--timezone] --since --until`). Counters stay cumulative; the service
-  (services/telemetry.py) turns the chunks into rows, filters --since/--until, writes them through
+  (services/telemetry/imports.py) turns the chunks into rows, filters --since/--until, writes them through
   the store and rolls back on failure.
 - "jobs": lists of scheduler job rows, the columns of the store's `sched_jobs` (`import KIND
-  [FILE]`, sources/scheduler.py). The service (services/scheduler.py) stores them in one
+  [FILE]`, sources/scheduler.py). The service (services/jobs/scheduler.py) stores them in one
   transaction and summarises. Such a kind declares its own --since/--until/--timezone among its
   `options` (their help is its own: sacct's local times, its default window), and reads live
   when `live` and no FILE is given.

@@ -4,7 +4,7 @@ LMT's collector inserts, every 5 s, one TIMESTAMP_INFO row and per OST one OST_D
 cumulative READ_BYTES/WRITE_BYTES (plus KBYTES_FREE/USED, INODES_FREE/USED), per OSS one
 OSS_DATA row (PCT_CPU, PCT_MEMORY), per MDT one MDS_DATA row and one MDS_OPS_DATA row per
 operation (cumulative SAMPLES). This module reads them in chunks of TS_ID, as raw Wide grids:
-the counters stay cumulative (services/telemetry_ingest.py turns them into amounts per interval) and a missing
+the counters stay cumulative (services/telemetry/ingest.py turns them into amounts per interval) and a missing
 OST_DATA row is a missing sample, not a zero.
 
 Time zones: TIMESTAMP_INFO.TIMESTAMP is a DATETIME without zone, written with the LMT

@@ -4,13 +4,13 @@ Per motif, direction and file system the summary table (optimum, mean, contentio
 fraction of peak); for the chosen series the histogram of durations with the optimum marked and
 fraction of peak over time; for the chosen run (default: the newest) the servers' read/write rates
 over its window with its start, end and reported rate drawn over them, when telemetry for its file
-system exists. The answer is services/bench.py's `page` (a `BenchPage`), its rows `bench summary --json`'s.
+system exists. The answer is services/bench/runs.py's `page` (a `BenchPage`), its rows `bench summary --json`'s.
 """
 
 from __future__ import annotations
 
 from ioweather.errors import UserError
-from ioweather.services import bench as svc
+from ioweather.services.bench import runs as svc
 from ioweather.web.context import WebContext
 from ioweather.web.params import BadRequest, NotFound, Query
 from ioweather.web.registry import Page

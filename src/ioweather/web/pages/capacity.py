@@ -1,5 +1,5 @@
 """Capacity: fullness per OST and of the file system over time, the fullest OSTs, days until full at
-the recent growth, inode use, and `lctl dl -t` state and failover where imported (services/fsview.py)."""
+the recent growth, inode use, and `lctl dl -t` state and failover where imported (services/telemetry/fsview.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from ioweather.web.registry import Page
 
 
 def capacity_data(ctx: WebContext, params) -> dict:
-    # lazy: pandas, pyarrow via services.fsview, loaded only when this runs
-    from ioweather.services import fsview  # it loads pandas: with the first telemetry page, not at start
+    # lazy: pandas, pyarrow via services.telemetry.fsview, loaded only when this runs
+    from ioweather.services.telemetry import fsview  # it loads pandas: with the first telemetry page, not at start
 
     q = Query(params, ("fs", "since", "until"))
     fs, systems, since_ns, until_ns, span = fs_and_window(ctx, q, "30d", "capacity")

@@ -3,16 +3,16 @@ the per-project (first-level directory) table, owners, the snapshot list, and th
 
 A label names a series and resolves to its newest snapshot, as `ioweather fsstats diff` does; `id`
 and `compare_id` open any stored snapshot (an older one of a label), as `fsstats diff ID` does. The
-growth is `services.fsstats.growth_doc`, so the `diff` of the JSON twin is `ioweather fsstats diff COMPARE
+growth is `services.content.fsstats.growth_doc`, so the `diff` of the JSON twin is `ioweather fsstats diff COMPARE
 LABEL --json`, and its `diff_warnings` are what that command says on stderr (different roots). The answer
-is `services.fsstats.contents`; the page resolves which snapshots the request names.
+is `services.content.fsstats.contents`; the page resolves which snapshots the request names.
 """
 
 from __future__ import annotations
 
 import re
 
-from ioweather.services.fsstats import (Picked, contents, newest_snapshot_id, snapshot_by_id, snapshot_labels,
+from ioweather.services.content.fsstats import (Picked, contents, newest_snapshot_id, snapshot_by_id, snapshot_labels,
                                         snapshot_listing)
 from ioweather.web.context import WebContext
 from ioweather.web.params import BadRequest, NotFound, Query

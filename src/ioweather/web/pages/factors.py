@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ioweather.errors import UserError
 from ioweather.services.defaults import DEFAULT_SIGNIFICANCE
-from ioweather.services.probe_cache import OPS
+from ioweather.services.probe.cache import OPS
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import has_probe_data, now_utc, require_probe_data, target_param
 from ioweather.web.params import BadRequest, Query

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from ioweather.services.workload import dataset_fingerprint, file_systems
+from ioweather.services.telemetry.workload import dataset_fingerprint, file_systems
 from ioweather.units import parse_duration
 from ioweather.web.context import WebContext
 from ioweather.web.params import BadRequest, NotFound, Query
@@ -20,9 +20,9 @@ def has_telemetry(ctx: WebContext) -> bool:
 
 
 def coverages(ctx: WebContext, systems: list[str]) -> dict[str, dict]:
-    """Each file system's kinds of data and their spans (services.fsview.coverage), kept while its files are unchanged."""
-    # lazy: pandas, pyarrow via services.fsview, loaded only when this runs
-    from ioweather.services.fsview import coverage
+    """Each file system's kinds of data and their spans (services.telemetry.fsview.coverage), kept while its files are unchanged."""
+    # lazy: pandas, pyarrow via services.telemetry.fsview, loaded only when this runs
+    from ioweather.services.telemetry.fsview import coverage
 
     return {fs: ctx.memo(("coverage", fs), dataset_fingerprint(ctx.settings, fs),
                          lambda fs=fs: coverage(ctx.settings, fs)) for fs in systems}
@@ -31,9 +31,9 @@ def coverages(ctx: WebContext, systems: list[str]) -> dict[str, dict]:
 def fs_and_window(ctx: WebContext, q: Query, default_window: str, kind: str = "io"):
     """(fs, all file systems, since_ns, until_ns, span): by default the first file system holding the
     page's `kind` of data and the last `default_window` of that data; an asked window is cut to the time
-    the data covers (services.fsview.pick_span). A file system without such data is shown with a note
+    the data covers (services.telemetry.fsview.pick_span). A file system without such data is shown with a note
     naming those that have it, never an error: a link in the navigation always answers."""
-    from ioweather.services.fsview import window_of
+    from ioweather.services.telemetry.fsview import window_of
 
     systems = file_systems(ctx.settings)
     if not systems:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ioweather.services.changes import probe_marks
 from ioweather.services.defaults import SLOWDOWN_STATS
-from ioweather.services.probe_cache import INTERVALS_S
-from ioweather.services.probe_history import grid, history
+from ioweather.services.probe.cache import INTERVALS_S
+from ioweather.services.probe.history import grid, history
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import has_probe_data, now_utc, require_probe_data, target_param
 from ioweather.web.params import BadRequest, Query

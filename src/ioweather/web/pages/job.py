@@ -2,7 +2,7 @@
 
 Nothing here reads the Darshan log again (it may have moved since it was ingested):
 the header comes from the job's row, the per-interface, per-mount and top-file tables
-from its rows of the per-file table (`services.darshan.stored_job`: `jobs show --json`). The verdict and the HIGH/WARN
+from its rows of the per-file table (`services.jobs.darshan.stored_job`: `jobs show --json`). The verdict and the HIGH/WARN
 findings with their cost are stored by `jobs ingest` (store version 2); a job ingested
 before has only its finding codes, and the page says to re-ingest it for the verdict.
 The full report (INFO/OK findings, plots) is `ioweather job LOG`.
@@ -28,8 +28,8 @@ _HASH = re.compile(r"^[0-9a-f]{8,64}$")
 
 
 def job_data(ctx: WebContext, params) -> dict:
-    # lazy: pandas, pyarrow via services.darshan, loaded only when this runs
-    from ioweather.services.darshan import AmbiguousJobId, stored_job
+    # lazy: pandas, pyarrow via services.jobs.darshan, loaded only when this runs
+    from ioweather.services.jobs.darshan import AmbiguousJobId, stored_job
     q = Query(params, ("id",))
     raw = q.text("id")
     if raw is None:

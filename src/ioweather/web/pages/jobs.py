@@ -1,6 +1,6 @@
 """Jobs: the Darshan archive in the store — the list of jobs (sortable), its cross-job summary, failed logs.
 
-The answer is `services.darshan.jobs_view`: its summary is `ioweather jobs summary --json` with its
+The answer is `services.jobs.darshan.jobs_view`: its summary is `ioweather jobs summary --json` with its
 defaults; the list adds MiB/s per node (the node count from the log), each job's highest finding level
 and the verdict line of `ioweather job` as `jobs ingest` stored it (None for jobs ingested before it was
 stored). The request-independent part (`ArchiveIndex`) is kept until a job is stored or a log fails.
@@ -18,8 +18,8 @@ PROJECTS_SHOWN = 25
 
 
 def jobs_data(ctx: WebContext, params) -> dict:
-    # lazy: pandas, pyarrow via services.darshan, loaded only when this runs
-    from ioweather.services.darshan import SORTS, ArchiveIndex, archive_marker, jobs_view  # pandas: pages/__init__.py
+    # lazy: pandas, pyarrow via services.jobs.darshan, loaded only when this runs
+    from ioweather.services.jobs.darshan import SORTS, ArchiveIndex, archive_marker, jobs_view  # pandas: pages/__init__.py
 
     q = Query(params, ("sort", "order", "limit", "offset"))
     sort = q.choice("sort", tuple(SORTS), "bytes")

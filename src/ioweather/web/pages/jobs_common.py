@@ -10,8 +10,8 @@ HINT = ("Read Darshan logs into the store with `ioweather jobs ingest PATH...` (
 
 
 def has_jobs(ctx: WebContext) -> bool:
-    # lazy: pandas, pyarrow via services.darshan, loaded only when this runs
-    from ioweather.services.darshan import has_jobs as stored  # pandas: see pages/__init__.py
+    # lazy: pandas, pyarrow via services.jobs.darshan, loaded only when this runs
+    from ioweather.services.jobs.darshan import has_jobs as stored  # pandas: see pages/__init__.py
 
     return ctx.settings.store_exists() and stored(ctx.store)
 

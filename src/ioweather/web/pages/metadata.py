@@ -1,5 +1,5 @@
 """Metadata: MDS/MDT operation rates by operation, with the workload page's events and burstiness
-applied to operations (services/fsview.py)."""
+applied to operations (services/telemetry/fsview.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from ioweather.web.registry import Page
 
 
 def metadata_data(ctx: WebContext, params) -> dict:
-    # lazy: pandas, pyarrow via services.fsview, loaded only when this runs
-    from ioweather.services import fsview  # it loads pandas: with the first telemetry page, not at start
+    # lazy: pandas, pyarrow via services.telemetry.fsview, loaded only when this runs
+    from ioweather.services.telemetry import fsview  # it loads pandas: with the first telemetry page, not at start
 
     q = Query(params, ("fs", "since", "until", "min_amplitude", "smooth"))
     fs, systems, since_ns, until_ns, span = fs_and_window(ctx, q, "7d", "md")

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 from ioweather.errors import StoreError, UserError
 from ioweather.services.report import compute
-from ioweather.services.workload import dataset_fingerprint, file_systems
+from ioweather.services.telemetry.workload import dataset_fingerprint, file_systems
 from ioweather.web.context import WebContext
 from ioweather.web.pages.workload import event_options
 from ioweather.web.pages.fsview_common import fs_and_window, without_data

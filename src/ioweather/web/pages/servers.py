@@ -1,6 +1,6 @@
 """Servers: per-target (OST/MDT/NSD server) read and write rates as a heatmap target x time, sortable
 totals, peaks and shares, imbalanced or idle targets flagged; `target=` adds that target's own series
-with its events. Aggregated server-side to the heatmap's resolution (services/fsview.py)."""
+with its events. Aggregated server-side to the heatmap's resolution (services/telemetry/fsview.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from ioweather.web.registry import Page
 
 
 def servers_data(ctx: WebContext, params) -> dict:
-    # lazy: pandas, pyarrow via services.fsview, loaded only when this runs
-    from ioweather.services import fsview  # it loads pandas: with the first telemetry page, not at start
+    # lazy: pandas, pyarrow via services.telemetry.fsview, loaded only when this runs
+    from ioweather.services.telemetry import fsview  # it loads pandas: with the first telemetry page, not at start
 
     q = Query(params, ("fs", "since", "until", "sort", "target", "min_amplitude"))
     fs, systems, since_ns, until_ns, span = fs_and_window(ctx, q, "7d", "io")

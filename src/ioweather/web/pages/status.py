@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ioweather.services.probe_status import no_status, status
+from ioweather.services.probe.status import no_status, status
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import HINT, target_param
 from ioweather.web.params import Query

@@ -1,5 +1,5 @@
 """Top talkers: the jobs and users moving the most bytes and operations, now and over the window,
-from Lustre job_stats; a job known to the Darshan store links to its page (services/fsview.py)."""
+from Lustre job_stats; a job known to the Darshan store links to its page (services/telemetry/fsview.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from ioweather.web.registry import Page
 
 
 def talkers_data(ctx: WebContext, params) -> dict:
-    # lazy: pandas, pyarrow via services.fsview, loaded only when this runs
-    from ioweather.services import fsview  # it loads pandas: with the first telemetry page, not at start
+    # lazy: pandas, pyarrow via services.telemetry.fsview, loaded only when this runs
+    from ioweather.services.telemetry import fsview  # it loads pandas: with the first telemetry page, not at start
 
     q = Query(params, ("fs", "since", "until"))
     fs, systems, since_ns, until_ns, span = fs_and_window(ctx, q, "1d", "jobs")

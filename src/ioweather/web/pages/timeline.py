@@ -1,12 +1,12 @@
 """Probe timeline: every sample of one target on a log scale (downsampled keeping extremes; over 6 h
 each 10-minute interval's fastest, median and slowest), interval statistics and slowdown below it
-(seed 001, Fig. 1). The data come from services/probe_timeline.py."""
+(seed 001, Fig. 1). The data come from services/probe/timeline.py."""
 
 from __future__ import annotations
 
 from ioweather.services.changes import probe_marks
 from ioweather.services.defaults import SLOWDOWN_STATS
-from ioweather.services.probe_timeline import MAX_POINTS, timeline
+from ioweather.services.probe.timeline import MAX_POINTS, timeline
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import has_probe_data, now_utc, require_probe_data, target_param
 from ioweather.web.params import Query

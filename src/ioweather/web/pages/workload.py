@@ -1,7 +1,7 @@
 """Workload: one file system's server-side telemetry — daily rates, burstiness, idle periods, power spectrum,
 events over the aggregate signal (METHODS.md section 4; seeds 002 and 004).
 
-The answer is `services.workload.workload_view`: its `result` is `ioweather workload --json` for the same
+The answer is `services.telemetry.workload.workload_view`: its `result` is `ioweather workload --json` for the same
 file system, window and options (the command's own `compute`), beside it what the plots draw from the same
 data: the aggregate signal (`plotted_signal`: `stats.workload.aggregate_signal`, as the HTML report draws it,
 downsampled keeping each bucket's extremes) and the daily mean rates. The page adds only its form's fields
@@ -14,7 +14,7 @@ import math
 from datetime import datetime, timezone
 
 from ioweather.errors import StoreError, UserError
-from ioweather.services.workload import (DEFAULT_IDLE_THRESHOLD, DEFAULT_MIN_AMPLITUDE, DEFAULT_SMOOTH_S,
+from ioweather.services.telemetry.workload import (DEFAULT_IDLE_THRESHOLD, DEFAULT_MIN_AMPLITUDE, DEFAULT_SMOOTH_S,
                                          check_options, dataset_fingerprint, file_systems, workload_view)
 from ioweather.units import format_bytes, parse_rate
 from ioweather.web.context import WebContext

@@ -1,4 +1,4 @@
-// The admin's file-system pages: Servers, Metadata, Capacity, Talkers (services/fsview.py computes).
+// The admin's file-system pages: Servers, Metadata, Capacity, Talkers (services/telemetry/fsview.py computes).
 // Labels from data (targets, job ids) reach Plotly only through lib.text and the DOM through textContent.
 (function () {
   "use strict";

@@ -72,7 +72,7 @@
       var sp = document.getElementById("spark-" + i);
       if (sp && t.sparkline) {
         // An op whose baseline learns is drawn grey and named so: its ratio is about 1x by construction and
-        // the card judges nothing by it (its `learning`, services/probe_status.py).
+        // the card judges nothing by it (its `learning`, services/probe/status.py).
         var learns = {};
         t.ops.forEach(function (o) { learns[o.op] = o.learning; });
         var traces = OPS.map(function (op) {
@@ -165,7 +165,7 @@
     return traces;
   }
 
-  // Over 6 h (services/probe_timeline.py): per op and interval a bar from its fastest to its slowest
+  // Over 6 h (services/probe/timeline.py): per op and interval a bar from its fastest to its slowest
   // sample around the median (the fastest when one sample has no median), so no outlier is hidden.
   // Failures are counted per interval: a cross at the op's slowest sample of it, else at the top.
   function rollupTraces(data) {
@@ -342,7 +342,7 @@
       yaxis3: Object.assign(ratioAxis("slowdown"), {domain: [0, 0.23]}),
       shapes: th.shapes.concat(changeLines(data)), annotations: th.annotations.concat(learningNote(data))};
   }
-  // The slowdown panel while some op's baseline learns: those ops have no slowdown (services/probe_timeline.py).
+  // The slowdown panel while some op's baseline learns: those ops have no slowdown (services/probe/timeline.py).
   function learningNote(data) {
     var ops = OPS.filter(function (op) { return data.learning[op]; });
     if (!ops.length) { return []; }
@@ -434,7 +434,7 @@
   // Diverging around 1×: blue faster, a pale green at the usual speed, orange from degraded, red from severe.
   // Cells without data show the plot's background, a grey no value of the scale has (NO_DATA).
   var NO_DATA = "#bdbdbd";
-  // Cells of an op whose baseline is still learning: samples, but no slowdown judged (services/probe_history.py).
+  // Cells of an op whose baseline is still learning: samples, but no slowdown judged (services/probe/history.py).
   var LEARNING = "#ececec";
   function heatColorscale(th) {
     return [[0, "#2166ac"], [zpos(0.7), "#92c5de"], [zpos(1), "#e6f5d0"], [zpos(th.warn), "#fdae61"],

@@ -97,8 +97,8 @@ def compute_slowdown(store, target, interval_s: float, stat: str, baseline_s: fl
                      expected: str = "median", reference: tuple[int, int] | None = None) -> list[dict]:
     """Slowdown rows for every target (or one) in [since, until), baseline = the `baseline_s` before `until`
     or the `reference` period; `expected` "median" (the paper's) or "same" (the same statistic)."""
-    # lazy: numpy, sqlalchemy via services.probe_pieces: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
-    from ioweather.services import probe_pieces
+    # lazy: numpy, sqlalchemy via services.probe.pieces: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    from ioweather.services.probe import pieces as probe_pieces
 
     base_ns = reference or (to_ns(until - timedelta(seconds=baseline_s)), to_ns(until))
     if not probe_pieces.enabled(store):
@@ -109,16 +109,16 @@ def compute_slowdown(store, target, interval_s: float, stat: str, baseline_s: fl
 
 def _from_pieces(store, target, interval_s: float, stat: str, since, until, expected: str,
                  base_ns: tuple[int, int], reference: bool) -> list[dict]:
-    """`compute_slowdown_full`'s rows from per-day pieces (services/probe_pieces.py): the baseline's order
+    """`compute_slowdown_full`'s rows from per-day pieces (services/probe/pieces.py): the baseline's order
     statistics exactly, the intervals from stored rollups when `interval_s` is one the pieces keep."""
     import time
 
     import numpy as np
 
-    # lazy: numpy, sqlalchemy via services.probe_pieces: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
-    from ioweather.services import probe_pieces
-    # lazy: numpy, sqlalchemy via services.probe_cache: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
-    from ioweather.services.probe_cache import rollup_rows
+    # lazy: numpy, sqlalchemy via services.probe.pieces: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    from ioweather.services.probe import pieces as probe_pieces
+    # lazy: numpy, sqlalchemy via services.probe.cache: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    from ioweather.services.probe.cache import rollup_rows
     # lazy: numpy via stats.probe: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.stats.probe import interval_stats, slowdown_rows
     # lazy: numpy via stats.slowdown_pieces: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
@@ -340,10 +340,10 @@ def check_states(store, target, window_s: float, stat: str, baseline_s: float, w
                  crit: float, expected: str = "median", reference: tuple[int, int] | None = None) -> list[dict]:
     """Per-target state of the last `window_s` (`target`, `state`, `reason`, `worst`, `abandoned`): the
     dashboard's logic, for `target` or every active target."""
-    # lazy: numpy, sqlalchemy via services.probe_cache: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
-    from ioweather.services.probe_cache import ProbeCache
-    # lazy: numpy, sqlalchemy via services.probe_status: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
-    from ioweather.services.probe_status import target_status
+    # lazy: numpy, sqlalchemy via services.probe.cache: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    from ioweather.services.probe.cache import ProbeCache
+    # lazy: numpy, sqlalchemy via services.probe.status: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    from ioweather.services.probe.status import target_status
     # lazy: numpy, sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.store import probe as probe_store
 

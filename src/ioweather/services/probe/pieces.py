@@ -33,7 +33,7 @@ OPS = probe_store.OPS
 #: A span is summarized once it ended this long ago: samples arrive in batches (5 s) and a timeout
 #: is recorded at its deadline (60 s); a later one still deletes the piece, this only avoids churn.
 PIECE_LAG_NS = 300 * 10**9
-#: Interval lengths (s) whose rollups pieces keep (those of services/probe_cache that divide the span).
+#: Interval lengths (s) whose rollups pieces keep (those of services/probe/cache that divide the span).
 ROLLUP_INTERVALS_S = (600, 1800, 3600, 14400)
 SPANS_NS = (DAY_NS, HOUR_NS)
 
@@ -78,8 +78,8 @@ class Gathered:
 
 
 def _summarize_span(s: dict, start_ns: int, span_ns: int, intervals: tuple[int, ...]) -> list[dict]:
-    # lazy: cycle services.probe_pieces -> services.probe_cache -> services.probe_pieces
-    from ioweather.services.probe_cache import rollup_arrays
+    # lazy: cycle services.probe.pieces -> services.probe.cache -> services.probe.pieces
+    from ioweather.services.probe.cache import rollup_arrays
 
     # One interval_stats call per length for every op (rows come out grouped by op).
     rolled = {i: rollup_arrays(interval_stats(s["op"], s["start_ns"], s["duration_ns"], s["status"], i))
@@ -247,8 +247,8 @@ def rollups_many(store, target: str, intervals: tuple[int, ...], since_ns: int, 
                  now_ns: int, *, read=None) -> dict[int, dict[str, np.ndarray]]:
     """`rollups` of several interval lengths; those that divide an hour share one read of the pieces
     and of the raw ends (the dashboard's warm-up wants 10 min, 30 min and 1 h together)."""
-    # lazy: cycle services.probe_pieces -> services.probe_cache -> services.probe_pieces
-    from ioweather.services.probe_cache import concat_rollups, rollup_arrays
+    # lazy: cycle services.probe.pieces -> services.probe.cache -> services.probe.pieces
+    from ioweather.services.probe.cache import concat_rollups, rollup_arrays
 
     shared = [i for i in intervals if HOUR_NS % (i * 10**9) == 0]
     if len(shared) == 1:
@@ -269,8 +269,8 @@ def rollups(store, target: str, interval_s: int, since_ns: int, until_ns: int, n
             read=None) -> dict[str, np.ndarray]:
     """`interval_stats` rows (probe_cache's rollup columns) of the intervals in [since, until), exactly
     as computed over the samples of [since, until): stored for whole spans, computed for the rest."""
-    # lazy: cycle services.probe_pieces -> services.probe_cache -> services.probe_pieces
-    from ioweather.services.probe_cache import concat_rollups, rollup_arrays
+    # lazy: cycle services.probe.pieces -> services.probe.cache -> services.probe.pieces
+    from ioweather.services.probe.cache import concat_rollups, rollup_arrays
 
     step = interval_s * 10**9
     spans = tuple(s for s in SPANS_NS if s % step == 0)
@@ -303,8 +303,8 @@ def rollups(store, target: str, interval_s: int, since_ns: int, until_ns: int, n
 def _from_hours(store, target: str, a: int, b: int, step: int, now_ns: int) -> dict[str, np.ndarray]:
     """Rollups of the intervals [a, b) of length `step` from the hour pieces: each interval's successful
     durations are its hours' sorted arrays merged, the same values `interval_stats` groups and sorts."""
-    # lazy: cycle services.probe_pieces -> services.probe_cache -> services.probe_pieces
-    from ioweather.services.probe_cache import concat_rollups, rollup_arrays
+    # lazy: cycle services.probe.pieces -> services.probe.cache -> services.probe.pieces
+    from ioweather.services.probe.cache import concat_rollups, rollup_arrays
 
     g = gather(store, target, a, b, now_ns, spans=(HOUR_NS,), raw=False)
     stored = pieces_store.sorted_arrays(store, target, [(p["start_ns"], HOUR_NS) for p in g.pieces[0]

@@ -2,7 +2,7 @@
 
 The live sources (sources/telemetry/) are read on services/daemon.py's loop, the probe's: ticks
 on a grid aligned to the epoch, missed ticks counted, Ctrl-C/SIGTERM; the collector
-(services/collector.py) turns readings into rows, and the write-behind buffer hands
+(services/telemetry/collector.py) turns readings into rows, and the write-behind buffer hands
 them to the Parquet store (store/telemetry_layout.py) from its own thread, so a slow or full
 disk never delays a tick. The failure policy is the probe's: refused rows stay queued (bounded,
 the oldest dropped and counted) and are retried; a stop waits FINAL_FLUSH_S for the last write.
@@ -27,7 +27,7 @@ from ioweather import signals
 from ioweather.errors import StoreError, UserError, from_os_error, os_error_reason
 from ioweather.services.daemon import Ticker, WriteBehind, start_retention
 from ioweather.sources.telemetry.base import short_hostname
-from ioweather.services.collector import Collector
+from ioweather.services.telemetry.collector import Collector
 from ioweather.sources.telemetry.capacity import Capacity
 from ioweather.sources.telemetry.diskstats import DiskStats
 from ioweather.sources.telemetry.gpfs import Gpfs

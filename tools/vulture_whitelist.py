@@ -11,7 +11,7 @@ _ = object()
 # click calls these overrides of click.Group (lazy command loading, `import KIND` sub-commands)
 _.get_command  # cli.py, commands/imports.py
 
-# http.server's hooks and class settings (services/exporter.py's /metrics server)
+# http.server's hooks and class settings (services/telemetry/exporter.py's /metrics server)
 _.address_family
 _.daemon_threads
 _.do_GET
@@ -48,7 +48,7 @@ _.dropped_caches
 _.created_ns  # sources/probe.py ProbeLayout: written to probe.json (layout.__dict__) and read back
 _.record_id  # sources/darshan_log.py DxtSegments: a column of the DXT trace, like its neighbours
 _.filesystem  # sources/telemetry/lmt.py LmtInfo: FILESYSTEM_INFO's name, set positionally
-_.purpose  # services/bench.py Motif: the motif's description, set positionally in MOTIFS
+_.purpose  # services/bench/runs.py Motif: the motif's description, set positionally in MOTIFS
 
 # read by getattr with a name in a string
 _.mem_offsets  # store/iomodel.py run rows
@@ -61,9 +61,9 @@ _.unusual_in_bad_direction  # stats/umami.py: the vectorised climate's `unusual`
 _.bucket_low  # stats/slowdown_pieces.py: the lower bound of each duration bucket, checked against bucket_of
 
 # test seams: what a test observes of a daemon or a store that no command prints
-_.rebuilds  # services/exporter.py: how often the exporter folded its sums again from scratch
-_.warm_s  # services/probe_cache.py: set when the cache's warm-up ends
-_.pending_frame  # services/collector.py: the rows a flush would write
+_.rebuilds  # services/telemetry/exporter.py: how often the exporter folded its sums again from scratch
+_.warm_s  # services/probe/cache.py: set when the cache's warm-up ends
+_.pending_frame  # services/telemetry/collector.py: the rows a flush would write
 _.metric_of  # sources/telemetry/mmperfmon.py: each value's GPFS metric name
 _.make_tree  # sources/telemetry/synthetic.py: a synthetic Lustre /proc tree for collect's tests
 _.file_rows  # store/jobs.py: the per-file table of the jobs archive

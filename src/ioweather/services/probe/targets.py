@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 
 from ioweather.errors import from_os_error
-from ioweather.services.probe_status import abandoned, stale_after_s
-from ioweather.services.slowdown import known_targets
+from ioweather.services.probe.status import abandoned, stale_after_s
+from ioweather.services.probe.slowdown import known_targets
 from ioweather.store import probe as probe_store
 from ioweather.store.probe_aggregates import sample_range
 from ioweather.units import ns_to_iso

@@ -32,7 +32,7 @@ import numpy as np
 from ioweather.errors import UserError
 from ioweather.services.distributed import map_unordered
 from ioweather.services.fs_names import job_fs, known_datasets
-from ioweather.services.slowdown import known_targets
+from ioweather.services.probe.slowdown import known_targets
 from ioweather.stats import climate as cstats, coverage as cov, umami as um
 from ioweather.stats import job_weather as jws
 from ioweather.stats.probe import baseline_medians
@@ -773,7 +773,7 @@ def update_climates(store, fs: str, motifs) -> dict[str, MotifTable]:
     """Bring the kept climates (correlations over each job's history) and verdicts of `motifs` up to
     date: only the jobs whose history or motif peak changed are computed, all at once
     (stats.climate.expanding). {motif: its MotifTable, with the weathers as stored now}."""
-    # lazy: cycle services.job_weather -> services.umami -> services.job_weather
+    # lazy: cycle services.jobs.weather -> services.umami -> services.jobs.weather
     from ioweather.services.umami import metric_rows, verdict_of
     # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
     from ioweather.store import job_weather as wstore
@@ -841,7 +841,7 @@ def umami_among(store, job: Job, name: str, peers: list[Job] | None, source: str
     benchmark runs) and of the job itself."""
     from dataclasses import replace
 
-    # lazy: cycle services.job_weather -> services.umami -> services.job_weather
+    # lazy: cycle services.jobs.weather -> services.umami -> services.jobs.weather
     from ioweather.services.umami import climate
 
     key = job.motif(name)

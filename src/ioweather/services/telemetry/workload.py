@@ -91,8 +91,8 @@ def _grid(series, step_ns: int, since_ns: int | None, until_ns: int | None) -> t
 
 def _observations(cov, range_s: float) -> tuple[int, int, float | None]:
     """Valid per-target observations, missing ones (NaN rows plus absent intervals), sampling interval."""
-    # lazy: pandas, pyarrow via services.telemetry_ingest, loaded only when this runs
-    from ioweather.services.telemetry_ingest import MIN_INTERVAL_S
+    # lazy: pandas, pyarrow via services.telemetry.ingest, loaded only when this runs
+    from ioweather.services.telemetry.ingest import MIN_INTERVAL_S
 
     cov = cov[cov["min_interval_s"] >= MIN_INTERVAL_S]
     if cov.empty:
@@ -337,8 +337,8 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
     end_ns = (b0 + nbins) * step_ns if until_ns is None else min((b0 + nbins) * step_ns, until_ns)
     daily, monthly = _calendar(sums, read, write, b0, present)
     # >= a microsecond: a store that took `interval_s=1e-320` before imports refused it failed here for good
-    # lazy: pandas, pyarrow via services.telemetry_ingest, loaded only when this runs
-    from ioweather.services.telemetry_ingest import MIN_INTERVAL_S
+    # lazy: pandas, pyarrow via services.telemetry.ingest, loaded only when this runs
+    from ioweather.services.telemetry.ingest import MIN_INTERVAL_S
 
     intervals = coverage.loc[coverage["min_interval_s"] >= MIN_INTERVAL_S, "min_interval_s"]
     _check_resample(float(intervals.min()) if len(intervals) else None, resample_s, warn)

@@ -10,10 +10,10 @@ from collections.abc import Callable
 
 from ioweather import signals
 from ioweather.errors import UserError
-from ioweather.services.job_weather import after_import
+from ioweather.services.jobs.weather import after_import
 from ioweather.store.jobs import COMPONENT
 from ioweather.units import parse_time, to_ns
-from ioweather.services.telemetry_ingest import MAX_NAME, impossible_to_missing, overlong_names, source_writer, to_long
+from ioweather.services.telemetry.ingest import MAX_NAME, impossible_to_missing, overlong_names, source_writer, to_long
 from ioweather.sources.telemetry.importers import importer
 from ioweather.store import open_store, telemetry_layout as layout
 from ioweather.store.telemetry_imports import ImportRun

@@ -22,7 +22,7 @@ from pathlib import Path
 from ioweather import signals
 from ioweather.config import load_fs_map
 from ioweather.errors import UserError
-from ioweather.services import probe_pieces
+from ioweather.services.probe import pieces as probe_pieces
 from ioweather.services.daemon import (
     Ticker,
     WriteBehind,
@@ -30,7 +30,7 @@ from ioweather.services.daemon import (
     start_retention,
 )
 from ioweather.services.fs_names import fs_name_of
-from ioweather.services.probe_cache import DEFAULT_BASELINE_S
+from ioweather.services.probe.cache import DEFAULT_BASELINE_S
 from ioweather.sources.probe import (
     META_NAME,
     Probe,
@@ -146,7 +146,7 @@ def _start_archiver(store, stop: threading.Event, log: Callable[[str], None]) ->
 
 def _start_summarizer(store, labels: list[str], stop: threading.Event, log: Callable[[str], None]) -> None:
     """Summarize the completed hours and days of the baseline window of this process's targets once at start
-    and then hourly (services/probe_pieces.py), off the probing thread. `slowdown --check` opens the store
+    and then hourly (services/probe/pieces.py), off the probing thread. `slowdown --check` opens the store
     read-only and cannot keep what it summarizes: without this, a check run from cron on a node with no
     dashboard read a month of raw samples every time (6.0 s instead of 2.4 s for 3 targets x 3 days here)."""
     if not probe_pieces.enabled(store):

@@ -8,7 +8,7 @@ import time
 
 from ioweather import signals
 from ioweather.errors import UserError
-from ioweather.services.job_weather import after_import
+from ioweather.services.jobs.weather import after_import
 from ioweather.sources.telemetry.importers import importer
 from ioweather.store import open_store
 from ioweather.store import scheduler as sched

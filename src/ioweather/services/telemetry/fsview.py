@@ -20,7 +20,7 @@ import pandas as pd
 
 from ioweather.encoding import Answer
 from ioweather.errors import UserError
-from ioweather.services.capacity import forecast, is_data_target
+from ioweather.services.telemetry.capacity import forecast, is_data_target
 from ioweather.sources.telemetry.lctl import NID_PREFIX, STATE_PREFIX
 from ioweather.stats import targets as T
 from ioweather.stats import workload as W
@@ -449,7 +449,7 @@ class Capacity(FsWindow):
     answer (`/api/capacity`). `fullness` per target and `fs_fullness` over time (fractions, per
     `step_s` bin, times ISO 8601 UTC); `targets` each one's latest bytes (used, available), inodes
     and days until full at the growth (bytes/s) of the `growth_window_s` seconds before
-    `growth_until` (services.capacity.forecast, the same for every window ending at the same data);
+    `growth_until` (services.telemetry.capacity.forecast, the same for every window ending at the same data);
     `fullest` the fullest data targets; `lctl` the `lctl dl -t` states and failover, `lustre` the
     recovery state and clients; `no_capacity_data` targets seen without capacity readings."""
 
@@ -468,7 +468,7 @@ class Capacity(FsWindow):
 
 def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> Capacity:
     """Fullness per data target and for the file system over the window, the fullest targets at the
-    end, days until full (services.capacity.forecast: the same for every window ending at the same
+    end, days until full (services.telemetry.capacity.forecast: the same for every window ending at the same
     data), inode use, `lctl dl -t` state."""
     step_ns = max(60_000_000_000, -(-((until_ns - since_ns) // 500) // 60_000_000_000) * 60_000_000_000)
     g = Q.gauge_bins(settings, fs, since_ns, until_ns, step_ns, metrics=CAPACITY_METRICS)

@@ -3,7 +3,7 @@
 One log: read, characterize, findings and verdict, and its HTML report (`job_report`, `job_html`).
 The archive: the cross-job summary, the failed logs, the stored jobs listed and filtered
 (`list_jobs`), one stored job as the job page shows it (`stored_job`, `show_job`). The ingest
-pipeline is services/darshan_ingest.py.
+pipeline is services/jobs/ingest.py.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pandas as pd
 from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import UserError, from_os_error
 from ioweather.files import write_atomic
-from ioweather.services.job_weather import stored_verdicts
+from ioweather.services.jobs.weather import stored_verdicts
 from ioweather.sources.darshan_log import read_log
 from ioweather.sources.thresholds_file import load
 from ioweather.stats.archive import assign_projects, node_counts, parse_project_map, summary as build

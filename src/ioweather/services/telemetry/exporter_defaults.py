@@ -1,4 +1,4 @@
-"""The defaults of `ioweather export` (services/exporter.py), apart so that registering the command's
+"""The defaults of `ioweather export` (services/telemetry/exporter.py), apart so that registering the command's
 options does not import numpy, pandas and DuckDB into every `ioweather` invocation."""
 
 DEFAULT_PORT = 9769

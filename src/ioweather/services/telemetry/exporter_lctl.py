@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ioweather.errors import UserError, from_os_error
 from ioweather.files import open_regular
-from ioweather.services.exporter_defaults import TOP_JOBS
+from ioweather.services.telemetry.exporter_defaults import TOP_JOBS
 from ioweather.sources.telemetry.lctl_params import component_of, connected_clients, parse_capture
 from ioweather.views.exposition import Family
 

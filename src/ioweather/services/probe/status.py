@@ -13,7 +13,7 @@ from ioweather.stats.status import climate, target_state, window_slowdown
 from ioweather.stats.status import learning_reason as _learning_reason, learning_span, min_history_s, min_samples
 from ioweather.store.probe_aggregates import last_sample_ns
 from ioweather.units import ns_to_iso
-from ioweather.services.probe_cache import OPS, ProbeCache
+from ioweather.services.probe.cache import OPS, ProbeCache
 
 #: The window whose median decides the state (METHODS.md section 1).
 WINDOW_S = 600.0

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ioweather.errors import UserError
 from ioweather.sources.latency_table import PROBE_OP_TO_IOMODEL
-from ioweather.services.slowdown import known_targets
+from ioweather.services.probe.slowdown import known_targets
 from ioweather.store import probe as probe_store
 
 

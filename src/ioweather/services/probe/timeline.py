@@ -3,7 +3,7 @@ over a longer one (up to a day) each 10-minute interval's fastest, median and sl
 
 A day of 1 Hz samples is 518 k rows: reading and downsampling them took ~0.8 s a request and shipped
 1 MiB (issue 21). The 10-minute rollups of completed intervals are already in the probe cache (read
-back from the store's pieces, services/probe_pieces.py), so a long window reads as samples only its
+back from the store's pieces, services/probe/pieces.py), so a long window reads as samples only its
 partial first and last 10 minutes and the unsettled tail (and the partial ends of the 1 h or 4 h
 intervals when the rows below the plot are asked at those); the counts are still those of every
 sample in [since, until), and the slowest and fastest sample of each interval stay on the plot.
@@ -19,9 +19,9 @@ import numpy as np
 
 from ioweather.encoding import Answer, finite_or_none, iso_ms
 
-from ioweather.services.probe_cache import (INTERVALS_S, OPS, Baseline, ProbeCache, concat_rollups, rollup_arrays,
+from ioweather.services.probe.cache import (INTERVALS_S, OPS, Baseline, ProbeCache, concat_rollups, rollup_arrays,
                                             rollup_rows)
-from ioweather.services.probe_status import learning_reason
+from ioweather.services.probe.status import learning_reason
 from ioweather.stats.downsample import downsample, split_budget
 from ioweather.stats.probe import STATUS_OK, interval_stats
 from ioweather.store.probe import STATUSES

@@ -35,14 +35,14 @@ from ioweather.encoding import Answer
 from ioweather.errors import StoreError, UserError, from_os_error
 from ioweather.files import write_atomic
 from ioweather.services.fs_names import fs_map_of, fs_name_of
-from ioweather.services.slowdown import CHECK_NAMES, CHECK_PRECEDENCE
+from ioweather.services.probe.slowdown import CHECK_NAMES, CHECK_PRECEDENCE
 from ioweather.sources import fio
 from ioweather.units import format_bytes, ns_to_iso
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ioweather.services.job_weather import Job
+    from ioweather.services.jobs.weather import Job
     from ioweather.services.umami import Umami
 
 # numpy and pandas are imported where used: the runner (`bench run`, scheduled on compute nodes) and
@@ -608,8 +608,8 @@ def run_window(store, run_id: str) -> dict:
 def umami_for_run(store, run_id: str, fs: str | None = None) -> Umami:
     """A benchmark run as a job of its motif (key `bench:<run id>`): its weather against the climate
     of the other runs of the same motif and direction, as `ioweather umami` does for a user job."""
-    # lazy: numpy via services.job_weather: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
-    from ioweather.services import job_weather
+    # lazy: numpy via services.jobs.weather: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    from ioweather.services.jobs import weather as job_weather
     # lazy: sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.store import bench as bstore
 
@@ -627,8 +627,8 @@ def umami_for_run(store, run_id: str, fs: str | None = None) -> Umami:
 
 
 def _as_job(run: dict) -> Job:
-    # lazy: numpy via services.job_weather: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
-    from ioweather.services.job_weather import Job  # numpy: not on the runner's path (see the imports)
+    # lazy: numpy via services.jobs.weather: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    from ioweather.services.jobs.weather import Job  # numpy: not on the runner's path (see the imports)
 
     res = run["results"]
     best = max(res, key=lambda r: r.get("bytes") or 0)

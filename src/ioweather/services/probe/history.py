@@ -1,7 +1,7 @@
 """The slowdown history: per target, op and interval of a window the slowdown of the chosen statistic
 against the target's baseline (the History page's heatmap and its worst intervals).
 
-Computed from the probe cache's rollups (services/probe_cache.py); the page only formats it.
+Computed from the probe cache's rollups (services/probe/cache.py); the page only formats it.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ioweather.encoding import answer_dict, finite_or_none, iso_ms
-from ioweather.services.probe_cache import OPS
-from ioweather.services.probe_status import learning_reason
+from ioweather.services.probe.cache import OPS
+from ioweather.services.probe.status import learning_reason
 from ioweather.stats.probe import state
 from ioweather.units import ns_to_iso
 

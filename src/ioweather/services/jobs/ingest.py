@@ -34,7 +34,7 @@ import pyarrow as pa
 from ioweather.errors import UserError, from_os_error, os_error_reason
 from ioweather.files import display_path, fd_path
 from ioweather.services.distributed import connect, map_unordered
-from ioweather.services.job_weather import after_import
+from ioweather.services.jobs.weather import after_import
 from ioweather.signals import child_defaults, die_with_parent, install
 from ioweather.sources.darshan_log import (check_layout, content_hash, DarshanLogError, DarshanOpenError, open_log,
                                            read_log, READER_DIED)

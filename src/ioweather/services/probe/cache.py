@@ -15,7 +15,7 @@ seconds, far too long for a page or a scrape. Two things need that month:
   changes, so it is computed once and kept; only the unfinished tail is read
   from the raw samples at each request.
 
-Both come from the store's pieces (issue 21, services/probe_pieces.py): per completed day and
+Both come from the store's pieces (issue 21, services/probe/pieces.py): per completed day and
 hour of each target, sorted durations and the rollups above, built once (when days are
 archived or on first use) and kept in the store, so a restart reads them back instead of
 the month of samples: the baseline's order statistics are found exactly from the pieces'
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ioweather.errors import UserError
-from ioweather.services import probe_pieces
+from ioweather.services.probe import pieces as probe_pieces
 
 from ioweather.stats.probe import interval_stats
 from ioweather.stats.probe import SLOWDOWN_STATS

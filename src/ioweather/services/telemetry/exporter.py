@@ -44,8 +44,8 @@ from ioweather import signals
 from ioweather.errors import StoreError, UserError, os_error_reason
 from ioweather.store import telemetry_layout as layout
 from ioweather.store.telemetry_totals import FileLister, file_sums
-from ioweather.services.exporter_defaults import DEFAULT_PORT, JOB_WINDOW_S, STALE_S, TOP_JOBS  # noqa: F401
-from ioweather.services.exporter_lctl import _BRW, _TARGET_VALUES, _bucket_size
+from ioweather.services.telemetry.exporter_defaults import DEFAULT_PORT, JOB_WINDOW_S, STALE_S, TOP_JOBS  # noqa: F401
+from ioweather.services.telemetry.exporter_lctl import _BRW, _TARGET_VALUES, _bucket_size
 from ioweather.views.exposition import CONTENT_TYPE_LATEST, Family, render
 
 JOB_HISTORY_S = 8 * 86400.0

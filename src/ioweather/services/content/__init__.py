@@ -1,0 +1,2 @@
+"""What the file systems hold: content snapshots (fsstats). See docs/architecture.md.
+"""
