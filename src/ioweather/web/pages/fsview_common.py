@@ -33,6 +33,7 @@ def fs_and_window(ctx: WebContext, q: Query, default_window: str, kind: str = "i
     page's `kind` of data and the last `default_window` of that data; an asked window is cut to the time
     the data covers (services.telemetry.fsview.pick_span). A file system without such data is shown with a note
     naming those that have it, never an error: a link in the navigation always answers."""
+    # lazy: pandas, pyarrow via services.telemetry.fsview, loaded only when this runs
     from ioweather.services.telemetry.fsview import window_of
 
     systems = file_systems(ctx.settings)
