@@ -32,8 +32,10 @@ test: system-deps install
 test-fast: install
 	$(PY) -m pytest --fast $(PYTEST_ARGS)
 
+# `make watch PORT=8080 PROBE_DIR=/lustre/scratch/$USER/probe`: the dashboard's port (0: a free one).
+PORT    ?= 8050
 watch: $(VENV)/.installed-run
-	$(VENV)/bin/ioweather watch $(PROBE_DIR)
+	$(VENV)/bin/ioweather watch $(PROBE_DIR) --port $(PORT)
 
 # The I/O lab (docs/lab.md): build Darshan and IOR once into ~/.cache/ioweather-lab, run every case on
 # LAB_DIR (a scratch directory of the file system under test), then score ioweather and Drishti on the logs

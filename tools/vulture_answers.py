@@ -55,12 +55,15 @@ _.coverage_factor_ops  # services.jobs.weather.Weather
 _.coverage_factor_read_bw  # services.jobs.weather.Weather
 _.coverage_factor_write_bw  # services.jobs.weather.Weather
 _.coverage_factors  # services.jobs.weather.Weather
+_.covered_s  # services.telemetry.fsview.Span
 _.cross_mounts  # services.content.fsstats.Snapshot
 _.culprits  # services.umami.Umami
 _.cutoff_fraction  # services.factors.Factors
 _.daily  # services.telemetry.workload.Workload
 _.daily_rates  # services.telemetry.workload.WorkloadView
 _.darshan_lib  # services.lab.toolchain.Toolchain
+_.data_since  # services.telemetry.fsview.Span
+_.data_until  # services.telemetry.fsview.Span
 _.date  # services.telemetry.workload.DailyRates
 _.diff  # services.content.fsstats.Contents
 _.diff_warnings  # services.content.fsstats.Contents
@@ -97,11 +100,12 @@ _.fn  # services.lab.score.LabelScore
 _.format  # services.content.fsstats.Snapshot
 _.fp  # services.lab.score.LabelScore
 _.fraction_of_peak  # services.jobs.weather.Weather
-_.fs  # services.bench.runs.BenchPage, services.report.Report, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, services.umami.Correlations, services.umami.Umami, services.why.Why
+_.fs  # services.bench.runs.BenchPage, services.report.Report, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, services.umami.Correlations, services.umami.Umami, services.why.Why
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.fs_bytes  # services.jobs.weather.Weather
 _.fs_fullness  # services.telemetry.fsview.Capacity
 _.fs_read_bytes  # services.telemetry.fsview.Servers
+_.fs_with_data  # services.telemetry.fsview.Span
 _.fs_write_bytes  # services.telemetry.fsview.Servers
 _.fullest  # services.telemetry.fsview.Capacity
 _.fullest_ost  # services.jobs.weather.Weather
@@ -132,6 +136,7 @@ _.ioweather_version  # services.content.fsstats.Snapshot
 _.job  # services.jobs.darshan.StoredJob, services.umami.Umami, services.why.Why
 _.jobs  # services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers, services.umami.Correlations
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
+_.kind  # services.telemetry.fsview.Span
 _.label  # services.content.fsstats.Contents, services.lab.score.LabelScore, services.umami.MetricRow
 _.labels  # services.content.fsstats.Contents, services.lab.run.CaseRun, services.lab.score.ToolScore
 _.largest_movers  # services.content.fsstats.Growth
@@ -181,6 +186,7 @@ _.nnodes  # services.why.Why
 _.nnodes_source  # services.why.Why
 _.no_capacity_data  # services.telemetry.fsview.Capacity
 _.no_data  # services.jobs.weather.Weather
+_.note  # services.telemetry.fsview.Span
 _.notes  # services.content.fsstats.Snapshot, services.jobs.weather.Weather, services.why.Why
 _.now_by_bytes  # services.telemetry.fsview.Talkers
 _.now_by_ops  # services.telemetry.fsview.Talkers
@@ -250,6 +256,7 @@ _.sharing  # services.jobs.darshan.StoredJob
 _.shown  # services.telemetry.workload.WorkloadSeries
 _.significance  # services.factors.Factors
 _.since  # services.factors.Factors, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
+_.since_ns  # services.telemetry.fsview.Span
 _.skipped_mounts  # services.content.fsstats.Snapshot
 _.slowdown  # services.probe.history.TargetHistory, services.report.Report
 _.smooth_s  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
@@ -301,6 +308,7 @@ _.tp  # services.lab.score.LabelScore
 _.unexplained_s  # services.why.Why
 _.unplanted  # services.lab.score.CaseScore
 _.until  # services.factors.Factors, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
+_.until_ns  # services.telemetry.fsview.Span
 _.unusual  # services.umami.MetricRow
 _.users  # services.telemetry.fsview.Talkers
 _.value  # services.umami.MetricRow

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from ioweather.config import dataset_for_mounts, load_fs_map, under
 from ioweather.errors import from_os_error, UserError
+from ioweather.services.fs_names import check_fs, job_fs
 from ioweather.units import format_seconds, ns_to_iso
 
 if TYPE_CHECKING:
@@ -59,7 +60,8 @@ class LogBudget:
     end: str | None
     io_time_s: float
     code_s: float
-    system_s: float
+    #: None when the system's share is unknown (no telemetry or probe): not 0 s, which is a finding
+    system_s: float | None
     unexplained_s: float
     system_model: str
     fs: str | None
@@ -74,7 +76,8 @@ class Why:
     job: str
     io_time_s: float
     code_s: float
-    system_s: float
+    #: None when no log's system share is known; else the sum over the logs whose share is known
+    system_s: float | None
     unexplained_s: float
     system_model: str
     evidence: dict
@@ -412,9 +415,10 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
             for c in cands:
                 found = jobs_store.job(store, settings.parquet_dir, c["log_hash"])
                 logs.append((c["path"], found[0] if found else None, c["log_hash"]))
-        fs_map = load_fs_map(settings.home)
         names = known_fs(settings.parquet_dir) if store is not None else []
         probes = _Probes(store)
+        # a file system named by telemetry or by a probe's runs; any other --fs is a typo, said at once
+        check_fs(fs, sorted(set(names) | {f for f in probes.fs.values() if f}))
         notes: list[str] = []
         budgets, climates, windows = [], [], {}
         for path, row, h in logs:
@@ -444,7 +448,8 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
                 j = job_weather.find_job(store, h)
                 job_weather.fs_of(store, j)
                 facts["mounts"] = j.mount_bytes
-            found = dataset_for_mounts(facts["mounts"] or [], names, fs_map)
+            found = job_fs(settings.parquet_dir, facts["mounts"] or []) if store is not None else \
+                dataset_for_mounts(facts["mounts"] or [], [], load_fs_map(settings.home))
             dataset = fs or found["dataset"]
             # probes match the job's mount even when no telemetry dataset does
             mount = (found["mount"] or found["shared_mount"]) if not fs or fs == found["dataset"] else None
@@ -461,7 +466,8 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
             code, system_s, rest = split(facts["io_time_s"], facts["saving_s"], system)
             budgets.append((LogBudget(
                 id=h[:16], path=path, jobid=facts["jobid"], start=ns_to_iso(facts["start_ns"]),
-                end=ns_to_iso(facts["end_ns"]), io_time_s=float(facts["io_time_s"]), code_s=code, system_s=system_s,
+                end=ns_to_iso(facts["end_ns"]), io_time_s=float(facts["io_time_s"]), code_s=code,
+                system_s=None if model == "unknown" else system_s,
                 unexplained_s=rest, system_model=model, fs=dataset, mount=mount,
                 evidence={"code": facts["code_from"], "system": sys_ev,
                           "file_system": (f"--fs {fs}" if fs else found["how"]) or f"no dataset for {where}",
@@ -500,7 +506,8 @@ def _answer(ident: str, budgets: list, events: list, climates: list, sched_row: 
             failover: dict | None = None) -> Why:
     bs = [b for b, _f, _w in budgets]
     io = sum(b.io_time_s for b in bs)
-    code, system, rest = (sum(b.code_s for b in bs), sum(b.system_s for b in bs), sum(b.unexplained_s for b in bs))
+    known = [b.system_s for b in bs if b.system_s is not None]
+    code, system, rest = (sum(b.code_s for b in bs), sum(known) if known else None, sum(b.unexplained_s for b in bs))
     model = "+".join(dict.fromkeys(b.system_model for b in bs))
     facts = [f for _b, f, _w in budgets]
     # node counts: the scheduler's, else the logs' host names; a process count is not a node count
@@ -544,7 +551,7 @@ def verdict_line(w: Why, advice: str | None) -> str:
     if io <= 0:
         return "The job spent no measurable time in I/O: nothing to split between your code and the system."
     small = NEGLIGIBLE * io
-    lead = max((w.code_s, "Mostly your code"), (w.system_s, "Mostly the system"),
+    lead = max((w.code_s, "Mostly your code"), (w.system_s or 0.0, "Mostly the system"),
                (w.unexplained_s, "Mostly unexplained"))[1]
     code = f"~{format_seconds(w.code_s)} is your code" + (f" ({advice})" if advice and w.code_s > small else "")
     if w.system_model == "unknown":
@@ -555,7 +562,7 @@ def verdict_line(w: Why, advice: str | None) -> str:
             "give --fs or an fs-map entry")
         return (f"Code half only: of {format_seconds(io)} of I/O, {code}; the system's share is unknown "
                 f"({why_not}); ~{format_seconds(w.unexplained_s)} unexplained.")
-    if w.system_s <= small:
+    if (w.system_s or 0.0) <= small:
         system = f"the system cost ~0 ({w.system_model.replace('_', ' ')}: the file system was not in the way)"
     else:
         system = f"~{format_seconds(w.system_s)} is the system"
