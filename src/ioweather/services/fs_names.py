@@ -7,7 +7,7 @@ import os
 import socket
 from pathlib import Path
 
-from ioweather.config import dataset_for_mounts, fs_name, load_fs_map
+from ioweather.config import dataset_for_mounts, fs_name, load_fs_map, short_host
 from ioweather.errors import UserError
 from ioweather.sources.mounts import mount_entry
 
@@ -40,12 +40,16 @@ def check_fs(fs: str | None, names: list[str]) -> str | None:
     return fs
 
 
-def job_fs(parquet_dir, mounts: list[dict], fs: str | None = None) -> dict:
+def job_fs(parquet_dir, mounts: list[dict], fs: str | None = None, hosts: list[str] | None = None) -> dict:
     """THE resolver of a job's file system: `why`, `umami`, the job page (its budget and its weather box)
     and the Jobs page all ask it, so they name one file system. `mounts` are the job's [{mount, fs_type,
-    bytes}]; an explicit `fs` (checked) wins; else config.dataset_for_mounts with the site's fs-map."""
+    bytes}]; an explicit `fs` (checked) wins; else config.dataset_for_mounts with the site's fs-map.
+    `hosts`: the job's nodes when its log names them (DXT); else this node, the rule by which a probe
+    directory on a node's own disk is named (`fs_name_of`): a job on `/` is on the disk whose
+    `collect --sources diskstats` dataset is the host's."""
     names = known_datasets(parquet_dir)
-    found = dataset_for_mounts(mounts, names, load_fs_map(Path(parquet_dir).parent))
+    nodes = [short_host(h) for h in hosts] if hosts else [short_host(socket.gethostname())]
+    found = dataset_for_mounts(mounts, names, load_fs_map(Path(parquet_dir).parent), nodes)
     if check_fs(fs, names) is not None:
         return {**found, "dataset": fs, "how": f"--fs {fs}"}
     return found
