@@ -509,8 +509,11 @@ class ProbeBaselines:
     jobs would read the same months thousands of times. Jobs of one day share a baseline; a job
     then reads only its window's samples."""
 
-    def __init__(self, store):
+    def __init__(self, store, reference: tuple[int, int] | None = None):
         self.store = store
+        #: [since, until) in ns of a named quiet period (`--baseline-from/--baseline-until`, as `slowdown`
+        #: takes them): every job's baseline is that period's, judged at once (no learning rule)
+        self.reference = reference
         try:
             self.targets = known_targets(store, None)
         except UserError:  # no probe in this store
@@ -521,16 +524,17 @@ class ProbeBaselines:
         # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
         from ioweather.store import probe as probe_store
 
-        key = (target, day)
+        key = (target, -1 if self.reference else day)
         if key not in self._expected:
-            s = probe_store.read_samples(self.store, target, since_ns=(day - PROBE_BASELINE_DAYS) * _DAY_NS,
-                                         until_ns=day * _DAY_NS)
+            since, until = self.reference or ((day - PROBE_BASELINE_DAYS) * _DAY_NS, day * _DAY_NS)
+            s = probe_store.read_samples(self.store, target, since_ns=since, until_ns=until)
             expected = baseline_medians(s["op"], s["duration_ns"], s["status"], len(probe_store.OPS))
-            # An op whose baseline is still learning judges nothing, as on the Status card, /metrics,
-            # `slowdown` and `--check`: a probe started the day before a job is no evidence about that job.
-            expected[learning_at(s["op"], s["start_ns"], s["status"], len(probe_store.OPS), day * _DAY_NS,
-                                 min_history_s(PROBE_BASELINE_DAYS * 86400.0),
-                                 min_samples(PROBE_BASELINE_DAYS * 86400.0))] = np.nan
+            if self.reference is None:
+                # An op whose baseline is still learning judges nothing, as on the Status card, /metrics,
+                # `slowdown` and `--check`: a probe started the day before a job is no evidence about that job.
+                expected[learning_at(s["op"], s["start_ns"], s["status"], len(probe_store.OPS), day * _DAY_NS,
+                                     min_history_s(PROBE_BASELINE_DAYS * 86400.0),
+                                     min_samples(PROBE_BASELINE_DAYS * 86400.0))] = np.nan
             self._expected[key] = expected
         return self._expected[key]
 
