@@ -12,8 +12,10 @@ _.alarms  # services.lab.score.CaseScore
 _.analysis  # services.factors.Factors
 _.available  # services.lab.score.ToolScore
 _.b  # services.content.fsstats.Growth
-_.baseline  # services.probe.history.TargetHistory
+_.baseline  # services.probe.history.TargetHistory, services.why.Why
+_.baseline_from  # services.lab.storm.StormPair
 _.baseline_s  # services.probe.status.Status
+_.baseline_until  # services.lab.storm.StormPair
 _.bench  # services.report.Report
 _.bigger_is_better  # services.umami.MetricRow
 _.box  # services.umami.MetricRow
@@ -57,7 +59,8 @@ _.coverage_factor_write_bw  # services.jobs.weather.Weather
 _.coverage_factors  # services.jobs.weather.Weather
 _.covered_s  # services.telemetry.fsview.Span
 _.cross_mounts  # services.content.fsstats.Snapshot
-_.culprits  # services.umami.Umami
+_.culprit_named  # services.lab.storm.StormPair
+_.culprits  # services.lab.storm.Twin, services.umami.Umami
 _.cutoff_fraction  # services.factors.Factors
 _.daily  # services.telemetry.workload.Workload
 _.daily_rates  # services.telemetry.workload.WorkloadView
@@ -67,7 +70,7 @@ _.data_until  # services.telemetry.fsview.Span
 _.date  # services.telemetry.workload.DailyRates
 _.diff  # services.content.fsstats.Contents
 _.diff_warnings  # services.content.fsstats.Contents
-_.dir  # services.lab.run.LabRun
+_.dir  # services.lab.run.LabRun, services.lab.storm.StormPair
 _.direction  # services.bench.runs.BenchPage
 _.dirs  # services.content.fsstats.Snapshot
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
@@ -84,6 +87,7 @@ _.exclude  # services.content.fsstats.Snapshot
 _.excluded  # services.content.fsstats.Snapshot, services.factors.Factors
 _.exit_code  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
 _.expected_s  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
+_.extra_io_s  # services.lab.storm.StormPair
 _.f1  # services.lab.score.LabelScore
 _.failed  # services.jobs.darshan.JobsView
 _.failed_logs  # services.jobs.darshan.ArchiveSummary
@@ -121,6 +125,7 @@ _.histogram  # services.bench.runs.BenchPage
 _.histograms  # services.content.fsstats.Snapshot
 _.history  # services.umami.MetricRow
 _.history_jobs  # services.umami.Umami
+_.home  # services.lab.storm.StormPair
 _.host  # services.content.fsstats.Snapshot
 _.id  # services.jobs.darshan.StoredJob
 _.idle_periods  # services.telemetry.workload.Workload
@@ -130,10 +135,11 @@ _.interfaces  # services.jobs.darshan.StoredJob
 _.interfaces_by_size  # services.jobs.darshan.ArchiveSummary
 _.interval_s  # services.content.fsstats.Growth, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.workload.Workload
 _.intervals  # services.probe.timeline.Timeline
-_.io_time_s  # services.why.Why
+_.io_time_s  # services.lab.storm.Twin, services.why.Why
 _.ior  # services.lab.toolchain.Toolchain
 _.ioweather_version  # services.content.fsstats.Snapshot
 _.job  # services.jobs.darshan.StoredJob, services.umami.Umami, services.why.Why
+_.jobid  # services.lab.storm.Twin
 _.jobs  # services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers, services.umami.Correlations
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
 _.kind  # services.telemetry.fsview.Span
@@ -148,7 +154,7 @@ _.levels  # services.jobs.darshan.JobsView
 _.limit  # services.jobs.darshan.JobList
 _.links  # services.report.Report
 _.list  # services.jobs.darshan.JobsView
-_.log  # services.lab.toolchain.Build
+_.log  # services.lab.storm.Twin, services.lab.toolchain.Build
 _.logs  # services.lab.run.CaseRun, services.why.Why
 _.logs_dir  # services.lab.run.LabRun, services.lab.score.Scores
 _.lustre  # services.telemetry.fsview.Capacity
@@ -187,7 +193,7 @@ _.nnodes_source  # services.why.Why
 _.no_capacity_data  # services.telemetry.fsview.Capacity
 _.no_data  # services.jobs.weather.Weather
 _.note  # services.telemetry.fsview.Span
-_.notes  # services.content.fsstats.Snapshot, services.jobs.weather.Weather, services.why.Why
+_.notes  # services.content.fsstats.Snapshot, services.jobs.weather.Weather, services.lab.storm.StormPair, services.why.Why
 _.now_by_bytes  # services.telemetry.fsview.Talkers
 _.now_by_ops  # services.telemetry.fsview.Talkers
 _.now_s  # services.telemetry.fsview.Talkers
@@ -225,7 +231,8 @@ _.projects_shown  # services.jobs.darshan.JobsView
 _.projects_total  # services.content.fsstats.Contents
 _.quartile  # services.umami.MetricRow
 _.query  # services.report.Report
-_.quiet  # services.lab.score.CaseScore
+_.quiet  # services.lab.score.CaseScore, services.lab.storm.StormPair
+_.quiet_system_share  # services.lab.storm.StormPair
 _.r  # services.umami.MetricRow
 _.r_fs  # services.umami.MetricRow
 _.read_bps  # services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
@@ -236,6 +243,7 @@ _.recall  # services.lab.score.LabelScore
 _.resolution  # services.probe.timeline.Timeline
 _.resolution_s  # services.probe.timeline.Timeline
 _.result  # services.telemetry.workload.WorkloadView
+_.role  # services.lab.storm.Twin
 _.root  # services.content.fsstats.Snapshot
 _.root_is_symlink  # services.content.fsstats.Snapshot
 _.rows  # services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.jobs.darshan.JobList, services.probe.slowdown.Slowdown, services.umami.Correlations, services.umami.FeatureImport
@@ -273,6 +281,8 @@ _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.timeline.Timeline
 _.status  # services.bench.runs.BenchCheck, services.lab.run.CaseRun, services.probe.slowdown.Check
 _.step_s  # services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
+_.storm  # services.lab.storm.StormPair
+_.storm_job  # services.lab.storm.StormPair
 _.strategy_by_size  # services.jobs.darshan.ArchiveSummary
 _.strength  # services.umami.MetricRow
 _.stripes_stored  # services.jobs.darshan.StoredJob
@@ -280,11 +290,13 @@ _.summary  # services.jobs.darshan.JobsView
 _.symlink_target  # services.content.fsstats.Snapshot
 _.symlinks  # services.content.fsstats.Snapshot
 _.system  # services.umami.Correlations
-_.system_model  # services.why.Why
-_.system_s  # services.why.Why
+_.system_model  # services.lab.storm.Twin, services.why.Why
+_.system_s  # services.lab.storm.Twin, services.why.Why
+_.system_share_of_extra  # services.lab.storm.StormPair
 _.target  # services.factors.Factors, services.probe.history.History, services.probe.history.TargetHistory, services.probe.timeline.Timeline, services.telemetry.fsview.Servers
 _.targets  # services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.Workload, services.why.Why
 _.targets_all  # services.factors.Factors, services.probe.history.History
+_.targets_met  # services.lab.storm.StormPair
 _.threads  # services.content.fsstats.Snapshot
 _.thresholds  # services.probe.history.History, services.probe.status.Status, services.probe.timeline.Timeline
 _.time  # services.probe.history.History, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadSeries
@@ -312,7 +324,7 @@ _.until_ns  # services.telemetry.fsview.Span
 _.unusual  # services.umami.MetricRow
 _.users  # services.telemetry.fsview.Talkers
 _.value  # services.umami.MetricRow
-_.verdict  # services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.umami.Umami, services.why.Why
+_.verdict  # services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.lab.storm.Twin, services.umami.Umami, services.why.Why
 _.version  # services.lab.score.ToolScore
 _.walk_s  # services.content.fsstats.Snapshot
 _.warnings  # services.telemetry.workload.WorkloadView
