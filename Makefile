@@ -46,6 +46,7 @@ lab: system-deps install
 	$(VENV)/bin/ioweather lab build
 	$(VENV)/bin/ioweather lab run --dir $(LAB_DIR) --logs $(LAB_LOGS)
 	$(VENV)/bin/ioweather lab score $(LAB_LOGS)
+	$(VENV)/bin/ioweather lab storm --dir $(LAB_DIR)
 
 bench: install
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
