@@ -153,6 +153,11 @@ def test_metadata_and_servers_over_the_covered_span(server, mix):
     s = api(server, "/api/servers?fs=snx11025")
     assert s["heatmap"]["top_bps"] == pytest.approx(peak)
     assert max(t["peak_bps"] for t in s["targets"]) == pytest.approx(peak)
+    for key in ("read", "write"):  # each map's colour scale ends at the table's highest peak of its direction
+        d = io[io["metric"] == f"{key}_bytes"]
+        top = (d["value"] / d["interval_s"]).max()
+        assert s["heatmap"][f"top_{key}_bps"] == pytest.approx(top)
+        assert max(t[f"peak_{key}_bps"] for t in s["targets"]) == pytest.approx(top)
     end = (io["time_ns"] + io["interval_s"] * 1e9).max()
     assert {t["last_seen"] for t in s["targets"]} == {datetime.fromtimestamp(end / 1e9, timezone.utc)
                                                       .isoformat(timespec="milliseconds").replace("+00:00", "Z")}
@@ -184,6 +189,9 @@ def test_api_equals_cli_json(server, mix):
     assert cli == page
     summary = json.loads(invoke(mix, "jobs", "summary", "--json").output)
     assert api(server, "/api/jobs")["summary"] == summary
+    w = api(server, "/api/workload?fs=snx11025")  # the page's default window: the data's 5 minutes
+    assert json.loads(invoke(mix, "workload", "--fs", "snx11025", "--since", w["result"]["start"], "--until",
+                             w["result"]["end"], "--json").output) == w["result"]
     h = api(server, "/api/jobs")["list"]["rows"][0]["id"]
     why = json.loads(invoke(mix, "why", "1452113755", "--json").output)
     assert api(server, f"/api/job?id={h[:12]}")["why"] == why

@@ -115,6 +115,13 @@ def pick_span(fs: str, kind: str, covs: dict[str, dict], asked: tuple[int, int] 
                 fs_with_data=with_data, note=note)
 
 
+def covered(settings, fs: str, kind: str, since_ns: int, until_ns: int) -> tuple[int, int]:
+    """[since, until) cut to the rows of `kind` inside it (unchanged when it holds none): what every answer
+    below is computed over, so that its means, rates and peaks are over covered time, whoever asks."""
+    inside = Q.spans(settings, fs, {kind: KINDS[kind]}, since_ns, until_ns).get(kind)
+    return (since_ns, until_ns) if inside is None else (max(since_ns, inside[0]), min(until_ns, inside[1]))
+
+
 def window_of(settings, fs: str, kind: str, covs: dict[str, dict], asked: tuple[int, int] | None, default_s: float,
               overall: tuple[int, int] | None = None) -> Span:
     """pick_span, then cut to the rows of the kind inside that window (a week ending on a half hour of data
@@ -122,10 +129,7 @@ def window_of(settings, fs: str, kind: str, covs: dict[str, dict], asked: tuple[
     span = pick_span(fs, kind, covs, asked, default_s, overall)
     if span.note is not None:
         return span
-    inside = Q.spans(settings, fs, {kind: KINDS[kind]}, span.since_ns, span.until_ns).get(kind)
-    if inside is None:
-        return span
-    since, until = max(span.since_ns, inside[0]), min(span.until_ns, inside[1])
+    since, until = covered(settings, fs, kind, span.since_ns, span.until_ns)
     return dataclasses.replace(span, since_ns=since, until_ns=until, covered_s=(until - since) / 1e9)
 
 
@@ -227,7 +231,8 @@ class Servers(FsWindow):
     """Which server targets (OSTs, MDTs, NSD servers) moved the bytes of a window, and which are
     imbalanced or idle: the Servers page's answer (`/api/servers`). Times ISO 8601 UTC, amounts in
     bytes, rates in bytes/s; `heatmap` holds each target's read and write rate per `step_s` bin
-    quantized to `levels` of `top_bps`. `series` is `target`'s own rates and events when one is asked
+    quantized to `levels` of `top_bps` (the highest of both; `top_read_bps`, `top_write_bps` each one's,
+    where its colour scale ends). `series` is `target`'s own rates and events when one is asked
     for; `brw` the brw_stats distributions ({} without them)."""
 
     step_s: float
@@ -250,6 +255,7 @@ def servers(settings, fs: str, since_ns: int, until_ns: int, sort: str = "bytes"
             min_amplitude: float = DEFAULT_TARGET_MIN_AMPLITUDE, memo: Memo = _fresh) -> Servers:
     """The targets of `fs` over [since, until) sorted by `sort`, and `target`'s series (UserError when it
     moved nothing in the window)."""
+    since_ns, until_ns = covered(settings, fs, "io", since_ns, until_ns)
     doc = memo(("servers", fs, since_ns, until_ns, sort), lambda: _heatmap(settings, fs, since_ns, until_ns, sort))
     brw = memo(("servers-brw", fs, since_ns, until_ns), lambda: brw_distributions(settings, fs, since_ns, until_ns))
     series = None
@@ -325,7 +331,11 @@ def _heatmap(settings, fs: str, since_ns: int, until_ns: int, sort: str) -> dict
     top = float(np.nanmax(np.concatenate([read.ravel(), write.ravel(), [0.0]])))
     return {"fs": fs, "since": ns_to_iso(since_ns), "until": ns_to_iso(until_ns), "step_s": step_s,
             "sample_s": sample_s, "sort": sort, "targets": rows, "time": _times(b0, nbins, step_ns),
-            "heatmap": {"levels": LEVELS, "top_bps": top, "read": _quantize(read, top), "write": _quantize(write, top)},
+            # each direction's own top too: the read map's colour scale ran to the write peak (365.6 MiB/s) while
+            # the table's highest read peak was 27.2 MiB/s
+            "heatmap": {"levels": LEVELS, "top_bps": top, "read": _quantize(read, top), "write": _quantize(write, top),
+                        "top_read_bps": float(np.nanmax(np.concatenate([read.ravel(), [0.0]]))),
+                        "top_write_bps": float(np.nanmax(np.concatenate([write.ravel(), [0.0]])))},
             "fs_read_bytes": float(np.nansum(read) * step_s), "fs_write_bytes": float(np.nansum(write) * step_s),
             "rule": {"ratio": T.RATIO, "long_fraction": T.LONG_FRACTION, "busy_fraction": T.BUSY_FRACTION,
                      "share_bin_s": T.SHARE_BIN_S, "long_s": T.LONG_S},
@@ -404,6 +414,7 @@ def metadata(settings, fs: str, since_ns: int, until_ns: int, min_amplitude: flo
              smooth_s: float = W.DEFAULT_SMOOTH_S) -> Metadata:
     """Metadata operation rates by operation (md_<op>, summed over MDTs), with events and burstiness
     of the total: the workload statistics applied to operations instead of bytes."""
+    since_ns, until_ns = covered(settings, fs, "md", since_ns, until_ns)
     sample_s = sampling_s(settings, fs, since_ns, until_ns)
     step_ns = pick_step_ns(until_ns - since_ns, sample_s, MAX_POINTS)
     df = Q.target_bins(settings, fs, since_ns, until_ns, step_ns, prefix="md_")
@@ -470,6 +481,7 @@ def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> 
     """Fullness per data target and for the file system over the window, the fullest targets at the
     end, days until full (services.telemetry.capacity.forecast: the same for every window ending at the same
     data), inode use, `lctl dl -t` state."""
+    since_ns, until_ns = covered(settings, fs, "capacity", since_ns, until_ns)
     step_ns = max(60_000_000_000, -(-((until_ns - since_ns) // 500) // 60_000_000_000) * 60_000_000_000)
     g = Q.gauge_bins(settings, fs, since_ns, until_ns, step_ns, metrics=CAPACITY_METRICS)
     b0, nbins = _grid(since_ns, until_ns, step_ns)
@@ -664,6 +676,7 @@ class Talkers(FsWindow):
 def talkers(settings, fs: str, since_ns: int, until_ns: int, known_jobs=None, top: int = TOP_JOBS) -> Talkers:
     """Jobs (and users, when the job id names one) moving the most bytes and operations, over the
     window and "now" (the last NOW_S seconds of the window), from Lustre job_stats."""
+    since_ns, until_ns = covered(settings, fs, "jobs", since_ns, until_ns)
     window = _jobs(Q.job_totals(settings, fs, since_ns, until_ns))
     now = _jobs(Q.job_totals(settings, fs, until_ns - int(NOW_S * 1e9), until_ns))
     ids = sorted(set(window) | set(now))

@@ -65,7 +65,7 @@ def memo(ctx: WebContext, fs: str, key: tuple, compute):
 def without_data(fs: str, systems: list[str], span) -> dict | None:
     """The page's answer when `fs` holds none of the page's data in the window: the form, the note and
     the file systems that have such data (rendered by fs_none.html), never an error; else None."""
-    if span.covered_s > 0:
+    if span.data_since is not None:  # an asked window without data is drawn as asked, its note above it
         return None
     doc = span.to_json()
     return {"fs": fs, "fs_all": systems, "since": doc["since"], "until": doc["until"], "span": doc,
