@@ -89,7 +89,10 @@ def _stop(p: subprocess.Popen, what: str, timeout: float = 60.0, ok=(0, -signal.
         _, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         p.kill()
+        p.wait()
         raise UserError(f"{what} did not stop within {timeout:g} s") from None
+    except ValueError:  # its output was read to the end already (it stopped at once, and said why)
+        err = ""
     if p.returncode not in ok:
         raise UserError(f"{what} failed (exit {p.returncode}): {(err or '').strip().splitlines()[-1:] or ''}")
 
@@ -124,7 +127,7 @@ def run_pair(tools: Toolchain, directory: Path, home: Path, *, quiet_s: float = 
     quiet_log, storm_log, fio_log = logs / "quiet.darshan", logs / "storm-run.darshan", logs / "fio-storm.darshan"
     for p in (quiet_log, storm_log, fio_log):
         p.unlink(missing_ok=True)
-    recorders = []
+    recorders = []  # every process started here, each stopped whatever fails
     init = _ioweather(home, "probe", "init", str(work / "probe"), "--file-size", "64MiB", "--pool", "20")
     if init.wait(timeout=120):
         raise UserError(f"probe init failed: {init.communicate()[1].strip()[-300:]}")
@@ -150,17 +153,27 @@ def run_pair(tools: Toolchain, directory: Path, home: Path, *, quiet_s: float = 
                                   "--direct=1", "--ioengine=psync", "--numjobs=4", "--thread", "--size=1g",
                                   "--time_based", "--runtime=600", "--group_reporting"],
                                  env=fenv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        recorders.append((storm, "the fio storm"))
         time.sleep(storm_lead_s)  # the storm is at full rate before the twin starts
         if storm.poll() is not None:
             raise UserError(f"the fio storm stopped at once: {(storm.communicate()[1] or '').strip()[-300:]}")
         _run(_ior(tools, work / "storm", storm_log, STORM_RUN_JOB, block), "the storm twin's IOR run", work / "storm")
         time.sleep(1.0)
+        recorders.pop()
         _stop(storm, "the fio storm", ok=(0, 128, 130, -signal.SIGINT))  # fio exits 128 when interrupted
         time.sleep(1.5)  # the recorders see the storm's end
     finally:
+        # each one stopped even when another failed (a recorder left running fills its store for ever);
+        # the first failure is the one said
+        failures = []
         for p, what in reversed(recorders):
-            _stop(p, what)
+            try:
+                _stop(p, what, ok=(0, 128, 130, -signal.SIGINT))
+            except UserError as e:
+                failures.append(e)
         shutil.rmtree(work, ignore_errors=True)
+    if failures:
+        raise failures[0]
     missing = [p.name for p in (quiet_log, storm_log, fio_log) if not p.is_file()]
     if missing:
         raise UserError(f"Darshan wrote no log {missing[0]} (is libdarshan.so working?)")
