@@ -36,8 +36,10 @@ test: system-deps install
 test-fast: install
 	$(PY) -m pytest -n $(WORKERS) --fast $(PYTEST_ARGS)
 
+# `make watch PORT=8080 PROBE_DIR=/lustre/scratch/$USER/probe`: the dashboard's port (0: a free one).
+PORT    ?= 8050
 watch: $(VENV)/.installed-run
-	$(VENV)/bin/ioweather watch $(PROBE_DIR)
+	$(VENV)/bin/ioweather watch $(PROBE_DIR) --port $(PORT)
 
 # The I/O lab (docs/lab.md): build Darshan and IOR once into ~/.cache/ioweather-lab, run every case on
 # LAB_DIR (a scratch directory of the file system under test), then score ioweather and Drishti on the logs
@@ -48,6 +50,7 @@ lab: system-deps install
 	$(VENV)/bin/ioweather lab build
 	$(VENV)/bin/ioweather lab run --dir $(LAB_DIR) --logs $(LAB_LOGS)
 	$(VENV)/bin/ioweather lab score $(LAB_LOGS)
+	$(VENV)/bin/ioweather lab storm --dir $(LAB_DIR)
 
 bench: install
 	for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

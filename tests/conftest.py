@@ -44,6 +44,7 @@ MODULE_MARKERS: dict[str, tuple[str, ...]] = {
     "test_slurm_import.py": ("slurm",),
     "test_bench_slurm.py": ("slurm", "slow"),
     "test_capacity_forecast.py": ("slow",),
+    "test_center_mix.py": ("slow", "browser"),
     "test_bench.py": ("slow",),
     "test_distributed.py": ("slow",),
     "test_distributed_fsstats.py": ("slow",),

@@ -209,4 +209,4 @@ def test_unreadable_file():
         shutil.copy(TESTDATA_LOGS / "mpi-io-test-x86_64-3.0.0.darshan", p)
         os.chmod(p, 0)
         msg = as_nobody(attempt) if os.geteuid() == 0 else attempt()  # permission bits do not stop root
-    assert msg == f"{p}: cannot read: permission denied"
+    assert msg == f"cannot read {p}: permission denied"  # README: `cannot ACTION PATH: REASON`

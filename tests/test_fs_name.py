@@ -130,3 +130,24 @@ def test_why_matches_probes_by_the_file_systems_name(home):
     assert sorted(probes.on("/lus/theta-fs0", "theta")) == ["login1:/lus/scratch", "node7:/lus/theta-fs0"]
     assert probes.on("/gpfs", "alpine") == []
     store.dispose()
+
+
+def test_a_jobs_node_local_disk_is_its_nodes_dataset(tmp_path):
+    """issue 39: a job on `/` (ext4) is on the disk `collect --sources diskstats` files as the host's dataset;
+    the log's node wins over the node asking, a shared mount is never mapped so, and no telemetry maps nothing."""
+    from ioweather.services.fs_names import job_fs
+
+    for host in ("nid7", socket.gethostname().split(".")[0]):
+        (tmp_path / "parquet" / "telemetry" / f"fs={host}").mkdir(parents=True)
+    parquet = tmp_path / "parquet"
+    root = [{"mount": "/", "fs_type": "ext4", "bytes": 10}]
+    here = socket.gethostname().split(".")[0]
+    assert job_fs(parquet, root)["dataset"] == here
+    found = job_fs(parquet, root, hosts=["nid7.site.org"])
+    assert found["dataset"] == "nid7" and "node nid7's own disk" in found["how"]
+    assert job_fs(parquet, root, hosts=["nid8"])["dataset"] is None  # its node has no telemetry
+    assert job_fs(parquet, [{"mount": "/scratch", "fs_type": "lustre", "bytes": 10}])["dataset"] is None
+    # the bytes still decide: most of them on a shared file system with telemetry wins over the local disk
+    (parquet / "telemetry" / "fs=scratch").mkdir()
+    both = [*root, {"mount": "/scratch", "fs_type": "lustre", "bytes": 100}]
+    assert job_fs(parquet, both)["dataset"] == "scratch"

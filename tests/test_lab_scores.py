@@ -83,6 +83,16 @@ def test_lab_run_refuses_an_unknown_case_in_one_line(tmp_path):
     assert "unknown case(s): nope" in out.output
 
 
+def test_lab_storm_refuses_a_used_store_before_running_anything(tmp_path):
+    """The pair records into a new store: a store with anything in it (a site's own) is refused in one line."""
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "ioweather.sqlite").write_text("")
+    out = CliRunner().invoke(cli, ["lab", "storm", "--dir", str(tmp_path), "--store", str(tmp_path / "home")])
+    assert out.exit_code == 2 and "not empty (the pair records into a new store)" in out.output
+    out = CliRunner().invoke(cli, ["lab", "storm", "--dir", str(tmp_path / "nope")])
+    assert out.exit_code == 2 and "not a directory" in out.output
+
+
 @pytest.mark.slow  # two reports of a 100 MB log: 7 s here
 @pytest.mark.skipif(not IMBALANCED.exists(), reason="shared Darshan logs absent")
 def test_score_maps_ioweathers_alarms_to_labels(tmp_path):

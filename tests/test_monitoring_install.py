@@ -83,7 +83,8 @@ def _resolve(args: list[str]) -> str:
 
 def test_the_systemd_units_name_commands_that_exist(tmp_path):
     units = _units(DEPLOYMENT.read_text())
-    assert len(units) >= 2, "docs/deployment.md should show the probe and collect units"
+    assert len(units) >= 3, "docs/deployment.md should show the probe, collect and serve units"
+    assert any(re.search(r"^ExecStart=\S+ serve ", u, re.M) for u in units), "no unit runs `ioweather serve`"
     analyze = shutil.which("systemd-analyze")
     binary = str(Path(sys.executable).parent / "ioweather")
     seen = set()

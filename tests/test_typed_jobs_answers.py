@@ -113,7 +113,7 @@ def test_workload(server, settings, home, cli):
     assert isinstance(answer.series, workload.WorkloadSeries) and isinstance(answer.daily_rates, workload.DailyRates)
     doc = _api(server, f"/api/workload?{QUERY}")
     form = {"fs", "fs_all", "since", "until", "resample_s", "resamples_s", "smooth_s", "min_amplitude_bps",
-            "min_amplitude", "max_events_shown"}  # what the page adds: its form's fields
+            "min_amplitude", "max_events_shown", "span"}  # what the page adds: its form's fields and its window
     assert set(doc) - form == _names(workload.WorkloadView)
     assert {k: doc[k] for k in _names(workload.WorkloadView)} == _plain(answer.to_json())
     assert set(doc["result"]) == _names(workload.Workload)
@@ -129,7 +129,7 @@ def test_report(server, settings, home, cli):
     answer = report.compute(settings, FS, _utc(SINCE), _utc(UNTIL), Params(RESAMPLE_S, SMOOTH_S, MIN_AMP))
     assert isinstance(answer, report.Report)
     doc = _api(server, f"/api/report?{QUERY}")
-    assert set(doc) == {"fs_all", "report"}  # the page adds only its form's file systems
+    assert set(doc) == {"fs_all", "report", "span"}  # the page adds only its form's file systems and its window
     assert set(doc["report"]) == _names(report.Report)
     assert doc["report"] == _plain(answer.to_json()) == _cli_json(cli, home, "report", *WINDOW_ARGS)
     # the report's events are the workload's, over the same series

@@ -96,11 +96,14 @@ def _why(home, *args) -> dict:
 
 
 def _assert_budget(w: dict):
-    parts = (w["code_s"], w["system_s"], w["unexplained_s"])
+    # an unknown system share is null (issue 38), never 0 s: it adds nothing to the sum
+    assert (w["system_s"] is None) == all(b["system_model"] == "unknown" for b in w["logs"])
+    parts = (w["code_s"], w["system_s"] or 0.0, w["unexplained_s"])
     assert all(x >= 0 for x in parts)
     assert sum(parts) == pytest.approx(w["io_time_s"], rel=1e-12, abs=1e-9)
     for b in w["logs"]:
-        bp = (b["code_s"], b["system_s"], b["unexplained_s"])
+        assert (b["system_s"] is None) == (b["system_model"] == "unknown")
+        bp = (b["code_s"], b["system_s"] or 0.0, b["unexplained_s"])
         assert all(x >= 0 for x in bp) and sum(bp) == pytest.approx(b["io_time_s"], rel=1e-12, abs=1e-9)
 
 
@@ -169,7 +172,7 @@ def test_no_telemetry_for_its_file_system_says_so(ingested, tmp_path):
     other = _plant(home, tmp_path / "home", rep, log, "scratch", storm=True)
     w = _why(other, str(rep["job"]["jobid"]))
     _assert_budget(w)
-    assert w["fs"] is None and w["system_model"] == "unknown" and w["system_s"] == 0
+    assert w["fs"] is None and w["system_model"] == "unknown" and w["system_s"] is None  # unknown, not 0 s
     assert w["verdict"].startswith("Code half only")
     assert "no telemetry or probe for the job's file system (/lus/theta-fs0 (lustre)" in w["verdict"]
     assert w["code_s"] == pytest.approx(min(rep["perf"]["io_time_s"], rep["verdict_saving_s"]), rel=1e-12)
@@ -221,12 +224,16 @@ def test_a_log_path_and_the_human_output(stormy, testdata, tmp_path):
     (["TEXT"], "not a Darshan log", 1),
     (["99999999999"], "no job '99999999999'", 2),
     (["--fs"], "requires an argument", 2),
+    (["JOB", "--baseline-from", "2021-04-01"], "--baseline-from and --baseline-until go together", 2),
+    (["JOB", "--baseline-from", "2021-04-02", "--baseline-until", "2021-04-01"],
+     "--baseline-from must be before --baseline-until", 2),
 ])
 def test_bad_input_is_one_line(ingested, tmp_path, args, message, code):
     home, _rep, _log = ingested
     text = tmp_path / "notes.darshan"
     text.write_text("not a log\n" * 400)
-    p = run_cli("why", *[str(text) if a == "TEXT" else a for a in args], home=home, timeout=120)
+    job = str(_rep["job"]["jobid"])
+    p = run_cli("why", *[str(text) if a == "TEXT" else job if a == "JOB" else a for a in args], home=home, timeout=120)
     assert p.returncode == code
     assert p.stderr.count("\n") == 1 and message in p.stderr and "Traceback" not in p.stderr
 
@@ -267,7 +274,7 @@ def _probe(store, target: str, directory: str, times_ns, slow_from_ns: int, fact
     probe_store.insert_samples(store, rows)
 
 
-def _why_with_probes(ingested, tmp_path, history_s: int, period_s: int, probes: dict) -> dict:
+def _why_with_probes(ingested, tmp_path, history_s: int, period_s: int, probes: dict, *args) -> dict:
     """`why` on a copy of the store with probes {target: (directory, data-op factor during the job)} sampled
     every `period_s` over the `history_s` before the job's day, and every 20 s during its run."""
     home, rep, log = ingested
@@ -280,7 +287,7 @@ def _why_with_probes(ingested, tmp_path, history_s: int, period_s: int, probes: 
     for target, (directory, factor) in probes.items():
         _probe(store, target, directory, times, start, {"data_read": factor, "data_write": factor})
     store.dispose()
-    return _why(dst, str(rep["job"]["jobid"]))
+    return _why(dst, str(rep["job"]["jobid"]), *args)
 
 
 def test_probes_on_its_file_system_cost_the_system(ingested, tmp_path):
@@ -307,6 +314,28 @@ def test_a_probe_still_learning_is_no_evidence(ingested, tmp_path):
     w = _why_with_probes(ingested, tmp_path, 6 * 3600, 10, {"lus": ("/lus/theta-fs0/probe", 10.0)})
     _assert_budget(w)
     assert w["system_model"] != "probe_slowdown"
+
+
+def test_a_named_quiet_period_is_judged_at_once(ingested, tmp_path):
+    """The same learning probe with --baseline-from/--baseline-until over its 6 h (issue 39 item 5): that
+    period's medians are the baseline at once, as `slowdown` judges a reference period, and the answer
+    names it."""
+    import datetime as dt
+
+    _, rep, log = ingested
+    start, _end = _window(log)
+    day = start // (86_400 * S) * 86_400 * S
+    iso = lambda ns: dt.datetime.fromtimestamp(ns / S, tz=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
+    w = _why_with_probes(ingested, tmp_path, 6 * 3600, 10, {"lus": ("/lus/theta-fs0/probe", 10.0)},
+                         "--baseline-from", iso(day - 6 * 3600 * S), "--baseline-until", iso(day))
+    _assert_budget(w)
+    assert w["system_model"] == "probe_slowdown"
+    assert w["baseline"] == {"from": iso(day - 6 * 3600 * S).replace("Z", ".000Z"),
+                             "until": iso(day).replace("Z", ".000Z")}
+    t = rep["totals"]
+    data_share = (t["read_time_s"] + t["write_time_s"]) / (t["read_time_s"] + t["write_time_s"] + t["meta_time_s"])
+    io = rep["perf"]["io_time_s"]
+    assert w["system_s"] == pytest.approx(min(io - w["code_s"], io * data_share * (1 - 1 / 10.0)), rel=1e-6)
 
 
 def test_a_log_moved_since_ingest_answers_from_its_row(ingested, testdata, tmp_path):

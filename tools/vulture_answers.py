@@ -14,8 +14,10 @@ _.alarms  # services.lab.score.CaseScore
 _.analysis  # services.factors.Factors
 _.available  # services.lab.score.ToolScore
 _.b  # services.content.fsstats.Growth
-_.baseline  # services.probe.history.TargetHistory
+_.baseline  # services.probe.history.TargetHistory, services.why.Why
+_.baseline_from  # services.lab.storm.StormPair
 _.baseline_s  # services.probe.status.Status
+_.baseline_until  # services.lab.storm.StormPair
 _.before  # services.job_diff.DiffCause, services.job_diff.JobDiff
 _.before_s  # services.job_diff.SystemShare
 _.bench  # services.report.Report
@@ -62,16 +64,20 @@ _.coverage_factor_ops  # services.jobs.weather.Weather
 _.coverage_factor_read_bw  # services.jobs.weather.Weather
 _.coverage_factor_write_bw  # services.jobs.weather.Weather
 _.coverage_factors  # services.jobs.weather.Weather
+_.covered_s  # services.telemetry.fsview.Span
 _.cross_mounts  # services.content.fsstats.Snapshot
-_.culprits  # stats.umami.Umami
+_.culprit_named  # services.lab.storm.StormPair
+_.culprits  # services.lab.storm.Twin, stats.umami.Umami
 _.cutoff_fraction  # services.factors.Factors
 _.daily  # services.telemetry.workload.Workload
 _.daily_rates  # services.telemetry.workload.WorkloadView
 _.darshan_lib  # services.lab.toolchain.Toolchain
+_.data_since  # services.telemetry.fsview.Span
+_.data_until  # services.telemetry.fsview.Span
 _.date  # services.telemetry.workload.DailyRates
 _.diff  # services.content.fsstats.Contents
 _.diff_warnings  # services.content.fsstats.Contents
-_.dir  # services.lab.run.LabRun
+_.dir  # services.lab.run.LabRun, services.lab.storm.StormPair
 _.direction  # services.bench.runs.BenchPage
 _.dirs  # services.content.fsstats.Snapshot
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
@@ -91,6 +97,7 @@ _.exit_code  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
 _.expected_s  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
 _.explained_s  # services.job_diff.JobDiff
 _.explained_share  # services.job_diff.JobDiff
+_.extra_io_s  # services.lab.storm.StormPair
 _.f1  # services.lab.score.LabelScore
 _.failed  # services.jobs.darshan.JobsView
 _.failed_logs  # services.jobs.darshan.ArchiveSummary
@@ -107,11 +114,12 @@ _.fn  # services.lab.score.LabelScore
 _.format  # services.content.fsstats.Snapshot
 _.fp  # services.lab.score.LabelScore
 _.fraction_of_peak  # services.jobs.weather.Weather
-_.fs  # services.bench.runs.BenchPage, services.report.Report, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, services.umami.Correlations, services.why.Why, stats.umami.Umami
+_.fs  # services.bench.runs.BenchPage, services.report.Report, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, services.umami.Correlations, services.why.Why, stats.umami.Umami
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.fs_bytes  # services.jobs.weather.Weather
 _.fs_fullness  # services.telemetry.fsview.Capacity
 _.fs_read_bytes  # services.telemetry.fsview.Servers
+_.fs_with_data  # services.telemetry.fsview.Span
 _.fs_write_bytes  # services.telemetry.fsview.Servers
 _.fullest  # services.telemetry.fsview.Capacity
 _.fullest_ost  # services.jobs.weather.Weather
@@ -127,6 +135,7 @@ _.histogram  # services.bench.runs.BenchPage
 _.histograms  # services.content.fsstats.Snapshot
 _.history  # stats.umami.MetricRow
 _.history_jobs  # stats.umami.Umami
+_.home  # services.lab.storm.StormPair
 _.host  # services.content.fsstats.Snapshot
 _.id  # services.jobs.darshan.StoredJob
 _.ident  # services.job_diff.DiffSide
@@ -138,13 +147,14 @@ _.interfaces_by_size  # services.jobs.darshan.ArchiveSummary
 _.interval_s  # services.content.fsstats.Growth, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.workload.Workload
 _.intervals  # services.probe.timeline.Timeline
 _.io_time_change_s  # services.job_diff.JobDiff
-_.io_time_s  # services.job_diff.DiffSide, services.why.Why
+_.io_time_s  # services.job_diff.DiffSide, services.lab.storm.Twin, services.why.Why
 _.ior  # services.lab.toolchain.Toolchain
 _.ioweather_version  # services.content.fsstats.Snapshot
 _.job  # services.jobs.darshan.StoredJob, services.why.Why, stats.umami.Umami
+_.jobid  # services.lab.storm.Twin
 _.jobs  # services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers, services.umami.Correlations
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
-_.kind  # services.job_diff.DiffCause
+_.kind  # services.job_diff.DiffCause, services.telemetry.fsview.Span
 _.label  # services.content.fsstats.Contents, services.lab.score.LabelScore, stats.umami.MetricRow
 _.labels  # services.content.fsstats.Contents, services.lab.run.CaseRun, services.lab.score.ToolScore
 _.largest_movers  # services.content.fsstats.Growth
@@ -156,7 +166,7 @@ _.levels  # services.jobs.darshan.JobsView
 _.limit  # services.jobs.darshan.JobList
 _.links  # services.report.Report
 _.list  # services.jobs.darshan.JobsView
-_.log  # services.lab.toolchain.Build
+_.log  # services.lab.storm.Twin, services.lab.toolchain.Build
 _.logs  # services.lab.run.CaseRun, services.why.Why
 _.logs_dir  # services.lab.run.LabRun, services.lab.score.Scores
 _.lustre  # services.telemetry.fsview.Capacity
@@ -195,7 +205,8 @@ _.nnodes  # services.why.Why
 _.nnodes_source  # services.why.Why
 _.no_capacity_data  # services.telemetry.fsview.Capacity
 _.no_data  # services.jobs.weather.Weather
-_.notes  # services.content.fsstats.Snapshot, services.job_diff.JobDiff, services.jobs.weather.Weather, services.why.Why
+_.note  # services.telemetry.fsview.Span
+_.notes  # services.content.fsstats.Snapshot, services.job_diff.JobDiff, services.jobs.weather.Weather, services.lab.storm.StormPair, services.why.Why
 _.now_by_bytes  # services.telemetry.fsview.Talkers
 _.now_by_ops  # services.telemetry.fsview.Talkers
 _.now_s  # services.telemetry.fsview.Talkers
@@ -234,7 +245,8 @@ _.projects_shown  # services.jobs.darshan.JobsView
 _.projects_total  # services.content.fsstats.Contents
 _.quartile  # stats.umami.MetricRow
 _.query  # services.report.Report
-_.quiet  # services.lab.score.CaseScore
+_.quiet  # services.lab.score.CaseScore, services.lab.storm.StormPair
+_.quiet_system_share  # services.lab.storm.StormPair
 _.r  # stats.umami.MetricRow
 _.r_fs  # stats.umami.MetricRow
 _.read_bps  # services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
@@ -245,6 +257,7 @@ _.recall  # services.lab.score.LabelScore
 _.resolution  # services.probe.timeline.Timeline
 _.resolution_s  # services.probe.timeline.Timeline
 _.result  # services.telemetry.workload.WorkloadView
+_.role  # services.lab.storm.Twin
 _.root  # services.content.fsstats.Snapshot
 _.root_is_symlink  # services.content.fsstats.Snapshot
 _.rows  # services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.jobs.darshan.JobList, services.probe.slowdown.Slowdown, services.umami.Correlations, services.umami.FeatureImport
@@ -267,6 +280,7 @@ _.sharing  # services.jobs.darshan.StoredJob
 _.shown  # services.telemetry.workload.WorkloadSeries
 _.significance  # services.factors.Factors
 _.since  # services.factors.Factors, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
+_.since_ns  # services.telemetry.fsview.Span
 _.skipped_mounts  # services.content.fsstats.Snapshot
 _.slowdown  # services.probe.history.TargetHistory, services.report.Report
 _.smooth_s  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
@@ -283,6 +297,8 @@ _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.timeline.Timeline
 _.status  # services.bench.runs.BenchCheck, services.lab.run.CaseRun, services.probe.slowdown.Check
 _.step_s  # services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
+_.storm  # services.lab.storm.StormPair
+_.storm_job  # services.lab.storm.StormPair
 _.strategy_by_size  # services.jobs.darshan.ArchiveSummary
 _.strength  # stats.umami.MetricRow
 _.stripes_stored  # services.jobs.darshan.StoredJob
@@ -290,11 +306,13 @@ _.summary  # services.jobs.darshan.JobsView
 _.symlink_target  # services.content.fsstats.Snapshot
 _.symlinks  # services.content.fsstats.Snapshot
 _.system  # services.job_diff.JobDiff, services.umami.Correlations
-_.system_model  # services.job_diff.DiffSide, services.why.Why
-_.system_s  # services.job_diff.DiffSide, services.why.Why
+_.system_model  # services.job_diff.DiffSide, services.lab.storm.Twin, services.why.Why
+_.system_s  # services.job_diff.DiffSide, services.lab.storm.Twin, services.why.Why
+_.system_share_of_extra  # services.lab.storm.StormPair
 _.target  # services.factors.Factors, services.probe.history.History, services.probe.history.TargetHistory, services.probe.timeline.Timeline, services.telemetry.fsview.Servers
 _.targets  # services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.Workload, services.why.Why
 _.targets_all  # services.factors.Factors, services.probe.history.History
+_.targets_met  # services.lab.storm.StormPair
 _.threads  # services.content.fsstats.Snapshot
 _.thresholds  # services.probe.history.History, services.probe.status.Status, services.probe.timeline.Timeline
 _.time  # services.probe.history.History, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadSeries
@@ -318,10 +336,11 @@ _.tp  # services.lab.score.LabelScore
 _.unexplained_s  # services.why.Why
 _.unplanted  # services.lab.score.CaseScore
 _.until  # services.factors.Factors, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
+_.until_ns  # services.telemetry.fsview.Span
 _.unusual  # stats.umami.MetricRow
 _.users  # services.telemetry.fsview.Talkers
 _.value  # stats.umami.MetricRow
-_.verdict  # services.job_diff.DiffSide, services.job_diff.JobDiff, services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.why.Why, stats.umami.Umami
+_.verdict  # services.job_diff.DiffSide, services.job_diff.JobDiff, services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.lab.storm.Twin, services.why.Why, stats.umami.Umami
 _.version  # services.lab.score.ToolScore
 _.walk_s  # services.content.fsstats.Snapshot
 _.warnings  # services.telemetry.workload.WorkloadView

@@ -209,11 +209,14 @@ def fs_name(mount: str, fs_type: str | None, source: str | None, fs_map: list[tu
     return base
 
 
-def dataset_for_mounts(mounts: list[dict], names: list[str], fs_map: list[tuple[str, str]]) -> dict:
+def dataset_for_mounts(mounts: list[dict], names: list[str], fs_map: list[tuple[str, str]],
+                       hosts: tuple[str, ...] | list[str] = ()) -> dict:
     """Which telemetry dataset a job's files lived on. `mounts`: [{mount, fs_type, bytes}] from its log;
     `names`: the datasets with telemetry. A mount maps by the fs-map's longest matching prefix, else
-    (a shared file system only) when its last component names a dataset. The dataset the job moved
-    the most bytes on wins. Never "the only dataset there is": a job on /home is not a job on /scratch.
+    (a shared file system only) when its last component names a dataset, else (a node's own disk: `/`
+    or a LOCAL_FS_TYPES mount) to the dataset of the job's node, `hosts` (short names), as `fs_name`
+    and `collect --sources diskstats` name a host's disks. The dataset the job moved the most bytes on
+    wins. Never "the only dataset there is": a job on /home is not a job on /scratch.
     {dataset (None: no telemetry for its files), mount, fs_type, how, unmapped: [mounts], shared_mount:
     the shared file system's mount the job moved the most bytes on, mapped or not (probes match it)}."""
     best: dict = {"dataset": None, "mount": None, "fs_type": None, "how": None, "bytes": -1.0}
@@ -230,6 +233,9 @@ def dataset_for_mounts(mounts: list[dict], names: list[str], fs_map: list[tuple[
             base = os.path.basename(mount.rstrip("/"))
             if base in names:
                 dataset, how = base, f"mount {mount} named like the dataset"
+        local = (m.get("fs_type") or "") in LOCAL_FS_TYPES or mount == "/"
+        if dataset is None and local and (host := next((h for h in hosts if h in names), None)):
+            dataset, how = host, f"{mount} ({m.get('fs_type') or '?'}) is node {host}'s own disk: its dataset"
         moved = float(m.get("bytes") or 0)
         if (m.get("fs_type") or "") not in LOCAL_FS_TYPES and moved > shared_bytes:
             shared, shared_bytes = mount, moved

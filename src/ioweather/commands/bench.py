@@ -133,7 +133,7 @@ def register(cli: click.Group) -> None:
     @click.option("--threshold", type=click.FloatRange(0, 1, min_open=True), default=0.5, show_default=True,
                   help="... all below this fraction of peak.")
     @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
-                  help="Write seed 004's Table 2 layout (one table per file system) as HTML here.")
+                  help="Write the regression table (docs/methods.md §6) (one table per file system) as HTML here.")
     @json_option
     @click.pass_obj
     def summary(settings, motif, fs, last, threshold, html_out, as_json):

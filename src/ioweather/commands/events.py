@@ -7,7 +7,7 @@ import click
 from ioweather.commands.common import DURATION, SINCE, TIME, _Parsed, json_option
 from ioweather.errors import UserError
 from ioweather.files import write_atomic
-from ioweather.units import format_bytes, parse_rate
+from ioweather.units import format_bytes, format_number, parse_rate
 
 RATE = _Parsed("rate", parse_rate)
 
@@ -49,11 +49,48 @@ def _print_cost(cost: dict) -> None:
     from ioweather.views.output import print_table
 
     print_table(cost["daily"], [("day", "day"), ("events", "events", str), ("core_hours_exposed", "core-h exposed", _hours)],
-                title=f"core-hours exposed to I/O weather: {_hours(cost['core_hours_exposed'])} (an upper bound)")
+                title=f"core-hours exposed to I/O weather: {_hours(cost['core_hours_exposed'])} (an upper bound)",
+                empty=f"core-hours exposed to I/O weather: {_hours(cost['core_hours_exposed'])} (no event)")
     print_table(cost["top_culprits"], [("job", "job"), ("cluster", "cluster", lambda v: v or "-"),
                                        ("user", "user", lambda v: v or "-"), ("events", "events", str),
                                        ("bytes", "bytes", format_bytes), ("core_hours_caused", "core-h caused", _hours)],
                 title="top culprit jobs", empty="no culprit jobs")
+
+
+def _print_report(doc: dict) -> None:
+    """`report`'s text: the sections its --json, --html and the Report page hold, in the same order and
+    words (views/templates/_week.html); it printed the events alone, three bare lines for a week whose
+    JSON said 72.4 % full."""
+    # lazy: rich via views.output: kept off the command's `--help` and its usage errors
+    from ioweather.views.output import print_table
+
+    share = lambda v: "–" if v is None else f"{100 * v:.1f} %"  # noqa: E731
+    ratio = lambda v: "–" if v is None else f"{v:.2f}×"  # noqa: E731
+    days = lambda v: "–" if v is None else format_number(v)  # noqa: E731
+    click.echo(f"Report of {doc['fs']}, {doc['start']} – {doc['end']}")
+    sd = doc["slowdown"]
+    print_table(sd["ops"] if sd else [], [("op", "op"), ("median", "median slowdown", ratio), ("p95", "95th percentile", ratio),
+                                          ("worst", "worst hour", ratio), ("intervals", "hours", str)],
+                title="Slowdown climate", empty="slowdown climate: no probe data this week")
+    ch = doc["changes"]
+    if ch["available"]:
+        print_table(ch["points"], [("series", "series"), ("time", "at (UTC)"), ("before", "before", format_number),
+                                   ("after", "after", format_number), ("factor", "factor", ratio)],
+                    title="Change points", empty="change points: no change points this week")
+    _print_events(doc["events"])
+    _print_cost(doc["events"]["cost"])
+    print_table(doc["bench"] or [], [("motif", "motif"), ("direction", "direction"), ("runs", "runs", str),
+                                     ("last_fraction_of_peak", "last / peak", share),
+                                     ("regression", "regression", lambda v: "yes" if v else "no")],
+                title="Benchmark standing", empty=f"benchmark standing: no benchmark runs for {doc['fs']}")
+    f = doc["fullness"]
+    if not f:
+        click.echo(f"fullness: no capacity data for {doc['fs']}")
+        return
+    until = "" if f["days_until_full"] is None else f", full in {format_number(f['days_until_full'])} days at the recent growth"
+    print_table(f["fullest"], [("target", "fullest targets"), ("fullness", "fullness", share),
+                               ("days_until_full", "days until full", days)],
+                title=f"Fullness: {share(f['fullness'])} full{until}")
 
 
 def _event_options(f):
@@ -159,5 +196,4 @@ def register(cli: click.Group) -> None:
         elif as_json:
             print_json(doc)
         else:
-            _print_events(doc["events"])
-            _print_cost(doc["events"]["cost"])
+            _print_report(doc)

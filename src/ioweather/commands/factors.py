@@ -1,4 +1,4 @@
-"""`ioweather factors density|fit|classify`: performance factors from latency densities (seed 000).
+"""`ioweather factors density|fit|classify`: performance factors from latency densities (docs/factors.md).
 
 density  classes, splits and outlier cutoff of ln(duration)  (METHODS.md 2.2-2.3)
 fit      one linear model per setup through 1.1 x each size's cutoff  (2.4)
@@ -52,7 +52,7 @@ def _density_options(f):
                      help="Bandwidth multiplier of R's density() (the paper's 2 avoids too many classes)."),
         click.option("--significance", type=float, default=DEFAULT_SIGNIFICANCE, show_default=True,
                      help="A maximum counts when its density is at least this fraction of the highest "
-                          "(METHODS.md's 0.01 lets a tail of slow operations form classes; see docs/factors.md)."),
+                          "(docs/methods.md's 0.01 lets a tail of slow operations form classes; see docs/factors.md)."),
         click.option("--cutoff-fraction", type=float, default=0.05, show_default=True,
                      help="Outliers start where the density right of the last maximum drops below this fraction of it."),
         click.option("--split", type=click.Choice(["minimum", "mean"]), default="minimum", show_default=True,
@@ -199,7 +199,7 @@ def _run_classify(settings, *, files, column, unit, where, drop_invalid, from_st
 def register(cli: click.Group) -> None:
     @cli.group()
     def factors():
-        """Which hidden performance factor each operation hit, from latency densities (seed 000)."""
+        """Which hidden performance factor each operation hit, from latency densities (docs/factors.md)."""
 
     @factors.command("density")
     @_input_options
@@ -210,7 +210,7 @@ def register(cli: click.Group) -> None:
     @json_option
     @click.pass_obj
     def density_cmd(settings, **params):
-        """Classes, splits and outlier cutoff of the durations in FILE (METHODS.md 2.2-2.3).
+        """Classes, splits and outlier cutoff of the durations in FILE (docs/methods.md §2.2-2.3).
 
         The density is R's density(log(duration), adjust = 2) to floating-point noise;
         its significant maxima are the performance factors, the minima between them
@@ -235,7 +235,7 @@ def register(cli: click.Group) -> None:
     @json_option
     @click.pass_obj
     def fit_cmd(settings, **params):
-        """Fit one linear model per setup (cache state x op x memory layout) (METHODS.md 2.4).
+        """Fit one linear model per setup (cache state x op x memory layout) (docs/methods.md §2.4).
 
         For each access size, 1.1 x the outlier cutoff of its durations; least squares
         for sizes <= 4096 B; above, the intercept is fixed to the small model at 4096 B
@@ -263,7 +263,7 @@ def register(cli: click.Group) -> None:
     @json_option
     @click.pass_obj
     def classify_cmd(settings, **params):
-        """Classify each observation by the first model that explains it (METHODS.md 2.5).
+        """Classify each observation by the first model that explains it (docs/methods.md §2.5).
 
         Models are sorted by their prediction at the observation's size; the first
         whose prediction is >= the duration names the factor, else --else-label.

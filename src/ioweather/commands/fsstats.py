@@ -82,7 +82,7 @@ def _say(line: str) -> None:
 def register(cli: click.Group) -> None:
     @cli.group(cls=_DirOrSubcommand)
     def fsstats():
-        """What is stored, how old, how it grows: content snapshots (seed 002 IV-A).
+        """What is stored, how old, how it grows: content snapshots (docs/fsstats.md).
 
         \b
         ioweather fsstats DIR [--json | --csv] [--out FILE] [--html OUT] [--label L]
@@ -153,7 +153,7 @@ def register(cli: click.Group) -> None:
                   help="A and B are stored labels, even where a file or directory has the same name.")
     @click.pass_obj
     def diff_cmd(settings, a, b, as_json, movers, label_only):
-        """Growth from snapshot A to snapshot B, as seed 002 Table IV.
+        """Growth from snapshot A to snapshot B, as docs/fsstats.md describes.
 
         A and B are snapshot files, stored labels (the newest snapshot of each) or the ids that
         `fsstats list` prints; the line on stderr says which was used."""

@@ -108,7 +108,7 @@ def register(cli: click.Group) -> None:
 
     @cli.group("jobs")
     def jobs():
-        """A center's Darshan archive: ingest logs, then summarize across jobs (seed 002)."""
+        """A center's Darshan archive: ingest logs, then summarize across jobs (docs/darshan.md)."""
 
     @jobs.command("ingest")
     @click.argument("paths", nargs=-1, required=True, type=click.Path())

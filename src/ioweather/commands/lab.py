@@ -1,4 +1,4 @@
-"""`ioweather lab build|list|run|score`: real runs with planted causes, and the advisor scored on them (docs/lab.md)."""
+"""`ioweather lab build|list|run|storm|score`: real runs with planted causes, and the advisor scored on them (docs/lab.md)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,12 @@ from pathlib import Path
 
 import click
 
-from ioweather.commands.common import json_option
+from ioweather.commands.common import DURATION, json_option
 from ioweather.errors import UserError
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.0f} %"
 
 
 def _share(v: float | None) -> str:
@@ -118,6 +122,51 @@ def register(cli: click.Group) -> None:
             _print_scores(scores)
         if failed:
             raise UserError(f"{len(failed)} case(s) failed: {', '.join(failed)} (their reasons are in the table)")
+
+    @lab.command("storm")
+    @click.option("--dir", "directory", required=True, type=click.Path(file_okay=False, path_type=Path),
+                  help="Directory on the disk or file system under test: the twins, the storm and the probe run there.")
+    @click.option("--store", "home", type=click.Path(file_okay=False, path_type=Path), default=None,
+                  help="A new ioweather home the pair records into (default: a fresh one in the lab's cache).")
+    @click.option("--quiet", "quiet_s", type=DURATION, default="12s", show_default=True,
+                  help="The quiet period recorded first: the twins' baseline (--baseline-from/--baseline-until).")
+    @click.option("--block", default="1g", show_default=True, help="IOR's bytes per rank (2 ranks, 4 MiB O_DIRECT writes).")
+    @json_option
+    def storm_cmd(directory, home, quiet_s, block, as_json):
+        """`why` scored on planted truth: one IOR job alone, then during a fio storm on the same disk.
+
+        `probe run` and `collect --sources diskstats` record both into one store; the three Darshan logs
+        are ingested and `why` answers for each twin with the quiet period as its baseline. Exits 1 when
+        the issue's targets are missed: the storm twin's extra I/O time at least 50 % on the system with
+        the storm's job named, the quiet twin's system share at most 10 %."""
+        import datetime as dt
+
+        from ioweather.services.lab.storm import run_pair
+        from ioweather.services.lab.toolchain import cache_dir, find
+        from ioweather.views.output import print_json, print_table
+
+        if not directory.is_dir():
+            raise UserError(f"--dir {directory}: not a directory")
+        home = home or cache_dir() / "storm" / dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        if home.exists() and any(home.iterdir()):
+            raise UserError(f"--store {home}: not empty (the pair records into a new store)")
+        pair = run_pair(find(), directory.resolve(), home.resolve(), quiet_s=quiet_s, block=block)
+        doc = pair.to_json()
+        if as_json:
+            print_json(doc)
+        else:
+            print_table([{"name": t["role"], "time": f"{t['io_time_s']:.2f} s",
+                          "evidence": "unknown" if t["system_s"] is None else f"{t['system_s']:.2f} s",
+                          "state": t["system_model"], "label": ", ".join(t["culprits"]) or "-"}
+                         for t in (doc["quiet"], doc["storm"])],
+                        [("name", "twin"), ("time", "I/O time"), ("evidence", "system"), ("state", "model"),
+                         ("label", "culprits named")], title=f"storm pair on {directory}; store {home}")
+            click.echo(f"extra I/O time {doc['extra_io_s']:.2f} s, on the system {_pct(doc['system_share_of_extra'])} "
+                       f"(target ≥ 50 %); storm job {doc['storm_job']} named: {'yes' if doc['culprit_named'] else 'no'}; "
+                       f"quiet twin's system share {_pct(doc['quiet_system_share'])} (target ≤ 10 %)")
+            click.echo(f"baseline: --baseline-from {doc['baseline_from']} --baseline-until {doc['baseline_until']}")
+        if not pair.targets_met:
+            raise click.exceptions.Exit(1)
 
     @lab.command("score")
     @click.argument("logs_dir", type=click.Path(file_okay=False, path_type=Path))

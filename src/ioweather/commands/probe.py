@@ -56,7 +56,7 @@ class ProgressLines:
 def register(cli: click.Group) -> None:
     @cli.group()
     def probe():
-        """Probe a file system every second and store the timings (seed 001)."""
+        """Probe a file system every second and store the timings (docs/probe.md)."""
 
     @probe.command("init")
     @click.argument("directory", type=click.Path(path_type=Path))

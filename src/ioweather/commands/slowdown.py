@@ -38,7 +38,7 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def slowdown(settings, target, interval, stat, expected, baseline, baseline_from, baseline_until, since, until,
                  check, warn, crit, as_json):
-        """Slowdown = stat(interval) / median(baseline) per target, op and interval (seed 001).
+        """Slowdown = stat(interval) / median(baseline) per target, op and interval (docs/methods.md §1).
 
         Below 1 is faster than usual; from 2 the target is degraded, from 10 severely degraded.
         Until the rolling baseline holds 24 h (95 % of a shorter --baseline) and 1,000 samples of an op,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ioweather.commands.common import json_option
+from ioweather.commands.common import TIME, json_option
+from ioweather.services.probe.slowdown import reference_period
 from ioweather.services.why import why as answer
 from ioweather.views import why_report as view
 
@@ -15,11 +16,15 @@ def register(cli: click.Group) -> None:
     @click.option("--fs", default=None, metavar="NAME",
                   help="Telemetry dataset of the job's file system (default: its mounts through the fs-map "
                        "setting, or a mount named like a dataset; docs/why.md).")
+    @click.option("--baseline-from", type=TIME, default=None,
+                  help="With --baseline-until: a quiet reference period whose probe samples are the baseline "
+                       "(as `slowdown` takes it), judged at once instead of after 24 h of learning.")
+    @click.option("--baseline-until", type=TIME, default=None, help="End of the reference period.")
     @click.option("--html", "html_out", type=click.Path(dir_okay=False), default=None,
                   help="Write a one-page HTML report here.")
     @json_option
     @click.pass_obj
-    def why(settings, job, fs, html_out, as_json):
+    def why(settings, job, fs, baseline_from, baseline_until, html_out, as_json):
         """Was the job slow because of its code or the file system? Its I/O time split in seconds.
 
         JOB is a Darshan log, a stored log's hash prefix, a Darshan job id or a scheduler job id (every
@@ -29,7 +34,7 @@ def register(cli: click.Group) -> None:
         # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, print_table, stdout
 
-        doc = answer(settings, job, fs=fs).to_json()
+        doc = answer(settings, job, fs=fs, reference=reference_period(baseline_from, baseline_until)).to_json()
         if html_out:
             # lazy: numpy, pandas, pyarrow, sqlalchemy via services.jobs.darshan: kept off the command's `--help` and its usage errors
             from ioweather.services.jobs.darshan import write_html
@@ -52,5 +57,8 @@ def register(cli: click.Group) -> None:
             print_table(view.event_rows(doc), [("start", "start"), ("end", "end"), ("fs", "file system"),
                                                ("moved", "moved"), ("culprits", "culprits")],
                         title="I/O events during the job")
+        if doc["baseline"]:
+            stdout.print(f"baseline: the probes' samples from {doc['baseline']['from']} until "
+                         f"{doc['baseline']['until']}", highlight=False, markup=False)
         for note in doc["notes"]:
             stdout.print(f"note: {note}", highlight=False, markup=False)

@@ -79,7 +79,7 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def workload(settings, fs, since, until, resample, idle_threshold, smooth, min_amplitude, acf_max_lag, no_rollups,
                  dask_address, as_json, html):
-        """Workload statistics of a file system from its server-side telemetry (seeds 002, 004).
+        """Workload statistics of a file system from its server-side telemetry (docs/workload.md).
 
         Totals per day and month, peak and mean throughput, burstiness, idle periods,
         the I/O power spectrum, autocorrelation, and I/O events. See docs/workload.md.

@@ -43,8 +43,10 @@ class Params:
     culprit_share: float = 0.5
 
 
-def compute(settings, fs: str, since=None, until=None, params: Params = Params(), warn=lambda m: None) -> dict:
-    """{"fs", "start", "end", "interval_s", "notes", "events": [...], "cost": {...}} over [since, until)."""
+def compute(settings, fs: str, since=None, until=None, params: Params = Params(), warn=lambda m: None,
+            reference: tuple[int, int] | None = None) -> dict:
+    """{"fs", "start", "end", "interval_s", "notes", "events": [...], "cost": {...}} over [since, until);
+    `reference`: the probes' baseline period in ns (None: the rolling baseline)."""
     answer, data = workload.compute(settings, fs, since, until, params.resample_s, 0.05, params.smooth_s,
                                     params.min_amplitude, 0.0, warn=warn)
     doc = answer.to_json()
@@ -55,7 +57,7 @@ def compute(settings, fs: str, since=None, until=None, params: Params = Params()
     store = open_if_exists(settings)
     try:
         jobs = _candidates(store, start_ns, end_ns, params, notes)
-        slowdowns = _slowdowns(store, events, notes)
+        slowdowns = _slowdowns(store, events, notes, reference)
     finally:
         if store is not None:
             store.dispose()
@@ -228,12 +230,12 @@ def _method(jobs: list[dict]) -> str | None:
 
 # ----------------------------------------------------------------------------- cost
 
-def _slowdowns(store, events: list[dict], notes: list) -> list[float | None]:
+def _slowdowns(store, events: list[dict], notes: list, reference=None) -> list[float | None]:
     """The probes' worst-op slowdown over each event (services.jobs.weather's), None without probes."""
     if store is None or "probe" not in store.versions() or not events:
         notes.append("no probe data: contention by the coverage-factor criterion only")
         return [None] * len(events)
-    probes = ProbeBaselines(store)
+    probes = ProbeBaselines(store, reference)
     out = [_probe_slowdown(probes, e["start_ns"], e["end_ns"])[0] for e in events]
     if all(s is None for s in out):
         notes.append("no probe samples during the events: contention by the coverage-factor criterion only")

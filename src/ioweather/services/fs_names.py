@@ -7,7 +7,8 @@ import os
 import socket
 from pathlib import Path
 
-from ioweather.config import fs_name, load_fs_map
+from ioweather.config import dataset_for_mounts, fs_name, load_fs_map, short_host
+from ioweather.errors import UserError
 from ioweather.sources.mounts import mount_entry
 
 
@@ -21,3 +22,34 @@ def fs_name_of(directory: str | os.PathLike, fs_map: list[tuple[str, str]]) -> s
     """The name of the file system holding `directory`, from this node's mount table."""
     m = mount_entry(directory)
     return fs_name(m.point, m.fs_type, m.source, fs_map, socket.gethostname())
+
+
+def known_datasets(parquet_dir) -> list[str]:
+    """The file systems with telemetry in the store whose Parquet directory is `parquet_dir`."""
+    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
+    from ioweather.store.job_telemetry import known_fs
+
+    return known_fs(parquet_dir)
+
+
+def check_fs(fs: str | None, names: list[str]) -> str | None:
+    """`fs` as given to --fs, refused (one line naming the known ones) when no telemetry has that name."""
+    if fs is not None and fs not in names:
+        raise UserError(f"unknown file system {fs!r}: the store has telemetry for "
+                        f"{', '.join(names) if names else 'none'} (docs/telemetry.md)")
+    return fs
+
+
+def job_fs(parquet_dir, mounts: list[dict], fs: str | None = None, hosts: list[str] | None = None) -> dict:
+    """THE resolver of a job's file system: `why`, `umami`, the job page (its budget and its weather box)
+    and the Jobs page all ask it, so they name one file system. `mounts` are the job's [{mount, fs_type,
+    bytes}]; an explicit `fs` (checked) wins; else config.dataset_for_mounts with the site's fs-map.
+    `hosts`: the job's nodes when its log names them (DXT); else this node, the rule by which a probe
+    directory on a node's own disk is named (`fs_name_of`): a job on `/` is on the disk whose
+    `collect --sources diskstats` dataset is the host's."""
+    names = known_datasets(parquet_dir)
+    nodes = [short_host(h) for h in hosts] if hosts else [short_host(socket.gethostname())]
+    found = dataset_for_mounts(mounts, names, load_fs_map(Path(parquet_dir).parent), nodes)
+    if check_fs(fs, names) is not None:
+        return {**found, "dataset": fs, "how": f"--fs {fs}"}
+    return found

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 from ioweather.config import check_dataset_name, dataset_for_mounts, load_fs_map, under
 from ioweather.errors import from_os_error, UserError
+from ioweather.services.fs_names import check_fs, job_fs
 from ioweather.units import format_seconds, ns_to_iso
 
 if TYPE_CHECKING:
@@ -44,6 +45,11 @@ OP_KINDS = {"read": ("data_read",), "write": ("data_write",),
 #: Telemetry read around a job's window, so that the event detector's smoothing (600 s) sees the
 #: storm's rise and fall even when the job was shorter than the storm.
 EVENT_MARGIN_NS = 3600 * 10**9
+#: Probe samples (data_write, per target) a job's window needs before its probe slowdown stands beside
+#: telemetry: a median of a few samples is no bound. On the lab's disk (docs/lab.md, the storm pair) the
+#: medians of 1 s windows of a quiet period went from 0.1× to 4× the baseline; a storm's 4 s window of
+#: 8 samples said ×1.00 while the disk's bytes said the job had 19 % of them.
+MIN_PROBE_SAMPLES = 30
 #: Below this share of the I/O time a part is "~0" in the verdict.
 NEGLIGIBLE = 0.005
 
@@ -59,7 +65,8 @@ class LogBudget:
     end: str | None
     io_time_s: float
     code_s: float
-    system_s: float
+    #: None when the system's share is unknown (no telemetry or probe): not 0 s, which is a finding
+    system_s: float | None
     unexplained_s: float
     system_model: str
     fs: str | None
@@ -74,7 +81,8 @@ class Why:
     job: str
     io_time_s: float
     code_s: float
-    system_s: float
+    #: None when no log's system share is known; else the sum over the logs whose share is known
+    system_s: float | None
     unexplained_s: float
     system_model: str
     evidence: dict
@@ -89,6 +97,9 @@ class Why:
     end: str | None
     targets: dict | None
     notes: list
+    #: the probes' reference period {"from", "until"} (ISO 8601 UTC) when one was named
+    #: (`--baseline-from/--baseline-until`), None for the rolling baseline of the job's day
+    baseline: dict | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -214,7 +225,8 @@ def _log_facts(stored: dict | None, path: str, rep: dict | None, log) -> dict:
                 "nnodes_source": p.get("nnodes_source"), "start_ns": start_ns, "end_ns": end_ns, "mounts": mounts,
                 "bytes_read": posix.get("bytes_read"), "bytes_written": posix.get("bytes_written"),
                 "read_ops": posix.get("reads"), "write_ops": posix.get("writes"), "opens": posix.get("opens"),
-                "perf_bps": (p.get("agg_perf_by_slowest_mibps") or float("nan")) * (1 << 20)}
+                "perf_bps": (p.get("agg_perf_by_slowest_mibps") or float("nan")) * (1 << 20),
+                "hosts": list(getattr(log, "node_names", None) or [])}
     # the log moved, changed or was deleted since it was ingested: its row is all there is
     findings = json.loads(stored["findings_json"]) if stored.get("findings_json") else []
     costs = [f.get("cost_s") or 0.0 for f in findings]
@@ -239,11 +251,11 @@ class _Probes:
     """The probe targets of the store by the directories they probe and their file system's name, and their
     baselines (read once)."""
 
-    def __init__(self, store):
+    def __init__(self, store, reference: tuple[int, int] | None = None):
         # lazy: numpy via services.jobs.weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
         from ioweather.services.jobs.weather import ProbeBaselines
 
-        self.baselines = ProbeBaselines(store) if store is not None and "probe" in store.versions() else None
+        self.baselines = ProbeBaselines(store, reference) if store is not None and "probe" in store.versions() else None
         self.dirs: dict[str, set[str]] = {}
         self.fs: dict[str, str | None] = {}
         if self.baselines is not None:
@@ -254,6 +266,7 @@ class _Probes:
                 self.dirs.setdefault(r["target"], set()).add(r["directory"])
                 self.fs[r["target"]] = r["fs"]
         self.all_targets = list(self.baselines.targets) if self.baselines is not None else []
+        self.fewest = 0  # data_write samples of the last slowdown's fewest-sampled target
 
     def on(self, mount: str | None, dataset: str | None) -> list[str]:
         """The targets that probe the job's file system: a directory under its mount, or the file system's
@@ -265,11 +278,17 @@ class _Probes:
         # lazy: numpy via services.jobs.weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
         from ioweather.services.jobs.weather import _probe_slowdown
 
+        # lazy: numpy, sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
+        from ioweather.store import probe as probe_store
+
         if not targets:
             return None, None
+        windows = {t: probe_store.read_samples(self.baselines.store, t, since_ns=since, until_ns=until) for t in targets}
+        self.fewest = min((sum(1 for o in w["op"] if probe_store.OPS[o] == "data_write") for w in windows.values()),
+                          default=0)
         self.baselines.targets = targets
         try:
-            return _probe_slowdown(self.baselines, since, until)
+            return _probe_slowdown(self.baselines, since, until, windows.get)
         finally:
             self.baselines.targets = self.all_targets
 
@@ -292,17 +311,21 @@ def _weather(store, stored_hash: str | None, facts: dict, fs: str, key: str) -> 
 
 
 def _system(facts: dict, weather: Weather | None, probe: tuple, probe_targets: list[str], fs: str | None,
-            has_telemetry: bool, where: str) -> tuple[float | None, str, str]:
-    """(system seconds or None, model, what evidence) for one log, best evidence first."""
+            has_telemetry: bool, where: str, probe_samples: int | None = None) -> tuple[float | None, str, str]:
+    """(system seconds or None, model, what evidence) for one log, best evidence first. `probe_samples`:
+    the fewest data_write samples a probe target took in the job's window."""
     io = facts["io_time_s"]
     worst, by_op = probe
-    if by_op:
+    bounds = []  # (seconds, model, evidence): each an upper bound of the same share
+    thin = (probe_samples is not None and probe_samples < MIN_PROBE_SAMPLES and weather is not None
+            and not weather.no_data)
+    if by_op and not thin:
         cost, kinds = probe_cost(io, facts["times"], by_op)
         if cost is not None:
             detail = ", ".join(f"{k} ×{v['slowdown']:.2f} on {100 * v['time_share']:.0f} % of the I/O time"
                                for k, v in kinds.items())
-            return cost, "probe_slowdown", (f"probes {', '.join(probe_targets)} during the job's window: {detail}; "
-                                            "io_time × (1 − 1/slowdown) per kind of op, an upper bound")
+            bounds.append((cost, "probe_slowdown", (f"probes {', '.join(probe_targets)} during the job's window: "
+                                                    f"{detail}; io_time × (1 − 1/slowdown) per kind of op, an upper bound")))
     if weather is not None and not weather.no_data:
         direction = "write" if (facts.get("bytes_written") or 0) > (facts.get("bytes_read") or 0) else "read"
         cf = weather.coverage_factor_write_bw if direction == "write" else weather.coverage_factor_read_bw
@@ -310,11 +333,24 @@ def _system(facts: dict, weather: Weather | None, probe: tuple, probe_targets: l
             cf = weather.coverage_factor_bw
         if cf is not None:
             cf = min(1.0, float(cf))
-            return io * (1.0 - cf), "coverage_factor", (
+            bounds.append((io * (1.0 - cf), "coverage_factor", (
                 f"coverage factor on {fs} ({direction}s, {weather.cf_variant or 'all targets'}): the job moved "
                 f"{100 * cf:.1f} % of the servers' {direction} bytes in its window; io_time × (1 − CF), an upper bound "
-                "(as if the servers had been saturated throughout)")
-        return None, "unknown", f"telemetry for {fs} in the job's window, but no byte counts to compare with its own"
+                "(as if the servers had been saturated throughout)")))
+        elif not bounds:
+            return None, "unknown", f"telemetry for {fs} in the job's window, but no byte counts to compare with its own"
+    if bounds:
+        # Two upper bounds of one share: the smaller holds. The probes also feel the job's own load (a job
+        # alone on a disk slows the probes beside it: the lab's quiet twin got 38 % of its I/O time from
+        # them), which the coverage factor, the job's own share of the bytes, takes out.
+        cost, model, evidence = min(bounds, key=lambda b: b[0])
+        if len(bounds) > 1:
+            other = max(bounds, key=lambda b: b[0])
+            evidence += f"; the smaller of two upper bounds ({other[1].replace('_', ' ')}: {format_seconds(other[0])})"
+        if thin and by_op:
+            evidence += (f"; the probes took {probe_samples} data_write samples in the job's window (fewer than "
+                         f"{MIN_PROBE_SAMPLES}): no bound beside the telemetry")
+        return cost, model, evidence
     if fs and has_telemetry:
         return None, "unknown", f"no telemetry for {fs} in the job's window and no probe on it"
     if fs:
@@ -324,13 +360,34 @@ def _system(facts: dict, weather: Weather | None, probe: tuple, probe_targets: l
 
 # ----------------------------------------------------------------------------- events and climate
 
-def _events(settings, fs: str, since: int, until: int, own: set[str], notes: list) -> list[dict]:
+def event_params(duration_s: float, job_bps: float | None):
+    """The event detector's scale for one job (services.events.Params): a site's defaults (60 s intervals,
+    600 s smoothing, 1 GiB/s) see hour-long storms on a shared file system and miss the seconds-long one
+    that slowed a short job (the lab's storm pair: an 8 s fio storm during a 3 s job). So intervals of a
+    fifth of the job (1 s to 60 s), smoothing over the job's length (up to 600 s), and a storm worth
+    naming from half the job's own rate (at most 1 GiB/s): what a job could lose half its bandwidth to."""
+    # lazy: pandas, pyarrow via services.events, loaded only when this runs
+    from ioweather.services.events import Params
+
+    resample = min(60.0, max(1.0, round(duration_s / 5.0)))
+    amplitude = Params.min_amplitude if not job_bps or job_bps <= 0 else min(Params.min_amplitude, job_bps / 2.0)
+    return Params(resample_s=resample, smooth_s=min(600.0, max(3 * resample, duration_s)), min_amplitude=amplitude)
+
+
+def _events(settings, fs: str, since: int, until: int, own: set[str], notes: list,
+            reference: tuple[int, int] | None = None, job_bps: float | None = None) -> list[dict]:
     """The I/O events of `fs` that overlap [since, until), each with its culprits (the job itself left out)."""
     # lazy: pandas, pyarrow via services.events, loaded only when this runs
     from ioweather.services import events as ev
+    # lazy: pandas, pyarrow via services.events, loaded only when this runs
+    from ioweather.services.events import Params
 
+    lo, hi = _dt(since - EVENT_MARGIN_NS), _dt(until + EVENT_MARGIN_NS)
     try:
-        doc = ev.compute(settings, fs, _dt(since - EVENT_MARGIN_NS), _dt(until + EVENT_MARGIN_NS))
+        try:
+            doc = ev.compute(settings, fs, lo, hi, event_params((until - since) / 1e9, job_bps), reference=reference)
+        except UserError:  # telemetry sampled more coarsely than the job's scale: the site's defaults
+            doc = ev.compute(settings, fs, lo, hi, reference=reference)
     except UserError as e:
         notes.append(f"events on {fs}: {e}")
         return []
@@ -347,6 +404,8 @@ def _events(settings, fs: str, since: int, until: int, own: set[str], notes: lis
                      "bytes": j["bytes"]} for j in e["jobs"] if str(j["job"]) not in own]
         # a storm the job made itself is its code's doing, not the system's
         own_share = sum(j["share"] for j in e["jobs"] if str(j["job"]) in own)
+        if own_share >= 0.5 and (e["peak_bps"] or 0.0) < Params.min_amplitude:
+            continue  # the job's own I/O, seen at its own scale: no storm a site's detector would call one
         out.append({"fs": fs, "start": e["start"], "end": e["end"], "peak_bps": e["peak_bps"], "bytes": e["bytes"],
                     "slowdown": e.get("slowdown"), "own_share": own_share, "culprits": culprits})
     return out
@@ -372,8 +431,10 @@ def _climate(answer: Umami | None) -> dict | None:
 
 # ----------------------------------------------------------------------------- the answer
 
-def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
-    """The costed answer for JOB: a Darshan log path, a log hash prefix, a Darshan job id or a scheduler job id."""
+def why(settings, ident: str, fs: str | None = None, store=None, reference: tuple[int, int] | None = None) -> Why:
+    """The costed answer for JOB: a Darshan log path, a log hash prefix, a Darshan job id or a scheduler job id.
+    `reference`: [since, until) in ns of a quiet period whose probe samples are the baseline
+    (services.probe.slowdown.reference_period), instead of the rolling one that learns for 24 h."""
     if fs is not None:
         check_dataset_name(fs)
     # lazy: numpy, sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
@@ -414,11 +475,12 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
             for c in cands:
                 found = jobs_store.job(store, settings.parquet_dir, c["log_hash"])
                 logs.append((c["path"], found[0] if found else None, c["log_hash"]))
-        fs_map = load_fs_map(settings.home)
         names = known_fs(settings.parquet_dir) if store is not None else []
-        probes = _Probes(store)
+        probes = _Probes(store, reference)
+        # a file system named by telemetry or by a probe's runs; any other --fs is a typo, said at once
+        check_fs(fs, sorted(set(names) | {f for f in probes.fs.values() if f}))
         notes: list[str] = []
-        budgets, climates, windows = [], [], {}
+        budgets, climates, windows, moved = [], [], {}, {}
         for path, row, h in logs:
             try:
                 # a stored log is read again only if the file there is still that log (its content hash)
@@ -446,7 +508,8 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
                 j = job_weather.find_job(store, h)
                 job_weather.fs_of(store, j)
                 facts["mounts"] = j.mount_bytes
-            found = dataset_for_mounts(facts["mounts"] or [], names, fs_map)
+            found = job_fs(settings.parquet_dir, facts["mounts"] or [], hosts=facts.get("hosts")) if store is not None else \
+                dataset_for_mounts(facts["mounts"] or [], [], load_fs_map(settings.home))
             dataset = fs or found["dataset"]
             # probes match the job's mount even when no telemetry dataset does
             mount = (found["mount"] or found["shared_mount"]) if not fs or fs == found["dataset"] else None
@@ -459,11 +522,13 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
                 weather, umami_doc = _weather(store, h if row is not None else None, facts, dataset, f"darshan:{h}")
             targets = probes.on(mount, dataset)
             probe = probes.slowdown(targets, facts["start_ns"], facts["end_ns"]) if targets else (None, None)
-            system, model, sys_ev = _system(facts, weather, probe, targets, dataset, has_tel, where)
+            system, model, sys_ev = _system(facts, weather, probe, targets, dataset, has_tel, where,
+                                            probes.fewest if targets else None)
             code, system_s, rest = split(facts["io_time_s"], facts["saving_s"], system)
             budgets.append((LogBudget(
                 id=h[:16], path=path, jobid=facts["jobid"], start=ns_to_iso(facts["start_ns"]),
-                end=ns_to_iso(facts["end_ns"]), io_time_s=float(facts["io_time_s"]), code_s=code, system_s=system_s,
+                end=ns_to_iso(facts["end_ns"]), io_time_s=float(facts["io_time_s"]), code_s=code,
+                system_s=None if model == "unknown" else system_s,
                 unexplained_s=rest, system_model=model, fs=dataset, mount=mount,
                 evidence={"code": facts["code_from"], "system": sys_ev,
                           "file_system": (f"--fs {fs}" if fs else found["how"]) or f"no dataset for {where}",
@@ -473,14 +538,19 @@ def why(settings, ident: str, fs: str | None = None, store=None) -> Why:
             if has_tel:
                 lo, hi = windows.get(dataset, (facts["start_ns"], facts["end_ns"]))
                 windows[dataset] = (min(lo, facts["start_ns"]), max(hi, facts["end_ns"]))
+                moved[dataset] = moved.get(dataset, 0.0) + (facts["bytes_read"] or 0) + (facts["bytes_written"] or 0)
         own = {b.id[:12] for b, _f, _w in budgets} | {f"darshan:{b.id[:12]}" for b, _f, _w in budgets}
         own |= {str(b.jobid) for b, _f, _w in budgets if b.jobid}
         if sched_row is not None:
             own.add(str(sched_row["jobid"]))
-        events = [e for name, (lo, hi) in sorted(windows.items()) for e in _events(settings, name, lo, hi, own, notes)]
+        events = [e for name, (lo, hi) in sorted(windows.items())
+                  for e in _events(settings, name, lo, hi, own, notes, reference, moved[name] / max(1e-9, (hi - lo) / 1e9))]
         main = max(budgets, key=lambda x: x[0].io_time_s)[0]
         failover = _failover(settings, main.fs, windows[main.fs][1]) if main.fs in windows else None
-        return _answer(ident, budgets, events, climates, sched_row, notes, failover)
+        out = _answer(ident, budgets, events, climates, sched_row, notes, failover)
+        if reference is not None:
+            out.baseline = {"from": ns_to_iso(reference[0]), "until": ns_to_iso(reference[1])}
+        return out
     finally:
         if own_store and store is not None:
             store.dispose()
@@ -502,7 +572,8 @@ def _answer(ident: str, budgets: list, events: list, climates: list, sched_row: 
             failover: dict | None = None) -> Why:
     bs = [b for b, _f, _w in budgets]
     io = sum(b.io_time_s for b in bs)
-    code, system, rest = (sum(b.code_s for b in bs), sum(b.system_s for b in bs), sum(b.unexplained_s for b in bs))
+    known = [b.system_s for b in bs if b.system_s is not None]
+    code, system, rest = (sum(b.code_s for b in bs), sum(known) if known else None, sum(b.unexplained_s for b in bs))
     model = "+".join(dict.fromkeys(b.system_model for b in bs))
     facts = [f for _b, f, _w in budgets]
     # node counts: the scheduler's, else the logs' host names; a process count is not a node count
@@ -546,7 +617,7 @@ def verdict_line(w: Why, advice: str | None) -> str:
     if io <= 0:
         return "The job spent no measurable time in I/O: nothing to split between your code and the system."
     small = NEGLIGIBLE * io
-    lead = max((w.code_s, "Mostly your code"), (w.system_s, "Mostly the system"),
+    lead = max((w.code_s, "Mostly your code"), (w.system_s or 0.0, "Mostly the system"),
                (w.unexplained_s, "Mostly unexplained"))[1]
     code = f"~{format_seconds(w.code_s)} is your code" + (f" ({advice})" if advice and w.code_s > small else "")
     if w.system_model == "unknown":
@@ -557,7 +628,7 @@ def verdict_line(w: Why, advice: str | None) -> str:
             "give --fs or an fs-map entry")
         return (f"Code half only: of {format_seconds(io)} of I/O, {code}; the system's share is unknown "
                 f"({why_not}); ~{format_seconds(w.unexplained_s)} unexplained.")
-    if w.system_s <= small:
+    if (w.system_s or 0.0) <= small:
         system = f"the system cost ~0 ({w.system_model.replace('_', ' ')}: the file system was not in the way)"
     else:
         system = f"~{format_seconds(w.system_s)} is the system"

@@ -237,8 +237,8 @@ def check_layout(path: str | os.PathLike, *, open_path: str | None = None) -> _L
         with open(p, "rb") as f:
             head = f.read(2048)
     except OSError as e:
-        # "{path}: reason", like every DarshanLogError: a batch ingest strips the path prefix
-        raise DarshanOpenError(f"{path}: cannot read: {os_error_reason(e, path)}") from None
+        # `cannot ACTION PATH: REASON`, as every file error (README); a batch ingest strips the path
+        raise DarshanOpenError(f"cannot read {path}: {os_error_reason(e, path)}") from None
     if size == 0:
         raise DarshanLogError(f"{path}: empty file (0 bytes), not a Darshan log")
     if head[:2] == b"\x1f\x8b" or head[:3] == b"BZh":
@@ -629,8 +629,8 @@ def open_log(path: str | os.PathLike, *, follow_symlinks: bool = True, within: s
         reason = str(e).split(": ", 1)[-1]
         if not follow_symlinks and os.path.islink(path):
             reason = "it is a symlink (replaced after the directory scan?), which is not followed"
-        # "{path}: reason", like every DarshanLogError: a batch ingest strips the path prefix
-        raise DarshanOpenError(f"{path}: cannot read: {reason}") from None
+        # `cannot ACTION PATH: REASON`, as every file error (README); a batch ingest strips the path
+        raise DarshanOpenError(f"cannot read {path}: {reason}") from None
     try:
         real = os.readlink(fd_path(f))
     except OSError:  # no /proc: nothing to check against
@@ -642,7 +642,7 @@ def open_log(path: str | os.PathLike, *, follow_symlinks: bool = True, within: s
         why = f"it leads to {display_path(real)}, outside the scanned directory {display_path(within)}"
     if why:
         f.close()
-        raise DarshanOpenError(f"{path}: cannot read: {why}")
+        raise DarshanOpenError(f"cannot read {path}: {why}")
     return f
 
 

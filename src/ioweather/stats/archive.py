@@ -210,11 +210,12 @@ def _finite(x) -> float | None:
 
 
 def summary(df: pd.DataFrame, projects: np.ndarray, *, cores_per_node: int | None = None,
-            min_procs: int = 1024, min_bytes: int = 500 * MiB, top: int = 10) -> dict:
-    """Every cross-job view at once (the body of `ioweather jobs summary --json`)."""
+            min_procs: int = 1024, min_bytes: int = 500 * MiB, top: int = 10, users=None) -> dict:
+    """Every cross-job view at once (the body of `ioweather jobs summary --json`). `users`: each row's user
+    as every surface names it (the service's resolver); the uid as text without it."""
     d = df.copy()
     d["project"] = projects
-    d["user"] = d["uid"].astype("Int64").astype(str)
+    d["user"] = list(users) if users is not None else d["uid"].astype("Int64").astype(str)
     d["exe_name"] = d["exe"].fillna("").map(lambda e: e.split()[0].rsplit("/", 1)[-1] if e.strip() else "")
     return {
         "jobs": int(len(d)),

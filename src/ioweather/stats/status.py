@@ -9,8 +9,9 @@ State of one target (decided here, documented in docs/dashboard.md):
   `severely degraded`;
 - at least `degraded` when an operation timed out in the window: a hung call has
   no duration to put into the median, so the median alone would look normal;
-- `learning` while the rolling baseline holds less than `MIN_BASELINE_S` of history or
-  fewer than `MIN_BASELINE_SAMPLES` successful samples of an op: until then the window
+- `learning` while the rolling baseline holds less than `min_history_s` of history (24 h, or 95 % of a
+  shorter window) or fewer than `min_samples` successful samples of an op (1,000, or half of what a
+  shorter window holds at one sample per second): until then the window
   judged is most of the baseline itself, so its slowdown is about 1× by construction;
 - `unknown` when no op has both samples in the window and a baseline.
 
@@ -125,6 +126,22 @@ def min_history_s(baseline_span_s: float | None = None) -> float:
     return min(MIN_BASELINE_S, 0.95 * baseline_span_s)
 
 
+#: The probe's default period: one sample of each op per second (`probe run --period`).
+PROBE_PERIOD_S = 1.0
+#: Of the samples a baseline window holds at one per period, the share it needs before it judges.
+MIN_SAMPLE_SHARE = 0.5
+
+
+def min_samples(baseline_span_s: float | None = None, period_s: float = PROBE_PERIOD_S) -> int:
+    """The successful samples per op a rolling baseline needs before its slowdowns are judged:
+    `MIN_BASELINE_SAMPLES`, or half of what a shorter window holds at one sample per `period_s` (a 5-minute
+    baseline at 1 Hz holds 300: it needs 150, where 1,000 could never be reached). With `min_history_s`,
+    the learning rule (docs/probe.md, "Learning")."""
+    if baseline_span_s is None or not np.isfinite(baseline_span_s):
+        return MIN_BASELINE_SAMPLES
+    return max(1, min(MIN_BASELINE_SAMPLES, int(MIN_SAMPLE_SHARE * baseline_span_s / period_s)))
+
+
 def learning_ops(samples: np.ndarray, history_s: np.ndarray, min_s: float = MIN_BASELINE_S,
                  min_samples: int = MIN_BASELINE_SAMPLES) -> np.ndarray:
     """Per op: True while its baseline holds less than `min_s` of history or fewer than `min_samples`."""
@@ -146,12 +163,21 @@ def learning_at(op, start_ns, status, n_ops: int, now_ns: int, min_s: float = MI
 def learning_reason(history_s: float, baseline_s: float, min_s: float = MIN_BASELINE_S,
                     min_samples: int = MIN_BASELINE_SAMPLES) -> str:
     """'learning the baseline (5 h of 30 d; slowdowns from 24 h and 1,000 samples per op)'."""
-    return (f"learning the baseline ({_span(history_s)} of {_span(baseline_s)}; "
+    return (f"learning the baseline ({learning_span(history_s, baseline_s)}; "
             f"slowdowns from {_span(min_s)} and {min_samples:,} samples per op)")
 
 
 def _span(s: float) -> str:
-    return f"{s / 86400:g} d" if s >= 2 * 86400 and s % 86400 == 0 else f"{int(s // 3600)} h" if s >= 3600 else f"{int(s // 60)} min"
+    """A learning span as every surface writes it (the Status badge said "55.2 s of 30d" where its text said
+    "0 min of 30 d"): whole days, hours, minutes or seconds, rounded down."""
+    if s >= 2 * 86400 and s % 86400 == 0:
+        return f"{s / 86400:g} d"
+    return f"{int(s // 3600)} h" if s >= 3600 else f"{int(s // 60)} min" if s >= 60 else f"{int(max(s, 0))} s"
+
+
+def learning_span(history_s: float, baseline_s: float) -> str:
+    """'5 h of 30 d': how much of its window a learning baseline holds."""
+    return f"{_span(history_s)} of {_span(baseline_s)}"
 
 
 def target_state(op_rows: list[dict], age_s: float | None, stale_after_s: float,

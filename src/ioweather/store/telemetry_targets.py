@@ -199,14 +199,17 @@ def target_cells(settings, fs: str, since_ns: int, until_ns: int, step_ns: int, 
 
 def gauge_bins(settings, fs: str, since_ns: int | None, until_ns: int | None, step_ns: int,
                metrics=(), prefix: str | None = None) -> pd.DataFrame:
-    """Gauges per (metric, target, bin): the last valid reading in the bin (value) and its time_ns."""
+    """Gauges per (metric, target, bin): the last valid reading in the bin (value) and its time_ns. Of two
+    readings at the same instant (an LMT sample and an `lfs df` at 00:05) the snapshot's (no interval)
+    wins: a tie left to the scan order gave a fullness of 67.4 % or 72.4 % from one run to the next."""
     files = layout.data_files(layout.fs_dir(settings, fs), since_ns, until_ns)
     if not files:
         return pd.DataFrame({"metric": [], "target": [], "bin": [], "value": [], "time_ns": []})
     con = layout.connect_duckdb()
     try:
         return con.execute(f"""
-            SELECT metric, target, time_ns // {int(step_ns)} AS bin, arg_max(value, time_ns) AS value,
+            SELECT metric, target, time_ns // {int(step_ns)} AS bin,
+                   arg_max(value, time_ns * 2 + CASE WHEN interval_s IS NULL THEN 1 ELSE 0 END) AS value,
                    max(time_ns) AS time_ns
             FROM {files_scan(files)}
             WHERE {_metric_sql(metrics, prefix)} AND {VALID} AND {_time_sql(since_ns, until_ns)}
@@ -266,6 +269,28 @@ def extent(settings, fs: str, prefix: str | None = None, metrics=()) -> tuple[in
     finally:
         con.close()
     return (None, None) if row is None or row[0] is None else (int(row[0]), int(row[1]))
+
+
+def spans(settings, fs: str, kinds: dict[str, tuple[tuple[str, ...], str | None]],
+          since_ns: int | None = None, until_ns: int | None = None) -> dict[str, tuple[int, int, int]]:
+    """Per kind (a name for `(metrics, prefix)`): the first interval start, the end of the last interval
+    and the number of valid rows, of the kinds that have any (one scan of the metric and time columns).
+    A gauge reading has no interval: it counts as one second, so a single snapshot still makes a window."""
+    files = layout.data_files(layout.fs_dir(settings, fs), since_ns, until_ns)
+    if not files or not kinds:
+        return {}
+    cases = " ".join(f"WHEN {_metric_sql(*kinds[k])} THEN '{k}'" for k in kinds if _SAFE.match(k))
+    con = layout.connect_duckdb()
+    try:
+        rows = con.execute(f"""
+            SELECT kind, min(time_ns), max(time_ns + CAST(greatest(coalesce(interval_s, 0), 1) * 1e9 AS BIGINT)),
+                   count(*)
+            FROM (SELECT CASE {cases} END AS kind, time_ns, interval_s FROM {files_scan(files)}
+                  WHERE {VALID} AND {_time_sql(since_ns, until_ns)})
+            WHERE kind IS NOT NULL GROUP BY kind""").fetchall()
+    finally:
+        con.close()
+    return {k: (int(a), int(b), int(n)) for k, a, b, n in rows}
 
 
 def known_jobs(store, jobids: list[int]) -> dict[str, dict]:

@@ -92,7 +92,9 @@ def _page_html(ctx: WebContext, page: Page, render: Renderer):
     def endpoint(request: Request):
         data = page.data(ctx, request.query_params)
         query = f"?{request.url.query}" if request.url.query else ""
-        return render(page.template, page=page, data=data, api_url=f"/api/{page.slug}{query}",
+        # a file system without the page's kind of data: its note and the form, not empty charts
+        template = "fs_none.html" if isinstance(data, dict) and data.get("no_data") else page.template
+        return render(template, page=page, data=data, api_url=f"/api/{page.slug}{query}",
                       parts={name: path + query for name, path in page.part_paths().items()}, config=ctx.config)
     return endpoint
 
@@ -117,6 +119,10 @@ def _api_index(ctx: WebContext, pages: list[Page]):
 def _metrics(ctx: WebContext):
     holder: dict = {}
     lock = threading.Lock()
+    # Counting starts when the server does, as docs/dashboard.md says: the collector is made at the first
+    # scrape, and counted from then its counters stayed 0 until 90 s after that scrape. (A test's frozen
+    # clock may stand before the real start: the earlier of the two.)
+    started_ns = time.time_ns()
 
     def endpoint(request: Request):
         if not ctx.settings.store_exists():
@@ -125,7 +131,7 @@ def _metrics(ctx: WebContext):
             return Response(body, media_type=CONTENT_TYPE_LATEST)
         with lock:
             if "m" not in holder:
-                holder["m"] = ProbeMetrics(ctx.cache)
+                holder["m"] = ProbeMetrics(ctx.cache, count_since_ns=min(started_ns, ctx.cache.clock()))
         return Response(holder["m"].exposition(), media_type=CONTENT_TYPE_LATEST)
     return endpoint
 

@@ -63,7 +63,7 @@ class Motif:
 
 
 MOTIFS = {m.name: m for m in (
-    Motif("fpp-write", "file per process, sequential 4 MiB writes (seed 004's IOR: N tasks x 4 MiB transfers)",
+    Motif("fpp-write", "file per process, sequential 4 MiB writes (IOR-like: N tasks x 4 MiB transfers)",
           ("--name=fpp-write", "--rw=write", "--bs=BS", "--size=SIZE", "--end_fsync=1")),
     Motif("fpp-read", "file per process, sequential 4 MiB reads of files fio lays out first",
           ("--name=fpp-read", "--rw=read", "--bs=BS", "--size=SIZE")),

@@ -167,7 +167,9 @@ def archive_summary(settings, *, projects_file: str | None, cores_per_node: int 
 
 def _summary(df, rules: list, failed_logs: int, **options) -> ArchiveSummary:
     """`jobs summary` of the job rows `df`: the one computation the command and the Jobs page show."""
-    return ArchiveSummary(failed_logs=failed_logs, **build(df, assign_projects(df, rules), **options))
+    names: dict = {}
+    users = [user_label(u, names) for u in df["uid"]]
+    return ArchiveSummary(failed_logs=failed_logs, **build(df, assign_projects(df, rules), users=users, **options))
 
 
 #: Job-row columns the Jobs page reads besides the summary's (the per-file table stays in Parquet until
@@ -261,7 +263,8 @@ def jobs_view(store, index: ArchiveIndex, sort: str, order: str, limit: int, off
     lf = index.frame
     page = lf.iloc[index.order(sort, order)[offset:offset + limit]]
     weather = stored_verdicts(store, page["log_hash"].tolist())  # stored, never computed here
-    rows = [{**_page_row(r), "weather_verdict": weather.get(r.log_hash)} for r in page.itertuples()]
+    names: dict = {}
+    rows = [{**_page_row(r, names), "weather_verdict": weather.get(r.log_hash)} for r in page.itertuples()]
     return JobsView(index.summary, index.levels, JobList(sort, order, limit, offset, len(lf), rows), index.plot,
                     projects_shown, index.failed)
 
@@ -275,8 +278,9 @@ def _opt_finite(v) -> float | None:
     return v if v is None or math.isfinite(v) else None
 
 
-def _page_row(r) -> dict:
-    return {"id": r.log_hash, "jobid": _opt(r.jobid, int), "uid": _opt(r.uid, int), "exe": r.exe,
+def _page_row(r, names: dict) -> dict:
+    return {"id": r.log_hash, "jobid": _opt(r.jobid, int), "uid": _opt(r.uid, int), "user": user_label(r.uid, names),
+            "exe": r.exe,
             "nprocs": _opt(r.nprocs, int), "nnodes": _opt(r.nnodes, int),
             "start": None if _opt(r.start_ns, int) is None else ns_to_iso(int(r.start_ns)),
             "runtime_s": _opt_finite(r.runtime_s), "bytes_read": _opt(r.bytes_read, int),
@@ -306,6 +310,14 @@ def failed_logs(settings) -> list[dict]:
 def _failed_row(r: dict) -> dict:
     return {"path": r["path"], "reason": r["reason"], "size_bytes": r["size_bytes"],
             "failed_at": ns_to_iso(r["failed_ns"])}
+
+
+def user_label(uid, cache: dict) -> str:
+    """THE name of a uid on every surface (`jobs list`, `jobs summary`, the Jobs page): its user name on
+    this machine, else the uid itself ("cloudsdk" in one place and "1000" in another was one user)."""
+    if uid is None or pd.isna(uid):
+        return "?"
+    return _user_name(uid, cache) or str(int(uid))
 
 
 def _user_name(uid, cache: dict) -> str | None:
@@ -356,7 +368,7 @@ def _list_row(r: dict, names: dict) -> dict:
     uid = _opt(r["uid"], int)
     level = _stored_level(r.get("findings_json")) or highest_level(codes)
     return {"id": r["log_hash"], "jobid": _opt(r["jobid"], int), "uid": uid,
-            "user": None if uid is None else _user_name(uid, names), "exe": r["exe"],
+            "user": None if uid is None else user_label(uid, names), "exe": r["exe"],
             "nprocs": _opt(r["nprocs"], int), "nnodes": _opt(r["nnodes"], int),
             "start": None if _opt(r["start_ns"], int) is None else ns_to_iso(int(r["start_ns"])),
             "runtime_s": _opt(r["runtime_s"], float), "read_bytes": _opt(r["bytes_read"], int),

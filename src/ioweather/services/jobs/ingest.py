@@ -36,7 +36,8 @@ from ioweather.files import display_path, fd_path
 from ioweather.services.distributed import connect, map_unordered
 from ioweather.services.jobs.weather import after_import
 from ioweather.signals import child_defaults, die_with_parent, install
-from ioweather.sources.darshan_log import check_layout, content_hash, DarshanLogError, open_log, read_log, READER_DIED
+from ioweather.sources.darshan_log import (check_layout, content_hash, DarshanLogError, DarshanOpenError, open_log,
+                                           read_log, READER_DIED)
 from ioweather.stats.damage import drop_impossible
 from ioweather.stats.findings import ACTIONABLE, job_findings, job_verdict
 from ioweather.stats.job import characterize, file_columns, FILE_TABLE_COLUMNS, row_fields
@@ -221,6 +222,8 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
                           **{k: pa.array(fc[k].tolist() if fc[k].dtype == object else fc[k], _PART_TYPES.get(k))
                              for k in FILE_TABLE_COLUMNS if k not in ("module", "id", "name")}})
         return ("ok", row, table)
+    except DarshanOpenError as e:  # `cannot read PATH: REASON`: the row names the path, its reason the action
+        reason = str(e).replace(f"cannot read {path}: ", "cannot read: ", 1)
     except (DarshanLogError, UserError) as e:
         reason = str(e)
     except OSError as e:

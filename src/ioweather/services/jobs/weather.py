@@ -29,13 +29,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ioweather.config import check_dataset_name, dataset_for_mounts, load_fs_map
+from ioweather.config import check_dataset_name
 from ioweather.errors import UserError
 from ioweather.services.distributed import map_unordered
+from ioweather.services.fs_names import job_fs, known_datasets
 from ioweather.stats import climate as cstats, coverage as cov, umami as um
 from ioweather.stats import job_weather as jws
 from ioweather.stats.probe import baseline_medians
-from ioweather.stats.status import learning_at, min_history_s
+from ioweather.stats.status import learning_at, min_history_s, min_samples
 from ioweather.stats.umami import fraction_of_peak, Umami
 
 if TYPE_CHECKING:
@@ -162,37 +163,24 @@ def find_job(store, job_id: str) -> Job | None:
     return None
 
 
-def fs_of(store, job: Job) -> dict:
-    """config.dataset_for_mounts of `job` (a Darshan job found by id gets its per-file facts here, in place)."""
-    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
-    from ioweather.store.job_telemetry import known_fs
-
+def fs_of(store, job: Job, fs: str | None = None) -> dict:
+    """services.fs_names.job_fs of `job` (a Darshan job found by id gets its per-file facts here, in place)."""
     if not job.files:
         # in place: the caller then computes the job's weather without reading its per-file table again
         vars(job).update(vars(with_files(store, [job])[0]))
-    # the store knows its Parquet directory, <home>/parquet; the fs-map file lives in <home>
-    return dataset_for_mounts(job.mount_bytes, known_fs(store.parquet_dir), load_fs_map(Path(store.parquet_dir).parent))
+    return job_fs(store.parquet_dir, job.mount_bytes, fs)
 
 
 def choose_fs(store, job: Job, fs: str | None) -> str:
-    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
-    from ioweather.store.job_telemetry import known_fs
-
+    """The job's file system by the one resolver (`why` and the job page ask it too). A dataset stored with
+    an earlier weather row is not reused: an fs-map changed since would make this page and `why` differ."""
     if fs:
-        return check_dataset_name(fs)
-    names = known_fs(store.parquet_dir)
-    if not job.files:
-        # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
-        from ioweather.store import job_weather as wstore
-
-        # decided by this rule when it was first computed: answering from it reads no per-file table
-        stored = {r["fs"] for r in wstore.of_jobs(store, [job.key])}
-        if len(stored) == 1:
-            return stored.pop()
-    found = fs_of(store, job)
-    if found["dataset"] in names:
+        check_dataset_name(fs)
+    found = fs_of(store, job, fs)
+    if found["dataset"] is not None:
         return found["dataset"]
     mounts = ", ".join(m["mount"] for m in found["unmapped"]) or "none named in its log"
+    names = known_datasets(store.parquet_dir)
     raise UserError(f"which file system did job {job.id} use? its mounts ({mounts}) map to no dataset with "
                     f"telemetry ({', '.join(names) or 'none'}): give --fs or an fs-map entry (docs/why.md)")
 
@@ -522,11 +510,14 @@ class ProbeBaselines:
     jobs would read the same months thousands of times. Jobs of one day share a baseline; a job
     then reads only its window's samples."""
 
-    def __init__(self, store):
+    def __init__(self, store, reference: tuple[int, int] | None = None):
         # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
         from ioweather.store import probe as probe_store
 
         self.store = store
+        #: [since, until) in ns of a named quiet period (`--baseline-from/--baseline-until`, as `slowdown`
+        #: takes them): every job's baseline is that period's, judged at once (no learning rule)
+        self.reference = reference
         try:
             self.targets = probe_store.targets(store)
         except UserError:  # no probe in this store
@@ -537,15 +528,17 @@ class ProbeBaselines:
         # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
         from ioweather.store import probe as probe_store
 
-        key = (target, day)
+        key = (target, -1 if self.reference else day)
         if key not in self._expected:
-            s = probe_store.read_samples(self.store, target, since_ns=(day - PROBE_BASELINE_DAYS) * _DAY_NS,
-                                         until_ns=day * _DAY_NS)
+            since, until = self.reference or ((day - PROBE_BASELINE_DAYS) * _DAY_NS, day * _DAY_NS)
+            s = probe_store.read_samples(self.store, target, since_ns=since, until_ns=until)
             expected = baseline_medians(s["op"], s["duration_ns"], s["status"], len(probe_store.OPS))
-            # An op whose baseline is still learning judges nothing, as on the Status card, /metrics,
-            # `slowdown` and `--check`: a probe started the day before a job is no evidence about that job.
-            expected[learning_at(s["op"], s["start_ns"], s["status"], len(probe_store.OPS), day * _DAY_NS,
-                                 min_history_s(PROBE_BASELINE_DAYS * 86400.0))] = np.nan
+            if self.reference is None:
+                # An op whose baseline is still learning judges nothing, as on the Status card, /metrics,
+                # `slowdown` and `--check`: a probe started the day before a job is no evidence about that job.
+                expected[learning_at(s["op"], s["start_ns"], s["status"], len(probe_store.OPS), day * _DAY_NS,
+                                     min_history_s(PROBE_BASELINE_DAYS * 86400.0),
+                                     min_samples(PROBE_BASELINE_DAYS * 86400.0))] = np.nan
             self._expected[key] = expected
         return self._expected[key]
 
@@ -889,10 +882,21 @@ def stored_verdicts(store, log_hashes: list[str]) -> dict[str, str]:
     # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
     from ioweather.store import job_weather as wstore
 
-    out: dict[str, str] = {}
+    by_job: dict[str, dict[str, str]] = {}
     for r in wstore.of_jobs(store, [f"darshan:{h}" for h in log_hashes]):
         w = Weather.from_json(r["doc"])
         v = w.verdict or (_no_data_verdict(r["fs"]) if w.no_data else None)
         if v is not None:
-            out.setdefault(r["job_key"][len("darshan:"):], v)
+            by_job.setdefault(r["job_key"][len("darshan:"):], {})[r["fs"]] = v
+    out: dict[str, str] = {}
+    for h, verdicts in by_job.items():
+        if len(verdicts) == 1:
+            out[h] = next(iter(verdicts.values()))
+            continue
+        # weathers on several file systems (an earlier --fs, an fs-map changed since): the one the job page
+        # and `why` show, by the one resolver (this reads the job's per-file table: rare)
+        job = find_job(store, h)
+        fs = fs_of(store, job)["dataset"] if job is not None else None
+        if fs in verdicts:
+            out[h] = verdicts[fs]
     return out

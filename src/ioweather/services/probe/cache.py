@@ -44,7 +44,7 @@ from ioweather.services.probe import pieces as probe_pieces
 from ioweather.stats.probe import interval_stats
 from ioweather.stats.probe import SLOWDOWN_STATS
 from ioweather.stats.rollups import concat_rollups, empty_rollups, rollup_arrays, select_rollups
-from ioweather.stats.status import baseline_stats, baseline_stats_from, learning_ops, min_history_s
+from ioweather.stats.status import baseline_stats, baseline_stats_from, learning_ops, min_history_s, min_samples
 from ioweather.store import probe as probe_store
 from ioweather.store.db import Store
 from ioweather.store.probe_aggregates import sample_range
@@ -104,7 +104,8 @@ class Baseline:
         """Per op: True while a rolling baseline is too young to judge by (never for a reference period)."""
         if self.reference:
             return np.zeros(len(self.samples), bool)
-        return learning_ops(self.samples, self.history_s(now_ns), min_history_s((self.until_ns - self.since_ns) / 1e9))
+        span_s = (self.until_ns - self.since_ns) / 1e9
+        return learning_ops(self.samples, self.history_s(now_ns), min_history_s(span_s), min_samples(span_s))
 
     @property
     def ttl_s(self) -> float:

@@ -6,7 +6,7 @@ The same numbers serve `ioweather slowdown`, `slowdown --check` and the dashboar
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 from ioweather.errors import UserError
 from ioweather.stats.check_codes import CHECK_NAMES, CHECK_PRECEDENCE
@@ -36,8 +36,21 @@ def load_window(store, target: str | None, since, until) -> list[tuple[str, dict
             for t in known_targets(store, target)]
 
 
+def whole_intervals(since, interval_s: float):
+    """THE first bound of a window cut into intervals: `since` floored to the interval's boundary (UTC epoch
+    multiples), so that `slowdown --since 15m` and `probe stats` count the same samples in "11:00" (they
+    said n=163 and n=530: one began at 11:12, the other at 11:00)."""
+    step = int(round(interval_s * 1e9))
+    if since is None or step <= 0:
+        return since
+    ns = to_ns(since)
+    return datetime.fromtimestamp((ns - ns % step) / 1e9, timezone.utc)
+
+
 def interval_rows(store, target: str | None, interval_s: float, since, until) -> list[dict]:
-    """`probe stats`: per target, op and interval the count, errors, quantiles and mean of the window."""
+    """`probe stats`: per target, op and interval the count, errors, quantiles and mean of the window
+    (its first interval whole: whole_intervals)."""
+    since = whole_intervals(since, interval_s)
     # lazy: numpy via stats.probe: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.stats.probe import interval_stats
     # lazy: numpy, sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
@@ -75,7 +88,9 @@ class Slowdown:
 
 def slowdown(store, target: str | None, interval_s: float, stat: str, baseline_s: float, since, until,
              expected: str = "median", reference: tuple[int, int] | None = None) -> Slowdown:
-    """`compute_slowdown`'s rows of every target (or one) in [since, until)."""
+    """`compute_slowdown`'s rows of every target (or one) in [since, until), its first interval whole
+    (whole_intervals, as `probe stats`)."""
+    since = whole_intervals(since, interval_s)
     return Slowdown(compute_slowdown(store, target, interval_s, stat, baseline_s, since, until, expected, reference))
 
 
@@ -178,13 +193,14 @@ def learning_per_op(n, first_ok_ns, base_ns: tuple[int, int], reference: bool) -
     import numpy as np
 
     # lazy: numpy via stats.status: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
-    from ioweather.stats.status import learning_ops, min_history_s
+    from ioweather.stats.status import learning_ops, min_history_s, min_samples
 
     if reference:
         return [False] * len(n)
     first = np.asarray(first_ok_ns, np.int64)
     history_s = np.where(first >= 0, (base_ns[1] - first) / 1e9, 0.0)
-    return learning_ops(np.asarray(n), history_s, min_history_s((base_ns[1] - base_ns[0]) / 1e9)).tolist()
+    span_s = (base_ns[1] - base_ns[0]) / 1e9
+    return learning_ops(np.asarray(n), history_s, min_history_s(span_s), min_samples(span_s)).tolist()
 
 
 def _rows(target: str, stat_rows: list[dict], expected: str, learning: list[bool]) -> list[dict]:

@@ -74,6 +74,8 @@ def timeline(cache: ProbeCache, targets: list[str], target: str, since_ns: int, 
     """`target`'s samples in [since, until) as the page draws them (`targets`: every target, for its menu);
     whether each op's baseline is still learning is judged at `now_ns` (the cache's clock by default)."""
     now = cache.clock() if now_ns is None else now_ns
+    step = int(round(interval_s * 1e9))
+    since_ns -= since_ns % step  # the first interval whole, as `probe stats` and `slowdown` count it (whole_intervals)
     base = cache.baseline(target)
     learning = base.learning(now)
     t = _drawn(cache, target, since_ns, until_ns, interval_s, stat, max_points, base, learning)

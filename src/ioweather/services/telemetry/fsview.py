@@ -9,6 +9,7 @@ does: a bin with some samples missing shows a lower rate, a bin with none is a g
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +43,94 @@ DEFAULT_TARGET_MIN_AMPLITUDE = float(64 << 20)   # events of one target: rises o
 DEFAULT_MD_MIN_AMPLITUDE = 1000.0                # metadata events: rises of 1,000 operations/s
 CAPACITY_METRICS = ("capacity_bytes", "free_bytes", "avail_bytes", "files_total", "files_free")
 LCTL_STATES = {"up": "UP (set up)", "st": "ST (stopping)", "in": "IN (inactive)", "at": "AT (attached)"}
+
+
+#: What each telemetry page draws, as metric names or a prefix: a file system "has data for" a page when
+#: it holds valid rows of the page's kind (the Workload, Report and Servers pages: bytes; Metadata: md_*).
+KINDS = {"io": (("read_bytes", "write_bytes"), None), "md": ((), "md_"), "capacity": (CAPACITY_METRICS, None),
+         "jobs": ((), "job_")}
+KIND_WORDS = {"io": "read or write byte counters", "md": "metadata operation counters (md_*)",
+              "capacity": "capacity readings (lfs df, LMT, lctl)", "jobs": "Lustre job_stats"}
+
+
+def coverage(settings, fs: str) -> dict[str, tuple[int, int, int]]:
+    """{kind: (first interval start, end of the last interval, rows)} of the kinds `fs` holds."""
+    return Q.spans(settings, fs, KINDS)
+
+
+@dataclass(frozen=True)
+class Span(Answer):
+    """The window a telemetry page or command shows for one file system: the one asked (or the default:
+    the last `default` of the data of the page's kind), cut to the time that data covers, so that every
+    mean, rate and peak is over covered time. `note` says what the page cannot show and where it can be
+    seen (file systems that hold the kind); `covered_s` is the length of the window shown."""
+
+    fs: str
+    kind: str
+    since_ns: int
+    until_ns: int
+    covered_s: float
+    data_since: str | None
+    data_until: str | None
+    fs_with_data: list[str]
+    note: str | None
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "since": ns_to_iso(self.since_ns), "until": ns_to_iso(self.until_ns),
+                "covered_s": self.covered_s, "data_since": self.data_since, "data_until": self.data_until,
+                "fs_with_data": self.fs_with_data, "note": self.note}
+
+
+def single_capture(cov: dict) -> bool:
+    """Gauges read at one instant and no counter amounts: one `lctl get_param` or `lfs df` capture."""
+    return bool(cov) and "io" not in cov and "md" not in cov and all(e - f <= 1_000_000_000 for f, e, _ in cov.values())
+
+
+def pick_span(fs: str, kind: str, covs: dict[str, dict], asked: tuple[int, int] | None, default_s: float,
+              overall: tuple[int, int] | None = None) -> Span:
+    """The window to show of `fs` for a page of `kind`: `asked` (since_ns, until_ns) cut to the data of the
+    kind, else its last `default_s` seconds. Without data of the kind, `overall` (the data's whole span)
+    or `asked`, and a note naming the file systems that have it."""
+    with_data = [f for f, c in covs.items() if kind in c]
+    span = covs.get(fs, {}).get(kind)
+    note = None
+    if span is None:
+        note = f"{fs} holds no {KIND_WORDS[kind]}"
+        if single_capture(covs.get(fs, {})):
+            note += " (a single capture: its gauges are on the Capacity page; rates need two captures)"
+        note += f"; {'file systems that do: ' + ', '.join(with_data) if with_data else 'no file system does'}."
+        since, until = asked or overall or (0, 1_000_000_000)
+    else:
+        first, end = span[0], span[1]
+        if asked is None:
+            since, until = max(first, end - int(default_s * 1e9)), end
+        else:
+            since, until = max(asked[0], first), min(asked[1], end)
+            if since >= until:
+                note = (f"no {KIND_WORDS[kind]} of {fs} between {ns_to_iso(asked[0])} and {ns_to_iso(asked[1])}; "
+                        f"they cover {ns_to_iso(first)} to {ns_to_iso(end)}.")
+                since, until = asked
+    return Span(fs=fs, kind=kind, since_ns=int(since), until_ns=int(until), covered_s=(until - since) / 1e9 if note is None else 0.0,
+                data_since=ns_to_iso(span[0]) if span else None, data_until=ns_to_iso(span[1]) if span else None,
+                fs_with_data=with_data, note=note)
+
+
+def covered(settings, fs: str, kind: str, since_ns: int, until_ns: int) -> tuple[int, int]:
+    """[since, until) cut to the rows of `kind` inside it (unchanged when it holds none): what every answer
+    below is computed over, so that its means, rates and peaks are over covered time, whoever asks."""
+    inside = Q.spans(settings, fs, {kind: KINDS[kind]}, since_ns, until_ns).get(kind)
+    return (since_ns, until_ns) if inside is None else (max(since_ns, inside[0]), min(until_ns, inside[1]))
+
+
+def window_of(settings, fs: str, kind: str, covs: dict[str, dict], asked: tuple[int, int] | None, default_s: float,
+              overall: tuple[int, int] | None = None) -> Span:
+    """pick_span, then cut to the rows of the kind inside that window (a week ending on a half hour of data
+    shows that half hour: its means are over it, not over six and a half empty days)."""
+    span = pick_span(fs, kind, covs, asked, default_s, overall)
+    if span.note is not None:
+        return span
+    since, until = covered(settings, fs, kind, span.since_ns, span.until_ns)
+    return dataclasses.replace(span, since_ns=since, until_ns=until, covered_s=(until - since) / 1e9)
 
 
 def sampling_s(settings, fs: str, since_ns: int | None, until_ns: int | None, con=None) -> float | None:
@@ -142,7 +231,8 @@ class Servers(FsWindow):
     """Which server targets (OSTs, MDTs, NSD servers) moved the bytes of a window, and which are
     imbalanced or idle: the Servers page's answer (`/api/servers`). Times ISO 8601 UTC, amounts in
     bytes, rates in bytes/s; `heatmap` holds each target's read and write rate per `step_s` bin
-    quantized to `levels` of `top_bps`. `series` is `target`'s own rates and events when one is asked
+    quantized to `levels` of `top_bps` (the highest of both; `top_read_bps`, `top_write_bps` each one's,
+    where its colour scale ends). `series` is `target`'s own rates and events when one is asked
     for; `brw` the brw_stats distributions ({} without them)."""
 
     step_s: float
@@ -165,6 +255,7 @@ def servers(settings, fs: str, since_ns: int, until_ns: int, sort: str = "bytes"
             min_amplitude: float = DEFAULT_TARGET_MIN_AMPLITUDE, memo: Memo = _fresh) -> Servers:
     """The targets of `fs` over [since, until) sorted by `sort`, and `target`'s series (UserError when it
     moved nothing in the window)."""
+    since_ns, until_ns = covered(settings, fs, "io", since_ns, until_ns)
     doc = memo(("servers", fs, since_ns, until_ns, sort), lambda: _heatmap(settings, fs, since_ns, until_ns, sort))
     brw = memo(("servers-brw", fs, since_ns, until_ns), lambda: brw_distributions(settings, fs, since_ns, until_ns))
     series = None
@@ -230,8 +321,9 @@ def _heatmap(settings, fs: str, since_ns: int, until_ns: int, sort: str) -> dict
                      "peak_bps": max((p for p in (pr, pw) if p is not None), default=None),
                      "share": _num(imb["share"][i]), "hot_fraction": _num(imb["hot_fraction"][i]),
                      "cold_fraction": _num(imb["cold_fraction"][i]), "flag": imb["flag"][i],
-                     "first_seen": ns_to_iso((b0 + int(first[i])) * step_ns) if any_seen[i] else None,
-                     "last_seen": ns_to_iso((b0 + int(last[i]) + 1) * step_ns) if any_seen[i] else None,
+                     # a bin's edges cut to the window: data ending at 00:05 was "seen until 00:20" with 20-minute bins
+                     "first_seen": ns_to_iso(max(since_ns, (b0 + int(first[i])) * step_ns)) if any_seen[i] else None,
+                     "last_seen": ns_to_iso(min(until_ns, (b0 + int(last[i]) + 1) * step_ns)) if any_seen[i] else None,
                      "bins_with_data": int(present[i].sum())})
     order = sort_targets(rows, sort)
     rows = [rows[i] for i in order]
@@ -239,7 +331,11 @@ def _heatmap(settings, fs: str, since_ns: int, until_ns: int, sort: str) -> dict
     top = float(np.nanmax(np.concatenate([read.ravel(), write.ravel(), [0.0]])))
     return {"fs": fs, "since": ns_to_iso(since_ns), "until": ns_to_iso(until_ns), "step_s": step_s,
             "sample_s": sample_s, "sort": sort, "targets": rows, "time": _times(b0, nbins, step_ns),
-            "heatmap": {"levels": LEVELS, "top_bps": top, "read": _quantize(read, top), "write": _quantize(write, top)},
+            # each direction's own top too: the read map's colour scale ran to the write peak (365.6 MiB/s) while
+            # the table's highest read peak was 27.2 MiB/s
+            "heatmap": {"levels": LEVELS, "top_bps": top, "read": _quantize(read, top), "write": _quantize(write, top),
+                        "top_read_bps": float(np.nanmax(np.concatenate([read.ravel(), [0.0]]))),
+                        "top_write_bps": float(np.nanmax(np.concatenate([write.ravel(), [0.0]])))},
             "fs_read_bytes": float(np.nansum(read) * step_s), "fs_write_bytes": float(np.nansum(write) * step_s),
             "rule": {"ratio": T.RATIO, "long_fraction": T.LONG_FRACTION, "busy_fraction": T.BUSY_FRACTION,
                      "share_bin_s": T.SHARE_BIN_S, "long_s": T.LONG_S},
@@ -318,6 +414,7 @@ def metadata(settings, fs: str, since_ns: int, until_ns: int, min_amplitude: flo
              smooth_s: float = W.DEFAULT_SMOOTH_S) -> Metadata:
     """Metadata operation rates by operation (md_<op>, summed over MDTs), with events and burstiness
     of the total: the workload statistics applied to operations instead of bytes."""
+    since_ns, until_ns = covered(settings, fs, "md", since_ns, until_ns)
     sample_s = sampling_s(settings, fs, since_ns, until_ns)
     step_ns = pick_step_ns(until_ns - since_ns, sample_s, MAX_POINTS)
     df = Q.target_bins(settings, fs, since_ns, until_ns, step_ns, prefix="md_")
@@ -384,6 +481,7 @@ def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> 
     """Fullness per data target and for the file system over the window, the fullest targets at the
     end, days until full (services.telemetry.capacity.forecast: the same for every window ending at the same
     data), inode use, `lctl dl -t` state."""
+    since_ns, until_ns = covered(settings, fs, "capacity", since_ns, until_ns)
     step_ns = max(60_000_000_000, -(-((until_ns - since_ns) // 500) // 60_000_000_000) * 60_000_000_000)
     g = Q.gauge_bins(settings, fs, since_ns, until_ns, step_ns, metrics=CAPACITY_METRICS)
     b0, nbins = _grid(since_ns, until_ns, step_ns)
@@ -406,12 +504,24 @@ def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> 
     known = set(targets)
     others = set(lctl["targets"]) | set(_io_targets(settings, fs, since_ns, until_ns))
     return Capacity(fs_all=list_fs(settings), fs=fs, since=ns_to_iso(since_ns), until=ns_to_iso(until_ns),
-                    step_s=step_ns / 1e9, time=_times(b0, nbins, step_ns), targets=latest,
+                    step_s=step_ns / 1e9, time=_reading_times(g, b0, nbins, step_ns), targets=latest,
                     fullest=[r["target"] for r in fullest], fullness={t: _nums(full[i]) for i, t in enumerate(targets)},
                     fs_fullness=fs_doc, growth_window_s=fc.window_s,
                     growth_until=ns_to_iso(fc.end_ns) if fc.end_ns is not None else None, lctl=lctl,
                     lustre=lustre_state(settings, fs, until_ns),
                     no_capacity_data=sorted(t for t in others - known if is_data_target(t) or t in lctl["targets"]))
+
+
+def _reading_times(g: pd.DataFrame, b0: int, nbins: int, step_ns: int) -> list[str]:
+    """Each bin's time: when its last reading was taken (an `lfs df` at 00:05 is drawn at 00:05, not at
+    the start of a 21-minute bin that began the day before); the bin's start where it holds none."""
+    t = (b0 + np.arange(nbins, dtype=np.int64)) * step_ns
+    if not g.empty:
+        last = g.groupby("bin")["time_ns"].max()
+        c = last.index.to_numpy(np.int64) - b0
+        ok = (c >= 0) & (c < nbins)
+        t[c[ok]] = last.to_numpy(np.int64)[ok]
+    return [ns_to_iso(int(v)) for v in t]
 
 
 def _fs_fullness(m: dict, rows: list[int], fc) -> dict:
@@ -566,6 +676,7 @@ class Talkers(FsWindow):
 def talkers(settings, fs: str, since_ns: int, until_ns: int, known_jobs=None, top: int = TOP_JOBS) -> Talkers:
     """Jobs (and users, when the job id names one) moving the most bytes and operations, over the
     window and "now" (the last NOW_S seconds of the window), from Lustre job_stats."""
+    since_ns, until_ns = covered(settings, fs, "jobs", since_ns, until_ns)
     window = _jobs(Q.job_totals(settings, fs, since_ns, until_ns))
     now = _jobs(Q.job_totals(settings, fs, until_ns - int(NOW_S * 1e9), until_ns))
     ids = sorted(set(window) | set(now))

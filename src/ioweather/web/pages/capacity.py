@@ -4,7 +4,7 @@ the recent growth, inode use, and `lctl dl -t` state and failover where imported
 from __future__ import annotations
 
 from ioweather.web.context import WebContext
-from ioweather.web.pages.fsview_common import fs_and_window, has_telemetry, memo
+from ioweather.web.pages.fsview_common import fs_and_window, has_telemetry, memo, with_span, without_data
 from ioweather.web.params import Query
 from ioweather.web.registry import Page
 
@@ -14,10 +14,13 @@ def capacity_data(ctx: WebContext, params) -> dict:
     from ioweather.services.telemetry import fsview  # it loads pandas: with the first telemetry page, not at start
 
     q = Query(params, ("fs", "since", "until"))
-    fs, systems, since_ns, until_ns = fs_and_window(ctx, q, "30d")
+    fs, systems, since_ns, until_ns, span = fs_and_window(ctx, q, "30d", "capacity")
+    empty = without_data(fs, systems, span)
+    if empty:
+        return empty
     # every file system is in the key: the answer names them all (fs_all)
-    return memo(ctx, fs, ("capacity", fs, tuple(systems), since_ns, until_ns),
-                lambda: fsview.capacity(ctx.settings, fs, since_ns, until_ns)).to_json()
+    return with_span(memo(ctx, fs, ("capacity", fs, tuple(systems), since_ns, until_ns),
+                lambda: fsview.capacity(ctx.settings, fs, since_ns, until_ns)).to_json(), span)
 
 
 PAGE = Page(slug="capacity", script="fsview.js", title="Capacity", data=capacity_data, template="capacity.html",

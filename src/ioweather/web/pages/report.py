@@ -5,17 +5,16 @@ file systems of its form."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 from ioweather.errors import StoreError, UserError
 from ioweather.services.report import compute
-from ioweather.services.telemetry.workload import data_end, dataset_fingerprint, file_systems
+from ioweather.services.telemetry.workload import dataset_fingerprint, file_systems
 from ioweather.web.context import WebContext
-from ioweather.web.pages.workload import HINT, event_options
-from ioweather.web.params import BadRequest, NotFound, Query
+from ioweather.web.pages.workload import event_options
+from ioweather.web.pages.fsview_common import fs_and_window, without_data
+from ioweather.web.params import BadRequest, Query
 from ioweather.web.registry import Page
-
-MAX_WINDOW_S = 92 * 86400.0
 
 
 def has_telemetry(ctx: WebContext) -> bool:
@@ -26,18 +25,11 @@ def report_data(ctx: WebContext, params) -> dict:
     # lazy: pandas, pyarrow via services.events, loaded only when this runs
     from ioweather.services import events as ev
     q = Query(params, ("fs", "since", "until", "resample", "smooth", "min_amplitude"))
-    systems = file_systems(ctx.settings)
-    if not systems:
-        raise NotFound(f"No server-side telemetry. {HINT}")
-    fs = q.text("fs", systems[0])
-    if fs not in systems:
-        raise BadRequest(f"unknown file system {fs!r}; known: {', '.join(systems[:20])}")
+    fs, systems, since_ns, until_ns, span = fs_and_window(ctx, q, "7d", "io")
+    empty = without_data(fs, systems, span)
+    if empty:
+        return empty
     resample, smooth_s, min_amp = event_options(q)
-    now = datetime.now(timezone.utc)
-    end = data_end(ctx.settings, fs)
-    if end is None:
-        raise NotFound(f"the telemetry of {fs!r} has no rows. {HINT}")
-    since_ns, until_ns = q.window("7d", MAX_WINDOW_S, now, default_until=min(end, now + timedelta(days=1)))
     since, until = (datetime.fromtimestamp(x / 1e9, timezone.utc) for x in (since_ns, until_ns))
 
     def run():
@@ -50,7 +42,7 @@ def report_data(ctx: WebContext, params) -> dict:
 
     key = ("report", fs, since_ns, until_ns, resample, smooth_s, min_amp)
     # the form's file systems (presentation), then the answer
-    return {"fs_all": systems, "report": ctx.memo(key, dataset_fingerprint(ctx.settings, fs), run).to_json()}
+    return {"fs_all": systems, "span": span.to_json(), "report": ctx.memo(key, dataset_fingerprint(ctx.settings, fs), run).to_json()}
 
 
 PAGE = Page(slug="report", title="Report", data=report_data, template="report.html", available=has_telemetry,

@@ -18,7 +18,7 @@ from ioweather.services.telemetry.workload import (DEFAULT_IDLE_THRESHOLD, DEFAU
                                          check_options, dataset_fingerprint, file_systems, workload_view)
 from ioweather.units import format_bytes, parse_rate
 from ioweather.web.context import WebContext
-from ioweather.web.pages.fsview_common import fs_and_window
+from ioweather.web.pages.fsview_common import fs_and_window, without_data
 from ioweather.web.params import BadRequest, Query, format_seconds_short
 from ioweather.web.registry import Page
 
@@ -73,7 +73,10 @@ def _check_intervals(since_ns: int, until_ns: int, resample_s: float) -> None:
 
 def workload_data(ctx: WebContext, params) -> dict:
     q = Query(params, ("fs", "since", "until", "resample", "smooth", "min_amplitude"))
-    fs, systems, since_ns, until_ns = fs_and_window(ctx, q, DEFAULT_WINDOW)
+    fs, systems, since_ns, until_ns, span = fs_and_window(ctx, q, DEFAULT_WINDOW, "io")
+    empty = without_data(fs, systems, span)
+    if empty:
+        return empty
     resample, smooth_s, min_amp = event_options(q)
     _check_intervals(since_ns, until_ns, resample)
     since, until = (datetime.fromtimestamp(x / 1e9, timezone.utc) for x in (since_ns, until_ns))
@@ -92,7 +95,7 @@ def workload_data(ctx: WebContext, params) -> dict:
     # the form's fields (presentation), then the answer
     return {"fs": fs, "fs_all": systems, "since": view.result.start, "until": view.result.end,
             "resample_s": resample, "resamples_s": RESAMPLES_S, "smooth_s": smooth_s, "min_amplitude_bps": min_amp,
-            "min_amplitude": f"{format_bytes(min_amp)}/s".replace(" ", ""), "max_events_shown": MAX_EVENTS_SHOWN,
+            "min_amplitude": f"{format_bytes(min_amp)}/s".replace(" ", ""), "max_events_shown": MAX_EVENTS_SHOWN, "span": span.to_json(),
             **view.to_json()}
 
 

@@ -19,17 +19,18 @@
   }
 
   function heatmap(data, lib, id, key) {
-    var h = data.heatmap, scale = h.top_bps / h.levels / MiB;
+    // Each direction's colours end at its own highest rate (the table's peak when a column is one sample):
+    // cells are levels of the top of both, so the scale stops at that direction's share of it.
+    var h = data.heatmap, own = h["top_" + key + "_bps"], zmax = h.top_bps > 0 ? h.levels * own / h.top_bps : h.levels;
     var names = data.targets.map(function (t) { return lib.text(t.target); });
-    var el = document.getElementById(id), moved = h.top_bps > 0, x = lib.times(data.time);
+    var el = document.getElementById(id), moved = own > 0, x = lib.times(data.time);
     // The colour bar's labels are rates in their own unit (a top of 40 KiB/s read "0.0 / 0.0 / 0.0"
     // in MiB/s); with no traffic at all there is no scale to show, and the plot says so.
     var job = Plotly.newPlot(el, [{
-      type: "heatmap", x: x, y: names, z: h[key], zmin: 0, zmax: h.levels,
+      type: "heatmap", x: x, y: names, z: h[key], zmin: 0, zmax: zmax,
       colorscale: !moved ? [[0, "#eeeeee"], [1, "#eeeeee"]] : key === "read" ? "Reds" : "Blues",
       reversescale: false, xgap: 0, ygap: 0, showscale: moved,
-      colorbar: {title: {text: "rate"}, tickvals: [0, h.levels / 2, h.levels],
-                 ticktext: [0, h.top_bps / 2, h.top_bps].map(lib.rate)},
+      colorbar: {title: {text: "rate"}, tickvals: [0, zmax / 2, zmax], ticktext: [0, own / 2, own].map(lib.rate)},
       hovertemplate: "%{y}<br>%{x}<br>level %{z} of " + h.levels + "<extra></extra>"
     }], layout(lib, {height: Math.min(900, 140 + 14 * names.length),
                      annotations: moved ? [] : [lib.emptyNote("no " + key + " traffic in this window")],

@@ -589,7 +589,7 @@
     var extra = (window.ioweatherPages || {})[page];
     var draw = {status: drawStatus, timeline: drawTimeline, history: drawHistory}[page] ||
                (extra && function (d) { return extra(d, LIB); });
-    if (!draw || data.message || !window.Plotly) {
+    if (!draw || data.message || data.no_data || !window.Plotly) {  // no_data: fs_none.html, nothing to draw
       // without Plotly (it failed to load) the change table is still filled
       var table = (page === "timeline" || page === "history") && !data.message ? loadChanges(page, data) : null;
       Promise.resolve(table).then(function () { document.body.dataset.plotsReady = "1"; });

@@ -15,15 +15,15 @@
       var idx = [];
       p.level.forEach(function (l, i) { if (l === lv[0] && p.runtime_s[i] !== null && p.moved_bytes[i] > 0) { idx.push(i); } });
       return {type: "scatter", mode: "markers", name: lv[3], x: idx.map(function (i) { return p.runtime_s[i]; }),
-              y: idx.map(function (i) { return p.moved_bytes[i] / GiB; }),
+              y: idx.map(function (i) { return p.moved_bytes[i]; }),  // bytes: a GiB axis ticked "100µ" below 1 MiB
               customdata: idx.map(function (i) { return [p.id[i], p.jobid[i] === null ? "?" : p.jobid[i], p.nprocs[i]]; }),
               marker: {color: lv[1], symbol: lv[2], size: 8, line: {width: 1, color: "#333"}},
-              hovertemplate: "job %{customdata[1]} (%{customdata[2]} procs)<br>%{y:.3s} GiB in %{x:.3s} s<extra></extra>"};
+              hovertemplate: "job %{customdata[1]} (%{customdata[2]} procs)<br>%{y:.3s}B in %{x:.3s} s<extra></extra>"};
     });
     var job = Plotly.newPlot(el, traces, {
       height: 360, margin: {l: 64, r: 12, t: 8, b: 44}, font: lib.FONT, hovermode: "closest",
       legend: {orientation: "h", y: 1.02, yanchor: "bottom"},
-      xaxis: {type: "log", title: {text: "run time (s)"}}, yaxis: {type: "log", title: {text: "moved (GiB)"}}}, lib.CONFIG);
+      xaxis: {type: "log", title: {text: "run time (s)"}}, yaxis: {type: "log", title: {text: "moved (bytes)"}, tickformat: "~s", ticksuffix: "B", showticksuffix: "all"}}, lib.CONFIG);
     job.then(function () {
       el.on("plotly_click", function (ev) {
         var pt = ev.points && ev.points[0];

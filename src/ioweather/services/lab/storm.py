@@ -1,0 +1,207 @@
+"""`ioweather lab storm`: `why` scored on planted truth (issue 39 item 5; docs/lab.md "The storm pair").
+
+One clean job (IOR, 2 ranks, 4 MiB O_DIRECT writes, file per process) runs alone, then again during a
+`fio` storm on the same directory, while `probe run` (O_DIRECT) and `collect --sources diskstats` record
+into one store. The storm is itself a job Darshan sees (fio under LD_PRELOAD, non-MPI), so `why` can
+name it. All three logs are ingested, and `why` answers for each twin with the quiet period recorded
+before them as its baseline (`--baseline-from/--baseline-until`). The truth is planted: the storm twin's
+extra I/O time over the quiet twin's is the system's doing, the quiet twin's system share is ~0.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ioweather.config import Settings
+from ioweather.encoding import Answer
+from ioweather.errors import UserError
+from ioweather.services.lab.run import _env
+from ioweather.services.lab.toolchain import Toolchain
+from ioweather.stats.coverage import TAIL_S
+
+#: The issue's "Done when": the storm twin's extra I/O time on the system at least this share ...
+MIN_SYSTEM_SHARE_OF_EXTRA = 0.5
+#: ... and the quiet twin's system share of its own I/O time at most this.
+MAX_QUIET_SYSTEM_SHARE = 0.10
+#: Job ids the twins' and the storm's logs carry (Darshan reads the id from the variable DARSHAN_JOBID names).
+QUIET_JOB, STORM_RUN_JOB, STORM_JOB = 71001, 71002, 71003
+
+
+@dataclass
+class Twin:
+    """One twin's `why` answer, the parts the score needs."""
+
+    role: str
+    jobid: int
+    log: str
+    io_time_s: float
+    system_s: float | None
+    system_model: str
+    culprits: list[str]
+    verdict: str
+
+
+@dataclass
+class StormPair(Answer):
+    """The pair's measured numbers and whether they meet the issue's targets."""
+
+    dir: str
+    home: str
+    baseline_from: str
+    baseline_until: str
+    storm_job: int
+    quiet: Twin
+    storm: Twin
+    #: the storm twin's I/O time minus the quiet twin's, seconds
+    extra_io_s: float
+    #: storm.system_s ÷ extra_io_s (None when the storm cost nothing measurable)
+    system_share_of_extra: float | None
+    #: quiet.system_s ÷ quiet.io_time_s
+    quiet_system_share: float | None
+    culprit_named: bool
+    targets_met: bool
+    notes: list[str] = field(default_factory=list)
+
+
+def _iso(t: float) -> str:
+    return dt.datetime.fromtimestamp(t, tz=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _ioweather(home: Path, *args: str, **kw) -> subprocess.Popen:
+    env = {**os.environ, "IOWEATHER_HOME": str(home)}
+    return subprocess.Popen([sys.executable, "-m", "ioweather", *args], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, **kw)
+
+
+def _stop(p: subprocess.Popen, what: str, timeout: float = 60.0, ok=(0, -signal.SIGINT, 130)) -> None:
+    """SIGINT (a recorder's clean stop: its last rows are flushed), then wait; a failure names its reason."""
+    if p.poll() is None:
+        p.send_signal(signal.SIGINT)
+    try:
+        _, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        raise UserError(f"{what} did not stop within {timeout:g} s") from None
+    except ValueError:  # its output was read to the end already (it stopped at once, and said why)
+        err = ""
+    if p.returncode not in ok:
+        raise UserError(f"{what} failed (exit {p.returncode}): {(err or '').strip().splitlines()[-1:] or ''}")
+
+
+def _ior(tools: Toolchain, workdir: Path, log: Path, jobid: int, block: str) -> list[str]:
+    env = {**_env(tools, log, mpi=True), "DARSHAN_JOBID": "IOWEATHER_LAB_JOBID", "IOWEATHER_LAB_JOBID": str(jobid)}
+    return [tools.mpiexec, "-n", "2", "env", *(f"{k}={v}" for k, v in env.items()), tools.ior,
+            "-a", "POSIX", "--posix.odirect", "-F", "-w", "-t", "4m", "-b", block, "-e",
+            "-o", str(workdir / "ior.dat")]
+
+
+def _run(cmd: list[str], what: str, cwd: Path) -> None:
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=300)
+    if p.returncode:
+        raise UserError(f"{what} failed (exit {p.returncode}): {(p.stderr.strip().splitlines() or ['no message'])[0]}")
+
+
+def run_pair(tools: Toolchain, directory: Path, home: Path, *, quiet_s: float = 12.0, block: str = "1g",
+             storm_lead_s: float = 2.0, probe_interval: str = "0.5s") -> StormPair:
+    """Record, run the twins and the storm, ingest, and score `why` (module docstring)."""
+    fio = shutil.which("fio")
+    if fio is None:
+        raise UserError("the storm pair needs fio (Debian: apt-get install fio)")
+    work = directory / f"ioweather-storm-{os.getpid()}"
+    logs = home / "storm-logs"
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "probe").mkdir(parents=True)
+    (work / "quiet").mkdir()
+    (work / "storm").mkdir()
+    (work / "fio").mkdir()
+    logs.mkdir(parents=True, exist_ok=True)
+    quiet_log, storm_log, fio_log = logs / "quiet.darshan", logs / "storm-run.darshan", logs / "fio-storm.darshan"
+    for p in (quiet_log, storm_log, fio_log):
+        p.unlink(missing_ok=True)
+    recorders = []  # every process started here, each stopped whatever fails
+    init = _ioweather(home, "probe", "init", str(work / "probe"), "--file-size", "64MiB", "--pool", "20")
+    if init.wait(timeout=120):
+        raise UserError(f"probe init failed: {init.communicate()[1].strip()[-300:]}")
+    try:
+        recorders.append((_ioweather(home, "collect", "--sources", "diskstats", "--interval", "1s", "--flush", "2s",
+                                     "-q"), "collect"))
+        recorders.append((_ioweather(home, "probe", "run", str(work / "probe"), "--interval", probe_interval,
+                                     "--direct", "--seed", "39", "-q"), "probe run"))
+        time.sleep(2.0)  # both recorders started (imports, first tick) before the quiet period is counted
+        for p, what in recorders:
+            if p.poll() is not None:
+                raise UserError(f"{what} stopped at once: {(p.communicate()[1] or '').strip()[-300:]}")
+        base_from = time.time()
+        time.sleep(quiet_s)
+        base_until = time.time()
+        _run(_ior(tools, work / "quiet", quiet_log, QUIET_JOB, block), "the quiet IOR run", work / "quiet")
+        # a job's window reads telemetry until 5 s after its end (stats.coverage.TAIL_S): the storm starts later
+        time.sleep(TAIL_S + 1.0)
+        # fio in one process (--thread), so Darshan writes one log at its exit; SIGINT ends it cleanly
+        fenv = {**os.environ, **_env(tools, fio_log, mpi=False), "DARSHAN_JOBID": "IOWEATHER_LAB_JOBID",
+                "IOWEATHER_LAB_JOBID": str(STORM_JOB)}
+        storm = subprocess.Popen([fio, "--name=storm", f"--directory={work / 'fio'}", "--rw=write", "--bs=4m",
+                                  "--direct=1", "--ioengine=psync", "--numjobs=4", "--thread", "--size=1g",
+                                  "--time_based", "--runtime=600", "--group_reporting"],
+                                 env=fenv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        recorders.append((storm, "the fio storm"))
+        time.sleep(storm_lead_s)  # the storm is at full rate before the twin starts
+        if storm.poll() is not None:
+            raise UserError(f"the fio storm stopped at once: {(storm.communicate()[1] or '').strip()[-300:]}")
+        _run(_ior(tools, work / "storm", storm_log, STORM_RUN_JOB, block), "the storm twin's IOR run", work / "storm")
+        time.sleep(1.0)
+        recorders.pop()
+        _stop(storm, "the fio storm", ok=(0, 128, 130, -signal.SIGINT))  # fio exits 128 when interrupted
+        time.sleep(1.5)  # the recorders see the storm's end
+    finally:
+        # each one stopped even when another failed (a recorder left running fills its store for ever);
+        # the first failure is the one said
+        failures = []
+        for p, what in reversed(recorders):
+            try:
+                _stop(p, what, ok=(0, 128, 130, -signal.SIGINT))
+            except UserError as e:
+                failures.append(e)
+        shutil.rmtree(work, ignore_errors=True)
+    if failures:
+        raise failures[0]
+    missing = [p.name for p in (quiet_log, storm_log, fio_log) if not p.is_file()]
+    if missing:
+        raise UserError(f"Darshan wrote no log {missing[0]} (is libdarshan.so working?)")
+    ing = _ioweather(home, "jobs", "ingest", str(quiet_log), str(storm_log), str(fio_log))
+    _, err = ing.communicate(timeout=300)
+    if ing.returncode:
+        raise UserError(f"jobs ingest failed: {err.strip()[-300:]}")
+    return score(Settings.resolve(home), directory, base_from, base_until)
+
+
+def score(settings: Settings, directory: Path, base_from: float, base_until: float) -> StormPair:
+    """`why` on each twin with the quiet period as its baseline, against the planted truth."""
+    # lazy: numpy, pandas, sqlalchemy via services.why, loaded only when this runs
+    from ioweather.services.why import why
+
+    reference = (int(base_from * 1e9), int(base_until * 1e9))
+    twins = {}
+    for role, jobid in (("quiet", QUIET_JOB), ("storm", STORM_RUN_JOB)):
+        w = why(settings, str(jobid), reference=reference)
+        twins[role] = Twin(role, jobid, w.logs[0]["path"], w.io_time_s, w.system_s, w.system_model,
+                           sorted({str(c["job"]) for e in w.events for c in e["culprits"]}), w.verdict)
+    quiet, storm = twins["quiet"], twins["storm"]
+    extra = storm.io_time_s - quiet.io_time_s
+    share = (storm.system_s or 0.0) / extra if extra > 0 else None
+    qshare = (quiet.system_s or 0.0) / quiet.io_time_s if quiet.io_time_s > 0 else None
+    named = str(STORM_JOB) in storm.culprits
+    notes = [] if extra > 0 else ["the storm twin was not slower than the quiet one: no extra time to place"]
+    met = (share is not None and share >= MIN_SYSTEM_SHARE_OF_EXTRA and qshare is not None
+           and qshare <= MAX_QUIET_SYSTEM_SHARE and named)
+    return StormPair(str(directory), str(settings.home), _iso(base_from), _iso(base_until), STORM_JOB, quiet, storm,
+                     extra, share, qshare, named, met, notes)
