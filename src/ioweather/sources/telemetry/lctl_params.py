@@ -324,8 +324,8 @@ class JobStatsReader:
             # `name: { samples: N, unit: U }` and `name: { samples: N, unit: U, min: A, max: B, sum: C[, sumsq: D] }`
             if n >= 7 and f[2] == "samples:" and f[1] == "{" and f[4] == "unit:" and f[-1] == "}" \
                     and self._job is not None:
-                x = f[3]
-                samples = 0 if x == "0," else _num(x)
+                x = f[3][:-1] if f[3][-1:] == "," else f[3]
+                samples = int(x) if x.isdigit() and len(x) < 20 and x.isascii() else _int(x)
                 if n == 7:
                     mmm = (None, None, None)
                 elif n >= 13 and f[6] == "min:" and f[8] == "max:" and f[10] == "sum:":
