@@ -48,7 +48,7 @@ def capture(jobs: int = 10_000, osts: int = 100, seed: int = 40, fs: str = "ai40
     ids = [_job_id(rng, i) for i in range(jobs)]
     on: list[list[str]] = [[] for _ in range(osts)]
     for job in ids:
-        first, width = rng.randrange(osts), rng.choice((1, 1, 1, 2, 4))
+        first, width = rng.randrange(osts), min(osts, rng.choice((1, 1, 1, 2, 4)))  # a job is listed once per OST
         for k in range(width):
             on[(first + k) % osts].append(job)
     out: list[str] = []
