@@ -38,6 +38,26 @@ def grown(text: str, osts: int) -> str:
     return "".join(out)
 
 
+def registry_of(fams):
+    """A prometheus_client registry holding `fams` (views.exposition families): the library way of
+    rendering them, the baseline of the render."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+    from prometheus_client.registry import CollectorRegistry
+
+    class Fixed:
+        def collect(self):
+            for f in fams:
+                cls = CounterMetricFamily if f.kind == "counter" else GaugeMetricFamily
+                m = cls(f.name, f.help, labels=list(f.labels))
+                for values, v in f.samples:
+                    m.add_metric(list(values), v)
+                yield m
+
+    reg = CollectorRegistry()
+    reg.register(Fixed())
+    return reg
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scrapes", type=int, default=50)
@@ -48,8 +68,6 @@ def main() -> int:
         print(f"needs {REAL}", file=sys.stderr)
         return 2
     from prometheus_client import generate_latest
-    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-    from prometheus_client.registry import CollectorRegistry
 
     from ioweather.services.telemetry.exporter_lctl import capture_families
     from ioweather.sources.telemetry.lctl_params import parse_capture
@@ -67,19 +85,7 @@ def main() -> int:
     print(f"scrape (parse + render): median {statistics.median(times) * 1e3:.1f} ms, "
           f"max {max(times) * 1e3:.1f} ms over {a.scrapes}")
 
-    fams = capture_families(parse_capture(text))
-
-    class Fixed:
-        def collect(self):
-            for f in fams:
-                cls = CounterMetricFamily if f.kind == "counter" else GaugeMetricFamily
-                m = cls(f.name, f.help, labels=list(f.labels))
-                for values, v in f.samples:
-                    m.add_metric(list(values), v)
-                yield m
-
-    reg = CollectorRegistry()
-    reg.register(Fixed())
+    reg = registry_of(capture_families(parse_capture(text)))
     base = []
     for _ in range(a.scrapes):
         t0 = time.perf_counter()

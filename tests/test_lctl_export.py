@@ -87,7 +87,11 @@ def test_top_jobs_caps_the_job_series(cli, home, tmp_path):
     assert p.returncode == 0, p.stderr
     s = _samples(p.stdout)
     jobs = {dict(k[1])["jobid"] for k in s}
-    assert jobs == {"job4", "job3"}  # the two moving the most bytes
+    assert jobs == {"job4", "job3", "_other"}  # the two moving the most bytes, the other three summed
+    other = (("component", "ost"), ("jobid", "_other"))
+    assert s[("lustre_job_write_bytes_total", (*other, ("operation", "write_bytes"), ("target", "fs-OST0000")))] == 6000
+    assert s[("lustre_job_write_samples_total", (*other, ("operation", "write_bytes"), ("target", "fs-OST0000")))] == 6
+    assert s[("lustre_job_stats_total", (*other, ("operation", "punch"), ("target", "fs-OST0000")))] == 6
     key = ("lustre_job_write_bytes_total", (("component", "ost"), ("jobid", "job4"), ("operation", "write_bytes"),
                                            ("target", "fs-OST0000")))
     assert s[key] == 5000

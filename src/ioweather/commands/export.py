@@ -21,8 +21,9 @@ def register(cli: click.Group) -> None:
                   help="Address to listen on; anything but loopback exposes the metrics to the network.")
     @click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True,
                   help="TCP port (0: any free port).")
-    @click.option("--top-jobs", type=click.IntRange(0, 100_000), default=TOP_JOBS, show_default=True,
-                  help="Lustre job_stats: at most this many jobs per dataset (those moving the most bytes).")
+    @click.option("--top-jobs", "--job-top", "top_jobs", type=click.IntRange(0, 100_000), default=TOP_JOBS,
+                  show_default=True, help="Lustre job_stats: at most this many jobs per dataset (those moving the "
+                  "most bytes); with --capture the others are summed into jobid=\"_other\" series.")
     @click.option("--job-window", type=DURATION, default=f"{JOB_WINDOW_S:g}s", show_default=True,
                   help="A job is exported while it has job_stats rows this close to the newest data.")
     @click.option("--stale", type=DURATION, default=f"{STALE_S:g}s", show_default=True,

@@ -14,6 +14,7 @@ import click
 from ioweather.commands.common import DURATION, json_option
 from ioweather.commands.imports import import_group
 from ioweather.errors import UserError
+from ioweather.services.telemetry.exporter_defaults import JOB_TOP
 from ioweather.units import format_seconds
 from ioweather.views.output import print_json, print_table
 
@@ -34,11 +35,14 @@ def register(cli: click.Group) -> None:
                   help="Deadline of one source read (default: 80% of the interval, at most 30 s).")
     @click.option("--mounts", multiple=True, metavar="DIR", help="Mount points for the capacity source (default: all storage mounts).")
     @click.option("--no-jobs", is_flag=True, help="Do not read Lustre job_stats.")
+    @click.option("--job-top", type=click.IntRange(0, 1_000_000), default=JOB_TOP, show_default=True,
+                  help="Lustre job_stats: rows stored per target and tick for this many jobs (those moving the "
+                       "most), the others summed into one <target>/_other row.")
     @click.option("--quiet", "-q", is_flag=True, help="No log lines on stderr.")
     @json_option
     @click.pass_obj
-    def collect(settings, interval, source_names, proc_root, fs, duration, flush_s, timeout, mounts, no_jobs, quiet,
-                as_json):
+    def collect(settings, interval, source_names, proc_root, fs, duration, flush_s, timeout, mounts, no_jobs, job_top,
+                quiet, as_json):
         """Sample server-side telemetry every INTERVAL and store it (per-interval amounts, Parquet).
 
         Counters (bytes, operations) are stored as the amount of each interval; a counter that
@@ -52,7 +56,7 @@ def register(cli: click.Group) -> None:
             raise UserError(f"--proc-root {proc_root}: no such directory")
         summary = run_collect(settings, interval=interval, source_names=source_names, root=proc_root, fs=fs,
                               duration=duration, flush_s=flush_s or interval, timeout=timeout, mounts=mounts,
-                              jobs=not no_jobs, quiet=quiet)
+                              jobs=not no_jobs, job_top=job_top, quiet=quiet)
         if as_json:
             print_json(summary)
             return

@@ -28,6 +28,7 @@ from ioweather.errors import StoreError, UserError, from_os_error, os_error_reas
 from ioweather.services.daemon import Ticker, WriteBehind, start_retention
 from ioweather.sources.telemetry.base import short_hostname
 from ioweather.services.telemetry.collector import Collector
+from ioweather.services.telemetry.exporter_defaults import JOB_TOP
 from ioweather.sources.telemetry.capacity import Capacity
 from ioweather.sources.telemetry.diskstats import DiskStats
 from ioweather.sources.telemetry.gpfs import Gpfs
@@ -193,8 +194,9 @@ def _say_on_stderr(line: str) -> None:
 
 def run_collect(settings, *, interval: float, source_names: str | None, root: str, fs: str | None,
                 duration: float | None, flush_s: float, timeout: float | None, mounts: tuple[str, ...] = (),
-                jobs: bool = True, quiet: bool = False, stop_event: threading.Event | None = None,
-                install_signals: bool = True, say: Callable[[str], None] = _say_on_stderr) -> dict:
+                jobs: bool = True, job_top: int = JOB_TOP, quiet: bool = False,
+                stop_event: threading.Event | None = None, install_signals: bool = True,
+                say: Callable[[str], None] = _say_on_stderr) -> dict:
     """Collect until stopped (or `duration`); returns the summary `collect --json` prints. With `quiet`
     only problems are said. Raises StoreError when the last rows could not be stored at the stop."""
     warn = lambda m: say(f"collect: {m}")  # noqa: E731
@@ -202,7 +204,8 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
     host = short_hostname()
     default_fs = layout.check_fs_name(fs or host)
     sources = build_sources(source_names, root, mounts, jobs, log)
-    collector = Collector(sources, interval, default_fs, fs_forced=fs is not None, timeout_s=timeout, log=warn)
+    collector = Collector(sources, interval, default_fs, fs_forced=fs is not None, timeout_s=timeout, log=warn,
+                          job_top=job_top)
     for s in sources:
         if hasattr(s, "timeout_s"):  # a source running a command kills it just before the runner's deadline
             s.timeout_s = 0.9 * collector.runner.timeout_s

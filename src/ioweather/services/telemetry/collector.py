@@ -27,6 +27,7 @@ import pandas as pd
 from ioweather.config import valid_dataset_name
 from ioweather.errors import StoreError, UserError, os_error_reason
 from ioweather.files import display_path, read_home_file, write_atomic
+from ioweather.services.telemetry.exporter_defaults import JOB_TOP, OTHER_JOBS
 from ioweather.sources.telemetry.base import GAUGE, Source
 from ioweather.sources.telemetry.host import CPU_BUSY, CPU_TOTAL
 from ioweather.sources.telemetry.runner import Runner
@@ -66,8 +67,9 @@ def _state_problem(state) -> str | None:
 class Collector:
     def __init__(self, sources: list[Source], interval_s: float, fs: str, fs_forced: bool = False,
                  timeout_s: float | None = None, log=lambda m: None, forget_after_s: float = 3600.0,
-                 max_pending_rows: int = MAX_PENDING_ROWS):
+                 max_pending_rows: int = MAX_PENDING_ROWS, job_top: int = JOB_TOP):
         self.interval_s = float(interval_s)
+        self.job_top = job_top
         self.fs = fs
         self.fs_forced = fs_forced
         self.runner = Runner(sources, timeout_s if timeout_s is not None else min(0.8 * interval_s, 30.0), log)
@@ -113,7 +115,7 @@ class Collector:
             else:
                 keys_c.append(key)
                 vals_c.append(s.value)
-        parts = [self._counter_rows(t_ns, keys_c, vals_c), self._gauge_rows(t_ns, gauges)]
+        parts = [self._roll_up_jobs(self._counter_rows(t_ns, keys_c, vals_c)), self._gauge_rows(t_ns, gauges)]
         keys = [k for p in parts if p for k in p[0]]
         self.ticks += 1
         if self.ticks % 100 == 0:
@@ -185,6 +187,54 @@ class Collector:
         start, vals, length, src = counters.expand_gaps(np.array(prev_t, np.int64), np.full(len(idx), t_ns, np.int64),
                                                         np.array(deltas, np.float64), self.interval_s)
         return [keys[idx[j]] for j in src], start, vals, length
+
+    def _roll_up_jobs(self, rows):
+        """Counter rows with the job_stats rows (target `<target>/<job>`, metric job_*) of a target that
+        has more than job_top jobs this tick cut to its job_top jobs moving the most (bytes, then
+        operations, in this tick's amounts) and one `<target>/_other` row per metric and interval
+        holding the sum of the others' amounts: the stored rows of a target add up to exactly what its
+        jobs moved. The ranking is on amounts, not on the cumulative counters, so a job entering or
+        leaving the top changes no sum. The baselines (self.prev) stay per job: an amount is only
+        known against the job's own previous reading. A rolled-up job whose amount is unknown (its
+        counter went back) adds nothing; `_other` is unknown only when all of them are."""
+        if rows is None:
+            return None
+        keys, start, vals, length = rows
+        jobs: dict[tuple[str, str], dict[str, list]] = {}  # (fs, target) -> job -> [bytes, ops]
+        for i, (fs, target, metric) in enumerate(keys):
+            if metric.startswith("job_") and "/" in target:
+                base, _, job = target.partition("/")
+                v = vals[i]
+                if v == v:  # not NaN
+                    amounts = jobs.setdefault((fs, base), {}).setdefault(job, [0.0, 0.0])
+                    amounts[0 if metric.endswith("_bytes") else 1] += v
+                else:
+                    jobs.setdefault((fs, base), {}).setdefault(job, [0.0, 0.0])
+        over = {}
+        for where, by_job in jobs.items():
+            if len(by_job) > self.job_top:
+                ranked = sorted(by_job.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))
+                over[where] = {job for job, _ in ranked[self.job_top:]}
+        if not over:
+            return rows
+        kept: list[int] = []
+        other: dict[tuple, list] = {}  # (fs, target/_other, metric, start, length) -> [sum, known]
+        for i, (fs, target, metric) in enumerate(keys):
+            if metric.startswith("job_") and "/" in target:
+                base, _, job = target.partition("/")
+                if job in over.get((fs, base), ()):
+                    acc = other.setdefault((fs, f"{base}/{OTHER_JOBS}", metric, int(start[i]), float(length[i])),
+                                           [0.0, False])
+                    if vals[i] == vals[i]:
+                        acc[0] += vals[i]
+                        acc[1] = True
+                    continue
+            kept.append(i)
+        idx = np.array(kept, dtype=np.int64)
+        return ([keys[i] for i in kept] + [k[:3] for k in other],
+                np.concatenate([start[idx], np.array([k[3] for k in other], np.int64)]),
+                np.concatenate([vals[idx], np.array([v if known else math.nan for v, known in other.values()])]),
+                np.concatenate([length[idx], np.array([k[4] for k in other], np.float64)]))
 
     def _gauge_rows(self, t_ns: int, gauges: list):
         if not gauges:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from ioweather.errors import UserError, from_os_error
 from ioweather.files import open_regular
-from ioweather.services.telemetry.exporter_defaults import TOP_JOBS
-from ioweather.sources.telemetry.lctl_params import component_of, connected_clients, parse_capture
+from ioweather.services.telemetry.exporter_defaults import OTHER_JOBS, TOP_JOBS
+from ioweather.sources.telemetry.lctl_params import Stat, component_of, connected_clients, parse_chunks
 from ioweather.views.exposition import Family
 
 # lustrefs-exporter's families for what `lctl get_param` gives (names, labels, units and types
@@ -244,30 +244,73 @@ def _quota_families(f: _Families, cap, component_of) -> None:
 
 
 def _job_families(f: _Families, cap, top_jobs: int) -> None:
-    moved: dict[str, float] = {}
+    """The series of the `top_jobs` jobs moving the most bytes over the capture (all their rows on
+    every target, so that a job's sum over targets is whole), and one rollup series per target
+    and operation (jobid="_other") holding the sums of the other jobs' rows: the job series of a
+    target and operation add up exactly to what its job_stats printed. The number of series is
+    at most (top_jobs + 1) x targets x operations, whatever the number of jobs."""
+    moved: dict[str, int] = {}
     for job in cap.jobs:
-        moved[job.job] = moved.get(job.job, 0.0) + sum(r.sum or 0 for r in job.rows
-                                                         if r.name in ("read_bytes", "write_bytes"))
-    keep = {j for j, _ in sorted(moved.items(), key=lambda kv: (-kv[1], kv[0]))[:top_jobs]}
+        moved[job.job] = moved.get(job.job, 0) + sum(job.nums[4 * i + 3] or 0 for i in _bytes_rows(job.shape))
+    ranked = sorted(moved.items(), key=lambda kv: (-kv[1], kv[0]))
+    keep = {j for j, _ in ranked[:top_jobs]}
+    rest: dict[tuple[str, str, tuple], list[tuple]] = {}  # (component, target, shape) -> numbers of the others
+    for job in cap.jobs:
+        if job.job in keep:
+            _job_series(f, job.component, job.job, job.target, job.rows)
+        else:
+            rest.setdefault((job.component, job.target, job.shape), []).append(job.nums)
+    others: dict[tuple[str, str], dict[str, list]] = {}
+    for (component, target, shape), nums in rest.items():
+        rows = others.setdefault((component, target), {})
+        cols = list(zip(*nums))
+        for i, (name, unit) in enumerate(shape):
+            samples, mins, maxs, sums = cols[4 * i:4 * i + 4]
+            acc = rows.setdefault(name, [unit, 0, None, None, None])
+            acc[1] += sum(samples)
+            if any(x is None for x in sums):
+                continue
+            acc[4] = (acc[4] or 0) + sum(sums)
+            # min and max over the jobs that did the operation (an idle job prints 0 for both)
+            lo = min((m for n, m in zip(samples, mins) if n and m is not None), default=None)
+            hi = max((m for n, m in zip(samples, maxs) if n and m is not None), default=None)
+            acc[2] = lo if acc[2] is None else acc[2] if lo is None else min(acc[2], lo)
+            acc[3] = hi if acc[3] is None else acc[3] if hi is None else max(acc[3], hi)
+    for (component, target), rows in others.items():
+        # no job of the rollup did the operation: its min and max are 0, as Lustre prints them for an idle job
+        _job_series(f, component, OTHER_JOBS, target,
+                    [Stat(name, n, unit, lo if s is None or lo is not None else 0, hi if s is None or hi is not None
+                          else 0, s) for name, (unit, n, lo, hi, s) in rows.items()])
+
+
+_BYTES_ROWS: dict[tuple, tuple[int, ...]] = {}
+
+
+def _bytes_rows(shape: tuple) -> tuple[int, ...]:
+    """The indexes of the read_bytes and write_bytes rows in a job record's shape (shapes are few)."""
+    got = _BYTES_ROWS.get(shape)
+    if got is None:
+        got = _BYTES_ROWS[shape] = tuple(i for i, (name, _) in enumerate(shape) if name in ("read_bytes", "write_bytes"))
+    return got
+
+
+def _job_series(f: _Families, component: str, jobid: str, target: str, rows) -> None:
     labels = ("component", "jobid", "operation", "target")
-    for job in cap.jobs:
-        if job.job not in keep:
-            continue
-        for r in job.rows:
-            v = (job.component, job.job, r.name, job.target)
-            if job.component == "ost" and r.name in ("read_bytes", "write_bytes"):
-                op = r.name[:-6]
-                f.add(f"lustre_job_{op}_samples_total", "counter", f"Total number of {op}s of the job.", labels, v,
-                      r.samples)
-                f.add(f"lustre_job_{op}_minimum_size_bytes", "gauge", f"The minimum {op} size of the job in bytes.",
-                      labels, v, r.min)
-                f.add(f"lustre_job_{op}_maximum_size_bytes", "gauge", f"The maximum {op} size of the job in bytes.",
-                      labels, v, r.max)
-                f.add(f"lustre_job_{op}_bytes_total", "counter", f"The total number of bytes the job {op}s.", labels, v,
-                      r.sum)
-            elif r.name in (_JOB_OST_OPS if job.component == "ost" else _JOB_MDT_OPS):
-                f.add("lustre_job_stats_total", "counter",
-                      "Number of operations the filesystem has performed, recorded by jobstats.", labels, v, r.samples)
+    for r in rows:
+        v = (component, jobid, r.name, target)
+        if component == "ost" and r.name in ("read_bytes", "write_bytes"):
+            op = r.name[:-6]
+            f.add(f"lustre_job_{op}_samples_total", "counter", f"Total number of {op}s of the job.", labels, v,
+                  r.samples)
+            f.add(f"lustre_job_{op}_minimum_size_bytes", "gauge", f"The minimum {op} size of the job in bytes.",
+                  labels, v, r.min)
+            f.add(f"lustre_job_{op}_maximum_size_bytes", "gauge", f"The maximum {op} size of the job in bytes.",
+                  labels, v, r.max)
+            f.add(f"lustre_job_{op}_bytes_total", "counter", f"The total number of bytes the job {op}s.", labels, v,
+                  r.sum)
+        elif r.name in (_JOB_OST_OPS if component == "ost" else _JOB_MDT_OPS):
+            f.add("lustre_job_stats_total", "counter",
+                  "Number of operations the filesystem has performed, recorded by jobstats.", labels, v, r.samples)
 
 
 def _lnet_families(f: _Families, cap) -> None:
@@ -286,23 +329,37 @@ def read_capture(path: str):
     """The capture in `path` (text, or gzip-compressed) -> (Capture, notes). UserError for what cannot
     be read. Not textfiles.read_members (tar, directories): that one imports pandas, a second of a
     cron job's start, and a scrape is one capture."""
+    import codecs
     import zlib
 
-    with open_regular(path) as f:
-        try:
-            raw = f.read()
-        except OSError as e:
-            raise from_os_error(path, e, "read") from None
-    notes = []
-    if raw[:2] == b"\x1f\x8b":
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)  # not gzip.decompress: a cut file gives what it holds
-        try:
-            raw = d.decompress(raw)
-        except zlib.error as e:
-            raise UserError(f"{path}: not a readable gzip file ({e})") from None
-        if not d.eof:
+    notes: list[str] = []
+
+    def chunks(f):
+        """The file's text a MiB at a time: a big server's capture is tens of MB, and the whole
+        text (and its decoded copy) would be most of a scrape's memory."""
+        decode = codecs.getincrementaldecoder("utf-8")("replace")
+        d = None
+        while True:
+            try:
+                raw = f.read(1 << 20)
+            except OSError as e:
+                raise from_os_error(path, e, "read") from None
+            if d is None:
+                d = zlib.decompressobj(16 + zlib.MAX_WBITS) if raw[:2] == b"\x1f\x8b" else False
+            if not raw:
+                break
+            if d:
+                try:  # not gzip.decompress: a cut file gives what it holds
+                    raw = d.decompress(raw)
+                except zlib.error as e:
+                    raise UserError(f"{path}: not a readable gzip file ({e})") from None
+            yield decode.decode(raw)
+        if d and not d.eof:
             notes.append("the gzip stream is cut short: what it holds is exported")
-    cap = parse_capture(raw.decode("utf-8", "replace"))
+        yield decode.decode(b"", final=True)
+
+    with open_regular(path) as f:
+        cap = parse_chunks(chunks(f))
     if not cap.params:
         raise UserError(f"{path}: no `lctl get_param` parameter (a line `name=value`) found")
     return cap, notes + cap.notes

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 # The parameter list of one live call (`collect`): what the store keeps (lctl_source.capture_samples),
@@ -123,13 +123,28 @@ class Brw:
     hists: dict[str, list[tuple[str, int, int]]]   # lustre-collector name -> [(bucket, read, write)]
 
 
-@dataclass(slots=True)
 class Job:
-    component: str            # ost or mdt
-    target: str
-    job: str
-    rows: list[Stat]
-    unreadable: list[str] = field(default_factory=list)
+    """One job's record in one target's job_stats. Its rows are kept as one shape (the row names and
+    units, shared by every record printed alike) and one flat tuple of numbers (samples, min, max,
+    sum per row; None where the row has none): 10,000 jobs on 100 OSTs are ~30,000 records, and
+    the Stat objects of them all were most of a scrape's memory and time. `rows` makes them on demand."""
+
+    __slots__ = ("component", "target", "job", "shape", "nums", "unreadable")
+
+    def __init__(self, component: str, target: str, job: str, rows: list[Stat] | None = None,
+                 unreadable: list[str] | None = None, shape: tuple = (), nums: tuple = ()):
+        self.component, self.target, self.job = component, target, job
+        if rows is not None:
+            shape = tuple((r.name, r.units) for r in rows)
+            nums = tuple(x for r in rows for x in (r.samples, r.min, r.max, r.sum))
+        self.shape, self.nums = shape, nums
+        self.unreadable = unreadable if unreadable is not None else []
+
+    @property
+    def rows(self) -> list[Stat]:
+        n = self.nums
+        return [Stat(name, n[4 * i], unit, n[4 * i + 1], n[4 * i + 2], n[4 * i + 3])
+                for i, (name, unit) in enumerate(self.shape)]
 
 
 @dataclass
@@ -266,33 +281,99 @@ def parse_brw(target: str, lines: list[str]) -> tuple[Brw, int]:
 
 
 def parse_job_stats(component: str, target: str, lines: list[str]) -> tuple[list[Job], int]:
-    jobs: list[Job] = []
-    current: Job | None = None
-    bad = 0
-    for line in lines:
-        s = line.strip()
-        if not s or s == "job_stats:":
-            continue
-        if s.startswith("- job_id:"):
-            current = Job(component, target, s[len("- job_id:"):].strip().strip("'\""), [])
-            jobs.append(current)
-            continue
-        name, sep, rest = s.partition(":")
-        if not sep or current is None:
-            bad += 1
-            continue
-        rest = rest.strip()
-        if not rest.startswith("{"):
-            continue  # snapshot_time, start_time, elapsed_time of the job
-        fields = dict(_YAML_FIELD.findall(rest))
-        samples = _int(fields.get("samples", ""))
+    reader = JobStatsReader(component, target)
+    reader.feed(lines)
+    return reader.done()
+
+
+def _num(x: str) -> int | None:
+    """_int of a YAML number, its comma cut: the common case (digits, below 2^64) without a call."""
+    if x[-1:] == ",":
+        x = x[:-1]
+    return int(x) if x.isdigit() and len(x) < 20 and x.isascii() else _int(x)
+
+
+class JobStatsReader:
+    """One target's job_stats YAML, some lines at a time (the capture is not held whole): each record
+    becomes a Job whose shape is shared with the records printed alike. A scrape of a big server
+    is this loop over hundreds of thousands of lines: it reads the common layout by position."""
+
+    def __init__(self, component: str, target: str):
+        self.component, self.target = component, target
+        self.jobs: list[Job] = []
+        self.bad = 0
+        self._job: str | None = None
+        self._names: list[tuple[str, str]] = []
+        self._nums: list = []
+        self._unreadable: list[str] = []
+        self._shapes: dict[tuple, tuple] = {}
+
+    def _end(self) -> None:
+        if self._job is not None:
+            shape = tuple(self._names)
+            shape = self._shapes.setdefault(shape, shape)
+            self.jobs.append(Job(self.component, self.target, self._job, None, self._unreadable, shape,
+                                 tuple(self._nums)))
+        self._job, self._names, self._nums, self._unreadable = None, [], [], []
+
+    def feed(self, lines: list[str]) -> None:
+        names, nums = self._names, self._nums
+        for line in lines:
+            f = line.split()
+            n = len(f)
+            # `name: { samples: N, unit: U }` and `name: { samples: N, unit: U, min: A, max: B, sum: C[, sumsq: D] }`
+            if n >= 7 and f[2] == "samples:" and f[1] == "{" and f[4] == "unit:" and f[-1] == "}" \
+                    and self._job is not None:
+                x = f[3][:-1] if f[3][-1:] == "," else f[3]
+                samples = int(x) if x.isdigit() and len(x) < 20 and x.isascii() else _int(x)
+                if n == 7:
+                    mmm = (None, None, None)
+                elif n >= 13 and f[6] == "min:" and f[8] == "max:" and f[10] == "sum:":
+                    mmm = (_num(f[7]), _num(f[9]), _num(f[11]))
+                else:
+                    name, samples, unit, mmm = self._fields(line)
+                    self._row(name, samples, unit, mmm)
+                    continue
+                if samples is None:
+                    self._row(f[0][:-1], samples, "", mmm)
+                    continue
+                u = f[5]
+                names.append((f[0][:-1], u[:-1] if u[-1:] == "," else u))
+                nums += (samples, *mmm)
+                continue
+            if not f or f[0] == "job_stats:":
+                continue
+            if f[0] == "-" and n > 1 and f[1] == "job_id:":
+                self._end()
+                names, nums = self._names, self._nums
+                self._job = line.partition(":")[2].strip().strip("'\"")
+                continue
+            if self._job is None or ":" not in line:
+                self.bad += 1
+                continue
+            name, _, rest = line.strip().partition(":")
+            if rest.strip().startswith("{"):
+                self._row(*self._fields(line))
+            # else snapshot_time, start_time, elapsed_time of the job
+
+    def _row(self, name: str, samples: int | None, unit: str, mmm: tuple) -> None:
         if samples is None:
-            bad += 1
-            current.unreadable.append(name)
-            continue
-        current.rows.append(Stat(name, samples, fields.get("unit", ""), _int(fields.get("min", "x")),
-                                 _int(fields.get("max", "x")), _int(fields.get("sum", "x"))))
-    return jobs, bad
+            self.bad += 1
+            self._unreadable.append(name)
+            return
+        self._names.append((name, unit))
+        self._nums += (samples, *mmm)
+
+    @staticmethod
+    def _fields(line: str):
+        name, _, rest = line.strip().partition(":")
+        fields = dict(_YAML_FIELD.findall(rest))
+        return (name, _int(fields.get("samples", "")), fields.get("unit", ""),
+                (_int(fields.get("min", "x")), _int(fields.get("max", "x")), _int(fields.get("sum", "x"))))
+
+    def done(self) -> tuple[list[Job], int]:
+        self._end()
+        return self.jobs, self.bad
 
 
 def _recovery(lines: list[str]) -> dict[str, int]:
@@ -366,25 +447,63 @@ def _lnet_yaml(lines: list[str], cap: Capture) -> None:
             cap.lnet[key] = n
 
 
-def _blocks(text: str) -> Iterator[tuple[str, list[str], int]]:
-    """(param path, value lines, unclaimed lines before it) for each parameter of the output."""
+_JOB_STATS = re.compile(r"^(obdfilter|mdt)\.([^.]+)\.job_stats$")
+
+
+def _batches(chunks: Iterable[str], cap: Capture) -> Iterator[list[str]]:
+    """The lines of the text given in `chunks` (any split), a chunk's lines at a time; a last line
+    without its newline is left out with a note (the capture was cut short)."""
+    tail = ""
+    for chunk in chunks:
+        lines = chunk.split("\n")
+        lines[0] = tail + lines[0]
+        tail = lines.pop()
+        yield lines
+    if tail:
+        cap.notes.append("the capture ends in the middle of a line (cut short?): its last line was left out")
+
+
+def _blocks(batches: Iterable[list[str]]) -> Iterator[tuple[str, list[str] | JobStatsReader, int]]:
+    """(param path, value lines, unclaimed lines before it) for each parameter of the output. The
+    lines of a job_stats parameter (most of a big server's output) go to its JobStatsReader as they
+    come, a run of them at a time, and the reader is given in place of the lines."""
     name = None
-    lines: list[str] = []
+    lines_: list[str] = []
+    reader: JobStatsReader | None = None
     stray = 0
-    for line in text.split("\n"):
-        m = _PARAM.match(line)
-        lnet = line in ("net:", "statistics:")  # `lnetctl net show -v` / `stats show` appended to the capture
-        if m or lnet:
-            if name is not None:
-                yield name, lines, stray
-                stray = 0
-            name, lines = ("lnetctl", [line]) if lnet else (m.group(1), [m.group(2)] if m.group(2) else [])
-        elif name is not None:
-            lines.append(line)
-        elif line.strip():
-            stray += 1
+    for batch in batches:
+        i, n = 0, len(batch)
+        while i < n:
+            if reader is not None:
+                # a parameter's name starts with a letter: the YAML lines (indented, `- `) are none
+                j = i
+                while j < n and batch[j][:1] in (" ", "-", ""):
+                    j += 1
+                reader.feed(batch[i:j])
+                if j == n:
+                    break
+                i = j
+            line = batch[i]
+            i += 1
+            m = None if line[:1] in (" ", "-", "") else _PARAM.match(line)
+            lnet = line in ("net:", "statistics:")  # `lnetctl net show -v` / `stats show` appended to the capture
+            if m or lnet:
+                if name is not None:
+                    yield name, (reader if reader is not None else lines_), stray
+                    stray = 0
+                name, lines_ = ("lnetctl", [line]) if lnet else (m.group(1), [m.group(2)] if m.group(2) else [])
+                j = None if lnet else _JOB_STATS.match(name)
+                reader = JobStatsReader("ost" if j.group(1) == "obdfilter" else "mdt", j.group(2)) if j else None
+                if reader is not None:
+                    reader.feed(lines_)
+            elif reader is not None:
+                reader.feed([line])
+            elif name is not None:
+                lines_.append(line)
+            elif line.strip():
+                stray += 1
     if name is not None:
-        yield name, lines, stray
+        yield name, (reader if reader is not None else lines_), stray
     elif stray:
         yield "", [], stray
 
@@ -401,20 +520,28 @@ def _add_stats(cap: Capture, lines: list[str], kind: str, target: str, nid: str 
 
 def parse_capture(text: str) -> Capture:
     """One `lctl get_param` output (any parameters, any order) -> Capture."""
+    return parse_chunks((text,))
+
+
+def parse_chunks(chunks: Iterable[str]) -> Capture:
+    """An `lctl get_param` output given in pieces (a file read a MiB at a time) -> Capture; no
+    more of it is held than one parameter's lines (a job_stats parameter: one record's)."""
     cap = Capture()
-    if text and not text.endswith("\n"):
-        cap.notes.append("the capture ends in the middle of a line (cut short?): its last line was left out")
-        text = text[:text.rfind("\n") + 1] if "\n" in text else ""
     bad = 0
     snaps: list[int] = []
     printed: Counter = Counter()
-    for name, lines, stray in _blocks(text):
+    for name, lines, stray in _blocks(_batches(chunks, cap)):
         cap.stray += stray
         if not name:
             continue
         cap.params += 1
         printed[name] += 1
         cap.parsing = name
+        if isinstance(lines, JobStatsReader):
+            jobs, b = lines.done()
+            bad += b
+            cap.jobs += jobs
+            continue
         value = lines[0].strip() if lines else ""
         if name in ("memused", "memused_max", "lnet_memused"):
             n = _int(value)
@@ -476,8 +603,8 @@ def parse_capture(text: str) -> Capture:
             group, target, param = m.groups()
             if param in ("stats", "md_stats"):
                 bad += _add_stats(cap, lines, "mdt" if param == "md_stats" else group, target)
-            elif param == "job_stats":
-                jobs, b = parse_job_stats("ost" if group == "obdfilter" else "mdt", target, lines)
+            elif param == "job_stats":  # mgs/mds job_stats: read as those of an MDT
+                jobs, b = parse_job_stats("mdt", target, lines)
                 bad += b
                 cap.jobs += jobs
             elif param == "brw_stats":
