@@ -102,6 +102,7 @@ RUNS: dict[str, Run | None] = {
     "lab list": Run("lab list --json", 0, r'"small-writes"'),
     "lab run": Run("lab run --dir {tmp}/none", 2, ONE_LINE_ERROR),
     "lab score": Run("lab score {tmp}/none", 2, ONE_LINE_ERROR),
+    "lab storm": Run("lab storm --dir {tmp}/none", 2, ONE_LINE_ERROR),
     "probe": None,
     "probe archive": Run("probe archive --json", 0, r"\{"),
     "probe init": Run("probe init {tmp}/p --file-size 1MiB --pool 4", 0, r"1\.0 MiB data file, 4 pool files"),

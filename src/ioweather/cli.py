@@ -60,25 +60,25 @@ SUMMARIES: dict[str, str] = {
     'correlations': "Which metrics matter: Pearson's r of fraction of peak with each metric, and its p-value.",
     'events': 'I/O events of a file system and the jobs that caused them, with the compute exposed (docs/events.md).',
     'export': 'Serve the stored server telemetry as Prometheus metrics on http://HOST:PORT/metrics.',
-    'factors': 'Which hidden performance factor each operation hit, from latency densities (seed 000).',
-    'fsstats': 'What is stored, how old, how it grows: content snapshots (seed 002 IV-A).',
+    'factors': 'Which hidden performance factor each operation hit, from latency densities (docs/factors.md).',
+    'fsstats': 'What is stored, how old, how it grows: content snapshots (docs/fsstats.md).',
     'import': ('Import recorded data: telemetry histories (`import KIND SOURCE... --fs FS`), scheduler jobs '
                '(`import slurm`, `import nersc-jobsdb`) and per-job feature tables (`import job-features`). '
                'See `ioweather import KIND --help`.'),
     'iomodel': 'The io-model micro-benchmark: time single read()/write() calls per layout, size and cache state.',
     'job': 'One job\'s I/O characterization and findings from its Darshan LOG ("why was my job slow?").',
-    'jobs': "A center's Darshan archive: ingest logs, then summarize across jobs (seed 002).",
+    'jobs': "A center's Darshan archive: ingest logs, then summarize across jobs (docs/darshan.md).",
     'lab': 'The I/O lab: real MPI runs under Darshan with planted causes, and the advisor scored on them.',
-    'probe': 'Probe a file system every second and store the timings (seed 001).',
+    'probe': 'Probe a file system every second and store the timings (docs/probe.md).',
     'report': ("A file system's week on one page: slowdown climate and worst episodes, change points, events "
                "with their culprit jobs and cost, benchmark standing, fullness (docs/events.md)."),
     'serve': 'Serve the dashboard and Prometheus /metrics over the store.',
-    'slowdown': 'Slowdown = stat(interval) / median(baseline) per target, op and interval (seed 001).',
+    'slowdown': 'Slowdown = stat(interval) / median(baseline) per target, op and interval (docs/methods.md §1).',
     'store': 'The store itself: its database and Parquet archives.',
     'umami': "A job's weather against its motif's climate, and a one-line verdict: the system or your code.",
     'watch': 'The main job: probe DIRECTORY every second and serve the dashboard, in one process.',
     'why': 'Was the job slow because of its code or the file system? Its I/O time split in seconds.',
-    'workload': 'Workload statistics of a file system from its server-side telemetry (seeds 002, 004).',
+    'workload': 'Workload statistics of a file system from its server-side telemetry (docs/workload.md).',
 }
 
 

@@ -141,8 +141,11 @@ def register(cli: click.Group) -> None:
         the storm's job named, the quiet twin's system share at most 10 %."""
         import datetime as dt
 
+        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
         from ioweather.services.lab.storm import run_pair
+        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
         from ioweather.services.lab.toolchain import cache_dir, find
+        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, print_table
 
         if not directory.is_dir():
