@@ -104,7 +104,7 @@ def test_timeline_keeps_every_extreme_and_counts_everything(server, filled):
         got = data["samples"][op]["duration_s"]
         assert max(got) == d.max() and min(got) == d.min()  # the extremes are never dropped
     fails = int((raw["status"] != 0).sum())
-    assert fails > 0 and len(data["failures"]["time"]) == fails  # few failures: all shown
+    assert fails > 0 and data["failures_total"] == fails and len(data["failures"]["time"]) == fails  # few: all shown
     # Interval statistics: one row per op and clock hour the window touches, median from raw samples.
     rows = [r for r in data["intervals"] if r["op"] == "md_stat"]
     assert len(rows) == -((first - filled.t0_ns) // hour)

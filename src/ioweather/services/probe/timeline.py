@@ -75,10 +75,12 @@ def timeline(cache: ProbeCache, targets: list[str], target: str, since_ns: int, 
     whether each op's baseline is still learning is judged at `now_ns` (the cache's clock by default)."""
     now = cache.clock() if now_ns is None else now_ns
     step = int(round(interval_s * 1e9))
+    # raw samples or rollups is decided on the window asked for: 6 h stays raw once its first hour is whole
+    raw = until_ns - since_ns <= RAW_MAX_NS
     since_ns -= since_ns % step  # the first interval whole, as `probe stats` and `slowdown` count it (whole_intervals)
     base = cache.baseline(target)
     learning = base.learning(now)
-    t = _drawn(cache, target, since_ns, until_ns, interval_s, stat, max_points, base, learning)
+    t = _drawn(cache, target, since_ns, until_ns, interval_s, stat, max_points, base, learning, raw)
     f = t.failures
     if t.resolution_s is None:
         samples = {op: {"time": iso_ms(p["start_ns"]), "duration_s": (p["duration_ns"] / 1e9).tolist()}
@@ -129,12 +131,12 @@ class _Drawn:
 
 
 def _drawn(cache: ProbeCache, target: str, since_ns: int, until_ns: int, interval_s: float, stat: str,
-           max_points: int, base: Baseline, learning: np.ndarray) -> _Drawn:
+           max_points: int, base: Baseline, learning: np.ndarray, raw: bool) -> _Drawn:
     """Every number is over the samples in [since, until) only, the partial first and last intervals too;
     no slowdown for the ops whose baseline is `learning` (about 1x by construction)."""
     # Like for like on the dashboard: a p99 against the baseline p99 (the median against the median).
     expected = base.expected(stat, "same")
-    if until_ns - since_ns > RAW_MAX_NS:
+    if not raw:
         # No interval under 10 minutes: it would need every sample of the window.
         interval_s = max(interval_s, float(ROLLUP_S))
         read = partial(cache.read, target)
