@@ -335,6 +335,9 @@ def _stdio(j: Job) -> list[dict]:
     stdio = j.ch["interfaces"].get("STDIO", {})
     sb = (stdio.get("bytes_read") or 0) + (stdio.get("bytes_written") or 0)
     if moved and _share(sb, moved) > t.stdio_share and sb >= t.min_bytes:
+        flushed = _stdio_flushes(j)
+        if flushed is not None:
+            return [flushed]
         return [_f("S01", f"{100 * sb / moved:.0f}% of the bytes ({format_bytes(sb)}) go through STDIO "
                    "(fopen/fread/fwrite): buffered stream I/O is slow for large data; use POSIX or MPI-IO",
                    {"stdio_bytes": sb, "total_bytes": moved, "share": sb / moved},
@@ -342,6 +345,43 @@ def _stdio(j: Job) -> list[dict]:
                    cost=_stdio_cost(j.ch, sb, j.clock), model="stdio-vs-posix-rate",
                    action="move the STDIO data to POSIX or MPI-IO")]
     return []
+
+
+#: glibc gives a stream on a file a buffer of the file's st_blksize: 4 KiB on the file systems seen here
+STDIO_BUFFER = 4096
+
+
+def _stdio_flushes(j: Job) -> dict | None:
+    """S01 costed when the streams are flushed more often than their buffer fills: each fflush is a write()
+    to the kernel, where an unflushed stream makes one per buffer (STDIO_BUFFER). As in Y01's model, the
+    time per kernel call is the records' write time (which Darshan's fflush wrapper adds to) over their calls:
+    the saving is the share of calls that buffering removes. Lines of a few hundred bytes are per-call bound,
+    so this is the right order; None when no stream is flushed more often than its buffer fills."""
+    stdio = j.log.records.get("STDIO")
+    if stdio is None or not len(stdio):
+        return None
+    c = cols(stdio)
+    flushes = zero_missing(c, "STDIO_FLUSHES")
+    writes = zero_missing(c, "STDIO_WRITES")
+    buffered = np.ceil(zero_missing(c, "STDIO_BYTES_WRITTEN") / STDIO_BUFFER)
+    sel = (flushes > buffered) & (writes > 0)
+    n_flush = float(flushes[sel].sum())
+    if n_flush < j.t.min_syncs:
+        return None
+    t_w = zero_missing(c, "STDIO_F_WRITE_TIME")[sel]
+    calls = np.maximum(flushes[sel], buffered[sel])
+    cost = j.clock.wall(float((t_w * (1 - buffered[sel] / calls)).sum()))
+    n_w, b = float(writes[sel].sum()), float(zero_missing(c, "STDIO_BYTES_WRITTEN")[sel].sum())
+    return _f("S01", f"{int(n_flush):,} fflush calls for {int(n_w):,} STDIO writes of {format_bytes(b / n_w)} on average "
+              f"({int(sel.sum())} stream(s), {format_seconds(float(t_w.sum()))} of write time summed over ranks): "
+              f"each flush is a call into the kernel where the stream's {format_bytes(STDIO_BUFFER)} buffer would "
+              "make one per buffer; flush at the end or per record batch, or write through POSIX in large blocks",
+              {"flushes": int(n_flush), "writes": int(n_w), "bytes": b, "streams": int(sel.sum()),
+               "write_time_s": float(t_w.sum()), "buffer_bytes": STDIO_BUFFER},
+              {"min_syncs": j.t.min_syncs}, cost=cost, model="flush-per-write",
+              action=f"drop the fflush after each write ({int(n_flush):,} calls): let the stream buffer",
+              # a sync after each flush (Y01) waits on the device, not in these calls; small writes are these calls
+              overlaps=("P06", "P16"))
 
 
 def _no_mpiio(j: Job) -> list[dict]:

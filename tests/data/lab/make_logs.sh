@@ -41,3 +41,5 @@ fio --name=storm --directory="$scratch/storm" --rw=write --bs=4m --direct=1 --si
 sleep 2
 run clean-storm 2 clean-fpp 500
 wait
+# copied from a run of the lab's catalogue (`ioweather lab run`, docs/lab.md), not remade here:
+#   stdio-flush.darshan   case stdio-flush: 2 ranks, 400,000 lines of 200 B each through stdio, an fflush each
