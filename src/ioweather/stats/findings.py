@@ -603,10 +603,28 @@ def _mpiio_files(j: Job) -> dict | None:
             "coll_reads": float(zero_missing(sc, "MPIIO_COLL_READS").sum()),
             "write_bytes": float(mr["bytes_written"].sum()), "read_bytes": float(mr["bytes_read"].sum()),
             "writes": float(mr["writes"].sum()), "reads": float(mr["reads"].sum()),
+            "bytes_carrying_size": _bytes_carrying_size(sc),
             "shared": bool((ranks < 0).any() or len(np.unique(ranks)) > 1),
             "name": next((n for n in mpiio.names[sel] if n), None),
         }
     return out
+
+
+def _bytes_carrying_size(c: Cols) -> float | None:
+    """The call size that carries most of the bytes, from MPI-IO's four most common access sizes (per
+    record, summed over records): a few tiny calls (HDF5's metadata writes beside its dataset's 4 MiB
+    collective ones) drag the mean call size down but carry no bytes. None without those counters, or when
+    no size carries half of the bytes they count."""
+    by_size: dict[float, float] = {}
+    for i in range(1, 5):
+        for size, n in zip(zero_missing(c, f"MPIIO_ACCESS{i}_ACCESS"), zero_missing(c, f"MPIIO_ACCESS{i}_COUNT")):
+            if size > 0 and n > 0:
+                by_size[float(size)] = by_size.get(float(size), 0.0) + float(size * n)
+    total = sum(by_size.values())
+    if total <= 0:
+        return None
+    size, b = max(by_size.items(), key=lambda kv: kv[1])
+    return size if b >= 0.5 * total else None
 
 
 def _posix_sees(log, mc: Cols) -> np.ndarray:
@@ -652,10 +670,12 @@ def _mpiio_overhead(j: Job) -> list[dict]:
             if n <= 0 or b <= 0:
                 continue
             coll = g[f"coll_{key}"] / n
-            if b / n >= LARGE_MPIIO_REQUEST:
+            # the common access sizes do not say which are reads: used only when the file is read or written, not both
+            size = (g["bytes_carrying_size"] or b / n) if g["reads" if key == "writes" else "writes"] <= 0 else b / n
+            if size and size >= LARGE_MPIIO_REQUEST:
                 hints[f"romio_cb_{word}"] = "disable"
-                why.append(f"{word}s average {format_bytes(b / n)}: collective buffering only adds a copy and an "
-                           "exchange, turn it off")
+                why.append(f"{word}s move most of their bytes in calls of {format_bytes(size)}: collective buffering "
+                           "only adds a copy and an exchange, turn it off")
             else:
                 layout.append(f"{word}s average {format_bytes(b / n)}, {100 * coll:.0f} % collective")
         ev = {"mpiio_time_s": g["mpiio_time_s"], "posix_time_s": g["posix_time_s"], "overhead_s": g["overhead_s"],
@@ -809,6 +829,17 @@ def _rank_time_imbalance(j: Job) -> list[dict]:
     if byte_excess <= t.imbalance_size:
         osts = _rank_osts(j.log, slow)
         _, fstype = assign_mounts(fs["name"][mine], j.log.mounts)
+        moved = ((fs["bytes_read"] + fs["bytes_written"]) > 0)[mine]
+        if moved.any() and all(str(x).lower() in LOCAL_FS for x in fstype[moved]) \
+                and (j.ch["job"]["nnodes"] or 1) <= 1:
+            # one node's local disk is one device every rank queues on (as in _mpiio_files): the slowest
+            # rank's excess is its place in that queue, not a slow target it could avoid; no lever, no cost
+            return [_f("B01", f"rank {slow} spent {format_seconds(tm[slow])} in I/O against a mean of "
+                       f"{format_seconds(mean_t)} with balanced bytes, on a local disk ("
+                       f"{', '.join(sorted({str(x) for x in fstype[moved]}))}) that all ranks share: its excess is "
+                       "its place in the device's queue, not a slow target to avoid", {**ev, "osts": osts}, thr,
+                       model="informational")
+                    | {"level": "INFO"}]
         lustre = osts or any(str(x).lower().startswith("lustre") for x in fstype)
         kinds = sorted({str(x) for x in fstype if x}) or ["an unknown file system"]
         where = (f" Its files sit on OST(s) {osts}: check them (lfs check osts, the server weather during the run)"
