@@ -56,6 +56,29 @@ def test_small_writes_each_followed_by_fsync_name_the_fsyncs_first():
     assert "P06" in f and "P06" not in rep["verdict_actions"]
 
 
+def test_text_lines_each_flushed_name_the_flushes_with_their_cost():
+    """stdio-flush (the lab's case): 400,000 lines of 200 B per rank through stdio, an fflush after each, no
+    sync; 89 % of the run in I/O. Before: S01 at INFO with no cost (no POSIX rate to compare stdio with, as
+    Darshan's POSIX module does not see the write() under fflush) and "nothing worth changing"."""
+    rep, f = _run(LAB / "stdio-flush.darshan")
+    s = f["S01"]
+    assert s["cost_model"] == "flush-per-write"
+    assert s["evidence"]["flushes"] == s["evidence"]["writes"] == 800_000
+    # 200 B lines fill a 4 KiB buffer in 20.48 of them: buffering removes all but 1 in 20.48 kernel calls,
+    # and the stdio write time is nearly all of the job's I/O time
+    frac = 1 - 1 / (4096 / 200)
+    assert s["cost_s"] == pytest.approx(frac * rep["perf"]["io_time_s"], rel=0.02)
+    assert s["level"] == "HIGH" and rep["verdict_actions"] == ["S01"] and "fflush" in rep["verdict"]
+
+
+def test_lines_flushed_and_synced_are_named_by_their_syncs_not_their_flushes():
+    """stdio-sync: 10,000 lines per rank, each flushed and fsynced: 1.1 MiB through stdio, whose calls take
+    0.3 s of 17.5 s; the syncs are the cost (Y01), and the flush rule adds no second action."""
+    rep, f = _run(LAB / "stdio-sync.darshan")
+    assert rep["verdict_actions"] == ["Y01"]
+    assert "S01" not in f or f["S01"]["level"] not in ("HIGH", "WARN")
+
+
 def test_one_rank_writing_everything_while_the_others_wait_is_costed():
     """one-rank: rank 0 of 4 writes 3.9 GiB with O_DIRECT, the others wait in a barrier; no host names in
     the log. Before: "nothing worth changing" (R01's cost was 0 when the node count was unknown)."""
@@ -64,6 +87,30 @@ def test_one_rank_writing_everything_while_the_others_wait_is_costed():
     assert r["evidence"]["spread_over"] == 4 and r["evidence"]["spread_unit"] == "processes"
     assert r["cost_s"] == pytest.approx(rep["perf"]["io_time_s"] * 3 / 4)
     assert rep["verdict_actions"] == ["R01"]
+
+
+def test_a_slow_rank_on_one_shared_local_disk_is_its_place_in_the_queue_not_a_slow_target():
+    """misaligned-memory (the lab's case): 4 ranks write balanced bytes to one ext4 disk; rank 1 took 5.95 s
+    against a mean of 4.5 s. Before: B01 HIGH "find what rank 1 waited on (its file system's server)", an
+    action with no lever (every rank queues on the same device), which the lab counted as an unplanted alarm."""
+    rep, f = _run(LAB / "misaligned-memory.darshan")
+    b = f["B01"]
+    assert b["level"] == "INFO" and b["cost_s"] == 0 and "local disk (ext4)" in b["message"]
+    assert b["evidence"]["slowest_time_s"] > 1.2 * b["evidence"]["mean_time_s"]
+    assert "B01" not in rep["verdict_actions"] and "P07" in f
+
+
+def test_hdf5_collective_4m_calls_get_the_buffering_lever_not_the_layout_one():
+    """ctl-hdf5-collective-large (the lab's control): 16 collective 4 MiB writes and 7 of HDF5's metadata
+    writes under 1 KiB, so the mean call is 2.8 MiB. Before: "lay the file out contiguously per rank and make
+    fewer, larger collective calls", for a file whose ranks each write one contiguous 4 MiB block per call.
+    The size that carries the bytes is 4 MiB: collective buffering only adds a copy and an exchange. (The
+    1.05 s above POSIX is measured; re-run on a quieter machine it was 0.2 s, and 0.06 s with buffering off.)"""
+    rep, f = _run(LAB / "ctl-hdf5-collective-large.darshan")
+    m = f["M08"]
+    assert m["evidence"]["mpiio_bytes"] / (16 + 7) < 4 * 2**20
+    assert m["action"] == "turn collective buffering off (romio_cb_write=disable)"
+    assert "romio_cb_write=disable" in m["fix"] and "lay the file out" not in m["message"]
 
 
 def test_collective_writes_get_no_hint_that_collective_buffering_already_applies():

@@ -335,6 +335,9 @@ def _stdio(j: Job) -> list[dict]:
     stdio = j.ch["interfaces"].get("STDIO", {})
     sb = (stdio.get("bytes_read") or 0) + (stdio.get("bytes_written") or 0)
     if moved and _share(sb, moved) > t.stdio_share and sb >= t.min_bytes:
+        flushed = _stdio_flushes(j)
+        if flushed is not None:
+            return [flushed]
         return [_f("S01", f"{100 * sb / moved:.0f}% of the bytes ({format_bytes(sb)}) go through STDIO "
                    "(fopen/fread/fwrite): buffered stream I/O is slow for large data; use POSIX or MPI-IO",
                    {"stdio_bytes": sb, "total_bytes": moved, "share": sb / moved},
@@ -342,6 +345,43 @@ def _stdio(j: Job) -> list[dict]:
                    cost=_stdio_cost(j.ch, sb, j.clock), model="stdio-vs-posix-rate",
                    action="move the STDIO data to POSIX or MPI-IO")]
     return []
+
+
+#: glibc gives a stream on a file a buffer of the file's st_blksize: 4 KiB on the file systems seen here
+STDIO_BUFFER = 4096
+
+
+def _stdio_flushes(j: Job) -> dict | None:
+    """S01 costed when the streams are flushed more often than their buffer fills: each fflush is a write()
+    to the kernel, where an unflushed stream makes one per buffer (STDIO_BUFFER). As in Y01's model, the
+    time per kernel call is the records' write time (which Darshan's fflush wrapper adds to) over their calls:
+    the saving is the share of calls that buffering removes. Lines of a few hundred bytes are per-call bound,
+    so this is the right order; None when no stream is flushed more often than its buffer fills."""
+    stdio = j.log.records.get("STDIO")
+    if stdio is None or not len(stdio):
+        return None
+    c = cols(stdio)
+    flushes = zero_missing(c, "STDIO_FLUSHES")
+    writes = zero_missing(c, "STDIO_WRITES")
+    buffered = np.ceil(zero_missing(c, "STDIO_BYTES_WRITTEN") / STDIO_BUFFER)
+    sel = (flushes > buffered) & (writes > 0)
+    n_flush = float(flushes[sel].sum())
+    if n_flush < j.t.min_syncs:
+        return None
+    t_w = zero_missing(c, "STDIO_F_WRITE_TIME")[sel]
+    calls = np.maximum(flushes[sel], buffered[sel])
+    cost = j.clock.wall(float((t_w * (1 - buffered[sel] / calls)).sum()))
+    n_w, b = float(writes[sel].sum()), float(zero_missing(c, "STDIO_BYTES_WRITTEN")[sel].sum())
+    return _f("S01", f"{int(n_flush):,} fflush calls for {int(n_w):,} STDIO writes of {format_bytes(b / n_w)} on average "
+              f"({int(sel.sum())} stream(s), {format_seconds(float(t_w.sum()))} of write time summed over ranks): "
+              f"each flush is a call into the kernel where the stream's {format_bytes(STDIO_BUFFER)} buffer would "
+              "make one per buffer; flush at the end or per record batch, or write through POSIX in large blocks",
+              {"flushes": int(n_flush), "writes": int(n_w), "bytes": b, "streams": int(sel.sum()),
+               "write_time_s": float(t_w.sum()), "buffer_bytes": STDIO_BUFFER},
+              {"min_syncs": j.t.min_syncs}, cost=cost, model="flush-per-write",
+              action=f"drop the fflush after each write ({int(n_flush):,} calls): let the stream buffer",
+              # a sync after each flush (Y01) waits on the device, not in these calls; small writes are these calls
+              overlaps=("P06", "P16"))
 
 
 def _no_mpiio(j: Job) -> list[dict]:
@@ -563,10 +603,28 @@ def _mpiio_files(j: Job) -> dict | None:
             "coll_reads": float(zero_missing(sc, "MPIIO_COLL_READS").sum()),
             "write_bytes": float(mr["bytes_written"].sum()), "read_bytes": float(mr["bytes_read"].sum()),
             "writes": float(mr["writes"].sum()), "reads": float(mr["reads"].sum()),
+            "bytes_carrying_size": _bytes_carrying_size(sc),
             "shared": bool((ranks < 0).any() or len(np.unique(ranks)) > 1),
             "name": next((n for n in mpiio.names[sel] if n), None),
         }
     return out
+
+
+def _bytes_carrying_size(c: Cols) -> float | None:
+    """The call size that carries most of the bytes, from MPI-IO's four most common access sizes (per
+    record, summed over records): a few tiny calls (HDF5's metadata writes beside its dataset's 4 MiB
+    collective ones) drag the mean call size down but carry no bytes. None without those counters, or when
+    no size carries half of the bytes they count."""
+    by_size: dict[float, float] = {}
+    for i in range(1, 5):
+        for size, n in zip(zero_missing(c, f"MPIIO_ACCESS{i}_ACCESS"), zero_missing(c, f"MPIIO_ACCESS{i}_COUNT")):
+            if size > 0 and n > 0:
+                by_size[float(size)] = by_size.get(float(size), 0.0) + float(size * n)
+    total = sum(by_size.values())
+    if total <= 0:
+        return None
+    size, b = max(by_size.items(), key=lambda kv: kv[1])
+    return size if b >= 0.5 * total else None
 
 
 def _posix_sees(log, mc: Cols) -> np.ndarray:
@@ -612,10 +670,12 @@ def _mpiio_overhead(j: Job) -> list[dict]:
             if n <= 0 or b <= 0:
                 continue
             coll = g[f"coll_{key}"] / n
-            if b / n >= LARGE_MPIIO_REQUEST:
+            # the common access sizes do not say which are reads: used only when the file is read or written, not both
+            size = (g["bytes_carrying_size"] or b / n) if g["reads" if key == "writes" else "writes"] <= 0 else b / n
+            if size and size >= LARGE_MPIIO_REQUEST:
                 hints[f"romio_cb_{word}"] = "disable"
-                why.append(f"{word}s average {format_bytes(b / n)}: collective buffering only adds a copy and an "
-                           "exchange, turn it off")
+                why.append(f"{word}s move most of their bytes in calls of {format_bytes(size)}: collective buffering "
+                           "only adds a copy and an exchange, turn it off")
             else:
                 layout.append(f"{word}s average {format_bytes(b / n)}, {100 * coll:.0f} % collective")
         ev = {"mpiio_time_s": g["mpiio_time_s"], "posix_time_s": g["posix_time_s"], "overhead_s": g["overhead_s"],
@@ -769,6 +829,17 @@ def _rank_time_imbalance(j: Job) -> list[dict]:
     if byte_excess <= t.imbalance_size:
         osts = _rank_osts(j.log, slow)
         _, fstype = assign_mounts(fs["name"][mine], j.log.mounts)
+        moved = ((fs["bytes_read"] + fs["bytes_written"]) > 0)[mine]
+        if moved.any() and all(str(x).lower() in LOCAL_FS for x in fstype[moved]) \
+                and (j.ch["job"]["nnodes"] or 1) <= 1:
+            # one node's local disk is one device every rank queues on (as in _mpiio_files): the slowest
+            # rank's excess is its place in that queue, not a slow target it could avoid; no lever, no cost
+            return [_f("B01", f"rank {slow} spent {format_seconds(tm[slow])} in I/O against a mean of "
+                       f"{format_seconds(mean_t)} with balanced bytes, on a local disk ("
+                       f"{', '.join(sorted({str(x) for x in fstype[moved]}))}) that all ranks share: its excess is "
+                       "its place in the device's queue, not a slow target to avoid", {**ev, "osts": osts}, thr,
+                       model="informational")
+                    | {"level": "INFO"}]
         lustre = osts or any(str(x).lower().startswith("lustre") for x in fstype)
         kinds = sorted({str(x) for x in fstype if x}) or ["an unknown file system"]
         where = (f" Its files sit on OST(s) {osts}: check them (lfs check osts, the server weather during the run)"

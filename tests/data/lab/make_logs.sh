@@ -41,3 +41,7 @@ fio --name=storm --directory="$scratch/storm" --rw=write --bs=4m --direct=1 --si
 sleep 2
 run clean-storm 2 clean-fpp 500
 wait
+# copied from a run of the lab's catalogue (`ioweather lab run`, docs/lab.md), not remade here:
+#   stdio-flush.darshan   case stdio-flush: 2 ranks, 400,000 lines of 200 B each through stdio, an fflush each
+#   misaligned-memory.darshan   case misaligned-memory: 4 ranks, 1,200 writes from buffers 3 bytes off alignment
+#   ctl-hdf5-collective-large.darshan   control: HDF5, 2 ranks, 4 MiB per rank per step in collective transfers
