@@ -236,3 +236,32 @@ def test_a_job_region_longer_than_its_buffer_is_refused_in_one_line(testdata, tm
     r = _invoke(tmp_path / "home", "job", str(log))
     assert r.exit_code == 1 and "job region inflates beyond" in r.stderr, r.output
     _one_line(r.stderr)
+
+
+# ----------------------------------------------------------------- 15. inputs read whole, with a cap
+
+@pytest.mark.slow
+def test_a_gzip_capture_that_inflates_past_the_cap_is_refused(tmp_path):
+    import gzip
+
+    from ioweather.services.telemetry.exporter_lctl import CAPTURE_MAX_BYTES
+
+    bomb = tmp_path / "capture.gz"
+    bomb.write_bytes(gzip.compress(b"obdfilter.lus-OST0000.stats=\n" + b"x" * (CAPTURE_MAX_BYTES + (1 << 20)), 6))
+    assert bomb.stat().st_size < CAPTURE_MAX_BYTES // 100
+    r = _invoke(tmp_path / "home", "export", "--capture", str(bomb), "--once")
+    assert r.exit_code == 2 and "inflates beyond 64 MiB" in r.stderr, r.output[-500:]
+    _one_line(r.stderr)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [("import", "slurm", "{big}"), ("job", "{log}", "--thresholds", "{big}"),
+                                  ("export", "--capture", "{big}", "--once")])
+def test_a_huge_input_is_refused_before_it_is_read(testdata, tmp_path, args):
+    big = tmp_path / "big.toml"
+    with open(big, "wb") as f:
+        f.truncate(2 << 30)   # sparse: 2 GiB of nothing on disk
+    argv = [a.format(big=big, log=testdata / "darshan" / JOB_LOG) for a in args]
+    r = _invoke(tmp_path / "home", *argv)
+    assert r.exit_code == 2 and "larger than" in r.stderr and "MiB, the most ioweather reads" in r.stderr, r.output[-500:]
+    _one_line(r.stderr)

@@ -6,8 +6,8 @@ of a second."""
 
 from __future__ import annotations
 
-from ioweather.errors import UserError, from_os_error
-from ioweather.files import open_regular
+from ioweather.errors import UserError
+from ioweather.files import read_regular_bytes
 from ioweather.services.telemetry.exporter_defaults import TOP_JOBS
 from ioweather.sources.telemetry.lctl_params import component_of, connected_clients, parse_capture
 from ioweather.views.exposition import Family
@@ -15,6 +15,10 @@ from ioweather.views.exposition import Family
 # lustrefs-exporter's families for what `lctl get_param` gives (names, labels, units and types
 # as its snapshot tests export them; docs/exporter.md has the table beside lustre_exporter's).
 # (name, type, help, labels in order)
+#: A capture (one node's `lctl get_param` output, about 1 MB on an OSS of 20 OSTs) is read whole: a file,
+#: or what a gzip file inflates to, above this is refused before it is parsed (a 100 KB gzip capture
+#: inflated to cost `export --capture` 1 GB, issue 41).
+CAPTURE_MAX_BYTES = 64 << 20
 _BRW = {
     "disk_iosize": ("lustre_disk_io_total", "counter", "Total number of operations the filesystem has performed "
                     "for the given size ('size': Disk I/O size, bytes)."),
@@ -288,18 +292,17 @@ def read_capture(path: str):
     cron job's start, and a scrape is one capture."""
     import zlib
 
-    with open_regular(path) as f:
-        try:
-            raw = f.read()
-        except OSError as e:
-            raise from_os_error(path, e, "read") from None
+    raw = read_regular_bytes(path, what="read capture", max_bytes=CAPTURE_MAX_BYTES)
     notes = []
     if raw[:2] == b"\x1f\x8b":
         d = zlib.decompressobj(16 + zlib.MAX_WBITS)  # not gzip.decompress: a cut file gives what it holds
         try:
-            raw = d.decompress(raw)
+            raw = d.decompress(raw, CAPTURE_MAX_BYTES + 1)
         except zlib.error as e:
             raise UserError(f"{path}: not a readable gzip file ({e})") from None
+        if len(raw) > CAPTURE_MAX_BYTES:
+            raise UserError(f"{path}: inflates beyond {CAPTURE_MAX_BYTES >> 20} MiB, the most a capture holds: "
+                            "refused unread")
         if not d.eof:
             notes.append("the gzip stream is cut short: what it holds is exported")
     cap = parse_capture(raw.decode("utf-8", "replace"))
