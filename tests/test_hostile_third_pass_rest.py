@@ -19,6 +19,7 @@ import zlib
 
 import pytest
 from click.testing import CliRunner
+from darshan_support import _swap_region
 
 from ioweather.config import Settings
 
@@ -161,15 +162,7 @@ def _with_job_text(src, dst, text: bytes):
 def _with_module_region(src, dst, index: int, region: bytes):
     data = bytearray(src.read_bytes())
     _name_at, mods_at, nmods, _ = _regions(data)
-    at = mods_at + 16 * index
-    off, ln = struct.unpack_from("<QQ", data, at)
-    out = data[:off] + region + data[off + ln:]
-    struct.pack_into("<QQ", out, at, off, len(region))
-    for i in range(nmods):
-        o, n = struct.unpack_from("<QQ", out, mods_at + 16 * i)
-        if n and o > off:
-            struct.pack_into("<Q", out, mods_at + 16 * i, o + len(region) - ln)
-    dst.write_bytes(bytes(out))
+    dst.write_bytes(bytes(_swap_region(data, mods_at, nmods, index, region)))
     return dst
 
 
