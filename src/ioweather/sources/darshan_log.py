@@ -387,8 +387,7 @@ def read_job_text(path: str, fd: int, layout: _Layout) -> _JobText:
     `jobs ingest` refused it with a different byte each run); PyDarshan refuses a whole log for an
     executable name that is not UTF-8. Parsed as libdarshan-util does (`%s\\t%s`: the type, then the
     mount point; sorted longest mount point first), an unparsable line skipped, bytes that are not UTF-8
-    replaced, each said in the warnings. An executable without a mount table is kept (libdarshan-util
-    gives an empty name when no newline follows it)."""
+    replaced, each said in the warnings."""
     off, ln = layout.job
     _, raw = _inflate(fd, off, ln, layout.comp, JOB_RECORD_BYTES)
     # a long mount table fills the buffer with no NUL on real logs too: its last line is cut there
@@ -404,7 +403,8 @@ def read_job_text(path: str, fd: int, layout: _Layout) -> _JobText:
     if not all(_utf8(x) for m in good for x in m):
         warnings.append("the mount table is not valid UTF-8: its undecodable bytes are shown as U+FFFD")
     good.sort(key=lambda m: -len(m[0]))  # libdarshan-util's order (a stable sort), longest mount point first
-    return _JobText(exe=_text(lines[0]), mounts=[(_text(p), _text(k)) for p, k in good], warnings=warnings)
+    exe = lines[0] if len(lines) > 1 else b""  # libdarshan-util's: the name ends at a newline, or is empty
+    return _JobText(exe=_text(exe), mounts=[(_text(p), _text(k)) for p, k in good], warnings=warnings)
 
 
 def _utf8(b: bytes) -> bool:
@@ -799,7 +799,11 @@ def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: b
             except (OSError, ValueError, OverflowError) as e:
                 raise DarshanLogError(f"{path}: corrupt Darshan log: its job region cannot be read "
                                       f"({os_error_reason(e)})") from None
-            modules_raw = b.log_get_modules(log)
+            try:
+                modules_raw = b.log_get_modules(log)
+            except RuntimeError:  # a module without a name (PyDarshan's string() of NULL)
+                raise DarshanLogError(f"{path}: corrupt Darshan log: libdarshan-util cannot open it"
+                                      + (f" ({errors[0]})" if errors else "")) from None
             names = b.log_get_name_records(log)
             records: dict[str, ModuleRecords] = {}
             for mod in GENERIC_MODULES:
