@@ -101,6 +101,7 @@ _.extra_io_s  # services.lab.storm.StormPair
 _.f1  # services.lab.score.LabelScore
 _.failed  # services.jobs.darshan.JobsView
 _.failed_logs  # services.jobs.darshan.ArchiveSummary
+_.failed_over  # services.why.Targets
 _.failures  # services.probe.timeline.Timeline
 _.failures_total  # services.probe.timeline.Timeline
 _.files  # services.content.fsstats.Snapshot
@@ -122,8 +123,8 @@ _.fs_read_bytes  # services.telemetry.fsview.Servers
 _.fs_with_data  # services.telemetry.fsview.Span
 _.fs_write_bytes  # services.telemetry.fsview.Servers
 _.fullest  # services.telemetry.fsview.Capacity
-_.fullest_ost  # services.jobs.weather.Weather
-_.fullest_ost_pct  # services.jobs.weather.Weather
+_.fullest_ost  # services.jobs.weather.Weather, services.why.Targets
+_.fullest_ost_pct  # services.jobs.weather.Weather, services.why.Targets
 _.fullness  # services.report.Report, services.telemetry.fsview.Capacity
 _.generated_at  # services.probe.status.Status
 _.growth_until  # services.telemetry.fsview.Capacity
@@ -159,6 +160,7 @@ _.label  # services.content.fsstats.Contents, services.lab.score.LabelScore, sta
 _.labels  # services.content.fsstats.Contents, services.lab.run.CaseRun, services.lab.score.ToolScore
 _.largest_movers  # services.content.fsstats.Growth
 _.lctl  # services.telemetry.fsview.Capacity
+_.lctl_at  # services.why.Targets
 _.learning  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
 _.learning_reason  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
 _.level  # services.jobs.darshan.StoredJob

@@ -162,12 +162,26 @@ def check_input(path: str | os.PathLike, *, what: str = "read") -> None:
     open_regular(path, what=what).close()
 
 
-def read_regular_bytes(path: str | os.PathLike, *, what: str = "read") -> bytes:
+def read_regular_bytes(path: str | os.PathLike, *, what: str = "read", max_bytes: int | None = None) -> bytes:
+    """The file's bytes; with `max_bytes`, a file larger than that is refused in one line before it is
+    read (its size), or once that many bytes and one more were read (a file that grows)."""
     with open_regular(path, what=what) as f:
         try:
-            return f.read()
+            if max_bytes is None:
+                return f.read()
+            if os.fstat(f.fileno()).st_size > max_bytes:
+                raise _too_large(path, what, max_bytes)
+            data = f.read(max_bytes + 1)
         except OSError as e:
             raise from_os_error(path, e, what) from None
+    if len(data) > max_bytes:
+        raise _too_large(path, what, max_bytes)
+    return data
+
+
+def _too_large(path, what: str, max_bytes: int) -> UserError:
+    return UserError(f"cannot {what} {display_path(os.fspath(path))}: larger than {max_bytes / (1 << 20):g} MiB, "
+                     "the most ioweather reads of such a file")
 
 
 def check_destination(path: str | os.PathLike, *, what: str = "write") -> None:

@@ -135,17 +135,31 @@ def _from_unix(seconds: float, text) -> datetime:
 
 
 def time_ago(text: str, now: datetime | None = None) -> datetime:
-    """A start time for `--since`: a duration with its unit (`2h`) means that long before now; a bare
-    4-digit number is a year and a bare number of 9 digits or more Unix seconds (as in every time option);
-    any other bare number is refused, since `--since 90` could be 90 s ago or 1970."""
+    """A start time for `--since`: a duration with its unit (`2h`) means that long before now; anything
+    else is a time as every time option reads it (time_option)."""
     now = now or datetime.now(timezone.utc)
     if looks_like_duration(text, need_unit=True):
         return _from_unix(now.timestamp() - parse_duration(text), f"{text} ago")
     s = str(text).strip()
-    if re.fullmatch(r"\d+(\.\d+)?", s) and not re.fullmatch(r"\d{4}|\d{9,}(\.\d+)?", s):
+    if _ambiguous(s):
         raise UserError(f"ambiguous time {text!r}: give a duration its unit ({s}s, {s}m, {s}h, {s}d), "
                         "a year as 4 digits, a date in ISO 8601 (2026-11-22T10:00Z) or Unix seconds (9 digits or more)")
     return parse_time(text, now)
+
+
+def time_option(text: str, now: datetime | None = None) -> datetime:
+    """A time given on a command line or a page (`--until`, `--at`, an importer's `--since`): parse_time,
+    except that a bare number is a year in 4 digits and Unix seconds in 9 digits or more; any other is
+    refused, since `--until 90` could be 90 s or 1970 (a file's own times are read by parse_time)."""
+    s = str(text).strip()
+    if _ambiguous(s):
+        raise UserError(f"ambiguous time {text!r}: give a year as 4 digits, a date in ISO 8601 (2026-11-22T10:00Z), "
+                        f"Unix seconds (9 digits or more) or now-{s}s")
+    return parse_time(text, now)
+
+
+def _ambiguous(s: str) -> bool:
+    return bool(re.fullmatch(r"\d+(\.\d+)?", s)) and not re.fullmatch(r"\d{4}|\d{9,}(\.\d+)?", s)
 
 
 def looks_like_duration(text: str, need_unit: bool = False) -> bool:

@@ -8,7 +8,7 @@ import os
 import click
 
 from ioweather.errors import UserError
-from ioweather.units import looks_like_duration, parse_duration, parse_size, parse_time, time_ago
+from ioweather.units import looks_like_duration, parse_duration, parse_size, time_ago, time_option
 
 
 class _Parsed(click.ParamType):
@@ -38,7 +38,7 @@ def _duration_with_unit(text: str) -> float:
 #: A duration where a bare number would be a guess (`--older-than 30`: seconds or days?).
 DURATION_UNIT = _Parsed("duration", _duration_with_unit)
 SIZE = _Parsed("size", parse_size)
-TIME = _Parsed("time", parse_time)
+TIME = _Parsed("time", time_option)
 SINCE = _Parsed("time", time_ago)
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON on stdout.")

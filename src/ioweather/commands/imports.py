@@ -103,7 +103,8 @@ def importer_command(cls: type[importers.Importer]) -> click.Command:
         if cls.timezone:
             params.append(click.option("--timezone", "tz", default=None, metavar="ZONE",
                                        help="IANA zone of times written without offset (default UTC)."))
-        params += [click.option("--since", type=TIME, default=None, help="Import only from this time on."),
+        params += [click.option("--since", type=SINCE, default=None,
+                                help="Import only from this time on (a time or a duration ago)."),
                    click.option("--until", type=TIME, default=None, help="Import only up to this time.")]
     params += [_option(o) for o in cls.options]
     params += [json_option, click.pass_obj]

@@ -13,8 +13,30 @@ from ioweather.services.defaults import EXPECTED, SLOWDOWN_STATS
 from ioweather.units import check_order, format_seconds
 
 
+class _Plugin(click.Command):
+    """With --check, a usage error is the plugin's own misuse: UNKNOWN (exit 3) in one line, never the
+    usual exit 2, which Nagios and Icinga read as CRITICAL (the monitoring-plugin guidelines)."""
+
+    def parse_args(self, ctx, args):
+        given = list(args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as e:
+            if "--check" not in given:
+                raise
+            answer = svc.cannot_check(" ".join(e.format_message().split()))
+            if "--json" in given:
+                # lazy: rich via views.output: kept off the command's `--help` and its usage errors
+                from ioweather.views.output import print_json
+
+                print_json(answer.to_json())
+            else:
+                click.echo(answer.message)
+            ctx.exit(answer.exit_code)
+
+
 def register(cli: click.Group) -> None:
-    @cli.command()
+    @cli.command(cls=_Plugin)
     @click.option("--target", default=None, help="One target (default: all).")
     @click.option("--interval", type=DURATION, default="10m", show_default=True, help="Interval length.")
     @click.option("--stat", type=click.Choice(SLOWDOWN_STATS), default="median", show_default=True,

@@ -75,6 +75,18 @@ class LogBudget:
 
 
 @dataclass
+class Targets:
+    """The target state at the job: the fullest OST at its start (`lfs df` imported) and the targets its
+    file system's failover partners served at its end (`lctl dl -t` imported). Every field is always
+    there, None where its import is missing: a store with fullness and no listing is common."""
+
+    fullest_ost: str | None = None
+    fullest_ost_pct: float | None = None
+    failed_over: list[str] | None = None
+    lctl_at: str | None = None
+
+
+@dataclass
 class Why:
     """The answer: `to_json()` is the `why --json` document and the job page's `why`."""
 
@@ -95,7 +107,7 @@ class Why:
     nnodes_source: str | None
     start: str | None
     end: str | None
-    targets: dict | None
+    targets: Targets | None
     notes: list
     #: the probes' reference period {"from", "until"} (ISO 8601 UTC) when one was named
     #: (`--baseline-from/--baseline-until`), None for the rolling baseline of the job's day
@@ -585,9 +597,9 @@ def _answer(ident: str, budgets: list, events: list, climates: list, sched_row: 
     weather = max(budgets, key=lambda x: x[0].io_time_s)[2]
     targets = None
     if weather is not None and weather.fullest_ost_pct is not None:
-        targets = {"fullest_ost": weather.fullest_ost, "fullest_ost_pct": weather.fullest_ost_pct}
+        targets = Targets(fullest_ost=weather.fullest_ost, fullest_ost_pct=weather.fullest_ost_pct)
     if failover is not None:
-        targets = {**(targets or {"fullest_ost": None, "fullest_ost_pct": None}), **failover}
+        targets = Targets(**{**asdict(targets or Targets()), **failover})
     climate = _climate(max(climates, key=lambda c: c[0])[1]) if climates else None
     if not climates:
         notes.append("no climate: the job's log is not in the store, or its file system has no telemetry")
@@ -643,7 +655,7 @@ def verdict_line(w: Why, advice: str | None) -> str:
             whose = (f"{100 * e['own_share']:.0f} % of its bytes the job's own" if e["own_share"] >= 0.5
                      else "no other job named")
             system += f" (an I/O storm {_clock(e['start'])}–{_clock(e['end'])}, {whose})"
-        down = (w.targets or {}).get("failed_over")
+        down = w.targets.failed_over if w.targets is not None else None
         if down:
             system += f"; {len(down)} target{'s' if len(down) > 1 else ''} served by a failover partner ({', '.join(down[:3])})"
     return f"{lead}: of {format_seconds(io)} of I/O, {code}, {system}, ~{format_seconds(w.unexplained_s)} unexplained."

@@ -32,6 +32,7 @@ to 0 and named in `DarshanLog.warnings`, so no sum includes them silently
 from __future__ import annotations
 
 import contextlib
+import datetime
 import functools
 import gzip
 import bz2
@@ -39,6 +40,7 @@ import hashlib
 import os
 import struct
 import tempfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,7 +49,7 @@ import pandas as pd
 
 from ioweather.errors import UserError, os_error_reason
 from ioweather.files import display_path, fd_path, open_regular
-from ioweather.units import format_seconds
+from ioweather.units import format_bytes, format_seconds
 
 #: Modules whose records are a fixed struct of int64 counters + float64 fcounters.
 GENERIC_MODULES = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "DFS", "DAOS")
@@ -208,6 +210,9 @@ class _Layout:
     version: str
     regions: list[tuple[str, int, int]]   # (what, offset, length)
     header_bytes: int = 0
+    comp: int = 0                          # the regions' compression: 0 zlib, 1 bzip2, 2 none
+    job: tuple[int, int] = (0, 0)          # the job region (offset, length): from the header's end to the names
+    job_struct: int = 1080                 # bytes of the job struct before the executable and mount table
 
     @property
     def end(self) -> int:
@@ -288,7 +293,130 @@ def check_layout(path: str | os.PathLike, *, open_path: str | None = None) -> _L
         if off + ln > size:
             raise DarshanLogError(f"{path}: truncated Darshan log: {what} region ends at byte {off + ln} "
                                   f"but the file has {size} bytes")
-    return _Layout(version=version, regions=regions, header_bytes=need)
+    job_at = need + 4 * nmods  # the maps, then one uint32 version per module
+    return _Layout(version=version, regions=regions, header_bytes=need, comp=head[16],
+                   job=(job_at, max(0, regions[0][1] - job_at)), job_struct=1080 if vt >= (3, 41) else 1064)
+
+
+# ---------------------------------------------------------------------------
+# bounds on what the compressed regions inflate to, before libdarshan-util inflates them
+
+#: A region (name records, a module's records) may inflate to at most this many times its compressed
+#: size, and to INFLATE_FLOOR whatever its size. The public logs (tests/darshan_support.all_real_logs, 50
+#: logs) inflate 3-22x overall and at most 29x for a region over 1 KiB (52x for a 107-byte one): 128x
+#: leaves four times that. A 1.6 MB POSIX region of 1.5 GiB of zeros cost `job` 5.1 GB (issue 41).
+INFLATE_RATIO = 128
+INFLATE_FLOOR = 16 << 20
+#: libdarshan-util reads the job region into 4,096 bytes: the job struct, then the executable's
+#: command line and the mount table as text, which it keeps in DARSHAN_EXE_LEN + 1 bytes.
+JOB_RECORD_BYTES = 4096
+EXE_LEN = JOB_RECORD_BYTES - 1080 - 1
+
+
+def _inflater(comp: int):
+    if comp == 0:
+        return zlib.decompressobj()
+    if comp == 1:
+        return bz2.BZ2Decompressor()
+    return None
+
+
+def _inflate(fd: int, off: int, ln: int, comp: int, limit: int) -> tuple[int, bytes]:
+    """(bytes the region inflates to, counted up to `limit` + 1; its first JOB_RECORD_BYTES), streamed
+    from the file 1 MiB at a time: a region holds one compressed stream per writer, one after another.
+    A damaged stream ends the count there (libdarshan-util says so as it reads)."""
+    d = _inflater(comp)
+    if d is None:  # stored: as long as it is
+        return ln, os.pread(fd, min(ln, JOB_RECORD_BYTES), off)
+    head, total, at, end, pending = b"", 0, off, off + ln, b""
+    while total <= limit:
+        if comp == 1 and not d.eof and not d.needs_input:
+            data = b""  # bzip2 holds input it has not inflated yet
+        else:
+            if not pending:
+                if at >= end:
+                    break
+                pending = os.pread(fd, min(1 << 20, end - at), at)
+                if not pending:
+                    break
+                at += len(pending)
+            data, pending = pending, b""
+        try:
+            out = d.decompress(data, min(1 << 20, limit + 1 - total))
+        except (zlib.error, OSError, EOFError, ValueError):
+            break
+        if comp == 0:
+            pending = d.unconsumed_tail
+        total += len(out)
+        if len(head) < JOB_RECORD_BYTES:
+            head += out[:JOB_RECORD_BYTES - len(head)]
+        if d.eof:
+            pending = d.unused_data + pending
+            d = _inflater(comp)
+    return total, head
+
+
+def check_inflation(path: str, fd: int, layout: _Layout) -> None:
+    """Refuse a log whose name or module region inflates beyond INFLATE_RATIO times its size (at least
+    INFLATE_FLOOR), before libdarshan-util inflates it whole; and one whose job region inflates beyond
+    the 4,096 bytes libdarshan-util reads of it (the real logs' hold at most 4,095): it then reads the
+    rest as the name records and aborts the process with a double free."""
+    if _inflate(fd, *layout.job, layout.comp, JOB_RECORD_BYTES)[0] > JOB_RECORD_BYTES:
+        raise DarshanLogError(f"{path}: corrupt Darshan log: its job region inflates beyond the "
+                              f"{JOB_RECORD_BYTES:,} bytes a job region holds")
+    for what, off, ln in layout.regions:
+        limit = max(INFLATE_FLOOR, INFLATE_RATIO * ln)
+        total, _ = _inflate(fd, off, ln, layout.comp, limit)
+        if total > limit:
+            raise DarshanLogError(f"{path}: corrupt Darshan log: its {what} region of {format_bytes(ln)} inflates "
+                                  f"beyond {format_bytes(limit)} ({INFLATE_RATIO}x, the most a real log's does): "
+                                  "refused unread")
+
+
+@dataclass
+class _JobText:
+    exe: str
+    mounts: list[tuple[str, str]]
+    warnings: list[str]
+
+
+def read_job_text(path: str, fd: int, layout: _Layout) -> _JobText:
+    """The executable's command line and the mount table, read here rather than by libdarshan-util: it
+    reads a table with no NUL in its 3,015 bytes past its buffer, and a line it cannot parse
+    leaves its entries uninitialised, which PyDarshan then decodes (issue 41: `job` read such a log,
+    `jobs ingest` refused it with a different byte each run); PyDarshan refuses a whole log for an
+    executable name that is not UTF-8. Parsed as libdarshan-util does (`%s\\t%s`: the type, then the
+    mount point; sorted longest mount point first), an unparsable line skipped, bytes that are not UTF-8
+    replaced, each said in the warnings."""
+    off, ln = layout.job
+    _, raw = _inflate(fd, off, ln, layout.comp, JOB_RECORD_BYTES)
+    # a long mount table fills the buffer with no NUL on real logs too: its last line is cut there
+    text = raw[layout.job_struct:layout.job_struct + EXE_LEN].split(b"\0", 1)[0]
+    warnings = []
+    lines = text.split(b"\n")
+    table = [line.split(None, 2)[:2] for line in lines[1:]]
+    good = [(path, kind) for kind, path in (t for t in table if len(t) == 2)]
+    if len(good) < len(table):
+        warnings.append(f"{len(table) - len(good)} malformed mount table line(s) skipped (damaged job region)")
+    if not _utf8(lines[0]):
+        warnings.append("the executable's name is not valid UTF-8: its undecodable bytes are shown as U+FFFD")
+    if not all(_utf8(x) for m in good for x in m):
+        warnings.append("the mount table is not valid UTF-8: its undecodable bytes are shown as U+FFFD")
+    good.sort(key=lambda m: -len(m[0]))  # libdarshan-util's order (a stable sort), longest mount point first
+    exe = lines[0] if len(lines) > 1 else b""  # libdarshan-util's: the name ends at a newline, or is empty
+    return _JobText(exe=_text(exe), mounts=[(_text(p), _text(k)) for p, k in good], warnings=warnings)
+
+
+def _utf8(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
+
+
+def _text(b: bytes) -> str:
+    return b.decode("utf-8", "replace")
 
 
 # ---------------------------------------------------------------------------
@@ -650,26 +778,32 @@ def open_log(path: str | os.PathLike, *, follow_symlinks: bool = True, within: s
 def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: bool, dxt_max_segments: int,
               exclude_implausible_times: bool) -> DarshanLog:
     layout = check_layout(path, open_path=open_path)
-    # lazy: darshan, loaded only when this runs
-    import darshan
-
+    with open(open_path, "rb") as f:
+        check_inflation(path, f.fileno(), layout)
+        text = read_job_text(path, f.fileno(), layout)
     b = _backend()
-    errors: list[str] = []
+    errors: list[str] = list(text.warnings)
     with _captured_c_stderr(errors):
-        try:
-            report_cm = darshan.DarshanReport(open_path, read_all=False)
-        except RuntimeError:
+        # not DarshanReport: it reads the executable and the mount table through libdarshan-util
+        # (read_job_text says why not)
+        log = b.log_open(open_path)
+        if not log["handle"]:
             raise DarshanLogError(f"{path}: corrupt Darshan log: libdarshan-util cannot open it"
-                                  + (f" ({errors[0]})" if errors else "")) from None
-        except (OSError, ValueError, OverflowError) as e:
-            # PyDarshan turns the job's times into datetimes as it opens: a garbage start time
-            # (year 36812) raises there, before any of our checks
-            raise DarshanLogError(f"{path}: corrupt Darshan log: its job region cannot be read "
-                                  f"({os_error_reason(e)})") from None
-        with report_cm as report:
-            log = report.log
-            job = report.metadata["job"]
-            modules_raw = report.modules
+                                  + (f" ({errors[0]})" if errors else ""))
+        try:
+            try:
+                job = b.log_get_job(log)
+                # as DarshanReport did: a start time no date can hold (year 36812) is a damaged job region
+                for k in ("start_time_sec", "end_time_sec"):
+                    datetime.datetime.fromtimestamp(job[k])
+            except (OSError, ValueError, OverflowError) as e:
+                raise DarshanLogError(f"{path}: corrupt Darshan log: its job region cannot be read "
+                                      f"({os_error_reason(e)})") from None
+            try:
+                modules_raw = b.log_get_modules(log)
+            except RuntimeError:  # a module without a name (PyDarshan's string() of NULL)
+                raise DarshanLogError(f"{path}: corrupt Darshan log: libdarshan-util cannot open it"
+                                      + (f" ({errors[0]})" if errors else "")) from None
             names = b.log_get_name_records(log)
             records: dict[str, ModuleRecords] = {}
             for mod in GENERIC_MODULES:
@@ -698,8 +832,9 @@ def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: b
                     hosts.update(h for h in seg.hostnames.values() if h)
                 if hosts:
                     nodes, nodes_src = sorted(hosts), "DXT"
-            exe = report.metadata["exe"]
-            mounts = list(report.mounts)
+        finally:
+            b.log_close(log)
+    exe, mounts = text.exe, text.mounts
     if names == {} and any(len(r) for r in records.values()):
         errors.append("log has records but no name records")
     modules = {m: {"version": int(i["ver"]), "partial": bool(i["partial_flag"]), "bytes": int(i["len"])}

@@ -39,6 +39,9 @@ from ioweather.sources.telemetry.importers import Importer, Option
 SACCT_FORMAT = ("JobID", "Cluster", "User", "Account", "JobName", "Partition", "Start", "End", "Elapsed",
                 "NNodes", "NCPUS", "NodeList", "State", "ExitCode")
 SACCT_TIMEOUT_S = 120.0
+#: A saved sacct file is read whole, at about three times its size: above this it is refused before it
+#: is read (a 2 GB file cost `import slurm` 6.4 GB, issue 41). A million jobs take about 300 MB.
+SACCT_FILE_MAX_BYTES = 512 << 20
 #: --since of a live import without one.
 DEFAULT_SINCE_S = 24 * 3600
 
@@ -486,7 +489,7 @@ def _pytokio_nodes(nodes, jobid: str, caps: list[str]) -> tuple[int | None, str]
 
 def read_sacct_file(path: str | os.PathLike, *, tz: str, cluster: str | None = None) -> Parsed:
     """A saved `sacct --parsable2` file (with its header) or pytokio's JSON cache of one."""
-    raw = read_regular_bytes(path)
+    raw = read_regular_bytes(path, what="read sacct file", max_bytes=SACCT_FILE_MAX_BYTES)
     text = raw.decode("utf-8", errors="replace")
     if text.lstrip().startswith("{"):
         return parse_pytokio_json(text, tz=tz, cluster=cluster, what=os.fspath(path))

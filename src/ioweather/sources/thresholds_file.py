@@ -12,11 +12,15 @@ from ioweather.errors import UserError
 from ioweather.files import read_regular_bytes
 from typing import Any
 
+#: A thresholds file holds a few dozen keys (a few KB): a larger one is refused before it is read
+#: (a 2 GB file cost 4.3 GB, issue 41).
+THRESHOLDS_MAX_BYTES = 1 << 20
+
 
 def load(path: str | Path) -> Any:
     """The parsed TOML or JSON file (by its suffix; flat keys, or under a [thresholds] table), unchecked."""
     p = Path(path)
-    text = read_regular_bytes(p, what="read thresholds file")
+    text = read_regular_bytes(p, what="read thresholds file", max_bytes=THRESHOLDS_MAX_BYTES)
     kind = "JSON" if p.suffix.lower() == ".json" else "TOML"
     try:
         data = json.loads(text) if kind == "JSON" else tomllib.loads(text.decode("utf-8"))

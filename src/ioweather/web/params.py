@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 from starlette.datastructures import QueryParams
 
 from ioweather.errors import UserError
-from ioweather.units import format_seconds, format_utc, looks_like_duration, parse_duration, parse_time, time_ago, to_ns
+from ioweather.units import format_seconds, format_utc, looks_like_duration, parse_duration, time_ago, time_option, to_ns
 
 MAX_PARAM_CHARS = 300
 #: Earliest time a page accepts: anything before is a typo, not a probe sample.
@@ -95,7 +95,7 @@ class Query:
             until, until_raw = default_until, default_until.isoformat()
         else:
             until_raw = until_raw or "now"
-            until = _time(parse_time, "until", until_raw, now)
+            until = _time(time_option, "until", until_raw, now)
         # A duration with its unit counts back from until (now-2h is from now); anything else is a time
         # read as the CLI's --since reads it (units.time_ago): 2020 is a year, a bare 90 is ambiguous.
         if looks_like_duration(since_raw, need_unit=True):

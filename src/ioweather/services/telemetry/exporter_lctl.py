@@ -15,6 +15,10 @@ from ioweather.views.exposition import Family
 # lustrefs-exporter's families for what `lctl get_param` gives (names, labels, units and types
 # as its snapshot tests export them; docs/exporter.md has the table beside lustre_exporter's).
 # (name, type, help, labels in order)
+#: A capture (one node's `lctl get_param` output, about 1 MB on an OSS of 20 OSTs) is read whole: a file,
+#: or what a gzip file inflates to, above this is refused before it is parsed (a 100 KB gzip capture
+#: inflated to cost `export --capture` 1 GB, issue 41).
+CAPTURE_MAX_BYTES = 64 << 20
 _BRW = {
     "disk_iosize": ("lustre_disk_io_total", "counter", "Total number of operations the filesystem has performed "
                     "for the given size ('size': Disk I/O size, bytes)."),
@@ -334,11 +338,17 @@ def read_capture(path: str):
 
     notes: list[str] = []
 
+    def too_big() -> UserError:
+        return UserError(f"{path}: inflates beyond {CAPTURE_MAX_BYTES >> 20} MiB of text, the most a capture holds: "
+                         "refused")
+
     def chunks(f):
         """The file's text a MiB at a time: a big server's capture is tens of MB, and the whole
-        text (and its decoded copy) would be most of a scrape's memory."""
+        text (and its decoded copy) would be most of a scrape's memory. At most CAPTURE_MAX_BYTES,
+        compressed or not: a 100 KB gzip bomb is refused before it inflates (issue 41 item 15)."""
         decode = codecs.getincrementaldecoder("utf-8")("replace")
         d = None
+        total = 0
         while True:
             try:
                 raw = f.read(1 << 20)
@@ -350,9 +360,14 @@ def read_capture(path: str):
                 break
             if d:
                 try:  # not gzip.decompress: a cut file gives what it holds
-                    raw = d.decompress(raw)
+                    raw = d.decompress(raw, CAPTURE_MAX_BYTES + 1 - total)
                 except zlib.error as e:
                     raise UserError(f"{path}: not a readable gzip file ({e})") from None
+                if d.unconsumed_tail:
+                    raise too_big()
+            total += len(raw)
+            if total > CAPTURE_MAX_BYTES:
+                raise too_big()
             yield decode.decode(raw)
         if d and not d.eof:
             notes.append("the gzip stream is cut short: what it holds is exported")

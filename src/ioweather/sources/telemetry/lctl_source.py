@@ -236,7 +236,8 @@ def read_captures(source: str, at_ns: int | None, fs: str | None,
         bad += cap.stray
         notes += [f"{member.name}: {n}" for n in cap.notes]
         t = cap.snapshot_ns or at_ns
-        if t is None:
+        # a capture with no parameter has nothing to date: asking it for --at would send the user after a time
+        if cap.params and t is None:
             undated += 1
         elif cap.params:
             taken.append((t, capture_samples(cap, "capture")))
@@ -248,7 +249,8 @@ def read_captures(source: str, at_ns: int | None, fs: str | None,
                             "(when it was taken)")
         notes.append(f"{undated} captures without snapshot_time skipped (give --at TIME to date them)")
     if not taken:
-        raise UserError(f"{source}: no `lctl get_param` output found")
+        why = f" ({bad} unreadable lines)" if bad else ""
+        raise UserError(f"{source}: holds no `lctl get_param` parameter{why}")
     taken.sort(key=lambda x: x[0])
     times = np.array([t for t, _ in taken], np.int64)
     step = float(np.median(np.diff(times))) / 1e9 if len(times) > 1 else None
