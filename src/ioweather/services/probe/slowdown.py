@@ -290,13 +290,11 @@ def run_check(settings, target, window_s: float, stat: str, baseline_s: float, w
 
     Whatever prevents checking (no store, an unknown target, a damaged or busy store, bad thresholds) is
     UNKNOWN with its reason, never exit 2: Nagios and Icinga read 2 as CRITICAL."""
-    # lazy: sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
-    from ioweather.store import open_store
-    # lazy: numpy, sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
-    from ioweather.store import probe as probe_store
-
     if not settings.store_exists():
         return (*unknown(f"no store at {settings.sqlite_path}"), [])
+    # lazy: numpy, sqlalchemy via store: after the no-store answer, which cron asks every minute on hosts without one
+    from ioweather.store import open_store, probe as probe_store
+
     store = None
     try:
         store = open_store(settings, read_only=True)
