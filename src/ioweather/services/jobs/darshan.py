@@ -1,8 +1,8 @@
 """Darshan jobs for `ioweather job`, `ioweather jobs ...` and the Jobs pages.
 
-One log (`job_report`, `job_html`) is services/jobs/report.py, re-exported here. The archive: the cross-job summary, the failed logs, the stored jobs listed and filtered
-(`list_jobs`), one stored job as the job page shows it (`stored_job`, `show_job`). The ingest
-pipeline is services/jobs/ingest.py.
+The archive: the cross-job summary, the failed logs, the stored jobs listed and filtered (`list_jobs`),
+one stored job as the job page shows it (`stored_job`, `show_job`). One log (`job_report`, `job_html`)
+is services/jobs/report.py, re-exported here; the ingest pipeline is services/jobs/ingest.py.
 """
 
 from __future__ import annotations
