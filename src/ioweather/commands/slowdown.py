@@ -69,8 +69,6 @@ def register(cli: click.Group) -> None:
         one line with perfdata, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (learning, stale, no store,
         an unknown target). It opens the store read-only and never creates one.
         """
-        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
-        from ioweather.services.stores import open_store
         # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, print_table, short_time
 
@@ -91,6 +89,9 @@ def register(cli: click.Group) -> None:
             else:
                 click.echo(answer.message)
             sys.exit(answer.exit_code)
+        # lazy: sqlalchemy via services.stores: not loaded by --check, which opens the store read-only itself
+        from ioweather.services.stores import open_store
+
         check_order(since, until)
         rows = svc.slowdown(open_store(settings), target, interval, stat, baseline, since, until, expected,
                             reference).to_json()

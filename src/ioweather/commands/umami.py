@@ -7,15 +7,7 @@ import click
 from ioweather.commands.common import json_option
 from ioweather.commands.imports import import_group
 from ioweather.files import check_destination
-from ioweather.services.umami import (
-    correlations as build_correlations,
-    import_job_features,
-    umami as build_umami,
-    write_html,
-)
 from ioweather.views.output import print_json, print_table, stdout
-from ioweather.views.umami_report import number_text as _num
-from ioweather.views.umami_report import p_text as _p
 
 
 def register(cli: click.Group) -> None:
@@ -33,8 +25,10 @@ def register(cli: click.Group) -> None:
 
         JOB is a Darshan log hash prefix or job id, a scheduler job id, or the job id of an imported
         feature row (`ioweather import job-features`)."""
-        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
+        # lazy: numpy via services.umami, sqlalchemy via services.stores: kept off the command's `--help`
         from ioweather.services.stores import open_store
+        from ioweather.services.umami import umami as build_umami, write_html
+        from ioweather.views.umami_report import number_text as _num, p_text as _p
         if html_out:
             check_destination(html_out)  # before the work, not after it
         answer = build_umami(open_store(settings), job, system=system, fs=fs, motif=motif)
@@ -66,8 +60,10 @@ def register(cli: click.Group) -> None:
         """Which metrics matter: Pearson's r of fraction of peak with each metric, and its p-value.
 
         strong: p < 0.01, weak: p < 0.05, else none; |r| > 0.3 is a moderate correlation (bold)."""
-        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
+        # lazy: numpy via services.umami, sqlalchemy via services.stores: kept off the command's `--help`
         from ioweather.services.stores import open_store
+        from ioweather.services.umami import correlations as build_correlations
+        from ioweather.views.umami_report import number_text as _num, p_text as _p
         answer = build_correlations(open_store(settings), fs=fs, motif=motif, system=system,
                                     metrics=list(metrics) or None, all_rows=all_rows)
         if as_json:
@@ -92,8 +88,9 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def job_features(settings, csv, preset, config_path, name, as_json):
         """Per-job feature rows from elsewhere (tokio-abc summaries); a re-import of a set replaces it."""
-        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
+        # lazy: numpy via services.umami, sqlalchemy via services.stores: kept off the command's `--help`
         from ioweather.services.stores import open_store
+        from ioweather.services.umami import import_job_features
         res = import_job_features(open_store(settings), csv, preset, config_path, name)
         if as_json:
             print_json(res.to_json())

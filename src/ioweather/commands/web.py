@@ -61,17 +61,50 @@ def _say(line: str) -> None:
     click.echo(line, err=True)
 
 
+# The dashboard's pages as `serve --help` lists them (slug, title, description): importing web.pages to
+# ask its registry loads numpy, SQLAlchemy and Starlette (0.5 s) for a help screen.
+# tests/test_imports_measured.py checks this list against the pages registry.
+PAGES: tuple[tuple[str, str, str], ...] = (
+    ('status', 'Status',
+     'Is the file system slow right now? State, slowdown per op, last hour, 30-day climate.'),
+    ('timeline', 'Probe timeline',
+     'Every probe sample of a target on a log scale, interval statistics and slowdown below.'),
+    ('history', 'Slowdown history',
+     'Slowdown per op and interval as a heatmap, with the chosen statistic and interval.'),
+    ('factors', 'Factors',
+     'Latency density of a probe op: performance classes, splits and outlier cutoff.'),
+    ('jobs', 'Jobs',
+     'Darshan jobs in the store: sortable list with findings, interfaces by job size, projects.'),
+    ('workload', 'Workload',
+     'Server-side telemetry of a file system: daily rates, burstiness, idle periods, power spectrum, I/O events.'),
+    ('servers', 'Servers',
+     'Per-OST/MDT read and write rates (heatmap), shares of the file system, imbalanced targets.'),
+    ('metadata', 'Metadata',
+     'MDS/MDT operation rates by operation, metadata events and burstiness.'),
+    ('capacity', 'Capacity',
+     'Fullness per OST and of the file system, days until full, inode use, lctl state.'),
+    ('report', 'Report',
+     "A file system's week: slowdown climate, change points, events with their culprit jobs and cost, benchmark standing, fullness."),
+    ('talkers', 'Talkers',
+     'Jobs and users moving the most bytes and operations (Lustre job_stats).'),
+    ('contents', 'Contents',
+     'Content snapshots: file size and age distributions, projects, owners, growth.'),
+    ('bench', 'Benchmarks',
+     'Regression benchmarks: durations, contention (mean/optimum) and fraction of peak per motif.'),
+)
+
+
+def pages_help() -> str:
+    return "\n".join(f"/{slug:<9} {title}: {description}" for slug, title, description in PAGES)
+
+
 class _PagesHelp(click.Command):
-    """Lists the dashboard's pages after the help text, from web/pages' registry; imported only when
-    --help is shown, so that the CLI stays fast to start."""
+    """Lists the dashboard's pages after the help text."""
 
     def format_help_text(self, ctx, formatter):
         super().format_help_text(ctx, formatter)
-        # lazy: numpy, sqlalchemy via web.pages: kept off the command's `--help` and its usage errors
-        from ioweather.web.pages import help_text
-
         with formatter.section("Pages"):
-            formatter.write_text("\n\b\n" + help_text())
+            formatter.write_text("\n\b\n" + pages_help())
 
 
 def register(cli: click.Group) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ioweather.commands.common import TIME, json_option
+from ioweather.services.jobs.darshan_child import write_html
 from ioweather.services.probe.slowdown import reference_period
 from ioweather.services.why import why as answer
 from ioweather.views import why_report as view
@@ -36,9 +37,6 @@ def register(cli: click.Group) -> None:
 
         doc = answer(settings, job, fs=fs, reference=reference_period(baseline_from, baseline_until)).to_json()
         if html_out:
-            # lazy: numpy, pandas, pyarrow, sqlalchemy via services.jobs.darshan: kept off the command's `--help` and its usage errors
-            from ioweather.services.jobs.darshan import write_html
-
             write_html(html_out, view.render_html(doc))
             click.echo(f"wrote {html_out}", err=True)
             return

@@ -20,28 +20,26 @@ import threading
 import numpy as np
 
 from ioweather.errors import UserError
+from ioweather.services.defaults import CHANGE_KINDS as KINDS
 from ioweather.services.bench.runs import runs_table
 from ioweather.services.probe.slowdown import known_targets
 from ioweather.services.umami import FEATURE_PERF
 from ioweather.services.telemetry.workload import daily_totals, file_systems
 from ioweather.stats.changepoints import MIN_SEGMENT, PENALTY_PER_LOG_N, change_points, load_libraries  # noqa: F401 (re-exported)
 from ioweather.units import ns_to_iso
+from ioweather.services.probe.cache import ProbeCache
+from ioweather.store.probe import OPS
+from ioweather.store import bench as bstore
 
-KINDS = ("probe", "bench", "jobs", "workload")
 PROBE_INTERVAL_S = 600
 DAY_NS = 86400 * 10**9
 
 
 def _probe_series(store, settings, since_ns: int, until_ns: int, target: str | None) -> Iterator[tuple]:
-    # lazy: sqlalchemy via services.probe.cache: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
-    from ioweather.services.probe.cache import ProbeCache
     yield from _probe_items(ProbeCache(store), known_targets(store, target), since_ns, until_ns)
 
 
 def _probe_items(cache, targets, since_ns: int, until_ns: int) -> Iterator[tuple]:
-    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
-    from ioweather.store.probe import OPS
-
     for t in targets:
         r = cache.rollups(t, PROBE_INTERVAL_S, since_ns, until_ns)
         for code, op in enumerate(OPS):
@@ -50,8 +48,6 @@ def _probe_items(cache, targets, since_ns: int, until_ns: int) -> Iterator[tuple
 
 
 def _bench_series(store, settings, since_ns: int, until_ns: int, target: str | None) -> Iterator[tuple]:
-    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
-    from ioweather.store import bench as bstore
 
     if not bstore.has_runs(store):
         return
@@ -231,7 +227,5 @@ def probe_marks(cache, targets, since_ns: int, until_ns: int, now_ns: int, *,
 
 
 def _ops() -> tuple[str, ...]:
-    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
-    from ioweather.store.probe import OPS
 
     return OPS

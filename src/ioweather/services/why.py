@@ -203,7 +203,7 @@ def _scheduler_module(store):
 
 def _read(path: str) -> tuple[dict, object] | None:
     # lazy: pandas, pyarrow via services.jobs.darshan, loaded only when this runs
-    from ioweather.services.jobs.darshan import job_report
+    from ioweather.services.jobs.report import job_report
 
     if not os.path.isfile(path):
         return None

@@ -34,9 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ioweather.errors import UserError
+from ioweather.stats.changepoint_spec import MIN_SEGMENT, PENALTY_PER_LOG_N  # noqa: F401 (re-exported)
 
-PENALTY_PER_LOG_N = 4.0
-MIN_SEGMENT = 6
 MAX_POINTS = 500
 CLIP = 3.0
 _MAD_TO_SIGMA = 1.0 / (np.sqrt(2.0) * 0.6744897501960817)

@@ -54,8 +54,7 @@ def figure_data(doc: dict) -> dict:
 
 def render(doc: dict, plotly_js: str | None = None) -> str:
     """The page for the UMAMI document `doc` (`Umami.to_json()`); `plotly_js` inlined when given."""
-    # Jinja only here: `umami JOB --json` and the text table import this module too
-    # lazy: jinja2, rich via views.templating: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
+    # lazy: jinja2 via views.templating: `umami JOB --json` and the text table import this module too
     from ioweather.views.templating import render as render_template
 
     fig = figure_data(doc)

@@ -35,8 +35,8 @@ def job_outputs(path: str, *, cores_per_node: int | None = None, thresholds_file
 
 
 def _make(path, cores_per_node, thresholds_file, html_source) -> tuple[dict, str | None]:
-    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.jobs.darshan: the job reader forks before numpy (docs/darshan.md)
-    from ioweather.services.jobs.darshan import job_html, job_report, with_unit_keys
+    # lazy: numpy, pandas, pyarrow via services.jobs.report: the job reader forks before numpy (docs/darshan.md)
+    from ioweather.services.jobs.report import job_html, job_report, with_unit_keys
 
     rep, log = job_report(path, cores_per_node=cores_per_node, thresholds_file=thresholds_file,
                           dxt=html_source is not None)

@@ -38,6 +38,9 @@ from ioweather.stats import job_weather as jws
 from ioweather.stats.probe import baseline_medians
 from ioweather.stats.status import learning_at, min_history_s, min_samples
 from ioweather.stats.umami import fraction_of_peak, Umami
+from ioweather.store import job_weather as wstore
+from ioweather.store import probe as probe_store
+from ioweather.store import jobs as jstore
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -475,9 +478,6 @@ class _ProbeWindows:
     """Every probe target's samples of [lo, hi), read once and sorted by time; a window is a slice."""
 
     def __init__(self, probes: ProbeBaselines, lo: int, hi: int):
-        # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
-        from ioweather.store import probe as probe_store
-
         self.probes = probes
         self.samples = {}
         for t in probes.targets:
@@ -511,9 +511,6 @@ class ProbeBaselines:
     then reads only its window's samples."""
 
     def __init__(self, store, reference: tuple[int, int] | None = None):
-        # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
-        from ioweather.store import probe as probe_store
-
         self.store = store
         #: [since, until) in ns of a named quiet period (`--baseline-from/--baseline-until`, as `slowdown`
         #: takes them): every job's baseline is that period's, judged at once (no learning rule)
@@ -525,9 +522,6 @@ class ProbeBaselines:
         self._expected: dict[tuple[str, int], np.ndarray] = {}
 
     def expected(self, target: str, day: int) -> np.ndarray:
-        # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
-        from ioweather.store import probe as probe_store
-
         key = (target, -1 if self.reference else day)
         if key not in self._expected:
             since, until = self.reference or ((day - PROBE_BASELINE_DAYS) * _DAY_NS, day * _DAY_NS)
@@ -547,8 +541,6 @@ def _probe_slowdown(probes: ProbeBaselines, since: int, until: int, window=None)
     """stats.job_weather.probe_slowdown of the probe targets over [since, until) against the baselines
     of the day it starts; None without probes. `window(target)`: the window's samples when already
     read (None: none), else they are read here."""
-    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
-    from ioweather.store import probe as probe_store
 
     def windows():
         for t in probes.targets:
@@ -569,8 +561,6 @@ def ensure(store, jobs: list[Job], fs: str, sigs=None, con=None, climates: bool 
     the climates and verdicts of their motifs are brought up to date (`update_climates`)."""
     # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store import job_telemetry as jt
-    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
-    from ioweather.store import job_weather as wstore
 
     sigs = sigs or jt.WindowSignatures(store.parquet_dir)
     stored = {r["job_key"]: r["telemetry_sig"] for r in wstore.of_keys(store, fs, [j.key for j in jobs])}
@@ -599,8 +589,6 @@ _JOB_COLUMNS = ["log_hash", "jobid", "exe", "nnodes", "nprocs", "start_ns", "end
 def darshan_jobs(store, log_hashes: set[str] | None = None) -> list[Job]:
     """The Darshan jobs with a window (every one, or those of `log_hashes`), with the sums of their
     POSIX records, their mount points and the OSTs their Lustre records name."""
-    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
-    from ioweather.store import jobs as jstore
 
     rows = jstore.load_jobs(store, _JOB_COLUMNS)
     rows = rows[rows["start_ns"].notna() & rows["end_ns"].notna()]
@@ -661,8 +649,6 @@ def refresh_all(store, fs: str | None = None, only_motif: str | None = None, cli
     (jobs computed for the first time are counted in `computed` whether the import touched them or not)."""
     # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store import job_telemetry as jt
-    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
-    from ioweather.store import job_weather as wstore
 
     names = jt.known_fs(store.parquet_dir)
     n, new = wstore.darshan_without_weather(store, fs)
@@ -703,8 +689,6 @@ def after_import(store, since_ns: int | None = None, until_ns: int | None = None
     changed), so that the Jobs list and the report show verdicts without opening each job. A store
     without telemetry costs one read of the job table. None when it could not run (said in one line
     by whatever opens the job later)."""
-    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
-    from ioweather.store import job_weather as wstore
 
     try:
         if since_ns is not None and until_ns is not None:
@@ -781,8 +765,6 @@ def update_climates(store, fs: str, motifs) -> dict[str, MotifTable]:
     """Bring the kept climates (correlations over each job's history) and verdicts of `motifs` up to
     date: only the jobs whose history or motif peak changed are computed, all at once
     (stats.climate.expanding). {motif: its MotifTable, with the weathers as stored now}."""
-    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
-    from ioweather.store import job_weather as wstore
 
     big = [um.direction(m) for m in UMAMI_ROWS]
     codes = np.array([-1 if b is None else int(b) for b in big])
@@ -817,8 +799,6 @@ def _kept(climate, field):
 
 def weather_frame(store, fs: str | None = None, motif: str | None = None) -> pd.DataFrame:
     """Every stored job weather (refreshed first) as a table with fraction of peak per motif."""
-    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
-    from ioweather.store import job_weather as wstore
 
     refresh_all(store, fs)
     df = _with_fraction_of_peak(wstore.all_rows(store, fs))
@@ -879,8 +859,6 @@ def stored_verdicts(store, log_hashes: list[str]) -> dict[str, str]:
     """{log hash: weather verdict} of the Darshan jobs among `log_hashes` with a stored one: the verdict
     kept when their UMAMI was last computed, or "no data" when their window had no telemetry. Reads
     the store only, by key: the Jobs list never computes a weather."""
-    # lazy: sqlalchemy via store: commands.changes imports this at its top: kept off `ioweather changes --help` and its usage errors
-    from ioweather.store import job_weather as wstore
 
     by_job: dict[str, dict[str, str]] = {}
     for r in wstore.of_jobs(store, [f"darshan:{h}" for h in log_hashes]):

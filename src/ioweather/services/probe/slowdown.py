@@ -15,7 +15,7 @@ from ioweather.units import ns_to_iso, to_ns
 
 def known_targets(store, target: str | None) -> list[str]:
     """[target] when the store has it, every target when `target` is None; one line naming the known ones otherwise."""
-    # lazy: numpy, sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy, sqlalchemy via store: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.store import probe as probe_store
 
     names = probe_store.targets(store)
@@ -28,7 +28,7 @@ def known_targets(store, target: str | None) -> list[str]:
 
 def load_window(store, target: str | None, since, until) -> list[tuple[str, dict]]:
     """[(target, samples)] for one target or all of them, in the window [since, until)."""
-    # lazy: numpy, sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy, sqlalchemy via store: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.store import probe as probe_store
 
     return [(t, probe_store.read_samples(store, t, since_ns=to_ns(since) if since else None,
@@ -51,9 +51,9 @@ def interval_rows(store, target: str | None, interval_s: float, since, until) ->
     """`probe stats`: per target, op and interval the count, errors, quantiles and mean of the window
     (its first interval whole: whole_intervals)."""
     since = whole_intervals(since, interval_s)
-    # lazy: numpy via stats.probe: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy via stats.probe: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.stats.probe import interval_stats
-    # lazy: numpy, sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy, sqlalchemy via store: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.store.probe import OPS
 
     return [{"target": t, "op": OPS[r.pop("op_code")], "interval_start": ns_to_iso(r.pop("interval_start_ns")), **r}
@@ -98,7 +98,7 @@ def compute_slowdown(store, target, interval_s: float, stat: str, baseline_s: fl
                      expected: str = "median", reference: tuple[int, int] | None = None) -> list[dict]:
     """Slowdown rows for every target (or one) in [since, until), baseline = the `baseline_s` before `until`
     or the `reference` period; `expected` "median" (the paper's) or "same" (the same statistic)."""
-    # lazy: numpy, sqlalchemy via services.probe.pieces: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy, sqlalchemy via services.probe.pieces: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.services.probe import pieces as probe_pieces
 
     base_ns = reference or (to_ns(until - timedelta(seconds=baseline_s)), to_ns(until))
@@ -116,19 +116,19 @@ def _from_pieces(store, target, interval_s: float, stat: str, since, until, expe
 
     import numpy as np
 
-    # lazy: numpy, sqlalchemy via services.probe.pieces: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy, sqlalchemy via services.probe.pieces: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.services.probe import pieces as probe_pieces
-    # lazy: numpy via stats.probe: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy via stats.probe: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.stats.probe import interval_stats, slowdown_rows
-    # lazy: numpy via stats.rollups: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy via stats.rollups: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.stats.rollups import rollup_rows
-    # lazy: numpy via stats.slowdown_pieces: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy via stats.slowdown_pieces: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.stats.slowdown_pieces import numpy_median_s
-    # lazy: numpy via stats.status: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy via stats.status: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.stats.status import baseline_stats_from
-    # lazy: numpy, sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy, sqlalchemy via store: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.store import probe as probe_store
-    # lazy: numpy, sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy, sqlalchemy via store: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.store.probe import OPS
 
     now = time.time_ns()
@@ -159,11 +159,11 @@ def compute_slowdown_full(store, target, interval_s: float, stat: str, since, un
     the only one on MariaDB, which keeps no pieces); `reference`: `base_ns` is a site's reference period."""
     import numpy as np
 
-    # lazy: numpy via stats.probe: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy via stats.probe: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.stats.probe import STATUS_OK, baseline_medians, slowdown
-    # lazy: numpy via stats.status: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy via stats.status: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.stats.status import baseline_stats
-    # lazy: numpy, sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy, sqlalchemy via store: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.store.probe import OPS
 
     first, last = min(base_ns[0], to_ns(since)), max(base_ns[1], to_ns(until))
@@ -192,7 +192,7 @@ def learning_per_op(n, first_ok_ns, base_ns: tuple[int, int], reference: bool) -
     the baseline); a reference period is taken as it is."""
     import numpy as np
 
-    # lazy: numpy via stats.status: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy via stats.status: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.stats.status import learning_ops, min_history_s, min_samples
 
     if reference:
@@ -206,9 +206,9 @@ def learning_per_op(n, first_ok_ns, base_ns: tuple[int, int], reference: bool) -
 def _rows(target: str, stat_rows: list[dict], expected: str, learning: list[bool]) -> list[dict]:
     """The user's rows: while an op's baseline learns, its slowdown is withheld and its state is "learning"
     (an interval compared with a baseline made mostly of itself is about 1x by construction)."""
-    # lazy: numpy via stats.probe: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy via stats.probe: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.stats.probe import state
-    # lazy: numpy, sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy, sqlalchemy via store: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.store.probe import OPS
 
     out = []
@@ -222,7 +222,7 @@ def _rows(target: str, stat_rows: list[dict], expected: str, learning: list[bool
 
 
 def _load_ns(store, target, since_ns: int, until_ns: int) -> list[tuple[str, dict]]:
-    # lazy: numpy, sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy, sqlalchemy via store: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.store import probe as probe_store
 
     return [(t, probe_store.read_samples(store, t, since_ns=since_ns, until_ns=until_ns))
@@ -306,13 +306,11 @@ def run_check(settings, target, window_s: float, stat: str, baseline_s: float, w
 
     Whatever prevents checking (no store, an unknown target, a damaged or busy store, bad thresholds) is
     UNKNOWN with its reason, never exit 2: Nagios and Icinga read 2 as CRITICAL."""
-    # lazy: sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
-    from ioweather.store import open_store
-    # lazy: numpy, sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
-    from ioweather.store import probe as probe_store
-
     if not settings.store_exists():
         return (*unknown(f"no store at {settings.sqlite_path}"), [])
+    # lazy: numpy, sqlalchemy via store: after the no-store answer, which cron asks every minute on hosts without one
+    from ioweather.store import open_store, probe as probe_store
+
     store = None
     try:
         store = open_store(settings, read_only=True)
@@ -338,11 +336,11 @@ def check_states(store, target, window_s: float, stat: str, baseline_s: float, w
                  crit: float, expected: str = "median", reference: tuple[int, int] | None = None) -> list[dict]:
     """Per-target state of the last `window_s` (`target`, `state`, `reason`, `worst`, `abandoned`): the
     dashboard's logic, for `target` or every active target."""
-    # lazy: numpy, sqlalchemy via services.probe.cache: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy, sqlalchemy via services.probe.cache: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.services.probe.cache import ProbeCache
-    # lazy: numpy, sqlalchemy via services.probe.status: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy, sqlalchemy via services.probe.status: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.services.probe.status import target_status
-    # lazy: numpy, sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
+    # lazy: numpy, sqlalchemy via store: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.store import probe as probe_store
 
     if not 0 < warn < crit:

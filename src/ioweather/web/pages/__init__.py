@@ -68,9 +68,3 @@ def load_pages() -> list[Page]:
             raise
         pages.append(module.PAGE)
     return sorted(pages, key=lambda p: p.order)
-
-
-def help_text() -> str:
-    """The pages as `--help` lists them, one per line, from this registry (so the help can never
-    name fewer pages than the server has)."""
-    return "\n".join(f"/{p.slug:<9} {p.title}: {p.description}" for p in load_pages() if p.in_nav)

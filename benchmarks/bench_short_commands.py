@@ -1,0 +1,69 @@
+"""Short commands start light (issue 40 item 2): whole-process time of `job LOG`, `why JOB` and
+`slowdown --check`, against a bare `python -c "import numpy, pandas, darshan"` in the same run.
+
+Each command runs as a real process, the variants alternating, N times; printed are the median wall
+time and the median CPU time (user + system of the child: on a loaded machine the wall time measures
+the queue, the CPU time the work). `--before SRC` adds the same commands run from another tree's src/
+(e.g. `git archive REV src | tar -x -C /tmp/before`), alternating with this one.
+
+    python benchmarks/bench_short_commands.py [--runs 5] [--why-home H --why-job J] [--store-home H30]
+                                              [--before /tmp/before/src]
+
+--why-home: the store tests/test_why.py builds (the storm store); --store-home: a 30-day probe store as
+benchmarks/bench_store.py builds it (`--dir D` -> D/home-30d). Commands whose home is not given are skipped.
+"""
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+LOG = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "darshan" / "imbalanced-io.darshan"
+
+
+def run(cmd: list[str], src: Path) -> tuple[float, float]:
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    r0, t = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    wall, r1 = time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--log", type=Path, default=LOG)
+    ap.add_argument("--why-home", type=Path)
+    ap.add_argument("--why-job", default="1452113755")
+    ap.add_argument("--store-home", type=Path)
+    ap.add_argument("--before", type=Path, help="another tree's src/ to alternate with")
+    args = ap.parse_args()
+    py, cli = sys.executable, [sys.executable, "-m", "ioweather"]
+    empty = tempfile.mkdtemp()
+    cases = [("import numpy, pandas, darshan", [py, "-c", "import numpy, pandas, darshan"], False),
+             ("job LOG", [*cli, "job", str(args.log)], True),
+             ("slowdown --check, empty home", [*cli, "--home", empty, "slowdown", "--check"], True)]
+    if args.store_home:
+        cases.append(("slowdown --check, 30 days", [*cli, "--home", str(args.store_home), "slowdown", "--check"], True))
+    if args.why_home:
+        cases.append(("why JOB, storm store", [*cli, "--home", str(args.why_home), "why", args.why_job], True))
+    trees = [("after", SRC)] + ([("before", args.before)] if args.before else [])
+    times: dict[str, list[tuple[float, float]]] = {}
+    for _ in range(args.runs):
+        for name, cmd, both in cases:
+            for tree, src in trees if both else trees[:1]:
+                times.setdefault(f"{name} [{tree}]" if both and args.before else name, []).append(run(cmd, src))
+    for label, v in times.items():
+        print(f"{label:44s} wall median {statistics.median(w for w, _ in v):.3f} s "
+              f"(min {min(w for w, _ in v):.3f}); CPU median {statistics.median(c for _, c in v):.3f} s")
+    print("load average:", " ".join(open("/proc/loadavg").read().split()[:3]))
+
+
+if __name__ == "__main__":
+    main()
