@@ -121,7 +121,7 @@ def test_older_files_get_rollups_built_and_damaged_ones_rebuilt(tmp_path):
     s = _home(tmp_path, chunks=3)
     files = _files(s)
     reference = compute(s, "syn", None, None, **OPTS, use_rollups=False)[0]
-    rollup.remove(files[0])                                         # written before rollups existed
+    rollup.rollup_path(files[0]).unlink(missing_ok=True)  # written before rollups existed
     rollup.rollup_path(files[1]).write_bytes(b"PAR1 truncated")     # damaged
     t = pq.read_table(rollup.rollup_path(files[2]))                 # another format version
     pq.write_table(t.replace_schema_metadata({b"ioweather.rollup": b"0"}), rollup.rollup_path(files[2]))
@@ -137,7 +137,7 @@ def test_a_store_where_rollups_cannot_be_written_reads_rows(tmp_path):
     s = _home(tmp_path)
     reference = compute(s, "syn", None, None, **OPTS)[0]
     for f in _files(s):
-        rollup.remove(f)
+        rollup.rollup_path(f).unlink(missing_ok=True)
         os.rmdir(rollup.rollup_path(f).parent)
         rollup.rollup_path(f).parent.write_bytes(b"")
     plan = Q.plan_files(layout.fs_dir(s, "syn"), None, None, 60 * 10**9)

@@ -10,12 +10,14 @@ _ = object()
 
 # click calls these overrides of click.Group (lazy command loading, `import KIND` sub-commands)
 _.get_command  # cli.py, commands/imports.py
+_.format_usage  # commands/jobs.py: `ioweather job LOG`'s usage line names `ioweather job`, not its hidden `log`
 
 # http.server's hooks and class settings (services/telemetry/exporter.py's /metrics server)
 _.address_family
 _.daemon_threads
 _.do_GET
 _.log_message
+_.handle_error  # socketserver's hook: a scraper that hangs up is one log line, not a traceback
 
 # uvicorn reads these flags of its Server (services/server.py's graceful and forced stop)
 _.should_exit

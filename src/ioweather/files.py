@@ -379,11 +379,6 @@ class StoreTree:
                 self.skip(p, kind)
         return out
 
-    def is_regular(self, path: str | os.PathLike) -> bool:
-        path = Path(path)
-        with self.opened(path.parent) as fd:
-            return fd is not None and self._kind(fd, path.name) == "file"
-
     def unlink(self, path: str | os.PathLike) -> bool:
         """Remove the regular file `path`; False when it is absent or refused (noted in `skipped`)."""
         path = Path(path)

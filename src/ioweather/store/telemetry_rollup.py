@@ -140,9 +140,3 @@ def read_range(path: Path) -> tuple[int | None, int | None] | None:
     return (int(first) if first else None, int(last) if last else None)
 
 
-def remove(data_path: Path) -> None:
-    """Remove a data file's rollup (before the data file itself: see the module docstring)."""
-    try:
-        os.unlink(rollup_path(data_path))
-    except FileNotFoundError:
-        pass

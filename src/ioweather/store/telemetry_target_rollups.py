@@ -134,13 +134,6 @@ def merge(out_path: Path, data_paths) -> Path:
     return _write_levels(out_path, tables, min(firsts, default=None), max(lasts, default=None))
 
 
-def remove(data_path: Path) -> None:
-    """Remove a data file's target rollups (before the data file itself, as telemetry_rollup's)."""
-    for level in LEVELS:
-        try:
-            os.unlink(rollup_path(data_path, level))
-        except FileNotFoundError:
-            pass
 
 
 _RANGES: dict[tuple, tuple[int | None, int | None]] = {}
