@@ -17,6 +17,7 @@ import pytest
 
 from ioweather.sources.probe import (
     DATA_NAME,
+    INIT_CHUNK,
     META_NAME,
     POOL_NAME,
     SMALL_FILE_BYTES,
@@ -107,6 +108,12 @@ def _init(d: Path, home: Path, *extra: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def _state(pid: int) -> str:
+    """The process state letter of `pid` in /proc (T: stopped)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
 def test_interrupted_init_resumes(tmp_path, cli, sig):
     home, d = tmp_path / "home", tmp_path / "p"
@@ -115,7 +122,16 @@ def test_interrupted_init_resumes(tmp_path, cli, sig):
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not ((d / DATA_NAME).exists() and (d / DATA_NAME).stat().st_size > 0):
         time.sleep(0.005)
+    # Frozen before the signal: on a loaded machine init could otherwise write the whole file (and
+    # take the SIGINT during its fsync) between the check above and the signal. Stopped, the file
+    # grows by at most the chunk being written and the next one before the interrupt is raised.
+    proc.send_signal(signal.SIGSTOP)
+    while proc.poll() is None and _state(proc.pid) != "T":
+        time.sleep(0.001)
+    seen = (d / DATA_NAME).stat().st_size
+    assert 0 < seen < size - 2 * INIT_CHUNK, seen
     proc.send_signal(sig)
+    proc.send_signal(signal.SIGCONT)
     proc.communicate(timeout=60)
     partial = (d / DATA_NAME).stat().st_size
     assert 0 < partial < size and not (d / META_NAME).exists(), partial  # interrupted for real, mid-file

@@ -70,17 +70,33 @@ def set_event(stop: threading.Event) -> Handler:
     return handler
 
 
+class Interrupted(KeyboardInterrupt):
+    """The KeyboardInterrupt a stop signal raises here (`interrupting`), with its `signum`.
+
+    A subclass, never KeyboardInterrupt itself: CPython marks the process as ended by an uncaught
+    Ctrl-C when an exact KeyboardInterrupt leaves an exec() of source text, even one caught further
+    up, and then kills itself with SIGINT at exit whatever code sys.exit gave. dataclasses and
+    namedtuple build their methods with such an exec, so a signal that lands during a lazy import
+    (`import duckdb` while an import writes its files) made `import` print "interrupted" and die
+    by SIGINT (-2) instead of exiting 130. The check compares the exact type; a subclass is
+    caught by every `except KeyboardInterrupt` all the same."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
 @contextmanager
 def interrupting(signums=STOP) -> Iterator[threading.Event]:
-    """Inside the block each of `signums` raises KeyboardInterrupt in the main thread, as Ctrl-C
-    does, so the code's cleanup and rollback run; the event yielded is set when one came, so that
-    a library that turns the interrupt into its own error (DuckDB: "Query interrupted") can be
-    told from a real failure."""
+    """Inside the block each of `signums` raises `Interrupted` (a KeyboardInterrupt) in the main
+    thread, as Ctrl-C does, so the code's cleanup and rollback run; the event yielded is set when
+    one came, so that a library that turns the interrupt into its own error (DuckDB: "Query
+    interrupted") can be told from a real failure."""
     came = threading.Event()
 
-    def handler(*_) -> None:
+    def handler(signum, _frame) -> None:
         came.set()
-        raise KeyboardInterrupt
+        raise Interrupted(signum)
 
     with handled(handler, signums):
         yield came

@@ -35,7 +35,7 @@ from ioweather.errors import UserError, from_os_error, os_error_reason
 from ioweather.files import display_path, fd_path
 from ioweather.services.distributed import connect, map_unordered
 from ioweather.services.jobs.weather import after_import
-from ioweather.signals import child_defaults, die_with_parent, install
+from ioweather.signals import Interrupted as Stop, child_defaults, die_with_parent, install
 from ioweather.sources.darshan_log import (check_layout, content_hash, DarshanLogError, DarshanOpenError, open_log,
                                            read_log, READER_DIED)
 from ioweather.stats.damage import drop_impossible
@@ -265,12 +265,6 @@ def _pool(ctx, workers: int, initializer, initargs) -> ProcessPoolExecutor:
                                initargs=(os.getpid(), initializer, initargs))
 
 
-class _Stop(KeyboardInterrupt):
-    def __init__(self, signum: int):
-        super().__init__(signum)
-        self.signum = signum
-
-
 class Interrupted(UserError):
     """Ctrl-C or SIGTERM during an ingest; what was read before is stored."""
 
@@ -282,7 +276,7 @@ class Interrupted(UserError):
 
 
 class _Interrupts:
-    """SIGINT and SIGTERM raise `_Stop` in the main thread, except during `deferred()` (a store
+    """SIGINT and SIGTERM raise `Stop` (signals.Interrupted) in the main thread, except during `deferred()` (a store
     write), after which they are raised: a batch is written whole or not at all.
 
     A flag, not a blocked signal mask: the pool's threads would take a signal the main thread blocks.
@@ -295,7 +289,7 @@ class _Interrupts:
         if self.depth:
             self.pending = signum
         else:
-            raise _Stop(signum)
+            raise Stop(signum)
 
     def __enter__(self):
         self.restore = install(self._handler)
@@ -313,7 +307,7 @@ class _Interrupts:
             self.depth -= 1
         if not self.depth and self.pending is not None:
             signum, self.pending = self.pending, None
-            raise _Stop(signum)
+            raise Stop(signum)
 
 
 def run_pool(fn: Callable, items: list, workers: int, on_result: Callable[[object, object], None],
