@@ -205,12 +205,9 @@ def test_watch_collect_prune_and_purge_at_once_change_nothing_outside_and_lose_n
     assert np.array_equal(_imported_times(settings, "imp"), sent[sent >= cutoff])
 
 
-@pytest.mark.xfail(strict=True, reason="defect (issue 41): store/check.py quarantine() makes its destination with "
-                   "Path.mkdir(parents=True), which follows a link at <home>/parquet/quarantine and creates "
-                   "telemetry/fs=NAME/date=DAY outside the store (the rename is then refused); store check does "
-                   "not list that link among the store's links")
 def test_repair_makes_nothing_through_a_link_at_the_quarantine(tmp_path):
-    """The one writable path the combined test above leaves out: where --repair sets damaged files aside."""
+    """The one writable path the combined test above leaves out: where --repair sets damaged files aside.
+    (It made its directories with Path.mkdir(parents=True), which followed a link there: StoreTree.makedirs.)"""
     home, outside = tmp_path / "home", tmp_path / "outside"
     damaged = _live(Settings(home=home), "old", "2000-01-01")
     damaged.write_bytes(damaged.read_bytes()[:40] + b"\0" * 200)
