@@ -412,6 +412,38 @@ class StoreTree:
                 return False
         return True
 
+    def makedirs(self, path: str | os.PathLike, mode: int = 0o700) -> bool:
+        """Create the directory `path` (inside root) and its missing parents, each made and then opened from
+        its parent's descriptor: a link or mount point on the way is refused (noted), never followed, so
+        nothing is created outside the store. False when refused."""
+        try:
+            parts = self._parts(Path(path))
+        except ValueError:
+            self.skip(path, "outside the store")
+            return False
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        dev, at = os.fstat(fd).st_dev, self.root
+        try:
+            for name in parts:
+                at = at / name
+                try:
+                    os.mkdir(name, mode, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                try:
+                    sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                except OSError:
+                    self.skip(at, self._kind_at(at))
+                    return False
+                os.close(fd)
+                fd = sub
+                if os.fstat(fd).st_dev != dev:
+                    self.skip(at, "a mount point")
+                    return False
+            return True
+        finally:
+            os.close(fd)
+
     def rename(self, src: str | os.PathLike, dst: str | os.PathLike) -> bool:
         """Move the regular file `src` to `dst` (a name not yet taken, inside root), both through opened directories."""
         src, dst = Path(src), Path(dst)

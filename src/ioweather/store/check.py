@@ -331,7 +331,9 @@ def quarantine(tree: StoreTree, parquet_dir: Path, base: Path, f: Path) -> Path:
     """Move the unreadable data file `f` out of its dataset into `<parquet>/quarantine/` (same relative
     path), its rollups removed and its import marker no longer listing it; returns where it went."""
     dest = parquet_dir / QUARANTINE_DIR / f.relative_to(parquet_dir)
-    dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    made = StoreTree(tree.root)  # its own: the error names what blocked this move, not the walk's other skips
+    if not made.makedirs(dest.parent):
+        raise StoreError(f"cannot move {f} to {dest}: " + made.skipped_line("made"))
     while dest.exists():
         dest = dest.with_name(f"{dest.stem}.{int(time.time_ns())}{dest.suffix}")
     writer = next((w for w in layout.import_markers(base) if f.name.startswith(w + "-")), None)
@@ -366,6 +368,7 @@ def _check_links(parquet_dir: Path, tree: StoreTree, report: Report) -> None:
             for sub in tree.subdirs(day, lambda n: n.startswith("_")):
                 tree.regular_files(sub, lambda n: n.endswith(".parquet"))
             tree.regular_files(day, lambda n: n.endswith(".parquet") or n.endswith(".json"))
+    tree.subdirs(parquet_dir, lambda n: n == QUARANTINE_DIR)  # --repair moves unreadable files there
     for run in tree.subdirs(parquet_dir / "probe", lambda n: n.startswith("run=")):
         tree.regular_files(run, lambda n: n.endswith(".parquet"))
     tree.regular_files(jobs.files_dir(parquet_dir), lambda n: n.endswith(".parquet"))
