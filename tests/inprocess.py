@@ -157,7 +157,7 @@ def _fresh_consoles() -> None:
         return
     # rebuilt in place: other modules hold these objects (`from ioweather.views.output import stderr`)
     output.stdout.__init__(soft_wrap=True, width=None if sys.stdout.isatty() else 240)
-    output.stderr.__init__(stderr=True, markup=False, highlight=False)
+    output.stderr.__init__(stderr=True, markup=False, highlight=False, soft_wrap=True)
 
 
 def _logger_state() -> dict:

@@ -38,7 +38,8 @@ def test_status_says_learning_the_baseline(browser, request, artifacts_dir, when
     with visit(browser, srv.url + "/status") as v:
         assert_renders_with_data(v, artifacts_dir, f"first-{when}-status")
         state = v.page.locator("[data-testid=state]").inner_text()
-        assert state == {"minute": "… learning the baseline (1m of 30d)", "hour": "… learning the baseline (1h of 30d)"}[when]
+        assert state == {"minute": "… learning the baseline (1 min of 30 d)",
+                         "hour": "… learning the baseline (1 h of 30 d)"}[when]  # the badge words it as the text does
         twin = json_twin(v.page, "/status")
         assert [o["slowdown"] for o in twin["targets"][0]["ops"]] == [None] * 6
         assert v.page.locator("table.ops tbody td:nth-child(5)").all_inner_texts() == ["–"] * 6

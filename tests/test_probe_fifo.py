@@ -6,9 +6,16 @@ from __future__ import annotations
 import errno
 import os
 
-from test_probe_hostile import _per_op, _pool, _run
+from conftest import run_cli
+from test_probe_hostile import _per_op, _pool
 
 from ioweather.sources.probe import POOL_NAME, init_probe_dir
+
+
+def _run(d, home, *extra: str, timeout: float):
+    # a real process: a FIFO that made the probe block would hang this test's own process, with no timeout
+    return run_cli("probe", "run", str(d), "--interval", "0.05", "--block", "64k", "-q", *extra, home=home,
+                   timeout=timeout)
 
 MiB = 1 << 20
 

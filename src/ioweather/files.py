@@ -170,16 +170,16 @@ def read_regular_bytes(path: str | os.PathLike, *, what: str = "read", max_bytes
             if max_bytes is None:
                 return f.read()
             if os.fstat(f.fileno()).st_size > max_bytes:
-                raise _too_large(path, what, max_bytes)
+                raise too_large(path, what, max_bytes)
             data = f.read(max_bytes + 1)
         except OSError as e:
             raise from_os_error(path, e, what) from None
     if len(data) > max_bytes:
-        raise _too_large(path, what, max_bytes)
+        raise too_large(path, what, max_bytes)
     return data
 
 
-def _too_large(path, what: str, max_bytes: int) -> UserError:
+def too_large(path, what: str, max_bytes: int) -> UserError:
     return UserError(f"cannot {what} {display_path(os.fspath(path))}: larger than {max_bytes / (1 << 20):g} MiB, "
                      "the most ioweather reads of such a file")
 

@@ -23,8 +23,9 @@ from ioweather.units import printable
 # Piped output (a file, grep, a pager) gets wide tables rather than rich's 80-column truncation.
 stdout = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 240)
 # Messages carry names users chose (targets, labels, paths): a `[/oops]` in one must print as
-# written, not be read as rich markup (a MarkupError, or a silently applied style).
-stderr = Console(stderr=True, markup=False, highlight=False)
+# written, not be read as rich markup (a MarkupError, or a silently applied style). Never wrapped: a
+# message is one line, however long the path in it (rich wrapped at 80 columns when piped).
+stderr = Console(stderr=True, markup=False, highlight=False, soft_wrap=True)
 
 
 def plain(value: Any) -> Text:

@@ -6,8 +6,10 @@ of a second."""
 
 from __future__ import annotations
 
+import os
+
 from ioweather.errors import UserError, from_os_error
-from ioweather.files import open_regular
+from ioweather.files import open_regular, too_large
 from ioweather.services.telemetry.exporter_defaults import OTHER_JOBS, TOP_JOBS
 from ioweather.sources.telemetry.lctl_params import Stat, component_of, connected_clients, parse_chunks
 from ioweather.views.exposition import Family
@@ -374,6 +376,8 @@ def read_capture(path: str):
         yield decode.decode(b"", final=True)
 
     with open_regular(path) as f:
+        if os.fstat(f.fileno()).st_size > CAPTURE_MAX_BYTES:
+            raise too_large(path, "read capture", CAPTURE_MAX_BYTES)  # by its size, before a byte is read
         cap = parse_chunks(chunks(f))
     if not cap.params:
         raise UserError(f"{path}: no `lctl get_param` parameter (a line `name=value`) found")
