@@ -73,13 +73,15 @@ def test_python_open_of_live_database_files_is_refused(tmp_path):
         assert f.read(16) == b"SQLite format 3\x00"
     # a read-only handle (`slowdown --check`) guards the same files while it lives, and frees them too
     ro = Store(f"sqlite:///{db}", read_only=True)
-    with ro.connect() as conn:
-        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    with ro.connect() as conn:  # no -wal: opened immutable (no -wal/-shm made), whose journal_mode says 'delete'
+        assert conn.exec_driver_sql("PRAGMA page_count").scalar() > 0
     with pytest.raises(StoreError, match="refusing to open"):
         open(db, "rb")
     ro.dispose()
     with open(db, "rb") as f:
-        assert f.read(16) == b"SQLite format 3\x00"
+        head = f.read(20)
+    assert head[:16] == b"SQLite format 3\x00" and head[18:20] == b"\x02\x02"  # still WAL (read/write versions 2)
+    assert not Path(f"{db}-wal").exists() and not Path(f"{db}-shm").exists()
 
 
 def test_watch_with_other_commands_keeps_its_log_and_every_table(tmp_path, cli):
