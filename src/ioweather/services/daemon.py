@@ -73,14 +73,15 @@ RETENTION_EVERY_S = 3600.0
 
 
 def start_retention(settings, store, kinds: tuple[str, ...], stop: threading.Event,
-                    log: Callable[[str], None], warn: Callable[[str], None] | None = None) -> None:
+                    log: Callable[[str], None], warn: Callable[[str], None] | None = None) -> threading.Thread | None:
     """Remove the data of `kinds` older than their retention settings at start and then hourly, on its own
     thread (services/retention.py: short transactions, so the daemon's own writes never wait long). A bad
     IOWEATHER_RETAIN_* fails here, before the daemon starts, in one line. What it had to skip (a link in the
-    store, an unreadable file) and its failures go to `warn` (said even with --quiet)."""
+    store, an unreadable file) and its failures go to `warn` (said even with --quiet). Returns the thread,
+    so a daemon that stops can let a pass in progress finish instead of cutting it at exit."""
     limits = {k: v for k, v in retention_from_env().items() if k in kinds and v is not None}
     if not limits:
-        return
+        return None
 
     def tick(_t_ns: int) -> None:
         try:
@@ -88,7 +89,7 @@ def start_retention(settings, store, kinds: tuple[str, ...], stop: threading.Eve
         except Exception as e:  # housekeeping: report it, never stop measuring for it (tried again next hour)
             (warn or log)(f"retention failed: {e}")
 
-    run_in_thread("retention", RETENTION_EVERY_S, stop, tick)
+    return run_in_thread("retention", RETENTION_EVERY_S, stop, tick)
 
 
 class RowBuffer:

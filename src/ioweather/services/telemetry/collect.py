@@ -221,7 +221,7 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
         f"(file system {'from the targets, else ' if fs is None else ''}{default_fs!r})")
     # its own stop: a --duration ends the ticker without setting ticker.stop (which a caller may share)
     housekeeping = threading.Event()
-    start_retention(settings, None, ("telemetry",), housekeeping, log, warn)
+    retaining = start_retention(settings, None, ("telemetry",), housekeeping, log, warn)
     queue = CollectorQueue(collector)
     buffer = WriteBehind(sink, flush_s, collector.max_pending_rows, warn, unit="readings", doing="collecting",
                          name="collect-flush", buffer=queue)
@@ -240,6 +240,10 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
     finally:
         housekeeping.set()
         unstored = buffer.close(FINAL_FLUSH_S)
+        if retaining is not None:
+            # a short run (--duration) must not cut its first retention pass at exit: it removes whole files
+            # or rewrites them atomically, so a cut pass loses nothing, but it then did not do its work
+            retaining.join(FINAL_FLUSH_S)
         restore()  # after the last flush: a second Ctrl-C during it is not a traceback
     if unstored:
         raise StoreError(f"{unstored} readings were not stored: the store did not take them within "
