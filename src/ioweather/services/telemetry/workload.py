@@ -316,6 +316,17 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
     until_ns = to_ns(until) if until is not None else None
     if since_ns is not None and until_ns is not None:
         check_order(since, until)
+    if since_ns is not None or until_ns is not None:
+        # An asked window is cut to the time the data covers, as the pages cut it (fsview.covered): the
+        # command and the Workload page resolve one window alike and answer the same start and end.
+        # lazy: pandas, pyarrow via services.telemetry.fsview, loaded only when this runs
+        from ioweather.services.telemetry.fsview import KINDS
+        from ioweather.store import telemetry_targets as TT
+
+        inside = TT.spans(settings, fs, {"io": KINDS["io"]}, since_ns, until_ns).get("io")
+        if inside is not None:
+            since_ns = None if since_ns is None else max(since_ns, inside[0])
+            until_ns = None if until_ns is None else min(until_ns, inside[1])
     step_ns = int(round(resample_s * 1e9))
     base = layout.fs_dir(settings, fs)
     # Every query of one attempt reads one listing: an import may replace files meanwhile (read_listed).
