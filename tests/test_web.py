@@ -92,10 +92,10 @@ def test_timeline_keeps_every_extreme_and_counts_everything(server, filled):
     assert code == 200
     store = open_store(Settings.resolve(filled.home))
     hour = 3600 * 10**9
-    # the first interval whole, as `probe stats` and `slowdown` count it: the window starts on the clock hour
+    # the samples drawn and counted are the window's; the interval statistics have the first hour whole
     first = (filled.t0_ns - 6 * hour) // hour * hour
-    raw = probe_store.read_samples(store, "home-nfs", since_ns=first, until_ns=filled.t0_ns)
-    assert data["samples_total"] == len(raw["op"]) >= 6 * 720 * 6
+    raw = probe_store.read_samples(store, "home-nfs", since_ns=filled.t0_ns - 6 * hour, until_ns=filled.t0_ns)
+    assert data["samples_total"] == len(raw["op"]) == 6 * 720 * 6
     assert data["downsampled"] and data["samples_shown"] <= 2000
     shown = sum(len(s["time"]) for s in data["samples"].values()) + len(data["failures"]["time"])
     assert shown == data["samples_shown"]
@@ -107,6 +107,7 @@ def test_timeline_keeps_every_extreme_and_counts_everything(server, filled):
     fails = int((raw["status"] != 0).sum())
     assert fails > 0 and data["failures_total"] == fails and len(data["failures"]["time"]) == fails  # few: all shown
     # Interval statistics: one row per op and clock hour the window touches, median from raw samples.
+    raw = probe_store.read_samples(store, "home-nfs", since_ns=first, until_ns=filled.t0_ns)
     rows = [r for r in data["intervals"] if r["op"] == "md_stat"]
     assert len(rows) == -((first - filled.t0_ns) // hour)
     # every clock hour the window touches, from the window's samples only (the first hour begins before

@@ -74,10 +74,7 @@ def timeline(cache: ProbeCache, targets: list[str], target: str, since_ns: int, 
     """`target`'s samples in [since, until) as the page draws them (`targets`: every target, for its menu);
     whether each op's baseline is still learning is judged at `now_ns` (the cache's clock by default)."""
     now = cache.clock() if now_ns is None else now_ns
-    step = int(round(interval_s * 1e9))
-    # raw samples or rollups is decided on the window asked for: 6 h stays raw once its first hour is whole
     raw = until_ns - since_ns <= RAW_MAX_NS
-    since_ns -= since_ns % step  # the first interval whole, as `probe stats` and `slowdown` count it (whole_intervals)
     base = cache.baseline(target)
     learning = base.learning(now)
     t = _drawn(cache, target, since_ns, until_ns, interval_s, stat, max_points, base, learning, raw)
@@ -132,24 +129,34 @@ class _Drawn:
 
 def _drawn(cache: ProbeCache, target: str, since_ns: int, until_ns: int, interval_s: float, stat: str,
            max_points: int, base: Baseline, learning: np.ndarray, raw: bool) -> _Drawn:
-    """Every number is over the samples in [since, until) only, the partial first and last intervals too;
-    no slowdown for the ops whose baseline is `learning` (about 1x by construction)."""
+    """The drawn samples and their counts are over the samples in [since, until) only (at most `max_points`
+    drawn); the interval statistics have their first interval whole, as `probe stats` and `slowdown` count it
+    (whole_intervals), and a partial last one. No slowdown for the ops whose baseline is `learning` (about 1x
+    by construction)."""
     # Like for like on the dashboard: a p99 against the baseline p99 (the median against the median).
     expected = base.expected(stat, "same")
     if not raw:
         # No interval under 10 minutes: it would need every sample of the window.
         interval_s = max(interval_s, float(ROLLUP_S))
+    step = int(round(interval_s * 1e9))
+    first = since_ns - since_ns % step  # the interval statistics' window starts on the first interval's start
+    if not raw:
         read = partial(cache.read, target)
         tens = window_rollups(cache, target, ROLLUP_S, since_ns, until_ns, read)
         t = _from_rollups(tens, since_ns)
-        stats = tens if int(interval_s) == ROLLUP_S else window_rollups(cache, target, int(interval_s), since_ns,
-                                                                         until_ns, read)
+        stats = tens if int(interval_s) == ROLLUP_S and first == since_ns else window_rollups(
+            cache, target, int(interval_s), first, until_ns, read)
     else:
         s = cache.read(target, since_ns, until_ns)
         t = _from_samples(s, since_ns, until_ns, max_points)
         if int(interval_s) in INTERVALS_S:
-            stats = window_rollups(cache, target, int(interval_s), since_ns, until_ns, partial(_within, s))
+            def read(lo: int, hi: int) -> dict[str, np.ndarray]:  # the samples before `since` are read only if needed
+                return _within(s, lo, hi) if lo >= since_ns else cache.read(target, lo, hi)
+            stats = window_rollups(cache, target, int(interval_s), first, until_ns, read)
         else:
+            if first < since_ns:  # under 10 minutes of samples before the window
+                head = cache.read(target, first, since_ns)
+                s = {k: np.concatenate([head[k], v]) for k, v in s.items()}
             stats = rollup_arrays(interval_stats(s["op"], s["start_ns"], s["duration_ns"], s["status"], interval_s))
     rows = []
     for r in rollup_rows(stats):
