@@ -159,8 +159,12 @@ def test_long_timeline_is_built_from_10_minute_rollups_and_counts_every_sample(s
             d = raw["duration_ns"][sel] / 1e9
             assert (got["count"][i], got["min_s"][i], got["max_s"][i]) == (len(d), d.min(), d.max()), (op, t)
             assert got["median_s"][i] == pytest.approx(np.median(d), rel=1e-12), (op, t)
-    # The interval rows below the plot count the same samples.
-    assert sum(r["count"] + r["errors"] + r["timeouts"] for r in data["intervals"]) == len(raw["op"])
+    # The interval rows below the plot count the same samples, their first interval whole (as probe stats'):
+    # the samples between its start and `since` besides
+    store = open_store(Settings.resolve(filled.home))
+    before = probe_store.read_samples(store, "home-nfs", since_ns=since // step * step, until_ns=since)
+    store.dispose()
+    assert sum(r["count"] + r["errors"] + r["timeouts"] for r in data["intervals"]) == len(raw["op"]) + len(before["op"])
     code, html = server.get("/timeline?target=home-nfs&" + window)[:2]
     assert code == 200
 
