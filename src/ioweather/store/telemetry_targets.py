@@ -280,16 +280,27 @@ def spans(settings, fs: str, kinds: dict[str, tuple[tuple[str, ...], str | None]
     if not files or not kinds:
         return {}
     cases = " ".join(f"WHEN {_metric_sql(*kinds[k])} THEN '{k}'" for k in kinds if _SAFE.match(k))
-    con = layout.connect_duckdb()
+
+    def scan(files):
+        con = layout.connect_duckdb()
+        try:
+            return con.execute(f"""
+                SELECT kind, min(time_ns), max(time_ns + CAST(greatest(coalesce(interval_s, 0), 1) * 1e9 AS BIGINT)),
+                       count(*)
+                FROM (SELECT CASE {cases} END AS kind, time_ns, interval_s FROM {files_scan(files)}
+                      WHERE {VALID} AND {_time_sql(since_ns, until_ns)})
+                WHERE kind IS NOT NULL GROUP BY kind""").fetchall()
+        finally:
+            con.close()
+
     try:
-        rows = con.execute(f"""
-            SELECT kind, min(time_ns), max(time_ns + CAST(greatest(coalesce(interval_s, 0), 1) * 1e9 AS BIGINT)),
-                   count(*)
-            FROM (SELECT CASE {cases} END AS kind, time_ns, interval_s FROM {files_scan(files)}
-                  WHERE {VALID} AND {_time_sql(since_ns, until_ns)})
-            WHERE kind IS NOT NULL GROUP BY kind""").fetchall()
-    finally:
-        con.close()
+        rows = scan(files)
+    except Exception:  # a damaged file (store check --repair sets it aside): the span of the readable ones
+        bad = set(layout.unreadable(files))
+        if not bad:
+            raise
+        files = [f for f in files if f not in bad]
+        rows = scan(files) if files else []
     return {k: (int(a), int(b), int(n)) for k, a, b, n in rows}
 
 
