@@ -542,16 +542,22 @@ def home(tmp_path) -> Path:
     return h
 
 
-def run_cli(*args: str, home: Path | None = None, env: dict | None = None, timeout: float = 120,
-            input: str | None = None, check: bool = False) -> subprocess.CompletedProcess:
-    """Run `python -m ioweather ARGS` in a subprocess, as a user would."""
+def cli_env(home: Path | None, env: dict | None) -> dict:
+    """The environment a command runs in, in a process or in this one (tests/inprocess.py): this one's,
+    IOWEATHER_HOME set, IOWEATHER_DB left out (a developer's server is never a test's store), `env` on top."""
     full_env = dict(os.environ)
     if home is not None:
         full_env["IOWEATHER_HOME"] = str(home)
     full_env.pop("IOWEATHER_DB", None)
     full_env.update(env or {})
+    return full_env
+
+
+def run_cli(*args: str, home: Path | None = None, env: dict | None = None, timeout: float = 120,
+            input: str | None = None, check: bool = False) -> subprocess.CompletedProcess:
+    """Run `python -m ioweather ARGS` in a subprocess, as a user would."""
     proc = subprocess.run([sys.executable, "-m", "ioweather", *args], capture_output=True, text=True,
-                          env=full_env, timeout=timeout, input=input)
+                          env=cli_env(home, env), timeout=timeout, input=input)
     if check and proc.returncode != 0:
         raise AssertionError(f"ioweather {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
     return proc

@@ -43,6 +43,8 @@ import pytest
 from click import formatting
 from click.testing import CliRunner
 
+from conftest import cli_env
+
 _SIGNALS = [s for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2,
                         signal.SIGALRM, signal.SIGCHLD, signal.SIGPIPE) if s is not None]
 # Python's own filters in a process started without -W (see warnings.filters in a bare interpreter).
@@ -62,12 +64,7 @@ def in_process_cli():
 def run_cli(*args: str, home=None, env: dict | None = None, timeout: float = 120,
             input: str | None = None, check: bool = False) -> subprocess.CompletedProcess:
     """Run `ioweather ARGS` in this process, as conftest.run_cli runs it in a new one."""
-    full_env = dict(os.environ)
-    if home is not None:
-        full_env["IOWEATHER_HOME"] = str(home)
-    full_env.pop("IOWEATHER_DB", None)
-    full_env.update(env or {})
-    code, out, err = _invoke([str(a) for a in args], full_env, input)
+    code, out, err = _invoke([str(a) for a in args], cli_env(home, env), input)
     proc = subprocess.CompletedProcess([sys.executable, "-m", "ioweather", *args], code, out, err)
     if check and proc.returncode != 0:
         raise AssertionError(f"ioweather {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
