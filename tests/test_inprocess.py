@@ -112,13 +112,13 @@ def test_an_escaping_exception_is_a_traceback_and_status_1(tmp_path, monkeypatch
     assert out.stderr.startswith("Traceback (most recent call last):") and "RuntimeError: planted" in out.stderr
 
 
-def test_an_engine_left_open_is_released(tmp_path):
+def test_an_engine_left_open_is_released(tmp_path, testdata):
     from ioweather.store import db
 
     before = set(db._ENGINES)
     logs = tmp_path / "logs"
     logs.mkdir()
-    shutil.copy(TESTDATA / "darshan" / "imbalanced-io.darshan", logs)
+    shutil.copy(testdata / "darshan" / "imbalanced-io.darshan", logs)
     assert inprocess.run_cli("jobs", "ingest", str(logs), "-q", home=tmp_path).returncode == 0
     assert set(db._ENGINES) == before
     # and the test may now open the database file itself, as after a process's exit
