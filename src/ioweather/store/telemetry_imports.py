@@ -230,11 +230,14 @@ class ImportRun:
         """Switch readers to this run's files, then remove the files of earlier runs; returns how many."""
         self._flush()
         self._start()
-        try:
-            write_marker(self.base, self.writer, [self.run], self.paths)
-            return self._remove_older()
-        finally:
-            self._release()
+        # The lock is released only on success: a stop inside the switch or the removal leaves it held, so
+        # that `rollback` still sees this import as under way and removes its files (or finishes the commit).
+        # A `finally` here released it first, and a SIGTERM during the marker's fsync then left the whole new
+        # run on disk beside the old one (uncounted, but there until the next import).
+        write_marker(self.base, self.writer, [self.run], self.paths)
+        n = self._remove_older()
+        self._release()
+        return n
 
     def rollback(self) -> int:
         """Remove this run's files; after the switch (stopped while removing the old files), finish
