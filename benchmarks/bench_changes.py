@@ -6,7 +6,7 @@ level shift in every tenth series. Measured, in the same run:
 
 - `stats.changepoints.change_points` on every series in this process (blocks + refinement):
   wall time and CPU time (the CPU time does not depend on what else the machine runs);
-- `services.changes.search`, which `ioweather changes` uses: the same series searched by a pool
+- `services.answers.changes.search`, which `ioweather changes` uses: the same series searched by a pool
   of forked processes (--workers, default the CPUs this process may use);
 - the baseline: ruptures' exact PELT (its C KernelCPD, linear kernel) on the full-resolution
   series, timed on a few series and scaled to all of them.
@@ -24,7 +24,7 @@ import time
 import numpy as np
 import ruptures
 
-from ioweather.services.changes import default_workers, search
+from ioweather.services.answers.changes import default_workers, search
 from ioweather.stats.changepoints import PENALTY_PER_LOG_N, change_points, deseasonalize
 
 DAY = 86400 * 10**9

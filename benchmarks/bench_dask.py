@@ -94,7 +94,7 @@ class SchedulerMeter:
 def noop_tasks(client, n: int) -> float:
     """Seconds for n no-op tasks (an int formatted), one per task, through map_unordered: the
     scheduler's own cost per task."""
-    from ioweather.services.distributed import map_unordered
+    from ioweather.services.runtime.distributed import map_unordered
     from ioweather.units import format_bytes
 
     got = []
@@ -127,7 +127,7 @@ def main() -> None:
 
     import dask
 
-    from ioweather.services.distributed import KEEP_NANNIES, NO_PROFILER
+    from ioweather.services.runtime.distributed import KEEP_NANNIES, NO_PROFILER
 
     root = Path(tempfile.mkdtemp(prefix="iw-bench-dask-logs-"))
     try:

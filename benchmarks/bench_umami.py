@@ -22,7 +22,7 @@ two days' telemetry is written only later, as an import would bring it.
     .venv/bin/python benchmarks/bench_umami.py --days 365               # the issue's year (long to generate)
     .venv/bin/python benchmarks/bench_umami.py --dask local:2           # also every job's weather on Dask
 
-With --dask SPEC (services/distributed.py) every stored weather is marked stale and recomputed twice
+With --dask SPEC (services/runtime/distributed.py) every stored weather is marked stale and recomputed twice
 in the same run, here and on the cluster (each day's telemetry read by a worker).
 """
 
@@ -101,7 +101,7 @@ def main() -> None:
 
     from ioweather.config import Settings
     from ioweather.services.jobs import weather as job_weather
-    from ioweather.services import umami
+    from ioweather.services.answers import umami
     from ioweather.store import jobs as jstore
     from ioweather.store import open_store
 
@@ -143,7 +143,7 @@ def main() -> None:
         _, dt = timed(job_weather.after_import, store)
         res["incremental_step_nothing_new_s"] = round(dt, 3)
         if a.dask:
-            from ioweather.services.distributed import connect
+            from ioweather.services.runtime.distributed import connect
             from ioweather.store import job_weather as wstore
 
             wstore.invalidate(store, 0, 2**62)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ioweather.config import Settings
-from ioweather.services.metrics import ProbeMetrics
+from ioweather.services.answers.metrics import ProbeMetrics
 from ioweather.services.probe.cache import ProbeCache
 from ioweather.services.probe.status import target_status
 from ioweather.stats.probe_spec import SLOWDOWN_STATS, STAT_QUANTILES

@@ -1,4 +1,4 @@
-"""Change points (stats/changepoints.py, services/changes.py, `ioweather changes`).
+"""Change points (stats/changepoints.py, services/answers/changes.py, `ioweather changes`).
 
 Planted shifts are found at their interval; stationary noise gives no change at the documented
 penalty (the false-positive rate over 1,000 seeded series is printed and bounded); a daily cycle
@@ -126,10 +126,10 @@ def test_year_long_stationary_series_give_no_change():
 
 
 def test_worker_pool_gives_what_one_process_gives(monkeypatch):
-    """services.changes.search with two forked workers (forced past its size threshold) returns, in
+    """services.answers.changes.search with two forked workers (forced past its size threshold) returns, in
     the order given, exactly what the in-process search returns; a series too short says why."""
-    from ioweather.services import changes
-    from ioweather.services.changes import search
+    from ioweather.services.answers import changes
+    from ioweather.services.answers.changes import search
 
     pooled = []
     real = changes._pooled

@@ -1,4 +1,4 @@
-"""collect's failure policy, the probe's (services/daemon.py): writes happen off the sampling thread,
+"""collect's failure policy, the probe's (services/runtime/daemon.py): writes happen off the sampling thread,
 a refused flush keeps its rows and is retried, a stop waits a bounded time for the last write.
 
 In-process runs of services.telemetry.collect.run_collect on a synthetic Lustre tree; the store is slowed or

@@ -1,4 +1,4 @@
-"""Dask for real (services/distributed.py): `jobs ingest --dask` on a LocalCluster of worker processes
+"""Dask for real (services/runtime/distributed.py): `jobs ingest --dask` on a LocalCluster of worker processes
 and on dask_jobqueue's SLURMCluster over the real one-node Slurm (tests/slurm_cluster.py) stores
 exactly what the local pool stores; a worker killed with SIGKILL mid-run costs a retry, never a
 lost or doubled log; a task that kills every worker it runs on is recorded as crashed; bad
@@ -73,7 +73,7 @@ def local_cluster():
     as `--dask local:N` keeps its own."""
     import dask
 
-    from ioweather.services.distributed import KEEP_NANNIES
+    from ioweather.services.runtime.distributed import KEEP_NANNIES
 
     with dask.config.set(KEEP_NANNIES), \
             LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
@@ -152,7 +152,7 @@ def _abort_on_poison(item):
 def test_task_that_kills_its_workers_is_reported_as_crashed(local_cluster):
     import cloudpickle
 
-    from ioweather.services.distributed import map_unordered
+    from ioweather.services.runtime.distributed import map_unordered
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers do not have tests/ on their path
     items = [f"log{i}" for i in range(30)] + ["poison"] + [f"log{i}" for i in range(30, 50)]
@@ -169,7 +169,7 @@ def test_poison_inside_a_batch_is_the_only_crash(local_cluster):
     other 7 (and every other task's items) are delivered, each exactly once."""
     import cloudpickle
 
-    from ioweather.services.distributed import map_unordered
+    from ioweather.services.runtime.distributed import map_unordered
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     items = [f"log{i}" for i in range(13)] + ["poison"] + [f"log{i}" for i in range(13, 40)]
@@ -182,7 +182,7 @@ def test_poison_inside_a_batch_is_the_only_crash(local_cluster):
 
 
 def test_batch_size_follows_the_work_measured_on_the_workers():
-    from ioweather.services import distributed as D
+    from ioweather.services.runtime import distributed as D
 
     assert D.batch_size(None) == 1  # nothing measured yet: one item
     assert D.batch_size(D.TASK_SECONDS / 7.5) == 7  # ~0.5 s of work, rounded down
@@ -205,7 +205,7 @@ def test_batch_size_follows_the_work_measured_on_the_workers():
 
 def test_a_workers_first_call_is_not_timed():
     from ioweather import __version__
-    from ioweather.services.distributed import _task
+    from ioweather.services.runtime.distributed import _task
 
     def twice(x):
         return 2 * x
@@ -216,7 +216,7 @@ def test_a_workers_first_call_is_not_timed():
 
 
 def test_clusters_we_start_run_without_the_stack_profiler():
-    from ioweather.services.distributed import _NO_PROFILER_ENV, connect
+    from ioweather.services.runtime.distributed import _NO_PROFILER_ENV, connect
 
     with connect("local:1") as client:
         assert not any(client.run(lambda dask_worker: "profile" in dask_worker.periodic_callbacks).values())

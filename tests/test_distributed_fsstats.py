@@ -3,7 +3,7 @@ directory walked by a task, merged into exactly the snapshot one local walk give
 every histogram, owners, first-level directories, errors), an unreadable first-level directory
 recorded as one walk records it, hard links across first-level directories counted once (DIR is
 then walked as one walk, with a note), and a worker killed mid-run costs a retry. (A task that
-kills every worker it runs on ends in services.distributed.map_unordered's on_crash, which
+kills every worker it runs on ends in services.runtime.distributed.map_unordered's on_crash, which
 raises here as in tests/test_distributed_workload.py.)"""
 
 from __future__ import annotations

@@ -115,7 +115,7 @@ def test_why_matches_probes_by_the_file_systems_name(home):
     """A probe of the job's file system from another mount point (a login node's /lus/scratch for the
     job's /lus/theta-fs0) is found by the name its run recorded; a label that merely equals the dataset
     no longer is (it said nothing of the file system); a directory under the job's mount still is."""
-    from ioweather.services.why import _Probes
+    from ioweather.services.answers.why import _Probes
     from ioweather.store import open_store
     from ioweather.store import probe as probe_store
 
@@ -135,7 +135,7 @@ def test_why_matches_probes_by_the_file_systems_name(home):
 def test_a_jobs_node_local_disk_is_its_nodes_dataset(tmp_path):
     """issue 39: a job on `/` (ext4) is on the disk `collect --sources diskstats` files as the host's dataset;
     the log's node wins over the node asking, a shared mount is never mapped so, and no telemetry maps nothing."""
-    from ioweather.services.fs_names import job_fs
+    from ioweather.services.runtime.fs_names import job_fs
 
     for host in ("nid7", socket.gethostname().split(".")[0]):
         (tmp_path / "parquet" / "telemetry" / f"fs={host}").mkdir(parents=True)

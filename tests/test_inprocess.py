@@ -100,7 +100,7 @@ def test_the_db_of_the_callers_environment_is_not_used(tmp_path, monkeypatch):
 
 
 def test_an_escaping_exception_is_a_traceback_and_status_1(tmp_path, monkeypatch):
-    from ioweather.services import stores
+    from ioweather.services.runtime import stores
 
     def boom(*_a, **_k):
         raise RuntimeError("planted")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ioweather.services.jobs.darshan import job_report
-from ioweather.services.job_diff import DiffSide, diff_reports, explained, job_diff
+from ioweather.services.answers.job_diff import DiffSide, diff_reports, explained, job_diff
 
 LAB = Path(__file__).parent / "data" / "lab"
 BAD, FIXED = LAB / "fsync-4k.darshan", LAB / "fixed-large.darshan"
@@ -49,7 +49,7 @@ def test_the_reverse_pair_explains_an_increase():
 
 
 def test_explained_never_exceeds_the_change_nor_counts_causes_pointing_the_other_way():
-    from ioweather.services.job_diff import DiffCause
+    from ioweather.services.answers.job_diff import DiffCause
 
     def cause(s):
         return DiffCause(kind="finding", code="X", message="", change_s=s, before=None, after=None)

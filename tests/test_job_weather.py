@@ -18,7 +18,7 @@ from umami_planted import telemetry as _telemetry
 from ioweather.config import Settings
 from ioweather.errors import UserError
 from ioweather.services.jobs import weather as job_weather
-from ioweather.services import umami
+from ioweather.services.answers import umami
 from ioweather.stats import job_weather as jws
 from ioweather.store import jobs as jstore
 from ioweather.store import open_store, scheduler

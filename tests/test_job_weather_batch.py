@@ -252,7 +252,7 @@ def test_umami_of_a_job_with_a_kept_climate_imports_no_scipy(batch):
     assert out["scipy"] is False
     assert out["pandas"] is False  # 0.4 s of `umami JOB`: the history goes to climate() as arrays
     kept = out["doc"]
-    from ioweather.services.umami import climate
+    from ioweather.services.answers.umami import climate
 
     job = job_weather.find_job(store, "5006")
     t = job_weather.update_climates(store, "fs", {kept["motif"]})[kept["motif"]]

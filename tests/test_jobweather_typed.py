@@ -14,9 +14,9 @@ from test_job_weather import planted  # noqa: F401 (the fixture)
 from umami_planted import S, T0
 
 from ioweather.services.jobs import weather as job_weather
-from ioweather.services import umami
+from ioweather.services.answers import umami
 from ioweather.services.jobs.weather import Job, Weather
-from ioweather.services.umami import Umami
+from ioweather.services.answers.umami import Umami
 from ioweather.store import job_weather as wstore
 from ioweather.store import scheduler
 from ioweather.views.output import to_json
@@ -110,8 +110,8 @@ def test_a_scheduler_job_answers_the_same_way(planted):
 
 
 def test_why_reads_the_typed_weather(planted):
-    """`why` takes its coverage factor and fullest OST from the Weather (services/why.py)."""
-    from ioweather.services.why import _system
+    """`why` takes its coverage factor and fullest OST from the Weather (services/answers/why.py)."""
+    from ioweather.services.answers.why import _system
 
     _settings, store = planted
     w = umami.umami(store, "1012").weather
@@ -121,7 +121,7 @@ def test_why_reads_the_typed_weather(planted):
 
 
 def test_correlations_are_typed_and_the_cli_prints_their_rows(planted):
-    from ioweather.services.umami import Correlations
+    from ioweather.services.answers.umami import Correlations
 
     settings, store = planted
     answer = umami.correlations(store, fs="scratch")
@@ -142,7 +142,7 @@ def test_an_imported_feature_row_answers_typed_without_a_file_system(testdata, h
     import pandas as pd
 
     from ioweather.config import Settings
-    from ioweather.services.umami import FeatureImport, FeatureWeather
+    from ioweather.services.answers.umami import FeatureImport, FeatureWeather
     from ioweather.store import open_store
 
     d = testdata / "tokio-abc"

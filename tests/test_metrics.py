@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from ioweather.config import Settings
 from ioweather.store import open_store
 from ioweather.store import probe as probe_store
-from ioweather.services.metrics import BUCKETS_S, ProbeMetrics
+from ioweather.services.answers.metrics import BUCKETS_S, ProbeMetrics
 from ioweather.services.probe.cache import ProbeCache
 from web_server import NASTY, Server, filled, frozen_app, server  # noqa: F401  (fixtures)
 from ports import free_port

@@ -171,7 +171,7 @@ def test_retired_and_abandoned_targets_no_longer_block_the_check(tmp_path, cli):
 
     # Status and /metrics leave it out (the dashboard's cache lists their targets); the Status header is
     # no longer "stale" for ever: the abandoned target is shown but decides nothing.
-    from ioweather.services.metrics import ProbeMetrics
+    from ioweather.services.answers.metrics import ProbeMetrics
     from ioweather.services.probe.cache import ProbeCache
     from ioweather.services.probe.status import overall_of, target_status
     store = open_store(Settings.resolve(home))

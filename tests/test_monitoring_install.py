@@ -136,7 +136,7 @@ def test_the_nagios_command_runs_as_documented(tmp_path, cli):
 def test_the_prometheus_rules_load_and_use_exported_metrics(tmp_path):
     import yaml
 
-    from ioweather.services.metrics import ProbeMetrics
+    from ioweather.services.answers.metrics import ProbeMetrics
     from ioweather.services.probe.cache import ProbeCache
 
     block = next(b for b in _code_blocks(DEPLOYMENT.read_text()) if b and b[0] == "groups:")

@@ -36,11 +36,11 @@ see services/probe.py and services/probe_cache.py:75 and services/probe/
 '''
 
 NEW = '''from ioweather.services.probe import cache as probe_cache, slowdown
-from ioweather.services import why
+from ioweather.services.answers import why
 from ioweather.services.probe import run as probe
 from ioweather.services.bench import runs as b
     from ioweather.services.jobs import weather as job_weather
-    from ioweather.services import umami
+    from ioweather.services.answers import umami
 from ioweather.services.probe.run import ProbeDaemon, run_probes
 from ioweather.services.bench.runs import run, summary
 from ioweather.services.telemetry.imports import import_one
@@ -66,7 +66,7 @@ def test_running_it_twice_changes_nothing():
 def test_relative_imports_inside_the_old_services():
     assert rw.rewrite("from .probe_cache import X\nfrom . import slowdown, why\n", in_services=True) == \
         "from ioweather.services.probe.cache import X\nfrom ioweather.services.probe import slowdown\n" \
-        "from ioweather.services import why\n"
+        "from ioweather.services.answers import why\n"
 
 
 def test_every_new_module_exists():

@@ -15,7 +15,7 @@ from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this 
 
 SERVE = textwrap.dedent("""
     import sys, threading, urllib.request
-    from ioweather.services.server import bind, run_server
+    from ioweather.services.runtime.server import bind, run_server
 
     async def app(scope, receive, send):
         if scope["type"] == "lifespan":

@@ -235,7 +235,7 @@ def test_check_repairs_a_marker_listing_a_missing_file(tmp_path):
 @pytest.mark.slow  # 2-10 s here (load 15 on 2 cores): Parquet files with rollups, several commands
 def test_a_damaged_file_is_skipped_by_prune_and_readers_and_set_aside_by_repair(tmp_path):
     """Issue 41 item 5: one damaged Parquet file in an old day, one truncated in a recent one."""
-    from ioweather.services import retention
+    from ioweather.services.runtime import retention
 
     home = tmp_path / "home"
     settings = Settings(home=home)

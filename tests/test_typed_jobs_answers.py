@@ -21,10 +21,10 @@ from ioweather.services.bench import runs as bench
 from ioweather.services.jobs import darshan
 from ioweather.services.jobs import report as one_log  # the unit-rule key maps live with the one-log report
 from ioweather.services.content import fsstats
-from ioweather.services import report
+from ioweather.services.answers import report
 from ioweather.services.telemetry import workload
-from ioweather.services.events import Params
-from ioweather.services.stores import open_store
+from ioweather.services.answers.events import Params
+from ioweather.services.runtime.stores import open_store
 from ioweather.web.app import create_app
 from shared_stores import TWO_LOGS as LOGS, copy_home, day_logs_bench
 from web_server import Server, api
@@ -166,7 +166,7 @@ def test_job(server, settings, store, home, cli):
         answer = darshan.stored_job(store, settings.parquet_dir, row["id"])
         assert isinstance(answer, darshan.StoredJob)
         doc = _api(server, f"/api/job?id={row['id']}")
-        own = {k: v for k, v in doc.items() if k not in ("umami", "why")}  # the system's side: services/umami, why
+        own = {k: v for k, v in doc.items() if k not in ("umami", "why")}  # the system's side: services/answers/umami, why
         assert own == _plain(answer.to_json()) == _cli_json(cli, home, "jobs", "show", row["id"])
         renamed = {v for k, v in {**one_log.BYTE_KEYS, **one_log.RATE_KEYS}.items() if k in own}
         assert set(own) - renamed == _names(darshan.StoredJob)

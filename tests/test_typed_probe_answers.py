@@ -21,7 +21,7 @@ import pytest
 from ioweather.config import Settings
 from ioweather.encoding import to_json
 from ioweather.services.telemetry import fsview
-from ioweather.services.factors import Factors, probe_factors
+from ioweather.services.answers.factors import Factors, probe_factors
 from ioweather.services.probe.history import History, history
 from ioweather.services.probe.status import Status, status
 from ioweather.store import probe as probe_store

@@ -13,7 +13,7 @@ from ioweather.store import open_store
 from ioweather.store import probe as probe_store
 from ioweather.units import ns_to_iso
 from ioweather.web.app import create_app
-from ioweather.services import factors as factors_service
+from ioweather.services.answers import factors as factors_service
 from web_pages_data import (  # noqa: F401  (fixtures)
     BIMODAL, NASTY, PROBE_END_NS, SLOW_FACTOR, pages_home, pages_server)
 from web_server import Server, api, assert_bad_request, assert_never_500, escaped_page

@@ -66,6 +66,24 @@ MOVED: dict[str, str] = {
     "iomodel": "bench.iomodel",
     # content/: content snapshots
     "fsstats": "content.fsstats",
+    # answers/: the answers that join domains (the second move of issue 37: services/ top held 16 files)
+    "job_diff": "answers.job_diff",
+    "why": "answers.why",
+    "report": "answers.report",
+    "events": "answers.events",
+    "changes": "answers.changes",
+    "umami": "answers.umami",
+    "factors": "answers.factors",
+    "metrics": "answers.metrics",
+    "imports": "answers.imports",
+    # runtime/: the plumbing every domain uses (daemons, retention, the server, stores, Dask, names)
+    "daemon": "runtime.daemon",
+    "retention": "runtime.retention",
+    "server": "runtime.server",
+    "stores": "runtime.stores",
+    "distributed": "runtime.distributed",
+    "fs_names": "runtime.fs_names",
+    "defaults": "runtime.defaults",
 }
 
 #: new package -> its modules (what `from ioweather.services.PKG import X` may name in the new layout)

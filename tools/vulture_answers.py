@@ -7,20 +7,20 @@ _ = object()
 _.a  # services.content.fsstats.Growth
 _.access  # services.jobs.darshan.StoredJob
 _.acf  # services.telemetry.workload.Workload
-_.adjust  # services.factors.Factors
-_.after  # services.job_diff.DiffCause, services.job_diff.JobDiff
-_.after_s  # services.job_diff.SystemShare
+_.adjust  # services.answers.factors.Factors
+_.after  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff
+_.after_s  # services.answers.job_diff.SystemShare
 _.alarms  # services.lab.score.CaseScore
-_.analysis  # services.factors.Factors
+_.analysis  # services.answers.factors.Factors
 _.available  # services.lab.score.ToolScore
 _.b  # services.content.fsstats.Growth
-_.baseline  # services.probe.history.TargetHistory, services.why.Why
+_.baseline  # services.probe.history.TargetHistory, services.answers.why.Why
 _.baseline_from  # services.lab.storm.StormPair
 _.baseline_s  # services.probe.status.Status
 _.baseline_until  # services.lab.storm.StormPair
-_.before  # services.job_diff.DiffCause, services.job_diff.JobDiff
-_.before_s  # services.job_diff.SystemShare
-_.bench  # services.report.Report
+_.before  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff
+_.before_s  # services.answers.job_diff.SystemShare
+_.bench  # services.answers.report.Report
 _.bigger_is_better  # stats.umami.MetricRow
 _.box  # stats.umami.MetricRow
 _.brw  # services.telemetry.fsview.Servers
@@ -37,22 +37,22 @@ _.capacity_bytes  # services.content.fsstats.Snapshot
 _.case  # services.lab.score.CaseScore
 _.cases  # services.lab.run.LabRun, services.lab.score.Scores, services.lab.score.ToolScore
 _.cause  # services.lab.run.CaseRun
-_.causes  # services.job_diff.JobDiff
+_.causes  # services.answers.job_diff.JobDiff
 _.cc  # services.lab.toolchain.Toolchain
 _.cdfs  # services.content.fsstats.Contents
 _.cf_variant  # services.jobs.weather.Weather
-_.change_s  # services.job_diff.DiffCause, services.job_diff.SystemShare
-_.changes  # services.report.Report
-_.climate  # services.jobs.weather.Weather, services.why.Why
-_.code  # services.job_diff.DiffCause
-_.code_s  # services.why.Why
+_.change_s  # services.answers.job_diff.DiffCause, services.answers.job_diff.SystemShare
+_.changes  # services.answers.report.Report
+_.climate  # services.jobs.weather.Weather, services.answers.why.Why
+_.code  # services.answers.job_diff.DiffCause
+_.code_s  # services.answers.why.Why
 _.colour  # stats.umami.MetricRow
 _.command  # services.lab.run.CaseRun
 _.compare  # services.content.fsstats.Contents
 _.compare_id  # services.content.fsstats.Contents
 _.concurrent_jobs  # services.jobs.weather.Weather
 _.concurrent_node_hours  # services.jobs.weather.Weather
-_.config  # services.umami.FeatureImport
+_.config  # services.answers.umami.FeatureImport
 _.control  # services.lab.run.CaseRun, services.lab.score.CaseScore
 _.controls  # services.lab.score.ToolScore
 _.controls_quiet  # services.lab.score.ToolScore
@@ -68,7 +68,7 @@ _.covered_s  # services.telemetry.fsview.Span
 _.cross_mounts  # services.content.fsstats.Snapshot
 _.culprit_named  # services.lab.storm.StormPair
 _.culprits  # services.lab.storm.Twin, stats.umami.Umami
-_.cutoff_fraction  # services.factors.Factors
+_.cutoff_fraction  # services.answers.factors.Factors
 _.daily  # services.telemetry.workload.Workload
 _.daily_rates  # services.telemetry.workload.WorkloadView
 _.darshan_lib  # services.lab.toolchain.Toolchain
@@ -82,26 +82,26 @@ _.direction  # services.bench.runs.BenchPage
 _.dirs  # services.content.fsstats.Snapshot
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
 _.elapsed_s  # services.lab.run.CaseRun
-_.end  # services.report.Report, services.telemetry.workload.Workload, services.why.Why
+_.end  # services.answers.report.Report, services.telemetry.workload.Workload, services.answers.why.Why
 _.entries  # services.content.fsstats.Snapshot
 _.entries_per_s  # services.content.fsstats.Snapshot
 _.error  # services.lab.score.CaseScore
 _.error_list  # services.content.fsstats.Snapshot
 _.errors  # services.content.fsstats.Contents, services.content.fsstats.Snapshot
-_.events  # services.report.Report, services.telemetry.fsview.Metadata, services.telemetry.workload.Workload, services.why.Why
-_.evidence  # services.why.Why
+_.events  # services.answers.report.Report, services.telemetry.fsview.Metadata, services.telemetry.workload.Workload, services.answers.why.Why
+_.evidence  # services.answers.why.Why
 _.exclude  # services.content.fsstats.Snapshot
-_.excluded  # services.content.fsstats.Snapshot, services.factors.Factors
-_.exe  # services.job_diff.DiffSide
+_.excluded  # services.content.fsstats.Snapshot, services.answers.factors.Factors
+_.exe  # services.answers.job_diff.DiffSide
 _.exit_code  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
 _.expected_s  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
-_.explained_s  # services.job_diff.JobDiff
-_.explained_share  # services.job_diff.JobDiff
+_.explained_s  # services.answers.job_diff.JobDiff
+_.explained_share  # services.answers.job_diff.JobDiff
 _.extra_io_s  # services.lab.storm.StormPair
 _.f1  # services.lab.score.LabelScore
 _.failed  # services.jobs.darshan.JobsView
 _.failed_logs  # services.jobs.darshan.ArchiveSummary
-_.failed_over  # services.why.Targets
+_.failed_over  # services.answers.why.Targets
 _.failures  # services.probe.timeline.Timeline
 _.failures_total  # services.probe.timeline.Timeline
 _.files  # services.content.fsstats.Snapshot
@@ -115,7 +115,7 @@ _.fn  # services.lab.score.LabelScore
 _.format  # services.content.fsstats.Snapshot
 _.fp  # services.lab.score.LabelScore
 _.fraction_of_peak  # services.jobs.weather.Weather
-_.fs  # services.bench.runs.BenchPage, services.report.Report, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, services.umami.Correlations, services.why.Why, stats.umami.Umami
+_.fs  # services.bench.runs.BenchPage, services.answers.report.Report, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, services.answers.umami.Correlations, services.answers.why.Why, stats.umami.Umami
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.fs_bytes  # services.jobs.weather.Weather
 _.fs_fullness  # services.telemetry.fsview.Capacity
@@ -123,9 +123,9 @@ _.fs_read_bytes  # services.telemetry.fsview.Servers
 _.fs_with_data  # services.telemetry.fsview.Span
 _.fs_write_bytes  # services.telemetry.fsview.Servers
 _.fullest  # services.telemetry.fsview.Capacity
-_.fullest_ost  # services.jobs.weather.Weather, services.why.Targets
-_.fullest_ost_pct  # services.jobs.weather.Weather, services.why.Targets
-_.fullness  # services.report.Report, services.telemetry.fsview.Capacity
+_.fullest_ost  # services.jobs.weather.Weather, services.answers.why.Targets
+_.fullest_ost_pct  # services.jobs.weather.Weather, services.answers.why.Targets
+_.fullness  # services.answers.report.Report, services.telemetry.fsview.Capacity
 _.generated_at  # services.probe.status.Status
 _.growth_until  # services.telemetry.fsview.Capacity
 _.growth_window_s  # services.telemetry.fsview.Capacity
@@ -139,7 +139,7 @@ _.history_jobs  # stats.umami.Umami
 _.home  # services.lab.storm.StormPair
 _.host  # services.content.fsstats.Snapshot
 _.id  # services.jobs.darshan.StoredJob
-_.ident  # services.job_diff.DiffSide
+_.ident  # services.answers.job_diff.DiffSide
 _.idle_periods  # services.telemetry.workload.Workload
 _.idle_threshold  # services.telemetry.workload.Workload
 _.ingested_at  # services.jobs.darshan.StoredJob
@@ -147,29 +147,29 @@ _.interfaces  # services.jobs.darshan.StoredJob
 _.interfaces_by_size  # services.jobs.darshan.ArchiveSummary
 _.interval_s  # services.content.fsstats.Growth, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.workload.Workload
 _.intervals  # services.probe.timeline.Timeline
-_.io_time_change_s  # services.job_diff.JobDiff
-_.io_time_s  # services.job_diff.DiffSide, services.lab.storm.Twin, services.why.Why
+_.io_time_change_s  # services.answers.job_diff.JobDiff
+_.io_time_s  # services.answers.job_diff.DiffSide, services.lab.storm.Twin, services.answers.why.Why
 _.ior  # services.lab.toolchain.Toolchain
 _.ioweather_version  # services.content.fsstats.Snapshot
-_.job  # services.jobs.darshan.StoredJob, services.why.Why, stats.umami.Umami
+_.job  # services.jobs.darshan.StoredJob, services.answers.why.Why, stats.umami.Umami
 _.jobid  # services.lab.storm.Twin
-_.jobs  # services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers, services.umami.Correlations
+_.jobs  # services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers, services.answers.umami.Correlations
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
-_.kind  # services.job_diff.DiffCause, services.telemetry.fsview.Span
+_.kind  # services.answers.job_diff.DiffCause, services.telemetry.fsview.Span
 _.label  # services.content.fsstats.Contents, services.lab.score.LabelScore, stats.umami.MetricRow
 _.labels  # services.content.fsstats.Contents, services.lab.run.CaseRun, services.lab.score.ToolScore
 _.largest_movers  # services.content.fsstats.Growth
 _.lctl  # services.telemetry.fsview.Capacity
-_.lctl_at  # services.why.Targets
+_.lctl_at  # services.answers.why.Targets
 _.learning  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
 _.learning_reason  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
 _.level  # services.jobs.darshan.StoredJob
 _.levels  # services.jobs.darshan.JobsView
 _.limit  # services.jobs.darshan.JobList
-_.links  # services.report.Report
+_.links  # services.answers.report.Report
 _.list  # services.jobs.darshan.JobsView
 _.log  # services.lab.storm.Twin, services.lab.toolchain.Build
-_.logs  # services.lab.run.CaseRun, services.why.Why
+_.logs  # services.lab.run.CaseRun, services.answers.why.Why
 _.logs_dir  # services.lab.run.LabRun, services.lab.score.Scores
 _.lustre  # services.telemetry.fsview.Capacity
 _.max_points  # services.probe.timeline.Timeline
@@ -177,7 +177,7 @@ _.md_ops_per_s  # services.jobs.weather.Weather
 _.mdtest  # services.lab.toolchain.Toolchain
 _.mean_ops_per_s  # services.telemetry.fsview.Metadata
 _.mean_total_bps  # services.telemetry.workload.Workload
-_.message  # services.bench.runs.BenchCheck, services.job_diff.DiffCause, services.probe.slowdown.Check, services.probe.status.Status
+_.message  # services.bench.runs.BenchCheck, services.answers.job_diff.DiffCause, services.probe.slowdown.Check, services.probe.status.Status
 _.metric  # stats.umami.MetricRow
 _.metrics  # stats.umami.Umami
 _.mibps_per_node_by_project  # services.jobs.darshan.ArchiveSummary
@@ -191,9 +191,9 @@ _.missing  # services.lab.toolchain.Toolchain
 _.missing_fraction  # services.jobs.weather.Weather
 _.missing_observations  # services.telemetry.workload.Workload
 _.missing_samples  # services.telemetry.workload.Workload
-_.model  # services.job_diff.SystemShare
+_.model  # services.answers.job_diff.SystemShare
 _.monthly  # services.telemetry.workload.Workload
-_.motif  # services.bench.runs.BenchPage, services.umami.Correlations, stats.umami.Umami
+_.motif  # services.bench.runs.BenchPage, services.answers.umami.Correlations, stats.umami.Umami
 _.mounts  # services.jobs.darshan.StoredJob
 _.mpi  # services.lab.run.CaseRun
 _.mpicc  # services.lab.toolchain.Toolchain
@@ -203,20 +203,20 @@ _.n_fs  # stats.umami.MetricRow
 _.name  # services.lab.run.CaseRun
 _.named  # services.lab.score.CaseScore
 _.newest_of_label  # services.content.fsstats.Contents
-_.nnodes  # services.why.Why
-_.nnodes_source  # services.why.Why
+_.nnodes  # services.answers.why.Why
+_.nnodes_source  # services.answers.why.Why
 _.no_capacity_data  # services.telemetry.fsview.Capacity
 _.no_data  # services.jobs.weather.Weather
 _.note  # services.telemetry.fsview.Span
-_.notes  # services.content.fsstats.Snapshot, services.job_diff.JobDiff, services.jobs.weather.Weather, services.lab.storm.StormPair, services.why.Why
+_.notes  # services.content.fsstats.Snapshot, services.answers.job_diff.JobDiff, services.jobs.weather.Weather, services.lab.storm.StormPair, services.answers.why.Why
 _.now_by_bytes  # services.telemetry.fsview.Talkers
 _.now_by_ops  # services.telemetry.fsview.Talkers
 _.now_s  # services.telemetry.fsview.Talkers
-_.nprocs  # services.job_diff.DiffSide
+_.nprocs  # services.answers.job_diff.DiffSide
 _.observations  # services.telemetry.workload.Workload
 _.offset  # services.jobs.darshan.JobList
-_.op  # services.factors.Factors
-_.ops  # services.factors.Factors, services.probe.history.History, services.telemetry.fsview.Metadata
+_.op  # services.answers.factors.Factors
+_.ops  # services.answers.factors.Factors, services.probe.history.History, services.telemetry.fsview.Metadata
 _.order  # services.jobs.darshan.JobList
 _.origin  # services.lab.toolchain.Toolchain
 _.other  # services.content.fsstats.Snapshot
@@ -225,7 +225,7 @@ _.owners  # services.content.fsstats.Contents, services.content.fsstats.Growth, 
 _.owners_total  # services.content.fsstats.Contents
 _.p  # stats.umami.MetricRow
 _.p_fs  # stats.umami.MetricRow
-_.path  # services.job_diff.DiffSide, services.jobs.darshan.StoredJob
+_.path  # services.answers.job_diff.DiffSide, services.jobs.darshan.StoredJob
 _.peak_ops_per_s  # services.telemetry.fsview.Metadata
 _.peak_read_bps  # services.telemetry.workload.Workload
 _.peak_total_bps  # services.telemetry.workload.Workload
@@ -237,7 +237,7 @@ _.plot  # services.jobs.darshan.JobsView
 _.points  # services.telemetry.workload.WorkloadSeries
 _.power_spectrum  # services.telemetry.workload.Workload
 _.precision  # services.lab.score.LabelScore
-_.preset  # services.umami.FeatureImport
+_.preset  # services.answers.umami.FeatureImport
 _.probe_slowdown  # services.jobs.weather.Weather
 _.probe_slowdown_by_op  # services.jobs.weather.Weather
 _.procs  # services.lab.run.CaseRun
@@ -246,7 +246,7 @@ _.projects  # services.content.fsstats.Contents, services.jobs.darshan.ArchiveSu
 _.projects_shown  # services.jobs.darshan.JobsView
 _.projects_total  # services.content.fsstats.Contents
 _.quartile  # stats.umami.MetricRow
-_.query  # services.report.Report
+_.query  # services.answers.report.Report
 _.quiet  # services.lab.score.CaseScore, services.lab.storm.StormPair
 _.quiet_system_share  # services.lab.storm.StormPair
 _.r  # stats.umami.MetricRow
@@ -262,14 +262,14 @@ _.result  # services.telemetry.workload.WorkloadView
 _.role  # services.lab.storm.Twin
 _.root  # services.content.fsstats.Snapshot
 _.root_is_symlink  # services.content.fsstats.Snapshot
-_.rows  # services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.jobs.darshan.JobList, services.probe.slowdown.Slowdown, services.umami.Correlations, services.umami.FeatureImport
-_.rows_in_file  # services.umami.FeatureImport
-_.rows_kept_by_paper_filters  # services.umami.FeatureImport
+_.rows  # services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.jobs.darshan.JobList, services.probe.slowdown.Slowdown, services.answers.umami.Correlations, services.answers.umami.FeatureImport
+_.rows_in_file  # services.answers.umami.FeatureImport
+_.rows_kept_by_paper_filters  # services.answers.umami.FeatureImport
 _.rule  # services.telemetry.fsview.Servers
 _.run  # services.bench.runs.BenchPage
 _.runs  # services.bench.runs.BenchPage
-_.runtime_s  # services.job_diff.DiffSide
-_.same_code  # services.job_diff.JobDiff
+_.runtime_s  # services.answers.job_diff.DiffSide
+_.same_code  # services.answers.job_diff.JobDiff
 _.sample_interval_s  # services.telemetry.workload.Workload
 _.sample_s  # services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
 _.samples  # services.probe.timeline.Timeline, services.telemetry.workload.Workload
@@ -277,14 +277,14 @@ _.samples_shown  # services.probe.timeline.Timeline
 _.samples_total  # services.probe.timeline.Timeline
 _.series  # services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
 _.server_cpu_pct  # services.jobs.weather.Weather
-_.set  # services.umami.FeatureImport
+_.set  # services.answers.umami.FeatureImport
 _.sharing  # services.jobs.darshan.StoredJob
 _.shown  # services.telemetry.workload.WorkloadSeries
-_.significance  # services.factors.Factors
-_.since  # services.factors.Factors, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
+_.significance  # services.answers.factors.Factors
+_.since  # services.answers.factors.Factors, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.since_ns  # services.telemetry.fsview.Span
 _.skipped_mounts  # services.content.fsstats.Snapshot
-_.slowdown  # services.probe.history.TargetHistory, services.report.Report
+_.slowdown  # services.probe.history.TargetHistory, services.answers.report.Report
 _.smooth_s  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
 _.smoothed_bps  # services.telemetry.workload.WorkloadSeries
 _.snapshot  # services.content.fsstats.Contents
@@ -293,8 +293,8 @@ _.snapshot_time  # services.content.fsstats.Snapshot
 _.snapshots  # services.content.fsstats.Contents
 _.sort  # services.jobs.darshan.JobList, services.telemetry.fsview.Servers
 _.source  # stats.umami.Umami
-_.split  # services.factors.Factors
-_.start  # services.report.Report, services.telemetry.workload.Workload, services.why.Why, stats.umami.Umami
+_.split  # services.answers.factors.Factors
+_.start  # services.answers.report.Report, services.telemetry.workload.Workload, services.answers.why.Why, stats.umami.Umami
 _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.timeline.Timeline
 _.status  # services.bench.runs.BenchCheck, services.lab.run.CaseRun, services.probe.slowdown.Check
@@ -307,18 +307,18 @@ _.stripes_stored  # services.jobs.darshan.StoredJob
 _.summary  # services.jobs.darshan.JobsView
 _.symlink_target  # services.content.fsstats.Snapshot
 _.symlinks  # services.content.fsstats.Snapshot
-_.system  # services.job_diff.JobDiff, services.umami.Correlations
-_.system_model  # services.job_diff.DiffSide, services.lab.storm.Twin, services.why.Why
-_.system_s  # services.job_diff.DiffSide, services.lab.storm.Twin, services.why.Why
+_.system  # services.answers.job_diff.JobDiff, services.answers.umami.Correlations
+_.system_model  # services.answers.job_diff.DiffSide, services.lab.storm.Twin, services.answers.why.Why
+_.system_s  # services.answers.job_diff.DiffSide, services.lab.storm.Twin, services.answers.why.Why
 _.system_share_of_extra  # services.lab.storm.StormPair
-_.target  # services.factors.Factors, services.probe.history.History, services.probe.history.TargetHistory, services.probe.timeline.Timeline, services.telemetry.fsview.Servers
-_.targets  # services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.Workload, services.why.Why
-_.targets_all  # services.factors.Factors, services.probe.history.History
+_.target  # services.answers.factors.Factors, services.probe.history.History, services.probe.history.TargetHistory, services.probe.timeline.Timeline, services.telemetry.fsview.Servers
+_.targets  # services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.Workload, services.answers.why.Why
+_.targets_all  # services.answers.factors.Factors, services.probe.history.History
 _.targets_met  # services.lab.storm.StormPair
 _.threads  # services.content.fsstats.Snapshot
 _.thresholds  # services.probe.history.History, services.probe.status.Status, services.probe.timeline.Timeline
 _.time  # services.probe.history.History, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadSeries
-_.timeline  # services.factors.Factors
+_.timeline  # services.answers.factors.Factors
 _.timeouts  # services.probe.history.TargetHistory
 _.tolerated  # services.lab.run.CaseRun
 _.tool  # services.lab.score.ToolScore
@@ -335,14 +335,14 @@ _.total_ops  # services.telemetry.fsview.Metadata
 _.total_ops_per_s  # services.telemetry.fsview.Metadata
 _.totals  # services.jobs.darshan.StoredJob
 _.tp  # services.lab.score.LabelScore
-_.unexplained_s  # services.why.Why
+_.unexplained_s  # services.answers.why.Why
 _.unplanted  # services.lab.score.CaseScore
-_.until  # services.factors.Factors, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
+_.until  # services.answers.factors.Factors, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.until_ns  # services.telemetry.fsview.Span
 _.unusual  # stats.umami.MetricRow
 _.users  # services.telemetry.fsview.Talkers
 _.value  # stats.umami.MetricRow
-_.verdict  # services.job_diff.DiffSide, services.job_diff.JobDiff, services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.lab.storm.Twin, services.why.Why, stats.umami.Umami
+_.verdict  # services.answers.job_diff.DiffSide, services.answers.job_diff.JobDiff, services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.lab.storm.Twin, services.answers.why.Why, stats.umami.Umami
 _.version  # services.lab.score.ToolScore
 _.walk_s  # services.content.fsstats.Snapshot
 _.warnings  # services.telemetry.workload.WorkloadView

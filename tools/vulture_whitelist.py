@@ -19,7 +19,7 @@ _.do_GET
 _.log_message
 _.handle_error  # socketserver's hook: a scraper that hangs up is one log line, not a traceback
 
-# uvicorn reads these flags of its Server (services/server.py's graceful and forced stop)
+# uvicorn reads these flags of its Server (services/runtime/server.py's graceful and forced stop)
 _.should_exit
 _.force_exit
 

@@ -57,8 +57,8 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def run_cmd(settings, motifs, directory, size, tasks, md_files, fs, max_share, as_json):
         """Run MOTIFS (default: all) with fio in DIR and store each run."""
-        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
-        from ioweather.services.stores import open_store
+        # lazy: sqlalchemy via services.runtime.stores: kept off the command's `--help` and its usage errors
+        from ioweather.services.runtime.stores import open_store
         # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, print_table, stderr
 
@@ -105,8 +105,8 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def import_cmd(settings, paths, fmt, fs, motif, as_json):
         """Import other benchmarks' results: fio JSON output (--output-format=json) and tokio-abc summaries."""
-        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
-        from ioweather.services.stores import open_store
+        # lazy: sqlalchemy via services.runtime.stores: kept off the command's `--help` and its usage errors
+        from ioweather.services.runtime.stores import open_store
         # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json
 
@@ -139,8 +139,8 @@ def register(cli: click.Group) -> None:
     def summary(settings, motif, fs, last, threshold, html_out, as_json):
         """Per motif, direction and file system: optimum (shortest run), mean, contention = mean/optimum,
         the last run's fraction of peak and standing, and the regression flag."""
-        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
-        from ioweather.services.stores import open_store
+        # lazy: sqlalchemy via services.runtime.stores: kept off the command's `--help` and its usage errors
+        from ioweather.services.runtime.stores import open_store
         # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, print_table
 
@@ -171,8 +171,8 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def check(settings, warn, crit, last, motif, fs, as_json):
         """Monitoring-plugin mode: one line with perfdata, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN."""
-        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
-        from ioweather.services.stores import open_store
+        # lazy: sqlalchemy via services.runtime.stores: kept off the command's `--help` and its usage errors
+        from ioweather.services.runtime.stores import open_store
         # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ioweather.commands.common import SINCE, TIME, json_option
-from ioweather.services.defaults import CHANGE_KINDS as KINDS, MIN_SEGMENT, PENALTY_PER_LOG_N
+from ioweather.services.runtime.defaults import CHANGE_KINDS as KINDS, MIN_SEGMENT, PENALTY_PER_LOG_N
 from ioweather.units import check_order, format_bytes, format_seconds, to_ns
 
 
@@ -31,9 +31,9 @@ def register(cli: click.Group) -> None:
         behaves, in the probe's interval medians, the benchmarks' fraction of peak, the jobs'
         fraction of peak per motif and the daily workload totals.
         """
-        # lazy: numpy via services.changes, sqlalchemy via services.stores: kept off `changes --help`
-        from ioweather.services.changes import detect
-        from ioweather.services.stores import open_store
+        # lazy: numpy via services.answers.changes, sqlalchemy via services.runtime.stores: kept off `changes --help`
+        from ioweather.services.answers.changes import detect
+        from ioweather.services.runtime.stores import open_store
         # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, print_table, short_time, stderr
 

@@ -112,8 +112,8 @@ def _event_options(f):
 
 
 def _params(resample, smooth, min_amplitude, cluster, top, cores_per_node, slowdown_threshold):
-    # lazy: numpy, pandas, pyarrow via services.events: kept off the command's `--help` and its usage errors
-    from ioweather.services.events import Params
+    # lazy: numpy, pandas, pyarrow via services.answers.events: kept off the command's `--help` and its usage errors
+    from ioweather.services.answers.events import Params
 
     # lazy: numpy via services.telemetry.workload: kept off the command's `--help` and its usage errors
     from ioweather.services.telemetry.workload import check_options
@@ -138,8 +138,8 @@ def register(cli: click.Group) -> None:
         (exact), Darshan's bytes, or time overlap with the servers' rate. --json prints the list of
         events (with --cost: the cost summary).
         """
-        # lazy: numpy, pandas, pyarrow via services.events: kept off the command's `--help` and its usage errors
-        from ioweather.services import events as events_svc
+        # lazy: numpy, pandas, pyarrow via services.answers.events: kept off the command's `--help` and its usage errors
+        from ioweather.services.answers import events as events_svc
         # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, stderr
 
@@ -176,8 +176,8 @@ def register(cli: click.Group) -> None:
                since, as_json, html, dashboard_url):
         """A file system's week on one page: slowdown climate and worst episodes, change points, events
         with their culprit jobs and cost, benchmark standing, fullness (docs/events.md)."""
-        # lazy: numpy via services.report: kept off the command's `--help` and its usage errors
-        from ioweather.services import report as report_svc
+        # lazy: numpy via services.answers.report: kept off the command's `--help` and its usage errors
+        from ioweather.services.answers import report as report_svc
         # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, stderr
 

@@ -10,7 +10,7 @@ import click
 from ioweather.commands.common import DURATION, json_option
 from ioweather.errors import UserError
 from ioweather.services.telemetry.exporter_defaults import DEFAULT_PORT, JOB_WINDOW_S, STALE_S, TOP_JOBS
-from ioweather.services.server import is_loopback, url_of
+from ioweather.services.runtime.server import is_loopback, url_of
 
 
 def register(cli: click.Group) -> None:

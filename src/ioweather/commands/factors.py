@@ -15,7 +15,7 @@ import click
 from ioweather.commands.common import SINCE, SIZE, TIME, json_option
 from ioweather.errors import UserError
 from ioweather.files import check_destination
-from ioweather.services.defaults import DEFAULT_SIGNIFICANCE
+from ioweather.services.runtime.defaults import DEFAULT_SIGNIFICANCE
 
 DEFAULT_SETUP = ("cache", "op", "mem_layout")
 
@@ -75,17 +75,17 @@ def _say(line: str) -> None:
     click.echo(line, err=True)
 
 
-# ---------------------------------------------------------------- the runs (services/factors.py)
+# ---------------------------------------------------------------- the runs (services/answers/factors.py)
 # Imported when a factors command runs: loading the CLI must not import pandas, pyarrow and scipy.
 
 
 def _run_density(settings, *, files, column, unit, where, drop_invalid, from_store, op, target, since, until, by,
                  adjust, significance, cutoff_fraction, split, r44, plot, as_json) -> None:
     """Classes, splits and outliers per group, table or JSON, optional Fig. 2."""
-    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.factors: kept off the command's `--help` and its usage errors
-    from ioweather.services import factors as svc
-    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.factors: kept off the command's `--help` and its usage errors
-    from ioweather.services.factors import group_name, groups, split_cols
+    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.answers.factors: kept off the command's `--help` and its usage errors
+    from ioweather.services.answers import factors as svc
+    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.answers.factors: kept off the command's `--help` and its usage errors
+    from ioweather.services.answers.factors import group_name, groups, split_cols
     # lazy: rich via views.factors_tables: kept off the command's `--help` and its usage errors
     from ioweather.views.factors_tables import print_density
     # lazy: rich via views.output: kept off the command's `--help` and its usage errors
@@ -139,8 +139,8 @@ def _run_fit(settings, *, files, column, unit, where, drop_invalid, from_store, 
              size_column, size_cap, small_max, margin, adjust, significance, cutoff_fraction, split, r44, out,
              as_json) -> None:
     """One model per setup, the model file, Table 3."""
-    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.factors: kept off the command's `--help` and its usage errors
-    from ioweather.services import factors as svc
+    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.answers.factors: kept off the command's `--help` and its usage errors
+    from ioweather.services.answers import factors as svc
     # lazy: rich via views.factors_tables: kept off the command's `--help` and its usage errors
     from ioweather.views.factors_tables import print_models
     # lazy: rich via views.output: kept off the command's `--help` and its usage errors
@@ -170,8 +170,8 @@ def _run_fit(settings, *, files, column, unit, where, drop_invalid, from_store, 
 def _run_classify(settings, *, files, column, unit, where, drop_invalid, from_store, op, target, since, until,
                   model_path, size_column, fixed_size, match, by, else_label, out, plot, as_json) -> None:
     """The factor of each observation, Table 4, optional rows and Figs. 5-6."""
-    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.factors: kept off the command's `--help` and its usage errors
-    from ioweather.services import factors as svc
+    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.answers.factors: kept off the command's `--help` and its usage errors
+    from ioweather.services.answers import factors as svc
     # lazy: rich via views.factors_tables: kept off the command's `--help` and its usage errors
     from ioweather.views.factors_tables import print_shares
     # lazy: rich via views.output: kept off the command's `--help` and its usage errors

@@ -120,8 +120,8 @@ def _note(text: str) -> None:
 
 
 def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> None:
-    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.imports: kept off the command's `--help` and its usage errors
-    from ioweather.services.imports import import_sources
+    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.answers.imports: kept off the command's `--help` and its usage errors
+    from ioweather.services.answers.imports import import_sources
     # lazy: numpy, pandas, pyarrow, sqlalchemy via services.telemetry.imports: kept off the command's `--help` and its usage errors
     from ioweather.services.telemetry.imports import check_fs_name
     check_fs_name(fs)

@@ -75,7 +75,7 @@ def register(cli: click.Group) -> None:
         findings whose cost appeared, vanished or changed, and the counters that moved; with both jobs
         stored and telemetry for their file system, `why`'s system seconds of each (docs/darshan.md)."""
         # lazy: the job reader forks before numpy (services/jobs/darshan_child.py)
-        from ioweather.services.job_diff import job_diff
+        from ioweather.services.answers.job_diff import job_diff
         # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.job_diff import print_job_diff
 
@@ -206,8 +206,8 @@ def register(cli: click.Group) -> None:
         """Stored jobs, latest start first (the Jobs page's list, filtered)."""
         # lazy: numpy, pandas, pyarrow, sqlalchemy via services.jobs.darshan: kept off the command's `--help` and its usage errors
         from ioweather.services.jobs.darshan import list_jobs
-        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
-        from ioweather.services.stores import open_store
+        # lazy: sqlalchemy via services.runtime.stores: kept off the command's `--help` and its usage errors
+        from ioweather.services.runtime.stores import open_store
         rows = list_jobs(open_store(settings), since_ns=to_ns(since) if since else None,
                          until_ns=to_ns(until) if until else None, user=user, exe=exe, limit=limit)
         if as_json:

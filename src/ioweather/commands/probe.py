@@ -18,8 +18,8 @@ DEFAULT_FILE_SIZE = "1GiB"
 
 
 def open_store(settings):
-    # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
-    from ioweather.services.stores import open_store as _open
+    # lazy: sqlalchemy via services.runtime.stores: kept off the command's `--help` and its usage errors
+    from ioweather.services.runtime.stores import open_store as _open
 
     return _open(settings)
 
@@ -120,8 +120,8 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def archive(settings, keep_days, as_json):
         """Move completed days of samples to Parquet (the daemon does this hourly; for cron or after an import)."""
-        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
-        from ioweather.services.stores import archive_probe_samples
+        # lazy: sqlalchemy via services.runtime.stores: kept off the command's `--help` and its usage errors
+        from ioweather.services.runtime.stores import archive_probe_samples
 
         moved = archive_probe_samples(open_store(settings), keep_days=keep_days)
         if as_json:

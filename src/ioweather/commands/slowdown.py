@@ -9,7 +9,7 @@ import click
 from ioweather.commands.common import DURATION, SINCE, TIME, json_option
 from ioweather.errors import UserError
 from ioweather.services.probe import slowdown as svc
-from ioweather.services.defaults import EXPECTED, SLOWDOWN_STATS
+from ioweather.services.runtime.defaults import EXPECTED, SLOWDOWN_STATS
 from ioweather.units import check_order, format_seconds
 
 
@@ -89,8 +89,8 @@ def register(cli: click.Group) -> None:
             else:
                 click.echo(answer.message)
             sys.exit(answer.exit_code)
-        # lazy: sqlalchemy via services.stores: not loaded by --check, which opens the store read-only itself
-        from ioweather.services.stores import open_store
+        # lazy: sqlalchemy via services.runtime.stores: not loaded by --check, which opens the store read-only itself
+        from ioweather.services.runtime.stores import open_store
 
         check_order(since, until)
         rows = svc.slowdown(open_store(settings), target, interval, stat, baseline, since, until, expected,

@@ -11,7 +11,7 @@ from ioweather.commands.common import DURATION_UNIT, json_option
 from ioweather.config import retention_from_env
 from ioweather.errors import UserError
 from ioweather.files import skipped_line
-from ioweather.services import retention
+from ioweather.services.runtime import retention
 from ioweather.units import format_seconds
 from ioweather.views.output import print_json, print_table, stderr, stdout
 
@@ -31,8 +31,8 @@ def register(cli: click.Group) -> None:
         """Check schema versions, SQLite integrity and WAL, and every Parquet file against its manifest.
 
         Exits 1 when a problem remains, with one line per problem."""
-        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
-        from ioweather.services.stores import check_store
+        # lazy: sqlalchemy via services.runtime.stores: kept off the command's `--help` and its usage errors
+        from ioweather.services.runtime.stores import check_store
 
         report = check_store(settings, repair=repair)
         if as_json:
@@ -62,8 +62,8 @@ def register(cli: click.Group) -> None:
         times (a file spanning the cutoff keeps its newer rows). Safe while watch, collect and the
         dashboard run: each step is a short transaction or one day's files. Never follows a link in the
         store: what it skipped is said in one line, and the exit status is 1."""
-        # lazy: sqlalchemy via services.stores: kept off the command's `--help` and its usage errors
-        from ioweather.services.stores import open_store
+        # lazy: sqlalchemy via services.runtime.stores: kept off the command's `--help` and its usage errors
+        from ioweather.services.runtime.stores import open_store
         if older_than is not None and older_than < 86400:
             raise UserError(f"--older-than {format_seconds(older_than)} would remove today's data: use 1d or more")
         if not settings.store_exists() and not settings.parquet_dir.is_dir():

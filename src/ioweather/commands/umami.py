@@ -25,9 +25,9 @@ def register(cli: click.Group) -> None:
 
         JOB is a Darshan log hash prefix or job id, a scheduler job id, or the job id of an imported
         feature row (`ioweather import job-features`)."""
-        # lazy: numpy via services.umami, sqlalchemy via services.stores: kept off the command's `--help`
-        from ioweather.services.stores import open_store
-        from ioweather.services.umami import umami as build_umami, write_html
+        # lazy: numpy via services.answers.umami, sqlalchemy via services.runtime.stores: kept off the command's `--help`
+        from ioweather.services.runtime.stores import open_store
+        from ioweather.services.answers.umami import umami as build_umami, write_html
         from ioweather.views.umami_report import number_text as _num, p_text as _p
         if html_out:
             check_destination(html_out)  # before the work, not after it
@@ -60,9 +60,9 @@ def register(cli: click.Group) -> None:
         """Which metrics matter: Pearson's r of fraction of peak with each metric, and its p-value.
 
         strong: p < 0.01, weak: p < 0.05, else none; |r| > 0.3 is a moderate correlation (bold)."""
-        # lazy: numpy via services.umami, sqlalchemy via services.stores: kept off the command's `--help`
-        from ioweather.services.stores import open_store
-        from ioweather.services.umami import correlations as build_correlations
+        # lazy: numpy via services.answers.umami, sqlalchemy via services.runtime.stores: kept off the command's `--help`
+        from ioweather.services.runtime.stores import open_store
+        from ioweather.services.answers.umami import correlations as build_correlations
         from ioweather.views.umami_report import number_text as _num, p_text as _p
         answer = build_correlations(open_store(settings), fs=fs, motif=motif, system=system,
                                     metrics=list(metrics) or None, all_rows=all_rows)
@@ -88,9 +88,9 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def job_features(settings, csv, preset, config_path, name, as_json):
         """Per-job feature rows from elsewhere (tokio-abc summaries); a re-import of a set replaces it."""
-        # lazy: numpy via services.umami, sqlalchemy via services.stores: kept off the command's `--help`
-        from ioweather.services.stores import open_store
-        from ioweather.services.umami import import_job_features
+        # lazy: numpy via services.answers.umami, sqlalchemy via services.runtime.stores: kept off the command's `--help`
+        from ioweather.services.runtime.stores import open_store
+        from ioweather.services.answers.umami import import_job_features
         res = import_job_features(open_store(settings), csv, preset, config_path, name)
         if as_json:
             print_json(res.to_json())

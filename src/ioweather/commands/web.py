@@ -11,8 +11,8 @@ import click
 
 from ioweather.commands.common import DURATION, SIZE, probe_run_options
 from ioweather.errors import UserError
-from ioweather.services.server import allowed_hosts, bind, is_loopback, run_server, url_of
-from ioweather.services.defaults import DEGRADED, SEVERE
+from ioweather.services.runtime.server import allowed_hosts, bind, is_loopback, run_server, url_of
+from ioweather.services.runtime.defaults import DEGRADED, SEVERE
 from ioweather.units import format_bytes
 
 #: Laptop-sized defaults for `watch`: a quick first start and little disk, said so on screen.

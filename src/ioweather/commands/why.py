@@ -7,7 +7,7 @@ import click
 from ioweather.commands.common import TIME, json_option
 from ioweather.services.jobs.darshan_child import write_html
 from ioweather.services.probe.slowdown import reference_period
-from ioweather.services.why import why as answer
+from ioweather.services.answers.why import why as answer
 from ioweather.views import why_report as view
 
 

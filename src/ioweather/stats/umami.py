@@ -176,7 +176,7 @@ def verdict(performance: dict | None, culprit_rows: list[dict], history_n: int, 
 
 
 # ----------------------------------------------------------------------------- climate vs weather
-# The answer of one job against its motif's history, shared by services.umami (imported feature rows)
+# The answer of one job against its motif's history, shared by services.answers.umami (imported feature rows)
 # and services.jobs.weather (jobs of our store, benchmark runs): here so that neither imports the other.
 
 class MetricRow(TypedDict, total=False):

@@ -15,7 +15,7 @@ def _signed(v) -> str:
 
 
 def print_job_diff(d) -> None:
-    """`d`: a services.job_diff.JobDiff."""
+    """`d`: a services.answers.job_diff.JobDiff."""
     stdout.print(f"verdict: {d.verdict}", highlight=False)
     runs = [{"run": name, "log": s.path, "io": _s(s.io_time_s), "runtime": _s(s.runtime_s), "procs": s.nprocs,
              "system": _s(s.system_s), "verdict": s.verdict} for name, s in (("before", d.before), ("after", d.after))]

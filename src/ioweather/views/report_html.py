@@ -9,10 +9,10 @@ from ioweather.views.templating import render
 
 
 def render_events(doc: dict, base: str = "") -> str:
-    """The events page of `services.events.compute`'s document; `base` prefixes the dashboard links."""
+    """The events page of `services.answers.events.compute`'s document; `base` prefixes the dashboard links."""
     return render("events_report.html", doc=doc, base=base)
 
 
 def render_report(report: dict, base: str = "") -> str:
-    """The weekly report page of `services.report.compute`'s document."""
+    """The weekly report page of `services.answers.report.compute`'s document."""
     return render("week_report.html", r=report, base=base)

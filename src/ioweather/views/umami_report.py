@@ -38,7 +38,7 @@ def p_text(p) -> str:
 
 def figure_data(doc: dict) -> dict:
     """What a climate-vs-weather figure draws and its table shows, per metric, from the UMAMI document
-    `doc` (the JSON of services.umami's answer, `Umami.to_json()`): the report below and the dashboard's job
+    `doc` (the JSON of services.answers.umami's answer, `Umami.to_json()`): the report below and the dashboard's job
     panel draw the same."""
     metrics = [{k: m.get(k) for k in ("metric", "label", "value", "quartile", "colour", "bigger_is_better", "r",
                                       "p", "n", "strength", "unusual", "box", "history")}

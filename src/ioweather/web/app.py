@@ -1,4 +1,4 @@
-"""The Starlette application behind `ioweather serve` and `ioweather watch` (served by services/server.py)."""
+"""The Starlette application behind `ioweather serve` and `ioweather watch` (served by services/runtime/server.py)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from starlette.staticfiles import StaticFiles
 from ioweather import __version__
 from ioweather.config import Settings
 from ioweather.errors import UserError
-from ioweather.services.changes import load_libraries
-from ioweather.services.metrics import CONTENT_TYPE_LATEST, ProbeMetrics
+from ioweather.services.answers.changes import load_libraries
+from ioweather.services.answers.metrics import CONTENT_TYPE_LATEST, ProbeMetrics
 from ioweather.web.context import WebConfig, WebContext
 from ioweather.web.errors import exception_handlers, json_response
 from ioweather.web.pages import load_pages
@@ -181,7 +181,7 @@ class _App(Starlette):
         return _Timing(super().build_middleware_stack(), self.state.ctx.answered.set)
 
 
-#: The Host names a request may carry when the caller names none (services.server.allowed_hosts adds --host).
+#: The Host names a request may carry when the caller names none (services.runtime.server.allowed_hosts adds --host).
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 

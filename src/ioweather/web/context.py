@@ -10,9 +10,9 @@ from typing import TypeVar
 
 from ioweather.config import Settings
 from ioweather.errors import UserError
-from ioweather.services.defaults import DEGRADED, SEVERE
+from ioweather.services.runtime.defaults import DEGRADED, SEVERE
 from ioweather.services.probe.cache import DEFAULT_BASELINE_S, ProbeCache
-from ioweather.services.stores import Store, open_store, store_location
+from ioweather.services.runtime.stores import Store, open_store, store_location
 
 
 T = TypeVar("T")

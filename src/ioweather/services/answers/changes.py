@@ -20,10 +20,10 @@ import threading
 import numpy as np
 
 from ioweather.errors import UserError
-from ioweather.services.defaults import CHANGE_KINDS as KINDS
+from ioweather.services.runtime.defaults import CHANGE_KINDS as KINDS
 from ioweather.services.bench.runs import runs_table
 from ioweather.services.probe.slowdown import known_targets
-from ioweather.services.umami import FEATURE_PERF
+from ioweather.services.answers.umami import FEATURE_PERF
 from ioweather.services.telemetry.workload import daily_totals, file_systems
 from ioweather.stats.changepoints import MIN_SEGMENT, PENALTY_PER_LOG_N, change_points, load_libraries  # noqa: F401 (re-exported)
 from ioweather.units import ns_to_iso

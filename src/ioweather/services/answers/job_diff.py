@@ -200,8 +200,8 @@ def diff_reports(before: DiffSide, rep_b: dict, after: DiffSide, rep_a: dict,
 
 def _system(settings, paths: tuple[str, str], fs: str | None) -> tuple[SystemShare | None, list[str]]:
     """Each run's system seconds from `why` (both jobs stored, with telemetry or probes), else None."""
-    # lazy: numpy, sqlalchemy via services.why: kept off `ioweather job diff --help` and its usage errors
-    from ioweather.services.why import why
+    # lazy: numpy, sqlalchemy via services.answers.why: kept off `ioweather job diff --help` and its usage errors
+    from ioweather.services.answers.why import why
 
     got = []
     for p in paths:

@@ -11,7 +11,7 @@ import numpy as np
 
 from ioweather.encoding import Answer
 from ioweather.errors import UserError
-from ioweather.services.changes import detect
+from ioweather.services.answers.changes import detect
 from ioweather.services.probe.slowdown import compute_slowdown
 from ioweather.services.telemetry.workload import data_end
 from ioweather.stats.bench import summarize
@@ -29,7 +29,7 @@ class Report(Answer):
 
     `slowdown` (the probes' hourly slowdown climate, ratios), `bench` (the benchmark standing at the
     window's end) and `fullness` (fractions, bytes per second, days) are None when their data is
-    absent; `changes` says when it could not look; `events` is `services.events.compute`'s document;
+    absent; `changes` says when it could not look; `events` is `services.answers.events.compute`'s document;
     `links` point each part at its detail page, `query` is the window as those pages take it."""
 
     fs: str
@@ -46,8 +46,8 @@ class Report(Answer):
 
 def compute(settings, fs: str, since: datetime | None, until: datetime | None, params=None) -> Report:
     """The report over [since, until) (default: the 7 days before the telemetry's end)."""
-    # lazy: pandas, pyarrow via services.events, loaded only when this runs
-    from ioweather.services import events as ev
+    # lazy: pandas, pyarrow via services.answers.events, loaded only when this runs
+    from ioweather.services.answers import events as ev
     until = until or data_end(settings, fs) or datetime.now(timezone.utc)
     since = since or until - timedelta(days=7)
     check_order(since, until)
@@ -90,7 +90,7 @@ def _climate(store, since, until) -> dict | None:
 
 
 def _changes(store, settings, since, until) -> dict:
-    """The week's level changes (services.changes.detect over the window, every kind of series)."""
+    """The week's level changes (services.answers.changes.detect over the window, every kind of series)."""
     if store is None:
         return {"available": False, "reason": "change points: not available (no store)", "points": []}
     found = detect(store, settings, to_ns(since), to_ns(until))

@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING
 
 from ioweather.config import check_dataset_name, dataset_for_mounts, load_fs_map, under
 from ioweather.errors import from_os_error, UserError
-from ioweather.services.fs_names import check_fs, job_fs
+from ioweather.services.runtime.fs_names import check_fs, job_fs
 from ioweather.units import format_seconds, ns_to_iso
 
 if TYPE_CHECKING:
     from ioweather.services.jobs.weather import Weather
-    from ioweather.services.umami import Umami
+    from ioweather.services.answers.umami import Umami
 
 #: Probe ops standing for the job's time in each kind of operation (store.probe.OPS).
 OP_KINDS = {"read": ("data_read",), "write": ("data_write",),
@@ -373,13 +373,13 @@ def _system(facts: dict, weather: Weather | None, probe: tuple, probe_targets: l
 # ----------------------------------------------------------------------------- events and climate
 
 def event_params(duration_s: float, job_bps: float | None):
-    """The event detector's scale for one job (services.events.Params): a site's defaults (60 s intervals,
+    """The event detector's scale for one job (services.answers.events.Params): a site's defaults (60 s intervals,
     600 s smoothing, 1 GiB/s) see hour-long storms on a shared file system and miss the seconds-long one
     that slowed a short job (the lab's storm pair: an 8 s fio storm during a 3 s job). So intervals of a
     fifth of the job (1 s to 60 s), smoothing over the job's length (up to 600 s), and a storm worth
     naming from half the job's own rate (at most 1 GiB/s): what a job could lose half its bandwidth to."""
-    # lazy: pandas, pyarrow via services.events, loaded only when this runs
-    from ioweather.services.events import Params
+    # lazy: pandas, pyarrow via services.answers.events, loaded only when this runs
+    from ioweather.services.answers.events import Params
 
     resample = min(60.0, max(1.0, round(duration_s / 5.0)))
     amplitude = Params.min_amplitude if not job_bps or job_bps <= 0 else min(Params.min_amplitude, job_bps / 2.0)
@@ -389,10 +389,10 @@ def event_params(duration_s: float, job_bps: float | None):
 def _events(settings, fs: str, since: int, until: int, own: set[str], notes: list,
             reference: tuple[int, int] | None = None, job_bps: float | None = None) -> list[dict]:
     """The I/O events of `fs` that overlap [since, until), each with its culprits (the job itself left out)."""
-    # lazy: pandas, pyarrow via services.events, loaded only when this runs
-    from ioweather.services import events as ev
-    # lazy: pandas, pyarrow via services.events, loaded only when this runs
-    from ioweather.services.events import Params
+    # lazy: pandas, pyarrow via services.answers.events, loaded only when this runs
+    from ioweather.services.answers import events as ev
+    # lazy: pandas, pyarrow via services.answers.events, loaded only when this runs
+    from ioweather.services.answers.events import Params
 
     lo, hi = _dt(since - EVENT_MARGIN_NS), _dt(until + EVENT_MARGIN_NS)
     try:

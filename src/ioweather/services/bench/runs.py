@@ -34,7 +34,7 @@ from ioweather import signals
 from ioweather.encoding import Answer
 from ioweather.errors import StoreError, UserError, from_os_error
 from ioweather.files import write_atomic
-from ioweather.services.fs_names import fs_map_of, fs_name_of
+from ioweather.services.runtime.fs_names import fs_map_of, fs_name_of
 from ioweather.sources import fio
 from ioweather.stats.check_codes import CHECK_NAMES, CHECK_PRECEDENCE
 from ioweather.units import format_bytes, ns_to_iso

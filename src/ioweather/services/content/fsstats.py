@@ -16,7 +16,7 @@ from ioweather import __version__
 from ioweather.encoding import Answer
 from ioweather.errors import UserError
 from ioweather.files import check_destination, write_atomic
-from ioweather.services.distributed import connect, map_unordered
+from ioweather.services.runtime.distributed import connect, map_unordered
 from ioweather.units import ns_to_iso
 
 Say = Callable[[str], None]
@@ -66,7 +66,7 @@ def take_snapshot(directory, *, threads, cross_mounts, exclude, progress, output
                   dask: str | None = None) -> tuple[Snapshot, list[str]]:
     """(snapshot, the walk's notes) of one walk of `directory`. `outputs`: (path, what) the
     snapshot will be written to, refused before the walk (a symlink there) rather than after it.
-    `dask` (a `--dask` SPEC, services/distributed.py): each first-level directory is walked by a
+    `dask` (a `--dask` SPEC, services/runtime/distributed.py): each first-level directory is walked by a
     task on the cluster (whose workers must see DIR at the same path), merged into the document
     one walk gives (sources/tree_walk_parts.py)."""
     for path, what in outputs:

@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from ioweather.errors import UserError, from_os_error, os_error_reason
 from ioweather.files import display_path, fd_path
-from ioweather.services.distributed import connect, map_unordered
+from ioweather.services.runtime.distributed import connect, map_unordered
 from ioweather.services.jobs.weather import after_import
 from ioweather.signals import Interrupted as Stop, child_defaults, die_with_parent, install
 from ioweather.sources.darshan_log import (check_layout, content_hash, DarshanLogError, DarshanOpenError, open_log,
@@ -405,7 +405,7 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
            dask_per_task: int | str = "auto") -> dict:
     """Ingest `paths` (files and directories); returns counts. `progress_cb(n_done, n_total)`.
 
-    With `dask_address` (a `--dask` value, services/distributed.py) the logs are read on a Dask
+    With `dask_address` (a `--dask` value, services/runtime/distributed.py) the logs are read on a Dask
     cluster, connected to before the store is opened: a cluster that cannot be reached leaves no store.
     `dask_per_task`: logs per Dask task (map_unordered's per_task; benchmarks/bench_dask.py compares 1).
     """

@@ -31,8 +31,8 @@ import numpy as np
 
 from ioweather.config import check_dataset_name
 from ioweather.errors import UserError
-from ioweather.services.distributed import map_unordered
-from ioweather.services.fs_names import job_fs, known_datasets
+from ioweather.services.runtime.distributed import map_unordered
+from ioweather.services.runtime.fs_names import job_fs, known_datasets
 from ioweather.stats import climate as cstats, coverage as cov, umami as um
 from ioweather.stats import job_weather as jws
 from ioweather.stats.probe import baseline_medians
@@ -167,7 +167,7 @@ def find_job(store, job_id: str) -> Job | None:
 
 
 def fs_of(store, job: Job, fs: str | None = None, facts: bool = True) -> dict:
-    """services.fs_names.job_fs of `job` (a Darshan job found by id gets its per-file facts here, in place;
+    """services.runtime.fs_names.job_fs of `job` (a Darshan job found by id gets its per-file facts here, in place;
     without `facts`, only the bytes per mount are read, without pandas, and the job keeps its row alone)."""
     if not job.files:
         if not facts:
@@ -332,7 +332,7 @@ def compute_many(store, jobs: list[Job], fs: str, con=None, probes: ProbeBaselin
     100 targets at 5 s comes back as ~17,000 rows per metric), one read of the day's fullness gauges,
     scheduler jobs and probe samples; each job's window is then a slice of those sorted arrays.
 
-    With `client` (a Dask client, services/distributed.py) each day's telemetry is read on the cluster
+    With `client` (a Dask client, services/runtime/distributed.py) each day's telemetry is read on the cluster
     (`read_day`: Parquet only, so the workers need the telemetry directory, never the database);
     scheduler jobs and probes are read here, and the weathers are the same. A Darshan job found by id
     gets its per-file facts first (`with_files`): its amounts of operations are coverage factors too."""

@@ -186,8 +186,8 @@ def run_pair(tools: Toolchain, directory: Path, home: Path, *, quiet_s: float = 
 
 def score(settings: Settings, directory: Path, base_from: float, base_until: float) -> StormPair:
     """`why` on each twin with the quiet period as its baseline, against the planted truth."""
-    # lazy: numpy, pandas, sqlalchemy via services.why, loaded only when this runs
-    from ioweather.services.why import why
+    # lazy: numpy, pandas, sqlalchemy via services.answers.why, loaded only when this runs
+    from ioweather.services.answers.why import why
 
     reference = (int(base_from * 1e9), int(base_until * 1e9))
     twins = {}

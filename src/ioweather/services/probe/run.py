@@ -1,6 +1,6 @@
 """The probe as a daemon (METHODS.md section 1): `probe init`, `probe run` and `watch`'s probe.
 
-sources/probe.py measures one period; here the periods run on services/daemon.py's loop, the
+sources/probe.py measures one period; here the periods run on services/runtime/daemon.py's loop, the
 samples go to the store from its write-behind buffer, completed days are archived hourly, and
 `watch` runs the same in a background thread next to its server.
 
@@ -23,13 +23,13 @@ from ioweather import signals
 from ioweather.config import load_fs_map
 from ioweather.errors import UserError
 from ioweather.services.probe import pieces as probe_pieces
-from ioweather.services.daemon import (
+from ioweather.services.runtime.daemon import (
     Ticker,
     WriteBehind,
     run_in_thread,
     start_retention,
 )
-from ioweather.services.fs_names import fs_name_of
+from ioweather.services.runtime.fs_names import fs_name_of
 from ioweather.services.probe.cache import DEFAULT_BASELINE_S
 from ioweather.sources.probe import (
     META_NAME,

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from ioweather.config import retention_from_env
 from ioweather.errors import UserError
-from ioweather.services import retention
+from ioweather.services.runtime import retention
 
 
 class Ticker:
@@ -75,7 +75,7 @@ RETENTION_EVERY_S = 3600.0
 def start_retention(settings, store, kinds: tuple[str, ...], stop: threading.Event,
                     log: Callable[[str], None], warn: Callable[[str], None] | None = None) -> threading.Thread | None:
     """Remove the data of `kinds` older than their retention settings at start and then hourly, on its own
-    thread (services/retention.py: short transactions, so the daemon's own writes never wait long). A bad
+    thread (services/runtime/retention.py: short transactions, so the daemon's own writes never wait long). A bad
     IOWEATHER_RETAIN_* fails here, before the daemon starts, in one line. What it had to skip (a link in the
     store, an unreadable file) and its failures go to `warn` (said even with --quiet). Returns the thread,
     so a daemon that stops can let a pass in progress finish instead of cutting it at exit."""

@@ -1,6 +1,6 @@
 """`ioweather collect`, the telemetry daemon (METHODS.md section 4; docs/telemetry.md).
 
-The live sources (sources/telemetry/) are read on services/daemon.py's loop, the probe's: ticks
+The live sources (sources/telemetry/) are read on services/runtime/daemon.py's loop, the probe's: ticks
 on a grid aligned to the epoch, missed ticks counted, Ctrl-C/SIGTERM; the collector
 (services/telemetry/collector.py) turns readings into rows, and the write-behind buffer hands
 them to the Parquet store (store/telemetry_layout.py) from its own thread, so a slow or full
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ioweather import signals
 from ioweather.errors import StoreError, UserError, from_os_error, os_error_reason
-from ioweather.services.daemon import Ticker, WriteBehind, start_retention
+from ioweather.services.runtime.daemon import Ticker, WriteBehind, start_retention
 from ioweather.sources.telemetry.base import short_hostname
 from ioweather.services.telemetry.collector import Collector
 from ioweather.services.telemetry.exporter_defaults import JOB_TOP

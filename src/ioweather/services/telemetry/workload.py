@@ -15,7 +15,7 @@ import numpy as np
 
 from ioweather.encoding import Answer, finite_or_none, iso_ms
 from ioweather.errors import UserError
-from ioweather.services.distributed import connect, map_unordered
+from ioweather.services.runtime.distributed import connect, map_unordered
 from ioweather.stats import workload as W
 from ioweather.stats.downsample import downsample
 from ioweather.stats.workload import (
@@ -304,7 +304,7 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
     """The `--json` answer and the series behind it, for file system `fs` over [since, until).
     `use_rollups=False` reads every row (to check the rollups, or to measure what they save);
     `warn(message)` hears what the caller may want to tell a person (the command prints it);
-    `dask` (a `--dask` SPEC, services/distributed.py) scans the days on a Dask cluster's workers,
+    `dask` (a `--dask` SPEC, services/runtime/distributed.py) scans the days on a Dask cluster's workers,
     which must see the store's Parquet files at the same path: the same document as without."""
     # lazy: pyarrow via store.telemetry_layout, loaded only when this runs
     from ioweather.store import telemetry_layout as layout

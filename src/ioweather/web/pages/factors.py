@@ -1,7 +1,7 @@
 """Factors: the latency density of one probe target's op over a window, with its classes, splits and
 outlier cutoff (METHODS.md 2.2-2.3; seed 000 Fig. 2).
 
-The store has no factors table: the page runs `services.factors.probe_factors` (the density of the
+The store has no factors table: the page runs `services.answers.factors.probe_factors` (the density of the
 successful samples of the window, as `factors density --from-store` reads them) with the options
 of `ioweather factors density`, so its `analysis` is that command's
 `--from-store --json` for the same target, op and window. The window is capped (7 days) to keep a request
@@ -12,7 +12,7 @@ kept in memory.
 from __future__ import annotations
 
 from ioweather.errors import UserError
-from ioweather.services.defaults import DEFAULT_SIGNIFICANCE
+from ioweather.services.runtime.defaults import DEFAULT_SIGNIFICANCE
 from ioweather.services.probe.cache import OPS
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import has_probe_data, now_utc, require_probe_data, target_param
@@ -37,8 +37,8 @@ def factors_data(ctx: WebContext, params) -> dict:
 
     def run():
         # pandas and scipy load with the first analysis, not at the dashboard's start
-        # lazy: pandas, pyarrow via services.factors, loaded only when this runs
-        from ioweather.services.factors import probe_factors
+        # lazy: pandas, pyarrow via services.answers.factors, loaded only when this runs
+        from ioweather.services.answers.factors import probe_factors
 
         try:
             return probe_factors(ctx.store, targets, target, op, since, until, kw)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ioweather.services.changes import probe_marks
-from ioweather.services.defaults import SLOWDOWN_STATS
+from ioweather.services.answers.changes import probe_marks
+from ioweather.services.runtime.defaults import SLOWDOWN_STATS
 from ioweather.services.probe.cache import INTERVALS_S
 from ioweather.services.probe.history import grid, history
 from ioweather.web.context import WebContext

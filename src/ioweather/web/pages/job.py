@@ -7,7 +7,7 @@ findings with their cost are stored by `jobs ingest` (store version 2); a job in
 before has only its finding codes, and the page says to re-ingest it for the verdict.
 The full report (INFO/OK findings, plots) is `ioweather job LOG`.
 
-The page opens with `ioweather why`'s answer for the job (services/why.py: the same document as
+The page opens with `ioweather why`'s answer for the job (services/answers/why.py: the same document as
 `why JOB --json`), which reads the log again when it is still where it was ingested from: the
 advisor's combined saving is not in the store.
 """
@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 
 from ioweather.errors import UserError
-from ioweather.services.umami import job_panel
-from ioweather.services.why import why
+from ioweather.services.answers.umami import job_panel
+from ioweather.services.answers.why import why
 from ioweather.web.context import WebContext
 from ioweather.web.pages import jobs_common as jc
 from ioweather.web.params import BadRequest, NotFound, Query
@@ -44,7 +44,7 @@ def job_data(ctx: WebContext, params) -> dict:
         raise BadRequest(str(e)) from None
     if data is None:
         raise NotFound(f"no job with id {h} in the store; the Jobs page lists them")
-    # the job's own side (`jobs show --json`), then the system's: climate vs weather (services/umami.py), why
+    # the job's own side (`jobs show --json`), then the system's: climate vs weather (services/answers/umami.py), why
     return {**data.to_json(), "umami": job_panel(ctx.store, data.id), "why": _why(ctx, data)}
 
 

@@ -1,5 +1,5 @@
 """Report: one file system's week on one page (issue 15 item 4) — the document of `ioweather report
---json` (services/report.py) for the same file system and window, each part linked to its detail page.
+--json` (services/answers/report.py) for the same file system and window, each part linked to its detail page.
 The Workload page's events link here, to the event's row (#event-<start>). The page adds only the list of
 file systems of its form."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from ioweather.errors import StoreError, UserError
-from ioweather.services.report import compute
+from ioweather.services.answers.report import compute
 from ioweather.services.telemetry.workload import dataset_fingerprint, file_systems
 from ioweather.web.context import WebContext
 from ioweather.web.pages.workload import event_options
@@ -22,8 +22,8 @@ def has_telemetry(ctx: WebContext) -> bool:
 
 
 def report_data(ctx: WebContext, params) -> dict:
-    # lazy: pandas, pyarrow via services.events, loaded only when this runs
-    from ioweather.services import events as ev
+    # lazy: pandas, pyarrow via services.answers.events, loaded only when this runs
+    from ioweather.services.answers import events as ev
     q = Query(params, ("fs", "since", "until", "resample", "smooth", "min_amplitude"))
     fs, systems, since_ns, until_ns, span = fs_and_window(ctx, q, "7d", "io")
     empty = without_data(fs, systems, span)

@@ -4,8 +4,8 @@ each 10-minute interval's fastest, median and slowest), interval statistics and 
 
 from __future__ import annotations
 
-from ioweather.services.changes import probe_marks
-from ioweather.services.defaults import SLOWDOWN_STATS
+from ioweather.services.answers.changes import probe_marks
+from ioweather.services.runtime.defaults import SLOWDOWN_STATS
 from ioweather.services.probe.timeline import MAX_POINTS, timeline
 from ioweather.web.context import WebContext
 from ioweather.web.pages.common import has_probe_data, now_utc, require_probe_data, target_param

@@ -196,7 +196,7 @@
     return traces;
   }
 
-  // Level changes (services/changes.py): one marker per change on the median panel at the new level,
+  // Level changes (services/answers/changes.py): one marker per change on the median panel at the new level,
   // its tooltip the time, the op and the medians before and after; a dotted line across the plot.
   // Ops are the fixed names above: no label from the data goes into a Plotly string.
   function changeHover(c) {
