@@ -7,7 +7,11 @@ the queue, the CPU time the work). `--before SRC` adds the same commands run fro
 (e.g. `git archive REV src | tar -x -C /tmp/before`), alternating with this one.
 
     python benchmarks/bench_short_commands.py [--runs 5] [--why-home H --why-job J] [--store-home H30]
-                                              [--before /tmp/before/src]
+                                              [--before /tmp/before/src] [--only why]
+
+--only why: the bare `python -c "import numpy, pandas"` and `why JOB` alone (issue 40's `why` < 1 s).
+Each command's medians are also printed as a ratio of the first (bare-import) row's, which ran in the
+same rounds: on this shared machine the ratio holds when the absolute times do not.
 
 --why-home: the store tests/test_why.py builds (the storm store); --store-home: a 30-day probe store as
 benchmarks/bench_store.py builds it (`--dir D` -> D/home-30d). Commands whose home is not given are skipped.
@@ -43,13 +47,17 @@ def main():
     ap.add_argument("--why-job", default="1452113755")
     ap.add_argument("--store-home", type=Path)
     ap.add_argument("--before", type=Path, help="another tree's src/ to alternate with")
+    ap.add_argument("--only", choices=["why"], help="only the bare import and `why JOB` (needs --why-home)")
     args = ap.parse_args()
     py, cli = sys.executable, [sys.executable, "-m", "ioweather"]
     empty = tempfile.mkdtemp()
-    cases = [("import numpy, pandas, darshan", [py, "-c", "import numpy, pandas, darshan"], False),
-             ("job LOG", [*cli, "job", str(args.log)], True),
-             ("slowdown --check, empty home", [*cli, "--home", empty, "slowdown", "--check"], True)]
-    if args.store_home:
+    if args.only == "why":
+        cases = [("import numpy, pandas", [py, "-c", "import numpy, pandas"], False)]
+    else:
+        cases = [("import numpy, pandas, darshan", [py, "-c", "import numpy, pandas, darshan"], False),
+                 ("job LOG", [*cli, "job", str(args.log)], True),
+                 ("slowdown --check, empty home", [*cli, "--home", empty, "slowdown", "--check"], True)]
+    if args.store_home and not args.only:
         cases.append(("slowdown --check, 30 days", [*cli, "--home", str(args.store_home), "slowdown", "--check"], True))
     if args.why_home:
         cases.append(("why JOB, storm store", [*cli, "--home", str(args.why_home), "why", args.why_job], True))
@@ -59,9 +67,12 @@ def main():
         for name, cmd, both in cases:
             for tree, src in trees if both else trees[:1]:
                 times.setdefault(f"{name} [{tree}]" if both and args.before else name, []).append(run(cmd, src))
+    base = next(iter(times.values()))
+    bw, bc = statistics.median(w for w, _ in base), statistics.median(c for _, c in base)
     for label, v in times.items():
-        print(f"{label:44s} wall median {statistics.median(w for w, _ in v):.3f} s "
-              f"(min {min(w for w, _ in v):.3f}); CPU median {statistics.median(c for _, c in v):.3f} s")
+        w, c = statistics.median(x for x, _ in v), statistics.median(y for _, y in v)
+        print(f"{label:44s} wall median {w:.3f} s (min {min(x for x, _ in v):.3f}); CPU median {c:.3f} s; "
+              f"{w / bw:.2f}× / {c / bc:.2f}× the first row")
     print("load average:", " ".join(open("/proc/loadavg").read().split()[:3]))
 
 

@@ -431,6 +431,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_quiet_file_system_says_the_code",
         "test_storm_costs_the_system_and_names_the_culprit",
         "test_the_job_page_opens_with_the_same_answer",
+        "test_why_loads_no_scipy",
     ),
     "test_workload_cli.py": ("test_html_report_is_self_contained", "test_json_has_the_contract_keys",),
 }

@@ -111,11 +111,11 @@ def test_a_scheduler_job_answers_the_same_way(planted):
 
 def test_why_reads_the_typed_weather(planted):
     """`why` takes its coverage factor and fullest OST from the Weather (services/answers/why.py)."""
-    from ioweather.services.answers.why import _system
+    from ioweather.services.answers.why import _Facts, _system
 
     _settings, store = planted
     w = umami.umami(store, "1012").weather
-    facts = {"io_time_s": 10.0, "times": {}, "bytes_written": 1, "bytes_read": 0}
+    facts = _Facts(io_time_s=10.0, times={}, bytes_written=1, bytes_read=0)
     system, model, evidence = _system(facts, w, (None, None), [], "scratch", True, "")
     assert model == "coverage_factor" and system == pytest.approx(10.0 * (1 - w.coverage_factor_write_bw))
 

@@ -13,7 +13,7 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import run_cli
+from conftest import cli_env, run_cli
 
 from ioweather.config import Settings
 from ioweather.store import open_store
@@ -238,14 +238,41 @@ def test_bad_input_is_one_line(ingested, tmp_path, args, message, code):
     assert p.stderr.count("\n") == 1 and message in p.stderr and "Traceback" not in p.stderr
 
 
+def _leaves(value, where="Why"):
+    """Every (path, value) of a typed answer that is not a dataclass, a list, or a plain value."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value):
+        for f in dataclasses.fields(value):
+            yield from _leaves(getattr(value, f.name), f"{where}.{f.name}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _leaves(v, f"{where}[{i}]")
+    elif not isinstance(value, (str, int, float, bool, type(None))):
+        yield where, value
+
+
 def test_the_job_page_opens_with_the_same_answer(stormy):
+    """One typed answer (issue 37): `why` is dataclasses down to its leaves, no dict inside; the CLI's
+    --json and text, /api/job's `why` and the job page all render that one answer."""
     from web_server import Server, api
 
+    from ioweather.services.answers.why import Event, LogBudget, why
+    from ioweather.units import format_seconds
     from ioweather.views.output import to_json
     from ioweather.web.app import create_app
 
     home, rep, _log = stormy
+    answer = why(Settings.resolve(home), str(rep["job"]["jobid"]))
+    assert list(_leaves(answer)) == []
+    assert all(isinstance(b, LogBudget) for b in answer.logs) and all(isinstance(e, Event) for e in answer.events)
+    doc = json.loads(to_json(answer.to_json()))
     cli = _why(home, str(rep["job"]["jobid"]))
+    assert cli == doc
+    text = run_cli("why", str(rep["job"]["jobid"]), home=home, timeout=300)
+    assert text.returncode == 0, text.stderr
+    assert " ".join(text.stdout.split()).startswith(answer.verdict[:60])
+    assert format_seconds(answer.system_s) in text.stdout and f"job {CULPRIT}" in text.stdout
     with Server(create_app(Settings.resolve(home), warm=False)) as server:
         code, page = api(server, f"/api/job?id={cli['logs'][0]['id']}")
         assert code == 200
@@ -255,6 +282,27 @@ def test_the_job_page_opens_with_the_same_answer(stormy):
         text = body.decode() if isinstance(body, bytes) else body
         assert 'id="why-verdict"' in text and f"job {CULPRIT}" in text
         assert text.index('id="why-verdict"') < text.index('id="job-findings"')  # the page opens with it
+        page_verdict = text[text.index('id="why-verdict"'):].split("</p>")[0]
+        assert answer.verdict.split(" (")[0].replace("'", "&#39;") in page_verdict
+
+
+def test_why_loads_no_scipy(stormy):
+    """issue 40: the events of one job's window come from the numpy detector, with no workload summary
+    (its autocorrelation imported scipy.signal: 0.8 s of the 2.2 s `why` took)."""
+    import subprocess
+    import sys
+
+    home, rep, _log = stormy
+    code = ("import contextlib, io, sys\n"
+            "from ioweather.cli import cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    cli.main(['--home', {str(home)!r}, 'why', {str(rep['job']['jobid'])!r}, '--json'], "
+            "prog_name='ioweather', standalone_mode=False)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env=cli_env(home, None))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().splitlines()[-1] == "[]"
 
 
 def _probe(store, target: str, directory: str, times_ns, slow_from_ns: int, factor_by_op: dict):

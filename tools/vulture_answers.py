@@ -28,7 +28,7 @@ _.built  # services.lab.toolchain.Build
 _.burstiness  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
 _.by_bytes  # services.telemetry.fsview.Talkers
 _.by_ops  # services.telemetry.fsview.Talkers
-_.bytes  # services.content.fsstats.Snapshot
+_.bytes  # services.answers.why.Culprit, services.answers.why.Event, services.content.fsstats.Snapshot
 _.bytes_per_day  # services.content.fsstats.Growth
 _.bytes_read  # services.jobs.darshan.ArchiveSummary
 _.bytes_written  # services.jobs.darshan.ArchiveSummary
@@ -44,9 +44,9 @@ _.cf_variant  # services.jobs.weather.Weather
 _.change_s  # services.answers.job_diff.DiffCause, services.answers.job_diff.SystemShare
 _.changes  # services.answers.report.Report
 _.climate  # services.answers.why.Why, services.jobs.weather.Weather
-_.code  # services.answers.job_diff.DiffCause
-_.code_s  # services.answers.why.Why
-_.colour  # stats.umami.MetricRow
+_.code  # services.answers.job_diff.DiffCause, services.answers.why.Evidence, services.answers.why.LogEvidence
+_.code_s  # services.answers.why.LogBudget, services.answers.why.Why
+_.colour  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.command  # services.lab.run.CaseRun
 _.compare  # services.content.fsstats.Contents
 _.compare_id  # services.content.fsstats.Contents
@@ -67,7 +67,7 @@ _.coverage_factors  # services.jobs.weather.Weather
 _.covered_s  # services.telemetry.fsview.Span
 _.cross_mounts  # services.content.fsstats.Snapshot
 _.culprit_named  # services.lab.storm.StormPair
-_.culprits  # services.lab.storm.Twin, stats.umami.Umami
+_.culprits  # services.answers.why.Event, services.lab.storm.Twin, stats.umami.Umami
 _.cutoff_fraction  # services.answers.factors.Factors
 _.daily  # services.telemetry.workload.Workload
 _.daily_rates  # services.telemetry.workload.WorkloadView
@@ -82,14 +82,14 @@ _.direction  # services.bench.runs.BenchPage
 _.dirs  # services.content.fsstats.Snapshot
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
 _.elapsed_s  # services.lab.run.CaseRun
-_.end  # services.answers.report.Report, services.answers.why.Why, services.telemetry.workload.Workload
+_.end  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.telemetry.workload.Workload
 _.entries  # services.content.fsstats.Snapshot
 _.entries_per_s  # services.content.fsstats.Snapshot
 _.error  # services.lab.score.CaseScore
 _.error_list  # services.content.fsstats.Snapshot
 _.errors  # services.content.fsstats.Contents, services.content.fsstats.Snapshot
 _.events  # services.answers.report.Report, services.answers.why.Why, services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
-_.evidence  # services.answers.why.Why
+_.evidence  # services.answers.why.LogBudget, services.answers.why.Why
 _.exclude  # services.content.fsstats.Snapshot
 _.excluded  # services.answers.factors.Factors, services.content.fsstats.Snapshot
 _.exe  # services.answers.job_diff.DiffSide
@@ -104,6 +104,7 @@ _.failed_logs  # services.jobs.darshan.ArchiveSummary
 _.failed_over  # services.answers.why.Targets
 _.failures  # services.probe.timeline.Timeline
 _.failures_total  # services.probe.timeline.Timeline
+_.file_system  # services.answers.why.LogEvidence
 _.files  # services.content.fsstats.Snapshot
 _.files_per_day  # services.content.fsstats.Growth
 _.files_stored  # services.jobs.darshan.StoredJob
@@ -115,7 +116,7 @@ _.fn  # services.lab.score.LabelScore
 _.format  # services.content.fsstats.Snapshot
 _.fp  # services.lab.score.LabelScore
 _.fraction_of_peak  # services.jobs.weather.Weather
-_.fs  # services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Why, services.bench.runs.BenchPage, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, stats.umami.Umami
+_.fs  # services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.BenchPage, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, stats.umami.Umami
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.fs_bytes  # services.jobs.weather.Weather
 _.fs_fullness  # services.telemetry.fsview.Capacity
@@ -135,10 +136,10 @@ _.highlights  # services.content.fsstats.Contents
 _.histogram  # services.bench.runs.BenchPage
 _.histograms  # services.content.fsstats.Snapshot
 _.history  # stats.umami.MetricRow
-_.history_jobs  # stats.umami.Umami
+_.history_jobs  # services.answers.why.Climate, stats.umami.Umami
 _.home  # services.lab.storm.StormPair
 _.host  # services.content.fsstats.Snapshot
-_.id  # services.jobs.darshan.StoredJob
+_.id  # services.answers.why.LogBudget, services.jobs.darshan.StoredJob
 _.ident  # services.answers.job_diff.DiffSide
 _.idle_periods  # services.telemetry.workload.Workload
 _.idle_threshold  # services.telemetry.workload.Workload
@@ -148,15 +149,15 @@ _.interfaces_by_size  # services.jobs.darshan.ArchiveSummary
 _.interval_s  # services.content.fsstats.Growth, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.workload.Workload
 _.intervals  # services.probe.timeline.Timeline
 _.io_time_change_s  # services.answers.job_diff.JobDiff
-_.io_time_s  # services.answers.job_diff.DiffSide, services.answers.why.Why, services.lab.storm.Twin
+_.io_time_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
 _.ior  # services.lab.toolchain.Toolchain
 _.ioweather_version  # services.content.fsstats.Snapshot
-_.job  # services.answers.why.Why, services.jobs.darshan.StoredJob, stats.umami.Umami
-_.jobid  # services.lab.storm.Twin
+_.job  # services.answers.why.Culprit, services.answers.why.Why, services.jobs.darshan.StoredJob, stats.umami.Umami
+_.jobid  # services.answers.why.LogBudget, services.lab.storm.Twin
 _.jobs  # services.answers.umami.Correlations, services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
 _.kind  # services.answers.job_diff.DiffCause, services.telemetry.fsview.Span
-_.label  # services.content.fsstats.Contents, services.lab.score.LabelScore, stats.umami.MetricRow
+_.label  # services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.lab.score.LabelScore, stats.umami.MetricRow
 _.labels  # services.content.fsstats.Contents, services.lab.run.CaseRun, services.lab.score.ToolScore
 _.largest_movers  # services.content.fsstats.Growth
 _.lctl  # services.telemetry.fsview.Capacity
@@ -177,9 +178,11 @@ _.md_ops_per_s  # services.jobs.weather.Weather
 _.mdtest  # services.lab.toolchain.Toolchain
 _.mean_ops_per_s  # services.telemetry.fsview.Metadata
 _.mean_total_bps  # services.telemetry.workload.Workload
+_.median  # services.answers.why.ClimateMetric
 _.message  # services.answers.job_diff.DiffCause, services.bench.runs.BenchCheck, services.probe.slowdown.Check, services.probe.status.Status
-_.metric  # stats.umami.MetricRow
-_.metrics  # stats.umami.Umami
+_.method  # services.answers.why.Culprit
+_.metric  # services.answers.why.ClimateMetric, stats.umami.MetricRow
+_.metrics  # services.answers.why.Climate, stats.umami.Umami
 _.mibps_per_node_by_project  # services.jobs.darshan.ArchiveSummary
 _.micro_f1  # services.lab.score.ToolScore
 _.micro_f1_labels  # services.lab.score.ToolScore
@@ -193,12 +196,13 @@ _.missing_observations  # services.telemetry.workload.Workload
 _.missing_samples  # services.telemetry.workload.Workload
 _.model  # services.answers.job_diff.SystemShare
 _.monthly  # services.telemetry.workload.Workload
-_.motif  # services.answers.umami.Correlations, services.bench.runs.BenchPage, stats.umami.Umami
-_.mounts  # services.jobs.darshan.StoredJob
+_.motif  # services.answers.umami.Correlations, services.answers.why.Climate, services.bench.runs.BenchPage, stats.umami.Umami
+_.mount  # services.answers.why.LogBudget
+_.mounts  # services.answers.why.LogEvidence, services.jobs.darshan.StoredJob
 _.mpi  # services.lab.run.CaseRun
 _.mpicc  # services.lab.toolchain.Toolchain
 _.mpiexec  # services.lab.toolchain.Toolchain
-_.n  # stats.umami.MetricRow
+_.n  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.n_fs  # stats.umami.MetricRow
 _.name  # services.lab.run.CaseRun
 _.named  # services.lab.score.CaseScore
@@ -221,11 +225,13 @@ _.order  # services.jobs.darshan.JobList
 _.origin  # services.lab.toolchain.Toolchain
 _.other  # services.content.fsstats.Snapshot
 _.overall  # services.probe.status.Status
+_.own_share  # services.answers.why.Event
 _.owners  # services.content.fsstats.Contents, services.content.fsstats.Growth, services.content.fsstats.Snapshot
 _.owners_total  # services.content.fsstats.Contents
 _.p  # stats.umami.MetricRow
 _.p_fs  # stats.umami.MetricRow
-_.path  # services.answers.job_diff.DiffSide, services.jobs.darshan.StoredJob
+_.path  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.jobs.darshan.StoredJob
+_.peak_bps  # services.answers.why.Event
 _.peak_ops_per_s  # services.telemetry.fsview.Metadata
 _.peak_read_bps  # services.telemetry.workload.Workload
 _.peak_total_bps  # services.telemetry.workload.Workload
@@ -240,12 +246,15 @@ _.precision  # services.lab.score.LabelScore
 _.preset  # services.answers.umami.FeatureImport
 _.probe_slowdown  # services.jobs.weather.Weather
 _.probe_slowdown_by_op  # services.jobs.weather.Weather
+_.probe_targets  # services.answers.why.LogEvidence
 _.procs  # services.lab.run.CaseRun
 _.programs  # services.lab.toolchain.Toolchain
 _.projects  # services.content.fsstats.Contents, services.jobs.darshan.ArchiveSummary
 _.projects_shown  # services.jobs.darshan.JobsView
 _.projects_total  # services.content.fsstats.Contents
-_.quartile  # stats.umami.MetricRow
+_.q1  # services.answers.why.ClimateMetric
+_.q3  # services.answers.why.ClimateMetric
+_.quartile  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.query  # services.answers.report.Report
 _.quiet  # services.lab.score.CaseScore, services.lab.storm.StormPair
 _.quiet_system_share  # services.lab.storm.StormPair
@@ -278,13 +287,14 @@ _.samples_total  # services.probe.timeline.Timeline
 _.series  # services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
 _.server_cpu_pct  # services.jobs.weather.Weather
 _.set  # services.answers.umami.FeatureImport
+_.share  # services.answers.why.Culprit
 _.sharing  # services.jobs.darshan.StoredJob
 _.shown  # services.telemetry.workload.WorkloadSeries
 _.significance  # services.answers.factors.Factors
-_.since  # services.answers.factors.Factors, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
+_.since  # services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.since_ns  # services.telemetry.fsview.Span
 _.skipped_mounts  # services.content.fsstats.Snapshot
-_.slowdown  # services.answers.report.Report, services.probe.history.TargetHistory
+_.slowdown  # services.answers.report.Report, services.answers.why.Event, services.probe.history.TargetHistory
 _.smooth_s  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
 _.smoothed_bps  # services.telemetry.workload.WorkloadSeries
 _.snapshot  # services.content.fsstats.Contents
@@ -294,7 +304,7 @@ _.snapshots  # services.content.fsstats.Contents
 _.sort  # services.jobs.darshan.JobList, services.telemetry.fsview.Servers
 _.source  # stats.umami.Umami
 _.split  # services.answers.factors.Factors
-_.start  # services.answers.report.Report, services.answers.why.Why, services.telemetry.workload.Workload, stats.umami.Umami
+_.start  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.telemetry.workload.Workload, stats.umami.Umami
 _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.timeline.Timeline
 _.status  # services.bench.runs.BenchCheck, services.lab.run.CaseRun, services.probe.slowdown.Check
@@ -307,9 +317,9 @@ _.stripes_stored  # services.jobs.darshan.StoredJob
 _.summary  # services.jobs.darshan.JobsView
 _.symlink_target  # services.content.fsstats.Snapshot
 _.symlinks  # services.content.fsstats.Snapshot
-_.system  # services.answers.job_diff.JobDiff, services.answers.umami.Correlations
-_.system_model  # services.answers.job_diff.DiffSide, services.answers.why.Why, services.lab.storm.Twin
-_.system_s  # services.answers.job_diff.DiffSide, services.answers.why.Why, services.lab.storm.Twin
+_.system  # services.answers.job_diff.JobDiff, services.answers.umami.Correlations, services.answers.why.Evidence, services.answers.why.LogEvidence
+_.system_model  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
+_.system_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
 _.system_share_of_extra  # services.lab.storm.StormPair
 _.target  # services.answers.factors.Factors, services.probe.history.History, services.probe.history.TargetHistory, services.probe.timeline.Timeline, services.telemetry.fsview.Servers
 _.targets  # services.answers.why.Why, services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.Workload
@@ -335,14 +345,16 @@ _.total_ops  # services.telemetry.fsview.Metadata
 _.total_ops_per_s  # services.telemetry.fsview.Metadata
 _.totals  # services.jobs.darshan.StoredJob
 _.tp  # services.lab.score.LabelScore
-_.unexplained_s  # services.answers.why.Why
+_.unexplained  # services.answers.why.Evidence
+_.unexplained_s  # services.answers.why.LogBudget, services.answers.why.Why
 _.unplanted  # services.lab.score.CaseScore
-_.until  # services.answers.factors.Factors, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
+_.until  # services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.until_ns  # services.telemetry.fsview.Span
 _.unusual  # stats.umami.MetricRow
+_.user  # services.answers.why.Culprit
 _.users  # services.telemetry.fsview.Talkers
-_.value  # stats.umami.MetricRow
-_.verdict  # services.answers.job_diff.DiffSide, services.answers.job_diff.JobDiff, services.answers.why.Why, services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.lab.storm.Twin, stats.umami.Umami
+_.value  # services.answers.why.ClimateMetric, stats.umami.MetricRow
+_.verdict  # services.answers.job_diff.DiffSide, services.answers.job_diff.JobDiff, services.answers.why.Climate, services.answers.why.Why, services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.lab.storm.Twin, stats.umami.Umami
 _.version  # services.lab.score.ToolScore
 _.walk_s  # services.content.fsstats.Snapshot
 _.warnings  # services.telemetry.workload.WorkloadView

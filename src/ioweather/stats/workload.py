@@ -18,10 +18,19 @@ Conventions (decided, see docs/workload.md):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+
+from ioweather.stats.events import (  # noqa: F401 (re-exported: the workload's names)
+    DEFAULT_MIN_AMPLITUDE,
+    DEFAULT_SMOOTH_S,
+    detect_events,
+    Event,
+    fill_missing,
+    smooth,
+    smoothed,
+)
 
 # pandas and scipy are imported where used: the dashboard imports this module at start (its memory).
 if TYPE_CHECKING:
@@ -34,8 +43,6 @@ IDLE_BINS: tuple[tuple[str, float], ...] = (
 )
 BURST_FRACTION = 0.33          # seed 002: "98 % of the time below 33 % of peak"
 DEFAULT_IDLE_THRESHOLD = 0.05  # seed 002: "less than 5 % of peak"
-DEFAULT_SMOOTH_S = 600.0       # seed 004 Fig. 10
-DEFAULT_MIN_AMPLITUDE = float(1 << 30)  # seed 004: "about 1 GB/s"; binary, like every size ioweather parses
 SPECTRUM_BINS = 100            # seed 004 Fig. 7
 STUDY_WINDOWS_S = (60, 120, 300, 600, 900, 1200, 1800, 3600, 7200)  # seed 004 Fig. 11
 
@@ -196,130 +203,8 @@ def autocorrelation(x: np.ndarray, max_lag: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- events
-@dataclass(frozen=True)
-class Event:
-    start: int       # index of the first interval
-    end: int         # index one past the last interval (the minimum that closes the event)
-    peak: int        # index of the highest raw rate in [start, end)
-    peak_bps: float
-    bytes: float
-
-
-def fill_missing(x: np.ndarray) -> np.ndarray:
-    """Missing values linearly interpolated (so smoothing does not spread NaN or invent dips)."""
-    x = np.asarray(x, np.float64)
-    ok = np.isfinite(x)
-    if ok.all() or not ok.any():
-        return np.where(ok, x, 0.0)
-    idx = np.arange(len(x))
-    return np.interp(idx, idx[ok], x[ok])
-
-
-def smoothed(rate: np.ndarray, interval_s: float, window_s: float) -> np.ndarray:
-    """The rate smoothed over `window_s` with its missing intervals filled: the curve events are found on."""
-    return smooth(fill_missing(rate), round(window_s / interval_s))
-
-
-def smooth(rate: np.ndarray, window: int) -> np.ndarray:
-    """Convolve with a Hann kernel `window` samples wide (differentiable, unlike a moving average,
-    which is what seed 004 asks of the kernel). Edges are padded with the edge value."""
-    # lazy: scipy, loaded only when this runs
-    from scipy import ndimage, signal
-
-    window = max(1, int(window))
-    if window == 1:
-        return np.asarray(rate, np.float64).copy()
-    kernel = signal.windows.hann(window + 2)[1:-1]
-    return ndimage.convolve1d(np.asarray(rate, np.float64), kernel / kernel.sum(), mode="nearest")
-
-
-def _feet(s: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
-    """Turning points of the derivative where a rise starts (left feet) and a fall ends (right feet).
-
-    A slope within +-tol counts as flat, so an event starts where the signal leaves its
-    floor and ends where it reaches it again, not at some ripple of the smoothed floor.
-    """
-    d = np.diff(s)
-    rising = d > tol
-    falling = d < -tol
-    # left foot j: the signal rises after j and did not rise into j
-    left = np.flatnonzero(rising & np.concatenate(([True], ~rising[:-1])))
-    # right foot j: the signal fell into j and does not fall after j
-    right = np.flatnonzero(np.concatenate(([False], falling)) & np.concatenate((~falling, [True])))
-    return left, right
-
-
-def _merge_shallow(s: np.ndarray, peaks: np.ndarray, amplitude: float) -> np.ndarray:
-    """Keep one of two neighbouring peaks when the dip between them is shallower than `amplitude`
-    below the lower one. Prominence alone keeps both when they are exactly equal (a flat-topped
-    signal split by a shallow dip), since neither is *higher* than the other."""
-    kept: list[int] = []
-    for p in peaks:
-        if kept:
-            last = kept[-1]
-            if s[last:p + 1].min() > min(s[last], s[p]) - amplitude:
-                if s[p] > s[last]:
-                    kept[-1] = int(p)
-                continue
-        kept.append(int(p))
-    return np.array(kept, np.int64)
-
-
-def detect_events(rate: np.ndarray, interval_s: float, window_s: float = DEFAULT_SMOOTH_S,
-                  min_amplitude: float = DEFAULT_MIN_AMPLITUDE, bytes_per_interval: np.ndarray | None = None) -> list[Event]:
-    """Seed 004 section 7: smooth, find the turning points of the derivative, keep significant peaks.
-
-    A peak of the smoothed rate is kept when it rises at least `min_amplitude` (bytes/s)
-    above the minima that separate it from higher peaks (scipy's prominence: two bumps of
-    one burst separated by a shallow dip are one event). The start is the last foot before
-    the peak, after the previous peak, that lies at least `min_amplitude` below the peak;
-    the end is the first such foot after it. (decided: seed 004's text takes the minimum
-    closest to the *previous* peak, which on a noisy floor stretches every event back over
-    the whole idle gap before it; docs/workload.md shows the measurement.)
-    An event's bytes are summed from `bytes_per_interval` when given (exact), else rate x interval.
-    """
-    # lazy: scipy, loaded only when this runs
-    from scipy import signal
-
-    raw = np.asarray(rate, np.float64)
-    moved = raw * interval_s if bytes_per_interval is None else np.asarray(bytes_per_interval, np.float64)
-    n = len(raw)
-    if n < 3 or not np.isfinite(raw).any():
-        return []
-    window = max(1, round(window_s / interval_s))
-    s = smoothed(raw, interval_s, window_s)
-    peaks = _merge_shallow(s, signal.find_peaks(s, prominence=min_amplitude)[0], min_amplitude)
-    if len(peaks) == 0:
-        return []
-    # Flat = rising more slowly than 1 % of the gentlest slope an event of min_amplitude can have.
-    left, right = _feet(s, 0.01 * min_amplitude / window)
-    events = []
-    bounds = np.concatenate(([-1], peaks, [n]))
-    for k, p in enumerate(peaks):
-        lo, hi = bounds[k], bounds[k + 2]
-        deep = s[p] - min_amplitude
-        cand = left[np.searchsorted(left, lo, "right"):np.searchsorted(left, p, "left")]
-        cand = cand[s[cand] <= deep]
-        start = int(cand[-1]) + 1 if len(cand) else (lo + 1 + int(np.argmin(s[lo + 1:p + 1])) if p > lo + 1 else p)
-        cand = right[np.searchsorted(right, p, "right"):np.searchsorted(right, hi, "left")]
-        cand = cand[s[cand] <= deep]
-        end = int(cand[0]) if len(cand) else (p + int(np.argmin(s[p:hi])) if hi > p else n)
-        events.append([start, max(end, start + 1), int(p)])
-    # Neighbouring events must not overlap: split at the lowest point between their peaks.
-    for a, b in zip(events, events[1:]):
-        if a[1] > b[0]:
-            cut = a[2] + int(np.argmin(s[a[2]:b[2] + 1]))
-            a[1], b[0] = max(cut, a[0] + 1), cut
-    out = []
-    for start, end, _ in events:
-        seg = raw[start:end]
-        if not np.isfinite(seg).any():
-            continue
-        i = int(np.nanargmax(seg))
-        out.append(Event(start, end, start + i, float(seg[i]), float(np.nansum(moved[start:end]))))
-    return out
-
-
+# The detector is stats/events.py (numpy alone, scipy's numbers): `why JOB` finds a window's events
+# without importing scipy; the names stay here for the workload's callers.
 def window_study(rate: np.ndarray, interval_s: float, windows_s=STUDY_WINDOWS_S,
                  min_amplitude: float = DEFAULT_MIN_AMPLITUDE) -> list[dict]:
     """Events found with each smoothing window (seed 004 Fig. 11): stable peaks persist across windows."""
@@ -395,11 +280,10 @@ def summarize(t0_ns: int, interval_s: float, read_bytes: np.ndarray, write_bytes
     peak_read, _ = peak_and_mean(read)
     peak_write, _ = peak_and_mean(write)
     peak_total, mean_total = peak_and_mean(total)
-    step_ns = int(round(interval_s * 1e9))
     lags = int(acf_max_lag_s // interval_s)
     acf_read = autocorrelation(read, lags)
     acf_write = autocorrelation(write, lags)
-    events = detect_events(total, interval_s, smooth_s, min_amplitude, total_of(read_bytes, write_bytes))
+    events = events_of(t0_ns, interval_s, read_bytes, write_bytes, smooth_s, min_amplitude)
     return {
         "peak_read_bps": peak_read,
         "peak_write_bps": peak_write,
@@ -409,10 +293,19 @@ def summarize(t0_ns: int, interval_s: float, read_bytes: np.ndarray, write_bytes
         "idle_periods": idle_periods(total, interval_s, idle_threshold, peak_total),
         "acf": {"lags_s": (np.arange(len(acf_read)) * interval_s).tolist(),
                 "read": acf_read.tolist(), "write": acf_write.tolist()},
-        "events": [{"start_ns": t0_ns + e.start * step_ns, "end_ns": t0_ns + e.end * step_ns,
-                    "peak_time_ns": t0_ns + e.peak * step_ns, "peak_bps": e.peak_bps, "bytes": e.bytes}
-                   for e in events],
+        "events": events,
     }
+
+
+def events_of(t0_ns: int, interval_s: float, read_bytes: np.ndarray, write_bytes: np.ndarray,
+              smooth_s: float = DEFAULT_SMOOTH_S, min_amplitude: float = DEFAULT_MIN_AMPLITUDE) -> list[dict]:
+    """The events of the aggregate series (`summarize`'s "events", times in ns): found on the total rate,
+    their bytes summed from the bytes per interval (exact)."""
+    total = total_of(rates(read_bytes, interval_s), rates(write_bytes, interval_s))
+    step_ns = int(round(interval_s * 1e9))
+    return [{"start_ns": t0_ns + e.start * step_ns, "end_ns": t0_ns + e.end * step_ns,
+             "peak_time_ns": t0_ns + e.peak * step_ns, "peak_bps": e.peak_bps, "bytes": e.bytes}
+            for e in detect_events(total, interval_s, smooth_s, min_amplitude, total_of(read_bytes, write_bytes))]
 
 
 def daily_mean_rates(t0_ns: int, interval_s: float, read_bytes: np.ndarray, write_bytes: np.ndarray) -> pd.DataFrame:

@@ -384,6 +384,19 @@ def job(store: Store, parquet_dir: Path, id_prefix: str) -> tuple[dict, pd.DataF
     # lazy: pyarrow, loaded only when this runs
     import pyarrow.parquet as pq
 
+    row = job_row(store, id_prefix)
+    if row is None:
+        return None
+    part = files_dir(parquet_dir) / row["files_part"] if row["files_part"] else None
+    if part is None or not part.is_file():
+        return row, None
+    return row, pq.read_table(part, filters=[("log_hash", "=", row["log_hash"])]).to_pandas()
+
+
+def job_row(store: Store, id_prefix: str) -> dict | None:
+    """The stored row of the job whose log_hash starts with `id_prefix`, without its files (`why` needs no
+    more, and reading the part filtered loads pyarrow.dataset and pandas: 0.2 s). None when no job
+    matches; AmbiguousJobId when several do."""
     store.require(COMPONENT)
     with store.connect() as conn:
         rows = conn.execute(sa.select(jobs).where(jobs.c.log_hash.startswith(id_prefix, autoescape=True))
@@ -392,11 +405,7 @@ def job(store: Store, parquet_dir: Path, id_prefix: str) -> tuple[dict, pd.DataF
         return None
     if len(rows) > 1:
         raise AmbiguousJobId(f"id {id_prefix} matches several jobs; give more of it")
-    row = dict(rows[0])
-    part = files_dir(parquet_dir) / row["files_part"] if row["files_part"] else None
-    if part is None or not part.is_file():
-        return row, None
-    return row, pq.read_table(part, filters=[("log_hash", "=", row["log_hash"])]).to_pandas()
+    return dict(rows[0])
 
 
 def change_marker(store: Store) -> tuple:

@@ -1,6 +1,7 @@
 """I/O events attributed to jobs, and what contention cost (issue 15 items 1 and 2; docs/events.md).
 
-The events are the workload document's (services.telemetry.workload.compute: same series, same detector). The
+The events are the workload document's (services.telemetry.workload.events: `compute`'s series and detector,
+without the rest of a workload's statistics). The
 candidates are the scheduler's jobs running during them, plus Darshan logs that link to no scheduler
 job. Per event, the method is the best the store allows: Lustre job_stats (exact), else Darshan's
 per-job bytes for the jobs with a log and time overlap for the rest (stats.attribution).
@@ -47,12 +48,12 @@ def compute(settings, fs: str, since=None, until=None, params: Params = Params()
             reference: tuple[int, int] | None = None) -> dict:
     """{"fs", "start", "end", "interval_s", "notes", "events": [...], "cost": {...}} over [since, until);
     `reference`: the probes' baseline period in ns (None: the rolling baseline)."""
-    answer, data = workload.compute(settings, fs, since, until, params.resample_s, 0.05, params.smooth_s,
-                                    params.min_amplitude, 0.0, warn=warn)
-    doc = answer.to_json()
+    found = workload.events(settings, fs, since, until, params.resample_s, params.smooth_s, params.min_amplitude,
+                            warn=warn)
+    data = found.data
     notes: list[str] = []
-    events = _windows(doc)
-    start_ns, end_ns = pd.Timestamp(doc["start"]).value, pd.Timestamp(doc["end"]).value
+    events = _windows(found.events)
+    start_ns, end_ns = pd.Timestamp(found.start).value, pd.Timestamp(found.end).value
     moved = _moved(data)
     store = open_if_exists(settings)
     try:
@@ -75,14 +76,14 @@ def compute(settings, fs: str, since=None, until=None, params: Params = Params()
         edges = data.t0_ns + np.arange(lo, hi + 1, dtype=np.int64) * step_ns
         per_job = _attribute(ev, running, edges, moved[lo:hi], stats.get(i) if stats else None, params, notes)
         out.append(_event_doc(ev, running, per_job, slowdowns[i], params))
-    return {"fs": fs, "start": doc["start"], "end": doc["end"], "interval_s": data.interval_s,
+    return {"fs": fs, "start": found.start, "end": found.end, "interval_s": data.interval_s,
             "min_amplitude_bps": params.min_amplitude, "candidates": int(len(jobs)), "notes": _unique(notes),
             "events": out, "cost": cost_summary(out, params)}
 
 
-def _windows(doc: dict) -> list[dict]:
+def _windows(events: list[dict]) -> list[dict]:
     return [{**e, "start_ns": pd.Timestamp(e["start"]).value, "end_ns": pd.Timestamp(e["end"]).value}
-            for e in doc["events"]]
+            for e in events]
 
 
 def _moved(data) -> np.ndarray:

@@ -207,7 +207,7 @@ def _system(settings, paths: tuple[str, str], fs: str | None) -> tuple[SystemSha
     for p in paths:
         w = why(settings, p, fs=fs)
         if w.system_model in ("unknown", "") or w.system_model is None:
-            why_not = w.logs[0]["evidence"]["system"] if w.logs else w.system_model
+            why_not = w.logs[0].evidence.system if w.logs else w.system_model
             return None, [f"no system share: {p}: {why_not}"]
         got.append(w)
     return SystemShare(before_s=got[0].system_s, after_s=got[1].system_s, change_s=got[1].system_s - got[0].system_s,

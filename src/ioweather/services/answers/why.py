@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import statistics
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ioweather.config import check_dataset_name, dataset_for_mounts, load_fs_map, under
@@ -55,6 +55,17 @@ NEGLIGIBLE = 0.005
 
 
 @dataclass
+class LogEvidence:
+    """What one log's parts rest on, in words."""
+
+    code: str
+    system: str
+    file_system: str
+    mounts: list[str]
+    probe_targets: list[str]
+
+
+@dataclass
 class LogBudget:
     """One Darshan log's budget over its own window and file system."""
 
@@ -71,7 +82,58 @@ class LogBudget:
     system_model: str
     fs: str | None
     mount: str | None
-    evidence: dict = field(default_factory=dict)
+    evidence: LogEvidence
+
+
+@dataclass
+class Culprit:
+    """A job an event's bytes came from (the job asked about left out), its share of them and how known."""
+
+    job: str
+    share: float
+    method: str
+    user: str | None
+    bytes: float
+
+
+@dataclass
+class Event:
+    """An I/O event of the job's file system that overlapped its window (services.answers.events)."""
+
+    fs: str
+    start: str
+    end: str
+    peak_bps: float
+    bytes: float
+    slowdown: float | None
+    #: the share of its bytes the job's own logs (or scheduler job) moved
+    own_share: float
+    culprits: list[Culprit]
+
+
+@dataclass
+class ClimateMetric:
+    """One row of the job's UMAMI: its value against its motif's box."""
+
+    metric: str
+    label: str | None
+    value: float | None
+    quartile: int | None
+    colour: str | None
+    median: float | None
+    q1: float | None
+    q3: float | None
+    n: int | None
+
+
+@dataclass
+class Climate:
+    """The job's UMAMI against its motif's history (services.jobs.weather.umami_for_job)."""
+
+    motif: str | None
+    history_jobs: int | None
+    verdict: str | None
+    metrics: list[ClimateMetric]
 
 
 @dataclass
@@ -87,6 +149,26 @@ class Targets:
 
 
 @dataclass
+class Evidence:
+    """What the job's parts rest on: its logs' evidence joined."""
+
+    code: str
+    system: str
+    unexplained: str
+
+
+@dataclass
+class Baseline:
+    """The probes' reference period (ISO 8601 UTC), named with --baseline-from/--baseline-until."""
+
+    since: str
+    until: str
+
+    def to_json(self) -> dict:
+        return {"from": self.since, "until": self.until}
+
+
+@dataclass
 class Why:
     """The answer: `to_json()` is the `why --json` document and the job page's `why`."""
 
@@ -97,24 +179,26 @@ class Why:
     system_s: float | None
     unexplained_s: float
     system_model: str
-    evidence: dict
+    evidence: Evidence
     verdict: str
-    events: list
-    climate: dict | None
-    logs: list
+    events: list[Event]
+    climate: Climate | None
+    logs: list[LogBudget]
     fs: str | None
     nnodes: int | None
     nnodes_source: str | None
     start: str | None
     end: str | None
     targets: Targets | None
-    notes: list
-    #: the probes' reference period {"from", "until"} (ISO 8601 UTC) when one was named
-    #: (`--baseline-from/--baseline-until`), None for the rolling baseline of the job's day
-    baseline: dict | None = None
+    notes: list[str]
+    #: the probes' reference period when one was named (`--baseline-from/--baseline-until`), None for
+    #: the rolling baseline of the job's day
+    baseline: Baseline | None = None
 
     def to_json(self) -> dict:
-        return asdict(self)
+        doc = asdict(self)
+        doc["baseline"] = None if self.baseline is None else self.baseline.to_json()
+        return doc
 
 
 # ----------------------------------------------------------------------------- the budget (pure)
@@ -219,7 +303,34 @@ def _advice(rep: dict) -> str | None:
     return None
 
 
-def _log_facts(stored: dict | None, path: str, rep: dict | None, log) -> dict:
+@dataclass
+class _Facts:
+    """What one log's budget needs, from its report when the log can be read, else its stored row."""
+
+    io_time_s: float = 0.0
+    saving_s: float = 0.0
+    code_from: str = ""
+    advice: str | None = None
+    #: the time in each kind of op {"read", "write", "meta"} (probe_cost's shares)
+    times: dict = field(default_factory=dict)
+    jobid: int | None = None
+    exe: str | None = None
+    nnodes: int | None = None
+    nnodes_source: str | None = None
+    start_ns: int | None = None
+    end_ns: int | None = None
+    #: [{mount, fs_type, bytes}] as runtime.fs_names.job_fs takes them; None until known
+    mounts: list | None = None
+    bytes_read: float | None = None
+    bytes_written: float | None = None
+    read_ops: float | None = None
+    write_ops: float | None = None
+    opens: float | None = None
+    perf_bps: float = float("nan")
+    hosts: list[str] = field(default_factory=list)
+
+
+def _log_facts(stored: dict | None, path: str, rep: dict | None, log) -> _Facts:
     """What the budget needs from one log, from its report when the log can be read, else its row."""
     import json
 
@@ -230,31 +341,30 @@ def _log_facts(stored: dict | None, path: str, rep: dict | None, log) -> dict:
         mounts = [{"mount": m["mount"], "fs_type": m["fs_type"],
                    "bytes": (m.get("bytes_read") or 0) + (m.get("bytes_written") or 0)} for m in rep.get("mounts", [])]
         posix = rep["interfaces"].get("POSIX", {})
-        return {"io_time_s": p.get("io_time_s") or 0.0, "saving_s": rep.get("verdict_saving_s") or 0.0,
-                "code_from": "the advisor's combined saving (verdict_saving_s)", "advice": _advice(rep),
-                "times": {"read": t.get("read_time_s"), "write": t.get("write_time_s"), "meta": t.get("meta_time_s")},
-                "jobid": j.get("jobid"), "exe": j.get("exe"), "nnodes": j.get("nnodes"),
-                "nnodes_source": p.get("nnodes_source"), "start_ns": start_ns, "end_ns": end_ns, "mounts": mounts,
-                "bytes_read": posix.get("bytes_read"), "bytes_written": posix.get("bytes_written"),
-                "read_ops": posix.get("reads"), "write_ops": posix.get("writes"), "opens": posix.get("opens"),
-                "perf_bps": (p.get("agg_perf_by_slowest_mibps") or float("nan")) * (1 << 20),
-                "hosts": list(getattr(log, "node_names", None) or [])}
+        return _Facts(io_time_s=p.get("io_time_s") or 0.0, saving_s=rep.get("verdict_saving_s") or 0.0,
+                      code_from="the advisor's combined saving (verdict_saving_s)", advice=_advice(rep),
+                      times={"read": t.get("read_time_s"), "write": t.get("write_time_s"), "meta": t.get("meta_time_s")},
+                      jobid=j.get("jobid"), exe=j.get("exe"), nnodes=j.get("nnodes"),
+                      nnodes_source=p.get("nnodes_source"), start_ns=start_ns, end_ns=end_ns, mounts=mounts,
+                      bytes_read=posix.get("bytes_read"), bytes_written=posix.get("bytes_written"),
+                      read_ops=posix.get("reads"), write_ops=posix.get("writes"), opens=posix.get("opens"),
+                      perf_bps=(p.get("agg_perf_by_slowest_mibps") or float("nan")) * (1 << 20),
+                      hosts=list(getattr(log, "node_names", None) or []))
     # the log moved, changed or was deleted since it was ingested: its row is all there is
     findings = json.loads(stored["findings_json"]) if stored.get("findings_json") else []
     costs = [f.get("cost_s") or 0.0 for f in findings]
     top = max(findings, key=lambda f: f.get("cost_s") or 0.0) if findings else None
-    return {"io_time_s": stored.get("io_time_s") or 0.0, "saving_s": max(costs) if costs else 0.0,
-            "code_from": (f"the largest stored finding's cost (the log is no longer at {path}: the combined "
-                          "saving needs it; a lower bound)"),
-            "advice": (top.get("fix") or top.get("message")) if top and (top.get("cost_s") or 0) > 0 else None,
-            "times": {"read": stored.get("read_time_s"), "write": stored.get("write_time_s"),
-                      "meta": stored.get("meta_time_s")},
-            "jobid": stored.get("jobid"), "exe": stored.get("exe"), "nnodes": stored.get("nnodes"),
-            "nnodes_source": "log" if stored.get("nnodes") else None,
-            "start_ns": stored.get("start_ns"), "end_ns": stored.get("end_ns"), "mounts": None,
-            "bytes_read": stored.get("posix_bytes_read"), "bytes_written": stored.get("posix_bytes_written"),
-            "read_ops": None, "write_ops": None, "opens": None,
-            "perf_bps": (stored.get("agg_perf_by_slowest_mibps") or float("nan")) * (1 << 20)}
+    return _Facts(io_time_s=stored.get("io_time_s") or 0.0, saving_s=max(costs) if costs else 0.0,
+                  code_from=(f"the largest stored finding's cost (the log is no longer at {path}: the combined "
+                             "saving needs it; a lower bound)"),
+                  advice=(top.get("fix") or top.get("message")) if top and (top.get("cost_s") or 0) > 0 else None,
+                  times={"read": stored.get("read_time_s"), "write": stored.get("write_time_s"),
+                         "meta": stored.get("meta_time_s")},
+                  jobid=stored.get("jobid"), exe=stored.get("exe"), nnodes=stored.get("nnodes"),
+                  nnodes_source="log" if stored.get("nnodes") else None,
+                  start_ns=stored.get("start_ns"), end_ns=stored.get("end_ns"), mounts=None,
+                  bytes_read=stored.get("posix_bytes_read"), bytes_written=stored.get("posix_bytes_written"),
+                  perf_bps=(stored.get("agg_perf_by_slowest_mibps") or float("nan")) * (1 << 20))
 
 
 # ----------------------------------------------------------------------------- the system's evidence
@@ -305,7 +415,7 @@ class _Probes:
             self.baselines.targets = self.all_targets
 
 
-def _weather(store, stored_hash: str | None, facts: dict, fs: str, key: str) -> tuple[Weather | None, Umami | None]:
+def _weather(store, stored_hash: str | None, facts: _Facts, fs: str, key: str) -> tuple[Weather | None, Umami | None]:
     """(the job's weather on `fs`, its UMAMI answer when the log is in the store)."""
     # lazy: numpy via services.jobs.weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
     from ioweather.services.jobs import weather as job_weather
@@ -313,33 +423,33 @@ def _weather(store, stored_hash: str | None, facts: dict, fs: str, key: str) -> 
     if stored_hash is not None:
         doc = job_weather.umami_for_job(store, stored_hash, fs=fs)
         return doc.weather, doc
-    job = job_weather.Job(key=key, id=key[len("darshan:"):][:12], jobid=facts["jobid"],
-                          exe=os.path.basename(str(facts.get("exe") or "?").split()[0]), nnodes=facts["nnodes"],
-                          start_ns=facts["start_ns"], end_ns=facts["end_ns"], bytes_read=facts["bytes_read"],
-                          bytes_written=facts["bytes_written"], read_ops=facts["read_ops"],
-                          write_ops=facts["write_ops"], opens=facts["opens"], perf_bps=facts["perf_bps"],
-                          mount_bytes=facts["mounts"] or [])
+    job = job_weather.Job(key=key, id=key[len("darshan:"):][:12], jobid=facts.jobid,
+                          exe=os.path.basename(str(facts.exe or "?").split()[0]), nnodes=facts.nnodes,
+                          start_ns=facts.start_ns, end_ns=facts.end_ns, bytes_read=facts.bytes_read,
+                          bytes_written=facts.bytes_written, read_ops=facts.read_ops,
+                          write_ops=facts.write_ops, opens=facts.opens, perf_bps=facts.perf_bps,
+                          mount_bytes=facts.mounts or [])
     return job_weather.compute(store, job, fs), None
 
 
-def _system(facts: dict, weather: Weather | None, probe: tuple, probe_targets: list[str], fs: str | None,
+def _system(facts: _Facts, weather: Weather | None, probe: tuple, probe_targets: list[str], fs: str | None,
             has_telemetry: bool, where: str, probe_samples: int | None = None) -> tuple[float | None, str, str]:
     """(system seconds or None, model, what evidence) for one log, best evidence first. `probe_samples`:
     the fewest data_write samples a probe target took in the job's window."""
-    io = facts["io_time_s"]
+    io = facts.io_time_s
     worst, by_op = probe
     bounds = []  # (seconds, model, evidence): each an upper bound of the same share
     thin = (probe_samples is not None and probe_samples < MIN_PROBE_SAMPLES and weather is not None
             and not weather.no_data)
     if by_op and not thin:
-        cost, kinds = probe_cost(io, facts["times"], by_op)
+        cost, kinds = probe_cost(io, facts.times, by_op)
         if cost is not None:
             detail = ", ".join(f"{k} ×{v['slowdown']:.2f} on {100 * v['time_share']:.0f} % of the I/O time"
                                for k, v in kinds.items())
             bounds.append((cost, "probe_slowdown", (f"probes {', '.join(probe_targets)} during the job's window: "
                                                     f"{detail}; io_time × (1 − 1/slowdown) per kind of op, an upper bound")))
     if weather is not None and not weather.no_data:
-        direction = "write" if (facts.get("bytes_written") or 0) > (facts.get("bytes_read") or 0) else "read"
+        direction = "write" if (facts.bytes_written or 0) > (facts.bytes_read or 0) else "read"
         cf = weather.coverage_factor_write_bw if direction == "write" else weather.coverage_factor_read_bw
         if cf is None:
             cf = weather.coverage_factor_bw
@@ -387,7 +497,7 @@ def event_params(duration_s: float, job_bps: float | None):
 
 
 def _events(settings, fs: str, since: int, until: int, own: set[str], notes: list,
-            reference: tuple[int, int] | None = None, job_bps: float | None = None) -> list[dict]:
+            reference: tuple[int, int] | None = None, job_bps: float | None = None) -> list[Event]:
     """The I/O events of `fs` that overlap [since, until), each with its culprits (the job itself left out)."""
     # lazy: pandas, pyarrow via services.answers.events, loaded only when this runs
     from ioweather.services.answers import events as ev
@@ -412,14 +522,14 @@ def _events(settings, fs: str, since: int, until: int, own: set[str], notes: lis
         lo, hi = pd.Timestamp(e["start"]).value, pd.Timestamp(e["end"]).value
         if hi <= since or lo >= until:
             continue
-        culprits = [{"job": j["job"], "share": j["share"], "method": j["method"], "user": j.get("user"),
-                     "bytes": j["bytes"]} for j in e["jobs"] if str(j["job"]) not in own]
+        culprits = [Culprit(job=j["job"], share=j["share"], method=j["method"], user=j.get("user"), bytes=j["bytes"])
+                    for j in e["jobs"] if str(j["job"]) not in own]
         # a storm the job made itself is its code's doing, not the system's
         own_share = sum(j["share"] for j in e["jobs"] if str(j["job"]) in own)
         if own_share >= 0.5 and (e["peak_bps"] or 0.0) < Params.min_amplitude:
             continue  # the job's own I/O, seen at its own scale: no storm a site's detector would call one
-        out.append({"fs": fs, "start": e["start"], "end": e["end"], "peak_bps": e["peak_bps"], "bytes": e["bytes"],
-                    "slowdown": e.get("slowdown"), "own_share": own_share, "culprits": culprits})
+        out.append(Event(fs=fs, start=e["start"], end=e["end"], peak_bps=e["peak_bps"], bytes=e["bytes"],
+                         slowdown=e.get("slowdown"), own_share=own_share, culprits=culprits))
     return out
 
 
@@ -429,16 +539,16 @@ def _dt(ns: int):
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
 
 
-def _climate(answer: Umami | None) -> dict | None:
+def _climate(answer: Umami | None) -> Climate | None:
     if answer is None:
         return None
     doc = answer.to_json()
-    metrics = [{"metric": m["metric"], "label": m.get("label"), "value": m.get("value"), "quartile": m.get("quartile"),
-                "colour": m.get("colour"), "median": (m.get("box") or {}).get("median"),
-                "q1": (m.get("box") or {}).get("q1"), "q3": (m.get("box") or {}).get("q3"),
-                "n": (m.get("box") or {}).get("n")} for m in doc.get("metrics", [])]
-    return {"motif": doc.get("motif"), "history_jobs": doc.get("history_jobs"), "verdict": doc.get("verdict"),
-            "metrics": metrics}
+    metrics = [ClimateMetric(metric=m["metric"], label=m.get("label"), value=m.get("value"), quartile=m.get("quartile"),
+                             colour=m.get("colour"), median=(m.get("box") or {}).get("median"),
+                             q1=(m.get("box") or {}).get("q1"), q3=(m.get("box") or {}).get("q3"),
+                             n=(m.get("box") or {}).get("n")) for m in doc.get("metrics", [])]
+    return Climate(motif=doc.get("motif"), history_jobs=doc.get("history_jobs"), verdict=doc.get("verdict"),
+                   metrics=metrics)
 
 
 # ----------------------------------------------------------------------------- the answer
@@ -446,14 +556,13 @@ def _climate(answer: Umami | None) -> dict | None:
 def why(settings, ident: str, fs: str | None = None, store=None, reference: tuple[int, int] | None = None) -> Why:
     """The costed answer for JOB: a Darshan log path, a log hash prefix, a Darshan job id or a scheduler job id.
     `reference`: [since, until) in ns of a quiet period whose probe samples are the baseline
-    (services.probe.slowdown.reference_period), instead of the rolling one that learns for 24 h."""
+    (services.probe.slowdown.reference_period), instead of the rolling one that learns for 24 h.
+
+    Three steps: resolve JOB (its logs and scheduler row, the file systems the store knows), then each
+    log's budget over its own window and file system, then the merge (the sums, the events of the
+    windows, the climate of the longest log, the verdict)."""
     if fs is not None:
         check_dataset_name(fs)
-    # lazy: numpy, sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
-    from ioweather.store import jobs as jobs_store
-    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
-    from ioweather.store.job_telemetry import known_fs
-
     ident = str(ident).strip()
     if not ident:
         raise UserError("give a job: a Darshan log, a log hash prefix, or a job id")
@@ -464,111 +573,181 @@ def why(settings, ident: str, fs: str | None = None, store=None, reference: tupl
 
         store = open_store(settings)
     try:
-        logs: list[tuple[str, dict | None, str]] = []  # (path, stored row, log hash)
-        sched_row = None
-        if os.path.isfile(ident):
-            h = _sha256(ident)
-            row = None
-            if store is not None and "darshan" in store.versions():
-                found = jobs_store.job(store, settings.parquet_dir, h)
-                row = found[0] if found else None
-            logs.append((ident, row, h))
-            if row is not None and "scheduler" in store.versions() and row.get("jobid"):
-                sched_row = _scheduler_module(store).scheduler_job_for_darshan(store, h)
-        else:
-            if store is None:
-                raise UserError(f"no log at {ident!r} and no store at {settings.home}: give a Darshan log")
-            if os.sep in ident:
-                raise UserError(f"no Darshan log at {ident}")
-            cands, sched_row = _stored_logs(store, ident)
-            if not cands:
-                raise UserError(f"no job {ident!r}: not a Darshan log, a stored log's hash or job id, or a scheduler "
-                                "job ('ioweather jobs list' shows the stored ones)")
-            for c in cands:
-                found = jobs_store.job(store, settings.parquet_dir, c["log_hash"])
-                logs.append((c["path"], found[0] if found else None, c["log_hash"]))
-        names = known_fs(settings.parquet_dir) if store is not None else []
-        probes = _Probes(store, reference)
-        # a file system named by telemetry or by a probe's runs; any other --fs is a typo, said at once
-        check_fs(fs, sorted(set(names) | {f for f in probes.fs.values() if f}))
+        job = _resolve(settings, store, ident, fs, reference)
         notes: list[str] = []
-        budgets, climates, windows, moved = [], [], {}, {}
-        for path, row, h in logs:
-            try:
-                # a stored log is read again only if the file there is still that log (its content hash)
-                read = None if row is not None and os.path.isfile(path) and _sha256(path) != h else _read(path)
-                if read is None and row is not None and os.path.isfile(path):
-                    notes.append(f"{path} changed since it was ingested: its stored row is used")
-            except (UserError, OSError) as e:
-                if row is None:
-                    if isinstance(e, OSError):
-                        raise from_os_error(path, e, "read Darshan log") from None
-                    raise
-                # one damaged log of a job is said, and its stored row stands in: the others still count
-                notes.append(f"{path}: {e}; its stored row is used")
-                read = None
-            if read is None and row is None:
-                raise UserError(f"cannot read the Darshan log {path}")
-            rep, log = read if read is not None else (None, None)
-            facts = _log_facts(row, path, rep, log)
-            if facts["start_ns"] is None or facts["end_ns"] is None:
-                raise UserError(f"{path}: the log has no start or end time, so no window to look at")
-            if row is not None and facts["mounts"] is None:
-                # lazy: numpy via services.jobs.weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
-                from ioweather.services.jobs import weather as job_weather
-
-                j = job_weather.find_job(store, h)
-                job_weather.fs_of(store, j)
-                facts["mounts"] = j.mount_bytes
-            found = job_fs(settings.parquet_dir, facts["mounts"] or [], hosts=facts.get("hosts")) if store is not None else \
-                dataset_for_mounts(facts["mounts"] or [], [], load_fs_map(settings.home))
-            dataset = fs or found["dataset"]
-            # probes match the job's mount even when no telemetry dataset does
-            mount = (found["mount"] or found["shared_mount"]) if not fs or fs == found["dataset"] else None
-            mounts = [f"{m['mount']} ({m['fs_type'] or '?'})" for m in sorted(
-                facts["mounts"] or [], key=lambda m: -(m.get("bytes") or 0)) if m.get("mount")]
-            where = ", ".join(mounts) or "no mount in its log"
-            has_tel = dataset in names
-            weather, umami_doc = None, None
-            if has_tel:
-                weather, umami_doc = _weather(store, h if row is not None else None, facts, dataset, f"darshan:{h}")
-            targets = probes.on(mount, dataset)
-            probe = probes.slowdown(targets, facts["start_ns"], facts["end_ns"]) if targets else (None, None)
-            system, model, sys_ev = _system(facts, weather, probe, targets, dataset, has_tel, where,
-                                            probes.fewest if targets else None)
-            code, system_s, rest = split(facts["io_time_s"], facts["saving_s"], system)
-            budgets.append((LogBudget(
-                id=h[:16], path=path, jobid=facts["jobid"], start=ns_to_iso(facts["start_ns"]),
-                end=ns_to_iso(facts["end_ns"]), io_time_s=float(facts["io_time_s"]), code_s=code,
-                system_s=None if model == "unknown" else system_s,
-                unexplained_s=rest, system_model=model, fs=dataset, mount=mount,
-                evidence={"code": facts["code_from"], "system": sys_ev,
-                          "file_system": (f"--fs {fs}" if fs else found["how"]) or f"no dataset for {where}",
-                          "mounts": mounts, "probe_targets": targets}), facts, weather))
-            if umami_doc is not None:
-                climates.append((facts["io_time_s"], umami_doc))
-            if has_tel:
-                lo, hi = windows.get(dataset, (facts["start_ns"], facts["end_ns"]))
-                windows[dataset] = (min(lo, facts["start_ns"]), max(hi, facts["end_ns"]))
-                moved[dataset] = moved.get(dataset, 0.0) + (facts["bytes_read"] or 0) + (facts["bytes_written"] or 0)
-        own = {b.id[:12] for b, _f, _w in budgets} | {f"darshan:{b.id[:12]}" for b, _f, _w in budgets}
-        own |= {str(b.jobid) for b, _f, _w in budgets if b.jobid}
-        if sched_row is not None:
-            own.add(str(sched_row["jobid"]))
-        events = [e for name, (lo, hi) in sorted(windows.items())
-                  for e in _events(settings, name, lo, hi, own, notes, reference, moved[name] / max(1e-9, (hi - lo) / 1e9))]
-        main = max(budgets, key=lambda x: x[0].io_time_s)[0]
-        failover = _failover(settings, main.fs, windows[main.fs][1]) if main.fs in windows else None
-        out = _answer(ident, budgets, events, climates, sched_row, notes, failover)
+        logs = [_log_budget(job, ref, notes) for ref in job.logs]
+        out = _merge(job, logs, notes)
         if reference is not None:
-            out.baseline = {"from": ns_to_iso(reference[0]), "until": ns_to_iso(reference[1])}
+            out.baseline = Baseline(ns_to_iso(reference[0]), ns_to_iso(reference[1]))
         return out
     finally:
         if own_store and store is not None:
             store.dispose()
 
 
-def _failover(settings, fs: str, until_ns: int) -> dict | None:
+@dataclass
+class _LogRef:
+    """One log of JOB: where it is, its stored row (None when not ingested) and its content hash."""
+
+    path: str
+    row: dict | None
+    hash: str
+
+
+@dataclass
+class _Job:
+    """JOB resolved: its logs, its scheduler row, and what the store knows of file systems and probes."""
+
+    settings: object
+    store: object
+    ident: str
+    fs: str | None
+    reference: tuple[int, int] | None
+    logs: list[_LogRef]
+    sched_row: dict | None
+    names: list[str]
+    probes: _Probes
+
+
+@dataclass
+class _LogAnswer:
+    """One log's budget and what the merge needs beside it."""
+
+    budget: LogBudget
+    facts: _Facts
+    weather: Weather | None
+    umami: Umami | None
+    #: the telemetry dataset the log's window is read from for events (None: no telemetry for it)
+    telemetry: str | None
+
+
+def _resolve(settings, store, ident: str, fs: str | None, reference) -> _Job:
+    """JOB's logs (a log path; else a job id's every log, a log hash prefix's one, a scheduler job's
+    linked ones) and the file systems a --fs may name."""
+    # lazy: numpy, sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
+    from ioweather.store import jobs as jobs_store
+    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
+    from ioweather.store.job_telemetry import known_fs
+
+    logs: list[_LogRef] = []
+    sched_row = None
+    if os.path.isfile(ident):
+        h = _sha256(ident)
+        row = jobs_store.job_row(store, h) if store is not None and "darshan" in store.versions() else None
+        logs.append(_LogRef(ident, row, h))
+        if row is not None and "scheduler" in store.versions() and row.get("jobid"):
+            sched_row = _scheduler_module(store).scheduler_job_for_darshan(store, h)
+    else:
+        if store is None:
+            raise UserError(f"no log at {ident!r} and no store at {settings.home}: give a Darshan log")
+        if os.sep in ident:
+            raise UserError(f"no Darshan log at {ident}")
+        cands, sched_row = _stored_logs(store, ident)
+        if not cands:
+            raise UserError(f"no job {ident!r}: not a Darshan log, a stored log's hash or job id, or a scheduler "
+                            "job ('ioweather jobs list' shows the stored ones)")
+        logs = [_LogRef(c["path"], jobs_store.job_row(store, c["log_hash"]), c["log_hash"]) for c in cands]
+    names = known_fs(settings.parquet_dir) if store is not None else []
+    probes = _Probes(store, reference)
+    # a file system named by telemetry or by a probe's runs; any other --fs is a typo, said at once
+    check_fs(fs, sorted(set(names) | {f for f in probes.fs.values() if f}))
+    return _Job(settings, store, ident, fs, reference, logs, sched_row, names, probes)
+
+
+def _read_log(ref: _LogRef, notes: list[str]) -> _Facts:
+    """The log's facts from the log itself when it is still the one ingested (its content hash), else
+    from its stored row; a damaged log of a stored job is said in `notes` and its row stands in."""
+    path, row = ref.path, ref.row
+    try:
+        read = None if row is not None and os.path.isfile(path) and _sha256(path) != ref.hash else _read(path)
+        if read is None and row is not None and os.path.isfile(path):
+            notes.append(f"{path} changed since it was ingested: its stored row is used")
+    except (UserError, OSError) as e:
+        if row is None:
+            if isinstance(e, OSError):
+                raise from_os_error(path, e, "read Darshan log") from None
+            raise
+        # one damaged log of a job is said, and its stored row stands in: the others still count
+        notes.append(f"{path}: {e}; its stored row is used")
+        read = None
+    if read is None and row is None:
+        raise UserError(f"cannot read the Darshan log {path}")
+    rep, log = read if read is not None else (None, None)
+    facts = _log_facts(row, path, rep, log)
+    if facts.start_ns is None or facts.end_ns is None:
+        raise UserError(f"{path}: the log has no start or end time, so no window to look at")
+    return facts
+
+
+def _log_budget(job: _Job, ref: _LogRef, notes: list[str]) -> _LogAnswer:
+    """One log's budget over its own window and file system: its facts, its file system, the system's
+    share by the best evidence there (probes, the coverage factor), the split."""
+    settings, store, fs = job.settings, job.store, job.fs
+    facts = _read_log(ref, notes)
+    if ref.row is not None and facts.mounts is None:
+        # lazy: numpy via services.jobs.weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
+        from ioweather.services.jobs import weather as job_weather
+
+        j = job_weather.find_job(store, ref.hash)
+        job_weather.fs_of(store, j)
+        facts.mounts = j.mount_bytes
+    found = job_fs(settings.parquet_dir, facts.mounts or [], hosts=facts.hosts or None) if store is not None else \
+        dataset_for_mounts(facts.mounts or [], [], load_fs_map(settings.home))
+    dataset = fs or found["dataset"]
+    # probes match the job's mount even when no telemetry dataset does
+    mount = (found["mount"] or found["shared_mount"]) if not fs or fs == found["dataset"] else None
+    mounts = [f"{m['mount']} ({m['fs_type'] or '?'})" for m in sorted(
+        facts.mounts or [], key=lambda m: -(m.get("bytes") or 0)) if m.get("mount")]
+    where = ", ".join(mounts) or "no mount in its log"
+    has_tel = dataset in job.names
+    weather, umami_doc = None, None
+    if has_tel:
+        weather, umami_doc = _weather(store, ref.hash if ref.row is not None else None, facts, dataset,
+                                      f"darshan:{ref.hash}")
+    probes = job.probes
+    targets = probes.on(mount, dataset)
+    probe = probes.slowdown(targets, facts.start_ns, facts.end_ns) if targets else (None, None)
+    system, model, sys_ev = _system(facts, weather, probe, targets, dataset, has_tel, where,
+                                    probes.fewest if targets else None)
+    code, system_s, rest = split(facts.io_time_s, facts.saving_s, system)
+    budget = LogBudget(
+        id=ref.hash[:16], path=ref.path, jobid=facts.jobid, start=ns_to_iso(facts.start_ns),
+        end=ns_to_iso(facts.end_ns), io_time_s=float(facts.io_time_s), code_s=code,
+        system_s=None if model == "unknown" else system_s,
+        unexplained_s=rest, system_model=model, fs=dataset, mount=mount,
+        evidence=LogEvidence(code=facts.code_from, system=sys_ev,
+                             file_system=(f"--fs {fs}" if fs else found["how"]) or f"no dataset for {where}",
+                             mounts=mounts, probe_targets=targets))
+    return _LogAnswer(budget, facts, weather, umami_doc, dataset if has_tel else None)
+
+
+def _merge(job: _Job, logs: list[_LogAnswer], notes: list[str]) -> Why:
+    """The job's answer from its logs' budgets: the events of each file system over its logs' windows
+    (the job's own logs and scheduler job left out of the culprits), the failover state of the longest
+    log's file system at its end, the sums and the verdict."""
+    windows: dict[str, tuple[int, int]] = {}
+    moved: dict[str, float] = {}
+    for x in logs:
+        f, name = x.facts, x.telemetry
+        if name is None:
+            continue
+        lo, hi = windows.get(name, (f.start_ns, f.end_ns))
+        windows[name] = (min(lo, f.start_ns), max(hi, f.end_ns))
+        moved[name] = moved.get(name, 0.0) + (f.bytes_read or 0) + (f.bytes_written or 0)
+    bs = [x.budget for x in logs]
+    own = {b.id[:12] for b in bs} | {f"darshan:{b.id[:12]}" for b in bs}
+    own |= {str(b.jobid) for b in bs if b.jobid}
+    if job.sched_row is not None:
+        own.add(str(job.sched_row["jobid"]))
+    events = [e for name, (lo, hi) in sorted(windows.items())
+              for e in _events(job.settings, name, lo, hi, own, notes, job.reference,
+                               moved[name] / max(1e-9, (hi - lo) / 1e9))]
+    main = max(bs, key=lambda b: b.io_time_s)
+    failover = _failover(job.settings, main.fs, windows[main.fs][1]) if main.fs in windows else None
+    return _answer(job.ident, logs, events, job.sched_row, notes, failover)
+
+
+def _failover(settings, fs: str, until_ns: int) -> Targets | None:
     """The targets whose failover partner served them at the job's end (`lctl dl -t`, imported), None
     when no listing was imported for `fs`."""
     # lazy: pandas, pyarrow via services.telemetry.fsview, loaded only when this runs
@@ -577,42 +756,43 @@ def _failover(settings, fs: str, until_ns: int) -> dict | None:
     st = lctl_state(settings, fs, until_ns)
     if not st["imported"]:
         return None
-    return {"failed_over": st["failover"]["overloaded"], "lctl_at": st["at"]}
+    return Targets(failed_over=st["failover"]["overloaded"], lctl_at=st["at"])
 
 
-def _answer(ident: str, budgets: list, events: list, climates: list, sched_row: dict | None, notes: list,
-            failover: dict | None = None) -> Why:
-    bs = [b for b, _f, _w in budgets]
+def _answer(ident: str, logs: list[_LogAnswer], events: list[Event], sched_row: dict | None, notes: list[str],
+            failover: Targets | None = None) -> Why:
+    bs = [x.budget for x in logs]
     io = sum(b.io_time_s for b in bs)
     known = [b.system_s for b in bs if b.system_s is not None]
     code, system, rest = (sum(b.code_s for b in bs), sum(known) if known else None, sum(b.unexplained_s for b in bs))
     model = "+".join(dict.fromkeys(b.system_model for b in bs))
-    facts = [f for _b, f, _w in budgets]
+    facts = [x.facts for x in logs]
     # node counts: the scheduler's, else the logs' host names; a process count is not a node count
     if sched_row is not None and sched_row.get("nnodes"):
         nnodes, nsource = int(sched_row["nnodes"]), "scheduler"
     else:
-        counted = [f["nnodes"] for f in facts if f.get("nnodes")]
+        counted = [f.nnodes for f in facts if f.nnodes]
         nnodes, nsource = (max(counted), "log host names") if counted else (None, None)
-    weather = max(budgets, key=lambda x: x[0].io_time_s)[2]
+    weather = max(logs, key=lambda x: x.budget.io_time_s).weather
     targets = None
     if weather is not None and weather.fullest_ost_pct is not None:
         targets = Targets(fullest_ost=weather.fullest_ost, fullest_ost_pct=weather.fullest_ost_pct)
     if failover is not None:
-        targets = Targets(**{**asdict(targets or Targets()), **failover})
+        targets = replace(targets or Targets(), failed_over=failover.failed_over, lctl_at=failover.lctl_at)
+    climates = [(x.facts.io_time_s, x.umami) for x in logs if x.umami is not None]
     climate = _climate(max(climates, key=lambda c: c[0])[1]) if climates else None
     if not climates:
         notes.append("no climate: the job's log is not in the store, or its file system has no telemetry")
-    advice = next((f["advice"] for f in sorted(facts, key=lambda f: -(f["saving_s"] or 0)) if f["advice"]), None)
+    advice = next((f.advice for f in sorted(facts, key=lambda f: -(f.saving_s or 0)) if f.advice), None)
     jobname = str(sched_row["jobid"]) if sched_row is not None else (
         str(bs[0].jobid) if len(bs) > 1 and bs[0].jobid else (ident if len(bs) > 1 else (str(bs[0].jobid or bs[0].id))))
-    evidence = {"code": "; ".join(dict.fromkeys(b.evidence["code"] for b in bs)),
-                "system": "; ".join(dict.fromkeys(b.evidence["system"] for b in bs)),
-                "unexplained": "the I/O time neither the code's findings nor the system's state account for"}
-    starts = [f["start_ns"] for f in facts]
-    ends = [f["end_ns"] for f in facts]
+    evidence = Evidence(code="; ".join(dict.fromkeys(b.evidence.code for b in bs)),
+                        system="; ".join(dict.fromkeys(b.evidence.system for b in bs)),
+                        unexplained="the I/O time neither the code's findings nor the system's state account for")
+    starts = [f.start_ns for f in facts]
+    ends = [f.end_ns for f in facts]
     out = Why(job=jobname, io_time_s=io, code_s=code, system_s=system, unexplained_s=rest, system_model=model,
-              evidence=evidence, verdict="", events=events, climate=climate, logs=[asdict(b) for b in bs],
+              evidence=evidence, verdict="", events=events, climate=climate, logs=bs,
               fs=bs[0].fs if len({b.fs for b in bs}) == 1 else None, nnodes=nnodes, nnodes_source=nsource,
               start=ns_to_iso(min(starts)), end=ns_to_iso(max(ends)), targets=targets, notes=notes)
     out.verdict = verdict_line(out, advice)
@@ -633,8 +813,8 @@ def verdict_line(w: Why, advice: str | None) -> str:
                (w.unexplained_s, "Mostly unexplained"))[1]
     code = f"~{format_seconds(w.code_s)} is your code" + (f" ({advice})" if advice and w.code_s > small else "")
     if w.system_model == "unknown":
-        reasons = list(dict.fromkeys(b["evidence"]["system"] for b in w.logs))
-        mounts = list(dict.fromkeys(m for b in w.logs for m in b["evidence"]["mounts"]))
+        reasons = list(dict.fromkeys(b.evidence.system for b in w.logs))
+        mounts = list(dict.fromkeys(m for b in w.logs for m in b.evidence.mounts))
         why_not = reasons[0] if len(reasons) == 1 else (
             f"no telemetry or probe for the job's file systems ({', '.join(mounts)}) in its logs' windows: "
             "give --fs or an fs-map entry")
@@ -644,17 +824,17 @@ def verdict_line(w: Why, advice: str | None) -> str:
         system = f"the system cost ~0 ({w.system_model.replace('_', ' ')}: the file system was not in the way)"
     else:
         system = f"~{format_seconds(w.system_s)} is the system"
-        storms = [e for e in w.events if e["culprits"]]
+        storms = [e for e in w.events if e.culprits]
         if storms:
-            e = max(storms, key=lambda e: e["bytes"])
-            c = e["culprits"][0]
-            system += (f" (an I/O storm {_clock(e['start'])}–{_clock(e['end'])}, {100 * c['share']:.0f} % of its "
-                       f"bytes from job {c['job']})")
+            e = max(storms, key=lambda e: e.bytes)
+            c = e.culprits[0]
+            system += (f" (an I/O storm {_clock(e.start)}–{_clock(e.end)}, {100 * c.share:.0f} % of its "
+                       f"bytes from job {c.job})")
         elif w.events:
             e = w.events[0]
-            whose = (f"{100 * e['own_share']:.0f} % of its bytes the job's own" if e["own_share"] >= 0.5
+            whose = (f"{100 * e.own_share:.0f} % of its bytes the job's own" if e.own_share >= 0.5
                      else "no other job named")
-            system += f" (an I/O storm {_clock(e['start'])}–{_clock(e['end'])}, {whose})"
+            system += f" (an I/O storm {_clock(e.start)}–{_clock(e.end)}, {whose})"
         down = w.targets.failed_over if w.targets is not None else None
         if down:
             system += f"; {len(down)} target{'s' if len(down) > 1 else ''} served by a failover partner ({', '.join(down[:3])})"

@@ -193,8 +193,8 @@ def score(settings: Settings, directory: Path, base_from: float, base_until: flo
     twins = {}
     for role, jobid in (("quiet", QUIET_JOB), ("storm", STORM_RUN_JOB)):
         w = why(settings, str(jobid), reference=reference)
-        twins[role] = Twin(role, jobid, w.logs[0]["path"], w.io_time_s, w.system_s, w.system_model,
-                           sorted({str(c["job"]) for e in w.events for c in e["culprits"]}), w.verdict)
+        twins[role] = Twin(role, jobid, w.logs[0].path, w.io_time_s, w.system_s, w.system_model,
+                           sorted({str(c.job) for e in w.events for c in e.culprits}), w.verdict)
     quiet, storm = twins["quiet"], twins["storm"]
     extra = storm.io_time_s - quiet.io_time_s
     share = (storm.system_s or 0.0) / extra if extra > 0 else None

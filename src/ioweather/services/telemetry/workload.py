@@ -298,14 +298,22 @@ def workload_view(settings, fs: str, since, until, resample_s: float, idle_thres
     return WorkloadView(result, series, days, warnings)
 
 
-def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: float, smooth_s: float,
-            min_amplitude: float, acf_max_lag_s: float, on_step=None, use_rollups: bool = True,
-            warn=lambda message: None, dask: str | None = None) -> tuple[Workload, WorkloadData]:
-    """The `--json` answer and the series behind it, for file system `fs` over [since, until).
-    `use_rollups=False` reads every row (to check the rollups, or to measure what they save);
-    `warn(message)` hears what the caller may want to tell a person (the command prints it);
-    `dask` (a `--dask` SPEC, services/runtime/distributed.py) scans the days on a Dask cluster's workers,
-    which must see the store's Parquet files at the same path: the same document as without."""
+@dataclass
+class _Series:
+    """The aggregate bytes per resample interval over the asked range cut to the data, and what the
+    reductions said about the targets: what `compute` and `events` both start from."""
+
+    inputs: object
+    b0: int
+    nbins: int
+    read: np.ndarray
+    write: np.ndarray
+    start_ns: int
+    end_ns: int
+
+
+def _series(settings, fs: str, since, until, resample_s: float, on_step=None, use_rollups: bool = True,
+            warn=lambda message: None, dask: str | None = None) -> _Series:
     # lazy: pyarrow via store.telemetry_layout, loaded only when this runs
     from ioweather.store import telemetry_layout as layout
     # lazy: pandas, pyarrow via store.telemetry_query, loaded only when this runs
@@ -340,20 +348,65 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
     else:
         inputs = layout.read_listed(base, lambda files: _read_inputs(settings, fs, files, step_ns, since_ns,
                                                                      until_ns, step, use_rollups), warn=warn)
-    sums, hist, coverage, tops = inputs.sums, inputs.histogram, inputs.coverage, inputs.tops
-    b0, nbins = _grid(sums.series, step_ns, since_ns, until_ns)
-    read, write = _series_arrays(sums.series, b0, nbins, Q.BYTES_METRICS)
-    present = np.isfinite(read) | np.isfinite(write)
+    b0, nbins = _grid(inputs.sums.series, step_ns, since_ns, until_ns)
+    read, write = _series_arrays(inputs.sums.series, b0, nbins, Q.BYTES_METRICS)
     t0_ns = b0 * step_ns
     start_ns = t0_ns if since_ns is None else max(t0_ns, since_ns)
     end_ns = (b0 + nbins) * step_ns if until_ns is None else min((b0 + nbins) * step_ns, until_ns)
-    daily, monthly = _calendar(sums, read, write, b0, present)
     # >= a microsecond: a store that took `interval_s=1e-320` before imports refused it failed here for good
     # lazy: pandas, pyarrow via services.telemetry.ingest, loaded only when this runs
     from ioweather.services.telemetry.ingest import MIN_INTERVAL_S
 
+    coverage = inputs.coverage
     intervals = coverage.loc[coverage["min_interval_s"] >= MIN_INTERVAL_S, "min_interval_s"]
     _check_resample(float(intervals.min()) if len(intervals) else None, resample_s, warn)
+    return _Series(inputs, b0, nbins, read, write, start_ns, end_ns)
+
+
+def _events_json(found: list[dict]) -> list[dict]:
+    return [{"start": ns_to_iso(e["start_ns"]), "end": ns_to_iso(e["end_ns"]), "peak_time": ns_to_iso(e["peak_time_ns"]),
+             "peak_bps": e["peak_bps"], "bytes": e["bytes"]} for e in found]
+
+
+@dataclass(frozen=True)
+class WorkloadEvents:
+    """The events of `compute`'s document alone (its `start`, `end`, `events`) and the series they were
+    found on: what `events` and `why JOB` need, without the statistics of a whole workload (its
+    autocorrelation imports scipy; its spectrum and calendar read more)."""
+
+    start: str
+    end: str
+    events: list[dict]
+    data: WorkloadData
+
+
+def events(settings, fs: str, since, until, resample_s: float, smooth_s: float, min_amplitude: float,
+           warn=lambda message: None) -> WorkloadEvents:
+    """`compute(...)`'s `start`, `end` and `events` and its series, found the same way on the same series."""
+    s = _series(settings, fs, since, until, resample_s, warn=warn)
+    t0_ns = s.b0 * int(round(resample_s * 1e9))
+    found = W.events_of(t0_ns, resample_s, s.read, s.write, smooth_s, min_amplitude)
+    return WorkloadEvents(ns_to_iso(s.start_ns), ns_to_iso(s.end_ns), _events_json(found),
+                          WorkloadData(t0_ns, resample_s, s.read, s.write, smooth_s, min_amplitude))
+
+
+def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: float, smooth_s: float,
+            min_amplitude: float, acf_max_lag_s: float, on_step=None, use_rollups: bool = True,
+            warn=lambda message: None, dask: str | None = None) -> tuple[Workload, WorkloadData]:
+    """The `--json` answer and the series behind it, for file system `fs` over [since, until).
+    `use_rollups=False` reads every row (to check the rollups, or to measure what they save);
+    `warn(message)` hears what the caller may want to tell a person (the command prints it);
+    `dask` (a `--dask` SPEC, services/runtime/distributed.py) scans the days on a Dask cluster's workers,
+    which must see the store's Parquet files at the same path: the same document as without."""
+    step = on_step or (lambda name: None)
+    s = _series(settings, fs, since, until, resample_s, on_step, use_rollups, warn, dask)
+    inputs, b0, nbins, read, write = s.inputs, s.b0, s.nbins, s.read, s.write
+    sums, hist, coverage, tops = inputs.sums, inputs.histogram, inputs.coverage, inputs.tops
+    step_ns = int(round(resample_s * 1e9))
+    present = np.isfinite(read) | np.isfinite(write)
+    t0_ns = b0 * step_ns
+    start_ns, end_ns = s.start_ns, s.end_ns
+    daily, monthly = _calendar(sums, read, write, b0, present)
     spectra = _spectra(hist, tops)
 
     step("statistics")
@@ -362,8 +415,7 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
     total_write = float(np.nansum(write))
     stats = W.summarize(t0_ns, resample_s, read, write, idle_threshold=idle_threshold, smooth_s=smooth_s,
                         min_amplitude=min_amplitude, acf_max_lag_s=acf_max_lag_s)
-    events = [{"start": ns_to_iso(e["start_ns"]), "end": ns_to_iso(e["end_ns"]), "peak_time": ns_to_iso(e["peak_time_ns"]),
-               "peak_bps": e["peak_bps"], "bytes": e["bytes"]} for e in stats.pop("events")]
+    events = _events_json(stats.pop("events"))
     result = Workload(
         fs=fs,
         start=ns_to_iso(start_ns),
