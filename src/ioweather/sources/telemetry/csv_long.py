@@ -26,7 +26,7 @@ import pandas as pd
 from ioweather.errors import UserError, from_os_error
 from ioweather.files import open_regular
 from ioweather.sources.telemetry.base import Long, local_to_utc_ns, utc_ns
-from ioweather.sources.telemetry.importers import Importer, Option
+from ioweather.sources.telemetry.importers import Importer
 
 REQUIRED = ("time", "target", "metric", "value")
 _OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$", re.IGNORECASE)
@@ -195,13 +195,6 @@ def read_csv_long(path: str, tz: str = "UTC", interval_s: float | None = None, c
 
 class CsvImporter(Importer):
     kind = "csv"
-    help = """The generic long CSV, time,target,metric,value[,interval_s] (docs/telemetry.md).
-
-    Values are amounts per interval (or gauges); with --cumulative, counters."""
-    options = (
-        Option("--interval", "interval", "Interval of each row when there is no interval_s column.", "duration"),
-        Option("--cumulative", "cumulative", "Values are cumulative counters, not per-interval amounts.", "flag"),
-    )
 
     def total(self) -> int:
         return 2

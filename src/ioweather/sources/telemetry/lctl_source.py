@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ioweather.errors import UserError
 from ioweather.sources.telemetry.base import COUNTER, GAUGE, Sample, SourceError, Wide, lustre_fsname
-from ioweather.sources.telemetry.importers import Importer, Option
+from ioweather.sources.telemetry.importers import Importer
 from ioweather.sources.telemetry.lctl_params import PARAMS, Capture, Stat, connected_clients, parse_capture
 from ioweather.sources.telemetry.lustre import MD_OPS, OST_OPS, Lustre, _bytes_and_ops, osc_samples
 from ioweather.sources.telemetry.textfiles import read_members
@@ -290,11 +290,6 @@ def _grid(by_target: dict[str, dict[int, int | float]], targets: list[str], n: i
 
 class LctlParamsImporter(Importer):
     kind = "lctl-params"
-    help = """Captures of `lctl get_param` (a file, .gz, tar/.tgz or a directory of them), each dated by its
-    snapshot_time (or --at). Counters become amounts between consecutive captures of one SOURCE: give
-    a directory or an archive of captures; a single capture stores its gauges (capacity, recovery, clients)."""
-    options = (Option("--at", "at_ns", "Time of a capture that has no snapshot_time (memused, capacity only).", "time"),)
-    timezone = False
 
     def chunks(self, advance: Callable[[int], None]):
         captures = read_captures(self.source, self.at_ns, self.fs, advance=advance)

@@ -352,9 +352,6 @@ def _strictly_increasing(times: np.ndarray, valid: np.ndarray) -> np.ndarray:
 
 class LmtImporter(Importer):
     kind = "lmt"
-    help = """LMT (Lustre Monitoring Tool) databases: a MySQL/MariaDB URL or an SQLite copy.
-
-    LMT stores the server's local time: --timezone (default UTC for a copy, the server's zone for a URL)."""
 
     def display(self) -> str:
         return redact(self.source) if "://" in self.source else self.source

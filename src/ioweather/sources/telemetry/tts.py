@@ -168,8 +168,6 @@ class TtsFile:
 
 class TtsImporter(Importer):
     kind = "tts"
-    help = """pytokio's TOKIO Time Series HDF5 files (datatargets, mdtargets, fullness, ...)."""
-    timezone = False  # unix seconds
 
     def open(self) -> None:
         self.file = TtsFile(self.source)
