@@ -121,9 +121,7 @@ def _note(text: str) -> None:
 
 def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> None:
     # lazy: numpy, pandas, pyarrow, sqlalchemy via services.answers.imports: kept off the command's `--help` and its usage errors
-    from ioweather.services.answers.imports import import_sources
-    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.telemetry.imports: kept off the command's `--help` and its usage errors
-    from ioweather.services.telemetry.imports import check_fs_name
+    from ioweather.services.answers.imports import check_fs_name, import_sources
     check_fs_name(fs)
     if tz is not None:
         check_timezone(tz)
