@@ -125,13 +125,27 @@ def lazy_imports(path: Path) -> list[tuple[str, int, str, list[str]]]:
     return out
 
 
+def _reason(lines: list[str], line: int) -> bool:
+    """Whether a `# lazy:` comment heads the import at `line` (1-based) or the run of imports and comment
+    lines it ends."""
+    i = line - 2
+    while i >= 0 and lines[i].strip().startswith(("from ", "import ", "#")):
+        if lines[i].strip().startswith("# lazy:"):
+            return True
+        i -= 1
+    return False
+
+
 def problems(path: Path) -> list[str]:
     """What breaks the rule in one command module, a line each."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     top = set().union(*(loads(n) for n in _top_imports(tree, f"ioweather.commands.{path.stem}", False)))
     found, services = [], {}
+    lines = path.read_text(encoding="utf-8").splitlines()
     for function, line, written, named in lazy_imports(path):
         where = f"{path.name}:{line} {function}() imports {written}"
+        if not _reason(lines, line):
+            found.append(f"{where} without a `# lazy:` reason above it")
         if not set().union(*(loads(n) for n in named)) - top:
             found.append(f"{where}: loads nothing heavy that the module's top does not: import it at the top")
         elif written.startswith(SERVICES) and written != SEAMS[0]:
@@ -151,7 +165,8 @@ def test_each_command_imports_one_service_lazily_and_the_rest_at_the_top():
 
 def test_the_rule_sees_what_it_forbids(tmp_path):
     """Planted: a light module imported in a function, a lazy import of what the top already loads, two
-    services in one callback. Each is named; the measure of what a module loads is not blind."""
+    services in one callback, a lazy import without its reason. Each is named; the measure of what a
+    module loads is not blind."""
     assert {"numpy", "sqlalchemy"} <= loads("ioweather.services.runtime.stores")
     assert loads("ioweather.units") == frozenset()
     planted = tmp_path / "planted.py"
@@ -163,6 +178,7 @@ from ioweather.views.output import print_json
 def register(cli):
     @cli.command()
     def one():
+        # lazy: none
         from ioweather.units import format_seconds
         from ioweather.views.output import print_table
         from ioweather.services.answers.events import events
@@ -170,7 +186,11 @@ def register(cli):
         from ioweather.services.runtime.stores import open_store
 ''', encoding="utf-8")
     got = problems(planted)
-    assert len(got) == 3, got
+    bare = tmp_path / "bare.py"
+    bare.write_text("def f():\n    x = 1\n    from ioweather.services.answers.events import events\n", encoding="utf-8")
+    got += problems(bare)
+    assert len(got) == 4, got
     assert "imports ioweather.units: loads nothing heavy" in got[0]
     assert "imports ioweather.views.output: loads nothing heavy" in got[1]
     assert "one() imports 2 services lazily" in got[2]
+    assert "bare.py:3 f() imports ioweather.services.answers.events without a `# lazy:` reason" in got[3]

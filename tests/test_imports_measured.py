@@ -2,8 +2,8 @@
 
 A `# lazy:` reason beside an import says what it keeps off a path; this test checks that it does. One
 fresh interpreter runs, through click's main with standalone_mode=False, `ioweather --help`, every
-`COMMAND --help` of the click tree and `slowdown --check` on an empty home, then reports the heavy
-libraries in `sys.modules`; then it runs `job LOG` on a shared Darshan log (its forked reader run
+`COMMAND --help` of the click tree and `slowdown --check` on an empty home (first, and without rich either),
+then reports the heavy libraries in `sys.modules`; then it runs `job LOG` on a shared Darshan log (its forked reader run
 inline, so that its imports are seen) and reports them again. One subprocess: the fast tier pays one
 interpreter start, and a library loaded by any step shows in the cumulative set, named by its step.
 """
@@ -63,14 +63,16 @@ _PROBE = textwrap.dedent("""
                 run(" ".join(path) + " --help", path + ["--help"])
                 helps += 1
 
+    check_rc = run("slowdown --check", ["slowdown", "--check", "--json"])
+    check_rich = "rich" in sys.modules  # first: cron runs it every minute, and rich's tables take 0.1-0.3 s
     run("--help", ["--help"])
     helps_of(sorted(COMMANDS))
-    check_rc = run("slowdown --check", ["slowdown", "--check"])
     light = dict(first)
     import ioweather.services.jobs.darshan_child as child
     child.call_isolated = lambda fn, *a, **kw: fn(*a, **kw)
     job_rc = run("job LOG", ["job", sys.argv[2]])
-    print(json.dumps({"light": light, "job": heavy(), "helps": helps, "check_rc": check_rc, "job_rc": job_rc}))
+    print(json.dumps({"light": light, "job": heavy(), "helps": helps, "check_rc": check_rc,
+                      "check_rich": check_rich, "job_rc": job_rc}))
 """)
 
 
@@ -89,6 +91,7 @@ def test_help_check_and_job_load_only_what_they_need(tmp_path):
     got = _measure(tmp_path)
     assert got["helps"] > 60  # the walk reached the sub-commands, not only the top level
     assert got["check_rc"] == 3  # UNKNOWN: no store
+    assert not got["check_rich"], "`slowdown --check --json` loaded rich (views.output): its JSON is views.json_output's"
     assert got["light"] == {}, f"heavy libraries loaded by --help or `slowdown --check` (first step): {got['light']}"
     assert got["job_rc"] in (0, None)
     assert "sqlalchemy" not in got["job"], f"`job LOG` loaded {got['job']}"
