@@ -16,6 +16,7 @@ of a file that is half wrong is stored.
 
 from __future__ import annotations
 
+import csv
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -101,8 +102,6 @@ MAX_COLUMNS = 256
 def _check_header(f, path: str) -> None:
     """A one-line UserError unless the first line names the required columns (read at most
     MAX_HEADER_BYTES of it, at most MAX_COLUMNS columns); `f` is left at its start."""
-    import csv
-
     head = f.readline(MAX_HEADER_BYTES + 1)
     f.seek(0)
     if not head:
