@@ -194,3 +194,38 @@ def register(cli):
     assert "imports ioweather.views.output: loads nothing heavy" in got[1]
     assert "one() imports 2 services lazily" in got[2]
     assert "bare.py:3 f() imports ioweather.services.answers.events without a `# lazy:` reason" in got[3]
+
+
+#: Modules whose in-function imports still lack a `# lazy:` reason (standard library or a library the top
+#: loads already, to move up; or a heavy one to give its reason): services being rewritten on other branches
+#: at the time of this test. The test fails when one of them is clean, so the list only shrinks.
+NOT_YET = {"services/answers/changes.py", "services/answers/why.py", "services/bench/runs.py",
+           "services/jobs/darshan.py", "services/jobs/ingest.py", "services/jobs/weather.py",
+           "services/probe/slowdown.py"}
+
+
+def without_reason(path: Path) -> list[int]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found = []
+
+    def visit(node, in_function):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                visit(child, True)
+            elif isinstance(child, (ast.Import, ast.ImportFrom)) and in_function:
+                if not _reason(lines, child.lineno):
+                    found.append(child.lineno)
+            else:
+                visit(child, in_function)
+
+    visit(ast.parse("\n".join(lines), str(path)), False)
+    return found
+
+
+def test_every_import_in_a_function_says_why():
+    package = SRC / "ioweather"
+    found = {str(p.relative_to(package)): without_reason(p) for p in sorted(package.rglob("*.py"))}
+    bare = {f: lines for f, lines in found.items() if lines and f not in NOT_YET}
+    assert not bare, f"imports in functions without a `# lazy:` reason (file: lines): {bare}"
+    clean = sorted(f for f in NOT_YET if not found.get(f))
+    assert not clean, f"no longer without reasons, remove from NOT_YET: {clean}"

@@ -14,6 +14,7 @@ def files_scan(paths) -> str:
 
 
 def connect_duckdb(threads: int | None = None):
+    # lazy: duckdb (~0.1 s): only a scan needs it; the layout's writers import this module
     import duckdb
 
     con = duckdb.connect()

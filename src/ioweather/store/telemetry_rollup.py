@@ -54,6 +54,7 @@ def rollup_path(data_path: Path) -> Path:
 def summarize(table: pa.Table) -> tuple[pa.Table, int | None, int | None]:
     """The rollup rows of one data table (columns of the telemetry schema), and its first and last
     byte-metric interval start (None when it has no byte-metric rows)."""
+    # lazy: duckdb (~0.1 s): only a rollup's summary needs it, not the many modules that import this one
     import duckdb
 
     metrics = ", ".join(f"'{m}'" for m in BYTES_METRICS)

@@ -94,6 +94,7 @@ def plan(base: Path, since_ns: int | None, until_ns: int | None, step_ns: int) -
 
 
 def duckdb_error():
+    # lazy: duckdb (~0.1 s): only to name its error class, when a scan failed
     import duckdb
 
     return duckdb.Error

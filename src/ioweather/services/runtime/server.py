@@ -90,6 +90,7 @@ LOG_DATEFMT = "%Y-%m-%d %H:%M:%S%z"
 
 def log_config(quiet: bool = False) -> dict:
     """uvicorn's logging configuration with timestamps; quiet: warnings and errors only, no access log."""
+    # lazy: uvicorn: as in run_server
     from uvicorn.config import LOGGING_CONFIG
 
     cfg = copy.deepcopy(LOGGING_CONFIG)
@@ -120,6 +121,7 @@ def run_server(app, sock: socket.socket, stop: threading.Event, say: Callable[[s
     workers of a daemon event loop cannot hold the process. A request still running after
     GRACE_S is abandoned, not cancelled: uvicorn would log the cancellation as a traceback.
     """
+    # lazy: uvicorn: kept off `export --help` (commands/export.py imports is_loopback from here)
     import uvicorn
 
     server = uvicorn.Server(uvicorn.Config(app, log_config=log_config(quiet), log_level="warning" if quiet else "info",

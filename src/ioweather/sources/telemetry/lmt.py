@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import sqlalchemy as sa
 
 from ioweather.errors import UserError, from_os_error
 from ioweather.files import fd_path, open_regular
@@ -115,8 +116,6 @@ class LmtInfo:
 
 class LmtDatabase:
     def __init__(self, source: str, timezone: str | None = None):
-        import sqlalchemy as sa
-
         self.source = source
         url, self.kind = engine_url(source)
         self.file = None
