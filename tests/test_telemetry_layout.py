@@ -64,6 +64,42 @@ def test_import_run_commit_replaces_and_rollback_removes(tmp_path):
     assert other.summary()["targets"] == 1 and other.summary()["start"].startswith("1970-01-02")
 
 
+@pytest.mark.parametrize("when", ["before the switch", "after the switch"])
+def test_a_stop_inside_commit_leaves_one_import_on_disk(tmp_path, monkeypatch, when):
+    """A SIGTERM (a KeyboardInterrupt here) inside commit's marker write: rollback removes the new run's
+    files, or, once the marker names the new run, finishes the switch. commit released its lock in a
+    `finally` before rollback ran, rollback then saw no import under way, and the new run stayed on
+    disk beside the old one (CI, test_telemetry_failures seed 268364503)."""
+    from ioweather.store import telemetry_imports
+
+    s = Settings(home=tmp_path)
+    first = ImportRun(s, "fs", "csv-abc")
+    first.write(frame(DAY, 10))
+    first.commit()
+    old = {p.name for p in layout.fs_dir(s, "fs").glob("date=*/*.parquet")}
+    real = telemetry_imports.write_marker
+
+    def stopped(*a, **kw):
+        if when == "after the switch":
+            real(*a, **kw)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(telemetry_imports, "write_marker", stopped)
+    second = ImportRun(s, "fs", "csv-abc", buffer_rows=4)
+    second.write(frame(DAY, 12))
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            second.commit()
+        except BaseException:
+            second.rollback()
+            raise
+    on_disk = {p.name for p in layout.fs_dir(s, "fs").glob("date=*/*.parquet")}
+    counted = {p.name for p in layout.data_files(layout.fs_dir(s, "fs"))}
+    assert on_disk == counted
+    assert on_disk == (old if when == "before the switch" else {p.name for p in second.paths})
+    assert not telemetry_imports.running(layout.fs_dir(s, "fs"), "csv-abc")  # the lock is released
+
+
 def test_day_dirs_of_a_short_window_are_those_a_listing_finds(tmp_path):
     """A window of up to a month names its directories rather than listing them all: the same
     directories, in the same order, as filtering the whole listing, for windows on and off day edges."""
@@ -82,3 +118,22 @@ def test_day_dirs_of_a_short_window_are_those_a_listing_finds(tmp_path):
         since = int(rng.integers(19_990 * day, 20_410 * day))
         until = since + int(rng.integers(1, 40 * day))
         assert layout.day_dirs(tmp_path, since, until) == listed(since, until), (since, until)
+
+
+def test_duckdb_draws_no_progress_bar_on_stdout():
+    """DuckDB prints a progress bar on stdout for a query over 2 s; a reader held up on a loaded machine
+    then wrote it into `workload --json` (a CI run's JSONDecodeError). Every connection is the store's
+    one (parquet_scan.connect_duckdb), and it has the bar off."""
+    import ast
+    from pathlib import Path
+
+    con = layout.connect_duckdb()
+    assert con.execute("SELECT current_setting('enable_progress_bar')").fetchone() == (False,)
+    src = Path(__file__).resolve().parents[1] / "src" / "ioweather"
+    others = []
+    for path in src.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "connect" \
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "duckdb":
+                others.append(f"{path.relative_to(src)}:{node.lineno}")
+    assert [o.split(":")[0] for o in others] == ["store/parquet_scan.py"], others

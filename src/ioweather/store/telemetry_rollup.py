@@ -27,6 +27,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ioweather.store.parquet_scan import connect_duckdb
+
 VERSION = b"1"
 MINUTE_NS = 60_000_000_000
 BYTES_METRICS = ("read_bytes", "write_bytes")
@@ -54,11 +56,8 @@ def rollup_path(data_path: Path) -> Path:
 def summarize(table: pa.Table) -> tuple[pa.Table, int | None, int | None]:
     """The rollup rows of one data table (columns of the telemetry schema), and its first and last
     byte-metric interval start (None when it has no byte-metric rows)."""
-    # lazy: duckdb (~0.1 s): only a rollup's summary needs it, not the many modules that import this one
-    import duckdb
-
     metrics = ", ".join(f"'{m}'" for m in BYTES_METRICS)
-    con = duckdb.connect()
+    con = connect_duckdb()
     try:
         con.register("t", table)
         rows = con.sql(f"""
