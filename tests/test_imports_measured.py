@@ -2,8 +2,8 @@
 
 A `# lazy:` reason beside an import says what it keeps off a path; this test checks that it does. One
 fresh interpreter runs, through click's main with standalone_mode=False, `ioweather --help`, every
-`COMMAND --help` of the click tree and `slowdown --check` on an empty home, then reports the heavy
-libraries in `sys.modules`; then it runs `job LOG` on a shared Darshan log (its forked reader run
+`COMMAND --help` of the click tree and `slowdown --check` on an empty home (first, and without rich either),
+then reports the heavy libraries in `sys.modules`; then it runs `job LOG` on a shared Darshan log (its forked reader run
 inline, so that its imports are seen) and reports them again. One subprocess: the fast tier pays one
 interpreter start, and a library loaded by any step shows in the cumulative set, named by its step.
 """
@@ -24,11 +24,6 @@ from ioweather.web.pages import load_pages
 
 HEAVY = ("numpy", "pandas", "pyarrow", "sqlalchemy", "scipy")
 LOG = Path("/work/shared/testdata/darshan/imbalanced-io.darshan")
-
-#: `import KIND --help` builds each importer's options from its class, which lives in the reader's module
-#: (sources/telemetry/*.py with numpy and pandas at the top). Known and open: the day this set empties, the
-#: test says so and the exception goes.
-KNOWN_HEAVY_HELP = {"import"}
 
 _PROBE = textwrap.dedent("""
     import contextlib, io, json, sys
@@ -58,7 +53,6 @@ _PROBE = textwrap.dedent("""
             for name in cmd.list_commands(ctx):
                 yield from walk(path + [name], cmd.get_command(ctx, name))
 
-    known = set(sys.argv[2].split(",")) - {""}
     ctx = click.Context(cli)
     helps = 0
 
@@ -69,16 +63,16 @@ _PROBE = textwrap.dedent("""
                 run(" ".join(path) + " --help", path + ["--help"])
                 helps += 1
 
+    check_rc = run("slowdown --check", ["slowdown", "--check", "--json"])
+    check_rich = "rich" in sys.modules  # first: cron runs it every minute, and rich's tables take 0.1-0.3 s
     run("--help", ["--help"])
-    helps_of(sorted(set(COMMANDS) - known))
-    check_rc = run("slowdown --check", ["slowdown", "--check"])
+    helps_of(sorted(COMMANDS))
     light = dict(first)
-    helps_of(sorted(known))  # last: what they load would hide what the others load
-    known_heavy = {lib: step for lib, step in first.items() if lib not in light}
     import ioweather.services.jobs.darshan_child as child
     child.call_isolated = lambda fn, *a, **kw: fn(*a, **kw)
-    job_rc = run("job LOG", ["job", sys.argv[3]])
-    print(json.dumps({"light": light, "known": known_heavy, "job": heavy(), "helps": helps, "check_rc": check_rc, "job_rc": job_rc}))
+    job_rc = run("job LOG", ["job", sys.argv[2]])
+    print(json.dumps({"light": light, "job": heavy(), "helps": helps, "check_rc": check_rc,
+                      "check_rich": check_rich, "job_rc": job_rc}))
 """)
 
 
@@ -87,7 +81,7 @@ def _measure(tmp_path) -> dict:
     home.mkdir()
     env = {**os.environ, "IOWEATHER_HOME": str(home)}
     env.pop("IOWEATHER_DB", None)
-    out = subprocess.run([sys.executable, "-c", _PROBE, ",".join(HEAVY), ",".join(KNOWN_HEAVY_HELP), str(LOG)],
+    out = subprocess.run([sys.executable, "-c", _PROBE, ",".join(HEAVY), str(LOG)],
                          capture_output=True, text=True, env=env, timeout=120, check=True).stdout
     return json.loads(out.splitlines()[-1])
 
@@ -97,14 +91,26 @@ def test_help_check_and_job_load_only_what_they_need(tmp_path):
     got = _measure(tmp_path)
     assert got["helps"] > 60  # the walk reached the sub-commands, not only the top level
     assert got["check_rc"] == 3  # UNKNOWN: no store
+    assert not got["check_rich"], "`slowdown --check --json` loaded rich (views.output): its JSON is views.json_output's"
     assert got["light"] == {}, f"heavy libraries loaded by --help or `slowdown --check` (first step): {got['light']}"
     assert got["job_rc"] in (0, None)
     assert "sqlalchemy" not in got["job"], f"`job LOG` loaded {got['job']}"
-    # The known exception still loads pandas: the measure is not blind, and the exception is not stale.
-    assert set(got["known"]) >= {"numpy", "pandas"}, got["known"]
     assert "darshan" not in HEAVY and set(got["job"]) >= {"numpy", "pandas"}  # `job` did run the report
 
 
 def test_serve_help_lists_the_registry_pages():
     """commands/web.py's list, written out to keep --help light, names every navigable page as its module does."""
     assert pages_help() == "\n".join(f"/{p.slug:<9} {p.title}: {p.description}" for p in load_pages() if p.in_nav)
+
+
+def test_each_import_kind_face_is_its_readers():
+    """`import KIND --help` reads the kind's face in importers.KINDS; the reader class the kind runs takes
+    the same help and options (one place), and a class claiming a kind the face does not name fails."""
+    from ioweather.sources.telemetry.importers import KINDS, Importer, importer
+
+    for face in KINDS:
+        cls = importer(face.name)
+        assert (cls.kind, cls.help, cls.options, cls.timezone, cls.target, cls.live) == (
+            face.name, face.help, face.options, face.timezone, face.target, face.live)
+    with pytest.raises(TypeError, match="telemetry.lmt:LmtImporter in KINDS"):
+        type("Stray", (Importer,), {"kind": "lmt"})

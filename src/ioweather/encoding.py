@@ -16,7 +16,8 @@ from typing import Any
 def _json_default(o: Any):
     if isinstance(o, (datetime, date)):
         return o.isoformat()
-    if type(o).__module__ == "numpy":  # numpy scalars and arrays, without importing numpy for --help
+    if type(o).__module__ == "numpy":  # numpy scalars and arrays
+        # lazy: numpy: this module is on every light path (`--help`, `slowdown --check`), numpy costs it ~0.1 s
         import numpy as np
 
         if isinstance(o, np.ndarray):
@@ -51,7 +52,8 @@ def to_json(obj: Any) -> str:
 
 def iso_ms(ns) -> list[str]:
     """ISO 8601 UTC strings (ms) for int64 ns, vectorized: 20k strings in a few ms."""
-    import numpy as np  # here: `--help` imports this module, and numpy costs it ~0.1 s
+    # lazy: numpy: this module is on every light path (`--help`, `slowdown --check`), numpy costs it ~0.1 s
+    import numpy as np
 
     a = np.asarray(ns, np.int64).astype("datetime64[ns]").astype("datetime64[ms]")
     return [s + "Z" for s in np.datetime_as_string(a, unit="ms").tolist()]
@@ -59,7 +61,8 @@ def iso_ms(ns) -> list[str]:
 
 def finite_or_none(values) -> list:
     """A series as JSON numbers: NaN and inf become None."""
-    import numpy as np  # as in iso_ms
+    # lazy: numpy: this module is on every light path (`--help`, `slowdown --check`), numpy costs it ~0.1 s
+    import numpy as np
 
     return [None if v is None or not np.isfinite(v) else float(v) for v in np.asarray(values, np.float64).tolist()]
 

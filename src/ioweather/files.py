@@ -82,6 +82,7 @@ def refuse_pseudo_file(fd: int, path: str | os.PathLike, what: str = "read") -> 
 
 @functools.cache
 def _fstatfs():
+    # lazy: ctypes: the command line imports this module at its start; only a kernel-interface check needs it
     import ctypes
 
     try:
@@ -92,6 +93,7 @@ def _fstatfs():
 
 def _fs_type(fd: int) -> int | None:
     # Python has no fstatfs; f_type is the first field (a C long) of struct statfs on Linux.
+    # lazy: ctypes: the command line imports this module at its start; only a kernel-interface check needs it
     import ctypes
 
     fstatfs = _fstatfs()

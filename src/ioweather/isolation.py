@@ -9,6 +9,7 @@ line about the file. Below every layer (sources and services both use it).
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import pickle
 import signal
@@ -29,8 +30,6 @@ def _child(fn, args, kwargs, w: int, parent: int) -> None:
     # Never returns: os._exit skips the parent's atexit handlers and its buffered stdout.
     try:
         die_with_parent(parent)
-        import faulthandler
-
         # PYTHONFAULTHANDLER would print a C stack for a crash the parent already explains in one line
         faulthandler.disable()
         child_defaults()

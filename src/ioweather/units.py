@@ -283,6 +283,7 @@ def printable(text: str) -> str:
 
 def check_timezone(tz: str) -> str:
     """TZ if it names an IANA time zone, else one line; `--timezone` of the importers is checked before any work."""
+    # lazy: zoneinfo: the command line imports this module at its start; only --timezone needs it
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
     try:

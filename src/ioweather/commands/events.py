@@ -113,10 +113,7 @@ def _event_options(f):
 
 def _params(resample, smooth, min_amplitude, cluster, top, cores_per_node, slowdown_threshold):
     # lazy: numpy, pandas, pyarrow via services.answers.events: kept off the command's `--help` and its usage errors
-    from ioweather.services.answers.events import Params
-
-    # lazy: numpy via services.telemetry.workload: kept off the command's `--help` and its usage errors
-    from ioweather.services.telemetry.workload import check_options
+    from ioweather.services.answers.events import Params, check_options
 
     check_options(resample, smooth, min_amplitude)
     return Params(resample, smooth, min_amplitude, cluster, top, cores_per_node, slowdown_threshold)

@@ -54,15 +54,12 @@ def register(cli: click.Group) -> None:
             _export_capture(capture, top_jobs, once, list_only, as_json)
             return
         # lazy: numpy, pandas, prometheus_client, pyarrow, sqlalchemy via services.telemetry.exporter: kept off the command's `--help` and its usage errors
-        from ioweather.services.telemetry.exporter import TelemetryExporter, make_server, serve
+        from ioweather.services.telemetry.exporter import TelemetryExporter, make_server, no_telemetry, serve
 
         exporter = TelemetryExporter(settings, fs_names, top_jobs=top_jobs, job_window_s=job_window, stale_s=stale,
                                      say=lambda m: click.echo(f"ioweather export: {m}", err=True))
         missing = [f for f in fs_names if f not in exporter.datasets()]
         if missing:
-            # lazy: numpy, pandas, prometheus_client, pyarrow, sqlalchemy via services.telemetry.exporter: kept off the command's `--help` and its usage errors
-            from ioweather.services.telemetry.exporter import no_telemetry
-
             raise no_telemetry(settings, missing[0])
         if once or list_only:
             text = exporter.exposition(wait_s=3600.0)

@@ -44,7 +44,7 @@ class ImportGroup(click.Group):
         if name in self.commands:
             return self.commands[name]
         if name in importers.REGISTRY:
-            return _with_quiet(importer_command(importers.importer(name)))
+            return _with_quiet(importer_command(importers.face(name)))
         return None
 
 
@@ -79,39 +79,39 @@ def _option(opt: importers.Option):
                         show_default=opt.default is not None, help=opt.help)
 
 
-def _values(cls: type[importers.Importer], options: dict) -> dict:
+def _values(kind: importers.Kind, options: dict) -> dict:
     """The kind's own options as its constructor takes them: times in unix ns."""
-    times = {o.dest for o in cls.options if o.type in ("time", "since")}
+    times = {o.dest for o in kind.options if o.type in ("time", "since")}
     return {k: to_ns(v) if k in times and v is not None else v for k, v in options.items()}
 
 
-def importer_command(cls: type[importers.Importer]) -> click.Command:
-    """The sub-command of one importer kind: what its target takes (telemetry: SOURCE... --fs FS
-    [--timezone] --since --until; jobs: FILE, optional for a kind that reads live), its own options,
-    --json."""
-    if cls.target == "jobs":
+def importer_command(kind: importers.Kind) -> click.Command:
+    """The sub-command of one importer kind, from its face alone (its reader is imported when it runs):
+    what its target takes (telemetry: SOURCE... --fs FS [--timezone] --since --until; jobs: FILE,
+    optional for a kind that reads live), its own options, --json."""
+    if kind.target == "jobs":
         def run(settings, file, as_json, **options):
-            _import_jobs(settings, cls.kind, file, _values(cls, options), as_json)
+            _import_jobs(settings, kind.name, file, _values(kind, options), as_json)
 
-        params = [click.argument("file", required=not cls.live, type=click.Path(dir_okay=False))]
+        params = [click.argument("file", required=not kind.live, type=click.Path(dir_okay=False))]
     else:
         def run(settings, sources, fs, since, until, as_json, tz=None, **options):
-            _import(settings, cls.kind, sources, fs, tz, since, until, _values(cls, options), as_json)
+            _import(settings, kind.name, sources, fs, tz, since, until, _values(kind, options), as_json)
 
         params = [click.argument("sources", nargs=-1, required=True, metavar="SOURCE..."),
                   click.option("--fs", required=True, help="File system (dataset) name to import into.")]
-        if cls.timezone:
+        if kind.timezone:
             params.append(click.option("--timezone", "tz", default=None, metavar="ZONE",
                                        help="IANA zone of times written without offset (default UTC)."))
         params += [click.option("--since", type=SINCE, default=None,
                                 help="Import only from this time on (a time or a duration ago)."),
                    click.option("--until", type=TIME, default=None, help="Import only up to this time.")]
-    params += [_option(o) for o in cls.options]
+    params += [_option(o) for o in kind.options]
     params += [json_option, click.pass_obj]
     fn = run
     for p in reversed(params):
         fn = p(fn)
-    return click.command(cls.kind, help=cls.help)(fn)
+    return click.command(kind.name, help=kind.help)(fn)
 
 
 def _note(text: str) -> None:
@@ -121,9 +121,7 @@ def _note(text: str) -> None:
 
 def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> None:
     # lazy: numpy, pandas, pyarrow, sqlalchemy via services.answers.imports: kept off the command's `--help` and its usage errors
-    from ioweather.services.answers.imports import import_sources
-    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.telemetry.imports: kept off the command's `--help` and its usage errors
-    from ioweather.services.telemetry.imports import check_fs_name
+    from ioweather.services.answers.imports import check_fs_name, import_sources
     check_fs_name(fs)
     if tz is not None:
         check_timezone(tz)

@@ -6,9 +6,11 @@ import click
 
 from ioweather.commands.common import SINCE, SIZE, json_option, quiet_option, quiet_output
 from ioweather.files import display_path
+from ioweather.services.answers.job_diff import job_diff
 from ioweather.services.jobs.darshan_child import job_outputs, write_html
 from ioweather.units import to_ns
 from ioweather.views.job_console import print_job, print_summary
+from ioweather.views.job_diff import print_job_diff
 from ioweather.views.output import print_json, print_table, progress, stderr
 from ioweather.views.stored_jobs import print_job_list, print_stored_job
 
@@ -74,11 +76,6 @@ def register(cli: click.Group) -> None:
         jobs (a job id or log hash prefix). The I/O-time change (after − before) is set against the
         findings whose cost appeared, vanished or changed, and the counters that moved; with both jobs
         stored and telemetry for their file system, `why`'s system seconds of each (docs/darshan.md)."""
-        # lazy: the job reader forks before numpy (services/jobs/darshan_child.py)
-        from ioweather.services.answers.job_diff import job_diff
-        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
-        from ioweather.views.job_diff import print_job_diff
-
         d = job_diff(settings, before, after, cores_per_node=cores_per_node, thresholds_file=thresholds_file, fs=fs)
         if as_json:
             print_json(d.to_json())
@@ -134,9 +131,7 @@ def register(cli: click.Group) -> None:
         and to run while another ingest into the same store runs (each log is stored once).
         """
         # lazy: numpy, pandas, pyarrow via services.jobs.ingest: kept off the command's `--help` and its usage errors
-        from ioweather.services.jobs.ingest import default_workers
-        # lazy: numpy, pandas, pyarrow via services.jobs.ingest: kept off the command's `--help` and its usage errors
-        from ioweather.services.jobs.ingest import ingest as run
+        from ioweather.services.jobs.ingest import default_workers, ingest as run
 
         with quiet_output(quiet, as_json):
             with progress() as bar:

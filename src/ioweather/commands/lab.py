@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import click
 
 from ioweather.commands.common import DURATION, json_option
 from ioweather.errors import UserError
+from ioweather.services.lab.catalogue import CASES, LABELS, select
+from ioweather.services.lab.run import run_cases
+from ioweather.services.lab.score import score_logs
+from ioweather.services.lab.toolchain import build, cache_dir, find
+from ioweather.views.lab_report import scores_markdown
 
 
 def _pct(v: float | None) -> str:
@@ -32,9 +38,7 @@ def register(cli: click.Group) -> None:
     def build_cmd(sources, force, as_json):
         """Build Darshan 3.5.0 and IOR 4.0.0 (with mdtest) into the lab's cache ($IOWEATHER_LAB_CACHE,
         default ~/.cache/ioweather-lab), unless a site's `darshan-config`, `ior` and `mdtest` are on PATH."""
-        # lazy: the services stay off the command's `--help` and its usage errors
-        from ioweather.services.lab.toolchain import build
-        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
+        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, stderr
 
         with stderr.status("building the lab's tools") as status:
@@ -53,9 +57,7 @@ def register(cli: click.Group) -> None:
     @json_option
     def list_cmd(as_json):
         """The catalogue: each case, its planted cause and labels; and the labels' finding codes."""
-        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
-        from ioweather.services.lab.catalogue import CASES, LABELS
-        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
+        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, print_table
 
         cases = [{"name": c.name, "procs": c.procs, "mpi": c.mpi, "labels": list(c.labels), "tolerated": list(c.tolerated),
@@ -84,13 +86,7 @@ def register(cli: click.Group) -> None:
     @json_option
     def run_cmd(directory, names, logs_dir, then_score, as_json):
         """Run the catalogue's cases on DIR, each a real run under Darshan with its planted cause."""
-        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
-        from ioweather.services.lab.catalogue import select
-        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
-        from ioweather.services.lab.run import run_cases
-        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
-        from ioweather.services.lab.toolchain import cache_dir, find
-        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
+        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, print_table, progress
 
         if not directory.is_dir():
@@ -139,13 +135,9 @@ def register(cli: click.Group) -> None:
         are ingested and `why` answers for each twin with the quiet period as its baseline. Exits 1 when
         the issue's targets are missed: the storm twin's extra I/O time at least 50 % on the system with
         the storm's job named, the quiet twin's system share at most 10 %."""
-        import datetime as dt
-
-        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
+        # lazy: numpy via services.lab.storm: kept off the command's `--help` and its usage errors
         from ioweather.services.lab.storm import run_pair
-        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
-        from ioweather.services.lab.toolchain import cache_dir, find
-        # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
+        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, print_table
 
         if not directory.is_dir():
@@ -180,12 +172,9 @@ def register(cli: click.Group) -> None:
         """Per-label precision, recall, F1 and micro-F1 of ioweather and Drishti on the logs of `lab run`."""
         scores = _score(logs_dir, drishti=not no_drishti)
         if markdown:
-            # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
-            from ioweather.views.lab_report import scores_markdown
-
             click.echo(scores_markdown(scores.to_json()), nl=False)
         elif as_json:
-            # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
+            # lazy: rich via views.output: kept off the command's `--help` and its usage errors
             from ioweather.views.output import print_json
 
             print_json(scores.to_json())
@@ -194,9 +183,7 @@ def register(cli: click.Group) -> None:
 
 
 def _score(logs_dir: Path, *, drishti: bool = True):
-    # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
-    from ioweather.services.lab.score import score_logs
-    # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
+    # lazy: rich via views.output: kept off the command's `--help` and its usage errors
     from ioweather.views.output import progress
 
     with progress() as bar:
@@ -206,7 +193,7 @@ def _score(logs_dir: Path, *, drishti: bool = True):
 
 
 def _print_scores(scores) -> None:
-    # lazy: rich via views.output and the lab's services: kept off the command's `--help` and its usage errors
+    # lazy: rich via views.output: kept off the command's `--help` and its usage errors
     from ioweather.views.output import print_table, stdout
 
     tools = [t for t in scores.tools if t.available]

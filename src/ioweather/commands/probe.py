@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -31,8 +32,6 @@ class ProgressLines:
     first; a write done sooner says nothing (ten lines for a 70 ms write are noise in a log)."""
 
     def __init__(self, label: str, step: float = 0.1, every_s: float = 10.0, clock=None, say=None):
-        import time
-
         self.label, self.step, self.every_s = label, step, every_s
         self.clock = clock or time.monotonic
         self.say = say or (lambda line: click.echo(line, err=True))

@@ -11,6 +11,7 @@ from ioweather.errors import UserError
 from ioweather.services.probe import slowdown as svc
 from ioweather.services.runtime.defaults import EXPECTED, SLOWDOWN_STATS
 from ioweather.units import check_order, format_seconds
+from ioweather.views.json_output import print_json
 
 
 class _Plugin(click.Command):
@@ -26,9 +27,6 @@ class _Plugin(click.Command):
                 raise
             answer = svc.cannot_check(" ".join(e.format_message().split()))
             if "--json" in given:
-                # lazy: rich via views.output: kept off the command's `--help` and its usage errors
-                from ioweather.views.output import print_json
-
                 print_json(answer.to_json())
             else:
                 click.echo(answer.message)
@@ -69,9 +67,6 @@ def register(cli: click.Group) -> None:
         one line with perfdata, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (learning, stale, no store,
         an unknown target). It opens the store read-only and never creates one.
         """
-        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
-        from ioweather.views.output import print_json, print_table, short_time
-
         try:
             if interval <= 0 or baseline <= 0:
                 raise UserError("--interval and --baseline must be positive")
@@ -89,8 +84,10 @@ def register(cli: click.Group) -> None:
             else:
                 click.echo(answer.message)
             sys.exit(answer.exit_code)
-        # lazy: sqlalchemy via services.runtime.stores: not loaded by --check, which opens the store read-only itself
+        # lazy: sqlalchemy via services.runtime.stores, rich via views.output: kept off --check (cron, every
+        # minute), which opens the store read-only itself and prints one line or JSON
         from ioweather.services.runtime.stores import open_store
+        from ioweather.views.output import print_table, short_time
 
         check_order(since, until)
         rows = svc.slowdown(open_store(settings), target, interval, stat, baseline, since, until, expected,

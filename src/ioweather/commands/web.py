@@ -118,10 +118,8 @@ def register(cli: click.Group) -> None:
         Each page has a JSON twin under /api/; a page whose data the store lacks is hidden.
         Binds 127.0.0.1 unless --host says otherwise.
         """
-        # lazy: jinja2, numpy, rich, sqlalchemy via web.app: kept off the command's `--help` and its usage errors
-        from ioweather.web.app import create_app
-        # lazy: numpy, sqlalchemy via web.context: kept off the command's `--help` and its usage errors
-        from ioweather.web.context import WebConfig
+        # lazy: jinja2, numpy, rich, sqlalchemy, starlette via web.app: kept off the command's `--help` and its usage errors
+        from ioweather.web.app import WebConfig, create_app
 
         _check_thresholds(warn, crit, baseline)
         hosts = allowed_hosts(host, allowed_host)
@@ -156,10 +154,8 @@ def register(cli: click.Group) -> None:
         from ioweather.services.probe.run import BackgroundProbe, init_probe, is_probe_dir, probe_labels
         # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import progress
-        # lazy: jinja2, numpy, rich, sqlalchemy via web.app: kept off the command's `--help` and its usage errors
-        from ioweather.web.app import create_app
-        # lazy: numpy, sqlalchemy via web.context: kept off the command's `--help` and its usage errors
-        from ioweather.web.context import WebConfig
+        # lazy: jinja2, numpy, rich, sqlalchemy, starlette via web.app: kept off the command's `--help` and its usage errors
+        from ioweather.web.app import WebConfig, create_app
 
         _check_thresholds(warn, crit, baseline)
         if interval <= 0:

@@ -33,12 +33,11 @@ from zoneinfo import ZoneInfo
 from ioweather.errors import UserError, from_os_error
 from ioweather.files import check_input, read_regular_bytes
 from ioweather.sources.telemetry.base import check_timezone
-from ioweather.sources.telemetry.importers import Importer, Option
+from ioweather.sources.telemetry.importers import SACCT_TIMEOUT_S, Importer
 
 #: What the live import asks sacct for (-X: allocations only, no steps).
 SACCT_FORMAT = ("JobID", "Cluster", "User", "Account", "JobName", "Partition", "Start", "End", "Elapsed",
                 "NNodes", "NCPUS", "NodeList", "State", "ExitCode")
-SACCT_TIMEOUT_S = 120.0
 #: A saved sacct file is read whole, at about three times its size: above this it is refused before it
 #: is read (a 2 GB file cost `import slurm` 6.4 GB, issue 41). A million jobs take about 300 MB.
 SACCT_FILE_MAX_BYTES = 512 << 20
@@ -587,8 +586,6 @@ class JobsImporter(Importer):
     """A scheduler's jobs, read whole by `open` into `parsed`; `zone` and `cluster` are what the
     import summary says the times were read in and the jobs came from."""
 
-    target = "jobs"
-    timezone = False  # a kind with local times declares its own --timezone
     zone: str
     cluster: str | None = None
     parsed: Parsed
@@ -601,24 +598,6 @@ class JobsImporter(Importer):
 
 class SlurmImporter(JobsImporter):
     kind = "slurm"
-    live = True
-    help = """Import Slurm jobs: run `sacct` for the jobs running between --since and --until, or read
-    FILE, a saved `sacct --parsable2` output with its header line (or pytokio's JSON cache of one).
-
-    Only allocations are stored (steps are skipped), one row per cluster and job id; importing
-    a job again replaces it. A job still running is stored without an end and updated by the
-    next import. sacct prints local times without a zone: they are read in --timezone."""
-    options = (
-        Option("--since", "since_ns", "Jobs running from this time on (ISO 8601, unix seconds or a duration such "
-               "as 2h; default 24h).", type="since"),
-        Option("--until", "until_ns", "Jobs running up to this time (default now).", type="time"),
-        Option("--cluster", "cluster", "Cluster to ask sacct about (--clusters), and the name for a FILE without a "
-               "Cluster column.", metavar="NAME"),
-        Option("--timezone", "tz", "IANA zone of sacct's local times (the cluster's zone; default this machine's).",
-               metavar="ZONE"),
-        Option("--timeout", "timeout_s", "Give up on sacct after this long.", type="duration",
-               default=f"{SACCT_TIMEOUT_S:g}s"),
-    )
 
     def open(self) -> None:
         self.zone = self.tz or local_zone()
@@ -640,8 +619,6 @@ class SlurmImporter(JobsImporter):
 
 class NerscJobsdbImporter(JobsImporter):
     kind = "nersc-jobsdb"
-    help = """Import jobs from a copy of the NERSC jobs database (SQLite, table `summary`: stepid,
-    hostname, start, completion, numnodes; pytokio's cache format). Opened read-only."""
     zone = "UTC (unix times)"
 
     def open(self) -> None:

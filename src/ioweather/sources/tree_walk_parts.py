@@ -24,6 +24,8 @@ Ages are measured from one `snap_ns` given to every walk, so they are those of o
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import functools
 import os
 import stat
@@ -65,9 +67,6 @@ def escape(name: bytes) -> bytes:
 
 @functools.cache
 def _libc():
-    import ctypes
-    import ctypes.util
-
     return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
 
 

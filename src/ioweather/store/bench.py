@@ -318,8 +318,8 @@ def results_frame(store: Store, motif: str | None = None, fs: str | None = None,
                   columns: list[str] | None = None, direction: str | None = None) -> "pd.DataFrame":
     """Every (run, direction) with its run's motif, fs, source, hosts and window, oldest first
     (only `columns` when given)."""
+    # lazy: numpy, pandas, pyarrow, loaded only when this runs
     import numpy as np
-    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
 
     store.require(COMPONENT)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import sqlalchemy as sa
 
 from ioweather.stats.coverage import overlap_s
 from ioweather.store import jobs as jstore, telemetry_layout as layout
@@ -241,8 +242,6 @@ def darshan_file_rows(parquet_dir: Path, parts: dict[str, list[str]], columns: l
 def darshan_job_by_hash(store, prefix: str, columns: list[str]) -> dict | None:
     """The Darshan job row whose log hash starts with `prefix` (lower-case hex; AmbiguousJobId when
     several do), without its per-file rows."""
-    import sqlalchemy as sa
-
     store.require(jstore.COMPONENT)
     t = jstore.jobs
     with store.connect() as conn:
@@ -256,8 +255,6 @@ def darshan_job_by_hash(store, prefix: str, columns: list[str]) -> dict | None:
 
 def darshan_job_by_jobid(store, jobid: int, columns: list[str]) -> dict | None:
     """The most recently ingested Darshan job row of scheduler job id `jobid`."""
-    import sqlalchemy as sa
-
     if jobid >= 2**63:
         return None
     store.require(jstore.COMPONENT)

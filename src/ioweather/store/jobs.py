@@ -177,10 +177,12 @@ def _insert_ignore(store: Store, table: sa.Table, key: str):
     on SQLite and PostgreSQL, INSERT IGNORE on MariaDB/MySQL (which has no ON CONFLICT; IGNORE also turns
     other errors into warnings there, but every column we write is already typed and bounded)."""
     if store.is_sqlite:
+        # lazy: the insert of the dialect in use (ON CONFLICT), chosen at run time
         from sqlalchemy.dialects.sqlite import insert
     elif store.engine.dialect.name in ("mysql", "mariadb"):
         return sa.insert(table).prefix_with("IGNORE")
     else:
+        # lazy: as above
         from sqlalchemy.dialects.postgresql import insert
     return insert(table).on_conflict_do_nothing(index_elements=[key])
 

@@ -17,6 +17,7 @@ def connect_duckdb(threads: int | None = None):
     """Every DuckDB connection of the store. Without its progress bar: DuckDB draws one on stdout for any
     query over 2 s (a loaded machine, a reader held up by an import), and it broke the `--json` of
     `workload`, `events` and the dashboard's readers (a CI run's JSONDecodeError)."""
+    # lazy: duckdb (~0.1 s): only a scan needs it; the layout's writers import this module
     import duckdb
 
     con = duckdb.connect()

@@ -7,6 +7,7 @@ is a range scan. Target and host live on the run, not on every sample.
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from collections.abc import Iterable, Sequence
@@ -59,8 +60,6 @@ def check_target(target: str) -> str:
 
 def start_run(store: Store, info: RunInfo) -> int:
     """Record a new run and return its id."""
-    import os
-
     check_target(info.target)
     store.require(COMPONENT)
     values = asdict(info)

@@ -13,16 +13,17 @@ from __future__ import annotations
 import json
 import os
 import time
+from datetime import datetime
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
+from ioweather.encoding import to_json
 from ioweather.errors import UserError
+from ioweather.files import read_regular_text, write_atomic
 from ioweather.stats.fsstats import SNAPSHOT_FORMAT
 from ioweather.store.db import Store
 from ioweather.store.migrations import Component, create_tables
-from ioweather.encoding import to_json
-from ioweather.files import read_regular_text, write_atomic
 from ioweather.units import parse_time, to_ns
 
 _LONGTEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql")  # MariaDB's TEXT stops at 64 KiB
@@ -129,8 +130,6 @@ def _check_count(source: str, key: str, value) -> None:
 
 
 def _check_time(source: str, value) -> None:
-    from datetime import datetime
-
     _expect(source, "snapshot_time", value, str)
     try:
         datetime.fromisoformat(value.replace("Z", "+00:00"))  # as stats.fsstats.growth reads it

@@ -13,9 +13,11 @@ import re
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+import sqlalchemy as sa
 
 from ioweather.store import jobs as darshan, scheduler as sched, telemetry_layout as layout
 from ioweather.store.parquet_scan import files_scan
@@ -92,6 +94,7 @@ def plan(base: Path, since_ns: int | None, until_ns: int | None, step_ns: int) -
 
 
 def duckdb_error():
+    # lazy: duckdb (~0.1 s): only to name its error class, when a scan failed
     import duckdb
 
     return duckdb.Error
@@ -172,7 +175,6 @@ def target_cells(settings, fs: str, since_ns: int, until_ns: int, step_ns: int, 
     `amount`, `top_bps`. A month of 500 targets is ~10^5 cells: the names travel once, not per cell
     (a DataFrame of per-cell strings cost more than the query). One query per metric: `metric = '...'`
     is pushed into the Parquet reader, a list of metrics compares strings on every row (3x the CPU)."""
-    import numpy as np
     tables, codes = [], []
     planned = plan(layout.fs_dir(settings, fs), since_ns, until_ns, step_ns)
     with _connection(con) as con:
@@ -307,8 +309,6 @@ def spans(settings, fs: str, kinds: dict[str, tuple[tuple[str, ...], str | None]
 def known_jobs(store, jobids: list[int]) -> dict[str, dict]:
     """{job id: {"user": scheduler's user or None, "job_url": "/job?id=<hash>" or None}} for the numeric
     job ids that the Darshan or scheduler tables know; tables that do not exist are not created."""
-    import sqlalchemy as sa
-
     versions = store.versions()
     out: dict[str, dict] = {}
     with store.connect() as conn:

@@ -47,6 +47,7 @@ def file_sums(files: list[Path], con=None) -> dict[str, np.ndarray]:
                 "amount": np.array([]), "seen_ns": np.array([], np.int64), "value_ns": np.array([], np.int64),
                 "value": np.array([])}
     quoted = ", ".join("'" + str(p).replace("'", "''") + "'" for p in files)
+    # lazy: duckdb (~0.1 s): only a query of the totals needs it
     import duckdb
 
     own = con is None

@@ -17,7 +17,8 @@ from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progres
 from rich.table import Table
 from rich.text import Text
 
-from ioweather.encoding import to_json
+from ioweather.encoding import to_json  # noqa: F401  handed out with the tables (templating, web errors)
+from ioweather.views.json_output import print_json  # noqa: F401  the commands' one import of their output
 from ioweather.units import printable
 
 # Piped output (a file, grep, a pager) gets wide tables rather than rich's 80-column truncation.
@@ -32,11 +33,6 @@ def plain(value: Any) -> Text:
     """`value` as text that rich never reads as markup and a terminal never reads as control sequences
     (units.printable): the one way data reaches a table or a styled line."""
     return value if isinstance(value, Text) else Text(printable(str(value)))
-
-
-def print_json(obj: Any) -> None:
-    sys.stdout.write(to_json(obj) + "\n")
-    sys.stdout.flush()
 
 
 Column = tuple[str, str] | tuple[str, str, Callable[[Any], str]]

@@ -20,6 +20,7 @@ import pandas as pd
 
 from ioweather.services.telemetry import workload
 from ioweather.services.telemetry.fsview import user_of
+from ioweather.services.telemetry.workload import check_options  # noqa: F401  the command checks its options first
 from ioweather.services.jobs.weather import ProbeBaselines, _probe_slowdown
 from ioweather.stats import attribution as A
 from ioweather.stats.workload import total_of

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from ioweather import signals
 from ioweather.services.jobs.weather import after_import
 from ioweather.services.telemetry import imports as telemetry_imports
+from ioweather.services.telemetry.imports import check_fs_name  # noqa: F401  the command checks --fs first
 from ioweather.store import open_store
 from ioweather.store.jobs import COMPONENT
 from ioweather.units import parse_time, to_ns

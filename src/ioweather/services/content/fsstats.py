@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -104,8 +105,6 @@ def walk_part(name: bytes, *, root: bytes, snap_ns: int, threads, cross_mounts: 
 def _distributed_walk(directory, *, threads, cross_mounts: bool, exclude: list[str], progress, dask: str):
     """(merged walk result, notes) with each first-level directory walked on the cluster; (None, [])
     when DIR has nothing to split (the caller walks it here)."""
-    import time
-
     # lazy: numpy via sources.tree_walk_parts: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.sources import tree_walk_parts as parts
     # lazy: numpy via sources.tree_walk: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
@@ -147,8 +146,6 @@ def _distributed_walk(directory, *, threads, cross_mounts: bool, exclude: list[s
 def merge_walks(plan, got: dict, snap_ns: int, *, threads: int, cross_mounts: bool, exclude: list[str], t0: float):
     """The root's own walk, then the parts' walks `got` (name -> walk) merged with it: (result, notes),
     or (None, notes) when DIR must be walked as one walk instead."""
-    import time
-
     # lazy: numpy via sources.tree_walk_parts: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.sources import tree_walk_parts as parts
 

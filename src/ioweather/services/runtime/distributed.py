@@ -157,6 +157,7 @@ def connect(spec: str) -> Iterator:
 
 def _slurm_cluster(opts: dict):
     try:
+        # lazy: dask-jobqueue is optional (the [dask] extra): a missing one is said in one line
         from dask_jobqueue import SLURMCluster
     except ImportError:
         raise UserError("--dask slurm needs dask-jobqueue: pip install 'ioweather[dask]'") from None
@@ -337,6 +338,7 @@ def map_unordered(client, fn: Callable, items: Iterable, on_result: Callable[[ob
 def _deliver(fut, batch: list, on_result: Callable[[object, object], None], sizer: _Sizer) -> bool:
     """on_result(item, result) for each item of the task's batch and True; False when the task
     ended as KilledWorker."""
+    # lazy: distributed is optional (the [dask] extra), loaded by --dask only
     from distributed import KilledWorker
 
     try:

@@ -6,7 +6,9 @@ Takes any ASGI application (web/app.py builds it), so it imports nothing of the 
 
 from __future__ import annotations
 
+import copy
 import errno
+import ipaddress
 import socket
 import threading
 import time
@@ -46,8 +48,6 @@ def url_of(sock: socket.socket) -> str:
 
 
 def is_loopback(host: str) -> bool:
-    import ipaddress
-
     if host == "localhost":
         return True
     try:
@@ -58,8 +58,6 @@ def is_loopback(host: str) -> bool:
 
 def _host_name(name: str) -> str:
     """`name` as the Host header carries it: an IPv6 literal in brackets, lower case."""
-    import ipaddress
-
     name = name.strip().lower()
     try:
         if ipaddress.ip_address(name.strip("[]")).version == 6:
@@ -92,8 +90,7 @@ LOG_DATEFMT = "%Y-%m-%d %H:%M:%S%z"
 
 def log_config(quiet: bool = False) -> dict:
     """uvicorn's logging configuration with timestamps; quiet: warnings and errors only, no access log."""
-    import copy
-
+    # lazy: uvicorn: as in run_server
     from uvicorn.config import LOGGING_CONFIG
 
     cfg = copy.deepcopy(LOGGING_CONFIG)
@@ -124,6 +121,7 @@ def run_server(app, sock: socket.socket, stop: threading.Event, say: Callable[[s
     workers of a daemon event loop cannot hold the process. A request still running after
     GRACE_S is abandoned, not cancelled: uvicorn would log the cancellation as a traceback.
     """
+    # lazy: uvicorn: kept off `export --help` (commands/export.py imports is_loopback from here)
     import uvicorn
 
     server = uvicorn.Server(uvicorn.Config(app, log_config=log_config(quiet), log_level="warning" if quiet else "info",

@@ -14,6 +14,7 @@ time grid; the read itself happens within milliseconds of that time, less than L
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -275,8 +276,6 @@ class Collector:
         the files it is about to write) to `path`, through the one atomic writer (a random
         O_EXCL|O_NOFOLLOW temporary, fsync, rename): a fixed `PATH.tmp` opened with open() wrote the
         state into whatever file a link planted there pointed at. StoreError when it cannot."""
-        import json
-
         readings = self.prev if readings is None else readings
         body = {"interval_s": self.interval_s,
                 "prev": [[fs, target, metric, t, v] for (fs, target, metric), (t, v) in readings.items()]}
@@ -293,8 +292,6 @@ class Collector:
         (unreadable, not JSON, not the shape save_state writes: a damaged disk, a hand edit, another
         version) is set aside as `PATH.damaged-<time>` and said through `warn`: it used to be a traceback
         at every start. The file must be a regular file inside its own directory (files.read_home_file)."""
-        import json
-
         path = Path(path)
         try:
             text = read_home_file(path, path.parent, max_bytes=STATE_MAX_BYTES, what="read collector state")

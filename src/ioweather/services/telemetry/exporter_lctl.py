@@ -6,7 +6,9 @@ of a second."""
 
 from __future__ import annotations
 
+import codecs
 import os
+import zlib
 
 from ioweather.errors import UserError, from_os_error
 from ioweather.files import open_regular, too_large
@@ -335,9 +337,6 @@ def read_capture(path: str):
     """The capture in `path` (text, or gzip-compressed) -> (Capture, notes). UserError for what cannot
     be read. Not textfiles.read_members (tar, directories): that one imports pandas, a second of a
     cron job's start, and a scrape is one capture."""
-    import codecs
-    import zlib
-
     notes: list[str] = []
 
     def too_big() -> UserError:

@@ -4,7 +4,7 @@ Live sources (base.Source; one module each, raw readings only):
     diskstats   /proc/diskstats                 lustre     /proc/fs/lustre, /sys/fs/lustre
     nfs         /proc/self/mountstats           capacity   statvfs, `lfs df`
     host        /proc/stat, /proc/meminfo       gpfs       `mmpmon -p` fs_io_s
-Importers (raw Wide/Long chunks):
+Importers (raw Wide/Long chunks; `importers` holds their interface and each kind's --help, KINDS):
     lmt         LMT MySQL/MariaDB or SQLite     iostat_json  `iostat -x -t -o JSON`
     tts         pytokio HDF5                    csv_long     time,target,metric,value
     mmperfmon   GPFS `mmperfmon query` text     lfsdf        archived `lfs df` runs

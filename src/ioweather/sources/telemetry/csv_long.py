@@ -16,6 +16,7 @@ of a file that is half wrong is stored.
 
 from __future__ import annotations
 
+import csv
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -26,7 +27,7 @@ import pandas as pd
 from ioweather.errors import UserError, from_os_error
 from ioweather.files import open_regular
 from ioweather.sources.telemetry.base import Long, local_to_utc_ns, utc_ns
-from ioweather.sources.telemetry.importers import Importer, Option
+from ioweather.sources.telemetry.importers import Importer
 
 REQUIRED = ("time", "target", "metric", "value")
 _OFFSET = re.compile(r"(?:Z|[+-]\d{2}:?\d{2})$", re.IGNORECASE)
@@ -101,8 +102,6 @@ MAX_COLUMNS = 256
 def _check_header(f, path: str) -> None:
     """A one-line UserError unless the first line names the required columns (read at most
     MAX_HEADER_BYTES of it, at most MAX_COLUMNS columns); `f` is left at its start."""
-    import csv
-
     head = f.readline(MAX_HEADER_BYTES + 1)
     f.seek(0)
     if not head:
@@ -195,13 +194,6 @@ def read_csv_long(path: str, tz: str = "UTC", interval_s: float | None = None, c
 
 class CsvImporter(Importer):
     kind = "csv"
-    help = """The generic long CSV, time,target,metric,value[,interval_s] (docs/telemetry.md).
-
-    Values are amounts per interval (or gauges); with --cumulative, counters."""
-    options = (
-        Option("--interval", "interval", "Interval of each row when there is no interval_s column.", "duration"),
-        Option("--cumulative", "cumulative", "Values are cumulative counters, not per-interval amounts.", "flag"),
-    )
 
     def total(self) -> int:
         return 2

@@ -179,9 +179,6 @@ def parse_iostat_json(text: str, tz: str = "UTC") -> Long:
 
 class IostatImporter(Importer):
     kind = "iostat"
-    help = """sysstat's `iostat -x -t -o JSON` output (a file, or - for standard input).
-
-    Rates become amounts per report interval; the first (since boot) report gives no row."""
 
     def label(self) -> str:
         return "iostat stdin" if self.source == "-" else super().label()

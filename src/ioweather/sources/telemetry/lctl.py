@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 
 
-from ioweather.sources.telemetry.importers import Importer, Option
+from ioweather.sources.telemetry.importers import Importer
 from ioweather.sources.telemetry.lfsdf import Dated, dated_rows, dated_snapshots
 from ioweather.sources.telemetry.textfiles import TextImport
 
@@ -83,9 +83,6 @@ def read_lctl(source: str, at_ns: int | None = None, fs: str | None = None,
 
 class LctlImporter(Importer):
     kind = "lctl"
-    help = """Archived `lctl dl -t` runs (target state and failover), each after a `BEGIN <unix seconds>` line."""
-    options = (Option("--at", "at_ns", "Time of `lctl dl -t` output that has no `BEGIN <unix seconds>` line.", "time"),)
-    timezone = False
 
     def chunks(self, advance):
         chunk = read_lctl(self.source, self.at_ns, self.fs, advance=advance)

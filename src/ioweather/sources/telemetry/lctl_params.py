@@ -59,19 +59,6 @@ RECOVERY_CODES = {"COMPLETE": 0, "INACTIVE": 1, "WAITING": 2, "WAITING_FOR_CLIEN
 RECOVERY_UNKNOWN = 5
 
 _PARAM = re.compile(r"^([A-Za-z][A-Za-z0-9_.@:*\[\]-]*)=(.*)$")
-_OSD = re.compile(r"^osd-[a-z]+\.([^.]+)\.(kbytesavail|kbytesfree|kbytestotal|filesfree|filestotal|fstype|brw_stats)$")
-_OSD_QUOTA = re.compile(r"^osd-[a-z]+\.([^.]+)\.quota_slave\.acct_(user|group|project)$")
-_TARGET = re.compile(r"^(obdfilter|mdt|mgs|mds)\.([^.]+)\.(num_exports|tot_dirty|tot_granted|tot_pending|recovery_status|"
-                     r"stats|md_stats|job_stats|brw_stats|threads_max|threads_min|threads_started)$")
-_MGS_STATS = re.compile(r"^mgs\.MGS\.mgs\.(stats|threads_max|threads_min|threads_started)$")
-_EXPORT = re.compile(r"^(obdfilter|mdt|mgs)\.([^.]+)\.exports\.(.+)\.(uuid|stats)$")
-_SERVICE = re.compile(r"^(ost\.OSS|mds\.MDS)\.([A-Za-z0-9_]+)\.stats$")
-_NAMESPACE = re.compile(r"^ldlm\.namespaces\.(.+)\.([a-z_]+)$")
-_LDLM_SERVICE = re.compile(r"^ldlm\.services\.([A-Za-z0-9_]+)\.stats$")
-_LLITE = re.compile(r"^llite\.([^.]+)\.stats$")
-_OSC = re.compile(r"^osc\.([^.]+-osc-[^.]+)\.stats$")
-_CHANGELOG = re.compile(r"^mdd\.([^.]+)\.changelog_users$")
-_QMT = re.compile(r"^qmt\.([^.]+)\.([^.]+)\.glb-(usr|grp|prj)$")
 _UNHEALTHY = re.compile(r"^device (\S+) reported unhealthy")
 _CLIENT_UUID = re.compile(r"^[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*$")
 _BUCKET = re.compile(r"^\s*([0-9]+[KMGT]?):\s+(\d+)\s+\d+\s+\d+\s*\|\s*(\d+)\s+\d+\s+\d+\s*$")
@@ -518,6 +505,182 @@ def _add_stats(cap: Capture, lines: list[str], kind: str, target: str, nid: str 
     return bad
 
 
+# The readers of one parameter's lines, one per kind of parameter: each takes the Capture, the match of
+# its path against the kind's pattern (the table below) and the lines of its value, and returns the
+# number of lines it could not read.
+
+def _value(lines: list[str]) -> str:
+    return lines[0].strip() if lines else ""
+
+
+def _skip(cap: Capture, m: re.Match, lines: list[str]) -> int:
+    return 0
+
+
+def _host(cap: Capture, m: re.Match, lines: list[str]) -> int:
+    n = _int(_value(lines))
+    if n is None:
+        return 1
+    cap.host[m.group(0)] = n
+    return 0
+
+
+def _health(cap: Capture, m: re.Match, lines: list[str]) -> int:
+    # `health_check=NOT HEALTHY` may come with a second block naming the targets at fault
+    cap.healthy = _value(lines) == "healthy" and cap.healthy is not False
+    cap.unhealthy += [u.group(1) for u in map(_UNHEALTHY.match, lines) if u]
+    return 0
+
+
+def _lnet(cap: Capture, m: re.Match, lines: list[str]) -> int:
+    if m.group(0) == "lnetctl" or ":" in "".join(lines):
+        _lnet_yaml(lines, cap)
+        return 0
+    f = _value(lines).split()
+    if len(f) != len(_LNET_STATS) or not all(x.isdigit() for x in f):
+        return 1
+    cap.lnet.update(zip(_LNET_STATS, map(int, f)))
+    return 0
+
+
+def _number(target: int, param: int):
+    """A target's single number, its target and parameter name the match's groups `target`, `param`."""
+    def read(cap: Capture, m: re.Match, lines: list[str]) -> int:
+        return _add_value(cap, m.group(target), m.group(param), _value(lines))
+    return read
+
+
+def _stats(kind: str):
+    """A stats block of `kind` whose target is the match's first group."""
+    def read(cap: Capture, m: re.Match, lines: list[str]) -> int:
+        return _add_stats(cap, lines, kind, m.group(1))
+    return read
+
+
+def _target_stats(cap: Capture, m: re.Match, lines: list[str]) -> int:
+    group, target, param = m.groups()
+    return _add_stats(cap, lines, "mdt" if param == "md_stats" else group, target)
+
+
+def _mgs_stats(cap: Capture, m: re.Match, lines: list[str]) -> int:
+    return _add_stats(cap, lines, "mgs", "MGS")
+
+
+def _service_stats(cap: Capture, m: re.Match, lines: list[str]) -> int:
+    return _add_stats(cap, lines, "service", m.group(2), group=m.group(1).split(".")[1])
+
+
+def _export_stats(cap: Capture, m: re.Match, lines: list[str]) -> int:
+    group, target, nid = m.groups()
+    return _add_stats(cap, lines, "export", target, nid=nid, group=group)
+
+
+def _clients(cap: Capture, m: re.Match, lines: list[str]) -> int:
+    # a repeated parameter (the same export listed twice) replaces, never adds
+    cap.clients[(m.group(2), m.group(3))] = sum(1 for x in lines if _CLIENT_UUID.match(x.strip()))
+    return 0
+
+
+def _osd_brw(cap: Capture, m: re.Match, lines: list[str]) -> int:
+    brw, bad = parse_brw(m.group(1), lines)
+    cap.brw.append(brw)
+    if brw.snapshot_ns:  # the latest so far; parse_chunks joins the stats blocks' at the end
+        cap.snapshot_ns = max(cap.snapshot_ns or 0, brw.snapshot_ns)
+    return bad
+
+
+def _target_brw(cap: Capture, m: re.Match, lines: list[str]) -> int:
+    brw, bad = parse_brw(m.group(2), lines)
+    cap.brw.append(brw)
+    return bad
+
+
+def _streamed_jobs(cap: Capture, m: re.Match, reader: JobStatsReader) -> int:
+    """An OST's or MDT's job_stats: its lines went to a JobStatsReader as they came (_blocks)."""
+    jobs, bad = reader.done()
+    cap.jobs += jobs
+    return bad
+
+
+def _jobs(cap: Capture, m: re.Match, lines: list[str]) -> int:
+    """An MGS's or MDS's job_stats (small), read as those of an MDT."""
+    jobs, bad = parse_job_stats("mdt", m.group(2), lines)
+    cap.jobs += jobs
+    return bad
+
+
+def _recovery_status(cap: Capture, m: re.Match, lines: list[str]) -> int:
+    group, target = m.groups()
+    cap.recovery.append(({"obdfilter": "OST", "mdt": "MDT"}.get(group, group.upper()), target, _recovery(lines)))
+    return 0
+
+
+def _namespace(cap: Capture, m: re.Match, lines: list[str]) -> int:
+    ns, param = m.groups()
+    for prefix in ("mdt-", "filter-"):
+        if ns.startswith(prefix) and ns.endswith("_UUID"):
+            return _add_value(cap, ns[len(prefix):-5], param, _value(lines))
+    return 0  # a client's namespace (FS-OST0000-osc-SB): `ldlm.namespaces.*` names them too; not a target's
+
+
+def _changelog_users(cap: Capture, m: re.Match, lines: list[str]) -> int:
+    current, users = _changelog(lines)
+    if current is None:
+        return 1
+    cap.changelog.append((m.group(1), current, users))
+    return 0
+
+
+def _quota_usage(cap: Capture, m: re.Match, lines: list[str]) -> int:
+    for ident, f in _quota_records(lines, "usage"):
+        cap.quota_usage.append((m.group(1), m.group(2), ident, f.get("inodes", 0), f.get("kbytes", 0)))
+    return 0
+
+
+def _quota_limits(cap: Capture, m: re.Match, lines: list[str]) -> int:
+    target, pool, acct = m.groups()
+    for ident, limits in _quota_records(lines, "limits"):
+        cap.quota_limits.append((target, pool, _ACCOUNTING[acct], ident, limits))
+    return 0
+
+
+_T = r"^(obdfilter|mdt|mgs|mds)\.([^.]+)"  # a server target's parameters: obdfilter.ai400-OST0000.stats
+
+#: Every kind of parameter `lctl get_param` prints: its path's pattern -> its reader; the first match
+#: wins. A path no pattern matches is an unknown kind (`Capture.unknown`). `lnetctl` is the name _blocks
+#: gives the YAML of `lnetctl net show -v` / `stats show` appended to a capture; `lnet.stats` (or `stats`)
+#: is that YAML or lnet's one line of numbers. OST and MDT job_stats come already read (_blocks streams
+#: their lines to a JobStatsReader).
+LINE_KINDS = tuple((re.compile(pattern), read) for pattern, read in (
+    (r"^(memused|memused_max|lnet_memused)$",                                   _host),
+    (r"^version$",                                                              _skip),  # 2.16.0_ddn56b
+    (r"^health_check$",                                                         _health),
+    (r"^(lnetctl|lnet\.stats|stats)$",                                          _lnet),
+    (r"^osd-[a-z]+\.([^.]+)\.(kbytesavail|kbytesfree|kbytestotal|filesfree|filestotal)$", _number(1, 2)),
+    (r"^osd-[a-z]+\.([^.]+)\.fstype$",                                          _skip),
+    (r"^osd-[a-z]+\.([^.]+)\.brw_stats$",                                       _osd_brw),
+    (r"^osd-[a-z]+\.([^.]+)\.quota_slave\.acct_(user|group|project)$",          _quota_usage),
+    (r"^(obdfilter|mdt|mgs)\.([^.]+)\.exports\.(.+)\.uuid$",                    _clients),
+    (r"^(obdfilter|mdt|mgs)\.([^.]+)\.exports\.(.+)\.stats$",                   _export_stats),
+    (r"^mgs\.MGS\.mgs\.stats$",                                                 _mgs_stats),
+    (r"^mgs\.MGS\.mgs\.threads_(max|min|started)$",                             _skip),
+    (_JOB_STATS.pattern,                                                        _streamed_jobs),
+    (_T + r"\.job_stats$",                                                      _jobs),
+    (_T + r"\.(stats|md_stats)$",                                               _target_stats),
+    (_T + r"\.brw_stats$",                                                      _target_brw),
+    (_T + r"\.recovery_status$",                                                _recovery_status),
+    (_T + r"\.(num_exports|tot_dirty|tot_granted|tot_pending)$",                _number(2, 3)),
+    (_T + r"\.threads_(max|min|started)$",                                      _skip),
+    (r"^(ost\.OSS|mds\.MDS)\.([A-Za-z0-9_]+)\.stats$",                          _service_stats),
+    (r"^ldlm\.namespaces\.(.+)\.([a-z_]+)$",                                    _namespace),
+    (r"^ldlm\.services\.([A-Za-z0-9_]+)\.stats$",                               _stats("ldlm")),
+    (r"^llite\.([^.]+)\.stats$",                                                _stats("llite")),
+    (r"^osc\.([^.]+-osc-[^.]+)\.stats$",                                        _stats("osc")),
+    (r"^mdd\.([^.]+)\.changelog_users$",                                        _changelog_users),
+    (r"^qmt\.([^.]+)\.([^.]+)\.glb-(usr|grp|prj)$",                             _quota_limits),
+))
+
+
 def parse_capture(text: str) -> Capture:
     """One `lctl get_param` output (any parameters, any order) -> Capture."""
     return parse_chunks((text,))
@@ -528,7 +691,6 @@ def parse_chunks(chunks: Iterable[str]) -> Capture:
     more of it is held than one parameter's lines (a job_stats parameter: one record's)."""
     cap = Capture()
     bad = 0
-    snaps: list[int] = []
     printed: Counter = Counter()
     for name, lines, stray in _blocks(_batches(chunks, cap)):
         cap.stray += stray
@@ -537,128 +699,13 @@ def parse_chunks(chunks: Iterable[str]) -> Capture:
         cap.params += 1
         printed[name] += 1
         cap.parsing = name
-        if isinstance(lines, JobStatsReader):
-            jobs, b = lines.done()
-            bad += b
-            cap.jobs += jobs
-            continue
-        value = lines[0].strip() if lines else ""
-        if name in ("memused", "memused_max", "lnet_memused"):
-            n = _int(value)
-            if n is None:
-                bad += 1
-            else:
-                cap.host[name] = n
-            continue
-        if name == "version":  # `version=2.16.0_ddn56b` heads some captures: nothing to read
-            continue
-        if name == "health_check":
-            # `health_check=NOT HEALTHY` may come with a second block naming the targets at fault
-            cap.healthy = value == "healthy" and cap.healthy is not False
-            cap.unhealthy += [m.group(1) for m in map(_UNHEALTHY.match, lines) if m]
-            continue
-        if name == "lnetctl" or name in ("lnet.stats", "stats") and ":" in "".join(lines):
-            _lnet_yaml(lines, cap)
-            continue
-        if name in ("lnet.stats", "stats"):
-            f = value.split()
-            if len(f) == len(_LNET_STATS) and all(x.isdigit() for x in f):
-                cap.lnet.update(zip(_LNET_STATS, map(int, f)))
-            else:
-                bad += 1
-            continue
-        m = _OSD.match(name)
-        if m:
-            target, param = m.groups()
-            if param == "brw_stats":
-                brw, b = parse_brw(target, lines)
-                bad += b
-                cap.brw.append(brw)
-                if brw.snapshot_ns:
-                    snaps.append(brw.snapshot_ns)
-            elif param != "fstype":
-                bad += _add_value(cap, target, param, value)
-            continue
-        m = _OSD_QUOTA.match(name)
-        if m:
-            for ident, f in _quota_records(lines, "usage"):
-                cap.quota_usage.append((m.group(1), m.group(2), ident, f.get("inodes", 0), f.get("kbytes", 0)))
-            continue
-        m = _EXPORT.match(name)
-        if m:
-            group, target, nid, what = m.groups()
-            if what == "uuid":
-                # a repeated parameter (the same export listed twice) replaces, never adds
-                cap.clients[(target, nid)] = sum(1 for x in lines if _CLIENT_UUID.match(x.strip()))
-            else:
-                bad += _add_stats(cap, lines, "export", target, nid=nid, group=group)
-            continue
-        m = _MGS_STATS.match(name)
-        if m:
-            if m.group(1) == "stats":
-                bad += _add_stats(cap, lines, "mgs", "MGS")
-            continue
-        m = _TARGET.match(name)
-        if m:
-            group, target, param = m.groups()
-            if param in ("stats", "md_stats"):
-                bad += _add_stats(cap, lines, "mdt" if param == "md_stats" else group, target)
-            elif param == "job_stats":  # mgs/mds job_stats: read as those of an MDT
-                jobs, b = parse_job_stats("mdt", target, lines)
-                bad += b
-                cap.jobs += jobs
-            elif param == "brw_stats":
-                brw, b = parse_brw(target, lines)
-                bad += b
-                cap.brw.append(brw)
-            elif param == "recovery_status":
-                cap.recovery.append(("OST" if group == "obdfilter" else "MDT" if group == "mdt" else group.upper(),
-                                     target, _recovery(lines)))
-            elif param.startswith("threads_"):
-                continue
-            else:
-                bad += _add_value(cap, target, param, value)
-            continue
-        m = _SERVICE.match(name)
-        if m:
-            bad += _add_stats(cap, lines, "service", m.group(2), group=m.group(1).split(".")[1])
-            continue
-        m = _NAMESPACE.match(name)
-        if m:
-            ns, param = m.groups()
-            for prefix in ("mdt-", "filter-"):
-                if ns.startswith(prefix) and ns.endswith("_UUID"):
-                    bad += _add_value(cap, ns[len(prefix):-5], param, value)
-                    break
-            # else a client's namespace (FS-OST0000-osc-SB): `ldlm.namespaces.*` names them too; not a target's
-            continue
-        m = _LDLM_SERVICE.match(name)
-        if m:
-            bad += _add_stats(cap, lines, "ldlm", m.group(1))
-            continue
-        m = _LLITE.match(name)
-        if m:
-            bad += _add_stats(cap, lines, "llite", m.group(1))
-            continue
-        m = _OSC.match(name)
-        if m:
-            bad += _add_stats(cap, lines, "osc", m.group(1))
-            continue
-        m = _CHANGELOG.match(name)
-        if m:
-            current, users = _changelog(lines)
-            if current is None:
-                bad += 1
-            else:
-                cap.changelog.append((m.group(1), current, users))
-            continue
-        m = _QMT.match(name)
-        if m:
-            target, pool, acct = m.groups()
-            for ident, limits in _quota_records(lines, "limits"):
-                cap.quota_limits.append((target, pool, _ACCOUNTING[acct], ident, limits))
-            continue
-        cap.unknown[_generic(name)] += 1
+        for pattern, read in LINE_KINDS:
+            m = pattern.match(name)
+            if m:
+                bad += read(cap, m, lines)
+                break
+        else:
+            cap.unknown[_generic(name)] += 1
     _reject_repeated(cap, {name for name, n in printed.items() if n > 1})
     if bad:
         cap.notes.append(f"{bad} unreadable lines or values skipped")
@@ -667,9 +714,9 @@ def parse_chunks(chunks: Iterable[str]) -> Capture:
                          f"(first: {next(iter(cap.unknown))})")
     if cap.stray:
         cap.notes.append(f"{cap.stray} lines before the first parameter skipped")
-    snaps += [st.snapshot_ns for st in cap.stats if st.snapshot_ns]
+    snaps = [st.snapshot_ns for st in cap.stats if st.snapshot_ns]
     if snaps:  # the parameters are read one after the other: the capture is as recent as its latest
-        cap.snapshot_ns = max(snaps)
+        cap.snapshot_ns = max(snaps + [cap.snapshot_ns or 0])
     return cap
 
 

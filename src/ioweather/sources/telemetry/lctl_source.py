@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ioweather.errors import UserError
 from ioweather.sources.telemetry.base import COUNTER, GAUGE, Sample, SourceError, Wide, lustre_fsname
-from ioweather.sources.telemetry.importers import Importer, Option
+from ioweather.sources.telemetry.importers import Importer
 from ioweather.sources.telemetry.lctl_params import PARAMS, Capture, Stat, connected_clients, parse_capture
 from ioweather.sources.telemetry.lustre import MD_OPS, OST_OPS, Lustre, _bytes_and_ops, osc_samples
 from ioweather.sources.telemetry.textfiles import read_members
@@ -132,9 +136,6 @@ def run_capped(argv: list[str], *, timeout_s: float, max_bytes: int, what: str) 
     """(stdout, the first 64 KiB of stderr, exit code) of `argv`, in its own session with LC_ALL=C.
     SourceError, the process group killed, when it prints more than `max_bytes` or has not finished
     within `timeout_s` (the runner's deadline cannot stop a stuck process)."""
-    import selectors
-    import time
-
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                                 env={**os.environ, "LC_ALL": "C"}, start_new_session=True)
@@ -224,8 +225,6 @@ def read_captures(source: str, at_ns: int | None, fs: str | None,
     """Every capture in `source` (a file, .gz, tar/.tgz, directory) -> its readings on the captures'
     times: gauges where a capture has them, counters as read (ingest makes them amounts between
     consecutive captures)."""
-    import numpy as np
-
     notes: list[str] = []
     taken: list[tuple[int, list[Sample]]] = []
     undated = bad = 0
@@ -273,8 +272,6 @@ def _grid(by_target: dict[str, dict[int, int | float]], targets: list[str], n: i
     kept integers, each target's less its smallest reading, so that a u64 counter past 2^63 still
     fits int64 and its differences stay exact (through float64, 1000 came out 4096, 0 or 2048); the
     differences are all ingest takes of a counter. An unreadable reading (NaN) is missing."""
-    import numpy as np
-
     cols = [{i: v for i, v in by_target[t].items() if v == v} for t in targets]  # NaN != NaN
     missing = np.ones((n, len(targets)), dtype=bool)
     whole = exact and all(type(v) is int for c in cols for v in c.values()) \
@@ -290,11 +287,6 @@ def _grid(by_target: dict[str, dict[int, int | float]], targets: list[str], n: i
 
 class LctlParamsImporter(Importer):
     kind = "lctl-params"
-    help = """Captures of `lctl get_param` (a file, .gz, tar/.tgz or a directory of them), each dated by its
-    snapshot_time (or --at). Counters become amounts between consecutive captures of one SOURCE: give
-    a directory or an archive of captures; a single capture stores its gauges (capacity, recovery, clients)."""
-    options = (Option("--at", "at_ns", "Time of a capture that has no snapshot_time (memused, capacity only).", "time"),)
-    timezone = False
 
     def chunks(self, advance: Callable[[int], None]):
         captures = read_captures(self.source, self.at_ns, self.fs, advance=advance)

@@ -20,7 +20,7 @@ import pandas as pd
 from ioweather.errors import UserError
 from ioweather.sources.telemetry.base import lustre_fsname
 from ioweather.sources.telemetry.capacity import parse_lfs_df
-from ioweather.sources.telemetry.importers import Importer, Option
+from ioweather.sources.telemetry.importers import Importer
 from ioweather.sources.telemetry.textfiles import TextImport, read_members
 
 COLUMNS = ["time_ns", "target", "metric", "value", "interval_s"]
@@ -120,10 +120,6 @@ def dated_rows(source, what: str, units: str, times, targets, metrics, values, f
 
 class LfsdfImporter(Importer):
     kind = "lfsdf"
-    help = """Archived `lfs df` / `lfs df -i` runs (text, .gz, tar/.tgz or a directory), each after a
-    `BEGIN <unix seconds>` line, as pytokio's collectors write them."""
-    options = (Option("--at", "at_ns", "Time of `lfs df` output that has no `BEGIN <unix seconds>` line.", "time"),)
-    timezone = False
 
     def chunks(self, advance: Callable[[int], None]) -> Iterator[TextImport]:
         chunk = read_lfsdf(self.source, self.at_ns, self.fs, advance=advance)

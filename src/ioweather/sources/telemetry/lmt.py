@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import sqlalchemy as sa
 
 from ioweather.errors import UserError, from_os_error
 from ioweather.files import fd_path, open_regular
@@ -115,8 +116,6 @@ class LmtInfo:
 
 class LmtDatabase:
     def __init__(self, source: str, timezone: str | None = None):
-        import sqlalchemy as sa
-
         self.source = source
         url, self.kind = engine_url(source)
         self.file = None
@@ -352,9 +351,6 @@ def _strictly_increasing(times: np.ndarray, valid: np.ndarray) -> np.ndarray:
 
 class LmtImporter(Importer):
     kind = "lmt"
-    help = """LMT (Lustre Monitoring Tool) databases: a MySQL/MariaDB URL or an SQLite copy.
-
-    LMT stores the server's local time: --timezone (default UTC for a copy, the server's zone for a URL)."""
 
     def display(self) -> str:
         return redact(self.source) if "://" in self.source else self.source

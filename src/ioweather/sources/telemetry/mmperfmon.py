@@ -380,9 +380,6 @@ def read_mmperfmon(source: str, tz: str = "UTC", advance: Callable[[int], None] 
 
 class MmperfmonImporter(Importer):
     kind = "mmperfmon"
-    help = """GPFS `mmperfmon query` output: text, .gz, .tgz or a directory of them.
-
-    Times are the collector's local time without a zone: give --timezone."""
 
     def chunks(self, advance: Callable[[int], None]) -> Iterator[TextImport]:
         chunk = read_mmperfmon(self.source, self.tz or "UTC", advance=advance)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 
+import h5py
 import numpy as np
 
 from ioweather.errors import UserError
@@ -68,8 +69,6 @@ class TtsFile:
     HDF5 reads it through the descriptor's /proc path, so it reads the file that was checked."""
 
     def __init__(self, path: str):
-        import h5py
-
         if not os.path.lexists(path):
             raise UserError(f"TTS file {path!r} not found")
         self.file = open_regular(path, what="read TTS file")
@@ -92,8 +91,6 @@ class TtsFile:
         return UserError(f"{self.path}: damaged or not a TOKIO time series file ({type(e).__name__}: {e})")
 
     def groups(self) -> list[str]:
-        import h5py
-
         try:
             return [name for name, g in self.h5.items() if isinstance(g, h5py.Group) and "timestamps" in g]
         except _DAMAGE as e:
@@ -168,8 +165,6 @@ class TtsFile:
 
 class TtsImporter(Importer):
     kind = "tts"
-    help = """pytokio's TOKIO Time Series HDF5 files (datatargets, mdtargets, fullness, ...)."""
-    timezone = False  # unix seconds
 
     def open(self) -> None:
         self.file = TtsFile(self.source)
