@@ -43,6 +43,7 @@ import datetime
 import json
 import os
 import re
+import stat
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -89,10 +90,11 @@ def fs_dir(settings: Settings, fs: str) -> Path:
 
 
 def list_fs(settings: Settings) -> list[str]:
+    """The datasets: the real `fs=NAME` directories (a link there is not the store's: never listed, never read)."""
     d = telemetry_dir(settings)
     if not d.is_dir():
         return []
-    return sorted(p.name[3:] for p in d.iterdir() if p.name.startswith("fs=") and p.is_dir())
+    return sorted(p.name[3:] for p in _real_subdirs(d, "fs="))
 
 
 def write_rows(settings: Settings, fs: str, df: pd.DataFrame, writer: str = "import",
@@ -187,16 +189,38 @@ def _day_in(day0: int, since_ns: int | None, until_ns: int | None) -> bool:
 _NAMED_DAYS = 31
 
 
+def _real_dir(p: Path) -> bool:
+    """A directory, not a link to one: the store's readers follow no link they did not create (issue 41:
+    a day directory linked elsewhere was read as the dataset's, a linked `fs=NAME` as a file system)."""
+    try:
+        return stat.S_ISDIR(os.lstat(p).st_mode)
+    except OSError:
+        return False
+
+
+def _real_subdirs(d: Path, prefix: str) -> list[Path]:
+    """The real subdirectories of `d` named `prefix...`, sorted (a link is left out; a mount point is not:
+    an admin may mount a disk there, and reading follows no name the store did not make)."""
+    try:
+        with os.scandir(d) as it:
+            return sorted(Path(e.path) for e in it if e.name.startswith(prefix) and e.is_dir(follow_symlinks=False))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
 def day_dirs(base: Path, since_ns: int | None = None, until_ns: int | None = None) -> list[Path]:
-    """The date=<D> directories that can hold rows of [since, until): a file holds one UTC day."""
+    """The date=<D> directories that can hold rows of [since, until): a file holds one UTC day. Only
+    real directories of a real dataset directory (store_tree's rule: a link is never followed)."""
+    if not _real_dir(base):
+        return []
     if since_ns is not None and until_ns is not None and until_ns - since_ns <= _NAMED_DAYS * DAY_NS:
         # a job's window or one day: name its few directories instead of listing a year of them
         # (one umami answer asks for ~300 days one at a time)
         first, last = since_ns // DAY_NS, (until_ns - 1) // DAY_NS
         named = (base / f"date={_EPOCH_DAY + datetime.timedelta(days=k)}" for k in range(first, last + 1))
-        return [d for d in named if d.is_dir()]
+        return [d for d in named if _real_dir(d)]
     out = []
-    for d in sorted(base.glob("date=*")):
+    for d in _real_subdirs(base, "date="):
         day0 = _day_of_dir(d.name)
         if day0 is not None and _day_in(day0, since_ns, until_ns):
             out.append(d)
@@ -257,7 +281,7 @@ def data_files(base: Path, since_ns: int | None = None, until_ns: int | None = N
         markers = import_markers(base)
         out = []
         for d in day_dirs(base, since_ns, until_ns):
-            files = sorted(d.glob("*.parquet"))
+            files = _regular_parquet(d)
             gone = {n for f in files for n in replaced_by(f)}
             out.extend(f for f in files if f.name not in gone and not uncommitted(f.name, markers))
         if import_markers(base) == markers:
@@ -266,6 +290,16 @@ def data_files(base: Path, since_ns: int | None = None, until_ns: int | None = N
 
 
 LIST_ATTEMPTS = 5
+
+
+def _regular_parquet(d: Path) -> list[Path]:
+    """The regular `*.parquet` files of a day directory, sorted; a link there (to a file of the same
+    shape elsewhere) is not the store's and is left out."""
+    try:
+        with os.scandir(d) as it:
+            return sorted(Path(e.path) for e in it if e.name.endswith(".parquet") and e.is_file(follow_symlinks=False))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def _busy(base: Path) -> StoreError:
@@ -344,7 +378,7 @@ def writer_files(settings: Settings, fs: str, writer: str) -> list[Path]:
     if not base.is_dir():
         return []
     prefix = writer if writer.endswith("-") else writer + "-"
-    return sorted(p for p in base.glob("date=*/*.parquet") if p.name.startswith(prefix))
+    return sorted(p for d in day_dirs(base) for p in _regular_parquet(d) if p.name.startswith(prefix))
 
 
 def store_tree(path: Path) -> StoreTree:
