@@ -91,3 +91,52 @@ def test_readers_follow_no_planted_link(tmp_path):
     assert r.exit_code != 0 and "lnk" in r.output
     for name, (root, before) in victims.items():
         assert _snapshot(root) == before, f"{name} changed"
+
+
+def test_store_check_lists_nothing_behind_a_link_and_repair_removes_planted_tmp_links(tmp_path):
+    """A run directory of the probe archive and a jobs part linked elsewhere, and `.tmp` links (to a
+    file, to a directory) where the store keeps temporaries: check names each link once and lists no file
+    behind one; --repair removes the `.tmp` links themselves (the store never makes one), not their targets."""
+    from ioweather.store import jobs, open_store, probe
+
+    home, settings, victims = _planted(tmp_path)
+    store = open_store(settings)
+    store.require(probe.COMPONENT)  # the probe archive's and the jobs' tables: their checks run
+    store.require(jobs.COMPONENT)
+    store.dispose()
+    victim = victims["victim"][0]
+    elsewhere = victim / "runs"
+    elsewhere.mkdir()
+    pd.DataFrame({"x": [1, 2]}).to_parquet(elsewhere / "part-0.parquet")
+    probe_dir = settings.parquet_dir / "probe"
+    probe_dir.mkdir(parents=True)
+    (probe_dir / "run=999").symlink_to(elsewhere)
+    jobs_dir = jobs.files_dir(settings.parquet_dir)
+    jobs_dir.mkdir(parents=True)
+    (jobs_dir / "files-0123.parquet").symlink_to(elsewhere / "part-0.parquet")
+    day = layout.data_files(layout.fs_dir(settings, "real"))[0].parent
+    target = victim / "precious.txt"
+    target.write_text("not the store's")
+    os.utime(target, (HOUR_AGO, HOUR_AGO))
+    (day / ".collect-h-x.parquet.tmp").symlink_to(target)
+    (settings.parquet_dir / "telemetry" / ".collect-h.intent.json.tmp").symlink_to(elsewhere)
+    os.utime(elsewhere, (HOUR_AGO, HOUR_AGO))
+    victims = {"victim": (victim, _snapshot(victim)), "bait": victims["bait"]}
+
+    doc = json.loads(_run(home, "store", "check", "--json").stdout)
+    behind = [p for p in doc["problems"] if p["path"] and str(victim) in p["path"]]
+    assert behind == [], behind
+    listed = [p["path"] for p in doc["problems"] if p["area"] in ("probe archive", "jobs")]
+    assert listed == [], listed
+    links = {Path(p["path"]).name for p in doc["problems"] if p["area"] == "links"}
+    assert {"run=999", "files-0123.parquet"} <= links, links
+    tmps = sorted(Path(p["path"]).name for p in doc["problems"] if p["area"] == "temporary files")
+    assert tmps == [".collect-h-x.parquet.tmp", ".collect-h.intent.json.tmp"], doc["problems"]
+
+    r = _run(home, "store", "check", "--repair", "--json")
+    assert not os.path.lexists(day / ".collect-h-x.parquet.tmp")
+    assert not os.path.lexists(settings.parquet_dir / "telemetry" / ".collect-h.intent.json.tmp")
+    assert target.read_text() == "not the store's" and (elsewhere / "part-0.parquet").exists()
+    for name, (root, before) in victims.items():
+        assert _snapshot(root) == before, f"{name} changed"
+    assert r.exit_code == 1  # the links that are not temporaries stay, for the admin to look at
