@@ -298,7 +298,7 @@ def _check_telemetry(base: Path, report: Report, tree: StoreTree, parquet_dir: P
                 report.add(area, base / rel, f"missing: the import marker of {writer} lists it; --repair removes "
                            "the entry", lambda writer=writer: imports.drop_missing(base, writer))
     days = [d for d in tree.subdirs(base, lambda n: n.startswith("date=")) if layout._day_of_dir(d.name) is not None]
-    visible = [f for f in layout.data_files(base) if f.parent in set(days)]
+    visible = [f for f in layout.data_files(base, known_bad=True) if f.parent in set(days)]
     shown, left = set(visible), set(left)
     for d in days:
         for f in tree.regular_files(d, lambda n: n.endswith(".parquet")):

@@ -267,7 +267,8 @@ def uncommitted(name: str, markers: dict[str, dict]) -> bool:
     return False
 
 
-def data_files(base: Path, since_ns: int | None = None, until_ns: int | None = None) -> list[Path]:
+def data_files(base: Path, since_ns: int | None = None, until_ns: int | None = None, *,
+               known_bad: bool = False) -> list[Path]:
     """The dataset's data files for [since, until) (whole days), without those a compacted file
     replaces: between writing a compacted file and unlinking its parts both exist, and a reader
     must count each row once (store/telemetry_compact.py); likewise without the files of an import
@@ -276,7 +277,10 @@ def data_files(base: Path, since_ns: int | None = None, until_ns: int | None = N
 
     The markers are read before and after the directories: an import that switched in between
     (and removed its old run's files) would leave a listing of neither run, so that one is taken
-    again. A switch writes a new run id, so equal markers mean no switch happened."""
+    again. A switch writes a new run id, so equal markers mean no switch happened.
+
+    Files this process found unreadable (`unreadable`) are left out unless `known_bad` (store check
+    lists them to set them aside)."""
     for _ in range(LIST_ATTEMPTS):
         markers = import_markers(base)
         out = []
@@ -284,6 +288,9 @@ def data_files(base: Path, since_ns: int | None = None, until_ns: int | None = N
             files = _regular_parquet(d)
             gone = {n for f in files for n in replaced_by(f)}
             out.extend(f for f in files if f.name not in gone and not uncommitted(f.name, markers))
+        if _BAD and not known_bad:
+            bad = set(known_unreadable(out))
+            out = [f for f in out if f not in bad]
         if import_markers(base) == markers:
             return out
     raise _busy(base)
@@ -333,6 +340,7 @@ def read_listed(base: Path, read, since_ns: int | None = None, until_ns: int | N
                 fresh = [f for f in fresh if f not in bad]
             files = fresh
             continue
+        skipped = sorted(set(skipped) | set(within(skipped_unreadable(base), since_ns, until_ns)))
         if skipped and warn is not None:
             warn(unreadable_note(skipped))
         return out
@@ -340,7 +348,9 @@ def read_listed(base: Path, read, since_ns: int | None = None, until_ns: int | N
 
 
 def unreadable(files) -> list[Path]:
-    """The files among `files` whose Parquet footer cannot be read (damaged, truncated, not Parquet)."""
+    """The files among `files` whose Parquet footer cannot be read (damaged, truncated, not Parquet).
+    Each is remembered (`_BAD`) until it changes: `data_files` then leaves it out, so every reader of
+    this process skips it, not only the one that met it (the pages' queries list files themselves)."""
     bad = []
     for f in files:
         try:
@@ -349,7 +359,33 @@ def unreadable(files) -> list[Path]:
             continue
         except (OSError, pa.ArrowException):
             bad.append(Path(f))
+            key = _stat_key(f)
+            if key is not None:
+                _BAD[str(f)] = key
     return bad
+
+
+#: {path: (inode, mtime, size)} of the data files found unreadable; a file rewritten or moved back is read again.
+_BAD: dict[str, tuple[int, int, int]] = {}
+
+
+def _stat_key(f) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(f)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def known_unreadable(files) -> list[Path]:
+    """The files among `files` found unreadable before and unchanged since."""
+    return [Path(f) for f in files if str(f) in _BAD and _stat_key(f) == _BAD[str(f)]]
+
+
+def skipped_unreadable(base: Path) -> list[Path]:
+    """The dataset's files that `data_files` leaves out as unreadable (what a reader's note names)."""
+    prefix = str(base) + os.sep
+    return sorted(Path(f) for f in list(_BAD) if f.startswith(prefix) and _stat_key(f) == _BAD[f])
 
 
 def unreadable_note(files) -> str:

@@ -10,22 +10,24 @@ does: a bin with some samples missing shows a lower rate, a bin with none is a g
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ioweather.encoding import Answer
-from ioweather.errors import UserError
+from ioweather.errors import StoreError, UserError
 from ioweather.services.telemetry.capacity import forecast, is_data_target
 from ioweather.sources.telemetry.lctl import NID_PREFIX, STATE_PREFIX
 from ioweather.stats import targets as T
 from ioweather.stats import workload as W
 from ioweather.store import open_store, telemetry_targets as Q
-from ioweather.store.telemetry_layout import connect_duckdb, data_files, fs_dir, list_fs
+from ioweather.store.telemetry_layout import (connect_duckdb, data_files, fs_dir, list_fs, LIST_ATTEMPTS, skipped_unreadable,
+                                              unreadable, unreadable_note)
 from ioweather.store.telemetry_targets import known_jobs
 from ioweather.units import ns_to_iso
 
@@ -218,12 +220,38 @@ def _fresh(key: tuple, compute: Callable[[], Any]) -> Any:
 @dataclass(frozen=True)
 class FsWindow(Answer):
     """What every answer about one file system's window starts with: every file system with telemetry
-    (`fs_all`, the pages' menu), the one asked about, and the window (ISO 8601 UTC)."""
+    (`fs_all`, the pages' menu), the one asked about, and the window (ISO 8601 UTC); `notes`, what the
+    answer could not read (a damaged file left out), for the page to say."""
 
     fs_all: list[str]
     fs: str
     since: str
     until: str
+    notes: list[str] = field(default_factory=list, kw_only=True)
+
+
+def _skipping_damaged(answer: Callable) -> Callable:
+    """`answer(settings, fs, ...)` that leaves out the dataset's files whose Parquet footer cannot be
+    read (layout.unreadable remembers them, layout.data_files then lists them no more) and says so in
+    its `notes`, as `workload` does: one damaged file answered 500 on Servers, Metadata and Capacity,
+    whose queries list the files themselves (issue 41 item 5)."""
+
+    @functools.wraps(answer)
+    def run(settings, fs: str, *args, **kwargs):
+        base = fs_dir(settings, fs)
+        for attempt in range(LIST_ATTEMPTS):
+            try:
+                doc = answer(settings, fs, *args, **kwargs)
+                break
+            except (UserError, StoreError):
+                raise
+            except Exception:
+                if attempt == LIST_ATTEMPTS - 1 or not unreadable(data_files(base)):
+                    raise
+        bad = skipped_unreadable(base)
+        return dataclasses.replace(doc, notes=[*doc.notes, unreadable_note(bad)]) if bad else doc
+
+    return run
 
 
 @dataclass(frozen=True)
@@ -251,6 +279,7 @@ class Servers(FsWindow):
     brw: dict
 
 
+@_skipping_damaged
 def servers(settings, fs: str, since_ns: int, until_ns: int, sort: str = "bytes", target: str | None = None,
             min_amplitude: float = DEFAULT_TARGET_MIN_AMPLITUDE, memo: Memo = _fresh) -> Servers:
     """The targets of `fs` over [since, until) sorted by `sort`, and `target`'s series (UserError when it
@@ -410,6 +439,7 @@ class Metadata(FsWindow):
     targets: list[dict]
 
 
+@_skipping_damaged
 def metadata(settings, fs: str, since_ns: int, until_ns: int, min_amplitude: float = DEFAULT_MD_MIN_AMPLITUDE,
              smooth_s: float = W.DEFAULT_SMOOTH_S) -> Metadata:
     """Metadata operation rates by operation (md_<op>, summed over MDTs), with events and burstiness
@@ -477,6 +507,7 @@ class Capacity(FsWindow):
     no_capacity_data: list[str]
 
 
+@_skipping_damaged
 def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> Capacity:
     """Fullness per data target and for the file system over the window, the fullest targets at the
     end, days until full (services.telemetry.capacity.forecast: the same for every window ending at the same
@@ -673,6 +704,7 @@ class Talkers(FsWindow):
     users: list[dict]
 
 
+@_skipping_damaged
 def talkers(settings, fs: str, since_ns: int, until_ns: int, known_jobs=None, top: int = TOP_JOBS) -> Talkers:
     """Jobs (and users, when the job id names one) moving the most bytes and operations, over the
     window and "now" (the last NOW_S seconds of the window), from Lustre job_stats."""
