@@ -9,7 +9,7 @@ import click
 from ioweather.commands.common import DURATION, SINCE, TIME, json_option
 from ioweather.errors import UserError
 from ioweather.services.probe import slowdown as svc
-from ioweather.services.runtime.defaults import EXPECTED, SLOWDOWN_STATS
+from ioweather.services.runtime.defaults import EXPECTED, LEARNING_RULE, SLOWDOWN_STATS
 from ioweather.units import check_order, format_seconds
 
 
@@ -108,8 +108,8 @@ def register(cli: click.Group) -> None:
                     row_style=style, empty="no probe samples in this window")
         learning = sorted({r["target"] for r in rows if r["state"] == "learning"})
         if learning:
-            click.echo(f"learning the baseline of {', '.join(learning)}: no slowdown is judged until it holds 24 h "
-                       "(95 % of a shorter --baseline) and 1,000 samples per op, or with a reference period "
+            click.echo(f"learning the baseline of {', '.join(learning)}: no slowdown is judged {LEARNING_RULE}, "
+                       "or with a reference period "
                        "(--baseline-from/--baseline-until)", err=True)
         worst = sorted((r for r in rows if r["slowdown"] is not None), key=lambda r: -r["slowdown"])[:3]
         if worst:
