@@ -116,6 +116,7 @@ def test_a_five_minute_baseline_is_judged(tmp_path):
     assert rows and all(r["state"] != "learning" and r["slowdown"] is not None for r in rows), rows[:2]
 
 
+@pytest.mark.slow  # a store built by several commands, a server or a probe history: seconds
 def test_a_slow_probe_is_judged_on_what_its_period_allows(tmp_path):
     """A probe every 10 s holds 360 samples of an op in a 1-hour baseline: the rule assumed one per second and
     asked for 1,000, so it learned forever. At its own period it needs 180; Status, `slowdown` and the learning

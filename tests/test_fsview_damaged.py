@@ -44,6 +44,7 @@ def damaged(tmp_path):
     return home, _rows(1.0), bad[0]
 
 
+@pytest.mark.slow  # a store built by several commands, a server or a probe history: seconds
 def test_fs_pages_skip_a_damaged_file_with_a_note(damaged):
     from web_server import Server, frozen_app
 

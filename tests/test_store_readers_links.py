@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from click.testing import CliRunner
 
 from ioweather.cli import cli as main
@@ -71,6 +72,7 @@ def _planted(tmp_path: Path):
     return home, settings, {"victim": (victim, _snapshot(victim)), "bait": (bait, _snapshot(bait))}
 
 
+@pytest.mark.slow  # a store built by several commands, a server or a probe history: seconds
 def test_readers_follow_no_planted_link(tmp_path):
     home, settings, victims = _planted(tmp_path)
     assert layout.list_fs(settings) == ["real"]
@@ -93,6 +95,7 @@ def test_readers_follow_no_planted_link(tmp_path):
         assert _snapshot(root) == before, f"{name} changed"
 
 
+@pytest.mark.slow  # a store built by several commands, a server or a probe history: seconds
 def test_store_check_lists_nothing_behind_a_link_and_repair_removes_planted_tmp_links(tmp_path):
     """A run directory of the probe archive and a jobs part linked elsewhere, and `.tmp` links (to a
     file, to a directory) where the store keeps temporaries: check names each link once and lists no file
