@@ -112,17 +112,13 @@ def _bench(store, fs: str, until_ns: int) -> list[dict] | None:
 
 def _fullness(settings, fs: str, since, until) -> dict | None:
     # lazy: pandas, pyarrow via services.telemetry.fsview, loaded only when this runs
-    from ioweather.services.telemetry.fsview import capacity, is_data_target
+    from ioweather.services.telemetry.fsview import capacity
 
     c = capacity(settings, fs, to_ns(since), to_ns(until), top=5)
     f = c.fs_fullness
     if not f.get("fullness"):
         return None
-    # the data targets' latest readings, whatever the bins of the window (one reading for every surface)
-    rows = [r for r in c.targets if is_data_target(r["target"]) and r["used_bytes"] is not None]
-    used = sum(r["used_bytes"] for r in rows)
-    room = sum(r["avail_bytes"] if r["avail_bytes"] is not None else r["capacity_bytes"] - r["used_bytes"] for r in rows)
-    last = used / (used + room) if used + room > 0 else None
+    last = f["now"]["fullness"] if f.get("now") else None  # the Capacity page's "now" and last point
     fullest = [r for r in c.targets if r["target"] in c.fullest]
     return {"fullness": last, "days_until_full": f.get("days_until_full"), "growth_bps": f.get("growth_bps"),
             "fullest": [{"target": r["target"], "fullness": r["fullness"], "days_until_full": r["days_until_full"]}

@@ -525,6 +525,7 @@ def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> 
     fc = forecast(settings, fs, until_ns)
     fs_doc = _fs_fullness(m, data_rows, fc)
     latest = _latest(m, full, targets)
+    fs_doc["now"] = latest_fullness(latest)
     fullest = sorted((r for r in latest if is_data_target(r["target"]) and r["fullness"] is not None),
                      key=lambda r: -r["fullness"])[:top]
     for r in latest:
@@ -556,11 +557,13 @@ def _reading_times(g: pd.DataFrame, b0: int, nbins: int, step_ns: int) -> list[s
 
 
 def _fs_fullness(m: dict, rows: list[int], fc) -> dict:
-    """The file system's fullness over the data targets reporting in each bin, and the forecast's
-    used and room bytes, growth and days until full."""
+    """The file system's fullness in each bin from each data target's latest reading at or before it
+    (in the window), and the forecast's used and room bytes, growth and days until full. The last point
+    is then the fullness of every target's latest reading, the number `report` and `now` give: summed
+    over only the targets reporting in the last bin it was another (one OST read a minute later moved it)."""
     if not rows:
         return {"fullness": [], "targets_reporting": [], "days_until_full": None, "growth_bps": None}
-    cap, free, avail = (m[k][rows] for k in ("capacity_bytes", "free_bytes", "avail_bytes"))
+    cap, free, avail = (_carried(m[k][rows]) for k in ("capacity_bytes", "free_bytes", "avail_bytes"))
     ok = np.isfinite(cap) & np.isfinite(free)
     n = ok.sum(axis=0)
     used = np.where(ok, cap - free, 0.0).sum(axis=0)
@@ -570,6 +573,29 @@ def _fs_fullness(m: dict, rows: list[int], fc) -> dict:
     return {"fullness": _nums(frac), "targets_reporting": n.tolist(), "used_bytes": fc.used_bytes,
             "room_bytes": fc.room_bytes, "growth_bps": fc.growth_bps, "growth_points": fc.points,
             "days_until_full": fc.days_until_full}
+
+
+def _carried(a: np.ndarray) -> np.ndarray:
+    """Each row's last finite value carried forward along the bins (NaN before its first)."""
+    idx = np.where(np.isfinite(a), np.arange(a.shape[1]), -1)
+    np.maximum.accumulate(idx, axis=1, out=idx)
+    out = np.take_along_axis(a, np.maximum(idx, 0), axis=1)
+    out[idx < 0] = np.nan
+    return out
+
+
+def latest_fullness(latest: list[dict]) -> dict | None:
+    """The file system now, from each data target's latest reading (`Capacity.targets`): used and room
+    bytes (available, else free) and fullness = used / (used + room). The Capacity page's "now" and last
+    point, `report`'s fullness and /api say this one number."""
+    rows = [r for r in latest if is_data_target(r["target"]) and r["used_bytes"] is not None]
+    if not rows:
+        return None
+    used = float(sum(r["used_bytes"] for r in rows))
+    room = float(sum(r["avail_bytes"] if r["avail_bytes"] is not None else r["capacity_bytes"] - r["used_bytes"]
+                     for r in rows))
+    return {"fullness": used / (used + room) if used + room > 0 else None, "used_bytes": used, "room_bytes": room,
+            "targets": len(rows)}
 
 
 def _latest(m: dict, full: np.ndarray, targets: list[str]) -> list[dict]:
