@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -133,6 +134,24 @@ def window_of(settings, fs: str, kind: str, covs: dict[str, dict], asked: tuple[
         return span
     since, until = covered(settings, fs, kind, span.since_ns, span.until_ns)
     return dataclasses.replace(span, since_ns=since, until_ns=until, covered_s=(until - since) / 1e9)
+
+
+def data_window(settings, fs: str, since_ns: int | None, until_ns: int | None, default_s: float) -> tuple[int, int]:
+    """[since, until) of an answer of several parts (`report`: events, fullness, probes, benchmarks), the
+    same from the CLI and the page: the asked ends, else the end of the file system's data of every kind
+    (an `lfs df` after the last byte counters included) and `default_s` before it; cut to the time that
+    data covers when the window holds some of it. The CLI took its end from the data and the page from
+    the byte counters alone, so the two showed different weeks and fullness."""
+    spans = list(coverage(settings, fs).values())
+    first = min((v[0] for v in spans), default=None)
+    end = max((v[1] for v in spans), default=None)
+    if until_ns is None:
+        until_ns = end if end is not None else time.time_ns()
+    if since_ns is None:
+        since_ns = until_ns - int(default_s * 1e9)
+    if first is not None and max(since_ns, first) < min(until_ns, end):
+        since_ns, until_ns = max(since_ns, first), min(until_ns, end)
+    return int(since_ns), int(until_ns)
 
 
 def sampling_s(settings, fs: str, since_ns: int | None, until_ns: int | None, con=None) -> float | None:
