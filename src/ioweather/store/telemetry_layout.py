@@ -210,7 +210,7 @@ def _real_subdirs(d: Path, prefix: str) -> list[Path]:
 
 def day_dirs(base: Path, since_ns: int | None = None, until_ns: int | None = None) -> list[Path]:
     """The date=<D> directories that can hold rows of [since, until): a file holds one UTC day. Only
-    real directories of a real dataset directory (store_tree's rule: a link is never followed)."""
+    real directories of a real dataset directory (a link is never followed: `_real_subdirs`)."""
     if not _real_dir(base):
         return []
     if since_ns is not None and until_ns is not None and until_ns - since_ns <= _NAMED_DAYS * DAY_NS:
