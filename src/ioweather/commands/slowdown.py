@@ -63,8 +63,9 @@ def register(cli: click.Group) -> None:
         """Slowdown = stat(interval) / median(baseline) per target, op and interval (docs/methods.md §1).
 
         Below 1 is faster than usual; from 2 the target is degraded, from 10 severely degraded.
-        Until the rolling baseline holds 24 h (95 % of a shorter --baseline) and 1,000 samples of an op,
-        that op's rows say "learning" and carry no slowdown; a reference period is judged at once.
+        Until the rolling baseline holds 24 h (95 % of a shorter --baseline) and 1,000 samples of an op
+        (half of what a shorter baseline holds at the probe's period), that op's rows say "learning" and
+        carry no slowdown; a reference period is judged at once.
         With --check: the state of the last --interval (10m) as a Nagios/Icinga plugin (docs/probe.md):
         one line with perfdata, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (learning, stale, no store,
         an unknown target). It opens the store read-only and never creates one.
