@@ -232,3 +232,18 @@ def test_unknown_fs_refused(mix):
         r = invoke(mix, *cmd, "--fs", "nosuch", code=2)
         lines = [x for x in r.output.splitlines() if x.strip()]
         assert len(lines) == 1 and "nosuch" in lines[0] and "ai400, arch, snx11025" in lines[0], r.output
+
+
+def test_report_default_window_is_the_pages(server, mix):
+    """`report` with no window took the week before the data's end, the page the byte counters' own span:
+    two windows, 72.4 % against 56.4 % full (the `lfs df` of 00:05 fell outside the page's). One window now,
+    the file system's data of every kind; its text names the window its JSON and page hold."""
+    doc = json.loads(invoke(mix, "report", "--fs", "snx11025", "--json").output)
+    page = api(server, "/api/report?fs=snx11025")
+    assert page["report"] == doc
+    assert (page["span"]["since"], page["span"]["until"]) == (doc["start"], doc["end"])
+    assert (doc["start"], doc["end"]) == ("2018-01-28T00:00:00.000Z", "2018-01-28T00:05:05.000Z")
+    assert doc["query"] == f"fs=snx11025&since={doc['start']}&until={doc['end']}"
+    assert round(100 * doc["fullness"]["fullness"], 1) == 72.4
+    text = invoke(mix, "report", "--fs", "snx11025").output
+    assert text.splitlines()[0] == f"Report of snx11025, {doc['start']} – {doc['end']}", text.splitlines()[0]

@@ -4,6 +4,7 @@ says the same on every surface, and `cannot read PATH: REASON` for a Darshan log
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -74,19 +75,19 @@ def test_learning_rule_scales_with_the_baseline():
     assert learning_span(55.2, 30 * 86400) == "55 s of 30 d"  # the badge said "55.2 s of 30d", the text "0 min"
 
 
-def _probe_store(home, now_ns: int, seconds: int):
-    """One target probed at 1 Hz (six ops a sample) for `seconds` up to `now_ns`."""
+def _probe_store(home, now_ns: int, seconds: int, period_s: int = 1):
+    """One target probed every `period_s` (six ops a sample; 1 Hz by default) for `seconds` up to `now_ns`."""
     from ioweather.config import Settings
     from ioweather.store import open_store
     from ioweather.store import probe as probe_store
 
     store = open_store(Settings.resolve(home))
     run = probe_store.start_run(store, probe_store.RunInfo(
-        target="scratch", directory="/scratch/p", interval_s=1.0, block_bytes=4096, file_bytes=1 << 20, pool_files=4,
+        target="scratch", directory="/scratch/p", interval_s=float(period_s), block_bytes=4096, file_bytes=1 << 20, pool_files=4,
         small_bytes=0, direct=False, fsync=True, seed=1, timeout_s=10.0, file_exceeds_memory=False, fs="scratch"))
     t0 = now_ns - seconds * 10**9
     probe_store.insert_samples(store, [(run, op, t0 + i * 10**9 + k * 1000, 1_000_000 + (i % 7) * 1000, 0, "ok", 0)
-                                       for i in range(seconds) for k, op in enumerate(probe_store.OPS)])
+                                       for i in range(0, seconds, period_s) for k, op in enumerate(probe_store.OPS)])
     store.dispose()
 
 
@@ -113,6 +114,47 @@ def test_a_five_minute_baseline_is_judged(tmp_path):
     rows = json.loads(invoke(tmp_path, "slowdown", "--target", "scratch", "--interval", "1m", "--since", "5m",
                              "--until", until, "--baseline", "5m", "--json").output)
     assert rows and all(r["state"] != "learning" and r["slowdown"] is not None for r in rows), rows[:2]
+
+
+@pytest.mark.slow  # a store built by several commands, a server or a probe history: seconds
+def test_a_slow_probe_is_judged_on_what_its_period_allows(tmp_path):
+    """A probe every 10 s holds 360 samples of an op in a 1-hour baseline: the rule assumed one per second and
+    asked for 1,000, so it learned forever. At its own period it needs 180; Status, `slowdown` and the learning
+    rule's words on the Status page and in `slowdown`'s note agree."""
+    from ioweather.config import Settings
+    from ioweather.services.probe.cache import ProbeCache
+    from ioweather.services.probe.status import target_status
+    from ioweather.store import open_store
+
+    now = time.time_ns()
+    _probe_store(tmp_path, now, 2 * 3600, period_s=10)
+    until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now / 1e9))
+    rows = json.loads(invoke(tmp_path, "slowdown", "--target", "scratch", "--interval", "10m", "--since", "30m",
+                             "--until", until, "--baseline", "1h", "--json").output)
+    assert rows and all(r["state"] != "learning" and r["slowdown"] is not None for r in rows), rows[:2]
+    store = open_store(Settings.resolve(tmp_path))
+    try:
+        cache = ProbeCache(store, baseline_s=3600.0, clock=lambda: now, warm_rollups=False)
+        card = target_status(cache, "scratch", spark=False, with_climate=False, now_ns=now)
+        assert card["baseline"]["samples"] == 6 * 360 and not card["baseline"]["learning"], card["baseline"]
+        assert card["state"] == "normal", card["reason"]
+        # 15 minutes of history at 10 s: 90 samples of 180, the card and `slowdown` both say learning, in one wording
+        young = ProbeCache(store, baseline_s=3600.0, clock=lambda: now - 105 * 60 * 10**9, warm_rollups=False)
+        card = target_status(young, "scratch", spark=False, with_climate=False, now_ns=now - 105 * 60 * 10**9)
+        assert card["state"] == "learning" and "180 samples per op" in card["reason"], card["reason"]
+    finally:
+        store.dispose()
+    from ioweather.services.runtime.defaults import LEARNING_RULE
+
+    early, before = (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now / 1e9 - m * 60)) for m in (105, 115))
+    r = invoke(tmp_path, "slowdown", "--target", "scratch", "--interval", "10m", "--since", before, "--until", early,
+               "--baseline", "1h")
+    assert f"no slowdown is judged {LEARNING_RULE}" in r.output, r.output
+    from web_server import frozen_app
+    from starlette.testclient import TestClient
+
+    with TestClient(frozen_app(tmp_path, now), base_url="http://127.0.0.1") as client:
+        assert LEARNING_RULE in html.unescape(client.get("/status").text)
 
 
 def test_metrics_count_from_the_server_start(tmp_path):

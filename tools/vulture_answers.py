@@ -212,7 +212,7 @@ _.nnodes_source  # services.answers.why.Why
 _.no_capacity_data  # services.telemetry.fsview.Capacity
 _.no_data  # services.jobs.weather.Weather
 _.note  # services.telemetry.fsview.Span
-_.notes  # services.answers.job_diff.JobDiff, services.answers.why.Why, services.content.fsstats.Snapshot, services.jobs.weather.Weather, services.lab.storm.StormPair
+_.notes  # services.answers.job_diff.JobDiff, services.answers.why.Why, services.content.fsstats.Snapshot, services.jobs.weather.Weather, services.lab.storm.StormPair, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.now_by_bytes  # services.telemetry.fsview.Talkers
 _.now_by_ops  # services.telemetry.fsview.Talkers
 _.now_s  # services.telemetry.fsview.Talkers

@@ -9,7 +9,7 @@ import click
 from ioweather.commands.common import DURATION, SINCE, TIME, json_option
 from ioweather.errors import UserError
 from ioweather.services.probe import slowdown as svc
-from ioweather.services.runtime.defaults import EXPECTED, SLOWDOWN_STATS
+from ioweather.services.runtime.defaults import EXPECTED, LEARNING_RULE, SLOWDOWN_STATS
 from ioweather.units import check_order, format_seconds
 from ioweather.views.json_output import print_json
 
@@ -61,8 +61,9 @@ def register(cli: click.Group) -> None:
         """Slowdown = stat(interval) / median(baseline) per target, op and interval (docs/methods.md §1).
 
         Below 1 is faster than usual; from 2 the target is degraded, from 10 severely degraded.
-        Until the rolling baseline holds 24 h (95 % of a shorter --baseline) and 1,000 samples of an op,
-        that op's rows say "learning" and carry no slowdown; a reference period is judged at once.
+        Until the rolling baseline holds 24 h (95 % of a shorter --baseline) and 1,000 samples of an op
+        (half of what a shorter baseline holds at the probe's period), that op's rows say "learning" and
+        carry no slowdown; a reference period is judged at once.
         With --check: the state of the last --interval (10m) as a Nagios/Icinga plugin (docs/probe.md):
         one line with perfdata, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (learning, stale, no store,
         an unknown target). It opens the store read-only and never creates one.
@@ -105,8 +106,8 @@ def register(cli: click.Group) -> None:
                     row_style=style, empty="no probe samples in this window")
         learning = sorted({r["target"] for r in rows if r["state"] == "learning"})
         if learning:
-            click.echo(f"learning the baseline of {', '.join(learning)}: no slowdown is judged until it holds 24 h "
-                       "(95 % of a shorter --baseline) and 1,000 samples per op, or with a reference period "
+            click.echo(f"learning the baseline of {', '.join(learning)}: no slowdown is judged {LEARNING_RULE}, "
+                       "or with a reference period "
                        "(--baseline-from/--baseline-until)", err=True)
         worst = sorted((r for r in rows if r["slowdown"] is not None), key=lambda r: -r["slowdown"])[:3]
         if worst:

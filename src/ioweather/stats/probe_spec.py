@@ -11,6 +11,11 @@ DEGRADED, SEVERE = 2.0, 10.0
 #: of an op (docs/dashboard.md): before that the window being judged is most of the baseline itself, and
 #: every slowdown is about 1× by construction. A reference period given by the site is taken as it is.
 MIN_BASELINE_S, MIN_BASELINE_SAMPLES = 86_400.0, 1000
+#: The rule in words, as every surface says it (Status page, `slowdown`, docs/probe.md): stats.status.min_history_s
+#: and min_samples. A shorter baseline needs what it can hold at the probe's own period, so a 5-minute
+#: baseline at 1 Hz is judged from 150 samples, and a 0.1 Hz probe is not asked for samples it never takes.
+LEARNING_RULE = ("until the baseline holds 24 h (95 % of a shorter baseline) and 1,000 samples per op "
+                 "(half of what a shorter baseline holds at the probe's period)")
 
 #: What a statistic is divided by: the baseline median (the paper's definition, seed 001) or the same
 #: statistic over the baseline (like for like: a p99 against the usual p99).

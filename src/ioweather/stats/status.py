@@ -11,7 +11,7 @@ State of one target (decided here, documented in docs/dashboard.md):
   no duration to put into the median, so the median alone would look normal;
 - `learning` while the rolling baseline holds less than `min_history_s` of history (24 h, or 95 % of a
   shorter window) or fewer than `min_samples` successful samples of an op (1,000, or half of what a
-  shorter window holds at one sample per second): until then the window
+  shorter window holds at the probe's period): until then the window
   judged is most of the baseline itself, so its slowdown is about 1× by construction;
 - `unknown` when no op has both samples in the window and a baseline.
 
@@ -139,6 +139,7 @@ def min_samples(baseline_span_s: float | None = None, period_s: float = PROBE_PE
     the learning rule (docs/probe.md, "Learning")."""
     if baseline_span_s is None or not np.isfinite(baseline_span_s):
         return MIN_BASELINE_SAMPLES
+    period_s = period_s if period_s and np.isfinite(period_s) and period_s > 0 else PROBE_PERIOD_S
     return max(1, min(MIN_BASELINE_SAMPLES, int(MIN_SAMPLE_SHARE * baseline_span_s / period_s)))
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import stat
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -89,6 +90,7 @@ def check(settings: Settings, repair: bool = False) -> Report:
     report = Report(database=redact(url))
     sqlite_file = sa.engine.make_url(url).database if url.startswith("sqlite") else None
     store = None
+    tree = StoreTree(settings.parquet_dir)
     if sqlite_file is None or os.path.exists(sqlite_file):
         try:
             store = open_store(settings)
@@ -97,8 +99,8 @@ def check(settings: Settings, repair: bool = False) -> Report:
             if report.sqlite and report.sqlite["wal_checkpoint"] is None and report.sqlite["integrity"] != "ok":
                 raise _Unreadable  # said in one line above; every other check would only repeat it
             _check_schema(store, report)
-            _check_probe_archive(store, settings.parquet_dir, report)
-            _check_jobs(store, settings.parquet_dir, report)
+            _check_probe_archive(store, settings.parquet_dir, report, tree)
+            _check_jobs(store, settings.parquet_dir, report, tree)
             _check_orphan_samples(store, report)
         except _Unreadable:
             pass
@@ -106,7 +108,6 @@ def check(settings: Settings, repair: bool = False) -> Report:
             report.add("database", None, str(e))
         except sa.exc.DBAPIError as e:
             report.add("database", None, _first_line(e))
-    tree = StoreTree(settings.parquet_dir)
     for base in tree.subdirs(layout.telemetry_dir(settings), lambda n: n.startswith("fs=")):
         _check_telemetry(base, report, tree, settings.parquet_dir)
     _check_temp_files(settings.parquet_dir, report, tree)
@@ -224,7 +225,22 @@ def _parquet_rows(path: Path, report: Report, area: str) -> int | None:
         return None
 
 
-def _check_probe_archive(store, parquet_dir: Path, report: Report) -> None:
+def _behind_link(root: Path, path: Path) -> bool:
+    """Whether a name on the way from the store's `root` to `path` (the path itself included) is a link:
+    what lies behind it is not the store's, so it is neither read, counted nor removed here
+    (`_check_links` names the link once)."""
+    at = root
+    for part in path.relative_to(root).parts:
+        at = at / part
+        try:
+            if stat.S_ISLNK(os.lstat(at).st_mode):
+                return True
+        except OSError:
+            return False
+    return False
+
+
+def _check_probe_archive(store, parquet_dir: Path, report: Report, tree: StoreTree) -> None:
     if not _has_table(store, "probe_archive"):
         return
     with store.connect() as conn:
@@ -233,31 +249,36 @@ def _check_probe_archive(store, parquet_dir: Path, report: Report) -> None:
     for rel, rows in listed:
         path = parquet_dir / rel
         names.add(path)
+        if _behind_link(parquet_dir, path):
+            continue
         report.files["probe_archive"] += 1
         if not path.exists():
             report.add("probe archive", path, f"missing: the probe_archive table lists it with {rows} samples")
         elif (n := _parquet_rows(path, report, "probe archive")) is not None and n != rows:
             report.add("probe archive", path, f"holds {n} samples, the probe_archive table says {rows}")
-    for path in sorted((parquet_dir / "probe").glob("run=*/*.parquet")):
+    runs = tree.subdirs(parquet_dir / "probe", lambda n: n.startswith("run="))
+    for path in (f for run in runs for f in tree.regular_files(run, lambda n: n.endswith(".parquet"))):
         if path not in names:
             report.add("probe archive", path, "not in the probe_archive table: no reader counts it "
                        "(left by an interrupted archiving, or copied in)")
 
 
-def _check_jobs(store, parquet_dir: Path, report: Report) -> None:
+def _check_jobs(store, parquet_dir: Path, report: Report, tree: StoreTree) -> None:
     if not _has_table(store, "darshan_jobs"):
         return
     with store.connect() as conn:
         used = {r[0] for r in conn.execute(sa.select(jobs.jobs.c.files_part).distinct()) if r[0]}
     d = jobs.files_dir(parquet_dir)
     for part in sorted(used):
+        if _behind_link(parquet_dir, d / part):
+            continue
         report.files["jobs"] += 1
         if not (d / part).exists():
             report.add("jobs", d / part, "missing: darshan_jobs rows name it (their per-file table is lost)")
         else:
             _parquet_rows(d / part, report, "jobs")
     now = time.time()
-    for p in sorted(d.glob("files-*.parquet")) if d.is_dir() else []:
+    for p in tree.regular_files(d, lambda n: n.startswith("files-") and n.endswith(".parquet")):
         if p.name not in used:
             old = now - p.stat().st_mtime > TEMP_GRACE_S
             report.add("jobs", p, "no job names it (left by a killed ingest)",
@@ -277,7 +298,7 @@ def _check_telemetry(base: Path, report: Report, tree: StoreTree, parquet_dir: P
                 report.add(area, base / rel, f"missing: the import marker of {writer} lists it; --repair removes "
                            "the entry", lambda writer=writer: imports.drop_missing(base, writer))
     days = [d for d in tree.subdirs(base, lambda n: n.startswith("date=")) if layout._day_of_dir(d.name) is not None]
-    visible = [f for f in layout.data_files(base) if f.parent in set(days)]
+    visible = [f for f in layout.data_files(base, known_bad=True) if f.parent in set(days)]
     shown, left = set(visible), set(left)
     for d in days:
         for f in tree.regular_files(d, lambda n: n.endswith(".parquet")):
@@ -295,7 +316,7 @@ def _check_telemetry(base: Path, report: Report, tree: StoreTree, parquet_dir: P
             report.problems[-1].problem += "; every reader skips it (noted); --repair moves it to quarantine/"
             continue
         by_size[f.stat().st_size].append(f)
-        if rollup.read_range(rollup.rollup_path(f)) is None:
+        if rollup.read_range(rollup.rollup_path(f)) is None and rollup.own(rollup.rollup_path(f)):  # a link: said once
             report.add(area, rollup.rollup_path(f), "rollup missing or stale (workload reads the rows instead)",
                        lambda f=f: rollup.build(f))
     for same_size in by_size.values():
@@ -310,17 +331,40 @@ def _check_telemetry(base: Path, report: Report, tree: StoreTree, parquet_dir: P
 
 
 def _check_temp_files(parquet_dir: Path, report: Report, tree: StoreTree) -> None:
-    """Temporary files (`.name.tmp`) of writes that stopped, old enough not to be under way."""
+    """Temporary files (`.name.tmp`) of writes that stopped, old enough not to be under way. A `.tmp`
+    that is a link was planted (the store makes its temporaries O_EXCL|O_NOFOLLOW, never as links):
+    --repair removes the link itself, whatever its age, never what it points to."""
     known = {Path(p.path) for p in report.problems if p.path}
     now = time.time()
-    for p in sorted(parquet_dir.rglob("*.tmp")) if parquet_dir.is_dir() else []:  # rglob enters no linked directory
+    for dirpath, dirs, names in os.walk(parquet_dir):  # enters no linked directory
+        for name in sorted(n for n in dirs + names if n.endswith(".tmp")):
+            p = Path(dirpath) / name
+            try:
+                st = os.lstat(p)
+            except FileNotFoundError:
+                continue
+            if p in known:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                report.add("temporary files", p, "a link named like a temporary file (the store never makes one)",
+                           lambda p=p: _unlink_link(tree, p))
+            elif stat.S_ISREG(st.st_mode) and now - st.st_mtime > TEMP_GRACE_S:
+                report.add("temporary files", p, f"left by a write that stopped {(now - st.st_mtime) / 3600:.1f} h ago",
+                           lambda p=p: tree.unlink(p))
+
+
+def _unlink_link(tree: StoreTree, p: Path) -> bool:
+    """Remove the link `p` itself (unlinkat on its opened parent, after checking it is still a link)."""
+    with tree.opened(p.parent) as fd:
+        if fd is None:
+            return False
         try:
-            age = now - p.stat().st_mtime
+            if not stat.S_ISLNK(os.stat(p.name, dir_fd=fd, follow_symlinks=False).st_mode):
+                return False
+            os.unlink(p.name, dir_fd=fd)
         except FileNotFoundError:
-            continue
-        if p not in known and age > TEMP_GRACE_S:
-            report.add("temporary files", p, f"left by a write that stopped {age / 3600:.1f} h ago",
-                       lambda p=p: tree.unlink(p))
+            return False
+    return True
 
 
 #: Where `store check --repair` sets aside what no reader can read: kept for the admin, never deleted.

@@ -43,6 +43,7 @@ import datetime
 import json
 import os
 import re
+import stat
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -89,10 +90,11 @@ def fs_dir(settings: Settings, fs: str) -> Path:
 
 
 def list_fs(settings: Settings) -> list[str]:
+    """The datasets: the real `fs=NAME` directories (a link there is not the store's: never listed, never read)."""
     d = telemetry_dir(settings)
     if not d.is_dir():
         return []
-    return sorted(p.name[3:] for p in d.iterdir() if p.name.startswith("fs=") and p.is_dir())
+    return sorted(p.name[3:] for p in _real_subdirs(d, "fs="))
 
 
 def write_rows(settings: Settings, fs: str, df: pd.DataFrame, writer: str = "import",
@@ -187,16 +189,38 @@ def _day_in(day0: int, since_ns: int | None, until_ns: int | None) -> bool:
 _NAMED_DAYS = 31
 
 
+def _real_dir(p: Path) -> bool:
+    """A directory, not a link to one: the store's readers follow no link they did not create (issue 41:
+    a day directory linked elsewhere was read as the dataset's, a linked `fs=NAME` as a file system)."""
+    try:
+        return stat.S_ISDIR(os.lstat(p).st_mode)
+    except OSError:
+        return False
+
+
+def _real_subdirs(d: Path, prefix: str) -> list[Path]:
+    """The real subdirectories of `d` named `prefix...`, sorted (a link is left out; a mount point is not:
+    an admin may mount a disk there, and reading follows no name the store did not make)."""
+    try:
+        with os.scandir(d) as it:
+            return sorted(Path(e.path) for e in it if e.name.startswith(prefix) and e.is_dir(follow_symlinks=False))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
 def day_dirs(base: Path, since_ns: int | None = None, until_ns: int | None = None) -> list[Path]:
-    """The date=<D> directories that can hold rows of [since, until): a file holds one UTC day."""
+    """The date=<D> directories that can hold rows of [since, until): a file holds one UTC day. Only
+    real directories of a real dataset directory (a link is never followed: `_real_subdirs`)."""
+    if not _real_dir(base):
+        return []
     if since_ns is not None and until_ns is not None and until_ns - since_ns <= _NAMED_DAYS * DAY_NS:
         # a job's window or one day: name its few directories instead of listing a year of them
         # (one umami answer asks for ~300 days one at a time)
         first, last = since_ns // DAY_NS, (until_ns - 1) // DAY_NS
         named = (base / f"date={_EPOCH_DAY + datetime.timedelta(days=k)}" for k in range(first, last + 1))
-        return [d for d in named if d.is_dir()]
+        return [d for d in named if _real_dir(d)]
     out = []
-    for d in sorted(base.glob("date=*")):
+    for d in _real_subdirs(base, "date="):
         day0 = _day_of_dir(d.name)
         if day0 is not None and _day_in(day0, since_ns, until_ns):
             out.append(d)
@@ -243,7 +267,8 @@ def uncommitted(name: str, markers: dict[str, dict]) -> bool:
     return False
 
 
-def data_files(base: Path, since_ns: int | None = None, until_ns: int | None = None) -> list[Path]:
+def data_files(base: Path, since_ns: int | None = None, until_ns: int | None = None, *,
+               known_bad: bool = False) -> list[Path]:
     """The dataset's data files for [since, until) (whole days), without those a compacted file
     replaces: between writing a compacted file and unlinking its parts both exist, and a reader
     must count each row once (store/telemetry_compact.py); likewise without the files of an import
@@ -252,20 +277,36 @@ def data_files(base: Path, since_ns: int | None = None, until_ns: int | None = N
 
     The markers are read before and after the directories: an import that switched in between
     (and removed its old run's files) would leave a listing of neither run, so that one is taken
-    again. A switch writes a new run id, so equal markers mean no switch happened."""
+    again. A switch writes a new run id, so equal markers mean no switch happened.
+
+    Files this process found unreadable (`unreadable`) are left out unless `known_bad` (store check
+    lists them to set them aside)."""
     for _ in range(LIST_ATTEMPTS):
         markers = import_markers(base)
         out = []
         for d in day_dirs(base, since_ns, until_ns):
-            files = sorted(d.glob("*.parquet"))
+            files = _regular_parquet(d)
             gone = {n for f in files for n in replaced_by(f)}
             out.extend(f for f in files if f.name not in gone and not uncommitted(f.name, markers))
+        if _BAD and not known_bad:
+            bad = set(known_unreadable(out))
+            out = [f for f in out if f not in bad]
         if import_markers(base) == markers:
             return out
     raise _busy(base)
 
 
 LIST_ATTEMPTS = 5
+
+
+def _regular_parquet(d: Path) -> list[Path]:
+    """The regular `*.parquet` files of a day directory, sorted; a link there (to a file of the same
+    shape elsewhere) is not the store's and is left out."""
+    try:
+        with os.scandir(d) as it:
+            return sorted(Path(e.path) for e in it if e.name.endswith(".parquet") and e.is_file(follow_symlinks=False))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def _busy(base: Path) -> StoreError:
@@ -299,6 +340,7 @@ def read_listed(base: Path, read, since_ns: int | None = None, until_ns: int | N
                 fresh = [f for f in fresh if f not in bad]
             files = fresh
             continue
+        skipped = sorted(set(skipped) | set(within(skipped_unreadable(base), since_ns, until_ns)))
         if skipped and warn is not None:
             warn(unreadable_note(skipped))
         return out
@@ -306,7 +348,9 @@ def read_listed(base: Path, read, since_ns: int | None = None, until_ns: int | N
 
 
 def unreadable(files) -> list[Path]:
-    """The files among `files` whose Parquet footer cannot be read (damaged, truncated, not Parquet)."""
+    """The files among `files` whose Parquet footer cannot be read (damaged, truncated, not Parquet).
+    Each is remembered (`_BAD`) until it changes: `data_files` then leaves it out, so every reader of
+    this process skips it, not only the one that met it (the pages' queries list files themselves)."""
     bad = []
     for f in files:
         try:
@@ -315,7 +359,33 @@ def unreadable(files) -> list[Path]:
             continue
         except (OSError, pa.ArrowException):
             bad.append(Path(f))
+            key = _stat_key(f)
+            if key is not None:
+                _BAD[str(f)] = key
     return bad
+
+
+#: {path: (inode, mtime, size)} of the data files found unreadable; a file rewritten or moved back is read again.
+_BAD: dict[str, tuple[int, int, int]] = {}
+
+
+def _stat_key(f) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(f)
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def known_unreadable(files) -> list[Path]:
+    """The files among `files` found unreadable before and unchanged since."""
+    return [Path(f) for f in files if str(f) in _BAD and _stat_key(f) == _BAD[str(f)]]
+
+
+def skipped_unreadable(base: Path) -> list[Path]:
+    """The dataset's files that `data_files` leaves out as unreadable (what a reader's note names)."""
+    prefix = str(base) + os.sep
+    return sorted(Path(f) for f in list(_BAD) if f.startswith(prefix) and _stat_key(f) == _BAD[f])
 
 
 def unreadable_note(files) -> str:
@@ -344,7 +414,7 @@ def writer_files(settings: Settings, fs: str, writer: str) -> list[Path]:
     if not base.is_dir():
         return []
     prefix = writer if writer.endswith("-") else writer + "-"
-    return sorted(p for p in base.glob("date=*/*.parquet") if p.name.startswith(prefix))
+    return sorted(p for d in day_dirs(base) for p in _regular_parquet(d) if p.name.startswith(prefix))
 
 
 def store_tree(path: Path) -> StoreTree:

@@ -21,7 +21,9 @@ row by row, still right) or nothing at all; a rollup whose data file is gone is 
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
 
 import pyarrow as pa
@@ -85,6 +87,7 @@ def write_rows(data_path: Path, rows: pa.Table, first: int | None, last: int | N
             b"first_ns": b"" if first is None else str(int(first)).encode(),
             b"last_ns": b"" if last is None else str(int(last)).encode()}
     out = rollup_path(data_path)
+    refuse_link(out)
     out.parent.mkdir(exist_ok=True, mode=0o700)
     tmp = out.parent / f".{out.name}.tmp"
     try:
@@ -110,10 +113,16 @@ def merge(data_paths) -> tuple[pa.Table, int | None, int | None]:
     frames, firsts, lasts = [], [], []
     for p in data_paths:
         r = read_range(rollup_path(p))
-        if r is None:
-            build(p)
-            r = read_range(rollup_path(p))
-        frames.append(pq.read_table(rollup_path(p)).to_pandas())
+        if r is None and not own(rollup_path(p)):
+            # a link planted at _rollup or at the rollup: neither read through nor written through
+            rows, first, last = summarize(pq.read_table(p))
+            frames.append(rows.to_pandas())
+            r = (first, last)
+        else:
+            if r is None:
+                build(p)
+                r = read_range(rollup_path(p))
+            frames.append(pq.read_table(rollup_path(p)).to_pandas())
         if r and r[0] is not None:
             firsts.append(r[0])
             lasts.append(r[1])
@@ -127,9 +136,32 @@ def merge(data_paths) -> tuple[pa.Table, int | None, int | None]:
     return rows, (min(firsts) if firsts else None), (max(lasts) if lasts else None)
 
 
+def own(path: Path) -> bool:
+    """Neither the rollup nor its `_rollup` directory is a link (nor anything but a file in a directory);
+    absent counts as the store's: build() makes them."""
+    for p, want in ((path.parent, stat.S_ISDIR), (path, stat.S_ISREG)):
+        try:
+            if not want(os.lstat(p).st_mode):
+                return False
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+    return True
+
+
+def refuse_link(out: Path) -> None:
+    """Raise (OSError, which the readers take as "no rollup: read the rows") when `out` or its directory
+    is a link: a rollup is never written through one (it would land outside the store)."""
+    if not own(out):
+        raise OSError(errno.ELOOP, "a link in place of the store's rollup (not written through)", str(out))
+
+
 def read_range(path: Path) -> tuple[int | None, int | None] | None:
-    """(first_ns, last_ns) of a rollup's data file, or None when the rollup is missing, unreadable or
-    of another version (the caller then reads the data file itself)."""
+    """(first_ns, last_ns) of a rollup's data file, or None when the rollup is missing, unreadable,
+    of another version or reached through a link (the caller then reads the data file itself)."""
+    if not own(path):
+        return None
     try:
         meta = pq.read_metadata(path).metadata or {}
     except (OSError, pa.ArrowException):

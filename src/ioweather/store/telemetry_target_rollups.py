@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ioweather.store.parquet_scan import connect_duckdb, files_scan
-from ioweather.store.telemetry_rollup import VALID
+from ioweather.store.telemetry_rollup import own, refuse_link, VALID
 
 BUCKET_NS = 300_000_000_000
 HOUR_NS = 3_600_000_000_000
@@ -76,6 +76,7 @@ def _write_levels(data_path: Path, tables: list[pa.Table], first: int | None, la
             b"last_ns": b"" if last is None else str(last).encode()}
     for level, rows in reversed(list(zip(LEVELS, tables))):
         out = rollup_path(data_path, level)
+        refuse_link(out)
         out.parent.mkdir(exist_ok=True, mode=0o700)
         tmp = out.parent / f".{out.name}.tmp"
         try:
@@ -143,6 +144,8 @@ def read_range(path: Path) -> tuple[int | None, int | None] | None:
     """(first_ns, last_ns) of the rolled metrics in a target rollup's data file; None when unusable.
     Remembered per (path, inode, mtime, size): a rollup is written once and replaced whole, and a
     month of files cost a page 0.3 s of footer reads each time."""
+    if not all(own(rollup_path(path.parent.parent / path.name, level)) for level in LEVELS):
+        return None  # a link planted at a level's directory or file: read the rows, never through it
     try:
         st = os.stat(path)
     except OSError:

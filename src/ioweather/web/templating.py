@@ -10,6 +10,7 @@ import jinja2
 from starlette.responses import HTMLResponse
 
 from ioweather import __version__
+from ioweather.services.runtime.defaults import LEARNING_RULE
 from ioweather.views import templating
 from ioweather.web.params import format_seconds_short
 
@@ -27,6 +28,7 @@ FILTERS: dict[str, Callable] = {
 def environment() -> jinja2.Environment:
     env = templating.environment(TEMPLATES)
     env.filters.update(FILTERS)
+    env.globals["learning_rule"] = LEARNING_RULE  # the rule's words, as `slowdown` says them
     return env
 
 

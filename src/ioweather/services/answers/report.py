@@ -5,7 +5,7 @@ jobs and cost, benchmark standing, fullness. A part whose data is absent says so
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import numpy as np
 
@@ -13,13 +13,13 @@ from ioweather.encoding import Answer
 from ioweather.errors import UserError
 from ioweather.services.answers.changes import detect
 from ioweather.services.probe.slowdown import compute_slowdown
-from ioweather.services.telemetry.workload import data_end
 from ioweather.stats.bench import summarize
 from ioweather.store import bench as bstore
 from ioweather.units import check_order, ns_to_iso, to_ns
 
 CLIMATE_INTERVAL_S = 3600.0
 BASELINE_S = 30 * 86400.0
+DEFAULT_S = 7 * 86400.0
 WORST = 5
 
 
@@ -45,11 +45,17 @@ class Report(Answer):
 
 
 def compute(settings, fs: str, since: datetime | None, until: datetime | None, params=None) -> Report:
-    """The report over [since, until) (default: the 7 days before the telemetry's end)."""
+    """The report over [since, until) (default: the 7 days before the end of the file system's data; the
+    window cut to the time its data covers: services.telemetry.fsview.data_window, as the page takes it)."""
     # lazy: pandas, pyarrow via services.answers.events, loaded only when this runs
     from ioweather.services.answers import events as ev
-    until = until or data_end(settings, fs) or datetime.now(timezone.utc)
-    since = since or until - timedelta(days=7)
+    # lazy: pandas, pyarrow via services.telemetry.fsview, loaded only when this runs
+    from ioweather.services.telemetry.fsview import data_window
+
+    if since is not None and until is not None:
+        check_order(since, until)
+    since, until = (datetime.fromtimestamp(t / 1e9, timezone.utc) for t in data_window(
+        settings, fs, to_ns(since) if since else None, to_ns(until) if until else None, DEFAULT_S))
     check_order(since, until)
     params = params or ev.Params()
     q = f"fs={fs}&since={ns_to_iso(to_ns(since))}&until={ns_to_iso(to_ns(until))}"
@@ -63,7 +69,7 @@ def compute(settings, fs: str, since: datetime | None, until: datetime | None, p
     finally:
         if store is not None:
             store.dispose()
-    return Report(fs=fs, start=events["start"], end=events["end"], query=q, slowdown=climate, changes=changes,
+    return Report(fs=fs, start=ns_to_iso(to_ns(since)), end=ns_to_iso(to_ns(until)), query=q, slowdown=climate, changes=changes,
                   events=events, bench=bench, fullness=_fullness(settings, fs, since, until),
                   links={"slowdown": "/timeline", "changes": "/history", "events": f"/workload?{q}",
                          "bench": "/bench", "fullness": f"/capacity?{q}"})
@@ -112,17 +118,13 @@ def _bench(store, fs: str, until_ns: int) -> list[dict] | None:
 
 def _fullness(settings, fs: str, since, until) -> dict | None:
     # lazy: pandas, pyarrow via services.telemetry.fsview, loaded only when this runs
-    from ioweather.services.telemetry.fsview import capacity, is_data_target
+    from ioweather.services.telemetry.fsview import capacity
 
     c = capacity(settings, fs, to_ns(since), to_ns(until), top=5)
     f = c.fs_fullness
     if not f.get("fullness"):
         return None
-    # the data targets' latest readings, whatever the bins of the window (one reading for every surface)
-    rows = [r for r in c.targets if is_data_target(r["target"]) and r["used_bytes"] is not None]
-    used = sum(r["used_bytes"] for r in rows)
-    room = sum(r["avail_bytes"] if r["avail_bytes"] is not None else r["capacity_bytes"] - r["used_bytes"] for r in rows)
-    last = used / (used + room) if used + room > 0 else None
+    last = f["now"]["fullness"] if f.get("now") else None  # the Capacity page's "now" and last point
     fullest = [r for r in c.targets if r["target"] in c.fullest]
     return {"fullness": last, "days_until_full": f.get("days_until_full"), "growth_bps": f.get("growth_bps"),
             "fullest": [{"target": r["target"], "fullness": r["fullness"], "days_until_full": r["days_until_full"]}

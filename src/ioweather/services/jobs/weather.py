@@ -166,18 +166,19 @@ def find_job(store, job_id: str) -> Job | None:
     return None
 
 
-def fs_of(store, job: Job, fs: str | None = None, facts: bool = True) -> dict:
+def fs_of(store, job: Job, fs: str | None = None, facts: bool = True, tables: dict | None = None) -> dict:
     """services.runtime.fs_names.job_fs of `job` (a Darshan job found by id gets its per-file facts here, in place;
-    without `facts`, only the bytes per mount are read, without pandas, and the job keeps its row alone)."""
+    without `facts`, only the bytes per mount are read, without pandas, and the job keeps its row alone;
+    `tables` keeps the per-file parts read, for the jobs of one page that share one)."""
     if not job.files:
         if not facts:
-            return job_fs(store.parquet_dir, _mount_bytes_of(store, job), fs)
+            return job_fs(store.parquet_dir, _mount_bytes_of(store, job, tables), fs)
         # in place: the caller then computes the job's weather without reading its per-file table again
         vars(job).update(vars(with_files(store, [job])[0]))
     return job_fs(store.parquet_dir, job.mount_bytes, fs)
 
 
-def _mount_bytes_of(store, job: Job) -> list[dict]:
+def _mount_bytes_of(store, job: Job, tables: dict | None = None) -> list[dict]:
     """The `mount_bytes` with_files would give `job` (stats.job_weather.mount_bytes, else its mounts), read
     with pyarrow alone: `umami JOB` answers from a kept climate without importing pandas (0.4 s)."""
     # lazy: pyarrow via store.job_telemetry, loaded only when this runs
@@ -194,7 +195,10 @@ def _mount_bytes_of(store, job: Job) -> list[dict]:
         return []
     cols = [c for c in ("log_hash", "module", "mount", "fs_type", "bytes_read", "bytes_written") if c in names]
     # not read_table's filters (pyarrow.dataset) nor pyarrow.compute: both import pandas
-    t = pq.ParquetFile(path).read(columns=cols).to_pydict()
+    tables = {} if tables is None else tables
+    if (path, tuple(cols)) not in tables:
+        tables[(path, tuple(cols))] = pq.ParquetFile(path).read(columns=cols).to_pydict()
+    t = tables[(path, tuple(cols))]
     out: dict = {}
     for i in [i for i, x in enumerate(t["log_hash"]) if x == h]:
         m = t["mount"][i]
@@ -891,9 +895,11 @@ def _no_data_verdict(fs: str) -> str:
 
 
 def stored_verdicts(store, log_hashes: list[str]) -> dict[str, str]:
-    """{log hash: weather verdict} of the Darshan jobs among `log_hashes` with a stored one: the verdict
-    kept when their UMAMI was last computed, or "no data" when their window had no telemetry. Reads
-    the store only, by key: the Jobs list never computes a weather."""
+    """{log hash: weather verdict} of the Darshan jobs among `log_hashes` with a stored one on the file
+    system the one resolver names for them (what the job page and `why` show): the verdict kept when
+    their UMAMI was last computed, or "no data" when their window had no telemetry. A weather stored on
+    another file system (an explicit --fs, an fs-map changed since) is not shown, even when it is the
+    job's only one. Reads the store only: the Jobs list never computes a weather."""
 
     by_job: dict[str, dict[str, str]] = {}
     for r in wstore.of_jobs(store, [f"darshan:{h}" for h in log_hashes]):
@@ -902,14 +908,10 @@ def stored_verdicts(store, log_hashes: list[str]) -> dict[str, str]:
         if v is not None:
             by_job.setdefault(r["job_key"][len("darshan:"):], {})[r["fs"]] = v
     out: dict[str, str] = {}
+    tables: dict = {}  # the jobs of one page mostly share a per-file part: read once
     for h, verdicts in by_job.items():
-        if len(verdicts) == 1:
-            out[h] = next(iter(verdicts.values()))
-            continue
-        # weathers on several file systems (an earlier --fs, an fs-map changed since): the one the job page
-        # and `why` show, by the one resolver (this reads the job's per-file table: rare)
         job = find_job(store, h)
-        fs = fs_of(store, job)["dataset"] if job is not None else None
+        fs = fs_of(store, job, facts=False, tables=tables)["dataset"] if job is not None else None
         if fs in verdicts:
             out[h] = verdicts[fs]
     return out

@@ -90,6 +90,12 @@ class Baseline:
     first_ns: np.ndarray | None = None
     #: A reference period chosen by the site (`--baseline-from/--baseline-until`) rather than the rolling window.
     reference: bool = False
+    #: The probe's period (its latest run's): how many samples the window can hold, which the learning rule scales with.
+    period_s: float = 1.0
+
+    def min_samples(self) -> int:
+        """The successful samples per op this baseline needs before it judges (stats.status.min_samples)."""
+        return min_samples((self.until_ns - self.since_ns) / 1e9, self.period_s)
 
     def expected(self, stat: str = "median", expected: str = "median") -> np.ndarray:
         """The denominator of `stat`'s slowdown: the baseline median, or with expected="same" the same statistic."""
@@ -105,7 +111,7 @@ class Baseline:
         if self.reference:
             return np.zeros(len(self.samples), bool)
         span_s = (self.until_ns - self.since_ns) / 1e9
-        return learning_ops(self.samples, self.history_s(now_ns), min_history_s(span_s), min_samples(span_s))
+        return learning_ops(self.samples, self.history_s(now_ns), min_history_s(span_s), self.min_samples())
 
     @property
     def ttl_s(self) -> float:
@@ -233,7 +239,7 @@ class ProbeCache:
         counts = np.array([o.n for o in ops] or [0] * len(OPS), np.int64)
         first = np.array([o.first_ok_ns for o in ops] or [-1] * len(OPS), np.int64)
         return rolled, Baseline(stat_s["median"].copy(), counts, base[0], base[1], self.clock(), time.perf_counter() - t0,
-                                stat_s, first, self.reference is not None)
+                                stat_s, first, self.reference is not None, probe_pieces.period_s(self.store, target))
 
     def _scan_samples(self, target: str, roll: tuple[int, int] | None, lengths: tuple[int, ...],
                       base: tuple[int, int] | None) -> tuple[dict[int, dict], Baseline | None]:
@@ -283,7 +289,7 @@ class ProbeCache:
         baseline = None
         if base is not None:
             baseline = Baseline(expected, counts, base[0], base[1], self.clock(), time.perf_counter() - t0,
-                                stat_s, first, self.reference is not None)
+                                stat_s, first, self.reference is not None, probe_pieces.period_s(self.store, target))
         return rolled, baseline
 
     # -- baseline -------------------------------------------------------------

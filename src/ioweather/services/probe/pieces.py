@@ -25,7 +25,7 @@ from ioweather.errors import StoreError
 from ioweather.stats.probe import STATUS_ERROR, STATUS_OK, STATUS_TIMEOUT, STAT_QUANTILES, interval_stats
 from ioweather.stats.rollups import concat_rollups, rollup_arrays
 from ioweather.stats.slowdown_pieces import locate, pick, summarize
-from ioweather.stats.status import baseline_ranks
+from ioweather.stats.status import baseline_ranks, PROBE_PERIOD_S
 from ioweather.store import probe as probe_store
 from ioweather.store import probe_pieces as pieces_store
 from ioweather.store.probe_pieces import DAY_NS, HOUR_NS
@@ -322,3 +322,11 @@ def _from_hours(store, target: str, a: int, b: int, step: int, now_ns: int) -> d
                 continue
             parts.append(row)
     return concat_rollups(parts)
+
+
+def period_s(store, target: str) -> float:
+    """The probe period of `target` (its latest run's `--period`), which the learning rule's sample count
+    scales with (stats.status.min_samples); the default one second when no run says."""
+    rs = probe_store.runs(store, target)
+    p = rs[-1].get("interval_s") if rs else None
+    return float(p) if p and p > 0 else PROBE_PERIOD_S

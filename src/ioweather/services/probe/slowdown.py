@@ -148,7 +148,8 @@ def _from_pieces(store, target, interval_s: float, stat: str, since, until, expe
         else:
             s = probe_store.read_samples(store, t, since_ns=lo, until_ns=hi)
             stats_rows = interval_stats(s["op"], s["start_ns"], s["duration_ns"], s["status"], interval_s)
-        learning = learning_per_op([o.n for o in ob], [o.first_ok_ns for o in ob], base_ns, reference)
+        learning = learning_per_op([o.n for o in ob], [o.first_ok_ns for o in ob], base_ns, reference,
+                                   probe_pieces.period_s(store, t))
         rows.extend(_rows(t, slowdown_rows(stats_rows, expected_s, stat), expected, learning))
     return rows
 
@@ -158,6 +159,9 @@ def compute_slowdown_full(store, target, interval_s: float, stat: str, since, un
     """The slowdown rows from every sample of the baseline and the window (the reference computation;
     the only one on MariaDB, which keeps no pieces); `reference`: `base_ns` is a site's reference period."""
     import numpy as np
+
+    # lazy: numpy via services.probe.pieces: commands.slowdown and commands.probe import this at their top: kept off their `--help`
+    from ioweather.services.probe import pieces as probe_pieces
 
     # lazy: numpy via stats.probe: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.stats.probe import STATUS_OK, baseline_medians, slowdown
@@ -180,14 +184,14 @@ def compute_slowdown_full(store, target, interval_s: float, stat: str, since, un
         ok = base["status"] == STATUS_OK
         n = [int(((base["op"] == code) & ok).sum()) for code in range(len(OPS))]
         first = [int(base["start_ns"][(base["op"] == code) & ok].min()) if n[code] else -1 for code in range(len(OPS))]
-        learning = learning_per_op(n, first, base_ns, reference)
+        learning = learning_per_op(n, first, base_ns, reference, probe_pieces.period_s(store, t))
         win = _select(s, to_ns(since), to_ns(until))
         rows.extend(_rows(t, slowdown(win["op"], win["start_ns"], win["duration_ns"], win["status"], interval_s,
                                       expected_s, stat), expected, learning))
     return rows
 
 
-def learning_per_op(n, first_ok_ns, base_ns: tuple[int, int], reference: bool) -> list[bool]:
+def learning_per_op(n, first_ok_ns, base_ns: tuple[int, int], reference: bool, period_s: float = 1.0) -> list[bool]:
     """Per op code: whether its rolling baseline is still learning (the Status page's rule, with "now" the end of
     the baseline); a reference period is taken as it is."""
     import numpy as np
@@ -200,7 +204,7 @@ def learning_per_op(n, first_ok_ns, base_ns: tuple[int, int], reference: bool) -
     first = np.asarray(first_ok_ns, np.int64)
     history_s = np.where(first >= 0, (base_ns[1] - first) / 1e9, 0.0)
     span_s = (base_ns[1] - base_ns[0]) / 1e9
-    return learning_ops(np.asarray(n), history_s, min_history_s(span_s), min_samples(span_s)).tolist()
+    return learning_ops(np.asarray(n), history_s, min_history_s(span_s), min_samples(span_s, period_s)).tolist()
 
 
 def _rows(target: str, stat_rows: list[dict], expected: str, learning: list[bool]) -> list[dict]:

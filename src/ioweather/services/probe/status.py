@@ -10,7 +10,7 @@ import numpy as np
 from ioweather.encoding import Answer
 from ioweather.stats.probe import DEGRADED, SEVERE, interval_stats, state
 from ioweather.stats.status import climate, target_state, window_slowdown
-from ioweather.stats.status import learning_reason as _learning_reason, learning_span, min_history_s, min_samples
+from ioweather.stats.status import learning_reason as _learning_reason, learning_span, min_history_s
 from ioweather.store.probe_aggregates import last_sample_ns
 from ioweather.units import ns_to_iso
 from ioweather.services.probe.cache import OPS, ProbeCache
@@ -64,7 +64,7 @@ def learning_reason(base, now_ns: int) -> str:
     """Why a rolling baseline's slowdowns are not judged yet at `now_ns`: how much history it holds of how
     much it needs (the Status card's and the History page's words)."""
     span_s = (base.until_ns - base.since_ns) / 1e9
-    return _learning_reason(float(np.max(base.history_s(now_ns))), span_s, min_history_s(span_s), min_samples(span_s))
+    return _learning_reason(float(np.max(base.history_s(now_ns))), span_s, min_history_s(span_s), base.min_samples())
 
 
 def stale_after_s(interval_s: float | None) -> float:

@@ -10,22 +10,25 @@ does: a bin with some samples missing shows a lower rate, a bin with none is a g
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ioweather.encoding import Answer
-from ioweather.errors import UserError
+from ioweather.errors import StoreError, UserError
 from ioweather.services.telemetry.capacity import forecast, is_data_target
 from ioweather.sources.telemetry.lctl import NID_PREFIX, STATE_PREFIX
 from ioweather.stats import targets as T
 from ioweather.stats import workload as W
 from ioweather.store import open_store, telemetry_targets as Q
-from ioweather.store.telemetry_layout import connect_duckdb, data_files, fs_dir, list_fs
+from ioweather.store.telemetry_layout import (connect_duckdb, data_files, fs_dir, list_fs, LIST_ATTEMPTS, skipped_unreadable,
+                                              unreadable, unreadable_note)
 from ioweather.store.telemetry_targets import known_jobs
 from ioweather.units import ns_to_iso
 
@@ -133,6 +136,24 @@ def window_of(settings, fs: str, kind: str, covs: dict[str, dict], asked: tuple[
     return dataclasses.replace(span, since_ns=since, until_ns=until, covered_s=(until - since) / 1e9)
 
 
+def data_window(settings, fs: str, since_ns: int | None, until_ns: int | None, default_s: float) -> tuple[int, int]:
+    """[since, until) of an answer of several parts (`report`: events, fullness, probes, benchmarks), the
+    same from the CLI and the page: the asked ends, else the end of the file system's data of every kind
+    (an `lfs df` after the last byte counters included) and `default_s` before it; cut to the time that
+    data covers when the window holds some of it. The CLI took its end from the data and the page from
+    the byte counters alone, so the two showed different weeks and fullness."""
+    spans = list(coverage(settings, fs).values())
+    first = min((v[0] for v in spans), default=None)
+    end = max((v[1] for v in spans), default=None)
+    if until_ns is None:
+        until_ns = end if end is not None else time.time_ns()
+    if since_ns is None:
+        since_ns = until_ns - int(default_s * 1e9)
+    if first is not None and max(since_ns, first) < min(until_ns, end):
+        since_ns, until_ns = max(since_ns, first), min(until_ns, end)
+    return int(since_ns), int(until_ns)
+
+
 def sampling_s(settings, fs: str, since_ns: int | None, until_ns: int | None, con=None) -> float | None:
     """The shortest interval of the data in the window, from the Parquet footers (no rows read)."""
     own = con is None
@@ -218,12 +239,38 @@ def _fresh(key: tuple, compute: Callable[[], Any]) -> Any:
 @dataclass(frozen=True)
 class FsWindow(Answer):
     """What every answer about one file system's window starts with: every file system with telemetry
-    (`fs_all`, the pages' menu), the one asked about, and the window (ISO 8601 UTC)."""
+    (`fs_all`, the pages' menu), the one asked about, and the window (ISO 8601 UTC); `notes`, what the
+    answer could not read (a damaged file left out), for the page to say."""
 
     fs_all: list[str]
     fs: str
     since: str
     until: str
+    notes: list[str] = field(default_factory=list, kw_only=True)
+
+
+def _skipping_damaged(answer: Callable) -> Callable:
+    """`answer(settings, fs, ...)` that leaves out the dataset's files whose Parquet footer cannot be
+    read (layout.unreadable remembers them, layout.data_files then lists them no more) and says so in
+    its `notes`, as `workload` does: one damaged file answered 500 on Servers, Metadata and Capacity,
+    whose queries list the files themselves (issue 41 item 5)."""
+
+    @functools.wraps(answer)
+    def run(settings, fs: str, *args, **kwargs):
+        base = fs_dir(settings, fs)
+        for attempt in range(LIST_ATTEMPTS):
+            try:
+                doc = answer(settings, fs, *args, **kwargs)
+                break
+            except (UserError, StoreError):
+                raise
+            except Exception:
+                if attempt == LIST_ATTEMPTS - 1 or not unreadable(data_files(base)):
+                    raise
+        bad = skipped_unreadable(base)
+        return dataclasses.replace(doc, notes=[*doc.notes, unreadable_note(bad)]) if bad else doc
+
+    return run
 
 
 @dataclass(frozen=True)
@@ -251,6 +298,7 @@ class Servers(FsWindow):
     brw: dict
 
 
+@_skipping_damaged
 def servers(settings, fs: str, since_ns: int, until_ns: int, sort: str = "bytes", target: str | None = None,
             min_amplitude: float = DEFAULT_TARGET_MIN_AMPLITUDE, memo: Memo = _fresh) -> Servers:
     """The targets of `fs` over [since, until) sorted by `sort`, and `target`'s series (UserError when it
@@ -410,6 +458,7 @@ class Metadata(FsWindow):
     targets: list[dict]
 
 
+@_skipping_damaged
 def metadata(settings, fs: str, since_ns: int, until_ns: int, min_amplitude: float = DEFAULT_MD_MIN_AMPLITUDE,
              smooth_s: float = W.DEFAULT_SMOOTH_S) -> Metadata:
     """Metadata operation rates by operation (md_<op>, summed over MDTs), with events and burstiness
@@ -477,6 +526,7 @@ class Capacity(FsWindow):
     no_capacity_data: list[str]
 
 
+@_skipping_damaged
 def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> Capacity:
     """Fullness per data target and for the file system over the window, the fullest targets at the
     end, days until full (services.telemetry.capacity.forecast: the same for every window ending at the same
@@ -494,6 +544,7 @@ def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> 
     fc = forecast(settings, fs, until_ns)
     fs_doc = _fs_fullness(m, data_rows, fc)
     latest = _latest(m, full, targets)
+    fs_doc["now"] = latest_fullness(latest)
     fullest = sorted((r for r in latest if is_data_target(r["target"]) and r["fullness"] is not None),
                      key=lambda r: -r["fullness"])[:top]
     for r in latest:
@@ -525,11 +576,13 @@ def _reading_times(g: pd.DataFrame, b0: int, nbins: int, step_ns: int) -> list[s
 
 
 def _fs_fullness(m: dict, rows: list[int], fc) -> dict:
-    """The file system's fullness over the data targets reporting in each bin, and the forecast's
-    used and room bytes, growth and days until full."""
+    """The file system's fullness in each bin from each data target's latest reading at or before it
+    (in the window), and the forecast's used and room bytes, growth and days until full. The last point
+    is then the fullness of every target's latest reading, the number `report` and `now` give: summed
+    over only the targets reporting in the last bin it was another (one OST read a minute later moved it)."""
     if not rows:
         return {"fullness": [], "targets_reporting": [], "days_until_full": None, "growth_bps": None}
-    cap, free, avail = (m[k][rows] for k in ("capacity_bytes", "free_bytes", "avail_bytes"))
+    cap, free, avail = (_carried(m[k][rows]) for k in ("capacity_bytes", "free_bytes", "avail_bytes"))
     ok = np.isfinite(cap) & np.isfinite(free)
     n = ok.sum(axis=0)
     used = np.where(ok, cap - free, 0.0).sum(axis=0)
@@ -539,6 +592,29 @@ def _fs_fullness(m: dict, rows: list[int], fc) -> dict:
     return {"fullness": _nums(frac), "targets_reporting": n.tolist(), "used_bytes": fc.used_bytes,
             "room_bytes": fc.room_bytes, "growth_bps": fc.growth_bps, "growth_points": fc.points,
             "days_until_full": fc.days_until_full}
+
+
+def _carried(a: np.ndarray) -> np.ndarray:
+    """Each row's last finite value carried forward along the bins (NaN before its first)."""
+    idx = np.where(np.isfinite(a), np.arange(a.shape[1]), -1)
+    np.maximum.accumulate(idx, axis=1, out=idx)
+    out = np.take_along_axis(a, np.maximum(idx, 0), axis=1)
+    out[idx < 0] = np.nan
+    return out
+
+
+def latest_fullness(latest: list[dict]) -> dict | None:
+    """The file system now, from each data target's latest reading (`Capacity.targets`): used and room
+    bytes (available, else free) and fullness = used / (used + room). The Capacity page's "now" and last
+    point, `report`'s fullness and /api say this one number."""
+    rows = [r for r in latest if is_data_target(r["target"]) and r["used_bytes"] is not None]
+    if not rows:
+        return None
+    used = float(sum(r["used_bytes"] for r in rows))
+    room = float(sum(r["avail_bytes"] if r["avail_bytes"] is not None else r["capacity_bytes"] - r["used_bytes"]
+                     for r in rows))
+    return {"fullness": used / (used + room) if used + room > 0 else None, "used_bytes": used, "room_bytes": room,
+            "targets": len(rows)}
 
 
 def _latest(m: dict, full: np.ndarray, targets: list[str]) -> list[dict]:
@@ -673,6 +749,7 @@ class Talkers(FsWindow):
     users: list[dict]
 
 
+@_skipping_damaged
 def talkers(settings, fs: str, since_ns: int, until_ns: int, known_jobs=None, top: int = TOP_JOBS) -> Talkers:
     """Jobs (and users, when the job id names one) moving the most bytes and operations, over the
     window and "now" (the last NOW_S seconds of the window), from Lustre job_stats."""

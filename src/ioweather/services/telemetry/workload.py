@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
 import numpy as np
 
@@ -639,24 +638,3 @@ def dataset_fingerprint(settings, fs: str) -> tuple:
                         continue
                     n, size, newest = n + 1, size + st.st_size, max(newest, st.st_mtime_ns)
     return n, size, newest
-
-
-def data_end(settings, fs: str) -> datetime | None:
-    """Just after the last interval of the dataset, from the Parquet footers (no data read)."""
-    # lazy: pyarrow via store.telemetry_layout, loaded only when this runs
-    from ioweather.store.telemetry_layout import connect_duckdb, fs_dir, read_listed
-    # lazy: pandas, pyarrow via store.telemetry_query, loaded only when this runs
-    from ioweather.store.telemetry_query import footer_summary
-
-    def read(files):
-        con = connect_duckdb()
-        try:
-            return footer_summary(con, files)
-        finally:
-            con.close()
-
-    f = read_listed(fs_dir(settings, fs), read)
-    if f["last_ns"] is None:
-        return None
-    end_ns = f["last_ns"] + int(round((f["min_interval_s"] or 0) * 1e9))
-    return datetime.fromtimestamp(end_ns / 1e9, timezone.utc)

@@ -5,14 +5,15 @@ file systems of its form."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime, timezone
 
 from ioweather.errors import StoreError, UserError
-from ioweather.services.answers.report import compute
+from ioweather.services.answers.report import compute, DEFAULT_S
 from ioweather.services.telemetry.workload import dataset_fingerprint, file_systems
 from ioweather.web.context import WebContext
 from ioweather.web.pages.workload import event_options
-from ioweather.web.pages.fsview_common import fs_and_window, without_data
+from ioweather.web.pages.fsview_common import fs_and_window, MAX_WINDOW_S, without_data
 from ioweather.web.params import BadRequest, Query
 from ioweather.web.registry import Page
 
@@ -24,12 +25,22 @@ def has_telemetry(ctx: WebContext) -> bool:
 def report_data(ctx: WebContext, params) -> dict:
     # lazy: pandas, pyarrow via services.answers.events, loaded only when this runs
     from ioweather.services.answers import events as ev
+    # lazy: pandas, pyarrow via services.telemetry.fsview, loaded only when this runs
+    from ioweather.services.telemetry.fsview import data_window
     q = Query(params, ("fs", "since", "until", "resample", "smooth", "min_amplitude"))
     fs, systems, since_ns, until_ns, span = fs_and_window(ctx, q, "7d", "io")
     empty = without_data(fs, systems, span)
     if empty:
         return empty
     resample, smooth_s, min_amp = event_options(q)
+    # the report's window as `report` takes it (all its parts' data, not the byte counters' alone)
+    asked = None
+    if q.text("since") is not None or q.text("until") is not None:
+        end = data_window(ctx.settings, fs, None, None, 0.0)[1]
+        asked = q.window("7d", MAX_WINDOW_S, datetime.now(timezone.utc),
+                         default_until=datetime.fromtimestamp(end / 1e9, timezone.utc))
+    since_ns, until_ns = data_window(ctx.settings, fs, *(asked or (None, None)), DEFAULT_S)
+    span = dataclasses.replace(span, since_ns=since_ns, until_ns=until_ns, covered_s=(until_ns - since_ns) / 1e9)
     since, until = (datetime.fromtimestamp(x / 1e9, timezone.utc) for x in (since_ns, until_ns))
 
     def run():
