@@ -368,7 +368,9 @@ def test_collect_retention_keeps_imported_history_and_follows_no_link(tmp_path, 
     in_2018 = (left >= _day_ns("2018-01-01")) & (left < _day_ns("2019-01-01"))
     assert np.array_equal(left[in_2018], imported)  # the 2018 history, whole
     assert _snapshot(tmp_path / "victim") == before
-    lines = [ln for ln in p.stderr.splitlines() if "skipped" in ln]
+    # the retention's line only: on a loaded machine the collector may also say a source was "skipped until
+    # it returns" (its 0.4 s timeout), which is not what this test is about
+    lines = [ln for ln in p.stderr.splitlines() if "skipped" in ln and "until it returns" not in ln]
     assert len(lines) == 1 and "skipped 1 path (not removed)" in lines[0] and "date=2000-01-02" in lines[0]
     assert "imported history is kept until" in said
 
