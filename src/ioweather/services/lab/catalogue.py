@@ -43,7 +43,7 @@ LABELS: tuple[Label, ...] = (
           ("P17", "F01"), ("P17",)),
     Label("independent-shared", "independent MPI-IO (or HDF5) calls on a shared file where collective ones would merge them",
           ("M02", "M03"), ("M02", "M03")),
-    Label("small-collective", "collective MPI-IO calls too small to gain from collective buffering", (), ()),
+    Label("small-collective", "collective MPI-IO calls too small to gain from collective buffering", ("M11",), ()),
     Label("rmw", "ROMIO reads back what it writes (data sieving or collective buffering over holes)",
           ("M09",), ()),
     Label("one-rank-io", "one rank does all the I/O while the others wait", ("R01",), ()),
@@ -154,30 +154,38 @@ CASES: tuple[Case, ...] = (
          _posix("-w", "256", "-s", M2, "-y", "2")),
 
     # metadata
-    Case("mdtest-fpp-dirs", "mdtest: 2000 files per task in its own directory, created, stat'ed, read, removed",
-         ("metadata-storm",), ("mdtest", "-F", "-n", "2000", "-u", "-d", "{dir}/md")),
+    # 2000 files per task cost 0.3 s of Darshan-visible metadata here (13 % of the run): too little to judge
+    Case("mdtest-fpp-dirs", "mdtest: 6000 files per task in its own directory, created, stat'ed, read, removed",
+         ("metadata-storm",), ("mdtest", "-F", "-n", "6000", "-u", "-d", "{dir}/md")),
     Case("mdtest-shared-dir", "mdtest: 1000 files per task in one shared directory", ("metadata-storm",),
          ("mdtest", "-F", "-n", "1000", "-d", "{dir}/md"), procs=4),
-    Case("many-small-files", "file per task: 2000 files of 4 KiB each", ("metadata-storm", "small-writes"),
-         _posix("-f", "2000", "-s", "4096")),
+    # one 4 KiB write per file: the files are the cost (the writes took 0.04 s of 5.2 s here), and fewer
+    # files is the fix that makes the writes large: "small writes" is a consequence, not a second cause
+    Case("many-small-files", "file per task: 2000 files of 4 KiB each", ("metadata-storm",),
+         _posix("-f", "2000", "-s", "4096"), tolerated=("small-writes",)),
 
     # MPI-IO on a shared file
+    # 32 MiB (16 MiB) per rank cost 0.27 s (0.25 s) of small writes here: the page cache absorbs them, so
+    # the cause needs 4 times the requests to cost a second
     Case("mpiio-independent-small", "shared file, 16 KiB independent MPI-IO writes", ("independent-shared", "small-writes"),
-         _ior("-a", "MPIIO", "-t", "16k", "-b", "32m", "-w"), procs=4),
+         _ior("-a", "MPIIO", "-t", "16k", "-b", "128m", "-w"), procs=4),
     Case("mpiio-independent-small-rw", "shared file, 8 KiB independent MPI-IO writes and reads",
          ("independent-shared", "small-writes", "small-reads"),
-         _ior("-a", "MPIIO", "-t", "8k", "-b", "16m", "-w", "-r"), procs=4),
+         _ior("-a", "MPIIO", "-t", "8k", "-b", "64m", "-w", "-r"), procs=4),
     Case("mpiio-collective-small", "shared file, 4 KiB collective MPI-IO writes", ("small-collective",),
          _ior("-a", "MPIIO", "-c", "-t", "4k", "-b", "16m", "-w")),
     Case("mpiio-collective-small-sync", "shared file, 4 KiB collective MPI-IO writes, a sync after each",
          ("small-collective", "sync-per-write"),
          _ior("-a", "MPIIO", "-c", "-Y", "-t", "4k", "-b", "1m", "-w")),
+    # 128 calls per rank cost 0.4 s here (and stayed under the 1,000 independent calls of M02/M03)
     Case("data-sieving-rmw", "strided independent MPI-IO writes with holes: data sieving reads before it writes",
          ("rmw", "independent-shared"),
-         ("lab_mpiio", "-o", "{dir}/data", "-n", "128", "-b", "4096", "-g", "4096", "-k", "64"), procs=4,
+         ("lab_mpiio", "-o", "{dir}/data", "-n", "1024", "-b", "4096", "-g", "4096", "-k", "64"), procs=4,
          tolerated=("rewrite", "reread")),
+    # 1024 pieces per call (4 MiB per rank): calls of 64 pieces moved 512 KiB across both ranks, which
+    # plants "collective calls too small to gain" beside the holes
     Case("collective-rmw", "strided collective MPI-IO writes with holes: two-phase reads before it writes", ("rmw",),
-         ("lab_mpiio", "-o", "{dir}/data", "-c", "-n", "128", "-b", "4096", "-g", "4096", "-k", "64"),
+         ("lab_mpiio", "-o", "{dir}/data", "-c", "-n", "16", "-b", "4096", "-g", "4096", "-k", "1024"),
          tolerated=("rewrite", "reread")),
 
     # ranks
@@ -189,10 +197,14 @@ CASES: tuple[Case, ...] = (
          ("rank-imbalance",), _posix("-I", "8", "-w", "32", "-s", M4, "-d"), procs=4),
 
     # stdio
+    # One cause each, seen from several layers. A flushed line is a small write to the kernel: "small writes"
+    # is the same cause as the flushes. With an fsync per line the syncs are the cost (4.2 s of the 4.25 s
+    # run here; the flush calls 0.01 s a rank): the flushes and the line size are tolerated, not required.
     Case("stdio-flush-sync", "100-byte text lines through stdio, an fflush and an fsync each",
-         ("stdio-heavy", "sync-per-write", "small-writes"), _posix("-t", "-w", "1000", "-s", "100", "-y", "1")),
-    Case("stdio-flush", "200-byte text lines through stdio, an fflush each", ("stdio-heavy", "small-writes"),
-         _posix("-t", "-w", "400000", "-s", "200")),
+         ("sync-per-write",), _posix("-t", "-w", "1000", "-s", "100", "-y", "1"),
+         tolerated=("stdio-heavy", "small-writes")),
+    Case("stdio-flush", "200-byte text lines through stdio, an fflush each", ("stdio-heavy",),
+         _posix("-t", "-w", "400000", "-s", "200"), tolerated=("small-writes",)),
 
     # data moved again
     Case("reread", "a 256 MiB file read 4 times (4 MiB O_DIRECT)", ("reread",),
