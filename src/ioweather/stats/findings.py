@@ -1400,12 +1400,15 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
                 # under collective buffering the rank that moves a file's bytes is an aggregator: ROMIO
                 # chose it, so the fix is more aggregators, not a different decomposition
                 aggregated = x.collective_ids is not None and np.isin(sc["id"][worst], x.collective_ids)
-                if aggregated and x.one_local_disk:
-                    # ROMIO's one aggregator per node writes for the others, on the one device they would all
-                    # queue on: more aggregators would queue there too (B01's reading of one local disk)
-                    out.append(_f(code, f"{int(bad.sum())} shared file(s) with a straggler rank by {what}, written "
-                                  f"collectively on one node's local disk: the straggler is ROMIO's aggregator, and "
-                                  "the other ranks would queue on the same device; nothing to change",
+                if (aggregated or waited) and x.one_local_disk:
+                    # one node's local disk is one device every rank queues on (B01's reading): ROMIO's one
+                    # aggregator per node writes for the others, which would queue there too; and a rank that
+                    # took longer for the same bytes waited for its place in that queue, not on a slow target
+                    why = ("the straggler is ROMIO's aggregator, and the other ranks would queue on the same device"
+                           if aggregated else "its bytes are balanced: the slow rank's excess is its place in the "
+                           "device's queue, not a slow target to avoid")
+                    out.append(_f(code, f"{int(bad.sum())} shared file(s) with a straggler rank by {what}, on one "
+                                  f"node's local disk: {why}; nothing to change",
                                   {"files": int(bad.sum()), "max_ratio": float(ratio[worst]),
                                    "worst_file": names[worst]}, {"stragglers": t.stragglers}, model="informational")
                                | {"level": "INFO"})
