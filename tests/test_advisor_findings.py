@@ -127,6 +127,20 @@ def test_small_collective_writes_get_no_hint_ROMIO_already_applies():
     assert "lay the file out" in m08["action"] and "no hint recovers" in m08["message"]
 
 
+def test_collective_calls_too_small_to_gain_are_m11_not_m08():
+    """2 ranks, 4 KiB collective writes: each call of the job moves 8 KiB across both ranks, which no
+    merging makes a large request. M11, costed as MPI-IO's time above POSIX times (1 − 8 KiB / 1 MiB);
+    lever: fewer, larger calls. The same bytes in 16 MiB calls stay M08."""
+    _, f, v = _run(shared_mpiio_job(write_size=4096, nprocs=2, nbytes=64 * MiB, runtime_s=120.0))
+    m11 = f["M11"]
+    assert "M08" not in f and m11["evidence"]["bytes_per_call"] == 8192 and m11["evidence"]["ranks"] == 2
+    assert m11["evidence"]["collective_calls"] == 64 * MiB // 4096 / 2
+    assert m11["cost_s"] == pytest.approx(60.0 * (1 - 8192 / MiB))
+    assert "fewer, larger collective calls" in m11["action"] and "fix" not in m11 and v["actions"][0] == "M11"
+    _, f, _ = _run(shared_mpiio_job(nprocs=2, nbytes=64 * MiB, runtime_s=120.0))
+    assert "M11" not in f and "M08" in f
+
+
 def test_no_mpiio_overhead_when_mpiio_time_is_the_posix_time():
     _, f, _ = _run(shared_mpiio_job(mpiio_s=42.0, posix_s=40.0))
     assert "M08" not in f
