@@ -194,13 +194,14 @@ CASES: tuple[Case, ...] = (
          tolerated=("rewrite", "reread")),
 
     # ranks
-    Case("one-rank-io", "rank 0 writes 1 GiB with 4 MiB O_DIRECT writes, the others wait in a barrier",
-         ("one-rank-io",), _posix("-O", "-w", "256", "-s", M4, "-d"), procs=4),
-    # 32 requests a rank cost 0.5 s of waiting for rank 0 here, on the edge of the bar: 64
+    # 1 GiB took rank 0 0.6-1.7 s here, so spreading it saved under a second on a quiet machine: 3 GiB
+    Case("one-rank-io", "rank 0 writes 3 GiB with 4 MiB O_DIRECT writes, the others wait in a barrier",
+         ("one-rank-io",), _posix("-O", "-w", "768", "-s", M4, "-d"), procs=4),
+    # 32 requests a rank cost 0.5 s of waiting for rank 0 here, 64 0.7-0.9 s, on the edge of the bar: 128
     Case("rank-imbalance-shared", "shared file: rank 0 writes 8 times what the others do (4 MiB O_DIRECT)",
-         ("rank-imbalance",), _posix("-S", "-I", "8", "-w", "64", "-s", M4, "-d"), procs=4),
+         ("rank-imbalance",), _posix("-S", "-I", "8", "-w", "128", "-s", M4, "-d"), procs=4),
     Case("rank-imbalance-fpp", "file per process: rank 0 writes 8 times what the others do (4 MiB O_DIRECT)",
-         ("rank-imbalance",), _posix("-I", "8", "-w", "64", "-s", M4, "-d"), procs=4),
+         ("rank-imbalance",), _posix("-I", "8", "-w", "128", "-s", M4, "-d"), procs=4),
 
     # stdio
     # One cause each, seen from several layers. A flushed line is a small write to the kernel: "small writes"
@@ -215,12 +216,14 @@ CASES: tuple[Case, ...] = (
     # data moved again
     Case("reread", "a 256 MiB file read 4 times (4 MiB O_DIRECT)", ("reread",),
          _posix("-w", "64", "-s", M4, "-r", "64", "-R", "4", "-d")),
-    Case("rewrite", "a 256 MiB file written 4 times (4 MiB O_DIRECT)", ("rewrite",),
-         _posix("-w", "64", "-s", M4, "-W", "4", "-d")),
+    # 256 MiB written again 3 times cost 0.56-0.83 s here: 512 MiB
+    Case("rewrite", "a 512 MiB file written 4 times (4 MiB O_DIRECT)", ("rewrite",),
+         _posix("-w", "128", "-s", M4, "-W", "4", "-d")),
 
     # HDF5
+    # 8192 steps: 0.6-0.7 s of small writes here, on the edge of the bar: 16384
     Case("hdf5-independent-small", "HDF5, 4 KiB independent row pieces per rank", ("independent-shared", "small-writes"),
-         ("lab_hdf5", "-o", "{dir}/data.h5", "-n", "8192", "-r", "1", "-w", "4096"), procs=4, needs="lab_hdf5"),
+         ("lab_hdf5", "-o", "{dir}/data.h5", "-n", "16384", "-r", "1", "-w", "4096"), procs=4, needs="lab_hdf5"),
 
     # non-MPI processes, one log each (AI data loaders)
     Case("loader-small-random", "4 processes read 4 KiB samples of their shard in random order (O_DIRECT)",
