@@ -2,7 +2,7 @@
 counters checked against what the program was told to do (independent of the advisor; docs/lab.md).
 
 Skipped, with the reason, where mpicc or the lab's Darshan build is absent (`ioweather lab build`).
-About 10-20 s on this machine.
+About 30-40 s on this machine (the last test runs two of the catalogue's cases and scores them).
 """
 
 from __future__ import annotations
