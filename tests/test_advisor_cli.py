@@ -46,4 +46,5 @@ def test_json_io_time_and_saving_for_why(cli, home):
     assert rep["verdict_saving_s"] == pytest.approx(sum(f["combined_s"] for f in rep["findings"]
                                                         if f["code"] in rep["verdict_actions"]))
     codes = [f["code"] for f in rep["findings"]]
-    assert codes[:2] == ["M08", "M09"]
+    # the read-modify-write (with the holes' share of MPI-IO's time above POSIX) first, M08's rest later
+    assert codes[0] == "M09" and "M08" in codes[:4]

@@ -118,3 +118,15 @@ def test_nothing_worth_changing_names_the_closest_finding_and_no_high():
 def test_partial_log_is_named_in_the_verdict():
     v = costs.verdict(_attach([_f("A", 50.0)], CLOCK), CLOCK, 0.1, worth=Worth(), partial=["POSIX"])
     assert v["text"].endswith("(partial log: POSIX ran out of Darshan's record memory, so the counters are lower bounds)")
+
+
+def test_random_order_costs_the_merging_it_prevents():
+    """10,000 reads of 4 KiB taking 10 s, half not sequential: sorted, those 5,000 merge into requests of
+    1 MiB, each costing what a request costs (1 ms): 5,000 × 1 ms × (1 − 4 KiB / 1 MiB). Requests of
+    1 MiB or more have nothing to merge: their order is not credited."""
+    MiB = 1 << 20
+    assert costs.random_saving(10.0, 10_000, 5_000, 10_000 * 4096, MiB) == pytest.approx(5.0 * (1 - 4096 / MiB))
+    assert costs.random_saving(10.0, 10_000, 5_000, 10_000 * 2 * MiB, MiB) == 0.0
+    # never more than the requests there are, nothing without time
+    assert costs.random_saving(10.0, 100, 500, 100 * 4096, MiB) == pytest.approx(10.0 * (1 - 4096 / MiB))
+    assert costs.random_saving(0.0, 100, 50, 4096, MiB) == 0.0

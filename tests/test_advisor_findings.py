@@ -95,12 +95,26 @@ def test_dfs_job_reports_its_bytes_and_dfs_time():
 def test_mpiio_overhead_costs_the_top_layer_minus_the_layer_below():
     ch, f, v = _run(shared_mpiio_job())
     m08 = f["M08"]
-    assert m08["cost_s"] == pytest.approx(60.0)
+    assert m08["evidence"]["overhead_s"] == pytest.approx(60.0)
     assert m08["evidence"]["mpiio_time_s"] == pytest.approx(100.0) and m08["evidence"]["posix_time_s"] == pytest.approx(40.0)
-    assert m08["level"] == "HIGH" and v["actions"][0] == "M08"
     # 16 MiB collective writes: two-phase I/O adds only a copy: turn it off
     assert "romio_cb_write=disable" in m08["fix"] and "cb_nodes" not in m08["fix"]
     assert "M10" not in f
+
+
+def test_turning_buffering_off_is_credited_only_with_the_copy_it_removes():
+    """ROMIO allgathers the ranks' offsets in every collective call whatever romio_cb_write says: the hint
+    removes the copy of each byte into an aggregator's buffer and out (at no less than CB_COPY_RATE), not the
+    ranks' waiting. 10 GiB, aggregators unknown (one): 2 × 10 GiB at 1 GiB/s = 20 s of the 60 s above POSIX;
+    with 60 s of exchange possible (30 GiB), the whole 60 s."""
+    from ioweather.stats.findings import CB_COPY_RATE
+
+    _, f, _ = _run(shared_mpiio_job())
+    m08 = f["M08"]
+    assert CB_COPY_RATE == 2**30 and m08["cost_s"] == pytest.approx(2 * 10 * GiB / CB_COPY_RATE)
+    assert "no hint recovers" in m08["message"] and "waiting" in m08["message"]
+    _, f, v = _run(shared_mpiio_job(nbytes=30 * GiB))
+    assert f["M08"]["cost_s"] == pytest.approx(60.0) and f["M08"]["level"] == "HIGH" and v["actions"][0] == "M08"
 
 
 def test_small_collective_writes_get_no_hint_ROMIO_already_applies():
@@ -111,6 +125,20 @@ def test_small_collective_writes_get_no_hint_ROMIO_already_applies():
     m08 = f["M08"]
     assert "fix" not in m08 and "enable" not in m08["action"] and "cb_nodes" not in m08["action"]
     assert "lay the file out" in m08["action"] and "no hint recovers" in m08["message"]
+
+
+def test_collective_calls_too_small_to_gain_are_m11_not_m08():
+    """2 ranks, 4 KiB collective writes: each call of the job moves 8 KiB across both ranks, which no
+    merging makes a large request. M11, costed as MPI-IO's time above POSIX times (1 − 8 KiB / 1 MiB);
+    lever: fewer, larger calls. The same bytes in 16 MiB calls stay M08."""
+    _, f, v = _run(shared_mpiio_job(write_size=4096, nprocs=2, nbytes=64 * MiB, runtime_s=120.0))
+    m11 = f["M11"]
+    assert "M08" not in f and m11["evidence"]["bytes_per_call"] == 8192 and m11["evidence"]["ranks"] == 2
+    assert m11["evidence"]["collective_calls"] == 64 * MiB // 4096 / 2
+    assert m11["cost_s"] == pytest.approx(60.0 * (1 - 8192 / MiB))
+    assert "fewer, larger collective calls" in m11["action"] and "fix" not in m11 and v["actions"][0] == "M11"
+    _, f, _ = _run(shared_mpiio_job(nprocs=2, nbytes=64 * MiB, runtime_s=120.0))
+    assert "M11" not in f and "M08" in f
 
 
 def test_no_mpiio_overhead_when_mpiio_time_is_the_posix_time():
@@ -142,13 +170,13 @@ def test_a_collectively_written_files_straggler_is_an_aggregator_not_an_imbalanc
     assert "more aggregators" in f["P18"]["action"] and "balance" not in f["P18"]["action"]
 
 
-def _rmw_job(switches: int):
+def _rmw_job(switches: int, written: float = 3 * GiB, reads: int = 5000):
     """Collective writes of 1 GiB that POSIX turns into 3 GiB written and 5,000 zero-byte reads."""
     m = mpiio(3, -1, name="/lus/scratch/out.nc", bytes_written=GiB, coll_writes=1024, write_time=64 * 20.0,
               slowest=20.0)
-    p = posix(3, -1, name="/lus/scratch/out.nc", bytes_written=3 * GiB, writes=3072, write_time=64 * 12.0,
-              reads=5000, bytes_read=0, read_time=64 * 6.0, slowest=18.0, POSIX_RW_SWITCHES=switches,
-              POSIX_SIZE_READ_0_100=5000)
+    p = posix(3, -1, name="/lus/scratch/out.nc", bytes_written=int(written), writes=3072, write_time=64 * 12.0,
+              reads=reads, bytes_read=0, read_time=64 * 6.0, slowest=18.0, POSIX_RW_SWITCHES=switches,
+              POSIX_SIZE_READ_0_100=reads)
     return make_log({"POSIX": records("POSIX", [p]), "MPI-IO": records("MPI-IO", [m])}, nprocs=64, runtime_s=100.0)
 
 
@@ -157,10 +185,25 @@ def test_read_modify_write_found_and_costed():
     m09 = f["M09"]
     assert m09["evidence"]["extra_reads"] == 5000 and m09["evidence"]["posix_over_mpiio_bytes"] == pytest.approx(3.0)
     # every read was not asked for (6 s per rank of 18), and 2 of 3 GiB written are extra (12 s × 2/3):
-    # (6 × 64 + 12 × 64 × 2/3) cumulative seconds on the POSIX clock (18 s slowest path of 18 × 64 cumulative)
-    assert m09["cost_s"] == pytest.approx(6.0 + 8.0)
+    # (6 × 64 + 12 × 64 × 2/3) cumulative seconds on the POSIX clock (18 s slowest path of 18 × 64 cumulative);
+    # and the holes' share (2 of the 3 GiB POSIX wrote) of the 2 s MPI-IO spends above POSIX (20 s - 18 s)
+    assert m09["cost_s"] == pytest.approx(6.0 + 8.0 + 2.0 * 2 / 3)
+    assert m09["evidence"]["mpiio_overhead_s"] == pytest.approx(2.0 * 2 / 3)
     assert "romio_ds_write=disable" in m09["fix"] and "cb_buffer_size" in m09["message"]
     assert m09["level"] == "HIGH"
+
+
+def test_holes_written_back_are_read_modify_write_below_twice_the_bytes():
+    """Two-phase over a file half holes (the lab's collective-rmw): POSIX writes 1.99× the MPI-IO bytes
+    (the last hole is never written) and makes 128 reads that return nothing: no 2× and under 1,000 tiny
+    reads, but the holes written back are evidence that only read-modify-write leaves."""
+    _, f, _ = _run(_rmw_job(switches=255, written=1.99 * GiB, reads=128))
+    m09 = f["M09"]
+    assert m09["evidence"]["bytes_written_back"] == pytest.approx(0.99 * GiB, rel=1e-6)
+    assert m09["evidence"]["posix_over_mpiio_bytes"] < 2
+    # a header rewritten by MPI-IO's own small writes is not read-modify-write: under 10 % more bytes
+    _, f, _ = _run(_rmw_job(switches=255, written=1.05 * GiB, reads=128))
+    assert "M09" not in f
 
 
 def test_no_read_modify_write_without_interleaving():

@@ -28,8 +28,6 @@ LEVELS = ("HIGH", "WARN", "INFO", "OK")
 #: A representative request size per Darshan size bin (the arithmetic midpoint; 1G_PLUS: 1 GiB).
 BIN_BYTES = {"0_100": 50, "100_1K": 562, "1K_10K": 5632, "10K_100K": 56320, "100K_1M": 576000,
              "1M_4M": 2621440, "4M_10M": 7340032, "10M_100M": 57671680, "100M_1G": 576716800, "1G_PLUS": 1 << 30}
-#: Share of a random request's time that sequential access would save (read-ahead and seek).
-RANDOM_PENALTY = 0.5
 #: Lustre: one stripe per this many bytes of file is the most striping a file can use well.
 BYTES_PER_STRIPE = 1 << 30
 
@@ -119,12 +117,21 @@ def misaligned_saving(t_rw: float, share: float, request: float, unit: float) ->
     return t_rw * min(share, 1.0) * m / (request + m)
 
 
-def random_saving(t_kind: float, n: float, n_random: float) -> float:
-    """Cumulative seconds saved by making the non-sequential requests sequential:
-    RANDOM_PENALTY of their share of the time."""
-    if n <= 0 or t_kind <= 0:
+def random_saving(t_kind: float, n: float, n_random: float, b_kind: float, large_bytes: float) -> float:
+    """Cumulative seconds saved by making the non-sequential requests sequential.
+
+    Darshan counts a request as sequential (POSIX_SEQ_READS/WRITES) when it starts after the previous
+    one's last byte; the others cannot be merged with their neighbours, by read-ahead, the block layer's
+    merging or the application's own buffer. Sorted by offset, each run of them can be issued as requests
+    of `large_bytes` (the small-request bar): as in `small_request_saving`, every request is assumed to take
+    t_kind / n (latency-bound), and the non-sequential ones of mean size S = b_kind / n become S / large as
+    many: saving = t_kind / n * n_random * (1 - S / large_bytes), 0 for requests of `large_bytes` or more.
+    Their order then costs only a positioning, which flash and parallel file systems hide behind the
+    transfer: it is not credited (a disk with heads would pay a seek per request: a lower bound there)."""
+    if n <= 0 or t_kind <= 0 or n_random <= 0 or large_bytes <= 0:
         return 0.0
-    return RANDOM_PENALTY * t_kind * min(n_random / n, 1.0)
+    mean = b_kind / n if b_kind > 0 else 0.0
+    return t_kind / n * min(n_random, n) * max(0.0, 1.0 - mean / large_bytes)
 
 
 def redundant_saving(extra_bytes: np.ndarray, bytes_moved: np.ndarray, t_kind: np.ndarray) -> float:

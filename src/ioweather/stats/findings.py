@@ -26,7 +26,7 @@ Defects of the reference implementation that are fixed here:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
@@ -85,6 +85,7 @@ FINDINGS = {
     "M08": ("HIGH", "MPI-IO time far above the POSIX time of the same files (MPI-IO overhead)"),
     "M09": ("HIGH", "collective buffering reads back what it writes (read-modify-write)"),
     "M10": ("HIGH", "shared-file MPI-IO on NFS"),
+    "M11": ("HIGH", "collective MPI-IO calls too small to gain from collective buffering"),
     "B01": ("HIGH", "a slow rank with balanced bytes: it waited on a slow target, not on more work"),
     "B02": ("HIGH", "a slow rank that moved more bytes than the others: unbalanced work"),
     "B03": ("HIGH", "a slow rank whose extra time is a small file written slowly (a log), not its share of the data"),
@@ -144,7 +145,9 @@ class Thresholds:
     verdict_band: float = 0.5               # a finding within this factor under the bar is WARN, further down INFO
     mpiio_overhead_share: float = 0.25      # M08/M10: MPI-IO time above POSIX time, share of the MPI-IO time
     rmw_bytes_ratio: float = 2.0            # M09: POSIX bytes at least this many times the MPI-IO bytes ...
+    rmw_write_excess: float = 0.1           # ... or POSIX writing this share more than MPI-IO was given (holes) ...
     rmw_min_switches: int = 100             # ... or many small reads, with at least this many read/write switches
+    min_collective_calls: int = 100         # M11: collective calls (per rank) before their size is judged
     syncs_per_write: float = 0.1            # Y01: syncs per write on the synced files ...
     min_syncs: int = 100                    # ... and at least this many syncs
 
@@ -264,6 +267,8 @@ class Job:
     clock: costs.Clock
     nprocs: int
     _posix: object = None
+    #: what several rules read, computed once (`_mpiio_files`, `_rmw`)
+    cache: dict = field(default_factory=dict)
 
     @property
     def moved(self) -> float:
@@ -283,6 +288,9 @@ class Job:
                 mc = cols(mpiio)
                 coll = zero_missing(mc, "MPIIO_COLL_WRITES") + zero_missing(mc, "MPIIO_COLL_READS")
                 self._posix.collective_ids = np.unique(mc["id"][coll > 0])
+            _, fstype = assign_mounts(posix.names, self.log.mounts)
+            self._posix.one_local_disk = bool(len(fstype)) and (self.ch["job"]["nnodes"] or 1) <= 1 \
+                and all(str(x).lower() in LOCAL_FS for x in fstype)
         return self._posix
 
 
@@ -439,7 +447,7 @@ def _syncs(j: Job) -> list[dict]:
                action=f"drop the sync after each write ({int(n_sync):,} " + ("MPI_File_sync/fsync" if mpi_syncs else
                                                                              "fsync") + " calls): sync once at the end",
                # the small writes' time is mostly the syncs after them; MPI-IO's time above POSIX waits in them too
-               overlaps=("P06", "P16", "M03", "M08"))]
+               overlaps=("P06", "P16", "M03", "M08", "M11"))]
 
 
 def _posix_rules(j: Job) -> list[dict]:
@@ -464,13 +472,19 @@ def _mpiio_collective(j: Job) -> list[dict]:
         word = kind.lower()[:-1]
         if coll == 0 and indep > t.collective_operations_absolute and j.nprocs > 1:
             cost = _small_cost(j.px, "READ" if kind == "READS" else "WRITE") if j.px is not None else 0.0
-            out.append(_f(code_coll, f"{indep} independent MPI-IO {word}s and no collective ones: "
+            again = _sieved_again(j, c, kind)
+            cost = max(cost, again)
+            sieved = (f" (data sieving: the ranks {'read' if kind == 'READS' else 'wrote'} bytes of the shared "
+                      f"file again, ~{format_seconds(again)}; a collective call moves each byte once)"
+                      if again > 0 and again >= cost else "")
+            out.append(_f(code_coll, f"{indep} independent MPI-IO {word}s and no collective ones{sieved}: "
                           f"use MPI_File_{word}_all so MPI-IO can aggregate requests",
                           {"independent": indep, "collective": coll},
                           {"collective_operations_absolute": t.collective_operations_absolute},
-                          cost=cost, model="small-requests",
+                          cost=cost, model="small-requests" if cost > again else "redundant-bytes",
                           action=f"use collective MPI-IO {word}s (MPI_File_{word}_all)",
-                          overlaps=(code_small, "P15" if code_small == "P05" else "P16")))
+                          overlaps=(code_small, "P15" if code_small == "P05" else "P16",
+                                    "P09" if code_small == "P05" else "P10")))
         elif coll > 0:
             out.append(_f(code_ok, f"collective MPI-IO {word}s used ({coll:,} collective, {indep:,} independent)",
                           {"independent": indep, "collective": coll}, model="informational"))
@@ -480,6 +494,28 @@ def _mpiio_collective(j: Job) -> list[dict]:
                           {"min_operations": t.min_operations},
                           model="not costed: Darshan does not record the compute phases I/O could overlap"))
     return out
+
+
+def _sieved_again(j: Job, mc: Cols, kind: str) -> float:
+    """Wall seconds the POSIX layer spends moving again bytes of the files MPI-IO accessed independently
+    (P09/P10's measure: bytes beyond the highest offset + 1, at the record's own rate). ROMIO's independent
+    data sieving reads, and writes back, the whole region a rank's strided request spans, the other ranks'
+    pieces in it included, so on a shared file the ranks move the same bytes again; a collective call's
+    aggregators move each byte of the region once (two-phase I/O, Thakur et al.): these seconds are what
+    collective calls remove."""
+    posix = j.log.records.get("POSIX")
+    if posix is None or not len(posix):
+        return 0.0
+    pc = cols(posix)
+    sel = np.isin(pc["id"], np.unique(mc["id"]))
+    if not sel.any():
+        return 0.0
+    sc = subset(pc, sel)
+    b_col, m_col, t_col = (("POSIX_BYTES_READ", "POSIX_MAX_BYTE_READ", "POSIX_F_READ_TIME") if kind == "READS"
+                           else ("POSIX_BYTES_WRITTEN", "POSIX_MAX_BYTE_WRITTEN", "POSIX_F_WRITE_TIME"))
+    b, m = zero_missing(sc, b_col), zero_missing(sc, m_col)
+    extra = np.clip(b - (m + 1), 0, None)
+    return j.clock.wall(costs.redundant_saving(extra, b, zero_missing(sc, t_col)))
 
 
 def _rank0(j: Job) -> list[dict]:
@@ -560,6 +596,12 @@ def _romio_fix(hints: dict[str, object]) -> str:
 def _mpiio_files(j: Job) -> dict | None:
     """The files MPI-IO recorded, split into NFS and other mounts: per group the slowest-path time at
     MPI-IO and at the layer below (POSIX, same files, `slowest_path`), bytes, collective ops, names."""
+    if "mpiio_files" not in j.cache:
+        j.cache["mpiio_files"] = _mpiio_groups(j)
+    return j.cache["mpiio_files"]
+
+
+def _mpiio_groups(j: Job) -> dict | None:
     mpiio = j.log.records.get("MPI-IO")
     if mpiio is None or not len(mpiio):
         return None
@@ -605,6 +647,9 @@ def _mpiio_files(j: Job) -> dict | None:
             "writes": float(mr["writes"].sum()), "reads": float(mr["reads"].sum()),
             "bytes_carrying_size": _bytes_carrying_size(sc),
             "shared": bool((ranks < 0).any() or len(np.unique(ranks)) > 1),
+            # a shared record's collective counters sum every rank's calls: a call of the job is
+            # that many of them
+            "participants": int(j.nprocs if (ranks < 0).any() else max(len(np.unique(ranks)), 1)),
             "name": next((n for n in mpiio.names[sel] if n), None),
         }
     return out
@@ -651,64 +696,30 @@ def _stripe_count(log, keys) -> int | None:
 
 
 def _mpiio_overhead(j: Job) -> list[dict]:
-    """M08 MPI-IO overhead (top layer minus the layer below, slowest paths), M10 shared-file MPI-IO on NFS"""
+    """M08 MPI-IO overhead (top layer minus the layer below, slowest paths), M11 collective calls too small
+    to gain from collective buffering, M10 shared-file MPI-IO on NFS. The share of the overhead that M09
+    puts on collective buffering's read-modify-write (the holes it reads and writes back) is M09's."""
     groups = _mpiio_files(j)
     if not groups:
         return []
     out, t = [], j.t
     g = groups.get("other")
+    coll = (g["coll_writes"] + g["coll_reads"]) if g else 0.0
+    # a collective call of the job: the bytes of every rank's part of it (MPIIO_COLL_* count each rank's call)
+    per_call = g["bytes"] * g["participants"] / coll if g and coll > 0 else None
+    small_calls = per_call is not None and coll >= 0.5 * (g["writes"] + g["reads"]) and per_call < t.small_bytes \
+        and coll / g["participants"] >= t.min_collective_calls
     if g and g["mpiio_time_s"] > 0 and g["overhead_s"] >= t.mpiio_overhead_share * g["mpiio_time_s"] \
-            and g["bytes"] >= t.min_bytes:
+            and (g["bytes"] >= t.min_bytes or small_calls):
+        rmw = _rmw(j)
+        rmw_s = min(rmw["overhead_s"], g["overhead_s"]) if rmw else 0.0
         stripes = _stripe_count(j.log, g["keys"])
-        aggregators = stripes if stripes and stripes > 1 else j.ch["job"]["nnodes"]
-        # Only what the hints change is advised. ROMIO already gives collective calls collective buffering
-        # with one aggregator per OST (Lustre driver) or per node and a 16 MiB buffer: naming those values
-        # again recovers nothing. What a hint can change: turning buffering off where requests are large.
-        hints, why, layout = {}, [], []
-        for word, key in (("write", "writes"), ("read", "reads")):
-            n, b = g[key], g[f"{word}_bytes"]
-            if n <= 0 or b <= 0:
-                continue
-            coll = g[f"coll_{key}"] / n
-            # the common access sizes do not say which are reads: used only when the file is read or written, not both
-            size = (g["bytes_carrying_size"] or b / n) if g["reads" if key == "writes" else "writes"] <= 0 else b / n
-            if size and size >= LARGE_MPIIO_REQUEST:
-                hints[f"romio_cb_{word}"] = "disable"
-                why.append(f"{word}s move most of their bytes in calls of {format_bytes(size)}: collective buffering "
-                           "only adds a copy and an exchange, turn it off")
-            else:
-                layout.append(f"{word}s average {format_bytes(b / n)}, {100 * coll:.0f} % collective")
-        ev = {"mpiio_time_s": g["mpiio_time_s"], "posix_time_s": g["posix_time_s"], "overhead_s": g["overhead_s"],
-              "data_call_share": g["data_share"], "local_disk": g["local_disk"], "posix_floor_s": g["posix_floor_s"],
-              "ratio": g["mpiio_time_s"] / g["posix_time_s"] if g["posix_time_s"] > 0 else None,
-              "collective_ops": int(g["coll_writes"] + g["coll_reads"]), "mpiio_bytes": g["bytes"],
-              "lustre_stripe_count": stripes, "aggregators": aggregators}
         one_ost = stripes == 1
-        if layout:
-            why.append("; ".join(layout) + ": collective buffering is already on"
-                       + (f" with {aggregators} aggregators (one per " + ("OST" if stripes and stripes > 1 else "node")
-                          + ")" if aggregators else "") + ", so no hint recovers this time; it is the exchange of "
-                       "small, scattered pieces: lay the file out so that each rank's part is contiguous and "
-                       "stripe-aligned, and make fewer, larger collective calls")
-        if one_ost:
-            why.append("the files are on one OST, so there is one aggregator (their number follows the stripe "
-                       "count): stripe them wider first")
-        levers = (["stripe the files wider (one OST means one aggregator)"] if one_ost else []) \
-            + (["turn collective buffering off (" + ", ".join(f"{k}={v}" for k, v in hints.items()) + ")"] if hints
-               else []) \
-            + (["lay the file out contiguously per rank and make fewer, larger collective calls"] if layout else [])
-        out.append(_f("M08", f"MPI-IO takes {format_seconds(g['mpiio_time_s'])} on the slowest path against "
-                      f"{format_seconds(g['posix_time_s'])} of POSIX time for the same files: "
-                      f"{format_seconds(g['overhead_s'])} of its data calls is spent in MPI-IO above the file system"
-                      + (" (the summed POSIX time of the ranks, which queue on one local disk, is the floor)"
-                         if g["local_disk"] and g["posix_floor_s"] > g["posix_time_s"] else "") + " (aggregation, "
-                      f"data exchange, locking, and waiting in collective calls for the slowest rank: fix an "
-                      f"imbalance first); " + "; ".join(why), ev,
-                      {"mpiio_overhead_share": t.mpiio_overhead_share, "min_bytes": t.min_bytes},
-                      cost=g["overhead_s"], model="mpiio-overhead", fix=_romio_fix(hints) if hints else None,
-                      action=" and ".join(levers),
-                      # on a one-OST file the lever is the stripe count, which L01 and the stragglers' advice name too
-                      overlaps=("L01", "P18", "P19") if one_ost else ()))
+        if small_calls and not one_ost:
+            out.append(_small_collective(j, g, per_call, rmw_s))
+        else:
+            out.append(_overhead(j, g, stripes, rmw_s))
+    g = groups.get("nfs")
     g = groups.get("nfs")
     if g and g["shared"] and g["bytes"] >= t.min_bytes:
         out.append(_f("M10", f"shared-file MPI-IO on NFS ({format_bytes(g['bytes'])}, e.g. {g['name'] or 'unnamed'}): "
@@ -723,19 +734,135 @@ def _mpiio_overhead(j: Job) -> list[dict]:
     return out
 
 
-def _read_modify_write(j: Job) -> list[dict]:
-    """M09 collective buffering's read-modify-write: on files MPI-IO writes, POSIX reads that MPI-IO did not
-    ask for (data sieving / two-phase holes), interleaved with the writes"""
+#: The rate at which collective buffering moves a byte into an aggregator's buffer and out of it: a
+#: conservative memory-copy and intra-node exchange rate (an upper bound on what buffering costs a byte).
+CB_COPY_RATE = float(1 << 30)
+
+
+def _overhead(j: Job, g: dict, stripes: int | None, rmw_s: float) -> dict:
+    """M08 on the files of `g` (`_mpiio_files`): the overhead less what M09 puts on read-modify-write,
+    and, where the lever is a hint, only what the hint can recover."""
+    t = j.t
+    one_ost = stripes == 1
+    aggregators = stripes if stripes and stripes > 1 else j.ch["job"]["nnodes"]
+    # Only what the hints change is advised. ROMIO already gives collective calls collective buffering
+    # with one aggregator per OST (Lustre driver) or per node and a 16 MiB buffer: naming those values
+    # again recovers nothing. What a hint can change: turning buffering off where requests are large.
+    hints, why, layout = {}, [], []
+    for word, key in (("write", "writes"), ("read", "reads")):
+        n, b = g[key], g[f"{word}_bytes"]
+        if n <= 0 or b <= 0:
+            continue
+        coll = g[f"coll_{key}"] / n
+        # the common access sizes do not say which are reads: used only when the file is read or written, not both
+        size = (g["bytes_carrying_size"] or b / n) if g["reads" if key == "writes" else "writes"] <= 0 else b / n
+        if size and size >= LARGE_MPIIO_REQUEST:
+            hints[f"romio_cb_{word}"] = "disable"
+            why.append(f"{word}s move most of their bytes in calls of {format_bytes(size)}: collective buffering "
+                       "only adds a copy and an exchange, turn it off")
+        else:
+            layout.append(f"{word}s average {format_bytes(b / n)}, {100 * coll:.0f} % collective")
+    overhead = max(g["overhead_s"] - rmw_s, 0.0)
+    cost = overhead
+    if hints and not layout and not one_ost:
+        # ROMIO exchanges every rank's offsets in each collective call whatever romio_cb_write says
+        # (ADIOI_GEN_WriteStridedColl's MPI_Allgather, before it checks the hint): turning buffering off
+        # removes only the copy through the aggregators' buffers, each byte in and out once at no less than
+        # CB_COPY_RATE per aggregator; the rest is ranks waiting for each other (an imbalance, a busy node)
+        exchange = 2.0 * g["bytes"] / (max(aggregators or 1, 1) * CB_COPY_RATE)
+        cost = min(overhead, exchange)
+        if cost < overhead:
+            why.append(f"of the {format_seconds(overhead)}, turning it off recovers at most the copy and exchange of "
+                       f"the bytes (~{format_seconds(cost)}); the rest is ranks waiting for each other in the "
+                       "collective calls (ROMIO exchanges offsets in every one), which no hint recovers: an "
+                       "imbalance, or a busy node")
+    ev = {"mpiio_time_s": g["mpiio_time_s"], "posix_time_s": g["posix_time_s"], "overhead_s": g["overhead_s"],
+          "data_call_share": g["data_share"], "local_disk": g["local_disk"], "posix_floor_s": g["posix_floor_s"],
+          "ratio": g["mpiio_time_s"] / g["posix_time_s"] if g["posix_time_s"] > 0 else None,
+          "collective_ops": int(g["coll_writes"] + g["coll_reads"]), "mpiio_bytes": g["bytes"],
+          "lustre_stripe_count": stripes, "aggregators": aggregators, "read_modify_write_s": rmw_s}
+    if layout:
+        why.append("; ".join(layout) + ": collective buffering is already on"
+                   + (f" with {aggregators} aggregators (one per " + ("OST" if stripes and stripes > 1 else "node")
+                      + ")" if aggregators else "") + ", so no hint recovers this time; it is the exchange of "
+                   "small, scattered pieces: lay the file out so that each rank's part is contiguous and "
+                   "stripe-aligned, and make fewer, larger collective calls")
+    if one_ost:
+        why.append("the files are on one OST, so there is one aggregator (their number follows the stripe "
+                   "count): stripe them wider first")
+    levers = (["stripe the files wider (one OST means one aggregator)"] if one_ost else []) \
+        + (["turn collective buffering off (" + ", ".join(f"{k}={v}" for k, v in hints.items()) + ")"] if hints
+           else []) \
+        + (["lay the file out contiguously per rank and make fewer, larger collective calls"] if layout else [])
+    return _f("M08", f"MPI-IO takes {format_seconds(g['mpiio_time_s'])} on the slowest path against "
+              f"{format_seconds(g['posix_time_s'])} of POSIX time for the same files: "
+              f"{format_seconds(g['overhead_s'])} of its data calls is spent in MPI-IO above the file system"
+              + (" (the summed POSIX time of the ranks, which queue on one local disk, is the floor)"
+                 if g["local_disk"] and g["posix_floor_s"] > g["posix_time_s"] else "") + " (aggregation, "
+              f"data exchange, locking, and waiting in collective calls for the slowest rank: fix an "
+              f"imbalance first); " + "; ".join(why), ev,
+              {"mpiio_overhead_share": t.mpiio_overhead_share, "min_bytes": t.min_bytes},
+              cost=cost, model="mpiio-overhead", fix=_romio_fix(hints) if hints else None,
+              action=" and ".join(levers),
+              # on a one-OST file the lever is the stripe count, which L01 and the stragglers' advice name too
+              overlaps=("L01", "P18", "P19") if one_ost else ())
+
+
+def _small_collective(j: Job, g: dict, per_call: float, rmw_s: float) -> dict:
+    """M11 collective calls too small to gain: each collective call of the job moves less than one large
+    request (`small_bytes`) across all its ranks, so merging its pieces cannot make a large request, and
+    the call's fixed cost (ROMIO allgathers every rank's offsets and exchanges the data through the
+    aggregators, MPIIO_COLL_WRITES/READS counting each rank's call) is spent for nothing. Cost: MPI-IO's
+    time above POSIX on those files (M08's measure), less M09's share, times the share of the calls that
+    calls of `small_bytes` would not need: 1 - per_call / small_bytes."""
+    t = j.t
+    calls = (g["coll_writes"] + g["coll_reads"]) / g["participants"]
+    overhead = max(g["overhead_s"] - rmw_s, 0.0)
+    cost = overhead * max(0.0, 1.0 - per_call / t.small_bytes)
+    return _f("M11", f"{calls:,.0f} collective MPI-IO calls move {format_bytes(per_call)} each across their "
+              f"{g['participants']} ranks (below {format_bytes(t.small_bytes)}): collective buffering cannot merge "
+              f"them into a large request, and each call pays its exchange and synchronization; MPI-IO takes "
+              f"{format_seconds(g['mpiio_time_s'])} on the slowest path against {format_seconds(g['posix_time_s'])} "
+              "of POSIX time for the same files. Buffer in memory and make fewer, larger collective calls "
+              f"(at least {format_bytes(t.small_bytes)} per call across the ranks), or write each rank's contiguous "
+              "part with independent calls",
+              {"collective_calls": calls, "bytes_per_call": per_call, "ranks": g["participants"],
+               "mpiio_time_s": g["mpiio_time_s"], "posix_time_s": g["posix_time_s"], "overhead_s": g["overhead_s"],
+               "read_modify_write_s": rmw_s, "mpiio_bytes": g["bytes"]},
+              {"small_bytes": t.small_bytes, "min_collective_calls": t.min_collective_calls,
+               "mpiio_overhead_share": t.mpiio_overhead_share},
+              cost=cost, model="mpiio-overhead",
+              action=f"make fewer, larger collective calls ({calls:,.0f} of {format_bytes(per_call)}: buffer in "
+              f"memory to at least {format_bytes(t.small_bytes)} per call)",
+              overlaps=("M08",))
+
+
+def _rmw(j: Job) -> dict | None:
+    """Collective buffering's (or data sieving's) read-modify-write on the files MPI-IO writes, once per job.
+
+    ROMIO writes a region that has holes (bytes no rank writes) by reading the region, merging the pieces
+    and writing the whole region back (two-phase over holes, or independent data sieving): on those files
+    POSIX then makes reads MPI-IO never asked for (POSIX_READS above MPIIO_READS; at the end of a new file
+    they return nothing, POSIX_SIZE_READ_0_100), alternating with the writes (POSIX_RW_SWITCHES), and
+    writes more bytes than MPI-IO was given (POSIX_BYTES_WRITTEN above MPIIO_BYTES_WRITTEN: the holes
+    written back). Any write excess is evidence, as nothing else in MPI-IO writes bytes it was not given;
+    `rmw_write_excess` (10 %) keeps a few rewritten headers out. The cost: the POSIX time of the reads not
+    asked for and of the bytes written back, plus the holes' share of MPI-IO's time above POSIX on those
+    files (the aggregators read, merge and exchange the whole region, holes included: the time scales with
+    the bytes POSIX writes, of which the excess is the holes'). None: no read-modify-write."""
+    if "rmw" in j.cache:
+        return j.cache["rmw"]
+    j.cache["rmw"] = None
     mpiio, posix = j.log.records.get("MPI-IO"), j.log.records.get("POSIX")
     if mpiio is None or not len(mpiio) or posix is None or not len(posix):
-        return []
+        return None
     t = j.t
     mc = cols(mpiio)
     keys = np.unique(mc["id"])
     pc_all = cols(posix)
     sel = np.isin(pc_all["id"], keys)
     if not sel.any():
-        return []
+        return None
     pc = subset(pc_all, sel)
     mr = module_rows(mpiio)
     m_bw, m_br, m_reads = float(mr["bytes_written"].sum()), float(mr["bytes_read"].sum()), float(mr["reads"].sum())
@@ -745,36 +872,64 @@ def _read_modify_write(j: Job) -> list[dict]:
     tiny = float(zero_missing(pc, "POSIX_SIZE_READ_0_100").sum() + zero_missing(pc, "POSIX_SIZE_READ_100_1K").sum())
     extra_b, extra_n = max(p_br - m_br, 0.0), max(p_reads - m_reads, 0.0)
     ratio = (p_br + p_bw) / (m_br + m_bw) if m_br + m_bw > 0 else 0.0
-    if not (m_bw >= t.min_bytes and switches >= t.rmw_min_switches and extra_n > 0
-            and (ratio >= t.rmw_bytes_ratio or tiny >= t.small_requests_absolute)):
-        return []
+    written_back = max(p_bw - m_bw, 0.0)
+    # interleaved: each read not asked for is followed by the write it prepares (2 switches), so a job with
+    # few such reads needs only as many switches as reads
+    if not (m_bw >= t.min_bytes and switches >= min(t.rmw_min_switches, extra_n) and extra_n > 0
+            and (written_back >= t.rmw_write_excess * m_bw or ratio >= t.rmw_bytes_ratio
+                 or tiny >= t.small_requests_absolute)):
+        return None
     t_read = float(zero_missing(pc, "POSIX_F_READ_TIME").sum())
     t_write = float(zero_missing(pc, "POSIX_F_WRITE_TIME").sum())
     read_share = max(extra_b / p_br if p_br > 0 else 0.0, extra_n / p_reads if p_reads > 0 else 0.0)
-    write_share = max(p_bw - m_bw, 0.0) / p_bw if p_bw > 0 else 0.0
-    cost = j.clock.wall(t_read * min(read_share, 1.0) + t_write * write_share)
+    write_share = written_back / p_bw if p_bw > 0 else 0.0
+    posix_s = j.clock.wall(t_read * min(read_share, 1.0) + t_write * write_share)
+    g = (_mpiio_files(j) or {}).get("other")
+    overhead_s = g["overhead_s"] * write_share if g else 0.0
     readers = pc["rank"][(zero_missing(pc, "POSIX_READS") > 0) & (zero_missing(pc, "POSIX_WRITES") > 0)]
+    j.cache["rmw"] = {"m_bw": m_bw, "m_br": m_br, "p_bw": p_bw, "p_br": p_br, "extra_n": extra_n, "extra_b": extra_b,
+                      "tiny": tiny, "switches": switches, "ratio": ratio, "written_back": written_back,
+                      "write_share": write_share, "posix_s": posix_s, "overhead_s": overhead_s,
+                      "readers": int(len(np.unique(readers)))}
+    return j.cache["rmw"]
+
+
+def _read_modify_write(j: Job) -> list[dict]:
+    """M09 collective buffering's read-modify-write (`_rmw`): named with its evidence, costed, and the levers
+    ROMIO and the I/O libraries offer"""
+    r = _rmw(j)
+    if r is None:
+        return []
+    t = j.t
     lib = ("; in PnetCDF, post the writes with ncmpi_iput_vara and flush them with one ncmpi_wait_all"
            if len(j.log.records.get("PNETCDF_FILE", ())) or len(j.log.records.get("PNETCDF_VAR", ())) else "")
     lib += ("; in HDF5, collective metadata (H5Pset_all_coll_metadata_ops, H5Pset_coll_metadata_write)"
             if len(j.log.records.get("H5F", ())) else "")
     hints = {"romio_ds_write": "disable", "cb_buffer_size": 64 * MiB}
+    above = (f"; {format_seconds(r['overhead_s'])} of MPI-IO's time above POSIX is the aggregators handling the "
+             f"holes ({100 * r['write_share']:.0f} % of the bytes POSIX wrote)") if r["overhead_s"] > 0 else ""
     return [_f("M09", f"collective buffering reads back what it writes: on the files MPI-IO wrote "
-               f"({format_bytes(m_bw)}), POSIX made {int(extra_n):,} reads MPI-IO did not ask for "
-               f"({int(tiny):,} of them under 1 KiB; {format_bytes(extra_b)} in all) with {int(switches):,} read/write switches, "
-               f"and moved {ratio:.1f}× the MPI-IO bytes: data sieving reads each block before writing its holes. "
-               f"Set romio_ds_write=disable and a larger cb_buffer_size{lib}",
-               {"mpiio_bytes_written": m_bw, "mpiio_bytes_read": m_br, "posix_bytes_written": p_bw,
-                "posix_bytes_read": p_br, "extra_reads": int(extra_n), "small_reads": int(tiny),
-                "rw_switches": int(switches), "posix_over_mpiio_bytes": ratio,
-                "ranks_reading_and_writing": int(len(np.unique(readers)))},
-               {"rmw_bytes_ratio": t.rmw_bytes_ratio, "rmw_min_switches": t.rmw_min_switches,
-                "small_requests_absolute": t.small_requests_absolute, "min_bytes": t.min_bytes},
-               cost=cost, model="read-modify-write", fix=_romio_fix(hints),
-               action="stop collective buffering's read-modify-write (romio_ds_write=disable, a larger cb_buffer_size"
-               + (", non-blocking aggregated writes" if lib else "") + ")",
-               # its extra reads are small POSIX reads: P05/P15 count the same seconds
-               overlaps=("P05", "P15"))]
+               f"({format_bytes(r['m_bw'])}), POSIX made {int(r['extra_n']):,} reads MPI-IO did not ask for "
+               f"({int(r['tiny']):,} of them under 1 KiB; {format_bytes(r['extra_b'])} in all) with "
+               f"{int(r['switches']):,} read/write switches, wrote {format_bytes(r['written_back'])} more than MPI-IO "
+               f"was given and moved {r['ratio']:.1f}× the MPI-IO bytes: ROMIO reads each region before writing "
+               f"the holes in it back{above}. Write whole regions (no holes: each rank's part contiguous, or the "
+               f"gaps filled), or set romio_ds_write=disable and a larger cb_buffer_size{lib}",
+               {"mpiio_bytes_written": r["m_bw"], "mpiio_bytes_read": r["m_br"], "posix_bytes_written": r["p_bw"],
+                "posix_bytes_read": r["p_br"], "extra_reads": int(r["extra_n"]), "small_reads": int(r["tiny"]),
+                "rw_switches": int(r["switches"]), "posix_over_mpiio_bytes": r["ratio"],
+                "bytes_written_back": r["written_back"], "posix_time_s": r["posix_s"],
+                "mpiio_overhead_s": r["overhead_s"], "ranks_reading_and_writing": r["readers"]},
+               {"rmw_bytes_ratio": t.rmw_bytes_ratio, "rmw_write_excess": t.rmw_write_excess,
+                "rmw_min_switches": t.rmw_min_switches, "small_requests_absolute": t.small_requests_absolute,
+                "min_bytes": t.min_bytes},
+               cost=r["posix_s"] + r["overhead_s"], model="read-modify-write", fix=_romio_fix(hints),
+               action="stop collective buffering's read-modify-write (write whole regions without holes, or "
+               "romio_ds_write=disable and a larger cb_buffer_size" + (", non-blocking aggregated writes" if lib else "")
+               + ")",
+               # its extra reads are small POSIX reads: P05/P15 count the same seconds; the bytes it writes back
+               # are written again (P10), which independent sieving's collective cure (M03) also removes
+               overlaps=("P05", "P15", "P10", "M03"))]
 
 
 # ---------------------------------------------------------------------------
@@ -1024,6 +1179,8 @@ class _Posix:
     t_write: float
     #: record ids of the files MPI-IO wrote or read collectively (their POSIX I/O is done by aggregators)
     collective_ids: np.ndarray = None
+    #: every file on one node's local disk (LOCAL_FS): one device all ranks queue on
+    one_local_disk: bool = False
 
     @property
     def f(self):
@@ -1091,7 +1248,7 @@ def _small_requests_rule(x: _Posix) -> list[dict]:
                           f"{format_bytes(t.small_bytes)}: aggregate them into larger requests ({how})",
                           {"small": small, "total": n, "share": small / n, "small_bytes_estimate": small_b}, thr,
                           cost=cost, model="small-requests", action=f"aggregate the {small:,} small {word}s",
-                          overlaps=(code_sh, "M02" if kind == "READ" else "M03")))
+                          overlaps=(code_sh, "M02" if kind == "READ" else "M03", "P11" if kind == "READ" else "P13")))
         if shared_mask.any():
             sc = subset(c, shared_mask)
             small_s, n_s, small_bs = small_requests(sc, "POSIX", kind, t.small_bytes)
@@ -1161,7 +1318,8 @@ def _non_sequential(x: _Posix) -> list[dict]:
     """P11-P14 non-sequential access: Darshan counts a request as sequential when it starts after the previous one's last byte, so the rest went back to or before that byte (random access, or re-reading the same offset)"""
     out = []
     c, t, clock, t_read, t_write = x.c, x.t, x.clock, x.t_read, x.t_write
-    for kind, code_bad, code_ok, t_kind in (("READS", "P11", "P12", t_read), ("WRITES", "P13", "P14", t_write)):
+    for kind, code_bad, code_ok, t_kind, b_kind, small in (("READS", "P11", "P12", t_read, x.br, ("P05", "P15")),
+                                                           ("WRITES", "P13", "P14", t_write, x.bw, ("P06", "P16"))):
         n = monitored(c, f"POSIX_{kind}")
         seq = monitored(c, f"POSIX_SEQ_{kind}")
         ok = ~np.isnan(n) & ~np.isnan(seq)
@@ -1177,8 +1335,11 @@ def _non_sequential(x: _Posix) -> list[dict]:
             out.append(_f(code_bad, f"{int(rand):,} of {int(total_n):,} {word}s ({100 * share:.0f}%) are not "
                           "sequential: they start at or before the previous request's last byte (random access, "
                           "or the same data again)", ev, thr,
-                          cost=clock.wall(costs.random_saving(t_kind, total_n, rand)), model="random",
-                          action=f"make the {word}s sequential (sort or batch them by offset)"))
+                          cost=clock.wall(costs.random_saving(t_kind, total_n, rand, b_kind, t.small_bytes)),
+                          model="random", action=f"make the {word}s sequential (sort or batch them by offset, so "
+                          "that adjacent ones merge)",
+                          # the saving is the merging of small requests: the small-request findings' seconds
+                          overlaps=small))
         elif share > t.random_operations:
             out.append(_f(code_ok, f"{100 * share:.0f}% of the {word}s are not sequential, but only {int(rand):,} "
                           f"of them (≤ {t.random_operations_absolute:,}): too few to matter", ev, thr,
@@ -1239,6 +1400,19 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
                 # under collective buffering the rank that moves a file's bytes is an aggregator: ROMIO
                 # chose it, so the fix is more aggregators, not a different decomposition
                 aggregated = x.collective_ids is not None and np.isin(sc["id"][worst], x.collective_ids)
+                if (aggregated or waited) and x.one_local_disk:
+                    # one node's local disk is one device every rank queues on (B01's reading): ROMIO's one
+                    # aggregator per node writes for the others, which would queue there too; and a rank that
+                    # took longer for the same bytes waited for its place in that queue, not on a slow target
+                    why = ("the straggler is ROMIO's aggregator, and the other ranks would queue on the same device"
+                           if aggregated else "its bytes are balanced: the slow rank's excess is its place in the "
+                           "device's queue, not a slow target to avoid")
+                    out.append(_f(code, f"{int(bad.sum())} shared file(s) with a straggler rank by {what}, on one "
+                                  f"node's local disk: {why}; nothing to change",
+                                  {"files": int(bad.sum()), "max_ratio": float(ratio[worst]),
+                                   "worst_file": names[worst]}, {"stragglers": t.stragglers}, model="informational")
+                               | {"level": "INFO"})
+                    continue
                 action = ("find what the slow rank waited on in the shared file (a slow or busy OST: lfs getstripe "
                           "the file, the server weather during the run); its bytes are balanced" if waited
                           else "give the collectively written file more aggregators (a wider Lustre stripe, which "
