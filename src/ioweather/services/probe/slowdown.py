@@ -10,7 +10,9 @@ from datetime import datetime, timedelta, timezone
 
 from ioweather.encoding import answer_dict
 from ioweather.errors import UserError
-from ioweather.stats.check_codes import CHECK_NAMES, CHECK_PRECEDENCE
+from ioweather.services.probe.light_check import (  # noqa: F401 (CHECK_CODES, unknown: re-exported)
+    CHECK_CODES, CheckTarget, Fallback, check_result, run_check as light_run_check, unknown)
+from ioweather.stats.check_codes import CHECK_NAMES
 from ioweather.units import ns_to_iso, to_ns
 
 
@@ -290,49 +292,6 @@ def _select(samples: dict, from_ns: int, until_ns: int) -> dict:
     return samples if keep.all() else {k: v[keep] for k, v in samples.items()}
 
 
-CHECK_CODES = {"normal": 0, "degraded": 1, "severely degraded": 2, "stale": 3, "unknown": 3, "learning": 3}
-
-
-def _perf_label(target: str) -> str:
-    return "'" + target.replace("'", "''") + "'"
-
-
-@dataclass(frozen=True)
-class CheckTarget:
-    """One checked target of `slowdown --check`: its `state` and `reason` (the Status card's), its `worst`
-    slowdown (None without one) and whether it is `abandoned` (silent for over a day: it decides nothing)."""
-
-    target: str
-    state: str
-    reason: str
-    worst: float | None
-    abandoned: bool
-
-
-def check_result(states: list[CheckTarget], warn: float, crit: float) -> tuple[int, str]:
-    """(exit code, one line with perfdata) from per-target states.
-
-    Every checked target has perfdata, `U` (undetermined, in the plugin guidelines) while it has no slowdown.
-    Targets silent for longer than `probe_status.ABANDON_AFTER_S` (`"abandoned": True`) decide nothing: they
-    are named after the verdict so that a forgotten trial probe never hides the others' state."""
-    checked = [s for s in states if not s.abandoned]
-    ignored = [s.target for s in states if s.abandoned]
-    note = f" (not checked, silent for over a day: {', '.join(ignored)}; see 'ioweather probe targets')" if ignored else ""
-    if ignored and not checked:
-        return 3, (f"IOWEATHER UNKNOWN - every target is silent for over a day: {', '.join(ignored)}; "
-                   "see 'ioweather probe targets'")
-    if not checked:
-        return 3, "IOWEATHER UNKNOWN - no probe data in the store"
-    codes = [CHECK_CODES[s.state] for s in checked]
-    code = next(c for c in CHECK_PRECEDENCE if c in codes)
-    bad = [s for s in checked if CHECK_CODES[s.state] == code] if code else checked
-    text = "; ".join(f"{s.target} {s.reason}" if s.state == "learning" else
-                     f"{s.target} {s.state} ({s.reason})" for s in bad)
-    perf = " ".join(f"{_perf_label(s.target)}=" + ("U" if s.worst is None else f"{s.worst:.3f}")
-                    + f";{warn:g};{crit:g}" for s in checked)
-    return code, f"IOWEATHER {CHECK_NAMES[code]} - {text}{note} | {perf}"
-
-
 @dataclass(frozen=True)
 class Check:
     """Is any probe target degraded now, as a monitoring plugin says it: `slowdown --check`'s answer.
@@ -363,11 +322,6 @@ def cannot_check(reason: str) -> Check:
     return Check(CHECK_NAMES[code], code, line, [])
 
 
-def unknown(reason: str) -> tuple[int, str]:
-    """The plugin guidelines' "cannot check" (UNKNOWN, exit 3) as one line."""
-    return 3, f"IOWEATHER UNKNOWN - {reason}"
-
-
 def run_check(settings, target, window_s: float, stat: str, baseline_s: float, warn: float, crit: float,
               expected: str = "median", reference: tuple[int, int] | None = None) -> tuple[int, str, list[CheckTarget]]:
     """`slowdown --check`: (exit code, line, per-target states) from a read-only handle on the store.
@@ -376,6 +330,10 @@ def run_check(settings, target, window_s: float, stat: str, baseline_s: float, w
     UNKNOWN with its reason, never exit 2: Nagios and Icinga read 2 as CRITICAL."""
     if not settings.store_exists():
         return (*unknown(f"no store at {settings.sqlite_path}"), [])
+    try:  # cron's every minute: the same answer without numpy and SQLAlchemy where the pieces give it exactly
+        return light_run_check(settings, target, window_s, stat, baseline_s, warn, crit, expected, reference)
+    except Fallback:
+        pass
     # lazy: numpy, sqlalchemy via store: after the no-store answer, which cron asks every minute on hosts without one
     from ioweather.store import open_store, probe as probe_store
 
@@ -401,8 +359,10 @@ def run_check(settings, target, window_s: float, stat: str, baseline_s: float, w
 
 
 def check_states(store, target, window_s: float, stat: str, baseline_s: float, warn: float,
-                 crit: float, expected: str = "median", reference: tuple[int, int] | None = None) -> list[CheckTarget]:
-    """Per-target state of the last `window_s`: the dashboard's logic, for `target` or every active target."""
+                 crit: float, expected: str = "median", reference: tuple[int, int] | None = None,
+                 now_ns: int | None = None) -> list[CheckTarget]:
+    """Per-target state of the last `window_s`: the dashboard's logic, for `target` or every active target
+    (judged at `now_ns`, default the clock's now)."""
     # lazy: numpy, sqlalchemy via services.probe.cache: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.services.probe.cache import ProbeCache
     # lazy: numpy, sqlalchemy via services.probe.status: commands.slowdown and commands.probe import this at their top: kept off their `--help`
@@ -413,11 +373,12 @@ def check_states(store, target, window_s: float, stat: str, baseline_s: float, w
     if not 0 < warn < crit:
         raise UserError(f"need 0 < --warn < --crit, got --warn {warn:g} --crit {crit:g}")
     names = [target] if target is not None else probe_store.active_targets(store)
-    cache = ProbeCache(store, baseline_s=baseline_s, reference=reference, warm_rollups=False)
+    cache = ProbeCache(store, baseline_s=baseline_s, reference=reference, warm_rollups=False,
+                       **({} if now_ns is None else {"clock": lambda: now_ns}))
     states = []
     for t in names:
         st = target_status(cache, t, warn=warn, crit=crit, window_s=window_s, stat=stat, expected=expected,
-                           spark=False, with_climate=False)
+                           spark=False, with_climate=False, now_ns=now_ns)
         # A target asked for by name is always judged.
         states.append(CheckTarget(t, st.state, st.reason, st.worst(), target is None and st.abandoned))
     return states

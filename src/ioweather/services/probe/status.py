@@ -14,18 +14,13 @@ from ioweather.stats.status import learning_reason as _learning_reason, learning
 from ioweather.store.probe_aggregates import last_sample_ns
 from ioweather.units import ns_to_iso
 from ioweather.services.probe.cache import OPS, ProbeCache
+from ioweather.services.probe.light_check import (  # noqa: F401 (the constants: re-exported)
+    ABANDON_AFTER_S, STALE_MIN_S, STALE_PERIODS, abandoned, stale_after_s)
 
 #: The window whose median decides the state (METHODS.md section 1).
 WINDOW_S = 600.0
 SPARK_WINDOW_S = 3600.0
 SPARK_STEP_S = 60.0
-#: A target is stale when its newest sample is older than this many probe periods (and at least a minute):
-#: the probe stores samples every 5 s, so a healthy one is never more than a few seconds behind.
-STALE_PERIODS, STALE_MIN_S = 10, 60.0
-#: A target silent for longer than this (a trial probe, a file system taken out of service) no longer decides
-#: `slowdown --check`'s answer: it was UNKNOWN "stale" for a day, now it is only named beside the verdict until
-#: someone retires it (`ioweather probe retire`) or its probe runs again (docs/probe.md).
-ABANDON_AFTER_S = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -182,10 +177,6 @@ def learning_reason(base, now_ns: int) -> str:
     return _learning_reason(float(np.max(base.history_s(now_ns))), span_s, min_history_s(span_s), min_samples(span_s))
 
 
-def stale_after_s(interval_s: float | None) -> float:
-    return max(STALE_MIN_S, STALE_PERIODS * (interval_s or 1.0))
-
-
 def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, crit: float = SEVERE,
                   window_s: float = WINDOW_S, stat: str = "median", expected: str = "same", spark: bool = True,
                   with_climate: bool = True, now_ns: int | None = None) -> TargetStatus:
@@ -272,14 +263,6 @@ def _sparkline(s: dict, now: int, expected: np.ndarray, period_s: float) -> Spar
 def expected_label(stat: str, expected: str) -> str:
     """What a slowdown is, in words: 'median / baseline median', 'p99 / baseline p99'."""
     return f"{stat} / baseline {stat if expected == 'same' else 'median'}"
-
-
-def abandoned(age_s: float | None, last_run: dict | None, now_ns: int) -> bool:
-    """Silent for longer than `ABANDON_AFTER_S` (since its newest sample, or without any since its last run
-    started): still shown, no longer deciding an overall state or a check."""
-    if age_s is None:
-        age_s = None if last_run is None else (now_ns - last_run["started_ns"]) / 1e9
-    return age_s is not None and age_s > ABANDON_AFTER_S
 
 
 def overall_of(targets: list[TargetStatus]) -> str:
