@@ -67,7 +67,7 @@ def test_a_probe_v4_store_gets_file_system_names(home, request, db):
     store = open_store(Settings.resolve(home, url))
     try:
         fs = {r.target: r.fs for r in list_targets(store).rows}
-        assert store.versions()["probe"] == probe_store.COMPONENT.version == 5
+        assert store.versions()["probe"] == probe_store.COMPONENT.version == 6
         assert fs == {"node1.site.org:/": "node1", "node1.site.org:/lus/scratch": "scratch", "scratch": None,
                       "node9:/gpfs": None}
         info = probe_store.RunInfo(target="scratch", directory="/lus/scratch/v/p", interval_s=1, block_bytes=1,

@@ -141,3 +141,35 @@ def test_the_light_readers_know_the_stores_format():
     d = np.r_[np.arange(0, 300), rng.integers(0, 2**40, 5000), rng.lognormal(10, 3, 5000).astype(np.int64),
               [2**53 - 1, 2**53, 2**62, -5]]
     assert [light_check.bucket_of(int(x)) for x in d] == bucket_of(d).tolist()
+
+
+def test_a_v5_store_upgrades_and_its_hours_are_summarized_again(home, tmp_path):
+    """v6 adds the start times and drops the hour pieces summarized without them; the next writable computation
+    builds them again, and the light path then answers as before the upgrade."""
+    import shutil
+    import sqlite3
+
+    copy = tmp_path / "home"
+    shutil.copytree(home.home, copy)
+    db = sqlite3.connect(copy / "ioweather.sqlite")
+    db.execute("ALTER TABLE probe_pieces DROP COLUMN starts_ns")
+    db.execute("UPDATE schema_versions SET version = 5 WHERE component = 'probe'")
+    days, hours = db.execute("SELECT sum(span_ns = ?), sum(span_ns < ?) FROM probe_pieces", (DAY, DAY)).fetchone()
+    db.commit()
+    db.close()
+    assert days and hours
+    settings = Settings.resolve(copy)
+    with pytest.raises(light_check.Fallback):  # a probe schema these reads do not know
+        light_check.run_check(settings, None, 600.0, "median", BASE_S, 2.0, 10.0, now_ns=T)
+    store = open_store(settings)
+    store.require(COMPONENT)
+    db = sqlite3.connect(copy / "ioweather.sqlite")
+    assert db.execute("SELECT sum(span_ns = ?), sum(span_ns < ?) FROM probe_pieces", (DAY, DAY)).fetchone() == (days, 0)
+    db.close()
+    for now in (T - H, T):
+        cache = ProbeCache(store, baseline_s=BASE_S, warm_rollups=False, clock=lambda now=now: now)
+        for t in ("steady", "slow", "young", "quiet", "gone"):
+            cache.baseline(t)
+    store.dispose()
+    assert light_check.run_check(settings, None, 600.0, "median", BASE_S, 2.0, 10.0, now_ns=T) == \
+        light_check.run_check(home, None, 600.0, "median", BASE_S, 2.0, 10.0, now_ns=T)

@@ -128,10 +128,14 @@ def _fs_names_v5(conn: sa.Connection) -> None:
 
 
 def _starts_v6(conn: sa.Connection) -> None:
-    """v6: `probe_pieces.starts_ns` (a store created at v3 or later has it from create_tables)."""
+    """v6: `probe_pieces.starts_ns` (a store created at v3 or later has it from create_tables). The hour pieces
+    summarized before go: a cache, built again on first use with their start times (only the hours around a
+    window's ends are kept, so this is a few hours per target)."""
     if "starts_ns" not in {c["name"] for c in sa.inspect(conn).get_columns("probe_pieces")}:
         kind = probe_pieces.c.starts_ns.type.compile(dialect=conn.dialect)
         conn.execute(sa.text(f"ALTER TABLE probe_pieces ADD COLUMN starts_ns {kind}"))
+    conn.execute(probe_pieces.delete().where(probe_pieces.c.span_ns < 86_400 * 10**9,
+                                             probe_pieces.c.starts_ns.is_(None)))
 
 
 COMPONENT = Component("probe", [create_tables(probe_runs, probe_samples), create_tables(probe_archive),
