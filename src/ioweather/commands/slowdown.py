@@ -7,6 +7,7 @@ import sys
 import click
 
 from ioweather.commands.common import DURATION, SINCE, TIME, json_option
+from ioweather.encoding import to_json
 from ioweather.errors import UserError
 from ioweather.services.probe import slowdown as svc
 from ioweather.services.runtime.defaults import EXPECTED, SLOWDOWN_STATS
@@ -25,13 +26,7 @@ class _Plugin(click.Command):
             if "--check" not in given:
                 raise
             answer = svc.cannot_check(" ".join(e.format_message().split()))
-            if "--json" in given:
-                # lazy: rich via views.output: kept off the command's `--help` and its usage errors
-                from ioweather.views.output import print_json
-
-                print_json(answer.to_json())
-            else:
-                click.echo(answer.message)
+            click.echo(to_json(answer.to_json()) if "--json" in given else answer.message)
             ctx.exit(answer.exit_code)
 
 
@@ -69,9 +64,6 @@ def register(cli: click.Group) -> None:
         one line with perfdata, exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (learning, stale, no store,
         an unknown target). It opens the store read-only and never creates one.
         """
-        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
-        from ioweather.views.output import print_json, print_table, short_time
-
         try:
             if interval <= 0 or baseline <= 0:
                 raise UserError("--interval and --baseline must be positive")
@@ -84,11 +76,12 @@ def register(cli: click.Group) -> None:
             if check:
                 answer = svc.check(settings, target, interval, stat, baseline, warn, crit, expected, reference)
         if check:
-            if as_json:
-                print_json(answer.to_json())
-            else:
-                click.echo(answer.message)
+            # views.output's print_json, without loading rich (its tables') into cron's every minute
+            click.echo(to_json(answer.to_json()) if as_json else answer.message)
             sys.exit(answer.exit_code)
+        # lazy: rich via views.output: kept off the command's `--help`, its usage errors and --check
+        from ioweather.views.output import print_json, print_table, short_time
+
         # lazy: sqlalchemy via services.runtime.stores: not loaded by --check, which opens the store read-only itself
         from ioweather.services.runtime.stores import open_store
 
