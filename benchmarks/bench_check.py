@@ -62,6 +62,8 @@ def main():
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--store-home", type=Path, required=True)
     ap.add_argument("--before", type=Path, help="another tree's src/ to alternate with")
+    ap.add_argument("--before-home", type=Path, help="the 30-day store for --before (a copy at its schema: a tree "
+                    "older than probe v6 refuses a v6 store in one line, which is no measure)")
     ap.add_argument("--prepare", action="store_true", help="top the store up to now and build its pieces first")
     args = ap.parse_args()
     if args.prepare:
@@ -73,13 +75,14 @@ def main():
              ("slowdown --check, 30-day store", check, args.store_home, []),
              ("slowdown --check, empty home", check, empty, [])]
     trees = [("after", SRC)] + ([("before", args.before)] if args.before else [])
+    homes = {("slowdown --check, 30-day store", "before"): args.before_home or args.store_home}
     times: dict[str, list[tuple[float, float]]] = {}
     said: dict[str, str] = {}
     for _ in range(args.runs):
         for name, cmd, home, only in cases:
             for tree, src in only or trees:
                 label = name if only else f"{name} [{tree}]"
-                wall, cpu, out = run(cmd, src, home)
+                wall, cpu, out = run(cmd, src, homes.get((name, tree), home))
                 times.setdefault(label, []).append((wall, cpu))
                 said[label] = out
     base_wall = statistics.median(w for w, _ in times[cases[0][0]])

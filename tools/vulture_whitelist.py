@@ -53,6 +53,7 @@ _.filesystem  # sources/telemetry/lmt.py LmtInfo: FILESYSTEM_INFO's name, set po
 _.purpose  # services/bench/runs.py Motif: the motif's description, set positionally in MOTIFS
 
 # read by getattr with a name in a string
+_.__getattr__  # store/__init__.py: PEP 562, Python calls it for `from ioweather.store import open_store`
 _.mem_offsets  # store/iomodel.py run rows
 _.file_offsets
 _.lock_fd  # sources/probe.py close(): the probe directory's lock is held while the fd is open

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from ioweather.stats.check_codes import CHECK_NAMES, CHECK_PRECEDENCE
 from ioweather.stats.probe_spec import STAT_QUANTILES
-from ioweather.stats.status_rules import learning_reason, min_history_s, min_samples, quantile_ranks, state, \
+from ioweather.stats.status_rules import learning_reason, min_history_s, min_samples, quantile_ranks, \
     target_state, median_between
 from ioweather.store import probe_light as db
 from ioweather.store.probe_light import DAY_NS, HOUR_NS, OPS
@@ -337,4 +337,4 @@ def run_check(settings, target, window_s: float, stat: str, baseline_s: float, w
 
 
 __all__ = ["ABANDON_AFTER_S", "CheckTarget", "Fallback", "abandoned", "check_result", "plan", "run_check",
-           "stale_after_s", "state", "tail_since", "unknown"]
+           "stale_after_s", "tail_since", "unknown"]
