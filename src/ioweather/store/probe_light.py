@@ -13,6 +13,7 @@ import sqlite3
 import sys
 import zlib
 from array import array
+from pathlib import Path
 
 DAY_NS = 86_400 * 10**9
 HOUR_NS = 3_600 * 10**9
@@ -37,7 +38,9 @@ def _int_array(code: str, data: bytes) -> array:
 def connect(path) -> sqlite3.Connection:
     """A read-only connection in a read transaction, on a store whose probe schema these reads know."""
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2.0, isolation_level=None)
+        # as_uri() percent-encodes a '?' or '#' in the path, which would end a bare "file:" URI's path
+        conn = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True, timeout=2.0,
+                               isolation_level=None)
         conn.execute("BEGIN")
         row = conn.execute("SELECT version FROM schema_versions WHERE component = 'probe'").fetchone()
     except sqlite3.Error as e:
