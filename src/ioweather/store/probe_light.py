@@ -38,8 +38,11 @@ def _int_array(code: str, data: bytes) -> array:
 def connect(path) -> sqlite3.Connection:
     """A read-only connection in a read transaction, on a store whose probe schema these reads know."""
     try:
-        # as_uri() percent-encodes a '?' or '#' in the path, which would end a bare "file:" URI's path
-        conn = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True, timeout=2.0,
+        # As store/db.py's read-only engine: without a -wal (no writer attached) every committed page is in the
+        # main file, read as immutable, so that no -wal or -shm is left behind; with one, mode=ro shares them.
+        # as_uri() percent-encodes a '?' or '#' in the path, which would end a bare "file:" URI's path.
+        query = "mode=ro" if Path(f"{path}-wal").exists() else "mode=ro&immutable=1"
+        conn = sqlite3.connect(f"{Path(path).absolute().as_uri()}?{query}", uri=True, timeout=2.0,
                                isolation_level=None)
         conn.execute("BEGIN")
         row = conn.execute("SELECT version FROM schema_versions WHERE component = 'probe'").fetchone()
