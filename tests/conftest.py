@@ -79,7 +79,8 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
                             "test_a_reference_period_and_thresholds",
                             "test_what_the_light_path_cannot_do_exactly_it_leaves",
                             "test_the_light_path_loads_neither_numpy_nor_sqlalchemy",
-                            "test_a_v5_store_upgrades_and_its_hours_are_summarized_again"),
+                            "test_a_v5_store_upgrades_and_its_hours_are_summarized_again",
+                            "test_unsummarized_spans_empty_before_the_first_sample_or_the_last_hour"),
     "test_advisor_cli.py": (
         "test_html_report_has_the_combined_column",
         "test_json_io_time_and_saving_for_why",

@@ -173,3 +173,24 @@ def test_a_v5_store_upgrades_and_its_hours_are_summarized_again(home, tmp_path):
     store.dispose()
     assert light_check.run_check(settings, None, 600.0, "median", BASE_S, 2.0, 10.0, now_ns=T) == \
         light_check.run_check(home, None, 600.0, "median", BASE_S, 2.0, 10.0, now_ns=T)
+
+
+def test_unsummarized_spans_empty_before_the_first_sample_or_the_last_hour(home, tmp_path):
+    """A young target's days before its first sample (the probe daemon never summarizes them) are empty, and an
+    hour completed since the daemon's last hourly pass is read raw: the light path still answers, the same."""
+    import shutil
+    import sqlite3
+
+    copy = tmp_path / "home"
+    shutil.copytree(home.home, copy)
+    last_hour = (T - light_check.PIECE_LAG_NS) // H * H - H
+    db = sqlite3.connect(copy / "ioweather.sqlite")
+    gone = db.execute("DELETE FROM probe_pieces WHERE (target = 'young' AND start_ns + span_ns <= ?) "
+                      "OR (span_ns = ? AND start_ns = ?)", (T - 3 * H, H, last_hour)).rowcount
+    db.commit()
+    db.close()
+    assert gone > 6
+    settings = Settings.resolve(copy)
+    for target in (None, "young"):
+        light = light_check.run_check(settings, target, 600.0, "median", BASE_S, 2.0, 10.0, now_ns=T)
+        assert light == _full(settings, target, 600.0, "median")

@@ -81,6 +81,22 @@ def last_sample_ns(conn: sqlite3.Connection, run_ids: list[int]) -> int | None:
     return best
 
 
+def first_sample_ns(conn: sqlite3.Connection, run_ids: list[int]) -> int | None:
+    """store.probe_aggregates.sample_range's first: the oldest start in the database or the archive's manifest."""
+    best = None
+    for rid in run_ids:
+        for op in OPS:
+            v = conn.execute("SELECT min(start_ns) FROM probe_samples WHERE run_id = ? AND op = ?", (rid, op)).fetchone()[0]
+            if v is not None and (best is None or v < best):
+                best = int(v)
+    if run_ids:
+        marks = ",".join("?" * len(run_ids))
+        v = conn.execute(f"SELECT min(first_ns) FROM probe_archive WHERE run_id IN ({marks})", run_ids).fetchone()[0]
+        if v is not None and (best is None or v < best):
+            best = int(v)
+    return best
+
+
 def archived(conn: sqlite3.Connection, run_ids: list[int], lo: int, hi: int) -> bool:
     """Whether an archived day of these runs overlaps [lo, hi) (its samples are in Parquet, not here)."""
     if not run_ids:

@@ -193,8 +193,19 @@ def _baseline(conn, target: str, run_ids: list[int], since: int, until: int, now
             if all(len(have.get(k, ())) == len(OPS) for k in keys):
                 i = want.index(day)
                 want[i:i + 1] = keys
-    if any(len(have.get(k, ())) != len(OPS) for k in want):
-        raise Fallback("a piece of the baseline is not built yet")
+    missing = [k for k in want if len(have.get(k, ())) != len(OPS)]
+    if missing:
+        # Spans the store holds no sample of (before the target's first: the probe daemon summarizes from
+        # there) are empty; an hour not summarized yet (the daemon does it hourly) is read as raw samples,
+        # as gather would build it from them; anything else is the full path's.
+        first = db.first_sample_ns(conn, run_ids)
+        for key in missing:
+            want.remove(key)
+            if first is not None and key[0] + key[1] <= first:
+                continue
+            if key[1] > HOUR_NS or db.archived(conn, run_ids, key[0], key[0] + key[1]):
+                raise Fallback("a piece of the baseline is not built yet")
+            segments.append((key[0], key[0] + key[1]))
     # The raw ends: the database's samples, or the hour piece's start times where the range is archived.
     raw: list[list[tuple[int, int]]] = [[] for _ in OPS]  # per op: (duration, start) of successful samples
     for lo, hi in segments:
