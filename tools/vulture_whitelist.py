@@ -44,7 +44,6 @@ _.lo_s  # stats/factors.py FactorClass: `factors classify --json`, views/factors
 _.hi_s
 _.mean_bps
 _.block_bytes  # store/probe.py run info: columns of the probe runs table (asdict)
-_.file_exceeds_memory
 _.total_pages  # sources/iomodel_cache.py CacheInfo: the run's cache record (as_dict)
 _.dropped_caches
 _.created_ns  # sources/probe.py ProbeLayout: written to probe.json (layout.__dict__) and read back
