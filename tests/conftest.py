@@ -74,6 +74,13 @@ MODULE_MARKERS: dict[str, tuple[str, ...]] = {
 #: machine shared by eight engineers: each duration scaled by 170 s / the run's sum of durations (170 s: the
 #: same tests' sum with the machine to itself), a module fixture's setup left out (paid once per module).
 SLOW_TESTS: dict[str, tuple[str, ...]] = {
+    # the five-target store with archived days and pieces built twice: ~40 s at load 10
+    "test_light_check.py": ("test_light_check_is_the_full_check", "test_the_answers_cover_every_state_and_a_learning_target",
+                            "test_a_reference_period_and_thresholds",
+                            "test_what_the_light_path_cannot_do_exactly_it_leaves",
+                            "test_the_light_path_loads_neither_numpy_nor_sqlalchemy",
+                            "test_a_v5_store_upgrades_and_its_hours_are_summarized_again",
+                            "test_unsummarized_spans_empty_before_the_first_sample_or_the_last_hour"),
     "test_advisor_cli.py": (
         "test_html_report_has_the_combined_column",
         "test_json_io_time_and_saving_for_why",

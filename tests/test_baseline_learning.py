@@ -47,7 +47,7 @@ def young(tmp_path):
 def test_young_baseline_is_learning_on_the_status_page_and_metrics(young):
     home, store, t0 = young
     cache = ProbeCache(store, clock=lambda: t0)
-    st = target_status(cache, "young", now_ns=t0)
+    st = target_status(cache, "young", now_ns=t0).to_json()
     assert st["state"] == "learning"
     assert st["reason"].startswith("learning the baseline (3 h of 30 d; slowdowns from 24 h and 1,000 samples per op)")
     assert [o["slowdown"] for o in st["ops"]] == [None] * 6
@@ -85,7 +85,7 @@ def test_a_day_of_history_is_no_longer_learning(tmp_path):
     t0 = (time.time_ns() // 10**9) * 10**9
     add_target(store, "day", t0 - 25 * H, t0, period_s=60, seed=4, error_rate=0, timeout_rate=0)
     cache = ProbeCache(store, clock=lambda: t0)
-    st = target_status(cache, "day", now_ns=t0)
+    st = target_status(cache, "day", now_ns=t0).to_json()
     assert st["state"] == "normal" and st["baseline"]["learning"] is False
     assert all(o["slowdown"] is not None for o in st["ops"])
     store.dispose()
@@ -135,7 +135,7 @@ def test_metrics_p99_is_like_for_like_and_labelled(tmp_path):
     ratios = {(dict(k[1])["op"], dict(k[1])["stat"], dict(k[1])["expected"]): v
               for k, v in got.items() if k[0] == "ioweather_slowdown_ratio"}
     assert {(st, e) for _, st, e in ratios} == {("median", "median")} | {(st, "same") for st in SLOWDOWN_STATS[1:]}
-    st = target_status(cache, "d", stat="p99", now_ns=t0, spark=False, with_climate=False)
+    st = target_status(cache, "d", stat="p99", now_ns=t0, spark=False, with_climate=False).to_json()
     for o in st["ops"]:
         assert ratios[(o["op"], "p99", "same")] == pytest.approx(o["slowdown"], rel=1e-12)
         assert 0.3 < o["slowdown"] < 3  # healthy: the paper's p99 / median would be ~2.3 here, up to 49x on a real disk

@@ -66,15 +66,15 @@ def test_a_probe_v4_store_gets_file_system_names(home, request, db):
                                       _run("node9:/gpfs", "node2", "/gpfs/p")])  # another host's label
     store = open_store(Settings.resolve(home, url))
     try:
-        fs = {r["target"]: r["fs"] for r in list_targets(store)}
-        assert store.versions()["probe"] == probe_store.COMPONENT.version == 5
+        fs = {r.target: r.fs for r in list_targets(store).rows}
+        assert store.versions()["probe"] == probe_store.COMPONENT.version == 6
         assert fs == {"node1.site.org:/": "node1", "node1.site.org:/lus/scratch": "scratch", "scratch": None,
                       "node9:/gpfs": None}
         info = probe_store.RunInfo(target="scratch", directory="/lus/scratch/v/p", interval_s=1, block_bytes=1,
                                    file_bytes=1, pool_files=1, small_bytes=1, direct=False, fsync=False, seed=0,
                                    timeout_s=60, file_exceeds_memory=False, host="node2", fs="lscratch")
         probe_store.start_run(store, info)
-        assert {r["target"]: r["fs"] for r in list_targets(store)}["scratch"] == "lscratch"  # its newest run's
+        assert {r.target: r.fs for r in list_targets(store).rows}["scratch"] == "lscratch"  # its newest run's
     finally:
         store.dispose()
     engine.dispose()

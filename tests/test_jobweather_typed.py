@@ -130,9 +130,11 @@ def test_correlations_are_typed_and_the_cli_prints_their_rows(planted):
     p = run_cli("correlations", "--fs", "scratch", "--json", home=settings.home)
     assert p.returncode == 0, p.stderr
     keys = ("metric", "r", "p", "n", "strength", "magnitude")
-    assert json.loads(p.stdout) == json.loads(to_json([{k: r[k] for k in keys} for r in answer.rows]))
-    cf = next(r for r in answer.rows if r["metric"] == "coverage_factor_bw")
-    assert cf["n"] == 13 and cf["performance"] == "fraction_of_peak"
+    # the listing is the answer's rows, field for field (a service-side key pick, not the command's)
+    assert json.loads(p.stdout) == json.loads(to_json([{k: getattr(r, k) for k in keys} for r in answer.rows]))
+    assert json.loads(p.stdout) == json.loads(to_json(answer.listing().to_json()))
+    cf = next(r for r in answer.rows if r.metric == "coverage_factor_bw")
+    assert cf.n == 13 and cf.performance == "fraction_of_peak"
 
 
 def test_an_imported_feature_row_answers_typed_without_a_file_system(testdata, home, tmp_path):

@@ -178,7 +178,7 @@ def test_retired_and_abandoned_targets_no_longer_block_the_check(tmp_path, cli):
     cache = ProbeCache(store)
     assert cache.targets() == ["empty", "fs1", "old"]
     cards = [target_status(cache, t, spark=False, with_climate=False) for t in cache.targets()]
-    assert [(c["state"], c["abandoned"]) for c in cards] == [("unknown", True), ("normal", False), ("stale", True)]
+    assert [(c.state, c.abandoned) for c in cards] == [("unknown", True), ("normal", False), ("stale", True)]
     assert overall_of(cards) == "normal"
     text = ProbeMetrics(cache, count_since_ns=now).exposition().decode()
     assert 'target="old"' in text and 'target="scratch"' not in text

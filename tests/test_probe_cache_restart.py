@@ -89,8 +89,8 @@ def _assert_no_double_work(done: list[tuple]) -> None:
             assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), (t, i, spans)
 
 
-def _status_json(st: dict) -> str:
-    return json.dumps(st, sort_keys=True)
+def _status_json(st) -> str:
+    return json.dumps(st.to_json(), sort_keys=True)
 
 
 @pytest.fixture(scope="module")

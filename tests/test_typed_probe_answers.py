@@ -23,7 +23,9 @@ from ioweather.encoding import to_json
 from ioweather.services.telemetry import fsview
 from ioweather.services.answers.factors import Factors, probe_factors
 from ioweather.services.probe.history import History, history
-from ioweather.services.probe.status import Status, status
+from ioweather.services.probe import light_check
+from ioweather.services.probe.slowdown import CheckTarget, IntervalRow, SlowdownRow
+from ioweather.services.probe.status import BaselineInfo, Climate, OpStatus, Sparkline, Status, TargetStatus, status
 from ioweather.store import probe as probe_store
 from ioweather.services.probe.timeline import Timeline, timeline
 from ioweather.store import open_store
@@ -108,12 +110,27 @@ def test_status(server, ctx, home, cli):
     states = {t["target"]: t["state"] for t in doc["targets"]}
     assert states == {"scratch": "normal", "home-nfs": "severely degraded"}
     assert doc["overall"] == "severely degraded"
+    # typed to the leaves: each card, op, climate, baseline and sparkline is its dataclass's fields, key for key
+    assert list(doc["thresholds"]) == ["warn", "crit"]
+    for card, typed in zip(doc["targets"], answer.targets):
+        assert type(typed) is TargetStatus and list(card) == [f.name for f in fields(TargetStatus)]
+        assert list(card["baseline"]) == [f.name for f in fields(BaselineInfo)]
+        assert list(card["sparkline"]) == [f.name for f in fields(Sparkline)]
+        for op in card["ops"]:
+            assert list(op) == [f.name for f in fields(OpStatus)] and list(op["climate"]) == [f.name for f in fields(Climate)]
     # the monitoring plugin judges each target as its card does (its clock runs on: states, not values)
     for target, state in states.items():
         r = cli("slowdown", "--check", "--json", "--target", target, home=home[0])
         check = json.loads(r.stdout)
         assert [t["state"] for t in check["targets"]] == [state]
+        assert [list(t) for t in check["targets"]] == [[f.name for f in fields(CheckTarget)]]
         assert check["exit_code"] == r.returncode == {"normal": 0, "severely degraded": 2}[state]
+    # at the card's instant, the plugin's light path (sqlite3, no numpy) says what each card says, bit for bit
+    _, t0 = home
+    _, _, light = light_check.run_check(ctx.settings, None, answer.window_s, "median", cfg.baseline_s, cfg.warn,
+                                        cfg.crit, now_ns=t0)
+    assert [(c.target, c.state, c.reason, c.worst) for c in light] == \
+        [(t.target, t.state, t.reason, t.worst()) for t in answer.targets]
 
 
 def test_status_without_data(tmp_path):
@@ -140,6 +157,7 @@ def test_history_cells_are_the_slowdown_commands(server, ctx, home, cli):
                           check=True).stdout)
     column = {_ns(t): c for c, t in enumerate(doc["time"])}
     assert len(rows) == 6 * (until - since) // H
+    assert all(list(r) == [f.name for f in fields(SlowdownRow)] for r in rows)
     for r in rows:
         o, c = doc["ops"].index(r["op"]), column[_ns(r["interval_start"])]
         assert h["count"][o][c] == r["count"]
@@ -162,6 +180,7 @@ def test_timeline_intervals_are_probe_stats(server, ctx, home, cli, hours, inter
     assert doc["resolution"] == ("raw" if hours <= 6 else "10 min")
     rows = json.loads(cli("probe", "stats", "--target", "home-nfs", "--interval", interval, "--since", _iso(since),
                           "--until", _iso(until), "--json", home=home[0], check=True).stdout)
+    assert all(list(r) == [f.name for f in fields(IntervalRow)] for r in rows)
     want = {(r["op"], _ns(r["interval_start"])): r for r in rows}
     got = {(r["op"], _ns(r["interval_start"])): r for r in doc["intervals"]}
     step = int(interval_s * 1e9)

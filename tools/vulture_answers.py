@@ -5,16 +5,18 @@ with a `to_json()`, the dataclasses they hold, TypedDicts), which reach their JS
 _ = object()
 
 _.a  # services.content.fsstats.Growth
+_.abandoned  # services.probe.status.TargetStatus
 _.access  # services.jobs.darshan.StoredJob
 _.acf  # services.telemetry.workload.Workload
 _.adjust  # services.answers.factors.Factors
 _.after  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff
 _.after_s  # services.answers.job_diff.SystemShare
 _.alarms  # services.lab.score.CaseScore
-_.analysis  # services.answers.factors.Factors
+_.analysis  # services.answers.factors.Factors, services.answers.factors.GroupDensity
+_.archived_samples  # services.probe.targets.Archived
 _.available  # services.lab.score.ToolScore
 _.b  # services.content.fsstats.Growth
-_.baseline  # services.answers.why.Why, services.probe.history.TargetHistory
+_.baseline  # services.answers.why.Why, services.probe.history.TargetHistory, services.probe.status.TargetStatus
 _.baseline_from  # services.lab.storm.StormPair
 _.baseline_s  # services.probe.status.Status
 _.baseline_until  # services.lab.storm.StormPair
@@ -43,20 +45,22 @@ _.cdfs  # services.content.fsstats.Contents
 _.cf_variant  # services.jobs.weather.Weather
 _.change_s  # services.answers.job_diff.DiffCause, services.answers.job_diff.SystemShare
 _.changes  # services.answers.report.Report
-_.climate  # services.answers.why.Why, services.jobs.weather.Weather
+_.class_order  # services.answers.factors.Classified
+_.climate  # services.answers.why.Why, services.jobs.weather.Weather, services.probe.status.OpStatus
 _.code  # services.answers.job_diff.DiffCause, services.answers.why.Evidence, services.answers.why.LogEvidence
 _.code_s  # services.answers.why.LogBudget, services.answers.why.Why
 _.colour  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.command  # services.lab.run.CaseRun
 _.compare  # services.content.fsstats.Contents
 _.compare_id  # services.content.fsstats.Contents
+_.computed_at  # services.probe.status.BaselineInfo
 _.concurrent_jobs  # services.jobs.weather.Weather
 _.concurrent_node_hours  # services.jobs.weather.Weather
 _.config  # services.answers.umami.FeatureImport
 _.control  # services.lab.run.CaseRun, services.lab.score.CaseScore
 _.controls  # services.lab.score.ToolScore
 _.controls_quiet  # services.lab.score.ToolScore
-_.count  # services.probe.history.TargetHistory
+_.count  # services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.coverage_factor_bw  # services.jobs.weather.Weather
 _.coverage_factor_nodehrs  # services.jobs.weather.Weather
 _.coverage_factor_opens  # services.jobs.weather.Weather
@@ -65,6 +69,7 @@ _.coverage_factor_read_bw  # services.jobs.weather.Weather
 _.coverage_factor_write_bw  # services.jobs.weather.Weather
 _.coverage_factors  # services.jobs.weather.Weather
 _.covered_s  # services.telemetry.fsview.Span
+_.crit  # services.probe.status.Thresholds
 _.cross_mounts  # services.content.fsstats.Snapshot
 _.culprit_named  # services.lab.storm.StormPair
 _.culprits  # services.answers.why.Event, services.lab.storm.Twin, stats.umami.Umami
@@ -75,26 +80,32 @@ _.darshan_lib  # services.lab.toolchain.Toolchain
 _.data_since  # services.telemetry.fsview.Span
 _.data_until  # services.telemetry.fsview.Span
 _.date  # services.telemetry.workload.DailyRates
+_.df  # services.answers.factors.Classified
 _.diff  # services.content.fsstats.Contents
 _.diff_warnings  # services.content.fsstats.Contents
 _.dir  # services.lab.run.LabRun, services.lab.storm.StormPair
 _.direction  # services.bench.runs.BenchPage
+_.directory  # services.probe.run.ProbeInit, services.probe.targets.TargetRow
 _.dirs  # services.content.fsstats.Snapshot
+_.doc  # services.answers.factors.ModelFile
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
+_.durations  # services.answers.factors.Classified, services.answers.factors.GroupDensity
 _.elapsed_s  # services.lab.run.CaseRun
 _.end  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.telemetry.workload.Workload
 _.entries  # services.content.fsstats.Snapshot
 _.entries_per_s  # services.content.fsstats.Snapshot
-_.error  # services.lab.score.CaseScore
+_.error  # services.answers.factors.GroupDensity, services.lab.score.CaseScore
 _.error_list  # services.content.fsstats.Snapshot
-_.errors  # services.content.fsstats.Contents, services.content.fsstats.Snapshot
+_.errors  # services.content.fsstats.Contents, services.content.fsstats.Snapshot, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.events  # services.answers.report.Report, services.answers.why.Why, services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
 _.evidence  # services.answers.why.LogBudget, services.answers.why.Why
 _.exclude  # services.content.fsstats.Snapshot
 _.excluded  # services.answers.factors.Factors, services.content.fsstats.Snapshot
 _.exe  # services.answers.job_diff.DiffSide
 _.exit_code  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
-_.expected_s  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
+_.expected  # services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus
+_.expected_label  # services.probe.status.TargetStatus
+_.expected_s  # services.probe.history.TargetHistory, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.Timeline
 _.explained_s  # services.answers.job_diff.JobDiff
 _.explained_share  # services.answers.job_diff.JobDiff
 _.extra_io_s  # services.lab.storm.StormPair
@@ -104,19 +115,22 @@ _.failed_logs  # services.jobs.darshan.ArchiveSummary
 _.failed_over  # services.answers.why.Targets
 _.failures  # services.probe.timeline.Timeline
 _.failures_total  # services.probe.timeline.Timeline
+_.file_bytes  # services.probe.run.ProbeInit
+_.file_exceeds_memory  # services.probe.run.ProbeInit
 _.file_system  # services.answers.why.LogEvidence
-_.files  # services.content.fsstats.Snapshot
+_.files  # services.content.fsstats.Snapshot, services.probe.targets.Purged
 _.files_per_day  # services.content.fsstats.Growth
 _.files_stored  # services.jobs.darshan.StoredJob
 _.files_vs_procs  # services.jobs.darshan.ArchiveSummary
 _.filters  # services.jobs.darshan.ArchiveSummary
 _.findings  # services.jobs.darshan.StoredJob
+_.first_sample  # services.probe.targets.TargetRow
 _.flagged  # services.telemetry.fsview.Servers
 _.fn  # services.lab.score.LabelScore
 _.format  # services.content.fsstats.Snapshot
 _.fp  # services.lab.score.LabelScore
 _.fraction_of_peak  # services.jobs.weather.Weather
-_.fs  # services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.BenchPage, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, stats.umami.Umami
+_.fs  # services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.BenchPage, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, stats.umami.Umami
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.fs_bytes  # services.jobs.weather.Weather
 _.fs_fullness  # services.telemetry.fsview.Capacity
@@ -128,6 +142,8 @@ _.fullest_ost  # services.answers.why.Targets, services.jobs.weather.Weather
 _.fullest_ost_pct  # services.answers.why.Targets, services.jobs.weather.Weather
 _.fullness  # services.answers.report.Report, services.telemetry.fsview.Capacity
 _.generated_at  # services.probe.status.Status
+_.group  # services.answers.factors.GroupDensity
+_.grouped  # services.answers.factors.Densities
 _.growth_until  # services.telemetry.fsview.Capacity
 _.growth_window_s  # services.telemetry.fsview.Capacity
 _.hardlinks_deduplicated  # services.content.fsstats.Snapshot
@@ -137,8 +153,9 @@ _.histogram  # services.bench.runs.BenchPage
 _.histograms  # services.content.fsstats.Snapshot
 _.history  # stats.umami.MetricRow
 _.history_jobs  # services.answers.why.Climate, stats.umami.Umami
+_.history_s  # services.probe.status.BaselineInfo
 _.home  # services.lab.storm.StormPair
-_.host  # services.content.fsstats.Snapshot
+_.host  # services.content.fsstats.Snapshot, services.probe.status.TargetStatus, services.probe.targets.Retired, services.probe.targets.TargetRow
 _.id  # services.answers.why.LogBudget, services.jobs.darshan.StoredJob
 _.ident  # services.answers.job_diff.DiffSide
 _.idle_periods  # services.telemetry.workload.Workload
@@ -146,7 +163,8 @@ _.idle_threshold  # services.telemetry.workload.Workload
 _.ingested_at  # services.jobs.darshan.StoredJob
 _.interfaces  # services.jobs.darshan.StoredJob
 _.interfaces_by_size  # services.jobs.darshan.ArchiveSummary
-_.interval_s  # services.content.fsstats.Growth, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.workload.Workload
+_.interval_s  # services.content.fsstats.Growth, services.probe.history.History, services.probe.status.Sparkline, services.probe.status.TargetStatus, services.probe.timeline.Timeline, services.telemetry.workload.Workload
+_.interval_start  # services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.timeline.TimelineInterval
 _.intervals  # services.probe.timeline.Timeline
 _.io_time_change_s  # services.answers.job_diff.JobDiff
 _.io_time_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
@@ -158,12 +176,15 @@ _.jobs  # services.answers.umami.Correlations, services.jobs.darshan.ArchiveSumm
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
 _.kind  # services.answers.job_diff.DiffCause, services.telemetry.fsview.Span
 _.label  # services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.lab.score.LabelScore, stats.umami.MetricRow
-_.labels  # services.content.fsstats.Contents, services.lab.run.CaseRun, services.lab.score.ToolScore
+_.labels  # services.answers.factors.Classified, services.content.fsstats.Contents, services.lab.run.CaseRun, services.lab.score.ToolScore
 _.largest_movers  # services.content.fsstats.Growth
+_.last_sample  # services.probe.status.TargetStatus, services.probe.targets.TargetRow
+_.last_sample_age_s  # services.probe.status.TargetStatus, services.probe.targets.TargetRow
 _.lctl  # services.telemetry.fsview.Capacity
 _.lctl_at  # services.answers.why.Targets
-_.learning  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
+_.learning  # services.probe.history.TargetHistory, services.probe.status.BaselineInfo, services.probe.status.OpStatus, services.probe.timeline.Timeline
 _.learning_reason  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
+_.learning_span  # services.probe.status.BaselineInfo
 _.level  # services.jobs.darshan.StoredJob
 _.levels  # services.jobs.darshan.JobsView
 _.limit  # services.jobs.darshan.JobList
@@ -173,15 +194,21 @@ _.log  # services.lab.storm.Twin, services.lab.toolchain.Build
 _.logs  # services.answers.why.Why, services.lab.run.CaseRun
 _.logs_dir  # services.lab.run.LabRun, services.lab.score.Scores
 _.lustre  # services.telemetry.fsview.Capacity
+_.magnitude  # services.answers.umami.CorrelationRow
+_.match_cols  # services.answers.factors.Classified
 _.max_points  # services.probe.timeline.Timeline
+_.max_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
 _.md_ops_per_s  # services.jobs.weather.Weather
 _.mdtest  # services.lab.toolchain.Toolchain
 _.mean_ops_per_s  # services.telemetry.fsview.Metadata
+_.mean_s  # services.probe.slowdown.IntervalRow
 _.mean_total_bps  # services.telemetry.workload.Workload
-_.median  # services.answers.why.ClimateMetric
-_.message  # services.answers.job_diff.DiffCause, services.bench.runs.BenchCheck, services.probe.slowdown.Check, services.probe.status.Status
+_.median  # services.answers.why.ClimateMetric, services.probe.status.Climate
+_.median_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
+_.memory_bytes  # services.probe.run.ProbeInit
+_.message  # services.answers.factors.GroupDensity, services.answers.job_diff.DiffCause, services.bench.runs.BenchCheck, services.probe.slowdown.Check, services.probe.status.Status
 _.method  # services.answers.why.Culprit
-_.metric  # services.answers.why.ClimateMetric, stats.umami.MetricRow
+_.metric  # services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.metrics  # services.answers.why.Climate, stats.umami.Umami
 _.mibps_per_node_by_project  # services.jobs.darshan.ArchiveSummary
 _.micro_f1  # services.lab.score.ToolScore
@@ -190,11 +217,13 @@ _.micro_precision  # services.lab.score.ToolScore
 _.micro_recall  # services.lab.score.ToolScore
 _.min_amplitude_bps  # services.telemetry.workload.Workload
 _.min_amplitude_ops_per_s  # services.telemetry.fsview.Metadata
+_.min_s  # services.probe.slowdown.IntervalRow
 _.missing  # services.lab.toolchain.Toolchain
 _.missing_fraction  # services.jobs.weather.Weather
 _.missing_observations  # services.telemetry.workload.Workload
 _.missing_samples  # services.telemetry.workload.Workload
 _.model  # services.answers.job_diff.SystemShare
+_.models  # services.answers.factors.Classified
 _.monthly  # services.telemetry.workload.Workload
 _.motif  # services.answers.umami.Correlations, services.answers.why.Climate, services.bench.runs.BenchPage, stats.umami.Umami
 _.mount  # services.answers.why.LogBudget
@@ -202,9 +231,10 @@ _.mounts  # services.answers.why.LogEvidence, services.jobs.darshan.StoredJob
 _.mpi  # services.lab.run.CaseRun
 _.mpicc  # services.lab.toolchain.Toolchain
 _.mpiexec  # services.lab.toolchain.Toolchain
-_.n  # services.answers.why.ClimateMetric, stats.umami.MetricRow
+_.n  # services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.n_fs  # stats.umami.MetricRow
-_.name  # services.lab.run.CaseRun
+_.n_intervals  # services.probe.status.Climate
+_.name  # services.answers.factors.Classified, services.lab.run.CaseRun
 _.named  # services.lab.score.CaseScore
 _.newest_of_label  # services.content.fsstats.Contents
 _.nnodes  # services.answers.why.Why
@@ -219,8 +249,8 @@ _.now_s  # services.telemetry.fsview.Talkers
 _.nprocs  # services.answers.job_diff.DiffSide
 _.observations  # services.telemetry.workload.Workload
 _.offset  # services.jobs.darshan.JobList
-_.op  # services.answers.factors.Factors
-_.ops  # services.answers.factors.Factors, services.probe.history.History, services.telemetry.fsview.Metadata
+_.op  # services.answers.factors.Factors, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.ops  # services.answers.factors.Factors, services.probe.history.History, services.probe.status.TargetStatus, services.telemetry.fsview.Metadata
 _.order  # services.jobs.darshan.JobList
 _.origin  # services.lab.toolchain.Toolchain
 _.other  # services.content.fsstats.Snapshot
@@ -228,19 +258,28 @@ _.overall  # services.probe.status.Status
 _.own_share  # services.answers.why.Event
 _.owners  # services.content.fsstats.Contents, services.content.fsstats.Growth, services.content.fsstats.Snapshot
 _.owners_total  # services.content.fsstats.Contents
-_.p  # stats.umami.MetricRow
+_.p  # services.answers.umami.CorrelationRow, stats.umami.MetricRow
+_.p01  # services.probe.status.Climate
+_.p90_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
+_.p95_s  # services.probe.slowdown.IntervalRow
+_.p99  # services.probe.status.Climate
+_.p99_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
 _.p_fs  # stats.umami.MetricRow
-_.path  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.jobs.darshan.StoredJob
+_.path  # services.answers.factors.ModelFile, services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.jobs.darshan.StoredJob, services.probe.targets.Skipped
 _.peak_bps  # services.answers.why.Event
 _.peak_ops_per_s  # services.telemetry.fsview.Metadata
 _.peak_read_bps  # services.telemetry.workload.Workload
 _.peak_total_bps  # services.telemetry.workload.Workload
 _.peak_write_bps  # services.telemetry.workload.Workload
+_.percentile_now  # services.probe.status.Climate
 _.perf  # services.jobs.darshan.StoredJob
+_.performance  # services.answers.umami.CorrelationRow
 _.performance_bps  # services.jobs.weather.Weather
+_.pieces  # services.probe.targets.Purged
 _.planted  # services.lab.score.CaseScore
 _.plot  # services.jobs.darshan.JobsView
-_.points  # services.telemetry.workload.WorkloadSeries
+_.points  # services.probe.status.Sparkline, services.telemetry.workload.WorkloadSeries
+_.pool_files  # services.probe.run.ProbeInit
 _.power_spectrum  # services.telemetry.workload.Workload
 _.precision  # services.lab.score.LabelScore
 _.preset  # services.answers.umami.FeatureImport
@@ -252,36 +291,41 @@ _.programs  # services.lab.toolchain.Toolchain
 _.projects  # services.content.fsstats.Contents, services.jobs.darshan.ArchiveSummary
 _.projects_shown  # services.jobs.darshan.JobsView
 _.projects_total  # services.content.fsstats.Contents
-_.q1  # services.answers.why.ClimateMetric
-_.q3  # services.answers.why.ClimateMetric
+_.purged  # services.probe.targets.Purged
+_.q1  # services.answers.why.ClimateMetric, services.probe.status.Climate
+_.q1_s  # services.probe.slowdown.IntervalRow
+_.q3  # services.answers.why.ClimateMetric, services.probe.status.Climate
+_.q3_s  # services.probe.slowdown.IntervalRow
 _.quartile  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.query  # services.answers.report.Report
 _.quiet  # services.lab.score.CaseScore, services.lab.storm.StormPair
 _.quiet_system_share  # services.lab.storm.StormPair
-_.r  # stats.umami.MetricRow
+_.r  # services.answers.umami.CorrelationRow, stats.umami.MetricRow
 _.r_fs  # stats.umami.MetricRow
 _.read_bps  # services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
 _.read_bytes  # services.telemetry.workload.Workload
 _.read_write_ratio  # services.telemetry.workload.Workload
-_.reason  # services.lab.run.CaseRun, services.lab.score.ToolScore
+_.reason  # services.lab.run.CaseRun, services.lab.score.ToolScore, services.probe.status.TargetStatus, services.probe.targets.Skipped
 _.recall  # services.lab.score.LabelScore
+_.reference  # services.probe.status.BaselineInfo
 _.resolution  # services.probe.timeline.Timeline
 _.resolution_s  # services.probe.timeline.Timeline
 _.result  # services.telemetry.workload.WorkloadView
+_.retired  # services.probe.targets.Retired
 _.role  # services.lab.storm.Twin
 _.root  # services.content.fsstats.Snapshot
 _.root_is_symlink  # services.content.fsstats.Snapshot
-_.rows  # services.answers.umami.Correlations, services.answers.umami.FeatureImport, services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.jobs.darshan.JobList, services.probe.slowdown.Slowdown
+_.rows  # services.answers.umami.CorrelationListing, services.answers.umami.Correlations, services.answers.umami.FeatureImport, services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.jobs.darshan.JobList, services.probe.slowdown.IntervalStats, services.probe.slowdown.Slowdown, services.probe.targets.Targets
 _.rows_in_file  # services.answers.umami.FeatureImport
 _.rows_kept_by_paper_filters  # services.answers.umami.FeatureImport
 _.rule  # services.telemetry.fsview.Servers
 _.run  # services.bench.runs.BenchPage
-_.runs  # services.bench.runs.BenchPage
+_.runs  # services.answers.factors.Densities, services.bench.runs.BenchPage, services.probe.targets.Purged, services.probe.targets.TargetRow
 _.runtime_s  # services.answers.job_diff.DiffSide
 _.same_code  # services.answers.job_diff.JobDiff
 _.sample_interval_s  # services.telemetry.workload.Workload
 _.sample_s  # services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
-_.samples  # services.probe.timeline.Timeline, services.telemetry.workload.Workload
+_.samples  # services.probe.status.BaselineInfo, services.probe.targets.Purged, services.probe.timeline.Timeline, services.telemetry.workload.Workload
 _.samples_shown  # services.probe.timeline.Timeline
 _.samples_total  # services.probe.timeline.Timeline
 _.series  # services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
@@ -291,10 +335,13 @@ _.share  # services.answers.why.Culprit
 _.sharing  # services.jobs.darshan.StoredJob
 _.shown  # services.telemetry.workload.WorkloadSeries
 _.significance  # services.answers.factors.Factors
-_.since  # services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
+_.since  # services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.since_ns  # services.telemetry.fsview.Span
+_.sizes  # services.answers.factors.Classified
+_.skipped  # services.probe.targets.Purged
 _.skipped_mounts  # services.content.fsstats.Snapshot
-_.slowdown  # services.answers.report.Report, services.answers.why.Event, services.probe.history.TargetHistory
+_.slowdown  # services.answers.report.Report, services.answers.why.Event, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.Sparkline, services.probe.timeline.TimelineInterval
+_.small_bytes  # services.probe.run.ProbeInit
 _.smooth_s  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
 _.smoothed_bps  # services.telemetry.workload.WorkloadSeries
 _.snapshot  # services.content.fsstats.Contents
@@ -303,16 +350,21 @@ _.snapshot_time  # services.content.fsstats.Snapshot
 _.snapshots  # services.content.fsstats.Contents
 _.sort  # services.jobs.darshan.JobList, services.telemetry.fsview.Servers
 _.source  # stats.umami.Umami
+_.span_s  # services.probe.status.BaselineInfo
+_.sparkline  # services.probe.status.TargetStatus
 _.split  # services.answers.factors.Factors
+_.stale_after_s  # services.probe.status.TargetStatus
 _.start  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.telemetry.workload.Workload, stats.umami.Umami
+_.start_ns  # services.answers.factors.GroupDensity
 _.started  # services.lab.run.LabRun
-_.stat  # services.probe.history.History, services.probe.timeline.Timeline
+_.stat  # services.probe.history.History, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.timeline.Timeline
+_.state  # services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.TargetStatus, services.probe.targets.TargetRow
 _.status  # services.bench.runs.BenchCheck, services.lab.run.CaseRun, services.probe.slowdown.Check
 _.step_s  # services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
 _.storm  # services.lab.storm.StormPair
 _.storm_job  # services.lab.storm.StormPair
 _.strategy_by_size  # services.jobs.darshan.ArchiveSummary
-_.strength  # stats.umami.MetricRow
+_.strength  # services.answers.umami.CorrelationRow, stats.umami.MetricRow
 _.stripes_stored  # services.jobs.darshan.StoredJob
 _.summary  # services.jobs.darshan.JobsView
 _.symlink_target  # services.content.fsstats.Snapshot
@@ -321,15 +373,16 @@ _.system  # services.answers.job_diff.JobDiff, services.answers.umami.Correlatio
 _.system_model  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
 _.system_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
 _.system_share_of_extra  # services.lab.storm.StormPair
-_.target  # services.answers.factors.Factors, services.probe.history.History, services.probe.history.TargetHistory, services.probe.timeline.Timeline, services.telemetry.fsview.Servers
+_.table  # services.answers.factors.Classified
+_.target  # services.answers.factors.Factors, services.probe.history.History, services.probe.history.TargetHistory, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.targets.Purged, services.probe.targets.Retired, services.probe.targets.TargetRow, services.probe.timeline.Timeline, services.telemetry.fsview.Servers
 _.targets  # services.answers.why.Why, services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.Workload
 _.targets_all  # services.answers.factors.Factors, services.probe.history.History
 _.targets_met  # services.lab.storm.StormPair
 _.threads  # services.content.fsstats.Snapshot
 _.thresholds  # services.probe.history.History, services.probe.status.Status, services.probe.timeline.Timeline
-_.time  # services.probe.history.History, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadSeries
+_.time  # services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadSeries
 _.timeline  # services.answers.factors.Factors
-_.timeouts  # services.probe.history.TargetHistory
+_.timeouts  # services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.tolerated  # services.lab.run.CaseRun
 _.tool  # services.lab.score.ToolScore
 _.toolchain  # services.lab.run.LabRun, services.lab.toolchain.Build
@@ -348,19 +401,23 @@ _.tp  # services.lab.score.LabelScore
 _.unexplained  # services.answers.why.Evidence
 _.unexplained_s  # services.answers.why.LogBudget, services.answers.why.Why
 _.unplanted  # services.lab.score.CaseScore
-_.until  # services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
+_.until  # services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.until_ns  # services.telemetry.fsview.Span
 _.unusual  # stats.umami.MetricRow
 _.user  # services.answers.why.Culprit
 _.users  # services.telemetry.fsview.Talkers
 _.value  # services.answers.why.ClimateMetric, stats.umami.MetricRow
+_.value_s  # services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus
 _.verdict  # services.answers.job_diff.DiffSide, services.answers.job_diff.JobDiff, services.answers.why.Climate, services.answers.why.Why, services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.lab.storm.Twin, stats.umami.Umami
 _.version  # services.lab.score.ToolScore
 _.walk_s  # services.content.fsstats.Snapshot
+_.warn  # services.probe.status.Thresholds
 _.warnings  # services.telemetry.workload.WorkloadView
+_.was  # services.probe.targets.Retired
 _.weather  # stats.umami.Umami
+_.what  # services.answers.factors.GroupDensity
 _.window_end_ns  # services.jobs.weather.Weather
-_.window_s  # services.probe.status.Status
+_.window_s  # services.probe.status.Status, services.probe.status.TargetStatus
 _.window_start_ns  # services.jobs.weather.Weather
 _.worst  # services.probe.history.TargetHistory
 _.write_bps  # services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries

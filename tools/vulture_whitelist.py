@@ -44,7 +44,6 @@ _.lo_s  # stats/factors.py FactorClass: `factors classify --json`, views/factors
 _.hi_s
 _.mean_bps
 _.block_bytes  # store/probe.py run info: columns of the probe runs table (asdict)
-_.file_exceeds_memory
 _.total_pages  # sources/iomodel_cache.py CacheInfo: the run's cache record (as_dict)
 _.dropped_caches
 _.created_ns  # sources/probe.py ProbeLayout: written to probe.json (layout.__dict__) and read back
@@ -53,6 +52,7 @@ _.filesystem  # sources/telemetry/lmt.py LmtInfo: FILESYSTEM_INFO's name, set po
 _.purpose  # services/bench/runs.py Motif: the motif's description, set positionally in MOTIFS
 
 # read by getattr with a name in a string
+_.__getattr__  # store/__init__.py: PEP 562, Python calls it for `from ioweather.store import open_store`
 _.mem_offsets  # store/iomodel.py run rows
 _.file_offsets
 _.lock_fd  # sources/probe.py close(): the probe directory's lock is held while the fd is open

@@ -115,11 +115,9 @@ def _run_density(settings, *, files, column, unit, where, drop_invalid, from_sto
                 runs.append(run)
             bar.advance(task)
     if as_json:
-        if by_cols:
-            print_json([{"group": r.group, **(r.analysis.as_dict() if r.error is None else {"error": r.error})}
-                        for r in runs])
-        elif runs:
-            print_json(runs[0].analysis.as_dict())
+        doc = svc.Densities(runs, bool(by_cols)).to_json()
+        if doc is not None:  # one input whose density failed: said on stderr, nothing on stdout
+            print_json(doc)
     else:
         for r in runs:
             if r.error is None:
@@ -158,9 +156,9 @@ def _run_fit(settings, *, files, column, unit, where, drop_invalid, from_store, 
         task = bar.add_task("fitting", total=inp.total_sizes)
         models, failed = svc.fit_models(inp, drop_invalid=drop_invalid, small_max=small_max, margin=margin, kw=kw,
                                         say=_say, on_size=lambda: bar.advance(task))
-    doc = svc.save_models(models, out, files=files, setup_cols=inp.setup_cols, margin=margin, kw=kw)
+    saved = svc.save_models(models, out, files=files, setup_cols=inp.setup_cols, margin=margin, kw=kw)
     if as_json:
-        print_json(doc)
+        print_json(saved.to_json())
     else:
         print_models(models, out)
     if failed:
@@ -191,7 +189,7 @@ def _run_classify(settings, *, files, column, unit, where, drop_invalid, from_st
         classify_figure(plot, c.sizes, c.durations, c.labels, c.class_order, c.models, c.match_cols, else_label,
                         title=f"{c.name}: {len(c.durations)} operations")
     if as_json:
-        print_json({"n": int(len(c.durations)), "classes": c.class_order, "experiments": c.table})
+        print_json(c.to_json())
         return
     print_shares(c.table, c.class_order)
 

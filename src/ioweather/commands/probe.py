@@ -78,12 +78,12 @@ def register(cli: click.Group) -> None:
         else:
             info = init_probe(directory, file_size, pool, block=block, on_progress=ProgressLines(label))
         if as_json:
-            print_json(info)
+            print_json(info.to_json())
             return
-        mem = info["memory_bytes"]
-        click.echo(f"probe directory {directory}: {format_bytes(info['file_bytes'])} data file, "
-                   f"{info['pool_files']} pool files")
-        if not info["file_exceeds_memory"]:
+        mem = info.memory_bytes
+        click.echo(f"probe directory {directory}: {format_bytes(info.file_bytes)} data file, "
+                   f"{info.pool_files} pool files")
+        if not info.file_exceeds_memory:
             stderr.print(f"note: the data file is smaller than this node's memory ({format_bytes(mem)}): "
                          "data_read may be served from the page cache; use --direct at run time or a larger --file-size")
 
@@ -119,14 +119,14 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def archive(settings, keep_days, as_json):
         """Move completed days of samples to Parquet (the daemon does this hourly; for cron or after an import)."""
-        # lazy: sqlalchemy via services.runtime.stores: kept off the command's `--help` and its usage errors
-        from ioweather.services.runtime.stores import archive_probe_samples
+        # lazy: numpy, sqlalchemy via services.probe.targets: kept off the command's `--help` and its usage errors
+        from ioweather.services.probe.targets import archive
 
-        moved = archive_probe_samples(open_store(settings), keep_days=keep_days)
+        answer = archive(open_store(settings), keep_days=keep_days)
         if as_json:
-            print_json({"archived_samples": moved})
+            print_json(answer.to_json())
         else:
-            click.echo(f"archived {moved} samples to {settings.parquet_dir / 'probe'}")
+            click.echo(f"archived {answer.archived_samples} samples to {settings.parquet_dir / 'probe'}")
 
     @probe.command("stats")
     @click.option("--target", default=None, help="One target (default: all).")
@@ -140,7 +140,8 @@ def register(cli: click.Group) -> None:
         if interval <= 0:
             raise UserError("--interval must be positive")
         check_order(since, until)
-        rows = interval_rows(open_store(settings), target, interval, since, until)
+        answer = interval_rows(open_store(settings), target, interval, since, until)
+        rows = answer.to_json()
         if as_json:
             print_json(rows)
             return
@@ -164,7 +165,7 @@ def register(cli: click.Group) -> None:
         from ioweather.services.probe.targets import list_targets
         if not settings.store_exists():
             raise UserError(f"no store at {settings.sqlite_path}")
-        rows = list_targets(open_store(settings))
+        rows = list_targets(open_store(settings)).to_json()
         if as_json:
             print_json(rows)
             return
@@ -193,13 +194,13 @@ def register(cli: click.Group) -> None:
             raise UserError(f"no store at {settings.sqlite_path}")
         store = open_store(settings)
         if not purge:
-            was = probe_targets.retire(store, target)
+            answer = probe_targets.retire(store, target)
             if as_json:
-                print_json({"target": target, "retired": True, "was": was["state"]})
+                print_json(answer.to_json())
             else:
                 click.echo(f"retired {target}: its data stays; a probe of it that runs again brings it back")
-            if was["state"] == "active":
-                stderr.print(f"note: a probe of {target} is still storing samples (on {was['host']}); they are kept "
+            if answer.was == "active":
+                stderr.print(f"note: a probe of {target} is still storing samples (on {answer.host}); they are kept "
                              "but not shown until it is restarted", highlight=False, markup=False)
             return
         if not yes:
@@ -208,11 +209,11 @@ def register(cli: click.Group) -> None:
             click.confirm(f"delete target {target!r} and all its samples?", abort=True, err=True)
         done = probe_targets.purge(store, target)
         if as_json:
-            print_json({"target": target, "purged": True, **done})
+            print_json(done.to_json())
         else:
-            click.echo(f"purged {target}: {done['runs']:,} runs, {done['samples']:,} samples, "
-                       f"{done['pieces']:,} summaries, {done['files']:,} archive files")
-        line = skipped_line([(s["path"], s["reason"]) for s in done["skipped"]])
+            click.echo(f"purged {target}: {done.runs:,} runs, {done.samples:,} samples, "
+                       f"{done.pieces:,} summaries, {done.files:,} archive files")
+        line = skipped_line([(s.path, s.reason) for s in done.skipped])
         if line:  # a link planted in the archive: its file stays, said, and the exit says so too
             stderr.print(f"probe retire: {line}", highlight=False, markup=False, soft_wrap=True)
             sys.exit(1)

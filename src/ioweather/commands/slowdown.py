@@ -94,7 +94,7 @@ def register(cli: click.Group) -> None:
         rows = svc.slowdown(open_store(settings), target, interval, stat, baseline, since, until, expected,
                             reference).to_json()
         if as_json:
-            print_json(rows)
+            print_json(rows)  # the answer's to_json()
             return
 
         def style(r):

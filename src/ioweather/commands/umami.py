@@ -66,8 +66,9 @@ def register(cli: click.Group) -> None:
         from ioweather.views.umami_report import number_text as _num, p_text as _p
         answer = build_correlations(open_store(settings), fs=fs, motif=motif, system=system,
                                     metrics=list(metrics) or None, all_rows=all_rows)
+        listing = answer.listing()
         if as_json:
-            print_json([{k: r[k] for k in ("metric", "r", "p", "n", "strength", "magnitude")} for r in answer.rows])
+            print_json(listing.to_json())
             return
         stdout.print(f"{answer.jobs} jobs", highlight=False)
 
@@ -75,7 +76,7 @@ def register(cli: click.Group) -> None:
             colour = {"strong": "blue", "weak": "green"}.get(r["strength"], "red")
             return f"bold {colour}" if r["r"] is not None and abs(r["r"]) > 0.3 else colour
 
-        print_table(answer.rows, [("metric", "metric"), ("r", "r", _num), ("p", "p", _p), ("n", "n"),
+        print_table(listing.to_json(), [("metric", "metric"), ("r", "r", _num), ("p", "p", _p), ("n", "n"),
                                   ("strength", "strength"), ("magnitude", "|r|")], row_style=style)
 
     @import_group(cli).command("job-features")

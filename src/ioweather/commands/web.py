@@ -176,11 +176,11 @@ def register(cli: click.Group) -> None:
                         task = bar.add_task(f"creating {directory}/data", total=file_size)
                         info = init_probe(directory, file_size, pool, block=block,
                                           on_progress=lambda done, total: bar.update(task, completed=done))
-                    click.echo(f"watch: created probe directory {directory}: {format_bytes(info['file_bytes'])} data "
-                               f"file and {info['pool_files']} small files (laptop defaults; for a shared file system "
+                    click.echo(f"watch: created probe directory {directory}: {format_bytes(info.file_bytes)} data "
+                               f"file and {info.pool_files} small files (laptop defaults; for a shared file system "
                                f"use 'ioweather probe init {directory} --file-size SIZE' with SIZE above the client's "
                                "memory)", err=True)
-                    if not info["file_exceeds_memory"]:
+                    if not info.file_exceeds_memory:
                         click.echo("watch: note: the data file is smaller than this machine's memory, so data_read "
                                    "may be served from the page cache", err=True)
         except BaseException:

@@ -12,6 +12,7 @@ import numpy as np
 from ioweather.stats.grouped import mean_sorted, quantile_sorted, sort_groups
 
 from ioweather.stats.probe_spec import DEGRADED, SEVERE, SLOWDOWN_STATS, STAT_QUANTILES  # noqa: F401 (re-exported)
+from ioweather.stats.status_rules import state  # noqa: F401 (re-exported)
 
 STATUS_OK, STATUS_ERROR, STATUS_TIMEOUT = 0, 1, 2
 
@@ -119,12 +120,3 @@ def slowdown_rows(rows: list[dict], expected_s: np.ndarray, stat: str = "median"
     return out
 
 
-def state(slowdown_value: float | None, degraded: float = DEGRADED, severe: float = SEVERE) -> str:
-    """`normal` below `degraded`, `degraded` from it, `severely degraded` from `severe`; `unknown` without data."""
-    if slowdown_value is None or not np.isfinite(slowdown_value):
-        return "unknown"
-    if slowdown_value >= severe:
-        return "severely degraded"
-    if slowdown_value >= degraded:
-        return "degraded"
-    return "normal"

@@ -32,8 +32,7 @@ import sqlalchemy as sa
 from ioweather.store.db import Store
 from ioweather.store.probe_tables import COMPONENT, OPS, probe_archive, probe_pieces, probe_runs, probe_samples
 
-DAY_NS = 86_400 * 10**9
-HOUR_NS = 3_600 * 10**9
+from ioweather.store.probe_light import DAY_NS, HOUR_NS  # noqa: E402,F401 (one definition, without SQLAlchemy)
 #: An insert of samples older than this takes the PostgreSQL lock (pieces are built only for spans
 #: that ended longer ago than services/probe/pieces.PIECE_LAG_NS, 5 min; the margin is clock skew).
 LATE_NS = 120 * 10**9
@@ -106,6 +105,7 @@ def write(store: Store, target: str, start_ns: int, span_ns: int, fp: tuple[int,
             "first_ok_ns": r["first_ok_ns"], "fp_rows": fp[0], "fp_parts": fp[1],
             "hist": zlib.compress(np.asarray(r["hist"], "<u4").tobytes(), 1),
             "sorted_ns": np.asarray(r["sorted"], "<i8").tobytes(),
+            "starts_ns": None if r.get("starts") is None else np.asarray(r["starts"], "<i8").tobytes(),
             "rollups": encode_rollups(r["rollups"])} for r in rows])
     return True
 

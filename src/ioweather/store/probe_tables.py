@@ -93,6 +93,10 @@ probe_pieces = sa.Table(
     sa.Column("rollups", sa.LargeBinary().with_variant(mysql.LONGBLOB(), "mysql"), nullable=False),
     # Last: SQLite reads a row's columns in order, through the overflow pages of any big one before.
     sa.Column("sorted_ns", sa.LargeBinary().with_variant(mysql.LONGBLOB(), "mysql"), nullable=False),
+    # v6 (issue 40): an hour piece's start times in the order of `sorted_ns` (NULL for a day piece, and for an
+    # hour summarized before v6). The hour a rolling window starts in is cut at the window's start from these,
+    # where its samples would otherwise be read from an archived day's Parquet file (store/probe_light.py).
+    sa.Column("starts_ns", sa.LargeBinary().with_variant(mysql.LONGBLOB(), "mysql"), nullable=True),
 )
 sa.Index("probe_pieces_span", probe_pieces.c.target, probe_pieces.c.start_ns)
 
@@ -123,5 +127,17 @@ def _fs_names_v5(conn: sa.Connection) -> None:
                          .values(fs=fs_name(mount, None, None, [], host)))
 
 
+def _starts_v6(conn: sa.Connection) -> None:
+    """v6: `probe_pieces.starts_ns` (a store created at v3 or later has it from create_tables). The hour pieces
+    summarized before go: a cache, built again on first use with their start times (only the hours around a
+    window's ends are kept, so this is a few hours per target)."""
+    if "starts_ns" not in {c["name"] for c in sa.inspect(conn).get_columns("probe_pieces")}:
+        kind = probe_pieces.c.starts_ns.type.compile(dialect=conn.dialect)
+        conn.execute(sa.text(f"ALTER TABLE probe_pieces ADD COLUMN starts_ns {kind}"))
+    conn.execute(probe_pieces.delete().where(probe_pieces.c.span_ns < 86_400 * 10**9,
+                                             probe_pieces.c.starts_ns.is_(None)))
+
+
 COMPONENT = Component("probe", [create_tables(probe_runs, probe_samples), create_tables(probe_archive),
-                                create_tables(probe_pieces), create_tables(probe_retired), _fs_names_v5])
+                                create_tables(probe_pieces), create_tables(probe_retired), _fs_names_v5,
+                                _starts_v6])

@@ -134,6 +134,22 @@ class GroupDensity:
         return None if self.start_ns is None else np.argsort(self.start_ns, kind="stable")
 
 
+@dataclass(frozen=True)
+class Densities:
+    """`factors density`'s answer: each group's density (`GroupDensity`), in the order of the groups. With
+    `grouped` (--by) the JSON is a list of `{"group": ..., **analysis}` (or `error` for a group that failed);
+    without, the one analysis itself (None when it failed)."""
+
+    runs: list[GroupDensity]
+    grouped: bool
+
+    def to_json(self) -> list[dict] | dict | None:
+        if self.grouped:
+            return [{"group": r.group, **(r.analysis.as_dict() if r.error is None else {"error": r.error})}
+                    for r in self.runs]
+        return self.runs[0].analysis.as_dict() if self.runs else None
+
+
 def density_runs(groups: list[tuple[dict, pd.DataFrame]], name: str, kw: dict, drop_invalid: bool,
                  say: Say) -> Iterator[GroupDensity]:
     """The density of each group in turn (a failed group is yielded with its error, the others still run)."""
@@ -292,12 +308,24 @@ def fit_models(inp: FitInput, *, drop_invalid: bool, small_max: int, margin: flo
     return models, failed
 
 
-def save_models(models, out: Path, *, files, setup_cols: list[str], margin: float, kw: dict) -> dict:
-    """Write the model file; returns its document."""
+@dataclass(frozen=True)
+class ModelFile:
+    """`factors fit`'s answer: the model file written (`path`) and its document (`stats.factor_models`'s
+    versioned format, which `factors classify --model` reads back); the JSON is the document."""
+
+    path: Path
+    doc: dict
+
+    def to_json(self) -> dict:
+        return self.doc
+
+
+def save_models(models, out: Path, *, files, setup_cols: list[str], margin: float, kw: dict) -> ModelFile:
+    """Write the model file."""
     doc = models_to_doc(models, created=ns_to_iso(time.time_ns()), inputs=[str(f) for f in files],
                         grouping=setup_cols, margin=margin, **kw)
     write_atomic(out, json.dumps(doc, indent=1) + "\n")
-    return doc
+    return ModelFile(Path(out), doc)
 
 
 # ---------------------------------------------------------------- classify
@@ -330,6 +358,10 @@ class Classified:
     match_cols: list[str]
     class_order: list[str]
     table: list[dict]
+
+    def to_json(self) -> dict:
+        """`factors classify --json`: the observations, the classes in order and Table 4's rows."""
+        return {"n": int(len(self.durations)), "classes": self.class_order, "experiments": self.table}
 
 
 def _classify_columns(files, from_store, models, *, size_column, fixed_size, match, by) -> tuple[list[str], list[str]]:

@@ -81,17 +81,17 @@ def _climate(store, since, until) -> dict | None:
         rows = compute_slowdown(store, None, CLIMATE_INTERVAL_S, "median", BASELINE_S, since, until)
     except UserError:
         return None
-    rows = [r for r in rows if r["slowdown"] is not None and np.isfinite(r["slowdown"])]
+    rows = [r for r in rows if r.slowdown is not None and np.isfinite(r.slowdown)]
     if not rows:
         return None
     by_op: dict[str, list[float]] = {}
     for r in rows:
-        by_op.setdefault(r["op"], []).append(r["slowdown"])
+        by_op.setdefault(r.op, []).append(r.slowdown)
     ops = [{"op": op, "median": float(np.median(v)), "p95": float(np.percentile(v, 95)), "worst": float(max(v)),
             "intervals": len(v)} for op, v in sorted(by_op.items())]
-    worst = sorted(rows, key=lambda r: -r["slowdown"])[:WORST]
+    worst = sorted(rows, key=lambda r: -r.slowdown)[:WORST]
     return {"interval_s": CLIMATE_INTERVAL_S, "ops": ops,
-            "worst": [{"target": r["target"], "op": r["op"], "start": r["interval_start"], "slowdown": r["slowdown"]}
+            "worst": [{"target": r.target, "op": r.op, "start": r.interval_start, "slowdown": r.slowdown}
                       for r in worst]}
 
 

@@ -100,22 +100,49 @@ def import_job_features(store, csv_path: str, preset: str, config_path: str | No
 # ----------------------------------------------------------------------------- correlations
 
 @dataclass(frozen=True)
+class CorrelationRow:
+    """Pearson's r of `performance` (a performance column) with `metric` over `n` finite pairs, its p-value,
+    `strength` (p < 0.01 strong, < 0.05 weak, else none) and `magnitude` (the paper's reading of |r|)."""
+
+    metric: str
+    n: int
+    r: float | None
+    p: float | None
+    strength: str
+    performance: str
+    magnitude: str
+
+
+@dataclass(frozen=True)
+class CorrelationListing:
+    """`correlations --json`: each row's metric, r, p, n, strength and magnitude (not its performance
+    column), in the answer's order."""
+
+    rows: list[CorrelationRow]
+
+    def to_json(self) -> list[dict]:
+        return [{"metric": r.metric, "r": r.r, "p": r.p, "n": r.n, "strength": r.strength, "magnitude": r.magnitude}
+                for r in self.rows]
+
+
+@dataclass(frozen=True)
 class Correlations:
     """The answer to "which metrics matter?": Pearson's r of fraction of peak with each metric over the
     `jobs` jobs with a weather (imported feature rows and our own jobs), optionally of one file system,
-    motif or feature set. Each row: metric, r, p, n (pairs), strength (p < 0.01 strong, < 0.05 weak),
-    magnitude (the paper's reading of |r|) and the performance column it was correlated with.
-    `to_json()` is the whole answer; `correlations --json` prints its rows' metric, r, p, n, strength
-    and magnitude."""
+    motif or feature set: one `CorrelationRow` per metric and performance column. `to_json()` is the whole
+    answer; `correlations --json` prints `listing()`'s."""
 
     fs: str | None
     motif: str | None
     system: str | None
     jobs: int
-    rows: list[dict]
+    rows: list[CorrelationRow]
 
     def to_json(self) -> dict:
         return asdict(self)
+
+    def listing(self) -> CorrelationListing:
+        return CorrelationListing(self.rows)
 
 
 def metric_columns(df: pd.DataFrame) -> list[str]:
@@ -180,9 +207,7 @@ def correlations(store, fs: str | None = None, motif: str | None = None, system:
         y = pd.to_numeric(df[perf], errors="coerce").to_numpy(float)
         for r in correlate.correlation_rows(y, {m: pd.to_numeric(df[m], errors="coerce").to_numpy(float)
                                                 for m in cols if m in df.columns}):
-            r["performance"] = perf
-            r["magnitude"] = _magnitude(r["r"])
-            rows.append(r)
+            rows.append(CorrelationRow(**r, performance=perf, magnitude=_magnitude(r["r"])))
     return Correlations(fs=fs, motif=motif, system=system, jobs=n_jobs, rows=rows)
 
 

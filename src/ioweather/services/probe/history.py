@@ -10,14 +10,35 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ioweather.encoding import answer_dict, finite_or_none, iso_ms
+from ioweather.encoding import Answer, answer_dict, finite_or_none, iso_ms
 from ioweather.services.probe.cache import OPS
-from ioweather.services.probe.status import learning_reason
+from ioweather.services.probe.status import Thresholds, learning_reason
 from ioweather.stats.probe import state
 from ioweather.units import ns_to_iso
 
 #: The intervals listed as worst, per target.
 WORST_SHOWN = 10
+
+
+@dataclass(frozen=True)
+class WorstInterval(Answer):
+    """One of a target's slowest intervals: the op, the interval's start (ISO 8601 UTC), its slowdown and state,
+    its successful samples and timeouts."""
+
+    op: str
+    interval_start: str
+    slowdown: float
+    state: str
+    count: int
+    timeouts: int
+
+
+@dataclass(frozen=True)
+class Window(Answer):
+    """The baseline's window [since, until) (ISO 8601 UTC)."""
+
+    since: str
+    until: str
 
 
 @dataclass(frozen=True)
@@ -27,19 +48,21 @@ class TargetHistory:
     target: str
     #: Per op: the baseline's value of the statistic (s); None without a baseline.
     expected_s: dict[str, float | None]
-    #: The baseline's window (ISO 8601 UTC).
-    baseline: dict[str, str]
+    baseline: Window
     #: op × interval: the statistic over the baseline's; None where no sample or while the op's baseline learns.
     slowdown: list[list[float | None]]
     count: list[list[int]]
     timeouts: list[list[int]]
     #: The WORST_SHOWN slowest intervals, slowest first (of the ops whose baseline has learned).
-    worst: list[dict]
+    worst: list[WorstInterval]
     #: Per op: True while its rolling baseline is learning (the rule of Status, /metrics and `slowdown`):
     #: its intervals are not judged, as `slowdown --json` gives them `state` "learning" and no slowdown.
     learning: dict[str, bool]
     #: Why, while any op learns ('learning the baseline (1 h of 30 d; ...)'); None once every op has learned.
     learning_reason: str | None
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), "worst": [w.to_json() for w in self.worst]}
 
 
 @dataclass(frozen=True)
@@ -52,7 +75,7 @@ class History:
     until: str
     interval_s: int
     stat: str
-    thresholds: dict
+    thresholds: Thresholds
     targets_all: list[str]
     #: The one target asked for, None for all of them.
     target: str | None
@@ -61,7 +84,7 @@ class History:
     targets: list[TargetHistory]
 
     def to_json(self) -> dict:
-        return {**answer_dict(self), "targets": [answer_dict(t) for t in self.targets]}
+        return {**answer_dict(self), "targets": [t.to_json() for t in self.targets]}
 
 
 def grid(since_ns: int, until_ns: int, interval_s: int) -> tuple[int, int]:
@@ -105,14 +128,13 @@ def history(cache, targets_all: list[str], one: str | None, since_ns: int, until
             if not np.isfinite(flat[k]):
                 break
             o, c = divmod(int(k), columns)
-            worst.append({"op": OPS[o], "interval_start": ns_to_iso(int(starts[c])), "slowdown": float(sd[o, c]),
-                          "state": state(float(sd[o, c]), warn, crit), "count": int(n[o, c]),
-                          "timeouts": int(to[o, c])})
+            worst.append(WorstInterval(OPS[o], ns_to_iso(int(starts[c])), float(sd[o, c]),
+                                       state(float(sd[o, c]), warn, crit), int(n[o, c]), int(to[o, c])))
         out.append(TargetHistory(
             target, dict(zip(OPS, finite_or_none(expected))),
-            {"since": ns_to_iso(base.since_ns), "until": ns_to_iso(base.until_ns)},
+            Window(ns_to_iso(base.since_ns), ns_to_iso(base.until_ns)),
             [finite_or_none(row) for row in sd], n.tolist(), to.tolist(), worst,
             dict(zip(OPS, learning.tolist())), learning_reason(base, now) if learning.any() else None))
-    return History(ns_to_iso(since_ns), ns_to_iso(until_ns), interval_s, stat, {"warn": warn, "crit": crit},
+    return History(ns_to_iso(since_ns), ns_to_iso(until_ns), interval_s, stat, Thresholds(warn, crit),
                    targets_all, one, list(OPS), iso_ms(starts), out)
 

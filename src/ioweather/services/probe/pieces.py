@@ -29,43 +29,15 @@ from ioweather.stats.status import baseline_ranks, PROBE_PERIOD_S
 from ioweather.store import probe as probe_store
 from ioweather.store import probe_pieces as pieces_store
 from ioweather.store.probe_pieces import DAY_NS, HOUR_NS
+from ioweather.services.probe.light_check import PIECE_LAG_NS, SPANS_NS, plan, tail_since  # noqa: F401 (re-exported)
 
 OPS = probe_store.OPS
-#: A span is summarized once it ended this long ago: samples arrive in batches (5 s) and a timeout
-#: is recorded at its deadline (60 s); a later one still deletes the piece, this only avoids churn.
-PIECE_LAG_NS = 300 * 10**9
 #: Interval lengths (s) whose rollups pieces keep (those of services/probe/cache that divide the span).
 ROLLUP_INTERVALS_S = (600, 1800, 3600, 14400)
-SPANS_NS = (DAY_NS, HOUR_NS)
 
 
 def enabled(store) -> bool:
     return pieces_store.enabled(store)
-
-
-def plan(since_ns: int, until_ns: int, now_ns: int, spans=SPANS_NS) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """Cut [since, until) into (pieces [(start, span)], raw segments [(lo, hi)]): the largest aligned spans
-    that ended `PIECE_LAG_NS` before now, then the next smaller span in what is left, the rest raw."""
-    done = now_ns - PIECE_LAG_NS
-    pieces: list[tuple[int, int]] = []
-    todo = [(since_ns, until_ns)]
-    for span in spans:
-        left = []
-        for lo, hi in todo:
-            a = -((-lo) // span) * span
-            b = (min(hi, done) // span) * span
-            if a >= b:
-                left.append((lo, hi))
-                continue
-            pieces.extend((t, span) for t in range(a, b, span))
-            left.extend(x for x in ((lo, a), (b, hi)) if x[0] < x[1])
-        todo = left
-    return sorted(pieces), sorted(todo)
-
-
-def tail_since(now_ns: int) -> int:
-    """Where the raw tail of a window ending at `now_ns` starts at the earliest (`plan`'s last hour piece ends there)."""
-    return (now_ns - PIECE_LAG_NS) // HOUR_NS * HOUR_NS
 
 
 @dataclass
@@ -89,10 +61,13 @@ def _summarize_span(s: dict, start_ns: int, span_ns: int, intervals: tuple[int, 
         st, du, start = s["status"][sel], s["duration_ns"][sel], s["start_ns"][sel]
         ok = st == STATUS_OK
         v, hist = summarize(du[ok])
+        # An hour piece keeps its start times in the durations' order: the hour a rolling window starts in
+        # is cut at the window's start from them (services/probe/light.py), not read from the archive.
+        starts = start[ok][np.argsort(du[ok], kind="stable")] if span_ns < DAY_NS else None
         roll = {i: {c: a[r["op"] == code] for c, a in r.items()} for i, r in rolled.items()}
         rows.append({"op": op, "rows": int(sel.sum()), "ok": int(ok.sum()), "errors": int((st == STATUS_ERROR).sum()),
                      "timeouts": int((st == STATUS_TIMEOUT).sum()), "sum_ns": int(v.sum()),
-                     "first_ok_ns": int(start[ok].min()) if ok.any() else -1, "hist": hist, "sorted": v,
+                     "first_ok_ns": int(start[ok].min()) if ok.any() else -1, "hist": hist, "sorted": v, "starts": starts,
                      "rollups": roll, "start_ns": start_ns, "span_ns": span_ns})
     return rows
 

@@ -17,10 +17,12 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from ioweather import signals
 from ioweather.config import load_fs_map
+from ioweather.encoding import Answer
 from ioweather.errors import UserError
 from ioweather.services.probe import pieces as probe_pieces
 from ioweather.services.runtime.daemon import (
@@ -52,13 +54,26 @@ FINAL_FLUSH_S = 30.0
 ARCHIVE_EVERY_S = 3600.0
 
 
+@dataclass(frozen=True)
+class ProbeInit(Answer):
+    """`probe init`'s answer: the probe directory, its data file's and small files' sizes (bytes), the pool's
+    file count, this node's memory and whether the data file exceeds it (else reads may hit the page cache)."""
+
+    directory: str
+    file_bytes: int
+    pool_files: int
+    small_bytes: int
+    memory_bytes: int
+    file_exceeds_memory: bool
+
+
 def init_probe(directory: Path, file_bytes: int, pool_files: int, *, block: int,
-               on_progress: Callable[[int, int], None] | None = None) -> dict:
-    """Create (or find, when it matches) the probe directory; what `probe init --json` reports."""
+               on_progress: Callable[[int, int], None] | None = None) -> ProbeInit:
+    """Create (or find, when it matches) the probe directory."""
     layout = init_probe_dir(directory, file_bytes, pool_files, block=block, on_progress=on_progress)
     mem = physical_memory_bytes()
-    return {"directory": str(directory), "file_bytes": layout.file_bytes, "pool_files": layout.pool_files,
-            "small_bytes": layout.small_bytes, "memory_bytes": mem, "file_exceeds_memory": layout.file_bytes > mem}
+    return ProbeInit(directory=str(directory), file_bytes=layout.file_bytes, pool_files=layout.pool_files,
+                     small_bytes=layout.small_bytes, memory_bytes=mem, file_exceeds_memory=layout.file_bytes > mem)
 
 
 class ProbeDaemon:

@@ -5,11 +5,14 @@ The same numbers serve `ioweather slowdown`, `slowdown --check` and the dashboar
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from ioweather.encoding import answer_dict
 from ioweather.errors import UserError
-from ioweather.stats.check_codes import CHECK_NAMES, CHECK_PRECEDENCE
+from ioweather.services.probe.light_check import (  # noqa: F401 (CHECK_CODES, unknown: re-exported)
+    CHECK_CODES, CheckTarget, Fallback, check_result, run_check as light_run_check, unknown)
+from ioweather.stats.check_codes import CHECK_NAMES
 from ioweather.units import ns_to_iso, to_ns
 
 
@@ -47,7 +50,41 @@ def whole_intervals(since, interval_s: float):
     return datetime.fromtimestamp((ns - ns % step) / 1e9, timezone.utc)
 
 
-def interval_rows(store, target: str | None, interval_s: float, since, until) -> list[dict]:
+@dataclass(frozen=True)
+class IntervalRow:
+    """One target's op over one interval starting at `interval_start` (ISO 8601 UTC): its successful
+    `count`, `errors` and `timeouts`, and the statistics of the successful durations (seconds; None
+    without one)."""
+
+    target: str
+    op: str
+    interval_start: str
+    count: int
+    errors: int
+    timeouts: int
+    mean_s: float | None
+    min_s: float | None
+    q1_s: float | None
+    median_s: float | None
+    q3_s: float | None
+    p90_s: float | None
+    p95_s: float | None
+    p99_s: float | None
+    max_s: float | None
+
+
+@dataclass(frozen=True)
+class IntervalStats:
+    """`probe stats`' answer: one `IntervalRow` per target, op and interval of the window."""
+
+    rows: list[IntervalRow]
+
+    def to_json(self) -> list[dict]:
+        """The rows: `probe stats --json` has always been a list."""
+        return [answer_dict(r) for r in self.rows]
+
+
+def interval_rows(store, target: str | None, interval_s: float, since, until) -> IntervalStats:
     """`probe stats`: per target, op and interval the count, errors, quantiles and mean of the window
     (its first interval whole: whole_intervals)."""
     since = whole_intervals(since, interval_s)
@@ -56,9 +93,10 @@ def interval_rows(store, target: str | None, interval_s: float, since, until) ->
     # lazy: numpy, sqlalchemy via store: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.store.probe import OPS
 
-    return [{"target": t, "op": OPS[r.pop("op_code")], "interval_start": ns_to_iso(r.pop("interval_start_ns")), **r}
-            for t, s in load_window(store, target, since, until)
-            for r in interval_stats(s["op"], s["start_ns"], s["duration_ns"], s["status"], interval_s)]
+    return IntervalStats([IntervalRow(target=t, op=OPS[r.pop("op_code")],
+                                      interval_start=ns_to_iso(r.pop("interval_start_ns")), **r)
+                          for t, s in load_window(store, target, since, until)
+                          for r in interval_stats(s["op"], s["start_ns"], s["duration_ns"], s["status"], interval_s)])
 
 
 def reference_period(baseline_from, baseline_until) -> tuple[int, int] | None:
@@ -73,17 +111,36 @@ def reference_period(baseline_from, baseline_until) -> tuple[int, int] | None:
 
 
 @dataclass(frozen=True)
+class SlowdownRow:
+    """One target's op over one interval starting at `interval_start` (ISO 8601 UTC): the interval's
+    `count`, `errors`, `timeouts`, its `stat` (`value_s`, seconds), the baseline's `expected_s` (seconds),
+    `slowdown` (their ratio; None while the op's baseline is learning), `expected` (what `stat` is divided
+    by: "median" or "same") and `state`."""
+
+    target: str
+    op: str
+    interval_start: str
+    count: int
+    errors: int
+    timeouts: int
+    stat: str
+    value_s: float | None
+    expected_s: float | None
+    slowdown: float | None
+    expected: str
+    state: str
+
+
+@dataclass(frozen=True)
 class Slowdown:
     """How much slower than usual each probed op was, per target and interval: `ioweather slowdown`'s
-    answer. Each row: `target`, `op`, `interval_start` (ISO 8601 UTC), the interval's `count`, `errors`,
-    `timeouts`, its `stat` (`value_s`, seconds), the baseline's `expected_s` (seconds), `slowdown` (their
-    ratio; None while the op's baseline is learning), `expected` and `state`."""
+    answer, one `SlowdownRow` per target, op and interval."""
 
-    rows: list[dict]
+    rows: list[SlowdownRow]
 
     def to_json(self) -> list[dict]:
-        """The rows themselves: `slowdown --json` has always been a list."""
-        return self.rows
+        """The rows: `slowdown --json` has always been a list."""
+        return [answer_dict(r) for r in self.rows]
 
 
 def slowdown(store, target: str | None, interval_s: float, stat: str, baseline_s: float, since, until,
@@ -95,7 +152,7 @@ def slowdown(store, target: str | None, interval_s: float, stat: str, baseline_s
 
 
 def compute_slowdown(store, target, interval_s: float, stat: str, baseline_s: float, since, until,
-                     expected: str = "median", reference: tuple[int, int] | None = None) -> list[dict]:
+                     expected: str = "median", reference: tuple[int, int] | None = None) -> list[SlowdownRow]:
     """Slowdown rows for every target (or one) in [since, until), baseline = the `baseline_s` before `until`
     or the `reference` period; `expected` "median" (the paper's) or "same" (the same statistic)."""
     # lazy: numpy, sqlalchemy via services.probe.pieces: commands.slowdown and commands.probe import this at their top: kept off their `--help`
@@ -109,7 +166,7 @@ def compute_slowdown(store, target, interval_s: float, stat: str, baseline_s: fl
 
 
 def _from_pieces(store, target, interval_s: float, stat: str, since, until, expected: str,
-                 base_ns: tuple[int, int], reference: bool) -> list[dict]:
+                 base_ns: tuple[int, int], reference: bool) -> list[SlowdownRow]:
     """`compute_slowdown_full`'s rows from per-day pieces (services/probe/pieces.py): the baseline's order
     statistics exactly, the intervals from stored rollups when `interval_s` is one the pieces keep."""
     import time
@@ -155,7 +212,7 @@ def _from_pieces(store, target, interval_s: float, stat: str, since, until, expe
 
 
 def compute_slowdown_full(store, target, interval_s: float, stat: str, since, until, expected: str,
-                          base_ns: tuple[int, int], *, reference: bool = False) -> list[dict]:
+                          base_ns: tuple[int, int], *, reference: bool = False) -> list[SlowdownRow]:
     """The slowdown rows from every sample of the baseline and the window (the reference computation;
     the only one on MariaDB, which keeps no pieces); `reference`: `base_ns` is a site's reference period."""
     import numpy as np
@@ -207,7 +264,7 @@ def learning_per_op(n, first_ok_ns, base_ns: tuple[int, int], reference: bool, p
     return learning_ops(np.asarray(n), history_s, min_history_s(span_s), min_samples(span_s, period_s)).tolist()
 
 
-def _rows(target: str, stat_rows: list[dict], expected: str, learning: list[bool]) -> list[dict]:
+def _rows(target: str, stat_rows: list[dict], expected: str, learning: list[bool]) -> list[SlowdownRow]:
     """The user's rows: while an op's baseline learns, its slowdown is withheld and its state is "learning"
     (an interval compared with a baseline made mostly of itself is about 1x by construction)."""
     # lazy: numpy via stats.probe: commands.slowdown and commands.probe import this at their top: kept off their `--help`
@@ -220,8 +277,8 @@ def _rows(target: str, stat_rows: list[dict], expected: str, learning: list[bool
         code = r.pop("op_code")
         if learning[code]:
             r["slowdown"] = None
-        out.append({"target": target, "op": OPS[code], "interval_start": ns_to_iso(r.pop("interval_start_ns")), **r,
-                    "expected": expected, "state": "learning" if learning[code] else state(r["slowdown"])})
+        out.append(SlowdownRow(target=target, op=OPS[code], interval_start=ns_to_iso(r.pop("interval_start_ns")), **r,
+                               expected=expected, state="learning" if learning[code] else state(r["slowdown"])))
     return out
 
 
@@ -239,51 +296,21 @@ def _select(samples: dict, from_ns: int, until_ns: int) -> dict:
     return samples if keep.all() else {k: v[keep] for k, v in samples.items()}
 
 
-CHECK_CODES = {"normal": 0, "degraded": 1, "severely degraded": 2, "stale": 3, "unknown": 3, "learning": 3}
-
-
-def _perf_label(target: str) -> str:
-    return "'" + target.replace("'", "''") + "'"
-
-
-def check_result(states: list[dict], warn: float, crit: float) -> tuple[int, str]:
-    """(exit code, one line with perfdata) from per-target states (`target`, `state`, `reason`, `worst`).
-
-    Every checked target has perfdata, `U` (undetermined, in the plugin guidelines) while it has no slowdown.
-    Targets silent for longer than `probe_status.ABANDON_AFTER_S` (`"abandoned": True`) decide nothing: they
-    are named after the verdict so that a forgotten trial probe never hides the others' state."""
-    checked = [s for s in states if not s.get("abandoned")]
-    ignored = [s["target"] for s in states if s.get("abandoned")]
-    note = f" (not checked, silent for over a day: {', '.join(ignored)}; see 'ioweather probe targets')" if ignored else ""
-    if ignored and not checked:
-        return 3, (f"IOWEATHER UNKNOWN - every target is silent for over a day: {', '.join(ignored)}; "
-                   "see 'ioweather probe targets'")
-    if not checked:
-        return 3, "IOWEATHER UNKNOWN - no probe data in the store"
-    codes = [CHECK_CODES[s["state"]] for s in checked]
-    code = next(c for c in CHECK_PRECEDENCE if c in codes)
-    bad = [s for s in checked if CHECK_CODES[s["state"]] == code] if code else checked
-    text = "; ".join(f"{s['target']} {s['reason']}" if s["state"] == "learning" else
-                     f"{s['target']} {s['state']} ({s['reason']})" for s in bad)
-    perf = " ".join(f"{_perf_label(s['target'])}=" + ("U" if s["worst"] is None else f"{s['worst']:.3f}")
-                    + f";{warn:g};{crit:g}" for s in checked)
-    return code, f"IOWEATHER {CHECK_NAMES[code]} - {text}{note} | {perf}"
-
-
 @dataclass(frozen=True)
 class Check:
     """Is any probe target degraded now, as a monitoring plugin says it: `slowdown --check`'s answer.
     `status` OK, WARNING, CRITICAL or UNKNOWN and its `exit_code` (0-3, Nagios/Icinga), `message` the
-    plugin's one line with perfdata, `targets` each checked target's `state`, `reason`, `worst`
-    slowdown and whether it is `abandoned` (silent for over a day: it decides nothing)."""
+    plugin's one line with perfdata, `targets` one `CheckTarget` per checked target."""
 
     status: str
     exit_code: int
     message: str
-    targets: list[dict]
+    targets: list[CheckTarget]
 
     def to_json(self) -> dict:
-        return asdict(self)
+        d = answer_dict(self)
+        d["targets"] = [answer_dict(t) for t in self.targets]
+        return d
 
 
 def check(settings, target, window_s: float, stat: str, baseline_s: float, warn: float, crit: float,
@@ -299,19 +326,18 @@ def cannot_check(reason: str) -> Check:
     return Check(CHECK_NAMES[code], code, line, [])
 
 
-def unknown(reason: str) -> tuple[int, str]:
-    """The plugin guidelines' "cannot check" (UNKNOWN, exit 3) as one line."""
-    return 3, f"IOWEATHER UNKNOWN - {reason}"
-
-
 def run_check(settings, target, window_s: float, stat: str, baseline_s: float, warn: float, crit: float,
-              expected: str = "median", reference: tuple[int, int] | None = None) -> tuple[int, str, list[dict]]:
+              expected: str = "median", reference: tuple[int, int] | None = None) -> tuple[int, str, list[CheckTarget]]:
     """`slowdown --check`: (exit code, line, per-target states) from a read-only handle on the store.
 
     Whatever prevents checking (no store, an unknown target, a damaged or busy store, bad thresholds) is
     UNKNOWN with its reason, never exit 2: Nagios and Icinga read 2 as CRITICAL."""
     if not settings.store_exists():
         return (*unknown(f"no store at {settings.sqlite_path}"), [])
+    try:  # cron's every minute: the same answer without numpy and SQLAlchemy where the pieces give it exactly
+        return light_run_check(settings, target, window_s, stat, baseline_s, warn, crit, expected, reference)
+    except Fallback:
+        pass
     # lazy: numpy, sqlalchemy via store: after the no-store answer, which cron asks every minute on hosts without one
     from ioweather.store import open_store, probe as probe_store
 
@@ -337,9 +363,10 @@ def run_check(settings, target, window_s: float, stat: str, baseline_s: float, w
 
 
 def check_states(store, target, window_s: float, stat: str, baseline_s: float, warn: float,
-                 crit: float, expected: str = "median", reference: tuple[int, int] | None = None) -> list[dict]:
-    """Per-target state of the last `window_s` (`target`, `state`, `reason`, `worst`, `abandoned`): the
-    dashboard's logic, for `target` or every active target."""
+                 crit: float, expected: str = "median", reference: tuple[int, int] | None = None,
+                 now_ns: int | None = None) -> list[CheckTarget]:
+    """Per-target state of the last `window_s`: the dashboard's logic, for `target` or every active target
+    (judged at `now_ns`, default the clock's now)."""
     # lazy: numpy, sqlalchemy via services.probe.cache: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.services.probe.cache import ProbeCache
     # lazy: numpy, sqlalchemy via services.probe.status: commands.slowdown and commands.probe import this at their top: kept off their `--help`
@@ -350,14 +377,12 @@ def check_states(store, target, window_s: float, stat: str, baseline_s: float, w
     if not 0 < warn < crit:
         raise UserError(f"need 0 < --warn < --crit, got --warn {warn:g} --crit {crit:g}")
     names = [target] if target is not None else probe_store.active_targets(store)
-    cache = ProbeCache(store, baseline_s=baseline_s, reference=reference, warm_rollups=False)
+    cache = ProbeCache(store, baseline_s=baseline_s, reference=reference, warm_rollups=False,
+                       **({} if now_ns is None else {"clock": lambda: now_ns}))
     states = []
     for t in names:
         st = target_status(cache, t, warn=warn, crit=crit, window_s=window_s, stat=stat, expected=expected,
-                           spark=False, with_climate=False)
-        values = [o["slowdown"] for o in st["ops"] if o["slowdown"] is not None]
-        states.append({"target": t, "state": st["state"], "reason": st["reason"],
-                       "worst": max(values) if values else None,
-                       # A target asked for by name is always judged.
-                       "abandoned": target is None and st["abandoned"]})
+                           spark=False, with_climate=False, now_ns=now_ns)
+        # A target asked for by name is always judged.
+        states.append(CheckTarget(t, st.state, st.reason, st.worst(), target is None and st.abandoned))
     return states

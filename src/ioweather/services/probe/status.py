@@ -7,25 +7,131 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ioweather.encoding import Answer
+from ioweather.encoding import Answer, answer_dict
 from ioweather.stats.probe import DEGRADED, SEVERE, interval_stats, state
 from ioweather.stats.status import climate, target_state, window_slowdown
 from ioweather.stats.status import learning_reason as _learning_reason, learning_span, min_history_s
 from ioweather.store.probe_aggregates import last_sample_ns
 from ioweather.units import ns_to_iso
 from ioweather.services.probe.cache import OPS, ProbeCache
+from ioweather.services.probe.light_check import (  # noqa: F401 (the constants: re-exported)
+    ABANDON_AFTER_S, STALE_MIN_S, STALE_PERIODS, abandoned, stale_after_s)
 
 #: The window whose median decides the state (METHODS.md section 1).
 WINDOW_S = 600.0
 SPARK_WINDOW_S = 3600.0
 SPARK_STEP_S = 60.0
-#: A target is stale when its newest sample is older than this many probe periods (and at least a minute):
-#: the probe stores samples every 5 s, so a healthy one is never more than a few seconds behind.
-STALE_PERIODS, STALE_MIN_S = 10, 60.0
-#: A target silent for longer than this (a trial probe, a file system taken out of service) no longer decides
-#: `slowdown --check`'s answer: it was UNKNOWN "stale" for a day, now it is only named beside the verdict until
-#: someone retires it (`ioweather probe retire`) or its probe runs again (docs/probe.md).
-ABANDON_AFTER_S = 86_400.0
+
+
+@dataclass(frozen=True)
+class Thresholds(Answer):
+    """The slowdowns from which a target is degraded (`warn`) and severely degraded (`crit`)."""
+
+    warn: float
+    crit: float
+
+
+@dataclass(frozen=True)
+class Climate(Answer):
+    """An op's past 10-minute slowdowns over the baseline's window, as box-plot numbers (`stats.status.climate`),
+    and the percentile of the current slowdown among them; all None under `n_intervals` < 6."""
+
+    n_intervals: int
+    p01: float | None
+    q1: float | None
+    median: float | None
+    q3: float | None
+    p99: float | None
+    percentile_now: float | None
+
+
+@dataclass(frozen=True)
+class OpStatus:
+    """One op of a Status card: the window's counts, its statistic (`value_s`) over the baseline's
+    (`expected_s`), the `slowdown` (None while the op's baseline learns) and its `state`."""
+
+    op: str
+    count: int
+    errors: int
+    timeouts: int
+    value_s: float | None
+    expected_s: float | None
+    slowdown: float | None
+    learning: bool
+    state: str
+    #: Not computed for `slowdown --check` (with_climate=False): then absent from the JSON.
+    climate: Climate | None = None
+
+    def to_json(self) -> dict:
+        d = answer_dict(self)
+        if self.climate is None:
+            del d["climate"]
+        return d
+
+
+@dataclass(frozen=True)
+class BaselineInfo(Answer):
+    """The baseline a card compares with: its window (ISO 8601 UTC), when it was computed, the successful
+    samples it holds, how much history (s) of its span (s), a site's `reference` period or the rolling window,
+    and whether any op still learns (`learning_span`: the badge's words)."""
+
+    since: str
+    until: str
+    computed_at: str
+    samples: int
+    history_s: float
+    span_s: float
+    reference: bool
+    learning: bool
+    learning_span: str
+
+
+@dataclass(frozen=True)
+class Sparkline(Answer):
+    """The last hour: per op the median slowdown of each `interval_s` step starting at `time` (None without a
+    sample), `points` the non-empty values."""
+
+    interval_s: float
+    points: int
+    time: list[str]
+    slowdown: dict[str, list[float | None]]
+
+
+@dataclass(frozen=True)
+class TargetStatus:
+    """One Status card (`target_status`): the target's state and why, its probe run, its newest sample and
+    when it counts as stale or abandoned, its baseline, and one `OpStatus` per op."""
+
+    target: str
+    state: str
+    reason: str
+    stat: str
+    expected: str
+    expected_label: str
+    window_s: float
+    host: str | None
+    fs: str | None
+    interval_s: float | None
+    last_sample: str | None
+    last_sample_age_s: float | None
+    stale_after_s: float
+    abandoned: bool
+    baseline: BaselineInfo
+    ops: list[OpStatus]
+    #: Not computed for `slowdown --check` (spark=False): then absent from the JSON.
+    sparkline: Sparkline | None = None
+
+    def worst(self) -> float | None:
+        """The largest slowdown of the ops that have one (`slowdown --check`'s perfdata)."""
+        values = [o.slowdown for o in self.ops if o.slowdown is not None]
+        return max(values) if values else None
+
+    def to_json(self) -> dict:
+        d = answer_dict(self)
+        d["ops"] = [o.to_json() for o in self.ops]
+        if self.sparkline is None:
+            del d["sparkline"]
+        return d
 
 
 @dataclass(frozen=True)
@@ -39,24 +145,28 @@ class Status(Answer):
     generated_at: str | None
     overall: str
     message: str | None
-    #: The slowdowns from which a target is degraded (`warn`) and severely degraded (`crit`).
-    thresholds: dict
+    thresholds: Thresholds
     window_s: float
     baseline_s: float
-    targets: list[dict]
+    targets: list[TargetStatus]
+
+    def to_json(self) -> dict:
+        d = answer_dict(self)
+        d["targets"] = [t.to_json() for t in self.targets]
+        return d
 
 
 def status(cache: ProbeCache, targets: list[str], *, warn: float, crit: float, baseline_s: float) -> Status:
     """The state of `targets` now (the cache's clock)."""
     now = ns_to_iso(cache.clock())
     cards = [target_status(cache, t, warn=warn, crit=crit) for t in targets]
-    return Status(generated_at=now, overall=overall_of(cards), message=None, thresholds={"warn": warn, "crit": crit},
+    return Status(generated_at=now, overall=overall_of(cards), message=None, thresholds=Thresholds(warn, crit),
                   window_s=WINDOW_S, baseline_s=baseline_s, targets=cards)
 
 
 def no_status(message: str, *, warn: float, crit: float, baseline_s: float) -> Status:
     """The answer without probe data, `message` saying why: it reads nothing (a missing store stays missing)."""
-    return Status(generated_at=None, overall="unknown", message=message, thresholds={"warn": warn, "crit": crit},
+    return Status(generated_at=None, overall="unknown", message=message, thresholds=Thresholds(warn, crit),
                   window_s=WINDOW_S, baseline_s=baseline_s, targets=[])
 
 
@@ -67,14 +177,10 @@ def learning_reason(base, now_ns: int) -> str:
     return _learning_reason(float(np.max(base.history_s(now_ns))), span_s, min_history_s(span_s), base.min_samples())
 
 
-def stale_after_s(interval_s: float | None) -> float:
-    return max(STALE_MIN_S, STALE_PERIODS * (interval_s or 1.0))
-
-
 def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, crit: float = SEVERE,
                   window_s: float = WINDOW_S, stat: str = "median", expected: str = "same", spark: bool = True,
-                  with_climate: bool = True, now_ns: int | None = None) -> dict:
-    """Everything the Status card shows for `target`, as JSON-ready values (seconds, ISO times).
+                  with_climate: bool = True, now_ns: int | None = None) -> TargetStatus:
+    """Everything the Status card shows for `target` (seconds, ISO times).
 
     `expected`: what `stat` is divided by, the baseline's median or ("same") its own `stat`; the two
     agree for the median. Ops whose rolling baseline is still learning get no slowdown."""
@@ -94,50 +200,49 @@ def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, cri
                                win_start, window_s, denominator, stat)
         learning = base.learning(now)
         history = base.history_s(now)
+        climates = [None] * len(OPS)
+        if with_climate:
+            roll = cache.rollups(target, 600, *cache.baseline_window(now))
+            col = "mean_s" if stat == "mean" else f"{stat}_s"
         ops = []
         for code, op in enumerate(OPS):
             r = rows.get(code)
             sd = r["slowdown"] if r and not learning[code] else None
-            ops.append({"op": op, "count": r["count"] if r else 0, "errors": r["errors"] if r else 0,
-                        "timeouts": r["timeouts"] if r else 0, "value_s": r["value_s"] if r else None,
-                        "expected_s": None if not np.isfinite(denominator[code]) else float(denominator[code]),
-                        "slowdown": sd, "learning": bool(learning[code]),
-                        "state": "learning" if learning[code] else state(sd, warn, crit)})
-        span_s = (base.until_ns - base.since_ns) / 1e9
-        learn = learning_reason(base, now) if learning.any() else None
-        st, reason = target_state(ops, age_s, stale_after_s(run["interval_s"] if run else None), warn, crit, learn)
-        if learn and st not in ("learning", "stale", "unknown"):
-            reason += "; " + ", ".join(o["op"] for o in ops if o["learning"]) + ": " + learn
-        out = {
-            "target": target, "state": st, "reason": reason, "stat": stat, "expected": expected,
-            "expected_label": expected_label(stat, expected), "window_s": window_s,
-            "host": run["host"] if run else None, "fs": run["fs"] if run else None,
-            "interval_s": run["interval_s"] if run else None,
-            "last_sample": ns_to_iso(last) if last is not None else None, "last_sample_age_s": age_s,
-            "stale_after_s": stale_after_s(run["interval_s"] if run else None),
-            "abandoned": abandoned(age_s, run, now),
-            "baseline": {"since": ns_to_iso(base.since_ns), "until": ns_to_iso(base.until_ns),
-                         "computed_at": ns_to_iso(base.computed_ns), "samples": int(base.samples.sum()),
-                         "history_s": float(np.max(history)) if np.isfinite(np.max(history)) else span_s,
-                         "span_s": span_s, "reference": base.reference, "learning": bool(learning.any()),
-                         # the badge's words, as learning_reason writes them ("0 min of 30 d", not "55.2 s of 30d")
-                         "learning_span": learning_span(float(np.max(history)) if np.isfinite(np.max(history))
-                                                        else span_s, span_s)},
-            "ops": ops,
-        }
-        if spark:
-            out["sparkline"] = _sparkline(recent, now, base.expected_s, run["interval_s"] if run else 1.0)
-        if with_climate:
-            roll = cache.rollups(target, 600, *cache.baseline_window(now))
-            col = "mean_s" if stat == "mean" else f"{stat}_s"
-            for code, o in enumerate(ops):
+            if with_climate:
                 sel = roll["op"] == code
                 values = roll[col][sel] / denominator[code] if np.isfinite(denominator[code]) else []
-                o["climate"] = climate(np.asarray(values), o["slowdown"])
-    return out
+                climates[code] = Climate(**climate(np.asarray(values), sd))
+            ops.append(OpStatus(op=op, count=r["count"] if r else 0, errors=r["errors"] if r else 0,
+                                timeouts=r["timeouts"] if r else 0, value_s=r["value_s"] if r else None,
+                                expected_s=None if not np.isfinite(denominator[code]) else float(denominator[code]),
+                                slowdown=sd, learning=bool(learning[code]),
+                                state="learning" if learning[code] else state(sd, warn, crit), climate=climates[code]))
+        span_s = (base.until_ns - base.since_ns) / 1e9
+        learn = learning_reason(base, now) if learning.any() else None
+        st, reason = target_state([{"op": o.op, "slowdown": o.slowdown, "timeouts": o.timeouts} for o in ops], age_s,
+                                  stale_after_s(run["interval_s"] if run else None), warn, crit, learn)
+        if learn and st not in ("learning", "stale", "unknown"):
+            reason += "; " + ", ".join(o.op for o in ops if o.learning) + ": " + learn
+        held_s = float(np.max(history)) if np.isfinite(np.max(history)) else span_s
+        return TargetStatus(
+            target=target, state=st, reason=reason, stat=stat, expected=expected,
+            expected_label=expected_label(stat, expected), window_s=window_s,
+            host=run["host"] if run else None, fs=run["fs"] if run else None,
+            interval_s=run["interval_s"] if run else None,
+            last_sample=ns_to_iso(last) if last is not None else None, last_sample_age_s=age_s,
+            stale_after_s=stale_after_s(run["interval_s"] if run else None),
+            abandoned=abandoned(age_s, run, now),
+            baseline=BaselineInfo(since=ns_to_iso(base.since_ns), until=ns_to_iso(base.until_ns),
+                                  computed_at=ns_to_iso(base.computed_ns), samples=int(base.samples.sum()),
+                                  history_s=held_s, span_s=span_s, reference=base.reference,
+                                  learning=bool(learning.any()),
+                                  # the badge's words, as learning_reason writes them ("0 min of 30 d", not "55.2 s of 30d")
+                                  learning_span=learning_span(held_s, span_s)),
+            ops=ops,
+            sparkline=_sparkline(recent, now, base.expected_s, run["interval_s"] if run else 1.0) if spark else None)
 
 
-def _sparkline(s: dict, now: int, expected: np.ndarray, period_s: float) -> dict:
+def _sparkline(s: dict, now: int, expected: np.ndarray, period_s: float) -> Sparkline:
     """Median slowdown of each op per minute over the last hour (per 5 or 10 minutes for slow probes,
     so that each point is a median of several samples)."""
     step_s = next((x for x in (SPARK_STEP_S, 300.0, 600.0) if x >= 6 * period_s), 600.0)
@@ -152,7 +257,7 @@ def _sparkline(s: dict, now: int, expected: np.ndarray, period_s: float) -> dict
         if 0 <= i < len(times) and r["median_s"] is not None and np.isfinite(exp) and exp > 0:
             series[OPS[r["op_code"]]][i] = r["median_s"] / exp
     points = sum(v is not None for values in series.values() for v in values)
-    return {"interval_s": step_s, "points": points, "time": [ns_to_iso(t) for t in times], "slowdown": series}
+    return Sparkline(interval_s=step_s, points=points, time=[ns_to_iso(t) for t in times], slowdown=series)
 
 
 def expected_label(stat: str, expected: str) -> str:
@@ -160,19 +265,11 @@ def expected_label(stat: str, expected: str) -> str:
     return f"{stat} / baseline {stat if expected == 'same' else 'median'}"
 
 
-def abandoned(age_s: float | None, last_run: dict | None, now_ns: int) -> bool:
-    """Silent for longer than `ABANDON_AFTER_S` (since its newest sample, or without any since its last run
-    started): still shown, no longer deciding an overall state or a check."""
-    if age_s is None:
-        age_s = None if last_run is None else (now_ns - last_run["started_ns"]) / 1e9
-    return age_s is not None and age_s > ABANDON_AFTER_S
-
-
-def overall_of(targets: list[dict]) -> str:
+def overall_of(targets: list[TargetStatus]) -> str:
     """The Status header: the worst state of the targets that still report or stopped less than a day ago
     (a forgotten trial probe is no permanent "stale"); of them all when every one is abandoned."""
-    judged = [t["state"] for t in targets if not t.get("abandoned")]
-    return overall(judged or [t["state"] for t in targets])
+    judged = [t.state for t in targets if not t.abandoned]
+    return overall(judged or [t.state for t in targets])
 
 
 def overall(states: list[str]) -> str:

@@ -17,10 +17,10 @@ from functools import partial
 
 import numpy as np
 
-from ioweather.encoding import Answer, finite_or_none, iso_ms
+from ioweather.encoding import Answer, answer_dict, finite_or_none, iso_ms
 
 from ioweather.services.probe.cache import INTERVALS_S, OPS, Baseline, ProbeCache
-from ioweather.services.probe.status import learning_reason
+from ioweather.services.probe.status import Thresholds, learning_reason
 from ioweather.stats.downsample import downsample, split_budget
 from ioweather.stats.probe import STATUS_OK, interval_stats
 from ioweather.stats.rollups import concat_rollups, rollup_arrays, rollup_rows
@@ -33,6 +33,23 @@ RAW_MAX_NS = 6 * 3600 * 10**9
 ROLLUP_S = 600
 MAX_POINTS = 20_000
 INTERVAL_COLUMNS = ("count", "errors", "timeouts", "median_s", "p90_s", "p99_s", "max_s", "slowdown")
+
+
+@dataclass(frozen=True)
+class TimelineInterval:
+    """One op's interval below the plot: its start (ISO 8601 UTC), its successful samples, errors and timeouts,
+    the quantiles of the successful durations (s; None without two) and its slowdown against `expected_s`."""
+
+    op: str
+    interval_start: str
+    count: int
+    errors: int
+    timeouts: int
+    median_s: float | None
+    p90_s: float | None
+    p99_s: float | None
+    max_s: float | None
+    slowdown: float | None
 
 
 @dataclass(frozen=True)
@@ -61,12 +78,15 @@ class Timeline(Answer):
     downsampled: bool
     failures_total: int
     expected_s: dict[str, float | None]
-    thresholds: dict
+    thresholds: Thresholds
     samples: dict[str, dict]
     failures: dict[str, list]
-    intervals: list[dict]
+    intervals: list[TimelineInterval]
     learning: dict[str, bool]
     learning_reason: str | None
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), "intervals": [answer_dict(r) for r in self.intervals]}
 
 
 def timeline(cache: ProbeCache, targets: list[str], target: str, since_ns: int, until_ns: int, interval_s: float,
@@ -97,10 +117,10 @@ def timeline(cache: ProbeCache, targets: list[str], target: str, since_ns: int, 
         interval_s=t.interval_s, stat=stat, max_points=max_points,
         resolution="raw" if t.resolution_s is None else f"{t.resolution_s // 60} min", resolution_s=t.resolution_s,
         samples_total=t.total, samples_shown=t.shown, downsampled=t.shown < t.total, failures_total=t.failures_total,
-        expected_s=dict(zip(OPS, finite_or_none(t.expected_s))), thresholds={"warn": warn, "crit": crit},
+        expected_s=dict(zip(OPS, finite_or_none(t.expected_s))), thresholds=Thresholds(warn, crit),
         samples=samples, failures=failures,
-        intervals=[{"op": r["op"], "interval_start": ns_to_iso(r["interval_start_ns"]),
-                    **{c: r[c] for c in INTERVAL_COLUMNS}} for r in t.intervals],
+        intervals=[TimelineInterval(op=r["op"], interval_start=ns_to_iso(r["interval_start_ns"]),
+                                    **{c: r[c] for c in INTERVAL_COLUMNS}) for r in t.intervals],
         learning=dict(zip(OPS, learning.tolist())),
         learning_reason=learning_reason(base, now) if learning.any() else None)
 
