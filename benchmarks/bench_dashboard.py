@@ -121,7 +121,7 @@ def insert(store, run_id: int, s: dict) -> None:
 
     ops = np.array(probe_store.OPS, dtype=object)[s["op"]]
     st = np.array(probe_store.STATUSES, dtype=object)[s["status"]]
-    step = 600_000
+    step = 200_000
     for a in range(0, len(ops), step):
         sl = slice(a, a + step)
         probe_store.insert_samples(store, list(zip([run_id] * len(ops[sl]), ops[sl].tolist(), s["start_ns"][sl].tolist(),
@@ -156,6 +156,13 @@ def copy_samples(store, src: int, dst: int, lo: int, hi: int) -> None:
     same class stores the same samples)."""
     import sqlalchemy as sa
 
+    for a in range(lo, hi, 4 * H):  # short write transactions: the other builders wait for each
+        _copy(store, src, dst, a, min(hi, a + 4 * H))
+
+
+def _copy(store, src: int, dst: int, lo: int, hi: int) -> None:
+    import sqlalchemy as sa
+
     with store.begin() as conn:
         conn.execute(sa.text("INSERT INTO probe_samples (run_id, op, start_ns, duration_ns, bytes, status, errno) "
                              "SELECT :d, op, start_ns, duration_ns, bytes, status, errno FROM probe_samples "
@@ -180,20 +187,28 @@ def build_probe_class(job: tuple) -> str:
         return f"class {c} (kept)"
     store = open_store(Settings.resolve(home))
     members = [i for i in range(targets) if i % classes == c]
-    with store.begin() as conn:  # an interrupted build of this class starts over
-        for i in members:
-            ids = [r[0] for r in conn.execute(sa.text("SELECT id FROM probe_runs WHERE target = :t"),
-                                              {"t": target_name(i)})]
-            for r in ids:
-                conn.execute(sa.text("DELETE FROM probe_samples WHERE run_id = :r"), {"r": r})
-                conn.execute(sa.text("DELETE FROM probe_archive WHERE run_id = :r"), {"r": r})
-            conn.execute(sa.text("DELETE FROM probe_pieces WHERE target = :t"), {"t": target_name(i)})
-            conn.execute(sa.text("DELETE FROM probe_runs WHERE target = :t"), {"t": target_name(i)})
+    progress = Path(home) / "bench-probe" / f"class-{c}.progress.json"
+    state = json.loads(progress.read_text()) if progress.exists() else None
+    if state is None or state["now"] != now:  # a build of this class from the start
+        with store.begin() as conn:
+            for i in members:
+                ids = [r[0] for r in conn.execute(sa.text("SELECT id FROM probe_runs WHERE target = :t"),
+                                                  {"t": target_name(i)})]
+                for r in ids:
+                    conn.execute(sa.text("DELETE FROM probe_samples WHERE run_id = :r"), {"r": r})
+                    conn.execute(sa.text("DELETE FROM probe_archive WHERE run_id = :r"), {"r": r})
+                conn.execute(sa.text("DELETE FROM probe_pieces WHERE target = :t"), {"t": target_name(i)})
+                conn.execute(sa.text("DELETE FROM probe_runs WHERE target = :t"), {"t": target_name(i)})
+        state = {"now": now, "runs": {str(i): probe_store.start_run(store, _run_info(target_name(i), i))
+                                      for i in members}, "days": []}
+        progress.write_text(json.dumps(state))
     first = (now // DAY - days + 1) * DAY
     eps = episodes(c, first, now)
-    runs = {i: probe_store.start_run(store, _run_info(target_name(i), i)) for i in members}
+    runs = {int(i): r for i, r in state["runs"].items()}
     archived_until = (now // DAY - 1) * DAY  # archive_completed_days' cutoff with keep_days=1
     for lo in range(first, archived_until, DAY):
+        if lo in state["days"]:
+            continue
         s = samples(c, lo, lo + DAY, eps)
         rows = pieces._summarize_span(s, lo, DAY, pieces.ROLLUP_INTERVALS_S)
         date = time.strftime("%Y-%m-%d", time.gmtime(lo / 1e9))
@@ -201,6 +216,7 @@ def build_probe_class(job: tuple) -> str:
         for i, run_id in runs.items():
             rel = Path("probe") / f"run={run_id}" / f"{date}-0.parquet"
             path = store.parquet_dir / rel
+            path.unlink(missing_ok=True)  # a day interrupted before its row
             if made is None:
                 n = write_archive(path, s)
                 made = path
@@ -208,12 +224,18 @@ def build_probe_class(job: tuple) -> str:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 os.link(made, path)
             with store.begin() as conn:
+                conn.execute(sa.text("DELETE FROM probe_archive WHERE run_id = :r AND day_ns = :d"), {"r": run_id, "d": lo})
                 conn.execute(archive_table.insert().values(run_id=run_id, day_ns=lo, part=0, path=str(rel), rows=n,
                                                            first_ns=int(s["start_ns"].min()),
                                                            last_ns=int(s["start_ns"].max())))
                 fp = probe_pieces.fingerprint(conn, [run_id], lo, lo + DAY)
             assert probe_pieces.write(store, target_name(i), lo, DAY, fp, rows)
+        state["days"].append(lo)
+        progress.write_text(json.dumps(state))
     template = runs[members[0]]
+    with store.begin() as conn:
+        for r in runs.values():
+            conn.execute(sa.text("DELETE FROM probe_samples WHERE run_id = :r"), {"r": r})
     for lo in range(archived_until, now, DAY):
         insert(store, template, samples(c, lo, min(lo + DAY, now), eps))
     for i in members[1:]:
@@ -226,10 +248,18 @@ def build_probe_class(job: tuple) -> str:
 def build_probe(home: Path, targets: int, days: int, classes: int, workers: int) -> None:
     from ioweather.store import probe as probe_store
 
-    now = time.time_ns()
     (home / "bench-probe").mkdir(parents=True, exist_ok=True)
+    started = home / "bench-probe" / "now.json"  # an interrupted build resumes for the same days
+    now = json.loads(started.read_text()) if started.exists() else time.time_ns()
+    started.write_text(json.dumps(now))
     store = open_store(Settings.resolve(home))
     store.require(probe_store.COMPONENT)  # the schema made once, not by two workers at a time
+    if not list((home / "bench-probe").glob("class-*.progress.json")):
+        import sqlalchemy as sa
+
+        with store.begin() as conn:  # what an interrupted first build left, at once (the workers would queue)
+            for table in ("probe_samples", "probe_archive", "probe_pieces", "probe_runs"):
+                conn.execute(sa.text(f"DELETE FROM {table}"))
     store.dispose()
     t = time.perf_counter()
     jobs = [(str(home), c, classes, targets, days, now) for c in range(min(classes, targets))]
@@ -301,11 +331,12 @@ def get(url: str, timeout: float = 600) -> tuple[float, int, int]:
     return time.perf_counter() - t, code, len(body)
 
 
-def serve(home: Path, log: Path) -> tuple[subprocess.Popen, str]:
+def serve(home: Path, log: Path, rt: bool = False) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {**os.environ, "IOWEATHER_HOME": str(home), "PYTHONPATH": str(ROOT / "src")}
     env.pop("IOWEATHER_DB", None)
-    proc = subprocess.Popen([sys.executable, "-m", "ioweather", "serve", "--port", str(port), "-q"], env=env,
+    proc = subprocess.Popen([*(["chrt", "-f", "10"] if rt else []),
+                             sys.executable, "-m", "ioweather", "serve", "--port", str(port), "-q"], env=env,
                             stdout=subprocess.DEVNULL, stderr=open(log, "a"))
     base = f"http://127.0.0.1:{port}"
     while True:
@@ -356,6 +387,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2, help="processes building the probe's days")
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--rt", action="store_true", help="server and client under SCHED_FIFO (chrt -f 10): the "
+                    "machine's other users' load kept out of the times, as on a dashboard's own server")
     ap.add_argument("--parts", help="build only these parts (jobs,telemetry,probe; with --build-only: several "
                     "processes can build different parts at once)")
     ap.add_argument("--only", help="measure only these pages (comma-separated slugs)")
@@ -366,6 +399,8 @@ def main() -> None:
     if args.build_only:
         return
     top_up(home)
+    if args.rt:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
     db = home / "ioweather.sqlite"
     du = subprocess.run(["du", "-sh", str(home)], capture_output=True, text=True).stdout.split()[0]
     print(f"store {home}: {du} ({db.stat().st_size / 2**30:.1f} GiB SQLite); probe {args.targets} targets x "
@@ -374,7 +409,7 @@ def main() -> None:
 
     log = home / "bench-serve.log"
     t = time.perf_counter()
-    proc, base = serve(home, log)
+    proc, base = serve(home, log, args.rt)
     listening = time.perf_counter() - t
     first = get(base + "/api/status")[0]
     print(f"first start: listening after {listening:.1f} s, first /api/status {first:.1f} s later", flush=True)
@@ -385,7 +420,7 @@ def main() -> None:
     stop(proc)
 
     t = time.perf_counter()
-    proc, base = serve(home, log)
+    proc, base = serve(home, log, args.rt)
     print(f"restart: listening after {time.perf_counter() - t:.1f} s; load {os.getloadavg()[0]:.1f}", flush=True)
     try:
         only = set(args.only.split(",")) if args.only else None
