@@ -387,6 +387,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2, help="processes building the probe's days")
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--forget-baselines", action="store_true", help="delete the baselines the first server kept "
+                    "before the restart (services/probe/cache.py persist): the restart as before issue 40")
     ap.add_argument("--rt", action="store_true", help="server and client under SCHED_FIFO (chrt -f 10): the "
                     "machine's other users' load kept out of the times, as on a dashboard's own server")
     ap.add_argument("--parts", help="build only these parts (jobs,telemetry,probe; with --build-only: several "
@@ -418,6 +420,8 @@ def main() -> None:
         for u in us:
             get(base + u)
     stop(proc)
+    if args.forget_baselines:  # the restart as before issue 40: every baseline computed again
+        (home / "cache" / "probe-baselines.json").unlink(missing_ok=True)
 
     t = time.perf_counter()
     proc, base = serve(home, log, args.rt)
