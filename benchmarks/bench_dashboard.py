@@ -276,7 +276,9 @@ def top_up(home: Path) -> None:
 
     now = time.time_ns()
     store = open_store(Settings.resolve(home))
-    for m in sorted((home / "bench-probe").glob("class-*.json")):
+    for m in sorted((home / "bench-probe").glob("class-[0-9]*.json")):
+        if m.name.endswith(".progress.json"):
+            continue
         info = json.loads(m.read_text())
         c = int(m.stem.split("-")[1])
         if now - info["end_ns"] < 10 * 10**9:
