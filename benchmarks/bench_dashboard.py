@@ -418,9 +418,12 @@ def main() -> None:
     first = get(base + "/api/status")[0]
     print(f"first start: listening after {listening:.1f} s, first /api/status {first:.1f} s later", flush=True)
     urls = urls_of(base)
+    only = set(args.only.split(",")) if args.only else None
+    urls = [(slug, us) for slug, us in urls if only is None or slug in only]
     for _, us in urls:  # what the first start builds (day pieces, caches) is built before the restart
         for u in us:
-            get(base + u)
+            w = get(base + u)[0]
+            print(f"  first start: {u} {w:.2f} s", flush=True)
     stop(proc)
     if args.forget_baselines:  # the restart as before issue 40: every baseline computed again
         (home / "cache" / "probe-baselines.json").unlink(missing_ok=True)
@@ -429,8 +432,7 @@ def main() -> None:
     proc, base = serve(home, log, args.rt)
     print(f"restart: listening after {time.perf_counter() - t:.1f} s; load {os.getloadavg()[0]:.1f}", flush=True)
     try:
-        only = set(args.only.split(",")) if args.only else None
-        todo = [(slug, u) for slug, us in urls for u in us if only is None or slug in only]
+        todo = [(slug, u) for slug, us in urls for u in us]
         times: dict[str, list[float]] = {u: [] for _, u in todo}
         sizes: dict[str, int] = {}
         codes: dict[str, int] = {}
