@@ -14,7 +14,7 @@ _.alarms  # services.lab.score.CaseScore
 _.analysis  # services.answers.factors.Factors
 _.available  # services.lab.score.ToolScore
 _.b  # services.content.fsstats.Growth
-_.baseline  # services.probe.history.TargetHistory, services.answers.why.Why
+_.baseline  # services.answers.why.Why, services.probe.history.TargetHistory
 _.baseline_from  # services.lab.storm.StormPair
 _.baseline_s  # services.probe.status.Status
 _.baseline_until  # services.lab.storm.StormPair
@@ -43,7 +43,7 @@ _.cdfs  # services.content.fsstats.Contents
 _.cf_variant  # services.jobs.weather.Weather
 _.change_s  # services.answers.job_diff.DiffCause, services.answers.job_diff.SystemShare
 _.changes  # services.answers.report.Report
-_.climate  # services.jobs.weather.Weather, services.answers.why.Why
+_.climate  # services.answers.why.Why, services.jobs.weather.Weather
 _.code  # services.answers.job_diff.DiffCause
 _.code_s  # services.answers.why.Why
 _.colour  # stats.umami.MetricRow
@@ -82,16 +82,16 @@ _.direction  # services.bench.runs.BenchPage
 _.dirs  # services.content.fsstats.Snapshot
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
 _.elapsed_s  # services.lab.run.CaseRun
-_.end  # services.answers.report.Report, services.telemetry.workload.Workload, services.answers.why.Why
+_.end  # services.answers.report.Report, services.answers.why.Why, services.telemetry.workload.Workload
 _.entries  # services.content.fsstats.Snapshot
 _.entries_per_s  # services.content.fsstats.Snapshot
 _.error  # services.lab.score.CaseScore
 _.error_list  # services.content.fsstats.Snapshot
 _.errors  # services.content.fsstats.Contents, services.content.fsstats.Snapshot
-_.events  # services.answers.report.Report, services.telemetry.fsview.Metadata, services.telemetry.workload.Workload, services.answers.why.Why
+_.events  # services.answers.report.Report, services.answers.why.Why, services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
 _.evidence  # services.answers.why.Why
 _.exclude  # services.content.fsstats.Snapshot
-_.excluded  # services.content.fsstats.Snapshot, services.answers.factors.Factors
+_.excluded  # services.answers.factors.Factors, services.content.fsstats.Snapshot
 _.exe  # services.answers.job_diff.DiffSide
 _.exit_code  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
 _.expected_s  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
@@ -115,7 +115,7 @@ _.fn  # services.lab.score.LabelScore
 _.format  # services.content.fsstats.Snapshot
 _.fp  # services.lab.score.LabelScore
 _.fraction_of_peak  # services.jobs.weather.Weather
-_.fs  # services.bench.runs.BenchPage, services.answers.report.Report, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, services.answers.umami.Correlations, services.answers.why.Why, stats.umami.Umami
+_.fs  # services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Why, services.bench.runs.BenchPage, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, stats.umami.Umami
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.fs_bytes  # services.jobs.weather.Weather
 _.fs_fullness  # services.telemetry.fsview.Capacity
@@ -123,8 +123,8 @@ _.fs_read_bytes  # services.telemetry.fsview.Servers
 _.fs_with_data  # services.telemetry.fsview.Span
 _.fs_write_bytes  # services.telemetry.fsview.Servers
 _.fullest  # services.telemetry.fsview.Capacity
-_.fullest_ost  # services.jobs.weather.Weather, services.answers.why.Targets
-_.fullest_ost_pct  # services.jobs.weather.Weather, services.answers.why.Targets
+_.fullest_ost  # services.answers.why.Targets, services.jobs.weather.Weather
+_.fullest_ost_pct  # services.answers.why.Targets, services.jobs.weather.Weather
 _.fullness  # services.answers.report.Report, services.telemetry.fsview.Capacity
 _.generated_at  # services.probe.status.Status
 _.growth_until  # services.telemetry.fsview.Capacity
@@ -148,12 +148,12 @@ _.interfaces_by_size  # services.jobs.darshan.ArchiveSummary
 _.interval_s  # services.content.fsstats.Growth, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.workload.Workload
 _.intervals  # services.probe.timeline.Timeline
 _.io_time_change_s  # services.answers.job_diff.JobDiff
-_.io_time_s  # services.answers.job_diff.DiffSide, services.lab.storm.Twin, services.answers.why.Why
+_.io_time_s  # services.answers.job_diff.DiffSide, services.answers.why.Why, services.lab.storm.Twin
 _.ior  # services.lab.toolchain.Toolchain
 _.ioweather_version  # services.content.fsstats.Snapshot
-_.job  # services.jobs.darshan.StoredJob, services.answers.why.Why, stats.umami.Umami
+_.job  # services.answers.why.Why, services.jobs.darshan.StoredJob, stats.umami.Umami
 _.jobid  # services.lab.storm.Twin
-_.jobs  # services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers, services.answers.umami.Correlations
+_.jobs  # services.answers.umami.Correlations, services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
 _.kind  # services.answers.job_diff.DiffCause, services.telemetry.fsview.Span
 _.label  # services.content.fsstats.Contents, services.lab.score.LabelScore, stats.umami.MetricRow
@@ -169,7 +169,7 @@ _.limit  # services.jobs.darshan.JobList
 _.links  # services.answers.report.Report
 _.list  # services.jobs.darshan.JobsView
 _.log  # services.lab.storm.Twin, services.lab.toolchain.Build
-_.logs  # services.lab.run.CaseRun, services.answers.why.Why
+_.logs  # services.answers.why.Why, services.lab.run.CaseRun
 _.logs_dir  # services.lab.run.LabRun, services.lab.score.Scores
 _.lustre  # services.telemetry.fsview.Capacity
 _.max_points  # services.probe.timeline.Timeline
@@ -177,7 +177,7 @@ _.md_ops_per_s  # services.jobs.weather.Weather
 _.mdtest  # services.lab.toolchain.Toolchain
 _.mean_ops_per_s  # services.telemetry.fsview.Metadata
 _.mean_total_bps  # services.telemetry.workload.Workload
-_.message  # services.bench.runs.BenchCheck, services.answers.job_diff.DiffCause, services.probe.slowdown.Check, services.probe.status.Status
+_.message  # services.answers.job_diff.DiffCause, services.bench.runs.BenchCheck, services.probe.slowdown.Check, services.probe.status.Status
 _.metric  # stats.umami.MetricRow
 _.metrics  # stats.umami.Umami
 _.mibps_per_node_by_project  # services.jobs.darshan.ArchiveSummary
@@ -193,7 +193,7 @@ _.missing_observations  # services.telemetry.workload.Workload
 _.missing_samples  # services.telemetry.workload.Workload
 _.model  # services.answers.job_diff.SystemShare
 _.monthly  # services.telemetry.workload.Workload
-_.motif  # services.bench.runs.BenchPage, services.answers.umami.Correlations, stats.umami.Umami
+_.motif  # services.answers.umami.Correlations, services.bench.runs.BenchPage, stats.umami.Umami
 _.mounts  # services.jobs.darshan.StoredJob
 _.mpi  # services.lab.run.CaseRun
 _.mpicc  # services.lab.toolchain.Toolchain
@@ -208,7 +208,7 @@ _.nnodes_source  # services.answers.why.Why
 _.no_capacity_data  # services.telemetry.fsview.Capacity
 _.no_data  # services.jobs.weather.Weather
 _.note  # services.telemetry.fsview.Span
-_.notes  # services.content.fsstats.Snapshot, services.answers.job_diff.JobDiff, services.jobs.weather.Weather, services.lab.storm.StormPair, services.answers.why.Why
+_.notes  # services.answers.job_diff.JobDiff, services.answers.why.Why, services.content.fsstats.Snapshot, services.jobs.weather.Weather, services.lab.storm.StormPair
 _.now_by_bytes  # services.telemetry.fsview.Talkers
 _.now_by_ops  # services.telemetry.fsview.Talkers
 _.now_s  # services.telemetry.fsview.Talkers
@@ -262,7 +262,7 @@ _.result  # services.telemetry.workload.WorkloadView
 _.role  # services.lab.storm.Twin
 _.root  # services.content.fsstats.Snapshot
 _.root_is_symlink  # services.content.fsstats.Snapshot
-_.rows  # services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.jobs.darshan.JobList, services.probe.slowdown.Slowdown, services.answers.umami.Correlations, services.answers.umami.FeatureImport
+_.rows  # services.answers.umami.Correlations, services.answers.umami.FeatureImport, services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.jobs.darshan.JobList, services.probe.slowdown.Slowdown
 _.rows_in_file  # services.answers.umami.FeatureImport
 _.rows_kept_by_paper_filters  # services.answers.umami.FeatureImport
 _.rule  # services.telemetry.fsview.Servers
@@ -284,7 +284,7 @@ _.significance  # services.answers.factors.Factors
 _.since  # services.answers.factors.Factors, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.since_ns  # services.telemetry.fsview.Span
 _.skipped_mounts  # services.content.fsstats.Snapshot
-_.slowdown  # services.probe.history.TargetHistory, services.answers.report.Report
+_.slowdown  # services.answers.report.Report, services.probe.history.TargetHistory
 _.smooth_s  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
 _.smoothed_bps  # services.telemetry.workload.WorkloadSeries
 _.snapshot  # services.content.fsstats.Contents
@@ -294,7 +294,7 @@ _.snapshots  # services.content.fsstats.Contents
 _.sort  # services.jobs.darshan.JobList, services.telemetry.fsview.Servers
 _.source  # stats.umami.Umami
 _.split  # services.answers.factors.Factors
-_.start  # services.answers.report.Report, services.telemetry.workload.Workload, services.answers.why.Why, stats.umami.Umami
+_.start  # services.answers.report.Report, services.answers.why.Why, services.telemetry.workload.Workload, stats.umami.Umami
 _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.timeline.Timeline
 _.status  # services.bench.runs.BenchCheck, services.lab.run.CaseRun, services.probe.slowdown.Check
@@ -308,11 +308,11 @@ _.summary  # services.jobs.darshan.JobsView
 _.symlink_target  # services.content.fsstats.Snapshot
 _.symlinks  # services.content.fsstats.Snapshot
 _.system  # services.answers.job_diff.JobDiff, services.answers.umami.Correlations
-_.system_model  # services.answers.job_diff.DiffSide, services.lab.storm.Twin, services.answers.why.Why
-_.system_s  # services.answers.job_diff.DiffSide, services.lab.storm.Twin, services.answers.why.Why
+_.system_model  # services.answers.job_diff.DiffSide, services.answers.why.Why, services.lab.storm.Twin
+_.system_s  # services.answers.job_diff.DiffSide, services.answers.why.Why, services.lab.storm.Twin
 _.system_share_of_extra  # services.lab.storm.StormPair
 _.target  # services.answers.factors.Factors, services.probe.history.History, services.probe.history.TargetHistory, services.probe.timeline.Timeline, services.telemetry.fsview.Servers
-_.targets  # services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.Workload, services.answers.why.Why
+_.targets  # services.answers.why.Why, services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.Workload
 _.targets_all  # services.answers.factors.Factors, services.probe.history.History
 _.targets_met  # services.lab.storm.StormPair
 _.threads  # services.content.fsstats.Snapshot
@@ -342,7 +342,7 @@ _.until_ns  # services.telemetry.fsview.Span
 _.unusual  # stats.umami.MetricRow
 _.users  # services.telemetry.fsview.Talkers
 _.value  # stats.umami.MetricRow
-_.verdict  # services.answers.job_diff.DiffSide, services.answers.job_diff.JobDiff, services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.lab.storm.Twin, services.answers.why.Why, stats.umami.Umami
+_.verdict  # services.answers.job_diff.DiffSide, services.answers.job_diff.JobDiff, services.answers.why.Why, services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.lab.storm.Twin, stats.umami.Umami
 _.version  # services.lab.score.ToolScore
 _.walk_s  # services.content.fsstats.Snapshot
 _.warnings  # services.telemetry.workload.WorkloadView
