@@ -1,7 +1,7 @@
 """The dashboard at a center's size (issue 40 item 4): every navigation page and the /api calls it makes,
 through HTTP on a real `ioweather serve` process after a restart, p50/p95 per page.
 
-Store (built once under --dir, each part resumed from its marker; ~40 min and ~25 GB on this machine):
+Store (built once under --dir, each part resumed from its marker; ~40 min and 18 GB on this machine):
 - probe: --targets targets x --days days at 1 Hz (6 ops a period: 518,400 samples a target-day; 100 x 30 =
   1.55 G samples). What a 30-day `probe run` leaves on disk: days before yesterday archived to Parquet
   (probe/run=N/DATE-0.parquet, listed in probe_archive, as store/probe_archive.archive_completed_days
@@ -9,9 +9,11 @@ Store (built once under --dir, each part resumed from its marker; ~40 min and ~2
   fingerprint of the archived rows), yesterday and today as rows in the database, topped up to now at
   every run. Durations log-normal around each op's median, a diurnal load (x1.3 at 14:00 UTC), rare
   errors and timeouts, and 2-4 slow episodes per target (1-6 h, x3-x20 on one or all ops), one of
-  them still going on 5 targets. Archived days are written through the archive's Parquet writer and
-  summarized by the pieces' own summarizer (writing 1.5 G rows through SQLite and archiving them
-  would take the machine a day); the database days through `insert_samples`, as the probe does.
+  them still going on the 10 targets of class 0. The samples come in --classes classes (target i stores
+  class i mod classes'): a class-day is generated and summarized once by the pieces' own summarizer and
+  written for each target of the class (its run, archive row, pieces, rows; the archived file a hard
+  link): writing 1.5 G rows through SQLite and archiving them would take this machine a day. Database
+  days through `insert_samples` for a class's first target, as the probe does, copied by SQL for the rest.
 - telemetry: --telemetry-days days of 60 s read/write bytes of 100 OSTs (bench_web_pages.build_telemetry,
   the layout's `write_rows`, which writes each day's rollups as an import does);
 - jobs: --jobs Darshan job rows (bench_web_pages.build_jobs: the public logs of ../shared/testdata/darshan
