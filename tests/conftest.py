@@ -58,6 +58,7 @@ MODULE_MARKERS: dict[str, tuple[str, ...]] = {
     "test_metrics.py": ("slow",),
     "test_probe.py": ("slow",),
     "test_probe_cache_restart.py": ("slow",),
+    "test_probe_cache_kept.py": ("slow",),
     "test_report_data.py": ("slow",),
     "test_servers_rollups.py": ("slow",),
     "test_store_check.py": ("slow",),

@@ -46,6 +46,7 @@ from ioweather.stats.probe import SLOWDOWN_STATS
 from ioweather.stats.rollups import concat_rollups, empty_rollups, rollup_arrays, select_rollups
 from ioweather.stats.status import baseline_stats, baseline_stats_from, learning_ops, min_history_s, min_samples
 from ioweather.store import probe as probe_store
+from ioweather.store import probe_baselines_file
 from ioweather.store.db import Store
 from ioweather.store.probe_aggregates import sample_range
 
@@ -60,6 +61,8 @@ CHUNK_NS = 86_400 * 10**9
 TTL_MIN_S, TTL_MAX_S, TTL_COST_FACTOR = 1.0, 3600.0, 100.0
 #: A baseline that took less than this (s) to compute, or made of fewer samples, is refreshed in the request.
 SYNC_REFRESH_S, YOUNG_SAMPLES = 0.05, 100_000
+#: With `persist`, the baselines are written to the store's home at most this often (and when the cache closes).
+SAVE_EVERY_S = 60.0
 
 
 class Stopped(Exception):
@@ -154,8 +157,14 @@ class ProbeCache:
     """Baselines and interval rollups of every probe target of one store (thread-safe)."""
 
     def __init__(self, store: Store, *, baseline_s: float = DEFAULT_BASELINE_S, lag_s: float = LAG_S,
-                 clock=time.time_ns, reference: tuple[int, int] | None = None, warm_rollups: bool = True):
+                 clock=time.time_ns, reference: tuple[int, int] | None = None, warm_rollups: bool = True,
+                 persist: bool = False):
         self.store = store
+        #: The dashboard's: baselines kept in a file across a restart (store/probe_baselines_file.py), served
+        #: after it as any baseline past its TTL while the warm-up refreshes them one after another.
+        self._file = probe_baselines_file.path_of(store) if persist else None
+        self._restored: dict[str, Baseline] | None = None
+        self._saved_at = time.monotonic()
         #: False for a one-shot user that needs only baselines (`slowdown --check`): no month of rollups.
         self.warm_rollups = warm_rollups
         self.baseline_s = float(baseline_s)
@@ -366,6 +375,8 @@ class ProbeCache:
             with tc.lock:
                 tc.baseline = b
             tc.error = None
+            if self._file is not None and not self.warming and time.monotonic() - self._saved_at > SAVE_EVERY_S:
+                self.save()
         except Stopped:
             pass
         except UserError as e:
@@ -438,6 +449,8 @@ class ProbeCache:
         if tc.warmed:
             return
         now = self.clock()
+        if tc.baseline is None and self._pieces:
+            tc.baseline = self._restore().get(target)
         lengths = INTERVALS_S if self.warm_rollups and not self._pieces else ()
         hi = self.settled_ns(max(INTERVALS_S) * 10**9)
         roll = (min(self._rollup_since(now), hi), hi)
@@ -458,12 +471,18 @@ class ProbeCache:
         `hold()` is called between the two (the dashboard waits there for its first answer to go out)."""
         t0 = time.perf_counter()
         self.warming = True
+        restored = self._restore()
+        stale = []
         try:
             names = self.targets()
             for target in names:
                 tc = self._t(target)
                 with tc.lock:
                     self._ensure_warm(target, tc)
+                    if tc.baseline is not None and tc.baseline is restored.get(target):
+                        # refreshed below, one at a time: not one thread per target at the first Status answer
+                        tc.refreshing = True
+                        stale.append(target)
         except Stopped:
             return
         finally:
@@ -479,7 +498,59 @@ class ProbeCache:
                     if self.stop_event.is_set():
                         return
                     self._cover(target, self._t(target).rolled[interval_s], interval_s, self._rollup_since(now), now)
+        for target in stale:
+            if self.stop_event.is_set():
+                return
+            self._refresh(target)
         self.warm_s = time.perf_counter() - t0
+        self.save()
+
+    # -- kept across a restart ------------------------------------------------------
+    def _file_key(self) -> dict:
+        import hashlib
+
+        # the URL's hash, not the URL: a PostgreSQL URL may carry a password
+        return {"store": hashlib.sha256(str(self.store.url).encode()).hexdigest()[:16],
+                "baseline_s": self.baseline_s, "reference": list(self.reference) if self.reference else None}
+
+    def _restore(self) -> dict[str, Baseline]:
+        """The baselines of the file written by an earlier process (read once; {} without `persist`)."""
+        if self._restored is None:
+            got = {}
+            if self._file is not None:
+                for target, e in probe_baselines_file.load(self._file, self._file_key(), self.clock(),
+                                                           TTL_MAX_S).items():
+                    try:
+                        got[target] = Baseline(
+                            np.array(e["stat_s"]["median"], float), np.array(e["samples"], np.int64),
+                            int(e["since_ns"]), int(e["until_ns"]), int(e["computed_ns"]), float(e["compute_s"]),
+                            {st: np.array(v, float) for st, v in e["stat_s"].items()},
+                            np.array(e["first_ns"], np.int64), self.reference is not None)
+                    except (KeyError, TypeError, ValueError):
+                        continue
+            self._restored = got
+        return self._restored
+
+    def save(self) -> bool:
+        """Write every computed baseline to the file (with `persist`); False when there is none to write."""
+        if self._file is None:
+            return False
+        self._saved_at = time.monotonic()
+
+        def nums(a) -> list:
+            return [float(x) if np.isfinite(x) else None for x in np.asarray(a, float)]
+
+        entries = {}
+        for target, tc in list(self._targets.items()):
+            b = tc.baseline
+            if b is None or b.first_ns is None:
+                continue
+            entries[target] = {"samples": [int(x) for x in b.samples], "since_ns": b.since_ns,
+                               "until_ns": b.until_ns, "computed_ns": b.computed_ns, "compute_s": b.compute_s,
+                               "stat_s": {st: nums(v) for st, v in b.stat_s.items()},
+                               "first_ns": [int(x) for x in b.first_ns]}
+        return bool(entries) and probe_baselines_file.save(self._file, self._file_key(), entries)
 
     def close(self) -> None:
         self.stop_event.set()
+        self.save()
