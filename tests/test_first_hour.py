@@ -136,12 +136,12 @@ def test_a_slow_probe_is_judged_on_what_its_period_allows(tmp_path):
     try:
         cache = ProbeCache(store, baseline_s=3600.0, clock=lambda: now, warm_rollups=False)
         card = target_status(cache, "scratch", spark=False, with_climate=False, now_ns=now)
-        assert card["baseline"]["samples"] == 6 * 360 and not card["baseline"]["learning"], card["baseline"]
-        assert card["state"] == "normal", card["reason"]
+        assert card.baseline.samples == 6 * 360 and not card.baseline.learning, card.baseline
+        assert card.state == "normal", card.reason
         # 15 minutes of history at 10 s: 90 samples of 180, the card and `slowdown` both say learning, in one wording
         young = ProbeCache(store, baseline_s=3600.0, clock=lambda: now - 105 * 60 * 10**9, warm_rollups=False)
         card = target_status(young, "scratch", spark=False, with_climate=False, now_ns=now - 105 * 60 * 10**9)
-        assert card["state"] == "learning" and "180 samples per op" in card["reason"], card["reason"]
+        assert card.state == "learning" and "180 samples per op" in card.reason, card.reason
     finally:
         store.dispose()
     from ioweather.services.runtime.defaults import LEARNING_RULE

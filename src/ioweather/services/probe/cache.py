@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import threading
 import time
 from collections.abc import Callable
@@ -507,8 +508,6 @@ class ProbeCache:
 
     # -- kept across a restart ------------------------------------------------------
     def _file_key(self) -> dict:
-        import hashlib
-
         # the URL's hash, not the URL: a PostgreSQL URL may carry a password
         return {"store": hashlib.sha256(str(self.store.url).encode()).hexdigest()[:16],
                 "baseline_s": self.baseline_s, "reference": list(self.reference) if self.reference else None}

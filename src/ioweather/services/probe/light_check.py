@@ -21,6 +21,7 @@ import itertools
 import math
 import sqlite3
 import sys
+import time
 from array import array
 from dataclasses import dataclass
 
@@ -325,8 +326,6 @@ def run_check(settings, target, window_s: float, stat: str, baseline_s: float, w
     """services.probe.slowdown.run_check's answer where this path can give it exactly; `Fallback` otherwise
     (and for every answer but a judged one: an unknown target, bad thresholds, no target are the full
     path's words)."""
-    import time
-
     if settings.db_url is not None or expected != "median" or stat not in STAT_QUANTILES or not 0 < warn < crit:
         raise Fallback("not on this path")
     now = time.time_ns() if now_ns is None else now_ns
