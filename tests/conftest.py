@@ -243,6 +243,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_ingest_is_idempotent_and_records_failures",
         "test_ingest_missing_path",
         "test_one_job_and_its_files",
+        "test_reingest_skips_unchanged_files_unopened_and_reads_changed_ones",
         "test_summary_json_and_html",
     ),
     "test_jobs_ingest_concurrency.py": (

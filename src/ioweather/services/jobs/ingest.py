@@ -43,7 +43,8 @@ from ioweather.stats.findings import ACTIONABLE, job_findings, job_verdict
 from ioweather.stats.job import characterize, file_columns, FILE_TABLE_COLUMNS, row_fields
 from ioweather.stats.job_files import top_file
 from ioweather.store import jobs as jobs_store, open_store
-from ioweather.store.jobs import INTERFACE_COLUMNS, job_row_values, path_hash, relocate, write_batch
+from ioweather.store.jobs import (file_stamp, INTERFACE_COLUMNS, job_row_values, path_hash, relocate, remember,
+                                  write_batch)
 
 # The extraction context inherited by forked workers (set before the pool starts).
 _KNOWN_HASHES: frozenset[str] = frozenset()
@@ -199,10 +200,11 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
         with scan.open(path) as f:
             st = os.fstat(f.fileno())  # the file opened, not what the name pointed to before
             size, mtime = st.st_size, st.st_mtime_ns
+            dev, ino = file_stamp(st)[:2]  # what the next ingest compares to skip it unopened
             log_hash = content_hash(path, opened=f, layout=check_layout(path, open_path=fd_path(f)))
             if log_hash in known:
                 return ("dup", {"log_hash": log_hash, "path": shown, "path_hash": path_hash(path), "size_bytes": size,
-                                "mtime_ns": mtime})
+                                "mtime_ns": mtime, "st_dev": dev, "st_ino": ino})
             log = read_log(path, dxt=False, heatmaps=False, opened=f)  # Lustre layout: findings L01-L03
         # records with impossible counters (a damaged log) are left out of the characterization and findings
         clean, damage = drop_impossible(log)
@@ -212,6 +214,7 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
         findings = job_findings(clean, ch)
         row = job_row_values(job_row(log, ch, findings, shown, log_hash, size, mtime))
         row["path_hash"] = path_hash(path)  # of the name's bytes: the display form may differ
+        row["st_dev"], row["st_ino"] = dev, ino
         fc = file_columns(log)
         row["top_file"] = top_file(fc)
         n = len(fc["id"])
@@ -366,9 +369,13 @@ class Ingest:
         self.last = time.monotonic()
         self.counts = {"ingested": 0, "failed": 0, "duplicates": 0, "skipped": 0}
         self.batch_hashes: set[str] = set()
+        #: files whose content is stored or found stored, remembered after each batch so the next ingest skips them
+        self.seen: list[dict] = []
 
     def add(self, result: tuple) -> None:
         kind = result[0]
+        if kind in ("ok", "dup"):
+            self.seen.append(result[1])
         if kind == "ok":
             row = result[1]
             if row["log_hash"] in self.batch_hashes:  # same content twice in this run
@@ -396,7 +403,9 @@ class Ingest:
                 self.counts["duplicates"] += len(present)
             if self.found_known:
                 relocate(self.store, self.found_known)
-            self.rows, self.tables, self.failures, self.found_known = [], [], [], []
+            if self.seen:
+                remember(self.store, self.seen)
+            self.rows, self.tables, self.failures, self.found_known, self.seen = [], [], [], [], []
         self.last = time.monotonic()
 
 
@@ -423,23 +432,23 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
 
     counts: ingested (stored by this run), failed, duplicates (content already stored, found by
     hashing: under another path, twice in this run, or by an ingest running at the same time),
-    skipped (path known with the same size and mtime: not even opened), found.
+    skipped (a file read before and unchanged since, `_unchanged`: not even opened), found.
     Raises `Interrupted` on Ctrl-C or SIGTERM, after storing what was read.
     """
-    # lazy: darshan, loaded only when this runs
-    import darshan  # noqa: F401  (imported before forking so workers inherit it)
-
     store = open_store(settings)
     store.require(jobs_store.COMPONENT)
     jobs_store.remove_orphan_parts(store, settings.parquet_dir)
     known_hashes, known_paths = jobs_store.seen(store)
+    seen_files = jobs_store.seen_stamps(store)
     todo, skipped, links = [], 0, []
     for p in find_logs(paths, follow_symlinks=follow_symlinks, links=links):
-        stamp = _stamp(p)
-        if stamp is not None and known_paths.get(jobs_store.path_hash(p)) == stamp:
+        if _unchanged(p, seen_files, known_hashes, known_paths):
             skipped += 1
             continue
         todo.append(p)
+    if todo:
+        # lazy: darshan, loaded only when a log is to be read (a re-ingest of an unchanged archive reads none)
+        import darshan  # noqa: F401  (imported before forking so workers inherit it)
     interrupts = _Interrupts()
     sink = Ingest(store, settings.parquet_dir, interrupts=interrupts)
     sink.counts["skipped"] = skipped
@@ -480,6 +489,21 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
     if sink.counts.get("ingested"):
         after_import(store, client=client)  # the new jobs' weather and verdicts, for the Jobs list (issue 13)
     return {**sink.counts, "found": len(todo) + skipped}
+
+
+def _unchanged(p: str, seen_files: dict, known_hashes: set[str], known_paths: dict) -> bool:
+    """Whether `p` was read by an ingest and is unchanged since, by stat alone (never opened nor hashed):
+    the same device, inode, size and mtime as when read, its content still stored; for a path known
+    only from a job row stored before `seen_files` was, or from a failure, the same size and mtime."""
+    try:
+        st = os.stat(p)
+    except OSError:
+        return False
+    key = jobs_store.path_hash(p)
+    got = seen_files.get(key)
+    if got is not None:
+        return got[0] == file_stamp(st) and got[1] in known_hashes
+    return known_paths.get(key) == (st.st_size, st.st_mtime_ns)
 
 
 def _stamp(p: str) -> tuple[int, int] | None:
