@@ -275,6 +275,7 @@ def test_reingest_skips_unchanged_files_unopened_and_reads_changed_ones(home, tm
     the worker processes; and the unchanged files' bytes are scrambled in place with their stamp kept, so
     a file read anyway would be a failure or a new job."""
     from ioweather.services.jobs import ingest as ingest_mod
+    from ioweather.sources import darshan_log
 
     good, _ = make_archive(tmp_path / "a", broken=False)
     real = sorted((tmp_path / "a" / "real").iterdir())
@@ -287,7 +288,7 @@ def test_reingest_skips_unchanged_files_unopened_and_reads_changed_ones(home, tm
     files = sorted((tmp_path / "a").rglob("*.darshan"))
     n = len(files)
     opened = tmp_path / "opened.txt"
-    real_open = ingest_mod.open_log
+    real_open = darshan_log.open_log
 
     def counted_open(path, *a, **kw):
         fd = os.open(opened, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
@@ -295,7 +296,7 @@ def test_reingest_skips_unchanged_files_unopened_and_reads_changed_ones(home, tm
         os.close(fd)
         return real_open(path, *a, **kw)
 
-    monkeypatch.setattr(ingest_mod, "open_log", counted_open)
+    monkeypatch.setattr(darshan_log, "open_log", counted_open)
     settings = Settings.resolve(home)
 
     def run():

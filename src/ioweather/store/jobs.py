@@ -32,7 +32,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
 import sqlalchemy as sa
 
 from ioweather.errors import StoreError, UserError, from_os_error
@@ -479,6 +478,9 @@ def file_rows(store: Store, parquet_dir: Path) -> pa.Table | None:
 
 def job_row_values(row: dict) -> dict:
     """Normalize numpy scalars to Python for the drivers."""
+    # lazy: numpy, loaded only when a log was read (a re-ingest of an unchanged archive loads none of it)
+    import numpy as np
+
     out = {}
     for k, v in row.items():
         if isinstance(v, np.generic):
