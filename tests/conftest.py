@@ -89,6 +89,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
     ),
     "test_advisor_lab.py": ("test_5_no_noise_on_the_public_logs",),
     "test_job_diff.py": ("test_cli_json_table_and_errors", "test_stored_jobs_by_hash_prefix"),
+    "test_job_lustre_files.py": ("test_the_public_logs_cover_what_the_reduction_must_get_right",),
     "test_argument_ranges.py": ("test_duration_parser_fuzz", "test_size_parser_fuzz", "test_time_parsers_fuzz",),
     "test_baseline_learning.py": (
         "test_check_is_unknown_while_learning_and_a_reference_period_ends_it",
@@ -250,6 +251,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_ingest_is_idempotent_and_records_failures",
         "test_ingest_missing_path",
         "test_one_job_and_its_files",
+        "test_reingest_skips_unchanged_files_unopened_and_reads_changed_ones",
         "test_summary_json_and_html",
     ),
     "test_jobs_ingest_concurrency.py": (

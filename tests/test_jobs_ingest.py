@@ -253,3 +253,76 @@ def test_one_job_and_its_files(cli, home, tmp_path):
     shutil.rmtree(js.files_dir(settings.parquet_dir))
     row, files = js.job(store, settings.parquet_dir, rows["log_hash"][0])
     assert row["log_hash"] == rows["log_hash"][0] and files is None  # the row outlives its Parquet part
+
+
+def _scramble_keeping_stamp(path) -> bytes:
+    """Overwrite `path` in place with as many other bytes, then put its mtime back: its (device, inode, size,
+    mtime) is what it was, its content is not a log. Returns the original bytes."""
+    st = os.stat(path)
+    data = path.read_bytes()
+    with open(path, "r+b") as f:
+        f.write(bytes(b ^ 0x5A for b in data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(path).st_mtime_ns == st.st_mtime_ns and os.stat(path).st_ino == st.st_ino
+    return data
+
+
+def test_reingest_skips_unchanged_files_unopened_and_reads_changed_ones(home, tmp_path, monkeypatch):
+    """Issue 40: a second ingest of a directory of logs and duplicates opens none of them (each file is
+    known by its device, inode, size and mtime); a touched, a rewritten and a replaced file are read again.
+
+    Two proofs that nothing unchanged is read: every open of a log goes through `open_log`, counted across
+    the worker processes; and the unchanged files' bytes are scrambled in place with their stamp kept, so
+    a file read anyway would be a failure or a new job."""
+    from ioweather.services.jobs import ingest as ingest_mod
+    from ioweather.sources import darshan_log
+
+    good, _ = make_archive(tmp_path / "a", broken=False)
+    real = sorted((tmp_path / "a" / "real").iterdir())
+    for p in real[12:]:  # a dozen logs and their duplicates: the ingest stays short
+        p.unlink()
+    real, good = real[:12], 12
+    (tmp_path / "a" / "dup").mkdir()
+    for i, p in enumerate(real * 2):
+        shutil.copy(p, tmp_path / "a" / "dup" / f"{i:03d}-{p.name}")
+    files = sorted((tmp_path / "a").rglob("*.darshan"))
+    n = len(files)
+    opened = tmp_path / "opened.txt"
+    real_open = darshan_log.open_log
+
+    def counted_open(path, *a, **kw):
+        fd = os.open(opened, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        os.write(fd, f"{path}\n".encode())
+        os.close(fd)
+        return real_open(path, *a, **kw)
+
+    monkeypatch.setattr(darshan_log, "open_log", counted_open)
+    settings = Settings.resolve(home)
+
+    def run():
+        opened.write_text("")
+        counts = ingest_mod.ingest(settings, [str(tmp_path / "a")], workers=2)
+        return counts, sorted(opened.read_text().split("\n")[:-1])
+
+    first, paths = run()
+    assert (first["ingested"], first["duplicates"], first["failed"], first["skipped"]) == (good, n - good, 0, 0)
+    assert paths == sorted(map(str, files))  # the hook sees every open
+    originals = {p: _scramble_keeping_stamp(p) for p in files}
+    again, paths = run()
+    assert paths == [] and again == {**again, "ingested": 0, "duplicates": 0, "failed": 0, "skipped": n, "found": n}
+    # a: touched (content restored, a new mtime); b: rewritten with new content (a new job); c: replaced by a
+    # copy of the same size and mtime (another inode)
+    a, b, c = files[0], files[n // 2], files[-1]
+    a.write_bytes(originals[a])
+    os.utime(a, ns=(time.time_ns(), os.stat(a).st_mtime_ns + 10**9))
+    b.write_bytes(originals[b] + b"\x01\x02\x03\x04")
+    st = os.stat(c)
+    (tmp_path / "c.new").write_bytes(originals[c])
+    os.utime(tmp_path / "c.new", ns=(st.st_atime_ns, st.st_mtime_ns))
+    os.replace(tmp_path / "c.new", c)
+    assert os.stat(c).st_ino != st.st_ino and os.stat(c).st_size == st.st_size
+    third, paths = run()
+    assert paths == sorted(map(str, (a, b, c)))
+    assert (third["ingested"], third["duplicates"], third["failed"], third["skipped"]) == (1, 2, 0, n - 3)
+    last, paths = run()
+    assert paths == [] and last["skipped"] == n

@@ -27,16 +27,6 @@ def ost_count(lustre: pd.DataFrame) -> int:
 ONE_RANK_SHARE = 0.99
 
 
-def _movers(moved: float, slowest_bytes: float, nprocs: int) -> int:
-    """A lower bound of the ranks that moved a shared file's bytes, from Darshan's slowest-rank counter:
-    1 when that rank moved ONE_RANK_SHARE of them, else ceil(bytes / its bytes)."""
-    if not np.isfinite(slowest_bytes) or slowest_bytes <= 0:
-        return nprocs
-    if slowest_bytes >= ONE_RANK_SHARE * moved:
-        return 1
-    return int(np.ceil(moved / slowest_bytes))
-
-
 def lfs_size(n: int) -> str:
     """A stripe size as `lfs setstripe -S` takes it: 4M, 64K, or bytes."""
     for unit, k in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
@@ -49,52 +39,119 @@ def lustre_files(log) -> pd.DataFrame | None:
     """One row per POSIX file with a Lustre layout: name, stripe_count, stripe_size, size (highest
     offset + 1), bytes moved, ops, ranks (that opened it), movers (lower bound of the ranks that moved
     its bytes), top_rank (the rank that moved most), wall time (slowest rank), cumulative read+write
-    and metadata time, dominant request size. None when the log has no Lustre or POSIX records."""
+    and metadata time, dominant request size. None when the log has no Lustre or POSIX records.
+
+    Files in the order of their first POSIX record. A file's records (one per rank, or one shared
+    record of rank -1) are reduced over all files at once: a log of thousands of Lustre files took a
+    DataFrame lookup per file and counter before (issue 40). Sums follow numpy's own summation
+    (`_group_sums`), so the times are the same to the last bit as a per-file `sum()`."""
     lu, posix = log.lustre, log.records.get("POSIX")
     if lu is None or not len(lu) or posix is None or not len(posix):
         return None
     c = cols(posix)
     nprocs = max(int(log.nprocs), 1)
-    layout = lu.drop_duplicates("id").set_index("id")
-    ids = c["id"]
-    keep = np.isin(ids, layout.index.to_numpy(np.uint64))
+    lay_ids = lu["id"].to_numpy(np.uint64)
+    lay_ids, lay_first = np.unique(lay_ids, return_index=True)  # the first record of an id is its layout
+    ids = np.asarray(c["id"], dtype=np.uint64)
+    keep = np.isin(ids, lay_ids)
     if not keep.any():
         return None
-    rank = c["rank"]
-    moved = zero_missing(c, "POSIX_BYTES_READ") + zero_missing(c, "POSIX_BYTES_WRITTEN")
-    rw = zero_missing(c, "POSIX_F_READ_TIME") + zero_missing(c, "POSIX_F_WRITE_TIME")
-    meta = zero_missing(c, "POSIX_F_META_TIME")
-    slow_t = monitored(c, "POSIX_F_SLOWEST_RANK_TIME")
-    slow_b = monitored(c, "POSIX_SLOWEST_RANK_BYTES")
-    slow_r = monitored(c, "POSIX_SLOWEST_RANK")
-    size = np.fmax(monitored(c, "POSIX_MAX_BYTE_READ"), monitored(c, "POSIX_MAX_BYTE_WRITTEN")) + 1
-    ops = zero_missing(c, "POSIX_READS") + zero_missing(c, "POSIX_WRITES")
-    acc = zero_missing(c, "POSIX_ACCESS1_ACCESS")
-    df = pd.DataFrame({"id": ids, "rank": rank, "name": posix.names, "moved": moved, "rw": rw, "meta": meta,
-                       "slow_t": slow_t, "slow_b": slow_b, "slow_r": slow_r, "size": size, "ops": ops,
-                       "access": acc})[keep]
-    rows = []
-    for fid, g in df.groupby("id", sort=False):
-        shared = bool((g["rank"] < 0).any())
-        b = float(g["moved"].sum())
-        if shared:
-            r = g[g["rank"] < 0].iloc[0]
-            wall = r["slow_t"] if np.isfinite(r["slow_t"]) and r["slow_t"] > 0 else float(r["rw"] + r["meta"])
-            movers = _movers(b, r["slow_b"], nprocs)
-            top = int(r["slow_r"]) if np.isfinite(r["slow_r"]) else None
-            nranks = nprocs
-        else:
-            per = g["rw"] + g["meta"]
-            wall = float(per.max())
-            movers = int((g["moved"] > 0).sum())
-            top = int(g["rank"].iloc[int(np.argmax(g["moved"].to_numpy()))])
-            nranks = int(g["rank"].nunique())
-        lay = layout.loc[fid]
-        rows.append({"id": fid, "name": g["name"].iloc[0], "shared": shared, "nranks": nranks,
-                     "movers": max(min(movers, nranks), 1 if b > 0 else 0), "top_rank": top,
-                     "stripe_count": int(lay["stripe_count"]), "stripe_size": int(lay["stripe_size"]),
-                     "size": float(np.nanmax(g["size"].to_numpy())) if np.isfinite(g["size"]).any() else 0.0,
-                     "bytes": b, "ops": float(g["ops"].sum()), "wall_s": float(wall),
-                     "rw_s": float(g["rw"].sum()), "meta_s": float(g["meta"].sum()),
-                     "access": int(g["access"].iloc[int(np.argmax(g["ops"].to_numpy()))])})
-    return pd.DataFrame(rows)
+    rows = np.flatnonzero(keep)
+    # group the kept records by file, files in order of first appearance, records in their order
+    uniq, first, inv = np.unique(ids[rows], return_index=True, return_inverse=True)
+    order_of = np.empty(len(uniq), np.int64)
+    order_of[np.argsort(first, kind="stable")] = np.arange(len(uniq))
+    g = order_of[inv.ravel()]
+    srt = np.argsort(g, kind="stable")
+    rows, g = rows[srt], g[srt]
+    n_files = len(uniq)
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    counts = np.diff(np.r_[starts, len(g)])
+
+    def col(name: str, zero: bool = True) -> np.ndarray:
+        return (zero_missing(c, name) if zero else monitored(c, name))[rows]
+
+    rank = np.asarray(c["rank"], dtype=np.int64)[rows]
+    moved = col("POSIX_BYTES_READ") + col("POSIX_BYTES_WRITTEN")
+    rw = col("POSIX_F_READ_TIME") + col("POSIX_F_WRITE_TIME")
+    meta = col("POSIX_F_META_TIME")
+    ops = col("POSIX_READS") + col("POSIX_WRITES")
+    acc = col("POSIX_ACCESS1_ACCESS")
+    size = np.fmax(col("POSIX_MAX_BYTE_READ", False), col("POSIX_MAX_BYTE_WRITTEN", False)) + 1
+    b, ops_sum, rw_sum, meta_sum = _group_sums(np.vstack([moved, ops, rw, meta]), starts, counts)
+    file_size = np.fmax.reduceat(size, starts)
+    file_size[np.isnan(file_size)] = 0.0
+
+    # not shared: records of single ranks
+    per = rw + meta
+    wall = np.maximum.reduceat(per, starts)
+    movers = np.add.reduceat((moved > 0).astype(np.int64), starts)
+    top = rank[_first_argmax(moved, g, starts)].astype(np.float64)
+    rank_pairs = np.unique(np.stack([g, rank]), axis=1)
+    nranks = np.bincount(rank_pairs[0], minlength=n_files)
+    # shared: the file's first record of rank -1 holds the slowest rank's time, bytes and rank
+    is_sh = rank < 0
+    shared = np.logical_or.reduceat(is_sh, starts)
+    if shared.any():
+        sh_rows = np.flatnonzero(is_sh)
+        sh_files, pick = np.unique(g[sh_rows], return_index=True)
+        r = sh_rows[pick]
+        slow_t = monitored(c, "POSIX_F_SLOWEST_RANK_TIME")[rows[r]]
+        slow_b = monitored(c, "POSIX_SLOWEST_RANK_BYTES")[rows[r]]
+        slow_r = monitored(c, "POSIX_SLOWEST_RANK")[rows[r]]
+        wall[sh_files] = np.where(np.isfinite(slow_t) & (slow_t > 0), slow_t, rw[r] + meta[r])
+        movers[sh_files] = _movers_of(b[sh_files], slow_b, nprocs)
+        top[sh_files] = np.where(np.isfinite(slow_r), np.trunc(slow_r), np.nan)
+        nranks[sh_files] = nprocs
+    movers = np.maximum(np.minimum(movers, nranks), (b > 0).astype(np.int64))
+    file_ids = ids[rows[starts]]
+    layout = lu.iloc[lay_first[np.searchsorted(lay_ids, file_ids)]]
+    names = np.asarray(posix.names, dtype=object)[rows[starts]]
+    return pd.DataFrame({
+        "id": _ids_column(file_ids), "name": names, "shared": shared, "nranks": nranks.astype(np.int64),
+        "movers": movers.astype(np.int64), "top_rank": _ranks_column(top), "stripe_count":
+        layout["stripe_count"].to_numpy(np.int64), "stripe_size": layout["stripe_size"].to_numpy(np.int64),
+        "size": file_size, "bytes": b, "ops": ops_sum, "wall_s": wall, "rw_s": rw_sum, "meta_s": meta_sum,
+        "access": acc[_first_argmax(ops, g, starts)].astype(np.int64)})
+
+
+def _group_sums(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Sums of each row of `values` over the contiguous groups beginning at `starts`, each group's
+    equal to `values[:, group].sum(axis=1)`: reduceat adds in sequence while sum() adds pairwise, so
+    groups of 3 or more records (files opened by several ranks, a few per log) are summed one by one."""
+    out = np.add.reduceat(values, starts, axis=1)
+    for i in np.flatnonzero(counts > 2):
+        out[:, i] = values[:, starts[i]:starts[i] + counts[i]].sum(axis=1)
+    return out
+
+
+def _first_argmax(v: np.ndarray, g: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per contiguous group of `v` (group ids `g`, beginning at `starts`), the index of its first maximum."""
+    at_max = v == np.maximum.reduceat(v, starts)[g]
+    hits = np.flatnonzero(at_max)
+    return hits[np.searchsorted(hits, starts)]
+
+
+def _movers_of(moved: np.ndarray, slowest_bytes: np.ndarray, nprocs: int) -> np.ndarray:
+    """Lower bounds of the ranks that moved each shared file's bytes, from Darshan's slowest-rank counter:
+    1 when that rank moved ONE_RANK_SHARE of them, else ceil(bytes / its bytes); `nprocs` when unknown."""
+    ok = np.isfinite(slowest_bytes) & (slowest_bytes > 0)
+    safe = np.where(ok, slowest_bytes, 1.0)
+    many = np.ceil(np.divide(moved, safe, out=np.zeros_like(moved), where=ok))
+    return np.where(~ok, nprocs, np.where(slowest_bytes >= ONE_RANK_SHARE * moved, 1, many)).astype(np.int64)
+
+
+def _ids_column(ids: np.ndarray) -> np.ndarray:
+    """Record ids typed as the per-file rows made them (Python ints in a DataFrame): int64 when all fit."""
+    return ids.astype(np.int64) if not len(ids) or ids.max() < 2**63 else ids
+
+
+def _ranks_column(top: np.ndarray):
+    """Top ranks as a per-file list of ints or None would make them in a DataFrame: int64 when all are
+    known, float64 with NaN when some are, objects (None) when none is."""
+    known = np.isfinite(top)
+    if known.all():
+        return top.astype(np.int64)
+    if not known.any():
+        return np.full(len(top), None, dtype=object)
+    return top

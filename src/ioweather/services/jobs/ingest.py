@@ -29,28 +29,34 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from ioweather.errors import UserError, from_os_error, os_error_reason
 from ioweather.files import display_path, fd_path
 from ioweather.services.runtime.distributed import connect, map_unordered
-from ioweather.services.jobs.weather import after_import
 from ioweather.signals import Interrupted as Stop, child_defaults, die_with_parent, install
-from ioweather.sources.darshan_log import (check_layout, content_hash, DarshanLogError, DarshanOpenError, open_log,
-                                           read_log, READER_DIED)
-from ioweather.stats.damage import drop_impossible
-from ioweather.stats.findings import ACTIONABLE, job_findings, job_verdict
-from ioweather.stats.job import characterize, file_columns, FILE_TABLE_COLUMNS, row_fields
-from ioweather.stats.job_files import top_file
 from ioweather.store import jobs as jobs_store, open_store
-from ioweather.store.jobs import INTERFACE_COLUMNS, job_row_values, path_hash, relocate, write_batch
+from ioweather.store.jobs import (file_stamp, INTERFACE_COLUMNS, job_row_values, path_hash, relocate, remember,
+                                  write_batch)
+
+# The reader, the statistics and Arrow (pandas, pyarrow) are imported where a log is read: a re-ingest of an
+# unchanged archive reads none, and its time was mostly their imports (issue 40). `_ingest` imports them
+# before forking (`_load_reader`), so the workers inherit them.
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # The extraction context inherited by forked workers (set before the pool starts).
 _KNOWN_HASHES: frozenset[str] = frozenset()
 _CORES_PER_NODE: int | None = None
 _SCAN: Scan | None = None
-#: Why a log that killed its worker process is recorded as failed (local pool and Dask alike).
-CRASH_REASON = READER_DIED
+
+
+def _crash_reason() -> str:
+    """Why a log that killed its worker process is recorded as failed (local pool and Dask alike)."""
+    # lazy: the reader (pandas), loaded only when a log is read
+    from ioweather.sources.darshan_log import READER_DIED
+
+    return READER_DIED
 
 
 def find_logs(paths: Iterable[str], *, follow_symlinks: bool = False, links: list | None = None) -> Iterator[str]:
@@ -114,6 +120,9 @@ class Scan:
         return cls(tuple(sorted(roots, key=lambda r: -len(r[0]))), follow_symlinks)
 
     def open(self, path: str):
+        # lazy: the reader (pandas), loaded only when a log is read
+        from ioweather.sources.darshan_log import open_log
+
         for given, real in self.roots:
             if path.startswith(given.rstrip("/") + "/"):
                 return open_log(path, follow_symlinks=self.follow_symlinks, within=real)
@@ -147,6 +156,11 @@ def _first_visits(root: str, dirs: list[str], seen: set) -> list[str]:
 def job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size: int, mtime_ns: int) -> dict:
     import json
 
+    # lazy: the statistics (pandas), loaded only when a log is read
+    from ioweather.stats.findings import ACTIONABLE, job_verdict
+    # lazy: the statistics (pandas), loaded only when a log is read
+    from ioweather.stats.job import row_fields
+
     common = ch["access"]["common_sizes"]
     row = {
         "log_hash": log_hash, "path": path, "path_hash": path_hash(path), "size_bytes": size, "mtime_ns": mtime_ns,
@@ -169,9 +183,13 @@ def job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size:
     return row
 
 
-#: Columns that are all empty for a log without Lustre records: typed here, or Arrow infers `null`
-#: and parts of one archive get different schemas (pyarrow and DuckDB then refuse to read them together).
-_PART_TYPES = {"stripe_count": pa.int64(), "stripe_size": pa.int64(), "ost_ids": pa.string()}
+def _part_types() -> dict:
+    """Columns that are all empty for a log without Lustre records: typed here, or Arrow infers `null`
+    and parts of one archive get different schemas (pyarrow and DuckDB then refuse to read them together)."""
+    # lazy: pyarrow, loaded only when a log is read
+    import pyarrow as pa
+
+    return {"stripe_count": pa.int64(), "stripe_size": pa.int64(), "ost_ids": pa.string()}
 
 
 def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int | None = None,
@@ -182,6 +200,20 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
     The log is opened once (`scan.open`): the bytes hashed are the bytes read. Paths are stored
     in their display form (`files.display_path`: a name that is not UTF-8 cannot be stored as
     text otherwise) and keyed by the hash of their bytes."""
+    # lazy: pyarrow, loaded only when a log is read
+    import pyarrow as pa
+    # lazy: the reader (pandas), loaded only when a log is read
+    from ioweather.sources.darshan_log import (check_layout, content_hash, DarshanLogError, DarshanOpenError,
+                                               read_log)
+    # lazy: the statistics (pandas), loaded only when a log is read
+    from ioweather.stats.damage import drop_impossible
+    # lazy: the statistics (pandas), loaded only when a log is read
+    from ioweather.stats.findings import job_findings
+    # lazy: the statistics (pandas), loaded only when a log is read
+    from ioweather.stats.job import characterize, file_columns, FILE_TABLE_COLUMNS
+    # lazy: the statistics (pandas), loaded only when a log is read
+    from ioweather.stats.job_files import top_file
+
     known = _KNOWN_HASHES if known is None else known
     cores_per_node = _CORES_PER_NODE if cores_per_node is None else cores_per_node
     scan = (_SCAN or Scan()) if scan is None else scan
@@ -199,10 +231,11 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
         with scan.open(path) as f:
             st = os.fstat(f.fileno())  # the file opened, not what the name pointed to before
             size, mtime = st.st_size, st.st_mtime_ns
+            dev, ino = file_stamp(st)[:2]  # what the next ingest compares to skip it unopened
             log_hash = content_hash(path, opened=f, layout=check_layout(path, open_path=fd_path(f)))
             if log_hash in known:
                 return ("dup", {"log_hash": log_hash, "path": shown, "path_hash": path_hash(path), "size_bytes": size,
-                                "mtime_ns": mtime})
+                                "mtime_ns": mtime, "st_dev": dev, "st_ino": ino})
             log = read_log(path, dxt=False, heatmaps=False, opened=f)  # Lustre layout: findings L01-L03
         # records with impossible counters (a damaged log) are left out of the characterization and findings
         clean, damage = drop_impossible(log)
@@ -212,14 +245,16 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
         findings = job_findings(clean, ch)
         row = job_row_values(job_row(log, ch, findings, shown, log_hash, size, mtime))
         row["path_hash"] = path_hash(path)  # of the name's bytes: the display form may differ
+        row["st_dev"], row["st_ino"] = dev, ino
         fc = file_columns(log)
         row["top_file"] = top_file(fc)
         n = len(fc["id"])
+        types = _part_types()
         table = pa.table({"log_hash": pa.array([log_hash] * n, pa.string()),
                           "module": pa.array(fc["module"].tolist(), pa.string()),
                           "record_id": pa.array(fc["id"], pa.uint64()),
                           "name": pa.array(fc["name"].tolist(), pa.string()),
-                          **{k: pa.array(fc[k].tolist() if fc[k].dtype == object else fc[k], _PART_TYPES.get(k))
+                          **{k: pa.array(fc[k].tolist() if fc[k].dtype == object else fc[k], types.get(k))
                              for k in FILE_TABLE_COLUMNS if k not in ("module", "id", "name")}})
         return ("ok", row, table)
     except DarshanOpenError as e:  # `cannot read PATH: REASON`: the row names the path, its reason the action
@@ -344,7 +379,7 @@ def run_pool(fn: Callable, items: list, workers: int, on_result: Callable[[objec
                 try:
                     res = one.submit(fn, item).result()
                 except BrokenProcessPool:
-                    on_crash(item, CRASH_REASON)
+                    on_crash(item, _crash_reason())
                     continue
                 except BaseException:
                     _kill_workers(one)
@@ -366,9 +401,13 @@ class Ingest:
         self.last = time.monotonic()
         self.counts = {"ingested": 0, "failed": 0, "duplicates": 0, "skipped": 0}
         self.batch_hashes: set[str] = set()
+        #: files whose content is stored or found stored, remembered after each batch so the next ingest skips them
+        self.seen: list[dict] = []
 
     def add(self, result: tuple) -> None:
         kind = result[0]
+        if kind in ("ok", "dup"):
+            self.seen.append(result[1])
         if kind == "ok":
             row = result[1]
             if row["log_hash"] in self.batch_hashes:  # same content twice in this run
@@ -396,7 +435,9 @@ class Ingest:
                 self.counts["duplicates"] += len(present)
             if self.found_known:
                 relocate(self.store, self.found_known)
-            self.rows, self.tables, self.failures, self.found_known = [], [], [], []
+            if self.seen:
+                remember(self.store, self.seen)
+            self.rows, self.tables, self.failures, self.found_known, self.seen = [], [], [], [], []
         self.last = time.monotonic()
 
 
@@ -423,23 +464,22 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
 
     counts: ingested (stored by this run), failed, duplicates (content already stored, found by
     hashing: under another path, twice in this run, or by an ingest running at the same time),
-    skipped (path known with the same size and mtime: not even opened), found.
+    skipped (a file read before and unchanged since, `_unchanged`: not even opened), found.
     Raises `Interrupted` on Ctrl-C or SIGTERM, after storing what was read.
     """
-    # lazy: darshan, loaded only when this runs
-    import darshan  # noqa: F401  (imported before forking so workers inherit it)
-
     store = open_store(settings)
     store.require(jobs_store.COMPONENT)
     jobs_store.remove_orphan_parts(store, settings.parquet_dir)
     known_hashes, known_paths = jobs_store.seen(store)
+    seen_files = jobs_store.seen_stamps(store)
     todo, skipped, links = [], 0, []
     for p in find_logs(paths, follow_symlinks=follow_symlinks, links=links):
-        stamp = _stamp(p)
-        if stamp is not None and known_paths.get(jobs_store.path_hash(p)) == stamp:
+        if _unchanged(p, seen_files, known_hashes, known_paths):
             skipped += 1
             continue
         todo.append(p)
+    if todo:
+        _load_reader()  # before forking: the workers inherit it
     interrupts = _Interrupts()
     sink = Ingest(store, settings.parquet_dir, interrupts=interrupts)
     sink.counts["skipped"] = skipped
@@ -466,7 +506,7 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
                 if client is not None:
                     # a log is ~70 ms of work, a task ~8 ms of the scheduler's on 2 shared cores: batched
                     map_unordered(client, extract, todo, on_result, on_crash, shared=("known",),
-                                  per_task=dask_per_task, crash_reason=CRASH_REASON,
+                                  per_task=dask_per_task, crash_reason=_crash_reason(),
                                   kwargs={"known": known, "cores_per_node": cores_per_node, "scan": scan})
                 elif todo:
                     # one log or --workers 1 too: the reader can die on a damaged log, and only in a
@@ -478,8 +518,40 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
         except KeyboardInterrupt as e:
             raise Interrupted(getattr(e, "signum", signal.SIGINT), sink.counts) from None
     if sink.counts.get("ingested"):
+        # lazy: the weather (pandas), loaded only when jobs were stored
+        from ioweather.services.jobs.weather import after_import
+
         after_import(store, client=client)  # the new jobs' weather and verdicts, for the Jobs list (issue 13)
     return {**sink.counts, "found": len(todo) + skipped}
+
+
+def _unchanged(p: str, seen_files: dict, known_hashes: set[str], known_paths: dict) -> bool:
+    """Whether `p` was read by an ingest and is unchanged since, by stat alone (never opened nor hashed):
+    the same device, inode, size and mtime as when read, its content still stored; for a path known
+    only from a job row stored before `seen_files` was, or from a failure, the same size and mtime."""
+    try:
+        st = os.stat(p)
+    except OSError:
+        return False
+    key = jobs_store.path_hash(p)
+    got = seen_files.get(key)
+    if got is not None:
+        return got[0] == file_stamp(st) and got[1] in known_hashes
+    return known_paths.get(key) == (st.st_size, st.st_mtime_ns)
+
+
+def _load_reader() -> None:
+    """Import what reading a log takes: the darshan library, the reader, the statistics, pyarrow."""
+    # lazy: darshan, loaded only when a log is to be read (a re-ingest of an unchanged archive reads none)
+    import darshan  # noqa: F401
+    # lazy: pyarrow, as above
+    import pyarrow  # noqa: F401
+    # lazy: the reader and the statistics (pandas), as above
+    import ioweather.sources.darshan_log  # noqa: F401
+    # lazy: the statistics (pandas), as above
+    import ioweather.stats.findings  # noqa: F401
+    # lazy: the statistics (pandas), as above
+    import ioweather.stats.job_files  # noqa: F401
 
 
 def _stamp(p: str) -> tuple[int, int] | None:
