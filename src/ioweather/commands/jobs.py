@@ -102,7 +102,7 @@ def register(cli: click.Group) -> None:
         if html_out:
             _write_html(html_out, html, quiet=as_json)
         if as_json:
-            print_json(rep)
+            print_json(rep.to_json())
         elif not html_out:
             print_job(rep)
 
