@@ -1,7 +1,7 @@
 """Darshan jobs for `ioweather job`, `ioweather jobs ...` and the Jobs pages.
 
 The archive: the cross-job summary, the failed logs, the stored jobs listed and filtered (`list_jobs`),
-one stored job as the job page shows it (`stored_job`, `show_job`). One log (`job_report`, `job_html`)
+one stored job as the job page shows it (`stored_job`, `show_job`). One log (`job_answer`, `job_html`)
 is services/jobs/report.py, re-exported here; the ingest pipeline is services/jobs/ingest.py.
 """
 
@@ -17,7 +17,7 @@ import pandas as pd
 from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import UserError, from_os_error
 from ioweather.services.jobs.report import (  # noqa: F401 (re-exported)
-    _bps,
+    job_answer,
     job_html,
     job_report,
     load_thresholds,

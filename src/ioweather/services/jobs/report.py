@@ -5,7 +5,6 @@ HTML report. No store here: `job LOG` does not load SQLAlchemy (the archive is s
 from __future__ import annotations
 
 from ioweather.services.jobs.answer import (  # noqa: F401 (re-exported)
-    _bps,
     JobReport,
     MiB,
     with_unit_keys,
