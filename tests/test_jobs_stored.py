@@ -81,7 +81,7 @@ def test_cli_report_and_page_list_the_same_top_files(log, store, home):
     text = job_html(rep, dlog, source=str(log))
     table = text.split("Files that moved the most data", 1)[1].split("</table>", 1)[0]
     names = [html.unescape(n) for n in re.findall(r"<tr><td><code>(.*?)</code>", table, re.DOTALL)]
-    assert names == [f["name"] or f"(record {f['record_id']})" for f in page.top_files], log.name
+    assert names == [f.name or f"(record {f.record_id})" for f in page.top_files], log.name
     assert len(names) == min(TOP_FILES, len(file_columns(dlog)["id"])), log.name
 
 

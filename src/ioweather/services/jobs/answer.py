@@ -343,6 +343,25 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class TopFile:
+    """One of the (file, module) rows that moved the most bytes (stats/job_files.py `top_files`): the job
+    page's and `job LOG --html`'s list, ranked one way. `name` None: anonymized or missing."""
+
+    name: str | None
+    record_id: int
+    module: str
+    sharing: str
+    nranks: int
+    bytes_read: int
+    bytes_written: int
+    moved_bytes: int
+    read_time_s: float
+    write_time_s: float
+    meta_time_s: float
+    mount: str | None
+
+
+@dataclass(frozen=True)
 class JobReport:
     """`ioweather job LOG`: the verdict first (what a reader acts on: the findings worth changing and
     their combined saving), then the characterization and every finding, most expensive first.

@@ -23,6 +23,7 @@ from ioweather.services.jobs.report import (  # noqa: F401 (re-exported)
     load_thresholds,
     log_top_files,
     MiB,
+    TopFile,
     with_unit_keys,
 )
 from ioweather.services.jobs.weather import stored_verdicts
@@ -410,10 +411,10 @@ class StoredJob:
     interfaces: list[dict]
     mounts: list[dict]
     stripes_stored: bool
-    top_files: list[dict]
+    top_files: list[TopFile]
 
     def to_json(self) -> dict:
-        return with_unit_keys(answer_dict(self))
+        return with_unit_keys({**answer_dict(self), "top_files": [answer_dict(f) for f in self.top_files]})
 
 
 def stored_job(store, parquet_dir, id_prefix: str) -> StoredJob | None:
@@ -441,7 +442,7 @@ def stored_job(store, parquet_dir, id_prefix: str) -> StoredJob | None:
         if files is not None else [],
         # Parquet parts written before the layout was stored lack its columns
         stripes_stored=files is not None and all(c in files.columns for c in LUSTRE_FILE_COLUMNS),
-        top_files=top_files(files) if files is not None else [],
+        top_files=[TopFile(**f) for f in top_files(files)] if files is not None else [],
     )
 
 

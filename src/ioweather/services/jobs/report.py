@@ -7,6 +7,7 @@ from __future__ import annotations
 from ioweather.services.jobs.answer import (  # noqa: F401 (re-exported)
     JobReport,
     MiB,
+    TopFile,
     with_unit_keys,
 )
 from ioweather.sources.darshan_log import read_log
@@ -50,15 +51,15 @@ def job_report(path: str, *, cores_per_node: int | None = None, thresholds_file:
     return rep, log
 
 
-def log_top_files(log, n: int = TOP_FILES) -> list[dict]:
+def log_top_files(log, n: int = TOP_FILES) -> list[TopFile]:
     """The files of `log` that moved the most, ranked as the job page ranks the stored table."""
-    return top_files(file_columns(log), n)
+    return [TopFile(**f) for f in top_files(file_columns(log), n)]
 
 
 def job_html(rep: JobReport, log, source: str) -> str:
     """The self-contained HTML report of `job_answer`'s (rep, log) (read with dxt=True for the timeline)."""
-    top = [{"name": f["name"] or f"(record {f['record_id']})", "module": f["module"], "sharing": f["sharing"],
-            "bytes": f["moved_bytes"]} for f in log_top_files(log)]
+    top = [{"name": f.name or f"(record {f.record_id})", "module": f.module, "sharing": f.sharing,
+            "bytes": f.moved_bytes} for f in log_top_files(log)]
     pr, how = per_rank_with_shared(log)
     return render_job_html(rep, top, pr, log.dxt, source=source, per_rank_how=how,
                            damaged=log.damaged)
