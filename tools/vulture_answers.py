@@ -5,16 +5,19 @@ with a `to_json()`, the dataclasses they hold, TypedDicts), which reach their JS
 _ = object()
 
 _.a  # services.content.fsstats.Growth
-_.access  # services.jobs.darshan.StoredJob
+_.access  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.acf  # services.telemetry.workload.Workload
+_.action  # services.jobs.answer.Finding
 _.adjust  # services.answers.factors.Factors
 _.after  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff
 _.after_s  # services.answers.job_diff.SystemShare
+_.agg_perf_by_slowest_mibps  # services.jobs.answer.Interface, services.jobs.answer.Perf
+_.agg_time_by_slowest_s  # services.jobs.answer.Perf
 _.alarms  # services.lab.score.CaseScore
 _.analysis  # services.answers.factors.Factors
 _.available  # services.lab.score.ToolScore
 _.b  # services.content.fsstats.Growth
-_.baseline  # services.probe.history.TargetHistory, services.answers.why.Why
+_.baseline  # services.answers.why.Why, services.probe.history.TargetHistory
 _.baseline_from  # services.lab.storm.StormPair
 _.baseline_s  # services.probe.status.Status
 _.baseline_until  # services.lab.storm.StormPair
@@ -28,10 +31,10 @@ _.built  # services.lab.toolchain.Build
 _.burstiness  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
 _.by_bytes  # services.telemetry.fsview.Talkers
 _.by_ops  # services.telemetry.fsview.Talkers
-_.bytes  # services.content.fsstats.Snapshot
+_.bytes  # services.content.fsstats.Snapshot, services.jobs.answer.Imbalance
 _.bytes_per_day  # services.content.fsstats.Growth
-_.bytes_read  # services.jobs.darshan.ArchiveSummary
-_.bytes_written  # services.jobs.darshan.ArchiveSummary
+_.bytes_read  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
+_.bytes_written  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
 _.cache  # services.lab.toolchain.Build
 _.capacity_bytes  # services.content.fsstats.Snapshot
 _.case  # services.lab.score.CaseScore
@@ -42,21 +45,29 @@ _.cc  # services.lab.toolchain.Toolchain
 _.cdfs  # services.content.fsstats.Contents
 _.cf_variant  # services.jobs.weather.Weather
 _.change_s  # services.answers.job_diff.DiffCause, services.answers.job_diff.SystemShare
-_.changes  # services.answers.report.Report
-_.climate  # services.jobs.weather.Weather, services.answers.why.Why
-_.code  # services.answers.job_diff.DiffCause
+_.changes  # services.answers.changes.Changes, services.answers.report.Report
+_.climate  # services.answers.why.Why, services.jobs.weather.Weather
+_.code  # services.answers.job_diff.DiffCause, services.jobs.answer.Finding
 _.code_s  # services.answers.why.Why
 _.colour  # stats.umami.MetricRow
-_.command  # services.lab.run.CaseRun
+_.combined_s  # services.jobs.answer.Finding
+_.command  # services.answers.changes.ProbeMarks, services.lab.run.CaseRun
+_.common_sizes  # services.jobs.answer.Access
 _.compare  # services.content.fsstats.Contents
 _.compare_id  # services.content.fsstats.Contents
 _.concurrent_jobs  # services.jobs.weather.Weather
 _.concurrent_node_hours  # services.jobs.weather.Weather
 _.config  # services.answers.umami.FeatureImport
+_.consec_fraction  # services.jobs.answer.Access
 _.control  # services.lab.run.CaseRun, services.lab.score.CaseScore
 _.controls  # services.lab.score.ToolScore
 _.controls_quiet  # services.lab.score.ToolScore
-_.count  # services.probe.history.TargetHistory
+_.cost_core_hours  # services.jobs.answer.Finding
+_.cost_model  # services.jobs.answer.Finding
+_.cost_s  # services.jobs.answer.Finding
+_.cost_share  # services.jobs.answer.Finding
+_.cost_share_of_runtime  # services.jobs.answer.Finding
+_.count  # services.jobs.answer.AccessSize, services.probe.history.TargetHistory
 _.coverage_factor_bw  # services.jobs.weather.Weather
 _.coverage_factor_nodehrs  # services.jobs.weather.Weather
 _.coverage_factor_opens  # services.jobs.weather.Weather
@@ -71,6 +82,7 @@ _.culprits  # services.lab.storm.Twin, stats.umami.Umami
 _.cutoff_fraction  # services.answers.factors.Factors
 _.daily  # services.telemetry.workload.Workload
 _.daily_rates  # services.telemetry.workload.WorkloadView
+_.damage  # services.jobs.answer.JobHeader
 _.darshan_lib  # services.lab.toolchain.Toolchain
 _.data_since  # services.telemetry.fsview.Span
 _.data_until  # services.telemetry.fsview.Span
@@ -82,54 +94,62 @@ _.direction  # services.bench.runs.BenchPage
 _.dirs  # services.content.fsstats.Snapshot
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
 _.elapsed_s  # services.lab.run.CaseRun
-_.end  # services.answers.report.Report, services.telemetry.workload.Workload, services.answers.why.Why
+_.end  # services.answers.report.Report, services.answers.why.Why, services.jobs.answer.JobHeader, services.telemetry.workload.Workload
 _.entries  # services.content.fsstats.Snapshot
 _.entries_per_s  # services.content.fsstats.Snapshot
 _.error  # services.lab.score.CaseScore
 _.error_list  # services.content.fsstats.Snapshot
 _.errors  # services.content.fsstats.Contents, services.content.fsstats.Snapshot
-_.events  # services.answers.report.Report, services.telemetry.fsview.Metadata, services.telemetry.workload.Workload, services.answers.why.Why
-_.evidence  # services.answers.why.Why
+_.events  # services.answers.report.Report, services.answers.why.Why, services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
+_.evidence  # services.answers.why.Why, services.jobs.answer.Finding
+_.example  # services.jobs.answer.Damage
 _.exclude  # services.content.fsstats.Snapshot
-_.excluded  # services.content.fsstats.Snapshot, services.answers.factors.Factors
-_.exe  # services.answers.job_diff.DiffSide
+_.excluded  # services.answers.factors.Factors, services.content.fsstats.Snapshot
+_.exe  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
 _.exit_code  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
 _.expected_s  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
 _.explained_s  # services.answers.job_diff.JobDiff
 _.explained_share  # services.answers.job_diff.JobDiff
 _.extra_io_s  # services.lab.storm.StormPair
 _.f1  # services.lab.score.LabelScore
+_.factor  # services.answers.changes.Change, services.answers.changes.ProbeMark
 _.failed  # services.jobs.darshan.JobsView
+_.failed_at  # services.jobs.darshan.FailedLog
 _.failed_logs  # services.jobs.darshan.ArchiveSummary
 _.failed_over  # services.answers.why.Targets
 _.failures  # services.probe.timeline.Timeline
 _.failures_total  # services.probe.timeline.Timeline
-_.files  # services.content.fsstats.Snapshot
+_.file_not_aligned_fraction  # services.jobs.answer.Access
+_.files  # services.content.fsstats.Snapshot, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow
 _.files_per_day  # services.content.fsstats.Growth
 _.files_stored  # services.jobs.darshan.StoredJob
 _.files_vs_procs  # services.jobs.darshan.ArchiveSummary
 _.filters  # services.jobs.darshan.ArchiveSummary
-_.findings  # services.jobs.darshan.StoredJob
+_.findings  # services.jobs.answer.JobReport, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob
+_.fix  # services.jobs.answer.Finding
 _.flagged  # services.telemetry.fsview.Servers
 _.fn  # services.lab.score.LabelScore
 _.format  # services.content.fsstats.Snapshot
 _.fp  # services.lab.score.LabelScore
 _.fraction_of_peak  # services.jobs.weather.Weather
-_.fs  # services.bench.runs.BenchPage, services.answers.report.Report, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, services.answers.umami.Correlations, services.answers.why.Why, stats.umami.Umami
+_.fs  # services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Why, services.bench.runs.BenchPage, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, stats.umami.Umami
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.fs_bytes  # services.jobs.weather.Weather
 _.fs_fullness  # services.telemetry.fsview.Capacity
+_.fs_io_time_s  # services.jobs.answer.Perf
 _.fs_read_bytes  # services.telemetry.fsview.Servers
+_.fs_type  # services.jobs.answer.Mount
 _.fs_with_data  # services.telemetry.fsview.Span
 _.fs_write_bytes  # services.telemetry.fsview.Servers
 _.fullest  # services.telemetry.fsview.Capacity
-_.fullest_ost  # services.jobs.weather.Weather, services.answers.why.Targets
-_.fullest_ost_pct  # services.jobs.weather.Weather, services.answers.why.Targets
+_.fullest_ost  # services.answers.why.Targets, services.jobs.weather.Weather
+_.fullest_ost_pct  # services.answers.why.Targets, services.jobs.weather.Weather
 _.fullness  # services.answers.report.Report, services.telemetry.fsview.Capacity
 _.generated_at  # services.probe.status.Status
 _.growth_until  # services.telemetry.fsview.Capacity
 _.growth_window_s  # services.telemetry.fsview.Capacity
 _.hardlinks_deduplicated  # services.content.fsstats.Snapshot
+_.has_perf  # services.jobs.answer.Interface
 _.heatmap  # services.telemetry.fsview.Servers
 _.highlights  # services.content.fsstats.Contents
 _.histogram  # services.bench.runs.BenchPage
@@ -138,63 +158,82 @@ _.history  # stats.umami.MetricRow
 _.history_jobs  # stats.umami.Umami
 _.home  # services.lab.storm.StormPair
 _.host  # services.content.fsstats.Snapshot
-_.id  # services.jobs.darshan.StoredJob
+_.id  # services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredJob
 _.ident  # services.answers.job_diff.DiffSide
 _.idle_periods  # services.telemetry.workload.Workload
 _.idle_threshold  # services.telemetry.workload.Workload
+_.imbalance  # services.jobs.answer.Perf
 _.ingested_at  # services.jobs.darshan.StoredJob
-_.interfaces  # services.jobs.darshan.StoredJob
+_.interfaces  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.interfaces_by_size  # services.jobs.darshan.ArchiveSummary
 _.interval_s  # services.content.fsstats.Growth, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.workload.Workload
 _.intervals  # services.probe.timeline.Timeline
+_.io_fraction  # services.jobs.darshan.JobRow
+_.io_fraction_of_runtime  # services.jobs.answer.Perf
+_.io_time_by_layer_s  # services.jobs.answer.Perf
 _.io_time_change_s  # services.answers.job_diff.JobDiff
-_.io_time_s  # services.answers.job_diff.DiffSide, services.lab.storm.Twin, services.answers.why.Why
+_.io_time_exceeds_runtime  # services.jobs.answer.Perf
+_.io_time_layer  # services.jobs.answer.Perf
+_.io_time_s  # services.answers.job_diff.DiffSide, services.answers.why.Why, services.jobs.answer.LayerTime, services.jobs.answer.Perf, services.lab.storm.Twin
 _.ior  # services.lab.toolchain.Toolchain
 _.ioweather_version  # services.content.fsstats.Snapshot
-_.job  # services.jobs.darshan.StoredJob, services.answers.why.Why, stats.umami.Umami
-_.jobid  # services.lab.storm.Twin
-_.jobs  # services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers, services.answers.umami.Correlations
+_.job  # services.answers.why.Why, services.jobs.answer.JobReport, services.jobs.darshan.StoredJob, stats.umami.Umami
+_.jobid  # services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.lab.storm.Twin
+_.jobs  # services.answers.umami.Correlations, services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
 _.kind  # services.answers.job_diff.DiffCause, services.telemetry.fsview.Span
 _.label  # services.content.fsstats.Contents, services.lab.score.LabelScore, stats.umami.MetricRow
 _.labels  # services.content.fsstats.Contents, services.lab.run.CaseRun, services.lab.score.ToolScore
 _.largest_movers  # services.content.fsstats.Growth
+_.layers  # services.jobs.answer.Perf
 _.lctl  # services.telemetry.fsview.Capacity
 _.lctl_at  # services.answers.why.Targets
 _.learning  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
 _.learning_reason  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
-_.level  # services.jobs.darshan.StoredJob
+_.level  # services.jobs.answer.Finding, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredJob
+_.level_after  # services.answers.changes.Change, services.answers.changes.ProbeMark
+_.level_before  # services.answers.changes.Change, services.answers.changes.ProbeMark
 _.levels  # services.jobs.darshan.JobsView
 _.limit  # services.jobs.darshan.JobList
 _.links  # services.answers.report.Report
 _.list  # services.jobs.darshan.JobsView
 _.log  # services.lab.storm.Twin, services.lab.toolchain.Build
-_.logs  # services.lab.run.CaseRun, services.answers.why.Why
+_.log_version  # services.jobs.answer.JobHeader
+_.logs  # services.answers.why.Why, services.lab.run.CaseRun
 _.logs_dir  # services.lab.run.LabRun, services.lab.score.Scores
-_.lustre  # services.telemetry.fsview.Capacity
+_.lustre  # services.jobs.answer.Mount, services.telemetry.fsview.Capacity
 _.max_points  # services.probe.timeline.Timeline
 _.md_ops_per_s  # services.jobs.weather.Weather
 _.mdtest  # services.lab.toolchain.Toolchain
 _.mean_ops_per_s  # services.telemetry.fsview.Metadata
 _.mean_total_bps  # services.telemetry.workload.Workload
-_.message  # services.bench.runs.BenchCheck, services.answers.job_diff.DiffCause, services.probe.slowdown.Check, services.probe.status.Status
+_.mem_not_aligned_fraction  # services.jobs.answer.Access
+_.message  # services.answers.job_diff.DiffCause, services.bench.runs.BenchCheck, services.jobs.answer.Finding, services.probe.slowdown.Check, services.probe.status.Status
+_.meta_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
 _.metric  # stats.umami.MetricRow
 _.metrics  # stats.umami.Umami
+_.mibps  # services.jobs.answer.Perf, services.jobs.darshan.JobRow
+_.mibps_per_node  # services.jobs.answer.Perf, services.jobs.darshan.JobRow
 _.mibps_per_node_by_project  # services.jobs.darshan.ArchiveSummary
+_.mibps_per_node_reason  # services.jobs.answer.Perf
 _.micro_f1  # services.lab.score.ToolScore
 _.micro_f1_labels  # services.lab.score.ToolScore
 _.micro_precision  # services.lab.score.ToolScore
 _.micro_recall  # services.lab.score.ToolScore
 _.min_amplitude_bps  # services.telemetry.workload.Workload
 _.min_amplitude_ops_per_s  # services.telemetry.fsview.Metadata
+_.min_segment  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
 _.missing  # services.lab.toolchain.Toolchain
 _.missing_fraction  # services.jobs.weather.Weather
 _.missing_observations  # services.telemetry.workload.Workload
 _.missing_samples  # services.telemetry.workload.Workload
 _.model  # services.answers.job_diff.SystemShare
+_.module  # services.jobs.answer.Damage
 _.monthly  # services.telemetry.workload.Workload
-_.motif  # services.bench.runs.BenchPage, services.answers.umami.Correlations, stats.umami.Umami
-_.mounts  # services.jobs.darshan.StoredJob
+_.motif  # services.answers.umami.Correlations, services.bench.runs.BenchPage, stats.umami.Umami
+_.mount  # services.jobs.answer.Mount
+_.mounts  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
+_.moved_bytes  # services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.mpi  # services.lab.run.CaseRun
 _.mpicc  # services.lab.toolchain.Toolchain
 _.mpiexec  # services.lab.toolchain.Toolchain
@@ -203,38 +242,49 @@ _.n_fs  # stats.umami.MetricRow
 _.name  # services.lab.run.CaseRun
 _.named  # services.lab.score.CaseScore
 _.newest_of_label  # services.content.fsstats.Contents
-_.nnodes  # services.answers.why.Why
-_.nnodes_source  # services.answers.why.Why
+_.nnodes  # services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
+_.nnodes_source  # services.answers.why.Why, services.jobs.answer.Perf
 _.no_capacity_data  # services.telemetry.fsview.Capacity
 _.no_data  # services.jobs.weather.Weather
+_.not_monitored  # services.jobs.answer.Interface
 _.note  # services.telemetry.fsview.Span
-_.notes  # services.content.fsstats.Snapshot, services.answers.job_diff.JobDiff, services.jobs.weather.Weather, services.lab.storm.StormPair, services.answers.why.Why
+_.notes  # services.answers.job_diff.JobDiff, services.answers.why.Why, services.content.fsstats.Snapshot, services.jobs.weather.Weather, services.lab.storm.StormPair
 _.now_by_bytes  # services.telemetry.fsview.Talkers
 _.now_by_ops  # services.telemetry.fsview.Talkers
 _.now_s  # services.telemetry.fsview.Talkers
-_.nprocs  # services.answers.job_diff.DiffSide
+_.nprocs  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.observations  # services.telemetry.workload.Workload
+_.of  # services.jobs.answer.Damage
 _.offset  # services.jobs.darshan.JobList
-_.op  # services.answers.factors.Factors
+_.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors
+_.opens  # services.jobs.answer.Interface
 _.ops  # services.answers.factors.Factors, services.probe.history.History, services.telemetry.fsview.Metadata
 _.order  # services.jobs.darshan.JobList
 _.origin  # services.lab.toolchain.Toolchain
+_.osts  # services.jobs.answer.Lustre
 _.other  # services.content.fsstats.Snapshot
 _.overall  # services.probe.status.Status
+_.overlapped_by  # services.jobs.answer.Finding
+_.overlaps  # services.jobs.answer.Finding
 _.owners  # services.content.fsstats.Contents, services.content.fsstats.Growth, services.content.fsstats.Snapshot
 _.owners_total  # services.content.fsstats.Contents
 _.p  # stats.umami.MetricRow
 _.p_fs  # stats.umami.MetricRow
-_.path  # services.answers.job_diff.DiffSide, services.jobs.darshan.StoredJob
+_.partial  # services.jobs.answer.Interface
+_.partial_modules  # services.jobs.answer.JobHeader
+_.partially_shared  # services.jobs.answer.Sharing
+_.partially_shared_bytes  # services.jobs.answer.Sharing
+_.path  # services.answers.job_diff.DiffSide, services.jobs.darshan.FailedLog, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob
 _.peak_ops_per_s  # services.telemetry.fsview.Metadata
 _.peak_read_bps  # services.telemetry.workload.Workload
 _.peak_total_bps  # services.telemetry.workload.Workload
 _.peak_write_bps  # services.telemetry.workload.Workload
-_.perf  # services.jobs.darshan.StoredJob
+_.penalty_per_log_n  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
+_.perf  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.performance_bps  # services.jobs.weather.Weather
 _.planted  # services.lab.score.CaseScore
 _.plot  # services.jobs.darshan.JobsView
-_.points  # services.telemetry.workload.WorkloadSeries
+_.points  # services.answers.changes.ProbeMarks, services.telemetry.workload.WorkloadSeries
 _.power_spectrum  # services.telemetry.workload.Workload
 _.precision  # services.lab.score.LabelScore
 _.preset  # services.answers.umami.FeatureImport
@@ -251,40 +301,53 @@ _.quiet  # services.lab.score.CaseScore, services.lab.storm.StormPair
 _.quiet_system_share  # services.lab.storm.StormPair
 _.r  # stats.umami.MetricRow
 _.r_fs  # stats.umami.MetricRow
+_.ranks_with_io  # services.jobs.answer.Imbalance
 _.read_bps  # services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
 _.read_bytes  # services.telemetry.workload.Workload
+_.read_histogram  # services.jobs.answer.Access
+_.read_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
 _.read_write_ratio  # services.telemetry.workload.Workload
-_.reason  # services.lab.run.CaseRun, services.lab.score.ToolScore
+_.reads  # services.jobs.answer.Interface
+_.reason  # services.answers.changes.SkippedProbeSeries, services.answers.changes.SkippedSeries, services.jobs.darshan.FailedLog, services.lab.run.CaseRun, services.lab.score.ToolScore
 _.recall  # services.lab.score.LabelScore
+_.records  # services.jobs.answer.Damage, services.jobs.answer.Interface
+_.relations  # services.jobs.answer.Damage
 _.resolution  # services.probe.timeline.Timeline
 _.resolution_s  # services.probe.timeline.Timeline
 _.result  # services.telemetry.workload.WorkloadView
 _.role  # services.lab.storm.Twin
 _.root  # services.content.fsstats.Snapshot
 _.root_is_symlink  # services.content.fsstats.Snapshot
-_.rows  # services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.jobs.darshan.JobList, services.probe.slowdown.Slowdown, services.answers.umami.Correlations, services.answers.umami.FeatureImport
+_.rows  # services.answers.umami.Correlations, services.answers.umami.FeatureImport, services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.jobs.darshan.FailedLogs, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobRows, services.probe.slowdown.Slowdown
 _.rows_in_file  # services.answers.umami.FeatureImport
 _.rows_kept_by_paper_filters  # services.answers.umami.FeatureImport
 _.rule  # services.telemetry.fsview.Servers
 _.run  # services.bench.runs.BenchPage
 _.runs  # services.bench.runs.BenchPage
-_.runtime_s  # services.answers.job_diff.DiffSide
+_.runtime_s  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.same_code  # services.answers.job_diff.JobDiff
 _.sample_interval_s  # services.telemetry.workload.Workload
 _.sample_s  # services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
 _.samples  # services.probe.timeline.Timeline, services.telemetry.workload.Workload
 _.samples_shown  # services.probe.timeline.Timeline
 _.samples_total  # services.probe.timeline.Timeline
-_.series  # services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
+_.seq_fraction  # services.jobs.answer.Access
+_.series  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.changes.SkippedSeries, services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
+_.series_examined  # services.answers.changes.Changes
 _.server_cpu_pct  # services.jobs.weather.Weather
 _.set  # services.answers.umami.FeatureImport
-_.sharing  # services.jobs.darshan.StoredJob
-_.shown  # services.telemetry.workload.WorkloadSeries
+_.shared  # services.jobs.answer.Sharing
+_.shared_bytes  # services.jobs.answer.Sharing
+_.sharing  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
+_.shown  # services.jobs.darshan.JobsPlot, services.telemetry.workload.WorkloadSeries
 _.significance  # services.answers.factors.Factors
-_.since  # services.answers.factors.Factors, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
+_.since  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.factors.Factors, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.since_ns  # services.telemetry.fsview.Span
+_.size_bytes  # services.jobs.answer.AccessSize, services.jobs.darshan.FailedLog
+_.skipped  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
 _.skipped_mounts  # services.content.fsstats.Snapshot
-_.slowdown  # services.probe.history.TargetHistory, services.answers.report.Report
+_.slowdown  # services.answers.report.Report, services.probe.history.TargetHistory
+_.slowest_rank  # services.jobs.answer.LayerTime, services.jobs.answer.Perf
 _.smooth_s  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
 _.smoothed_bps  # services.telemetry.workload.WorkloadSeries
 _.snapshot  # services.content.fsstats.Contents
@@ -294,30 +357,35 @@ _.snapshots  # services.content.fsstats.Contents
 _.sort  # services.jobs.darshan.JobList, services.telemetry.fsview.Servers
 _.source  # stats.umami.Umami
 _.split  # services.answers.factors.Factors
-_.start  # services.answers.report.Report, services.telemetry.workload.Workload, services.answers.why.Why, stats.umami.Umami
+_.start  # services.answers.report.Report, services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.telemetry.workload.Workload, stats.umami.Umami
 _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.timeline.Timeline
+_.statistic  # services.answers.changes.Change, services.answers.changes.ProbeMark
 _.status  # services.bench.runs.BenchCheck, services.lab.run.CaseRun, services.probe.slowdown.Check
 _.step_s  # services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
 _.storm  # services.lab.storm.StormPair
 _.storm_job  # services.lab.storm.StormPair
 _.strategy_by_size  # services.jobs.darshan.ArchiveSummary
 _.strength  # stats.umami.MetricRow
+_.stripe_count  # services.jobs.answer.Lustre
+_.stripe_counts  # services.jobs.answer.Lustre
+_.stripe_size_bytes  # services.jobs.answer.Lustre
 _.stripes_stored  # services.jobs.darshan.StoredJob
 _.summary  # services.jobs.darshan.JobsView
 _.symlink_target  # services.content.fsstats.Snapshot
 _.symlinks  # services.content.fsstats.Snapshot
 _.system  # services.answers.job_diff.JobDiff, services.answers.umami.Correlations
-_.system_model  # services.answers.job_diff.DiffSide, services.lab.storm.Twin, services.answers.why.Why
-_.system_s  # services.answers.job_diff.DiffSide, services.lab.storm.Twin, services.answers.why.Why
+_.system_model  # services.answers.job_diff.DiffSide, services.answers.why.Why, services.lab.storm.Twin
+_.system_s  # services.answers.job_diff.DiffSide, services.answers.why.Why, services.lab.storm.Twin
 _.system_share_of_extra  # services.lab.storm.StormPair
-_.target  # services.answers.factors.Factors, services.probe.history.History, services.probe.history.TargetHistory, services.probe.timeline.Timeline, services.telemetry.fsview.Servers
-_.targets  # services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.Workload, services.answers.why.Why
+_.target  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.probe.history.History, services.probe.history.TargetHistory, services.probe.timeline.Timeline, services.telemetry.fsview.Servers
+_.targets  # services.answers.why.Why, services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.Workload
 _.targets_all  # services.answers.factors.Factors, services.probe.history.History
 _.targets_met  # services.lab.storm.StormPair
 _.threads  # services.content.fsstats.Snapshot
+_.threshold  # services.jobs.answer.Finding
 _.thresholds  # services.probe.history.History, services.probe.status.Status, services.probe.timeline.Timeline
-_.time  # services.probe.history.History, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadSeries
+_.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.jobs.answer.Imbalance, services.probe.history.History, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadSeries
 _.timeline  # services.answers.factors.Factors
 _.timeouts  # services.probe.history.TargetHistory
 _.tolerated  # services.lab.run.CaseRun
@@ -329,27 +397,38 @@ _.top_executables  # services.jobs.darshan.ArchiveSummary
 _.top_files  # services.jobs.darshan.StoredJob
 _.top_projects  # services.jobs.darshan.ArchiveSummary
 _.top_users  # services.jobs.darshan.ArchiveSummary
-_.total  # services.content.fsstats.Growth, services.jobs.darshan.JobList
+_.total  # services.content.fsstats.Growth, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobsPlot
 _.total_bps  # services.telemetry.workload.WorkloadSeries
 _.total_ops  # services.telemetry.fsview.Metadata
 _.total_ops_per_s  # services.telemetry.fsview.Metadata
-_.totals  # services.jobs.darshan.StoredJob
+_.totals  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.tp  # services.lab.score.LabelScore
+_.uid  # services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
 _.unexplained_s  # services.answers.why.Why
+_.unique  # services.jobs.answer.Sharing
+_.unique_bytes  # services.jobs.answer.Sharing
 _.unplanted  # services.lab.score.CaseScore
-_.until  # services.answers.factors.Factors, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
+_.until  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.factors.Factors, services.probe.history.History, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.until_ns  # services.telemetry.fsview.Span
 _.unusual  # stats.umami.MetricRow
+_.user  # services.jobs.darshan.JobRow
 _.users  # services.telemetry.fsview.Talkers
 _.value  # stats.umami.MetricRow
-_.verdict  # services.answers.job_diff.DiffSide, services.answers.job_diff.JobDiff, services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.lab.storm.Twin, services.answers.why.Why, stats.umami.Umami
+_.verdict  # services.answers.job_diff.DiffSide, services.answers.job_diff.JobDiff, services.answers.why.Why, services.jobs.answer.JobReport, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.lab.storm.Twin, stats.umami.Umami
+_.verdict_actions  # services.jobs.answer.JobReport
+_.verdict_saving_s  # services.jobs.answer.JobReport
 _.version  # services.lab.score.ToolScore
 _.walk_s  # services.content.fsstats.Snapshot
-_.warnings  # services.telemetry.workload.WorkloadView
+_.warnings  # services.jobs.answer.JobReport, services.telemetry.workload.WorkloadView
 _.weather  # stats.umami.Umami
+_.weather_verdict  # services.jobs.darshan.JobRow
 _.window_end_ns  # services.jobs.weather.Weather
 _.window_s  # services.probe.status.Status
 _.window_start_ns  # services.jobs.weather.Weather
 _.worst  # services.probe.history.TargetHistory
+_.worth  # services.jobs.answer.Finding
 _.write_bps  # services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
 _.write_bytes  # services.telemetry.workload.Workload
+_.write_histogram  # services.jobs.answer.Access
+_.write_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
+_.writes  # services.jobs.answer.Interface
