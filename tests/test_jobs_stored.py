@@ -146,3 +146,23 @@ def test_job_json_has_the_unit_rule_keys_beside_the_old(home):
         assert it.get("read_bytes") == it.get("bytes_read")
     keys = list(rep["totals"])
     assert keys.index("read_bytes") == keys.index("bytes_read") + 1
+
+
+def test_a_stored_level_is_read_as_json_reads_it():
+    """`job_level` reads the stored findings' levels without parsing the JSON (the Jobs page reads every
+    row): the same answer as json.loads, also when a message quotes a level."""
+    import json
+
+    from ioweather.services.jobs.darshan import job_level
+    from ioweather.stats.findings import severity
+
+    def stored(*levels, message="m"):
+        return json.dumps([{"code": f"X0{i}", "level": lv, "cost_s": 1.0, "cost_share": 0.1, "message": message,
+                            "fix": None} for i, lv in enumerate(levels)])
+
+    cases = [stored("WARN", "INFO"), stored("INFO", message='says "level": "HIGH" in its text'), stored(),
+             stored("HIGH", "WARN", message=r'\"level\": \"OK\"')]
+    for text in cases:
+        levels = [f["level"] for f in json.loads(text)]
+        assert job_level("P05", text) == (max(levels, key=severity) if levels else "HIGH"), text
+    assert job_level("P05,M02", None) == "HIGH" and job_level("", None) is None
