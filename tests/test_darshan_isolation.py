@@ -211,7 +211,7 @@ def _report_with_warnings_as_errors(path: str) -> tuple[int, int]:
 
     warnings.simplefilter("error")
     rep, _ = _make(path, None, None, "x")
-    return rep["job"]["nprocs"], len(rep.get("warnings", []))
+    return rep.job.nprocs, len(rep.warnings)
 
 
 @pytest.mark.parametrize("src", SMALL, ids=[p.name[:40] for p in SMALL])

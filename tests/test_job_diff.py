@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ioweather.services.jobs.darshan import job_report
+from ioweather.services.jobs.darshan import job_answer, job_report
 from ioweather.services.answers.job_diff import DiffSide, diff_reports, explained, job_diff
 
 LAB = Path(__file__).parent / "data" / "lab"
@@ -60,8 +60,8 @@ def test_explained_never_exceeds_the_change_nor_counts_causes_pointing_the_other
 
 
 def test_a_run_against_itself_is_no_change():
-    rep = job_report(str(QUIET))[0]
-    side = DiffSide(ident="a", path="a", io_time_s=rep["perf"]["io_time_s"], runtime_s=1.0, nprocs=2, exe="x",
+    rep = job_answer(str(QUIET))[0]
+    side = DiffSide(ident="a", path="a", io_time_s=rep.perf.io_time_s, runtime_s=1.0, nprocs=2, exe="x",
                     verdict="")
     d = diff_reports(side, rep, side, rep)
     assert d.io_time_change_s == 0 and d.causes == [] and d.verdict.startswith("no material change")

@@ -16,8 +16,8 @@ from darshan_support import TESTDATA_LOGS, need_darshan_logs  # noqa: F401 (auto
 from ioweather.config import Settings
 from ioweather.services.jobs.darshan import (
     MiB,
+    job_answer,
     job_html,
-    job_report,
     log_top_files,
     stored_job,
 )
@@ -73,15 +73,15 @@ def test_row_round_trip_through_the_store(log, store, home):
 
 @pytest.mark.parametrize("log", LOGS, ids=lambda p: p.name[:40])
 def test_cli_report_and_page_list_the_same_top_files(log, store, home):
-    rep, dlog = job_report(str(log), dxt=True)
-    h = next(c["log_hash"] for c in jobs_store.find_jobs(store, str(rep["job"]["jobid"])) if c["path"] == str(log))
+    rep, dlog = job_answer(str(log), dxt=True)
+    h = next(c["log_hash"] for c in jobs_store.find_jobs(store, str(rep.job.jobid)) if c["path"] == str(log))
     page = stored_job(store, Settings.resolve(home).parquet_dir, h)
     assert page.top_files == log_top_files(dlog), log.name
     # the HTML report (what `job LOG --html` writes) lists those files in that order
     text = job_html(rep, dlog, source=str(log))
     table = text.split("Files that moved the most data", 1)[1].split("</table>", 1)[0]
     names = [html.unescape(n) for n in re.findall(r"<tr><td><code>(.*?)</code>", table, re.DOTALL)]
-    assert names == [f["name"] or f"(record {f['record_id']})" for f in page.top_files], log.name
+    assert names == [f.name or f"(record {f.record_id})" for f in page.top_files], log.name
     assert len(names) == min(TOP_FILES, len(file_columns(dlog)["id"])), log.name
 
 
@@ -105,7 +105,8 @@ def test_jobs_list_counts_and_filters(home):
     assert len(listed("--since", "2022-01-01", "--until", "2023-01-01")) == since
     assert len(listed("--limit", "3")) == 3
     r = rows[0]
-    assert {"read_bytes", "write_bytes", "bps"} <= set(r) and not {"bytes_read", "mibps"} & set(r)
+    # one row type with the Jobs page (services.jobs.darshan.JobRow): the unit-rule keys beside the old ones
+    assert {"read_bytes", "write_bytes", "bps", "bytes_read", "mibps"} <= set(r)
     human = run_cli("jobs", "list", "--exe", "mpi-io-test", home=home, env={"COLUMNS": "250"}, check=True)
     shown = listed("--exe", "mpi-io-test")
     assert sum(r["id"][:16] in human.stdout for r in rows) == mpi == len(shown)
@@ -145,3 +146,23 @@ def test_job_json_has_the_unit_rule_keys_beside_the_old(home):
         assert it.get("read_bytes") == it.get("bytes_read")
     keys = list(rep["totals"])
     assert keys.index("read_bytes") == keys.index("bytes_read") + 1
+
+
+def test_a_stored_level_is_read_as_json_reads_it():
+    """`job_level` reads the stored findings' levels without parsing the JSON (the Jobs page reads every
+    row): the same answer as json.loads, also when a message quotes a level."""
+    import json
+
+    from ioweather.services.jobs.darshan import job_level
+    from ioweather.stats.findings import severity
+
+    def stored(*levels, message="m"):
+        return json.dumps([{"code": f"X0{i}", "level": lv, "cost_s": 1.0, "cost_share": 0.1, "message": message,
+                            "fix": None} for i, lv in enumerate(levels)])
+
+    cases = [stored("WARN", "INFO"), stored("INFO", message='says "level": "HIGH" in its text'), stored(),
+             stored("HIGH", "WARN", message=r'\"level\": \"OK\"')]
+    for text in cases:
+        levels = [f["level"] for f in json.loads(text)]
+        assert job_level("P05", text) == (max(levels, key=severity) if levels else "HIGH"), text
+    assert job_level("P05,M02", None) == "HIGH" and job_level("", None) is None

@@ -19,7 +19,7 @@ from ioweather.config import Settings
 from ioweather.encoding import to_json
 from ioweather.services.bench import runs as bench
 from ioweather.services.jobs import darshan
-from ioweather.services.jobs import report as one_log  # the unit-rule key maps live with the one-log report
+from ioweather.services.jobs import answer as one_log  # the unit-rule key maps live with the one-log answer
 from ioweather.services.content import fsstats
 from ioweather.services.answers import report
 from ioweather.services.telemetry import workload
@@ -157,12 +157,27 @@ def test_jobs(server, settings, store, home, cli):
     assert doc == _plain(view.to_json())
     assert set(doc) == _names(darshan.JobsView) and set(doc["list"]) == _names(darshan.JobList)
     # the second shortest of the two jobs is the longer one: paging and sorting happen in the service
-    longest = max(darshan.list_jobs(store), key=lambda r: r["runtime_s"])
-    assert [r["id"] for r in doc["list"]["rows"]] == [longest["id"]]
+    longest = max(darshan.list_jobs(store).rows, key=lambda r: r.runtime_s)
+    assert [r["id"] for r in doc["list"]["rows"]] == [longest.id]
+
+
+def test_jobs_list_and_the_jobs_page_show_one_row(server, store, home, cli):
+    """`jobs list --json` and the Jobs page's rows are one `JobRow` per job: the same document, key for key."""
+    listed = darshan.list_jobs(store)
+    assert listed.rows and all(isinstance(r, darshan.JobRow) for r in listed.rows)
+    cli_rows = _cli_json(cli, home, "jobs", "list")
+    assert cli_rows == _plain(listed.to_json())
+    page = {r["id"]: r for r in _api(server, "/api/jobs?limit=1000")["list"]["rows"]}
+    assert sorted(page) == sorted(r["id"] for r in cli_rows)
+    for r in cli_rows:
+        assert list(page[r["id"]]) == list(r) and page[r["id"]] == r, r["id"]
+    # the unit-rule twins beside the old keys, as everywhere else
+    assert all(r["read_bytes"] == r["bytes_read"] and r["bps"] == (None if r["mibps"] is None else r["mibps"] * 2**20)
+               for r in cli_rows)
 
 
 def test_job(server, settings, store, home, cli):
-    for row in darshan.list_jobs(store):
+    for row in darshan.list_jobs(store).to_json():
         answer = darshan.stored_job(store, settings.parquet_dir, row["id"])
         assert isinstance(answer, darshan.StoredJob)
         doc = _api(server, f"/api/job?id={row['id']}")

@@ -4,6 +4,7 @@ hidden without jobs. The browser tests are in test_web_pages_browser.py."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 import json
 from urllib.parse import quote
 
@@ -104,7 +105,7 @@ def test_job_page_equals_the_job_command(jserver, testdata):
         rep, dlog = job_report(str(log), cores_per_node=CORES_PER_NODE)
         rep = normal(with_unit_keys(rep))  # what `job LOG --json` prints; the page is `jobs show --json`
         # the files `job LOG --html` lists are the page's, in the same order (one stats.job_files.top_files)
-        assert page["top_files"] == normal(with_unit_keys(log_top_files(dlog))), log.name
+        assert page["top_files"] == normal(with_unit_keys([asdict(f) for f in log_top_files(dlog)])), log.name
         for k in ("jobid", "uid", "exe", "nprocs", "nnodes", "start", "end", "runtime_s", "log_version",
                   "partial_modules"):
             assert page["job"][k] == rep["job"][k], (log.name, k)

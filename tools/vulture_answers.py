@@ -6,11 +6,14 @@ _ = object()
 
 _.a  # services.content.fsstats.Growth
 _.abandoned  # services.probe.status.TargetStatus
-_.access  # services.jobs.darshan.StoredJob
+_.access  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.acf  # services.telemetry.workload.Workload
+_.action  # services.jobs.answer.Finding
 _.adjust  # services.answers.factors.Factors
 _.after  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff
 _.after_s  # services.answers.job_diff.SystemShare
+_.agg_perf_by_slowest_mibps  # services.jobs.answer.Interface, services.jobs.answer.Perf
+_.agg_time_by_slowest_s  # services.jobs.answer.Perf
 _.alarms  # services.lab.score.CaseScore
 _.analysis  # services.answers.factors.Factors, services.answers.factors.GroupDensity
 _.archived_samples  # services.probe.targets.Archived
@@ -30,10 +33,10 @@ _.built  # services.lab.toolchain.Build
 _.burstiness  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
 _.by_bytes  # services.telemetry.fsview.Talkers
 _.by_ops  # services.telemetry.fsview.Talkers
-_.bytes  # services.answers.why.Culprit, services.answers.why.Event, services.content.fsstats.Snapshot
+_.bytes  # services.answers.why.Culprit, services.answers.why.Event, services.content.fsstats.Snapshot, services.jobs.answer.Imbalance
 _.bytes_per_day  # services.content.fsstats.Growth
-_.bytes_read  # services.jobs.darshan.ArchiveSummary
-_.bytes_written  # services.jobs.darshan.ArchiveSummary
+_.bytes_read  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
+_.bytes_written  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
 _.cache  # services.lab.toolchain.Build
 _.capacity_bytes  # services.content.fsstats.Snapshot
 _.case  # services.lab.score.CaseScore
@@ -44,23 +47,31 @@ _.cc  # services.lab.toolchain.Toolchain
 _.cdfs  # services.content.fsstats.Contents
 _.cf_variant  # services.jobs.weather.Weather
 _.change_s  # services.answers.job_diff.DiffCause, services.answers.job_diff.SystemShare
-_.changes  # services.answers.report.Report
+_.changes  # services.answers.changes.Changes, services.answers.report.Report
 _.class_order  # services.answers.factors.Classified
 _.climate  # services.answers.why.Why, services.jobs.weather.Weather, services.probe.status.OpStatus
-_.code  # services.answers.job_diff.DiffCause, services.answers.why.Evidence, services.answers.why.LogEvidence
+_.code  # services.answers.job_diff.DiffCause, services.answers.why.Evidence, services.answers.why.LogEvidence, services.jobs.answer.Finding
 _.code_s  # services.answers.why.LogBudget, services.answers.why.Why
 _.colour  # services.answers.why.ClimateMetric, stats.umami.MetricRow
-_.command  # services.lab.run.CaseRun
+_.combined_s  # services.jobs.answer.Finding
+_.command  # services.answers.changes.ProbeMarks, services.lab.run.CaseRun
+_.common_sizes  # services.jobs.answer.Access
 _.compare  # services.content.fsstats.Contents
 _.compare_id  # services.content.fsstats.Contents
 _.computed_at  # services.probe.status.BaselineInfo
 _.concurrent_jobs  # services.jobs.weather.Weather
 _.concurrent_node_hours  # services.jobs.weather.Weather
 _.config  # services.answers.umami.FeatureImport
+_.consec_fraction  # services.jobs.answer.Access
 _.control  # services.lab.run.CaseRun, services.lab.score.CaseScore
 _.controls  # services.lab.score.ToolScore
 _.controls_quiet  # services.lab.score.ToolScore
-_.count  # services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.cost_core_hours  # services.jobs.answer.Finding
+_.cost_model  # services.jobs.answer.Finding
+_.cost_s  # services.jobs.answer.Finding
+_.cost_share  # services.jobs.answer.Finding
+_.cost_share_of_runtime  # services.jobs.answer.Finding
+_.count  # services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.coverage_factor_bw  # services.jobs.weather.Weather
 _.coverage_factor_nodehrs  # services.jobs.weather.Weather
 _.coverage_factor_opens  # services.jobs.weather.Weather
@@ -76,6 +87,7 @@ _.culprits  # services.answers.why.Event, services.lab.storm.Twin, stats.umami.U
 _.cutoff_fraction  # services.answers.factors.Factors
 _.daily  # services.telemetry.workload.Workload
 _.daily_rates  # services.telemetry.workload.WorkloadView
+_.damage  # services.jobs.answer.JobHeader
 _.darshan_lib  # services.lab.toolchain.Toolchain
 _.data_since  # services.telemetry.fsview.Span
 _.data_until  # services.telemetry.fsview.Span
@@ -91,17 +103,18 @@ _.doc  # services.answers.factors.ModelFile
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
 _.durations  # services.answers.factors.Classified, services.answers.factors.GroupDensity
 _.elapsed_s  # services.lab.run.CaseRun
-_.end  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.telemetry.workload.Workload
+_.end  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.telemetry.workload.Workload
 _.entries  # services.content.fsstats.Snapshot
 _.entries_per_s  # services.content.fsstats.Snapshot
 _.error  # services.answers.factors.GroupDensity, services.lab.score.CaseScore
 _.error_list  # services.content.fsstats.Snapshot
 _.errors  # services.content.fsstats.Contents, services.content.fsstats.Snapshot, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.events  # services.answers.report.Report, services.answers.why.Why, services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
-_.evidence  # services.answers.why.LogBudget, services.answers.why.Why
+_.evidence  # services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.Finding
+_.example  # services.jobs.answer.Damage
 _.exclude  # services.content.fsstats.Snapshot
 _.excluded  # services.answers.factors.Factors, services.content.fsstats.Snapshot
-_.exe  # services.answers.job_diff.DiffSide
+_.exe  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
 _.exit_code  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
 _.expected  # services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus
 _.expected_label  # services.probe.status.TargetStatus
@@ -110,21 +123,25 @@ _.explained_s  # services.answers.job_diff.JobDiff
 _.explained_share  # services.answers.job_diff.JobDiff
 _.extra_io_s  # services.lab.storm.StormPair
 _.f1  # services.lab.score.LabelScore
+_.factor  # services.answers.changes.Change, services.answers.changes.ProbeMark
 _.failed  # services.jobs.darshan.JobsView
+_.failed_at  # services.jobs.darshan.FailedLog
 _.failed_logs  # services.jobs.darshan.ArchiveSummary
 _.failed_over  # services.answers.why.Targets
 _.failures  # services.probe.timeline.Timeline
 _.failures_total  # services.probe.timeline.Timeline
 _.file_bytes  # services.probe.run.ProbeInit
 _.file_exceeds_memory  # services.probe.run.ProbeInit
+_.file_not_aligned_fraction  # services.jobs.answer.Access
 _.file_system  # services.answers.why.LogEvidence
-_.files  # services.content.fsstats.Snapshot, services.probe.targets.Purged
+_.files  # services.content.fsstats.Snapshot, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.probe.targets.Purged
 _.files_per_day  # services.content.fsstats.Growth
 _.files_stored  # services.jobs.darshan.StoredJob
 _.files_vs_procs  # services.jobs.darshan.ArchiveSummary
 _.filters  # services.jobs.darshan.ArchiveSummary
-_.findings  # services.jobs.darshan.StoredJob
+_.findings  # services.jobs.answer.JobReport, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob
 _.first_sample  # services.probe.targets.TargetRow
+_.fix  # services.jobs.answer.Finding
 _.flagged  # services.telemetry.fsview.Servers
 _.fn  # services.lab.score.LabelScore
 _.format  # services.content.fsstats.Snapshot
@@ -134,7 +151,9 @@ _.fs  # services.answers.report.Report, services.answers.umami.Correlations, ser
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.fs_bytes  # services.jobs.weather.Weather
 _.fs_fullness  # services.telemetry.fsview.Capacity
+_.fs_io_time_s  # services.jobs.answer.Perf
 _.fs_read_bytes  # services.telemetry.fsview.Servers
+_.fs_type  # services.jobs.answer.Mount
 _.fs_with_data  # services.telemetry.fsview.Span
 _.fs_write_bytes  # services.telemetry.fsview.Servers
 _.fullest  # services.telemetry.fsview.Capacity
@@ -147,6 +166,7 @@ _.grouped  # services.answers.factors.Densities
 _.growth_until  # services.telemetry.fsview.Capacity
 _.growth_window_s  # services.telemetry.fsview.Capacity
 _.hardlinks_deduplicated  # services.content.fsstats.Snapshot
+_.has_perf  # services.jobs.answer.Interface
 _.heatmap  # services.telemetry.fsview.Servers
 _.highlights  # services.content.fsstats.Contents
 _.histogram  # services.bench.runs.BenchPage
@@ -156,22 +176,28 @@ _.history_jobs  # services.answers.why.Climate, stats.umami.Umami
 _.history_s  # services.probe.status.BaselineInfo
 _.home  # services.lab.storm.StormPair
 _.host  # services.content.fsstats.Snapshot, services.probe.status.TargetStatus, services.probe.targets.Retired, services.probe.targets.TargetRow
-_.id  # services.answers.why.LogBudget, services.jobs.darshan.StoredJob
+_.id  # services.answers.why.LogBudget, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredJob
 _.ident  # services.answers.job_diff.DiffSide
 _.idle_periods  # services.telemetry.workload.Workload
 _.idle_threshold  # services.telemetry.workload.Workload
+_.imbalance  # services.jobs.answer.Perf
 _.ingested_at  # services.jobs.darshan.StoredJob
-_.interfaces  # services.jobs.darshan.StoredJob
+_.interfaces  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.interfaces_by_size  # services.jobs.darshan.ArchiveSummary
 _.interval_s  # services.content.fsstats.Growth, services.probe.history.History, services.probe.status.Sparkline, services.probe.status.TargetStatus, services.probe.timeline.Timeline, services.telemetry.workload.Workload
 _.interval_start  # services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.timeline.TimelineInterval
 _.intervals  # services.probe.timeline.Timeline
+_.io_fraction  # services.jobs.darshan.JobRow
+_.io_fraction_of_runtime  # services.jobs.answer.Perf
+_.io_time_by_layer_s  # services.jobs.answer.Perf
 _.io_time_change_s  # services.answers.job_diff.JobDiff
-_.io_time_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
+_.io_time_exceeds_runtime  # services.jobs.answer.Perf
+_.io_time_layer  # services.jobs.answer.Perf
+_.io_time_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.LayerTime, services.jobs.answer.Perf, services.lab.storm.Twin
 _.ior  # services.lab.toolchain.Toolchain
 _.ioweather_version  # services.content.fsstats.Snapshot
-_.job  # services.answers.why.Culprit, services.answers.why.Why, services.jobs.darshan.StoredJob, stats.umami.Umami
-_.jobid  # services.answers.why.LogBudget, services.lab.storm.Twin
+_.job  # services.answers.why.Culprit, services.answers.why.Why, services.jobs.answer.JobReport, services.jobs.darshan.StoredJob, stats.umami.Umami
+_.jobid  # services.answers.why.LogBudget, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.lab.storm.Twin
 _.jobs  # services.answers.umami.Correlations, services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
 _.kind  # services.answers.job_diff.DiffCause, services.telemetry.fsview.Span
@@ -180,20 +206,24 @@ _.labels  # services.answers.factors.Classified, services.content.fsstats.Conten
 _.largest_movers  # services.content.fsstats.Growth
 _.last_sample  # services.probe.status.TargetStatus, services.probe.targets.TargetRow
 _.last_sample_age_s  # services.probe.status.TargetStatus, services.probe.targets.TargetRow
+_.layers  # services.jobs.answer.Perf
 _.lctl  # services.telemetry.fsview.Capacity
 _.lctl_at  # services.answers.why.Targets
 _.learning  # services.probe.history.TargetHistory, services.probe.status.BaselineInfo, services.probe.status.OpStatus, services.probe.timeline.Timeline
 _.learning_reason  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
 _.learning_span  # services.probe.status.BaselineInfo
-_.level  # services.jobs.darshan.StoredJob
+_.level  # services.jobs.answer.Finding, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredJob
+_.level_after  # services.answers.changes.Change, services.answers.changes.ProbeMark
+_.level_before  # services.answers.changes.Change, services.answers.changes.ProbeMark
 _.levels  # services.jobs.darshan.JobsView
 _.limit  # services.jobs.darshan.JobList
 _.links  # services.answers.report.Report
 _.list  # services.jobs.darshan.JobsView
 _.log  # services.lab.storm.Twin, services.lab.toolchain.Build
+_.log_version  # services.jobs.answer.JobHeader
 _.logs  # services.answers.why.Why, services.lab.run.CaseRun
 _.logs_dir  # services.lab.run.LabRun, services.lab.score.Scores
-_.lustre  # services.telemetry.fsview.Capacity
+_.lustre  # services.jobs.answer.Mount, services.telemetry.fsview.Capacity
 _.magnitude  # services.answers.umami.CorrelationRow
 _.match_cols  # services.answers.factors.Classified
 _.max_points  # services.probe.timeline.Timeline
@@ -205,12 +235,17 @@ _.mean_s  # services.probe.slowdown.IntervalRow
 _.mean_total_bps  # services.telemetry.workload.Workload
 _.median  # services.answers.why.ClimateMetric, services.probe.status.Climate
 _.median_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
+_.mem_not_aligned_fraction  # services.jobs.answer.Access
 _.memory_bytes  # services.probe.run.ProbeInit
-_.message  # services.answers.factors.GroupDensity, services.answers.job_diff.DiffCause, services.bench.runs.BenchCheck, services.probe.slowdown.Check, services.probe.status.Status
+_.message  # services.answers.factors.GroupDensity, services.answers.job_diff.DiffCause, services.bench.runs.BenchCheck, services.jobs.answer.Finding, services.probe.slowdown.Check, services.probe.status.Status
+_.meta_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
 _.method  # services.answers.why.Culprit
 _.metric  # services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.metrics  # services.answers.why.Climate, stats.umami.Umami
+_.mibps  # services.jobs.answer.Perf, services.jobs.darshan.JobRow
+_.mibps_per_node  # services.jobs.answer.Perf, services.jobs.darshan.JobRow
 _.mibps_per_node_by_project  # services.jobs.darshan.ArchiveSummary
+_.mibps_per_node_reason  # services.jobs.answer.Perf
 _.micro_f1  # services.lab.score.ToolScore
 _.micro_f1_labels  # services.lab.score.ToolScore
 _.micro_precision  # services.lab.score.ToolScore
@@ -218,16 +253,19 @@ _.micro_recall  # services.lab.score.ToolScore
 _.min_amplitude_bps  # services.telemetry.workload.Workload
 _.min_amplitude_ops_per_s  # services.telemetry.fsview.Metadata
 _.min_s  # services.probe.slowdown.IntervalRow
+_.min_segment  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
 _.missing  # services.lab.toolchain.Toolchain
 _.missing_fraction  # services.jobs.weather.Weather
 _.missing_observations  # services.telemetry.workload.Workload
 _.missing_samples  # services.telemetry.workload.Workload
 _.model  # services.answers.job_diff.SystemShare
 _.models  # services.answers.factors.Classified
+_.module  # services.jobs.answer.Damage
 _.monthly  # services.telemetry.workload.Workload
 _.motif  # services.answers.umami.Correlations, services.answers.why.Climate, services.bench.runs.BenchPage, stats.umami.Umami
-_.mount  # services.answers.why.LogBudget
-_.mounts  # services.answers.why.LogEvidence, services.jobs.darshan.StoredJob
+_.mount  # services.answers.why.LogBudget, services.jobs.answer.Mount
+_.mounts  # services.answers.why.LogEvidence, services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
+_.moved_bytes  # services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.mpi  # services.lab.run.CaseRun
 _.mpicc  # services.lab.toolchain.Toolchain
 _.mpiexec  # services.lab.toolchain.Toolchain
@@ -237,24 +275,30 @@ _.n_intervals  # services.probe.status.Climate
 _.name  # services.answers.factors.Classified, services.lab.run.CaseRun
 _.named  # services.lab.score.CaseScore
 _.newest_of_label  # services.content.fsstats.Contents
-_.nnodes  # services.answers.why.Why
-_.nnodes_source  # services.answers.why.Why
+_.nnodes  # services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
+_.nnodes_source  # services.answers.why.Why, services.jobs.answer.Perf
 _.no_capacity_data  # services.telemetry.fsview.Capacity
 _.no_data  # services.jobs.weather.Weather
+_.not_monitored  # services.jobs.answer.Interface
 _.note  # services.telemetry.fsview.Span
 _.notes  # services.answers.job_diff.JobDiff, services.answers.why.Why, services.content.fsstats.Snapshot, services.jobs.weather.Weather, services.lab.storm.StormPair, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.now_by_bytes  # services.telemetry.fsview.Talkers
 _.now_by_ops  # services.telemetry.fsview.Talkers
 _.now_s  # services.telemetry.fsview.Talkers
-_.nprocs  # services.answers.job_diff.DiffSide
+_.nprocs  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.observations  # services.telemetry.workload.Workload
+_.of  # services.jobs.answer.Damage
 _.offset  # services.jobs.darshan.JobList
-_.op  # services.answers.factors.Factors, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.opens  # services.jobs.answer.Interface
 _.ops  # services.answers.factors.Factors, services.probe.history.History, services.probe.status.TargetStatus, services.telemetry.fsview.Metadata
 _.order  # services.jobs.darshan.JobList
 _.origin  # services.lab.toolchain.Toolchain
+_.osts  # services.jobs.answer.Lustre
 _.other  # services.content.fsstats.Snapshot
 _.overall  # services.probe.status.Status
+_.overlapped_by  # services.jobs.answer.Finding
+_.overlaps  # services.jobs.answer.Finding
 _.own_share  # services.answers.why.Event
 _.owners  # services.content.fsstats.Contents, services.content.fsstats.Growth, services.content.fsstats.Snapshot
 _.owners_total  # services.content.fsstats.Contents
@@ -265,20 +309,25 @@ _.p95_s  # services.probe.slowdown.IntervalRow
 _.p99  # services.probe.status.Climate
 _.p99_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
 _.p_fs  # stats.umami.MetricRow
-_.path  # services.answers.factors.ModelFile, services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.jobs.darshan.StoredJob, services.probe.targets.Skipped
+_.partial  # services.jobs.answer.Interface
+_.partial_modules  # services.jobs.answer.JobHeader
+_.partially_shared  # services.jobs.answer.Sharing
+_.partially_shared_bytes  # services.jobs.answer.Sharing
+_.path  # services.answers.factors.ModelFile, services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.jobs.darshan.FailedLog, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob, services.probe.targets.Skipped
 _.peak_bps  # services.answers.why.Event
 _.peak_ops_per_s  # services.telemetry.fsview.Metadata
 _.peak_read_bps  # services.telemetry.workload.Workload
 _.peak_total_bps  # services.telemetry.workload.Workload
 _.peak_write_bps  # services.telemetry.workload.Workload
+_.penalty_per_log_n  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
 _.percentile_now  # services.probe.status.Climate
-_.perf  # services.jobs.darshan.StoredJob
+_.perf  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.performance  # services.answers.umami.CorrelationRow
 _.performance_bps  # services.jobs.weather.Weather
 _.pieces  # services.probe.targets.Purged
 _.planted  # services.lab.score.CaseScore
 _.plot  # services.jobs.darshan.JobsView
-_.points  # services.probe.status.Sparkline, services.telemetry.workload.WorkloadSeries
+_.points  # services.answers.changes.ProbeMarks, services.probe.status.Sparkline, services.telemetry.workload.WorkloadSeries
 _.pool_files  # services.probe.run.ProbeInit
 _.power_spectrum  # services.telemetry.workload.Workload
 _.precision  # services.lab.score.LabelScore
@@ -302,12 +351,18 @@ _.quiet  # services.lab.score.CaseScore, services.lab.storm.StormPair
 _.quiet_system_share  # services.lab.storm.StormPair
 _.r  # services.answers.umami.CorrelationRow, stats.umami.MetricRow
 _.r_fs  # stats.umami.MetricRow
+_.ranks_with_io  # services.jobs.answer.Imbalance
 _.read_bps  # services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
 _.read_bytes  # services.telemetry.workload.Workload
+_.read_histogram  # services.jobs.answer.Access
+_.read_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
 _.read_write_ratio  # services.telemetry.workload.Workload
-_.reason  # services.lab.run.CaseRun, services.lab.score.ToolScore, services.probe.status.TargetStatus, services.probe.targets.Skipped
+_.reads  # services.jobs.answer.Interface
+_.reason  # services.answers.changes.SkippedProbeSeries, services.answers.changes.SkippedSeries, services.jobs.darshan.FailedLog, services.lab.run.CaseRun, services.lab.score.ToolScore, services.probe.status.TargetStatus, services.probe.targets.Skipped
 _.recall  # services.lab.score.LabelScore
+_.records  # services.jobs.answer.Damage, services.jobs.answer.Interface
 _.reference  # services.probe.status.BaselineInfo
+_.relations  # services.jobs.answer.Damage
 _.resolution  # services.probe.timeline.Timeline
 _.resolution_s  # services.probe.timeline.Timeline
 _.result  # services.telemetry.workload.WorkloadView
@@ -315,32 +370,38 @@ _.retired  # services.probe.targets.Retired
 _.role  # services.lab.storm.Twin
 _.root  # services.content.fsstats.Snapshot
 _.root_is_symlink  # services.content.fsstats.Snapshot
-_.rows  # services.answers.umami.CorrelationListing, services.answers.umami.Correlations, services.answers.umami.FeatureImport, services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.jobs.darshan.JobList, services.probe.slowdown.IntervalStats, services.probe.slowdown.Slowdown, services.probe.targets.Targets
+_.rows  # services.answers.umami.CorrelationListing, services.answers.umami.Correlations, services.answers.umami.FeatureImport, services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.jobs.darshan.FailedLogs, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobRows, services.probe.slowdown.IntervalStats, services.probe.slowdown.Slowdown, services.probe.targets.Targets
 _.rows_in_file  # services.answers.umami.FeatureImport
 _.rows_kept_by_paper_filters  # services.answers.umami.FeatureImport
 _.rule  # services.telemetry.fsview.Servers
 _.run  # services.bench.runs.BenchPage
 _.runs  # services.answers.factors.Densities, services.bench.runs.BenchPage, services.probe.targets.Purged, services.probe.targets.TargetRow
-_.runtime_s  # services.answers.job_diff.DiffSide
+_.runtime_s  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.same_code  # services.answers.job_diff.JobDiff
 _.sample_interval_s  # services.telemetry.workload.Workload
 _.sample_s  # services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
 _.samples  # services.probe.status.BaselineInfo, services.probe.targets.Purged, services.probe.timeline.Timeline, services.telemetry.workload.Workload
 _.samples_shown  # services.probe.timeline.Timeline
 _.samples_total  # services.probe.timeline.Timeline
-_.series  # services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
+_.seq_fraction  # services.jobs.answer.Access
+_.series  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.changes.SkippedSeries, services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
+_.series_examined  # services.answers.changes.Changes
 _.server_cpu_pct  # services.jobs.weather.Weather
 _.set  # services.answers.umami.FeatureImport
 _.share  # services.answers.why.Culprit
-_.sharing  # services.jobs.darshan.StoredJob
-_.shown  # services.telemetry.workload.WorkloadSeries
+_.shared  # services.jobs.answer.Sharing
+_.shared_bytes  # services.jobs.answer.Sharing
+_.sharing  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
+_.shown  # services.jobs.darshan.JobsPlot, services.telemetry.workload.WorkloadSeries
 _.significance  # services.answers.factors.Factors
-_.since  # services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
+_.since  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.since_ns  # services.telemetry.fsview.Span
+_.size_bytes  # services.jobs.answer.AccessSize, services.jobs.darshan.FailedLog
 _.sizes  # services.answers.factors.Classified
-_.skipped  # services.probe.targets.Purged
+_.skipped  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.probe.targets.Purged
 _.skipped_mounts  # services.content.fsstats.Snapshot
 _.slowdown  # services.answers.report.Report, services.answers.why.Event, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.Sparkline, services.probe.timeline.TimelineInterval
+_.slowest_rank  # services.jobs.answer.LayerTime, services.jobs.answer.Perf
 _.small_bytes  # services.probe.run.ProbeInit
 _.smooth_s  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
 _.smoothed_bps  # services.telemetry.workload.WorkloadSeries
@@ -354,17 +415,21 @@ _.span_s  # services.probe.status.BaselineInfo
 _.sparkline  # services.probe.status.TargetStatus
 _.split  # services.answers.factors.Factors
 _.stale_after_s  # services.probe.status.TargetStatus
-_.start  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.telemetry.workload.Workload, stats.umami.Umami
+_.start  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.telemetry.workload.Workload, stats.umami.Umami
 _.start_ns  # services.answers.factors.GroupDensity
 _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.timeline.Timeline
 _.state  # services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.TargetStatus, services.probe.targets.TargetRow
+_.statistic  # services.answers.changes.Change, services.answers.changes.ProbeMark
 _.status  # services.bench.runs.BenchCheck, services.lab.run.CaseRun, services.probe.slowdown.Check
 _.step_s  # services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
 _.storm  # services.lab.storm.StormPair
 _.storm_job  # services.lab.storm.StormPair
 _.strategy_by_size  # services.jobs.darshan.ArchiveSummary
 _.strength  # services.answers.umami.CorrelationRow, stats.umami.MetricRow
+_.stripe_count  # services.jobs.answer.Lustre
+_.stripe_counts  # services.jobs.answer.Lustre
+_.stripe_size_bytes  # services.jobs.answer.Lustre
 _.stripes_stored  # services.jobs.darshan.StoredJob
 _.summary  # services.jobs.darshan.JobsView
 _.symlink_target  # services.content.fsstats.Snapshot
@@ -374,13 +439,14 @@ _.system_model  # services.answers.job_diff.DiffSide, services.answers.why.LogBu
 _.system_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
 _.system_share_of_extra  # services.lab.storm.StormPair
 _.table  # services.answers.factors.Classified
-_.target  # services.answers.factors.Factors, services.probe.history.History, services.probe.history.TargetHistory, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.targets.Purged, services.probe.targets.Retired, services.probe.targets.TargetRow, services.probe.timeline.Timeline, services.telemetry.fsview.Servers
+_.target  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.probe.history.History, services.probe.history.TargetHistory, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.targets.Purged, services.probe.targets.Retired, services.probe.targets.TargetRow, services.probe.timeline.Timeline, services.telemetry.fsview.Servers
 _.targets  # services.answers.why.Why, services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.Workload
 _.targets_all  # services.answers.factors.Factors, services.probe.history.History
 _.targets_met  # services.lab.storm.StormPair
 _.threads  # services.content.fsstats.Snapshot
+_.threshold  # services.jobs.answer.Finding
 _.thresholds  # services.probe.history.History, services.probe.status.Status, services.probe.timeline.Timeline
-_.time  # services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadSeries
+_.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.jobs.answer.Imbalance, services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadSeries
 _.timeline  # services.answers.factors.Factors
 _.timeouts  # services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.tolerated  # services.lab.run.CaseRun
@@ -392,33 +458,43 @@ _.top_executables  # services.jobs.darshan.ArchiveSummary
 _.top_files  # services.jobs.darshan.StoredJob
 _.top_projects  # services.jobs.darshan.ArchiveSummary
 _.top_users  # services.jobs.darshan.ArchiveSummary
-_.total  # services.content.fsstats.Growth, services.jobs.darshan.JobList
+_.total  # services.content.fsstats.Growth, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobsPlot
 _.total_bps  # services.telemetry.workload.WorkloadSeries
 _.total_ops  # services.telemetry.fsview.Metadata
 _.total_ops_per_s  # services.telemetry.fsview.Metadata
-_.totals  # services.jobs.darshan.StoredJob
+_.totals  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.tp  # services.lab.score.LabelScore
+_.uid  # services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
 _.unexplained  # services.answers.why.Evidence
 _.unexplained_s  # services.answers.why.LogBudget, services.answers.why.Why
+_.unique  # services.jobs.answer.Sharing
+_.unique_bytes  # services.jobs.answer.Sharing
 _.unplanted  # services.lab.score.CaseScore
-_.until  # services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
+_.until  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.until_ns  # services.telemetry.fsview.Span
 _.unusual  # stats.umami.MetricRow
-_.user  # services.answers.why.Culprit
+_.user  # services.answers.why.Culprit, services.jobs.darshan.JobRow
 _.users  # services.telemetry.fsview.Talkers
 _.value  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.value_s  # services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus
-_.verdict  # services.answers.job_diff.DiffSide, services.answers.job_diff.JobDiff, services.answers.why.Climate, services.answers.why.Why, services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.lab.storm.Twin, stats.umami.Umami
+_.verdict  # services.answers.job_diff.DiffSide, services.answers.job_diff.JobDiff, services.answers.why.Climate, services.answers.why.Why, services.jobs.answer.JobReport, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.lab.storm.Twin, stats.umami.Umami
+_.verdict_actions  # services.jobs.answer.JobReport
+_.verdict_saving_s  # services.jobs.answer.JobReport
 _.version  # services.lab.score.ToolScore
 _.walk_s  # services.content.fsstats.Snapshot
 _.warn  # services.probe.status.Thresholds
-_.warnings  # services.telemetry.workload.WorkloadView
+_.warnings  # services.jobs.answer.JobReport, services.telemetry.workload.WorkloadView
 _.was  # services.probe.targets.Retired
 _.weather  # stats.umami.Umami
+_.weather_verdict  # services.jobs.darshan.JobRow
 _.what  # services.answers.factors.GroupDensity
 _.window_end_ns  # services.jobs.weather.Weather
 _.window_s  # services.probe.status.Status, services.probe.status.TargetStatus
 _.window_start_ns  # services.jobs.weather.Weather
 _.worst  # services.probe.history.TargetHistory
+_.worth  # services.jobs.answer.Finding
 _.write_bps  # services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
 _.write_bytes  # services.telemetry.workload.Workload
+_.write_histogram  # services.jobs.answer.Access
+_.write_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
+_.writes  # services.jobs.answer.Interface

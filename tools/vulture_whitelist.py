@@ -47,7 +47,6 @@ _.block_bytes  # store/probe.py run info: columns of the probe runs table (asdic
 _.total_pages  # sources/iomodel_cache.py CacheInfo: the run's cache record (as_dict)
 _.dropped_caches
 _.created_ns  # sources/probe.py ProbeLayout: written to probe.json (layout.__dict__) and read back
-_.record_id  # sources/darshan_log.py DxtSegments: a column of the DXT trace, like its neighbours
 _.filesystem  # sources/telemetry/lmt.py LmtInfo: FILESYSTEM_INFO's name, set positionally
 _.purpose  # services/bench/runs.py Motif: the motif's description, set positionally in MOTIFS
 

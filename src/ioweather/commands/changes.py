@@ -41,19 +41,19 @@ def register(cli: click.Group) -> None:
         doc = detect(open_store(settings), settings, to_ns(since), to_ns(until), kinds=kinds or KINDS,
                      target=target, series=series, penalty_per_log_n=penalty, min_segment=min_segment)
         if as_json:
-            print_json(doc)
+            print_json(doc.to_json())
             return
 
-        def level(row, key):
-            v = row[key]
+        def level(c, v):
             return {"median_s": format_seconds, "bytes_per_day": lambda x: f"{format_bytes(x)}/day"}.get(
-                row["statistic"], lambda x: f"{x:.3g}")(v)
+                c.statistic, lambda x: f"{x:.3g}")(v)
 
-        rows = [{**c, "before": level(c, "level_before"), "after": level(c, "level_after")} for c in doc["changes"]]
+        rows = [{"series": c.series, "time": c.time, "before": level(c, c.level_before),
+                 "after": level(c, c.level_after), "factor": c.factor} for c in doc.changes]
         print_table(rows, [("series", "series"), ("time", "from (UTC)", short_time), ("before", "level before"),
                            ("after", "level after"), ("factor", "factor", lambda v: f"{v:.2f}×")],
-                    title=f"Change points {short_time(doc['since'])} .. {short_time(doc['until'])} "
-                          f"({doc['series_examined']} series)",
-                    empty=f"no change of level in {doc['series_examined']} series")
-        for s in doc["skipped"]:
-            stderr.print(f"skipped {s['series']}: {s['reason']}")
+                    title=f"Change points {short_time(doc.since)} .. {short_time(doc.until)} "
+                          f"({doc.series_examined} series)",
+                    empty=f"no change of level in {doc.series_examined} series")
+        for s in doc.skipped:
+            stderr.print(f"skipped {s.series}: {s.reason}")

@@ -99,7 +99,7 @@ def register(cli: click.Group) -> None:
         if html_out:
             _write_html(html_out, html, quiet=as_json)
         if as_json:
-            print_json(rep)
+            print_json(rep.to_json())
         elif not html_out:
             print_job(rep)
 
@@ -148,11 +148,11 @@ def register(cli: click.Group) -> None:
         """Logs that could not be read, with the reason."""
         # lazy: numpy, pandas, pyarrow, sqlalchemy via services.jobs.darshan: kept off the command's `--help` and its usage errors
         from ioweather.services.jobs.darshan import failed_logs
-        rows = failed_logs(settings)
+        failed = failed_logs(settings)
         if as_json:
-            print_json(rows)
+            print_json(failed.to_json())
         else:
-            print_table(rows, [("path", "path"), ("reason", "reason"), ("size_bytes", "bytes")],
+            print_table(failed.to_json(), [("path", "path"), ("reason", "reason"), ("size_bytes", "bytes")],
                         empty="no failed logs")
 
     @jobs.command("summary")
@@ -206,9 +206,9 @@ def register(cli: click.Group) -> None:
         rows = list_jobs(open_store(settings), since_ns=to_ns(since) if since else None,
                          until_ns=to_ns(until) if until else None, user=user, exe=exe, limit=limit)
         if as_json:
-            print_json(rows)
+            print_json(rows.to_json())
         else:
-            print_job_list(rows)
+            print_job_list(rows.rows)
 
     @jobs.command("show")
     @click.argument("jobid")

@@ -9,12 +9,16 @@ from rich.table import Table
 from ioweather.units import format_bytes, format_seconds, printable
 
 
-def lustre_text(lu: dict | None) -> str:
-    """A mount's Lustre striping as the CLI, the HTML report and the dashboard show it."""
+def lustre_text(lu) -> str:
+    """A mount's Lustre striping as the CLI, the HTML report and the dashboard show it: `lu` a `Lustre`
+    (services/jobs/answer.py) or a stored job's layout with the same keys."""
     if not lu:
         return ""
-    return (f"stripe count {lu['stripe_count']} × {format_bytes(lu['stripe_size_bytes'] or 0)}, "
-            f"{lu['osts']} OSTs used")
+    if isinstance(lu, dict):
+        count, size, osts = lu["stripe_count"], lu["stripe_size_bytes"], lu["osts"]
+    else:
+        count, size, osts = lu.stripe_count, lu.stripe_size_bytes, lu.osts
+    return f"stripe count {count} × {format_bytes(size or 0)}, {osts} OSTs used"
 from ioweather.views.output import stdout
 
 
@@ -42,63 +46,61 @@ def _rate(x) -> str:
     return "-" if x is None else f"{x:,.1f} MiB/s"
 
 
-def print_job(rep: dict) -> None:
-    j, perf, tot = rep["job"], rep["perf"], rep["totals"]
-    if rep.get("verdict"):
-        stdout.print(f"[bold]verdict:[/] {escape(rep['verdict'])}")
+def print_job(rep) -> None:
+    """`ioweather job LOG`'s text: its `JobReport` (services/jobs/answer.py)."""
+    j, perf, tot = rep.job, rep.perf, rep.totals
+    if rep.verdict:
+        stdout.print(f"[bold]verdict:[/] {escape(rep.verdict)}")
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
-    head.add_row("executable", escape(j["exe"] or "(anonymized)"))
-    head.add_row("job id / uid", f"{j['jobid']} / {j['uid']}")
-    head.add_row("processes / nodes", f"{j['nprocs']} / {j['nnodes'] if j['nnodes'] is not None else 'unknown'}")
-    head.add_row("run", f"{j['start']} → {j['end']} ({_s(j['runtime_s'])})")
-    head.add_row("log format", j["log_version"] + (f"  [yellow]partial modules: {', '.join(j['partial_modules'])}"
-                                                   " (Darshan ran out of record memory: numbers are lower bounds)[/]"
-                                                   if j["partial_modules"] else ""))
-    head.add_row("moved (storage layer)", f"{_b(tot['bytes_read'])} read, {_b(tot['bytes_written'])} written, "
-                                          f"{tot['files']} files")
-    head.add_row("I/O time (slowest rank)", f"{_s(perf['io_time_s'])} = {_pct(perf['io_fraction_of_runtime'])} of the run"
-                 + (f", {layer_text(perf)}" if perf.get("io_time_layer") else "")
-                 + (" [yellow](timers exceed the run time)[/]" if perf.get("io_time_exceeds_runtime") else ""))
-    head.add_row("bandwidth", f"{_rate(perf['mibps'])} (Darshan agg_perf_by_slowest, POSIX: "
-                              f"{_rate(perf['agg_perf_by_slowest_mibps'])})")
-    head.add_row("MiB/s per node", f"{perf['mibps_per_node']:,.2f}" if perf["mibps_per_node"] is not None
-                 else f"- ({perf['mibps_per_node_reason']})")
+    head.add_row("executable", escape(j.exe or "(anonymized)"))
+    head.add_row("job id / uid", f"{j.jobid} / {j.uid}")
+    head.add_row("processes / nodes", f"{j.nprocs} / {j.nnodes if j.nnodes is not None else 'unknown'}")
+    head.add_row("run", f"{j.start} → {j.end} ({_s(j.runtime_s)})")
+    head.add_row("log format", j.log_version + (f"  [yellow]partial modules: {', '.join(j.partial_modules)}"
+                                                " (Darshan ran out of record memory: numbers are lower bounds)[/]"
+                                                if j.partial_modules else ""))
+    head.add_row("moved (storage layer)", f"{_b(tot.bytes_read)} read, {_b(tot.bytes_written)} written, "
+                                          f"{tot.files} files")
+    head.add_row("I/O time (slowest rank)", f"{_s(perf.io_time_s)} = {_pct(perf.io_fraction_of_runtime)} of the run"
+                 + (f", {layer_text(perf)}" if perf.io_time_layer else "")
+                 + (" [yellow](timers exceed the run time)[/]" if perf.io_time_exceeds_runtime else ""))
+    head.add_row("bandwidth", f"{_rate(perf.mibps)} (Darshan agg_perf_by_slowest, POSIX: "
+                              f"{_rate(perf.agg_perf_by_slowest_mibps)})")
+    head.add_row("MiB/s per node", f"{perf.mibps_per_node:,.2f}" if perf.mibps_per_node is not None
+                 else f"- ({perf.mibps_per_node_reason})")
     stdout.print(Panel(head, title="Darshan job", expand=False))
 
     t = Table(title="interfaces", header_style="bold")
     for col in ("module", "read", "written", "reads", "writes", "opens", "read time", "write time", "meta time",
                 "files", "MiB/s"):
         t.add_column(col, justify="left" if col == "module" else "right")
-    for mod, it in rep["interfaces"].items():
-        t.add_row(mod + (" [yellow](partial)[/]" if it.get("partial") else ""), _b(it["bytes_read"]),
-                  _b(it["bytes_written"]), _n(it["reads"]), _n(it["writes"]), _n(it["opens"]), _s(it["read_time_s"]),
-                  _s(it["write_time_s"]), _s(it["meta_time_s"]), str(it["files"]),
-                  _rate(it.get("agg_perf_by_slowest_mibps")) if "agg_perf_by_slowest_mibps" in it else "")
+    for mod, it in rep.interfaces.items():
+        t.add_row(mod + (" [yellow](partial)[/]" if it.partial else ""), _b(it.bytes_read),
+                  _b(it.bytes_written), _n(it.reads), _n(it.writes), _n(it.opens), _s(it.read_time_s),
+                  _s(it.write_time_s), _s(it.meta_time_s), str(it.files),
+                  _rate(it.agg_perf_by_slowest_mibps) if it.has_perf else "")
     stdout.print(t)
 
-    sh, acc = rep["sharing"], rep["access"]
+    sh, acc = rep.sharing, rep.access
     t = Table(title="files and access", header_style="bold", show_header=False)
     t.add_column(style="bold")
     t.add_column()
     t.add_row("unique / shared / partially shared",
-              f"{sh['unique']} ({_b(sh['unique_bytes'])}) / {sh['shared']} ({_b(sh['shared_bytes'])}) / "
-              f"{sh['partially_shared']} ({_b(sh['partially_shared_bytes'])})")
-    if acc["common_sizes"]:
-        t.add_row("most common access sizes", ", ".join(f"{_b(c['size_bytes'])} × {c['count']}" for c in acc["common_sizes"]))
-    t.add_row("sequential / consecutive", f"{_pct(acc['seq_fraction'])} / {_pct(acc['consec_fraction'])}")
-    t.add_row("not aligned: file / memory", f"{_pct(acc['file_not_aligned_fraction'])} / {_pct(acc['mem_not_aligned_fraction'])}")
-    imb = perf["imbalance"]
-    t.add_row("rank imbalance (bytes / time)", f"{_pct(imb['bytes'])} / {_pct(imb['time'])} over {imb['ranks_with_io']} ranks"
-              + (f", slowest rank {perf['slowest_rank']}" if perf["slowest_rank"] is not None else ""))
-    for m in rep["mounts"][:6]:
-        extra = ""
-        if m.get("lustre"):
-            lu = m["lustre"]
-            extra = f"  {lustre_text(lu)}"
-        t.add_row(f"mount {escape(m['mount'] or '(other)')}", f"{m['fs_type'] or '?'}: {_b(m['bytes_read'])} read, "
-                  f"{_b(m['bytes_written'])} written, {m['files']} files{extra}")
+              f"{sh.unique} ({_b(sh.unique_bytes)}) / {sh.shared} ({_b(sh.shared_bytes)}) / "
+              f"{sh.partially_shared} ({_b(sh.partially_shared_bytes)})")
+    if acc.common_sizes:
+        t.add_row("most common access sizes", ", ".join(f"{_b(c.size_bytes)} × {c.count}" for c in acc.common_sizes))
+    t.add_row("sequential / consecutive", f"{_pct(acc.seq_fraction)} / {_pct(acc.consec_fraction)}")
+    t.add_row("not aligned: file / memory", f"{_pct(acc.file_not_aligned_fraction)} / {_pct(acc.mem_not_aligned_fraction)}")
+    imb = perf.imbalance
+    t.add_row("rank imbalance (bytes / time)", f"{_pct(imb.bytes)} / {_pct(imb.time)} over {imb.ranks_with_io} ranks"
+              + (f", slowest rank {perf.slowest_rank}" if perf.slowest_rank is not None else ""))
+    for m in rep.mounts[:6]:
+        extra = f"  {lustre_text(m.lustre)}" if m.lustre else ""
+        t.add_row(f"mount {escape(m.mount or '(other)')}", f"{m.fs_type or '?'}: {_b(m.bytes_read)} read, "
+                  f"{_b(m.bytes_written)} written, {m.files} files{extra}")
     stdout.print(t)
 
     t = Table(title="findings, most expensive first", header_style="bold",
@@ -106,38 +108,37 @@ def print_job(rep: dict) -> None:
                       "never add up past the I/O time)")
     for col in ("level", "code", "costs", "combined", "finding"):
         t.add_column(col, justify="right" if col in ("costs", "combined") else "left")
-    for f in rep["findings"]:
-        t.add_row(f"[{LEVEL_STYLE[f['level']]}]{f['level']}[/]", f["code"], cost_text(f), combined_text(f),
-                  escape(f["message"]))
-    if not rep["findings"]:
+    for f in rep.findings:
+        t.add_row(f"[{LEVEL_STYLE[f.level]}]{f.level}[/]", f.code, cost_text(f), combined_text(f), escape(f.message))
+    if not rep.findings:
         t.add_row("OK", "-", "nothing to report")
     stdout.print(t)
-    for w in rep.get("warnings", []):
+    for w in rep.warnings:
         stdout.print(f"[yellow]note:[/] {escape(w)}")
 
 
-def cost_text(f: dict) -> str:
-    """'9.9 min (81 %)' of the I/O time; '-' for a finding that is not costed."""
-    if not f.get("cost_s"):
+def cost_text(f) -> str:
+    """'9.9 min (81 %)' of a finding's I/O time; '-' for a finding that is not costed."""
+    if not f.cost_s:
         return "-"
-    return f"{format_seconds(f['cost_s'])} ({100 * f['cost_share']:.0f} %)"
+    return f"{format_seconds(f.cost_s)} ({100 * f.cost_share:.0f} %)"
 
 
-def combined_text(f: dict) -> str:
+def combined_text(f) -> str:
     """What the finding saves after the ones listed before it: '4.3 min', 'in M08' when it counts the
     same seconds as a finding above, '-' when it is not costed."""
-    if f.get("overlapped_by"):
-        return f"in {f['overlapped_by']}"
-    if not f.get("combined_s"):
+    if f.overlapped_by:
+        return f"in {f.overlapped_by}"
+    if not f.combined_s:
         return "-"
-    return format_seconds(f["combined_s"])
+    return format_seconds(f.combined_s)
 
 
-def layer_text(perf: dict) -> str:
+def layer_text(perf) -> str:
     """'at MPI-IO (MPI-IO 11.7 min, POSIX 4.7 min alone)': the layer the I/O time is measured at."""
-    layers = perf.get("layers") or {}
-    alone = ", ".join(f"{k} {format_seconds(v['io_time_s'])}" for k, v in layers.items())
-    return f"at {perf['io_time_layer']}" + (f" (each layer alone: {alone})" if len(layers) > 1 else "")
+    layers = perf.layers
+    alone = ", ".join(f"{k} {format_seconds(v.io_time_s)}" for k, v in layers.items())
+    return f"at {perf.io_time_layer}" + (f" (each layer alone: {alone})" if len(layers) > 1 else "")
 
 
 def _n(x) -> str:

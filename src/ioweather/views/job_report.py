@@ -41,39 +41,39 @@ _TIMES = (("read_time_s", "read", "#4c78a8"), ("write_time_s", "write", "#f58518
           ("meta_time_s", "metadata", "#54a24b"))
 
 
-def io_time_plot(rep: dict) -> str:
+def io_time_plot(rep) -> str:
     """One group of bars per layer, side by side: a layer's time includes the layers under it
     (MPI-IO time contains the POSIX time it causes), so they are never stacked or added."""
-    mods = [m for m, it in rep["interfaces"].items() if any(it.get(k) for k, _l, _c in _TIMES)]
+    mods = [m for m, it in rep.interfaces.items() if any(getattr(it, k) for k, _l, _c in _TIMES)]
     if not mods:
         return ""
     labels = [m if m in ("POSIX", "STDIO") else f"{m}\n(includes its POSIX time)" for m in mods]
-    series = [(label, color, [rep["interfaces"][m].get(key) or 0.0 for m in mods]) for key, label, color in _TIMES]
+    series = [(label, color, [getattr(rep.interfaces[m], key) or 0.0 for m in mods]) for key, label, color in _TIMES]
     title = "I/O time by interface, layers side by side (never added up)"
     return _figure(title, charts.hbars(labels, series, format_seconds, "cumulative time over all ranks", title))
 
 
-def access_size_plot(rep: dict) -> str:
-    acc = rep["access"]
-    if not acc["read_histogram"]:
+def access_size_plot(rep) -> str:
+    acc = rep.access
+    if not acc.read_histogram:
         return ""
-    bins = list(acc["read_histogram"])
-    series = [("read", "#4c78a8", [acc["read_histogram"][b] for b in bins]),
-              ("write", "#f58518", [acc["write_histogram"][b] for b in bins])]
+    bins = list(acc.read_histogram)
+    series = [("read", "#4c78a8", [acc.read_histogram[b] for b in bins]),
+              ("write", "#f58518", [acc.write_histogram[b] for b in bins])]
     title = "POSIX access sizes (bytes)"
     return _figure(title, charts.vbars([b.replace("_", "–") for b in bins], series, charts.plain,
                                        "POSIX operations", title))
 
 
-def sharing_plot(rep: dict) -> str:
-    sh = rep["sharing"]
+def sharing_plot(rep) -> str:
+    sh = rep.sharing
     kinds = ("unique", "shared", "partially_shared")
-    if not any(sh[k] for k in kinds):
+    if not any(getattr(sh, k) for k in kinds):
         return ""
     labels = ["unique N:N", "shared N:1", "partial N:M"]
-    files = charts.vbars(labels, [("files", "#72b7b2", [sh[k] for k in kinds])], charts.plain, "files", "files",
+    files = charts.vbars(labels, [("files", "#72b7b2", [getattr(sh, k) for k in kinds])], charts.plain, "files", "files",
                          width=300, height=220)
-    moved = charts.vbars(labels, [("bytes moved", "#b279a2", [sh[f"{k}_bytes"] for k in kinds])], format_bytes,
+    moved = charts.vbars(labels, [("bytes moved", "#b279a2", [getattr(sh, f"{k}_bytes") for k in kinds])], format_bytes,
                          "bytes moved", "bytes moved", width=300, height=220)
     return _figure("file sharing (POSIX + STDIO)", files + moved)
 
@@ -105,14 +105,18 @@ def dxt_timeline_plot(dxt: dict) -> str:
                                           format_seconds, title))
 
 
-def render_job_html(rep: dict, per_rank=None, dxt: dict | None = None, source: str = "",
+def render_job_html(rep, top_files: list[dict], per_rank=None, dxt: dict | None = None, source: str = "",
                     per_rank_how: str = "own files; shared files are not split per rank",
                     damaged: dict | None = None) -> str:
+    """`job LOG --html` of its `JobReport` (services/jobs/answer.py) and the files that moved the most
+    (name, module, sharing, bytes)."""
     plots = [Markup(p) for p in (io_time_plot(rep), access_size_plot(rep), sharing_plot(rep),
                                  per_rank_plot(per_rank, per_rank_how), dxt_timeline_plot(dxt or {})) if p]
-    findings = [{**f, "cost": cost_text(f), "combined": combined_text(f), "fix": f.get("fix")} for f in rep["findings"]]
-    mounts = [{**m, "lustre": lustre_text(m.get("lustre"))} for m in rep["mounts"]]
-    layer = layer_text(rep["perf"]) if rep["perf"].get("io_time_layer") else ""
-    return render("job_report.html", rep=rep, j=rep["job"], perf=rep["perf"], tot=rep["totals"], source=source, layer=layer,
-                  css=Markup(CSS), findings=findings, mounts=mounts, plots=plots,
+    findings = [{"level": f.level, "code": f.code, "message": f.message, "cost": cost_text(f),
+                 "combined": combined_text(f), "fix": f.fix} for f in rep.findings]
+    mounts = [{"mount": m.mount, "fs_type": m.fs_type, "files": m.files, "bytes_read": m.bytes_read,
+               "bytes_written": m.bytes_written, "lustre": lustre_text(m.lustre)} for m in rep.mounts]
+    layer = layer_text(rep.perf) if rep.perf.io_time_layer else ""
+    return render("job_report.html", rep=rep, j=rep.job, perf=rep.perf, tot=rep.totals, source=source, layer=layer,
+                  css=Markup(CSS), findings=findings, mounts=mounts, plots=plots, top_files=top_files,
                   damaged=list((damaged or {}).items())) + "\n"

@@ -14,12 +14,13 @@ def _rate(bps) -> str:
     return "-" if bps is None else f"{format_bytes(bps)}/s"
 
 
-def print_job_list(rows: list[dict]) -> None:
-    shown = [{**r, "id": r["id"][:16], "start": (r["start"] or "-")[:19].replace("T", " "),
-              "who": r["user"] or ("-" if r["uid"] is None else str(r["uid"])),
-              "runtime": "-" if r["runtime_s"] is None else format_seconds(r["runtime_s"]),
-              "read": _b(r["read_bytes"]), "written": _b(r["write_bytes"]), "rate": _rate(r["bps"]),
-              "level": r["level"] or "-"} for r in rows]
+def print_job_list(rows) -> None:
+    """`jobs list`: its `JobRow`s (services/jobs/darshan.py)."""
+    shown = [{"id": r.id[:16], "jobid": r.jobid, "start": (r.start or "-")[:19].replace("T", " "), "who": r.user,
+              "exe": r.exe, "nprocs": r.nprocs,
+              "runtime": "-" if r.runtime_s is None else format_seconds(r.runtime_s),
+              "read": _b(r.bytes_read), "written": _b(r.bytes_written),
+              "rate": _rate(None if r.mibps is None else r.mibps * (1 << 20)), "level": r.level or "-"} for r in rows]
     print_table(shown, [("id", "id"), ("jobid", "job id"), ("start", "start (UTC)"), ("who", "user"),
                         ("exe", "exe"), ("nprocs", "procs"), ("runtime", "runtime"), ("read", "read"),
                         ("written", "written"), ("rate", "I/O rate"), ("level", "level")],

@@ -13,12 +13,14 @@ The detector and its penalty are stats/changepoints.py's.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
 from itertools import chain
 import shlex
 import threading
 
 import numpy as np
 
+from ioweather.encoding import Answer
 from ioweather.errors import UserError
 from ioweather.services.runtime.defaults import CHANGE_KINDS as KINDS
 from ioweather.services.bench.runs import runs_table
@@ -159,14 +161,50 @@ def _pooled(items, args, workers: int) -> Iterator[tuple]:
             yield name_, times_, stat_, fut.result()
 
 
+@dataclass(frozen=True)
+class Change:
+    """One change point: where the level of `series` (its `statistic`) went from `level_before` to
+    `level_after` (`factor` = after / before), `time` the first interval of the new level (ISO 8601 UTC)."""
+
+    series: str
+    statistic: str
+    time: str
+    level_before: float
+    level_after: float
+    factor: float
+
+
+@dataclass(frozen=True)
+class SkippedSeries:
+    """A series too short (or too flat) to tell, and why."""
+
+    series: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Changes(Answer):
+    """`ioweather changes`: every change point of the series examined in [since, until), by time then
+    series; the search's penalty and shortest level; the series skipped, with their reason."""
+
+    since: str
+    until: str
+    series_examined: int
+    penalty_per_log_n: float
+    min_segment: int
+    changes: list[Change]
+    skipped: list[SkippedSeries]
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "changes": [asdict(c) for c in self.changes],
+                "skipped": [asdict(s) for s in self.skipped]}
+
+
 def detect(store, settings, since_ns: int, until_ns: int, *, kinds=KINDS, target: str | None = None,
            series: str | None = None, penalty_per_log_n: float = PENALTY_PER_LOG_N,
-           min_segment: int = MIN_SEGMENT, workers: int | None = None) -> dict:
-    """{"changes": [...], "skipped": [...]} for every series of `kinds` in [since, until).
-
-    A change: series, statistic, time (ISO, the first interval of the new level), level_before,
-    level_after, factor. A series too short to tell is listed in `skipped` with the reason.
-    """
+           min_segment: int = MIN_SEGMENT, workers: int | None = None) -> Changes:
+    """The change points of every series of `kinds` in [since, until) (a series too short to tell is
+    `skipped`, with the reason)."""
     unknown = [k for k in kinds if k not in _SOURCES]
     if unknown:
         raise UserError(f"unknown series kind {', '.join(unknown)}; choose from {', '.join(KINDS)}")
@@ -177,14 +215,12 @@ def detect(store, settings, since_ns: int, until_ns: int, *, kinds=KINDS, target
                                            workers=workers):
         looked += 1
         if isinstance(found, str):
-            skipped.append({"series": name, "reason": found})
+            skipped.append(SkippedSeries(name, found))
             continue
         for c in found:
-            changes.append({"series": name, "statistic": stat, "time": ns_to_iso(int(times[c.index])),
-                            "level_before": c.level_before, "level_after": c.level_after, "factor": c.factor})
-    return {"since": ns_to_iso(since_ns), "until": ns_to_iso(until_ns), "series_examined": looked,
-            "penalty_per_log_n": penalty_per_log_n, "min_segment": min_segment,
-            "changes": sorted(changes, key=lambda c: (c["time"], c["series"])), "skipped": skipped}
+            changes.append(Change(name, stat, ns_to_iso(int(times[c.index])), c.level_before, c.level_after, c.factor))
+    return Changes(ns_to_iso(since_ns), ns_to_iso(until_ns), looked, penalty_per_log_n, min_segment,
+                   sorted(changes, key=lambda c: (c.time, c.series)), skipped)
 
 
 #: The span over which the pages look for the probe's level changes: a level is told from what
@@ -193,8 +229,47 @@ def detect(store, settings, since_ns: int, until_ns: int, *, kinds=KINDS, target
 PAGE_CONTEXT_S = 30 * 86400
 
 
+@dataclass(frozen=True)
+class ProbeMark:
+    """A probe level change marked on the Timeline and History pages (a `Change` of `probe:target:op`)."""
+
+    series: str
+    target: str
+    op: str
+    statistic: str
+    time: str
+    level_before: float
+    level_after: float
+    factor: float
+
+
+@dataclass(frozen=True)
+class SkippedProbeSeries:
+    target: str
+    op: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ProbeMarks(Answer):
+    """/api/timeline/changes and /api/history/changes: the probe's level changes in a page's window,
+    searched over [since, until); `command` the `ioweather changes` line that finds the same changes."""
+
+    since: str
+    until: str
+    penalty_per_log_n: float
+    min_segment: int
+    command: str
+    points: list[ProbeMark]
+    skipped: list[SkippedProbeSeries]
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "points": [asdict(p) for p in self.points],
+                "skipped": [asdict(s) for s in self.skipped]}
+
+
 def probe_marks(cache, targets, since_ns: int, until_ns: int, now_ns: int, *,
-                context_s: int = PAGE_CONTEXT_S) -> dict:
+                context_s: int = PAGE_CONTEXT_S) -> ProbeMarks:
     """The probe's level changes that start inside [since, until), per target and op, for the marks
     of the timeline and history pages; `cache` is the page's ProbeCache (its rollups are reused).
 
@@ -211,19 +286,17 @@ def probe_marks(cache, targets, since_ns: int, until_ns: int, now_ns: int, *,
     for name, times, stat, found in search(_probe_items(cache, targets, start, end), workers=1):
         target, op = by_name[name]
         if isinstance(found, str):
-            skipped.append({"target": target, "op": op, "reason": found})
+            skipped.append(SkippedProbeSeries(target, op, found))
             continue
         for c in found:
             at = int(times[c.index])
             if at + step > since_ns and at < until_ns:  # the interval of the new level meets the window
-                points.append({"series": name, "target": target, "op": op, "statistic": stat,
-                               "time": ns_to_iso(at), "level_before": c.level_before,
-                               "level_after": c.level_after, "factor": c.factor})
+                points.append(ProbeMark(name, target, op, stat, ns_to_iso(at), c.level_before, c.level_after,
+                                        c.factor))
     one = f" --target {shlex.quote(targets[0])}" if len(targets) == 1 else ""
-    return {"since": ns_to_iso(start), "until": ns_to_iso(end), "penalty_per_log_n": PENALTY_PER_LOG_N,
-            "min_segment": MIN_SEGMENT,
-            "command": f"ioweather changes --kind probe{one} --since {ns_to_iso(start)} --until {ns_to_iso(end)}",
-            "points": sorted(points, key=lambda p: (p["time"], p["target"], p["op"])), "skipped": skipped}
+    return ProbeMarks(ns_to_iso(start), ns_to_iso(end), PENALTY_PER_LOG_N, MIN_SEGMENT,
+                      f"ioweather changes --kind probe{one} --since {ns_to_iso(start)} --until {ns_to_iso(end)}",
+                      sorted(points, key=lambda p: (p.time, p.target, p.op)), skipped)
 
 
 def _ops() -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """`ioweather job diff BEFORE AFTER`: what changed between two runs of a job, costed (docs/darshan.md, "Two runs").
 
-Each side is read as `ioweather job` reads it (in a child process, `darshan_job.job_outputs`). The change of
+Each side is read as `ioweather job` reads it (in a child process, `jobs.darshan_child.job_outputs`). The change of
 I/O time (after − before) is set against the findings' costs: a finding's `combined_s` (its saving once the
 findings before it are taken, never counting one second twice) that appeared, vanished or changed is a
 cause, with `change_s` = after − before. `explained_s` is the part of the I/O-time change those causes
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import UserError
+from ioweather.services.jobs.answer import Finding, JobReport
 from ioweather.units import format_bytes, format_seconds
 
 #: A counter moved when it changed by more than this share of the larger of its two values.
@@ -88,10 +89,14 @@ class JobDiff(Answer):
         return {**answer_dict(self), "causes": [answer_dict(c) for c in self.causes]}
 
 
-def _get(d: dict, path: str):
-    for k in path.split("."):
-        d = d.get(k) if isinstance(d, dict) else None
-    return d
+def _get(rep: JobReport, path: str):
+    """The counter at `path` (a name of COUNTERS, or interfaces.MODULE.counter) of a report; None without it."""
+    head, _, rest = path.partition(".")
+    if head == "interfaces":
+        mod, _, counter = rest.rpartition(".")
+        it = rep.interfaces.get(mod)
+        return None if it is None else getattr(it, counter)
+    return getattr(getattr(rep, head), rest)
 
 
 def _resolve(settings, ident: str) -> tuple[str, bool]:
@@ -120,36 +125,36 @@ def _resolve(settings, ident: str) -> tuple[str, bool]:
     return path, True
 
 
-def _side(ident: str, path: str, rep: dict) -> DiffSide:
-    return DiffSide(ident=ident, path=path, io_time_s=float(rep["perf"]["io_time_s"] or 0.0),
-                    runtime_s=float(rep["job"]["runtime_s"] or 0.0), nprocs=int(rep["job"]["nprocs"] or 1),
-                    exe=rep["job"].get("exe"), verdict=rep["verdict"])
+def _side(ident: str, path: str, rep: JobReport) -> DiffSide:
+    return DiffSide(ident=ident, path=path, io_time_s=float(rep.perf.io_time_s or 0.0),
+                    runtime_s=float(rep.job.runtime_s or 0.0), nprocs=int(rep.job.nprocs or 1),
+                    exe=rep.job.exe, verdict=rep.verdict)
 
 
-def finding_causes(before: list[dict], after: list[dict]) -> list[DiffCause]:
+def finding_causes(before: list[Finding], after: list[Finding]) -> list[DiffCause]:
     """The findings whose saving (`combined_s`) differs between the runs, largest change first."""
     def costs(fs):
-        return {f["code"]: f for f in fs if (f.get("combined_s") or 0) > 0}
+        return {f.code: f for f in fs if (f.combined_s or 0) > 0}
 
     b, a = costs(before), costs(after)
     out = []
     for code in sorted(set(b) | set(a)):
-        cb, ca = (b[code]["combined_s"] if code in b else 0.0), (a[code]["combined_s"] if code in a else 0.0)
+        cb, ca = (b[code].combined_s if code in b else 0.0), (a[code].combined_s if code in a else 0.0)
         if abs(ca - cb) <= 0:
             continue
         f = a.get(code) or b[code]
         what = ("appeared" if code not in b else "vanished" if code not in a else "changed")
         out.append(DiffCause(kind="finding", code=code, change_s=ca - cb, before=cb, after=ca,
                              message=f"{code} {what} ({format_seconds(cb)} → {format_seconds(ca)}): "
-                                     f"{f.get('action') or f['message']}"))
+                                     f"{f.action or f.message}"))
     out.sort(key=lambda c: -abs(c.change_s))
     return out
 
 
-def counter_causes(before: dict, after: dict) -> list[DiffCause]:
+def counter_causes(before: JobReport, after: JobReport) -> list[DiffCause]:
     """The counters of `COUNTERS` that moved by more than `MOVED`."""
     out = []
-    mods = sorted(set(before.get("interfaces", {})) | set(after.get("interfaces", {})))
+    mods = sorted(set(before.interfaces) | set(after.interfaces))
     rows = list(COUNTERS) + [(f"interfaces.{m}.{k}", f"{m} {what}", "count") for m in mods
                              for k, what in INTERFACE_COUNTERS]
     for path, what, unit in rows:
@@ -168,11 +173,11 @@ def explained(change_s: float, causes: list[DiffCause]) -> float:
     return max(-abs(change_s), min(abs(change_s), same)) if change_s < 0 else min(change_s, same)
 
 
-def diff_reports(before: DiffSide, rep_b: dict, after: DiffSide, rep_a: dict,
+def diff_reports(before: DiffSide, rep_b: JobReport, after: DiffSide, rep_a: JobReport,
                  system: SystemShare | None = None, notes: list[str] | None = None) -> JobDiff:
     """The diff of two `job` reports (pure: the tests give it reports of real logs)."""
     change = after.io_time_s - before.io_time_s
-    causes = finding_causes(rep_b.get("findings", []), rep_a.get("findings", []))
+    causes = finding_causes(rep_b.findings, rep_a.findings)
     moved = counter_causes(rep_b, rep_a)
     # the same program, processes and requests: what changed is not the code
     same = not moved and (before.exe or "").split(" ")[0] == (after.exe or "").split(" ")[0]

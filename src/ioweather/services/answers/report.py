@@ -101,9 +101,9 @@ def _changes(store, settings, since, until) -> dict:
         return {"available": False, "reason": "change points: not available (no store)", "points": []}
     found = detect(store, settings, to_ns(since), to_ns(until))
     return {"available": True, "reason": None,
-            "points": [{"series": c["series"], "time": c["time"], "before": c["level_before"],
-                        "after": c["level_after"], "factor": c["factor"]} for c in found["changes"]],
-            "skipped": len(found.get("skipped", []))}
+            "points": [{"series": c.series, "time": c.time, "before": c.level_before,
+                        "after": c.level_after, "factor": c.factor} for c in found.changes],
+            "skipped": len(found.skipped)}
 
 
 def _bench(store, fs: str, until_ns: int) -> list[dict] | None:

@@ -90,7 +90,7 @@ def _ioweather(log: str) -> tuple[list[str], str | None]:
     from ioweather.services.jobs.darshan_child import job_outputs
 
     rep, _ = job_outputs(log)
-    return [f["code"] for f in rep["findings"] if f["level"] in ALARMS], rep["verdict"]
+    return [f.code for f in rep.findings if f.level in ALARMS], rep.verdict
 
 
 def drishti_python(cache: Path) -> Path:

@@ -30,7 +30,7 @@ def _window(ctx: WebContext, q: Query) -> tuple[list[str], str | None, int, int,
 def history_changes(ctx: WebContext, params) -> dict:
     """/api/history/changes: the level changes of the page's window, marked on its heatmaps once they arrive."""
     targets, one, now_ns, since, until = _window(ctx, Query(params, PARAMS))
-    return probe_marks(ctx.cache, [one] if one else targets, since, until, now_ns)
+    return probe_marks(ctx.cache, [one] if one else targets, since, until, now_ns).to_json()
 
 
 def history_data(ctx: WebContext, params) -> dict:

@@ -32,7 +32,7 @@ def _window(ctx: WebContext, q: Query) -> tuple[list[str], str, int, int, int]:
 def timeline_changes(ctx: WebContext, params) -> dict:
     """/api/timeline/changes: the level changes of the page's window, marked on its plot once they arrive."""
     _, target, now_ns, since, until = _window(ctx, Query(params, PARAMS))
-    return probe_marks(ctx.cache, [target], since, until, now_ns)
+    return probe_marks(ctx.cache, [target], since, until, now_ns).to_json()
 
 
 def timeline_data(ctx: WebContext, params) -> dict:

@@ -1,0 +1,178 @@
+"""No public function in services/ returns a dict or a list of dicts (issue 37 item 1): an answer is a
+dataclass typed to its leaves, and its `to_json()` is the one place it becomes JSON.
+
+Read from the AST of every module under services/: a public function or method (of a public class) must
+not be annotated to return `dict`, `dict | None`, `dict[str, object]`, a list or tuple of dicts; nor, without an
+annotation, return a dict literal or a list of them. Allowed: a typed lookup table `dict[K, V]` whose values
+are a type (`dict[str, np.ndarray]` columns, `dict[str, Weather]` answers by id, `dict[str, str]`), and the
+methods that render an answer (`to_json`, `raw`, `answer_json`). What still breaks the rule is NOT_YET_TYPED,
+each with its reason; an entry that no longer breaks it fails the test until it is taken out.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SERVICES = Path(__file__).resolve().parents[1] / "src" / "ioweather" / "services"
+RENDERING = {"to_json", "raw", "answer_json"}
+UNTYPED_VALUES = {"dict", "object", "Any", "typing.Any"}
+
+NOT_YET_TYPED = {
+    # the jobs domain, outside this branch's files
+    "jobs/report.py:job_report": "services/answers/why.py (the why helper's branch) reads its dicts; "
+                                 "job_answer is its typed form (JobReport)",
+    "jobs/ingest.py:job_row": "the store's row of a job (columns by name), written by the ingest branch",
+    "jobs/ingest.py:ingest": "`jobs ingest --json`'s counts: the ingest branch",
+    "jobs/scheduler.py:import_jobs": "`import slurm` counts, printed by telemetry's import table",
+    "jobs/weather.py:Job.amounts": "a job's amounts per metric, read by the weather's own math",
+    "jobs/weather.py:fs_of": "a job's file systems with their evidence, for why (the why helper's)",
+    "jobs/weather.py:read_day": "a day's telemetry columns by name for the weather's math",
+    "jobs/weather.py:refresh_all": "counts of `umami --refresh`: the probe helper types umami",
+    "jobs/weather.py:after_import": "counts after `import`: services/answers/imports.py types them",
+    # the probe domain: the probe helper's branch
+    "probe/cache.py:ProbeCache.latest_run": "typed by the probe helper",
+    "probe/pieces.py:build": "typed by the probe helper",
+    "probe/run.py:init_probe": "typed by the probe helper",
+    "probe/slowdown.py:interval_rows": "typed by the probe helper",
+    "probe/slowdown.py:compute_slowdown": "typed by the probe helper",
+    "probe/slowdown.py:compute_slowdown_full": "typed by the probe helper",
+    "probe/slowdown.py:check_states": "typed by the probe helper",
+    "probe/status.py:target_status": "typed by the probe helper",
+    "probe/targets.py:list_targets": "typed by the probe helper",
+    "probe/targets.py:retire": "typed by the probe helper",
+    "probe/targets.py:purge": "typed by the probe helper",
+    "probe/slowdown.py:load_window": "typed by the probe helper: (target, columns) pairs",
+    "probe/slowdown.py:run_check": "typed by the probe helper: (exit code, state, rows)",
+    # services/answers/why.py: the why helper's branch
+    "answers/why.py:probe_cost": "typed by the why helper: (seconds, the cost's evidence)",
+    # other answers and domains, not this branch's
+    "answers/events.py:compute": "events: a document of events and costs",
+    "answers/events.py:cost_summary": "events: a document of costs",
+    "answers/factors.py:density_options": "factors (the probe helper's commands)",
+    "answers/factors.py:save_models": "factors (the probe helper's commands)",
+    "answers/imports.py:import_sources": "`import --json`'s summary",
+    "answers/umami.py:job_panel": "the job page's umami panel (the probe helper types umami)",
+    "bench/iomodel.py:summarize": "io-model rows",
+    "bench/iomodel.py:run_plan": "`iomodel run --json`",
+    "bench/runs.py:run": "`bench run --json`",
+    "bench/runs.py:submit": "`bench submit --json`",
+    "bench/runs.py:import_files": "`bench import --json`",
+    "bench/runs.py:summary": "bench rows, typed as BenchSummary's rows are not yet",
+    "bench/runs.py:gauges": "the /metrics gauges",
+    "bench/runs.py:run_window": "a benchmark run's window",
+    "content/fsstats.py:compare": "`fsstats diff`: the growth with both snapshots' documents",
+    "content/fsstats.py:snapshot_by_id": "a stored snapshot document (JSON on disk)",
+    "content/fsstats.py:load_snapshot": "a stored snapshot document (JSON on disk)",
+    "content/fsstats.py:stored_snapshots": "`fsstats list` rows",
+    "content/fsstats.py:snapshot_listing": "`fsstats list` rows",
+    "content/fsstats.py:snapshot_cdfs": "the Contents page's CDFs",
+    "content/fsstats.py:snapshot_highlights": "the Contents page's highlights",
+    "runtime/fs_names.py:job_fs": "a job's file system with its evidence",
+    "runtime/retention.py:plan": "`store prune` rows",
+    "runtime/retention.py:prune": "`store prune` rows",
+    "runtime/distributed.py:parse_spec": "a Dask cluster spec's (kind, options): a parser's result",
+    "runtime/server.py:log_config": "uvicorn's logging configuration (its format is a dict)",
+    "telemetry/collect.py:live_sources": "`collect` sources",
+    "telemetry/collect.py:run_collect": "`collect --json`'s summary",
+    "telemetry/collector.py:Collector.read_state": "the collector's state file",
+    "telemetry/collector.py:Collector.take": "the collector's samples and state",
+    "telemetry/fsview.py:target_series": "a target's series for the fs pages",
+    "telemetry/fsview.py:lctl_state": "Lustre parameters as read",
+    "telemetry/fsview.py:brw_distributions": "Lustre brw_stats histograms",
+    "telemetry/fsview.py:lustre_state": "Lustre parameters as read",
+    "telemetry/fsview.py:job_links": "a job's links (a dict literal)",
+    "telemetry/imports.py:import_one": "`import` of one source",
+    "telemetry/imports.py:import_sources": "`import --json`'s summary",
+}
+
+
+def _untyped(node: ast.expr) -> bool:
+    """Whether a return annotation is a dict document, or a list or tuple of them."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):  # a string annotation
+        node = ast.parse(node.value, mode="eval").body
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _untyped(node.left) or _untyped(node.right)
+    if isinstance(node, ast.Name):
+        return node.id in ("dict", "Dict")
+    if isinstance(node, ast.Subscript):
+        head = ast.unparse(node.value)
+        args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if head in ("dict", "Dict"):
+            return ast.unparse(args[-1]) in UNTYPED_VALUES or _untyped(args[-1]) and ast.unparse(args[-1]) == "dict"
+        if head in ("list", "List", "tuple", "Tuple", "Iterator", "Iterable"):
+            return any(_untyped(a) for a in args if not (isinstance(a, ast.Constant) and a.value is Ellipsis))
+    return False
+
+
+def _returns_dict_literal(fn: ast.FunctionDef) -> bool:
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Return) and n.value is not None:
+            v = n.value
+            if isinstance(v, (ast.Dict, ast.DictComp)):
+                return True
+            if isinstance(v, ast.ListComp) and isinstance(v.elt, (ast.Dict, ast.DictComp)):
+                return True
+    return False
+
+
+def dict_returning(source: str) -> list[str]:
+    """The public functions and methods of a module's source that return a dict or a list of dicts."""
+    out = []
+    for node in ast.parse(source).body:
+        items = [(node, "")] if isinstance(node, ast.FunctionDef) else []
+        if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+            items = [(m, f"{node.name}.") for m in node.body if isinstance(m, ast.FunctionDef)]
+        for fn, owner in items:
+            if fn.name.startswith("_") or (owner and fn.name in RENDERING):
+                continue
+            if (fn.returns is not None and _untyped(fn.returns)) or (fn.returns is None and _returns_dict_literal(fn)):
+                out.append(owner + fn.name)
+    return out
+
+
+def _found() -> set[str]:
+    return {f"{p.relative_to(SERVICES).as_posix()}:{name}" for p in sorted(SERVICES.rglob("*.py"))
+            for name in dict_returning(p.read_text(encoding="utf-8"))}
+
+
+def test_no_public_service_returns_a_dict():
+    found = _found()
+    assert len(list(SERVICES.rglob("*.py"))) > 40  # the walk reached the domains
+    new = found - set(NOT_YET_TYPED)
+    assert not new, f"public services returning dicts (return a dataclass, or list it with its reason): {sorted(new)}"
+    typed_since = set(NOT_YET_TYPED) - found
+    assert not typed_since, f"typed now: take {sorted(typed_since)} out of NOT_YET_TYPED"
+
+
+def test_the_jobs_and_changes_answers_are_typed():
+    """This branch's part: `job`, `jobs list`, the Jobs page, `changes` and the probe marks, `job diff`."""
+    found = _found()
+    for module in ("jobs/darshan.py", "jobs/darshan_child.py", "jobs/answer.py", "answers/changes.py",
+                   "answers/report.py", "answers/job_diff.py"):
+        assert not {f for f in found if f.startswith(module + ":")}, module
+    assert {f for f in found if f.startswith("jobs/report.py:")} == {"jobs/report.py:job_report"}
+
+
+def test_the_check_finds_planted_dicts():
+    planted = '''
+def a() -> dict: ...
+def b() -> list[dict]: ...
+def c() -> dict[str, object]: ...
+def d() -> tuple[dict, int]: ...
+def e() -> "dict | None": ...
+def f():
+    return {"x": 1}
+def g():
+    return [{"x": i} for i in range(3)]
+def _private() -> dict: ...
+def columns() -> dict[str, np.ndarray]: ...
+def answers() -> dict[str, Weather]: ...
+def typed() -> Answer: ...
+class Thing:
+    def to_json(self) -> dict: ...
+    def rows(self) -> list[dict]: ...
+class _Hidden:
+    def rows(self) -> list[dict]: ...
+'''
+    assert dict_returning(planted) == ["a", "b", "c", "d", "e", "f", "g", "Thing.rows"]
