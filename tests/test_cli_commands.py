@@ -94,15 +94,9 @@ def test_the_top_level_help_imports_no_command(tmp_path):
 #: leaves this table, so the table only shrinks.
 JSON_NOT_YET_TYPED = {
     # services/probe/* and these commands: the probe helper's branch (issue 37 item 1, the probe domain)
-    "probe init": "typed by the probe helper: init_probe returns a dict",
-    "probe archive": "typed by the probe helper: the command builds {'archived_samples': n}",
-    "probe stats": "typed by the probe helper: the interval rows are dicts",
-    "probe targets": "typed by the probe helper: list_targets returns a list of dicts",
-    "probe retire": "typed by the probe helper: the command builds its own documents",
     "factors density": "typed by the probe helper: a helper prints as_dict() and a list built in the command",
     "factors fit": "typed by the probe helper: a helper prints the fit's document",
     "factors classify": "typed by the probe helper: a helper builds {n, classes, experiments}",
-    "correlations": "typed by the probe helper (commands/umami.py): the rows are picked key by key",
     # other domains, not this branch's (jobs and changes)
     "jobs ingest": "services/jobs/ingest.py (the ingest branch): ingest returns a dict of counts, "
                    "printed by a helper",

@@ -544,7 +544,7 @@ def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> 
     fc = forecast(settings, fs, until_ns)
     fs_doc = _fs_fullness(m, data_rows, fc)
     latest = _latest(m, full, targets)
-    fs_doc["now"] = latest_fullness(latest)
+    fs_doc["now"] = _latest_fullness(latest)
     fullest = sorted((r for r in latest if is_data_target(r["target"]) and r["fullness"] is not None),
                      key=lambda r: -r["fullness"])[:top]
     for r in latest:
@@ -603,7 +603,7 @@ def _carried(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def latest_fullness(latest: list[dict]) -> dict | None:
+def _latest_fullness(latest: list[dict]) -> dict | None:
     """The file system now, from each data target's latest reading (`Capacity.targets`): used and room
     bytes (available, else free) and fullness = used / (used + room). The Capacity page's "now" and last
     point, `report`'s fullness and /api say this one number."""
