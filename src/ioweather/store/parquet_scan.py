@@ -20,6 +20,7 @@ _lock = threading.Lock()
 #: the process's DuckDB databases, one per thread count, and the process they were opened in
 _shared: dict[int, object] = {}
 _pid: list[int] = [0]
+_inherited: list = []
 
 
 def connect_duckdb(threads: int | None = None, shared: bool = True):
@@ -40,6 +41,9 @@ def connect_duckdb(threads: int | None = None, shared: bool = True):
     key = int(threads or 0)
     with _lock:
         if _pid[0] != os.getpid():
+            # never closed nor freed here: a database's teardown in a forked child crashes (its threads
+            # are the parent's)
+            _inherited.extend(_shared.values())
             _shared.clear()
             _pid[0] = os.getpid()
         db = _shared.get(key)
