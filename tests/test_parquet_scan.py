@@ -1,4 +1,4 @@
-"""store/parquet_scan.connect_duckdb: one DuckDB database per process and thread count, a connection
+"""store/parquet_scan.connect_duckdb: one DuckDB database per process, thread count and options, a connection
 per read (issue 40: each read opened its own database, 30–120 ms apiece). What sharing must not
 change: a file rewritten in place is read anew, a connection's temporary tables are its own, threads
 read at once, a forked child does not use its parent's database."""
@@ -35,20 +35,19 @@ def test_connections_share_one_database_per_thread_count_and_read_a_rewritten_fi
     finally:
         a.close()
         b.close()
-    assert ps._shared.keys() >= {1}
-    one = ps._shared[1]
+    one = ps._shared[(1, ())]
     c = ps.connect_duckdb(threads=1)
     c.close()
-    assert ps._shared[1] is one  # closing a connection leaves the database open for the next read
-    own = ps.connect_duckdb(threads=1, shared=False)
+    assert ps._shared[(1, ())] is one  # closing a connection leaves the database open for the next read
+    # database-wide options are a database's own: a reader that names them gets that database
+    limited = ps.connect_duckdb(threads=1, options={"memory_limit": "123MB"})
+    plain = ps.connect_duckdb(threads=1)
     try:
-        own.execute("SET memory_limit = '123MB'")  # a database-wide option stays in that database
-        shared = ps.connect_duckdb(threads=1)
-        assert shared.execute("SELECT current_setting('memory_limit')").fetchone() != \
-            own.execute("SELECT current_setting('memory_limit')").fetchone()
-        shared.close()
+        assert limited.execute("SELECT current_setting('memory_limit')").fetchone() == ("117.3 MiB",)
+        assert plain.execute("SELECT current_setting('memory_limit')").fetchone() != ("117.3 MiB",)
     finally:
-        own.close()
+        limited.close()
+        plain.close()
 
 
 def test_threads_read_at_once_each_with_its_connection(tmp_path):
@@ -82,14 +81,14 @@ def test_a_forked_child_opens_its_own_database(tmp_path):
     f = tmp_path / "a.parquet"
     _write(f, [1, 2, 3])
     ps.connect_duckdb().close()
-    parent = ps._shared[0]
+    parent = ps._shared[(0, ())]
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: a fresh database, and the read works
         ok = 0
         try:
             con = ps.connect_duckdb()
-            ok = int(ps._shared[0] is not parent and
+            ok = int(ps._shared[(0, ())] is not parent and
                      con.execute(f"SELECT sum(v) FROM {ps.files_scan([f])}").fetchone() == (6,))
         finally:
             os.write(w, str(ok).encode())
@@ -99,4 +98,4 @@ def test_a_forked_child_opens_its_own_database(tmp_path):
     os.waitpid(pid, 0)
     os.close(r)
     assert answer == b"1"
-    assert ps._shared[0] is parent
+    assert ps._shared[(0, ())] is parent

@@ -290,8 +290,9 @@ def test_why_loads_only_what_it_answers_with(stormy):
     """issue 40: the events of one job's window come from the numpy detector, with no workload summary
     (its autocorrelation imported scipy.signal: 0.8 s of the 2.2 s `why` took); no Jinja for a `--json`
     answer (the job report's page); no pyarrow.dataset (the refresh re-read the per-file part of the
-    store's other jobs on every call); one DuckDB database for all its telemetry reads (each opened
-    its own: 30–120 ms apiece, four of them)."""
+    store's other jobs on every call); two DuckDB databases for its four telemetry reads (each opened
+    its own, 30–120 ms apiece; the window's series is read with the workload's memory settings, a
+    database of its own)."""
     import subprocess
     import sys
 
@@ -309,7 +310,7 @@ def test_why_loads_only_what_it_answers_with(stormy):
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                        env=cli_env(home, None))
     assert p.returncode == 0, p.stderr
-    assert p.stdout.strip().splitlines()[-1] == "[] 1"
+    assert p.stdout.strip().splitlines()[-1] == "[] 2"
 
 
 def test_only_the_motifs_jobs_are_read_for_one_answer(stormy):
