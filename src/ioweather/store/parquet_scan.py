@@ -7,7 +7,8 @@ file (telemetry_rollup, telemetry_target_rollups) use them without importing the
 from __future__ import annotations
 
 import os
-import threading
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 
 def files_scan(paths) -> str:
@@ -16,42 +17,49 @@ def files_scan(paths) -> str:
     return f"read_parquet([{quoted}], hive_partitioning = false, union_by_name = true)"
 
 
-_lock = threading.Lock()
-#: the process's DuckDB databases, one per thread count and options, and the process they were opened in
-_shared: dict[tuple, object] = {}
-_pid: list[int] = [0]
-_inherited: list = []
+#: the DuckDB databases of the answer being computed (`one_database`), by (thread count, options),
+#: with the process that opened them; None outside one: each connection its own database
+_answer_dbs: ContextVar[dict | None] = ContextVar("ioweather_duckdb_databases", default=None)
 
 
-def connect_duckdb(threads: int | None = None, shared: bool = True, options: dict | None = None):
+@contextmanager
+def one_database():
+    """Every `connect_duckdb` of this thread inside shares one database per thread count and options,
+    closed at the end. Opening a database takes 30–120 ms and `why` read the telemetry through four;
+    a connection (`cursor()`) takes ~1 ms. Only for one answer: a database kept for a process keeps
+    the memory of its largest query (a 30M-row aggregate: ~1 GB resident after five queries, 67 MB with
+    a database per read), which a long-lived dashboard must not. Threads started inside do not share
+    it (a context variable), so each of the dashboard's threads reads as before."""
+    dbs: dict = {"pid": os.getpid()}
+    token = _answer_dbs.set(dbs)
+    try:
+        yield
+    finally:
+        _answer_dbs.reset(token)
+        for key, db in dbs.items():
+            if key != "pid":
+                db.close()
+
+
+def connect_duckdb(threads: int | None = None, options: dict | None = None):
     """Every DuckDB connection of the store. Without its progress bar: DuckDB draws one on stdout for any
     query over 2 s (a loaded machine, a reader held up by an import), and it broke the `--json` of
-    `workload`, `events` and the dashboard's readers (a CI run's JSONDecodeError).
+    `workload`, `events` and the dashboard's readers (a CI run's JSONDecodeError). `options`: settings
+    of the whole database (memory_limit...), set when it opens.
 
-    A connection (`cursor()`, about 1 ms) to the process's one in-memory database of that thread count
-    and `options` (database-wide settings, e.g. memory_limit, set once when it opens): opening a
-    database takes 30–120 ms, and `why` read the telemetry through four. Each read (each thread) still
-    has its own connection, and its temporary tables and registered tables are its own; DuckDB caches
-    no local file's contents by default (cache_local_files, parquet_metadata_cache), so a file
-    rewritten in place is read anew. `shared=False`: a database of its own. A forked child opens its
-    own (DuckDB's threads do not survive a fork). Whoever sets a database-wide option on a shared
-    connection changes it for every reader: name it in `options` instead."""
+    Inside `one_database`, a connection to that answer's database: each read still has its own
+    connection, temporary and registered tables, and DuckDB caches no local file's contents by default
+    (cache_local_files, parquet_metadata_cache), so a file rewritten in place is read anew. A forked
+    child opens its own (a database's threads do not survive a fork)."""
     import duckdb
 
-    if not shared:
+    dbs = _answer_dbs.get()
+    if dbs is None or dbs["pid"] != os.getpid():
         return _configured(duckdb.connect(), threads, options)
     key = (int(threads or 0), tuple(sorted((options or {}).items())))
-    with _lock:
-        if _pid[0] != os.getpid():
-            # never closed nor freed here: a database's teardown in a forked child crashes (its threads
-            # are the parent's)
-            _inherited.extend(_shared.values())
-            _shared.clear()
-            _pid[0] = os.getpid()
-        db = _shared.get(key)
-        if db is None:
-            db = _shared[key] = _configured(duckdb.connect(), threads, options)
-        con = db.cursor()
+    if key not in dbs:
+        dbs[key] = _configured(duckdb.connect(), threads, options)
+    con = dbs[key].cursor()
     con.execute("SET enable_progress_bar = false")  # a session option: each connection's own
     return con
 
