@@ -244,7 +244,7 @@ def test_umami_of_a_job_with_a_kept_climate_imports_no_scipy(batch):
     settings, store, _raw = batch
     job_weather.refresh_all(store)
     code = ("import json, sys; from ioweather.config import Settings; from ioweather.store import open_store; "
-            "from ioweather.services import umami; "
+            "from ioweather.services.answers import umami; "
             f"d = umami.umami(open_store(Settings.resolve({str(settings.home)!r})), '5006').to_json(); "
             "print(json.dumps({'scipy': any(m.startswith('scipy') for m in sys.modules), "
             "'pandas': 'pandas' in sys.modules, 'doc': d}, default=str))")

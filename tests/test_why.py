@@ -286,23 +286,52 @@ def test_the_job_page_opens_with_the_same_answer(stormy):
         assert answer.verdict.split(" (")[0].replace("'", "&#39;") in page_verdict
 
 
-def test_why_loads_no_scipy(stormy):
+def test_why_loads_only_what_it_answers_with(stormy):
     """issue 40: the events of one job's window come from the numpy detector, with no workload summary
-    (its autocorrelation imported scipy.signal: 0.8 s of the 2.2 s `why` took)."""
+    (its autocorrelation imported scipy.signal: 0.8 s of the 2.2 s `why` took); no Jinja for a `--json`
+    answer (the job report's page); no pyarrow.dataset (the refresh re-read the per-file part of the
+    store's other jobs on every call); two DuckDB databases for its four telemetry reads (each opened
+    its own, 30–120 ms apiece; the window's series is read with the workload's memory settings, a
+    database of its own)."""
     import subprocess
     import sys
 
     home, rep, _log = stormy
     code = ("import contextlib, io, sys\n"
+            "import duckdb\n"
+            "opened, connect = [], duckdb.connect\n"
+            "duckdb.connect = lambda *a, **k: opened.append(1) or connect(*a, **k)\n"
             "from ioweather.cli import cli\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             f"    cli.main(['--home', {str(home)!r}, 'why', {str(rep['job']['jobid'])!r}, '--json'], "
             "prog_name='ioweather', standalone_mode=False)\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))")
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('scipy', 'jinja2')\n"
+            "             or m == 'pyarrow.dataset'), len(opened))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                        env=cli_env(home, None))
     assert p.returncode == 0, p.stderr
-    assert p.stdout.strip().splitlines()[-1] == "[]"
+    assert p.stdout.strip().splitlines()[-1] == "[] 2"
+
+
+def test_only_the_motifs_jobs_are_read_for_one_answer(stormy):
+    """The refresh of one job's answer reads the per-file facts only of new jobs that may be of its
+    motif: the rows' motifs on a named fs are those darshan_jobs finds from the files (reference)."""
+    from ioweather.services.jobs import weather as jw
+    from ioweather.store import jobs as jstore
+
+    home, _rep, _log = stormy
+    store = open_store(Settings.resolve(home, None))
+    try:
+        hashes = set(jstore.load_jobs(store, ["log_hash"])["log_hash"])
+        jobs = jw.darshan_jobs(store, hashes)
+        motifs = {j.motif("theta") for j in jobs}
+        assert len(jobs) == 3 and len(motifs) == 2  # the storm's job; the two logs of another job (one motif)
+        for m in motifs:
+            expected = {j.key[len("darshan:"):] for j in jobs if j.motif("theta") == m}
+            assert jw._maybe_of_motif(store, hashes, "theta", m) == expected
+        assert jw._maybe_of_motif(store, hashes, "theta", "nothing / ? nodes / read / theta") == set()
+    finally:
+        store.dispose()
 
 
 def _probe(store, target: str, directory: str, times_ns, slow_from_ns: int, factor_by_op: dict):

@@ -407,6 +407,21 @@ def load_jobs(store: Store, columns: Iterable[str] | None = None) -> pd.DataFram
     return pd.DataFrame.from_records(data, columns=cols)
 
 
+def rows_of(store: Store, log_hashes: Iterable[str], columns: Sequence[str]) -> list[dict]:
+    """The stored rows of `log_hashes` (those stored), `columns` only, by log_hash: without pandas, for a
+    few jobs among many (load_jobs reads them all into a DataFrame)."""
+    store.require(COMPONENT)
+    hashes = sorted(set(log_hashes))
+    cols = list(dict.fromkeys(["log_hash", *columns]))
+    out: list[dict] = []
+    with store.connect() as conn:
+        # chunks: SQLite limits the variables of one statement
+        for i in range(0, len(hashes), 500):
+            q = sa.select(*[jobs.c[c] for c in cols]).where(jobs.c.log_hash.in_(hashes[i:i + 500]))
+            out.extend(dict(r) for r in conn.execute(q.order_by(jobs.c.log_hash)).mappings())
+    return [{c: r[c] for c in columns} for r in out]
+
+
 def count_failed(store: Store) -> int:
     store.require(COMPONENT)
     with store.connect() as conn:

@@ -32,10 +32,10 @@ DAY_NS = layout.DAY_NS
 _VALID = rollup.VALID
 
 
-def configure(con, memory_limit: str = "4GB") -> None:
-    """Bounded memory (the benchmark's budget is 8 GB RSS) and no ordering work we do not need."""
-    con.execute(f"SET memory_limit = '{memory_limit}'")
-    con.execute("SET preserve_insertion_order = false")
+def options(memory_limit: str = "4GB") -> dict:
+    """Bounded memory (the benchmark's budget is 8 GB RSS) and no ordering work we do not need: the
+    database-wide settings of the workload's reads (parquet_scan.connect_duckdb's `options`)."""
+    return {"memory_limit": memory_limit, "preserve_insertion_order": "false"}
 
 
 def _where(since_ns: int | None, until_ns: int | None, metric: str | None = None) -> str:

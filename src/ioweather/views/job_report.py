@@ -10,13 +10,10 @@ by Jinja's autoescaping.
 from __future__ import annotations
 
 import numpy as np
-from markupsafe import Markup
 
 from ioweather.units import format_bytes, format_seconds
 from ioweather.views import svg_charts as charts
-from ioweather.views.job_console import combined_text, cost_text, layer_text, lustre_text
 from ioweather.views.svg_charts import esc
-from ioweather.views.templating import render
 
 #: At most this many DXT segments are drawn (a uniform sample beyond that) to keep pages fast.
 MAX_TIMELINE_SEGMENTS = 20000
@@ -110,6 +107,13 @@ def render_job_html(rep, top_files: list[dict], per_rank=None, dxt: dict | None 
                     damaged: dict | None = None) -> str:
     """`job LOG --html` of its `JobReport` (services/jobs/answer.py) and the files that moved the most
     (name, module, sharing, bytes)."""
+    # lazy: jinja2, markupsafe, rich: services.jobs.report imports this module for `why` and `job --json`, which
+    # render no page
+    from markupsafe import Markup
+
+    from ioweather.views.job_console import combined_text, cost_text, layer_text, lustre_text
+    from ioweather.views.templating import render
+
     plots = [Markup(p) for p in (io_time_plot(rep), access_size_plot(rep), sharing_plot(rep),
                                  per_rank_plot(per_rank, per_rank_how), dxt_timeline_plot(dxt or {})) if p]
     findings = [{"level": f.level, "code": f.code, "message": f.message, "cost": cost_text(f),

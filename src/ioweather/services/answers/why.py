@@ -567,19 +567,23 @@ def why(settings, ident: str, fs: str | None = None, store=None, reference: tupl
     if not ident:
         raise UserError("give a job: a Darshan log, a log hash prefix, or a job id")
     own_store = store is None
+    # lazy: sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
+    from ioweather.store.parquet_scan import one_database
+
     if store is None and settings.store_exists():
         # lazy: sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
         from ioweather.store import open_store
 
         store = open_store(settings)
     try:
-        job = _resolve(settings, store, ident, fs, reference)
-        notes: list[str] = []
-        logs = [_log_budget(job, ref, notes) for ref in job.logs]
-        out = _merge(job, logs, notes)
-        if reference is not None:
-            out.baseline = Baseline(ns_to_iso(reference[0]), ns_to_iso(reference[1]))
-        return out
+        with one_database():  # its telemetry reads share a DuckDB database (per setting), not one each
+            job = _resolve(settings, store, ident, fs, reference)
+            notes: list[str] = []
+            logs = [_log_budget(job, ref, notes) for ref in job.logs]
+            out = _merge(job, logs, notes)
+            if reference is not None:
+                out.baseline = Baseline(ns_to_iso(reference[0]), ns_to_iso(reference[1]))
+            return out
     finally:
         if own_store and store is not None:
             store.dispose()

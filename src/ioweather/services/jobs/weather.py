@@ -695,6 +695,8 @@ def refresh_all(store, fs: str | None = None, only_motif: str | None = None, cli
         return {"jobs": n, "computed": 0, "kept": 0, "skipped": n, "overlapped": 0}
     sigs = jt.WindowSignatures(store.parquet_dir)
     todo: set[str] = set(new)
+    if fs and only_motif is not None and todo:
+        todo = _maybe_of_motif(store, todo, fs, only_motif)
     for r in wstore.signatures(store, fs, only_motif):
         if r["job_key"].startswith("darshan:") and \
                 r["telemetry_sig"] != sigs.window(r["fs"], r["start_ns"], r["end_ns"] + int(cov.TAIL_S * 1e9)):
@@ -719,6 +721,26 @@ def refresh_all(store, fs: str | None = None, only_motif: str | None = None, cli
                               if w.window_start_ns <= span[2] and w.window_end_ns - tail >= span[1])
     return {"jobs": n, "computed": computed, "kept": n - computed - skipped, "skipped": skipped,
             "overlapped": overlapped}
+
+
+def _maybe_of_motif(store, log_hashes: set[str], fs: str, motif: str) -> set[str]:
+    """The jobs among `log_hashes` whose motif on `fs` may be `motif`, from their stored rows alone.
+
+    One job's answer computes only its motif's new weathers, so the other jobs without one stay new on
+    every call: without this, each call read all their per-file facts (pandas, pyarrow.dataset) to find
+    their motif again. On a named fs a Darshan job's motif is its row's (exe, node count, direction);
+    darshan_jobs reads the rows into a DataFrame, where a column of node counts with a missing one is
+    float (4.0 nodes): both spellings are kept, and darshan_jobs still decides."""
+    out = set()
+    for r in jstore.rows_of(store, log_hashes, ["log_hash", *_JOB_COLUMNS[1:]]):
+        j = darshan_job(r, files=False)
+        spellings = {j.motif(fs)}
+        if isinstance(j.nnodes, int | float) and not isinstance(j.nnodes, bool) and math.isfinite(j.nnodes):
+            j.nnodes = float(j.nnodes)
+            spellings.add(j.motif(fs))
+        if motif in spellings:
+            out.add(r["log_hash"])
+    return out
 
 
 def after_import(store, since_ns: int | None = None, until_ns: int | None = None, client=None,

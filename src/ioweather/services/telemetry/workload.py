@@ -190,9 +190,8 @@ def _read_inputs(settings, fs: str, files, step_ns: int, since_ns, until_ns, ste
 
     scan = layout.scan_sql(settings, fs, files)  # raises the clear "no telemetry for ..." error
     ranged = layout.within(files, since_ns, until_ns)
-    con = layout.connect_duckdb()
+    con = layout.connect_duckdb(options=Q.options())
     try:
-        Q.configure(con)
         _precheck(con, ranged, step_ns, since_ns, until_ns)
         if client is None:
             inputs = Q.workload_inputs(con, layout.fs_dir(settings, fs), step_ns, W.SPECTRUM_BINS, since_ns,
@@ -467,9 +466,7 @@ def _task_con():
     # lazy: pandas, pyarrow via store.telemetry_query, loaded only when this runs
     from ioweather.store import telemetry_query as Q
 
-    con = layout.connect_duckdb(threads=1)
-    Q.configure(con, memory_limit="1GB")
-    return con
+    return layout.connect_duckdb(threads=1, options=Q.options(memory_limit="1GB"))
 
 
 def _merge_sums(parts: list, step_ns: int):
