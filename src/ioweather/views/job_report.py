@@ -111,7 +111,9 @@ def render_job_html(rep, top_files: list[dict], per_rank=None, dxt: dict | None 
     # render no page
     from markupsafe import Markup
 
+    # lazy: rich via views.job_console: as above
     from ioweather.views.job_console import combined_text, cost_text, layer_text, lustre_text
+    # lazy: jinja2 via views.templating: as above
     from ioweather.views.templating import render
 
     plots = [Markup(p) for p in (io_time_plot(rep), access_size_plot(rep), sharing_plot(rep),
