@@ -128,8 +128,11 @@ def test_a_slow_probe_is_judged_on_what_its_period_allows(tmp_path):
 
     now = time.time_ns()
     _probe_store(tmp_path, now, 2 * 3600, period_s=10)
-    until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now / 1e9))
-    rows = json.loads(invoke(tmp_path, "slowdown", "--target", "scratch", "--interval", "10m", "--since", "30m",
+    # whole 10-minute intervals: a window ending a few seconds after a boundary held a last interval with no
+    # sample of an op at one per 10 s (slowdown null), and the test failed when it ran at such a moment
+    end_s = int(now // 10**9) // 600 * 600
+    since, until = (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)) for t in (end_s - 1800, end_s))
+    rows = json.loads(invoke(tmp_path, "slowdown", "--target", "scratch", "--interval", "10m", "--since", since,
                              "--until", until, "--baseline", "1h", "--json").output)
     assert rows and all(r["state"] != "learning" and r["slowdown"] is not None for r in rows), rows[:2]
     store = open_store(Settings.resolve(tmp_path))

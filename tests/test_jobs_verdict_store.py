@@ -57,6 +57,7 @@ def _make_old(settings) -> None:
             for c in js.VERDICT_COLUMNS:
                 conn.execute(sa.text(f"ALTER TABLE darshan_jobs DROP COLUMN {c}"))
             conn.execute(sa.text("UPDATE schema_versions SET version = 1 WHERE component = 'darshan'"))
+            conn.execute(sa.text("DROP TABLE darshan_seen_files"))  # version 3's: an old ioweather had none
     finally:
         store.dispose()
     for part in js.files_dir(settings.parquet_dir).glob("files-*.parquet"):
@@ -74,7 +75,7 @@ def test_ingest_stores_the_verdict_and_ranked_costs_the_pages_show(cli, tmp_path
     home = tmp_path / "home"
     cli("jobs", "ingest", *map(str, LOGS), home=home, env=_env(db), check=True)
     settings = Settings.resolve(home, db)
-    assert _sql(settings, "SELECT version FROM schema_versions WHERE component = 'darshan'") == [(2,)]
+    assert _sql(settings, "SELECT version FROM schema_versions WHERE component = 'darshan'") == [(js.COMPONENT.version,)]
     with _served(settings) as s:
         code, jobs = api(s, "/api/jobs?limit=100")
         assert code == 200 and jobs["list"]["total"] == 2
@@ -126,7 +127,7 @@ def test_old_store_upgrades_in_place_and_a_second_ingest_completes_it(cli, tmp_p
         # the page, as jobs show --json, carries the unit-rule twins (read_bytes, write_bytes) the CLI's JSON has
         assert job["mounts"] == [{**{k: v for k, v in m.items() if k != "lustre"}, "lustre_text": ""}
                                  for m in rep["mounts"]]
-    assert _sql(settings, "SELECT version FROM schema_versions WHERE component = 'darshan'") == [(2,)]
+    assert _sql(settings, "SELECT version FROM schema_versions WHERE component = 'darshan'") == [(js.COMPONENT.version,)]
     assert _sql(settings, "SELECT COUNT(*) FROM darshan_jobs WHERE verdict IS NULL") == [(2,)]
 
     out = cli("jobs", "ingest", *map(str, LOGS), home=home, env=_env(db), check=True)

@@ -123,18 +123,29 @@ def test_relative_directories_mean_where_the_command_was_run(tools, tmp_path, mo
 def test_the_advisor_on_a_control_and_on_small_collective_calls(tools, tmp_path):
     """Two of the catalogue's cases as they are, scored as `lab score` scores them: the large collective
     control raises nothing at WARN or HIGH (whatever the machine's load adds to its collective calls: the
-    buffering hint is credited only with the copy it removes), and 4 KiB collective calls on 2 ranks are
-    named "too small to gain" (M11), each call moving 8 KiB across the ranks."""
+    buffering hint is credited only with the copy it removes). The 4 KiB collective calls on 2 ranks are
+    planted as the counters say (8 KiB per call across the ranks, read back with PyDarshan); the advisor
+    names them M11 with that evidence when their exchange costs time, and raises nothing else at WARN or
+    HIGH. Whether it costs depends on the machine: ~20 µs a call here when quiet (no M11: nothing worth
+    changing), 2 ms at load 15 (M11 HIGH); a test that asked for M11 failed on a quiet CI run."""
     from ioweather.services.jobs.darshan import job_report
     from ioweather.services.lab.catalogue import select
 
     run = run_cases(select(["ctl-mpiio-collective-large", "mpiio-collective-small"]), tools, tmp_path, tmp_path / "logs")
     ctl, small = run.cases
+    assert (ctl.name, small.name) == ("ctl-mpiio-collective-large", "mpiio-collective-small")
     assert ctl.status == small.status == "ok", (ctl.reason, small.reason)
     rep, _ = job_report(ctl.logs[0])
     assert [f["code"] for f in rep["findings"] if f["level"] in ("HIGH", "WARN")] == [], rep["verdict"]
     assert "nothing worth changing" in rep["verdict"]
+    c = _counters(small.logs[0], "MPI-IO")
+    calls, nbytes = int(c["MPIIO_COLL_WRITES"].sum()), int(c["MPIIO_BYTES_WRITTEN"].sum())
+    assert calls == 2 * 4096 and nbytes // (calls // 2) == 8192  # each rank's call is one of the job's calls
     rep, _ = job_report(small.logs[0])
-    m11 = next(f for f in rep["findings"] if f["code"] == "M11")
-    assert m11["evidence"]["bytes_per_call"] == 8192 and m11["evidence"]["ranks"] == 2
+    alarms = [f["code"] for f in rep["findings"] if f["level"] in ("HIGH", "WARN")]
+    assert set(alarms) <= {"M11"}, rep["verdict"]
+    m11 = [f for f in rep["findings"] if f["code"] == "M11"]
+    if m11:
+        assert m11[0]["evidence"]["bytes_per_call"] == 8192 and m11[0]["evidence"]["ranks"] == 2
+        assert m11[0]["evidence"]["collective_calls"] == 4096
     assert "M08" not in [f["code"] for f in rep["findings"]]

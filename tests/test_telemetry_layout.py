@@ -136,4 +136,4 @@ def test_duckdb_draws_no_progress_bar_on_stdout():
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "connect" \
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "duckdb":
                 others.append(f"{path.relative_to(src)}:{node.lineno}")
-    assert [o.split(":")[0] for o in others] == ["store/parquet_scan.py"], others
+    assert {o.split(":")[0] for o in others} == {"store/parquet_scan.py"}, others
