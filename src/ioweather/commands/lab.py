@@ -13,6 +13,7 @@ from ioweather.services.lab.catalogue import CASES, LABELS, select
 from ioweather.services.lab.run import run_cases
 from ioweather.services.lab.score import score_logs
 from ioweather.services.lab.toolchain import build, cache_dir, find
+from ioweather.units import format_seconds
 from ioweather.views.lab_report import scores_markdown
 
 
@@ -216,3 +217,23 @@ def _print_scores(scores) -> None:
         errors = [c for c in t.cases if c.error]
         for c in errors:
             stdout.print(f"  {c.case}: {c.error}", markup=False, highlight=False)
+    if scores.pairs is not None:
+        _print_pairs(scores.pairs)
+
+
+def _print_pairs(pairs) -> None:
+    # lazy: rich via views.output: kept off the command's `--help` and its usage errors
+    from ioweather.views.output import print_table, stdout
+
+    def sec(v):
+        return "-" if v is None else format_seconds(v)
+
+    print_table([{"name": f"{p.bad} -> {p.fixed}", "time": f"{sec(p.before_s)} -> {sec(p.after_s)}",
+                  "change": sec(p.change_s), "share": _pct(p.explained_share),
+                  "evidence": p.error or p.verdict or "-"} for p in pairs.pairs],
+                [("name", "pair (bad -> fixed)"), ("time", "I/O time"), ("change", "change"),
+                 ("share", "explained"), ("evidence", "job diff's verdict")],
+                title="job diff on bad -> fixed pairs")
+    stdout.print(f"job diff explains >= {100 * pairs.min_share:.0f} % of the change on {pairs.explained} of "
+                 f"{pairs.scored} pairs" + (f"; not in the logs: {', '.join(pairs.absent)}" if pairs.absent else ""),
+                 markup=False, highlight=False)

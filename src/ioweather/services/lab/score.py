@@ -198,14 +198,14 @@ def _read_all(read, cases: list[CaseRun], workers: int, progress_cb, done: list[
         return {c.name: list(pool.map(one, c.logs)) for c in cases}
 
 
-def score_pairs(cases: list[CaseRun], progress_cb=lambda pair: None) -> PairsScore:
-    """`job diff` on each pair of `catalogue.PAIRS` whose bad and fixed cases both ran (one log each)."""
+def score_pairs(cases: list[CaseRun], pairs=PAIRS, progress_cb=lambda pair: None) -> PairsScore:
+    """`job diff` on each of `pairs` (catalogue.Pair) whose bad and fixed cases both ran (one log each)."""
     # lazy: the job report forks its reader before numpy and PyDarshan are imported (docs/darshan.md)
     from ioweather.services.answers.job_diff import job_diff
 
     logs = {c.name: c.logs[0] for c in cases if c.status == "ok" and len(c.logs) == 1}
     out = PairsScore()
-    for p in PAIRS:
+    for p in pairs:
         if p.bad not in logs or p.fixed not in logs:
             out.absent.append(f"{p.bad} -> {p.fixed}")
             continue
