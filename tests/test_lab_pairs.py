@@ -13,6 +13,7 @@ from ioweather.services.jobs.darshan import job_report
 from ioweather.services.lab.catalogue import CASES, PAIRS, Pair
 from ioweather.services.lab.run import INDEX, read_index
 from ioweather.services.lab.score import MIN_EXPLAINED_SHARE, score_pairs
+from ioweather.services.lab.storm import diff_twins
 from ioweather.views.lab_report import pairs_markdown
 
 LAB = Path(__file__).parent / "data" / "lab"
@@ -75,3 +76,15 @@ def test_every_pair_names_a_planted_case_and_a_clean_twin():
         # the twin runs the same program on as many ranks
         assert (bad.argv[0], bad.procs, bad.mpi) == (fixed.argv[0], fixed.procs, fixed.mpi), p
     assert len({p.fixed for p in PAIRS}) == len(PAIRS)
+
+
+def test_the_storm_pairs_job_diff_check_says_the_system_only_for_the_same_code():
+    # lab storm's check (services/lab/storm.py), on logs of the same clean job alone and during a fio storm
+    verdict, system, notes = diff_twins(None, str(LOGS["clean-quiet"]), str(LOGS["clean-storm"]))
+    assert system and verdict.startswith("same code; the system")
+    assert notes and "both runs must be stored" in notes[0]
+    # a bad -> fixed pair is the code, not the system; a missing log is said, not passed
+    verdict, system, _ = diff_twins(None, str(LOGS["fsync-4k"]), str(LOGS["fixed-large"]))
+    assert not system and verdict.startswith("the code changed")
+    verdict, system, notes = diff_twins(None, str(LAB / "no-such.darshan"), str(LOGS["clean-storm"]))
+    assert verdict is None and not system and "no Darshan log" in notes[0]

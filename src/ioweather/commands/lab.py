@@ -135,7 +135,8 @@ def register(cli: click.Group) -> None:
         `probe run` and `collect --sources diskstats` record both into one store; the three Darshan logs
         are ingested and `why` answers for each twin with the quiet period as its baseline. Exits 1 when
         the issue's targets are missed: the storm twin's extra I/O time at least 50 % on the system with
-        the storm's job named, the quiet twin's system share at most 10 %."""
+        the storm's job named, the quiet twin's system share at most 10 %, and `job diff` of the twins
+        saying "same code; the system"."""
         # lazy: numpy via services.lab.storm: kept off the command's `--help` and its usage errors
         from ioweather.services.lab.storm import run_pair
         # lazy: rich via views.output: kept off the command's `--help` and its usage errors
@@ -161,6 +162,10 @@ def register(cli: click.Group) -> None:
                        f"(target ≥ 50 %); storm job {doc['storm_job']} named: {'yes' if doc['culprit_named'] else 'no'}; "
                        f"quiet twin's system share {_pct(doc['quiet_system_share'])} (target ≤ 10 %)")
             click.echo(f"baseline: --baseline-from {doc['baseline_from']} --baseline-until {doc['baseline_until']}")
+            click.echo(f"job diff quiet -> storm ({'says' if doc['diff_says_system'] else 'does not say'} "
+                       f"\"same code; the system\"): {doc['diff_verdict'] or '-'}")
+            for note in doc["notes"]:
+                click.echo(f"note: {note}")
         if not pair.targets_met:
             raise click.exceptions.Exit(1)
 
