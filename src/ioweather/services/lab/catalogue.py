@@ -273,7 +273,8 @@ CASES = CASES + TWINS
 
 @dataclass(frozen=True)
 class Pair:
-    """A planted case and its fixed twin: `job diff BAD FIXED` must explain >= 90 % of the I/O-time change."""
+    """A planted case and its fixed twin (the same program with the planted cause removed, nothing else):
+    `job diff BAD FIXED` must explain >= 90 % of the I/O-time change."""
 
     bad: str
     fixed: str
@@ -298,6 +299,10 @@ PAIRS: tuple[Pair, ...] = (
     # the same program and file: only the read size changes (4 KiB -> 4 MiB); the 4 MiB writes are the same
     Pair("small-reads-odirect", "fixed-small-reads-odirect", "lab_posix, 2 ranks, 128 MiB written then read a rank",
          "4 MiB reads instead of 4 KiB"),
+    # a twin already in the catalogue: the same program, bytes and read size, in order (the small reads stay,
+    # planted in both; random order is the cause removed)
+    Pair("random-small-reads", "small-reads-odirect", "lab_posix, 2 ranks, 128 MiB written, then read in 4 KiB "
+         "O_DIRECT reads a rank", "the reads in order instead of a random permutation"),
     Pair("fsync-per-write", "fixed-fsync-per-write", "lab_posix, 2 ranks, 12 MB a rank",
          "3 large writes and no fsync instead of 3000 x 4 KiB each fsynced"),
     Pair("fdatasync-per-write", "fixed-fdatasync-per-write", "lab_posix, 2 ranks, 256 x 2 MiB writes a rank",
