@@ -90,3 +90,20 @@ def test_the_storm_pairs_job_diff_check_says_the_system_only_for_the_same_code()
     assert not system and verdict.startswith("the code changed")
     verdict, system, notes = diff_twins(None, str(LAB / "no-such.darshan"), str(LOGS["clean-storm"]))
     assert verdict is None and not system and "no Darshan log" in notes[0]
+
+
+def test_lab_score_reads_the_pairs_and_leaves_the_twins_out_of_the_label_scores(tmp_path):
+    from ioweather.services.lab.score import score_logs
+
+    cases = [{"name": name, "cause": "", "labels": labels, "tolerated": [], "control": not labels, "procs": 2,
+              "mpi": True, "command": "", "logs": [str(LOGS[log])], "elapsed_s": 1.0, "status": "ok", "reason": None}
+             for name, log, labels in (("fsync-per-write", "fsync-4k", ["sync-per-write", "small-writes"]),
+                                       ("fixed-fsync-per-write", "fixed-large", []))]
+    (tmp_path / INDEX).write_text(json.dumps({"dir": "/tmp", "logs_dir": str(tmp_path), "toolchain": "cache",
+                                              "started": "2026-11-28T00:00:00Z", "cases": cases}))
+    s = score_logs(tmp_path, drishti=False)
+    assert s.cases == 1 and [c.case for c in s.tools[0].cases] == ["fsync-per-write"]
+    (pair,) = s.pairs.pairs
+    assert (pair.bad, pair.fixed, pair.explained) == ("fsync-per-write", "fixed-fsync-per-write", True)
+    assert s.pairs.scored == s.pairs.explained == 1 and len(s.pairs.absent) == len(PAIRS) - 1
+    assert s.to_json()["pairs"]["pairs"][0]["explained_share"] == pytest.approx(pair.explained_share)

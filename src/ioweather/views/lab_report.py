@@ -50,15 +50,21 @@ def _s(v: float | None) -> str:
     return "–" if v is None else format_seconds(v)
 
 
+def _fixed(verdict: str | None) -> str:
+    if not verdict:
+        return "–"
+    return "nothing worth changing" if "nothing worth changing" in verdict else verdict.replace("|", "/")
+
+
 def pairs_markdown(doc: dict) -> list[str]:
     """`doc`: a PairsScore as JSON. One row per bad -> fixed pair: job diff's change, explained share and verdict."""
-    lines = ["| bad -> fixed | the same | the fix | I/O time before -> after | change | explained | job diff's verdict |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| bad -> fixed | the same | the fix | I/O time before -> after | change | explained | job diff's verdict "
+             "| `job` on the fixed run |", "|---|---|---|---|---|---|---|---|"]
     for p in doc["pairs"]:
         share = "–" if p["explained_share"] is None else f"{100 * p['explained_share']:.0f} %"
         verdict = (p["verdict"] or "").replace("|", "/") if not p["error"] else f"**error**: {p['error']}"
         lines.append(f"| {p['bad']} -> {p['fixed']} | {p['same']} | {p['fix']} | {_s(p['before_s'])} -> "
-                     f"{_s(p['after_s'])} | {_s(p['change_s'])} | {share} | {verdict} |")
+                     f"{_s(p['after_s'])} | {_s(p['change_s'])} | {share} | {verdict} | {_fixed(p.get('fixed_verdict'))} |")
     lines += ["", f"job diff explains ≥ {100 * doc['min_share']:.0f} % of the change on {doc['explained']} of "
                   f"{doc['scored']} pairs" + (f"; not in the logs: {', '.join(doc['absent'])}" if doc["absent"] else "")
               + "."]

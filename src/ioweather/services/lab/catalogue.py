@@ -233,8 +233,10 @@ CASES: tuple[Case, ...] = (
 
 
 # Fixed twins: a planted case's program run again with its cause removed and nothing else changed (the same
-# bytes, ranks and file layout), for `job diff` on bad -> fixed pairs (PAIRS below). Each is clean, so it is
-# also a control: it must be told "nothing worth changing". A few seconds each.
+# bytes, ranks and file layout), for `job diff` on bad -> fixed pairs (PAIRS below). A few seconds each. They
+# are clean, but they stay out of the label scores (`TWIN_NAMES`): sixteen more controls, each the near copy
+# of a case already scored, would weigh the controls' alarms (Drishti's M01 on every POSIX job) sixteen
+# times more; `lab score` shows each twin's verdict beside its pair instead.
 TWINS: tuple[Case, ...] = (
     Case("fixed-small-writes-odirect", "file per process, the same 64 MiB a rank in 4 MiB O_DIRECT writes", (),
          _ior("-a", "POSIX", "-F", "--posix.odirect", "-t", "4m", "-b", "64m", "-w")),
@@ -269,6 +271,7 @@ TWINS: tuple[Case, ...] = (
     Case("fixed-rewrite", "the same 512 MiB file written once (4 MiB O_DIRECT)", (), _posix("-w", "128", "-s", M4, "-d")),
 )
 CASES = CASES + TWINS
+TWIN_NAMES = frozenset(c.name for c in TWINS)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ioweather.encoding import Answer
 from ioweather.errors import UserError
-from ioweather.services.lab.catalogue import LABEL_NAMES, PAIRS, code_labels
+from ioweather.services.lab.catalogue import LABEL_NAMES, PAIRS, TWIN_NAMES, code_labels
 from ioweather.services.lab.run import CaseRun, read_index
 from ioweather.services.lab.toolchain import PROGRAMS, cache_dir
 from ioweather.stats.lab_scores import score
@@ -95,6 +95,8 @@ class PairScore:
     #: explained_share >= MIN_EXPLAINED_SHARE
     explained: bool = False
     verdict: str | None = None
+    #: `job`'s verdict on the fixed run (a clean twin should be told "nothing worth changing")
+    fixed_verdict: str | None = None
     #: the finding causes, largest change first ("Y01 -4.20 s")
     causes: list[str] = field(default_factory=list)
     error: str | None = None
@@ -218,6 +220,7 @@ def score_pairs(cases: list[CaseRun], pairs=PAIRS, progress_cb=lambda pair: None
         else:
             ps.before_s, ps.after_s, ps.change_s = d.before.io_time_s, d.after.io_time_s, d.io_time_change_s
             ps.explained_s, ps.explained_share, ps.verdict = d.explained_s, d.explained_share, d.verdict
+            ps.fixed_verdict = d.after.verdict
             ps.explained = (d.explained_share or 0.0) >= MIN_EXPLAINED_SHARE
             ps.causes = [f"{c.code} {c.change_s:+.2f} s" for c in d.causes if c.kind == "finding"]
             out.scored += 1
@@ -228,9 +231,11 @@ def score_pairs(cases: list[CaseRun], pairs=PAIRS, progress_cb=lambda pair: None
 
 def score_logs(logs_dir: Path, *, drishti: bool = True, cache: Path | None = None,
                progress_cb=lambda done, total: None) -> Scores:
-    """Both tools' scores on the cases of `logs_dir`/INDEX.json that ran (status "ok")."""
+    """Both tools' scores on the cases of `logs_dir`/INDEX.json that ran (status "ok"): the labels on the
+    planted cases and controls, `job diff` on the bad -> fixed pairs (the fixed twins are read there only)."""
     index = read_index(logs_dir)
-    cases = [c for c in index.cases if c.status == "ok"]
+    ran = [c for c in index.cases if c.status == "ok"]
+    cases = [c for c in ran if c.name not in TWIN_NAMES]
     if not cases:
         raise UserError(f"{logs_dir}: no case ran successfully (see INDEX.json)")
     logs = sum(len(c.logs) for c in cases)
@@ -255,6 +260,6 @@ def score_logs(logs_dir: Path, *, drishti: bool = True, cache: Path | None = Non
             theirs = _read_all(lambda log: _drishti(python, log), cases, 2, progress_cb, done, total)
             versions = {r[2] for rs in theirs.values() for r in rs if not isinstance(r, Exception)}
             tools.append(_tool_score("drishti", ", ".join(sorted(versions)) or None, cases, theirs))
-    pairs = score_pairs(cases)
+    pairs = score_pairs(ran)
     return Scores(str(logs_dir), len(cases), tools, pairs)
 
