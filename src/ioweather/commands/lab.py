@@ -234,7 +234,7 @@ def _print_pairs(pairs) -> None:
         return "-" if v is None else format_seconds(v)
 
     print_table([{"name": f"{p.bad} -> {p.fixed}", "time": f"{sec(p.before_s)} -> {sec(p.after_s)}",
-                  "change": sec(p.change_s), "share": _pct(p.explained_share),
+                  "change": ("+" if (p.change_s or 0) > 0 else "") + sec(p.change_s), "share": _pct(p.explained_share),
                   "evidence": p.error or p.verdict or "-"} for p in pairs.pairs],
                 [("name", "pair (bad -> fixed)"), ("time", "I/O time"), ("change", "change"),
                  ("share", "explained"), ("evidence", "job diff's verdict")],

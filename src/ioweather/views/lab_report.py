@@ -64,7 +64,7 @@ def pairs_markdown(doc: dict) -> list[str]:
         share = "–" if p["explained_share"] is None else f"{100 * p['explained_share']:.0f} %"
         verdict = (p["verdict"] or "").replace("|", "/") if not p["error"] else f"**error**: {p['error']}"
         lines.append(f"| {p['bad']} -> {p['fixed']} | {p['same']} | {p['fix']} | {_s(p['before_s'])} -> "
-                     f"{_s(p['after_s'])} | {_s(p['change_s'])} | {share} | {verdict} | {_fixed(p.get('fixed_verdict'))} |")
+                     f"{_s(p['after_s'])} | {'+' if (p['change_s'] or 0) > 0 else ''}{_s(p['change_s'])} | {share} | {verdict} | {_fixed(p.get('fixed_verdict'))} |")
     lines += ["", f"job diff explains ≥ {100 * doc['min_share']:.0f} % of the change on {doc['explained']} of "
                   f"{doc['scored']} pairs" + (f"; not in the logs: {', '.join(doc['absent'])}" if doc["absent"] else "")
               + "."]
