@@ -6,12 +6,13 @@ _ = object()
 
 _.a  # services.content.fsstats.Growth
 _.abandoned  # services.probe.status.TargetStatus
+_.absent  # services.lab.score.PairsScore
 _.access  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.acf  # services.telemetry.workload.Workload
 _.action  # services.jobs.answer.Finding
 _.adjust  # services.answers.factors.Factors
 _.after  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff
-_.after_s  # services.answers.job_diff.SystemShare
+_.after_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.agg_perf_by_slowest_mibps  # services.jobs.answer.Interface, services.jobs.answer.Perf
 _.agg_time_by_slowest_s  # services.jobs.answer.Perf
 _.alarms  # services.lab.score.CaseScore
@@ -19,12 +20,13 @@ _.analysis  # services.answers.factors.Factors, services.answers.factors.GroupDe
 _.archived_samples  # services.probe.targets.Archived
 _.available  # services.lab.score.ToolScore
 _.b  # services.content.fsstats.Growth
+_.bad  # services.lab.score.PairScore
 _.baseline  # services.answers.why.Why, services.probe.history.TargetHistory, services.probe.status.TargetStatus
 _.baseline_from  # services.lab.storm.StormPair
 _.baseline_s  # services.probe.status.Status
 _.baseline_until  # services.lab.storm.StormPair
 _.before  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff
-_.before_s  # services.answers.job_diff.SystemShare
+_.before_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.bench  # services.answers.report.Report
 _.bigger_is_better  # stats.umami.MetricRow
 _.box  # stats.umami.MetricRow
@@ -42,11 +44,11 @@ _.capacity_bytes  # services.content.fsstats.Snapshot
 _.case  # services.lab.score.CaseScore
 _.cases  # services.lab.run.LabRun, services.lab.score.Scores, services.lab.score.ToolScore
 _.cause  # services.lab.run.CaseRun
-_.causes  # services.answers.job_diff.JobDiff
+_.causes  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
 _.cc  # services.lab.toolchain.Toolchain
 _.cdfs  # services.content.fsstats.Contents
 _.cf_variant  # services.jobs.weather.Weather
-_.change_s  # services.answers.job_diff.DiffCause, services.answers.job_diff.SystemShare
+_.change_s  # services.answers.job_diff.DiffCause, services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.changes  # services.answers.changes.Changes, services.answers.report.Report
 _.class_order  # services.answers.factors.Classified
 _.climate  # services.answers.why.Why, services.jobs.weather.Weather, services.probe.status.OpStatus
@@ -94,6 +96,8 @@ _.data_until  # services.telemetry.fsview.Span
 _.date  # services.telemetry.workload.DailyRates
 _.df  # services.answers.factors.Classified
 _.diff  # services.content.fsstats.Contents
+_.diff_says_system  # services.lab.storm.StormPair
+_.diff_verdict  # services.lab.storm.StormPair
 _.diff_warnings  # services.content.fsstats.Contents
 _.dir  # services.lab.run.LabRun, services.lab.storm.StormPair
 _.direction  # services.bench.runs.BenchPage
@@ -106,7 +110,7 @@ _.elapsed_s  # services.lab.run.CaseRun
 _.end  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.telemetry.workload.Workload
 _.entries  # services.content.fsstats.Snapshot
 _.entries_per_s  # services.content.fsstats.Snapshot
-_.error  # services.answers.factors.GroupDensity, services.lab.score.CaseScore
+_.error  # services.answers.factors.GroupDensity, services.lab.score.CaseScore, services.lab.score.PairScore
 _.error_list  # services.content.fsstats.Snapshot
 _.errors  # services.content.fsstats.Contents, services.content.fsstats.Snapshot, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.events  # services.answers.report.Report, services.answers.why.Why, services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
@@ -119,8 +123,9 @@ _.exit_code  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
 _.expected  # services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus
 _.expected_label  # services.probe.status.TargetStatus
 _.expected_s  # services.probe.history.TargetHistory, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.Timeline
-_.explained_s  # services.answers.job_diff.JobDiff
-_.explained_share  # services.answers.job_diff.JobDiff
+_.explained  # services.lab.score.PairScore, services.lab.score.PairsScore
+_.explained_s  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
+_.explained_share  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
 _.extra_io_s  # services.lab.storm.StormPair
 _.f1  # services.lab.score.LabelScore
 _.factor  # services.answers.changes.Change, services.answers.changes.ProbeMark
@@ -141,7 +146,9 @@ _.files_vs_procs  # services.jobs.darshan.ArchiveSummary
 _.filters  # services.jobs.darshan.ArchiveSummary
 _.findings  # services.jobs.answer.JobReport, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob
 _.first_sample  # services.probe.targets.TargetRow
-_.fix  # services.jobs.answer.Finding
+_.fix  # services.jobs.answer.Finding, services.lab.score.PairScore
+_.fixed  # services.lab.score.PairScore
+_.fixed_verdict  # services.lab.score.PairScore
 _.flagged  # services.telemetry.fsview.Servers
 _.fn  # services.lab.score.LabelScore
 _.format  # services.content.fsstats.Snapshot
@@ -254,6 +261,7 @@ _.min_amplitude_bps  # services.telemetry.workload.Workload
 _.min_amplitude_ops_per_s  # services.telemetry.fsview.Metadata
 _.min_s  # services.probe.slowdown.IntervalRow
 _.min_segment  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
+_.min_share  # services.lab.score.PairsScore
 _.missing  # services.lab.toolchain.Toolchain
 _.missing_fraction  # services.jobs.weather.Weather
 _.missing_observations  # services.telemetry.workload.Workload
@@ -309,6 +317,7 @@ _.p95_s  # services.probe.slowdown.IntervalRow
 _.p99  # services.probe.status.Climate
 _.p99_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
 _.p_fs  # stats.umami.MetricRow
+_.pairs  # services.lab.score.PairsScore, services.lab.score.Scores
 _.partial  # services.jobs.answer.Interface
 _.partial_modules  # services.jobs.answer.JobHeader
 _.partially_shared  # services.jobs.answer.Sharing
@@ -377,12 +386,14 @@ _.rule  # services.telemetry.fsview.Servers
 _.run  # services.bench.runs.BenchPage
 _.runs  # services.answers.factors.Densities, services.bench.runs.BenchPage, services.probe.targets.Purged, services.probe.targets.TargetRow
 _.runtime_s  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
+_.same  # services.lab.score.PairScore
 _.same_code  # services.answers.job_diff.JobDiff
 _.sample_interval_s  # services.telemetry.workload.Workload
 _.sample_s  # services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
 _.samples  # services.probe.status.BaselineInfo, services.probe.targets.Purged, services.probe.timeline.Timeline, services.telemetry.workload.Workload
 _.samples_shown  # services.probe.timeline.Timeline
 _.samples_total  # services.probe.timeline.Timeline
+_.scored  # services.lab.score.PairsScore
 _.seq_fraction  # services.jobs.answer.Access
 _.series  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.changes.SkippedSeries, services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
 _.series_examined  # services.answers.changes.Changes
@@ -477,7 +488,7 @@ _.user  # services.answers.why.Culprit, services.jobs.darshan.JobRow
 _.users  # services.telemetry.fsview.Talkers
 _.value  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.value_s  # services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus
-_.verdict  # services.answers.job_diff.DiffSide, services.answers.job_diff.JobDiff, services.answers.why.Climate, services.answers.why.Why, services.jobs.answer.JobReport, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.lab.storm.Twin, stats.umami.Umami
+_.verdict  # services.answers.job_diff.DiffSide, services.answers.job_diff.JobDiff, services.answers.why.Climate, services.answers.why.Why, services.jobs.answer.JobReport, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.lab.score.PairScore, services.lab.storm.Twin, stats.umami.Umami
 _.verdict_actions  # services.jobs.answer.JobReport
 _.verdict_saving_s  # services.jobs.answer.JobReport
 _.version  # services.lab.score.ToolScore

@@ -13,6 +13,7 @@ from ioweather.services.lab.catalogue import CASES, LABELS, select
 from ioweather.services.lab.run import run_cases
 from ioweather.services.lab.score import score_logs
 from ioweather.services.lab.toolchain import build, cache_dir, find
+from ioweather.units import format_seconds
 from ioweather.views.lab_report import scores_markdown
 
 
@@ -134,7 +135,8 @@ def register(cli: click.Group) -> None:
         `probe run` and `collect --sources diskstats` record both into one store; the three Darshan logs
         are ingested and `why` answers for each twin with the quiet period as its baseline. Exits 1 when
         the issue's targets are missed: the storm twin's extra I/O time at least 50 % on the system with
-        the storm's job named, the quiet twin's system share at most 10 %."""
+        the storm's job named, the quiet twin's system share at most 10 %, and `job diff` of the twins
+        saying "same code; the system"."""
         # lazy: numpy via services.lab.storm: kept off the command's `--help` and its usage errors
         from ioweather.services.lab.storm import run_pair
         # lazy: rich via views.output: kept off the command's `--help` and its usage errors
@@ -160,6 +162,10 @@ def register(cli: click.Group) -> None:
                        f"(target ≥ 50 %); storm job {doc['storm_job']} named: {'yes' if doc['culprit_named'] else 'no'}; "
                        f"quiet twin's system share {_pct(doc['quiet_system_share'])} (target ≤ 10 %)")
             click.echo(f"baseline: --baseline-from {doc['baseline_from']} --baseline-until {doc['baseline_until']}")
+            click.echo(f"job diff quiet -> storm ({'says' if doc['diff_says_system'] else 'does not say'} "
+                       f"\"same code; the system\"): {doc['diff_verdict'] or '-'}")
+            for note in doc["notes"]:
+                click.echo(f"note: {note}")
         if not pair.targets_met:
             raise click.exceptions.Exit(1)
 
@@ -216,3 +222,23 @@ def _print_scores(scores) -> None:
         errors = [c for c in t.cases if c.error]
         for c in errors:
             stdout.print(f"  {c.case}: {c.error}", markup=False, highlight=False)
+    if scores.pairs is not None:
+        _print_pairs(scores.pairs)
+
+
+def _print_pairs(pairs) -> None:
+    # lazy: rich via views.output: kept off the command's `--help` and its usage errors
+    from ioweather.views.output import print_table, stdout
+
+    def sec(v):
+        return "-" if v is None else format_seconds(v)
+
+    print_table([{"name": f"{p.bad} -> {p.fixed}", "time": f"{sec(p.before_s)} -> {sec(p.after_s)}",
+                  "change": ("+" if (p.change_s or 0) > 0 else "") + sec(p.change_s), "share": _pct(p.explained_share),
+                  "evidence": p.error or p.verdict or "-"} for p in pairs.pairs],
+                [("name", "pair (bad -> fixed)"), ("time", "I/O time"), ("change", "change"),
+                 ("share", "explained"), ("evidence", "job diff's verdict")],
+                title="job diff on bad -> fixed pairs")
+    stdout.print(f"job diff explains >= {100 * pairs.min_share:.0f} % of the change on {pairs.explained} of "
+                 f"{pairs.scored} pairs" + (f"; not in the logs: {', '.join(pairs.absent)}" if pairs.absent else ""),
+                 markup=False, highlight=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ioweather.units import format_seconds
+
 
 def _n(v: float | None) -> str:
     return "–" if v is None else f"{v:.2f}"
@@ -39,4 +41,31 @@ def scores_markdown(doc: dict) -> str:
             cells.append(named + (f" ({', '.join(c['unplanted'])})" if c["unplanted"] else "")
                          + (f" **error**: {c['error']}" if c["error"] else ""))
         lines.append(f"| {case['case']} | {', '.join(case['planted']) or '(control)'} | " + " | ".join(cells) + " |")
+    if doc.get("pairs"):
+        lines += ["", *pairs_markdown(doc["pairs"])]
     return "\n".join(lines) + "\n"
+
+
+def _s(v: float | None) -> str:
+    return "–" if v is None else format_seconds(v)
+
+
+def _fixed(verdict: str | None) -> str:
+    if not verdict:
+        return "–"
+    return "nothing worth changing" if "nothing worth changing" in verdict else verdict.replace("|", "/")
+
+
+def pairs_markdown(doc: dict) -> list[str]:
+    """`doc`: a PairsScore as JSON. One row per bad -> fixed pair: job diff's change, explained share and verdict."""
+    lines = ["| bad -> fixed | the same | the fix | I/O time before -> after | change | explained | job diff's verdict "
+             "| `job` on the fixed run |", "|---|---|---|---|---|---|---|---|"]
+    for p in doc["pairs"]:
+        share = "–" if p["explained_share"] is None else f"{100 * p['explained_share']:.0f} %"
+        verdict = (p["verdict"] or "").replace("|", "/") if not p["error"] else f"**error**: {p['error']}"
+        lines.append(f"| {p['bad']} -> {p['fixed']} | {p['same']} | {p['fix']} | {_s(p['before_s'])} -> "
+                     f"{_s(p['after_s'])} | {'+' if (p['change_s'] or 0) > 0 else ''}{_s(p['change_s'])} | {share} | {verdict} | {_fixed(p.get('fixed_verdict'))} |")
+    lines += ["", f"job diff explains ≥ {100 * doc['min_share']:.0f} % of the change on {doc['explained']} of "
+                  f"{doc['scored']} pairs" + (f"; not in the logs: {', '.join(doc['absent'])}" if doc["absent"] else "")
+              + "."]
+    return lines

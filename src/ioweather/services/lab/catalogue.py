@@ -232,6 +232,106 @@ CASES: tuple[Case, ...] = (
 )
 
 
+# Fixed twins: a planted case's program run again with its cause removed and nothing else changed (the same
+# bytes, ranks and file layout), for `job diff` on bad -> fixed pairs (PAIRS below). A few seconds each. They
+# are clean, but they stay out of the label scores (`TWIN_NAMES`): sixteen more controls, each the near copy
+# of a case already scored, would weigh the controls' alarms (Drishti's M01 on every POSIX job) sixteen
+# times more; `lab score` shows each twin's verdict beside its pair instead.
+TWINS: tuple[Case, ...] = (
+    Case("fixed-small-writes-odirect", "file per process, the same 64 MiB a rank in 4 MiB O_DIRECT writes", (),
+         _ior("-a", "POSIX", "-F", "--posix.odirect", "-t", "4m", "-b", "64m", "-w")),
+    Case("fixed-small-writes-shared", "shared file, the same 32 MiB a rank in 4 MiB O_DIRECT writes", (),
+         _ior("-a", "POSIX", "--posix.odirect", "-t", "4m", "-b", "32m", "-w"), procs=4),
+    Case("fixed-small-rw-fpp", "file per process, the same 128 MiB a rank in 4 MiB O_DIRECT writes and reads", (),
+         _ior("-a", "POSIX", "-F", "--posix.odirect", "-t", "4m", "-b", "128m", "-w", "-r")),
+    Case("fixed-small-reads-odirect", "4 MiB writes, then the same 128 MiB read in 4 MiB O_DIRECT reads", (),
+         _posix("-w", "32", "-s", M4, "-r", "32", "-z", M4, "-d")),
+    # 3000 x 4 KiB = 3 writes of 4,096,000 bytes (a block multiple), no sync
+    Case("fixed-fsync-per-write", "the same 12 MB in 3 writes, no fsync", (), _posix("-w", "3", "-s", "4096000")),
+    Case("fixed-fdatasync-per-write", "the same 2 MiB writes, no fdatasync", (), _posix("-w", "256", "-s", M2)),
+    Case("fixed-stdio-flush-sync", "the same 100-byte lines through stdio, flushed, no fsync", (),
+         _posix("-t", "-w", "1000", "-s", "100")),
+    Case("fixed-many-small-files", "the same 2000 writes of 4 KiB a task into one file", (),
+         _posix("-w", "2000", "-s", "4096")),
+    Case("fixed-mpiio-independent-small", "shared file, the same 128 MiB a rank in 8 MiB independent MPI-IO writes",
+         (), _ior("-a", "MPIIO", "-t", "8m", "-b", "128m", "-w"), procs=4),
+    Case("fixed-mpiio-collective-small", "shared file, the same 16 MiB a rank in 4 MiB collective MPI-IO writes", (),
+         _ior("-a", "MPIIO", "-c", "-t", "4m", "-b", "16m", "-w")),
+    Case("fixed-collective-rmw", "the same collective writes of 4 KiB pieces, with no holes between them", (),
+         ("lab_mpiio", "-o", "{dir}/data", "-c", "-n", "16", "-b", "4096", "-g", "0", "-k", "1024")),
+    Case("fixed-one-rank-io", "every rank writes a quarter of the same 3 GiB (4 MiB O_DIRECT)", (),
+         _posix("-w", "192", "-s", M4, "-d"), procs=4),
+    # rank 0's 8 x 128 and the others' 3 x 128 requests: 1408, 352 a rank
+    Case("fixed-rank-imbalance-shared", "shared file: the same bytes, 352 x 4 MiB O_DIRECT writes a rank", (),
+         _posix("-S", "-w", "352", "-s", M4, "-d"), procs=4),
+    Case("fixed-rank-imbalance-fpp", "file per process: the same bytes, 352 x 4 MiB O_DIRECT writes a rank", (),
+         _posix("-w", "352", "-s", M4, "-d"), procs=4),
+    Case("fixed-reread", "the same 256 MiB file read once (4 MiB O_DIRECT)", (),
+         _posix("-w", "64", "-s", M4, "-r", "64", "-d")),
+    Case("fixed-rewrite", "the same 512 MiB file written once (4 MiB O_DIRECT)", (), _posix("-w", "128", "-s", M4, "-d")),
+)
+CASES = CASES + TWINS
+TWIN_NAMES = frozenset(c.name for c in TWINS)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A planted case and its fixed twin (the same program with the planted cause removed, nothing else):
+    `job diff BAD FIXED` must explain >= 90 % of the I/O-time change."""
+
+    bad: str
+    fixed: str
+    #: what the two runs share (program, ranks, bytes)
+    same: str
+    #: what the fixed run does instead of the planted cause
+    fix: str
+
+
+# Only causes that cost time here are paired: a fix that saves nothing (random order of 2 MiB requests on
+# flash, misaligned offsets the page cache absorbs) leaves "no material change" for job diff to explain.
+# mdtest, HDF5 (a collective twin at 4 ranks waits on the scheduler, not the disk), data-sieving-rmw (its fix,
+# collective writes at 4 ranks, is the same trap; without the holes independent writes still sieve) and the
+# non-MPI loader (one log a process; job diff compares one log with one) have no twin.
+PAIRS: tuple[Pair, ...] = (
+    Pair("small-writes-odirect", "fixed-small-writes-odirect", "IOR, 2 ranks, file per process, 64 MiB a rank, O_DIRECT",
+         "4 MiB writes instead of 4 KiB"),
+    Pair("small-writes-shared", "fixed-small-writes-shared", "IOR, 4 ranks, shared file, 32 MiB a rank, O_DIRECT",
+         "4 MiB writes instead of 8 KiB"),
+    Pair("small-rw-fpp", "fixed-small-rw-fpp", "IOR, 2 ranks, file per process, 128 MiB written and read a rank",
+         "4 MiB requests instead of 16 KiB"),
+    # the same program and file: only the read size changes (4 KiB -> 4 MiB); the 4 MiB writes are the same
+    Pair("small-reads-odirect", "fixed-small-reads-odirect", "lab_posix, 2 ranks, 128 MiB written then read a rank",
+         "4 MiB reads instead of 4 KiB"),
+    # a twin already in the catalogue: the same program, bytes and read size, in order (the small reads stay,
+    # planted in both; random order is the cause removed)
+    Pair("random-small-reads", "small-reads-odirect", "lab_posix, 2 ranks, 128 MiB written, then read in 4 KiB "
+         "O_DIRECT reads a rank", "the reads in order instead of a random permutation"),
+    Pair("fsync-per-write", "fixed-fsync-per-write", "lab_posix, 2 ranks, 12 MB a rank",
+         "3 large writes and no fsync instead of 3000 x 4 KiB each fsynced"),
+    Pair("fdatasync-per-write", "fixed-fdatasync-per-write", "lab_posix, 2 ranks, 256 x 2 MiB writes a rank",
+         "no fdatasync after each write"),
+    Pair("stdio-flush-sync", "fixed-stdio-flush-sync", "lab_posix, 2 ranks, 1000 flushed 100-byte stdio lines a rank",
+         "no fsync after each line"),
+    Pair("many-small-files", "fixed-many-small-files", "lab_posix, 2 ranks, 2000 writes of 4 KiB a rank",
+         "one file a rank instead of one file per write"),
+    Pair("mpiio-independent-small", "fixed-mpiio-independent-small",
+         "IOR MPI-IO, 4 ranks, shared file, 128 MiB a rank, independent", "8 MiB calls instead of 16 KiB"),
+    Pair("mpiio-collective-small", "fixed-mpiio-collective-small",
+         "IOR MPI-IO, 2 ranks, shared file, 16 MiB a rank, collective", "4 MiB calls instead of 4 KiB"),
+    Pair("collective-rmw", "fixed-collective-rmw", "lab_mpiio, 2 ranks, 16 collective calls of 1024 x 4 KiB pieces",
+         "pieces adjacent (no 4 KiB holes for two-phase to read back)"),
+    Pair("one-rank-io", "fixed-one-rank-io", "lab_posix, 4 ranks, 3 GiB in 4 MiB O_DIRECT writes",
+         "every rank writes its quarter instead of rank 0 alone"),
+    Pair("rank-imbalance-shared", "fixed-rank-imbalance-shared", "lab_posix, 4 ranks, shared file, 1408 x 4 MiB O_DIRECT",
+         "352 requests a rank instead of 1024 for rank 0 and 128 for the others"),
+    Pair("rank-imbalance-fpp", "fixed-rank-imbalance-fpp", "lab_posix, 4 ranks, file per process, 1408 x 4 MiB O_DIRECT",
+         "352 requests a rank instead of 1024 for rank 0 and 128 for the others"),
+    # the fix of data moved again is to move it once: the same file, fewer bytes
+    Pair("reread", "fixed-reread", "lab_posix, 2 ranks, a 256 MiB file, 4 MiB O_DIRECT", "read once instead of 4 times"),
+    Pair("rewrite", "fixed-rewrite", "lab_posix, 2 ranks, a 512 MiB file, 4 MiB O_DIRECT", "written once instead of 4 times"),
+)
+
+
 def select(names: list[str] | None) -> list[Case]:
     """The cases named (all when None); an unknown name is a ValueError naming it."""
     if not names:

@@ -5,6 +5,10 @@ logs (a non-MPI case has one per process) of the codes raised at WARN or HIGH, m
 `catalogue.LABELS`; a raised code that maps to no label is an unplanted alarm. A control is quiet when
 no code at WARN or HIGH is raised (and, for ioweather, its verdict says "nothing worth changing").
 
+The bad -> fixed pairs of `catalogue.PAIRS` whose two cases ran are read by `job diff` (services/answers/
+job_diff.py): the share of the I/O-time change its findings explain, at least `MIN_EXPLAINED_SHARE` each
+(issue 39's "Done when").
+
 Drishti (drishti-io on PyPI) runs from its own virtual environment in the lab's cache, made here on
 first use; it is never a dependency of ioweather. When it cannot be installed or run, its score is
 absent and `reason` says why.
@@ -22,7 +26,7 @@ from pathlib import Path
 
 from ioweather.encoding import Answer
 from ioweather.errors import UserError
-from ioweather.services.lab.catalogue import LABEL_NAMES, code_labels
+from ioweather.services.lab.catalogue import LABEL_NAMES, PAIRS, TWIN_NAMES, code_labels
 from ioweather.services.lab.run import CaseRun, read_index
 from ioweather.services.lab.toolchain import PROGRAMS, cache_dir
 from ioweather.stats.lab_scores import score
@@ -30,6 +34,8 @@ from ioweather.stats.lab_scores import score
 DRISHTI = "drishti-io==0.8"
 DRISHTI_TIMEOUT_S = 300
 ALARMS = ("WARN", "HIGH")
+#: issue 39: `job diff` explains at least this share of the I/O-time change of every bad -> fixed pair
+MIN_EXPLAINED_SHARE = 0.9
 
 
 @dataclass
@@ -74,10 +80,45 @@ class ToolScore:
 
 
 @dataclass
+class PairScore:
+    """`job diff BAD FIXED` on one pair: seconds of I/O time (the slowest rank's, as `job` says)."""
+
+    bad: str
+    fixed: str
+    same: str
+    fix: str
+    before_s: float | None = None
+    after_s: float | None = None
+    change_s: float | None = None
+    explained_s: float | None = None
+    explained_share: float | None = None
+    #: explained_share >= MIN_EXPLAINED_SHARE
+    explained: bool = False
+    verdict: str | None = None
+    #: `job`'s verdict on the fixed run (a clean twin should be told "nothing worth changing")
+    fixed_verdict: str | None = None
+    #: the finding causes, largest change first ("Y01 -4.20 s")
+    causes: list[str] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class PairsScore:
+    pairs: list[PairScore] = field(default_factory=list)
+    #: pairs whose share is at least MIN_EXPLAINED_SHARE, of those scored without error
+    explained: int = 0
+    scored: int = 0
+    min_share: float = MIN_EXPLAINED_SHARE
+    #: the pairs of the catalogue whose two cases are not both in the logs (status "ok", one log each)
+    absent: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Scores(Answer):
     logs_dir: str
     cases: int
     tools: list[ToolScore]
+    pairs: PairsScore | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -159,11 +200,42 @@ def _read_all(read, cases: list[CaseRun], workers: int, progress_cb, done: list[
         return {c.name: list(pool.map(one, c.logs)) for c in cases}
 
 
+def score_pairs(cases: list[CaseRun], pairs=PAIRS, progress_cb=lambda pair: None) -> PairsScore:
+    """`job diff` on each of `pairs` (catalogue.Pair) whose bad and fixed cases both ran (one log each)."""
+    # lazy: the job report forks its reader before numpy and PyDarshan are imported (docs/darshan.md)
+    from ioweather.services.answers.job_diff import job_diff
+
+    logs = {c.name: c.logs[0] for c in cases if c.status == "ok" and len(c.logs) == 1}
+    out = PairsScore()
+    for p in pairs:
+        if p.bad not in logs or p.fixed not in logs:
+            out.absent.append(f"{p.bad} -> {p.fixed}")
+            continue
+        progress_cb(p)
+        ps = PairScore(p.bad, p.fixed, p.same, p.fix)
+        try:
+            d = job_diff(None, logs[p.bad], logs[p.fixed])
+        except Exception as e:  # a log job diff cannot read is that pair's error, not the scorer's
+            ps.error = str(e)
+        else:
+            ps.before_s, ps.after_s, ps.change_s = d.before.io_time_s, d.after.io_time_s, d.io_time_change_s
+            ps.explained_s, ps.explained_share, ps.verdict = d.explained_s, d.explained_share, d.verdict
+            ps.fixed_verdict = d.after.verdict
+            ps.explained = (d.explained_share or 0.0) >= MIN_EXPLAINED_SHARE
+            ps.causes = [f"{c.code} {c.change_s:+.2f} s" for c in d.causes if c.kind == "finding"]
+            out.scored += 1
+            out.explained += ps.explained
+        out.pairs.append(ps)
+    return out
+
+
 def score_logs(logs_dir: Path, *, drishti: bool = True, cache: Path | None = None,
                progress_cb=lambda done, total: None) -> Scores:
-    """Both tools' scores on the cases of `logs_dir`/INDEX.json that ran (status "ok")."""
+    """Both tools' scores on the cases of `logs_dir`/INDEX.json that ran (status "ok"): the labels on the
+    planted cases and controls, `job diff` on the bad -> fixed pairs (the fixed twins are read there only)."""
     index = read_index(logs_dir)
-    cases = [c for c in index.cases if c.status == "ok"]
+    ran = [c for c in index.cases if c.status == "ok"]
+    cases = [c for c in ran if c.name not in TWIN_NAMES]
     if not cases:
         raise UserError(f"{logs_dir}: no case ran successfully (see INDEX.json)")
     logs = sum(len(c.logs) for c in cases)
@@ -188,5 +260,6 @@ def score_logs(logs_dir: Path, *, drishti: bool = True, cache: Path | None = Non
             theirs = _read_all(lambda log: _drishti(python, log), cases, 2, progress_cb, done, total)
             versions = {r[2] for rs in theirs.values() for r in rs if not isinstance(r, Exception)}
             tools.append(_tool_score("drishti", ", ".join(sorted(versions)) or None, cases, theirs))
-    return Scores(str(logs_dir), len(cases), tools)
+    pairs = score_pairs(ran)
+    return Scores(str(logs_dir), len(cases), tools, pairs)
 

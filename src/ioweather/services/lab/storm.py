@@ -5,7 +5,8 @@ One clean job (IOR, 2 ranks, 4 MiB O_DIRECT writes, file per process) runs alone
 into one store. The storm is itself a job Darshan sees (fio under LD_PRELOAD, non-MPI), so `why` can
 name it. All three logs are ingested, and `why` answers for each twin with the quiet period recorded
 before them as its baseline (`--baseline-from/--baseline-until`). The truth is planted: the storm twin's
-extra I/O time over the quiet twin's is the system's doing, the quiet twin's system share is ~0.
+extra I/O time over the quiet twin's is the system's doing, the quiet twin's system share is ~0, and
+`job diff QUIET STORM` must say "same code; the system".
 """
 
 from __future__ import annotations
@@ -69,6 +70,9 @@ class StormPair(Answer):
     culprit_named: bool
     targets_met: bool
     notes: list[str] = field(default_factory=list)
+    #: `job diff QUIET STORM`'s verdict: the same code, slower, must be "same code; the system" (issue 39)
+    diff_verdict: str | None = None
+    diff_says_system: bool = False
 
 
 def _iso(t: float) -> str:
@@ -184,6 +188,19 @@ def run_pair(tools: Toolchain, directory: Path, home: Path, *, quiet_s: float = 
     return score(Settings.resolve(home), directory, base_from, base_until)
 
 
+def diff_twins(settings: Settings | None, quiet: str, storm: str) -> tuple[str | None, bool, list[str]]:
+    """`job diff` of the twins (stored job ids or log paths): its verdict, whether it says "same code; the
+    system", and its notes (why it gave no system share, or why it could not answer)."""
+    # lazy: the reader forks before numpy (services/jobs/darshan_child.py)
+    from ioweather.services.answers.job_diff import job_diff
+
+    try:
+        d = job_diff(settings, quiet, storm)
+    except UserError as e:
+        return None, False, [f"job diff: {e}"]
+    return d.verdict, d.same_code and d.verdict.startswith("same code; the system"), [f"job diff: {n}" for n in d.notes]
+
+
 def score(settings: Settings, directory: Path, base_from: float, base_until: float) -> StormPair:
     """`why` on each twin with the quiet period as its baseline, against the planted truth."""
     # lazy: numpy, pandas, sqlalchemy via services.answers.why, loaded only when this runs
@@ -201,7 +218,9 @@ def score(settings: Settings, directory: Path, base_from: float, base_until: flo
     qshare = (quiet.system_s or 0.0) / quiet.io_time_s if quiet.io_time_s > 0 else None
     named = str(STORM_JOB) in storm.culprits
     notes = [] if extra > 0 else ["the storm twin was not slower than the quiet one: no extra time to place"]
+    # by job id: both twins are stored, so job diff adds why's system share of the change when it has one
+    diff_verdict, diff_system, diff_notes = diff_twins(settings, str(QUIET_JOB), str(STORM_RUN_JOB))
     met = (share is not None and share >= MIN_SYSTEM_SHARE_OF_EXTRA and qshare is not None
-           and qshare <= MAX_QUIET_SYSTEM_SHARE and named)
+           and qshare <= MAX_QUIET_SYSTEM_SHARE and named and diff_system)
     return StormPair(str(directory), str(settings.home), _iso(base_from), _iso(base_until), STORM_JOB, quiet, storm,
-                     extra, share, qshare, named, met, notes)
+                     extra, share, qshare, named, met, notes + diff_notes, diff_verdict, diff_system)
