@@ -176,3 +176,38 @@ def test_metrics_count_from_the_server_start(tmp_path):
         body = client.get("/metrics").text
     counts = re.findall(r'^ioweather_probe_duration_seconds_count\{op="(\w+)",target="scratch"\} (\S+)$', body, re.M)
     assert counts and {float(v) for _, v in counts} == {90.0}, counts
+
+
+def test_a_card_that_counts_samples_never_says_no_samples_yet(tmp_path):
+    """watch's first seconds: the probe flushes its first samples while the dashboard builds a Status card.
+    The card looked up the newest sample before reading the window, so a flush in between gave a card with
+    25 samples per op and "no samples yet" (unknown): a CI run of test_watch. Planted here: the flush lands
+    inside the card's read of the window."""
+    from ioweather.config import Settings
+    from ioweather.services.probe.cache import ProbeCache
+    from ioweather.services.probe.status import target_status
+    from ioweather.store import open_store
+    from ioweather.store import probe as probe_store
+
+    now = time.time_ns()
+    store = open_store(Settings.resolve(tmp_path))
+    try:
+        run = probe_store.start_run(store, probe_store.RunInfo(
+            target="scratch", directory="/scratch/p", interval_s=0.2, block_bytes=4096, file_bytes=1 << 20,
+            pool_files=4, small_bytes=0, direct=False, fsync=True, seed=1, timeout_s=10.0,
+            file_exceeds_memory=False, fs="scratch"))
+
+        class FlushDuringRead(ProbeCache):
+            def read(self, *a, **kw):
+                if not probe_store.read_samples(self.store, "scratch")["op"].size:  # the probe's first flush
+                    probe_store.insert_samples(self.store, [(run, op, now - 5 * 10**9 + i * 200_000_000 + k, 1_000_000,
+                                                             0, "ok", 0)
+                                                            for i in range(25) for k, op in enumerate(probe_store.OPS)])
+                return super().read(*a, **kw)
+
+        cache = FlushDuringRead(store, clock=lambda: now, warm_rollups=False)
+        card = target_status(cache, "scratch", spark=False, with_climate=False, now_ns=now)
+        assert card.ops[0].count == 25
+        assert card.last_sample is not None and card.state != "unknown", (card.state, card.reason)
+    finally:
+        store.dispose()

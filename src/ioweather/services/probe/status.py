@@ -186,14 +186,17 @@ def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, cri
     agree for the median. Ops whose rolling baseline is still learning get no slowdown."""
     now = cache.clock() if now_ns is None else now_ns
     run = cache.latest_run(target)
-    last = last_sample_ns(cache.store, target)
-    age_s = None if last is None else max(0.0, (now - last) / 1e9)
     since = now - int(max(window_s, SPARK_WINDOW_S if spark else 0) * 1e9)
     # The window, the sparkline, the climate's unfinished rollups and a baseline computed here all read the
     # last hour: once.
     with cache.sharing_reads(target, since):
         base = cache.baseline(target)
         recent = cache.read(target, since, None)
+        # The newest sample after the reads, never before them: samples only arrive, so it is at least as new
+        # as what was read. Looked up first, a probe's flush between the two made a card count 25 samples
+        # and say "no samples yet" (watch's first seconds; a CI run of test_watch).
+        last = last_sample_ns(cache.store, target)
+        age_s = None if last is None else max(0.0, (now - last) / 1e9)
         win_start = now - int(window_s * 1e9)
         denominator = base.expected(stat, expected)
         rows = window_slowdown(recent["op"], recent["start_ns"], recent["duration_ns"], recent["status"],
