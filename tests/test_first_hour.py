@@ -110,8 +110,10 @@ def test_slowdown_and_probe_stats_count_the_same_interval(tmp_path):
 def test_a_five_minute_baseline_is_judged(tmp_path):
     now = time.time_ns()
     _probe_store(tmp_path, now, 600)
-    until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now / 1e9))
-    rows = json.loads(invoke(tmp_path, "slowdown", "--target", "scratch", "--interval", "1m", "--since", "5m",
+    # whole 1-minute intervals: a window ending just after a minute held a last interval of one sample
+    end_s = int(now // 10**9) // 60 * 60
+    since, until = (time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t)) for t in (end_s - 300, end_s))
+    rows = json.loads(invoke(tmp_path, "slowdown", "--target", "scratch", "--interval", "1m", "--since", since,
                              "--until", until, "--baseline", "5m", "--json").output)
     assert rows and all(r["state"] != "learning" and r["slowdown"] is not None for r in rows), rows[:2]
 
