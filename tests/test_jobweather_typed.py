@@ -120,6 +120,25 @@ def test_why_reads_the_typed_weather(planted):
     assert model == "coverage_factor" and system == pytest.approx(10.0 * (1 - w.coverage_factor_write_bw))
 
 
+def test_why_says_a_flagged_coverage_factor_is_clock_skew_not_missing_bytes(planted):
+    """A window whose servers recorded fewer bytes than the job moved (CF > 1.2, left out as an artefact) is said
+    as such: the lab's quiet twin on a loaded machine was told "no byte counts" while 1.7 GB were stored."""
+    from dataclasses import replace
+
+    from ioweather.services.answers.why import _Facts, _system
+
+    _settings, store = planted
+    w = umami.umami(store, "1012").weather
+    facts = _Facts(io_time_s=10.0, times={}, bytes_written=1, bytes_read=0)
+    gone = dict(coverage_factor_bw=None, coverage_factor_read_bw=None, coverage_factor_write_bw=None)
+    flagged = replace(w, **gone, coverage_factors={**w.coverage_factors, "coverage_factor_write_bw_flagged": True})
+    system, model, evidence = _system(facts, flagged, (None, None), [], "scratch", True, "")
+    assert system is None and model == "unknown"
+    assert "fewer write bytes than the job moved itself" in evidence and "clock" in evidence
+    plain = replace(w, **gone, coverage_factors={k: v for k, v in w.coverage_factors.items() if "flagged" not in k})
+    assert "no byte counts" in _system(facts, plain, (None, None), [], "scratch", True, "")[2]
+
+
 def test_correlations_are_typed_and_the_cli_prints_their_rows(planted):
     from ioweather.services.answers.umami import Correlations
 

@@ -36,10 +36,13 @@ def test_storm_twin_is_the_system_quiet_twin_is_not(tools, tmp_path):
     print(f"quiet twin: I/O {q.io_time_s:.2f} s, system {q.system_s} s ({q.system_model}); "
           f"storm twin: I/O {s.io_time_s:.2f} s, system {s.system_s} s ({s.system_model}), culprits {s.culprits}; "
           f"extra {pair.extra_io_s:.2f} s, on the system {pair.system_share_of_extra}, "
-          f"quiet share {pair.quiet_system_share}; baseline {pair.baseline_from} .. {pair.baseline_until}")
+          f"quiet share {pair.quiet_system_share} (others' writes {pair.quiet_others_share}); baseline {pair.baseline_from} .. {pair.baseline_until}")
     # the planted storm bit (else there is nothing to place): the storm twin's I/O took longer
     assert pair.extra_io_s > 0.2 * q.io_time_s, pair
     assert s.system_s is not None and pair.system_share_of_extra >= storm.MIN_SYSTEM_SHARE_OF_EXTRA
     assert str(storm.STORM_JOB) in s.culprits and str(storm.STORM_JOB) in s.verdict
-    assert q.system_s is not None and pair.quiet_system_share <= storm.MAX_QUIET_SYSTEM_SHARE
-    assert pair.targets_met
+    # ~0 on the quiet twin; a suite's other worker writing to the same disk makes it less quiet, by what the
+    # disk's own counters (read around the run, not through ioweather) say was not the twin's
+    others = pair.quiet_others_share or 0.0
+    assert q.system_s is not None and pair.quiet_system_share <= storm.MAX_QUIET_SYSTEM_SHARE + others
+    assert pair.diff_says_system, pair.diff_verdict

@@ -161,6 +161,9 @@ def register(cli: click.Group) -> None:
             click.echo(f"extra I/O time {doc['extra_io_s']:.2f} s, on the system {_pct(doc['system_share_of_extra'])} "
                        f"(target ≥ 50 %); storm job {doc['storm_job']} named: {'yes' if doc['culprit_named'] else 'no'}; "
                        f"quiet twin's system share {_pct(doc['quiet_system_share'])} (target ≤ 10 %)")
+            if doc["quiet_others_share"]:
+                click.echo(f"the disk was not quiet: {_pct(doc['quiet_others_share'])} of its writes during the quiet "
+                           "twin were other processes' (/proc/diskstats)")
             click.echo(f"baseline: --baseline-from {doc['baseline_from']} --baseline-until {doc['baseline_until']}")
             click.echo(f"job diff quiet -> storm ({'says' if doc['diff_says_system'] else 'does not say'} "
                        f"\"same code; the system\"): {doc['diff_verdict'] or '-'}")
