@@ -234,6 +234,7 @@ def test_metadata_page_means_and_counts_recounted(server, browser, mix, fs):
         for metric, g in md.groupby("metric"):
             row = shown[metric.removeprefix("md_")]
             assert row[1] == f"{g['value'].sum():,.0f}" and row[3] == f"{format_number(g['value'].sum() / covered)}/s", row
+            assert (row[4] == "–") == (g["value"].sum() == 0), row  # no share of time below the peak of nothing
 
 
 @pytest.mark.parametrize("fs", ["snx11025", pytest.param("arch", marks=BINNED)])
