@@ -447,3 +447,40 @@ def test_jobs_page_at_1280_px(server, browser):
         assert at[0] < moved < at[-1], (ticks, moved)
     finally:
         page.close()
+
+
+@pytest.fixture(scope="module")
+def root_job(tmp_path_factory):
+    """A store holding the lab's one-rank log, run as uid 0 ("root" on every machine); the commands' JSON and
+    the Jobs page's (in this process)."""
+    from pathlib import Path
+
+    from starlette.testclient import TestClient
+
+    from web_server import frozen_app
+
+    home = tmp_path_factory.mktemp("root") / "home"
+    invoke(home, "jobs", "ingest", str(Path(__file__).parent / "data" / "lab" / "one-rank.darshan"), "--workers", "1",
+           "-q")
+    with TestClient(frozen_app(home, time.time_ns()), base_url="http://127.0.0.1") as client:
+        page = client.get("/api/jobs").json()
+    return (json.loads(invoke(home, "jobs", "list", "--json").output),
+            json.loads(invoke(home, "jobs", "summary", "--json").output), page)
+
+
+def test_one_user_name_per_uid_for_a_user_of_this_machine(root_job):
+    """The mix's uid has no name here, so its number everywhere proves nothing of the defect ("cloudsdk" in
+    `jobs list`, "1000" in `jobs summary` and on the Jobs page): uid 0 is "root" on all three."""
+    listed, summary, page = root_job
+    assert {r["uid"]: r["user"] for r in listed} == {0: "root"}
+    assert {r["uid"]: r["user"] for r in page["list"]["rows"]} == {0: "root"}
+    assert {u["user"] for k in ("by_bytes_read", "by_bytes_written") for u in summary["top_users"][k]} <= {"root"}
+    assert page["summary"]["top_users"] == summary["top_users"]
+
+
+@pytest.mark.xfail(strict=True, reason="stats/archive.assign_projects names a user's default project 'user:<uid>' "
+                   "('user:0' beside user 'root' on the Jobs page); the goldens hold 'user:1000' (this machine's "
+                   "cloudsdk) and would need the 'user' normalisation for project names")
+def test_a_users_default_project_is_named_as_the_user(root_job):
+    _, summary, page = root_job
+    assert [p["project"] for p in summary["projects"]] == ["user:root"]
