@@ -484,3 +484,14 @@ def test_one_user_name_per_uid_for_a_user_of_this_machine(root_job):
 def test_a_users_default_project_is_named_as_the_user(root_job):
     _, summary, page = root_job
     assert [p["project"] for p in summary["projects"]] == ["user:root"]
+
+
+def test_autocorrelation_lags_in_minutes_for_short_data(server, browser):
+    """Five minutes of snx11025 ticked its lags 0.01 ... 0.06 "lag (hours)": up to two hours of lags are minutes,
+    the last tick at most the longest lag."""
+    with visit(browser, f"{server.url}/workload?fs=snx11025") as v:
+        lags = json_twin(v.page, "/workload?fs=snx11025")["result"]["acf"]["lags_s"]
+        title = v.page.locator("#workload-acf .xtitle").text_content()
+        ticks = [float(t.replace("\u2212", "-")) for t in v.page.locator("#workload-acf .xtick text").all_text_contents()]
+        assert max(lags) < 7200 and title == "lag (minutes)", title
+        assert ticks and max(ticks) <= max(lags) / 60 and max(ticks) >= 1, ticks
