@@ -422,6 +422,10 @@ def test_report_default_window_is_the_pages(server, mix):
     assert round(100 * doc["fullness"]["fullness"], 1) == 72.4
     text = invoke(mix, "report", "--fs", "snx11025").output
     assert text.splitlines()[0] == f"Report of snx11025, {doc['start']} – {doc['end']}", text.splitlines()[0]
+    # five minutes of data are no week: "no probe data this week", "the week of snx11025" said the page and text
+    _, _, html = server.get("/report?fs=snx11025")
+    assert "week" not in text and "week" not in html.decode().split("<main>")[1], text
+    assert "no probe data in this window" in text and "no probe data in this window" in html.decode()
 
 
 def test_jobs_page_at_1280_px(server, browser):
