@@ -52,6 +52,9 @@ class Visit:
     response: object                 # the navigation's Response (None for some file:// pages)
     errors: list[str] = field(default_factory=list)    # console errors, page errors, failed requests, dialogs
     requests: list[str] = field(default_factory=list)  # every URL the page asked for
+    #: (status, URL) of every response of 400 or more, the page's own fetches too: an HTTP error is no
+    #: "requestfailed" (only a network failure is), and a console line does not say which request it was
+    bad_statuses: list[tuple[int, str]] = field(default_factory=list)
 
 
 @contextlib.contextmanager
@@ -69,6 +72,7 @@ def visit(context, url: str, *, plots_ready: bool = True) -> Iterator[Visit]:
     page.on("pageerror", lambda e: v.errors.append(f"page error: {e}"))
     page.on("requestfailed", lambda r: v.errors.append(f"request failed: {r.url}"))
     page.on("request", lambda r: v.requests.append(r.url))
+    page.on("response", lambda r: v.bad_statuses.append((r.status, r.url)) if r.status >= 400 else None)
     page.on("dialog", lambda d: (v.errors.append(f"dialog {d.type}: {d.message}"), d.dismiss()))
     try:
         v.response = page.goto(url)

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pytest
 
-from browser import visit
+from browser import json_twin, visit
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -25,6 +25,7 @@ CAPTURE = "lustrefs-exporter/valid.txt"
 LFSDF = "pytokio/lfs-df.txt.gz"
 JOB_LOG = "darshan/imbalanced-io.darshan"  # job 1452113755, on /lus/theta-fs0
 FS_PAGES = ("workload", "servers", "metadata", "capacity", "report", "talkers")
+FSES = ("snx11025", "ai400", "arch")
 #: Every plot's axes: type, range and tick labels as drawn.
 AXES = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap(el =>
   Object.keys(el._fullLayout).filter(k => /^[xy]axis\\d*$/.test(k)).map(k => {
@@ -93,32 +94,56 @@ def rows(home, fs):
     return df[np.isfinite(df["value"]) & (df["value"] >= 0)]
 
 
-def _years(home) -> set[int]:
+def _years(home, fs: str | None = None) -> set[int]:
+    """The years of the stored rows of `fs` (of every file system without one)."""
     years = set()
-    for fs in ("snx11025", "ai400", "arch"):
-        years |= {datetime.fromtimestamp(t / 1e9, timezone.utc).year for t in rows(home, fs)["time_ns"]}
+    for name in FSES if fs is None else (fs,):
+        years |= {datetime.fromtimestamp(t / 1e9, timezone.utc).year for t in rows(home, name)["time_ns"]}
     return years
 
 
-def test_every_nav_page_with_and_without_fs(server, browser, mix):
-    """No 4xx/5xx, no console error, every page names its file system and window, no time axis outside the
-    data's years (one capture drew Jan-Nov 2000)."""
+def _nav(server) -> list[str]:
+    """The pages the navigation bar links to (the job page is reached from the Jobs page, not the bar)."""
     index = api(server, "/api")
-    nav = [p["slug"] for p in index["pages"] if p["available"] and p["slug"] != "job"]
-    assert set(FS_PAGES) <= set(nav), nav
-    years = _years(mix)
-    urls = [f"/{s}" for s in nav] + [f"/{s}?fs={fs}" for s in FS_PAGES for fs in ("snx11025", "ai400", "arch")]
+    return [p["slug"] for p in index["pages"] if p["available"] and p["slug"] != "job"]
+
+
+def test_every_nav_page_with_and_without_fs(server, browser, mix):
+    """No 4xx/5xx (the page's own fetches too), no console error, every file-system page names its file
+    system and window, no time axis outside the years of the file system it shows (one capture drew
+    Jan-Nov 2000; an axis of arch's 2020 on snx11025's page passed the union of the store's years)."""
+    nav = _nav(server)
+    urls = [f"/{s}" for s in nav] + [f"/{s}?fs={fs}" for s in nav if s in FS_PAGES for fs in FSES]
+    named = set()
     for url in urls:
+        slug = url.split("?")[0].strip("/")
         with visit(browser, server.url + url) as v:
-            assert v.response.status == 200 and v.errors == [], (url, v.errors)
+            assert v.response.status == 200 and v.errors == [] and v.bad_statuses == [], \
+                (url, v.errors, v.bad_statuses)
+            fs = None
+            if v.page.locator("#fs-name").count():
+                named.add(slug)
+                fs = v.page.locator("#fs-name").inner_text()
+                assert fs == (url.split("fs=")[1] if "fs=" in url else fs) and fs in FSES, (url, fs)
+                text = v.page.locator("#fs-span").inner_text()
+                assert text.startswith(f"{fs}:") and " – " in text, (url, text)
+                assert v.page.locator("select[name=fs]").count() == 1, url  # the selector, on every one
+            years = _years(mix, fs)
             for a in v.page.evaluate(AXES):
                 if a["type"] == "date":
                     shown = {int(str(x)[:4]) for x in a["range"]}
-                    assert shown <= years, (url, a)
-            if url.split("?")[0].strip("/") in FS_PAGES:
-                text = v.page.locator("#fs-span").inner_text()
-                fs = url.split("fs=")[1] if "fs=" in url else v.page.locator("#fs-name").inner_text()
-                assert text.startswith(f"{fs}:") and " – " in text, (url, text)
+                    assert shown <= years, (url, fs, a)
+    assert named == set(FS_PAGES), named  # a telemetry page added to the bar is checked here too
+
+
+@pytest.mark.xfail(strict=True, reason="the pages that show no file system (Status: probe targets; Jobs: Darshan "
+                   "logs) refuse ?fs= with 400 ('unknown parameter'): issue 38 asks every nav page with ?fs= to "
+                   "answer; filtering probe targets and jobs by file system is not built")
+def test_the_pages_without_a_file_system_take_fs(server):
+    for slug in set(_nav(server)) - set(FS_PAGES):
+        for fs in FSES:
+            code, _, body = server.get(f"/{slug}?fs={fs}")
+            assert code == 200, (slug, fs, code, body[:200])
 
 
 def test_default_fs_has_the_pages_data(server):
@@ -163,6 +188,110 @@ def test_metadata_and_servers_over_the_covered_span(server, mix):
                                                       .isoformat(timespec="milliseconds").replace("+00:00", "Z")}
 
 
+def _window(home, fs: str, span: dict, kind: str):
+    """The stored rows of `fs` of `kind` ("md": md_*; "io": read and write bytes) in the page's window."""
+    df = rows(home, fs)
+    t0, t1 = (int(datetime.fromisoformat(span[k].replace("Z", "+00:00")).timestamp() * 1e9) for k in ("since", "until"))
+    df = df[(df["time_ns"] >= t0) & (df["time_ns"] < t1)]
+    return df[df["metric"].str.startswith("md_")] if kind == "md" else df[df["metric"].isin(["read_bytes", "write_bytes"])]
+
+
+def _covered_s(df) -> float:
+    return float((df["time_ns"] + df["interval_s"] * 1e9).max() / 1e9 - df["time_ns"].min() / 1e9)
+
+
+def _peak(df) -> float:
+    """The highest rate of the stored samples: each reading time's sum over targets ÷ its interval."""
+    g = df.groupby("time_ns")
+    return float((g["value"].sum() / g["interval_s"].first()).max())
+
+
+def _cells(page, selector: str) -> list[list[str]]:
+    return [r.locator("td").all_inner_texts() for r in page.locator(selector).all()]
+
+
+#: issue 38 item 2 for data sampled every minute or more: services/telemetry/fsview.py bins those pages on the
+#: 5-minute target rollups, and takes the metadata peak (and the Servers colour tops) over those bins, while the
+#: Servers table's peaks are the samples' own: arch's md_open peaks at 129 ops in a minute (2.15/s), the page says
+#: 2.117/s (the last 5 minutes' mean); its read colour top is 911.5 KiB/s against the table's 976.6 KiB/s.
+BINNED = pytest.mark.xfail(strict=True, reason="fsview.py: peaks over 5-minute bins, not the samples (arch, 60 s)")
+
+
+@pytest.mark.parametrize("fs", FSES[::2])
+def test_metadata_page_means_and_counts_recounted(server, browser, mix, fs):
+    """As the page shows them in Chromium: the mean over the time the data of the window covers, each
+    operation's count and mean, recounted from the stored rows."""
+    from ioweather.units import format_number
+
+    with visit(browser, f"{server.url}/metadata?fs={fs}") as v:
+        span = json_twin(v.page, f"/metadata?fs={fs}")["span"]
+        md = _window(mix, fs, span, "md")
+        covered = _covered_s(md)
+        assert span["covered_s"] == covered and covered in {300.0, 1800.0}
+        peak_mean = v.page.locator("#md-summary tr").first.locator("td").inner_text()
+        assert peak_mean.endswith(f" / {format_number(md['value'].sum() / covered)}/s"), (peak_mean, covered)
+        shown = {r[0]: r for r in _cells(v.page, "#md-ops tbody tr")}
+        for metric, g in md.groupby("metric"):
+            row = shown[metric.removeprefix("md_")]
+            assert row[1] == f"{g['value'].sum():,.0f}" and row[3] == f"{format_number(g['value'].sum() / covered)}/s", row
+            assert (row[4] == "–") == (g["value"].sum() == 0), row  # no share of time below the peak of nothing
+
+
+@pytest.mark.parametrize("fs", ["snx11025", pytest.param("arch", marks=BINNED)])
+def test_metadata_page_peaks_recounted(server, browser, mix, fs):
+    """The peaks the page shows are the highest rates of the stored samples (of every operation, and of each)."""
+    from ioweather.units import format_number
+
+    with visit(browser, f"{server.url}/metadata?fs={fs}") as v:
+        md = _window(mix, fs, json_twin(v.page, f"/metadata?fs={fs}")["span"], "md")
+        peak_mean = v.page.locator("#md-summary tr").first.locator("td").inner_text()
+        assert peak_mean.startswith(f"{format_number(_peak(md))}/s / "), peak_mean
+        shown = {r[0]: r for r in _cells(v.page, "#md-ops tbody tr")}
+        for metric, g in md.groupby("metric"):
+            assert shown[metric.removeprefix("md_")][2] == f"{format_number(_peak(g))}/s", (metric, shown[metric[3:]])
+
+
+@pytest.mark.parametrize("fs", FSES[::2])
+def test_servers_table_recounted(server, browser, mix, fs):
+    """Each target's bytes and peaks in the page's table, recounted from its stored rows over the window."""
+    from ioweather.units import format_bytes
+
+    with visit(browser, f"{server.url}/servers?fs={fs}") as v:
+        io = _window(mix, fs, json_twin(v.page, f"/servers?fs={fs}")["span"], "io")
+        table = {r[0]: r for r in _cells(v.page, "#target-table tbody tr")}
+        assert set(table) == set(io["target"]), table.keys()
+        for target, g in io.groupby("target"):
+            want = []
+            for key in ("read_bytes", "write_bytes"):
+                d = g[g["metric"] == key]
+                want.append((format_bytes(d["value"].sum()), f"{format_bytes((d['value'] / d['interval_s']).max())}/s"))
+            assert table[target][1:5] == [want[0][0], want[1][0], want[0][1], want[1][1]], (target, table[target])
+
+
+@pytest.mark.parametrize("fs", ["snx11025", pytest.param("arch", marks=BINNED)])
+def test_servers_colour_scales_end_at_the_table_peaks(server, browser, mix, fs):
+    """Each map's colour bar ends at the highest peak of its direction in the table, as its caption says."""
+    with visit(browser, f"{server.url}/servers?fs={fs}") as v:
+        table = _cells(v.page, "#target-table tbody tr")
+        twin = json_twin(v.page, f"/servers?fs={fs}")
+        for key, col in (("read", 3), ("write", 4)):
+            top = max(twin["targets"], key=lambda t: t[f"peak_{key}_bps"])
+            shown = next(r[col] for r in table if r[0] == top["target"])
+            ticks = v.page.locator(f"#servers-heat-{key} .cbaxis text, #servers-heat-{key} .colorbar text") \
+                .all_text_contents()
+            assert shown in ticks, (key, shown, ticks)
+
+
+def test_the_write_map_darkens_with_the_rate(server, browser):
+    """The read map ran from grey to dark red, the write map from dark blue to grey (Plotly's "Blues"):
+    the busiest writers were drawn palest. Both darken as the rate rises."""
+    with visit(browser, f"{server.url}/servers?fs=snx11025") as v:
+        for key in ("read", "write"):
+            scale = v.page.evaluate(f"document.getElementById('servers-heat-{key}')._fullData[0].colorscale")
+            lum = [sum(int(c) for c in re.findall(r"\d+", colour)[:3]) for _, colour in (scale[0], scale[-1])]
+            assert lum[0] > lum[1], (key, scale)
+
+
 def test_lfs_df_drawn_at_its_time(server):
     """The `lfs df` of 00:05 (the only avail_bytes readings) was drawn at 22:59 the day before."""
     c = api(server, "/api/capacity?fs=snx11025&since=2018-01-21T00:00:00Z&until=2018-01-28T00:10:00Z")
@@ -195,6 +324,52 @@ def test_api_equals_cli_json(server, mix):
     h = api(server, "/api/jobs")["list"]["rows"][0]["id"]
     why = json.loads(invoke(mix, "why", "1452113755", "--json").output)
     assert api(server, f"/api/job?id={h[:12]}")["why"] == why
+    assert api(server, "/api/jobs")["list"]["rows"] == json.loads(invoke(mix, "jobs", "list", "--json").output)
+    # umami: the job's file system has no telemetry; the page's reason is the command's one-line error
+    umami = invoke(mix, "umami", "1452113755", "--json", code=2).output.strip().removeprefix("ioweather: error: ")
+    assert api(server, f"/api/job?id={h[:12]}")["umami"] == {"available": False, "reason": umami}
+    # every file system with byte counters, in each page's default window: the page's JSON is the command's
+    for fs in ("arch", "snx11025"):
+        w = api(server, f"/api/workload?fs={fs}")["result"]
+        assert json.loads(invoke(mix, "workload", "--fs", fs, "--since", w["start"], "--until", w["end"],
+                                 "--json").output) == w, fs
+        assert api(server, f"/api/report?fs={fs}")["report"] == \
+            json.loads(invoke(mix, "report", "--fs", fs, "--json").output), fs
+
+
+def test_api_equals_cli_json_with_a_site_map(server, mix, monkeypatch):
+    """With the fs-map naming the job's file system, the job page's why and umami are the commands'."""
+    monkeypatch.setenv("IOWEATHER_FS_MAP", "/lus/theta-fs0=snx11025")
+    h = api(server, "/api/jobs")["list"]["rows"][0]["id"][:12]
+    page = api(server, f"/api/job?id={h}")
+    assert page["why"] == json.loads(invoke(mix, "why", "1452113755", "--json").output)
+    umami = json.loads(invoke(mix, "umami", "1452113755", "--json").output)
+    # the page's panel is the answer drawn (views/umami_report.figure): its words beside each number, and the
+    # window's raw weather and start left out; every number the command gives is the page's
+    shown = page["umami"]
+    assert shown["available"] and shown["fs"] == umami["fs"] == "snx11025"
+    assert {k: shown[k] for k in umami if k not in ("weather", "start", "metrics")} == \
+        {k: v for k, v in umami.items() if k not in ("weather", "start", "metrics")}
+    assert [{k: m[k] for k in cli} for m, cli in zip(shown["metrics"], umami["metrics"])] == umami["metrics"]
+
+
+def test_job_page_names_one_file_system_in_chromium(server, browser, monkeypatch):
+    """The job page's budget (why) and weather box, as drawn: both name the job's /lus/theta-fs0 as without
+    telemetry (the weather box named snx11025 before); with the fs-map, both name snx11025 and nothing else."""
+    h = api(server, "/api/jobs")["list"]["rows"][0]["id"][:12]
+    others = re.compile(r"\b(ai400|arch)\b")
+    with visit(browser, f"{server.url}/job?id={h}") as v:
+        assert v.errors == [] and v.bad_statuses == []
+        why, weather = (v.page.locator(f"#{i}").inner_text() for i in ("why-verdict", "weather-verdict"))
+        assert "system's share is unknown" in why and "/lus/theta-fs0" in why and "snx11025" not in why, why
+        assert "/lus/theta-fs0" in weather and "no weather verdict" in weather, weather
+        assert "no telemetry for snx11025" not in weather and "0 s" not in v.page.locator("#why-budget").inner_text()
+    monkeypatch.setenv("IOWEATHER_FS_MAP", "/lus/theta-fs0=snx11025")
+    with visit(browser, f"{server.url}/job?id={h}") as v:
+        assert v.errors == [] and v.bad_statuses == []
+        texts = [v.page.locator(f"#{i}").inner_text() for i in ("why-verdict", "weather-verdict", "umami-panel")]
+        for text in texts:
+            assert "snx11025" in text and not others.search(text), text
 
 
 def test_one_user_name_per_uid(server, mix):
@@ -247,3 +422,80 @@ def test_report_default_window_is_the_pages(server, mix):
     assert round(100 * doc["fullness"]["fullness"], 1) == 72.4
     text = invoke(mix, "report", "--fs", "snx11025").output
     assert text.splitlines()[0] == f"Report of snx11025, {doc['start']} – {doc['end']}", text.splitlines()[0]
+    # five minutes of data are no week: "no probe data this week", "the week of snx11025" said the page and text
+    _, _, html = server.get("/report?fs=snx11025")
+    assert "week" not in text and "week" not in html.decode().split("<main>")[1], text
+    assert "no probe data in this window" in text and "no probe data in this window" in html.decode()
+
+
+def test_jobs_page_at_1280_px(server, browser):
+    """Issue 38 item 7: the Jobs table was 1,452 px wide in a 1,242 px box (the verdict cut, rows ~400 px tall);
+    the scatter's byte axis ticked "100GB" at a decade and "90G" between (no unit), in powers of ten beside a
+    table in GiB. At 1,280 px the table fits its box and every tick carries its unit."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page()
+    try:
+        page.set_viewport_size({"width": 1280, "height": 800})  # before the plots are drawn at the context's 1,400
+        page.goto(f"{server.url}/jobs")
+        expect(page.locator("body")).to_have_attribute("data-plots-ready", "1", timeout=30_000)
+        box = page.evaluate("""() => { const t = document.getElementById('job-list');
+            return {table: t.scrollWidth, box: t.parentElement.clientWidth, page: document.documentElement.scrollWidth,
+                    rows: Array.from(t.querySelectorAll('tbody tr')).map(r => r.getBoundingClientRect().height)}; }""")
+        assert box["table"] <= box["box"] and box["page"] <= 1280 and max(box["rows"]) < 150, box
+        ticks = page.locator("#jobs-scatter .ytick text").all_text_contents()
+        assert ticks and all(re.fullmatch(r"\d+ (B|KiB|MiB|GiB|TiB|PiB)", t) for t in ticks), ticks
+        moved = api(server, "/api/jobs")["list"]["rows"][0]["moved_bytes"]  # 99.4 GiB: between two ticks shown
+        units = {"B": 0, "KiB": 10, "MiB": 20, "GiB": 30, "TiB": 40, "PiB": 50}
+        at = sorted(int(t.split()[0]) * 2 ** units[t.split()[1]] for t in ticks)
+        assert at[0] < moved < at[-1], (ticks, moved)
+    finally:
+        page.close()
+
+
+@pytest.fixture(scope="module")
+def root_job(tmp_path_factory):
+    """A store holding the lab's one-rank log, run as uid 0 ("root" on every machine); the commands' JSON and
+    the Jobs page's (in this process)."""
+    from pathlib import Path
+
+    from starlette.testclient import TestClient
+
+    from web_server import frozen_app
+
+    home = tmp_path_factory.mktemp("root") / "home"
+    invoke(home, "jobs", "ingest", str(Path(__file__).parent / "data" / "lab" / "one-rank.darshan"), "--workers", "1",
+           "-q")
+    with TestClient(frozen_app(home, time.time_ns()), base_url="http://127.0.0.1") as client:
+        page = client.get("/api/jobs").json()
+    return (json.loads(invoke(home, "jobs", "list", "--json").output),
+            json.loads(invoke(home, "jobs", "summary", "--json").output), page)
+
+
+def test_one_user_name_per_uid_for_a_user_of_this_machine(root_job):
+    """The mix's uid has no name here, so its number everywhere proves nothing of the defect ("cloudsdk" in
+    `jobs list`, "1000" in `jobs summary` and on the Jobs page): uid 0 is "root" on all three."""
+    listed, summary, page = root_job
+    assert {r["uid"]: r["user"] for r in listed} == {0: "root"}
+    assert {r["uid"]: r["user"] for r in page["list"]["rows"]} == {0: "root"}
+    assert {u["user"] for k in ("by_bytes_read", "by_bytes_written") for u in summary["top_users"][k]} <= {"root"}
+    assert page["summary"]["top_users"] == summary["top_users"]
+
+
+@pytest.mark.xfail(strict=True, reason="stats/archive.assign_projects names a user's default project 'user:<uid>' "
+                   "('user:0' beside user 'root' on the Jobs page); the goldens hold 'user:1000' (this machine's "
+                   "cloudsdk) and would need the 'user' normalisation for project names")
+def test_a_users_default_project_is_named_as_the_user(root_job):
+    _, summary, page = root_job
+    assert [p["project"] for p in summary["projects"]] == ["user:root"]
+
+
+def test_autocorrelation_lags_in_minutes_for_short_data(server, browser):
+    """Five minutes of snx11025 ticked its lags 0.01 ... 0.06 "lag (hours)": up to two hours of lags are minutes,
+    the last tick at most the longest lag."""
+    with visit(browser, f"{server.url}/workload?fs=snx11025") as v:
+        lags = json_twin(v.page, "/workload?fs=snx11025")["result"]["acf"]["lags_s"]
+        title = v.page.locator("#workload-acf .xtitle").text_content()
+        ticks = [float(t.replace("\u2212", "-")) for t in v.page.locator("#workload-acf .xtick text").all_text_contents()]
+        assert max(lags) < 7200 and title == "lag (minutes)", title
+        assert ticks and max(ticks) <= max(lags) / 60 and max(ticks) >= 1, ticks

@@ -213,3 +213,13 @@ def test_a_card_that_counts_samples_never_says_no_samples_yet(tmp_path):
         assert card.last_sample is not None and card.state != "unknown", (card.state, card.reason)
     finally:
         store.dispose()
+
+
+def test_the_learning_rule_names_the_probes_own_option(tmp_path):
+    """docs/dashboard.md said the rule follows the probe's period, "its latest run's `--period`": `probe run`
+    has no such option; the period is `--interval`."""
+    doc = (ROOT / "docs" / "dashboard.md").read_text()
+    rule = doc.split("**Learning the baseline.**")[1].split("\n\n")[0]
+    named = set(re.findall(r"--[a-z-]+", rule.split("at the probe's period")[1][:60]))  # the option it names there
+    text = invoke(tmp_path, "probe", "run", "--help").output
+    assert named and all(re.search(rf"^\s+{o}\b", text, re.M) for o in named), (named, text)

@@ -394,3 +394,43 @@ def test_prune_and_check_never_cross_a_mount_point(tmp_path, tmpfs):
     assert k["skipped"] == [{"path": str(day), "reason": "a mount point"}] and r.exit_code == 1
     r = _run(home, "store", "check", "--repair", "--json")
     assert [p["path"] for p in json.loads(r.stdout)["problems"]] == [str(day)] and _snapshot(mounted) == before
+
+
+@pytest.mark.slow  # collect for 3 s in this process
+def test_collect_hourly_retention_keeps_imported_history(tmp_path, testdata, monkeypatch):
+    """Issue 38 item 3, the hourly pass: `collect` enforces the default retention (400 days) at start and then
+    every RETENTION_EVERY_S (an hour; 0.5 s here). An old live day written after the start's pass is removed
+    by a later one, so the hourly passes ran and enforce; the 2018 LMT import stays whole through all of them."""
+    from ioweather.services.runtime import daemon, retention
+
+    home = tmp_path / "home"
+    settings = Settings(home=home)
+    monkeypatch.delenv("IOWEATHER_RETAIN_TELEMETRY", raising=False)
+    r = _run(home, "import", "lmt", str(testdata / "lmt" / "snx11025_2018-01-28.sqlite3"), "--fs", "snx11025", "-q")
+    assert r.exit_code == 0, r.output
+    imported = np.sort(_stored_times(settings, "snx11025"))
+    assert len(imported) == 12_689 and imported.max() < _day_ns("2019-01-01")
+    first_old = _live(settings, "snx11025", "2000-01-01")
+    _age(home)
+    passes, late = [], []
+    real = retention.prune
+
+    def counted(*args, **kwargs):
+        out = real(*args, **kwargs)
+        passes.append(out)
+        if len(passes) == 1:  # after the start's pass: only a later one can remove this
+            late.append(_live(settings, "snx11025", "2000-01-05"))
+            os.utime(late[0], (HOUR_AGO, HOUR_AGO))
+        return out
+
+    monkeypatch.setattr(daemon, "RETENTION_EVERY_S", 0.5)
+    monkeypatch.setattr(retention, "prune", counted)
+    r = _run(home, "collect", "--proc-root", str(testdata / "lustre-procfs"), "--sources", "lustre",
+             "--interval", "0.5s", "--duration", "3s", "-q")
+    assert r.exit_code == 0, r.output
+    assert len(passes) >= 2, passes
+    assert not first_old.exists() and late and not late[0].exists()  # the start's pass and a later one removed
+    left = np.sort(_stored_times(settings, "snx11025"))
+    in_2018 = (left >= _day_ns("2018-01-01")) & (left < _day_ns("2019-01-01"))
+    assert np.array_equal(left[in_2018], imported)  # every imported 2018 row, after every pass
+    assert [k["rows"] for p in passes for k in p] == [4, 4] + [0] * (len(passes) - 2)

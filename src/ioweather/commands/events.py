@@ -71,12 +71,12 @@ def _print_report(doc: dict) -> None:
     sd = doc["slowdown"]
     print_table(sd["ops"] if sd else [], [("op", "op"), ("median", "median slowdown", ratio), ("p95", "95th percentile", ratio),
                                           ("worst", "worst hour", ratio), ("intervals", "hours", str)],
-                title="Slowdown climate", empty="slowdown climate: no probe data this week")
+                title="Slowdown climate", empty="slowdown climate: no probe data in this window")
     ch = doc["changes"]
     if ch["available"]:
         print_table(ch["points"], [("series", "series"), ("time", "at (UTC)"), ("before", "before", format_number),
                                    ("after", "after", format_number), ("factor", "factor", ratio)],
-                    title="Change points", empty="change points: no change points this week")
+                    title="Change points", empty="change points: no change points in this window")
     _print_events(doc["events"])
     _print_cost(doc["events"]["cost"])
     print_table(doc["bench"] or [], [("motif", "motif"), ("direction", "direction"), ("runs", "runs", str),

@@ -4,6 +4,10 @@
   "use strict";
   var pages = window.ioweatherPages = window.ioweatherPages || {};
   var READ = "#d62728", WRITE = "#1f77b4", MiB = 1048576;
+  // Plotly's "Blues" runs from dark blue at 0 to grey at the top (its "Reds" from grey to dark red): the write
+  // map drew its busiest targets palest. Light to dark, as the read map.
+  var WRITE_SCALE = [[0, "rgb(220,220,220)"], [0.3, "rgb(106,137,247)"], [0.5, "rgb(70,100,245)"],
+                     [0.65, "rgb(40,60,190)"], [1, "rgb(5,10,172)"]];
   var MULTIPLES = 24;
 
   function layout(lib, extra) {
@@ -28,7 +32,7 @@
     // in MiB/s); with no traffic at all there is no scale to show, and the plot says so.
     var job = Plotly.newPlot(el, [{
       type: "heatmap", x: x, y: names, z: h[key], zmin: 0, zmax: zmax,
-      colorscale: !moved ? [[0, "#eeeeee"], [1, "#eeeeee"]] : key === "read" ? "Reds" : "Blues",
+      colorscale: !moved ? [[0, "#eeeeee"], [1, "#eeeeee"]] : key === "read" ? "Reds" : WRITE_SCALE,
       reversescale: false, xgap: 0, ygap: 0, showscale: moved,
       colorbar: {title: {text: "rate"}, tickvals: [0, zmax / 2, zmax], ticktext: [0, own / 2, own].map(lib.rate)},
       hovertemplate: "%{y}<br>%{x}<br>level %{z} of " + h.levels + "<extra></extra>"

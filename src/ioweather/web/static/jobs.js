@@ -8,6 +8,23 @@
   var IFACE_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#9d755d"];
   var GiB = 1073741824;
 
+  // Ticks at powers of two, in the units of the table beside the plot ("64 GiB", "1 TiB"): Plotly's SI ticks
+  // wrote "100GB" at a decade and "90G" between (no unit), in powers of ten where the table counts GiB.
+  var BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+  function byteAxis(values) {
+    var v = values.filter(function (x) { return x > 0; });
+    if (!v.length) { return {}; }
+    var lo = Math.max(0, Math.floor(Math.log2(Math.min.apply(null, v))) - 1);
+    var hi = Math.ceil(Math.log2(Math.max.apply(null, v))) + 1;
+    var step = Math.max(1, Math.ceil((hi - lo) / 8)), vals = [], text = [];
+    for (var k = Math.ceil(lo / step) * step; k <= hi; k += step) {
+      var u = Math.min(Math.floor(k / 10), BYTE_UNITS.length - 1);
+      vals.push(Math.pow(2, k));
+      text.push(Math.pow(2, k - 10 * u) + " " + BYTE_UNITS[u]);
+    }
+    return {tickvals: vals, ticktext: text, range: [lo * Math.log10(2), hi * Math.log10(2)]};
+  }
+
   function scatter(data, lib) {
     var el = document.getElementById("jobs-scatter");
     var p = data.plot;
@@ -23,7 +40,8 @@
     var job = Plotly.newPlot(el, traces, {
       height: 360, margin: {l: 64, r: 12, t: 8, b: 44}, font: lib.FONT, hovermode: "closest",
       legend: {orientation: "h", y: 1.02, yanchor: "bottom"},
-      xaxis: {type: "log", title: {text: "run time (s)"}}, yaxis: {type: "log", title: {text: "moved (bytes)"}, tickformat: "~s", ticksuffix: "B", showticksuffix: "all"}}, lib.CONFIG);
+      xaxis: {type: "log", title: {text: "run time (s)"}}, yaxis: Object.assign({type: "log", title: {text: "moved"}},
+                                     byteAxis(p.moved_bytes.filter(function (b, i) { return p.runtime_s[i] !== null; })))}, lib.CONFIG);
     job.then(function () {
       el.on("plotly_click", function (ev) {
         var pt = ev.points && ev.points[0];

@@ -85,11 +85,13 @@
 
   function acf(data, lib) {
     var a = data.result.acf;
-    var h = a.lags_s.map(function (v) { return v / 3600; });
+    // lags in minutes up to two hours: five minutes of data ticked its lags "0.01 ... 0.06" hours
+    var top = Math.max.apply(null, a.lags_s.concat([0])), unit = top < 7200 ? [60, "minutes", "min"] : [3600, "hours", "h"];
+    var h = a.lags_s.map(function (v) { return v / unit[0]; });
     return Plotly.newPlot(document.getElementById("workload-acf"), [
-      {type: "scatter", mode: "lines", name: "read", x: h, y: a.read, line: {color: READ}, hovertemplate: "read r=%{y:.2f} at %{x:.2f} h<extra></extra>"},
-      {type: "scatter", mode: "lines", name: "write", x: h, y: a.write, line: {color: WRITE, dash: "dot"}, hovertemplate: "write r=%{y:.2f} at %{x:.2f} h<extra></extra>"}
-    ], margins(lib, {height: 300, xaxis: {title: {text: "lag (hours)"}}, yaxis: {title: {text: "autocorrelation"}, range: [-1, 1]}}),
+      {type: "scatter", mode: "lines", name: "read", x: h, y: a.read, line: {color: READ}, hovertemplate: "read r=%{y:.2f} at %{x:.2f} " + unit[2] + "<extra></extra>"},
+      {type: "scatter", mode: "lines", name: "write", x: h, y: a.write, line: {color: WRITE, dash: "dot"}, hovertemplate: "write r=%{y:.2f} at %{x:.2f} " + unit[2] + "<extra></extra>"}
+    ], margins(lib, {height: 300, xaxis: {title: {text: "lag (" + unit[1] + ")"}}, yaxis: {title: {text: "autocorrelation"}, range: [-1, 1]}}),
     lib.CONFIG);
   }
 
