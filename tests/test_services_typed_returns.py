@@ -30,10 +30,6 @@ NOT_YET_TYPED = {
     "jobs/weather.py:read_day": "a day's telemetry columns by name for the weather's math",
     "jobs/weather.py:refresh_all": "counts of `umami --refresh`: the probe helper types umami",
     "jobs/weather.py:after_import": "counts after `import`: services/answers/imports.py types them",
-    # the probe domain: the probe helper's branch
-    "probe/cache.py:ProbeCache.latest_run": "typed by the probe helper",
-    "probe/pieces.py:build": "typed by the probe helper",
-    "probe/slowdown.py:load_window": "typed by the probe helper: (target, columns) pairs",
     # services/answers/why.py: the why helper's branch
     "answers/why.py:probe_cost": "typed by the why helper: (seconds, the cost's evidence)",
     # other answers and domains, not this branch's
@@ -41,7 +37,6 @@ NOT_YET_TYPED = {
     "answers/events.py:cost_summary": "events: a document of costs",
     "answers/factors.py:density_options": "factors (the probe helper's commands)",
     "answers/imports.py:import_sources": "`import --json`'s summary",
-    "answers/umami.py:job_panel": "the job page's umami panel (the probe helper types umami)",
     "bench/iomodel.py:summarize": "io-model rows",
     "bench/iomodel.py:run_plan": "`iomodel run --json`",
     "bench/runs.py:run": "`bench run --json`",

@@ -367,7 +367,7 @@ _.read_histogram  # services.jobs.answer.Access
 _.read_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
 _.read_write_ratio  # services.telemetry.workload.Workload
 _.reads  # services.jobs.answer.Interface
-_.reason  # services.answers.changes.SkippedProbeSeries, services.answers.changes.SkippedSeries, services.jobs.darshan.FailedLog, services.lab.run.CaseRun, services.lab.score.ToolScore, services.probe.status.TargetStatus, services.probe.targets.Skipped
+_.reason  # services.answers.changes.SkippedProbeSeries, services.answers.changes.SkippedSeries, services.answers.umami.JobPanel, services.jobs.darshan.FailedLog, services.lab.run.CaseRun, services.lab.score.ToolScore, services.probe.status.TargetStatus, services.probe.targets.Skipped
 _.recall  # services.lab.score.LabelScore
 _.records  # services.jobs.answer.Damage, services.jobs.answer.Interface
 _.reference  # services.probe.status.BaselineInfo
@@ -476,6 +476,7 @@ _.total_ops_per_s  # services.telemetry.fsview.Metadata
 _.totals  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.tp  # services.lab.score.LabelScore
 _.uid  # services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
+_.umami  # services.answers.umami.JobPanel
 _.unexplained  # services.answers.why.Evidence
 _.unexplained_s  # services.answers.why.LogBudget, services.answers.why.Why
 _.unique  # services.jobs.answer.Sharing
