@@ -93,10 +93,6 @@ def test_the_top_level_help_imports_no_command(tmp_path):
 #: whose work types it. A command typed since fails `test_every_json_is_an_answers_to_json` until it
 #: leaves this table, so the table only shrinks.
 JSON_NOT_YET_TYPED = {
-    # services/probe/* and these commands: the probe helper's branch (issue 37 item 1, the probe domain)
-    "factors density": "typed by the probe helper: a helper prints as_dict() and a list built in the command",
-    "factors fit": "typed by the probe helper: a helper prints the fit's document",
-    "factors classify": "typed by the probe helper: a helper builds {n, classes, experiments}",
     # other domains, not this branch's (jobs and changes)
     "jobs ingest": "services/jobs/ingest.py (the ingest branch): ingest returns a dict of counts, "
                    "printed by a helper",

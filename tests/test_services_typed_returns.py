@@ -35,7 +35,6 @@ NOT_YET_TYPED = {
     # other answers and domains, not this branch's
     "answers/events.py:compute": "events: a document of events and costs",
     "answers/events.py:cost_summary": "events: a document of costs",
-    "answers/factors.py:density_options": "factors (the probe helper's commands)",
     "answers/imports.py:import_sources": "`import --json`'s summary",
     "bench/iomodel.py:summarize": "io-model rows",
     "bench/iomodel.py:run_plan": "`iomodel run --json`",

@@ -10,7 +10,7 @@ _.absent  # services.lab.score.PairsScore
 _.access  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.acf  # services.telemetry.workload.Workload
 _.action  # services.jobs.answer.Finding
-_.adjust  # services.answers.factors.Factors
+_.adjust  # services.answers.factors.DensityOptions, services.answers.factors.Factors
 _.after  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff
 _.after_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.agg_perf_by_slowest_mibps  # services.jobs.answer.Interface, services.jobs.answer.Perf
@@ -82,11 +82,12 @@ _.coverage_factor_read_bw  # services.jobs.weather.Weather
 _.coverage_factor_write_bw  # services.jobs.weather.Weather
 _.coverage_factors  # services.jobs.weather.Weather
 _.covered_s  # services.telemetry.fsview.Span
+_.created  # services.answers.factors.ModelFile
 _.crit  # services.probe.status.Thresholds
 _.cross_mounts  # services.content.fsstats.Snapshot
 _.culprit_named  # services.lab.storm.StormPair
 _.culprits  # services.answers.why.Event, services.lab.storm.Twin, stats.umami.Umami
-_.cutoff_fraction  # services.answers.factors.Factors
+_.cutoff_fraction  # services.answers.factors.DensityOptions, services.answers.factors.Factors
 _.daily  # services.telemetry.workload.Workload
 _.daily_rates  # services.telemetry.workload.WorkloadView
 _.damage  # services.jobs.answer.JobHeader
@@ -103,7 +104,6 @@ _.dir  # services.lab.run.LabRun, services.lab.storm.StormPair
 _.direction  # services.bench.runs.BenchPage
 _.directory  # services.probe.run.ProbeInit, services.probe.targets.TargetRow
 _.dirs  # services.content.fsstats.Snapshot
-_.doc  # services.answers.factors.ModelFile
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
 _.durations  # services.answers.factors.Classified, services.answers.factors.GroupDensity
 _.elapsed_s  # services.lab.run.CaseRun
@@ -123,6 +123,7 @@ _.exit_code  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
 _.expected  # services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus
 _.expected_label  # services.probe.status.TargetStatus
 _.expected_s  # services.probe.history.TargetHistory, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.Timeline
+_.experiment  # services.answers.factors.ExperimentShares
 _.explained  # services.lab.score.PairScore, services.lab.score.PairsScore
 _.explained_s  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
 _.explained_share  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
@@ -154,6 +155,7 @@ _.fn  # services.lab.score.LabelScore
 _.format  # services.content.fsstats.Snapshot
 _.fp  # services.lab.score.LabelScore
 _.fraction_of_peak  # services.jobs.weather.Weather
+_.fractions  # services.answers.factors.ExperimentShares
 _.fs  # services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.BenchPage, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, stats.umami.Umami
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.fs_bytes  # services.jobs.weather.Weather
@@ -170,6 +172,7 @@ _.fullness  # services.answers.report.Report, services.telemetry.fsview.Capacity
 _.generated_at  # services.probe.status.Status
 _.group  # services.answers.factors.GroupDensity
 _.grouped  # services.answers.factors.Densities
+_.grouping  # services.answers.factors.ModelFile
 _.growth_until  # services.telemetry.fsview.Capacity
 _.growth_window_s  # services.telemetry.fsview.Capacity
 _.hardlinks_deduplicated  # services.content.fsstats.Snapshot
@@ -189,6 +192,7 @@ _.idle_periods  # services.telemetry.workload.Workload
 _.idle_threshold  # services.telemetry.workload.Workload
 _.imbalance  # services.jobs.answer.Perf
 _.ingested_at  # services.jobs.darshan.StoredJob
+_.inputs  # services.answers.factors.ModelFile
 _.interfaces  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.interfaces_by_size  # services.jobs.darshan.ArchiveSummary
 _.interval_s  # services.content.fsstats.Growth, services.probe.history.History, services.probe.status.Sparkline, services.probe.status.TargetStatus, services.probe.timeline.Timeline, services.telemetry.workload.Workload
@@ -208,7 +212,7 @@ _.jobid  # services.answers.why.LogBudget, services.jobs.answer.JobHeader, servi
 _.jobs  # services.answers.umami.Correlations, services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
 _.kind  # services.answers.job_diff.DiffCause, services.telemetry.fsview.Span
-_.label  # services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.lab.score.LabelScore, stats.umami.MetricRow
+_.label  # services.answers.factors.ExperimentShares, services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.lab.score.LabelScore, stats.umami.MetricRow
 _.labels  # services.answers.factors.Classified, services.content.fsstats.Contents, services.lab.run.CaseRun, services.lab.score.ToolScore
 _.largest_movers  # services.content.fsstats.Growth
 _.last_sample  # services.probe.status.TargetStatus, services.probe.targets.TargetRow
@@ -232,6 +236,7 @@ _.logs  # services.answers.why.Why, services.lab.run.CaseRun
 _.logs_dir  # services.lab.run.LabRun, services.lab.score.Scores
 _.lustre  # services.jobs.answer.Mount, services.telemetry.fsview.Capacity
 _.magnitude  # services.answers.umami.CorrelationRow
+_.margin  # services.answers.factors.ModelFile
 _.match_cols  # services.answers.factors.Classified
 _.max_points  # services.probe.timeline.Timeline
 _.max_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
@@ -267,7 +272,7 @@ _.missing_fraction  # services.jobs.weather.Weather
 _.missing_observations  # services.telemetry.workload.Workload
 _.missing_samples  # services.telemetry.workload.Workload
 _.model  # services.answers.job_diff.SystemShare
-_.models  # services.answers.factors.Classified
+_.models  # services.answers.factors.Classified, services.answers.factors.ModelFile
 _.module  # services.jobs.answer.Damage
 _.monthly  # services.telemetry.workload.Workload
 _.motif  # services.answers.umami.Correlations, services.answers.why.Climate, services.bench.runs.BenchPage, stats.umami.Umami
@@ -277,7 +282,7 @@ _.moved_bytes  # services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.mpi  # services.lab.run.CaseRun
 _.mpicc  # services.lab.toolchain.Toolchain
 _.mpiexec  # services.lab.toolchain.Toolchain
-_.n  # services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
+_.n  # services.answers.factors.ExperimentShares, services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.n_fs  # stats.umami.MetricRow
 _.n_intervals  # services.probe.status.Climate
 _.name  # services.answers.factors.Classified, services.lab.run.CaseRun
@@ -297,9 +302,11 @@ _.nprocs  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, 
 _.observations  # services.telemetry.workload.Workload
 _.of  # services.jobs.answer.Damage
 _.offset  # services.jobs.darshan.JobList
+_.old_coords  # services.answers.factors.DensityOptions
 _.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.opens  # services.jobs.answer.Interface
 _.ops  # services.answers.factors.Factors, services.probe.history.History, services.probe.status.TargetStatus, services.telemetry.fsview.Metadata
+_.options  # services.answers.factors.ModelFile
 _.order  # services.jobs.darshan.JobList
 _.origin  # services.lab.toolchain.Toolchain
 _.osts  # services.jobs.answer.Lustre
@@ -404,7 +411,7 @@ _.shared  # services.jobs.answer.Sharing
 _.shared_bytes  # services.jobs.answer.Sharing
 _.sharing  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.shown  # services.jobs.darshan.JobsPlot, services.telemetry.workload.WorkloadSeries
-_.significance  # services.answers.factors.Factors
+_.significance  # services.answers.factors.DensityOptions, services.answers.factors.Factors
 _.since  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.since_ns  # services.telemetry.fsview.Span
 _.size_bytes  # services.jobs.answer.AccessSize, services.jobs.darshan.FailedLog
@@ -424,7 +431,7 @@ _.sort  # services.jobs.darshan.JobList, services.telemetry.fsview.Servers
 _.source  # stats.umami.Umami
 _.span_s  # services.probe.status.BaselineInfo
 _.sparkline  # services.probe.status.TargetStatus
-_.split  # services.answers.factors.Factors
+_.split  # services.answers.factors.DensityOptions, services.answers.factors.Factors
 _.stale_after_s  # services.probe.status.TargetStatus
 _.start  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.telemetry.workload.Workload, stats.umami.Umami
 _.start_ns  # services.answers.factors.GroupDensity
