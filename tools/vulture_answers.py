@@ -4,7 +4,7 @@ with a `to_json()`, the dataclasses they hold, TypedDicts), which reach their JS
 
 _ = object()
 
-_.a  # services.content.fsstats.Growth
+_.a  # services.content.fsstats.Comparison, services.content.fsstats.Growth
 _.abandoned  # services.probe.status.TargetStatus
 _.absent  # services.lab.score.PairsScore
 _.access  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
@@ -19,7 +19,7 @@ _.alarms  # services.lab.score.CaseScore
 _.analysis  # services.answers.factors.Factors, services.answers.factors.GroupDensity
 _.archived_samples  # services.probe.targets.Archived
 _.available  # services.lab.score.ToolScore
-_.b  # services.content.fsstats.Growth
+_.b  # services.content.fsstats.Comparison, services.content.fsstats.Growth
 _.bad  # services.lab.score.PairScore
 _.baseline  # services.answers.why.Why, services.probe.history.TargetHistory, services.probe.status.TargetStatus
 _.baseline_from  # services.lab.storm.StormPair
@@ -33,14 +33,16 @@ _.box  # stats.umami.MetricRow
 _.brw  # services.telemetry.fsview.Servers
 _.built  # services.lab.toolchain.Build
 _.burstiness  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
-_.by_bytes  # services.telemetry.fsview.Talkers
+_.by_bytes  # services.content.fsstats.Cdf, services.telemetry.fsview.Talkers
+_.by_count  # services.content.fsstats.Cdf
 _.by_ops  # services.telemetry.fsview.Talkers
-_.bytes  # services.answers.why.Culprit, services.answers.why.Event, services.content.fsstats.Snapshot, services.jobs.answer.Imbalance
+_.bytes  # services.answers.why.Culprit, services.answers.why.Event, services.content.fsstats.SizeBucket, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Imbalance
+_.bytes_in_files_below_1mib  # services.content.fsstats.Highlights
 _.bytes_per_day  # services.content.fsstats.Growth
 _.bytes_read  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
 _.bytes_written  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
 _.cache  # services.lab.toolchain.Build
-_.capacity_bytes  # services.content.fsstats.Snapshot
+_.capacity_bytes  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
 _.case  # services.lab.score.CaseScore
 _.cases  # services.lab.run.LabRun, services.lab.score.Scores, services.lab.score.ToolScore
 _.cause  # services.lab.run.CaseRun
@@ -73,7 +75,7 @@ _.cost_model  # services.jobs.answer.Finding
 _.cost_s  # services.jobs.answer.Finding
 _.cost_share  # services.jobs.answer.Finding
 _.cost_share_of_runtime  # services.jobs.answer.Finding
-_.count  # services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.count  # services.content.fsstats.Cdf, services.content.fsstats.SizeBucket, services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.coverage_factor_bw  # services.jobs.weather.Weather
 _.coverage_factor_nodehrs  # services.jobs.weather.Weather
 _.coverage_factor_opens  # services.jobs.weather.Weather
@@ -103,7 +105,8 @@ _.diff_warnings  # services.content.fsstats.Contents
 _.dir  # services.lab.run.LabRun, services.lab.storm.StormPair
 _.direction  # services.bench.runs.BenchPage
 _.directory  # services.probe.run.ProbeInit, services.probe.targets.TargetRow
-_.dirs  # services.content.fsstats.Snapshot
+_.dirs  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
+_.document  # services.content.fsstats.LoadedSnapshot
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
 _.durations  # services.answers.factors.Classified, services.answers.factors.GroupDensity
 _.elapsed_s  # services.lab.run.CaseRun
@@ -112,7 +115,7 @@ _.entries  # services.content.fsstats.Snapshot
 _.entries_per_s  # services.content.fsstats.Snapshot
 _.error  # services.answers.factors.GroupDensity, services.lab.score.CaseScore, services.lab.score.PairScore
 _.error_list  # services.content.fsstats.Snapshot
-_.errors  # services.content.fsstats.Contents, services.content.fsstats.Snapshot, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.errors  # services.content.fsstats.Contents, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.events  # services.answers.report.Report, services.answers.why.Why, services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
 _.evidence  # services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.Finding
 _.example  # services.jobs.answer.Damage
@@ -140,7 +143,8 @@ _.file_bytes  # services.probe.run.ProbeInit
 _.file_exceeds_memory  # services.probe.run.ProbeInit
 _.file_not_aligned_fraction  # services.jobs.answer.Access
 _.file_system  # services.answers.why.LogEvidence
-_.files  # services.content.fsstats.Snapshot, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.probe.targets.Purged
+_.files  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.probe.targets.Purged
+_.files_below_1mib  # services.content.fsstats.Highlights
 _.files_per_day  # services.content.fsstats.Growth
 _.files_stored  # services.jobs.darshan.StoredJob
 _.files_vs_procs  # services.jobs.darshan.ArchiveSummary
@@ -173,6 +177,7 @@ _.generated_at  # services.probe.status.Status
 _.group  # services.answers.factors.GroupDensity
 _.grouped  # services.answers.factors.Densities
 _.grouping  # services.answers.factors.ModelFile
+_.growth  # services.content.fsstats.Comparison
 _.growth_until  # services.telemetry.fsview.Capacity
 _.growth_window_s  # services.telemetry.fsview.Capacity
 _.hardlinks_deduplicated  # services.content.fsstats.Snapshot
@@ -185,9 +190,10 @@ _.history  # stats.umami.MetricRow
 _.history_jobs  # services.answers.why.Climate, stats.umami.Umami
 _.history_s  # services.probe.status.BaselineInfo
 _.home  # services.lab.storm.StormPair
-_.host  # services.content.fsstats.Snapshot, services.probe.status.TargetStatus, services.probe.targets.Retired, services.probe.targets.TargetRow
-_.id  # services.answers.why.LogBudget, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredJob
+_.host  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.probe.status.TargetStatus, services.probe.targets.Retired, services.probe.targets.TargetRow
+_.id  # services.answers.why.LogBudget, services.content.fsstats.SnapshotRow, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredJob
 _.ident  # services.answers.job_diff.DiffSide
+_.identity  # services.content.fsstats.LoadedSnapshot
 _.idle_periods  # services.telemetry.workload.Workload
 _.idle_threshold  # services.telemetry.workload.Workload
 _.imbalance  # services.jobs.answer.Perf
@@ -212,7 +218,7 @@ _.jobid  # services.answers.why.LogBudget, services.jobs.answer.JobHeader, servi
 _.jobs  # services.answers.umami.Correlations, services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
 _.kind  # services.answers.job_diff.DiffCause, services.telemetry.fsview.Span
-_.label  # services.answers.factors.ExperimentShares, services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.lab.score.LabelScore, stats.umami.MetricRow
+_.label  # services.answers.factors.ExperimentShares, services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.content.fsstats.SnapshotRow, services.lab.score.LabelScore, stats.umami.MetricRow
 _.labels  # services.answers.factors.Classified, services.content.fsstats.Contents, services.lab.run.CaseRun, services.lab.score.ToolScore
 _.largest_movers  # services.content.fsstats.Growth
 _.last_sample  # services.probe.status.TargetStatus, services.probe.targets.TargetRow
@@ -238,10 +244,12 @@ _.lustre  # services.jobs.answer.Mount, services.telemetry.fsview.Capacity
 _.magnitude  # services.answers.umami.CorrelationRow
 _.margin  # services.answers.factors.ModelFile
 _.match_cols  # services.answers.factors.Classified
+_.max  # services.content.fsstats.Cdf, services.content.fsstats.SizeBucket
 _.max_points  # services.probe.timeline.Timeline
 _.max_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
 _.md_ops_per_s  # services.jobs.weather.Weather
 _.mdtest  # services.lab.toolchain.Toolchain
+_.mean  # services.content.fsstats.Cdf
 _.mean_ops_per_s  # services.telemetry.fsview.Metadata
 _.mean_s  # services.probe.slowdown.IntervalRow
 _.mean_total_bps  # services.telemetry.workload.Workload
@@ -262,6 +270,7 @@ _.micro_f1  # services.lab.score.ToolScore
 _.micro_f1_labels  # services.lab.score.ToolScore
 _.micro_precision  # services.lab.score.ToolScore
 _.micro_recall  # services.lab.score.ToolScore
+_.min  # services.content.fsstats.Cdf, services.content.fsstats.SizeBucket
 _.min_amplitude_bps  # services.telemetry.workload.Workload
 _.min_amplitude_ops_per_s  # services.telemetry.fsview.Metadata
 _.min_s  # services.probe.slowdown.IntervalRow
@@ -275,6 +284,7 @@ _.model  # services.answers.job_diff.SystemShare
 _.models  # services.answers.factors.Classified, services.answers.factors.ModelFile
 _.module  # services.jobs.answer.Damage
 _.monthly  # services.telemetry.workload.Workload
+_.most_popular_size  # services.content.fsstats.Highlights
 _.motif  # services.answers.umami.Correlations, services.answers.why.Climate, services.bench.runs.BenchPage, stats.umami.Umami
 _.mount  # services.answers.why.LogBudget, services.jobs.answer.Mount
 _.mounts  # services.answers.why.LogEvidence, services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
@@ -312,6 +322,7 @@ _.origin  # services.lab.toolchain.Toolchain
 _.osts  # services.jobs.answer.Lustre
 _.other  # services.content.fsstats.Snapshot
 _.overall  # services.probe.status.Status
+_.overhead  # services.content.fsstats.Highlights
 _.overlapped_by  # services.jobs.answer.Finding
 _.overlaps  # services.jobs.answer.Finding
 _.own_share  # services.answers.why.Event
@@ -384,9 +395,9 @@ _.resolution_s  # services.probe.timeline.Timeline
 _.result  # services.telemetry.workload.WorkloadView
 _.retired  # services.probe.targets.Retired
 _.role  # services.lab.storm.Twin
-_.root  # services.content.fsstats.Snapshot
+_.root  # services.content.fsstats.GrowthSide, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
 _.root_is_symlink  # services.content.fsstats.Snapshot
-_.rows  # services.answers.umami.CorrelationListing, services.answers.umami.Correlations, services.answers.umami.FeatureImport, services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.jobs.darshan.FailedLogs, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobRows, services.probe.slowdown.IntervalStats, services.probe.slowdown.Slowdown, services.probe.targets.Targets
+_.rows  # services.answers.umami.CorrelationListing, services.answers.umami.Correlations, services.answers.umami.FeatureImport, services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.content.fsstats.SnapshotListing, services.jobs.darshan.FailedLogs, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobRows, services.probe.slowdown.IntervalStats, services.probe.slowdown.Slowdown, services.probe.targets.Targets
 _.rows_in_file  # services.answers.umami.FeatureImport
 _.rows_kept_by_paper_filters  # services.answers.umami.FeatureImport
 _.rule  # services.telemetry.fsview.Servers
@@ -425,10 +436,10 @@ _.smooth_s  # services.telemetry.fsview.Metadata, services.telemetry.workload.Wo
 _.smoothed_bps  # services.telemetry.workload.WorkloadSeries
 _.snapshot  # services.content.fsstats.Contents
 _.snapshot_id  # services.content.fsstats.Contents
-_.snapshot_time  # services.content.fsstats.Snapshot
+_.snapshot_time  # services.content.fsstats.GrowthSide, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
 _.snapshots  # services.content.fsstats.Contents
 _.sort  # services.jobs.darshan.JobList, services.telemetry.fsview.Servers
-_.source  # stats.umami.Umami
+_.source  # services.content.fsstats.GrowthSide, stats.umami.Umami
 _.span_s  # services.probe.status.BaselineInfo
 _.sparkline  # services.probe.status.TargetStatus
 _.split  # services.answers.factors.DensityOptions, services.answers.factors.Factors
@@ -488,10 +499,12 @@ _.unexplained  # services.answers.why.Evidence
 _.unexplained_s  # services.answers.why.LogBudget, services.answers.why.Why
 _.unique  # services.jobs.answer.Sharing
 _.unique_bytes  # services.jobs.answer.Sharing
+_.unit  # services.content.fsstats.Cdf
 _.unplanted  # services.lab.score.CaseScore
 _.until  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.until_ns  # services.telemetry.fsview.Span
 _.unusual  # stats.umami.MetricRow
+_.upper_bound  # services.content.fsstats.Cdf
 _.user  # services.answers.why.Culprit, services.jobs.darshan.JobRow
 _.users  # services.telemetry.fsview.Talkers
 _.value  # services.answers.why.ClimateMetric, stats.umami.MetricRow
@@ -506,7 +519,7 @@ _.warnings  # services.jobs.answer.JobReport, services.telemetry.workload.Worklo
 _.was  # services.probe.targets.Retired
 _.weather  # stats.umami.Umami
 _.weather_verdict  # services.jobs.darshan.JobRow
-_.what  # services.answers.factors.GroupDensity
+_.what  # services.answers.factors.GroupDensity, services.content.fsstats.LoadedSnapshot
 _.window_end_ns  # services.jobs.weather.Weather
 _.window_s  # services.probe.status.Status, services.probe.status.TargetStatus
 _.window_start_ns  # services.jobs.weather.Weather
