@@ -103,8 +103,6 @@ JSON_NOT_YET_TYPED = {
     "events": "services/answers/events.py: compute returns a dict the command picks from",
     "export": "a helper of commands/export.py builds {'families': rows}",
     "iomodel run": "services/bench/iomodel.py: run_plan returns a dict",
-    "lab list": "the command builds {'cases', 'labels'}",
-    "lab run": "the command joins the run's and the scores' documents",
     "store check": "the store's check report as_dict()",
     "store prune": "the command builds {'dry_run', 'kinds'}",
 }

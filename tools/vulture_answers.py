@@ -44,8 +44,8 @@ _.bytes_written  # services.jobs.answer.Interface, services.jobs.answer.Mount, s
 _.cache  # services.lab.toolchain.Build
 _.capacity_bytes  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
 _.case  # services.lab.score.CaseScore
-_.cases  # services.lab.run.LabRun, services.lab.score.Scores, services.lab.score.ToolScore
-_.cause  # services.lab.run.CaseRun
+_.cases  # services.lab.answers.Catalogue, services.lab.run.LabRun, services.lab.score.Scores, services.lab.score.ToolScore
+_.cause  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.causes  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
 _.cc  # services.lab.toolchain.Toolchain
 _.cdfs  # services.content.fsstats.Contents
@@ -67,7 +67,7 @@ _.concurrent_jobs  # services.jobs.weather.Weather
 _.concurrent_node_hours  # services.jobs.weather.Weather
 _.config  # services.answers.umami.FeatureImport
 _.consec_fraction  # services.jobs.answer.Access
-_.control  # services.lab.run.CaseRun, services.lab.score.CaseScore
+_.control  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.lab.score.CaseScore
 _.controls  # services.lab.score.ToolScore
 _.controls_quiet  # services.lab.score.ToolScore
 _.cost_core_hours  # services.jobs.answer.Finding
@@ -108,6 +108,7 @@ _.directory  # services.probe.run.ProbeInit, services.probe.targets.TargetRow
 _.dirs  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
 _.document  # services.content.fsstats.LoadedSnapshot
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
+_.drishti_codes  # services.lab.answers.CatalogueLabel
 _.durations  # services.answers.factors.Classified, services.answers.factors.GroupDensity
 _.elapsed_s  # services.lab.run.CaseRun
 _.end  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.telemetry.workload.Workload
@@ -212,14 +213,15 @@ _.io_time_exceeds_runtime  # services.jobs.answer.Perf
 _.io_time_layer  # services.jobs.answer.Perf
 _.io_time_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.LayerTime, services.jobs.answer.Perf, services.lab.storm.Twin
 _.ior  # services.lab.toolchain.Toolchain
+_.ioweather_codes  # services.lab.answers.CatalogueLabel
 _.ioweather_version  # services.content.fsstats.Snapshot
 _.job  # services.answers.why.Culprit, services.answers.why.Why, services.jobs.answer.JobReport, services.jobs.darshan.StoredJob, stats.umami.Umami
 _.jobid  # services.answers.why.LogBudget, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.lab.storm.Twin
 _.jobs  # services.answers.umami.Correlations, services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
 _.kind  # services.answers.job_diff.DiffCause, services.telemetry.fsview.Span
-_.label  # services.answers.factors.ExperimentShares, services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.content.fsstats.SnapshotRow, services.lab.score.LabelScore, stats.umami.MetricRow
-_.labels  # services.answers.factors.Classified, services.content.fsstats.Contents, services.lab.run.CaseRun, services.lab.score.ToolScore
+_.label  # services.answers.factors.ExperimentShares, services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.content.fsstats.SnapshotRow, services.lab.answers.CatalogueLabel, services.lab.score.LabelScore, stats.umami.MetricRow
+_.labels  # services.answers.factors.Classified, services.content.fsstats.Contents, services.lab.answers.Catalogue, services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.lab.score.ToolScore
 _.largest_movers  # services.content.fsstats.Growth
 _.last_sample  # services.probe.status.TargetStatus, services.probe.targets.TargetRow
 _.last_sample_age_s  # services.probe.status.TargetStatus, services.probe.targets.TargetRow
@@ -253,6 +255,7 @@ _.mean  # services.content.fsstats.Cdf
 _.mean_ops_per_s  # services.telemetry.fsview.Metadata
 _.mean_s  # services.probe.slowdown.IntervalRow
 _.mean_total_bps  # services.telemetry.workload.Workload
+_.meaning  # services.lab.answers.CatalogueLabel
 _.median  # services.answers.why.ClimateMetric, services.probe.status.Climate
 _.median_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
 _.mem_not_aligned_fraction  # services.jobs.answer.Access
@@ -289,13 +292,13 @@ _.motif  # services.answers.umami.Correlations, services.answers.why.Climate, se
 _.mount  # services.answers.why.LogBudget, services.jobs.answer.Mount
 _.mounts  # services.answers.why.LogEvidence, services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.moved_bytes  # services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
-_.mpi  # services.lab.run.CaseRun
+_.mpi  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.mpicc  # services.lab.toolchain.Toolchain
 _.mpiexec  # services.lab.toolchain.Toolchain
 _.n  # services.answers.factors.ExperimentShares, services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.n_fs  # stats.umami.MetricRow
 _.n_intervals  # services.probe.status.Climate
-_.name  # services.answers.factors.Classified, services.lab.run.CaseRun
+_.name  # services.answers.factors.Classified, services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.named  # services.lab.score.CaseScore
 _.newest_of_label  # services.content.fsstats.Contents
 _.nnodes  # services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
@@ -362,7 +365,7 @@ _.preset  # services.answers.umami.FeatureImport
 _.probe_slowdown  # services.jobs.weather.Weather
 _.probe_slowdown_by_op  # services.jobs.weather.Weather
 _.probe_targets  # services.answers.why.LogEvidence
-_.procs  # services.lab.run.CaseRun
+_.procs  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.programs  # services.lab.toolchain.Toolchain
 _.projects  # services.content.fsstats.Contents, services.jobs.darshan.ArchiveSummary
 _.projects_shown  # services.jobs.darshan.JobsView
@@ -401,7 +404,7 @@ _.rows  # services.answers.umami.CorrelationListing, services.answers.umami.Corr
 _.rows_in_file  # services.answers.umami.FeatureImport
 _.rows_kept_by_paper_filters  # services.answers.umami.FeatureImport
 _.rule  # services.telemetry.fsview.Servers
-_.run  # services.bench.runs.BenchPage
+_.run  # services.bench.runs.BenchPage, services.lab.answers.RunAndScores
 _.runs  # services.answers.factors.Densities, services.bench.runs.BenchPage, services.probe.targets.Purged, services.probe.targets.TargetRow
 _.runtime_s  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.same  # services.lab.score.PairScore
@@ -412,6 +415,7 @@ _.samples  # services.probe.status.BaselineInfo, services.probe.targets.Purged, 
 _.samples_shown  # services.probe.timeline.Timeline
 _.samples_total  # services.probe.timeline.Timeline
 _.scored  # services.lab.score.PairsScore
+_.scores  # services.lab.answers.RunAndScores
 _.seq_fraction  # services.jobs.answer.Access
 _.series  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.changes.SkippedSeries, services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
 _.series_examined  # services.answers.changes.Changes
@@ -478,7 +482,7 @@ _.thresholds  # services.probe.history.History, services.probe.status.Status, se
 _.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.jobs.answer.Imbalance, services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadSeries
 _.timeline  # services.answers.factors.Factors
 _.timeouts  # services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
-_.tolerated  # services.lab.run.CaseRun
+_.tolerated  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.tool  # services.lab.score.ToolScore
 _.toolchain  # services.lab.run.LabRun, services.lab.toolchain.Build
 _.tools  # services.lab.score.Scores
