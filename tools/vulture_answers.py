@@ -37,12 +37,20 @@ _.by_bytes  # services.content.fsstats.Cdf, services.telemetry.fsview.Talkers
 _.by_count  # services.content.fsstats.Cdf
 _.by_ops  # services.telemetry.fsview.Talkers
 _.bytes  # services.answers.why.Culprit, services.answers.why.Event, services.content.fsstats.SizeBucket, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Imbalance
+_.bytes_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.bytes_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.bytes_change  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.bytes_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.bytes_in_files_below_1mib  # services.content.fsstats.Highlights
 _.bytes_per_day  # services.content.fsstats.Growth
 _.bytes_read  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
 _.bytes_written  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
 _.cache  # services.lab.toolchain.Build
 _.capacity_bytes  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
+_.capacity_bytes_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.capacity_bytes_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.capacity_bytes_change  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.capacity_bytes_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.case  # services.lab.score.CaseScore
 _.cases  # services.lab.answers.Catalogue, services.lab.run.LabRun, services.lab.score.Scores, services.lab.score.ToolScore
 _.cause  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
@@ -106,6 +114,10 @@ _.dir  # services.lab.run.LabRun, services.lab.storm.StormPair
 _.direction  # services.bench.runs.BenchPage
 _.directory  # services.probe.run.ProbeInit, services.probe.targets.TargetRow
 _.dirs  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
+_.dirs_a  # services.content.fsstats.GrowthTotal
+_.dirs_b  # services.content.fsstats.GrowthTotal
+_.dirs_change  # services.content.fsstats.GrowthTotal
+_.dirs_change_pct  # services.content.fsstats.GrowthTotal
 _.document  # services.content.fsstats.LoadedSnapshot
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
 _.drishti_codes  # services.lab.answers.CatalogueLabel
@@ -145,7 +157,11 @@ _.file_exceeds_memory  # services.probe.run.ProbeInit
 _.file_not_aligned_fraction  # services.jobs.answer.Access
 _.file_system  # services.answers.why.LogEvidence
 _.files  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.probe.targets.Purged
+_.files_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.files_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_below_1mib  # services.content.fsstats.Highlights
+_.files_change  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.files_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_per_day  # services.content.fsstats.Growth
 _.files_stored  # services.jobs.darshan.StoredJob
 _.files_vs_procs  # services.jobs.darshan.ArchiveSummary
@@ -298,7 +314,7 @@ _.mpiexec  # services.lab.toolchain.Toolchain
 _.n  # services.answers.factors.ExperimentShares, services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.n_fs  # stats.umami.MetricRow
 _.n_intervals  # services.probe.status.Climate
-_.name  # services.answers.factors.Classified, services.lab.answers.CatalogueCase, services.lab.run.CaseRun
+_.name  # services.answers.factors.Classified, services.content.fsstats.DirGrowth, services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.named  # services.lab.score.CaseScore
 _.newest_of_label  # services.content.fsstats.Contents
 _.nnodes  # services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
@@ -324,12 +340,18 @@ _.order  # services.jobs.darshan.JobList
 _.origin  # services.lab.toolchain.Toolchain
 _.osts  # services.jobs.answer.Lustre
 _.other  # services.content.fsstats.Snapshot
+_.other_a  # services.content.fsstats.GrowthTotal
+_.other_b  # services.content.fsstats.GrowthTotal
+_.other_change  # services.content.fsstats.GrowthTotal
+_.other_change_pct  # services.content.fsstats.GrowthTotal
 _.overall  # services.probe.status.Status
 _.overhead  # services.content.fsstats.Highlights
 _.overlapped_by  # services.jobs.answer.Finding
 _.overlaps  # services.jobs.answer.Finding
 _.own_share  # services.answers.why.Event
 _.owners  # services.content.fsstats.Contents, services.content.fsstats.Growth, services.content.fsstats.Snapshot
+_.owners_by_bytes  # services.content.fsstats.Movers
+_.owners_by_files  # services.content.fsstats.Movers
 _.owners_total  # services.content.fsstats.Contents
 _.p  # services.answers.umami.CorrelationRow, stats.umami.MetricRow
 _.p01  # services.probe.status.Climate
@@ -422,6 +444,8 @@ _.series_examined  # services.answers.changes.Changes
 _.server_cpu_pct  # services.jobs.weather.Weather
 _.set  # services.answers.umami.FeatureImport
 _.share  # services.answers.why.Culprit
+_.share_of_bytes_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth
+_.share_of_files_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth
 _.shared  # services.jobs.answer.Sharing
 _.shared_bytes  # services.jobs.answer.Sharing
 _.sharing  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
@@ -454,7 +478,7 @@ _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.timeline.Timeline
 _.state  # services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.TargetStatus, services.probe.targets.TargetRow
 _.statistic  # services.answers.changes.Change, services.answers.changes.ProbeMark
-_.status  # services.bench.runs.BenchCheck, services.lab.run.CaseRun, services.probe.slowdown.Check
+_.status  # services.bench.runs.BenchCheck, services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth, services.lab.run.CaseRun, services.probe.slowdown.Check
 _.step_s  # services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
 _.storm  # services.lab.storm.StormPair
 _.storm_job  # services.lab.storm.StormPair
@@ -467,6 +491,10 @@ _.stripes_stored  # services.jobs.darshan.StoredJob
 _.summary  # services.jobs.darshan.JobsView
 _.symlink_target  # services.content.fsstats.Snapshot
 _.symlinks  # services.content.fsstats.Snapshot
+_.symlinks_a  # services.content.fsstats.GrowthTotal
+_.symlinks_b  # services.content.fsstats.GrowthTotal
+_.symlinks_change  # services.content.fsstats.GrowthTotal
+_.symlinks_change_pct  # services.content.fsstats.GrowthTotal
 _.system  # services.answers.job_diff.JobDiff, services.answers.umami.Correlations, services.answers.why.Evidence, services.answers.why.LogEvidence
 _.system_model  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
 _.system_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
@@ -487,6 +515,8 @@ _.tool  # services.lab.score.ToolScore
 _.toolchain  # services.lab.run.LabRun, services.lab.toolchain.Build
 _.tools  # services.lab.score.Scores
 _.top_dirs  # services.content.fsstats.Growth, services.content.fsstats.Snapshot
+_.top_dirs_by_bytes  # services.content.fsstats.Movers
+_.top_dirs_by_files  # services.content.fsstats.Movers
 _.top_executables  # services.jobs.darshan.ArchiveSummary
 _.top_files  # services.jobs.darshan.StoredJob
 _.top_projects  # services.jobs.darshan.ArchiveSummary
@@ -497,7 +527,7 @@ _.total_ops  # services.telemetry.fsview.Metadata
 _.total_ops_per_s  # services.telemetry.fsview.Metadata
 _.totals  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.tp  # services.lab.score.LabelScore
-_.uid  # services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
+_.uid  # services.content.fsstats.OwnerGrowth, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
 _.umami  # services.answers.umami.JobPanel
 _.unexplained  # services.answers.why.Evidence
 _.unexplained_s  # services.answers.why.LogBudget, services.answers.why.Why
@@ -509,7 +539,7 @@ _.until  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
 _.until_ns  # services.telemetry.fsview.Span
 _.unusual  # stats.umami.MetricRow
 _.upper_bound  # services.content.fsstats.Cdf
-_.user  # services.answers.why.Culprit, services.jobs.darshan.JobRow
+_.user  # services.answers.why.Culprit, services.content.fsstats.OwnerGrowth, services.jobs.darshan.JobRow
 _.users  # services.telemetry.fsview.Talkers
 _.value  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.value_s  # services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus

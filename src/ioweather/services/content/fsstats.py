@@ -259,6 +259,94 @@ class GrowthSide:
 
 
 @dataclass(frozen=True)
+class GrowthTotal:
+    """A tree's totals at A and at B (`_a`, `_b`: bytes apparent, `capacity_bytes` allocated, counts), each
+    with its change B - A and that change in % of A (None when A is 0)."""
+
+    bytes_a: int
+    bytes_b: int
+    bytes_change: int
+    bytes_change_pct: float | None
+    files_a: int
+    files_b: int
+    files_change: int
+    files_change_pct: float | None
+    capacity_bytes_a: int
+    capacity_bytes_b: int
+    capacity_bytes_change: int
+    capacity_bytes_change_pct: float | None
+    dirs_a: int
+    dirs_b: int
+    dirs_change: int
+    dirs_change_pct: float | None
+    symlinks_a: int
+    symlinks_b: int
+    symlinks_change: int
+    symlinks_change_pct: float | None
+    other_a: int
+    other_b: int
+    other_change: int
+    other_change_pct: float | None
+
+
+@dataclass(frozen=True)
+class DirGrowth:
+    """A first-level directory's growth: its `name`, its bytes, files and allocated bytes at A and B with
+    their changes (as GrowthTotal's), its share in % of the tree's change in bytes and in files (None when
+    the tree's is 0), and whether it is in both snapshots, `new` in B or `gone` from it."""
+
+    name: str
+    bytes_a: int
+    bytes_b: int
+    bytes_change: int
+    bytes_change_pct: float | None
+    files_a: int
+    files_b: int
+    files_change: int
+    files_change_pct: float | None
+    capacity_bytes_a: int
+    capacity_bytes_b: int
+    capacity_bytes_change: int
+    capacity_bytes_change_pct: float | None
+    share_of_bytes_change_pct: float | None
+    share_of_files_change_pct: float | None
+    status: str
+
+
+@dataclass(frozen=True)
+class OwnerGrowth:
+    """An owner's growth (`uid`, `user` as the newer snapshot names it): as DirGrowth's."""
+
+    uid: int
+    user: str | None
+    bytes_a: int
+    bytes_b: int
+    bytes_change: int
+    bytes_change_pct: float | None
+    files_a: int
+    files_b: int
+    files_change: int
+    files_change_pct: float | None
+    capacity_bytes_a: int
+    capacity_bytes_b: int
+    capacity_bytes_change: int
+    capacity_bytes_change_pct: float | None
+    share_of_bytes_change_pct: float | None
+    share_of_files_change_pct: float | None
+    status: str
+
+
+@dataclass(frozen=True)
+class Movers:
+    """The directories (names) and owners (uids) that changed most, by bytes and by files, biggest first."""
+
+    top_dirs_by_bytes: list[str]
+    top_dirs_by_files: list[str]
+    owners_by_bytes: list[int]
+    owners_by_files: list[int]
+
+
+@dataclass(frozen=True)
 class Growth(Answer):
     """How a tree grew from snapshot A to B (seed 002 Table IV): `fsstats diff --json` and the Contents
     page's `diff`. `a` and `b` name each side (root, ISO 8601 UTC snapshot time, what the user gave);
@@ -269,12 +357,17 @@ class Growth(Answer):
     a: GrowthSide
     b: GrowthSide
     interval_s: float
-    total: dict
+    total: GrowthTotal
     files_per_day: float | None
     bytes_per_day: float | None
-    top_dirs: list[dict]
-    owners: list[dict]
-    largest_movers: dict
+    top_dirs: list[DirGrowth]
+    owners: list[OwnerGrowth]
+    largest_movers: Movers
+
+    def to_json(self) -> dict:
+        # answer_dict leaves list items as they are: the rows are dataclasses too
+        return {**answer_dict(self), "top_dirs": [answer_dict(r) for r in self.top_dirs],
+                "owners": [answer_dict(r) for r in self.owners]}
 
 
 @dataclass(frozen=True)
@@ -306,8 +399,12 @@ def growth_doc(da: dict, db: dict, source_a: str, source_b: str, *, movers: int)
     # lazy: numpy via stats.fsstats: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.stats.fsstats import growth
 
+    g = growth(da, db, movers=movers)
     return Growth(a=GrowthSide(da["root"], da["snapshot_time"], source_a),
-                  b=GrowthSide(db["root"], db["snapshot_time"], source_b), **growth(da, db, movers=movers))
+                  b=GrowthSide(db["root"], db["snapshot_time"], source_b), interval_s=g["interval_s"],
+                  total=GrowthTotal(**g["total"]), files_per_day=g["files_per_day"], bytes_per_day=g["bytes_per_day"],
+                  top_dirs=[DirGrowth(**r) for r in g["top_dirs"]], owners=[OwnerGrowth(**r) for r in g["owners"]],
+                  largest_movers=Movers(**g["largest_movers"]))
 
 
 @dataclass(frozen=True)
