@@ -36,7 +36,7 @@ _.burstiness  # services.telemetry.fsview.Metadata, services.telemetry.workload.
 _.by_bytes  # services.content.fsstats.Cdf, services.telemetry.fsview.Talkers
 _.by_count  # services.content.fsstats.Cdf
 _.by_ops  # services.telemetry.fsview.Talkers
-_.bytes  # services.answers.why.Culprit, services.answers.why.Event, services.content.fsstats.SizeBucket, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Imbalance
+_.bytes  # services.answers.why.Culprit, services.answers.why.Event, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.SizeBucket, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Imbalance
 _.bytes_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.bytes_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.bytes_change  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
@@ -44,9 +44,10 @@ _.bytes_change_pct  # services.content.fsstats.DirGrowth, services.content.fssta
 _.bytes_in_files_below_1mib  # services.content.fsstats.Highlights
 _.bytes_per_day  # services.content.fsstats.Growth
 _.bytes_read  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
+_.bytes_share  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare
 _.bytes_written  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
 _.cache  # services.lab.toolchain.Build
-_.capacity_bytes  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
+_.capacity_bytes  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
 _.capacity_bytes_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.capacity_bytes_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.capacity_bytes_change  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
@@ -113,7 +114,7 @@ _.diff_warnings  # services.content.fsstats.Contents
 _.dir  # services.lab.run.LabRun, services.lab.storm.StormPair
 _.direction  # services.bench.runs.BenchPage
 _.directory  # services.probe.run.ProbeInit, services.probe.targets.TargetRow
-_.dirs  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
+_.dirs  # services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
 _.dirs_a  # services.content.fsstats.GrowthTotal
 _.dirs_b  # services.content.fsstats.GrowthTotal
 _.dirs_change  # services.content.fsstats.GrowthTotal
@@ -156,13 +157,14 @@ _.file_bytes  # services.probe.run.ProbeInit
 _.file_exceeds_memory  # services.probe.run.ProbeInit
 _.file_not_aligned_fraction  # services.jobs.answer.Access
 _.file_system  # services.answers.why.LogEvidence
-_.files  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.probe.targets.Purged
+_.files  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.probe.targets.Purged
 _.files_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_below_1mib  # services.content.fsstats.Highlights
 _.files_change  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_per_day  # services.content.fsstats.Growth
+_.files_share  # services.content.fsstats.ProjectShare
 _.files_stored  # services.jobs.darshan.StoredJob
 _.files_vs_procs  # services.jobs.darshan.ArchiveSummary
 _.filters  # services.jobs.darshan.ArchiveSummary
@@ -314,8 +316,9 @@ _.mpiexec  # services.lab.toolchain.Toolchain
 _.n  # services.answers.factors.ExperimentShares, services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.n_fs  # stats.umami.MetricRow
 _.n_intervals  # services.probe.status.Climate
-_.name  # services.answers.factors.Classified, services.content.fsstats.DirGrowth, services.lab.answers.CatalogueCase, services.lab.run.CaseRun
+_.name  # services.answers.factors.Classified, services.content.fsstats.DirGrowth, services.content.fsstats.ProjectShare, services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.named  # services.lab.score.CaseScore
+_.newest_mtime  # services.content.fsstats.ProjectShare
 _.newest_of_label  # services.content.fsstats.Contents
 _.nnodes  # services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
 _.nnodes_source  # services.answers.why.Why, services.jobs.answer.Perf
@@ -527,7 +530,7 @@ _.total_ops  # services.telemetry.fsview.Metadata
 _.total_ops_per_s  # services.telemetry.fsview.Metadata
 _.totals  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.tp  # services.lab.score.LabelScore
-_.uid  # services.content.fsstats.OwnerGrowth, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
+_.uid  # services.content.fsstats.OwnerGrowth, services.content.fsstats.OwnerShare, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
 _.umami  # services.answers.umami.JobPanel
 _.unexplained  # services.answers.why.Evidence
 _.unexplained_s  # services.answers.why.LogBudget, services.answers.why.Why
@@ -539,7 +542,7 @@ _.until  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
 _.until_ns  # services.telemetry.fsview.Span
 _.unusual  # stats.umami.MetricRow
 _.upper_bound  # services.content.fsstats.Cdf
-_.user  # services.answers.why.Culprit, services.content.fsstats.OwnerGrowth, services.jobs.darshan.JobRow
+_.user  # services.answers.why.Culprit, services.content.fsstats.OwnerGrowth, services.content.fsstats.OwnerShare, services.jobs.darshan.JobRow
 _.users  # services.telemetry.fsview.Talkers
 _.value  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.value_s  # services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus

@@ -579,6 +579,35 @@ class Picked:
 
 
 @dataclass(frozen=True)
+class ProjectShare:
+    """A first-level directory of a snapshot on the Contents page: its files, bytes (apparent, allocated),
+    directories, newest modification (ISO 8601 UTC, None without a file) and its shares (fractions) of the
+    snapshot's files and bytes (None when the snapshot has none)."""
+
+    name: str
+    files: int
+    bytes: int
+    capacity_bytes: int
+    dirs: int
+    newest_mtime: str | None
+    files_share: float | None
+    bytes_share: float | None
+
+
+@dataclass(frozen=True)
+class OwnerShare:
+    """An owner of a snapshot's files on the Contents page (`user` None when the uid has no name there):
+    files, bytes (apparent, allocated) and the share (a fraction) of the snapshot's bytes."""
+
+    uid: int
+    user: str | None
+    files: int
+    bytes: int
+    capacity_bytes: int
+    bytes_share: float | None
+
+
+@dataclass(frozen=True)
 class Contents(Answer):
     """The Contents page's answer (/api/contents): one stored snapshot (`snapshot_id`, of `label`;
     `newest_of_label` whether a newer one of that label exists), its header fields, highlights, size and
@@ -600,16 +629,17 @@ class Contents(Answer):
     highlights: Highlights
     cdfs: dict[str, Cdf]
     projects_total: int
-    projects: list[dict]
+    projects: list[ProjectShare]
     owners_total: int
-    owners: list[dict]
+    owners: list[OwnerShare]
     errors: list
     diff: Growth | None
 
     def to_json(self) -> dict:
         # answer_dict leaves list items and mapping values as they are: the rows and CDFs are dataclasses too
         return {**answer_dict(self), "snapshots": [answer_dict(r) for r in self.snapshots],
-                "cdfs": {k: answer_dict(c) for k, c in self.cdfs.items()}}
+                "cdfs": {k: answer_dict(c) for k, c in self.cdfs.items()},
+                "projects": [answer_dict(r) for r in self.projects], "owners": [answer_dict(r) for r in self.owners]}
 
 
 def _share(part, whole) -> float | None:
@@ -635,12 +665,12 @@ def contents(listing: list[SnapshotRow], this: Picked, doc: dict, other: Picked 
         highlights=snapshot_highlights(doc),
         cdfs=snapshot_cdfs(doc),
         projects_total=len(doc["top_dirs"]),
-        projects=[{**{k: d[k] for k in ("name", "files", "bytes", "capacity_bytes", "dirs", "newest_mtime")},
-                   "files_share": _share(d["files"], doc["files"]), "bytes_share": _share(d["bytes"], doc["bytes"])}
+        projects=[ProjectShare(**{k: d[k] for k in ("name", "files", "bytes", "capacity_bytes", "dirs", "newest_mtime")},
+                               files_share=_share(d["files"], doc["files"]), bytes_share=_share(d["bytes"], doc["bytes"]))
                   for d in doc["top_dirs"][:PROJECTS_SHOWN]],
         owners_total=len(doc["owners"]),
-        owners=[{**{k: o[k] for k in ("uid", "user", "files", "bytes", "capacity_bytes")},
-                 "bytes_share": _share(o["bytes"], doc["bytes"])} for o in doc["owners"][:OWNERS_SHOWN]],
+        owners=[OwnerShare(**{k: o[k] for k in ("uid", "user", "files", "bytes", "capacity_bytes")},
+                           bytes_share=_share(o["bytes"], doc["bytes"])) for o in doc["owners"][:OWNERS_SHOWN]],
         errors=doc["error_list"][:ERRORS_SHOWN],
         diff=None if other is None else growth_doc(a, doc, other.source, this.source, movers=MOVERS),
     )
