@@ -2,7 +2,7 @@
 keep it (file, HTML report, store label), compare two, list the stored ones.
 
 Serves `ioweather fsstats DIR | diff A B | list`. Notes for the person at the terminal go to the
-`say` callable the caller passes; results come back as documents for the caller to render.
+`say` callable the caller passes; results come back as typed answers (`to_json()`) for the caller to render.
 """
 
 from __future__ import annotations
