@@ -93,10 +93,6 @@ def test_the_top_level_help_imports_no_command(tmp_path):
 #: whose work types it. A command typed since fails `test_every_json_is_an_answers_to_json` until it
 #: leaves this table, so the table only shrinks.
 JSON_NOT_YET_TYPED = {
-    # services/probe/* and these commands: the probe helper's branch (issue 37 item 1, the probe domain)
-    "factors density": "typed by the probe helper: a helper prints as_dict() and a list built in the command",
-    "factors fit": "typed by the probe helper: a helper prints the fit's document",
-    "factors classify": "typed by the probe helper: a helper builds {n, classes, experiments}",
     # other domains, not this branch's (jobs and changes)
     "jobs ingest": "services/jobs/ingest.py (the ingest branch): ingest returns a dict of counts, "
                    "printed by a helper",
@@ -106,10 +102,7 @@ JSON_NOT_YET_TYPED = {
     "collect": "services/telemetry/collect.py: run_collect returns a dict",
     "events": "services/answers/events.py: compute returns a dict the command picks from",
     "export": "a helper of commands/export.py builds {'families': rows}",
-    "fsstats list": "services/content/fsstats.py: snapshot_listing returns a list of dicts",
     "iomodel run": "services/bench/iomodel.py: run_plan returns a dict",
-    "lab list": "the command builds {'cases', 'labels'}",
-    "lab run": "the command joins the run's and the scores' documents",
     "store check": "the store's check report as_dict()",
     "store prune": "the command builds {'dry_run', 'kinds'}",
 }

@@ -232,7 +232,7 @@ def test_contents(server, store, home, cli):
     for label in ("before", "after"):
         sid = fsstats.newest_snapshot_id(store, label)
         picked[label] = (fsstats.Picked(sid, label, label, f"stored label {label!r} (id {sid})"),
-                         fsstats.snapshot_by_id(store, sid)[1])
+                         fsstats.snapshot_by_id(store, sid).document)
     (this, doc_b), (other, doc_a) = picked["after"], picked["before"]
     answer = fsstats.contents(listing, this, doc_b, other, doc_a)
     assert isinstance(answer, fsstats.Contents) and isinstance(answer.diff, fsstats.Growth)

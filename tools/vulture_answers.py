@@ -4,13 +4,13 @@ with a `to_json()`, the dataclasses they hold, TypedDicts), which reach their JS
 
 _ = object()
 
-_.a  # services.content.fsstats.Growth
+_.a  # services.content.fsstats.Comparison, services.content.fsstats.Growth
 _.abandoned  # services.probe.status.TargetStatus
 _.absent  # services.lab.score.PairsScore
 _.access  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.acf  # services.telemetry.workload.Workload
 _.action  # services.jobs.answer.Finding
-_.adjust  # services.answers.factors.Factors
+_.adjust  # services.answers.factors.DensityOptions, services.answers.factors.Factors
 _.after  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff
 _.after_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.agg_perf_by_slowest_mibps  # services.jobs.answer.Interface, services.jobs.answer.Perf
@@ -19,7 +19,7 @@ _.alarms  # services.lab.score.CaseScore
 _.analysis  # services.answers.factors.Factors, services.answers.factors.GroupDensity
 _.archived_samples  # services.probe.targets.Archived
 _.available  # services.lab.score.ToolScore
-_.b  # services.content.fsstats.Growth
+_.b  # services.content.fsstats.Comparison, services.content.fsstats.Growth
 _.bad  # services.lab.score.PairScore
 _.baseline  # services.answers.why.Why, services.probe.history.TargetHistory, services.probe.status.TargetStatus
 _.baseline_from  # services.lab.storm.StormPair
@@ -33,17 +33,28 @@ _.box  # stats.umami.MetricRow
 _.brw  # services.telemetry.fsview.Servers
 _.built  # services.lab.toolchain.Build
 _.burstiness  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
-_.by_bytes  # services.telemetry.fsview.Talkers
+_.by_bytes  # services.content.fsstats.Cdf, services.telemetry.fsview.Talkers
+_.by_count  # services.content.fsstats.Cdf
 _.by_ops  # services.telemetry.fsview.Talkers
-_.bytes  # services.answers.why.Culprit, services.answers.why.Event, services.content.fsstats.Snapshot, services.jobs.answer.Imbalance
+_.bytes  # services.answers.why.Culprit, services.answers.why.Event, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.SizeBucket, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Imbalance
+_.bytes_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.bytes_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.bytes_change  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.bytes_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.bytes_in_files_below_1mib  # services.content.fsstats.Highlights
 _.bytes_per_day  # services.content.fsstats.Growth
 _.bytes_read  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
+_.bytes_share  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare
 _.bytes_written  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
 _.cache  # services.lab.toolchain.Build
-_.capacity_bytes  # services.content.fsstats.Snapshot
+_.capacity_bytes  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
+_.capacity_bytes_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.capacity_bytes_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.capacity_bytes_change  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.capacity_bytes_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.case  # services.lab.score.CaseScore
-_.cases  # services.lab.run.LabRun, services.lab.score.Scores, services.lab.score.ToolScore
-_.cause  # services.lab.run.CaseRun
+_.cases  # services.lab.answers.Catalogue, services.lab.run.LabRun, services.lab.score.Scores, services.lab.score.ToolScore
+_.cause  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.causes  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
 _.cc  # services.lab.toolchain.Toolchain
 _.cdfs  # services.content.fsstats.Contents
@@ -65,7 +76,7 @@ _.concurrent_jobs  # services.jobs.weather.Weather
 _.concurrent_node_hours  # services.jobs.weather.Weather
 _.config  # services.answers.umami.FeatureImport
 _.consec_fraction  # services.jobs.answer.Access
-_.control  # services.lab.run.CaseRun, services.lab.score.CaseScore
+_.control  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.lab.score.CaseScore
 _.controls  # services.lab.score.ToolScore
 _.controls_quiet  # services.lab.score.ToolScore
 _.cost_core_hours  # services.jobs.answer.Finding
@@ -73,7 +84,7 @@ _.cost_model  # services.jobs.answer.Finding
 _.cost_s  # services.jobs.answer.Finding
 _.cost_share  # services.jobs.answer.Finding
 _.cost_share_of_runtime  # services.jobs.answer.Finding
-_.count  # services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.count  # services.content.fsstats.Cdf, services.content.fsstats.SizeBucket, services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.coverage_factor_bw  # services.jobs.weather.Weather
 _.coverage_factor_nodehrs  # services.jobs.weather.Weather
 _.coverage_factor_opens  # services.jobs.weather.Weather
@@ -82,11 +93,12 @@ _.coverage_factor_read_bw  # services.jobs.weather.Weather
 _.coverage_factor_write_bw  # services.jobs.weather.Weather
 _.coverage_factors  # services.jobs.weather.Weather
 _.covered_s  # services.telemetry.fsview.Span
+_.created  # services.answers.factors.ModelFile
 _.crit  # services.probe.status.Thresholds
 _.cross_mounts  # services.content.fsstats.Snapshot
 _.culprit_named  # services.lab.storm.StormPair
 _.culprits  # services.answers.why.Event, services.lab.storm.Twin, stats.umami.Umami
-_.cutoff_fraction  # services.answers.factors.Factors
+_.cutoff_fraction  # services.answers.factors.DensityOptions, services.answers.factors.Factors
 _.daily  # services.telemetry.workload.Workload
 _.daily_rates  # services.telemetry.workload.WorkloadView
 _.damage  # services.jobs.answer.JobHeader
@@ -102,9 +114,14 @@ _.diff_warnings  # services.content.fsstats.Contents
 _.dir  # services.lab.run.LabRun, services.lab.storm.StormPair
 _.direction  # services.bench.runs.BenchPage
 _.directory  # services.probe.run.ProbeInit, services.probe.targets.TargetRow
-_.dirs  # services.content.fsstats.Snapshot
-_.doc  # services.answers.factors.ModelFile
+_.dirs  # services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
+_.dirs_a  # services.content.fsstats.GrowthTotal
+_.dirs_b  # services.content.fsstats.GrowthTotal
+_.dirs_change  # services.content.fsstats.GrowthTotal
+_.dirs_change_pct  # services.content.fsstats.GrowthTotal
+_.document  # services.content.fsstats.LoadedSnapshot
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
+_.drishti_codes  # services.lab.answers.CatalogueLabel
 _.durations  # services.answers.factors.Classified, services.answers.factors.GroupDensity
 _.elapsed_s  # services.lab.run.CaseRun
 _.end  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.telemetry.workload.Workload
@@ -112,7 +129,7 @@ _.entries  # services.content.fsstats.Snapshot
 _.entries_per_s  # services.content.fsstats.Snapshot
 _.error  # services.answers.factors.GroupDensity, services.lab.score.CaseScore, services.lab.score.PairScore
 _.error_list  # services.content.fsstats.Snapshot
-_.errors  # services.content.fsstats.Contents, services.content.fsstats.Snapshot, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.errors  # services.content.fsstats.Contents, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.events  # services.answers.report.Report, services.answers.why.Why, services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
 _.evidence  # services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.Finding
 _.example  # services.jobs.answer.Damage
@@ -123,6 +140,7 @@ _.exit_code  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
 _.expected  # services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus
 _.expected_label  # services.probe.status.TargetStatus
 _.expected_s  # services.probe.history.TargetHistory, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.Timeline
+_.experiment  # services.answers.factors.ExperimentShares
 _.explained  # services.lab.score.PairScore, services.lab.score.PairsScore
 _.explained_s  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
 _.explained_share  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
@@ -139,8 +157,14 @@ _.file_bytes  # services.probe.run.ProbeInit
 _.file_exceeds_memory  # services.probe.run.ProbeInit
 _.file_not_aligned_fraction  # services.jobs.answer.Access
 _.file_system  # services.answers.why.LogEvidence
-_.files  # services.content.fsstats.Snapshot, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.probe.targets.Purged
+_.files  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.probe.targets.Purged
+_.files_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.files_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.files_below_1mib  # services.content.fsstats.Highlights
+_.files_change  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.files_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_per_day  # services.content.fsstats.Growth
+_.files_share  # services.content.fsstats.ProjectShare
 _.files_stored  # services.jobs.darshan.StoredJob
 _.files_vs_procs  # services.jobs.darshan.ArchiveSummary
 _.filters  # services.jobs.darshan.ArchiveSummary
@@ -154,6 +178,7 @@ _.fn  # services.lab.score.LabelScore
 _.format  # services.content.fsstats.Snapshot
 _.fp  # services.lab.score.LabelScore
 _.fraction_of_peak  # services.jobs.weather.Weather
+_.fractions  # services.answers.factors.ExperimentShares
 _.fs  # services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.BenchPage, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, stats.umami.Umami
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.fs_bytes  # services.jobs.weather.Weather
@@ -170,6 +195,8 @@ _.fullness  # services.answers.report.Report, services.telemetry.fsview.Capacity
 _.generated_at  # services.probe.status.Status
 _.group  # services.answers.factors.GroupDensity
 _.grouped  # services.answers.factors.Densities
+_.grouping  # services.answers.factors.ModelFile
+_.growth  # services.content.fsstats.Comparison
 _.growth_until  # services.telemetry.fsview.Capacity
 _.growth_window_s  # services.telemetry.fsview.Capacity
 _.hardlinks_deduplicated  # services.content.fsstats.Snapshot
@@ -182,13 +209,15 @@ _.history  # stats.umami.MetricRow
 _.history_jobs  # services.answers.why.Climate, stats.umami.Umami
 _.history_s  # services.probe.status.BaselineInfo
 _.home  # services.lab.storm.StormPair
-_.host  # services.content.fsstats.Snapshot, services.probe.status.TargetStatus, services.probe.targets.Retired, services.probe.targets.TargetRow
-_.id  # services.answers.why.LogBudget, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredJob
+_.host  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.probe.status.TargetStatus, services.probe.targets.Retired, services.probe.targets.TargetRow
+_.id  # services.answers.why.LogBudget, services.content.fsstats.SnapshotRow, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredJob
 _.ident  # services.answers.job_diff.DiffSide
+_.identity  # services.content.fsstats.LoadedSnapshot
 _.idle_periods  # services.telemetry.workload.Workload
 _.idle_threshold  # services.telemetry.workload.Workload
 _.imbalance  # services.jobs.answer.Perf
 _.ingested_at  # services.jobs.darshan.StoredJob
+_.inputs  # services.answers.factors.ModelFile
 _.interfaces  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.interfaces_by_size  # services.jobs.darshan.ArchiveSummary
 _.interval_s  # services.content.fsstats.Growth, services.probe.history.History, services.probe.status.Sparkline, services.probe.status.TargetStatus, services.probe.timeline.Timeline, services.telemetry.workload.Workload
@@ -202,14 +231,15 @@ _.io_time_exceeds_runtime  # services.jobs.answer.Perf
 _.io_time_layer  # services.jobs.answer.Perf
 _.io_time_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.LayerTime, services.jobs.answer.Perf, services.lab.storm.Twin
 _.ior  # services.lab.toolchain.Toolchain
+_.ioweather_codes  # services.lab.answers.CatalogueLabel
 _.ioweather_version  # services.content.fsstats.Snapshot
 _.job  # services.answers.why.Culprit, services.answers.why.Why, services.jobs.answer.JobReport, services.jobs.darshan.StoredJob, stats.umami.Umami
 _.jobid  # services.answers.why.LogBudget, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.lab.storm.Twin
 _.jobs  # services.answers.umami.Correlations, services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
 _.kind  # services.answers.job_diff.DiffCause, services.telemetry.fsview.Span
-_.label  # services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.lab.score.LabelScore, stats.umami.MetricRow
-_.labels  # services.answers.factors.Classified, services.content.fsstats.Contents, services.lab.run.CaseRun, services.lab.score.ToolScore
+_.label  # services.answers.factors.ExperimentShares, services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.content.fsstats.SnapshotRow, services.lab.answers.CatalogueLabel, services.lab.score.LabelScore, stats.umami.MetricRow
+_.labels  # services.answers.factors.Classified, services.content.fsstats.Contents, services.lab.answers.Catalogue, services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.lab.score.ToolScore
 _.largest_movers  # services.content.fsstats.Growth
 _.last_sample  # services.probe.status.TargetStatus, services.probe.targets.TargetRow
 _.last_sample_age_s  # services.probe.status.TargetStatus, services.probe.targets.TargetRow
@@ -232,14 +262,18 @@ _.logs  # services.answers.why.Why, services.lab.run.CaseRun
 _.logs_dir  # services.lab.run.LabRun, services.lab.score.Scores
 _.lustre  # services.jobs.answer.Mount, services.telemetry.fsview.Capacity
 _.magnitude  # services.answers.umami.CorrelationRow
+_.margin  # services.answers.factors.ModelFile
 _.match_cols  # services.answers.factors.Classified
+_.max  # services.content.fsstats.Cdf, services.content.fsstats.SizeBucket
 _.max_points  # services.probe.timeline.Timeline
 _.max_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
 _.md_ops_per_s  # services.jobs.weather.Weather
 _.mdtest  # services.lab.toolchain.Toolchain
+_.mean  # services.content.fsstats.Cdf
 _.mean_ops_per_s  # services.telemetry.fsview.Metadata
 _.mean_s  # services.probe.slowdown.IntervalRow
 _.mean_total_bps  # services.telemetry.workload.Workload
+_.meaning  # services.lab.answers.CatalogueLabel
 _.median  # services.answers.why.ClimateMetric, services.probe.status.Climate
 _.median_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
 _.mem_not_aligned_fraction  # services.jobs.answer.Access
@@ -257,6 +291,7 @@ _.micro_f1  # services.lab.score.ToolScore
 _.micro_f1_labels  # services.lab.score.ToolScore
 _.micro_precision  # services.lab.score.ToolScore
 _.micro_recall  # services.lab.score.ToolScore
+_.min  # services.content.fsstats.Cdf, services.content.fsstats.SizeBucket
 _.min_amplitude_bps  # services.telemetry.workload.Workload
 _.min_amplitude_ops_per_s  # services.telemetry.fsview.Metadata
 _.min_s  # services.probe.slowdown.IntervalRow
@@ -267,21 +302,23 @@ _.missing_fraction  # services.jobs.weather.Weather
 _.missing_observations  # services.telemetry.workload.Workload
 _.missing_samples  # services.telemetry.workload.Workload
 _.model  # services.answers.job_diff.SystemShare
-_.models  # services.answers.factors.Classified
+_.models  # services.answers.factors.Classified, services.answers.factors.ModelFile
 _.module  # services.jobs.answer.Damage
 _.monthly  # services.telemetry.workload.Workload
+_.most_popular_size  # services.content.fsstats.Highlights
 _.motif  # services.answers.umami.Correlations, services.answers.why.Climate, services.bench.runs.BenchPage, stats.umami.Umami
 _.mount  # services.answers.why.LogBudget, services.jobs.answer.Mount
 _.mounts  # services.answers.why.LogEvidence, services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.moved_bytes  # services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
-_.mpi  # services.lab.run.CaseRun
+_.mpi  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.mpicc  # services.lab.toolchain.Toolchain
 _.mpiexec  # services.lab.toolchain.Toolchain
-_.n  # services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
+_.n  # services.answers.factors.ExperimentShares, services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.n_fs  # stats.umami.MetricRow
 _.n_intervals  # services.probe.status.Climate
-_.name  # services.answers.factors.Classified, services.lab.run.CaseRun
+_.name  # services.answers.factors.Classified, services.content.fsstats.DirGrowth, services.content.fsstats.ProjectShare, services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.named  # services.lab.score.CaseScore
+_.newest_mtime  # services.content.fsstats.ProjectShare
 _.newest_of_label  # services.content.fsstats.Contents
 _.nnodes  # services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
 _.nnodes_source  # services.answers.why.Why, services.jobs.answer.Perf
@@ -297,18 +334,27 @@ _.nprocs  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, 
 _.observations  # services.telemetry.workload.Workload
 _.of  # services.jobs.answer.Damage
 _.offset  # services.jobs.darshan.JobList
+_.old_coords  # services.answers.factors.DensityOptions
 _.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.opens  # services.jobs.answer.Interface
 _.ops  # services.answers.factors.Factors, services.probe.history.History, services.probe.status.TargetStatus, services.telemetry.fsview.Metadata
+_.options  # services.answers.factors.ModelFile
 _.order  # services.jobs.darshan.JobList
 _.origin  # services.lab.toolchain.Toolchain
 _.osts  # services.jobs.answer.Lustre
 _.other  # services.content.fsstats.Snapshot
+_.other_a  # services.content.fsstats.GrowthTotal
+_.other_b  # services.content.fsstats.GrowthTotal
+_.other_change  # services.content.fsstats.GrowthTotal
+_.other_change_pct  # services.content.fsstats.GrowthTotal
 _.overall  # services.probe.status.Status
+_.overhead  # services.content.fsstats.Highlights
 _.overlapped_by  # services.jobs.answer.Finding
 _.overlaps  # services.jobs.answer.Finding
 _.own_share  # services.answers.why.Event
 _.owners  # services.content.fsstats.Contents, services.content.fsstats.Growth, services.content.fsstats.Snapshot
+_.owners_by_bytes  # services.content.fsstats.Movers
+_.owners_by_files  # services.content.fsstats.Movers
 _.owners_total  # services.content.fsstats.Contents
 _.p  # services.answers.umami.CorrelationRow, stats.umami.MetricRow
 _.p01  # services.probe.status.Climate
@@ -344,7 +390,7 @@ _.preset  # services.answers.umami.FeatureImport
 _.probe_slowdown  # services.jobs.weather.Weather
 _.probe_slowdown_by_op  # services.jobs.weather.Weather
 _.probe_targets  # services.answers.why.LogEvidence
-_.procs  # services.lab.run.CaseRun
+_.procs  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.programs  # services.lab.toolchain.Toolchain
 _.projects  # services.content.fsstats.Contents, services.jobs.darshan.ArchiveSummary
 _.projects_shown  # services.jobs.darshan.JobsView
@@ -367,7 +413,7 @@ _.read_histogram  # services.jobs.answer.Access
 _.read_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
 _.read_write_ratio  # services.telemetry.workload.Workload
 _.reads  # services.jobs.answer.Interface
-_.reason  # services.answers.changes.SkippedProbeSeries, services.answers.changes.SkippedSeries, services.jobs.darshan.FailedLog, services.lab.run.CaseRun, services.lab.score.ToolScore, services.probe.status.TargetStatus, services.probe.targets.Skipped
+_.reason  # services.answers.changes.SkippedProbeSeries, services.answers.changes.SkippedSeries, services.answers.umami.JobPanel, services.jobs.darshan.FailedLog, services.lab.run.CaseRun, services.lab.score.ToolScore, services.probe.status.TargetStatus, services.probe.targets.Skipped
 _.recall  # services.lab.score.LabelScore
 _.records  # services.jobs.answer.Damage, services.jobs.answer.Interface
 _.reference  # services.probe.status.BaselineInfo
@@ -377,13 +423,13 @@ _.resolution_s  # services.probe.timeline.Timeline
 _.result  # services.telemetry.workload.WorkloadView
 _.retired  # services.probe.targets.Retired
 _.role  # services.lab.storm.Twin
-_.root  # services.content.fsstats.Snapshot
+_.root  # services.content.fsstats.GrowthSide, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
 _.root_is_symlink  # services.content.fsstats.Snapshot
-_.rows  # services.answers.umami.CorrelationListing, services.answers.umami.Correlations, services.answers.umami.FeatureImport, services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.jobs.darshan.FailedLogs, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobRows, services.probe.slowdown.IntervalStats, services.probe.slowdown.Slowdown, services.probe.targets.Targets
+_.rows  # services.answers.umami.CorrelationListing, services.answers.umami.Correlations, services.answers.umami.FeatureImport, services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.content.fsstats.SnapshotListing, services.jobs.darshan.FailedLogs, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobRows, services.probe.slowdown.IntervalStats, services.probe.slowdown.Slowdown, services.probe.targets.Targets
 _.rows_in_file  # services.answers.umami.FeatureImport
 _.rows_kept_by_paper_filters  # services.answers.umami.FeatureImport
 _.rule  # services.telemetry.fsview.Servers
-_.run  # services.bench.runs.BenchPage
+_.run  # services.bench.runs.BenchPage, services.lab.answers.RunAndScores
 _.runs  # services.answers.factors.Densities, services.bench.runs.BenchPage, services.probe.targets.Purged, services.probe.targets.TargetRow
 _.runtime_s  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.same  # services.lab.score.PairScore
@@ -394,17 +440,20 @@ _.samples  # services.probe.status.BaselineInfo, services.probe.targets.Purged, 
 _.samples_shown  # services.probe.timeline.Timeline
 _.samples_total  # services.probe.timeline.Timeline
 _.scored  # services.lab.score.PairsScore
+_.scores  # services.lab.answers.RunAndScores
 _.seq_fraction  # services.jobs.answer.Access
 _.series  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.changes.SkippedSeries, services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
 _.series_examined  # services.answers.changes.Changes
 _.server_cpu_pct  # services.jobs.weather.Weather
 _.set  # services.answers.umami.FeatureImport
 _.share  # services.answers.why.Culprit
+_.share_of_bytes_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth
+_.share_of_files_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth
 _.shared  # services.jobs.answer.Sharing
 _.shared_bytes  # services.jobs.answer.Sharing
 _.sharing  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.shown  # services.jobs.darshan.JobsPlot, services.telemetry.workload.WorkloadSeries
-_.significance  # services.answers.factors.Factors
+_.significance  # services.answers.factors.DensityOptions, services.answers.factors.Factors
 _.since  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.since_ns  # services.telemetry.fsview.Span
 _.size_bytes  # services.jobs.answer.AccessSize, services.jobs.darshan.FailedLog
@@ -418,13 +467,13 @@ _.smooth_s  # services.telemetry.fsview.Metadata, services.telemetry.workload.Wo
 _.smoothed_bps  # services.telemetry.workload.WorkloadSeries
 _.snapshot  # services.content.fsstats.Contents
 _.snapshot_id  # services.content.fsstats.Contents
-_.snapshot_time  # services.content.fsstats.Snapshot
+_.snapshot_time  # services.content.fsstats.GrowthSide, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
 _.snapshots  # services.content.fsstats.Contents
 _.sort  # services.jobs.darshan.JobList, services.telemetry.fsview.Servers
-_.source  # stats.umami.Umami
+_.source  # services.content.fsstats.GrowthSide, stats.umami.Umami
 _.span_s  # services.probe.status.BaselineInfo
 _.sparkline  # services.probe.status.TargetStatus
-_.split  # services.answers.factors.Factors
+_.split  # services.answers.factors.DensityOptions, services.answers.factors.Factors
 _.stale_after_s  # services.probe.status.TargetStatus
 _.start  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.telemetry.workload.Workload, stats.umami.Umami
 _.start_ns  # services.answers.factors.GroupDensity
@@ -432,7 +481,7 @@ _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.timeline.Timeline
 _.state  # services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.TargetStatus, services.probe.targets.TargetRow
 _.statistic  # services.answers.changes.Change, services.answers.changes.ProbeMark
-_.status  # services.bench.runs.BenchCheck, services.lab.run.CaseRun, services.probe.slowdown.Check
+_.status  # services.bench.runs.BenchCheck, services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth, services.lab.run.CaseRun, services.probe.slowdown.Check
 _.step_s  # services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
 _.storm  # services.lab.storm.StormPair
 _.storm_job  # services.lab.storm.StormPair
@@ -445,6 +494,10 @@ _.stripes_stored  # services.jobs.darshan.StoredJob
 _.summary  # services.jobs.darshan.JobsView
 _.symlink_target  # services.content.fsstats.Snapshot
 _.symlinks  # services.content.fsstats.Snapshot
+_.symlinks_a  # services.content.fsstats.GrowthTotal
+_.symlinks_b  # services.content.fsstats.GrowthTotal
+_.symlinks_change  # services.content.fsstats.GrowthTotal
+_.symlinks_change_pct  # services.content.fsstats.GrowthTotal
 _.system  # services.answers.job_diff.JobDiff, services.answers.umami.Correlations, services.answers.why.Evidence, services.answers.why.LogEvidence
 _.system_model  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
 _.system_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
@@ -460,11 +513,13 @@ _.thresholds  # services.probe.history.History, services.probe.status.Status, se
 _.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.jobs.answer.Imbalance, services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadSeries
 _.timeline  # services.answers.factors.Factors
 _.timeouts  # services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
-_.tolerated  # services.lab.run.CaseRun
+_.tolerated  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.tool  # services.lab.score.ToolScore
 _.toolchain  # services.lab.run.LabRun, services.lab.toolchain.Build
 _.tools  # services.lab.score.Scores
 _.top_dirs  # services.content.fsstats.Growth, services.content.fsstats.Snapshot
+_.top_dirs_by_bytes  # services.content.fsstats.Movers
+_.top_dirs_by_files  # services.content.fsstats.Movers
 _.top_executables  # services.jobs.darshan.ArchiveSummary
 _.top_files  # services.jobs.darshan.StoredJob
 _.top_projects  # services.jobs.darshan.ArchiveSummary
@@ -475,16 +530,19 @@ _.total_ops  # services.telemetry.fsview.Metadata
 _.total_ops_per_s  # services.telemetry.fsview.Metadata
 _.totals  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.tp  # services.lab.score.LabelScore
-_.uid  # services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
+_.uid  # services.content.fsstats.OwnerGrowth, services.content.fsstats.OwnerShare, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
+_.umami  # services.answers.umami.JobPanel
 _.unexplained  # services.answers.why.Evidence
 _.unexplained_s  # services.answers.why.LogBudget, services.answers.why.Why
 _.unique  # services.jobs.answer.Sharing
 _.unique_bytes  # services.jobs.answer.Sharing
+_.unit  # services.content.fsstats.Cdf
 _.unplanted  # services.lab.score.CaseScore
 _.until  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.until_ns  # services.telemetry.fsview.Span
 _.unusual  # stats.umami.MetricRow
-_.user  # services.answers.why.Culprit, services.jobs.darshan.JobRow
+_.upper_bound  # services.content.fsstats.Cdf
+_.user  # services.answers.why.Culprit, services.content.fsstats.OwnerGrowth, services.content.fsstats.OwnerShare, services.jobs.darshan.JobRow
 _.users  # services.telemetry.fsview.Talkers
 _.value  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.value_s  # services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus
@@ -498,7 +556,7 @@ _.warnings  # services.jobs.answer.JobReport, services.telemetry.workload.Worklo
 _.was  # services.probe.targets.Retired
 _.weather  # stats.umami.Umami
 _.weather_verdict  # services.jobs.darshan.JobRow
-_.what  # services.answers.factors.GroupDensity
+_.what  # services.answers.factors.GroupDensity, services.content.fsstats.LoadedSnapshot
 _.window_end_ns  # services.jobs.weather.Weather
 _.window_s  # services.probe.status.Status, services.probe.status.TargetStatus
 _.window_start_ns  # services.jobs.weather.Weather

@@ -80,18 +80,16 @@ def _say(line: str) -> None:
 
 
 def _run_density(settings, *, files, column, unit, where, drop_invalid, from_store, op, target, since, until, by,
-                 adjust, significance, cutoff_fraction, split, r44, plot, as_json) -> None:
-    """Classes, splits and outliers per group, table or JSON, optional Fig. 2."""
+                 adjust, significance, cutoff_fraction, split, r44, plot):
+    """(classes, splits and outliers per group, how many groups failed), optional Fig. 2."""
     # lazy: numpy, pandas, pyarrow, sqlalchemy via services.answers.factors: kept off the command's `--help` and its usage errors
     from ioweather.services.answers import factors as svc
     # lazy: numpy, pandas, pyarrow, sqlalchemy via services.answers.factors: kept off the command's `--help` and its usage errors
-    from ioweather.services.answers.factors import group_name, groups, split_cols
-    # lazy: rich via views.factors_tables: kept off the command's `--help` and its usage errors
-    from ioweather.views.factors_tables import print_density
+    from ioweather.services.answers.factors import groups, split_cols
     # lazy: rich via views.output: kept off the command's `--help` and its usage errors
-    from ioweather.views.output import print_json, progress
+    from ioweather.views.output import progress
 
-    kw = svc.density_options(adjust, significance, cutoff_fraction, split, r44)
+    opts = svc.density_options(adjust, significance, cutoff_fraction, split, r44)
     _check_outputs(plot)
     by_cols = split_cols(by)
     df, name = svc.load_table(settings, files, from_store=from_store, op=op, target=target, since=since,
@@ -101,7 +99,7 @@ def _run_density(settings, *, files, column, unit, where, drop_invalid, from_sto
     runs, failed = [], 0
     with progress() as bar:
         task = bar.add_task("densities", total=len(parts))
-        for run in svc.density_runs(parts, name, kw, drop_invalid, _say):
+        for run in svc.density_runs(parts, name, opts, drop_invalid, _say):
             if run.error is not None:
                 _say(f"ioweather: error: {run.message}")
                 failed += 1
@@ -114,16 +112,18 @@ def _run_density(settings, *, files, column, unit, where, drop_invalid, from_sto
             if run.error is None or run.group:
                 runs.append(run)
             bar.advance(task)
-    if as_json:
-        doc = svc.Densities(runs, bool(by_cols)).to_json()
-        if doc is not None:  # one input whose density failed: said on stderr, nothing on stdout
-            print_json(doc)
-    else:
-        for r in runs:
-            if r.error is None:
-                print_density(r.analysis.as_dict(), group_name(r.group) if by_cols else name)
-    if failed:
-        sys.exit(2)
+    return svc.Densities(runs, bool(by_cols)), failed
+
+
+def _print_densities(densities) -> None:
+    # lazy: numpy, pandas, pyarrow, sqlalchemy via services.answers.factors: kept off the command's `--help` and its usage errors
+    from ioweather.services.answers.factors import group_name
+    # lazy: rich via views.factors_tables: kept off the command's `--help` and its usage errors
+    from ioweather.views.factors_tables import print_density
+
+    for r in densities.runs:
+        if r.error is None:
+            print_density(r.analysis.as_dict(), group_name(r.group) if densities.grouped else r.what)
 
 
 def _plot_path(plot: Path, group: dict, many: bool) -> Path:
@@ -134,46 +134,33 @@ def _plot_path(plot: Path, group: dict, many: bool) -> Path:
 
 
 def _run_fit(settings, *, files, column, unit, where, drop_invalid, from_store, op, target, since, until, by,
-             size_column, size_cap, small_max, margin, adjust, significance, cutoff_fraction, split, r44, out,
-             as_json) -> None:
-    """One model per setup, the model file, Table 3."""
+             size_column, size_cap, small_max, margin, adjust, significance, cutoff_fraction, split, r44, out):
+    """(the model file written, how many setups failed): one model per setup."""
     # lazy: numpy, pandas, pyarrow, sqlalchemy via services.answers.factors: kept off the command's `--help` and its usage errors
     from ioweather.services.answers import factors as svc
-    # lazy: rich via views.factors_tables: kept off the command's `--help` and its usage errors
-    from ioweather.views.factors_tables import print_models
     # lazy: rich via views.output: kept off the command's `--help` and its usage errors
-    from ioweather.views.output import print_json, progress
+    from ioweather.views.output import progress
 
     if from_store:
         raise UserError("fit needs io-model runs with known setups: give FILEs (--from-store is for density/classify)")
     if margin < 0:
         raise UserError("--margin must not be negative")
-    kw = svc.density_options(adjust, significance, cutoff_fraction, split, r44)
+    opts = svc.density_options(adjust, significance, cutoff_fraction, split, r44)
     _check_outputs(out)
     inp = svc.fit_input(settings, files, column=column, unit=unit, where=where, op=op, target=target, since=since,
                         until=until, by=by, size_column=size_column, size_cap=size_cap)
     with progress() as bar:
         task = bar.add_task("fitting", total=inp.total_sizes)
-        models, failed = svc.fit_models(inp, drop_invalid=drop_invalid, small_max=small_max, margin=margin, kw=kw,
+        models, failed = svc.fit_models(inp, drop_invalid=drop_invalid, small_max=small_max, margin=margin, opts=opts,
                                         say=_say, on_size=lambda: bar.advance(task))
-    saved = svc.save_models(models, out, files=files, setup_cols=inp.setup_cols, margin=margin, kw=kw)
-    if as_json:
-        print_json(saved.to_json())
-    else:
-        print_models(models, out)
-    if failed:
-        sys.exit(2)
+    return svc.save_models(models, out, files=files, setup_cols=inp.setup_cols, margin=margin, opts=opts), failed
 
 
 def _run_classify(settings, *, files, column, unit, where, drop_invalid, from_store, op, target, since, until,
-                  model_path, size_column, fixed_size, match, by, else_label, out, plot, as_json) -> None:
-    """The factor of each observation, Table 4, optional rows and Figs. 5-6."""
+                  model_path, size_column, fixed_size, match, by, else_label, out, plot):
+    """The factor of each observation (Table 4), optional rows and Figs. 5-6."""
     # lazy: numpy, pandas, pyarrow, sqlalchemy via services.answers.factors: kept off the command's `--help` and its usage errors
     from ioweather.services.answers import factors as svc
-    # lazy: rich via views.factors_tables: kept off the command's `--help` and its usage errors
-    from ioweather.views.factors_tables import print_shares
-    # lazy: rich via views.output: kept off the command's `--help` and its usage errors
-    from ioweather.views.output import print_json
 
     _check_outputs(out, plot)
     c = svc.classify_rows(settings, files, column=column, unit=unit, where=where, drop_invalid=drop_invalid,
@@ -188,10 +175,7 @@ def _run_classify(settings, *, files, column, unit, where, drop_invalid, from_st
 
         classify_figure(plot, c.sizes, c.durations, c.labels, c.class_order, c.models, c.match_cols, else_label,
                         title=f"{c.name}: {len(c.durations)} operations")
-    if as_json:
-        print_json(c.to_json())
-        return
-    print_shares(c.table, c.class_order)
+    return c
 
 
 def register(cli: click.Group) -> None:
@@ -207,14 +191,25 @@ def register(cli: click.Group) -> None:
                   help="PNG: timeline coloured by class above the density with splits and cutoff (Fig. 2).")
     @json_option
     @click.pass_obj
-    def density_cmd(settings, **params):
+    def density_cmd(settings, as_json, **params):
         """Classes, splits and outlier cutoff of the durations in FILE (docs/methods.md §2.2-2.3).
 
         The density is R's density(log(duration), adjust = 2) to floating-point noise;
         its significant maxima are the performance factors, the minima between them
         split the classes, and durations past the cutoff are outliers (congestion).
         """
-        _run_density(settings, **params)
+        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
+        from ioweather.views.output import print_json
+
+        densities, failed = _run_density(settings, **params)
+        if as_json:
+            doc = densities.to_json()
+            if doc is not None:  # one input whose density failed: said on stderr, nothing on stdout
+                print_json(doc)
+        else:
+            _print_densities(densities)
+        if failed:
+            sys.exit(2)
 
     @factors.command("fit")
     @_input_options
@@ -232,14 +227,25 @@ def register(cli: click.Group) -> None:
                   help="Model JSON to write.")
     @json_option
     @click.pass_obj
-    def fit_cmd(settings, **params):
+    def fit_cmd(settings, as_json, **params):
         """Fit one linear model per setup (cache state x op x memory layout) (docs/methods.md §2.4).
 
         For each access size, 1.1 x the outlier cutoff of its durations; least squares
         for sizes <= 4096 B; above, the intercept is fixed to the small model at 4096 B
         and only the slope is fitted. Prints the paper's Table 3.
         """
-        _run_fit(settings, **params)
+        # lazy: rich via views.factors_tables: kept off the command's `--help` and its usage errors
+        from ioweather.views.factors_tables import print_models
+        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
+        from ioweather.views.output import print_json
+
+        saved, failed = _run_fit(settings, **params)
+        if as_json:
+            print_json(saved.to_json())
+        else:
+            print_models(saved.models, saved.path)
+        if failed:
+            sys.exit(2)
 
     @factors.command("classify")
     @_input_options
@@ -260,11 +266,20 @@ def register(cli: click.Group) -> None:
                   help="PNG: timeline coloured by class (Fig. 6) and the model lines over the observations (Fig. 5).")
     @json_option
     @click.pass_obj
-    def classify_cmd(settings, **params):
+    def classify_cmd(settings, as_json, **params):
         """Classify each observation by the first model that explains it (docs/methods.md §2.5).
 
         Models are sorted by their prediction at the observation's size; the first
         whose prediction is >= the duration names the factor, else --else-label.
         Prints the share of each class per experiment (the paper's Table 4).
         """
-        _run_classify(settings, **params)
+        # lazy: rich via views.factors_tables: kept off the command's `--help` and its usage errors
+        from ioweather.views.factors_tables import print_shares
+        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
+        from ioweather.views.output import print_json
+
+        classified = _run_classify(settings, **params)
+        if as_json:
+            print_json(classified.to_json())
+            return
+        print_shares(classified.to_json()["experiments"], classified.class_order)

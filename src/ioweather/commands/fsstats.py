@@ -160,11 +160,11 @@ def register(cli: click.Group) -> None:
         # lazy: numpy via views.fsstats_tables: kept off the command's `--help` and its usage errors
         from ioweather.views.fsstats_tables import print_growth
 
-        growth, da, db = compare(settings, a, b, movers=movers, say=_say, label_only=label_only)
+        comparison = compare(settings, a, b, movers=movers, say=_say, label_only=label_only)
         if as_json:
-            print_json(growth.to_json())
+            print_json(comparison.to_json())
             return
-        print_growth(growth.to_json(), da, db, movers)
+        print_growth(comparison.to_json(), comparison.a.document, comparison.b.document, movers)
 
     @fsstats.command("list")
     @json_option
@@ -174,8 +174,8 @@ def register(cli: click.Group) -> None:
         # lazy: numpy via views.fsstats_tables: kept off the command's `--help` and its usage errors
         from ioweather.views.fsstats_tables import print_listing
 
-        rows = stored_snapshots(settings)
+        listing = stored_snapshots(settings)
         if as_json:
-            print_json(rows)
+            print_json(listing.to_json())
             return
-        print_listing(rows)
+        print_listing(listing.to_json())

@@ -9,7 +9,8 @@ import click
 
 from ioweather.commands.common import DURATION, json_option
 from ioweather.errors import UserError
-from ioweather.services.lab.catalogue import CASES, LABELS, select
+from ioweather.services.lab.answers import catalogue, RunAndScores
+from ioweather.services.lab.catalogue import select
 from ioweather.services.lab.run import run_cases
 from ioweather.services.lab.score import score_logs
 from ioweather.services.lab.toolchain import build, cache_dir, find
@@ -61,13 +62,12 @@ def register(cli: click.Group) -> None:
         # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, print_table
 
-        cases = [{"name": c.name, "procs": c.procs, "mpi": c.mpi, "labels": list(c.labels), "tolerated": list(c.tolerated),
-                  "control": c.control, "cause": c.cause} for c in CASES]
-        labels = [{"label": x.name, "meaning": x.meaning, "ioweather_codes": list(x.ioweather),
-                   "drishti_codes": list(x.drishti)} for x in LABELS]
+        listed = catalogue()
         if as_json:
-            print_json({"cases": cases, "labels": labels})
+            print_json(listed.to_json())
             return
+        doc = listed.to_json()
+        cases, labels = doc["cases"], doc["labels"]
         # "label" and "evidence": the keys views.output aligns left as text
         print_table([{**r, "label": ", ".join(r["labels"] or ["(control)"]), "evidence": r["cause"],
                       "mpi": "MPI" if r["mpi"] else "processes"} for r in cases],
@@ -106,7 +106,7 @@ def register(cli: click.Group) -> None:
         # a failed case leaves the others' logs indexed; the exit status tells `make lab` not to go on
         failed = [c.name for c in run.cases if c.status == "failed"]
         if as_json:
-            print_json({"run": run.to_json(), "scores": scores.to_json() if scores else None})
+            print_json(RunAndScores(run, scores).to_json())
             if failed:
                 raise click.exceptions.Exit(1)
             return

@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ioweather.encoding import Answer, iso_ms
+from ioweather.encoding import Answer, answer_dict, iso_ms
 from ioweather.errors import UserError
 from ioweather.files import atomic_output, read_regular_bytes, write_atomic
 from ioweather.services.probe.samples import load_probe_durations, probe_block_bytes, probe_samples
@@ -25,8 +25,8 @@ from ioweather.sources import latency_table as lt
 from ioweather.stats import factor_classes as fc
 from ioweather.stats.downsample import downsample
 from ioweather.stats.factor_classes import group_name, groups, split_cols  # noqa: F401 (re-exported: --by groups rows)
-from ioweather.stats.factor_models import fit_setup, models_from_doc, models_to_doc, NO_MODEL_LABEL
-from ioweather.stats.factors import all_positive_finite, analyse, invalid_durations
+from ioweather.stats.factor_models import FactorModel, fit_setup, models_from_doc, models_to_doc, NO_MODEL_LABEL
+from ioweather.stats.factors import all_positive_finite, analyse, FactorAnalysis, invalid_durations
 from ioweather.store import open_store
 from ioweather.store.probe import OPS
 from ioweather.units import ns_to_iso, parse_size, to_ns
@@ -38,16 +38,29 @@ Say = Callable[[str], None]
 MAX_ADJUST = 100.0
 
 
-def density_options(adjust, significance, cutoff_fraction, split, r44) -> dict:
-    """The keyword arguments of `stats.factors.analyse`, checked."""
+@dataclass(frozen=True)
+class DensityOptions:
+    """How a density is read (the keyword arguments of `stats.factors.analyse`, checked): the bandwidth
+    multiplier, the significance of a maximum and the outlier cutoff (fractions of the highest density),
+    where classes split ("minimum" or "mean") and whether the kernel's grid is R < 4.4's (`old_coords`)."""
+
+    adjust: float
+    significance: float
+    cutoff_fraction: float
+    split: str
+    old_coords: bool
+
+
+def density_options(adjust, significance, cutoff_fraction, split, r44) -> DensityOptions:
+    """The options of `stats.factors.analyse`, checked."""
     if not 0 < adjust <= MAX_ADJUST:  # also NaN and inf; a wider kernel's grid overflowed (IndexError, OverflowError)
         raise UserError(f"--adjust must be in (0, {MAX_ADJUST:g}]: a wider kernel smooths every density into one class")
     if not 0 < significance <= 1:
         raise UserError("--significance must be in (0, 1]")
     if not 0 < cutoff_fraction < 1:
         raise UserError("--cutoff-fraction must be in (0, 1)")
-    return {"adjust": adjust, "significance": significance, "cutoff_fraction": cutoff_fraction,
-            "split": split, "old_coords": not r44}
+    return DensityOptions(adjust=adjust, significance=significance, cutoff_fraction=cutoff_fraction, split=split,
+                          old_coords=not r44)
 
 
 def load_table(settings, files, *, from_store, op, target, since, until, column, unit, where, need,
@@ -121,11 +134,11 @@ class GroupDensity:
     """One group's density: `analysis` (stats.factors.Analysis) or `error` (its message) with
     `message`, the line to show for it."""
 
-    group: dict
+    group: dict[str, str | int | float | bool]
     what: str
     durations: np.ndarray | None = None
     start_ns: np.ndarray | None = None
-    analysis: object | None = None
+    analysis: FactorAnalysis | None = None
     error: str | None = None
     message: str | None = None
 
@@ -150,7 +163,7 @@ class Densities:
         return self.runs[0].analysis.as_dict() if self.runs else None
 
 
-def density_runs(groups: list[tuple[dict, pd.DataFrame]], name: str, kw: dict, drop_invalid: bool,
+def density_runs(groups: list[tuple[dict, pd.DataFrame]], name: str, opts: DensityOptions, drop_invalid: bool,
                  say: Say) -> Iterator[GroupDensity]:
     """The density of each group in turn (a failed group is yielded with its error, the others still run)."""
     for group, g in groups:
@@ -161,7 +174,7 @@ def density_runs(groups: list[tuple[dict, pd.DataFrame]], name: str, kw: dict, d
             ok = valid_durations(d, drop_invalid, what, say)
             run.durations = keep(d, ok)
             sizes = keep(g["size"].to_numpy(dtype=np.float64), ok) if "size" in g else None
-            run.analysis = analyse(run.durations, sizes, **kw)
+            run.analysis = analyse(run.durations, sizes, **asdict(opts))
         except (UserError, ValueError) as e:
             run.error = str(e)
             run.message = f"{what}: {e}" if isinstance(e, ValueError) else str(e)
@@ -285,8 +298,8 @@ def fit_input(settings, files, *, column, unit, where, op, target, since, until,
     return FitInput(name, setup_cols, groups, labels, cap_all, caps)
 
 
-def fit_models(inp: FitInput, *, drop_invalid: bool, small_max: int, margin: float, kw: dict, say: Say,
-               on_size: Callable[[], None]) -> tuple[list, int]:
+def fit_models(inp: FitInput, *, drop_invalid: bool, small_max: int, margin: float, opts: DensityOptions, say: Say,
+               on_size: Callable[[], None]) -> tuple[list[FactorModel], int]:
     """(the fitted models, how many setups failed); a failed setup is said and skipped."""
     models, failed = [], 0
     for (grp, g), label in zip(inp.groups, inp.labels):
@@ -295,7 +308,7 @@ def fit_models(inp: FitInput, *, drop_invalid: bool, small_max: int, margin: flo
             ok = valid_durations(d, drop_invalid, f"{inp.name} {label}", say)
             m, problems = fit_setup(keep(g["size"].to_numpy(), ok), keep(d, ok), label=label, setup=grp,
                                     size_cap_bytes=inp.caps.get(label, inp.cap_all), small_max_bytes=small_max,
-                                    margin=margin, on_size=on_size, **kw)
+                                    margin=margin, on_size=on_size, **asdict(opts))
         except (UserError, ValueError) as e:
             say(f"ioweather: error: {e}")
             failed += 1
@@ -310,22 +323,31 @@ def fit_models(inp: FitInput, *, drop_invalid: bool, small_max: int, margin: flo
 
 @dataclass(frozen=True)
 class ModelFile:
-    """`factors fit`'s answer: the model file written (`path`) and its document (`stats.factor_models`'s
-    versioned format, which `factors classify --model` reads back); the JSON is the document."""
+    """`factors fit`'s answer: the model file written (`path`), when (`created`, ISO 8601 UTC), from what
+    (`inputs`, the setup columns `grouping`), with which margin over each size's cutoff and density options,
+    and the fitted models. Its JSON is the file's document (`stats.factor_models`'s versioned format, which
+    `factors classify --model` reads back)."""
 
     path: Path
-    doc: dict
+    created: str
+    inputs: list[str]
+    grouping: list[str]
+    margin: float
+    options: DensityOptions
+    models: list[FactorModel]
 
     def to_json(self) -> dict:
-        return self.doc
+        return models_to_doc(self.models, created=self.created, inputs=self.inputs, grouping=self.grouping,
+                             margin=self.margin, **asdict(self.options))
 
 
-def save_models(models, out: Path, *, files, setup_cols: list[str], margin: float, kw: dict) -> ModelFile:
+def save_models(models: list[FactorModel], out: Path, *, files, setup_cols: list[str], margin: float,
+                opts: DensityOptions) -> ModelFile:
     """Write the model file."""
-    doc = models_to_doc(models, created=ns_to_iso(time.time_ns()), inputs=[str(f) for f in files],
-                        grouping=setup_cols, margin=margin, **kw)
-    write_atomic(out, json.dumps(doc, indent=1) + "\n")
-    return ModelFile(Path(out), doc)
+    saved = ModelFile(Path(out), created=ns_to_iso(time.time_ns()), inputs=[str(f) for f in files],
+                      grouping=list(setup_cols), margin=margin, options=opts, models=list(models))
+    write_atomic(out, json.dumps(saved.to_json(), indent=1) + "\n")
+    return saved
 
 
 # ---------------------------------------------------------------- classify
@@ -345,6 +367,17 @@ def load_models(path: Path):
         raise UserError(f"{path}: {e}") from None
 
 
+@dataclass(frozen=True)
+class ExperimentShares:
+    """A row of Table 4: one experiment (its columns' values, `label` joining them, "all" without), its
+    `n` observations and the share of each class (a fraction, by class label in the table's order)."""
+
+    experiment: dict[str, str | int | float | bool]
+    label: str
+    n: int
+    fractions: dict[str, float]
+
+
 @dataclass
 class Classified:
     """Each observation's class (`df['factor']`, `labels`) and Table 4 (`table`, classes in `class_order`)."""
@@ -357,11 +390,12 @@ class Classified:
     models: list
     match_cols: list[str]
     class_order: list[str]
-    table: list[dict]
+    table: list[ExperimentShares]
 
     def to_json(self) -> dict:
         """`factors classify --json`: the observations, the classes in order and Table 4's rows."""
-        return {"n": int(len(self.durations)), "classes": self.class_order, "experiments": self.table}
+        return {"n": int(len(self.durations)), "classes": self.class_order,
+                "experiments": [answer_dict(r) for r in self.table]}
 
 
 def _classify_columns(files, from_store, models, *, size_column, fixed_size, match, by) -> tuple[list[str], list[str]]:
@@ -407,7 +441,7 @@ def classify_rows(settings, files, *, column, unit, where, drop_invalid, from_st
         order.append(NO_MODEL_LABEL)
         say(f"ioweather: warning: {(labels == NO_MODEL_LABEL).sum()} observations have no model "
             f"with the same {', '.join(match_cols)}")
-    table = fc.class_shares(df, exp_cols, order)
+    table = [ExperimentShares(**r) for r in fc.class_shares(df, exp_cols, order)]
     return Classified(name, df, d, s, labels, models, match_cols, order, table)
 
 

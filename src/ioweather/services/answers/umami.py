@@ -341,14 +341,27 @@ def write_html(doc: Umami, out: str) -> None:
 
 # ----------------------------------------------------------------------------- dashboard
 
-def job_panel(store, job_id: str) -> dict:
-    """The job page's climate-vs-weather panel: the weather verdict with its numbers and the figure data
-    (views.umami_report.figure_data), or {"available": False, "reason"} when the job has no weather."""
+@dataclass(frozen=True)
+class JobPanel:
+    """The job page's climate-vs-weather panel: the job's UMAMI answer, or why it has none (`reason`). Its
+    JSON is the weather verdict with its numbers and the figure data (views.umami_report.figure_data) with
+    `available: true`, or `{"available": false, "reason"}`."""
+
+    umami: Umami | None
+    reason: str | None = None
+
+    def to_json(self) -> dict:
+        if self.umami is None:
+            return {"available": False, "reason": self.reason}
+        return {"available": True, **figure_data(self.umami.to_json())}
+
+
+def job_panel(store, job_id: str) -> JobPanel:
+    """The job page's climate-vs-weather panel of `job_id` (JobPanel)."""
     try:
         doc = job_weather.umami_for_job(store, job_id)
     except UserError as e:
-        return {"available": False, "reason": str(e)}
+        return JobPanel(None, str(e))
     if doc is None:
-        return {"available": False, "reason": f"no job {job_id!r} in the store"}
-    return {"available": True, **figure_data(doc.to_json())}
-
+        return JobPanel(None, f"no job {job_id!r} in the store")
+    return JobPanel(doc)

@@ -2,7 +2,7 @@
 keep it (file, HTML report, store label), compare two, list the stored ones.
 
 Serves `ioweather fsstats DIR | diff A B | list`. Notes for the person at the terminal go to the
-`say` callable the caller passes; results come back as documents for the caller to render.
+`say` callable the caller passes; results come back as typed answers (`to_json()`) for the caller to render.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ioweather import __version__
-from ioweather.encoding import Answer
+from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import UserError
 from ioweather.files import check_destination, write_atomic
 from ioweather.services.runtime.distributed import connect, map_unordered
@@ -189,37 +189,50 @@ def _write_html(doc: dict, path) -> None:
     write_atomic(path, render_html(doc), what=HTML_WHAT)
 
 
-def load_snapshot(settings, ref: str, *, label_only: bool = False, say: Say | None = None) -> tuple[dict, str, str]:
-    """(snapshot, what was used in words, identity) for `ref`: a snapshot file, a stored label (its
-    newest snapshot) or a stored id as `fsstats list` prints it. With `label_only`, only a label.
+@dataclass(frozen=True)
+class LoadedSnapshot:
+    """A snapshot read back: its `document` (the JSON a walk wrote, format `stats.fsstats.SNAPSHOT_FORMAT`,
+    checked by `store.snapshots.check_document`: kept as the document, since a saved or hand-edited file
+    and an older store's snapshot may lack the keys newer walks add), what was used in words (`what`: a
+    file, a stored label and its id, a stored id and its label) and its `identity` ("file:PATH", "id:N"),
+    equal for two references to one snapshot."""
+
+    document: dict
+    what: str
+    identity: str
+
+
+def load_snapshot(settings, ref: str, *, label_only: bool = False, say: Say | None = None) -> LoadedSnapshot:
+    """The snapshot `ref` names: a snapshot file, a stored label (its newest snapshot) or a stored id as
+    `fsstats list` prints it. With `label_only`, only a label.
 
     A path that exists wins over a label of the same name, except a directory (never a snapshot
     file): either way `say` is told which one was used, and that `--label` picks the label."""
     # lazy: numpy, sqlalchemy via store: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.store import open_store, snapshots
 
-    def stored(label: str) -> tuple[dict, str, str] | None:
+    def stored(label: str) -> LoadedSnapshot | None:
         store = open_store(settings)
         doc = snapshots.load(store, label)
         if doc is None:
             return None
         sid = snapshots.newest_id(store, label)
-        return doc, f"stored label {label!r} (id {sid})", f"id:{sid}"
+        return LoadedSnapshot(doc, f"stored label {label!r} (id {sid})", f"id:{sid}")
 
     if not label_only and os.path.isfile(ref):
         if say and stored(ref) is not None:
             say(f"note: {ref!r} is the file ./{ref}; a stored label {ref!r} exists too: add --label to compare labels")
-        return snapshots.read_file(ref), f"file {ref}", f"file:{os.path.realpath(ref)}"
+        return LoadedSnapshot(snapshots.read_file(ref), f"file {ref}", f"file:{os.path.realpath(ref)}")
     found = stored(ref)
     if found is not None:
         if say and not label_only and os.path.isdir(ref):
-            say(f"note: {ref!r} is a directory here, not a snapshot file: using the {found[1]}")
+            say(f"note: {ref!r} is a directory here, not a snapshot file: using the {found.what}")
         return found
     if not label_only and ref.lstrip("#").isdigit():
         hit = snapshots.load_id(open_store(settings), int(ref.lstrip("#")))
         if hit is not None:
             sid = int(ref.lstrip("#"))
-            return hit[1], f"stored snapshot id {sid} (label {hit[0]!r})", f"id:{sid}"
+            return LoadedSnapshot(hit[1], f"stored snapshot id {sid} (label {hit[0]!r})", f"id:{sid}")
     if label_only:
         raise UserError(f"no stored label {ref!r} (see 'ioweather fsstats list')")
     raise UserError(f"{ref!r} is neither a snapshot file nor a stored label (nor an id; see 'ioweather fsstats list')")
@@ -237,6 +250,103 @@ def comparison_warnings(da: dict, db: dict, *, same: bool, what: str) -> list[st
 
 
 @dataclass(frozen=True)
+class GrowthSide:
+    """One side of a growth: the snapshot's root, its time (ISO 8601 UTC) and what the user gave for it."""
+
+    root: str
+    snapshot_time: str
+    source: str
+
+
+@dataclass(frozen=True)
+class GrowthTotal:
+    """A tree's totals at A and at B (`_a`, `_b`: bytes apparent, `capacity_bytes` allocated, counts), each
+    with its change B - A and that change in % of A (None when A is 0)."""
+
+    bytes_a: int
+    bytes_b: int
+    bytes_change: int
+    bytes_change_pct: float | None
+    files_a: int
+    files_b: int
+    files_change: int
+    files_change_pct: float | None
+    capacity_bytes_a: int
+    capacity_bytes_b: int
+    capacity_bytes_change: int
+    capacity_bytes_change_pct: float | None
+    dirs_a: int
+    dirs_b: int
+    dirs_change: int
+    dirs_change_pct: float | None
+    symlinks_a: int
+    symlinks_b: int
+    symlinks_change: int
+    symlinks_change_pct: float | None
+    other_a: int
+    other_b: int
+    other_change: int
+    other_change_pct: float | None
+
+
+@dataclass(frozen=True)
+class DirGrowth:
+    """A first-level directory's growth: its `name`, its bytes, files and allocated bytes at A and B with
+    their changes (as GrowthTotal's), its share in % of the tree's change in bytes and in files (None when
+    the tree's is 0), and whether it is in both snapshots, `new` in B or `gone` from it."""
+
+    name: str
+    bytes_a: int
+    bytes_b: int
+    bytes_change: int
+    bytes_change_pct: float | None
+    files_a: int
+    files_b: int
+    files_change: int
+    files_change_pct: float | None
+    capacity_bytes_a: int
+    capacity_bytes_b: int
+    capacity_bytes_change: int
+    capacity_bytes_change_pct: float | None
+    share_of_bytes_change_pct: float | None
+    share_of_files_change_pct: float | None
+    status: str
+
+
+@dataclass(frozen=True)
+class OwnerGrowth:
+    """An owner's growth (`uid`, `user` as the newer snapshot names it): as DirGrowth's."""
+
+    uid: int
+    user: str | None
+    bytes_a: int
+    bytes_b: int
+    bytes_change: int
+    bytes_change_pct: float | None
+    files_a: int
+    files_b: int
+    files_change: int
+    files_change_pct: float | None
+    capacity_bytes_a: int
+    capacity_bytes_b: int
+    capacity_bytes_change: int
+    capacity_bytes_change_pct: float | None
+    share_of_bytes_change_pct: float | None
+    share_of_files_change_pct: float | None
+    status: str
+
+
+@dataclass(frozen=True)
+class Movers:
+    """The directories (names) and owners (uids) that changed most, by bytes and by files, biggest first."""
+
+    top_dirs_by_bytes: list[str]
+    top_dirs_by_files: list[str]
+    owners_by_bytes: list[int]
+    owners_by_files: list[int]
+
+
+@dataclass(frozen=True)
 class Growth(Answer):
     """How a tree grew from snapshot A to B (seed 002 Table IV): `fsstats diff --json` and the Contents
     page's `diff`. `a` and `b` name each side (root, ISO 8601 UTC snapshot time, what the user gave);
@@ -244,28 +354,43 @@ class Growth(Answer):
     (and %); `files_per_day`/`bytes_per_day` the change per day (None over no time); `top_dirs` and
     `owners` the same per first-level directory and per owner; `largest_movers` their names, biggest first."""
 
-    a: dict
-    b: dict
+    a: GrowthSide
+    b: GrowthSide
     interval_s: float
-    total: dict
+    total: GrowthTotal
     files_per_day: float | None
     bytes_per_day: float | None
-    top_dirs: list[dict]
-    owners: list[dict]
-    largest_movers: dict
+    top_dirs: list[DirGrowth]
+    owners: list[OwnerGrowth]
+    largest_movers: Movers
+
+    def to_json(self) -> dict:
+        # answer_dict leaves list items as they are: the rows are dataclasses too
+        return {**answer_dict(self), "top_dirs": [answer_dict(r) for r in self.top_dirs],
+                "owners": [answer_dict(r) for r in self.owners]}
 
 
-def compare(settings, a: str, b: str, *, movers: int, say: Say, label_only: bool = False) -> tuple[Growth, dict, dict]:
-    """(growth with both sides named, snapshot A, snapshot B) from A to B (files, labels or ids)."""
-    # lazy: numpy via stats.fsstats: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
-    from ioweather.stats.fsstats import growth
+@dataclass(frozen=True)
+class Comparison:
+    """`fsstats diff`'s answer: the growth from A to B with both sides named (its JSON is the growth's)
+    and the two snapshots, which the text report reads beside it."""
 
-    (da, wa, ka), (db, wb, kb) = (load_snapshot(settings, r, label_only=label_only, say=say) for r in (a, b))
-    say(f"comparing {wa} with {wb}")
-    for line in comparison_warnings(da, db, same=ka == kb, what=wa):
+    growth: Growth
+    a: LoadedSnapshot
+    b: LoadedSnapshot
+
+    def to_json(self) -> dict:
+        return self.growth.to_json()
+
+
+def compare(settings, a: str, b: str, *, movers: int, say: Say, label_only: bool = False) -> Comparison:
+    """The growth from snapshot A to B (files, labels or ids), with both snapshots."""
+    sa, sb = (load_snapshot(settings, r, label_only=label_only, say=say) for r in (a, b))
+    say(f"comparing {sa.what} with {sb.what}")
+    for line in comparison_warnings(sa.document, sb.document, same=sa.identity == sb.identity, what=sa.what):
         say(line)
     # what was used and the warnings go to `say` only
-    return growth_doc(da, db, a, b, movers=movers), da, db
+    return Comparison(growth_doc(sa.document, sb.document, a, b, movers=movers), sa, sb)
 
 
 def growth_doc(da: dict, db: dict, source_a: str, source_b: str, *, movers: int) -> Growth:
@@ -274,20 +399,50 @@ def growth_doc(da: dict, db: dict, source_a: str, source_b: str, *, movers: int)
     # lazy: numpy via stats.fsstats: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.stats.fsstats import growth
 
-    return Growth(a={"root": da["root"], "snapshot_time": da["snapshot_time"], "source": source_a},
-                  b={"root": db["root"], "snapshot_time": db["snapshot_time"], "source": source_b},
-                  **growth(da, db, movers=movers))
+    g = growth(da, db, movers=movers)
+    return Growth(a=GrowthSide(da["root"], da["snapshot_time"], source_a),
+                  b=GrowthSide(db["root"], db["snapshot_time"], source_b), interval_s=g["interval_s"],
+                  total=GrowthTotal(**g["total"]), files_per_day=g["files_per_day"], bytes_per_day=g["bytes_per_day"],
+                  top_dirs=[DirGrowth(**r) for r in g["top_dirs"]], owners=[OwnerGrowth(**r) for r in g["owners"]],
+                  largest_movers=Movers(**g["largest_movers"]))
 
 
-def stored_snapshots(settings) -> list[dict]:
-    """The snapshots kept in the store, one JSON-ready row each (`fsstats list`)."""
+@dataclass(frozen=True)
+class SnapshotRow:
+    """A stored snapshot as `fsstats list` shows it: its id and label, the tree's root, the host that walked
+    it, when (ISO 8601 UTC), its totals (`bytes` apparent, `capacity_bytes` allocated) and unread entries."""
+
+    id: int
+    label: str
+    root: str
+    host: str
+    snapshot_time: str
+    files: int
+    dirs: int
+    bytes: int
+    capacity_bytes: int
+    errors: int
+
+
+@dataclass(frozen=True)
+class SnapshotListing:
+    """`fsstats list`'s answer: the stored snapshots, oldest first; its JSON is the list of rows."""
+
+    rows: list[SnapshotRow]
+
+    def to_json(self) -> list[dict]:
+        return [answer_dict(r) for r in self.rows]
+
+
+def stored_snapshots(settings) -> SnapshotListing:
+    """The snapshots kept in the store (`fsstats list`)."""
     # lazy: sqlalchemy via store: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.store import open_store
 
-    return _listing(open_store(settings))
+    return SnapshotListing(_listing(open_store(settings)))
 
 
-def snapshot_listing(store) -> list[dict]:
+def snapshot_listing(store) -> list[SnapshotRow]:
     """The snapshots kept in `store`, oldest first (none before the first: the page writes nothing)."""
     # lazy: numpy, sqlalchemy via store: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.store import snapshots
@@ -295,21 +450,31 @@ def snapshot_listing(store) -> list[dict]:
     return _listing(store) if snapshots.COMPONENT.name in store.versions() else []
 
 
-def _listing(store) -> list[dict]:
+def _listing(store) -> list[SnapshotRow]:
     # lazy: numpy, sqlalchemy via store: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.store import snapshots
-    return [{"id": r["id"], "label": r["label"], "root": r["root"], "host": r["host"],
-             "snapshot_time": ns_to_iso(r["snapshot_ns"]), "files": r["files"], "dirs": r["dirs"],
-             "bytes": r["bytes"], "capacity_bytes": r["capacity_bytes"], "errors": r["errors"]}
+    return [SnapshotRow(id=r["id"], label=r["label"], root=r["root"], host=r["host"],
+                        snapshot_time=ns_to_iso(r["snapshot_ns"]), files=r["files"], dirs=r["dirs"], bytes=r["bytes"],
+                        capacity_bytes=r["capacity_bytes"], errors=r["errors"])
             for r in snapshots.listing(store)]
 
 
-def snapshot_by_id(store, sid: int) -> tuple[str, dict] | None:
-    """(label, document) of stored snapshot `sid`, None when there is none."""
+@dataclass(frozen=True)
+class StoredSnapshot:
+    """A stored snapshot by id: its label and its document (as `LoadedSnapshot.document`)."""
+
+    id: int
+    label: str
+    document: dict
+
+
+def snapshot_by_id(store, sid: int) -> StoredSnapshot | None:
+    """Stored snapshot `sid`, None when there is none."""
     # lazy: numpy, sqlalchemy via store: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.store import snapshots
 
-    return snapshots.load_id(store, sid)
+    hit = snapshots.load_id(store, sid)
+    return None if hit is None else StoredSnapshot(sid, hit[0], hit[1])
 
 
 def newest_snapshot_id(store, label: str) -> int | None:
@@ -324,8 +489,25 @@ def newest_snapshot_id(store, label: str) -> int | None:
 CDFS = {"file_size": "bytes", "atime_age_days": "days", "mtime_age_days": "days"}
 
 
-def snapshot_cdfs(doc: dict) -> dict:
-    """Size and age CDFs of a snapshot, by count and by bytes, with each histogram's count and range."""
+@dataclass(frozen=True)
+class Cdf:
+    """One histogram of a snapshot as a CDF: in `unit` (bytes, days), each bucket's `upper_bound` with the
+    cumulative share of entries (`by_count`) and of bytes (`by_bytes`) up to it (fractions); the histogram's
+    `count` and its `min`, `max` and `mean` (None without an entry)."""
+
+    unit: str
+    upper_bound: list[float]
+    by_count: list[float]
+    by_bytes: list[float]
+    count: int
+    min: float | None
+    max: float | None
+    mean: float | None
+
+
+def snapshot_cdfs(doc: dict) -> dict[str, Cdf]:
+    """Size and age CDFs of a snapshot (by histogram: CDFS), by count and by bytes, with each histogram's
+    count and range."""
     # lazy: numpy via stats.fsstats: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.stats import fsstats as fs
 
@@ -334,22 +516,44 @@ def snapshot_cdfs(doc: dict) -> dict:
         h = doc["histograms"][key]
         x, by_count = fs.cdf(h, "count")
         _, by_bytes = fs.cdf(h, "bytes")
-        out[key] = {"unit": unit, "upper_bound": x.tolist(), "by_count": by_count.tolist(), "by_bytes": by_bytes.tolist(),
-                    "count": h["count"], "min": h["min"], "max": h["max"], "mean": h["mean"]}
+        out[key] = Cdf(unit=unit, upper_bound=x.tolist(), by_count=by_count.tolist(), by_bytes=by_bytes.tolist(),
+                       count=h["count"], min=h["min"], max=h["max"], mean=h["mean"])
     return out
 
 
-def snapshot_highlights(doc: dict) -> dict:
+@dataclass(frozen=True)
+class SizeBucket:
+    """A bucket of the file size histogram: its bounds (bytes), files and bytes in it."""
+
+    min: int
+    max: int | None
+    count: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Highlights:
+    """What the Contents page says first: the most popular file size bucket (None without a file), the
+    shares (fractions) of files and of bytes in files below 1 MiB, and fsstats' overhead (the share of the
+    capacity used that is not data)."""
+
+    most_popular_size: SizeBucket | None
+    files_below_1mib: float | None
+    bytes_in_files_below_1mib: float | None
+    overhead: float
+
+
+def snapshot_highlights(doc: dict) -> Highlights:
     """The most popular file size bucket, the shares of files and bytes below 1 MiB and the fsstats overhead."""
     # lazy: numpy via stats.fsstats: commands.fsstats imports this at its top: kept off `ioweather fsstats --help` and its usage errors
     from ioweather.stats import fsstats as fs
 
     size = doc["histograms"]["file_size"]
     top = fs.largest_bucket(size)
-    return {"most_popular_size": top and {k: top[k] for k in ("min", "max", "count", "bytes")},
-            "files_below_1mib": fs.fraction_below(size, 2**20),
-            "bytes_in_files_below_1mib": fs.fraction_below(size, 2**20, "bytes"),
-            "overhead": fs.fsstats_overhead(doc["bytes"], doc["capacity_bytes"])}
+    return Highlights(most_popular_size=top and SizeBucket(**{k: top[k] for k in ("min", "max", "count", "bytes")}),
+                      files_below_1mib=fs.fraction_below(size, 2**20),
+                      bytes_in_files_below_1mib=fs.fraction_below(size, 2**20, "bytes"),
+                      overhead=fs.fsstats_overhead(doc["bytes"], doc["capacity_bytes"]))
 
 
 #: How many rows of each table the Contents page carries.
@@ -375,6 +579,35 @@ class Picked:
 
 
 @dataclass(frozen=True)
+class ProjectShare:
+    """A first-level directory of a snapshot on the Contents page: its files, bytes (apparent, allocated),
+    directories, newest modification (ISO 8601 UTC, None without a file) and its shares (fractions) of the
+    snapshot's files and bytes (None when the snapshot has none)."""
+
+    name: str
+    files: int
+    bytes: int
+    capacity_bytes: int
+    dirs: int
+    newest_mtime: str | None
+    files_share: float | None
+    bytes_share: float | None
+
+
+@dataclass(frozen=True)
+class OwnerShare:
+    """An owner of a snapshot's files on the Contents page (`user` None when the uid has no name there):
+    files, bytes (apparent, allocated) and the share (a fraction) of the snapshot's bytes."""
+
+    uid: int
+    user: str | None
+    files: int
+    bytes: int
+    capacity_bytes: int
+    bytes_share: float | None
+
+
+@dataclass(frozen=True)
 class Contents(Answer):
     """The Contents page's answer (/api/contents): one stored snapshot (`snapshot_id`, of `label`;
     `newest_of_label` whether a newer one of that label exists), its header fields, highlights, size and
@@ -387,35 +620,41 @@ class Contents(Answer):
     label: str
     compare: str | None
     labels: list[str]
-    snapshots: list[dict]
+    snapshots: list[SnapshotRow]
     snapshot_id: int
     newest_of_label: bool
     compare_id: int | None
     diff_warnings: list[str]
     snapshot: dict
-    highlights: dict
-    cdfs: dict
+    highlights: Highlights
+    cdfs: dict[str, Cdf]
     projects_total: int
-    projects: list[dict]
+    projects: list[ProjectShare]
     owners_total: int
-    owners: list[dict]
+    owners: list[OwnerShare]
     errors: list
     diff: Growth | None
+
+    def to_json(self) -> dict:
+        # answer_dict leaves list items and mapping values as they are: the rows and CDFs are dataclasses too
+        return {**answer_dict(self), "snapshots": [answer_dict(r) for r in self.snapshots],
+                "cdfs": {k: answer_dict(c) for k, c in self.cdfs.items()},
+                "projects": [answer_dict(r) for r in self.projects], "owners": [answer_dict(r) for r in self.owners]}
 
 
 def _share(part, whole) -> float | None:
     return part / whole if whole else None
 
 
-def snapshot_labels(listing: list[dict]) -> list[str]:
+def snapshot_labels(listing: list[SnapshotRow]) -> list[str]:
     """The labels of `snapshot_listing`, newest first."""
-    return list(dict.fromkeys(r["label"] for r in reversed(listing)))
+    return list(dict.fromkeys(r.label for r in reversed(listing)))
 
 
-def contents(listing: list[dict], this: Picked, doc: dict, other: Picked | None, a: dict | None) -> Contents:
+def contents(listing: list[SnapshotRow], this: Picked, doc: dict, other: Picked | None, a: dict | None) -> Contents:
     """The Contents page for snapshot `doc` (picked as `this`) and, when `other` is given, the growth
     from snapshot `a` to it; `listing` is `snapshot_listing`'s."""
-    newest = {r["label"]: r["id"] for r in listing}  # oldest first: the last id of a label is its newest
+    newest = {r.label: r.id for r in listing}  # oldest first: the last id of a label is its newest
     return Contents(
         label=this.label, compare=other and other.label, labels=snapshot_labels(listing), snapshots=listing,
         snapshot_id=this.id, newest_of_label=newest.get(this.label) == this.id,
@@ -426,12 +665,12 @@ def contents(listing: list[dict], this: Picked, doc: dict, other: Picked | None,
         highlights=snapshot_highlights(doc),
         cdfs=snapshot_cdfs(doc),
         projects_total=len(doc["top_dirs"]),
-        projects=[{**{k: d[k] for k in ("name", "files", "bytes", "capacity_bytes", "dirs", "newest_mtime")},
-                   "files_share": _share(d["files"], doc["files"]), "bytes_share": _share(d["bytes"], doc["bytes"])}
+        projects=[ProjectShare(**{k: d[k] for k in ("name", "files", "bytes", "capacity_bytes", "dirs", "newest_mtime")},
+                               files_share=_share(d["files"], doc["files"]), bytes_share=_share(d["bytes"], doc["bytes"]))
                   for d in doc["top_dirs"][:PROJECTS_SHOWN]],
         owners_total=len(doc["owners"]),
-        owners=[{**{k: o[k] for k in ("uid", "user", "files", "bytes", "capacity_bytes")},
-                 "bytes_share": _share(o["bytes"], doc["bytes"])} for o in doc["owners"][:OWNERS_SHOWN]],
+        owners=[OwnerShare(**{k: o[k] for k in ("uid", "user", "files", "bytes", "capacity_bytes")},
+                           bytes_share=_share(o["bytes"], doc["bytes"])) for o in doc["owners"][:OWNERS_SHOWN]],
         errors=doc["error_list"][:ERRORS_SHOWN],
         diff=None if other is None else growth_doc(a, doc, other.source, this.source, movers=MOVERS),
     )

@@ -3,5 +3,6 @@
 `toolchain` finds or builds Darshan, IOR and mdtest (from ../shared/third_party into a cache outside
 the checkout) and compiles the lab's own C programs; `catalogue` holds the cases and the label
 vocabulary with its finding codes; `run` runs cases on a directory and writes their logs with an
-INDEX.json; `score` reads those logs with ioweather and with Drishti and scores both against the labels.
+INDEX.json; `score` reads those logs with ioweather and with Drishti and scores both against the labels;
+`answers` holds what `lab list` and `lab run` answer (the catalogue, a run with its scores).
 """

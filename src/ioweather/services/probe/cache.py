@@ -78,6 +78,33 @@ def _up(t: int, step: int) -> int:
     return -((-t) // step) * step
 
 
+@dataclass(frozen=True)
+class ProbeRun:
+    """One `probe run` of a target as the store records it when the run starts: where (`host`, `directory`,
+    the file system's name `fs`, None for a run an older store could not name), when (`started_ns`), its
+    period (`interval_s`) and timeout (seconds), its file and request sizes (bytes), whether it writes
+    O_DIRECT and fsyncs, its seed, its pid and ioweather `version`."""
+
+    id: int
+    target: str
+    host: str
+    directory: str
+    started_ns: int
+    interval_s: float
+    block_bytes: int
+    file_bytes: int
+    pool_files: int
+    small_bytes: int
+    direct: bool
+    fsync: bool
+    seed: int
+    timeout_s: float
+    file_exceeds_memory: bool
+    pid: int
+    version: str
+    fs: str | None
+
+
 @dataclass
 class Baseline:
     """Expected duration (s) per op code over [since, until) and how it was obtained."""
@@ -195,9 +222,10 @@ class ProbeCache:
         with self._guard:
             return self._targets.setdefault(target, _Target())
 
-    def latest_run(self, target: str) -> dict | None:
+    def latest_run(self, target: str) -> ProbeRun | None:
+        """The target's newest probe run, None before its first."""
         rs = probe_store.runs(self.store, target)
-        return rs[-1] if rs else None
+        return ProbeRun(**rs[-1]) if rs else None
 
     # -- raw reads ------------------------------------------------------------
     def read(self, target: str, since_ns: int | None, until_ns: int | None, ops=None) -> dict[str, np.ndarray]:

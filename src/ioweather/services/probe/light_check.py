@@ -79,11 +79,11 @@ def stale_after_s(interval_s: float | None) -> float:
     return max(STALE_MIN_S, STALE_PERIODS * (interval_s or 1.0))
 
 
-def abandoned(age_s: float | None, last_run: dict | None, now_ns: int) -> bool:
+def abandoned(age_s: float | None, last_run_started_ns: int | None, now_ns: int) -> bool:
     """Silent for longer than `ABANDON_AFTER_S` (since its newest sample, or without any since its last run
     started): still shown, no longer deciding an overall state or a check."""
     if age_s is None:
-        age_s = None if last_run is None else (now_ns - last_run["started_ns"]) / 1e9
+        age_s = None if last_run_started_ns is None else (now_ns - last_run_started_ns) / 1e9
     return age_s is not None and age_s > ABANDON_AFTER_S
 
 
@@ -317,7 +317,7 @@ def _target(conn, target: str, now: int, window_s: float, stat: str, baseline_s:
     if learn and st not in ("learning", "stale", "unknown"):
         reason += "; " + ", ".join(o["op"] for o in ops if o["learning"]) + ": " + learn
     values = [o["slowdown"] for o in ops if o["slowdown"] is not None]
-    return st, reason, max(values) if values else None, abandoned(age_s, run, now)
+    return st, reason, max(values) if values else None, abandoned(age_s, run["started_ns"] if run else None, now)
 
 
 def run_check(settings, target, window_s: float, stat: str, baseline_s: float, warn: float, crit: float,

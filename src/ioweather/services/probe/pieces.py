@@ -72,18 +72,24 @@ def _summarize_span(s: dict, start_ns: int, span_ns: int, intervals: tuple[int, 
     return rows
 
 
-def build(store, target: str, start_ns: int, span_ns: int) -> list[dict]:
-    """Summarize one span from its samples and store it (unless a sample arrived meanwhile, or the store
-    cannot be written: the summary is then used for this computation only)."""
+def build(store, target: str, start_ns: int, span_ns: int) -> bool:
+    """Summarize one span from its samples and store it (what retention does before it deletes a day's
+    samples); whether it was stored (not when a sample arrived meanwhile, or the store cannot be written)."""
+    return _build(store, target, start_ns, span_ns)[1]
+
+
+def _build(store, target: str, start_ns: int, span_ns: int) -> tuple[list[dict], bool]:
+    """(the span's pieces, one per op: the store's columns, `store.probe_pieces.write`'s rows, whether they
+    were stored): unstored, the summary is used for this computation only, exact all the same."""
     with store.connect() as conn:
         fp = pieces_store.fingerprint(conn, pieces_store.run_ids(conn, target), start_ns, start_ns + span_ns)
     s = probe_store.read_samples(store, target, since_ns=start_ns, until_ns=start_ns + span_ns)
     rows = _summarize_span(s, start_ns, span_ns, ROLLUP_INTERVALS_S)
     try:
-        pieces_store.write(store, target, start_ns, span_ns, fp, rows)
+        stored = pieces_store.write(store, target, start_ns, span_ns, fp, rows)
     except StoreError:
-        pass  # a read-only or full store: exact all the same, only not kept
-    return rows
+        stored = False  # a read-only or full store
+    return rows, stored
 
 
 def _reader(store, target: str, read):
@@ -118,7 +124,7 @@ def gather(store, target: str, since_ns: int, until_ns: int, now_ns: int, *, spa
     for key in want:
         rows = have.get(key)
         if rows is None or len(rows) != len(OPS):
-            rows = build(store, target, *key)
+            rows = _build(store, target, *key)[0]
             g.built += 1
             built_hours = built_hours or key[1] < DAY_NS
         for p in rows:

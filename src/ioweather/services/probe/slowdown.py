@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
 
 from ioweather.encoding import answer_dict
 from ioweather.errors import UserError
@@ -14,6 +15,9 @@ from ioweather.services.probe.light_check import (  # noqa: F401 (CHECK_CODES, u
     CHECK_CODES, CheckTarget, Fallback, check_result, run_check as light_run_check, unknown)
 from ioweather.stats.check_codes import CHECK_NAMES
 from ioweather.units import ns_to_iso, to_ns
+
+if TYPE_CHECKING:  # numpy is not imported by `slowdown --check`'s light path
+    import numpy as np
 
 
 def known_targets(store, target: str | None) -> list[str]:
@@ -29,8 +33,9 @@ def known_targets(store, target: str | None) -> list[str]:
     return [target]
 
 
-def load_window(store, target: str | None, since, until) -> list[tuple[str, dict]]:
-    """[(target, samples)] for one target or all of them, in the window [since, until)."""
+def load_window(store, target: str | None, since, until) -> list[tuple[str, dict[str, np.ndarray]]]:
+    """[(target, its samples: column name -> values, `store.probe.read_samples`'s)] for one target or all of
+    them, in the window [since, until)."""
     # lazy: numpy, sqlalchemy via store: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.store import probe as probe_store
 

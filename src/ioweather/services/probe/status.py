@@ -223,18 +223,18 @@ def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, cri
         span_s = (base.until_ns - base.since_ns) / 1e9
         learn = learning_reason(base, now) if learning.any() else None
         st, reason = target_state([{"op": o.op, "slowdown": o.slowdown, "timeouts": o.timeouts} for o in ops], age_s,
-                                  stale_after_s(run["interval_s"] if run else None), warn, crit, learn)
+                                  stale_after_s(run.interval_s if run else None), warn, crit, learn)
         if learn and st not in ("learning", "stale", "unknown"):
             reason += "; " + ", ".join(o.op for o in ops if o.learning) + ": " + learn
         held_s = float(np.max(history)) if np.isfinite(np.max(history)) else span_s
         return TargetStatus(
             target=target, state=st, reason=reason, stat=stat, expected=expected,
             expected_label=expected_label(stat, expected), window_s=window_s,
-            host=run["host"] if run else None, fs=run["fs"] if run else None,
-            interval_s=run["interval_s"] if run else None,
+            host=run.host if run else None, fs=run.fs if run else None,
+            interval_s=run.interval_s if run else None,
             last_sample=ns_to_iso(last) if last is not None else None, last_sample_age_s=age_s,
-            stale_after_s=stale_after_s(run["interval_s"] if run else None),
-            abandoned=abandoned(age_s, run, now),
+            stale_after_s=stale_after_s(run.interval_s if run else None),
+            abandoned=abandoned(age_s, run.started_ns if run else None, now),
             baseline=BaselineInfo(since=ns_to_iso(base.since_ns), until=ns_to_iso(base.until_ns),
                                   computed_at=ns_to_iso(base.computed_ns), samples=int(base.samples.sum()),
                                   history_s=held_s, span_s=span_s, reference=base.reference,
@@ -242,7 +242,7 @@ def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, cri
                                   # the badge's words, as learning_reason writes them ("0 min of 30 d", not "55.2 s of 30d")
                                   learning_span=learning_span(held_s, span_s)),
             ops=ops,
-            sparkline=_sparkline(recent, now, base.expected_s, run["interval_s"] if run else 1.0) if spark else None)
+            sparkline=_sparkline(recent, now, base.expected_s, run.interval_s if run else 1.0) if spark else None)
 
 
 def _sparkline(s: dict, now: int, expected: np.ndarray, period_s: float) -> Sparkline:

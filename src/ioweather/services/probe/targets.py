@@ -116,7 +116,7 @@ def list_targets(store, now_ns: int | None = None) -> Targets:
         age_s = None if span is None else max(0.0, (now - span[1]) / 1e9)
         if target in retired:
             state = "retired"
-        elif abandoned(age_s, last, now):
+        elif abandoned(age_s, last["started_ns"], now):
             state = "abandoned"
         elif age_s is None:
             state = "starting"  # its run began less than a day ago and has stored nothing yet

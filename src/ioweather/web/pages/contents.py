@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from ioweather.services.content.fsstats import (Picked, contents, newest_snapshot_id, snapshot_by_id, snapshot_labels,
-                                        snapshot_listing)
+                                                snapshot_listing, SnapshotRow, StoredSnapshot)
 from ioweather.web.context import WebContext
 from ioweather.web.params import BadRequest, NotFound, Query
 from ioweather.web.registry import Page
@@ -21,7 +21,7 @@ from ioweather.web.registry import Page
 HINT = "Store a content snapshot with `ioweather fsstats DIR --label LABEL`, then reload this page."
 
 
-def _listing(ctx: WebContext) -> list[dict]:
+def _listing(ctx: WebContext) -> list[SnapshotRow]:
     return snapshot_listing(ctx.store) if ctx.settings.store_exists() else []
 
 
@@ -37,7 +37,7 @@ def _label(q: Query, name: str, labels: list[str], default: str | None) -> str |
     return v
 
 
-def _by_id(ctx: WebContext, sid: int, name: str) -> tuple[str, dict]:
+def _by_id(ctx: WebContext, sid: int, name: str) -> StoredSnapshot:
     hit = snapshot_by_id(ctx.store, sid)
     if hit is None:  # never stored (as an unknown label), or removed between the listing and now
         raise BadRequest(f"no stored snapshot with {name} {sid} (see the list of stored snapshots)")
@@ -53,8 +53,8 @@ def _resolve(ctx: WebContext, q: Query, labels: list[str], label_name: str, id_n
             raise BadRequest(f"give {label_name} or {id_name}, not both")
         if not re.fullmatch(r"[0-9]{1,18}", raw):  # ASCII, and within SQLite's 64-bit integers
             raise BadRequest(f"{id_name} must be a snapshot id (a whole number, as listed), got {raw!r}")
-        label, doc = _by_id(ctx, int(raw), id_name)
-        return Picked(int(raw), label, raw, f"stored snapshot id {raw} (label {label!r})"), doc
+        hit = _by_id(ctx, int(raw), id_name)
+        return Picked(hit.id, hit.label, raw, f"stored snapshot id {raw} (label {hit.label!r})"), hit.document
     label = _label(q, label_name, labels, default)
     if label is None:
         return None, None
@@ -62,7 +62,7 @@ def _resolve(ctx: WebContext, q: Query, labels: list[str], label_name: str, id_n
     if sid is None:
         raise NotFound(f"snapshot {label!r} is not in the store any more")
     # by id: the document and the id stay one snapshot even if a newer one is stored meanwhile
-    return Picked(sid, label, label, f"stored label {label!r} (id {sid})"), _by_id(ctx, sid, label_name)[1]
+    return Picked(sid, label, label, f"stored label {label!r} (id {sid})"), _by_id(ctx, sid, label_name).document
 
 
 def contents_data(ctx: WebContext, params) -> dict:

@@ -45,7 +45,7 @@ def job_data(ctx: WebContext, params) -> dict:
     if data is None:
         raise NotFound(f"no job with id {h} in the store; the Jobs page lists them")
     # the job's own side (`jobs show --json`), then the system's: climate vs weather (services/answers/umami.py), why
-    return {**data.to_json(), "umami": job_panel(ctx.store, data.id), "why": _why(ctx, data)}
+    return {**data.to_json(), "umami": job_panel(ctx.store, data.id).to_json(), "why": _why(ctx, data)}
 
 
 def _why(ctx: WebContext, data) -> dict:
