@@ -103,15 +103,11 @@ JSON_NOT_YET_TYPED = {
     "bench run": "services/bench/runs.py: run returns a dict",
     "bench submit": "services/bench/runs.py: submit returns a dict",
     "bench import": "services/bench/runs.py: import_files returns a dict",
-    "collect": "services/telemetry/collect.py: run_collect returns a dict",
     "events": "services/answers/events.py: compute returns a dict the command picks from",
-    "export": "a helper of commands/export.py builds {'families': rows}",
     "fsstats list": "services/content/fsstats.py: snapshot_listing returns a list of dicts",
     "iomodel run": "services/bench/iomodel.py: run_plan returns a dict",
     "lab list": "the command builds {'cases', 'labels'}",
     "lab run": "the command joins the run's and the scores' documents",
-    "store check": "the store's check report as_dict()",
-    "store prune": "the command builds {'dry_run', 'kinds'}",
 }
 
 
