@@ -103,7 +103,6 @@ JSON_NOT_YET_TYPED = {
     "bench run": "services/bench/runs.py: run returns a dict",
     "bench submit": "services/bench/runs.py: submit returns a dict",
     "bench import": "services/bench/runs.py: import_files returns a dict",
-    "events": "services/answers/events.py: compute returns a dict the command picks from",
     "fsstats list": "services/content/fsstats.py: snapshot_listing returns a list of dicts",
     "iomodel run": "services/bench/iomodel.py: run_plan returns a dict",
     "lab list": "the command builds {'cases', 'labels'}",

@@ -37,8 +37,6 @@ NOT_YET_TYPED = {
     # services/answers/why.py: the why helper's branch
     "answers/why.py:probe_cost": "typed by the why helper: (seconds, the cost's evidence)",
     # other answers and domains, not this branch's
-    "answers/events.py:compute": "events: a document of events and costs",
-    "answers/events.py:cost_summary": "events: a document of costs",
     "answers/factors.py:density_options": "factors (the probe helper's commands)",
     "answers/imports.py:import_sources": "`import --json`'s summary",
     "answers/umami.py:job_panel": "the job page's umami panel (the probe helper types umami)",
