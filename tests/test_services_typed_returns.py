@@ -38,7 +38,6 @@ NOT_YET_TYPED = {
     "answers/why.py:probe_cost": "typed by the why helper: (seconds, the cost's evidence)",
     # other answers and domains, not this branch's
     "answers/factors.py:density_options": "factors (the probe helper's commands)",
-    "answers/imports.py:import_sources": "`import --json`'s summary",
     "answers/umami.py:job_panel": "the job page's umami panel (the probe helper types umami)",
     "bench/iomodel.py:summarize": "io-model rows",
     "bench/iomodel.py:run_plan": "`iomodel run --json`",
@@ -63,8 +62,6 @@ NOT_YET_TYPED = {
     "telemetry/fsview.py:brw_distributions": "Lustre brw_stats histograms",
     "telemetry/fsview.py:lustre_state": "Lustre parameters as read",
     "telemetry/fsview.py:job_links": "a job's links (a dict literal)",
-    "telemetry/imports.py:import_one": "`import` of one source",
-    "telemetry/imports.py:import_sources": "`import --json`'s summary",
 }
 
 
