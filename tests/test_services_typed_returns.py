@@ -57,11 +57,6 @@ NOT_YET_TYPED = {
     "runtime/fs_names.py:job_fs": "a job's file system with its evidence",
     "runtime/distributed.py:parse_spec": "a Dask cluster spec's (kind, options): a parser's result",
     "runtime/server.py:log_config": "uvicorn's logging configuration (its format is a dict)",
-    "telemetry/fsview.py:target_series": "a target's series for the fs pages",
-    "telemetry/fsview.py:lctl_state": "Lustre parameters as read",
-    "telemetry/fsview.py:brw_distributions": "Lustre brw_stats histograms",
-    "telemetry/fsview.py:lustre_state": "Lustre parameters as read",
-    "telemetry/fsview.py:job_links": "a job's links (a dict literal)",
 }
 
 

@@ -758,9 +758,9 @@ def _failover(settings, fs: str, until_ns: int) -> Targets | None:
     from ioweather.services.telemetry.fsview import lctl_state
 
     st = lctl_state(settings, fs, until_ns)
-    if not st["imported"]:
+    if not st.imported:
         return None
-    return Targets(failed_over=st["failover"]["overloaded"], lctl_at=st["at"])
+    return Targets(failed_over=st.failover.overloaded, lctl_at=st.at)
 
 
 def _answer(ident: str, logs: list[_LogAnswer], events: list[Event], sched_row: dict | None, notes: list[str],
