@@ -99,12 +99,7 @@ JSON_NOT_YET_TYPED = {
     "bench run": "services/bench/runs.py: run returns a dict",
     "bench submit": "services/bench/runs.py: submit returns a dict",
     "bench import": "services/bench/runs.py: import_files returns a dict",
-    "collect": "services/telemetry/collect.py: run_collect returns a dict",
-    "events": "services/answers/events.py: compute returns a dict the command picks from",
-    "export": "a helper of commands/export.py builds {'families': rows}",
     "iomodel run": "services/bench/iomodel.py: run_plan returns a dict",
-    "store check": "the store's check report as_dict()",
-    "store prune": "the command builds {'dry_run', 'kinds'}",
 }
 
 

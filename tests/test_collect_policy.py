@@ -67,7 +67,7 @@ def test_a_slow_store_delays_no_tick(tmp_path, monkeypatch):
     during = [sum(a < t < b for t in ticks) for a, b in writes if b < ticks[-1]]
     assert during and min(during) >= 2, (during, writes, ticks)
     df = _stored(tmp_path / "home")
-    assert s["rows_written"] == len(df) and not df.duplicated(["target", "metric", "time_ns"]).any()
+    assert s.rows_written == len(df) and not df.duplicated(["target", "metric", "time_ns"]).any()
     _intervals_whole(df, [n for n in names if "-OST" in n], 200_000_000)
     assert not [m for m in logs if "could not store" in m]
 
@@ -94,11 +94,11 @@ def test_a_refused_flush_is_retried_and_the_stop_waits_for_the_store(tmp_path, m
     s = _run(tmp_path / "home", tmp_path / "tree", logs, duration=1.5)
     assert time.monotonic() - t0 >= 3.0 and len(refused) >= 3
     df = _stored(tmp_path / "home")
-    assert s["rows_written"] == len(df) and s["rows_dropped"] == 0
+    assert s.rows_written == len(df) and s.rows_dropped == 0
     assert not df.duplicated(["target", "metric", "time_ns"]).any()
     _intervals_whole(df, [n for n in names if "-OST" in n], 200_000_000)
     n = len(df[(df.metric == "write_bytes")].time_ns.unique())
-    assert s["ticks"] - 1 <= n <= s["ticks"] - 1 + s["missed_ticks"]  # a late last tick counts one missed past the end
+    assert s.ticks - 1 <= n <= s.ticks - 1 + s.missed_ticks  # a late last tick counts one missed past the end
     failed = [m for m in logs if "could not store" in m]
     assert len(failed) == 1 and failed[0].startswith("collect: ") and "still collecting, will retry" in failed[0]
     assert sum("the store took" in m for m in logs) == 1

@@ -48,7 +48,7 @@ def _check(kind: str, write, **kw) -> None:
             left = [p for p in home.rglob("*") if p.is_file() and p.suffix in (".parquet", ".tmp")]
             assert left == [], f"a failed import left {left}"
             return
-        assert summary["rows"] > 0
+        assert summary.rows > 0
         _check_stored(home)
 
 

@@ -111,7 +111,7 @@ def test_collect_never_writes_its_state_through_a_planted_link(tmp_path):
     logs: list[str] = []
     summary = _collect(home, root, logs)
     _unchanged(victim, data, mtime)
-    assert summary["rows_written"] > 0
+    assert summary.rows_written > 0
     state = json.loads((tdir / f".collect-{host}.state.json").read_text())  # written, the link replaced
     assert state["prev"] and not (tdir / f".collect-{host}.state.json").is_symlink()
     # the link at the state's name was read as no state, said once, and set aside (never followed)
@@ -475,7 +475,7 @@ def test_collect_starts_over_a_damaged_state_with_one_warning(tmp_path):
     state.write_text(json.dumps({"interval_s": 0.1, "prev": [[1, 2]]}))
     for run in range(2):  # it used to be a traceback at every start
         logs: list[str] = []
-        assert _collect(home, root, logs)["rows_written"] > 0
+        assert _collect(home, root, logs).rows_written > 0
         assert json.loads(state.read_text())["prev"]
         assert sum("is not usable" in m for m in logs) == (1 - run), logs
     assert len(list(tdir.glob(f"{state.name}.damaged-*"))) == 1

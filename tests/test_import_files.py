@@ -55,7 +55,7 @@ def test_real_iostat_amounts_are_rate_times_interval(real_iostat, tmp_path):
     summary = imp(settings, "iostat", real_iostat["iso"])
     df = layout.read_frame(settings, "t")
     devices = {d["disk_device"] for d in reports[1]["disk"]}
-    assert summary["rows"] == (len(reports) - 1) * (len(devices) * 5 + 1)   # the since-boot report is skipped
+    assert summary.rows == (len(reports) - 1) * (len(devices) * 5 + 1)   # the since-boot report is skipped
     node = doc["nodename"]
     for prev, rep in zip(reports, reports[1:]):
         t0 = datetime.fromisoformat(prev["timestamp"]).astimezone(timezone.utc)
@@ -148,7 +148,7 @@ def test_tts_sample_rates_become_bytes_per_step(testdata, tmp_path):
             assert (np.isnan(mine.to_numpy()) == (never_filled | np.isnan(ref.to_numpy()))).all()
             ok = ~np.isnan(mine.to_numpy())
             assert np.allclose(mine.to_numpy()[ok], ref.to_numpy()[ok] * step)
-    assert summary["rows"] == 2 * ref.size and (df.interval_s == step).all()
+    assert summary.rows == 2 * ref.size and (df.interval_s == step).all()
 
 
 def test_tts_written_here_with_missing_values_and_groups(tmp_path):
@@ -175,7 +175,7 @@ def test_tts_written_here_with_missing_values_and_groups(tmp_path):
     assert df[(1005 * S, "mds1", "md_open")] == 6.0
     assert df[(1000 * S, "fs-OST0000", "free_bytes")] == 20 * 1024
     assert df[(1000 * S, "fs-OST0000", "capacity_bytes")] == 30 * 1024
-    assert any("weird/thing" in n for n in summary["notes"])
+    assert any("weird/thing" in n for n in summary.notes)
 
 
 def test_tts_and_lmt_imports_of_the_same_five_minutes_agree(testdata, shared_data, tmp_path):
@@ -224,7 +224,7 @@ def test_csv_times_zones_disorder_duplicates(tmp_path):
     assert got[("ost2", t0)] == 5 and np.isnan(got[("ost2", t0 + 5 * S)]) and got[("ost2", t0 + 10 * S)] == 7
     assert np.isnan(got[("ost2", t0 + 15 * S)])
     assert (df.interval_s == 5.0).all()                      # each series' spacing
-    notes = " ".join(summary["notes"])
+    notes = " ".join(summary.notes)
     assert "sorted" in notes and "1 duplicate" in notes and "1 negative" in notes
 
 

@@ -121,7 +121,7 @@ def test_iostat_non_numeric_idle_is_missing_not_a_crash(tmp_path):
     summary = _imp(tmp_path, "iostat", src)
     cpu = _stored(tmp_path).query("metric == 'cpu_pct'")
     assert len(cpu) == 1 and cpu["value"].isna().all()
-    assert "1 impossible rates (negative, infinite or not a number): stored as missing" in summary["notes"]
+    assert "1 impossible rates (negative, infinite or not a number): stored as missing" in summary.notes
 
 
 def _tts(path):
@@ -184,8 +184,8 @@ def test_tts_timestamps_that_no_time_can_hold_are_skipped(tmp_path):
         ds.attrs["columns"] = [b"ost0"]
     summary = _imp(tmp_path, "tts", src)
     stored = _stored(tmp_path)
-    assert summary["rows"] == 3 == len(stored) and stored["time_ns"].max() == 1517126415 * 10**9
-    assert any("1 rows with impossible timestamps" in n for n in summary["notes"])
+    assert summary.rows == 3 == len(stored) and stored["time_ns"].max() == 1517126415 * 10**9
+    assert any("1 rows with impossible timestamps" in n for n in summary.notes)
 
 
 # -- item 10: impossible values become missing, counted in the notes ---------------------------------
@@ -197,8 +197,8 @@ def test_csv_infinite_values_are_missing(tmp_path):
     summary = _imp(tmp_path, "csv", src)
     stored = _stored(tmp_path).sort_values("time_ns")
     assert stored["value"].isna().tolist() == [True, True, False, True] and stored["value"].iloc[2] == 7
-    assert "3 infinite values (inf, or too large for a number) stored as missing" in summary["notes"]
-    assert summary["missing_values"] == 3
+    assert "3 infinite values (inf, or too large for a number) stored as missing" in summary.notes
+    assert summary.missing_values == 3
 
 
 def test_csv_impossible_intervals_are_missing(tmp_path):
@@ -210,7 +210,7 @@ def test_csv_impossible_intervals_are_missing(tmp_path):
     assert stored["value"].isna().tolist() == [True, True, False]
     assert not (stored["interval_s"] <= 0).any()
     assert ("2 rows with an impossible interval (zero, negative, infinite, under a microsecond or over ten years): "
-            "stored as missing") in summary["notes"]
+            "stored as missing") in summary.notes
 
 
 def test_iostat_negative_rate_is_missing_not_zero(tmp_path):
@@ -220,7 +220,7 @@ def test_iostat_negative_rate_is_missing_not_zero(tmp_path):
     summary = _imp(tmp_path, "iostat", src)
     stored = _stored(tmp_path).set_index("metric")["value"]
     assert np.isnan(stored["read_ops"]) and stored["write_ops"] == 20.0
-    assert "1 impossible rates (negative, infinite or not a number): stored as missing" in summary["notes"]
+    assert "1 impossible rates (negative, infinite or not a number): stored as missing" in summary.notes
 
 
 def test_import_help_lists_every_registered_kind():

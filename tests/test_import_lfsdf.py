@@ -49,10 +49,10 @@ def test_archive_equals_an_independent_parse(testdata, tmp_path):
     df = layout.read_frame(settings, "c")
     got = {(int(t), tg, m): v for t, tg, m, v in zip(df.time_ns, df.target, df.metric, df.value)}
     assert got == want
-    assert s["bad_lines"] == 0 and s["targets"] == len({k[1] for k in want})
+    assert s.bad_lines == 0 and s.targets == len({k[1] for k in want})
     times = np.unique(df.time_ns)
     assert len(times) == 70 and set(df.interval_s) == {np.median(np.diff(times)) / S}
-    assert any("4 Lustre file systems" in n for n in s["notes"])
+    assert any("4 Lustre file systems" in n for n in s.notes)
 
 
 def test_fs_named_like_a_lustre_file_system_keeps_only_its_targets(testdata, tmp_path):
@@ -60,7 +60,7 @@ def test_fs_named_like_a_lustre_file_system_keeps_only_its_targets(testdata, tmp
     s = imp(settings, testdata / FULLNESS, fs="snx11035")
     df = layout.read_frame(settings, "snx11035")
     assert set(df.target) == {f"snx11035-OST{i:04x}" for i in range(24)} | {"snx11035-MDT0000"}
-    assert s["notes"] == ["kept the targets of snx11035; those of snx11025, snx11036, snx11168 left out"]
+    assert s.notes == ["kept the targets of snx11035; those of snx11025, snx11036, snx11168 left out"]
 
 
 def test_undated_output_needs_at(testdata, tmp_path):

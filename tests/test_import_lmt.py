@@ -57,7 +57,7 @@ def test_totals_equal_direct_sql_sum_of_counter_deltas(testdata, home, db, colum
         assert ours.loc[target, "valid"] == r.valid, target          # every existing pair gives an amount
         assert ours.loc[target, "rows"] == r.intervals, target       # and every interval has a row
     assert not (df.value < 0).any()
-    assert summary["missing_values"] >= int((ref.intervals - ref.valid).sum())
+    assert summary.missing_values >= int((ref.intervals - ref.valid).sum())
 
 
 def test_reset_database_gap_and_restart_are_missing_never_negative(testdata, home):
@@ -111,8 +111,8 @@ def test_reimport_replaces_and_bad_databases_leave_nothing(testdata, home, tmp_p
     settings = Settings(home=home)
     first = do_import(settings, testdata / SNX)
     second = do_import(settings, testdata / SNX)
-    assert second["replaced_files"] == first["files"] and second["rows"] == first["rows"]
-    assert len(layout.read_frame(settings, "snx")) == first["rows"]
+    assert second.replaced_files == first.files and second.rows == first.rows
+    assert len(layout.read_frame(settings, "snx")) == first.rows
 
     broken = tmp_path / "broken.sqlite3"
     shutil.copy(testdata / SNX, broken)
@@ -231,7 +231,7 @@ def test_a_counter_no_int64_holds_is_missing_and_noted_never_wrapped(testdata, h
     clean, big = Settings(home=home / "clean"), Settings(home=home / "big")
     do_import(clean, testdata / SNX)
     summary = do_import(big, db)
-    assert any("no 64-bit integer holds" in n and n.startswith("1 ") for n in summary["notes"])
+    assert any("no 64-bit integer holds" in n and n.startswith("1 ") for n in summary.notes)
     a = layout.read_frame(clean, "snx", "metric = 'read_bytes'").set_index(["target", "time_ns"])["value"]
     b = layout.read_frame(big, "snx", "metric = 'read_bytes'").set_index(["target", "time_ns"])["value"]
     assert b.index.equals(a.index) and (b.dropna() >= 0).all() and b.max() <= a.max()

@@ -68,7 +68,7 @@ def test_totals_equal_an_independent_parse(name, testdata, shared_data, tmp_path
     settings = Settings(home=tmp_path / "h")
     summary = imp(settings, path)
     df = layout.read_frame(settings, "g")
-    assert summary["rows"] == len(df) and summary["bad_lines"] == 0
+    assert summary.rows == len(df) and summary.bad_lines == 0
     assert not df["value"].isna().any()
     want: dict[tuple[str, str], float] = defaultdict(float)
     for member, text in texts_of(path).items():
@@ -124,11 +124,11 @@ def test_rows_label_the_end_of_their_bucket_in_local_time(shared_data, tmp_path)
     first_row = datetime(2019, 3, 4, 16, 1, tzinfo=ZoneInfo("America/Los_Angeles"))   # '2019-03-04-16:01:00'
     df = layout.read_frame(settings, "g")
     assert df.time_ns.min() == int(first_row.timestamp()) * S - 60 * S
-    assert s["start"] == "2019-03-05T00:00:00.000Z"
+    assert s.start == "2019-03-05T00:00:00.000Z"
     assert set(df.interval_s) == {60.0}
     # without --timezone, a note says the times were read as UTC
     s2 = imp(Settings(home=tmp_path / "h2"), shared_data / "tokio" / "mmperfmon-nsdds.txt.gz")
-    assert s2["start"] == "2019-03-04T16:00:00.000Z" and any("--timezone" in n for n in s2["notes"])
+    assert s2.start == "2019-03-04T16:00:00.000Z" and any("--timezone" in n for n in s2.notes)
 
 
 def test_tar_of_gz_members_and_directory_give_the_same_rows(testdata, tmp_path):
@@ -155,7 +155,7 @@ def test_truncated_gz_keeps_what_came_before_and_never_a_partial_sum(shared_data
     cut.write_bytes(raw[: len(raw) * 2 // 3])
     settings = Settings(home=tmp_path / "h")
     s = imp(settings, cut)
-    assert any("is truncated" in n for n in s["notes"])
+    assert any("is truncated" in n for n in s.notes)
     full = read_mmperfmon(str(full_path)).frame.set_index(["time_ns", "target", "metric"])["value"]
     got = layout.read_frame(settings, "g").set_index(["time_ns", "target", "metric"])["value"]
     # the lost tables held some of the server's NSDs: its sums are unknown, never too small
@@ -182,8 +182,8 @@ def test_garbage_lines_are_counted_and_the_rest_imported(shared_data, tmp_path):
     src.write_text("\n".join(damaged) + "\n")
     settings = Settings(home=tmp_path / "h")
     s = imp(settings, src)
-    assert s["bad_lines"] == 3
-    assert any(n.startswith("3 unreadable lines skipped (first: damaged.txt line") for n in s["notes"])
+    assert s.bad_lines == 3
+    assert any(n.startswith("3 unreadable lines skipped (first: damaged.txt line") for n in s.notes)
     got = layout.read_frame(settings, "g").set_index("time_ns")["value"]
     clean = read_mmperfmon(str(shared_data / "tokio" / "mmperfmon-nsdds.txt.gz")).frame.set_index("time_ns")["value"]
     lost = got.index[got.isna()]

@@ -33,9 +33,6 @@ NOT_YET_TYPED = {
     # services/answers/why.py: the why helper's branch
     "answers/why.py:probe_cost": "typed by the why helper: (seconds, the cost's evidence)",
     # other answers and domains, not this branch's
-    "answers/events.py:compute": "events: a document of events and costs",
-    "answers/events.py:cost_summary": "events: a document of costs",
-    "answers/imports.py:import_sources": "`import --json`'s summary",
     "bench/iomodel.py:summarize": "io-model rows",
     "bench/iomodel.py:run_plan": "`iomodel run --json`",
     "bench/runs.py:run": "`bench run --json`",
@@ -45,21 +42,8 @@ NOT_YET_TYPED = {
     "bench/runs.py:gauges": "the /metrics gauges",
     "bench/runs.py:run_window": "a benchmark run's window",
     "runtime/fs_names.py:job_fs": "a job's file system with its evidence",
-    "runtime/retention.py:plan": "`store prune` rows",
-    "runtime/retention.py:prune": "`store prune` rows",
     "runtime/distributed.py:parse_spec": "a Dask cluster spec's (kind, options): a parser's result",
     "runtime/server.py:log_config": "uvicorn's logging configuration (its format is a dict)",
-    "telemetry/collect.py:live_sources": "`collect` sources",
-    "telemetry/collect.py:run_collect": "`collect --json`'s summary",
-    "telemetry/collector.py:Collector.read_state": "the collector's state file",
-    "telemetry/collector.py:Collector.take": "the collector's samples and state",
-    "telemetry/fsview.py:target_series": "a target's series for the fs pages",
-    "telemetry/fsview.py:lctl_state": "Lustre parameters as read",
-    "telemetry/fsview.py:brw_distributions": "Lustre brw_stats histograms",
-    "telemetry/fsview.py:lustre_state": "Lustre parameters as read",
-    "telemetry/fsview.py:job_links": "a job's links (a dict literal)",
-    "telemetry/imports.py:import_one": "`import` of one source",
-    "telemetry/imports.py:import_sources": "`import --json`'s summary",
 }
 
 

@@ -249,8 +249,8 @@ def test_a_damaged_file_is_skipped_by_prune_and_readers_and_set_aside_by_repair(
     _age(home)
     # the daemons' retention: the damaged file is said, the other old day still goes
     said = []
-    [k] = retention.prune(None, settings, {"telemetry": 400 * 86400.0}, log=said.append)
-    assert not kept_old.exists() and damaged.exists() and k["rows"] == 4 and k["files"] == 1
+    [k] = retention.prune(None, settings, {"telemetry": 400 * 86400.0}, log=said.append).kinds
+    assert not kept_old.exists() and damaged.exists() and k.rows == 4 and k.files == 1
     said = [line for line in said if "skipped" in line]
     assert len(said) == 1 and "unreadable Parquet" in said[0] and "skipped 1 path" in said[0]
     # readers: one note naming what they left out of their window (the 2000 file is outside it), the rest of the data

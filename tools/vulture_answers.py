@@ -16,11 +16,16 @@ _.after_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.agg_perf_by_slowest_mibps  # services.jobs.answer.Interface, services.jobs.answer.Perf
 _.agg_time_by_slowest_s  # services.jobs.answer.Perf
 _.alarms  # services.lab.score.CaseScore
+_.amount  # services.telemetry.fsview.SeriesEvent
 _.analysis  # services.answers.factors.Factors, services.answers.factors.GroupDensity
 _.archived_samples  # services.probe.targets.Archived
+_.area  # store.check.Problem
+_.at  # services.telemetry.fsview.LctlState
+_.attributed_share  # services.answers.events.IoEvent
 _.available  # services.lab.score.ToolScore
 _.b  # services.content.fsstats.Comparison, services.content.fsstats.Growth
 _.bad  # services.lab.score.PairScore
+_.bad_lines  # services.telemetry.imports.SourceImport
 _.baseline  # services.answers.why.Why, services.probe.history.TargetHistory, services.probe.status.TargetStatus
 _.baseline_from  # services.lab.storm.StormPair
 _.baseline_s  # services.probe.status.Status
@@ -31,12 +36,13 @@ _.bench  # services.answers.report.Report
 _.bigger_is_better  # stats.umami.MetricRow
 _.box  # stats.umami.MetricRow
 _.brw  # services.telemetry.fsview.Servers
+_.buckets  # services.telemetry.fsview.BrwHistogram
 _.built  # services.lab.toolchain.Build
-_.burstiness  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
+_.burstiness  # services.telemetry.fsview.Metadata, services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
 _.by_bytes  # services.content.fsstats.Cdf, services.telemetry.fsview.Talkers
 _.by_count  # services.content.fsstats.Cdf
 _.by_ops  # services.telemetry.fsview.Talkers
-_.bytes  # services.answers.why.Culprit, services.answers.why.Event, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.SizeBucket, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Imbalance
+_.bytes  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.events.IoEvent, services.answers.why.Culprit, services.answers.why.Event, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.SizeBucket, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Imbalance
 _.bytes_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.bytes_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.bytes_change  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
@@ -47,6 +53,7 @@ _.bytes_read  # services.jobs.answer.Interface, services.jobs.answer.Mount, serv
 _.bytes_share  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare
 _.bytes_written  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
 _.cache  # services.lab.toolchain.Build
+_.candidates  # services.answers.events.Events
 _.capacity_bytes  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
 _.capacity_bytes_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.capacity_bytes_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
@@ -63,6 +70,7 @@ _.change_s  # services.answers.job_diff.DiffCause, services.answers.job_diff.Sys
 _.changes  # services.answers.changes.Changes, services.answers.report.Report
 _.class_order  # services.answers.factors.Classified
 _.climate  # services.answers.why.Why, services.jobs.weather.Weather, services.probe.status.OpStatus
+_.cluster  # services.answers.events.CulpritCost, services.answers.events.EventJob
 _.code  # services.answers.job_diff.DiffCause, services.answers.why.Evidence, services.answers.why.LogEvidence, services.jobs.answer.Finding
 _.code_s  # services.answers.why.LogBudget, services.answers.why.Why
 _.colour  # services.answers.why.ClimateMetric, stats.umami.MetricRow
@@ -71,14 +79,22 @@ _.command  # services.answers.changes.ProbeMarks, services.lab.run.CaseRun
 _.common_sizes  # services.jobs.answer.Access
 _.compare  # services.content.fsstats.Contents
 _.compare_id  # services.content.fsstats.Contents
+_.computed  # services.answers.imports.WeatherRefresh
 _.computed_at  # services.probe.status.BaselineInfo
 _.concurrent_jobs  # services.jobs.weather.Weather
 _.concurrent_node_hours  # services.jobs.weather.Weather
+_.confidence  # services.answers.events.EventJob
 _.config  # services.answers.umami.FeatureImport
+_.connected_clients  # services.telemetry.fsview.LustreTarget
 _.consec_fraction  # services.jobs.answer.Access
+_.contended  # services.answers.events.IoEvent
+_.contention  # services.answers.events.IoEvent
 _.control  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.lab.score.CaseScore
 _.controls  # services.lab.score.ToolScore
 _.controls_quiet  # services.lab.score.ToolScore
+_.core_hours_caused  # services.answers.events.CulpritCost
+_.core_hours_exposed  # services.answers.events.CostSummary, services.answers.events.CostlyEvent, services.answers.events.DayCost, services.answers.events.IoEvent, services.answers.events.MonthCost
+_.cost  # services.answers.events.Events
 _.cost_core_hours  # services.jobs.answer.Finding
 _.cost_model  # services.jobs.answer.Finding
 _.cost_s  # services.jobs.answer.Finding
@@ -93,19 +109,28 @@ _.coverage_factor_read_bw  # services.jobs.weather.Weather
 _.coverage_factor_write_bw  # services.jobs.weather.Weather
 _.coverage_factors  # services.jobs.weather.Weather
 _.covered_s  # services.telemetry.fsview.Span
+_.cpu_pct  # services.telemetry.collect.CollectSummary
+_.cpu_s  # services.telemetry.collect.CollectSummary
 _.created  # services.answers.factors.ModelFile
 _.crit  # services.probe.status.Thresholds
 _.cross_mounts  # services.content.fsstats.Snapshot
+_.culprit  # services.answers.events.CostlyEvent
 _.culprit_named  # services.lab.storm.StormPair
+_.culprit_share  # services.answers.events.CostSummary
 _.culprits  # services.answers.why.Event, services.lab.storm.Twin, stats.umami.Umami
+_.cutoff  # services.runtime.retention.KindPruned
 _.cutoff_fraction  # services.answers.factors.DensityOptions, services.answers.factors.Factors
-_.daily  # services.telemetry.workload.Workload
+_.daily  # services.answers.events.CostSummary, services.telemetry.workload.Workload
 _.daily_rates  # services.telemetry.workload.WorkloadView
 _.damage  # services.jobs.answer.JobHeader
 _.darshan_lib  # services.lab.toolchain.Toolchain
 _.data_since  # services.telemetry.fsview.Span
 _.data_until  # services.telemetry.fsview.Span
+_.database  # store.check.Report
+_.datasets  # services.telemetry.collect.CollectSummary
 _.date  # services.telemetry.workload.DailyRates
+_.day  # services.answers.events.DayCost
+_.device_bytes_written  # services.lab.storm.Twin
 _.df  # services.answers.factors.Classified
 _.diff  # services.content.fsstats.Contents
 _.diff_says_system  # services.lab.storm.StormPair
@@ -122,15 +147,17 @@ _.dirs_change_pct  # services.content.fsstats.GrowthTotal
 _.document  # services.content.fsstats.LoadedSnapshot
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
 _.drishti_codes  # services.lab.answers.CatalogueLabel
+_.dry_run  # services.runtime.retention.Pruning
+_.duration_s  # services.answers.events.IoEvent
 _.durations  # services.answers.factors.Classified, services.answers.factors.GroupDensity
 _.elapsed_s  # services.lab.run.CaseRun
-_.end  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.telemetry.workload.Workload
+_.end  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload
 _.entries  # services.content.fsstats.Snapshot
 _.entries_per_s  # services.content.fsstats.Snapshot
-_.error  # services.answers.factors.GroupDensity, services.lab.score.CaseScore, services.lab.score.PairScore
+_.error  # services.answers.factors.GroupDensity, services.lab.score.CaseScore, services.lab.score.PairScore, services.telemetry.imports.FailedSource
 _.error_list  # services.content.fsstats.Snapshot
 _.errors  # services.content.fsstats.Contents, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
-_.events  # services.answers.report.Report, services.answers.why.Why, services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
+_.events  # services.answers.events.CulpritCost, services.answers.events.DayCost, services.answers.events.Events, services.answers.events.MonthCost, services.answers.report.Report, services.answers.why.Why, services.telemetry.fsview.Metadata, services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
 _.evidence  # services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.Finding
 _.example  # services.jobs.answer.Damage
 _.exclude  # services.content.fsstats.Snapshot
@@ -144,25 +171,30 @@ _.experiment  # services.answers.factors.ExperimentShares
 _.explained  # services.lab.score.PairScore, services.lab.score.PairsScore
 _.explained_s  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
 _.explained_share  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
+_.exports  # services.telemetry.fsview.LustreTarget
+_.exposed_jobs  # services.answers.events.IoEvent
 _.extra_io_s  # services.lab.storm.StormPair
 _.f1  # services.lab.score.LabelScore
 _.factor  # services.answers.changes.Change, services.answers.changes.ProbeMark
-_.failed  # services.jobs.darshan.JobsView
+_.failed  # services.jobs.darshan.JobsView, services.telemetry.collect.SourceSummary, services.telemetry.imports.ImportSummary
 _.failed_at  # services.jobs.darshan.FailedLog
 _.failed_logs  # services.jobs.darshan.ArchiveSummary
 _.failed_over  # services.answers.why.Targets
+_.failover  # services.telemetry.fsview.LctlState, services.telemetry.fsview.LctlTarget
 _.failures  # services.probe.timeline.Timeline
 _.failures_total  # services.probe.timeline.Timeline
+_.families  # services.telemetry.exporter_lctl.FamilyList
 _.file_bytes  # services.probe.run.ProbeInit
 _.file_exceeds_memory  # services.probe.run.ProbeInit
 _.file_not_aligned_fraction  # services.jobs.answer.Access
 _.file_system  # services.answers.why.LogEvidence
-_.files  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.probe.targets.Purged
+_.files  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collector.CollectorState, services.telemetry.imports.SourceImport, store.check.Report
 _.files_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_below_1mib  # services.content.fsstats.Highlights
 _.files_change  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.files_cut  # services.runtime.retention.KindPruned
 _.files_per_day  # services.content.fsstats.Growth
 _.files_share  # services.content.fsstats.ProjectShare
 _.files_stored  # services.jobs.darshan.StoredJob
@@ -170,7 +202,7 @@ _.files_vs_procs  # services.jobs.darshan.ArchiveSummary
 _.filters  # services.jobs.darshan.ArchiveSummary
 _.findings  # services.jobs.answer.JobReport, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob
 _.first_sample  # services.probe.targets.TargetRow
-_.fix  # services.jobs.answer.Finding, services.lab.score.PairScore
+_.fix  # services.jobs.answer.Finding, services.lab.score.PairScore, store.check.Problem
 _.fixed  # services.lab.score.PairScore
 _.fixed_verdict  # services.lab.score.PairScore
 _.flagged  # services.telemetry.fsview.Servers
@@ -179,7 +211,7 @@ _.format  # services.content.fsstats.Snapshot
 _.fp  # services.lab.score.LabelScore
 _.fraction_of_peak  # services.jobs.weather.Weather
 _.fractions  # services.answers.factors.ExperimentShares
-_.fs  # services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.BenchPage, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, stats.umami.Umami
+_.fs  # services.answers.events.Events, services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.BenchPage, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.fs_bytes  # services.jobs.weather.Weather
 _.fs_fullness  # services.telemetry.fsview.Capacity
@@ -208,6 +240,7 @@ _.histograms  # services.content.fsstats.Snapshot
 _.history  # stats.umami.MetricRow
 _.history_jobs  # services.answers.why.Climate, stats.umami.Umami
 _.history_s  # services.probe.status.BaselineInfo
+_.hists  # services.telemetry.fsview.BrwDistributions
 _.home  # services.lab.storm.StormPair
 _.host  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.probe.status.TargetStatus, services.probe.targets.Retired, services.probe.targets.TargetRow
 _.id  # services.answers.why.LogBudget, services.content.fsstats.SnapshotRow, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredJob
@@ -216,11 +249,13 @@ _.identity  # services.content.fsstats.LoadedSnapshot
 _.idle_periods  # services.telemetry.workload.Workload
 _.idle_threshold  # services.telemetry.workload.Workload
 _.imbalance  # services.jobs.answer.Perf
+_.imported  # services.answers.imports.TelemetryImport, services.telemetry.fsview.LctlState
+_.imported_kept_rows  # services.runtime.retention.KindPruned
 _.ingested_at  # services.jobs.darshan.StoredJob
 _.inputs  # services.answers.factors.ModelFile
 _.interfaces  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.interfaces_by_size  # services.jobs.darshan.ArchiveSummary
-_.interval_s  # services.content.fsstats.Growth, services.probe.history.History, services.probe.status.Sparkline, services.probe.status.TargetStatus, services.probe.timeline.Timeline, services.telemetry.workload.Workload
+_.interval_s  # services.answers.events.Events, services.content.fsstats.Growth, services.probe.history.History, services.probe.status.Sparkline, services.probe.status.TargetStatus, services.probe.timeline.Timeline, services.telemetry.collect.CollectSummary, services.telemetry.collector.CollectorState, services.telemetry.workload.Workload
 _.interval_start  # services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.timeline.TimelineInterval
 _.intervals  # services.probe.timeline.Timeline
 _.io_fraction  # services.jobs.darshan.JobRow
@@ -233,14 +268,20 @@ _.io_time_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudge
 _.ior  # services.lab.toolchain.Toolchain
 _.ioweather_codes  # services.lab.answers.CatalogueLabel
 _.ioweather_version  # services.content.fsstats.Snapshot
-_.job  # services.answers.why.Culprit, services.answers.why.Why, services.jobs.answer.JobReport, services.jobs.darshan.StoredJob, stats.umami.Umami
+_.job  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.why.Culprit, services.answers.why.Why, services.jobs.answer.JobReport, services.jobs.darshan.StoredJob, stats.umami.Umami
+_.job_url  # services.answers.events.CulpritCost, services.answers.events.EventJob
+_.job_weather  # services.answers.imports.TelemetryImport
 _.jobid  # services.answers.why.LogBudget, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.lab.storm.Twin
-_.jobs  # services.answers.umami.Correlations, services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers
+_.jobs  # services.answers.events.IoEvent, services.answers.imports.WeatherRefresh, services.answers.umami.Correlations, services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
-_.kind  # services.answers.job_diff.DiffCause, services.telemetry.fsview.Span
+_.jobs_without_cores  # services.answers.events.IoEvent
+_.kept  # services.answers.imports.WeatherRefresh
+_.kind  # services.answers.job_diff.DiffCause, services.runtime.retention.KindPruned, services.telemetry.fsview.Span, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport
+_.kinds  # services.runtime.retention.Pruning
 _.label  # services.answers.factors.ExperimentShares, services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.content.fsstats.SnapshotRow, services.lab.answers.CatalogueLabel, services.lab.score.LabelScore, stats.umami.MetricRow
-_.labels  # services.answers.factors.Classified, services.content.fsstats.Contents, services.lab.answers.Catalogue, services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.lab.score.ToolScore
+_.labels  # services.answers.factors.Classified, services.content.fsstats.Contents, services.lab.answers.Catalogue, services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.lab.score.ToolScore, services.telemetry.exporter_lctl.FamilyRow
 _.largest_movers  # services.content.fsstats.Growth
+_.last_error  # services.telemetry.collect.SourceSummary
 _.last_sample  # services.probe.status.TargetStatus, services.probe.targets.TargetRow
 _.last_sample_age_s  # services.probe.status.TargetStatus, services.probe.targets.TargetRow
 _.layers  # services.jobs.answer.Perf
@@ -270,6 +311,7 @@ _.max_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.Timeline
 _.md_ops_per_s  # services.jobs.weather.Weather
 _.mdtest  # services.lab.toolchain.Toolchain
 _.mean  # services.content.fsstats.Cdf
+_.mean_duration_s  # services.telemetry.collect.SourceSummary
 _.mean_ops_per_s  # services.telemetry.fsview.Metadata
 _.mean_s  # services.probe.slowdown.IntervalRow
 _.mean_total_bps  # services.telemetry.workload.Workload
@@ -280,9 +322,9 @@ _.mem_not_aligned_fraction  # services.jobs.answer.Access
 _.memory_bytes  # services.probe.run.ProbeInit
 _.message  # services.answers.factors.GroupDensity, services.answers.job_diff.DiffCause, services.bench.runs.BenchCheck, services.jobs.answer.Finding, services.probe.slowdown.Check, services.probe.status.Status
 _.meta_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
-_.method  # services.answers.why.Culprit
+_.method  # services.answers.events.EventJob, services.answers.events.IoEvent, services.answers.why.Culprit
 _.metric  # services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
-_.metrics  # services.answers.why.Climate, stats.umami.Umami
+_.metrics  # services.answers.why.Climate, services.telemetry.imports.SourceImport, stats.umami.Umami
 _.mibps  # services.jobs.answer.Perf, services.jobs.darshan.JobRow
 _.mibps_per_node  # services.jobs.answer.Perf, services.jobs.darshan.JobRow
 _.mibps_per_node_by_project  # services.jobs.darshan.ArchiveSummary
@@ -292,19 +334,23 @@ _.micro_f1_labels  # services.lab.score.ToolScore
 _.micro_precision  # services.lab.score.ToolScore
 _.micro_recall  # services.lab.score.ToolScore
 _.min  # services.content.fsstats.Cdf, services.content.fsstats.SizeBucket
-_.min_amplitude_bps  # services.telemetry.workload.Workload
+_.min_amplitude_bps  # services.answers.events.Events, services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
 _.min_amplitude_ops_per_s  # services.telemetry.fsview.Metadata
 _.min_s  # services.probe.slowdown.IntervalRow
 _.min_segment  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
 _.min_share  # services.lab.score.PairsScore
+_.missed_ticks  # services.telemetry.collect.CollectSummary
 _.missing  # services.lab.toolchain.Toolchain
 _.missing_fraction  # services.jobs.weather.Weather
 _.missing_observations  # services.telemetry.workload.Workload
 _.missing_samples  # services.telemetry.workload.Workload
+_.missing_values  # services.telemetry.imports.SourceImport
 _.model  # services.answers.job_diff.SystemShare
 _.models  # services.answers.factors.Classified, services.answers.factors.ModelFile
 _.module  # services.jobs.answer.Damage
-_.monthly  # services.telemetry.workload.Workload
+_.month  # services.answers.events.MonthCost
+_.monthly  # services.answers.events.CostSummary, services.telemetry.workload.Workload
+_.more_jobs  # services.answers.events.IoEvent
 _.most_popular_size  # services.content.fsstats.Highlights
 _.motif  # services.answers.umami.Correlations, services.answers.why.Climate, services.bench.runs.BenchPage, stats.umami.Umami
 _.mount  # services.answers.why.LogBudget, services.jobs.answer.Mount
@@ -316,17 +362,18 @@ _.mpiexec  # services.lab.toolchain.Toolchain
 _.n  # services.answers.factors.ExperimentShares, services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.n_fs  # stats.umami.MetricRow
 _.n_intervals  # services.probe.status.Climate
-_.name  # services.answers.factors.Classified, services.content.fsstats.DirGrowth, services.content.fsstats.ProjectShare, services.lab.answers.CatalogueCase, services.lab.run.CaseRun
+_.name  # services.answers.factors.Classified, services.content.fsstats.DirGrowth, services.content.fsstats.ProjectShare, services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.telemetry.collect.SourceSummary, services.telemetry.exporter_lctl.FamilyRow
 _.named  # services.lab.score.CaseScore
 _.newest_mtime  # services.content.fsstats.ProjectShare
 _.newest_of_label  # services.content.fsstats.Contents
-_.nnodes  # services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
+_.nid  # services.telemetry.fsview.LctlTarget
+_.nnodes  # services.answers.events.EventJob, services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
 _.nnodes_source  # services.answers.why.Why, services.jobs.answer.Perf
 _.no_capacity_data  # services.telemetry.fsview.Capacity
 _.no_data  # services.jobs.weather.Weather
 _.not_monitored  # services.jobs.answer.Interface
 _.note  # services.telemetry.fsview.Span
-_.notes  # services.answers.job_diff.JobDiff, services.answers.why.Why, services.content.fsstats.Snapshot, services.jobs.weather.Weather, services.lab.storm.StormPair, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
+_.notes  # services.answers.events.Events, services.answers.job_diff.JobDiff, services.answers.why.Why, services.content.fsstats.Snapshot, services.jobs.weather.Weather, services.lab.storm.StormPair, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers, services.telemetry.imports.SourceImport
 _.now_by_bytes  # services.telemetry.fsview.Talkers
 _.now_by_ops  # services.telemetry.fsview.Talkers
 _.now_s  # services.telemetry.fsview.Talkers
@@ -334,7 +381,9 @@ _.nprocs  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, 
 _.observations  # services.telemetry.workload.Workload
 _.of  # services.jobs.answer.Damage
 _.offset  # services.jobs.darshan.JobList
+_.ok  # services.telemetry.collect.SourceSummary
 _.old_coords  # services.answers.factors.DensityOptions
+_.older_than_s  # services.runtime.retention.KindPruned
 _.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.opens  # services.jobs.answer.Interface
 _.ops  # services.answers.factors.Factors, services.probe.history.History, services.probe.status.TargetStatus, services.telemetry.fsview.Metadata
@@ -349,8 +398,10 @@ _.other_change  # services.content.fsstats.GrowthTotal
 _.other_change_pct  # services.content.fsstats.GrowthTotal
 _.overall  # services.probe.status.Status
 _.overhead  # services.content.fsstats.Highlights
+_.overlapped  # services.answers.imports.WeatherRefresh
 _.overlapped_by  # services.jobs.answer.Finding
 _.overlaps  # services.jobs.answer.Finding
+_.overloaded  # services.telemetry.fsview.Failover
 _.own_share  # services.answers.why.Event
 _.owners  # services.content.fsstats.Contents, services.content.fsstats.Growth, services.content.fsstats.Snapshot
 _.owners_by_bytes  # services.content.fsstats.Movers
@@ -368,13 +419,16 @@ _.partial  # services.jobs.answer.Interface
 _.partial_modules  # services.jobs.answer.JobHeader
 _.partially_shared  # services.jobs.answer.Sharing
 _.partially_shared_bytes  # services.jobs.answer.Sharing
-_.path  # services.answers.factors.ModelFile, services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.jobs.darshan.FailedLog, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob, services.probe.targets.Skipped
-_.peak_bps  # services.answers.why.Event
+_.path  # services.answers.factors.ModelFile, services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.jobs.darshan.FailedLog, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob, services.probe.targets.Skipped, services.runtime.retention.Skipped, store.check.Problem
+_.peak  # services.telemetry.fsview.SeriesEvent
+_.peak_bps  # services.answers.events.IoEvent, services.answers.why.Event
 _.peak_ops_per_s  # services.telemetry.fsview.Metadata
 _.peak_read_bps  # services.telemetry.workload.Workload
-_.peak_total_bps  # services.telemetry.workload.Workload
+_.peak_time  # services.answers.events.IoEvent, services.telemetry.fsview.SeriesEvent
+_.peak_total_bps  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
 _.peak_write_bps  # services.telemetry.workload.Workload
 _.penalty_per_log_n  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
+_.per_nid  # services.telemetry.fsview.Failover
 _.percentile_now  # services.probe.status.Climate
 _.perf  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.performance  # services.answers.umami.CorrelationRow
@@ -390,6 +444,8 @@ _.preset  # services.answers.umami.FeatureImport
 _.probe_slowdown  # services.jobs.weather.Weather
 _.probe_slowdown_by_op  # services.jobs.weather.Weather
 _.probe_targets  # services.answers.why.LogEvidence
+_.problem  # store.check.Problem
+_.problems  # store.check.Report
 _.procs  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.programs  # services.lab.toolchain.Toolchain
 _.projects  # services.content.fsstats.Contents, services.jobs.darshan.ArchiveSummary
@@ -403,50 +459,68 @@ _.q3_s  # services.probe.slowdown.IntervalRow
 _.quartile  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.query  # services.answers.report.Report
 _.quiet  # services.lab.score.CaseScore, services.lab.storm.StormPair
+_.quiet_others_share  # services.lab.storm.StormPair
 _.quiet_system_share  # services.lab.storm.StormPair
 _.r  # services.answers.umami.CorrelationRow, stats.umami.MetricRow
 _.r_fs  # stats.umami.MetricRow
 _.ranks_with_io  # services.jobs.answer.Imbalance
-_.read_bps  # services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
-_.read_bytes  # services.telemetry.workload.Workload
+_.read  # services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.BrwTarget
+_.read_bps  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
+_.read_bytes  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
 _.read_histogram  # services.jobs.answer.Access
 _.read_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
 _.read_write_ratio  # services.telemetry.workload.Workload
+_.readings  # services.telemetry.collector.CollectorState
 _.reads  # services.jobs.answer.Interface
-_.reason  # services.answers.changes.SkippedProbeSeries, services.answers.changes.SkippedSeries, services.answers.umami.JobPanel, services.jobs.darshan.FailedLog, services.lab.run.CaseRun, services.lab.score.ToolScore, services.probe.status.TargetStatus, services.probe.targets.Skipped
+_.reason  # services.answers.changes.SkippedProbeSeries, services.answers.changes.SkippedSeries, services.answers.umami.JobPanel, services.jobs.darshan.FailedLog, services.lab.run.CaseRun, services.lab.score.ToolScore, services.probe.status.TargetStatus, services.probe.targets.Skipped, services.runtime.retention.Skipped
 _.recall  # services.lab.score.LabelScore
 _.records  # services.jobs.answer.Damage, services.jobs.answer.Interface
+_.recovery  # services.telemetry.fsview.LustreTarget
+_.recovery_completed_clients  # services.telemetry.fsview.LustreTarget
+_.recovery_connected_clients  # services.telemetry.fsview.LustreTarget
+_.recovery_evicted_clients  # services.telemetry.fsview.LustreTarget
+_.recovery_label  # services.telemetry.fsview.LustreTarget
 _.reference  # services.probe.status.BaselineInfo
 _.relations  # services.jobs.answer.Damage
+_.repaired  # store.check.Problem
+_.replaced_files  # services.telemetry.imports.SourceImport
 _.resolution  # services.probe.timeline.Timeline
 _.resolution_s  # services.probe.timeline.Timeline
 _.result  # services.telemetry.workload.WorkloadView
+_.retention  # services.answers.imports.TelemetryImport
 _.retired  # services.probe.targets.Retired
 _.role  # services.lab.storm.Twin
 _.root  # services.content.fsstats.GrowthSide, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
 _.root_is_symlink  # services.content.fsstats.Snapshot
-_.rows  # services.answers.umami.CorrelationListing, services.answers.umami.Correlations, services.answers.umami.FeatureImport, services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.content.fsstats.SnapshotListing, services.jobs.darshan.FailedLogs, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobRows, services.probe.slowdown.IntervalStats, services.probe.slowdown.Slowdown, services.probe.targets.Targets
+_.rows  # services.answers.events.EventList, services.answers.umami.CorrelationListing, services.answers.umami.Correlations, services.answers.umami.FeatureImport, services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.content.fsstats.SnapshotListing, services.jobs.darshan.FailedLogs, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobRows, services.probe.slowdown.IntervalStats, services.probe.slowdown.Slowdown, services.probe.targets.Targets, services.runtime.retention.KindPruned, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport
+_.rows_dropped  # services.telemetry.collect.CollectSummary
 _.rows_in_file  # services.answers.umami.FeatureImport
 _.rows_kept_by_paper_filters  # services.answers.umami.FeatureImport
+_.rows_per_s  # services.telemetry.imports.SourceImport
+_.rows_written  # services.telemetry.collect.CollectSummary
 _.rule  # services.telemetry.fsview.Servers
 _.run  # services.bench.runs.BenchPage, services.lab.answers.RunAndScores
+_.running_jobs  # services.answers.events.IoEvent
 _.runs  # services.answers.factors.Densities, services.bench.runs.BenchPage, services.probe.targets.Purged, services.probe.targets.TargetRow
 _.runtime_s  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.same  # services.lab.score.PairScore
 _.same_code  # services.answers.job_diff.JobDiff
 _.sample_interval_s  # services.telemetry.workload.Workload
 _.sample_s  # services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
-_.samples  # services.probe.status.BaselineInfo, services.probe.targets.Purged, services.probe.timeline.Timeline, services.telemetry.workload.Workload
+_.samples  # services.probe.status.BaselineInfo, services.probe.targets.Purged, services.probe.timeline.Timeline, services.telemetry.collect.SourceSummary, services.telemetry.workload.Workload
 _.samples_shown  # services.probe.timeline.Timeline
 _.samples_total  # services.probe.timeline.Timeline
+_.schema_versions  # store.check.Report
 _.scored  # services.lab.score.PairsScore
 _.scores  # services.lab.answers.RunAndScores
+_.seconds  # services.telemetry.imports.SourceImport
+_.seen  # services.telemetry.fsview.LctlTarget, services.telemetry.fsview.LustreTarget
 _.seq_fraction  # services.jobs.answer.Access
-_.series  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.changes.SkippedSeries, services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
+_.series  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.changes.SkippedSeries, services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.exporter_lctl.FamilyRow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
 _.series_examined  # services.answers.changes.Changes
 _.server_cpu_pct  # services.jobs.weather.Weather
 _.set  # services.answers.umami.FeatureImport
-_.share  # services.answers.why.Culprit
+_.share  # services.answers.events.EventJob, services.answers.why.Culprit
 _.share_of_bytes_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth
 _.share_of_files_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth
 _.shared  # services.jobs.answer.Sharing
@@ -458,9 +532,10 @@ _.since  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
 _.since_ns  # services.telemetry.fsview.Span
 _.size_bytes  # services.jobs.answer.AccessSize, services.jobs.darshan.FailedLog
 _.sizes  # services.answers.factors.Classified
-_.skipped  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.probe.targets.Purged
+_.skipped  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.imports.WeatherRefresh, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collect.SourceSummary
 _.skipped_mounts  # services.content.fsstats.Snapshot
-_.slowdown  # services.answers.report.Report, services.answers.why.Event, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.Sparkline, services.probe.timeline.TimelineInterval
+_.slowdown  # services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.Sparkline, services.probe.timeline.TimelineInterval
+_.slowdown_threshold  # services.answers.events.CostSummary
 _.slowest_rank  # services.jobs.answer.LayerTime, services.jobs.answer.Perf
 _.small_bytes  # services.probe.run.ProbeInit
 _.smooth_s  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
@@ -470,19 +545,22 @@ _.snapshot_id  # services.content.fsstats.Contents
 _.snapshot_time  # services.content.fsstats.GrowthSide, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
 _.snapshots  # services.content.fsstats.Contents
 _.sort  # services.jobs.darshan.JobList, services.telemetry.fsview.Servers
-_.source  # services.content.fsstats.GrowthSide, stats.umami.Umami
+_.source  # services.content.fsstats.GrowthSide, services.telemetry.imports.FailedSource, services.telemetry.imports.SourceImport, stats.umami.Umami
+_.sources  # services.telemetry.collect.CollectSummary, services.telemetry.imports.ImportSummary
 _.span_s  # services.probe.status.BaselineInfo
 _.sparkline  # services.probe.status.TargetStatus
 _.split  # services.answers.factors.DensityOptions, services.answers.factors.Factors
+_.sqlite  # store.check.Report
 _.stale_after_s  # services.probe.status.TargetStatus
-_.start  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.telemetry.workload.Workload, stats.umami.Umami
+_.start  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
 _.start_ns  # services.answers.factors.GroupDensity
 _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.timeline.Timeline
-_.state  # services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.TargetStatus, services.probe.targets.TargetRow
+_.state  # services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.LctlTarget
+_.state_label  # services.telemetry.fsview.LctlTarget
 _.statistic  # services.answers.changes.Change, services.answers.changes.ProbeMark
 _.status  # services.bench.runs.BenchCheck, services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth, services.lab.run.CaseRun, services.probe.slowdown.Check
-_.step_s  # services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
+_.step_s  # services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries
 _.storm  # services.lab.storm.StormPair
 _.storm_job  # services.lab.storm.StormPair
 _.strategy_by_size  # services.jobs.darshan.ArchiveSummary
@@ -491,6 +569,7 @@ _.stripe_count  # services.jobs.answer.Lustre
 _.stripe_counts  # services.jobs.answer.Lustre
 _.stripe_size_bytes  # services.jobs.answer.Lustre
 _.stripes_stored  # services.jobs.darshan.StoredJob
+_.summarized_days  # services.runtime.retention.KindPruned
 _.summary  # services.jobs.darshan.JobsView
 _.symlink_target  # services.content.fsstats.Snapshot
 _.symlinks  # services.content.fsstats.Snapshot
@@ -503,23 +582,27 @@ _.system_model  # services.answers.job_diff.DiffSide, services.answers.why.LogBu
 _.system_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
 _.system_share_of_extra  # services.lab.storm.StormPair
 _.table  # services.answers.factors.Classified
-_.target  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.probe.history.History, services.probe.history.TargetHistory, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.targets.Purged, services.probe.targets.Retired, services.probe.targets.TargetRow, services.probe.timeline.Timeline, services.telemetry.fsview.Servers
-_.targets  # services.answers.why.Why, services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.Workload
+_.target  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.probe.history.History, services.probe.history.TargetHistory, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.targets.Purged, services.probe.targets.Retired, services.probe.targets.TargetRow, services.probe.timeline.Timeline, services.telemetry.fsview.BrwTarget, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries
+_.targets  # services.answers.why.Why, services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.Capacity, services.telemetry.fsview.LctlState, services.telemetry.fsview.LustreState, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload
 _.targets_all  # services.answers.factors.Factors, services.probe.history.History
 _.targets_met  # services.lab.storm.StormPair
 _.threads  # services.content.fsstats.Snapshot
 _.threshold  # services.jobs.answer.Finding
 _.thresholds  # services.probe.history.History, services.probe.status.Status, services.probe.timeline.Timeline
-_.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.jobs.answer.Imbalance, services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadSeries
+_.ticks  # services.telemetry.collect.CollectSummary
+_.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.jobs.answer.Imbalance, services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries, services.telemetry.workload.WorkloadSeries
 _.timeline  # services.answers.factors.Factors
-_.timeouts  # services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.timeouts  # services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval, services.telemetry.collect.SourceSummary
+_.title  # services.telemetry.fsview.BrwHistogram
 _.tolerated  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.tool  # services.lab.score.ToolScore
 _.toolchain  # services.lab.run.LabRun, services.lab.toolchain.Build
 _.tools  # services.lab.score.Scores
+_.top_culprits  # services.answers.events.CostSummary
 _.top_dirs  # services.content.fsstats.Growth, services.content.fsstats.Snapshot
 _.top_dirs_by_bytes  # services.content.fsstats.Movers
 _.top_dirs_by_files  # services.content.fsstats.Movers
+_.top_events  # services.answers.events.CostSummary
 _.top_executables  # services.jobs.darshan.ArchiveSummary
 _.top_files  # services.jobs.darshan.StoredJob
 _.top_projects  # services.jobs.darshan.ArchiveSummary
@@ -530,6 +613,7 @@ _.total_ops  # services.telemetry.fsview.Metadata
 _.total_ops_per_s  # services.telemetry.fsview.Metadata
 _.totals  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.tp  # services.lab.score.LabelScore
+_.type  # services.telemetry.exporter_lctl.FamilyRow
 _.uid  # services.content.fsstats.OwnerGrowth, services.content.fsstats.OwnerShare, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
 _.umami  # services.answers.umami.JobPanel
 _.unexplained  # services.answers.why.Evidence
@@ -542,8 +626,9 @@ _.until  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
 _.until_ns  # services.telemetry.fsview.Span
 _.unusual  # stats.umami.MetricRow
 _.upper_bound  # services.content.fsstats.Cdf
-_.user  # services.answers.why.Culprit, services.content.fsstats.OwnerGrowth, services.content.fsstats.OwnerShare, services.jobs.darshan.JobRow
+_.user  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.why.Culprit, services.content.fsstats.OwnerGrowth, services.content.fsstats.OwnerShare, services.jobs.darshan.JobRow
 _.users  # services.telemetry.fsview.Talkers
+_.usual  # services.telemetry.fsview.Failover
 _.value  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.value_s  # services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus
 _.verdict  # services.answers.job_diff.DiffSide, services.answers.job_diff.JobDiff, services.answers.why.Climate, services.answers.why.Why, services.jobs.answer.JobReport, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.lab.score.PairScore, services.lab.storm.Twin, stats.umami.Umami
@@ -551,6 +636,7 @@ _.verdict_actions  # services.jobs.answer.JobReport
 _.verdict_saving_s  # services.jobs.answer.JobReport
 _.version  # services.lab.score.ToolScore
 _.walk_s  # services.content.fsstats.Snapshot
+_.wall_s  # services.telemetry.collect.CollectSummary
 _.warn  # services.probe.status.Thresholds
 _.warnings  # services.jobs.answer.JobReport, services.telemetry.workload.WorkloadView
 _.was  # services.probe.targets.Retired
@@ -562,8 +648,9 @@ _.window_s  # services.probe.status.Status, services.probe.status.TargetStatus
 _.window_start_ns  # services.jobs.weather.Weather
 _.worst  # services.probe.history.TargetHistory
 _.worth  # services.jobs.answer.Finding
-_.write_bps  # services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
-_.write_bytes  # services.telemetry.workload.Workload
+_.write  # services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.BrwTarget
+_.write_bps  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
+_.write_bytes  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
 _.write_histogram  # services.jobs.answer.Access
 _.write_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
 _.writes  # services.jobs.answer.Interface

@@ -143,20 +143,20 @@ def register(cli: click.Group) -> None:
         if as_json and html:
             raise UserError("choose one of --json and --html")
         params = _params(resample, smooth, min_amplitude, cluster, top, cores_per_node, slowdown_threshold)
-        doc = events_svc.compute(settings, fs, since, until, params,
-                                 warn=lambda m: stderr.print(f"ioweather: warning: {m}", highlight=False))
+        answer = events_svc.compute(settings, fs, since, until, params,
+                                    warn=lambda m: stderr.print(f"ioweather: warning: {m}", highlight=False))
         if html:
             # lazy: jinja2, rich via views.report_html: kept off the command's `--help` and its usage errors
             from ioweather.views.report_html import render_events
 
-            write_atomic(html, render_events(doc))
+            write_atomic(html, render_events(answer.to_json()))
             click.echo(f"wrote {html}", err=True)
         elif as_json:
-            print_json(doc["cost"] if cost else doc["events"])
+            print_json((answer.cost if cost else answer.events).to_json())
         elif cost:
-            _print_cost(doc["cost"])
+            _print_cost(answer.cost.to_json())
         else:
-            _print_events(doc)
+            _print_events(answer.to_json())
 
     @cli.command()
     @_event_options

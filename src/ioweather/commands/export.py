@@ -11,6 +11,7 @@ from ioweather.commands.common import DURATION, json_option
 from ioweather.errors import UserError
 from ioweather.services.telemetry.exporter_defaults import DEFAULT_PORT, JOB_WINDOW_S, STALE_S, TOP_JOBS
 from ioweather.services.runtime.server import is_loopback, url_of
+from ioweather.views.output import print_json, print_table
 
 
 def register(cli: click.Group) -> None:
@@ -51,35 +52,45 @@ def register(cli: click.Group) -> None:
             raise UserError("--once prints the exposition; --list (or --json) lists the families instead")
         list_only = list_only or as_json
         if capture is not None:  # before importing the store's exporter: pandas and the store are not needed
-            _export_capture(capture, top_jobs, once, list_only, as_json)
-            return
-        # lazy: numpy, pandas, prometheus_client, pyarrow, sqlalchemy via services.telemetry.exporter: kept off the command's `--help` and its usage errors
-        from ioweather.services.telemetry.exporter import TelemetryExporter, make_server, no_telemetry, serve
+            listing = _export_capture(capture, top_jobs, once, list_only)
+            if listing is None:
+                return
+        else:
+            # lazy: numpy, pandas, prometheus_client, pyarrow, sqlalchemy via services.telemetry.exporter: kept off the command's `--help` and its usage errors
+            from ioweather.services.telemetry.exporter import (TelemetryExporter, family_list, make_server, no_telemetry,
+                                                               serve)
 
-        exporter = TelemetryExporter(settings, fs_names, top_jobs=top_jobs, job_window_s=job_window, stale_s=stale,
-                                     say=lambda m: click.echo(f"ioweather export: {m}", err=True))
-        missing = [f for f in fs_names if f not in exporter.datasets()]
-        if missing:
-            raise no_telemetry(settings, missing[0])
-        if once or list_only:
+            exporter = TelemetryExporter(settings, fs_names, top_jobs=top_jobs, job_window_s=job_window, stale_s=stale,
+                                         say=lambda m: click.echo(f"ioweather export: {m}", err=True))
+            missing = [f for f in fs_names if f not in exporter.datasets()]
+            if missing:
+                raise no_telemetry(settings, missing[0])
+            if not (once or list_only):
+                server = make_server(exporter, host, port)
+                if not is_loopback(host):
+                    click.echo(f"ioweather: warning: listening on {host}: anyone who can reach it can read the metrics "
+                               "(no authentication)", err=True)
+                say = lambda m: click.echo(f"ioweather export: {m}", err=True)  # noqa: E731
+                listening = f"{url_of(server.socket)}metrics ({', '.join(exporter.datasets()) or 'no datasets yet'})"
+                serve(exporter, server, threading.Event(), say=say, started=lambda: say(listening))
+                return
             text = exporter.exposition(wait_s=3600.0)
             if once:
                 sys.stdout.buffer.write(text)
                 return
-            _print_families(exporter, as_json)
+            listing = family_list(exporter.families())
+        if as_json:
+            print_json(listing.to_json())
             return
-        server = make_server(exporter, host, port)
-        if not is_loopback(host):
-            click.echo(f"ioweather: warning: listening on {host}: anyone who can reach it can read the metrics "
-                       "(no authentication)", err=True)
-        say = lambda m: click.echo(f"ioweather export: {m}", err=True)  # noqa: E731
-        listening = f"{url_of(server.socket)}metrics ({', '.join(exporter.datasets()) or 'no datasets yet'})"
-        serve(exporter, server, threading.Event(), say=say, started=lambda: say(listening))
+        print_table(listing.to_json()["families"], [("name", "family"), ("type", "type"), ("series", "series"),
+                                                    ("labels", "labels", lambda v: ", ".join(v))],
+                    title="exported families")
 
 
-def _export_capture(path: str, top_jobs: int, once: bool, list_only: bool, as_json: bool) -> None:
+def _export_capture(path: str, top_jobs: int, once: bool, list_only: bool):
+    """`--capture FILE`: its exposition printed with --once (None), else its families' listing."""
     # lazy: prometheus_client via services.telemetry.exporter_lctl: kept off the command's `--help` and its usage errors
-    from ioweather.services.telemetry.exporter_lctl import capture_families, read_capture
+    from ioweather.services.telemetry.exporter_lctl import capture_families, family_list, read_capture
     # lazy: prometheus_client via views.exposition: kept off the command's `--help` and its usage errors
     from ioweather.views.exposition import render
 
@@ -91,20 +102,5 @@ def _export_capture(path: str, top_jobs: int, once: bool, list_only: bool, as_js
     families = capture_families(cap, top_jobs)
     if once:
         sys.stdout.buffer.write(render(families))
-    else:
-        _print_families(families, as_json)
-
-
-def _print_families(families, as_json: bool) -> None:
-    # lazy: rich via views.output: kept off the command's `--help` and its usage errors
-    from ioweather.views.output import print_json, print_table
-
-    if not isinstance(families, list):
-        families = families.families()
-    rows = [{"name": f.name, "type": f.kind, "series": len(f.samples), "labels": list(f.labels)}
-            for f in families]
-    if as_json:
-        print_json({"families": rows})
-        return
-    print_table(rows, [("name", "family"), ("type", "type"), ("series", "series"),
-                       ("labels", "labels", lambda v: ", ".join(v))], title="exported families")
+        return None
+    return family_list(families)

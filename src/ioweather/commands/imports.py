@@ -129,13 +129,14 @@ def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> 
     until_ns = to_ns(until) if until else None
     if since_ns is not None and until_ns is not None and until_ns <= since_ns:
         raise UserError("--until must be after --since")
-    doc = import_sources(settings, kind, sources, fs, tz=tz, since_ns=since_ns,
-                         until_ns=until_ns, on_error=lambda m: click.echo(f"ioweather: error: {m}", err=True),
-                         on_note=_note, **options)
+    answer = import_sources(settings, kind, sources, fs, tz=tz, since_ns=since_ns,
+                            until_ns=until_ns, on_error=lambda m: click.echo(f"ioweather: error: {m}", err=True),
+                            on_note=_note, **options)
+    doc = answer.to_json()
     results, failed = doc["sources"], doc["failed"]
-    weather = doc.get("job_weather")
+    weather = answer.job_weather
     if as_json:
-        print_json(doc)
+        print_json(answer.to_json())
     elif failed < len(results):  # when every source failed, their error lines say it all
         print_table([r for r in results if "error" not in r], [
             ("source", "source", lambda s: s if "://" in s else Path(s).name), ("rows", "rows"),
@@ -145,11 +146,11 @@ def _import(settings, kind, sources, fs, tz, since, until, options, as_json) -> 
             title=f"imported into file system {fs!r}", empty="nothing imported")
         # A summary, so on stdout where -q silences it; only jobs the imported span overlaps are counted
         # (jobs computed for the first time elsewhere in the store are not this import's doing).
-        if weather and weather.get("overlapped"):
-            click.echo(f"import: recomputed the weather of {weather['overlapped']:,} jobs whose window the new "
+        if weather and weather.overlapped:
+            click.echo(f"import: recomputed the weather of {weather.overlapped:,} jobs whose window the new "
                        f"telemetry covers")
-        if doc.get("retention"):
-            click.echo(f"import: {doc['retention']}")
+        if answer.retention:
+            click.echo(f"import: {answer.retention}")
     if failed:
         sys.exit(2)
 

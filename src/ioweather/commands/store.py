@@ -36,7 +36,7 @@ def register(cli: click.Group) -> None:
 
         report = check_store(settings, repair=repair)
         if as_json:
-            print_json(report.as_dict())
+            print_json(report.to_json())
         else:
             _print_human(report)
         if not report.ok:
@@ -77,13 +77,13 @@ def register(cli: click.Group) -> None:
         # An age named on the command line is the admin's explicit word for imported history too; the
         # retention settings bound only what the daemons record live (docs/store.md, "Retention").
         live_only = older_than is None
-        rows = (retention.prune if yes else retention.plan)(store, settings, limits, live_only=live_only)
-        skipped = [(s["path"], s["reason"]) for r in rows for s in r["skipped"]]
+        pruning = (retention.prune if yes else retention.plan)(store, settings, limits, live_only=live_only)
+        skipped = pruning.skipped
         if as_json:
-            print_json({"dry_run": not yes, "kinds": rows})
+            print_json(pruning.to_json())
         else:
-            _print_prune(rows, yes)
-        kept = sum(r.get("imported_kept_rows", 0) for r in rows)
+            _print_prune(pruning.to_json()["kinds"], yes)
+        kept = sum(k.imported_kept_rows or 0 for k in pruning.kinds)
         if kept and not as_json:
             stderr.print(f"note: {kept:,} imported telemetry rows older than the limit are kept: imported history "
                          "goes only with an explicit --older-than", highlight=False, markup=False, soft_wrap=True)

@@ -58,12 +58,12 @@ def register(cli: click.Group) -> None:
                               duration=duration, flush_s=flush_s or interval, timeout=timeout, mounts=mounts,
                               jobs=not no_jobs, job_top=job_top, quiet=quiet)
         if as_json:
-            print_json(summary)
+            print_json(summary.to_json())
             return
-        print_table(summary["sources"], [
+        print_table(summary.to_json()["sources"], [
             ("name", "source"), ("ok", "ok"), ("failed", "failed"), ("timeouts", "timeouts"), ("skipped", "skipped"),
             ("samples", "samples"), ("mean_duration_s", "mean read", format_seconds), ("last_error", "last error")],
-            title=f"{summary['ticks']} ticks, {summary['rows_written']} rows written, "
-                  f"CPU {summary['cpu_pct']:.2f}% of a core" if summary["cpu_pct"] is not None else None)
+            title=f"{summary.ticks} ticks, {summary.rows_written} rows written, "
+                  f"CPU {summary.cpu_pct:.2f}% of a core" if summary.cpu_pct is not None else None)
 
     import_group(cli)  # `import KIND SOURCE...`: commands/imports.py makes a sub-command per importer

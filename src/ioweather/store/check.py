@@ -54,7 +54,7 @@ class Problem:
     fix: Callable[[], object] | None = None
     repaired: bool = False
 
-    def as_dict(self) -> dict:
+    def to_json(self) -> dict:
         return {"area": self.area, "path": self.path, "problem": self.problem,
                 "repairable": self.fix is not None, "repaired": self.repaired}
 
@@ -79,9 +79,9 @@ class Report:
     def ok(self) -> bool:
         return all(p.repaired for p in self.problems)
 
-    def as_dict(self) -> dict:
+    def to_json(self) -> dict:
         return {"ok": self.ok, "database": self.database, "schema_versions": self.schema_versions,
-                "sqlite": self.sqlite, "files": self.files, "problems": [p.as_dict() for p in self.problems],
+                "sqlite": self.sqlite, "files": self.files, "problems": [p.to_json() for p in self.problems],
                 "repaired": sum(p.repaired for p in self.problems)}
 
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ioweather.encoding import Answer, answer_dict
+
 from ioweather.services.telemetry import workload
 from ioweather.services.telemetry.fsview import user_of
 from ioweather.services.telemetry.workload import check_options  # noqa: F401  the command checks its options first
@@ -45,10 +47,137 @@ class Params:
     culprit_share: float = 0.5
 
 
+@dataclass(frozen=True)
+class EventJob:
+    """A job behind an event: its share of the event's bytes, how that was known (`method`: job_stats,
+    darshan, overlap) and how sure (`confidence`), its nodes and its page (None without a Darshan log)."""
+
+    job: str
+    cluster: str | None
+    user: str | None
+    share: float
+    bytes: float
+    method: str
+    confidence: str
+    nnodes: int | None
+    job_url: str | None
+
+
+@dataclass(frozen=True)
+class IoEvent:
+    """One I/O event (times ISO 8601 UTC, bytes, bytes/s): the jobs best first (`jobs`, at most `top`;
+    `more_jobs` the others), then its cost: the probes' `slowdown` over it, whether it was `contended`
+    (by the probes, or the coverage-factor criterion without them), and the core-hours of the jobs
+    exposed to it (an upper bound)."""
+
+    start: str
+    end: str
+    peak_time: str
+    peak_bps: float
+    bytes: float
+    duration_s: float
+    running_jobs: int
+    attributed_share: float
+    method: str | None
+    jobs: list[EventJob]
+    more_jobs: int
+    slowdown: float | None
+    contended: bool
+    contention: str
+    exposed_jobs: int
+    jobs_without_cores: int
+    core_hours_exposed: float
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), "jobs": [answer_dict(j) for j in self.jobs]}
+
+
+@dataclass(frozen=True)
+class EventList(Answer):
+    """`events --json`: the events, a list as it always printed."""
+
+    rows: list[IoEvent]
+
+    def to_json(self) -> list:
+        return [e.to_json() for e in self.rows]
+
+
+@dataclass(frozen=True)
+class DayCost:
+    day: str
+    core_hours_exposed: float
+    events: int
+
+
+@dataclass(frozen=True)
+class MonthCost:
+    month: str
+    core_hours_exposed: float
+    events: int
+
+
+@dataclass(frozen=True)
+class CostlyEvent:
+    """One of the costliest events, with its first culprit (None when no job is attributed)."""
+
+    start: str
+    end: str
+    core_hours_exposed: float
+    culprit: str | None
+
+
+@dataclass(frozen=True)
+class CulpritCost:
+    """A job that caused events: the core-hours its share of their bytes cost the others, events, bytes."""
+
+    job: str
+    cluster: str | None
+    user: str | None
+    job_url: str | None
+    core_hours_caused: float
+    events: int
+    bytes: float
+
+
+@dataclass(frozen=True)
+class CostSummary(Answer):
+    """`events --cost --json`: core-hours exposed in all, per UTC day and month (by event start), the
+    costliest events and the jobs that caused them, with the thresholds used."""
+
+    core_hours_exposed: float
+    daily: list[DayCost]
+    monthly: list[MonthCost]
+    top_events: list[CostlyEvent]
+    top_culprits: list[CulpritCost]
+    slowdown_threshold: float
+    culprit_share: float
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), **{k: [answer_dict(x) for x in getattr(self, k)]
+                                        for k in ("daily", "monthly", "top_events", "top_culprits")}}
+
+
+@dataclass(frozen=True)
+class Events(Answer):
+    """The events of a file system over a window and what contention cost (`events`' answer; its
+    `--json` prints `events`, or `cost` with --cost; the HTML page and `report` render `to_json()`).
+    `candidates` the jobs considered, `notes` what limited the attribution."""
+
+    fs: str
+    start: str
+    end: str
+    interval_s: float
+    min_amplitude_bps: float
+    candidates: int
+    notes: list[str]
+    events: EventList
+    cost: CostSummary
+
+
 def compute(settings, fs: str, since=None, until=None, params: Params = Params(), warn=lambda m: None,
-            reference: tuple[int, int] | None = None) -> dict:
-    """{"fs", "start", "end", "interval_s", "notes", "events": [...], "cost": {...}} over [since, until);
-    `reference`: the probes' baseline period in ns (None: the rolling baseline)."""
+            reference: tuple[int, int] | None = None) -> Events:
+    """The events over [since, until) with their jobs and cost; `reference`: the probes' baseline period
+    in ns (None: the rolling baseline)."""
     found = workload.events(settings, fs, since, until, params.resample_s, params.smooth_s, params.min_amplitude,
                             warn=warn)
     data = found.data
@@ -77,9 +206,9 @@ def compute(settings, fs: str, since=None, until=None, params: Params = Params()
         edges = data.t0_ns + np.arange(lo, hi + 1, dtype=np.int64) * step_ns
         per_job = _attribute(ev, running, edges, moved[lo:hi], stats.get(i) if stats else None, params, notes)
         out.append(_event_doc(ev, running, per_job, slowdowns[i], params))
-    return {"fs": fs, "start": found.start, "end": found.end, "interval_s": data.interval_s,
-            "min_amplitude_bps": params.min_amplitude, "candidates": int(len(jobs)), "notes": _unique(notes),
-            "events": out, "cost": cost_summary(out, params)}
+    return Events(fs=fs, start=found.start, end=found.end, interval_s=data.interval_s,
+                  min_amplitude_bps=params.min_amplitude, candidates=int(len(jobs)), notes=_unique(notes),
+                  events=EventList(out), cost=cost_summary(out, params))
 
 
 def _windows(events: list[dict]) -> list[dict]:
@@ -204,7 +333,7 @@ def _exact(ev: dict, running: pd.DataFrame, stats: dict, params: Params, notes: 
     return pd.DataFrame(rows, columns=[*_JOB_COLUMNS, "bytes", "method", "alone_fraction"])
 
 
-def _event_doc(ev: dict, running: pd.DataFrame, per_job: pd.DataFrame, slowdown, params: Params) -> dict:
+def _event_doc(ev: dict, running: pd.DataFrame, per_job: pd.DataFrame, slowdown, params: Params) -> IoEvent:
     total = float(ev["bytes"])
     share = per_job["bytes"].to_numpy(float) / total if total > 0 else np.zeros(len(per_job))
     order = A.rank(share, per_job["nnodes"].to_numpy(float) if len(per_job) else [])
@@ -214,19 +343,19 @@ def _event_doc(ev: dict, running: pd.DataFrame, per_job: pd.DataFrame, slowdown,
             continue
         j = per_job.iloc[k]
         af = j["alone_fraction"]
-        jobs.append({"job": str(j["job"]), "cluster": j["cluster"], "user": j["user"], "share": float(share[k]),
-                     "bytes": float(j["bytes"]), "method": j["method"],
-                     "confidence": A.confidence(j["method"], None if pd.isna(af) else float(af)),
-                     "nnodes": None if pd.isna(j["nnodes"]) else int(j["nnodes"]), "job_url": j["job_url"]})
+        jobs.append(EventJob(job=str(j["job"]), cluster=j["cluster"], user=j["user"], share=float(share[k]),
+                             bytes=float(j["bytes"]), method=j["method"],
+                             confidence=A.confidence(j["method"], None if pd.isna(af) else float(af)),
+                             nnodes=None if pd.isna(j["nnodes"]) else int(j["nnodes"]), job_url=j["job_url"]))
     cost = _event_cost(ev, running, per_job, share, slowdown, params)
-    return {"start": ev["start"], "end": ev["end"], "peak_time": ev["peak_time"], "peak_bps": ev["peak_bps"],
-            "bytes": total, "duration_s": (ev["end_ns"] - ev["start_ns"]) / 1e9, "running_jobs": int(len(running)),
-            "attributed_share": float(min(1.0, share[share > 0].sum())) if len(share) else 0.0,
-            "method": _method(jobs), "jobs": jobs[:params.top], "more_jobs": max(0, len(jobs) - params.top), **cost}
+    return IoEvent(start=ev["start"], end=ev["end"], peak_time=ev["peak_time"], peak_bps=ev["peak_bps"],
+                   bytes=total, duration_s=(ev["end_ns"] - ev["start_ns"]) / 1e9, running_jobs=int(len(running)),
+                   attributed_share=float(min(1.0, share[share > 0].sum())) if len(share) else 0.0,
+                   method=_method(jobs), jobs=jobs[:params.top], more_jobs=max(0, len(jobs) - params.top), **cost)
 
 
-def _method(jobs: list[dict]) -> str | None:
-    methods = {j["method"] for j in jobs}
+def _method(jobs: list[EventJob]) -> str | None:
+    methods = {j.method for j in jobs}
     return "job_stats" if "job_stats" in methods else "+".join(m for m in ("darshan", "overlap") if m in methods) or None
 
 
@@ -263,34 +392,34 @@ def _event_cost(ev: dict, running: pd.DataFrame, per_job: pd.DataFrame, share, s
             "core_hours_exposed": float(np.nansum(ch))}
 
 
-def cost_summary(events: list[dict], params: Params, top: int = 10) -> dict:
+def cost_summary(events: list[IoEvent], params: Params, top: int = 10) -> CostSummary:
     """Core-hours exposed per UTC day and month (by event start), the costliest events, and the jobs
     that caused them (each event's cost shared among its culprits by their share of its bytes)."""
     if not events:
-        return {"core_hours_exposed": 0.0, "daily": [], "monthly": [], "top_events": [], "top_culprits": [],
-                "slowdown_threshold": params.slowdown_threshold, "culprit_share": params.culprit_share}
-    df = pd.DataFrame({"start": [e["start"] for e in events], "ch": [e["core_hours_exposed"] for e in events]})
+        return CostSummary(core_hours_exposed=0.0, daily=[], monthly=[], top_events=[], top_culprits=[],
+                           slowdown_threshold=params.slowdown_threshold, culprit_share=params.culprit_share)
+    df = pd.DataFrame({"start": [e.start for e in events], "ch": [e.core_hours_exposed for e in events]})
     t = pd.to_datetime(df["start"])
     df["day"], df["month"] = t.dt.strftime("%Y-%m-%d"), t.dt.strftime("%Y-%m")
 
-    def per(col):
+    def per(col, cls):
         g = df.groupby(col)["ch"].agg(["sum", "count"]).reset_index()
-        return [{col: r[col], "core_hours_exposed": float(r["sum"]), "events": int(r["count"])}
-                for r in g.to_dict("records")]
+        return [cls(r[col], float(r["sum"]), int(r["count"])) for r in g.to_dict("records")]
 
     caused: dict[tuple, dict] = {}
     for e in events:
-        for j in e["jobs"]:
-            d = caused.setdefault((j["cluster"], j["job"]), {"job": j["job"], "cluster": j["cluster"], "user": j["user"],
-                                                             "job_url": j["job_url"], "core_hours_caused": 0.0,
-                                                             "events": 0, "bytes": 0.0})
-            d["core_hours_caused"] += e["core_hours_exposed"] * j["share"]
+        for j in e.jobs:
+            d = caused.setdefault((j.cluster, j.job), {"job": j.job, "cluster": j.cluster, "user": j.user,
+                                                       "job_url": j.job_url, "core_hours_caused": 0.0,
+                                                       "events": 0, "bytes": 0.0})
+            d["core_hours_caused"] += e.core_hours_exposed * j.share
             d["events"] += 1
-            d["bytes"] += j["bytes"]
-    costly = sorted(range(len(events)), key=lambda i: (-events[i]["core_hours_exposed"], events[i]["start"]))[:top]
-    return {"core_hours_exposed": float(df["ch"].sum()), "daily": per("day"), "monthly": per("month"),
-            "top_events": [{"start": events[i]["start"], "end": events[i]["end"],
-                            "core_hours_exposed": events[i]["core_hours_exposed"],
-                            "culprit": events[i]["jobs"][0]["job"] if events[i]["jobs"] else None} for i in costly],
-            "top_culprits": sorted(caused.values(), key=lambda d: (-d["core_hours_caused"], -d["bytes"], d["job"]))[:top],
-            "slowdown_threshold": params.slowdown_threshold, "culprit_share": params.culprit_share}
+            d["bytes"] += j.bytes
+    costly = sorted(range(len(events)), key=lambda i: (-events[i].core_hours_exposed, events[i].start))[:top]
+    culprits = sorted(caused.values(), key=lambda d: (-d["core_hours_caused"], -d["bytes"], d["job"]))[:top]
+    return CostSummary(core_hours_exposed=float(df["ch"].sum()), daily=per("day", DayCost),
+                       monthly=per("month", MonthCost),
+                       top_events=[CostlyEvent(events[i].start, events[i].end, events[i].core_hours_exposed,
+                                               events[i].jobs[0].job if events[i].jobs else None) for i in costly],
+                       top_culprits=[CulpritCost(**d) for d in culprits],
+                       slowdown_threshold=params.slowdown_threshold, culprit_share=params.culprit_share)

@@ -8,29 +8,59 @@ domains and lives here, above both.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ioweather import signals
+from ioweather.encoding import Answer, answer_dict
 from ioweather.services.jobs.weather import after_import
 from ioweather.services.telemetry import imports as telemetry_imports
+from ioweather.services.telemetry.imports import ImportSummary, SourceImport
 from ioweather.services.telemetry.imports import check_fs_name  # noqa: F401  the command checks --fs first
 from ioweather.store import open_store
 from ioweather.store.jobs import COMPONENT
 from ioweather.units import parse_time, to_ns
 
 
+@dataclass(frozen=True)
+class WeatherRefresh:
+    """The jobs' weather after an import (services.jobs.weather.refresh_all): Darshan jobs in the store,
+    computed now, kept, skipped, and of those computed the ones whose window the import's span covers."""
+
+    jobs: int
+    computed: int
+    kept: int
+    skipped: int
+    overlapped: int
+
+
+@dataclass(frozen=True)
+class TelemetryImport(Answer):
+    """`import KIND SOURCE... --json`: the import (`ImportSummary`'s fields), then the jobs' weather it
+    changed (None when nothing was imported or the store holds no Darshan jobs) and the retention note
+    (None when nothing was imported)."""
+
+    imported: ImportSummary
+    job_weather: WeatherRefresh | None
+    retention: str | None
+
+    def to_json(self) -> dict:
+        return {**self.imported.to_json(), "job_weather": None if self.job_weather is None else answer_dict(self.job_weather),
+                "retention": self.retention}
+
+
 def import_sources(settings, kind: str, sources, fs: str, *,
                    on_error: Callable[[str], None] = lambda m: None, on_note: Callable[[str], None] = lambda m: None,
-                   **kw) -> dict:
+                   **kw) -> TelemetryImport:
     """services.telemetry.imports.import_sources, then the weather of the jobs the imported span covers
     (`job_weather`: None when nothing was imported). SIGTERM stops the refresh as it stops the import."""
     with signals.interrupting():
-        doc = telemetry_imports.import_sources(settings, kind, sources, fs, on_error=on_error, on_note=on_note, **kw)
-        spans = [(to_ns(parse_time(r["start"])), to_ns(parse_time(r["end"]))) for r in doc["sources"]
-                 if r.get("rows") and r.get("start") and r.get("end")]
+        done = telemetry_imports.import_sources(settings, kind, sources, fs, on_error=on_error, on_note=on_note, **kw)
+        spans = [(to_ns(parse_time(r.start)), to_ns(parse_time(r.end))) for r in done.sources
+                 if isinstance(r, SourceImport) and r.rows and r.start and r.end]
         span = (fs, min(a for a, _ in spans), max(b for _, b in spans)) if spans else None
-        doc["job_weather"] = _refresh_job_weather(settings, span) if doc["rows"] else None
-        doc["retention"] = RETENTION_NOTE if doc["rows"] else None
-        return doc
+        weather = _refresh_job_weather(settings, span) if done.rows else None
+        return TelemetryImport(imported=done, job_weather=None if weather is None else WeatherRefresh(**weather),
+                               retention=RETENTION_NOTE if done.rows else None)
 
 
 #: Said once per import (issue 38 item 3): the retention settings never remove history brought in on purpose.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,6 +17,9 @@ from ioweather.services.probe.slowdown import compute_slowdown
 from ioweather.stats.bench import summarize
 from ioweather.store import bench as bstore
 from ioweather.units import check_order, ns_to_iso, to_ns
+
+if TYPE_CHECKING:  # pandas, pyarrow: the module loads them when compute runs
+    from ioweather.services.answers.events import Events
 
 CLIMATE_INTERVAL_S = 3600.0
 BASELINE_S = 30 * 86400.0
@@ -29,7 +33,7 @@ class Report(Answer):
 
     `slowdown` (the probes' hourly slowdown climate, ratios), `bench` (the benchmark standing at the
     window's end) and `fullness` (fractions, bytes per second, days) are None when their data is
-    absent; `changes` says when it could not look; `events` is `services.answers.events.compute`'s document;
+    absent; `changes` says when it could not look; `events` is `services.answers.events.compute`'s answer;
     `links` point each part at its detail page, `query` is the window as those pages take it."""
 
     fs: str
@@ -38,7 +42,7 @@ class Report(Answer):
     query: str
     slowdown: dict | None
     changes: dict
-    events: dict
+    events: Events
     bench: list[dict] | None
     fullness: dict | None
     links: dict

@@ -518,23 +518,23 @@ def _events(settings, fs: str, since: int, until: int, own: set[str], notes: lis
     except UserError as e:
         notes.append(f"events on {fs}: {e}")
         return []
-    notes.extend(f"events on {fs}: {n}" for n in doc["notes"] if f"events on {fs}: {n}" not in notes)
+    notes.extend(f"events on {fs}: {n}" for n in doc.notes if f"events on {fs}: {n}" not in notes)
     out = []
     # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
 
-    for e in doc["events"]:
-        lo, hi = pd.Timestamp(e["start"]).value, pd.Timestamp(e["end"]).value
+    for e in doc.events.rows:
+        lo, hi = pd.Timestamp(e.start).value, pd.Timestamp(e.end).value
         if hi <= since or lo >= until:
             continue
-        culprits = [Culprit(job=j["job"], share=j["share"], method=j["method"], user=j.get("user"), bytes=j["bytes"])
-                    for j in e["jobs"] if str(j["job"]) not in own]
+        culprits = [Culprit(job=j.job, share=j.share, method=j.method, user=j.user, bytes=j.bytes)
+                    for j in e.jobs if str(j.job) not in own]
         # a storm the job made itself is its code's doing, not the system's
-        own_share = sum(j["share"] for j in e["jobs"] if str(j["job"]) in own)
-        if own_share >= 0.5 and (e["peak_bps"] or 0.0) < Params.min_amplitude:
+        own_share = sum(j.share for j in e.jobs if str(j.job) in own)
+        if own_share >= 0.5 and (e.peak_bps or 0.0) < Params.min_amplitude:
             continue  # the job's own I/O, seen at its own scale: no storm a site's detector would call one
-        out.append(Event(fs=fs, start=e["start"], end=e["end"], peak_bps=e["peak_bps"], bytes=e["bytes"],
-                         slowdown=e.get("slowdown"), own_share=own_share, culprits=culprits))
+        out.append(Event(fs=fs, start=e.start, end=e.end, peak_bps=e.peak_bps, bytes=e.bytes,
+                         slowdown=e.slowdown, own_share=own_share, culprits=culprits))
     return out
 
 
@@ -763,9 +763,9 @@ def _failover(settings, fs: str, until_ns: int) -> Targets | None:
     from ioweather.services.telemetry.fsview import lctl_state
 
     st = lctl_state(settings, fs, until_ns)
-    if not st["imported"]:
+    if not st.imported:
         return None
-    return Targets(failed_over=st["failover"]["overloaded"], lctl_at=st["at"])
+    return Targets(failed_over=st.failover.overloaded, lctl_at=st.at)
 
 
 def _answer(ident: str, logs: list[_LogAnswer], events: list[Event], sched_row: dict | None, notes: list[str],

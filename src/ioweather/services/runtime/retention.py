@@ -10,13 +10,66 @@ Status climate over it stay exact. Every step is a short transaction (or a whole
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 from ioweather.config import RETENTION_DEFAULTS
+from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import UserError
 from ioweather.files import StoreTree, skipped_line
 from ioweather.units import ns_to_iso
 
 KINDS = tuple(RETENTION_DEFAULTS)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A path a prune left alone (a link, a mount point, an unreadable file, a running import), and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class KindPruned:
+    """One kind's prune (or dry run): its limit and cutoff (ISO 8601 UTC), the rows and files removed (or
+    that would be). Telemetry's also `files_cut` (rewritten from the cutoff on) and `imported_kept_rows`
+    (imports kept: live_only); a probe prune's `summarized_days` (days summarized before their samples
+    went). A field a kind does not have is None, absent from `to_json()`, as it always was."""
+
+    kind: str
+    older_than_s: float
+    cutoff: str
+    rows: int
+    files: int
+    skipped: list[Skipped] = field(default_factory=list)
+    files_cut: int | None = None
+    imported_kept_rows: int | None = None
+    summarized_days: int | None = None
+
+    def to_json(self) -> dict:
+        out = {"kind": self.kind, "older_than_s": self.older_than_s, "cutoff": self.cutoff, "rows": self.rows,
+               "files": self.files}
+        for name in ("files_cut", "imported_kept_rows", "summarized_days"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        out["skipped"] = [answer_dict(s) for s in self.skipped]
+        return out
+
+
+@dataclass(frozen=True)
+class Pruning(Answer):
+    """`store prune`'s answer: a dry run (`plan`) or what was removed (`prune`), one `KindPruned` per kind."""
+
+    dry_run: bool
+    kinds: list[KindPruned]
+
+    def to_json(self) -> dict:
+        return {"dry_run": self.dry_run, "kinds": [k.to_json() for k in self.kinds]}
+
+    @property
+    def skipped(self) -> list[tuple[str, str]]:
+        """Every kind's skipped (path, reason)."""
+        return [(s.path, s.reason) for k in self.kinds for s in k.skipped]
 
 
 def _cutoffs(older_than: dict[str, float | None], now_ns: int) -> dict[str, int]:
@@ -28,13 +81,13 @@ def _cutoffs(older_than: dict[str, float | None], now_ns: int) -> dict[str, int]
 
 
 def plan(store, settings, older_than: dict[str, float | None], now_ns: int | None = None,
-         live_only: bool = True) -> list[dict]:
+         live_only: bool = True) -> Pruning:
     """Per kind: the cutoff and what a prune would remove (`rows`, `files`), nothing removed."""
     return _run(store, settings, older_than, now_ns, live_only, apply=False)
 
 
 def prune(store, settings, older_than: dict[str, float | None], now_ns: int | None = None,
-          log=None, live_only: bool = True, warn=None) -> list[dict]:
+          log=None, live_only: bool = True, warn=None) -> Pruning:
     """Remove, per kind, what is older than its limit; the same rows as `plan` with what was removed.
 
     `live_only` (the daemons, `store prune` with the retention settings): an import's telemetry is kept
@@ -44,7 +97,7 @@ def prune(store, settings, older_than: dict[str, float | None], now_ns: int | No
     return _run(store, settings, older_than, now_ns, live_only, apply=True, log=log, warn=warn or log)
 
 
-def _run(store, settings, older_than, now_ns, live_only: bool, apply: bool, log=None, warn=None) -> list[dict]:
+def _run(store, settings, older_than, now_ns, live_only: bool, apply: bool, log=None, warn=None) -> Pruning:
     # lazy: numpy, sqlalchemy via store: commands.store imports this at its top: kept off `ioweather store --help` and its usage errors
     from ioweather.store import probe as probe_store
     # lazy: pyarrow via store.retention, loaded only when this runs
@@ -54,28 +107,31 @@ def _run(store, settings, older_than, now_ns, live_only: bool, apply: bool, log=
     out = []
     for kind, cutoff in _cutoffs(older_than, now).items():
         skipped: list = []
+        extra: dict[str, int] = {}
         if kind != "telemetry" and store is None:
-            done = {"rows": 0, "files": 0}
+            rows, files = 0, 0
         elif kind == "probe" and not apply:
-            done = probe_store.old_samples(store, cutoff)
+            old = probe_store.old_samples(store, cutoff)
+            rows, files = old["rows"], old["files"]
         elif kind == "probe":
             summarized = _summarize_before(store, cutoff, now)
             done = probe_store.prune_samples(store, cutoff)
-            skipped = unlink_archived(store, done.pop("paths"))
-            done["summarized_days"] = summarized
+            rows, files = done["rows"], done["files"]
+            skipped = unlink_archived(store, done["paths"])
+            extra["summarized_days"] = summarized
         elif kind == "rollups":
-            done = {"rows": probe_store.old_pieces(store, cutoff, delete=apply), "files": 0}
+            rows, files = probe_store.old_pieces(store, cutoff, delete=apply), 0
         else:
-            done = tele.prune_telemetry(settings, cutoff, live_only=live_only, apply=apply).as_dict()
-            skipped = [(s["path"], s["reason"]) for s in done.pop("skipped")]
-        done["skipped"] = [{"path": p, "reason": r} for p, r in skipped]
-        out.append({"kind": kind, "older_than_s": older_than[kind], "cutoff": ns_to_iso(cutoff), **done})
-        if log and apply and (done["rows"] or done["files"]):
-            log(f"retention: removed {done['rows']:,} {kind} rows and {done['files']:,} files older than "
-                f"{ns_to_iso(cutoff)}")
+            pruned = tele.prune_telemetry(settings, cutoff, live_only=live_only, apply=apply)
+            rows, files, skipped = pruned.rows, pruned.files, list(pruned.skipped)
+            extra = {"files_cut": pruned.files_cut, "imported_kept_rows": pruned.imported_kept_rows}
+        out.append(KindPruned(kind=kind, older_than_s=older_than[kind], cutoff=ns_to_iso(cutoff), rows=rows,
+                              files=files, skipped=[Skipped(p, r) for p, r in skipped], **extra))
+        if log and apply and (rows or files):
+            log(f"retention: removed {rows:,} {kind} rows and {files:,} files older than {ns_to_iso(cutoff)}")
         if warn and skipped:
             warn(f"retention: {kind}: {skipped_line(skipped, 'removed' if apply else 'counted')}")
-    return out
+    return Pruning(dry_run=not apply, kinds=out)
 
 
 def _summarize_before(store, cutoff_ns: int, now_ns: int) -> int:

@@ -21,13 +21,15 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from ioweather import signals
+from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import StoreError, UserError, from_os_error, os_error_reason
 from ioweather.services.runtime.daemon import Ticker, WriteBehind, start_retention
-from ioweather.sources.telemetry.base import short_hostname
-from ioweather.services.telemetry.collector import Collector
+from ioweather.sources.telemetry.base import Source, short_hostname
+from ioweather.services.telemetry.collector import Collector, Taken
 from ioweather.services.telemetry.exporter_defaults import JOB_TOP
 from ioweather.sources.telemetry.capacity import Capacity
 from ioweather.sources.telemetry.diskstats import DiskStats
@@ -43,7 +45,7 @@ from ioweather.views.output import progress, stderr
 FINAL_FLUSH_S = 30.0
 
 
-def live_sources() -> dict:
+def live_sources() -> dict[str, type[Source]]:
     # `lustre`: one `lctl get_param` per tick where lctl is installed, the /proc and /sys reader otherwise
     return {c.name: c for c in (DiskStats, LctlLustre, Gpfs, Nfs, Capacity, Host)}
 
@@ -86,7 +88,7 @@ def recover(collector: Collector, state: Path, intent: Path, tdir: Path,
     planned = collector.read_state(intent, warn)
     if planned is None:  # none, or set aside: the atomic writer leaves a whole intent or none
         return None
-    files = {fs: [tdir / p for p in paths] for fs, paths in planned.get("files", {}).items()}
+    files = {fs: [tdir / p for p in paths] for fs, paths in planned.files.items()}
     partial = {fs for fs, paths in files.items() if not all(p.exists() for p in paths)}
     for fs in partial:
         layout.remove_files(files[fs])
@@ -119,12 +121,12 @@ class CollectorQueue:
         with self._mutex:
             self.collector.tick(t_ns)
 
-    def take(self) -> tuple[tuple, int]:
+    def take(self) -> tuple[Taken, int]:
         with self._mutex:
             taken = self.collector.take()
-        return taken, taken[1]
+        return taken, taken.rows
 
-    def put_back(self, taken: tuple) -> None:
+    def put_back(self, taken: Taken) -> None:
         with self._mutex:
             self.collector.put_back(taken)
 
@@ -143,7 +145,7 @@ class ParquetSink:
         self.per_fs: dict[str, int] = {}
         self._compacted: set = set()  # day directories done in this run: each finished day is merged once
 
-    def __call__(self, taken: tuple) -> None:
+    def __call__(self, taken: Taken) -> None:
         """One flush; raises StoreError (the caller keeps the rows) with nothing of it stored."""
         flush_id = uuid.uuid4().hex[:12]
         written: list = []
@@ -157,7 +159,7 @@ class ParquetSink:
                 self.tdir.mkdir(parents=True, exist_ok=True)
             except OSError as e:
                 raise from_os_error(self.tdir, e, "write", cls=StoreError) from None
-            self.collector.save_state(self.intent, files, readings=taken[2])
+            self.collector.save_state(self.intent, files, readings=taken.readings)
 
         def write(name: str, frame) -> int:
             counts[name] = layout.write_rows(self.settings, name, frame, writer=self.writer, paths_out=written,
@@ -187,6 +189,42 @@ class ParquetSink:
                                   lambda d, e: self.log(f"could not compact {d}: {os_error_reason(e, d)}"))
 
 
+@dataclass(frozen=True)
+class SourceSummary:
+    """One source's reads over the run: successful and failed calls, those cut at the deadline, ticks
+    skipped while a call still ran, samples read, the mean call's seconds (None without a call)."""
+
+    name: str
+    ok: int
+    failed: int
+    timeouts: int
+    skipped: int
+    samples: int
+    mean_duration_s: float | None
+    last_error: str | None
+
+
+@dataclass(frozen=True)
+class CollectSummary(Answer):
+    """What a `collect` run did (`collect --json`): ticks, missed ticks, rows stored and dropped, rows
+    per dataset, each source's reads, and the run's own cost (wall and CPU seconds, CPU % of a core)."""
+
+    interval_s: float
+    ticks: int
+    missed_ticks: int
+    rows_written: int
+    rows_dropped: int
+    datasets: dict[str, int]
+    sources: list[SourceSummary]
+    wall_s: float
+    cpu_s: float
+    cpu_pct: float | None
+
+    def to_json(self) -> dict:
+        # answer_dict leaves list items as they are: the sources are dataclasses too
+        return {**answer_dict(self), "sources": [answer_dict(s) for s in self.sources]}
+
+
 def _say_on_stderr(line: str) -> None:
     # each line whole however long (soft_wrap: no 80-column wrapping)
     stderr.print(line, highlight=False, soft_wrap=True)
@@ -196,7 +234,7 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
                 duration: float | None, flush_s: float, timeout: float | None, mounts: tuple[str, ...] = (),
                 jobs: bool = True, job_top: int = JOB_TOP, quiet: bool = False,
                 stop_event: threading.Event | None = None, install_signals: bool = True,
-                say: Callable[[str], None] = _say_on_stderr) -> dict:
+                say: Callable[[str], None] = _say_on_stderr) -> CollectSummary:
     """Collect until stopped (or `duration`); returns the summary `collect --json` prints. With `quiet`
     only problems are said. Raises StoreError when the last rows could not be stored at the stop."""
     warn = lambda m: say(f"collect: {m}")  # noqa: E731
@@ -251,7 +289,8 @@ def run_collect(settings, *, interval: float, source_names: str | None, root: st
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     wall = time.monotonic() - wall0
     cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
-    return {"interval_s": interval, "ticks": collector.ticks, "missed_ticks": ticker.missed,
-            "rows_written": collector.rows_written, "rows_dropped": collector.rows_dropped, "datasets": sink.per_fs,
-            "sources": [st.as_dict() for st in collector.runner.status.values()],
-            "wall_s": wall, "cpu_s": cpu, "cpu_pct": 100.0 * cpu / wall if wall > 0 else None}
+    sources = [SourceSummary(**st.as_dict()) for st in collector.runner.status.values()]
+    return CollectSummary(interval_s=interval, ticks=collector.ticks, missed_ticks=ticker.missed,
+                          rows_written=collector.rows_written, rows_dropped=collector.rows_dropped,
+                          datasets=sink.per_fs, sources=sources, wall_s=wall, cpu_s=cpu,
+                          cpu_pct=100.0 * cpu / wall if wall > 0 else None)

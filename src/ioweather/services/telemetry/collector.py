@@ -20,6 +20,7 @@ import os
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +64,43 @@ def _state_problem(state) -> str | None:
     if any(not x.startswith("fs=") or ".." in Path(x).parts or "\0" in x for v in files.values() for x in v):
         return "files names a path outside the store's day directories"
     return None
+
+
+#: A counter's key: (file system, target, metric).
+Key = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class CollectorState:
+    """A state (or intent) file: the last reading (time_ns, value) of every counter, at `interval_s`, and
+    for an intent the files its flush is about to write ({fs: paths under the telemetry directory})."""
+
+    interval_s: float
+    readings: dict[Key, tuple[int, int | float]]
+    files: dict[str, list[str]] | None = None
+
+    @classmethod
+    def from_json(cls, doc: dict) -> CollectorState:
+        """A parsed file that `_state_problem` accepted."""
+        return cls(doc["interval_s"], {(fs, target, metric): (t, v) for fs, target, metric, t, v in doc.get("prev", [])},
+                   doc.get("files"))
+
+    def to_json(self) -> dict:
+        out = {"interval_s": self.interval_s,
+               "prev": [[fs, target, metric, t, v] for (fs, target, metric), (t, v) in self.readings.items()]}
+        if self.files is not None:
+            out["files"] = self.files
+        return out
+
+
+@dataclass
+class Taken:
+    """Queued rows taken for a flush: the parts of each file system, their number, and a copy of the
+    counters' readings they end at (what the state file must hold once they are stored)."""
+
+    pending: dict[str, list[tuple]] = field(default_factory=dict)
+    rows: int = 0
+    readings: dict[Key, tuple[int, int | float]] = field(default_factory=dict)
 
 
 class Collector:
@@ -271,23 +309,19 @@ class Collector:
     # The last reading of every counter is saved with each flush, so that after a restart (an
     # upgrade, a reboot) the first tick measures from it: a short stop loses nothing and a long
     # one becomes missing intervals instead of silently absent ones.
-    def save_state(self, path, files: dict[str, list[str]] | None = None, readings: dict | None = None) -> None:
+    def save_state(self, path, files: dict[str, list[str]] | None = None, readings: dict[Key, tuple[int, int | float]] | None = None) -> None:
         """Write the readings (default the current ones; a flush's intent: those its rows end at, and
         the files it is about to write) to `path`, through the one atomic writer (a random
         O_EXCL|O_NOFOLLOW temporary, fsync, rename): a fixed `PATH.tmp` opened with open() wrote the
         state into whatever file a link planted there pointed at. StoreError when it cannot."""
-        readings = self.prev if readings is None else readings
-        body = {"interval_s": self.interval_s,
-                "prev": [[fs, target, metric, t, v] for (fs, target, metric), (t, v) in readings.items()]}
-        if files is not None:
-            body["files"] = files
+        body = CollectorState(self.interval_s, self.prev if readings is None else readings, files)
         try:
-            write_atomic(path, json.dumps(body))  # fsynced before the files it names
+            write_atomic(path, json.dumps(body.to_json()))  # fsynced before the files it names
         except UserError as e:
             raise StoreError(str(e)) from None
 
     @staticmethod
-    def read_state(path, warn: Callable[[str], None] = lambda m: None) -> dict | None:
+    def read_state(path, warn: Callable[[str], None] = lambda m: None) -> CollectorState | None:
         """The state (or intent) file at `path`, None when there is none. One that is not a state file
         (unreadable, not JSON, not the shape save_state writes: a damaged disk, a hand edit, another
         version) is set aside as `PATH.damaged-<time>` and said through `warn`: it used to be a traceback
@@ -304,7 +338,7 @@ class Collector:
         except (ValueError, RecursionError):
             problem = "not JSON"
         if problem is None:
-            return state
+            return CollectorState.from_json(state)
         aside = path.with_name(f"{path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}")
         try:
             os.replace(path, aside)  # renames the name itself, never what a link there points to
@@ -318,10 +352,10 @@ class Collector:
         """Restore saved readings, except those of the file systems `skip_fs` (ignored when the
         interval changed); returns how many."""
         state = self.read_state(path, warn)
-        if state is None or state.get("interval_s") != self.interval_s:
+        if state is None or state.interval_s != self.interval_s:
             return 0
         n = 0
-        for fs, target, metric, t, v in state.get("prev", []):
+        for (fs, target, metric), (t, v) in state.readings.items():
             if fs not in skip_fs:
                 self.prev[(fs, target, metric)] = (int(t), v)
                 n += 1
@@ -348,28 +382,27 @@ class Collector:
         """The rows queued for `fs` (not yet written), as a flush would write them."""
         return self._frame(self.pending.get(fs, []))
 
-    def take(self) -> tuple[dict, int, dict]:
-        """Remove the queued rows: ({fs: parts}, their number, a copy of the counters' readings they
-        end at, which the state file must hold once they are stored). Ticks may go on meanwhile."""
-        taken = (dict(self.pending), self.pending_rows, dict(self.prev))
+    def take(self) -> Taken:
+        """Remove the queued rows, with a copy of the counters' readings they end at (`Taken`). Ticks may
+        go on meanwhile."""
+        taken = Taken(dict(self.pending), self.pending_rows, dict(self.prev))
         self.pending = defaultdict(list)
         self.pending_rows = 0
         return taken
 
-    def put_back(self, taken: tuple[dict, int, dict]) -> None:
+    def put_back(self, taken: Taken) -> None:
         """Rows the store refused, back in front of those queued since (the bound applies)."""
-        pending, rows, _ = taken
-        for fs, parts in pending.items():
+        for fs, parts in taken.pending.items():
             self.pending[fs][:0] = parts
-        self.pending_rows += rows
+        self.pending_rows += taken.rows
         self._bound()
 
-    def write(self, taken: tuple[dict, int, dict], write, begin=lambda frames: None) -> int:
+    def write(self, taken: Taken, write, begin=lambda frames: None) -> int:
         """Hand taken rows to `write(fs, frame)` (the store); returns rows written. `begin(frames)`
         runs first ({fs: frame}; collect records what it will write). When `begin` or a `write`
         raises (a full disk) the caller puts the rows back and removes what the earlier writes
         stored, so a retry counts no row twice."""
-        frames = {fs: self._frame(parts) for fs, parts in taken[0].items() if parts}
+        frames = {fs: self._frame(parts) for fs, parts in taken.pending.items() if parts}
         begin(frames)
         n = sum(write(fs, frame) for fs, frame in frames.items())
         self.rows_written += n

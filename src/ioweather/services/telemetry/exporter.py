@@ -46,7 +46,7 @@ from ioweather.errors import StoreError, UserError, os_error_reason
 from ioweather.store import telemetry_layout as layout
 from ioweather.store.telemetry_totals import FileLister, file_sums
 from ioweather.services.telemetry.exporter_defaults import DEFAULT_PORT, JOB_WINDOW_S, STALE_S, TOP_JOBS  # noqa: F401
-from ioweather.services.telemetry.exporter_lctl import _BRW, _TARGET_VALUES, _bucket_size
+from ioweather.services.telemetry.exporter_lctl import _BRW, _TARGET_VALUES, _bucket_size, family_list  # noqa: F401
 from ioweather.views.exposition import CONTENT_TYPE_LATEST, Family, render
 
 JOB_HISTORY_S = 8 * 86400.0

@@ -9,7 +9,9 @@ from __future__ import annotations
 import codecs
 import os
 import zlib
+from dataclasses import dataclass
 
+from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import UserError, from_os_error
 from ioweather.files import open_regular, too_large
 from ioweather.services.telemetry.exporter_defaults import OTHER_JOBS, TOP_JOBS
@@ -83,6 +85,31 @@ class _Families:
         if fam is None:
             fam = self.fams[name] = Family(name, kind, help, labels)
         fam.samples.append((values, float(v)))
+
+
+@dataclass(frozen=True)
+class FamilyRow:
+    """One exported family: its name, Prometheus type, series count and label names."""
+
+    name: str
+    type: str
+    series: int
+    labels: list[str]
+
+
+@dataclass(frozen=True)
+class FamilyList(Answer):
+    """`export --list`'s answer (`export --list --json`): the families, in the exposition's order."""
+
+    families: list[FamilyRow]
+
+    def to_json(self) -> dict:
+        return {"families": [answer_dict(f) for f in self.families]}
+
+
+def family_list(families: list[Family]) -> FamilyList:
+    """The families of an exposition (a store's or a capture's) as `export --list` lists them."""
+    return FamilyList([FamilyRow(f.name, f.kind, len(f.samples), list(f.labels)) for f in families])
 
 
 def _bucket_size(name: str) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ioweather.encoding import Answer
+from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import StoreError, UserError
 from ioweather.services.telemetry.capacity import forecast, is_data_target
 from ioweather.sources.telemetry.lctl import NID_PREFIX, STATE_PREFIX
@@ -294,8 +294,8 @@ class Servers(FsWindow):
     rule: dict
     flagged: list[str]
     target: str | None
-    series: dict | None
-    brw: dict
+    series: TargetSeries | None
+    brw: BrwDistributions
 
 
 @_skipping_damaged
@@ -409,8 +409,41 @@ def sort_targets(rows: list[dict], sort: str) -> list[int]:
     return sorted(range(len(rows)), key=lambda i: (-(rows[i][key] or 0.0), rows[i]["target"]))
 
 
+@dataclass(frozen=True)
+class SeriesEvent:
+    """A burst of one target's rate (stats.workload): its span and peak (ISO 8601 UTC), the peak rate
+    (bytes/s) and the bytes moved during it."""
+
+    start: str
+    end: str
+    peak_time: str
+    peak: float
+    amount: float
+
+
+@dataclass(frozen=True)
+class TargetSeries(Answer):
+    """One target's read and write rates (bytes/s, per `step_s` bin starting at `time`; None: no sample),
+    its bytes over the window, peak and burstiness, and its events above `min_amplitude_bps`."""
+
+    target: str
+    step_s: float
+    time: list[str]
+    read_bps: list[float | None]
+    write_bps: list[float | None]
+    read_bytes: float
+    write_bytes: float
+    peak_total_bps: float | None
+    burstiness: float | None
+    min_amplitude_bps: float
+    events: list[SeriesEvent]
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), "events": [answer_dict(e) for e in self.events]}
+
+
 def target_series(settings, fs: str, target: str, since_ns: int, until_ns: int,
-                  min_amplitude: float = DEFAULT_TARGET_MIN_AMPLITUDE, smooth_s: float = W.DEFAULT_SMOOTH_S) -> dict:
+                  min_amplitude: float = DEFAULT_TARGET_MIN_AMPLITUDE, smooth_s: float = W.DEFAULT_SMOOTH_S) -> TargetSeries:
     """One target's read and write rates over the window, with its events (stats.workload)."""
     sample_s = sampling_s(settings, fs, since_ns, until_ns)
     step_ns = pick_step_ns(until_ns - since_ns, sample_s, MAX_POINTS)
@@ -421,16 +454,12 @@ def target_series(settings, fs: str, target: str, since_ns: int, until_ns: int,
     step_s = step_ns / 1e9
     s = W.summarize(b0 * step_ns, step_s, read, write, min_amplitude=min_amplitude, smooth_s=max(smooth_s, step_s),
                     acf_max_lag_s=step_s)
-    return {"target": target, "step_s": step_s, "time": _times(b0, nbins, step_ns),
-            "read_bps": _nums(read / step_s), "write_bps": _nums(write / step_s),
-            "read_bytes": float(np.nansum(read)), "write_bytes": float(np.nansum(write)),
-            "peak_total_bps": s["peak_total_bps"], "burstiness": s["burstiness"], "min_amplitude_bps": min_amplitude,
-            "events": _events(s["events"])}
-
-
-def _events(events: list[dict]) -> list[dict]:
-    return [{"start": ns_to_iso(e["start_ns"]), "end": ns_to_iso(e["end_ns"]), "peak_time": ns_to_iso(e["peak_time_ns"]),
-             "peak": e["peak_bps"], "amount": e["bytes"]} for e in events]
+    return TargetSeries(target=target, step_s=step_s, time=_times(b0, nbins, step_ns),
+                        read_bps=_nums(read / step_s), write_bps=_nums(write / step_s),
+                        read_bytes=float(np.nansum(read)), write_bytes=float(np.nansum(write)),
+                        peak_total_bps=s["peak_total_bps"], burstiness=s["burstiness"], min_amplitude_bps=min_amplitude,
+                        events=[SeriesEvent(ns_to_iso(e["start_ns"]), ns_to_iso(e["end_ns"]),
+                                            ns_to_iso(e["peak_time_ns"]), e["peak_bps"], e["bytes"]) for e in s["events"]])
 
 
 # ------------------------------------------------------------------------------------------ metadata
@@ -521,8 +550,8 @@ class Capacity(FsWindow):
     fs_fullness: dict
     growth_window_s: float
     growth_until: str | None
-    lctl: dict
-    lustre: dict
+    lctl: LctlState
+    lustre: LustreState
     no_capacity_data: list[str]
 
 
@@ -553,14 +582,14 @@ def capacity(settings, fs: str, since_ns: int, until_ns: int, top: int = 10) -> 
         r["days_until_full"] = f.days_until_full if f else None
     lctl = lctl_state(settings, fs, until_ns)
     known = set(targets)
-    others = set(lctl["targets"]) | set(_io_targets(settings, fs, since_ns, until_ns))
+    others = set(lctl.targets) | set(_io_targets(settings, fs, since_ns, until_ns))
     return Capacity(fs_all=list_fs(settings), fs=fs, since=ns_to_iso(since_ns), until=ns_to_iso(until_ns),
                     step_s=step_ns / 1e9, time=_reading_times(g, b0, nbins, step_ns), targets=latest,
                     fullest=[r["target"] for r in fullest], fullness={t: _nums(full[i]) for i, t in enumerate(targets)},
                     fs_fullness=fs_doc, growth_window_s=fc.window_s,
                     growth_until=ns_to_iso(fc.end_ns) if fc.end_ns is not None else None, lctl=lctl,
                     lustre=lustre_state(settings, fs, until_ns),
-                    no_capacity_data=sorted(t for t in others - known if is_data_target(t) or t in lctl["targets"]))
+                    no_capacity_data=sorted(t for t in others - known if is_data_target(t) or t in lctl.targets))
 
 
 def _reading_times(g: pd.DataFrame, b0: int, nbins: int, step_ns: int) -> list[str]:
@@ -639,11 +668,47 @@ def _io_targets(settings, fs: str, since_ns: int, until_ns: int) -> list[str]:
     return df["target"].unique().tolist() if not df.empty else []
 
 
-def lctl_state(settings, fs: str, until_ns: int | None) -> dict:
+@dataclass(frozen=True)
+class LctlTarget:
+    """A target as `lctl dl -t` last listed it: its state (code and words), server NID, when, and whether
+    it sits on a server holding more targets than usual (its failover partner serves it)."""
+
+    state: str | None
+    state_label: str | None
+    nid: str | None
+    seen: str
+    failover: bool
+
+
+@dataclass(frozen=True)
+class Failover:
+    """stats.targets.failover: the usual number of targets per server NID, the targets of each NID, and the
+    targets on NIDs holding more than the usual number."""
+
+    usual: int | None
+    per_nid: dict[str, list[str]]
+    overloaded: list[str]
+
+
+@dataclass(frozen=True)
+class LctlState(Answer):
+    """Each target's state and server NID as last seen by `lctl dl -t` (imported), the failover, and when
+    the listing was taken (None, and `imported` false, without one)."""
+
+    imported: bool
+    targets: dict[str, LctlTarget]
+    failover: Failover
+    at: str | None
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), "targets": {t: answer_dict(v) for t, v in self.targets.items()}}
+
+
+def lctl_state(settings, fs: str, until_ns: int | None) -> LctlState:
     """Each target's state and server NID as last seen by `lctl dl -t` (imported), and failover."""
     df = Q.last_before(settings, fs, until_ns, prefix="lctl_")
     if df.empty:
-        return {"imported": False, "targets": {}, "failover": T.failover({}), "at": None}
+        return LctlState(imported=False, targets={}, failover=Failover(**T.failover({})), at=None)
     # a target's listing is the rows at its latest time: older rows name states and NIDs it left
     latest = df.groupby("target")["time_ns"].transform("max")
     df = df[df["time_ns"] == latest]
@@ -657,10 +722,8 @@ def lctl_state(settings, fs: str, until_ns: int | None) -> dict:
         elif r.metric.startswith(NID_PREFIX):
             d["nid"] = r.metric[len(NID_PREFIX):]
     fo = T.failover({t: d["nid"] for t, d in out.items()})
-    for t, d in out.items():
-        d["failover"] = t in fo["overloaded"]
-    return {"imported": True, "targets": dict(sorted(out.items())), "failover": fo,
-            "at": ns_to_iso(int(df["time_ns"].max()))}
+    targets = {t: LctlTarget(**d, failover=t in fo["overloaded"]) for t, d in sorted(out.items())}
+    return LctlState(imported=True, targets=targets, failover=Failover(**fo), at=ns_to_iso(int(df["time_ns"].max())))
 
 
 # ------------------------------------------------ `lctl get_param` readings: brw_stats, recovery, clients
@@ -679,16 +742,50 @@ def _bucket_value(name: str) -> float:
     return int(digits) * unit if digits.isdigit() else math.inf
 
 
-def brw_distributions(settings, fs: str, since_ns: int, until_ns: int) -> dict:
+@dataclass(frozen=True)
+class BrwTarget:
+    """One target's counts per bucket, reads and writes."""
+
+    target: str
+    read: list[float]
+    write: list[float]
+
+
+@dataclass(frozen=True)
+class BrwHistogram:
+    """One brw_stats histogram: its title, bucket names in order, each target's counts, and the counts over
+    all targets."""
+
+    title: str
+    buckets: list[str]
+    targets: list[BrwTarget]
+    read: list[float]
+    write: list[float]
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), "targets": [answer_dict(t) for t in self.targets]}
+
+
+@dataclass(frozen=True)
+class BrwDistributions(Answer):
+    """brw_stats' histograms by name (`disk_iosize`, `io_time`); none without brw_stats."""
+
+    hists: dict[str, BrwHistogram]
+
+    def to_json(self) -> dict:
+        return {name: h.to_json() for name, h in self.hists.items()}
+
+
+def brw_distributions(settings, fs: str, since_ns: int, until_ns: int) -> BrwDistributions:
     """Per target, the I/O sizes and the disk I/O times its brw_stats counted over [since, until)
     (stored per interval by `collect` through lctl, or `import lctl-params`): which sizes reached the
-    disks, and how long they took. {hist: {"title", "buckets", "targets": [{target, read, write}],
-    "read", "write"}} (counts per bucket; the last two over all targets); {} without brw_stats."""
+    disks, and how long they took (counts per bucket; the histogram's own `read` and `write` over all
+    targets). No histogram without brw_stats."""
     df = Q.target_bins(settings, fs, since_ns, until_ns, max(1, until_ns - since_ns), prefix="brw_")
     if df.empty:
-        return {}
+        return BrwDistributions({})
     sums = df.groupby(["metric", "target"], sort=False)["amount"].sum()
-    out: dict = {}
+    out: dict[str, BrwHistogram] = {}
     for hist, title in BRW_SHOWN.items():
         cells: dict[tuple[str, str, str], float] = {}
         for (metric, target), amount in sums.items():
@@ -700,17 +797,41 @@ def brw_distributions(settings, fs: str, since_ns: int, until_ns: int) -> dict:
             continue
         buckets = sorted({b for _, _, b in cells}, key=_bucket_value)
         targets = sorted({t for t, _, _ in cells})
-        rows = [{"target": t, **{op: [cells.get((t, op, b), 0.0) for b in buckets] for op in ("read", "write")}}
+        rows = [BrwTarget(t, *([cells.get((t, op, b), 0.0) for b in buckets] for op in ("read", "write")))
                 for t in targets]
-        out[hist] = {"title": title, "buckets": buckets, "targets": rows,
-                     **{op: [sum(r[op][i] for r in rows) for i in range(len(buckets))] for op in ("read", "write")}}
-    return out
+        out[hist] = BrwHistogram(title, buckets, rows, *([sum(getattr(r, op)[i] for r in rows) for i in range(len(buckets))]
+                                                         for op in ("read", "write")))
+    return BrwDistributions(out)
 
 
-def lustre_state(settings, fs: str, until_ns: int | None) -> dict:
+@dataclass(frozen=True)
+class LustreTarget:
+    """A target's recovery (failover) state, code and words, the clients recovery completed, had
+    connected and evicted, its connected clients and exports, as last read (`seen`); None: not read."""
+
+    recovery: int | None
+    recovery_label: str | None
+    connected_clients: int | None
+    exports: int | None
+    recovery_completed_clients: int | None
+    recovery_connected_clients: int | None
+    recovery_evicted_clients: int | None
+    seen: str | None
+
+
+@dataclass(frozen=True)
+class LustreState(Answer):
+    """Each target's `LustreTarget`, by name."""
+
+    targets: dict[str, LustreTarget]
+
+    def to_json(self) -> dict:
+        return {t: answer_dict(v) for t, v in self.targets.items()}
+
+
+def lustre_state(settings, fs: str, until_ns: int | None) -> LustreState:
     """Each target's recovery (failover) state and connected clients as last read through
-    `lctl get_param` before `until`: {target: {recovery, recovery_label, completed/connected/evicted
-    clients, connected_clients, exports, seen}}."""
+    `lctl get_param` before `until`."""
     df = Q.last_before(settings, fs, until_ns, metrics=LUSTRE_STATE_METRICS)
     out: dict[str, dict] = {}
     for r in df.sort_values("time_ns").itertuples(index=False):
@@ -727,7 +848,7 @@ def lustre_state(settings, fs: str, until_ns: int | None) -> dict:
         else:
             d[r.metric] = v
         d["seen"] = ns_to_iso(int(r.time_ns))
-    return dict(sorted(out.items()))
+    return LustreState({t: LustreTarget(**d) for t, d in sorted(out.items())})
 
 
 # ------------------------------------------------------------------------------------------- talkers
@@ -761,7 +882,7 @@ def talkers(settings, fs: str, since_ns: int, until_ns: int, known_jobs=None, to
     def rows(jobs: dict, key: str) -> list[dict]:
         # A job that moved 0 B (or made no operation) in the window is listed by job_stats, but is
         # no talker: with little traffic the top list was otherwise all idle jobs.
-        out = [{"job": j, **v, "job_url": links.get(j, {}).get("job_url"), "user": user_of(j, links.get(j))}
+        out = [{"job": j, **v, "job_url": links[j].job_url if j in links else None, "user": user_of(j, links.get(j))}
                for j, v in jobs.items() if v[key] > 0]
         out.sort(key=lambda r: (-r[key], r["job"]))
         return out[:top]
@@ -783,16 +904,16 @@ def _jobs(df: pd.DataFrame) -> dict[str, dict]:
     return out
 
 
-def user_of(job: str, link: dict | None) -> str | None:
+def user_of(job: str, link: JobLink | None) -> str | None:
     """The user of a job: the scheduler's when known, else the uid of a `procname.uid` job id
     (Lustre's jobid_var=procname_uid), else unknown."""
-    if link and link.get("user"):
-        return str(link["user"])
+    if link and link.user:
+        return str(link.user)
     head, dot, uid = job.rpartition(".")
     return f"uid {uid}" if dot and head and uid.isdigit() else None
 
 
-def _users(jobs: dict, links: dict) -> list[dict]:
+def _users(jobs: dict, links: dict[str, JobLink]) -> list[dict]:
     by: dict[str, dict] = {}
     for j, v in jobs.items():
         u = user_of(j, links.get(j))
@@ -805,17 +926,25 @@ def _users(jobs: dict, links: dict) -> list[dict]:
     return sorted(by.values(), key=lambda r: (-r["bytes"], r["user"]))[:TOP_JOBS]
 
 
-def job_links(settings):
-    """A function job ids -> {job: {"user", "job_url"}} for the ids the stores know: the Darshan
-    store's jobs (by numeric job id: a link to the job's page) and the scheduler's (its user).
-    Neither store is created when absent (a page view writes nothing)."""
-    def lookup(ids: list[str]) -> dict[str, dict]:
+@dataclass(frozen=True)
+class JobLink:
+    """What the stores know of a job id: its user (the scheduler's) and its page (a Darshan log's)."""
+
+    user: str | None
+    job_url: str | None
+
+
+def job_links(settings) -> Callable[[list[str]], dict[str, JobLink]]:
+    """A function job ids -> {job: JobLink} for the ids the stores know: the Darshan store's jobs (by
+    numeric job id: a link to the job's page) and the scheduler's (its user). Neither store is created
+    when absent (a page view writes nothing)."""
+    def lookup(ids: list[str]) -> dict[str, JobLink]:
         numeric = sorted({int(j) for j in ids if j.isdigit() and len(j) < 19})
         if not numeric or not settings.store_exists():
             return {}
         store = open_store(settings)
         try:
-            return known_jobs(store, numeric)
+            return {j: JobLink(user=d.get("user"), job_url=d.get("job_url")) for j, d in known_jobs(store, numeric).items()}
         finally:
             store.dispose()
     return lookup

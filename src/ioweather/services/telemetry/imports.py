@@ -8,14 +8,63 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ioweather import signals
+from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import UserError
 from ioweather.services.telemetry.ingest import MAX_NAME, impossible_to_missing, overlong_names, source_writer, to_long
 from ioweather.sources.telemetry.importers import importer
 from ioweather.store import telemetry_layout as layout
 from ioweather.store.telemetry_imports import ImportRun
 from ioweather.views.output import progress
+
+
+@dataclass(frozen=True)
+class SourceImport:
+    """One SOURCE imported: its rows (`missing_values` of them stored as missing), their span (ISO 8601
+    UTC), targets, rows per metric, the data files written and those of an earlier import it replaced,
+    how long it took, the input lines the importer could not read, and its notes."""
+
+    source: str
+    kind: str
+    fs: str
+    rows: int
+    missing_values: int
+    start: str | None
+    end: str | None
+    targets: int
+    metrics: dict[str, int]
+    files: int
+    replaced_files: int
+    seconds: float
+    rows_per_s: float | None
+    bad_lines: int
+    notes: list[str]
+
+
+@dataclass(frozen=True)
+class FailedSource:
+    """A SOURCE that could not be imported (nothing of it stored), and why."""
+
+    source: str
+    kind: str
+    fs: str
+    error: str
+
+
+@dataclass(frozen=True)
+class ImportSummary(Answer):
+    """The import of every SOURCE of one kind into `fs`: rows in all, sources that failed, each source's."""
+
+    kind: str
+    fs: str
+    rows: int
+    failed: int
+    sources: list[SourceImport | FailedSource]
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), "sources": [answer_dict(r) for r in self.sources]}
 
 
 def _in_range(frame, since_ns: int | None, until_ns: int | None):
@@ -37,7 +86,7 @@ def _impossible_notes(counts: dict[str, int]) -> list[str]:
 
 
 def import_one(settings, kind: str, source: str, fs: str, *, tz: str | None = None, since_ns: int | None = None,
-               until_ns: int | None = None, **options) -> dict:
+               until_ns: int | None = None, **options) -> SourceImport:
     """Import one SOURCE with the importer of `kind`; on any failure its rows are removed again.
 
     `options` are the importer's own (csv: interval, cumulative; lfsdf: at_ns); those another kind
@@ -73,19 +122,20 @@ def import_one(settings, kind: str, source: str, fs: str, *, tz: str | None = No
         run.rollback()
         raise
     seconds = time.perf_counter() - t0
-    return {"source": imp.display(), "kind": kind, **run.summary(), "replaced_files": replaced, "seconds": seconds,
-            "rows_per_s": run.rows / seconds if seconds > 0 else None, "bad_lines": imp.bad_lines, "notes": notes}
+    return SourceImport(source=imp.display(), kind=kind, **run.summary(), replaced_files=replaced, seconds=seconds,
+                        rows_per_s=run.rows / seconds if seconds > 0 else None, bad_lines=imp.bad_lines, notes=notes)
 
 
 def import_sources(settings, kind: str, sources, fs: str, *,
                    on_error: Callable[[str], None] = lambda m: None, on_note: Callable[[str], None] = lambda m: None,
-                   **kw) -> dict:
+                   **kw) -> ImportSummary:
     """Each SOURCE on its own: one that fails is reported through `on_error` and leaves nothing
     behind, the others are still imported. SIGTERM (systemd, a scheduler's time limit) rolls an
     import back as Ctrl-C does; kill -9 cannot be caught, and store/telemetry_imports.py makes that
     safe too."""
     with signals.interrupting() as stopping:
-        results, failed = [], 0
+        results: list[SourceImport | FailedSource] = []
+        failed = 0
         for source in sources:
             try:
                 r = import_one(settings, kind, source, fs, **kw)
@@ -96,13 +146,13 @@ def import_sources(settings, kind: str, sources, fs: str, *,
                     raise
                 failed += 1
                 on_error(str(e))
-                results.append({"source": source, "kind": kind, "fs": fs, "error": str(e)})
+                results.append(FailedSource(source=source, kind=kind, fs=fs, error=str(e)))
                 continue
-            for note in r["notes"]:
+            for note in r.notes:
                 on_note(note)
             results.append(r)
-        rows = sum(r.get("rows", 0) for r in results)
-        return {"kind": kind, "fs": fs, "rows": rows, "failed": failed, "sources": results}
+        rows = sum(r.rows for r in results if isinstance(r, SourceImport))
+        return ImportSummary(kind=kind, fs=fs, rows=rows, failed=failed, sources=results)
 
 
 def check_fs_name(fs: str) -> str:
