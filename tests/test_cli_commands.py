@@ -98,16 +98,10 @@ JSON_NOT_YET_TYPED = {
     "factors fit": "typed by the probe helper: a helper prints the fit's document",
     "factors classify": "typed by the probe helper: a helper builds {n, classes, experiments}",
     # other domains, not this branch's (jobs and changes)
-    "jobs ingest": "services/jobs/ingest.py (the ingest branch): ingest returns a dict of counts, "
-                   "printed by a helper",
-    "bench run": "services/bench/runs.py: run returns a dict",
-    "bench submit": "services/bench/runs.py: submit returns a dict",
-    "bench import": "services/bench/runs.py: import_files returns a dict",
     "collect": "services/telemetry/collect.py: run_collect returns a dict",
     "events": "services/answers/events.py: compute returns a dict the command picks from",
     "export": "a helper of commands/export.py builds {'families': rows}",
     "fsstats list": "services/content/fsstats.py: snapshot_listing returns a list of dicts",
-    "iomodel run": "services/bench/iomodel.py: run_plan returns a dict",
     "lab list": "the command builds {'cases', 'labels'}",
     "lab run": "the command joins the run's and the scores' documents",
     "store check": "the store's check report as_dict()",

@@ -28,18 +28,21 @@ _.baseline_until  # services.lab.storm.StormPair
 _.before  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff
 _.before_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.bench  # services.answers.report.Report
+_.best_bps  # services.bench.runs.SummaryRow
 _.bigger_is_better  # stats.umami.MetricRow
 _.box  # stats.umami.MetricRow
 _.brw  # services.telemetry.fsview.Servers
 _.built  # services.lab.toolchain.Build
 _.burstiness  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
+_.bw_bps  # services.bench.runs.RunResult, services.bench.runs.WindowResult
 _.by_bytes  # services.telemetry.fsview.Talkers
+_.by_file  # services.bench.runs.BenchImport
 _.by_ops  # services.telemetry.fsview.Talkers
-_.bytes  # services.answers.why.Culprit, services.answers.why.Event, services.content.fsstats.Snapshot, services.jobs.answer.Imbalance
+_.bytes  # services.answers.why.Culprit, services.answers.why.Event, services.bench.runs.RunResult, services.bench.runs.WindowResult, services.content.fsstats.Snapshot, services.jobs.answer.Imbalance, services.runtime.fs_names.UnmappedMount
 _.bytes_per_day  # services.content.fsstats.Growth
 _.bytes_read  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
 _.bytes_written  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
-_.cache  # services.lab.toolchain.Build
+_.cache  # services.bench.iomodel.Configuration, services.lab.toolchain.Build
 _.capacity_bytes  # services.content.fsstats.Snapshot
 _.case  # services.lab.score.CaseScore
 _.cases  # services.lab.run.LabRun, services.lab.score.Scores, services.lab.score.ToolScore
@@ -52,6 +55,7 @@ _.change_s  # services.answers.job_diff.DiffCause, services.answers.job_diff.Sys
 _.changes  # services.answers.changes.Changes, services.answers.report.Report
 _.class_order  # services.answers.factors.Classified
 _.climate  # services.answers.why.Why, services.jobs.weather.Weather, services.probe.status.OpStatus
+_.cluster  # services.jobs.scheduler.JobsImport
 _.code  # services.answers.job_diff.DiffCause, services.answers.why.Evidence, services.answers.why.LogEvidence, services.jobs.answer.Finding
 _.code_s  # services.answers.why.LogBudget, services.answers.why.Why
 _.colour  # services.answers.why.ClimateMetric, stats.umami.MetricRow
@@ -60,11 +64,14 @@ _.command  # services.answers.changes.ProbeMarks, services.lab.run.CaseRun
 _.common_sizes  # services.jobs.answer.Access
 _.compare  # services.content.fsstats.Contents
 _.compare_id  # services.content.fsstats.Contents
+_.computed  # services.jobs.weather.WeatherRefresh
 _.computed_at  # services.probe.status.BaselineInfo
 _.concurrent_jobs  # services.jobs.weather.Weather
 _.concurrent_node_hours  # services.jobs.weather.Weather
 _.config  # services.answers.umami.FeatureImport
+_.configurations  # services.bench.iomodel.IomodelRun
 _.consec_fraction  # services.jobs.answer.Access
+_.contention  # services.bench.runs.SummaryRow
 _.control  # services.lab.run.CaseRun, services.lab.score.CaseScore
 _.controls  # services.lab.score.ToolScore
 _.controls_quiet  # services.lab.score.ToolScore
@@ -73,7 +80,7 @@ _.cost_model  # services.jobs.answer.Finding
 _.cost_s  # services.jobs.answer.Finding
 _.cost_share  # services.jobs.answer.Finding
 _.cost_share_of_runtime  # services.jobs.answer.Finding
-_.count  # services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.count  # services.bench.iomodel.Configuration, services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.coverage_factor_bw  # services.jobs.weather.Weather
 _.coverage_factor_nodehrs  # services.jobs.weather.Weather
 _.coverage_factor_opens  # services.jobs.weather.Weather
@@ -84,6 +91,7 @@ _.coverage_factors  # services.jobs.weather.Weather
 _.covered_s  # services.telemetry.fsview.Span
 _.crit  # services.probe.status.Thresholds
 _.cross_mounts  # services.content.fsstats.Snapshot
+_.csv  # services.bench.iomodel.IomodelRun
 _.culprit_named  # services.lab.storm.StormPair
 _.culprits  # services.answers.why.Event, services.lab.storm.Twin, stats.umami.Umami
 _.cutoff_fraction  # services.answers.factors.Factors
@@ -93,6 +101,7 @@ _.damage  # services.jobs.answer.JobHeader
 _.darshan_lib  # services.lab.toolchain.Toolchain
 _.data_since  # services.telemetry.fsview.Span
 _.data_until  # services.telemetry.fsview.Span
+_.dataset  # services.runtime.fs_names.JobFs
 _.date  # services.telemetry.workload.DailyRates
 _.df  # services.answers.factors.Classified
 _.diff  # services.content.fsstats.Contents
@@ -100,19 +109,21 @@ _.diff_says_system  # services.lab.storm.StormPair
 _.diff_verdict  # services.lab.storm.StormPair
 _.diff_warnings  # services.content.fsstats.Contents
 _.dir  # services.lab.run.LabRun, services.lab.storm.StormPair
-_.direction  # services.bench.runs.BenchPage
-_.directory  # services.probe.run.ProbeInit, services.probe.targets.TargetRow
+_.direction  # services.bench.runs.BenchPage, services.bench.runs.CheckSeries, services.bench.runs.RunResult, services.bench.runs.SummaryRow, services.bench.runs.WindowResult
+_.directory  # services.bench.runs.BenchRun, services.probe.run.ProbeInit, services.probe.targets.TargetRow
 _.dirs  # services.content.fsstats.Snapshot
 _.doc  # services.answers.factors.ModelFile
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
+_.duplicates  # services.jobs.ingest.IngestCounts
+_.duration_s  # services.bench.runs.RunResult, services.bench.runs.WindowResult
 _.durations  # services.answers.factors.Classified, services.answers.factors.GroupDensity
 _.elapsed_s  # services.lab.run.CaseRun
-_.end  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.telemetry.workload.Workload
+_.end  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.telemetry.workload.Workload
 _.entries  # services.content.fsstats.Snapshot
 _.entries_per_s  # services.content.fsstats.Snapshot
-_.error  # services.answers.factors.GroupDensity, services.lab.score.CaseScore, services.lab.score.PairScore
+_.error  # services.answers.factors.GroupDensity, services.bench.iomodel.RunError, services.bench.runs.ImportFailure, services.lab.score.CaseScore, services.lab.score.PairScore
 _.error_list  # services.content.fsstats.Snapshot
-_.errors  # services.content.fsstats.Contents, services.content.fsstats.Snapshot, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.errors  # services.bench.iomodel.IomodelRun, services.content.fsstats.Contents, services.content.fsstats.Snapshot, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.events  # services.answers.report.Report, services.answers.why.Why, services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
 _.evidence  # services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.Finding
 _.example  # services.jobs.answer.Damage
@@ -123,44 +134,50 @@ _.exit_code  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
 _.expected  # services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus
 _.expected_label  # services.probe.status.TargetStatus
 _.expected_s  # services.probe.history.TargetHistory, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.Timeline
+_.experiment  # services.bench.iomodel.Configuration
 _.explained  # services.lab.score.PairScore, services.lab.score.PairsScore
 _.explained_s  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
 _.explained_share  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
 _.extra_io_s  # services.lab.storm.StormPair
 _.f1  # services.lab.score.LabelScore
 _.factor  # services.answers.changes.Change, services.answers.changes.ProbeMark
-_.failed  # services.jobs.darshan.JobsView
+_.failed  # services.bench.runs.BenchImport, services.jobs.darshan.JobsView, services.jobs.ingest.IngestCounts
 _.failed_at  # services.jobs.darshan.FailedLog
 _.failed_logs  # services.jobs.darshan.ArchiveSummary
 _.failed_over  # services.answers.why.Targets
+_.failed_runs  # services.bench.iomodel.Configuration, services.bench.iomodel.IomodelRun
 _.failures  # services.probe.timeline.Timeline
 _.failures_total  # services.probe.timeline.Timeline
 _.file_bytes  # services.probe.run.ProbeInit
 _.file_exceeds_memory  # services.probe.run.ProbeInit
+_.file_layout  # services.bench.iomodel.Configuration
 _.file_not_aligned_fraction  # services.jobs.answer.Access
 _.file_system  # services.answers.why.LogEvidence
-_.files  # services.content.fsstats.Snapshot, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.probe.targets.Purged
+_.files  # services.bench.runs.BenchImport, services.content.fsstats.Snapshot, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.probe.targets.Purged
 _.files_per_day  # services.content.fsstats.Growth
 _.files_stored  # services.jobs.darshan.StoredJob
 _.files_vs_procs  # services.jobs.darshan.ArchiveSummary
 _.filters  # services.jobs.darshan.ArchiveSummary
 _.findings  # services.jobs.answer.JobReport, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob
+_.fio_s  # services.bench.runs.BenchRun
 _.first_sample  # services.probe.targets.TargetRow
+_.first_start  # services.jobs.scheduler.JobsImport
 _.fix  # services.jobs.answer.Finding, services.lab.score.PairScore
 _.fixed  # services.lab.score.PairScore
 _.fixed_verdict  # services.lab.score.PairScore
 _.flagged  # services.telemetry.fsview.Servers
 _.fn  # services.lab.score.LabelScore
-_.format  # services.content.fsstats.Snapshot
+_.format  # services.bench.runs.FileImport, services.content.fsstats.Snapshot
+_.found  # services.jobs.ingest.IngestCounts
 _.fp  # services.lab.score.LabelScore
 _.fraction_of_peak  # services.jobs.weather.Weather
-_.fs  # services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.BenchPage, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, stats.umami.Umami
+_.fs  # services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.BenchPage, services.bench.runs.BenchRun, services.bench.runs.CheckSeries, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.bench.runs.SummaryRow, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.workload.Workload, stats.umami.Umami
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.fs_bytes  # services.jobs.weather.Weather
 _.fs_fullness  # services.telemetry.fsview.Capacity
 _.fs_io_time_s  # services.jobs.answer.Perf
 _.fs_read_bytes  # services.telemetry.fsview.Servers
-_.fs_type  # services.jobs.answer.Mount
+_.fs_type  # services.jobs.answer.Mount, services.runtime.fs_names.JobFs, services.runtime.fs_names.UnmappedMount
 _.fs_with_data  # services.telemetry.fsview.Span
 _.fs_write_bytes  # services.telemetry.fsview.Servers
 _.fullest  # services.telemetry.fsview.Capacity
@@ -183,11 +200,13 @@ _.history_jobs  # services.answers.why.Climate, stats.umami.Umami
 _.history_s  # services.probe.status.BaselineInfo
 _.home  # services.lab.storm.StormPair
 _.host  # services.content.fsstats.Snapshot, services.probe.status.TargetStatus, services.probe.targets.Retired, services.probe.targets.TargetRow
+_.how  # services.runtime.fs_names.JobFs
 _.id  # services.answers.why.LogBudget, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredJob
 _.ident  # services.answers.job_diff.DiffSide
 _.idle_periods  # services.telemetry.workload.Workload
 _.idle_threshold  # services.telemetry.workload.Workload
 _.imbalance  # services.jobs.answer.Perf
+_.ingested  # services.jobs.ingest.IngestCounts
 _.ingested_at  # services.jobs.darshan.StoredJob
 _.interfaces  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.interfaces_by_size  # services.jobs.darshan.ArchiveSummary
@@ -201,24 +220,35 @@ _.io_time_change_s  # services.answers.job_diff.JobDiff
 _.io_time_exceeds_runtime  # services.jobs.answer.Perf
 _.io_time_layer  # services.jobs.answer.Perf
 _.io_time_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.LayerTime, services.jobs.answer.Perf, services.lab.storm.Twin
+_.iops  # services.bench.runs.RunResult, services.bench.runs.WindowResult
 _.ior  # services.lab.toolchain.Toolchain
 _.ioweather_version  # services.content.fsstats.Snapshot
 _.job  # services.answers.why.Culprit, services.answers.why.Why, services.jobs.answer.JobReport, services.jobs.darshan.StoredJob, stats.umami.Umami
-_.jobid  # services.answers.why.LogBudget, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.lab.storm.Twin
-_.jobs  # services.answers.umami.Correlations, services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers
+_.jobid  # services.answers.why.LogBudget, services.bench.runs.Submitted, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.lab.storm.Twin
+_.jobs  # services.answers.umami.Correlations, services.jobs.darshan.ArchiveSummary, services.jobs.scheduler.JobsImport, services.jobs.weather.WeatherRefresh, services.telemetry.fsview.Talkers
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
+_.kept  # services.jobs.weather.WeatherRefresh
 _.kind  # services.answers.job_diff.DiffCause, services.telemetry.fsview.Span
 _.label  # services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.lab.score.LabelScore, stats.umami.MetricRow
 _.labels  # services.answers.factors.Classified, services.content.fsstats.Contents, services.lab.run.CaseRun, services.lab.score.ToolScore
 _.largest_movers  # services.content.fsstats.Growth
+_.last_bps  # services.bench.runs.SummaryRow
+_.last_duration_s  # services.bench.runs.SummaryRow
+_.last_fraction_of_peak  # services.bench.runs.CheckSeries, services.bench.runs.SummaryRow
+_.last_k  # services.bench.runs.SummaryRow
 _.last_sample  # services.probe.status.TargetStatus, services.probe.targets.TargetRow
 _.last_sample_age_s  # services.probe.status.TargetStatus, services.probe.targets.TargetRow
+_.last_standing  # services.bench.runs.SummaryRow
+_.last_start  # services.bench.runs.SummaryRow, services.jobs.scheduler.JobsImport
+_.lat_p50_s  # services.bench.runs.RunResult
+_.lat_p99_s  # services.bench.runs.RunResult
 _.layers  # services.jobs.answer.Perf
 _.lctl  # services.telemetry.fsview.Capacity
 _.lctl_at  # services.answers.why.Targets
 _.learning  # services.probe.history.TargetHistory, services.probe.status.BaselineInfo, services.probe.status.OpStatus, services.probe.timeline.Timeline
 _.learning_reason  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
 _.learning_span  # services.probe.status.BaselineInfo
+_.leftovers_removed  # services.bench.runs.BenchRun
 _.level  # services.jobs.answer.Finding, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredJob
 _.level_after  # services.answers.changes.Change, services.answers.changes.ProbeMark
 _.level_before  # services.answers.changes.Change, services.answers.changes.ProbeMark
@@ -238,10 +268,11 @@ _.max_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.Timeline
 _.md_ops_per_s  # services.jobs.weather.Weather
 _.mdtest  # services.lab.toolchain.Toolchain
 _.mean_ops_per_s  # services.telemetry.fsview.Metadata
-_.mean_s  # services.probe.slowdown.IntervalRow
+_.mean_s  # services.bench.iomodel.Configuration, services.bench.runs.SummaryRow, services.probe.slowdown.IntervalRow
 _.mean_total_bps  # services.telemetry.workload.Workload
 _.median  # services.answers.why.ClimateMetric, services.probe.status.Climate
-_.median_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
+_.median_s  # services.bench.iomodel.Configuration, services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
+_.mem_layout  # services.bench.iomodel.Configuration
 _.mem_not_aligned_fraction  # services.jobs.answer.Access
 _.memory_bytes  # services.probe.run.ProbeInit
 _.message  # services.answers.factors.GroupDensity, services.answers.job_diff.DiffCause, services.bench.runs.BenchCheck, services.jobs.answer.Finding, services.probe.slowdown.Check, services.probe.status.Status
@@ -270,8 +301,9 @@ _.model  # services.answers.job_diff.SystemShare
 _.models  # services.answers.factors.Classified
 _.module  # services.jobs.answer.Damage
 _.monthly  # services.telemetry.workload.Workload
-_.motif  # services.answers.umami.Correlations, services.answers.why.Climate, services.bench.runs.BenchPage, stats.umami.Umami
-_.mount  # services.answers.why.LogBudget, services.jobs.answer.Mount
+_.motif  # services.answers.umami.Correlations, services.answers.why.Climate, services.bench.runs.BenchPage, services.bench.runs.CheckSeries, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.bench.runs.SummaryRow, stats.umami.Umami
+_.motifs  # services.bench.runs.Submitted
+_.mount  # services.answers.why.LogBudget, services.jobs.answer.Mount, services.runtime.fs_names.JobFs, services.runtime.fs_names.UnmappedMount
 _.mounts  # services.answers.why.LogEvidence, services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.moved_bytes  # services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.mpi  # services.lab.run.CaseRun
@@ -289,7 +321,7 @@ _.no_capacity_data  # services.telemetry.fsview.Capacity
 _.no_data  # services.jobs.weather.Weather
 _.not_monitored  # services.jobs.answer.Interface
 _.note  # services.telemetry.fsview.Span
-_.notes  # services.answers.job_diff.JobDiff, services.answers.why.Why, services.content.fsstats.Snapshot, services.jobs.weather.Weather, services.lab.storm.StormPair, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
+_.notes  # services.answers.job_diff.JobDiff, services.answers.why.Why, services.content.fsstats.Snapshot, services.jobs.scheduler.JobsImport, services.jobs.weather.Weather, services.lab.storm.StormPair, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.now_by_bytes  # services.telemetry.fsview.Talkers
 _.now_by_ops  # services.telemetry.fsview.Talkers
 _.now_s  # services.telemetry.fsview.Talkers
@@ -297,14 +329,18 @@ _.nprocs  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, 
 _.observations  # services.telemetry.workload.Workload
 _.of  # services.jobs.answer.Damage
 _.offset  # services.jobs.darshan.JobList
-_.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.bench.iomodel.Configuration, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.opens  # services.jobs.answer.Interface
 _.ops  # services.answers.factors.Factors, services.probe.history.History, services.probe.status.TargetStatus, services.telemetry.fsview.Metadata
+_.optimum_s  # services.bench.runs.SummaryRow
 _.order  # services.jobs.darshan.JobList
 _.origin  # services.lab.toolchain.Toolchain
 _.osts  # services.jobs.answer.Lustre
 _.other  # services.content.fsstats.Snapshot
+_.out  # services.bench.iomodel.IomodelRun
+_.output  # services.bench.runs.Submitted
 _.overall  # services.probe.status.Status
+_.overlapped  # services.jobs.weather.WeatherRefresh
 _.overlapped_by  # services.jobs.answer.Finding
 _.overlaps  # services.jobs.answer.Finding
 _.own_share  # services.answers.why.Event
@@ -315,14 +351,14 @@ _.p01  # services.probe.status.Climate
 _.p90_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
 _.p95_s  # services.probe.slowdown.IntervalRow
 _.p99  # services.probe.status.Climate
-_.p99_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
+_.p99_s  # services.bench.iomodel.Configuration, services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
 _.p_fs  # stats.umami.MetricRow
 _.pairs  # services.lab.score.PairsScore, services.lab.score.Scores
 _.partial  # services.jobs.answer.Interface
 _.partial_modules  # services.jobs.answer.JobHeader
 _.partially_shared  # services.jobs.answer.Sharing
 _.partially_shared_bytes  # services.jobs.answer.Sharing
-_.path  # services.answers.factors.ModelFile, services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.jobs.darshan.FailedLog, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob, services.probe.targets.Skipped
+_.path  # services.answers.factors.ModelFile, services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.bench.runs.FileImport, services.bench.runs.ImportFailure, services.jobs.darshan.FailedLog, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob, services.probe.targets.Skipped
 _.peak_bps  # services.answers.why.Event
 _.peak_ops_per_s  # services.telemetry.fsview.Metadata
 _.peak_read_bps  # services.telemetry.workload.Workload
@@ -361,8 +397,10 @@ _.quiet_system_share  # services.lab.storm.StormPair
 _.r  # services.answers.umami.CorrelationRow, stats.umami.MetricRow
 _.r_fs  # stats.umami.MetricRow
 _.ranks_with_io  # services.jobs.answer.Imbalance
+_.rates  # services.bench.runs.RunWindow
 _.read_bps  # services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
 _.read_bytes  # services.telemetry.workload.Workload
+_.read_bytes_bps  # services.bench.runs.Rates
 _.read_histogram  # services.jobs.answer.Access
 _.read_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
 _.read_write_ratio  # services.telemetry.workload.Workload
@@ -371,20 +409,26 @@ _.reason  # services.answers.changes.SkippedProbeSeries, services.answers.change
 _.recall  # services.lab.score.LabelScore
 _.records  # services.jobs.answer.Damage, services.jobs.answer.Interface
 _.reference  # services.probe.status.BaselineInfo
+_.regression  # services.bench.runs.SummaryRow
 _.relations  # services.jobs.answer.Damage
+_.replaced  # services.jobs.scheduler.JobsImport
 _.resolution  # services.probe.timeline.Timeline
 _.resolution_s  # services.probe.timeline.Timeline
 _.result  # services.telemetry.workload.WorkloadView
+_.results  # services.bench.runs.RunSummary, services.bench.runs.RunWindow
 _.retired  # services.probe.targets.Retired
 _.role  # services.lab.storm.Twin
 _.root  # services.content.fsstats.Snapshot
 _.root_is_symlink  # services.content.fsstats.Snapshot
-_.rows  # services.answers.umami.CorrelationListing, services.answers.umami.Correlations, services.answers.umami.FeatureImport, services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.jobs.darshan.FailedLogs, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobRows, services.probe.slowdown.IntervalStats, services.probe.slowdown.Slowdown, services.probe.targets.Targets
-_.rows_in_file  # services.answers.umami.FeatureImport
+_.rows  # services.answers.umami.CorrelationListing, services.answers.umami.Correlations, services.answers.umami.FeatureImport, services.bench.iomodel.IomodelRun, services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.jobs.darshan.FailedLogs, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobRows, services.probe.slowdown.IntervalStats, services.probe.slowdown.Slowdown, services.probe.targets.Targets
+_.rows_in_file  # services.answers.umami.FeatureImport, services.bench.runs.FileImport
 _.rows_kept_by_paper_filters  # services.answers.umami.FeatureImport
 _.rule  # services.telemetry.fsview.Servers
 _.run  # services.bench.runs.BenchPage
-_.runs  # services.answers.factors.Densities, services.bench.runs.BenchPage, services.probe.targets.Purged, services.probe.targets.TargetRow
+_.run_id  # services.bench.iomodel.RunError, services.bench.runs.RunSummary, services.bench.runs.RunWindow
+_.running  # services.jobs.scheduler.JobsImport
+_.runs  # services.answers.factors.Densities, services.bench.iomodel.Configuration, services.bench.iomodel.IomodelRun, services.bench.runs.BenchImport, services.bench.runs.BenchPage, services.bench.runs.BenchRun, services.bench.runs.FileImport, services.bench.runs.SummaryRow, services.probe.targets.Purged, services.probe.targets.TargetRow
+_.runs_json  # services.bench.iomodel.IomodelRun
 _.runtime_s  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.same  # services.lab.score.PairScore
 _.same_code  # services.answers.job_diff.JobDiff
@@ -394,23 +438,28 @@ _.samples  # services.probe.status.BaselineInfo, services.probe.targets.Purged, 
 _.samples_shown  # services.probe.timeline.Timeline
 _.samples_total  # services.probe.timeline.Timeline
 _.scored  # services.lab.score.PairsScore
+_.script  # services.bench.runs.Submitted
+_.seed  # services.bench.iomodel.IomodelRun
 _.seq_fraction  # services.jobs.answer.Access
 _.series  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.changes.SkippedSeries, services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
 _.series_examined  # services.answers.changes.Changes
 _.server_cpu_pct  # services.jobs.weather.Weather
+_.session  # services.bench.iomodel.IomodelRun
 _.set  # services.answers.umami.FeatureImport
 _.share  # services.answers.why.Culprit
 _.shared  # services.jobs.answer.Sharing
 _.shared_bytes  # services.jobs.answer.Sharing
+_.shared_mount  # services.runtime.fs_names.JobFs
 _.sharing  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.shown  # services.jobs.darshan.JobsPlot, services.telemetry.workload.WorkloadSeries
 _.significance  # services.answers.factors.Factors
 _.since  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.since_ns  # services.telemetry.fsview.Span
-_.size_bytes  # services.jobs.answer.AccessSize, services.jobs.darshan.FailedLog
+_.size_bytes  # services.bench.iomodel.Configuration, services.jobs.answer.AccessSize, services.jobs.darshan.FailedLog
 _.sizes  # services.answers.factors.Classified
-_.skipped  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.probe.targets.Purged
+_.skipped  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.bench.runs.FileImport, services.jobs.ingest.IngestCounts, services.jobs.weather.WeatherRefresh, services.probe.targets.Purged
 _.skipped_mounts  # services.content.fsstats.Snapshot
+_.skipped_rows  # services.bench.runs.BenchImport, services.bench.runs.FileImport
 _.slowdown  # services.answers.report.Report, services.answers.why.Event, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.Sparkline, services.probe.timeline.TimelineInterval
 _.slowest_rank  # services.jobs.answer.LayerTime, services.jobs.answer.Perf
 _.small_bytes  # services.probe.run.ProbeInit
@@ -421,16 +470,16 @@ _.snapshot_id  # services.content.fsstats.Contents
 _.snapshot_time  # services.content.fsstats.Snapshot
 _.snapshots  # services.content.fsstats.Contents
 _.sort  # services.jobs.darshan.JobList, services.telemetry.fsview.Servers
-_.source  # stats.umami.Umami
+_.source  # services.jobs.scheduler.JobsImport, stats.umami.Umami
 _.span_s  # services.probe.status.BaselineInfo
 _.sparkline  # services.probe.status.TargetStatus
 _.split  # services.answers.factors.Factors
 _.stale_after_s  # services.probe.status.TargetStatus
-_.start  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.telemetry.workload.Workload, stats.umami.Umami
+_.start  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.telemetry.workload.Workload, stats.umami.Umami
 _.start_ns  # services.answers.factors.GroupDensity
 _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.timeline.Timeline
-_.state  # services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.TargetStatus, services.probe.targets.TargetRow
+_.state  # services.bench.runs.CheckSeries, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.TargetStatus, services.probe.targets.TargetRow
 _.statistic  # services.answers.changes.Change, services.answers.changes.ProbeMark
 _.status  # services.bench.runs.BenchCheck, services.lab.run.CaseRun, services.probe.slowdown.Check
 _.step_s  # services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers
@@ -445,7 +494,8 @@ _.stripes_stored  # services.jobs.darshan.StoredJob
 _.summary  # services.jobs.darshan.JobsView
 _.symlink_target  # services.content.fsstats.Snapshot
 _.symlinks  # services.content.fsstats.Snapshot
-_.system  # services.answers.job_diff.JobDiff, services.answers.umami.Correlations, services.answers.why.Evidence, services.answers.why.LogEvidence
+_.symlinks_skipped  # services.jobs.ingest.IngestCounts
+_.system  # services.answers.job_diff.JobDiff, services.answers.umami.Correlations, services.answers.why.Evidence, services.answers.why.LogEvidence, services.bench.runs.FileImport
 _.system_model  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
 _.system_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
 _.system_share_of_extra  # services.lab.storm.StormPair
@@ -457,9 +507,11 @@ _.targets_met  # services.lab.storm.StormPair
 _.threads  # services.content.fsstats.Snapshot
 _.threshold  # services.jobs.answer.Finding
 _.thresholds  # services.probe.history.History, services.probe.status.Status, services.probe.timeline.Timeline
-_.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.jobs.answer.Imbalance, services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadSeries
+_.throughput_bps  # services.bench.iomodel.Configuration
+_.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.bench.runs.Rates, services.jobs.answer.Imbalance, services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadSeries
 _.timeline  # services.answers.factors.Factors
 _.timeouts  # services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.timezone  # services.jobs.scheduler.JobsImport
 _.tolerated  # services.lab.run.CaseRun
 _.tool  # services.lab.score.ToolScore
 _.toolchain  # services.lab.run.LabRun, services.lab.toolchain.Build
@@ -473,6 +525,7 @@ _.total  # services.content.fsstats.Growth, services.jobs.darshan.FailedShown, s
 _.total_bps  # services.telemetry.workload.WorkloadSeries
 _.total_ops  # services.telemetry.fsview.Metadata
 _.total_ops_per_s  # services.telemetry.fsview.Metadata
+_.total_s  # services.bench.runs.BenchRun
 _.totals  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.tp  # services.lab.score.LabelScore
 _.uid  # services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
@@ -480,6 +533,7 @@ _.unexplained  # services.answers.why.Evidence
 _.unexplained_s  # services.answers.why.LogBudget, services.answers.why.Why
 _.unique  # services.jobs.answer.Sharing
 _.unique_bytes  # services.jobs.answer.Sharing
+_.unmapped  # services.runtime.fs_names.JobFs
 _.unplanted  # services.lab.score.CaseScore
 _.until  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.until_ns  # services.telemetry.fsview.Span
@@ -494,7 +548,7 @@ _.verdict_saving_s  # services.jobs.answer.JobReport
 _.version  # services.lab.score.ToolScore
 _.walk_s  # services.content.fsstats.Snapshot
 _.warn  # services.probe.status.Thresholds
-_.warnings  # services.jobs.answer.JobReport, services.telemetry.workload.WorkloadView
+_.warnings  # services.bench.iomodel.IomodelRun, services.jobs.answer.JobReport, services.telemetry.workload.WorkloadView
 _.was  # services.probe.targets.Retired
 _.weather  # stats.umami.Umami
 _.weather_verdict  # services.jobs.darshan.JobRow
@@ -506,6 +560,7 @@ _.worst  # services.probe.history.TargetHistory
 _.worth  # services.jobs.answer.Finding
 _.write_bps  # services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
 _.write_bytes  # services.telemetry.workload.Workload
+_.write_bytes_bps  # services.bench.runs.Rates
 _.write_histogram  # services.jobs.answer.Access
 _.write_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
 _.writes  # services.jobs.answer.Interface
