@@ -58,7 +58,7 @@ def ours(paths_root: Path, workers: int) -> float:
         t = time.perf_counter()
         counts = ingest(Settings.resolve(home), [str(paths_root)], workers=workers)
         dt = time.perf_counter() - t
-        assert counts["ingested"] == counts["found"], counts
+        assert counts.ingested == counts.found, counts
         return dt
     finally:
         shutil.rmtree(home, ignore_errors=True)

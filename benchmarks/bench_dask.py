@@ -155,7 +155,7 @@ def main() -> None:
                         kw["dask_address"] = cluster.scheduler_address
                     meter.reading()
                     s, counts = ingest_once(root, **kw)
-                    assert counts["failed"] == 0 and counts["ingested"] == n, (arm, counts)  # every copy, once
+                    assert counts.failed == 0 and counts.ingested == n, (arm, counts)  # every copy, once
                     secs[arm].append(s)
                     print(f"  {arm} done: {s:.1f} s, load {os.getloadavg()[0]:.2f}", flush=True)  # a stopped run says something
                     if arm != "local":

@@ -125,12 +125,12 @@ def main() -> None:
             jstore.write_batch(store, settings.parquet_dir, r, t, [])
 
         doc, res["cold_refresh_s"] = timed(job_weather.refresh_all, store, FS)
-        res["cold_refresh"] = doc
+        res["cold_refresh"] = doc.to_json()
         for label, day, (jobs, _t) in (("day_1", last - 2, parts[1]), ("day_2", last - 1, parts[2])):
             n, _, _ = generate(fs_path, day, 1, a.targets, seed=day)
             doc, dt = timed(job_weather.refresh_all, store, FS)
             # the day's jobs, and the next day's (their fullness looks back a day: the day is in their signature)
-            n_jobs = doc["computed"]
+            n_jobs = doc.computed
             day_file = next((fs_path / f"date={time.strftime('%Y-%m-%d', time.gmtime(day * 86400))}").glob("*.parquet"))
             k = min(a.pandas_jobs, len(jobs))
             pdt = pandas_join(day_file, jobs[:k])
@@ -151,9 +151,9 @@ def main() -> None:
             with connect(a.dask) as client:
                 wstore.invalidate(store, 0, 2**62)
                 doc, dt_dask = timed(job_weather.refresh_all, store, FS, client=client)
-            res["all_jobs_recompute"] = {"jobs": doc["computed"], "local_s": round(dt_local, 2),
+            res["all_jobs_recompute"] = {"jobs": doc.computed, "local_s": round(dt_local, 2),
                                          f"dask_{a.dask}_s": round(dt_dask, 2),
-                                         "local_per_1000_jobs_s": round(dt_local / doc["computed"] * 1000, 2)}
+                                         "local_per_1000_jobs_s": round(dt_local / doc.computed * 1000, 2)}
             print("all_jobs_recompute", res["all_jobs_recompute"], flush=True)
 
         mid = parts[0][0][len(parts[0][0]) // 2]

@@ -183,7 +183,7 @@ from ioweather.store import open_store
 store = open_store(Settings.resolve({str(home)!r}))
 out = svc.run(store, ["fpp-write", "metadata"], {str(d)!r}, size=262144, tasks=1, md_files=8)
 rows = svc.summary(store)
-print(len(out["runs"]), len(rows), sorted(m for m in ("pandas", "pyarrow", "scipy") if m in sys.modules))
+print(len(out.runs), len(rows), sorted(m for m in ("pandas", "pyarrow", "scipy") if m in sys.modules))
 """
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr

@@ -42,6 +42,11 @@ def history(seed: int, n: int) -> list[dict]:
     return runs
 
 
+def _summary(store, *args, **kwargs) -> list[dict]:
+    """The service's rows as their JSON, to compare with the reference's dicts."""
+    return [r.to_json() for r in svc.summary(store, *args, **kwargs)]
+
+
 def reference(store, last: int, threshold: float) -> list[dict]:
     df = bstore.results_frame(store, columns=COLS)
     rows = sb.summarize(df, k=last, threshold=threshold)
@@ -73,13 +78,13 @@ def check_store(store) -> None:
              for i, r in enumerate(runs[:30])]
     bstore.put_runs(store, moved)
     for last, threshold in ((1, 0.5), (3, 0.9), (50, 0.99)):
-        assert_same(svc.summary(store, last=last, threshold=threshold), reference(store, last, threshold))
-    got = svc.summary(store, motif="fpp-write", fs="work")
+        assert_same(_summary(store, last=last, threshold=threshold), reference(store, last, threshold))
+    got = _summary(store, motif="fpp-write", fs="work")
     assert [r["runs"] for r in got] == [30]
     # a series left by all its runs is gone from the summary
     bstore.put_runs(store, [{**r, "fs": "home"} for r in moved])
-    assert not [r for r in svc.summary(store) if r["fs"] == "work"]
-    assert_same(svc.summary(store), reference(store, 3, 0.5))
+    assert not [r for r in _summary(store) if r["fs"] == "work"]
+    assert_same(_summary(store), reference(store, 3, 0.5))
 
 
 def test_summary_from_aggregates_equals_the_whole_history_sqlite(home):
@@ -109,14 +114,14 @@ def test_nan_is_stored_as_missing_and_a_non_finite_duration_refused(home):
     bstore.put_runs(store, [run])
     with sqlite3.connect(home / "ioweather.sqlite") as c:
         assert c.execute("select bw_bps, iops from bench_results").fetchall() == [(None, None)]
-    [row] = svc.summary(store)
+    [row] = _summary(store)
     assert row["best_bps"] is None and row["last_fraction_of_peak"] is None and row["last_standing"] is None
     from ioweather.errors import UserError
 
     bad = {**run, "run_id": "b", "results": [{"direction": "write", "duration_s": float("nan")}]}
     with pytest.raises(UserError, match="no finite duration"):
         bstore.put_runs(store, [bad])
-    assert svc.summary(store)[0]["runs"] == 1  # nothing of the refused batch stored
+    assert _summary(store)[0]["runs"] == 1  # nothing of the refused batch stored
 
 
 def v1_tables(md: sa.MetaData) -> tuple[sa.Table, sa.Table]:
@@ -159,14 +164,14 @@ def test_a_v1_database_is_upgraded(home, request, db):
 
     store = open_store(Settings.resolve(home, url))
     try:
-        rows = svc.summary(store)
+        rows = _summary(store)
         assert store.versions()["bench"] == bstore.COMPONENT.version
         assert_same(rows, reference(store, 3, 0.5))
         precise = 1.2345678901234567
         bstore.put_runs(store, [{"run_id": "new", "motif": "m", "fs": "f", "source": "fio", "start_ns": 0,
                                  "end_ns": S, "params": {},
                                  "results": [{"direction": "write", "duration_s": precise, "bw_bps": 1e9 / precise}]}])
-        assert svc.summary(store, motif="m")[0]["optimum_s"] == precise  # double precision now
+        assert _summary(store, motif="m")[0]["optimum_s"] == precise  # double precision now
     finally:
         store.dispose()
     with engine.connect() as conn:
@@ -208,7 +213,7 @@ def concurrent_writers(store, writers: int = 3, each: int = 15) -> None:
     for t in threads:
         t.join()
     assert errors == []
-    [row] = svc.summary(store)
+    [row] = _summary(store)
     assert row["runs"] == writers * each
     assert_same([row], reference(store, 3, 0.5))
 

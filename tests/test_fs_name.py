@@ -142,12 +142,12 @@ def test_a_jobs_node_local_disk_is_its_nodes_dataset(tmp_path):
     parquet = tmp_path / "parquet"
     root = [{"mount": "/", "fs_type": "ext4", "bytes": 10}]
     here = socket.gethostname().split(".")[0]
-    assert job_fs(parquet, root)["dataset"] == here
+    assert job_fs(parquet, root).dataset == here
     found = job_fs(parquet, root, hosts=["nid7.site.org"])
-    assert found["dataset"] == "nid7" and "node nid7's own disk" in found["how"]
-    assert job_fs(parquet, root, hosts=["nid8"])["dataset"] is None  # its node has no telemetry
-    assert job_fs(parquet, [{"mount": "/scratch", "fs_type": "lustre", "bytes": 10}])["dataset"] is None
+    assert found.dataset == "nid7" and "node nid7's own disk" in found.how
+    assert job_fs(parquet, root, hosts=["nid8"]).dataset is None  # its node has no telemetry
+    assert job_fs(parquet, [{"mount": "/scratch", "fs_type": "lustre", "bytes": 10}]).dataset is None
     # the bytes still decide: most of them on a shared file system with telemetry wins over the local disk
     (parquet / "telemetry" / "fs=scratch").mkdir()
     both = [*root, {"mount": "/scratch", "fs_type": "lustre", "bytes": 100}]
-    assert job_fs(parquet, both)["dataset"] == "scratch"
+    assert job_fs(parquet, both).dataset == "scratch"

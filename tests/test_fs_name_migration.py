@@ -103,7 +103,7 @@ def test_a_bench_v2_store_renames_root(home, request, db):
         conn.execute(sa.text("update schema_versions set version = 2 where component = 'bench'"))
     store = open_store(Settings.resolve(home, url))
     try:
-        groups = {(g["motif"], g["fs"]): g for g in bench_svc.summary(store)}
+        groups = {(g.motif, g.fs): g for g in bench_svc.summary(store)}
         assert store.versions()["bench"] == bstore.COMPONENT.version == 3
         with store.connect() as conn:
             by_run = dict(conn.execute(sa.select(bstore.bench_runs.c.run_id, bstore.bench_runs.c.fs)).all())
@@ -111,9 +111,9 @@ def test_a_bench_v2_store_renames_root(home, request, db):
         assert by_run == {"r1": "node1", "r2": "node1", "r3": "root", "r4": "root", "r5": "node1", "r6": "node1"}
         assert results == by_run
         assert set(groups) == {("fpp-write", "node1"), ("fpp-write", "root"), ("metadata", "node1")}
-        assert groups[("fpp-write", "node1")]["runs"] == 3  # r1, r2 joined the run filed under node1
-        assert groups[("fpp-write", "node1")]["best_bps"] == 4e9
-        assert groups[("fpp-write", "root")]["runs"] == 2
+        assert groups[("fpp-write", "node1")].runs == 3  # r1, r2 joined the run filed under node1
+        assert groups[("fpp-write", "node1")].best_bps == 4e9
+        assert groups[("fpp-write", "root")].runs == 2
     finally:
         store.dispose()
     engine.dispose()

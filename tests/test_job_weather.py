@@ -74,14 +74,14 @@ def test_weather_is_stored_and_recomputed_when_telemetry_arrives(planted):
     job_weather.refresh_all(store)
     key = f"darshan:{12 + 1:064x}"
     before = wstore.get(store, key, "scratch")
-    assert job_weather.refresh_all(store)["computed"] == 0  # nothing new: nothing recomputed
+    assert job_weather.refresh_all(store).computed == 0  # nothing new: nothing recomputed
     # a second competitor's telemetry arrives for the last job's window
     start = T0 + 12 * 86_400 * S
     extra = _telemetry(start, start + 60 * S, 0, 4 * MIB, targets=1)
     extra["target"] = "fs-OST0009"
     layout.write_rows(settings, "scratch", extra)
     res = job_weather.refresh_all(store)
-    assert res["computed"] == 1
+    assert res.computed == 1
     after = wstore.get(store, key, "scratch")
     assert after["telemetry_sig"] != before["telemetry_sig"]
     fs_bytes = 4 * (4 * MIB * 12 + 4 * MIB // 3 * 12) + 4 * MIB * 12

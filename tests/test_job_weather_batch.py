@@ -163,11 +163,11 @@ def test_refresh_keeps_every_verdict_and_the_umami_answer_reads_it(batch):
     settings, store, _raw = batch
     res = job_weather.refresh_all(store)
     # no import span given: nothing counts as overlapped (services.jobs.weather.refresh_all)
-    assert res == {"jobs": 7, "computed": 7, "kept": 0, "skipped": 0, "overlapped": 0}
+    assert res.to_json() == {"jobs": 7, "computed": 7, "kept": 0, "skipped": 0, "overlapped": 0}
     got = _verdicts(settings)
     assert len(got) == 7
     assert sum(v.startswith("no data") for v in got.values()) == 1
-    assert job_weather.refresh_all(store)["computed"] == 0
+    assert job_weather.refresh_all(store).computed == 0
     doc = job_weather.umami_for_job(store, "5004")
     assert doc.verdict == got[job_weather.find_job(store, "5004").key]
 
@@ -280,7 +280,7 @@ def test_dask_path_gives_the_local_documents(batch):
             Client(c) as client:
         remote = job_weather.compute_many(store, jobs, "fs", client=client)
         assert remote == local
-        assert job_weather.refresh_all(store, client=client)["computed"] == 7
+        assert job_weather.refresh_all(store, client=client).computed == 7
     assert distributed is not None
 
 
@@ -308,8 +308,8 @@ def test_refresh_and_verdicts_on_server_databases(home, db, request):
             rows.append(r)
             tables.append(f)
         jstore.write_batch(store, settings.parquet_dir, rows, tables, [])
-        assert job_weather.refresh_all(store)["computed"] == 12
-        assert job_weather.refresh_all(store)["computed"] == 0
+        assert job_weather.refresh_all(store).computed == 12
+        assert job_weather.refresh_all(store).computed == 0
         with store.connect() as conn:
             got = {k: json_doc for k, json_doc in conn.execute(sa.text("SELECT job_key, doc FROM job_weather"))}
         docs[u] = {k: json.loads(d) for k, d in got.items()}

@@ -301,7 +301,7 @@ def test_reingest_skips_unchanged_files_unopened_and_reads_changed_ones(home, tm
 
     def run():
         opened.write_text("")
-        counts = ingest_mod.ingest(settings, [str(tmp_path / "a")], workers=2)
+        counts = ingest_mod.ingest(settings, [str(tmp_path / "a")], workers=2).to_json()
         return counts, sorted(opened.read_text().split("\n")[:-1])
 
     first, paths = run()

@@ -40,12 +40,12 @@ def test_overlapped_counts_the_jobs_in_the_imported_span(planted):
     settings, store = planted
     last = T0 + 12 * 86_400 * S
     res = job_weather.refresh_all(store, span=("scratch", last, last + 60 * S))
-    assert (res["computed"], res["overlapped"]) == (13, 1)
+    assert (res.computed, res.overlapped) == (13, 1)
     extra = test_job_weather._telemetry(last, last + 60 * S, 0, 4 * (1 << 20), targets=1)
     extra["target"] = "fs-OST0009"
     layout.write_rows(settings, "scratch", extra)  # new telemetry in the last job's window: it is recomputed
-    assert job_weather.refresh_all(store, span=("other", last, last + 60 * S))["overlapped"] == 0
+    assert job_weather.refresh_all(store, span=("other", last, last + 60 * S)).overlapped == 0
     layout.write_rows(settings, "scratch", extra.assign(target="fs-OST0010"))
     gap = last - 43_200 * S
-    assert job_weather.refresh_all(store, span=("scratch", gap, gap + 60 * S)) == {
+    assert job_weather.refresh_all(store, span=("scratch", gap, gap + 60 * S)).to_json() == {
         "jobs": 13, "computed": 1, "kept": 12, "skipped": 0, "overlapped": 0}

@@ -19,29 +19,9 @@ RENDERING = {"to_json", "raw", "answer_json"}
 UNTYPED_VALUES = {"dict", "object", "Any", "typing.Any"}
 
 NOT_YET_TYPED = {
-    # the jobs domain, outside this branch's files
     "jobs/report.py:job_report": "services/answers/why.py (the why helper's branch) reads its dicts; "
                                  "job_answer is its typed form (JobReport)",
-    "jobs/ingest.py:job_row": "the store's row of a job (columns by name), written by the ingest branch",
-    "jobs/ingest.py:ingest": "`jobs ingest --json`'s counts: the ingest branch",
-    "jobs/scheduler.py:import_jobs": "`import slurm` counts, printed by telemetry's import table",
-    "jobs/weather.py:Job.amounts": "a job's amounts per metric, read by the weather's own math",
-    "jobs/weather.py:fs_of": "a job's file systems with their evidence, for why (the why helper's)",
-    "jobs/weather.py:read_day": "a day's telemetry columns by name for the weather's math",
-    "jobs/weather.py:refresh_all": "counts of `umami --refresh`: the probe helper types umami",
-    "jobs/weather.py:after_import": "counts after `import`: services/answers/imports.py types them",
-    # services/answers/why.py: the why helper's branch
     "answers/why.py:probe_cost": "typed by the why helper: (seconds, the cost's evidence)",
-    # other answers and domains, not this branch's
-    "bench/iomodel.py:summarize": "io-model rows",
-    "bench/iomodel.py:run_plan": "`iomodel run --json`",
-    "bench/runs.py:run": "`bench run --json`",
-    "bench/runs.py:submit": "`bench submit --json`",
-    "bench/runs.py:import_files": "`bench import --json`",
-    "bench/runs.py:summary": "bench rows, typed as BenchSummary's rows are not yet",
-    "bench/runs.py:gauges": "the /metrics gauges",
-    "bench/runs.py:run_window": "a benchmark run's window",
-    "runtime/fs_names.py:job_fs": "a job's file system with its evidence",
     "runtime/distributed.py:parse_spec": "a Dask cluster spec's (kind, options): a parser's result",
     "runtime/server.py:log_config": "uvicorn's logging configuration (its format is a dict)",
 }

@@ -219,11 +219,11 @@ def test_bench_check(store, home, cli, warn, crit):
     assert proc.returncode == answer.exit_code and json.loads(proc.stdout) == _plain(answer.to_json())
     assert set(json.loads(proc.stdout)) == _names(bench.BenchCheck)
     # the state of each series from its last runs' fractions of peak, as the summary has them
-    rows = {(r["motif"], r["direction"], r["fs"]): r["last_k"] for r in bench.bench_summary(store, last=3).rows}
+    rows = {(r.motif, r.direction, r.fs): r.last_k for r in bench.bench_summary(store, last=3).rows}
     for s in answer.series:
-        last = rows[(s["motif"], s["direction"], s["fs"])]
+        last = rows[(s.motif, s.direction, s.fs)]
         below = lambda t: len(last) == 3 and all(f is not None and f < t for f in last)  # noqa: E731
-        assert s["state"] == ("CRITICAL" if below(crit) else "WARNING" if below(warn) else "OK")
+        assert s.state == ("CRITICAL" if below(crit) else "WARNING" if below(warn) else "OK")
 
 
 def test_contents(server, store, home, cli):

@@ -33,16 +33,19 @@ _.baseline_until  # services.lab.storm.StormPair
 _.before  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff
 _.before_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.bench  # services.answers.report.Report
+_.best_bps  # services.bench.runs.SummaryRow
 _.bigger_is_better  # stats.umami.MetricRow
 _.box  # stats.umami.MetricRow
 _.brw  # services.telemetry.fsview.Servers
 _.buckets  # services.telemetry.fsview.BrwHistogram
 _.built  # services.lab.toolchain.Build
 _.burstiness  # services.telemetry.fsview.Metadata, services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
+_.bw_bps  # services.bench.runs.RunResult, services.bench.runs.WindowResult
 _.by_bytes  # services.content.fsstats.Cdf, services.telemetry.fsview.Talkers
 _.by_count  # services.content.fsstats.Cdf
+_.by_file  # services.bench.runs.BenchImport
 _.by_ops  # services.telemetry.fsview.Talkers
-_.bytes  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.events.IoEvent, services.answers.why.Culprit, services.answers.why.Event, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.SizeBucket, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Imbalance
+_.bytes  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.events.IoEvent, services.answers.why.Culprit, services.answers.why.Event, services.bench.runs.RunResult, services.bench.runs.WindowResult, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.SizeBucket, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Imbalance, services.runtime.fs_names.UnmappedMount
 _.bytes_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.bytes_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.bytes_change  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
@@ -52,7 +55,7 @@ _.bytes_per_day  # services.content.fsstats.Growth
 _.bytes_read  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
 _.bytes_share  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare
 _.bytes_written  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
-_.cache  # services.lab.toolchain.Build
+_.cache  # services.bench.iomodel.Configuration, services.lab.toolchain.Build
 _.candidates  # services.answers.events.Events
 _.capacity_bytes  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
 _.capacity_bytes_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
@@ -70,7 +73,7 @@ _.change_s  # services.answers.job_diff.DiffCause, services.answers.job_diff.Sys
 _.changes  # services.answers.changes.Changes, services.answers.report.Report
 _.class_order  # services.answers.factors.Classified
 _.climate  # services.answers.why.Why, services.jobs.weather.Weather, services.probe.status.OpStatus
-_.cluster  # services.answers.events.CulpritCost, services.answers.events.EventJob
+_.cluster  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.jobs.scheduler.JobsImport
 _.code  # services.answers.job_diff.DiffCause, services.answers.why.Evidence, services.answers.why.LogEvidence, services.jobs.answer.Finding
 _.code_s  # services.answers.why.LogBudget, services.answers.why.Why
 _.colour  # services.answers.why.ClimateMetric, stats.umami.MetricRow
@@ -79,16 +82,17 @@ _.command  # services.answers.changes.ProbeMarks, services.lab.run.CaseRun
 _.common_sizes  # services.jobs.answer.Access
 _.compare  # services.content.fsstats.Contents
 _.compare_id  # services.content.fsstats.Contents
-_.computed  # services.answers.imports.WeatherRefresh
+_.computed  # services.answers.imports.WeatherRefresh, services.jobs.weather.WeatherRefresh
 _.computed_at  # services.probe.status.BaselineInfo
 _.concurrent_jobs  # services.jobs.weather.Weather
 _.concurrent_node_hours  # services.jobs.weather.Weather
 _.confidence  # services.answers.events.EventJob
 _.config  # services.answers.umami.FeatureImport
+_.configurations  # services.bench.iomodel.IomodelRun
 _.connected_clients  # services.telemetry.fsview.LustreTarget
 _.consec_fraction  # services.jobs.answer.Access
 _.contended  # services.answers.events.IoEvent
-_.contention  # services.answers.events.IoEvent
+_.contention  # services.answers.events.IoEvent, services.bench.runs.SummaryRow
 _.control  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.lab.score.CaseScore
 _.controls  # services.lab.score.ToolScore
 _.controls_quiet  # services.lab.score.ToolScore
@@ -100,7 +104,7 @@ _.cost_model  # services.jobs.answer.Finding
 _.cost_s  # services.jobs.answer.Finding
 _.cost_share  # services.jobs.answer.Finding
 _.cost_share_of_runtime  # services.jobs.answer.Finding
-_.count  # services.content.fsstats.Cdf, services.content.fsstats.SizeBucket, services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.count  # services.bench.iomodel.Configuration, services.content.fsstats.Cdf, services.content.fsstats.SizeBucket, services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.coverage_factor_bw  # services.jobs.weather.Weather
 _.coverage_factor_nodehrs  # services.jobs.weather.Weather
 _.coverage_factor_opens  # services.jobs.weather.Weather
@@ -114,6 +118,7 @@ _.cpu_s  # services.telemetry.collect.CollectSummary
 _.created  # services.answers.factors.ModelFile
 _.crit  # services.probe.status.Thresholds
 _.cross_mounts  # services.content.fsstats.Snapshot
+_.csv  # services.bench.iomodel.IomodelRun
 _.culprit  # services.answers.events.CostlyEvent
 _.culprit_named  # services.lab.storm.StormPair
 _.culprit_share  # services.answers.events.CostSummary
@@ -127,6 +132,7 @@ _.darshan_lib  # services.lab.toolchain.Toolchain
 _.data_since  # services.telemetry.fsview.Span
 _.data_until  # services.telemetry.fsview.Span
 _.database  # store.check.Report
+_.dataset  # services.runtime.fs_names.JobFs
 _.datasets  # services.telemetry.collect.CollectSummary
 _.date  # services.telemetry.workload.DailyRates
 _.day  # services.answers.events.DayCost
@@ -137,8 +143,8 @@ _.diff_says_system  # services.lab.storm.StormPair
 _.diff_verdict  # services.lab.storm.StormPair
 _.diff_warnings  # services.content.fsstats.Contents
 _.dir  # services.lab.run.LabRun, services.lab.storm.StormPair
-_.direction  # services.bench.runs.BenchPage
-_.directory  # services.probe.run.ProbeInit, services.probe.targets.TargetRow
+_.direction  # services.bench.runs.BenchPage, services.bench.runs.CheckSeries, services.bench.runs.RunResult, services.bench.runs.SummaryRow, services.bench.runs.WindowResult
+_.directory  # services.bench.runs.BenchRun, services.probe.run.ProbeInit, services.probe.targets.TargetRow
 _.dirs  # services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
 _.dirs_a  # services.content.fsstats.GrowthTotal
 _.dirs_b  # services.content.fsstats.GrowthTotal
@@ -148,15 +154,16 @@ _.document  # services.content.fsstats.LoadedSnapshot
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
 _.drishti_codes  # services.lab.answers.CatalogueLabel
 _.dry_run  # services.runtime.retention.Pruning
-_.duration_s  # services.answers.events.IoEvent
+_.duplicates  # services.jobs.ingest.IngestCounts
+_.duration_s  # services.answers.events.IoEvent, services.bench.runs.RunResult, services.bench.runs.WindowResult
 _.durations  # services.answers.factors.Classified, services.answers.factors.GroupDensity
 _.elapsed_s  # services.lab.run.CaseRun
-_.end  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload
+_.end  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload
 _.entries  # services.content.fsstats.Snapshot
 _.entries_per_s  # services.content.fsstats.Snapshot
-_.error  # services.answers.factors.GroupDensity, services.lab.score.CaseScore, services.lab.score.PairScore, services.telemetry.imports.FailedSource
+_.error  # services.answers.factors.GroupDensity, services.bench.iomodel.RunError, services.bench.runs.ImportFailure, services.lab.score.CaseScore, services.lab.score.PairScore, services.telemetry.imports.FailedSource
 _.error_list  # services.content.fsstats.Snapshot
-_.errors  # services.content.fsstats.Contents, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.errors  # services.bench.iomodel.IomodelRun, services.content.fsstats.Contents, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.events  # services.answers.events.CulpritCost, services.answers.events.DayCost, services.answers.events.Events, services.answers.events.MonthCost, services.answers.report.Report, services.answers.why.Why, services.telemetry.fsview.Metadata, services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
 _.evidence  # services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.Finding
 _.example  # services.jobs.answer.Damage
@@ -167,7 +174,7 @@ _.exit_code  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
 _.expected  # services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus
 _.expected_label  # services.probe.status.TargetStatus
 _.expected_s  # services.probe.history.TargetHistory, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.Timeline
-_.experiment  # services.answers.factors.ExperimentShares
+_.experiment  # services.answers.factors.ExperimentShares, services.bench.iomodel.Configuration
 _.explained  # services.lab.score.PairScore, services.lab.score.PairsScore
 _.explained_s  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
 _.explained_share  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
@@ -176,19 +183,21 @@ _.exposed_jobs  # services.answers.events.IoEvent
 _.extra_io_s  # services.lab.storm.StormPair
 _.f1  # services.lab.score.LabelScore
 _.factor  # services.answers.changes.Change, services.answers.changes.ProbeMark
-_.failed  # services.jobs.darshan.JobsView, services.telemetry.collect.SourceSummary, services.telemetry.imports.ImportSummary
+_.failed  # services.bench.runs.BenchImport, services.jobs.darshan.JobsView, services.jobs.ingest.IngestCounts, services.telemetry.collect.SourceSummary, services.telemetry.imports.ImportSummary
 _.failed_at  # services.jobs.darshan.FailedLog
 _.failed_logs  # services.jobs.darshan.ArchiveSummary
 _.failed_over  # services.answers.why.Targets
+_.failed_runs  # services.bench.iomodel.Configuration, services.bench.iomodel.IomodelRun
 _.failover  # services.telemetry.fsview.LctlState, services.telemetry.fsview.LctlTarget
 _.failures  # services.probe.timeline.Timeline
 _.failures_total  # services.probe.timeline.Timeline
 _.families  # services.telemetry.exporter_lctl.FamilyList
 _.file_bytes  # services.probe.run.ProbeInit
 _.file_exceeds_memory  # services.probe.run.ProbeInit
+_.file_layout  # services.bench.iomodel.Configuration
 _.file_not_aligned_fraction  # services.jobs.answer.Access
 _.file_system  # services.answers.why.LogEvidence
-_.files  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collector.CollectorState, services.telemetry.imports.SourceImport, store.check.Report
+_.files  # services.bench.runs.BenchImport, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collector.CollectorState, services.telemetry.imports.SourceImport, store.check.Report
 _.files_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_below_1mib  # services.content.fsstats.Highlights
@@ -201,23 +210,26 @@ _.files_stored  # services.jobs.darshan.StoredJob
 _.files_vs_procs  # services.jobs.darshan.ArchiveSummary
 _.filters  # services.jobs.darshan.ArchiveSummary
 _.findings  # services.jobs.answer.JobReport, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob
+_.fio_s  # services.bench.runs.BenchRun
 _.first_sample  # services.probe.targets.TargetRow
+_.first_start  # services.jobs.scheduler.JobsImport
 _.fix  # services.jobs.answer.Finding, services.lab.score.PairScore, store.check.Problem
 _.fixed  # services.lab.score.PairScore
 _.fixed_verdict  # services.lab.score.PairScore
 _.flagged  # services.telemetry.fsview.Servers
 _.fn  # services.lab.score.LabelScore
-_.format  # services.content.fsstats.Snapshot
+_.format  # services.bench.runs.FileImport, services.content.fsstats.Snapshot
+_.found  # services.jobs.ingest.IngestCounts
 _.fp  # services.lab.score.LabelScore
 _.fraction_of_peak  # services.jobs.weather.Weather
 _.fractions  # services.answers.factors.ExperimentShares
-_.fs  # services.answers.events.Events, services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.BenchPage, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
+_.fs  # services.answers.events.Events, services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.BenchPage, services.bench.runs.BenchRun, services.bench.runs.CheckSeries, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.bench.runs.SummaryRow, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.fs_bytes  # services.jobs.weather.Weather
 _.fs_fullness  # services.telemetry.fsview.Capacity
 _.fs_io_time_s  # services.jobs.answer.Perf
 _.fs_read_bytes  # services.telemetry.fsview.Servers
-_.fs_type  # services.jobs.answer.Mount
+_.fs_type  # services.jobs.answer.Mount, services.runtime.fs_names.JobFs, services.runtime.fs_names.UnmappedMount
 _.fs_with_data  # services.telemetry.fsview.Span
 _.fs_write_bytes  # services.telemetry.fsview.Servers
 _.fullest  # services.telemetry.fsview.Capacity
@@ -243,6 +255,7 @@ _.history_s  # services.probe.status.BaselineInfo
 _.hists  # services.telemetry.fsview.BrwDistributions
 _.home  # services.lab.storm.StormPair
 _.host  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.probe.status.TargetStatus, services.probe.targets.Retired, services.probe.targets.TargetRow
+_.how  # services.runtime.fs_names.JobFs
 _.id  # services.answers.why.LogBudget, services.content.fsstats.SnapshotRow, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredJob
 _.ident  # services.answers.job_diff.DiffSide
 _.identity  # services.content.fsstats.LoadedSnapshot
@@ -251,6 +264,7 @@ _.idle_threshold  # services.telemetry.workload.Workload
 _.imbalance  # services.jobs.answer.Perf
 _.imported  # services.answers.imports.TelemetryImport, services.telemetry.fsview.LctlState
 _.imported_kept_rows  # services.runtime.retention.KindPruned
+_.ingested  # services.jobs.ingest.IngestCounts
 _.ingested_at  # services.jobs.darshan.StoredJob
 _.inputs  # services.answers.factors.ModelFile
 _.interfaces  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
@@ -265,31 +279,41 @@ _.io_time_change_s  # services.answers.job_diff.JobDiff
 _.io_time_exceeds_runtime  # services.jobs.answer.Perf
 _.io_time_layer  # services.jobs.answer.Perf
 _.io_time_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.LayerTime, services.jobs.answer.Perf, services.lab.storm.Twin
+_.iops  # services.bench.runs.RunResult, services.bench.runs.WindowResult
 _.ior  # services.lab.toolchain.Toolchain
 _.ioweather_codes  # services.lab.answers.CatalogueLabel
 _.ioweather_version  # services.content.fsstats.Snapshot
 _.job  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.why.Culprit, services.answers.why.Why, services.jobs.answer.JobReport, services.jobs.darshan.StoredJob, stats.umami.Umami
 _.job_url  # services.answers.events.CulpritCost, services.answers.events.EventJob
 _.job_weather  # services.answers.imports.TelemetryImport
-_.jobid  # services.answers.why.LogBudget, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.lab.storm.Twin
-_.jobs  # services.answers.events.IoEvent, services.answers.imports.WeatherRefresh, services.answers.umami.Correlations, services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers
+_.jobid  # services.answers.why.LogBudget, services.bench.runs.Submitted, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.lab.storm.Twin
+_.jobs  # services.answers.events.IoEvent, services.answers.imports.WeatherRefresh, services.answers.umami.Correlations, services.jobs.darshan.ArchiveSummary, services.jobs.scheduler.JobsImport, services.jobs.weather.WeatherRefresh, services.telemetry.fsview.Talkers
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
 _.jobs_without_cores  # services.answers.events.IoEvent
-_.kept  # services.answers.imports.WeatherRefresh
+_.kept  # services.answers.imports.WeatherRefresh, services.jobs.weather.WeatherRefresh
 _.kind  # services.answers.job_diff.DiffCause, services.runtime.retention.KindPruned, services.telemetry.fsview.Span, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport
 _.kinds  # services.runtime.retention.Pruning
 _.label  # services.answers.factors.ExperimentShares, services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.content.fsstats.SnapshotRow, services.lab.answers.CatalogueLabel, services.lab.score.LabelScore, stats.umami.MetricRow
 _.labels  # services.answers.factors.Classified, services.content.fsstats.Contents, services.lab.answers.Catalogue, services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.lab.score.ToolScore, services.telemetry.exporter_lctl.FamilyRow
 _.largest_movers  # services.content.fsstats.Growth
+_.last_bps  # services.bench.runs.SummaryRow
+_.last_duration_s  # services.bench.runs.SummaryRow
 _.last_error  # services.telemetry.collect.SourceSummary
+_.last_fraction_of_peak  # services.bench.runs.CheckSeries, services.bench.runs.SummaryRow
+_.last_k  # services.bench.runs.SummaryRow
 _.last_sample  # services.probe.status.TargetStatus, services.probe.targets.TargetRow
 _.last_sample_age_s  # services.probe.status.TargetStatus, services.probe.targets.TargetRow
+_.last_standing  # services.bench.runs.SummaryRow
+_.last_start  # services.bench.runs.SummaryRow, services.jobs.scheduler.JobsImport
+_.lat_p50_s  # services.bench.runs.RunResult
+_.lat_p99_s  # services.bench.runs.RunResult
 _.layers  # services.jobs.answer.Perf
 _.lctl  # services.telemetry.fsview.Capacity
 _.lctl_at  # services.answers.why.Targets
 _.learning  # services.probe.history.TargetHistory, services.probe.status.BaselineInfo, services.probe.status.OpStatus, services.probe.timeline.Timeline
 _.learning_reason  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
 _.learning_span  # services.probe.status.BaselineInfo
+_.leftovers_removed  # services.bench.runs.BenchRun
 _.level  # services.jobs.answer.Finding, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredJob
 _.level_after  # services.answers.changes.Change, services.answers.changes.ProbeMark
 _.level_before  # services.answers.changes.Change, services.answers.changes.ProbeMark
@@ -313,11 +337,12 @@ _.mdtest  # services.lab.toolchain.Toolchain
 _.mean  # services.content.fsstats.Cdf
 _.mean_duration_s  # services.telemetry.collect.SourceSummary
 _.mean_ops_per_s  # services.telemetry.fsview.Metadata
-_.mean_s  # services.probe.slowdown.IntervalRow
+_.mean_s  # services.bench.iomodel.Configuration, services.bench.runs.SummaryRow, services.probe.slowdown.IntervalRow
 _.mean_total_bps  # services.telemetry.workload.Workload
 _.meaning  # services.lab.answers.CatalogueLabel
 _.median  # services.answers.why.ClimateMetric, services.probe.status.Climate
-_.median_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
+_.median_s  # services.bench.iomodel.Configuration, services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
+_.mem_layout  # services.bench.iomodel.Configuration
 _.mem_not_aligned_fraction  # services.jobs.answer.Access
 _.memory_bytes  # services.probe.run.ProbeInit
 _.message  # services.answers.factors.GroupDensity, services.answers.job_diff.DiffCause, services.bench.runs.BenchCheck, services.jobs.answer.Finding, services.probe.slowdown.Check, services.probe.status.Status
@@ -352,8 +377,9 @@ _.month  # services.answers.events.MonthCost
 _.monthly  # services.answers.events.CostSummary, services.telemetry.workload.Workload
 _.more_jobs  # services.answers.events.IoEvent
 _.most_popular_size  # services.content.fsstats.Highlights
-_.motif  # services.answers.umami.Correlations, services.answers.why.Climate, services.bench.runs.BenchPage, stats.umami.Umami
-_.mount  # services.answers.why.LogBudget, services.jobs.answer.Mount
+_.motif  # services.answers.umami.Correlations, services.answers.why.Climate, services.bench.runs.BenchPage, services.bench.runs.CheckSeries, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.bench.runs.SummaryRow, stats.umami.Umami
+_.motifs  # services.bench.runs.Submitted
+_.mount  # services.answers.why.LogBudget, services.jobs.answer.Mount, services.runtime.fs_names.JobFs, services.runtime.fs_names.UnmappedMount
 _.mounts  # services.answers.why.LogEvidence, services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.moved_bytes  # services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.mpi  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
@@ -373,7 +399,7 @@ _.no_capacity_data  # services.telemetry.fsview.Capacity
 _.no_data  # services.jobs.weather.Weather
 _.not_monitored  # services.jobs.answer.Interface
 _.note  # services.telemetry.fsview.Span
-_.notes  # services.answers.events.Events, services.answers.job_diff.JobDiff, services.answers.why.Why, services.content.fsstats.Snapshot, services.jobs.weather.Weather, services.lab.storm.StormPair, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers, services.telemetry.imports.SourceImport
+_.notes  # services.answers.events.Events, services.answers.job_diff.JobDiff, services.answers.why.Why, services.content.fsstats.Snapshot, services.jobs.scheduler.JobsImport, services.jobs.weather.Weather, services.lab.storm.StormPair, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers, services.telemetry.imports.SourceImport
 _.now_by_bytes  # services.telemetry.fsview.Talkers
 _.now_by_ops  # services.telemetry.fsview.Talkers
 _.now_s  # services.telemetry.fsview.Talkers
@@ -384,9 +410,10 @@ _.offset  # services.jobs.darshan.JobList
 _.ok  # services.telemetry.collect.SourceSummary
 _.old_coords  # services.answers.factors.DensityOptions
 _.older_than_s  # services.runtime.retention.KindPruned
-_.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.bench.iomodel.Configuration, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.opens  # services.jobs.answer.Interface
 _.ops  # services.answers.factors.Factors, services.probe.history.History, services.probe.status.TargetStatus, services.telemetry.fsview.Metadata
+_.optimum_s  # services.bench.runs.SummaryRow
 _.options  # services.answers.factors.ModelFile
 _.order  # services.jobs.darshan.JobList
 _.origin  # services.lab.toolchain.Toolchain
@@ -396,9 +423,11 @@ _.other_a  # services.content.fsstats.GrowthTotal
 _.other_b  # services.content.fsstats.GrowthTotal
 _.other_change  # services.content.fsstats.GrowthTotal
 _.other_change_pct  # services.content.fsstats.GrowthTotal
+_.out  # services.bench.iomodel.IomodelRun
+_.output  # services.bench.runs.Submitted
 _.overall  # services.probe.status.Status
 _.overhead  # services.content.fsstats.Highlights
-_.overlapped  # services.answers.imports.WeatherRefresh
+_.overlapped  # services.answers.imports.WeatherRefresh, services.jobs.weather.WeatherRefresh
 _.overlapped_by  # services.jobs.answer.Finding
 _.overlaps  # services.jobs.answer.Finding
 _.overloaded  # services.telemetry.fsview.Failover
@@ -412,14 +441,14 @@ _.p01  # services.probe.status.Climate
 _.p90_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
 _.p95_s  # services.probe.slowdown.IntervalRow
 _.p99  # services.probe.status.Climate
-_.p99_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
+_.p99_s  # services.bench.iomodel.Configuration, services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
 _.p_fs  # stats.umami.MetricRow
 _.pairs  # services.lab.score.PairsScore, services.lab.score.Scores
 _.partial  # services.jobs.answer.Interface
 _.partial_modules  # services.jobs.answer.JobHeader
 _.partially_shared  # services.jobs.answer.Sharing
 _.partially_shared_bytes  # services.jobs.answer.Sharing
-_.path  # services.answers.factors.ModelFile, services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.jobs.darshan.FailedLog, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob, services.probe.targets.Skipped, services.runtime.retention.Skipped, store.check.Problem
+_.path  # services.answers.factors.ModelFile, services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.bench.runs.FileImport, services.bench.runs.ImportFailure, services.jobs.darshan.FailedLog, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob, services.probe.targets.Skipped, services.runtime.retention.Skipped, store.check.Problem
 _.peak  # services.telemetry.fsview.SeriesEvent
 _.peak_bps  # services.answers.events.IoEvent, services.answers.why.Event
 _.peak_ops_per_s  # services.telemetry.fsview.Metadata
@@ -464,9 +493,11 @@ _.quiet_system_share  # services.lab.storm.StormPair
 _.r  # services.answers.umami.CorrelationRow, stats.umami.MetricRow
 _.r_fs  # stats.umami.MetricRow
 _.ranks_with_io  # services.jobs.answer.Imbalance
+_.rates  # services.bench.runs.RunWindow
 _.read  # services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.BrwTarget
 _.read_bps  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
 _.read_bytes  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
+_.read_bytes_bps  # services.bench.runs.Rates
 _.read_histogram  # services.jobs.answer.Access
 _.read_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
 _.read_write_ratio  # services.telemetry.workload.Workload
@@ -481,27 +512,33 @@ _.recovery_connected_clients  # services.telemetry.fsview.LustreTarget
 _.recovery_evicted_clients  # services.telemetry.fsview.LustreTarget
 _.recovery_label  # services.telemetry.fsview.LustreTarget
 _.reference  # services.probe.status.BaselineInfo
+_.regression  # services.bench.runs.SummaryRow
 _.relations  # services.jobs.answer.Damage
 _.repaired  # store.check.Problem
+_.replaced  # services.jobs.scheduler.JobsImport
 _.replaced_files  # services.telemetry.imports.SourceImport
 _.resolution  # services.probe.timeline.Timeline
 _.resolution_s  # services.probe.timeline.Timeline
 _.result  # services.telemetry.workload.WorkloadView
+_.results  # services.bench.runs.RunSummary, services.bench.runs.RunWindow
 _.retention  # services.answers.imports.TelemetryImport
 _.retired  # services.probe.targets.Retired
 _.role  # services.lab.storm.Twin
 _.root  # services.content.fsstats.GrowthSide, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
 _.root_is_symlink  # services.content.fsstats.Snapshot
-_.rows  # services.answers.events.EventList, services.answers.umami.CorrelationListing, services.answers.umami.Correlations, services.answers.umami.FeatureImport, services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.content.fsstats.SnapshotListing, services.jobs.darshan.FailedLogs, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobRows, services.probe.slowdown.IntervalStats, services.probe.slowdown.Slowdown, services.probe.targets.Targets, services.runtime.retention.KindPruned, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport
+_.rows  # services.answers.events.EventList, services.answers.umami.CorrelationListing, services.answers.umami.Correlations, services.answers.umami.FeatureImport, services.bench.iomodel.IomodelRun, services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.content.fsstats.SnapshotListing, services.jobs.darshan.FailedLogs, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobRows, services.probe.slowdown.IntervalStats, services.probe.slowdown.Slowdown, services.probe.targets.Targets, services.runtime.retention.KindPruned, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport
 _.rows_dropped  # services.telemetry.collect.CollectSummary
-_.rows_in_file  # services.answers.umami.FeatureImport
+_.rows_in_file  # services.answers.umami.FeatureImport, services.bench.runs.FileImport
 _.rows_kept_by_paper_filters  # services.answers.umami.FeatureImport
 _.rows_per_s  # services.telemetry.imports.SourceImport
 _.rows_written  # services.telemetry.collect.CollectSummary
 _.rule  # services.telemetry.fsview.Servers
 _.run  # services.bench.runs.BenchPage, services.lab.answers.RunAndScores
+_.run_id  # services.bench.iomodel.RunError, services.bench.runs.RunSummary, services.bench.runs.RunWindow
+_.running  # services.jobs.scheduler.JobsImport
 _.running_jobs  # services.answers.events.IoEvent
-_.runs  # services.answers.factors.Densities, services.bench.runs.BenchPage, services.probe.targets.Purged, services.probe.targets.TargetRow
+_.runs  # services.answers.factors.Densities, services.bench.iomodel.Configuration, services.bench.iomodel.IomodelRun, services.bench.runs.BenchImport, services.bench.runs.BenchPage, services.bench.runs.BenchRun, services.bench.runs.FileImport, services.bench.runs.SummaryRow, services.probe.targets.Purged, services.probe.targets.TargetRow
+_.runs_json  # services.bench.iomodel.IomodelRun
 _.runtime_s  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.same  # services.lab.score.PairScore
 _.same_code  # services.answers.job_diff.JobDiff
@@ -513,27 +550,32 @@ _.samples_total  # services.probe.timeline.Timeline
 _.schema_versions  # store.check.Report
 _.scored  # services.lab.score.PairsScore
 _.scores  # services.lab.answers.RunAndScores
+_.script  # services.bench.runs.Submitted
 _.seconds  # services.telemetry.imports.SourceImport
+_.seed  # services.bench.iomodel.IomodelRun
 _.seen  # services.telemetry.fsview.LctlTarget, services.telemetry.fsview.LustreTarget
 _.seq_fraction  # services.jobs.answer.Access
 _.series  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.changes.SkippedSeries, services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.exporter_lctl.FamilyRow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
 _.series_examined  # services.answers.changes.Changes
 _.server_cpu_pct  # services.jobs.weather.Weather
+_.session  # services.bench.iomodel.IomodelRun
 _.set  # services.answers.umami.FeatureImport
 _.share  # services.answers.events.EventJob, services.answers.why.Culprit
 _.share_of_bytes_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth
 _.share_of_files_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth
 _.shared  # services.jobs.answer.Sharing
 _.shared_bytes  # services.jobs.answer.Sharing
+_.shared_mount  # services.runtime.fs_names.JobFs
 _.sharing  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.shown  # services.jobs.darshan.JobsPlot, services.telemetry.workload.WorkloadSeries
 _.significance  # services.answers.factors.DensityOptions, services.answers.factors.Factors
 _.since  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.since_ns  # services.telemetry.fsview.Span
-_.size_bytes  # services.jobs.answer.AccessSize, services.jobs.darshan.FailedLog
+_.size_bytes  # services.bench.iomodel.Configuration, services.jobs.answer.AccessSize, services.jobs.darshan.FailedLog
 _.sizes  # services.answers.factors.Classified
-_.skipped  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.imports.WeatherRefresh, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collect.SourceSummary
+_.skipped  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.imports.WeatherRefresh, services.bench.runs.FileImport, services.jobs.ingest.IngestCounts, services.jobs.weather.WeatherRefresh, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collect.SourceSummary
 _.skipped_mounts  # services.content.fsstats.Snapshot
+_.skipped_rows  # services.bench.runs.BenchImport, services.bench.runs.FileImport
 _.slowdown  # services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.Sparkline, services.probe.timeline.TimelineInterval
 _.slowdown_threshold  # services.answers.events.CostSummary
 _.slowest_rank  # services.jobs.answer.LayerTime, services.jobs.answer.Perf
@@ -545,18 +587,18 @@ _.snapshot_id  # services.content.fsstats.Contents
 _.snapshot_time  # services.content.fsstats.GrowthSide, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
 _.snapshots  # services.content.fsstats.Contents
 _.sort  # services.jobs.darshan.JobList, services.telemetry.fsview.Servers
-_.source  # services.content.fsstats.GrowthSide, services.telemetry.imports.FailedSource, services.telemetry.imports.SourceImport, stats.umami.Umami
+_.source  # services.content.fsstats.GrowthSide, services.jobs.scheduler.JobsImport, services.telemetry.imports.FailedSource, services.telemetry.imports.SourceImport, stats.umami.Umami
 _.sources  # services.telemetry.collect.CollectSummary, services.telemetry.imports.ImportSummary
 _.span_s  # services.probe.status.BaselineInfo
 _.sparkline  # services.probe.status.TargetStatus
 _.split  # services.answers.factors.DensityOptions, services.answers.factors.Factors
 _.sqlite  # store.check.Report
 _.stale_after_s  # services.probe.status.TargetStatus
-_.start  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
+_.start  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
 _.start_ns  # services.answers.factors.GroupDensity
 _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.timeline.Timeline
-_.state  # services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.LctlTarget
+_.state  # services.bench.runs.CheckSeries, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.LctlTarget
 _.state_label  # services.telemetry.fsview.LctlTarget
 _.statistic  # services.answers.changes.Change, services.answers.changes.ProbeMark
 _.status  # services.bench.runs.BenchCheck, services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth, services.lab.run.CaseRun, services.probe.slowdown.Check
@@ -577,7 +619,8 @@ _.symlinks_a  # services.content.fsstats.GrowthTotal
 _.symlinks_b  # services.content.fsstats.GrowthTotal
 _.symlinks_change  # services.content.fsstats.GrowthTotal
 _.symlinks_change_pct  # services.content.fsstats.GrowthTotal
-_.system  # services.answers.job_diff.JobDiff, services.answers.umami.Correlations, services.answers.why.Evidence, services.answers.why.LogEvidence
+_.symlinks_skipped  # services.jobs.ingest.IngestCounts
+_.system  # services.answers.job_diff.JobDiff, services.answers.umami.Correlations, services.answers.why.Evidence, services.answers.why.LogEvidence, services.bench.runs.FileImport
 _.system_model  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
 _.system_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
 _.system_share_of_extra  # services.lab.storm.StormPair
@@ -589,10 +632,12 @@ _.targets_met  # services.lab.storm.StormPair
 _.threads  # services.content.fsstats.Snapshot
 _.threshold  # services.jobs.answer.Finding
 _.thresholds  # services.probe.history.History, services.probe.status.Status, services.probe.timeline.Timeline
+_.throughput_bps  # services.bench.iomodel.Configuration
 _.ticks  # services.telemetry.collect.CollectSummary
-_.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.jobs.answer.Imbalance, services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries, services.telemetry.workload.WorkloadSeries
+_.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.bench.runs.Rates, services.jobs.answer.Imbalance, services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries, services.telemetry.workload.WorkloadSeries
 _.timeline  # services.answers.factors.Factors
 _.timeouts  # services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval, services.telemetry.collect.SourceSummary
+_.timezone  # services.jobs.scheduler.JobsImport
 _.title  # services.telemetry.fsview.BrwHistogram
 _.tolerated  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.tool  # services.lab.score.ToolScore
@@ -611,6 +656,7 @@ _.total  # services.content.fsstats.Growth, services.jobs.darshan.FailedShown, s
 _.total_bps  # services.telemetry.workload.WorkloadSeries
 _.total_ops  # services.telemetry.fsview.Metadata
 _.total_ops_per_s  # services.telemetry.fsview.Metadata
+_.total_s  # services.bench.runs.BenchRun
 _.totals  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.tp  # services.lab.score.LabelScore
 _.type  # services.telemetry.exporter_lctl.FamilyRow
@@ -621,6 +667,7 @@ _.unexplained_s  # services.answers.why.LogBudget, services.answers.why.Why
 _.unique  # services.jobs.answer.Sharing
 _.unique_bytes  # services.jobs.answer.Sharing
 _.unit  # services.content.fsstats.Cdf
+_.unmapped  # services.runtime.fs_names.JobFs
 _.unplanted  # services.lab.score.CaseScore
 _.until  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.until_ns  # services.telemetry.fsview.Span
@@ -638,7 +685,7 @@ _.version  # services.lab.score.ToolScore
 _.walk_s  # services.content.fsstats.Snapshot
 _.wall_s  # services.telemetry.collect.CollectSummary
 _.warn  # services.probe.status.Thresholds
-_.warnings  # services.jobs.answer.JobReport, services.telemetry.workload.WorkloadView
+_.warnings  # services.bench.iomodel.IomodelRun, services.jobs.answer.JobReport, services.telemetry.workload.WorkloadView
 _.was  # services.probe.targets.Retired
 _.weather  # stats.umami.Umami
 _.weather_verdict  # services.jobs.darshan.JobRow
@@ -651,6 +698,7 @@ _.worth  # services.jobs.answer.Finding
 _.write  # services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.BrwTarget
 _.write_bps  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
 _.write_bytes  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
+_.write_bytes_bps  # services.bench.runs.Rates
 _.write_histogram  # services.jobs.answer.Access
 _.write_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
 _.writes  # services.jobs.answer.Interface

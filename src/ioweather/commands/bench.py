@@ -67,12 +67,12 @@ def register(cli: click.Group) -> None:
                 stderr.print(f"running {name} ...")
 
         out = svc.run(open_store(settings), motifs, directory, size, tasks, md_files, fs, max_share, on_motif=note)
-        if out["leftovers_removed"]:
-            stderr.print(f"removed {out['leftovers_removed']} leftover files of an interrupted run")
+        if out.leftovers_removed:
+            stderr.print(f"removed {out.leftovers_removed} leftover files of an interrupted run")
         if as_json:
-            print_json(out)
+            print_json(out.to_json())
             return
-        rows = [{"run_id": r["run_id"], "motif": r["motif"], **x} for r in out["runs"] for x in r["results"]]
+        rows = [{"run_id": r.run_id, "motif": r.motif, **vars(x)} for r in out.runs for x in r.results]
         print_table(rows, [("run_id", "run"), ("motif", "motif"), ("direction", "direction"),
                            ("duration_s", "duration", _secs), ("bw_bps", "bandwidth", _bps),
                            ("iops", "IOPS", lambda v: f"{v:,.0f}"), ("lat_p99_s", "p99 latency", _secs)])
@@ -91,9 +91,9 @@ def register(cli: click.Group) -> None:
 
         out = svc.submit(settings, motifs, directory, size, tasks, md_files, fs, max_share, list(sbatch_args))
         if as_json:
-            print_json(out)
+            print_json(out.to_json())
         else:
-            click.echo(f"submitted batch job {out['jobid']} ({', '.join(out['motifs'])}); output in {out['output']}")
+            click.echo(f"submitted batch job {out.jobid} ({', '.join(out.motifs)}); output in {out.output}")
 
     @bench.command("import")
     @click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
@@ -111,18 +111,18 @@ def register(cli: click.Group) -> None:
         from ioweather.views.output import print_json
 
         out = svc.import_files(open_store(settings), paths, fmt, fs, motif)
-        for f in out["by_file"]:
-            for reason in f.get("skipped", []):
-                click.echo(f"ioweather: warning: {f['path']}: skipped {reason}", err=True)
-        for f in out["failed"]:
-            click.echo(f"ioweather: error: {f['error']}", err=True)
+        for f in out.by_file:
+            for reason in f.skipped or []:
+                click.echo(f"ioweather: warning: {f.path}: skipped {reason}", err=True)
+        for failure in out.failed:
+            click.echo(f"ioweather: error: {failure.error}", err=True)
         if as_json:
-            print_json(out)
+            print_json(out.to_json())
         else:
-            click.echo(f"imported {out['runs']} runs from {out['files']} files"
-                       + (f" ({out['skipped_rows']} rows without a time or performance skipped)"
-                          if out["skipped_rows"] else ""))
-        if out["failed"]:
+            click.echo(f"imported {out.runs} runs from {out.files} files"
+                       + (f" ({out.skipped_rows} rows without a time or performance skipped)"
+                          if out.skipped_rows else ""))
+        if out.failed:
             sys.exit(2)
 
     @bench.command()
@@ -152,7 +152,7 @@ def register(cli: click.Group) -> None:
         if as_json:
             print_json(answer.to_json())
             return
-        print_table(answer.rows, [("motif", "motif"), ("direction", "direction"), ("fs", "fs"), ("runs", "runs"),
+        print_table(answer.to_json(), [("motif", "motif"), ("direction", "direction"), ("fs", "fs"), ("runs", "runs"),
                            ("optimum_s", "optimum", _secs), ("mean_s", "mean", _secs),
                            ("contention", "contention", _ratio), ("best_bps", "best", _bps),
                            ("last_fraction_of_peak", "last / peak", _ratio),

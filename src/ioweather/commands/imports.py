@@ -160,13 +160,13 @@ def _import_jobs(settings, kind, source, options, as_json) -> None:
     from ioweather.services.jobs.scheduler import import_jobs
 
     summary = import_jobs(settings, kind, source, **options)
-    for note in summary["notes"]:
+    for note in summary.notes:
         _note(note)
     if as_json:
-        print_json(summary)
+        print_json(summary.to_json())
         return
-    print_table([summary], [
+    print_table([summary.to_json()], [
         ("source", "source"), ("cluster", "cluster", lambda c: c or "''"), ("jobs", "jobs"), ("running", "running"),
         ("replaced", "replaced"), ("first_start", "first start (UTC)", short_time),
         ("last_start", "last start (UTC)", short_time)],
-        title=f"scheduler jobs imported (local times read in zone {summary['timezone']})")
+        title=f"scheduler jobs imported (local times read in zone {summary.timezone})")

@@ -73,15 +73,15 @@ def register(cli: click.Group) -> None:
             stderr.print(f"ioweather: warning: {w}", highlight=False)
         result = svc.run_plan(plan, out or svc.default_out(settings), csv_path, _say)
         if as_json:
-            print_json(result)
+            print_json(result.to_json())
         else:
-            print_table(result["configurations"], [
+            print_table(result.to_json()["configurations"], [
                 ("experiment", "experiment"), ("size_bytes", "size", format_bytes), ("runs", "runs"), ("count", "n"),
                 ("median_s", "median", format_seconds), ("p99_s", "p99", format_seconds),
                 ("mean_s", "mean", format_seconds), ("throughput_bps", "throughput", _rate)],
-                title=f"io-model, {result['rows']} operations", empty="no operation succeeded")
-            stderr.print(f"wrote {result['rows']} rows to {result['out']} (run metadata: {result['runs_json']})",
+                title=f"io-model, {result.rows} operations", empty="no operation succeeded")
+            stderr.print(f"wrote {result.rows} rows to {result.out} (run metadata: {result.runs_json})",
                          highlight=False)
-        if result["failed_runs"]:
-            stderr.print(f"ioweather: error: {result['failed_runs']} of {result['runs']} runs failed", highlight=False)
+        if result.failed_runs:
+            stderr.print(f"ioweather: error: {result.failed_runs} of {result.runs} runs failed", highlight=False)
             sys.exit(1)

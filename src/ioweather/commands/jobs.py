@@ -22,18 +22,16 @@ def _write_html(out: str, text: str, *, quiet: bool) -> None:
         stderr.print(f"wrote {display_path(out)}")
 
 
-def _ingest_report(counts: dict, as_json: bool) -> None:
-    if as_json:
-        print_json(counts)
-        return
+def _ingest_report(counts) -> None:
+    """`jobs ingest`'s lines for a person (an `IngestCounts`)."""
     # duplicates: content already stored (another path, or another ingest running at the same time)
-    click.echo(f"{counts['ingested']} logs ingested, {counts['failed']} failed, "
-               f"{counts['duplicates']} duplicates (content already stored), "
-               f"{counts['skipped']} already ingested ({counts['found']} found)")
-    if counts["failed"]:
+    click.echo(f"{counts.ingested} logs ingested, {counts.failed} failed, "
+               f"{counts.duplicates} duplicates (content already stored), "
+               f"{counts.skipped} already ingested ({counts.found} found)")
+    if counts.failed:
         click.echo("see the reasons with: ioweather jobs failed", err=True)
-    if counts["symlinks_skipped"]:
-        click.echo(f"{counts['symlinks_skipped']} symlinks skipped (--follow-symlinks to read them)", err=True)
+    if counts.symlinks_skipped:
+        click.echo(f"{counts.symlinks_skipped} symlinks skipped (--follow-symlinks to read them)", err=True)
 
 
 class _JobCommands(click.Group):
@@ -139,7 +137,10 @@ def register(cli: click.Group) -> None:
                 counts = run(settings, list(paths), workers=workers or default_workers(), dask_address=dask_address,
                              cores_per_node=cores_per_node, follow_symlinks=follow_symlinks,
                              progress_cb=lambda done, total: bar.update(task, completed=done, total=total))
-            _ingest_report(counts, as_json)
+            if as_json:
+                print_json(counts.to_json())
+            else:
+                _ingest_report(counts)
 
     @jobs.command("failed")
     @json_option

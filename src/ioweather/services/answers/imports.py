@@ -80,6 +80,7 @@ def _refresh_job_weather(settings, span: tuple[str, int, int] | None = None) -> 
     try:
         if COMPONENT.name not in store.versions():
             return None
-        return after_import(store, span=span)
+        refreshed = after_import(store, span=span)
+        return None if refreshed is None else refreshed.to_json()
     finally:
         store.dispose()

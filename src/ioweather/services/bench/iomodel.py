@@ -10,10 +10,12 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from ioweather import __version__
+from ioweather.encoding import answer_dict
 from ioweather.errors import from_os_error
 from ioweather.units import format_bytes, ns_to_iso
 from ioweather.views.output import progress
@@ -48,7 +50,60 @@ def default_out(settings) -> Path:
     return d / f"iomodel-{stamp}.parquet"
 
 
-def summarize(out: Path, run_docs: list[dict]) -> list[dict]:
+@dataclass
+class Configuration:
+    """One configuration of the grid over all its runs and processes: its labels, the transfer size in
+    bytes, runs that gave durations and runs that failed, and stats.iomodel.summarize_durations' numbers
+    (operations, median, 99th percentile and mean seconds, total bytes over total seconds; None without
+    an operation)."""
+
+    experiment: str
+    cache: str
+    op: str
+    mem_layout: str
+    file_layout: str
+    size_bytes: int
+    runs: int
+    failed_runs: int
+    count: int
+    median_s: float | None
+    p99_s: float | None
+    mean_s: float | None
+    throughput_bps: float | None
+
+
+@dataclass
+class RunError:
+    """A run that failed, and why."""
+
+    run_id: str
+    error: str
+
+
+@dataclass
+class IomodelRun:
+    """`iomodel run --json`: where the rows went (Parquet, its runs sidecar, the CSV if asked), the session
+    and seed, rows written, runs done and failed (with their errors), the plan's warnings and the summary
+    per configuration in grid order."""
+
+    out: str
+    runs_json: str
+    csv: str | None
+    session: str
+    seed: int
+    rows: int
+    runs: int
+    failed_runs: int
+    errors: list[RunError]
+    warnings: list[str]
+    configurations: list[Configuration]
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), "errors": [answer_dict(e) for e in self.errors],
+                "configurations": [answer_dict(c) for c in self.configurations]}
+
+
+def summarize(out: Path, run_docs: list[dict]) -> list[Configuration]:
     """One row per configuration over all its runs and processes, in grid order."""
     # lazy: numpy via stats.iomodel: commands.iomodel imports this at its top: kept off `ioweather iomodel --help` and its usage errors
     from ioweather.stats.iomodel import summarize_durations
@@ -63,13 +118,13 @@ def summarize(out: Path, run_docs: list[dict]) -> list[dict]:
     for (experiment, cache, op, mem, file, size), docs in groups.items():
         ok = [d for d in docs if d.get("row_group") is not None and d["rows"] > 0]
         stats = summarize_durations(read_durations(out, [d["row_group"] for d in ok]), size)
-        rows.append({"experiment": experiment, "cache": cache, "op": op, "mem_layout": mem, "file_layout": file,
-                     "size_bytes": size, "runs": len(ok), "failed_runs": sum(1 for d in docs if d.get("error")), **stats})
+        rows.append(Configuration(experiment, cache, op, mem, file, size, len(ok),
+                                  sum(1 for d in docs if d.get("error")), **stats))
     return rows
 
 
-def run_plan(plan, out: Path, csv_path: Path | None, say: Callable[[str], None]) -> dict:
-    """Execute the plan into `out`; returns the JSON summary."""
+def run_plan(plan, out: Path, csv_path: Path | None, say: Callable[[str], None]) -> IomodelRun:
+    """Execute the plan into `out`; returns what was written and the summary per configuration."""
     # lazy: numpy via sources.iomodel: commands.iomodel imports this at its top: kept off `ioweather iomodel --help` and its usage errors
     from ioweather.sources import iomodel as src
     # lazy: pyarrow via store.iomodel, loaded only when this runs
@@ -119,7 +174,6 @@ def run_plan(plan, out: Path, csv_path: Path | None, say: Callable[[str], None])
         log(f"interrupted: kept the {len(run_docs)} completed runs in {out}")
         raise KeyboardInterrupt
     failed = [d for d in run_docs if d.get("error")]
-    return {"out": str(out), "runs_json": str(writer.sidecar), "csv": str(csv_path) if csv_path else None,
-            "session": session, "seed": plan.seed, "rows": writer.rows, "runs": len(run_docs),
-            "failed_runs": len(failed), "errors": [{"run_id": d["run_id"], "error": d["error"]} for d in failed],
-            "warnings": plan.warnings, "configurations": summarize(out, run_docs)}
+    return IomodelRun(str(out), str(writer.sidecar), str(csv_path) if csv_path else None, session, plan.seed,
+                      writer.rows, len(run_docs), len(failed), [RunError(d["run_id"], d["error"]) for d in failed],
+                      plan.warnings, summarize(out, run_docs))

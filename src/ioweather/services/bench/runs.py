@@ -25,13 +25,13 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from typing import TYPE_CHECKING
 
 from ioweather import signals
-from ioweather.encoding import Answer
+from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import StoreError, UserError, from_os_error
 from ioweather.files import write_atomic
 from ioweather.services.runtime.fs_names import fs_map_of, fs_name_of
@@ -180,12 +180,56 @@ def new_run_id(motif: str) -> str:
 
 # ----------------------------------------------------------------------------- run
 
+@dataclass
+class RunResult:
+    """One direction of a stored run as fio reported it: bytes, seconds, bytes per second, operations per
+    second and the latency percentiles in seconds (None when fio gave none)."""
+
+    direction: str
+    bytes: int | None
+    duration_s: float
+    bw_bps: float
+    iops: float | None
+    lat_p50_s: float | None
+    lat_p99_s: float | None
+
+
+@dataclass
+class RunSummary:
+    """A run `bench run` stored: its id, motif, file system, window (ISO 8601 UTC) and results."""
+
+    run_id: str
+    motif: str
+    fs: str
+    start: str
+    end: str
+    results: list[RunResult]
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), "results": [answer_dict(r) for r in self.results]}
+
+
+@dataclass
+class BenchRun:
+    """`bench run --json`: the runs stored, in the order run, the directory measured (its real path), the
+    file system they are filed under, seconds inside fio, leftover entries of an interrupted run removed,
+    and the whole command's seconds."""
+
+    runs: list[RunSummary]
+    directory: str
+    fs: str
+    fio_s: float = 0.0
+    leftovers_removed: int = 0
+    total_s: float = 0.0
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), "runs": [r.to_json() for r in self.runs]}
+
+
 def run(store, motifs, directory, size: int = DEFAULT_SIZE, tasks: int = DEFAULT_TASKS,
         md_files: int = DEFAULT_MD_FILES, fs: str | None = None, max_share: float = DEFAULT_MAX_SHARE,
-        on_motif=None) -> dict:
-    """Run `motifs` in DIR one after the other and store each finished run.
-
-    {"runs": [run summaries], "leftovers_removed": n, "fio_s": seconds inside fio, "total_s": ...}."""
+        on_motif=None) -> BenchRun:
+    """Run `motifs` in DIR one after the other and store each finished run."""
     names = motif_names(motifs)
     if size < 4096 or tasks < 1 or md_files < 1:
         raise UserError("need --size >= 4 KiB, --tasks >= 1 and --md-files >= 1")
@@ -196,11 +240,11 @@ def run(store, motifs, directory, size: int = DEFAULT_SIZE, tasks: int = DEFAULT
     fio.escape_path(root / WORK_NAME)  # refused now, not after the first motif's setup
     label = fs or fs_name_of(root, fs_map_of(store))
     t0 = time.perf_counter()
-    out = {"runs": [], "directory": str(root), "fs": label, "fio_s": 0.0}
+    out = BenchRun([], str(root), label)
     # SIGTERM (a scheduler's cancel, systemd's stop) unwinds like Ctrl-C, so the cleanup runs
     with signals.interrupting((signal.SIGTERM,)), _locked(root):
         work = root / WORK_NAME
-        out["leftovers_removed"] = _remove_work(work)
+        out.leftovers_removed = _remove_work(work)
         version = fio.version(exe)
         for name in names:
             need = space_needed(name, size, tasks, md_files)
@@ -210,12 +254,12 @@ def run(store, motifs, directory, size: int = DEFAULT_SIZE, tasks: int = DEFAULT
                                 f"of its {format_bytes(free)} free; lower --size/--tasks or raise --max-share")
             if on_motif:
                 on_motif(name)
-            out["runs"].append(_run_one(store, name, work, root, label, exe, version, size, tasks, md_files, out))
-    out["total_s"] = time.perf_counter() - t0
+            out.runs.append(_run_one(store, name, work, root, label, exe, version, size, tasks, md_files, out))
+    out.total_s = time.perf_counter() - t0
     return out
 
 
-def _run_one(store, name, work, root, label, exe, version, size, tasks, md_files, acc) -> dict:
+def _run_one(store, name, work, root, label, exe, version, size, tasks, md_files, acc: BenchRun) -> RunSummary:
     # lazy: sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.store import bench as bstore
 
@@ -230,7 +274,7 @@ def _run_one(store, name, work, root, label, exe, version, size, tasks, md_files
     try:
         doc, text = fio.run(fio_args(name, work, size, tasks, md_files), cwd=work, fio=exe)
     finally:
-        acc["fio_s"] += time.perf_counter() - t
+        acc.fio_s += time.perf_counter() - t
         _remove_work(work)
     end_ns = time.time_ns()
     results, reasons = fio.read_results(doc)
@@ -245,18 +289,27 @@ def _run_one(store, name, work, root, label, exe, version, size, tasks, md_files
     return _run_summary(rec)
 
 
-def _run_summary(rec: dict) -> dict:
-    return {"run_id": rec["run_id"], "motif": rec["motif"], "fs": rec["fs"], "start": ns_to_iso(rec["start_ns"]),
-            "end": ns_to_iso(rec["end_ns"]),
-            "results": [{"direction": r["direction"], "bytes": r["bytes"], "duration_s": r["duration_s"],
-                         "bw_bps": r["bw_bps"], "iops": r["iops"], "lat_p50_s": r.get("lat_p50_s"),
-                         "lat_p99_s": r.get("lat_p99_s")} for r in rec["results"]]}
+def _run_summary(rec: dict) -> RunSummary:
+    return RunSummary(rec["run_id"], rec["motif"], rec["fs"], ns_to_iso(rec["start_ns"]), ns_to_iso(rec["end_ns"]),
+                      [RunResult(r["direction"], r["bytes"], r["duration_s"], r["bw_bps"], r["iops"],
+                                 r.get("lat_p50_s"), r.get("lat_p99_s")) for r in rec["results"]])
 
 
 # ----------------------------------------------------------------------------- submit
 
+@dataclass
+class Submitted(Answer):
+    """`bench submit --json`: the Slurm job id, the batch script written, where the job's output goes and
+    the motifs it runs."""
+
+    jobid: str
+    script: str
+    output: str
+    motifs: list[str]
+
+
 def submit(settings, motifs, directory, size: int, tasks: int, md_files: int, fs: str | None,
-           max_share: float, sbatch_args: list[str] | None = None) -> dict:
+           max_share: float, sbatch_args: list[str] | None = None) -> Submitted:
     """Submit `ioweather bench run` as a Slurm batch job; the job stores its runs when it ends.
 
     The script names the store explicitly (IOWEATHER_HOME, IOWEATHER_DB), so the job writes where this
@@ -291,18 +344,61 @@ def submit(settings, motifs, directory, size: int, tasks: int, md_files: int, fs
         msg = (p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1]
         raise UserError(f"sbatch refused the job: {msg}")
     jobid = p.stdout.strip().split(";")[0]
-    return {"jobid": jobid, "script": str(path), "output": str(d / f"slurm-{jobid}.out"), "motifs": names}
+    return Submitted(jobid, str(path), str(d / f"slurm-{jobid}.out"), names)
 
 
 # ----------------------------------------------------------------------------- import
 
-def import_files(store, paths, fmt: str | None = None, fs: str | None = None, motif: str | None = None) -> dict:
+@dataclass
+class FileImport:
+    """One file `bench import` read: its path, format and runs stored. A fio JSON has `skipped` (why some of
+    its jobs were not stored); a tokio-abc summary has `rows_in_file`, `skipped_rows` (rows without a window
+    or a performance) and `system`. The fields a format does not have are left out of the JSON."""
+
+    path: str
+    format: str
+    runs: int
+    skipped: list[str] | None = None
+    rows_in_file: int | None = None
+    skipped_rows: int | None = None
+    system: str | None = None
+
+    def to_json(self) -> dict:
+        return {k: v for k, v in answer_dict(self).items() if v is not None}
+
+
+@dataclass
+class ImportFailure:
+    """A file that could not be imported, and the one line saying why."""
+
+    path: str
+    error: str
+
+
+@dataclass
+class BenchImport:
+    """`bench import --json`: files imported, runs stored, tokio-abc rows skipped, per file what it gave,
+    and the files that failed (the others went on)."""
+
+    files: int = 0
+    runs: int = 0
+    skipped_rows: int = 0
+    by_file: list[FileImport] = field(default_factory=list)
+    failed: list[ImportFailure] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), "by_file": [f.to_json() for f in self.by_file],
+                "failed": [answer_dict(f) for f in self.failed]}
+
+
+def import_files(store, paths, fmt: str | None = None, fs: str | None = None,
+                 motif: str | None = None) -> BenchImport:
     """Import fio JSON outputs and tokio-abc summaries (by --format, else by name: .json is fio, .csv[.gz] tokio-abc).
 
-    A file that cannot be imported is one entry of "failed" ({path, error}) and the others go on."""
+    A file that cannot be imported is one entry of `failed` and the others go on."""
     if fmt not in (None, "fio", "tokio-abc"):
         raise UserError(f"unknown format {fmt!r}; known: fio, tokio-abc")
-    totals = {"files": 0, "runs": 0, "skipped_rows": 0, "by_file": [], "failed": []}
+    totals = BenchImport()
     for p in paths:
         kind = fmt or ("tokio-abc" if str(p).endswith((".csv", ".csv.gz")) else "fio")
         try:
@@ -310,16 +406,16 @@ def import_files(store, paths, fmt: str | None = None, fs: str | None = None, mo
         except StoreError:
             raise  # the store, not this file: the next file would fail the same way
         except UserError as e:
-            totals["failed"].append({"path": str(p), "error": str(e)})
+            totals.failed.append(ImportFailure(str(p), str(e)))
             continue
-        totals["files"] += 1
-        totals["runs"] += r["runs"]
-        totals["skipped_rows"] += r.get("skipped_rows", 0)
-        totals["by_file"].append({"path": str(p), "format": kind, **r})
+        totals.files += 1
+        totals.runs += r.runs
+        totals.skipped_rows += r.skipped_rows or 0
+        totals.by_file.append(r)
     return totals
 
 
-def _import_fio(store, path, fs: str | None, motif: str | None) -> dict:
+def _import_fio(store, path, fs: str | None, motif: str | None) -> FileImport:
     # lazy: sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.store import bench as bstore
 
@@ -350,10 +446,10 @@ def _import_fio(store, path, fs: str | None, motif: str | None) -> dict:
     first = next(iter(runs.values()))
     first["json_text"] = text  # one copy of the file, beside the first of its runs
     bstore.put_runs(store, list(runs.values()))
-    return {"runs": len(runs), "skipped": reasons}
+    return FileImport(str(path), "fio", len(runs), skipped=reasons)
 
 
-def _import_abc(store, path) -> dict:
+def _import_abc(store, path) -> FileImport:
     """tokio-abc's per-run summaries, read and derived as `import job-features --preset tokio-abc` does."""
     import numpy as np
     # lazy: pandas, pyarrow, loaded only when this runs
@@ -392,7 +488,8 @@ def _import_abc(store, path) -> dict:
                                   "bytes": int(nbytes[i]) if np.isfinite(nbytes[i]) else None,
                                   "duration_s": float(end[i] - start[i]), "bw_bps": float(bw[i]), "iops": None}]}
     bstore.put_runs(store, list(runs.values()))
-    return {"runs": len(runs), "rows_in_file": len(raw), "skipped_rows": int(len(raw) - len(runs)), "system": system}
+    return FileImport(str(path), "tokio-abc", len(runs), rows_in_file=len(raw),
+                      skipped_rows=int(len(raw) - len(runs)), system=system)
 
 
 # ----------------------------------------------------------------------------- statistics
@@ -413,7 +510,43 @@ def _frame(store, motif=None, fs=None, columns=None, direction=None) -> "pd.Data
     return df
 
 
-def summary(store, motif: str | None = None, fs: str | None = None, last: int = 3, threshold: float = 0.5) -> list[dict]:
+@dataclass
+class SummaryRow:
+    """How one series (motif, direction, file system) stands: its runs, optimum and mean duration (seconds),
+    contention (mean / optimum), best rate (bytes per second), its last run (seconds, bytes per second,
+    fraction of peak, standing among the series' rates, ISO 8601 UTC start), its last runs' fractions of
+    peak oldest first (`last_k`, None where unknown) and the regression flag."""
+
+    motif: str
+    direction: str
+    fs: str
+    runs: int
+    optimum_s: float | None
+    mean_s: float | None
+    contention: float | None
+    best_bps: float | None
+    last_duration_s: float | None
+    last_bps: float | None
+    last_fraction_of_peak: float | None
+    last_standing: float | None
+    last_k: list[float | None]
+    regression: bool
+    last_start: str
+
+    @classmethod
+    def of(cls, row: dict) -> SummaryRow:
+        """From stats.bench.summary_row's row (its start in ns)."""
+        row = dict(row)
+        start = ns_to_iso(row.pop("last_start_ns"))
+        return cls(**row, last_start=start)
+
+    def to_json(self) -> dict:
+        """The row as the Benchmarks page has it (with `last_k`); `bench summary --json` leaves `last_k` out."""
+        return answer_dict(self)
+
+
+def summary(store, motif: str | None = None, fs: str | None = None, last: int = 3,
+            threshold: float = 0.5) -> list[SummaryRow]:
     """Per motif, direction and fs: runs, optimum_s, mean_s, contention, best_bps, the last run's
     fraction of peak and standing, and the regression flag (last `last` runs below `threshold`).
 
@@ -431,8 +564,7 @@ def summary(store, motif: str | None = None, fs: str | None = None, last: int = 
         t = tails[(g["motif"], g["direction"], g["fs"])]
         row = sb.summary_row(g, t["tail"], t["at_or_below"], k=last, threshold=threshold)
         if row is not None:
-            row["last_start"] = ns_to_iso(row.pop("last_start_ns"))
-            rows.append(row)
+            rows.append(SummaryRow.of(row))
     if not rows:
         raise _no_runs(motif, fs)
     return rows
@@ -446,10 +578,10 @@ class BenchSummary:
     the series' rates) and the regression flag. `rows` also hold each series' last fractions of peak
     (`last_k`), which the JSON leaves out: the Benchmarks page's rows carry them."""
 
-    rows: list[dict]
+    rows: list[SummaryRow]
 
     def to_json(self) -> list[dict]:
-        return [{k: v for k, v in r.items() if k != "last_k"} for r in self.rows]
+        return [{k: v for k, v in r.to_json().items() if k != "last_k"} for r in self.rows]
 
 
 def bench_summary(store, motif: str | None = None, fs: str | None = None, last: int = 3,
@@ -459,7 +591,18 @@ def bench_summary(store, motif: str | None = None, fs: str | None = None, last: 
 
 
 @dataclass(frozen=True)
-class BenchCheck(Answer):
+class CheckSeries:
+    """One series' state (OK, WARNING, CRITICAL) in `bench check`, with its last run's fraction of peak."""
+
+    motif: str
+    direction: str
+    fs: str
+    state: str
+    last_fraction_of_peak: float | None
+
+
+@dataclass(frozen=True)
+class BenchCheck:
     """`bench check`: the monitoring plugin's answer. `status` (OK, WARNING, CRITICAL, UNKNOWN) and its
     `exit_code` (0-3), the one `message` line with perfdata, and per series its `state` and the last
     run's fraction of peak."""
@@ -467,7 +610,10 @@ class BenchCheck(Answer):
     status: str
     exit_code: int
     message: str
-    series: list[dict]
+    series: list[CheckSeries]
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), "series": [answer_dict(c) for c in self.series]}
 
 
 def check(store, warn: float, crit: float, last: int = 3, motif: str | None = None,
@@ -483,22 +629,21 @@ def check(store, warn: float, crit: float, last: int = 3, motif: str | None = No
     except UserError as e:
         return BenchCheck(CHECK_NAMES[3], 3, f"IOWEATHER BENCH UNKNOWN - {e}", [])
     codes = {"OK": 0, "WARNING": 1, "CRITICAL": 2}
-    for r in rows:
-        r["state"] = sb.check_state(r["last_k"], last, warn, crit)
-    present = {codes[r["state"]] for r in rows}
-    code = next(c for c in CHECK_PRECEDENCE if c in present) if rows else 3
-    bad = [r for r in rows if codes[r["state"]] == code] if code else []
-    name = lambda r: f"{r['motif']}/{r['direction']}/{r['fs']}"  # noqa: E731
-    text = ("; ".join(f"{name(r)} last {last} runs below {crit if r['state'] == 'CRITICAL' else warn:g} of peak"
-                      for r in bad) if bad else f"{len(rows)} benchmark series within {warn:g} of peak")
-    perf = " ".join(f"'{name(r)}'={r['last_fraction_of_peak']:.3f};{warn:g};{crit:g};0;1"
-                    for r in rows if r["last_fraction_of_peak"] is not None)
+    series = [CheckSeries(r.motif, r.direction, r.fs, sb.check_state(r.last_k, last, warn, crit),
+                          r.last_fraction_of_peak) for r in rows]
+    present = {codes[c.state] for c in series}
+    code = next(c for c in CHECK_PRECEDENCE if c in present) if series else 3
+    bad = [c for c in series if codes[c.state] == code] if code else []
+    name = lambda c: f"{c.motif}/{c.direction}/{c.fs}"  # noqa: E731
+    text = ("; ".join(f"{name(c)} last {last} runs below {crit if c.state == 'CRITICAL' else warn:g} of peak"
+                      for c in bad) if bad else f"{len(series)} benchmark series within {warn:g} of peak")
+    perf = " ".join(f"'{name(c)}'={c.last_fraction_of_peak:.3f};{warn:g};{crit:g};0;1"
+                    for c in series if c.last_fraction_of_peak is not None)
     message = f"IOWEATHER BENCH {CHECK_NAMES[code]} - {text}" + (f" | {perf}" if perf else "")
-    return BenchCheck(CHECK_NAMES[code], code, message,
-                      [{k: r[k] for k in ("motif", "direction", "fs", "state", "last_fraction_of_peak")} for r in rows])
+    return BenchCheck(CHECK_NAMES[code], code, message, series)
 
 
-def gauges(store) -> list[dict]:
+def gauges(store) -> list[SummaryRow]:
     """The last run's bandwidth and fraction of peak per motif, direction and fs; [] without a bench table."""
     # lazy: sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.store import bench as bstore
@@ -527,14 +672,17 @@ class BenchPage(Answer):
     marked), its fraction of peak over time (ISO 8601 UTC ms) and its last 200 runs, newest first; `run`
     is `run_window` of the chosen run (default: the newest), None without runs."""
 
-    rows: list[dict]
+    rows: list[SummaryRow]
     motif: str
     direction: str
     fs: str
     histogram: dict
     series: dict
     runs: list[dict]
-    run: dict | None
+    run: RunWindow | None
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), "rows": [r.to_json() for r in self.rows]}
 
 
 def page(store, motif: str | None, direction: str | None, fs: str | None, run_id: str | None) -> BenchPage:
@@ -546,18 +694,18 @@ def page(store, motif: str | None, direction: str | None, fs: str | None, run_id
     from ioweather.stats import bench as sb
 
     rows = summary(store)
-    chosen = next((r for r in rows if (motif in (None, r["motif"]) and direction in (None, r["direction"])
-                                       and fs in (None, r["fs"]))), None)
+    chosen = next((r for r in rows if (motif in (None, r.motif) and direction in (None, r.direction)
+                                       and fs in (None, r.fs))), None)
     if chosen is None:
         raise UserError(f"no runs of motif {motif!r} {direction or ''} on {fs or 'any file system'}")
-    df = runs_table(store, chosen["motif"], chosen["fs"], chosen["direction"], _PAGE_COLUMNS)
+    df = runs_table(store, chosen.motif, chosen.fs, chosen.direction, _PAGE_COLUMNS)
     recent = df.tail(200)
     # one call for a series of 10^4 runs (ns_to_iso per run was a third of the page's time); ms, as ns_to_iso
     times = [t + "Z" for t in np.datetime_as_string(df["start_ns"].to_numpy(np.int64).astype("datetime64[ns]"),
                                                      unit="ms").tolist()]
     pick = run_id or (df["run_id"].iloc[-1] if len(df) else None)
     return BenchPage(
-        rows=rows, motif=chosen["motif"], direction=chosen["direction"], fs=chosen["fs"],
+        rows=rows, motif=chosen.motif, direction=chosen.direction, fs=chosen.fs,
         histogram=sb.histogram(df["duration_s"].to_numpy(float)),
         series={"time": times, "fraction_of_peak": [_fin(v) for v in df["fraction_of_peak"]],
                 "run_id": df["run_id"].tolist()},
@@ -571,7 +719,45 @@ def _fin(v) -> float | None:
     return float(v) if v is not None and math.isfinite(v) else None
 
 
-def run_window(store, run_id: str) -> dict:
+@dataclass
+class WindowResult:
+    """One direction of a stored run: bytes, seconds, bytes per second and operations per second."""
+
+    direction: str
+    bytes: int | None
+    duration_s: float
+    bw_bps: float | None
+    iops: float | None
+
+
+@dataclass
+class Rates:
+    """The servers' read and write rates (bytes per second, summed over targets; None where unknown) at
+    each interval (ISO 8601 UTC) around a run."""
+
+    time: list[str]
+    read_bytes_bps: list[float | None]
+    write_bytes_bps: list[float | None]
+
+
+@dataclass
+class RunWindow:
+    """A benchmark run (its window in ISO 8601 UTC, its results) and the servers' rates over that window
+    (`rates`, None without telemetry for its file system)."""
+
+    run_id: str
+    motif: str
+    fs: str
+    start: str
+    end: str
+    results: list[WindowResult]
+    rates: Rates | None = None
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), "results": [answer_dict(r) for r in self.results]}
+
+
+def run_window(store, run_id: str) -> RunWindow:
     """A run and the servers' read/write rates over its window (seed 004 Fig. 4); `rates` is None
     without telemetry for its file system. Only the window's telemetry is read."""
     # lazy: sqlalchemy via store: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
@@ -584,9 +770,9 @@ def run_window(store, run_id: str) -> dict:
         raise UserError(f"no benchmark run {run_id!r}")
     start, end = int(run["start_ns"]), int(run["end_ns"])
     pad = max(60 * 10**9, (end - start) // 2)
-    doc = {"run_id": run_id, "motif": run["motif"], "fs": run["fs"], "start": ns_to_iso(start), "end": ns_to_iso(end),
-           "results": [{k: r[k] for k in ("direction", "bytes", "duration_s", "bw_bps", "iops")} for r in run["results"]],
-           "rates": None}
+    doc = RunWindow(run_id, run["motif"], run["fs"], ns_to_iso(start), ns_to_iso(end),
+                    [WindowResult(*(r[k] for k in ("direction", "bytes", "duration_s", "bw_bps", "iops")))
+                     for r in run["results"]])
     if run["fs"] not in jt.known_fs(store.parquet_dir):
         return doc
     rows = jt.window_rows(store.parquet_dir, run["fs"], start - pad, end + pad, ["read_bytes", "write_bytes"])
@@ -595,17 +781,17 @@ def run_window(store, run_id: str) -> dict:
         return doc
     rows = rows.assign(rate=rows["value"] / rows["interval_s"].where(rows["interval_s"] > 0))
     agg = rows.groupby(["time_ns", "metric"])["rate"].sum().unstack("metric").sort_index()
-    doc["rates"] = {"time": [ns_to_iso(int(t)) for t in agg.index],
-                    **{f"{m}_bps": [_fin(v) for v in agg[m]] if m in agg else [] for m in ("read_bytes", "write_bytes")}}
+    doc.rates = Rates([ns_to_iso(int(t)) for t in agg.index],
+                      *([_fin(v) for v in agg[m]] if m in agg else [] for m in ("read_bytes", "write_bytes")))
     return doc
 
 
-def write_report(rows: list[dict], out: str) -> None:
+def write_report(rows: list[SummaryRow], out: str) -> None:
     """`bench summary --html`: Table 2's layout per file system, written beside and renamed."""
     # lazy: jinja2, rich via views.bench_report: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     from ioweather.views.bench_report import render
 
-    write_atomic(out, render(rows))
+    write_atomic(out, render([r.to_json() for r in rows]))
 
 
 def metric_families(store) -> list:
@@ -623,11 +809,11 @@ def metric_families(store) -> list:
     except UserError:
         return []
     for r in rows:
-        key = [r["motif"], r["direction"], r["fs"]]
-        if r["last_bps"] is not None:
-            bw.add_metric(key, r["last_bps"])
-        if r["last_fraction_of_peak"] is not None:
-            frac.add_metric(key, r["last_fraction_of_peak"])
+        key = [r.motif, r.direction, r.fs]
+        if r.last_bps is not None:
+            bw.add_metric(key, r.last_bps)
+        if r.last_fraction_of_peak is not None:
+            frac.add_metric(key, r.last_fraction_of_peak)
     return [bw, frac] if rows else []
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
+from ioweather.encoding import Answer
 from ioweather.errors import UserError, from_os_error, os_error_reason
 from ioweather.files import display_path, fd_path
 from ioweather.services.runtime.distributed import connect, map_unordered
@@ -153,7 +154,9 @@ def _first_visits(root: str, dirs: list[str], seen: set) -> list[str]:
     return out
 
 
-def job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size: int, mtime_ns: int) -> dict:
+def _job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size: int, mtime_ns: int) -> dict:
+    """The store's row of a job, by column (store.jobs.job_row_values types it): what `extract` hands the
+    batch writer, not an answer anyone reads."""
     import json
 
     # lazy: the statistics (pandas), loaded only when a log is read
@@ -243,7 +246,7 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
         if damage:
             ch["job"]["damage"] = damage
         findings = job_findings(clean, ch)
-        row = job_row_values(job_row(log, ch, findings, shown, log_hash, size, mtime))
+        row = job_row_values(_job_row(log, ch, findings, shown, log_hash, size, mtime))
         row["path_hash"] = path_hash(path)  # of the name's bytes: the display form may differ
         row["st_dev"], row["st_ino"] = dev, ino
         fc = file_columns(log)
@@ -441,10 +444,25 @@ class Ingest:
         self.last = time.monotonic()
 
 
+@dataclass(frozen=True)
+class IngestCounts(Answer):
+    """`jobs ingest --json`: logs stored by this run, failed (recorded with their reason), duplicates
+    (content already stored: under another path, twice in this run, or by an ingest running at the
+    same time), skipped (read before and unchanged since: not even opened), symlinks skipped by a
+    directory scan, and logs found."""
+
+    ingested: int
+    failed: int
+    duplicates: int
+    skipped: int
+    symlinks_skipped: int
+    found: int
+
+
 def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None = None,
            cores_per_node: int | None = None, progress_cb=None, follow_symlinks: bool = False,
-           dask_per_task: int | str = "auto") -> dict:
-    """Ingest `paths` (files and directories); returns counts. `progress_cb(n_done, n_total)`.
+           dask_per_task: int | str = "auto") -> IngestCounts:
+    """Ingest `paths` (files and directories); returns the counts. `progress_cb(n_done, n_total)`.
 
     With `dask_address` (a `--dask` value, services/runtime/distributed.py) the logs are read on a Dask
     cluster, connected to before the store is opened: a cluster that cannot be reached leaves no store.
@@ -459,12 +477,8 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
 
 
 def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node: int | None = None,
-            progress_cb=None, follow_symlinks: bool = False, dask_per_task: int | str = "auto") -> dict:
-    """`ingest`, on `client` (a Dask client) when given.
-
-    counts: ingested (stored by this run), failed, duplicates (content already stored, found by
-    hashing: under another path, twice in this run, or by an ingest running at the same time),
-    skipped (a file read before and unchanged since, `_unchanged`: not even opened), found.
+            progress_cb=None, follow_symlinks: bool = False, dask_per_task: int | str = "auto") -> IngestCounts:
+    """`ingest`, on `client` (a Dask client) when given: `IngestCounts` (skipped: `_unchanged`).
     Raises `Interrupted` on Ctrl-C or SIGTERM, after storing what was read.
     """
     store = open_store(settings)
@@ -522,7 +536,7 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
         from ioweather.services.jobs.weather import after_import
 
         after_import(store, client=client)  # the new jobs' weather and verdicts, for the Jobs list (issue 13)
-    return {**sink.counts, "found": len(todo) + skipped}
+    return IngestCounts(**sink.counts, found=len(todo) + skipped)
 
 
 def _unchanged(p: str, seen_files: dict, known_hashes: set[str], known_paths: dict) -> bool:

@@ -5,8 +5,10 @@ what happened."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from ioweather import signals
+from ioweather.encoding import Answer
 from ioweather.errors import UserError
 from ioweather.services.jobs.weather import after_import
 from ioweather.sources.telemetry.importers import importer
@@ -16,7 +18,24 @@ from ioweather.units import check_timezone, ns_to_iso
 from ioweather.views.output import progress
 
 
-def import_jobs(settings, kind: str, source: str | None = None, **options) -> dict:
+@dataclass(frozen=True)
+class JobsImport(Answer):
+    """`import slurm|nersc-jobsdb --json`: the source read, its cluster(s), the zone its local times were
+    read in, jobs stored (running: no end yet), stored jobs they replaced, the first and last start
+    (ISO 8601 UTC; None without jobs), and notes."""
+
+    source: str
+    cluster: str
+    timezone: str
+    jobs: int
+    running: int
+    replaced: int
+    first_start: str | None
+    last_start: str | None
+    notes: list[str]
+
+
+def import_jobs(settings, kind: str, source: str | None = None, **options) -> JobsImport:
     """Import the jobs of `source` (None: live, for a kind that can) with the importer of `kind`;
     `options` are the kind's own (slurm: since_ns, until_ns, cluster, tz, timeout_s). Returns the
     import summary. SIGTERM stops it as Ctrl-C does: the rows are stored in one transaction or not at all."""
@@ -32,7 +51,7 @@ def import_jobs(settings, kind: str, source: str | None = None, **options) -> di
         return _store(settings, rows, imp.notes, imp.ident(), imp.cluster, imp.zone)
 
 
-def _store(settings, rows: list[dict], notes: list[str], source: str, cluster: str | None, zone: str) -> dict:
+def _store(settings, rows: list[dict], notes: list[str], source: str, cluster: str | None, zone: str) -> JobsImport:
     notes = list(notes)
     store = open_store(settings)
     try:
@@ -44,17 +63,17 @@ def _store(settings, rows: list[dict], notes: list[str], source: str, cluster: s
     clusters = sorted({r["cluster"] for r in rows})
     if not rows:
         notes.append("no jobs to import")
-    return {
-        "source": source,
-        "cluster": cluster if cluster is not None else (clusters[0] if len(clusters) == 1 else ",".join(clusters)),
-        "timezone": zone,
-        "jobs": len(rows),
-        "running": sum(r["end_ns"] is None for r in rows),
-        "replaced": replaced,
-        "first_start": ns_to_iso(min(r["start_ns"] for r in rows)) if rows else None,
-        "last_start": ns_to_iso(max(r["start_ns"] for r in rows)) if rows else None,
-        "notes": notes,
-    }
+    return JobsImport(
+        source=source,
+        cluster=cluster if cluster is not None else (clusters[0] if len(clusters) == 1 else ",".join(clusters)),
+        timezone=zone,
+        jobs=len(rows),
+        running=sum(r["end_ns"] is None for r in rows),
+        replaced=replaced,
+        first_start=ns_to_iso(min(r["start_ns"] for r in rows)) if rows else None,
+        last_start=ns_to_iso(max(r["start_ns"] for r in rows)) if rows else None,
+        notes=notes,
+    )
 
 
 def _refresh_weather(store, rows: list[dict]) -> None:

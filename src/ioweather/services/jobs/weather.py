@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ioweather.config import check_dataset_name
+from ioweather.encoding import Answer
 from ioweather.errors import UserError
 from ioweather.services.runtime.distributed import map_unordered
-from ioweather.services.runtime.fs_names import job_fs, known_datasets
+from ioweather.services.runtime.fs_names import job_fs, JobFs, known_datasets
 from ioweather.stats import climate as cstats, coverage as cov, umami as um
 from ioweather.stats import job_weather as jws
 from ioweather.stats.probe import baseline_medians
@@ -44,6 +45,8 @@ from ioweather.store import jobs as jstore
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from ioweather.store.job_telemetry import DayTargets, Series
 
 
 MIB = 1024 * 1024
@@ -102,8 +105,9 @@ class Job:
         end = self.end_ns if self.end_ns is not None else self.start_ns
         return self.start_ns, end + int(cov.TAIL_S * 1e9)
 
-    def amounts(self) -> dict:
-        """The job's known amounts, by the names stats.coverage.coverage_factors reads."""
+    def amounts(self) -> dict[str, float]:
+        """The job's known amounts (bytes, operations) by the names stats.coverage.coverage_factors reads:
+        the lookup table that function takes, not an answer."""
         known = {"bytes_read": self.bytes_read, "bytes_written": self.bytes_written, "read_ops": self.read_ops,
                  "write_ops": self.write_ops, "opens": self.opens}
         return {k: v for k, v in known.items() if v is not None}
@@ -166,7 +170,7 @@ def find_job(store, job_id: str) -> Job | None:
     return None
 
 
-def fs_of(store, job: Job, fs: str | None = None, facts: bool = True, tables: dict | None = None) -> dict:
+def fs_of(store, job: Job, fs: str | None = None, facts: bool = True, tables: dict | None = None) -> JobFs:
     """services.runtime.fs_names.job_fs of `job` (a Darshan job found by id gets its per-file facts here, in place;
     without `facts`, only the bytes per mount are read, without pandas, and the job keeps its row alone;
     `tables` keeps the per-file parts read, for the jobs of one page that share one)."""
@@ -219,9 +223,9 @@ def choose_fs(store, job: Job, fs: str | None, facts: bool = True) -> str:
     if fs:
         check_dataset_name(fs)
     found = fs_of(store, job, fs, facts)
-    if found["dataset"] is not None:
-        return found["dataset"]
-    mounts = ", ".join(m["mount"] for m in found["unmapped"]) or "none named in its log"
+    if found.dataset is not None:
+        return found.dataset
+    mounts = ", ".join(m.mount for m in found.unmapped) or "none named in its log"
     names = known_datasets(store.parquet_dir)
     raise UserError(f"which file system did job {job.id} use? its mounts ({mounts}) map to no dataset with "
                     f"telemetry ({', '.join(names) or 'none'}): give --fs or an fs-map entry (docs/why.md)")
@@ -380,7 +384,19 @@ def _day_item(k: int, parquet_dir, fs: str, jobs: list[Job]) -> tuple:
     return (k, str(parquet_dir), fs, [j.window() for j in jobs], sorted(jws.ost_names(osts)) if osts else None)
 
 
-def read_day(item: tuple, con=None) -> dict:
+@dataclass
+class DayTelemetry:
+    """What `read_day` read for a day of jobs: the window series summed over targets by metric, the
+    targets that reported on each day, the rows of the jobs' own OSTs (None when their logs name none)
+    and each job's fullest OST (percent, its name). Arrays and frames for the weather's math, never JSON."""
+
+    series: dict[str, Series]
+    present: DayTargets
+    ost_rows: pd.DataFrame | None
+    fullest: list[tuple[float | None, str | None]]
+
+
+def read_day(item: tuple, con=None) -> DayTelemetry:
     """The telemetry a day of jobs needs (`_day_item`), read from the Parquet files alone: the window
     series summed over targets, the targets of each day, the rows of the jobs' own OSTs and each
     job's fullest OST. Module level: Dask workers run it."""
@@ -396,11 +412,12 @@ def read_day(item: tuple, con=None) -> dict:
     own = con is None
     con = con or connect_duckdb(threads=1)
     try:
-        return {"series": jt.window_series(parquet_dir, fs, lo, hi, WINDOW_METRICS, ("md_",), con=con),
-                "present": jt.day_targets(parquet_dir, fs, lo, hi, list(_BYTES), con=con),
-                "ost_rows": (jt.window_rows(parquet_dir, fs, lo, hi, WINDOW_METRICS[:4], targets=set(ost_names), con=con)
-                             if ost_names else None),
-                "fullest": _fullest_many(parquet_dir, fs, [w[0] for w in wins], con)}
+        return DayTelemetry(
+            series=jt.window_series(parquet_dir, fs, lo, hi, WINDOW_METRICS, ("md_",), con=con),
+            present=jt.day_targets(parquet_dir, fs, lo, hi, list(_BYTES), con=con),
+            ost_rows=(jt.window_rows(parquet_dir, fs, lo, hi, WINDOW_METRICS[:4], targets=set(ost_names), con=con)
+                      if ost_names else None),
+            fullest=_fullest_many(parquet_dir, fs, [w[0] for w in wins], con))
     finally:
         if own:
             con.close()
@@ -409,14 +426,14 @@ def read_day(item: tuple, con=None) -> dict:
 _BYTES = ("read_bytes", "write_bytes")
 
 
-def _weathers_of_day(store, jobs: list[Job], fs: str, data: dict, probes: ProbeBaselines) -> list[Weather]:
+def _weathers_of_day(store, jobs: list[Job], fs: str, data: DayTelemetry, probes: ProbeBaselines) -> list[Weather]:
     # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store import job_telemetry as jt
 
     wins = [j.window() for j in jobs]
     lo = min(w[0] for w in wins)
     hi = max(w[1] for w in wins)
-    series, present, ost_rows, fullest = data["series"], data["present"], data["ost_rows"], data["fullest"]
+    series, present, ost_rows, fullest = data.series, data.present, data.ost_rows, data.fullest
     sched = _Concurrency(store, lo, hi)
     probe_win = _ProbeWindows(probes, lo, hi)
     out = []
@@ -674,12 +691,25 @@ def with_files(store, jobs: list[Job]) -> list[Job]:
     return [done[j.key] if not j.files else j for j in jobs]
 
 
+@dataclass(frozen=True)
+class WeatherRefresh(Answer):
+    """What `refresh_all` did: Darshan jobs without a current weather when it began (`jobs`), weathers
+    computed, kept, jobs skipped (no file system with telemetry for them), and of those computed, how
+    many ran in the import's span (`overlapped`)."""
+
+    jobs: int
+    computed: int
+    kept: int
+    skipped: int
+    overlapped: int
+
+
 def refresh_all(store, fs: str | None = None, only_motif: str | None = None, client=None,
-                span: tuple[str, int, int] | None = None) -> dict:
+                span: tuple[str, int, int] | None = None) -> WeatherRefresh:
     """The incremental step: compute the weather of every Darshan job that has none yet or whose
-    window's telemetry changed, then the climates and verdicts of the motifs that changed.
-    {jobs, computed, kept, skipped}. Reads the job table and the stored signatures; the per-file rows
-    and the telemetry only of the jobs it computes, so it is cheap when little is new.
+    window's telemetry changed, then the climates and verdicts of the motifs that changed. Reads the job
+    table and the stored signatures; the per-file rows and the telemetry only of the jobs it computes,
+    so it is cheap when little is new.
 
     With `only_motif` (one job's answer): the stored weather of that motif only is checked for new
     telemetry, and of the jobs without weather only those of that motif are computed. With `client`
@@ -692,7 +722,7 @@ def refresh_all(store, fs: str | None = None, only_motif: str | None = None, cli
     names = jt.known_fs(store.parquet_dir)
     n, new = wstore.darshan_without_weather(store, fs)
     if not names or n == 0:
-        return {"jobs": n, "computed": 0, "kept": 0, "skipped": n, "overlapped": 0}
+        return WeatherRefresh(jobs=n, computed=0, kept=0, skipped=n, overlapped=0)
     sigs = jt.WindowSignatures(store.parquet_dir)
     todo: set[str] = set(new)
     if fs and only_motif is not None and todo:
@@ -719,8 +749,8 @@ def refresh_all(store, fs: str | None = None, only_motif: str | None = None, cli
             tail = int(cov.TAIL_S * 1e9)
             overlapped += sum(1 for w in done.values()
                               if w.window_start_ns <= span[2] and w.window_end_ns - tail >= span[1])
-    return {"jobs": n, "computed": computed, "kept": n - computed - skipped, "skipped": skipped,
-            "overlapped": overlapped}
+    return WeatherRefresh(jobs=n, computed=computed, kept=n - computed - skipped, skipped=skipped,
+                          overlapped=overlapped)
 
 
 def _maybe_of_motif(store, log_hashes: set[str], fs: str, motif: str) -> set[str]:
@@ -744,7 +774,7 @@ def _maybe_of_motif(store, log_hashes: set[str], fs: str, motif: str) -> set[str
 
 
 def after_import(store, since_ns: int | None = None, until_ns: int | None = None, client=None,
-                 span: tuple[str, int, int] | None = None) -> dict | None:
+                 span: tuple[str, int, int] | None = None) -> WeatherRefresh | None:
     """The step `jobs ingest` and scheduler imports run after storing: the weather and verdict of every
     new job (and of the jobs of [since, until), whose concurrency an import of scheduler jobs there
     changed), so that the Jobs list and the report show verdicts without opening each job. A store
@@ -933,7 +963,7 @@ def stored_verdicts(store, log_hashes: list[str]) -> dict[str, str]:
     tables: dict = {}  # the jobs of one page mostly share a per-file part: read once
     for h, verdicts in by_job.items():
         job = find_job(store, h)
-        fs = fs_of(store, job, facts=False, tables=tables)["dataset"] if job is not None else None
+        fs = fs_of(store, job, facts=False, tables=tables).dataset if job is not None else None
         if fs in verdicts:
             out[h] = verdicts[fs]
     return out

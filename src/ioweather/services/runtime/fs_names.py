@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 
 from ioweather.config import dataset_for_mounts, fs_name, load_fs_map, short_host
+from ioweather.encoding import answer_dict
 from ioweather.errors import UserError
 from ioweather.sources.mounts import mount_entry
 
@@ -40,7 +42,45 @@ def check_fs(fs: str | None, names: list[str]) -> str | None:
     return fs
 
 
-def job_fs(parquet_dir, mounts: list[dict], fs: str | None = None, hosts: list[str] | None = None) -> dict:
+@dataclass(frozen=True)
+class UnmappedMount:
+    """A mount the job moved bytes on that maps to no dataset with telemetry."""
+
+    mount: str
+    fs_type: str | None
+    bytes: float
+
+
+@dataclass(frozen=True)
+class JobFs:
+    """A job's file system and its evidence: the telemetry `dataset` (None: none for its files), the
+    `mount` and `fs_type` it was found by, `how` (one line), the mounts that map to none, and the shared
+    file system's mount it moved the most bytes on, mapped or not (`shared_mount`: probes match it)."""
+
+    dataset: str | None
+    mount: str | None
+    fs_type: str | None
+    how: str | None
+    unmapped: list[UnmappedMount]
+    shared_mount: str | None
+
+    @classmethod
+    def of(cls, found: dict) -> JobFs:
+        """From config.dataset_for_mounts' dict."""
+        return cls(found["dataset"], found["mount"], found["fs_type"], found["how"],
+                   [UnmappedMount(m["mount"], m["fs_type"], m["bytes"]) for m in found["unmapped"]],
+                   found["shared_mount"])
+
+    def __getitem__(self, key: str):
+        # services/answers/why.py (another helper's file) reads this answer and config.dataset_for_mounts'
+        # dict alike, by key: this goes when it reads attributes
+        return getattr(self, key)
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), "unmapped": [answer_dict(m) for m in self.unmapped]}
+
+
+def job_fs(parquet_dir, mounts: list[dict], fs: str | None = None, hosts: list[str] | None = None) -> JobFs:
     """THE resolver of a job's file system: `why`, `umami`, the job page (its budget and its weather box)
     and the Jobs page all ask it, so they name one file system. `mounts` are the job's [{mount, fs_type,
     bytes}]; an explicit `fs` (checked) wins; else config.dataset_for_mounts with the site's fs-map.
@@ -51,5 +91,5 @@ def job_fs(parquet_dir, mounts: list[dict], fs: str | None = None, hosts: list[s
     nodes = [short_host(h) for h in hosts] if hosts else [short_host(socket.gethostname())]
     found = dataset_for_mounts(mounts, names, load_fs_map(Path(parquet_dir).parent), nodes)
     if check_fs(fs, names) is not None:
-        return {**found, "dataset": fs, "how": f"--fs {fs}"}
-    return found
+        found = {**found, "dataset": fs, "how": f"--fs {fs}"}
+    return JobFs.of(found)
