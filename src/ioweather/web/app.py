@@ -27,6 +27,7 @@ from ioweather.services.answers.metrics import CONTENT_TYPE_LATEST, ProbeMetrics
 from ioweather.web.context import WebConfig, WebContext
 from ioweather.web.errors import exception_handlers, json_response
 from ioweather.web.pages import load_pages
+from ioweather.web.pages import workload as workload_page
 from ioweather.web.registry import Page
 from ioweather.web.templating import Renderer, environment
 
@@ -170,6 +171,7 @@ def _lifespan(ctx: WebContext, warm: bool):
     @contextlib.asynccontextmanager
     async def lifespan(app):
         if warm:
+            _preload(ctx)
             threading.Thread(target=_warm, args=(ctx,), name="ioweather-warm", daemon=True).start()
         yield
         ctx.close()
@@ -199,6 +201,16 @@ def create_app(settings: Settings, config: WebConfig | None = None, *, warm: boo
                exception_handlers=exception_handlers(render))
     app.state.ctx = ctx
     return app
+
+
+def _preload(ctx: WebContext) -> None:
+    """Before the server listens: the Workload page's libraries when the store has telemetry to show
+    (web/pages/workload.load_libraries), so that no request imports them."""
+    try:
+        if ctx.settings.store_exists() and workload_page.has_telemetry(ctx):
+            workload_page.load_libraries()
+    except Exception:  # noqa: BLE001 - an optimisation only: the page imports what it needs itself
+        pass
 
 
 #: How long the warm-up's background work waits for the first answer to go out (see _warm).
