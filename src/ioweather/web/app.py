@@ -183,6 +183,11 @@ class _App(Starlette):
         return _Timing(super().build_middleware_stack(), self.state.ctx.answered.set)
 
 
+#: zlib's level for the pages' answers. Starlette's default, 9, took 3.0 s of CPU for a 2.9 MB History
+#: answer of 100 targets at load (1.12 MB out); 4 took 0.46 s for 1.16 MB, 1 0.17 s for 1.23 MB (issue 40).
+GZIP_LEVEL = 4
+
+
 #: The Host names a request may carry when the caller names none (services.runtime.server.allowed_hosts adds --host).
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
@@ -197,7 +202,7 @@ def create_app(settings: Settings, config: WebConfig | None = None, *, warm: boo
     render = Renderer(environment(), lambda: [p for p in _available(ctx, pages) if p.in_nav])
     app = _App(routes=_routes(ctx, pages, render), lifespan=_lifespan(ctx, warm),
                middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts), www_redirect=False),
-                           Middleware(GZipMiddleware, minimum_size=2048)],
+                           Middleware(GZipMiddleware, minimum_size=2048, compresslevel=GZIP_LEVEL)],
                exception_handlers=exception_handlers(render))
     app.state.ctx = ctx
     return app
