@@ -500,7 +500,8 @@ class ProbeCache:
             if lo < hi:
                 rolled, _ = self._scan(target, (lo, hi), (interval_s,), None)
                 parts.append(rolled[interval_s])
-        r.rows = concat_rollups(parts)
+        if len(parts) > 1:  # nothing new (most requests): not a copy and sort of the whole kept month
+            r.rows = concat_rollups(parts)
         r.covered = (a, b) if have is None else (min(a, have[0]), max(b, have[1]))
 
     # -- warm-up ----------------------------------------------------------------
