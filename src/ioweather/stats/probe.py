@@ -70,6 +70,19 @@ def interval_stats(op: np.ndarray, start_ns: np.ndarray, duration_ns: np.ndarray
     return rows
 
 
+def interval_medians(op: np.ndarray, start_ns: np.ndarray, duration_ns: np.ndarray, status: np.ndarray,
+                     interval_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(op codes, interval starts in ns, median s) of the (op, interval) groups with a successful sample:
+    `interval_stats`' `median_s` (the same grouping and quantile, so the same numbers; NaN under 2 samples)
+    without its other statistics and per-row dicts, which were most of a Status card's sparkline."""
+    key, step, first = _group_keys(op, start_ns, interval_s)
+    ok = np.asarray(status) == STATUS_OK
+    keys, starts, counts, v = sort_groups(key[ok], np.asarray(duration_ns, np.int64)[ok])
+    median = quantile_sorted(v / 1e9, starts, counts, STAT_QUANTILES["median"])
+    keys = np.asarray(keys, np.int64)
+    return keys >> 48, ((keys & ((1 << 48) - 1)) + first) * step, np.asarray(median, np.float64)
+
+
 def _empty_row() -> dict:
     row = {"count": 0, "errors": 0, "timeouts": 0, "mean_s": None}
     row.update({f"{name}_s": None for name in STAT_QUANTILES})

@@ -152,8 +152,9 @@ def climate(values: np.ndarray, current: float | None, min_intervals: int = MIN_
            "percentile_now": None}
     if len(v) < min_intervals:
         return out
-    for key, q in (("p01", 0.01), ("q1", 0.25), ("median", 0.5), ("q3", 0.75), ("p99", 0.99)):
-        out[key] = float(np.quantile(v, q))
+    # one call for the five (numpy's same interpolation per q, bit for bit): a Status answer makes six a target
+    keys = ("p01", "q1", "median", "q3", "p99")
+    out.update(zip(keys, np.quantile(v, (0.01, 0.25, 0.5, 0.75, 0.99)).tolist()))
     if current is not None and np.isfinite(current):
         out["percentile_now"] = float(100.0 * np.searchsorted(v, current, side="right") / len(v))
     return out

@@ -139,6 +139,11 @@ def runs(store: Store, target: str | None = None) -> list[dict]:
         return [dict(r._mapping) for r in conn.execute(q)]
 
 
+def latest_runs(store: Store) -> dict[str, dict]:
+    """Each target's latest run (`runs(store, target)[-1]` of every target, in one query)."""
+    return {r["target"]: r for r in runs(store)}
+
+
 def targets(store: Store) -> list[str]:
     if store.read_only and not store.has(COMPONENT):
         return []

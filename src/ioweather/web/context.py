@@ -67,7 +67,7 @@ class WebContext:
         store = self.store
         with self._lock:
             if self._cache is None:
-                self._cache = ProbeCache(store, baseline_s=self.config.baseline_s, persist=True)
+                self._cache = ProbeCache(store, baseline_s=self.config.baseline_s, persist=True, keep_recent=True)
             return self._cache
 
     def memo(self, key: Hashable, version: Hashable, compute: Callable[[], T]) -> T:

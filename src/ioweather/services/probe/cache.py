@@ -62,6 +62,8 @@ CHUNK_NS = 86_400 * 10**9
 TTL_MIN_S, TTL_MAX_S, TTL_COST_FACTOR = 1.0, 3600.0, 100.0
 #: A baseline that took less than this (s) to compute, or made of fewer samples, is refreshed in the request.
 SYNC_REFRESH_S, YOUNG_SAMPLES = 0.05, 100_000
+#: With `keep_recent`, each target's samples of at least this last span are kept in memory (`_kept_read`).
+KEEP_NS = 3600 * 10**9
 #: With `persist`, the baselines are written to the store's home at most this often (and when the cache closes).
 SAVE_EVERY_S = 60.0
 
@@ -161,9 +163,23 @@ class _Rollups:
 
 
 @dataclass
+class _Kept:
+    """A target's samples from `since_ns` on as its runs `runs` had them (`ProbeCache._kept_read`): those that
+    started before `final_ns` no longer change."""
+
+    runs: tuple[int, ...]
+    since_ns: int
+    final_ns: int
+    samples: dict[str, np.ndarray]
+
+
+@dataclass
 class _Target:
     #: Held while the baseline is computed. A `_Rollups.lock` may be taken under it, never the reverse.
     lock: threading.RLock = field(default_factory=threading.RLock)
+    #: The newest samples kept between two `sharing_reads` blocks (`_kept_read`), changed under `kept_lock`.
+    kept: _Kept | None = None
+    kept_lock: threading.Lock = field(default_factory=threading.Lock)
     rolled: dict[int, _Rollups] = field(default_factory=lambda: {i: _Rollups() for i in INTERVALS_S})
     baseline: Baseline | None = None
     refreshing: bool = False
@@ -186,7 +202,7 @@ class ProbeCache:
 
     def __init__(self, store: Store, *, baseline_s: float = DEFAULT_BASELINE_S, lag_s: float = LAG_S,
                  clock=time.time_ns, reference: tuple[int, int] | None = None, warm_rollups: bool = True,
-                 persist: bool = False):
+                 persist: bool = False, keep_recent: bool = False):
         self.store = store
         #: The dashboard's: baselines kept in a file across a restart (store/probe_baselines_file.py), served
         #: after it as any baseline past its TTL while the warm-up refreshes them one after another.
@@ -195,6 +211,9 @@ class ProbeCache:
         self._saved_at = time.monotonic()
         #: False for a one-shot user that needs only baselines (`slowdown --check`): no month of rollups.
         self.warm_rollups = warm_rollups
+        #: The dashboard's: each target's newest samples kept between requests, only what arrived since read
+        #: (`_kept_read`); a one-shot command reads what it asks for.
+        self.keep_recent = keep_recent
         self.baseline_s = float(baseline_s)
         #: A fixed baseline period [since, until) in ns (a quiet week the site knows) instead of the rolling window.
         self.reference = reference
@@ -204,6 +223,7 @@ class ProbeCache:
         self._targets: dict[str, _Target] = {}
         self._guard = threading.Lock()
         self._names: tuple[float, list[str]] = (0.0, [])
+        self._runs: tuple[float, dict[str, tuple[int, ...]]] = (-2.0, {})
         self.warm_s: float | None = None
         self.warming = False
         #: This thread's `sharing_reads` block (`_Shared`), if any.
@@ -218,6 +238,18 @@ class ProbeCache:
             self._names = (time.monotonic(), names)
         return names
 
+    def _run_ids(self) -> dict[str, tuple[int, ...]]:
+        """Every target's run ids, in one query re-made at most once a second (a Status answer asked once a
+        target). A run started since is read by `read_samples` anyway; this only tells a kept read that a
+        run appeared (`_kept_read`)."""
+        t, ids = self._runs
+        if time.monotonic() - t > 1.0:
+            ids = {}
+            for r in probe_store.runs(self.store):
+                ids[r["target"]] = ids.get(r["target"], ()) + (r["id"],)
+            self._runs = (time.monotonic(), ids)
+        return ids
+
     def _t(self, target: str) -> _Target:
         with self._guard:
             return self._targets.setdefault(target, _Target())
@@ -229,20 +261,62 @@ class ProbeCache:
 
     # -- raw reads ------------------------------------------------------------
     def read(self, target: str, since_ns: int | None, until_ns: int | None, ops=None) -> dict[str, np.ndarray]:
-        """`read_samples`; inside `sharing_reads` a range it covers is cut from its one read (the same arrays:
-        a selection keeps the op-then-time order)."""
+        """`read_samples`; inside `sharing_reads` a range it covers is cut from its one read, and with
+        `keep_recent` a range of the last hour from the kept samples (`_kept_read`): the same arrays, a
+        selection keeps the op-then-time order."""
         shared = getattr(self._shared, "block", None)
-        if shared is None or shared.target != target or since_ns is None or since_ns < shared.since_ns:
+        if shared is not None and shared.target == target and since_ns is not None and since_ns >= shared.since_ns:
+            if shared.samples is None:
+                shared.samples = self._kept_read(target, shared.since_ns) if self.keep_recent else \
+                    probe_store.read_samples(self.store, target, since_ns=shared.since_ns)
+            s = shared.samples
+        elif self.keep_recent and since_ns is not None and since_ns >= self._kept_floor(self.clock()):
+            s = self._kept_read(target, since_ns)  # a rollups' tail, a timeline's last minutes
+        else:
             return probe_store.read_samples(self.store, target, since_ns=since_ns, until_ns=until_ns, ops=ops)
-        if shared.samples is None:
-            shared.samples = probe_store.read_samples(self.store, target, since_ns=shared.since_ns)
-        s = shared.samples
         sel = s["start_ns"] >= since_ns
         if until_ns is not None:
             sel &= s["start_ns"] < until_ns
         if ops is not None:
             sel &= np.isin(s["op"], [OPS.index(op) for op in ops])
         return {c: v[sel] for c, v in s.items()}
+
+    @staticmethod
+    def _kept_floor(now_ns: int) -> int:
+        """Where the kept samples start: the Status card's hour or the pieces' raw tail, the earlier."""
+        return min(now_ns - KEEP_NS, probe_pieces.tail_since(now_ns))
+
+    def _kept_read(self, target: str, since_ns: int) -> dict[str, np.ndarray]:
+        """`read_samples(target, since_ns=...)` from `since_ns` or the kept floor, the earlier (a superset of
+        the rows from `since_ns`: callers cut), reading again only what can still change since this target's
+        previous such read: a sample that started more than `lag` before a read was stored by then (samples
+        arrive in batches, a timeout at its deadline: the rule the kept rollups follow), so those rows are
+        kept and only the newer ones read. A new run of the target or an earlier start reads everything.
+        Every dashboard page read the last hour of every target at every answer (the Status card's window
+        and sparkline, the rollups' unfinished tail of History, Timeline and the change marks): 21,600 rows
+        a target at 1 Hz, ~17 ms, 1.7 s for 100 targets (docs/benchmarks.md, issue 40). Kept: ~40 MB for
+        100 targets at 1 Hz."""
+        since_ns = min(since_ns, self._kept_floor(self.clock()))
+        tc = self._t(target)
+        runs = self._run_ids().get(target, ())
+        with tc.kept_lock:
+            k = tc.kept
+            # before the read: every sample that started before this was in the store when it was read
+            final = min(self.clock(), time.time_ns()) - self.lag_ns
+            if k is None or k.runs != runs or since_ns < k.since_ns:
+                cols = probe_store.read_samples(self.store, target, since_ns=since_ns)
+            else:
+                frm = max(since_ns, k.final_ns)
+                old = k.samples
+                keep = (old["start_ns"] >= since_ns) & (old["start_ns"] < frm)
+                new = probe_store.read_samples(self.store, target, since_ns=frm)
+                cols = {c: np.concatenate([old[c][keep], new[c]]) for c in old}
+                if len(new["op"]) and keep.any():
+                    # each part by op then time, the kept rows older than the new: a stable sort by op merges them
+                    order = np.argsort(cols["op"], kind="stable")
+                    cols = {c: v[order] for c, v in cols.items()}
+            tc.kept = _Kept(runs, since_ns, final, cols)
+            return cols
 
     @contextlib.contextmanager
     def sharing_reads(self, target: str, since_ns: int):
@@ -454,7 +528,8 @@ class ProbeCache:
             if lo < hi:
                 rolled, _ = self._scan(target, (lo, hi), (interval_s,), None)
                 parts.append(rolled[interval_s])
-        r.rows = concat_rollups(parts)
+        if len(parts) > 1:  # nothing new (most requests): not a copy and sort of the whole kept month
+            r.rows = concat_rollups(parts)
         r.covered = (a, b) if have is None else (min(a, have[0]), max(b, have[1]))
 
     # -- warm-up ----------------------------------------------------------------
@@ -495,7 +570,8 @@ class ProbeCache:
         tc.warmed = True
 
     def warm(self, hold: Callable[[], object] | None = None) -> None:
-        """Fill the baseline of every target, then the rollups of the baseline window, one length at a time and
+        """Fill the baseline of every target (with `keep_recent`, then its kept last hour), then the rollups of
+        the baseline window, one length at a time and
         10-minute ones first (the Status page's climate): the first Status answer waits for nothing else.
         `hold()` is called between the two (the dashboard waits there for its first answer to go out)."""
         t0 = time.perf_counter()
@@ -512,6 +588,11 @@ class ProbeCache:
                         # refreshed below, one at a time: not one thread per target at the first Status answer
                         tc.refreshing = True
                         stale.append(target)
+            if self.keep_recent:  # each target's last hour, which every page's first answer reads
+                for target in names:
+                    if self.stop_event.is_set():
+                        return
+                    self._kept_read(target, self._kept_floor(self.clock()))
         except Stopped:
             return
         finally:

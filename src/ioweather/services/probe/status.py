@@ -7,10 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ioweather.encoding import Answer, answer_dict
-from ioweather.stats.probe import DEGRADED, SEVERE, interval_stats, state
+from ioweather.encoding import Answer, answer_dict, iso_ms
+from ioweather.stats.probe import DEGRADED, SEVERE, interval_medians, state
 from ioweather.stats.status import climate, target_state, window_slowdown
 from ioweather.stats.status import learning_reason as _learning_reason, learning_span, min_history_s
+from ioweather.store.probe import latest_runs
 from ioweather.store.probe_aggregates import last_sample_ns
 from ioweather.units import ns_to_iso
 from ioweather.services.probe.cache import OPS, ProbeCache
@@ -159,7 +160,8 @@ class Status(Answer):
 def status(cache: ProbeCache, targets: list[str], *, warn: float, crit: float, baseline_s: float) -> Status:
     """The state of `targets` now (the cache's clock)."""
     now = ns_to_iso(cache.clock())
-    cards = [target_status(cache, t, warn=warn, crit=crit) for t in targets]
+    runs = latest_runs(cache.store)  # one query for the page, not one a card
+    cards = [target_status(cache, t, warn=warn, crit=crit, run=runs.get(t)) for t in targets]
     return Status(generated_at=now, overall=overall_of(cards), message=None, thresholds=Thresholds(warn, crit),
                   window_s=WINDOW_S, baseline_s=baseline_s, targets=cards)
 
@@ -179,13 +181,15 @@ def learning_reason(base, now_ns: int) -> str:
 
 def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, crit: float = SEVERE,
                   window_s: float = WINDOW_S, stat: str = "median", expected: str = "same", spark: bool = True,
-                  with_climate: bool = True, now_ns: int | None = None) -> TargetStatus:
+                  with_climate: bool = True, now_ns: int | None = None, run: dict | None | bool = False) -> TargetStatus:
     """Everything the Status card shows for `target` (seconds, ISO times).
 
     `expected`: what `stat` is divided by, the baseline's median or ("same") its own `stat`; the two
-    agree for the median. Ops whose rolling baseline is still learning get no slowdown."""
+    agree for the median. Ops whose rolling baseline is still learning get no slowdown. `run`: the target's
+    latest run when the caller looked it up (None: it has none), else looked up here."""
     now = cache.clock() if now_ns is None else now_ns
-    run = cache.latest_run(target)
+    if run is False:
+        run = cache.latest_run(target)
     since = now - int(max(window_s, SPARK_WINDOW_S if spark else 0) * 1e9)
     # The window, the sparkline, the climate's unfinished rollups and a baseline computed here all read the
     # last hour: once.
@@ -195,7 +199,8 @@ def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, cri
         # The newest sample after the reads, never before them: samples only arrive, so it is at least as new
         # as what was read. Looked up first, a probe's flush between the two made a card count 25 samples
         # and say "no samples yet" (watch's first seconds; a CI run of test_watch).
-        last = last_sample_ns(cache.store, target)
+        # The read is of every run from `since` on: its newest start is the newest sample, without a lookup.
+        last = int(recent["start_ns"].max()) if len(recent["start_ns"]) else last_sample_ns(cache.store, target)
         age_s = None if last is None else max(0.0, (now - last) / 1e9)
         win_start = now - int(window_s * 1e9)
         denominator = base.expected(stat, expected)
@@ -254,13 +259,15 @@ def _sparkline(s: dict, now: int, expected: np.ndarray, period_s: float) -> Spar
     times = list(range(t0, now + 1, step))
     series = {op: [None] * len(times) for op in OPS}
     sel = s["start_ns"] >= t0
-    for r in interval_stats(s["op"][sel], s["start_ns"][sel], s["duration_ns"][sel], s["status"][sel], step_s):
-        i = (r["interval_start_ns"] - t0) // step
-        exp = expected[r["op_code"]]
-        if 0 <= i < len(times) and r["median_s"] is not None and np.isfinite(exp) and exp > 0:
-            series[OPS[r["op_code"]]][i] = r["median_s"] / exp
+    codes, starts, medians = interval_medians(s["op"][sel], s["start_ns"][sel], s["duration_ns"][sel],
+                                              s["status"][sel], step_s)
+    for code, b, median in zip(codes.tolist(), starts.tolist(), medians.tolist()):
+        i = (b - t0) // step
+        exp = expected[code]
+        if 0 <= i < len(times) and np.isfinite(median) and np.isfinite(exp) and exp > 0:
+            series[OPS[code]][i] = median / exp
     points = sum(v is not None for values in series.values() for v in values)
-    return Sparkline(interval_s=step_s, points=points, time=[ns_to_iso(t) for t in times], slowdown=series)
+    return Sparkline(interval_s=step_s, points=points, time=iso_ms(times), slowdown=series)
 
 
 def expected_label(stat: str, expected: str) -> str:

@@ -40,6 +40,18 @@ def has_telemetry(ctx: WebContext) -> bool:
     return bool(file_systems(ctx.settings))
 
 
+def load_libraries() -> None:
+    """Import what the page's first answer needs beyond the server's start (scipy.signal for the
+    autocorrelation and spectrum, pandas and pyarrow's datasets for the telemetry): ~1.3 s that the first
+    Workload view paid (issue 40). The server calls it before it listens when the store has telemetry;
+    imported in the background instead, it held the GIL beside the first requests and made them slower
+    (docs/benchmarks.md). A server that runs long loads scipy anyway (the change marks' libraries)."""
+    # lazy: scipy, pandas, pyarrow, loaded only when this runs
+    import pandas  # noqa: F401
+    import pyarrow.dataset  # noqa: F401
+    from scipy import signal  # noqa: F401
+
+
 def event_options(q: Query) -> tuple[float, float, float]:
     """resample, smooth and min_amplitude of the query, checked as `ioweather workload` checks them."""
     resample = q.duration("resample", "60s")
