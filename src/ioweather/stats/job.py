@@ -590,29 +590,57 @@ def imbalance(values: np.ndarray) -> float | None:
 def assign_mounts(names: np.ndarray, mounts: list[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
     """Longest mount-point prefix of each file name (and its fs type); '' when none matches.
 
-    Walks up each distinct name's parent directories and looks them up in a dict
-    of mount points: O(path depth) per name rather than O(number of mounts).
+    Each distinct name is looked up once, and each directory once: its parent directories are walked up
+    in a dict of mount points until one is a mount point or a directory already answered (the files of
+    one directory cost one lookup; sorting the names to find the distinct ones cost more, issue 40).
     """
     table = {point.rstrip("/") or "/": (point, fstype) for point, fstype in mounts}
-    keys = np.array(["" if n is None else n for n in names], dtype=object)
-    if not len(keys):
-        return keys.copy(), keys.copy()
-    uniq, inv = np.unique(keys, return_inverse=True)
-    mp = np.full(len(uniq), "", dtype=object)
-    ft = np.full(len(uniq), "", dtype=object)
-    for i, n in enumerate(uniq):
-        if not n.startswith("/"):
-            continue
-        path = n
-        while True:
-            hit = table.get(path)
-            if hit is not None:
-                mp[i], ft[i] = hit
-                break
-            if path == "/":
-                break
-            path = path.rsplit("/", 1)[0] or "/"
-    return mp[inv], ft[inv]
+    if not len(names):
+        return np.array([], dtype=object), np.array([], dtype=object)
+    found: dict = {}
+    dirs: dict[str, tuple[str, str]] = {}
+    hits = []
+    for n in names:
+        hit = found.get(n)
+        if hit is None:
+            hit = found[n] = _mount_of(n, table, dirs)
+        hits.append(hit)
+    mp = np.empty(len(hits), dtype=object)
+    ft = np.empty(len(hits), dtype=object)
+    mp[:] = [h[0] for h in hits]
+    ft[:] = [h[1] for h in hits]
+    return mp, ft
+
+
+_NO_MOUNT = ("", "")
+
+
+def _mount_of(name, table: dict, dirs: dict) -> tuple[str, str]:
+    """(mount point, fs type) of the longest mount point holding `name` (itself one, or a parent directory)."""
+    if not isinstance(name, str) or not name.startswith("/"):
+        return _NO_MOUNT
+    hit = table.get(name)
+    if hit is not None:
+        return hit
+    if name == "/":
+        return _NO_MOUNT
+    path = name.rsplit("/", 1)[0] or "/"
+    walked = []
+    while True:
+        hit = dirs.get(path)
+        if hit is not None:
+            break
+        walked.append(path)
+        hit = table.get(path)
+        if hit is not None:
+            break
+        if path == "/":
+            hit = _NO_MOUNT
+            break
+        path = path.rsplit("/", 1)[0] or "/"
+    for d in walked:
+        dirs[d] = hit
+    return hit
 
 
 def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre: pd.DataFrame | None) -> list[dict]:
