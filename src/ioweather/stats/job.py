@@ -210,8 +210,31 @@ def interface_summary(rec, nprocs: int) -> dict:
     return out
 
 
+#: id(records) -> (weak reference to them, their `module_rows`): the characterization and the findings ask
+#: for the same module's rows about ten times per log (issue 40). Entries go when the records are collected.
+_ROWS: dict[int, tuple[weakref.ref, Cols]] = {}
+
+
 def module_rows(rec) -> Cols:
-    """Module-neutral numeric columns of one module's records (missing or -1 counters as 0 / NaN)."""
+    """Module-neutral numeric columns of one module's records (missing or -1 counters as 0 / NaN).
+
+    Made once per records object (a log's modules are not changed once read; `stats.damage` makes new
+    ones): the computed columns are read-only, so a caller that would change them in place fails loudly."""
+    if not hasattr(rec, "arrays"):
+        return _module_rows(rec)
+    key = id(rec)
+    got = _ROWS.get(key)
+    if got is not None and got[0]() is rec:
+        return got[1]
+    out = _module_rows(rec)
+    for k, v in out.items():
+        if k not in ("id", "rank"):  # the records' own arrays
+            v.flags.writeable = False
+    _ROWS[key] = (weakref.ref(rec, lambda _r, k=key: _ROWS.pop(k, None)), out)
+    return out
+
+
+def _module_rows(rec) -> Cols:
     c, f, p = cols(rec), cols(rec), PREFIX[rec.module]
     reads, writes, opens = _OPS.get(rec.module, ((), (), ()))
     z = np.zeros(c.n)
@@ -594,11 +617,9 @@ def assign_mounts(names: np.ndarray, mounts: list[tuple[str, str]]) -> tuple[np.
     in a dict of mount points until one is a mount point or a directory already answered (the files of
     one directory cost one lookup; sorting the names to find the distinct ones cost more, issue 40).
     """
-    table = {point.rstrip("/") or "/": (point, fstype) for point, fstype in mounts}
     if not len(names):
         return np.array([], dtype=object), np.array([], dtype=object)
-    found: dict = {}
-    dirs: dict[str, tuple[str, str]] = {}
+    found, dirs, table = _mount_memo(mounts)
     hits = []
     for n in names:
         hit = found.get(n)
@@ -613,6 +634,19 @@ def assign_mounts(names: np.ndarray, mounts: list[tuple[str, str]]) -> tuple[np.
 
 
 _NO_MOUNT = ("", "")
+#: The answers for the last mount table asked: a log's modules and rules ask for the same names several
+#: times, and the logs of one machine share a table. Emptied past _MOUNT_MEMO_NAMES names.
+_MOUNT_MEMO: dict = {}
+_MOUNT_MEMO_NAMES = 100_000
+
+
+def _mount_memo(mounts: list[tuple[str, str]]) -> tuple[dict, dict, dict]:
+    """(name -> answer, directory -> answer, mount point -> (point, type)) for this mount table."""
+    key = tuple(mounts)
+    if _MOUNT_MEMO.get("key") != key or len(_MOUNT_MEMO["found"]) + len(_MOUNT_MEMO["dirs"]) > _MOUNT_MEMO_NAMES:
+        _MOUNT_MEMO.update(key=key, found={}, dirs={},
+                           table={point.rstrip("/") or "/": (point, fstype) for point, fstype in mounts})
+    return _MOUNT_MEMO["found"], _MOUNT_MEMO["dirs"], _MOUNT_MEMO["table"]
 
 
 def _mount_of(name, table: dict, dirs: dict) -> tuple[str, str]:
