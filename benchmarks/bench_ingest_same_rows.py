@@ -6,7 +6,8 @@ with each src/ tree by `ioweather jobs ingest`, into an empty home, then the sto
 
 The dump: every job row (all columns but the ingest's time stamp and the Parquet part's name, which
 holds it), with its findings (finding_codes, findings_json, verdict); the failed logs (but their
-time stamp); every per-file Parquet row, sorted. Floats are compared exactly (repr). Exit 1 and the
+time stamp); every per-file Parquet row, sorted; and per log the hash of the repr of its whole
+characterization, findings with their evidence, and per-file columns (what `job --json` shows). Floats are compared exactly (repr). Exit 1 and the
 first differences when the two dumps differ. `--keep DIR` leaves the two dumps there (JSON lines).
 """
 
@@ -53,6 +54,28 @@ sys.stdout.write("\n".join(sorted(out)) + "\n")
 """
 
 
+#: run inside the tree under test: each log's whole characterization, findings (with their evidence) and
+#: per-file columns, as `job --json` and the ingest compute them before anything is stored (repr: exact)
+WHOLE = r"""
+import hashlib, sys
+from ioweather.sources.darshan_log import read_log, DarshanLogError
+from ioweather.stats.damage import drop_impossible
+from ioweather.stats.findings import job_findings
+from ioweather.stats.job import characterize, file_columns
+
+for p in sys.argv[1:]:
+    try:
+        log = read_log(p, dxt=False, heatmaps=False)
+    except DarshanLogError as e:
+        print("whole", p, "error", e)
+        continue
+    clean, damage = drop_impossible(log)
+    ch = characterize(clean)
+    text = repr((ch, job_findings(clean, ch), {k: list(v) for k, v in file_columns(log).items()}))
+    print("whole", p, len(text), hashlib.sha256(text.encode()).hexdigest())
+"""
+
+
 def dump(src: Path, logs: list[Path], scratch: Path) -> list[str]:
     home = scratch / f"home-{abs(hash(str(src)))}"
     env = {"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin", "IOWEATHER_HOME": str(home), "HOME": str(home)}
@@ -63,7 +86,10 @@ def dump(src: Path, logs: list[Path], scratch: Path) -> list[str]:
     p = subprocess.run([sys.executable, "-c", DUMP], env=env, capture_output=True, text=True)
     if p.returncode:
         raise SystemExit(f"dump with {src} failed: {p.stderr[-800:]}")
-    return p.stdout.splitlines()
+    w = subprocess.run([sys.executable, "-c", WHOLE, *map(str, logs)], env=env, capture_output=True, text=True)
+    if w.returncode:
+        raise SystemExit(f"characterization with {src} failed: {w.stderr[-800:]}")
+    return p.stdout.splitlines() + w.stdout.splitlines()
 
 
 def main() -> int:
@@ -82,9 +108,9 @@ def main() -> int:
         a.keep.mkdir(parents=True, exist_ok=True)
         (a.keep / "before.jsonl").write_text("\n".join(before) + "\n")
         (a.keep / "after.jsonl").write_text("\n".join(after) + "\n")
-    kinds = {k: sum(line.startswith(k + " ") for line in after) for k in ("job", "failed", "file")}
+    kinds = {k: sum(line.startswith(k + " ") for line in after) for k in ("job", "failed", "file", "whole")}
     print(f"{len(logs)} public logs: {kinds['job']} job rows, {kinds['failed']} failed logs, "
-          f"{kinds['file']} per-file rows")
+          f"{kinds['file']} per-file rows; {kinds['whole']} whole characterizations + findings (hashed)")
     if before == after:
         print("identical")
         return 0

@@ -34,7 +34,7 @@ from ioweather.errors import UserError
 from ioweather.stats import costs
 from ioweather.stats.costs import LEVELS, severity  # noqa: F401 (re-exported: the levels are the costs')
 from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, effective_ranks, layer_rows, library_mask,
-                                  module_rows, monitored, per_rank, fs_records, slowest_path, storage_modules, subset,
+                                  module_rows, monitored, rank_sums, fs_records, slowest_path, storage_modules, subset,
                                   zero_missing)
 from ioweather.stats.lustre import lfs_size, lustre_file_columns, lustre_files, ost_count
 from ioweather.units import format_bytes, format_seconds
@@ -943,8 +943,8 @@ def _rank_time_imbalance(j: Job) -> list[dict]:
     if nprocs < 2:
         return []
     fs = fs_records(j.log)
-    pr = per_rank(fs, nprocs)
-    tm, by = pr["time"].to_numpy(), pr["bytes"].to_numpy()
+    pr = rank_sums(fs, nprocs)
+    tm, by = pr["time"], pr["bytes"]
     active = (tm > 0) | (by > 0)
     if active.sum() < 2 or by.sum() < t.min_bytes:
         return []
