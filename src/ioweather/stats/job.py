@@ -262,7 +262,20 @@ _LIBRARY = re.compile(r"(\.pyc|\.pyo|\.py|\.pth|\.so(\.\d+)*|\.a)$"
 
 def library_mask(names) -> np.ndarray:
     """True for the names that are interpreter or library files (`_LIBRARY`), not the user's data."""
-    return np.array([bool(_LIBRARY.search(n)) if isinstance(n, str) and n else False for n in names], bool)
+    if len(_LIBRARY_MEMO) > _MOUNT_MEMO_NAMES:
+        _LIBRARY_MEMO.clear()
+    out = np.empty(len(names), bool)
+    for i, n in enumerate(names):
+        hit = _LIBRARY_MEMO.get(n)
+        if hit is None:
+            hit = _LIBRARY_MEMO[n] = bool(_LIBRARY.search(n)) if isinstance(n, str) and n else False
+        out[i] = hit
+    return out
+
+
+#: name -> whether it is a library file: the rules ask for the same names several times per log, and the
+#: logs of one program share most of them (issue 40). Emptied past _MOUNT_MEMO_NAMES names.
+_LIBRARY_MEMO: dict = {}
 
 
 def storage_modules(log) -> tuple[str, ...]:
