@@ -707,6 +707,9 @@ def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre: pd.DataFrame
     key = np.array([f"{a}\t{b}" for a, b in zip(mp, ft)], dtype=object)
     rows = []
     lu_ids = lustre["id"].to_numpy(np.uint64) if lustre is not None and len(lustre) else None
+    if lu_ids is not None:  # the layout's columns once, as arrays (issue 40: a frame selection per mount)
+        lu_size, lu_count = lustre["stripe_size"].to_numpy(), lustre["stripe_count"].to_numpy()
+        lu_osts = lustre["ost_ids"].to_numpy(dtype=object)
     for k in dict.fromkeys(key):
         sel = key == k
         mount, fstype = k.split("\t")
@@ -714,10 +717,9 @@ def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre: pd.DataFrame
         row = {"mount": mount or None, "fs_type": fstype or None, "files": int(ids.size),
                "bytes_read": int(fs["bytes_read"][sel].sum()), "bytes_written": int(fs["bytes_written"][sel].sum())}
         if lu_ids is not None:
-            lu = lustre[np.isin(lu_ids, ids)]
-            if len(lu):
-                row["lustre"] = lustre_summary(lu["id"].to_numpy(np.uint64), lu["stripe_size"].to_numpy(),
-                                               lu["stripe_count"].to_numpy(), lu["ost_ids"])
+            on = np.isin(lu_ids, ids)
+            if on.any():
+                row["lustre"] = lustre_summary(lu_ids[on], lu_size[on], lu_count[on], lu_osts[on])
         rows.append(row)
     rows.sort(key=lambda r: -(r["bytes_read"] + r["bytes_written"]))
     return rows
@@ -729,7 +731,7 @@ def lustre_summary(ids: np.ndarray, stripe_size: np.ndarray, stripe_count: np.nd
     stripe_count = np.asarray(stripe_count, np.int64)
     return {"files": np.unique(ids).size, "stripe_size_bytes": _mode(np.asarray(stripe_size, np.int64)),
             "stripe_count": _mode(stripe_count), "stripe_counts": sorted(int(x) for x in np.unique(stripe_count)),
-            "osts": len({o for s in ost_ids for o in str(s).split(",") if o})}
+            "osts": len({o for o in ",".join(str(s) for s in ost_ids).split(",") if o})}
 
 
 def _mode(v: np.ndarray) -> int | None:
