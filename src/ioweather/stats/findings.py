@@ -1195,6 +1195,21 @@ class _Posix:
     collective_ids: np.ndarray = None
     #: every file on one node's local disk (LOCAL_FS): one device all ranks queue on
     one_local_disk: bool = False
+    #: what several rules read, made once (`small`, `shared_c`; issue 40)
+    memo: dict = field(default_factory=dict, repr=False)
+
+    def small(self, kind: str, shared: bool = False) -> tuple[int, int, float]:
+        """`small_requests` of `kind` over the records (`shared`: over the shared records)."""
+        key = ("small", kind, shared)
+        if key not in self.memo:
+            self.memo[key] = small_requests(self.shared_c() if shared else self.c, "POSIX", kind, self.t.small_bytes)
+        return self.memo[key]
+
+    def shared_c(self):
+        """The shared records' columns (`shared_mask`)."""
+        if "shared_c" not in self.memo:
+            self.memo["shared_c"] = subset(self.c, self.shared_mask)
+        return self.memo["shared_c"]
 
     @property
     def f(self):
@@ -1219,7 +1234,7 @@ def _posix_context(posix, t: Thresholds, nprocs: int, clock: costs.Clock) -> _Po
 
 def _small_cost(x: _Posix, kind: str) -> float:
     """Wall seconds the small requests of `kind` (READ/WRITE) cost: the P05/P06 model, which M02/M03 share."""
-    small, n, small_b = small_requests(x.c, "POSIX", kind, x.t.small_bytes)
+    small, n, small_b = x.small(kind)
     t_kind, b_kind = (x.t_read, x.br) if kind == "READ" else (x.t_write, x.bw)
     return x.clock.wall(costs.small_request_saving(t_kind, n, small, b_kind, small_b, x.t.small_bytes))
 
@@ -1250,7 +1265,7 @@ def _small_requests_rule(x: _Posix) -> list[dict]:
     t_read, t_write, shared_mask = x.t_read, x.t_write, x.shared_mask
     for kind, code, code_sh, b_kind, t_col in (("READ", "P05", "P15", br, "POSIX_F_READ_TIME"),
                                                ("WRITE", "P06", "P16", bw, "POSIX_F_WRITE_TIME")):
-        small, n, small_b = small_requests(c, "POSIX", kind, t.small_bytes)
+        small, n, small_b = x.small(kind)
         word = kind.lower()
         t_kind = t_read if kind == "READ" else t_write
         thr = {"small_bytes": t.small_bytes, "small_requests": t.small_requests,
@@ -1264,8 +1279,8 @@ def _small_requests_rule(x: _Posix) -> list[dict]:
                           cost=cost, model="small-requests", action=f"aggregate the {small:,} small {word}s",
                           overlaps=(code_sh, "M02" if kind == "READ" else "M03", "P11" if kind == "READ" else "P13")))
         if shared_mask.any():
-            sc = subset(c, shared_mask)
-            small_s, n_s, small_bs = small_requests(sc, "POSIX", kind, t.small_bytes)
+            sc = x.shared_c()
+            small_s, n_s, small_bs = x.small(kind, shared=True)
             if n_s and small_s / n_s > t.small_requests and small_s > t.small_requests_absolute:
                 b_s = float(np.nansum(monitored(sc, f"POSIX_BYTES_{'READ' if kind == 'READ' else 'WRITTEN'}")))
                 t_s = float(np.nansum(monitored(sc, t_col)))
