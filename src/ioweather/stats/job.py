@@ -229,7 +229,7 @@ def module_rows(rec) -> Cols:
     out = _module_rows(rec)
     for k, v in out.items():
         if k not in ("id", "rank"):  # the records' own arrays
-            v.flags.writeable = False
+            v.setflags(write=False)
     _ROWS[key] = (weakref.ref(rec, lambda _r, k=key: _ROWS.pop(k, None)), out)
     return out
 
