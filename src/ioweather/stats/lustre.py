@@ -15,7 +15,8 @@ from ioweather.stats.job import cols, monitored, zero_missing
 
 def ost_count(lustre: pd.DataFrame) -> int:
     """Highest OST index in the log's Lustre records + 1 (0 when none): a lower bound of the file system's count."""
-    ids = [o for o in ",".join(str(s) for s in lustre["ost_ids"]).split(",") if o]
+    # tolist(): the column is Arrow-backed text under pandas 3, whose element-wise iteration is slow
+    ids = [o for o in ",".join(map(str, lustre["ost_ids"].tolist())).split(",") if o]
     return max(-1, max(map(int, ids), default=-1)) + 1
 
 
