@@ -514,7 +514,7 @@ def _read_generic(b, log, mod_name: str, info: dict, names: dict, path: str, err
     if len(arr):
         not_monitored += [cn[j] for j in np.flatnonzero((cvals == -1).all(axis=0))]
         not_monitored += [fcn[j] for j in np.flatnonzero((fvals == -1).all(axis=0))]
-    name_arr = np.array([names.get(int(i)) for i in ids], dtype=object)
+    name_arr = np.array([names.get(i) for i in ids.tolist()], dtype=object)  # tolist: Python ints in one call
     return ModuleRecords(module=mod_name, version=info["ver"], partial=bool(info["partial_flag"]),
                          ids=ids, ranks=ranks, counter_names=list(cn), fcounter_names=list(fcn),
                          counter_values=cvals, fcounter_values=fvals, names=name_arr,
