@@ -1,4 +1,4 @@
-"""The Lustre per-file table (stats/lustre.lustre_files, findings L01-L03) over all files of a log at once
+"""The Lustre per-file table (stats/lustre.lustre_files) and findings L01-L03 over all files of a log at once
 (issue 40) against the per-file pandas loop it replaced, kept here as the reference: same rows, same order,
 same dtypes, same values to the last bit, on every public log; and on every public log with POSIX records
 given a planted Lustre layout for all its files, so the multi-rank files of the bigger logs are compared too."""
@@ -176,3 +176,120 @@ def test_columns_typed_as_rows_of_python_values_would_be(values):
     else:
         got = pd.Series(_ranks_column(np.array([np.nan if v is None else v for v in values], float)), name="v")
     pd.testing.assert_series_equal(got, want)
+
+
+# -- the findings L01-L03 decided on the per-file arrays (issue 40) against the rules as they were on the table
+
+def lustre_findings_reference(log, t, clock) -> list[dict]:
+    """findings._lustre_findings before issue 40: each rule filtered the whole per-file DataFrame."""
+    from ioweather.stats import costs
+    from ioweather.stats.findings import _f, _other_files, _setstripe_target, format_bytes, format_seconds, MiB
+    from ioweather.stats.lustre import lfs_size, ost_count
+
+    files = lustre_files(log)
+    if files is None or not len(files):
+        return []
+    out = []
+    osts = t.lustre_osts or ost_count(log.lustre)
+    target = np.array([costs.stripe_target(s, osts) for s in files["size"]])
+    sel = ((files["size"] >= t.lustre_large_file_bytes) & (files["stripe_count"] * t.lustre_stripe_shortfall < target))
+    big = files[sel].assign(target=target[sel.to_numpy()])
+    if len(big):
+        saving = np.array([costs.striping_saving(r.wall_s, r.stripe_count, r.target) for r in big.itertuples()])
+        w = big.iloc[int(np.argmax(saving))]
+        one = w["movers"] == 1 and w["bytes"] > 0
+        who = (f"all of its bytes moved by one rank (rank {w['top_rank']})" if one
+               else f"moved by at least {w['movers']} of its {w['nranks']} ranks")
+        where = _setstripe_target([w["name"]], log.mounts)
+        fix = f"lfs setstripe -c {int(w['target'])} -S {lfs_size(max(int(w['stripe_size']), MiB))} {where}"
+        out.append(_f("L01", f"{len(big)} large Lustre file(s) striped over too few OSTs; worst: "
+                      f"{w['name'] or 'unnamed'} ({format_bytes(w['size'])}, {format_bytes(w['bytes'])} moved, "
+                      f"{format_seconds(w['wall_s'])}) on {w['stripe_count']} OST(s) of ≥ {osts}, {who}. Before "
+                      f"creating it: {fix}" + ("; and write it from several ranks (collective MPI-IO)" if one else "")
+                      + _other_files(big, saving, int(np.argmax(saving))),
+                      {"files": int(len(big)), "worst_file": w["name"], "size_bytes": float(w["size"]),
+                       "bytes": float(w["bytes"]), "stripe_count": int(w["stripe_count"]),
+                       "usable_stripe_count": int(w["target"]), "fs_osts": osts, "ranks_moving": int(w["movers"]),
+                       "top_rank": w["top_rank"], "file_time_s": float(w["wall_s"])},
+                      {"lustre_large_file_bytes": t.lustre_large_file_bytes,
+                       "lustre_stripe_shortfall": t.lustre_stripe_shortfall, "lustre_osts": t.lustre_osts},
+                      cost=float(saving.sum()), model="striping", fix=fix,
+                      action=(f"stripe the {format_bytes(w['size'])} file {w['name'] or ''} over {int(w['target'])} "
+                              f"OSTs, not {w['stripe_count']}" + (", and share its I/O out from the one rank that "
+                                                                  "does it all" if one else "") + f" ({fix})"),
+                      overlaps=("P18", "P19")))
+    acc = files["access"].to_numpy(np.int64)
+    z = files["stripe_size"].to_numpy(np.int64)
+    ok = (acc >= 64 * 1024) & (z > 0) & (files["bytes"].to_numpy() >= t.min_bytes)
+    mis = ok & (acc % np.maximum(z, 1) != 0) & (z % np.maximum(acc, 1) != 0)
+    if mis.any():
+        m = files[mis]
+        saving = sum(costs.misaligned_saving(r.rw_s, 1.0, r.access, r.stripe_size) for r in m.itertuples())
+        w = m.iloc[int(np.argmax(m["bytes"].to_numpy()))]
+        fix = (f"lfs setstripe -S {lfs_size(int(w['access']))} {_setstripe_target([w['name']], log.mounts)}"
+               if w["access"] % (64 * 1024) == 0 else None)
+        out.append(_f("L02", f"{int(mis.sum())} Lustre file(s) whose dominant request size does not divide into "
+                      f"their stripe size, nor the reverse (worst: {w['name'] or 'unnamed'}, requests of "
+                      f"{format_bytes(w['access'])} on {format_bytes(w['stripe_size'])} stripes): requests straddle "
+                      "OSTs; " + (f"use {fix}" if fix else "make the request size a multiple of the stripe size"),
+                      {"files": int(mis.sum()), "worst_file": w["name"], "request_bytes": int(w["access"]),
+                       "stripe_size_bytes": int(w["stripe_size"])}, {"min_bytes": t.min_bytes},
+                      cost=clock.wall(saving), model="misaligned", fix=fix,
+                      action="align the Lustre stripe size with the request size"))
+    small = files[(files["size"] < t.lustre_small_file_bytes) & (files["stripe_count"] > 1)]
+    if len(small) >= t.lustre_small_files:
+        c_mean = float(small["stripe_count"].mean())
+        where = _setstripe_target(list(small["name"]), log.mounts)
+        fix = f"lfs setstripe -c 1 {where}"
+        out.append(_f("L03", f"{len(small)} Lustre files smaller than {format_bytes(t.lustre_small_file_bytes)} "
+                      f"are striped over {c_mean:.0f} OSTs on average: each open and close talks to every OST; {fix}",
+                      {"files": int(len(small)), "mean_stripe_count": c_mean},
+                      {"lustre_small_file_bytes": t.lustre_small_file_bytes, "lustre_small_files": t.lustre_small_files},
+                      cost=clock.wall(float(small["meta_s"].sum()) * (1 - 1 / c_mean)), model="small-files-striping",
+                      fix=fix, action=f"put the small files on one stripe: {fix}", overlaps=("F01", "P17")))
+    return out
+
+
+#: The defaults, and thresholds low enough that L01 (files of 1 KiB up), L02 and L03 fire on the planted layouts.
+FIRING = {"lustre_large_file_bytes": 1024, "lustre_stripe_shortfall": 1.5, "lustre_small_file_bytes": 1 << 30,
+          "lustre_small_files": 2, "min_bytes": 0}
+
+
+def _same_findings(log) -> dict:
+    from ioweather.stats.costs import Clock
+    from ioweather.stats.findings import Thresholds, _lustre_findings
+
+    clock = Clock(io_time_s=10.0, cumulative_s=20.0, runtime_s=30.0, nprocs=max(log.nprocs, 1))
+    fired = {}
+    for t in (Thresholds(), Thresholds(**FIRING), Thresholds(**FIRING, lustre_osts=7)):
+        want, got = lustre_findings_reference(log, t, clock), _lustre_findings(log, t, clock)
+        assert got == want
+        fired.update({f["code"]: True for f in got})
+    return fired
+
+
+@pytest.mark.parametrize("path", _params(SLOW_LOGS))
+def test_same_lustre_findings_as_the_rules_on_the_table(path):
+    _same_findings(read_log(path, dxt=False, heatmaps=False))
+
+
+@pytest.mark.parametrize("path", _params(SLOW_PLANTED))
+def test_same_lustre_findings_with_a_layout_for_every_file(path):
+    log = read_log(path, dxt=False, heatmaps=False)
+    posix = log.records.get("POSIX")
+    if posix is None or not len(posix):
+        pytest.skip("no POSIX records")
+    seed = int(np.random.SeedSequence().entropy % 2**32)
+    print("seed", seed)
+    _same_findings(_planted(log, seed))
+
+
+@pytest.mark.slow  # every public log read: 3 s at load 15
+def test_the_planted_layouts_fire_every_lustre_rule():
+    """Without L01, L02 and L03 firing somewhere, the comparisons above would test only the masks."""
+    fired = {}
+    for path in LOGS:
+        log = read_log(path, dxt=False, heatmaps=False)
+        if len(log.records.get("POSIX", ())):
+            fired.update(_same_findings(_planted(log, 0)))
+    assert {"L01", "L02", "L03"} <= set(fired), fired

@@ -34,9 +34,9 @@ from ioweather.errors import UserError
 from ioweather.stats import costs
 from ioweather.stats.costs import LEVELS, severity  # noqa: F401 (re-exported: the levels are the costs')
 from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, effective_ranks, layer_rows, library_mask,
-                                  module_rows, monitored, per_rank, fs_records, slowest_path, storage_modules, subset,
+                                  module_rows, monitored, rank_sums, fs_records, slowest_path, storage_modules, subset,
                                   zero_missing)
-from ioweather.stats.lustre import lfs_size, lustre_files, ost_count
+from ioweather.stats.lustre import lfs_size, lustre_file_columns, lustre_files, ost_count
 from ioweather.units import format_bytes, format_seconds
 
 #: The levels that ask for action: `jobs ingest` stores these codes per job (`finding_codes`).
@@ -943,8 +943,8 @@ def _rank_time_imbalance(j: Job) -> list[dict]:
     if nprocs < 2:
         return []
     fs = fs_records(j.log)
-    pr = per_rank(fs, nprocs)
-    tm, by = pr["time"].to_numpy(), pr["bytes"].to_numpy()
+    pr = rank_sums(fs, nprocs)
+    tm, by = pr["time"], pr["bytes"]
     active = (tm > 0) | (by > 0)
     if active.sum() < 2 or by.sum() < t.min_bytes:
         return []
@@ -1042,18 +1042,31 @@ def _stdio_cost(ch: dict, sb: float, clock: costs.Clock) -> float:
 
 
 def _lustre_findings(log, t: Thresholds, clock: costs.Clock) -> list[dict]:
-    files = lustre_files(log)
-    if files is None or not len(files):
+    """L01-L03. Which files each rule selects is decided on the per-file arrays; the table's rows (what the
+    messages show) are made only for a rule that fires, which few logs do (issue 40: the table, the OST count
+    and a stripe target per file were 9 % of an ingest)."""
+    a = lustre_file_columns(log)
+    if a is None or not len(a["id"]):
         return []
     out = []
-    osts = t.lustre_osts or ost_count(log.lustre)
+    table = []
+
+    def frame():
+        if not table:
+            table.append(lustre_files(log, a))
+        return table[0]
+
+    size, count = a["size"], a["stripe_count"]
     # L01: large files on far fewer OSTs than they could use
-    target = np.array([costs.stripe_target(s, osts) for s in files["size"]])
-    big = files[(files["size"] >= t.lustre_large_file_bytes)
-                & (files["stripe_count"] * t.lustre_stripe_shortfall < target)].assign(target=target[
-                    ((files["size"] >= t.lustre_large_file_bytes)
-                     & (files["stripe_count"] * t.lustre_stripe_shortfall < target)).to_numpy()])
-    if len(big):
+    large = size >= t.lustre_large_file_bytes
+    osts = t.lustre_osts or (ost_count(log.lustre) if large.any() else 0)
+    target = np.zeros(len(size), np.int64)  # only a large file's is compared
+    for i in np.flatnonzero(large):
+        target[i] = costs.stripe_target(size[i], osts)
+    l01 = large & (count * t.lustre_stripe_shortfall < target)
+    if l01.any():
+        files = frame()
+        big = files[l01].assign(target=target[l01])
         saving = np.array([costs.striping_saving(r.wall_s, r.stripe_count, r.target) for r in big.itertuples()])
         w = big.iloc[int(np.argmax(saving))]
         one = w["movers"] == 1 and w["bytes"] > 0
@@ -1078,12 +1091,12 @@ def _lustre_findings(log, t: Thresholds, clock: costs.Clock) -> list[dict]:
                                                                   "does it all" if one else "") + f" ({fix})"),
                       overlaps=("P18", "P19")))
     # L02: stripe size vs dominant request size
-    acc = files["access"].to_numpy(np.int64)
-    z = files["stripe_size"].to_numpy(np.int64)
-    ok = (acc >= 64 * 1024) & (z > 0) & (files["bytes"].to_numpy() >= t.min_bytes)
+    acc = a["access"]
+    z = a["stripe_size"]
+    ok = (acc >= 64 * 1024) & (z > 0) & (a["bytes"] >= t.min_bytes)
     mis = ok & (acc % np.maximum(z, 1) != 0) & (z % np.maximum(acc, 1) != 0)
     if mis.any():
-        m = files[mis]
+        m = frame()[mis]
         saving = sum(costs.misaligned_saving(r.rw_s, 1.0, r.access, r.stripe_size) for r in m.itertuples())
         w = m.iloc[int(np.argmax(m["bytes"].to_numpy()))]
         fix = (f"lfs setstripe -S {lfs_size(int(w['access']))} {_setstripe_target([w['name']], log.mounts)}" if w["access"] % (64 * 1024) == 0 else None)
@@ -1096,8 +1109,9 @@ def _lustre_findings(log, t: Thresholds, clock: costs.Clock) -> list[dict]:
                       cost=clock.wall(saving), model="misaligned", fix=fix,
                       action="align the Lustre stripe size with the request size"))
     # L03: many small files on a wide stripe
-    small = files[(files["size"] < t.lustre_small_file_bytes) & (files["stripe_count"] > 1)]
-    if len(small) >= t.lustre_small_files:
+    l03 = (size < t.lustre_small_file_bytes) & (count > 1)
+    if int(l03.sum()) >= t.lustre_small_files:
+        small = frame()[l03]
         c_mean = float(small["stripe_count"].mean())
         where = _setstripe_target(list(small["name"]), log.mounts)
         fix = f"lfs setstripe -c 1 {where}"
@@ -1181,6 +1195,21 @@ class _Posix:
     collective_ids: np.ndarray = None
     #: every file on one node's local disk (LOCAL_FS): one device all ranks queue on
     one_local_disk: bool = False
+    #: what several rules read, made once (`small`, `shared_c`; issue 40)
+    memo: dict = field(default_factory=dict, repr=False)
+
+    def small(self, kind: str, shared: bool = False) -> tuple[int, int, float]:
+        """`small_requests` of `kind` over the records (`shared`: over the shared records)."""
+        key = ("small", kind, shared)
+        if key not in self.memo:
+            self.memo[key] = small_requests(self.shared_c() if shared else self.c, "POSIX", kind, self.t.small_bytes)
+        return self.memo[key]
+
+    def shared_c(self):
+        """The shared records' columns (`shared_mask`)."""
+        if "shared_c" not in self.memo:
+            self.memo["shared_c"] = subset(self.c, self.shared_mask)
+        return self.memo["shared_c"]
 
     @property
     def f(self):
@@ -1205,7 +1234,7 @@ def _posix_context(posix, t: Thresholds, nprocs: int, clock: costs.Clock) -> _Po
 
 def _small_cost(x: _Posix, kind: str) -> float:
     """Wall seconds the small requests of `kind` (READ/WRITE) cost: the P05/P06 model, which M02/M03 share."""
-    small, n, small_b = small_requests(x.c, "POSIX", kind, x.t.small_bytes)
+    small, n, small_b = x.small(kind)
     t_kind, b_kind = (x.t_read, x.br) if kind == "READ" else (x.t_write, x.bw)
     return x.clock.wall(costs.small_request_saving(t_kind, n, small, b_kind, small_b, x.t.small_bytes))
 
@@ -1236,7 +1265,7 @@ def _small_requests_rule(x: _Posix) -> list[dict]:
     t_read, t_write, shared_mask = x.t_read, x.t_write, x.shared_mask
     for kind, code, code_sh, b_kind, t_col in (("READ", "P05", "P15", br, "POSIX_F_READ_TIME"),
                                                ("WRITE", "P06", "P16", bw, "POSIX_F_WRITE_TIME")):
-        small, n, small_b = small_requests(c, "POSIX", kind, t.small_bytes)
+        small, n, small_b = x.small(kind)
         word = kind.lower()
         t_kind = t_read if kind == "READ" else t_write
         thr = {"small_bytes": t.small_bytes, "small_requests": t.small_requests,
@@ -1250,8 +1279,8 @@ def _small_requests_rule(x: _Posix) -> list[dict]:
                           cost=cost, model="small-requests", action=f"aggregate the {small:,} small {word}s",
                           overlaps=(code_sh, "M02" if kind == "READ" else "M03", "P11" if kind == "READ" else "P13")))
         if shared_mask.any():
-            sc = subset(c, shared_mask)
-            small_s, n_s, small_bs = small_requests(sc, "POSIX", kind, t.small_bytes)
+            sc = x.shared_c()
+            small_s, n_s, small_bs = x.small(kind, shared=True)
             if n_s and small_s / n_s > t.small_requests and small_s > t.small_requests_absolute:
                 b_s = float(np.nansum(monitored(sc, f"POSIX_BYTES_{'READ' if kind == 'READ' else 'WRITTEN'}")))
                 t_s = float(np.nansum(monitored(sc, t_col)))

@@ -210,8 +210,31 @@ def interface_summary(rec, nprocs: int) -> dict:
     return out
 
 
+#: id(records) -> (weak reference to them, their `module_rows`): the characterization and the findings ask
+#: for the same module's rows about ten times per log (issue 40). Entries go when the records are collected.
+_ROWS: dict[int, tuple[weakref.ref, Cols]] = {}
+
+
 def module_rows(rec) -> Cols:
-    """Module-neutral numeric columns of one module's records (missing or -1 counters as 0 / NaN)."""
+    """Module-neutral numeric columns of one module's records (missing or -1 counters as 0 / NaN).
+
+    Made once per records object (a log's modules are not changed once read; `stats.damage` makes new
+    ones): the computed columns are read-only, so a caller that would change them in place fails loudly."""
+    if not hasattr(rec, "arrays"):
+        return _module_rows(rec)
+    key = id(rec)
+    got = _ROWS.get(key)
+    if got is not None and got[0]() is rec:
+        return got[1]
+    out = _module_rows(rec)
+    for k, v in out.items():
+        if k not in ("id", "rank"):  # the records' own arrays
+            v.setflags(write=False)
+    _ROWS[key] = (weakref.ref(rec, lambda _r, k=key: _ROWS.pop(k, None)), out)
+    return out
+
+
+def _module_rows(rec) -> Cols:
     c, f, p = cols(rec), cols(rec), PREFIX[rec.module]
     reads, writes, opens = _OPS.get(rec.module, ((), (), ()))
     z = np.zeros(c.n)
@@ -239,7 +262,20 @@ _LIBRARY = re.compile(r"(\.pyc|\.pyo|\.py|\.pth|\.so(\.\d+)*|\.a)$"
 
 def library_mask(names) -> np.ndarray:
     """True for the names that are interpreter or library files (`_LIBRARY`), not the user's data."""
-    return np.array([bool(_LIBRARY.search(n)) if isinstance(n, str) and n else False for n in names], bool)
+    if len(_LIBRARY_MEMO) > _MOUNT_MEMO_NAMES:
+        _LIBRARY_MEMO.clear()
+    out = np.empty(len(names), bool)
+    for i, n in enumerate(names):
+        hit = _LIBRARY_MEMO.get(n)
+        if hit is None:
+            hit = _LIBRARY_MEMO[n] = bool(_LIBRARY.search(n)) if isinstance(n, str) and n else False
+        out[i] = hit
+    return out
+
+
+#: name -> whether it is a library file: the rules ask for the same names several times per log, and the
+#: logs of one program share most of them (issue 40). Emptied past _MOUNT_MEMO_NAMES names.
+_LIBRARY_MEMO: dict = {}
 
 
 def storage_modules(log) -> tuple[str, ...]:
@@ -369,15 +405,23 @@ def common_access_sizes(counters, prefix: str, n: int = 4) -> list[dict]:
 
 def per_rank(fs: Cols, nprocs: int) -> pd.DataFrame:
     """Bytes and I/O time per rank from non-shared records (shared records have no per-rank split)."""
+    return pd.DataFrame(rank_sums(fs, nprocs))
+
+
+def rank_sums(fs: Cols, nprocs: int) -> Cols:
+    """`per_rank`'s columns (rank, bytes, time, meta_time) as arrays: what the characterization and the
+    findings read of it, without a DataFrame made each time (issue 40: 7 % of an ingest)."""
     ranks = effective_ranks(fs["rank"], nprocs)
     own = ranks >= 0
     n = max(nprocs, int(ranks.max()) + 1 if own.any() else 1)
     r = ranks[own]
     b = (fs["bytes_read"] + fs["bytes_written"])[own]
     t = (fs["read_time"] + fs["write_time"] + fs["meta_time"])[own]
-    return pd.DataFrame({"rank": np.arange(n), "bytes": np.bincount(r, weights=b, minlength=n),
-                         "time": np.bincount(r, weights=t, minlength=n),
-                         "meta_time": np.bincount(r, weights=fs["meta_time"][own], minlength=n)})
+    out = Cols({"rank": np.arange(n), "bytes": np.bincount(r, weights=b, minlength=n),
+                "time": np.bincount(r, weights=t, minlength=n),
+                "meta_time": np.bincount(r, weights=fs["meta_time"][own], minlength=n)})
+    out.n = n
+    return out
 
 
 def per_rank_with_shared(log) -> tuple[pd.DataFrame, str]:
@@ -437,7 +481,7 @@ def shared_file_time(fs: Cols, ranks: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(slow) & (slow > 0), slow, elapsed)
 
 
-def carns_mibps(fs: Cols, nprocs: int, pr: pd.DataFrame | None = None) -> tuple[float | None, float, int | None]:
+def carns_mibps(fs: Cols, nprocs: int, pr: Cols | None = None) -> tuple[float | None, float, int | None]:
     """(aggregate MiB/s, I/O time of the slowest process, slowest rank) at the file-system layer.
 
     MiB/s = sum over ranks of bytes read+written / max over ranks of (t_md + t_r + t_w)
@@ -447,8 +491,8 @@ def carns_mibps(fs: Cols, nprocs: int, pr: pd.DataFrame | None = None) -> tuple[
     """
     if not fs.n:
         return None, 0.0, None
-    pr = per_rank(fs, nprocs) if pr is None else pr
-    times = pr["time"].to_numpy()
+    pr = rank_sums(fs, nprocs) if pr is None else pr
+    times = pr["time"]
     slowest = int(times.argmax()) if len(times) and times.max() > 0 else None
     t = (float(times.max()) if len(times) else 0.0) + float(shared_file_time(fs, effective_ranks(fs["rank"], nprocs)).sum())
     b = float(fs["bytes_read"].sum() + fs["bytes_written"].sum())
@@ -590,29 +634,68 @@ def imbalance(values: np.ndarray) -> float | None:
 def assign_mounts(names: np.ndarray, mounts: list[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
     """Longest mount-point prefix of each file name (and its fs type); '' when none matches.
 
-    Walks up each distinct name's parent directories and looks them up in a dict
-    of mount points: O(path depth) per name rather than O(number of mounts).
+    Each distinct name is looked up once, and each directory once: its parent directories are walked up
+    in a dict of mount points until one is a mount point or a directory already answered (the files of
+    one directory cost one lookup; sorting the names to find the distinct ones cost more, issue 40).
     """
-    table = {point.rstrip("/") or "/": (point, fstype) for point, fstype in mounts}
-    keys = np.array(["" if n is None else n for n in names], dtype=object)
-    if not len(keys):
-        return keys.copy(), keys.copy()
-    uniq, inv = np.unique(keys, return_inverse=True)
-    mp = np.full(len(uniq), "", dtype=object)
-    ft = np.full(len(uniq), "", dtype=object)
-    for i, n in enumerate(uniq):
-        if not n.startswith("/"):
-            continue
-        path = n
-        while True:
-            hit = table.get(path)
-            if hit is not None:
-                mp[i], ft[i] = hit
-                break
-            if path == "/":
-                break
-            path = path.rsplit("/", 1)[0] or "/"
-    return mp[inv], ft[inv]
+    if not len(names):
+        return np.array([], dtype=object), np.array([], dtype=object)
+    found, dirs, table = _mount_memo(mounts)
+    hits = []
+    for n in names:
+        hit = found.get(n)
+        if hit is None:
+            hit = found[n] = _mount_of(n, table, dirs)
+        hits.append(hit)
+    mp = np.empty(len(hits), dtype=object)
+    ft = np.empty(len(hits), dtype=object)
+    mp[:] = [h[0] for h in hits]
+    ft[:] = [h[1] for h in hits]
+    return mp, ft
+
+
+_NO_MOUNT = ("", "")
+#: The answers for the last mount table asked: a log's modules and rules ask for the same names several
+#: times, and the logs of one machine share a table. Emptied past _MOUNT_MEMO_NAMES names.
+_MOUNT_MEMO: dict = {}
+_MOUNT_MEMO_NAMES = 100_000
+
+
+def _mount_memo(mounts: list[tuple[str, str]]) -> tuple[dict, dict, dict]:
+    """(name -> answer, directory -> answer, mount point -> (point, type)) for this mount table."""
+    key = tuple(mounts)
+    if _MOUNT_MEMO.get("key") != key or len(_MOUNT_MEMO["found"]) + len(_MOUNT_MEMO["dirs"]) > _MOUNT_MEMO_NAMES:
+        _MOUNT_MEMO.update(key=key, found={}, dirs={},
+                           table={point.rstrip("/") or "/": (point, fstype) for point, fstype in mounts})
+    return _MOUNT_MEMO["found"], _MOUNT_MEMO["dirs"], _MOUNT_MEMO["table"]
+
+
+def _mount_of(name, table: dict, dirs: dict) -> tuple[str, str]:
+    """(mount point, fs type) of the longest mount point holding `name` (itself one, or a parent directory)."""
+    if not isinstance(name, str) or not name.startswith("/"):
+        return _NO_MOUNT
+    hit = table.get(name)
+    if hit is not None:
+        return hit
+    if name == "/":
+        return _NO_MOUNT
+    path = name.rsplit("/", 1)[0] or "/"
+    walked = []
+    while True:
+        hit = dirs.get(path)
+        if hit is not None:
+            break
+        walked.append(path)
+        hit = table.get(path)
+        if hit is not None:
+            break
+        if path == "/":
+            hit = _NO_MOUNT
+            break
+        path = path.rsplit("/", 1)[0] or "/"
+    for d in walked:
+        dirs[d] = hit
+    return hit
 
 
 def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre: pd.DataFrame | None) -> list[dict]:
@@ -624,6 +707,9 @@ def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre: pd.DataFrame
     key = np.array([f"{a}\t{b}" for a, b in zip(mp, ft)], dtype=object)
     rows = []
     lu_ids = lustre["id"].to_numpy(np.uint64) if lustre is not None and len(lustre) else None
+    if lu_ids is not None:  # the layout's columns once, as arrays (issue 40: a frame selection per mount)
+        lu_size, lu_count = lustre["stripe_size"].to_numpy(), lustre["stripe_count"].to_numpy()
+        lu_osts = lustre["ost_ids"].to_numpy(dtype=object)
     for k in dict.fromkeys(key):
         sel = key == k
         mount, fstype = k.split("\t")
@@ -631,10 +717,9 @@ def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre: pd.DataFrame
         row = {"mount": mount or None, "fs_type": fstype or None, "files": int(ids.size),
                "bytes_read": int(fs["bytes_read"][sel].sum()), "bytes_written": int(fs["bytes_written"][sel].sum())}
         if lu_ids is not None:
-            lu = lustre[np.isin(lu_ids, ids)]
-            if len(lu):
-                row["lustre"] = lustre_summary(lu["id"].to_numpy(np.uint64), lu["stripe_size"].to_numpy(),
-                                               lu["stripe_count"].to_numpy(), lu["ost_ids"])
+            on = np.isin(lu_ids, ids)
+            if on.any():
+                row["lustre"] = lustre_summary(lu_ids[on], lu_size[on], lu_count[on], lu_osts[on])
         rows.append(row)
     rows.sort(key=lambda r: -(r["bytes_read"] + r["bytes_written"]))
     return rows
@@ -646,7 +731,7 @@ def lustre_summary(ids: np.ndarray, stripe_size: np.ndarray, stripe_count: np.nd
     stripe_count = np.asarray(stripe_count, np.int64)
     return {"files": np.unique(ids).size, "stripe_size_bytes": _mode(np.asarray(stripe_size, np.int64)),
             "stripe_count": _mode(stripe_count), "stripe_counts": sorted(int(x) for x in np.unique(stripe_count)),
-            "osts": len({o for s in ost_ids for o in str(s).split(",") if o})}
+            "osts": len({o for o in ",".join(str(s) for s in ost_ids).split(",") if o})}
 
 
 def _mode(v: np.ndarray) -> int | None:
@@ -666,7 +751,7 @@ def characterize(log, *, cores_per_node: int | None = None) -> dict:
     fs = fs_records(log)
     interfaces = {m: interface_summary(r, nprocs) for m, r in log.records.items()}
     per_file = file_sharing(fs, nprocs)
-    pr = per_rank(fs, nprocs)
+    pr = rank_sums(fs, nprocs)
     mibps, fs_io_time, _ = carns_mibps(fs, nprocs, pr)
     top = top_layer_time(layer_rows(log, nprocs), nprocs)
     io_time, slowest = top["io_time_s"], top["slowest_rank"]
@@ -699,8 +784,8 @@ def characterize(log, *, cores_per_node: int | None = None) -> dict:
         "nnodes_source": nsrc,
         "slowest_rank": slowest,
         # per rank at the storage layer, where every rank's own records are (a shared MPI-IO record has no ranks)
-        "imbalance": {"bytes": imbalance(pr["bytes"].to_numpy()), "time": imbalance(pr["time"].to_numpy()),
-                      "ranks_with_io": int((pr["bytes"].to_numpy() > 0).sum())},
+        "imbalance": {"bytes": imbalance(pr["bytes"]), "time": imbalance(pr["time"]),
+                      "ranks_with_io": int((pr["bytes"] > 0).sum())},
     }
     return {
         "job": {"jobid": log.jobid, "uid": log.uid, "exe": log.exe, "nprocs": log.nprocs, "nnodes": nnodes,

@@ -15,12 +15,9 @@ from ioweather.stats.job import cols, monitored, zero_missing
 
 def ost_count(lustre: pd.DataFrame) -> int:
     """Highest OST index in the log's Lustre records + 1 (0 when none): a lower bound of the file system's count."""
-    top = -1
-    for s in lustre["ost_ids"]:
-        for o in str(s).split(","):
-            if o:
-                top = max(top, int(o))
-    return top + 1
+    # tolist(): the column is Arrow-backed text under pandas 3, whose element-wise iteration is slow
+    ids = [o for o in ",".join(map(str, lustre["ost_ids"].tolist())).split(",") if o]
+    return max(-1, max(map(int, ids), default=-1)) + 1
 
 
 #: A shared file whose slowest rank moved at least this share of its bytes was moved by that one rank.
@@ -35,7 +32,14 @@ def lfs_size(n: int) -> str:
     return str(n)
 
 
-def lustre_files(log) -> pd.DataFrame | None:
+def lustre_files(log, columns: dict[str, np.ndarray] | None = None) -> pd.DataFrame | None:
+    """The per-file table of `lustre_file_columns` as a DataFrame (None when the log has no Lustre or POSIX
+    records); `columns`: that function's answer for `log` when already made."""
+    columns = lustre_file_columns(log) if columns is None else columns
+    return None if columns is None else pd.DataFrame(columns)
+
+
+def lustre_file_columns(log) -> dict[str, np.ndarray] | None:
     """One row per POSIX file with a Lustre layout: name, stripe_count, stripe_size, size (highest
     offset + 1), bytes moved, ops, ranks (that opened it), movers (lower bound of the ranks that moved
     its bytes), top_rank (the rank that moved most), wall time (slowest rank), cumulative read+write
@@ -105,14 +109,14 @@ def lustre_files(log) -> pd.DataFrame | None:
         nranks[sh_files] = nprocs
     movers = np.maximum(np.minimum(movers, nranks), (b > 0).astype(np.int64))
     file_ids = ids[rows[starts]]
-    layout = lu.iloc[lay_first[np.searchsorted(lay_ids, file_ids)]]
+    layout = lay_first[np.searchsorted(lay_ids, file_ids)]
     names = np.asarray(posix.names, dtype=object)[rows[starts]]
-    return pd.DataFrame({
+    return {
         "id": _ids_column(file_ids), "name": names, "shared": shared, "nranks": nranks.astype(np.int64),
         "movers": movers.astype(np.int64), "top_rank": _ranks_column(top), "stripe_count":
-        layout["stripe_count"].to_numpy(np.int64), "stripe_size": layout["stripe_size"].to_numpy(np.int64),
+        lu["stripe_count"].to_numpy(np.int64)[layout], "stripe_size": lu["stripe_size"].to_numpy(np.int64)[layout],
         "size": file_size, "bytes": b, "ops": ops_sum, "wall_s": wall, "rw_s": rw_sum, "meta_s": meta_sum,
-        "access": acc[_first_argmax(ops, g, starts)].astype(np.int64)})
+        "access": acc[_first_argmax(ops, g, starts)].astype(np.int64)}
 
 
 def _group_sums(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
