@@ -20,8 +20,6 @@ UNTYPED_VALUES = {"dict", "object", "Any", "typing.Any"}
 
 NOT_YET_TYPED = {
     # the jobs domain, outside this branch's files
-    "jobs/report.py:job_report": "services/answers/why.py (the why helper's branch) reads its dicts; "
-                                 "job_answer is its typed form (JobReport)",
     "jobs/ingest.py:job_row": "the store's row of a job (columns by name), written by the ingest branch",
     "jobs/ingest.py:ingest": "`jobs ingest --json`'s counts: the ingest branch",
     "jobs/scheduler.py:import_jobs": "`import slurm` counts, printed by telemetry's import table",
@@ -34,8 +32,6 @@ NOT_YET_TYPED = {
     "probe/cache.py:ProbeCache.latest_run": "typed by the probe helper",
     "probe/pieces.py:build": "typed by the probe helper",
     "probe/slowdown.py:load_window": "typed by the probe helper: (target, columns) pairs",
-    # services/answers/why.py: the why helper's branch
-    "answers/why.py:probe_cost": "typed by the why helper: (seconds, the cost's evidence)",
     # other answers and domains, not this branch's
     "answers/events.py:compute": "events: a document of events and costs",
     "answers/events.py:cost_summary": "events: a document of costs",
@@ -138,9 +134,8 @@ def test_the_jobs_and_changes_answers_are_typed():
     """This branch's part: `job`, `jobs list`, the Jobs page, `changes` and the probe marks, `job diff`."""
     found = _found()
     for module in ("jobs/darshan.py", "jobs/darshan_child.py", "jobs/answer.py", "answers/changes.py",
-                   "answers/report.py", "answers/job_diff.py"):
+                   "answers/report.py", "answers/job_diff.py", "jobs/report.py", "answers/why.py"):
         assert not {f for f in found if f.startswith(module + ":")}, module
-    assert {f for f in found if f.startswith("jobs/report.py:")} == {"jobs/report.py:job_report"}
 
 
 def test_the_check_finds_planted_dicts():

@@ -31,9 +31,10 @@ STORM_FROM_S, STORM_FOR_S, STORM_BPS = 300, 600, 4 * GIB
 
 
 def _report(testdata, name):
-    from ioweather.services.jobs.darshan import job_report
+    from ioweather.services.jobs.darshan import job_answer
 
-    return job_report(str(testdata / "darshan" / name))
+    rep, log = job_answer(str(testdata / "darshan" / name))
+    return rep.raw(), log
 
 
 @pytest.fixture(scope="module")

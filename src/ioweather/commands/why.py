@@ -9,6 +9,7 @@ from ioweather.services.jobs.darshan_child import write_html
 from ioweather.services.probe.slowdown import reference_period
 from ioweather.services.answers.why import why as answer
 from ioweather.views import why_report as view
+from ioweather.views.json_output import print_json
 
 
 def register(cli: click.Group) -> None:
@@ -32,9 +33,6 @@ def register(cli: click.Group) -> None:
         log of the job is merged). The code's part is the Darshan advisor's saving; the system's part
         the probes' slowdown during the job, else its coverage factor (both upper bounds); the rest is
         unexplained. Events that overlap the job are listed with their culprit jobs."""
-        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
-        from ioweather.views.output import print_json, print_table, stdout
-
         doc = answer(settings, job, fs=fs, reference=reference_period(baseline_from, baseline_until)).to_json()
         if html_out:
             write_html(html_out, view.render_html(doc))
@@ -43,6 +41,9 @@ def register(cli: click.Group) -> None:
         if as_json:
             print_json(doc)
             return
+        # lazy: rich via views.output: only the text answer prints tables (not `--json`, `--help`, a usage error)
+        from ioweather.views.output import print_table, stdout
+
         stdout.print(doc["verdict"], highlight=False, markup=False)
         print_table(view.budget_rows(doc), [("label", "part"), ("time", "time"), ("share", "share of I/O"),
                                             ("evidence", "evidence")])
