@@ -13,7 +13,7 @@ _.action  # services.jobs.answer.Finding
 _.adjust  # services.answers.factors.Factors
 _.after  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff
 _.after_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
-_.agg_perf_by_slowest_mibps  # services.jobs.answer.Interface, services.jobs.answer.Perf
+_.agg_perf_by_slowest_mibps  # services.jobs.answer.Interface, services.jobs.answer.Perf, services.jobs.darshan.StoredPerf
 _.agg_time_by_slowest_s  # services.jobs.answer.Perf
 _.alarms  # services.lab.score.CaseScore
 _.analysis  # services.answers.factors.Factors, services.answers.factors.GroupDensity
@@ -37,8 +37,8 @@ _.by_bytes  # services.telemetry.fsview.Talkers
 _.by_ops  # services.telemetry.fsview.Talkers
 _.bytes  # services.answers.why.Culprit, services.answers.why.Event, services.content.fsstats.Snapshot, services.jobs.answer.Imbalance
 _.bytes_per_day  # services.content.fsstats.Growth
-_.bytes_read  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
-_.bytes_written  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
+_.bytes_read  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals
+_.bytes_written  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals
 _.cache  # services.lab.toolchain.Build
 _.capacity_bytes  # services.content.fsstats.Snapshot
 _.case  # services.lab.score.CaseScore
@@ -52,11 +52,12 @@ _.change_s  # services.answers.job_diff.DiffCause, services.answers.job_diff.Sys
 _.changes  # services.answers.changes.Changes, services.answers.report.Report
 _.class_order  # services.answers.factors.Classified
 _.climate  # services.answers.why.Why, services.jobs.weather.Weather, services.probe.status.OpStatus
-_.code  # services.answers.job_diff.DiffCause, services.answers.why.Evidence, services.answers.why.LogEvidence, services.jobs.answer.Finding
+_.code  # services.answers.job_diff.DiffCause, services.answers.why.Evidence, services.answers.why.LogEvidence, services.jobs.answer.Finding, services.jobs.darshan.StoredFinding
 _.code_s  # services.answers.why.LogBudget, services.answers.why.Why
 _.colour  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.combined_s  # services.jobs.answer.Finding
 _.command  # services.answers.changes.ProbeMarks, services.lab.run.CaseRun
+_.common_access_bytes  # services.jobs.darshan.StoredAccess
 _.common_sizes  # services.jobs.answer.Access
 _.compare  # services.content.fsstats.Contents
 _.compare_id  # services.content.fsstats.Contents
@@ -70,8 +71,8 @@ _.controls  # services.lab.score.ToolScore
 _.controls_quiet  # services.lab.score.ToolScore
 _.cost_core_hours  # services.jobs.answer.Finding
 _.cost_model  # services.jobs.answer.Finding
-_.cost_s  # services.jobs.answer.Finding
-_.cost_share  # services.jobs.answer.Finding
+_.cost_s  # services.jobs.answer.Finding, services.jobs.darshan.StoredFinding
+_.cost_share  # services.jobs.answer.Finding, services.jobs.darshan.StoredFinding
 _.cost_share_of_runtime  # services.jobs.answer.Finding
 _.count  # services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.coverage_factor_bw  # services.jobs.weather.Weather
@@ -107,7 +108,7 @@ _.doc  # services.answers.factors.ModelFile
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
 _.durations  # services.answers.factors.Classified, services.answers.factors.GroupDensity
 _.elapsed_s  # services.lab.run.CaseRun
-_.end  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.telemetry.workload.Workload
+_.end  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.StoredHeader, services.telemetry.workload.Workload
 _.entries  # services.content.fsstats.Snapshot
 _.entries_per_s  # services.content.fsstats.Snapshot
 _.error  # services.answers.factors.GroupDensity, services.lab.score.CaseScore, services.lab.score.PairScore
@@ -118,7 +119,7 @@ _.evidence  # services.answers.why.LogBudget, services.answers.why.Why, services
 _.example  # services.jobs.answer.Damage
 _.exclude  # services.content.fsstats.Snapshot
 _.excluded  # services.answers.factors.Factors, services.content.fsstats.Snapshot
-_.exe  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
+_.exe  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader
 _.exit_code  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
 _.expected  # services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus
 _.expected_label  # services.probe.status.TargetStatus
@@ -139,14 +140,14 @@ _.file_bytes  # services.probe.run.ProbeInit
 _.file_exceeds_memory  # services.probe.run.ProbeInit
 _.file_not_aligned_fraction  # services.jobs.answer.Access
 _.file_system  # services.answers.why.LogEvidence
-_.files  # services.content.fsstats.Snapshot, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.probe.targets.Purged
+_.files  # services.content.fsstats.Snapshot, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals, services.probe.targets.Purged
 _.files_per_day  # services.content.fsstats.Growth
 _.files_stored  # services.jobs.darshan.StoredJob
 _.files_vs_procs  # services.jobs.darshan.ArchiveSummary
 _.filters  # services.jobs.darshan.ArchiveSummary
 _.findings  # services.jobs.answer.JobReport, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob
 _.first_sample  # services.probe.targets.TargetRow
-_.fix  # services.jobs.answer.Finding, services.lab.score.PairScore
+_.fix  # services.jobs.answer.Finding, services.jobs.darshan.StoredFinding, services.lab.score.PairScore
 _.fixed  # services.lab.score.PairScore
 _.fixed_verdict  # services.lab.score.PairScore
 _.flagged  # services.telemetry.fsview.Servers
@@ -160,7 +161,7 @@ _.fs_bytes  # services.jobs.weather.Weather
 _.fs_fullness  # services.telemetry.fsview.Capacity
 _.fs_io_time_s  # services.jobs.answer.Perf
 _.fs_read_bytes  # services.telemetry.fsview.Servers
-_.fs_type  # services.jobs.answer.Mount
+_.fs_type  # services.jobs.answer.Mount, services.jobs.darshan.MountRow
 _.fs_with_data  # services.telemetry.fsview.Span
 _.fs_write_bytes  # services.telemetry.fsview.Servers
 _.fullest  # services.telemetry.fsview.Capacity
@@ -195,16 +196,16 @@ _.interval_s  # services.content.fsstats.Growth, services.probe.history.History,
 _.interval_start  # services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.timeline.TimelineInterval
 _.intervals  # services.probe.timeline.Timeline
 _.io_fraction  # services.jobs.darshan.JobRow
-_.io_fraction_of_runtime  # services.jobs.answer.Perf
+_.io_fraction_of_runtime  # services.jobs.answer.Perf, services.jobs.darshan.StoredPerf
 _.io_time_by_layer_s  # services.jobs.answer.Perf
 _.io_time_change_s  # services.answers.job_diff.JobDiff
 _.io_time_exceeds_runtime  # services.jobs.answer.Perf
 _.io_time_layer  # services.jobs.answer.Perf
-_.io_time_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.LayerTime, services.jobs.answer.Perf, services.lab.storm.Twin
+_.io_time_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.LayerTime, services.jobs.answer.Perf, services.jobs.darshan.StoredPerf, services.lab.storm.Twin
 _.ior  # services.lab.toolchain.Toolchain
 _.ioweather_version  # services.content.fsstats.Snapshot
 _.job  # services.answers.why.Culprit, services.answers.why.Why, services.jobs.answer.JobReport, services.jobs.darshan.StoredJob, stats.umami.Umami
-_.jobid  # services.answers.why.LogBudget, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.lab.storm.Twin
+_.jobid  # services.answers.why.LogBudget, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredHeader, services.lab.storm.Twin
 _.jobs  # services.answers.umami.Correlations, services.jobs.darshan.ArchiveSummary, services.telemetry.fsview.Talkers
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
 _.kind  # services.answers.job_diff.DiffCause, services.telemetry.fsview.Span
@@ -219,7 +220,7 @@ _.lctl_at  # services.answers.why.Targets
 _.learning  # services.probe.history.TargetHistory, services.probe.status.BaselineInfo, services.probe.status.OpStatus, services.probe.timeline.Timeline
 _.learning_reason  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
 _.learning_span  # services.probe.status.BaselineInfo
-_.level  # services.jobs.answer.Finding, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredJob
+_.level  # services.jobs.answer.Finding, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredFinding, services.jobs.darshan.StoredJob
 _.level_after  # services.answers.changes.Change, services.answers.changes.ProbeMark
 _.level_before  # services.answers.changes.Change, services.answers.changes.ProbeMark
 _.levels  # services.jobs.darshan.JobsView
@@ -227,10 +228,11 @@ _.limit  # services.jobs.darshan.JobList
 _.links  # services.answers.report.Report
 _.list  # services.jobs.darshan.JobsView
 _.log  # services.lab.storm.Twin, services.lab.toolchain.Build
-_.log_version  # services.jobs.answer.JobHeader
+_.log_version  # services.jobs.answer.JobHeader, services.jobs.darshan.StoredHeader
 _.logs  # services.answers.why.Why, services.lab.run.CaseRun
 _.logs_dir  # services.lab.run.LabRun, services.lab.score.Scores
-_.lustre  # services.jobs.answer.Mount, services.telemetry.fsview.Capacity
+_.lustre  # services.jobs.answer.Mount, services.jobs.darshan.MountRow, services.telemetry.fsview.Capacity
+_.lustre_text  # services.jobs.darshan.MountRow
 _.magnitude  # services.answers.umami.CorrelationRow
 _.match_cols  # services.answers.factors.Classified
 _.max_points  # services.probe.timeline.Timeline
@@ -244,13 +246,13 @@ _.median  # services.answers.why.ClimateMetric, services.probe.status.Climate
 _.median_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
 _.mem_not_aligned_fraction  # services.jobs.answer.Access
 _.memory_bytes  # services.probe.run.ProbeInit
-_.message  # services.answers.factors.GroupDensity, services.answers.job_diff.DiffCause, services.bench.runs.BenchCheck, services.jobs.answer.Finding, services.probe.slowdown.Check, services.probe.status.Status
-_.meta_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
+_.message  # services.answers.factors.GroupDensity, services.answers.job_diff.DiffCause, services.bench.runs.BenchCheck, services.jobs.answer.Finding, services.jobs.darshan.StoredFinding, services.probe.slowdown.Check, services.probe.status.Status
+_.meta_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals, services.jobs.darshan.ModuleRow, services.jobs.darshan.StoredTotals
 _.method  # services.answers.why.Culprit
 _.metric  # services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.metrics  # services.answers.why.Climate, stats.umami.Umami
-_.mibps  # services.jobs.answer.Perf, services.jobs.darshan.JobRow
-_.mibps_per_node  # services.jobs.answer.Perf, services.jobs.darshan.JobRow
+_.mibps  # services.jobs.answer.Perf, services.jobs.darshan.JobRow, services.jobs.darshan.StoredPerf
+_.mibps_per_node  # services.jobs.answer.Perf, services.jobs.darshan.JobRow, services.jobs.darshan.StoredPerf
 _.mibps_per_node_by_project  # services.jobs.darshan.ArchiveSummary
 _.mibps_per_node_reason  # services.jobs.answer.Perf
 _.micro_f1  # services.lab.score.ToolScore
@@ -268,10 +270,11 @@ _.missing_observations  # services.telemetry.workload.Workload
 _.missing_samples  # services.telemetry.workload.Workload
 _.model  # services.answers.job_diff.SystemShare
 _.models  # services.answers.factors.Classified
-_.module  # services.jobs.answer.Damage
+_.module  # services.jobs.answer.Damage, services.jobs.darshan.ModuleRow
+_.modules  # services.jobs.darshan.StoredHeader
 _.monthly  # services.telemetry.workload.Workload
 _.motif  # services.answers.umami.Correlations, services.answers.why.Climate, services.bench.runs.BenchPage, stats.umami.Umami
-_.mount  # services.answers.why.LogBudget, services.jobs.answer.Mount
+_.mount  # services.answers.why.LogBudget, services.jobs.answer.Mount, services.jobs.darshan.MountRow
 _.mounts  # services.answers.why.LogEvidence, services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.moved_bytes  # services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.mpi  # services.lab.run.CaseRun
@@ -283,7 +286,7 @@ _.n_intervals  # services.probe.status.Climate
 _.name  # services.answers.factors.Classified, services.lab.run.CaseRun
 _.named  # services.lab.score.CaseScore
 _.newest_of_label  # services.content.fsstats.Contents
-_.nnodes  # services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
+_.nnodes  # services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader
 _.nnodes_source  # services.answers.why.Why, services.jobs.answer.Perf
 _.no_capacity_data  # services.telemetry.fsview.Capacity
 _.no_data  # services.jobs.weather.Weather
@@ -293,12 +296,12 @@ _.notes  # services.answers.job_diff.JobDiff, services.answers.why.Why, services
 _.now_by_bytes  # services.telemetry.fsview.Talkers
 _.now_by_ops  # services.telemetry.fsview.Talkers
 _.now_s  # services.telemetry.fsview.Talkers
-_.nprocs  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
+_.nprocs  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredHeader
 _.observations  # services.telemetry.workload.Workload
 _.of  # services.jobs.answer.Damage
 _.offset  # services.jobs.darshan.JobList
 _.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
-_.opens  # services.jobs.answer.Interface
+_.opens  # services.jobs.answer.Interface, services.jobs.darshan.ModuleRow
 _.ops  # services.answers.factors.Factors, services.probe.history.History, services.probe.status.TargetStatus, services.telemetry.fsview.Metadata
 _.order  # services.jobs.darshan.JobList
 _.origin  # services.lab.toolchain.Toolchain
@@ -319,9 +322,9 @@ _.p99_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.Timeline
 _.p_fs  # stats.umami.MetricRow
 _.pairs  # services.lab.score.PairsScore, services.lab.score.Scores
 _.partial  # services.jobs.answer.Interface
-_.partial_modules  # services.jobs.answer.JobHeader
-_.partially_shared  # services.jobs.answer.Sharing
-_.partially_shared_bytes  # services.jobs.answer.Sharing
+_.partial_modules  # services.jobs.answer.JobHeader, services.jobs.darshan.StoredHeader
+_.partially_shared  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
+_.partially_shared_bytes  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
 _.path  # services.answers.factors.ModelFile, services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.jobs.darshan.FailedLog, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob, services.probe.targets.Skipped
 _.peak_bps  # services.answers.why.Event
 _.peak_ops_per_s  # services.telemetry.fsview.Metadata
@@ -364,9 +367,9 @@ _.ranks_with_io  # services.jobs.answer.Imbalance
 _.read_bps  # services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
 _.read_bytes  # services.telemetry.workload.Workload
 _.read_histogram  # services.jobs.answer.Access
-_.read_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
+_.read_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals, services.jobs.darshan.ModuleRow, services.jobs.darshan.StoredTotals
 _.read_write_ratio  # services.telemetry.workload.Workload
-_.reads  # services.jobs.answer.Interface
+_.reads  # services.jobs.answer.Interface, services.jobs.darshan.ModuleRow
 _.reason  # services.answers.changes.SkippedProbeSeries, services.answers.changes.SkippedSeries, services.jobs.darshan.FailedLog, services.lab.run.CaseRun, services.lab.score.ToolScore, services.probe.status.TargetStatus, services.probe.targets.Skipped
 _.recall  # services.lab.score.LabelScore
 _.records  # services.jobs.answer.Damage, services.jobs.answer.Interface
@@ -385,7 +388,7 @@ _.rows_kept_by_paper_filters  # services.answers.umami.FeatureImport
 _.rule  # services.telemetry.fsview.Servers
 _.run  # services.bench.runs.BenchPage
 _.runs  # services.answers.factors.Densities, services.bench.runs.BenchPage, services.probe.targets.Purged, services.probe.targets.TargetRow
-_.runtime_s  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
+_.runtime_s  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredHeader
 _.same  # services.lab.score.PairScore
 _.same_code  # services.answers.job_diff.JobDiff
 _.sample_interval_s  # services.telemetry.workload.Workload
@@ -394,14 +397,14 @@ _.samples  # services.probe.status.BaselineInfo, services.probe.targets.Purged, 
 _.samples_shown  # services.probe.timeline.Timeline
 _.samples_total  # services.probe.timeline.Timeline
 _.scored  # services.lab.score.PairsScore
-_.seq_fraction  # services.jobs.answer.Access
+_.seq_fraction  # services.jobs.answer.Access, services.jobs.darshan.StoredAccess
 _.series  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.changes.SkippedSeries, services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
 _.series_examined  # services.answers.changes.Changes
 _.server_cpu_pct  # services.jobs.weather.Weather
 _.set  # services.answers.umami.FeatureImport
 _.share  # services.answers.why.Culprit
-_.shared  # services.jobs.answer.Sharing
-_.shared_bytes  # services.jobs.answer.Sharing
+_.shared  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
+_.shared_bytes  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
 _.sharing  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.shown  # services.jobs.darshan.JobsPlot, services.telemetry.workload.WorkloadSeries
 _.significance  # services.answers.factors.Factors
@@ -426,7 +429,7 @@ _.span_s  # services.probe.status.BaselineInfo
 _.sparkline  # services.probe.status.TargetStatus
 _.split  # services.answers.factors.Factors
 _.stale_after_s  # services.probe.status.TargetStatus
-_.start  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.telemetry.workload.Workload, stats.umami.Umami
+_.start  # services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader, services.telemetry.workload.Workload, stats.umami.Umami
 _.start_ns  # services.answers.factors.GroupDensity
 _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.timeline.Timeline
@@ -475,11 +478,11 @@ _.total_ops  # services.telemetry.fsview.Metadata
 _.total_ops_per_s  # services.telemetry.fsview.Metadata
 _.totals  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.tp  # services.lab.score.LabelScore
-_.uid  # services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
+_.uid  # services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader
 _.unexplained  # services.answers.why.Evidence
 _.unexplained_s  # services.answers.why.LogBudget, services.answers.why.Why
-_.unique  # services.jobs.answer.Sharing
-_.unique_bytes  # services.jobs.answer.Sharing
+_.unique  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
+_.unique_bytes  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
 _.unplanted  # services.lab.score.CaseScore
 _.until  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.until_ns  # services.telemetry.fsview.Span
@@ -498,7 +501,7 @@ _.warnings  # services.jobs.answer.JobReport, services.telemetry.workload.Worklo
 _.was  # services.probe.targets.Retired
 _.weather  # stats.umami.Umami
 _.weather_verdict  # services.jobs.darshan.JobRow
-_.what  # services.answers.factors.GroupDensity
+_.what  # services.answers.factors.GroupDensity, services.jobs.darshan.StoredFinding
 _.window_end_ns  # services.jobs.weather.Weather
 _.window_s  # services.probe.status.Status, services.probe.status.TargetStatus
 _.window_start_ns  # services.jobs.weather.Weather
@@ -507,5 +510,5 @@ _.worth  # services.jobs.answer.Finding
 _.write_bps  # services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
 _.write_bytes  # services.telemetry.workload.Workload
 _.write_histogram  # services.jobs.answer.Access
-_.write_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
-_.writes  # services.jobs.answer.Interface
+_.write_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals, services.jobs.darshan.ModuleRow, services.jobs.darshan.StoredTotals
+_.writes  # services.jobs.answer.Interface, services.jobs.darshan.ModuleRow
