@@ -9,9 +9,11 @@ the queue, the CPU time the work). `--before SRC` adds the same commands run fro
     python benchmarks/bench_short_commands.py [--runs 5] [--why-home H --why-job J] [--store-home H30]
                                               [--before /tmp/before/src] [--only why]
 
---only why: the bare `python -c "import numpy, pandas"` and `why JOB` alone (issue 40's `why` < 1 s).
-Each command's medians are also printed as a ratio of the first (bare-import) row's, which ran in the
-same rounds: on this shared machine the ratio holds when the absolute times do not.
+--only why: the bare `python -c "import numpy, pandas"`, the libraries `why` cannot answer without on a store
+with telemetry (WHY_LIBRARIES: SQLAlchemy and pandas through services.answers.events' imports, DuckDB for the
+telemetry reads, PyDarshan's cffi backend for the log), and `why JOB` (text and --json) alone (issue 40's
+`why` < 1 s). Each command's medians are also printed as a ratio of the first (bare-import) row's, which
+ran in the same rounds: on this shared machine the ratio holds when the absolute times do not.
 
 --why-home: the store tests/test_why.py builds (the storm store); --store-home: a 30-day probe store as
 benchmarks/bench_store.py builds it (`--dir D` -> D/home-30d). Commands whose home is not given are skipped.
@@ -29,6 +31,9 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 LOG = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "darshan" / "imbalanced-io.darshan"
+#: What `why JOB` imports that its own code does not choose: the events' module and its store reads
+#: (numpy, pandas, pyarrow, SQLAlchemy), DuckDB, PyDarshan's backend (its C declarations parsed at import).
+WHY_LIBRARIES = "import ioweather.services.answers.events, duckdb, darshan.backend.cffi_backend"
 
 
 def run(cmd: list[str], src: Path) -> tuple[float, float]:
@@ -52,7 +57,8 @@ def main():
     py, cli = sys.executable, [sys.executable, "-m", "ioweather"]
     empty = tempfile.mkdtemp()
     if args.only == "why":
-        cases = [("import numpy, pandas", [py, "-c", "import numpy, pandas"], False)]
+        cases = [("import numpy, pandas", [py, "-c", "import numpy, pandas"], False),
+                 ("why's libraries", [py, "-c", WHY_LIBRARIES], True)]
     else:
         cases = [("import numpy, pandas, darshan", [py, "-c", "import numpy, pandas, darshan"], False),
                  ("job LOG", [*cli, "job", str(args.log)], True),
@@ -61,6 +67,9 @@ def main():
         cases.append(("slowdown --check, 30 days", [*cli, "--home", str(args.store_home), "slowdown", "--check"], True))
     if args.why_home:
         cases.append(("why JOB, storm store", [*cli, "--home", str(args.why_home), "why", args.why_job], True))
+        if args.only == "why":
+            cases.append(("why JOB --json, storm store",
+                          [*cli, "--home", str(args.why_home), "why", args.why_job, "--json"], True))
     trees = [("after", SRC)] + ([("before", args.before)] if args.before else [])
     times: dict[str, list[tuple[float, float]]] = {}
     for _ in range(args.runs):

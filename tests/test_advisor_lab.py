@@ -12,13 +12,13 @@ import pytest
 
 from darshan_support import DATA_LOGS, TESTDATA_LOGS, damage_counters
 
-from ioweather.services.jobs.darshan import job_report
+from ioweather.services.jobs.darshan import job_answer
 
 LAB = Path(__file__).parent / "data" / "lab"
 
 
 def _run(path) -> tuple[dict, dict]:
-    rep, _ = job_report(str(path))
+    rep = job_answer(str(path))[0].raw()
     return rep, {f["code"]: f for f in rep["findings"]}
 
 

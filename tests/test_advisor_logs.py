@@ -1,4 +1,4 @@
-"""Every public Darshan log through `job_report`, checking the advisor's invariants (issue 27): the
+"""Every public Darshan log through `job_answer`, checking the advisor's invariants (issue 27): the
 verdict's combined saving never exceeds the I/O time, verdict and findings agree, every HIGH has a
 cost, and a job whose files MPI-IO recorded is timed at the MPI-IO layer (or above)."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from darshan_support import DATA_LOGS, TESTDATA_LOGS
 
-from ioweather.services.jobs.darshan import job_report
+from ioweather.services.jobs.darshan import job_answer
 
 LOGS = sorted({p.resolve() for root in (TESTDATA_LOGS, DATA_LOGS) if root.is_dir()
                for p in Path(root).rglob("*.darshan")})
@@ -19,7 +19,8 @@ LOGS = sorted({p.resolve() for root in (TESTDATA_LOGS, DATA_LOGS) if root.is_dir
 @pytest.mark.skipif(not LOGS, reason="no shared Darshan logs")
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:48])
 def test_report_invariants(path):
-    rep, log = job_report(str(path))
+    rep, log = job_answer(str(path))
+    rep = rep.raw()
     perf, findings = rep["perf"], rep["findings"]
     io = perf["io_time_s"]
     assert 0.0 <= rep["verdict_saving_s"] <= io + 1e-9
@@ -49,7 +50,8 @@ SKEW = sorted(DATA_LOGS.glob("*/skew-app.darshan"))
 def test_a_wide_jobs_small_share_is_worth_changing():
     """65,536 processes, 10.4 h: I/O is 2 % of the run (0.7 % at POSIX alone, where the report said
     "nothing worth changing"), but the MPI-IO overhead alone is thousands of core-hours."""
-    rep, log = job_report(str(SKEW[0]))
+    rep, log = job_answer(str(SKEW[0]))
+    rep = rep.raw()
     assert log.nprocs == 65536 and rep["perf"]["io_fraction_of_runtime"] < 0.05
     assert rep["perf"]["layers"]["POSIX"]["io_time_s"] / rep["job"]["runtime_s"] < 0.0075
     assert rep["verdict_actions"][0] == "M08"
@@ -66,7 +68,7 @@ def test_workers_of_one_training_job_get_one_verdict():
     """Workers of one DLIO training job (4.7 % and 4.8 % of their runs in I/O) that re-read their data get
     one verdict: no action, as re-reading saves under 5 % of their runs (issue 39: an action there was
     noise), with the re-reading named as the closest finding."""
-    reps = [job_report(str(p))[0] for p in DLIO]
+    reps = [job_answer(str(p))[0].raw() for p in DLIO]
     rereading = [r for r in reps if any(f["code"] == "P09" and f["level"] != "INFO" for f in r["findings"])]
     assert len(rereading) >= 2
     assert {tuple(r["verdict_actions"]) for r in rereading} == {()}

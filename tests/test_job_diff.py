@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ioweather.services.jobs.darshan import job_answer, job_report
+from ioweather.services.jobs.darshan import job_answer
 from ioweather.services.answers.job_diff import DiffSide, diff_reports, explained, job_diff
 
 LAB = Path(__file__).parent / "data" / "lab"
@@ -21,7 +21,7 @@ QUIET, STORM = LAB / "clean-quiet.darshan", LAB / "clean-storm.darshan"
 def test_a_bad_to_fixed_pair_is_explained_by_the_finding_that_vanished():
     d = job_diff(None, str(BAD), str(FIXED))
     # the reference: each run's I/O time and the sync finding's saving, from `job` itself
-    before, after = job_report(str(BAD))[0], job_report(str(FIXED))[0]
+    before, after = job_answer(str(BAD))[0].raw(), job_answer(str(FIXED))[0].raw()
     change = after["perf"]["io_time_s"] - before["perf"]["io_time_s"]
     assert d.io_time_change_s == pytest.approx(change) and change < -3.0
     y01 = next(c for c in d.causes if c.code == "Y01")

@@ -128,20 +128,20 @@ def test_the_advisor_on_a_control_and_on_small_collective_calls(tools, tmp_path)
     names them M11 with that evidence when their exchange costs time, and raises nothing else at WARN or
     HIGH. Whether it costs depends on the machine: ~20 µs a call here when quiet (no M11: nothing worth
     changing), 2 ms at load 15 (M11 HIGH); a test that asked for M11 failed on a quiet CI run."""
-    from ioweather.services.jobs.darshan import job_report
+    from ioweather.services.jobs.darshan import job_answer
     from ioweather.services.lab.catalogue import select
 
     run = run_cases(select(["ctl-mpiio-collective-large", "mpiio-collective-small"]), tools, tmp_path, tmp_path / "logs")
     ctl, small = run.cases
     assert (ctl.name, small.name) == ("ctl-mpiio-collective-large", "mpiio-collective-small")
     assert ctl.status == small.status == "ok", (ctl.reason, small.reason)
-    rep, _ = job_report(ctl.logs[0])
+    rep = job_answer(ctl.logs[0])[0].raw()
     assert [f["code"] for f in rep["findings"] if f["level"] in ("HIGH", "WARN")] == [], rep["verdict"]
     assert "nothing worth changing" in rep["verdict"]
     c = _counters(small.logs[0], "MPI-IO")
     calls, nbytes = int(c["MPIIO_COLL_WRITES"].sum()), int(c["MPIIO_BYTES_WRITTEN"].sum())
     assert calls == 2 * 4096 and nbytes // (calls // 2) == 8192  # each rank's call is one of the job's calls
-    rep, _ = job_report(small.logs[0])
+    rep = job_answer(small.logs[0])[0].raw()
     alarms = [f["code"] for f in rep["findings"] if f["level"] in ("HIGH", "WARN")]
     assert set(alarms) <= {"M11"}, rep["verdict"]
     m11 = [f for f in rep["findings"] if f["code"] == "M11"]

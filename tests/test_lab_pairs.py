@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ioweather.services.jobs.darshan import job_report
+from ioweather.services.jobs.darshan import job_answer
 from ioweather.services.lab.catalogue import CASES, PAIRS, Pair
 from ioweather.services.lab.run import INDEX, read_index
 from ioweather.services.lab.score import MIN_EXPLAINED_SHARE, score_pairs
@@ -36,7 +36,7 @@ def _index(tmp_path: Path) -> Path:
 
 
 def _io_time(log: Path) -> float:
-    return job_report(str(log))[0]["perf"]["io_time_s"]
+    return job_answer(str(log))[0].perf.io_time_s
 
 
 def test_pairs_are_scored_from_job_diff_and_counted_against_the_bar(tmp_path):

@@ -11,7 +11,7 @@ from urllib.parse import quote
 import numpy as np
 import pytest
 
-from ioweather.services.jobs.darshan import job_report, log_top_files, with_unit_keys
+from ioweather.services.jobs.darshan import job_answer, log_top_files, with_unit_keys
 from ioweather.config import Settings
 from ioweather.store import open_store
 from ioweather.store import probe as probe_store
@@ -102,8 +102,8 @@ def test_job_page_equals_the_job_command(jserver, testdata):
     levels_checked = set()
     for log in logs:
         page = by_path[str(log)]
-        rep, dlog = job_report(str(log), cores_per_node=CORES_PER_NODE)
-        rep = normal(with_unit_keys(rep))  # what `job LOG --json` prints; the page is `jobs show --json`
+        rep, dlog = job_answer(str(log), cores_per_node=CORES_PER_NODE)
+        rep = normal(rep.to_json())  # what `job LOG --json` prints; the page is `jobs show --json`
         # the files `job LOG --html` lists are the page's, in the same order (one stats.job_files.top_files)
         assert page["top_files"] == normal(with_unit_keys([asdict(f) for f in log_top_files(dlog)])), log.name
         for k in ("jobid", "uid", "exe", "nprocs", "nnodes", "start", "end", "runtime_s", "log_version",

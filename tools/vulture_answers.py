@@ -13,7 +13,7 @@ _.action  # services.jobs.answer.Finding
 _.adjust  # services.answers.factors.DensityOptions, services.answers.factors.Factors
 _.after  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff
 _.after_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
-_.agg_perf_by_slowest_mibps  # services.jobs.answer.Interface, services.jobs.answer.Perf
+_.agg_perf_by_slowest_mibps  # services.jobs.answer.Interface, services.jobs.answer.Perf, services.jobs.darshan.StoredPerf
 _.agg_time_by_slowest_s  # services.jobs.answer.Perf
 _.alarms  # services.lab.score.CaseScore
 _.amount  # services.telemetry.fsview.SeriesEvent
@@ -52,9 +52,9 @@ _.bytes_change  # services.content.fsstats.DirGrowth, services.content.fsstats.G
 _.bytes_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.bytes_in_files_below_1mib  # services.content.fsstats.Highlights
 _.bytes_per_day  # services.content.fsstats.Growth
-_.bytes_read  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
+_.bytes_read  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals
 _.bytes_share  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare
-_.bytes_written  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow
+_.bytes_written  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals
 _.cache  # services.bench.iomodel.Configuration, services.lab.toolchain.Build
 _.candidates  # services.answers.events.Events
 _.capacity_bytes  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
@@ -74,11 +74,12 @@ _.changes  # services.answers.changes.Changes, services.answers.report.Report
 _.class_order  # services.answers.factors.Classified
 _.climate  # services.answers.why.Why, services.jobs.weather.Weather, services.probe.status.OpStatus
 _.cluster  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.jobs.scheduler.JobsImport
-_.code  # services.answers.job_diff.DiffCause, services.answers.why.Evidence, services.answers.why.LogEvidence, services.jobs.answer.Finding
+_.code  # services.answers.job_diff.DiffCause, services.answers.why.Evidence, services.answers.why.LogEvidence, services.jobs.answer.Finding, services.jobs.darshan.StoredFinding
 _.code_s  # services.answers.why.LogBudget, services.answers.why.Why
 _.colour  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.combined_s  # services.jobs.answer.Finding
 _.command  # services.answers.changes.ProbeMarks, services.lab.run.CaseRun
+_.common_access_bytes  # services.jobs.darshan.StoredAccess
 _.common_sizes  # services.jobs.answer.Access
 _.compare  # services.content.fsstats.Contents
 _.compare_id  # services.content.fsstats.Contents
@@ -101,8 +102,8 @@ _.core_hours_exposed  # services.answers.events.CostSummary, services.answers.ev
 _.cost  # services.answers.events.Events
 _.cost_core_hours  # services.jobs.answer.Finding
 _.cost_model  # services.jobs.answer.Finding
-_.cost_s  # services.jobs.answer.Finding
-_.cost_share  # services.jobs.answer.Finding
+_.cost_s  # services.jobs.answer.Finding, services.jobs.darshan.StoredFinding
+_.cost_share  # services.jobs.answer.Finding, services.jobs.darshan.StoredFinding
 _.cost_share_of_runtime  # services.jobs.answer.Finding
 _.count  # services.bench.iomodel.Configuration, services.content.fsstats.Cdf, services.content.fsstats.SizeBucket, services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.coverage_factor_bw  # services.jobs.weather.Weather
@@ -158,7 +159,7 @@ _.duplicates  # services.jobs.ingest.IngestCounts
 _.duration_s  # services.answers.events.IoEvent, services.bench.runs.RunResult, services.bench.runs.WindowResult
 _.durations  # services.answers.factors.Classified, services.answers.factors.GroupDensity
 _.elapsed_s  # services.lab.run.CaseRun
-_.end  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload
+_.end  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.StoredHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload
 _.entries  # services.content.fsstats.Snapshot
 _.entries_per_s  # services.content.fsstats.Snapshot
 _.error  # services.answers.factors.GroupDensity, services.bench.iomodel.RunError, services.bench.runs.ImportFailure, services.lab.score.CaseScore, services.lab.score.PairScore, services.telemetry.imports.FailedSource
@@ -169,7 +170,7 @@ _.evidence  # services.answers.why.LogBudget, services.answers.why.Why, services
 _.example  # services.jobs.answer.Damage
 _.exclude  # services.content.fsstats.Snapshot
 _.excluded  # services.answers.factors.Factors, services.content.fsstats.Snapshot
-_.exe  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
+_.exe  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader
 _.exit_code  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
 _.expected  # services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus
 _.expected_label  # services.probe.status.TargetStatus
@@ -197,7 +198,7 @@ _.file_exceeds_memory  # services.probe.run.ProbeInit
 _.file_layout  # services.bench.iomodel.Configuration
 _.file_not_aligned_fraction  # services.jobs.answer.Access
 _.file_system  # services.answers.why.LogEvidence
-_.files  # services.bench.runs.BenchImport, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collector.CollectorState, services.telemetry.imports.SourceImport, store.check.Report
+_.files  # services.bench.runs.BenchImport, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collector.CollectorState, services.telemetry.imports.SourceImport, store.check.Report
 _.files_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_below_1mib  # services.content.fsstats.Highlights
@@ -213,7 +214,7 @@ _.findings  # services.jobs.answer.JobReport, services.jobs.darshan.JobRow, serv
 _.fio_s  # services.bench.runs.BenchRun
 _.first_sample  # services.probe.targets.TargetRow
 _.first_start  # services.jobs.scheduler.JobsImport
-_.fix  # services.jobs.answer.Finding, services.lab.score.PairScore, store.check.Problem
+_.fix  # services.jobs.answer.Finding, services.jobs.darshan.StoredFinding, services.lab.score.PairScore, store.check.Problem
 _.fixed  # services.lab.score.PairScore
 _.fixed_verdict  # services.lab.score.PairScore
 _.flagged  # services.telemetry.fsview.Servers
@@ -229,7 +230,7 @@ _.fs_bytes  # services.jobs.weather.Weather
 _.fs_fullness  # services.telemetry.fsview.Capacity
 _.fs_io_time_s  # services.jobs.answer.Perf
 _.fs_read_bytes  # services.telemetry.fsview.Servers
-_.fs_type  # services.jobs.answer.Mount, services.runtime.fs_names.JobFs, services.runtime.fs_names.UnmappedMount
+_.fs_type  # services.jobs.answer.Mount, services.jobs.darshan.MountRow, services.runtime.fs_names.JobFs, services.runtime.fs_names.UnmappedMount
 _.fs_with_data  # services.telemetry.fsview.Span
 _.fs_write_bytes  # services.telemetry.fsview.Servers
 _.fullest  # services.telemetry.fsview.Capacity
@@ -273,12 +274,12 @@ _.interval_s  # services.answers.events.Events, services.content.fsstats.Growth,
 _.interval_start  # services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.timeline.TimelineInterval
 _.intervals  # services.probe.timeline.Timeline
 _.io_fraction  # services.jobs.darshan.JobRow
-_.io_fraction_of_runtime  # services.jobs.answer.Perf
+_.io_fraction_of_runtime  # services.jobs.answer.Perf, services.jobs.darshan.StoredPerf
 _.io_time_by_layer_s  # services.jobs.answer.Perf
 _.io_time_change_s  # services.answers.job_diff.JobDiff
 _.io_time_exceeds_runtime  # services.jobs.answer.Perf
 _.io_time_layer  # services.jobs.answer.Perf
-_.io_time_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.LayerTime, services.jobs.answer.Perf, services.lab.storm.Twin
+_.io_time_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.LayerTime, services.jobs.answer.Perf, services.jobs.darshan.StoredPerf, services.lab.storm.Twin
 _.iops  # services.bench.runs.RunResult, services.bench.runs.WindowResult
 _.ior  # services.lab.toolchain.Toolchain
 _.ioweather_codes  # services.lab.answers.CatalogueLabel
@@ -286,7 +287,7 @@ _.ioweather_version  # services.content.fsstats.Snapshot
 _.job  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.why.Culprit, services.answers.why.Why, services.jobs.answer.JobReport, services.jobs.darshan.StoredJob, stats.umami.Umami
 _.job_url  # services.answers.events.CulpritCost, services.answers.events.EventJob
 _.job_weather  # services.answers.imports.TelemetryImport
-_.jobid  # services.answers.why.LogBudget, services.bench.runs.Submitted, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.lab.storm.Twin
+_.jobid  # services.answers.why.LogBudget, services.bench.runs.Submitted, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredHeader, services.lab.storm.Twin
 _.jobs  # services.answers.events.IoEvent, services.answers.imports.WeatherRefresh, services.answers.umami.Correlations, services.jobs.darshan.ArchiveSummary, services.jobs.scheduler.JobsImport, services.jobs.weather.WeatherRefresh, services.telemetry.fsview.Talkers
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
 _.jobs_without_cores  # services.answers.events.IoEvent
@@ -314,7 +315,7 @@ _.learning  # services.probe.history.TargetHistory, services.probe.status.Baseli
 _.learning_reason  # services.probe.history.TargetHistory, services.probe.timeline.Timeline
 _.learning_span  # services.probe.status.BaselineInfo
 _.leftovers_removed  # services.bench.runs.BenchRun
-_.level  # services.jobs.answer.Finding, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredJob
+_.level  # services.jobs.answer.Finding, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredFinding, services.jobs.darshan.StoredJob
 _.level_after  # services.answers.changes.Change, services.answers.changes.ProbeMark
 _.level_before  # services.answers.changes.Change, services.answers.changes.ProbeMark
 _.levels  # services.jobs.darshan.JobsView
@@ -322,10 +323,11 @@ _.limit  # services.jobs.darshan.JobList
 _.links  # services.answers.report.Report
 _.list  # services.jobs.darshan.JobsView
 _.log  # services.lab.storm.Twin, services.lab.toolchain.Build
-_.log_version  # services.jobs.answer.JobHeader
+_.log_version  # services.jobs.answer.JobHeader, services.jobs.darshan.StoredHeader
 _.logs  # services.answers.why.Why, services.lab.run.CaseRun
 _.logs_dir  # services.lab.run.LabRun, services.lab.score.Scores
-_.lustre  # services.jobs.answer.Mount, services.telemetry.fsview.Capacity
+_.lustre  # services.jobs.answer.Mount, services.jobs.darshan.MountRow, services.telemetry.fsview.Capacity
+_.lustre_text  # services.jobs.darshan.MountRow
 _.magnitude  # services.answers.umami.CorrelationRow
 _.margin  # services.answers.factors.ModelFile
 _.match_cols  # services.answers.factors.Classified
@@ -345,13 +347,13 @@ _.median_s  # services.bench.iomodel.Configuration, services.probe.slowdown.Inte
 _.mem_layout  # services.bench.iomodel.Configuration
 _.mem_not_aligned_fraction  # services.jobs.answer.Access
 _.memory_bytes  # services.probe.run.ProbeInit
-_.message  # services.answers.factors.GroupDensity, services.answers.job_diff.DiffCause, services.bench.runs.BenchCheck, services.jobs.answer.Finding, services.probe.slowdown.Check, services.probe.status.Status
-_.meta_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
+_.message  # services.answers.factors.GroupDensity, services.answers.job_diff.DiffCause, services.bench.runs.BenchCheck, services.jobs.answer.Finding, services.jobs.darshan.StoredFinding, services.probe.slowdown.Check, services.probe.status.Status
+_.meta_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals, services.jobs.darshan.ModuleRow, services.jobs.darshan.StoredTotals
 _.method  # services.answers.events.EventJob, services.answers.events.IoEvent, services.answers.why.Culprit
 _.metric  # services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.metrics  # services.answers.why.Climate, services.telemetry.imports.SourceImport, stats.umami.Umami
-_.mibps  # services.jobs.answer.Perf, services.jobs.darshan.JobRow
-_.mibps_per_node  # services.jobs.answer.Perf, services.jobs.darshan.JobRow
+_.mibps  # services.jobs.answer.Perf, services.jobs.darshan.JobRow, services.jobs.darshan.StoredPerf
+_.mibps_per_node  # services.jobs.answer.Perf, services.jobs.darshan.JobRow, services.jobs.darshan.StoredPerf
 _.mibps_per_node_by_project  # services.jobs.darshan.ArchiveSummary
 _.mibps_per_node_reason  # services.jobs.answer.Perf
 _.micro_f1  # services.lab.score.ToolScore
@@ -372,14 +374,15 @@ _.missing_samples  # services.telemetry.workload.Workload
 _.missing_values  # services.telemetry.imports.SourceImport
 _.model  # services.answers.job_diff.SystemShare
 _.models  # services.answers.factors.Classified, services.answers.factors.ModelFile
-_.module  # services.jobs.answer.Damage
+_.module  # services.jobs.answer.Damage, services.jobs.darshan.ModuleRow
+_.modules  # services.jobs.darshan.StoredHeader
 _.month  # services.answers.events.MonthCost
 _.monthly  # services.answers.events.CostSummary, services.telemetry.workload.Workload
 _.more_jobs  # services.answers.events.IoEvent
 _.most_popular_size  # services.content.fsstats.Highlights
 _.motif  # services.answers.umami.Correlations, services.answers.why.Climate, services.bench.runs.BenchPage, services.bench.runs.CheckSeries, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.bench.runs.SummaryRow, stats.umami.Umami
 _.motifs  # services.bench.runs.Submitted
-_.mount  # services.answers.why.LogBudget, services.jobs.answer.Mount, services.runtime.fs_names.JobFs, services.runtime.fs_names.UnmappedMount
+_.mount  # services.answers.why.LogBudget, services.jobs.answer.Mount, services.jobs.darshan.MountRow, services.runtime.fs_names.JobFs, services.runtime.fs_names.UnmappedMount
 _.mounts  # services.answers.why.LogEvidence, services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.moved_bytes  # services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.mpi  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
@@ -393,7 +396,7 @@ _.named  # services.lab.score.CaseScore
 _.newest_mtime  # services.content.fsstats.ProjectShare
 _.newest_of_label  # services.content.fsstats.Contents
 _.nid  # services.telemetry.fsview.LctlTarget
-_.nnodes  # services.answers.events.EventJob, services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
+_.nnodes  # services.answers.events.EventJob, services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader
 _.nnodes_source  # services.answers.why.Why, services.jobs.answer.Perf
 _.no_capacity_data  # services.telemetry.fsview.Capacity
 _.no_data  # services.jobs.weather.Weather
@@ -403,7 +406,7 @@ _.notes  # services.answers.events.Events, services.answers.job_diff.JobDiff, se
 _.now_by_bytes  # services.telemetry.fsview.Talkers
 _.now_by_ops  # services.telemetry.fsview.Talkers
 _.now_s  # services.telemetry.fsview.Talkers
-_.nprocs  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
+_.nprocs  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredHeader
 _.observations  # services.telemetry.workload.Workload
 _.of  # services.jobs.answer.Damage
 _.offset  # services.jobs.darshan.JobList
@@ -411,7 +414,7 @@ _.ok  # services.telemetry.collect.SourceSummary
 _.old_coords  # services.answers.factors.DensityOptions
 _.older_than_s  # services.runtime.retention.KindPruned
 _.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.bench.iomodel.Configuration, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
-_.opens  # services.jobs.answer.Interface
+_.opens  # services.jobs.answer.Interface, services.jobs.darshan.ModuleRow
 _.ops  # services.answers.factors.Factors, services.probe.history.History, services.probe.status.TargetStatus, services.telemetry.fsview.Metadata
 _.optimum_s  # services.bench.runs.SummaryRow
 _.options  # services.answers.factors.ModelFile
@@ -445,9 +448,9 @@ _.p99_s  # services.bench.iomodel.Configuration, services.probe.slowdown.Interva
 _.p_fs  # stats.umami.MetricRow
 _.pairs  # services.lab.score.PairsScore, services.lab.score.Scores
 _.partial  # services.jobs.answer.Interface
-_.partial_modules  # services.jobs.answer.JobHeader
-_.partially_shared  # services.jobs.answer.Sharing
-_.partially_shared_bytes  # services.jobs.answer.Sharing
+_.partial_modules  # services.jobs.answer.JobHeader, services.jobs.darshan.StoredHeader
+_.partially_shared  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
+_.partially_shared_bytes  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
 _.path  # services.answers.factors.ModelFile, services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.bench.runs.FileImport, services.bench.runs.ImportFailure, services.jobs.darshan.FailedLog, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob, services.probe.targets.Skipped, services.runtime.retention.Skipped, store.check.Problem
 _.peak  # services.telemetry.fsview.SeriesEvent
 _.peak_bps  # services.answers.events.IoEvent, services.answers.why.Event
@@ -499,10 +502,10 @@ _.read_bps  # services.telemetry.fsview.TargetSeries, services.telemetry.workloa
 _.read_bytes  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
 _.read_bytes_bps  # services.bench.runs.Rates
 _.read_histogram  # services.jobs.answer.Access
-_.read_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
+_.read_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals, services.jobs.darshan.ModuleRow, services.jobs.darshan.StoredTotals
 _.read_write_ratio  # services.telemetry.workload.Workload
 _.readings  # services.telemetry.collector.CollectorState
-_.reads  # services.jobs.answer.Interface
+_.reads  # services.jobs.answer.Interface, services.jobs.darshan.ModuleRow
 _.reason  # services.answers.changes.SkippedProbeSeries, services.answers.changes.SkippedSeries, services.answers.umami.JobPanel, services.jobs.darshan.FailedLog, services.lab.run.CaseRun, services.lab.score.ToolScore, services.probe.status.TargetStatus, services.probe.targets.Skipped, services.runtime.retention.Skipped
 _.recall  # services.lab.score.LabelScore
 _.records  # services.jobs.answer.Damage, services.jobs.answer.Interface
@@ -539,7 +542,7 @@ _.running  # services.jobs.scheduler.JobsImport
 _.running_jobs  # services.answers.events.IoEvent
 _.runs  # services.answers.factors.Densities, services.bench.iomodel.Configuration, services.bench.iomodel.IomodelRun, services.bench.runs.BenchImport, services.bench.runs.BenchPage, services.bench.runs.BenchRun, services.bench.runs.FileImport, services.bench.runs.SummaryRow, services.probe.targets.Purged, services.probe.targets.TargetRow
 _.runs_json  # services.bench.iomodel.IomodelRun
-_.runtime_s  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
+_.runtime_s  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredHeader
 _.same  # services.lab.score.PairScore
 _.same_code  # services.answers.job_diff.JobDiff
 _.sample_interval_s  # services.telemetry.workload.Workload
@@ -554,7 +557,7 @@ _.script  # services.bench.runs.Submitted
 _.seconds  # services.telemetry.imports.SourceImport
 _.seed  # services.bench.iomodel.IomodelRun
 _.seen  # services.telemetry.fsview.LctlTarget, services.telemetry.fsview.LustreTarget
-_.seq_fraction  # services.jobs.answer.Access
+_.seq_fraction  # services.jobs.answer.Access, services.jobs.darshan.StoredAccess
 _.series  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.changes.SkippedSeries, services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.exporter_lctl.FamilyRow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
 _.series_examined  # services.answers.changes.Changes
 _.server_cpu_pct  # services.jobs.weather.Weather
@@ -563,8 +566,8 @@ _.set  # services.answers.umami.FeatureImport
 _.share  # services.answers.events.EventJob, services.answers.why.Culprit
 _.share_of_bytes_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth
 _.share_of_files_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth
-_.shared  # services.jobs.answer.Sharing
-_.shared_bytes  # services.jobs.answer.Sharing
+_.shared  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
+_.shared_bytes  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
 _.shared_mount  # services.runtime.fs_names.JobFs
 _.sharing  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.shown  # services.jobs.darshan.JobsPlot, services.telemetry.workload.WorkloadSeries
@@ -594,7 +597,7 @@ _.sparkline  # services.probe.status.TargetStatus
 _.split  # services.answers.factors.DensityOptions, services.answers.factors.Factors
 _.sqlite  # store.check.Report
 _.stale_after_s  # services.probe.status.TargetStatus
-_.start  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
+_.start  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
 _.start_ns  # services.answers.factors.GroupDensity
 _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.timeline.Timeline
@@ -660,12 +663,12 @@ _.total_s  # services.bench.runs.BenchRun
 _.totals  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.tp  # services.lab.score.LabelScore
 _.type  # services.telemetry.exporter_lctl.FamilyRow
-_.uid  # services.content.fsstats.OwnerGrowth, services.content.fsstats.OwnerShare, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow
+_.uid  # services.content.fsstats.OwnerGrowth, services.content.fsstats.OwnerShare, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader
 _.umami  # services.answers.umami.JobPanel
 _.unexplained  # services.answers.why.Evidence
 _.unexplained_s  # services.answers.why.LogBudget, services.answers.why.Why
-_.unique  # services.jobs.answer.Sharing
-_.unique_bytes  # services.jobs.answer.Sharing
+_.unique  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
+_.unique_bytes  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
 _.unit  # services.content.fsstats.Cdf
 _.unmapped  # services.runtime.fs_names.JobFs
 _.unplanted  # services.lab.score.CaseScore
@@ -689,7 +692,7 @@ _.warnings  # services.bench.iomodel.IomodelRun, services.jobs.answer.JobReport,
 _.was  # services.probe.targets.Retired
 _.weather  # stats.umami.Umami
 _.weather_verdict  # services.jobs.darshan.JobRow
-_.what  # services.answers.factors.GroupDensity, services.content.fsstats.LoadedSnapshot
+_.what  # services.answers.factors.GroupDensity, services.content.fsstats.LoadedSnapshot, services.jobs.darshan.StoredFinding
 _.window_end_ns  # services.jobs.weather.Weather
 _.window_s  # services.probe.status.Status, services.probe.status.TargetStatus
 _.window_start_ns  # services.jobs.weather.Weather
@@ -700,5 +703,5 @@ _.write_bps  # services.telemetry.fsview.TargetSeries, services.telemetry.worklo
 _.write_bytes  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
 _.write_bytes_bps  # services.bench.runs.Rates
 _.write_histogram  # services.jobs.answer.Access
-_.write_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals
-_.writes  # services.jobs.answer.Interface
+_.write_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals, services.jobs.darshan.ModuleRow, services.jobs.darshan.StoredTotals
+_.writes  # services.jobs.answer.Interface, services.jobs.darshan.ModuleRow

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import click
 
-from ioweather.commands.common import TIME, json_option
+from ioweather.commands.common import json_option, one_shot, TIME
 from ioweather.services.jobs.darshan_child import write_html
 from ioweather.services.probe.slowdown import reference_period
 from ioweather.services.answers.why import why as answer
 from ioweather.views import why_report as view
+from ioweather.views.json_output import print_json
 
 
 def register(cli: click.Group) -> None:
@@ -32,31 +33,37 @@ def register(cli: click.Group) -> None:
         log of the job is merged). The code's part is the Darshan advisor's saving; the system's part
         the probes' slowdown during the job, else its coverage factor (both upper bounds); the rest is
         unexplained. Events that overlap the job are listed with their culprit jobs."""
-        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
-        from ioweather.views.output import print_json, print_table, stdout
+        with one_shot():
+            _print(settings, job, fs, reference_period(baseline_from, baseline_until), html_out, as_json)
 
-        doc = answer(settings, job, fs=fs, reference=reference_period(baseline_from, baseline_until)).to_json()
-        if html_out:
-            write_html(html_out, view.render_html(doc))
-            click.echo(f"wrote {html_out}", err=True)
-            return
-        if as_json:
-            print_json(doc)
-            return
-        stdout.print(doc["verdict"], highlight=False, markup=False)
-        print_table(view.budget_rows(doc), [("label", "part"), ("time", "time"), ("share", "share of I/O"),
-                                            ("evidence", "evidence")])
-        if len(doc["logs"]) > 1:
-            print_table(view.log_rows(doc), [("log", "log"), ("start", "start"), ("fs", "file system"),
-                                             ("io", "I/O time"), ("code", "code"), ("system", "system"),
-                                             ("unexplained", "unexplained"), ("model", "model")],
-                        title=f"{len(doc['logs'])} logs of job {doc['job']}")
-        if doc["events"]:
-            print_table(view.event_rows(doc), [("start", "start"), ("end", "end"), ("fs", "file system"),
-                                               ("moved", "moved"), ("culprits", "culprits")],
-                        title="I/O events during the job")
-        if doc["baseline"]:
-            stdout.print(f"baseline: the probes' samples from {doc['baseline']['from']} until "
-                         f"{doc['baseline']['until']}", highlight=False, markup=False)
-        for note in doc["notes"]:
-            stdout.print(f"note: {note}", highlight=False, markup=False)
+
+def _print(settings, job: str, fs: str | None, reference, html_out: str | None, as_json: bool) -> None:
+    """The answer for JOB as HTML, JSON or text."""
+    doc = answer(settings, job, fs=fs, reference=reference).to_json()
+    if html_out:
+        write_html(html_out, view.render_html(doc))
+        click.echo(f"wrote {html_out}", err=True)
+        return
+    if as_json:
+        print_json(doc)
+        return
+    # lazy: rich via views.output: only the text answer prints tables (not `--json`, `--help`, a usage error)
+    from ioweather.views.output import print_table, stdout
+
+    stdout.print(doc["verdict"], highlight=False, markup=False)
+    print_table(view.budget_rows(doc), [("label", "part"), ("time", "time"), ("share", "share of I/O"),
+                                        ("evidence", "evidence")])
+    if len(doc["logs"]) > 1:
+        print_table(view.log_rows(doc), [("log", "log"), ("start", "start"), ("fs", "file system"),
+                                         ("io", "I/O time"), ("code", "code"), ("system", "system"),
+                                         ("unexplained", "unexplained"), ("model", "model")],
+                    title=f"{len(doc['logs'])} logs of job {doc['job']}")
+    if doc["events"]:
+        print_table(view.event_rows(doc), [("start", "start"), ("end", "end"), ("fs", "file system"),
+                                           ("moved", "moved"), ("culprits", "culprits")],
+                    title="I/O events during the job")
+    if doc["baseline"]:
+        stdout.print(f"baseline: the probes' samples from {doc['baseline']['from']} until "
+                     f"{doc['baseline']['until']}", highlight=False, markup=False)
+    for note in doc["notes"]:
+        stdout.print(f"note: {note}", highlight=False, markup=False)

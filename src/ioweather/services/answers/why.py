@@ -3,7 +3,7 @@ what the file system's state cost it, and the rest (issue 29; docs/why.md has th
 
 The parts are read, never recomputed: the I/O time and the code's saving are the Darshan advisor's
 (`perf.io_time_s`, the top layer's slowest-rank time, and `verdict_saving_s`, the combined saving of
-its findings), from `services.jobs.darshan.job_report` of each log; the system's share comes from the best
+its findings), from `services.jobs.report.job_answer` of each log; the system's share comes from the best
 evidence the store holds for the job's own file system and window:
 
 1. `probe_slowdown`: the probes that ran on the job's file system (a probe directory under the job's
@@ -21,6 +21,9 @@ capped at what is left, the rest is unexplained, so code + system + unexplained 
 A job of several logs (a scheduler job's steps, one log per worker process) is one job: each log gets
 its budget over its own window and file system, the job's budget is their sum (the I/O time its
 processes spent; concurrent logs overlap in wall time).
+
+Read top-down: `why()` and its three steps (`_resolve` JOB, `_log_budget` of each log, `_merge`) come
+first, then the answer's types, then the parts the steps use.
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ from typing import TYPE_CHECKING
 
 from ioweather.config import check_dataset_name, dataset_for_mounts, load_fs_map, under
 from ioweather.errors import from_os_error, UserError
-from ioweather.services.runtime.fs_names import check_fs, job_fs
+from ioweather.services.runtime.fs_names import JobFs, check_fs, job_fs
 from ioweather.units import format_seconds, ns_to_iso
 
 if TYPE_CHECKING:
+    from ioweather.services.jobs.answer import JobReport
     from ioweather.services.jobs.weather import Weather
     from ioweather.services.answers.umami import Umami
 
@@ -53,6 +57,185 @@ MIN_PROBE_SAMPLES = 30
 #: Below this share of the I/O time a part is "~0" in the verdict.
 NEGLIGIBLE = 0.005
 
+
+# ------------------------------------------------------ the answer: resolve JOB, each log's budget, the merge
+
+def why(settings, ident: str, fs: str | None = None, store=None, reference: tuple[int, int] | None = None) -> Why:
+    """The costed answer for JOB: a Darshan log path, a log hash prefix, a Darshan job id or a scheduler job id.
+    `reference`: [since, until) in ns of a quiet period whose probe samples are the baseline
+    (services.probe.slowdown.reference_period), instead of the rolling one that learns for 24 h.
+
+    Three steps: resolve JOB (its logs and scheduler row, the file systems the store knows), then each
+    log's budget over its own window and file system, then the merge (the sums, the events of the
+    windows, the climate of the longest log, the verdict)."""
+    if fs is not None:
+        check_dataset_name(fs)
+    ident = str(ident).strip()
+    if not ident:
+        raise UserError("give a job: a Darshan log, a log hash prefix, or a job id")
+    own_store = store is None
+    # lazy: sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
+    from ioweather.store.parquet_scan import one_database
+
+    if store is None and settings.store_exists():
+        # lazy: sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
+        from ioweather.store import open_store
+
+        store = open_store(settings)
+    try:
+        with one_database():  # its telemetry reads share a DuckDB database (per setting), not one each
+            job = _resolve(settings, store, ident, fs, reference)
+            notes: list[str] = []
+            logs = [_log_budget(job, ref, notes) for ref in job.logs]
+            out = _merge(job, logs, notes)
+            if reference is not None:
+                out.baseline = Baseline(ns_to_iso(reference[0]), ns_to_iso(reference[1]))
+            return out
+    finally:
+        if own_store and store is not None:
+            store.dispose()
+
+
+def _resolve(settings, store, ident: str, fs: str | None, reference) -> _Job:
+    """JOB's logs (a log path; else a job id's every log, a log hash prefix's one, a scheduler job's
+    linked ones) and the file systems a --fs may name."""
+    # lazy: numpy, sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
+    from ioweather.store import jobs as jobs_store
+    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
+    from ioweather.store.job_telemetry import known_fs
+
+    logs: list[_LogRef] = []
+    sched_row = None
+    if os.path.isfile(ident):
+        h = _sha256(ident)
+        row = jobs_store.job_row(store, h) if store is not None and "darshan" in store.versions() else None
+        logs.append(_LogRef(ident, row, h))
+        if row is not None and "scheduler" in store.versions() and row.get("jobid"):
+            sched_row = _scheduler_module(store).scheduler_job_for_darshan(store, h)
+    else:
+        if store is None:
+            raise UserError(f"no log at {ident!r} and no store at {settings.home}: give a Darshan log")
+        if os.sep in ident:
+            raise UserError(f"no Darshan log at {ident}")
+        cands, sched_row = _stored_logs(store, ident)
+        if not cands:
+            raise UserError(f"no job {ident!r}: not a Darshan log, a stored log's hash or job id, or a scheduler "
+                            "job ('ioweather jobs list' shows the stored ones)")
+        logs = [_LogRef(c["path"], jobs_store.job_row(store, c["log_hash"]), c["log_hash"]) for c in cands]
+    names = known_fs(settings.parquet_dir) if store is not None else []
+    probes = _Probes(store, reference)
+    # a file system named by telemetry or by a probe's runs; any other --fs is a typo, said at once
+    check_fs(fs, sorted(set(names) | {f for f in probes.fs.values() if f}))
+    return _Job(settings, store, ident, fs, reference, logs, sched_row, names, probes)
+
+
+def _log_budget(job: _Job, ref: _LogRef, notes: list[str]) -> _LogAnswer:
+    """One log's budget over its own window and file system: its facts, its file system, the system's
+    share by the best evidence there (probes, the coverage factor), the split."""
+    settings, store, fs = job.settings, job.store, job.fs
+    facts = _read_log(ref, notes)
+    if ref.row is not None and facts.mounts is None:
+        # lazy: numpy via services.jobs.weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
+        from ioweather.services.jobs import weather as job_weather
+
+        j = job_weather.find_job(store, ref.hash)
+        job_weather.fs_of(store, j)
+        facts.mounts = j.mount_bytes
+    found = job_fs(settings.parquet_dir, facts.mounts or [], hosts=facts.hosts or None) if store is not None else \
+        JobFs.of(dataset_for_mounts(facts.mounts or [], [], load_fs_map(settings.home)))
+    dataset = fs or found.dataset
+    # probes match the job's mount even when no telemetry dataset does
+    mount = (found.mount or found.shared_mount) if not fs or fs == found.dataset else None
+    mounts = [f"{m['mount']} ({m['fs_type'] or '?'})" for m in sorted(
+        facts.mounts or [], key=lambda m: -(m.get("bytes") or 0)) if m.get("mount")]
+    where = ", ".join(mounts) or "no mount in its log"
+    has_tel = dataset in job.names
+    weather, umami_doc = None, None
+    if has_tel:
+        weather, umami_doc = _weather(store, ref.hash if ref.row is not None else None, facts, dataset,
+                                      f"darshan:{ref.hash}")
+    probes = job.probes
+    targets = probes.on(mount, dataset)
+    probe = probes.slowdown(targets, facts.start_ns, facts.end_ns) if targets else (None, None)
+    system, model, sys_ev = _system(facts, weather, probe, targets, dataset, has_tel, where,
+                                    probes.fewest if targets else None)
+    code, system_s, rest = split(facts.io_time_s, facts.saving_s, system)
+    budget = LogBudget(
+        id=ref.hash[:16], path=ref.path, jobid=facts.jobid, start=ns_to_iso(facts.start_ns),
+        end=ns_to_iso(facts.end_ns), io_time_s=float(facts.io_time_s), code_s=code,
+        system_s=None if model == "unknown" else system_s,
+        unexplained_s=rest, system_model=model, fs=dataset, mount=mount,
+        evidence=LogEvidence(code=facts.code_from, system=sys_ev,
+                             file_system=(f"--fs {fs}" if fs else found.how) or f"no dataset for {where}",
+                             mounts=mounts, probe_targets=targets))
+    return _LogAnswer(budget, facts, weather, umami_doc, dataset if has_tel else None)
+
+
+def _merge(job: _Job, logs: list[_LogAnswer], notes: list[str]) -> Why:
+    """The job's answer from its logs' budgets: the events of each file system over its logs' windows
+    (the job's own logs and scheduler job left out of the culprits), the failover state of the longest
+    log's file system at its end, the sums and the verdict."""
+    windows: dict[str, tuple[int, int]] = {}
+    moved: dict[str, float] = {}
+    for x in logs:
+        f, name = x.facts, x.telemetry
+        if name is None:
+            continue
+        lo, hi = windows.get(name, (f.start_ns, f.end_ns))
+        windows[name] = (min(lo, f.start_ns), max(hi, f.end_ns))
+        moved[name] = moved.get(name, 0.0) + (f.bytes_read or 0) + (f.bytes_written or 0)
+    bs = [x.budget for x in logs]
+    own = {b.id[:12] for b in bs} | {f"darshan:{b.id[:12]}" for b in bs}
+    own |= {str(b.jobid) for b in bs if b.jobid}
+    if job.sched_row is not None:
+        own.add(str(job.sched_row["jobid"]))
+    events = [e for name, (lo, hi) in sorted(windows.items())
+              for e in _events(job.settings, name, lo, hi, own, notes, job.reference,
+                               moved[name] / max(1e-9, (hi - lo) / 1e9))]
+    main = max(bs, key=lambda b: b.io_time_s)
+    failover = _failover(job.settings, main.fs, windows[main.fs][1]) if main.fs in windows else None
+    return _answer(job.ident, logs, events, job.sched_row, notes, failover)
+
+
+# ----------------------------------------------------------------------------- the steps' own types
+
+@dataclass
+class _LogRef:
+    """One log of JOB: where it is, its stored row (None when not ingested) and its content hash."""
+
+    path: str
+    row: dict | None
+    hash: str
+
+
+@dataclass
+class _Job:
+    """JOB resolved: its logs, its scheduler row, and what the store knows of file systems and probes."""
+
+    settings: object
+    store: object
+    ident: str
+    fs: str | None
+    reference: tuple[int, int] | None
+    logs: list[_LogRef]
+    sched_row: dict | None
+    names: list[str]
+    probes: _Probes
+
+
+@dataclass
+class _LogAnswer:
+    """One log's budget and what the merge needs beside it."""
+
+    budget: LogBudget
+    facts: _Facts
+    weather: Weather | None
+    umami: Umami | None
+    #: the telemetry dataset the log's window is read from for events (None: no telemetry for it)
+    telemetry: str | None
+
+
+# ----------------------------------------------------------------------------- the answer's types
 
 @dataclass
 class LogEvidence:
@@ -212,26 +395,38 @@ def split(io_time_s: float, saving_s: float | None, system_s: float | None) -> t
     return code, system, max(0.0, io - code - system)
 
 
-def probe_cost(io_time_s: float, times: dict, slowdown_by_op: dict) -> tuple[float | None, dict]:
+@dataclass
+class KindCost:
+    """One kind of op's part of the probes' cost: its slowdown (≥ 1), its share of the job's op time, its seconds."""
+
+    slowdown: float
+    time_share: float
+    cost_s: float
+
+
+@dataclass
+class ProbeCost:
+    """The system's share by the probes: `cost_s` None when no kind of op the job spent time in was probed."""
+
+    cost_s: float | None
+    kinds: dict[str, KindCost]
+
+
+def probe_cost(io_time_s: float, times: dict[str, float | None], slowdown_by_op: dict[str, float | None]) -> ProbeCost:
     """io_time × Σ_kind share_kind × (1 − 1/slowdown_kind): the job's read, write and metadata time
     (`times`, any layer: only their shares are used) scaled to its I/O time, each kind slowed by
-    the median of its probed ops' slowdowns. A slowdown below 1 is no credit. None when no kind the
-    job spent time in was probed."""
+    the median of its probed ops' slowdowns. A slowdown below 1 is no credit."""
     total = sum(max(0.0, t or 0.0) for t in times.values())
-    per_kind = {}
+    kinds: dict[str, KindCost] = {}
     if total <= 0:
-        return None, per_kind
-    cost, probed = 0.0, False
+        return ProbeCost(None, kinds)
     for kind, t in times.items():
         ops = [slowdown_by_op[o] for o in OP_KINDS[kind] if slowdown_by_op.get(o) is not None]
         if not t or t <= 0 or not ops:
             continue
         s = max(1.0, statistics.median(ops))
-        part = io_time_s * (t / total) * (1.0 - 1.0 / s)
-        per_kind[kind] = {"slowdown": s, "time_share": t / total, "cost_s": part}
-        cost += part
-        probed = True
-    return (cost if probed else None), per_kind
+        kinds[kind] = KindCost(slowdown=s, time_share=t / total, cost_s=io_time_s * (t / total) * (1.0 - 1.0 / s))
+    return ProbeCost(sum(k.cost_s for k in kinds.values()) if kinds else None, kinds)
 
 
 # ----------------------------------------------------------------------------- resolving JOB
@@ -283,24 +478,48 @@ def _scheduler_module(store):
     return scheduler
 
 
-# ----------------------------------------------------------------------------- one log
+# ----------------------------------------------------------------------------- one log's facts
 
-def _read(path: str) -> tuple[dict, object] | None:
-    # lazy: pandas, pyarrow via services.jobs.darshan, loaded only when this runs
-    from ioweather.services.jobs.report import job_report
+def _read_log(ref: _LogRef, notes: list[str]) -> _Facts:
+    """The log's facts from the log itself when it is still the one ingested (its content hash), else
+    from its stored row; a damaged log of a stored job is said in `notes` and its row stands in."""
+    path, row = ref.path, ref.row
+    try:
+        read = None if row is not None and os.path.isfile(path) and _sha256(path) != ref.hash else _read(path)
+        if read is None and row is not None and os.path.isfile(path):
+            notes.append(f"{path} changed since it was ingested: its stored row is used")
+    except (UserError, OSError) as e:
+        if row is None:
+            if isinstance(e, OSError):
+                raise from_os_error(path, e, "read Darshan log") from None
+            raise
+        # one damaged log of a job is said, and its stored row stands in: the others still count
+        notes.append(f"{path}: {e}; its stored row is used")
+        read = None
+    if read is None and row is None:
+        raise UserError(f"cannot read the Darshan log {path}")
+    rep, log = read if read is not None else (None, None)
+    facts = _log_facts(row, path, rep, log)
+    if facts.start_ns is None or facts.end_ns is None:
+        raise UserError(f"{path}: the log has no start or end time, so no window to look at")
+    return facts
+
+
+def _read(path: str) -> tuple[JobReport, object] | None:
+    """(`ioweather job LOG`'s answer, the log: its host names), None when there is no file at `path`."""
+    # lazy: pandas, PyDarshan via services.jobs.report, loaded only when this runs
+    from ioweather.services.jobs.report import job_answer
 
     if not os.path.isfile(path):
         return None
-    return job_report(path)
+    return job_answer(path)
 
 
-def _advice(rep: dict) -> str | None:
+def _advice(rep: JobReport) -> str | None:
     """The top finding's fix (or action) as the verdict names it."""
-    actions = rep.get("verdict_actions") or []
-    for f in rep.get("findings") or []:
-        if actions and f.get("code") == actions[0]:
-            return f.get("fix") or f.get("action") or f.get("message")
-    return None
+    top = rep.verdict_actions[0] if rep.verdict_actions else None
+    f = next((f for f in rep.findings if f.code == top), None)
+    return None if f is None else f.fix or f.action or f.message
 
 
 @dataclass
@@ -330,25 +549,25 @@ class _Facts:
     hosts: list[str] = field(default_factory=list)
 
 
-def _log_facts(stored: dict | None, path: str, rep: dict | None, log) -> _Facts:
+def _log_facts(stored: dict | None, path: str, rep: JobReport | None, log) -> _Facts:
     """What the budget needs from one log, from its report when the log can be read, else its row."""
     import json
 
     if rep is not None:
-        j, p, t = rep["job"], rep["perf"], rep["totals"]
+        j, p, t = rep.job, rep.perf, rep.totals
         start_ns = None if log.start_time_s is None else int(round(log.start_time_s * 1e9))
         end_ns = None if log.end_time_s is None else int(round(log.end_time_s * 1e9))
-        mounts = [{"mount": m["mount"], "fs_type": m["fs_type"],
-                   "bytes": (m.get("bytes_read") or 0) + (m.get("bytes_written") or 0)} for m in rep.get("mounts", [])]
-        posix = rep["interfaces"].get("POSIX", {})
-        return _Facts(io_time_s=p.get("io_time_s") or 0.0, saving_s=rep.get("verdict_saving_s") or 0.0,
+        mounts = [{"mount": m.mount, "fs_type": m.fs_type, "bytes": (m.bytes_read or 0) + (m.bytes_written or 0)}
+                  for m in rep.mounts]
+        posix = rep.interfaces.get("POSIX")
+        return _Facts(io_time_s=p.io_time_s or 0.0, saving_s=rep.verdict_saving_s or 0.0,
                       code_from="the advisor's combined saving (verdict_saving_s)", advice=_advice(rep),
-                      times={"read": t.get("read_time_s"), "write": t.get("write_time_s"), "meta": t.get("meta_time_s")},
-                      jobid=j.get("jobid"), exe=j.get("exe"), nnodes=j.get("nnodes"),
-                      nnodes_source=p.get("nnodes_source"), start_ns=start_ns, end_ns=end_ns, mounts=mounts,
-                      bytes_read=posix.get("bytes_read"), bytes_written=posix.get("bytes_written"),
-                      read_ops=posix.get("reads"), write_ops=posix.get("writes"), opens=posix.get("opens"),
-                      perf_bps=(p.get("agg_perf_by_slowest_mibps") or float("nan")) * (1 << 20),
+                      times={"read": t.read_time_s, "write": t.write_time_s, "meta": t.meta_time_s},
+                      jobid=j.jobid, exe=j.exe, nnodes=j.nnodes,
+                      nnodes_source=p.nnodes_source, start_ns=start_ns, end_ns=end_ns, mounts=mounts,
+                      bytes_read=posix and posix.bytes_read, bytes_written=posix and posix.bytes_written,
+                      read_ops=posix and posix.reads, write_ops=posix and posix.writes, opens=posix and posix.opens,
+                      perf_bps=(p.agg_perf_by_slowest_mibps or float("nan")) * (1 << 20),
                       hosts=list(getattr(log, "node_names", None) or []))
     # the log moved, changed or was deleted since it was ingested: its row is all there is
     findings = json.loads(stored["findings_json"]) if stored.get("findings_json") else []
@@ -442,11 +661,11 @@ def _system(facts: _Facts, weather: Weather | None, probe: tuple, probe_targets:
     thin = (probe_samples is not None and probe_samples < MIN_PROBE_SAMPLES and weather is not None
             and not weather.no_data)
     if by_op and not thin:
-        cost, kinds = probe_cost(io, facts.times, by_op)
-        if cost is not None:
-            detail = ", ".join(f"{k} ×{v['slowdown']:.2f} on {100 * v['time_share']:.0f} % of the I/O time"
-                               for k, v in kinds.items())
-            bounds.append((cost, "probe_slowdown", (f"probes {', '.join(probe_targets)} during the job's window: "
+        pc = probe_cost(io, facts.times, by_op)
+        if pc.cost_s is not None:
+            detail = ", ".join(f"{k} ×{v.slowdown:.2f} on {100 * v.time_share:.0f} % of the I/O time"
+                               for k, v in pc.kinds.items())
+            bounds.append((pc.cost_s, "probe_slowdown", (f"probes {', '.join(probe_targets)} during the job's window: "
                                                     f"{detail}; io_time × (1 − 1/slowdown) per kind of op, an upper bound")))
     if weather is not None and not weather.no_data:
         direction = "write" if (facts.bytes_written or 0) > (facts.bytes_read or 0) else "read"
@@ -556,205 +775,7 @@ def _climate(answer: Umami | None) -> Climate | None:
                    metrics=metrics)
 
 
-# ----------------------------------------------------------------------------- the answer
-
-def why(settings, ident: str, fs: str | None = None, store=None, reference: tuple[int, int] | None = None) -> Why:
-    """The costed answer for JOB: a Darshan log path, a log hash prefix, a Darshan job id or a scheduler job id.
-    `reference`: [since, until) in ns of a quiet period whose probe samples are the baseline
-    (services.probe.slowdown.reference_period), instead of the rolling one that learns for 24 h.
-
-    Three steps: resolve JOB (its logs and scheduler row, the file systems the store knows), then each
-    log's budget over its own window and file system, then the merge (the sums, the events of the
-    windows, the climate of the longest log, the verdict)."""
-    if fs is not None:
-        check_dataset_name(fs)
-    ident = str(ident).strip()
-    if not ident:
-        raise UserError("give a job: a Darshan log, a log hash prefix, or a job id")
-    own_store = store is None
-    # lazy: sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
-    from ioweather.store.parquet_scan import one_database
-
-    if store is None and settings.store_exists():
-        # lazy: sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
-        from ioweather.store import open_store
-
-        store = open_store(settings)
-    try:
-        with one_database():  # its telemetry reads share a DuckDB database (per setting), not one each
-            job = _resolve(settings, store, ident, fs, reference)
-            notes: list[str] = []
-            logs = [_log_budget(job, ref, notes) for ref in job.logs]
-            out = _merge(job, logs, notes)
-            if reference is not None:
-                out.baseline = Baseline(ns_to_iso(reference[0]), ns_to_iso(reference[1]))
-            return out
-    finally:
-        if own_store and store is not None:
-            store.dispose()
-
-
-@dataclass
-class _LogRef:
-    """One log of JOB: where it is, its stored row (None when not ingested) and its content hash."""
-
-    path: str
-    row: dict | None
-    hash: str
-
-
-@dataclass
-class _Job:
-    """JOB resolved: its logs, its scheduler row, and what the store knows of file systems and probes."""
-
-    settings: object
-    store: object
-    ident: str
-    fs: str | None
-    reference: tuple[int, int] | None
-    logs: list[_LogRef]
-    sched_row: dict | None
-    names: list[str]
-    probes: _Probes
-
-
-@dataclass
-class _LogAnswer:
-    """One log's budget and what the merge needs beside it."""
-
-    budget: LogBudget
-    facts: _Facts
-    weather: Weather | None
-    umami: Umami | None
-    #: the telemetry dataset the log's window is read from for events (None: no telemetry for it)
-    telemetry: str | None
-
-
-def _resolve(settings, store, ident: str, fs: str | None, reference) -> _Job:
-    """JOB's logs (a log path; else a job id's every log, a log hash prefix's one, a scheduler job's
-    linked ones) and the file systems a --fs may name."""
-    # lazy: numpy, sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
-    from ioweather.store import jobs as jobs_store
-    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
-    from ioweather.store.job_telemetry import known_fs
-
-    logs: list[_LogRef] = []
-    sched_row = None
-    if os.path.isfile(ident):
-        h = _sha256(ident)
-        row = jobs_store.job_row(store, h) if store is not None and "darshan" in store.versions() else None
-        logs.append(_LogRef(ident, row, h))
-        if row is not None and "scheduler" in store.versions() and row.get("jobid"):
-            sched_row = _scheduler_module(store).scheduler_job_for_darshan(store, h)
-    else:
-        if store is None:
-            raise UserError(f"no log at {ident!r} and no store at {settings.home}: give a Darshan log")
-        if os.sep in ident:
-            raise UserError(f"no Darshan log at {ident}")
-        cands, sched_row = _stored_logs(store, ident)
-        if not cands:
-            raise UserError(f"no job {ident!r}: not a Darshan log, a stored log's hash or job id, or a scheduler "
-                            "job ('ioweather jobs list' shows the stored ones)")
-        logs = [_LogRef(c["path"], jobs_store.job_row(store, c["log_hash"]), c["log_hash"]) for c in cands]
-    names = known_fs(settings.parquet_dir) if store is not None else []
-    probes = _Probes(store, reference)
-    # a file system named by telemetry or by a probe's runs; any other --fs is a typo, said at once
-    check_fs(fs, sorted(set(names) | {f for f in probes.fs.values() if f}))
-    return _Job(settings, store, ident, fs, reference, logs, sched_row, names, probes)
-
-
-def _read_log(ref: _LogRef, notes: list[str]) -> _Facts:
-    """The log's facts from the log itself when it is still the one ingested (its content hash), else
-    from its stored row; a damaged log of a stored job is said in `notes` and its row stands in."""
-    path, row = ref.path, ref.row
-    try:
-        read = None if row is not None and os.path.isfile(path) and _sha256(path) != ref.hash else _read(path)
-        if read is None and row is not None and os.path.isfile(path):
-            notes.append(f"{path} changed since it was ingested: its stored row is used")
-    except (UserError, OSError) as e:
-        if row is None:
-            if isinstance(e, OSError):
-                raise from_os_error(path, e, "read Darshan log") from None
-            raise
-        # one damaged log of a job is said, and its stored row stands in: the others still count
-        notes.append(f"{path}: {e}; its stored row is used")
-        read = None
-    if read is None and row is None:
-        raise UserError(f"cannot read the Darshan log {path}")
-    rep, log = read if read is not None else (None, None)
-    facts = _log_facts(row, path, rep, log)
-    if facts.start_ns is None or facts.end_ns is None:
-        raise UserError(f"{path}: the log has no start or end time, so no window to look at")
-    return facts
-
-
-def _log_budget(job: _Job, ref: _LogRef, notes: list[str]) -> _LogAnswer:
-    """One log's budget over its own window and file system: its facts, its file system, the system's
-    share by the best evidence there (probes, the coverage factor), the split."""
-    settings, store, fs = job.settings, job.store, job.fs
-    facts = _read_log(ref, notes)
-    if ref.row is not None and facts.mounts is None:
-        # lazy: numpy via services.jobs.weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
-        from ioweather.services.jobs import weather as job_weather
-
-        j = job_weather.find_job(store, ref.hash)
-        job_weather.fs_of(store, j)
-        facts.mounts = j.mount_bytes
-    found = job_fs(settings.parquet_dir, facts.mounts or [], hosts=facts.hosts or None) if store is not None else \
-        dataset_for_mounts(facts.mounts or [], [], load_fs_map(settings.home))
-    dataset = fs or found["dataset"]
-    # probes match the job's mount even when no telemetry dataset does
-    mount = (found["mount"] or found["shared_mount"]) if not fs or fs == found["dataset"] else None
-    mounts = [f"{m['mount']} ({m['fs_type'] or '?'})" for m in sorted(
-        facts.mounts or [], key=lambda m: -(m.get("bytes") or 0)) if m.get("mount")]
-    where = ", ".join(mounts) or "no mount in its log"
-    has_tel = dataset in job.names
-    weather, umami_doc = None, None
-    if has_tel:
-        weather, umami_doc = _weather(store, ref.hash if ref.row is not None else None, facts, dataset,
-                                      f"darshan:{ref.hash}")
-    probes = job.probes
-    targets = probes.on(mount, dataset)
-    probe = probes.slowdown(targets, facts.start_ns, facts.end_ns) if targets else (None, None)
-    system, model, sys_ev = _system(facts, weather, probe, targets, dataset, has_tel, where,
-                                    probes.fewest if targets else None)
-    code, system_s, rest = split(facts.io_time_s, facts.saving_s, system)
-    budget = LogBudget(
-        id=ref.hash[:16], path=ref.path, jobid=facts.jobid, start=ns_to_iso(facts.start_ns),
-        end=ns_to_iso(facts.end_ns), io_time_s=float(facts.io_time_s), code_s=code,
-        system_s=None if model == "unknown" else system_s,
-        unexplained_s=rest, system_model=model, fs=dataset, mount=mount,
-        evidence=LogEvidence(code=facts.code_from, system=sys_ev,
-                             file_system=(f"--fs {fs}" if fs else found["how"]) or f"no dataset for {where}",
-                             mounts=mounts, probe_targets=targets))
-    return _LogAnswer(budget, facts, weather, umami_doc, dataset if has_tel else None)
-
-
-def _merge(job: _Job, logs: list[_LogAnswer], notes: list[str]) -> Why:
-    """The job's answer from its logs' budgets: the events of each file system over its logs' windows
-    (the job's own logs and scheduler job left out of the culprits), the failover state of the longest
-    log's file system at its end, the sums and the verdict."""
-    windows: dict[str, tuple[int, int]] = {}
-    moved: dict[str, float] = {}
-    for x in logs:
-        f, name = x.facts, x.telemetry
-        if name is None:
-            continue
-        lo, hi = windows.get(name, (f.start_ns, f.end_ns))
-        windows[name] = (min(lo, f.start_ns), max(hi, f.end_ns))
-        moved[name] = moved.get(name, 0.0) + (f.bytes_read or 0) + (f.bytes_written or 0)
-    bs = [x.budget for x in logs]
-    own = {b.id[:12] for b in bs} | {f"darshan:{b.id[:12]}" for b in bs}
-    own |= {str(b.jobid) for b in bs if b.jobid}
-    if job.sched_row is not None:
-        own.add(str(job.sched_row["jobid"]))
-    events = [e for name, (lo, hi) in sorted(windows.items())
-              for e in _events(job.settings, name, lo, hi, own, notes, job.reference,
-                               moved[name] / max(1e-9, (hi - lo) / 1e9))]
-    main = max(bs, key=lambda b: b.io_time_s)
-    failover = _failover(job.settings, main.fs, windows[main.fs][1]) if main.fs in windows else None
-    return _answer(job.ident, logs, events, job.sched_row, notes, failover)
-
+# ----------------------------------------------------------------------------- the merge's parts
 
 def _failover(settings, fs: str, until_ns: int) -> Targets | None:
     """The targets whose failover partner served them at the job's end (`lctl dl -t`, imported), None
@@ -807,6 +828,8 @@ def _answer(ident: str, logs: list[_LogAnswer], events: list[Event], sched_row: 
     out.verdict = verdict_line(out, advice)
     return out
 
+
+# ----------------------------------------------------------------------------- the verdict
 
 def _clock(iso: str) -> str:
     return iso[11:16]

@@ -17,10 +17,10 @@ import pandas as pd
 
 from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import UserError, from_os_error
+from ioweather.services.jobs.answer import Lustre
 from ioweather.services.jobs.report import (  # noqa: F401 (re-exported)
     job_answer,
     job_html,
-    job_report,
     load_thresholds,
     log_top_files,
     MiB,
@@ -390,6 +390,126 @@ def _opt(v, kind):
 # -- one stored job
 
 @dataclass(frozen=True)
+class StoredHeader:
+    """Who ran what, when, as the job's row kept it (None: a column the row did not store); `modules` the
+    Darshan modules the log had records of."""
+
+    jobid: int | None
+    uid: int | None
+    exe: str | None
+    nprocs: int | None
+    nnodes: int | None
+    start: str | None
+    end: str | None
+    runtime_s: float | None
+    log_version: str | None
+    partial_modules: list[str]
+    modules: list[str]
+
+
+@dataclass(frozen=True)
+class StoredTotals:
+    """The storage layer's bytes, distinct files and summed seconds, as the row kept them."""
+
+    bytes_read: int | None
+    bytes_written: int | None
+    files: int | None
+    read_time_s: float | None
+    write_time_s: float | None
+    meta_time_s: float | None
+
+
+@dataclass(frozen=True)
+class StoredPerf:
+    """Darshan's rate by the slowest rank and the job's (MiB/s), its I/O time and share of the run, and the
+    rate per node (None: the node count is unknown)."""
+
+    agg_perf_by_slowest_mibps: float | None
+    mibps: float | None
+    io_time_s: float | None
+    io_fraction_of_runtime: float | None
+    mibps_per_node: float | None
+
+
+@dataclass(frozen=True)
+class StoredAccess:
+    """The most common access size (bytes) and the sequential share of the POSIX accesses."""
+
+    common_access_bytes: int | None
+    seq_fraction: float | None
+
+
+@dataclass(frozen=True)
+class StoredSharing:
+    """Files (and their bytes) opened by one rank, every rank, or several."""
+
+    unique: int | None
+    shared: int | None
+    partially_shared: int | None
+    unique_bytes: int | None
+    shared_bytes: int | None
+    partially_shared_bytes: int | None
+
+
+@dataclass(frozen=True)
+class StoredFinding:
+    """A HIGH/WARN finding as `jobs ingest` stored it, with what its code means. `cost_s`, `cost_share`,
+    `message` and `fix` are None for a job ingested before the store kept them (`fix`: also a finding
+    without one); `level` None for a code this version does not know."""
+
+    code: str
+    level: str | None
+    cost_s: float | None
+    cost_share: float | None
+    message: str | None
+    fix: str | None
+    what: str
+
+
+@dataclass(frozen=True)
+class ModuleRow:
+    """One Darshan module's files, bytes, operations and summed seconds over the job's stored files."""
+
+    module: str
+    files: int
+    bytes_read: int
+    bytes_written: int
+    reads: int
+    writes: int
+    opens: int
+    read_time_s: float
+    write_time_s: float
+    meta_time_s: float
+
+
+@dataclass(frozen=True)
+class MountRow:
+    """The job's bytes on one mount point at the file-system layer (mount None: a file under no mount the
+    log names), with its Lustre layout when the stored files have one (`lustre_text` says it in words)."""
+
+    mount: str | None
+    fs_type: str | None
+    files: int
+    bytes_read: int
+    bytes_written: int
+    lustre: Lustre | None
+    lustre_text: str
+
+    def to_json(self) -> dict:
+        doc = {"mount": self.mount, "fs_type": self.fs_type, "files": self.files, "bytes_read": self.bytes_read,
+               "bytes_written": self.bytes_written}
+        if self.lustre is not None:  # absent, not null, where the mount has no Lustre files (as `job LOG` says it)
+            doc["lustre"] = self.lustre.raw()
+        return {**doc, "lustre_text": self.lustre_text}
+
+    @classmethod
+    def of(cls, m: dict) -> MountRow:
+        lu = m.get("lustre")
+        return cls(m["mount"], m["fs_type"], m["files"], m["bytes_read"], m["bytes_written"],
+                   None if lu is None else Lustre(**lu), lustre_text(lu))
+
+
+@dataclass(frozen=True)
 class StoredJob:
     """One stored job as `jobs ingest` kept it: `jobs show --json` and the job page's own side (/api/job
     without its `umami` and `why`). Read from the job's row and its rows of the per-file Parquet table,
@@ -400,22 +520,25 @@ class StoredJob:
     id: str
     path: str
     ingested_at: str
-    job: dict
-    totals: dict
-    perf: dict
-    access: dict
-    sharing: dict
+    job: StoredHeader
+    totals: StoredTotals
+    perf: StoredPerf
+    access: StoredAccess
+    sharing: StoredSharing
     level: str | None
     verdict: str | None
-    findings: list[dict]
+    findings: list[StoredFinding]
     files_stored: bool
-    interfaces: list[dict]
-    mounts: list[dict]
+    interfaces: list[ModuleRow]
+    mounts: list[MountRow]
     stripes_stored: bool
     top_files: list[TopFile]
 
     def to_json(self) -> dict:
-        return with_unit_keys({**answer_dict(self), "top_files": [answer_dict(f) for f in self.top_files]})
+        doc = answer_dict(self)
+        doc.update(findings=[answer_dict(f) for f in self.findings], interfaces=[answer_dict(i) for i in self.interfaces],
+                   mounts=[m.to_json() for m in self.mounts], top_files=[answer_dict(f) for f in self.top_files])
+        return with_unit_keys(doc)
 
 
 def stored_job(store, parquet_dir, id_prefix: str) -> StoredJob | None:
@@ -429,18 +552,17 @@ def stored_job(store, parquet_dir, id_prefix: str) -> StoredJob | None:
     codes = _codes(r["finding_codes"])
     return StoredJob(
         id=r["log_hash"], path=r["path"], ingested_at=ns_to_iso(r["ingested_ns"]),
-        job={**ch["job"], "modules": _codes(r["modules"])},
-        totals=ch["totals"],
-        perf={**ch["perf"], "mibps_per_node": mibps_per_node(ch["perf"]["mibps"], ch["job"]["nnodes"])},
-        access={"common_access_bytes": r["common_access_bytes"], **ch["access"]},
-        sharing=ch["sharing"],
+        job=StoredHeader(**ch["job"], modules=_codes(r["modules"])),
+        totals=StoredTotals(**ch["totals"]),
+        perf=StoredPerf(**ch["perf"], mibps_per_node=mibps_per_node(ch["perf"]["mibps"], ch["job"]["nnodes"])),
+        access=StoredAccess(common_access_bytes=r["common_access_bytes"], **ch["access"]),
+        sharing=StoredSharing(**ch["sharing"]),
         level=job_level(r["finding_codes"], r.get("findings_json")),
         verdict=r.get("verdict"),
         findings=_findings(r, codes),
         files_stored=files is not None,
-        interfaces=per_module(files) if files is not None else [],
-        mounts=[{**m, "lustre_text": lustre_text(m.get("lustre"))} for m in per_mount(files)]
-        if files is not None else [],
+        interfaces=[ModuleRow(**m) for m in per_module(files)] if files is not None else [],
+        mounts=[MountRow.of(m) for m in per_mount(files)] if files is not None else [],
         # Parquet parts written before the layout was stored lack its columns
         stripes_stored=files is not None and all(c in files.columns for c in LUSTRE_FILE_COLUMNS),
         top_files=[TopFile(**f) for f in top_files(files)] if files is not None else [],
@@ -462,18 +584,19 @@ def _stored_level(findings_json) -> str | None:
     return max(levels, key=severity) if levels else None
 
 
-def _findings(r: dict, codes: list[str]) -> list[dict]:
+def _findings(r: dict, codes: list[str]) -> list[StoredFinding]:
     """HIGH/WARN findings, most expensive first, with cost and message when the row has them
     (cost_s None: ingested before the store kept costs)."""
     import json
 
     described = describe_codes(codes)
     if not r.get("findings_json"):
-        return [{**f, "cost_s": None, "cost_share": None, "message": None, "fix": None} for f in described]
+        return [StoredFinding(f["code"], f["level"], None, None, None, None, f["what"]) for f in described]
     what = {f["code"]: f["what"] for f in described}
     stored = json.loads(r["findings_json"])
     stored.sort(key=lambda f: -(f.get("cost_s") or 0.0))  # stable: the report's order on ties
-    return [{**f, "what": what.get(f["code"], "")} for f in stored]
+    return [StoredFinding(f["code"], f.get("level"), f.get("cost_s"), f.get("cost_share"), f.get("message"), f.get("fix"),
+                          what.get(f["code"], "")) for f in stored]
 
 
 def show_job(settings, ident: str) -> StoredJob:

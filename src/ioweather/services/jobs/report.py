@@ -27,14 +27,13 @@ def load_thresholds(path: str) -> object:
 def job_answer(path: str, *, cores_per_node: int | None = None, thresholds_file: str | None = None,
                dxt: bool = False) -> tuple[JobReport, object]:
     """(`ioweather job LOG`'s answer, the log itself: its DXT segments and per-rank table draw the HTML report)."""
-    rep, log = job_report(path, cores_per_node=cores_per_node, thresholds_file=thresholds_file, dxt=dxt)
+    rep, log = _report(path, cores_per_node=cores_per_node, thresholds_file=thresholds_file, dxt=dxt)
     return JobReport.of(rep), log
 
 
-def job_report(path: str, *, cores_per_node: int | None = None, thresholds_file: str | None = None,
-               dxt: bool = False) -> tuple[dict, object]:
-    """(the report of one log as the statistics' dicts, the log itself): what `job_answer` types.
-    `why` still reads the dicts (services/answers/why.py, being typed on its own branch)."""
+def _report(path: str, *, cores_per_node: int | None = None, thresholds_file: str | None = None,
+            dxt: bool = False) -> tuple[dict, object]:
+    """(the report of one log as the statistics' dicts, the log itself): what `job_answer` types."""
     thresholds = load_thresholds(thresholds_file) if thresholds_file else Thresholds()
     log, damage = drop_impossible(read_log(path, dxt=dxt, heatmaps=False))
     rep = characterize(log, cores_per_node=cores_per_node)

@@ -71,11 +71,6 @@ class JobFs:
                    [UnmappedMount(m["mount"], m["fs_type"], m["bytes"]) for m in found["unmapped"]],
                    found["shared_mount"])
 
-    def __getitem__(self, key: str):
-        # services/answers/why.py (another helper's file) reads this answer and config.dataset_for_mounts'
-        # dict alike, by key: this goes when it reads attributes
-        return getattr(self, key)
-
     def to_json(self) -> dict:
         return {**answer_dict(self), "unmapped": [answer_dict(m) for m in self.unmapped]}
 

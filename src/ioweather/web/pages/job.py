@@ -51,7 +51,7 @@ def job_data(ctx: WebContext, params) -> dict:
 def _why(ctx: WebContext, data) -> dict:
     """`ioweather why` of the job the log belongs to (every log of its job id, merged): the same document
     as the command's --json, or {"error": why not} (the page still shows the log's own side)."""
-    jobid = data.job.get("jobid")
+    jobid = data.job.jobid
     try:
         return why(ctx.settings, str(jobid) if jobid else data.id, store=ctx.store).to_json()
     except UserError as e:
