@@ -34,19 +34,18 @@ def register(cli: click.Group) -> None:
         the probes' slowdown during the job, else its coverage factor (both upper bounds); the rest is
         unexplained. Events that overlap the job are listed with their culprit jobs."""
         with one_shot():
-            _print(settings, job, fs, reference_period(baseline_from, baseline_until), html_out, as_json)
+            doc = answer(settings, job, fs=fs, reference=reference_period(baseline_from, baseline_until)).to_json()
+            if html_out:
+                write_html(html_out, view.render_html(doc))
+                click.echo(f"wrote {html_out}", err=True)
+            elif as_json:
+                print_json(doc)
+            else:
+                _print_text(doc)
 
 
-def _print(settings, job: str, fs: str | None, reference, html_out: str | None, as_json: bool) -> None:
-    """The answer for JOB as HTML, JSON or text."""
-    doc = answer(settings, job, fs=fs, reference=reference).to_json()
-    if html_out:
-        write_html(html_out, view.render_html(doc))
-        click.echo(f"wrote {html_out}", err=True)
-        return
-    if as_json:
-        print_json(doc)
-        return
+def _print_text(doc: dict) -> None:
+    """The answer as text: the verdict, the budget, its logs, events and notes."""
     # lazy: rich via views.output: only the text answer prints tables (not `--json`, `--help`, a usage error)
     from ioweather.views.output import print_table, stdout
 
