@@ -33,7 +33,6 @@ from ioweather.errors import UserError
 from ioweather.services.lab.catalogue import LABEL_NAMES, PAIRS, TWIN_NAMES, code_labels
 from ioweather.services.lab.run import CaseRun, read_index
 from ioweather.services.lab.toolchain import PROGRAMS, cache_dir
-from ioweather.stats.findings import LOCAL_FS
 from ioweather.stats.lab_scores import score
 
 DRISHTI = "drishti-io==0.8"
@@ -275,6 +274,9 @@ def score_logs(logs_dir: Path, *, drishti: bool = True, cache: Path | None = Non
     # time, as a fork from a process with threads may inherit a lock held by another
     # lazy: imported once here so every forked reader child inherits numpy, pandas and PyDarshan
     import ioweather.services.jobs.darshan  # noqa: F401
+
+    # lazy: the advisor's rules (numpy) stay out of `lab`'s command module top
+    from ioweather.stats.findings import LOCAL_FS
 
     local = (index.fs_type or "").lower() in LOCAL_FS
     ours = _read_all(_ioweather, cases, 1, progress_cb, done, total)
