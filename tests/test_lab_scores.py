@@ -129,3 +129,45 @@ def test_the_markdown_table_carries_each_tools_counts():
     assert "| ioweather 0.1 | 0.40 | 0.25 | 1.00 | 0.50 | 0 of 1 |" in md
     assert "| drishti | not scored: no network |" in md
     assert "| c1 | a | a (M01) |" in md
+
+
+def test_the_mount_point_under_a_path_gives_its_file_system_type(tmp_path):
+    from ioweather.services.lab.run import fs_type
+
+    mounts = tmp_path / "mounts"
+    mounts.write_text("/dev/vda / ext4 rw 0 0\nlus@o2ib:/scratch /scratch lustre rw 0 0\n"
+                      "tmpfs /scratch/my\\040tmp tmpfs rw 0 0\n")
+    assert fs_type(Path("/scratch/me/lab"), mounts) == "lustre"
+    assert fs_type(Path("/scratchy"), mounts) == "ext4"          # a prefix of the name is not a mount above it
+    assert fs_type(Path("/scratch/my tmp/x"), mounts) == "tmpfs"
+    assert fs_type(Path("/x"), tmp_path / "no-mounts") is None
+
+
+def test_costless_labels_are_patterns_on_a_local_disk_and_causes_elsewhere(tmp_path):
+    """A case whose planted label costs nothing on one machine's disk (catalogue.Case.costless_local): on an
+    ext4 lab neither found nor missed, and counted apart; on Lustre a label like any other."""
+    from ioweather.services.lab.run import CaseRun
+    from ioweather.services.lab.score import _tool_score
+
+    def case(name, labels, costless):
+        return CaseRun(name, "", labels, [], not labels, 2, True, "", ["x"], 1.0, "ok", None, costless)
+
+    cases = [case("misaligned", ["misaligned-file", "small-writes"], ["misaligned-file"]),
+             case("random", ["random-reads"], ["random-reads"])]
+    # the tool names small-writes in the first case and random-reads in the second
+    readings = {"misaligned": [(["P06"], "x")], "random": [(["P11"], "x")]}
+    local = _tool_score("ioweather", "0", cases, readings, local=True)
+    rows = {r.label: r for r in local.labels}
+    assert (rows["small-writes"].tp, rows["misaligned-file"].fn, rows["misaligned-file"].tp) == (1, 0, 0)
+    assert (rows["random-reads"].tp, rows["random-reads"].fp, rows["random-reads"].fn) == (0, 0, 0)
+    assert (local.costless_planted, local.costless_named) == (2, 1) and local.micro_recall == 1.0
+    assert local.cases[0].costless == ["misaligned-file"] and local.cases[1].costless_named == ["random-reads"]
+    site = _tool_score("ioweather", "0", cases, readings, local=False)
+    rows = {r.label: r for r in site.labels}
+    assert (rows["misaligned-file"].fn, rows["random-reads"].tp, site.costless_planted) == (1, 1, 0)
+    assert site.micro_recall == pytest.approx(2 / 3)
+    md = scores_markdown({"logs_dir": "/x", "cases": 2, "fs_type": "ext4", "local": True,
+                          "tools": [{**local.__dict__, "labels": [r.__dict__ for r in local.labels],
+                                     "cases": [c.__dict__ for c in local.cases]}]})
+    assert "(ext4), 2 planted labels cost less than the advisor's bar" in md and "ioweather 1." in md
+    assert "| misaligned | misaligned-file (*costless here*), small-writes | small-writes |" in md

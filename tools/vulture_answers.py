@@ -105,6 +105,10 @@ _.cost_model  # services.jobs.answer.Finding
 _.cost_s  # services.jobs.answer.Finding, services.jobs.darshan.StoredFinding
 _.cost_share  # services.jobs.answer.Finding, services.jobs.darshan.StoredFinding
 _.cost_share_of_runtime  # services.jobs.answer.Finding
+_.costless  # services.lab.score.CaseScore
+_.costless_local  # services.lab.run.CaseRun
+_.costless_named  # services.lab.score.CaseScore, services.lab.score.ToolScore
+_.costless_planted  # services.lab.score.ToolScore
 _.count  # services.bench.iomodel.Configuration, services.content.fsstats.Cdf, services.content.fsstats.SizeBucket, services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.coverage_factor_bw  # services.jobs.weather.Weather
 _.coverage_factor_nodehrs  # services.jobs.weather.Weather
@@ -230,7 +234,7 @@ _.fs_bytes  # services.jobs.weather.Weather
 _.fs_fullness  # services.telemetry.fsview.Capacity
 _.fs_io_time_s  # services.jobs.answer.Perf
 _.fs_read_bytes  # services.telemetry.fsview.Servers
-_.fs_type  # services.jobs.answer.Mount, services.jobs.darshan.MountRow, services.runtime.fs_names.JobFs, services.runtime.fs_names.UnmappedMount
+_.fs_type  # services.jobs.answer.Mount, services.jobs.darshan.MountRow, services.lab.run.LabRun, services.lab.score.Scores, services.runtime.fs_names.JobFs, services.runtime.fs_names.UnmappedMount
 _.fs_with_data  # services.telemetry.fsview.Span
 _.fs_write_bytes  # services.telemetry.fsview.Servers
 _.fullest  # services.telemetry.fsview.Capacity
@@ -322,6 +326,7 @@ _.levels  # services.jobs.darshan.JobsView
 _.limit  # services.jobs.darshan.JobList
 _.links  # services.answers.report.Report
 _.list  # services.jobs.darshan.JobsView
+_.local  # services.lab.score.Scores
 _.log  # services.lab.storm.Twin, services.lab.toolchain.Build
 _.log_version  # services.jobs.answer.JobHeader, services.jobs.darshan.StoredHeader
 _.logs  # services.answers.why.Why, services.lab.run.CaseRun
@@ -400,6 +405,7 @@ _.nnodes  # services.answers.events.EventJob, services.answers.why.Why, services
 _.nnodes_source  # services.answers.why.Why, services.jobs.answer.Perf
 _.no_capacity_data  # services.telemetry.fsview.Capacity
 _.no_data  # services.jobs.weather.Weather
+_.no_saving  # services.lab.score.PairScore, services.lab.score.PairsScore
 _.not_monitored  # services.jobs.answer.Interface
 _.note  # services.telemetry.fsview.Span
 _.notes  # services.answers.events.Events, services.answers.job_diff.JobDiff, services.answers.why.Why, services.content.fsstats.Snapshot, services.jobs.scheduler.JobsImport, services.jobs.weather.Weather, services.lab.storm.StormPair, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers, services.telemetry.imports.SourceImport

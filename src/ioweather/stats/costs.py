@@ -147,6 +147,19 @@ def straggler_excess(slowest: np.ndarray, total_time: np.ndarray, ranks: np.ndar
     return float(np.clip(slowest - mean, 0, None).sum())
 
 
+def one_device_excess(slowest_s: np.ndarray, total_bytes: np.ndarray, rank_rate: np.ndarray) -> np.ndarray:
+    """Per file (or job), the most a straggler's wait can shrink when every rank queues on one device whose
+    bandwidth one rank's large requests already fill (one node's local disk): spread evenly, the bytes still
+    cross that device, no faster than the best rate the log shows, the job's own aggregate
+    (total_bytes / slowest_s) or the fastest single rank's (`rank_rate`, its bytes over its time):
+    slowest_s - total_bytes / that rate, 0 when the aggregate was already the best. Ranks' bandwidths add
+    only where each rank's requests are latency-bound (small), which this bound is not for."""
+    t = np.asarray(slowest_s, dtype=float)
+    b = np.asarray(total_bytes, dtype=float)
+    rate = np.maximum(np.where(t > 0, b / np.where(t > 0, t, 1.0), 0.0), np.nan_to_num(np.asarray(rank_rate, float)))
+    return np.clip(t - np.where(rate > 0, b / np.where(rate > 0, rate, 1.0), t), 0.0, None)
+
+
 def stripe_target(size: float, osts: int) -> int:
     """The stripe count a file of `size` bytes can use: one stripe per BYTES_PER_STRIPE, at most `osts`."""
     return int(max(1, min(osts, math.ceil(size / BYTES_PER_STRIPE))))

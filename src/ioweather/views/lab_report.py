@@ -30,6 +30,12 @@ def scores_markdown(doc: dict) -> str:
             continue
         lines.append(f"| {t['tool']} {t['version']} | {_n(t['micro_f1'])} | {_n(t['micro_precision'])} | "
                      f"{_n(t['micro_recall'])} | {_n(t['micro_f1_labels'])} | {t['controls_quiet']} of {t['controls']} |")
+    if tools and tools[0].get("costless_planted"):
+        lines.append("")
+        lines.append(f"On this node-local file system ({doc.get('fs_type')}), {tools[0]['costless_planted']} planted "
+                     "labels cost less than the advisor's bar and are scored as patterns, neither found nor missed "
+                     "(marked *costless here* below); named anyway by "
+                     + ", ".join(f"{t['tool']} {t.get('costless_named', 0)}" for t in tools) + ".")
     lines.append("")
     lines.append("| case | planted | " + " | ".join(f"{t['tool']} named (unplanted alarms)" for t in tools) + " |")
     lines.append("|---|---|" + "---|" * len(tools))
@@ -40,7 +46,8 @@ def scores_markdown(doc: dict) -> str:
             named = ", ".join(c["named"]) or "–"
             cells.append(named + (f" ({', '.join(c['unplanted'])})" if c["unplanted"] else "")
                          + (f" **error**: {c['error']}" if c["error"] else ""))
-        lines.append(f"| {case['case']} | {', '.join(case['planted']) or '(control)'} | " + " | ".join(cells) + " |")
+        planted = ", ".join(p + (" (*costless here*)" if p in case.get("costless", ()) else "") for p in case["planted"])
+        lines.append(f"| {case['case']} | {planted or '(control)'} | " + " | ".join(cells) + " |")
     if doc.get("pairs"):
         lines += ["", *pairs_markdown(doc["pairs"])]
     return "\n".join(lines) + "\n"
@@ -66,6 +73,7 @@ def pairs_markdown(doc: dict) -> list[str]:
         lines.append(f"| {p['bad']} -> {p['fixed']} | {p['same']} | {p['fix']} | {_s(p['before_s'])} -> "
                      f"{_s(p['after_s'])} | {'+' if (p['change_s'] or 0) > 0 else ''}{_s(p['change_s'])} | {share} | {verdict} | {_fixed(p.get('fixed_verdict'))} |")
     lines += ["", f"job diff explains ≥ {100 * doc['min_share']:.0f} % of the change on {doc['explained']} of "
-                  f"{doc['scored']} pairs" + (f"; not in the logs: {', '.join(doc['absent'])}" if doc["absent"] else "")
-              + "."]
+                  f"{doc['scored']} pairs" + (f"; on {doc['no_saving']} more the fix saved no material time and `job` "
+                                               "claimed no saving on the bad run" if doc.get("no_saving") else "")
+              + (f"; not in the logs: {', '.join(doc['absent'])}" if doc["absent"] else "") + "."]
     return lines

@@ -42,6 +42,8 @@ class CaseRun:
     #: "ok", "failed" (with `reason`) or "skipped" (a tool the case needs is missing)
     status: str
     reason: str | None = None
+    #: the case's `costless_local` labels (catalogue.Case)
+    costless_local: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -51,6 +53,9 @@ class LabRun(Answer):
     toolchain: str
     started: str
     cases: list[CaseRun] = field(default_factory=list)
+    #: the file system type of `dir` (/proc/mounts), None where unknown: on a node-local one the cases'
+    #: `costless_local` labels are scored as patterns (services/lab/score.py)
+    fs_type: str | None = None
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -78,7 +83,7 @@ def run_case(case: Case, tools: Toolchain, base: Path, logs_dir: Path) -> CaseRu
     def result(status, logs=(), elapsed=0.0, reason=None, command=""):
         return CaseRun(case.name, case.cause, list(case.labels), list(case.tolerated), case.control, case.procs,
                        case.mpi, command,
-                       [str(p) for p in logs], round(elapsed, 3), status, reason)
+                       [str(p) for p in logs], round(elapsed, 3), status, reason, list(case.costless_local))
 
     if case.needs and case.needs not in tools.programs:
         return result("skipped", reason=tools.missing.get(case.needs, f"{case.needs} is not built"))
@@ -127,6 +132,24 @@ def run_case(case: Case, tools: Toolchain, base: Path, logs_dir: Path) -> CaseRu
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def fs_type(path: Path, mounts: Path = Path("/proc/mounts")) -> str | None:
+    """The type of the file system holding `path`: the longest mount point above it in `mounts`."""
+    try:
+        rows = [line.split() for line in mounts.read_text().splitlines()]
+    except OSError:
+        return None
+    path = path.resolve()
+    best = None
+    for row in rows:
+        if len(row) < 3:
+            continue
+        # /proc/mounts escapes a space in a mount point as \040
+        point = Path(row[1].replace("\\040", " "))
+        if (path == point or point in path.parents) and (best is None or len(point.parts) > len(best[0].parts)):
+            best = (point, row[2])
+    return best[1] if best else None
+
+
 def write_index(run: LabRun) -> None:
     write_atomic(Path(run.logs_dir) / INDEX, json.dumps(run.to_json(), indent=1) + "\n")
 
@@ -142,7 +165,8 @@ def run_cases(cases: list[Case], tools: Toolchain, directory: Path, logs_dir: Pa
     base = directory / f"ioweather-lab-{os.getpid()}"
     base.mkdir()
     run = LabRun(str(directory), str(logs_dir), tools.origin,
-                 dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"))
+                 dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+                 fs_type=fs_type(directory))
     # an earlier entry stays until its case is run again: `--case X` refreshes X without losing the others,
     # and a reader of the index during a full run keeps the previous logs of the cases not yet re-run
     previous = read_index(logs_dir, missing_ok=True)
@@ -152,7 +176,7 @@ def run_cases(cases: list[Case], tools: Toolchain, directory: Path, logs_dir: Pa
             progress_cb(i, len(cases), case.name)
             run.cases.append(run_case(case, tools, base, logs_dir))
             entries[case.name] = run.cases[-1]
-            write_index(LabRun(run.dir, run.logs_dir, run.toolchain, run.started, list(entries.values())))
+            write_index(LabRun(run.dir, run.logs_dir, run.toolchain, run.started, list(entries.values()), run.fs_type))
         progress_cb(len(cases), len(cases), "")
     finally:
         shutil.rmtree(base, ignore_errors=True)

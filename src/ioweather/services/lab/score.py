@@ -5,6 +5,10 @@ logs (a non-MPI case has one per process) of the codes raised at WARN or HIGH, m
 `catalogue.LABELS`; a raised code that maps to no label is an unplanted alarm. A control is quiet when
 no code at WARN or HIGH is raised (and, for ioweather, its verdict says "nothing worth changing").
 
+A case's `costless_local` labels (catalogue.Case) are causes measured to cost less than the advisor's bar on
+one machine's local disk: when the lab ran on a node-local file system (INDEX.json's `fs_type`) they are
+scored as patterns, like tolerated labels (neither found nor missed), and counted apart (`costless_*`).
+
 The bad -> fixed pairs of `catalogue.PAIRS` whose two cases ran are read by `job diff` (services/answers/
 job_diff.py): the share of the I/O-time change its findings explain, at least `MIN_EXPLAINED_SHARE` each
 (issue 39's "Done when").
@@ -61,6 +65,9 @@ class CaseScore:
     quiet: bool | None
     verdict: str | None = None
     error: str | None = None
+    #: planted labels scored as patterns here (costless on a node-local disk), and those of them the tool named
+    costless: list[str] = field(default_factory=list)
+    costless_named: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -77,6 +84,9 @@ class ToolScore:
     controls_quiet: int = 0
     labels: list[LabelScore] = field(default_factory=list)
     cases: list[CaseScore] = field(default_factory=list)
+    #: planted labels scored as patterns (costless on a node-local disk), and how many of them the tool named
+    costless_planted: int = 0
+    costless_named: int = 0
 
 
 @dataclass
@@ -94,6 +104,9 @@ class PairScore:
     explained_share: float | None = None
     #: explained_share >= MIN_EXPLAINED_SHARE
     explained: bool = False
+    #: the fix changed no material I/O time and `job` claimed no saving worth changing on the bad run: the cause
+    #: costs nothing here, and the advisor says so (nothing for job diff to explain)
+    no_saving: bool = False
     verdict: str | None = None
     #: `job`'s verdict on the fixed run (a clean twin should be told "nothing worth changing")
     fixed_verdict: str | None = None
@@ -107,6 +120,8 @@ class PairsScore:
     pairs: list[PairScore] = field(default_factory=list)
     #: pairs whose share is at least MIN_EXPLAINED_SHARE, of those scored without error
     explained: int = 0
+    #: pairs not explained whose fix saved nothing and whose bad run was told so (PairScore.no_saving)
+    no_saving: int = 0
     scored: int = 0
     min_share: float = MIN_EXPLAINED_SHARE
     #: the pairs of the catalogue whose two cases are not both in the logs (status "ok", one log each)
@@ -119,6 +134,9 @@ class Scores(Answer):
     cases: int
     tools: list[ToolScore]
     pairs: PairsScore | None = None
+    #: the file system the lab ran on (INDEX.json), and whether it is node-local (costless_local labels apply)
+    fs_type: str | None = None
+    local: bool = False
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -161,7 +179,7 @@ def _drishti(python: Path, log: str) -> tuple[list[str], str | None, str]:
     return [i["code"] for i in doc["insights"] if i["level"] in ALARMS], None, doc["version"]
 
 
-def _case_score(tool: str, case: CaseRun, readings: list) -> CaseScore:
+def _case_score(tool: str, case: CaseRun, readings: list, local: bool) -> CaseScore:
     errors = [r for r in readings if isinstance(r, Exception)]
     alarms = sorted({c for r in readings if not isinstance(r, Exception) for c in r[0]})
     verdicts = [r[1] for r in readings if not isinstance(r, Exception) and r[1]]
@@ -171,19 +189,25 @@ def _case_score(tool: str, case: CaseRun, readings: list) -> CaseScore:
     quiet = None
     if case.control and not errors:
         quiet = not alarms and all("nothing worth changing" in v for v in verdicts)
+    costless = [x for x in case.labels if x in case.costless_local] if local else []
     return CaseScore(case.name, list(case.labels), named, unplanted, alarms, case.control, quiet,
-                     verdict=" | ".join(verdicts) or None, error=str(errors[0]) if errors else None)
+                     verdict=" | ".join(verdicts) or None, error=str(errors[0]) if errors else None,
+                     costless=costless, costless_named=[x for x in costless if x in named])
 
 
-def _tool_score(tool: str, version: str | None, cases: list[CaseRun], readings: dict[str, list]) -> ToolScore:
-    scored = [_case_score(tool, c, readings[c.name]) for c in cases]
+def _tool_score(tool: str, version: str | None, cases: list[CaseRun], readings: dict[str, list],
+                local: bool = False) -> ToolScore:
+    scored = [_case_score(tool, c, readings[c.name], local) for c in cases]
     by_name = {c.name: c for c in cases}
-    s = score(LABEL_NAMES, [(set(cs.planted), set(by_name[cs.case].tolerated), set(cs.named), set(cs.unplanted))
-                            for cs in scored if cs.error is None])
+    # a costless label is scored as a tolerated one: neither found nor missed
+    s = score(LABEL_NAMES, [(set(cs.planted) - set(cs.costless), set(by_name[cs.case].tolerated) | set(cs.costless),
+                             set(cs.named), set(cs.unplanted)) for cs in scored if cs.error is None])
     controls = [cs for cs in scored if cs.control]
+    ok = [cs for cs in scored if cs.error is None]
     return ToolScore(tool, version, True, None, s["micro_precision"], s["micro_recall"], s["micro_f1"],
                      s["micro_f1_labels"], len(controls), sum(1 for cs in controls if cs.quiet),
-                     [LabelScore(name, **row) for name, row in s["labels"].items()], scored)
+                     [LabelScore(name, **row) for name, row in s["labels"].items()], scored,
+                     sum(len(cs.costless) for cs in ok), sum(len(cs.costless_named) for cs in ok))
 
 
 def _read_all(read, cases: list[CaseRun], workers: int, progress_cb, done: list[int], total: int) -> dict[str, list]:
@@ -222,9 +246,11 @@ def score_pairs(cases: list[CaseRun], pairs=PAIRS, progress_cb=lambda pair: None
             ps.explained_s, ps.explained_share, ps.verdict = d.explained_s, d.explained_share, d.verdict
             ps.fixed_verdict = d.after.verdict
             ps.explained = (d.explained_share or 0.0) >= MIN_EXPLAINED_SHARE
+            ps.no_saving = d.verdict.startswith("no material change") and "nothing worth changing" in (d.before.verdict or "")
             ps.causes = [f"{c.code} {c.change_s:+.2f} s" for c in d.causes if c.kind == "finding"]
             out.scored += 1
             out.explained += ps.explained
+            out.no_saving += ps.no_saving and not ps.explained
         out.pairs.append(ps)
     return out
 
@@ -249,8 +275,12 @@ def score_logs(logs_dir: Path, *, drishti: bool = True, cache: Path | None = Non
     # lazy: imported once here so every forked reader child inherits numpy, pandas and PyDarshan
     import ioweather.services.jobs.darshan  # noqa: F401
 
+    # lazy: the advisor's rules (numpy) stay out of `lab`'s command module top
+    from ioweather.stats.findings import LOCAL_FS
+
+    local = (index.fs_type or "").lower() in LOCAL_FS
     ours = _read_all(_ioweather, cases, 1, progress_cb, done, total)
-    tools = [_tool_score("ioweather", __version__, cases, ours)]
+    tools = [_tool_score("ioweather", __version__, cases, ours, local)]
     if drishti:
         try:
             python = drishti_python(cache or cache_dir())
@@ -259,7 +289,7 @@ def score_logs(logs_dir: Path, *, drishti: bool = True, cache: Path | None = Non
         else:
             theirs = _read_all(lambda log: _drishti(python, log), cases, 2, progress_cb, done, total)
             versions = {r[2] for rs in theirs.values() for r in rs if not isinstance(r, Exception)}
-            tools.append(_tool_score("drishti", ", ".join(sorted(versions)) or None, cases, theirs))
+            tools.append(_tool_score("drishti", ", ".join(sorted(versions)) or None, cases, theirs, local))
     pairs = score_pairs(ran)
-    return Scores(str(logs_dir), len(cases), tools, pairs)
+    return Scores(str(logs_dir), len(cases), tools, pairs, index.fs_type, local)
 
