@@ -76,7 +76,7 @@ class VersionSkew(RuntimeError):
     """A worker runs another ioweather than the client (raised inside the task)."""
 
 
-def parse_spec(spec: str) -> tuple[str, dict | str | int]:
+def _parse_spec(spec: str) -> tuple[str, dict | str | int]:
     """("address", ADDRESS) | ("local", N) | ("slurm", options). One line for a bad value."""
     spec = spec.strip()
     kind, _, rest = spec.partition(":")
@@ -123,7 +123,7 @@ def connect(spec: str) -> Iterator:
         from dask.distributed import Client
     except ImportError:
         raise UserError("--dask needs the optional dask extra: pip install 'ioweather[dask]'") from None
-    kind, arg = parse_spec(spec)
+    kind, arg = _parse_spec(spec)
     for name in _QUIET:
         logging.getLogger(name).setLevel(logging.CRITICAL)
     cluster = None

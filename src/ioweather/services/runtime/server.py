@@ -88,7 +88,7 @@ LOG_TIME = "%(asctime)s "
 LOG_DATEFMT = "%Y-%m-%d %H:%M:%S%z"
 
 
-def log_config(quiet: bool = False) -> dict:
+def _log_config(quiet: bool = False) -> dict:
     """uvicorn's logging configuration with timestamps; quiet: warnings and errors only, no access log."""
     # lazy: uvicorn: as in run_server
     from uvicorn.config import LOGGING_CONFIG
@@ -124,7 +124,7 @@ def run_server(app, sock: socket.socket, stop: threading.Event, say: Callable[[s
     # lazy: uvicorn: kept off `export --help` (commands/export.py imports is_loopback from here)
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, log_config=log_config(quiet), log_level="warning" if quiet else "info",
+    server = uvicorn.Server(uvicorn.Config(app, log_config=_log_config(quiet), log_level="warning" if quiet else "info",
                                            access_log=not quiet, lifespan="on", timeout_graceful_shutdown=None))
     failed: list[BaseException] = []
 
