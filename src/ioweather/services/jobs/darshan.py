@@ -89,7 +89,8 @@ def _summary(df, rules: list, failed_logs: int, **options) -> ArchiveSummary:
     """`jobs summary` of the job rows `df`: the one computation the command and the Jobs page show."""
     names: dict = {}
     users = [user_label(u, names) for u in df["uid"]]
-    return ArchiveSummary(failed_logs=failed_logs, **build(df, assign_projects(df, rules, users), users=users, **options))
+    projects = assign_projects(df, rules, users)
+    return ArchiveSummary(failed_logs=failed_logs, **build(df, projects, users=users, **options))
 
 
 #: Job-row columns a listed job (`JobRow`) reads besides the summary's (the per-file table stays in
