@@ -482,12 +482,14 @@ def test_one_user_name_per_uid_for_a_user_of_this_machine(root_job):
     assert page["summary"]["top_users"] == summary["top_users"]
 
 
-@pytest.mark.xfail(strict=True, reason="stats/archive.assign_projects names a user's default project 'user:<uid>' "
-                   "('user:0' beside user 'root' on the Jobs page); the goldens hold 'user:1000' (this machine's "
-                   "cloudsdk) and would need the 'user' normalisation for project names")
 def test_a_users_default_project_is_named_as_the_user(root_job):
+    """A job no project rule claims is its user's project, named as its user is named beside it: 'user:0'
+    beside the user 'root' was one user under two names."""
     _, summary, page = root_job
     assert [p["project"] for p in summary["projects"]] == ["user:root"]
+    assert {p["project"] for k in ("by_bytes_read", "by_bytes_written") for p in summary["top_projects"][k]} \
+        <= {"user:root"}
+    assert page["summary"]["projects"] == summary["projects"]
 
 
 def test_autocorrelation_lags_in_minutes_for_short_data(server, browser):

@@ -122,6 +122,9 @@ KINDS = {  # placeholder, and the check a value must pass to be replaced
     # a uid that has a name on this machine is shown by its name (one name per uid, issue 38): the golden
     # keeps the uid, whatever this machine's passwd says
     "user": (lambda v: str(_uid_of(v)), lambda v: _uid_of(v) is not None),
+    # a user's default project is named as the user ("user:<name>"): the golden keeps "user:<uid>" likewise
+    "project": (lambda v: f"user:{_uid_of(v[5:])}", lambda v: isinstance(v, str) and v.startswith("user:")
+                and _uid_of(v[5:]) is not None),
 }
 
 
@@ -477,6 +480,11 @@ def _probe_init(r):
 
 SINCE, UNTIL = "2024-03-02T00:00:00Z", "2024-03-02T08:00:00Z"
 
+JOBS_SUMMARY_NAMES = {("top_users", "*", "*", "user"): "user", ("top_projects", "*", "*", "project"): "project",
+                      ("projects", "*", "project"): "project",
+                      ("mibps_per_node_by_project", "projects", "*", "project"): "project",
+                      ("per_node_bps_by_project", "projects", "*", "project"): "project"}
+
 CASES = {  # name: (run(runs) -> CompletedProcess, {field pattern: normalisation kind})
     "import_lmt": (lambda r: r.import_lmt, MEASURED_IMPORT),
     "workload_lmt": _workload("snx", "import_lmt"),
@@ -510,9 +518,9 @@ CASES = {  # name: (run(runs) -> CompletedProcess, {field pattern: normalisation
     "factors_density_by_cls": (lambda r: r.run("factors", "density", str(TESTDATA / "r-density/toy_obs.csv"),
                                                "--by", "cls", "--split", "mean", "--json", home=r.tmp / "factors"), {}),
     "jobs_ingest": (lambda r: r.jobs["ingest"], {}),
-    "jobs_summary": (_jobs("summary"), {("top_users", "*", "*", "user"): "user"}),
+    "jobs_summary": (_jobs("summary"), JOBS_SUMMARY_NAMES),
     "jobs_summary_all_sizes": (_jobs("summary", "--min-procs", "0", "--min-bytes", "0", "--top", "3",
-                                     "--cores-per-node", "32"), {("top_users", "*", "*", "user"): "user"}),
+                                     "--cores-per-node", "32"), JOBS_SUMMARY_NAMES),
     "jobs_failed": (_jobs("failed"), {("*", "failed_at"): "now"}),
 }
 
@@ -565,3 +573,11 @@ def test_normalise_replaces_only_values_of_the_expected_kind():
     got = normalise(doc, subs, {**MEASURED_IMPORT, ("snapshot_time",): "now"})
     assert got == {"sources": [{"seconds": "<measured>", "rows_per_s": "fast", "source": "<tmp>/a.csv"}],
                    "snapshot_time": "soon"}
+
+
+def test_a_default_project_named_as_a_user_of_this_machine_is_kept_as_its_uid():
+    """'user:root' here is 'user:0' in the golden, as the user 'root' is '0': a name only this machine's passwd
+    knows must not decide the golden; a project or user name this machine does not know is compared as is."""
+    doc = {"projects": [{"project": p} for p in ("user:root", "user:1843105048", "user:no-such-user-here", "climate")]}
+    got = normalise(doc, [], {("projects", "*", "project"): "project"})
+    assert [p["project"] for p in got["projects"]] == ["user:0", "user:1843105048", "user:no-such-user-here", "climate"]

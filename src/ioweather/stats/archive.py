@@ -262,9 +262,10 @@ def parse_project_map(text: str) -> list[tuple[str, str, str]]:
     return rules
 
 
-def assign_projects(df: pd.DataFrame, rules: list[tuple[str, str, str]]) -> np.ndarray:
+def assign_projects(df: pd.DataFrame, rules: list[tuple[str, str, str]], users: list[str]) -> np.ndarray:
     """Project of each job: the longest matching path prefix (of its top file, then its exe), then its uid
-    rule, else `user:<uid>`."""
+    rule, else `user:<name>`, `users[i]` the name of job i's user as the caller names users on every other
+    surface (a default project of 'user:0' beside the user 'root' was one user under two names)."""
     uid_map = {k: p for kind, k, p in rules if kind == "uid"}
     prefixes = sorted(((k, p) for kind, k, p in rules if kind == "path"), key=lambda kp: -len(kp[0]))
     out = np.empty(len(df), dtype=object)
@@ -287,5 +288,5 @@ def assign_projects(df: pd.DataFrame, rules: list[tuple[str, str, str]]) -> np.n
                 break
         if proj is None:
             proj = uid_map.get(str(int(uids[i]))) if pd.notna(uids[i]) else None
-        out[i] = cache[key] = proj or f"user:{int(uids[i]) if pd.notna(uids[i]) else 'unknown'}"
+        out[i] = cache[key] = proj or f"user:{users[i]}"
     return out

@@ -12,9 +12,13 @@ The detector and its penalty are stats/changepoints.py's.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from itertools import chain
+import multiprocessing
+import os
 import shlex
 import threading
 
@@ -109,8 +113,6 @@ def _search_one(values, times, log, period, penalty_per_log_n, min_segment):
 
 
 def default_workers() -> int:
-    import os
-
     return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8))
 
 
@@ -141,10 +143,6 @@ def search(items, *, penalty_per_log_n: float = PENALTY_PER_LOG_N, min_segment: 
 
 
 def _pooled(items, args, workers: int) -> Iterator[tuple]:
-    import multiprocessing
-    from collections import deque
-    from concurrent.futures import ProcessPoolExecutor
-
     # lazy: ruptures, scipy, loaded only when this runs
     import ruptures  # noqa: F401  (imported once, here: the forked workers inherit it)
 

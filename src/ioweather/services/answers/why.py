@@ -28,6 +28,8 @@ first, then the answer's types, then the parts the steps use.
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+import json
 import os
 import statistics
 from dataclasses import asdict, dataclass, field, replace
@@ -551,8 +553,6 @@ class _Facts:
 
 def _log_facts(stored: dict | None, path: str, rep: JobReport | None, log) -> _Facts:
     """What the budget needs from one log, from its report when the log can be read, else its row."""
-    import json
-
     if rep is not None:
         j, p, t = rep.job, rep.perf, rep.totals
         start_ns = None if log.start_time_s is None else int(round(log.start_time_s * 1e9))
@@ -758,8 +758,6 @@ def _events(settings, fs: str, since: int, until: int, own: set[str], notes: lis
 
 
 def _dt(ns: int):
-    from datetime import datetime, timezone
-
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
 
 

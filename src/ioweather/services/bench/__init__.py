@@ -1,3 +1,5 @@
-"""Benchmarks: the regression benchmark runs (runs: fio motifs, imported results) and the io-model
-benchmark (iomodel). See docs/architecture.md.
+"""Benchmarks. See docs/architecture.md.
+
+    runs     regression benchmarks: fio motifs run on a schedule, imported results, their statistics, `bench check`
+    iomodel  the io-model benchmark: its plan, its execution into Parquet with the run metadata, its summary
 """

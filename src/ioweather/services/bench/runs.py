@@ -451,8 +451,8 @@ def _import_fio(store, path, fs: str | None, motif: str | None) -> FileImport:
 
 def _import_abc(store, path) -> FileImport:
     """tokio-abc's per-run summaries, read and derived as `import job-features --preset tokio-abc` does."""
+    # lazy: numpy, pandas, pyarrow, loaded only when this runs
     import numpy as np
-    # lazy: pandas, pyarrow, loaded only when this runs
     import pandas as pd
 
     # lazy: pandas, pyarrow via sources.job_features, loaded only when this runs
@@ -688,6 +688,7 @@ class BenchPage(Answer):
 def page(store, motif: str | None, direction: str | None, fs: str | None, run_id: str | None) -> BenchPage:
     """The Benchmarks page: the summary, and for one group its histogram, fraction of peak over
     time and recent runs; for one run the servers' rates over its window when telemetry exists."""
+    # lazy: numpy: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
     import numpy as np
 
     # lazy: numpy via stats.bench: commands.bench imports this at its top: kept off `ioweather bench --help` and its usage errors
@@ -797,6 +798,7 @@ def write_report(rows: list[SummaryRow], out: str) -> None:
 def metric_families(store) -> list:
     """`/metrics` gauges of the last run per motif, direction and fs: bandwidth (bytes/s) and fraction of
     peak. Empty without benchmark runs (the bench tables are never created by a scrape)."""
+    # lazy: prometheus_client, loaded only when /metrics is scraped (commands.bench imports this at its top)
     from prometheus_client.core import GaugeMetricFamily
 
     labels = ["motif", "direction", "fs"]

@@ -1,2 +1,4 @@
-"""What the file systems hold: content snapshots (fsstats). See docs/architecture.md.
+"""What the file systems hold. See docs/architecture.md.
+
+    fsstats  content snapshots: walk a tree into one, keep it (file, HTML report, store label), compare two, list
 """

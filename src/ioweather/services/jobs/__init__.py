@@ -1,3 +1,11 @@
-"""The jobs' domain: one Darshan log (darshan, darshan_child), the archive's ingest (ingest), the
-scheduler's jobs (scheduler) and a job's weather from our telemetry (weather). See docs/architecture.md.
+"""The jobs' domain: Darshan logs, their archive, the scheduler's jobs and a job's weather from our
+telemetry. See docs/architecture.md.
+
+    report         one Darshan log for `job` and `why`: read, characterize, findings, verdict, HTML (no store)
+    answer         `JobReport`, the answer of `ioweather job LOG`, typed to its leaves
+    darshan_child  `job LOG` done in a child process, so that a dying Darshan reader is one line
+    darshan        Darshan jobs for `job`, `jobs ...` and the Jobs pages; the one name of a uid (user_label)
+    ingest         the pipeline of `jobs ingest`: many Darshan logs read in parallel into the store
+    scheduler      `import slurm`, `import nersc-jobsdb`: the scheduler's jobs into the store
+    weather        a job's weather: its window joined with our telemetry, fullness, probes and other jobs
 """

@@ -7,12 +7,14 @@ is services/jobs/report.py, re-exported here; the ingest pipeline is services/jo
 
 from __future__ import annotations
 
+import json
 import math
 import pwd
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ioweather.encoding import Answer, answer_dict
@@ -87,7 +89,8 @@ def _summary(df, rules: list, failed_logs: int, **options) -> ArchiveSummary:
     """`jobs summary` of the job rows `df`: the one computation the command and the Jobs page show."""
     names: dict = {}
     users = [user_label(u, names) for u in df["uid"]]
-    return ArchiveSummary(failed_logs=failed_logs, **build(df, assign_projects(df, rules), users=users, **options))
+    projects = assign_projects(df, rules, users)
+    return ArchiveSummary(failed_logs=failed_logs, **build(df, projects, users=users, **options))
 
 
 #: Job-row columns a listed job (`JobRow`) reads besides the summary's (the per-file table stays in
@@ -105,8 +108,6 @@ FAILED_SHOWN = 100
 def _row_frame(df):
     """Job rows with what a listed job shows besides its columns: moved_bytes, MiB/s per node from the
     log's node count (`stats.archive.node_counts`) and its level (`job_level`)."""
-    import numpy as np
-
     def num(col):
         return pd.to_numeric(df[col], errors="coerce").to_numpy(np.float64)
 
@@ -361,7 +362,6 @@ def list_jobs(store, *, since_ns: int | None = None, until_ns: int | None = None
               exe: str | None = None, limit: int | None = None) -> JobRows:
     """Stored jobs, latest start first: started in [since, until), uid or user name containing `user`,
     executable containing `exe` (substrings, case-sensitive as names are)."""
-    import numpy as np
     df = jobs_store.load_jobs(store, ROW_COLUMNS)
     start = pd.to_numeric(df["start_ns"], errors="coerce").to_numpy(np.float64)
     keep = np.ones(len(df), bool)
@@ -587,8 +587,6 @@ def _stored_level(findings_json) -> str | None:
 def _findings(r: dict, codes: list[str]) -> list[StoredFinding]:
     """HIGH/WARN findings, most expensive first, with cost and message when the row has them
     (cost_s None: ingested before the store kept costs)."""
-    import json
-
     described = describe_codes(codes)
     if not r.get("findings_json"):
         return [StoredFinding(f["code"], f["level"], None, None, None, None, f["what"]) for f in described]

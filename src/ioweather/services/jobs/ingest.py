@@ -18,6 +18,7 @@ directory is the same path (the content hash decides in any case).
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 import signal
@@ -157,8 +158,6 @@ def _first_visits(root: str, dirs: list[str], seen: set) -> list[str]:
 def _job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size: int, mtime_ns: int) -> dict:
     """The store's row of a job, by column (store.jobs.job_row_values types it): what `extract` hands the
     batch writer, not an answer anyone reads."""
-    import json
-
     # lazy: the statistics (pandas), loaded only when a log is read
     from ioweather.stats.findings import ACTIONABLE, job_verdict
     # lazy: the statistics (pandas), loaded only when a log is read

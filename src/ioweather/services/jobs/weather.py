@@ -19,11 +19,12 @@ stats.umami's `Umami`.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,6 +43,7 @@ from ioweather.stats.umami import fraction_of_peak, Umami
 from ioweather.store import job_weather as wstore
 from ioweather.store import probe as probe_store
 from ioweather.store import jobs as jstore
+from ioweather.store.jobs import files_dir
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -187,8 +189,6 @@ def _mount_bytes_of(store, job: Job, tables: dict | None = None) -> list[dict]:
     with pyarrow alone: `umami JOB` answers from a kept climate without importing pandas (0.4 s)."""
     # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     import pyarrow.parquet as pq
-
-    from ioweather.store.jobs import files_dir
 
     h, part = job.row["log_hash"], job.row.get("files_part")
     path = files_dir(store.parquet_dir) / part if part else None
@@ -834,8 +834,6 @@ class MotifTable:
         """sig[p]: a digest of the first p jobs and of the motif's peak, i.e. of everything a climate over
         that history depends on (a new peak rescales fraction of peak; a recomputed weather has a new
         computed_ns)."""
-        import hashlib
-
         h = hashlib.sha1(f"{self.peak!r}".encode())
         out = [h.hexdigest()[:16]]
         for k, c in zip(self.keys, self.computed):
@@ -916,8 +914,6 @@ def umami_among(store, job: Job, name: str, peers: list[Job] | None, source: str
     """The UMAMI answer of `job` on file system `name` against the stored jobs of its motif, after
     computing or refreshing the weather of `peers` (jobs of its motif, any kind: Darshan, scheduler or
     benchmark runs) and of the job itself."""
-    from dataclasses import replace
-
     key = job.motif(name)
     fresh: dict = {}
     if peers is not None or not job.key.startswith("darshan:"):

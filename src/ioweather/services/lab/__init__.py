@@ -1,8 +1,9 @@
 """The I/O lab (docs/lab.md): real runs under a real Darshan runtime, each with a planted cause.
 
-`toolchain` finds or builds Darshan, IOR and mdtest (from ../shared/third_party into a cache outside
-the checkout) and compiles the lab's own C programs; `catalogue` holds the cases and the label
-vocabulary with its finding codes; `run` runs cases on a directory and writes their logs with an
-INDEX.json; `score` reads those logs with ioweather and with Drishti and scores both against the labels;
-`answers` holds what `lab list` and `lab run` answer (the catalogue, a run with its scores).
+    toolchain  finds or builds Darshan, IOR and mdtest (outside the checkout) and compiles the lab's C programs
+    catalogue  the cases with their planted causes and labels, and the label vocabulary with its finding codes
+    run        runs cases on a directory under Darshan and keeps their logs with an INDEX.json
+    score      scores ioweather's findings and Drishti's insights against the planted labels
+    answers    what `lab list` (the catalogue) and `lab run` (the run, with its scores) answer
+    storm      `lab storm`: `why` scored on planted truth (the storm pair)
 """

@@ -5,6 +5,7 @@ The same numbers serve `ioweather slowdown`, `slowdown --check` and the dashboar
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
@@ -174,8 +175,7 @@ def _from_pieces(store, target, interval_s: float, stat: str, since, until, expe
                  base_ns: tuple[int, int], reference: bool) -> list[SlowdownRow]:
     """`compute_slowdown_full`'s rows from per-day pieces (services/probe/pieces.py): the baseline's order
     statistics exactly, the intervals from stored rollups when `interval_s` is one the pieces keep."""
-    import time
-
+    # lazy: numpy: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     import numpy as np
 
     # lazy: numpy, sqlalchemy via services.probe.pieces: commands.slowdown and commands.probe import this at their top: kept off their `--help`
@@ -220,6 +220,7 @@ def compute_slowdown_full(store, target, interval_s: float, stat: str, since, un
                           base_ns: tuple[int, int], *, reference: bool = False) -> list[SlowdownRow]:
     """The slowdown rows from every sample of the baseline and the window (the reference computation;
     the only one on MariaDB, which keeps no pieces); `reference`: `base_ns` is a site's reference period."""
+    # lazy: numpy: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     import numpy as np
 
     # lazy: numpy via services.probe.pieces: commands.slowdown and commands.probe import this at their top: kept off their `--help`
@@ -256,6 +257,7 @@ def compute_slowdown_full(store, target, interval_s: float, stat: str, since, un
 def learning_per_op(n, first_ok_ns, base_ns: tuple[int, int], reference: bool, period_s: float = 1.0) -> list[bool]:
     """Per op code: whether its rolling baseline is still learning (the Status page's rule, with "now" the end of
     the baseline); a reference period is taken as it is."""
+    # lazy: numpy: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     import numpy as np
 
     # lazy: numpy via stats.status: commands.slowdown and commands.probe import this at their top: kept off their `--help`

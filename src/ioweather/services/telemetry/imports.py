@@ -1,5 +1,5 @@
 """`ioweather import KIND SOURCE...`: each SOURCE read by its importer (sources/telemetry/importers.py),
-turned into rows (telemetry_ingest.py), written as one import that replaces the earlier one or rolls back
+turned into rows (ingest.py, beside it), written as one import that replaces the earlier one or rolls back
 (store/telemetry_imports.py), and summarised. What the new telemetry changes for the jobs' weather is
 services/answers/imports.py's (it joins this domain with jobs/). The command only parses arguments and prints.
 """
