@@ -210,13 +210,6 @@ def _cells(page, selector: str) -> list[list[str]]:
     return [r.locator("td").all_inner_texts() for r in page.locator(selector).all()]
 
 
-#: issue 38 item 2 for data sampled every minute or more: services/telemetry/fsview.py bins those pages on the
-#: 5-minute target rollups, and takes the metadata peak (and the Servers colour tops) over those bins, while the
-#: Servers table's peaks are the samples' own: arch's md_open peaks at 129 ops in a minute (2.15/s), the page says
-#: 2.117/s (the last 5 minutes' mean); its read colour top is 911.5 KiB/s against the table's 976.6 KiB/s.
-BINNED = pytest.mark.xfail(strict=True, reason="fsview.py: peaks over 5-minute bins, not the samples (arch, 60 s)")
-
-
 @pytest.mark.parametrize("fs", FSES[::2])
 def test_metadata_page_means_and_counts_recounted(server, browser, mix, fs):
     """As the page shows them in Chromium: the mean over the time the data of the window covers, each
@@ -237,7 +230,9 @@ def test_metadata_page_means_and_counts_recounted(server, browser, mix, fs):
             assert (row[4] == "–") == (g["value"].sum() == 0), row  # no share of time below the peak of nothing
 
 
-@pytest.mark.parametrize("fs", ["snx11025", pytest.param("arch", marks=BINNED)])
+#: arch: 60 s samples drawn in 5-minute columns; its peaks were the columns' means (metadata 2.117/s for a
+#: sample's 2.15/s; the read colour scale 911.5 KiB/s for the table's 976.6 KiB/s).
+@pytest.mark.parametrize("fs", FSES[::2])
 def test_metadata_page_peaks_recounted(server, browser, mix, fs):
     """The peaks the page shows are the highest rates of the stored samples (of every operation, and of each)."""
     from ioweather.units import format_number
@@ -268,7 +263,7 @@ def test_servers_table_recounted(server, browser, mix, fs):
             assert table[target][1:5] == [want[0][0], want[1][0], want[0][1], want[1][1]], (target, table[target])
 
 
-@pytest.mark.parametrize("fs", ["snx11025", pytest.param("arch", marks=BINNED)])
+@pytest.mark.parametrize("fs", FSES[::2])
 def test_servers_colour_scales_end_at_the_table_peaks(server, browser, mix, fs):
     """Each map's colour bar ends at the highest peak of its direction in the table, as its caption says."""
     with visit(browser, f"{server.url}/servers?fs={fs}") as v:
