@@ -136,14 +136,21 @@ def test_every_nav_page_with_and_without_fs(server, browser, mix):
     assert named == set(FS_PAGES), named  # a telemetry page added to the bar is checked here too
 
 
-@pytest.mark.xfail(strict=True, reason="the pages that show no file system (Status: probe targets; Jobs: Darshan "
-                   "logs) refuse ?fs= with 400 ('unknown parameter'): issue 38 asks every nav page with ?fs= to "
-                   "answer; filtering probe targets and jobs by file system is not built")
 def test_the_pages_without_a_file_system_take_fs(server):
+    """Status and Jobs answered 400 ("unknown parameter 'fs'") to ?fs=: they show the probe targets and the
+    jobs on that file system (none here: job 1452113755 ran on /lus/theta-fs0, which has no telemetry),
+    say so, and the page says what its /api twin says."""
+    assert {"status", "jobs"} <= set(_nav(server)) - set(FS_PAGES)
     for slug in set(_nav(server)) - set(FS_PAGES):
         for fs in FSES:
             code, _, body = server.get(f"/{slug}?fs={fs}")
             assert code == 200, (slug, fs, code, body[:200])
+            d = api(server, f"/api/{slug}?fs={fs}")
+            assert d["fs"] == fs and d["fs_note"].split(" (")[0] in body.decode(), (slug, d.get("fs_note"))
+    jobs = api(server, "/api/jobs?fs=snx11025")
+    assert jobs["list"]["total"] == 0 and jobs["fs_note"].startswith("0 of 1 jobs ran on snx11025 ")
+    code, _, body = server.get("/jobs?fs=nosuch")
+    assert code == 400 and "unknown file system &#39;nosuch&#39;; known: ai400, arch, snx11025" in body.decode(), body[:300]
 
 
 def test_default_fs_has_the_pages_data(server):
