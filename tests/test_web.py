@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import urllib.parse
 import time
 from datetime import datetime
 
@@ -406,3 +407,34 @@ def test_climate_percentile():
     c = climate(np.arange(1, 101, dtype=float), 50.0)
     assert c["percentile_now"] == 50.0 and c["median"] == 50.5 and c["n_intervals"] == 100
     assert climate(np.arange(5.0), 2.0)["q1"] is None and climate(np.arange(5.0), 2.0)["percentile_now"] is None
+
+
+def test_status_with_fs_shows_the_targets_that_probe_it(server, filled):
+    """issue 38: /status?fs=NAME answered 400 ("unknown parameter 'fs'"). It shows the cards of the targets
+    whose runs recorded NAME (the real probe's file system; the synthetic ones recorded none), the same
+    cards as without it, and says which; an unknown NAME is refused with the known ones listed."""
+    store = open_store(Settings.resolve(filled.home))
+    try:
+        recorded = {t: r["fs"] for t, r in probe_store.latest_runs(store).items()}
+    finally:
+        store.dispose()
+    fs = recorded[NASTY]
+    assert fs and [t for t, f in recorded.items() if f == fs] == [NASTY], recorded
+    by = {t["target"]: t for t in api(server, "/api/status")[1]["targets"]}
+    code, d = api(server, "/api/status?fs=" + urllib.parse.quote(fs))
+    assert code == 200 and d["fs"] == fs and d["targets"] == [by[NASTY]]
+    assert d["fs_note"] == f"1 of 4 probe targets probe {fs}; the others probe ?.", d["fs_note"]
+    code, _, html = server.get("/status?fs=" + urllib.parse.quote(fs))
+    assert code == 200 and html.decode().count('<article class="card') == 1 and 'id="status-fs"' in html.decode()
+    assert_bad_request(server, "/api/status?fs=nosuch", f"unknown file system 'nosuch'; known: {fs}")
+
+
+def test_probes_on_follows_the_fs_map_written_since():
+    """A probe whose run recorded an older name is on the file system the fs-map now names its directory by;
+    a directory beside the prefix (/lus/x2) is not under it."""
+    from ioweather.services.runtime.fs_names import probes_on
+
+    dirs = {"a": {"/lus/x/probe"}, "b": {"/lus/x2/probe"}, "c": {"/home/u"}}
+    recorded = {"a": "x", "b": "x2", "c": "theta"}
+    assert probes_on(["a", "b", "c"], dirs, recorded, [], "theta", [("/lus/x", "theta")]) == ["a", "c"]
+    assert probes_on(["a", "b", "c"], dirs, recorded, ["/lus/x"], None) == ["a"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 import json
+import re
 from urllib.parse import quote
 
 import numpy as np
@@ -226,3 +227,38 @@ def test_new_jobs_show_without_restart(tmp_path, testdata, cli):
         assert api(s, "/api/jobs")[1]["summary"]["jobs"] == 1
         cli("jobs", "ingest", str(testdata / "darshan" / "empty_log.darshan"), home=home, check=True)
         assert api(s, "/api/jobs")[1]["summary"]["jobs"] == 2
+
+
+def test_jobs_with_fs_lists_the_jobs_that_ran_on_it(tmp_path, testdata, cli):
+    """issue 38: /jobs?fs=NAME answered 400 ("unknown parameter 'fs'"). It lists the jobs whose file system,
+    as `why` names it (one resolver), is NAME, and says so; the page and its /api twin agree; an unknown
+    NAME is refused as /servers refuses it. theta is the file system of job 1452113755 by the fs-map
+    (its log's /lus/theta-fs0); no job ran on `other`."""
+    home = tmp_path / "home"
+    csv = tmp_path / "t.csv"
+    csv.write_text("time,target,metric,value\n1600000000,t-OST0000,read_bytes,5\n1600000060,t-OST0000,read_bytes,5\n")
+    for fs in ("theta", "other"):
+        cli("import", "csv", str(csv), "--fs", fs, "--interval", "60s", "-q", home=home, check=True)
+    (home / "fs-map").write_text("/lus/theta-fs0 theta\n")
+    logs = ["imbalanced-io.darshan", "mpi-io-test-x86_64-3.0.0.darshan", "e3sm_io_heatmap_only.darshan"]
+    cli("jobs", "ingest", *[str(testdata / "darshan" / f) for f in logs], "--workers", "1", "-q", home=home, check=True)
+    with Server(create_app(Settings.resolve(home), warm=False)) as s:
+        every = api(s, "/api/jobs")[1]["list"]["rows"]
+        want: dict[str, set] = {"theta": set(), "other": set()}
+        for r in every:
+            fs = json.loads(cli("why", r["id"][:12], "--json", home=home, check=True).stdout)["fs"]
+            if fs is not None:
+                want[fs].add(r["id"])
+        assert len(every) == 3 and len(want["theta"]) == 1 and not want["other"], want
+        for fs, ids in want.items():
+            code, d = api(s, f"/api/jobs?fs={fs}")
+            assert code == 200 and d["fs"] == fs
+            assert {r["id"] for r in d["list"]["rows"]} == ids and d["list"]["total"] == len(ids)
+            assert d["fs_note"].startswith(f"{len(ids)} of 3 jobs ran on {fs} "), d["fs_note"]
+            code, _, html = s.get(f"/jobs?fs={fs}")
+            html = html.decode()
+            assert code == 200 and d["fs_note"].split(" (")[0] in html
+            assert set(re.findall(r'<a href="/job\?id=([0-9a-f]+)">', html)) == {i[:16] for i in ids}
+            assert f"sort=jobid&amp;order=desc&amp;limit=100&amp;fs={fs}" in html  # sorting keeps the file system
+        for path in ("/api/jobs?fs=nosuch", "/api/servers?fs=nosuch"):
+            assert_bad_request(s, path, "unknown file system 'nosuch'; known: other, theta")

@@ -228,11 +228,12 @@ _.found  # services.jobs.ingest.IngestCounts
 _.fp  # services.lab.score.LabelScore
 _.fraction_of_peak  # services.jobs.weather.Weather
 _.fractions  # services.answers.factors.ExperimentShares
-_.fs  # services.answers.events.Events, services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.BenchPage, services.bench.runs.BenchRun, services.bench.runs.CheckSeries, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.bench.runs.SummaryRow, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
+_.fs  # services.answers.events.Events, services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.BenchPage, services.bench.runs.BenchRun, services.bench.runs.CheckSeries, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.bench.runs.SummaryRow, services.jobs.darshan.JobsView, services.probe.status.Status, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.fs_bytes  # services.jobs.weather.Weather
 _.fs_fullness  # services.telemetry.fsview.Capacity
 _.fs_io_time_s  # services.jobs.answer.Perf
+_.fs_note  # services.jobs.darshan.JobsView, services.probe.status.Status
 _.fs_read_bytes  # services.telemetry.fsview.Servers
 _.fs_type  # services.jobs.answer.Mount, services.jobs.darshan.MountRow, services.lab.run.LabRun, services.lab.score.Scores, services.runtime.fs_names.JobFs, services.runtime.fs_names.UnmappedMount
 _.fs_with_data  # services.telemetry.fsview.Span

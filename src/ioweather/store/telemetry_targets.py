@@ -159,6 +159,23 @@ def target_bins(settings, fs: str, since_ns: int | None, until_ns: int | None, s
         con.close()
 
 
+def sample_peaks(settings, fs: str, since_ns: int | None, until_ns: int | None, prefix: str) -> dict[str | None, float]:
+    """The highest rate of the samples over [since, until), summed over targets at each reading time:
+    {metric: its peak, None: the peak of all the metrics together}. What a page shows as its peak when
+    its columns are wider than the samples: a rollup's top_bps is one target's and one metric's, and the
+    peak of a sum is not the sum (nor the largest) of their peaks, so this reads the rows."""
+    files = layout.data_files(layout.fs_dir(settings, fs), since_ns, until_ns)
+    if not files:
+        return {}
+    where = f"{_metric_sql(prefix=prefix)} AND {VALID} AND {_time_sql(since_ns, until_ns)}"
+    sql = f"""SELECT metric, max(rate) AS peak FROM (
+                  SELECT metric, time_ns, sum(value / interval_s) AS rate FROM {files_scan(files)}
+                  WHERE {where} GROUP BY GROUPING SETS ((metric, time_ns), (time_ns)))
+              GROUP BY metric"""
+    with _connection() as con:
+        return {m: float(v) for m, v in con.execute(sql).fetchall()}
+
+
 def count_targets(settings, fs: str, since_ns: int, until_ns: int, metrics, con=None) -> int:
     """How many targets have rows of `metrics` in [since, until): from the hourly rollups (the rows
     of files without one), so that a page can size its bins before it reads them."""

@@ -46,6 +46,13 @@ class Query:
             raise BadRequest(f"parameter {name!r} is longer than {MAX_PARAM_CHARS} characters")
         return values[0]
 
+    def fs(self, known: list[str], default: str | None = None) -> str | None:
+        """`fs`, refused with the known names listed as every page refuses it (a nav link keeps `fs`)."""
+        fs = self.text("fs", default)
+        if fs is not None and fs not in known:
+            raise BadRequest(f"unknown file system {fs!r}; known: {', '.join(known[:20]) or 'none'}")
+        return fs
+
     def choice(self, name: str, choices, default: str) -> str:
         v = self.text(name, default)
         if v not in choices:

@@ -35,9 +35,9 @@ import statistics
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ioweather.config import check_dataset_name, dataset_for_mounts, load_fs_map, under
+from ioweather.config import check_dataset_name, dataset_for_mounts, load_fs_map
 from ioweather.errors import from_os_error, UserError
-from ioweather.services.runtime.fs_names import JobFs, check_fs, job_fs
+from ioweather.services.runtime.fs_names import JobFs, check_fs, job_fs, probes_on
 from ioweather.units import format_seconds, ns_to_iso
 
 if TYPE_CHECKING:
@@ -612,8 +612,7 @@ class _Probes:
     def on(self, mount: str | None, dataset: str | None) -> list[str]:
         """The targets that probe the job's file system: a directory under its mount, or the file system's
         name its runs recorded (config.fs_name) is the dataset. Never every probe there is."""
-        return [t for t in self.all_targets if (mount and any(under(d, mount) for d in self.dirs.get(t, ())))
-                or (dataset and self.fs.get(t) == dataset)]
+        return probes_on(self.all_targets, self.dirs, self.fs, [mount] if mount else [], dataset)
 
     def slowdown(self, targets: list[str], since: int, until: int) -> tuple[float | None, dict | None]:
         # lazy: numpy via services.jobs.weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors

@@ -95,7 +95,7 @@ def _summary(df, rules: list, failed_logs: int, **options) -> ArchiveSummary:
 
 #: Job-row columns a listed job (`JobRow`) reads besides the summary's (the per-file table stays in
 #: Parquet until one job is opened).
-PAGE_COLUMNS = ["jobid", "start_ns", "runtime_s", "finding_codes", "verdict", "findings_json", "path"]
+PAGE_COLUMNS = ["jobid", "start_ns", "runtime_s", "finding_codes", "verdict", "findings_json", "path", "files_part"]
 ROW_COLUMNS = list(dict.fromkeys(jobs_store.SUMMARY_COLUMNS + PAGE_COLUMNS))
 #: sort key of the Jobs list -> column of its frame
 SORTS = {"start": "start_ns", "bytes": "moved_bytes", "runtime": "runtime_s", "mibps_per_node": "mibps_per_node",
@@ -280,16 +280,34 @@ class JobsView(Answer):
     plot: JobsPlot
     projects_shown: int
     failed: FailedShown
+    #: The file system asked for (None: every job): the list holds the jobs that ran on it, `fs_note` says so.
+    fs: str | None = None
+    fs_note: str | None = None
 
 
 def jobs_view(store, index: ArchiveIndex, sort: str, order: str, limit: int, offset: int,
-              projects_shown: int) -> JobsView:
-    """The Jobs page for one request, from the `ArchiveIndex` of the store's jobs."""
+              projects_shown: int, fs: str | None = None, job_fs: dict[str, str | None] | None = None) -> JobsView:
+    """The Jobs page for one request, from the `ArchiveIndex` of the store's jobs; with `fs`, its list
+    holds the jobs whose file system (`job_fs`: {log hash: weather.job_datasets}) is `fs`."""
     lf = index.frame
-    page = lf.iloc[index.order(sort, order)[offset:offset + limit]]
+    positions = index.order(sort, order)
+    note = None
+    if fs is not None:
+        on = lf["log_hash"].map(lambda h: (job_fs or {}).get(h) == fs).to_numpy(bool)
+        positions = positions[on[positions]]
+        others: dict[str, int] = {}
+        for h in lf["log_hash"]:
+            d = (job_fs or {}).get(h)
+            if d != fs:
+                others[d or "no file system with telemetry"] = others.get(d or "no file system with telemetry", 0) + 1
+        note = (f"{len(positions)} of {len(lf)} jobs ran on {fs} (the file system of the bytes they moved, "
+                "as `why` and the job page name it)") + \
+            (f"; the others: {', '.join(f'{n} on {d}' for d, n in sorted(others.items()))}" if others else "") + \
+            ". The summary, levels, plot and projects are of every job."
+    page = lf.iloc[positions[offset:offset + limit]]
     rows = _job_rows(store, page)
-    return JobsView(index.summary, index.levels, JobList(sort, order, limit, offset, len(lf), rows), index.plot,
-                    projects_shown, index.failed)
+    return JobsView(index.summary, index.levels, JobList(sort, order, limit, offset, len(positions), rows), index.plot,
+                    projects_shown, index.failed, fs, note)
 
 
 def _codes(text) -> list[str]:

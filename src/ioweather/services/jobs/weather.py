@@ -34,7 +34,7 @@ from ioweather.config import check_dataset_name
 from ioweather.encoding import Answer
 from ioweather.errors import UserError
 from ioweather.services.runtime.distributed import map_unordered
-from ioweather.services.runtime.fs_names import job_fs, JobFs, known_datasets
+from ioweather.services.runtime.fs_names import job_fs, jobs_fs, JobFs, known_datasets
 from ioweather.stats import climate as cstats, coverage as cov, umami as um
 from ioweather.stats import job_weather as jws
 from ioweather.stats.probe import baseline_medians
@@ -187,34 +187,53 @@ def fs_of(store, job: Job, fs: str | None = None, facts: bool = True, tables: di
 def _mount_bytes_of(store, job: Job, tables: dict | None = None) -> list[dict]:
     """The `mount_bytes` with_files would give `job` (stats.job_weather.mount_bytes, else its mounts), read
     with pyarrow alone: `umami JOB` answers from a kept climate without importing pandas (0.4 s)."""
+    return _part_mounts(store, job.row.get("files_part"), tables).get(job.row["log_hash"], [])
+
+
+def _part_mounts(store, part: str | None, tables: dict | None = None) -> dict[str, list[dict]]:
+    """{log hash: its `mount_bytes`} of the jobs of one files part, in one pass over its rows (`tables`
+    keeps them for the next job of the same part)."""
     # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     import pyarrow.parquet as pq
 
-    h, part = job.row["log_hash"], job.row.get("files_part")
     path = files_dir(store.parquet_dir) / part if part else None
     if path is None or not path.is_file():
-        return []
+        return {}
+    tables = {} if tables is None else tables
+    if ("mounts", path) in tables:
+        return tables[("mounts", path)]
     names = pq.read_schema(path).names
     if "mount" not in names:
-        return []
+        return {}
     cols = [c for c in ("log_hash", "module", "mount", "fs_type", "bytes_read", "bytes_written") if c in names]
     # not read_table's filters (pyarrow.dataset) nor pyarrow.compute: both import pandas
-    tables = {} if tables is None else tables
-    if (path, tuple(cols)) not in tables:
-        tables[(path, tuple(cols))] = pq.ParquetFile(path).read(columns=cols).to_pydict()
-    t = tables[(path, tuple(cols))]
-    out: dict = {}
-    for i in [i for i, x in enumerate(t["log_hash"]) if x == h]:
+    t = pq.ParquetFile(path).read(columns=cols).to_pydict()
+    moved: dict[str, dict] = {}
+    seen: dict[str, set] = {}
+    for i, h in enumerate(t["log_hash"]):
         m = t["mount"][i]
-        if m is None or t["module"][i] not in ("POSIX", "STDIO"):
+        if m is None:
             continue
-        e = out.setdefault(str(m), {"fs_type": None, "bytes": 0})
+        seen.setdefault(h, set()).add(str(m))
+        if t["module"][i] not in ("POSIX", "STDIO"):
+            continue
+        e = moved.setdefault(h, {}).setdefault(str(m), {"fs_type": None, "bytes": 0})
         if e["fs_type"] is None and "fs_type" in t and t["fs_type"][i] is not None:
             e["fs_type"] = str(t["fs_type"][i])
         e["bytes"] += sum(t[c][i] or 0 for c in ("bytes_read", "bytes_written") if c in t)
-    if out:
-        return [{"mount": m, "fs_type": e["fs_type"], "bytes": float(e["bytes"])} for m, e in sorted(out.items())]
-    return [{"mount": m} for m in sorted({str(m) for m, x in zip(t["mount"], t["log_hash"]) if m is not None and x == h})]
+    out = {h: [{"mount": m, "fs_type": e["fs_type"], "bytes": float(e["bytes"])} for m, e in sorted(moved[h].items())]
+           if moved.get(h) else [{"mount": m} for m in sorted(ms)] for h, ms in seen.items()}
+    tables[("mounts", path)] = out
+    return out
+
+
+def job_datasets(store, jobs) -> dict[str, str | None]:
+    """{log hash: the job's file system (None: none with telemetry)} of Darshan jobs given as (log hash,
+    files part) pairs: `fs_of` without facts (the one resolver, `why` and the job page ask it too), the
+    store's names and fs-map read once and each files part once."""
+    tables: dict = {}
+    mounts = {h: _part_mounts(store, part, tables).get(h, []) for h, part in jobs}
+    return {h: f.dataset for h, f in jobs_fs(store.parquet_dir, mounts).items()}
 
 
 def choose_fs(store, job: Job, fs: str | None, facts: bool = True) -> str:

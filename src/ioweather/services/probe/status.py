@@ -11,10 +11,11 @@ from ioweather.encoding import Answer, answer_dict, iso_ms
 from ioweather.stats.probe import DEGRADED, SEVERE, interval_medians, state
 from ioweather.stats.status import climate, target_state, window_slowdown
 from ioweather.stats.status import learning_reason as _learning_reason, learning_span, min_history_s
-from ioweather.store.probe import latest_runs
+from ioweather.store.probe import latest_runs, runs as probe_runs
 from ioweather.store.probe_aggregates import last_sample_ns
 from ioweather.units import ns_to_iso
-from ioweather.services.probe.cache import OPS, ProbeCache
+from ioweather.services.probe.cache import OPS, ProbeCache, ProbeRun
+from ioweather.services.runtime.fs_names import probes_on
 from ioweather.services.probe.light_check import (  # noqa: F401 (the constants: re-exported)
     ABANDON_AFTER_S, STALE_MIN_S, STALE_PERIODS, abandoned, stale_after_s)
 
@@ -141,7 +142,8 @@ class Status(Answer):
     target (`target_status`: state, slowdown per op over the last `window_s` seconds, the last hour,
     the 30-day climate), and `overall`, the worst state of the targets that still report. Times are
     ISO 8601 UTC; `generated_at` is None, `targets` empty and `message` says why when there is no
-    probe data."""
+    probe data. `fs`: the file system asked for (None: every target), whose targets alone are shown
+    (fs_names.probes_on), and `fs_note` says which they are."""
 
     generated_at: str | None
     overall: str
@@ -150,6 +152,8 @@ class Status(Answer):
     window_s: float
     baseline_s: float
     targets: list[TargetStatus]
+    fs: str | None = None
+    fs_note: str | None = None
 
     def to_json(self) -> dict:
         d = answer_dict(self)
@@ -157,19 +161,34 @@ class Status(Answer):
         return d
 
 
-def status(cache: ProbeCache, targets: list[str], *, warn: float, crit: float, baseline_s: float) -> Status:
-    """The state of `targets` now (the cache's clock)."""
+def status(cache: ProbeCache, targets: list[str], *, warn: float, crit: float, baseline_s: float,
+           fs: str | None = None, fs_map: list[tuple[str, str]] = ()) -> Status:
+    """The state of `targets` now (the cache's clock); with `fs`, of those of them on that file system
+    (fs_names.probes_on: their directories by the fs-map `fs_map`, else the name their runs recorded)."""
     now = ns_to_iso(cache.clock())
-    runs = latest_runs(cache.store)  # one query for the page, not one a card
+    # one query for the page, not one a card; a card takes a ProbeRun, as cache.latest_run gives it (the
+    # dicts of the store made every card with a run fail: 'dict' object has no attribute 'interval_s')
+    runs = {t: ProbeRun(**r) for t, r in latest_runs(cache.store).items()}
+    note = None
+    if fs is not None:
+        dirs: dict[str, set[str]] = {}
+        for r in probe_runs(cache.store):
+            dirs.setdefault(r["target"], set()).add(r["directory"])
+        on = probes_on(targets, dirs, {t: r.fs for t, r in runs.items()}, [], fs, fs_map)
+        others = sorted({runs[t].fs or "?" for t in targets if t not in on and t in runs})
+        note = (f"{len(on)} of {len(targets)} probe targets probe {fs}" if on else f"no probe target probes {fs}") + \
+            (f"; the others probe {', '.join(others)}" if others else "") + "."
+        targets = on
     cards = [target_status(cache, t, warn=warn, crit=crit, run=runs.get(t)) for t in targets]
     return Status(generated_at=now, overall=overall_of(cards), message=None, thresholds=Thresholds(warn, crit),
-                  window_s=WINDOW_S, baseline_s=baseline_s, targets=cards)
+                  window_s=WINDOW_S, baseline_s=baseline_s, targets=cards, fs=fs, fs_note=note)
 
 
-def no_status(message: str, *, warn: float, crit: float, baseline_s: float) -> Status:
+def no_status(message: str, *, warn: float, crit: float, baseline_s: float, fs: str | None = None) -> Status:
     """The answer without probe data, `message` saying why: it reads nothing (a missing store stays missing)."""
     return Status(generated_at=None, overall="unknown", message=message, thresholds=Thresholds(warn, crit),
-                  window_s=WINDOW_S, baseline_s=baseline_s, targets=[])
+                  window_s=WINDOW_S, baseline_s=baseline_s, targets=[], fs=fs,
+                  fs_note=None if fs is None else f"no probe target probes {fs}: the store holds no probe data.")
 
 
 def learning_reason(base, now_ns: int) -> str:
@@ -181,7 +200,7 @@ def learning_reason(base, now_ns: int) -> str:
 
 def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, crit: float = SEVERE,
                   window_s: float = WINDOW_S, stat: str = "median", expected: str = "same", spark: bool = True,
-                  with_climate: bool = True, now_ns: int | None = None, run: dict | None | bool = False) -> TargetStatus:
+                  with_climate: bool = True, now_ns: int | None = None, run: ProbeRun | None | bool = False) -> TargetStatus:
     """Everything the Status card shows for `target` (seconds, ISO times).
 
     `expected`: what `stat` is divided by, the baseline's median or ("same") its own `stat`; the two

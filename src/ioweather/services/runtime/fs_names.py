@@ -8,7 +8,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from ioweather.config import dataset_for_mounts, fs_name, load_fs_map, short_host
+from ioweather.config import dataset_for_mounts, fs_map_entry, fs_name, load_fs_map, short_host, under
 from ioweather.encoding import answer_dict
 from ioweather.errors import UserError
 from ioweather.sources.mounts import mount_entry
@@ -40,6 +40,21 @@ def check_fs(fs: str | None, names: list[str]) -> str | None:
         raise UserError(f"unknown file system {fs!r}: the store has telemetry for "
                         f"{', '.join(names) if names else 'none'} (docs/telemetry.md)")
     return fs
+
+
+def probes_on(targets: list[str], dirs: dict[str, set[str]], fs_of: dict[str, str | None], mounts: list[str],
+              name: str | None, fs_map: list[tuple[str, str]] = ()) -> list[str]:
+    """THE rule by which a probe target is on a file system (`why` asks it with a job's mount, the Status
+    page with a name): one of its directories (`dirs`) is under one of `mounts` or maps to `name` by the
+    fs-map (an fs-map written after the probe ran), or the name its newest run recorded (`fs_of`,
+    config.fs_name) is `name`. Never every probe there is."""
+    def mapped(d: str) -> str | None:
+        entry = fs_map_entry(d, list(fs_map))
+        return entry[1] if entry else None
+
+    return [t for t in targets if (name is not None and fs_of.get(t) == name)
+            or any(any(under(d, m) for m in mounts) or (name is not None and mapped(d) == name)
+                   for d in dirs.get(t, ()))]
 
 
 @dataclass(frozen=True)
@@ -82,9 +97,19 @@ def job_fs(parquet_dir, mounts: list[dict], fs: str | None = None, hosts: list[s
     `hosts`: the job's nodes when its log names them (DXT); else this node, the rule by which a probe
     directory on a node's own disk is named (`fs_name_of`): a job on `/` is on the disk whose
     `collect --sources diskstats` dataset is the host's."""
-    names = known_datasets(parquet_dir)
+    return _resolve(known_datasets(parquet_dir), load_fs_map(Path(parquet_dir).parent), mounts, fs, hosts)
+
+
+def jobs_fs(parquet_dir, mounts_of: dict[str, list[dict]]) -> dict[str, JobFs]:
+    """`job_fs` of many jobs ({key: their mounts} -> {key: JobFs}), the store's names and fs-map read once."""
+    names, fs_map = known_datasets(parquet_dir), load_fs_map(Path(parquet_dir).parent)
+    return {k: _resolve(names, fs_map, m) for k, m in mounts_of.items()}
+
+
+def _resolve(names: list[str], fs_map, mounts: list[dict], fs: str | None = None,
+             hosts: list[str] | None = None) -> JobFs:
     nodes = [short_host(h) for h in hosts] if hosts else [short_host(socket.gethostname())]
-    found = dataset_for_mounts(mounts, names, load_fs_map(Path(parquet_dir).parent), nodes)
+    found = dataset_for_mounts(mounts, names, fs_map, nodes)
     if check_fs(fs, names) is not None:
         found = {**found, "dataset": fs, "how": f"--fs {fs}"}
     return JobFs.of(found)

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 from ioweather.services.telemetry.workload import dataset_fingerprint, file_systems
 from ioweather.units import parse_duration
 from ioweather.web.context import WebContext
-from ioweather.web.params import BadRequest, NotFound, Query
+from ioweather.web.params import NotFound, Query
 
 HINT = ("Store server-side telemetry with `ioweather collect` (on the servers) or `ioweather import KIND SOURCE "
         "--fs NAME` (LMT, GPFS mmperfmon, lfs df, lctl dl -t, ...), then reload this page.")
@@ -40,9 +40,7 @@ def fs_and_window(ctx: WebContext, q: Query, default_window: str, kind: str = "i
     if not systems:
         raise NotFound(f"No server-side telemetry in {ctx.settings.parquet_dir / 'telemetry'}. {HINT}")
     covs = coverages(ctx, systems)
-    fs = q.text("fs", next((f for f in systems if kind in covs[f]), systems[0]))
-    if fs not in systems:
-        raise BadRequest(f"unknown file system {fs!r}; known: {', '.join(systems[:20])}")
+    fs = q.fs(systems, next((f for f in systems if kind in covs[f]), systems[0]))
     spans = [v for v in covs[fs].values()]
     if not spans:
         raise NotFound(f"the telemetry of {fs!r} has no rows. {HINT}")

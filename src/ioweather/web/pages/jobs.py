@@ -8,6 +8,8 @@ stored). The request-independent part (`ArchiveIndex`) is kept until a job is st
 
 from __future__ import annotations
 
+from ioweather.config import load_fs_map
+from ioweather.services.telemetry.workload import file_systems
 from ioweather.web.context import WebContext
 from ioweather.web.pages import jobs_common as jc
 from ioweather.web.params import Query
@@ -20,15 +22,25 @@ PROJECTS_SHOWN = 25
 def jobs_data(ctx: WebContext, params) -> dict:
     # lazy: pandas, pyarrow via services.jobs.darshan, loaded only when this runs
     from ioweather.services.jobs.darshan import SORTS, ArchiveIndex, archive_marker, jobs_view  # pandas: pages/__init__.py
+    from ioweather.services.jobs.weather import job_datasets
 
-    q = Query(params, ("sort", "order", "limit", "offset"))
+    q = Query(params, ("sort", "order", "limit", "offset", "fs"))
     sort = q.choice("sort", tuple(SORTS), "bytes")
     order = q.choice("order", ("desc", "asc"), "desc")
     limit = q.integer("limit", 100, 1, MAX_LIMIT)
     offset = q.integer("offset", 0, 0, 10**9)
+    # a job's file system is one with telemetry or none (fs_names.job_fs): those are the names it takes
+    known = file_systems(ctx.settings) if ctx.settings.store_exists() and q.text("fs") is not None else []
+    fs = q.fs(known)
     jc.require_jobs(ctx)
-    index = ctx.memo("jobs.view", archive_marker(ctx.store), lambda: ArchiveIndex(ctx.store))
-    return jobs_view(ctx.store, index, sort, order, limit, offset, PROJECTS_SHOWN).to_json()
+    marker = archive_marker(ctx.store)
+    index = ctx.memo("jobs.view", marker, lambda: ArchiveIndex(ctx.store))
+    datasets = None
+    if fs is not None:
+        # kept until a job is stored, the fs-map or the file systems with telemetry change
+        datasets = ctx.memo("jobs.fs", (marker, tuple(load_fs_map(ctx.settings.home)), tuple(known)),
+                            lambda: job_datasets(ctx.store, zip(index.frame["log_hash"], index.frame["files_part"])))
+    return jobs_view(ctx.store, index, sort, order, limit, offset, PROJECTS_SHOWN, fs, datasets).to_json()
 
 
 PAGE = Page(slug="jobs", script="jobs.js", title="Jobs", data=jobs_data,
