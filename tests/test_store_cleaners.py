@@ -433,4 +433,4 @@ def test_collect_hourly_retention_keeps_imported_history(tmp_path, testdata, mon
     left = np.sort(_stored_times(settings, "snx11025"))
     in_2018 = (left >= _day_ns("2018-01-01")) & (left < _day_ns("2019-01-01"))
     assert np.array_equal(left[in_2018], imported)  # every imported 2018 row, after every pass
-    assert [k["rows"] for p in passes for k in p] == [4, 4] + [0] * (len(passes) - 2)
+    assert [k.rows for p in passes for k in p.kinds] == [4, 4] + [0] * (len(passes) - 2)
