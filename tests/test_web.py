@@ -159,7 +159,10 @@ def test_long_timeline_is_built_from_10_minute_rollups_and_counts_every_sample(s
             sel = ok & (raw["start_ns"] >= lo) & (raw["start_ns"] < min(lo // step * step + step, until))
             d = raw["duration_ns"][sel] / 1e9
             assert (got["count"][i], got["min_s"][i], got["max_s"][i]) == (len(d), d.min(), d.max()), (op, t)
-            assert got["median_s"][i] == pytest.approx(np.median(d), rel=1e-12), (op, t)
+            # a quantile of one sample is none (stats/grouped.quantile_sorted): a window that ends a few seconds
+            # into an interval holds one sample of an op there, about one run in a hundred
+            want = None if len(d) < 2 else pytest.approx(np.median(d), rel=1e-12)
+            assert got["median_s"][i] == want, (op, t, len(d))
     # The interval rows below the plot count the same samples, their first interval whole (as probe stats'):
     # the samples between its start and `since` besides
     store = open_store(Settings.resolve(filled.home))
