@@ -92,7 +92,7 @@ def test_the_top_level_help_imports_no_command(tmp_path):
 #: Commands whose --json still prints a document the command assembles (or a service's dict), with
 #: whose work types it. A command typed since fails `test_every_json_is_an_answers_to_json` until it
 #: leaves this table, so the table only shrinks.
-JSON_NOT_YET_TYPED: dict[str, str] = {}  # empty since stop 44: every command's --json is an answer's
+JSON_NOT_YET_TYPED: dict[str, str] = {}  # empty since 2026-11-28: every command's --json is an answer's
 
 
 def _full_tree() -> click.Group:

@@ -18,7 +18,7 @@ SERVICES = Path(__file__).resolve().parents[1] / "src" / "ioweather" / "services
 RENDERING = {"to_json", "raw", "answer_json"}
 UNTYPED_VALUES = {"dict", "object", "Any", "typing.Any"}
 
-NOT_YET_TYPED: dict[str, str] = {}  # empty since stop 44
+NOT_YET_TYPED: dict[str, str] = {}  # empty since 2026-11-28
 
 
 def _untyped(node: ast.expr) -> bool:
