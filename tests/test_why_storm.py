@@ -46,3 +46,16 @@ def test_storm_twin_is_the_system_quiet_twin_is_not(tools, tmp_path):
     others = pair.quiet_others_share or 0.0
     assert q.system_s is not None and pair.quiet_system_share <= storm.MAX_QUIET_SYSTEM_SHARE + others
     assert pair.diff_says_system, pair.diff_verdict
+
+
+def test_the_disks_own_count_is_none_without_a_block_device(tmp_path):
+    """The quiet twin's reference reading: a directory on no block device of its own (/proc here, like overlay or
+    NFS) gives None, not another device's count or a traceback; a real disk gives its bytes written so far."""
+    from pathlib import Path
+
+    assert storm._device_written(Path("/proc")) is None
+    assert storm._probe_samples(tmp_path / "no-store.sqlite") is False
+    (tmp_path / "garbage.sqlite").write_bytes(b"not a database" * 100)
+    assert storm._probe_samples(tmp_path / "garbage.sqlite") is False
+    disk = storm._device_written(tmp_path)
+    assert disk is None or disk > 0

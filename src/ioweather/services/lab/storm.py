@@ -27,7 +27,10 @@ from ioweather.encoding import Answer
 from ioweather.errors import UserError
 from ioweather.services.lab.run import _env
 from ioweather.services.lab.toolchain import Toolchain
+from ioweather.sources.telemetry.diskstats import parse_diskstats
 from ioweather.stats.coverage import TAIL_S
+from ioweather.store import probe_light
+from ioweather.units import parse_size
 
 #: The issue's "Done when": the storm twin's extra I/O time on the system at least this share ...
 MIN_SYSTEM_SHARE_OF_EXTRA = 0.5
@@ -147,35 +150,28 @@ def _wait_recording(home: Path, recorders: list, timeout_s: float = 180.0) -> No
 
 
 def _probe_samples(path: Path) -> bool:
-    """Whether the probe's SQLite store holds a sample yet (read-only: the probe is writing it)."""
+    """Whether the probe's SQLite store holds a sample yet (the store's read-only door: the probe is writing)."""
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1.0)
+        con = probe_light.connect(path)
         try:
             return con.execute("SELECT 1 FROM probe_samples LIMIT 1").fetchone() is not None
         finally:
             con.close()
-    except sqlite3.Error:  # not created yet, or locked by the writer for a moment
+    except (probe_light.Unsupported, sqlite3.Error):  # not created yet, or locked by the writer for a moment
         return False
 
 
 def _device_written(path: Path) -> int | None:
-    """Bytes written so far by the block device holding `path` (/proc/diskstats, sectors of 512 bytes)."""
+    """Bytes written so far by the block device holding `path`: its line of /proc/diskstats, read by the
+    diskstats source's parser, found by the device's number (/sys/dev/block/MAJOR:MINOR names it)."""
     dev = os.stat(path).st_dev
     try:
+        name = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve(strict=True).name
         with open("/proc/diskstats") as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) > 9 and (int(parts[0]), int(parts[1])) == (os.major(dev), os.minor(dev)):
-                    return int(parts[9]) * 512
-    except (OSError, ValueError):
+            counters = parse_diskstats(f.read(), ignore=None).get(name)
+    except OSError:  # no block device of its own (overlay, NFS, tmpfs)
         return None
-    return None
-
-
-def _size_bytes(block: str) -> int:
-    """IOR's -b: a number with an optional k/m/g suffix, powers of 1024."""
-    unit = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(block[-1:].lower())
-    return int(block[:-1]) * unit if unit else int(block)
+    return None if counters is None else int(counters["write_bytes"])
 
 
 def _run(cmd: list[str], what: str, cwd: Path) -> None:
@@ -265,7 +261,7 @@ def run_pair(tools: Toolchain, directory: Path, home: Path, *, quiet_s: float = 
     pair = score(Settings.resolve(home), directory, base_from, base_until)
     pair.quiet.device_bytes_written, pair.storm.device_bytes_written = device["quiet"], device["storm"]
     if device["quiet"]:
-        pair.quiet_others_share = max(0.0, 1.0 - 2 * _size_bytes(block) / device["quiet"])  # 2 ranks of -b each
+        pair.quiet_others_share = max(0.0, 1.0 - 2 * parse_size(block) / device["quiet"])  # 2 ranks of -b each
     return pair
 
 
