@@ -255,6 +255,12 @@ def test_jobs_with_fs_lists_the_jobs_that_ran_on_it(tmp_path, testdata, cli):
             assert code == 200 and d["fs"] == fs
             assert {r["id"] for r in d["list"]["rows"]} == ids and d["list"]["total"] == len(ids)
             assert d["fs_note"].startswith(f"{len(ids)} of 3 jobs ran on {fs} "), d["fs_note"]
+            # the summary, levels and plot are of these jobs (they were the whole archive's): counted
+            # against the unfiltered list's own rows
+            mine = [r for r in every if r["id"] in ids]
+            assert d["summary"]["jobs"] == len(ids) and d["plot"]["total"] == len(ids)
+            assert d["summary"]["bytes_written"] == sum(r["bytes_written"] or 0 for r in mine), d["summary"]
+            assert sum(d["levels"].values()) == len(ids)
             code, _, html = s.get(f"/jobs?fs={fs}")
             html = html.decode()
             assert code == 200 and d["fs_note"].split(" (")[0] in html

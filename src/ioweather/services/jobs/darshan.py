@@ -132,8 +132,13 @@ class ArchiveIndex:
     and the row orders asked so far (paging through the list sorts once). With 100 000 jobs building it
     takes ~0.7 s, a request that reuses it ~0.1 s: a caller keeps it until `archive_marker` changes."""
 
-    def __init__(self, store):
+    def __init__(self, store, keep: frozenset[str] | None = None):
+        # `keep`: the log hashes of one file system's jobs (the Jobs page's ?fs=): the summary, levels and
+        # plot are then of those jobs; the failed logs stay every log's, as a log that cannot be read names
+        # no file system.
         df = jobs_store.load_jobs(store, ROW_COLUMNS)
+        if keep is not None:
+            df = df[df["log_hash"].isin(keep)].reset_index(drop=True)
         failed = jobs_store.failed(store)
         lf = _row_frame(df)
         lf["level_rank"] = lf["level"].map(severity)
@@ -287,23 +292,21 @@ class JobsView(Answer):
 
 def jobs_view(store, index: ArchiveIndex, sort: str, order: str, limit: int, offset: int,
               projects_shown: int, fs: str | None = None, job_fs: dict[str, str | None] | None = None) -> JobsView:
-    """The Jobs page for one request, from the `ArchiveIndex` of the store's jobs; with `fs`, its list
-    holds the jobs whose file system (`job_fs`: {log hash: weather.job_datasets}) is `fs`."""
+    """The Jobs page for one request. With `fs`, `index` is the `ArchiveIndex` of the jobs whose file
+    system (`job_fs`: {log hash of every stored job: weather.job_datasets}) is `fs`, and `fs_note` says how
+    many of all the jobs that is and where the others ran."""
     lf = index.frame
     positions = index.order(sort, order)
     note = None
     if fs is not None:
-        on = lf["log_hash"].map(lambda h: (job_fs or {}).get(h) == fs).to_numpy(bool)
-        positions = positions[on[positions]]
         others: dict[str, int] = {}
-        for h in lf["log_hash"]:
-            d = (job_fs or {}).get(h)
+        for d in (job_fs or {}).values():
             if d != fs:
                 others[d or "no file system with telemetry"] = others.get(d or "no file system with telemetry", 0) + 1
-        note = (f"{len(positions)} of {len(lf)} jobs ran on {fs} (the file system of the bytes they moved, "
+        note = (f"{len(lf)} of {len(job_fs or {})} jobs ran on {fs} (the file system of the bytes they moved, "
                 "as `why` and the job page name it)") + \
             (f"; the others: {', '.join(f'{n} on {d}' for d, n in sorted(others.items()))}" if others else "") + \
-            ". The summary, levels, plot and projects are of every job."
+            ". The summary, levels, plot and projects are of these jobs; the failed logs of every log."
     page = lf.iloc[positions[offset:offset + limit]]
     rows = _job_rows(store, page)
     return JobsView(index.summary, index.levels, JobList(sort, order, limit, offset, len(positions), rows), index.plot,

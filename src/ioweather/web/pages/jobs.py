@@ -38,8 +38,11 @@ def jobs_data(ctx: WebContext, params) -> dict:
     datasets = None
     if fs is not None:
         # kept until a job is stored, the fs-map or the file systems with telemetry change
-        datasets = ctx.memo("jobs.fs", (marker, tuple(load_fs_map(ctx.settings.home)), tuple(known)),
+        key = (marker, tuple(load_fs_map(ctx.settings.home)), tuple(known))
+        datasets = ctx.memo("jobs.fs", key,
                             lambda: job_datasets(ctx.store, zip(index.frame["log_hash"], index.frame["files_part"])))
+        index = ctx.memo(f"jobs.view.fs={fs}", key,
+                         lambda: ArchiveIndex(ctx.store, frozenset(h for h, d in datasets.items() if d == fs)))
     return jobs_view(ctx.store, index, sort, order, limit, offset, PROJECTS_SHOWN, fs, datasets).to_json()
 
 
