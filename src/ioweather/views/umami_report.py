@@ -47,9 +47,13 @@ def figure_data(doc: dict) -> dict:
                   "quartile_text": QUARTILE_WORDS.get(m.get("quartile"), "unranked")}
                for m in doc["metrics"]]
     perf = (doc.get("weather") or {}).get("performance_bps")
+    # Said beside the number: a Darshan job's performance here is TOKIO's rate, not the Jobs list's MiB/s
+    # (which counts STDIO's bytes and time too), and the two differ on the same job.
+    meaning = "the run's bandwidth" if doc.get("source") == "bench" else \
+        "Darshan's agg_perf_by_slowest: POSIX bytes ÷ the slowest rank's POSIX time"
     return {"job": doc["job"], "motif": doc["motif"], "fs": doc.get("fs"), "history_jobs": doc["history_jobs"],
             "verdict": doc["verdict"], "culprits": doc.get("culprits", []), "source": doc.get("source"),
-            "performance_text": f"{format_bytes(perf)}/s" if perf else None, "metrics": metrics}
+            "performance_text": f"{format_bytes(perf)}/s ({meaning})" if perf else None, "metrics": metrics}
 
 
 def render(doc: dict, plotly_js: str | None = None) -> str:
