@@ -127,6 +127,26 @@ def test_a_collective_control_on_a_loaded_machine_is_quiet():
     assert _actionable(f) == [] and "nothing worth changing" in rep["verdict"]
 
 
+def test_a_large_collective_control_romio_passed_through_gets_no_buffering_hint():
+    """ctl-mpiio-collective-large (the lab's control: IOR, 2 ranks, one shared file, 4 MiB collective writes and
+    reads) at a load of 10: 0.9 s of MPI-IO time above POSIX, the ranks waiting for a core in the collective
+    calls. Before: M08 WARN "turn collective buffering off" with the copy bound (0.74 s; 1 s, HIGH, in 3 of 5
+    lab runs at loads 5-18). ROMIO buffered nothing: POSIX made the same 128 requests of 4 MiB as MPI-IO, every
+    rank its own (ROMIO's automatic romio_cb_write skips buffering for ranks' pieces that do not interleave), so
+    turning buffering off recovers nothing. The HDF5 control, whose one aggregator wrote 8 MiB for both ranks,
+    keeps the copy bound (test_a_collective_control_on_a_loaded_machine_is_quiet)."""
+    rep, f = _run(LAB / "ctl-mpiio-collective-large-loaded.darshan")
+    m = f["M08"]
+    ev = m["evidence"]
+    assert ev["collective_ops"] == 128 and ev["overhead_s"] > 0.5
+    assert m["cost_s"] == 0 and m["level"] == "INFO" and "fix" not in m and "romio_cb" not in m.get("action", "")
+    assert "collective buffering was not applied" in m["message"]
+    assert _actionable(f) == [] and rep["verdict"].endswith("nothing worth changing")
+    # the same rule where an aggregator wrote for the other rank: the hint and its bound stay
+    _, f = _run(LAB / "ctl-hdf5-collective-large.darshan")
+    assert f["M08"]["cost_s"] > 0 and "romio_cb_write=disable" in f["M08"]["fix"]
+
+
 def test_collective_writes_get_no_hint_that_collective_buffering_already_applies():
     """coll-sync: 4 KiB MPI_File_write_at_all, MPI_File_sync after each (100 % collective). Before: the
     verdict said romio_cb_write=enable."""

@@ -72,6 +72,26 @@ def test_odirect_small_writes_keep_their_size(tools, tmp_path):
     assert list(data["POSIX_FILE_NOT_ALIGNED"]) == [0, 0]
 
 
+def test_mpiio_contiguous_blocks_reach_posix_as_called_and_o_direct_is_applied(tools, tmp_path):
+    """lab_mpiio -C -d (mpiio-independent-small's program): each rank's independent 8 KiB calls reach POSIX as
+    8 KiB writes in its own block of the shared file, and the file is opened O_DIRECT (the program's own open,
+    ahead of Darshan's wrapper): a request of 1000 bytes, which O_DIRECT refuses (EINVAL), moves nothing with
+    -d and all its bytes without it."""
+    done = _run(tools, tmp_path, Case("t-mpiio-direct", "", ("small-writes",),
+                                      ("lab_mpiio", "-o", "{dir}/data", "-C", "-d", "-b", "8192", "-n", "64")))
+    m, p = _counters(done.logs[0], "MPI-IO"), _counters(done.logs[0])
+    assert int(m["MPIIO_INDEP_WRITES"].sum()) == 128 and int(m["MPIIO_BYTES_WRITTEN"].sum()) == 128 * 8192
+    assert int(p["POSIX_WRITES"].sum()) == 128 and int(p["POSIX_BYTES_WRITTEN"].sum()) == 128 * 8192
+    assert int(p["POSIX_MAX_BYTE_WRITTEN"].max()) == 128 * 8192 - 1   # two blocks, nothing else
+    assert int(p["POSIX_CONSEC_WRITES"].sum()) >= 126                  # each rank's calls follow each other
+    for flags, moved in ((("-d",), 0), ((), 2 * 4 * 1000)):
+        where = tmp_path / f"odd{len(flags)}"
+        where.mkdir()
+        done = _run(tools, where, Case(f"t-mpiio-odd{len(flags)}", "", (),
+                                          ("lab_mpiio", "-o", "{dir}/data", "-C", *flags, "-b", "1000", "-n", "4")))
+        assert int(_counters(done.logs[0])["POSIX_BYTES_WRITTEN"].sum()) == moved, flags
+
+
 def test_one_rank_does_all_the_io_while_the_others_wait(tools, tmp_path):
     done = _run(tools, tmp_path, Case("t-one-rank", "", ("one-rank-io",),
                                       ("lab_posix", "-o", "{dir}/f", "-O", "-w", "8", "-s", str(1 << 20), "-d")))

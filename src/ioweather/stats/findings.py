@@ -637,6 +637,7 @@ def _mpiio_groups(j: Job) -> dict | None:
             if pc is not None else 0.0
         local = bool(len(fstype[sel])) and all(str(x).lower() in LOCAL_FS for x in fstype[sel])
         floor = max(t_p, p_rw) if local else t_p
+        m_n = float(mr["reads"].sum() + mr["writes"].sum())
         out[group] = {
             "keys": keys, "mpiio_time_s": t_m, "posix_time_s": t_p, "overhead_s": max(t_m * data_share - floor, 0.0),
             "data_share": data_share, "local_disk": local, "posix_floor_s": floor,
@@ -651,8 +652,31 @@ def _mpiio_groups(j: Job) -> dict | None:
             # that many of them
             "participants": int(j.nprocs if (ranks < 0).any() else max(len(np.unique(ranks)), 1)),
             "name": next((n for n in mpiio.names[sel] if n), None),
+            "passed_through": _passed_through(pc, sc, m_n, float(mr["bytes_read"].sum() + mr["bytes_written"].sum()),
+                                              j.nprocs),
         }
     return out
+
+
+def _passed_through(pc: Cols | None, mc: Cols, m_n: float, m_b: float, nprocs: int) -> bool:
+    """Did ROMIO hand each MPI-IO call of these files to the file system as it was, by the rank that made it?
+    Then POSIX made as many requests as MPI-IO, moved the same bytes, and every rank that called MPI-IO made its
+    own POSIX requests: no aggregator wrote for the others, so collective buffering was not applied (ROMIO's
+    default romio_cb_write=automatic skips it for calls whose ranks' pieces do not interleave, as one contiguous
+    block per rank) and no buffering hint can recover time. With buffering, the aggregators' requests follow
+    the file domains and cb_buffer_size, and the other ranks make none."""
+    if pc is None or not pc.n or m_n <= 0:
+        return False
+    p_n = float(zero_missing(pc, "POSIX_READS").sum() + zero_missing(pc, "POSIX_WRITES").sum())
+    p_b = float(zero_missing(pc, "POSIX_BYTES_READ").sum() + zero_missing(pc, "POSIX_BYTES_WRITTEN").sum())
+    if p_n != m_n or p_b != m_b:
+        return False
+    p_ranks, m_ranks = effective_ranks(pc["rank"], nprocs), effective_ranks(mc["rank"], nprocs)
+    if (p_ranks < 0).any():
+        # a shared record: Darshan keeps the fastest rank's bytes; a rank that made no POSIX request moved none
+        shared = p_ranks < 0
+        return bool((zero_missing(pc, "POSIX_FASTEST_RANK_BYTES")[shared] > 0).all())
+    return not (m_ranks < 0).any() and set(m_ranks.tolist()) <= set(p_ranks.tolist())
 
 
 def _bytes_carrying_size(c: Cols) -> float | None:
@@ -758,13 +782,21 @@ def _overhead(j: Job, g: dict, stripes: int | None, rmw_s: float) -> dict:
         size = (g["bytes_carrying_size"] or b / n) if g["reads" if key == "writes" else "writes"] <= 0 else b / n
         if size and size >= LARGE_MPIIO_REQUEST:
             hints[f"romio_cb_{word}"] = "disable"
-            why.append(f"{word}s move most of their bytes in calls of {format_bytes(size)}: collective buffering "
-                       "only adds a copy and an exchange, turn it off")
+            if not g["passed_through"]:
+                why.append(f"{word}s move most of their bytes in calls of {format_bytes(size)}: collective buffering "
+                           "only adds a copy and an exchange, turn it off")
         else:
             layout.append(f"{word}s average {format_bytes(b / n)}, {100 * coll:.0f} % collective")
     overhead = max(g["overhead_s"] - rmw_s, 0.0)
     cost = overhead
-    if hints and not layout and not one_ost:
+    if hints and g["passed_through"]:
+        # nothing was buffered, so turning buffering off changes nothing: the time above POSIX is the ranks
+        # waiting in the calls (the lab's large-collective control at a load of 5-18: 1 s claimed, the copy bound)
+        hints, cost = {}, 0.0 if not layout else cost
+        why.append("ROMIO already passed each call to the file system as it was (POSIX made the same requests, "
+                   "every rank its own: collective buffering was not applied), so no hint recovers this time; it "
+                   "is ranks waiting for each other in the calls: an imbalance, or a busy node")
+    elif hints and not layout and not one_ost:
         # ROMIO exchanges every rank's offsets in each collective call whatever romio_cb_write says
         # (ADIOI_GEN_WriteStridedColl's MPI_Allgather, before it checks the hint): turning buffering off
         # removes only the copy through the aggregators' buffers, each byte in and out once at no less than

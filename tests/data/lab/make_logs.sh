@@ -45,3 +45,5 @@ wait
 #   stdio-flush.darshan   case stdio-flush: 2 ranks, 400,000 lines of 200 B each through stdio, an fflush each
 #   misaligned-memory.darshan   case misaligned-memory: 4 ranks, 1,200 writes from buffers 3 bytes off alignment
 #   ctl-hdf5-collective-large.darshan   control: HDF5, 2 ranks, 4 MiB per rank per step in collective transfers
+#   ctl-mpiio-collective-large-loaded.darshan   control ctl-mpiio-collective-large (IOR, 2 ranks, 4 MiB collective
+#       writes and reads) run at a load of 10 on the 2 cores (2026-11-28 23:24, branch labmpi): M08 claimed 0.74 s
