@@ -161,6 +161,26 @@ def test_collective_writes_get_no_hint_that_collective_buffering_already_applies
     assert m11["evidence"]["bytes_per_call"] == 8192 and m11["evidence"]["ranks"] == 2
 
 
+def test_independent_small_writes_get_the_lever_that_fits_the_layout():
+    """Independent small MPI-IO writes on one shared file, two layouts (lab_mpiio, 4 ranks, 8 KiB calls).
+    mpiio-independent-small (-C -d): each rank writes its own block, every request right after its last
+    (100 % consecutive); a collective call's pieces then lie in separate stretches, two-phase I/O has
+    nothing adjacent to merge and ROMIO passes the calls through (the collective control above). Before:
+    the verdict said "use collective MPI-IO writes" (M03, and P16 "use collective MPI-IO on shared files").
+    mpiio-interleaved-small (-g 0, a strided view: rank r's piece k at (4k + r) x 8 KiB): the ranks' pieces
+    interleave, independent calls go through data sieving, and collective calls are the lever."""
+    rep, f = _run(LAB / "pairs" / "mpiio-independent-small.darshan")
+    assert f["M03"]["evidence"]["consecutive_share"] > 0.99  # each rank's first write follows nothing
+    text = " ".join([rep["verdict"], f["M03"]["message"], f["M03"]["action"], f["P16"]["message"], f["P06"]["message"]])
+    assert "collective MPI-IO writes (MPI_File_write_all)" not in text and "use collective MPI-IO on shared" not in text
+    assert "MPI-IO collective" not in f["P06"]["message"]
+    assert "larger" in f["M03"]["action"] and "larger" in f["P16"]["action"] and f["M03"]["cost_s"] > 1
+    rep, f = _run(LAB / "mpiio-interleaved-small.darshan")
+    m = f["M03"]
+    assert "consecutive_share" not in m["evidence"] and "MPI_File_write_all" in m["action"]
+    assert "data sieving" in m["message"] and m["cost_s"] > 1
+
+
 def test_a_clean_file_per_process_job_is_quiet():
     """clean-fpp: file per process, 4 MiB O_DIRECT writes. Before: an uncosted WARN (M01)."""
     for name in ("clean-fpp", "clean-quiet"):

@@ -477,12 +477,25 @@ def _mpiio_collective(j: Job) -> list[dict]:
             sieved = (f" (data sieving: the ranks {'read' if kind == 'READS' else 'wrote'} bytes of the shared "
                       f"file again, ~{format_seconds(again)}; a collective call moves each byte once)"
                       if again > 0 and again >= cost else "")
-            out.append(_f(code_coll, f"{indep} independent MPI-IO {word}s and no collective ones{sieved}: "
-                          f"use MPI_File_{word}_all so MPI-IO can aggregate requests",
-                          {"independent": indep, "collective": coll},
+            consec = _consecutive_share(j, c, kind)
+            evidence = {"independent": indep, "collective": coll}
+            if not sieved and consec is not None and consec >= CONSECUTIVE_OWN_STRETCH:
+                # Each rank's next request starts where its last ended: the ranks' pieces of one call lie in
+                # separate stretches, so two-phase I/O finds nothing adjacent to merge (ROMIO then passes
+                # the calls through): only larger calls cut the count.
+                message = (f"{indep:,} independent MPI-IO {word}s and no collective ones; each rank {word}s its own "
+                           f"stretch of the file ({consec:.0%} consecutive), so collective calls would have nothing "
+                           f"to merge: make each call larger")
+                action = f"make each MPI-IO {word} larger (buffer a rank's consecutive pieces into one call)"
+                evidence["consecutive_share"] = round(consec, 4)
+            else:
+                message = (f"{indep} independent MPI-IO {word}s and no collective ones{sieved}: "
+                           f"use MPI_File_{word}_all so MPI-IO can aggregate requests")
+                action = f"use collective MPI-IO {word}s (MPI_File_{word}_all)"
+            out.append(_f(code_coll, message, evidence,
                           {"collective_operations_absolute": t.collective_operations_absolute},
                           cost=cost, model="small-requests" if cost > again else "redundant-bytes",
-                          action=f"use collective MPI-IO {word}s (MPI_File_{word}_all)",
+                          action=action,
                           overlaps=(code_small, "P15" if code_small == "P05" else "P16",
                                     "P09" if code_small == "P05" else "P10")))
         elif coll > 0:
@@ -494,6 +507,30 @@ def _mpiio_collective(j: Job) -> list[dict]:
                           {"min_operations": t.min_operations},
                           model="not costed: Darshan does not record the compute phases I/O could overlap"))
     return out
+
+
+#: The share of consecutive POSIX requests (each starting where the rank's last one ended) above which a
+#: rank is taken to move its own stretch of the shared file, that collective calls would not merge.
+CONSECUTIVE_OWN_STRETCH = 0.9
+
+
+def _consecutive_share(j: Job, mc: Cols, kind: str) -> float | None:
+    """Consecutive POSIX reads (or writes) ÷ all of them on the files MPI-IO accessed (None: no POSIX
+    record of them, or no request)."""
+    posix = j.log.records.get("POSIX")
+    if posix is None or not len(posix):
+        return None
+    pc = cols(posix)
+    sel = np.isin(pc["id"], np.unique(mc["id"]))
+    if not sel.any():
+        return None
+    return _consec(subset(pc, sel), "READ" if kind == "READS" else "WRITE")
+
+
+def _consec(pc: Cols, kind: str) -> float | None:
+    """Consecutive POSIX requests of `kind` (READ/WRITE) ÷ all of them in the records `pc` (None: none)."""
+    n = float(zero_missing(pc, f"POSIX_{kind}S").sum())
+    return float(zero_missing(pc, f"POSIX_CONSEC_{kind}S").sum()) / n if n > 0 else None
 
 
 def _sieved_again(j: Job, mc: Cols, kind: str) -> float:
@@ -1327,7 +1364,10 @@ def _small_requests_rule(x: _Posix) -> list[dict]:
         thr = {"small_bytes": t.small_bytes, "small_requests": t.small_requests,
                "small_requests_absolute": t.small_requests_absolute}
         cost = _small_cost(x, kind)
-        how = "buffering, MPI-IO collective" if x.nprocs > 1 else "buffering in the process"
+        # a rank that moves its own consecutive stretch gains nothing from collective calls (nothing to merge)
+        own = (_consec(c, kind) or 0.0) >= CONSECUTIVE_OWN_STRETCH
+        how = ("buffering in the process" if x.nprocs <= 1 else
+               "buffering in each process" if own else "buffering, MPI-IO collective")
         if n and small / n > t.small_requests and small > t.small_requests_absolute:
             out.append(_f(code, f"{small:,} of {n:,} {word}s ({100 * small / n:.0f}%) are smaller than "
                           f"{format_bytes(t.small_bytes)}: aggregate them into larger requests ({how})",
@@ -1341,11 +1381,15 @@ def _small_requests_rule(x: _Posix) -> list[dict]:
                 b_s = float(np.nansum(monitored(sc, f"POSIX_BYTES_{'READ' if kind == 'READ' else 'WRITTEN'}")))
                 t_s = float(np.nansum(monitored(sc, t_col)))
                 cost_s = clock.wall(costs.small_request_saving(t_s, n_s, small_s, b_s, small_bs, t.small_bytes))
+                own_s = (_consec(sc, kind) or 0.0) >= CONSECUTIVE_OWN_STRETCH
+                lever = ("each rank's are consecutive, its own stretch, so collective calls would have nothing to "
+                         "merge: make each request larger" if own_s else "use collective MPI-IO on shared files")
                 out.append(_f(code_sh, f"{small_s:,} of {n_s:,} {word}s to shared files are smaller than "
-                              f"{format_bytes(t.small_bytes)}: use collective MPI-IO on shared files",
+                              f"{format_bytes(t.small_bytes)}: {lever}",
                               {"small": small_s, "total": n_s, "share": small_s / n_s}, thr,
                               cost=cost_s, model="small-requests",
-                              action=f"use collective MPI-IO for the small shared-file {word}s",
+                              action=(f"make the small shared-file {word}s larger" if own_s else
+                                      f"use collective MPI-IO for the small shared-file {word}s"),
                               overlaps=(code, "M02" if kind == "READ" else "M03")))
     return out
 

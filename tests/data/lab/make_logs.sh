@@ -47,3 +47,5 @@ wait
 #   ctl-hdf5-collective-large.darshan   control: HDF5, 2 ranks, 4 MiB per rank per step in collective transfers
 #   ctl-mpiio-collective-large-loaded.darshan   control ctl-mpiio-collective-large (IOR, 2 ranks, 4 MiB collective
 #       writes and reads) run at a load of 10 on the 2 cores (2026-11-28 23:24, branch labmpi): M08 claimed 0.74 s
+#   mpiio-interleaved-small.darshan   lab_mpiio (`ioweather lab build`) -b 8192 -n 1500 -g 0, 4 ranks: independent
+#       8 KiB writes through a strided view (rank r's piece k at (4k + r) x 8 KiB), data-sieved (2026-11-28 23:59)
