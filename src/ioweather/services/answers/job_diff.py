@@ -167,6 +167,11 @@ def counter_causes(before: JobReport, after: JobReport) -> list[DiffCause]:
     return out
 
 
+def material_s(before_io_time_s: float) -> float:
+    """The smallest change of I/O time that is material: a second, and `STILL` of the before run's I/O time."""
+    return max(1.0, STILL * before_io_time_s)
+
+
 def explained(change_s: float, causes: list[DiffCause]) -> float:
     """The part of `change_s` the finding causes account for: those pointing its way, at most all of it."""
     same = sum(c.change_s for c in causes if c.kind == "finding" and c.change_s * change_s > 0)
@@ -183,7 +188,7 @@ def diff_reports(before: DiffSide, rep_b: JobReport, after: DiffSide, rep_a: Job
     same = not moved and (before.exe or "").split(" ")[0] == (after.exe or "").split(" ")[0]
     exp = explained(change, causes)
     share = exp / change if change else None
-    still = abs(change) < max(1.0, STILL * before.io_time_s)
+    still = abs(change) < material_s(before.io_time_s)
     named = "; ".join(f"{c.code} {'+' if c.change_s > 0 else '−'}{format_seconds(abs(c.change_s))}"
                       for c in causes[:3])
     if still:
