@@ -187,7 +187,7 @@ def diff_reports(before: DiffSide, rep_b: JobReport, after: DiffSide, rep_a: Job
     # the same program, processes and requests: what changed is not the code
     same = not moved and (before.exe or "").split(" ")[0] == (after.exe or "").split(" ")[0]
     exp = explained(change, causes)
-    share = exp / change if change else None
+    share = exp / change + 0.0 if change else None  # + 0.0: no "-0 %" when nothing is explained
     still = abs(change) < material_s(before.io_time_s)
     named = "; ".join(f"{c.code} {'+' if c.change_s > 0 else '−'}{format_seconds(abs(c.change_s))}"
                       for c in causes[:3])
