@@ -71,6 +71,7 @@ _.cdfs  # services.content.fsstats.Contents
 _.cf_variant  # services.jobs.weather.Weather
 _.change_s  # services.answers.job_diff.DiffCause, services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.changes  # services.answers.changes.Changes, services.answers.report.Report
+_.claimed_s  # services.lab.score.PairScore
 _.class_order  # services.answers.factors.Classified
 _.climate  # services.answers.why.Why, services.jobs.weather.Weather, services.probe.status.OpStatus
 _.cluster  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.jobs.scheduler.JobsImport

@@ -565,12 +565,30 @@ def _rank0(j: Job) -> list[dict]:
             # the node count unknown (no host names in the log), the processes bound the spread: an upper bound
             k = ch["job"]["nnodes"] or nprocs
             unit = "nodes" if ch["job"]["nnodes"] else "processes"
+            cost, device, ev = j.clock.io_time_s * (1 - 1 / k), "", {}
+            fs = fs_records(j.log)
+            moved_any = (fs["bytes_read"] + fs["bytes_written"]) > 0
+            _, fst = assign_mounts(fs["name"][moved_any], j.log.mounts)
+            requests = float((fs["reads"] + fs["writes"])[moved_any].sum())
+            if len(fst) and all(str(x).lower() in LOCAL_FS for x in fst) and (ch["job"]["nnodes"] or 1) <= 1 \
+                    and pr_bytes[0] >= t.small_bytes * max(requests, 1.0):
+                # one node's local disk and large requests (as P18/B02): rank 0's stream already has the device
+                # every rank would queue on, and the ranks' bandwidths do not add up there; spreading its bytes
+                # saves at most what the best rate in the log allows, rank 0's own
+                t0 = float(rank_sums(fs, nprocs)["time"][0])
+                rate = pr_bytes[0] / t0 if t0 > 0 else 0.0
+                cost = min(cost, float(costs.one_device_excess(j.clock.io_time_s, pr_bytes[0], rate)))
+                device = (f"; on one node's local disk ({', '.join(sorted({str(x) for x in fst}))}) with requests of "
+                          f"{format_bytes(pr_bytes[0] / max(requests, 1.0))} on average, the other ranks would stream "
+                          f"into the same device, whose bandwidth does not add up over ranks: spreading saves at most "
+                          f"{format_seconds(cost)}")
+                ev = {"one_device": True, "rank0_time_s": t0}
             return [_f("R01", f"all I/O ({format_bytes(moved)}, {format_seconds(j.clock.io_time_s)}) is done by "
                        f"rank 0 of {nprocs} processes: the other ranks wait, and bandwidth is bounded by one "
-                       "process on one node",
+                       f"process on one node{device}",
                        {"rank0_bytes": int(pr_bytes[0]), "nprocs": nprocs, "nnodes": ch["job"]["nnodes"],
-                        "spread_over": int(k), "spread_unit": unit},
-                       {"min_bytes": t.min_bytes}, cost=j.clock.io_time_s * (1 - 1 / k), model="rank0-over-nodes",
+                        "spread_over": int(k), "spread_unit": unit, **ev},
+                       {"min_bytes": t.min_bytes, "small_bytes": t.small_bytes}, cost=cost, model="rank0-over-nodes",
                        action=f"spread the I/O of rank 0 over the job's {k} {unit} (each writes its part)")]
     return []
 

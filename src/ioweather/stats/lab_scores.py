@@ -42,3 +42,16 @@ def score(labels: Sequence[str], cases: Iterable[tuple[set[str], set[str], set[s
     micro = prf(*total)
     return {"labels": rows, "micro_precision": micro["precision"], "micro_recall": micro["recall"],
             "micro_f1": micro["f1"], "micro_f1_labels": prf(*planted_only)["f1"]}
+
+
+def pair_outcome(share: float | None, change_s: float, still: bool, claimed_s: float, material_s: float,
+                 min_share: float) -> tuple[bool, bool]:
+    """(explained, no saving) of a bad -> fixed pair read by `job diff`. Explained: the findings account for at
+    least `min_share` of the I/O-time change (`share`); but on an immaterial change (`still`) a claim that misses
+    it by a material amount (`claimed_s`, the seconds of the findings the fix removed or lowered, which job diff
+    caps at the change, exceeds |`change_s`| by `material_s` or more) is an over-claim, not an explanation.
+    No saving: the change is immaterial and so is the claim: the cause costs nothing here, and the advisor did
+    not say it would."""
+    over = still and claimed_s - abs(change_s) >= material_s
+    explained = (share or 0.0) >= min_share and not over
+    return explained, still and claimed_s < material_s

@@ -74,6 +74,6 @@ def pairs_markdown(doc: dict) -> list[str]:
                      f"{_s(p['after_s'])} | {'+' if (p['change_s'] or 0) > 0 else ''}{_s(p['change_s'])} | {share} | {verdict} | {_fixed(p.get('fixed_verdict'))} |")
     lines += ["", f"job diff explains ≥ {100 * doc['min_share']:.0f} % of the change on {doc['explained']} of "
                   f"{doc['scored']} pairs" + (f"; on {doc['no_saving']} more the fix saved no material time and `job` "
-                                               "claimed no saving on the bad run" if doc.get("no_saving") else "")
+                                               "claimed no material saving for the fix" if doc.get("no_saving") else "")
               + (f"; not in the logs: {', '.join(doc['absent'])}" if doc["absent"] else "") + "."]
     return lines

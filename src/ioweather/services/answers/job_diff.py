@@ -167,6 +167,11 @@ def counter_causes(before: JobReport, after: JobReport) -> list[DiffCause]:
     return out
 
 
+def material_s(before_io_time_s: float) -> float:
+    """The smallest change of I/O time that is material: a second, and `STILL` of the before run's I/O time."""
+    return max(1.0, STILL * before_io_time_s)
+
+
 def explained(change_s: float, causes: list[DiffCause]) -> float:
     """The part of `change_s` the finding causes account for: those pointing its way, at most all of it."""
     same = sum(c.change_s for c in causes if c.kind == "finding" and c.change_s * change_s > 0)
@@ -182,8 +187,8 @@ def diff_reports(before: DiffSide, rep_b: JobReport, after: DiffSide, rep_a: Job
     # the same program, processes and requests: what changed is not the code
     same = not moved and (before.exe or "").split(" ")[0] == (after.exe or "").split(" ")[0]
     exp = explained(change, causes)
-    share = exp / change if change else None
-    still = abs(change) < max(1.0, STILL * before.io_time_s)
+    share = exp / change + 0.0 if change else None  # + 0.0: no "-0 %" when nothing is explained
+    still = abs(change) < material_s(before.io_time_s)
     named = "; ".join(f"{c.code} {'+' if c.change_s > 0 else '−'}{format_seconds(abs(c.change_s))}"
                       for c in causes[:3])
     if still:

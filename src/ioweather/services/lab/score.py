@@ -33,7 +33,7 @@ from ioweather.errors import UserError
 from ioweather.services.lab.catalogue import LABEL_NAMES, PAIRS, TWIN_NAMES, code_labels
 from ioweather.services.lab.run import CaseRun, read_index
 from ioweather.services.lab.toolchain import PROGRAMS, cache_dir
-from ioweather.stats.lab_scores import score
+from ioweather.stats.lab_scores import pair_outcome, score
 
 DRISHTI = "drishti-io==0.8"
 DRISHTI_TIMEOUT_S = 300
@@ -104,8 +104,12 @@ class PairScore:
     explained_share: float | None = None
     #: explained_share >= MIN_EXPLAINED_SHARE
     explained: bool = False
-    #: the fix changed no material I/O time and `job` claimed no saving worth changing on the bad run: the cause
-    #: costs nothing here, and the advisor says so (nothing for job diff to explain)
+    #: the saving `job` claimed for the fix: the seconds of the findings whose cost the fix removed or lowered
+    #: (job diff's finding causes that fell), not capped at the change as `explained_s` is
+    claimed_s: float | None = None
+    #: the fix changed no material I/O time and `job` claimed no material saving for it (`claimed_s` under job
+    #: diff's material bar): the cause costs nothing here, and the advisor says so (nothing for job diff to
+    #: explain); a finding the fix left as it was (a second cause of the bad run) is no claim for the fix
     no_saving: bool = False
     verdict: str | None = None
     #: `job`'s verdict on the fixed run (a clean twin should be told "nothing worth changing")
@@ -120,7 +124,7 @@ class PairsScore:
     pairs: list[PairScore] = field(default_factory=list)
     #: pairs whose share is at least MIN_EXPLAINED_SHARE, of those scored without error
     explained: int = 0
-    #: pairs not explained whose fix saved nothing and whose bad run was told so (PairScore.no_saving)
+    #: pairs not explained whose fix saved no material time and for whose fix `job` claimed none (PairScore.no_saving)
     no_saving: int = 0
     scored: int = 0
     min_share: float = MIN_EXPLAINED_SHARE
@@ -227,7 +231,7 @@ def _read_all(read, cases: list[CaseRun], workers: int, progress_cb, done: list[
 def score_pairs(cases: list[CaseRun], pairs=PAIRS, progress_cb=lambda pair: None) -> PairsScore:
     """`job diff` on each of `pairs` (catalogue.Pair) whose bad and fixed cases both ran (one log each)."""
     # lazy: the job report forks its reader before numpy and PyDarshan are imported (docs/darshan.md)
-    from ioweather.services.answers.job_diff import job_diff
+    from ioweather.services.answers.job_diff import job_diff, material_s
 
     logs = {c.name: c.logs[0] for c in cases if c.status == "ok" and len(c.logs) == 1}
     out = PairsScore()
@@ -245,8 +249,10 @@ def score_pairs(cases: list[CaseRun], pairs=PAIRS, progress_cb=lambda pair: None
             ps.before_s, ps.after_s, ps.change_s = d.before.io_time_s, d.after.io_time_s, d.io_time_change_s
             ps.explained_s, ps.explained_share, ps.verdict = d.explained_s, d.explained_share, d.verdict
             ps.fixed_verdict = d.after.verdict
-            ps.explained = (d.explained_share or 0.0) >= MIN_EXPLAINED_SHARE
-            ps.no_saving = d.verdict.startswith("no material change") and "nothing worth changing" in (d.before.verdict or "")
+            ps.claimed_s = -sum(c.change_s for c in d.causes if c.kind == "finding" and c.change_s < 0)
+            ps.explained, ps.no_saving = pair_outcome(d.explained_share, d.io_time_change_s,
+                                                      d.verdict.startswith("no material change"), ps.claimed_s,
+                                                      material_s(d.before.io_time_s), MIN_EXPLAINED_SHARE)
             ps.causes = [f"{c.code} {c.change_s:+.2f} s" for c in d.causes if c.kind == "finding"]
             out.scored += 1
             out.explained += ps.explained
