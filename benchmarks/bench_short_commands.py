@@ -20,7 +20,8 @@ benchmarks/bench_store.py builds it (`--dir D` -> D/home-30d). Commands whose ho
 
 --chrt PRIO: every process run under `chrt -f PRIO` (SCHED_FIFO: needs root), so that on a shared, loaded
 machine the wall time is the process's own and not the run queue's; a bare `python -c "import numpy"` row
-is added as the floor any numpy-using command pays. `why` writes its weather rows on the first call of a
+is added as the floor any numpy-using command pays. (`slowdown --check` on a 30-day store alone:
+benchmarks/bench_check.py, run under `chrt -f PRIO` itself.) `why` writes its weather rows on the first call of a
 store: run it once on the store before measuring (the rounds then measure the steady answer).
 """
 
@@ -58,8 +59,7 @@ def main():
     ap.add_argument("--why-job", default="1452113755")
     ap.add_argument("--store-home", type=Path)
     ap.add_argument("--before", type=Path, help="another tree's src/ to alternate with")
-    ap.add_argument("--only", choices=["why", "check"],
-                    help="only the bare imports and `why JOB` (needs --why-home), or `slowdown --check` (--store-home)")
+    ap.add_argument("--only", choices=["why"], help="only the bare imports and `why JOB` (needs --why-home)")
     ap.add_argument("--chrt", type=int, metavar="PRIO", help="run every process under `chrt -f PRIO` (root)")
     args = ap.parse_args()
     print("load average:", " ".join(open("/proc/loadavg").read().split()[:3]), "(at the start)", flush=True)
@@ -69,17 +69,15 @@ def main():
     if args.only == "why":
         cases = [("import numpy, pandas", [py, "-c", "import numpy, pandas"], False),
                  ("why's libraries", [py, "-c", WHY_LIBRARIES], True)]
-    elif args.only == "check":
-        cases = [("import sqlite3", [py, "-c", "import sqlite3"], False)]
     else:
         cases = [("import numpy, pandas, darshan", [py, "-c", "import numpy, pandas, darshan"], False),
                  ("job LOG", [*cli, "job", str(args.log)], True),
                  ("slowdown --check, empty home", [*cli, "--home", empty, "slowdown", "--check"], True)]
     if args.chrt:
         cases.insert(1, ("import numpy", [py, "-c", "import numpy"], False))
-    if args.store_home and args.only != "why":
+    if args.store_home and not args.only:
         cases.append(("slowdown --check, 30 days", [*cli, "--home", str(args.store_home), "slowdown", "--check"], True))
-    if args.why_home and args.only != "check":
+    if args.why_home:
         cases.append(("why JOB, storm store", [*cli, "--home", str(args.why_home), "why", args.why_job], True))
         if args.only == "why":
             cases.append(("why JOB --json, storm store",
