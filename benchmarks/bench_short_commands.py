@@ -17,6 +17,17 @@ ran in the same rounds: on this shared machine the ratio holds when the absolute
 
 --why-home: the store tests/test_why.py builds (the storm store); --store-home: a 30-day probe store as
 benchmarks/bench_store.py builds it (`--dir D` -> D/home-30d). Commands whose home is not given are skipped.
+
+--main-thread (with --only why): also `why JOB --json` run through click in a fresh interpreter that prints
+its main thread's CPU time (`time.thread_time()`) at the end, alternating the trees: the answer's own thread,
+without the CPU of numpy's OpenBLAS threads and DuckDB's pool, whose spinning on a loaded machine makes the
+process's CPU time (and its wall time) vary by a tenth of a second from round to round.
+
+--chrt PRIO: every process run under `chrt -f PRIO` (SCHED_FIFO: needs root), so that on a shared, loaded
+machine the wall time is the process's own and not the run queue's; a bare `python -c "import numpy"` row
+is added as the floor any numpy-using command pays. (`slowdown --check` on a 30-day store alone:
+benchmarks/bench_check.py, run under `chrt -f PRIO` itself.) `why` writes its weather rows on the first call of a
+store: run it once on the store before measuring (the rounds then measure the steady answer).
 """
 
 import argparse
@@ -36,8 +47,9 @@ LOG = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "darshan" / 
 WHY_LIBRARIES = "import ioweather.services.answers.events, duckdb, darshan.backend.cffi_backend"
 
 
-def run(cmd: list[str], src: Path) -> tuple[float, float]:
+def run(cmd: list[str], src: Path, prefix: list[str] = ()) -> tuple[float, float]:
     env = {**os.environ, "PYTHONPATH": str(src)}
+    cmd = [*prefix, *cmd]
     r0, t = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     wall, r1 = time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -52,9 +64,13 @@ def main():
     ap.add_argument("--why-job", default="1452113755")
     ap.add_argument("--store-home", type=Path)
     ap.add_argument("--before", type=Path, help="another tree's src/ to alternate with")
-    ap.add_argument("--only", choices=["why"], help="only the bare import and `why JOB` (needs --why-home)")
+    ap.add_argument("--only", choices=["why"], help="only the bare imports and `why JOB` (needs --why-home)")
+    ap.add_argument("--main-thread", action="store_true", help="also the main thread's CPU time of `why JOB --json`")
+    ap.add_argument("--chrt", type=int, metavar="PRIO", help="run every process under `chrt -f PRIO` (root)")
     args = ap.parse_args()
+    print("load average:", " ".join(open("/proc/loadavg").read().split()[:3]), "(at the start)", flush=True)
     py, cli = sys.executable, [sys.executable, "-m", "ioweather"]
+    prefix = ["chrt", "-f", str(args.chrt)] if args.chrt else []
     empty = tempfile.mkdtemp()
     if args.only == "why":
         cases = [("import numpy, pandas", [py, "-c", "import numpy, pandas"], False),
@@ -63,6 +79,8 @@ def main():
         cases = [("import numpy, pandas, darshan", [py, "-c", "import numpy, pandas, darshan"], False),
                  ("job LOG", [*cli, "job", str(args.log)], True),
                  ("slowdown --check, empty home", [*cli, "--home", empty, "slowdown", "--check"], True)]
+    if args.chrt:
+        cases.insert(1, ("import numpy", [py, "-c", "import numpy"], False))
     if args.store_home and not args.only:
         cases.append(("slowdown --check, 30 days", [*cli, "--home", str(args.store_home), "slowdown", "--check"], True))
     if args.why_home:
@@ -72,17 +90,32 @@ def main():
                           [*cli, "--home", str(args.why_home), "why", args.why_job, "--json"], True))
     trees = [("after", SRC)] + ([("before", args.before)] if args.before else [])
     times: dict[str, list[tuple[float, float]]] = {}
+    main_thread: dict[str, list[float]] = {}
+    in_process = ("import contextlib, io, time\nfrom ioweather.cli import cli\n"
+                  "with contextlib.redirect_stdout(io.StringIO()):\n"
+                  f"    cli.main(['--home', {str(args.why_home)!r}, 'why', {args.why_job!r}, '--json'], "
+                  "prog_name='ioweather', standalone_mode=False)\n"
+                  "print(time.thread_time())")
     for _ in range(args.runs):
         for name, cmd, both in cases:
             for tree, src in trees if both else trees[:1]:
-                times.setdefault(f"{name} [{tree}]" if both and args.before else name, []).append(run(cmd, src))
+                times.setdefault(f"{name} [{tree}]" if both and args.before else name, []).append(run(cmd, src, prefix))
+        if args.main_thread and args.only == "why" and args.why_home:
+            for tree, src in trees:
+                out = subprocess.run([*prefix, py, "-c", in_process], env={**os.environ, "PYTHONPATH": str(src)},
+                                     capture_output=True, text=True, check=True).stdout
+                main_thread.setdefault(tree, []).append(float(out.strip().splitlines()[-1]))
     base = next(iter(times.values()))
     bw, bc = statistics.median(w for w, _ in base), statistics.median(c for _, c in base)
     for label, v in times.items():
         w, c = statistics.median(x for x, _ in v), statistics.median(y for _, y in v)
         print(f"{label:44s} wall median {w:.3f} s (min {min(x for x, _ in v):.3f}); CPU median {c:.3f} s; "
               f"{w / bw:.2f}× / {c / bc:.2f}× the first row")
-    print("load average:", " ".join(open("/proc/loadavg").read().split()[:3]))
+    for tree, v in main_thread.items():
+        print(f"{'why JOB --json, main thread [' + tree + ']':44s} CPU median {statistics.median(v):.3f} s "
+              f"(min {min(v):.3f})")
+    print("load average:", " ".join(open("/proc/loadavg").read().split()[:3]), "(at the end)",
+          f"under chrt -f {args.chrt}" if args.chrt else "")
 
 
 if __name__ == "__main__":

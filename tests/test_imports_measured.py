@@ -4,8 +4,10 @@ A `# lazy:` reason beside an import says what it keeps off a path; this test che
 fresh interpreter runs, through click's main with standalone_mode=False, `ioweather --help`, every
 `COMMAND --help` of the click tree and `slowdown --check` on an empty home (first, and without rich either),
 then reports the heavy libraries in `sys.modules`; then it runs `job LOG` on a shared Darshan log (its forked reader run
-inline, so that its imports are seen) and reports them again. One subprocess: the fast tier pays one
-interpreter start, and a library loaded by any step shows in the cumulative set, named by its step.
+inline, so that its imports are seen) and reports them again, then `why LOG --json` on the same log and home (no
+store: the log's answer alone). One subprocess: the fast tier pays one interpreter start, and a library loaded by any
+step shows in the cumulative set, named by its step. `why JOB` on a store with telemetry is measured by
+tests/test_why.py (test_why_loads_only_what_it_answers_with), beside the store it builds.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import pytest
 from ioweather.commands.web import pages_help
 from ioweather.web.pages import load_pages
 
-HEAVY = ("numpy", "pandas", "pyarrow", "sqlalchemy", "scipy")
+HEAVY = ("numpy", "pandas", "pyarrow", "sqlalchemy", "scipy", "duckdb", "jinja2")
 LOG = Path("/work/shared/testdata/darshan/imbalanced-io.darshan")
 
 _PROBE = textwrap.dedent("""
@@ -71,8 +73,10 @@ _PROBE = textwrap.dedent("""
     import ioweather.services.jobs.darshan_child as child
     child.call_isolated = lambda fn, *a, **kw: fn(*a, **kw)
     job_rc = run("job LOG", ["job", sys.argv[2]])
-    print(json.dumps({"light": light, "job": heavy(), "helps": helps, "check_rc": check_rc,
-                      "check_rich": check_rich, "job_rc": job_rc}))
+    job = heavy()
+    why_rc = run("why LOG", ["why", sys.argv[2], "--json"])
+    print(json.dumps({"light": light, "job": job, "helps": helps, "check_rc": check_rc,
+                      "check_rich": check_rich, "job_rc": job_rc, "why": heavy(), "why_rc": why_rc}))
 """)
 
 
@@ -96,6 +100,10 @@ def test_help_check_and_job_load_only_what_they_need(tmp_path):
     assert got["job_rc"] in (0, None)
     assert "sqlalchemy" not in got["job"], f"`job LOG` loaded {got['job']}"
     assert "darshan" not in HEAVY and set(got["job"]) >= {"numpy", "pandas"}  # `job` did run the report
+    # `why LOG` without a store: the log's report and nothing of a store's (SQLAlchemy came with the probe
+    # baselines' module, imported before asking whether there was a store), no telemetry reader, no page
+    assert got["why_rc"] in (0, None)
+    assert got["why"] == got["job"], f"`why LOG` loaded {got['why']}; `job LOG` {got['job']}"
 
 
 def test_serve_help_lists_the_registry_pages():

@@ -290,10 +290,13 @@ def test_the_job_page_opens_with_the_same_answer(stormy):
 def test_why_loads_only_what_it_answers_with(stormy):
     """issue 40: the events of one job's window come from the numpy detector, with no workload summary
     (its autocorrelation imported scipy.signal: 0.8 s of the 2.2 s `why` took); no Jinja for a `--json`
-    answer (the job report's page); no pyarrow.dataset (the refresh re-read the per-file part of the
+    answer (the job report's page), nor rich; no pyarrow.dataset (the refresh re-read the per-file part of the
     store's other jobs on every call); two DuckDB databases for its four telemetry reads (each opened
     its own, 30–120 ms apiece; the window's series is read with the workload's memory settings, a
-    database of its own)."""
+    database of its own). Nor what cost `why` ~35 ms of CPU for nothing (branch whyfast2): the dashboard's
+    file-system views (services.telemetry.fsview, for the lctl state, a job's user and the telemetry
+    kinds: services.telemetry.fsfacts), the slowdown service (for checking --baseline-from/until), and
+    SQLAlchemy's MySQL dialect with its six drivers' modules (the probe pieces' LONGBLOB)."""
     import subprocess
     import sys
 
@@ -306,8 +309,9 @@ def test_why_loads_only_what_it_answers_with(stormy):
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             f"    cli.main(['--home', {str(home)!r}, 'why', {str(rep['job']['jobid'])!r}, '--json'], "
             "prog_name='ioweather', standalone_mode=False)\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('scipy', 'jinja2')\n"
-            "             or m == 'pyarrow.dataset'), len(opened))")
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('scipy', 'jinja2', 'rich')\n"
+            "             or m in ('pyarrow.dataset', 'ioweather.services.telemetry.fsview',\n"
+            "                      'ioweather.services.probe.slowdown', 'sqlalchemy.dialects.mysql')), len(opened))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                        env=cli_env(home, None))
     assert p.returncode == 0, p.stderr

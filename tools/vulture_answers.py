@@ -20,7 +20,7 @@ _.amount  # services.telemetry.fsview.SeriesEvent
 _.analysis  # services.answers.factors.Factors, services.answers.factors.GroupDensity
 _.archived_samples  # services.probe.targets.Archived
 _.area  # store.check.Problem
-_.at  # services.telemetry.fsview.LctlState
+_.at  # services.telemetry.fsfacts.LctlState
 _.attributed_share  # services.answers.events.IoEvent
 _.available  # services.lab.score.ToolScore
 _.b  # services.content.fsstats.Comparison, services.content.fsstats.Growth
@@ -194,7 +194,7 @@ _.failed_at  # services.jobs.darshan.FailedLog
 _.failed_logs  # services.jobs.darshan.ArchiveSummary
 _.failed_over  # services.answers.why.Targets
 _.failed_runs  # services.bench.iomodel.Configuration, services.bench.iomodel.IomodelRun
-_.failover  # services.telemetry.fsview.LctlState, services.telemetry.fsview.LctlTarget
+_.failover  # services.telemetry.fsfacts.LctlState, services.telemetry.fsfacts.LctlTarget
 _.failures  # services.probe.timeline.Timeline
 _.failures_total  # services.probe.timeline.Timeline
 _.families  # services.telemetry.exporter_lctl.FamilyList
@@ -269,7 +269,7 @@ _.identity  # services.content.fsstats.LoadedSnapshot
 _.idle_periods  # services.telemetry.workload.Workload
 _.idle_threshold  # services.telemetry.workload.Workload
 _.imbalance  # services.jobs.answer.Perf
-_.imported  # services.answers.imports.TelemetryImport, services.telemetry.fsview.LctlState
+_.imported  # services.answers.imports.TelemetryImport, services.telemetry.fsfacts.LctlState
 _.imported_kept_rows  # services.runtime.retention.KindPruned
 _.ingested  # services.jobs.ingest.IngestCounts
 _.ingested_at  # services.jobs.darshan.StoredJob
@@ -402,7 +402,7 @@ _.name  # services.answers.factors.Classified, services.content.fsstats.DirGrowt
 _.named  # services.lab.score.CaseScore
 _.newest_mtime  # services.content.fsstats.ProjectShare
 _.newest_of_label  # services.content.fsstats.Contents
-_.nid  # services.telemetry.fsview.LctlTarget
+_.nid  # services.telemetry.fsfacts.LctlTarget
 _.nnodes  # services.answers.events.EventJob, services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader
 _.nnodes_source  # services.answers.why.Why, services.jobs.answer.Perf
 _.no_capacity_data  # services.telemetry.fsview.Capacity
@@ -441,7 +441,7 @@ _.overhead  # services.content.fsstats.Highlights
 _.overlapped  # services.answers.imports.WeatherRefresh, services.jobs.weather.WeatherRefresh
 _.overlapped_by  # services.jobs.answer.Finding
 _.overlaps  # services.jobs.answer.Finding
-_.overloaded  # services.telemetry.fsview.Failover
+_.overloaded  # services.telemetry.fsfacts.Failover
 _.own_share  # services.answers.why.Event
 _.owners  # services.content.fsstats.Contents, services.content.fsstats.Growth, services.content.fsstats.Snapshot
 _.owners_by_bytes  # services.content.fsstats.Movers
@@ -468,7 +468,7 @@ _.peak_time  # services.answers.events.IoEvent, services.telemetry.fsview.Series
 _.peak_total_bps  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
 _.peak_write_bps  # services.telemetry.workload.Workload
 _.penalty_per_log_n  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
-_.per_nid  # services.telemetry.fsview.Failover
+_.per_nid  # services.telemetry.fsfacts.Failover
 _.percentile_now  # services.probe.status.Climate
 _.perf  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.performance  # services.answers.umami.CorrelationRow
@@ -564,7 +564,7 @@ _.scores  # services.lab.answers.RunAndScores
 _.script  # services.bench.runs.Submitted
 _.seconds  # services.telemetry.imports.SourceImport
 _.seed  # services.bench.iomodel.IomodelRun
-_.seen  # services.telemetry.fsview.LctlTarget, services.telemetry.fsview.LustreTarget
+_.seen  # services.telemetry.fsfacts.LctlTarget, services.telemetry.fsview.LustreTarget
 _.seq_fraction  # services.jobs.answer.Access, services.jobs.darshan.StoredAccess
 _.series  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.changes.SkippedSeries, services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.exporter_lctl.FamilyRow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
 _.series_examined  # services.answers.changes.Changes
@@ -609,8 +609,8 @@ _.start  # services.answers.events.CostlyEvent, services.answers.events.Events, 
 _.start_ns  # services.answers.factors.GroupDensity
 _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.timeline.Timeline
-_.state  # services.bench.runs.CheckSeries, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.LctlTarget
-_.state_label  # services.telemetry.fsview.LctlTarget
+_.state  # services.bench.runs.CheckSeries, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsfacts.LctlTarget
+_.state_label  # services.telemetry.fsfacts.LctlTarget
 _.statistic  # services.answers.changes.Change, services.answers.changes.ProbeMark
 _.status  # services.bench.runs.BenchCheck, services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth, services.lab.run.CaseRun, services.probe.slowdown.Check
 _.step_s  # services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries
@@ -637,7 +637,7 @@ _.system_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget
 _.system_share_of_extra  # services.lab.storm.StormPair
 _.table  # services.answers.factors.Classified
 _.target  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.probe.history.History, services.probe.history.TargetHistory, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.targets.Purged, services.probe.targets.Retired, services.probe.targets.TargetRow, services.probe.timeline.Timeline, services.telemetry.fsview.BrwTarget, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries
-_.targets  # services.answers.why.Why, services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.Capacity, services.telemetry.fsview.LctlState, services.telemetry.fsview.LustreState, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload
+_.targets  # services.answers.why.Why, services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsfacts.LctlState, services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.Capacity, services.telemetry.fsview.LustreState, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload
 _.targets_all  # services.answers.factors.Factors, services.probe.history.History
 _.targets_met  # services.lab.storm.StormPair
 _.threads  # services.content.fsstats.Snapshot
@@ -686,7 +686,7 @@ _.unusual  # stats.umami.MetricRow
 _.upper_bound  # services.content.fsstats.Cdf
 _.user  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.why.Culprit, services.content.fsstats.OwnerGrowth, services.content.fsstats.OwnerShare, services.jobs.darshan.JobRow
 _.users  # services.telemetry.fsview.Talkers
-_.usual  # services.telemetry.fsview.Failover
+_.usual  # services.telemetry.fsfacts.Failover
 _.value  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.value_s  # services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus
 _.verdict  # services.answers.job_diff.DiffSide, services.answers.job_diff.JobDiff, services.answers.why.Climate, services.answers.why.Why, services.jobs.answer.JobReport, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob, services.jobs.weather.Weather, services.lab.score.CaseScore, services.lab.score.PairScore, services.lab.storm.Twin, stats.umami.Umami

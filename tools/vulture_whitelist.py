@@ -26,6 +26,12 @@ _.force_exit
 # sqlite3's connection attribute, set so SQLAlchemy decides when transactions begin (store/db.py)
 _.isolation_level
 
+# SQLAlchemy's TypeDecorator settings and hook: the type it stands for, per dialect (store/probe_tables.py's
+# LONGBLOB on MySQL, without importing the MySQL dialect on a SQLite store)
+_.impl
+_.cache_ok
+_.load_dialect_impl
+
 # importers are loaded by name from sources/telemetry/importers.py's REGISTRY ("module:Class")
 _.LmtImporter
 _.IostatImporter

@@ -9,7 +9,7 @@ import os
 import click
 
 from ioweather.errors import UserError
-from ioweather.units import looks_like_duration, parse_duration, parse_size, time_ago, time_option
+from ioweather.units import looks_like_duration, parse_duration, parse_size, time_ago, time_option, to_ns
 
 
 class _Parsed(click.ParamType):
@@ -99,3 +99,16 @@ def one_shot():
     finally:
         gc.freeze()  # the exit's collection skips what the answer made: the process ends next
         gc.set_threshold(*thresholds)
+
+
+def reference_period(baseline_from, baseline_until) -> tuple[int, int] | None:
+    """[since, until) in ns of a site's reference baseline period (--baseline-from, --baseline-until of
+    `slowdown` and `why`), None for the rolling window. Here, not in services.probe.slowdown: `why` checks
+    the two options without importing the slowdown service (its answers' types and the light check)."""
+    if baseline_from is None and baseline_until is None:
+        return None
+    if baseline_from is None or baseline_until is None:
+        raise UserError("--baseline-from and --baseline-until go together")
+    if baseline_from >= baseline_until:
+        raise UserError("--baseline-from must be before --baseline-until")
+    return to_ns(baseline_from), to_ns(baseline_until)

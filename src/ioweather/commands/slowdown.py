@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from ioweather.commands.common import DURATION, SINCE, TIME, json_option
+from ioweather.commands.common import DURATION, reference_period, SINCE, TIME, json_option
 from ioweather.errors import UserError
 from ioweather.services.probe import slowdown as svc
 from ioweather.services.runtime.defaults import EXPECTED, LEARNING_RULE, SLOWDOWN_STATS
@@ -71,7 +71,7 @@ def register(cli: click.Group) -> None:
         try:
             if interval <= 0 or baseline <= 0:
                 raise UserError("--interval and --baseline must be positive")
-            reference = svc.reference_period(baseline_from, baseline_until)
+            reference = reference_period(baseline_from, baseline_until)
         except UserError as e:
             if not check:
                 raise

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ioweather.commands.common import json_option, one_shot, TIME
+from ioweather.commands.common import json_option, one_shot, reference_period, TIME
 from ioweather.services.jobs.darshan_child import write_html
-from ioweather.services.probe.slowdown import reference_period
 from ioweather.services.answers.why import why as answer
 from ioweather.views import why_report as view
 from ioweather.views.json_output import print_json

@@ -9,13 +9,32 @@ imports another to find a table.
 from __future__ import annotations
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
 
 from ioweather.config import fs_name
 from ioweather.store.migrations import Component, create_tables
 
 OPS = ("data_write", "data_read", "md_create", "md_stat", "md_read", "md_delete")
 STATUSES = ("ok", "error", "timeout")
+
+
+
+class _LongBlob(sa.types.TypeDecorator):
+    """A blob, LONGBLOB on MySQL and MariaDB (their BLOB stops at 64 KiB), as
+    `sa.LargeBinary().with_variant(mysql.LONGBLOB(), "mysql")` was: that needed `sqlalchemy.dialects.mysql` at
+    import, whose package loads all six of its drivers' modules (~12 ms of every command that reads probes,
+    `why` among them) on stores that are SQLite."""
+
+    impl = sa.LargeBinary
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect):
+        if dialect.name == "mysql":
+            # lazy: sqlalchemy.dialects.mysql and its drivers' modules: only a MySQL or MariaDB store needs it
+            from sqlalchemy.dialects.mysql import LONGBLOB
+
+            return dialect.type_descriptor(LONGBLOB())
+        return dialect.type_descriptor(sa.LargeBinary())
+
 
 metadata = sa.MetaData()
 
@@ -89,14 +108,14 @@ probe_pieces = sa.Table(
     # was summarized: the check that no insert slipped between reading the span and writing this.
     sa.Column("fp_rows", sa.BigInteger, nullable=False),
     sa.Column("fp_parts", sa.BigInteger, nullable=False),
-    sa.Column("hist", sa.LargeBinary().with_variant(mysql.LONGBLOB(), "mysql"), nullable=False),
-    sa.Column("rollups", sa.LargeBinary().with_variant(mysql.LONGBLOB(), "mysql"), nullable=False),
+    sa.Column("hist", _LongBlob(), nullable=False),
+    sa.Column("rollups", _LongBlob(), nullable=False),
     # Last: SQLite reads a row's columns in order, through the overflow pages of any big one before.
-    sa.Column("sorted_ns", sa.LargeBinary().with_variant(mysql.LONGBLOB(), "mysql"), nullable=False),
+    sa.Column("sorted_ns", _LongBlob(), nullable=False),
     # v6 (issue 40): an hour piece's start times in the order of `sorted_ns` (NULL for a day piece, and for an
     # hour summarized before v6). The hour a rolling window starts in is cut at the window's start from these,
     # where its samples would otherwise be read from an archived day's Parquet file (store/probe_light.py).
-    sa.Column("starts_ns", sa.LargeBinary().with_variant(mysql.LONGBLOB(), "mysql"), nullable=True),
+    sa.Column("starts_ns", _LongBlob(), nullable=True),
 )
 sa.Index("probe_pieces_span", probe_pieces.c.target, probe_pieces.c.start_ns)
 

@@ -21,7 +21,7 @@ import pandas as pd
 from ioweather.encoding import Answer, answer_dict
 
 from ioweather.services.telemetry import workload
-from ioweather.services.telemetry.fsview import user_of
+from ioweather.services.telemetry.fsfacts import user_of
 from ioweather.services.telemetry.workload import check_options  # noqa: F401  the command checks its options first
 from ioweather.services.answers.event_probes import PiecesBaselines
 from ioweather.services.jobs.weather import _probe_slowdown
@@ -172,13 +172,15 @@ class Events(Answer):
     candidates: int
     notes: list[str]
     events: EventList
-    cost: CostSummary
+    #: None when computed `with_cost=False`
+    cost: CostSummary | None
 
 
 def compute(settings, fs: str, since=None, until=None, params: Params = Params(), warn=lambda m: None,
-            reference: tuple[int, int] | None = None) -> Events:
+            reference: tuple[int, int] | None = None, with_cost: bool = True) -> Events:
     """The events over [since, until) with their jobs and cost; `reference`: the probes' baseline period
-    in ns (None: the rolling baseline)."""
+    in ns (None: the rolling baseline); `with_cost` False: no cost summary (`why` reads the events alone,
+    and the summary's pandas groupby was 6-10 ms of its answer)."""
     found = workload.events(settings, fs, since, until, params.resample_s, params.smooth_s, params.min_amplitude,
                             warn=warn)
     data = found.data
@@ -209,7 +211,7 @@ def compute(settings, fs: str, since=None, until=None, params: Params = Params()
         out.append(_event_doc(ev, running, per_job, slowdowns[i], params))
     return Events(fs=fs, start=found.start, end=found.end, interval_s=data.interval_s,
                   min_amplitude_bps=params.min_amplitude, candidates=int(len(jobs)), notes=_unique(notes),
-                  events=EventList(out), cost=cost_summary(out, params))
+                  events=EventList(out), cost=cost_summary(out, params) if with_cost else None)
 
 
 def _windows(events: list[dict]) -> list[dict]:

@@ -65,7 +65,7 @@ NEGLIGIBLE = 0.005
 def why(settings, ident: str, fs: str | None = None, store=None, reference: tuple[int, int] | None = None) -> Why:
     """The costed answer for JOB: a Darshan log path, a log hash prefix, a Darshan job id or a scheduler job id.
     `reference`: [since, until) in ns of a quiet period whose probe samples are the baseline
-    (services.probe.slowdown.reference_period), instead of the rolling one that learns for 24 h.
+    (commands.common.reference_period), instead of the rolling one that learns for 24 h.
 
     Three steps: resolve JOB (its logs and scheduler row, the file systems the store knows), then each
     log's budget over its own window and file system, then the merge (the sums, the events of the
@@ -101,10 +101,9 @@ def why(settings, ident: str, fs: str | None = None, store=None, reference: tupl
 def _resolve(settings, store, ident: str, fs: str | None, reference) -> _Job:
     """JOB's logs (a log path; else a job id's every log, a log hash prefix's one, a scheduler job's
     linked ones) and the file systems a --fs may name."""
-    # lazy: numpy, sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
-    from ioweather.store import jobs as jobs_store
-    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
-    from ioweather.store.job_telemetry import known_fs
+    if store is not None:
+        # lazy: numpy, sqlalchemy via store: only a store's jobs need it (`why LOG` without a store reads the log alone)
+        from ioweather.store import jobs as jobs_store
 
     logs: list[_LogRef] = []
     sched_row = None
@@ -124,7 +123,12 @@ def _resolve(settings, store, ident: str, fs: str | None, reference) -> _Job:
             raise UserError(f"no job {ident!r}: not a Darshan log, a stored log's hash or job id, or a scheduler "
                             "job ('ioweather jobs list' shows the stored ones)")
         logs = [_LogRef(c["path"], jobs_store.job_row(store, c["log_hash"]), c["log_hash"]) for c in cands]
-    names = known_fs(settings.parquet_dir) if store is not None else []
+    names: list[str] = []
+    if store is not None:
+        # lazy: pyarrow, sqlalchemy via store.job_telemetry: only a store's telemetry needs it
+        from ioweather.store.job_telemetry import known_fs
+
+        names = known_fs(settings.parquet_dir)
     probes = _Probes(store, reference)
     # a file system named by telemetry or by a probe's runs; any other --fs is a typo, said at once
     check_fs(fs, sorted(set(names) | {f for f in probes.fs.values() if f}))
@@ -593,10 +597,13 @@ class _Probes:
     baselines (read once)."""
 
     def __init__(self, store, reference: tuple[int, int] | None = None):
-        # lazy: numpy via services.jobs.weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
-        from ioweather.services.jobs.weather import ProbeBaselines
+        self.baselines = None
+        if store is not None and "probe" in store.versions():
+            # lazy: numpy, sqlalchemy via services.jobs.weather: only a store's probes need it (`why LOG` without a
+            # store loaded SQLAlchemy for this import alone)
+            from ioweather.services.jobs.weather import ProbeBaselines
 
-        self.baselines = ProbeBaselines(store, reference) if store is not None and "probe" in store.versions() else None
+            self.baselines = ProbeBaselines(store, reference)
         self.dirs: dict[str, set[str]] = {}
         self.fs: dict[str, str | None] = {}
         if self.baselines is not None:
@@ -730,9 +737,10 @@ def _events(settings, fs: str, since: int, until: int, own: set[str], notes: lis
     lo, hi = _dt(since - EVENT_MARGIN_NS), _dt(until + EVENT_MARGIN_NS)
     try:
         try:
-            doc = ev.compute(settings, fs, lo, hi, event_params((until - since) / 1e9, job_bps), reference=reference)
+            doc = ev.compute(settings, fs, lo, hi, event_params((until - since) / 1e9, job_bps), reference=reference,
+                             with_cost=False)
         except UserError:  # telemetry sampled more coarsely than the job's scale: the site's defaults
-            doc = ev.compute(settings, fs, lo, hi, reference=reference)
+            doc = ev.compute(settings, fs, lo, hi, reference=reference, with_cost=False)
     except UserError as e:
         notes.append(f"events on {fs}: {e}")
         return []
@@ -777,8 +785,8 @@ def _climate(answer: Umami | None) -> Climate | None:
 def _failover(settings, fs: str, until_ns: int) -> Targets | None:
     """The targets whose failover partner served them at the job's end (`lctl dl -t`, imported), None
     when no listing was imported for `fs`."""
-    # lazy: pandas, pyarrow via services.telemetry.fsview, loaded only when this runs
-    from ioweather.services.telemetry.fsview import lctl_state
+    # lazy: pandas, pyarrow via services.telemetry.fsfacts, loaded only when this runs
+    from ioweather.services.telemetry.fsfacts import lctl_state
 
     st = lctl_state(settings, fs, until_ns)
     if not st.imported:

@@ -105,17 +105,6 @@ def interval_rows(store, target: str | None, interval_s: float, since, until) ->
                           for r in interval_stats(s["op"], s["start_ns"], s["duration_ns"], s["status"], interval_s)])
 
 
-def reference_period(baseline_from, baseline_until) -> tuple[int, int] | None:
-    """[since, until) in ns of a site's reference baseline period, None for the rolling window."""
-    if baseline_from is None and baseline_until is None:
-        return None
-    if baseline_from is None or baseline_until is None:
-        raise UserError("--baseline-from and --baseline-until go together")
-    if baseline_from >= baseline_until:
-        raise UserError("--baseline-from must be before --baseline-until")
-    return to_ns(baseline_from), to_ns(baseline_until)
-
-
 @dataclass(frozen=True)
 class SlowdownRow:
     """One target's op over one interval starting at `interval_start` (ISO 8601 UTC): the interval's

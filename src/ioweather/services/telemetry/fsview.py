@@ -23,7 +23,8 @@ import pandas as pd
 from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import StoreError, UserError
 from ioweather.services.telemetry.capacity import forecast, is_data_target
-from ioweather.sources.telemetry.lctl import NID_PREFIX, STATE_PREFIX
+from ioweather.services.telemetry.fsfacts import (  # noqa: F401 (Failover, LCTL_STATES, LctlTarget: re-exported)
+    CAPACITY_METRICS, Failover, JobLink, KINDS, LCTL_STATES, LctlState, LctlTarget, lctl_state, user_of)
 from ioweather.stats import targets as T
 from ioweather.stats import workload as W
 from ioweather.store import open_store, telemetry_targets as Q
@@ -44,14 +45,8 @@ NOW_S = 300.0                    # talkers "now": the last 5 minutes of the data
 TOP_JOBS = 50
 DEFAULT_TARGET_MIN_AMPLITUDE = float(64 << 20)   # events of one target: rises of 64 MiB/s
 DEFAULT_MD_MIN_AMPLITUDE = 1000.0                # metadata events: rises of 1,000 operations/s
-CAPACITY_METRICS = ("capacity_bytes", "free_bytes", "avail_bytes", "files_total", "files_free")
-LCTL_STATES = {"up": "UP (set up)", "st": "ST (stopping)", "in": "IN (inactive)", "at": "AT (attached)"}
 
 
-#: What each telemetry page draws, as metric names or a prefix: a file system "has data for" a page when
-#: it holds valid rows of the page's kind (the Workload, Report and Servers pages: bytes; Metadata: md_*).
-KINDS = {"io": (("read_bytes", "write_bytes"), None), "md": ((), "md_"), "capacity": (CAPACITY_METRICS, None),
-         "jobs": ((), "job_")}
 KIND_WORDS = {"io": "read or write byte counters", "md": "metadata operation counters (md_*)",
               "capacity": "capacity readings (lfs df, LMT, lctl)", "jobs": "Lustre job_stats"}
 
@@ -675,64 +670,6 @@ def _io_targets(settings, fs: str, since_ns: int, until_ns: int) -> list[str]:
     return df["target"].unique().tolist() if not df.empty else []
 
 
-@dataclass(frozen=True)
-class LctlTarget:
-    """A target as `lctl dl -t` last listed it: its state (code and words), server NID, when, and whether
-    it sits on a server holding more targets than usual (its failover partner serves it)."""
-
-    state: str | None
-    state_label: str | None
-    nid: str | None
-    seen: str
-    failover: bool
-
-
-@dataclass(frozen=True)
-class Failover:
-    """stats.targets.failover: the usual number of targets per server NID, the targets of each NID, and the
-    targets on NIDs holding more than the usual number."""
-
-    usual: int | None
-    per_nid: dict[str, list[str]]
-    overloaded: list[str]
-
-
-@dataclass(frozen=True)
-class LctlState(Answer):
-    """Each target's state and server NID as last seen by `lctl dl -t` (imported), the failover, and when
-    the listing was taken (None, and `imported` false, without one)."""
-
-    imported: bool
-    targets: dict[str, LctlTarget]
-    failover: Failover
-    at: str | None
-
-    def to_json(self) -> dict:
-        return {**answer_dict(self), "targets": {t: answer_dict(v) for t, v in self.targets.items()}}
-
-
-def lctl_state(settings, fs: str, until_ns: int | None) -> LctlState:
-    """Each target's state and server NID as last seen by `lctl dl -t` (imported), and failover."""
-    df = Q.last_before(settings, fs, until_ns, prefix="lctl_")
-    if df.empty:
-        return LctlState(imported=False, targets={}, failover=Failover(**T.failover({})), at=None)
-    # a target's listing is the rows at its latest time: older rows name states and NIDs it left
-    latest = df.groupby("target")["time_ns"].transform("max")
-    df = df[df["time_ns"] == latest]
-    out: dict[str, dict] = {}
-    for r in df.itertuples(index=False):
-        d = out.setdefault(r.target, {"state": None, "state_label": None, "nid": None, "seen": ns_to_iso(r.time_ns)})
-        if r.metric.startswith(STATE_PREFIX):
-            code = r.metric[len(STATE_PREFIX):]
-            d["state"] = code.upper()
-            d["state_label"] = LCTL_STATES.get(code, f"unknown state {code.upper()!r}")
-        elif r.metric.startswith(NID_PREFIX):
-            d["nid"] = r.metric[len(NID_PREFIX):]
-    fo = T.failover({t: d["nid"] for t, d in out.items()})
-    targets = {t: LctlTarget(**d, failover=t in fo["overloaded"]) for t, d in sorted(out.items())}
-    return LctlState(imported=True, targets=targets, failover=Failover(**fo), at=ns_to_iso(int(df["time_ns"].max())))
-
-
 # ------------------------------------------------ `lctl get_param` readings: brw_stats, recovery, clients
 
 BRW_SHOWN = {"disk_iosize": "Disk I/O size", "io_time": "Disk I/O time (ms, bucket's upper bound)"}
@@ -911,15 +848,6 @@ def _jobs(df: pd.DataFrame) -> dict[str, dict]:
     return out
 
 
-def user_of(job: str, link: JobLink | None) -> str | None:
-    """The user of a job: the scheduler's when known, else the uid of a `procname.uid` job id
-    (Lustre's jobid_var=procname_uid), else unknown."""
-    if link and link.user:
-        return str(link.user)
-    head, dot, uid = job.rpartition(".")
-    return f"uid {uid}" if dot and head and uid.isdigit() else None
-
-
 def _users(jobs: dict, links: dict[str, JobLink]) -> list[dict]:
     by: dict[str, dict] = {}
     for j, v in jobs.items():
@@ -931,14 +859,6 @@ def _users(jobs: dict, links: dict[str, JobLink]) -> list[dict]:
         d["bytes"] += v["bytes"]
         d["ops"] += v["ops"]
     return sorted(by.values(), key=lambda r: (-r["bytes"], r["user"]))[:TOP_JOBS]
-
-
-@dataclass(frozen=True)
-class JobLink:
-    """What the stores know of a job id: its user (the scheduler's) and its page (a Darshan log's)."""
-
-    user: str | None
-    job_url: str | None
 
 
 def job_links(settings) -> Callable[[list[str]], dict[str, JobLink]]:

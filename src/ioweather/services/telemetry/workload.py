@@ -325,8 +325,8 @@ def _series(settings, fs: str, since, until, resample_s: float, on_step=None, us
     if since_ns is not None or until_ns is not None:
         # An asked window is cut to the time the data covers, as the pages cut it (fsview.covered): the
         # command and the Workload page resolve one window alike and answer the same start and end.
-        # lazy: pandas, pyarrow via services.telemetry.fsview, loaded only when this runs
-        from ioweather.services.telemetry.fsview import KINDS
+        # lazy: pandas, pyarrow via services.telemetry.fsfacts, loaded only when this runs
+        from ioweather.services.telemetry.fsfacts import KINDS
         from ioweather.store import telemetry_targets as TT
 
         inside = TT.spans(settings, fs, {"io": KINDS["io"]}, since_ns, until_ns).get("io")
