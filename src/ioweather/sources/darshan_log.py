@@ -556,42 +556,72 @@ def _read_generic(b, log, mod_name: str, info: dict, names: dict, path: str, err
                          not_monitored=not_monitored)
 
 
+@functools.lru_cache(maxsize=4)
+def _lustre_layout(ffi) -> tuple[struct.Struct, struct.Struct, int]:
+    """(the record's head: id, rank, num_comps, num_stripes, comps and ost_ids pointers; a component's
+    seven counters and pool name; the component's size), checked against CFFI's offsets."""
+    rec, comp = "struct darshan_lustre_record", "struct darshan_lustre_component"
+    head = struct.Struct("=QqqqQQ")
+    at = [ffi.offsetof(rec, f) for f in ("base_rec", "num_comps", "num_stripes", "comps", "ost_ids")]
+    one = struct.Struct("=7q16s")
+    if (at != [0, 16, 24, 32, 40] or ffi.sizeof(rec) != head.size or ffi.sizeof("void *") != 8
+            or ffi.offsetof(comp, "pool_name") != 56 or ffi.sizeof(comp) != one.size):
+        raise RuntimeError("libdarshan-util's Lustre record is not the layout this reader knows")
+    return head, one, one.size
+
+
 def _read_lustre(b, log, path: str, errors: list[str]) -> pd.DataFrame:
     """One row per LUSTRE record: its first component's stripe size, count and pool, its OST ids as text.
 
-    The loop does only what needs the record's pointers (a few cffi reads each); the columns are made at
-    the end (issue 40: a dict of the counters, numpy scalars and a decode per record were 10 % of an
-    ingest's reading)."""
-    ffi = b.ffi
+    Each record is malloc'd by libdarshan-util (its size varies: `_read_fixed` cannot hold them); the
+    loop copies its head and first component out as bytes in one CFFI call each and decodes them
+    with `struct` (issue 40: a CFFI attribute read per field was most of reading the Lustre layouts);
+    the columns are made at the end."""
+    ffi, lib = b.ffi, b.libdutil
     cn = b.counter_names("LUSTRE_COMP")
     i_size = cn.index("LUSTRE_COMP_STRIPE_SIZE") if "LUSTRE_COMP_STRIPE_SIZE" in cn else None
     i_count = cn.index("LUSTRE_COMP_STRIPE_COUNT") if "LUSTRE_COMP_STRIPE_COUNT" in cn else None
+    head_t, comp_t, comp_size = _lustre_layout(ffi)
     ids, ranks, ncomps, sizes, counts, pools, osts = [], [], [], [], [], [], []
     pool_text: dict[bytes, str] = {}
-    unpack, string, cast = ffi.unpack, ffi.string, ffi.cast
-    for buf in _iter_raw(b, log, "LUSTRE", path, errors):
-        rec = cast("struct darshan_lustre_record **", buf)[0]
-        base = rec.base_rec
-        ids.append(base.id)
-        ranks.append(base.rank)
-        ncomp = rec.num_comps
-        ncomps.append(ncomp)
-        if ncomp > 0:
-            comp = rec.comps[0]
-            size = comp.counters[i_size] if i_size is not None else -1
-            count = (comp.counters[i_count] or 0) if i_count is not None else 0
-            pool = string(comp.pool_name)
-        else:
-            size, count, pool = -1, 0, b""
-        sizes.append(size)
-        counts.append(count)
-        text = pool_text.get(pool)
-        if text is None:
-            text = pool_text[pool] = pool.decode("utf-8", "replace")
-        pools.append(text)
-        # the OST list holds num_stripes ids: a garbage stripe count must not read past it
-        n_ost = min(count, rec.num_stripes, MAX_STRIPES)
-        osts.append(",".join(map(str, unpack(cast("int64_t *", rec.ost_ids), n_ost))) if n_ost > 0 else "")
+    idx = log["modules"]["LUSTRE"]["idx"] if log["modules"] else None
+    handle, get, free = log["handle"], lib.darshan_log_get_record, lib.darshan_free
+    buffer, cast, unpack, null = ffi.buffer, ffi.cast, ffi.unpack, ffi.NULL
+    holder = ffi.new("void **")
+    rec_t = ffi.typeof("struct darshan_lustre_record *")
+    while idx is not None:
+        holder[0] = null  # NULL: libdarshan-util mallocs the record (a given buffer is not sized for it)
+        r = get(handle, idx, holder)
+        if r < 0:
+            detail = f" ({errors[-1]})" if errors else ""
+            raise DarshanLogError(f"{path}: corrupt Darshan log: cannot read LUSTRE records{detail}")
+        if r == 0:
+            break
+        p = holder[0]
+        try:
+            rec = cast(rec_t, p)
+            rid, rank, ncomp, nstripes, _, _ = head_t.unpack(buffer(rec))
+            ids.append(rid)
+            ranks.append(rank)
+            ncomps.append(ncomp)
+            if ncomp > 0:
+                c = comp_t.unpack(buffer(rec.comps, comp_size))
+                size = c[i_size] if i_size is not None else -1
+                count = (c[i_count] or 0) if i_count is not None else 0
+                pool = c[7].split(b"\0", 1)[0]
+            else:
+                size, count, pool = -1, 0, b""
+            sizes.append(size)
+            counts.append(count)
+            text = pool_text.get(pool)
+            if text is None:
+                text = pool_text[pool] = pool.decode("utf-8", "replace")
+            pools.append(text)
+            # the OST list holds num_stripes ids: a garbage stripe count must not read past it
+            n_ost = min(count, nstripes, MAX_STRIPES)
+            osts.append(",".join(map(str, unpack(rec.ost_ids, n_ost))) if n_ost > 0 else "")
+        finally:
+            free(p)
     columns = ["id", "rank", "components", "stripe_size", "stripe_count", "pool", "ost_ids"]
     if not ids:
         return pd.DataFrame([], columns=columns).astype({"id": np.uint64})
