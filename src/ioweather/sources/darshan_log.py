@@ -363,15 +363,24 @@ def _inflate(fd: int, off: int, ln: int, comp: int, limit: int) -> tuple[int, by
     return total, head
 
 
-def check_inflation(path: str, fd: int, layout: _Layout) -> None:
+def check_inflation(path: str, fd: int, layout: _Layout, lengths: set[int] | None = None) -> None:
     """Refuse a log whose name or module region inflates beyond INFLATE_RATIO times its size (at least
     INFLATE_FLOOR), before libdarshan-util inflates it whole; and one whose job region inflates beyond
     the 4,096 bytes libdarshan-util reads of it (the real logs' hold at most 4,095): it then reads the
-    rest as the name records and aborts the process with a double free."""
+    rest as the name records and aborts the process with a double free.
+
+    `lengths`: only the module regions of these compressed lengths are counted (`modules_read`)."""
     if _inflate(fd, *layout.job, layout.comp, JOB_RECORD_BYTES)[0] > JOB_RECORD_BYTES:
         raise DarshanLogError(f"{path}: corrupt Darshan log: its job region inflates beyond the "
                               f"{JOB_RECORD_BYTES:,} bytes a job region holds")
+    check_regions(path, fd, layout, lambda what, ln: what == "name records" or lengths is None or ln in lengths)
+
+
+def check_regions(path: str, fd: int, layout: _Layout, which) -> None:
+    """check_inflation's count of the regions `which(what, compressed length)` selects."""
     for what, off, ln in layout.regions:
+        if not which(what, ln):
+            continue
         limit = max(INFLATE_FLOOR, INFLATE_RATIO * ln)
         if layout.comp == 0 and DEFLATE_MAX_RATIO * ln + DEFLATE_MATCH <= limit:
             continue  # deflate cannot reach the limit from so few bytes: inflating them to count is waste
@@ -380,6 +389,15 @@ def check_inflation(path: str, fd: int, layout: _Layout) -> None:
             raise DarshanLogError(f"{path}: corrupt Darshan log: its {what} region of {format_bytes(ln)} inflates "
                                   f"beyond {format_bytes(limit)} ({INFLATE_RATIO}x, the most a real log's does): "
                                   "refused unread")
+
+
+def modules_read(modules: dict, names: list[str]) -> set[int]:
+    """The compressed lengths of the module regions about to be read (`modules`: PyDarshan's
+    log_get_modules). Only those are counted before libdarshan-util reads them: it never inflates
+    another (issue 40: counting the DXT, heatmap and APMPI regions an ingest does not read was half of
+    the counting). By length, as libdarshan-util renumbers an old format's modules (a region of
+    another module with the same length is counted too: never fewer than those read)."""
+    return {int(modules[m]["len"]) for m in names if m in modules}
 
 
 @dataclass
@@ -883,7 +901,8 @@ def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: b
               exclude_implausible_times: bool) -> DarshanLog:
     layout = check_layout(path, open_path=open_path)
     with open(open_path, "rb") as f:
-        check_inflation(path, f.fileno(), layout)
+        # the job and name regions now; a module's before its records are read (modules_read)
+        check_inflation(path, f.fileno(), layout, lengths=set())
         text = read_job_text(path, f.fileno(), layout)
     b = _backend()
     errors: list[str] = list(text.warnings)
@@ -908,6 +927,11 @@ def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: b
             except RuntimeError:  # a module without a name (PyDarshan's string() of NULL)
                 raise DarshanLogError(f"{path}: corrupt Darshan log: libdarshan-util cannot open it"
                                       + (f" ({errors[0]})" if errors else "")) from None
+            wanted = [*GENERIC_MODULES, *(["LUSTRE"] if lustre else []), *(DXT_MODULES if dxt else ()),
+                      *(["HEATMAP"] if heatmaps else [])]
+            lengths = modules_read(modules_raw, wanted)
+            with open(open_path, "rb") as f:
+                check_regions(path, f.fileno(), layout, lambda what, ln: what != "name records" and ln in lengths)
             names = b.log_get_name_records(log)
             records: dict[str, ModuleRecords] = {}
             for mod in GENERIC_MODULES:
