@@ -207,7 +207,7 @@ def test_a_region_that_inflates_a_thousandfold_is_refused_unread(testdata, tmp_p
 
     zeros = zlib.compress(b"\0" * (4 * INFLATE_FLOOR), 9)   # 64 MiB of zeros in 64 KB: 1,000x
     bomb = _with_module_region(testdata / "darshan" / JOB_LOG, tmp_path / "bomb.darshan", 1, zeros)
-    with pytest.raises(DarshanLogError, match="module 1 region of .* inflates beyond 16.0 MiB"):
+    with pytest.raises(DarshanLogError, match="POSIX region of .* inflates beyond 16.0 MiB"):
         read_log(bomb)
     home = tmp_path / "home"
     r = _invoke(home, "job", str(bomb))

@@ -392,11 +392,12 @@ def check_regions(path: str, fd: int, layout: _Layout, which) -> None:
 
 
 def modules_read(modules: dict, names: list[str]) -> set[int]:
-    """The compressed lengths of the module regions about to be read (`modules`: PyDarshan's
-    log_get_modules). Only those are counted before libdarshan-util reads them: it never inflates
+    """The compressed lengths of the regions of `names` (`modules`: PyDarshan's log_get_modules).
+    Only the modules about to be read are counted before libdarshan-util reads them: it never inflates
     another (issue 40: counting the DXT, heatmap and APMPI regions an ingest does not read was half of
-    the counting). By length, as libdarshan-util renumbers an old format's modules (a region of
-    another module with the same length is counted too: never fewer than those read)."""
+    the counting), and the generic modules are counted as they are read (`_read_fixed`). By length, as
+    libdarshan-util renumbers an old format's modules (a region of another module with the same length
+    is counted too: never fewer than those read)."""
     return {int(modules[m]["len"]) for m in names if m in modules}
 
 
@@ -520,10 +521,18 @@ def _read_fixed(b, log, mod_name: str, dt: np.dtype, path: str, errors: list[str
     whole (sizeof the struct), an older one is converted in a zeroed scratch struct copied in whole.
     So one zeroed array holds them all with no allocation, copy and free per record (issue 40: those
     were 9 % of an ingest); a slot is never reused, so no field can be a previous record's. A record
-    that failed (-1) or the end (0) leaves its slot unused."""
+    that failed (-1) or the end (0) leaves its slot unused.
+
+    Its region is counted here, not inflated beforehand (`check_regions`): records beyond
+    INFLATE_RATIO times the compressed length (at least INFLATE_FLOOR) refuse the log as the count
+    would, once that much is held and before more is (issue 40: the count inflated each region
+    twice)."""
     ffi, lib = b.ffi, b.libdutil
-    idx = log["modules"][mod_name]["idx"] if log["modules"] else None
+    info = log["modules"][mod_name] if log["modules"] else None
+    idx = info["idx"] if info else None
     size = dt.itemsize
+    ln = int(info["len"]) if info else 0
+    limit = max(INFLATE_FLOOR, INFLATE_RATIO * ln)
     out = np.zeros(0, dtype=dt)
     if idx is None:
         return out
@@ -534,7 +543,11 @@ def _read_fixed(b, log, mod_name: str, dt: np.dtype, path: str, errors: list[str
     base = ffi.cast("char *", out.ctypes.data)
     while True:
         if n == cap:
-            cap *= 4
+            if n * size > limit:
+                raise DarshanLogError(f"{path}: corrupt Darshan log: its {mod_name} region of {format_bytes(ln)} "
+                                      f"inflates beyond {format_bytes(limit)} ({INFLATE_RATIO}x, the most a real "
+                                      "log's does): refused")
+            cap = min(cap * 4, limit // size + 2)
             grown = np.zeros(cap, dtype=dt)
             grown[:n] = out
             out, base = grown, ffi.cast("char *", grown.ctypes.data)
@@ -927,8 +940,8 @@ def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: b
             except RuntimeError:  # a module without a name (PyDarshan's string() of NULL)
                 raise DarshanLogError(f"{path}: corrupt Darshan log: libdarshan-util cannot open it"
                                       + (f" ({errors[0]})" if errors else "")) from None
-            wanted = [*GENERIC_MODULES, *(["LUSTRE"] if lustre else []), *(DXT_MODULES if dxt else ()),
-                      *(["HEATMAP"] if heatmaps else [])]
+            # the generic modules' regions are counted as they are read (_read_fixed)
+            wanted = [*(["LUSTRE"] if lustre else []), *(DXT_MODULES if dxt else ()), *(["HEATMAP"] if heatmaps else [])]
             lengths = modules_read(modules_raw, wanted)
             with open(open_path, "rb") as f:
                 check_regions(path, f.fileno(), layout, lambda what, ln: what != "name records" and ln in lengths)
