@@ -53,6 +53,34 @@ def test_pydarshan_example_logs_are_included():
     assert len(pydarshan_example_logs()) >= 8
 
 
+LUSTRE_LOGS = [p for p in LOGS if "LUSTRE" in read_log(p, dxt=False, heatmaps=False).modules]
+
+
+@pytest.mark.parametrize("path", LUSTRE_LOGS, ids=[f"{p.parent.name}/{p.name[:50]}" for p in LUSTRE_LOGS])
+def test_lustre_layouts_read_like_pydarshan(path):
+    """The Lustre table (record heads and first components decoded from bytes) against PyDarshan's own
+    reading of each record through CFFI fields, on every real log with Lustre records."""
+    from darshan.backend import cffi_backend as b
+
+    got = read_log(path, dxt=False, heatmaps=False).lustre
+    log = b.log_open(str(path))
+    try:
+        b.log_get_modules(log)
+        want = []
+        while (r := b.log_get_record(log, "LUSTRE", dtype="dict")) is not None:
+            want.append(r)
+    finally:
+        b.log_close(log)
+    assert len(got) == len(want) > 0
+    for row, ref in zip(got.itertuples(index=False), want):
+        first = ref["components"][0] if ref["components"] else None
+        assert (row.id, row.rank, row.components) == (ref["id"], ref["rank"], len(ref["components"]))
+        assert row.stripe_size == (first["counters"]["LUSTRE_COMP_STRIPE_SIZE"] if first else -1)
+        assert row.stripe_count == (first["counters"]["LUSTRE_COMP_STRIPE_COUNT"] if first else 0)
+        assert row.pool == (first["pool_name"] if first else "")
+        assert row.ost_ids == (",".join(map(str, first["ost_ids"])) if first else "")
+
+
 def test_record_ids_above_2_63_stay_unsigned():
     log = read_log(TESTDATA_LOGS / "imbalanced-io.darshan")
     ids = log.records["POSIX"].counters["id"].to_numpy()

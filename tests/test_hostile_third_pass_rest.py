@@ -207,7 +207,7 @@ def test_a_region_that_inflates_a_thousandfold_is_refused_unread(testdata, tmp_p
 
     zeros = zlib.compress(b"\0" * (4 * INFLATE_FLOOR), 9)   # 64 MiB of zeros in 64 KB: 1,000x
     bomb = _with_module_region(testdata / "darshan" / JOB_LOG, tmp_path / "bomb.darshan", 1, zeros)
-    with pytest.raises(DarshanLogError, match="module 1 region of .* inflates beyond 16.0 MiB"):
+    with pytest.raises(DarshanLogError, match="POSIX region of .* inflates beyond 16.0 MiB"):
         read_log(bomb)
     home = tmp_path / "home"
     r = _invoke(home, "job", str(bomb))
@@ -216,6 +216,25 @@ def test_a_region_that_inflates_a_thousandfold_is_refused_unread(testdata, tmp_p
     r = _invoke(home, "jobs", "ingest", str(bomb), str(testdata / "darshan" / JOB_LOG), "--workers", "1", "--json")
     doc = json.loads(r.stdout)
     assert doc["ingested"] == 1 and doc["failed"] == 1, doc
+
+
+@pytest.mark.slow
+def test_a_bomb_in_a_region_not_read_is_left_uninflated(testdata, tmp_path):
+    """Issue 40: only the regions libdarshan-util will read are counted. The DXT region of a log is one
+    `job` reads (refused) and `jobs ingest` does not (the rest of the log read, the same as unbombed)."""
+    from ioweather.sources.darshan_log import INFLATE_FLOOR, DarshanLogError, read_log
+
+    src = testdata / "darshan" / "hdf5_diagonal_write_1_byte_dxt.darshan"
+    zeros = zlib.compress(b"\0" * (4 * INFLATE_FLOOR), 9)
+    bomb = _with_module_region(src, tmp_path / "bomb.darshan", 9, zeros)  # DXT_POSIX in this 3.21 log
+    with pytest.raises(DarshanLogError, match="module 9 region of .* inflates beyond 16.0 MiB"):
+        read_log(bomb)
+    got, want = read_log(bomb, dxt=False, heatmaps=False), read_log(src, dxt=False, heatmaps=False)
+    assert sorted(got.records) == sorted(want.records) and "POSIX" in got.records
+    for mod, rec in want.records.items():
+        assert (got.records[mod].counter_values == rec.counter_values).all()
+    r = _invoke(tmp_path / "home", "jobs", "ingest", str(bomb), "--workers", "1", "--json")
+    assert json.loads(r.stdout)["ingested"] == 1, r.output
 
 
 def test_a_job_region_longer_than_its_buffer_is_refused_in_one_line(testdata, tmp_path):

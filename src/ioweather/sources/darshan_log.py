@@ -363,15 +363,24 @@ def _inflate(fd: int, off: int, ln: int, comp: int, limit: int) -> tuple[int, by
     return total, head
 
 
-def check_inflation(path: str, fd: int, layout: _Layout) -> None:
+def check_inflation(path: str, fd: int, layout: _Layout, lengths: set[int] | None = None) -> None:
     """Refuse a log whose name or module region inflates beyond INFLATE_RATIO times its size (at least
     INFLATE_FLOOR), before libdarshan-util inflates it whole; and one whose job region inflates beyond
     the 4,096 bytes libdarshan-util reads of it (the real logs' hold at most 4,095): it then reads the
-    rest as the name records and aborts the process with a double free."""
+    rest as the name records and aborts the process with a double free.
+
+    `lengths`: only the module regions of these compressed lengths are counted (`modules_read`)."""
     if _inflate(fd, *layout.job, layout.comp, JOB_RECORD_BYTES)[0] > JOB_RECORD_BYTES:
         raise DarshanLogError(f"{path}: corrupt Darshan log: its job region inflates beyond the "
                               f"{JOB_RECORD_BYTES:,} bytes a job region holds")
+    check_regions(path, fd, layout, lambda what, ln: what == "name records" or lengths is None or ln in lengths)
+
+
+def check_regions(path: str, fd: int, layout: _Layout, which) -> None:
+    """check_inflation's count of the regions `which(what, compressed length)` selects."""
     for what, off, ln in layout.regions:
+        if not which(what, ln):
+            continue
         limit = max(INFLATE_FLOOR, INFLATE_RATIO * ln)
         if layout.comp == 0 and DEFLATE_MAX_RATIO * ln + DEFLATE_MATCH <= limit:
             continue  # deflate cannot reach the limit from so few bytes: inflating them to count is waste
@@ -380,6 +389,16 @@ def check_inflation(path: str, fd: int, layout: _Layout) -> None:
             raise DarshanLogError(f"{path}: corrupt Darshan log: its {what} region of {format_bytes(ln)} inflates "
                                   f"beyond {format_bytes(limit)} ({INFLATE_RATIO}x, the most a real log's does): "
                                   "refused unread")
+
+
+def modules_read(modules: dict, names: list[str]) -> set[int]:
+    """The compressed lengths of the regions of `names` (`modules`: PyDarshan's log_get_modules).
+    Only the modules about to be read are counted before libdarshan-util reads them: it never inflates
+    another (issue 40: counting the DXT, heatmap and APMPI regions an ingest does not read was half of
+    the counting), and the generic modules are counted as they are read (`_read_fixed`). By length, as
+    libdarshan-util renumbers an old format's modules (a region of another module with the same length
+    is counted too: never fewer than those read)."""
+    return {int(modules[m]["len"]) for m in names if m in modules}
 
 
 @dataclass
@@ -494,6 +513,54 @@ def _iter_raw(b, log, mod_name: str, path: str, errors: list[str]):
             lib.darshan_free(buf[0])
 
 
+def _read_fixed(b, log, mod_name: str, dt: np.dtype, path: str, errors: list[str]) -> np.ndarray:
+    """Every record of a fixed-size module, read by libdarshan-util straight into one array of `dt`.
+
+    libdarshan-util 3.5's readers of the generic modules fill a buffer they are given instead of
+    malloc'ing one (`if(*buf_p == NULL) malloc`), and write all of it: the current format is read in
+    whole (sizeof the struct), an older one is converted in a zeroed scratch struct copied in whole.
+    So one zeroed array holds them all with no allocation, copy and free per record (issue 40: those
+    were 9 % of an ingest); a slot is never reused, so no field can be a previous record's. A record
+    that failed (-1) or the end (0) leaves its slot unused.
+
+    Its region is counted here, not inflated beforehand (`check_regions`): records beyond
+    INFLATE_RATIO times the compressed length (at least INFLATE_FLOOR) refuse the log as the count
+    would, once that much is held and before more is (issue 40: the count inflated each region
+    twice)."""
+    ffi, lib = b.ffi, b.libdutil
+    info = log["modules"][mod_name] if log["modules"] else None
+    idx = info["idx"] if info else None
+    size = dt.itemsize
+    ln = int(info["len"]) if info else 0
+    limit = max(INFLATE_FLOOR, INFLATE_RATIO * ln)
+    out = np.zeros(0, dtype=dt)
+    if idx is None:
+        return out
+    handle, get = log["handle"], lib.darshan_log_get_record
+    buf = ffi.new("void **")
+    n, cap = 0, 64
+    out = np.zeros(cap, dtype=dt)
+    base = ffi.cast("char *", out.ctypes.data)
+    while True:
+        if n == cap:
+            if n * size > limit:
+                raise DarshanLogError(f"{path}: corrupt Darshan log: its {mod_name} region of {format_bytes(ln)} "
+                                      f"inflates beyond {format_bytes(limit)} ({INFLATE_RATIO}x, the most a real "
+                                      "log's does): refused")
+            cap = min(cap * 4, limit // size + 2)
+            grown = np.zeros(cap, dtype=dt)
+            grown[:n] = out
+            out, base = grown, ffi.cast("char *", grown.ctypes.data)
+        buf[0] = base + n * size
+        r = get(handle, idx, buf)
+        if r < 0:
+            detail = f" ({errors[-1]})" if errors else ""
+            raise DarshanLogError(f"{path}: corrupt Darshan log: cannot read {mod_name} records{detail}")
+        if r == 0:
+            return out[:n]
+        n += 1
+
+
 def _read_generic(b, log, mod_name: str, info: dict, names: dict, path: str, errors: list[str]) -> ModuleRecords:
     ffi = b.ffi
     ctype = b._structdefs[mod_name].replace(" **", "")
@@ -501,9 +568,7 @@ def _read_generic(b, log, mod_name: str, info: dict, names: dict, path: str, err
     fcn = b.fcounter_names(mod_name) or []
     with_file_rec = mod_name in ("H5D", "PNETCDF_VAR")
     dt = _struct_dtype(ffi, ctype, len(cn), len(fcn), with_file_rec)
-    size = dt.itemsize
-    chunks = [ffi.buffer(buf[0], size)[:] for buf in _iter_raw(b, log, mod_name, path, errors)]
-    arr = np.frombuffer(b"".join(chunks), dtype=dt) if chunks else np.zeros(0, dtype=dt)
+    arr = _read_fixed(b, log, mod_name, dt, path, errors)
     ids = arr["id"].astype(np.uint64)
     ranks = arr["rank"].astype(np.int64)
     # copies, never views: np.frombuffer's array is read-only, and a view of a one-record log is
@@ -522,42 +587,72 @@ def _read_generic(b, log, mod_name: str, info: dict, names: dict, path: str, err
                          not_monitored=not_monitored)
 
 
+@functools.lru_cache(maxsize=4)
+def _lustre_layout(ffi) -> tuple[struct.Struct, struct.Struct, int]:
+    """(the record's head: id, rank, num_comps, num_stripes, comps and ost_ids pointers; a component's
+    seven counters and pool name; the component's size), checked against CFFI's offsets."""
+    rec, comp = "struct darshan_lustre_record", "struct darshan_lustre_component"
+    head = struct.Struct("=QqqqQQ")
+    at = [ffi.offsetof(rec, f) for f in ("base_rec", "num_comps", "num_stripes", "comps", "ost_ids")]
+    one = struct.Struct("=7q16s")
+    if (at != [0, 16, 24, 32, 40] or ffi.sizeof(rec) != head.size or ffi.sizeof("void *") != 8
+            or ffi.offsetof(comp, "pool_name") != 56 or ffi.sizeof(comp) != one.size):
+        raise RuntimeError("libdarshan-util's Lustre record is not the layout this reader knows")
+    return head, one, one.size
+
+
 def _read_lustre(b, log, path: str, errors: list[str]) -> pd.DataFrame:
     """One row per LUSTRE record: its first component's stripe size, count and pool, its OST ids as text.
 
-    The loop does only what needs the record's pointers (a few cffi reads each); the columns are made at
-    the end (issue 40: a dict of the counters, numpy scalars and a decode per record were 10 % of an
-    ingest's reading)."""
-    ffi = b.ffi
+    Each record is malloc'd by libdarshan-util (its size varies: `_read_fixed` cannot hold them); the
+    loop copies its head and first component out as bytes in one CFFI call each and decodes them
+    with `struct` (issue 40: a CFFI attribute read per field was most of reading the Lustre layouts);
+    the columns are made at the end."""
+    ffi, lib = b.ffi, b.libdutil
     cn = b.counter_names("LUSTRE_COMP")
     i_size = cn.index("LUSTRE_COMP_STRIPE_SIZE") if "LUSTRE_COMP_STRIPE_SIZE" in cn else None
     i_count = cn.index("LUSTRE_COMP_STRIPE_COUNT") if "LUSTRE_COMP_STRIPE_COUNT" in cn else None
+    head_t, comp_t, comp_size = _lustre_layout(ffi)
     ids, ranks, ncomps, sizes, counts, pools, osts = [], [], [], [], [], [], []
     pool_text: dict[bytes, str] = {}
-    unpack, string, cast = ffi.unpack, ffi.string, ffi.cast
-    for buf in _iter_raw(b, log, "LUSTRE", path, errors):
-        rec = cast("struct darshan_lustre_record **", buf)[0]
-        base = rec.base_rec
-        ids.append(base.id)
-        ranks.append(base.rank)
-        ncomp = rec.num_comps
-        ncomps.append(ncomp)
-        if ncomp > 0:
-            comp = rec.comps[0]
-            size = comp.counters[i_size] if i_size is not None else -1
-            count = (comp.counters[i_count] or 0) if i_count is not None else 0
-            pool = string(comp.pool_name)
-        else:
-            size, count, pool = -1, 0, b""
-        sizes.append(size)
-        counts.append(count)
-        text = pool_text.get(pool)
-        if text is None:
-            text = pool_text[pool] = pool.decode("utf-8", "replace")
-        pools.append(text)
-        # the OST list holds num_stripes ids: a garbage stripe count must not read past it
-        n_ost = min(count, rec.num_stripes, MAX_STRIPES)
-        osts.append(",".join(map(str, unpack(cast("int64_t *", rec.ost_ids), n_ost))) if n_ost > 0 else "")
+    idx = log["modules"]["LUSTRE"]["idx"] if log["modules"] else None
+    handle, get, free = log["handle"], lib.darshan_log_get_record, lib.darshan_free
+    buffer, cast, unpack, null = ffi.buffer, ffi.cast, ffi.unpack, ffi.NULL
+    holder = ffi.new("void **")
+    rec_t = ffi.typeof("struct darshan_lustre_record *")
+    while idx is not None:
+        holder[0] = null  # NULL: libdarshan-util mallocs the record (a given buffer is not sized for it)
+        r = get(handle, idx, holder)
+        if r < 0:
+            detail = f" ({errors[-1]})" if errors else ""
+            raise DarshanLogError(f"{path}: corrupt Darshan log: cannot read LUSTRE records{detail}")
+        if r == 0:
+            break
+        p = holder[0]
+        try:
+            rec = cast(rec_t, p)
+            rid, rank, ncomp, nstripes, _, _ = head_t.unpack(buffer(rec))
+            ids.append(rid)
+            ranks.append(rank)
+            ncomps.append(ncomp)
+            if ncomp > 0:
+                c = comp_t.unpack(buffer(rec.comps, comp_size))
+                size = c[i_size] if i_size is not None else -1
+                count = (c[i_count] or 0) if i_count is not None else 0
+                pool = c[7].split(b"\0", 1)[0]
+            else:
+                size, count, pool = -1, 0, b""
+            sizes.append(size)
+            counts.append(count)
+            text = pool_text.get(pool)
+            if text is None:
+                text = pool_text[pool] = pool.decode("utf-8", "replace")
+            pools.append(text)
+            # the OST list holds num_stripes ids: a garbage stripe count must not read past it
+            n_ost = min(count, nstripes, MAX_STRIPES)
+            osts.append(",".join(map(str, unpack(rec.ost_ids, n_ost))) if n_ost > 0 else "")
+        finally:
+            free(p)
     columns = ["id", "rank", "components", "stripe_size", "stripe_count", "pool", "ost_ids"]
     if not ids:
         return pd.DataFrame([], columns=columns).astype({"id": np.uint64})
@@ -819,7 +914,8 @@ def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: b
               exclude_implausible_times: bool) -> DarshanLog:
     layout = check_layout(path, open_path=open_path)
     with open(open_path, "rb") as f:
-        check_inflation(path, f.fileno(), layout)
+        # the job and name regions now; a module's before its records are read (modules_read)
+        check_inflation(path, f.fileno(), layout, lengths=set())
         text = read_job_text(path, f.fileno(), layout)
     b = _backend()
     errors: list[str] = list(text.warnings)
@@ -844,6 +940,11 @@ def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: b
             except RuntimeError:  # a module without a name (PyDarshan's string() of NULL)
                 raise DarshanLogError(f"{path}: corrupt Darshan log: libdarshan-util cannot open it"
                                       + (f" ({errors[0]})" if errors else "")) from None
+            # the generic modules' regions are counted as they are read (_read_fixed)
+            wanted = [*(["LUSTRE"] if lustre else []), *(DXT_MODULES if dxt else ()), *(["HEATMAP"] if heatmaps else [])]
+            lengths = modules_read(modules_raw, wanted)
+            with open(open_path, "rb") as f:
+                check_regions(path, f.fileno(), layout, lambda what, ln: what != "name records" and ln in lengths)
             names = b.log_get_name_records(log)
             records: dict[str, ModuleRecords] = {}
             for mod in GENERIC_MODULES:
