@@ -151,3 +151,14 @@ def test_a_jobs_node_local_disk_is_its_nodes_dataset(tmp_path):
     (parquet / "telemetry" / "fs=scratch").mkdir()
     both = [*root, {"mount": "/scratch", "fs_type": "lustre", "bytes": 100}]
     assert job_fs(parquet, both).dataset == "scratch"
+
+
+def test_mounts_with_no_telemetry_are_named_most_bytes_first():
+    """`why` listed a job's mounts by the bytes it moved on them, the job page's weather error by name (the
+    per-file table's order): one resolver, one order."""
+    from ioweather.config import dataset_for_mounts
+
+    mounts = [{"mount": "/a", "fs_type": "nfs", "bytes": 5}, {"mount": "/b", "fs_type": "nfs", "bytes": 500},
+              {"mount": "/c", "fs_type": "lustre", "bytes": 50}, {"mount": "/d", "fs_type": "nfs", "bytes": 500}]
+    found = dataset_for_mounts(mounts, [], [])
+    assert found["dataset"] is None and [u["mount"] for u in found["unmapped"]] == ["/b", "/d", "/c", "/a"]

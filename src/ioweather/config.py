@@ -244,4 +244,6 @@ def dataset_for_mounts(mounts: list[dict], names: list[str], fs_map: list[tuple[
         elif moved > best["bytes"]:
             best = {"dataset": dataset, "mount": mount, "fs_type": m.get("fs_type"), "how": how, "bytes": moved}
     best.pop("bytes")
+    # most bytes first, as `why` lists a job's mounts: every surface names them in one order
+    unmapped.sort(key=lambda u: (-u["bytes"], u["mount"]))
     return {**best, "unmapped": unmapped, "shared_mount": shared}
