@@ -198,6 +198,22 @@ def test_independent_small_writes_get_the_lever_that_fits_the_layout():
     assert "data sieving" in m["message"] and m["cost_s"] > 1
 
 
+def test_a_control_that_printed_to_stdout_is_still_on_one_local_disk():
+    """ctl-fpp-odirect-4m (the lab's control: IOR, 2 ranks, a file each, 4 MiB O_DIRECT writes on ext4) at
+    00:07 on 2026-11-29, another engineer's store build writing to the same disk: rank 0 took 3.02 s against
+    a mean of 2.13 s with the same bytes. IOR's <STDOUT> record has no mount, and "every file on a local disk"
+    failed on it: B01 WARN "check that server's load", 0.89 s, and the control was not quiet. The standard
+    streams do not decide; sample-badost (a slow OST on Lustre) keeps its B01."""
+    rep, f = _run(LAB / "ctl-fpp-odirect-4m-stdout.darshan")
+    assert f["B01"]["level"] == "INFO" and "local disk (ext4)" in f["B01"]["message"]
+    assert _actionable(f) == [] and rep["verdict"].endswith("nothing worth changing")
+    badost = TESTDATA_LOGS.parent.parent / "data" / "tokio" / "sample-badost.darshan"
+    if not badost.is_file():
+        pytest.skip(f"shared log {badost} absent")
+    _, f = _run(badost)
+    assert f["B01"]["level"] == "HIGH" and f["B01"]["cost_s"] > 600
+
+
 def test_a_clean_file_per_process_job_is_quiet():
     """clean-fpp: file per process, 4 MiB O_DIRECT writes. Before: an uncosted WARN (M01)."""
     for name in ("clean-fpp", "clean-quiet"):

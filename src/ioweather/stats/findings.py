@@ -289,8 +289,7 @@ class Job:
                 coll = zero_missing(mc, "MPIIO_COLL_WRITES") + zero_missing(mc, "MPIIO_COLL_READS")
                 self._posix.collective_ids = np.unique(mc["id"][coll > 0])
             _, fstype = assign_mounts(posix.names, self.log.mounts)
-            self._posix.one_local_disk = bool(len(fstype)) and (self.ch["job"]["nnodes"] or 1) <= 1 \
-                and all(str(x).lower() in LOCAL_FS for x in fstype)
+            self._posix.one_local_disk = (self.ch["job"]["nnodes"] or 1) <= 1 and _all_local(fstype)
         return self._posix
 
 
@@ -570,7 +569,7 @@ def _rank0(j: Job) -> list[dict]:
             moved_any = (fs["bytes_read"] + fs["bytes_written"]) > 0
             _, fst = assign_mounts(fs["name"][moved_any], j.log.mounts)
             requests = float((fs["reads"] + fs["writes"])[moved_any].sum())
-            if len(fst) and all(str(x).lower() in LOCAL_FS for x in fst) and (ch["job"]["nnodes"] or 1) <= 1 \
+            if _all_local(fst) and (ch["job"]["nnodes"] or 1) <= 1 \
                     and pr_bytes[0] >= t.small_bytes * max(requests, 1.0):
                 # one node's local disk and large requests (as P18/B02): rank 0's stream already has the device
                 # every rank would queue on, and the ranks' bandwidths do not add up there; spreading its bytes
@@ -578,7 +577,7 @@ def _rank0(j: Job) -> list[dict]:
                 t0 = float(rank_sums(fs, nprocs)["time"][0])
                 rate = pr_bytes[0] / t0 if t0 > 0 else 0.0
                 cost = min(cost, float(costs.one_device_excess(j.clock.io_time_s, pr_bytes[0], rate)))
-                device = (f"; on one node's local disk ({', '.join(sorted({str(x) for x in fst}))}) with requests of "
+                device = (f"; on one node's local disk ({', '.join(sorted({str(x) for x in fst if x}))}) with requests of "
                           f"{format_bytes(pr_bytes[0] / max(requests, 1.0))} on average, the other ranks would stream "
                           f"into the same device, whose bandwidth does not add up over ranks: spreading saves at most "
                           f"{format_seconds(cost)}")
@@ -638,6 +637,14 @@ def _lustre(j: Job) -> list[dict]:
 #: File systems on one local device: the ranks' requests queue on it (M08's floor is their summed time).
 LOCAL_FS = ("ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "zfs", "rootfs")
 
+
+def _all_local(fstype) -> bool:
+    """Whether the files of file-system types `fstype` (assign_mounts') are on a node's local disk: every
+    one with a mount (the standard streams, <STDOUT> and <STDERR>, have none and do not decide: a job's
+    stdout once made a clean run on one disk look like one on a server), and at least one."""
+    known = [str(x).lower() for x in fstype if x]
+    return bool(known) and all(x in LOCAL_FS for x in known)
+
 #: MPI-IO requests at least this large (mean per call) gain nothing from collective buffering.
 LARGE_MPIIO_REQUEST = 4 * MiB
 
@@ -690,7 +697,7 @@ def _mpiio_groups(j: Job) -> dict | None:
             if len(j.log.records.get("POSIX", ())) else None
         p_rw = float(zero_missing(pc, "POSIX_F_READ_TIME").sum() + zero_missing(pc, "POSIX_F_WRITE_TIME").sum()) \
             if pc is not None else 0.0
-        local = bool(len(fstype[sel])) and all(str(x).lower() in LOCAL_FS for x in fstype[sel])
+        local = _all_local(fstype[sel])
         floor = max(t_p, p_rw) if local else t_p
         m_n = float(mr["reads"].sum() + mr["writes"].sum())
         out[group] = {
@@ -1082,13 +1089,13 @@ def _rank_time_imbalance(j: Job) -> list[dict]:
         osts = _rank_osts(j.log, slow)
         _, fstype = assign_mounts(fs["name"][mine], j.log.mounts)
         moved = ((fs["bytes_read"] + fs["bytes_written"]) > 0)[mine]
-        if moved.any() and all(str(x).lower() in LOCAL_FS for x in fstype[moved]) \
+        if _all_local(fstype[moved]) \
                 and (j.ch["job"]["nnodes"] or 1) <= 1:
             # one node's local disk is one device every rank queues on (as in _mpiio_files): the slowest
             # rank's excess is its place in that queue, not a slow target it could avoid; no lever, no cost
             return [_f("B01", f"rank {slow} spent {format_seconds(tm[slow])} in I/O against a mean of "
                        f"{format_seconds(mean_t)} with balanced bytes, on a local disk ("
-                       f"{', '.join(sorted({str(x) for x in fstype[moved]}))}) that all ranks share: its excess is "
+                       f"{', '.join(sorted({str(x) for x in fstype[moved] if x}))}) that all ranks share: its excess is "
                        "its place in the device's queue, not a slow target to avoid", {**ev, "osts": osts}, thr,
                        model="informational")
                     | {"level": "INFO"}]
@@ -1114,11 +1121,11 @@ def _rank_time_imbalance(j: Job) -> list[dict]:
     _, fst = assign_mounts(fs["name"][moved_any], j.log.mounts)
     requests = float((fs["reads"] + fs["writes"])[mine].sum())
     device = ""
-    if len(fst) and all(str(x).lower() in LOCAL_FS for x in fst) and (j.ch["job"]["nnodes"] or 1) <= 1 \
+    if _all_local(fst) and (j.ch["job"]["nnodes"] or 1) <= 1 \
             and by[slow] >= t.small_bytes * max(requests, 1.0):
         rates = np.where(tm[active] > 0, by[active] / np.where(tm[active] > 0, tm[active], 1.0), 0.0)
         cost = min(cost, float(costs.one_device_excess(tm[slow], by[active].sum(), rates.max())))
-        device = (f"; on one node's local disk ({', '.join(sorted({str(x) for x in fst}))}) with requests of "
+        device = (f"; on one node's local disk ({', '.join(sorted({str(x) for x in fst if x}))}) with requests of "
                   f"{format_bytes(by[slow] / max(requests, 1.0))} on average, every rank streams into the same device, "
                   f"whose bandwidth does not add up over ranks: balancing saves at most {format_seconds(cost)}")
         ev = {**ev, "one_device": True}

@@ -49,3 +49,5 @@ wait
 #       writes and reads) run at a load of 10 on the 2 cores (2026-11-28 23:24, branch labmpi): M08 claimed 0.74 s
 #   mpiio-interleaved-small.darshan   lab_mpiio (`ioweather lab build`) -b 8192 -n 1500 -g 0, 4 ranks: independent
 #       8 KiB writes through a strided view (rank r's piece k at (4k + r) x 8 KiB), data-sieved (2026-11-28 23:59)
+#   ctl-fpp-odirect-4m-stdout.darshan   control ctl-fpp-odirect-4m (IOR, 2 ranks, a file each, 4 MiB O_DIRECT writes;
+#       its <STDOUT> record has no mount) while another store build wrote to the disk (2026-11-29 00:07)
