@@ -34,7 +34,7 @@ Normalised (what differs between two runs of the same code on the same inputs, n
 - the wall clock: `fsstats walk` snapshot_time and the age statistics counted from it (min/max/mean,
   buckets' sum and byte_days of the atime/mtime/ctime age histograms), `fsstats list` snapshot_time,
   `jobs failed` failed_at, `jobs show` ingested_at, `probe targets` last_sample_age_s, `store prune`
-  kinds[*].cutoff (now less --older-than);
+  kinds[*].cutoff (now less --older-than), `factors fit` created;
 - this machine: `probe init` memory_bytes.
 The list is VOLATILE below; `--show-volatile` prints it.
 
@@ -109,6 +109,7 @@ VOLATILE: dict[str, dict[tuple, str]] = {
     "jobs show": {("ingested_at",): "the wall clock of the ingest"},
     "probe targets": {("*", "last_sample_age_s"): "an age counted from now"},
     "store prune": {("kinds", "*", "cutoff"): "now less --older-than"},
+    "factors fit": {("created",): "the wall clock of the fit"},
     "probe init": {("memory_bytes",): "this machine's physical memory"},
 }
 
@@ -139,7 +140,6 @@ def make_inputs(d: Path) -> None:
             with open(p, "wb") as f:
                 f.truncate(size)
             os.utime(p, ns=(_t(mtime), _t(mtime)))
-    (d / "probe-dir").mkdir()
     # factors: an io-model-shaped Parquet of the paper's Table 3 lines (tests/factors_synthetic.py, fixed seed)
     from factors_synthetic import TABLE3, iomodel_frame
 
@@ -275,7 +275,7 @@ def cases(inputs: Path) -> list[tuple[str, tuple[str, ...]]]:
                             "--label", "a")),
         ("fsstats walk b", ("fsstats", "walk", f"{i}/tree-b", "--threads", "2", "--quiet", "--out", "snap-b.json",
                             "--label", "b")),
-        ("probe init", ("probe", "init", f"{i}/probe-dir", "--file-size", "1MiB", "--pool", "4", "--block", "64KiB")),
+        ("probe init", ("probe", "init", "probe-dir", "--file-size", "1MiB", "--pool", "4", "--block", "64KiB")),
         # -- questions
         (FIRST_QUESTION, ("job", str(WHY_LOG))),
         ("job LOG e3sm", ("job", e3sm)),
@@ -459,12 +459,15 @@ def main() -> int:
         tt = time.perf_counter()
         shutil.rmtree(t.home, ignore_errors=True)  # a kept directory's store of an earlier run
         t.home.mkdir()
+        (t.home / "probe-dir").mkdir()
         for n, a in wanted:
             if n == "lab score" and not lab_logs.is_dir():
                 continue
             if n == FIRST_QUESTION:
                 t.probe_samples()  # the store built, before the questions
-            a = tuple(str(t.home / x) if x in ("snap-a.json", "snap-b.json", "model.json") else x for x in a)
+            # files a case writes: in the tree's home (the trees run at the same time)
+            a = tuple(str(t.home / x) if x in ("snap-a.json", "snap-b.json", "model.json", "probe-dir") else x
+                      for x in a)
             tc = time.perf_counter()
             procs[n][t.name] = t.run(*a, "--json")
             took[n][t.name] = time.perf_counter() - tc
