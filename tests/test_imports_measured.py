@@ -106,6 +106,44 @@ def test_help_check_and_job_load_only_what_they_need(tmp_path):
     assert got["why"] == got["job"], f"`why LOG` loaded {got['why']}; `job LOG` {got['job']}"
 
 
+_HTML_PROBE = textwrap.dedent("""
+    import contextlib, io, json, sys
+    from ioweather.cli import cli
+    LIBS = ("numpy", "pandas", "pyarrow", "sqlalchemy", "scipy", "rich", "jinja2", "matplotlib")
+
+    def run(out):
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            try:
+                cli.main(["job", sys.argv[1], "--html", out], prog_name="ioweather", standalone_mode=False)
+            except SystemExit:
+                pass
+        return sorted({m.split(".")[0] for m in sys.modules} & set(LIBS))
+
+    parent = run(sys.argv[2])  # the report made in the forked child, as a user runs it
+    import ioweather.services.jobs.darshan_child as child
+    child.call_isolated = lambda fn, *a, **kw: fn(*a, **kw)
+    both = run(sys.argv[3])  # the child's work inline: what it loads shows here
+    print(json.dumps({"parent": parent, "child": both}))
+""")
+
+
+@pytest.mark.skipif(not LOG.exists(), reason="shared Darshan logs not present")
+def test_job_html_parent_loads_nothing_heavy_and_the_page_no_terminal_library(tmp_path):
+    """`job LOG --html OUT` (issue 40): the parent forks, waits and writes the page: it imports no numpy (the
+    report it unpickles holds Python numbers only) and no rich (nothing to draw); the child renders the page
+    with Jinja and hand-made SVG, no rich, no matplotlib, no SQLAlchemy. Both runs write the same page."""
+    env = {**os.environ, "IOWEATHER_HOME": str(tmp_path / "home")}
+    env.pop("IOWEATHER_DB", None)
+    forked, inline = tmp_path / "forked.html", tmp_path / "inline.html"
+    out = subprocess.run([sys.executable, "-c", _HTML_PROBE, str(LOG), str(forked), str(inline)],
+                         capture_output=True, text=True, env=env, timeout=120, check=True).stdout
+    got = json.loads(out.splitlines()[-1])
+    assert got["parent"] == [], f"`job LOG --html`'s parent loaded {got['parent']}"
+    assert {"numpy", "pandas", "jinja2"} <= set(got["child"]), got  # the child did make the page
+    assert not {"rich", "matplotlib", "sqlalchemy"} & set(got["child"]), got
+    assert forked.read_bytes() == inline.read_bytes() and b"<svg" in forked.read_bytes()
+
+
 def test_serve_help_lists_the_registry_pages():
     """commands/web.py's list, written out to keep --help light, names every navigable page as its module does."""
     assert pages_help() == "\n".join(f"/{p.slug:<9} {p.title}: {p.description}" for p in load_pages() if p.in_nav)

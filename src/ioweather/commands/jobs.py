@@ -9,17 +9,17 @@ from ioweather.files import display_path
 from ioweather.services.answers.job_diff import job_diff
 from ioweather.services.jobs.darshan_child import job_outputs, write_html
 from ioweather.units import to_ns
-from ioweather.views.job_console import print_job, print_summary
-from ioweather.views.job_diff import print_job_diff
-from ioweather.views.output import print_json, print_table, progress, stderr
-from ioweather.views.stored_jobs import print_job_list, print_stored_job
+from ioweather.views.json_output import print_json
 
 
 def _write_html(out: str, text: str, *, quiet: bool) -> None:
-    """Write the report; say so on stderr unless `quiet` (--json: stdout is for the JSON only)."""
+    """Write the report; say so on stderr unless `quiet` (--json: stdout is for the JSON only).
+
+    Through click, not rich's console: `job LOG --html` has nothing else to print, and rich (~0.1 s to
+    import) is left to the commands that draw tables."""
     write_html(out, text)
     if not quiet:
-        stderr.print(f"wrote {display_path(out)}")
+        click.echo(f"wrote {display_path(out)}", err=True)
 
 
 def _ingest_report(counts) -> None:
@@ -78,6 +78,9 @@ def register(cli: click.Group) -> None:
         if as_json:
             print_json(d.to_json())
         else:
+            # lazy: rich via views.job_diff: `--json` draws no table
+            from ioweather.views.job_diff import print_job_diff
+
             print_job_diff(d)
 
     @job_group.command("log", cls=_LogCommand, hidden=True,
@@ -99,6 +102,9 @@ def register(cli: click.Group) -> None:
         if as_json:
             print_json(rep.to_json())
         elif not html_out:
+            # lazy: rich via views.job_console: `--json` and `--html` draw no table
+            from ioweather.views.job_console import print_job
+
             print_job(rep)
 
     @cli.group("jobs")
@@ -131,6 +137,9 @@ def register(cli: click.Group) -> None:
         # lazy: numpy, pandas, pyarrow via services.jobs.ingest: kept off the command's `--help` and its usage errors
         from ioweather.services.jobs.ingest import default_workers, ingest as run
 
+        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
+        from ioweather.views.output import progress
+
         with quiet_output(quiet, as_json):
             with progress() as bar:
                 task = bar.add_task("ingesting Darshan logs", total=None)
@@ -153,6 +162,9 @@ def register(cli: click.Group) -> None:
         if as_json:
             print_json(failed.to_json())
         else:
+            # lazy: rich via views.output: `--json` draws no table
+            from ioweather.views.output import print_table
+
             print_table(failed.to_json(), [("path", "path"), ("reason", "reason"), ("size_bytes", "bytes")],
                         empty="no failed logs")
 
@@ -184,6 +196,10 @@ def register(cli: click.Group) -> None:
         if as_json:
             print_json(rep)
         elif not html_out:
+            # lazy: rich via views.job_console: `--json` and `--html` draw no table
+            from ioweather.views.job_console import print_summary
+            from ioweather.views.output import stderr
+
             if rep["jobs"] == 0:
                 stderr.print(f"no jobs in the store ({rep['failed_logs']} logs could not be read); "
                              "run 'ioweather jobs ingest PATH' first")
@@ -209,6 +225,9 @@ def register(cli: click.Group) -> None:
         if as_json:
             print_json(rows.to_json())
         else:
+            # lazy: rich via views.stored_jobs: `--json` draws no table
+            from ioweather.views.stored_jobs import print_job_list
+
             print_job_list(rows.rows)
 
     @jobs.command("show")
@@ -224,4 +243,7 @@ def register(cli: click.Group) -> None:
         if as_json:
             print_json(rep)
         else:
+            # lazy: rich via views.stored_jobs: `--json` draws no table
+            from ioweather.views.stored_jobs import print_stored_job
+
             print_stored_job(rep)

@@ -1200,7 +1200,7 @@ def _lustre_findings(log, t: Thresholds, clock: costs.Clock) -> list[dict]:
                       {"files": int(len(big)), "worst_file": w["name"], "size_bytes": float(w["size"]),
                        "bytes": float(w["bytes"]), "stripe_count": int(w["stripe_count"]),
                        "usable_stripe_count": int(w["target"]), "fs_osts": osts, "ranks_moving": int(w["movers"]),
-                       "top_rank": w["top_rank"], "file_time_s": float(w["wall_s"])},
+                       "top_rank": _plain(w["top_rank"]), "file_time_s": float(w["wall_s"])},
                       {"lustre_large_file_bytes": t.lustre_large_file_bytes,
                        "lustre_stripe_shortfall": t.lustre_stripe_shortfall, "lustre_osts": t.lustre_osts},
                       cost=float(saving.sum()), model="striping", fix=fix,
@@ -1240,6 +1240,12 @@ def _lustre_findings(log, t: Thresholds, clock: costs.Clock) -> list[dict]:
                       cost=clock.wall(float(small["meta_s"].sum()) * (1 - 1 / c_mean)), model="small-files-striping",
                       fix=fix, action=f"put the small files on one stripe: {fix}", overlaps=("F01", "P17")))
     return out
+
+
+def _plain(v):
+    """A numpy scalar as the Python number it holds (an int stays an int, a float a float), else `v`: the
+    report crosses a pickle to `job`'s parent, which would import numpy (~0.1 s) to read one numpy int."""
+    return v.item() if hasattr(v, "item") else v
 
 
 def _other_files(big, saving: np.ndarray, worst: int, n: int = 3) -> str:

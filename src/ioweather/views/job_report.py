@@ -13,6 +13,7 @@ import numpy as np
 
 from ioweather.units import format_bytes, format_seconds
 from ioweather.views import svg_charts as charts
+from ioweather.views.job_text import combined_text, cost_text, layer_text, lustre_text
 from ioweather.views.svg_charts import esc
 
 #: At most this many DXT segments are drawn (a uniform sample beyond that) to keep pages fast.
@@ -107,12 +108,10 @@ def render_job_html(rep, top_files: list[dict], per_rank=None, dxt: dict | None 
                     damaged: dict | None = None) -> str:
     """`job LOG --html` of its `JobReport` (services/jobs/answer.py) and the files that moved the most
     (name, module, sharing, bytes)."""
-    # lazy: jinja2, markupsafe, rich: services.jobs.report imports this module for `why` and `job --json`, which
+    # lazy: jinja2, markupsafe: services.jobs.report imports this module for `why` and `job --json`, which
     # render no page
     from markupsafe import Markup
 
-    # lazy: rich via views.job_console: as above
-    from ioweather.views.job_console import combined_text, cost_text, layer_text, lustre_text
     # lazy: jinja2 via views.templating: as above
     from ioweather.views.templating import render
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import jinja2
 
 from ioweather.units import format_age, format_bytes, format_number, format_seconds
-from ioweather.views.output import to_json
+from ioweather.encoding import to_json
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
