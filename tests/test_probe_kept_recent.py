@@ -104,3 +104,20 @@ def test_kept_climate_and_sparkline_equal_fresh(tmp_path):
         assert seen_tails  # the unfinished interval was merged in at least once, not only kept rows compared
     finally:
         store.dispose()
+
+
+def test_baseline_refreshes_of_all_targets_cost_one_percent():
+    """Refreshing every target's baseline costs at most 1 / TTL_COST_FACTOR of a core in all, not per target:
+    at 100 targets with ~20 ms baselines the per-target rule (TTL 2 s) made a Status answer compute many of
+    them again in the request, a whole core's worth (docs/benchmarks.md, issue 40 item 4)."""
+    from ioweather.services.probe import cache as cache_mod
+
+    for compute_s in (0.001, 0.004, 0.02, 0.038, 0.3):
+        for targets in (1, 10, 100, 1000):
+            b = cache_mod.Baseline(np.ones(6), np.ones(6, np.int64), 0, 1, 0, compute_s)
+            ttl = b.ttl_s(targets)
+            assert cache_mod.TTL_MIN_S <= ttl <= cache_mod.TTL_MAX_S
+            if cache_mod.TTL_MIN_S < ttl < cache_mod.TTL_MAX_S:  # not clamped: the budget holds exactly
+                assert abs(targets * compute_s / ttl - 1 / cache_mod.TTL_COST_FACTOR) < 1e-12
+            elif ttl == cache_mod.TTL_MAX_S:  # at most an hour old (the window moves 0.14 % an hour), even over budget
+                assert targets * compute_s * cache_mod.TTL_COST_FACTOR >= cache_mod.TTL_MAX_S

@@ -6,8 +6,10 @@ seconds, far too long for a page or a scrape. Two things need that month:
 - the **baseline** (the expected duration of each op: the median of the last
   30 days, METHODS.md section 1). It is exact (the same function as `ioweather
   slowdown`) and recomputed when older than its TTL. The TTL adapts to its cost:
-  100 × the time the last computation took, between 1 s and 1 h, so the refresh
-  costs at most 1 % of a core; a 30-day window moves by 0.14 % in an hour. A cheap
+  100 × the time the last computation took × the targets the cache serves, between
+  1 s and 1 h, so refreshing them all costs at most 1 % of a core (per target, 100
+  targets made it a whole core: every ~20 ms baseline expired within 2 s and was
+  computed again in a Status answer); a 30-day window moves by 0.14 % in an hour. A cheap
   baseline (a young store: `watch` just started) is recomputed on the spot; an
   expensive one in the background, serving the previous value meanwhile.
 - **interval rollups** (count, errors, timeouts, quantiles per op and 10 min / 30 min /
@@ -151,9 +153,10 @@ class Baseline:
         span_s = (self.until_ns - self.since_ns) / 1e9
         return learning_ops(self.samples, self.history_s(now_ns), min_history_s(span_s), self.min_samples())
 
-    @property
-    def ttl_s(self) -> float:
-        return min(TTL_MAX_S, max(TTL_MIN_S, TTL_COST_FACTOR * self.compute_s))
+    def ttl_s(self, targets: int = 1) -> float:
+        """How long (s) this baseline is served before it is computed again, when the cache serves `targets`
+        targets: their refreshes together cost at most 1 / TTL_COST_FACTOR of a core (within [TTL_MIN_S, TTL_MAX_S])."""
+        return min(TTL_MAX_S, max(TTL_MIN_S, TTL_COST_FACTOR * self.compute_s * max(1, targets)))
 
 
 @dataclass
@@ -497,7 +500,8 @@ class ProbeCache:
             # A young baseline (a probe that just started) changes fast and costs little: refresh it in the
             # request, and at once while an op has no baseline sample (no slowdown can be shown without).
             young = int(b.samples.sum()) < YOUNG_SAMPLES
-            expired = (self.clock() - b.computed_ns) / 1e9 > b.ttl_s or (young and bool((b.samples == 0).any()))
+            expired = (self.clock() - b.computed_ns) / 1e9 > b.ttl_s(len(self._targets)) or \
+                (young and bool((b.samples == 0).any()))
             if expired and (young or b.compute_s < SYNC_REFRESH_S):
                 now = self.clock()
                 _, tc.baseline = self._scan(target, None, (), self.baseline_window(now))
