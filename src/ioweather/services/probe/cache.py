@@ -6,8 +6,10 @@ seconds, far too long for a page or a scrape. Two things need that month:
 - the **baseline** (the expected duration of each op: the median of the last
   30 days, METHODS.md section 1). It is exact (the same function as `ioweather
   slowdown`) and recomputed when older than its TTL. The TTL adapts to its cost:
-  100 × the time the last computation took, between 1 s and 1 h, so the refresh
-  costs at most 1 % of a core; a 30-day window moves by 0.14 % in an hour. A cheap
+  100 × the time the last computation took × the targets the cache serves, between
+  1 s and 1 h, so refreshing them all costs at most 1 % of a core (per target, 100
+  targets made it a whole core: every ~20 ms baseline expired within 2 s and was
+  computed again in a Status answer); a 30-day window moves by 0.14 % in an hour. A cheap
   baseline (a young store: `watch` just started) is recomputed on the spot; an
   expensive one in the background, serving the previous value meanwhile.
 - **interval rollups** (count, errors, timeouts, quantiles per op and 10 min / 30 min /
@@ -42,7 +44,7 @@ import numpy as np
 from ioweather.errors import UserError
 from ioweather.services.probe import pieces as probe_pieces
 
-from ioweather.stats.probe import interval_stats
+from ioweather.stats.probe import interval_medians, interval_stats
 from ioweather.stats.probe import SLOWDOWN_STATS
 from ioweather.stats.rollups import concat_rollups, empty_rollups, rollup_arrays, select_rollups
 from ioweather.stats.status import baseline_stats, baseline_stats_from, learning_ops, min_history_s, min_samples
@@ -78,6 +80,11 @@ def _down(t: int, step: int) -> int:
 
 def _up(t: int, step: int) -> int:
     return -((-t) // step) * step
+
+
+def _finite_sorted(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, np.float64)
+    return np.sort(v[np.isfinite(v)])
 
 
 @dataclass(frozen=True)
@@ -146,9 +153,10 @@ class Baseline:
         span_s = (self.until_ns - self.since_ns) / 1e9
         return learning_ops(self.samples, self.history_s(now_ns), min_history_s(span_s), self.min_samples())
 
-    @property
-    def ttl_s(self) -> float:
-        return min(TTL_MAX_S, max(TTL_MIN_S, TTL_COST_FACTOR * self.compute_s))
+    def ttl_s(self, targets: int = 1) -> float:
+        """How long (s) this baseline is served before it is computed again, when the cache serves `targets`
+        targets: their refreshes together cost at most 1 / TTL_COST_FACTOR of a core (within [TTL_MIN_S, TTL_MAX_S])."""
+        return min(TTL_MAX_S, max(TTL_MIN_S, TTL_COST_FACTOR * self.compute_s * max(1, targets)))
 
 
 @dataclass
@@ -160,6 +168,9 @@ class _Rollups:
     lock: threading.Lock = field(default_factory=threading.Lock)
     rows: dict[str, np.ndarray] = field(default_factory=empty_rollups)
     covered: tuple[int, int] | None = None
+    #: `rollup_values`' last answer for the kept rows: ((since, until, column), the `rows` it was taken from,
+    #: per op code the column's finite values sorted).
+    sorted: tuple[tuple[int, int, str], dict, list[np.ndarray]] | None = None
 
 
 @dataclass
@@ -180,6 +191,9 @@ class _Target:
     #: The newest samples kept between two `sharing_reads` blocks (`_kept_read`), changed under `kept_lock`.
     kept: _Kept | None = None
     kept_lock: threading.Lock = field(default_factory=threading.Lock)
+    #: `recent_medians`' intervals that had ended when their samples were read: (interval_s, runs, [lo, hi),
+    #: codes, starts, medians), changed under `kept_lock`.
+    medians: tuple | None = None
     rolled: dict[int, _Rollups] = field(default_factory=lambda: {i: _Rollups() for i in INTERVALS_S})
     baseline: Baseline | None = None
     refreshing: bool = False
@@ -195,6 +209,8 @@ class _Shared:
     target: str
     since_ns: int
     samples: dict[str, np.ndarray] | None = None
+    #: With `keep_recent`: the samples that started before this were final when `samples` were read.
+    final_ns: int | None = None
 
 
 class ProbeCache:
@@ -266,9 +282,10 @@ class ProbeCache:
         selection keeps the op-then-time order."""
         shared = getattr(self._shared, "block", None)
         if shared is not None and shared.target == target and since_ns is not None and since_ns >= shared.since_ns:
-            if shared.samples is None:
-                shared.samples = self._kept_read(target, shared.since_ns) if self.keep_recent else \
-                    probe_store.read_samples(self.store, target, since_ns=shared.since_ns)
+            if shared.samples is None and self.keep_recent:
+                shared.samples, shared.final_ns = self._kept_read_final(target, shared.since_ns)
+            elif shared.samples is None:
+                shared.samples = probe_store.read_samples(self.store, target, since_ns=shared.since_ns)
             s = shared.samples
         elif self.keep_recent and since_ns is not None and since_ns >= self._kept_floor(self.clock()):
             s = self._kept_read(target, since_ns)  # a rollups' tail, a timeline's last minutes
@@ -287,6 +304,9 @@ class ProbeCache:
         return min(now_ns - KEEP_NS, probe_pieces.tail_since(now_ns))
 
     def _kept_read(self, target: str, since_ns: int) -> dict[str, np.ndarray]:
+        return self._kept_read_final(target, since_ns)[0]
+
+    def _kept_read_final(self, target: str, since_ns: int) -> tuple[dict[str, np.ndarray], int]:
         """`read_samples(target, since_ns=...)` from `since_ns` or the kept floor, the earlier (a superset of
         the rows from `since_ns`: callers cut), reading again only what can still change since this target's
         previous such read: a sample that started more than `lag` before a read was stored by then (samples
@@ -316,7 +336,42 @@ class ProbeCache:
                     order = np.argsort(cols["op"], kind="stable")
                     cols = {c: v[order] for c, v in cols.items()}
             tc.kept = _Kept(runs, since_ns, final, cols)
-            return cols
+            return cols, final
+
+    def recent_medians(self, target: str, since_ns: int, interval_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`stats.probe.interval_medians` (op codes, interval starts, medians) of `target`'s samples from
+        `since_ns` on: the Status card's sparkline, 60 minutes of 6 ops, grouped and sorted 21,600 rows a card
+        at every answer. Inside a `sharing_reads` block of a `keep_recent` cache, the whole intervals that had
+        ended before their samples were final (`_kept_read`) are kept and only the others computed: the same
+        numbers, each interval's median of the same samples (the first, cut by `since_ns`, always computed)."""
+        s = self.read(target, since_ns, None)
+        shared = getattr(self._shared, "block", None)
+        final = shared.final_ns if shared is not None and shared.target == target else None
+        if final is None:
+            return interval_medians(s["op"], s["start_ns"], s["duration_ns"], s["status"], interval_s)
+        step = int(round(interval_s * 1e9))
+        whole = _up(since_ns, step)  # the intervals from here on hold every sample of theirs from `since_ns` on
+        done = _down(final, step)  # the intervals before this ended before `final`: their samples are final
+        tc = self._t(target)
+        runs = self._run_ids().get(target, ())
+        with tc.kept_lock:
+            m = tc.medians
+        frm = whole
+        old = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64))
+        if m is not None and m[0] == step and m[1] == runs and m[2] <= whole:
+            frm = max(whole, min(m[3], done))
+            keep = (m[5] >= whole) & (m[5] < frm)
+            old = (m[4][keep], m[5][keep], m[6][keep])
+        sel = (s["start_ns"] < whole) | (s["start_ns"] >= frm)
+        new = interval_medians(s["op"][sel], s["start_ns"][sel], s["duration_ns"][sel], s["status"][sel], interval_s)
+        codes, starts, medians = (np.concatenate([a, np.asarray(b, a.dtype)]) for a, b in zip(old, new))
+        order = np.lexsort((starts, codes))  # interval_medians' order: by op, then time
+        codes, starts, medians = codes[order], starts[order], medians[order]
+        if done > whole:
+            ended = (starts >= whole) & (starts < done)
+            with tc.kept_lock:
+                tc.medians = (step, runs, whole, done, codes[ended], starts[ended], medians[ended])
+        return codes, starts, medians
 
     @contextlib.contextmanager
     def sharing_reads(self, target: str, since_ns: int):
@@ -445,7 +500,8 @@ class ProbeCache:
             # A young baseline (a probe that just started) changes fast and costs little: refresh it in the
             # request, and at once while an op has no baseline sample (no slowdown can be shown without).
             young = int(b.samples.sum()) < YOUNG_SAMPLES
-            expired = (self.clock() - b.computed_ns) / 1e9 > b.ttl_s or (young and bool((b.samples == 0).any()))
+            expired = (self.clock() - b.computed_ns) / 1e9 > b.ttl_s(len(self._targets)) or \
+                (young and bool((b.samples == 0).any()))
             if expired and (young or b.compute_s < SYNC_REFRESH_S):
                 now = self.clock()
                 _, tc.baseline = self._scan(target, None, (), self.baseline_window(now))
@@ -510,6 +566,43 @@ class ProbeCache:
         s = self.read(target, tail_from, until_ns)
         tail = rollup_arrays(interval_stats(s["op"], s["start_ns"], s["duration_ns"], s["status"], interval_s))
         return concat_rollups([cached, tail])
+
+    def rollup_values(self, target: str, interval_s: int, since_ns: int, until_ns: int, column: str) -> list[np.ndarray]:
+        """Per op code, the finite values of `column` of `rollups(target, interval_s, since_ns, until_ns)`, sorted.
+
+        The Status card's climate is a month of 10-minute values per op: 100 cards selected and sorted
+        26,000 kept rows at every answer, though they change once per settled interval. The kept rows'
+        values are sorted once per settled interval (and per change of the kept rows) and only the
+        unfinished tail's few values merged in: the same numbers as sorting `rollups`' column."""
+        if interval_s not in INTERVALS_S:
+            raise ValueError(f"interval must be one of {INTERVALS_S}")
+        a = _down(since_ns, interval_s * 10**9)
+        tc = self._t(target)
+        if not tc.warmed and not self._pieces:
+            with tc.lock:
+                self._ensure_warm(target, tc)
+        r = tc.rolled[interval_s]
+        step = interval_s * 10**9
+        b = min(_up(until_ns, step), self.settled_ns(step))
+        with r.lock:
+            if a < b:
+                self._extend(target, r, interval_s, a, b)
+            hi = r.covered[1] if r.covered else a
+            key = (a, min(until_ns, hi), column)
+            if r.sorted is None or r.sorted[0] != key or r.sorted[1] is not r.rows:
+                kept = select_rollups(r.rows, a, key[1])
+                r.sorted = (key, r.rows, [_finite_sorted(kept[column][kept["op"] == code]) for code in range(len(OPS))])
+            settled = r.sorted[2]
+        tail_from = max(a, hi)
+        if until_ns <= tail_from:
+            return list(settled)
+        s = self.read(target, tail_from, until_ns)
+        tail = rollup_arrays(interval_stats(s["op"], s["start_ns"], s["duration_ns"], s["status"], interval_s))
+        out = []
+        for code in range(len(OPS)):
+            t = _finite_sorted(tail[column][tail["op"] == code])
+            out.append(np.insert(settled[code], np.searchsorted(settled[code], t), t) if len(t) else settled[code])
+        return out
 
     def _cover(self, target: str, r: _Rollups, interval_s: int, a: int, until_ns: int) -> tuple[dict, int]:
         """The kept rows of [a, until) once every settled interval of it is kept, and where the kept rows end."""

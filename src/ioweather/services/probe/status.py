@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ioweather.encoding import Answer, answer_dict, iso_ms
-from ioweather.stats.probe import DEGRADED, SEVERE, interval_medians, state
+from ioweather.stats.probe import DEGRADED, SEVERE, state
 from ioweather.stats.status import climate, target_state, window_slowdown
 from ioweather.stats.status import learning_reason as _learning_reason, learning_span, min_history_s
 from ioweather.store.probe import latest_runs, runs as probe_runs
@@ -229,15 +229,15 @@ def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, cri
         history = base.history_s(now)
         climates = [None] * len(OPS)
         if with_climate:
-            roll = cache.rollups(target, 600, *cache.baseline_window(now))
-            col = "mean_s" if stat == "mean" else f"{stat}_s"
+            # sorted once per settled interval by the cache: the climate's month of 10-minute values
+            past = cache.rollup_values(target, 600, *cache.baseline_window(now),
+                                       "mean_s" if stat == "mean" else f"{stat}_s")
         ops = []
         for code, op in enumerate(OPS):
             r = rows.get(code)
             sd = r["slowdown"] if r and not learning[code] else None
             if with_climate:
-                sel = roll["op"] == code
-                values = roll[col][sel] / denominator[code] if np.isfinite(denominator[code]) else []
+                values = past[code] / denominator[code] if np.isfinite(denominator[code]) else []
                 climates[code] = Climate(**climate(np.asarray(values), sd))
             ops.append(OpStatus(op=op, count=r["count"] if r else 0, errors=r["errors"] if r else 0,
                                 timeouts=r["timeouts"] if r else 0, value_s=r["value_s"] if r else None,
@@ -266,20 +266,20 @@ def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, cri
                                   # the badge's words, as learning_reason writes them ("0 min of 30 d", not "55.2 s of 30d")
                                   learning_span=learning_span(held_s, span_s)),
             ops=ops,
-            sparkline=_sparkline(recent, now, base.expected_s, run.interval_s if run else 1.0) if spark else None)
+            sparkline=_sparkline(cache, target, since, now, base.expected_s, run.interval_s if run else 1.0)
+            if spark else None)
 
 
-def _sparkline(s: dict, now: int, expected: np.ndarray, period_s: float) -> Sparkline:
+def _sparkline(cache: ProbeCache, target: str, since: int, now: int, expected: np.ndarray,
+               period_s: float) -> Sparkline:
     """Median slowdown of each op per minute over the last hour (per 5 or 10 minutes for slow probes,
-    so that each point is a median of several samples)."""
+    so that each point is a median of several samples), of the samples from `since` on."""
     step_s = next((x for x in (SPARK_STEP_S, 300.0, 600.0) if x >= 6 * period_s), 600.0)
     step = int(step_s * 1e9)
     t0 = ((now - int(SPARK_WINDOW_S * 1e9)) // step) * step
     times = list(range(t0, now + 1, step))
     series = {op: [None] * len(times) for op in OPS}
-    sel = s["start_ns"] >= t0
-    codes, starts, medians = interval_medians(s["op"][sel], s["start_ns"][sel], s["duration_ns"][sel],
-                                              s["status"][sel], step_s)
+    codes, starts, medians = cache.recent_medians(target, max(since, t0), step_s)  # the hour's ended minutes kept
     for code, b, median in zip(codes.tolist(), starts.tolist(), medians.tolist()):
         i = (b - t0) // step
         exp = expected[code]
