@@ -92,8 +92,11 @@ for _new in MOVED.values():
     _pkg, _leaf = _new.split(".")
     PACKAGES.setdefault(_pkg, set()).add(_leaf)
 #: Modules new in a package since the move (no old flat name): `services.probe.light_check` is not the old
-#: `services/probe.py`'s attribute `light_check`.
-PACKAGES["probe"].add("light_check")
+#: `services/probe.py`'s attribute `light_check`, nor `services.telemetry.fsfacts` the old telemetry.py's.
+#: Read from the tree, so that a module added later is never taken for an old one's attribute.
+_SERVICES = Path(__file__).resolve().parent.parent / "src" / "ioweather" / "services"
+for _pkg in PACKAGES:
+    PACKAGES[_pkg].update(f.stem for f in (_SERVICES / _pkg).glob("*.py") if f.stem != "__init__")
 
 ROOTS = ("src", "tests", "benchmarks", "scripts", "docs", "tools")
 TOP_FILES = ("pyproject.toml", "Makefile", "README.md")

@@ -6,6 +6,7 @@
     ingest             importer chunks -> the store's long format, and the writer name of each import source
     import_kinds       the importer kinds `import` offers, without importing any importer
     fsview             the admin's view of a file system per target: /servers, /metadata, /capacity, /talkers
+    fsfacts            what `why`, `events` and `workload` read of that view without it: telemetry kinds, lctl targets, a job's user
     capacity           when the disk is full: the one forecast of the Capacity page, the report and `report --json`
     workload           the `ioweather workload` document: its `--json` and the series behind its figures
     exporter           `ioweather export`: the telemetry store as a Prometheus exporter
