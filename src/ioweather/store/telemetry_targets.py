@@ -325,9 +325,10 @@ def spans(settings, fs: str, kinds: dict[str, tuple[tuple[str, ...], str | None]
 def known_jobs(store, jobids: list[int]) -> dict[str, dict]:
     """{job id: {"user": scheduler's user or None, "job_url": "/job?id=<hash>" or None}} for the numeric
     job ids that the Darshan or scheduler tables know; tables that do not exist are not created."""
-    # lazy: sqlalchemy via the tables: the job_stats pages ask it; `why`'s events (store/sqlite_reads.py) do not
+    # lazy: sqlalchemy: the job_stats pages ask this; `why`'s events (store/sqlite_reads.py) import this module, not it
     import sqlalchemy as sa
 
+    # lazy: sqlalchemy via the tables, as above
     from ioweather.store import jobs as darshan, scheduler as sched
 
     versions = store.versions()
