@@ -450,7 +450,8 @@ def test_why_is_one_shot_for_the_garbage_collector(stormy):
     passes, frozen, thresholds = ast.literal_eval(p.stdout.strip().splitlines()[-1])
     print("collections by generation:", passes, "frozen:", frozen)
     assert passes[0] <= 40 and passes[2] == 0, passes
-    assert frozen > 100_000 and thresholds == (700, 10, 10)
+    # what the imports made is frozen: ~91,000 objects since SQLAlchemy is no longer among them (branch whysql)
+    assert frozen > 50_000 and thresholds == (700, 10, 10)
 
 
 def test_only_the_motifs_jobs_are_read_for_one_answer(stormy):
