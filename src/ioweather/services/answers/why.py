@@ -38,8 +38,9 @@ from typing import TYPE_CHECKING
 from ioweather.config import check_dataset_name, dataset_for_mounts, load_fs_map
 from ioweather.errors import from_os_error, UserError
 from ioweather.services.runtime.fs_names import JobFs, check_fs, job_fs, probes_on
+from ioweather.store.parquet_scan import one_database
 from ioweather.store.probe_light import OPS as PROBE_OPS
-from ioweather.store.sqlite_reads import door
+from ioweather.store.sqlite_reads import door, Fallback, open_light
 from ioweather.units import format_seconds, ns_to_iso
 
 if TYPE_CHECKING:
@@ -77,12 +78,8 @@ def why(settings, ident: str, fs: str | None = None, store=None, reference: tupl
     ident = str(ident).strip()
     if not ident:
         raise UserError("give a job: a Darshan log, a log hash prefix, or a job id")
-    # lazy: pandas, pyarrow via store.parquet_scan: commands.why imports this at its top: kept off `ioweather why --help`
-    from ioweather.store.parquet_scan import one_database
-    # no SQLAlchemy: the embedded SQLite store is read through sqlite3 first (store/sqlite_reads.py)
-    from ioweather.store.sqlite_reads import Fallback, open_light
-
     if store is None and settings.store_exists():
+        # the embedded SQLite store through sqlite3 first: no SQLAlchemy (~0.2 s) where nothing is written
         try:
             light = open_light(settings)
         except Fallback:
@@ -607,8 +604,8 @@ class _Probes:
     def __init__(self, store, reference: tuple[int, int] | None = None):
         self.baselines = None
         if store is not None and "probe" in store.versions():
-            # lazy: numpy, sqlalchemy via services.jobs.weather: only a store's probes need it (`why LOG` without a
-            # store loaded SQLAlchemy for this import alone)
+            # lazy: numpy via services.jobs.weather: only a store's probes need it (`why LOG` without a store reads
+            # the log alone)
             from ioweather.services.jobs.weather import ProbeBaselines
 
             self.baselines = ProbeBaselines(store, reference)
