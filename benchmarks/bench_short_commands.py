@@ -10,8 +10,9 @@ the queue, the CPU time the work). `--before SRC` adds the same commands run fro
                                               [--before /tmp/before/src] [--only why]
 
 --only why: the bare `python -c "import numpy, pandas"`, the libraries `why` cannot answer without on a store
-with telemetry (WHY_LIBRARIES: SQLAlchemy and pandas through services.answers.events' imports, DuckDB for the
-telemetry reads, PyDarshan's cffi backend for the log), and `why JOB` (text and --json) alone (issue 40's
+with telemetry (WHY_LIBRARIES: pandas through services.answers.events' imports — SQLAlchemy too before branch
+whysql, whose `why` reads an SQLite store through sqlite3 —, DuckDB for the telemetry reads, PyDarshan's cffi
+backend for the log), and `why JOB` (text and --json) alone (issue 40's
 `why` < 1 s). Each command's medians are also printed as a ratio of the first (bare-import) row's, which
 ran in the same rounds: on this shared machine the ratio holds when the absolute times do not.
 
@@ -43,7 +44,8 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 LOG = Path(__file__).resolve().parents[2] / "shared" / "testdata" / "darshan" / "imbalanced-io.darshan"
 #: What `why JOB` imports that its own code does not choose: the events' module and its store reads
-#: (numpy, pandas, pyarrow, SQLAlchemy), DuckDB, PyDarshan's backend (its C declarations parsed at import).
+#: (numpy, pandas, pyarrow; SQLAlchemy before branch whysql), DuckDB, PyDarshan's backend (its C declarations
+#: parsed at import).
 WHY_LIBRARIES = "import ioweather.services.answers.events, duckdb, darshan.backend.cffi_backend"
 
 

@@ -21,11 +21,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import sqlalchemy as sa
 
 from ioweather.stats.coverage import overlap_s
-from ioweather.store import jobs as jstore, telemetry_layout as layout
-from ioweather.store.jobs import files_dir
+from ioweather.store import telemetry_layout as layout
+from ioweather.store.job_files import files_dir
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -237,29 +236,3 @@ def darshan_file_rows(parquet_dir: Path, parts: dict[str, list[str]], columns: l
     if not tables:
         return pd.DataFrame({c: [] for c in columns})
     return pa.concat_tables(tables, promote_options="default").to_pandas()
-
-
-def darshan_job_by_hash(store, prefix: str, columns: list[str]) -> dict | None:
-    """The Darshan job row whose log hash starts with `prefix` (lower-case hex; AmbiguousJobId when
-    several do), without its per-file rows."""
-    store.require(jstore.COMPONENT)
-    t = jstore.jobs
-    with store.connect() as conn:
-        # a range on the unique index (hashes are lower-case hex, 'g' sorts after them): LIKE would scan
-        rows = conn.execute(sa.select(*[t.c[c] for c in columns]).where(t.c.log_hash >= prefix, t.c.log_hash < prefix + "g")
-                            .order_by(t.c.log_hash).limit(2)).mappings().all()
-    if len(rows) > 1:
-        raise jstore.AmbiguousJobId(f"id {prefix} matches several jobs; give more of it")
-    return dict(rows[0]) if rows else None
-
-
-def darshan_job_by_jobid(store, jobid: int, columns: list[str]) -> dict | None:
-    """The most recently ingested Darshan job row of scheduler job id `jobid`."""
-    if jobid >= 2**63:
-        return None
-    store.require(jstore.COMPONENT)
-    t = jstore.jobs
-    with store.connect() as conn:
-        row = conn.execute(sa.select(*[t.c[c] for c in columns]).where(t.c.jobid == jobid)
-                           .order_by(t.c.ingested_ns.desc(), t.c.log_hash).limit(1)).mappings().first()
-    return dict(row) if row else None

@@ -37,6 +37,7 @@ import sqlalchemy as sa
 from ioweather.errors import StoreError, UserError, from_os_error
 from ioweather.files import StoreTree
 from ioweather.store.db import Store
+from ioweather.store.job_files import files_dir  # noqa: F401 (re-exported: store/check.py, the ingest)
 from ioweather.store.migrations import Component, create_tables
 
 # pyarrow is imported where used: the dashboard imports this module at start (its memory).
@@ -164,10 +165,6 @@ SUMMARY_COLUMNS = [c for c in JOB_COLUMNS if c not in ("path", "path_hash", "siz
 
 def path_hash(path: str) -> str:
     return hashlib.sha256(os.fsencode(path)).hexdigest()
-
-
-def files_dir(parquet_dir: Path) -> Path:
-    return Path(parquet_dir) / "jobs"
 
 
 def seen(store: Store) -> tuple[set[str], dict[str, tuple[int, int]]]:
@@ -533,3 +530,29 @@ def find_jobs(store: Store, ident: str) -> list[dict]:
         rows = conn.execute(sa.select(jobs.c.log_hash, jobs.c.jobid, jobs.c.path).where(sa.or_(*where))
                             .order_by(jobs.c.log_hash)).mappings().all()
     return [dict(r) for r in rows]
+
+
+def darshan_job_by_hash(store, prefix: str, columns: list[str]) -> dict | None:
+    """The Darshan job row whose log hash starts with `prefix` (lower-case hex; AmbiguousJobId when
+    several do), without its per-file rows."""
+    store.require(COMPONENT)
+    t = jobs
+    with store.connect() as conn:
+        # a range on the unique index (hashes are lower-case hex, 'g' sorts after them): LIKE would scan
+        rows = conn.execute(sa.select(*[t.c[c] for c in columns]).where(t.c.log_hash >= prefix, t.c.log_hash < prefix + "g")
+                            .order_by(t.c.log_hash).limit(2)).mappings().all()
+    if len(rows) > 1:
+        raise AmbiguousJobId(f"id {prefix} matches several jobs; give more of it")
+    return dict(rows[0]) if rows else None
+
+
+def darshan_job_by_jobid(store, jobid: int, columns: list[str]) -> dict | None:
+    """The most recently ingested Darshan job row of scheduler job id `jobid`."""
+    if jobid >= 2**63:
+        return None
+    store.require(COMPONENT)
+    t = jobs
+    with store.connect() as conn:
+        row = conn.execute(sa.select(*[t.c[c] for c in columns]).where(t.c.jobid == jobid)
+                           .order_by(t.c.ingested_ns.desc(), t.c.log_hash).limit(1)).mappings().first()
+    return dict(row) if row else None

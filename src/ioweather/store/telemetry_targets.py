@@ -17,9 +17,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import sqlalchemy as sa
 
-from ioweather.store import jobs as darshan, scheduler as sched, telemetry_layout as layout
+from ioweather.store import telemetry_layout as layout
 from ioweather.store.parquet_scan import files_scan
 from ioweather.store.telemetry_query import footer_summary  # noqa: F401  (re-exported for services)
 from ioweather.store.telemetry_rollup import VALID
@@ -326,6 +325,12 @@ def spans(settings, fs: str, kinds: dict[str, tuple[tuple[str, ...], str | None]
 def known_jobs(store, jobids: list[int]) -> dict[str, dict]:
     """{job id: {"user": scheduler's user or None, "job_url": "/job?id=<hash>" or None}} for the numeric
     job ids that the Darshan or scheduler tables know; tables that do not exist are not created."""
+    # lazy: sqlalchemy: the job_stats pages ask this; `why`'s events (store/sqlite_reads.py) import this module, not it
+    import sqlalchemy as sa
+
+    # lazy: sqlalchemy via the tables, as above
+    from ioweather.store import jobs as darshan, scheduler as sched
+
     versions = store.versions()
     out: dict[str, dict] = {}
     with store.connect() as conn:

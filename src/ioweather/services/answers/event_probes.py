@@ -16,9 +16,8 @@ import time
 import numpy as np
 
 from ioweather.services.jobs.weather import PROBE_BASELINE_DAYS, ProbeBaselines
-from ioweather.services.probe import pieces as probe_pieces
 from ioweather.stats.status import baseline_stats_from, learning_ops, min_history_s, min_samples
-from ioweather.store import probe as probe_store
+from ioweather.store.probe_light import OPS
 
 _DAY_NS = 86_400 * 10**9
 
@@ -28,11 +27,14 @@ class PiecesBaselines(ProbeBaselines):
     a reference period, or a store without pieces, is computed from the samples as before."""
 
     def expected(self, target: str, day: int) -> np.ndarray:
+        # lazy: sqlalchemy via services.probe.pieces: a store without probes never asks (`why` reads with sqlite3)
+        from ioweather.services.probe import pieces as probe_pieces
+
         key = (target, -1 if self.reference else day)
         if key not in self._expected and self.reference is None and probe_pieces.enabled(self.store):
             since, until = (day - PROBE_BASELINE_DAYS) * _DAY_NS, day * _DAY_NS
             ops = probe_pieces.baseline(self.store, target, since, until, time.time_ns())
-            n_ops = len(probe_store.OPS)
+            n_ops = len(OPS)
             expected = np.full(n_ops, np.nan)
             count = np.zeros(n_ops, np.int64)
             first = np.full(n_ops, until, np.int64)

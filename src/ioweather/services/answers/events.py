@@ -27,9 +27,7 @@ from ioweather.services.answers.event_probes import PiecesBaselines
 from ioweather.services.jobs.weather import _probe_slowdown
 from ioweather.stats import attribution as A
 from ioweather.stats.workload import total_of
-from ioweather.store import open_store
-from ioweather.store.jobs import load_jobs
-from ioweather.store.scheduler import jobs_overlapping, link_darshan
+from ioweather.store.sqlite_reads import door
 from ioweather.store.telemetry_targets import job_totals
 
 GIB = 1 << 30
@@ -177,10 +175,11 @@ class Events(Answer):
 
 
 def compute(settings, fs: str, since=None, until=None, params: Params = Params(), warn=lambda m: None,
-            reference: tuple[int, int] | None = None, with_cost: bool = True) -> Events:
+            reference: tuple[int, int] | None = None, with_cost: bool = True, store=None) -> Events:
     """The events over [since, until) with their jobs and cost; `reference`: the probes' baseline period
     in ns (None: the rolling baseline); `with_cost` False: no cost summary (`why` reads the events alone,
-    and the summary's pandas groupby was 6-10 ms of its answer)."""
+    and the summary's pandas groupby was 6-10 ms of its answer); `store`: the caller's open store (`why`'s,
+    perhaps read through sqlite3 alone), else the settings' is opened if it exists."""
     found = workload.events(settings, fs, since, until, params.resample_s, params.smooth_s, params.min_amplitude,
                             warn=warn)
     data = found.data
@@ -188,12 +187,13 @@ def compute(settings, fs: str, since=None, until=None, params: Params = Params()
     events = _windows(found.events)
     start_ns, end_ns = pd.Timestamp(found.start).value, pd.Timestamp(found.end).value
     moved = _moved(data)
-    store = open_if_exists(settings)
+    own = store is None
+    store = open_if_exists(settings) if own else store
     try:
         jobs = _candidates(store, start_ns, end_ns, params, notes)
         slowdowns = _slowdowns(store, events, notes, reference)
     finally:
-        if store is not None:
+        if own and store is not None:
             store.dispose()
     stats = _job_stats(settings, fs, events, start_ns, end_ns)
     if stats is None and not jobs.empty:
@@ -230,6 +230,9 @@ def _unique(items: list[str]) -> list[str]:
 def open_if_exists(settings):
     if not settings.store_exists():  # a report reads: it never creates a store
         return None
+    # lazy: sqlalchemy via store.db: `why` hands its own store (perhaps read through sqlite3 alone)
+    from ioweather.store import open_store
+
     return open_store(settings)
 
 
@@ -250,7 +253,8 @@ def _candidates(store, since_ns: int, until_ns: int, params: Params, notes: list
     rows = []
     linked = {}
     if not logs.empty and not sched.empty:
-        linked = {(ln["cluster"], ln["jobid"]): ln["log_hash"] for ln in link_darshan(store) if ln["how"]}
+        linked = {(ln["cluster"], ln["jobid"]): ln["log_hash"] for ln in door(store, "scheduler").link_darshan(store)
+                  if ln["how"]}
     by_hash = logs.set_index("log_hash") if not logs.empty else None
     used = set()
     for j in sched.to_dict("records"):
@@ -271,7 +275,7 @@ def _candidates(store, since_ns: int, until_ns: int, params: Params, notes: list
 
 
 def _scheduler_jobs(store, since_ns: int, until_ns: int, params: Params) -> pd.DataFrame:
-    rows = jobs_overlapping(store, since_ns, until_ns, params.cluster)
+    rows = door(store, "scheduler").jobs_overlapping(store, since_ns, until_ns, params.cluster)
     out = []
     for r in rows:
         cores = r["ncpus"] or ((r["nnodes"] or 0) * params.cores_per_node if params.cores_per_node else None)
@@ -282,7 +286,7 @@ def _scheduler_jobs(store, since_ns: int, until_ns: int, params: Params) -> pd.D
 
 
 def _darshan_logs(store) -> pd.DataFrame:
-    df = load_jobs(store, ["log_hash", "jobid", "nprocs", "nnodes", "start_ns", "end_ns", "bytes_read",
+    df = door(store, "jobs").load_jobs(store, ["log_hash", "jobid", "nprocs", "nnodes", "start_ns", "end_ns", "bytes_read",
                            "bytes_written", "io_time_s"])
     return df[df["start_ns"].notna() & df["end_ns"].notna() & (df["end_ns"] > df["start_ns"])]
 

@@ -38,6 +38,9 @@ from typing import TYPE_CHECKING
 from ioweather.config import check_dataset_name, dataset_for_mounts, load_fs_map
 from ioweather.errors import from_os_error, UserError
 from ioweather.services.runtime.fs_names import JobFs, check_fs, job_fs, probes_on
+from ioweather.store.parquet_scan import one_database
+from ioweather.store.probe_light import OPS as PROBE_OPS
+from ioweather.store.sqlite_reads import door, Fallback, open_light
 from ioweather.units import format_seconds, ns_to_iso
 
 if TYPE_CHECKING:
@@ -75,36 +78,49 @@ def why(settings, ident: str, fs: str | None = None, store=None, reference: tupl
     ident = str(ident).strip()
     if not ident:
         raise UserError("give a job: a Darshan log, a log hash prefix, or a job id")
-    own_store = store is None
-    # lazy: sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
-    from ioweather.store.parquet_scan import one_database
-
     if store is None and settings.store_exists():
-        # lazy: sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
+        # the embedded SQLite store through sqlite3 first: no SQLAlchemy (~0.2 s) where nothing is written
+        try:
+            light = open_light(settings)
+        except Fallback:
+            light = None
+        if light is not None:
+            try:
+                with one_database():
+                    return _on_store(settings, light, ident, fs, reference)
+            except Fallback:  # a write (the store's first `why`), a probe's samples, another schema: the usual door
+                pass
+            finally:
+                light.dispose()
+    own_store = store is None
+    if store is None and settings.store_exists():
+        # lazy: sqlalchemy via store: only where the store must be written or is a server's
         from ioweather.store import open_store
 
         store = open_store(settings)
     try:
         with one_database():  # its telemetry reads share a DuckDB database (per setting), not one each
-            job = _resolve(settings, store, ident, fs, reference)
-            notes: list[str] = []
-            logs = [_log_budget(job, ref, notes) for ref in job.logs]
-            out = _merge(job, logs, notes)
-            if reference is not None:
-                out.baseline = Baseline(ns_to_iso(reference[0]), ns_to_iso(reference[1]))
-            return out
+            return _on_store(settings, store, ident, fs, reference)
     finally:
         if own_store and store is not None:
             store.dispose()
 
 
+def _on_store(settings, store, ident: str, fs: str | None, reference) -> Why:
+    """The three steps on one store."""
+    job = _resolve(settings, store, ident, fs, reference)
+    notes: list[str] = []
+    logs = [_log_budget(job, ref, notes) for ref in job.logs]
+    out = _merge(job, logs, notes)
+    if reference is not None:
+        out.baseline = Baseline(ns_to_iso(reference[0]), ns_to_iso(reference[1]))
+    return out
+
+
 def _resolve(settings, store, ident: str, fs: str | None, reference) -> _Job:
     """JOB's logs (a log path; else a job id's every log, a log hash prefix's one, a scheduler job's
     linked ones) and the file systems a --fs may name."""
-    if store is not None:
-        # lazy: numpy, sqlalchemy via store: only a store's jobs need it (`why LOG` without a store reads the log alone)
-        from ioweather.store import jobs as jobs_store
-
+    jobs_store = door(store, "jobs") if store is not None else None
     logs: list[_LogRef] = []
     sched_row = None
     if os.path.isfile(ident):
@@ -112,7 +128,7 @@ def _resolve(settings, store, ident: str, fs: str | None, reference) -> _Job:
         row = jobs_store.job_row(store, h) if store is not None and "darshan" in store.versions() else None
         logs.append(_LogRef(ident, row, h))
         if row is not None and "scheduler" in store.versions() and row.get("jobid"):
-            sched_row = _scheduler_module(store).scheduler_job_for_darshan(store, h)
+            sched_row = door(store, "scheduler").scheduler_job_for_darshan(store, h)
     else:
         if store is None:
             raise UserError(f"no log at {ident!r} and no store at {settings.home}: give a Darshan log")
@@ -125,7 +141,7 @@ def _resolve(settings, store, ident: str, fs: str | None, reference) -> _Job:
         logs = [_LogRef(c["path"], jobs_store.job_row(store, c["log_hash"]), c["log_hash"]) for c in cands]
     names: list[str] = []
     if store is not None:
-        # lazy: pyarrow, sqlalchemy via store.job_telemetry: only a store's telemetry needs it
+        # lazy: pyarrow via store.job_telemetry: only a store's telemetry needs it
         from ioweather.store.job_telemetry import known_fs
 
         names = known_fs(settings.parquet_dir)
@@ -197,7 +213,7 @@ def _merge(job: _Job, logs: list[_LogAnswer], notes: list[str]) -> Why:
         own.add(str(job.sched_row["jobid"]))
     events = [e for name, (lo, hi) in sorted(windows.items())
               for e in _events(job.settings, name, lo, hi, own, notes, job.reference,
-                               moved[name] / max(1e-9, (hi - lo) / 1e9))]
+                               moved[name] / max(1e-9, (hi - lo) / 1e9), job.store)]
     main = max(bs, key=lambda b: b.io_time_s)
     failover = _failover(job.settings, main.fs, windows[main.fs][1]) if main.fs in windows else None
     return _answer(job.ident, logs, events, job.sched_row, notes, failover)
@@ -448,10 +464,8 @@ def _sha256(path: str) -> str:
 def _stored_logs(store, ident: str) -> tuple[list[dict], dict | None]:
     """(the stored logs of JOB, its scheduler row): a job id's every log (several logs are one job),
     a log hash prefix's one log, a scheduler job's linked logs."""
-    # lazy: numpy, sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
-    from ioweather.store import jobs as jobs_store
-
-    sched = _scheduler_module(store)
+    jobs_store = door(store, "jobs")
+    sched = door(store, "scheduler") if "scheduler" in store.versions() else None
     cands = jobs_store.find_jobs(store, ident) if "darshan" in store.versions() else []
     by_id = [c for c in cands if ident.isdigit() and c["jobid"] is not None and str(c["jobid"]) == ident]
     if by_id:
@@ -473,15 +487,6 @@ def _stored_logs(store, ident: str) -> tuple[list[dict], dict | None]:
                     raise UserError(f"scheduler job {ident} has no Darshan log in the store: its I/O time comes "
                                     "from one ('ioweather jobs ingest LOG')")
     return cands, row
-
-
-def _scheduler_module(store):
-    if "scheduler" not in store.versions():
-        return None
-    # lazy: numpy, sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
-    from ioweather.store import scheduler
-
-    return scheduler
 
 
 # ----------------------------------------------------------------------------- one log's facts
@@ -599,18 +604,15 @@ class _Probes:
     def __init__(self, store, reference: tuple[int, int] | None = None):
         self.baselines = None
         if store is not None and "probe" in store.versions():
-            # lazy: numpy, sqlalchemy via services.jobs.weather: only a store's probes need it (`why LOG` without a
-            # store loaded SQLAlchemy for this import alone)
+            # lazy: numpy via services.jobs.weather: only a store's probes need it (`why LOG` without a store reads
+            # the log alone)
             from ioweather.services.jobs.weather import ProbeBaselines
 
             self.baselines = ProbeBaselines(store, reference)
         self.dirs: dict[str, set[str]] = {}
         self.fs: dict[str, str | None] = {}
         if self.baselines is not None:
-            # lazy: numpy, sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
-            from ioweather.store import probe as probe_store
-
-            for r in probe_store.runs(store):  # oldest first: a target's file system is its newest run's
+            for r in door(store, "probe").runs(store):  # oldest first: a target's file system is its newest run's
                 self.dirs.setdefault(r["target"], set()).add(r["directory"])
                 self.fs[r["target"]] = r["fs"]
         self.all_targets = list(self.baselines.targets) if self.baselines is not None else []
@@ -625,13 +627,11 @@ class _Probes:
         # lazy: numpy via services.jobs.weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
         from ioweather.services.jobs.weather import _probe_slowdown
 
-        # lazy: numpy, sqlalchemy via store: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
-        from ioweather.store import probe as probe_store
-
         if not targets:
             return None, None
-        windows = {t: probe_store.read_samples(self.baselines.store, t, since_ns=since, until_ns=until) for t in targets}
-        self.fewest = min((sum(1 for o in w["op"] if probe_store.OPS[o] == "data_write") for w in windows.values()),
+        store = self.baselines.store
+        windows = {t: door(store, "probe").read_samples(store, t, since_ns=since, until_ns=until) for t in targets}
+        self.fewest = min((sum(1 for o in w["op"] if PROBE_OPS[o] == "data_write") for w in windows.values()),
                           default=0)
         self.baselines.targets = targets
         try:
@@ -727,7 +727,7 @@ def event_params(duration_s: float, job_bps: float | None):
 
 
 def _events(settings, fs: str, since: int, until: int, own: set[str], notes: list,
-            reference: tuple[int, int] | None = None, job_bps: float | None = None) -> list[Event]:
+            reference: tuple[int, int] | None = None, job_bps: float | None = None, store=None) -> list[Event]:
     """The I/O events of `fs` that overlap [since, until), each with its culprits (the job itself left out)."""
     # lazy: pandas, pyarrow via services.answers.events, loaded only when this runs
     from ioweather.services.answers import events as ev
@@ -738,9 +738,9 @@ def _events(settings, fs: str, since: int, until: int, own: set[str], notes: lis
     try:
         try:
             doc = ev.compute(settings, fs, lo, hi, event_params((until - since) / 1e9, job_bps), reference=reference,
-                             with_cost=False)
+                             with_cost=False, store=store)
         except UserError:  # telemetry sampled more coarsely than the job's scale: the site's defaults
-            doc = ev.compute(settings, fs, lo, hi, reference=reference, with_cost=False)
+            doc = ev.compute(settings, fs, lo, hi, reference=reference, with_cost=False, store=store)
     except UserError as e:
         notes.append(f"events on {fs}: {e}")
         return []

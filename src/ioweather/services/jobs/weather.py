@@ -40,10 +40,9 @@ from ioweather.stats import job_weather as jws
 from ioweather.stats.probe import baseline_medians
 from ioweather.stats.status import learning_at, min_history_s, min_samples
 from ioweather.stats.umami import fraction_of_peak, Umami
-from ioweather.store import job_weather as wstore
-from ioweather.store import probe as probe_store
-from ioweather.store import jobs as jstore
-from ioweather.store.jobs import files_dir
+from ioweather.store.job_files import files_dir
+from ioweather.store.probe_light import OPS
+from ioweather.store.sqlite_reads import door, will_write
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -115,14 +114,12 @@ class Job:
         return {k: v for k, v in known.items() if v is not None}
 
 
-def _scheduler():
-    """The scheduler store component (another part of ioweather; absent in older trees)."""
+def _scheduler(store):
+    """The scheduler store component's reads for `store` (another part of ioweather; absent in older trees)."""
     try:
-        # lazy: optional, its ImportError is handled here
-        from ioweather.store import scheduler
+        return door(store, "scheduler")
     except ModuleNotFoundError:
         return None
-    return scheduler
 
 
 def darshan_job(row: dict, posix: dict | None = None, mounts: list[str] | None = None, osts: list[int] | None = None,
@@ -147,19 +144,16 @@ def find_job(store, job_id: str) -> Job | None:
 
     A Darshan job comes from its row alone: the sums of its per-file records (Parquet) are read only
     when its weather has to be computed (`with_files`), not to answer from a stored one."""
-    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
-    from ioweather.store import job_telemetry as jt
-
     row = None
     if job_id.isdigit():
-        row = jt.darshan_job_by_jobid(store, int(job_id), _JOB_COLUMNS)
+        row = door(store, "jobs").darshan_job_by_jobid(store, int(job_id), _JOB_COLUMNS)
     if row is None and re.fullmatch(r"[0-9a-f]{6,64}", job_id):
-        row = jt.darshan_job_by_hash(store, job_id, _JOB_COLUMNS)
+        row = door(store, "jobs").darshan_job_by_hash(store, job_id, _JOB_COLUMNS)
     if row is not None:
         if row.get("start_ns") is None or row.get("end_ns") is None:
             raise UserError(f"job {job_id}: its Darshan log has no start or end time")
         return darshan_job(row, files=False)
-    sched = _scheduler()
+    sched = _scheduler(store)
     if sched is not None:
         s = sched.get_job(store, job_id)
         if s is not None:
@@ -522,7 +516,7 @@ class _Concurrency:
     """The scheduler's jobs of [lo, hi), read once; each job's concurrent jobs and node-hours from them."""
 
     def __init__(self, store, lo: int, hi: int):
-        sched = _scheduler()
+        sched = _scheduler(store)
         self.available = sched is not None
         self.rows = sched.jobs_overlapping(store, lo, hi) if sched is not None else []
         self.start = np.array([int(o["start_ns"]) for o in self.rows], dtype=np.int64)
@@ -556,7 +550,7 @@ class _ProbeWindows:
         self.probes = probes
         self.samples = {}
         for t in probes.targets:
-            s = probe_store.read_samples(probes.store, t, since_ns=lo, until_ns=hi)
+            s = door(probes.store, "probe").read_samples(probes.store, t, since_ns=lo, until_ns=hi)
             if len(s["op"]):
                 order = np.argsort(s["start_ns"], kind="stable")
                 self.samples[t] = {k: np.asarray(v)[order] for k, v in s.items()}
@@ -591,7 +585,7 @@ class ProbeBaselines:
         #: takes them): every job's baseline is that period's, judged at once (no learning rule)
         self.reference = reference
         try:
-            self.targets = probe_store.targets(store)
+            self.targets = door(store, "probe").targets(store)
         except UserError:  # no probe in this store
             self.targets = []
         self._expected: dict[tuple[str, int], np.ndarray] = {}
@@ -600,12 +594,12 @@ class ProbeBaselines:
         key = (target, -1 if self.reference else day)
         if key not in self._expected:
             since, until = self.reference or ((day - PROBE_BASELINE_DAYS) * _DAY_NS, day * _DAY_NS)
-            s = probe_store.read_samples(self.store, target, since_ns=since, until_ns=until)
-            expected = baseline_medians(s["op"], s["duration_ns"], s["status"], len(probe_store.OPS))
+            s = door(self.store, "probe").read_samples(self.store, target, since_ns=since, until_ns=until)
+            expected = baseline_medians(s["op"], s["duration_ns"], s["status"], len(OPS))
             if self.reference is None:
                 # An op whose baseline is still learning judges nothing, as on the Status card, /metrics,
                 # `slowdown` and `--check`: a probe started the day before a job is no evidence about that job.
-                expected[learning_at(s["op"], s["start_ns"], s["status"], len(probe_store.OPS), day * _DAY_NS,
+                expected[learning_at(s["op"], s["start_ns"], s["status"], len(OPS), day * _DAY_NS,
                                      min_history_s(PROBE_BASELINE_DAYS * 86400.0),
                                      min_samples(PROBE_BASELINE_DAYS * 86400.0))] = np.nan
             self._expected[key] = expected
@@ -620,11 +614,11 @@ def _probe_slowdown(probes: ProbeBaselines, since: int, until: int, window=None)
     def windows():
         for t in probes.targets:
             win = (window(t) if window is not None
-                   else probe_store.read_samples(probes.store, t, since_ns=since, until_ns=until))
+                   else door(probes.store, "probe").read_samples(probes.store, t, since_ns=since, until_ns=until))
             if win is not None and len(win["op"]):
                 yield win, probes.expected(t, since // _DAY_NS)
 
-    return jws.probe_slowdown(windows(), probe_store.OPS)
+    return jws.probe_slowdown(windows(), OPS)
 
 
 # ----------------------------------------------------------------------------- stored weather
@@ -638,7 +632,8 @@ def ensure(store, jobs: list[Job], fs: str, sigs=None, con=None, climates: bool 
     from ioweather.store import job_telemetry as jt
 
     sigs = sigs or jt.WindowSignatures(store.parquet_dir)
-    stored = {r["job_key"]: r["telemetry_sig"] for r in wstore.of_keys(store, fs, [j.key for j in jobs])}
+    wdb = door(store, "job_weather")
+    stored = {r["job_key"]: r["telemetry_sig"] for r in wdb.of_keys(store, fs, [j.key for j in jobs])}
     todo, rows = [], []
     for job in jobs:
         since, until = job.window()
@@ -648,10 +643,12 @@ def ensure(store, jobs: list[Job], fs: str, sigs=None, con=None, climates: bool 
         todo.append(job)
         rows.append({"job_key": job.key, "fs": fs, "motif": job.motif(fs), "start_ns": job.start_ns,
                      "end_ns": until - int(cov.TAIL_S * 1e9), "telemetry_sig": sig})
+    if any(not j.running for j in todo):
+        will_write(store, "new weather rows to store")  # before computing them, not after
     fresh = dict(zip((j.key for j in todo), compute_many(store, todo, fs, con, client=client) if todo else []))
     running = {j.key for j in todo if j.running}  # a running job's window still grows: not stored
     kept = [{**r, "doc": fresh[r["job_key"]].to_json()} for r in rows if r["job_key"] not in running]
-    wstore.put_many(store, kept)
+    wdb.put_many(store, kept)
     if climates:
         update_climates(store, fs, {r["motif"] for r in kept})
     return fresh
@@ -665,7 +662,7 @@ def darshan_jobs(store, log_hashes: set[str] | None = None) -> list[Job]:
     """The Darshan jobs with a window (every one, or those of `log_hashes`), with the sums of their
     POSIX records, their mount points and the OSTs their Lustre records name."""
 
-    rows = jstore.load_jobs(store, _JOB_COLUMNS)
+    rows = door(store, "jobs").load_jobs(store, _JOB_COLUMNS)
     rows = rows[rows["start_ns"].notna() & rows["end_ns"].notna()]
     if log_hashes is not None:
         rows = rows[rows["log_hash"].isin(log_hashes)]
@@ -739,14 +736,14 @@ def refresh_all(store, fs: str | None = None, only_motif: str | None = None, cli
     from ioweather.store import job_telemetry as jt
 
     names = jt.known_fs(store.parquet_dir)
-    n, new = wstore.darshan_without_weather(store, fs)
+    n, new = door(store, "job_weather").darshan_without_weather(store, fs)
     if not names or n == 0:
         return WeatherRefresh(jobs=n, computed=0, kept=0, skipped=n, overlapped=0)
     sigs = jt.WindowSignatures(store.parquet_dir)
     todo: set[str] = set(new)
     if fs and only_motif is not None and todo:
         todo = _maybe_of_motif(store, todo, fs, only_motif)
-    for r in wstore.signatures(store, fs, only_motif):
+    for r in door(store, "job_weather").signatures(store, fs, only_motif):
         if r["job_key"].startswith("darshan:") and \
                 r["telemetry_sig"] != sigs.window(r["fs"], r["start_ns"], r["end_ns"] + int(cov.TAIL_S * 1e9)):
             todo.add(r["job_key"][len("darshan:"):])
@@ -781,7 +778,7 @@ def _maybe_of_motif(store, log_hashes: set[str], fs: str, motif: str) -> set[str
     darshan_jobs reads the rows into a DataFrame, where a column of node counts with a missing one is
     float (4.0 nodes): both spellings are kept, and darshan_jobs still decides."""
     out = set()
-    for r in jstore.rows_of(store, log_hashes, ["log_hash", *_JOB_COLUMNS[1:]]):
+    for r in door(store, "jobs").rows_of(store, log_hashes, ["log_hash", *_JOB_COLUMNS[1:]]):
         j = darshan_job(r, files=False)
         spellings = {j.motif(fs)}
         if isinstance(j.nnodes, int | float) and not isinstance(j.nnodes, bool) and math.isfinite(j.nnodes):
@@ -802,7 +799,7 @@ def after_import(store, since_ns: int | None = None, until_ns: int | None = None
 
     try:
         if since_ns is not None and until_ns is not None:
-            wstore.invalidate(store, since_ns, until_ns)
+            door(store, "job_weather").invalidate(store, since_ns, until_ns)
         return refresh_all(store, client=client, span=span)
     except UserError:
         return None
@@ -878,7 +875,7 @@ def update_climates(store, fs: str, motifs) -> dict[str, MotifTable]:
     codes = np.array([-1 if b is None else int(b) for b in big])
     out = {}
     for key in sorted(motifs):
-        t = MotifTable(wstore.of_motif(store, fs, key))
+        t = MotifTable(door(store, "job_weather").of_motif(store, fs, key))
         out[key] = t
         if not len(t):
             continue
@@ -897,7 +894,7 @@ def update_climates(store, fs: str, motifs) -> dict[str, MotifTable]:
             w.climate = {"sig": hsig[t.prefix[i]], "history_n": n, "n": {r["metric"]: r["n"] for r in rows},
                          "r": {r["metric"]: r["r"] for r in rows}, "p": {r["metric"]: r["p"] for r in rows}}
             docs.append({"job_key": t.keys[i], "fs": fs, "doc": w.to_json()})
-        wstore.set_docs(store, docs)
+        door(store, "job_weather").set_docs(store, docs)
     return out
 
 
@@ -909,7 +906,7 @@ def weather_frame(store, fs: str | None = None, motif: str | None = None) -> pd.
     """Every stored job weather (refreshed first) as a table with fraction of peak per motif."""
 
     refresh_all(store, fs)
-    df = _with_fraction_of_peak(wstore.all_rows(store, fs))
+    df = _with_fraction_of_peak(door(store, "job_weather").all_rows(store, fs))
     if not df.empty and motif:
         df = df[df["motif"] == motif]
     return df.drop(columns=[c for c in ("notes", "probe_slowdown_by_op", "fullest_ost", "cf_variant", "no_data",
@@ -969,7 +966,7 @@ def stored_verdicts(store, log_hashes: list[str]) -> dict[str, str]:
     job's only one. Reads the store only: the Jobs list never computes a weather."""
 
     by_job: dict[str, dict[str, str]] = {}
-    for r in wstore.of_jobs(store, [f"darshan:{h}" for h in log_hashes]):
+    for r in door(store, "job_weather").of_jobs(store, [f"darshan:{h}" for h in log_hashes]):
         w = Weather.from_json(r["doc"])
         v = w.verdict or (_no_data_verdict(r["fs"]) if w.no_data else None)
         if v is not None:
