@@ -125,7 +125,7 @@ def test_the_graph_sees_every_import_form():
     g = _tree()
     assert "ioweather.stats.costs" in g["ioweather.stats.findings"]               # from ioweather.stats import costs
     assert "ioweather.store.probe_tables" in g["ioweather.store.probe"]            # from a.b.c import NAME
-    assert "ioweather.store.probe" in g["ioweather.services.jobs.weather"]          # only inside functions
+    assert "ioweather.store.probe" in g["ioweather.services.probe.slowdown"]        # only inside functions
     assert "ioweather.services.probe.pieces" in g["ioweather.services.probe.cache"]  # from pkg import module as x
 
 
