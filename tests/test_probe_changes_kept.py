@@ -4,7 +4,8 @@ search is kept until the next one settles (`ProbeCache.level_changes`, services/
 As the clock passes interval ends and samples arrive (late ones among them: a batch flushed after the
 previous answer, within the lag), the kept answer equals a cache that computes everything afresh and a
 search of medians computed from the raw samples; a level shift planted an hour before the first answer
-appears once enough intervals after it have settled, so an answer kept past its interval fails."""
+appears once enough intervals after it have settled, so an answer kept past its interval fails. The
+dashboard's warm-up (`keep_marks`) leaves the default windows' searches kept for the pages."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import numpy as np
 import pytest
 
 from ioweather.config import Settings
-from ioweather.services.answers.changes import PAGE_CONTEXT_S, probe_marks
+from ioweather.services.answers.changes import PAGE_CONTEXT_S, keep_marks, probe_marks
+from ioweather.services.probe import cache as cache_module
 from ioweather.services.probe.cache import CHANGE_PERIOD_NS, ProbeCache
 from ioweather.stats.changepoints import change_points
 from ioweather.store import open_store
@@ -53,7 +55,7 @@ def _reference(store, target: str, since_ns: int, until_ns: int) -> list[tuple]:
     return sorted(out)
 
 
-def test_kept_marks_equal_fresh_as_intervals_settle(tmp_path):
+def test_kept_marks_equal_fresh_as_intervals_settle(tmp_path, monkeypatch):
     store = open_store(Settings.resolve(tmp_path / "h"))
     try:
         now = (time.time_ns() // STEP - 12) * STEP + 7 * S  # not on the grid: the settled end is rounded down
@@ -92,6 +94,18 @@ def test_kept_marks_equal_fresh_as_intervals_settle(tmp_path):
         # no mark while too few intervals after the shift have settled, then at the shift
         assert seen[0] == [] and seen[-1] == [("t", "data_read", _iso(shift))], seen
         assert len({tuple(m) for m in seen}) > 2  # the answer moved as intervals settled: a kept one had to go
+        # the dashboard's warm-up searches the default windows ahead of the pages, again when the next interval settles
+        want = probe_marks(ProbeCache(store, clock=lambda: clock[0]), ["t", "u"], clock[0] - 7 * 86400 * S, clock[0],
+                           clock[0])
+        warm = ProbeCache(store, clock=lambda: clock[0])
+        wait = keep_marks(warm, clock[0])
+        assert 0 < wait <= 600 and (clock[0] + round(wait * 1e9) - warm.lag_ns) % STEP == 0
+
+        def searched(*args, **kwargs):
+            raise AssertionError("searched again")
+
+        monkeypatch.setattr(cache_module, "change_points", searched)
+        assert probe_marks(warm, ["t", "u"], clock[0] - 7 * 86400 * S, clock[0], clock[0]) == want
     finally:
         store.dispose()
 

@@ -281,7 +281,7 @@ def probe_marks(cache, targets, since_ns: int, until_ns: int, now_ns: int, *,
     with it, finds the same changes with the same levels whenever it is run.
     """
     step = PROBE_INTERVAL_S * 10**9
-    settled = (now_ns - cache.lag_ns) // step * step
+    settled = _settled(cache, now_ns)
     end = min(-(-(until_ns + context_s * 10**9 // 2) // step) * step, settled)
     start = min(since_ns, end - context_s * 10**9) // step * step
     points, skipped = [], []
@@ -296,3 +296,22 @@ def probe_marks(cache, targets, since_ns: int, until_ns: int, now_ns: int, *,
     return ProbeMarks(ns_to_iso(start), ns_to_iso(end), end == settled, PENALTY_PER_LOG_N, MIN_SEGMENT,
                       f"ioweather changes --kind probe{one} --since {ns_to_iso(start)} --until {ns_to_iso(end)}",
                       sorted(points, key=lambda p: (p.time, p.target, p.op)), skipped)
+
+
+def _settled(cache, now_ns: int) -> int:
+    """The end of the last 10-minute interval that had settled at `now_ns` (ended more than the cache's lag before)."""
+    step = PROBE_INTERVAL_S * 10**9
+    return (now_ns - cache.lag_ns) // step * step
+
+
+def keep_marks(cache, now_ns: int) -> float:
+    """Search every target over the window the pages' default views share (History's 7 days, Timeline's
+    hour: both end at the last settled interval, so both search [settled - 30 days, settled)), so that
+    the first view after a restart, or after an interval settles, finds the searches kept. Returns the
+    seconds until the next interval settles (the dashboard's warm-up calls it again then)."""
+    for target in cache.targets():
+        if cache.stop_event.is_set():  # the server is stopping
+            break
+        probe_marks(cache, [target], now_ns - 3600 * 10**9, now_ns, now_ns)
+    step = PROBE_INTERVAL_S * 10**9
+    return max(1.0, (_settled(cache, now_ns) + step + cache.lag_ns - now_ns) / 1e9)

@@ -239,6 +239,8 @@ class _Target:
     #: `level_changes`' kept answers, oldest first: ((since, until, penalty, min segment), rows version, answer),
     #: changed under `kept_lock`.
     changes: list[tuple[tuple, int, LevelChanges]] = field(default_factory=list)
+    #: Held while `level_changes` searches: a page asking for the window the warm-up is searching waits for it.
+    changes_lock: threading.Lock = field(default_factory=threading.Lock)
     baseline: Baseline | None = None
     refreshing: bool = False
     warmed: bool = False
@@ -688,14 +690,25 @@ class ProbeCache:
         kept for that window and version of the kept rows, so it is computed again only when the window moves
         (the pages' windows end at the last settled interval: when a new one settles) or the kept rows are
         replaced. A window reaching into unsettled intervals is computed at each call."""
-        step = CHANGE_INTERVAL_S * 10**9
         key = (since_ns, until_ns, penalty_per_log_n, min_segment)
         tc = self._t(target)
-        r = tc.rolled[CHANGE_INTERVAL_S]
+        hit = self._kept_changes(tc, key)
+        if hit is not None:
+            return hit
+        with tc.changes_lock:
+            hit = self._kept_changes(tc, key)
+            return hit if hit is not None else self._search_changes(target, tc, key)
+
+    @staticmethod
+    def _kept_changes(tc: _Target, key: tuple) -> LevelChanges | None:
         with tc.kept_lock:
             hit = next((e for e in tc.changes if e[0] == key), None)
-        if hit is not None and hit[1] == r.version:
-            return hit[2]
+        return hit[2] if hit is not None and hit[1] == tc.rolled[CHANGE_INTERVAL_S].version else None
+
+    def _search_changes(self, target: str, tc: _Target, key: tuple) -> LevelChanges:
+        since_ns, until_ns, penalty_per_log_n, min_segment = key
+        step = CHANGE_INTERVAL_S * 10**9
+        r = tc.rolled[CHANGE_INTERVAL_S]
         series = self.change_series(target, since_ns, until_ns)
         version = r.version  # read after the rollups: covering this window may have replaced the rows
         changes, skipped = [], []
