@@ -8,6 +8,8 @@ libraries: the marks are fetched once the page is drawn.
 
 from __future__ import annotations
 
+import json
+import shlex
 import time
 from datetime import datetime, timezone
 
@@ -18,6 +20,7 @@ import sqlalchemy as sa
 
 from ioweather.config import Settings
 from ioweather.store import open_store
+from inprocess import in_process_cli  # noqa: F401  (the `cli` fixture, in this process)
 from web_synthetic import Episode, add_target
 
 STEP = 600 * 10**9
@@ -78,9 +81,11 @@ def test_timeline_json_carries_the_planted_change(planted, server):
     assert code == 200, ch
     assert [(p["op"], p["time"]) for p in ch["points"]] == [("data_read", iso(shift))]
     p = ch["points"][0]
-    lo = pd.Timestamp(ch["since"]).value
+    lo, hi = pd.Timestamp(ch["since"]).value, pd.Timestamp(ch["until"]).value
+    # the search ends at the last settled interval: the one that ended more than the lag (90 s) before now (t0)
+    assert ch["until_settled"] and hi == t0 - STEP
     assert p["level_before"] == pytest.approx(reference_level(home, "scratch", "data_read", lo, shift), rel=1e-9)
-    assert p["level_after"] == pytest.approx(reference_level(home, "scratch", "data_read", shift, t0), rel=1e-9)
+    assert p["level_after"] == pytest.approx(reference_level(home, "scratch", "data_read", shift, hi), rel=1e-9)
     assert p["factor"] == pytest.approx(FACTOR, rel=0.05)
     assert ch["command"].startswith("ioweather changes --kind probe --target scratch --since ")
     # a window that does not hold the change shows no mark
@@ -92,13 +97,24 @@ def test_timeline_json_carries_the_planted_change(planted, server):
     assert code == 400 and "bogus" in doc["error"]
 
 
-def test_history_json_marks_only_the_target_that_changed(planted, server):
+def test_history_json_marks_only_the_target_that_changed(planted, server, cli):
+    """CLI = API: the `ioweather changes` line /api/history/changes gives, run, finds the marks of the page's
+    window with the same levels (its search ends at the last settled interval, so it does whenever it is run)."""
     from web_server import api
 
-    _, t0, shift = planted
-    code, doc = api(server, f"/api/history/changes?since={iso(t0 - 7 * DAY)}&until={iso(t0)}&interval=1h")
+    home, t0, shift = planted
+    since = t0 - 7 * DAY
+    code, doc = api(server, f"/api/history/changes?since={iso(since)}&until={iso(t0)}&interval=1h")
     assert code == 200, doc
     assert [(p["target"], p["op"], p["time"]) for p in doc["points"]] == [("scratch", "data_read", iso(shift))]
+    assert doc["until_settled"] and doc["until"] == iso(t0 - STEP)
+    words = shlex.split(doc["command"])
+    assert words[:2] == ["ioweather", "changes"]
+    run = json.loads(cli(*words[1:], "--json", home=home, check=True).stdout)
+    assert (run["since"], run["until"]) == (doc["since"], doc["until"])
+    found = [(c["series"], c["time"], c["level_before"], c["level_after"], c["factor"]) for c in run["changes"]
+             if since - STEP < pd.Timestamp(c["time"]).value < t0]
+    assert found == [(p["series"], p["time"], p["level_before"], p["level_after"], p["factor"]) for p in doc["points"]]
     code, doc = api(server, f"/api/history/changes?target=home&since={iso(t0 - 7 * DAY)}&until={iso(t0)}")
     assert code == 200 and doc["points"] == [] and "--target home" in doc["command"]
 
@@ -211,7 +227,14 @@ def test_history_marks_the_change_in_chromium(planted, server, browser, artifact
         names = v.page.locator("section.history h2").all_inner_texts()
         marks = {name: _marker(v.page, f"heatmap-{i}") for i, name in enumerate(names)}
         text = _hover(v.page, f"heatmap-{names.index('scratch')}")
+        scope = v.page.locator("#change-scope").inner_text()
         assert v.errors == []
+    # the page says where the search ended and prints the line that finds the same marks (CLI = API = page)
+    from web_server import api
+
+    _, ch = api(server, f"/api/history/changes?since={iso(t0 - 7 * DAY)}&until={iso(t0)}&interval=1h")
+    assert f"to {iso(t0 - STEP)} (the end of the last complete 10-minute interval;" in scope, scope
+    assert ch["command"] in scope and ch["until"] == iso(t0 - STEP)
     assert marks["home"]["count"] == 0
     assert marks["scratch"]["count"] == 1 and _near(marks["scratch"], shift)
     assert text.startswith("data_read") and "→" in text and iso(shift)[:16] in text

@@ -682,6 +682,7 @@ _.unmapped  # services.runtime.fs_names.JobFs
 _.unplanted  # services.lab.score.CaseScore
 _.until  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.until_ns  # services.telemetry.fsview.Span
+_.until_settled  # services.answers.changes.ProbeMarks
 _.unusual  # stats.umami.MetricRow
 _.upper_bound  # services.content.fsstats.Cdf
 _.user  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.why.Culprit, services.content.fsstats.OwnerGrowth, services.content.fsstats.OwnerShare, services.jobs.darshan.JobRow

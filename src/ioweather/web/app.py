@@ -22,7 +22,7 @@ from starlette.staticfiles import StaticFiles
 from ioweather import __version__
 from ioweather.config import Settings
 from ioweather.errors import UserError
-from ioweather.services.answers.changes import load_libraries
+from ioweather.services.answers.changes import keep_marks, load_libraries
 from ioweather.services.answers.metrics import CONTENT_TYPE_LATEST, ProbeMetrics
 from ioweather.web.context import WebConfig, WebContext
 from ioweather.web.errors import exception_handlers, json_response
@@ -224,7 +224,8 @@ WARM_HOLD_S = 5.0
 
 def _warm(ctx: WebContext) -> None:
     """Fill the probe cache in the background so the first page view and scrape are fast, then load the
-    change-point libraries (ruptures and scipy, ~0.7 s) for the pages' level-change marks.
+    change-point libraries (ruptures and scipy, ~0.7 s) for the pages' level-change marks, and search the
+    marks of the pages' default windows then and each time an interval settles (`keep_marks`).
 
     The baselines come first: the first Status answer and scrape wait for them. What follows holds the
     GIL beside a request, so it waits for the first answer to go out (at most WARM_HOLD_S after the
@@ -248,6 +249,10 @@ def _warm(ctx: WebContext) -> None:
             return
         _release_free_memory()
         load_libraries()
+        # History's marks search 600 series for 100 targets (~1.5 s): kept per settled interval, searched
+        # here after a restart and whenever an interval settles rather than by the next view.
+        while not stop.wait(keep_marks(ctx.cache, ctx.cache.clock())):
+            pass
     except Exception:  # noqa: BLE001 - an optimisation only: requests compute what they need themselves
         pass
 

@@ -33,12 +33,11 @@ from ioweather.services.answers.umami import FEATURE_PERF
 from ioweather.services.telemetry.workload import daily_totals, file_systems
 from ioweather.stats.changepoints import MIN_SEGMENT, PENALTY_PER_LOG_N, change_points, load_libraries  # noqa: F401 (re-exported)
 from ioweather.units import ns_to_iso
-from ioweather.services.probe.cache import ProbeCache
+from ioweather.services.probe.cache import CHANGE_INTERVAL_S, CHANGE_PERIOD_NS, ProbeCache
 from ioweather.store.probe import OPS
 from ioweather.store import bench as bstore
 
-PROBE_INTERVAL_S = 600
-DAY_NS = 86400 * 10**9
+PROBE_INTERVAL_S = CHANGE_INTERVAL_S
 
 
 def _probe_series(store, settings, since_ns: int, until_ns: int, target: str | None) -> Iterator[tuple]:
@@ -47,10 +46,8 @@ def _probe_series(store, settings, since_ns: int, until_ns: int, target: str | N
 
 def _probe_items(cache, targets, since_ns: int, until_ns: int) -> Iterator[tuple]:
     for t in targets:
-        r = cache.rollups(t, PROBE_INTERVAL_S, since_ns, until_ns)
-        for code, op in enumerate(OPS):
-            sel = r["op"] == code
-            yield f"probe:{t}:{op}", r["start_ns"][sel], r["median_s"][sel], True, "median_s", DAY_NS
+        for op, (times, medians) in zip(OPS, cache.change_series(t, since_ns, until_ns)):
+            yield f"probe:{t}:{op}", times, medians, True, "median_s", CHANGE_PERIOD_NS
 
 
 def _bench_series(store, settings, since_ns: int, until_ns: int, target: str | None) -> Iterator[tuple]:
@@ -251,10 +248,13 @@ class SkippedProbeSeries:
 @dataclass(frozen=True)
 class ProbeMarks(Answer):
     """/api/timeline/changes and /api/history/changes: the probe's level changes in a page's window,
-    searched over [since, until); `command` the `ioweather changes` line that finds the same changes."""
+    searched over [since, until); `until_settled`: `until` is the end of the last 10-minute interval
+    settled when asked (the window reaches the present; else it is 15 days after the window's end);
+    `command` the `ioweather changes` line that finds the same changes."""
 
     since: str
     until: str
+    until_settled: bool
     penalty_per_log_n: float
     min_segment: int
     command: str
@@ -269,34 +269,49 @@ class ProbeMarks(Answer):
 def probe_marks(cache, targets, since_ns: int, until_ns: int, now_ns: int, *,
                 context_s: int = PAGE_CONTEXT_S) -> ProbeMarks:
     """The probe's level changes that start inside [since, until), per target and op, for the marks
-    of the timeline and history pages; `cache` is the page's ProbeCache (its rollups are reused).
+    of the timeline and history pages; `cache` is the page's ProbeCache (its rollups and its kept
+    searches are reused: `ProbeCache.level_changes`).
 
-    Detected over [context since, context until): until + context_s / 2 (at most now, rounded up to
-    the 10-minute grid, so a page reloaded within one interval shows the same marks), back to
-    context_s before that or to `since` when the window is longer. `command` is the `ioweather
-    changes` line that finds the same changes.
+    Detected over [context since, context until): until + context_s / 2 rounded up to the 10-minute
+    grid, at most the end of the last settled interval at `now_ns` (ended more than the cache's lag
+    ago: its samples no longer change), back to context_s before that or to `since` when the window is
+    longer. Ending at a settled interval makes the answer a function of settled data: the same until the
+    next interval settles (so each target's search is kept that long instead of being made again at every
+    request: 600 series of 2-3.5 ms for 100 targets), and `command`, the `ioweather changes` line printed
+    with it, finds the same changes with the same levels whenever it is run.
     """
     step = PROBE_INTERVAL_S * 10**9
-    end = -(-min(until_ns + context_s * 10**9 // 2, now_ns) // step) * step
+    settled = _settled(cache, now_ns)
+    end = min(-(-(until_ns + context_s * 10**9 // 2) // step) * step, settled)
     start = min(since_ns, end - context_s * 10**9) // step * step
     points, skipped = [], []
-    by_name = {f"probe:{t}:{op}": (t, op) for t in targets for op in _ops()}
-    for name, times, stat, found in search(_probe_items(cache, targets, start, end), workers=1):
-        target, op = by_name[name]
-        if isinstance(found, str):
-            skipped.append(SkippedProbeSeries(target, op, found))
-            continue
-        for c in found:
-            at = int(times[c.index])
-            if at + step > since_ns and at < until_ns:  # the interval of the new level meets the window
-                points.append(ProbeMark(name, target, op, stat, ns_to_iso(at), c.level_before, c.level_after,
-                                        c.factor))
+    for target in targets:
+        found = cache.level_changes(target, start, end, penalty_per_log_n=PENALTY_PER_LOG_N, min_segment=MIN_SEGMENT)
+        skipped += [SkippedProbeSeries(target, s.op, s.reason) for s in found.skipped]
+        for c in found.changes:
+            if c.at_ns + step > since_ns and c.at_ns < until_ns:  # the interval of the new level meets the window
+                points.append(ProbeMark(f"probe:{target}:{c.op}", target, c.op, "median_s", ns_to_iso(c.at_ns),
+                                        c.level_before, c.level_after, c.factor))
     one = f" --target {shlex.quote(targets[0])}" if len(targets) == 1 else ""
-    return ProbeMarks(ns_to_iso(start), ns_to_iso(end), PENALTY_PER_LOG_N, MIN_SEGMENT,
+    return ProbeMarks(ns_to_iso(start), ns_to_iso(end), end == settled, PENALTY_PER_LOG_N, MIN_SEGMENT,
                       f"ioweather changes --kind probe{one} --since {ns_to_iso(start)} --until {ns_to_iso(end)}",
                       sorted(points, key=lambda p: (p.time, p.target, p.op)), skipped)
 
 
-def _ops() -> tuple[str, ...]:
+def _settled(cache, now_ns: int) -> int:
+    """The end of the last 10-minute interval that had settled at `now_ns` (ended more than the cache's lag before)."""
+    step = PROBE_INTERVAL_S * 10**9
+    return (now_ns - cache.lag_ns) // step * step
 
-    return OPS
+
+def keep_marks(cache, now_ns: int) -> float:
+    """Search every target over the window the pages' default views share (History's 7 days, Timeline's
+    hour: both end at the last settled interval, so both search [settled - 30 days, settled)), so that
+    the first view after a restart, or after an interval settles, finds the searches kept. Returns the
+    seconds until the next interval settles (the dashboard's warm-up calls it again then)."""
+    for target in cache.targets():
+        if cache.stop_event.is_set():  # the server is stopping
+            break
+        probe_marks(cache, [target], now_ns - 3600 * 10**9, now_ns, now_ns)
+    step = PROBE_INTERVAL_S * 10**9
+    return max(1.0, (_settled(cache, now_ns) + step + cache.lag_ns - now_ns) / 1e9)

@@ -44,6 +44,7 @@ import numpy as np
 from ioweather.errors import UserError
 from ioweather.services.probe import pieces as probe_pieces
 
+from ioweather.stats.changepoints import change_points
 from ioweather.stats.probe import interval_medians, interval_stats
 from ioweather.stats.probe import SLOWDOWN_STATS
 from ioweather.stats.rollups import concat_rollups, empty_rollups, rollup_arrays, select_rollups
@@ -68,6 +69,13 @@ SYNC_REFRESH_S, YOUNG_SAMPLES = 0.05, 100_000
 KEEP_NS = 3600 * 10**9
 #: With `persist`, the baselines are written to the store's home at most this often (and when the cache closes).
 SAVE_EVERY_S = 60.0
+#: The probe's change-point series (`ioweather changes`, the Timeline and History marks): each op's median of
+#: 10-minute intervals, compared in log space with the daily cycle taken out.
+CHANGE_INTERVAL_S = 600
+CHANGE_PERIOD_NS = 86_400 * 10**9
+#: `level_changes` answers kept per target: one window is what the pages ask for (History's and Timeline's
+#: default windows end at the same settled interval); a few more for a page looking at the past.
+CHANGES_KEPT = 4
 
 
 class Stopped(Exception):
@@ -159,6 +167,37 @@ class Baseline:
         return min(TTL_MAX_S, max(TTL_MIN_S, TTL_COST_FACTOR * self.compute_s * max(1, targets)))
 
 
+@dataclass(frozen=True)
+class LevelChange:
+    """Where `op`'s 10-minute median shifted: `at_ns` the first interval of the new level, the levels (geometric
+    means, s) of the segments on either side, `factor` after / before (None when the level before is 0)."""
+
+    op: str
+    at_ns: int
+    level_before: float
+    level_after: float
+    factor: float | None
+
+
+@dataclass(frozen=True)
+class SkippedOp:
+    """An op whose series is too short (or too flat) to tell, and why."""
+
+    op: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class LevelChanges:
+    """The change points of one target's ops (`change_series`) searched over [since, until), by op then time."""
+
+    target: str
+    since_ns: int
+    until_ns: int
+    changes: list[LevelChange]
+    skipped: list[SkippedOp]
+
+
 @dataclass
 class _Rollups:
     """The kept rows of one interval length and the range [since, until) they cover, changed together
@@ -168,6 +207,8 @@ class _Rollups:
     lock: threading.Lock = field(default_factory=threading.Lock)
     rows: dict[str, np.ndarray] = field(default_factory=empty_rollups)
     covered: tuple[int, int] | None = None
+    #: Counts the replacements of `rows` (a `level_changes` answer is kept for one version).
+    version: int = 0
     #: `rollup_values`' last answer for the kept rows: ((since, until, column), the `rows` it was taken from,
     #: per op code the column's finite values sorted).
     sorted: tuple[tuple[int, int, str], dict, list[np.ndarray]] | None = None
@@ -195,6 +236,11 @@ class _Target:
     #: codes, starts, medians), changed under `kept_lock`.
     medians: tuple | None = None
     rolled: dict[int, _Rollups] = field(default_factory=lambda: {i: _Rollups() for i in INTERVALS_S})
+    #: `level_changes`' kept answers, oldest first: ((since, until, penalty, min segment), rows version, answer),
+    #: changed under `kept_lock`.
+    changes: list[tuple[tuple, int, LevelChanges]] = field(default_factory=list)
+    #: Held while `level_changes` searches: a page asking for the window the warm-up is searching waits for it.
+    changes_lock: threading.Lock = field(default_factory=threading.Lock)
     baseline: Baseline | None = None
     refreshing: bool = False
     warmed: bool = False
@@ -623,7 +669,63 @@ class ProbeCache:
                 parts.append(rolled[interval_s])
         if len(parts) > 1:  # nothing new (most requests): not a copy and sort of the whole kept month
             r.rows = concat_rollups(parts)
+            r.version += 1
         r.covered = (a, b) if have is None else (min(a, have[0]), max(b, have[1]))
+
+    # -- change points ------------------------------------------------------------
+    def change_series(self, target: str, since_ns: int, until_ns: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per op code, the starts (ns) and medians (s) of `target`'s 10-minute intervals starting in
+        [since, until): the series `ioweather changes` and the pages' marks search (`level_changes`)."""
+        r = self.rollups(target, CHANGE_INTERVAL_S, since_ns, until_ns)
+        return [(r["start_ns"][r["op"] == code], r["median_s"][r["op"] == code]) for code in range(len(OPS))]
+
+    def level_changes(self, target: str, since_ns: int, until_ns: int, *, penalty_per_log_n: float,
+                      min_segment: int) -> LevelChanges:
+        """`stats.changepoints.change_points` of each op's `change_series` over [since, until), as `ioweather
+        changes` searches them (log space, the daily cycle taken out).
+
+        The search costs 2-3.5 ms a series, 600 series for 100 targets at every History request
+        (docs/benchmarks.md, issue 40). When `until` is at or before the end of the last settled 10-minute
+        interval (`settled_ns`) the series is made of kept rows only, which no longer change: the answer is
+        kept for that window and version of the kept rows, so it is computed again only when the window moves
+        (the pages' windows end at the last settled interval: when a new one settles) or the kept rows are
+        replaced. A window reaching into unsettled intervals is computed at each call."""
+        key = (since_ns, until_ns, penalty_per_log_n, min_segment)
+        tc = self._t(target)
+        hit = self._kept_changes(tc, key)
+        if hit is not None:
+            return hit
+        with tc.changes_lock:
+            hit = self._kept_changes(tc, key)
+            return hit if hit is not None else self._search_changes(target, tc, key)
+
+    @staticmethod
+    def _kept_changes(tc: _Target, key: tuple) -> LevelChanges | None:
+        with tc.kept_lock:
+            hit = next((e for e in tc.changes if e[0] == key), None)
+        return hit[2] if hit is not None and hit[1] == tc.rolled[CHANGE_INTERVAL_S].version else None
+
+    def _search_changes(self, target: str, tc: _Target, key: tuple) -> LevelChanges:
+        since_ns, until_ns, penalty_per_log_n, min_segment = key
+        step = CHANGE_INTERVAL_S * 10**9
+        r = tc.rolled[CHANGE_INTERVAL_S]
+        series = self.change_series(target, since_ns, until_ns)
+        version = r.version  # read after the rollups: covering this window may have replaced the rows
+        changes, skipped = [], []
+        for code, (times, medians) in enumerate(series):
+            try:
+                found = change_points(medians, log=True, penalty_per_log_n=penalty_per_log_n, min_segment=min_segment,
+                                      times_ns=times, period_ns=CHANGE_PERIOD_NS)
+            except UserError as e:
+                skipped.append(SkippedOp(OPS[code], str(e)))
+                continue
+            changes += [LevelChange(OPS[code], int(times[c.index]), c.level_before, c.level_after, c.factor)
+                        for c in found]
+        out = LevelChanges(target, since_ns, until_ns, changes, skipped)
+        if until_ns <= self.settled_ns(step):
+            with tc.kept_lock:
+                tc.changes = [e for e in tc.changes if e[0] != key][-(CHANGES_KEPT - 1):] + [(key, version, out)]
+        return out
 
     # -- warm-up ----------------------------------------------------------------
     @property
@@ -658,6 +760,7 @@ class ProbeCache:
                 r = tc.rolled[i]
                 with r.lock:
                     r.rows, r.covered = rolled[i], roll
+                    r.version += 1
             if b is not None:
                 tc.baseline = b
         tc.warmed = True

@@ -271,8 +271,9 @@
       body.appendChild(tr);
     }
     if (scope) {
-      scope.textContent = "Looked for from " + ch.since + " to " + ch.until + " (PELT, penalty " +
-                          ch.penalty_per_log_n + " log n; docs/changes.md), the same as ";
+      scope.textContent = "Looked for from " + ch.since + " to " + ch.until +
+                          (ch.until_settled ? " (the end of the last complete 10-minute interval; " : " (") +
+                          "PELT, penalty " + ch.penalty_per_log_n + " log n; docs/changes.md), the same as ";
       var code = document.createElement("code");
       code.textContent = ch.command;
       scope.appendChild(code);
