@@ -233,22 +233,23 @@ def link_darshan(store: LightStore, log_hashes=None) -> list[dict]:
             logs += [dict(zip(names5, r)) for r in store.rows(f"{q} WHERE log_hash IN ({', '.join('?' * len(part))})",
                                                               part)]
     ids = sorted({str(x["jobid"]) for x in logs if x["jobid"]})
-    by_id: dict[str, list[dict]] = {}
-    for i in range(0, len(ids), _CHUNK):
-        part = ids[i:i + _CHUNK]
-        for r in _sched(store.rows(f"SELECT {_cols(SCHED_COLUMNS)} FROM sched_jobs WHERE jobid IN "
-                                   f"({', '.join('?' * len(part))})", part)):
-            by_id.setdefault(r["jobid"], []).append(r)
+    by_id = _sched_by(store, "jobid", ids)
     names = sorted({exe_name(x["exe"]) for x in logs if not x["jobid"] and exe_name(x["exe"])})
-    by_name: dict[str, list[dict]] = {}
-    for i in range(0, len(names), _CHUNK):
-        part = names[i:i + _CHUNK]
-        for r in _sched(store.rows(f"SELECT {_cols(SCHED_COLUMNS)} FROM sched_jobs WHERE name IN "
-                                   f"({', '.join('?' * len(part))})", part)):
-            by_name.setdefault(r["name"], []).append(r)
+    by_name = _sched_by(store, "name", names)
     now = time.time_ns()
     return [match_darshan(x, by_id.get(str(x["jobid"]), []) if x["jobid"] else by_name.get(exe_name(x["exe"]), []),
                           now) for x in logs]
+
+
+def _sched_by(store: LightStore, column: str, values: list[str]) -> dict[str, list[dict]]:
+    """{value: the sched_jobs rows whose `column` is it}, asked _CHUNK values at a time."""
+    out: dict[str, list[dict]] = {}
+    for i in range(0, len(values), _CHUNK):
+        part = values[i:i + _CHUNK]
+        for r in _sched(store.rows(f"SELECT {_cols(SCHED_COLUMNS)} FROM sched_jobs WHERE {column} IN "
+                                   f"({', '.join('?' * len(part))})", part)):
+            out.setdefault(r[column], []).append(r)
+    return out
 
 
 def scheduler_job_for_darshan(store: LightStore, log_hash: str) -> dict | None:
