@@ -187,10 +187,11 @@ def test_a_reread_pair_run_85_minutes_apart_is_half_the_load():
 
 def test_the_collective_rmw_pair_first_stored_ran_beside_the_loaded_reread_and_its_twin_beside_the_idle_one():
     """collective-rmw as first stored (tests/data/lab/collective-rmw-loaded.darshan, 16:41:58; its twin
-    fixed-collective-rmw-idle.darshan, 18:05:20): 84 % explained, the "holes' POSIX writes 4.5-8.7x slower a
-    byte". Each ran within a minute of the reread pair's logs of the same hours, whose identical writes ran
-    several times slower in the first (test_a_reread_pair_run_85_minutes_apart_is_half_the_load): the bad run
-    was loaded and the twin idle. The pair is now stored from one minute (tests/data/lab/pairs)."""
+    fixed-collective-rmw-idle.darshan, 18:05:20): 84 % explained by M09 as it was (all the time above POSIX
+    beyond the copy), 54 % by the holes' share of the bytes; "the holes' POSIX writes 4.5-8.7x slower a byte".
+    Each ran within a minute of the reread pair's logs of the same hours, whose identical writes ran several
+    times slower in the first (test_a_reread_pair_run_85_minutes_apart_is_half_the_load): the bad run was
+    loaded and the twin idle. The pair is now stored from one minute (tests/data/lab/pairs)."""
     from datetime import datetime
 
     def at(stamp):
