@@ -317,16 +317,21 @@ def test_5_no_noise_on_the_public_logs():
     assert rep["verdict"].count("stripe") == 1
 
 
-def test_holes_in_large_collective_calls_get_the_time_above_the_copy():
-    """collective-rmw (the lab's pair, tests/data/lab/pairs): 16 collective calls of 4 MiB a rank over 4 KiB
-    holes. Without the holes (its fixed twin) MPI-IO's time above POSIX fell from 1.80 s to 0.18 s. Before:
-    M09 took the holes' share of the bytes POSIX wrote (50 %: 0.90 s) and left 0.90 s to M08; now all of it
-    beyond the copy of the bytes through the one aggregator's buffer (2 x 128 MiB at 1 GiB/s)."""
+def test_holes_in_large_collective_calls_get_their_share_of_the_bytes():
+    """collective-rmw (the lab's pair, tests/data/lab/pairs, both runs in one minute at a load of 12): 64
+    collective calls of 4 MiB a rank over 4 KiB holes, POSIX writing 2x MPI-IO's bytes. M09 takes the holes'
+    share of the bytes of MPI-IO's time above POSIX, as for small calls; M08 keeps the rest, priced at the copy
+    through the one aggregator's buffer (2 x 512 MiB at 1 GiB/s), which its twin's M08 says too (turning
+    buffering off ran the twin in a third of the time at load 12, docs/validation.md). Before: all of the time
+    above POSIX beyond that copy, from a pair whose bad run was loaded and twin idle."""
     from ioweather.stats.findings import CB_COPY_RATE
 
     rep, f = _run(LAB / "pairs" / "collective-rmw.darshan")
     m08, m09 = f["M08"], f["M09"]
-    copy = 2 * m09["evidence"]["mpiio_bytes_written"] / CB_COPY_RATE
-    assert m09["evidence"]["mpiio_overhead_s"] == pytest.approx(m08["evidence"]["overhead_s"] - copy)
-    assert m09["evidence"]["mpiio_overhead_s"] > 0.8 * m08["evidence"]["overhead_s"]
-    assert m08["level"] == "INFO" and rep["verdict_actions"] == ["M09"]
+    ev = m09["evidence"]
+    h = ev["bytes_written_back"] / ev["posix_bytes_written"]
+    assert h == pytest.approx(0.5, abs=0.01)
+    assert ev["mpiio_overhead_s"] == pytest.approx(h * m08["evidence"]["overhead_s"])
+    copy = 2 * ev["mpiio_bytes_written"] / CB_COPY_RATE
+    assert m08["cost_s"] == pytest.approx(copy) and "romio_cb_write=disable" in m08["fix"]
+    assert rep["verdict_actions"][0] == "M09"

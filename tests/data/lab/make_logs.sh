@@ -51,3 +51,6 @@ wait
 #       8 KiB writes through a strided view (rank r's piece k at (4k + r) x 8 KiB), data-sieved (2026-11-28 23:59)
 #   ctl-fpp-odirect-4m-stdout.darshan   control ctl-fpp-odirect-4m (IOR, 2 ranks, a file each, 4 MiB O_DIRECT writes;
 #       its <STDOUT> record has no mount) while another store build wrote to the disk (2026-11-29 00:07)
+#   collective-rmw-loaded.darshan, fixed-collective-rmw-idle.darshan   the collective-rmw pair as first stored in
+#       pairs/ (lab_mpiio -c -n 16 -b 4096 -g 4096 / -g 0 -k 1024, 2 ranks; 16:41:58 at load 14-16, the twin at
+#       18:05:20 idle), kept as the drift's test; pairs/ now holds one minute's (2026-11-29 02:39, load 12)
