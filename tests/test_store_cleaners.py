@@ -194,6 +194,7 @@ def test_probe_retention_never_follows_a_link_in_the_probe_archive(tmp_path, mon
     assert before and _archived_rows(home, run_id) > 0
     if how == "store prune":
         r = _run(home, "store", "prune", "--older-than", "1d", "--kind", "probe", "--yes", "--json")
+        assert _snapshot(victim) == before
         [k] = json.loads(r.stdout)["kinds"]
         assert k["rows"] > 0 and k["skipped"] == [{"path": str(run_dir), "reason": "a symbolic link"}], k
         assert r.exit_code == 1
@@ -412,11 +413,11 @@ def test_collect_retention_keeps_imported_history_and_follows_no_link(tmp_path, 
                         "--sources", "lustre", "--interval", "0.5s", "--duration", "3s", "-q"],
                        env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
+    assert _snapshot(tmp_path / "victim") == before
     assert not old_live.exists()  # the retention ran
     left = np.sort(_stored_times(settings, "snx11025"))
     in_2018 = (left >= _day_ns("2018-01-01")) & (left < _day_ns("2019-01-01"))
     assert np.array_equal(left[in_2018], imported)  # the 2018 history, whole
-    assert _snapshot(tmp_path / "victim") == before
     # the retention's line only: on a loaded machine the collector may also say a source was "skipped until
     # it returns" (its 0.4 s timeout), which is not what this test is about
     lines = [ln for ln in p.stderr.splitlines() if "skipped" in ln and "until it returns" not in ln]
@@ -439,8 +440,9 @@ def test_prune_and_check_never_cross_a_mount_point(tmp_path, tmpfs):
     _age(home)
     before = _snapshot(mounted)
     r = _run(home, "store", "prune", "--older-than", "1d", "--kind", "telemetry", "--yes", "--json")
+    assert _snapshot(mounted) == before
     [k] = json.loads(r.stdout)["kinds"]
-    assert k["files"] == 1 and not real.exists() and _snapshot(mounted) == before
+    assert k["files"] == 1 and not real.exists()
     assert k["skipped"] == [{"path": str(day), "reason": "a mount point"}] and r.exit_code == 1
     r = _run(home, "store", "check", "--repair", "--json")
     assert [p["path"] for p in json.loads(r.stdout)["problems"]] == [str(day)] and _snapshot(mounted) == before
