@@ -244,7 +244,7 @@ def test_why_and_probe_run_refuse_a_hostile_fs_map_in_one_line(tmp_path, testdat
 
 
 @pytest.mark.slow
-def test_api_job_answers_with_a_fifo_as_fs_map(tmp_path, testdata):
+def test_umami_and_api_job_answer_with_a_fifo_as_fs_map(tmp_path, testdata):
     from starlette.testclient import TestClient
 
     from ioweather.web.app import create_app
@@ -253,6 +253,10 @@ def test_api_job_answers_with_a_fifo_as_fs_map(tmp_path, testdata):
     r = _invoke(home, "jobs", "ingest", str(testdata / "darshan" / "imbalanced-io.darshan"), "--workers", "1")
     assert r.exit_code == 0, r.output
     os.mkfifo(home / "fs-map")
+    # umami: the fourth command the FIFO hung (why and probe run are above; watch runs probe run's code)
+    r = _within(60, _invoke, home, "umami", "1452113755", unblock=home / "fs-map")
+    assert r.exit_code == 2 and "is a FIFO" in r.stderr, (r.exit_code, r.output[-500:])
+    _one_line(r.stderr)
     c = TestClient(create_app(Settings.resolve(home), warm=False), base_url="http://127.0.0.1")
     jobs = _within(60, c.get, "/api/jobs").json()
     h = jobs["list"]["rows"][0]["id"]

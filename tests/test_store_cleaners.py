@@ -152,7 +152,9 @@ def test_check_repair_and_compaction_never_follow_a_link(tmp_path):
     _untouched(victims)
 
 
-def test_purge_never_follows_a_link_in_the_probe_archive(tmp_path):
+def _linked_run_archive(tmp_path: Path):
+    """A store whose target `t` has two archived days (2-4 days old) and its run's archive directory
+    replaced by a link to where the files now are, outside the store: (home, run id, run dir, victim)."""
     from ioweather.store.probe_archive import archive_completed_days
 
     home = tmp_path / "home"
@@ -166,6 +168,11 @@ def test_purge_never_follows_a_link_in_the_probe_archive(tmp_path):
     run_dir.rename(victim)
     run_dir.symlink_to(victim)
     _age(victim)
+    return home, run_id, run_dir, victim
+
+
+def test_purge_never_follows_a_link_in_the_probe_archive(tmp_path):
+    home, _, run_dir, victim = _linked_run_archive(tmp_path)
     before = _snapshot(victim)
     r = _run(home, "probe", "retire", "t", "--purge", "--yes", "--json")
     assert _snapshot(victim) == before
@@ -174,6 +181,35 @@ def test_purge_never_follows_a_link_in_the_probe_archive(tmp_path):
     assert doc["skipped"] == [{"path": str(run_dir), "reason": "a symbolic link"}]
     assert r.exit_code == 1 and len(r.stderr.strip().splitlines()) == 1
     assert "skipped 1 path (not removed)" in r.stderr and "a symbolic link" in r.stderr
+
+
+@pytest.mark.slow  # a probe run of 2 s in this process
+@pytest.mark.parametrize("how", ["store prune", "probe run"])
+def test_probe_retention_never_follows_a_link_in_the_probe_archive(tmp_path, monkeypatch, how):
+    """Issue 41 item 1, the probe's kind: `store prune --kind probe` and the hourly retention inside
+    `probe run` (`watch` runs the same daemon) delete archived probe files once their rows go; with the
+    run's archive directory a link, the rows go and the files behind the link stay, said in one line."""
+    home, run_id, run_dir, victim = _linked_run_archive(tmp_path)
+    before = _snapshot(victim)
+    assert before and _archived_rows(home, run_id) > 0
+    if how == "store prune":
+        r = _run(home, "store", "prune", "--older-than", "1d", "--kind", "probe", "--yes", "--json")
+        assert _snapshot(victim) == before
+        [k] = json.loads(r.stdout)["kinds"]
+        assert k["rows"] > 0 and k["skipped"] == [{"path": str(run_dir), "reason": "a symbolic link"}], k
+        assert r.exit_code == 1
+        said = r.stderr.strip().splitlines()
+    else:
+        monkeypatch.setenv("IOWEATHER_RETAIN_PROBE", "1d")
+        assert _run(home, "probe", "init", str(tmp_path / "probe"), "--file-size", "2MiB", "--pool", "4").exit_code == 0
+        r = _run(home, "probe", "run", str(tmp_path / "probe"), "--duration", "2s", "--interval", "0.5",
+                 "--block", "64k", "--target", "live")
+        assert r.exit_code == 0, r.stderr
+        said = [line for line in r.stderr.splitlines() if "skipped" in line]
+    assert _snapshot(victim) == before
+    assert _archived_rows(home, run_id) == 0  # its archived days went from the manifest all the same
+    assert len(said) == 1 and "skipped 1 path (not removed)" in said[0], said
+    assert f"run={run_id} (a symbolic link)" in said[0], said
 
 
 def _csv(path: Path, times_s: list[float]) -> int:
@@ -299,6 +335,16 @@ def test_slowdown_check_adds_no_wal_or_shm_to_an_existing_store(tmp_path):
     assert sorted(p.name for p in home.iterdir()) == before
 
 
+def _archived_rows(home: Path, run_id: int) -> int:
+    """The samples of `run_id` the probe archive's manifest lists (in Parquet files, out of probe_samples)."""
+    store = open_store(Settings(home=home))
+    with store.connect() as conn:
+        n = conn.execute(sa.text("SELECT coalesce(sum(rows), 0) FROM probe_archive WHERE run_id = :r"),
+                         {"r": run_id}).scalar()
+    store.dispose()
+    return int(n)
+
+
 def _samples_by_run(home: Path) -> dict:
     store = open_store(Settings(home=home))
     with store.connect() as conn:
@@ -339,7 +385,8 @@ def test_purge_while_the_probe_writes_leaves_no_sample_without_its_run(tmp_path)
 @pytest.mark.slow
 def test_collect_retention_keeps_imported_history_and_follows_no_link(tmp_path, testdata):
     """Issue 38 item 3 and issue 41 item 1 with a real `collect -q`: its retention at start removes an old
-    live day, keeps a 2018 LMT import whole, skips a planted day link (one line on stderr)."""
+    live day, keeps a 2018 LMT import whole, skips a planted day link and a planted fs=NAME link (one line
+    on stderr)."""
     home = tmp_path / "home"
     settings = Settings(home=home)
     env = {**os.environ, "IOWEATHER_HOME": str(home)}
@@ -353,9 +400,12 @@ def test_collect_retention_keeps_imported_history_and_follows_no_link(tmp_path, 
     old_live = _live(settings, "snx11025", "2000-01-01")
     victim = Settings(home=tmp_path / "victim")
     bait = _live(victim, "v", "2000-01-02")
+    _live(victim, "v", "2000-01-03")
     # in a file system listed after the imported one: the old code stopped at the link (rmtree refuses one)
     layout.fs_dir(settings, "zz").mkdir()
     (layout.fs_dir(settings, "zz") / "date=2000-01-02").symlink_to(bait.parent)
+    # a whole dataset that is a link (listed first): the old code rmtree()d the real day directories behind it
+    layout.fs_dir(settings, "lnk").symlink_to(layout.fs_dir(victim, "v"))
     _age(home)
     _age(tmp_path / "victim")
     before = _snapshot(tmp_path / "victim")
@@ -363,15 +413,16 @@ def test_collect_retention_keeps_imported_history_and_follows_no_link(tmp_path, 
                         "--sources", "lustre", "--interval", "0.5s", "--duration", "3s", "-q"],
                        env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
+    assert _snapshot(tmp_path / "victim") == before
     assert not old_live.exists()  # the retention ran
     left = np.sort(_stored_times(settings, "snx11025"))
     in_2018 = (left >= _day_ns("2018-01-01")) & (left < _day_ns("2019-01-01"))
     assert np.array_equal(left[in_2018], imported)  # the 2018 history, whole
-    assert _snapshot(tmp_path / "victim") == before
     # the retention's line only: on a loaded machine the collector may also say a source was "skipped until
     # it returns" (its 0.4 s timeout), which is not what this test is about
     lines = [ln for ln in p.stderr.splitlines() if "skipped" in ln and "until it returns" not in ln]
-    assert len(lines) == 1 and "skipped 1 path (not removed)" in lines[0] and "date=2000-01-02" in lines[0]
+    assert len(lines) == 1 and "skipped 2 paths (not removed)" in lines[0], lines
+    assert "date=2000-01-02 (a symbolic link)" in lines[0] and "fs=lnk (a symbolic link)" in lines[0], lines
     assert "imported history is kept until" in said
 
 
@@ -389,8 +440,9 @@ def test_prune_and_check_never_cross_a_mount_point(tmp_path, tmpfs):
     _age(home)
     before = _snapshot(mounted)
     r = _run(home, "store", "prune", "--older-than", "1d", "--kind", "telemetry", "--yes", "--json")
+    assert _snapshot(mounted) == before
     [k] = json.loads(r.stdout)["kinds"]
-    assert k["files"] == 1 and not real.exists() and _snapshot(mounted) == before
+    assert k["files"] == 1 and not real.exists()
     assert k["skipped"] == [{"path": str(day), "reason": "a mount point"}] and r.exit_code == 1
     r = _run(home, "store", "check", "--repair", "--json")
     assert [p["path"] for p in json.loads(r.stdout)["problems"]] == [str(day)] and _snapshot(mounted) == before
