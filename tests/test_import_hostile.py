@@ -16,6 +16,7 @@ import h5py
 import numpy as np
 import pytest
 from conftest import run_cli
+from inprocess import run_cli as run_in_process  # where the answer is the point (tests/inprocess.py)
 
 from ioweather.config import Settings
 from ioweather.errors import UserError
@@ -76,7 +77,7 @@ def test_directory_as_a_file_source_is_one_line(kind, tmp_path):
 
 
 def test_iostat_directory_through_the_cli(tmp_path):
-    p = run_cli("import", "iostat", str(tmp_path), "--fs", "t", home=tmp_path / "h")
+    p = run_in_process("import", "iostat", str(tmp_path), "--fs", "t", home=tmp_path / "h")
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert p.stderr.strip().endswith("it is a directory, not a regular file")
 
@@ -261,7 +262,7 @@ def test_import_help_lists_every_registered_kind():
     assert listed == [*kinds(), "job-features"] and set(KINDS) | {"slurm", "nersc-jobsdb"} == set(kinds())
 
 
-def test_directory_import_does_not_follow_symlinks_inside(tmp_path, cli, testdata):
+def test_directory_import_does_not_follow_symlinks_inside(tmp_path, testdata):
     """`import mmperfmon DIR`: a link planted in the directory (to a file or a directory) is not read."""
     src = testdata / "pytokio" / "mmperfmon.2019-05-15-micro.tgz"
     d = tmp_path / "archives"
@@ -274,9 +275,9 @@ def test_directory_import_does_not_follow_symlinks_inside(tmp_path, cli, testdat
     (d / "linked.tgz").symlink_to(secret / "other.tgz")
     (d / "linkdir").symlink_to(secret)
     home = tmp_path / "home"
-    r = cli("import", "mmperfmon", str(d), "--fs", "g", home=home)
+    r = run_in_process("import", "mmperfmon", str(d), "--fs", "g", home=home)
     assert r.returncode == 2 and "empty directory" in r.stderr and "symlinks" in r.stderr, r.stderr
     shutil.copy(src, d / "real.tgz")
-    r = cli("import", "mmperfmon", str(d), "--fs", "g", "--json", home=home)
+    r = run_in_process("import", "mmperfmon", str(d), "--fs", "g", "--json", home=home)
     assert r.returncode == 0, r.stderr
     assert "other.tgz" not in r.stdout and "linked" not in r.stdout
