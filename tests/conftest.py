@@ -215,10 +215,8 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
     "test_import_hostile.py": (
         "test_damaged_tts_does_not_abort_the_other_sources",
         "test_damaged_tts_is_one_line_for_every_8_byte_corruption",
-        "test_directory_import_does_not_follow_symlinks_inside",
         "test_fifo_among_sources_one_line_and_the_others_imported",
         "test_import_help_lists_every_registered_kind",
-        "test_iostat_directory_through_the_cli",
     ),
     "test_import_lfsdf.py": (
         "test_archive_equals_an_independent_parse",

@@ -108,9 +108,14 @@ def test_until_before_the_jobs_imports_none(cli, home, slurm_cluster, jobs):
         assert out["notes"] == ["no jobs to import"]
 
 
-def test_sacct_failing_against_a_missing_configuration(cli, home, slurm_cluster, jobs, tmp_path):
-    p = _import(cli, slurm_cluster, home, jobs["since"], check=False, env={"SLURM_CONF": str(tmp_path / "none.conf")})
+def test_sacct_failing_against_a_configuration_without_its_cluster_name(cli, home, slurm_cluster, jobs, tmp_path):
+    """The real sacct refuses the cluster's own configuration less its ClusterName at once, exit 1; a
+    SLURM_CONF naming no file would do the same after Slurm's 60 s of retries (it waits for a slow mount)."""
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("".join(line for line in slurm_cluster.conf.read_text().splitlines(keepends=True)
+                            if not line.startswith("ClusterName=")))
+    p = _import(cli, slurm_cluster, home, jobs["since"], check=False, env={"SLURM_CONF": str(conf)})
     assert p.returncode == 2, p.stderr
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ioweather: error: sacct failed (exit 1): "), p.stderr
+    assert lines == ["ioweather: error: sacct failed (exit 1): error: ClusterName needs to be specified"], p.stderr
     assert not (home / "ioweather.sqlite").exists() or not _stored(home)

@@ -1,6 +1,6 @@
 """Nothing is lost when many processes share one store and writers are killed (issue 11, item 2).
 
-For IOWEATHER_SOAK_SECONDS (default 75) on SQLite and on PostgreSQL, all at once: `watch` (probe +
+For IOWEATHER_SOAK_SECONDS (default 45) on SQLite and on PostgreSQL, all at once: `watch` (probe +
 dashboard), `collect` on a synthetic /proc tree, and loops of `jobs ingest`,
 `fsstats walk --label`, `import csv`; readers `probe stats`, `slowdown`, `jobs summary`, `workload`,
 page requests, and a plain-driver snapshot of the tables. A seeded random writer gets kill -9 every
@@ -30,7 +30,9 @@ from ioweather.store import telemetry_layout as layout
 from ports import free_port
 from soak import Soak, Spec, fresh_snapshot, integrity_check
 
-SOAK_SECONDS = float(os.environ.get("IOWEATHER_SOAK_SECONDS", "75"))
+SOAK_SECONDS = float(os.environ.get("IOWEATHER_SOAK_SECONDS", "45"))
+#: A writer killed every 2-5 s: as many kills in the default 45 s as every 3-9 s gave in 75 s (10-12).
+KILL_EVERY_S = (2.0, 5.0)
 CSV_ROWS = 240
 
 
@@ -140,7 +142,7 @@ def run_soak(tmp_path: Path, shared_data: Path, url: str | None):
         if s.name == "snapshot":
             s.argv[-1] = db_url
     (tmp_path / "logs-out").mkdir()
-    soak = Soak(all_specs, tmp_path / "logs-out", env, SOAK_SECONDS, seed)
+    soak = Soak(all_specs, tmp_path / "logs-out", env, SOAK_SECONDS, seed, kill_every_s=KILL_EVERY_S)
     soak.run(page_base=f"http://127.0.0.1:{port}/")
     soak.settle()
     return soak, settings, db_url, inputs, seed
