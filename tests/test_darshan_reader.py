@@ -72,7 +72,7 @@ def test_lustre_layouts_read_like_pydarshan(path):
     finally:
         b.log_close(log)
     assert len(got) == len(want) > 0
-    for row, ref in zip(got.itertuples(index=False), want):
+    for row, ref in zip(got.frame().itertuples(index=False), want):
         first = ref["components"][0] if ref["components"] else None
         assert (row.id, row.rank, row.components) == (ref["id"], ref["rank"], len(ref["components"]))
         assert row.stripe_size == (first["counters"]["LUSTRE_COMP_STRIPE_SIZE"] if first else -1)

@@ -49,6 +49,7 @@ import pandas as pd
 
 from ioweather.errors import UserError, os_error_reason
 from ioweather.files import display_path, fd_path, open_regular
+from ioweather.stats.lustre import LustreLayouts
 from ioweather.units import format_bytes, format_seconds
 
 #: Modules whose records are a fixed struct of int64 counters + float64 fcounters.
@@ -188,7 +189,7 @@ class DarshanLog:
     mounts: list[tuple[str, str]]               # (mount point, fs type)
     modules: dict[str, dict]                    # name -> {version, partial, bytes}
     records: dict[str, ModuleRecords]
-    lustre: pd.DataFrame | None = None          # one row per (record id, rank): stripe settings
+    lustre: LustreLayouts | None = None         # one row per (record id, rank): stripe settings
     dxt: dict[str, DxtSegments] = field(default_factory=dict)
     heatmaps: dict[str, dict] = field(default_factory=dict)   # module -> {bin_width_s, read (ranks x bins), write}
     node_names: list[str] = field(default_factory=list)       # DXT hostnames, when present
@@ -601,7 +602,7 @@ def _lustre_layout(ffi) -> tuple[struct.Struct, struct.Struct, int]:
     return head, one, one.size
 
 
-def _read_lustre(b, log, path: str, errors: list[str]) -> pd.DataFrame:
+def _read_lustre(b, log, path: str, errors: list[str]) -> LustreLayouts:
     """One row per LUSTRE record: its first component's stripe size, count and pool, its OST ids as text.
 
     Each record is malloc'd by libdarshan-util (its size varies: `_read_fixed` cannot hold them); the
@@ -653,13 +654,10 @@ def _read_lustre(b, log, path: str, errors: list[str]) -> pd.DataFrame:
             osts.append(",".join(map(str, unpack(rec.ost_ids, n_ost))) if n_ost > 0 else "")
         finally:
             free(p)
-    columns = ["id", "rank", "components", "stripe_size", "stripe_count", "pool", "ost_ids"]
-    if not ids:
-        return pd.DataFrame([], columns=columns).astype({"id": np.uint64})
-    return pd.DataFrame({"id": np.array(ids, np.uint64), "rank": np.array(ranks, np.int64),
-                         "components": np.array(ncomps, np.int64), "stripe_size": np.array(sizes, np.int64),
-                         "stripe_count": np.array(counts, np.int64), "pool": np.array(pools, object),
-                         "ost_ids": np.array(osts, object)}, columns=columns)
+    return LustreLayouts(id=np.array(ids, np.uint64), rank=np.array(ranks, np.int64),
+                         components=np.array(ncomps, np.int64), stripe_size=np.array(sizes, np.int64),
+                         stripe_count=np.array(counts, np.int64), pool=np.array(pools, object),
+                         ost_ids=np.array(osts, object))
 
 
 def _read_dxt(b, log, mod_name: str, path: str, errors: list[str], max_segments: int) -> DxtSegments:

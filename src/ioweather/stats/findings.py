@@ -777,8 +777,8 @@ def _stripe_count(log, keys) -> int | None:
     lu = log.lustre
     if lu is None or not len(lu):
         return None
-    sel = lu[np.isin(lu["id"].to_numpy(np.uint64), keys)]
-    return int(sel["stripe_count"].max()) if len(sel) else None
+    sel = lu.stripe_count[np.isin(lu.id, keys)]
+    return int(sel.max()) if len(sel) else None
 
 
 def _mpiio_overhead(j: Job) -> list[dict]:
@@ -1140,10 +1140,10 @@ def _rank_time_imbalance(j: Job) -> list[dict]:
 def _rank_osts(log, rank: int) -> str:
     """The OSTs of the files `rank` opened itself (Darshan's Lustre records are per rank), as text."""
     lu = log.lustre
-    if lu is None or not len(lu) or "rank" not in lu:
+    if lu is None or not len(lu):
         return ""
-    sel = lu[lu["rank"].to_numpy() == rank]
-    osts = sorted({int(o) for v in sel["ost_ids"] for o in str(v).split(",") if o.strip().lstrip("-").isdigit()})
+    osts = sorted({int(o) for v in lu.ost_ids[lu.rank == rank] for o in str(v).split(",")
+                   if o.strip().lstrip("-").isdigit()})
     if not osts:
         return ""
     return ", ".join(str(o) for o in osts[:8]) + (f" and {len(osts) - 8} more" if len(osts) > 8 else "")

@@ -24,11 +24,15 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ioweather.units import ns_to_iso
+
+if TYPE_CHECKING:  # stats.lustre imports this module
+    from ioweather.stats.lustre import LustreLayouts
 
 MiB = 1024 * 1024
 
@@ -698,7 +702,7 @@ def _mount_of(name, table: dict, dirs: dict) -> tuple[str, str]:
     return hit
 
 
-def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre: pd.DataFrame | None) -> list[dict]:
+def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre: LustreLayouts | None) -> list[dict]:
     if not fs.n:
         return []
     mp, ft = assign_mounts(fs["name"], mounts)
@@ -706,10 +710,9 @@ def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre: pd.DataFrame
     # (and numpy drops trailing NULs from string scalars, so NUL cannot be the separator)
     key = np.array([f"{a}\t{b}" for a, b in zip(mp, ft)], dtype=object)
     rows = []
-    lu_ids = lustre["id"].to_numpy(np.uint64) if lustre is not None and len(lustre) else None
-    if lu_ids is not None:  # the layout's columns once, as arrays (issue 40: a frame selection per mount)
-        lu_size, lu_count = lustre["stripe_size"].to_numpy(), lustre["stripe_count"].to_numpy()
-        lu_osts = lustre["ost_ids"].to_numpy(dtype=object)
+    lu_ids = lustre.id if lustre is not None and len(lustre) else None
+    if lu_ids is not None:
+        lu_size, lu_count, lu_osts = lustre.stripe_size, lustre.stripe_count, lustre.ost_ids
     for k in dict.fromkeys(key):
         sel = key == k
         mount, fstype = k.split("\t")
@@ -838,21 +841,19 @@ def file_columns(log) -> dict[str, np.ndarray]:
     return {c: data[c] for c in FILE_TABLE_COLUMNS}
 
 
-def _lustre_columns(ids: np.ndarray, lustre: pd.DataFrame | None) -> dict[str, np.ndarray]:
-    """Each row's Lustre stripe count, size and OST list (object arrays, None where the file has none)."""
+def _lustre_columns(ids: np.ndarray, lustre: LustreLayouts | None) -> dict[str, np.ndarray]:
+    """Each row's Lustre stripe count, size and OST list (object arrays, None where the file has none): its
+    id's first record's."""
     out = {c: np.full(len(ids), None, dtype=object) for c in LUSTRE_FILE_COLUMNS}
     if lustre is None or not len(lustre):
         return out
-    lay = lustre.drop_duplicates("id")
-    lay_ids = lay["id"].to_numpy(np.uint64)
-    order = np.argsort(lay_ids)
-    pos = np.searchsorted(lay_ids[order], ids)
-    pos = np.minimum(pos, len(lay_ids) - 1)
-    hit = lay_ids[order][pos] == ids
-    src = order[pos[hit]]
-    out["stripe_count"][hit] = [int(v) for v in lay["stripe_count"].to_numpy()[src]]
-    out["stripe_size"][hit] = [int(v) for v in lay["stripe_size"].to_numpy()[src]]
-    out["ost_ids"][hit] = [str(v) for v in lay["ost_ids"].to_numpy()[src]]
+    lay_ids, first = lustre.first_of_each_id()  # sorted
+    pos = np.minimum(np.searchsorted(lay_ids, ids), len(lay_ids) - 1)
+    hit = lay_ids[pos] == ids
+    src = first[pos[hit]]
+    out["stripe_count"][hit] = lustre.stripe_count[src].tolist()
+    out["stripe_size"][hit] = lustre.stripe_size[src].tolist()
+    out["ost_ids"][hit] = [str(v) for v in lustre.ost_ids[src]]
     return out
 
 

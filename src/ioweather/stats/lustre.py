@@ -7,16 +7,49 @@ a lower bound unless the `lustre_osts` threshold gives the real count.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 import pandas as pd
 
 from ioweather.stats.job import cols, monitored, zero_missing
 
 
-def ost_count(lustre: pd.DataFrame) -> int:
+@dataclass(eq=False)
+class LustreLayouts:
+    """The LUSTRE records as columns, one row per record (record id, rank): its first component's stripe
+    size (-1 without a component) and count, pool name and OST ids as text ("3,4"). Columns, not a
+    DataFrame: building the frame (its text columns) and selecting from it cost more than reading the
+    records (issue 40); `frame()` gives the table."""
+
+    id: np.ndarray            # uint64
+    rank: np.ndarray          # int64
+    components: np.ndarray    # int64
+    stripe_size: np.ndarray   # int64
+    stripe_count: np.ndarray  # int64
+    pool: np.ndarray          # object: str
+    ost_ids: np.ndarray       # object: str
+    _first: tuple | None = field(default=None, repr=False)
+
+    COLUMNS = ("id", "rank", "components", "stripe_size", "stripe_count", "pool", "ost_ids")
+
+    def __len__(self) -> int:
+        return len(self.id)
+
+    def first_of_each_id(self) -> tuple[np.ndarray, np.ndarray]:
+        """(the distinct record ids, sorted; the row of each id's first record): a file's layout is its first
+        record's (later ones are other ranks' records of the same file)."""
+        if self._first is None:
+            self._first = np.unique(self.id, return_index=True)
+        return self._first
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({c: getattr(self, c) for c in self.COLUMNS}, columns=list(self.COLUMNS))
+
+
+def ost_count(lustre: LustreLayouts) -> int:
     """Highest OST index in the log's Lustre records + 1 (0 when none): a lower bound of the file system's count."""
-    # tolist(): the column is Arrow-backed text under pandas 3, whose element-wise iteration is slow
-    ids = [o for o in ",".join(map(str, lustre["ost_ids"].tolist())).split(",") if o]
+    ids = [o for o in ",".join(map(str, lustre.ost_ids.tolist())).split(",") if o]
     return max(-1, max(map(int, ids), default=-1)) + 1
 
 
@@ -54,8 +87,7 @@ def lustre_file_columns(log) -> dict[str, np.ndarray] | None:
         return None
     c = cols(posix)
     nprocs = max(int(log.nprocs), 1)
-    lay_ids = lu["id"].to_numpy(np.uint64)
-    lay_ids, lay_first = np.unique(lay_ids, return_index=True)  # the first record of an id is its layout
+    lay_ids, lay_first = lu.first_of_each_id()
     ids = np.asarray(c["id"], dtype=np.uint64)
     keep = np.isin(ids, lay_ids)
     if not keep.any():
@@ -114,7 +146,7 @@ def lustre_file_columns(log) -> dict[str, np.ndarray] | None:
     return {
         "id": _ids_column(file_ids), "name": names, "shared": shared, "nranks": nranks.astype(np.int64),
         "movers": movers.astype(np.int64), "top_rank": _ranks_column(top), "stripe_count":
-        lu["stripe_count"].to_numpy(np.int64)[layout], "stripe_size": lu["stripe_size"].to_numpy(np.int64)[layout],
+        lu.stripe_count[layout], "stripe_size": lu.stripe_size[layout],
         "size": file_size, "bytes": b, "ops": ops_sum, "wall_s": wall, "rw_s": rw_sum, "meta_s": meta_sum,
         "access": acc[_first_argmax(ops, g, starts)].astype(np.int64)}
 
