@@ -14,7 +14,8 @@ import pytest
 from darshan_support import all_real_logs, need_darshan_logs  # noqa: F401
 from ioweather.sources.darshan_log import read_log
 from ioweather.stats.job import cols, monitored, zero_missing
-from ioweather.stats.lustre import _ids_column, _ranks_column, lustre_files, LustreLayouts
+from ioweather.sources.darshan_log import LustreLayouts
+from ioweather.stats.lustre import _ids_column, _ranks_column, lustre_files
 
 def _distinct(paths):
     seen, out = set(), []
@@ -120,7 +121,7 @@ def _planted(log, seed: int):
     twice = ids[rng.random(len(ids)) < 0.2]
     all_ids = rng.permutation(np.concatenate([ids, twice]))
     n = len(all_ids)
-    lustre = LustreLayouts(id=all_ids.astype(np.uint64), rank=np.full(n, -1), components=np.ones(n, int),
+    lustre = LustreLayouts(id=all_ids.astype(np.uint64), rank=np.full(n, -1),
                            stripe_size=rng.choice([1 << 16, 1 << 20, 4 << 20], n), stripe_count=rng.integers(1, 9, n),
                            pool=np.array([""] * n, object),
                            ost_ids=np.array([",".join(map(str, rng.integers(0, 40, 2))) for _ in range(n)], object))

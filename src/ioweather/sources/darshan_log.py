@@ -49,7 +49,6 @@ import pandas as pd
 
 from ioweather.errors import UserError, os_error_reason
 from ioweather.files import display_path, fd_path, open_regular
-from ioweather.stats.lustre import LustreLayouts
 from ioweather.units import format_bytes, format_seconds
 
 #: Modules whose records are a fixed struct of int64 counters + float64 fcounters.
@@ -153,6 +152,29 @@ class ModuleRecords:
     @property
     def fcounters(self) -> pd.DataFrame:
         return self._frame("f")
+
+
+@dataclass(eq=False)
+class LustreLayouts:
+    """The LUSTRE records as columns, one row per record (record id, rank): its first component's stripe
+    size (-1 without a component) and count, pool name and OST ids as text ("3,4"). Columns, not a
+    DataFrame: building the frame (its text columns) and selecting from it cost more than reading the
+    records (issue 40); `frame()` gives the table."""
+
+    id: np.ndarray            # uint64
+    rank: np.ndarray          # int64
+    stripe_size: np.ndarray   # int64
+    stripe_count: np.ndarray  # int64
+    pool: np.ndarray          # object: str
+    ost_ids: np.ndarray       # object: str
+
+    COLUMNS = ("id", "rank", "stripe_size", "stripe_count", "pool", "ost_ids")
+
+    def __len__(self) -> int:
+        return len(self.id)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({c: getattr(self, c) for c in self.COLUMNS}, columns=list(self.COLUMNS))
 
 
 @dataclass
@@ -614,7 +636,7 @@ def _read_lustre(b, log, path: str, errors: list[str]) -> LustreLayouts:
     i_size = cn.index("LUSTRE_COMP_STRIPE_SIZE") if "LUSTRE_COMP_STRIPE_SIZE" in cn else None
     i_count = cn.index("LUSTRE_COMP_STRIPE_COUNT") if "LUSTRE_COMP_STRIPE_COUNT" in cn else None
     head_t, comp_t, comp_size = _lustre_layout(ffi)
-    ids, ranks, ncomps, sizes, counts, pools, osts = [], [], [], [], [], [], []
+    ids, ranks, sizes, counts, pools, osts = [], [], [], [], [], []
     pool_text: dict[bytes, str] = {}
     idx = log["modules"]["LUSTRE"]["idx"] if log["modules"] else None
     handle, get, free = log["handle"], lib.darshan_log_get_record, lib.darshan_free
@@ -635,7 +657,6 @@ def _read_lustre(b, log, path: str, errors: list[str]) -> LustreLayouts:
             rid, rank, ncomp, nstripes, _, _ = head_t.unpack(buffer(rec))
             ids.append(rid)
             ranks.append(rank)
-            ncomps.append(ncomp)
             if ncomp > 0:
                 c = comp_t.unpack(buffer(rec.comps, comp_size))
                 size = c[i_size] if i_size is not None else -1
@@ -655,9 +676,8 @@ def _read_lustre(b, log, path: str, errors: list[str]) -> LustreLayouts:
         finally:
             free(p)
     return LustreLayouts(id=np.array(ids, np.uint64), rank=np.array(ranks, np.int64),
-                         components=np.array(ncomps, np.int64), stripe_size=np.array(sizes, np.int64),
-                         stripe_count=np.array(counts, np.int64), pool=np.array(pools, object),
-                         ost_ids=np.array(osts, object))
+                         stripe_size=np.array(sizes, np.int64), stripe_count=np.array(counts, np.int64),
+                         pool=np.array(pools, object), ost_ids=np.array(osts, object))
 
 
 def _read_dxt(b, log, mod_name: str, path: str, errors: list[str], max_segments: int) -> DxtSegments:

@@ -24,15 +24,11 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ioweather.units import ns_to_iso
-
-if TYPE_CHECKING:  # stats.lustre imports this module
-    from ioweather.stats.lustre import LustreLayouts
 
 MiB = 1024 * 1024
 
@@ -702,7 +698,8 @@ def _mount_of(name, table: dict, dirs: dict) -> tuple[str, str]:
     return hit
 
 
-def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre: LustreLayouts | None) -> list[dict]:
+def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre) -> list[dict]:
+    """Files and bytes per mount, with the Lustre layouts (sources.darshan_log.LustreLayouts) of its files."""
     if not fs.n:
         return []
     mp, ft = assign_mounts(fs["name"], mounts)
@@ -841,13 +838,19 @@ def file_columns(log) -> dict[str, np.ndarray]:
     return {c: data[c] for c in FILE_TABLE_COLUMNS}
 
 
-def _lustre_columns(ids: np.ndarray, lustre: LustreLayouts | None) -> dict[str, np.ndarray]:
+def first_layouts(lustre) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct record ids of the Lustre layouts, sources.darshan_log.LustreLayouts, sorted; the row of
+    each id's first record): a file's layout is its first record's."""
+    return np.unique(lustre.id, return_index=True)
+
+
+def _lustre_columns(ids: np.ndarray, lustre) -> dict[str, np.ndarray]:
     """Each row's Lustre stripe count, size and OST list (object arrays, None where the file has none): its
     id's first record's."""
     out = {c: np.full(len(ids), None, dtype=object) for c in LUSTRE_FILE_COLUMNS}
     if lustre is None or not len(lustre):
         return out
-    lay_ids, first = lustre.first_of_each_id()  # sorted
+    lay_ids, first = first_layouts(lustre)
     pos = np.minimum(np.searchsorted(lay_ids, ids), len(lay_ids) - 1)
     hit = lay_ids[pos] == ids
     src = first[pos[hit]]

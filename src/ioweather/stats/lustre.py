@@ -7,48 +7,15 @@ a lower bound unless the `lustre_osts` threshold gives the real count.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import pandas as pd
 
-from ioweather.stats.job import cols, monitored, zero_missing
+from ioweather.stats.job import cols, first_layouts, monitored, zero_missing
 
 
-@dataclass(eq=False)
-class LustreLayouts:
-    """The LUSTRE records as columns, one row per record (record id, rank): its first component's stripe
-    size (-1 without a component) and count, pool name and OST ids as text ("3,4"). Columns, not a
-    DataFrame: building the frame (its text columns) and selecting from it cost more than reading the
-    records (issue 40); `frame()` gives the table."""
-
-    id: np.ndarray            # uint64
-    rank: np.ndarray          # int64
-    components: np.ndarray    # int64
-    stripe_size: np.ndarray   # int64
-    stripe_count: np.ndarray  # int64
-    pool: np.ndarray          # object: str
-    ost_ids: np.ndarray       # object: str
-    _first: tuple | None = field(default=None, repr=False)
-
-    COLUMNS = ("id", "rank", "components", "stripe_size", "stripe_count", "pool", "ost_ids")
-
-    def __len__(self) -> int:
-        return len(self.id)
-
-    def first_of_each_id(self) -> tuple[np.ndarray, np.ndarray]:
-        """(the distinct record ids, sorted; the row of each id's first record): a file's layout is its first
-        record's (later ones are other ranks' records of the same file)."""
-        if self._first is None:
-            self._first = np.unique(self.id, return_index=True)
-        return self._first
-
-    def frame(self) -> pd.DataFrame:
-        return pd.DataFrame({c: getattr(self, c) for c in self.COLUMNS}, columns=list(self.COLUMNS))
-
-
-def ost_count(lustre: LustreLayouts) -> int:
-    """Highest OST index in the log's Lustre records + 1 (0 when none): a lower bound of the file system's count."""
+def ost_count(lustre) -> int:
+    """Highest OST index in the log's Lustre records (sources.darshan_log.LustreLayouts) + 1 (0 when none): a lower
+    bound of the file system's count."""
     ids = [o for o in ",".join(map(str, lustre.ost_ids.tolist())).split(",") if o]
     return max(-1, max(map(int, ids), default=-1)) + 1
 
@@ -87,7 +54,7 @@ def lustre_file_columns(log) -> dict[str, np.ndarray] | None:
         return None
     c = cols(posix)
     nprocs = max(int(log.nprocs), 1)
-    lay_ids, lay_first = lu.first_of_each_id()
+    lay_ids, lay_first = first_layouts(lu)
     ids = np.asarray(c["id"], dtype=np.uint64)
     keep = np.isin(ids, lay_ids)
     if not keep.any():
