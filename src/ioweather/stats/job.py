@@ -107,9 +107,59 @@ def cols(frame) -> Cols:
     return out
 
 
+class _Subset(Cols):
+    """`subset`'s rows: each column cut from the whole when first asked. A rule reads a few of a module's
+    ~90 columns; cutting them all was most of a subset's cost (issue 40). Iterating it cuts the rest first,
+    in the whole's order."""
+
+    def __init__(self, whole: Cols, mask: np.ndarray):
+        super().__init__()
+        self._whole, self._mask, self._cut = whole, mask, False
+
+    def __missing__(self, name: str) -> np.ndarray:
+        v = self._whole[name][self._mask]
+        dict.__setitem__(self, name, v)
+        return v
+
+    def __contains__(self, name) -> bool:
+        return dict.__contains__(self, name) or (not self._cut and name in self._whole)
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+    def _all(self) -> None:
+        if self._cut:
+            return
+        got = dict(dict.items(self))
+        dict.clear(self)
+        for name in self._whole.keys():
+            dict.__setitem__(self, name, got.pop(name) if name in got else self._whole[name][self._mask])
+        dict.update(self, got)  # columns added to the subset itself
+        self._cut = True
+
+    def __iter__(self):
+        self._all()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        self._all()
+        return dict.__len__(self)
+
+    def keys(self):
+        self._all()
+        return dict.keys(self)
+
+    def values(self):
+        self._all()
+        return dict.values(self)
+
+    def items(self):
+        self._all()
+        return dict.items(self)
+
+
 def subset(frame, mask: np.ndarray) -> Cols:
-    c = cols(frame)
-    out = Cols({k: v[mask] for k, v in c.items()})
+    out = _Subset(cols(frame), mask)
     out.n = int(np.count_nonzero(mask)) if mask.dtype == bool else len(mask)
     return out
 
