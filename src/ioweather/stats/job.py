@@ -73,8 +73,8 @@ class Cols(dict):
     n: int = 0
 
 
-# id(frame) -> (weak reference to the frame, its columns); DataFrames are not hashable,
-# so a WeakKeyDictionary cannot hold them. Entries go when the frame is collected.
+# id(frame) -> (weak reference to the frame or records, its columns); DataFrames and ModuleRecords are not
+# hashable, so a WeakKeyDictionary cannot hold them. Entries go when the frame is collected.
 _CACHE: dict[int, tuple[weakref.ref, Cols]] = {}
 
 
@@ -83,25 +83,25 @@ def cols(frame) -> Cols:
     or a counters/fcounters DataFrame with id and rank first (converted once, cached)."""
     if isinstance(frame, Cols):
         return frame
-    if hasattr(frame, "arrays"):
-        out = Cols(frame.arrays())
-        out.n = len(frame)
-        return out
     got = _CACHE.get(id(frame))
     if got is not None and got[0]() is frame:
         return got[1]
-    out = Cols()
-    out.n = len(frame)
-    names = list(frame.columns)
-    rest = [i for i, n in enumerate(names) if n not in ("id", "rank")]
-    if rest:
-        block = frame.iloc[:, rest].to_numpy()
-        for j, i in enumerate(rest):
-            out[names[i]] = block[:, j]
-    if "id" in frame.columns:
-        out["id"] = frame["id"].to_numpy(np.uint64)
-    if "rank" in frame.columns:
-        out["rank"] = frame["rank"].to_numpy(np.int64)
+    if hasattr(frame, "arrays"):  # ModuleRecords: ~240 asks a log, each copied its ~90 columns' dict (issue 40)
+        out = Cols(frame.arrays())
+        out.n = len(frame)
+    else:
+        out = Cols()
+        out.n = len(frame)
+        names = list(frame.columns)
+        rest = [i for i, n in enumerate(names) if n not in ("id", "rank")]
+        if rest:
+            block = frame.iloc[:, rest].to_numpy()
+            for j, i in enumerate(rest):
+                out[names[i]] = block[:, j]
+        if "id" in frame.columns:
+            out["id"] = frame["id"].to_numpy(np.uint64)
+        if "rank" in frame.columns:
+            out["rank"] = frame["rank"].to_numpy(np.int64)
     key = id(frame)
     _CACHE[key] = (weakref.ref(frame, lambda _r, k=key: _CACHE.pop(k, None)), out)
     return out
