@@ -228,12 +228,12 @@ def test_slow_rank_with_balanced_bytes_is_a_slow_target_not_an_imbalance():
 
 
 def test_a_slow_target_is_named_from_the_slow_ranks_lustre_records():
-    import pandas as pd
+    from ioweather.sources.darshan_log import LustreLayouts
 
     log = _ranks_job([10.0, 10.0, 10.0, 40.0], [GiB] * 4)
-    log.lustre = pd.DataFrame({"id": np.arange(10, 14, dtype=np.uint64), "rank": [0, 1, 2, 3], "components": [None] * 4,
-                               "stripe_size": [MiB] * 4, "stripe_count": [1] * 4, "pool": [""] * 4,
-                               "ost_ids": ["3", "4", "5", "17"]})
+    log.lustre = LustreLayouts(id=np.arange(10, 14, dtype=np.uint64), rank=np.arange(4),
+                               stripe_size=np.full(4, MiB), stripe_count=np.ones(4, int),
+                               pool=np.array([""] * 4, object), ost_ids=np.array(["3", "4", "5", "17"], object))
     _, f, _ = _run(log)
     assert f["B01"]["evidence"]["osts"] == "17" and "OST(s) 17" in f["B01"]["message"]
 

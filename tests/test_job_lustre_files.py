@@ -14,6 +14,7 @@ import pytest
 from darshan_support import all_real_logs, need_darshan_logs  # noqa: F401
 from ioweather.sources.darshan_log import read_log
 from ioweather.stats.job import cols, monitored, zero_missing
+from ioweather.sources.darshan_log import LustreLayouts
 from ioweather.stats.lustre import _ids_column, _ranks_column, lustre_files
 
 def _distinct(paths):
@@ -49,6 +50,7 @@ def lustre_files_reference(log) -> pd.DataFrame | None:
     lu, posix = log.lustre, log.records.get("POSIX")
     if lu is None or not len(lu) or posix is None or not len(posix):
         return None
+    lu = lu.frame()
     c = cols(posix)
     nprocs = max(int(log.nprocs), 1)
     layout = lu.drop_duplicates("id").set_index("id")
@@ -119,10 +121,10 @@ def _planted(log, seed: int):
     twice = ids[rng.random(len(ids)) < 0.2]
     all_ids = rng.permutation(np.concatenate([ids, twice]))
     n = len(all_ids)
-    lustre = pd.DataFrame({"id": all_ids.astype(np.uint64), "rank": np.full(n, -1), "components": np.ones(n, int),
-                           "stripe_size": rng.choice([1 << 16, 1 << 20, 4 << 20], n),
-                           "stripe_count": rng.integers(1, 9, n), "pool": [""] * n,
-                           "ost_ids": [",".join(map(str, rng.integers(0, 40, 2))) for _ in range(n)]})
+    lustre = LustreLayouts(id=all_ids.astype(np.uint64), rank=np.full(n, -1),
+                           stripe_size=rng.choice([1 << 16, 1 << 20, 4 << 20], n), stripe_count=rng.integers(1, 9, n),
+                           pool=np.array([""] * n, object),
+                           ost_ids=np.array([",".join(map(str, rng.integers(0, 40, 2))) for _ in range(n)], object))
     return dataclasses.replace(log, lustre=lustre)
 
 

@@ -154,6 +154,29 @@ class ModuleRecords:
         return self._frame("f")
 
 
+@dataclass(eq=False)
+class LustreLayouts:
+    """The LUSTRE records as columns, one row per record (record id, rank): its first component's stripe
+    size (-1 without a component) and count, pool name and OST ids as text ("3,4"). Columns, not a
+    DataFrame: building the frame (its text columns) and selecting from it cost more than reading the
+    records (issue 40); `frame()` gives the table."""
+
+    id: np.ndarray            # uint64
+    rank: np.ndarray          # int64
+    stripe_size: np.ndarray   # int64
+    stripe_count: np.ndarray  # int64
+    pool: np.ndarray          # object: str
+    ost_ids: np.ndarray       # object: str
+
+    COLUMNS = ("id", "rank", "stripe_size", "stripe_count", "pool", "ost_ids")
+
+    def __len__(self) -> int:
+        return len(self.id)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame({c: getattr(self, c) for c in self.COLUMNS}, columns=list(self.COLUMNS))
+
+
 @dataclass
 class DxtSegments:
     """One DXT module's trace as columns: one row per I/O segment."""
@@ -188,7 +211,7 @@ class DarshanLog:
     mounts: list[tuple[str, str]]               # (mount point, fs type)
     modules: dict[str, dict]                    # name -> {version, partial, bytes}
     records: dict[str, ModuleRecords]
-    lustre: pd.DataFrame | None = None          # one row per (record id, rank): stripe settings
+    lustre: LustreLayouts | None = None         # one row per (record id, rank): stripe settings
     dxt: dict[str, DxtSegments] = field(default_factory=dict)
     heatmaps: dict[str, dict] = field(default_factory=dict)   # module -> {bin_width_s, read (ranks x bins), write}
     node_names: list[str] = field(default_factory=list)       # DXT hostnames, when present
@@ -601,7 +624,7 @@ def _lustre_layout(ffi) -> tuple[struct.Struct, struct.Struct, int]:
     return head, one, one.size
 
 
-def _read_lustre(b, log, path: str, errors: list[str]) -> pd.DataFrame:
+def _read_lustre(b, log, path: str, errors: list[str]) -> LustreLayouts:
     """One row per LUSTRE record: its first component's stripe size, count and pool, its OST ids as text.
 
     Each record is malloc'd by libdarshan-util (its size varies: `_read_fixed` cannot hold them); the
@@ -613,7 +636,7 @@ def _read_lustre(b, log, path: str, errors: list[str]) -> pd.DataFrame:
     i_size = cn.index("LUSTRE_COMP_STRIPE_SIZE") if "LUSTRE_COMP_STRIPE_SIZE" in cn else None
     i_count = cn.index("LUSTRE_COMP_STRIPE_COUNT") if "LUSTRE_COMP_STRIPE_COUNT" in cn else None
     head_t, comp_t, comp_size = _lustre_layout(ffi)
-    ids, ranks, ncomps, sizes, counts, pools, osts = [], [], [], [], [], [], []
+    ids, ranks, sizes, counts, pools, osts = [], [], [], [], [], []
     pool_text: dict[bytes, str] = {}
     idx = log["modules"]["LUSTRE"]["idx"] if log["modules"] else None
     handle, get, free = log["handle"], lib.darshan_log_get_record, lib.darshan_free
@@ -634,7 +657,6 @@ def _read_lustre(b, log, path: str, errors: list[str]) -> pd.DataFrame:
             rid, rank, ncomp, nstripes, _, _ = head_t.unpack(buffer(rec))
             ids.append(rid)
             ranks.append(rank)
-            ncomps.append(ncomp)
             if ncomp > 0:
                 c = comp_t.unpack(buffer(rec.comps, comp_size))
                 size = c[i_size] if i_size is not None else -1
@@ -653,13 +675,9 @@ def _read_lustre(b, log, path: str, errors: list[str]) -> pd.DataFrame:
             osts.append(",".join(map(str, unpack(rec.ost_ids, n_ost))) if n_ost > 0 else "")
         finally:
             free(p)
-    columns = ["id", "rank", "components", "stripe_size", "stripe_count", "pool", "ost_ids"]
-    if not ids:
-        return pd.DataFrame([], columns=columns).astype({"id": np.uint64})
-    return pd.DataFrame({"id": np.array(ids, np.uint64), "rank": np.array(ranks, np.int64),
-                         "components": np.array(ncomps, np.int64), "stripe_size": np.array(sizes, np.int64),
-                         "stripe_count": np.array(counts, np.int64), "pool": np.array(pools, object),
-                         "ost_ids": np.array(osts, object)}, columns=columns)
+    return LustreLayouts(id=np.array(ids, np.uint64), rank=np.array(ranks, np.int64),
+                         stripe_size=np.array(sizes, np.int64), stripe_count=np.array(counts, np.int64),
+                         pool=np.array(pools, object), ost_ids=np.array(osts, object))
 
 
 def _read_dxt(b, log, mod_name: str, path: str, errors: list[str], max_segments: int) -> DxtSegments:

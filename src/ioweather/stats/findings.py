@@ -34,8 +34,8 @@ from ioweather.errors import UserError
 from ioweather.stats import costs
 from ioweather.stats.costs import LEVELS, severity  # noqa: F401 (re-exported: the levels are the costs')
 from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, effective_ranks, layer_rows, library_mask,
-                                  module_rows, monitored, rank_sums, fs_records, slowest_path, storage_modules, subset,
-                                  zero_missing)
+                                  module_rows, monitored, nan_sum, rank_sums, fs_records, slowest_path, storage_modules,
+                                  subset, zero_missing)
 from ioweather.stats.lustre import lfs_size, lustre_file_columns, lustre_files, ost_count
 from ioweather.units import format_bytes, format_seconds
 
@@ -465,9 +465,9 @@ def _mpiio_collective(j: Job) -> list[dict]:
     c = cols(mpiio)
     for kind, code_coll, code_ok, code_nb, code_small in (("READS", "M02", "M04", "M06", "P05"),
                                                           ("WRITES", "M03", "M05", "M07", "P06")):
-        indep = int(np.nansum(monitored(c, f"MPIIO_INDEP_{kind}")))
-        coll = int(np.nansum(monitored(c, f"MPIIO_COLL_{kind}")))
-        nb = int(np.nansum(monitored(c, f"MPIIO_NB_{kind}")))
+        indep = int(nan_sum(monitored(c, f"MPIIO_INDEP_{kind}")))
+        coll = int(nan_sum(monitored(c, f"MPIIO_COLL_{kind}")))
+        nb = int(nan_sum(monitored(c, f"MPIIO_NB_{kind}")))
         word = kind.lower()[:-1]
         if coll == 0 and indep > t.collective_operations_absolute and j.nprocs > 1:
             cost = _small_cost(j.px, "READ" if kind == "READS" else "WRITE") if j.px is not None else 0.0
@@ -777,8 +777,8 @@ def _stripe_count(log, keys) -> int | None:
     lu = log.lustre
     if lu is None or not len(lu):
         return None
-    sel = lu[np.isin(lu["id"].to_numpy(np.uint64), keys)]
-    return int(sel["stripe_count"].max()) if len(sel) else None
+    sel = lu.stripe_count[np.isin(lu.id, keys)]
+    return int(sel.max()) if len(sel) else None
 
 
 def _mpiio_overhead(j: Job) -> list[dict]:
@@ -1134,10 +1134,10 @@ def _rank_time_imbalance(j: Job) -> list[dict]:
 def _rank_osts(log, rank: int) -> str:
     """The OSTs of the files `rank` opened itself (Darshan's Lustre records are per rank), as text."""
     lu = log.lustre
-    if lu is None or not len(lu) or "rank" not in lu:
+    if lu is None or not len(lu):
         return ""
-    sel = lu[lu["rank"].to_numpy() == rank]
-    osts = sorted({int(o) for v in sel["ost_ids"] for o in str(v).split(",") if o.strip().lstrip("-").isdigit()})
+    osts = sorted({int(o) for v in lu.ost_ids[lu.rank == rank] for o in str(v).split(",")
+                   if o.strip().lstrip("-").isdigit()})
     if not osts:
         return ""
     return ", ".join(str(o) for o in osts[:8]) + (f" and {len(osts) - 8} more" if len(osts) > 8 else "")
@@ -1342,12 +1342,12 @@ def _posix_context(posix, t: Thresholds, nprocs: int, clock: costs.Clock) -> _Po
     c = cols(posix)
     return _Posix(c=c, posix=posix, t=t, nprocs=nprocs, clock=clock, ranks=c["rank"],
                   shared_mask=(c["rank"] < 0) & (nprocs > 1),
-                  reads=float(np.nansum(monitored(c, "POSIX_READS"))),
-                  writes=float(np.nansum(monitored(c, "POSIX_WRITES"))),
-                  br=float(np.nansum(monitored(c, "POSIX_BYTES_READ"))),
-                  bw=float(np.nansum(monitored(c, "POSIX_BYTES_WRITTEN"))),
-                  t_read=float(np.nansum(monitored(c, "POSIX_F_READ_TIME"))),
-                  t_write=float(np.nansum(monitored(c, "POSIX_F_WRITE_TIME"))))
+                  reads=float(nan_sum(monitored(c, "POSIX_READS"))),
+                  writes=float(nan_sum(monitored(c, "POSIX_WRITES"))),
+                  br=float(nan_sum(monitored(c, "POSIX_BYTES_READ"))),
+                  bw=float(nan_sum(monitored(c, "POSIX_BYTES_WRITTEN"))),
+                  t_read=float(nan_sum(monitored(c, "POSIX_F_READ_TIME"))),
+                  t_write=float(nan_sum(monitored(c, "POSIX_F_WRITE_TIME"))))
 
 
 def _small_cost(x: _Posix, kind: str) -> float:
@@ -1403,8 +1403,8 @@ def _small_requests_rule(x: _Posix) -> list[dict]:
             sc = x.shared_c()
             small_s, n_s, small_bs = x.small(kind, shared=True)
             if n_s and small_s / n_s > t.small_requests and small_s > t.small_requests_absolute:
-                b_s = float(np.nansum(monitored(sc, f"POSIX_BYTES_{'READ' if kind == 'READ' else 'WRITTEN'}")))
-                t_s = float(np.nansum(monitored(sc, t_col)))
+                b_s = float(nan_sum(monitored(sc, f"POSIX_BYTES_{'READ' if kind == 'READ' else 'WRITTEN'}")))
+                t_s = float(nan_sum(monitored(sc, t_col)))
                 cost_s = clock.wall(costs.small_request_saving(t_s, n_s, small_s, b_s, small_bs, t.small_bytes))
                 own_s = (_consec(sc, kind) or 0.0) >= CONSECUTIVE_OWN_STRETCH
                 lever = ("each rank's are consecutive, its own stretch, so collective calls would have nothing to "
@@ -1424,8 +1424,8 @@ def _misalignment(x: _Posix) -> list[dict]:
     out = []
     c, t, clock, br, bw = x.c, x.t, x.clock, x.br, x.bw
     t_read, t_write, ops = x.t_read, x.t_write, x.ops
-    mem = float(np.nansum(monitored(c, "POSIX_MEM_NOT_ALIGNED")))
-    fil = float(np.nansum(monitored(c, "POSIX_FILE_NOT_ALIGNED")))
+    mem = float(nan_sum(monitored(c, "POSIX_MEM_NOT_ALIGNED")))
+    fil = float(nan_sum(monitored(c, "POSIX_FILE_NOT_ALIGNED")))
     if ops:
         align = monitored(c, "POSIX_FILE_ALIGNMENT")
         unit = float(np.nanmedian(align)) if np.isfinite(align).any() else 0.0

@@ -73,8 +73,8 @@ class Cols(dict):
     n: int = 0
 
 
-# id(frame) -> (weak reference to the frame, its columns); DataFrames are not hashable,
-# so a WeakKeyDictionary cannot hold them. Entries go when the frame is collected.
+# id(frame) -> (weak reference to the frame or records, its columns); DataFrames and ModuleRecords are not
+# hashable, so a WeakKeyDictionary cannot hold them. Entries go when the frame is collected.
 _CACHE: dict[int, tuple[weakref.ref, Cols]] = {}
 
 
@@ -83,33 +83,83 @@ def cols(frame) -> Cols:
     or a counters/fcounters DataFrame with id and rank first (converted once, cached)."""
     if isinstance(frame, Cols):
         return frame
-    if hasattr(frame, "arrays"):
-        out = Cols(frame.arrays())
-        out.n = len(frame)
-        return out
     got = _CACHE.get(id(frame))
     if got is not None and got[0]() is frame:
         return got[1]
-    out = Cols()
-    out.n = len(frame)
-    names = list(frame.columns)
-    rest = [i for i, n in enumerate(names) if n not in ("id", "rank")]
-    if rest:
-        block = frame.iloc[:, rest].to_numpy()
-        for j, i in enumerate(rest):
-            out[names[i]] = block[:, j]
-    if "id" in frame.columns:
-        out["id"] = frame["id"].to_numpy(np.uint64)
-    if "rank" in frame.columns:
-        out["rank"] = frame["rank"].to_numpy(np.int64)
+    if hasattr(frame, "arrays"):  # ModuleRecords: ~240 asks a log, each copied its ~90 columns' dict (issue 40)
+        out = Cols(frame.arrays())
+        out.n = len(frame)
+    else:
+        out = Cols()
+        out.n = len(frame)
+        names = list(frame.columns)
+        rest = [i for i, n in enumerate(names) if n not in ("id", "rank")]
+        if rest:
+            block = frame.iloc[:, rest].to_numpy()
+            for j, i in enumerate(rest):
+                out[names[i]] = block[:, j]
+        if "id" in frame.columns:
+            out["id"] = frame["id"].to_numpy(np.uint64)
+        if "rank" in frame.columns:
+            out["rank"] = frame["rank"].to_numpy(np.int64)
     key = id(frame)
     _CACHE[key] = (weakref.ref(frame, lambda _r, k=key: _CACHE.pop(k, None)), out)
     return out
 
 
+class _Subset(Cols):
+    """`subset`'s rows: each column cut from the whole when first asked. A rule reads a few of a module's
+    ~90 columns; cutting them all was most of a subset's cost (issue 40). Iterating it cuts the rest first,
+    in the whole's order."""
+
+    def __init__(self, whole: Cols, mask: np.ndarray):
+        super().__init__()
+        self._whole, self._mask, self._cut = whole, mask, False
+
+    def __missing__(self, name: str) -> np.ndarray:
+        v = self._whole[name][self._mask]
+        dict.__setitem__(self, name, v)
+        return v
+
+    def __contains__(self, name) -> bool:
+        return dict.__contains__(self, name) or (not self._cut and name in self._whole)
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+    def _all(self) -> None:
+        if self._cut:
+            return
+        got = dict(dict.items(self))
+        dict.clear(self)
+        for name in self._whole.keys():
+            dict.__setitem__(self, name, got.pop(name) if name in got else self._whole[name][self._mask])
+        dict.update(self, got)  # columns added to the subset itself
+        self._cut = True
+
+    def __iter__(self):
+        self._all()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        self._all()
+        return dict.__len__(self)
+
+    def keys(self):
+        self._all()
+        return dict.keys(self)
+
+    def values(self):
+        self._all()
+        return dict.values(self)
+
+    def items(self):
+        self._all()
+        return dict.items(self)
+
+
 def subset(frame, mask: np.ndarray) -> Cols:
-    c = cols(frame)
-    out = Cols({k: v[mask] for k, v in c.items()})
+    out = _Subset(cols(frame), mask)
     out.n = int(np.count_nonzero(mask)) if mask.dtype == bool else len(mask)
     return out
 
@@ -130,13 +180,20 @@ def zero_missing(frame, name: str) -> np.ndarray:
     return v if np.isfinite(v).all() else np.nan_to_num(v, copy=False)
 
 
+def nan_sum(v: np.ndarray) -> float:
+    """np.nansum of a 1-d float array, to the last bit, without its copy and checks when nothing is NaN (the
+    characterization and rules sum ~50 counter columns per log, issue 40): NaN only ever comes from one."""
+    s = v.sum()
+    return s if s == s else np.where(np.isnan(v), 0.0, v).sum()
+
+
 def total(frame, names: Iterable[str]) -> float | None:
     """Sum of the monitored values of `names` over all rows; None when none is present/monitored."""
     c = cols(frame)
     vals = [monitored(c, n) for n in names if n in c]
     if not vals or all(np.isnan(v).all() for v in vals):
         return None
-    return float(sum(np.nansum(v) for v in vals))
+    return float(sum(nan_sum(v) for v in vals))
 
 
 def effective_ranks(ranks: np.ndarray, nprocs: int) -> np.ndarray:
@@ -366,7 +423,7 @@ def access_pattern(rec) -> dict:
         return out
     c = cols(rec)
     for kind, key in (("READ", "read_histogram"), ("WRITE", "write_histogram")):
-        out[key] = {b: int(np.nansum(monitored(c, f"POSIX_SIZE_{kind}_{b}"))) for b in SIZE_BINS}
+        out[key] = {b: int(nan_sum(monitored(c, f"POSIX_SIZE_{kind}_{b}"))) for b in SIZE_BINS}
     out["common_sizes"] = common_access_sizes(c, "POSIX")
     ops = zero_missing(c, "POSIX_READS") + zero_missing(c, "POSIX_WRITES")
 
@@ -698,7 +755,8 @@ def _mount_of(name, table: dict, dirs: dict) -> tuple[str, str]:
     return hit
 
 
-def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre: pd.DataFrame | None) -> list[dict]:
+def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre) -> list[dict]:
+    """Files and bytes per mount, with the Lustre layouts (sources.darshan_log.LustreLayouts) of its files."""
     if not fs.n:
         return []
     mp, ft = assign_mounts(fs["name"], mounts)
@@ -706,10 +764,9 @@ def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre: pd.DataFrame
     # (and numpy drops trailing NULs from string scalars, so NUL cannot be the separator)
     key = np.array([f"{a}\t{b}" for a, b in zip(mp, ft)], dtype=object)
     rows = []
-    lu_ids = lustre["id"].to_numpy(np.uint64) if lustre is not None and len(lustre) else None
-    if lu_ids is not None:  # the layout's columns once, as arrays (issue 40: a frame selection per mount)
-        lu_size, lu_count = lustre["stripe_size"].to_numpy(), lustre["stripe_count"].to_numpy()
-        lu_osts = lustre["ost_ids"].to_numpy(dtype=object)
+    lu_ids = lustre.id if lustre is not None and len(lustre) else None
+    if lu_ids is not None:
+        lu_size, lu_count, lu_osts = lustre.stripe_size, lustre.stripe_count, lustre.ost_ids
     for k in dict.fromkeys(key):
         sel = key == k
         mount, fstype = k.split("\t")
@@ -838,21 +895,25 @@ def file_columns(log) -> dict[str, np.ndarray]:
     return {c: data[c] for c in FILE_TABLE_COLUMNS}
 
 
-def _lustre_columns(ids: np.ndarray, lustre: pd.DataFrame | None) -> dict[str, np.ndarray]:
-    """Each row's Lustre stripe count, size and OST list (object arrays, None where the file has none)."""
+def first_layouts(lustre) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct record ids of the Lustre layouts, sources.darshan_log.LustreLayouts, sorted; the row of
+    each id's first record): a file's layout is its first record's."""
+    return np.unique(lustre.id, return_index=True)
+
+
+def _lustre_columns(ids: np.ndarray, lustre) -> dict[str, np.ndarray]:
+    """Each row's Lustre stripe count, size and OST list (object arrays, None where the file has none): its
+    id's first record's."""
     out = {c: np.full(len(ids), None, dtype=object) for c in LUSTRE_FILE_COLUMNS}
     if lustre is None or not len(lustre):
         return out
-    lay = lustre.drop_duplicates("id")
-    lay_ids = lay["id"].to_numpy(np.uint64)
-    order = np.argsort(lay_ids)
-    pos = np.searchsorted(lay_ids[order], ids)
-    pos = np.minimum(pos, len(lay_ids) - 1)
-    hit = lay_ids[order][pos] == ids
-    src = order[pos[hit]]
-    out["stripe_count"][hit] = [int(v) for v in lay["stripe_count"].to_numpy()[src]]
-    out["stripe_size"][hit] = [int(v) for v in lay["stripe_size"].to_numpy()[src]]
-    out["ost_ids"][hit] = [str(v) for v in lay["ost_ids"].to_numpy()[src]]
+    lay_ids, first = first_layouts(lustre)
+    pos = np.minimum(np.searchsorted(lay_ids, ids), len(lay_ids) - 1)
+    hit = lay_ids[pos] == ids
+    src = first[pos[hit]]
+    out["stripe_count"][hit] = lustre.stripe_count[src].tolist()
+    out["stripe_size"][hit] = lustre.stripe_size[src].tolist()
+    out["ost_ids"][hit] = [str(v) for v in lustre.ost_ids[src]]
     return out
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ioweather.stats.job import cols, monitored, zero_missing
+from ioweather.stats.job import cols, first_layouts, monitored, zero_missing
 
 
-def ost_count(lustre: pd.DataFrame) -> int:
-    """Highest OST index in the log's Lustre records + 1 (0 when none): a lower bound of the file system's count."""
-    # tolist(): the column is Arrow-backed text under pandas 3, whose element-wise iteration is slow
-    ids = [o for o in ",".join(map(str, lustre["ost_ids"].tolist())).split(",") if o]
+def ost_count(lustre) -> int:
+    """Highest OST index in the log's Lustre records (sources.darshan_log.LustreLayouts) + 1 (0 when none): a lower
+    bound of the file system's count."""
+    ids = [o for o in ",".join(map(str, lustre.ost_ids.tolist())).split(",") if o]
     return max(-1, max(map(int, ids), default=-1)) + 1
 
 
@@ -54,8 +54,7 @@ def lustre_file_columns(log) -> dict[str, np.ndarray] | None:
         return None
     c = cols(posix)
     nprocs = max(int(log.nprocs), 1)
-    lay_ids = lu["id"].to_numpy(np.uint64)
-    lay_ids, lay_first = np.unique(lay_ids, return_index=True)  # the first record of an id is its layout
+    lay_ids, lay_first = first_layouts(lu)
     ids = np.asarray(c["id"], dtype=np.uint64)
     keep = np.isin(ids, lay_ids)
     if not keep.any():
@@ -114,7 +113,7 @@ def lustre_file_columns(log) -> dict[str, np.ndarray] | None:
     return {
         "id": _ids_column(file_ids), "name": names, "shared": shared, "nranks": nranks.astype(np.int64),
         "movers": movers.astype(np.int64), "top_rank": _ranks_column(top), "stripe_count":
-        lu["stripe_count"].to_numpy(np.int64)[layout], "stripe_size": lu["stripe_size"].to_numpy(np.int64)[layout],
+        lu.stripe_count[layout], "stripe_size": lu.stripe_size[layout],
         "size": file_size, "bytes": b, "ops": ops_sum, "wall_s": wall, "rw_s": rw_sum, "meta_s": meta_sum,
         "access": acc[_first_argmax(ops, g, starts)].astype(np.int64)}
 
