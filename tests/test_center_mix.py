@@ -8,6 +8,7 @@ back from the answer under test."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
@@ -80,6 +81,49 @@ def server(mix):
         yield s
 
 
+#: (page, file system) that several tests read in Chromium: drawn once (seconds each) and kept open for the module.
+SHARED = {("metadata", "snx11025"), ("metadata", "arch"), ("servers", "snx11025"), ("servers", "arch"),
+          ("workload", "snx11025")}
+
+
+def _shown_fs(page) -> str | None:
+    """The file system a page names (None on a page of none)."""
+    return page.locator("#fs-name").inner_text() if page.locator("#fs-name").count() else None
+
+
+class Drawn:
+    """The module's pages in Chromium: `visit(url)` draws URL; a page of SHARED is kept (`get` hands it on)."""
+
+    def __init__(self, server, browser, stack: contextlib.ExitStack):
+        self.server, self.browser, self.stack, self.kept = server, browser, stack, {}
+
+    @contextlib.contextmanager
+    def visit(self, url: str):
+        with contextlib.ExitStack() as own:
+            v = own.enter_context(visit(self.browser, self.server.url + url))
+            yield v
+            key = (url.split("?")[0].strip("/"), _shown_fs(v.page))
+            if key in SHARED and key not in self.kept:
+                self.kept[key] = v
+                self.stack.enter_context(own.pop_all())  # closed with the module
+
+    def get(self, slug: str, fs: str):
+        """The page of `slug` showing `fs`, drawn already or now from /slug?fs=fs."""
+        assert (slug, fs) in SHARED, (slug, fs)
+        if (slug, fs) not in self.kept:
+            with self.visit(f"/{slug}?fs={fs}"):
+                pass
+        v = self.kept[(slug, fs)]
+        assert _shown_fs(v.page) == fs and v.errors == [], (slug, fs, v.errors)
+        return v
+
+
+@pytest.fixture(scope="module")
+def drawn(server, browser):
+    with contextlib.ExitStack() as stack:
+        yield Drawn(server, browser, stack)
+
+
 def api(server, path):
     code, _, body = server.get(path)
     assert code == 200, (path, code, body[:300])
@@ -108,23 +152,31 @@ def _nav(server) -> list[str]:
     return [p["slug"] for p in index["pages"] if p["available"] and p["slug"] != "job"]
 
 
-def test_every_nav_page_with_and_without_fs(server, browser, mix):
+def test_every_nav_page_with_and_without_fs(server, drawn, mix):
     """No 4xx/5xx (the page's own fetches too), no console error, every file-system page names its file
     system and window, no time axis outside the years of the file system it shows (one capture drew
-    Jan-Nov 2000; an axis of arch's 2020 on snx11025's page passed the union of the store's years)."""
+    Jan-Nov 2000; an axis of arch's 2020 on snx11025's page passed the union of the store's years).
+    A page asked for the file system it shows without one is that page (its /api twin is the same): it is
+    checked over HTTP, not drawn again."""
     nav = _nav(server)
     urls = [f"/{s}" for s in nav] + [f"/{s}?fs={fs}" for s in nav if s in FS_PAGES for fs in FSES]
-    named = set()
+    named, default = set(), {}
     for url in urls:
         slug = url.split("?")[0].strip("/")
-        with visit(browser, server.url + url) as v:
+        asked = url.split("fs=")[1] if "fs=" in url else None
+        if asked is not None and default.get(slug) == asked:
+            code, _, body = server.get(url)
+            assert code == 200 and f'id="fs-name">{asked}</b>' in body.decode(), (url, code)
+            assert api(server, f"/api{url}") == api(server, f"/api/{slug}"), url
+            continue
+        with drawn.visit(url) as v:
             assert v.response.status == 200 and v.errors == [] and v.bad_statuses == [], \
                 (url, v.errors, v.bad_statuses)
-            fs = None
-            if v.page.locator("#fs-name").count():
+            fs = _shown_fs(v.page)
+            if fs is not None:
                 named.add(slug)
-                fs = v.page.locator("#fs-name").inner_text()
-                assert fs == (url.split("fs=")[1] if "fs=" in url else fs) and fs in FSES, (url, fs)
+                default.setdefault(slug, fs)
+                assert fs == (asked or fs) and fs in FSES, (url, fs)
                 text = v.page.locator("#fs-span").inner_text()
                 assert text.startswith(f"{fs}:") and " – " in text, (url, text)
                 assert v.page.locator("select[name=fs]").count() == 1, url  # the selector, on every one
@@ -218,80 +270,80 @@ def _cells(page, selector: str) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("fs", FSES[::2])
-def test_metadata_page_means_and_counts_recounted(server, browser, mix, fs):
+def test_metadata_page_means_and_counts_recounted(drawn, mix, fs):
     """As the page shows them in Chromium: the mean over the time the data of the window covers, each
     operation's count and mean, recounted from the stored rows."""
     from ioweather.units import format_number
 
-    with visit(browser, f"{server.url}/metadata?fs={fs}") as v:
-        span = json_twin(v.page, f"/metadata?fs={fs}")["span"]
-        md = _window(mix, fs, span, "md")
-        covered = _covered_s(md)
-        assert span["covered_s"] == covered and covered in {300.0, 1800.0}
-        peak_mean = v.page.locator("#md-summary tr").first.locator("td").inner_text()
-        assert peak_mean.endswith(f" / {format_number(md['value'].sum() / covered)}/s"), (peak_mean, covered)
-        shown = {r[0]: r for r in _cells(v.page, "#md-ops tbody tr")}
-        for metric, g in md.groupby("metric"):
-            row = shown[metric.removeprefix("md_")]
-            assert row[1] == f"{g['value'].sum():,.0f}" and row[3] == f"{format_number(g['value'].sum() / covered)}/s", row
-            assert (row[4] == "–") == (g["value"].sum() == 0), row  # no share of time below the peak of nothing
+    v = drawn.get("metadata", fs)
+    span = json_twin(v.page, f"/metadata?fs={fs}")["span"]
+    md = _window(mix, fs, span, "md")
+    covered = _covered_s(md)
+    assert span["covered_s"] == covered and covered in {300.0, 1800.0}
+    peak_mean = v.page.locator("#md-summary tr").first.locator("td").inner_text()
+    assert peak_mean.endswith(f" / {format_number(md['value'].sum() / covered)}/s"), (peak_mean, covered)
+    shown = {r[0]: r for r in _cells(v.page, "#md-ops tbody tr")}
+    for metric, g in md.groupby("metric"):
+        row = shown[metric.removeprefix("md_")]
+        assert row[1] == f"{g['value'].sum():,.0f}" and row[3] == f"{format_number(g['value'].sum() / covered)}/s", row
+        assert (row[4] == "–") == (g["value"].sum() == 0), row  # no share of time below the peak of nothing
 
 
 #: arch: 60 s samples drawn in 5-minute columns; its peaks were the columns' means (metadata 2.117/s for a
 #: sample's 2.15/s; the read colour scale 911.5 KiB/s for the table's 976.6 KiB/s).
 @pytest.mark.parametrize("fs", FSES[::2])
-def test_metadata_page_peaks_recounted(server, browser, mix, fs):
+def test_metadata_page_peaks_recounted(drawn, mix, fs):
     """The peaks the page shows are the highest rates of the stored samples (of every operation, and of each)."""
     from ioweather.units import format_number
 
-    with visit(browser, f"{server.url}/metadata?fs={fs}") as v:
-        md = _window(mix, fs, json_twin(v.page, f"/metadata?fs={fs}")["span"], "md")
-        peak_mean = v.page.locator("#md-summary tr").first.locator("td").inner_text()
-        assert peak_mean.startswith(f"{format_number(_peak(md))}/s / "), peak_mean
-        shown = {r[0]: r for r in _cells(v.page, "#md-ops tbody tr")}
-        for metric, g in md.groupby("metric"):
-            assert shown[metric.removeprefix("md_")][2] == f"{format_number(_peak(g))}/s", (metric, shown[metric[3:]])
+    v = drawn.get("metadata", fs)
+    md = _window(mix, fs, json_twin(v.page, f"/metadata?fs={fs}")["span"], "md")
+    peak_mean = v.page.locator("#md-summary tr").first.locator("td").inner_text()
+    assert peak_mean.startswith(f"{format_number(_peak(md))}/s / "), peak_mean
+    shown = {r[0]: r for r in _cells(v.page, "#md-ops tbody tr")}
+    for metric, g in md.groupby("metric"):
+        assert shown[metric.removeprefix("md_")][2] == f"{format_number(_peak(g))}/s", (metric, shown[metric[3:]])
 
 
 @pytest.mark.parametrize("fs", FSES[::2])
-def test_servers_table_recounted(server, browser, mix, fs):
+def test_servers_table_recounted(drawn, mix, fs):
     """Each target's bytes and peaks in the page's table, recounted from its stored rows over the window."""
     from ioweather.units import format_bytes
 
-    with visit(browser, f"{server.url}/servers?fs={fs}") as v:
-        io = _window(mix, fs, json_twin(v.page, f"/servers?fs={fs}")["span"], "io")
-        table = {r[0]: r for r in _cells(v.page, "#target-table tbody tr")}
-        assert set(table) == set(io["target"]), table.keys()
-        for target, g in io.groupby("target"):
-            want = []
-            for key in ("read_bytes", "write_bytes"):
-                d = g[g["metric"] == key]
-                want.append((format_bytes(d["value"].sum()), f"{format_bytes((d['value'] / d['interval_s']).max())}/s"))
-            assert table[target][1:5] == [want[0][0], want[1][0], want[0][1], want[1][1]], (target, table[target])
+    v = drawn.get("servers", fs)
+    io = _window(mix, fs, json_twin(v.page, f"/servers?fs={fs}")["span"], "io")
+    table = {r[0]: r for r in _cells(v.page, "#target-table tbody tr")}
+    assert set(table) == set(io["target"]), table.keys()
+    for target, g in io.groupby("target"):
+        want = []
+        for key in ("read_bytes", "write_bytes"):
+            d = g[g["metric"] == key]
+            want.append((format_bytes(d["value"].sum()), f"{format_bytes((d['value'] / d['interval_s']).max())}/s"))
+        assert table[target][1:5] == [want[0][0], want[1][0], want[0][1], want[1][1]], (target, table[target])
 
 
 @pytest.mark.parametrize("fs", FSES[::2])
-def test_servers_colour_scales_end_at_the_table_peaks(server, browser, mix, fs):
+def test_servers_colour_scales_end_at_the_table_peaks(drawn, fs):
     """Each map's colour bar ends at the highest peak of its direction in the table, as its caption says."""
-    with visit(browser, f"{server.url}/servers?fs={fs}") as v:
-        table = _cells(v.page, "#target-table tbody tr")
-        twin = json_twin(v.page, f"/servers?fs={fs}")
-        for key, col in (("read", 3), ("write", 4)):
-            top = max(twin["targets"], key=lambda t: t[f"peak_{key}_bps"])
-            shown = next(r[col] for r in table if r[0] == top["target"])
-            ticks = v.page.locator(f"#servers-heat-{key} .cbaxis text, #servers-heat-{key} .colorbar text") \
-                .all_text_contents()
-            assert shown in ticks, (key, shown, ticks)
+    v = drawn.get("servers", fs)
+    table = _cells(v.page, "#target-table tbody tr")
+    twin = json_twin(v.page, f"/servers?fs={fs}")
+    for key, col in (("read", 3), ("write", 4)):
+        top = max(twin["targets"], key=lambda t: t[f"peak_{key}_bps"])
+        shown = next(r[col] for r in table if r[0] == top["target"])
+        ticks = v.page.locator(f"#servers-heat-{key} .cbaxis text, #servers-heat-{key} .colorbar text") \
+            .all_text_contents()
+        assert shown in ticks, (key, shown, ticks)
 
 
-def test_the_write_map_darkens_with_the_rate(server, browser):
+def test_the_write_map_darkens_with_the_rate(drawn):
     """The read map ran from grey to dark red, the write map from dark blue to grey (Plotly's "Blues"):
     the busiest writers were drawn palest. Both darken as the rate rises."""
-    with visit(browser, f"{server.url}/servers?fs=snx11025") as v:
-        for key in ("read", "write"):
-            scale = v.page.evaluate(f"document.getElementById('servers-heat-{key}')._fullData[0].colorscale")
-            lum = [sum(int(c) for c in re.findall(r"\d+", colour)[:3]) for _, colour in (scale[0], scale[-1])]
-            assert lum[0] > lum[1], (key, scale)
+    v = drawn.get("servers", "snx11025")
+    for key in ("read", "write"):
+        scale = v.page.evaluate(f"document.getElementById('servers-heat-{key}')._fullData[0].colorscale")
+        lum = [sum(int(c) for c in re.findall(r"\d+", colour)[:3]) for _, colour in (scale[0], scale[-1])]
+        assert lum[0] > lum[1], (key, scale)
 
 
 def test_lfs_df_drawn_at_its_time(server):
@@ -494,12 +546,12 @@ def test_a_users_default_project_is_named_as_the_user(root_job):
     assert page["summary"]["projects"] == summary["projects"]
 
 
-def test_autocorrelation_lags_in_minutes_for_short_data(server, browser):
+def test_autocorrelation_lags_in_minutes_for_short_data(drawn):
     """Five minutes of snx11025 ticked its lags 0.01 ... 0.06 "lag (hours)": up to two hours of lags are minutes,
     the last tick at most the longest lag."""
-    with visit(browser, f"{server.url}/workload?fs=snx11025") as v:
-        lags = json_twin(v.page, "/workload?fs=snx11025")["result"]["acf"]["lags_s"]
-        title = v.page.locator("#workload-acf .xtitle").text_content()
-        ticks = [float(t.replace("\u2212", "-")) for t in v.page.locator("#workload-acf .xtick text").all_text_contents()]
-        assert max(lags) < 7200 and title == "lag (minutes)", title
-        assert ticks and max(ticks) <= max(lags) / 60 and max(ticks) >= 1, ticks
+    v = drawn.get("workload", "snx11025")
+    lags = json_twin(v.page, "/workload?fs=snx11025")["result"]["acf"]["lags_s"]
+    title = v.page.locator("#workload-acf .xtitle").text_content()
+    ticks = [float(t.replace("\u2212", "-")) for t in v.page.locator("#workload-acf .xtick text").all_text_contents()]
+    assert max(lags) < 7200 and title == "lag (minutes)", title
+    assert ticks and max(ticks) <= max(lags) / 60 and max(ticks) >= 1, ticks

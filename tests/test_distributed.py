@@ -106,7 +106,7 @@ def test_local_spec_starts_its_own_cluster(cli, home, archive, local_result):
 def test_killed_worker_costs_a_retry_not_a_log(cli, home, tmp_path, local_result):
     """kill -9 of a worker process while it holds tasks: the scheduler re-runs them, every log is stored once."""
     root = tmp_path / "many"
-    make_archive(root, n_copies=400, broken=False)
+    make_archive(root, n_copies=120, broken=False)  # the kill comes at the first tasks: 120 logs outlast it
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as watcher:
         t, killed = kill_a_busy_worker(watcher, min_tasks=2, poll_s=0.05)
@@ -227,8 +227,22 @@ def test_clusters_we_start_run_without_the_stack_profiler():
     assert dask.config.collect_env({name: value}) == {"distributed": {"worker": {"profile": {"enabled": False}}}}
 
 
-def test_unreachable_scheduler_is_one_line_and_no_store(cli, home, archive):
-    r = cli("jobs", "ingest", str(archive / "real"), "--dask", "tcp://127.0.0.1:9", home=home)
+#: Dask retries a refused connection until the client's timeout runs out (CONNECT_TIMEOUT_S, 15 s): the
+#: command runs with 1 s, its code and its answer otherwise the same, to be refused in a second, not fifteen.
+_SHORT_CONNECT = ("import sys\nimport ioweather.services.runtime.distributed as d\nd.CONNECT_TIMEOUT_S = 1\n"
+                  "from ioweather.cli import main\nsys.argv[0] = 'ioweather'\nmain()\n")
+
+
+def run_refused(*args: str, home) -> subprocess.CompletedProcess:
+    """`python -m ioweather ARGS` in a process, a scheduler given by address given up on after 1 s."""
+    from conftest import cli_env
+
+    return subprocess.run([sys.executable, "-c", _SHORT_CONNECT, *args], capture_output=True, text=True,
+                          env=cli_env(home, None), timeout=120)
+
+
+def test_unreachable_scheduler_is_one_line_and_no_store(home, archive):
+    r = run_refused("jobs", "ingest", str(archive / "real"), "--dask", "tcp://127.0.0.1:9", home=home)
     assert r.returncode == 2
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot connect to the Dask scheduler at tcp://127.0.0.1:9" in lines[0], r.stderr

@@ -129,9 +129,11 @@ def test_day_that_kills_every_worker_is_an_error_not_a_gap(cluster):
             _map_days(client, _abort_on_day, parts, {})
 
 
-def test_unreachable_scheduler_is_one_line(synthetic, cli):
+def test_unreachable_scheduler_is_one_line(synthetic):
+    from test_distributed import run_refused
+
     home, _ = synthetic
-    r = cli("workload", "--fs", "syn", "--dask", "tcp://127.0.0.1:9", "--json", home=home)
+    r = run_refused("workload", "--fs", "syn", "--dask", "tcp://127.0.0.1:9", "--json", home=home)
     assert r.returncode != 0 and r.stdout == ""
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "cannot connect to the Dask scheduler at tcp://127.0.0.1:9" in lines[0], r.stderr

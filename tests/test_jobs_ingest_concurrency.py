@@ -179,7 +179,8 @@ def _wait_gone(pids, timeout=5.0) -> set[int]:
 
 
 def test_kill_9_of_ingest_takes_its_workers_along(home, tmp_path):
-    proc, kids, good = _start_busy_ingest(home, tmp_path)
+    # killed at its first commit (256 logs or 2 s); the re-run below reads the rest: 600 copies, not 1,500
+    proc, kids, good = _start_busy_ingest(home, tmp_path, n_copies=600)
     try:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)  # not communicate(): orphaned workers would hold its pipes open

@@ -10,7 +10,8 @@ from many_probes import OPS, run, write_cost
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
-N, DURATION_S = 8, 40
+#: 20 s: each probe flushes (every 5 s) four times while the seven others write and the page is read.
+N, DURATION_S = 8, 20
 
 
 def test_eight_probes_lose_nothing_and_are_not_delayed(pg_url, tmp_path):

@@ -25,6 +25,9 @@ from waiting import wait_until
 
 MiB = 1 << 20
 INTERVAL = 0.2
+#: How long another writer holds the store: longer than the probe's flush period (ProbeOptions.flush_s, 5 s),
+#: so that at least one flush waits on the lock while the periods go on (it was 15 s: 7 s more of the same).
+LOCK_S = 8
 
 
 def _env(home: Path) -> dict:
@@ -171,8 +174,8 @@ def test_sqlite_store_locked_by_another_writer_loses_no_period(tmp_path, home):
     init_probe_dir(d, MiB, 8, block=64 * 1024)
     db = home / "ioweather.sqlite"
     window, err = _probe_through_a_lock(d, home, lambda: db.exists() and _sqlite_count(db),
-                                        lambda: _lock_sqlite(db, 15))
-    assert window[1] - window[0] >= 15
+                                        lambda: _lock_sqlite(db, LOCK_S))
+    assert window[1] - window[0] >= LOCK_S
     con = sqlite3.connect(db)
     starts: dict[str, list[int]] = {}
     for op, start in con.execute("SELECT op, start_ns FROM probe_samples WHERE status = 'ok' ORDER BY start_ns"):
@@ -196,7 +199,7 @@ def test_postgresql_table_locked_by_another_session_loses_no_period(tmp_path, ho
             except psycopg.errors.UndefinedTable:
                 return 0
 
-    window, err = _probe_through_a_lock(d, home, count, lambda: _lock_postgres(pg_url, 15), db=pg_url)
+    window, err = _probe_through_a_lock(d, home, count, lambda: _lock_postgres(pg_url, LOCK_S), db=pg_url)
     starts: dict[str, list[int]] = {}
     with psycopg.connect(pg_url) as c:
         for op, start in c.execute("SELECT op, start_ns FROM probe_samples WHERE status = 'ok' ORDER BY start_ns"):

@@ -106,15 +106,15 @@ def test_kill_9_mid_run_loses_nothing_committed(tmp_path):
     reader = threading.Thread(target=_read_lines, args=(proc.stderr, lines), daemon=True)
     reader.start()
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # two flushes (5 s apart) of every target said
+    while time.monotonic() < deadline:  # a flush of every target said (the next comes 5 s later)
         said = [STORED.search(line) for _, line in lines]
         counts = {t: sum(1 for m in said if m and m[1] == t) for t in ("t0", "t1", "t2")}
-        if min(counts.values()) >= 2:
+        if min(counts.values()) >= 1:
             break
         time.sleep(0.2)
     else:
         proc.kill()
-        pytest.fail(f"no two flushes of every target within 60 s: {lines}")
+        pytest.fail(f"no flush of every target within 60 s: {lines}")
     time.sleep(2.3)  # mid-way between two flushes
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)

@@ -28,6 +28,13 @@ def _all_text(page) -> list[str]:
     return [page.inner_text("body")] + page.eval_on_selector_all("svg text", "els => els.map(e => e.textContent)")
 
 
+def _api(server, path: str):
+    """The JSON twin of dashboard page PATH, over HTTP (what json_twin fetches from inside a drawn page)."""
+    code, _, body = server.get("/api" + path)
+    assert code == 200, (path, code, body[:300])
+    return json.loads(body)
+
+
 def _no_sci(page) -> None:
     # a job's id is a hex hash ("...9e0..."): not a number
     texts = [re.sub(r"\b[0-9a-f]{16,64}\b", "#", t) for t in _all_text(page)]
@@ -52,8 +59,7 @@ def test_jobs_page_has_each_jobs_verdict_and_no_scientific_notation(browser, pag
 
 def test_job_page_opens_with_the_verdict_and_ranks_findings_by_cost(browser, pages_server, cli, tmp_path):
     rep = json.loads(cli("job", str(IMBALANCED), "--json", home=tmp_path, check=True).stdout)
-    with visit(browser, pages_server.url + "/jobs?limit=1000") as v:
-        jobs = json_twin(v.page, "/jobs?limit=1000")
+    jobs = _api(pages_server, "/jobs?limit=1000")  # only to find the job: no page to draw
     job_id = next(r["id"] for r in jobs["list"]["rows"] if r["nprocs"] == 496)
     path = f"/job?id={job_id[:16]}"
     with visit(browser, pages_server.url + path) as v:
@@ -174,8 +180,7 @@ def test_job_page_climate_vs_weather_panel(browser, umami_server, cli, artifacts
 
 def test_job_page_without_telemetry_says_why(browser, pages_server):
     """The real logs' windows (2017-2020) have no telemetry in the pages' store: no panel, a reason, no plot."""
-    with visit(browser, pages_server.url + "/jobs?limit=1") as v:
-        job_id = json_twin(v.page, "/jobs?limit=1")["list"]["rows"][0]["id"]
+    job_id = _api(pages_server, "/jobs?limit=1")["list"]["rows"][0]["id"]
     with visit(browser, pages_server.url + f"/job?id={job_id[:16]}") as v:
         twin = json_twin(v.page, f"/job?id={job_id[:16]}")["umami"]
         assert twin["available"] is False and twin["reason"]
