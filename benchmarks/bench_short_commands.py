@@ -7,6 +7,7 @@ the queue, the CPU time the work). `--before SRC` adds the same commands run fro
 (e.g. `git archive REV src | tar -x -C /tmp/before`), alternating with this one.
 
     python benchmarks/bench_short_commands.py [--runs 5] [--why-home H --why-job J] [--store-home H30]
+                                              [--before-why-home H]
                                               [--before /tmp/before/src] [--only why]
 
 --only why: the bare `python -c "import numpy, pandas"`, the libraries `why` cannot answer without on a store
@@ -16,7 +17,9 @@ backend for the log), and `why JOB` (text and --json) alone (issue 40's
 `why` < 1 s). Each command's medians are also printed as a ratio of the first (bare-import) row's, which
 ran in the same rounds: on this shared machine the ratio holds when the absolute times do not.
 
---why-home: the store tests/test_why.py builds (the storm store); --store-home: a 30-day probe store as
+--why-home: the store tests/test_why.py builds (the storm store); --before-why-home: the one the before tree
+built, when the trees' store schemas differ (the darshan v4 of branch why40: the older tree refuses a newer store,
+so each tree reads the store its own code built); --store-home: a 30-day probe store as
 benchmarks/bench_store.py builds it (`--dir D` -> D/home-30d). Commands whose home is not given are skipped.
 
 --main-thread (with --only why): also `why JOB --json` run through click in a fresh interpreter that prints
@@ -64,6 +67,8 @@ def main():
     ap.add_argument("--log", type=Path, default=LOG)
     ap.add_argument("--why-home", type=Path)
     ap.add_argument("--why-job", default="1452113755")
+    ap.add_argument("--before-why-home", type=Path,
+                    help="the before tree's storm store, when the trees' store schemas differ (each reads its own)")
     ap.add_argument("--store-home", type=Path)
     ap.add_argument("--before", type=Path, help="another tree's src/ to alternate with")
     ap.add_argument("--only", choices=["why"], help="only the bare imports and `why JOB` (needs --why-home)")
@@ -93,18 +98,23 @@ def main():
     trees = [("after", SRC)] + ([("before", args.before)] if args.before else [])
     times: dict[str, list[tuple[float, float]]] = {}
     main_thread: dict[str, list[float]] = {}
-    in_process = ("import contextlib, io, time\nfrom ioweather.cli import cli\n"
-                  "with contextlib.redirect_stdout(io.StringIO()):\n"
-                  f"    cli.main(['--home', {str(args.why_home)!r}, 'why', {args.why_job!r}, '--json'], "
-                  "prog_name='ioweather', standalone_mode=False)\n"
-                  "print(time.thread_time())")
+    def home_of(tree: str) -> str:
+        return str(args.before_why_home if tree == "before" and args.before_why_home else args.why_home)
+
+    def in_process(tree: str) -> str:
+        return ("import contextlib, io, time\nfrom ioweather.cli import cli\n"
+                "with contextlib.redirect_stdout(io.StringIO()):\n"
+                f"    cli.main(['--home', {home_of(tree)!r}, 'why', {args.why_job!r}, '--json'], "
+                "prog_name='ioweather', standalone_mode=False)\n"
+                "print(time.thread_time())")
     for _ in range(args.runs):
         for name, cmd, both in cases:
             for tree, src in trees if both else trees[:1]:
-                times.setdefault(f"{name} [{tree}]" if both and args.before else name, []).append(run(cmd, src, prefix))
+                cmd_t = [home_of(tree) if args.why_home and c == str(args.why_home) else c for c in cmd]
+                times.setdefault(f"{name} [{tree}]" if both and args.before else name, []).append(run(cmd_t, src, prefix))
         if args.main_thread and args.only == "why" and args.why_home:
             for tree, src in trees:
-                out = subprocess.run([*prefix, py, "-c", in_process], env={**os.environ, "PYTHONPATH": str(src)},
+                out = subprocess.run([*prefix, py, "-c", in_process(tree)], env={**os.environ, "PYTHONPATH": str(src)},
                                      capture_output=True, text=True, check=True).stdout
                 main_thread.setdefault(tree, []).append(float(out.strip().splitlines()[-1]))
     base = next(iter(times.values()))

@@ -298,7 +298,9 @@ def test_why_loads_only_what_it_answers_with(stormy):
     kinds: services.telemetry.fsfacts), the slowdown service (for checking --baseline-from/until), and
     SQLAlchemy's MySQL dialect with its six drivers' modules (the probe pieces' LONGBLOB). Nor SQLAlchemy
     itself (~0.2 s, branch whysql): an SQLite store whose weather rows are written is read through sqlite3
-    alone (store/sqlite_reads.py); the first call, which writes them, takes the store's usual door."""
+    alone (store/sqlite_reads.py); the first call, which writes them, takes the store's usual door. Nor
+    PyDarshan, the findings pass and the job report's types (~0.1 s, branch why40): a log the store ingested,
+    unchanged since, answers from the facts `jobs ingest` stored of its report (test_why_reads_no_log...)."""
     import subprocess
     import sys
 
@@ -318,14 +320,59 @@ def test_why_loads_only_what_it_answers_with(stormy):
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             f"    cli.main(['--home', {str(home)!r}, 'why', {str(rep['job']['jobid'])!r}, '--json'], "
             "prog_name='ioweather', standalone_mode=False)\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('scipy', 'jinja2', 'rich', 'sqlalchemy')\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('scipy', 'jinja2', 'rich', 'sqlalchemy',\n"
+            "                                                             'darshan', 'cffi')\n"
             "             or m in ('pyarrow.dataset', 'ioweather.services.telemetry.fsview',\n"
-            "                      'ioweather.services.probe.slowdown')), len(opened))")
+            "                      'ioweather.services.probe.slowdown', 'ioweather.stats.findings',\n"
+            "                      'ioweather.services.jobs.answer')), len(opened))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                        env=cli_env(home, None))
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip().splitlines()[-1] == "[] 2"
     assert _why(home, str(rep["job"]["jobid"])) == first  # read through sqlite3: the same answer
+
+
+def test_why_reads_no_log_an_ingest_read(stormy, testdata, tmp_path):
+    """issue 40: `jobs ingest` stores what `why` needs of each log's report (darshan_jobs.why_facts, darshan
+    store version 4), equal fact for fact (every float's digits) to what the report `job_answer` makes of
+    the log now gives, the reference `why` read before. A store of version 3 (no column) upgrades in place
+    and `why` answers it from its logs; the next ingest fills the column; the answer is the same throughout.
+    Facts `why` would not have made (another version, a node count from --cores-per-node) are not used."""
+    import sqlite3
+
+    from ioweather.services.jobs.facts import CORES_PER_NODE, FACTS_VERSION, LogFacts
+    from ioweather.services.jobs.report import job_answer
+
+    home, rep, _log = stormy
+    dst = tmp_path / "home"
+    shutil.copytree(home, dst)
+    db = sqlite3.connect(dst / "ioweather.sqlite")
+    stored = dict(db.execute("SELECT path, why_facts FROM darshan_jobs").fetchall())
+    db.close()
+    assert sorted(stored) == sorted(str(testdata / "darshan" / n) for n in (JOB_LOG, *MULTI))
+    for path, text in stored.items():
+        assert LogFacts.usable(text).stored() == LogFacts.of_report(*job_answer(path)).stored(), path
+    facts = json.loads(stored[str(testdata / "darshan" / JOB_LOG)])
+    assert facts["facts"]["saving_s"] > 0 and facts["facts"]["advice"] and facts["facts"]["mounts"]
+    for changed in ({"version": FACTS_VERSION + 1}, {"ioweather": "0.0.1"},
+                    {"facts": {**facts["facts"], "nnodes_source": CORES_PER_NODE}},
+                    {"facts": {k: v for k, v in facts["facts"].items() if k != "hosts"}}):
+        assert LogFacts.usable(json.dumps({**facts, **changed})) is None, changed
+    assert LogFacts.usable(None) is None and LogFacts.usable("{") is None
+
+    job = str(rep["job"]["jobid"])
+    answers = [_why(dst, job), _why(dst, "3116902")]
+    db = sqlite3.connect(dst / "ioweather.sqlite")
+    with db:  # the store as the ioweather before this column wrote it
+        db.execute("ALTER TABLE darshan_jobs DROP COLUMN why_facts")
+        db.execute("UPDATE schema_versions SET version = 3 WHERE component = 'darshan'")
+    assert [_why(dst, job), _why(dst, "3116902")] == answers  # upgraded by the usual door, the logs read
+    assert db.execute("SELECT version FROM schema_versions WHERE component = 'darshan'").fetchall() == [(4,)]
+    assert db.execute("SELECT COUNT(*), COUNT(why_facts) FROM darshan_jobs").fetchall() == [(3, 0)]
+    run_cli("jobs", "ingest", *stored, "--workers", "1", home=dst, timeout=300, check=True)
+    assert dict(db.execute("SELECT path, why_facts FROM darshan_jobs").fetchall()) == stored
+    db.close()
+    assert [_why(dst, job), _why(dst, "3116902")] == answers
 
 
 def test_the_sqlite_reads_are_the_stores(stormy, tmp_path):

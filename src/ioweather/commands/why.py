@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from ioweather.commands.common import json_option, one_shot, reference_period, TIME
-from ioweather.services.jobs.darshan_child import write_html
+from ioweather.files import write_atomic
 from ioweather.services.answers.why import why as answer
 from ioweather.views import why_report as view
 from ioweather.views.json_output import print_json
@@ -35,7 +35,7 @@ def register(cli: click.Group) -> None:
         with one_shot():
             doc = answer(settings, job, fs=fs, reference=reference_period(baseline_from, baseline_until)).to_json()
             if html_out:
-                write_html(html_out, view.render_html(doc))
+                write_atomic(html_out, view.render_html(doc))
                 click.echo(f"wrote {html_out}", err=True)
             elif as_json:
                 print_json(doc)

@@ -101,10 +101,16 @@ jobs = sa.Table(
     # ([{code, level, cost_s, cost_share, message, fix}]); NULL in rows ingested before
     sa.Column("verdict", sa.Text),
     sa.Column("findings_json", sa.Text),
+    # version 4: what `why` answers with of the log's report (services/jobs/facts.py `LogFacts`, JSON), so that
+    # it reads no log an ingest has read; NULL in rows ingested before (`why` reads their logs)
+    sa.Column("why_facts", sa.Text),
 )
 sa.Index("darshan_jobs_uid", jobs.c.uid)
 #: Columns added after the first version, in the order their migration adds them.
 VERDICT_COLUMNS = ("verdict", "findings_json")
+FACTS_COLUMNS = ("why_facts",)
+#: What an ingest fills in a stored row that lacks it (`_complete_verdicts`): the columns added since.
+COMPLETED_COLUMNS = (*VERDICT_COLUMNS, *FACTS_COLUMNS)
 
 failed_logs = sa.Table(
     "darshan_failed_logs", metadata,
@@ -152,7 +158,7 @@ def add_columns(table: sa.Table, names: Sequence[str]):
 
 
 COMPONENT = Component("darshan", [create_tables(jobs, failed_logs), add_columns(jobs, VERDICT_COLUMNS),
-                                  create_tables(seen_files)])
+                                  create_tables(seen_files), add_columns(jobs, FACTS_COLUMNS)])
 
 JOB_COLUMNS = [c.name for c in jobs.columns if c.name != "id"]
 #: What the cross-job summary reads (the rest stays in the database).
@@ -160,7 +166,7 @@ SUMMARY_COLUMNS = [c for c in JOB_COLUMNS if c not in ("path", "path_hash", "siz
                                                        "start_ns", "end_ns", "log_version", "partial_modules",
                                                        "seq_fraction", "finding_codes", "files_part",
                                                        "agg_perf_by_slowest_mibps", "runtime_s", "jobid",
-                                                       *VERDICT_COLUMNS)]
+                                                       *COMPLETED_COLUMNS)]
 
 
 def path_hash(path: str) -> str:
@@ -173,9 +179,10 @@ def seen(store: Store) -> tuple[set[str], dict[str, tuple[int, int]]]:
     hashes: set[str] = set()
     paths: dict[str, tuple[int, int]] = {}
     with store.connect() as conn:
-        # rows stored before the verdict was (version 1) count as unseen: an ingest reads them again to add it
+        # rows stored before the verdict (version 1) or `why`'s facts (version 3) were count as unseen: an
+        # ingest reads them again to add them
         for h, ph, size, mt in conn.execute(sa.select(jobs.c.log_hash, jobs.c.path_hash, jobs.c.size_bytes,
-                                                      jobs.c.mtime_ns).where(jobs.c.verdict.is_not(None))):
+                                                      jobs.c.mtime_ns).where(_complete())):
             hashes.add(h)
             paths[ph] = (size, mt)
         for h, ph, size, mt in conn.execute(sa.select(failed_logs.c.log_hash, failed_logs.c.path_hash,
@@ -278,7 +285,8 @@ def write_batch(store: Store, parquet_dir: Path, job_rows: Sequence[dict], file_
 
     Returns the hashes of `job_rows` that were already stored (by another process since
     this one looked): those are left out, rows and Parquet alike; except that a stored row
-    without a verdict (ingested before store version 2) gets this row's verdict and findings.
+    without a verdict (ingested before store version 2) or `why`'s facts (before version 4) gets this
+    row's verdict, findings and facts.
     """
     # lazy: pyarrow, loaded only when this runs
     import pyarrow as pa
@@ -320,13 +328,18 @@ def write_batch(store: Store, parquet_dir: Path, job_rows: Sequence[dict], file_
     return present
 
 
+def _complete():
+    """A stored row that has every column added since the first version (what `seen` calls seen)."""
+    return sa.and_(*(jobs.c[c].is_not(None) for c in COMPLETED_COLUMNS))
+
+
 def _complete_verdicts(conn, rows: Sequence[dict], now: int) -> set[str]:
-    """Fill the verdict columns of stored rows that lack them from freshly read `rows`; their hashes.
+    """Fill the verdict and facts columns of stored rows that lack one from freshly read `rows`; their hashes.
     The new ingested_ns moves `change_marker`, so pages drop what they built from the old rows."""
     done = set()
     for r in rows:
-        res = conn.execute(jobs.update().where(jobs.c.log_hash == r["log_hash"], jobs.c.verdict.is_(None))
-                           .values({**{c: r.get(c) for c in VERDICT_COLUMNS}, "ingested_ns": now}))
+        res = conn.execute(jobs.update().where(jobs.c.log_hash == r["log_hash"], sa.not_(_complete()))
+                           .values({**{c: r.get(c) for c in COMPLETED_COLUMNS}, "ingested_ns": now}))
         if res.rowcount:
             done.add(r["log_hash"])
     return done

@@ -26,7 +26,7 @@ from ioweather.errors import UserError
 from ioweather.stats.darshan_links import exe_name, match_darshan
 
 #: The component versions these reads know (each store module's COMPONENT; tests/test_sqlite_reads.py checks).
-VERSIONS = {"darshan": 3, "scheduler": 1, "job_weather": 1, "probe": 6}
+VERSIONS = {"darshan": 4, "scheduler": 1, "job_weather": 1, "probe": 6}
 #: The tables' columns in their definitions' order (`SELECT table`'s; the test checks them against SQLAlchemy's).
 JOB_COLUMNS = (
     "id", "log_hash", "path", "path_hash", "size_bytes", "mtime_ns", "ingested_ns", "jobid", "uid", "exe", "nprocs",
@@ -37,7 +37,7 @@ JOB_COLUMNS = (
     "h5d_bytes_read", "h5d_bytes_written", "pnetcdf_bytes_read", "pnetcdf_bytes_written", "dfs_bytes_read",
     "dfs_bytes_written", "daos_bytes_read", "daos_bytes_written", "agg_perf_by_slowest_mibps", "mibps", "io_time_s",
     "io_fraction", "common_access_bytes", "seq_fraction", "top_file", "finding_codes", "files_part", "verdict",
-    "findings_json")
+    "findings_json", "why_facts")
 SCHED_COLUMNS = ("cluster", "jobid", "user", "account", "name", "partition", "start_ns", "end_ns", "nnodes", "ncpus",
                  "nodelist", "state", "exit_code", "source", "imported_ns")
 WEATHER_COLUMNS = ("job_key", "fs", "motif", "start_ns", "end_ns", "computed_ns", "telemetry_sig", "doc")

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 
 from ioweather.config import check_dataset_name, dataset_for_mounts, load_fs_map
 from ioweather.errors import from_os_error, UserError
+from ioweather.services.jobs.facts import LogFacts
 from ioweather.services.runtime.fs_names import JobFs, check_fs, job_fs, probes_on
 from ioweather.store.parquet_scan import one_database
 from ioweather.store.probe_light import OPS as PROBE_OPS
@@ -250,7 +251,7 @@ class _LogAnswer:
     """One log's budget and what the merge needs beside it."""
 
     budget: LogBudget
-    facts: _Facts
+    facts: LogFacts
     weather: Weather | None
     umami: Umami | None
     #: the telemetry dataset the log's window is read from for events (None: no telemetry for it)
@@ -491,13 +492,19 @@ def _stored_logs(store, ident: str) -> tuple[list[dict], dict | None]:
 
 # ----------------------------------------------------------------------------- one log's facts
 
-def _read_log(ref: _LogRef, notes: list[str]) -> _Facts:
-    """The log's facts from the log itself when it is still the one ingested (its content hash), else
-    from its stored row; a damaged log of a stored job is said in `notes` and its row stands in."""
+def _read_log(ref: _LogRef, notes: list[str]) -> LogFacts:
+    """The log's facts from the log itself when it is still the one ingested (its content hash): those
+    `jobs ingest` stored of its report when they are usable, else its report again; else from its stored
+    row; a damaged log of a stored job is said in `notes` and its row stands in."""
     path, row = ref.path, ref.row
+    stored = None
     try:
-        read = None if row is not None and os.path.isfile(path) and _sha256(path) != ref.hash else _read(path)
-        if read is None and row is not None and os.path.isfile(path):
+        on_disk = row is not None and os.path.isfile(path)
+        same = on_disk and _sha256(path) == ref.hash
+        # the ingest's report of these very bytes: PyDarshan and the findings pass (~0.1 s) not run again
+        stored = LogFacts.usable(row.get("why_facts")) if same else None
+        read = None if (on_disk and not same) or stored is not None else _read(path)
+        if on_disk and not same:
             notes.append(f"{path} changed since it was ingested: its stored row is used")
     except (UserError, OSError) as e:
         if row is None:
@@ -510,7 +517,7 @@ def _read_log(ref: _LogRef, notes: list[str]) -> _Facts:
     if read is None and row is None:
         raise UserError(f"cannot read the Darshan log {path}")
     rep, log = read if read is not None else (None, None)
-    facts = _log_facts(row, path, rep, log)
+    facts = stored if stored is not None else _log_facts(row, path, rep, log)
     if facts.start_ns is None or facts.end_ns is None:
         raise UserError(f"{path}: the log has no start or end time, so no window to look at")
     return facts
@@ -526,63 +533,15 @@ def _read(path: str) -> tuple[JobReport, object] | None:
     return job_answer(path)
 
 
-def _advice(rep: JobReport) -> str | None:
-    """The top finding's fix (or action) as the verdict names it."""
-    top = rep.verdict_actions[0] if rep.verdict_actions else None
-    f = next((f for f in rep.findings if f.code == top), None)
-    return None if f is None else f.fix or f.action or f.message
-
-
-@dataclass
-class _Facts:
-    """What one log's budget needs, from its report when the log can be read, else its stored row."""
-
-    io_time_s: float = 0.0
-    saving_s: float = 0.0
-    code_from: str = ""
-    advice: str | None = None
-    #: the time in each kind of op {"read", "write", "meta"} (probe_cost's shares)
-    times: dict = field(default_factory=dict)
-    jobid: int | None = None
-    exe: str | None = None
-    nnodes: int | None = None
-    nnodes_source: str | None = None
-    start_ns: int | None = None
-    end_ns: int | None = None
-    #: [{mount, fs_type, bytes}] as runtime.fs_names.job_fs takes them; None until known
-    mounts: list | None = None
-    bytes_read: float | None = None
-    bytes_written: float | None = None
-    read_ops: float | None = None
-    write_ops: float | None = None
-    opens: float | None = None
-    perf_bps: float = float("nan")
-    hosts: list[str] = field(default_factory=list)
-
-
-def _log_facts(stored: dict | None, path: str, rep: JobReport | None, log) -> _Facts:
+def _log_facts(stored: dict | None, path: str, rep: JobReport | None, log) -> LogFacts:
     """What the budget needs from one log, from its report when the log can be read, else its row."""
     if rep is not None:
-        j, p, t = rep.job, rep.perf, rep.totals
-        start_ns = None if log.start_time_s is None else int(round(log.start_time_s * 1e9))
-        end_ns = None if log.end_time_s is None else int(round(log.end_time_s * 1e9))
-        mounts = [{"mount": m.mount, "fs_type": m.fs_type, "bytes": (m.bytes_read or 0) + (m.bytes_written or 0)}
-                  for m in rep.mounts]
-        posix = rep.interfaces.get("POSIX")
-        return _Facts(io_time_s=p.io_time_s or 0.0, saving_s=rep.verdict_saving_s or 0.0,
-                      code_from="the advisor's combined saving (verdict_saving_s)", advice=_advice(rep),
-                      times={"read": t.read_time_s, "write": t.write_time_s, "meta": t.meta_time_s},
-                      jobid=j.jobid, exe=j.exe, nnodes=j.nnodes,
-                      nnodes_source=p.nnodes_source, start_ns=start_ns, end_ns=end_ns, mounts=mounts,
-                      bytes_read=posix and posix.bytes_read, bytes_written=posix and posix.bytes_written,
-                      read_ops=posix and posix.reads, write_ops=posix and posix.writes, opens=posix and posix.opens,
-                      perf_bps=(p.agg_perf_by_slowest_mibps or float("nan")) * (1 << 20),
-                      hosts=list(getattr(log, "node_names", None) or []))
+        return LogFacts.of_report(rep, log)
     # the log moved, changed or was deleted since it was ingested: its row is all there is
     findings = json.loads(stored["findings_json"]) if stored.get("findings_json") else []
     costs = [f.get("cost_s") or 0.0 for f in findings]
     top = max(findings, key=lambda f: f.get("cost_s") or 0.0) if findings else None
-    return _Facts(io_time_s=stored.get("io_time_s") or 0.0, saving_s=max(costs) if costs else 0.0,
+    return LogFacts(io_time_s=stored.get("io_time_s") or 0.0, saving_s=max(costs) if costs else 0.0,
                   code_from=(f"the largest stored finding's cost (the log is no longer at {path}: the combined "
                              "saving needs it; a lower bound)"),
                   advice=(top.get("fix") or top.get("message")) if top and (top.get("cost_s") or 0) > 0 else None,
@@ -640,7 +599,7 @@ class _Probes:
             self.baselines.targets = self.all_targets
 
 
-def _weather(store, stored_hash: str | None, facts: _Facts, fs: str, key: str) -> tuple[Weather | None, Umami | None]:
+def _weather(store, stored_hash: str | None, facts: LogFacts, fs: str, key: str) -> tuple[Weather | None, Umami | None]:
     """(the job's weather on `fs`, its UMAMI answer when the log is in the store)."""
     # lazy: numpy via services.jobs.weather: commands.why imports this at its top: kept off `ioweather why --help` and its usage errors
     from ioweather.services.jobs import weather as job_weather
@@ -657,7 +616,7 @@ def _weather(store, stored_hash: str | None, facts: _Facts, fs: str, key: str) -
     return job_weather.compute(store, job, fs), None
 
 
-def _system(facts: _Facts, weather: Weather | None, probe: tuple, probe_targets: list[str], fs: str | None,
+def _system(facts: LogFacts, weather: Weather | None, probe: tuple, probe_targets: list[str], fs: str | None,
             has_telemetry: bool, where: str, probe_samples: int | None = None) -> tuple[float | None, str, str]:
     """(system seconds or None, model, what evidence) for one log, best evidence first. `probe_samples`:
     the fewest data_write samples a probe target took in the job's window."""

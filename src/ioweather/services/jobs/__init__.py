@@ -3,6 +3,7 @@ telemetry. See docs/architecture.md.
 
     report         one Darshan log for `job` and `why`: read, characterize, findings, verdict, HTML (no store)
     answer         `JobReport`, the answer of `ioweather job LOG`, typed to its leaves
+    facts          `LogFacts`: what `why` answers with of one log, stored at ingest (no log read again)
     darshan_child  `job LOG` done in a child process, so that a dying Darshan reader is one line
     darshan        Darshan jobs for `job`, `jobs ...` and the Jobs pages; the one name of a uid (user_label)
     ingest         the pipeline of `jobs ingest`: many Darshan logs read in parallel into the store

@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING
 from ioweather.encoding import Answer
 from ioweather.errors import UserError, from_os_error, os_error_reason
 from ioweather.files import display_path, fd_path
+from ioweather.services.jobs.answer import JobReport
+from ioweather.services.jobs.facts import LogFacts
 from ioweather.services.runtime.distributed import connect, map_unordered
 from ioweather.signals import Interrupted as Stop, child_defaults, die_with_parent, install
 from ioweather.store import jobs as jobs_store, open_store
@@ -163,6 +165,7 @@ def _job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size
     # lazy: the statistics (pandas), loaded only when a log is read
     from ioweather.stats.job import row_fields
 
+    verdict = job_verdict(findings, ch)
     common = ch["access"]["common_sizes"]
     row = {
         "log_hash": log_hash, "path": path, "path_hash": path_hash(path), "size_bytes": size, "mtime_ns": mtime_ns,
@@ -174,9 +177,14 @@ def _job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size
         "common_access_bytes": common[0]["size_bytes"] if common else None,
         "finding_codes": ",".join(f["code"] for f in findings if f["level"] in ACTIONABLE)[:255],
         # what the dashboard's job page shows as `ioweather job` does: verdict first, findings by cost
-        "verdict": job_verdict(findings, ch)["text"],
+        "verdict": verdict["text"],
         "findings_json": json.dumps([{k: f.get(k) for k in ("code", "level", "cost_s", "cost_share", "message", "fix")}
                                      for f in findings if f["level"] in ACTIONABLE]),
+        # `why`'s facts of the report `job LOG` makes of these bytes (services/jobs/report.py `_report`), so
+        # that `why` reads no log again
+        "why_facts": LogFacts.of_report(JobReport.of({"verdict": verdict["text"], "verdict_actions": verdict["actions"],
+                                                      "verdict_saving_s": verdict["saving_s"], **ch,
+                                                      "findings": findings}), log).stored(),
     }
     for mod, prefix in INTERFACE_COLUMNS.items():
         it = ch["interfaces"].get(mod)
