@@ -192,9 +192,3 @@ def climates(values: list[np.ndarray], currents: list[float | None],
             v = sorted_[k]
             out[k]["percentile_now"] = float(100.0 * np.searchsorted(v, current, side="right") / len(v))
     return out
-    # one call for the five (numpy's same interpolation per q, bit for bit): a Status answer makes six a target
-    keys = ("p01", "q1", "median", "q3", "p99")
-    out.update(zip(keys, np.quantile(v, (0.01, 0.25, 0.5, 0.75, 0.99)).tolist()))
-    if current is not None and np.isfinite(current):
-        out["percentile_now"] = float(100.0 * np.searchsorted(v, current, side="right") / len(v))
-    return out
