@@ -353,6 +353,12 @@ def serve(home: Path, log: Path, rt: bool = False) -> tuple[subprocess.Popen, st
             time.sleep(0.1)
 
 
+def cpu_s(pid: int) -> float:
+    """The process's CPU time (user + system, every thread: the warm-up's too), s, at the kernel's 10 ms ticks."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def stop(proc: subprocess.Popen) -> None:
     proc.send_signal(signal.SIGINT)
     try:
@@ -436,28 +442,34 @@ def main() -> None:
     try:
         todo = [(slug, u) for slug, us in urls for u in us]
         times: dict[str, list[float]] = {u: [] for _, u in todo}
+        # the server's CPU per request: what the machine's load does not change (its wall time it multiplies)
+        cpus: dict[str, list[float]] = {u: [] for _, u in todo}
         sizes: dict[str, int] = {}
         codes: dict[str, int] = {}
         floor = []
         for _ in range(args.repeat):
             for _, u in todo:
+                c0 = cpu_s(proc.pid)
                 w, code, n = get(base + u)
+                cpus[u].append(cpu_s(proc.pid) - c0)
                 times[u].append(w)
                 sizes[u], codes[u] = n, code
             floor.append(get(base + "/static/favicon.svg")[0])
         f50 = statistics.median(floor)
         print(f"\nbaseline: /static/favicon.svg from the same server, p50 {f50 * 1e3:.1f} ms, "
               f"p95 {pct(floor, 95) * 1e3:.1f} ms\n")
-        print(f"{'page':10s} {'request':58s} {'first':>7s} {'p50':>7s} {'p95':>7s} {'KiB':>7s} {'p50/floor':>9s}")
+        print(f"{'page':10s} {'request':58s} {'first':>7s} {'p50':>7s} {'p95':>7s} {'KiB':>7s} {'p50/floor':>9s} {'cpu1st':>7s} {'cpu p50':>7s}")
         worst: dict[str, float] = {}
         for slug, u in todo:
             xs = times[u]
             worst[slug] = max(worst.get(slug, 0.0), pct(xs, 95))
             bad = "" if codes[u] == 200 else f"  HTTP {codes[u]}"
             print(f"{slug:10s} {u:58s} {xs[0] * 1e3:7.0f} {statistics.median(xs) * 1e3:7.0f} {pct(xs, 95) * 1e3:7.0f} "
-                  f"{sizes[u] / 1024:7.0f} {statistics.median(xs) / f50:8.0f}x{bad}", flush=True)
+                  f"{sizes[u] / 1024:7.0f} {statistics.median(xs) / f50:8.0f}x {cpus[u][0] * 1e3:7.0f} "
+                  f"{statistics.median(cpus[u]) * 1e3:7.0f}{bad}", flush=True)
         print(f"\n(ms; {args.repeat} requests each after the restart, in rotation, the first round the first "
-              f"requests; load at the end {os.getloadavg()[0]:.1f})")
+              f"requests; cpu: the server process's CPU during the request, its warm-up thread included; "
+              f"load at the end {os.getloadavg()[0]:.1f})")
         print("\nper page, the slowest of its requests' p95 (goal < 500 ms):")
         for slug, w in worst.items():
             print(f"  {slug:10s} {w * 1e3:7.0f} ms  {'ok' if w < 0.5 else 'OVER'}")

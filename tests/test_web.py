@@ -17,7 +17,7 @@ from ioweather.services.probe import run as probe_run
 from ioweather.services.probe.run import run_probes
 from ioweather.config import Settings
 from ioweather.stats.downsample import downsample, minmax_indices, split_budget
-from ioweather.stats.status import climate, target_state
+from ioweather.stats.status import climate, climates, target_state
 from ioweather.store import open_store
 from ioweather.store import probe as probe_store
 from ioweather.units import ns_to_iso
@@ -404,6 +404,27 @@ def test_median_of_durations_is_baseline_medians_bit_for_bit():
         ref = baseline_medians(np.zeros(n, np.int8), d, np.zeros(n, np.int8), 1)[0]
         assert median_of_durations(d.copy()) == ref  # exact, not approx
     assert np.isnan(median_of_durations(np.empty(0, np.int64)))
+
+
+def test_climates_are_numpys_quantiles_bit_for_bit():
+    # a Status card's six climates in one pass replicate np.quantile's default method: the same floats
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        arrs = [rng.lognormal(0, rng.uniform(0.1, 2), int(rng.choice([0, 5, 6, 7, 100, 431, 4320]))) for _ in range(6)]
+        arrs = [np.round(v, 1) if rng.random() < 0.3 else v for v in arrs]  # ties
+        for v in arrs:
+            if len(v) and rng.random() < 0.2:
+                v[rng.integers(0, len(v))] = np.nan
+        current = [float(rng.lognormal()) for _ in arrs]
+        for v, now, got in zip(arrs, current, climates(arrs, current)):
+            finite = np.sort(v[np.isfinite(v)])
+            assert got["n_intervals"] == len(finite)
+            if len(finite) < 6:
+                assert got["median"] is None and got["percentile_now"] is None
+                continue
+            assert [got[k] for k in ("p01", "q1", "median", "q3", "p99")] == \
+                np.quantile(finite, (0.01, 0.25, 0.5, 0.75, 0.99)).tolist()
+            assert got["percentile_now"] == 100.0 * np.sum(finite <= now) / len(finite)
 
 
 def test_climate_percentile():

@@ -9,7 +9,7 @@ import numpy as np
 
 from ioweather.encoding import Answer, answer_dict, iso_ms
 from ioweather.stats.probe import DEGRADED, SEVERE, state
-from ioweather.stats.status import climate, target_state, window_slowdown
+from ioweather.stats.status import climates as climates_of, target_state, window_slowdown
 from ioweather.stats.status import learning_reason as _learning_reason, learning_span, min_history_s
 from ioweather.store.probe import latest_runs, runs as probe_runs
 from ioweather.store.probe_aggregates import last_sample_ns
@@ -227,18 +227,19 @@ def target_status(cache: ProbeCache, target: str, *, warn: float = DEGRADED, cri
                                win_start, window_s, denominator, stat)
         learning = base.learning(now)
         history = base.history_s(now)
+        slowdowns = [r["slowdown"] if (r := rows.get(code)) and not learning[code] else None for code in range(len(OPS))]
         climates = [None] * len(OPS)
         if with_climate:
             # sorted once per settled interval by the cache: the climate's month of 10-minute values
             past = cache.rollup_values(target, 600, *cache.baseline_window(now),
                                        "mean_s" if stat == "mean" else f"{stat}_s")
+            climates = [Climate(**c) for c in climates_of(
+                [np.asarray(past[code] / denominator[code] if np.isfinite(denominator[code]) else [])
+                 for code in range(len(OPS))], slowdowns)]
         ops = []
         for code, op in enumerate(OPS):
             r = rows.get(code)
-            sd = r["slowdown"] if r and not learning[code] else None
-            if with_climate:
-                values = past[code] / denominator[code] if np.isfinite(denominator[code]) else []
-                climates[code] = Climate(**climate(np.asarray(values), sd))
+            sd = slowdowns[code]
             ops.append(OpStatus(op=op, count=r["count"] if r else 0, errors=r["errors"] if r else 0,
                                 timeouts=r["timeouts"] if r else 0, value_s=r["value_s"] if r else None,
                                 expected_s=None if not np.isfinite(denominator[code]) else float(denominator[code]),
@@ -278,14 +279,19 @@ def _sparkline(cache: ProbeCache, target: str, since: int, now: int, expected: n
     step = int(step_s * 1e9)
     t0 = ((now - int(SPARK_WINDOW_S * 1e9)) // step) * step
     times = list(range(t0, now + 1, step))
-    series = {op: [None] * len(times) for op in OPS}
     codes, starts, medians = cache.recent_medians(target, max(since, t0), step_s)  # the hour's ended minutes kept
-    for code, b, median in zip(codes.tolist(), starts.tolist(), medians.tolist()):
-        i = (b - t0) // step
-        exp = expected[code]
-        if 0 <= i < len(times) and np.isfinite(median) and np.isfinite(exp) and exp > 0:
-            series[OPS[code]][i] = median / exp
-    points = sum(v is not None for values in series.values() for v in values)
+    # by arrays, not a loop over the (op, minute) groups: 360 a card, 36,000 for a Status page of 100 targets
+    col = (starts - t0) // step
+    exp = np.asarray(expected, np.float64)[codes]
+    with np.errstate(invalid="ignore"):
+        drawn = (col >= 0) & (col < len(times)) & np.isfinite(medians) & np.isfinite(exp) & (exp > 0)
+    value = np.zeros((len(OPS), len(times)))
+    filled = np.zeros((len(OPS), len(times)), bool)
+    value[codes[drawn], col[drawn]] = medians[drawn] / exp[drawn]
+    filled[codes[drawn], col[drawn]] = True
+    series = {op: [v if f else None for v, f in zip(value[code].tolist(), filled[code].tolist())]
+              for code, op in enumerate(OPS)}
+    points = int(filled.sum())
     return Sparkline(interval_s=step_s, points=points, time=iso_ms(times), slowdown=series)
 
 
