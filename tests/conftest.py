@@ -252,6 +252,10 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_reingest_skips_unchanged_files_unopened_and_reads_changed_ones",
         "test_summary_json_and_html",
     ),
+    "test_jobs_ingest_light.py": (
+        "test_an_unchanged_archive_is_answered_as_the_full_path_answers_it",
+        "test_a_change_or_an_unusual_store_takes_the_full_path",
+    ),
     "test_jobs_ingest_concurrency.py": (
         "test_a_store_with_relative_paths_is_normalised_without_rereading",
         "test_kill_9_of_ingest_takes_its_workers_along",

@@ -160,7 +160,7 @@ _.document  # services.content.fsstats.LoadedSnapshot
 _.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
 _.drishti_codes  # services.lab.answers.CatalogueLabel
 _.dry_run  # services.runtime.retention.Pruning
-_.duplicates  # services.jobs.ingest.IngestCounts
+_.duplicates  # services.jobs.ingest_scan.IngestCounts
 _.duration_s  # services.answers.events.IoEvent, services.bench.runs.RunResult, services.bench.runs.WindowResult
 _.durations  # services.answers.factors.Classified, services.answers.factors.GroupDensity
 _.elapsed_s  # services.lab.run.CaseRun
@@ -189,7 +189,7 @@ _.exposed_jobs  # services.answers.events.IoEvent
 _.extra_io_s  # services.lab.storm.StormPair
 _.f1  # services.lab.score.LabelScore
 _.factor  # services.answers.changes.Change, services.answers.changes.ProbeMark
-_.failed  # services.bench.runs.BenchImport, services.jobs.darshan.JobsView, services.jobs.ingest.IngestCounts, services.telemetry.collect.SourceSummary, services.telemetry.imports.ImportSummary
+_.failed  # services.bench.runs.BenchImport, services.jobs.darshan.JobsView, services.jobs.ingest_scan.IngestCounts, services.telemetry.collect.SourceSummary, services.telemetry.imports.ImportSummary
 _.failed_at  # services.jobs.darshan.FailedLog
 _.failed_logs  # services.jobs.darshan.ArchiveSummary
 _.failed_over  # services.answers.why.Targets
@@ -225,7 +225,7 @@ _.fixed_verdict  # services.lab.score.PairScore
 _.flagged  # services.telemetry.fsview.Servers
 _.fn  # services.lab.score.LabelScore
 _.format  # services.bench.runs.FileImport, services.content.fsstats.Snapshot
-_.found  # services.jobs.ingest.IngestCounts
+_.found  # services.jobs.ingest_scan.IngestCounts
 _.fp  # services.lab.score.LabelScore
 _.fraction_of_peak  # services.jobs.weather.Weather
 _.fractions  # services.answers.factors.ExperimentShares
@@ -271,7 +271,7 @@ _.idle_threshold  # services.telemetry.workload.Workload
 _.imbalance  # services.jobs.answer.Perf
 _.imported  # services.answers.imports.TelemetryImport, services.telemetry.fsfacts.LctlState
 _.imported_kept_rows  # services.runtime.retention.KindPruned
-_.ingested  # services.jobs.ingest.IngestCounts
+_.ingested  # services.jobs.ingest_scan.IngestCounts
 _.ingested_at  # services.jobs.darshan.StoredJob
 _.inputs  # services.answers.factors.ModelFile
 _.interfaces  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
@@ -584,7 +584,7 @@ _.since  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
 _.since_ns  # services.telemetry.fsview.Span
 _.size_bytes  # services.bench.iomodel.Configuration, services.jobs.answer.AccessSize, services.jobs.darshan.FailedLog
 _.sizes  # services.answers.factors.Classified
-_.skipped  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.imports.WeatherRefresh, services.bench.runs.FileImport, services.jobs.ingest.IngestCounts, services.jobs.weather.WeatherRefresh, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collect.SourceSummary
+_.skipped  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.imports.WeatherRefresh, services.bench.runs.FileImport, services.jobs.ingest_scan.IngestCounts, services.jobs.weather.WeatherRefresh, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collect.SourceSummary
 _.skipped_mounts  # services.content.fsstats.Snapshot
 _.skipped_rows  # services.bench.runs.BenchImport, services.bench.runs.FileImport
 _.slowdown  # services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.Sparkline, services.probe.timeline.TimelineInterval
@@ -630,7 +630,7 @@ _.symlinks_a  # services.content.fsstats.GrowthTotal
 _.symlinks_b  # services.content.fsstats.GrowthTotal
 _.symlinks_change  # services.content.fsstats.GrowthTotal
 _.symlinks_change_pct  # services.content.fsstats.GrowthTotal
-_.symlinks_skipped  # services.jobs.ingest.IngestCounts
+_.symlinks_skipped  # services.jobs.ingest_scan.IngestCounts
 _.system  # services.answers.job_diff.JobDiff, services.answers.umami.Correlations, services.answers.why.Evidence, services.answers.why.LogEvidence, services.bench.runs.FileImport
 _.system_model  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
 _.system_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin

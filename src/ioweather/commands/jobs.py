@@ -7,6 +7,7 @@ import click
 from ioweather.commands.common import SINCE, SIZE, json_option, quiet_option, quiet_output
 from ioweather.files import display_path
 from ioweather.services.answers.job_diff import job_diff
+from ioweather.services.jobs.ingest_scan import unchanged_answer
 from ioweather.services.jobs.darshan_child import job_outputs, write_html
 from ioweather.units import to_ns
 from ioweather.views.json_output import print_json
@@ -22,12 +23,13 @@ def _write_html(out: str, text: str, *, quiet: bool) -> None:
         click.echo(f"wrote {display_path(out)}", err=True)
 
 
-def _ingest_report(counts) -> None:
-    """`jobs ingest`'s lines for a person (an `IngestCounts`)."""
-    # duplicates: content already stored (another path, or another ingest running at the same time)
-    click.echo(f"{counts.ingested} logs ingested, {counts.failed} failed, "
-               f"{counts.duplicates} duplicates (content already stored), "
-               f"{counts.skipped} already ingested ({counts.found} found)")
+def _ingest_report(counts, *, quiet: bool) -> None:
+    """`jobs ingest`'s lines for a person (an `IngestCounts`); `quiet` keeps the counts off stdout, not the notes."""
+    if not quiet:
+        # duplicates: content already stored (another path, or another ingest running at the same time)
+        click.echo(f"{counts.ingested} logs ingested, {counts.failed} failed, "
+                   f"{counts.duplicates} duplicates (content already stored), "
+                   f"{counts.skipped} already ingested ({counts.found} found)")
     if counts.failed:
         click.echo("see the reasons with: ioweather jobs failed", err=True)
     if counts.symlinks_skipped:
@@ -134,22 +136,27 @@ def register(cli: click.Group) -> None:
         read is recorded with its reason and the batch goes on. Safe to re-run after a kill,
         and to run while another ingest into the same store runs (each log is stored once).
         """
-        # lazy: numpy, pandas, pyarrow via services.jobs.ingest: kept off the command's `--help` and its usage errors
-        from ioweather.services.jobs.ingest import default_workers, ingest as run
+        # an unchanged archive is answered from a sqlite3 read and a stat of each log, without the imports of
+        # the full path (SQLAlchemy, pandas, rich: most of its time, issue 40); None: something to do
+        counts = None if dask_address else unchanged_answer(settings, list(paths), follow_symlinks=follow_symlinks)
+        if counts is None:
+            # lazy: numpy, pandas, pyarrow via services.jobs.ingest: kept off the command's `--help` and its usage errors
+            from ioweather.services.jobs.ingest import default_workers, ingest as run
 
-        # lazy: rich via views.output: kept off the command's `--help` and its usage errors
-        from ioweather.views.output import progress
+            # lazy: rich via views.output: kept off the command's `--help` and its usage errors
+            from ioweather.views.output import progress
 
-        with quiet_output(quiet, as_json):
-            with progress() as bar:
-                task = bar.add_task("ingesting Darshan logs", total=None)
-                counts = run(settings, list(paths), workers=workers or default_workers(), dask_address=dask_address,
-                             cores_per_node=cores_per_node, follow_symlinks=follow_symlinks,
-                             progress_cb=lambda done, total: bar.update(task, completed=done, total=total))
-            if as_json:
-                print_json(counts.to_json())
-            else:
-                _ingest_report(counts)
+            with quiet_output(quiet, as_json):
+                with progress() as bar:
+                    task = bar.add_task("ingesting Darshan logs", total=None)
+                    counts = run(settings, list(paths), workers=workers or default_workers(),
+                                 dask_address=dask_address, cores_per_node=cores_per_node,
+                                 follow_symlinks=follow_symlinks,
+                                 progress_cb=lambda done, total: bar.update(task, completed=done, total=total))
+        if as_json:
+            print_json(counts.to_json())
+        else:
+            _ingest_report(counts, quiet=quiet)
 
     @jobs.command("failed")
     @json_option

@@ -23,7 +23,6 @@ log known by hash under another (or a relative, older) path is `relocate`d, not 
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import time
 import uuid
@@ -37,7 +36,9 @@ import sqlalchemy as sa
 from ioweather.errors import StoreError, UserError, from_os_error
 from ioweather.files import StoreTree
 from ioweather.store.db import Store
-from ioweather.store.job_files import files_dir  # noqa: F401 (re-exported: store/check.py, the ingest)
+from ioweather.store.job_files import files_dir, is_part_name  # noqa: F401 (files_dir re-exported: store/check.py, the ingest)
+# re-exported: the ingest and the tests name them here; they live where `jobs ingest`'s light path reads them
+from ioweather.store.job_stamps import file_stamp, path_hash  # noqa: F401
 from ioweather.store.migrations import Component, create_tables
 
 # pyarrow is imported where used: the dashboard imports this module at start (its memory).
@@ -128,7 +129,7 @@ failed_logs = sa.Table(
 #: version 3: every file an ingest read or found a duplicate in, with its identity and stamp when read, so
 #: that the next ingest skips it unchanged before opening or hashing it (a directory of duplicates was
 #: hashed again on every run: 4.2 s for 916 of them, issue 40). Device and inode numbers are unsigned
-#: 64-bit, stored as the signed BigInteger of the same bits (`_signed`).
+#: 64-bit, stored as the signed BigInteger of the same bits (`job_stamps._signed`).
 seen_files = sa.Table(
     "darshan_seen_files", metadata,
     sa.Column("path_hash", sa.String(64), primary_key=True),
@@ -169,10 +170,6 @@ SUMMARY_COLUMNS = [c for c in JOB_COLUMNS if c not in ("path", "path_hash", "siz
                                                        *COMPLETED_COLUMNS)]
 
 
-def path_hash(path: str) -> str:
-    return hashlib.sha256(os.fsencode(path)).hexdigest()
-
-
 def seen(store: Store) -> tuple[set[str], dict[str, tuple[int, int]]]:
     """(content hashes already stored, {path_hash: (size, mtime_ns)} of every ingested or failed path)."""
     store.require(COMPONENT)
@@ -189,18 +186,6 @@ def seen(store: Store) -> tuple[set[str], dict[str, tuple[int, int]]]:
                                                       failed_logs.c.size_bytes, failed_logs.c.mtime_ns)):
             paths[ph] = (size, mt)
     return hashes, paths
-
-
-def _signed(n: int) -> int:
-    """An unsigned 64-bit number (st_dev, st_ino) as the signed one of the same bits, for a BigInteger column."""
-    return n - (1 << 64) if n >= 1 << 63 else n
-
-
-def file_stamp(st: os.stat_result) -> tuple[int, int, int, int]:
-    """(st_dev, st_ino, size, mtime_ns) of a stat, as `seen_files` stores them: a file whose stamp is
-    unchanged since it was read is the same file with the same bytes (a rewrite moves mtime, a copy put
-    in its place is another inode)."""
-    return _signed(st.st_dev), _signed(st.st_ino), st.st_size, st.st_mtime_ns
 
 
 def seen_stamps(store: Store) -> dict[str, tuple[tuple[int, int, int, int], str]]:
@@ -394,7 +379,7 @@ def remove_orphan_parts(store: Store, parquet_dir: Path) -> int:
             used = {r[0] for r in conn.execute(sa.select(jobs.c.files_part).distinct()) if r[0]}
         # the store's no-follow walker: a link at jobs/ or at a part is skipped, never followed
         tree = StoreTree(parquet_dir)
-        for p in tree.regular_files(d, lambda n: (n.endswith(".parquet") or n.endswith(".tmp")) and n not in used):
+        for p in tree.regular_files(d, lambda n: is_part_name(n) and n not in used):
             removed += tree.unlink(p)
     return removed
 

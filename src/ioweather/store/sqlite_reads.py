@@ -187,6 +187,33 @@ def darshan_job_by_jobid(store: LightStore, jobid: int, columns: list[str]) -> d
     return dict(zip(columns, rows[0])) if rows else None
 
 
+def seen(store: LightStore) -> tuple[set[str], dict[str, tuple[int, int]]]:
+    """store.jobs.seen's answer: (hashes of the jobs stored with their verdict, {path_hash: (size, mtime_ns)}
+    of those jobs' and the failed logs' paths, a failure's over a job's)."""
+    store.require("darshan")
+    hashes: set[str] = set()
+    paths: dict[str, tuple[int, int]] = {}
+    for h, ph, size, mt in store.rows("SELECT log_hash, path_hash, size_bytes, mtime_ns FROM darshan_jobs "
+                                      "WHERE verdict IS NOT NULL"):
+        hashes.add(h)
+        paths[ph] = (size, mt)
+    for _h, ph, size, mt in store.rows("SELECT log_hash, path_hash, size_bytes, mtime_ns FROM darshan_failed_logs"):
+        paths[ph] = (size, mt)
+    return hashes, paths
+
+
+def seen_stamps(store: LightStore) -> dict[str, tuple[tuple[int, int, int, int], str]]:
+    store.require("darshan")
+    return {ph: ((dev, ino, size, mt), h) for ph, h, dev, ino, size, mt in store.rows(
+        "SELECT path_hash, log_hash, st_dev, st_ino, size_bytes, mtime_ns FROM darshan_seen_files")}
+
+
+def used_parts(store: LightStore) -> set[str]:
+    """The Parquet parts job rows name (what store.jobs.remove_orphan_parts keeps)."""
+    store.require("darshan")
+    return {r[0] for r in store.rows("SELECT DISTINCT files_part FROM darshan_jobs") if r[0]}
+
+
 # ----------------------------------------------------------------------------- store.scheduler
 
 def _sched(rows) -> list[dict]:

@@ -7,6 +7,7 @@ telemetry. See docs/architecture.md.
     darshan_child  `job LOG` done in a child process, so that a dying Darshan reader is one line
     darshan        Darshan jobs for `job`, `jobs ...` and the Jobs pages; the one name of a uid (user_label)
     ingest         the pipeline of `jobs ingest`: many Darshan logs read in parallel into the store
+    ingest_scan    what `jobs ingest` finds before reading: the logs, the unchanged ones, an unchanged archive's answer
     scheduler      `import slurm`, `import nersc-jobsdb`: the scheduler's jobs into the store
     weather        a job's weather: its window joined with our telemetry, fullness, probes and other jobs
 """

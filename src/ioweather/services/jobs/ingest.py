@@ -23,7 +23,7 @@ import multiprocessing as mp
 import os
 import signal
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -32,11 +32,11 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from ioweather.encoding import Answer
-from ioweather.errors import UserError, from_os_error, os_error_reason
+from ioweather.errors import UserError, os_error_reason
 from ioweather.files import display_path, fd_path
 from ioweather.services.jobs.answer import JobReport
 from ioweather.services.jobs.facts import LogFacts
+from ioweather.services.jobs.ingest_scan import find_logs, IngestCounts, unchanged_file
 from ioweather.services.runtime.distributed import connect, map_unordered
 from ioweather.signals import Interrupted as Stop, child_defaults, die_with_parent, install
 from ioweather.store import jobs as jobs_store, open_store
@@ -61,43 +61,6 @@ def _crash_reason() -> str:
     from ioweather.sources.darshan_log import READER_DIED
 
     return READER_DIED
-
-
-def find_logs(paths: Iterable[str], *, follow_symlinks: bool = False, links: list | None = None) -> Iterator[str]:
-    """Files named on the command line, and *.darshan files under directories (recursively, sorted),
-    as absolute, normalized paths (symlinks are kept: the path is the one the user gave).
-
-    A directory scan does not follow symlinks unless asked: a log directory is often writable by
-    everyone, and a link planted there (to /etc/shadow, /dev/zero) must not make a privileged
-    ingest read it or report its size. Skipped links are appended to `links` (counted, never described).
-    """
-    for p in paths:
-        try:
-            p = os.path.abspath(p)
-        except OSError as e:  # the current directory was removed
-            raise from_os_error(p, e, "find") from None
-        if os.path.isdir(p):
-            seen = set(_dir_ids([p]).values())
-            for root, dirs, files in os.walk(p, followlinks=follow_symlinks):
-                dirs.sort()
-                if follow_symlinks:
-                    # Two links up the tree (a/x -> a, a/y -> a) would make the walk 2^40 long before
-                    # ELOOP ends it: each directory is entered once, by the first path that reaches it.
-                    dirs[:] = _first_visits(root, dirs, seen)
-                if not follow_symlinks and links is not None:
-                    links.extend(d for d in dirs if os.path.islink(os.path.join(root, d)))
-                for f in sorted(files):
-                    if f.endswith(".darshan"):
-                        full = os.path.join(root, f)
-                        if not follow_symlinks and os.path.islink(full):
-                            if links is not None:
-                                links.append(full)
-                            continue
-                        yield full
-        elif os.path.exists(p) or os.path.islink(p):
-            yield p
-        else:
-            raise UserError(f"no such file or directory: {p}")
 
 
 @dataclass(frozen=True)
@@ -131,30 +94,6 @@ class Scan:
             if path.startswith(given.rstrip("/") + "/"):
                 return open_log(path, follow_symlinks=self.follow_symlinks, within=real)
         return open_log(path)
-
-
-def _dir_ids(paths) -> dict:
-    """{path: (st_dev, st_ino)} of the directories among `paths` that can be stat'ed (links followed)."""
-    out = {}
-    for path in paths:
-        try:
-            st = os.stat(path)
-        except OSError:
-            continue
-        out[path] = (st.st_dev, st.st_ino)
-    return out
-
-
-def _first_visits(root: str, dirs: list[str], seen: set) -> list[str]:
-    """The names in `dirs` whose directory is not in `seen` (which they are then added to)."""
-    ids = _dir_ids(os.path.join(root, d) for d in dirs)
-    out = []
-    for d in dirs:
-        key = ids.get(os.path.join(root, d))
-        if key is not None and key not in seen:
-            seen.add(key)
-            out.append(d)
-    return out
 
 
 def _job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size: int, mtime_ns: int) -> dict:
@@ -451,21 +390,6 @@ class Ingest:
         self.last = time.monotonic()
 
 
-@dataclass(frozen=True)
-class IngestCounts(Answer):
-    """`jobs ingest --json`: logs stored by this run, failed (recorded with their reason), duplicates
-    (content already stored: under another path, twice in this run, or by an ingest running at the
-    same time), skipped (read before and unchanged since: not even opened), symlinks skipped by a
-    directory scan, and logs found."""
-
-    ingested: int
-    failed: int
-    duplicates: int
-    skipped: int
-    symlinks_skipped: int
-    found: int
-
-
 def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None = None,
            cores_per_node: int | None = None, progress_cb=None, follow_symlinks: bool = False,
            dask_per_task: int | str = "auto") -> IngestCounts:
@@ -485,7 +409,7 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
 
 def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node: int | None = None,
             progress_cb=None, follow_symlinks: bool = False, dask_per_task: int | str = "auto") -> IngestCounts:
-    """`ingest`, on `client` (a Dask client) when given: `IngestCounts` (skipped: `_unchanged`).
+    """`ingest`, on `client` (a Dask client) when given: `IngestCounts` (skipped: `unchanged_file`).
     Raises `Interrupted` on Ctrl-C or SIGTERM, after storing what was read.
     """
     store = open_store(settings)
@@ -495,7 +419,7 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
     seen_files = jobs_store.seen_stamps(store)
     todo, skipped, links = [], 0, []
     for p in find_logs(paths, follow_symlinks=follow_symlinks, links=links):
-        if _unchanged(p, seen_files, known_hashes, known_paths):
+        if unchanged_file(p, seen_files, known_hashes, known_paths):
             skipped += 1
             continue
         todo.append(p)
@@ -544,21 +468,6 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
 
         after_import(store, client=client)  # the new jobs' weather and verdicts, for the Jobs list (issue 13)
     return IngestCounts(**sink.counts, found=len(todo) + skipped)
-
-
-def _unchanged(p: str, seen_files: dict, known_hashes: set[str], known_paths: dict) -> bool:
-    """Whether `p` was read by an ingest and is unchanged since, by stat alone (never opened nor hashed):
-    the same device, inode, size and mtime as when read, its content still stored; for a path known
-    only from a job row stored before `seen_files` was, or from a failure, the same size and mtime."""
-    try:
-        st = os.stat(p)
-    except OSError:
-        return False
-    key = jobs_store.path_hash(p)
-    got = seen_files.get(key)
-    if got is not None:
-        return got[0] == file_stamp(st) and got[1] in known_hashes
-    return known_paths.get(key) == (st.st_size, st.st_mtime_ns)
 
 
 def _load_reader() -> None:
