@@ -448,6 +448,7 @@ def test_the_sqlite_reads_know_the_stores_tables(tmp_path):
     modules = {"jobs": jstore, "scheduler": sstore, "probe": pstore, "job_weather": wstore}
     assert lite.VERSIONS == {m.COMPONENT.name: m.COMPONENT.version for m in modules.values()}
     assert lite.JOB_COLUMNS == tuple(c.name for c in jstore.jobs.columns)
+    assert lite.COMPLETED_COLUMNS == jstore.COMPLETED_COLUMNS
     assert lite.SCHED_COLUMNS == tuple(c.name for c in sstore.sched_jobs.columns)
     assert lite.WEATHER_COLUMNS == tuple(c.name for c in wstore.job_weather.columns)
     assert lite.RUN_COLUMNS == tuple(c.name for c in probe_runs.columns)

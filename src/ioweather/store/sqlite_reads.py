@@ -27,6 +27,8 @@ from ioweather.stats.darshan_links import exe_name, match_darshan
 
 #: The component versions these reads know (each store module's COMPONENT; tests/test_sqlite_reads.py checks).
 VERSIONS = {"darshan": 4, "scheduler": 1, "job_weather": 1, "probe": 6}
+#: store.jobs.COMPLETED_COLUMNS: a row lacking one is read again by an ingest, so it is not "seen"
+COMPLETED_COLUMNS = ("verdict", "findings_json", "why_facts")
 #: The tables' columns in their definitions' order (`SELECT table`'s; the test checks them against SQLAlchemy's).
 JOB_COLUMNS = (
     "id", "log_hash", "path", "path_hash", "size_bytes", "mtime_ns", "ingested_ns", "jobid", "uid", "exe", "nprocs",
@@ -188,13 +190,13 @@ def darshan_job_by_jobid(store: LightStore, jobid: int, columns: list[str]) -> d
 
 
 def seen(store: LightStore) -> tuple[set[str], dict[str, tuple[int, int]]]:
-    """store.jobs.seen's answer: (hashes of the jobs stored with their verdict, {path_hash: (size, mtime_ns)}
+    """store.jobs.seen's answer: (hashes of the jobs stored with every completed column, {path_hash: (size, mtime_ns)}
     of those jobs' and the failed logs' paths, a failure's over a job's)."""
     store.require("darshan")
     hashes: set[str] = set()
     paths: dict[str, tuple[int, int]] = {}
-    for h, ph, size, mt in store.rows("SELECT log_hash, path_hash, size_bytes, mtime_ns FROM darshan_jobs "
-                                      "WHERE verdict IS NOT NULL"):
+    complete = " AND ".join(f"{c} IS NOT NULL" for c in COMPLETED_COLUMNS)
+    for h, ph, size, mt in store.rows(f"SELECT log_hash, path_hash, size_bytes, mtime_ns FROM darshan_jobs WHERE {complete}"):
         hashes.add(h)
         paths[ph] = (size, mt)
     for _h, ph, size, mt in store.rows("SELECT log_hash, path_hash, size_bytes, mtime_ns FROM darshan_failed_logs"):
