@@ -193,6 +193,66 @@ def test_damaged_tts_is_one_line_for_every_8_byte_corruption(tmp_path):
     assert len(readings) < len(variants) / 3, "no two readings alike: each corruption is imported again (slow)"
 
 
+# The four corruptions that overwrite the byte length of one `columns` name (the 4-byte length of each of the
+# two names of readbytes, then of writebytes): h5py allocated 4 GiB for each name, 9-11 s, before its error.
+_NAME_LENGTHS = (4696, 4712, 4968, 4984)
+_BOUNDED_READS = """
+import json, resource, sys, time
+from ioweather.errors import UserError
+from ioweather.sources.telemetry.importers import importer
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+out = []
+for path in sys.argv[1:]:
+    t0 = time.perf_counter()
+    try:
+        with importer("tts")(path, tz=None, since_ns=None, until_ns=None, fs="t") as imp:
+            imp.total()
+            list(imp.chunks(lambda n: None))
+        out.append(["read", time.perf_counter() - t0])
+    except UserError as e:
+        out.append([str(e), time.perf_counter() - t0])
+peak = max(resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+print(json.dumps({"reads": out, "peak_kib": peak}))
+"""
+
+
+def test_damaged_tts_name_lengths_are_refused_before_they_are_allocated(tmp_path):
+    """Each of the four is refused in one line naming the file and the attribute, in a process whose address
+    space is capped at 1 GiB (so the old reader failed here at once, with HDF5's "memory allocation failed",
+    instead of slowly taking 4 GiB) and whose peak resident memory stays far below the cap."""
+    good, variants = _damaged_tts(tmp_path)
+    data = good.read_bytes()
+    paths = []
+    for off in _NAME_LENGTHS:
+        assert data[off:off + 4] == (11).to_bytes(4, "little"), "not the length of 'snx-OST0000': the layout moved"
+        paths.append(tmp_path / f"len{off}.h5")
+        paths[-1].write_bytes(bytes(variants[off // 8]))
+    p = subprocess.run([sys.executable, "-c", _BOUNDED_READS, *map(str, paths)], capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    for path, (message, _), dataset in zip(paths, doc["reads"], ["readbytes"] * 2 + ["writebytes"] * 2):
+        assert message.startswith(f"{path}: damaged: the 'columns' attribute of /datatargets/{dataset} claims "
+                                  "names longer than") and "\n" not in message, message
+    print(f"peak {doc['peak_kib'] >> 10} MiB, seconds {[round(t, 3) for _, t in doc['reads']]}")
+    assert doc["peak_kib"] < 512 << 10
+
+
+def test_tts_dataset_larger_than_its_file_can_hold_is_refused_before_it_is_read(tmp_path):
+    """A chunked, deflated dataset whose dimensions say 50 x 10**7 float64 (4 GB, never written: its chunks
+    read as the fill value) in a file of kilobytes: more than deflate's 1032:1 inflates it to."""
+    src = tmp_path / "wide.h5"
+    _tts(src)
+    with h5py.File(src, "a") as f:
+        g = f["datatargets"]
+        del g["readbytes"]
+        g.create_dataset("readbytes", shape=(50, 10**7), dtype=np.float64, chunks=(50, 1000), compression="gzip")
+    with pytest.raises(UserError) as e:
+        _tts_reading(src)
+    assert str(e.value) == (f"{src}: damaged: /datatargets/readbytes claims 50 x 10000000 values of 8 bytes, "
+                            f"more than its {src.stat().st_size} bytes hold even inflated 1032 times")
+
+
 def test_damaged_tts_does_not_abort_the_other_sources(tmp_path):
     good, variants = _damaged_tts(tmp_path)
     bad = tmp_path / "bad.h5"

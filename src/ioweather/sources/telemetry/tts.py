@@ -14,6 +14,7 @@ five minutes); *rates datasets hold bytes per second and are multiplied by the s
 from __future__ import annotations
 
 import os
+import resource
 from collections.abc import Callable, Iterator
 
 import h5py
@@ -21,6 +22,8 @@ import numpy as np
 
 from ioweather.errors import UserError
 from ioweather.files import fd_path, open_regular
+from ioweather.isolation import ChildDied, call_isolated
+from ioweather.sources.darshan_log import DEFLATE_MAX_RATIO, INFLATE_FLOOR
 from ioweather.sources.telemetry.base import AMOUNT, GAUGE, Wide
 from ioweather.sources.telemetry.importers import Importer
 
@@ -38,13 +41,43 @@ MD_DATASETS = {"opens": "open", "closes": "close", "mknods": "mknod", "links": "
                "syncs": "sync"}
 
 
+# what h5py raises on a file whose structure is damaged or not what pytokio writes
+_DAMAGE = (OSError, RuntimeError, KeyError, ValueError, TypeError, IndexError, OverflowError, AttributeError)
+
+
 def _name(c) -> str:
     """bytes, or str with lone surrogates (h5py's escape of bytes that are not UTF-8), as text that
     the store and the JSON output can write."""
     return (c.decode(errors="replace") if isinstance(c, bytes) else str(c)).encode(errors="replace").decode()
 
 
-def _columns(ds) -> list[str]:
+#: The `columns` attribute's names are variable-length strings: each element's length is a 32-bit
+#: number in the attribute, and HDF5 allocates (and h5py copies) that many bytes before it finds the
+#: string's heap entry missing. 8 bytes of 0xff there cost 4 GiB and 6-11 s per name (issue 41), and
+#: HDF5 has no call that gives the lengths without reading them. So the names are read in a forked child
+#: whose address space may grow by at most this much over the parent's: a real file's names take a few
+#: KiB (snx11025: 248 targets), and 256 MiB holds the copies of a million names of 64 bytes.
+NAMES_MEMORY = 256 << 20
+
+
+def _check_claim(ds, path: str, size: int) -> None:
+    """Refuse DS when what its shape and type claim cannot be in a file of SIZE bytes: stored whole, a
+    dataset holds at most the file's bytes; filtered, at most what deflate inflates them to (its most,
+    DEFLATE_MAX_RATIO); and INFLATE_FLOOR whatever the file's size. Past that, a damaged dataspace (or a
+    chunked dataset's dimensions) has h5py allocate and fill it all before any check, and the names of
+    a dataset without `columns` are made one per column."""
+    if not isinstance(ds, h5py.Dataset) or not ds.shape:
+        return  # not data, or one value: reading it costs nothing
+    claimed = int(np.prod(ds.shape, dtype=object)) * ds.dtype.itemsize
+    ratio = DEFLATE_MAX_RATIO if ds.id.get_create_plist().get_nfilters() else 1
+    if claimed > max(INFLATE_FLOOR, ratio * size):
+        raise UserError(f"{path}: damaged: {_name(ds.name)} claims {' x '.join(map(str, ds.shape))} values of "
+                        f"{ds.dtype.itemsize} bytes, more than its {size} bytes hold"
+                        + (f" even inflated {ratio} times" if ratio > 1 else ""))
+
+
+def _names(ds, path: str, size: int) -> list[str]:
+    _check_claim(ds, path, size)
     cols = ds.attrs.get("columns")
     if cols is None:
         return [f"column{i}" for i in range(ds.shape[1])]
@@ -54,13 +87,30 @@ def _columns(ds) -> list[str]:
     return names
 
 
-def _values(ds) -> np.ndarray:
-    v = np.asarray(ds[...], dtype=np.float64)
-    return np.where((v == 0) & np.signbit(v), np.nan, v)  # -0.0: never filled
+def _all_names(h5, groups: list[str], path: str, size: int) -> dict[tuple[str, str], list[str] | Exception]:
+    """(group, member) -> the member's column names, or what reading them raised, for every member of
+    GROUPS; run in the child, under the NAMES_MEMORY cap."""
+    with open("/proc/self/statm") as f:
+        used = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    cap = used + NAMES_MEMORY
+    resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
+    out: dict[tuple[str, str], list[str] | Exception] = {}
+    for gname in groups:
+        try:
+            items = list(h5[gname].items())
+        except _DAMAGE:
+            continue  # the parent meets it again, and says it as it always did
+        for name, ds in items:
+            try:
+                out[gname, name] = _names(ds, path, size)
+            except (*_DAMAGE, MemoryError) as e:
+                out[gname, name] = e
+    return out
 
 
-# what h5py raises on a file whose structure is damaged or not what pytokio writes
-_DAMAGE = (OSError, RuntimeError, KeyError, ValueError, TypeError, IndexError, OverflowError, AttributeError)
+
+
 _LAST_S = 9_223_372_036  # 2262-04-11: the last second an int64 of ns holds
 
 
@@ -78,6 +128,8 @@ class TtsFile:
             self.file.close()
             raise UserError(f"{path} is not an HDF5 file ({e})") from None
         self.path = path
+        self.size = os.fstat(self.file.fileno()).st_size
+        self.names: dict[tuple[str, str], list[str] | Exception] = {}
         self.skipped: list[str] = []
         self.bad_times = 0
 
@@ -101,6 +153,12 @@ class TtsFile:
         groups = self.groups()
         if not groups:
             raise UserError(f"{self.path} is not a TOKIO time series file (no group with 'timestamps')")
+        try:
+            self.names = call_isolated(_all_names, self.h5, groups, self.path, self.size)
+        except ChildDied as e:
+            raise UserError(f"{self.path}: damaged: reading its 'columns' attributes {e}") from None
+        except _DAMAGE as e:
+            raise self.damaged(e) from None
         for gname in groups:
             try:
                 out = self._group(gname)
@@ -109,9 +167,26 @@ class TtsFile:
             if out is not None:
                 yield gname, out
 
+    def _columns(self, gname: str, name: str) -> list[str]:
+        got = self.names[gname, name]
+        if isinstance(got, MemoryError) or (isinstance(got, OSError) and "memory allocation failed" in str(got)):
+            raise UserError(f"{self.path}: damaged: the 'columns' attribute of /{_name(f'{gname}/{name}')} "
+                            f"claims names longer than {NAMES_MEMORY >> 20} MiB, more than any TOKIO time series file has")
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    def _read(self, ds) -> np.ndarray:
+        _check_claim(ds, self.path, self.size)
+        return np.asarray(ds[...], dtype=np.float64)
+
+    def _values(self, ds) -> np.ndarray:
+        v = self._read(ds)
+        return np.where((v == 0) & np.signbit(v), np.nan, v)  # -0.0: never filled
+
     def _times(self, g) -> tuple[np.ndarray, np.ndarray]:
         """(unix seconds of the rows kept, which rows): a time an int64 of ns cannot hold is dropped."""
-        raw = np.asarray(g["timestamps"][...], dtype=np.float64)
+        raw = self._read(g["timestamps"])
         if raw.ndim != 1:
             raise ValueError(f"timestamps of {g.name} have {raw.ndim} dimensions")
         ok = (raw >= 0) & (raw < _LAST_S)  # NaN compares False
@@ -129,7 +204,7 @@ class TtsFile:
         for name, ds in g.items():
             if name == "timestamps" or getattr(ds, "ndim", 0) != 2 or ds.shape[0] != keep.size:
                 continue
-            cols = _columns(ds)
+            cols = self._columns(gname, name)
             if gname == "fullness":
                 continue  # combined below: used and total -> capacity and free
             if name in DATASETS:
@@ -139,25 +214,25 @@ class TtsFile:
             else:
                 self.skipped.append(_name(f"{gname}/{name}"))
                 continue
-            vals = _values(ds)[keep]
+            vals = self._values(ds)[keep]
             if per_second and step:
                 vals = vals * step
             out.append(Wide(metric, kind, times, cols, vals, step,
                             interval_s=np.full(t.size, step or np.nan) if kind == AMOUNT else None))
         if gname == "fullness":
-            out += self._fullness(g, times, step, keep)
+            out += self._fullness(gname, g, times, step, keep)
         return out
 
-    def _fullness(self, g, times, step, keep) -> list[Wide]:
+    def _fullness(self, gname, g, times, step, keep) -> list[Wide]:
         out = []
         if "bytes" in g and "bytestotal" in g:  # KiB used and KiB total
-            used, total = _values(g["bytes"])[keep], _values(g["bytestotal"])[keep]
-            cols = _columns(g["bytestotal"])
+            used, total = self._values(g["bytes"])[keep], self._values(g["bytestotal"])[keep]
+            cols = self._columns(gname, "bytestotal")
             out += [Wide("capacity_bytes", GAUGE, times, cols, total, step, scale=1024.0),
                     Wide("free_bytes", GAUGE, times, cols, total - used, step, scale=1024.0)]
         if "inodes" in g and "inodestotal" in g:
-            used, total = _values(g["inodes"])[keep], _values(g["inodestotal"])[keep]
-            cols = _columns(g["inodestotal"])
+            used, total = self._values(g["inodes"])[keep], self._values(g["inodestotal"])[keep]
+            cols = self._columns(gname, "inodestotal")
             out += [Wide("files_total", GAUGE, times, cols, total, step),
                     Wide("files_free", GAUGE, times, cols, total - used, step)]
         return out
