@@ -54,10 +54,79 @@ def _name(c) -> str:
 #: The `columns` attribute's names are variable-length strings: each element's length is a 32-bit
 #: number in the attribute, and HDF5 allocates (and h5py copies) that many bytes before it finds the
 #: string's heap entry missing. 8 bytes of 0xff there cost 4 GiB and 6-11 s per name (issue 41), and
-#: HDF5 has no call that gives the lengths without reading them. So the names are read in a forked child
-#: whose address space may grow by at most this much over the parent's: a real file's names take a few
-#: KiB (snx11025: 248 targets), and 256 MiB holds the copies of a million names of 64 bytes.
+#: HDF5 has no call that gives the lengths without reading them. So they are read from the object
+#: header's bytes (_claimed_name_bytes; the strings live uncompressed in the file, so their sum cannot
+#: exceed its size), and where the header is not of the plain form that h5py writes by default, the
+#: names are read in a forked child whose address space may grow by at most this much over the parent's:
+#: a real file's names take a few KiB (snx11025: 248 targets); 256 MiB holds a million names of 64 bytes.
 NAMES_MEMORY = 256 << 20
+_ATTRIBUTE, _CONTINUATION, _VLEN = 0x0C, 0x10, 9  # HDF5 message types and datatype class
+_OTHER = -1  # an attribute message of another name
+
+
+def _u(b: bytes, at: int, n: int) -> int:
+    return int.from_bytes(b[at:at + n], "little")
+
+
+def _attr_claim(body: bytes, so: int, sl: int, attr: bytes) -> int | None:
+    """Bytes of variable-length data that attribute message BODY claims if it is ATTR's (_OTHER if not;
+    None where its form is not understood here). SO, SL: the file's sizes of an address and a length."""
+    ver = body[0] if body else 0
+    if ver == 1:
+        at, pad = 8, (lambda n: (n + 7) & ~7)
+    elif ver in (2, 3) and not body[1] & 3:  # shared datatype or dataspace: elsewhere in the file
+        at, pad = (8 if ver == 2 else 9), (lambda n: n)
+    else:
+        return None
+    nsize, dtsize, dssize = _u(body, 2, 2), _u(body, 4, 2), _u(body, 6, 2)
+    if body[at:at + nsize].rstrip(b"\0") != attr:
+        return _OTHER
+    at += pad(nsize)
+    dt, ds = body[at:at + dtsize], body[at + pad(dtsize):at + pad(dtsize) + dssize]
+    at += pad(dtsize) + pad(dssize)
+    if len(dt) < 16 or len(ds) < 4:
+        return None
+    if dt[0] & 0x0F != _VLEN:
+        return 0  # fixed-size elements: all in the header, which HDF5 has read already
+    if ds[0] == 1:
+        rank, dims_at, kind = ds[1], 8, 1
+    elif ds[0] == 2:
+        rank, dims_at, kind = ds[1], 4, ds[3]
+    else:
+        return None
+    n = 0 if kind == 2 else 1
+    for i in range(rank):
+        n *= _u(ds, dims_at + sl * i, sl)
+    size = 4 + so + 4  # on disk: the length, then the global heap id (an address and an index)
+    data = body[at:at + n * size]
+    if len(ds) < dims_at + sl * rank or len(data) < n * size:
+        return None
+    return sum(_u(data, i * size, 4) for i in range(n)) * _u(dt, 12, 4)  # elements x the base type's size
+
+
+def _claimed_name_bytes(fd: int, obj, sizes: tuple[int, int], attr: bytes = b"columns") -> int | None:
+    """What OBJ's attribute ATTR claims of variable-length data, read from OBJ's version-1 object header
+    (the form h5py writes by default); None for another form or where the header does not say."""
+    so, sl = sizes
+    info = h5py.h5o.get_info(obj.id)
+    head = os.pread(fd, 16, info.addr)
+    if len(head) < 16 or head[0] != 1:
+        return None
+    blocks, seen = [(info.addr + 16, _u(head, 8, 4))], 0
+    while blocks and seen < 64:
+        at, length = blocks.pop()
+        seen += 1
+        buf = os.pread(fd, min(length, 1 << 20), at)
+        pos = 0
+        while pos + 8 <= len(buf):
+            mtype, msize = _u(buf, pos, 2), _u(buf, pos + 2, 2)
+            body = buf[pos + 8:pos + 8 + msize]
+            pos += 8 + msize
+            if mtype == _CONTINUATION:
+                blocks.append((_u(body, 0, so), _u(body, so, sl)))
+            elif mtype == _ATTRIBUTE and (claim := _attr_claim(body, so, sl, attr)) != _OTHER:
+                return claim
+    return None
 
 
 def _check_claim(ds, path: str, size: int) -> None:
@@ -87,28 +156,14 @@ def _names(ds, path: str, size: int) -> list[str]:
     return names
 
 
-def _all_names(h5, groups: list[str], path: str, size: int) -> dict[tuple[str, str], list[str] | Exception]:
-    """(group, member) -> the member's column names, or what reading them raised, for every member of
-    GROUPS; run in the child, under the NAMES_MEMORY cap."""
+def _capped(fn, *args):
+    """FN(*ARGS) with the address space allowed to grow by NAMES_MEMORY at most: for the forked child."""
     with open("/proc/self/statm") as f:
         used = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     hard = resource.getrlimit(resource.RLIMIT_AS)[1]
     cap = used + NAMES_MEMORY
     resource.setrlimit(resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard))
-    out: dict[tuple[str, str], list[str] | Exception] = {}
-    for gname in groups:
-        try:
-            items = list(h5[gname].items())
-        except _DAMAGE:
-            continue  # the parent meets it again, and says it as it always did
-        for name, ds in items:
-            try:
-                out[gname, name] = _names(ds, path, size)
-            except (*_DAMAGE, MemoryError) as e:
-                out[gname, name] = e
-    return out
-
-
+    return fn(*args)
 
 
 _LAST_S = 9_223_372_036  # 2262-04-11: the last second an int64 of ns holds
@@ -129,7 +184,6 @@ class TtsFile:
             raise UserError(f"{path} is not an HDF5 file ({e})") from None
         self.path = path
         self.size = os.fstat(self.file.fileno()).st_size
-        self.names: dict[tuple[str, str], list[str] | Exception] = {}
         self.skipped: list[str] = []
         self.bad_times = 0
 
@@ -153,12 +207,6 @@ class TtsFile:
         groups = self.groups()
         if not groups:
             raise UserError(f"{self.path} is not a TOKIO time series file (no group with 'timestamps')")
-        try:
-            self.names = call_isolated(_all_names, self.h5, groups, self.path, self.size)
-        except ChildDied as e:
-            raise UserError(f"{self.path}: damaged: reading its 'columns' attributes {e}") from None
-        except _DAMAGE as e:
-            raise self.damaged(e) from None
         for gname in groups:
             try:
                 out = self._group(gname)
@@ -167,14 +215,25 @@ class TtsFile:
             if out is not None:
                 yield gname, out
 
-    def _columns(self, gname: str, name: str) -> list[str]:
-        got = self.names[gname, name]
-        if isinstance(got, MemoryError) or (isinstance(got, OSError) and "memory allocation failed" in str(got)):
-            raise UserError(f"{self.path}: damaged: the 'columns' attribute of /{_name(f'{gname}/{name}')} "
-                            f"claims names longer than {NAMES_MEMORY >> 20} MiB, more than any TOKIO time series file has")
-        if isinstance(got, Exception):
-            raise got
-        return got
+    def _columns(self, ds) -> list[str]:
+        """DS's column names, read here when its header shows that they fit in the file (refused when it
+        shows they do not), else in a forked child under the NAMES_MEMORY cap."""
+        try:
+            h5py.h5a.open(ds.id, b"columns")
+        except KeyError:  # no attribute, or one HDF5 cannot open: _names' attrs.get() takes both for none
+            claim = 0
+        else:
+            claim = _claimed_name_bytes(self.file.fileno(), ds, self.h5.id.get_create_plist().get_sizes())
+        if claim is not None and claim > self.size:
+            raise UserError(f"{self.path}: damaged: the 'columns' attribute of {_name(ds.name)} claims {claim} "
+                            f"bytes of names, more than its {self.size} bytes hold")
+        if claim is not None:
+            return _names(ds, self.path, self.size)
+        try:
+            return call_isolated(_capped, _names, ds, self.path, self.size)
+        except (ChildDied, MemoryError) as e:
+            raise UserError(f"{self.path}: damaged: the 'columns' attribute of {_name(ds.name)} claims names "
+                            f"beyond {NAMES_MEMORY >> 20} MiB ({e})") from None
 
     def _read(self, ds) -> np.ndarray:
         _check_claim(ds, self.path, self.size)
@@ -204,7 +263,7 @@ class TtsFile:
         for name, ds in g.items():
             if name == "timestamps" or getattr(ds, "ndim", 0) != 2 or ds.shape[0] != keep.size:
                 continue
-            cols = self._columns(gname, name)
+            cols = self._columns(ds)
             if gname == "fullness":
                 continue  # combined below: used and total -> capacity and free
             if name in DATASETS:
@@ -220,19 +279,19 @@ class TtsFile:
             out.append(Wide(metric, kind, times, cols, vals, step,
                             interval_s=np.full(t.size, step or np.nan) if kind == AMOUNT else None))
         if gname == "fullness":
-            out += self._fullness(gname, g, times, step, keep)
+            out += self._fullness(g, times, step, keep)
         return out
 
-    def _fullness(self, gname, g, times, step, keep) -> list[Wide]:
+    def _fullness(self, g, times, step, keep) -> list[Wide]:
         out = []
         if "bytes" in g and "bytestotal" in g:  # KiB used and KiB total
             used, total = self._values(g["bytes"])[keep], self._values(g["bytestotal"])[keep]
-            cols = self._columns(gname, "bytestotal")
+            cols = self._columns(g["bytestotal"])
             out += [Wide("capacity_bytes", GAUGE, times, cols, total, step, scale=1024.0),
                     Wide("free_bytes", GAUGE, times, cols, total - used, step, scale=1024.0)]
         if "inodes" in g and "inodestotal" in g:
             used, total = self._values(g["inodes"])[keep], self._values(g["inodestotal"])[keep]
-            cols = self._columns(gname, "inodestotal")
+            cols = self._columns(g["inodestotal"])
             out += [Wide("files_total", GAUGE, times, cols, total, step),
                     Wide("files_free", GAUGE, times, cols, total - used, step)]
         return out
