@@ -255,17 +255,22 @@ def test_tts_dataset_larger_than_its_file_can_hold_is_refused_before_it_is_read(
                             f"more than its {src.stat().st_size} bytes hold even inflated 1032 times")
 
 
-def test_tts_with_version_2_headers_reads_as_the_default_one(tmp_path):
+def test_tts_with_version_2_headers_or_a_user_block_reads_as_the_default_one(tmp_path):
     """HDF5's version-2 object headers (libver="latest") are not parsed for the names' lengths: the names
-    are read in the capped child instead, and come out the same."""
+    are read in the capped child instead, and come out the same. A user block moves every address."""
     plain, v2 = tmp_path / "plain.h5", tmp_path / "v2.h5"
     _tts(plain)
     _tts(v2, libver="latest")
     with h5py.File(v2, "r") as f, open(v2, "rb") as raw:
         ds = f["datatargets/readbytes"]
         assert h5py.h5o.get_info(ds.id).hdr.version == 2
-        assert tts._claimed_name_bytes(raw.fileno(), ds, f.id.get_create_plist().get_sizes()) is None
+        assert tts._claimed_name_bytes(raw.fileno(), ds) is None
     assert _tts_reading(v2) == _tts_reading(plain)
+    with_block = tmp_path / "userblock.h5"  # 512 bytes before the superblock: every address is after them
+    _tts(with_block, userblock_size=512)
+    with h5py.File(with_block, "r") as f, open(with_block, "rb") as raw:
+        assert tts._claimed_name_bytes(raw.fileno(), f["datatargets/readbytes"]) == 2 * len("snx-OST0000")
+    assert _tts_reading(with_block) == _tts_reading(plain)
 
 
 def test_damaged_tts_does_not_abort_the_other_sources(tmp_path):

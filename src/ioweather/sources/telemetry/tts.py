@@ -104,15 +104,16 @@ def _attr_claim(body: bytes, so: int, sl: int, attr: bytes) -> int | None:
     return sum(_u(data, i * size, 4) for i in range(n)) * _u(dt, 12, 4)  # elements x the base type's size
 
 
-def _claimed_name_bytes(fd: int, obj, sizes: tuple[int, int], attr: bytes = b"columns") -> int | None:
+def _claimed_name_bytes(fd: int, obj, attr: bytes = b"columns") -> int | None:
     """What OBJ's attribute ATTR claims of variable-length data, read from OBJ's version-1 object header
     (the form h5py writes by default); None for another form or where the header does not say."""
-    so, sl = sizes
-    info = h5py.h5o.get_info(obj.id)
-    head = os.pread(fd, 16, info.addr)
+    plist = obj.file.id.get_create_plist()
+    (so, sl), base = plist.get_sizes(), plist.get_userblock()  # HDF5's addresses start after the user block
+    addr = h5py.h5o.get_info(obj.id).addr
+    head = os.pread(fd, 16, base + addr)
     if len(head) < 16 or head[0] != 1:
         return None
-    blocks, seen = [(info.addr + 16, _u(head, 8, 4))], 0
+    blocks, seen = [(base + addr + 16, _u(head, 8, 4))], 0
     while blocks and seen < 64:
         at, length = blocks.pop()
         seen += 1
@@ -123,7 +124,7 @@ def _claimed_name_bytes(fd: int, obj, sizes: tuple[int, int], attr: bytes = b"co
             body = buf[pos + 8:pos + 8 + msize]
             pos += 8 + msize
             if mtype == _CONTINUATION:
-                blocks.append((_u(body, 0, so), _u(body, so, sl)))
+                blocks.append((base + _u(body, 0, so), _u(body, so, sl)))
             elif mtype == _ATTRIBUTE and (claim := _attr_claim(body, so, sl, attr)) != _OTHER:
                 return claim
     return None
@@ -223,7 +224,7 @@ class TtsFile:
         except KeyError:  # no attribute, or one HDF5 cannot open: _names' attrs.get() takes both for none
             claim = 0
         else:
-            claim = _claimed_name_bytes(self.file.fileno(), ds, self.h5.id.get_create_plist().get_sizes())
+            claim = _claimed_name_bytes(self.file.fileno(), ds)
         if claim is not None and claim > self.size:
             raise UserError(f"{self.path}: damaged: the 'columns' attribute of {_name(ds.name)} claims {claim} "
                             f"bytes of names, more than its {self.size} bytes hold")
