@@ -166,8 +166,8 @@ def _tts_reading(path) -> bytes:
 def test_damaged_tts_is_one_line_for_every_8_byte_corruption(tmp_path):
     """Every corruption is read by the importer, and each different reading (or reader's error) is then
     imported through the store once, from the corruption read fastest: 931 of the 1328 read as the good
-    file does, and a full import costs 0.2 s where a reading costs 2 ms (but four, at offsets 4696-4984,
-    take 9-11 s and 4 GiB of memory each in h5py before their error: read once, imported never)."""
+    file does, and a full import costs 0.2 s where a reading costs 2 ms (the four at offsets 4696-4984 took
+    9-11 s and 4 GiB each in h5py before their error; refused in ~1 ms since: see _NAME_LENGTHS)."""
     good, variants = _damaged_tts(tmp_path)
     bad = tmp_path / "bad.h5"
     readings: dict[bytes, list[tuple[float, int]]] = {}  # a reading -> (seconds, variant) of each read so
