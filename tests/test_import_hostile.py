@@ -257,7 +257,8 @@ def test_tts_dataset_larger_than_its_file_can_hold_is_refused_before_it_is_read(
 
 def test_tts_with_version_2_headers_or_a_user_block_reads_as_the_default_one(tmp_path):
     """HDF5's version-2 object headers (libver="latest") are not parsed for the names' lengths: the names
-    are read in the capped child instead, and come out the same. A user block moves every address."""
+    are read in the capped child instead, and come out the same. A user block moves every address; names of
+    a fixed size claim nothing beyond the header."""
     plain, v2 = tmp_path / "plain.h5", tmp_path / "v2.h5"
     _tts(plain)
     _tts(v2, libver="latest")
@@ -271,6 +272,14 @@ def test_tts_with_version_2_headers_or_a_user_block_reads_as_the_default_one(tmp
     with h5py.File(with_block, "r") as f, open(with_block, "rb") as raw:
         assert tts._claimed_name_bytes(raw.fileno(), f["datatargets/readbytes"]) == 2 * len("snx-OST0000")
     assert _tts_reading(with_block) == _tts_reading(plain)
+    fixed = tmp_path / "fixed.h5"  # pytokio's own files name their columns in 16-byte strings, in the header
+    _tts(fixed)
+    with h5py.File(fixed, "a") as f:
+        for name in ("readbytes", "writebytes"):
+            f["datatargets"][name].attrs["columns"] = np.array([b"snx-OST0000", b"snx-OST0001"], dtype="S16")
+    with h5py.File(fixed, "r") as f, open(fixed, "rb") as raw:
+        assert tts._claimed_name_bytes(raw.fileno(), f["datatargets/readbytes"]) == 0
+    assert _tts_reading(fixed) == _tts_reading(plain)
 
 
 def test_damaged_tts_does_not_abort_the_other_sources(tmp_path):

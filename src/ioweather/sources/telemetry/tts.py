@@ -84,10 +84,10 @@ def _attr_claim(body: bytes, so: int, sl: int, attr: bytes) -> int | None:
     at += pad(nsize)
     dt, ds = body[at:at + dtsize], body[at + pad(dtsize):at + pad(dtsize) + dssize]
     at += pad(dtsize) + pad(dssize)
-    if len(dt) < 16 or len(ds) < 4:
+    if dt and dt[0] & 0x0F != _VLEN:
+        return 0  # fixed-size elements (pytokio's names are 16-byte strings): all in the header, read already
+    if len(dt) < 16 or len(ds) < 4:  # a variable-length type describes its base type after its 8 bytes
         return None
-    if dt[0] & 0x0F != _VLEN:
-        return 0  # fixed-size elements: all in the header, which HDF5 has read already
     if ds[0] == 1:
         rank, dims_at, kind = ds[1], 8, 1
     elif ds[0] == 2:
