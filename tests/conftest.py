@@ -215,6 +215,7 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
     "test_import_hostile.py": (
         "test_damaged_tts_does_not_abort_the_other_sources",
         "test_damaged_tts_is_one_line_for_every_8_byte_corruption",
+        "test_damaged_tts_name_lengths_are_refused_before_they_are_allocated",
         "test_fifo_among_sources_one_line_and_the_others_imported",
         "test_import_help_lists_every_registered_kind",
     ),

@@ -21,6 +21,7 @@ from inprocess import run_cli as run_in_process  # where the answer is the point
 from ioweather.config import Settings
 from ioweather.errors import UserError
 from ioweather.services.telemetry.imports import import_one
+from ioweather.sources.telemetry import tts
 from ioweather.sources.telemetry.importers import importer
 from ioweather.store import telemetry_layout as layout
 
@@ -128,8 +129,8 @@ def test_iostat_non_numeric_idle_is_missing_not_a_crash(tmp_path):
     assert "1 impossible rates (negative, infinite or not a number): stored as missing" in summary.notes
 
 
-def _tts(path):
-    with h5py.File(path, "w") as f:
+def _tts(path, **kw):
+    with h5py.File(path, "w", **kw) as f:
         g = f.create_group("datatargets")
         g.create_dataset("timestamps", data=np.arange(1517126400, 1517126400 + 50 * 5, 5, dtype=np.int64))
         for name in ("readbytes", "writebytes"):
@@ -165,8 +166,8 @@ def _tts_reading(path) -> bytes:
 def test_damaged_tts_is_one_line_for_every_8_byte_corruption(tmp_path):
     """Every corruption is read by the importer, and each different reading (or reader's error) is then
     imported through the store once, from the corruption read fastest: 931 of the 1328 read as the good
-    file does, and a full import costs 0.2 s where a reading costs 2 ms (but four, at offsets 4696-4984,
-    take 9-11 s and 4 GiB of memory each in h5py before their error: read once, imported never)."""
+    file does, and a full import costs 0.2 s where a reading costs 2 ms (the four at offsets 4696-4984 took
+    9-11 s and 4 GiB each in h5py before their error; refused in ~1 ms since: see _NAME_LENGTHS)."""
     good, variants = _damaged_tts(tmp_path)
     bad = tmp_path / "bad.h5"
     readings: dict[bytes, list[tuple[float, int]]] = {}  # a reading -> (seconds, variant) of each read so
@@ -191,6 +192,94 @@ def test_damaged_tts_is_one_line_for_every_8_byte_corruption(tmp_path):
     assert outcomes["error"] > 50 and outcomes["ok"] + outcomes["error"] == len(variants)
     print(f"{len(variants)} corruptions, {len(readings)} readings imported: {outcomes}")
     assert len(readings) < len(variants) / 3, "no two readings alike: each corruption is imported again (slow)"
+
+
+# The four corruptions that overwrite the byte length of one `columns` name (the 4-byte length of each of the
+# two names of readbytes, then of writebytes): h5py allocated 4 GiB for each name, 9-11 s, before its error.
+_NAME_LENGTHS = (4696, 4712, 4968, 4984)
+_BOUNDED_READS = """
+import json, resource, sys, time
+from ioweather.errors import UserError
+from ioweather.sources.telemetry.importers import importer
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+out = []
+for path in sys.argv[1:]:
+    t0 = time.perf_counter()
+    try:
+        with importer("tts")(path, tz=None, since_ns=None, until_ns=None, fs="t") as imp:
+            imp.total()
+            list(imp.chunks(lambda n: None))
+        out.append(["read", time.perf_counter() - t0])
+    except UserError as e:
+        out.append([str(e), time.perf_counter() - t0])
+peak = max(resource.getrusage(w).ru_maxrss for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+print(json.dumps({"reads": out, "peak_kib": peak}))
+"""
+
+
+def test_damaged_tts_name_lengths_are_refused_before_they_are_allocated(tmp_path):
+    """Each of the four is refused in one line naming the file and the attribute (one name claims 2**32-1
+    bytes, the other its 11), in a process whose address space is capped at 1 GiB (so the old reader
+    failed here at once, with HDF5's "memory allocation failed", instead of slowly taking 4 GiB) and whose
+    peak resident memory stays far below the cap."""
+    good, variants = _damaged_tts(tmp_path)
+    data = good.read_bytes()
+    paths = []
+    for off in _NAME_LENGTHS:
+        assert data[off:off + 4] == (11).to_bytes(4, "little"), "not the length of 'snx-OST0000': the layout moved"
+        paths.append(tmp_path / f"len{off}.h5")
+        paths[-1].write_bytes(bytes(variants[off // 8]))
+    p = subprocess.run([sys.executable, "-c", _BOUNDED_READS, *map(str, paths)], capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    for path, (message, _), dataset in zip(paths, doc["reads"], ["readbytes"] * 2 + ["writebytes"] * 2):
+        assert message == (f"{path}: damaged: the 'columns' attribute of /datatargets/{dataset} claims "
+                           f"{2**32 - 1 + 11} bytes of names, more than its {len(data)} bytes hold"), message
+    print(f"peak {doc['peak_kib'] >> 10} MiB, seconds {[round(t, 3) for _, t in doc['reads']]}")
+    assert doc["peak_kib"] < 512 << 10
+
+
+def test_tts_dataset_larger_than_its_file_can_hold_is_refused_before_it_is_read(tmp_path):
+    """A chunked, deflated dataset whose dimensions say 50 x 10**7 float64 (4 GB, never written: its chunks
+    read as the fill value) in a file of kilobytes: more than deflate's 1032:1 inflates it to."""
+    src = tmp_path / "wide.h5"
+    _tts(src)
+    with h5py.File(src, "a") as f:
+        g = f["datatargets"]
+        del g["readbytes"]
+        g.create_dataset("readbytes", shape=(50, 10**7), dtype=np.float64, chunks=(50, 1000), compression="gzip")
+    with pytest.raises(UserError) as e:
+        _tts_reading(src)
+    assert str(e.value) == (f"{src}: damaged: /datatargets/readbytes claims 50 x 10000000 values of 8 bytes, "
+                            f"more than its {src.stat().st_size} bytes hold even inflated 1032 times")
+
+
+def test_tts_with_version_2_headers_or_a_user_block_reads_as_the_default_one(tmp_path):
+    """HDF5's version-2 object headers (libver="latest") are not parsed for the names' lengths: the names
+    are read in the capped child instead, and come out the same. A user block moves every address; names of
+    a fixed size claim nothing beyond the header."""
+    plain, v2 = tmp_path / "plain.h5", tmp_path / "v2.h5"
+    _tts(plain)
+    _tts(v2, libver="latest")
+    with h5py.File(v2, "r") as f, open(v2, "rb") as raw:
+        ds = f["datatargets/readbytes"]
+        assert h5py.h5o.get_info(ds.id).hdr.version == 2
+        assert tts._claimed_name_bytes(raw.fileno(), ds) is None
+    assert _tts_reading(v2) == _tts_reading(plain)
+    with_block = tmp_path / "userblock.h5"  # 512 bytes before the superblock: every address is after them
+    _tts(with_block, userblock_size=512)
+    with h5py.File(with_block, "r") as f, open(with_block, "rb") as raw:
+        assert tts._claimed_name_bytes(raw.fileno(), f["datatargets/readbytes"]) == 2 * len("snx-OST0000")
+    assert _tts_reading(with_block) == _tts_reading(plain)
+    fixed = tmp_path / "fixed.h5"  # pytokio's own files name their columns in 16-byte strings, in the header
+    _tts(fixed)
+    with h5py.File(fixed, "a") as f:
+        for name in ("readbytes", "writebytes"):
+            f["datatargets"][name].attrs["columns"] = np.array([b"snx-OST0000", b"snx-OST0001"], dtype="S16")
+    with h5py.File(fixed, "r") as f, open(fixed, "rb") as raw:
+        assert tts._claimed_name_bytes(raw.fileno(), f["datatargets/readbytes"]) == 0
+    assert _tts_reading(fixed) == _tts_reading(plain)
 
 
 def test_damaged_tts_does_not_abort_the_other_sources(tmp_path):
