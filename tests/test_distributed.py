@@ -107,7 +107,7 @@ def test_local_spec_starts_its_own_cluster(cli, home, archive, local_result):
 def test_killed_worker_costs_a_retry_not_a_log(cli, home, tmp_path, local_result):
     """kill -9 of a worker process while it holds tasks: the scheduler re-runs them, every log is stored once."""
     root = tmp_path / "many"
-    make_archive(root, n_copies=400, broken=False)
+    make_archive(root, n_copies=120, broken=False)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as watcher:
         t, killed = kill_a_busy_worker(watcher, min_tasks=2, poll_s=0.05)
