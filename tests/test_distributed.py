@@ -180,6 +180,10 @@ def test_poison_inside_a_batch_is_the_only_crash(local_cluster):
     assert sorted(delivered) == sorted((i, i.upper()) for i in items if i != "poison")
 
 
+def _abort_on_poison_shared(item, suffix):
+    return _abort_on_poison(item) + suffix
+
+
 def _abort_once(item, marker):
     if item == "die" and not os.path.exists(marker):
         open(marker, "w").close()
@@ -205,6 +209,25 @@ def test_shared_kwargs_lost_with_their_only_worker_cost_a_retry(tmp_path):
                       lambda item, why: crashed.append(item), kwargs={"marker": str(marker)}, shared=("marker",))
     assert marker.exists() and not crashed
     assert sorted(delivered) == sorted((i, i.upper()) for i in items)
+
+
+def test_poison_losing_the_shared_kwargs_each_time_is_a_crash_not_a_loop():
+    """On one worker a log that kills it loses the scattered kwargs at each death: its task is forgotten
+    (a new key each time), never KilledWorker. Submitted again only as often as allowed-failures lets a
+    task be killed (1 here), then run alone as often and handed to on_crash; the rest delivered once."""
+    import cloudpickle
+    import dask
+
+    from ioweather.services.runtime.distributed import connect, map_unordered
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    items = [f"log{i}" for i in range(6)] + ["poison"] + [f"log{i}" for i in range(6, 10)]
+    delivered, crashed = [], []
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), connect("local:1") as client:
+        map_unordered(client, _abort_on_poison_shared, items, lambda item, res: delivered.append((item, res)),
+                      lambda item, why: crashed.append(item), kwargs={"suffix": "!"}, shared=("suffix",))
+    assert crashed == ["poison"]
+    assert sorted(delivered) == sorted((i, i.upper() + "!") for i in items if i != "poison")
 
 
 def test_batch_size_follows_the_work_measured_on_the_workers():
