@@ -6,6 +6,7 @@ clusters are one line and leave no store."""
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
 import sqlite3
@@ -106,7 +107,7 @@ def test_local_spec_starts_its_own_cluster(cli, home, archive, local_result):
 def test_killed_worker_costs_a_retry_not_a_log(cli, home, tmp_path, local_result):
     """kill -9 of a worker process while it holds tasks: the scheduler re-runs them, every log is stored once."""
     root = tmp_path / "many"
-    make_archive(root, n_copies=400, broken=False)
+    make_archive(root, n_copies=120, broken=False)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             Client(cluster) as watcher:
         t, killed = kill_a_busy_worker(watcher, min_tasks=2, poll_s=0.05)
@@ -142,8 +143,6 @@ def _file_keys(home):
 
 def _abort_on_poison(item):
     if item == "poison":
-        import faulthandler
-
         faulthandler.disable()
         os.abort()  # what libdarshan-util does on some damaged logs: the worker process dies
     return item.upper()
@@ -179,6 +178,56 @@ def test_poison_inside_a_batch_is_the_only_crash(local_cluster):
                       lambda item, why: crashed.append(item), per_task=8)
     assert crashed == ["poison"]
     assert sorted(delivered) == sorted((i, i.upper()) for i in items if i != "poison")
+
+
+def _abort_on_poison_shared(item, suffix):
+    return _abort_on_poison(item) + suffix
+
+
+def _abort_once(item, marker):
+    if item == "die" and not os.path.exists(marker):
+        open(marker, "w").close()
+        faulthandler.disable()
+        os.abort()
+    return item.upper()
+
+
+def test_shared_kwargs_lost_with_their_only_worker_cost_a_retry(tmp_path):
+    """One worker holds the only replica of the scattered kwargs (as the Active Memory Manager leaves a
+    broadcast within 2 s): its death makes the scheduler forget every task needing them ("already
+    forgotten"). They are submitted again with the kwargs scattered again; each item delivered once."""
+    import cloudpickle
+
+    from ioweather.services.runtime.distributed import connect, map_unordered
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    marker = tmp_path / "died"
+    items = [f"log{i}" for i in range(6)] + ["die"] + [f"log{i}" for i in range(6, 12)]
+    delivered, crashed = [], []
+    with connect("local:1") as client:
+        map_unordered(client, _abort_once, items, lambda item, res: delivered.append((item, res)),
+                      lambda item, why: crashed.append(item), kwargs={"marker": str(marker)}, shared=("marker",))
+    assert marker.exists() and not crashed
+    assert sorted(delivered) == sorted((i, i.upper()) for i in items)
+
+
+def test_poison_losing_the_shared_kwargs_each_time_is_a_crash_not_a_loop():
+    """On one worker a log that kills it loses the scattered kwargs at each death: its task is forgotten
+    (a new key each time), never KilledWorker. Submitted again only as often as allowed-failures lets a
+    task be killed (1 here), then run alone as often and handed to on_crash; the rest delivered once."""
+    import cloudpickle
+    import dask
+
+    from ioweather.services.runtime.distributed import connect, map_unordered
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    items = [f"log{i}" for i in range(6)] + ["poison"] + [f"log{i}" for i in range(6, 10)]
+    delivered, crashed = [], []
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), connect("local:1") as client:
+        map_unordered(client, _abort_on_poison_shared, items, lambda item, res: delivered.append((item, res)),
+                      lambda item, why: crashed.append(item), kwargs={"suffix": "!"}, shared=("suffix",))
+    assert crashed == ["poison"]
+    assert sorted(delivered) == sorted((i, i.upper() + "!") for i in items if i != "poison")
 
 
 def test_batch_size_follows_the_work_measured_on_the_workers():

@@ -15,8 +15,12 @@ and one writer — the client — that commits them to the store. Workers never 
 store, so the store needs to be reachable only from where the command runs.
 
 A worker killed in the middle of a task costs a retry: the scheduler re-runs the task on
-another worker and the client sees each task's result once. A task that kills every worker
-it runs on (a log that crashes the Darshan C library) ends as `KilledWorker` after
+another worker and the client sees each task's result once. The scattered kwargs (`shared`) can
+die with it: Dask's Active Memory Manager keeps one replica of a broadcast, and a key that only
+lived on a dead worker cannot be recomputed, so the scheduler forgets every task that needs it
+(FutureCancelledError "already forgotten"). Those tasks are not failed items: the kwargs are
+scattered again and the tasks submitted again, as often as `allowed-failures` allows a kill.
+A task that kills every worker it runs on (a log that crashes the Darshan C library) ends as `KilledWorker` after
 `distributed.scheduler.allowed-failures` retries; each of its items is run once more alone
 at the end (the tasks that merely shared its worker, and the other items of its batch, end
 the same way) and an item that still kills its worker is handed to `on_crash`, as the
@@ -284,11 +288,11 @@ def map_unordered(client, fn: Callable, items: Iterable, on_result: Callable[[ob
     one at first, then as many as take ~TASK_SECONDS by the time measured on the workers.
     `window`: items in flight at most."""
     # lazy: dask, loaded only when this runs
+    import dask
     from dask.distributed import as_completed
 
-    # shipped to each worker once, not with every task (a large archive knows millions of hashes)
-    kwargs = {k: client.scatter([v], broadcast=True, hash=False)[0] if k in shared else v
-              for k, v in (kwargs or {}).items()}
+    scattered = _Scattered(client, kwargs or {}, shared)
+    most_losses = dask.config.get("distributed.scheduler.allowed-failures", 3)
     sizer = _Sizer(per_task)
     threads = max(1, sum(client.nthreads().values()))
     max_tasks = max(64, WINDOW_PER_THREAD * threads)
@@ -297,10 +301,14 @@ def map_unordered(client, fn: Callable, items: Iterable, on_result: Callable[[ob
     # at least two tasks per thread fit the window: one running, the next already on the worker
     sizer.cap = max(1, min(MAX_PER_TASK, window // (2 * threads)))
     todo = iter(items)
-    inflight: dict = {}  # task key -> its batch
+    # task key -> (its batch, times its tasks were forgotten with the scattered kwargs, those it was sent)
+    inflight: dict = {}
 
-    def run(batch: list):
-        return client.submit(_task, fn, batch, __version__, kwargs, pure=False)
+    def run(batch: list, losses: int = 0):
+        kw = scattered.kwargs()
+        fut = client.submit(_task, fn, batch, __version__, kw, pure=False)
+        inflight[fut.key] = batch, losses, kw
+        return fut
 
     def submit() -> list:
         # until some work is measured, two one-item tasks per thread, not a window full of them
@@ -309,42 +317,81 @@ def map_unordered(client, fn: Callable, items: Iterable, on_result: Callable[[ob
         while len(inflight) < most:
             size = min(sizer.next(), window)
             # a task smaller than asked only because the window is nearly full would keep that size
-            if sum(map(len, inflight.values())) + size > window:
+            if sum(len(b) for b, _, _ in inflight.values()) + size > window:
                 break
             batch = list(islice(todo, size))
             if not batch:
                 break
-            fut = run(batch)
-            inflight[fut.key] = batch
-            new.append(fut)
+            new.append(run(batch))
         return new
 
     # A task that only shared a worker with the one that kills it can reach allowed-failures too
     # (each death counts against every task on that worker), as can the other items of a killer's
     # batch: such items are run again, alone, once the rest is done, and only one that still kills
     # its worker is handed to on_crash.
+    # A batch forgotten with the scattered kwargs more often than the scheduler lets a task be killed
+    # may be what kills the workers holding them (one worker: every death): it is a suspect too.
     suspects = []
     pending = as_completed(submit())
     for fut in pending:
-        batch = inflight.pop(fut.key)
-        if not _deliver(fut, batch, on_result, sizer):
+        batch, losses, kw = inflight.pop(fut.key)
+        ended = _deliver(fut, batch, on_result, sizer, kw)
+        if ended == _LOST and losses < most_losses:
+            pending.add(run(batch, losses + 1))
+        elif ended != _DONE:
             suspects += batch
         pending.update(submit())
     for item in suspects:
-        if not _deliver(run([item]), [item], on_result, sizer):
+        for _ in range(most_losses + 1):
+            fut = run([item])
+            ended = _deliver(fut, [item], on_result, sizer, inflight.pop(fut.key)[2])
+            if ended != _LOST:
+                break
+        if ended != _DONE:
             on_crash(item, crash_reason)
 
 
-def _deliver(fut, batch: list, on_result: Callable[[object, object], None], sizer: _Sizer) -> bool:
-    """on_result(item, result) for each item of the task's batch and True; False when the task
-    ended as KilledWorker."""
+class _Scattered:
+    """The kwargs, those named in `shared` scattered to the workers: once, and again when the
+    cluster lost them (the workers holding them died)."""
+
+    def __init__(self, client, kwargs: dict, shared: Iterable[str]):
+        self.client = client
+        self.values = kwargs
+        self.shared = frozenset(shared) & kwargs.keys()
+        self.sent: dict = {}
+
+    def kwargs(self) -> dict:
+        if not self.sent or _lost(self.sent):
+            # shipped to each worker once, not with every task (a large archive knows millions of hashes)
+            self.sent = {k: self.client.scatter([self.values[k]], broadcast=True, hash=False)[0]
+                         for k in self.shared}
+        return {**self.values, **self.sent}
+
+
+def _lost(kwargs: dict) -> bool:
+    """Whether a scattered value among the kwargs a task was sent is gone from the cluster."""
+    # lazy: distributed is optional (the [dask] extra), loaded by --dask only
+    from distributed import Future
+
+    return any(isinstance(v, Future) and v.status != "finished" for v in kwargs.values())
+
+
+_DONE, _KILLED, _LOST = "done", "killed", "lost"
+
+
+def _deliver(fut, batch: list, on_result: Callable[[object, object], None], sizer: _Sizer,
+             kwargs: dict) -> str:
+    """on_result(item, result) for each item of the task's batch and _DONE; _KILLED when the task
+    ended as KilledWorker, _LOST when it was forgotten with the scattered `kwargs` it was sent."""
     # lazy: distributed is optional (the [dask] extra), loaded by --dask only
     from distributed import KilledWorker
+    from distributed.client import FutureCancelledError
 
     try:
         results, spent, timed = fut.result()
     except KilledWorker:
-        return False
+        return _KILLED
     except VersionSkew as e:
         raise UserError(f"a Dask worker runs another ioweather ({e}): install the same version on the "
                         "workers") from None
@@ -352,6 +399,9 @@ def _deliver(fut, batch: list, on_result: Callable[[object, object], None], size
         raise UserError(f"a Dask worker cannot import ioweather ({_one_line(e)}): install ioweather "
                         f"{__version__} in the workers' Python") from None
     except Exception as e:  # noqa: BLE001 (fn never raises for bad input: this is the cluster's)
+        # the scheduler reports the lost kwargs before the tasks it forgot with them: seen here already
+        if isinstance(e, FutureCancelledError) and _lost(kwargs):
+            return _LOST
         more = f" (or one of the {len(batch) - 1} other items of its task)" if len(batch) > 1 else ""
         raise UserError(f"a Dask task failed on {batch[0]}{more}: {type(e).__name__}: {_one_line(e)}") from None
     finally:
@@ -359,7 +409,7 @@ def _deliver(fut, batch: list, on_result: Callable[[object, object], None], size
     sizer.record(spent, timed)
     for item, res in zip(batch, results, strict=True):
         on_result(item, res)
-    return True
+    return _DONE
 
 
 def _one_line(e: BaseException) -> str:
