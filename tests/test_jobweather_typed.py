@@ -111,11 +111,12 @@ def test_a_scheduler_job_answers_the_same_way(planted):
 
 def test_why_reads_the_typed_weather(planted):
     """`why` takes its coverage factor and fullest OST from the Weather (services/answers/why.py)."""
-    from ioweather.services.answers.why import _Facts, _system
+    from ioweather.services.answers.why import _system
+    from ioweather.services.jobs.facts import LogFacts
 
     _settings, store = planted
     w = umami.umami(store, "1012").weather
-    facts = _Facts(io_time_s=10.0, times={}, bytes_written=1, bytes_read=0)
+    facts = LogFacts(io_time_s=10.0, times={}, bytes_written=1, bytes_read=0)
     system, model, evidence = _system(facts, w, (None, None), [], "scratch", True, "")
     assert model == "coverage_factor" and system == pytest.approx(10.0 * (1 - w.coverage_factor_write_bw))
 
@@ -125,11 +126,12 @@ def test_why_says_a_flagged_coverage_factor_is_clock_skew_not_missing_bytes(plan
     as such: the lab's quiet twin on a loaded machine was told "no byte counts" while 1.7 GB were stored."""
     from dataclasses import replace
 
-    from ioweather.services.answers.why import _Facts, _system
+    from ioweather.services.answers.why import _system
+    from ioweather.services.jobs.facts import LogFacts
 
     _settings, store = planted
     w = umami.umami(store, "1012").weather
-    facts = _Facts(io_time_s=10.0, times={}, bytes_written=1, bytes_read=0)
+    facts = LogFacts(io_time_s=10.0, times={}, bytes_written=1, bytes_read=0)
     gone = dict(coverage_factor_bw=None, coverage_factor_read_bw=None, coverage_factor_write_bw=None)
     flagged = replace(w, **gone, coverage_factors={**w.coverage_factors, "coverage_factor_write_bw_flagged": True})
     system, model, evidence = _system(facts, flagged, (None, None), [], "scratch", True, "")
