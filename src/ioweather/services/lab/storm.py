@@ -180,17 +180,6 @@ def _run(cmd: list[str], what: str, cwd: Path) -> None:
         raise UserError(f"{what} failed (exit {p.returncode}): {(p.stderr.strip().splitlines() or ['no message'])[0]}")
 
 
-def _mid_tick() -> None:
-    """Wait until half-way between two of collect's 1 s ticks (on the epoch's grid) before a twin starts. A
-    tick read late (a loaded machine) holds the bytes written after its grid time but is stamped on it: a job
-    starting just after a tick read 0.3 s late had its first 0.3 s of bytes put before its window, the window
-    held fewer bytes than the job moved, and its coverage factor was flagged as clock skew (the quiet twin's
-    system share "unknown", 1 full-suite run in 6). Half a tick of margin puts a late read's bytes where the
-    job's are."""
-    phase = time.time() % 1.0
-    time.sleep((1.5 if phase > 0.5 else 0.5) - phase)
-
-
 def run_pair(tools: Toolchain, directory: Path, home: Path, *, quiet_s: float = 12.0, block: str = "1g",
              storm_lead_s: float = 2.0, probe_interval: str = "0.5s") -> StormPair:
     """Record, run the twins and the storm, ingest, and score `why` (module docstring)."""
@@ -224,7 +213,6 @@ def run_pair(tools: Toolchain, directory: Path, home: Path, *, quiet_s: float = 
         time.sleep(quiet_s)
         base_until = time.time()
         before = _device_written(work / "quiet")
-        _mid_tick()
         _run(_ior(tools, work / "quiet", quiet_log, QUIET_JOB, block), "the quiet IOR run", work / "quiet")
         # a job's window reads telemetry until 5 s after its end (stats.coverage.TAIL_S): the disk's own count
         # over that same window, and the storm starts later
@@ -244,7 +232,6 @@ def run_pair(tools: Toolchain, directory: Path, home: Path, *, quiet_s: float = 
         if storm.poll() is not None:
             raise UserError(f"the fio storm stopped at once: {(storm.communicate()[1] or '').strip()[-300:]}")
         before = _device_written(work / "storm")
-        _mid_tick()
         _run(_ior(tools, work / "storm", storm_log, STORM_RUN_JOB, block), "the storm twin's IOR run", work / "storm")
         after = _device_written(work / "storm")
         device["storm"] = after - before if before is not None and after is not None else None
