@@ -6,7 +6,7 @@ time and the median CPU time (user + system of the child: on a loaded machine th
 the queue, the CPU time the work). `--before SRC` adds the same commands run from another tree's src/
 (e.g. `git archive REV src | tar -x -C /tmp/before`), alternating with this one.
 
-    python benchmarks/bench_short_commands.py [--runs 5] [--why-home H --why-job J] [--store-home H30]
+    python benchmarks/bench_short_commands.py [--runs 5] [--why-home H --why-job J] [--why-light-home H] [--store-home H30]
                                               [--before-why-home H]
                                               [--before /tmp/before/src] [--only why]
 
@@ -16,6 +16,10 @@ whysql, whose `why` reads an SQLite store through sqlite3 —, DuckDB for the te
 backend for the log), and `why JOB` (text and --json) alone (issue 40's
 `why` < 1 s). Each command's medians are also printed as a ratio of the first (bare-import) row's, which
 ran in the same rounds: on this shared machine the ratio holds when the absolute times do not.
+
+--why-light-home: a store that ingested the job's log and holds no telemetry for its file system (tests/test_why.py's
+`ingested` fixture: the why0 home beside the storm one); `why JOB` there needs no numpy, pandas or DuckDB since branch
+whyfast (wave 4, issue 40), so its rows show the command's own floor (text and --json).
 
 --why-home: the store tests/test_why.py builds (the storm store); --before-why-home: the one the before tree
 built, when the trees' store schemas differ (the darshan v4 of branch why40: the older tree refuses a newer store,
@@ -69,6 +73,7 @@ def main():
     ap.add_argument("--why-job", default="1452113755")
     ap.add_argument("--before-why-home", type=Path,
                     help="the before tree's storm store, when the trees' store schemas differ (each reads its own)")
+    ap.add_argument("--why-light-home", type=Path, help="a store with the job's facts and no telemetry for it")
     ap.add_argument("--store-home", type=Path)
     ap.add_argument("--before", type=Path, help="another tree's src/ to alternate with")
     ap.add_argument("--only", choices=["why"], help="only the bare imports and `why JOB` (needs --why-home)")
@@ -95,6 +100,9 @@ def main():
         if args.only == "why":
             cases.append(("why JOB --json, storm store",
                           [*cli, "--home", str(args.why_home), "why", args.why_job, "--json"], True))
+    if args.why_light_home:
+        for name, extra in (("why JOB, no telemetry", []), ("why JOB --json, no telemetry", ["--json"])):
+            cases.append((name, [*cli, "--home", str(args.why_light_home), "why", args.why_job, *extra], True))
     trees = [("after", SRC)] + ([("before", args.before)] if args.before else [])
     times: dict[str, list[tuple[float, float]]] = {}
     main_thread: dict[str, list[float]] = {}

@@ -160,3 +160,50 @@ def test_each_import_kind_face_is_its_readers():
             face.name, face.help, face.options, face.timezone, face.target, face.live)
     with pytest.raises(TypeError, match="telemetry.lmt:LmtImporter in KINDS"):
         type("Stray", (Importer,), {"kind": "lmt"})
+
+
+_WHY_PROBE = textwrap.dedent("""
+    import contextlib, io, json, sys
+    from ioweather.cli import cli
+    LIBS = set(sys.argv[1].split(",")) | {"darshan", "cffi"}
+
+    def run(args):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            try:
+                rv = cli.main(args, prog_name="ioweather", standalone_mode=False)
+            except SystemExit as e:
+                rv = e.code
+        return rv, out.getvalue()
+
+    rc_json, doc = run(["why", sys.argv[2], "--json"])
+    rc_text, text = run(["why", sys.argv[3]])  # the text answer too (a hash prefix): the terminal table is rich's
+    print(json.dumps({"loaded": sorted({m.split(".")[0] for m in sys.modules} & LIBS),
+                      "rc": [rc_json, rc_text], "why": json.loads(doc), "text": text}))
+""")
+
+
+@pytest.mark.skipif(not LOG.exists(), reason="shared Darshan logs not present")
+def test_why_on_a_sqlite_store_with_stored_facts_loads_no_heavy_library(tmp_path):
+    """`why JOB` on an SQLite store that ingested the job's log (its facts stored, darshan schema 4) and holds
+    no telemetry for its file system (issue 40): nothing of its answer needs numpy, pandas, pyarrow, DuckDB,
+    SQLAlchemy or PyDarshan. The content hash (is the log unchanged?) and the telemetry datasets' listing came
+    with pandas and pyarrow (sources.darshan_log, store.job_telemetry): ~0.4 s of CPU of a 0.5 s answer. Now
+    sources.darshan_header and store.telemetry_names; the answer is the stored facts' (the code's saving, no
+    system share)."""
+    home = tmp_path / "home"
+    env = {**os.environ, "IOWEATHER_HOME": str(home)}
+    env.pop("IOWEATHER_DB", None)
+    subprocess.run([sys.executable, "-m", "ioweather", "jobs", "ingest", str(LOG), "--workers", "1"],
+                   capture_output=True, text=True, env=env, timeout=300, check=True)
+    listed = json.loads(subprocess.run([sys.executable, "-m", "ioweather", "jobs", "list", "--json"], capture_output=True,
+                                       text=True, env=env, timeout=120, check=True).stdout)
+    (job,) = listed
+    out = subprocess.run([sys.executable, "-c", _WHY_PROBE, ",".join(HEAVY), str(job["jobid"]), job["id"][:12]],
+                         capture_output=True, text=True, env=env, timeout=120, check=True).stdout
+    got = json.loads(out.splitlines()[-1])
+    assert got["rc"] == [0, 0] or got["rc"] == [None, None], got["rc"]
+    assert got["loaded"] == [], f"`why JOB` on an SQLite store with stored facts loaded {got['loaded']}"
+    (log,) = got["why"]["logs"]
+    assert log["id"] == job["id"][:16] and log["io_time_s"] > 0 and log["code_s"] > 0  # the stored facts' answer
+    assert log["system_model"] == "unknown" and "no telemetry or probe" in got["text"]

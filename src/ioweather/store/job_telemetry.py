@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from ioweather.stats.coverage import overlap_s
 from ioweather.store import telemetry_layout as layout
 from ioweather.store.job_files import files_dir
+from ioweather.store.telemetry_names import known_fs  # noqa: F401  re-exported: weather, bench runs list them here
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -36,11 +37,6 @@ DAY_NS = layout.DAY_NS
 
 def fs_base(parquet_dir: Path, fs: str) -> Path:
     return Path(parquet_dir) / "telemetry" / f"fs={layout.check_fs_name(fs)}"
-
-
-def known_fs(parquet_dir: Path) -> list[str]:
-    d = Path(parquet_dir) / "telemetry"
-    return sorted(p.name[3:] for p in d.glob("fs=*") if p.is_dir()) if d.is_dir() else []
 
 
 def _quote(v: str) -> str:

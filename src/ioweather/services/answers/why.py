@@ -39,9 +39,11 @@ from ioweather.config import check_dataset_name, dataset_for_mounts, load_fs_map
 from ioweather.errors import from_os_error, UserError
 from ioweather.services.jobs.facts import LogFacts
 from ioweather.services.runtime.fs_names import JobFs, check_fs, job_fs, probes_on
+from ioweather.sources.darshan_header import content_hash
 from ioweather.store.parquet_scan import one_database
 from ioweather.store.probe_light import OPS as PROBE_OPS
 from ioweather.store.sqlite_reads import door, Fallback, open_light
+from ioweather.store.telemetry_names import known_fs
 from ioweather.units import format_seconds, ns_to_iso
 
 if TYPE_CHECKING:
@@ -142,9 +144,6 @@ def _resolve(settings, store, ident: str, fs: str | None, reference) -> _Job:
         logs = [_LogRef(c["path"], jobs_store.job_row(store, c["log_hash"]), c["log_hash"]) for c in cands]
     names: list[str] = []
     if store is not None:
-        # lazy: pyarrow via store.job_telemetry: only a store's telemetry needs it
-        from ioweather.store.job_telemetry import known_fs
-
         names = known_fs(settings.parquet_dir)
     probes = _Probes(store, reference)
     # a file system named by telemetry or by a probe's runs; any other --fs is a typo, said at once
@@ -456,9 +455,6 @@ def probe_cost(io_time_s: float, times: dict[str, float | None], slowdown_by_op:
 
 def _sha256(path: str) -> str:
     """The log's identity in the store (what `jobs ingest` hashes)."""
-    # lazy: pandas, pyarrow via sources.darshan_log, loaded only when this runs
-    from ioweather.sources.darshan_log import content_hash
-
     return content_hash(path)
 
 

@@ -12,6 +12,7 @@ from ioweather.config import dataset_for_mounts, fs_map_entry, fs_name, load_fs_
 from ioweather.encoding import answer_dict
 from ioweather.errors import UserError
 from ioweather.sources.mounts import mount_entry
+from ioweather.store.telemetry_names import known_fs
 
 
 def fs_map_of(store) -> list[tuple[str, str]]:
@@ -28,9 +29,6 @@ def fs_name_of(directory: str | os.PathLike, fs_map: list[tuple[str, str]]) -> s
 
 def known_datasets(parquet_dir) -> list[str]:
     """The file systems with telemetry in the store whose Parquet directory is `parquet_dir`."""
-    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
-    from ioweather.store.job_telemetry import known_fs
-
     return known_fs(parquet_dir)
 
 
