@@ -561,17 +561,19 @@ def _rank0_shared(log) -> tuple[float, float] | None:
     None when another rank moved some, or a shared file has no rank counters to tell."""
     fs = fs_records(log)
     sh = (fs["rank"] < 0) & ((fs["bytes_read"] + fs["bytes_written"]) > 0)
-    sh &= np.array([not (n or "").startswith("<") for n in fs["name"]], dtype=bool)
+    at = np.flatnonzero(sh)
+    sh[at] = [not (n or "").startswith("<") for n in fs["name"][at]]
     if not sh.any():
         return 0.0, 0.0
     rows = shared_rank_rows(log)
+    # each file's row at the layer the ranks called: its MPI-IO one, else its own module's (`top`)
+    row_of = {(m, int(f)): k for k, (m, f) in enumerate(zip(rows["module"], rows["id"])) if rows["top"][k]}
     b = t = 0.0
     for i in np.flatnonzero(sh):
-        fid, mod = fs["id"][i], fs["module"][i]
-        at = np.flatnonzero((rows["id"] == fid) & ((rows["module"] == "MPI-IO") | (rows["module"] == mod)) & rows["top"])
-        if not at.size:
+        fid = int(fs["id"][i])
+        k = row_of.get(("MPI-IO", fid), row_of.get((fs["module"][i], fid)))
+        if k is None:
             return None
-        k = int(at[0])
         if rows["slowest_rank"][k] == 0 and rows["slowest_bytes"][k] >= rows["bytes"][k]:
             t += float(rows["slowest_time"][k])
         elif rows["fastest_rank"][k] == 0 and rows["fastest_bytes"][k] >= rows["bytes"][k]:

@@ -553,8 +553,10 @@ def shared_rank_rows(log) -> Cols:
         names = rec.names
         sr, fr = monitored(c, f"{p}_SLOWEST_RANK"), monitored(c, f"{p}_FASTEST_RANK")
         keep = ((c["rank"] < 0) & np.isfinite(sr) & np.isfinite(fr) & (sr >= 0) & (sr < nprocs)
-                & (fr >= 0) & (fr < nprocs)
-                & np.array([not (n or "").startswith("<") for n in names], dtype=bool))
+                & (fr >= 0) & (fr < nprocs))
+        # the names of the shared records only: a log's records are mostly per rank (issue 40's cost of loops)
+        at = np.flatnonzero(keep)
+        keep[at] = [not (n or "").startswith("<") for n in names[at]]
         if not keep.any():
             continue
         s = subset(c, keep)
