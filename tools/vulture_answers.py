@@ -45,11 +45,12 @@ _.by_bytes  # services.content.fsstats.Cdf, services.telemetry.fsview.Talkers
 _.by_count  # services.content.fsstats.Cdf
 _.by_file  # services.bench.runs.BenchImport
 _.by_ops  # services.telemetry.fsview.Talkers
-_.bytes  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.events.IoEvent, services.answers.why.Culprit, services.answers.why.Event, services.bench.runs.RunResult, services.bench.runs.WindowResult, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.SizeBucket, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Imbalance, services.runtime.fs_names.UnmappedMount
+_.bytes  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.events.IoEvent, services.answers.why.Culprit, services.answers.why.Event, services.bench.runs.RunResult, services.bench.runs.WindowResult, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.SizeBucket, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Imbalance, services.jobs.answer.SharedSplit, services.runtime.fs_names.UnmappedMount
 _.bytes_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.bytes_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.bytes_change  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.bytes_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
+_.bytes_cv  # services.jobs.answer.SharedSplit
 _.bytes_in_files_below_1mib  # services.content.fsstats.Highlights
 _.bytes_per_day  # services.content.fsstats.Growth
 _.bytes_read  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals
@@ -198,12 +199,16 @@ _.failover  # services.telemetry.fsfacts.LctlState, services.telemetry.fsfacts.L
 _.failures  # services.probe.timeline.Timeline
 _.failures_total  # services.probe.timeline.Timeline
 _.families  # services.telemetry.exporter_lctl.FamilyList
+_.fastest_bytes  # services.jobs.answer.SharedSplit
+_.fastest_rank  # services.jobs.answer.SharedSplit
+_.fastest_time_s  # services.jobs.answer.SharedSplit
+_.file  # services.jobs.answer.SharedSplit
 _.file_bytes  # services.probe.run.ProbeInit
 _.file_exceeds_memory  # services.probe.run.ProbeInit
 _.file_layout  # services.bench.iomodel.Configuration
 _.file_not_aligned_fraction  # services.jobs.answer.Access
 _.file_system  # services.answers.why.LogEvidence
-_.files  # services.bench.runs.BenchImport, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collector.CollectorState, services.telemetry.imports.SourceImport, store.check.Report
+_.files  # services.bench.runs.BenchImport, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.SharedSplit, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collector.CollectorState, services.telemetry.imports.SourceImport, store.check.Report
 _.files_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_below_1mib  # services.content.fsstats.Highlights
@@ -381,7 +386,7 @@ _.missing_samples  # services.telemetry.workload.Workload
 _.missing_values  # services.telemetry.imports.SourceImport
 _.model  # services.answers.job_diff.SystemShare
 _.models  # services.answers.factors.Classified, services.answers.factors.ModelFile
-_.module  # services.jobs.answer.Damage, services.jobs.darshan.ModuleRow
+_.module  # services.jobs.answer.Damage, services.jobs.answer.SharedSplit, services.jobs.darshan.ModuleRow
 _.modules  # services.jobs.darshan.StoredHeader
 _.month  # services.answers.events.MonthCost
 _.monthly  # services.answers.events.CostSummary, services.telemetry.workload.Workload
@@ -574,7 +579,7 @@ _.set  # services.answers.umami.FeatureImport
 _.share  # services.answers.events.EventJob, services.answers.why.Culprit
 _.share_of_bytes_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth
 _.share_of_files_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth
-_.shared  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
+_.shared  # services.jobs.answer.Imbalance, services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
 _.shared_bytes  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
 _.shared_mount  # services.runtime.fs_names.JobFs
 _.sharing  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
@@ -589,7 +594,9 @@ _.skipped_mounts  # services.content.fsstats.Snapshot
 _.skipped_rows  # services.bench.runs.BenchImport, services.bench.runs.FileImport
 _.slowdown  # services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.Sparkline, services.probe.timeline.TimelineInterval
 _.slowdown_threshold  # services.answers.events.CostSummary
-_.slowest_rank  # services.jobs.answer.LayerTime, services.jobs.answer.Perf
+_.slowest_bytes  # services.jobs.answer.SharedSplit
+_.slowest_rank  # services.jobs.answer.LayerTime, services.jobs.answer.Perf, services.jobs.answer.SharedSplit
+_.slowest_time_s  # services.jobs.answer.SharedSplit
 _.small_bytes  # services.probe.run.ProbeInit
 _.smooth_s  # services.telemetry.fsview.Metadata, services.telemetry.workload.Workload
 _.smoothed_bps  # services.telemetry.workload.WorkloadSeries
@@ -645,7 +652,8 @@ _.threshold  # services.jobs.answer.Finding
 _.thresholds  # services.probe.history.History, services.probe.status.Status, services.probe.timeline.Timeline
 _.throughput_bps  # services.bench.iomodel.Configuration
 _.ticks  # services.telemetry.collect.CollectSummary
-_.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.bench.runs.Rates, services.jobs.answer.Imbalance, services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries, services.telemetry.workload.WorkloadSeries
+_.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.bench.runs.Rates, services.jobs.answer.Imbalance, services.jobs.answer.SharedSplit, services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries, services.telemetry.workload.WorkloadSeries
+_.time_cv  # services.jobs.answer.SharedSplit
 _.timeline  # services.answers.factors.Factors
 _.timeouts  # services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval, services.telemetry.collect.SourceSummary
 _.timezone  # services.jobs.scheduler.JobsImport

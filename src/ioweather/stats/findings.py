@@ -34,8 +34,8 @@ from ioweather.errors import UserError
 from ioweather.stats import costs
 from ioweather.stats.costs import LEVELS, severity  # noqa: F401 (re-exported: the levels are the costs')
 from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, effective_ranks, layer_rows, library_mask,
-                                  module_rows, monitored, nan_sum, rank_sums, fs_records, slowest_path, storage_modules,
-                                  subset, zero_missing)
+                                  module_rows, monitored, nan_sum, rank_sums, fs_records, shared_rank_rows, slowest_path,
+                                  storage_modules, subset, zero_missing)
 from ioweather.stats.lustre import lfs_size, lustre_file_columns, lustre_files, ost_count
 from ioweather.units import format_bytes, format_seconds
 
@@ -554,13 +554,45 @@ def _sieved_again(j: Job, mc: Cols, kind: str) -> float:
     return j.clock.wall(costs.redundant_saving(extra, b, zero_missing(sc, t_col)))
 
 
+def _rank0_shared(log) -> tuple[float, float] | None:
+    """(bytes, seconds) of rank 0 on the shared files (rank −1 records at the storage layer) when it moved
+    all of their bytes, by Darshan's rank counters (`shared_rank_rows`) at the layer the ranks called: a
+    file's MPI-IO split over its POSIX one, which is ROMIO's aggregators'. (0, 0) without shared bytes;
+    None when another rank moved some, or a shared file has no rank counters to tell."""
+    fs = fs_records(log)
+    sh = (fs["rank"] < 0) & ((fs["bytes_read"] + fs["bytes_written"]) > 0)
+    at = np.flatnonzero(sh)
+    sh[at] = [not (n or "").startswith("<") for n in fs["name"][at]]
+    if not sh.any():
+        return 0.0, 0.0
+    rows = shared_rank_rows(log)
+    # each file's row at the layer the ranks called: its MPI-IO one, else its own module's (`top`)
+    row_of = {(m, int(f)): k for k, (m, f) in enumerate(zip(rows["module"], rows["id"])) if rows["top"][k]}
+    b = t = 0.0
+    for i in np.flatnonzero(sh):
+        fid = int(fs["id"][i])
+        k = row_of.get(("MPI-IO", fid), row_of.get((fs["module"][i], fid)))
+        if k is None:
+            return None
+        if rows["slowest_rank"][k] == 0 and rows["slowest_bytes"][k] >= rows["bytes"][k]:
+            t += float(rows["slowest_time"][k])
+        elif rows["fastest_rank"][k] == 0 and rows["fastest_bytes"][k] >= rows["bytes"][k]:
+            t += float(rows["fastest_time"][k])
+        else:
+            return None
+        b += float(fs["bytes_read"][i] + fs["bytes_written"][i])
+    return b, t
+
+
 def _rank0(j: Job) -> list[dict]:
-    """R01 rank-0-only I/O (Carns et al., section V)"""
+    """R01 rank-0-only I/O (Carns et al., section V), on its own files and the shared files (`_rank0_shared`)"""
     t, ch, nprocs, moved = j.t, j.ch, j.nprocs, j.moved
     pr_bytes = _own_bytes_per_rank(j.log, nprocs)
-    if nprocs > 1 and moved >= t.min_bytes and pr_bytes is not None:
-        shared_bytes = ch["sharing"]["shared_bytes"]
-        if shared_bytes == 0 and pr_bytes.sum() > 0 and pr_bytes[0] == pr_bytes.sum():
+    shared = _rank0_shared(j.log) if nprocs > 1 and moved >= t.min_bytes and pr_bytes is not None else None
+    if shared is not None:
+        pr_bytes = pr_bytes.copy()
+        pr_bytes[0] += shared[0]
+        if pr_bytes.sum() > 0 and pr_bytes[0] == pr_bytes.sum():
             # the node count unknown (no host names in the log), the processes bound the spread: an upper bound
             k = ch["job"]["nnodes"] or nprocs
             unit = "nodes" if ch["job"]["nnodes"] else "processes"
@@ -574,7 +606,7 @@ def _rank0(j: Job) -> list[dict]:
                 # one node's local disk and large requests (as P18/B02): rank 0's stream already has the device
                 # every rank would queue on, and the ranks' bandwidths do not add up there; spreading its bytes
                 # saves at most what the best rate in the log allows, rank 0's own
-                t0 = float(rank_sums(fs, nprocs)["time"][0])
+                t0 = float(rank_sums(fs, nprocs)["time"][0]) + shared[1]
                 rate = pr_bytes[0] / t0 if t0 > 0 else 0.0
                 cost = min(cost, float(costs.one_device_excess(j.clock.io_time_s, pr_bytes[0], rate)))
                 device = (f"; on one node's local disk ({', '.join(sorted({str(x) for x in fst if x}))}) with requests of "

@@ -525,6 +525,112 @@ def per_rank_with_shared(log) -> tuple[pd.DataFrame, str]:
     return out, how
 
 
+#: The modules whose shared (rank −1) records carry Darshan's rank counters, in the report's order. Darshan's
+#: shared-file reduction keeps, of every rank's read + write + metadata time on the file, the least
+#: (FASTEST_RANK, its bytes and time) and the most (SLOWEST_RANK ...), and the population variance of every
+#: rank's time and bytes over the job's ranks (F_VARIANCE_RANK_TIME/BYTES: darshan-runtime's
+#: `*_shared_record_variance`, a reduction of (n, T, S) over the module's communicator, S / n).
+SPLIT_MODULES = ("POSIX", "MPI-IO", "STDIO")
+#: A shared record under MPI-IO is the user's split; the same file's POSIX one is ROMIO's (its aggregators).
+_SPLIT_ABOVE = {"POSIX": "MPI-IO", "STDIO": "MPI-IO"}
+
+
+def shared_rank_rows(log) -> Cols:
+    """One row per shared record (rank −1, `SPLIT_MODULES`) whose fastest and slowest ranks the log holds:
+    `module`, `id`, `name`, `bytes` and `time` (summed over ranks), `slowest_rank`, `slowest_bytes`,
+    `slowest_time`, `fastest_rank`, `fastest_bytes`, `fastest_time`, `var_bytes`, `var_time` (NaN: not
+    monitored) and `top` (no MPI-IO shared record of the same file above it). The standard streams
+    (<STDOUT>, ...) are left out: rank 0 prints, which is no split of the data. Empty for one process."""
+    nprocs = max(int(log.nprocs), 1)
+    keys = ("module", "id", "name", "bytes", "time", "slowest_rank", "slowest_bytes", "slowest_time",
+            "fastest_rank", "fastest_bytes", "fastest_time", "var_bytes", "var_time", "top")
+    parts = []
+    for mod in SPLIT_MODULES:
+        rec = log.records.get(mod)
+        if nprocs < 2 or rec is None or not len(rec):
+            continue
+        c, p = cols(rec), PREFIX[mod]
+        names = rec.names
+        sr, fr = monitored(c, f"{p}_SLOWEST_RANK"), monitored(c, f"{p}_FASTEST_RANK")
+        keep = ((c["rank"] < 0) & np.isfinite(sr) & np.isfinite(fr) & (sr >= 0) & (sr < nprocs)
+                & (fr >= 0) & (fr < nprocs))
+        # the names of the shared records only: a log's records are mostly per rank (issue 40's cost of loops)
+        at = np.flatnonzero(keep)
+        keep[at] = [not (n or "").startswith("<") for n in names[at]]
+        if not keep.any():
+            continue
+        s = subset(c, keep)
+        parts.append({
+            "module": np.full(s.n, mod, dtype=object), "id": np.asarray(s["id"], np.uint64), "name": names[keep],
+            "bytes": zero_missing(s, f"{p}_BYTES_READ") + zero_missing(s, f"{p}_BYTES_WRITTEN"),
+            "time": (zero_missing(s, f"{p}_F_READ_TIME") + zero_missing(s, f"{p}_F_WRITE_TIME")
+                     + zero_missing(s, f"{p}_F_META_TIME")),
+            "slowest_rank": sr[keep].astype(np.int64), "slowest_bytes": zero_missing(s, f"{p}_SLOWEST_RANK_BYTES"),
+            "slowest_time": zero_missing(s, f"{p}_F_SLOWEST_RANK_TIME"),
+            "fastest_rank": fr[keep].astype(np.int64), "fastest_bytes": zero_missing(s, f"{p}_FASTEST_RANK_BYTES"),
+            "fastest_time": zero_missing(s, f"{p}_F_FASTEST_RANK_TIME"),
+            "var_bytes": monitored(s, f"{p}_F_VARIANCE_RANK_BYTES"), "var_time": monitored(s, f"{p}_F_VARIANCE_RANK_TIME"),
+        })
+    if not parts:
+        out = Cols({k: np.zeros(0, object if k in ("module", "name") else bool if k == "top" else np.float64)
+                    for k in keys})
+        out.n = 0
+        return out
+    out = Cols({k: np.concatenate([q[k] for q in parts]) for k in parts[0]})
+    out.n = len(out["id"])
+    top = np.ones(out.n, bool)
+    for mod, above in _SPLIT_ABOVE.items():
+        sel = out["module"] == mod
+        if sel.any():
+            top[sel] = ~np.isin(out["id"][sel], out["id"][out["module"] == above])
+    out["top"] = top
+    return out
+
+
+def _spread(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """(max − min) / max of two columns, NaN where both are 0."""
+    m = np.maximum(hi, lo)
+    return np.where(m > 0, np.abs(hi - lo) / np.where(m > 0, m, 1.0), np.nan)
+
+
+def _cv(var: np.ndarray, total: np.ndarray, nprocs: int) -> float | None:
+    """Σ standard deviations / Σ means over the files whose variance Darshan recorded: the files'
+    coefficients of variation over the ranks, weighted by their mean per rank (None: none recorded)."""
+    ok = np.isfinite(var) & (var >= 0)
+    mean = total[ok].sum() / nprocs
+    return float(np.sqrt(var[ok]).sum() / mean) if ok.any() and mean > 0 else None
+
+
+def _none(v) -> float | None:
+    return None if v is None or not np.isfinite(v) else float(v)
+
+
+def shared_splits(rows: Cols, nprocs: int) -> list[dict]:
+    """Per module with shared records (`shared_rank_rows`): how far apart its ranks were. The worst file is
+    the one whose slowest rank took the most seconds longer than its fastest; `bytes` and `time` are that
+    file's (max − min) / max of the two ranks' bytes and seconds (as `imbalance` reads own files);
+    `bytes_cv`/`time_cv` every shared file's spread over all ranks from Darshan's variances (`_cv`).
+    The bytes' spread is the code's (the system moves no byte between ranks): `job diff` compares it."""
+    out = []
+    for mod in SPLIT_MODULES:
+        sel = rows["module"] == mod
+        if not sel.any():
+            continue
+        r = subset(rows, sel)
+        gap_t = r["slowest_time"] - r["fastest_time"]
+        gap_b = np.abs(r["slowest_bytes"] - r["fastest_bytes"])
+        w = int(np.lexsort((gap_b, gap_t))[-1])
+        sb, fb, st, ft = (float(r[k][w]) for k in ("slowest_bytes", "fastest_bytes", "slowest_time", "fastest_time"))
+        out.append({"module": mod, "files": int(r.n), "file": r["name"][w],
+                    "slowest_rank": int(r["slowest_rank"][w]), "slowest_bytes": int(sb), "slowest_time_s": st,
+                    "fastest_rank": int(r["fastest_rank"][w]), "fastest_bytes": int(fb), "fastest_time_s": ft,
+                    "bytes": _none(_spread(np.array([sb]), np.array([fb]))[0]),
+                    "time": _none(_spread(np.array([st]), np.array([ft]))[0]),
+                    "bytes_cv": _cv(r["var_bytes"], r["bytes"], nprocs),
+                    "time_cv": _cv(r["var_time"], r["time"], nprocs)})
+    return out
+
+
 def shared_file_time(fs: Cols, ranks: np.ndarray) -> np.ndarray:
     """Time of the slowest rank on each shared record (rank -1).
 
@@ -842,7 +948,9 @@ def characterize(log, *, cores_per_node: int | None = None) -> dict:
         "slowest_rank": slowest,
         # per rank at the storage layer, where every rank's own records are (a shared MPI-IO record has no ranks)
         "imbalance": {"bytes": imbalance(pr["bytes"]), "time": imbalance(pr["time"]),
-                      "ranks_with_io": int((pr["bytes"] > 0).sum())},
+                      "ranks_with_io": int((pr["bytes"] > 0).sum()),
+                      # the shared files, which Darshan reduces to one record per file: its rank counters
+                      "shared": shared_splits(shared_rank_rows(log), nprocs)},
     }
     return {
         "job": {"jobid": log.jobid, "uid": log.uid, "exe": log.exe, "nprocs": log.nprocs, "nnodes": nnodes,

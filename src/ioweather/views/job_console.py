@@ -31,6 +31,21 @@ def _pct(x) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
+def _times(x) -> str:
+    return "-" if x is None else f"{x:.2f}×"
+
+
+def shared_split_text(sp) -> str:
+    """A module's shared files split over the ranks (services.jobs.answer.SharedSplit), in one line."""
+    name = escape(sp.file or "unnamed")
+    more = f" (worst of {sp.files})" if sp.files > 1 else ""
+    cv = (f"; over all ranks, standard deviation {_times(sp.bytes_cv)} the mean bytes, {_times(sp.time_cv)} the mean time"
+          if sp.bytes_cv is not None or sp.time_cv is not None else "")
+    return (f"{name}{more}: slowest rank {sp.slowest_rank} {_b(sp.slowest_bytes)} in {_s(sp.slowest_time_s)}, "
+            f"fastest rank {sp.fastest_rank} {_b(sp.fastest_bytes)} in {_s(sp.fastest_time_s)} "
+            f"({_pct(sp.bytes)} / {_pct(sp.time)} apart in bytes / time){cv}")
+
+
 def _rate(x) -> str:
     return "-" if x is None else f"{x:,.1f} MiB/s"
 
@@ -84,8 +99,12 @@ def print_job(rep) -> None:
     t.add_row("sequential / consecutive", f"{_pct(acc.seq_fraction)} / {_pct(acc.consec_fraction)}")
     t.add_row("not aligned: file / memory", f"{_pct(acc.file_not_aligned_fraction)} / {_pct(acc.mem_not_aligned_fraction)}")
     imb = perf.imbalance
-    t.add_row("rank imbalance (bytes / time)", f"{_pct(imb.bytes)} / {_pct(imb.time)} over {imb.ranks_with_io} ranks"
-              + (f", slowest rank {perf.slowest_rank}" if perf.slowest_rank is not None else ""))
+    if imb.ranks_with_io or not imb.shared:
+        t.add_row("rank imbalance (bytes / time)" + (", own files" if imb.shared else ""),
+                  f"{_pct(imb.bytes)} / {_pct(imb.time)} over {imb.ranks_with_io} ranks"
+                  + (f", slowest rank {perf.slowest_rank}" if perf.slowest_rank is not None else ""))
+    for sp in imb.shared:
+        t.add_row(f"rank split of shared files ({sp.module})", shared_split_text(sp))
     for m in rep.mounts[:6]:
         extra = f"  {lustre_text(m.lustre)}" if m.lustre else ""
         t.add_row(f"mount {escape(m.mount or '(other)')}", f"{m.fs_type or '?'}: {_b(m.bytes_read)} read, "

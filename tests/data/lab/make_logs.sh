@@ -18,6 +18,7 @@ run() {  # NAME NPROCS CASE N
 }
 run stdio-sync 2 stdio-sync 10000     # text lines, each flushed and fsynced
 run one-rank 4 one-rank 1000          # rank 0 writes 3.9 GiB with O_DIRECT, the others wait in a barrier
+run one-rank-shared 4 one-rank-shared 256   # every rank opens one file, rank 0 alone writes 1 GiB to it (O_DIRECT)
 run fsync-4k 2 fsync-4k 8000          # 4 KiB writes, an fsync after each (the bad run of a pair)
 run fixed-large 2 fixed-large 8000    # the same bytes in 4 MiB writes and one fsync (its fixed run)
 run coll-sync 2 coll-sync 2500        # 4 KiB collective MPI-IO writes, MPI_File_sync after each

@@ -1,5 +1,6 @@
 /* Planted-cause I/O patterns for the advisor's tests; run under LD_PRELOAD=libdarshan.so.
- * usage: planted CASE DIR [N]  (CASE: stdio-sync, one-rank, fsync-4k, coll-sync, clean-fpp, bad-small, fixed-large) */
+ * usage: planted CASE DIR [N]  (CASE: stdio-sync, one-rank, one-rank-shared, fsync-4k, coll-sync, clean-fpp, bad-small,
+ *        fixed-large) */
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <fcntl.h>
@@ -36,6 +37,13 @@ int main(int argc, char **argv) {
             for (long i = 0; i < n; i++) pwrite(fd, buf, 4 << 20, (off_t)i * (4 << 20));
             close(fd);
         }
+        MPI_Barrier(MPI_COMM_WORLD);
+    } else if (!strcmp(c, "one-rank-shared")) {  /* every rank opens one file, rank 0 alone writes to it */
+        snprintf(path, sizeof path, "%s/shared.dat", dir);
+        int fd = open(path, O_WRONLY | O_CREAT | O_DIRECT, 0644);
+        if (rank == 0)
+            for (long i = 0; i < n; i++) pwrite(fd, buf, 4 << 20, (off_t)i * (4 << 20));
+        close(fd);
         MPI_Barrier(MPI_COMM_WORLD);
     } else if (!strcmp(c, "fsync-4k") || !strcmp(c, "bad-small")) {  /* 4 KiB writes, fsync after each */
         snprintf(path, sizeof path, "%s/small.%d.dat", dir, rank);

@@ -28,6 +28,10 @@ COUNTERS = (("totals.bytes_read", "bytes read", "bytes"), ("totals.bytes_written
             ("totals.files", "files", "count"), ("job.nprocs", "processes", "count"))
 #: Per interface (POSIX, STDIO, MPI-IO, ...): its requests and opens.
 INTERFACE_COUNTERS = (("reads", "reads"), ("writes", "writes"), ("opens", "opens"))
+#: The shared files' split of bytes over the ranks moved when its spread (standard deviation over the mean
+#: rank's bytes, from Darshan's variance) changed by more than this. Absolute: a spread of 0 stays 0 for the
+#: same code, and Darshan's floating-point reduction leaves ~1e-8 on an even split, which a share would count.
+SPLIT_MOVED = 0.02
 
 
 @dataclass
@@ -151,8 +155,36 @@ def finding_causes(before: list[Finding], after: list[Finding]) -> list[DiffCaus
     return out
 
 
+def _split(rep: JobReport, module: str):
+    """(the module's shared-file split of the report or None, its bytes spread: 0 without shared files of the
+    module, None when Darshan recorded no variance)."""
+    sp = next((x for x in rep.perf.imbalance.shared if x.module == module), None)
+    return sp, (0.0 if sp is None else sp.bytes_cv)
+
+
+def split_causes(before: JobReport, after: JobReport) -> list[DiffCause]:
+    """The shared files whose split of bytes over the ranks changed (`SPLIT_MOVED`): the fix that rebalanced a
+    shared file keeps the job's totals (bytes, requests, opens), so only the split tells that the code changed.
+    Bytes, not time: the system moves no byte from one rank to another."""
+    out = []
+    mods = list(dict.fromkeys(x.module for r in (before, after) for x in r.perf.imbalance.shared))
+    for mod in mods:
+        (sb, vb), (sa, va) = _split(before, mod), _split(after, mod)
+        if vb is None or va is None or abs(va - vb) <= SPLIT_MOVED:
+            continue
+
+        def show(sp, v):
+            return ("no shared file" if sp is None else
+                    f"slowest rank {format_bytes(sp.slowest_bytes)}, fastest {format_bytes(sp.fastest_bytes)}, "
+                    f"standard deviation {v:.2f}× the mean")
+        out.append(DiffCause(kind="counter", code=f"perf.imbalance.shared.{mod}.bytes_cv", change_s=None,
+                             before=float(vb), after=float(va),
+                             message=f"{mod} shared files' bytes over the ranks: {show(sb, vb)} → {show(sa, va)}"))
+    return out
+
+
 def counter_causes(before: JobReport, after: JobReport) -> list[DiffCause]:
-    """The counters of `COUNTERS` that moved by more than `MOVED`."""
+    """The counters of `COUNTERS` that moved by more than `MOVED`, and the shared files' split (`split_causes`)."""
     out = []
     mods = sorted(set(before.interfaces) | set(after.interfaces))
     rows = list(COUNTERS) + [(f"interfaces.{m}.{k}", f"{m} {what}", "count") for m in mods
@@ -164,7 +196,7 @@ def counter_causes(before: JobReport, after: JobReport) -> list[DiffCause]:
             show = format_bytes if unit == "bytes" else (lambda v: f"{v:,.0f}")
             out.append(DiffCause(kind="counter", code=path, change_s=None, before=float(vb), after=float(va),
                                  message=f"{what}: {show(vb)} → {show(va)}"))
-    return out
+    return out + split_causes(before, after)
 
 
 def material_s(before_io_time_s: float) -> float:

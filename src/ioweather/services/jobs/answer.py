@@ -206,12 +206,44 @@ class LayerTime:
 
 
 @dataclass(frozen=True)
+class SharedSplit:
+    """One module's shared files (rank −1 records) split over the ranks, from Darshan's rank counters
+    (stats/job.py `shared_splits`): the worst file's slowest and fastest ranks (bytes, seconds), their
+    spread ((max − min) / max, None when both are 0), and every shared file's spread over all ranks
+    (coefficient of variation from Darshan's variances; None: not recorded)."""
+
+    module: str
+    files: int
+    file: str | None
+    slowest_rank: int
+    slowest_bytes: int
+    slowest_time_s: float
+    fastest_rank: int
+    fastest_bytes: int
+    fastest_time_s: float
+    bytes: float | None
+    time: float | None
+    bytes_cv: float | None
+    time_cv: float | None
+
+
+@dataclass(frozen=True)
 class Imbalance:
-    """(max - min) / max over the ranks that did I/O, of bytes and of time (None: fewer than 2 ranks)."""
+    """(max - min) / max over the ranks that did I/O, of bytes and of time, on their own files (None: fewer
+    than 2 ranks), and the shared files' split per module (`shared`; reports made before it: empty)."""
 
     bytes: float | None
     time: float | None
     ranks_with_io: int
+    shared: list[SharedSplit] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, d: dict) -> Imbalance:
+        return cls(d["bytes"], d["time"], d["ranks_with_io"], [SharedSplit(**x) for x in d.get("shared", [])])
+
+    def raw(self) -> dict:
+        return {"bytes": self.bytes, "time": self.time, "ranks_with_io": self.ranks_with_io,
+                "shared": [dict(vars(x)) for x in self.shared]}
 
 
 @dataclass(frozen=True)
@@ -240,7 +272,7 @@ class Perf:
                    d["io_time_layer"], d["io_time_by_layer_s"],
                    {k: LayerTime(**v) for k, v in d["layers"].items()}, d["fs_io_time_s"],
                    d["io_fraction_of_runtime"], d["io_time_exceeds_runtime"], d["mibps_per_node"],
-                   d["mibps_per_node_reason"], d["nnodes_source"], d["slowest_rank"], Imbalance(**d["imbalance"]))
+                   d["mibps_per_node_reason"], d["nnodes_source"], d["slowest_rank"], Imbalance.of(d["imbalance"]))
 
     def raw(self) -> dict:
         i = self.imbalance
@@ -252,8 +284,7 @@ class Perf:
                 "fs_io_time_s": self.fs_io_time_s, "io_fraction_of_runtime": self.io_fraction_of_runtime,
                 "io_time_exceeds_runtime": self.io_time_exceeds_runtime, "mibps_per_node": self.mibps_per_node,
                 "mibps_per_node_reason": self.mibps_per_node_reason, "nnodes_source": self.nnodes_source,
-                "slowest_rank": self.slowest_rank,
-                "imbalance": {"bytes": i.bytes, "time": i.time, "ranks_with_io": i.ranks_with_io}}
+                "slowest_rank": self.slowest_rank, "imbalance": i.raw()}
 
 
 @dataclass(frozen=True)
