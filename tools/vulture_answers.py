@@ -10,7 +10,7 @@ _.absent  # services.lab.score.PairsScore
 _.access  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.acf  # services.telemetry.workload.Workload
 _.action  # services.jobs.answer.Finding
-_.adjust  # services.answers.factors.DensityOptions, services.answers.factors.Factors
+_.adjust  # services.answers.factors.Density, services.answers.factors.DensityOptions, services.answers.factors.Factors
 _.after  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff
 _.after_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.agg_perf_by_slowest_mibps  # services.jobs.answer.Interface, services.jobs.answer.Perf, services.jobs.darshan.StoredPerf
@@ -26,6 +26,7 @@ _.available  # services.lab.score.ToolScore
 _.b  # services.content.fsstats.Comparison, services.content.fsstats.Growth
 _.bad  # services.lab.score.PairScore
 _.bad_lines  # services.telemetry.imports.SourceImport
+_.bandwidth  # services.answers.factors.Density
 _.baseline  # services.answers.why.Why, services.probe.history.TargetHistory, services.probe.status.TargetStatus
 _.baseline_from  # services.lab.storm.StormPair
 _.baseline_s  # services.probe.status.Status
@@ -40,7 +41,7 @@ _.brw  # services.telemetry.fsview.Servers
 _.buckets  # services.telemetry.fsview.BrwHistogram
 _.built  # services.lab.toolchain.Build
 _.burstiness  # services.telemetry.fsview.Metadata, services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
-_.bw_bps  # services.bench.runs.RunResult, services.bench.runs.WindowResult
+_.bw_bps  # services.bench.runs.PageRun, services.bench.runs.RunResult, services.bench.runs.WindowResult
 _.by_bytes  # services.content.fsstats.Cdf, services.telemetry.fsview.Talkers
 _.by_count  # services.content.fsstats.Cdf
 _.by_file  # services.bench.runs.BenchImport
@@ -72,7 +73,9 @@ _.cf_variant  # services.jobs.weather.Weather
 _.change_s  # services.answers.job_diff.DiffCause, services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.changes  # services.answers.changes.Changes, services.answers.report.Report
 _.claimed_s  # services.lab.score.PairScore
+_.class_label  # services.answers.factors.Timeline
 _.class_order  # services.answers.factors.Classified
+_.classes  # services.answers.factors.Density
 _.climate  # services.answers.why.Why, services.jobs.weather.Weather, services.probe.status.OpStatus
 _.cluster  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.jobs.scheduler.JobsImport
 _.code  # services.answers.job_diff.DiffCause, services.answers.why.Evidence, services.answers.why.LogEvidence, services.jobs.answer.Finding, services.jobs.darshan.StoredFinding
@@ -111,6 +114,7 @@ _.costless_local  # services.lab.run.CaseRun
 _.costless_named  # services.lab.score.CaseScore, services.lab.score.ToolScore
 _.costless_planted  # services.lab.score.ToolScore
 _.count  # services.bench.iomodel.Configuration, services.content.fsstats.Cdf, services.content.fsstats.SizeBucket, services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.counts  # services.bench.runs.DurationHistogram
 _.coverage_factor_bw  # services.jobs.weather.Weather
 _.coverage_factor_nodehrs  # services.jobs.weather.Weather
 _.coverage_factor_opens  # services.jobs.weather.Weather
@@ -131,6 +135,7 @@ _.culprit_share  # services.answers.events.CostSummary
 _.culprits  # services.answers.why.Event, services.lab.storm.Twin, stats.umami.Umami
 _.cutoff  # services.runtime.retention.KindPruned
 _.cutoff_fraction  # services.answers.factors.DensityOptions, services.answers.factors.Factors
+_.cutoff_s  # services.answers.factors.Density
 _.daily  # services.answers.events.CostSummary, services.telemetry.workload.Workload
 _.daily_rates  # services.telemetry.workload.WorkloadView
 _.damage  # services.jobs.answer.JobHeader
@@ -157,12 +162,13 @@ _.dirs_b  # services.content.fsstats.GrowthTotal
 _.dirs_change  # services.content.fsstats.GrowthTotal
 _.dirs_change_pct  # services.content.fsstats.GrowthTotal
 _.document  # services.content.fsstats.LoadedSnapshot
-_.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
+_.downsampled  # services.answers.factors.Timeline, services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
 _.drishti_codes  # services.lab.answers.CatalogueLabel
 _.dry_run  # services.runtime.retention.Pruning
 _.duplicates  # services.jobs.ingest_scan.IngestCounts
-_.duration_s  # services.answers.events.IoEvent, services.bench.runs.RunResult, services.bench.runs.WindowResult
+_.duration_s  # services.answers.events.IoEvent, services.answers.factors.Timeline, services.bench.runs.PageRun, services.bench.runs.RunResult, services.bench.runs.WindowResult
 _.durations  # services.answers.factors.Classified, services.answers.factors.GroupDensity
+_.edges_s  # services.bench.runs.DurationHistogram
 _.elapsed_s  # services.lab.run.CaseRun
 _.end  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.StoredHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload
 _.entries  # services.content.fsstats.Snapshot
@@ -227,7 +233,7 @@ _.fn  # services.lab.score.LabelScore
 _.format  # services.bench.runs.FileImport, services.content.fsstats.Snapshot
 _.found  # services.jobs.ingest_scan.IngestCounts
 _.fp  # services.lab.score.LabelScore
-_.fraction_of_peak  # services.jobs.weather.Weather
+_.fraction_of_peak  # services.bench.runs.PageRun, services.bench.runs.PeakSeries, services.jobs.weather.Weather
 _.fractions  # services.answers.factors.ExperimentShares
 _.fs  # services.answers.events.Events, services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.BenchPage, services.bench.runs.BenchRun, services.bench.runs.CheckSeries, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.bench.runs.SummaryRow, services.jobs.darshan.JobsView, services.probe.status.Status, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
@@ -244,6 +250,8 @@ _.fullest_ost  # services.answers.why.Targets, services.jobs.weather.Weather
 _.fullest_ost_pct  # services.answers.why.Targets, services.jobs.weather.Weather
 _.fullness  # services.answers.report.Report, services.telemetry.fsview.Capacity
 _.generated_at  # services.probe.status.Status
+_.grid_x  # services.answers.factors.Density
+_.grid_y  # services.answers.factors.Density
 _.group  # services.answers.factors.GroupDensity
 _.grouped  # services.answers.factors.Densities
 _.grouping  # services.answers.factors.ModelFile
@@ -341,6 +349,7 @@ _.match_cols  # services.answers.factors.Classified
 _.max  # services.content.fsstats.Cdf, services.content.fsstats.SizeBucket
 _.max_points  # services.probe.timeline.Timeline
 _.max_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
+_.maxima_s  # services.answers.factors.Density
 _.md_ops_per_s  # services.jobs.weather.Weather
 _.mdtest  # services.lab.toolchain.Toolchain
 _.mean  # services.content.fsstats.Cdf
@@ -373,6 +382,7 @@ _.min_amplitude_ops_per_s  # services.telemetry.fsview.Metadata
 _.min_s  # services.probe.slowdown.IntervalRow
 _.min_segment  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
 _.min_share  # services.lab.score.PairsScore
+_.minima_s  # services.answers.factors.Density
 _.missed_ticks  # services.telemetry.collect.CollectSummary
 _.missing  # services.lab.toolchain.Toolchain
 _.missing_fraction  # services.jobs.weather.Weather
@@ -395,7 +405,7 @@ _.moved_bytes  # services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.mpi  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.mpicc  # services.lab.toolchain.Toolchain
 _.mpiexec  # services.lab.toolchain.Toolchain
-_.n  # services.answers.factors.ExperimentShares, services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
+_.n  # services.answers.factors.Density, services.answers.factors.ExperimentShares, services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.n_fs  # stats.umami.MetricRow
 _.n_intervals  # services.probe.status.Climate
 _.name  # services.answers.factors.Classified, services.content.fsstats.DirGrowth, services.content.fsstats.ProjectShare, services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.telemetry.collect.SourceSummary, services.telemetry.exporter_lctl.FamilyRow
@@ -424,7 +434,7 @@ _.older_than_s  # services.runtime.retention.KindPruned
 _.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.bench.iomodel.Configuration, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.opens  # services.jobs.answer.Interface, services.jobs.darshan.ModuleRow
 _.ops  # services.answers.factors.Factors, services.probe.history.History, services.probe.status.TargetStatus, services.telemetry.fsview.Metadata
-_.optimum_s  # services.bench.runs.SummaryRow
+_.optimum_s  # services.bench.runs.DurationHistogram, services.bench.runs.SummaryRow
 _.options  # services.answers.factors.ModelFile
 _.order  # services.jobs.darshan.JobList
 _.origin  # services.lab.toolchain.Toolchain
@@ -435,6 +445,7 @@ _.other_b  # services.content.fsstats.GrowthTotal
 _.other_change  # services.content.fsstats.GrowthTotal
 _.other_change_pct  # services.content.fsstats.GrowthTotal
 _.out  # services.bench.iomodel.IomodelRun
+_.outlier_fraction  # services.answers.factors.Density
 _.output  # services.bench.runs.Submitted
 _.overall  # services.probe.status.Status
 _.overhead  # services.content.fsstats.Highlights
@@ -545,7 +556,7 @@ _.rows_per_s  # services.telemetry.imports.SourceImport
 _.rows_written  # services.telemetry.collect.CollectSummary
 _.rule  # services.telemetry.fsview.Servers
 _.run  # services.bench.runs.BenchPage, services.lab.answers.RunAndScores
-_.run_id  # services.bench.iomodel.RunError, services.bench.runs.RunSummary, services.bench.runs.RunWindow
+_.run_id  # services.bench.iomodel.RunError, services.bench.runs.PageRun, services.bench.runs.PeakSeries, services.bench.runs.RunSummary, services.bench.runs.RunWindow
 _.running  # services.jobs.scheduler.JobsImport
 _.running_jobs  # services.answers.events.IoEvent
 _.runs  # services.answers.factors.Densities, services.bench.iomodel.Configuration, services.bench.iomodel.IomodelRun, services.bench.runs.BenchImport, services.bench.runs.BenchPage, services.bench.runs.BenchRun, services.bench.runs.FileImport, services.bench.runs.SummaryRow, services.probe.targets.Purged, services.probe.targets.TargetRow
@@ -578,7 +589,7 @@ _.shared  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
 _.shared_bytes  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
 _.shared_mount  # services.runtime.fs_names.JobFs
 _.sharing  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
-_.shown  # services.jobs.darshan.JobsPlot, services.telemetry.workload.WorkloadSeries
+_.shown  # services.answers.factors.Timeline, services.jobs.darshan.JobsPlot, services.telemetry.workload.WorkloadSeries
 _.significance  # services.answers.factors.DensityOptions, services.answers.factors.Factors
 _.since  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.since_ns  # services.telemetry.fsview.Span
@@ -603,9 +614,10 @@ _.sources  # services.telemetry.collect.CollectSummary, services.telemetry.impor
 _.span_s  # services.probe.status.BaselineInfo
 _.sparkline  # services.probe.status.TargetStatus
 _.split  # services.answers.factors.DensityOptions, services.answers.factors.Factors
+_.splits_s  # services.answers.factors.Density
 _.sqlite  # store.check.Report
 _.stale_after_s  # services.probe.status.TargetStatus
-_.start  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
+_.start  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.PageRun, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
 _.start_ns  # services.answers.factors.GroupDensity
 _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.timeline.Timeline
@@ -645,7 +657,7 @@ _.threshold  # services.jobs.answer.Finding
 _.thresholds  # services.probe.history.History, services.probe.status.Status, services.probe.timeline.Timeline
 _.throughput_bps  # services.bench.iomodel.Configuration
 _.ticks  # services.telemetry.collect.CollectSummary
-_.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.bench.runs.Rates, services.jobs.answer.Imbalance, services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries, services.telemetry.workload.WorkloadSeries
+_.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.factors.Timeline, services.bench.runs.PeakSeries, services.bench.runs.Rates, services.jobs.answer.Imbalance, services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries, services.telemetry.workload.WorkloadSeries
 _.timeline  # services.answers.factors.Factors
 _.timeouts  # services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval, services.telemetry.collect.SourceSummary
 _.timezone  # services.jobs.scheduler.JobsImport
@@ -663,7 +675,7 @@ _.top_executables  # services.jobs.darshan.ArchiveSummary
 _.top_files  # services.jobs.darshan.StoredJob
 _.top_projects  # services.jobs.darshan.ArchiveSummary
 _.top_users  # services.jobs.darshan.ArchiveSummary
-_.total  # services.content.fsstats.Growth, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobsPlot
+_.total  # services.answers.factors.Timeline, services.content.fsstats.Growth, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobsPlot
 _.total_bps  # services.telemetry.workload.WorkloadSeries
 _.total_ops  # services.telemetry.fsview.Metadata
 _.total_ops_per_s  # services.telemetry.fsview.Metadata
