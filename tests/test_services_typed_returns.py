@@ -121,16 +121,6 @@ class _Hidden:
 #: Answer fields still holding a dict document (or a list of them), each with its reason; shrink-only: an
 #: entry typed since fails the test until it is taken out, a new one fails it until it is typed.
 NOT_YET_TYPED_FIELDS: dict[str, str] = {
-    "answers/report.py:Report.slowdown":
-        "_climate's per-op medians and worst hours as a dict document",
-    "answers/report.py:Report.changes":
-        "the changes section as a dict document",
-    "answers/report.py:Report.bench":
-        "the bench section's rows as dicts",
-    "answers/report.py:Report.fullness":
-        "the fullness section as a dict document",
-    "answers/report.py:Report.links":
-        "{section: dashboard path}: str values, annotated as a bare dict",
     "content/fsstats.py:Contents.snapshot":
         "the stored fsstats snapshot document (JSON from the store) as read",
     "content/fsstats.py:LoadedSnapshot.document":

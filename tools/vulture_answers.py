@@ -11,7 +11,7 @@ _.access  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.acf  # services.telemetry.workload.Workload
 _.action  # services.jobs.answer.Finding
 _.adjust  # services.answers.factors.Density, services.answers.factors.DensityOptions, services.answers.factors.Factors
-_.after  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff
+_.after  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff, services.answers.report.ChangePoint
 _.after_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.agg_perf_by_slowest_mibps  # services.jobs.answer.Interface, services.jobs.answer.Perf, services.jobs.darshan.StoredPerf
 _.agg_time_by_slowest_s  # services.jobs.answer.Perf
@@ -22,7 +22,7 @@ _.archived_samples  # services.probe.targets.Archived
 _.area  # store.check.Problem
 _.at  # services.telemetry.fsfacts.LctlState
 _.attributed_share  # services.answers.events.IoEvent
-_.available  # services.lab.score.ToolScore
+_.available  # services.answers.report.ChangesPart, services.lab.score.ToolScore
 _.b  # services.content.fsstats.Comparison, services.content.fsstats.Growth
 _.bad  # services.lab.score.PairScore
 _.bad_lines  # services.telemetry.imports.SourceImport
@@ -31,9 +31,9 @@ _.baseline  # services.answers.why.Why, services.probe.history.TargetHistory, se
 _.baseline_from  # services.lab.storm.StormPair
 _.baseline_s  # services.probe.status.Status
 _.baseline_until  # services.lab.storm.StormPair
-_.before  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff
+_.before  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff, services.answers.report.ChangePoint
 _.before_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
-_.bench  # services.answers.report.Report
+_.bench  # services.answers.report.Links, services.answers.report.Report
 _.best_bps  # services.bench.runs.SummaryRow
 _.bigger_is_better  # stats.umami.MetricRow
 _.box  # stats.umami.MetricRow
@@ -71,7 +71,7 @@ _.cc  # services.lab.toolchain.Toolchain
 _.cdfs  # services.content.fsstats.Contents
 _.cf_variant  # services.jobs.weather.Weather
 _.change_s  # services.answers.job_diff.DiffCause, services.answers.job_diff.SystemShare, services.lab.score.PairScore
-_.changes  # services.answers.changes.Changes, services.answers.report.Report
+_.changes  # services.answers.changes.Changes, services.answers.report.Links, services.answers.report.Report
 _.claimed_s  # services.lab.score.PairScore
 _.class_label  # services.answers.factors.Timeline
 _.class_order  # services.answers.factors.Classified
@@ -147,6 +147,7 @@ _.dataset  # services.runtime.fs_names.JobFs
 _.datasets  # services.telemetry.collect.CollectSummary
 _.date  # services.telemetry.workload.DailyRates
 _.day  # services.answers.events.DayCost
+_.days_until_full  # services.answers.report.FullTarget, services.answers.report.FullnessPart
 _.device_bytes_written  # services.lab.storm.Twin
 _.df  # services.answers.factors.Classified
 _.diff  # services.content.fsstats.Contents
@@ -176,7 +177,7 @@ _.entries_per_s  # services.content.fsstats.Snapshot
 _.error  # services.answers.factors.GroupDensity, services.bench.iomodel.RunError, services.bench.runs.ImportFailure, services.lab.score.CaseScore, services.lab.score.PairScore, services.telemetry.imports.FailedSource
 _.error_list  # services.content.fsstats.Snapshot
 _.errors  # services.bench.iomodel.IomodelRun, services.content.fsstats.Contents, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
-_.events  # services.answers.events.CulpritCost, services.answers.events.DayCost, services.answers.events.Events, services.answers.events.MonthCost, services.answers.report.Report, services.answers.why.Why, services.telemetry.fsview.Metadata, services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
+_.events  # services.answers.events.CulpritCost, services.answers.events.DayCost, services.answers.events.Events, services.answers.events.MonthCost, services.answers.report.Links, services.answers.report.Report, services.answers.why.Why, services.telemetry.fsview.Metadata, services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
 _.evidence  # services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.Finding
 _.example  # services.jobs.answer.Damage
 _.exclude  # services.content.fsstats.Snapshot
@@ -194,7 +195,7 @@ _.exports  # services.telemetry.fsview.LustreTarget
 _.exposed_jobs  # services.answers.events.IoEvent
 _.extra_io_s  # services.lab.storm.StormPair
 _.f1  # services.lab.score.LabelScore
-_.factor  # services.answers.changes.Change, services.answers.changes.ProbeMark
+_.factor  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.report.ChangePoint
 _.failed  # services.bench.runs.BenchImport, services.jobs.darshan.JobsView, services.jobs.ingest_scan.IngestCounts, services.telemetry.collect.SourceSummary, services.telemetry.imports.ImportSummary
 _.failed_at  # services.jobs.darshan.FailedLog
 _.failed_logs  # services.jobs.darshan.ArchiveSummary
@@ -245,10 +246,10 @@ _.fs_read_bytes  # services.telemetry.fsview.Servers
 _.fs_type  # services.jobs.answer.Mount, services.jobs.darshan.MountRow, services.lab.run.LabRun, services.lab.score.Scores, services.runtime.fs_names.JobFs, services.runtime.fs_names.UnmappedMount
 _.fs_with_data  # services.telemetry.fsview.Span
 _.fs_write_bytes  # services.telemetry.fsview.Servers
-_.fullest  # services.telemetry.fsview.Capacity
+_.fullest  # services.answers.report.FullnessPart, services.telemetry.fsview.Capacity
 _.fullest_ost  # services.answers.why.Targets, services.jobs.weather.Weather
 _.fullest_ost_pct  # services.answers.why.Targets, services.jobs.weather.Weather
-_.fullness  # services.answers.report.Report, services.telemetry.fsview.Capacity
+_.fullness  # services.answers.report.FullTarget, services.answers.report.FullnessPart, services.answers.report.Links, services.answers.report.Report, services.telemetry.fsview.Capacity
 _.generated_at  # services.probe.status.Status
 _.grid_x  # services.answers.factors.Density
 _.grid_y  # services.answers.factors.Density
@@ -256,6 +257,7 @@ _.group  # services.answers.factors.GroupDensity
 _.grouped  # services.answers.factors.Densities
 _.grouping  # services.answers.factors.ModelFile
 _.growth  # services.content.fsstats.Comparison
+_.growth_bps  # services.answers.report.FullnessPart
 _.growth_until  # services.telemetry.fsview.Capacity
 _.growth_window_s  # services.telemetry.fsview.Capacity
 _.hardlinks_deduplicated  # services.content.fsstats.Snapshot
@@ -284,9 +286,9 @@ _.ingested_at  # services.jobs.darshan.StoredJob
 _.inputs  # services.answers.factors.ModelFile
 _.interfaces  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.interfaces_by_size  # services.jobs.darshan.ArchiveSummary
-_.interval_s  # services.answers.events.Events, services.content.fsstats.Growth, services.probe.history.History, services.probe.status.Sparkline, services.probe.status.TargetStatus, services.probe.timeline.Timeline, services.telemetry.collect.CollectSummary, services.telemetry.collector.CollectorState, services.telemetry.workload.Workload
+_.interval_s  # services.answers.events.Events, services.answers.report.SlowdownClimate, services.content.fsstats.Growth, services.probe.history.History, services.probe.status.Sparkline, services.probe.status.TargetStatus, services.probe.timeline.Timeline, services.telemetry.collect.CollectSummary, services.telemetry.collector.CollectorState, services.telemetry.workload.Workload
 _.interval_start  # services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.timeline.TimelineInterval
-_.intervals  # services.probe.timeline.Timeline
+_.intervals  # services.answers.report.ClimateOp, services.probe.timeline.Timeline
 _.io_fraction  # services.jobs.darshan.JobRow
 _.io_fraction_of_runtime  # services.jobs.answer.Perf, services.jobs.darshan.StoredPerf
 _.io_time_by_layer_s  # services.jobs.answer.Perf
@@ -358,7 +360,7 @@ _.mean_ops_per_s  # services.telemetry.fsview.Metadata
 _.mean_s  # services.bench.iomodel.Configuration, services.bench.runs.SummaryRow, services.probe.slowdown.IntervalRow
 _.mean_total_bps  # services.telemetry.workload.Workload
 _.meaning  # services.lab.answers.CatalogueLabel
-_.median  # services.answers.why.ClimateMetric, services.probe.status.Climate
+_.median  # services.answers.report.ClimateOp, services.answers.why.ClimateMetric, services.probe.status.Climate
 _.median_s  # services.bench.iomodel.Configuration, services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
 _.mem_layout  # services.bench.iomodel.Configuration
 _.mem_not_aligned_fraction  # services.jobs.answer.Access
@@ -431,9 +433,9 @@ _.offset  # services.jobs.darshan.JobList
 _.ok  # services.telemetry.collect.SourceSummary
 _.old_coords  # services.answers.factors.DensityOptions
 _.older_than_s  # services.runtime.retention.KindPruned
-_.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.bench.iomodel.Configuration, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.answers.report.ClimateOp, services.answers.report.WorstHour, services.bench.iomodel.Configuration, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.opens  # services.jobs.answer.Interface, services.jobs.darshan.ModuleRow
-_.ops  # services.answers.factors.Factors, services.probe.history.History, services.probe.status.TargetStatus, services.telemetry.fsview.Metadata
+_.ops  # services.answers.factors.Factors, services.answers.report.SlowdownClimate, services.probe.history.History, services.probe.status.TargetStatus, services.telemetry.fsview.Metadata
 _.optimum_s  # services.bench.runs.DurationHistogram, services.bench.runs.SummaryRow
 _.options  # services.answers.factors.ModelFile
 _.order  # services.jobs.darshan.JobList
@@ -461,6 +463,7 @@ _.owners_total  # services.content.fsstats.Contents
 _.p  # services.answers.umami.CorrelationRow, stats.umami.MetricRow
 _.p01  # services.probe.status.Climate
 _.p90_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
+_.p95  # services.answers.report.ClimateOp
 _.p95_s  # services.probe.slowdown.IntervalRow
 _.p99  # services.probe.status.Climate
 _.p99_s  # services.bench.iomodel.Configuration, services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
@@ -487,7 +490,7 @@ _.performance_bps  # services.jobs.weather.Weather
 _.pieces  # services.probe.targets.Purged
 _.planted  # services.lab.score.CaseScore
 _.plot  # services.jobs.darshan.JobsView
-_.points  # services.answers.changes.ProbeMarks, services.probe.status.Sparkline, services.telemetry.workload.WorkloadSeries
+_.points  # services.answers.changes.ProbeMarks, services.answers.report.ChangesPart, services.probe.status.Sparkline, services.telemetry.workload.WorkloadSeries
 _.pool_files  # services.probe.run.ProbeInit
 _.power_spectrum  # services.telemetry.workload.Workload
 _.precision  # services.lab.score.LabelScore
@@ -525,7 +528,7 @@ _.read_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals, se
 _.read_write_ratio  # services.telemetry.workload.Workload
 _.readings  # services.telemetry.collector.CollectorState
 _.reads  # services.jobs.answer.Interface, services.jobs.darshan.ModuleRow
-_.reason  # services.answers.changes.SkippedProbeSeries, services.answers.changes.SkippedSeries, services.answers.umami.JobPanel, services.jobs.darshan.FailedLog, services.lab.run.CaseRun, services.lab.score.ToolScore, services.probe.status.TargetStatus, services.probe.targets.Skipped, services.runtime.retention.Skipped
+_.reason  # services.answers.changes.SkippedProbeSeries, services.answers.changes.SkippedSeries, services.answers.report.ChangesPart, services.answers.umami.JobPanel, services.jobs.darshan.FailedLog, services.lab.run.CaseRun, services.lab.score.ToolScore, services.probe.status.TargetStatus, services.probe.targets.Skipped, services.runtime.retention.Skipped
 _.recall  # services.lab.score.LabelScore
 _.records  # services.jobs.answer.Damage, services.jobs.answer.Interface
 _.recovery  # services.telemetry.fsview.LustreTarget
@@ -577,7 +580,7 @@ _.seconds  # services.telemetry.imports.SourceImport
 _.seed  # services.bench.iomodel.IomodelRun
 _.seen  # services.telemetry.fsfacts.LctlTarget, services.telemetry.fsview.LustreTarget
 _.seq_fraction  # services.jobs.answer.Access, services.jobs.darshan.StoredAccess
-_.series  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.changes.SkippedSeries, services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.exporter_lctl.FamilyRow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
+_.series  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.changes.SkippedSeries, services.answers.report.ChangePoint, services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.exporter_lctl.FamilyRow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
 _.series_examined  # services.answers.changes.Changes
 _.server_cpu_pct  # services.jobs.weather.Weather
 _.session  # services.bench.iomodel.IomodelRun
@@ -595,10 +598,10 @@ _.since  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
 _.since_ns  # services.telemetry.fsview.Span
 _.size_bytes  # services.bench.iomodel.Configuration, services.jobs.answer.AccessSize, services.jobs.darshan.FailedLog
 _.sizes  # services.answers.factors.Classified
-_.skipped  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.imports.WeatherRefresh, services.bench.runs.FileImport, services.jobs.ingest_scan.IngestCounts, services.jobs.weather.WeatherRefresh, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collect.SourceSummary
+_.skipped  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.imports.WeatherRefresh, services.answers.report.ChangesPart, services.bench.runs.FileImport, services.jobs.ingest_scan.IngestCounts, services.jobs.weather.WeatherRefresh, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collect.SourceSummary
 _.skipped_mounts  # services.content.fsstats.Snapshot
 _.skipped_rows  # services.bench.runs.BenchImport, services.bench.runs.FileImport
-_.slowdown  # services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.Sparkline, services.probe.timeline.TimelineInterval
+_.slowdown  # services.answers.events.IoEvent, services.answers.report.Links, services.answers.report.Report, services.answers.report.WorstHour, services.answers.why.Event, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.Sparkline, services.probe.timeline.TimelineInterval
 _.slowdown_threshold  # services.answers.events.CostSummary
 _.slowest_rank  # services.jobs.answer.LayerTime, services.jobs.answer.Perf
 _.small_bytes  # services.probe.run.ProbeInit
@@ -617,7 +620,7 @@ _.split  # services.answers.factors.DensityOptions, services.answers.factors.Fac
 _.splits_s  # services.answers.factors.Density
 _.sqlite  # store.check.Report
 _.stale_after_s  # services.probe.status.TargetStatus
-_.start  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.PageRun, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
+_.start  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.report.WorstHour, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.PageRun, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
 _.start_ns  # services.answers.factors.GroupDensity
 _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.timeline.Timeline
@@ -648,7 +651,7 @@ _.system_model  # services.answers.job_diff.DiffSide, services.answers.why.LogBu
 _.system_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
 _.system_share_of_extra  # services.lab.storm.StormPair
 _.table  # services.answers.factors.Classified
-_.target  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.probe.history.History, services.probe.history.TargetHistory, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.targets.Purged, services.probe.targets.Retired, services.probe.targets.TargetRow, services.probe.timeline.Timeline, services.telemetry.fsview.BrwTarget, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries
+_.target  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.answers.report.FullTarget, services.answers.report.WorstHour, services.probe.history.History, services.probe.history.TargetHistory, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.targets.Purged, services.probe.targets.Retired, services.probe.targets.TargetRow, services.probe.timeline.Timeline, services.telemetry.fsview.BrwTarget, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries
 _.targets  # services.answers.why.Why, services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsfacts.LctlState, services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.Capacity, services.telemetry.fsview.LustreState, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload
 _.targets_all  # services.answers.factors.Factors, services.probe.history.History
 _.targets_met  # services.lab.storm.StormPair
@@ -657,7 +660,7 @@ _.threshold  # services.jobs.answer.Finding
 _.thresholds  # services.probe.history.History, services.probe.status.Status, services.probe.timeline.Timeline
 _.throughput_bps  # services.bench.iomodel.Configuration
 _.ticks  # services.telemetry.collect.CollectSummary
-_.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.factors.Timeline, services.bench.runs.PeakSeries, services.bench.runs.Rates, services.jobs.answer.Imbalance, services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries, services.telemetry.workload.WorkloadSeries
+_.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.factors.Timeline, services.answers.report.ChangePoint, services.bench.runs.PeakSeries, services.bench.runs.Rates, services.jobs.answer.Imbalance, services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries, services.telemetry.workload.WorkloadSeries
 _.timeline  # services.answers.factors.Factors
 _.timeouts  # services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval, services.telemetry.collect.SourceSummary
 _.timezone  # services.jobs.scheduler.JobsImport
@@ -717,7 +720,7 @@ _.what  # services.answers.factors.GroupDensity, services.content.fsstats.Loaded
 _.window_end_ns  # services.jobs.weather.Weather
 _.window_s  # services.probe.status.Status, services.probe.status.TargetStatus
 _.window_start_ns  # services.jobs.weather.Weather
-_.worst  # services.probe.history.TargetHistory
+_.worst  # services.answers.report.ClimateOp, services.answers.report.SlowdownClimate, services.probe.history.TargetHistory
 _.worth  # services.jobs.answer.Finding
 _.write  # services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.BrwTarget
 _.write_bps  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
