@@ -157,20 +157,6 @@ NOT_YET_TYPED_FIELDS: dict[str, str] = {
         "{op: slowdown}, annotated as a bare dict",
     "probe/timeline.py:Timeline.samples":
         "per-op sample documents (services/probe/*: another engineer's now)",
-    "telemetry/workload.py:Workload.daily":
-        "stats.workload's per-day rows as dicts",
-    "telemetry/workload.py:Workload.monthly":
-        "stats.workload's per-month rows as dicts",
-    "telemetry/workload.py:Workload.burstiness":
-        "stats.workload's burstiness document as a dict",
-    "telemetry/workload.py:Workload.idle_periods":
-        "stats.workload's idle-period rows as dicts",
-    "telemetry/workload.py:Workload.power_spectrum":
-        "stats.workload's spectrum document (frequencies, powers, peaks)",
-    "telemetry/workload.py:Workload.acf":
-        "stats.workload's autocorrelation document (lags, values)",
-    "telemetry/workload.py:Workload.events":
-        "stats.workload's burst events as dicts",
 }
 
 

@@ -36,6 +36,8 @@ _.before_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScor
 _.bench  # services.answers.report.Links, services.answers.report.Report
 _.best_bps  # services.bench.runs.SummaryRow
 _.bigger_is_better  # stats.umami.MetricRow
+_.bin  # services.telemetry.workload.IdleBin
+_.bin_edges_bytes  # services.telemetry.workload.Spectrum
 _.box  # stats.umami.MetricRow
 _.brw  # services.telemetry.fsview.Servers
 _.buckets  # services.telemetry.fsview.BrwHistogram
@@ -46,7 +48,7 @@ _.by_bytes  # services.content.fsstats.Cdf, services.telemetry.fsview.Talkers
 _.by_count  # services.content.fsstats.Cdf
 _.by_file  # services.bench.runs.BenchImport
 _.by_ops  # services.telemetry.fsview.Talkers
-_.bytes  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.events.IoEvent, services.answers.why.Culprit, services.answers.why.Event, services.bench.runs.RunResult, services.bench.runs.WindowResult, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.SizeBucket, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Imbalance, services.runtime.fs_names.UnmappedMount
+_.bytes  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.events.IoEvent, services.answers.why.Culprit, services.answers.why.Event, services.bench.runs.RunResult, services.bench.runs.WindowResult, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.SizeBucket, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Imbalance, services.runtime.fs_names.UnmappedMount, services.telemetry.workload.BurstEvent, services.telemetry.workload.Spectrum
 _.bytes_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.bytes_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.bytes_change  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
@@ -68,7 +70,10 @@ _.cases  # services.lab.answers.Catalogue, services.lab.run.LabRun, services.lab
 _.cause  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.causes  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
 _.cc  # services.lab.toolchain.Toolchain
+_.cdf_bps  # services.telemetry.workload.Burstiness
+_.cdf_frac  # services.telemetry.workload.Burstiness
 _.cdfs  # services.content.fsstats.Contents
+_.centroid_bytes  # services.telemetry.workload.Spectrum
 _.cf_variant  # services.jobs.weather.Weather
 _.change_s  # services.answers.job_diff.DiffCause, services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.changes  # services.answers.changes.Changes, services.answers.report.Links, services.answers.report.Report
@@ -113,7 +118,7 @@ _.costless  # services.lab.score.CaseScore
 _.costless_local  # services.lab.run.CaseRun
 _.costless_named  # services.lab.score.CaseScore, services.lab.score.ToolScore
 _.costless_planted  # services.lab.score.ToolScore
-_.count  # services.bench.iomodel.Configuration, services.content.fsstats.Cdf, services.content.fsstats.SizeBucket, services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.count  # services.bench.iomodel.Configuration, services.content.fsstats.Cdf, services.content.fsstats.SizeBucket, services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval, services.telemetry.workload.IdleBin
 _.counts  # services.bench.runs.DurationHistogram
 _.coverage_factor_bw  # services.jobs.weather.Weather
 _.coverage_factor_nodehrs  # services.jobs.weather.Weather
@@ -145,7 +150,7 @@ _.data_until  # services.telemetry.fsview.Span
 _.database  # store.check.Report
 _.dataset  # services.runtime.fs_names.JobFs
 _.datasets  # services.telemetry.collect.CollectSummary
-_.date  # services.telemetry.workload.DailyRates
+_.date  # services.telemetry.workload.CalendarTotal, services.telemetry.workload.DailyRates
 _.day  # services.answers.events.DayCost
 _.days_until_full  # services.answers.report.FullTarget, services.answers.report.FullnessPart
 _.device_bytes_written  # services.lab.storm.Twin
@@ -171,7 +176,7 @@ _.duration_s  # services.answers.events.IoEvent, services.answers.factors.Timeli
 _.durations  # services.answers.factors.Classified, services.answers.factors.GroupDensity
 _.edges_s  # services.bench.runs.DurationHistogram
 _.elapsed_s  # services.lab.run.CaseRun
-_.end  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.StoredHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload
+_.end  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.StoredHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.BurstEvent, services.telemetry.workload.Workload
 _.entries  # services.content.fsstats.Snapshot
 _.entries_per_s  # services.content.fsstats.Snapshot
 _.error  # services.answers.factors.GroupDensity, services.bench.iomodel.RunError, services.bench.runs.ImportFailure, services.lab.score.CaseScore, services.lab.score.PairScore, services.telemetry.imports.FailedSource
@@ -234,6 +239,8 @@ _.fn  # services.lab.score.LabelScore
 _.format  # services.bench.runs.FileImport, services.content.fsstats.Snapshot
 _.found  # services.jobs.ingest_scan.IngestCounts
 _.fp  # services.lab.score.LabelScore
+_.frac_time  # services.telemetry.workload.IdleBin
+_.frac_time_below_33pct_peak  # services.telemetry.workload.Burstiness
 _.fraction_of_peak  # services.bench.runs.PageRun, services.bench.runs.PeakSeries, services.jobs.weather.Weather
 _.fractions  # services.answers.factors.ExperimentShares
 _.fs  # services.answers.events.Events, services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.BenchPage, services.bench.runs.BenchRun, services.bench.runs.CheckSeries, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.bench.runs.SummaryRow, services.jobs.darshan.JobsView, services.probe.status.Status, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
@@ -312,6 +319,7 @@ _.kind  # services.answers.job_diff.DiffCause, services.runtime.retention.KindPr
 _.kinds  # services.runtime.retention.Pruning
 _.label  # services.answers.factors.ExperimentShares, services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.content.fsstats.SnapshotRow, services.lab.answers.CatalogueLabel, services.lab.score.LabelScore, stats.umami.MetricRow
 _.labels  # services.answers.factors.Classified, services.content.fsstats.Contents, services.lab.answers.Catalogue, services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.lab.score.ToolScore, services.telemetry.exporter_lctl.FamilyRow
+_.lags_s  # services.telemetry.workload.Autocorrelation
 _.largest_movers  # services.content.fsstats.Growth
 _.last_bps  # services.bench.runs.SummaryRow
 _.last_duration_s  # services.bench.runs.SummaryRow
@@ -385,6 +393,7 @@ _.min_s  # services.probe.slowdown.IntervalRow
 _.min_segment  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
 _.min_share  # services.lab.score.PairsScore
 _.minima_s  # services.answers.factors.Density
+_.minutes  # services.telemetry.workload.IdleBin
 _.missed_ticks  # services.telemetry.collect.CollectSummary
 _.missing  # services.lab.toolchain.Toolchain
 _.missing_fraction  # services.jobs.weather.Weather
@@ -475,10 +484,10 @@ _.partially_shared  # services.jobs.answer.Sharing, services.jobs.darshan.Stored
 _.partially_shared_bytes  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
 _.path  # services.answers.factors.ModelFile, services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.bench.runs.FileImport, services.bench.runs.ImportFailure, services.jobs.darshan.FailedLog, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob, services.probe.targets.Skipped, services.runtime.retention.Skipped, store.check.Problem
 _.peak  # services.telemetry.fsview.SeriesEvent
-_.peak_bps  # services.answers.events.IoEvent, services.answers.why.Event
+_.peak_bps  # services.answers.events.IoEvent, services.answers.why.Event, services.telemetry.workload.BurstEvent
 _.peak_ops_per_s  # services.telemetry.fsview.Metadata
 _.peak_read_bps  # services.telemetry.workload.Workload
-_.peak_time  # services.answers.events.IoEvent, services.telemetry.fsview.SeriesEvent
+_.peak_time  # services.answers.events.IoEvent, services.telemetry.fsview.SeriesEvent, services.telemetry.workload.BurstEvent
 _.peak_total_bps  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
 _.peak_write_bps  # services.telemetry.workload.Workload
 _.penalty_per_log_n  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
@@ -519,9 +528,9 @@ _.r  # services.answers.umami.CorrelationRow, stats.umami.MetricRow
 _.r_fs  # stats.umami.MetricRow
 _.ranks_with_io  # services.jobs.answer.Imbalance
 _.rates  # services.bench.runs.RunWindow
-_.read  # services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.BrwTarget
+_.read  # services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.BrwTarget, services.telemetry.workload.Autocorrelation, services.telemetry.workload.PowerSpectra
 _.read_bps  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
-_.read_bytes  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
+_.read_bytes  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.CalendarTotal, services.telemetry.workload.Workload
 _.read_bytes_bps  # services.bench.runs.Rates
 _.read_histogram  # services.jobs.answer.Access
 _.read_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals, services.jobs.darshan.ModuleRow, services.jobs.darshan.StoredTotals
@@ -620,7 +629,7 @@ _.split  # services.answers.factors.DensityOptions, services.answers.factors.Fac
 _.splits_s  # services.answers.factors.Density
 _.sqlite  # store.check.Report
 _.stale_after_s  # services.probe.status.TargetStatus
-_.start  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.report.WorstHour, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.PageRun, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
+_.start  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.report.WorstHour, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.PageRun, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.BurstEvent, services.telemetry.workload.Workload, stats.umami.Umami
 _.start_ns  # services.answers.factors.GroupDensity
 _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.timeline.Timeline
@@ -722,9 +731,9 @@ _.window_s  # services.probe.status.Status, services.probe.status.TargetStatus
 _.window_start_ns  # services.jobs.weather.Weather
 _.worst  # services.answers.report.ClimateOp, services.answers.report.SlowdownClimate, services.probe.history.TargetHistory
 _.worth  # services.jobs.answer.Finding
-_.write  # services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.BrwTarget
+_.write  # services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.BrwTarget, services.telemetry.workload.Autocorrelation, services.telemetry.workload.PowerSpectra
 _.write_bps  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
-_.write_bytes  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
+_.write_bytes  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.CalendarTotal, services.telemetry.workload.Workload
 _.write_bytes_bps  # services.bench.runs.Rates
 _.write_histogram  # services.jobs.answer.Access
 _.write_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals, services.jobs.darshan.ModuleRow, services.jobs.darshan.StoredTotals
