@@ -138,15 +138,15 @@ NOT_YET_TYPED_FIELDS: dict[str, str] = {
     "jobs/darshan.py:ArchiveSummary.strategy_by_size":
         "stats' rows per job-size bin as dicts",
     "jobs/darshan.py:ArchiveSummary.top_projects":
-        "stats' top-N rows as dicts",
+        "{ranking: stats' top-N rows as dicts} (annotated list[dict], holds a dict)",
     "jobs/darshan.py:ArchiveSummary.top_users":
-        "stats' top-N rows as dicts",
+        "{ranking: stats' top-N rows as dicts} (annotated list[dict], holds a dict)",
     "jobs/darshan.py:ArchiveSummary.top_executables":
-        "stats' top-N rows as dicts",
+        "{ranking: stats' top-N rows as dicts} (annotated list[dict], holds a dict)",
     "jobs/darshan.py:ArchiveSummary.files_vs_procs":
-        "stats' scatter/correlation document as a dict",
+        "stats' per size-class rows as dicts (annotated dict, holds a list)",
     "jobs/darshan.py:ArchiveSummary.mibps_per_node_by_project":
-        "stats' per-project document as a dict",
+        "{jobs_in_filter, jobs_without_node_count, projects: rows as dicts}",
     "jobs/darshan.py:ArchiveSummary.projects":
         "stats' per-project rows as dicts",
     "jobs/weather.py:Weather.climate":
