@@ -135,30 +135,31 @@ def test_why_matches_probes_by_the_file_systems_name(home):
 def test_a_jobs_node_local_disk_is_its_nodes_dataset(tmp_path):
     """issue 39: a job on `/` (ext4) is on the disk `collect --sources diskstats` files as the host's dataset;
     the log's node wins over the node asking, a shared mount is never mapped so, and no telemetry maps nothing."""
+    from ioweather.config import MountBytes
     from ioweather.services.runtime.fs_names import job_fs
 
     for host in ("nid7", socket.gethostname().split(".")[0]):
         (tmp_path / "parquet" / "telemetry" / f"fs={host}").mkdir(parents=True)
     parquet = tmp_path / "parquet"
-    root = [{"mount": "/", "fs_type": "ext4", "bytes": 10}]
+    root = [MountBytes("/", "ext4", 10)]
     here = socket.gethostname().split(".")[0]
     assert job_fs(parquet, root).dataset == here
     found = job_fs(parquet, root, hosts=["nid7.site.org"])
     assert found.dataset == "nid7" and "node nid7's own disk" in found.how
     assert job_fs(parquet, root, hosts=["nid8"]).dataset is None  # its node has no telemetry
-    assert job_fs(parquet, [{"mount": "/scratch", "fs_type": "lustre", "bytes": 10}]).dataset is None
+    assert job_fs(parquet, [MountBytes("/scratch", "lustre", 10)]).dataset is None
     # the bytes still decide: most of them on a shared file system with telemetry wins over the local disk
     (parquet / "telemetry" / "fs=scratch").mkdir()
-    both = [*root, {"mount": "/scratch", "fs_type": "lustre", "bytes": 100}]
+    both = [*root, MountBytes("/scratch", "lustre", 100)]
     assert job_fs(parquet, both).dataset == "scratch"
 
 
 def test_mounts_with_no_telemetry_are_named_most_bytes_first():
     """`why` listed a job's mounts by the bytes it moved on them, the job page's weather error by name (the
     per-file table's order): one resolver, one order."""
-    from ioweather.config import dataset_for_mounts
+    from ioweather.config import MountBytes, dataset_for_mounts
 
-    mounts = [{"mount": "/a", "fs_type": "nfs", "bytes": 5}, {"mount": "/b", "fs_type": "nfs", "bytes": 500},
-              {"mount": "/c", "fs_type": "lustre", "bytes": 50}, {"mount": "/d", "fs_type": "nfs", "bytes": 500}]
+    mounts = [MountBytes("/a", "nfs", 5), MountBytes("/b", "nfs", 500), MountBytes("/c", "lustre", 50),
+              MountBytes("/d", "nfs", 500)]
     found = dataset_for_mounts(mounts, [], [])
     assert found["dataset"] is None and [u["mount"] for u in found["unmapped"]] == ["/b", "/d", "/c", "/a"]

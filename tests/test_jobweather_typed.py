@@ -116,7 +116,7 @@ def test_why_reads_the_typed_weather(planted):
 
     _settings, store = planted
     w = umami.umami(store, "1012").weather
-    facts = LogFacts(io_time_s=10.0, times={}, bytes_written=1, bytes_read=0)
+    facts = LogFacts(io_time_s=10.0, bytes_written=1, bytes_read=0)
     system, model, evidence = _system(facts, w, (None, None), [], "scratch", True, "")
     assert model == "coverage_factor" and system == pytest.approx(10.0 * (1 - w.coverage_factor_write_bw))
 
@@ -131,7 +131,7 @@ def test_why_says_a_flagged_coverage_factor_is_clock_skew_not_missing_bytes(plan
 
     _settings, store = planted
     w = umami.umami(store, "1012").weather
-    facts = LogFacts(io_time_s=10.0, times={}, bytes_written=1, bytes_read=0)
+    facts = LogFacts(io_time_s=10.0, bytes_written=1, bytes_read=0)
     gone = dict(coverage_factor_bw=None, coverage_factor_read_bw=None, coverage_factor_write_bw=None)
     flagged = replace(w, **gone, coverage_factors={**w.coverage_factors, "coverage_factor_write_bw_flagged": True})
     system, model, evidence = _system(facts, flagged, (None, None), [], "scratch", True, "")

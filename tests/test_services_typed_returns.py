@@ -7,6 +7,11 @@ annotation, return a dict literal or a list of them. Allowed: a typed lookup tab
 are a type (`dict[str, np.ndarray]` columns, `dict[str, Weather]` answers by id, `dict[str, str]`), and the
 methods that render an answer (`to_json`, `raw`, `answer_json`). What still breaks the rule is NOT_YET_TYPED,
 each with its reason; an entry that no longer breaks it fails the test until it is taken out.
+
+The same for the fields of the answers (a public dataclass that is an `Answer` or renders itself) and of every
+dataclass their fields name, to the leaves: a field annotated as a dict document or a list of them is
+NOT_YET_TYPED_FIELDS, shrink-only. A dataclass only a private one holds (`why`'s `_LogAnswer.facts`, the
+stored `LogFacts`) is not reached: tests/test_why_facts.py checks that one.
 """
 
 from __future__ import annotations
@@ -109,3 +114,131 @@ class _Hidden:
     def rows(self) -> list[dict]: ...
 '''
     assert dict_returning(planted) == ["a", "b", "c", "d", "e", "f", "g", "Thing.rows"]
+
+
+# ---------------------------------------------------------------- the answers' fields
+
+#: Answer fields still holding a dict document (or a list of them), each with its reason; shrink-only: an
+#: entry typed since fails the test until it is taken out, a new one fails it until it is typed.
+NOT_YET_TYPED_FIELDS: dict[str, str] = {
+    "content/fsstats.py:Contents.snapshot":
+        "the stored fsstats snapshot document (JSON from the store) as read",
+    "content/fsstats.py:LoadedSnapshot.document":
+        "the stored fsstats snapshot document (JSON from the store) as read",
+    "content/fsstats.py:Snapshot.histograms":
+        "stats.fsstats' histograms document (size, age) as computed",
+    "content/fsstats.py:Snapshot.owners":
+        "stats.fsstats' per-owner rows as dicts",
+    "content/fsstats.py:Snapshot.top_dirs":
+        "stats.fsstats' per-directory rows as dicts",
+    "jobs/darshan.py:ArchiveSummary.filters":
+        "the filters the summary was made with, echoed as a dict",
+    "jobs/darshan.py:ArchiveSummary.interfaces_by_size":
+        "stats' rows per job-size bin as dicts",
+    "jobs/darshan.py:ArchiveSummary.strategy_by_size":
+        "stats' rows per job-size bin as dicts",
+    "jobs/darshan.py:ArchiveSummary.top_projects":
+        "{ranking: stats' top-N rows as dicts} (annotated list[dict], holds a dict)",
+    "jobs/darshan.py:ArchiveSummary.top_users":
+        "{ranking: stats' top-N rows as dicts} (annotated list[dict], holds a dict)",
+    "jobs/darshan.py:ArchiveSummary.top_executables":
+        "{ranking: stats' top-N rows as dicts} (annotated list[dict], holds a dict)",
+    "jobs/darshan.py:ArchiveSummary.files_vs_procs":
+        "stats' per size-class rows as dicts (annotated dict, holds a list)",
+    "jobs/darshan.py:ArchiveSummary.mibps_per_node_by_project":
+        "{jobs_in_filter, jobs_without_node_count, projects: rows as dicts}",
+    "jobs/darshan.py:ArchiveSummary.projects":
+        "stats' per-project rows as dicts",
+    "jobs/weather.py:Weather.climate":
+        "the UMAMI climate's {sig, history_n, n, r, p} (kept in the stored weather document)",
+    "jobs/weather.py:Weather.coverage_factors":
+        "stats.coverage.coverage_factors' {name: value or flag} as computed (why reads its flags)",
+    "jobs/weather.py:Weather.probe_slowdown_by_op":
+        "{op: slowdown}, annotated as a bare dict",
+    "probe/timeline.py:Timeline.samples":
+        "per-op sample documents (services/probe/*: another engineer's now)",
+}
+
+
+def _is_dataclass_def(node: ast.ClassDef) -> bool:
+    return any(ast.unparse(d.func if isinstance(d, ast.Call) else d).split(".")[-1] == "dataclass"
+               for d in node.decorator_list)
+
+
+def _is_answer_def(node: ast.ClassDef) -> bool:
+    """An answer: an `Answer`, or a dataclass that renders itself (`to_json`, `raw`, `answer_json`)."""
+    return (any(ast.unparse(b).split(".")[-1] == "Answer" for b in node.bases)
+            or any(isinstance(m, ast.FunctionDef) and m.name in RENDERING for m in node.body))
+
+
+def _fields(node: ast.ClassDef) -> list[tuple[str, ast.expr]]:
+    return [(n.target.id, n.annotation) for n in node.body if isinstance(n, ast.AnnAssign)
+            and isinstance(n.target, ast.Name) and "ClassVar" not in ast.unparse(n.annotation)]
+
+
+def _names_in(annotation: ast.expr) -> set[str]:
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        annotation = ast.parse(annotation.value, mode="eval").body
+    return {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)} | \
+        {n.attr for n in ast.walk(annotation) if isinstance(n, ast.Attribute)}
+
+
+def dict_fields(sources: dict[str, str]) -> list[str]:
+    """`module:Class.field` of every field of an answer, or of a dataclass an answer's fields name (to the
+    leaves), annotated as a dict document or a list of them (the `_untyped` of the return annotations)."""
+    classes: dict[str, list[tuple[str, ast.ClassDef]]] = {}
+    for module, source in sources.items():
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.ClassDef) and _is_dataclass_def(node):
+                classes.setdefault(node.name, []).append((module, node))
+    todo = [(m, c) for defs in classes.values() for m, c in defs if _is_answer_def(c) and not c.name.startswith("_")]
+    seen: set[tuple[str, str]] = set()
+    out = []
+    while todo:
+        module, cls = todo.pop()
+        if (module, cls.name) in seen:
+            continue
+        seen.add((module, cls.name))
+        for name, annotation in _fields(cls):
+            if _untyped(annotation):
+                out.append(f"{module}:{cls.name}.{name}")
+            todo.extend(d for n in _names_in(annotation) for d in classes.get(n, []))
+    return sorted(out)
+
+
+def test_no_answer_holds_a_dict():
+    """The house rule's "dataclasses down to the leaves, not dicts inside a dataclass", for every answer
+    the services return and every dataclass its fields hold."""
+    found = set(dict_fields({p.relative_to(SERVICES).as_posix(): p.read_text(encoding="utf-8")
+                             for p in sorted(SERVICES.rglob("*.py"))}))
+    new = found - set(NOT_YET_TYPED_FIELDS)
+    assert not new, f"answer fields holding dicts (type them, or list them with their reason): {sorted(new)}"
+    typed_since = set(NOT_YET_TYPED_FIELDS) - found
+    assert not typed_since, f"typed now: take {sorted(typed_since)} out of NOT_YET_TYPED_FIELDS"
+
+
+def test_the_field_check_finds_planted_dicts():
+    planted = '''
+@dataclass
+class Leaf:
+    ok: int
+    doc: dict
+@dataclass(frozen=True)
+class Page(Answer):
+    histogram: dict
+    runs: list[dict]
+    extra: "dict[str, Any] | None"
+    by_id: dict[str, Leaf]
+    columns: dict[str, float]
+@dataclass
+class Rendered:
+    rows: list[dict[str, object]]
+    def to_json(self) -> dict: ...
+@dataclass
+class NotAnAnswer:
+    row: dict
+class NotADataclass(Answer):
+    doc: dict
+'''
+    assert dict_fields({"m.py": planted}) == ["m.py:Leaf.doc", "m.py:Page.extra", "m.py:Page.histogram",
+                                              "m.py:Page.runs", "m.py:Rendered.rows"]

@@ -10,8 +10,8 @@ _.absent  # services.lab.score.PairsScore
 _.access  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.acf  # services.telemetry.workload.Workload
 _.action  # services.jobs.answer.Finding
-_.adjust  # services.answers.factors.DensityOptions, services.answers.factors.Factors
-_.after  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff
+_.adjust  # services.answers.factors.Density, services.answers.factors.DensityOptions, services.answers.factors.Factors
+_.after  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff, services.answers.report.ChangePoint
 _.after_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.agg_perf_by_slowest_mibps  # services.jobs.answer.Interface, services.jobs.answer.Perf, services.jobs.darshan.StoredPerf
 _.agg_time_by_slowest_s  # services.jobs.answer.Perf
@@ -22,30 +22,33 @@ _.archived_samples  # services.probe.targets.Archived
 _.area  # store.check.Problem
 _.at  # services.telemetry.fsfacts.LctlState
 _.attributed_share  # services.answers.events.IoEvent
-_.available  # services.lab.score.ToolScore
+_.available  # services.answers.report.ChangesPart, services.lab.score.ToolScore
 _.b  # services.content.fsstats.Comparison, services.content.fsstats.Growth
 _.bad  # services.lab.score.PairScore
 _.bad_lines  # services.telemetry.imports.SourceImport
+_.bandwidth  # services.answers.factors.Density
 _.baseline  # services.answers.why.Why, services.probe.history.TargetHistory, services.probe.status.TargetStatus
 _.baseline_from  # services.lab.storm.StormPair
 _.baseline_s  # services.probe.status.Status
 _.baseline_until  # services.lab.storm.StormPair
-_.before  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff
+_.before  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff, services.answers.report.ChangePoint
 _.before_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
-_.bench  # services.answers.report.Report
+_.bench  # services.answers.report.Links, services.answers.report.Report
 _.best_bps  # services.bench.runs.SummaryRow
 _.bigger_is_better  # stats.umami.MetricRow
+_.bin  # services.telemetry.workload.IdleBin
+_.bin_edges_bytes  # services.telemetry.workload.Spectrum
 _.box  # stats.umami.MetricRow
 _.brw  # services.telemetry.fsview.Servers
 _.buckets  # services.telemetry.fsview.BrwHistogram
 _.built  # services.lab.toolchain.Build
 _.burstiness  # services.telemetry.fsview.Metadata, services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
-_.bw_bps  # services.bench.runs.RunResult, services.bench.runs.WindowResult
+_.bw_bps  # services.bench.runs.PageRun, services.bench.runs.RunResult, services.bench.runs.WindowResult
 _.by_bytes  # services.content.fsstats.Cdf, services.telemetry.fsview.Talkers
 _.by_count  # services.content.fsstats.Cdf
 _.by_file  # services.bench.runs.BenchImport
 _.by_ops  # services.telemetry.fsview.Talkers
-_.bytes  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.events.IoEvent, services.answers.why.Culprit, services.answers.why.Event, services.bench.runs.RunResult, services.bench.runs.WindowResult, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.SizeBucket, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Imbalance, services.jobs.answer.SharedSplit, services.runtime.fs_names.UnmappedMount
+_.bytes  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.events.IoEvent, services.answers.why.Culprit, services.answers.why.Event, services.bench.runs.RunResult, services.bench.runs.WindowResult, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.SizeBucket, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Imbalance, services.jobs.answer.SharedSplit, services.runtime.fs_names.UnmappedMount, services.telemetry.workload.BurstEvent, services.telemetry.workload.Spectrum
 _.bytes_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.bytes_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.bytes_change  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
@@ -68,12 +71,17 @@ _.cases  # services.lab.answers.Catalogue, services.lab.run.LabRun, services.lab
 _.cause  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.causes  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
 _.cc  # services.lab.toolchain.Toolchain
+_.cdf_bps  # services.telemetry.workload.Burstiness
+_.cdf_frac  # services.telemetry.workload.Burstiness
 _.cdfs  # services.content.fsstats.Contents
+_.centroid_bytes  # services.telemetry.workload.Spectrum
 _.cf_variant  # services.jobs.weather.Weather
 _.change_s  # services.answers.job_diff.DiffCause, services.answers.job_diff.SystemShare, services.lab.score.PairScore
-_.changes  # services.answers.changes.Changes, services.answers.report.Report
+_.changes  # services.answers.changes.Changes, services.answers.report.Links, services.answers.report.Report
 _.claimed_s  # services.lab.score.PairScore
+_.class_label  # services.answers.factors.Timeline
 _.class_order  # services.answers.factors.Classified
+_.classes  # services.answers.factors.Density
 _.climate  # services.answers.why.Why, services.jobs.weather.Weather, services.probe.status.OpStatus
 _.cluster  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.jobs.scheduler.JobsImport
 _.code  # services.answers.job_diff.DiffCause, services.answers.why.Evidence, services.answers.why.LogEvidence, services.jobs.answer.Finding, services.jobs.darshan.StoredFinding
@@ -111,7 +119,8 @@ _.costless  # services.lab.score.CaseScore
 _.costless_local  # services.lab.run.CaseRun
 _.costless_named  # services.lab.score.CaseScore, services.lab.score.ToolScore
 _.costless_planted  # services.lab.score.ToolScore
-_.count  # services.bench.iomodel.Configuration, services.content.fsstats.Cdf, services.content.fsstats.SizeBucket, services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.count  # services.bench.iomodel.Configuration, services.content.fsstats.Cdf, services.content.fsstats.SizeBucket, services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval, services.telemetry.workload.IdleBin
+_.counts  # services.bench.runs.DurationHistogram
 _.coverage_factor_bw  # services.jobs.weather.Weather
 _.coverage_factor_nodehrs  # services.jobs.weather.Weather
 _.coverage_factor_opens  # services.jobs.weather.Weather
@@ -132,6 +141,7 @@ _.culprit_share  # services.answers.events.CostSummary
 _.culprits  # services.answers.why.Event, services.lab.storm.Twin, stats.umami.Umami
 _.cutoff  # services.runtime.retention.KindPruned
 _.cutoff_fraction  # services.answers.factors.DensityOptions, services.answers.factors.Factors
+_.cutoff_s  # services.answers.factors.Density
 _.daily  # services.answers.events.CostSummary, services.telemetry.workload.Workload
 _.daily_rates  # services.telemetry.workload.WorkloadView
 _.damage  # services.jobs.answer.JobHeader
@@ -141,8 +151,9 @@ _.data_until  # services.telemetry.fsview.Span
 _.database  # store.check.Report
 _.dataset  # services.runtime.fs_names.JobFs
 _.datasets  # services.telemetry.collect.CollectSummary
-_.date  # services.telemetry.workload.DailyRates
+_.date  # services.telemetry.workload.CalendarTotal, services.telemetry.workload.DailyRates
 _.day  # services.answers.events.DayCost
+_.days_until_full  # services.answers.report.FullTarget, services.answers.report.FullnessPart
 _.device_bytes_written  # services.lab.storm.Twin
 _.df  # services.answers.factors.Classified
 _.diff  # services.content.fsstats.Contents
@@ -158,20 +169,21 @@ _.dirs_b  # services.content.fsstats.GrowthTotal
 _.dirs_change  # services.content.fsstats.GrowthTotal
 _.dirs_change_pct  # services.content.fsstats.GrowthTotal
 _.document  # services.content.fsstats.LoadedSnapshot
-_.downsampled  # services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
+_.downsampled  # services.answers.factors.Timeline, services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
 _.drishti_codes  # services.lab.answers.CatalogueLabel
 _.dry_run  # services.runtime.retention.Pruning
 _.duplicates  # services.jobs.ingest_scan.IngestCounts
-_.duration_s  # services.answers.events.IoEvent, services.bench.runs.RunResult, services.bench.runs.WindowResult
+_.duration_s  # services.answers.events.IoEvent, services.answers.factors.Timeline, services.bench.runs.PageRun, services.bench.runs.RunResult, services.bench.runs.WindowResult
 _.durations  # services.answers.factors.Classified, services.answers.factors.GroupDensity
+_.edges_s  # services.bench.runs.DurationHistogram
 _.elapsed_s  # services.lab.run.CaseRun
-_.end  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.StoredHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload
+_.end  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.StoredHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.BurstEvent, services.telemetry.workload.Workload
 _.entries  # services.content.fsstats.Snapshot
 _.entries_per_s  # services.content.fsstats.Snapshot
 _.error  # services.answers.factors.GroupDensity, services.bench.iomodel.RunError, services.bench.runs.ImportFailure, services.lab.score.CaseScore, services.lab.score.PairScore, services.telemetry.imports.FailedSource
 _.error_list  # services.content.fsstats.Snapshot
 _.errors  # services.bench.iomodel.IomodelRun, services.content.fsstats.Contents, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
-_.events  # services.answers.events.CulpritCost, services.answers.events.DayCost, services.answers.events.Events, services.answers.events.MonthCost, services.answers.report.Report, services.answers.why.Why, services.telemetry.fsview.Metadata, services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
+_.events  # services.answers.events.CulpritCost, services.answers.events.DayCost, services.answers.events.Events, services.answers.events.MonthCost, services.answers.report.Links, services.answers.report.Report, services.answers.why.Why, services.telemetry.fsview.Metadata, services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
 _.evidence  # services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.Finding
 _.example  # services.jobs.answer.Damage
 _.exclude  # services.content.fsstats.Snapshot
@@ -189,7 +201,7 @@ _.exports  # services.telemetry.fsview.LustreTarget
 _.exposed_jobs  # services.answers.events.IoEvent
 _.extra_io_s  # services.lab.storm.StormPair
 _.f1  # services.lab.score.LabelScore
-_.factor  # services.answers.changes.Change, services.answers.changes.ProbeMark
+_.factor  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.report.ChangePoint
 _.failed  # services.bench.runs.BenchImport, services.jobs.darshan.JobsView, services.jobs.ingest_scan.IngestCounts, services.telemetry.collect.SourceSummary, services.telemetry.imports.ImportSummary
 _.failed_at  # services.jobs.darshan.FailedLog
 _.failed_logs  # services.jobs.darshan.ArchiveSummary
@@ -232,7 +244,9 @@ _.fn  # services.lab.score.LabelScore
 _.format  # services.bench.runs.FileImport, services.content.fsstats.Snapshot
 _.found  # services.jobs.ingest_scan.IngestCounts
 _.fp  # services.lab.score.LabelScore
-_.fraction_of_peak  # services.jobs.weather.Weather
+_.frac_time  # services.telemetry.workload.IdleBin
+_.frac_time_below_33pct_peak  # services.telemetry.workload.Burstiness
+_.fraction_of_peak  # services.bench.runs.PageRun, services.bench.runs.PeakSeries, services.jobs.weather.Weather
 _.fractions  # services.answers.factors.ExperimentShares
 _.fs  # services.answers.events.Events, services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.BenchPage, services.bench.runs.BenchRun, services.bench.runs.CheckSeries, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.bench.runs.SummaryRow, services.jobs.darshan.JobsView, services.probe.status.Status, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
@@ -244,15 +258,18 @@ _.fs_read_bytes  # services.telemetry.fsview.Servers
 _.fs_type  # services.jobs.answer.Mount, services.jobs.darshan.MountRow, services.lab.run.LabRun, services.lab.score.Scores, services.runtime.fs_names.JobFs, services.runtime.fs_names.UnmappedMount
 _.fs_with_data  # services.telemetry.fsview.Span
 _.fs_write_bytes  # services.telemetry.fsview.Servers
-_.fullest  # services.telemetry.fsview.Capacity
+_.fullest  # services.answers.report.FullnessPart, services.telemetry.fsview.Capacity
 _.fullest_ost  # services.answers.why.Targets, services.jobs.weather.Weather
 _.fullest_ost_pct  # services.answers.why.Targets, services.jobs.weather.Weather
-_.fullness  # services.answers.report.Report, services.telemetry.fsview.Capacity
+_.fullness  # services.answers.report.FullTarget, services.answers.report.FullnessPart, services.answers.report.Links, services.answers.report.Report, services.telemetry.fsview.Capacity
 _.generated_at  # services.probe.status.Status
+_.grid_x  # services.answers.factors.Density
+_.grid_y  # services.answers.factors.Density
 _.group  # services.answers.factors.GroupDensity
 _.grouped  # services.answers.factors.Densities
 _.grouping  # services.answers.factors.ModelFile
 _.growth  # services.content.fsstats.Comparison
+_.growth_bps  # services.answers.report.FullnessPart
 _.growth_until  # services.telemetry.fsview.Capacity
 _.growth_window_s  # services.telemetry.fsview.Capacity
 _.hardlinks_deduplicated  # services.content.fsstats.Snapshot
@@ -281,9 +298,9 @@ _.ingested_at  # services.jobs.darshan.StoredJob
 _.inputs  # services.answers.factors.ModelFile
 _.interfaces  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.interfaces_by_size  # services.jobs.darshan.ArchiveSummary
-_.interval_s  # services.answers.events.Events, services.content.fsstats.Growth, services.probe.history.History, services.probe.status.Sparkline, services.probe.status.TargetStatus, services.probe.timeline.Timeline, services.telemetry.collect.CollectSummary, services.telemetry.collector.CollectorState, services.telemetry.workload.Workload
+_.interval_s  # services.answers.events.Events, services.answers.report.SlowdownClimate, services.content.fsstats.Growth, services.probe.history.History, services.probe.status.Sparkline, services.probe.status.TargetStatus, services.probe.timeline.Timeline, services.telemetry.collect.CollectSummary, services.telemetry.collector.CollectorState, services.telemetry.workload.Workload
 _.interval_start  # services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.timeline.TimelineInterval
-_.intervals  # services.probe.timeline.Timeline
+_.intervals  # services.answers.report.ClimateOp, services.probe.timeline.Timeline
 _.io_fraction  # services.jobs.darshan.JobRow
 _.io_fraction_of_runtime  # services.jobs.answer.Perf, services.jobs.darshan.StoredPerf
 _.io_time_by_layer_s  # services.jobs.answer.Perf
@@ -307,6 +324,7 @@ _.kind  # services.answers.job_diff.DiffCause, services.runtime.retention.KindPr
 _.kinds  # services.runtime.retention.Pruning
 _.label  # services.answers.factors.ExperimentShares, services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.content.fsstats.SnapshotRow, services.lab.answers.CatalogueLabel, services.lab.score.LabelScore, stats.umami.MetricRow
 _.labels  # services.answers.factors.Classified, services.content.fsstats.Contents, services.lab.answers.Catalogue, services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.lab.score.ToolScore, services.telemetry.exporter_lctl.FamilyRow
+_.lags_s  # services.telemetry.workload.Autocorrelation
 _.largest_movers  # services.content.fsstats.Growth
 _.last_bps  # services.bench.runs.SummaryRow
 _.last_duration_s  # services.bench.runs.SummaryRow
@@ -346,6 +364,7 @@ _.match_cols  # services.answers.factors.Classified
 _.max  # services.content.fsstats.Cdf, services.content.fsstats.SizeBucket
 _.max_points  # services.probe.timeline.Timeline
 _.max_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
+_.maxima_s  # services.answers.factors.Density
 _.md_ops_per_s  # services.jobs.weather.Weather
 _.mdtest  # services.lab.toolchain.Toolchain
 _.mean  # services.content.fsstats.Cdf
@@ -354,7 +373,7 @@ _.mean_ops_per_s  # services.telemetry.fsview.Metadata
 _.mean_s  # services.bench.iomodel.Configuration, services.bench.runs.SummaryRow, services.probe.slowdown.IntervalRow
 _.mean_total_bps  # services.telemetry.workload.Workload
 _.meaning  # services.lab.answers.CatalogueLabel
-_.median  # services.answers.why.ClimateMetric, services.probe.status.Climate
+_.median  # services.answers.report.ClimateOp, services.answers.why.ClimateMetric, services.probe.status.Climate
 _.median_s  # services.bench.iomodel.Configuration, services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
 _.mem_layout  # services.bench.iomodel.Configuration
 _.mem_not_aligned_fraction  # services.jobs.answer.Access
@@ -378,6 +397,8 @@ _.min_amplitude_ops_per_s  # services.telemetry.fsview.Metadata
 _.min_s  # services.probe.slowdown.IntervalRow
 _.min_segment  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
 _.min_share  # services.lab.score.PairsScore
+_.minima_s  # services.answers.factors.Density
+_.minutes  # services.telemetry.workload.IdleBin
 _.missed_ticks  # services.telemetry.collect.CollectSummary
 _.missing  # services.lab.toolchain.Toolchain
 _.missing_fraction  # services.jobs.weather.Weather
@@ -400,7 +421,7 @@ _.moved_bytes  # services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.mpi  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.mpicc  # services.lab.toolchain.Toolchain
 _.mpiexec  # services.lab.toolchain.Toolchain
-_.n  # services.answers.factors.ExperimentShares, services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
+_.n  # services.answers.factors.Density, services.answers.factors.ExperimentShares, services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.n_fs  # stats.umami.MetricRow
 _.n_intervals  # services.probe.status.Climate
 _.name  # services.answers.factors.Classified, services.content.fsstats.DirGrowth, services.content.fsstats.ProjectShare, services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.telemetry.collect.SourceSummary, services.telemetry.exporter_lctl.FamilyRow
@@ -426,10 +447,10 @@ _.offset  # services.jobs.darshan.JobList
 _.ok  # services.telemetry.collect.SourceSummary
 _.old_coords  # services.answers.factors.DensityOptions
 _.older_than_s  # services.runtime.retention.KindPruned
-_.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.bench.iomodel.Configuration, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.answers.report.ClimateOp, services.answers.report.WorstHour, services.bench.iomodel.Configuration, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.opens  # services.jobs.answer.Interface, services.jobs.darshan.ModuleRow
-_.ops  # services.answers.factors.Factors, services.probe.history.History, services.probe.status.TargetStatus, services.telemetry.fsview.Metadata
-_.optimum_s  # services.bench.runs.SummaryRow
+_.ops  # services.answers.factors.Factors, services.answers.report.SlowdownClimate, services.probe.history.History, services.probe.status.TargetStatus, services.telemetry.fsview.Metadata
+_.optimum_s  # services.bench.runs.DurationHistogram, services.bench.runs.SummaryRow
 _.options  # services.answers.factors.ModelFile
 _.order  # services.jobs.darshan.JobList
 _.origin  # services.lab.toolchain.Toolchain
@@ -440,6 +461,7 @@ _.other_b  # services.content.fsstats.GrowthTotal
 _.other_change  # services.content.fsstats.GrowthTotal
 _.other_change_pct  # services.content.fsstats.GrowthTotal
 _.out  # services.bench.iomodel.IomodelRun
+_.outlier_fraction  # services.answers.factors.Density
 _.output  # services.bench.runs.Submitted
 _.overall  # services.probe.status.Status
 _.overhead  # services.content.fsstats.Highlights
@@ -455,6 +477,7 @@ _.owners_total  # services.content.fsstats.Contents
 _.p  # services.answers.umami.CorrelationRow, stats.umami.MetricRow
 _.p01  # services.probe.status.Climate
 _.p90_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
+_.p95  # services.answers.report.ClimateOp
 _.p95_s  # services.probe.slowdown.IntervalRow
 _.p99  # services.probe.status.Climate
 _.p99_s  # services.bench.iomodel.Configuration, services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
@@ -466,10 +489,10 @@ _.partially_shared  # services.jobs.answer.Sharing, services.jobs.darshan.Stored
 _.partially_shared_bytes  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
 _.path  # services.answers.factors.ModelFile, services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.bench.runs.FileImport, services.bench.runs.ImportFailure, services.jobs.darshan.FailedLog, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob, services.probe.targets.Skipped, services.runtime.retention.Skipped, store.check.Problem
 _.peak  # services.telemetry.fsview.SeriesEvent
-_.peak_bps  # services.answers.events.IoEvent, services.answers.why.Event
+_.peak_bps  # services.answers.events.IoEvent, services.answers.why.Event, services.telemetry.workload.BurstEvent
 _.peak_ops_per_s  # services.telemetry.fsview.Metadata
 _.peak_read_bps  # services.telemetry.workload.Workload
-_.peak_time  # services.answers.events.IoEvent, services.telemetry.fsview.SeriesEvent
+_.peak_time  # services.answers.events.IoEvent, services.telemetry.fsview.SeriesEvent, services.telemetry.workload.BurstEvent
 _.peak_total_bps  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
 _.peak_write_bps  # services.telemetry.workload.Workload
 _.penalty_per_log_n  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
@@ -481,7 +504,7 @@ _.performance_bps  # services.jobs.weather.Weather
 _.pieces  # services.probe.targets.Purged
 _.planted  # services.lab.score.CaseScore
 _.plot  # services.jobs.darshan.JobsView
-_.points  # services.answers.changes.ProbeMarks, services.probe.status.Sparkline, services.telemetry.workload.WorkloadSeries
+_.points  # services.answers.changes.ProbeMarks, services.answers.report.ChangesPart, services.probe.status.Sparkline, services.telemetry.workload.WorkloadSeries
 _.pool_files  # services.probe.run.ProbeInit
 _.power_spectrum  # services.telemetry.workload.Workload
 _.precision  # services.lab.score.LabelScore
@@ -510,16 +533,16 @@ _.r  # services.answers.umami.CorrelationRow, stats.umami.MetricRow
 _.r_fs  # stats.umami.MetricRow
 _.ranks_with_io  # services.jobs.answer.Imbalance
 _.rates  # services.bench.runs.RunWindow
-_.read  # services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.BrwTarget
+_.read  # services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.BrwTarget, services.telemetry.workload.Autocorrelation, services.telemetry.workload.PowerSpectra
 _.read_bps  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
-_.read_bytes  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
+_.read_bytes  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.CalendarTotal, services.telemetry.workload.Workload
 _.read_bytes_bps  # services.bench.runs.Rates
 _.read_histogram  # services.jobs.answer.Access
 _.read_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals, services.jobs.darshan.ModuleRow, services.jobs.darshan.StoredTotals
 _.read_write_ratio  # services.telemetry.workload.Workload
 _.readings  # services.telemetry.collector.CollectorState
 _.reads  # services.jobs.answer.Interface, services.jobs.darshan.ModuleRow
-_.reason  # services.answers.changes.SkippedProbeSeries, services.answers.changes.SkippedSeries, services.answers.umami.JobPanel, services.jobs.darshan.FailedLog, services.lab.run.CaseRun, services.lab.score.ToolScore, services.probe.status.TargetStatus, services.probe.targets.Skipped, services.runtime.retention.Skipped
+_.reason  # services.answers.changes.SkippedProbeSeries, services.answers.changes.SkippedSeries, services.answers.report.ChangesPart, services.answers.umami.JobPanel, services.jobs.darshan.FailedLog, services.lab.run.CaseRun, services.lab.score.ToolScore, services.probe.status.TargetStatus, services.probe.targets.Skipped, services.runtime.retention.Skipped
 _.recall  # services.lab.score.LabelScore
 _.records  # services.jobs.answer.Damage, services.jobs.answer.Interface
 _.recovery  # services.telemetry.fsview.LustreTarget
@@ -550,7 +573,7 @@ _.rows_per_s  # services.telemetry.imports.SourceImport
 _.rows_written  # services.telemetry.collect.CollectSummary
 _.rule  # services.telemetry.fsview.Servers
 _.run  # services.bench.runs.BenchPage, services.lab.answers.RunAndScores
-_.run_id  # services.bench.iomodel.RunError, services.bench.runs.RunSummary, services.bench.runs.RunWindow
+_.run_id  # services.bench.iomodel.RunError, services.bench.runs.PageRun, services.bench.runs.PeakSeries, services.bench.runs.RunSummary, services.bench.runs.RunWindow
 _.running  # services.jobs.scheduler.JobsImport
 _.running_jobs  # services.answers.events.IoEvent
 _.runs  # services.answers.factors.Densities, services.bench.iomodel.Configuration, services.bench.iomodel.IomodelRun, services.bench.runs.BenchImport, services.bench.runs.BenchPage, services.bench.runs.BenchRun, services.bench.runs.FileImport, services.bench.runs.SummaryRow, services.probe.targets.Purged, services.probe.targets.TargetRow
@@ -571,7 +594,7 @@ _.seconds  # services.telemetry.imports.SourceImport
 _.seed  # services.bench.iomodel.IomodelRun
 _.seen  # services.telemetry.fsfacts.LctlTarget, services.telemetry.fsview.LustreTarget
 _.seq_fraction  # services.jobs.answer.Access, services.jobs.darshan.StoredAccess
-_.series  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.changes.SkippedSeries, services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.exporter_lctl.FamilyRow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
+_.series  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.changes.SkippedSeries, services.answers.report.ChangePoint, services.bench.runs.BenchCheck, services.bench.runs.BenchPage, services.telemetry.exporter_lctl.FamilyRow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.workload.WorkloadView
 _.series_examined  # services.answers.changes.Changes
 _.server_cpu_pct  # services.jobs.weather.Weather
 _.session  # services.bench.iomodel.IomodelRun
@@ -583,16 +606,16 @@ _.shared  # services.jobs.answer.Imbalance, services.jobs.answer.Sharing, servic
 _.shared_bytes  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
 _.shared_mount  # services.runtime.fs_names.JobFs
 _.sharing  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
-_.shown  # services.jobs.darshan.JobsPlot, services.telemetry.workload.WorkloadSeries
+_.shown  # services.answers.factors.Timeline, services.jobs.darshan.JobsPlot, services.telemetry.workload.WorkloadSeries
 _.significance  # services.answers.factors.DensityOptions, services.answers.factors.Factors
 _.since  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.since_ns  # services.telemetry.fsview.Span
 _.size_bytes  # services.bench.iomodel.Configuration, services.jobs.answer.AccessSize, services.jobs.darshan.FailedLog
 _.sizes  # services.answers.factors.Classified
-_.skipped  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.imports.WeatherRefresh, services.bench.runs.FileImport, services.jobs.ingest_scan.IngestCounts, services.jobs.weather.WeatherRefresh, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collect.SourceSummary
+_.skipped  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.imports.WeatherRefresh, services.answers.report.ChangesPart, services.bench.runs.FileImport, services.jobs.ingest_scan.IngestCounts, services.jobs.weather.WeatherRefresh, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collect.SourceSummary
 _.skipped_mounts  # services.content.fsstats.Snapshot
 _.skipped_rows  # services.bench.runs.BenchImport, services.bench.runs.FileImport
-_.slowdown  # services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.Sparkline, services.probe.timeline.TimelineInterval
+_.slowdown  # services.answers.events.IoEvent, services.answers.report.Links, services.answers.report.Report, services.answers.report.WorstHour, services.answers.why.Event, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.Sparkline, services.probe.timeline.TimelineInterval
 _.slowdown_threshold  # services.answers.events.CostSummary
 _.slowest_bytes  # services.jobs.answer.SharedSplit
 _.slowest_rank  # services.jobs.answer.LayerTime, services.jobs.answer.Perf, services.jobs.answer.SharedSplit
@@ -610,9 +633,10 @@ _.sources  # services.telemetry.collect.CollectSummary, services.telemetry.impor
 _.span_s  # services.probe.status.BaselineInfo
 _.sparkline  # services.probe.status.TargetStatus
 _.split  # services.answers.factors.DensityOptions, services.answers.factors.Factors
+_.splits_s  # services.answers.factors.Density
 _.sqlite  # store.check.Report
 _.stale_after_s  # services.probe.status.TargetStatus
-_.start  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
+_.start  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.report.WorstHour, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.PageRun, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.BurstEvent, services.telemetry.workload.Workload, stats.umami.Umami
 _.start_ns  # services.answers.factors.GroupDensity
 _.started  # services.lab.run.LabRun
 _.stat  # services.probe.history.History, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.timeline.Timeline
@@ -643,7 +667,7 @@ _.system_model  # services.answers.job_diff.DiffSide, services.answers.why.LogBu
 _.system_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
 _.system_share_of_extra  # services.lab.storm.StormPair
 _.table  # services.answers.factors.Classified
-_.target  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.probe.history.History, services.probe.history.TargetHistory, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.targets.Purged, services.probe.targets.Retired, services.probe.targets.TargetRow, services.probe.timeline.Timeline, services.telemetry.fsview.BrwTarget, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries
+_.target  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.answers.report.FullTarget, services.answers.report.WorstHour, services.probe.history.History, services.probe.history.TargetHistory, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus, services.probe.targets.Purged, services.probe.targets.Retired, services.probe.targets.TargetRow, services.probe.timeline.Timeline, services.telemetry.fsview.BrwTarget, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries
 _.targets  # services.answers.why.Why, services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsfacts.LctlState, services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.Capacity, services.telemetry.fsview.LustreState, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload
 _.targets_all  # services.answers.factors.Factors, services.probe.history.History
 _.targets_met  # services.lab.storm.StormPair
@@ -652,7 +676,7 @@ _.threshold  # services.jobs.answer.Finding
 _.thresholds  # services.probe.history.History, services.probe.status.Status, services.probe.timeline.Timeline
 _.throughput_bps  # services.bench.iomodel.Configuration
 _.ticks  # services.telemetry.collect.CollectSummary
-_.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.bench.runs.Rates, services.jobs.answer.Imbalance, services.jobs.answer.SharedSplit, services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries, services.telemetry.workload.WorkloadSeries
+_.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.factors.Timeline, services.answers.report.ChangePoint, services.bench.runs.PeakSeries, services.bench.runs.Rates, services.jobs.answer.Imbalance, services.jobs.answer.SharedSplit, services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries, services.telemetry.workload.WorkloadSeries
 _.time_cv  # services.jobs.answer.SharedSplit
 _.timeline  # services.answers.factors.Factors
 _.timeouts  # services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval, services.telemetry.collect.SourceSummary
@@ -671,7 +695,7 @@ _.top_executables  # services.jobs.darshan.ArchiveSummary
 _.top_files  # services.jobs.darshan.StoredJob
 _.top_projects  # services.jobs.darshan.ArchiveSummary
 _.top_users  # services.jobs.darshan.ArchiveSummary
-_.total  # services.content.fsstats.Growth, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobsPlot
+_.total  # services.answers.factors.Timeline, services.content.fsstats.Growth, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobsPlot
 _.total_bps  # services.telemetry.workload.WorkloadSeries
 _.total_ops  # services.telemetry.fsview.Metadata
 _.total_ops_per_s  # services.telemetry.fsview.Metadata
@@ -713,11 +737,11 @@ _.what  # services.answers.factors.GroupDensity, services.content.fsstats.Loaded
 _.window_end_ns  # services.jobs.weather.Weather
 _.window_s  # services.probe.status.Status, services.probe.status.TargetStatus
 _.window_start_ns  # services.jobs.weather.Weather
-_.worst  # services.probe.history.TargetHistory
+_.worst  # services.answers.report.ClimateOp, services.answers.report.SlowdownClimate, services.probe.history.TargetHistory
 _.worth  # services.jobs.answer.Finding
-_.write  # services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.BrwTarget
+_.write  # services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.BrwTarget, services.telemetry.workload.Autocorrelation, services.telemetry.workload.PowerSpectra
 _.write_bps  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.DailyRates, services.telemetry.workload.WorkloadSeries
-_.write_bytes  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
+_.write_bytes  # services.telemetry.fsview.TargetSeries, services.telemetry.workload.CalendarTotal, services.telemetry.workload.Workload
 _.write_bytes_bps  # services.bench.runs.Rates
 _.write_histogram  # services.jobs.answer.Access
 _.write_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals, services.jobs.darshan.ModuleRow, services.jobs.darshan.StoredTotals

@@ -209,7 +209,17 @@ def fs_name(mount: str, fs_type: str | None, source: str | None, fs_map: list[tu
     return base
 
 
-def dataset_for_mounts(mounts: list[dict], names: list[str], fs_map: list[tuple[str, str]],
+@dataclass(frozen=True)
+class MountBytes:
+    """Where a job moved its bytes: a mount point of its log, its file system type and the POSIX and STDIO
+    bytes it read and wrote there (None: the log names the mount but no bytes on it)."""
+
+    mount: str | None
+    fs_type: str | None = None
+    bytes: float | None = None
+
+
+def dataset_for_mounts(mounts: list[MountBytes], names: list[str], fs_map: list[tuple[str, str]],
                        hosts: tuple[str, ...] | list[str] = ()) -> dict:
     """Which telemetry dataset a job's files lived on. `mounts`: [{mount, fs_type, bytes}] from its log;
     `names`: the datasets with telemetry. A mount maps by the fs-map's longest matching prefix, else
@@ -223,26 +233,26 @@ def dataset_for_mounts(mounts: list[dict], names: list[str], fs_map: list[tuple[
     unmapped = []
     shared, shared_bytes = None, -1.0
     for m in mounts:
-        mount = m.get("mount")
+        mount = m.mount
         if not mount:
             continue
         dataset, how = None, None
         if entry := fs_map_entry(mount, fs_map):
             dataset, how = entry[1], f"fs-map {entry[0]} → {entry[1]}"
-        if dataset is None and (m.get("fs_type") or "") not in LOCAL_FS_TYPES:
+        if dataset is None and (m.fs_type or "") not in LOCAL_FS_TYPES:
             base = os.path.basename(mount.rstrip("/"))
             if base in names:
                 dataset, how = base, f"mount {mount} named like the dataset"
-        local = (m.get("fs_type") or "") in LOCAL_FS_TYPES or mount == "/"
+        local = (m.fs_type or "") in LOCAL_FS_TYPES or mount == "/"
         if dataset is None and local and (host := next((h for h in hosts if h in names), None)):
-            dataset, how = host, f"{mount} ({m.get('fs_type') or '?'}) is node {host}'s own disk: its dataset"
-        moved = float(m.get("bytes") or 0)
-        if (m.get("fs_type") or "") not in LOCAL_FS_TYPES and moved > shared_bytes:
+            dataset, how = host, f"{mount} ({m.fs_type or '?'}) is node {host}'s own disk: its dataset"
+        moved = float(m.bytes or 0)
+        if (m.fs_type or "") not in LOCAL_FS_TYPES and moved > shared_bytes:
             shared, shared_bytes = mount, moved
         if dataset is None:
-            unmapped.append({"mount": mount, "fs_type": m.get("fs_type"), "bytes": moved})
+            unmapped.append({"mount": mount, "fs_type": m.fs_type, "bytes": moved})
         elif moved > best["bytes"]:
-            best = {"dataset": dataset, "mount": mount, "fs_type": m.get("fs_type"), "how": how, "bytes": moved}
+            best = {"dataset": dataset, "mount": mount, "fs_type": m.fs_type, "how": how, "bytes": moved}
     best.pop("bytes")
     # most bytes first, as `why` lists a job's mounts: every surface names them in one order
     unmapped.sort(key=lambda u: (-u["bytes"], u["mount"]))

@@ -26,7 +26,7 @@ from ioweather.stats import factor_classes as fc
 from ioweather.stats.downsample import downsample
 from ioweather.stats.factor_classes import group_name, groups, split_cols  # noqa: F401 (re-exported: --by groups rows)
 from ioweather.stats.factor_models import FactorModel, fit_setup, models_from_doc, models_to_doc, NO_MODEL_LABEL
-from ioweather.stats.factors import all_positive_finite, analyse, FactorAnalysis, invalid_durations
+from ioweather.stats.factors import all_positive_finite, analyse, FactorAnalysis, FactorClass, invalid_durations
 from ioweather.store import open_store
 from ioweather.store.probe import OPS
 from ioweather.units import ns_to_iso, parse_size, to_ns
@@ -129,6 +129,33 @@ def keep(a: np.ndarray, ok: np.ndarray | None) -> np.ndarray:
 # ---------------------------------------------------------------- density
 
 
+@dataclass(frozen=True)
+class Density:
+    """The `--json` of one density (`factors density`, the Factors page's `analysis`; keys fixed by issue 4):
+    stats.factors.FactorAnalysis without its per-observation labels, the grid as lists. Durations in
+    seconds, the grid over ln-seconds."""
+
+    n: int
+    bandwidth: float
+    adjust: float
+    grid_x: list[float]
+    grid_y: list[float]
+    maxima_s: list[float]
+    minima_s: list[float]
+    splits_s: list[float]
+    cutoff_s: float | None
+    outlier_fraction: float
+    classes: list[FactorClass]
+
+    @classmethod
+    def of(cls, a: FactorAnalysis) -> Density:
+        return cls(a.n, a.bandwidth, a.adjust, a.grid_x.tolist(), a.grid_y.tolist(), a.maxima_s, a.minima_s,
+                   a.splits_s, a.cutoff_s, a.outlier_fraction, list(a.classes))
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), "classes": [answer_dict(c) for c in self.classes]}
+
+
 @dataclass
 class GroupDensity:
     """One group's density: `analysis` (stats.factors.Analysis) or `error` (its message) with
@@ -158,9 +185,9 @@ class Densities:
 
     def to_json(self) -> list[dict] | dict | None:
         if self.grouped:
-            return [{"group": r.group, **(r.analysis.as_dict() if r.error is None else {"error": r.error})}
+            return [{"group": r.group, **(Density.of(r.analysis).to_json() if r.error is None else {"error": r.error})}
                     for r in self.runs]
-        return self.runs[0].analysis.as_dict() if self.runs else None
+        return Density.of(self.runs[0].analysis).to_json() if self.runs else None
 
 
 def density_runs(groups: list[tuple[dict, pd.DataFrame]], name: str, opts: DensityOptions, drop_invalid: bool,
@@ -201,12 +228,30 @@ MAX_POINTS = 20000
 
 
 @dataclass(frozen=True)
+class Timeline:
+    """The Factors page's samples in time order, thinned to MAX_POINTS keeping the extremes (`downsampled`:
+    `shown` of `total`): each one's start (ISO 8601 UTC, ms), duration (seconds) and class label (JSON
+    `class`)."""
+
+    shown: int
+    total: int
+    downsampled: bool
+    time: list[str]
+    duration_s: list[float]
+    class_label: list[str]
+
+    def to_json(self) -> dict:
+        return {"shown": self.shown, "total": self.total, "downsampled": self.downsampled, "time": self.time,
+                "duration_s": self.duration_s, "class": self.class_label}
+
+
+@dataclass(frozen=True)
 class Factors(Answer):
     """Which performance class each sample of one probe target's op fell in over a window: the
     Factors page's answer (`/api/factors`). `analysis` is `factors density --from-store --json` for
     the same target, op, window and options (durations in seconds, the density over ln-seconds);
     `timeline` the samples in time order (ISO 8601 UTC, ms) with their class, thinned to MAX_POINTS
-    keeping the extremes; `excluded` the samples left out of the analysis (failed)."""
+    keeping the extremes; `excluded` how many samples were left out of the analysis (failed)."""
 
     target: str
     targets_all: list[str]
@@ -218,9 +263,9 @@ class Factors(Answer):
     significance: float
     cutoff_fraction: float
     split: str
-    analysis: dict
-    excluded: dict
-    timeline: dict
+    analysis: Density
+    excluded: int
+    timeline: Timeline
 
 
 def probe_factors(store, targets_all: list[str], target: str, op: str, since_ns: int, until_ns: int,
@@ -233,10 +278,9 @@ def probe_factors(store, targets_all: list[str], target: str, op: str, since_ns:
     keep = downsample(start, dur, MAX_POINTS)
     names = [c.label for c in a.classes]
     return Factors(target=target, targets_all=targets_all, op=op, ops=list(OPS), since=ns_to_iso(since_ns),
-                   until=ns_to_iso(until_ns), **kw, analysis=a.as_dict(), excluded=excluded,
-                   timeline={"shown": int(len(keep)), "total": int(len(dur)), "downsampled": bool(len(keep) < len(dur)),
-                             "time": iso_ms(start[keep]), "duration_s": dur[keep].tolist(),
-                             "class": [names[i] for i in lab[keep].tolist()]})
+                   until=ns_to_iso(until_ns), **kw, analysis=Density.of(a), excluded=excluded,
+                   timeline=Timeline(int(len(keep)), int(len(dur)), bool(len(keep) < len(dur)), iso_ms(start[keep]),
+                                     dur[keep].tolist(), [names[i] for i in lab[keep].tolist()]))
 
 
 # ---------------------------------------------------------------- fit

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ioweather.encoding import Answer
+from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import UserError
 from ioweather.services.answers.changes import detect
+from ioweather.services.bench.runs import SummaryRow
 from ioweather.services.probe.slowdown import compute_slowdown
 from ioweather.stats.bench import summarize
 from ioweather.store import bench as bstore
@@ -28,6 +29,100 @@ WORST = 5
 
 
 @dataclass(frozen=True)
+class ClimateOp:
+    """One probe op's hourly slowdowns over every target: median, 95th percentile, worst, how many hours."""
+
+    op: str
+    median: float
+    p95: float
+    worst: float
+    intervals: int
+
+
+@dataclass(frozen=True)
+class WorstHour:
+    """One of the worst hours: the target, the op, the hour's start (ISO 8601 UTC) and its slowdown."""
+
+    target: str
+    op: str
+    start: str
+    slowdown: float
+
+
+@dataclass(frozen=True)
+class SlowdownClimate:
+    """The probes' hourly slowdown climate (`interval_s` per slowdown): per op, and the worst hours."""
+
+    interval_s: float
+    ops: list[ClimateOp]
+    worst: list[WorstHour]
+
+    def to_json(self) -> dict:
+        return {"interval_s": self.interval_s, "ops": [answer_dict(o) for o in self.ops],
+                "worst": [answer_dict(w) for w in self.worst]}
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """A level change of one series (`changes`' Change): when, the levels before and after, their ratio."""
+
+    series: str
+    time: str
+    before: float
+    after: float
+    factor: float
+
+
+@dataclass(frozen=True)
+class ChangesPart:
+    """The week's change points, or why there are none to show (`reason`); `skipped`: the series too short
+    to look at (None, and left out of the JSON, when it could not look)."""
+
+    available: bool
+    reason: str | None
+    points: list[ChangePoint]
+    skipped: int | None = None
+
+    def to_json(self) -> dict:
+        doc = {"available": self.available, "reason": self.reason, "points": [answer_dict(p) for p in self.points]}
+        return doc if self.skipped is None else {**doc, "skipped": self.skipped}
+
+
+@dataclass(frozen=True)
+class FullTarget:
+    """A data target's fullness (fraction) and the days until it is full at its growth (None: not growing)."""
+
+    target: str
+    fullness: float
+    days_until_full: float | None
+
+
+@dataclass(frozen=True)
+class FullnessPart:
+    """The file system's fullness now (fraction), days until full and growth (bytes per second), its fullest
+    targets fullest first (the Capacity page's numbers)."""
+
+    fullness: float | None
+    days_until_full: float | None
+    growth_bps: float | None
+    fullest: list[FullTarget]
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), "fullest": [answer_dict(t) for t in self.fullest]}
+
+
+@dataclass(frozen=True)
+class Links:
+    """Each part's detail page (a path of the dashboard, with the window where the page takes one)."""
+
+    slowdown: str
+    changes: str
+    events: str
+    bench: str
+    fullness: str
+
+
+@dataclass(frozen=True)
 class Report(Answer):
     """A file system's week: `report --json` and the `report` of /api/report. Times ISO 8601 UTC.
 
@@ -40,12 +135,15 @@ class Report(Answer):
     start: str
     end: str
     query: str
-    slowdown: dict | None
-    changes: dict
+    slowdown: SlowdownClimate | None
+    changes: ChangesPart
     events: Events
-    bench: list[dict] | None
-    fullness: dict | None
-    links: dict
+    bench: list[SummaryRow] | None
+    fullness: FullnessPart | None
+    links: Links
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), "bench": None if self.bench is None else [r.to_json() for r in self.bench]}
 
 
 def compute(settings, fs: str, since: datetime | None, until: datetime | None, params=None) -> Report:
@@ -75,11 +173,11 @@ def compute(settings, fs: str, since: datetime | None, until: datetime | None, p
             store.dispose()
     return Report(fs=fs, start=ns_to_iso(to_ns(since)), end=ns_to_iso(to_ns(until)), query=q, slowdown=climate, changes=changes,
                   events=events, bench=bench, fullness=_fullness(settings, fs, since, until),
-                  links={"slowdown": "/timeline", "changes": "/history", "events": f"/workload?{q}",
-                         "bench": "/bench", "fullness": f"/capacity?{q}"})
+                  links=Links(slowdown="/timeline", changes="/history", events=f"/workload?{q}", bench="/bench",
+                              fullness=f"/capacity?{q}"))
 
 
-def _climate(store, since, until) -> dict | None:
+def _climate(store, since, until) -> SlowdownClimate | None:
     """Per op, the median and 95th percentile of the hourly slowdowns over every target; the worst hours."""
     try:
         rows = compute_slowdown(store, None, CLIMATE_INTERVAL_S, "median", BASELINE_S, since, until)
@@ -91,36 +189,31 @@ def _climate(store, since, until) -> dict | None:
     by_op: dict[str, list[float]] = {}
     for r in rows:
         by_op.setdefault(r.op, []).append(r.slowdown)
-    ops = [{"op": op, "median": float(np.median(v)), "p95": float(np.percentile(v, 95)), "worst": float(max(v)),
-            "intervals": len(v)} for op, v in sorted(by_op.items())]
+    ops = [ClimateOp(op, float(np.median(v)), float(np.percentile(v, 95)), float(max(v)), len(v))
+           for op, v in sorted(by_op.items())]
     worst = sorted(rows, key=lambda r: -r.slowdown)[:WORST]
-    return {"interval_s": CLIMATE_INTERVAL_S, "ops": ops,
-            "worst": [{"target": r.target, "op": r.op, "start": r.interval_start, "slowdown": r.slowdown}
-                      for r in worst]}
+    return SlowdownClimate(CLIMATE_INTERVAL_S, ops,
+                           [WorstHour(r.target, r.op, r.interval_start, r.slowdown) for r in worst])
 
 
-def _changes(store, settings, since, until) -> dict:
+def _changes(store, settings, since, until) -> ChangesPart:
     """The week's level changes (services.answers.changes.detect over the window, every kind of series)."""
     if store is None:
-        return {"available": False, "reason": "change points: not available (no store)", "points": []}
+        return ChangesPart(False, "change points: not available (no store)", [])
     found = detect(store, settings, to_ns(since), to_ns(until))
-    return {"available": True, "reason": None,
-            "points": [{"series": c.series, "time": c.time, "before": c.level_before,
-                        "after": c.level_after, "factor": c.factor} for c in found.changes],
-            "skipped": len(found.skipped)}
+    return ChangesPart(True, None, [ChangePoint(c.series, c.time, c.level_before, c.level_after, c.factor)
+                                    for c in found.changes], len(found.skipped))
 
 
-def _bench(store, fs: str, until_ns: int) -> list[dict] | None:
+def _bench(store, fs: str, until_ns: int) -> list[SummaryRow] | None:
     """The standing at the window's end: every run of `fs` before it (the peak is the history's), none
     after it; a report of a past week does not show next week's runs as its last."""
     df = bstore.results_frame(store, fs=fs, columns=["motif", "direction", "fs", "start_ns", "duration_s", "bw_bps"])
-    rows = summarize(df[df["start_ns"] < until_ns])
-    for r in rows:
-        r["last_start"] = ns_to_iso(r.pop("last_start_ns"))
+    rows = [SummaryRow.of(r) for r in summarize(df[df["start_ns"] < until_ns])]
     return rows or None
 
 
-def _fullness(settings, fs: str, since, until) -> dict | None:
+def _fullness(settings, fs: str, since, until) -> FullnessPart | None:
     # lazy: pandas, pyarrow via services.telemetry.fsview, loaded only when this runs
     from ioweather.services.telemetry.fsview import capacity
 
@@ -130,6 +223,6 @@ def _fullness(settings, fs: str, since, until) -> dict | None:
         return None
     last = f["now"]["fullness"] if f.get("now") else None  # the Capacity page's "now" and last point
     fullest = [r for r in c.targets if r["target"] in c.fullest]
-    return {"fullness": last, "days_until_full": f.get("days_until_full"), "growth_bps": f.get("growth_bps"),
-            "fullest": [{"target": r["target"], "fullness": r["fullness"], "days_until_full": r["days_until_full"]}
-                        for r in sorted(fullest, key=lambda r: -r["fullness"])]}
+    return FullnessPart(last, f.get("days_until_full"), f.get("growth_bps"),
+                        [FullTarget(r["target"], r["fullness"], r["days_until_full"])
+                         for r in sorted(fullest, key=lambda r: -r["fullness"])])

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from ioweather.config import check_dataset_name, dataset_for_mounts, load_fs_map
 from ioweather.errors import from_os_error, UserError
-from ioweather.services.jobs.facts import LogFacts
+from ioweather.services.jobs.facts import LogFacts, OpTimes
 from ioweather.services.runtime.fs_names import JobFs, check_fs, job_fs, probes_on
 from ioweather.sources.darshan_header import content_hash
 from ioweather.store.parquet_scan import one_database
@@ -168,8 +168,8 @@ def _log_budget(job: _Job, ref: _LogRef, notes: list[str]) -> _LogAnswer:
     dataset = fs or found.dataset
     # probes match the job's mount even when no telemetry dataset does
     mount = (found.mount or found.shared_mount) if not fs or fs == found.dataset else None
-    mounts = [f"{m['mount']} ({m['fs_type'] or '?'})" for m in sorted(
-        facts.mounts or [], key=lambda m: -(m.get("bytes") or 0)) if m.get("mount")]
+    mounts = [f"{m.mount} ({m.fs_type or '?'})" for m in sorted(
+        facts.mounts or [], key=lambda m: -(m.bytes or 0)) if m.mount]
     where = ", ".join(mounts) or "no mount in its log"
     has_tel = dataset in job.names
     weather, umami_doc = None, None
@@ -541,8 +541,8 @@ def _log_facts(stored: dict | None, path: str, rep: JobReport | None, log) -> Lo
                   code_from=(f"the largest stored finding's cost (the log is no longer at {path}: the combined "
                              "saving needs it; a lower bound)"),
                   advice=(top.get("fix") or top.get("message")) if top and (top.get("cost_s") or 0) > 0 else None,
-                  times={"read": stored.get("read_time_s"), "write": stored.get("write_time_s"),
-                         "meta": stored.get("meta_time_s")},
+                  times=OpTimes(read=stored.get("read_time_s"), write=stored.get("write_time_s"),
+                                meta=stored.get("meta_time_s")),
                   jobid=stored.get("jobid"), exe=stored.get("exe"), nnodes=stored.get("nnodes"),
                   nnodes_source="log" if stored.get("nnodes") else None,
                   start_ns=stored.get("start_ns"), end_ns=stored.get("end_ns"), mounts=None,
@@ -622,7 +622,7 @@ def _system(facts: LogFacts, weather: Weather | None, probe: tuple, probe_target
     thin = (probe_samples is not None and probe_samples < MIN_PROBE_SAMPLES and weather is not None
             and not weather.no_data)
     if by_op and not thin:
-        pc = probe_cost(io, facts.times, by_op)
+        pc = probe_cost(io, facts.times.by_kind(), by_op)
         if pc.cost_s is not None:
             detail = ", ".join(f"{k} ×{v.slowdown:.2f} on {100 * v.time_share:.0f} % of the I/O time"
                                for k, v in pc.kinds.items())

@@ -666,6 +666,37 @@ _PAGE_COLUMNS = ["run_id", "motif", "direction", "fs", "start_ns", "duration_s",
 
 
 @dataclass(frozen=True)
+class DurationHistogram:
+    """stats.bench.histogram of a series' durations: the bins' edges (seconds, one more than the bins), the
+    runs in each bin, and the optimum (the shortest run; None, and no bins, without a finite duration)."""
+
+    edges_s: list[float]
+    counts: list[int]
+    optimum_s: float | None
+
+
+@dataclass(frozen=True)
+class PeakSeries:
+    """A series' fraction of peak over time: per run, oldest first, its start (ISO 8601 UTC, ms), its
+    bandwidth / the series' best (None without a bandwidth) and its run id."""
+
+    time: list[str]
+    fraction_of_peak: list[float | None]
+    run_id: list[str]
+
+
+@dataclass(frozen=True)
+class PageRun:
+    """One run of the chosen series on the Benchmarks page (None where unknown)."""
+
+    run_id: str
+    start: str
+    duration_s: float | None
+    bw_bps: float | None
+    fraction_of_peak: float | None
+
+
+@dataclass(frozen=True)
 class BenchPage(Answer):
     """The Benchmarks page's answer (/api/bench): `rows` are `bench summary`'s (with `last_k`); for the
     chosen series (`motif`, `direction`, `fs`) the histogram of its durations (seconds, the optimum
@@ -676,13 +707,14 @@ class BenchPage(Answer):
     motif: str
     direction: str
     fs: str
-    histogram: dict
-    series: dict
-    runs: list[dict]
+    histogram: DurationHistogram
+    series: PeakSeries
+    runs: list[PageRun]
     run: RunWindow | None
 
     def to_json(self) -> dict:
-        return {**answer_dict(self), "rows": [r.to_json() for r in self.rows]}
+        return {**answer_dict(self), "rows": [r.to_json() for r in self.rows],
+                "runs": [answer_dict(r) for r in self.runs]}
 
 
 def page(store, motif: str | None, direction: str | None, fs: str | None, run_id: str | None) -> BenchPage:
@@ -707,11 +739,10 @@ def page(store, motif: str | None, direction: str | None, fs: str | None, run_id
     pick = run_id or (df["run_id"].iloc[-1] if len(df) else None)
     return BenchPage(
         rows=rows, motif=chosen.motif, direction=chosen.direction, fs=chosen.fs,
-        histogram=sb.histogram(df["duration_s"].to_numpy(float)),
-        series={"time": times, "fraction_of_peak": [_fin(v) for v in df["fraction_of_peak"]],
-                "run_id": df["run_id"].tolist()},
-        runs=[{"run_id": r.run_id, "start": ns_to_iso(int(r.start_ns)), "duration_s": _fin(r.duration_s),
-               "bw_bps": _fin(r.bw_bps), "fraction_of_peak": _fin(r.fraction_of_peak)}
+        histogram=DurationHistogram(**sb.histogram(df["duration_s"].to_numpy(float))),
+        series=PeakSeries(times, [_fin(v) for v in df["fraction_of_peak"]], df["run_id"].tolist()),
+        runs=[PageRun(r.run_id, ns_to_iso(int(r.start_ns)), _fin(r.duration_s), _fin(r.bw_bps),
+                      _fin(r.fraction_of_peak))
               for r in recent.iloc[::-1].itertuples()],
         run=run_window(store, pick) if pick else None)
 

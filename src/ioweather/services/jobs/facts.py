@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING
 
 from ioweather import __version__
+from ioweather.config import MountBytes
 
 if TYPE_CHECKING:
     from ioweather.services.jobs.answer import JobReport
@@ -30,6 +31,19 @@ REPORT_CODE_FROM = "the advisor's combined saving (verdict_saving_s)"
 
 
 @dataclass
+class OpTimes:
+    """The job's time in each kind of op, any layer (probe_cost uses their shares alone); None: unknown."""
+
+    read: float | None = None
+    write: float | None = None
+    meta: float | None = None
+
+    def by_kind(self) -> dict[str, float | None]:
+        """{kind of op: its time}: the lookup `why`'s probe_cost takes, not an answer."""
+        return {"read": self.read, "write": self.write, "meta": self.meta}
+
+
+@dataclass
 class LogFacts:
     """What one log's budget needs, from its report when the log can be read, else its stored row."""
 
@@ -37,16 +51,16 @@ class LogFacts:
     saving_s: float = 0.0
     code_from: str = ""
     advice: str | None = None
-    #: the time in each kind of op {"read", "write", "meta"} (probe_cost's shares)
-    times: dict = field(default_factory=dict)
+    #: the time in each kind of op (probe_cost's shares)
+    times: OpTimes = field(default_factory=OpTimes)
     jobid: int | None = None
     exe: str | None = None
     nnodes: int | None = None
     nnodes_source: str | None = None
     start_ns: int | None = None
     end_ns: int | None = None
-    #: [{mount, fs_type, bytes}] as runtime.fs_names.job_fs takes them; None until known
-    mounts: list | None = None
+    #: where the log moved its bytes, as runtime.fs_names.job_fs takes them; None until known
+    mounts: list[MountBytes] | None = None
     bytes_read: float | None = None
     bytes_written: float | None = None
     read_ops: float | None = None
@@ -61,12 +75,11 @@ class LogFacts:
         j, p, t = rep.job, rep.perf, rep.totals
         start_ns = None if log.start_time_s is None else int(round(log.start_time_s * 1e9))
         end_ns = None if log.end_time_s is None else int(round(log.end_time_s * 1e9))
-        mounts = [{"mount": m.mount, "fs_type": m.fs_type, "bytes": (m.bytes_read or 0) + (m.bytes_written or 0)}
-                  for m in rep.mounts]
+        mounts = [MountBytes(m.mount, m.fs_type, (m.bytes_read or 0) + (m.bytes_written or 0)) for m in rep.mounts]
         posix = rep.interfaces.get("POSIX")
         return cls(io_time_s=p.io_time_s or 0.0, saving_s=rep.verdict_saving_s or 0.0,
                    code_from=REPORT_CODE_FROM, advice=_advice(rep),
-                   times={"read": t.read_time_s, "write": t.write_time_s, "meta": t.meta_time_s},
+                   times=OpTimes(t.read_time_s, t.write_time_s, t.meta_time_s),
                    jobid=j.jobid, exe=j.exe, nnodes=j.nnodes,
                    nnodes_source=p.nnodes_source, start_ns=start_ns, end_ns=end_ns, mounts=mounts,
                    bytes_read=posix and posix.bytes_read, bytes_written=posix and posix.bytes_written,
@@ -76,7 +89,9 @@ class LogFacts:
 
     def stored(self) -> str:
         """The `why_facts` column: the facts and what made them. JSON keeps a float's every digit
-        (repr), NaN included; numpy scalars are written as the Python numbers they equal."""
+        (repr), NaN included; numpy scalars are written as the Python numbers they equal. `times` and each
+        mount are JSON objects by their field names ({"read", "write", "meta"}, {"mount", "fs_type", "bytes"}),
+        as darshan store version 4 has held them from the first: `usable` reads every row stored since."""
         return json.dumps({"version": FACTS_VERSION, "ioweather": __version__, "facts": asdict(self)},
                           default=_plain)
 
@@ -95,7 +110,15 @@ class LogFacts:
             return None
         if facts.get("nnodes_source") == CORES_PER_NODE or set(facts) != {f.name for f in fields(cls)}:
             return None
-        return cls(**facts)
+        times, mounts = facts["times"], facts["mounts"]
+        if not isinstance(times, dict) or not (mounts is None or isinstance(mounts, list)
+                                               and all(isinstance(m, dict) for m in mounts)):
+            return None
+        try:
+            return cls(**{**facts, "times": OpTimes(**times),
+                          "mounts": None if mounts is None else [MountBytes(**m) for m in mounts]})
+        except TypeError:  # a key neither dataclass has: facts of another shape, read the log
+            return None
 
 
 def _advice(rep: JobReport) -> str | None:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ioweather.config import check_dataset_name
+from ioweather.config import check_dataset_name, MountBytes
 from ioweather.encoding import Answer
 from ioweather.errors import UserError
 from ioweather.services.runtime.distributed import map_unordered
@@ -87,8 +87,8 @@ class Job:
     osts: list[int] | None = None
     perf_bps: float = math.nan
     mounts: list[str] = field(default_factory=list)
-    #: [{mount, fs_type, bytes}]: where it moved its bytes, for config.dataset_for_mounts
-    mount_bytes: list[dict] = field(default_factory=list)
+    #: where it moved its bytes, for config.dataset_for_mounts
+    mount_bytes: list[MountBytes] = field(default_factory=list)
     running: bool = False
     row: dict | None = None
     files: bool = True
@@ -125,7 +125,7 @@ def _scheduler(store):
 def darshan_job(row: dict, posix: dict | None = None, mounts: list[str] | None = None, osts: list[int] | None = None,
                 mount_bytes: list[dict] | None = None, files: bool = True) -> Job:
     """A Darshan job from its stored row and the sums of its POSIX records (`posix`: reads, writes,
-    opens; None: unknown); without `files`, from its row alone (`Job.files`)."""
+    opens; None: unknown; `mount_bytes`: stats.job_weather.mount_bytes' of the job); without `files`, from its row alone (`Job.files`)."""
     br = row.get("posix_bytes_read") if row.get("posix_bytes_read") is not None else row.get("bytes_read")
     bw = row.get("posix_bytes_written") if row.get("posix_bytes_written") is not None else row.get("bytes_written")
     mounts = mounts or []
@@ -135,7 +135,8 @@ def darshan_job(row: dict, posix: dict | None = None, mounts: list[str] | None =
                read_ops=None if posix is None else posix["reads"], write_ops=None if posix is None else posix["writes"],
                opens=None if posix is None else posix["opens"], osts=osts,
                perf_bps=(row.get("agg_perf_by_slowest_mibps") or np.nan) * MIB, mounts=mounts,
-               mount_bytes=mount_bytes if mount_bytes is not None else [{"mount": m} for m in mounts],
+               mount_bytes=([MountBytes(**m) for m in mount_bytes] if mount_bytes is not None
+                            else [MountBytes(m) for m in mounts]),
                row=None if files else row, files=files)
 
 
@@ -178,13 +179,13 @@ def fs_of(store, job: Job, fs: str | None = None, facts: bool = True, tables: di
     return job_fs(store.parquet_dir, job.mount_bytes, fs)
 
 
-def _mount_bytes_of(store, job: Job, tables: dict | None = None) -> list[dict]:
+def _mount_bytes_of(store, job: Job, tables: dict | None = None) -> list[MountBytes]:
     """The `mount_bytes` with_files would give `job` (stats.job_weather.mount_bytes, else its mounts), read
     with pyarrow alone: `umami JOB` answers from a kept climate without importing pandas (0.4 s)."""
     return _part_mounts(store, job.row.get("files_part"), tables).get(job.row["log_hash"], [])
 
 
-def _part_mounts(store, part: str | None, tables: dict | None = None) -> dict[str, list[dict]]:
+def _part_mounts(store, part: str | None, tables: dict | None = None) -> dict[str, list[MountBytes]]:
     """{log hash: its `mount_bytes`} of the jobs of one files part, in one pass over its rows (`tables`
     keeps them for the next job of the same part)."""
     # lazy: pyarrow via store.job_telemetry, loaded only when this runs
@@ -215,8 +216,8 @@ def _part_mounts(store, part: str | None, tables: dict | None = None) -> dict[st
         if e["fs_type"] is None and "fs_type" in t and t["fs_type"][i] is not None:
             e["fs_type"] = str(t["fs_type"][i])
         e["bytes"] += sum(t[c][i] or 0 for c in ("bytes_read", "bytes_written") if c in t)
-    out = {h: [{"mount": m, "fs_type": e["fs_type"], "bytes": float(e["bytes"])} for m, e in sorted(moved[h].items())]
-           if moved.get(h) else [{"mount": m} for m in sorted(ms)] for h, ms in seen.items()}
+    out = {h: [MountBytes(m, e["fs_type"], float(e["bytes"])) for m, e in sorted(moved[h].items())]
+           if moved.get(h) else [MountBytes(m) for m in sorted(ms)] for h, ms in seen.items()}
     tables[("mounts", path)] = out
     return out
 

@@ -8,7 +8,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from ioweather.config import dataset_for_mounts, fs_map_entry, fs_name, load_fs_map, short_host, under
+from ioweather.config import MountBytes, dataset_for_mounts, fs_map_entry, fs_name, load_fs_map, short_host, under
 from ioweather.encoding import answer_dict
 from ioweather.errors import UserError
 from ioweather.sources.mounts import mount_entry
@@ -88,23 +88,23 @@ class JobFs:
         return {**answer_dict(self), "unmapped": [answer_dict(m) for m in self.unmapped]}
 
 
-def job_fs(parquet_dir, mounts: list[dict], fs: str | None = None, hosts: list[str] | None = None) -> JobFs:
+def job_fs(parquet_dir, mounts: list[MountBytes], fs: str | None = None, hosts: list[str] | None = None) -> JobFs:
     """THE resolver of a job's file system: `why`, `umami`, the job page (its budget and its weather box)
-    and the Jobs page all ask it, so they name one file system. `mounts` are the job's [{mount, fs_type,
-    bytes}]; an explicit `fs` (checked) wins; else config.dataset_for_mounts with the site's fs-map.
+    and the Jobs page all ask it, so they name one file system. `mounts` are the job's MountBytes
+    (config); an explicit `fs` (checked) wins; else config.dataset_for_mounts with the site's fs-map.
     `hosts`: the job's nodes when its log names them (DXT); else this node, the rule by which a probe
     directory on a node's own disk is named (`fs_name_of`): a job on `/` is on the disk whose
     `collect --sources diskstats` dataset is the host's."""
     return _resolve(known_datasets(parquet_dir), load_fs_map(Path(parquet_dir).parent), mounts, fs, hosts)
 
 
-def jobs_fs(parquet_dir, mounts_of: dict[str, list[dict]]) -> dict[str, JobFs]:
+def jobs_fs(parquet_dir, mounts_of: dict[str, list[MountBytes]]) -> dict[str, JobFs]:
     """`job_fs` of many jobs ({key: their mounts} -> {key: JobFs}), the store's names and fs-map read once."""
     names, fs_map = known_datasets(parquet_dir), load_fs_map(Path(parquet_dir).parent)
     return {k: _resolve(names, fs_map, m) for k, m in mounts_of.items()}
 
 
-def _resolve(names: list[str], fs_map, mounts: list[dict], fs: str | None = None,
+def _resolve(names: list[str], fs_map, mounts: list[MountBytes], fs: str | None = None,
              hosts: list[str] | None = None) -> JobFs:
     nodes = [short_host(h) for h in hosts] if hosts else [short_host(socket.gethostname())]
     found = dataset_for_mounts(mounts, names, fs_map, nodes)

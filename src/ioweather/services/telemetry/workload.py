@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ioweather.encoding import Answer, finite_or_none, iso_ms
+from ioweather.encoding import Answer, answer_dict, finite_or_none, iso_ms
 from ioweather.errors import UserError
 from ioweather.services.runtime.distributed import connect, map_unordered
 from ioweather.stats import workload as W
@@ -207,13 +207,81 @@ def _read_inputs(settings, fs: str, files, step_ns: int, since_ns, until_ns, ste
 
 
 @dataclass(frozen=True)
+class CalendarTotal:
+    """Bytes read and written in one calendar day (`date` YYYY-MM-DD) or month (YYYY-MM), UTC."""
+
+    date: str
+    read_bytes: float | None
+    write_bytes: float | None
+
+
+@dataclass(frozen=True)
+class Burstiness:
+    """stats.workload.burstiness: the share of time below a third of the peak rate (None without data) and
+    the CDF of the aggregate rate (`cdf_frac[i]`: the share of intervals at or below `cdf_bps[i]`)."""
+
+    frac_time_below_33pct_peak: float | None
+    cdf_bps: list[float]
+    cdf_frac: list[float]
+
+
+@dataclass(frozen=True)
+class IdleBin:
+    """Idle periods of one duration bin (`bin`, minutes): how many, their minutes, their share of the
+    observed time (None with no observed time)."""
+
+    bin: str
+    count: int
+    minutes: float
+    frac_time: float | None
+
+
+@dataclass(frozen=True)
+class Spectrum:
+    """An I/O power spectrum: the bins' edges (bytes per observation), the bytes in each, their centroid
+    (None without bytes)."""
+
+    bin_edges_bytes: list[float]
+    bytes: list[float]
+    centroid_bytes: float | None
+
+
+@dataclass(frozen=True)
+class PowerSpectra:
+    """The read and write power spectra."""
+
+    read: Spectrum
+    write: Spectrum
+
+
+@dataclass(frozen=True)
+class Autocorrelation:
+    """The read and write rates' autocorrelation at each lag (seconds)."""
+
+    lags_s: list[float]
+    read: list[float]
+    write: list[float]
+
+
+@dataclass(frozen=True)
+class BurstEvent:
+    """One burst (stats.workload events): its window and peak (ISO 8601 UTC), peak rate and bytes."""
+
+    start: str
+    end: str
+    peak_time: str
+    peak_bps: float
+    bytes: float
+
+
+@dataclass(frozen=True)
 class Workload(Answer):
     """How busy, how bursty, when idle and which events: `workload --json`, the `result` of /api/workload.
 
     Times are ISO 8601 UTC strings; rates are bytes per second (`_bps`), amounts bytes, durations
     seconds. The parts that are tables (`daily`, `monthly`, `idle_periods`, `events`) are lists of
-    records and the statistics' parts (`burstiness`, `power_spectrum`, `acf`) the dicts of
-    `stats.workload.summarize`, with the keys the JSON has always had."""
+    dataclasses and the statistics' parts (`burstiness`, `power_spectrum`, `acf`) dataclasses, from the
+    dicts of `stats.workload.summarize`, with the keys the JSON has always had."""
 
     fs: str
     start: str
@@ -228,20 +296,24 @@ class Workload(Answer):
     sample_interval_s: float | None
     observations: int
     missing_observations: int
-    daily: list[dict]
-    monthly: list[dict]
+    daily: list[CalendarTotal]
+    monthly: list[CalendarTotal]
     peak_read_bps: float | None
     peak_write_bps: float | None
     peak_total_bps: float | None
     mean_total_bps: float | None
-    burstiness: dict
-    idle_periods: list[dict]
-    power_spectrum: dict
-    acf: dict
-    events: list[dict]
+    burstiness: Burstiness
+    idle_periods: list[IdleBin]
+    power_spectrum: PowerSpectra
+    acf: Autocorrelation
+    events: list[BurstEvent]
     idle_threshold: float
     smooth_s: float
     min_amplitude_bps: float
+
+    def to_json(self) -> dict:
+        return {**answer_dict(self), **{k: [answer_dict(r) for r in getattr(self, k)]
+                                        for k in ("daily", "monthly", "idle_periods", "events")}}
 
 
 @dataclass(frozen=True)
@@ -428,13 +500,14 @@ def compute(settings, fs: str, since, until, resample_s: float, idle_threshold: 
         sample_interval_s=sample_interval,
         observations=obs,
         missing_observations=missing_obs,
-        daily=daily,
-        monthly=monthly,
-        **{k: stats[k] for k in ("peak_read_bps", "peak_write_bps", "peak_total_bps", "mean_total_bps",
-                                 "burstiness", "idle_periods")},
-        power_spectrum=spectra,
-        acf=stats["acf"],
-        events=events,
+        daily=[CalendarTotal(**r) for r in daily],
+        monthly=[CalendarTotal(**r) for r in monthly],
+        **{k: stats[k] for k in ("peak_read_bps", "peak_write_bps", "peak_total_bps", "mean_total_bps")},
+        burstiness=Burstiness(**stats["burstiness"]),
+        idle_periods=[IdleBin(**r) for r in stats["idle_periods"]],
+        power_spectrum=PowerSpectra(Spectrum(**spectra["read"]), Spectrum(**spectra["write"])),
+        acf=Autocorrelation(**stats["acf"]),
+        events=[BurstEvent(**e) for e in events],
         idle_threshold=idle_threshold,
         smooth_s=smooth_s,
         min_amplitude_bps=min_amplitude,
