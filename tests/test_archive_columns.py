@@ -133,7 +133,14 @@ def test_compensated_sums_as_pandas_sums():
     frame = pd.DataFrame({"g": groups, "v": values})
     assert sums == frame.groupby("g")["v"].sum().tolist()
     assert [s / k for s, k in zip(sums, n)] == frame.groupby("g")["v"].mean().tolist()
-    finite = values[:201]
+    # whole numbers summed at once where exact (groups 0 and 3), row by row where not (1: past 2**53; 2: fractions)
+    values = np.array([3.0, 2.0**53, -0.0, 5.0, 1.0, 0.5, np.nan, 7.0, 1.0, 2.0**52, 2.0**52, 0.25, -0.0])
+    groups = [0, 1, 3, 0, 1, 2, 3, 3, 1, 0, 0, 2, 3]
+    frame = pd.DataFrame({"g": groups, "v": values})
+    sums, n = kahan_sums(values, groups, 4)
+    assert sums == frame.groupby("g")["v"].sum().tolist() and n == frame.groupby("g")["v"].count().tolist()
+    assert sums[1] != float(sum(values[[1, 4, 8]]))  # naive: 2**53 + 1 + 1 rounds back to 2**53
+    finite = np.concatenate([[1e16], rng.random(200)])
     s, _ = kahan_sums(finite, [0] * len(finite), 1)
     assert s[0] == pd.Series(finite).groupby([0] * len(finite)).sum().iloc[0] != float(sum(finite.tolist()))
 

@@ -33,9 +33,11 @@ def column(values) -> np.ndarray:
     """A stored numeric column as `DataFrame.from_records` types it: int64 when every value is an int, else
     float64 with NaN for NULL (a column of NULLs only is object there; every use here coerces it to NaN or 0)."""
     values = list(values)
-    if values and all(type(v) is int for v in values):
-        return np.array(values, dtype=np.int64)
-    return np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    if values and None not in values:
+        a = np.array(values)
+        if a.dtype == np.int64 or a.dtype == np.float64:
+            return a
+    return np.array(values, dtype=np.float64)  # None -> NaN
 
 
 def _filled(a: np.ndarray) -> np.ndarray:
@@ -63,14 +65,31 @@ def _used(modules: list[str], name: str) -> np.ndarray:
     return np.array([key in "," + m + "," for m in modules], dtype=bool)
 
 
-def kahan_sums(values: np.ndarray, groups: list[int], n_groups: int) -> tuple[list[float], list[int]]:
+def kahan_sums(values: np.ndarray, groups, n_groups: int) -> tuple[list[float], list[int]]:
     """(sum, count of non-NaN values) of each group, in pandas' Cython order: row by row, Kahan-compensated,
-    NaN skipped, a NaN compensation (an infinite value) reset to 0."""
-    s, comp, nobs = [0.0] * n_groups, [0.0] * n_groups, [0] * n_groups
-    for g, v in zip(groups, values.tolist()):
-        if v != v:
-            continue
-        nobs[g] += 1
+    NaN skipped, a NaN compensation (an infinite value) reset to 0.
+
+    A group of whole numbers whose magnitudes add up to less than 2**53 (bytes, counts) is summed by
+    `np.bincount`: every partial sum is then exact in float64, so the compensation stays 0 and any order
+    gives the same, exact sum; row by row in Python is for the other groups (a 100,000-job archive has
+    many such columns). The magnitudes' own sum is a float sum too, but of non-negative terms: once a
+    partial sum reaches 2**53 it never rounds back below, so a total under 2**53 was exact all along."""
+    values = np.asarray(values, dtype=np.float64)
+    groups = np.asarray(groups, dtype=np.int64)
+    ok = ~np.isnan(values)
+    g_ok, v_ok = groups[ok], values[ok]
+    whole = np.isfinite(v_ok) & (v_ok == np.floor(np.where(np.isfinite(v_ok), v_ok, 0.0)))
+    exact = (np.bincount(g_ok, weights=np.where(whole, np.abs(v_ok), 0.0), minlength=n_groups) < 2.0 ** 53) \
+        & (np.bincount(g_ok[~whole], minlength=n_groups) == 0)
+    s = np.bincount(g_ok, weights=np.where(exact[g_ok], v_ok, 0.0), minlength=n_groups).tolist()
+    nobs = np.bincount(g_ok, minlength=n_groups).tolist()
+    slow = ~exact[g_ok]
+    if not slow.any():
+        return s, nobs
+    comp = [0.0] * n_groups
+    for g in np.flatnonzero(~exact).tolist():
+        s[g] = 0.0
+    for g, v in zip(g_ok[slow].tolist(), v_ok[slow].tolist()):
         y = v - comp[g]
         t = s[g] + y
         cc = t - s[g] - y
@@ -79,13 +98,12 @@ def kahan_sums(values: np.ndarray, groups: list[int], n_groups: int) -> tuple[li
     return s, nobs
 
 
-def _group_sums(a: np.ndarray, groups: list[int], n_groups: int) -> list:
-    """groupby(...).sum() of one column: exact ints for an int64 column, else Kahan floats."""
+def _group_sums(a: np.ndarray, groups, n_groups: int) -> list:
+    """groupby(...).sum() of one column: int64 sums for an int64 column (wrapping as pandas' do), else Kahan floats."""
     if a.dtype == np.int64:
-        out = [0] * n_groups
-        for g, v in zip(groups, a.tolist()):
-            out[g] += v
-        return out
+        out = np.zeros(n_groups, np.int64)
+        np.add.at(out, np.asarray(groups, dtype=np.int64), a)
+        return out.tolist()
     return kahan_sums(a, groups, n_groups)[0]
 
 
@@ -282,6 +300,11 @@ def exe_name(exe: str) -> str:
     return exe.split()[0].rsplit("/", 1)[-1] if exe.strip() else ""
 
 
+def _exe_names(exes: list[str]) -> list[str]:
+    names: dict = {}
+    return [names[e] if e in names else names.setdefault(e, exe_name(e)) for e in exes]
+
+
 def summary(c: dict, projects: np.ndarray, users: list[str], *, cores_per_node: int | None = None,
             min_procs: int = 1024, min_bytes: int = 500 * MiB, top: int = 10) -> dict:
     """Every cross-job view at once (`stats.archive.summary`'s answer); `c` typed by `column`, text columns
@@ -299,7 +322,7 @@ def summary(c: dict, projects: np.ndarray, users: list[str], *, cores_per_node: 
         "strategy_by_size": strategy_by_size(c, cls, n),
         "top_projects": top_n(c, [str(p) for p in projects], "project", top),
         "top_users": top_n(c, users, "user", top),
-        "top_executables": top_n(c, [exe_name(e) for e in _text(c["exe"])], "exe_name", top),
+        "top_executables": top_n(c, _exe_names(_text(c["exe"])), "exe_name", top),
         "files_vs_procs": files_vs_procs(c, cls),
         "mibps_per_node_by_project": mibps_per_node_by_project(c, projects, cores_per_node, min_procs, min_bytes),
         "projects": project_table(c, projects, cores_per_node),
