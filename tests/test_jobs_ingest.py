@@ -191,13 +191,15 @@ def _die_on_poison(item):
     return ("ok", item)
 
 
-def test_pool_survives_a_worker_crash():
+@pytest.mark.parametrize("per_task", [1, 4])
+def test_pool_survives_a_worker_crash(per_task):
+    """A poisoned item among others, one or four to a task (`jobs ingest` sends four): only it fails."""
     from ioweather.services.jobs.ingest import run_pool
 
     items = [f"log{i}" for i in range(12)] + ["poison"] + [f"log{i}" for i in range(12, 20)]
     results, crashed = {}, {}
     run_pool(_die_on_poison, items, 2, lambda it, res: results.__setitem__(it, res),
-             lambda it, why: crashed.__setitem__(it, why))
+             lambda it, why: crashed.__setitem__(it, why), per_task=per_task)
     assert set(crashed) == {"poison"} and "the Darshan library failed" in crashed["poison"]
     assert set(results) == set(items) - {"poison"}
 

@@ -56,9 +56,9 @@ _.bytes_change_pct  # services.content.fsstats.DirGrowth, services.content.fssta
 _.bytes_cv  # services.jobs.answer.SharedSplit
 _.bytes_in_files_below_1mib  # services.content.fsstats.Highlights
 _.bytes_per_day  # services.content.fsstats.Growth
-_.bytes_read  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals
+_.bytes_read  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.archive_light.ArchiveSummary, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals
 _.bytes_share  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare
-_.bytes_written  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.darshan.ArchiveSummary, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals
+_.bytes_written  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.archive_light.ArchiveSummary, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals
 _.cache  # services.bench.iomodel.Configuration, services.lab.toolchain.Build
 _.candidates  # services.answers.events.Events
 _.capacity_bytes  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
@@ -204,7 +204,7 @@ _.f1  # services.lab.score.LabelScore
 _.factor  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.report.ChangePoint
 _.failed  # services.bench.runs.BenchImport, services.jobs.darshan.JobsView, services.jobs.ingest_scan.IngestCounts, services.telemetry.collect.SourceSummary, services.telemetry.imports.ImportSummary
 _.failed_at  # services.jobs.darshan.FailedLog
-_.failed_logs  # services.jobs.darshan.ArchiveSummary
+_.failed_logs  # services.jobs.archive_light.ArchiveSummary
 _.failed_over  # services.answers.why.Targets
 _.failed_runs  # services.bench.iomodel.Configuration, services.bench.iomodel.IomodelRun
 _.failover  # services.telemetry.fsfacts.LctlState, services.telemetry.fsfacts.LctlTarget
@@ -230,8 +230,8 @@ _.files_cut  # services.runtime.retention.KindPruned
 _.files_per_day  # services.content.fsstats.Growth
 _.files_share  # services.content.fsstats.ProjectShare
 _.files_stored  # services.jobs.darshan.StoredJob
-_.files_vs_procs  # services.jobs.darshan.ArchiveSummary
-_.filters  # services.jobs.darshan.ArchiveSummary
+_.files_vs_procs  # services.jobs.archive_light.ArchiveSummary
+_.filters  # services.jobs.archive_light.ArchiveSummary
 _.findings  # services.jobs.answer.JobReport, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob
 _.fio_s  # services.bench.runs.BenchRun
 _.first_sample  # services.probe.targets.TargetRow
@@ -297,7 +297,7 @@ _.ingested  # services.jobs.ingest_scan.IngestCounts
 _.ingested_at  # services.jobs.darshan.StoredJob
 _.inputs  # services.answers.factors.ModelFile
 _.interfaces  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
-_.interfaces_by_size  # services.jobs.darshan.ArchiveSummary
+_.interfaces_by_size  # services.jobs.archive_light.ArchiveSummary
 _.interval_s  # services.answers.events.Events, services.answers.report.SlowdownClimate, services.content.fsstats.Growth, services.probe.history.History, services.probe.status.Sparkline, services.probe.status.TargetStatus, services.probe.timeline.Timeline, services.telemetry.collect.CollectSummary, services.telemetry.collector.CollectorState, services.telemetry.workload.Workload
 _.interval_start  # services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.timeline.TimelineInterval
 _.intervals  # services.answers.report.ClimateOp, services.probe.timeline.Timeline
@@ -316,7 +316,7 @@ _.job  # services.answers.events.CulpritCost, services.answers.events.EventJob, 
 _.job_url  # services.answers.events.CulpritCost, services.answers.events.EventJob
 _.job_weather  # services.answers.imports.TelemetryImport
 _.jobid  # services.answers.why.LogBudget, services.bench.runs.Submitted, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredHeader, services.lab.storm.Twin
-_.jobs  # services.answers.events.IoEvent, services.answers.imports.WeatherRefresh, services.answers.umami.Correlations, services.jobs.darshan.ArchiveSummary, services.jobs.scheduler.JobsImport, services.jobs.weather.WeatherRefresh, services.telemetry.fsview.Talkers
+_.jobs  # services.answers.events.IoEvent, services.answers.imports.WeatherRefresh, services.answers.umami.Correlations, services.jobs.archive_light.ArchiveSummary, services.jobs.scheduler.JobsImport, services.jobs.weather.WeatherRefresh, services.telemetry.fsview.Talkers
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
 _.jobs_without_cores  # services.answers.events.IoEvent
 _.kept  # services.answers.imports.WeatherRefresh, services.jobs.weather.WeatherRefresh
@@ -385,7 +385,7 @@ _.metric  # services.answers.umami.CorrelationRow, services.answers.why.ClimateM
 _.metrics  # services.answers.why.Climate, services.telemetry.imports.SourceImport, stats.umami.Umami
 _.mibps  # services.jobs.answer.Perf, services.jobs.darshan.JobRow, services.jobs.darshan.StoredPerf
 _.mibps_per_node  # services.jobs.answer.Perf, services.jobs.darshan.JobRow, services.jobs.darshan.StoredPerf
-_.mibps_per_node_by_project  # services.jobs.darshan.ArchiveSummary
+_.mibps_per_node_by_project  # services.jobs.archive_light.ArchiveSummary
 _.mibps_per_node_reason  # services.jobs.answer.Perf
 _.micro_f1  # services.lab.score.ToolScore
 _.micro_f1_labels  # services.lab.score.ToolScore
@@ -516,7 +516,7 @@ _.problem  # store.check.Problem
 _.problems  # store.check.Report
 _.procs  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.programs  # services.lab.toolchain.Toolchain
-_.projects  # services.content.fsstats.Contents, services.jobs.darshan.ArchiveSummary
+_.projects  # services.content.fsstats.Contents, services.jobs.archive_light.ArchiveSummary
 _.projects_shown  # services.jobs.darshan.JobsView
 _.projects_total  # services.content.fsstats.Contents
 _.purged  # services.probe.targets.Purged
@@ -647,7 +647,7 @@ _.status  # services.bench.runs.BenchCheck, services.content.fsstats.DirGrowth, 
 _.step_s  # services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries
 _.storm  # services.lab.storm.StormPair
 _.storm_job  # services.lab.storm.StormPair
-_.strategy_by_size  # services.jobs.darshan.ArchiveSummary
+_.strategy_by_size  # services.jobs.archive_light.ArchiveSummary
 _.strength  # services.answers.umami.CorrelationRow, stats.umami.MetricRow
 _.stripe_count  # services.jobs.answer.Lustre
 _.stripe_counts  # services.jobs.answer.Lustre
@@ -691,10 +691,10 @@ _.top_dirs  # services.content.fsstats.Growth, services.content.fsstats.Snapshot
 _.top_dirs_by_bytes  # services.content.fsstats.Movers
 _.top_dirs_by_files  # services.content.fsstats.Movers
 _.top_events  # services.answers.events.CostSummary
-_.top_executables  # services.jobs.darshan.ArchiveSummary
+_.top_executables  # services.jobs.archive_light.ArchiveSummary
 _.top_files  # services.jobs.darshan.StoredJob
-_.top_projects  # services.jobs.darshan.ArchiveSummary
-_.top_users  # services.jobs.darshan.ArchiveSummary
+_.top_projects  # services.jobs.archive_light.ArchiveSummary
+_.top_users  # services.jobs.archive_light.ArchiveSummary
 _.total  # services.answers.factors.Timeline, services.content.fsstats.Growth, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobsPlot
 _.total_bps  # services.telemetry.workload.WorkloadSeries
 _.total_ops  # services.telemetry.fsview.Metadata

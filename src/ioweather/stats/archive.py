@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ioweather.stats.archive_columns import parse_project_map  # noqa: F401 (re-exported)
 from ioweather.stats.grouped import quantile_sorted, sort_groups
 
 MiB = 1024 * 1024
@@ -235,32 +236,6 @@ def summary(df: pd.DataFrame, projects: np.ndarray, *, cores_per_node: int | Non
 
 # ---------------------------------------------------------------------------
 # projects
-
-def parse_project_map(text: str) -> list[tuple[str, str, str]]:
-    """Rules from a mapping file: one per line, `uid:NUMBER PROJECT` or `/path/prefix PROJECT`.
-
-    Blank lines and lines starting with # are ignored. Raises ValueError with the
-    line number on a malformed line.
-    """
-    rules = []
-    for i, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        parts = line.split(None, 1)
-        if len(parts) != 2:
-            raise ValueError(f"line {i}: expected 'uid:NUMBER PROJECT' or '/path/prefix PROJECT'")
-        key, proj = parts[0], parts[1].strip()
-        if key.startswith("uid:"):
-            if not key[4:].isdigit():
-                raise ValueError(f"line {i}: uid must be a number, got {key[4:]!r}")
-            rules.append(("uid", key[4:], proj))
-        elif key.startswith("/"):
-            rules.append(("path", key.rstrip("/") or "/", proj))
-        else:
-            raise ValueError(f"line {i}: key must be uid:NUMBER or an absolute path prefix, got {key!r}")
-    return rules
-
 
 def assign_projects(df: pd.DataFrame, rules: list[tuple[str, str, str]], users: list[str]) -> np.ndarray:
     """Project of each job: the longest matching path prefix (of its top file, then its exe), then its uid

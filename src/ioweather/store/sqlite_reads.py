@@ -40,6 +40,11 @@ JOB_COLUMNS = (
     "dfs_bytes_written", "daos_bytes_read", "daos_bytes_written", "agg_perf_by_slowest_mibps", "mibps", "io_time_s",
     "io_fraction", "common_access_bytes", "seq_fraction", "top_file", "finding_codes", "files_part", "verdict",
     "findings_json", "why_facts")
+#: store.jobs.SUMMARY_COLUMNS (`jobs summary`'s columns, services/jobs/archive_light.py), in the same order
+SUMMARY_COLUMNS = tuple(c for c in JOB_COLUMNS if c not in (
+    "id", "path", "path_hash", "size_bytes", "mtime_ns", "ingested_ns", "start_ns", "end_ns", "log_version",
+    "partial_modules", "seq_fraction", "finding_codes", "files_part", "agg_perf_by_slowest_mibps", "runtime_s",
+    "jobid", *COMPLETED_COLUMNS))
 SCHED_COLUMNS = ("cluster", "jobid", "user", "account", "name", "partition", "start_ns", "end_ns", "nnodes", "ncpus",
                  "nodelist", "state", "exit_code", "source", "imported_ns")
 WEATHER_COLUMNS = ("job_key", "fs", "motif", "start_ns", "end_ns", "computed_ns", "telemetry_sig", "doc")

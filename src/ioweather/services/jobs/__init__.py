@@ -5,6 +5,7 @@ telemetry. See docs/architecture.md.
     answer         `JobReport`, the answer of `ioweather job LOG`, typed to its leaves
     facts          `LogFacts`: what `why` answers with of one log, stored at ingest (no log read again)
     darshan_child  `job LOG` done in a child process, so that a dying Darshan reader is one line
+    archive_light  `jobs summary` of the SQLite store through sqlite3 and numpy (no pandas, no SQLAlchemy)
     darshan        Darshan jobs for `job`, `jobs ...` and the Jobs pages; the one name of a uid (user_label)
     ingest         the pipeline of `jobs ingest`: many Darshan logs read in parallel into the store
     ingest_scan    what `jobs ingest` finds before reading: the logs, the unchanged ones, an unchanged archive's answer

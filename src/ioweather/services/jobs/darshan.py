@@ -12,14 +12,18 @@ import math
 import pwd
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ioweather.encoding import Answer, answer_dict
-from ioweather.errors import UserError, from_os_error
+from ioweather.errors import UserError
 from ioweather.services.jobs.answer import Lustre
+from ioweather.services.jobs.archive_light import (  # noqa: F401 (ArchiveSummary re-exported)
+    ArchiveSummary,
+    project_rules,
+    user_name as _user_name,
+)
 from ioweather.services.jobs.report import (  # noqa: F401 (re-exported)
     job_answer,
     job_html,
@@ -30,7 +34,7 @@ from ioweather.services.jobs.report import (  # noqa: F401 (re-exported)
     with_unit_keys,
 )
 from ioweather.services.jobs.weather import stored_verdicts
-from ioweather.stats.archive import assign_projects, node_counts, parse_project_map, summary as build
+from ioweather.stats.archive import assign_projects, node_counts, summary as build
 from ioweather.stats.findings import describe_codes, highest_level, severity
 from ioweather.stats.job import characterization_fields, LUSTRE_FILE_COLUMNS, mibps_per_node
 from ioweather.stats.job_files import per_module, per_mount, top_files
@@ -41,44 +45,11 @@ from ioweather.views.job_console import lustre_text
 
 # -- the archive
 
-@dataclass(frozen=True)
-class ArchiveSummary:
-    """Cross-job views of the stored jobs: `jobs summary --json` and the `summary` of /api/jobs.
-
-    Bytes are bytes, rates MiB/s (`mibps...`); `to_json()` adds beside each such key its unit-rule
-    twin (`read_bytes`, `_bps` in bytes per second, `with_unit_keys`). The tables are the records of
-    `stats.archive.summary`; `filters` are the options they were computed with."""
-
-    jobs: int
-    failed_logs: int
-    bytes_read: int
-    bytes_written: int
-    filters: dict
-    interfaces_by_size: list[dict]
-    strategy_by_size: list[dict]
-    top_projects: list[dict]
-    top_users: list[dict]
-    top_executables: list[dict]
-    files_vs_procs: dict
-    mibps_per_node_by_project: dict
-    projects: list[dict]
-
-    def to_json(self) -> dict:
-        return with_unit_keys(answer_dict(self))
-
-
 def archive_summary(settings, *, projects_file: str | None, cores_per_node: int | None, min_procs: int,
                     min_bytes: int, top: int) -> ArchiveSummary:
-    rules = []
-    if projects_file:
-        try:
-            text = Path(projects_file).read_text(encoding="utf-8")
-        except OSError as e:
-            raise from_os_error(projects_file, e, "read projects file") from None
-        try:
-            rules = parse_project_map(text)
-        except ValueError as e:
-            raise UserError(f"projects file {projects_file}: {e}") from None
+    """`jobs summary` through the store's door (services/jobs/archive_light.py answers it without pandas and
+    SQLAlchemy where it can: `light_answer`)."""
+    rules = project_rules(projects_file)
     store = open_store(settings)
     df = jobs_store.load_jobs(store, jobs_store.SUMMARY_COLUMNS)
     return _summary(df, rules, jobs_store.count_failed(store), cores_per_node=cores_per_node, min_procs=min_procs,
@@ -368,15 +339,6 @@ def user_label(uid, cache: dict) -> str:
     if uid is None or pd.isna(uid):
         return "?"
     return _user_name(uid, cache) or str(int(uid))
-
-
-def _user_name(uid, cache: dict) -> str | None:
-    if uid not in cache:
-        try:
-            cache[uid] = pwd.getpwuid(int(uid)).pw_name
-        except (KeyError, ValueError, OverflowError, TypeError):  # no such user here (another site's log)
-            cache[uid] = None
-    return cache[uid]
 
 
 def list_jobs(store, *, since_ns: int | None = None, until_ns: int | None = None, user: str | None = None,

@@ -1,0 +1,124 @@
+"""`jobs summary` answered from the embedded SQLite store with `sqlite3` and numpy: no pandas, no SQLAlchemy.
+
+The command took ~1.0 s of CPU whatever the archive's size, 0.8 s of it importing pandas and SQLAlchemy
+(issue 40). Here the job rows are read through `store.sqlite_reads` (read-only, the same columns in the same
+order as `store.jobs.load_jobs`) and summarized by `stats.archive_columns`, which computes what
+`stats.archive.summary` computes number for number. What this cannot answer as the full path would, it
+leaves to it (`light_answer` is None; the command asks `services.jobs.darshan.archive_summary`): a server database,
+no store yet, a darshan component of another schema version or none (the full door creates or upgrades it:
+a write).
+"""
+
+from __future__ import annotations
+
+import pwd
+from dataclasses import dataclass
+from pathlib import Path
+
+from ioweather.encoding import answer_dict
+from ioweather.errors import UserError, from_os_error
+from ioweather.services.jobs.answer import with_unit_keys
+from ioweather.store import sqlite_reads
+
+#: store.jobs.SUMMARY_COLUMNS' text columns (the others are numbers, typed by `column`)
+_TEXT = ("log_hash", "exe", "modules", "top_file")
+
+
+@dataclass(frozen=True)
+class ArchiveSummary:
+    """Cross-job views of the stored jobs: `jobs summary --json` and the `summary` of /api/jobs.
+
+    Bytes are bytes, rates MiB/s (`mibps...`); `to_json()` adds beside each such key its unit-rule
+    twin (`read_bytes`, `_bps` in bytes per second, `with_unit_keys`). The tables are the records of
+    `stats.archive.summary`; `filters` are the options they were computed with."""
+
+    jobs: int
+    failed_logs: int
+    bytes_read: int
+    bytes_written: int
+    filters: dict
+    interfaces_by_size: list[dict]
+    strategy_by_size: list[dict]
+    top_projects: list[dict]
+    top_users: list[dict]
+    top_executables: list[dict]
+    files_vs_procs: dict
+    mibps_per_node_by_project: dict
+    projects: list[dict]
+
+    def to_json(self) -> dict:
+        return with_unit_keys(answer_dict(self))
+
+
+def project_rules(projects_file: str | None) -> list:
+    """The rules of a `--projects` file ([] without one); a UserError naming the file when it cannot be used."""
+    if not projects_file:
+        return []
+    try:
+        text = Path(projects_file).read_text(encoding="utf-8")
+    except OSError as e:
+        raise from_os_error(projects_file, e, "read projects file") from None
+    # lazy: numpy via stats.archive_columns: the command imports this module at its top (its `--help`)
+    from ioweather.stats.archive_columns import parse_project_map
+
+    try:
+        return parse_project_map(text)
+    except ValueError as e:
+        raise UserError(f"projects file {projects_file}: {e}") from None
+
+
+def light_answer(settings, *, projects_file: str | None, cores_per_node: int | None, min_procs: int,
+                 min_bytes: int, top: int) -> ArchiveSummary | None:
+    """`jobs summary` from the SQLite store through `sqlite3`; None when the store needs its usual door
+    (services/jobs/darshan.py `archive_summary` then answers). A bad `--projects` file is a UserError either way."""
+    rules = project_rules(projects_file)
+    return _light(settings, rules, cores_per_node=cores_per_node, min_procs=min_procs, min_bytes=min_bytes, top=top)
+
+
+def _light(settings, rules: list, **options) -> ArchiveSummary | None:
+    store = sqlite_reads.open_light(settings)
+    if store is None:
+        return None
+    try:
+        store.require("darshan")
+        names = sqlite_reads.SUMMARY_COLUMNS
+        rows = store.rows(f"SELECT {', '.join(names)} FROM darshan_jobs ORDER BY log_hash")
+        failed = store.rows("SELECT count(*) FROM darshan_failed_logs")[0][0]
+    except sqlite_reads.Fallback:
+        return None
+    finally:
+        store.dispose()
+    return summary_of_rows(rows, names, rules, int(failed), **options)
+
+
+def summary_of_rows(rows: list[tuple], names, rules: list, failed_logs: int, **options) -> ArchiveSummary:
+    """`jobs summary` of stored job rows (`names` their columns, store.jobs.SUMMARY_COLUMNS), by log_hash."""
+    # lazy: numpy via stats.archive_columns: the command imports this module at its top (its `--help`)
+    from ioweather.stats.archive_columns import assign_projects, column, summary
+
+    values = list(zip(*rows)) if rows else [()] * len(names)
+    c = {n: (list(v) if n in _TEXT else column(v)) for n, v in zip(names, values)}
+    cache: dict = {}
+    uids = c["uid"].tolist()
+    users = [user_label(u, cache) for u in uids]
+    text = lambda vs: ["" if v is None else v for v in vs]  # noqa: E731 (fillna(""))
+    projects = assign_projects(text(c["top_file"]), text(c["exe"]), uids, rules, users)
+    return ArchiveSummary(failed_logs=failed_logs, **summary(c, projects, users, **options))
+
+
+def user_label(uid, cache: dict) -> str:
+    """THE name of a uid on every surface (`jobs list`, `jobs summary`, the Jobs page): its user name on
+    this machine, else the uid itself ("cloudsdk" in one place and "1000" in another was one user).
+    `uid` an int, a float or None (NaN and None: "?")."""
+    if uid is None or uid != uid:
+        return "?"
+    return user_name(uid, cache) or str(int(uid))
+
+
+def user_name(uid, cache: dict) -> str | None:
+    if uid not in cache:
+        try:
+            cache[uid] = pwd.getpwuid(int(uid)).pw_name
+        except (KeyError, ValueError, OverflowError, TypeError):  # no such user here (another site's log)
+            cache[uid] = None
+    return cache[uid]
