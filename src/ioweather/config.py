@@ -221,7 +221,7 @@ class MountBytes:
 
 def dataset_for_mounts(mounts: list[MountBytes], names: list[str], fs_map: list[tuple[str, str]],
                        hosts: tuple[str, ...] | list[str] = ()) -> dict:
-    """Which telemetry dataset a job's files lived on. `mounts`: [{mount, fs_type, bytes}] from its log;
+    """Which telemetry dataset a job's files lived on. `mounts`: where its log says it moved its bytes;
     `names`: the datasets with telemetry. A mount maps by the fs-map's longest matching prefix, else
     (a shared file system only) when its last component names a dataset, else (a node's own disk: `/`
     or a LOCAL_FS_TYPES mount) to the dataset of the job's node, `hosts` (short names), as `fs_name`

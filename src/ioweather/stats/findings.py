@@ -566,13 +566,16 @@ def _rank0_shared(log) -> tuple[float, float] | None:
     if not sh.any():
         return 0.0, 0.0
     rows = shared_rank_rows(log)
-    # each file's row at the layer the ranks called: its MPI-IO one, else its own module's (`top`)
-    row_of = {(m, int(f)): k for k, (m, f) in enumerate(zip(rows["module"], rows["id"])) if rows["top"][k]}
+    row_of = {(m, int(f)): k for k, (m, f) in enumerate(zip(rows["module"], rows["id"]))}
     b = t = 0.0
     for i in np.flatnonzero(sh):
         fid = int(fs["id"][i])
-        k = row_of.get(("MPI-IO", fid), row_of.get((fs["module"][i], fid)))
-        if k is None:
+        # each file's row at the layer the ranks called: its MPI-IO one, unless that moved nothing (opened
+        # through MPI-IO, written through POSIX), where 0 >= 0 would hand rank 0 every byte of the POSIX one
+        k = row_of.get(("MPI-IO", fid))
+        if k is None or not rows["bytes"][k] > 0:
+            k = row_of.get((fs["module"][i], fid))
+        if k is None or not rows["bytes"][k] > 0:
             return None
         if rows["slowest_rank"][k] == 0 and rows["slowest_bytes"][k] >= rows["bytes"][k]:
             t += float(rows["slowest_time"][k])

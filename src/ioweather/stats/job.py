@@ -610,7 +610,9 @@ def shared_splits(rows: Cols, nprocs: int) -> list[dict]:
     the one whose slowest rank took the most seconds longer than its fastest; `bytes` and `time` are that
     file's (max − min) / max of the two ranks' bytes and seconds (as `imbalance` reads own files);
     `bytes_cv`/`time_cv` every shared file's spread over all ranks from Darshan's variances (`_cv`).
-    The bytes' spread is the code's (the system moves no byte between ranks): `job diff` compares it."""
+    The bytes' spread is the code's (the system moves no byte between ranks): `job diff` compares it. So
+    `bytes_cv` reads only the files the ranks called at this layer (`top`): a POSIX record under an MPI-IO
+    one is split by ROMIO's aggregators, which hints and the stripe count choose, not the code."""
     out = []
     for mod in SPLIT_MODULES:
         sel = rows["module"] == mod
@@ -626,7 +628,7 @@ def shared_splits(rows: Cols, nprocs: int) -> list[dict]:
                     "fastest_rank": int(r["fastest_rank"][w]), "fastest_bytes": int(fb), "fastest_time_s": ft,
                     "bytes": _none(_spread(np.array([sb]), np.array([fb]))[0]),
                     "time": _none(_spread(np.array([st]), np.array([ft]))[0]),
-                    "bytes_cv": _cv(r["var_bytes"], r["bytes"], nprocs),
+                    "bytes_cv": _cv(r["var_bytes"][r["top"]], r["bytes"][r["top"]], nprocs),
                     "time_cv": _cv(r["var_time"], r["time"], nprocs)})
     return out
 

@@ -213,7 +213,8 @@ def file_facts(f: pd.DataFrame) -> tuple[dict, dict, dict, dict]:
 
 
 def mount_bytes(f: pd.DataFrame) -> dict:
-    """{hash: [{mount, fs_type, bytes}]}: where each job moved its bytes, for config.dataset_for_mounts.
+    """{hash: [{mount, fs_type, bytes}]}: where each job moved its bytes (services/jobs/weather.py makes each
+    a config.MountBytes for config.dataset_for_mounts; stats/ stays free of the config's types).
     POSIX and STDIO only: MPI-IO and HDF5 bytes pass through POSIX and would count twice."""
     if "mount" not in f.columns:
         return {}

@@ -39,8 +39,9 @@ def shared_split_text(sp) -> str:
     """A module's shared files split over the ranks (services.jobs.answer.SharedSplit), in one line."""
     name = escape(sp.file or "unnamed")
     more = f" (worst of {sp.files})" if sp.files > 1 else ""
-    cv = (f"; over all ranks, standard deviation {_times(sp.bytes_cv)} the mean bytes, {_times(sp.time_cv)} the mean time"
-          if sp.bytes_cv is not None or sp.time_cv is not None else "")
+    # bytes_cv is None where an MPI-IO record sits above (the aggregators' split, not the ranks'): say the time's only
+    parts = [f"{_times(v)} the mean {what}" for v, what in ((sp.bytes_cv, "bytes"), (sp.time_cv, "time")) if v is not None]
+    cv = f"; over all ranks, standard deviation {', '.join(parts)}" if parts else ""
     return (f"{name}{more}: slowest rank {sp.slowest_rank} {_b(sp.slowest_bytes)} in {_s(sp.slowest_time_s)}, "
             f"fastest rank {sp.fastest_rank} {_b(sp.fastest_bytes)} in {_s(sp.fastest_time_s)} "
             f"({_pct(sp.bytes)} / {_pct(sp.time)} apart in bytes / time){cv}")
