@@ -23,7 +23,8 @@ archived or on first use) and kept in the store, so a restart reads them back in
 the month of samples: the baseline's order statistics are found exactly from the pieces'
 histograms and a few slices, and only the last hour is read as samples. A restart warms every
 baseline first and the rollups after them, so that the first Status answer waits for the
-baselines only; a page asking for rollups meanwhile computes just its own range. On MariaDB, which
+baselines only (the dashboard keeps both across a restart in files of the store's home: the baselines
+and the settled 10-minute, 30-minute and 1-hour rows, store/probe_rollups_file.py); a page asking for rollups meanwhile computes just its own range. On MariaDB, which
 keeps no pieces, both are filled in one pass over the samples, one op and one day at a time
 (the biggest array is one op's durations over the baseline window: 21 MB for 30 days at 1 Hz).
 Reads go through `store.connect()`, which never blocks a probe writing.
@@ -50,7 +51,8 @@ from ioweather.stats.probe import SLOWDOWN_STATS
 from ioweather.stats.rollups import concat_rollups, empty_rollups, rollup_arrays, select_rollups
 from ioweather.stats.status import baseline_stats, baseline_stats_from, learning_ops, min_history_s, min_samples
 from ioweather.store import probe as probe_store
-from ioweather.store import probe_baselines_file
+from ioweather.store import probe_baselines_file, probe_rollups_file
+from ioweather.store import probe_pieces as pieces_store
 from ioweather.store.db import Store
 from ioweather.store.probe_aggregates import sample_range
 
@@ -69,6 +71,10 @@ SYNC_REFRESH_S, YOUNG_SAMPLES = 0.05, 100_000
 KEEP_NS = 3600 * 10**9
 #: With `persist`, the baselines are written to the store's home at most this often (and when the cache closes).
 SAVE_EVERY_S = 60.0
+#: With `persist`, the settled rows of these lengths are kept in a file across a restart (store/probe_rollups_file.py):
+#: the default views' (Status's climate and the marks at 10 min, History at 1 h) and the 30-minute rows the warm-up
+#: fills with them. Each divides an hour, so each row lies in one hour and is covered by one stored piece's span.
+KEPT_LENGTHS_S = (600, 1800, 3600)
 #: The probe's change-point series (`ioweather changes`, the Timeline and History marks): each op's median of
 #: 10-minute intervals, compared in log space with the daily cycle taken out.
 CHANGE_INTERVAL_S = 600
@@ -245,6 +251,8 @@ class _Target:
     baseline: Baseline | None = None
     refreshing: bool = False
     warmed: bool = False
+    #: The kept rows of the file written by an earlier process were installed (`_seed`; with `persist`).
+    seeded: bool = False
     #: Why the last background computation failed (a damaged store), until one succeeds.
     error: UserError | None = None
 
@@ -271,6 +279,10 @@ class ProbeCache:
         #: after it as any baseline past its TTL while the warm-up refreshes them one after another.
         self._file = probe_baselines_file.path_of(store) if persist else None
         self._restored: dict[str, Baseline] | None = None
+        #: The dashboard's: the settled rollups kept in a file across a restart (store/probe_rollups_file.py).
+        self._rows_file = probe_rollups_file.path_of(store) if persist else None
+        self._rows_restored: dict[str, tuple[int, int, dict[int, dict]]] | None = None
+        self._rows_guard = threading.Lock()
         self._saved_at = time.monotonic()
         #: False for a one-shot user that needs only baselines (`slowdown --check`): no month of rollups.
         self.warm_rollups = warm_rollups
@@ -606,6 +618,7 @@ class ProbeCache:
         if not tc.warmed and not self._pieces:  # the warm-up's one pass fills these too: wait, not read twice
             with tc.lock:
                 self._ensure_warm(target, tc)
+        self._seed(target, tc)
         cached, hi = self._cover(target, tc.rolled[interval_s], interval_s, a, until_ns)
         tail_from = max(a, hi)
         if until_ns <= tail_from:
@@ -628,6 +641,7 @@ class ProbeCache:
         if not tc.warmed and not self._pieces:
             with tc.lock:
                 self._ensure_warm(target, tc)
+        self._seed(target, tc)
         r = tc.rolled[interval_s]
         step = interval_s * 10**9
         b = min(_up(until_ns, step), self.settled_ns(step))
@@ -767,9 +781,10 @@ class ProbeCache:
         tc.warmed = True
 
     def warm(self, hold: Callable[[], object] | None = None) -> None:
-        """Fill the baseline of every target (with `keep_recent`, then its kept last hour), then the rollups of
-        the baseline window, one length at a time and
-        10-minute ones first (the Status page's climate): the first Status answer waits for nothing else.
+        """Fill the baseline of every target (with `persist`, then install the settled rollups an earlier process
+        kept; with `keep_recent`, then its kept last hour), then the rollups of the baseline window (after a
+        restart with the kept rows, only the intervals that settled since and the 4-hour rows), 10-, 30-minute
+        and 1-hour ones first (the Status page's climate): the first Status answer waits for nothing else.
         `hold()` is called between the two (the dashboard waits there for its first answer to go out)."""
         t0 = time.perf_counter()
         self.warming = True
@@ -785,6 +800,10 @@ class ProbeCache:
                         # refreshed below, one at a time: not one thread per target at the first Status answer
                         tc.refreshing = True
                         stale.append(target)
+            for target in names:  # the settled rollups an earlier process kept (with `persist`): one file read
+                if self.stop_event.is_set():
+                    return
+                self._seed(target, self._t(target))
             if self.keep_recent:  # each target's last hour, which every page's first answer reads
                 for target in names:
                     if self.stop_event.is_set():
@@ -822,6 +841,7 @@ class ProbeCache:
         time, a restart decoded every piece three times (100 targets x 3 days: 2.7 s of CPU, issue 40).
         Each length's rows up to its own settled end come after, by `_cover`."""
         tc = self._t(target)
+        self._seed(target, tc)
         lengths = tuple(i for i in INTERVALS_S if probe_pieces.HOUR_NS % (i * 10**9) == 0)
         until = self.settled_ns(max(lengths) * 10**9)  # on every length's grid: whole intervals only
         if since_ns >= until:
@@ -861,6 +881,86 @@ class ProbeCache:
             self._restored = got
         return self._restored
 
+    def _rows_key(self) -> dict:
+        return {"store": self._file_key()["store"], "lengths": list(KEPT_LENGTHS_S)}
+
+    def _seed(self, target: str, tc: _Target) -> None:
+        """Install the target's rows of the file written by an earlier process (with `persist`), once and before
+        any of its kept lengths is filled: a length a request filled first keeps its own rows."""
+        if self._rows_file is None or tc.seeded:
+            return
+        with tc.lock:
+            if tc.seeded:
+                return
+            got = self._restored_rows().get(target)
+            if got is not None:
+                lo, hi, lengths = got
+                for i, rows in lengths.items():
+                    r = tc.rolled[i]
+                    with r.lock:
+                        if r.covered is None:
+                            r.rows, r.covered = rows, (lo, hi)
+                            r.version += 1
+            tc.seeded = True
+
+    def _restored_rows(self) -> dict[str, tuple[int, int, dict[int, dict]]]:
+        """Per target, the file's rows still valid: over the longest run of consecutive spans whose stored pieces
+        are the ones they were computed beside (`_tiles`), as ([lo, hi), {length: rows of [lo, hi)}); read once."""
+        with self._rows_guard:
+            if self._rows_restored is None:
+                got: dict[str, tuple[int, int, dict[int, dict]]] = {}
+                kept = probe_rollups_file.load(self._rows_file, self._rows_key()) if self._pieces else {}
+                sigs = pieces_store.span_signatures(self.store) if kept else {}
+                for target, e in kept.items():
+                    have = sigs.get(target, {})
+                    best, run = None, None
+                    for start, span, *sig in e["tiles"]:
+                        lo, hi = max(start, e["lo_ns"]), min(start + span, e["hi_ns"])
+                        if have.get((start, span)) == tuple(sig) and lo < hi:
+                            run = (run[0], hi) if run is not None and run[1] == lo else (lo, hi)
+                            if best is None or run[1] - run[0] > best[1] - best[0]:
+                                best = run
+                        else:
+                            run = None
+                    if best is not None:
+                        got[target] = (*best, {i: select_rollups(rows, *best) for i, rows in e["lengths"].items()})
+                self._rows_restored = got
+            return self._rows_restored
+
+    def save_rows(self) -> int | None:
+        """Write the settled rows of `KEPT_LENGTHS_S` of every target, over the baseline window's spans that have
+        stored pieces (with `persist`, on a store that keeps pieces); the bytes written, None when nothing was."""
+        if self._rows_file is None or not self._pieces:
+            return None
+        sigs = pieces_store.span_signatures(self.store)
+        since = self._rollup_since(self.clock())
+        entries = {}
+        restored = self._rows_restored or {}
+        for target in sorted(set(self._targets) | set(restored)):
+            tc = self._t(target)
+            snap = {}
+            if not tc.seeded and target in restored:  # stopped before its rows were installed: kept as read
+                lo, hi, lengths = restored[target]
+                snap = {i: (rows, (lo, hi)) for i, rows in lengths.items()}
+            for i in KEPT_LENGTHS_S if not snap else ():
+                r = tc.rolled[i]
+                if not r.lock.acquire(timeout=5.0):  # a fill in progress at shutdown: that length not kept
+                    continue
+                try:
+                    if r.covered is not None:
+                        snap[i] = (r.rows, r.covered)
+                finally:
+                    r.lock.release()
+            if not snap:
+                continue
+            lo = _up(max(since, *(c[0] for _, c in snap.values())), probe_pieces.HOUR_NS)
+            hi = _down(min(c[1] for _, c in snap.values()), probe_pieces.HOUR_NS)
+            tiles, end = _tiles(sigs.get(target, {}), lo, hi)
+            if end > lo:
+                entries[target] = {"tiles": tiles, "lo_ns": lo, "hi_ns": end,
+                                   "lengths": {i: select_rollups(rows, lo, end) for i, (rows, _) in snap.items()}}
+        return probe_rollups_file.save(self._rows_file, self._rows_key(), entries) if entries else None
+
     def save(self) -> bool:
         """Write every computed baseline to the file (with `persist`); False when there is none to write."""
         if self._file is None:
@@ -884,3 +984,21 @@ class ProbeCache:
     def close(self) -> None:
         self.stop_event.set()
         self.save()
+        self.save_rows()
+
+
+def _tiles(sigs: dict[tuple[int, int], tuple[int, ...]], lo: int, hi: int) -> tuple[list[list[int]], int]:
+    """The stored spans that cover [lo, hi) one after another from `lo` (a day's piece, else the hour's, each
+    with all its ops), as [start, span, *signature], and where they stop covering (at most `hi`)."""
+    tiles, t = [], lo
+    while t < hi:
+        for start, span in ((_down(t, probe_pieces.DAY_NS), probe_pieces.DAY_NS),
+                            (_down(t, probe_pieces.HOUR_NS), probe_pieces.HOUR_NS)):
+            sig = sigs.get((start, span))
+            if sig is not None and sig[0] == len(OPS):
+                tiles.append([start, span, *sig])
+                t = min(start + span, hi)
+                break
+        else:
+            break
+    return tiles, t
