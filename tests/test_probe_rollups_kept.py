@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from ioweather.config import Settings
+from ioweather.services.probe import cache as cache_mod
 from ioweather.services.probe.cache import KEPT_LENGTHS_S, ProbeCache
 from ioweather.services.probe.status import status
 from ioweather.store import open_store
@@ -211,3 +212,32 @@ def test_store_prune_of_the_summaries_removes_it(home):
     assert path.is_file() and plan.kinds[0].files == 1
     done = retention.prune(store, settings, {"rollups": 90 * 86400.0}, live_only=False)
     assert not path.exists() and done.kinds[0].files == 1
+
+
+def test_the_kept_newest_samples_are_read_back_unless_the_store_has_more(home, monkeypatch):
+    now = time.time_ns() - 120 * 10**9
+    _, path = _first(home, now)
+    # a late sample in scratch's kept last hour (before the saved `final`): its count no longer matches
+    late = now - 30 * 60 * 10**9 + 7
+    store = open_store(Settings.resolve(home))
+    run = probe_store.runs(store, "scratch")[-1]["id"]
+    probe_store.insert_samples(store, [(run, "md_stat", late, 9_000_000_000, 0, "ok", 0)])
+    (path.parent / "probe-baselines.json").unlink()  # (served stale after a restart by design: not tested here)
+    c = _cache(home, now)
+    reads = []
+    real = cache_mod.probe_store.read_samples
+    monkeypatch.setattr(cache_mod.probe_store, "read_samples",
+                        lambda st, t, **kw: reads.append((t, kw.get("since_ns"))) or real(st, t, **kw))
+    floor = c._kept_floor(now)
+    kept = {t: c._kept_read(t, floor) for t in TARGETS}
+    final = now - int(cache_mod.LAG_S * 1e9)
+    # home: only what came after the saved `final` is read; scratch: its hour again (the late sample in it)
+    assert reads == [("home", final), ("scratch", floor)] or reads == [("scratch", floor), ("home", final)], reads
+    monkeypatch.setattr(cache_mod.probe_store, "read_samples", real)
+    fresh = _cache(home, now, persist=False)
+    for t in TARGETS:
+        ref = fresh._kept_read(t, floor)
+        for col in ref:
+            np.testing.assert_array_equal(kept[t][col], ref[col])
+    assert late in kept["scratch"]["start_ns"]
+    assert _answers(c)["status"] == _answers(fresh)["status"]

@@ -3,7 +3,10 @@
 After a restart the dashboard rebuilt a month of 10-minute, 30-minute and 1-hour rollups of every target from
 the stored pieces (~3 s of CPU for 100 targets x 3 days, 10x that at 30 days), beside the first Status and
 History answers. Rows of settled intervals never change (services/probe/cache.py), so the process writes them
-here when it stops and the next reads them back instead. The file is never the source of truth:
+here when it stops and the next reads them back instead; with them each target's last hour of samples that
+were final (the Status card's window and sparkline, ~1 s of SQLite reading for 100 targets) and the sparkline's
+medians of its ended minutes, used only while the store holds as many samples of the target in that span
+(services/probe/cache.py `_restored_recent`). The file is never the source of truth:
 
 - derived: written only from rows the cache computed from the store, rebuilt (ignored, then overwritten) when
   missing, truncated, damaged (a CRC-32 of the payload), of another format or store (`key`), or stale;
@@ -11,9 +14,10 @@ here when it stops and the next reads them back instead. The file is never the s
   pieces (store/probe_pieces.py: summary and fingerprint of the span's samples) are still the same ones
   (`span_signatures`): `insert_samples` deletes the pieces of every span a late sample falls in and a purge
   all of the target's, so a changed span is no longer the one recorded and the rows from it on are dropped;
-- bounded: the rows of the cache's baseline window only (30 days by default), at most ~80-90 bytes per row
+- bounded: the rows of the cache's baseline window only (30 days by default), 79 bytes a row at 1 Hz
   (`_encode`: ops and interval indices as small integers, counts in the smallest integer type that holds them,
-  the nine statistics as float64: the answers must stay bit for bit), 216 rows per op and target-day;
+  the nine statistics as float64: the answers must stay bit for bit), 216 rows per op and target-day (102 KB),
+  and the last hour of samples, 18 bytes each;
 - written atomically (a temporary file in the same directory, then rename), never through a symbolic link
   (both the file and its directory are opened with O_NOFOLLOW; a link planted at either is not followed:
   the read ignores it, the write replaces the link itself by the rename);
@@ -68,10 +72,15 @@ def _encode(rows: dict[str, np.ndarray], lo_ns: int, step_ns: int) -> tuple[list
     return [{"column": c, "dtype": a.dtype.str} for c, a in cols.items()], [a.tobytes() for a in cols.values()]
 
 
+_RECENT = {"op": "|u1", "start_ns": "<i8", "duration_ns": "<i8", "status": "|u1"}
+_MEDIANS = {"codes": "|u1", "starts": "<i8", "medians": "<f8"}
+
+
 def save(path: Path, key: dict, entries: dict[str, dict]) -> int | None:
     """Write `entries` ({target: {"tiles": [[start, span, signature...]], "lo_ns", "hi_ns", "lengths":
-    {interval_s: rows}}}) atomically; the bytes written, None when it cannot be written (read-only home, a
-    link in the way of the directory)."""
+    {interval_s: rows}, and optionally "recent": {"runs", "since_ns", "final_ns", "samples"}}}) atomically;
+    the bytes written, None when it cannot be written (read-only home, a link in the way of the directory).
+    `recent`: the target's newest samples that were final (services/probe/cache.py `_Kept`)."""
     header = {"version": VERSION, "key": key, "targets": {}}
     payload: list[bytes] = []
     offset = 0
@@ -84,7 +93,28 @@ def save(path: Path, key: dict, entries: dict[str, dict]) -> int | None:
                 offset += len(b)
             payload += arrays
             blocks.append({"interval_s": int(interval_s), "rows": len(rows["op"]), "columns": meta})
-        header["targets"][target] = {"tiles": e["tiles"], "lo_ns": e["lo_ns"], "hi_ns": e["hi_ns"], "blocks": blocks}
+        h = {"tiles": e["tiles"], "lo_ns": e["lo_ns"], "hi_ns": e["hi_ns"], "blocks": blocks}
+        if e.get("recent") is not None:
+            rc = e["recent"]
+            cols = []
+            for c, dt in _RECENT.items():
+                b = np.asarray(rc["samples"][c], np.dtype(dt)).tobytes()
+                cols.append({"column": c, "dtype": dt, "offset": offset, "bytes": len(b)})
+                offset += len(b)
+                payload.append(b)
+            h["recent"] = {"runs": [int(r) for r in rc["runs"]], "since_ns": int(rc["since_ns"]),
+                           "final_ns": int(rc["final_ns"]), "rows": len(rc["samples"]["op"]), "columns": cols}
+            m = rc.get("medians")
+            if m is not None:  # the sparkline's medians of the intervals that had ended (`recent_medians`)
+                mcols = []
+                for c, dt in _MEDIANS.items():
+                    b = np.asarray(m[c], np.dtype(dt)).tobytes()
+                    mcols.append({"column": c, "dtype": dt, "offset": offset, "bytes": len(b)})
+                    offset += len(b)
+                    payload.append(b)
+                h["medians"] = {"step_ns": int(m["step_ns"]), "whole_ns": int(m["whole_ns"]),
+                                "done_ns": int(m["done_ns"]), "rows": len(m["codes"]), "columns": mcols}
+        header["targets"][target] = h
     head = json.dumps(header, separators=(",", ":")).encode()
     crc = 0
     for b in payload:
@@ -157,7 +187,8 @@ def _decode(data: bytes, key: dict) -> dict[str, dict]:
     if header.get("version") != VERSION or header.get("key") != key:
         return {}
     targets = header["targets"]
-    size = sum(c["bytes"] for e in targets.values() for b in e["blocks"] for c in b["columns"])
+    size = sum(c["bytes"] for e in targets.values()
+               for b in e["blocks"] + [e[k] for k in ("recent", "medians") if k in e] for c in b["columns"])
     if len(data) != start + size + 4 or zlib.crc32(memoryview(data)[start:start + size]) != \
             int.from_bytes(data[-4:], "little"):
         return {}  # truncated or damaged
@@ -174,7 +205,26 @@ def _decode(data: bytes, key: dict) -> dict[str, dict]:
             rows.update({c: cols[c] for c in _FLOAT_COLS})
             lengths[int(b["interval_s"])] = rows
         out[target] = {"tiles": [tuple(t) for t in e["tiles"]], "lo_ns": int(e["lo_ns"]), "hi_ns": int(e["hi_ns"]),
-                       "lengths": lengths}
+                       "lengths": lengths, "recent": None}
+        if "recent" in e:
+            rc = e["recent"]
+            cols = {c["column"]: np.frombuffer(data, np.dtype(c["dtype"]), rc["rows"], start + c["offset"])
+                    for c in rc["columns"]}
+            out[target]["recent"] = {
+                "runs": tuple(int(r) for r in rc["runs"]), "since_ns": int(rc["since_ns"]),
+                "final_ns": int(rc["final_ns"]),
+                # read_samples' dtypes: the kept samples are concatenated with what is read after them
+                "samples": {"op": cols["op"].astype(np.int8), "start_ns": cols["start_ns"].astype(np.int64),
+                            "duration_ns": cols["duration_ns"].astype(np.int64),
+                            "status": cols["status"].astype(np.int8)}, "medians": None}
+            if "medians" in e:
+                m = e["medians"]
+                cols = {c["column"]: np.frombuffer(data, np.dtype(c["dtype"]), m["rows"], start + c["offset"])
+                        for c in m["columns"]}
+                out[target]["recent"]["medians"] = {
+                    "step_ns": int(m["step_ns"]), "whole_ns": int(m["whole_ns"]), "done_ns": int(m["done_ns"]),
+                    "codes": cols["codes"].astype(np.int64), "starts": cols["starts"].astype(np.int64),
+                    "medians": cols["medians"].astype(np.float64)}
     return out
 
 

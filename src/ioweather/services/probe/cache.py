@@ -253,6 +253,8 @@ class _Target:
     warmed: bool = False
     #: The kept rows of the file written by an earlier process were installed (`_seed`; with `persist`).
     seeded: bool = False
+    #: The file's newest samples of this target were looked at (`_kept_read_final`; with `persist`).
+    recent_tried: bool = False
     #: Why the last background computation failed (a damaged store), until one succeeds.
     error: UserError | None = None
 
@@ -282,6 +284,7 @@ class ProbeCache:
         #: The dashboard's: the settled rollups kept in a file across a restart (store/probe_rollups_file.py).
         self._rows_file = probe_rollups_file.path_of(store) if persist else None
         self._rows_restored: dict[str, tuple[int, int, dict[int, dict]]] | None = None
+        self._recent_restored: dict[str, dict] = {}
         self._rows_guard = threading.Lock()
         self._saved_at = time.monotonic()
         #: False for a one-shot user that needs only baselines (`slowdown --check`): no month of rollups.
@@ -380,6 +383,12 @@ class ProbeCache:
         runs = self._run_ids().get(target, ())
         with tc.kept_lock:
             k = tc.kept
+            if k is None and self._rows_file is not None and not tc.recent_tried:
+                tc.recent_tried = True
+                k, medians = self._restored_recent(target, runs)
+                if k is not None:
+                    tc.kept = k
+                    tc.medians = tc.medians or medians
             # before the read: every sample that started before this was in the store when it was read
             final = min(self.clock(), time.time_ns()) - self.lag_ns
             if k is None or k.runs != runs or since_ns < k.since_ns:
@@ -796,8 +805,13 @@ class ProbeCache:
                 tc = self._t(target)
                 with tc.lock:
                     self._ensure_warm(target, tc)
-                    if tc.baseline is not None and tc.baseline is restored.get(target):
-                        # refreshed below, one at a time: not one thread per target at the first Status answer
+                    b = tc.baseline
+                    if b is not None and b is restored.get(target) and \
+                            (self.clock() - b.computed_ns) / 1e9 > b.ttl_s(len(names)):
+                        # refreshed below, one at a time: not one thread per target at the first Status answer.
+                        # One still within its TTL is served as the process before would have (refreshed when it
+                        # expires): after a quick restart, 100 targets' refreshes were ~2-5 s of CPU beside the
+                        # first pages for values the previous process had just computed (issue 40).
                         tc.refreshing = True
                         stale.append(target)
             for target in names:  # the settled rollups an earlier process kept (with `persist`): one file read
@@ -911,6 +925,7 @@ class ProbeCache:
                 got: dict[str, tuple[int, int, dict[int, dict]]] = {}
                 kept = probe_rollups_file.load(self._rows_file, self._rows_key()) if self._pieces else {}
                 sigs = pieces_store.span_signatures(self.store) if kept else {}
+                self._recent_restored = {t: e["recent"] for t, e in kept.items() if e["recent"] is not None}
                 for target, e in kept.items():
                     have = sigs.get(target, {})
                     best, run = None, None
@@ -927,9 +942,28 @@ class ProbeCache:
                 self._rows_restored = got
             return self._rows_restored
 
+    def _restored_recent(self, target: str, runs: tuple[int, ...]) -> tuple[_Kept | None, tuple | None]:
+        """The target's newest final samples an earlier process kept (`_kept_read`) and the sparkline's medians of
+        them (`recent_medians`), when they are still what the store holds: the same runs, recent enough to be read
+        from, and as many samples of the target in their span as the store's count (the pieces' fingerprint:
+        database and archived rows), which only grows."""
+        self._restored_rows()
+        e = self._recent_restored.pop(target, None)
+        if e is None or e["runs"] != runs or e["final_ns"] < self.clock() - KEEP_NS:
+            return None, None
+        with self.store.connect() as conn:
+            rows, _ = pieces_store.fingerprint(conn, list(runs), e["since_ns"], e["final_ns"])
+        if rows != len(e["samples"]["op"]):
+            return None, None
+        m = e.get("medians")
+        medians = None if m is None or m["done_ns"] > e["final_ns"] else (
+            m["step_ns"], runs, m["whole_ns"], m["done_ns"], m["codes"], m["starts"], m["medians"])
+        return _Kept(runs, e["since_ns"], e["final_ns"], e["samples"]), medians
+
     def save_rows(self) -> int | None:
         """Write the settled rows of `KEPT_LENGTHS_S` of every target, over the baseline window's spans that have
-        stored pieces (with `persist`, on a store that keeps pieces); the bytes written, None when nothing was."""
+        stored pieces, and its kept newest samples that were final (with `persist`, on a store that keeps pieces);
+        the bytes written, None when nothing was."""
         if self._rows_file is None or not self._pieces:
             return None
         sigs = pieces_store.span_signatures(self.store)
@@ -951,14 +985,24 @@ class ProbeCache:
                         snap[i] = (r.rows, r.covered)
                 finally:
                     r.lock.release()
-            if not snap:
-                continue
-            lo = _up(max(since, *(c[0] for _, c in snap.values())), probe_pieces.HOUR_NS)
-            hi = _down(min(c[1] for _, c in snap.values()), probe_pieces.HOUR_NS)
+            lo = _up(max([since] + [c[0] for _, c in snap.values()]), probe_pieces.HOUR_NS)
+            hi = _down(min(c[1] for _, c in snap.values()), probe_pieces.HOUR_NS) if snap else lo
             tiles, end = _tiles(sigs.get(target, {}), lo, hi)
-            if end > lo:
-                entries[target] = {"tiles": tiles, "lo_ns": lo, "hi_ns": end,
-                                   "lengths": {i: select_rollups(rows, lo, end) for i, (rows, _) in snap.items()}}
+            entry = {"tiles": tiles, "lo_ns": lo, "hi_ns": end, "recent": None,
+                     "lengths": {i: select_rollups(rows, lo, end) for i, (rows, _) in snap.items()} if end > lo else {}}
+            with tc.kept_lock:
+                k, m = tc.kept, tc.medians
+            if k is not None:  # the samples that were final when read: the next start reads only what came after
+                sel = k.samples["start_ns"] < k.final_ns
+                entry["recent"] = {"runs": k.runs, "since_ns": k.since_ns, "final_ns": k.final_ns,
+                                   "samples": {c: v[sel] for c, v in k.samples.items()}, "medians": None}
+                if m is not None and m[1] == k.runs and m[3] <= k.final_ns:
+                    entry["recent"]["medians"] = dict(zip(("step_ns", "runs", "whole_ns", "done_ns", "codes", "starts",
+                                                           "medians"), m))
+            elif not tc.recent_tried and target in self._recent_restored:
+                entry["recent"] = self._recent_restored[target]
+            if entry["lengths"] or entry["recent"] is not None:
+                entries[target] = entry
         return probe_rollups_file.save(self._rows_file, self._rows_key(), entries) if entries else None
 
     def save(self) -> bool:
