@@ -241,3 +241,29 @@ def test_the_kept_newest_samples_are_read_back_unless_the_store_has_more(home, m
             np.testing.assert_array_equal(kept[t][col], ref[col])
     assert late in kept["scratch"]["start_ns"]
     assert _answers(c)["status"] == _answers(fresh)["status"]
+
+
+def test_one_read_of_what_arrived_for_every_target_equals_each_read_on_its_own(home, monkeypatch):
+    """A Status answer reads what arrived since the previous one for all targets at once
+    (`ProbeCache.reading_recent`): the same kept samples and answer as a cache reading each target alone."""
+    now = time.time_ns() - 120 * 10**9
+    clock = [now - 20 * 60 * 10**9]
+    c = ProbeCache(open_store(Settings.resolve(home)), keep_recent=True, clock=lambda: clock[0])
+    status(c, list(TARGETS), warn=2.0, crit=10.0, baseline_s=c.baseline_s)  # each target read on its own
+    clock[0] = now  # 20 minutes later: 60 samples a target and op arrived meanwhile
+    batched, alone = [], []
+    many, one = cache_mod.probe_store.read_recent_many, cache_mod.probe_store.read_samples
+    monkeypatch.setattr(cache_mod.probe_store, "read_recent_many", lambda *a: batched.append(a[2]) or many(*a))
+    monkeypatch.setattr(cache_mod.probe_store, "read_samples",
+                        lambda st, t, **kw: alone.append((t, kw.get("since_ns"))) or one(st, t, **kw))
+    got = json.dumps(status(c, list(TARGETS), warn=2.0, crit=10.0, baseline_s=c.baseline_s).to_json(), sort_keys=True)
+    assert len(batched) == 1 and not [a for a in alone if a[1] is not None and a[1] > now - 2 * H], alone
+    monkeypatch.setattr(cache_mod.probe_store, "read_samples", one)
+    fresh = ProbeCache(open_store(Settings.resolve(home)), keep_recent=True, clock=lambda: now)
+    assert got == json.dumps(status(fresh, list(TARGETS), warn=2.0, crit=10.0, baseline_s=c.baseline_s).to_json(),
+                             sort_keys=True)
+    for t in TARGETS:
+        mine, ref = c._t(t).kept, fresh._t(t).kept
+        assert (mine.since_ns, mine.final_ns) == (ref.since_ns, ref.final_ns)
+        for col in ref.samples:
+            np.testing.assert_array_equal(mine.samples[col], ref.samples[col])
