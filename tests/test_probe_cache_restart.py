@@ -82,7 +82,8 @@ def scans(monkeypatch):
 
 def _assert_no_double_work(done: list[tuple]) -> None:
     for t in TARGETS:
-        assert done.count(("baseline", t)) == 1, (t, done)
+        # at most once: a baseline kept across the restart and still within its TTL is not computed at all
+        assert done.count(("baseline", t)) <= 1, (t, done)
     for t in TARGETS:
         for i in INTERVALS_S:
             spans = sorted(d[3:] for d in done if d[:3] == ("rollups", t, i))
@@ -127,7 +128,8 @@ def test_first_status_after_restart_equals_the_fully_warmed_answer(store_home, r
         code, first = api(s, "/api/status")  # the warm-up has not started filling rollups: held back
         assert code == 200 and first == reference["page"]
         cache = app.state.ctx.cache
-        assert cache.warm_s is None and all(cache._t(t).rolled[1800].covered is None for t in TARGETS)
+        # (the 10-minute to 1-hour rows come from the kept file of the first start: the 4-hour ones are filled)
+        assert cache.warm_s is None and all(cache._t(t).rolled[14400].covered is None for t in TARGETS)
         fill.set()
         _warmed(cache)
         assert api(s, "/api/status") == (200, reference["page"])

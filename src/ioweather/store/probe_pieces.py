@@ -250,6 +250,21 @@ def sorted_arrays(store: Store, target: str, keys: list[tuple[int, int]]) -> dic
     return out
 
 
+def span_signatures(store: Store) -> dict[str, dict[tuple[int, int], tuple[int, ...]]]:
+    """{target: {(start, span): (pieces, rows, sum_ns, fp_rows, fp_parts)}} of every stored span, in one query
+    that reads no array: what a cache derived from a span's samples is keyed by (store/probe_rollups_file.py).
+    Any insert into a span deletes its pieces, so a span summarized again has another signature or none."""
+    store.require(COMPONENT)
+    p = probe_pieces.c
+    q = sa.select(p.target, p.start_ns, p.span_ns, sa.func.count(), sa.func.sum(p.rows), sa.func.sum(p.sum_ns),
+                  sa.func.max(p.fp_rows), sa.func.max(p.fp_parts)).group_by(p.target, p.start_ns, p.span_ns)
+    out: dict[str, dict[tuple[int, int], tuple[int, ...]]] = {}
+    with store.connect() as conn:
+        for target, start, span, *sig in conn.execute(q):
+            out.setdefault(target, {})[(int(start), int(span))] = tuple(int(x) for x in sig)
+    return out
+
+
 def prune_hours(store: Store, target: str, keep: list[tuple[int, int]]) -> int:
     """Delete the target's hour pieces outside the [lo, hi) ranges in `keep` (the partial days that a
     window's ends need; older hours are covered by their day piece)."""

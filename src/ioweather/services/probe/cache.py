@@ -23,7 +23,8 @@ archived or on first use) and kept in the store, so a restart reads them back in
 the month of samples: the baseline's order statistics are found exactly from the pieces'
 histograms and a few slices, and only the last hour is read as samples. A restart warms every
 baseline first and the rollups after them, so that the first Status answer waits for the
-baselines only; a page asking for rollups meanwhile computes just its own range. On MariaDB, which
+baselines only (the dashboard keeps both across a restart in files of the store's home: the baselines
+and the settled 10-minute, 30-minute and 1-hour rows, store/probe_rollups_file.py); a page asking for rollups meanwhile computes just its own range. On MariaDB, which
 keeps no pieces, both are filled in one pass over the samples, one op and one day at a time
 (the biggest array is one op's durations over the baseline window: 21 MB for 30 days at 1 Hz).
 Reads go through `store.connect()`, which never blocks a probe writing.
@@ -50,7 +51,8 @@ from ioweather.stats.probe import SLOWDOWN_STATS
 from ioweather.stats.rollups import concat_rollups, empty_rollups, rollup_arrays, select_rollups
 from ioweather.stats.status import baseline_stats, baseline_stats_from, learning_ops, min_history_s, min_samples
 from ioweather.store import probe as probe_store
-from ioweather.store import probe_baselines_file
+from ioweather.store import probe_baselines_file, probe_rollups_file
+from ioweather.store import probe_pieces as pieces_store
 from ioweather.store.db import Store
 from ioweather.store.probe_aggregates import sample_range
 
@@ -69,6 +71,10 @@ SYNC_REFRESH_S, YOUNG_SAMPLES = 0.05, 100_000
 KEEP_NS = 3600 * 10**9
 #: With `persist`, the baselines are written to the store's home at most this often (and when the cache closes).
 SAVE_EVERY_S = 60.0
+#: With `persist`, the settled rows of these lengths are kept in a file across a restart (store/probe_rollups_file.py):
+#: the default views' (Status's climate and the marks at 10 min, History at 1 h) and the 30-minute rows the warm-up
+#: fills with them. Each divides an hour, so each row lies in one hour and is covered by one stored piece's span.
+KEPT_LENGTHS_S = (600, 1800, 3600)
 #: The probe's change-point series (`ioweather changes`, the Timeline and History marks): each op's median of
 #: 10-minute intervals, compared in log space with the daily cycle taken out.
 CHANGE_INTERVAL_S = 600
@@ -245,6 +251,10 @@ class _Target:
     baseline: Baseline | None = None
     refreshing: bool = False
     warmed: bool = False
+    #: The kept rows of the file written by an earlier process were installed (`_seed`; with `persist`).
+    seeded: bool = False
+    #: The file's newest samples of this target were looked at (`_kept_read_final`; with `persist`).
+    recent_tried: bool = False
     #: Why the last background computation failed (a damaged store), until one succeeds.
     error: UserError | None = None
 
@@ -271,6 +281,11 @@ class ProbeCache:
         #: after it as any baseline past its TTL while the warm-up refreshes them one after another.
         self._file = probe_baselines_file.path_of(store) if persist else None
         self._restored: dict[str, Baseline] | None = None
+        #: The dashboard's: the settled rollups kept in a file across a restart (store/probe_rollups_file.py).
+        self._rows_file = probe_rollups_file.path_of(store) if persist else None
+        self._rows_restored: dict[str, tuple[int, int, dict[int, dict]]] | None = None
+        self._recent_restored: dict[str, dict] = {}
+        self._rows_guard = threading.Lock()
         self._saved_at = time.monotonic()
         #: False for a one-shot user that needs only baselines (`slowdown --check`): no month of rollups.
         self.warm_rollups = warm_rollups
@@ -364,26 +379,74 @@ class ProbeCache:
         a target at 1 Hz, ~17 ms, 1.7 s for 100 targets (docs/benchmarks.md, issue 40). Kept: ~40 MB for
         100 targets at 1 Hz."""
         since_ns = min(since_ns, self._kept_floor(self.clock()))
+        got = (getattr(self._shared, "recent", None) or {}).get(target)
+        if got is not None and got[2] <= since_ns:  # read for this answer with the others (`reading_recent`)
+            return got[0], got[1]
         tc = self._t(target)
         runs = self._run_ids().get(target, ())
         with tc.kept_lock:
             k = tc.kept
+            if k is None and self._rows_file is not None and not tc.recent_tried:
+                tc.recent_tried = True
+                k, medians = self._restored_recent(target, runs)
+                if k is not None:
+                    tc.kept = k
+                    tc.medians = tc.medians or medians
             # before the read: every sample that started before this was in the store when it was read
             final = min(self.clock(), time.time_ns()) - self.lag_ns
             if k is None or k.runs != runs or since_ns < k.since_ns:
                 cols = probe_store.read_samples(self.store, target, since_ns=since_ns)
             else:
                 frm = max(since_ns, k.final_ns)
-                old = k.samples
-                keep = (old["start_ns"] >= since_ns) & (old["start_ns"] < frm)
-                new = probe_store.read_samples(self.store, target, since_ns=frm)
-                cols = {c: np.concatenate([old[c][keep], new[c]]) for c in old}
-                if len(new["op"]) and keep.any():
-                    # each part by op then time, the kept rows older than the new: a stable sort by op merges them
-                    order = np.argsort(cols["op"], kind="stable")
-                    cols = {c: v[order] for c, v in cols.items()}
+                cols = _merge_kept(k.samples, since_ns, frm, probe_store.read_samples(self.store, target, since_ns=frm))
             tc.kept = _Kept(runs, since_ns, final, cols)
             return cols, final
+
+    @contextlib.contextmanager
+    def reading_recent(self, targets: list[str]):
+        """Inside the block, this thread's kept reads (`_kept_read_final`) of `targets` come from one read of what
+        arrived since each one's previous read, made here for them all (`store.probe.read_recent_many`: 6
+        statements instead of ~8 a target; a Status answer of 100 targets made 800). The same rows and kept
+        state as reading each target on its own; a target without kept samples (or a store where that read does
+        not apply) is read on its own as before."""
+        outer = getattr(self._shared, "recent", None)
+        self._shared.recent = self._read_recent(targets) if self.keep_recent else {}
+        try:
+            yield
+        finally:
+            self._shared.recent = outer
+
+    def _read_recent(self, targets: list[str]) -> dict[str, tuple[dict[str, np.ndarray], int, int]]:
+        floor = self._kept_floor(self.clock())
+        self._runs = (-2.0, {})  # the runs as of now (a run started within the second is read too)
+        runs = self._run_ids()
+        plan = {}
+        for t in targets:
+            tc = self._t(t)
+            with tc.kept_lock:
+                k = tc.kept
+            if k is not None and k.runs == runs.get(t, ()) and k.since_ns <= floor:
+                plan[t] = k
+        if len(plan) < 2:
+            return {}
+        # before the read: every sample that started before this was in the store when it was read
+        final = min(self.clock(), time.time_ns()) - self.lag_ns
+        frm = {t: max(floor, k.final_ns) for t, k in plan.items()}
+        new = probe_store.read_recent_many(self.store, {t: runs[t] for t in plan}, min(frm.values()))
+        if new is None:
+            return {}
+        out = {}
+        for t, k in plan.items():
+            tc = self._t(t)
+            with tc.kept_lock:
+                if tc.kept is not k:  # read meanwhile (the warm-up, another page): that read stands
+                    continue
+                n = new[t]
+                sel = n["start_ns"] >= frm[t]
+                cols = _merge_kept(k.samples, floor, frm[t], {c: v[sel] for c, v in n.items()})
+                tc.kept = _Kept(k.runs, floor, final, cols)
+                out[t] = (cols, final, floor)
+        return out
 
     def recent_medians(self, target: str, since_ns: int, interval_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`stats.probe.interval_medians` (op codes, interval starts, medians) of `target`'s samples from
@@ -606,6 +669,7 @@ class ProbeCache:
         if not tc.warmed and not self._pieces:  # the warm-up's one pass fills these too: wait, not read twice
             with tc.lock:
                 self._ensure_warm(target, tc)
+        self._seed(target, tc)
         cached, hi = self._cover(target, tc.rolled[interval_s], interval_s, a, until_ns)
         tail_from = max(a, hi)
         if until_ns <= tail_from:
@@ -628,6 +692,7 @@ class ProbeCache:
         if not tc.warmed and not self._pieces:
             with tc.lock:
                 self._ensure_warm(target, tc)
+        self._seed(target, tc)
         r = tc.rolled[interval_s]
         step = interval_s * 10**9
         b = min(_up(until_ns, step), self.settled_ns(step))
@@ -767,9 +832,10 @@ class ProbeCache:
         tc.warmed = True
 
     def warm(self, hold: Callable[[], object] | None = None) -> None:
-        """Fill the baseline of every target (with `keep_recent`, then its kept last hour), then the rollups of
-        the baseline window, one length at a time and
-        10-minute ones first (the Status page's climate): the first Status answer waits for nothing else.
+        """Fill the baseline of every target (with `persist`, then install the settled rollups an earlier process
+        kept; with `keep_recent`, then its kept last hour), then the rollups of the baseline window (after a
+        restart with the kept rows, only the intervals that settled since and the 4-hour rows), 10-, 30-minute
+        and 1-hour ones first (the Status page's climate): the first Status answer waits for nothing else.
         `hold()` is called between the two (the dashboard waits there for its first answer to go out)."""
         t0 = time.perf_counter()
         self.warming = True
@@ -781,10 +847,19 @@ class ProbeCache:
                 tc = self._t(target)
                 with tc.lock:
                     self._ensure_warm(target, tc)
-                    if tc.baseline is not None and tc.baseline is restored.get(target):
-                        # refreshed below, one at a time: not one thread per target at the first Status answer
+                    b = tc.baseline
+                    if b is not None and b is restored.get(target) and \
+                            (self.clock() - b.computed_ns) / 1e9 > b.ttl_s(len(names)):
+                        # refreshed below, one at a time: not one thread per target at the first Status answer.
+                        # One still within its TTL is served as the process before would have (refreshed when it
+                        # expires): after a quick restart, 100 targets' refreshes were ~2-5 s of CPU beside the
+                        # first pages for values the previous process had just computed (issue 40).
                         tc.refreshing = True
                         stale.append(target)
+            for target in names:  # the settled rollups an earlier process kept (with `persist`): one file read
+                if self.stop_event.is_set():
+                    return
+                self._seed(target, self._t(target))
             if self.keep_recent:  # each target's last hour, which every page's first answer reads
                 for target in names:
                     if self.stop_event.is_set():
@@ -822,6 +897,7 @@ class ProbeCache:
         time, a restart decoded every piece three times (100 targets x 3 days: 2.7 s of CPU, issue 40).
         Each length's rows up to its own settled end come after, by `_cover`."""
         tc = self._t(target)
+        self._seed(target, tc)
         lengths = tuple(i for i in INTERVALS_S if probe_pieces.HOUR_NS % (i * 10**9) == 0)
         until = self.settled_ns(max(lengths) * 10**9)  # on every length's grid: whole intervals only
         if since_ns >= until:
@@ -861,6 +937,116 @@ class ProbeCache:
             self._restored = got
         return self._restored
 
+    def _rows_key(self) -> dict:
+        return {"store": self._file_key()["store"], "lengths": list(KEPT_LENGTHS_S)}
+
+    def _seed(self, target: str, tc: _Target) -> None:
+        """Install the target's rows of the file written by an earlier process (with `persist`), once and before
+        any of its kept lengths is filled: a length a request filled first keeps its own rows."""
+        if self._rows_file is None or tc.seeded:
+            return
+        with tc.lock:
+            if tc.seeded:
+                return
+            got = self._restored_rows().get(target)
+            if got is not None:
+                lo, hi, lengths = got
+                for i, rows in lengths.items():
+                    r = tc.rolled[i]
+                    with r.lock:
+                        if r.covered is None:
+                            r.rows, r.covered = rows, (lo, hi)
+                            r.version += 1
+            tc.seeded = True
+
+    def _restored_rows(self) -> dict[str, tuple[int, int, dict[int, dict]]]:
+        """Per target, the file's rows still valid: over the longest run of consecutive spans whose stored pieces
+        are the ones they were computed beside (`_tiles`), as ([lo, hi), {length: rows of [lo, hi)}); read once."""
+        with self._rows_guard:
+            if self._rows_restored is None:
+                got: dict[str, tuple[int, int, dict[int, dict]]] = {}
+                kept = probe_rollups_file.load(self._rows_file, self._rows_key()) if self._pieces else {}
+                sigs = pieces_store.span_signatures(self.store) if kept else {}
+                self._recent_restored = {t: e["recent"] for t, e in kept.items() if e["recent"] is not None}
+                for target, e in kept.items():
+                    have = sigs.get(target, {})
+                    best, run = None, None
+                    for start, span, *sig in e["tiles"]:
+                        lo, hi = max(start, e["lo_ns"]), min(start + span, e["hi_ns"])
+                        if have.get((start, span)) == tuple(sig) and lo < hi:
+                            run = (run[0], hi) if run is not None and run[1] == lo else (lo, hi)
+                            if best is None or run[1] - run[0] > best[1] - best[0]:
+                                best = run
+                        else:
+                            run = None
+                    if best is not None:
+                        got[target] = (*best, {i: select_rollups(rows, *best) for i, rows in e["lengths"].items()})
+                self._rows_restored = got
+            return self._rows_restored
+
+    def _restored_recent(self, target: str, runs: tuple[int, ...]) -> tuple[_Kept | None, tuple | None]:
+        """The target's newest final samples an earlier process kept (`_kept_read`) and the sparkline's medians of
+        them (`recent_medians`), when they are still what the store holds: the same runs, recent enough to be read
+        from, and as many samples of the target in their span as the store's count (the pieces' fingerprint:
+        database and archived rows), which only grows."""
+        self._restored_rows()
+        e = self._recent_restored.pop(target, None)
+        if e is None or e["runs"] != runs or e["final_ns"] < self.clock() - KEEP_NS:
+            return None, None
+        with self.store.connect() as conn:
+            rows, _ = pieces_store.fingerprint(conn, list(runs), e["since_ns"], e["final_ns"])
+        if rows != len(e["samples"]["op"]):
+            return None, None
+        m = e.get("medians")
+        medians = None if m is None or m["done_ns"] > e["final_ns"] else (
+            m["step_ns"], runs, m["whole_ns"], m["done_ns"], m["codes"], m["starts"], m["medians"])
+        return _Kept(runs, e["since_ns"], e["final_ns"], e["samples"]), medians
+
+    def save_rows(self) -> int | None:
+        """Write the settled rows of `KEPT_LENGTHS_S` of every target, over the baseline window's spans that have
+        stored pieces, and its kept newest samples that were final (with `persist`, on a store that keeps pieces);
+        the bytes written, None when nothing was."""
+        if self._rows_file is None or not self._pieces:
+            return None
+        sigs = pieces_store.span_signatures(self.store)
+        since = self._rollup_since(self.clock())
+        entries = {}
+        restored = self._rows_restored or {}
+        for target in sorted(set(self._targets) | set(restored)):
+            tc = self._t(target)
+            snap = {}
+            if not tc.seeded and target in restored:  # stopped before its rows were installed: kept as read
+                lo, hi, lengths = restored[target]
+                snap = {i: (rows, (lo, hi)) for i, rows in lengths.items()}
+            for i in KEPT_LENGTHS_S if not snap else ():
+                r = tc.rolled[i]
+                if not r.lock.acquire(timeout=5.0):  # a fill in progress at shutdown: that length not kept
+                    continue
+                try:
+                    if r.covered is not None:
+                        snap[i] = (r.rows, r.covered)
+                finally:
+                    r.lock.release()
+            lo = _up(max([since] + [c[0] for _, c in snap.values()]), probe_pieces.HOUR_NS)
+            hi = _down(min(c[1] for _, c in snap.values()), probe_pieces.HOUR_NS) if snap else lo
+            tiles, end = _tiles(sigs.get(target, {}), lo, hi)
+            entry = {"tiles": tiles, "lo_ns": lo, "hi_ns": end, "recent": None,
+                     "lengths": {i: select_rollups(rows, lo, end) for i, (rows, _) in snap.items()} if end > lo else {}}
+            with tc.kept_lock:
+                k, m = tc.kept, tc.medians
+            if k is not None:  # the samples that were final when read: the next start reads only what came after
+                sel = k.samples["start_ns"] < k.final_ns
+                entry["recent"] = {"runs": k.runs, "since_ns": k.since_ns, "final_ns": k.final_ns,
+                                   "samples": {c: v[sel] for c, v in k.samples.items()}, "medians": None}
+                if m is not None and m[1] == k.runs and m[3] <= k.final_ns:
+                    entry["recent"]["medians"] = dict(zip(("step_ns", "runs", "whole_ns", "done_ns", "codes", "starts",
+                                                           "medians"), m))
+            elif not tc.recent_tried and target in self._recent_restored:
+                entry["recent"] = self._recent_restored[target]
+            if entry["lengths"] or entry["recent"] is not None:
+                entries[target] = entry
+        return probe_rollups_file.save(self._rows_file, self._rows_key(), entries) if entries else None
+
     def save(self) -> bool:
         """Write every computed baseline to the file (with `persist`); False when there is none to write."""
         if self._file is None:
@@ -884,3 +1070,32 @@ class ProbeCache:
     def close(self) -> None:
         self.stop_event.set()
         self.save()
+        self.save_rows()
+
+
+def _merge_kept(old: dict[str, np.ndarray], since_ns: int, frm: int, new: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The kept samples of [since, frm) and the newly read ones from `frm` on, by op then time."""
+    keep = (old["start_ns"] >= since_ns) & (old["start_ns"] < frm)
+    cols = {c: np.concatenate([old[c][keep], new[c]]) for c in old}
+    if len(new["op"]) and keep.any():
+        # each part by op then time, the kept rows older than the new: a stable sort by op merges them
+        order = np.argsort(cols["op"], kind="stable")
+        cols = {c: v[order] for c, v in cols.items()}
+    return cols
+
+
+def _tiles(sigs: dict[tuple[int, int], tuple[int, ...]], lo: int, hi: int) -> tuple[list[list[int]], int]:
+    """The stored spans that cover [lo, hi) one after another from `lo` (a day's piece, else the hour's, each
+    with all its ops), as [start, span, *signature], and where they stop covering (at most `hi`)."""
+    tiles, t = [], lo
+    while t < hi:
+        for start, span in ((_down(t, probe_pieces.DAY_NS), probe_pieces.DAY_NS),
+                            (_down(t, probe_pieces.HOUR_NS), probe_pieces.HOUR_NS)):
+            sig = sigs.get((start, span))
+            if sig is not None and sig[0] == len(OPS):
+                tiles.append([start, span, *sig])
+                t = min(start + span, hi)
+                break
+        else:
+            break
+    return tiles, t

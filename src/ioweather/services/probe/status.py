@@ -179,7 +179,8 @@ def status(cache: ProbeCache, targets: list[str], *, warn: float, crit: float, b
         note = (f"{len(on)} of {len(targets)} probe targets probe {fs}" if on else f"no probe target probes {fs}") + \
             (f"; the others probe {', '.join(others)}" if others else "") + "."
         targets = on
-    cards = [target_status(cache, t, warn=warn, crit=crit, run=runs.get(t)) for t in targets]
+    with cache.reading_recent(targets):  # what arrived since the last answer, of every target in one read
+        cards = [target_status(cache, t, warn=warn, crit=crit, run=runs.get(t)) for t in targets]
     return Status(generated_at=now, overall=overall_of(cards), message=None, thresholds=Thresholds(warn, crit),
                   window_s=WINDOW_S, baseline_s=baseline_s, targets=cards, fs=fs, fs_note=note)
 

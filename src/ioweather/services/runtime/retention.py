@@ -120,7 +120,8 @@ def _run(store, settings, older_than, now_ns, live_only: bool, apply: bool, log=
             skipped = unlink_archived(store, done["paths"])
             extra["summarized_days"] = summarized
         elif kind == "rollups":
-            rows, files = probe_store.old_pieces(store, cutoff, delete=apply), 0
+            rows = probe_store.old_pieces(store, cutoff, delete=apply)
+            files = _derived_rollups(store, apply) if rows or not live_only else 0
         else:
             pruned = tele.prune_telemetry(settings, cutoff, live_only=live_only, apply=apply)
             rows, files, skipped = pruned.rows, pruned.files, list(pruned.skipped)
@@ -174,3 +175,17 @@ def unlink_archived(store, paths: list[str]) -> list[tuple[str, str]]:
     for rel in paths:
         tree.unlink(store.parquet_dir / rel)
     return tree.skipped
+
+
+def _derived_rollups(store, apply: bool) -> int:
+    """The dashboard's kept rollups (store/probe_rollups_file.py), derived from the summaries: removed when some are
+    pruned or when `store prune --older-than` names an age (not by the daemons' hourly prune that removes nothing,
+    which would make every dashboard restart rebuild it); a running dashboard writes it again when it stops.
+    1 when there is one."""
+    # lazy: as the store modules in `_run`: commands.store imports this module at its top
+    from ioweather.store import probe_rollups_file
+
+    path = probe_rollups_file.path_of(store)
+    if path is None or not path.is_file() or path.is_symlink():
+        return 0
+    return probe_rollups_file.remove(path) if apply else 1
