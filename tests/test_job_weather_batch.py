@@ -64,11 +64,13 @@ def _reference(raw: pd.DataFrame, job: dict) -> dict:
     w = raw[(raw["time_ns"] >= since - MAXI) & (raw["time_ns"] < until)]
     end = w["time_ns"] + (w["interval_s"] * 1e9).round().astype("int64")
     ov = (np.minimum(end, until) - np.maximum(w["time_ns"], since)).clip(lower=0) / 1e9
-    w = w.assign(ov=ov)
+    # the servers' amounts: the interval the job started in counts whole (its bytes may all be the job's)
+    job_ov = (np.minimum(end, until) - np.where(end > since, w["time_ns"], since)).clip(lower=0) / 1e9
+    w = w.assign(ov=ov, job_ov=job_ov)
 
-    def amount(rows):
-        ok = np.isfinite(rows["value"]) & (rows["value"] >= 0) & (rows["interval_s"] > 0) & (rows["ov"] > 0)
-        return float((rows["value"] * rows["ov"] / rows["interval_s"])[ok].sum()) if ok.any() else None
+    def amount(rows, col="job_ov"):
+        ok = np.isfinite(rows["value"]) & (rows["value"] >= 0) & (rows["interval_s"] > 0) & (rows[col] > 0)
+        return float((rows["value"] * rows[col] / rows["interval_s"])[ok].sum()) if ok.any() else None
 
     def of(metric, targets=None):
         rows = w[w["metric"] == metric]
@@ -95,7 +97,7 @@ def _reference(raw: pd.DataFrame, job: dict) -> dict:
             "coverage_factor_bw": (job["bytes_read"] + job["bytes_written"]) / fs_bytes,
             "coverage_factor_ops": (job["read_ops"] + job["write_ops"]) / fs_ops,
             "coverage_factor_opens": job["opens"] / of("md_open"),
-            "md_ops_per_s": amount(md) / span,
+            "md_ops_per_s": amount(md, "ov") / span,  # a rate over the window: its part of the first interval
             "server_cpu_pct": float(w.loc[w["metric"] == "cpu_pct", "value"].mean()),
             "missing_fraction": 1 - valid["ov"].sum() / (span * 2 * day_rows["target"].nunique()),
             "fullest_ost_pct": float(used.max()), "fullest_ost": str(used.idxmax())}

@@ -146,12 +146,15 @@ def test_no_probe_sample_is_unknown():
 # ----------------------------------------------------------------------------- the job's own targets
 
 def test_amounts_on_targets_counts_only_the_jobs_osts():
-    """Two 10 s samples of 100 bytes on each of three OSTs; a window covering 15 s of them counts 150
-    bytes per OST, and the job used OST 0 and OST 2 (ids 0 and 2, names ...OST0000, ...OST0002)."""
+    """Two 10 s samples of 100 bytes on each of three OSTs; a window from 5 s to 20 s counts both, the first
+    whole (the job started in it: stats.coverage.job_overlap_s), 200 bytes per OST, and the job used OST 0
+    and OST 2 (ids 0 and 2, names ...OST0000, ...OST0002)."""
     rows = pd.DataFrame({"time_ns": [0, 10 * S] * 3, "interval_s": 10.0, "value": 100.0, "metric": "write_bytes",
                          "target": ["fs-OST0000"] * 2 + ["fs-OST0001"] * 2 + ["fs-OST0002"] * 2})
     got = jws.amounts_on_targets(rows, [0, 2], 5 * S, 20 * S)
-    assert got == {"bytes_read": None, "bytes_written": 300.0, "read_ops": None, "write_ops": None}
+    assert got == {"bytes_read": None, "bytes_written": 400.0, "read_ops": None, "write_ops": None}
+    # a window ending half-way into the second sample counts half of it
+    assert jws.amounts_on_targets(rows, [0, 2], 5 * S, 15 * S)["bytes_written"] == 300.0
     assert jws.amounts_on_targets(rows, [7], 0, 20 * S) is None
 
 

@@ -44,8 +44,8 @@ def test_planted_competing_job_gives_its_share_exactly():
 
 
 def test_partial_intervals_are_prorated():
-    # one 10 s interval of 100 bytes, half of it inside the window
-    assert cov.window_amount([0], [10.0], [100.0], 5 * S, 20 * S) == 50.0
+    # one 10 s interval of 100 bytes, half of it inside the window's end (its start: test_coverage_job_start.py)
+    assert cov.window_amount([15 * S], [10.0], [100.0], 5 * S, 20 * S) == 50.0
 
 
 def test_no_telemetry_is_none_not_zero():

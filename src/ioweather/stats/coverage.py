@@ -3,7 +3,8 @@
     CF(j) = what job j moved (Darshan) / what the file system's servers moved in j's window
 
 per direction (bytes read, written, both), per operation kind (read and write ops, opens, stats)
-and for node-hours (the job's / every concurrent job's). The window is the job's run plus a 5 s tail.
+and for node-hours (the job's / every concurrent job's). The window is the job's run plus a 5 s tail,
+and it begins where the telemetry interval the job started in begins (`job_overlap_s`).
 Two variants: over every server target of the file system (pytokio's), and over the job's own
 targets when its Darshan Lustre records name them (the paper's). A CF above 1.2 means clock skew or
 missing samples: flagged and excluded from statistics (tokio-abcutils drops them the same way).
@@ -90,15 +91,31 @@ def overlap_s(start_ns, interval_s, since_ns: int, until_ns: int) -> np.ndarray:
     return np.clip(hi - lo, 0, None) / 1e9
 
 
+def job_overlap_s(start_ns, interval_s, since_ns: int, until_ns: int) -> np.ndarray:
+    """Seconds of each interval [start, start + interval_s) a job's window [since, until) counts: the part
+    inside it, except that the interval the job started in counts whole. Telemetry cannot tell where in
+    an interval its amount was moved; spreading it evenly assumes a steady rate, which is wrong at the
+    job's start: its bytes there all come after it. A 2 GiB job starting 0.41 s into a 1 s interval
+    wrote 1.23 GB before the next tick was read (0.24 s late); 59 % of it counted, the window held
+    fewer bytes than the job wrote, and its coverage factor (1.25) was flagged as clock skew. The
+    interval's bytes of others before the start count too: the job's share is then a lower bound,
+    as the 5 s tail at the end makes it already."""
+    s = np.asarray(start_ns, dtype=np.int64)
+    e = s + np.round(np.asarray(interval_s, dtype=float) * 1e9).astype(np.int64)
+    # an interval that ends after `since` counts from its own start; one that ends before counts nothing
+    lo = np.where(e > since_ns, s, since_ns)
+    hi = np.minimum(e, until_ns)
+    return np.clip(hi - lo, 0, None) / 1e9
+
+
 def window_amount(start_ns, interval_s, value, since_ns: int, until_ns: int) -> float | None:
-    """What counters moved in [since, until): each interval's amount times the share of it inside the
-    window (amounts are spread evenly over their interval). None when no valid interval overlaps."""
+    """What counters moved in a job's window [since, until): each interval's amount times the share of it
+    the window counts (`job_overlap_s`: amounts are spread evenly over their interval, and the interval
+    the job started in counts whole). None when no valid interval overlaps."""
     v = np.asarray(value, dtype=float)
     iv = np.asarray(interval_s, dtype=float)
-    ov = overlap_s(start_ns, iv, since_ns, until_ns)
+    ov = job_overlap_s(start_ns, iv, since_ns, until_ns)
     ok = np.isfinite(v) & (v >= 0) & (iv > 0) & (ov > 0)
     if not ok.any():
         return None
     return float(np.sum(v[ok] * ov[ok] / iv[ok]))
-
-

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ioweather.stats.coverage import overlap_s
+from ioweather.stats.coverage import job_overlap_s, overlap_s
 from ioweather.store import telemetry_layout as layout
 from ioweather.store.job_files import files_dir
 from ioweather.store.telemetry_names import known_fs  # noqa: F401  re-exported: weather, bench runs list them here
@@ -30,6 +30,9 @@ from ioweather.store.telemetry_names import known_fs  # noqa: F401  re-exported:
 if TYPE_CHECKING:
     import pandas as pd
 
+#: The way a weather is computed from the same rows, part of every window's signature: a stored weather of an
+#: older way is stale. 2: the interval a job started in counts whole (stats.coverage.job_overlap_s).
+WEATHER_METHOD = 2
 #: Rows are interval starts: an interval that began this long before the window can still reach into it.
 MAX_INTERVAL_NS = 600 * 10**9
 DAY_NS = layout.DAY_NS
@@ -96,12 +99,14 @@ class Series:
         a, b = np.searchsorted(self.time, [since_ns, until_ns], side="left")
         return int(a), int(b)
 
-    def amount(self, cut: tuple[int, int], since_ns: int, until_ns: int) -> float | None:
-        """stats.coverage.window_amount of the rows summed per interval: None when no valid interval overlaps."""
+    def amount(self, cut: tuple[int, int], since_ns: int, until_ns: int, job_window: bool = True) -> float | None:
+        """stats.coverage.window_amount of the rows summed per interval (with `job_window`: the interval the
+        job started in counts whole, stats.coverage.job_overlap_s; without: only its part inside [since,
+        until), for a rate over the window's length). None when no valid interval overlaps."""
         a, b = cut
         if b <= a:
             return None
-        ov = overlap_s(self.time[a:b], self.iv[a:b], since_ns, until_ns)
+        ov = (job_overlap_s if job_window else overlap_s)(self.time[a:b], self.iv[a:b], since_ns, until_ns)
         ok = (self.n_ok[a:b] > 0) & (ov > 0)
         if not ok.any():
             return None
@@ -212,7 +217,8 @@ class WindowSignatures:
     def window(self, fs: str, since_ns: int, until_ns: int) -> str:
         first = (since_ns - MAX_INTERVAL_NS - DAY_NS) // DAY_NS  # the day before: fullness looks back a day
         last = (until_ns - 1) // DAY_NS
-        return hashlib.sha1(",".join(self.day(fs, d) for d in range(first, last + 1)).encode()).hexdigest()[:16]
+        days = ",".join(self.day(fs, d) for d in range(first, last + 1))
+        return hashlib.sha1(f"{WEATHER_METHOD};{days}".encode()).hexdigest()[:16]
 
 
 def darshan_file_rows(parquet_dir: Path, parts: dict[str, list[str]], columns: list[str]) -> pd.DataFrame:

@@ -478,6 +478,9 @@ def _measure(w: Weather, job: Job, series: dict, cut: dict, present, ost_rows) -
     w.no_data = False
     amount = {m: series[m].amount(cut[m], since, until) for m in series}
     md = [a for m, a in amount.items() if m.startswith("md_") and a is not None]
+    # a rate over the window's length: only the part of the first interval inside it
+    md_in = [a for m in series if m.startswith("md_")
+             for a in [series[m].amount(cut[m], since, until, job_window=False)] if a is not None]
     fs_all = {"bytes_read": amount.get("read_bytes"), "bytes_written": amount.get("write_bytes"),
               "read_ops": amount.get("read_ops"), "write_ops": amount.get("write_ops"),
               "opens": amount.get("md_open"), "stats": amount.get("md_getattr"),
@@ -497,7 +500,7 @@ def _measure(w: Weather, job: Job, series: dict, cut: dict, present, ost_rows) -
     w.coverage_factors.update({f"{k}_all_targets": v for k, v in every.items() if k.startswith("coverage_factor_")
                                and not k.endswith("_flagged")})
     span_s = (until - since) / 1e9
-    w.md_ops_per_s = None if fs_all["md_ops"] is None else fs_all["md_ops"] / span_s
+    w.md_ops_per_s = sum(md_in) / span_s if md_in else None
     w.fs_bytes = None if fs_all["bytes_read"] is None else fs_all["bytes_read"] + (fs_all["bytes_written"] or 0)
     w.server_cpu_pct = series["cpu_pct"].mean(cut["cpu_pct"]) if "cpu_pct" in series else None
     covered = sum(series[m].covered(cut[m], since, until) for m in _BYTES if m in series)
