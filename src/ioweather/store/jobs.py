@@ -315,7 +315,6 @@ def write_batch(store: Store, parquet_dir: Path, job_rows: Sequence[dict], file_
                 tmp.unlink(missing_ok=True)
                 raise from_os_error(d / part, e, "write", cls=StoreError) from None
         now = time.time_ns()
-        refreshed: set[str] = set()
         with store.begin() as conn:
             refreshed = _refresh(conn, [r for r in rows_in if r["log_hash"] in present], now)
             if job_rows:
