@@ -229,7 +229,7 @@ def test_relative_then_absolute_path_reads_nothing_again(cli, home, tmp_path):
     failed = json.loads(cli("jobs", "failed", "--json", home=home, check=True).stdout)
     assert len(failed) == len(bad) and all(f["path"].startswith(str(tmp_path / "a") + "/") for f in failed)
     again = json.loads(cli("jobs", "ingest", str(tmp_path / "a"), "--json", home=home, check=True).stdout)
-    assert again == {"ingested": 0, "failed": 0, "duplicates": 0, "skipped": good + len(bad),
+    assert again == {"ingested": 0, "refreshed": 0, "failed": 0, "duplicates": 0, "skipped": good + len(bad),
                      "symlinks_skipped": 0, "found": good + len(bad)}
     # the same directory named another way (a "..", a "."): still the same paths
     other = f"{tmp_path}/a/../a/./"

@@ -22,6 +22,7 @@ from test_jobs_ingest import make_archive
 from ioweather.commands import jobs as jobs_command
 from ioweather.config import Settings
 from ioweather.services.jobs import ingest_scan
+from ioweather.stats.rules_revision import RULES_REVISION
 
 HEAVY = ("sqlalchemy", "pandas", "numpy", "pyarrow", "rich", "darshan")
 
@@ -116,3 +117,22 @@ def test_a_change_or_an_unusual_store_takes_the_full_path(archive, monkeypatch, 
     light, cli = both()
     assert light is None and (cli["duplicates"], cli["skipped"]) == (1, 15)
     assert ingest_scan.unchanged_answer(settings, [str(logs)]).skipped == 16
+
+
+def test_a_row_of_other_rules_takes_the_full_path_once(archive):
+    """A stored row derived under another revision of the advisor's rules (stats/rules_revision.py) is not
+    unchanged: the light path leaves it to the full one, which refreshes it in place; then the archive is
+    unchanged again and answered by the light path, the revision current."""
+    home, logs = archive
+    settings = Settings.resolve(home)
+    assert ingest_scan.unchanged_answer(settings, [str(logs)]) is not None  # current: the light path
+    db = sqlite3.connect(settings.sqlite_path)
+    with db:
+        db.execute("UPDATE darshan_jobs SET rules_revision = '2026-11-28' WHERE id = (SELECT min(id) FROM darshan_jobs)")
+    assert ingest_scan.unchanged_answer(settings, [str(logs)]) is None
+    cli = json.loads(run_cli("jobs", "ingest", str(logs), "--json", home=home, check=True).stdout)
+    assert (cli["refreshed"], cli["ingested"], cli["duplicates"], cli["skipped"]) == (1, 0, 0, 15)
+    assert db.execute("SELECT DISTINCT rules_revision FROM darshan_jobs").fetchall() == [(RULES_REVISION,)]
+    db.close()
+    light = ingest_scan.unchanged_answer(settings, [str(logs)])
+    assert light is not None and (light.refreshed, light.skipped) == (0, 16)

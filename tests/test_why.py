@@ -354,7 +354,7 @@ def test_why_reads_no_log_an_ingest_read(stormy, testdata, tmp_path):
         assert LogFacts.usable(text).stored() == LogFacts.of_report(*job_answer(path)).stored(), path
     facts = json.loads(stored[str(testdata / "darshan" / JOB_LOG)])
     assert facts["facts"]["saving_s"] > 0 and facts["facts"]["advice"] and facts["facts"]["mounts"]
-    for changed in ({"version": FACTS_VERSION + 1}, {"ioweather": "0.0.1"},
+    for changed in ({"version": FACTS_VERSION + 1}, {"ioweather": "0.0.1"}, {"rules": "2026-11-28"}, {"rules": None},
                     {"facts": {**facts["facts"], "nnodes_source": CORES_PER_NODE}},
                     {"facts": {k: v for k, v in facts["facts"].items() if k != "hosts"}}):
         assert LogFacts.usable(json.dumps({**facts, **changed})) is None, changed
@@ -367,12 +367,39 @@ def test_why_reads_no_log_an_ingest_read(stormy, testdata, tmp_path):
         db.execute("ALTER TABLE darshan_jobs DROP COLUMN why_facts")
         db.execute("UPDATE schema_versions SET version = 3 WHERE component = 'darshan'")
     assert [_why(dst, job), _why(dst, "3116902")] == answers  # upgraded by the usual door, the logs read
-    assert db.execute("SELECT version FROM schema_versions WHERE component = 'darshan'").fetchall() == [(4,)]
+    assert db.execute("SELECT version FROM schema_versions WHERE component = 'darshan'").fetchall() == [(5,)]
     assert db.execute("SELECT COUNT(*), COUNT(why_facts) FROM darshan_jobs").fetchall() == [(3, 0)]
     run_cli("jobs", "ingest", *stored, "--workers", "1", home=dst, timeout=300, check=True)
     assert dict(db.execute("SELECT path, why_facts FROM darshan_jobs").fetchall()) == stored
     db.close()
     assert [_why(dst, job), _why(dst, "3116902")] == answers
+
+
+def test_why_reads_the_log_of_facts_of_other_rules(stormy, tmp_path):
+    """`why` on a row whose stored facts were derived under another revision of the advisor's rules
+    (stats/rules_revision.py) reads the log, and answers as the log says; the same facts under this revision
+    are taken as stored (so the test sees which was used: they are made wrong, no saving and no advice)."""
+    import sqlite3
+
+    from ioweather.stats.rules_revision import RULES_REVISION
+
+    home, rep, _log = stormy
+    job = str(rep["job"]["jobid"])
+    dst = tmp_path / "home"
+    shutil.copytree(home, dst)
+    want = _why(dst, job)
+    db = sqlite3.connect(dst / "ioweather.sqlite")
+    ((h, text),) = db.execute("SELECT log_hash, why_facts FROM darshan_jobs WHERE jobid = ?", (int(job),)).fetchall()
+    doc = json.loads(text)
+    assert doc["rules"] == RULES_REVISION and doc["facts"]["saving_s"] > 0
+    wrong = {**doc, "facts": {**doc["facts"], "saving_s": 0.0, "advice": None}}
+    for rules, taken in ((RULES_REVISION, True), ("2026-11-28", False)):
+        with db:
+            db.execute("UPDATE darshan_jobs SET why_facts = ? WHERE log_hash = ?", (json.dumps({**wrong, "rules": rules}), h))
+        got = _why(dst, job)
+        assert (got != want) is taken, rules
+    db.close()
+    assert got == want
 
 
 def test_the_sqlite_reads_are_the_stores(stormy, tmp_path):

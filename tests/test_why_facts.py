@@ -5,7 +5,8 @@ darshan_jobs.why_facts (darshan store version 4), typed to the leaves: the time 
 The fixture tests/data/why_facts_v1_imbalanced-io.json is the column as `jobs ingest` wrote it for
 ../shared/testdata/darshan/imbalanced-io.darshan *before* these leaves were typed (when `times` was a dict
 and `mounts` a list of dicts): every row stored since version 4 must still be read, and written again
-byte for byte the same."""
+byte for byte the same, when it was derived under this code's rules (stats/rules_revision.py: the facts say
+theirs since darshan store version 5; a row that says none, or another, is read from its log again)."""
 
 from __future__ import annotations
 
@@ -19,16 +20,19 @@ import pytest
 from ioweather import __version__
 from ioweather.config import MountBytes
 from ioweather.services.jobs.facts import LogFacts, OpTimes
+from ioweather.stats.rules_revision import RULES_REVISION
 
 STORED = Path(__file__).parent / "data" / "why_facts_v1_imbalanced-io.json"
 
 
 def _row_of_this_version() -> str:
-    """The stored row as this ioweather would take it: `usable` reads only facts its own version made (the
-    version string is the one field that says who wrote it, not what)."""
+    """The stored row as this ioweather would take it: `usable` reads only facts its own version made under its
+    own rules (the version string and the rules' revision, darshan store version 5, are the fields that say who
+    wrote it, not what); the fixture predates the revision, which goes after the version string."""
     text = STORED.read_text()
     doc = json.loads(text)
-    return text.replace(f'"ioweather": "{doc["ioweather"]}"', f'"ioweather": "{__version__}"', 1)
+    return text.replace(f'"ioweather": "{doc["ioweather"]}"',
+                        f'"ioweather": "{__version__}", "rules": "{RULES_REVISION}"', 1)
 
 
 def test_a_row_stored_before_the_leaves_were_typed_loads_typed_and_is_written_again_the_same():
@@ -51,6 +55,18 @@ def test_the_current_report_stores_what_the_earlier_code_stored(testdata):
 
     rep, log = job_answer(str(testdata / "darshan" / "imbalanced-io.darshan"))
     assert LogFacts.of_report(rep, log).stored() == _row_of_this_version()
+
+
+def test_facts_of_other_rules_or_of_none_are_not_used():
+    """The fixture as stored (before the facts said their rules: the version string "0.1.0" said nothing of
+    them) and the same facts under another revision are not what reading the log would give now."""
+    doc = json.loads(_row_of_this_version())
+    assert LogFacts.usable(json.dumps(doc)) is not None
+    assert LogFacts.usable(json.dumps({k: v for k, v in doc.items() if k != "rules"})) is None
+    assert LogFacts.usable(json.dumps({**doc, "rules": "2026-11-28"})) is None
+    assert "rules" not in json.loads(STORED.read_text()) and LogFacts.usable(
+        STORED.read_text().replace(f'"ioweather": "{json.loads(STORED.read_text())["ioweather"]}"',
+                                   f'"ioweather": "{__version__}"', 1)) is None
 
 
 @pytest.mark.parametrize("change", [

@@ -551,6 +551,7 @@ _.recovery_connected_clients  # services.telemetry.fsview.LustreTarget
 _.recovery_evicted_clients  # services.telemetry.fsview.LustreTarget
 _.recovery_label  # services.telemetry.fsview.LustreTarget
 _.reference  # services.probe.status.BaselineInfo
+_.refreshed  # services.jobs.ingest_scan.IngestCounts
 _.regression  # services.bench.runs.SummaryRow
 _.relations  # services.jobs.answer.Damage
 _.repaired  # store.check.Problem

@@ -28,7 +28,9 @@ def _ingest_report(counts, *, quiet: bool) -> None:
     """`jobs ingest`'s lines for a person (an `IngestCounts`); `quiet` keeps the counts off stdout, not the notes."""
     if not quiet:
         # duplicates: content already stored (another path, or another ingest running at the same time)
-        click.echo(f"{counts.ingested} logs ingested, {counts.failed} failed, "
+        # refreshed: stored rows read again because other advisor rules (or an older ioweather) derived them
+        click.echo(f"{counts.ingested} logs ingested, {counts.refreshed} refreshed (stored under other rules), "
+                   f"{counts.failed} failed, "
                    f"{counts.duplicates} duplicates (content already stored), "
                    f"{counts.skipped} already ingested ({counts.found} found)")
     if counts.failed:

@@ -38,6 +38,9 @@ from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, effecti
                                   storage_modules, subset, zero_missing)
 from ioweather.stats.lustre import lfs_size, lustre_file_columns, lustre_files, ost_count
 from ioweather.units import format_bytes, format_seconds
+# The rules' revision: bump it with any change of a finding's level, cost or message (stats/rules_revision.py
+# says why it lives there: the light paths compare it without this module's numpy and pandas).
+from ioweather.stats.rules_revision import RULES_REVISION  # noqa: F401 (re-exported: `jobs ingest` stamps rows with it)
 
 #: The levels that ask for action: `jobs ingest` stores these codes per job (`finding_codes`).
 ACTIONABLE = ("HIGH", "WARN")

@@ -1,7 +1,9 @@
 """Darshan jobs in the store: one row per ingested log, one per log that could not be read,
 and a per-(job, file, module) table in Parquet under `parquet_dir/jobs`.
 
-Idempotence: a log is identified by the SHA-256 of its bytes (`log_hash`, unique).
+Idempotence: a log is identified by the SHA-256 of its bytes (`log_hash`, unique). A row counts as
+stored ("seen") only when it was derived under this code's advisor rules (`rules_revision`, version 5) and
+has every column added since: else the next ingest reads its log again and refreshes it in place (`_refresh`).
 A file whose (device, inode, size, mtime) is unchanged since an ingest read it, stored or found a
 duplicate (`seen_files`), is skipped before it is opened or hashed; a path known only from a job row
 (stored before version 3) or a failure, by its (size, mtime). Each batch writes its Parquet part first
@@ -35,6 +37,7 @@ import sqlalchemy as sa
 
 from ioweather.errors import StoreError, UserError, from_os_error
 from ioweather.files import StoreTree
+from ioweather.stats.rules_revision import RULES_REVISION
 from ioweather.store.db import Store
 from ioweather.store.job_files import files_dir, is_part_name  # noqa: F401 (files_dir re-exported: store/check.py, the ingest)
 # re-exported: the ingest and the tests name them here; they live where `jobs ingest`'s light path reads them
@@ -105,13 +108,19 @@ jobs = sa.Table(
     # version 4: what `why` answers with of the log's report (services/jobs/facts.py `LogFacts`, JSON), so that
     # it reads no log an ingest has read; NULL in rows ingested before (`why` reads their logs)
     sa.Column("why_facts", sa.Text),
+    # version 5: the advisor's rules' revision the derived columns were made under (stats/rules_revision.py);
+    # NULL in rows ingested before. A row of another revision is not "seen": the next ingest reads its log
+    # again and refreshes it in place (`_refresh`), so no store keeps the findings of older rules unmarked
+    sa.Column("rules_revision", sa.String(32)),
 )
 sa.Index("darshan_jobs_uid", jobs.c.uid)
 #: Columns added after the first version, in the order their migration adds them.
 VERDICT_COLUMNS = ("verdict", "findings_json")
 FACTS_COLUMNS = ("why_facts",)
-#: What an ingest fills in a stored row that lacks it (`_complete_verdicts`): the columns added since.
-COMPLETED_COLUMNS = (*VERDICT_COLUMNS, *FACTS_COLUMNS)
+RULES_COLUMNS = ("rules_revision",)
+#: The columns added since the first version: a row lacking one, or whose rules_revision is not this code's
+#: RULES_REVISION, is not "seen" (`_current`); the next ingest reads its log and refreshes it (`_refresh`).
+COMPLETED_COLUMNS = (*VERDICT_COLUMNS, *FACTS_COLUMNS, *RULES_COLUMNS)
 
 failed_logs = sa.Table(
     "darshan_failed_logs", metadata,
@@ -159,9 +168,16 @@ def add_columns(table: sa.Table, names: Sequence[str]):
 
 
 COMPONENT = Component("darshan", [create_tables(jobs, failed_logs), add_columns(jobs, VERDICT_COLUMNS),
-                                  create_tables(seen_files), add_columns(jobs, FACTS_COLUMNS)])
+                                  create_tables(seen_files), add_columns(jobs, FACTS_COLUMNS),
+                                  add_columns(jobs, RULES_COLUMNS)])
 
 JOB_COLUMNS = [c.name for c in jobs.columns if c.name != "id"]
+#: What a refresh keeps of a stored row (`_refresh`): its identity (id, content hash), where it was found and
+#: its per-file Parquet part. Every other column is derived from the log's bytes by this code (the
+#: characterization, and from it the findings, verdict and `why`'s facts), so all of them are written again:
+#: a row then holds what a fresh ingest of its log would, whatever option (--cores-per-node) made it.
+KEPT_ON_REFRESH = ("log_hash", "path", "path_hash", "size_bytes", "mtime_ns", "files_part")
+REFRESHED_COLUMNS = tuple(c for c in JOB_COLUMNS if c not in (*KEPT_ON_REFRESH, "ingested_ns"))
 #: What the cross-job summary reads (the rest stays in the database).
 SUMMARY_COLUMNS = [c for c in JOB_COLUMNS if c not in ("path", "path_hash", "size_bytes", "mtime_ns", "ingested_ns",
                                                        "start_ns", "end_ns", "log_version", "partial_modules",
@@ -176,10 +192,10 @@ def seen(store: Store) -> tuple[set[str], dict[str, tuple[int, int]]]:
     hashes: set[str] = set()
     paths: dict[str, tuple[int, int]] = {}
     with store.connect() as conn:
-        # rows stored before the verdict (version 1) or `why`'s facts (version 3) were count as unseen: an
-        # ingest reads them again to add them
+        # rows stored before the verdict (version 1), `why`'s facts (version 3) or the rules' revision (version
+        # 4), or under other rules, count as unseen: an ingest reads them again to refresh them
         for h, ph, size, mt in conn.execute(sa.select(jobs.c.log_hash, jobs.c.path_hash, jobs.c.size_bytes,
-                                                      jobs.c.mtime_ns).where(_complete())):
+                                                      jobs.c.mtime_ns).where(_current())):
             hashes.add(h)
             paths[ph] = (size, mt)
         for h, ph, size, mt in conn.execute(sa.select(failed_logs.c.log_hash, failed_logs.c.path_hash,
@@ -265,13 +281,13 @@ def _table_hash(t: pa.Table) -> str | None:
 
 
 def write_batch(store: Store, parquet_dir: Path, job_rows: Sequence[dict], file_tables: Sequence[pa.Table],
-                failures: Sequence[dict]) -> set[str]:
+                failures: Sequence[dict]) -> tuple[set[str], set[str]]:
     """Store one batch: the per-file Parquet part, then job and failure rows in one transaction.
 
-    Returns the hashes of `job_rows` that were already stored (by another process since
-    this one looked): those are left out, rows and Parquet alike; except that a stored row
-    without a verdict (ingested before store version 2) or `why`'s facts (before version 4) gets this
-    row's verdict, findings and facts.
+    Returns (duplicates, refreshed): the hashes of `job_rows` that were already stored and current (by another
+    process since this one looked), left out, rows and Parquet alike; and those stored but not current (not
+    "seen": lacking a column added since, or derived under other rules), whose row this one's derived columns
+    replaced in place (`_refresh`: same id, path and Parquet part).
     """
     # lazy: pyarrow, loaded only when this runs
     import pyarrow as pa
@@ -300,7 +316,7 @@ def write_batch(store: Store, parquet_dir: Path, job_rows: Sequence[dict], file_
                 raise from_os_error(d / part, e, "write", cls=StoreError) from None
         now = time.time_ns()
         with store.begin() as conn:
-            present -= _complete_verdicts(conn, [r for r in rows_in if r["log_hash"] in present], now)
+            refreshed = _refresh(conn, [r for r in rows_in if r["log_hash"] in present], now)
             if job_rows:
                 rows = [{**{c: r.get(c) for c in JOB_COLUMNS}, "files_part": part, "ingested_ns": now} for r in job_rows]
                 conn.execute(_insert_ignore(store, jobs, "log_hash"), rows)
@@ -310,21 +326,28 @@ def write_batch(store: Store, parquet_dir: Path, job_rows: Sequence[dict], file_
                 frows = [{**f, "failed_ns": now} for f in failures]
                 _delete_failures(conn, frows)
                 conn.execute(failed_logs.insert(), frows)
-    return present
+    return present - refreshed, refreshed
 
 
-def _complete():
-    """A stored row that has every column added since the first version (what `seen` calls seen)."""
-    return sa.and_(*(jobs.c[c].is_not(None) for c in COMPLETED_COLUMNS))
+def _current():
+    """A stored row that has every column added since the first version and was derived under this code's
+    rules (what `seen` calls seen; store/sqlite_reads.py `seen` is the same condition in SQL)."""
+    return sa.and_(*(jobs.c[c].is_not(None) for c in COMPLETED_COLUMNS), jobs.c.rules_revision == RULES_REVISION)
 
 
-def _complete_verdicts(conn, rows: Sequence[dict], now: int) -> set[str]:
-    """Fill the verdict and facts columns of stored rows that lack one from freshly read `rows`; their hashes.
-    The new ingested_ns moves `change_marker`, so pages drop what they built from the old rows."""
+def _stale():
+    """NOT `_current()`, spelled so that a NULL revision is true (NOT of `NULL = 'x'` is NULL: no row)."""
+    return sa.or_(*(jobs.c[c].is_(None) for c in COMPLETED_COLUMNS), jobs.c.rules_revision != RULES_REVISION)
+
+
+def _refresh(conn, rows: Sequence[dict], now: int) -> set[str]:
+    """Write the derived columns (REFRESHED_COLUMNS) of freshly read `rows` over their stored rows that are not
+    current (`_stale`); their hashes. The row keeps its id, path and Parquet part. The new ingested_ns moves
+    `change_marker`, so pages drop what they built from the old rows."""
     done = set()
     for r in rows:
-        res = conn.execute(jobs.update().where(jobs.c.log_hash == r["log_hash"], sa.not_(_complete()))
-                           .values({**{c: r.get(c) for c in COMPLETED_COLUMNS}, "ingested_ns": now}))
+        res = conn.execute(jobs.update().where(jobs.c.log_hash == r["log_hash"], _stale())
+                           .values({**{c: r.get(c) for c in REFRESHED_COLUMNS}, "ingested_ns": now}))
         if res.rowcount:
             done.add(r["log_hash"])
     return done

@@ -24,11 +24,13 @@ from types import SimpleNamespace
 
 from ioweather.errors import UserError
 from ioweather.stats.darshan_links import exe_name, match_darshan
+from ioweather.stats.rules_revision import RULES_REVISION
 
 #: The component versions these reads know (each store module's COMPONENT; tests/test_sqlite_reads.py checks).
-VERSIONS = {"darshan": 4, "scheduler": 1, "job_weather": 1, "probe": 6}
-#: store.jobs.COMPLETED_COLUMNS: a row lacking one is read again by an ingest, so it is not "seen"
-COMPLETED_COLUMNS = ("verdict", "findings_json", "why_facts")
+VERSIONS = {"darshan": 5, "scheduler": 1, "job_weather": 1, "probe": 6}
+#: store.jobs.COMPLETED_COLUMNS: a row lacking one, or whose rules_revision is not RULES_REVISION, is read again by
+#: an ingest, so it is not "seen"
+COMPLETED_COLUMNS = ("verdict", "findings_json", "why_facts", "rules_revision")
 #: The tables' columns in their definitions' order (`SELECT table`'s; the test checks them against SQLAlchemy's).
 JOB_COLUMNS = (
     "id", "log_hash", "path", "path_hash", "size_bytes", "mtime_ns", "ingested_ns", "jobid", "uid", "exe", "nprocs",
@@ -39,7 +41,7 @@ JOB_COLUMNS = (
     "h5d_bytes_read", "h5d_bytes_written", "pnetcdf_bytes_read", "pnetcdf_bytes_written", "dfs_bytes_read",
     "dfs_bytes_written", "daos_bytes_read", "daos_bytes_written", "agg_perf_by_slowest_mibps", "mibps", "io_time_s",
     "io_fraction", "common_access_bytes", "seq_fraction", "top_file", "finding_codes", "files_part", "verdict",
-    "findings_json", "why_facts")
+    "findings_json", "why_facts", "rules_revision")
 #: store.jobs.SUMMARY_COLUMNS (`jobs summary`'s columns, services/jobs/archive_light.py), in the same order
 SUMMARY_COLUMNS = tuple(c for c in JOB_COLUMNS if c not in (
     "id", "path", "path_hash", "size_bytes", "mtime_ns", "ingested_ns", "start_ns", "end_ns", "log_version",
@@ -195,13 +197,15 @@ def darshan_job_by_jobid(store: LightStore, jobid: int, columns: list[str]) -> d
 
 
 def seen(store: LightStore) -> tuple[set[str], dict[str, tuple[int, int]]]:
-    """store.jobs.seen's answer: (hashes of the jobs stored with every completed column, {path_hash: (size, mtime_ns)}
-    of those jobs' and the failed logs' paths, a failure's over a job's)."""
+    """store.jobs.seen's answer: (hashes of the jobs stored with every completed column under this code's rules
+    (store.jobs._current), {path_hash: (size, mtime_ns)} of those jobs' and the failed logs' paths, a failure's
+    over a job's)."""
     store.require("darshan")
     hashes: set[str] = set()
     paths: dict[str, tuple[int, int]] = {}
-    complete = " AND ".join(f"{c} IS NOT NULL" for c in COMPLETED_COLUMNS)
-    for h, ph, size, mt in store.rows(f"SELECT log_hash, path_hash, size_bytes, mtime_ns FROM darshan_jobs WHERE {complete}"):
+    current = " AND ".join([*(f"{c} IS NOT NULL" for c in COMPLETED_COLUMNS), "rules_revision = ?"])
+    for h, ph, size, mt in store.rows(f"SELECT log_hash, path_hash, size_bytes, mtime_ns FROM darshan_jobs "
+                                      f"WHERE {current}", (RULES_REVISION,)):
         hashes.add(h)
         paths[ph] = (size, mt)
     for _h, ph, size, mt in store.rows("SELECT log_hash, path_hash, size_bytes, mtime_ns FROM darshan_failed_logs"):

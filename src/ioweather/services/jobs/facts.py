@@ -5,8 +5,8 @@ PyDarshan nor findings pass (issue 40).
 for a dozen facts: the advisor's I/O time and combined saving, the top action's advice, the time per
 kind of op, the header's window, the mounts' bytes, the host names. `jobs ingest` computes the same
 report, so it stores them (`darshan_jobs.why_facts`, JSON); `why` takes them when the log is still
-the one ingested (its content hash) and they were made by this version from what `why` would read
-(`usable`). The module imports nothing heavy: `why` loads it at its top.
+the one ingested (its content hash) and they were made by this version, under this code's rules
+(stats/rules_revision.py), from what `why` would read (`usable`). The module imports nothing heavy: `why` loads it at its top.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ioweather import __version__
 from ioweather.config import MountBytes
+from ioweather.stats.rules_revision import RULES_REVISION
 
 if TYPE_CHECKING:
     from ioweather.services.jobs.answer import JobReport
@@ -91,19 +92,22 @@ class LogFacts:
         """The `why_facts` column: the facts and what made them. JSON keeps a float's every digit
         (repr), NaN included; numpy scalars are written as the Python numbers they equal. `times` and each
         mount are JSON objects by their field names ({"read", "write", "meta"}, {"mount", "fs_type", "bytes"}),
-        as darshan store version 4 has held them from the first: `usable` reads every row stored since."""
-        return json.dumps({"version": FACTS_VERSION, "ioweather": __version__, "facts": asdict(self)},
-                          default=_plain)
+        as darshan store version 4 has held them from the first: `usable` reads every row stored since under
+        this code's rules (`rules`: the revision they were derived under, since version 5)."""
+        return json.dumps({"version": FACTS_VERSION, "ioweather": __version__, "rules": RULES_REVISION,
+                           "facts": asdict(self)}, default=_plain)
 
     @classmethod
     def usable(cls, text: str | None) -> LogFacts | None:
         """The facts of a `why_facts` column when they are what reading the log would give now: None for a
-        row stored before the column, by another version, or from a node count --cores-per-node made."""
+        row stored before the column, by another version, under other rules (or before facts said theirs: the
+        version string is "0.1.0" whatever the rules), or from a node count --cores-per-node made."""
         try:
             doc = json.loads(text) if text else None
         except ValueError:  # not JSON: read the log, as for a row without facts
             return None
-        if not isinstance(doc, dict) or doc.get("version") != FACTS_VERSION or doc.get("ioweather") != __version__:
+        if not isinstance(doc, dict) or doc.get("version") != FACTS_VERSION or doc.get("ioweather") != __version__ \
+                or doc.get("rules") != RULES_REVISION:
             return None
         facts = doc.get("facts")
         if not isinstance(facts, dict):

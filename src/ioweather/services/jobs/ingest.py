@@ -101,7 +101,7 @@ def _job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size
     """The store's row of a job, by column (store.jobs.job_row_values types it): what `extract` hands the
     batch writer, not an answer anyone reads."""
     # lazy: the statistics (pandas), loaded only when a log is read
-    from ioweather.stats.findings import ACTIONABLE, job_verdict
+    from ioweather.stats.findings import ACTIONABLE, job_verdict, RULES_REVISION
     # lazy: the statistics (pandas), loaded only when a log is read
     from ioweather.stats.job import row_fields
 
@@ -125,6 +125,8 @@ def _job_row(log, ch: dict, findings: list[dict], path: str, log_hash: str, size
         "why_facts": LogFacts.of_report(JobReport.of({"verdict": verdict["text"], "verdict_actions": verdict["actions"],
                                                       "verdict_saving_s": verdict["saving_s"], **ch,
                                                       "findings": findings}), log).stored(),
+        # the rules all of the above was derived under: a row of other rules is read again (store/jobs.py `seen`)
+        "rules_revision": RULES_REVISION,
     }
     for mod, prefix in INTERFACE_COLUMNS.items():
         it = ch["interfaces"].get(mod)
@@ -374,7 +376,7 @@ class Ingest:
         self.tables: list[pa.Table] = []
         self.failures: list[dict] = []
         self.last = time.monotonic()
-        self.counts = {"ingested": 0, "failed": 0, "duplicates": 0, "skipped": 0}
+        self.counts = {"ingested": 0, "refreshed": 0, "failed": 0, "duplicates": 0, "skipped": 0}
         self.batch_hashes: set[str] = set()
         #: files whose content is stored or found stored, remembered after each batch so the next ingest skips them
         self.seen: list[dict] = []
@@ -410,10 +412,12 @@ class Ingest:
     def flush(self) -> None:
         with self.interrupts.deferred():
             if self.rows or self.failures:
-                # stored by a concurrent ingest since we looked: found present, not ingested by us
-                present = write_batch(self.store, self.parquet_dir, self.rows, self.tables, self.failures)
-                self.counts["ingested"] -= len(present)
+                # stored by a concurrent ingest since we looked: found present, not ingested by us; stored but
+                # not current (other rules, or columns added since): refreshed in place, not ingested either
+                present, refreshed = write_batch(self.store, self.parquet_dir, self.rows, self.tables, self.failures)
+                self.counts["ingested"] -= len(present) + len(refreshed)
                 self.counts["duplicates"] += len(present)
+                self.counts["refreshed"] += len(refreshed)
             if self.found_known:
                 relocate(self.store, self.found_known)
             if self.seen:
@@ -495,8 +499,8 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
                 sink.flush()  # what was read before an interruption is kept
         except KeyboardInterrupt as e:
             raise Interrupted(getattr(e, "signum", signal.SIGINT), sink.counts) from None
-    if sink.counts.get("ingested"):
-        # lazy: the weather (pandas), loaded only when jobs were stored
+    if sink.counts.get("ingested") or sink.counts.get("refreshed"):
+        # lazy: the weather (pandas), loaded only when jobs were stored or refreshed
         from ioweather.services.jobs.weather import after_import
 
         after_import(store, client=client)  # the new jobs' weather and verdicts, for the Jobs list (issue 13)

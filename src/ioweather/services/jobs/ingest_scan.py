@@ -85,12 +85,14 @@ def _first_visits(root: str, dirs: list[str], seen: set) -> list[str]:
 
 @dataclass(frozen=True)
 class IngestCounts(Answer):
-    """`jobs ingest --json`: logs stored by this run, failed (recorded with their reason), duplicates
-    (content already stored: under another path, twice in this run, or by an ingest running at the
-    same time), skipped (read before and unchanged since: not even opened), symlinks skipped by a
-    directory scan, and logs found."""
+    """`jobs ingest --json`: logs stored by this run, stored rows refreshed (read again because they were
+    derived under other advisor rules, or lack a column added since: rewritten in place), failed (recorded
+    with their reason), duplicates (content already stored: under another path, twice in this run, or by an
+    ingest running at the same time), skipped (read before and unchanged since: not even opened), symlinks
+    skipped by a directory scan, and logs found."""
 
     ingested: int
+    refreshed: int
     failed: int
     duplicates: int
     skipped: int
@@ -140,7 +142,7 @@ def unchanged_answer(settings, paths: list[str], *, follow_symlinks: bool = Fals
             found += 1
     except UserError:  # a path that is not there: the full path says so in its words
         return None
-    return IngestCounts(ingested=0, failed=0, duplicates=0, skipped=found, symlinks_skipped=len(links), found=found)
+    return IngestCounts(ingested=0, refreshed=0, failed=0, duplicates=0, skipped=found, symlinks_skipped=len(links), found=found)
 
 
 def _orphans(parquet_dir, used: set[str]) -> bool:
