@@ -173,3 +173,24 @@ def test_only_a_store_read_as_it_is_takes_the_light_door(stored, tmp_path):
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
     answer, loaded = out.stdout.rsplit("\n", 2)[:2]
     assert json.loads(answer)["jobs"] > 40 and loaded == "[]"
+
+
+def test_a_damaged_store_is_named_as_the_full_path_names_it(tmp_path):
+    """A text file where the store's ioweather.sqlite should be: `open_light` raised `Fallback` outside the
+    light door's `try` and `jobs summary` ended in a traceback (exit 1). It says what the full door says
+    (StoreDamaged: run `ioweather store check`) in one line, exits non-zero and leaves the file as it was."""
+    home = tmp_path / "home"
+    db = Settings.resolve(home).sqlite_path
+    db.parent.mkdir(parents=True)
+    db.write_text("this is a text file, not a database\n" * 20)
+    before = db.read_bytes()
+    for extra in (["--json"], []):
+        got = run_cli("jobs", "summary", *extra, home=home)
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(archive_light, "_light", lambda *a, **kw: None)
+            full = run_cli("jobs", "summary", *extra, home=home)
+        assert got.returncode == full.returncode != 0 and got.returncode != 1, got.stderr  # 1: a traceback
+        assert got.stdout == "" and "Traceback" not in got.stderr
+        assert got.stderr == full.stderr and len(got.stderr.strip().splitlines()) == 1, got.stderr
+        assert "run `ioweather store check`" in got.stderr and str(db) in got.stderr
+    assert db.read_bytes() == before

@@ -76,7 +76,10 @@ def light_answer(settings, *, projects_file: str | None, cores_per_node: int | N
 
 
 def _light(settings, rules: list, **options) -> ArchiveSummary | None:
-    store = sqlite_reads.open_light(settings)
+    try:
+        store = sqlite_reads.open_light(settings)
+    except sqlite_reads.Fallback:  # e.g. not a database: the full door says what is wrong in its words
+        return None
     if store is None:
         return None
     try:
