@@ -364,3 +364,16 @@ def test_a_damaged_store_is_named_as_the_full_path_names_it(tmp_path):
         assert got.stderr == full.stderr and len(got.stderr.strip().splitlines()) == 1, got.stderr
         assert "run `ioweather store check`" in got.stderr and str(db) in got.stderr
     assert db.read_bytes() == before
+
+
+def test_one_name_of_a_uid():
+    """`user_label` is defined once (services/jobs/archive_light.py, without pandas) and is what the Jobs list and
+    `jobs list` name a uid with too; a uid as each door hands it (int, float, numpy scalars, NULL) names alike."""
+    import pwd
+
+    assert darshan.user_label is archive_light.user_label
+    root = pwd.getpwuid(0).pw_name
+    cache: dict = {}
+    labels = [archive_light.user_label(u, cache) for u in
+              (None, float("nan"), np.float64("nan"), 0, 0.0, np.int64(0), np.float64(0.0), 2**40, float(2**40))]
+    assert labels == ["?"] * 3 + [root] * 4 + [str(2**40)] * 2

@@ -23,6 +23,7 @@ from ioweather.services.jobs.archive_light import (  # noqa: F401 (ArchiveSummar
     ArchiveSummary,
     project_rules,
     summary_of_columns,
+    user_label,
     user_name as _user_name,
 )
 from ioweather.services.jobs.report import (  # noqa: F401 (re-exported)
@@ -331,14 +332,6 @@ def failed_logs(settings) -> FailedLogs:
 
 def _failed_row(r: dict) -> FailedLog:
     return FailedLog(r["path"], r["reason"], r["size_bytes"], ns_to_iso(r["failed_ns"]))
-
-
-def user_label(uid, cache: dict) -> str:
-    """THE name of a uid on every surface (`jobs list`, `jobs summary`, the Jobs page): its user name on
-    this machine, else the uid itself ("cloudsdk" in one place and "1000" in another was one user)."""
-    if uid is None or pd.isna(uid):
-        return "?"
-    return _user_name(uid, cache) or str(int(uid))
 
 
 def list_jobs(store, *, since_ns: int | None = None, until_ns: int | None = None, user: str | None = None,
