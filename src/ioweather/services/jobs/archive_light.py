@@ -44,7 +44,7 @@ class ArchiveSummary:
     top_projects: list[dict]
     top_users: list[dict]
     top_executables: list[dict]
-    files_vs_procs: dict
+    files_vs_procs: list[dict]
     mibps_per_node_by_project: dict
     projects: list[dict]
 
