@@ -66,9 +66,12 @@ def _bytes(c: dict, prefix: str) -> np.ndarray:
     return _filled(c[f"{prefix}_bytes_read"]) + _filled(c[f"{prefix}_bytes_written"])
 
 
-def _used(modules: list[str], name: str) -> np.ndarray:
+def _used(modules: tuple[list[str], np.ndarray], name: str) -> np.ndarray:
+    """Whether each row's module list names `name`; `modules` (the distinct lists, each row's): an archive
+    holds a few distinct lists, so each is read once (nine scans of every row were ~0.1 s at 100,000 jobs)."""
+    distinct, rows = modules
     key = "," + name + ","
-    return np.array([key in "," + m + "," for m in modules], dtype=bool)
+    return np.array([key in "," + m + "," for m in distinct], dtype=bool)[rows]
 
 
 def kahan_sums(values: np.ndarray, groups, n_groups: int) -> tuple[list[float], list[int]]:
@@ -132,7 +135,8 @@ def _desc(values: list) -> list[int]:
 
 def interfaces_by_size(c: dict, cls: np.ndarray) -> list[dict]:
     """Per job-size class: number of jobs, jobs using each interface, and bytes moved through it."""
-    mods = _text(c["modules"])
+    distinct, rows = _groups(_text(c["modules"]))
+    mods = (distinct, np.asarray(rows, dtype=np.int64))
     used = {"POSIX": _used(mods, "POSIX"), "STDIO": _used(mods, "STDIO"), "MPI-IO": _used(mods, "MPI-IO"),
             "HDF5": _used(mods, "H5F") | _used(mods, "H5D"),
             "PnetCDF": _used(mods, "PNETCDF_FILE") | _used(mods, "PNETCDF_VAR"),
