@@ -144,7 +144,7 @@ NOT_YET_TYPED_FIELDS: dict[str, str] = {
     "jobs/archive_light.py:ArchiveSummary.top_executables":
         "{ranking: stats' top-N rows as dicts} (annotated list[dict], holds a dict)",
     "jobs/archive_light.py:ArchiveSummary.files_vs_procs":
-        "stats' per size-class rows as dicts (annotated dict, holds a list)",
+        "stats' per size-class rows as dicts",
     "jobs/archive_light.py:ArchiveSummary.mibps_per_node_by_project":
         "{jobs_in_filter, jobs_without_node_count, projects: rows as dicts}",
     "jobs/archive_light.py:ArchiveSummary.projects":

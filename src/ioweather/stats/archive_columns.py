@@ -1,16 +1,19 @@
-"""`stats.archive.summary` on the stored columns with numpy alone: the body of `jobs summary --json` without pandas.
+"""The cross-job views of a center's Darshan archive (Carns et al. 2011, sections III and V), on the stored
+columns with numpy: the body of `jobs summary --json` and of the Jobs page's summary, one implementation.
 
-`jobs summary` took ~1.0 s of CPU whatever the archive's size, 0.8 s of it importing pandas and SQLAlchemy
-(issue 40). These are the same views computed the same way, number for number: the columns typed as
-`pandas.DataFrame.from_records` types the store's rows (`column`: int64 when every value is an int, else
-float64 with NaN for NULL), pandas' stable descending sorts, and its grouped sums and means, which are
-Kahan-compensated in pandas' Cython (`kahan_sums`, skipping NaN, with its reset of a NaN compensation so
-that an infinite value stays infinite). tests/test_archive_columns.py compares the whole answer with
-`stats.archive.summary` on stores of the public logs, on planted NULLs, infinities and ties, and on rows
-whose compensated sums differ from naive ones.
+Every caller goes through services/jobs/archive_light.py `summary_of_columns`: the command on the embedded
+SQLite store (read with `sqlite3`, no pandas: its import was 0.8 s of the command's ~1.0 s, issue 40), and
+the store's door (a server database, the Jobs page, `?fs=`), whose `store.jobs.load_jobs` DataFrame hands
+its columns over as typed. The numbers are pandas' numbers, as the DataFrame computation this replaced gave
+them: the columns typed as `pandas.DataFrame.from_records` types the store's rows (`column`: int64 when
+every value is an int, else float64 with NaN for NULL), stable descending sorts (ties in the order of their first row by log_hash),
+and grouped sums and means Kahan-compensated as pandas' Cython does (`kahan_sums`, skipping NaN, with its
+reset of a NaN compensation so that an infinite value stays infinite). tests/test_archive_columns.py checks
+the answer against a recomputation of its own (SQL and pandas) on stores of the public logs and on planted
+NULLs, infinities, ties and rows whose compensated sums differ from naive ones.
 
-Input: `cols`, {column of store.jobs.SUMMARY_COLUMNS: the stored values in log_hash order} (lists; `column`
-types them). Output: the plain dicts and lists of `stats.archive.summary`.
+Input: `cols`, {column of store.jobs.SUMMARY_COLUMNS: the stored values in log_hash order} (`column` types
+the numeric ones; text columns as lists, None for NULL). Output: plain dicts and lists for JSON, tables, plots.
 """
 
 from __future__ import annotations
@@ -31,7 +34,10 @@ INTERFACES = {"POSIX": ("posix", "P"), "STDIO": ("stdio", "S"), "MPI-IO": ("mpii
 
 def column(values) -> np.ndarray:
     """A stored numeric column as `DataFrame.from_records` types it: int64 when every value is an int, else
-    float64 with NaN for NULL (a column of NULLs only is object there; every use here coerces it to NaN or 0)."""
+    float64 with NaN for NULL (a column of NULLs only is object there; every use here coerces it to NaN or 0).
+    An int64 or float64 array is that typing already (a DataFrame's column, kept as the frame typed it)."""
+    if isinstance(values, np.ndarray) and values.dtype in (np.int64, np.float64):
+        return values
     values = list(values)
     if values and None not in values:
         a = np.array(values)
@@ -60,9 +66,12 @@ def _bytes(c: dict, prefix: str) -> np.ndarray:
     return _filled(c[f"{prefix}_bytes_read"]) + _filled(c[f"{prefix}_bytes_written"])
 
 
-def _used(modules: list[str], name: str) -> np.ndarray:
+def _used(modules: tuple[list[str], np.ndarray], name: str) -> np.ndarray:
+    """Whether each row's module list names `name`; `modules` (the distinct lists, each row's): an archive
+    holds a few distinct lists, so each is read once (nine scans of every row were ~0.1 s at 100,000 jobs)."""
+    distinct, rows = modules
     key = "," + name + ","
-    return np.array([key in "," + m + "," for m in modules], dtype=bool)
+    return np.array([key in "," + m + "," for m in distinct], dtype=bool)[rows]
 
 
 def kahan_sums(values: np.ndarray, groups, n_groups: int) -> tuple[list[float], list[int]]:
@@ -126,7 +135,8 @@ def _desc(values: list) -> list[int]:
 
 def interfaces_by_size(c: dict, cls: np.ndarray) -> list[dict]:
     """Per job-size class: number of jobs, jobs using each interface, and bytes moved through it."""
-    mods = _text(c["modules"])
+    distinct, rows = _groups(_text(c["modules"]))
+    mods = (distinct, np.asarray(rows, dtype=np.int64))
     used = {"POSIX": _used(mods, "POSIX"), "STDIO": _used(mods, "STDIO"), "MPI-IO": _used(mods, "MPI-IO"),
             "HDF5": _used(mods, "H5F") | _used(mods, "H5D"),
             "PnetCDF": _used(mods, "PNETCDF_FILE") | _used(mods, "PNETCDF_VAR"),
@@ -307,7 +317,7 @@ def _exe_names(exes: list[str]) -> list[str]:
 
 def summary(c: dict, projects: np.ndarray, users: list[str], *, cores_per_node: int | None = None,
             min_procs: int = 1024, min_bytes: int = 500 * MiB, top: int = 10) -> dict:
-    """Every cross-job view at once (`stats.archive.summary`'s answer); `c` typed by `column`, text columns
+    """Every cross-job view at once (the body of `jobs summary --json`); `c` typed by `column`, text columns
     as lists; `users` each row's user as every surface names it."""
     n = len(projects)
     cls = size_class(c["nprocs"])
@@ -362,8 +372,9 @@ def assign_projects(tops: list[str], exes: list[str], uids: list, rules: list[tu
                     users: list[str]) -> np.ndarray:
     """Project of each job: the longest matching path prefix (of its top file, then its exe), then its uid
     rule, else `user:<name>`, `users[i]` the name of job i's user as the caller names users on every other
-    surface (a default project of 'user:0' beside the user 'root' was one user under two names). `tops` and
-    `exes` with "" for none, `uids` with None or NaN for none."""
+    surface (a default project of 'user:0' beside the user 'root' was one user under two names). `tops`,
+    `exes` and `uids` as stored (None or NaN for none)."""
+    tops, exes = _text(tops), _text(exes)
     uid_map = {k: p for kind, k, p in rules if kind == "uid"}
     prefixes = sorted(((k, p) for kind, k, p in rules if kind == "path"), key=lambda kp: -len(kp[0]))
     out = np.empty(len(tops), dtype=object)

@@ -1,12 +1,14 @@
-"""`jobs summary` answered from the embedded SQLite store with `sqlite3` and numpy: no pandas, no SQLAlchemy.
+"""`jobs summary` answered from the embedded SQLite store with `sqlite3` and numpy: no pandas, no SQLAlchemy;
+and the one computation of the archive summary every surface shows (`summary_of_columns`).
 
 The command took ~1.0 s of CPU whatever the archive's size, 0.8 s of it importing pandas and SQLAlchemy
 (issue 40). Here the job rows are read through `store.sqlite_reads` (read-only, the same columns in the same
-order as `store.jobs.load_jobs`) and summarized by `stats.archive_columns`, which computes what
-`stats.archive.summary` computes number for number. What this cannot answer as the full path would, it
-leaves to it (`light_answer` is None; the command asks `services.jobs.darshan.archive_summary`): a server database,
-no store yet, a darshan component of another schema version or none (the full door creates or upgrades it:
-a write).
+order as `store.jobs.load_jobs`) and summarized by `stats.archive_columns`. What this cannot answer from the
+file as it is, it leaves to the store's door (`light_answer` is None; the command asks
+`services.jobs.darshan.archive_summary`): a server database, no store yet, a store that cannot be read
+(the door names what is wrong), a darshan component of another schema version or none (the door creates or
+upgrades it: a write). That door, the Jobs page (`ArchiveIndex`, `?fs=`) and this one hand their columns to
+the same `summary_of_columns`, so that the page and the command cannot tell two stories.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ class ArchiveSummary:
 
     Bytes are bytes, rates MiB/s (`mibps...`); `to_json()` adds beside each such key its unit-rule
     twin (`read_bytes`, `_bps` in bytes per second, `with_unit_keys`). The tables are the records of
-    `stats.archive.summary`; `filters` are the options they were computed with."""
+    `stats.archive_columns.summary`; `filters` are the options they were computed with."""
 
     jobs: int
     failed_logs: int
@@ -42,7 +44,7 @@ class ArchiveSummary:
     top_projects: list[dict]
     top_users: list[dict]
     top_executables: list[dict]
-    files_vs_procs: dict
+    files_vs_procs: list[dict]
     mibps_per_node_by_project: dict
     projects: list[dict]
 
@@ -76,7 +78,10 @@ def light_answer(settings, *, projects_file: str | None, cores_per_node: int | N
 
 
 def _light(settings, rules: list, **options) -> ArchiveSummary | None:
-    store = sqlite_reads.open_light(settings)
+    try:
+        store = sqlite_reads.open_light(settings)
+    except sqlite_reads.Fallback:  # e.g. not a database: the full door says what is wrong in its words
+        return None
     if store is None:
         return None
     try:
@@ -93,16 +98,23 @@ def _light(settings, rules: list, **options) -> ArchiveSummary | None:
 
 def summary_of_rows(rows: list[tuple], names, rules: list, failed_logs: int, **options) -> ArchiveSummary:
     """`jobs summary` of stored job rows (`names` their columns, store.jobs.SUMMARY_COLUMNS), by log_hash."""
+    values = list(zip(*rows)) if rows else [()] * len(names)
+    return summary_of_columns(dict(zip(names, values)), rules, failed_logs, **options)
+
+
+def summary_of_columns(cols: dict, rules: list, failed_logs: int, **options) -> ArchiveSummary:
+    """THE `jobs summary` (the command on any store, /api/jobs, the Jobs page): `cols` {column of
+    store.jobs.SUMMARY_COLUMNS: its values by log_hash}, a sequence of the stored values (None for NULL) or
+    a numpy array as `DataFrame.from_records` typed it (`stats.archive_columns.column` keeps its dtype, so
+    the full door's frame is summed as it was typed)."""
     # lazy: numpy via stats.archive_columns: the command imports this module at its top (its `--help`)
     from ioweather.stats.archive_columns import assign_projects, column, summary
 
-    values = list(zip(*rows)) if rows else [()] * len(names)
-    c = {n: (list(v) if n in _TEXT else column(v)) for n, v in zip(names, values)}
+    c = {n: (list(v) if n in _TEXT else column(v)) for n, v in cols.items()}
     cache: dict = {}
     uids = c["uid"].tolist()
     users = [user_label(u, cache) for u in uids]
-    text = lambda vs: ["" if v is None else v for v in vs]  # noqa: E731 (fillna(""))
-    projects = assign_projects(text(c["top_file"]), text(c["exe"]), uids, rules, users)
+    projects = assign_projects(c["top_file"], c["exe"], uids, rules, users)
     return ArchiveSummary(failed_logs=failed_logs, **summary(c, projects, users, **options))
 
 

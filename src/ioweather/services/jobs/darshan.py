@@ -22,6 +22,8 @@ from ioweather.services.jobs.answer import Lustre
 from ioweather.services.jobs.archive_light import (  # noqa: F401 (ArchiveSummary re-exported)
     ArchiveSummary,
     project_rules,
+    summary_of_columns,
+    user_label,
     user_name as _user_name,
 )
 from ioweather.services.jobs.report import (  # noqa: F401 (re-exported)
@@ -34,7 +36,7 @@ from ioweather.services.jobs.report import (  # noqa: F401 (re-exported)
     with_unit_keys,
 )
 from ioweather.services.jobs.weather import stored_verdicts
-from ioweather.stats.archive import assign_projects, node_counts, summary as build
+from ioweather.stats.archive_columns import node_counts
 from ioweather.stats.findings import describe_codes, highest_level, severity
 from ioweather.stats.job import characterization_fields, LUSTRE_FILE_COLUMNS, mibps_per_node
 from ioweather.stats.job_files import per_module, per_mount, top_files
@@ -57,11 +59,10 @@ def archive_summary(settings, *, projects_file: str | None, cores_per_node: int 
 
 
 def _summary(df, rules: list, failed_logs: int, **options) -> ArchiveSummary:
-    """`jobs summary` of the job rows `df`: the one computation the command and the Jobs page show."""
-    names: dict = {}
-    users = [user_label(u, names) for u in df["uid"]]
-    projects = assign_projects(df, rules, users)
-    return ArchiveSummary(failed_logs=failed_logs, **build(df, projects, users=users, **options))
+    """`jobs summary` of the job rows `df` (`load_jobs`' frame, or the rows of one file system): its columns,
+    as the frame typed them, through the one computation the command on SQLite uses too."""
+    return summary_of_columns({c: df[c].to_numpy() for c in jobs_store.SUMMARY_COLUMNS}, rules, failed_logs,
+                              **options)
 
 
 #: Job-row columns a listed job (`JobRow`) reads besides the summary's (the per-file table stays in
@@ -78,13 +79,13 @@ FAILED_SHOWN = 100
 
 def _row_frame(df):
     """Job rows with what a listed job shows besides its columns: moved_bytes, MiB/s per node from the
-    log's node count (`stats.archive.node_counts`) and its level (`job_level`)."""
+    log's node count (`stats.archive_columns.node_counts`) and its level (`job_level`)."""
     def num(col):
         return pd.to_numeric(df[col], errors="coerce").to_numpy(np.float64)
 
     moved = np.nan_to_num(num("bytes_read")) + np.nan_to_num(num("bytes_written"))
     with np.errstate(invalid="ignore", divide="ignore"):
-        per_node = num("mibps") / node_counts(df, None)
+        per_node = num("mibps") / node_counts({"nnodes": num("nnodes")}, None)
     return df.assign(moved_bytes=moved, mibps_per_node=per_node,
                      level=[job_level(c, f) for c, f in zip(df["finding_codes"], df["findings_json"])])
 
@@ -98,7 +99,7 @@ def job_level(finding_codes, findings_json) -> str | None:
 
 class ArchiveIndex:
     """What the Jobs list needs that does not depend on a request: the list frame (each row with
-    moved_bytes, MiB/s per node from the log's node count (`stats.archive.node_counts`), its highest
+    moved_bytes, MiB/s per node from the log's node count (`stats.archive_columns.node_counts`), its highest
     finding level and that level's rank), the summary, the level counts, the plot and the failed logs;
     and the row orders asked so far (paging through the list sorts once). With 100 000 jobs building it
     takes ~0.7 s, a request that reuses it ~0.1 s: a caller keeps it until `archive_marker` changes."""
@@ -331,14 +332,6 @@ def failed_logs(settings) -> FailedLogs:
 
 def _failed_row(r: dict) -> FailedLog:
     return FailedLog(r["path"], r["reason"], r["size_bytes"], ns_to_iso(r["failed_ns"]))
-
-
-def user_label(uid, cache: dict) -> str:
-    """THE name of a uid on every surface (`jobs list`, `jobs summary`, the Jobs page): its user name on
-    this machine, else the uid itself ("cloudsdk" in one place and "1000" in another was one user)."""
-    if uid is None or pd.isna(uid):
-        return "?"
-    return _user_name(uid, cache) or str(int(uid))
 
 
 def list_jobs(store, *, since_ns: int | None = None, until_ns: int | None = None, user: str | None = None,
