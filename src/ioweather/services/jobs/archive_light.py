@@ -41,9 +41,9 @@ class ArchiveSummary:
     filters: dict
     interfaces_by_size: list[dict]
     strategy_by_size: list[dict]
-    top_projects: list[dict]
-    top_users: list[dict]
-    top_executables: list[dict]
+    top_projects: dict[str, list[dict]]
+    top_users: dict[str, list[dict]]
+    top_executables: dict[str, list[dict]]
     files_vs_procs: list[dict]
     mibps_per_node_by_project: dict
     projects: list[dict]
