@@ -132,24 +132,6 @@ NOT_YET_TYPED_FIELDS: dict[str, str] = {
         "stats.fsstats' per-owner rows as dicts",
     "content/fsstats.py:Snapshot.top_dirs":
         "stats.fsstats' per-directory rows as dicts",
-    "jobs/archive_light.py:ArchiveSummary.filters":
-        "the filters the summary was made with, echoed as a dict",
-    "jobs/archive_light.py:ArchiveSummary.interfaces_by_size":
-        "stats' rows per job-size bin as dicts",
-    "jobs/archive_light.py:ArchiveSummary.strategy_by_size":
-        "stats' rows per job-size bin as dicts",
-    "jobs/archive_light.py:ArchiveSummary.top_projects":
-        "{ranking: stats' top-N rows as dicts}",
-    "jobs/archive_light.py:ArchiveSummary.top_users":
-        "{ranking: stats' top-N rows as dicts}",
-    "jobs/archive_light.py:ArchiveSummary.top_executables":
-        "{ranking: stats' top-N rows as dicts}",
-    "jobs/archive_light.py:ArchiveSummary.files_vs_procs":
-        "stats' per size-class rows as dicts",
-    "jobs/archive_light.py:ArchiveSummary.mibps_per_node_by_project":
-        "{jobs_in_filter, jobs_without_node_count, projects: rows as dicts}",
-    "jobs/archive_light.py:ArchiveSummary.projects":
-        "stats' per-project rows as dicts",
     "jobs/weather.py:Weather.climate":
         "the UMAMI climate's {sig, history_n, n, r, p} (kept in the stored weather document)",
     "jobs/weather.py:Weather.coverage_factors":
