@@ -132,12 +132,6 @@ NOT_YET_TYPED_FIELDS: dict[str, str] = {
         "stats.fsstats' per-owner rows as dicts",
     "content/fsstats.py:Snapshot.top_dirs":
         "stats.fsstats' per-directory rows as dicts",
-    "jobs/weather.py:Weather.climate":
-        "the UMAMI climate's {sig, history_n, n, r, p} (kept in the stored weather document)",
-    "jobs/weather.py:Weather.coverage_factors":
-        "stats.coverage.coverage_factors' {name: value or flag} as computed (why reads its flags)",
-    "jobs/weather.py:Weather.probe_slowdown_by_op":
-        "{op: slowdown}, annotated as a bare dict",
     "probe/timeline.py:Timeline.samples":
         "per-op sample documents (services/probe/*: another engineer's now)",
 }

@@ -255,6 +255,29 @@ def choose_fs(store, job: Job, fs: str | None, facts: bool = True) -> str:
 MEASURED = UMAMI_ROWS[1:]
 
 
+@dataclass(frozen=True)
+class Climate:
+    """The correlations kept beside a stored weather (update_climates): `sig` the digest of the history
+    they were computed over (MotifTable.history_sigs), `history_n` its jobs, and per UMAMI metric the
+    jobs with a value (`n`), Pearson's r with fraction of peak and its p-value (None: not computable)."""
+
+    sig: str
+    history_n: int
+    n: dict[str, int]
+    r: dict[str, float | None]
+    p: dict[str, float | None]
+
+    @classmethod
+    def from_json(cls, doc) -> Climate | None:
+        """A stored climate back (None for none, or for what is not one: it is recomputed then)."""
+        if not isinstance(doc, dict) or not all(k in doc for k in ("sig", "history_n", "n", "r", "p")):
+            return None
+        return cls(doc["sig"], doc["history_n"], doc["n"], doc["r"], doc["p"])
+
+    def to_json(self) -> dict:
+        return {"sig": self.sig, "history_n": self.history_n, "n": self.n, "r": self.r, "p": self.p}
+
+
 @dataclass
 class Weather:
     """What the file system was doing during one job's window (METHODS.md section 7), computed once
@@ -289,13 +312,16 @@ class Weather:
     concurrent_node_hours: float | None = None
     missing_fraction: float | None = None
     cf_variant: str | None = None
-    coverage_factors: dict = field(default_factory=dict)
+    #: {coverage_factor_K, contention_K, coverage_factor_K_flagged, coverage_factor_K_all_targets: number or
+    #: flag} for the kinds K both the job and the servers know (stats.coverage.coverage_factors), in its order
+    coverage_factors: dict[str, float | bool | None] = field(default_factory=dict)
     fs_bytes: float | None = None
     fullest_ost: str | None = None
     coverage_factor_nodehrs: float | None = None
-    probe_slowdown_by_op: dict | None = None
+    #: {probe op: the window's median duration / its baseline's} (None: no probe)
+    probe_slowdown_by_op: dict[str, float] | None = None
     notes: list[str] = field(default_factory=list)
-    climate: dict | None = None
+    climate: Climate | None = None
     verdict: str | None = None
     fraction_of_peak: float | None = None
 
@@ -310,9 +336,10 @@ class Weather:
             out["fs_bytes"] = self.fs_bytes
         out.update(fullest_ost=self.fullest_ost, coverage_factor_nodehrs=self.coverage_factor_nodehrs,
                    probe_slowdown_by_op=self.probe_slowdown_by_op, notes=list(self.notes))
-        for kept in ("climate", "verdict"):
-            if getattr(self, kept) is not None:
-                out[kept] = getattr(self, kept)
+        if self.climate is not None:
+            out["climate"] = self.climate.to_json()
+        if self.verdict is not None:
+            out["verdict"] = self.verdict
         return out
 
     def answer_json(self) -> dict:
@@ -328,8 +355,8 @@ class Weather:
     def from_json(cls, doc: dict) -> Weather:
         """A stored document back: the declared keys by name, every coverage_factor_*/contention_* key
         that is not one of them into `coverage_factors` (in order); any other key is dropped."""
-        names = {f.name for f in fields(cls)} - {"coverage_factors"}
-        return cls(**{k: v for k, v in doc.items() if k in names},
+        names = {f.name for f in fields(cls)} - {"coverage_factors", "climate"}
+        return cls(**{k: v for k, v in doc.items() if k in names}, climate=Climate.from_json(doc.get("climate")),
                    coverage_factors={k: v for k, v in doc.items() if k not in names
                                      and k.startswith(("coverage_factor_", "contention_"))})
 
@@ -888,7 +915,7 @@ def update_climates(store, fs: str, motifs) -> dict[str, MotifTable]:
         if not len(t):
             continue
         hsig = t.history_sigs()
-        todo = [i for i in range(len(t)) if _kept(t.weathers[i].climate, "sig") != hsig[t.prefix[i]]
+        todo = [i for i in range(len(t)) if _sig(t.weathers[i].climate) != hsig[t.prefix[i]]
                 or not isinstance(t.weathers[i].verdict, str)]
         if not todo:
             continue
@@ -899,15 +926,15 @@ def update_climates(store, fs: str, motifs) -> dict[str, MotifTable]:
             n = int(res["history_n"][k])
             w = t.weathers[i]
             w.verdict = _no_data_verdict(fs) if w.no_data else um.verdict_of(rows, "fraction_of_peak", n)[0]
-            w.climate = {"sig": hsig[t.prefix[i]], "history_n": n, "n": {r["metric"]: r["n"] for r in rows},
-                         "r": {r["metric"]: r["r"] for r in rows}, "p": {r["metric"]: r["p"] for r in rows}}
+            w.climate = Climate(hsig[t.prefix[i]], n, {r["metric"]: r["n"] for r in rows},
+                                {r["metric"]: r["r"] for r in rows}, {r["metric"]: r["p"] for r in rows})
             docs.append({"job_key": t.keys[i], "fs": fs, "doc": w.to_json()})
         door(store, "job_weather").set_docs(store, docs)
     return out
 
 
-def _kept(climate, field):
-    return climate.get(field) if isinstance(climate, dict) else None
+def _sig(climate: Climate | None) -> str | None:
+    return None if climate is None else climate.sig
 
 
 def weather_frame(store, fs: str | None = None, motif: str | None = None) -> pd.DataFrame:
@@ -953,8 +980,8 @@ def umami_among(store, job: Job, name: str, peers: list[Job] | None, source: str
         weather = fresh[job.key]
     else:
         weather = t.values(i)
-        if isinstance(weather.climate, dict) and weather.climate.get("n") is not None:
-            stored = weather.climate  # update_climates just made it current
+        if weather.climate is not None and weather.climate.n is not None:  # update_climates just made it current
+            stored = {"n": weather.climate.n, "r": weather.climate.r, "p": weather.climate.p}
     rows = t.history_of(job)
     out = um.climate({"id": job.id, "motif": key, "start_ns": job.start_ns, "values": weather.answer_json()},
                   t.starts[rows], t.x[rows], list(UMAMI_ROWS), "fraction_of_peak", stored=stored)
