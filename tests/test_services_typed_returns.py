@@ -132,8 +132,6 @@ NOT_YET_TYPED_FIELDS: dict[str, str] = {
         "stats.fsstats' per-owner rows as dicts",
     "content/fsstats.py:Snapshot.top_dirs":
         "stats.fsstats' per-directory rows as dicts",
-    "probe/timeline.py:Timeline.samples":
-        "per-op sample documents (services/probe/*: another engineer's now)",
 }
 
 
