@@ -121,18 +121,7 @@ class _Hidden:
 
 #: Answer fields still holding a dict document (or a list of them), each with its reason; shrink-only: an
 #: entry typed since fails the test until it is taken out, a new one fails it until it is typed.
-NOT_YET_TYPED_FIELDS: dict[str, str] = {
-    "content/fsstats.py:Contents.snapshot":
-        "the stored fsstats snapshot document (JSON from the store) as read",
-    "content/fsstats.py:LoadedSnapshot.document":
-        "the stored fsstats snapshot document (JSON from the store) as read",
-    "content/fsstats.py:Snapshot.histograms":
-        "stats.fsstats' histograms document (size, age) as computed",
-    "content/fsstats.py:Snapshot.owners":
-        "stats.fsstats' per-owner rows as dicts",
-    "content/fsstats.py:Snapshot.top_dirs":
-        "stats.fsstats' per-directory rows as dicts",
-}
+NOT_YET_TYPED_FIELDS: dict[str, str] = {}  # empty since 2026-11-29
 
 
 def _is_dataclass_def(node: ast.ClassDef) -> bool:
