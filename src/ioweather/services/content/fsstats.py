@@ -165,9 +165,9 @@ class SizeCounts:
 
 
 @dataclass(frozen=True)
-class DirTotal:
-    """A first-level directory of a walk: files, bytes (apparent, allocated), directories, newest
-    modification (ISO 8601 UTC, None without a file) and its file sizes (None when not counted)."""
+class DirCounts:
+    """A first-level directory of a walk: files, bytes (apparent, allocated), directories and newest
+    modification (ISO 8601 UTC, None without a file)."""
 
     name: str
     files: int
@@ -175,6 +175,12 @@ class DirTotal:
     capacity_bytes: int
     dirs: int
     newest_mtime: str | None
+
+
+@dataclass(frozen=True)
+class DirTotal(DirCounts):
+    """A first-level directory of a snapshot (`DirCounts`) and its file sizes (None when not counted)."""
+
     file_size_log2: SizeCounts | None
 
     @classmethod
@@ -764,17 +770,10 @@ class Picked:
 
 
 @dataclass(frozen=True)
-class ProjectShare:
-    """A first-level directory of a snapshot on the Contents page: its files, bytes (apparent, allocated),
-    directories, newest modification (ISO 8601 UTC, None without a file) and its shares (fractions) of the
-    snapshot's files and bytes (None when the snapshot has none)."""
+class ProjectShare(DirCounts):
+    """A first-level directory of a snapshot on the Contents page (`DirCounts`) and its shares (fractions)
+    of the snapshot's files and bytes (None when the snapshot has none)."""
 
-    name: str
-    files: int
-    bytes: int
-    capacity_bytes: int
-    dirs: int
-    newest_mtime: str | None
     files_share: float | None
     bytes_share: float | None
 
