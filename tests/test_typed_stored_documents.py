@@ -41,9 +41,13 @@ def test_a_weather_stored_by_main_reads_back_typed(home):
     assert isinstance(w.climate, Climate)
     assert (w.climate.sig, w.climate.history_n, w.climate.n, w.climate.r, w.climate.p) == \
         tuple(doc["climate"][k] for k in ("sig", "history_n", "n", "r", "p"))
-    assert w.probe_slowdown_by_op == doc["probe_slowdown_by_op"] and w.verdict == doc["verdict"]
-    assert set(w.coverage_factors) == {k for k in doc if k.startswith(("coverage_factor_", "contention_"))
-                                       and k not in {f for f in Weather.__dataclass_fields__}}
+    assert [(s.op, s.slowdown) for s in w.probe_slowdown_by_op] == list(doc["probe_slowdown_by_op"].items())
+    assert w.verdict == doc["verdict"]
+    # every contention, flag and all-targets factor of the document is one kind's, typed
+    kinds = {f.kind: f for f in w.coverage_factors.kinds}
+    assert kinds and all(doc[f"contention_{k}"] == f.contention and doc[f"coverage_factor_{k}_flagged"] == f.flagged
+                         and f.has_all_targets == (f"coverage_factor_{k}_all_targets" in doc) for k, f in kinds.items())
+    assert {k for k in doc if k.startswith("contention_")} == {f"contention_{k}" for k in kinds}
     assert to_json(w.to_json()) == to_json(doc)  # the document as main wrote it, key order included
     assert "climate" not in w.answer_json() and "verdict" not in w.answer_json()
 

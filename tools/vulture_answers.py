@@ -16,6 +16,7 @@ _.after_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.agg_perf_by_slowest_mibps  # services.jobs.answer.Interface, services.jobs.answer.Perf, services.jobs.darshan.StoredPerf
 _.agg_time_by_slowest_s  # services.jobs.answer.Perf
 _.alarms  # services.lab.score.CaseScore
+_.all_targets  # services.jobs.weather.KindFactors
 _.amount  # services.telemetry.fsview.SeriesEvent
 _.analysis  # services.answers.factors.Factors, services.answers.factors.GroupDensity
 _.archived_samples  # services.probe.targets.Archived
@@ -109,7 +110,7 @@ _.configurations  # services.bench.iomodel.IomodelRun
 _.connected_clients  # services.telemetry.fsview.LustreTarget
 _.consec_fraction  # services.jobs.answer.Access
 _.contended  # services.answers.events.IoEvent
-_.contention  # services.answers.events.IoEvent, services.bench.runs.SummaryRow
+_.contention  # services.answers.events.IoEvent, services.bench.runs.SummaryRow, services.jobs.weather.KindFactors
 _.control  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.lab.score.CaseScore
 _.controls  # services.lab.score.ToolScore
 _.controls_quiet  # services.lab.score.ToolScore
@@ -128,6 +129,7 @@ _.costless_named  # services.lab.score.CaseScore, services.lab.score.ToolScore
 _.costless_planted  # services.lab.score.ToolScore
 _.count  # services.bench.iomodel.Configuration, services.content.fsstats.Bucket, services.content.fsstats.Cdf, services.content.fsstats.Histogram, services.content.fsstats.OverheadBucket, services.content.fsstats.OverheadHistogram, services.content.fsstats.OverheadSide, services.content.fsstats.SizeBucket, services.content.fsstats.SizeCounts, services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.IntervalSamples, services.probe.timeline.TimelineInterval, services.telemetry.workload.IdleBin
 _.counts  # services.bench.runs.DurationHistogram
+_.coverage_factor  # services.jobs.weather.KindFactors
 _.coverage_factor_bw  # services.jobs.weather.Weather
 _.coverage_factor_nodehrs  # services.jobs.weather.Weather
 _.coverage_factor_opens  # services.jobs.weather.Weather
@@ -257,7 +259,7 @@ _.first_start  # services.jobs.scheduler.JobsImport
 _.fix  # services.jobs.answer.Finding, services.jobs.darshan.StoredFinding, services.lab.score.PairScore, store.check.Problem
 _.fixed  # services.lab.score.PairScore
 _.fixed_verdict  # services.lab.score.PairScore
-_.flagged  # services.telemetry.fsview.Servers
+_.flagged  # services.jobs.weather.KindFactors, services.telemetry.fsview.Servers
 _.fn  # services.lab.score.LabelScore
 _.format  # services.bench.runs.FileImport, services.content.fsstats.Snapshot
 _.found  # services.jobs.ingest_scan.IngestCounts
@@ -290,6 +292,7 @@ _.growth_bps  # services.answers.report.FullnessPart
 _.growth_until  # services.telemetry.fsview.Capacity
 _.growth_window_s  # services.telemetry.fsview.Capacity
 _.hardlinks_deduplicated  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader
+_.has_all_targets  # services.jobs.weather.KindFactors
 _.has_perf  # services.jobs.answer.Interface
 _.heatmap  # services.telemetry.fsview.Servers
 _.highlights  # services.content.fsstats.Contents
@@ -344,8 +347,8 @@ _.jobs_without_node_count  # services.jobs.archive_light.MibpsPerNode
 _.kept  # services.answers.imports.WeatherRefresh, services.jobs.weather.WeatherRefresh
 _.key  # services.jobs.archive_light.TopN
 _.key_access_bytes  # services.jobs.archive_light.ProjectRow
-_.kind  # services.answers.job_diff.DiffCause, services.runtime.retention.KindPruned, services.telemetry.fsview.Span, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport
-_.kinds  # services.runtime.retention.Pruning
+_.kind  # services.answers.job_diff.DiffCause, services.jobs.weather.KindFactors, services.runtime.retention.KindPruned, services.telemetry.fsview.Span, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport
+_.kinds  # services.jobs.weather.CoverageFactors, services.runtime.retention.Pruning
 _.label  # services.answers.factors.ExperimentShares, services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.content.fsstats.SnapshotRow, services.lab.answers.CatalogueLabel, services.lab.score.LabelScore, stats.umami.MetricRow
 _.labels  # services.answers.factors.Classified, services.content.fsstats.Contents, services.lab.answers.Catalogue, services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.lab.score.ToolScore, services.telemetry.exporter_lctl.FamilyRow
 _.lags_s  # services.telemetry.workload.Autocorrelation
@@ -482,7 +485,7 @@ _.offset  # services.jobs.darshan.JobList
 _.ok  # services.telemetry.collect.SourceSummary
 _.old_coords  # services.answers.factors.DensityOptions
 _.older_than_s  # services.runtime.retention.KindPruned
-_.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.answers.report.ClimateOp, services.answers.report.WorstHour, services.bench.iomodel.Configuration, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.answers.report.ClimateOp, services.answers.report.WorstHour, services.bench.iomodel.Configuration, services.jobs.weather.OpSlowdown, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.opens  # services.jobs.answer.Interface, services.jobs.darshan.ModuleRow
 _.ops  # services.answers.factors.Factors, services.answers.report.SlowdownClimate, services.probe.history.History, services.probe.status.TargetStatus, services.telemetry.fsview.Metadata
 _.optimum_s  # services.bench.runs.DurationHistogram, services.bench.runs.SummaryRow
@@ -659,7 +662,7 @@ _.sizes  # services.answers.factors.Classified
 _.skipped  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.imports.WeatherRefresh, services.answers.report.ChangesPart, services.bench.runs.FileImport, services.jobs.ingest_scan.IngestCounts, services.jobs.weather.WeatherRefresh, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collect.SourceSummary
 _.skipped_mounts  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader
 _.skipped_rows  # services.bench.runs.BenchImport, services.bench.runs.FileImport
-_.slowdown  # services.answers.events.IoEvent, services.answers.report.Links, services.answers.report.Report, services.answers.report.WorstHour, services.answers.why.Event, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.Sparkline, services.probe.timeline.TimelineInterval
+_.slowdown  # services.answers.events.IoEvent, services.answers.report.Links, services.answers.report.Report, services.answers.report.WorstHour, services.answers.why.Event, services.jobs.weather.OpSlowdown, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.Sparkline, services.probe.timeline.TimelineInterval
 _.slowdown_threshold  # services.answers.events.CostSummary
 _.slowest_bytes  # services.jobs.answer.SharedSplit
 _.slowest_rank  # services.jobs.answer.LayerTime, services.jobs.answer.Perf, services.jobs.answer.SharedSplit
