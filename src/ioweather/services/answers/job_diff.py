@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import UserError
 from ioweather.services.jobs.answer import Finding, JobReport
-from ioweather.stats.costs import crowded_device_saving
 from ioweather.units import format_bytes, format_seconds
 
 #: A counter moved when it changed by more than this share of the larger of its two values.
@@ -247,6 +246,9 @@ def crowd_cause(rep_b: JobReport, rep_a: JobReport, rates: tuple[float | None, f
     device's rate in that run's window (`rates`: bytes/s of each run's window, from the device's counters).
     The part beyond R01's own claim: on a device nobody else wrote to (m = 0) that is ~0. None when neither
     run is such a pair's, or the device's rate in the one-rank run's window is unknown."""
+    # lazy: numpy via stats.costs: kept off `ioweather job --help` and the parent of `job LOG --html`
+    from ioweather.stats.costs import crowded_device_saving
+
     for run, rep, other, device, sign in (("before", rep_b, rep_a, rates[0], -1.0),
                                           ("after", rep_a, rep_b, rates[1], 1.0)):
         r01 = _one_device(rep)
