@@ -38,6 +38,25 @@ INDEX = "INDEX.json"
 AUTOGROUP_NICE = -10
 
 
+#: Seconds of pause before each case, so that a bad case and its twin start from the same memory: on a virtual
+#: machine that returns free memory to its host (Linux's free page reporting, 2 s after pages are freed), the
+#: first touch of a page costs several µs, and a twin run at once reused the pages its bad case's files had just
+#: freed: collective-rmw's 1 GiB of holes and data ran 1-8x slower a byte than its twin's 512 MiB (docs/validation.md).
+#: $IOWEATHER_LAB_SETTLE_S sets another value (0: none).
+SETTLE_S = 5.0
+
+
+def _settle_s() -> float:
+    raw = os.environ.get("IOWEATHER_LAB_SETTLE_S", str(SETTLE_S)).strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 600:
+        raise UserError(f"IOWEATHER_LAB_SETTLE_S={raw!r}: not a number of seconds (0-600)")
+    return value
+
+
 def _priority() -> list[str]:
     """The wrapper each process of a case runs through, its command after it: its autogroup's nice set, then
     exec (the shell is not instrumented: LD_PRELOAD is set by the `env` after it). Empty when turned off."""
@@ -227,7 +246,7 @@ def run_cases(cases: list[Case], tools: Toolchain, directory: Path, logs_dir: Pa
               progress_cb=lambda done, total, name: None) -> LabRun:
     """Run `cases` in a fresh directory under `directory`, each pair's twins right after it (`pair_order`);
     INDEX.json in `logs_dir` after each one."""
-    cases = pair_order(cases)
+    cases, settle = pair_order(cases), _settle_s()
     if not directory.is_dir():
         raise UserError(f"--dir {directory}: not a directory")
     # absolute: each case runs in its own directory, where a relative --dir or --logs would mean another place
@@ -245,6 +264,7 @@ def run_cases(cases: list[Case], tools: Toolchain, directory: Path, logs_dir: Pa
     try:
         for i, case in enumerate(cases):
             progress_cb(i, len(cases), case.name)
+            time.sleep(settle)
             run.cases.append(run_case(case, tools, base, logs_dir))
             entries[case.name] = run.cases[-1]
             write_index(LabRun(run.dir, run.logs_dir, run.toolchain, run.started, list(entries.values()), run.fs_type))
