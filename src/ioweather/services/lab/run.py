@@ -66,7 +66,9 @@ def _priority() -> list[str]:
     try:
         value = int(nice)
     except ValueError:
-        raise UserError(f"IOWEATHER_LAB_AUTOGROUP_NICE={nice!r}: not a nice value (-20..19) or 'off'") from None
+        value = 99
+    if not -20 <= value <= 19:
+        raise UserError(f"IOWEATHER_LAB_AUTOGROUP_NICE={nice!r}: not a nice value (-20..19) or 'off'")
     return ["/bin/sh", "-c", f'{{ echo {value} > /proc/self/autogroup; }} 2>/dev/null; exec "$@"', "lab"]
 
 
@@ -158,9 +160,9 @@ def run_case(case: Case, tools: Toolchain, base: Path, logs_dir: Path) -> CaseRu
             procs = [subprocess.Popen(full, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)]
         else:
             logs = [out / f"{case.name}.{k}.darshan" for k in range(case.procs)]
-            full = cmd
             # each process in a session of its own, as MPICH starts its ranks, so that its priority is its own
-            procs = [subprocess.Popen([*_priority(), *cmd, "-k", str(k)], cwd=workdir,
+            full = [*_priority(), *cmd]
+            procs = [subprocess.Popen([*full, "-k", str(k)], cwd=workdir,
                                       env={**os.environ, **_env(tools, log, mpi=False)}, start_new_session=True,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                      for k, log in enumerate(logs)]
