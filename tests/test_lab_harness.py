@@ -37,3 +37,13 @@ def test_the_pause_before_each_case(monkeypatch):
         monkeypatch.setenv("IOWEATHER_LAB_SETTLE_S", bad)
         with pytest.raises(UserError, match="IOWEATHER_LAB_SETTLE_S"):
             _settle_s()
+
+
+@pytest.mark.parametrize("var, value", [("IOWEATHER_LAB_AUTOGROUP_NICE", "high"), ("IOWEATHER_LAB_SETTLE_S", "-5")])
+def test_a_bad_setting_is_said_before_any_case_runs(monkeypatch, tmp_path, var, value):
+    from ioweather.services.lab.run import run_cases
+
+    monkeypatch.setenv(var, value)
+    with pytest.raises(UserError, match=var):
+        run_cases([], None, tmp_path, tmp_path / "logs")
+    assert list(tmp_path.iterdir()) == []   # no run directory, no index

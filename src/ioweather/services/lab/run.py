@@ -150,6 +150,7 @@ def run_case(case: Case, tools: Toolchain, base: Path, logs_dir: Path) -> CaseRu
     out.mkdir(parents=True)
     cmd = _command(case, tools, workdir)
     started, cpu0 = time.monotonic(), _children_cpu()
+    procs: list[subprocess.Popen] = []
     try:
         if case.mpi:
             logs = [out / f"{case.name}.darshan"]
@@ -188,6 +189,11 @@ def run_case(case: Case, tools: Toolchain, base: Path, logs_dir: Path) -> CaseRu
                           command, cpu)
         return result("ok", logs, elapsed, command=command, cpu=cpu)
     finally:
+        # interrupted: the non-MPI processes, in sessions of their own, get no signal from the terminal
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -249,6 +255,7 @@ def run_cases(cases: list[Case], tools: Toolchain, directory: Path, logs_dir: Pa
     """Run `cases` in a fresh directory under `directory`, each pair's twins right after it (`pair_order`);
     INDEX.json in `logs_dir` after each one."""
     cases, settle = pair_order(cases), _settle_s()
+    _priority()  # a bad $IOWEATHER_LAB_AUTOGROUP_NICE is said before any case runs
     if not directory.is_dir():
         raise UserError(f"--dir {directory}: not a directory")
     # absolute: each case runs in its own directory, where a relative --dir or --logs would mean another place
