@@ -130,7 +130,7 @@ _.coverage_factor_write_bw  # services.jobs.weather.Weather
 _.coverage_factors  # services.jobs.weather.Weather
 _.covered_s  # services.telemetry.fsview.Span
 _.cpu_pct  # services.telemetry.collect.CollectSummary
-_.cpu_s  # services.telemetry.collect.CollectSummary
+_.cpu_s  # services.lab.run.CaseRun, services.telemetry.collect.CollectSummary
 _.created  # services.answers.factors.ModelFile
 _.crit  # services.probe.status.Thresholds
 _.cross_mounts  # services.content.fsstats.Snapshot
