@@ -271,6 +271,8 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_jobs_show_by_jobid_hash_and_ambiguous",
         "test_row_round_trip_through_the_store",
     ),
+    # a store with rows of older rules, read by the commands, /api and the pages (a server)
+    "test_jobs_rules_mark.py": ("test_rows_of_other_rules_are_marked_everywhere_until_the_next_ingest",),
     "test_jobs_verdict_store.py": (
         "test_ingest_stores_the_verdict_and_ranked_costs_the_pages_show",
         "test_old_store_upgrades_in_place_and_a_second_ingest_completes_it",

@@ -578,6 +578,8 @@ _.rows_kept_by_paper_filters  # services.answers.umami.FeatureImport
 _.rows_per_s  # services.telemetry.imports.SourceImport
 _.rows_written  # services.telemetry.collect.CollectSummary
 _.rule  # services.telemetry.fsview.Servers
+_.rules_current  # services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob
+_.rules_revision  # services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob
 _.run  # services.answers.job_diff.CrowdCause, services.bench.runs.BenchPage, services.lab.answers.RunAndScores
 _.run_id  # services.bench.iomodel.RunError, services.bench.runs.PageRun, services.bench.runs.PeakSeries, services.bench.runs.RunSummary, services.bench.runs.RunWindow
 _.running  # services.jobs.scheduler.JobsImport
