@@ -13,6 +13,13 @@ import pytest
 
 from browser import CHROMIUM_ARGS, launch  # noqa: F401  (CHROMIUM_ARGS: test_fsstats_cli imports it from here)
 
+# The developers' machines set PYTHONDONTWRITEBYTECODE=1, with which pytest rewrites the asserts of every
+# test module again in every process of every run (and Python compiles every module of src/ again): 7.7 s of
+# the 12.4 s of CPU each xdist worker spent collecting the fast tier. The test run keeps them as pytest does
+# by default, in the __pycache__ directories (.gitignore) of tests/ and src/; the commands a test starts
+# (`python -m ioweather`) run with the environment as it is.
+sys.dont_write_bytecode = False
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 TESTDATA = SHARED / "testdata"
@@ -509,6 +516,12 @@ def _order_groups(items) -> None:
     items.sort(key=lambda i: order[xdist_group(i.path.name)])  # every worker alike, as xdist requires
 
 
+#: A parameter that names the database server a test asks for by `request.getfixturevalue` (the
+#: parametrizations `[pg_url]`, `[postgresql]`, `[mariadb]`...): that server's marker, as FIXTURE_MARKERS.
+PARAM_MARKERS = {"pg_url": "postgres", "postgresql": "postgres", "postgres": "postgres",
+                 "mariadb_url": "mariadb", "mariadb": "mariadb"}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         names = set(MODULE_MARKERS.get(item.path.name, ()))
@@ -516,6 +529,10 @@ def pytest_collection_modifyitems(config, items):
             names.add("slow")
         for fixture in item.fixturenames:
             names.update(FIXTURE_MARKERS.get(fixture, ()))
+        params = getattr(item, "callspec", None)
+        for value in (params.params.values() if params else ()):
+            if isinstance(value, str) and value in PARAM_MARKERS:
+                names.add(PARAM_MARKERS[value])
         for name in sorted(names):
             item.add_marker(name)
     if config.getoption("--fast"):
@@ -524,6 +541,13 @@ def pytest_collection_modifyitems(config, items):
             config.hook.pytest_deselected(items=slow)
             items[:] = [i for i in items if not any(i.get_closest_marker(m) for m in SLOW_MARKERS)]
     _order_groups(items)
+
+
+def pytest_configure(config):
+    if os.environ.get("IOWEATHER_TEST_CPU"):  # CPU seconds of each test (tests/cpu_times.py)
+        import cpu_times
+
+        config.pluginmanager.register(cpu_times, "cpu_times")
 
 
 def pytest_addoption(parser):
