@@ -50,9 +50,23 @@ class _Log:
 _LOG: _Log | None = None
 
 
+_GC = [0.0, 0.0, 0]  # CPU seconds in the cyclic garbage collector, when its current pass began, passes
+
+
+def _gc_timer(phase: str, info: dict) -> None:
+    if phase == "start":
+        _GC[1] = time.process_time()
+    else:
+        _GC[0] += time.process_time() - _GC[1]
+        _GC[2] += 1
+
+
 def pytest_configure(config):
     global _LOG
     _LOG = _Log()
+    import gc
+
+    gc.callbacks.append(_gc_timer)
     own, kids = _now()
     _LOG.write({"event": "configure", "worker": _LOG.worker, "t": time.time(), "cpu": own, "children": kids})
 
@@ -86,7 +100,8 @@ pytest_runtest_teardown = _phase("teardown")
 
 def pytest_sessionfinish(session):
     own, kids = _now()
-    _LOG.write({"event": "finish", "worker": _LOG.worker, "t": time.time(), "cpu": own, "children": kids})
+    _LOG.write({"event": "finish", "worker": _LOG.worker, "t": time.time(), "cpu": own, "children": kids,
+                "gc": round(_GC[0], 3), "gc_passes": _GC[2]})
 
 
 def _cost(row: dict) -> float:
@@ -116,6 +131,8 @@ def summarize(directory: Path, top: int = 40) -> None:
     # the controller's children are the workers (and theirs), reaped before its end
     total = (sum(procs["main"]["finish"][k] for k in ("cpu", "children")) if "finish" in procs.get("main", {})
              else sum(ev["finish"]["cpu"] + ev["finish"]["children"] for ev in procs.values() if "finish" in ev))
+    print("garbage collector:", ", ".join(f"{w} {ev['finish'].get('gc', 0):.1f} s in {ev['finish'].get('gc_passes', 0)}"
+                                          " passes" for w, ev in sorted(procs.items()) if "finish" in ev))
     print(f"CPU of every pytest process and its children: {total:.1f} s; tests' own sum:"
           f" {sum(_cost(t) for t in tests):.1f} s over {len(tests)} tests")
     by_module: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0])
