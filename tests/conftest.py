@@ -96,6 +96,10 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_text_report_shows_the_layer_and_the_combined_column",
     ),
     "test_advisor_lab.py": ("test_5_no_noise_on_the_public_logs",),
+    # more than 2 s of CPU each in `IOWEATHER_TEST_CPU=DIR pytest -n 2 --fast` on 2026-11-29 (tests/cpu_times.py)
+    "test_archive_columns.py": ("test_the_summary_of_planted_rows",),
+    "test_lctl_capture_golden.py": ("test_every_capture_reads_as_before",),
+    "test_imports_measured.py": ("test_why_on_a_sqlite_store_with_stored_facts_loads_no_heavy_library",),
     "test_job_diff.py": ("test_cli_json_table_and_errors", "test_stored_jobs_by_hash_prefix"),
     "test_job_lustre_files.py": ("test_the_public_logs_cover_what_the_reduction_must_get_right",),
     "test_argument_ranges.py": ("test_duration_parser_fuzz", "test_size_parser_fuzz", "test_time_parsers_fuzz",),
