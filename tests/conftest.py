@@ -13,6 +13,14 @@ import pytest
 
 from browser import CHROMIUM_ARGS, launch  # noqa: F401  (CHROMIUM_ARGS: test_fsstats_cli imports it from here)
 
+# The developers' machines set PYTHONDONTWRITEBYTECODE=1, with which pytest rewrites the asserts of every
+# test module again in every process of every run (and Python compiles every module of src/ again): 7.7 s of
+# the 12.4 s of CPU each xdist worker spent collecting the fast tier. The test run keeps them as pytest does
+# by default, in the __pycache__ directories (.gitignore) of tests/ and src/; the commands a test starts
+# (`python -m ioweather`) run with the environment as it is, and read src/'s, compiled once per run
+# (`pytest_configure`: ~0.05 s of CPU less for each of the fast tier's ~170 such processes).
+sys.dont_write_bytecode = False
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 TESTDATA = SHARED / "testdata"
@@ -88,6 +96,10 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_text_report_shows_the_layer_and_the_combined_column",
     ),
     "test_advisor_lab.py": ("test_5_no_noise_on_the_public_logs",),
+    # more than 2 s of CPU each in `IOWEATHER_TEST_CPU=DIR pytest -n 2 --fast` on 2026-11-29 (tests/cpu_times.py)
+    "test_archive_columns.py": ("test_the_summary_of_planted_rows",),
+    "test_lctl_capture_golden.py": ("test_every_capture_reads_as_before",),
+    "test_imports_measured.py": ("test_why_on_a_sqlite_store_with_stored_facts_loads_no_heavy_library",),
     "test_job_diff.py": ("test_cli_json_table_and_errors", "test_stored_jobs_by_hash_prefix"),
     "test_job_lustre_files.py": ("test_the_public_logs_cover_what_the_reduction_must_get_right",),
     "test_argument_ranges.py": ("test_duration_parser_fuzz", "test_size_parser_fuzz", "test_time_parsers_fuzz",),
@@ -271,6 +283,8 @@ SLOW_TESTS: dict[str, tuple[str, ...]] = {
         "test_jobs_show_by_jobid_hash_and_ambiguous",
         "test_row_round_trip_through_the_store",
     ),
+    # a store with rows of older rules, read by the commands, /api and the pages (a server)
+    "test_jobs_rules_mark.py": ("test_rows_of_other_rules_are_marked_everywhere_until_the_next_ingest",),
     "test_jobs_verdict_store.py": (
         "test_ingest_stores_the_verdict_and_ranked_costs_the_pages_show",
         "test_old_store_upgrades_in_place_and_a_second_ingest_completes_it",
@@ -509,6 +523,12 @@ def _order_groups(items) -> None:
     items.sort(key=lambda i: order[xdist_group(i.path.name)])  # every worker alike, as xdist requires
 
 
+#: A parameter that names the database server a test asks for by `request.getfixturevalue` (the
+#: parametrizations `[pg_url]`, `[postgresql]`, `[mariadb]`...): that server's marker, as FIXTURE_MARKERS.
+PARAM_MARKERS = {"pg_url": "postgres", "postgresql": "postgres", "postgres": "postgres",
+                 "mariadb_url": "mariadb", "mariadb": "mariadb"}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         names = set(MODULE_MARKERS.get(item.path.name, ()))
@@ -516,6 +536,10 @@ def pytest_collection_modifyitems(config, items):
             names.add("slow")
         for fixture in item.fixturenames:
             names.update(FIXTURE_MARKERS.get(fixture, ()))
+        params = getattr(item, "callspec", None)
+        for value in (params.params.values() if params else ()):
+            if isinstance(value, str) and value in PARAM_MARKERS:
+                names.add(PARAM_MARKERS[value])
         for name in sorted(names):
             item.add_marker(name)
     if config.getoption("--fast"):
@@ -524,6 +548,17 @@ def pytest_collection_modifyitems(config, items):
             config.hook.pytest_deselected(items=slow)
             items[:] = [i for i in items if not any(i.get_closest_marker(m) for m in SLOW_MARKERS)]
     _order_groups(items)
+
+
+def pytest_configure(config):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # before the workers start: only what changed since
+        import compileall
+
+        compileall.compile_dir(ROOT / "src" / "ioweather", quiet=2)
+    if os.environ.get("IOWEATHER_TEST_CPU"):  # CPU seconds of each test (tests/cpu_times.py)
+        import cpu_times
+
+        config.pluginmanager.register(cpu_times, "cpu_times")
 
 
 def pytest_addoption(parser):

@@ -318,7 +318,8 @@ def test_5_no_noise_on_the_public_logs():
 
 
 def test_holes_in_large_collective_calls_get_their_share_of_the_bytes():
-    """collective-rmw (the lab's pair, tests/data/lab/pairs, both runs in one minute at a load of 12): 64
+    """collective-rmw (the lab's pair as stored until 2026-11-29 09:00, tests/data/lab/collective-rmw-nice19.darshan:
+    both runs in one minute at a load of 12, before `lab run` raised the ranks' priority): 64
     collective calls of 4 MiB a rank over 4 KiB holes, POSIX writing 2x MPI-IO's bytes. M09 takes the holes'
     share of the bytes of MPI-IO's time above POSIX, as for small calls; M08 keeps the rest, priced at the copy
     through the one aggregator's buffer (2 x 512 MiB at 1 GiB/s), which its twin's M08 says too (turning
@@ -326,7 +327,7 @@ def test_holes_in_large_collective_calls_get_their_share_of_the_bytes():
     above POSIX beyond that copy, from a pair whose bad run was loaded and twin idle."""
     from ioweather.stats.findings import CB_COPY_RATE
 
-    rep, f = _run(LAB / "pairs" / "collective-rmw.darshan")
+    rep, f = _run(LAB / "collective-rmw-nice19.darshan")
     m08, m09 = f["M08"], f["M09"]
     ev = m09["evidence"]
     h = ev["bytes_written_back"] / ev["posix_bytes_written"]

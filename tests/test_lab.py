@@ -21,6 +21,12 @@ pytestmark = pytest.mark.slow
 darshan = pytest.importorskip("darshan")
 
 
+@pytest.fixture(autouse=True)
+def _no_settle(monkeypatch):
+    """These tests check counters, not times: no pause before each case (run.SETTLE_S)."""
+    monkeypatch.setenv("IOWEATHER_LAB_SETTLE_S", "0")
+
+
 @pytest.fixture(scope="module")
 def tools():
     try:
@@ -127,6 +133,35 @@ def test_non_mpi_processes_write_one_log_each(tools, tmp_path):
         c = report.records["POSIX"].to_df()["counters"]
         assert list(c["POSIX_READS"]) == [64]
         assert list(c["POSIX_SIZE_READ_1K_10K"]) == [64]
+
+
+def test_each_process_of_a_case_runs_at_the_labs_priority_in_its_own_session(tools, tmp_path):
+    """MPICH starts each rank in a session of its own, so the autogroup scheduler shares the cores between it
+    and every other session whatever its nice; `lab run` sets each process's autogroup nice (run.AUTOGROUP_NICE)
+    where the kernel allows it, and counts the CPU the case's processes used."""
+    import os
+
+    from ioweather.services.lab.run import AUTOGROUP_NICE, _priority
+
+    probe = tmp_path / "autogroup"
+    if not Path("/proc/self/autogroup").is_file() or os.geteuid() != 0:
+        pytest.skip("no autogroup scheduler, or not allowed to raise a priority (not root)")
+    for mpi, program in ((True, "lab_posix"), (False, "lab_posix_nompi")):
+        where = tmp_path / program
+        where.mkdir()
+        done = _run(tools, where, Case(f"t-prio-{program}", "", (), (program, "-o", "{dir}/f", "-w", "2", "-s", "4096"),
+                                       procs=2, mpi=mpi))
+        assert done.cpu_s is not None and done.cpu_s > 0
+        assert "/proc/self/autogroup" in done.command
+    # what the wrapper does, seen from the process it starts (mpiexec gives each rank a session; Popen's
+    # start_new_session the non-MPI processes)
+    import subprocess
+    out = subprocess.run([tools.mpiexec, "-n", "2", *_priority(), "sh", "-c", f"cat /proc/self/autogroup >> {probe}"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    groups = probe.read_text().split("\n")[:2]
+    assert all(g.endswith(f"nice {AUTOGROUP_NICE}") for g in groups), groups
+    assert len({g.split()[0] for g in groups}) == 2   # a session, and an autogroup, each
 
 
 def test_relative_directories_mean_where_the_command_was_run(tools, tmp_path, monkeypatch):

@@ -116,9 +116,9 @@ PAIR_LOGS = LAB / "pairs"
 #: pairs whose share is below the bar on the stored logs, and why (docs/validation.md): strict, so a pair
 #: that starts passing is noticed
 BELOW: dict[str, str] = {
-    # one minute's pair at load 12 (nice 19): the fix saved 13.4 s; M09 prices the holes by their share of the
-    # bytes (10.0 s). Five such runs saved 6.0-13.4 s of 16-22 s, M09 75-138 % of it (docs/validation.md)
-    "collective-rmw": "75 %: the twin took 6.7-12.9 s at the same load in five runs; M09 prices the holes' bytes",
+    # collective-rmw was here at 75 % (tests/data/lab/collective-rmw-nice19.darshan: its ranks waited for a core in
+    # every collective call); stored since from `lab run` with the ranks' priority and a pause before each case
+    # (series R of 2026-11-29 08:59, round 1 chosen before the run: docs/validation.md)
 }
 #: pairs whose planted cause is the ranks' share of one disk, costless on it (catalogue.Case.costless_local: 4 MiB
 #: O_DIRECT streams, where a rank already has most of the device's bandwidth and the ranks' do not add up): the

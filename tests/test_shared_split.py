@@ -22,12 +22,23 @@ LAB = Path(__file__).parent / "data" / "lab"
 PAIRS = LAB / "pairs"
 BAD, FIXED = PAIRS / "rank-imbalance-shared.darshan", PAIRS / "fixed-rank-imbalance-shared.darshan"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+#: public logs whose shared records include standard streams (<STDOUT>, <STDERR>; skew-autobench's anonymized)
+#: and STDIO data files, and one with only a stream shared
+STREAMS = [SHARED / "data/tokio/sample-badost.darshan", SHARED / "testdata/darshan/darshan-apmpi-2nodes-64mpi.darshan",
+           SHARED / "data/darshan/skew_io/skew-autobench-ior.darshan", SHARED / "testdata/darshan/e3sm_io_heatmap_only.darshan"]
 PUBLIC = [SHARED / "data/darshan/imbalanced_io/imbalanced-io.darshan",
           SHARED / "testdata/darshan/e3sm_io_heatmap_only.darshan",
           SHARED / "data/darshan/skew_io/skew-autobench-ior.darshan",
           SHARED / "data/tokio/sample.darshan"]
 M4 = 4 << 20
 PREFIX = {"POSIX": "POSIX", "MPI-IO": "MPIIO", "STDIO": "STDIO"}
+
+
+def _stream(name: str) -> bool:
+    """A standard stream as PyDarshan tells one (an independent reading of `stream_mask`): Darshan's <STDIN>,
+    <STDOUT>, <STDERR>, or in an anonymized log a name of digits (darshan.experimental.plots.
+    data_access_by_filesystem: "this is probably an anonymized STD.. stream")."""
+    return name.startswith("<") or name.isdigit()
 
 
 def _split(rep, module):
@@ -72,7 +83,7 @@ def test_the_split_is_darshans_counters_as_pydarshan_reads_them(log):
             c, f = df["counters"], df["fcounters"]
             sh = (c["rank"] < 0).to_numpy()
             names = ref.name_records
-            keep = sh & np.array([not names.get(i, "").startswith("<") for i in c["id"]])
+            keep = sh & ~np.array([_stream(names.get(i, "")) for i in c["id"]])
             rc, rf = c[keep].reset_index(drop=True), f[keep].reset_index(drop=True)
             # the bytes' spread is read at the layer the ranks called: a file with a shared MPI-IO record
             # above its POSIX (or STDIO) one is split by ROMIO's aggregators there, not by the code
@@ -200,3 +211,69 @@ def test_an_mpiio_record_that_moved_nothing_does_not_hand_rank_0_the_posix_bytes
 
     monkeypatch.setattr(findings, "shared_rank_rows", with_empty_mpiio)
     assert findings._rank0_shared(log) is None
+
+
+def _chart_reference(log: Path) -> tuple[np.ndarray, np.ndarray, set, float]:
+    """The per-rank chart's bytes and seconds from PyDarshan's DataFrames alone: each rank's own POSIX and STDIO
+    records, plus each shared one that is not a standard stream (`_stream`) split by its rank counters (slowest
+    and fastest ranks their own, the rest evenly over the others); also the shared records split and the bytes
+    of the shared streams left out."""
+    with darshan.DarshanReport(str(log), read_all=True) as ref:
+        nprocs = ref.metadata["job"]["nprocs"]
+        names = ref.name_records
+        by, tm = np.zeros(nprocs), np.zeros(nprocs)
+        split, streams = set(), 0.0
+        for mod, p in (("POSIX", "POSIX"), ("STDIO", "STDIO")):
+            if mod not in ref.records:
+                continue
+            df = ref.records[mod].to_df()
+            c, f = df["counters"], df["fcounters"]
+            b = (c[f"{p}_BYTES_READ"] + c[f"{p}_BYTES_WRITTEN"]).to_numpy(float)
+            t = (f[f"{p}_F_READ_TIME"] + f[f"{p}_F_WRITE_TIME"] + f[f"{p}_F_META_TIME"]).to_numpy(float)
+            rank = c["rank"].to_numpy()
+            own = rank >= 0
+            by += np.bincount(rank[own], weights=b[own], minlength=nprocs)[:nprocs]
+            tm += np.bincount(rank[own], weights=t[own], minlength=nprocs)[:nprocs]
+            for i in np.flatnonzero(~own):
+                if _stream(names.get(c["id"].iloc[i], "")):
+                    streams += b[i]
+                    continue
+                split.add((mod, int(c["id"].iloc[i])))
+                named = {}
+                for who in ("SLOWEST", "FASTEST"):
+                    named.setdefault(int(c[f"{p}_{who}_RANK"].iloc[i]),
+                                     (float(c[f"{p}_{who}_RANK_BYTES"].iloc[i]), float(f[f"{p}_F_{who}_RANK_TIME"].iloc[i])))
+                others = np.ones(nprocs, bool)
+                for r, (rb, rt) in named.items():
+                    by[r] += rb
+                    tm[r] += rt
+                    others[r] = False
+                by[others] += max(b[i] - sum(v[0] for v in named.values()), 0) / others.sum()
+                tm[others] += max(t[i] - sum(v[1] for v in named.values()), 0) / others.sum()
+    return by, tm, split, streams
+
+
+@pytest.mark.parametrize("log", [LAB / "one-rank-shared.darshan", BAD, *STREAMS], ids=lambda p: p.name)
+def test_the_per_rank_chart_reads_the_shared_files_by_the_one_rule(log):
+    """`job --html`'s per-rank chart, R01 and the report's split read the shared records by one rule
+    (`shared_rank_rows`): the chart is PyDarshan's counters split as `_chart_reference` does, STDIO's shared data
+    files included (the chart left them out before), standard streams left out as the report leaves them."""
+    if not log.is_file():
+        pytest.skip(f"{log} not present")
+    from ioweather.sources.darshan_log import read_log
+    from ioweather.stats.job import per_rank_with_shared, shared_rank_rows
+
+    lg = read_log(log, dxt=False, heatmaps=False)
+    pr, how = per_rank_with_shared(lg)
+    by, tm, split, streams = _chart_reference(log)
+    assert len(pr) == len(by)
+    np.testing.assert_allclose(pr["bytes"].to_numpy(), by, rtol=1e-9, atol=1e-6)
+    np.testing.assert_allclose(pr["time"].to_numpy(), tm, rtol=1e-9, atol=1e-9)
+    rows = shared_rank_rows(lg)
+    # the chart's shared files are the report's at the storage layer: one rule
+    assert split == {(m, int(i)) for m, i in zip(rows["module"], rows["id"]) if m in ("POSIX", "STDIO")}
+    assert {s.module for s in job_answer(str(log))[0].perf.imbalance.shared} == set(rows["module"])
+    assert ("no shared files" in how) == (not split)
+    if log in STREAMS:
+        # the logs hold shared standard streams, whose bytes the chart leaves out
+        assert streams > 0

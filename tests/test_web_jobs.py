@@ -19,6 +19,8 @@ from ioweather.store import probe as probe_store
 from ioweather.views.job_console import lustre_text
 from ioweather.views.output import to_json
 from ioweather.web.app import create_app
+# `cli`: the commands in this process (their answers are the point here, not their processes)
+from inprocess import in_process_cli  # noqa: F401  (fixture)
 from web_pages_data import (  # noqa: F401  (fixtures)
     CORES_PER_NODE, NASTY, NASTY_NAME, nasty_hash, pages_home, pages_server)
 from web_server import Server, api, assert_bad_request, assert_never_500, escaped_page

@@ -11,7 +11,7 @@ _.access  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.acf  # services.telemetry.workload.Workload
 _.action  # services.jobs.answer.Finding
 _.adjust  # services.answers.factors.Density, services.answers.factors.DensityOptions, services.answers.factors.Factors
-_.after  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff, services.answers.report.ChangePoint
+_.after  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff, services.answers.report.ChangePoint
 _.after_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.agg_perf_by_slowest_mibps  # services.jobs.answer.Interface, services.jobs.answer.Perf, services.jobs.darshan.StoredPerf
 _.agg_time_by_slowest_s  # services.jobs.answer.Perf
@@ -33,7 +33,7 @@ _.baseline  # services.answers.why.Why, services.probe.history.TargetHistory, se
 _.baseline_from  # services.lab.storm.StormPair
 _.baseline_s  # services.probe.status.Status
 _.baseline_until  # services.lab.storm.StormPair
-_.before  # services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff, services.answers.report.ChangePoint
+_.before  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff, services.answers.report.ChangePoint
 _.before_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.bench  # services.answers.report.Links, services.answers.report.Report
 _.best_bps  # services.bench.runs.SummaryRow
@@ -83,7 +83,7 @@ _.cdf_frac  # services.telemetry.workload.Burstiness
 _.cdfs  # services.content.fsstats.Contents
 _.centroid_bytes  # services.telemetry.workload.Spectrum
 _.cf_variant  # services.jobs.weather.Weather
-_.change_s  # services.answers.job_diff.DiffCause, services.answers.job_diff.SystemShare, services.lab.score.PairScore
+_.change_s  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.changes  # services.answers.changes.Changes, services.answers.report.Links, services.answers.report.Report
 _.claimed_s  # services.lab.score.PairScore
 _.class_label  # services.answers.factors.Timeline
@@ -91,7 +91,7 @@ _.class_order  # services.answers.factors.Classified
 _.classes  # services.answers.factors.Density
 _.climate  # services.answers.why.Why, services.jobs.weather.Weather, services.probe.status.OpStatus
 _.cluster  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.jobs.scheduler.JobsImport
-_.code  # services.answers.job_diff.DiffCause, services.answers.why.Evidence, services.answers.why.LogEvidence, services.jobs.answer.Finding, services.jobs.darshan.StoredFinding
+_.code  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.answers.why.Evidence, services.answers.why.LogEvidence, services.jobs.answer.Finding, services.jobs.darshan.StoredFinding
 _.code_s  # services.answers.why.LogBudget, services.answers.why.Why
 _.colour  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.combined_s  # services.jobs.answer.Finding
@@ -139,10 +139,11 @@ _.coverage_factor_write_bw  # services.jobs.weather.Weather
 _.coverage_factors  # services.jobs.weather.Weather
 _.covered_s  # services.telemetry.fsview.Span
 _.cpu_pct  # services.telemetry.collect.CollectSummary
-_.cpu_s  # services.telemetry.collect.CollectSummary
+_.cpu_s  # services.lab.run.CaseRun, services.telemetry.collect.CollectSummary
 _.created  # services.answers.factors.ModelFile
 _.crit  # services.probe.status.Thresholds
 _.cross_mounts  # services.content.fsstats.Snapshot
+_.crowd_s  # services.answers.job_diff.CrowdCause
 _.csv  # services.bench.iomodel.IomodelRun
 _.ctime_age_days  # services.content.fsstats.Histograms
 _.culprit  # services.answers.events.CostlyEvent
@@ -164,6 +165,7 @@ _.datasets  # services.telemetry.collect.CollectSummary
 _.date  # services.telemetry.workload.CalendarTotal, services.telemetry.workload.DailyRates
 _.day  # services.answers.events.DayCost
 _.days_until_full  # services.answers.report.FullTarget, services.answers.report.FullnessPart
+_.device_bps  # services.answers.job_diff.CrowdCause
 _.device_bytes_written  # services.lab.storm.Twin
 _.df  # services.answers.factors.Classified
 _.diff  # services.content.fsstats.Contents
@@ -268,7 +270,7 @@ _.frac_time  # services.telemetry.workload.IdleBin
 _.frac_time_below_33pct_peak  # services.telemetry.workload.Burstiness
 _.fraction_of_peak  # services.bench.runs.PageRun, services.bench.runs.PeakSeries, services.jobs.weather.Weather
 _.fractions  # services.answers.factors.ExperimentShares
-_.fs  # services.answers.events.Events, services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.BenchPage, services.bench.runs.BenchRun, services.bench.runs.CheckSeries, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.bench.runs.SummaryRow, services.jobs.darshan.JobsView, services.probe.status.Status, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
+_.fs  # services.answers.events.Events, services.answers.job_diff.CrowdCause, services.answers.report.Report, services.answers.umami.Correlations, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.BenchPage, services.bench.runs.BenchRun, services.bench.runs.CheckSeries, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.bench.runs.SummaryRow, services.jobs.darshan.JobsView, services.probe.status.Status, services.probe.status.TargetStatus, services.probe.targets.TargetRow, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Span, services.telemetry.fsview.Talkers, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload, stats.umami.Umami
 _.fs_all  # services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.fs_bytes  # services.jobs.weather.Weather
 _.fs_fullness  # services.telemetry.fsview.Capacity
@@ -347,7 +349,7 @@ _.jobs_without_node_count  # services.jobs.archive_light.MibpsPerNode
 _.kept  # services.answers.imports.WeatherRefresh, services.jobs.weather.WeatherRefresh
 _.key  # services.jobs.archive_light.TopN
 _.key_access_bytes  # services.jobs.archive_light.ProjectRow
-_.kind  # services.answers.job_diff.DiffCause, services.jobs.weather.KindFactors, services.runtime.retention.KindPruned, services.telemetry.fsview.Span, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport
+_.kind  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.jobs.weather.KindFactors, services.runtime.retention.KindPruned, services.telemetry.fsview.Span, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport
 _.kinds  # services.jobs.weather.CoverageFactors, services.runtime.retention.Pruning
 _.label  # services.answers.factors.ExperimentShares, services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.content.fsstats.SnapshotRow, services.lab.answers.CatalogueLabel, services.lab.score.LabelScore, stats.umami.MetricRow
 _.labels  # services.answers.factors.Classified, services.content.fsstats.Contents, services.lab.answers.Catalogue, services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.lab.score.ToolScore, services.telemetry.exporter_lctl.FamilyRow
@@ -406,7 +408,7 @@ _.median_s  # services.bench.iomodel.Configuration, services.probe.slowdown.Inte
 _.mem_layout  # services.bench.iomodel.Configuration
 _.mem_not_aligned_fraction  # services.jobs.answer.Access
 _.memory_bytes  # services.probe.run.ProbeInit
-_.message  # services.answers.factors.GroupDensity, services.answers.job_diff.DiffCause, services.bench.runs.BenchCheck, services.jobs.answer.Finding, services.jobs.darshan.StoredFinding, services.probe.slowdown.Check, services.probe.status.Status
+_.message  # services.answers.factors.GroupDensity, services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.bench.runs.BenchCheck, services.jobs.answer.Finding, services.jobs.darshan.StoredFinding, services.probe.slowdown.Check, services.probe.status.Status
 _.meta_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals, services.jobs.darshan.ModuleRow, services.jobs.darshan.StoredTotals
 _.meta_time_share_mean  # services.jobs.archive_light.ProjectRow
 _.method  # services.answers.events.EventJob, services.answers.events.IoEvent, services.answers.why.Culprit
@@ -485,6 +487,7 @@ _.offset  # services.jobs.darshan.JobList
 _.ok  # services.telemetry.collect.SourceSummary
 _.old_coords  # services.answers.factors.DensityOptions
 _.older_than_s  # services.runtime.retention.KindPruned
+_.one_device_s  # services.answers.job_diff.CrowdCause
 _.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.answers.report.ClimateOp, services.answers.report.WorstHour, services.bench.iomodel.Configuration, services.jobs.weather.OpSlowdown, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.opens  # services.jobs.answer.Interface, services.jobs.darshan.ModuleRow
 _.ops  # services.answers.factors.Factors, services.answers.report.SlowdownClimate, services.probe.history.History, services.probe.status.TargetStatus, services.telemetry.fsview.Metadata
@@ -498,6 +501,7 @@ _.other_a  # services.content.fsstats.GrowthTotal
 _.other_b  # services.content.fsstats.GrowthTotal
 _.other_change  # services.content.fsstats.GrowthTotal
 _.other_change_pct  # services.content.fsstats.GrowthTotal
+_.others  # services.answers.job_diff.CrowdCause
 _.out  # services.bench.iomodel.IomodelRun
 _.outlier_fraction  # services.answers.factors.Density
 _.output  # services.bench.runs.Submitted
@@ -574,6 +578,7 @@ _.quiet_others_share  # services.lab.storm.StormPair
 _.quiet_system_share  # services.lab.storm.StormPair
 _.r  # services.answers.umami.CorrelationRow, services.jobs.weather.Climate, stats.umami.MetricRow
 _.r_fs  # stats.umami.MetricRow
+_.rank0_bps  # services.answers.job_diff.CrowdCause
 _.ranks_with_io  # services.jobs.answer.Imbalance
 _.rates  # services.bench.runs.RunWindow
 _.read  # services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.BrwTarget, services.telemetry.workload.Autocorrelation, services.telemetry.workload.PowerSpectra
@@ -616,7 +621,9 @@ _.rows_kept_by_paper_filters  # services.answers.umami.FeatureImport
 _.rows_per_s  # services.telemetry.imports.SourceImport
 _.rows_written  # services.telemetry.collect.CollectSummary
 _.rule  # services.telemetry.fsview.Servers
-_.run  # services.bench.runs.BenchPage, services.lab.answers.RunAndScores
+_.rules_current  # services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob
+_.rules_revision  # services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob
+_.run  # services.answers.job_diff.CrowdCause, services.bench.runs.BenchPage, services.lab.answers.RunAndScores
 _.run_id  # services.bench.iomodel.RunError, services.bench.runs.PageRun, services.bench.runs.PeakSeries, services.bench.runs.RunSummary, services.bench.runs.RunWindow
 _.running  # services.jobs.scheduler.JobsImport
 _.running_jobs  # services.answers.events.IoEvent
@@ -695,6 +702,7 @@ _.step_s  # services.telemetry.fsview.Capacity, services.telemetry.fsview.Metada
 _.storm  # services.lab.storm.StormPair
 _.storm_job  # services.lab.storm.StormPair
 _.strategy_by_size  # services.jobs.archive_light.ArchiveSummary
+_.streams  # services.answers.job_diff.CrowdCause
 _.strength  # services.answers.umami.CorrelationRow, stats.umami.MetricRow
 _.stripe_count  # services.jobs.answer.Lustre
 _.stripe_counts  # services.jobs.answer.Lustre

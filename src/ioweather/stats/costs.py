@@ -160,6 +160,21 @@ def one_device_excess(slowest_s: np.ndarray, total_bytes: np.ndarray, rank_rate:
     return np.clip(t - np.where(rate > 0, b / np.where(rate > 0, rate, 1.0), t), 0.0, None)
 
 
+def crowded_device_saving(io_s: float, moved: float, rank_rate: float, device_rate: float,
+                          streams: int) -> tuple[float, float]:
+    """(m, seconds saved) of spreading one rank's stream over `streams` ranks on a device others write to,
+    by per-stream fair sharing (docs/validation.md, "one-rank-io on a crowded disk, measured"): the device
+    delivered `device_rate` bytes/s to every writer in the job's window, of which the rank's one stream had
+    `rank_rate`, so m = (device − rank) / rank other streams' worth of load; k streams take k / (k + m) of
+    it, and the saving is io_s − moved / (device · k / (k + m)). On a device nobody else used (device rate
+    at most the rank's) m = 0 and the saving is the one-device bound's (`one_device_excess`)."""
+    if rank_rate <= 0 or device_rate <= 0 or moved <= 0 or streams < 1:
+        return 0.0, 0.0
+    m = max(0.0, device_rate / rank_rate - 1.0)
+    rate = max(rank_rate, device_rate * streams / (streams + m))
+    return m, max(0.0, io_s - moved / rate)
+
+
 def stripe_target(size: float, osts: int) -> int:
     """The stripe count a file of `size` bytes can use: one stripe per BYTES_PER_STRIPE, at most `osts`."""
     return int(max(1, min(osts, math.ceil(size / BYTES_PER_STRIPE))))

@@ -35,7 +35,7 @@ from ioweather.stats import costs
 from ioweather.stats.costs import LEVELS, severity  # noqa: F401 (re-exported: the levels are the costs')
 from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, effective_ranks, layer_rows, library_mask,
                                   module_rows, monitored, nan_sum, rank_sums, fs_records, shared_rank_rows, slowest_path,
-                                  storage_modules, subset, zero_missing)
+                                  storage_modules, stream_mask, subset, zero_missing)
 from ioweather.stats.lustre import lfs_size, lustre_file_columns, lustre_files, ost_count
 from ioweather.units import format_bytes, format_seconds
 # The rules' revision: bump it with any change of a finding's level, cost or message (stats/rules_revision.py
@@ -565,11 +565,11 @@ def _rank0_shared(log) -> tuple[float, float] | None:
     fs = fs_records(log)
     sh = (fs["rank"] < 0) & ((fs["bytes_read"] + fs["bytes_written"]) > 0)
     at = np.flatnonzero(sh)
-    sh[at] = [not (n or "").startswith("<") for n in fs["name"][at]]
+    sh[at] = ~stream_mask(fs["name"][at])
     if not sh.any():
         return 0.0, 0.0
     rows = shared_rank_rows(log)
-    row_of = {(m, int(f)): k for k, (m, f) in enumerate(zip(rows["module"], rows["id"]))}
+    row_of = {(m, int(f)): k for k, (m, f, ok) in enumerate(zip(rows["module"], rows["id"], rows["ranked"])) if ok}
     b = t = 0.0
     for i in np.flatnonzero(sh):
         fid = int(fs["id"][i])
@@ -1318,8 +1318,7 @@ def _own_bytes_per_rank(log, nprocs: int) -> np.ndarray | None:
         b = zero_missing(c, f"{p}_BYTES_READ") + zero_missing(c, f"{p}_BYTES_WRITTEN")
         keep = (r >= 0) & (b > 0)
         # <STDOUT>/<STDERR> writes are not data I/O
-        names = rec.names
-        keep &= np.array([not (n or "").startswith("<") for n in names], dtype=bool)
+        keep &= ~stream_mask(rec.names)
         parts.append((r[keep], b[keep]))
     if not parts:
         return None

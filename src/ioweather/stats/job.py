@@ -484,44 +484,37 @@ def rank_sums(fs: Cols, nprocs: int) -> Cols:
 def per_rank_with_shared(log) -> tuple[pd.DataFrame, str]:
     """(bytes and I/O time per rank including shared files, how the shared part was split).
 
-    Own files as `per_rank`. A shared (rank -1) POSIX record gives its slowest and fastest
-    rank's bytes and time (Darshan's rank counters) to those ranks and splits the rest
-    evenly over the other ranks: exact for the two named ranks, an estimate for the rest.
+    Own files as `per_rank`. Each shared file at the storage layer (`shared_rank_rows`' POSIX and STDIO rows;
+    an MPI-IO row's bytes are those of its POSIX one) gives its slowest and fastest rank's bytes and time
+    (Darshan's rank counters) to those ranks and splits the rest evenly over the job's other ranks: exact for
+    the two named ranks, an estimate for the rest; evenly over all ranks where the record has no rank counters.
     """
     nprocs = max(int(log.nprocs), 1)
     pr = per_rank(fs_records(log), nprocs)
-    posix = log.records.get("POSIX")
-    if nprocs < 2 or posix is None or not len(posix) or not (posix.ranks < 0).any():
+    rows = shared_rank_rows(log)
+    rows = subset(rows, np.isin(rows["module"], FS_MODULES))
+    if not rows.n:
         return pr, "own files only (no shared files)"
-    c = subset(posix, posix.ranks < 0)
-    b = zero_missing(c, "POSIX_BYTES_READ") + zero_missing(c, "POSIX_BYTES_WRITTEN")
-    tt = zero_missing(c, "POSIX_F_READ_TIME") + zero_missing(c, "POSIX_F_WRITE_TIME") + zero_missing(c, "POSIX_F_META_TIME")
-    n = len(pr)
     # float: the even split of the rest is fractional (an int64 column cannot take it in place)
     by, tm = pr["bytes"].to_numpy(dtype=np.float64, copy=True), pr["time"].to_numpy(dtype=np.float64, copy=True)
-    named = 0
-    for i in range(c.n):
-        ranks_b = []
-        for who in ("SLOWEST", "FASTEST"):
-            r = monitored(c, f"POSIX_{who}_RANK")[i]
-            rb = monitored(c, f"POSIX_{who}_RANK_BYTES")[i]
-            rt = monitored(c, f"POSIX_F_{who}_RANK_TIME")[i]
-            if np.isfinite(r) and 0 <= r < n and np.isfinite(rb) and int(r) not in [x[0] for x in ranks_b]:
-                ranks_b.append((int(r), rb, rt if np.isfinite(rt) else 0.0))
-        rest_b, rest_t = b[i] - sum(x[1] for x in ranks_b), tt[i] - sum(x[2] for x in ranks_b)
-        others = np.ones(n, bool)
-        for r, rb, rt in ranks_b:
+    for i in range(rows.n):
+        named = {}
+        if rows["ranked"][i]:
+            for who in ("slowest", "fastest"):
+                named.setdefault(int(rows[f"{who}_rank"][i]), (rows[f"{who}_bytes"][i], rows[f"{who}_time"][i]))
+        others = np.zeros(len(by), bool)
+        others[:nprocs] = True
+        for r, (rb, rt) in named.items():
             by[r] += rb
             tm[r] += rt
             others[r] = False
         k = int(others.sum())
         if k:
-            by[others] += max(rest_b, 0.0) / k
-            tm[others] += max(rest_t, 0.0) / k
-        named += bool(ranks_b)
+            by[others] += max(rows["bytes"][i] - sum(x[0] for x in named.values()), 0.0) / k
+            tm[others] += max(rows["time"][i] - sum(x[1] for x in named.values()), 0.0) / k
     out = pr.assign(bytes=by, time=tm)
     how = ("shared files split by Darshan's slowest/fastest-rank counters (other ranks: the rest, evenly)"
-           if named else "shared files split evenly over the ranks (no rank counters in the log)")
+           if rows["ranked"].any() else "shared files split evenly over the ranks (no rank counters in the log)")
     return out, how
 
 
@@ -535,14 +528,27 @@ SPLIT_MODULES = ("POSIX", "MPI-IO", "STDIO")
 _SPLIT_ABOVE = {"POSIX": "MPI-IO", "STDIO": "MPI-IO"}
 
 
+def stream_mask(names) -> np.ndarray:
+    """True for the standard streams: Darshan's <STDIN>, <STDOUT> and <STDERR>, and in an anonymized log their
+    hashed names, digits without a path (PyDarshan's data_access_by_filesystem reads such a name as "probably an
+    anonymized STD.. stream"). They have no mount, and they are not the job's data: Darshan's STDIO module opens
+    all three on every rank at start-up (darshan-stdio.c, stdio_runtime_initialize), so in a job of several
+    processes each is a shared (rank −1) record whoever printed."""
+    out = np.zeros(len(names), bool)
+    out[:] = [isinstance(n, str) and (n.startswith("<") or n.isdigit()) for n in names]
+    return out
+
+
 def shared_rank_rows(log) -> Cols:
-    """One row per shared record (rank −1, `SPLIT_MODULES`) whose fastest and slowest ranks the log holds:
-    `module`, `id`, `name`, `bytes` and `time` (summed over ranks), `slowest_rank`, `slowest_bytes`,
-    `slowest_time`, `fastest_rank`, `fastest_bytes`, `fastest_time`, `var_bytes`, `var_time` (NaN: not
-    monitored) and `top` (no MPI-IO shared record of the same file above it). The standard streams
-    (<STDOUT>, ...) are left out: rank 0 prints, which is no split of the data. Empty for one process."""
+    """Darshan's rank counters of the shared files: the one reading of them (the report's split, R01, the
+    per-rank chart). One row per shared record (rank −1) of `SPLIT_MODULES` in a job of several processes,
+    standard streams left out (`stream_mask`: rank 0 prints, which is no split of the data): `module`, `id`,
+    `name`, `bytes` and `time` (summed over ranks), `ranked` (Darshan recorded the slowest and the fastest rank,
+    both ranks of the job), `slowest_rank`, `slowest_bytes`, `slowest_time`, `fastest_rank`, `fastest_bytes`,
+    `fastest_time` (-1 and 0 where not `ranked`; a counter not monitored reads 0), `var_bytes`, `var_time`
+    (NaN: not monitored) and `top` (no MPI-IO shared record of the same file above it)."""
     nprocs = max(int(log.nprocs), 1)
-    keys = ("module", "id", "name", "bytes", "time", "slowest_rank", "slowest_bytes", "slowest_time",
+    keys = ("module", "id", "name", "bytes", "time", "ranked", "slowest_rank", "slowest_bytes", "slowest_time",
             "fastest_rank", "fastest_bytes", "fastest_time", "var_bytes", "var_time", "top")
     parts = []
     for mod in SPLIT_MODULES:
@@ -550,30 +556,33 @@ def shared_rank_rows(log) -> Cols:
         if nprocs < 2 or rec is None or not len(rec):
             continue
         c, p = cols(rec), PREFIX[mod]
-        names = rec.names
-        sr, fr = monitored(c, f"{p}_SLOWEST_RANK"), monitored(c, f"{p}_FASTEST_RANK")
-        keep = ((c["rank"] < 0) & np.isfinite(sr) & np.isfinite(fr) & (sr >= 0) & (sr < nprocs)
-                & (fr >= 0) & (fr < nprocs))
+        keep = c["rank"] < 0
         # the names of the shared records only: a log's records are mostly per rank (issue 40's cost of loops)
         at = np.flatnonzero(keep)
-        keep[at] = [not (n or "").startswith("<") for n in names[at]]
+        keep[at] = ~stream_mask(rec.names[at])
         if not keep.any():
             continue
         s = subset(c, keep)
+        sr, fr = monitored(s, f"{p}_SLOWEST_RANK"), monitored(s, f"{p}_FASTEST_RANK")
+        ranked = np.isfinite(sr) & np.isfinite(fr) & (sr >= 0) & (sr < nprocs) & (fr >= 0) & (fr < nprocs)
+
+        def named(col):
+            return np.where(ranked, zero_missing(s, col), 0.0)
         parts.append({
-            "module": np.full(s.n, mod, dtype=object), "id": np.asarray(s["id"], np.uint64), "name": names[keep],
+            "module": np.full(s.n, mod, dtype=object), "id": np.asarray(s["id"], np.uint64), "name": rec.names[keep],
             "bytes": zero_missing(s, f"{p}_BYTES_READ") + zero_missing(s, f"{p}_BYTES_WRITTEN"),
             "time": (zero_missing(s, f"{p}_F_READ_TIME") + zero_missing(s, f"{p}_F_WRITE_TIME")
                      + zero_missing(s, f"{p}_F_META_TIME")),
-            "slowest_rank": sr[keep].astype(np.int64), "slowest_bytes": zero_missing(s, f"{p}_SLOWEST_RANK_BYTES"),
-            "slowest_time": zero_missing(s, f"{p}_F_SLOWEST_RANK_TIME"),
-            "fastest_rank": fr[keep].astype(np.int64), "fastest_bytes": zero_missing(s, f"{p}_FASTEST_RANK_BYTES"),
-            "fastest_time": zero_missing(s, f"{p}_F_FASTEST_RANK_TIME"),
+            "ranked": ranked,
+            "slowest_rank": np.where(ranked, sr, -1).astype(np.int64), "slowest_bytes": named(f"{p}_SLOWEST_RANK_BYTES"),
+            "slowest_time": named(f"{p}_F_SLOWEST_RANK_TIME"),
+            "fastest_rank": np.where(ranked, fr, -1).astype(np.int64), "fastest_bytes": named(f"{p}_FASTEST_RANK_BYTES"),
+            "fastest_time": named(f"{p}_F_FASTEST_RANK_TIME"),
             "var_bytes": monitored(s, f"{p}_F_VARIANCE_RANK_BYTES"), "var_time": monitored(s, f"{p}_F_VARIANCE_RANK_TIME"),
         })
     if not parts:
-        out = Cols({k: np.zeros(0, object if k in ("module", "name") else bool if k == "top" else np.float64)
-                    for k in keys})
+        out = Cols({k: np.zeros(0, object if k in ("module", "name") else bool if k in ("top", "ranked")
+                                else np.int64 if k.endswith("_rank") else np.float64) for k in keys})
         out.n = 0
         return out
     out = Cols({k: np.concatenate([q[k] for q in parts]) for k in parts[0]})
@@ -615,7 +624,7 @@ def shared_splits(rows: Cols, nprocs: int) -> list[dict]:
     one is split by ROMIO's aggregators, which hints and the stripe count choose, not the code."""
     out = []
     for mod in SPLIT_MODULES:
-        sel = rows["module"] == mod
+        sel = (rows["module"] == mod) & rows["ranked"]
         if not sel.any():
             continue
         r = subset(rows, sel)

@@ -12,3 +12,11 @@ refreshes the row in place (docs/darshan.md "When the rules change").
 #: written before then are refreshed by their next `jobs ingest`. Re-exported by stats/findings.py, beside
 #: the rules.
 RULES_REVISION = "2026-11-29"
+
+
+def rules_current(revision: str | None) -> bool:
+    """Whether a stored answer stamped `revision` (a row's `rules_revision`; None: stored before the stamp, darshan
+    schema 4) was derived under this code's rules: the one reading every surface that shows a stored verdict or
+    finding marks (`jobs list`, `jobs show`, the Jobs and job pages, /api/jobs, /api/job). A row that is not is
+    refreshed by the next `jobs ingest`; until then it is shown as stored, marked."""
+    return revision == RULES_REVISION

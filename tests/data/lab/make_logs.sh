@@ -54,4 +54,7 @@ wait
 #       its <STDOUT> record has no mount) while another store build wrote to the disk (2026-11-29 00:07)
 #   collective-rmw-loaded.darshan, fixed-collective-rmw-idle.darshan   the collective-rmw pair as first stored in
 #       pairs/ (lab_mpiio -c -n 16 -b 4096 -g 4096 / -g 0 -k 1024, 2 ranks; 16:41:58 at load 14-16, the twin at
-#       18:05:20 idle), kept as the drift's test; pairs/ now holds one minute's (2026-11-29 02:39, load 12)
+#       18:05:20 idle), kept as the drift's test
+#   collective-rmw-nice19.darshan, fixed-collective-rmw-nice19.darshan   the pair as stored in pairs/ from 2026-11-29
+#       02:39 (load 12, one minute, the ranks waiting for cores: 75 %); pairs/ now holds series R round 1 of
+#       2026-11-29 08:59 (lab run with the ranks at autogroup nice -10 and a 5 s pause before each case)

@@ -6,11 +6,15 @@ findings before it are taken, never counting one second twice) that appeared, va
 cause, with `change_s` = after − before. `explained_s` is the part of the I/O-time change those causes
 account for (the ones pointing the same way, at most the change itself). Counters that moved by more than
 `MOVED` are listed too (they show what the code did differently; their seconds are the findings').
-When both jobs are in the store, `why`'s budget of each gives the system's share of the change.
+When both jobs are in the store, `why`'s budget of each gives the system's share of the change; and where one
+run's rank 0 did all the I/O on one device (R01's one-device bound) and the device's counters are stored for the
+file system `why` finds for it, the crowd on that device is priced (`crowd_cause`: per-stream fair sharing,
+docs/validation.md "one-rank-io on a crowded disk, measured").
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from dataclasses import dataclass, field
 
@@ -64,6 +68,24 @@ class DiffCause:
 
 
 @dataclass
+class CrowdCause(DiffCause):
+    """The crowd on one device (`kind` crowd): the run whose rank 0 did all the I/O (R01 with its one-device
+    bound) shared the device with other writers, and its `streams` ranks spread would have taken a larger share
+    of it. `before`/`after`: the device's rate (bytes/s, reads and writes) in each run's window; `device_bps`,
+    `rank0_bps`: the device's and rank 0's rates in that run's window; `others`: m, the other writers' load in
+    streams; `crowd_s`: the model's saving, of which `change_s` is the part beyond R01's bound (`one_device_s`)."""
+
+    fs: str
+    run: str
+    device_bps: float
+    rank0_bps: float
+    streams: int
+    others: float
+    crowd_s: float
+    one_device_s: float
+
+
+@dataclass
 class SystemShare:
     """`why`'s system seconds of each run and their change."""
 
@@ -80,7 +102,8 @@ class JobDiff(Answer):
     before: DiffSide
     after: DiffSide
     io_time_change_s: float
-    causes: list[DiffCause]
+    #: the findings', the crowd's (`CrowdCause`) and the counters' causes
+    causes: list[DiffCause | CrowdCause]
     explained_s: float
     explained_share: float | None
     same_code: bool
@@ -205,16 +228,67 @@ def material_s(before_io_time_s: float) -> float:
 
 
 def explained(change_s: float, causes: list[DiffCause]) -> float:
-    """The part of `change_s` the finding causes account for: those pointing its way, at most all of it."""
-    same = sum(c.change_s for c in causes if c.kind == "finding" and c.change_s * change_s > 0)
+    """The part of `change_s` the finding causes (and the crowd) account for: those pointing its way, at most
+    all of it."""
+    same = sum(c.change_s for c in causes if c.kind in ("finding", "crowd") and c.change_s * change_s > 0)
     return max(-abs(change_s), min(abs(change_s), same)) if change_s < 0 else min(change_s, same)
 
 
+def _one_device(rep: JobReport) -> Finding | None:
+    """R01 with its one-device bound (rank 0 alone on one node's local disk), when the report has it."""
+    return next((f for f in rep.findings if f.code == "R01" and f.evidence.get("one_device")), None)
+
+
+def crowd_cause(rep_b: JobReport, rep_a: JobReport, rates: tuple[float | None, float | None],
+                fs: str) -> CrowdCause | None:
+    """The crowd on the device of the run whose rank 0 did all the I/O (R01's one-device bound) when the other
+    run spread it (no R01), priced by per-stream fair sharing (`stats.costs.crowded_device_saving`) from the
+    device's rate in that run's window (`rates`: bytes/s of each run's window, from the device's counters).
+    The part beyond R01's own claim: on a device nobody else wrote to (m = 0) that is ~0. None when neither
+    run is such a pair's, or the device's rate in the one-rank run's window is unknown."""
+    # lazy: numpy via stats.costs: kept off `ioweather job --help` and the parent of `job LOG --html`
+    from ioweather.stats.costs import crowded_device_saving
+
+    for run, rep, other, device, sign in (("before", rep_b, rep_a, rates[0], -1.0),
+                                          ("after", rep_a, rep_b, rates[1], 1.0)):
+        r01 = _one_device(rep)
+        if r01 is None or any(f.code == "R01" for f in other.findings) or not device:
+            continue
+        # k: the job's processes, each its own stream once the bytes are spread (on one node: not R01's nodes)
+        moved, t0, k = (float(r01.evidence.get(x) or 0) for x in ("rank0_bytes", "rank0_time_s", "nprocs"))
+        if moved <= 0 or t0 <= 0 or k < 2:
+            return None
+        r = moved / t0
+        m, saving = crowded_device_saving(float(rep.perf.io_time_s or 0.0), moved, r, device, int(k))
+        claimed = float(r01.combined_s or 0.0)
+        extra = max(0.0, saving - claimed)
+        seen = (f"its one stream had {format_bytes(r)}/s and the device moved {format_bytes(device)}/s in its "
+                "window")
+        if m > 0:
+            what = (f"the {run} run's rank 0 wrote on a crowded device ({fs}): {seen}, {1 / (1 + m):.0%} of it "
+                    f"(m = {m:.2f} other streams' worth); {int(k)} streams would take {k / (k + m):.0%}: "
+                    f"{format_seconds(saving)} saved, {format_seconds(extra)} beyond R01's one-device bound "
+                    "(per-stream fair sharing)")
+        else:
+            what = (f"the {run} run's rank 0 had its device ({fs}) to itself: {seen} (m = 0: no other writer to "
+                    "take a share from); nothing beyond R01's one-device bound")
+        return CrowdCause(
+            kind="crowd", code="crowd", change_s=sign * extra if extra > 0 else 0.0, before=rates[0],
+            after=rates[1], message=what,
+            fs=fs, run=run, device_bps=float(device), rank0_bps=r, streams=int(k), others=m, crowd_s=saving,
+            one_device_s=claimed)
+    return None
+
+
 def diff_reports(before: DiffSide, rep_b: JobReport, after: DiffSide, rep_a: JobReport,
-                 system: SystemShare | None = None, notes: list[str] | None = None) -> JobDiff:
-    """The diff of two `job` reports (pure: the tests give it reports of real logs)."""
+                 system: SystemShare | None = None, notes: list[str] | None = None,
+                 crowd: CrowdCause | None = None) -> JobDiff:
+    """The diff of two `job` reports (pure: the tests give it reports of real logs); `crowd`: the crowd on the
+    one-rank run's device (`crowd_cause`), when the store had its counters."""
     change = after.io_time_s - before.io_time_s
     causes = finding_causes(rep_b.findings, rep_a.findings)
+    if crowd is not None:
+        causes = sorted(causes + [crowd], key=lambda c: -abs(c.change_s))
     moved = counter_causes(rep_b, rep_a)
     # the same program, processes and requests: what changed is not the code
     same = not moved and (before.exe or "").split(" ")[0] == (after.exe or "").split(" ")[0]
@@ -233,15 +307,17 @@ def diff_reports(before: DiffSide, rep_b: JobReport, after: DiffSide, rep_a: Job
             verdict += f"; why puts {format_seconds(system.change_s)} of the change on the system ({system.model})"
     else:
         verdict = (f"the code changed: {'+' if change > 0 else '−'}{format_seconds(abs(change))} of I/O time, "
-                   f"{100 * (share or 0):.0f} % explained by the findings" + (f" ({named})" if named else ""))
+                   f"{100 * (share or 0):.0f} % explained by the findings"
+                   + (f" and the crowd on {crowd.fs}" if crowd is not None else "") + (f" ({named})" if named else ""))
         if system is not None and abs(system.change_s) >= 0.1 * abs(change):
             verdict += f"; why puts {format_seconds(system.change_s)} of it on the system"
     return JobDiff(before=before, after=after, io_time_change_s=change, causes=causes + moved, explained_s=exp,
                    explained_share=share, same_code=same, system=system, verdict=verdict, notes=notes or [])
 
 
-def _system(settings, paths: tuple[str, str], fs: str | None) -> tuple[SystemShare | None, list[str]]:
-    """Each run's system seconds from `why` (both jobs stored, with telemetry or probes), else None."""
+def _system(settings, paths: tuple[str, str], fs: str | None) -> tuple[SystemShare | None, list[str], list]:
+    """Each run's system seconds from `why` (both jobs stored, with telemetry or probes), else None; the notes,
+    and each run's log budget (`why`'s: its window and file system)."""
     # lazy: numpy, sqlalchemy via services.answers.why: kept off `ioweather job diff --help` and its usage errors
     from ioweather.services.answers.why import why
 
@@ -250,10 +326,46 @@ def _system(settings, paths: tuple[str, str], fs: str | None) -> tuple[SystemSha
         w = why(settings, p, fs=fs)
         if w.system_model in ("unknown", "") or w.system_model is None:
             why_not = w.logs[0].evidence.system if w.logs else w.system_model
-            return None, [f"no system share: {p}: {why_not}"]
+            return None, [f"no system share: {p}: {why_not}"], []
         got.append(w)
     return SystemShare(before_s=got[0].system_s, after_s=got[1].system_s, change_s=got[1].system_s - got[0].system_s,
-                       model=got[1].system_model), []
+                       model=got[1].system_model), [], [w.logs[0] if len(w.logs) == 1 else None for w in got]
+
+
+def _iso_ns(text: str) -> int:
+    return int(round(dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1e9))
+
+
+def device_rate(parquet_dir, fs: str, start_ns: int, end_ns: int) -> float | None:
+    """The device's bytes/s (read and written) over [start, end) from the telemetry of `fs` (its intervals
+    prorated by their overlap); None where a byte series does not cover the window."""
+    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
+    from ioweather.store import job_telemetry as jt
+
+    if end_ns <= start_ns:
+        return None
+    series = jt.window_series(parquet_dir, fs, start_ns, end_ns, ["read_bytes", "write_bytes"])
+    total = 0.0
+    for metric in ("read_bytes", "write_bytes"):
+        sr = series.get(metric)
+        got = None if sr is None else sr.amount(sr.cut(start_ns - jt.MAX_INTERVAL_NS, end_ns), start_ns, end_ns,
+                                                job_window=False)
+        if got is None:
+            return None
+        total += got
+    return total / ((end_ns - start_ns) / 1e9)
+
+
+def _crowd(settings, budgets: list, rb: JobReport, ra: JobReport) -> CrowdCause | None:
+    """The crowd cause when one run is R01's one-device case and the other is not (`crowd_cause`), from the
+    device's counters of the file system `why` found for each run."""
+    if len(budgets) != 2 or None in budgets or not (_one_device(rb) or _one_device(ra)):
+        return None
+    fs = budgets[0].fs or budgets[1].fs
+    if not fs or any(b.fs not in (None, fs) or not b.start or not b.end for b in budgets):
+        return None
+    rates = tuple(device_rate(settings.parquet_dir, fs, _iso_ns(b.start), _iso_ns(b.end)) for b in budgets)
+    return crowd_cause(rb, ra, rates, fs)
 
 
 def job_diff(settings, before: str, after: str, *, cores_per_node: int | None = None,
@@ -267,16 +379,18 @@ def job_diff(settings, before: str, after: str, *, cores_per_node: int | None = 
     rb, _ = job_outputs(pb, cores_per_node=cores_per_node, thresholds_file=thresholds_file)
     ra, _ = job_outputs(pa, cores_per_node=cores_per_node, thresholds_file=thresholds_file)
     sb, sa = _side(before, pb, rb), _side(after, pa, ra)
-    system, notes = None, []
+    system, notes, crowd = None, [], None
     if stored_b and stored_a:
+        budgets = []
         try:
-            system, notes = _system(settings, (pb, pa), fs)
+            system, notes, budgets = _system(settings, (pb, pa), fs)
         except UserError as e:
             notes = [f"no system share: {e}"]
         if system is not None:
             sb.system_s, sa.system_s = system.before_s, system.after_s
             sb.system_model = sa.system_model = system.model
+            crowd = _crowd(settings, budgets, rb, ra)
     else:
         notes.append("no system share: both runs must be stored jobs ('ioweather jobs ingest') with telemetry "
                      "or probes for their file system")
-    return diff_reports(sb, rb, sa, ra, system, notes)
+    return diff_reports(sb, rb, sa, ra, system, notes, crowd)

@@ -40,6 +40,7 @@ from ioweather.stats.archive_columns import node_counts
 from ioweather.stats.findings import describe_codes, highest_level, severity
 from ioweather.stats.job import characterization_fields, LUSTRE_FILE_COLUMNS, mibps_per_node
 from ioweather.stats.job_files import per_module, per_mount, top_files
+from ioweather.stats.rules_revision import rules_current
 from ioweather.store import jobs as jobs_store, open_store
 from ioweather.store.jobs import AmbiguousJobId  # noqa: F401 (re-exported: the job page answers it as a bad request)
 from ioweather.units import ns_to_iso
@@ -67,7 +68,8 @@ def _summary(df, rules: list, failed_logs: int, **options) -> ArchiveSummary:
 
 #: Job-row columns a listed job (`JobRow`) reads besides the summary's (the per-file table stays in
 #: Parquet until one job is opened).
-PAGE_COLUMNS = ["jobid", "start_ns", "runtime_s", "finding_codes", "verdict", "findings_json", "path", "files_part"]
+PAGE_COLUMNS = ["jobid", "start_ns", "runtime_s", "finding_codes", "verdict", "findings_json", "path", "files_part",
+                "rules_revision"]
 ROW_COLUMNS = list(dict.fromkeys(jobs_store.SUMMARY_COLUMNS + PAGE_COLUMNS))
 #: sort key of the Jobs list -> column of its frame
 SORTS = {"start": "start_ns", "bytes": "moved_bytes", "runtime": "runtime_s", "mibps_per_node": "mibps_per_node",
@@ -144,7 +146,9 @@ class JobRow:
     """One stored job as every list shows it (`jobs list`, the Jobs page): bytes, seconds, MiB/s (`to_json()`
     adds the unit-rule twins), ISO 8601 UTC start; `user` is `user_label` ("?" without a uid); `level` the
     most severe of its findings as the report costed them (`job_level`), `findings` its codes; `verdict` the
-    line `jobs ingest` stored and `weather_verdict` its stored weather (None: not stored)."""
+    line `jobs ingest` stored and `weather_verdict` its stored weather (None: not stored); `rules_revision` the
+    advisor's rules the level, findings and verdict were derived under (None: before rows said it) and
+    `rules_current` whether they are this code's (`rules_current`: false until the next `jobs ingest`)."""
 
     id: str
     jobid: int | None
@@ -167,6 +171,8 @@ class JobRow:
     verdict: str | None
     weather_verdict: str | None
     path: str
+    rules_revision: str | None
+    rules_current: bool
 
     def to_json(self) -> dict:
         return with_unit_keys(answer_dict(self))
@@ -311,7 +317,7 @@ def _job_row(r, names: dict, weather_verdict: str | None) -> JobRow:
                   io_fraction=_opt_finite(r.io_fraction), level=r.level if isinstance(r.level, str) else None,
                   findings=_codes(r.finding_codes),
                   verdict=r.verdict if isinstance(r.verdict, str) else None, weather_verdict=weather_verdict,
-                  path=r.path)
+                  path=r.path, rules_revision=_opt(r.rules_revision, str), rules_current=rules_current(_opt(r.rules_revision, str)))
 
 
 def archive_marker(store) -> tuple:
@@ -491,7 +497,8 @@ class StoredJob:
     without its `umami` and `why`). Read from the job's row and its rows of the per-file Parquet table,
     never from the log again. Times ISO 8601 UTC, bytes, seconds, MiB/s (`to_json()` adds the unit-rule
     twins, `with_unit_keys`); `findings` are the HIGH/WARN ones, most expensive first (`cost_s` None
-    for a job ingested before costs were stored); the file tables are empty when `files_stored` is false."""
+    for a job ingested before costs were stored); the file tables are empty when `files_stored` is false;
+    `rules_revision` and `rules_current` as `JobRow`'s (level, verdict and findings of older rules when false)."""
 
     id: str
     path: str
@@ -509,6 +516,8 @@ class StoredJob:
     mounts: list[MountRow]
     stripes_stored: bool
     top_files: list[TopFile]
+    rules_revision: str | None
+    rules_current: bool
 
     def to_json(self) -> dict:
         doc = answer_dict(self)
@@ -542,6 +551,7 @@ def stored_job(store, parquet_dir, id_prefix: str) -> StoredJob | None:
         # Parquet parts written before the layout was stored lack its columns
         stripes_stored=files is not None and all(c in files.columns for c in LUSTRE_FILE_COLUMNS),
         top_files=[TopFile(**f) for f in top_files(files)] if files is not None else [],
+        rules_revision=r.get("rules_revision"), rules_current=rules_current(r.get("rules_revision")),
     )
 
 

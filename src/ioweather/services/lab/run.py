@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import resource
+import shlex
 import shutil
 import subprocess
 import time
@@ -25,6 +27,49 @@ from ioweather.services.lab.toolchain import Toolchain
 
 CASE_TIMEOUT_S = 120
 INDEX = "INDEX.json"
+
+#: The scheduling priority of a case's processes: the nice value of each one's autogroup. Linux's autogroup
+#: scheduler (kernel.sched_autogroup_enabled, on by default) shares the cores equally between sessions, and
+#: MPICH's launcher starts each rank in a session of its own, so `nice` reaches no further than the rank itself:
+#: on a node shared with other sessions, every one of them takes as much of the cores as each busy-polling rank,
+#: and a collective call waits for the scheduler (docs/validation.md, "collective-rmw against CPU contention").
+#: Set where the kernel allows it (root, or CAP_SYS_NICE); elsewhere the case runs as it is.
+#: $IOWEATHER_LAB_AUTOGROUP_NICE sets another value, "off" none (the rounds measured without it).
+AUTOGROUP_NICE = -10
+
+
+#: Seconds of pause before each case, so that a bad case and its twin start from the same memory: on a virtual
+#: machine that returns free memory to its host (Linux's free page reporting, 2 s after pages are freed), the
+#: first touch of a page costs several µs, and a twin run at once reused the pages its bad case's files had just
+#: freed: collective-rmw's 1 GiB of holes and data ran 1-8x slower a byte than its twin's 512 MiB (docs/validation.md).
+#: $IOWEATHER_LAB_SETTLE_S sets another value (0: none).
+SETTLE_S = 5.0
+
+
+def _settle_s() -> float:
+    raw = os.environ.get("IOWEATHER_LAB_SETTLE_S", str(SETTLE_S)).strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 600:
+        raise UserError(f"IOWEATHER_LAB_SETTLE_S={raw!r}: not a number of seconds (0-600)")
+    return value
+
+
+def _priority() -> list[str]:
+    """The wrapper each process of a case runs through, its command after it: its autogroup's nice set, then
+    exec (the shell is not instrumented: LD_PRELOAD is set by the `env` after it). Empty when turned off."""
+    nice = os.environ.get("IOWEATHER_LAB_AUTOGROUP_NICE", str(AUTOGROUP_NICE)).strip()
+    if nice == "off":
+        return []
+    try:
+        value = int(nice)
+    except ValueError:
+        value = 99
+    if not -20 <= value <= 19:
+        raise UserError(f"IOWEATHER_LAB_AUTOGROUP_NICE={nice!r}: not a nice value (-20..19) or 'off'")
+    return ["/bin/sh", "-c", f'{{ echo {value} > /proc/self/autogroup; }} 2>/dev/null; exec "$@"', "lab"]
 
 
 @dataclass
@@ -44,6 +89,10 @@ class CaseRun:
     reason: str | None = None
     #: the case's `costless_local` labels (catalogue.Case)
     costless_local: list[str] = field(default_factory=list)
+    #: the CPU seconds (user + system) of the case's processes, launcher included (getrusage of the waited-for
+    #: children): MPICH's ranks busy-poll while they wait, so cpu_s / (procs x elapsed_s) well under 1 on an MPI
+    #: case is time its ranks spent waiting for a core (or asleep in the kernel). None in older indexes
+    cpu_s: float | None = None
 
 
 @dataclass
@@ -78,12 +127,19 @@ def _env(tools: Toolchain, logfile: Path, *, mpi: bool) -> dict[str, str]:
     return env
 
 
+def _children_cpu() -> float:
+    """User and system CPU seconds of this process's waited-for children and their descendants."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run_case(case: Case, tools: Toolchain, base: Path, logs_dir: Path) -> CaseRun:
     """Run one case in base/<name>, its log(s) into logs_dir/<name>/; the working directory is removed."""
-    def result(status, logs=(), elapsed=0.0, reason=None, command=""):
+    def result(status, logs=(), elapsed=0.0, reason=None, command="", cpu=None):
         return CaseRun(case.name, case.cause, list(case.labels), list(case.tolerated), case.control, case.procs,
                        case.mpi, command,
-                       [str(p) for p in logs], round(elapsed, 3), status, reason, list(case.costless_local))
+                       [str(p) for p in logs], round(elapsed, 3), status, reason, list(case.costless_local),
+                       round(cpu, 3) if cpu is not None else None)
 
     if case.needs and case.needs not in tools.programs:
         return result("skipped", reason=tools.missing.get(case.needs, f"{case.needs} is not built"))
@@ -93,18 +149,22 @@ def run_case(case: Case, tools: Toolchain, base: Path, logs_dir: Path) -> CaseRu
     workdir.mkdir(parents=True)
     out.mkdir(parents=True)
     cmd = _command(case, tools, workdir)
-    started = time.monotonic()
+    started, cpu0 = time.monotonic(), _children_cpu()
+    procs: list[subprocess.Popen] = []
     try:
         if case.mpi:
             logs = [out / f"{case.name}.darshan"]
             env = _env(tools, logs[0], mpi=True)
             # `env` after mpiexec: the launcher itself is not instrumented, the ranks are
-            full = [tools.mpiexec, "-n", str(case.procs), "env", *(f"{k}={v}" for k, v in env.items()), *cmd]
+            full = [tools.mpiexec, "-n", str(case.procs), *_priority(), "env", *(f"{k}={v}" for k, v in env.items()),
+                    *cmd]
             procs = [subprocess.Popen(full, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)]
         else:
             logs = [out / f"{case.name}.{k}.darshan" for k in range(case.procs)]
-            full = cmd
-            procs = [subprocess.Popen([*cmd, "-k", str(k)], cwd=workdir, env={**os.environ, **_env(tools, log, mpi=False)},
+            # each process in a session of its own, as MPICH starts its ranks, so that its priority is its own
+            full = [*_priority(), *cmd]
+            procs = [subprocess.Popen([*full, "-k", str(k)], cwd=workdir,
+                                      env={**os.environ, **_env(tools, log, mpi=False)}, start_new_session=True,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
                      for k, log in enumerate(logs)]
         errors = []
@@ -119,16 +179,21 @@ def run_case(case: Case, tools: Toolchain, base: Path, logs_dir: Path) -> CaseRu
             if p.returncode:
                 # the first line: the program's own reason (MPI's abort notice follows it)
                 errors.append(f"exit {p.returncode}: {(err.strip().splitlines() or ['no message'])[0]}")
-        elapsed = time.monotonic() - started
-        command = " ".join(full)
+        elapsed, cpu = time.monotonic() - started, _children_cpu() - cpu0
+        command = shlex.join(full)
         if errors:
-            return result("failed", logs, elapsed, errors[0], command)
+            return result("failed", logs, elapsed, errors[0], command, cpu)
         missing = [p.name for p in logs if not p.is_file()]
         if missing:
             return result("failed", logs, elapsed, f"Darshan wrote no log {missing[0]} (is libdarshan.so working?)",
-                          command)
-        return result("ok", logs, elapsed, command=command)
+                          command, cpu)
+        return result("ok", logs, elapsed, command=command, cpu=cpu)
     finally:
+        # interrupted: the non-MPI processes, in sessions of their own, get no signal from the terminal
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -189,7 +254,8 @@ def run_cases(cases: list[Case], tools: Toolchain, directory: Path, logs_dir: Pa
               progress_cb=lambda done, total, name: None) -> LabRun:
     """Run `cases` in a fresh directory under `directory`, each pair's twins right after it (`pair_order`);
     INDEX.json in `logs_dir` after each one."""
-    cases = pair_order(cases)
+    cases, settle = pair_order(cases), _settle_s()
+    _priority()  # a bad $IOWEATHER_LAB_AUTOGROUP_NICE is said before any case runs
     if not directory.is_dir():
         raise UserError(f"--dir {directory}: not a directory")
     # absolute: each case runs in its own directory, where a relative --dir or --logs would mean another place
@@ -207,6 +273,7 @@ def run_cases(cases: list[Case], tools: Toolchain, directory: Path, logs_dir: Pa
     try:
         for i, case in enumerate(cases):
             progress_cb(i, len(cases), case.name)
+            time.sleep(settle)
             run.cases.append(run_case(case, tools, base, logs_dir))
             entries[case.name] = run.cases[-1]
             write_index(LabRun(run.dir, run.logs_dir, run.toolchain, run.started, list(entries.values()), run.fs_type))
