@@ -86,15 +86,15 @@ def edits(draw, doc: dict):
 def _diff(a: Path, b: Path) -> None:
     """What `fsstats diff A B` and `fsstats diff --json A B` do with two files (services.content.fsstats.compare
     without the store lookups, which only decide that A and B are files)."""
-    from ioweather.stats.fsstats import growth
+    from ioweather.services.content.fsstats import growth_doc
     from ioweather.store.snapshots import read_file
     from ioweather.views.fsstats_tables import print_growth
     from ioweather.views.output import to_json
 
     da, db = read_file(a), read_file(b)
-    g = growth(da, db, movers=5)
+    g = growth_doc(da, db, str(a), str(b), movers=5).to_json()
     to_json(g)
-    print_growth(g, da, db, 5)
+    print_growth(g, 5)
 
 
 def _check(tmp_path: Path, a_doc, b_doc, raw: str | None = None) -> None:

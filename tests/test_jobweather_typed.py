@@ -15,7 +15,7 @@ from umami_planted import S, T0
 
 from ioweather.services.jobs import weather as job_weather
 from ioweather.services.answers import umami
-from ioweather.services.jobs.weather import Job, Weather
+from ioweather.services.jobs.weather import CoverageFactors, Job, Weather
 from ioweather.services.answers.umami import Umami
 from ioweather.store import job_weather as wstore
 from ioweather.store import scheduler
@@ -63,7 +63,7 @@ def test_the_weather_is_built_once_and_stored_as_its_document(planted):
     assert Weather.from_json(stored).to_json() == stored
     # nothing in the document that Weather does not declare: the rest are its coverage factors
     extra = set(stored) - _declared(Weather)
-    assert extra == set(w.coverage_factors) and all(k.startswith(("coverage_factor_", "contention_")) for k in extra)
+    assert extra == set(w.coverage_factors.to_json()) and all(k.startswith(("coverage_factor_", "contention_")) for k in extra)
     assert extra >= {"contention_bw", "coverage_factor_bw_flagged", "coverage_factor_bw_all_targets"}
     # a window without telemetry has no coverage factors at all, and says so
     early = job_weather.Job(key="bench:x", id="x", jobid=None, exe="x", nnodes=1, start_ns=T0 - 86_400 * S,
@@ -85,7 +85,7 @@ def test_the_umami_answer_is_typed_and_every_surface_renders_it(planted):
     assert isinstance(answer, Umami) and isinstance(answer.weather, Weather)
     doc = json.loads(to_json(answer.to_json()))
     assert set(doc) == _declared(Umami)
-    assert set(doc["weather"]) <= _declared(Weather) | set(answer.weather.coverage_factors)
+    assert set(doc["weather"]) <= _declared(Weather) | set(answer.weather.coverage_factors.to_json())
     assert {"climate", "verdict"}.isdisjoint(doc["weather"])  # answers, not weather
     assert doc["weather"]["concurrent_jobs"] == 1 and doc["source"] == "darshan" and doc["fs"] == "scratch"
     p = run_cli("umami", "1012", "--json", home=settings.home)
@@ -133,11 +133,14 @@ def test_why_says_a_flagged_coverage_factor_is_clock_skew_not_missing_bytes(plan
     w = umami.umami(store, "1012").weather
     facts = LogFacts(io_time_s=10.0, bytes_written=1, bytes_read=0)
     gone = dict(coverage_factor_bw=None, coverage_factor_read_bw=None, coverage_factor_write_bw=None)
-    flagged = replace(w, **gone, coverage_factors={**w.coverage_factors, "coverage_factor_write_bw_flagged": True})
+    kinds = w.coverage_factors.kinds
+    assert "write_bw" in {f.kind for f in kinds}
+    flagged = replace(w, **gone, coverage_factors=CoverageFactors(tuple(replace(f, flagged=f.flagged or f.kind == "write_bw")
+                                                                        for f in kinds)))
     system, model, evidence = _system(facts, flagged, (None, None), [], "scratch", True, "")
     assert system is None and model == "unknown"
     assert "fewer write bytes than the job moved itself" in evidence and "clock" in evidence
-    plain = replace(w, **gone, coverage_factors={k: v for k, v in w.coverage_factors.items() if "flagged" not in k})
+    plain = replace(w, **gone, coverage_factors=CoverageFactors(tuple(replace(f, flagged=None) for f in kinds)))
     assert "no byte counts" in _system(facts, plain, (None, None), [], "scratch", True, "")[2]
 
 

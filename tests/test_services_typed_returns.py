@@ -121,44 +121,7 @@ class _Hidden:
 
 #: Answer fields still holding a dict document (or a list of them), each with its reason; shrink-only: an
 #: entry typed since fails the test until it is taken out, a new one fails it until it is typed.
-NOT_YET_TYPED_FIELDS: dict[str, str] = {
-    "content/fsstats.py:Contents.snapshot":
-        "the stored fsstats snapshot document (JSON from the store) as read",
-    "content/fsstats.py:LoadedSnapshot.document":
-        "the stored fsstats snapshot document (JSON from the store) as read",
-    "content/fsstats.py:Snapshot.histograms":
-        "stats.fsstats' histograms document (size, age) as computed",
-    "content/fsstats.py:Snapshot.owners":
-        "stats.fsstats' per-owner rows as dicts",
-    "content/fsstats.py:Snapshot.top_dirs":
-        "stats.fsstats' per-directory rows as dicts",
-    "jobs/archive_light.py:ArchiveSummary.filters":
-        "the filters the summary was made with, echoed as a dict",
-    "jobs/archive_light.py:ArchiveSummary.interfaces_by_size":
-        "stats' rows per job-size bin as dicts",
-    "jobs/archive_light.py:ArchiveSummary.strategy_by_size":
-        "stats' rows per job-size bin as dicts",
-    "jobs/archive_light.py:ArchiveSummary.top_projects":
-        "{ranking: stats' top-N rows as dicts}",
-    "jobs/archive_light.py:ArchiveSummary.top_users":
-        "{ranking: stats' top-N rows as dicts}",
-    "jobs/archive_light.py:ArchiveSummary.top_executables":
-        "{ranking: stats' top-N rows as dicts}",
-    "jobs/archive_light.py:ArchiveSummary.files_vs_procs":
-        "stats' per size-class rows as dicts",
-    "jobs/archive_light.py:ArchiveSummary.mibps_per_node_by_project":
-        "{jobs_in_filter, jobs_without_node_count, projects: rows as dicts}",
-    "jobs/archive_light.py:ArchiveSummary.projects":
-        "stats' per-project rows as dicts",
-    "jobs/weather.py:Weather.climate":
-        "the UMAMI climate's {sig, history_n, n, r, p} (kept in the stored weather document)",
-    "jobs/weather.py:Weather.coverage_factors":
-        "stats.coverage.coverage_factors' {name: value or flag} as computed (why reads its flags)",
-    "jobs/weather.py:Weather.probe_slowdown_by_op":
-        "{op: slowdown}, annotated as a bare dict",
-    "probe/timeline.py:Timeline.samples":
-        "per-op sample documents (services/probe/*: another engineer's now)",
-}
+NOT_YET_TYPED_FIELDS: dict[str, str] = {}  # empty since 2026-11-29
 
 
 def _is_dataclass_def(node: ast.ClassDef) -> bool:

@@ -4,7 +4,7 @@ with a `to_json()`, the dataclasses they hold, TypedDicts), which reach their JS
 
 _ = object()
 
-_.a  # services.content.fsstats.Comparison, services.content.fsstats.Growth
+_.a  # services.content.fsstats.Growth
 _.abandoned  # services.probe.status.TargetStatus
 _.absent  # services.lab.score.PairsScore
 _.access  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
@@ -16,14 +16,16 @@ _.after_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.agg_perf_by_slowest_mibps  # services.jobs.answer.Interface, services.jobs.answer.Perf, services.jobs.darshan.StoredPerf
 _.agg_time_by_slowest_s  # services.jobs.answer.Perf
 _.alarms  # services.lab.score.CaseScore
+_.all_targets  # services.jobs.weather.KindFactors
 _.amount  # services.telemetry.fsview.SeriesEvent
 _.analysis  # services.answers.factors.Factors, services.answers.factors.GroupDensity
 _.archived_samples  # services.probe.targets.Archived
 _.area  # store.check.Problem
 _.at  # services.telemetry.fsfacts.LctlState
+_.atime_age_days  # services.content.fsstats.Histograms
 _.attributed_share  # services.answers.events.IoEvent
 _.available  # services.answers.report.ChangesPart, services.lab.score.ToolScore
-_.b  # services.content.fsstats.Comparison, services.content.fsstats.Growth
+_.b  # services.content.fsstats.Growth
 _.bad  # services.lab.score.PairScore
 _.bad_lines  # services.telemetry.imports.SourceImport
 _.bandwidth  # services.answers.factors.Density
@@ -40,15 +42,19 @@ _.bin  # services.telemetry.workload.IdleBin
 _.bin_edges_bytes  # services.telemetry.workload.Spectrum
 _.box  # stats.umami.MetricRow
 _.brw  # services.telemetry.fsview.Servers
-_.buckets  # services.telemetry.fsview.BrwHistogram
+_.bucketed_by  # services.content.fsstats.OverheadHistogram
+_.buckets  # services.content.fsstats.Histogram, services.content.fsstats.OverheadHistogram, services.telemetry.fsview.BrwHistogram
 _.built  # services.lab.toolchain.Build
 _.burstiness  # services.telemetry.fsview.Metadata, services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
 _.bw_bps  # services.bench.runs.PageRun, services.bench.runs.RunResult, services.bench.runs.WindowResult
 _.by_bytes  # services.content.fsstats.Cdf, services.telemetry.fsview.Talkers
+_.by_bytes_read  # services.jobs.archive_light.TopN
+_.by_bytes_written  # services.jobs.archive_light.TopN
 _.by_count  # services.content.fsstats.Cdf
 _.by_file  # services.bench.runs.BenchImport
 _.by_ops  # services.telemetry.fsview.Talkers
-_.bytes  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.events.IoEvent, services.answers.why.Culprit, services.answers.why.Event, services.bench.runs.RunResult, services.bench.runs.WindowResult, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.SizeBucket, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Imbalance, services.jobs.answer.SharedSplit, services.runtime.fs_names.UnmappedMount, services.telemetry.workload.BurstEvent, services.telemetry.workload.Spectrum
+_.byte_days  # services.content.fsstats.Bucket
+_.bytes  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.events.IoEvent, services.answers.why.Culprit, services.answers.why.Event, services.bench.runs.RunResult, services.bench.runs.WindowResult, services.content.fsstats.Bucket, services.content.fsstats.DirTotal, services.content.fsstats.OverheadBucket, services.content.fsstats.OwnerShare, services.content.fsstats.OwnerTotal, services.content.fsstats.ProjectShare, services.content.fsstats.SizeBucket, services.content.fsstats.SizeCounts, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader, services.content.fsstats.SnapshotRow, services.jobs.answer.Imbalance, services.jobs.answer.SharedSplit, services.jobs.archive_light.InterfacesOfSize, services.jobs.archive_light.StrategyOfSize, services.runtime.fs_names.UnmappedMount, services.telemetry.workload.BurstEvent, services.telemetry.workload.Spectrum
 _.bytes_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.bytes_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.bytes_change  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
@@ -56,12 +62,13 @@ _.bytes_change_pct  # services.content.fsstats.DirGrowth, services.content.fssta
 _.bytes_cv  # services.jobs.answer.SharedSplit
 _.bytes_in_files_below_1mib  # services.content.fsstats.Highlights
 _.bytes_per_day  # services.content.fsstats.Growth
-_.bytes_read  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.archive_light.ArchiveSummary, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals
+_.bytes_read  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.archive_light.ArchiveSummary, services.jobs.archive_light.ProjectRow, services.jobs.archive_light.TopRow, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals
 _.bytes_share  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare
-_.bytes_written  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.archive_light.ArchiveSummary, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals
+_.bytes_written  # services.jobs.answer.Interface, services.jobs.answer.Mount, services.jobs.answer.Totals, services.jobs.archive_light.ArchiveSummary, services.jobs.archive_light.ProjectRow, services.jobs.archive_light.TopRow, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals
 _.cache  # services.bench.iomodel.Configuration, services.lab.toolchain.Build
 _.candidates  # services.answers.events.Events
-_.capacity_bytes  # services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
+_.capacity  # services.content.fsstats.Histograms
+_.capacity_bytes  # services.content.fsstats.DirTotal, services.content.fsstats.OwnerShare, services.content.fsstats.OwnerTotal, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader, services.content.fsstats.SnapshotRow
 _.capacity_bytes_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.capacity_bytes_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.capacity_bytes_change  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
@@ -103,12 +110,13 @@ _.configurations  # services.bench.iomodel.IomodelRun
 _.connected_clients  # services.telemetry.fsview.LustreTarget
 _.consec_fraction  # services.jobs.answer.Access
 _.contended  # services.answers.events.IoEvent
-_.contention  # services.answers.events.IoEvent, services.bench.runs.SummaryRow
+_.contention  # services.answers.events.IoEvent, services.bench.runs.SummaryRow, services.jobs.weather.KindFactors
 _.control  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.lab.score.CaseScore
 _.controls  # services.lab.score.ToolScore
 _.controls_quiet  # services.lab.score.ToolScore
 _.core_hours_caused  # services.answers.events.CulpritCost
 _.core_hours_exposed  # services.answers.events.CostSummary, services.answers.events.CostlyEvent, services.answers.events.DayCost, services.answers.events.IoEvent, services.answers.events.MonthCost
+_.cores_per_node  # services.jobs.archive_light.SummaryFilters
 _.cost  # services.answers.events.Events
 _.cost_core_hours  # services.jobs.answer.Finding
 _.cost_model  # services.jobs.answer.Finding
@@ -119,8 +127,9 @@ _.costless  # services.lab.score.CaseScore
 _.costless_local  # services.lab.run.CaseRun
 _.costless_named  # services.lab.score.CaseScore, services.lab.score.ToolScore
 _.costless_planted  # services.lab.score.ToolScore
-_.count  # services.bench.iomodel.Configuration, services.content.fsstats.Cdf, services.content.fsstats.SizeBucket, services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval, services.telemetry.workload.IdleBin
+_.count  # services.bench.iomodel.Configuration, services.content.fsstats.Bucket, services.content.fsstats.Cdf, services.content.fsstats.Histogram, services.content.fsstats.OverheadBucket, services.content.fsstats.OverheadHistogram, services.content.fsstats.OverheadSide, services.content.fsstats.SizeBucket, services.content.fsstats.SizeCounts, services.jobs.answer.AccessSize, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.IntervalSamples, services.probe.timeline.TimelineInterval, services.telemetry.workload.IdleBin
 _.counts  # services.bench.runs.DurationHistogram
+_.coverage_factor  # services.jobs.weather.KindFactors
 _.coverage_factor_bw  # services.jobs.weather.Weather
 _.coverage_factor_nodehrs  # services.jobs.weather.Weather
 _.coverage_factor_opens  # services.jobs.weather.Weather
@@ -136,6 +145,7 @@ _.crit  # services.probe.status.Thresholds
 _.cross_mounts  # services.content.fsstats.Snapshot
 _.crowd_s  # services.answers.job_diff.CrowdCause
 _.csv  # services.bench.iomodel.IomodelRun
+_.ctime_age_days  # services.content.fsstats.Histograms
 _.culprit  # services.answers.events.CostlyEvent
 _.culprit_named  # services.lab.storm.StormPair
 _.culprit_share  # services.answers.events.CostSummary
@@ -163,33 +173,35 @@ _.diff_says_system  # services.lab.storm.StormPair
 _.diff_verdict  # services.lab.storm.StormPair
 _.diff_warnings  # services.content.fsstats.Contents
 _.dir  # services.lab.run.LabRun, services.lab.storm.StormPair
+_.dir_entries  # services.content.fsstats.Histograms
+_.dir_size  # services.content.fsstats.Histograms
 _.direction  # services.bench.runs.BenchPage, services.bench.runs.CheckSeries, services.bench.runs.RunResult, services.bench.runs.SummaryRow, services.bench.runs.WindowResult
 _.directory  # services.bench.runs.BenchRun, services.probe.run.ProbeInit, services.probe.targets.TargetRow
-_.dirs  # services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
+_.dirs  # services.content.fsstats.DirTotal, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader, services.content.fsstats.SnapshotRow
 _.dirs_a  # services.content.fsstats.GrowthTotal
 _.dirs_b  # services.content.fsstats.GrowthTotal
 _.dirs_change  # services.content.fsstats.GrowthTotal
 _.dirs_change_pct  # services.content.fsstats.GrowthTotal
-_.document  # services.content.fsstats.LoadedSnapshot
+_.dominant  # services.jobs.archive_light.StrategyOfSize
 _.downsampled  # services.answers.factors.Timeline, services.probe.timeline.Timeline, services.telemetry.workload.WorkloadSeries
 _.drishti_codes  # services.lab.answers.CatalogueLabel
 _.dry_run  # services.runtime.retention.Pruning
 _.duplicates  # services.jobs.ingest_scan.IngestCounts
-_.duration_s  # services.answers.events.IoEvent, services.answers.factors.Timeline, services.bench.runs.PageRun, services.bench.runs.RunResult, services.bench.runs.WindowResult
+_.duration_s  # services.answers.events.IoEvent, services.answers.factors.Timeline, services.bench.runs.PageRun, services.bench.runs.RunResult, services.bench.runs.WindowResult, services.probe.timeline.RawSamples
 _.durations  # services.answers.factors.Classified, services.answers.factors.GroupDensity
 _.edges_s  # services.bench.runs.DurationHistogram
 _.elapsed_s  # services.lab.run.CaseRun
 _.end  # services.answers.events.CostlyEvent, services.answers.events.Events, services.answers.events.IoEvent, services.answers.report.Report, services.answers.why.Event, services.answers.why.LogBudget, services.answers.why.Why, services.bench.runs.RunSummary, services.bench.runs.RunWindow, services.jobs.answer.JobHeader, services.jobs.darshan.StoredHeader, services.telemetry.fsview.SeriesEvent, services.telemetry.imports.SourceImport, services.telemetry.workload.BurstEvent, services.telemetry.workload.Workload
-_.entries  # services.content.fsstats.Snapshot
+_.entries  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader
 _.entries_per_s  # services.content.fsstats.Snapshot
 _.error  # services.answers.factors.GroupDensity, services.bench.iomodel.RunError, services.bench.runs.ImportFailure, services.lab.score.CaseScore, services.lab.score.PairScore, services.telemetry.imports.FailedSource
 _.error_list  # services.content.fsstats.Snapshot
-_.errors  # services.bench.iomodel.IomodelRun, services.content.fsstats.Contents, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.errors  # services.bench.iomodel.IomodelRun, services.content.fsstats.Contents, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader, services.content.fsstats.SnapshotRow, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.events  # services.answers.events.CulpritCost, services.answers.events.DayCost, services.answers.events.Events, services.answers.events.MonthCost, services.answers.report.Links, services.answers.report.Report, services.answers.why.Why, services.telemetry.fsview.Metadata, services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
 _.evidence  # services.answers.why.LogBudget, services.answers.why.Why, services.jobs.answer.Finding
 _.example  # services.jobs.answer.Damage
 _.exclude  # services.content.fsstats.Snapshot
-_.excluded  # services.answers.factors.Factors, services.content.fsstats.Snapshot
+_.excluded  # services.answers.factors.Factors, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader
 _.exe  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader
 _.exit_code  # services.bench.runs.BenchCheck, services.probe.slowdown.Check
 _.expected  # services.probe.slowdown.SlowdownRow, services.probe.status.TargetStatus
@@ -221,15 +233,23 @@ _.file_bytes  # services.probe.run.ProbeInit
 _.file_exceeds_memory  # services.probe.run.ProbeInit
 _.file_layout  # services.bench.iomodel.Configuration
 _.file_not_aligned_fraction  # services.jobs.answer.Access
+_.file_size  # services.content.fsstats.Histograms
+_.file_size_log2  # services.content.fsstats.DirTotal
 _.file_system  # services.answers.why.LogEvidence
-_.files  # services.bench.runs.BenchImport, services.content.fsstats.OwnerShare, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.SharedSplit, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collector.CollectorState, services.telemetry.imports.SourceImport, store.check.Report
+_.files  # services.bench.runs.BenchImport, services.content.fsstats.DirTotal, services.content.fsstats.OwnerShare, services.content.fsstats.OwnerTotal, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader, services.content.fsstats.SnapshotRow, services.jobs.answer.Interface, services.jobs.answer.Lustre, services.jobs.answer.Mount, services.jobs.answer.SharedSplit, services.jobs.answer.Totals, services.jobs.darshan.JobRow, services.jobs.darshan.ModuleRow, services.jobs.darshan.MountRow, services.jobs.darshan.StoredTotals, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collector.CollectorState, services.telemetry.imports.SourceImport, store.check.Report
 _.files_a  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_b  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_below_1mib  # services.content.fsstats.Highlights
 _.files_change  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.GrowthTotal, services.content.fsstats.OwnerGrowth
 _.files_cut  # services.runtime.retention.KindPruned
+_.files_max  # services.jobs.archive_light.FilesOfSize
+_.files_median  # services.jobs.archive_light.FilesOfSize
+_.files_p90  # services.jobs.archive_light.FilesOfSize
 _.files_per_day  # services.content.fsstats.Growth
+_.files_per_job_mean  # services.jobs.archive_light.ProjectRow
+_.files_per_process_max  # services.jobs.archive_light.FilesOfSize
+_.files_per_process_median  # services.jobs.archive_light.FilesOfSize
 _.files_share  # services.content.fsstats.ProjectShare
 _.files_stored  # services.jobs.darshan.StoredJob
 _.files_vs_procs  # services.jobs.archive_light.ArchiveSummary
@@ -241,7 +261,7 @@ _.first_start  # services.jobs.scheduler.JobsImport
 _.fix  # services.jobs.answer.Finding, services.jobs.darshan.StoredFinding, services.lab.score.PairScore, store.check.Problem
 _.fixed  # services.lab.score.PairScore
 _.fixed_verdict  # services.lab.score.PairScore
-_.flagged  # services.telemetry.fsview.Servers
+_.flagged  # services.jobs.weather.KindFactors, services.telemetry.fsview.Servers
 _.fn  # services.lab.score.LabelScore
 _.format  # services.bench.runs.FileImport, services.content.fsstats.Snapshot
 _.found  # services.jobs.ingest_scan.IngestCounts
@@ -270,11 +290,11 @@ _.grid_y  # services.answers.factors.Density
 _.group  # services.answers.factors.GroupDensity
 _.grouped  # services.answers.factors.Densities
 _.grouping  # services.answers.factors.ModelFile
-_.growth  # services.content.fsstats.Comparison
 _.growth_bps  # services.answers.report.FullnessPart
 _.growth_until  # services.telemetry.fsview.Capacity
 _.growth_window_s  # services.telemetry.fsview.Capacity
-_.hardlinks_deduplicated  # services.content.fsstats.Snapshot
+_.hardlinks_deduplicated  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader
+_.has_all_targets  # services.jobs.weather.KindFactors
 _.has_perf  # services.jobs.answer.Interface
 _.heatmap  # services.telemetry.fsview.Servers
 _.highlights  # services.content.fsstats.Contents
@@ -282,14 +302,14 @@ _.histogram  # services.bench.runs.BenchPage
 _.histograms  # services.content.fsstats.Snapshot
 _.history  # stats.umami.MetricRow
 _.history_jobs  # services.answers.why.Climate, stats.umami.Umami
+_.history_n  # services.jobs.weather.Climate
 _.history_s  # services.probe.status.BaselineInfo
 _.hists  # services.telemetry.fsview.BrwDistributions
 _.home  # services.lab.storm.StormPair
-_.host  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow, services.probe.status.TargetStatus, services.probe.targets.Retired, services.probe.targets.TargetRow
+_.host  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader, services.content.fsstats.SnapshotRow, services.probe.status.TargetStatus, services.probe.targets.Retired, services.probe.targets.TargetRow
 _.how  # services.runtime.fs_names.JobFs
 _.id  # services.answers.why.LogBudget, services.content.fsstats.SnapshotRow, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredJob
 _.ident  # services.answers.job_diff.DiffSide
-_.identity  # services.content.fsstats.LoadedSnapshot
 _.idle_periods  # services.telemetry.workload.Workload
 _.idle_threshold  # services.telemetry.workload.Workload
 _.imbalance  # services.jobs.answer.Perf
@@ -298,12 +318,13 @@ _.imported_kept_rows  # services.runtime.retention.KindPruned
 _.ingested  # services.jobs.ingest_scan.IngestCounts
 _.ingested_at  # services.jobs.darshan.StoredJob
 _.inputs  # services.answers.factors.ModelFile
-_.interfaces  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
+_.interfaces  # services.jobs.answer.JobReport, services.jobs.archive_light.ProjectRow, services.jobs.darshan.StoredJob
 _.interfaces_by_size  # services.jobs.archive_light.ArchiveSummary
 _.interval_s  # services.answers.events.Events, services.answers.report.SlowdownClimate, services.content.fsstats.Growth, services.probe.history.History, services.probe.status.Sparkline, services.probe.status.TargetStatus, services.probe.timeline.Timeline, services.telemetry.collect.CollectSummary, services.telemetry.collector.CollectorState, services.telemetry.workload.Workload
 _.interval_start  # services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.timeline.TimelineInterval
 _.intervals  # services.answers.report.ClimateOp, services.probe.timeline.Timeline
 _.io_fraction  # services.jobs.darshan.JobRow
+_.io_fraction_mean  # services.jobs.archive_light.ProjectRow
 _.io_fraction_of_runtime  # services.jobs.answer.Perf, services.jobs.darshan.StoredPerf
 _.io_time_by_layer_s  # services.jobs.answer.Perf
 _.io_time_change_s  # services.answers.job_diff.JobDiff
@@ -318,12 +339,18 @@ _.job  # services.answers.events.CulpritCost, services.answers.events.EventJob, 
 _.job_url  # services.answers.events.CulpritCost, services.answers.events.EventJob
 _.job_weather  # services.answers.imports.TelemetryImport
 _.jobid  # services.answers.why.LogBudget, services.bench.runs.Submitted, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredHeader, services.lab.storm.Twin
-_.jobs  # services.answers.events.IoEvent, services.answers.imports.WeatherRefresh, services.answers.umami.Correlations, services.jobs.archive_light.ArchiveSummary, services.jobs.scheduler.JobsImport, services.jobs.weather.WeatherRefresh, services.telemetry.fsview.Talkers
+_.jobs  # services.answers.events.IoEvent, services.answers.imports.WeatherRefresh, services.answers.umami.Correlations, services.jobs.archive_light.ArchiveSummary, services.jobs.archive_light.FilesOfSize, services.jobs.archive_light.InterfacesOfSize, services.jobs.archive_light.ProjectBox, services.jobs.archive_light.ProjectRow, services.jobs.archive_light.StrategyOfSize, services.jobs.archive_light.TopRow, services.jobs.scheduler.JobsImport, services.jobs.weather.WeatherRefresh, services.telemetry.fsview.Talkers
+_.jobs_in_filter  # services.jobs.archive_light.MibpsPerNode
 _.jobs_moving_bytes  # services.telemetry.fsview.Talkers
+_.jobs_using  # services.jobs.archive_light.InterfacesOfSize, services.jobs.archive_light.StrategyOfSize
 _.jobs_without_cores  # services.answers.events.IoEvent
+_.jobs_without_files  # services.jobs.archive_light.FilesOfSize
+_.jobs_without_node_count  # services.jobs.archive_light.MibpsPerNode
 _.kept  # services.answers.imports.WeatherRefresh, services.jobs.weather.WeatherRefresh
-_.kind  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.runtime.retention.KindPruned, services.telemetry.fsview.Span, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport
-_.kinds  # services.runtime.retention.Pruning
+_.key  # services.jobs.archive_light.TopN
+_.key_access_bytes  # services.jobs.archive_light.ProjectRow
+_.kind  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.jobs.weather.KindFactors, services.runtime.retention.KindPruned, services.telemetry.fsview.Span, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport
+_.kinds  # services.jobs.weather.CoverageFactors, services.runtime.retention.Pruning
 _.label  # services.answers.factors.ExperimentShares, services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.content.fsstats.SnapshotRow, services.lab.answers.CatalogueLabel, services.lab.score.LabelScore, stats.umami.MetricRow
 _.labels  # services.answers.factors.Classified, services.content.fsstats.Contents, services.lab.answers.Catalogue, services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.lab.score.ToolScore, services.telemetry.exporter_lctl.FamilyRow
 _.lags_s  # services.telemetry.workload.Autocorrelation
@@ -351,6 +378,7 @@ _.level_after  # services.answers.changes.Change, services.answers.changes.Probe
 _.level_before  # services.answers.changes.Change, services.answers.changes.ProbeMark
 _.levels  # services.jobs.darshan.JobsView
 _.limit  # services.jobs.darshan.JobList
+_.link_count  # services.content.fsstats.Histograms
 _.links  # services.answers.report.Report
 _.list  # services.jobs.darshan.JobsView
 _.local  # services.lab.score.Scores
@@ -363,40 +391,44 @@ _.lustre_text  # services.jobs.darshan.MountRow
 _.magnitude  # services.answers.umami.CorrelationRow
 _.margin  # services.answers.factors.ModelFile
 _.match_cols  # services.answers.factors.Classified
-_.max  # services.content.fsstats.Cdf, services.content.fsstats.SizeBucket
+_.max  # services.content.fsstats.Bucket, services.content.fsstats.Cdf, services.content.fsstats.Histogram, services.content.fsstats.OverheadBucket, services.content.fsstats.OverheadHistogram, services.content.fsstats.OverheadSide, services.content.fsstats.SizeBucket, services.jobs.archive_light.ProjectBox
 _.max_points  # services.probe.timeline.Timeline
-_.max_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
+_.max_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.IntervalSamples, services.probe.timeline.TimelineInterval
 _.maxima_s  # services.answers.factors.Density
 _.md_ops_per_s  # services.jobs.weather.Weather
 _.mdtest  # services.lab.toolchain.Toolchain
-_.mean  # services.content.fsstats.Cdf
+_.mean  # services.content.fsstats.Cdf, services.content.fsstats.Histogram, services.content.fsstats.OverheadHistogram
 _.mean_duration_s  # services.telemetry.collect.SourceSummary
 _.mean_ops_per_s  # services.telemetry.fsview.Metadata
 _.mean_s  # services.bench.iomodel.Configuration, services.bench.runs.SummaryRow, services.probe.slowdown.IntervalRow
 _.mean_total_bps  # services.telemetry.workload.Workload
 _.meaning  # services.lab.answers.CatalogueLabel
-_.median  # services.answers.report.ClimateOp, services.answers.why.ClimateMetric, services.probe.status.Climate
-_.median_s  # services.bench.iomodel.Configuration, services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
+_.median  # services.answers.report.ClimateOp, services.answers.why.ClimateMetric, services.jobs.archive_light.ProjectBox, services.probe.status.Climate
+_.median_s  # services.bench.iomodel.Configuration, services.probe.slowdown.IntervalRow, services.probe.timeline.IntervalSamples, services.probe.timeline.TimelineInterval
 _.mem_layout  # services.bench.iomodel.Configuration
 _.mem_not_aligned_fraction  # services.jobs.answer.Access
 _.memory_bytes  # services.probe.run.ProbeInit
 _.message  # services.answers.factors.GroupDensity, services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.bench.runs.BenchCheck, services.jobs.answer.Finding, services.jobs.darshan.StoredFinding, services.probe.slowdown.Check, services.probe.status.Status
 _.meta_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals, services.jobs.darshan.ModuleRow, services.jobs.darshan.StoredTotals
+_.meta_time_share_mean  # services.jobs.archive_light.ProjectRow
 _.method  # services.answers.events.EventJob, services.answers.events.IoEvent, services.answers.why.Culprit
 _.metric  # services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.metrics  # services.answers.why.Climate, services.telemetry.imports.SourceImport, stats.umami.Umami
 _.mibps  # services.jobs.answer.Perf, services.jobs.darshan.JobRow, services.jobs.darshan.StoredPerf
 _.mibps_per_node  # services.jobs.answer.Perf, services.jobs.darshan.JobRow, services.jobs.darshan.StoredPerf
 _.mibps_per_node_by_project  # services.jobs.archive_light.ArchiveSummary
+_.mibps_per_node_mean  # services.jobs.archive_light.ProjectRow
 _.mibps_per_node_reason  # services.jobs.answer.Perf
 _.micro_f1  # services.lab.score.ToolScore
 _.micro_f1_labels  # services.lab.score.ToolScore
 _.micro_precision  # services.lab.score.ToolScore
 _.micro_recall  # services.lab.score.ToolScore
-_.min  # services.content.fsstats.Cdf, services.content.fsstats.SizeBucket
+_.min  # services.content.fsstats.Bucket, services.content.fsstats.Cdf, services.content.fsstats.Histogram, services.content.fsstats.OverheadBucket, services.content.fsstats.OverheadHistogram, services.content.fsstats.OverheadSide, services.content.fsstats.SizeBucket, services.jobs.archive_light.ProjectBox
 _.min_amplitude_bps  # services.answers.events.Events, services.telemetry.fsview.TargetSeries, services.telemetry.workload.Workload
 _.min_amplitude_ops_per_s  # services.telemetry.fsview.Metadata
-_.min_s  # services.probe.slowdown.IntervalRow
+_.min_bytes  # services.jobs.archive_light.SummaryFilters
+_.min_procs  # services.jobs.archive_light.SummaryFilters
+_.min_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.IntervalSamples
 _.min_segment  # services.answers.changes.Changes, services.answers.changes.ProbeMarks
 _.min_share  # services.lab.score.PairsScore
 _.minima_s  # services.answers.factors.Density
@@ -423,12 +455,17 @@ _.moved_bytes  # services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot
 _.mpi  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.mpicc  # services.lab.toolchain.Toolchain
 _.mpiexec  # services.lab.toolchain.Toolchain
-_.n  # services.answers.factors.Density, services.answers.factors.ExperimentShares, services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, stats.umami.MetricRow
+_.mtime_age_days  # services.content.fsstats.Histograms
+_.n  # services.answers.factors.Density, services.answers.factors.ExperimentShares, services.answers.umami.CorrelationRow, services.answers.why.ClimateMetric, services.jobs.weather.Climate, stats.umami.MetricRow
 _.n_fs  # stats.umami.MetricRow
 _.n_intervals  # services.probe.status.Climate
-_.name  # services.answers.factors.Classified, services.content.fsstats.DirGrowth, services.content.fsstats.ProjectShare, services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.telemetry.collect.SourceSummary, services.telemetry.exporter_lctl.FamilyRow
+_.name  # services.answers.factors.Classified, services.content.fsstats.DirGrowth, services.content.fsstats.DirTotal, services.content.fsstats.ProjectShare, services.jobs.archive_light.TopRow, services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.telemetry.collect.SourceSummary, services.telemetry.exporter_lctl.FamilyRow
+_.name_length  # services.content.fsstats.Histograms
 _.named  # services.lab.score.CaseScore
-_.newest_mtime  # services.content.fsstats.ProjectShare
+_.negative  # services.content.fsstats.OverheadHistogram
+_.negative_count  # services.content.fsstats.OverheadBucket
+_.negative_sum  # services.content.fsstats.OverheadBucket
+_.newest_mtime  # services.content.fsstats.DirTotal, services.content.fsstats.ProjectShare
 _.newest_of_label  # services.content.fsstats.Contents
 _.nid  # services.telemetry.fsfacts.LctlTarget
 _.nnodes  # services.answers.events.EventJob, services.answers.why.Why, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader
@@ -438,11 +475,12 @@ _.no_data  # services.jobs.weather.Weather
 _.no_saving  # services.lab.score.PairScore, services.lab.score.PairsScore
 _.not_monitored  # services.jobs.answer.Interface
 _.note  # services.telemetry.fsview.Span
-_.notes  # services.answers.events.Events, services.answers.job_diff.JobDiff, services.answers.why.Why, services.content.fsstats.Snapshot, services.jobs.scheduler.JobsImport, services.jobs.weather.Weather, services.lab.storm.StormPair, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers, services.telemetry.imports.SourceImport
+_.notes  # services.answers.events.Events, services.answers.job_diff.JobDiff, services.answers.why.Why, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader, services.jobs.scheduler.JobsImport, services.jobs.weather.Weather, services.lab.storm.StormPair, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers, services.telemetry.imports.SourceImport
 _.now_by_bytes  # services.telemetry.fsview.Talkers
 _.now_by_ops  # services.telemetry.fsview.Talkers
 _.now_s  # services.telemetry.fsview.Talkers
 _.nprocs  # services.answers.job_diff.DiffSide, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.JobsPlot, services.jobs.darshan.StoredHeader
+_.nprocs_mean  # services.jobs.archive_light.ProjectRow
 _.observations  # services.telemetry.workload.Workload
 _.of  # services.jobs.answer.Damage
 _.offset  # services.jobs.darshan.JobList
@@ -450,7 +488,7 @@ _.ok  # services.telemetry.collect.SourceSummary
 _.old_coords  # services.answers.factors.DensityOptions
 _.older_than_s  # services.runtime.retention.KindPruned
 _.one_device_s  # services.answers.job_diff.CrowdCause
-_.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.answers.report.ClimateOp, services.answers.report.WorstHour, services.bench.iomodel.Configuration, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
+_.op  # services.answers.changes.ProbeMark, services.answers.changes.SkippedProbeSeries, services.answers.factors.Factors, services.answers.report.ClimateOp, services.answers.report.WorstHour, services.bench.iomodel.Configuration, services.jobs.weather.OpSlowdown, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval
 _.opens  # services.jobs.answer.Interface, services.jobs.darshan.ModuleRow
 _.ops  # services.answers.factors.Factors, services.answers.report.SlowdownClimate, services.probe.history.History, services.probe.status.TargetStatus, services.telemetry.fsview.Metadata
 _.optimum_s  # services.bench.runs.DurationHistogram, services.bench.runs.SummaryRow
@@ -458,7 +496,7 @@ _.options  # services.answers.factors.ModelFile
 _.order  # services.jobs.darshan.JobList
 _.origin  # services.lab.toolchain.Toolchain
 _.osts  # services.jobs.answer.Lustre
-_.other  # services.content.fsstats.Snapshot
+_.other  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader
 _.other_a  # services.content.fsstats.GrowthTotal
 _.other_b  # services.content.fsstats.GrowthTotal
 _.other_change  # services.content.fsstats.GrowthTotal
@@ -468,7 +506,7 @@ _.out  # services.bench.iomodel.IomodelRun
 _.outlier_fraction  # services.answers.factors.Density
 _.output  # services.bench.runs.Submitted
 _.overall  # services.probe.status.Status
-_.overhead  # services.content.fsstats.Highlights
+_.overhead  # services.content.fsstats.Highlights, services.content.fsstats.Histograms
 _.overlapped  # services.answers.imports.WeatherRefresh, services.jobs.weather.WeatherRefresh
 _.overlapped_by  # services.jobs.answer.Finding
 _.overlaps  # services.jobs.answer.Finding
@@ -478,7 +516,7 @@ _.owners  # services.content.fsstats.Contents, services.content.fsstats.Growth, 
 _.owners_by_bytes  # services.content.fsstats.Movers
 _.owners_by_files  # services.content.fsstats.Movers
 _.owners_total  # services.content.fsstats.Contents
-_.p  # services.answers.umami.CorrelationRow, stats.umami.MetricRow
+_.p  # services.answers.umami.CorrelationRow, services.jobs.weather.Climate, stats.umami.MetricRow
 _.p01  # services.probe.status.Climate
 _.p90_s  # services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
 _.p95  # services.answers.report.ClimateOp
@@ -491,6 +529,7 @@ _.partial  # services.jobs.answer.Interface
 _.partial_modules  # services.jobs.answer.JobHeader, services.jobs.darshan.StoredHeader
 _.partially_shared  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
 _.partially_shared_bytes  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
+_.partially_shared_bytes_share_mean  # services.jobs.archive_light.ProjectRow
 _.path  # services.answers.factors.ModelFile, services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.bench.runs.FileImport, services.bench.runs.ImportFailure, services.jobs.darshan.FailedLog, services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob, services.probe.targets.Skipped, services.runtime.retention.Skipped, store.check.Problem
 _.peak  # services.telemetry.fsview.SeriesEvent
 _.peak_bps  # services.answers.events.IoEvent, services.answers.why.Event, services.telemetry.workload.BurstEvent
@@ -510,6 +549,9 @@ _.planted  # services.lab.score.CaseScore
 _.plot  # services.jobs.darshan.JobsView
 _.points  # services.answers.changes.ProbeMarks, services.answers.report.ChangesPart, services.probe.status.Sparkline, services.telemetry.workload.WorkloadSeries
 _.pool_files  # services.probe.run.ProbeInit
+_.positive  # services.content.fsstats.OverheadHistogram
+_.positive_count  # services.content.fsstats.OverheadBucket
+_.positive_sum  # services.content.fsstats.OverheadBucket
 _.power_spectrum  # services.telemetry.workload.Workload
 _.precision  # services.lab.score.LabelScore
 _.preset  # services.answers.umami.FeatureImport
@@ -520,20 +562,21 @@ _.problem  # store.check.Problem
 _.problems  # store.check.Report
 _.procs  # services.lab.answers.CatalogueCase, services.lab.run.CaseRun
 _.programs  # services.lab.toolchain.Toolchain
-_.projects  # services.content.fsstats.Contents, services.jobs.archive_light.ArchiveSummary
+_.project  # services.jobs.archive_light.ProjectBox, services.jobs.archive_light.ProjectRow
+_.projects  # services.content.fsstats.Contents, services.jobs.archive_light.ArchiveSummary, services.jobs.archive_light.MibpsPerNode
 _.projects_shown  # services.jobs.darshan.JobsView
 _.projects_total  # services.content.fsstats.Contents
 _.purged  # services.probe.targets.Purged
-_.q1  # services.answers.why.ClimateMetric, services.probe.status.Climate
+_.q1  # services.answers.why.ClimateMetric, services.jobs.archive_light.ProjectBox, services.probe.status.Climate
 _.q1_s  # services.probe.slowdown.IntervalRow
-_.q3  # services.answers.why.ClimateMetric, services.probe.status.Climate
+_.q3  # services.answers.why.ClimateMetric, services.jobs.archive_light.ProjectBox, services.probe.status.Climate
 _.q3_s  # services.probe.slowdown.IntervalRow
 _.quartile  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.query  # services.answers.report.Report
 _.quiet  # services.lab.score.CaseScore, services.lab.storm.StormPair
 _.quiet_others_share  # services.lab.storm.StormPair
 _.quiet_system_share  # services.lab.storm.StormPair
-_.r  # services.answers.umami.CorrelationRow, stats.umami.MetricRow
+_.r  # services.answers.umami.CorrelationRow, services.jobs.weather.Climate, stats.umami.MetricRow
 _.r_fs  # stats.umami.MetricRow
 _.rank0_bps  # services.answers.job_diff.CrowdCause
 _.ranks_with_io  # services.jobs.answer.Imbalance
@@ -569,7 +612,7 @@ _.results  # services.bench.runs.RunSummary, services.bench.runs.RunWindow
 _.retention  # services.answers.imports.TelemetryImport
 _.retired  # services.probe.targets.Retired
 _.role  # services.lab.storm.Twin
-_.root  # services.content.fsstats.GrowthSide, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
+_.root  # services.content.fsstats.GrowthSide, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader, services.content.fsstats.SnapshotRow
 _.root_is_symlink  # services.content.fsstats.Snapshot
 _.rows  # services.answers.events.EventList, services.answers.umami.CorrelationListing, services.answers.umami.Correlations, services.answers.umami.FeatureImport, services.bench.iomodel.IomodelRun, services.bench.runs.BenchPage, services.bench.runs.BenchSummary, services.content.fsstats.SnapshotListing, services.jobs.darshan.FailedLogs, services.jobs.darshan.FailedShown, services.jobs.darshan.JobList, services.jobs.darshan.JobRows, services.probe.slowdown.IntervalStats, services.probe.slowdown.Slowdown, services.probe.targets.Targets, services.runtime.retention.KindPruned, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport
 _.rows_dropped  # services.telemetry.collect.CollectSummary
@@ -612,18 +655,21 @@ _.share_of_bytes_change_pct  # services.content.fsstats.DirGrowth, services.cont
 _.share_of_files_change_pct  # services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth
 _.shared  # services.jobs.answer.Imbalance, services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
 _.shared_bytes  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
+_.shared_bytes_share_mean  # services.jobs.archive_light.ProjectRow
 _.shared_mount  # services.runtime.fs_names.JobFs
 _.sharing  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.shown  # services.answers.factors.Timeline, services.jobs.darshan.JobsPlot, services.telemetry.workload.WorkloadSeries
+_.sig  # services.jobs.weather.Climate
 _.significance  # services.answers.factors.DensityOptions, services.answers.factors.Factors
 _.since  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
 _.since_ns  # services.telemetry.fsview.Span
 _.size_bytes  # services.bench.iomodel.Configuration, services.jobs.answer.AccessSize, services.jobs.darshan.FailedLog
+_.size_class  # services.jobs.archive_light.FilesOfSize, services.jobs.archive_light.InterfacesOfSize, services.jobs.archive_light.StrategyOfSize
 _.sizes  # services.answers.factors.Classified
 _.skipped  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.imports.WeatherRefresh, services.answers.report.ChangesPart, services.bench.runs.FileImport, services.jobs.ingest_scan.IngestCounts, services.jobs.weather.WeatherRefresh, services.probe.targets.Purged, services.runtime.retention.KindPruned, services.telemetry.collect.SourceSummary
-_.skipped_mounts  # services.content.fsstats.Snapshot
+_.skipped_mounts  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader
 _.skipped_rows  # services.bench.runs.BenchImport, services.bench.runs.FileImport
-_.slowdown  # services.answers.events.IoEvent, services.answers.report.Links, services.answers.report.Report, services.answers.report.WorstHour, services.answers.why.Event, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.Sparkline, services.probe.timeline.TimelineInterval
+_.slowdown  # services.answers.events.IoEvent, services.answers.report.Links, services.answers.report.Report, services.answers.report.WorstHour, services.answers.why.Event, services.jobs.weather.OpSlowdown, services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.status.Sparkline, services.probe.timeline.TimelineInterval
 _.slowdown_threshold  # services.answers.events.CostSummary
 _.slowest_bytes  # services.jobs.answer.SharedSplit
 _.slowest_rank  # services.jobs.answer.LayerTime, services.jobs.answer.Perf, services.jobs.answer.SharedSplit
@@ -633,7 +679,7 @@ _.smooth_s  # services.telemetry.fsview.Metadata, services.telemetry.workload.Wo
 _.smoothed_bps  # services.telemetry.workload.WorkloadSeries
 _.snapshot  # services.content.fsstats.Contents
 _.snapshot_id  # services.content.fsstats.Contents
-_.snapshot_time  # services.content.fsstats.GrowthSide, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotRow
+_.snapshot_time  # services.content.fsstats.GrowthSide, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader, services.content.fsstats.SnapshotRow
 _.snapshots  # services.content.fsstats.Contents
 _.sort  # services.jobs.darshan.JobList, services.telemetry.fsview.Servers
 _.source  # services.content.fsstats.GrowthSide, services.jobs.scheduler.JobsImport, services.telemetry.imports.FailedSource, services.telemetry.imports.SourceImport, stats.umami.Umami
@@ -662,10 +708,12 @@ _.stripe_count  # services.jobs.answer.Lustre
 _.stripe_counts  # services.jobs.answer.Lustre
 _.stripe_size_bytes  # services.jobs.answer.Lustre
 _.stripes_stored  # services.jobs.darshan.StoredJob
+_.sum  # services.content.fsstats.Bucket, services.content.fsstats.OverheadBucket, services.content.fsstats.OverheadSide
 _.summarized_days  # services.runtime.retention.KindPruned
 _.summary  # services.jobs.darshan.JobsView
 _.symlink_target  # services.content.fsstats.Snapshot
-_.symlinks  # services.content.fsstats.Snapshot
+_.symlink_target_length  # services.content.fsstats.Histograms
+_.symlinks  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader
 _.symlinks_a  # services.content.fsstats.GrowthTotal
 _.symlinks_b  # services.content.fsstats.GrowthTotal
 _.symlinks_change  # services.content.fsstats.GrowthTotal
@@ -680,12 +728,12 @@ _.target  # services.answers.changes.ProbeMark, services.answers.changes.Skipped
 _.targets  # services.answers.why.Why, services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsfacts.LctlState, services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.Capacity, services.telemetry.fsview.LustreState, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload
 _.targets_all  # services.answers.factors.Factors, services.probe.history.History
 _.targets_met  # services.lab.storm.StormPair
-_.threads  # services.content.fsstats.Snapshot
+_.threads  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader
 _.threshold  # services.jobs.answer.Finding
 _.thresholds  # services.probe.history.History, services.probe.status.Status, services.probe.timeline.Timeline
 _.throughput_bps  # services.bench.iomodel.Configuration
 _.ticks  # services.telemetry.collect.CollectSummary
-_.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.factors.Timeline, services.answers.report.ChangePoint, services.bench.runs.PeakSeries, services.bench.runs.Rates, services.jobs.answer.Imbalance, services.jobs.answer.SharedSplit, services.probe.history.History, services.probe.status.Sparkline, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries, services.telemetry.workload.WorkloadSeries
+_.time  # services.answers.changes.Change, services.answers.changes.ProbeMark, services.answers.factors.Timeline, services.answers.report.ChangePoint, services.bench.runs.PeakSeries, services.bench.runs.Rates, services.jobs.answer.Imbalance, services.jobs.answer.SharedSplit, services.probe.history.History, services.probe.status.Sparkline, services.probe.timeline.IntervalSamples, services.probe.timeline.RawSamples, services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries, services.telemetry.workload.WorkloadSeries
 _.time_cv  # services.jobs.answer.SharedSplit
 _.timeline  # services.answers.factors.Factors
 _.timeouts  # services.probe.history.TargetHistory, services.probe.history.WorstInterval, services.probe.slowdown.IntervalRow, services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus, services.probe.timeline.TimelineInterval, services.telemetry.collect.SourceSummary
@@ -712,13 +760,14 @@ _.total_s  # services.bench.runs.BenchRun
 _.totals  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.tp  # services.lab.score.LabelScore
 _.type  # services.telemetry.exporter_lctl.FamilyRow
-_.uid  # services.content.fsstats.OwnerGrowth, services.content.fsstats.OwnerShare, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader
+_.uid  # services.content.fsstats.OwnerGrowth, services.content.fsstats.OwnerShare, services.content.fsstats.OwnerTotal, services.jobs.answer.JobHeader, services.jobs.darshan.JobRow, services.jobs.darshan.StoredHeader
 _.umami  # services.answers.umami.JobPanel
 _.unexplained  # services.answers.why.Evidence
 _.unexplained_s  # services.answers.why.LogBudget, services.answers.why.Why
 _.unique  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
 _.unique_bytes  # services.jobs.answer.Sharing, services.jobs.darshan.StoredSharing
-_.unit  # services.content.fsstats.Cdf
+_.unique_bytes_share_mean  # services.jobs.archive_light.ProjectRow
+_.unit  # services.content.fsstats.Cdf, services.content.fsstats.Histogram, services.content.fsstats.OverheadHistogram
 _.unmapped  # services.runtime.fs_names.JobFs
 _.unplanted  # services.lab.score.CaseScore
 _.until  # services.answers.changes.Changes, services.answers.changes.ProbeMarks, services.answers.factors.Factors, services.answers.why.Baseline, services.probe.history.History, services.probe.history.Window, services.probe.status.BaselineInfo, services.probe.timeline.Timeline, services.telemetry.fsview.Capacity, services.telemetry.fsview.FsWindow, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.Talkers
@@ -726,8 +775,8 @@ _.until_ns  # services.telemetry.fsview.Span
 _.until_settled  # services.answers.changes.ProbeMarks
 _.unusual  # stats.umami.MetricRow
 _.upper_bound  # services.content.fsstats.Cdf
-_.user  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.why.Culprit, services.content.fsstats.OwnerGrowth, services.content.fsstats.OwnerShare, services.jobs.darshan.JobRow
-_.users  # services.telemetry.fsview.Talkers
+_.user  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.answers.why.Culprit, services.content.fsstats.OwnerGrowth, services.content.fsstats.OwnerShare, services.content.fsstats.OwnerTotal, services.jobs.darshan.JobRow
+_.users  # services.jobs.archive_light.ProjectRow, services.telemetry.fsview.Talkers
 _.usual  # services.telemetry.fsfacts.Failover
 _.value  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.value_s  # services.probe.slowdown.SlowdownRow, services.probe.status.OpStatus
@@ -735,14 +784,14 @@ _.verdict  # services.answers.job_diff.DiffSide, services.answers.job_diff.JobDi
 _.verdict_actions  # services.jobs.answer.JobReport
 _.verdict_saving_s  # services.jobs.answer.JobReport
 _.version  # services.lab.score.ToolScore
-_.walk_s  # services.content.fsstats.Snapshot
+_.walk_s  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader
 _.wall_s  # services.telemetry.collect.CollectSummary
 _.warn  # services.probe.status.Thresholds
 _.warnings  # services.bench.iomodel.IomodelRun, services.jobs.answer.JobReport, services.telemetry.workload.WorkloadView
 _.was  # services.probe.targets.Retired
 _.weather  # stats.umami.Umami
 _.weather_verdict  # services.jobs.darshan.JobRow
-_.what  # services.answers.factors.GroupDensity, services.content.fsstats.LoadedSnapshot, services.jobs.darshan.StoredFinding
+_.what  # services.answers.factors.GroupDensity, services.jobs.darshan.StoredFinding
 _.window_end_ns  # services.jobs.weather.Weather
 _.window_s  # services.probe.status.Status, services.probe.status.TargetStatus
 _.window_start_ns  # services.jobs.weather.Weather

@@ -160,11 +160,11 @@ def register(cli: click.Group) -> None:
         # lazy: numpy via views.fsstats_tables: kept off the command's `--help` and its usage errors
         from ioweather.views.fsstats_tables import print_growth
 
-        comparison = compare(settings, a, b, movers=movers, say=_say, label_only=label_only)
+        growth = compare(settings, a, b, movers=movers, say=_say, label_only=label_only)
         if as_json:
-            print_json(comparison.to_json())
+            print_json(growth.to_json())
             return
-        print_growth(comparison.to_json(), comparison.a.document, comparison.b.document, movers)
+        print_growth(growth.to_json(), movers)
 
     @fsstats.command("list")
     @json_option

@@ -77,7 +77,9 @@ def print_snapshot(doc: dict) -> None:
                      highlight=False)
 
 
-def print_growth(g: dict, a: dict, b: dict, movers: int) -> None:
+def print_growth(g: dict, movers: int) -> None:
+    """`fsstats diff`'s text: `g` its `--json` (services.content.fsstats.Growth.to_json)."""
+    a, b = g["a"], g["b"]
     t = g["total"]
     span = g["interval_s"]
     click.echo(f"growth of {b['root']} over {f'{span / 86400:.1f} days' if abs(span) >= 86400 else format_seconds(span)}")

@@ -639,8 +639,7 @@ def _system(facts: LogFacts, weather: Weather | None, probe: tuple, probe_target
                 f"coverage factor on {fs} ({direction}s, {weather.cf_variant or 'all targets'}): the job moved "
                 f"{100 * cf:.1f} % of the servers' {direction} bytes in its window; io_time × (1 − CF), an upper bound "
                 "(as if the servers had been saturated throughout)")))
-        elif not bounds and (weather.coverage_factors.get(f"coverage_factor_{direction}_bw_flagged")
-                             or weather.coverage_factors.get("coverage_factor_bw_flagged")):
+        elif not bounds and (weather.coverage_factors.flagged(f"{direction}_bw") or weather.coverage_factors.flagged("bw")):
             return None, "unknown", (f"telemetry for {fs} in the job's window holds fewer {direction} bytes than the "
                                      "job moved itself (coverage factor over 1.2: samples missing from the window, "
                                      "or their clock apart from the job's)")

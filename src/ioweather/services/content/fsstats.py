@@ -26,6 +26,170 @@ HTML_WHAT = "write HTML report"
 
 
 @dataclass(frozen=True)
+class Bucket:
+    """A histogram bucket [min, max) in the histogram's unit: its items, their st_size (`bytes`), the sum of
+    their values and, for ages, the byte-weighted sum of ages (`byte_days`; None and absent otherwise)."""
+
+    min: int | float
+    max: int | float
+    count: int
+    bytes: int
+    sum: int | float
+    byte_days: float | None = None
+
+    def to_json(self) -> dict:
+        out = {"min": self.min, "max": self.max, "count": self.count, "bytes": self.bytes, "sum": self.sum}
+        if self.byte_days is not None:
+            out["byte_days"] = self.byte_days
+        return out
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """One histogram of a walk (stats.fsstats.histogram): its unit, summary (count, min, max, mean; None
+    without an item) and the buckets from the first non-empty one to the last."""
+
+    unit: str
+    count: int
+    min: int | float | None
+    max: int | float | None
+    mean: float | None
+    buckets: tuple[Bucket, ...]
+
+    @classmethod
+    def of(cls, doc: dict) -> Histogram:
+        return cls(doc["unit"], doc["count"], doc["min"], doc["max"], doc["mean"],
+                   tuple(Bucket(**b) for b in doc["buckets"]))
+
+    def to_json(self) -> dict:
+        return {"unit": self.unit, "count": self.count, "min": self.min, "max": self.max, "mean": self.mean,
+                "buckets": [b.to_json() for b in self.buckets]}
+
+
+@dataclass(frozen=True)
+class OverheadSide:
+    """One side of the overhead (positive: capacity >= size; negative: size > capacity): its items, the sum
+    of their overheads and the smallest and largest (magnitudes, bytes)."""
+
+    count: int
+    sum: int
+    min: int | None
+    max: int | None
+
+
+@dataclass(frozen=True)
+class OverheadBucket:
+    """A bucket of the overhead histogram (by the items' size, log2 bytes): items, their st_size, the
+    signed overhead sum and each side's items and sum."""
+
+    min: int
+    max: int
+    count: int
+    bytes: int
+    sum: int
+    positive_count: int
+    positive_sum: int
+    negative_count: int
+    negative_sum: int
+
+
+@dataclass(frozen=True)
+class OverheadHistogram:
+    """Capacity minus size of every inode (stats.fsstats.overhead_histogram): the signed summary, each
+    side's, and the buckets by size."""
+
+    unit: str
+    bucketed_by: str
+    count: int
+    min: int | None
+    max: int | None
+    mean: float | None
+    positive: OverheadSide
+    negative: OverheadSide
+    buckets: tuple[OverheadBucket, ...]
+
+    @classmethod
+    def of(cls, doc: dict) -> OverheadHistogram:
+        return cls(doc["unit"], doc["bucketed_by"], doc["count"], doc["min"], doc["max"], doc["mean"],
+                   OverheadSide(**doc["positive"]), OverheadSide(**doc["negative"]),
+                   tuple(OverheadBucket(**b) for b in doc["buckets"]))
+
+    def to_json(self) -> dict:
+        return {**{k: getattr(self, k) for k in ("unit", "bucketed_by", "count", "min", "max", "mean")},
+                "positive": answer_dict(self.positive), "negative": answer_dict(self.negative),
+                "buckets": [answer_dict(b) for b in self.buckets]}
+
+
+@dataclass(frozen=True)
+class Histograms:
+    """Every histogram of a walk, by its JSON name (stats.fsstats.HISTOGRAMS, then the overhead)."""
+
+    file_size: Histogram
+    capacity: Histogram
+    dir_entries: Histogram
+    name_length: Histogram
+    link_count: Histogram
+    atime_age_days: Histogram
+    mtime_age_days: Histogram
+    ctime_age_days: Histogram
+    dir_size: Histogram
+    symlink_target_length: Histogram
+    overhead: OverheadHistogram
+
+    @classmethod
+    def of(cls, doc: dict) -> Histograms:
+        return cls(**{k: (OverheadHistogram if k == "overhead" else Histogram).of(v) for k, v in doc.items()})
+
+    def to_json(self) -> dict:
+        return answer_dict(self)
+
+
+@dataclass(frozen=True)
+class OwnerTotal:
+    """An owner of a walk's entries: uid, user name (None when the uid has none here), files, bytes
+    (apparent, allocated)."""
+
+    uid: int
+    user: str | None
+    files: int
+    bytes: int
+    capacity_bytes: int
+
+
+@dataclass(frozen=True)
+class SizeCounts:
+    """A directory's file sizes, log2 buckets from 0 (trailing empty ones dropped): files and bytes per bucket."""
+
+    count: list[int]
+    bytes: list[int]
+
+
+@dataclass(frozen=True)
+class DirCounts:
+    """A first-level directory of a walk: files, bytes (apparent, allocated), directories and newest
+    modification (ISO 8601 UTC, None without a file)."""
+
+    name: str
+    files: int
+    bytes: int
+    capacity_bytes: int
+    dirs: int
+    newest_mtime: str | None
+
+
+@dataclass(frozen=True)
+class DirTotal(DirCounts):
+    """A first-level directory of a snapshot (`DirCounts`) and its file sizes (None when not counted)."""
+
+    file_size_log2: SizeCounts | None
+
+    @classmethod
+    def of(cls, doc: dict) -> DirTotal:
+        sizes = doc["file_size_log2"]
+        return cls(**{**doc, "file_size_log2": None if sizes is None else SizeCounts(**sizes)})
+
+
+@dataclass(frozen=True)
 class Snapshot(Answer):
     """What a tree holds, from one walk (`fsstats DIR --json`, the file `--out` writes and what `--label`
     stores, format `stats.fsstats.SNAPSHOT_FORMAT`): counts, bytes (`bytes` apparent, `capacity_bytes`
@@ -58,9 +222,21 @@ class Snapshot(Answer):
     skipped_mounts: int
     error_list: list
     notes: list[str]
-    histograms: dict
-    owners: list[dict]
-    top_dirs: list[dict]
+    histograms: Histograms
+    owners: tuple[OwnerTotal, ...]
+    top_dirs: tuple[DirTotal, ...]
+
+    @classmethod
+    def of(cls, doc: dict) -> Snapshot:
+        """The answer of `stats.fsstats.snapshot_document`'s document."""
+        return cls(**{**doc, "histograms": Histograms.of(doc["histograms"]),
+                      "owners": tuple(OwnerTotal(**o) for o in doc["owners"]),
+                      "top_dirs": tuple(DirTotal.of(d) for d in doc["top_dirs"])})
+
+    def to_json(self) -> dict:
+        """The snapshot document (what `--out` writes and `--label` stores)."""
+        return {**answer_dict(self), "owners": [answer_dict(o) for o in self.owners],
+                "top_dirs": [answer_dict(d) for d in self.top_dirs]}
 
 
 def take_snapshot(directory, *, threads, cross_mounts, exclude, progress, outputs=(),
@@ -86,7 +262,7 @@ def take_snapshot(directory, *, threads, cross_mounts, exclude, progress, output
     if result is None:
         result = walk(directory, threads=threads, cross_mounts=cross_mounts, exclude=exclude, progress=progress)
     doc = snapshot_document(result, host=socket.gethostname(), version=__version__)
-    return Snapshot(**doc), list(result.notes) + extra
+    return Snapshot.of(doc), list(result.notes) + extra
 
 
 def walk_part(name: bytes, *, root: bytes, snap_ns: int, threads, cross_mounts: bool, patterns: list[str]):
@@ -370,27 +546,14 @@ class Growth(Answer):
                 "owners": [answer_dict(r) for r in self.owners]}
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """`fsstats diff`'s answer: the growth from A to B with both sides named (its JSON is the growth's)
-    and the two snapshots, which the text report reads beside it."""
-
-    growth: Growth
-    a: LoadedSnapshot
-    b: LoadedSnapshot
-
-    def to_json(self) -> dict:
-        return self.growth.to_json()
-
-
-def compare(settings, a: str, b: str, *, movers: int, say: Say, label_only: bool = False) -> Comparison:
-    """The growth from snapshot A to B (files, labels or ids), with both snapshots."""
+def compare(settings, a: str, b: str, *, movers: int, say: Say, label_only: bool = False) -> Growth:
+    """`fsstats diff`'s answer: the growth from snapshot A to B (files, labels or ids), both sides named."""
     sa, sb = (load_snapshot(settings, r, label_only=label_only, say=say) for r in (a, b))
     say(f"comparing {sa.what} with {sb.what}")
     for line in comparison_warnings(sa.document, sb.document, same=sa.identity == sb.identity, what=sa.what):
         say(line)
     # what was used and the warnings go to `say` only
-    return Comparison(growth_doc(sa.document, sb.document, a, b, movers=movers), sa, sb)
+    return growth_doc(sa.document, sb.document, a, b, movers=movers)
 
 
 def growth_doc(da: dict, db: dict, source_a: str, source_b: str, *, movers: int) -> Growth:
@@ -568,6 +731,34 @@ SNAPSHOT_FIELDS = ("root", "snapshot_time", "host", "entries", "walk_s", "thread
 
 
 @dataclass(frozen=True)
+class SnapshotHeader:
+    """The snapshot's own fields the Contents page shows (its header: SNAPSHOT_FIELDS, in that order), as
+    the stored document has them; None for a key an older snapshot lacks."""
+
+    root: str | None
+    snapshot_time: str | None
+    host: str | None
+    entries: int | None
+    walk_s: float | None
+    threads: int | None
+    files: int | None
+    dirs: int | None
+    symlinks: int | None
+    other: int | None
+    bytes: int | None
+    capacity_bytes: int | None
+    errors: int | None
+    hardlinks_deduplicated: int | None
+    excluded: int | None
+    skipped_mounts: int | None
+    notes: list[str] | None
+
+    @classmethod
+    def of(cls, doc: dict) -> SnapshotHeader:
+        return cls(**{k: doc.get(k) for k in SNAPSHOT_FIELDS})
+
+
+@dataclass(frozen=True)
 class Picked:
     """A stored snapshot as a request named it: its id, label, what the user gave (`source`, a label or
     an id) and how to say which snapshot that was (`what`)."""
@@ -579,17 +770,10 @@ class Picked:
 
 
 @dataclass(frozen=True)
-class ProjectShare:
-    """A first-level directory of a snapshot on the Contents page: its files, bytes (apparent, allocated),
-    directories, newest modification (ISO 8601 UTC, None without a file) and its shares (fractions) of the
-    snapshot's files and bytes (None when the snapshot has none)."""
+class ProjectShare(DirCounts):
+    """A first-level directory of a snapshot on the Contents page (`DirCounts`) and its shares (fractions)
+    of the snapshot's files and bytes (None when the snapshot has none)."""
 
-    name: str
-    files: int
-    bytes: int
-    capacity_bytes: int
-    dirs: int
-    newest_mtime: str | None
     files_share: float | None
     bytes_share: float | None
 
@@ -625,7 +809,7 @@ class Contents(Answer):
     newest_of_label: bool
     compare_id: int | None
     diff_warnings: list[str]
-    snapshot: dict
+    snapshot: SnapshotHeader
     highlights: Highlights
     cdfs: dict[str, Cdf]
     projects_total: int
@@ -661,7 +845,7 @@ def contents(listing: list[SnapshotRow], this: Picked, doc: dict, other: Picked 
         compare_id=other and other.id,
         diff_warnings=[] if other is None else comparison_warnings(a, doc, same=other.id == this.id,
                                                                    what=other.what),
-        snapshot={k: doc.get(k) for k in SNAPSHOT_FIELDS},
+        snapshot=SnapshotHeader.of(doc),
         highlights=snapshot_highlights(doc),
         cdfs=snapshot_cdfs(doc),
         projects_total=len(doc["top_dirs"]),

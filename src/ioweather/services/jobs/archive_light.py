@@ -27,29 +27,175 @@ _TEXT = ("log_hash", "exe", "modules", "top_file")
 
 
 @dataclass(frozen=True)
+class SummaryFilters:
+    """The options the summary was computed with: the box plots' job filter and the node-count fallback."""
+
+    min_procs: int
+    min_bytes: int
+    cores_per_node: int | None
+
+
+@dataclass(frozen=True)
+class InterfacesOfSize:
+    """One job-size class (processes per job): its jobs, and per interface the jobs using it and its bytes."""
+
+    size_class: str
+    jobs: int
+    jobs_using: dict[str, int]
+    bytes: dict[str, int]
+
+
+@dataclass(frozen=True)
+class StrategyOfSize:
+    """One job-size class: per I/O strategy (unique, shared, partially_shared) the jobs using it, the jobs
+    it moved most of the bytes of (`dominant`), and its bytes."""
+
+    size_class: str
+    jobs: int
+    jobs_using: dict[str, int]
+    dominant: dict[str, int]
+    bytes: dict[str, int]
+
+
+@dataclass(frozen=True)
+class TopRow:
+    """One project, user or executable of a top-N list: its name, jobs and bytes."""
+
+    name: str
+    jobs: int
+    bytes_read: int
+    bytes_written: int
+
+
+@dataclass(frozen=True)
+class TopN:
+    """The top-N of one kind of name (`key`: "project", "user" or "exe_name", the rows' JSON key for the
+    name) by bytes read and by bytes written."""
+
+    key: str
+    by_bytes_read: tuple[TopRow, ...]
+    by_bytes_written: tuple[TopRow, ...]
+
+    @classmethod
+    def of(cls, key: str, doc: dict) -> TopN:
+        return cls(key, *(tuple(TopRow(str(r[key]), r["jobs"], r["bytes_read"], r["bytes_written"]) for r in doc[by])
+                          for by in ("by_bytes_read", "by_bytes_written")))
+
+    def to_json(self) -> dict:
+        return {by: [{self.key: r.name, "jobs": r.jobs, "bytes_read": r.bytes_read, "bytes_written": r.bytes_written}
+                     for r in getattr(self, by)] for by in ("by_bytes_read", "by_bytes_written")}
+
+
+@dataclass(frozen=True)
+class FilesOfSize:
+    """One job-size class: files per job and per process (medians, 90th percentile, maxima)."""
+
+    size_class: str
+    jobs: int
+    jobs_without_files: int
+    files_median: float
+    files_p90: float
+    files_max: int
+    files_per_process_median: float
+    files_per_process_max: float
+
+
+@dataclass(frozen=True)
+class ProjectBox:
+    """One project's box plot of MiB/s per compute node (numpy's linear quantiles)."""
+
+    project: str
+    jobs: int
+    min: float
+    q1: float
+    median: float
+    q3: float
+    max: float
+
+
+@dataclass(frozen=True)
+class MibpsPerNode:
+    """MiB/s per compute node by project, of the jobs in the filter (`SummaryFilters`); the jobs of the
+    filter without a node count are left out of the boxes and counted."""
+
+    jobs_in_filter: int
+    jobs_without_node_count: int
+    projects: tuple[ProjectBox, ...]
+
+
+@dataclass(frozen=True)
+class ProjectRow:
+    """One project's key characteristics (Carns et al. 2011, Table V): averages over its jobs (None:
+    no job of it says), its bytes, its most common access size and the letters of the interfaces it used."""
+
+    project: str
+    jobs: int
+    users: int
+    nprocs_mean: float
+    bytes_read: int
+    bytes_written: int
+    mibps_per_node_mean: float | None
+    meta_time_share_mean: float | None
+    io_fraction_mean: float | None
+    files_per_job_mean: float
+    unique_bytes_share_mean: float | None
+    shared_bytes_share_mean: float | None
+    partially_shared_bytes_share_mean: float | None
+    key_access_bytes: int | None
+    interfaces: str
+
+
+@dataclass(frozen=True)
 class ArchiveSummary:
     """Cross-job views of the stored jobs: `jobs summary --json` and the `summary` of /api/jobs.
 
     Bytes are bytes, rates MiB/s (`mibps...`); `to_json()` adds beside each such key its unit-rule
-    twin (`read_bytes`, `_bps` in bytes per second, `with_unit_keys`). The tables are the records of
-    `stats.archive_columns.summary`; `filters` are the options they were computed with."""
+    twin (`read_bytes`, `_bps` in bytes per second, `with_unit_keys`). The tables are those of
+    `stats.archive_columns.summary`, typed here (`of`); `filters` are the options they were computed with."""
 
     jobs: int
     failed_logs: int
     bytes_read: int
     bytes_written: int
-    filters: dict
-    interfaces_by_size: list[dict]
-    strategy_by_size: list[dict]
-    top_projects: dict[str, list[dict]]
-    top_users: dict[str, list[dict]]
-    top_executables: dict[str, list[dict]]
-    files_vs_procs: list[dict]
-    mibps_per_node_by_project: dict
-    projects: list[dict]
+    filters: SummaryFilters
+    interfaces_by_size: tuple[InterfacesOfSize, ...]
+    strategy_by_size: tuple[StrategyOfSize, ...]
+    top_projects: TopN
+    top_users: TopN
+    top_executables: TopN
+    files_vs_procs: tuple[FilesOfSize, ...]
+    mibps_per_node_by_project: MibpsPerNode
+    projects: tuple[ProjectRow, ...]
+
+    @classmethod
+    def of(cls, doc: dict, failed_logs: int) -> ArchiveSummary:
+        """The answer of `stats.archive_columns.summary`'s document."""
+        box = doc["mibps_per_node_by_project"]
+        return cls(
+            jobs=doc["jobs"], failed_logs=failed_logs, bytes_read=doc["bytes_read"], bytes_written=doc["bytes_written"],
+            filters=SummaryFilters(**doc["filters"]),
+            interfaces_by_size=tuple(InterfacesOfSize(**r) for r in doc["interfaces_by_size"]),
+            strategy_by_size=tuple(StrategyOfSize(**r) for r in doc["strategy_by_size"]),
+            top_projects=TopN.of("project", doc["top_projects"]), top_users=TopN.of("user", doc["top_users"]),
+            top_executables=TopN.of("exe_name", doc["top_executables"]),
+            files_vs_procs=tuple(FilesOfSize(**r) for r in doc["files_vs_procs"]),
+            mibps_per_node_by_project=MibpsPerNode(box["jobs_in_filter"], box["jobs_without_node_count"],
+                                                   tuple(ProjectBox(**r) for r in box["projects"])),
+            projects=tuple(ProjectRow(**r) for r in doc["projects"]))
 
     def to_json(self) -> dict:
-        return with_unit_keys(answer_dict(self))
+        box = self.mibps_per_node_by_project
+        rows = lambda items: [answer_dict(r) for r in items]  # noqa: E731
+        return with_unit_keys({
+            "jobs": self.jobs, "failed_logs": self.failed_logs, "bytes_read": self.bytes_read,
+            "bytes_written": self.bytes_written, "filters": answer_dict(self.filters),
+            "interfaces_by_size": rows(self.interfaces_by_size), "strategy_by_size": rows(self.strategy_by_size),
+            "top_projects": self.top_projects.to_json(), "top_users": self.top_users.to_json(),
+            "top_executables": self.top_executables.to_json(), "files_vs_procs": rows(self.files_vs_procs),
+            "mibps_per_node_by_project": {"jobs_in_filter": box.jobs_in_filter,
+                                          "jobs_without_node_count": box.jobs_without_node_count,
+                                          "projects": rows(box.projects)},
+            "projects": rows(self.projects)})
 
 
 def project_rules(projects_file: str | None) -> list:
@@ -115,7 +261,7 @@ def summary_of_columns(cols: dict, rules: list, failed_logs: int, **options) -> 
     uids = c["uid"].tolist()
     users = [user_label(u, cache) for u in uids]
     projects = assign_projects(c["top_file"], c["exe"], uids, rules, users)
-    return ArchiveSummary(failed_logs=failed_logs, **summary(c, projects, users, **options))
+    return ArchiveSummary.of(summary(c, projects, users, **options), failed_logs)
 
 
 def user_label(uid, cache: dict) -> str:

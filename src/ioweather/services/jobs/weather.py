@@ -255,6 +255,116 @@ def choose_fs(store, job: Job, fs: str | None, facts: bool = True) -> str:
 MEASURED = UMAMI_ROWS[1:]
 
 
+@dataclass(frozen=True)
+class Climate:
+    """The correlations kept beside a stored weather (update_climates): `sig` the digest of the history
+    they were computed over (MotifTable.history_sigs), `history_n` its jobs, and per UMAMI metric the
+    jobs with a value (`n`), Pearson's r with fraction of peak and its p-value (None: not computable)."""
+
+    sig: str
+    history_n: int
+    n: dict[str, int]
+    r: dict[str, float | None]
+    p: dict[str, float | None]
+
+    @classmethod
+    def from_json(cls, doc) -> Climate | None:
+        """A stored climate back (None for none, or for what is not one: it is recomputed then)."""
+        if not isinstance(doc, dict) or not all(k in doc for k in ("sig", "history_n", "n", "r", "p")):
+            return None
+        return cls(doc["sig"], doc["history_n"], doc["n"], doc["r"], doc["p"])
+
+    def to_json(self) -> dict:
+        return {"sig": self.sig, "history_n": self.history_n, "n": self.n, "r": self.r, "p": self.p}
+
+
+def _plausible(v):
+    """A coverage factor or contention the statistics may use: an implausible factor (> CF_MAX_PLAUSIBLE) is None."""
+    return None if isinstance(v, int | float) and not isinstance(v, bool) and v > cov.CF_MAX_PLAUSIBLE else v
+
+
+@dataclass(frozen=True)
+class KindFactors:
+    """The factors of one kind K (stats.coverage.KINDS: bw, read_bw, write_bw, ops, ...) that `Weather` does
+    not hold as its own fields: the contention, whether the coverage factor is flagged implausible, the
+    coverage factor itself for a kind Weather does not declare (`coverage_factor_K` is a Weather field for
+    the others), and the factor over all targets when the job's own targets were used (`all_targets`, with
+    `has_all_targets`: absent from the document otherwise)."""
+
+    kind: str
+    coverage_factor: float | None
+    contention: float | None
+    flagged: bool | None
+    all_targets: float | None = None
+    has_all_targets: bool = False
+
+
+@dataclass(frozen=True)
+class CoverageFactors:
+    """stats.coverage.coverage_factors' contentions and flags beyond Weather's own factors, per kind, in the
+    order of its document: each kind's `coverage_factor_K` (when not a Weather field), `contention_K` and
+    `coverage_factor_K_flagged`, then each `coverage_factor_K_all_targets`."""
+
+    kinds: tuple[KindFactors, ...] = ()
+
+    @classmethod
+    def of(cls, chosen: dict, every: dict, declared: set[str]) -> CoverageFactors:
+        """From stats.coverage.coverage_factors of the chosen targets and of all targets."""
+        names = dict.fromkeys(k[len("contention_"):] for k in chosen if k.startswith("contention_"))
+        return cls(tuple(KindFactors(
+            kind, None if f"coverage_factor_{kind}" in declared else chosen.get(f"coverage_factor_{kind}"),
+            chosen.get(f"contention_{kind}"), chosen.get(f"coverage_factor_{kind}_flagged"),
+            every.get(f"coverage_factor_{kind}"), f"coverage_factor_{kind}" in every) for kind in names))
+
+    @classmethod
+    def from_json(cls, doc: dict, declared: set[str]) -> CoverageFactors:
+        """A stored document's factors (its coverage_factor_*/contention_* keys that are not Weather fields)."""
+        kinds: dict[str, dict] = {}
+        for k, v in doc.items():
+            if k in declared or not k.startswith(("coverage_factor_", "contention_")):
+                continue
+            if k.startswith("contention_"):
+                kinds.setdefault(k[len("contention_"):], {})["contention"] = v
+                continue
+            name = k[len("coverage_factor_"):]
+            for suffix, part in (("_all_targets", "all_targets"), ("_flagged", "flagged")):
+                if name.endswith(suffix):
+                    kinds.setdefault(name[:-len(suffix)], {})[part] = v
+                    break
+            else:
+                kinds.setdefault(name, {})["coverage_factor"] = v
+        return cls(tuple(KindFactors(kind, p.get("coverage_factor"), p.get("contention"), p.get("flagged"),
+                                     p.get("all_targets"), "all_targets" in p) for kind, p in kinds.items()))
+
+    def to_json(self) -> dict:
+        out: dict = {}
+        for f in self.kinds:
+            if f"coverage_factor_{f.kind}" not in _WEATHER_FIELDS:
+                out[f"coverage_factor_{f.kind}"] = f.coverage_factor
+            out[f"contention_{f.kind}"] = f.contention
+            out[f"coverage_factor_{f.kind}_flagged"] = f.flagged
+        out.update({f"coverage_factor_{f.kind}_all_targets": f.all_targets for f in self.kinds if f.has_all_targets})
+        return out
+
+    def flagged(self, kind: str) -> bool:
+        """Whether kind's coverage factor is flagged implausible (False: not, or unknown)."""
+        return any(f.flagged for f in self.kinds if f.kind == kind)
+
+    def plausible(self) -> CoverageFactors:
+        """As the statistics see them: every implausible factor None (flags kept)."""
+        return CoverageFactors(tuple(replace(f, coverage_factor=_plausible(f.coverage_factor),
+                                             contention=_plausible(f.contention),
+                                             all_targets=_plausible(f.all_targets)) for f in self.kinds))
+
+
+@dataclass(frozen=True)
+class OpSlowdown:
+    """One probe op's slowdown in a job's window: its median duration there / its baseline's."""
+
+    op: str
+    slowdown: float
+
+
 @dataclass
 class Weather:
     """What the file system was doing during one job's window (METHODS.md section 7), computed once
@@ -262,7 +372,7 @@ class Weather:
     in ns since the epoch (UTC, the 5 s tail included), the job's performance in bytes/s, how the
     coverage factors were taken (`cf_variant`: "all targets" or "job's targets"; with the other
     factors, contentions and flags of stats.coverage.coverage_factors and each factor over all
-    targets, `<name>_all_targets`, in `coverage_factors`), the servers' bytes in the window, the
+    targets per kind in `coverage_factors`), the servers' bytes in the window, the
     fullest OST (% used), the scheduler's node-hour coverage factor, the probes' slowdown per op, and
     notes saying what is unknown and why. `climate` and `verdict` are kept next to it by
     update_climates (the Jobs list reads them); `fraction_of_peak` is set only for an answer (it
@@ -289,13 +399,14 @@ class Weather:
     concurrent_node_hours: float | None = None
     missing_fraction: float | None = None
     cf_variant: str | None = None
-    coverage_factors: dict = field(default_factory=dict)
+    coverage_factors: CoverageFactors = field(default_factory=CoverageFactors)
     fs_bytes: float | None = None
     fullest_ost: str | None = None
     coverage_factor_nodehrs: float | None = None
-    probe_slowdown_by_op: dict | None = None
+    #: Each probe op's slowdown, in the order the probes gave them (None: no probe)
+    probe_slowdown_by_op: tuple[OpSlowdown, ...] | None = None
     notes: list[str] = field(default_factory=list)
-    climate: dict | None = None
+    climate: Climate | None = None
     verdict: str | None = None
     fraction_of_peak: float | None = None
 
@@ -306,13 +417,15 @@ class Weather:
                    performance_bps=self.performance_bps, no_data=self.no_data)
         if not self.no_data:
             out["cf_variant"] = self.cf_variant
-            out.update(self.coverage_factors)
+            out.update(self.coverage_factors.to_json())
             out["fs_bytes"] = self.fs_bytes
         out.update(fullest_ost=self.fullest_ost, coverage_factor_nodehrs=self.coverage_factor_nodehrs,
-                   probe_slowdown_by_op=self.probe_slowdown_by_op, notes=list(self.notes))
-        for kept in ("climate", "verdict"):
-            if getattr(self, kept) is not None:
-                out[kept] = getattr(self, kept)
+                   probe_slowdown_by_op=None if self.probe_slowdown_by_op is None
+                   else {s.op: s.slowdown for s in self.probe_slowdown_by_op}, notes=list(self.notes))
+        if self.climate is not None:
+            out["climate"] = self.climate.to_json()
+        if self.verdict is not None:
+            out["verdict"] = self.verdict
         return out
 
     def answer_json(self) -> dict:
@@ -328,22 +441,24 @@ class Weather:
     def from_json(cls, doc: dict) -> Weather:
         """A stored document back: the declared keys by name, every coverage_factor_*/contention_* key
         that is not one of them into `coverage_factors` (in order); any other key is dropped."""
-        names = {f.name for f in fields(cls)} - {"coverage_factors"}
-        return cls(**{k: v for k, v in doc.items() if k in names},
-                   coverage_factors={k: v for k, v in doc.items() if k not in names
-                                     and k.startswith(("coverage_factor_", "contention_"))})
+        names = _WEATHER_FIELDS - {"coverage_factors", "climate", "probe_slowdown_by_op"}
+        by_op = doc.get("probe_slowdown_by_op")
+        return cls(**{k: v for k, v in doc.items() if k in names}, climate=Climate.from_json(doc.get("climate")),
+                   coverage_factors=CoverageFactors.from_json(doc, _WEATHER_FIELDS),
+                   probe_slowdown_by_op=None if by_op is None else tuple(OpSlowdown(op, v) for op, v in by_op.items()))
 
     def statistics_view(self, x_row: np.ndarray) -> Weather:
         """This weather as the motif's statistics see it (MotifTable): the UMAMI metrics from its row of
         the motif matrix (fraction of peak first; an implausible coverage factor is None) and every
         other implausible coverage factor None too."""
         vals = [float(v) if np.isfinite(v) else None for v in x_row]
-        cfs = {k: (None if not k.endswith("_flagged") and isinstance(v, int | float) and not isinstance(v, bool)
-                   and v > cov.CF_MAX_PLAUSIBLE else v)
-               for k, v in self.coverage_factors.items()}
         nodehrs = self.coverage_factor_nodehrs
-        return Weather(**{**self.__dict__, **dict(zip(UMAMI_ROWS, vals)), "coverage_factors": cfs,
+        return Weather(**{**self.__dict__, **dict(zip(UMAMI_ROWS, vals)),
+                          "coverage_factors": self.coverage_factors.plausible(),
                           "coverage_factor_nodehrs": None if cov.implausible(nodehrs) else nodehrs})
+
+
+_WEATHER_FIELDS = {f.name for f in fields(Weather)}
 
 
 def compute(store, job: Job, fs: str, con=None, probes: ProbeBaselines | None = None) -> Weather:
@@ -466,7 +581,8 @@ def _weathers_of_day(store, jobs: list[Job], fs: str, data: DayTelemetry, probes
             _measure(w, job, series, cut, present, ost_rows)
         w.fullest_ost_pct, w.fullest_ost = full
         sched.of(w, job, since, until)
-        w.probe_slowdown, w.probe_slowdown_by_op = probe_win.slowdown(since, until)
+        w.probe_slowdown, by_op = probe_win.slowdown(since, until)
+        w.probe_slowdown_by_op = None if by_op is None else tuple(OpSlowdown(op, v) for op, v in by_op.items())
         out.append(w)
     return out
 
@@ -491,14 +607,10 @@ def _measure(w: Weather, job: Job, series: dict, cut: dict, present, ost_rows) -
     if mine is not None:
         # the paper's variant: only the servers the job used (MDS ops stay file-system wide)
         chosen, w.cf_variant = cov.coverage_factors(job.amounts(), {**fs_all, **mine}), "job's targets"
-    declared = {f.name for f in fields(Weather)}
     for k, v in chosen.items():
-        if k in declared:
+        if k in _WEATHER_FIELDS:
             setattr(w, k, v)
-        else:
-            w.coverage_factors[k] = v
-    w.coverage_factors.update({f"{k}_all_targets": v for k, v in every.items() if k.startswith("coverage_factor_")
-                               and not k.endswith("_flagged")})
+    w.coverage_factors = CoverageFactors.of(chosen, every, _WEATHER_FIELDS)
     span_s = (until - since) / 1e9
     w.md_ops_per_s = sum(md_in) / span_s if md_in else None
     w.fs_bytes = None if fs_all["bytes_read"] is None else fs_all["bytes_read"] + (fs_all["bytes_written"] or 0)
@@ -888,7 +1000,7 @@ def update_climates(store, fs: str, motifs) -> dict[str, MotifTable]:
         if not len(t):
             continue
         hsig = t.history_sigs()
-        todo = [i for i in range(len(t)) if _kept(t.weathers[i].climate, "sig") != hsig[t.prefix[i]]
+        todo = [i for i in range(len(t)) if _sig(t.weathers[i].climate) != hsig[t.prefix[i]]
                 or not isinstance(t.weathers[i].verdict, str)]
         if not todo:
             continue
@@ -899,15 +1011,15 @@ def update_climates(store, fs: str, motifs) -> dict[str, MotifTable]:
             n = int(res["history_n"][k])
             w = t.weathers[i]
             w.verdict = _no_data_verdict(fs) if w.no_data else um.verdict_of(rows, "fraction_of_peak", n)[0]
-            w.climate = {"sig": hsig[t.prefix[i]], "history_n": n, "n": {r["metric"]: r["n"] for r in rows},
-                         "r": {r["metric"]: r["r"] for r in rows}, "p": {r["metric"]: r["p"] for r in rows}}
+            w.climate = Climate(hsig[t.prefix[i]], n, {r["metric"]: r["n"] for r in rows},
+                                {r["metric"]: r["r"] for r in rows}, {r["metric"]: r["p"] for r in rows})
             docs.append({"job_key": t.keys[i], "fs": fs, "doc": w.to_json()})
         door(store, "job_weather").set_docs(store, docs)
     return out
 
 
-def _kept(climate, field):
-    return climate.get(field) if isinstance(climate, dict) else None
+def _sig(climate: Climate | None) -> str | None:
+    return None if climate is None else climate.sig
 
 
 def weather_frame(store, fs: str | None = None, motif: str | None = None) -> pd.DataFrame:
@@ -953,8 +1065,8 @@ def umami_among(store, job: Job, name: str, peers: list[Job] | None, source: str
         weather = fresh[job.key]
     else:
         weather = t.values(i)
-        if isinstance(weather.climate, dict) and weather.climate.get("n") is not None:
-            stored = weather.climate  # update_climates just made it current
+        if weather.climate is not None and weather.climate.n is not None:  # update_climates just made it current
+            stored = {"n": weather.climate.n, "r": weather.climate.r, "p": weather.climate.p}
     rows = t.history_of(job)
     out = um.climate({"id": job.id, "motif": key, "start_ns": job.start_ns, "values": weather.answer_json()},
                   t.starts[rows], t.x[rows], list(UMAMI_ROWS), "fraction_of_peak", stored=stored)

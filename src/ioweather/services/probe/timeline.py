@@ -53,6 +53,26 @@ class TimelineInterval:
 
 
 @dataclass(frozen=True)
+class RawSamples:
+    """One op's drawn samples of a raw window: each sample's start (ISO 8601 UTC, ms) and duration (s)."""
+
+    time: list[str]
+    duration_s: list[float]
+
+
+@dataclass(frozen=True)
+class IntervalSamples:
+    """One op's 10-minute intervals over a longer window: each interval's start (ISO 8601 UTC, ms; the
+    window's start for the first), its successful samples and their fastest, median and slowest (s)."""
+
+    time: list[str]
+    count: list[int]
+    min_s: list[float | None]
+    median_s: list[float | None]
+    max_s: list[float | None]
+
+
+@dataclass(frozen=True)
 class Timeline(Answer):
     """What happened to one target's probe, sample by sample: the Probe timeline page's answer
     (`/api/timeline`). Times ISO 8601 UTC (ms), durations in seconds.
@@ -79,14 +99,15 @@ class Timeline(Answer):
     failures_total: int
     expected_s: dict[str, float | None]
     thresholds: Thresholds
-    samples: dict[str, dict]
+    samples: dict[str, RawSamples | IntervalSamples]
     failures: dict[str, list]
     intervals: list[TimelineInterval]
     learning: dict[str, bool]
     learning_reason: str | None
 
     def to_json(self) -> dict:
-        return {**answer_dict(self), "intervals": [answer_dict(r) for r in self.intervals]}
+        return {**answer_dict(self), "samples": {op: answer_dict(s) for op, s in self.samples.items()},
+                "intervals": [answer_dict(r) for r in self.intervals]}
 
 
 def timeline(cache: ProbeCache, targets: list[str], target: str, since_ns: int, until_ns: int, interval_s: float,
@@ -100,15 +121,14 @@ def timeline(cache: ProbeCache, targets: list[str], target: str, since_ns: int, 
     t = _drawn(cache, target, since_ns, until_ns, interval_s, stat, max_points, base, learning, raw)
     f = t.failures
     if t.resolution_s is None:
-        samples = {op: {"time": iso_ms(p["start_ns"]), "duration_s": (p["duration_ns"] / 1e9).tolist()}
+        samples = {op: RawSamples(iso_ms(p["start_ns"]), (p["duration_ns"] / 1e9).tolist())
                    for op, p in zip(OPS, t.points)}
         failures = {"time": iso_ms(f["start_ns"]), "op": [OPS[c] for c in f["op"].tolist()],
                     "status": [STATUSES[c] for c in f["status"].tolist()],
                     "duration_s": (f["duration_ns"] / 1e9).tolist()}
     else:
-        samples = {op: {"time": iso_ms(p["start_ns"]), "count": p["count"].tolist(),
-                        "min_s": finite_or_none(p["min_s"]), "median_s": finite_or_none(p["median_s"]),
-                        "max_s": finite_or_none(p["max_s"])}
+        samples = {op: IntervalSamples(iso_ms(p["start_ns"]), p["count"].tolist(), finite_or_none(p["min_s"]),
+                                       finite_or_none(p["median_s"]), finite_or_none(p["max_s"]))
                    for op, p in zip(OPS, t.points)}
         failures = {"time": iso_ms(f["start_ns"]), "op": [OPS[c] for c in f["op"].tolist()],
                     "errors": f["errors"].tolist(), "timeouts": f["timeouts"].tolist()}
