@@ -113,9 +113,11 @@ def _reference(frame, rules, failed, *, cores_per_node, min_procs, min_bytes, to
             return {"by_bytes_read": [], "by_bytes_written": []}
         g = df.groupby(key, sort=False).agg(jobs=("log_hash", "size"), bytes_read=("bytes_read", "sum"),
                                             bytes_written=("bytes_written", "sum"))
-        return {f"by_{col}": [{key: str(k), "jobs": int(r.jobs), "bytes_read": int(r.bytes_read),
+        # itertuples, not iterrows: iterrows makes each row one Series of a common dtype, so an int64 byte sum
+        # above 2**53 beside a float64 column was rounded (seed 3946421013: ...109 read as ...108)
+        return {f"by_{col}": [{key: str(r.Index), "jobs": int(r.jobs), "bytes_read": int(r.bytes_read),
                                "bytes_written": int(r.bytes_written)}
-                              for k, r in g.sort_values(col, ascending=False, kind="stable").head(top).iterrows()]
+                              for r in g.sort_values(col, ascending=False, kind="stable").head(top).itertuples()]
                 for col in ("bytes_read", "bytes_written")}
 
     nodes = num("nnodes")
