@@ -175,7 +175,18 @@ def monitored(frame, name: str) -> np.ndarray:
 
 
 def zero_missing(frame, name: str) -> np.ndarray:
-    v = monitored(frame, name)
+    """Column `name` as float64 with -1 ("not monitored"), NaN and missing columns as 0 (±inf as nan_to_num)."""
+    c = cols(frame)
+    if name not in c:
+        return np.zeros(c.n)
+    a = c[name]
+    v = a.astype(np.float64)
+    if a.dtype.kind in "iu":
+        # an integer counter is finite as float64: only its -1s become 0, as monitored + nan_to_num make
+        # them (issue 40: the isfinite check was most of ~180 calls a log)
+        v[v == -1] = 0.0
+        return v
+    v[v == -1] = np.nan
     # nan_to_num's own checks cost more than the column (tens of µs, thousands of calls per log)
     return v if np.isfinite(v).all() else np.nan_to_num(v, copy=False)
 
@@ -291,6 +302,33 @@ def module_rows(rec) -> Cols:
     return out
 
 
+#: (id(log), what, nprocs) -> (weak reference to the log, its rows): the characterization and the findings
+#: ask for a log's `fs_records`, `layer_rows` and `shared_rank_rows` two or three times each (issue 40).
+_PER_LOG: dict[tuple, tuple[weakref.ref, Cols]] = {}
+
+
+def _per_log(log, what: str, nprocs: int, make) -> Cols:
+    """`make()`'s rows of `log`, made once per log object (a log is not changed once read): its columns are
+    fresh arrays made read-only, so a caller that would change them in place fails loudly; each caller gets
+    its own dict of them (a column it adds is its own)."""
+    key = (id(log), what, nprocs)
+    got = _PER_LOG.get(key)
+    if got is not None and got[0]() is log:
+        rows = got[1]
+    else:
+        rows = make()
+        try:
+            ref = weakref.ref(log, lambda _r, k=key: _PER_LOG.pop(k, None))
+        except TypeError:  # an object without weak references (a test's stand-in): not kept
+            return rows
+        for v in rows.values():
+            v.setflags(write=False)
+        _PER_LOG[key] = (ref, rows)
+    out = Cols(rows.items())
+    out.n = rows.n
+    return out
+
+
 def _module_rows(rec) -> Cols:
     c, f, p = cols(rec), cols(rec), PREFIX[rec.module]
     reads, writes, opens = _OPS.get(rec.module, ((), (), ()))
@@ -344,7 +382,11 @@ def storage_modules(log) -> tuple[str, ...]:
 
 def fs_records(log) -> Cols:
     """The storage layer's records (`storage_modules`: POSIX, STDIO, DFS or DAOS) in one set of
-    module-neutral columns (plus `module` and `name`)."""
+    module-neutral columns (plus `module` and `name`); made once per log (`_per_log`)."""
+    return _per_log(log, "fs", 0, lambda: _fs_records(log))
+
+
+def _fs_records(log) -> Cols:
     parts = [(mod, log.records[mod]) for mod in storage_modules(log) if mod in log.records and len(log.records[mod])]
     if not parts:
         out = Cols({k: np.zeros(0) for k in ("bytes_read", "bytes_written", "reads", "writes", "opens", "read_time",
@@ -540,7 +582,12 @@ def shared_rank_rows(log) -> Cols:
     `module`, `id`, `name`, `bytes` and `time` (summed over ranks), `slowest_rank`, `slowest_bytes`,
     `slowest_time`, `fastest_rank`, `fastest_bytes`, `fastest_time`, `var_bytes`, `var_time` (NaN: not
     monitored) and `top` (no MPI-IO shared record of the same file above it). The standard streams
-    (<STDOUT>, ...) are left out: rank 0 prints, which is no split of the data. Empty for one process."""
+    (<STDOUT>, ...) are left out: rank 0 prints, which is no split of the data. Empty for one process.
+    Made once per log (`_per_log`)."""
+    return _per_log(log, "shared", 0, lambda: _shared_rank_rows(log))
+
+
+def _shared_rank_rows(log) -> Cols:
     nprocs = max(int(log.nprocs), 1)
     keys = ("module", "id", "name", "bytes", "time", "slowest_rank", "slowest_bytes", "slowest_time",
             "fastest_rank", "fastest_bytes", "fastest_time", "var_bytes", "var_time", "top")
@@ -685,7 +732,12 @@ def layer_rows(log, nprocs: int) -> Cols:
     (the record's slowest-rank time when it is a shared record, else 0).
 
     DAOS records are left out when DFS is present: DFS calls DAOS, so its time already holds them.
+    Made once per (log, nprocs) (`_per_log`).
     """
+    return _per_log(log, "layers", nprocs, lambda: _layer_rows(log, nprocs))
+
+
+def _layer_rows(log, nprocs: int) -> Cols:
     parts = []
     for li, layer in enumerate(LAYERS):
         if layer == "DAOS" and len(log.records.get("DFS", ())):
@@ -828,10 +880,14 @@ _MOUNT_MEMO_NAMES = 100_000
 
 def _mount_memo(mounts: list[tuple[str, str]]) -> tuple[dict, dict, dict]:
     """(name -> answer, directory -> answer, mount point -> (point, type)) for this mount table."""
-    key = tuple(mounts)
-    if _MOUNT_MEMO.get("key") != key or len(_MOUNT_MEMO["found"]) + len(_MOUNT_MEMO["dirs"]) > _MOUNT_MEMO_NAMES:
-        _MOUNT_MEMO.update(key=key, found={}, dirs={},
-                           table={point.rstrip("/") or "/": (point, fstype) for point, fstype in mounts})
+    if _MOUNT_MEMO.get("list") is not mounts:  # the same list object: a log's own table, asked ~5 times a log
+        key = tuple(mounts)
+        if _MOUNT_MEMO.get("key") != key:
+            _MOUNT_MEMO.update(key=key, found={}, dirs={},
+                               table={point.rstrip("/") or "/": (point, fstype) for point, fstype in mounts})
+        _MOUNT_MEMO["list"] = mounts
+    if len(_MOUNT_MEMO["found"]) + len(_MOUNT_MEMO["dirs"]) > _MOUNT_MEMO_NAMES:
+        _MOUNT_MEMO.update(found={}, dirs={})
     return _MOUNT_MEMO["found"], _MOUNT_MEMO["dirs"], _MOUNT_MEMO["table"]
 
 
