@@ -35,7 +35,7 @@ from ioweather.stats import costs
 from ioweather.stats.costs import LEVELS, severity  # noqa: F401 (re-exported: the levels are the costs')
 from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, effective_ranks, layer_rows, library_mask,
                                   module_rows, monitored, nan_sum, rank_sums, fs_records, shared_rank_rows, slowest_path,
-                                  storage_modules, subset, zero_missing)
+                                  storage_modules, subset, zero_missing, zero_missing_block)
 from ioweather.stats.lustre import lfs_size, lustre_file_columns, ost_count
 from ioweather.units import format_bytes, format_seconds
 # The rules' revision: bump it with any change of a finding's level, cost or message (stats/rules_revision.py
@@ -214,14 +214,15 @@ def small_requests(c, prefix: str, kind: str, small_bytes: int) -> tuple[int, in
     small = np.zeros(c.n)
     small_b = 0.0
     total_n = 0.0
-    for name, upper in edges:
-        v = zero_missing(c, f"{prefix}_SIZE_{kind}_{name}")
-        total_n += v.sum()
+    hist = zero_missing_block(c, [f"{prefix}_SIZE_{kind}_{name}" for name, _ in edges])
+    for (name, upper), v in zip(edges, hist):
+        v_sum = v.sum()
+        total_n += v_sum
         if upper is None or upper > small_bytes:
             continue
         if upper < small_bytes:
             small += v
-            small_b += v.sum() * costs.BIN_BYTES[name]
+            small_b += v_sum * costs.BIN_BYTES[name]
             continue
         # the bin whose upper bound is small_bytes: take out the exact-size accesses
         w = zero_missing(c, f"{prefix}_SIZE_{other}_{name}")

@@ -191,6 +191,18 @@ def zero_missing(frame, name: str) -> np.ndarray:
     return v if np.isfinite(v).all() else np.nan_to_num(v, copy=False)
 
 
+def zero_missing_block(frame, names: list[str]) -> np.ndarray:
+    """`zero_missing` of each of `names`, as the rows of one (len(names), n) float64 array: one conversion for
+    integer counters (a histogram's ten bins were ten calls, issue 40), row i equal to zero_missing(frame, names[i])."""
+    c = cols(frame)
+    got = [c[n] if n in c else None for n in names]
+    if not names or any(v is None or v.dtype.kind not in "iu" for v in got):
+        return np.array([zero_missing(c, n) for n in names], dtype=np.float64).reshape(len(names), c.n)
+    out = np.array(got, dtype=np.float64)
+    out[out == -1] = 0.0
+    return out
+
+
 def nan_sum(v: np.ndarray) -> float:
     """np.nansum of a 1-d float array, to the last bit, without its copy and checks when nothing is NaN (the
     characterization and rules sum ~50 counter columns per log, issue 40): NaN only ever comes from one."""
@@ -924,16 +936,17 @@ def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre) -> list[dict
     if not fs.n:
         return []
     mp, ft = assign_mounts(fs["name"], mounts)
-    # tab: Darshan's mount table is tab-separated, so no mount point or type contains one
-    # (and numpy drops trailing NULs from string scalars, so NUL cannot be the separator)
-    key = np.array([f"{a}\t{b}" for a, b in zip(mp, ft)], dtype=object)
+    # each record's (mount point, type) numbered in order of first appearance: integer masks per mount, not a
+    # text key per record compared as objects (issue 40)
+    groups: dict[tuple[str, str], int] = {}
+    code = np.fromiter((groups.setdefault(pair, len(groups)) for pair in zip(mp.tolist(), ft.tolist())), np.intp,
+                       count=len(mp))
     rows = []
     lu_ids = lustre.id if lustre is not None and len(lustre) else None
     if lu_ids is not None:
         lu_size, lu_count, lu_osts = lustre.stripe_size, lustre.stripe_count, lustre.ost_ids
-    for k in dict.fromkeys(key):
-        sel = key == k
-        mount, fstype = k.split("\t")
+    for (mount, fstype), i in groups.items():
+        sel = code == i
         ids = np.unique(fs["id"][sel])
         row = {"mount": mount or None, "fs_type": fstype or None, "files": int(ids.size),
                "bytes_read": int(fs["bytes_read"][sel].sum()), "bytes_written": int(fs["bytes_written"][sel].sum())}
