@@ -210,13 +210,34 @@ def nan_sum(v: np.ndarray) -> float:
     return s if s == s else np.where(np.isnan(v), 0.0, v).sum()
 
 
+def monitored_block(frame, names: list[str]) -> np.ndarray:
+    """`monitored` of each of `names` as the rows of one (len(names), n) float64 array (a missing column a
+    row of NaN): one conversion, not one call per column (issue 40)."""
+    c = cols(frame)
+    out = np.full((len(names), c.n), np.nan)
+    for i, n in enumerate(names):
+        if n in c:
+            out[i] = c[n]
+    out[out == -1] = np.nan
+    return out
+
+
+def nan_sums(block: np.ndarray) -> np.ndarray:
+    """`nan_sum` of each row of a C-contiguous 2-d float array: the same values summed by the same pairwise sum
+    (numpy sums each contiguous row as it sums a 1-d array)."""
+    return np.where(np.isnan(block), 0.0, block).sum(axis=1)
+
+
 def total(frame, names: Iterable[str]) -> float | None:
     """Sum of the monitored values of `names` over all rows; None when none is present/monitored."""
     c = cols(frame)
-    vals = [monitored(c, n) for n in names if n in c]
-    if not vals or all(np.isnan(v).all() for v in vals):
+    present = [n for n in names if n in c]
+    if not present:
         return None
-    return float(sum(nan_sum(v) for v in vals))
+    v = monitored_block(c, present)
+    if np.isnan(v).all():
+        return None
+    return float(sum(nan_sums(v).tolist()))
 
 
 def effective_ranks(ranks: np.ndarray, nprocs: int) -> np.ndarray:
@@ -266,15 +287,31 @@ def interface_summary(rec, nprocs: int) -> dict:
     c, f = cols(rec), cols(rec)
     p = PREFIX[rec.module]
     reads, writes, opens = _OPS.get(rec.module, ((), (), ()))
+    # the eight totals from one block of their columns (issue 40), each as `total` makes it
+    groups = {"bytes_read": [f"{p}_BYTES_READ"], "bytes_written": [f"{p}_BYTES_WRITTEN"], "reads": list(reads),
+              "writes": list(writes), "opens": list(opens), "read_time_s": [f"{p}_F_READ_TIME"],
+              "write_time_s": [f"{p}_F_WRITE_TIME"], "meta_time_s": [f"{p}_F_META_TIME"]}
+    names = list(dict.fromkeys(n for g in groups.values() for n in g if n in c))
+    block = monitored_block(c, names)
+    unmonitored, sums, row = np.isnan(block).all(axis=1).tolist(), nan_sums(block).tolist(), {}
+    for i, n in enumerate(names):
+        row[n] = i
+
+    def tot(group: list[str]) -> float | None:
+        at = [row[n] for n in group if n in row]
+        if not at or all(unmonitored[i] for i in at):
+            return None
+        return float(sum(sums[i] for i in at))
+
     out = {
-        "bytes_read": total(c, [f"{p}_BYTES_READ"]),
-        "bytes_written": total(c, [f"{p}_BYTES_WRITTEN"]),
-        "reads": total(c, reads) if reads else None,
-        "writes": total(c, writes) if writes else None,
-        "opens": total(c, opens) if opens else None,
-        "read_time_s": total(f, [f"{p}_F_READ_TIME"]),
-        "write_time_s": total(f, [f"{p}_F_WRITE_TIME"]),
-        "meta_time_s": total(f, [f"{p}_F_META_TIME"]),
+        "bytes_read": tot(groups["bytes_read"]),
+        "bytes_written": tot(groups["bytes_written"]),
+        "reads": tot(groups["reads"]) if reads else None,
+        "writes": tot(groups["writes"]) if writes else None,
+        "opens": tot(groups["opens"]) if opens else None,
+        "read_time_s": tot(groups["read_time_s"]),
+        "write_time_s": tot(groups["write_time_s"]),
+        "meta_time_s": tot(groups["meta_time_s"]),
         "files": int(np.unique(c["id"]).size),
         "records": c.n,
         "partial": rec.partial,
@@ -477,7 +514,8 @@ def access_pattern(rec) -> dict:
         return out
     c = cols(rec)
     for kind, key in (("READ", "read_histogram"), ("WRITE", "write_histogram")):
-        out[key] = {b: int(nan_sum(monitored(c, f"POSIX_SIZE_{kind}_{b}"))) for b in SIZE_BINS}
+        sums = nan_sums(monitored_block(c, [f"POSIX_SIZE_{kind}_{b}" for b in SIZE_BINS]))
+        out[key] = {b: int(x) for b, x in zip(SIZE_BINS, sums.tolist())}
     out["common_sizes"] = common_access_sizes(c, "POSIX")
     ops = zero_missing(c, "POSIX_READS") + zero_missing(c, "POSIX_WRITES")
 
