@@ -1194,7 +1194,7 @@ def _stdio_cost(ch: dict, sb: float, clock: costs.Clock) -> float:
 
 def _lustre_findings(log, t: Thresholds, clock: costs.Clock) -> list[dict]:
     """L01-L03. Which files each rule selects is decided on the per-file arrays; the rows the messages show
-    are read from them as the per-file table (`lustre_files`) gives them (`_LustreRows`), only for a rule that
+    are read from them as the per-file DataFrame gave them (`_LustreRows`), only for a rule that
     fires (issue 40: the table, the OST count and a stripe target per file were 9 % of an ingest; building the
     DataFrame where a rule fired, 60 % of the rules' time on the public Lustre logs)."""
     a = lustre_file_columns(log)
@@ -1275,7 +1275,7 @@ def _lustre_findings(log, t: Thresholds, clock: costs.Clock) -> list[dict]:
 
 class _LustreRows:
     """The rows `mask` selects of `lustre_file_columns`' arrays (plus columns given as keywords), read as the
-    per-file DataFrame (`lustre_files`) gave them to L01-L03: `iloc[i]` a row of numpy scalars with a missing
+    per-file DataFrame of them gave them to L01-L03: `iloc[i]` a row of numpy scalars with a missing
     name as NaN (pandas 3 makes the names a string column, whose missing value is NaN), `values` a column as
     itertuples gives it (Python numbers), `column` the numpy column."""
 
