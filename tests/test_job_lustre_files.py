@@ -15,7 +15,14 @@ from darshan_support import all_real_logs, need_darshan_logs  # noqa: F401
 from ioweather.sources.darshan_log import read_log
 from ioweather.stats.job import cols, monitored, zero_missing
 from ioweather.sources.darshan_log import LustreLayouts
-from ioweather.stats.lustre import _ids_column, _ranks_column, lustre_files
+from ioweather.stats.lustre import _ids_column, _ranks_column, lustre_file_columns
+
+def lustre_files(log) -> pd.DataFrame | None:
+    """The per-file table as a DataFrame of `lustre_file_columns` (None without Lustre or POSIX records): what
+    findings L01-L03 read their rows from before issue 40's fifth pass (findings._LustreRows reads them as it)."""
+    columns = lustre_file_columns(log)
+    return None if columns is None else pd.DataFrame(columns)
+
 
 def _distinct(paths):
     seen, out = set(), []

@@ -334,13 +334,17 @@ def read_job_text(path: str, fd: int, layout: _Layout) -> _JobText:
     good = [(path, kind) for kind, path in (t for t in table if len(t) == 2)]
     if len(good) < len(table):
         warnings.append(f"{len(table) - len(good)} malformed mount table line(s) skipped (damaged job region)")
-    if not _utf8(lines[0]):
-        warnings.append("the executable's name is not valid UTF-8: its undecodable bytes are shown as U+FFFD")
-    if not all(_utf8(x) for m in good for x in m):
-        warnings.append("the mount table is not valid UTF-8: its undecodable bytes are shown as U+FFFD")
+    # valid UTF-8 as a whole: so is each piece cut from it at ASCII bytes (issue 40: checking each of ~80
+    # mount names one by one was 15 % of reading a small log)
+    if not _utf8(text):
+        if not _utf8(lines[0]):
+            warnings.append("the executable's name is not valid UTF-8: its undecodable bytes are shown as U+FFFD")
+        if not all(_utf8(x) for m in good for x in m):
+            warnings.append("the mount table is not valid UTF-8: its undecodable bytes are shown as U+FFFD")
     good.sort(key=lambda m: -len(m[0]))  # libdarshan-util's order (a stable sort), longest mount point first
     exe = lines[0] if len(lines) > 1 else b""  # libdarshan-util's: the name ends at a newline, or is empty
-    return _JobText(exe=_text(exe), mounts=[(_text(p), _text(k)) for p, k in good], warnings=warnings)
+    return _JobText(exe=_text(exe), mounts=[(p.decode("utf-8", "replace"), k.decode("utf-8", "replace"))
+                                            for p, k in good], warnings=warnings)
 
 
 def _utf8(b: bytes) -> bool:
@@ -358,27 +362,44 @@ def _text(b: bytes) -> str:
 # ---------------------------------------------------------------------------
 # C stderr capture: libdarshan-util prints its errors with fprintf(stderr)
 
+#: (pid, file) of this process' capture file: made once, emptied after each read (issue 40: a TemporaryFile
+#: per log cost ~0.1 ms, 2 % of an ingest's per-log work). Per pid: a pool's forked workers must not share
+#: the parent's file (one offset for all of them).
+_CAPTURE: list = [None, None]
+
+
+def _capture_fd() -> int:
+    if _CAPTURE[0] != os.getpid():
+        _CAPTURE[:] = [os.getpid(), tempfile.TemporaryFile(buffering=0)]
+    return _CAPTURE[1].fileno()
+
+
 @contextlib.contextmanager
 def _captured_c_stderr(sink: list[str]):
-    """Redirect fd 2 to a temp file for the duration, appending its lines to `sink`."""
+    """Redirect fd 2 to this process' capture file for the duration, appending its lines to `sink`."""
     try:
         saved = os.dup(2)
     except OSError:  # no stderr at all: nothing to capture
         yield
         return
-    with tempfile.TemporaryFile() as tmp:
-        os.dup2(tmp.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            tmp.seek(0)
-            text = tmp.read().decode("utf-8", "replace")
-            # keep libdarshan-util's own messages only (a progress bar on another thread may
-            # write to fd 2 meanwhile)
-            sink.extend(line.strip() for line in text.splitlines()
-                        if line.strip().lower().startswith(("error", "warning")) or "darshan" in line.lower())
+    fd = _capture_fd()
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.dup2(fd, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        end = os.lseek(fd, 0, os.SEEK_CUR)
+        raw = os.pread(fd, end, 0) if end else b""
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        text = raw.decode("utf-8", "replace")
+        # keep libdarshan-util's own messages only (a progress bar on another thread may
+        # write to fd 2 meanwhile)
+        sink.extend(line.strip() for line in text.splitlines()
+                    if line.strip().lower().startswith(("error", "warning")) or "darshan" in line.lower())
 
 
 def _backend():
@@ -651,22 +672,34 @@ def exclude_implausible(records: dict[str, ModuleRecords], runtime_s: float, npr
     for mod, rec in records.items():
         if not len(rec):
             continue
+        timers, per_rank = _timer_columns(tuple(rec.fcounter_names))
+        if not len(timers):
+            continue
         covered = np.where(rec.ranks < 0, max(nprocs, 1), 1).astype(np.float64)
-        for j, name in enumerate(rec.fcounter_names):
-            if not name.endswith("_TIME"):
-                continue
-            v = rec.fcounter_values[:, j]
-            bad = ((v < 0) & (v != -1)) | ((v != 0) & (np.abs(v) < _TINY))
-            if runtime_s > 0:
-                per_rank = "_MAX_" in name or "_FASTEST_RANK_" in name or "_SLOWEST_RANK_" in name
-                limit = (runtime_s + RUNTIME_SLACK_S) * (1.0 if per_rank else covered)
-                bad |= v > limit
-            if bad.any():
-                sample = float(v[bad][np.argmax(np.abs(v[bad]))])
-                warnings.append(f"{mod}: {int(bad.sum())} value(s) of {name} excluded as implausible "
-                                f"(negative, denormal or longer than the job; e.g. {format_seconds(sample)})")
-                v[bad] = 0.0
+        # every timer of every record at once (issue 40: a loop of ~8 numpy calls per timer was 4 % of an
+        # ingest); the loop below visits only the timers with a bad value, in the columns' order
+        v = rec.fcounter_values[:, timers]
+        bad = ((v < 0) & (v != -1)) | ((v != 0) & (np.abs(v) < _TINY))
+        if runtime_s > 0:
+            limit = (runtime_s + RUNTIME_SLACK_S) * np.where(per_rank, 1.0, covered[:, None])
+            bad |= v > limit
+        for k in np.flatnonzero(bad.any(axis=0)):
+            j, b = timers[k], bad[:, k]
+            col = rec.fcounter_values[:, j]
+            sample = float(col[b][np.argmax(np.abs(col[b]))])
+            warnings.append(f"{mod}: {int(b.sum())} value(s) of {rec.fcounter_names[j]} excluded as implausible "
+                            f"(negative, denormal or longer than the job; e.g. {format_seconds(sample)})")
+            col[b] = 0.0
     return warnings
+
+
+@functools.lru_cache(maxsize=64)
+def _timer_columns(names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(the columns of the timers: fcounters ending in _TIME, whether each is a per-rank maximum)."""
+    timers = [j for j, n in enumerate(names) if n.endswith("_TIME")]
+    return (np.array(timers, np.intp),
+            np.array([("_MAX_" in names[j] or "_FASTEST_RANK_" in names[j] or "_SLOWEST_RANK_" in names[j])
+                      for j in timers], bool))
 
 
 def _signed_counter(name: str) -> bool:
@@ -752,7 +785,7 @@ def _optional(read, module: str, damaged: dict[str, str]):
 
 def read_log(path: str | os.PathLike, *, dxt: bool = True, heatmaps: bool = True, lustre: bool = True,
              dxt_max_segments: int = DEFAULT_DXT_MAX_SEGMENTS, exclude_implausible_times: bool = True,
-             opened=None) -> DarshanLog:
+             opened=None, layout: _Layout | None = None) -> DarshanLog:
     """Read one Darshan 3.x log (`opened`: the file already opened by `open_log`).
 
     Raises DarshanLogError (a UserError) with a one-line reason.
@@ -761,11 +794,13 @@ def read_log(path: str | os.PathLike, *, dxt: bool = True, heatmaps: bool = True
     records (the archive needs neither);
     at most `dxt_max_segments` DXT segments are kept (the rest is dropped and
     `DxtSegments.truncated` set), which bounds memory at 32 bytes per segment.
+    `layout`: check_layout's answer for `opened`, when the caller already has it (the ingest hashes first).
     """
     path = os.fspath(path)
     if opened is not None:  # the caller opened and checked it (open_log); read that file, not the name
         return _read_log(path, fd_path(opened), dxt=dxt, heatmaps=heatmaps, lustre=lustre,
-                         dxt_max_segments=dxt_max_segments, exclude_implausible_times=exclude_implausible_times)
+                         dxt_max_segments=dxt_max_segments, exclude_implausible_times=exclude_implausible_times,
+                         layout=layout)
     with open_log(path) as f:
         return _read_log(path, fd_path(f), dxt=dxt, heatmaps=heatmaps, lustre=lustre,
                          dxt_max_segments=dxt_max_segments, exclude_implausible_times=exclude_implausible_times)
@@ -773,8 +808,8 @@ def read_log(path: str | os.PathLike, *, dxt: bool = True, heatmaps: bool = True
 
 
 def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: bool, dxt_max_segments: int,
-              exclude_implausible_times: bool) -> DarshanLog:
-    layout = check_layout(path, open_path=open_path)
+              exclude_implausible_times: bool, layout: _Layout | None = None) -> DarshanLog:
+    layout = layout or check_layout(path, open_path=open_path)
     with open(open_path, "rb") as f:
         # the job and name regions now; a module's before its records are read (modules_read)
         check_inflation(path, f.fileno(), layout, lengths=set())

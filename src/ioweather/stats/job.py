@@ -175,9 +175,32 @@ def monitored(frame, name: str) -> np.ndarray:
 
 
 def zero_missing(frame, name: str) -> np.ndarray:
-    v = monitored(frame, name)
+    """Column `name` as float64 with -1 ("not monitored"), NaN and missing columns as 0 (±inf as nan_to_num)."""
+    c = cols(frame)
+    if name not in c:
+        return np.zeros(c.n)
+    a = c[name]
+    v = a.astype(np.float64)
+    if a.dtype.kind in "iu":
+        # an integer counter is finite as float64: only its -1s become 0, as monitored + nan_to_num make
+        # them (issue 40: the isfinite check was most of ~180 calls a log)
+        v[v == -1] = 0.0
+        return v
+    v[v == -1] = np.nan
     # nan_to_num's own checks cost more than the column (tens of µs, thousands of calls per log)
     return v if np.isfinite(v).all() else np.nan_to_num(v, copy=False)
+
+
+def zero_missing_block(frame, names: list[str]) -> np.ndarray:
+    """`zero_missing` of each of `names`, as the rows of one (len(names), n) float64 array: one conversion for
+    integer counters (a histogram's ten bins were ten calls, issue 40), row i equal to zero_missing(frame, names[i])."""
+    c = cols(frame)
+    got = [c[n] if n in c else None for n in names]
+    if not names or any(v is None or v.dtype.kind not in "iu" for v in got):
+        return np.array([zero_missing(c, n) for n in names], dtype=np.float64).reshape(len(names), c.n)
+    out = np.array(got, dtype=np.float64)
+    out[out == -1] = 0.0
+    return out
 
 
 def nan_sum(v: np.ndarray) -> float:
@@ -187,13 +210,34 @@ def nan_sum(v: np.ndarray) -> float:
     return s if s == s else np.where(np.isnan(v), 0.0, v).sum()
 
 
+def monitored_block(frame, names: list[str]) -> np.ndarray:
+    """`monitored` of each of `names` as the rows of one (len(names), n) float64 array (a missing column a
+    row of NaN): one conversion, not one call per column (issue 40)."""
+    c = cols(frame)
+    out = np.full((len(names), c.n), np.nan)
+    for i, n in enumerate(names):
+        if n in c:
+            out[i] = c[n]
+    out[out == -1] = np.nan
+    return out
+
+
+def nan_sums(block: np.ndarray) -> np.ndarray:
+    """`nan_sum` of each row of a C-contiguous 2-d float array: the same values summed by the same pairwise sum
+    (numpy sums each contiguous row as it sums a 1-d array)."""
+    return np.where(np.isnan(block), 0.0, block).sum(axis=1)
+
+
 def total(frame, names: Iterable[str]) -> float | None:
     """Sum of the monitored values of `names` over all rows; None when none is present/monitored."""
     c = cols(frame)
-    vals = [monitored(c, n) for n in names if n in c]
-    if not vals or all(np.isnan(v).all() for v in vals):
+    present = [n for n in names if n in c]
+    if not present:
         return None
-    return float(sum(nan_sum(v) for v in vals))
+    v = monitored_block(c, present)
+    if np.isnan(v).all():
+        return None
+    return float(sum(nan_sums(v).tolist()))
 
 
 def effective_ranks(ranks: np.ndarray, nprocs: int) -> np.ndarray:
@@ -243,15 +287,31 @@ def interface_summary(rec, nprocs: int) -> dict:
     c, f = cols(rec), cols(rec)
     p = PREFIX[rec.module]
     reads, writes, opens = _OPS.get(rec.module, ((), (), ()))
+    # the eight totals from one block of their columns (issue 40), each as `total` makes it
+    groups = {"bytes_read": [f"{p}_BYTES_READ"], "bytes_written": [f"{p}_BYTES_WRITTEN"], "reads": list(reads),
+              "writes": list(writes), "opens": list(opens), "read_time_s": [f"{p}_F_READ_TIME"],
+              "write_time_s": [f"{p}_F_WRITE_TIME"], "meta_time_s": [f"{p}_F_META_TIME"]}
+    names = list(dict.fromkeys(n for g in groups.values() for n in g if n in c))
+    block = monitored_block(c, names)
+    unmonitored, sums, row = np.isnan(block).all(axis=1).tolist(), nan_sums(block).tolist(), {}
+    for i, n in enumerate(names):
+        row[n] = i
+
+    def tot(group: list[str]) -> float | None:
+        at = [row[n] for n in group if n in row]
+        if not at or all(unmonitored[i] for i in at):
+            return None
+        return float(sum(sums[i] for i in at))
+
     out = {
-        "bytes_read": total(c, [f"{p}_BYTES_READ"]),
-        "bytes_written": total(c, [f"{p}_BYTES_WRITTEN"]),
-        "reads": total(c, reads) if reads else None,
-        "writes": total(c, writes) if writes else None,
-        "opens": total(c, opens) if opens else None,
-        "read_time_s": total(f, [f"{p}_F_READ_TIME"]),
-        "write_time_s": total(f, [f"{p}_F_WRITE_TIME"]),
-        "meta_time_s": total(f, [f"{p}_F_META_TIME"]),
+        "bytes_read": tot(groups["bytes_read"]),
+        "bytes_written": tot(groups["bytes_written"]),
+        "reads": tot(groups["reads"]) if reads else None,
+        "writes": tot(groups["writes"]) if writes else None,
+        "opens": tot(groups["opens"]) if opens else None,
+        "read_time_s": tot(groups["read_time_s"]),
+        "write_time_s": tot(groups["write_time_s"]),
+        "meta_time_s": tot(groups["meta_time_s"]),
         "files": int(np.unique(c["id"]).size),
         "records": c.n,
         "partial": rec.partial,
@@ -288,6 +348,33 @@ def module_rows(rec) -> Cols:
         if k not in ("id", "rank"):  # the records' own arrays
             v.setflags(write=False)
     _ROWS[key] = (weakref.ref(rec, lambda _r, k=key: _ROWS.pop(k, None)), out)
+    return out
+
+
+#: (id(log), what, nprocs) -> (weak reference to the log, its rows): the characterization and the findings
+#: ask for a log's `fs_records`, `layer_rows` and `shared_rank_rows` two or three times each (issue 40).
+_PER_LOG: dict[tuple, tuple[weakref.ref, Cols]] = {}
+
+
+def _per_log(log, what: str, nprocs: int, make) -> Cols:
+    """`make()`'s rows of `log`, made once per log object (a log is not changed once read): its columns are
+    fresh arrays made read-only, so a caller that would change them in place fails loudly; each caller gets
+    its own dict of them (a column it adds is its own)."""
+    key = (id(log), what, nprocs)
+    got = _PER_LOG.get(key)
+    if got is not None and got[0]() is log:
+        rows = got[1]
+    else:
+        rows = make()
+        try:
+            ref = weakref.ref(log, lambda _r, k=key: _PER_LOG.pop(k, None))
+        except TypeError:  # an object without weak references (a test's stand-in): not kept
+            return rows
+        for v in rows.values():
+            v.setflags(write=False)
+        _PER_LOG[key] = (ref, rows)
+    out = Cols(rows.items())
+    out.n = rows.n
     return out
 
 
@@ -344,7 +431,11 @@ def storage_modules(log) -> tuple[str, ...]:
 
 def fs_records(log) -> Cols:
     """The storage layer's records (`storage_modules`: POSIX, STDIO, DFS or DAOS) in one set of
-    module-neutral columns (plus `module` and `name`)."""
+    module-neutral columns (plus `module` and `name`); made once per log (`_per_log`)."""
+    return _per_log(log, "fs", 0, lambda: _fs_records(log))
+
+
+def _fs_records(log) -> Cols:
     parts = [(mod, log.records[mod]) for mod in storage_modules(log) if mod in log.records and len(log.records[mod])]
     if not parts:
         out = Cols({k: np.zeros(0) for k in ("bytes_read", "bytes_written", "reads", "writes", "opens", "read_time",
@@ -423,7 +514,8 @@ def access_pattern(rec) -> dict:
         return out
     c = cols(rec)
     for kind, key in (("READ", "read_histogram"), ("WRITE", "write_histogram")):
-        out[key] = {b: int(nan_sum(monitored(c, f"POSIX_SIZE_{kind}_{b}"))) for b in SIZE_BINS}
+        sums = nan_sums(monitored_block(c, [f"POSIX_SIZE_{kind}_{b}" for b in SIZE_BINS]))
+        out[key] = {b: int(x) for b, x in zip(SIZE_BINS, sums.tolist())}
     out["common_sizes"] = common_access_sizes(c, "POSIX")
     ops = zero_missing(c, "POSIX_READS") + zero_missing(c, "POSIX_WRITES")
 
@@ -546,7 +638,12 @@ def shared_rank_rows(log) -> Cols:
     `name`, `bytes` and `time` (summed over ranks), `ranked` (Darshan recorded the slowest and the fastest rank,
     both ranks of the job), `slowest_rank`, `slowest_bytes`, `slowest_time`, `fastest_rank`, `fastest_bytes`,
     `fastest_time` (-1 and 0 where not `ranked`; a counter not monitored reads 0), `var_bytes`, `var_time`
-    (NaN: not monitored) and `top` (no MPI-IO shared record of the same file above it)."""
+    (NaN: not monitored) and `top` (no MPI-IO shared record of the same file above it).
+    Made once per log (`_per_log`)."""
+    return _per_log(log, "shared", 0, lambda: _shared_rank_rows(log))
+
+
+def _shared_rank_rows(log) -> Cols:
     nprocs = max(int(log.nprocs), 1)
     keys = ("module", "id", "name", "bytes", "time", "ranked", "slowest_rank", "slowest_bytes", "slowest_time",
             "fastest_rank", "fastest_bytes", "fastest_time", "var_bytes", "var_time", "top")
@@ -694,7 +791,12 @@ def layer_rows(log, nprocs: int) -> Cols:
     (the record's slowest-rank time when it is a shared record, else 0).
 
     DAOS records are left out when DFS is present: DFS calls DAOS, so its time already holds them.
+    Made once per (log, nprocs) (`_per_log`).
     """
+    return _per_log(log, "layers", nprocs, lambda: _layer_rows(log, nprocs))
+
+
+def _layer_rows(log, nprocs: int) -> Cols:
     parts = []
     for li, layer in enumerate(LAYERS):
         if layer == "DAOS" and len(log.records.get("DFS", ())):
@@ -837,10 +939,14 @@ _MOUNT_MEMO_NAMES = 100_000
 
 def _mount_memo(mounts: list[tuple[str, str]]) -> tuple[dict, dict, dict]:
     """(name -> answer, directory -> answer, mount point -> (point, type)) for this mount table."""
-    key = tuple(mounts)
-    if _MOUNT_MEMO.get("key") != key or len(_MOUNT_MEMO["found"]) + len(_MOUNT_MEMO["dirs"]) > _MOUNT_MEMO_NAMES:
-        _MOUNT_MEMO.update(key=key, found={}, dirs={},
-                           table={point.rstrip("/") or "/": (point, fstype) for point, fstype in mounts})
+    if _MOUNT_MEMO.get("list") is not mounts:  # the same list object: a log's own table, asked ~5 times a log
+        key = tuple(mounts)
+        if _MOUNT_MEMO.get("key") != key:
+            _MOUNT_MEMO.update(key=key, found={}, dirs={},
+                               table={point.rstrip("/") or "/": (point, fstype) for point, fstype in mounts})
+        _MOUNT_MEMO["list"] = mounts
+    if len(_MOUNT_MEMO["found"]) + len(_MOUNT_MEMO["dirs"]) > _MOUNT_MEMO_NAMES:
+        _MOUNT_MEMO.update(found={}, dirs={})
     return _MOUNT_MEMO["found"], _MOUNT_MEMO["dirs"], _MOUNT_MEMO["table"]
 
 
@@ -877,16 +983,17 @@ def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre) -> list[dict
     if not fs.n:
         return []
     mp, ft = assign_mounts(fs["name"], mounts)
-    # tab: Darshan's mount table is tab-separated, so no mount point or type contains one
-    # (and numpy drops trailing NULs from string scalars, so NUL cannot be the separator)
-    key = np.array([f"{a}\t{b}" for a, b in zip(mp, ft)], dtype=object)
+    # each record's (mount point, type) numbered in order of first appearance: integer masks per mount, not a
+    # text key per record compared as objects (issue 40)
+    groups: dict[tuple[str, str], int] = {}
+    code = np.fromiter((groups.setdefault(pair, len(groups)) for pair in zip(mp.tolist(), ft.tolist())), np.intp,
+                       count=len(mp))
     rows = []
     lu_ids = lustre.id if lustre is not None and len(lustre) else None
     if lu_ids is not None:
         lu_size, lu_count, lu_osts = lustre.stripe_size, lustre.stripe_count, lustre.ost_ids
-    for k in dict.fromkeys(key):
-        sel = key == k
-        mount, fstype = k.split("\t")
+    for (mount, fstype), i in groups.items():
+        sel = code == i
         ids = np.unique(fs["id"][sel])
         row = {"mount": mount or None, "fs_type": fstype or None, "files": int(ids.size),
                "bytes_read": int(fs["bytes_read"][sel].sum()), "bytes_written": int(fs["bytes_written"][sel].sum())}

@@ -8,7 +8,6 @@ a lower bound unless the `lustre_osts` threshold gives the real count.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from ioweather.stats.job import cols, first_layouts, monitored, zero_missing
 
@@ -30,13 +29,6 @@ def lfs_size(n: int) -> str:
         if n >= k and n % k == 0:
             return f"{n // k}{unit}"
     return str(n)
-
-
-def lustre_files(log, columns: dict[str, np.ndarray] | None = None) -> pd.DataFrame | None:
-    """The per-file table of `lustre_file_columns` as a DataFrame (None when the log has no Lustre or POSIX
-    records); `columns`: that function's answer for `log` when already made."""
-    columns = lustre_file_columns(log) if columns is None else columns
-    return None if columns is None else pd.DataFrame(columns)
 
 
 def lustre_file_columns(log) -> dict[str, np.ndarray] | None:

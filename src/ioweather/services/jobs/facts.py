@@ -12,7 +12,7 @@ the one ingested (its content hash) and they were made by this version, under th
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 from ioweather import __version__
@@ -95,7 +95,17 @@ class LogFacts:
         as darshan store version 4 has held them from the first: `usable` reads every row stored since under
         this code's rules (`rules`: the revision they were derived under, since version 5)."""
         return json.dumps({"version": FACTS_VERSION, "ioweather": __version__, "rules": RULES_REVISION,
-                           "facts": asdict(self)}, default=_plain)
+                           "facts": self._fields()}, default=_plain)
+
+    def _fields(self) -> dict:
+        """`asdict(self)` without its deep copy of every leaf (issue 40: 3 % of an ingest's per-log work): the
+        same keys in the same order, `times` and each mount as the dicts of their fields."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["times"] = {f.name: getattr(self.times, f.name) for f in fields(self.times)}
+        if self.mounts is not None:
+            out["mounts"] = [{f.name: getattr(m, f.name) for f in fields(m)} for m in self.mounts]
+        out["hosts"] = list(self.hosts)
+        return out
 
     @classmethod
     def usable(cls, text: str | None) -> LogFacts | None:

@@ -184,11 +184,12 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
             st = os.fstat(f.fileno())  # the file opened, not what the name pointed to before
             size, mtime = st.st_size, st.st_mtime_ns
             dev, ino = file_stamp(st)[:2]  # what the next ingest compares to skip it unopened
-            log_hash = content_hash(path, opened=f, layout=check_layout(path, open_path=fd_path(f)))
+            layout = check_layout(path, open_path=fd_path(f))
+            log_hash = content_hash(path, opened=f, layout=layout)
             if log_hash in known:
                 return ("dup", {"log_hash": log_hash, "path": shown, "path_hash": path_hash(path), "size_bytes": size,
                                 "mtime_ns": mtime, "st_dev": dev, "st_ino": ino})
-            log = read_log(path, dxt=False, heatmaps=False, opened=f)  # Lustre layout: findings L01-L03
+            log = read_log(path, dxt=False, heatmaps=False, opened=f, layout=layout)  # Lustre layout: findings L01-L03
         # records with impossible counters (a damaged log) are left out of the characterization and findings
         clean, damage = drop_impossible(log)
         ch = characterize(clean, cores_per_node=cores_per_node)
