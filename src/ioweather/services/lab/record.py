@@ -26,7 +26,6 @@ from pathlib import Path
 from ioweather.errors import UserError
 from ioweather.services.lab.run import LabRun, fs_type, read_index, run_cases, write_index
 from ioweather.signals import die_with_parent
-from ioweather.sources.telemetry.diskstats import parse_diskstats
 
 #: the lab store's directory under the logs directory (lab run's default --home)
 STORE = "store"
@@ -43,20 +42,25 @@ def ioweather(home: Path, *args: str, **kw) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, preexec_fn=partial(die_with_parent, os.getpid()), **kw)
 
 
-def stop(p: subprocess.Popen, what: str, timeout: float = 60.0, ok=(0, -signal.SIGINT, 130)) -> None:
-    """SIGINT (a recorder's clean stop: its last rows are flushed), then wait; a failure names its reason."""
-    if p.poll() is None:
-        p.send_signal(signal.SIGINT)
+def finish(p: subprocess.Popen, what: str, timeout: float) -> str:
+    """Wait for `p` (killed after `timeout`, a UserError naming `what`); its stderr."""
     try:
-        _, err = p.communicate(timeout=timeout)
+        return p.communicate(timeout=timeout)[1] or ""
     except subprocess.TimeoutExpired:
         p.kill()
         p.wait()
         raise UserError(f"{what} did not stop within {timeout:g} s") from None
     except ValueError:  # its output was read to the end already (it stopped at once, and said why)
-        err = ""
+        return ""
+
+
+def stop(p: subprocess.Popen, what: str, timeout: float = 60.0, ok=(0, -signal.SIGINT, 130)) -> None:
+    """SIGINT (a recorder's clean stop: its last rows are flushed), then wait; a failure names its reason."""
+    if p.poll() is None:
+        p.send_signal(signal.SIGINT)
+    err = finish(p, what, timeout)
     if p.returncode not in ok:
-        raise UserError(f"{what} failed (exit {p.returncode}): {(err or '').strip().splitlines()[-1:] or ''}")
+        raise UserError(f"{what} failed (exit {p.returncode}): {err.strip().splitlines()[-1:] or ''}")
 
 
 def ahead(p: subprocess.Popen) -> None:
@@ -99,6 +103,9 @@ def block_device(path: Path) -> str | None:
 def device_written(path: Path) -> int | None:
     """Bytes written so far by the block device holding `path`: its line of /proc/diskstats, read by the
     diskstats source's parser; None where `path` has no block device of its own."""
+    # lazy: pandas via sources.telemetry: kept off `lab`'s command module top
+    from ioweather.sources.telemetry.diskstats import parse_diskstats
+
     name = block_device(path)
     if name is None:
         return None
@@ -125,12 +132,7 @@ def ingest(home: Path, logs: list[str]) -> None:
     if not logs:
         return
     p = ioweather(home, "jobs", "ingest", *logs)
-    try:
-        _, err = p.communicate(timeout=INGEST_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-        raise UserError(f"jobs ingest did not end within {INGEST_TIMEOUT_S} s") from None
+    err = finish(p, "jobs ingest", INGEST_TIMEOUT_S)
     if p.returncode:
         raise UserError(f"jobs ingest failed: {err.strip()[-300:]}")
 
