@@ -118,7 +118,7 @@ class PairScore:
     verdict: str | None = None
     #: `job`'s verdict on the fixed run (a clean twin should be told "nothing worth changing")
     fixed_verdict: str | None = None
-    #: the finding causes, largest change first ("Y01 -4.20 s")
+    #: the finding causes (and the crowd's, with the lab store's telemetry), largest change first ("Y01 -4.20 s")
     causes: list[str] = field(default_factory=list)
     error: str | None = None
     #: job diff read the pair as stored jobs of the lab store with the disk's counters for both windows (its
