@@ -699,6 +699,7 @@ _.state_label  # services.telemetry.fsfacts.LctlTarget
 _.statistic  # services.answers.changes.Change, services.answers.changes.ProbeMark
 _.status  # services.bench.runs.BenchCheck, services.content.fsstats.DirGrowth, services.content.fsstats.OwnerGrowth, services.lab.run.CaseRun, services.probe.slowdown.Check
 _.step_s  # services.telemetry.fsview.Capacity, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.fsview.TargetSeries
+_.store  # services.lab.run.LabRun, services.lab.score.PairsScore
 _.storm  # services.lab.storm.StormPair
 _.storm_job  # services.lab.storm.StormPair
 _.strategy_by_size  # services.jobs.archive_light.ArchiveSummary
@@ -728,6 +729,8 @@ _.target  # services.answers.changes.ProbeMark, services.answers.changes.Skipped
 _.targets  # services.answers.why.Why, services.probe.history.History, services.probe.slowdown.Check, services.probe.status.Status, services.probe.timeline.Timeline, services.telemetry.fsfacts.LctlState, services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.Capacity, services.telemetry.fsview.LustreState, services.telemetry.fsview.Metadata, services.telemetry.fsview.Servers, services.telemetry.imports.SourceImport, services.telemetry.workload.Workload
 _.targets_all  # services.answers.factors.Factors, services.probe.history.History
 _.targets_met  # services.lab.storm.StormPair
+_.telemetry  # services.lab.run.LabRun, services.lab.score.PairScore
+_.telemetry_note  # services.lab.score.PairScore
 _.threads  # services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader
 _.threshold  # services.jobs.answer.Finding
 _.thresholds  # services.probe.history.History, services.probe.status.Status, services.probe.timeline.Timeline
@@ -795,6 +798,7 @@ _.what  # services.answers.factors.GroupDensity, services.jobs.darshan.StoredFin
 _.window_end_ns  # services.jobs.weather.Weather
 _.window_s  # services.probe.status.Status, services.probe.status.TargetStatus
 _.window_start_ns  # services.jobs.weather.Weather
+_.with_telemetry  # services.lab.score.PairsScore
 _.worst  # services.answers.report.ClimateOp, services.answers.report.SlowdownClimate, services.probe.history.TargetHistory
 _.worth  # services.jobs.answer.Finding
 _.write  # services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.BrwTarget, services.telemetry.workload.Autocorrelation, services.telemetry.workload.PowerSpectra

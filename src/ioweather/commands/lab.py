@@ -11,7 +11,7 @@ from ioweather.commands.common import DURATION, json_option
 from ioweather.errors import UserError
 from ioweather.services.lab.answers import catalogue, RunAndScores
 from ioweather.services.lab.catalogue import select
-from ioweather.services.lab.run import run_cases
+from ioweather.services.lab.record import run_recorded
 from ioweather.services.lab.score import score_logs
 from ioweather.services.lab.toolchain import build, cache_dir, find
 from ioweather.units import format_seconds
@@ -83,10 +83,19 @@ def register(cli: click.Group) -> None:
     @click.option("--case", "names", multiple=True, metavar="NAME", help="Run only this case (repeatable; see `lab list`).")
     @click.option("--logs", "logs_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
                   help="Where the Darshan logs and INDEX.json go (default: the lab's cache/logs).")
+    @click.option("--home", type=click.Path(file_okay=False, path_type=Path), default=None,
+                  help="The lab store the disk's counters and the logs go into (default: LOGS/store).")
+    @click.option("--no-telemetry", is_flag=True,
+                  help="Record no disk counters and ingest nothing: the pairs are scored from the logs alone.")
     @click.option("--score", "then_score", is_flag=True, help="Then score ioweather and Drishti on the logs (`lab score`).")
     @json_option
-    def run_cmd(directory, names, logs_dir, then_score, as_json):
-        """Run the catalogue's cases on DIR, each a real run under Darshan with its planted cause."""
+    def run_cmd(directory, names, logs_dir, home, no_telemetry, then_score, as_json):
+        """Run the catalogue's cases on DIR, each a real run under Darshan with its planted cause.
+
+        Beside them, `collect --sources diskstats` records DIR's disk into the lab store (LOGS/store, or
+        --home), and the logs are ingested there at the end: `lab score` then diffs the bad -> fixed pairs
+        as stored jobs with the disk's counters (job diff's crowd cause). On a file system with no local
+        block device (Lustre, GPFS, NFS) nothing is recorded and the pairs are scored from the logs."""
         # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, print_table, progress
 
@@ -100,8 +109,9 @@ def register(cli: click.Group) -> None:
         tools = find()
         with progress() as bar:
             task = bar.add_task("lab cases", total=len(cases))
-            run = run_cases(cases, tools, directory, logs_dir,
-                            lambda done, total, name: bar.update(task, completed=done, description=name or "lab cases"))
+            run = run_recorded(cases, tools, directory, logs_dir, home=home, telemetry=not no_telemetry,
+                               progress_cb=lambda done, total, name: bar.update(task, completed=done,
+                                                                                description=name or "lab cases"))
         scores = _score(logs_dir) if then_score else None
         # a failed case leaves the others' logs indexed; the exit status tells `make lab` not to go on
         failed = [c.name for c in run.cases if c.status == "failed"]
@@ -115,6 +125,8 @@ def register(cli: click.Group) -> None:
                       "label": ", ".join(c.labels) or "(control)"} for c in run.cases],
                     [("name", "case"), ("state", "state"), ("elapsed", "time"), ("logs", "logs"), ("label", "labels")],
                     title=f"{len(run.cases)} cases on {directory} (Darshan, IOR from {tools.origin}); logs in {logs_dir}")
+        click.echo(run.telemetry or
+                   f"telemetry: the disk's counters (collect --sources diskstats) and the logs in the lab store {run.store}")
         if scores:
             _print_scores(scores)
         if failed:
@@ -243,5 +255,7 @@ def _print_pairs(pairs) -> None:
                  ("share", "explained"), ("evidence", "job diff's verdict")],
                 title="job diff on bad -> fixed pairs")
     stdout.print(f"job diff explains >= {100 * pairs.min_share:.0f} % of the change on {pairs.explained} of "
-                 f"{pairs.scored} pairs" + (f"; not in the logs: {', '.join(pairs.absent)}" if pairs.absent else ""),
+                 f"{pairs.scored} pairs" + (f"; not in the logs: {', '.join(pairs.absent)}" if pairs.absent else "")
+                 + (f"; {pairs.with_telemetry} of them diffed as stored jobs with the disk's counters ({pairs.store})"
+                    if pairs.store else ""),
                  markup=False, highlight=False)

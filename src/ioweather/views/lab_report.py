@@ -64,16 +64,22 @@ def _fixed(verdict: str | None) -> str:
 
 
 def pairs_markdown(doc: dict) -> list[str]:
-    """`doc`: a PairsScore as JSON. One row per bad -> fixed pair: job diff's change, explained share and verdict."""
+    """`doc`: a PairsScore as JSON. One row per bad -> fixed pair: job diff's change, explained share and verdict;
+    with a lab store, whether job diff had the disk's counters for the pair (its crowd cause could count)."""
+    store = bool(doc.get("store"))
     lines = ["| bad -> fixed | the same | the fix | I/O time before -> after | change | explained | job diff's verdict "
-             "| `job` on the fixed run |", "|---|---|---|---|---|---|---|---|"]
+             "| `job` on the fixed run |" + (" telemetry |" if store else ""),
+             "|---|---|---|---|---|---|---|---|" + ("---|" if store else "")]
     for p in doc["pairs"]:
         share = "–" if p["explained_share"] is None else f"{100 * p['explained_share']:.0f} %"
         verdict = (p["verdict"] or "").replace("|", "/") if not p["error"] else f"**error**: {p['error']}"
         lines.append(f"| {p['bad']} -> {p['fixed']} | {p['same']} | {p['fix']} | {_s(p['before_s'])} -> "
-                     f"{_s(p['after_s'])} | {'+' if (p['change_s'] or 0) > 0 else ''}{_s(p['change_s'])} | {share} | {verdict} | {_fixed(p.get('fixed_verdict'))} |")
+                     f"{_s(p['after_s'])} | {'+' if (p['change_s'] or 0) > 0 else ''}{_s(p['change_s'])} | {share} | {verdict} | {_fixed(p.get('fixed_verdict'))} |"
+                     + ((" yes |" if p.get("telemetry") else " no |") if store else ""))
     lines += ["", f"job diff explains ≥ {100 * doc['min_share']:.0f} % of the change on {doc['explained']} of "
                   f"{doc['scored']} pairs" + (f"; on {doc['no_saving']} more the fix saved no material time and `job` "
                                                "claimed no material saving for the fix" if doc.get("no_saving") else "")
-              + (f"; not in the logs: {', '.join(doc['absent'])}" if doc["absent"] else "") + "."]
+              + (f"; not in the logs: {', '.join(doc['absent'])}" if doc["absent"] else "")
+              + (f"; {doc['with_telemetry']} of them diffed as stored jobs with the disk's counters (lab store)"
+                 if store else "") + "."]
     return lines

@@ -5,5 +5,6 @@
     run        runs cases on a directory under Darshan and keeps their logs with an INDEX.json
     score      scores ioweather's findings and Drishti's insights against the planted labels
     answers    what `lab list` (the catalogue) and `lab run` (the run, with its scores) answer
+    record     `lab run`'s telemetry (collect's diskstats into a lab store, the logs ingested); storm's recorders
     storm      `lab storm`: `why` scored on planted truth (the storm pair)
 """

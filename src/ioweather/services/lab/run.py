@@ -105,6 +105,10 @@ class LabRun(Answer):
     #: the file system type of `dir` (/proc/mounts), None where unknown: on a node-local one the cases'
     #: `costless_local` labels are scored as patterns (services/lab/score.py)
     fs_type: str | None = None
+    #: the lab store the run recorded the disk's counters and ingested its logs into (services/lab/record.py),
+    #: and why this run recorded none (None when it did)
+    store: str | None = None
+    telemetry: str | None = None
 
     def to_json(self) -> dict:
         return asdict(self)

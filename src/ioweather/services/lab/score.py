@@ -11,7 +11,10 @@ scored as patterns, like tolerated labels (neither found nor missed), and counte
 
 The bad -> fixed pairs of `catalogue.PAIRS` whose two cases ran are read by `job diff` (services/answers/
 job_diff.py): the share of the I/O-time change its findings explain, at least `MIN_EXPLAINED_SHARE` each
-(issue 39's "Done when").
+(issue 39's "Done when"). When `lab run` recorded the disk (INDEX.json's `store`, services/lab/record.py) and
+both of a pair's logs are stored jobs there, the pair is diffed by its stored jobs: job diff then has the
+disk's counters for each run's window (its system share, and its `crowd` cause on one device); otherwise by
+the logs' paths, as without telemetry (`PairScore.telemetry` says which).
 
 Drishti (drishti-io on PyPI) runs from its own virtual environment in the lab's cache, made here on
 first use; it is never a dependency of ioweather. When it cannot be installed or run, its score is
@@ -28,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ioweather.config import Settings
 from ioweather.encoding import Answer
 from ioweather.errors import UserError
 from ioweather.services.lab.catalogue import LABEL_NAMES, PAIRS, TWIN_NAMES, code_labels
@@ -114,9 +118,14 @@ class PairScore:
     verdict: str | None = None
     #: `job`'s verdict on the fixed run (a clean twin should be told "nothing worth changing")
     fixed_verdict: str | None = None
-    #: the finding causes, largest change first ("Y01 -4.20 s")
+    #: the finding causes (and the crowd's, with the lab store's telemetry), largest change first ("Y01 -4.20 s")
     causes: list[str] = field(default_factory=list)
     error: str | None = None
+    #: job diff read the pair as stored jobs of the lab store with the disk's counters for both windows (its
+    #: system share and crowd cause could count); False: from the logs alone
+    telemetry: bool = False
+    #: why a pair of stored jobs still had no telemetry (job diff's note), None otherwise
+    telemetry_note: str | None = None
 
 
 @dataclass
@@ -130,6 +139,9 @@ class PairsScore:
     min_share: float = MIN_EXPLAINED_SHARE
     #: the pairs of the catalogue whose two cases are not both in the logs (status "ok", one log each)
     absent: list[str] = field(default_factory=list)
+    #: the lab store the pairs were looked up in (INDEX.json's `store`), and how many pairs used its telemetry
+    store: str | None = None
+    with_telemetry: int = 0
 
 
 @dataclass
@@ -228,21 +240,54 @@ def _read_all(read, cases: list[CaseRun], workers: int, progress_cb, done: list[
         return {c.name: list(pool.map(one, c.logs)) for c in cases}
 
 
-def score_pairs(cases: list[CaseRun], pairs=PAIRS, progress_cb=lambda pair: None) -> PairsScore:
-    """`job diff` on each of `pairs` (catalogue.Pair) whose bad and fixed cases both ran (one log each)."""
+def stored_logs(settings: Settings, paths: list[str]) -> dict[str, str]:
+    """{log path: its stored job's log hash} for those of `paths` that are jobs in the store of `settings`."""
+    # lazy: sqlalchemy via store, loaded only when a lab store is there
+    from ioweather.sources.darshan_header import content_hash
+    from ioweather.store import jobs as jobs_store, open_store
+
+    hashes = {}
+    for p in paths:
+        try:
+            hashes[p] = content_hash(p)
+        except Exception:  # a log that cannot be hashed is not stored either: job diff reads it by path
+            continue
+    store = open_store(settings)
+    try:
+        have = ({r["log_hash"] for r in jobs_store.rows_of(store, hashes.values(), ["log_hash"])}
+                if "darshan" in store.versions() else set())
+    finally:
+        store.dispose()
+    return {p: h for p, h in hashes.items() if h in have}
+
+
+def pair_idents(bad: str, fixed: str, stored: dict[str, str]) -> tuple[str, str, bool]:
+    """What job diff is given for a pair's two logs: their stored jobs' hashes when both are stored (the store's
+    telemetry can then count), else the two paths; and whether it was the store."""
+    if bad in stored and fixed in stored:
+        return stored[bad], stored[fixed], True
+    return bad, fixed, False
+
+
+def score_pairs(cases: list[CaseRun], pairs=PAIRS, progress_cb=lambda pair: None,
+                settings: Settings | None = None) -> PairsScore:
+    """`job diff` on each of `pairs` (catalogue.Pair) whose bad and fixed cases both ran (one log each); by the
+    stored jobs of `settings`'s store (the lab store) when both logs are there (`pair_idents`)."""
     # lazy: the job report forks its reader before numpy and PyDarshan are imported (docs/darshan.md)
     from ioweather.services.answers.job_diff import job_diff, material_s
 
     logs = {c.name: c.logs[0] for c in cases if c.status == "ok" and len(c.logs) == 1}
-    out = PairsScore()
+    out = PairsScore(store=None if settings is None else str(settings.home))
+    stored = stored_logs(settings, list(logs.values())) if settings is not None else {}
     for p in pairs:
         if p.bad not in logs or p.fixed not in logs:
             out.absent.append(f"{p.bad} -> {p.fixed}")
             continue
         progress_cb(p)
         ps = PairScore(p.bad, p.fixed, p.same, p.fix)
+        before, after, from_store = pair_idents(logs[p.bad], logs[p.fixed], stored)
         try:
-            d = job_diff(None, logs[p.bad], logs[p.fixed])
+            d = job_diff(settings if from_store else None, before, after)
         except Exception as e:  # a log job diff cannot read is that pair's error, not the scorer's
             ps.error = str(e)
         else:
@@ -253,12 +298,25 @@ def score_pairs(cases: list[CaseRun], pairs=PAIRS, progress_cb=lambda pair: None
             ps.explained, ps.no_saving = pair_outcome(d.explained_share, d.io_time_change_s,
                                                       d.verdict.startswith("no material change"), ps.claimed_s,
                                                       material_s(d.before.io_time_s), MIN_EXPLAINED_SHARE)
-            ps.causes = [f"{c.code} {c.change_s:+.2f} s" for c in d.causes if c.kind == "finding"]
+            # the crowd is there only when the store's telemetry was (without it, the findings alone, as before)
+            ps.causes = [f"{c.code} {c.change_s:+.2f} s" for c in d.causes if c.kind in ("finding", "crowd")]
+            ps.telemetry = from_store and d.system is not None
+            if from_store and d.system is None:
+                ps.telemetry_note = "; ".join(d.notes) or None
+            out.with_telemetry += ps.telemetry
             out.scored += 1
             out.explained += ps.explained
             out.no_saving += ps.no_saving and not ps.explained
         out.pairs.append(ps)
     return out
+
+
+def _lab_store(home: str | None) -> Settings | None:
+    """The settings of the lab store `lab run` recorded into (INDEX.json's `store`), None without one."""
+    if not home:
+        return None
+    settings = Settings.resolve(Path(home))
+    return settings if settings.store_exists() else None
 
 
 def score_logs(logs_dir: Path, *, drishti: bool = True, cache: Path | None = None,
@@ -296,6 +354,6 @@ def score_logs(logs_dir: Path, *, drishti: bool = True, cache: Path | None = Non
             theirs = _read_all(lambda log: _drishti(python, log), cases, 2, progress_cb, done, total)
             versions = {r[2] for rs in theirs.values() for r in rs if not isinstance(r, Exception)}
             tools.append(_tool_score("drishti", ", ".join(sorted(versions)) or None, cases, theirs, local))
-    pairs = score_pairs(ran)
+    pairs = score_pairs(ran, settings=_lab_store(index.store))
     return Scores(str(logs_dir), len(cases), tools, pairs, index.fs_type, local)
 

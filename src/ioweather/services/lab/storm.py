@@ -17,7 +17,6 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,9 +24,10 @@ from pathlib import Path
 from ioweather.config import Settings
 from ioweather.encoding import Answer
 from ioweather.errors import UserError
+from ioweather.services.lab.record import ahead as _ahead, collecting, device_written as _device_written, \
+    ioweather as _ioweather, stop as _stop
 from ioweather.services.lab.run import _env
 from ioweather.services.lab.toolchain import Toolchain
-from ioweather.sources.telemetry.diskstats import parse_diskstats
 from ioweather.stats.coverage import TAIL_S
 from ioweather.store import probe_light
 from ioweather.units import parse_size
@@ -90,28 +90,6 @@ def _iso(t: float) -> str:
     return dt.datetime.fromtimestamp(t, tz=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _ioweather(home: Path, *args: str, **kw) -> subprocess.Popen:
-    env = {**os.environ, "IOWEATHER_HOME": str(home)}
-    return subprocess.Popen([sys.executable, "-m", "ioweather", *args], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, **kw)
-
-
-def _stop(p: subprocess.Popen, what: str, timeout: float = 60.0, ok=(0, -signal.SIGINT, 130)) -> None:
-    """SIGINT (a recorder's clean stop: its last rows are flushed), then wait; a failure names its reason."""
-    if p.poll() is None:
-        p.send_signal(signal.SIGINT)
-    try:
-        _, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-        raise UserError(f"{what} did not stop within {timeout:g} s") from None
-    except ValueError:  # its output was read to the end already (it stopped at once, and said why)
-        err = ""
-    if p.returncode not in ok:
-        raise UserError(f"{what} failed (exit {p.returncode}): {(err or '').strip().splitlines()[-1:] or ''}")
-
-
 def _ior(tools: Toolchain, workdir: Path, log: Path, jobid: int, block: str) -> list[str]:
     env = {**_env(tools, log, mpi=True), "DARSHAN_JOBID": "IOWEATHER_LAB_JOBID", "IOWEATHER_LAB_JOBID": str(jobid)}
     return [tools.mpiexec, "-n", "2", "env", *(f"{k}={v}" for k, v in env.items()), tools.ior,
@@ -119,29 +97,17 @@ def _ior(tools: Toolchain, workdir: Path, log: Path, jobid: int, block: str) -> 
             "-o", str(workdir / "ior.dat")]
 
 
-def _ahead(p: subprocess.Popen) -> None:
-    """The recorders, and the planted storm, ahead of the jobs, where the user may (root): on a loaded machine
-    collect's 1 s tick was read late (a job's bytes in the second before), and the storm at the twins' priority
-    did not slow its twin by the second `job diff` calls material. An unprivileged lab runs as it is."""
-    try:
-        os.setpriority(os.PRIO_PROCESS, p.pid, -10)
-    except OSError:
-        pass
-
-
 def _wait_recording(home: Path, recorders: list, timeout_s: float = 180.0) -> None:
     """Until `collect` has stored its first readings and the probe its first samples. A fixed wait is not
     enough: on a loaded machine their imports took longer than it, the quiet twin ran before collect's first
     tick, and its window had no telemetry to compare with."""
     settings = Settings.resolve(home)
-    tdir = home / "parquet" / "telemetry"
     deadline = time.monotonic() + timeout_s
     while True:
         for p, what in recorders:
             if p.poll() is not None:
                 raise UserError(f"{what} stopped at once: {(p.communicate()[1] or '').strip()[-300:]}")
-        collected = any(tdir.glob(".collect-*.state.json"))
-        if collected and (settings.db_url is not None or _probe_samples(settings.sqlite_path)):
+        if collecting(home) and (settings.db_url is not None or _probe_samples(settings.sqlite_path)):
             return
         if time.monotonic() > deadline:
             raise UserError(f"collect and the probe stored nothing within {timeout_s:g} s of their start")
@@ -158,19 +124,6 @@ def _probe_samples(path: Path) -> bool:
             con.close()
     except (probe_light.Unsupported, sqlite3.Error):  # not created yet, or locked by the writer for a moment
         return False
-
-
-def _device_written(path: Path) -> int | None:
-    """Bytes written so far by the block device holding `path`: its line of /proc/diskstats, read by the
-    diskstats source's parser, found by the device's number (/sys/dev/block/MAJOR:MINOR names it)."""
-    dev = os.stat(path).st_dev
-    try:
-        name = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve(strict=True).name
-        with open("/proc/diskstats") as f:
-            counters = parse_diskstats(f.read(), ignore=None).get(name)
-    except OSError:  # no block device of its own (overlay, NFS, tmpfs)
-        return None
-    return None if counters is None else int(counters["write_bytes"])
 
 
 def _run(cmd: list[str], what: str, cwd: Path) -> None:

@@ -1,0 +1,119 @@
+"""The lab's telemetry (services/lab/record.py, docs/lab.md "Telemetry"): `lab run` records the disk under test
+with `collect --sources diskstats` into a lab store and ingests the logs; `lab score` diffs a pair by its stored
+jobs when both are stored (the disk's counters can then count: job diff's crowd cause), else by the logs.
+
+The fast tests read the scorer's choice on the stored logs of tests/data/lab/crowd; the slow one runs
+one-rank-io and its fixed twin, reduced to 256 MiB (the catalogue's programs and arguments, 64 x 4 MiB for rank
+0 alone, 16 a rank for the twin), under Darshan with the telemetry on, and checks the store against the disk's
+own counters read around the run (/proc/diskstats, not through ioweather).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ioweather.config import Settings
+from ioweather.errors import UserError
+from ioweather.services.lab.record import block_device, device_written, no_telemetry_reason, run_recorded
+from ioweather.services.lab.run import CaseRun, read_index
+from ioweather.services.lab.score import pair_idents, score_pairs, stored_logs
+from ioweather.services.lab.catalogue import Case, Pair
+
+CROWD = Path(__file__).parent / "data" / "lab" / "crowd"
+BAD, FIXED = CROWD / "one-rank-io-crowd.darshan", CROWD / "fixed-one-rank-io-crowd.darshan"
+MiB = 1 << 20
+
+
+def _case(name: str, log: Path) -> CaseRun:
+    return CaseRun(name, "", [], [], False, 4, True, "", [str(log)], 1.0, "ok")
+
+
+def test_a_pair_is_diffed_by_its_stored_jobs_only_when_both_are_stored():
+    stored = {str(BAD): "a" * 64, str(FIXED): "b" * 64}
+    assert pair_idents(str(BAD), str(FIXED), stored) == ("a" * 64, "b" * 64, True)
+    # one of the two stored (a `--case` re-run without telemetry): the logs, both
+    assert pair_idents(str(BAD), str(FIXED), {str(BAD): "a" * 64}) == (str(BAD), str(FIXED), False)
+    assert pair_idents(str(BAD), str(FIXED), {}) == (str(BAD), str(FIXED), False)
+
+
+def test_without_a_store_the_pairs_are_scored_from_the_logs():
+    got = score_pairs([_case("b", BAD), _case("f", FIXED)], pairs=[Pair("b", "f", "same", "fix")])
+    (p,) = got.pairs
+    assert got.store is None and got.with_telemetry == 0
+    assert p.error is None and not p.telemetry and p.telemetry_note is None
+    # the crowded pair without the disk's counters: nothing explains the fix's saving (0 % before labcrowd)
+    assert p.change_s < -2.0 and p.explained_share < 0.05
+    assert not any(c.startswith("crowd") for c in p.causes)
+
+
+def test_a_directory_without_a_block_device_records_nothing():
+    # /proc is no block device: a site's Lustre or GPFS is scored as without telemetry, and says so
+    assert block_device(Path("/proc")) is None and device_written(Path("/proc")) is None
+    reason = no_telemetry_reason(Path("/proc"), "proc")
+    assert reason.startswith("no telemetry: /proc (proc)") and "from the logs alone" in reason
+
+
+@pytest.mark.slow
+def test_lab_run_records_the_disk_and_the_pair_is_scored_from_the_store(tmp_path):
+    pytest.importorskip("darshan")
+    # lazy: the toolchain lookup, skipped with its reason where the lab is not built
+    from ioweather.services.lab.catalogue import _posix
+    from ioweather.services.lab.toolchain import find
+    from ioweather.services.lab.score import score_logs
+
+    try:
+        tools = find()
+    except UserError as e:
+        pytest.skip(f"no lab toolchain: {e}")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    if block_device(scratch) is None:
+        pytest.skip(f"{scratch} has no block device of its own to record")
+    M4 = str(4 * MiB)
+    cases = [Case("one-rank-io", "", ("one-rank-io",), _posix("-O", "-w", "64", "-s", M4, "-d"), procs=4),
+             Case("fixed-one-rank-io", "", (), _posix("-w", "16", "-s", M4, "-d"), procs=4)]
+    logs = tmp_path / "logs"
+    before = device_written(scratch)
+    run = run_recorded(cases, tools, scratch, logs)
+    after = device_written(scratch)
+    assert [c.status for c in run.cases] == ["ok", "ok"], [c.reason for c in run.cases]
+    assert run.telemetry is None and run.store == str((logs / "store").resolve())
+    index = read_index(logs)
+    assert index.store == run.store and index.telemetry is None
+    settings = Settings.resolve(run.store)
+
+    # the job rows: both logs stored
+    paths = [c.logs[0] for c in run.cases]
+    assert sorted(stored_logs(settings, paths)) == sorted(paths)
+
+    # the disk's readings for the run's window: the dataset collect named after this host holds the scratch
+    # disk, covering each case's window (with the tail `why` reads); what it stored the disk wrote is no more than the disk's own counters
+    # moved around the whole run, and no less than the 512 MiB of O_DIRECT writes the two cases made
+    from ioweather.services.answers.job_diff import device_rate
+    from ioweather.sources.darshan_log import read_log
+    from ioweather.stats.coverage import TAIL_S
+    from ioweather.store.telemetry_layout import list_fs, read_frame
+
+    (fs,) = list_fs(settings)
+    rows = read_frame(settings, fs, "metric = 'write_bytes'")
+    disk = rows[rows["target"] == f"{fs}:{block_device(scratch)}"]
+    assert len(disk) >= 2
+    stored = float(disk["value"].sum())
+    assert 2 * 64 * 4 * MiB <= stored <= after - before
+    for log in paths:
+        d = read_log(log)
+        # the job's window as `why` reads the disk for it: its run and TAIL_S after
+        t0, t1 = int(d.start_time_s * 1e9), int((d.end_time_s + TAIL_S) * 1e9)
+        assert disk["time_ns"].min() <= t0 and disk["time_ns"].max() >= t1
+        assert device_rate(settings.parquet_dir, fs, t0, t1) is not None
+
+    # the pair's score came from the store, with the disk's counters; without the store, from the logs, and the
+    # same runs are read either way
+    scored = score_logs(logs, drishti=False).pairs
+    (p,) = [p for p in scored.pairs if p.bad == "one-rank-io"]
+    assert scored.store == run.store and scored.with_telemetry == 1
+    assert p.error is None and p.telemetry, p.telemetry_note
+    (q,) = score_pairs(run.cases, pairs=[Pair("one-rank-io", "fixed-one-rank-io", "", "")]).pairs
+    assert not q.telemetry and (q.before_s, q.after_s) == (p.before_s, p.after_s)
