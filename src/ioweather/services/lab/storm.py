@@ -15,7 +15,6 @@ import datetime as dt
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -24,12 +23,11 @@ from pathlib import Path
 from ioweather.config import Settings
 from ioweather.encoding import Answer
 from ioweather.errors import UserError
-from ioweather.services.lab.record import ahead as _ahead, collecting, device_written as _device_written, \
-    ioweather as _ioweather, stop as _stop
+from ioweather.services.lab.record import ahead as _ahead, device_written as _device_written, \
+    ioweather as _ioweather, stop as _stop, wait_recording as _wait_recording
 from ioweather.services.lab.run import _env
 from ioweather.services.lab.toolchain import Toolchain
 from ioweather.stats.coverage import TAIL_S
-from ioweather.store import probe_light
 from ioweather.units import parse_size
 
 #: The issue's "Done when": the storm twin's extra I/O time on the system at least this share ...
@@ -95,35 +93,6 @@ def _ior(tools: Toolchain, workdir: Path, log: Path, jobid: int, block: str) -> 
     return [tools.mpiexec, "-n", "2", "env", *(f"{k}={v}" for k, v in env.items()), tools.ior,
             "-a", "POSIX", "--posix.odirect", "-F", "-w", "-t", "4m", "-b", block, "-e",
             "-o", str(workdir / "ior.dat")]
-
-
-def _wait_recording(home: Path, recorders: list, timeout_s: float = 180.0) -> None:
-    """Until `collect` has stored its first readings and the probe its first samples. A fixed wait is not
-    enough: on a loaded machine their imports took longer than it, the quiet twin ran before collect's first
-    tick, and its window had no telemetry to compare with."""
-    settings = Settings.resolve(home)
-    deadline = time.monotonic() + timeout_s
-    while True:
-        for p, what in recorders:
-            if p.poll() is not None:
-                raise UserError(f"{what} stopped at once: {(p.communicate()[1] or '').strip()[-300:]}")
-        if collecting(home) and (settings.db_url is not None or _probe_samples(settings.sqlite_path)):
-            return
-        if time.monotonic() > deadline:
-            raise UserError(f"collect and the probe stored nothing within {timeout_s:g} s of their start")
-        time.sleep(0.2)
-
-
-def _probe_samples(path: Path) -> bool:
-    """Whether the probe's SQLite store holds a sample yet (the store's read-only door: the probe is writing)."""
-    try:
-        con = probe_light.connect(path)
-        try:
-            return con.execute("SELECT 1 FROM probe_samples LIMIT 1").fetchone() is not None
-        finally:
-            con.close()
-    except (probe_light.Unsupported, sqlite3.Error):  # not created yet, or locked by the writer for a moment
-        return False
 
 
 def _run(cmd: list[str], what: str, cwd: Path) -> None:
