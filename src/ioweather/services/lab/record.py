@@ -97,18 +97,6 @@ def collecting(home: Path) -> bool:
     return any((home / "parquet" / "telemetry").glob(".collect-*.state.json"))
 
 
-def wait_collecting(home: Path, p: subprocess.Popen, timeout_s: float = 180.0) -> None:
-    """Until collect has stored its first readings: a fixed wait is not enough on a loaded machine (its imports
-    took longer, and the first case ran before its first tick)."""
-    deadline = time.monotonic() + timeout_s
-    while not collecting(home):
-        if p.poll() is not None:
-            raise UserError(f"collect stopped at once: {(p.communicate()[1] or '').strip()[-300:]}")
-        if time.monotonic() > deadline:
-            raise UserError(f"collect stored nothing within {timeout_s:g} s of its start")
-        time.sleep(0.2)
-
-
 def probe_samples(path: Path) -> bool:
     """Whether the probe's SQLite store holds a sample yet (the store's read-only door: the probe is writing)."""
     # lazy: sqlalchemy-free SQLite door, loaded only when a probe runs
