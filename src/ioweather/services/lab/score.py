@@ -41,7 +41,7 @@ from ioweather.services.lab.catalogue import LABEL_NAMES, PAIRS, TWIN_NAMES, cod
 from ioweather.services.lab.run import CaseRun, read_index
 from ioweather.services.lab.toolchain import PROGRAMS, cache_dir
 from ioweather.stats.lab_scores import pair_outcome, score
-from ioweather.units import ns_to_iso, parse_time, to_ns
+from ioweather.units import parse_time, to_ns
 
 DRISHTI = "drishti-io==0.8"
 DRISHTI_TIMEOUT_S = 300
@@ -311,17 +311,19 @@ def run_systems(settings: Settings, idents: tuple[str, str], reference: tuple[in
 
 
 def score_pairs(cases: list[CaseRun], pairs=PAIRS, progress_cb=lambda pair: None,
-                settings: Settings | None = None, reference: tuple[int, int] | None = None) -> PairsScore:
+                settings: Settings | None = None, baseline: tuple[str | None, str | None] = (None, None)) -> PairsScore:
     """`job diff` on each of `pairs` (catalogue.Pair) whose bad and fixed cases both ran (one log each); by the
     stored jobs of `settings`'s store (the lab store) when both logs are there (`pair_idents`), then also from
-    the logs alone, with `why`'s system share of each run against the probes' quiet window `reference`."""
+    the logs alone, with `why`'s system share of each run against the probes' quiet window `baseline` (INDEX.json's
+    `baseline_from`, `baseline_until`; none: why's rolling baseline)."""
     # lazy: the job report forks its reader before numpy and PyDarshan are imported (docs/darshan.md)
     from ioweather.services.answers.job_diff import job_diff, material_s
 
     logs = {c.name: c.logs[0] for c in cases if c.status == "ok" and len(c.logs) == 1}
     out = PairsScore(store=None if settings is None else str(settings.home))
+    reference = reference_of(*baseline)
     if reference is not None:
-        out.baseline_from, out.baseline_until = ns_to_iso(reference[0]), ns_to_iso(reference[1])
+        out.baseline_from, out.baseline_until = baseline
     stored = stored_logs(settings, list(logs.values())) if settings is not None else {}
     for p in pairs:
         if p.bad not in logs or p.fixed not in logs:
@@ -415,6 +417,6 @@ def score_logs(logs_dir: Path, *, drishti: bool = True, cache: Path | None = Non
             versions = {r[2] for rs in theirs.values() for r in rs if not isinstance(r, Exception)}
             tools.append(_tool_score("drishti", ", ".join(sorted(versions)) or None, cases, theirs, local))
     pairs = score_pairs(ran, settings=_lab_store(index.store),
-                        reference=reference_of(index.baseline_from, index.baseline_until))
+                        baseline=(index.baseline_from, index.baseline_until))
     return Scores(str(logs_dir), len(cases), tools, pairs, index.fs_type, local)
 
