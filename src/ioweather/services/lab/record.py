@@ -131,6 +131,27 @@ def wait_recording(home: Path, recorders: list, timeout_s: float = 180.0) -> Non
         time.sleep(0.2)
 
 
+def start_recording(home: Path, recorders: list, probe_dir: Path, quiet_s: float, init: tuple = PROBE_INIT,
+                    probe: tuple = PROBE_ARGS) -> tuple[float, float]:
+    """`probe init` of `probe_dir`, then collect and `probe run` into `home`, each appended to `recorders` as it
+    starts (the caller stops them: `stop_all`), ahead of the jobs, waited for until both have stored their
+    first readings, then `quiet_s` with nothing else started: its [since, until) in Unix seconds, the probes'
+    baseline."""
+    p = ioweather(home, "probe", "init", str(probe_dir), *init)
+    err = finish(p, "probe init", INGEST_TIMEOUT_S)
+    if p.returncode:
+        raise UserError(f"probe init failed: {err.strip()[-300:]}")
+    recorders.append((ioweather(home, "collect", "--sources", "diskstats", "--interval", INTERVAL, "--flush", "2s",
+                                "-q"), "collect"))
+    recorders.append((ioweather(home, "probe", "run", str(probe_dir), *probe), "probe run"))
+    for p, _ in recorders:
+        ahead(p)
+    wait_recording(home, recorders)
+    since = time.time()
+    time.sleep(quiet_s)
+    return since, time.time()
+
+
 def written_by(p: subprocess.Popen) -> int | None:
     """Bytes process `p` has had written to storage so far (/proc/PID/io's write_bytes), None when unreadable."""
     try:
@@ -155,7 +176,8 @@ def stop_all(recorders: list) -> None:
         raise failures[0]
 
 
-def _iso(t: float) -> str:
+def iso_utc(t: float) -> str:
+    """Unix seconds `t` as ISO 8601 UTC to the microsecond (INDEX.json's baseline, `why --baseline-from`)."""
     return dt.datetime.fromtimestamp(t, tz=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
@@ -231,19 +253,7 @@ def run_recorded(cases, tools, directory: Path, logs_dir: Path, *, home: Path | 
     probe_dir.mkdir()
     recorders = []
     try:
-        init = ioweather(home, "probe", "init", str(probe_dir), *PROBE_INIT)
-        err = finish(init, "probe init", INGEST_TIMEOUT_S)
-        if init.returncode:
-            raise UserError(f"probe init failed: {err.strip()[-300:]}")
-        recorders.append((ioweather(home, "collect", "--sources", "diskstats", "--interval", INTERVAL, "--flush",
-                                    "2s", "-q"), "collect"))
-        recorders.append((ioweather(home, "probe", "run", str(probe_dir), *PROBE_ARGS), "probe run"))
-        for p, _ in recorders:
-            ahead(p)
-        wait_recording(home, recorders)
-        base_from = time.time()
-        time.sleep(quiet_s)
-        base_until = time.time()
+        base_from, base_until = start_recording(home, recorders, probe_dir, quiet_s)
         run = run_cases(cases, tools, directory, logs_dir, progress_cb)
         # a job's window reads the disk until TAIL_S after its end (`why`, which job diff's system share is): the
         # last case's tail is recorded, and one tick more
@@ -255,7 +265,7 @@ def run_recorded(cases, tools, directory: Path, logs_dir: Path, *, home: Path | 
         finally:
             shutil.rmtree(probe_dir, ignore_errors=True)
     ingest(home, [log for c in run.cases if c.status == "ok" for log in c.logs])
-    return _noted(run, logs_dir, str(home), None, (_iso(base_from), _iso(base_until), probe_bytes))
+    return _noted(run, logs_dir, str(home), None, (iso_utc(base_from), iso_utc(base_until), probe_bytes))
 
 
 def _noted(run: LabRun, logs_dir: Path, store: str | None, reason: str | None,
