@@ -103,4 +103,4 @@ def _systems(p: dict) -> str:
     for s, io, model in zip((p.get("before_system_s"), p.get("after_system_s")), (p["before_s"], p["after_s"]),
                             p.get("system_models") or ["?", "?"]):
         parts.append("–" if s is None else f"{_s(s)} ({100 * s / io if io else 0:.0f} %, {short.get(model, model)})")
-    return " / ".join(parts)
+    return " / ".join(parts) + (f" ({p['system_note'].replace('|', '/')})" if p.get("system_note") else "")

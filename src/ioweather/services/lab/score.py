@@ -295,19 +295,21 @@ def reference_of(baseline_from: str | None, baseline_until: str | None) -> tuple
 
 def run_systems(settings: Settings, idents: tuple[str, str], reference: tuple[int, int] | None
                 ) -> tuple[list[float | None], list[str], str | None]:
-    """`why`'s system seconds and model of each of the two stored runs against the probes' quiet window
-    `reference` (None: the rolling baseline), and a note naming a run why could not price."""
+    """`why`'s system seconds and model of each of the two stored runs (bad, fixed) against the probes' quiet
+    window `reference` (None: the rolling baseline), and a note naming the runs why could not price and why."""
     # lazy: numpy, sqlalchemy via services.answers.why, loaded only when a lab store is there
     from ioweather.services.answers.why import why
 
-    seconds, models, notes = [], [], []
-    for ident in idents:
+    seconds, models, notes = [], [], {}
+    for role, ident in zip(("bad", "fixed"), idents):
         w = why(settings, ident, reference=reference)
         seconds.append(w.system_s if w.system_model not in (None, "", "unknown") else None)
         models.append(w.system_model or "unknown")
         if seconds[-1] is None:
-            notes.append(f"{ident[:12]}: {w.logs[0].evidence.system if w.logs else w.system_model}")
-    return seconds, models, "; ".join(notes) or None
+            notes.setdefault(w.logs[0].evidence.system if w.logs else w.system_model, []).append(role)
+    # one reason once: "bad and fixed runs: ..." where why said the same of both
+    return seconds, models, "; ".join(f"{' and '.join(r)} run{'s' if len(r) > 1 else ''}: {why_not}"
+                                      for why_not, r in notes.items()) or None
 
 
 def score_pairs(cases: list[CaseRun], pairs=PAIRS, progress_cb=lambda pair: None,
