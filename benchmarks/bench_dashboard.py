@@ -23,6 +23,9 @@ Measured: `ioweather serve` started (the first start builds what is missing: yes
 today's hour pieces) until /api/status answers, stopped, started again (the restart), then for every
 page in the navigation (/api's index) its HTML, its /api twin and its /api parts, each --repeat times
 in rotation (the first round is the first request after the restart): client wall time, p50 and p95.
+The p95 is numpy's (linear interpolation) over all --repeat requests, the first included: with 10, a slow
+first request alone moves it by 55 % of its excess over the next slowest (with 20, by only 5 %: use 10 or
+fewer to judge the restart); the summary also prints each page's slowest first request.
 Baseline in the same run: /static/favicon.svg from the same server (the server's floor).
 
     python benchmarks/bench_dashboard.py                       # 100 targets x 30 days, a year, 10,000 jobs

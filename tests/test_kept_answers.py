@@ -1,7 +1,8 @@
 """Issue 40 item 4: page answers kept across a restart (store/kept_answers.py, web/context.py `WebContext.kept`).
 
-The file is a derived cache: a restarted dashboard reads back the Workload answer an earlier process computed
-for the same window and telemetry files instead of computing it again, byte for byte the same answer. An entry
+The file is a derived cache: a restarted dashboard reads back the Workload answer and the telemetry pages'
+coverage an earlier process computed for the same window and telemetry files instead of computing them again,
+byte for byte the same answers. An entry
 that is truncated, has a flipped byte, was written for another store, key or data version, or sits behind a
 planted symbolic link is not used; new telemetry makes the page compute again; `store prune` removes them."""
 
@@ -108,25 +109,29 @@ def _get(home, paths):
 
 
 def test_workload_after_a_restart_is_read_back_the_same(tele_home, tmp_path, cli, monkeypatch):
-    calls = []
+    from ioweather.services.telemetry import fsview
+
+    calls, spans = [], []
     real = workload_page.workload_view
     monkeypatch.setattr(workload_page, "workload_view", lambda *a: calls.append(a) or real(*a))
-    paths = ["/api/workload", "/workload", "/api/workload?fs=one&resample=5m"]
+    real_cov = fsview.coverage
+    monkeypatch.setattr(fsview, "coverage", lambda *a: spans.append(a) or real_cov(*a))
+    paths = ["/api/workload", "/workload", "/api/workload?fs=one&resample=5m", "/api/servers"]
     first = _get(tele_home, paths)
-    assert len(calls) == 2 and len(_files(tele_home)) == 2
+    assert len(calls) == 2 and len(spans) == 1 and len(_files(tele_home)) == 3  # two windows, one coverage
     second = _get(tele_home, paths)  # a restart: a new process's context, read back
-    assert len(calls) == 2, "computed again after the restart"
+    assert len(calls) == 2 and len(spans) == 1, "computed again after the restart"
     assert second == first
     # the reference: the same requests with nothing kept
     for p in _files(tele_home):
         p.unlink()
-    assert _get(tele_home, paths) == first and len(calls) == 4
+    assert _get(tele_home, paths) == first and len(calls) == 4 and len(spans) == 2
     # a damaged entry is computed again (and rewritten)
     for p in _files(tele_home):
         data = bytearray(p.read_bytes())
         data[-7] ^= 0x40
         p.write_bytes(bytes(data))
-    assert _get(tele_home, paths) == first and len(calls) == 6
+    assert _get(tele_home, paths) == first and len(calls) == 6 and len(spans) == 3
     # new telemetry: another fingerprint, computed again, the new hour in the answer
     csv_telemetry(tmp_path / "b.csv", minutes=300, burst_min=250)
     cli("import", "csv", str(tmp_path / "b.csv"), "--fs", "one", "--interval", "60s", home=tele_home, check=True)

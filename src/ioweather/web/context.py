@@ -42,6 +42,26 @@ class WebContext:
         self._memo: OrderedDict[Hashable, tuple[Hashable, object]] = OrderedDict()
         #: Set when the first response has gone out: the background warm-up's later work waits for it.
         self.answered = threading.Event()
+        #: Set while no request is being answered (`request_started`, `request_ended`: web/app.py's middleware).
+        self.idle = threading.Event()
+        self.idle.set()
+        self._inflight = 0
+
+    def request_started(self) -> None:
+        with self._lock:
+            self._inflight += 1
+            self.idle.clear()
+
+    def request_ended(self) -> None:
+        with self._lock:
+            self._inflight -= 1
+            if self._inflight <= 0:
+                self._inflight = 0
+                self.idle.set()
+
+    def busy(self) -> bool:
+        """Whether a request is being answered."""
+        return not self.idle.is_set()
 
     @property
     def where(self) -> str:

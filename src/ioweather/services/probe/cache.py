@@ -308,6 +308,14 @@ class ProbeCache:
         self.warming = False
         #: This thread's `sharing_reads` block (`_Shared`), if any.
         self._shared = threading.local()
+        #: The dashboard's: called before each target by the background work that follows the first answer (`warm`
+        #: after its hold, services.answers.changes.keep_marks), which waits there while pages are being answered.
+        self.yield_to: Callable[[], object] | None = None
+
+    def pause(self) -> None:
+        """Let the pages being answered go first (`yield_to`), between two targets of background work."""
+        if self.yield_to is not None:
+            self.yield_to()
 
     # -- targets ------------------------------------------------------------
     def targets(self) -> list[str]:
@@ -880,15 +888,18 @@ class ProbeCache:
                 t0 += time.perf_counter() - t_hold  # warm_s is the work, not the wait
             now = self.clock()
             for target in names:
+                self.pause()
                 if self.stop_event.is_set():
                     return
                 self._fill_together(target, self._rollup_since(now))
             for interval_s in INTERVALS_S:  # each length's own settled end, and the 4-hour rows
                 for target in names:
+                    self.pause()
                     if self.stop_event.is_set():
                         return
                     self._cover(target, self._t(target).rolled[interval_s], interval_s, self._rollup_since(now), now)
         for target in stale:
+            self.pause()
             if self.stop_event.is_set():
                 return
             self._refresh(target)
@@ -983,7 +994,9 @@ class ProbeCache:
                                 best = run
                         else:
                             run = None
-                    if best is not None:
+                    if best == (e["lo_ns"], e["hi_ns"]):  # every span unchanged: the rows as written (all in it)
+                        got[target] = (*best, dict(e["lengths"]))
+                    elif best is not None:
                         got[target] = (*best, {i: select_rollups(rows, *best) for i, rows in e["lengths"].items()})
                 self._rows_restored = got
             return self._rows_restored
