@@ -395,13 +395,7 @@ class ProbeCache:
         tc = self._t(target)
         runs = self._run_ids().get(target, ())
         with tc.kept_lock:
-            k = tc.kept
-            if k is None and self._rows_file is not None and not tc.recent_tried:
-                tc.recent_tried = True
-                k, medians = self._restored_recent(target, runs)
-                if k is not None:
-                    tc.kept = k
-                    tc.medians = tc.medians or medians
+            k = self._take_restored(target, tc, runs)
             # before the read: every sample that started before this was in the store when it was read
             final = min(self.clock(), time.time_ns()) - self.lag_ns
             if k is None or k.runs != runs or since_ns < k.since_ns:
@@ -411,6 +405,17 @@ class ProbeCache:
                 cols = _merge_kept(k.samples, since_ns, frm, probe_store.read_samples(self.store, target, since_ns=frm))
             tc.kept = _Kept(runs, since_ns, final, cols)
             return cols, final
+
+    def _take_restored(self, target: str, tc: _Target, runs: tuple[int, ...]) -> _Kept | None:
+        """The target's kept samples, those an earlier process kept installed first if still valid (`_restored_recent`,
+        once; with `persist`). The caller holds `tc.kept_lock`."""
+        if tc.kept is None and self._rows_file is not None and not tc.recent_tried:
+            tc.recent_tried = True
+            k, medians = self._restored_recent(target, runs)
+            if k is not None:
+                tc.kept = k
+                tc.medians = tc.medians or medians
+        return tc.kept
 
     @contextlib.contextmanager
     def reading_recent(self, targets: list[str]):
@@ -873,10 +878,16 @@ class ProbeCache:
                     return
                 self._seed(target, self._t(target))
             if self.keep_recent:  # each target's last hour, which every page's first answer reads
-                for target in names:
-                    if self.stop_event.is_set():
-                        return
-                    self._kept_read(target, self._kept_floor(self.clock()))
+                runs = self._run_ids()
+                for target in names:  # an earlier process's kept hours (checked at once above) installed first,
+                    tc = self._t(target)
+                    with tc.kept_lock:
+                        self._take_restored(target, tc, runs.get(target, ()))
+                with self.reading_recent(names):  # so that what came after them is one read for them all
+                    for target in names:
+                        if self.stop_event.is_set():
+                            return
+                        self._kept_read(target, self._kept_floor(self.clock()))
         except Stopped:
             return
         finally:
