@@ -187,9 +187,11 @@ def _lifespan(ctx: WebContext, warm: bool, render: Renderer):
     @contextlib.asynccontextmanager
     async def lifespan(app):
         if warm:
+            # the warm-up first: its reads of the kept files and the store (I/O, SQLite: the GIL released) go on
+            # beside the imports and the templates' compilation instead of after them, before the first request
+            threading.Thread(target=_warm, args=(ctx,), name="ioweather-warm", daemon=True).start()
             _preload(ctx)
             _compile_templates(render)
-            threading.Thread(target=_warm, args=(ctx,), name="ioweather-warm", daemon=True).start()
         yield
         ctx.close()
     return lifespan
