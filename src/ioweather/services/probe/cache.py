@@ -717,8 +717,10 @@ class ProbeCache:
             hi = r.covered[1] if r.covered else a
             key = (a, min(until_ns, hi), column)
             if r.sorted is None or r.sorted[0] != key or r.sorted[1] is not r.rows:
-                kept = select_rollups(r.rows, a, key[1])
-                r.sorted = (key, r.rows, [_finite_sorted(kept[column][kept["op"] == code]) for code in range(len(OPS))])
+                # the two columns it needs, not a copy of every column of the month (select_rollups)
+                sel = (r.rows["start_ns"] >= a) & (r.rows["start_ns"] < key[1])
+                ops, values = r.rows["op"][sel], r.rows[column][sel]
+                r.sorted = (key, r.rows, [_finite_sorted(values[ops == code]) for code in range(len(OPS))])
             settled = r.sorted[2]
         tail_from = max(a, hi)
         if until_ns <= tail_from:
