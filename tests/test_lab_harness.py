@@ -135,6 +135,30 @@ def test_a_cases_record_says_the_nice_in_effect(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["logs"]   # no run directory, no report left
 
 
+def test_under_a_launcher_that_keeps_the_ranks_in_its_session_the_record_says_not_applied(tmp_path, monkeypatch):
+    """A launcher like Open MPI's mpirun or srun starts the ranks in the caller's session (here a stand-in that
+    starts them as its children): the wrapper leaves that session's autogroup alone (this test's own), and the
+    case's entry says the nice in effect and why it is not the one asked for."""
+    _needs_autogroup()
+    monkeypatch.setenv("IOWEATHER_LAB_SETTLE_S", "0")
+    monkeypatch.setenv("IOWEATHER_LAB_AUTOGROUP_NICE", "5")
+    launcher = tmp_path / "mpiexec"
+    launcher.write_text('#!/bin/sh\nshift 2\n"$@" & "$@" & wait\n')   # -n 2 dropped: two ranks, this session's
+    launcher.chmod(0o755)
+    tools = Toolchain("test", "", "", "", str(launcher), "", "", programs={"t": "/bin/sh"})
+    case = Case("t-mpi", "", (), ("t", "-c", ': > "$DARSHAN_LOGFILE"'), procs=2, mpi=True)
+    before = _autogroup_nice()
+    try:
+        (done,) = run_cases([case], tools, tmp_path, tmp_path / "logs").cases
+        assert _autogroup_nice() == before
+    finally:
+        if _autogroup_nice() != before and os.geteuid() == 0:   # put it back for the other tests
+            Path("/proc/self/autogroup").write_text(str(before))
+    assert done.status == "ok", done.reason
+    assert (done.autogroup_nice, done.autogroup_applied) == ([before] * 2, False)
+    assert done.autogroup_note.startswith("2 of 2 processes in a session they do not lead")
+
+
 def _marked(marker: str) -> list[int]:
     """The pids of the processes whose environment holds `marker`."""
     found = []
