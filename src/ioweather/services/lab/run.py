@@ -120,7 +120,8 @@ def read_autogroup(report: Path, asked: int, procs: int) -> Autogroup:
     outside = sum(r[1] == "0" for r in rows)
     refused = sum(r[1] == "1" and int(r[2]) != asked for r in rows)
     if len(rows) < procs:
-        note = f"{procs - len(rows)} of {procs} processes reported no autogroup (no autogroup scheduler?)"
+        note = (f"{procs - len(rows)} of {procs} processes reported no autogroup (no autogroup scheduler, "
+                "or the process did not start)")
     elif outside:
         note = (f"{outside} of {procs} processes in a session they do not lead (the launcher's or the caller's): "
                 "its autogroup left as it was")
@@ -219,7 +220,7 @@ def run_case(case: Case, tools: Toolchain, base: Path, logs_dir: Path) -> CaseRu
     workdir.mkdir(parents=True)
     out.mkdir(parents=True)
     cmd = _command(case, tools, workdir)
-    # the wrapper's report: outside the working directory (on the file system under test) and the logs
+    # the wrapper's report: a line per process, beside the case's working directory (not among its files nor logs)
     report = base / f".{case.name}.autogroup"
     report.unlink(missing_ok=True)
     priority, asked = _priority(report), _nice()
