@@ -24,6 +24,9 @@ _.area  # store.check.Problem
 _.at  # services.telemetry.fsfacts.LctlState
 _.atime_age_days  # services.content.fsstats.Histograms
 _.attributed_share  # services.answers.events.IoEvent
+_.autogroup_applied  # services.lab.run.CaseRun
+_.autogroup_nice  # services.lab.run.CaseRun
+_.autogroup_note  # services.lab.run.CaseRun
 _.available  # services.answers.report.ChangesPart, services.lab.score.ToolScore
 _.b  # services.content.fsstats.Growth
 _.bad  # services.lab.score.PairScore

@@ -127,6 +127,11 @@ def register(cli: click.Group) -> None:
                     title=f"{len(run.cases)} cases on {directory} (Darshan, IOR from {tools.origin}); logs in {logs_dir}")
         click.echo(run.telemetry or
                    f"telemetry: the disk's counters (collect --sources diskstats) and the logs in the lab store {run.store}")
+        unset = [c for c in run.cases if c.autogroup_applied is False]
+        if unset:
+            # the wrapper's write was refused (not root) or left out (a launcher that keeps the ranks in this session)
+            click.echo(f"priority: not applied in {len(unset)} of {len(run.cases)} cases ({unset[0].name}: "
+                       f"{unset[0].autogroup_note}); INDEX.json has each case's autogroup nice")
         if scores:
             _print_scores(scores)
         if failed:
