@@ -19,6 +19,7 @@ import sqlite3
 import subprocess
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from ioweather.config import Settings
@@ -28,6 +29,7 @@ from ioweather.services.lab.record import ahead as _ahead, collecting, device_wr
     ioweather as _ioweather, stop as _stop
 from ioweather.services.lab.run import _env
 from ioweather.services.lab.toolchain import Toolchain
+from ioweather.signals import die_with_parent
 from ioweather.stats.coverage import TAIL_S
 from ioweather.store import probe_light
 from ioweather.units import parse_size
@@ -127,7 +129,8 @@ def _probe_samples(path: Path) -> bool:
 
 
 def _run(cmd: list[str], what: str, cwd: Path) -> None:
-    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=300)
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=300,
+                       preexec_fn=partial(die_with_parent, os.getpid()))
     if p.returncode:
         raise UserError(f"{what} failed (exit {p.returncode}): {(p.stderr.strip().splitlines() or ['no message'])[0]}")
 
@@ -178,7 +181,8 @@ def run_pair(tools: Toolchain, directory: Path, home: Path, *, quiet_s: float = 
         storm = subprocess.Popen([fio, "--name=storm", f"--directory={work / 'fio'}", "--rw=write", "--bs=4m",
                                   "--direct=1", "--ioengine=psync", "--numjobs=4", "--thread", "--size=1g",
                                   "--time_based", "--runtime=600", "--group_reporting"],
-                                 env=fenv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                 env=fenv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                 preexec_fn=partial(die_with_parent, os.getpid()))  # a killed storm stops fio
         recorders.append((storm, "the fio storm"))
         # the planted storm must storm: at the twins' priority, two CPU-bound processes beside it left the storm
         # twin 1 s or less of extra I/O time in 7 of 12 pairs (job diff: "no material change")
