@@ -254,7 +254,7 @@ def crowd_cause(rep_b: JobReport, rep_a: JobReport, rates: tuple[float | None, f
     device's rate over that run's rank-0 I/O span (`rates`: bytes/s of each run's, from the device's counters).
     `target`: the device's telemetry target, named in the message (else `fs`).
     The part beyond R01's own claim: on a device nobody else wrote to (m = 0) that is ~0. None when neither
-    run is such a pair's, or the device's rate in the one-rank run's window is unknown."""
+    run is such a pair's, or the device's rate over the one-rank run's span is unknown."""
     # lazy: numpy via stats.costs: kept off `ioweather job --help` and the parent of `job LOG --html`
     from ioweather.stats.costs import crowded_device_saving
 
