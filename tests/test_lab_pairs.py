@@ -120,7 +120,7 @@ BELOW: dict[str, str] = {
     # every collective call); stored since from `lab run` with the ranks' priority and a pause before each case
     # (series R of 2026-11-29 08:59, round 1 chosen before the run: docs/validation.md)
 }
-#: The most the causes may claim of a material change, before job diff's cap at the change (`claimed_s`): the
+#: The most the causes may claim of the change of a pair whose fix saves time (not COSTLESS), before job diff's cap at the change (`claimed_s`): the
 #: share is capped at 100 %, so without this bound a cause that claims twice what the fix saved passes. 1.5x: the
 #: stored pairs' claims that are right scatter within ±25 % of the change (each run's load, a minute apart:
 #: docs/validation.md), and savings compound (the findings' `combined_s` never counts a second twice).
