@@ -83,6 +83,8 @@ MODULE_MARKERS: dict[str, tuple[str, ...]] = {
 #: machine shared by eight engineers: each duration scaled by 170 s / the run's sum of durations (170 s: the
 #: same tests' sum with the machine to itself), a module fixture's setup left out (paid once per module).
 SLOW_TESTS: dict[str, tuple[str, ...]] = {
+    # servers and imports, twice each (a restart)
+    "test_kept_answers.py": ("test_workload_after_a_restart_is_read_back_the_same", "test_store_prune_removes_them"),
     # the five-target store with archived days and pieces built twice: ~40 s at load 10
     "test_light_check.py": ("test_light_check_is_the_full_check", "test_the_answers_cover_every_state_and_a_learning_target",
                             "test_a_reference_period_and_thresholds",

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ioweather.services.jobs.darshan import job_answer
-from ioweather.services.answers.job_diff import DiffSide, diff_reports, explained, job_diff
+from ioweather.services.answers.job_diff import DiffSide, claimed, diff_reports, explained, job_diff
 
 LAB = Path(__file__).parent / "data" / "lab"
 BAD, FIXED = LAB / "fsync-4k.darshan", LAB / "fixed-large.darshan"
@@ -57,6 +57,8 @@ def test_explained_never_exceeds_the_change_nor_counts_causes_pointing_the_other
     assert explained(-3.0, [cause(-5.0)]) == -3.0
     assert explained(-3.0, [cause(-1.0), cause(2.0)]) == -1.0
     assert explained(4.0, [cause(1.0), cause(-9.0), cause(2.0)]) == 3.0
+    # the claim before the cap: what an over-claim is seen by
+    assert claimed(-3.0, [cause(-5.0), cause(1.0)]) == -5.0 and claimed(4.0, [cause(-9.0)]) == 0
 
 
 def test_a_run_against_itself_is_no_change():
@@ -70,10 +72,17 @@ def test_a_run_against_itself_is_no_change():
 def test_cli_json_table_and_errors(cli, home):
     r = cli("job", "diff", str(BAD), str(FIXED), "--json", home=home, check=True)
     doc = json.loads(r.stdout)
-    assert set(doc) >= {"before", "after", "io_time_change_s", "causes", "explained_s", "verdict", "system"}
+    assert set(doc) >= {"before", "after", "io_time_change_s", "causes", "explained_s", "claimed_s", "verdict",
+                        "system"}
     assert {"code", "message", "change_s"} <= set(doc["causes"][0])
     text = cli("job", "diff", str(QUIET), str(STORM), home=home, env={"COLUMNS": "200"}, check=True).stdout
-    assert "verdict: same code; the system" in text and "I/O time change +" in text
+    assert "verdict: same code; the system" in text and "I/O time change +" in text and "claim" not in text
+    # the stored collective-rmw pair: M09 claims −1.6 s of a −1.3 s change, capped at 100 % explained; the text
+    # says the causes claim more than the change (beyond stats.lab_scores.OVERCLAIM, 1.2x)
+    pairs = LAB / "pairs"
+    text = cli("job", "diff", str(pairs / "collective-rmw.darshan"), str(pairs / "fixed-collective-rmw.darshan"),
+               home=home, env={"COLUMNS": "200"}, check=True).stdout
+    assert "(100 %) (the causes claim −1.6 s, more than the change)" in text
     bad = cli("job", "diff", str(BAD), str(LAB / "missing.darshan"), home=home)
     assert bad.returncode != 0 and bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1
     assert "Usage: ioweather job diff" in cli("job", "diff", "--help", home=home, check=True).stdout

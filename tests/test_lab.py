@@ -153,10 +153,13 @@ def test_each_process_of_a_case_runs_at_the_labs_priority_in_its_own_session(too
                                        procs=2, mpi=mpi))
         assert done.cpu_s is not None and done.cpu_s > 0
         assert "/proc/self/autogroup" in done.command
+        # each process led its session, and says the nice it ran at
+        assert (done.autogroup_nice, done.autogroup_applied) == ([AUTOGROUP_NICE] * 2, True), done.autogroup_note
     # what the wrapper does, seen from the process it starts (mpiexec gives each rank a session; Popen's
     # start_new_session the non-MPI processes)
     import subprocess
-    out = subprocess.run([tools.mpiexec, "-n", "2", *_priority(), "sh", "-c", f"cat /proc/self/autogroup >> {probe}"],
+    out = subprocess.run([tools.mpiexec, "-n", "2", *_priority(tmp_path / "report"), "sh", "-c",
+                          f"cat /proc/self/autogroup >> {probe}"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     groups = probe.read_text().split("\n")[:2]

@@ -1,31 +1,231 @@
-"""`lab run`'s harness settings read from the environment (services/lab/run.py): the ranks' autogroup priority
-and the pause before each case. What they do to real runs is in tests/test_lab.py (slow tier) and
-docs/validation.md ("collective-rmw against CPU contention and the VM's memory")."""
+"""`lab run`'s harness (services/lab/run.py): the settings read from the environment (the ranks' autogroup priority
+and the pause before each case), what the priority's wrapper does in a session it leads and in one it does not, and
+a lab run killed through its process group. What the settings do to real runs is in tests/test_lab.py (slow tier)
+and docs/validation.md ("collective-rmw against CPU contention and the VM's memory")."""
 
 from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
 
 import pytest
 
 from ioweather.errors import UserError
-from ioweather.services.lab.run import AUTOGROUP_NICE, SETTLE_S, _priority, _settle_s
+from ioweather.services.lab.catalogue import Case
+from ioweather.services.lab.run import AUTOGROUP_NICE, SETTLE_S, _priority, _settle_s, read_autogroup, run_cases
+from ioweather.services.lab.toolchain import Toolchain
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_each_process_is_started_through_a_wrapper_that_sets_its_autogroup_nice(monkeypatch):
     monkeypatch.delenv("IOWEATHER_LAB_AUTOGROUP_NICE", raising=False)
-    sh, flag, script, name = _priority()
-    assert (sh, flag, name) == ("/bin/sh", "-c", "lab")
+    sh, flag, script, name, report = _priority("/r")
+    assert (sh, flag, name, report) == ("/bin/sh", "-c", "lab", "/r")
     assert f"echo {AUTOGROUP_NICE} > /proc/self/autogroup" in script and script.endswith('exec "$@"')
     monkeypatch.setenv("IOWEATHER_LAB_AUTOGROUP_NICE", "5")
-    assert "echo 5 > /proc/self/autogroup" in _priority()[2]
+    assert "echo 5 > /proc/self/autogroup" in _priority("/r")[2]
     monkeypatch.setenv("IOWEATHER_LAB_AUTOGROUP_NICE", "off")
-    assert _priority() == []
+    assert _priority("/r") == []
+
+
+def _autogroup_nice(pid: int | str = "self") -> int:
+    return int(Path(f"/proc/{pid}/autogroup").read_text().split()[-1])
+
+
+def _needs_autogroup():
+    if not Path("/proc/self/autogroup").is_file():
+        pytest.skip("no autogroup scheduler (kernel.sched_autogroup_enabled, CONFIG_SCHED_AUTOGROUP)")
+
+
+def _wrapped(report: Path, *command: str, nice: int = 5) -> list[str]:
+    """The wrapper asking for `nice`, around `command`. 5 by default: a nice above 0 any user may set (the
+    kernel refuses only a lower one), so a wrapper that wrote where it must not would succeed even as non-root."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("IOWEATHER_LAB_AUTOGROUP_NICE", str(nice))
+        return [*_priority(report), *command]
+
+
+def test_the_wrapper_sets_the_nice_of_a_session_it_leads_and_leaves_one_it_does_not(tmp_path):
+    """An autogroup is its session's and outlives the process: a wrapper run in its caller's session (a launcher
+    that keeps the ranks there: Open MPI's mpirun, srun) must leave that session's nice alone (it would stay until
+    logout), and say so. The caller here is a parent in a session of its own (setsid), the wrapper its child."""
+    _needs_autogroup()
+    report = tmp_path / "report"
+    # the parent waits for a line before it starts the wrapper, and for another before it ends: before and after
+    parent = subprocess.Popen(["/bin/sh", "-c", 'read _; "$@"; read _', "parent",
+                               *_wrapped(report, "/bin/sh", "-c", "cat /proc/self/autogroup")],
+                              start_new_session=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        before = _autogroup_nice(parent.pid)
+        parent.stdin.write("\n")
+        parent.stdin.flush()
+        seen = parent.stdout.readline()   # the wrapped command's own autogroup: its parent's
+        after = _autogroup_nice(parent.pid)
+        parent.stdin.write("\n")
+        parent.stdin.flush()
+    finally:
+        parent.communicate(timeout=10)
+    assert before == after == int(seen.split()[-1]) == 0   # a new session's autogroup starts at nice 0
+    (row,) = report.read_text().splitlines()
+    pid, leads, nice = row.split()
+    assert (leads, nice) == ("0", "0") and pid != str(parent.pid)
+    got = read_autogroup(report, 5, 1)
+    assert (got.nice, got.applied) == ([0], False) and "do not lead" in got.note
+    # the same wrapper leading its own session (setsid) does set it: the check above could fail
+    report.unlink()
+    out = subprocess.run(_wrapped(report, "/bin/sh", "-c", "cat /proc/self/autogroup"), start_new_session=True,
+                         capture_output=True, text=True, timeout=10)
+    assert out.stdout.split()[-1] == "5"
+    got = read_autogroup(report, 5, 1)
+    assert (got.nice, got.applied, got.note) == ([5], True, None)
+
+
+def test_a_refused_write_is_recorded_as_not_applied(tmp_path):
+    """Only root or CAP_SYS_NICE may lower a nice: as another user the write fails (silently: the case runs as
+    it is), and the report says the nice in effect, not the one asked for."""
+    _needs_autogroup()
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and util-linux's setpriv to run the wrapper as nobody")
+    # a directory nobody may write to, and reach: pytest's tmp_path is under a directory of root's alone
+    shared = Path(tempfile.mkdtemp(prefix="ioweather-test-autogroup-"))
+    try:
+        shared.chmod(0o777)
+        report = shared / "report"
+        out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                              *_wrapped(report, "/bin/sh", "-c", "id -u; cat /proc/self/autogroup", nice=-10)],
+                             start_new_session=True, capture_output=True, text=True, timeout=10)
+        uid, group = out.stdout.splitlines()
+        assert uid == "65534" and group.endswith("nice 0"), out
+        got = read_autogroup(report, -10, 1)
+        assert (got.nice, got.applied) == ([0], False) and "refused" in got.note
+        # the same as root is applied
+        report.unlink()
+        subprocess.run(_wrapped(report, "true", nice=-10), start_new_session=True, timeout=10, check=True)
+        assert read_autogroup(report, -10, 1).applied
+    finally:
+        shutil.rmtree(shared)
+
+
+def _tools(program: str) -> Toolchain:
+    """A toolchain whose only program is `program` (no Darshan: LD_PRELOAD empty)."""
+    return Toolchain("test", "", "", "", "mpiexec", "", "", programs={"t": program})
+
+
+def test_a_cases_record_says_the_nice_in_effect(tmp_path, monkeypatch):
+    """Through run_cases: two non-MPI processes, each in a session of its own, run at the nice asked for; the
+    entry says so (and nothing with the priority off)."""
+    _needs_autogroup()
+    monkeypatch.setenv("IOWEATHER_LAB_SETTLE_S", "0")
+    monkeypatch.setenv("IOWEATHER_LAB_AUTOGROUP_NICE", "7")
+    # the program creates the log Darshan would have written ($0 is "-k", $1 the process's number)
+    case = Case("t-touch", "", (), ("t", "-c", ': > "$DARSHAN_LOGFILE"'), procs=2, mpi=False)
+    (done,) = run_cases([case], _tools("/bin/sh"), tmp_path, tmp_path / "logs").cases
+    assert done.status == "ok", done.reason
+    assert (done.autogroup_nice, done.autogroup_applied, done.autogroup_note) == ([7, 7], True, None)
+    monkeypatch.setenv("IOWEATHER_LAB_AUTOGROUP_NICE", "off")
+    (done,) = run_cases([case], _tools("/bin/sh"), tmp_path, tmp_path / "logs").cases
+    assert done.status == "ok" and (done.autogroup_nice, done.autogroup_applied) == (None, None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["logs"]   # no run directory, no report left
+
+
+def test_under_a_launcher_that_keeps_the_ranks_in_its_session_the_record_says_not_applied(tmp_path, monkeypatch):
+    """A launcher like Open MPI's mpirun or srun starts the ranks in the caller's session (here a stand-in that
+    starts them as its children): the wrapper leaves that session's autogroup alone (this test's own), and the
+    case's entry says the nice in effect and why it is not the one asked for."""
+    _needs_autogroup()
+    monkeypatch.setenv("IOWEATHER_LAB_SETTLE_S", "0")
+    monkeypatch.setenv("IOWEATHER_LAB_AUTOGROUP_NICE", "5")
+    launcher = tmp_path / "mpiexec"
+    launcher.write_text('#!/bin/sh\nshift 2\n"$@" & "$@" & wait\n')   # -n 2 dropped: two ranks, this session's
+    launcher.chmod(0o755)
+    tools = Toolchain("test", "", "", "", str(launcher), "", "", programs={"t": "/bin/sh"})
+    case = Case("t-mpi", "", (), ("t", "-c", ': > "$DARSHAN_LOGFILE"'), procs=2, mpi=True)
+    before = _autogroup_nice()
+    try:
+        (done,) = run_cases([case], tools, tmp_path, tmp_path / "logs").cases
+        assert _autogroup_nice() == before
+    finally:
+        if _autogroup_nice() != before and os.geteuid() == 0:   # put it back for the other tests
+            Path("/proc/self/autogroup").write_text(str(before))
+    assert done.status == "ok", done.reason
+    assert (done.autogroup_nice, done.autogroup_applied) == ([before] * 2, False)
+    assert done.autogroup_note.startswith("2 of 2 processes in a session they do not lead")
+
+
+def _marked(marker: str) -> list[int]:
+    """The pids of the processes whose environment holds `marker`."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if marker.encode() in (d / "environ").read_bytes():
+                    found.append(int(d.name))
+            except OSError:   # gone, or not ours
+                pass
+    return found
+
+
+@pytest.mark.slow  # a Python process running the lab, and its cases' processes
+@pytest.mark.parametrize("how", ["SIGTERM to its group", "SIGKILL to it"])
+def test_a_lab_run_killed_leaves_no_process(tmp_path, how):
+    """`kill -TERM -- -PGID` of a lab run: its non-MPI processes, each in a session (and group) of its own, get no
+    signal; the lab turns SIGTERM into an interrupt, so its cleanup stops them. Killed with SIGKILL, nothing of it
+    runs: each process dies with it all the same (PR_SET_PDEATHSIG). The case's processes are counted by their
+    DARSHAN_LOGFILE, under this test's directory. (An MPI case's: Hydra's mpiexec, killed, kills its ranks.)"""
+    logs = tmp_path / "logs"
+    script = (
+        "import sys; from pathlib import Path\n"
+        "from ioweather.services.lab.catalogue import Case\n"
+        "from ioweather.services.lab.run import run_cases\n"
+        "from ioweather.services.lab.toolchain import Toolchain\n"
+        f"tools = Toolchain('test', '', '', '', 'mpiexec', '', '', programs={{'t': {sys.executable!r}}})\n"
+        "case = Case('t-sleep', '', (), ('t', '-c', 'import time; time.sleep(60)'), procs=2, mpi=False)\n"
+        "run_cases([case], tools, Path(sys.argv[1]), Path(sys.argv[2]))\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "IOWEATHER_LAB_SETTLE_S": "0"}
+    lab = subprocess.Popen([sys.executable, "-c", script, str(tmp_path), str(logs)], env=env,
+                           start_new_session=True, stderr=subprocess.PIPE, text=True)   # setsid: a group of its own
+    marker = f"DARSHAN_LOGFILE={logs}/t-sleep/"
+    try:
+        for _ in range(300):   # until both of the case's processes run (or the lab failed)
+            if len(_marked(marker)) == 2 or lab.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert len(_marked(marker)) == 2, lab.stderr.read() if lab.poll() is not None else "not started"
+        if how == "SIGKILL to it":
+            os.kill(lab.pid, signal.SIGKILL)
+            lab.communicate(timeout=30)
+        else:
+            os.killpg(lab.pid, signal.SIGTERM)
+            _, err = lab.communicate(timeout=30)
+            assert lab.returncode == 1 and "Interrupted" in err   # unwound by the interrupt, not killed by it
+            assert not any(p.name.startswith("ioweather-lab-") for p in tmp_path.iterdir())   # the run's directory
+        left = _marked(marker)
+        for _ in range(40):   # a killed process is reaped by init a moment after
+            if not left:
+                break
+            time.sleep(0.05)
+            left = _marked(marker)
+        assert left == []
+    finally:
+        for pid in _marked(marker):
+            os.kill(pid, signal.SIGKILL)
+        if lab.poll() is None:
+            lab.kill()
+            lab.wait()
 
 
 @pytest.mark.parametrize("bad", ["-10.5", "fast", "", "40"])
 def test_a_priority_that_is_no_nice_value_is_refused(monkeypatch, bad):
     monkeypatch.setenv("IOWEATHER_LAB_AUTOGROUP_NICE", bad)
     with pytest.raises(UserError, match="IOWEATHER_LAB_AUTOGROUP_NICE"):
-        _priority()
+        _priority("/r")
 
 
 def test_the_pause_before_each_case(monkeypatch):

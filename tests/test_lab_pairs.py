@@ -120,6 +120,17 @@ BELOW: dict[str, str] = {
     # every collective call); stored since from `lab run` with the ranks' priority and a pause before each case
     # (series R of 2026-11-29 08:59, round 1 chosen before the run: docs/validation.md)
 }
+#: The most the causes may claim of the change of a pair whose fix saves time (not COSTLESS), before job diff's cap at the change (`claimed_s`): the
+#: share is capped at 100 %, so without this bound a cause that claims twice what the fix saved passes. 1.5x: the
+#: stored pairs' claims that are right scatter within ±25 % of the change (each run's load, a minute apart:
+#: docs/validation.md), and savings compound (the findings' `combined_s` never counts a second twice).
+MAX_CLAIM = 1.5
+#: pairs whose causes claim more than MAX_CLAIM x the change on the stored logs, measured (strict: a pair that
+#: comes within the bound is noticed)
+OVER: dict[str, str] = {
+    "fdatasync-per-write": "Y01 claims 3.30 s of a 2.00 s change (1.66x): it prices the syncs as all of the bad "
+                           "run's 3.32 s of I/O time, but the fixed run still spends 1.32 s writing the same 1 GiB",
+}
 #: pairs whose planted cause is the ranks' share of one disk, costless on it (catalogue.Case.costless_local: 4 MiB
 #: O_DIRECT streams, where a rank already has most of the device's bandwidth and the ranks' do not add up): the
 #: fix saves no material time, and the advisor must not claim it on the bad run (P18 claimed 2.28 s and B02
@@ -142,7 +153,8 @@ def _diff(bad: Path, fixed: Path):
 
 
 @pytest.mark.parametrize("pair", [pytest.param(p, id=p.bad, marks=[pytest.mark.xfail(strict=True, reason=BELOW[p.bad])]
-                                               if p.bad in BELOW else []) for p in PAIRS])
+                                               if p.bad in BELOW else [pytest.mark.xfail(strict=True, reason=OVER[p.bad])]
+                                               if p.bad in OVER else []) for p in PAIRS])
 def test_each_catalogue_pair_is_explained_by_job_diff(pair):
     from ioweather.services.answers.job_diff import material_s
     from ioweather.stats.lab_scores import pair_outcome
@@ -154,7 +166,8 @@ def test_each_catalogue_pair_is_explained_by_job_diff(pair):
     explained, no_saving = pair_outcome(d.explained_share, d.io_time_change_s, d.verdict.startswith("no material change"),
                                         claimed, material_s(d.before.io_time_s), MIN_EXPLAINED_SHARE)
     print(f"{pair.bad}: {d.before.io_time_s:.2f} s -> {d.after.io_time_s:.2f} s, change {d.io_time_change_s:+.2f} s, "
-          f"explained {d.explained_s:+.2f} s, claimed {claimed:.2f} s; {d.verdict}; bad run: {d.before.verdict}")
+          f"explained {d.explained_s:+.2f} s, claimed {claimed:.2f} s (all causes {d.claimed_s:+.2f} s); {d.verdict}; "
+          f"bad run: {d.before.verdict}")
     if pair.bad in COSTLESS:
         # the spread ranks took about as long (the device's bandwidth is the limit) ...
         assert d.verdict.startswith("no material change") and no_saving, d.verdict
@@ -164,6 +177,8 @@ def test_each_catalogue_pair_is_explained_by_job_diff(pair):
         # the fix made it faster, and the findings whose cost vanished account for the change
         assert d.io_time_change_s < 0
         assert d.explained_share is not None and d.explained_share >= MIN_EXPLAINED_SHARE and explained
+        # ... and claim no more than MAX_CLAIM x what it saved (the share is capped at 100 %: it cannot tell)
+        assert abs(d.claimed_s) <= MAX_CLAIM * abs(d.io_time_change_s), (d.claimed_s, d.io_time_change_s)
 
 
 def test_a_reread_pair_run_85_minutes_apart_is_half_the_load():

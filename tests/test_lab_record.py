@@ -133,7 +133,7 @@ def test_lab_run_records_the_disk_and_the_pair_is_scored_from_the_store(tmp_path
         # the job's window as `why` reads the disk for it: its run and TAIL_S after
         t0, t1 = int(d.start_time_s * 1e9), int((d.end_time_s + TAIL_S) * 1e9)
         assert disk["time_ns"].min() <= t0 and disk["time_ns"].max() >= t1
-        assert device_rate(settings.parquet_dir, fs, t0, t1) is not None
+        assert device_rate(settings.parquet_dir, fs, f"{fs}:{block_device(scratch)}", t0, t1) is not None
         windows.append((t0, t1))
 
     # the probes: one target on the scratch directory's disk, its quiet window before the first case, and samples

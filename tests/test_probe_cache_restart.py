@@ -298,3 +298,28 @@ def test_a_shutdown_stops_the_held_warm_up(store_home):
         warm = next(t for t in threading.enumerate() if t.name == WARM)
     warm.join(2.0)
     assert not warm.is_alive() and cache.warm_s is None  # stopped in the hold, before the rollups
+
+
+def test_the_work_after_the_first_answer_waits_for_the_pages_being_answered(store_home, scans, monkeypatch):
+    """After its hold, the warm-up's background work (the month's rollups, the marks' search) waits before each
+    target while a page is being answered (web/app.py WARM_YIELD_S, `WebContext.busy`), and goes on when none is."""
+    import ioweather.web.app as web_app
+
+    monkeypatch.setattr(web_app, "WARM_YIELD_S", 60.0)
+    home, now = store_home
+    app = frozen_app(home, now)
+    with Server(app) as s:
+        ctx = app.state.ctx
+        ctx.request_started()  # a page being answered, as the middleware marks it, from before the first answer
+        assert api(s, "/api/status")[0] == 200
+        assert ctx.answered.wait(5)
+        asked = len([d for d in scans if d[0] == "rollups"])  # the Status answer's own
+        time.sleep(1.5)  # the time under test: the first answer went out, the page in progress holds the warm-up
+        assert len([d for d in scans if d[0] == "rollups"]) == asked and ctx.cache.warm_s is None
+        ctx.request_ended()
+        _warmed(ctx.cache)
+        assert {d[1] for d in [d for d in scans if d[0] == "rollups"][asked:]} == set(TARGETS)
+        # the middleware marks every request as answered once its response has gone out, errors included
+        for path, code in (("/api/status", 200), ("/api/nothing-here", 404), ("/api/history?days=x", 400)):
+            assert api(s, path)[0] == code
+            assert ctx.idle.wait(5)  # set on the server's thread once the response has gone out

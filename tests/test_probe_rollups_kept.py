@@ -215,20 +215,33 @@ def test_store_prune_of_the_summaries_removes_it(home):
     assert not path.exists() and done.kinds[0].files == 1
 
 
-def test_the_kept_newest_samples_are_read_back_unless_the_store_has_more(home, monkeypatch):
-    now = time.time_ns() - 120 * 10**9
-    _, path = _first(home, now)
-    # a late sample in scratch's kept last hour (before the saved `final`): its count no longer matches
+def _late_in_scratch_hour(home, path, now) -> int:
+    """A late sample in scratch's kept last hour (before the saved `final`), the kept baselines removed (served
+    stale after a restart by design: not what these tests look at); its start."""
     late = now - 30 * 60 * 10**9 + 7
     store = open_store(Settings.resolve(home))
     run = probe_store.runs(store, "scratch")[-1]["id"]
     probe_store.insert_samples(store, [(run, "md_stat", late, 9_000_000_000, 0, "ok", 0)])
-    (path.parent / "probe-baselines.json").unlink()  # (served stale after a restart by design: not tested here)
-    c = _cache(home, now)
+    (path.parent / "probe-baselines.json").unlink()
+    return late
+
+
+def _reads(monkeypatch) -> tuple[list, object]:
+    """The (target, since) of every `read_samples` of the cache from now on, and the real function."""
     reads = []
     real = cache_mod.probe_store.read_samples
     monkeypatch.setattr(cache_mod.probe_store, "read_samples",
                         lambda st, t, **kw: reads.append((t, kw.get("since_ns"))) or real(st, t, **kw))
+    return reads, real
+
+
+def test_the_kept_newest_samples_are_read_back_unless_the_store_has_more(home, monkeypatch):
+    now = time.time_ns() - 120 * 10**9
+    _, path = _first(home, now)
+    # a late sample in scratch's kept last hour (before the saved `final`): its count no longer matches
+    late = _late_in_scratch_hour(home, path, now)
+    c = _cache(home, now)
+    reads, real = _reads(monkeypatch)
     floor = c._kept_floor(now)
     kept = {t: c._kept_read(t, floor) for t in TARGETS}
     final = now - int(cache_mod.LAG_S * 1e9)
@@ -272,3 +285,42 @@ def test_one_read_of_what_arrived_for_every_target_equals_each_read_on_its_own(h
         assert (mine.since_ns, mine.final_ns) == (ref.since_ns, ref.final_ns)
         for col in ref.samples:
             np.testing.assert_array_equal(mine.samples[col], ref.samples[col])
+
+
+def test_the_restart_checks_every_kept_hour_in_one_statement(home, monkeypatch):
+    """The warm-up checks the store's counts of every target's kept hour at once (`_check_recent`,
+    `fingerprint_rows_many`): the same verdicts as one `fingerprint` a target, a late sample still caught."""
+    from ioweather.store import probe_pieces
+
+    now = time.time_ns() - 120 * 10**9
+    _, path = _first(home, now)
+    store = open_store(Settings.resolve(home))
+    rng = np.random.default_rng(int(os.environ.get("TEST_SEED", "40")))
+    print("seed", int(os.environ.get("TEST_SEED", "40")))
+    runs = {t: [r["id"] for r in probe_store.runs(store, t)] for t in TARGETS}
+    spans = {}
+    for k in range(12):  # random spans of the two targets, some of both runs, some empty
+        t = TARGETS[k % 2]
+        lo = int(now - rng.integers(0, 3 * DAY))
+        spans[f"s{k}"] = (runs[t] if k % 3 else runs[t][:1], lo, lo + int(rng.integers(0, 2 * DAY)))
+    spans["none"] = ([], now - DAY, now)
+    with store.connect() as conn:
+        got = probe_pieces.fingerprint_rows_many(conn, spans)
+        assert got == {k: probe_pieces.fingerprint(conn, ids, lo, hi)[0] for k, (ids, lo, hi) in spans.items()}
+    assert any(v > 0 for v in got.values())
+    # a late sample in scratch's kept hour: the restart's one check reads scratch's hour again, not home's
+    late = _late_in_scratch_hour(home, path, now)
+    c = _cache(home, now)
+    single = []
+    real_one = cache_mod.pieces_store.fingerprint
+    monkeypatch.setattr(cache_mod.pieces_store, "fingerprint", lambda *a: single.append(a) or real_one(*a))
+    reads, real = _reads(monkeypatch)
+    c.warm()
+    floor = c._kept_floor(now)
+    kept = probe_rollups_file.load(path, c._rows_key())
+    hours = {(e["recent"]["since_ns"], e["recent"]["final_ns"]) for e in kept.values() if e["recent"] is not None}
+    assert len(hours) >= 1 and not [a for a in single if tuple(a[2:]) in hours], "checked one target at a time"
+    assert ("scratch", floor) in reads and ("home", floor) not in reads, reads
+    monkeypatch.setattr(cache_mod.probe_store, "read_samples", real)
+    assert late in c._t("scratch").kept.samples["start_ns"]
+    assert _answers(c)["status"] == _answers(_cache(home, now, persist=False))["status"]

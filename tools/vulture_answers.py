@@ -25,6 +25,9 @@ _.area  # store.check.Problem
 _.at  # services.telemetry.fsfacts.LctlState
 _.atime_age_days  # services.content.fsstats.Histograms
 _.attributed_share  # services.answers.events.IoEvent
+_.autogroup_applied  # services.lab.run.CaseRun
+_.autogroup_nice  # services.lab.run.CaseRun
+_.autogroup_note  # services.lab.run.CaseRun
 _.available  # services.answers.report.ChangesPart, services.lab.score.ToolScore
 _.b  # services.content.fsstats.Growth
 _.bad  # services.lab.score.PairScore
@@ -87,7 +90,7 @@ _.centroid_bytes  # services.telemetry.workload.Spectrum
 _.cf_variant  # services.jobs.weather.Weather
 _.change_s  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.changes  # services.answers.changes.Changes, services.answers.report.Links, services.answers.report.Report
-_.claimed_s  # services.lab.score.PairScore
+_.claimed_s  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
 _.class_label  # services.answers.factors.Timeline
 _.class_order  # services.answers.factors.Classified
 _.classes  # services.answers.factors.Density

@@ -131,6 +131,11 @@ def register(cli: click.Group) -> None:
                    f"baseline {run.baseline_from} - {run.baseline_until}) and the logs in the lab store {run.store}"
                    + ("" if run.probe_bytes_written is None else
                       f"; the probe wrote {format_bytes(run.probe_bytes_written)}"))
+        unset = [c for c in run.cases if c.autogroup_applied is False]
+        if unset:
+            # the wrapper's write was refused (not root) or left out (a launcher that keeps the ranks in this session)
+            click.echo(f"priority: not applied in {len(unset)} of {len(run.cases)} cases ({unset[0].name}: "
+                       f"{unset[0].autogroup_note}); INDEX.json has each case's autogroup nice")
         if scores:
             _print_scores(scores)
         if failed:

@@ -163,8 +163,9 @@ def one_device_excess(slowest_s: np.ndarray, total_bytes: np.ndarray, rank_rate:
 def crowded_device_saving(io_s: float, moved: float, rank_rate: float, device_rate: float,
                           streams: int) -> tuple[float, float]:
     """(m, seconds saved) of spreading one rank's stream over `streams` ranks on a device others write to,
-    by per-stream fair sharing (docs/validation.md, "one-rank-io on a crowded disk, measured"): the device
-    delivered `device_rate` bytes/s to every writer in the job's window, of which the rank's one stream had
+    by per-stream fair sharing (docs/validation.md, "one-rank-io on a crowded disk, measured"): the device (the
+    job's one device, not its host's every disk and volume) delivered `device_rate` bytes/s to every writer over
+    the rank's I/O span (not the job's window: a crowd while it computed takes nothing), of which its one stream had
     `rank_rate`, so m = (device − rank) / rank other streams' worth of load; k streams take k / (k + m) of
     it, and the saving is io_s − moved / (device · k / (k + m)). On a device nobody else used (device rate
     at most the rank's) m = 0 and the saving is the one-device bound's (`one_device_excess`)."""

@@ -451,6 +451,18 @@ def _fs_records(log) -> Cols:
     return out
 
 
+def rank0_io_span(fs: Cols) -> tuple[float, float] | None:
+    """Rank 0's I/O span in seconds from the job's start: the first open to the last read or write end
+    (Darshan's F_OPEN_START and F_READ_END/F_WRITE_END timestamps) of the storage records that moved bytes and
+    are rank 0's own or shared (rank -1: reduced over the ranks). None when no such record has both."""
+    moved = ((fs["bytes_read"] + fs["bytes_written"]) > 0) & (fs["rank"] <= 0)
+    start, end = fs["open_start"][moved], fs["io_end"][moved]
+    start, end = start[np.isfinite(start)], end[np.isfinite(end)]
+    if not start.size or not end.size or end.max() <= start.min():
+        return None
+    return float(start.min()), float(end.max())
+
+
 def totals(fs: Cols) -> dict:
     return {"bytes_read": int(fs["bytes_read"].sum()), "bytes_written": int(fs["bytes_written"].sum()),
             "files": int(np.unique(fs["id"]).size),

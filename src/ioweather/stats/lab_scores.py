@@ -44,6 +44,16 @@ def score(labels: Sequence[str], cases: Iterable[tuple[set[str], set[str], set[s
             "micro_f1": micro["f1"], "micro_f1_labels": prf(*planted_only)["f1"]}
 
 
+#: The causes over-claim a change when their seconds (before job diff's cap at the change) exceed it by more than
+#: this factor: job diff's text says so beside the capped share.
+OVERCLAIM = 1.2
+
+
+def overclaims(claimed_s: float, change_s: float) -> bool:
+    """Whether causes claiming `claimed_s` (signed, the change's way) over-claim a change of `change_s`."""
+    return abs(claimed_s) > OVERCLAIM * abs(change_s)
+
+
 def pair_outcome(share: float | None, change_s: float, still: bool, claimed_s: float, material_s: float,
                  min_share: float) -> tuple[bool, bool]:
     """(explained, no saving) of a bad -> fixed pair read by `job diff`. Explained: the findings account for at

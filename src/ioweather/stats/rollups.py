@@ -47,7 +47,13 @@ def concat_rollups(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     if not parts:
         return empty_rollups()
     out = {c: np.concatenate([p[c] for p in parts]) for c in ROLLUP_COLUMNS}
-    order = np.lexsort((out["op"], out["start_ns"]))
+    start, op = out["start_ns"], out["op"]
+    ds = np.diff(start)
+    if (ds >= 0).all() and (np.diff(op)[ds == 0] >= 0).all():
+        # already by time then op (a month of kept rows and the intervals settled after them, most calls): the
+        # stable sort's order is the identity; sorting and copying 100 targets' months was ~0.3 s of a restart
+        return out
+    order = np.lexsort((op, start))
     return {c: v[order] for c, v in out.items()}
 
 

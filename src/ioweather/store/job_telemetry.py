@@ -126,9 +126,9 @@ class Series:
 
 
 def window_series(parquet_dir: Path, fs: str, since_ns: int, until_ns: int, metrics: list[str],
-                  metric_prefixes: tuple[str, ...] = (), con=None) -> dict[str, Series]:
+                  metric_prefixes: tuple[str, ...] = (), con=None, target: str | None = None) -> dict[str, Series]:
     """{metric: Series} of the rows of `fs` that can overlap [since, until), summed over targets in
-    one DuckDB query (the same rows and pushdown as `window_rows`)."""
+    one DuckDB query (the same rows and pushdown as `window_rows`); `target`: of that one target only."""
     files = layout.data_files(fs_base(parquet_dir, fs), since_ns - MAX_INTERVAL_NS, until_ns)
     if not files:
         return {}
@@ -140,6 +140,7 @@ def window_series(parquet_dir: Path, fs: str, since_ns: int, until_ns: int, metr
                      sum(value) FILTER (WHERE isfinite(value)) AS s_fin,
                      count(*) FILTER (WHERE isfinite(value)) AS n_fin
               FROM {layout.files_scan(files)} WHERE {_where(since_ns, until_ns, metrics, metric_prefixes)}
+              {"" if target is None else f"AND target = {_quote(target)}"}
               GROUP BY metric, time_ns, interval_s ORDER BY metric, time_ns, interval_s"""
     own = con is None
     con = con or layout.connect_duckdb(threads=1)

@@ -61,6 +61,28 @@ def fingerprint(conn: sa.Connection, ids: list[int], lo: int, hi: int) -> tuple[
     return int(rows) + int(total), int(n)
 
 
+def fingerprint_rows_many(conn: sa.Connection, spans: dict[str, tuple[list[int], int, int]]) -> dict[str, int]:
+    """`fingerprint(conn, ids, lo, hi)[0]` of every {key: (ids, lo, hi)} in one statement (a column each): a
+    restart's check of 100 targets' kept hours made 200 statements, 0.65 s (issue 40)."""
+    out = {k: 0 for k in spans}
+    keys = [k for k, (ids, _, _) in spans.items() if 0 < len(ids) <= 50]
+    for k, (ids, lo, hi) in spans.items():  # many runs: a column deeper than SQLite's expressions may be
+        if len(ids) > 50:
+            out[k] = fingerprint(conn, ids, lo, hi)[0]
+    for a in range(0, len(keys), 200):  # SQLite's column limit (2,000), with room
+        cols = []
+        for k in keys[a:a + 200]:
+            ids, lo, hi = spans[k]
+            counts = " + ".join(f"(SELECT count(*) FROM probe_samples WHERE run_id = {int(r)} AND op = '{op}' "
+                                f"AND start_ns >= {int(lo)} AND start_ns < {int(hi)})" for r in ids for op in OPS)
+            archived = (f"(SELECT coalesce(sum(rows), 0) FROM probe_archive WHERE run_id IN "
+                        f"({', '.join(str(int(r)) for r in ids)}) AND day_ns < {int(hi)} AND day_ns + {DAY_NS} > {int(lo)})")
+            cols.append(f"{counts} + {archived}")
+        row = conn.exec_driver_sql(f"SELECT {', '.join(cols)}").one()
+        out.update({k: int(v) for k, v in zip(keys[a:a + 200], row)})
+    return out
+
+
 def _lock(conn: sa.Connection, store: Store) -> None:
     if store.url.startswith("postgresql"):
         conn.exec_driver_sql("LOCK TABLE probe_pieces IN SHARE ROW EXCLUSIVE MODE")

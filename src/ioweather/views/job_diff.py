@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ioweather.stats.lab_scores import overclaims
 from ioweather.units import format_seconds
 from ioweather.views.output import print_table, stdout
 
@@ -22,8 +23,10 @@ def print_job_diff(d) -> None:
     print_table(runs, [("run", "run"), ("log", "log"), ("io", "I/O time"), ("runtime", "run time"),
                        ("procs", "processes"), ("system", "system (why)"), ("verdict", "its verdict")], title="runs")
     share = "-" if d.explained_share is None else f"{100 * d.explained_share:.0f} %"
+    over = (f" (the causes claim {_signed(d.claimed_s)}, more than the change)"
+            if overclaims(d.claimed_s, d.io_time_change_s) else "")
     stdout.print(f"I/O time change {_signed(d.io_time_change_s)}; explained by the findings {_signed(d.explained_s)} "
-                 f"({share})", highlight=False)
+                 f"({share}){over}", highlight=False)
     print_table([{"kind": c.kind, "code": c.code, "change": _signed(c.change_s), "what": c.message} for c in d.causes],
                 [("kind", "kind"), ("code", "code"), ("change", "change"), ("what", "what changed")],
                 title="causes", empty="no finding or counter changed")

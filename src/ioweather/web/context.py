@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from ioweather import __version__
 from ioweather.config import Settings
+from ioweather.encoding import to_json
 from ioweather.errors import UserError
 from ioweather.services.runtime.defaults import DEGRADED, SEVERE
 from ioweather.services.probe.cache import DEFAULT_BASELINE_S, ProbeCache
-from ioweather.services.runtime.stores import Store, open_store, store_location
+from ioweather.services.runtime.stores import Store, keep_answer, kept_answer, open_store, store_location
 
 
 T = TypeVar("T")
@@ -39,6 +42,26 @@ class WebContext:
         self._memo: OrderedDict[Hashable, tuple[Hashable, object]] = OrderedDict()
         #: Set when the first response has gone out: the background warm-up's later work waits for it.
         self.answered = threading.Event()
+        #: Set while no request is being answered (`request_started`, `request_ended`: web/app.py's middleware).
+        self.idle = threading.Event()
+        self.idle.set()
+        self._inflight = 0
+
+    def request_started(self) -> None:
+        with self._lock:
+            self._inflight += 1
+            self.idle.clear()
+
+    def request_ended(self) -> None:
+        with self._lock:
+            self._inflight -= 1
+            if self._inflight <= 0:
+                self._inflight = 0
+                self.idle.set()
+
+    def busy(self) -> bool:
+        """Whether a request is being answered."""
+        return not self.idle.is_set()
 
     @property
     def where(self) -> str:
@@ -89,6 +112,23 @@ class WebContext:
             while len(self._memo) > MEMO_ENTRIES:
                 self._memo.popitem(last=False)
         return value
+
+    def kept(self, key: tuple, version: Hashable, compute: Callable[[], dict]) -> dict:
+        """`memo` of a JSON document (`compute()`'s), also kept in the store's home across a restart
+        (services.runtime.stores.keep_answer: store/kept_answers.py) for the same key, `version` and ioweather
+        version: a restarted server's first view of a page computed from a whole dataset (Workload's week of
+        telemetry, ~2 s at a center's size) reads it back instead. `version` must change whenever anything the
+        answer is computed from does, as for `memo`. Both paths hand the document as parsed from its JSON text:
+        the same answer whether computed or read back."""
+        k, v = repr((__version__, key)), repr(version)
+
+        def load_or_compute() -> dict:
+            text = kept_answer(self.settings, k, v)
+            if text is None:
+                text = to_json(compute())
+                keep_answer(self.settings, k, v, text)
+            return json.loads(text)
+        return self.memo(("kept", key), version, load_or_compute)
 
     def close(self) -> None:
         if self._cache is not None:

@@ -310,6 +310,7 @@ def keep_marks(cache, now_ns: int) -> float:
     the first view after a restart, or after an interval settles, finds the searches kept. Returns the
     seconds until the next interval settles (the dashboard's warm-up calls it again then)."""
     for target in cache.targets():
+        cache.pause()  # the dashboard's pages being answered first
         if cache.stop_event.is_set():  # the server is stopping
             break
         probe_marks(cache, [target], now_ns - 3600 * 10**9, now_ns, now_ns)

@@ -4,17 +4,17 @@ Each side is read as `ioweather job` reads it (in a child process, `jobs.darshan
 I/O time (after − before) is set against the findings' costs: a finding's `combined_s` (its saving once the
 findings before it are taken, never counting one second twice) that appeared, vanished or changed is a
 cause, with `change_s` = after − before. `explained_s` is the part of the I/O-time change those causes
-account for (the ones pointing the same way, at most the change itself). Counters that moved by more than
+account for (the ones pointing the same way, at most the change itself); `claimed_s` is their sum before that cap
+(more than the change: an over-claim the capped share cannot show). Counters that moved by more than
 `MOVED` are listed too (they show what the code did differently; their seconds are the findings').
 When both jobs are in the store, `why`'s budget of each gives the system's share of the change; and where one
-run's rank 0 did all the I/O on one device (R01's one-device bound) and the device's counters are stored for the
-file system `why` finds for it, the crowd on that device is priced (`crowd_cause`: per-stream fair sharing,
-docs/validation.md "one-rank-io on a crowded disk, measured").
+run's rank 0 did all the I/O on one device (R01's one-device bound) and the counters of that one device
+(`fs_names.disk_target` of the mount `why` finds for it) are stored, the crowd on it over rank 0's I/O span is
+priced (`crowd_cause`: per-stream fair sharing, docs/validation.md "one-rank-io on a crowded disk, measured").
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from dataclasses import dataclass, field
 
@@ -71,8 +71,9 @@ class DiffCause:
 class CrowdCause(DiffCause):
     """The crowd on one device (`kind` crowd): the run whose rank 0 did all the I/O (R01 with its one-device
     bound) shared the device with other writers, and its `streams` ranks spread would have taken a larger share
-    of it. `before`/`after`: the device's rate (bytes/s, reads and writes) in each run's window; `device_bps`,
-    `rank0_bps`: the device's and rank 0's rates in that run's window; `others`: m, the other writers' load in
+    of it. `fs`: the telemetry dataset, whose one target (device) the mount is on (`fs_names.disk_target`, named in
+    the message). `before`/`after`: the device's rate (bytes/s, reads and writes) over each run's rank-0 I/O span;
+    `device_bps`, `rank0_bps`: the device's and rank 0's rates in that run's; `others`: m, the other writers' load in
     streams; `crowd_s`: the model's saving, of which `change_s` is the part beyond R01's bound (`one_device_s`)."""
 
     fs: str
@@ -106,6 +107,8 @@ class JobDiff(Answer):
     causes: list[DiffCause | CrowdCause]
     explained_s: float
     explained_share: float | None
+    #: the finding and crowd causes pointing the change's way, summed before `explained_s`'s cap at the change
+    claimed_s: float
     same_code: bool
     system: SystemShare | None
     verdict: str
@@ -227,10 +230,15 @@ def material_s(before_io_time_s: float) -> float:
     return max(1.0, STILL * before_io_time_s)
 
 
+def claimed(change_s: float, causes: list[DiffCause]) -> float:
+    """The seconds the finding causes (and the crowd) pointing `change_s`'s way claim, summed (signed)."""
+    return sum(c.change_s for c in causes if c.kind in ("finding", "crowd") and c.change_s * change_s > 0)
+
+
 def explained(change_s: float, causes: list[DiffCause]) -> float:
-    """The part of `change_s` the finding causes (and the crowd) account for: those pointing its way, at most
+    """The part of `change_s` the finding causes (and the crowd) account for: their `claimed` seconds, at most
     all of it."""
-    same = sum(c.change_s for c in causes if c.kind in ("finding", "crowd") and c.change_s * change_s > 0)
+    same = claimed(change_s, causes)
     return max(-abs(change_s), min(abs(change_s), same)) if change_s < 0 else min(change_s, same)
 
 
@@ -240,12 +248,13 @@ def _one_device(rep: JobReport) -> Finding | None:
 
 
 def crowd_cause(rep_b: JobReport, rep_a: JobReport, rates: tuple[float | None, float | None],
-                fs: str) -> CrowdCause | None:
+                fs: str, target: str | None = None) -> CrowdCause | None:
     """The crowd on the device of the run whose rank 0 did all the I/O (R01's one-device bound) when the other
     run spread it (no R01), priced by per-stream fair sharing (`stats.costs.crowded_device_saving`) from the
-    device's rate in that run's window (`rates`: bytes/s of each run's window, from the device's counters).
+    device's rate over that run's rank-0 I/O span (`rates`: bytes/s of each run's, from the device's counters).
+    `target`: the device's telemetry target, named in the message (else `fs`).
     The part beyond R01's own claim: on a device nobody else wrote to (m = 0) that is ~0. None when neither
-    run is such a pair's, or the device's rate in the one-rank run's window is unknown."""
+    run is such a pair's, or the device's rate over the one-rank run's span is unknown."""
     # lazy: numpy via stats.costs: kept off `ioweather job --help` and the parent of `job LOG --html`
     from ioweather.stats.costs import crowded_device_saving
 
@@ -260,23 +269,24 @@ def crowd_cause(rep_b: JobReport, rep_a: JobReport, rates: tuple[float | None, f
             return None
         r = moved / t0
         m, saving = crowded_device_saving(float(rep.perf.io_time_s or 0.0), moved, r, device, int(k))
-        claimed = float(r01.combined_s or 0.0)
-        extra = max(0.0, saving - claimed)
-        seen = (f"its one stream had {format_bytes(r)}/s and the device moved {format_bytes(device)}/s in its "
-                "window")
+        bound = float(r01.combined_s or 0.0)
+        extra = max(0.0, saving - bound)
+        where = target or fs
+        seen = (f"its one stream had {format_bytes(r)}/s and the device moved {format_bytes(device)}/s over rank "
+                "0's I/O span")
         if m > 0:
-            what = (f"the {run} run's rank 0 wrote on a crowded device ({fs}): {seen}, {1 / (1 + m):.0%} of it "
+            what = (f"the {run} run's rank 0 wrote on a crowded device ({where}): {seen}, {1 / (1 + m):.0%} of it "
                     f"(m = {m:.2f} other streams' worth); {int(k)} streams would take {k / (k + m):.0%}: "
                     f"{format_seconds(saving)} saved, {format_seconds(extra)} beyond R01's one-device bound "
                     "(per-stream fair sharing)")
         else:
-            what = (f"the {run} run's rank 0 had its device ({fs}) to itself: {seen} (m = 0: no other writer to "
+            what = (f"the {run} run's rank 0 had its device ({where}) to itself: {seen} (m = 0: no other writer to "
                     "take a share from); nothing beyond R01's one-device bound")
         return CrowdCause(
             kind="crowd", code="crowd", change_s=sign * extra if extra > 0 else 0.0, before=rates[0],
             after=rates[1], message=what,
             fs=fs, run=run, device_bps=float(device), rank0_bps=r, streams=int(k), others=m, crowd_s=saving,
-            one_device_s=claimed)
+            one_device_s=bound)
     return None
 
 
@@ -312,7 +322,8 @@ def diff_reports(before: DiffSide, rep_b: JobReport, after: DiffSide, rep_a: Job
         if system is not None and abs(system.change_s) >= 0.1 * abs(change):
             verdict += f"; why puts {format_seconds(system.change_s)} of it on the system"
     return JobDiff(before=before, after=after, io_time_change_s=change, causes=causes + moved, explained_s=exp,
-                   explained_share=share, same_code=same, system=system, verdict=verdict, notes=notes or [])
+                   explained_share=share, claimed_s=claimed(change, causes) + 0.0, same_code=same, system=system,
+                   verdict=verdict, notes=notes or [])
 
 
 def _system(settings, paths: tuple[str, str], fs: str | None) -> tuple[SystemShare | None, list[str], list]:
@@ -332,40 +343,57 @@ def _system(settings, paths: tuple[str, str], fs: str | None) -> tuple[SystemSha
                        model=got[1].system_model), [], [w.logs[0] if len(w.logs) == 1 else None for w in got]
 
 
-def _iso_ns(text: str) -> int:
-    return int(round(dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1e9))
-
-
-def device_rate(parquet_dir, fs: str, start_ns: int, end_ns: int) -> float | None:
-    """The device's bytes/s (read and written) over [start, end) from the telemetry of `fs` (its intervals
-    prorated by their overlap); None where a byte series does not cover the window."""
+def device_rate(parquet_dir, fs: str, target: str, start_ns: int, end_ns: int) -> float | None:
+    """The bytes/s (read and written) of the one device `target` (`fs_names.disk_target`) of `fs`'s telemetry over
+    [start, end) (its intervals prorated by their overlap); None where a byte series does not cover the window or
+    the window is shorter than the telemetry's interval (a rate of the intervals around it, not of the window)."""
     # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store import job_telemetry as jt
 
     if end_ns <= start_ns:
         return None
-    series = jt.window_series(parquet_dir, fs, start_ns, end_ns, ["read_bytes", "write_bytes"])
+    series = jt.window_series(parquet_dir, fs, start_ns, end_ns, ["read_bytes", "write_bytes"], target=target)
     total = 0.0
     for metric in ("read_bytes", "write_bytes"):
         sr = series.get(metric)
-        got = None if sr is None else sr.amount(sr.cut(start_ns - jt.MAX_INTERVAL_NS, end_ns), start_ns, end_ns,
-                                                job_window=False)
-        if got is None:
+        cut = None if sr is None else sr.cut(start_ns - jt.MAX_INTERVAL_NS, end_ns)
+        got = None if sr is None else sr.amount(cut, start_ns, end_ns, job_window=False)
+        if got is None or (end_ns - start_ns) / 1e9 < float(sr.iv[cut[0]:cut[1]].max()):
             return None
         total += got
     return total / ((end_ns - start_ns) / 1e9)
 
 
-def _crowd(settings, budgets: list, rb: JobReport, ra: JobReport) -> CrowdCause | None:
+def store_crowd(parquet_dir, budgets: list, spans: list, rb: JobReport, ra: JobReport,
+                target_of=None) -> tuple[CrowdCause | None, list[str]]:
     """The crowd cause when one run is R01's one-device case and the other is not (`crowd_cause`), from the
-    device's counters of the file system `why` found for each run."""
-    if len(budgets) != 2 or None in budgets or not (_one_device(rb) or _one_device(ra)):
-        return None
-    fs = budgets[0].fs or budgets[1].fs
-    if not fs or any(b.fs not in (None, fs) or not b.start or not b.end for b in budgets):
-        return None
-    rates = tuple(device_rate(settings.parquet_dir, fs, _iso_ns(b.start), _iso_ns(b.end)) for b in budgets)
-    return crowd_cause(rb, ra, rates, fs)
+    counters of the one device (`target_of(dataset, mount)`: `fs_names.disk_target`) of the file system and
+    mount `why` found for the runs (`budgets`), over each run's rank-0 I/O span (`spans`: Unix seconds, or
+    None); and a note saying why no crowd was priced where one could have been."""
+    if not (_one_device(rb) and not any(f.code == "R01" for f in ra.findings)
+            or _one_device(ra) and not any(f.code == "R01" for f in rb.findings)):
+        return None, []
+    if len(budgets) != 2 or None in budgets:
+        return None, ["no crowd priced: why has no budget of each run"]
+    fs, mount = budgets[0].fs or budgets[1].fs, budgets[0].mount or budgets[1].mount
+    if not fs or any(b.fs not in (None, fs) or b.mount not in (None, mount) for b in budgets):
+        return None, ["no crowd priced: the runs are not on one file system and mount"]
+    if target_of is None:
+        # lazy: config's fs-map reader via services.runtime, only when a crowd is priced
+        from ioweather.services.runtime.fs_names import disk_target as target_of
+    target, why_not = target_of(fs, mount)
+    if target is None:
+        return None, [f"no crowd priced: no single device of {fs} for {mount}: {why_not}"]
+    one = 0 if _one_device(rb) else 1
+    if spans[one] is None:
+        return None, [f"no crowd priced: the {('before', 'after')[one]} run's log has no rank-0 I/O span"]
+    rates = tuple(None if sp is None else device_rate(parquet_dir, fs, target, int(sp[0] * 1e9), int(sp[1] * 1e9))
+                  for sp in spans)
+    if rates[one] is None:
+        return None, [f"no crowd priced: {target}'s readings do not cover the {('before', 'after')[one]} run's rank-0 "
+                      f"I/O span ({format_seconds(spans[one][1] - spans[one][0])}), or it is shorter than their "
+                      "interval"]
+    return crowd_cause(rb, ra, rates, fs, target), []
 
 
 def job_diff(settings, before: str, after: str, *, cores_per_node: int | None = None,
@@ -389,7 +417,13 @@ def job_diff(settings, before: str, after: str, *, cores_per_node: int | None = 
         if system is not None:
             sb.system_s, sa.system_s = system.before_s, system.after_s
             sb.system_model = sa.system_model = system.model
-            crowd = _crowd(settings, budgets, rb, ra)
+            # lazy: the span is read in a child as the report is (services/jobs/darshan_child.py)
+            from ioweather.services.jobs.darshan_child import rank0_io_wall_span
+
+            spans = [rank0_io_wall_span(p) if _one_device(r) or _one_device(o) else None
+                     for p, r, o in ((pb, rb, ra), (pa, ra, rb))]
+            crowd, more = store_crowd(settings.parquet_dir, budgets, spans, rb, ra)
+            notes += more
     else:
         notes.append("no system share: both runs must be stored jobs ('ioweather jobs ingest') with telemetry "
                      "or probes for their file system")

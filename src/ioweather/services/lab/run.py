@@ -14,11 +14,14 @@ import os
 import resource
 import shlex
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 
+from ioweather import signals
 from ioweather.encoding import Answer
 from ioweather.errors import UserError
 from ioweather.files import write_atomic
@@ -57,19 +60,76 @@ def _settle_s() -> float:
     return value
 
 
-def _priority() -> list[str]:
-    """The wrapper each process of a case runs through, its command after it: its autogroup's nice set, then
-    exec (the shell is not instrumented: LD_PRELOAD is set by the `env` after it). Empty when turned off."""
+#: The wrapper's script ($1: the file each process appends its line to, then the command). It writes the autogroup's
+#: nice only when its process leads its own session (its pid is its session id, field 6 of /proc/$$/stat): an
+#: autogroup is its session's and outlives the process, so under a launcher that keeps the ranks in the caller's
+#: session (Open MPI's mpirun, srun) the write would raise the priority of the user's whole login until logout.
+#: Then it appends "PID LEADS NICE" (LEADS 1 or 0; NICE read back from /proc/self/autogroup: a refused write, not
+#: root nor CAP_SYS_NICE, leaves the old one), and execs.
+_WRAPPER = (
+    'r=$1; shift; l=0; s=; read -r s < /proc/$$/stat; s=${s##*) }; '
+    'lead() { [ "$4" = "$$" ]; }; lead $s && l=1; '   # field 6 is the 4th after the command's name
+    '[ $l = 1 ] && { echo NICE > /proc/self/autogroup; } 2>/dev/null; '
+    '{ read -r g < /proc/self/autogroup && echo "$$ $l ${g##* }" >> "$r"; } 2>/dev/null; '
+    'exec "$@"')
+
+
+def _nice() -> int | None:
+    """The autogroup nice asked for ($IOWEATHER_LAB_AUTOGROUP_NICE, AUTOGROUP_NICE), None when turned off."""
     nice = os.environ.get("IOWEATHER_LAB_AUTOGROUP_NICE", str(AUTOGROUP_NICE)).strip()
     if nice == "off":
-        return []
+        return None
     try:
         value = int(nice)
     except ValueError:
         value = 99
     if not -20 <= value <= 19:
         raise UserError(f"IOWEATHER_LAB_AUTOGROUP_NICE={nice!r}: not a nice value (-20..19) or 'off'")
-    return ["/bin/sh", "-c", f'{{ echo {value} > /proc/self/autogroup; }} 2>/dev/null; exec "$@"', "lab"]
+    return value
+
+
+def _priority(report: Path | str) -> list[str]:
+    """The wrapper each process of a case runs through, its command after it: its autogroup's nice set where its
+    process leads its own session, the nice in effect appended to `report`, then exec (the shell is not
+    instrumented: LD_PRELOAD is set by the `env` after it). Empty when turned off."""
+    value = _nice()
+    if value is None:
+        return []
+    return ["/bin/sh", "-c", _WRAPPER.replace("NICE", str(value)), "lab", str(report)]
+
+
+@dataclass
+class Autogroup:
+    """What the wrapper found in a case's processes (`_priority`'s report)."""
+    #: the autogroup nice in effect in each process that reported, in the order they started
+    nice: list[int]
+    #: each process led its own session and runs at the nice asked for
+    applied: bool
+    #: why not, None when applied
+    note: str | None
+
+
+def read_autogroup(report: Path, asked: int, procs: int) -> Autogroup:
+    """The wrapper's report of a case of `procs` processes that asked for nice `asked`."""
+    try:
+        rows = [line.split() for line in report.read_text().splitlines()]
+    except OSError:
+        rows = []
+    rows = [r for r in rows if len(r) == 3 and r[1] in ("0", "1") and r[2].lstrip("-").isdigit()]
+    nice = [int(r[2]) for r in rows]
+    outside = sum(r[1] == "0" for r in rows)
+    refused = sum(r[1] == "1" and int(r[2]) != asked for r in rows)
+    if len(rows) < procs:
+        note = (f"{procs - len(rows)} of {procs} processes reported no autogroup (no autogroup scheduler, "
+                "or the process did not start)")
+    elif outside:
+        note = (f"{outside} of {procs} processes in a session they do not lead (the launcher's or the caller's): "
+                "its autogroup left as it was")
+    elif refused:
+        note = f"the write was refused in {refused} of {procs} processes (not root nor CAP_SYS_NICE)"
+    else:
+        note = None
+    return Autogroup(nice, note is None, note)
 
 
 @dataclass
@@ -93,6 +153,12 @@ class CaseRun:
     #: children): MPICH's ranks busy-poll while they wait, so cpu_s / (procs x elapsed_s) well under 1 on an MPI
     #: case is time its ranks spent waiting for a core (or asleep in the kernel). None in older indexes
     cpu_s: float | None = None
+    #: the autogroup nice in effect in each of the case's processes, read back by the priority's wrapper (`_priority`)
+    #: after its write, whether each one led its own session and runs at the nice asked for, and why not.
+    #: None: the priority off, the case skipped, or an older index
+    autogroup_nice: list[int] | None = None
+    autogroup_applied: bool | None = None
+    autogroup_note: str | None = None
 
 
 @dataclass
@@ -144,11 +210,12 @@ def _children_cpu() -> float:
 
 def run_case(case: Case, tools: Toolchain, base: Path, logs_dir: Path) -> CaseRun:
     """Run one case in base/<name>, its log(s) into logs_dir/<name>/; the working directory is removed."""
-    def result(status, logs=(), elapsed=0.0, reason=None, command="", cpu=None):
+    def result(status, logs=(), elapsed=0.0, reason=None, command="", cpu=None, group=None):
         return CaseRun(case.name, case.cause, list(case.labels), list(case.tolerated), case.control, case.procs,
                        case.mpi, command,
                        [str(p) for p in logs], round(elapsed, 3), status, reason, list(case.costless_local),
-                       round(cpu, 3) if cpu is not None else None)
+                       round(cpu, 3) if cpu is not None else None,
+                       *((group.nice, group.applied, group.note) if group else ()))
 
     if case.needs and case.needs not in tools.programs:
         return result("skipped", reason=tools.missing.get(case.needs, f"{case.needs} is not built"))
@@ -158,24 +225,34 @@ def run_case(case: Case, tools: Toolchain, base: Path, logs_dir: Path) -> CaseRu
     workdir.mkdir(parents=True)
     out.mkdir(parents=True)
     cmd = _command(case, tools, workdir)
+    # the wrapper's report: a line per process, beside the case's working directory (not among its files nor logs)
+    report = base / f".{case.name}.autogroup"
+    report.unlink(missing_ok=True)
+    priority, asked = _priority(report), _nice()
     started, cpu0 = time.monotonic(), _children_cpu()
+    # each process is killed when this one dies, however it dies (PR_SET_PDEATHSIG; for a non-MPI process set
+    # after Popen's setsid): a SIGKILL, or a SIGTERM to this process's group, which the non-MPI processes are
+    # outside of, stops no `finally`. (Hydra's mpiexec, killed, kills its ranks.)
+    dies = partial(signals.die_with_parent, os.getpid())
     procs: list[subprocess.Popen] = []
     try:
         if case.mpi:
             logs = [out / f"{case.name}.darshan"]
             env = _env(tools, logs[0], mpi=True)
             # `env` after mpiexec: the launcher itself is not instrumented, the ranks are
-            full = [tools.mpiexec, "-n", str(case.procs), *_priority(), "env", *(f"{k}={v}" for k, v in env.items()),
+            full = [tools.mpiexec, "-n", str(case.procs), *priority, "env", *(f"{k}={v}" for k, v in env.items()),
                     *cmd]
-            procs = [subprocess.Popen(full, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)]
+            procs.append(subprocess.Popen(full, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                          text=True, preexec_fn=dies))
         else:
             logs = [out / f"{case.name}.{k}.darshan" for k in range(case.procs)]
             # each process in a session of its own, as MPICH starts its ranks, so that its priority is its own
-            full = [*_priority(), *cmd]
-            procs = [subprocess.Popen([*full, "-k", str(k)], cwd=workdir,
-                                      env={**os.environ, **_env(tools, log, mpi=False)}, start_new_session=True,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                     for k, log in enumerate(logs)]
+            full = [*priority, *cmd]
+            for k, log in enumerate(logs):   # one at a time: an interrupt between two leaves none unkilled
+                procs.append(subprocess.Popen([*full, "-k", str(k)], cwd=workdir,
+                                              env={**os.environ, **_env(tools, log, mpi=False)},
+                                              start_new_session=True, preexec_fn=dies,
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
         errors = []
         for p in procs:
             try:
@@ -190,19 +267,22 @@ def run_case(case: Case, tools: Toolchain, base: Path, logs_dir: Path) -> CaseRu
                 errors.append(f"exit {p.returncode}: {(err.strip().splitlines() or ['no message'])[0]}")
         elapsed, cpu = time.monotonic() - started, _children_cpu() - cpu0
         command = shlex.join(full)
+        group = read_autogroup(report, asked, case.procs) if asked is not None else None
         if errors:
-            return result("failed", logs, elapsed, errors[0], command, cpu)
+            return result("failed", logs, elapsed, errors[0], command, cpu, group)
         missing = [p.name for p in logs if not p.is_file()]
         if missing:
             return result("failed", logs, elapsed, f"Darshan wrote no log {missing[0]} (is libdarshan.so working?)",
-                          command, cpu)
-        return result("ok", logs, elapsed, command=command, cpu=cpu)
+                          command, cpu, group)
+        return result("ok", logs, elapsed, command=command, cpu=cpu, group=group)
     finally:
-        # interrupted: the non-MPI processes, in sessions of their own, get no signal from the terminal
+        # interrupted (Ctrl-C, or SIGTERM/SIGHUP: run_cases): the non-MPI processes, in sessions of their own, get
+        # no signal from the terminal
         for p in procs:
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        report.unlink(missing_ok=True)
         shutil.rmtree(workdir, ignore_errors=True)
 
 
@@ -264,7 +344,7 @@ def run_cases(cases: list[Case], tools: Toolchain, directory: Path, logs_dir: Pa
     """Run `cases` in a fresh directory under `directory`, each pair's twins right after it (`pair_order`);
     INDEX.json in `logs_dir` after each one."""
     cases, settle = pair_order(cases), _settle_s()
-    _priority()  # a bad $IOWEATHER_LAB_AUTOGROUP_NICE is said before any case runs
+    _nice()  # a bad $IOWEATHER_LAB_AUTOGROUP_NICE is said before any case runs
     if not directory.is_dir():
         raise UserError(f"--dir {directory}: not a directory")
     # absolute: each case runs in its own directory, where a relative --dir or --logs would mean another place
@@ -279,16 +359,19 @@ def run_cases(cases: list[Case], tools: Toolchain, directory: Path, logs_dir: Pa
     # and a reader of the index during a full run keeps the previous logs of the cases not yet re-run
     previous = read_index(logs_dir, missing_ok=True)
     entries = {c.name: c for c in (previous.cases if previous else [])}
-    try:
-        for i, case in enumerate(cases):
-            progress_cb(i, len(cases), case.name)
-            time.sleep(settle)
-            run.cases.append(run_case(case, tools, base, logs_dir))
-            entries[case.name] = run.cases[-1]
-            write_index(LabRun(run.dir, run.logs_dir, run.toolchain, run.started, list(entries.values()), run.fs_type))
-        progress_cb(len(cases), len(cases), "")
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    # SIGTERM (a scheduler's cancel, `kill`) and SIGHUP (the terminal gone) unwind like Ctrl-C, so that each
+    # case's processes are stopped and the run's directory removed (signals.interrupting)
+    with signals.interrupting((signal.SIGTERM, signal.SIGHUP)):
+        try:
+            for i, case in enumerate(cases):
+                progress_cb(i, len(cases), case.name)
+                time.sleep(settle)
+                run.cases.append(run_case(case, tools, base, logs_dir))
+                entries[case.name] = run.cases[-1]
+                write_index(LabRun(run.dir, run.logs_dir, run.toolchain, run.started, list(entries.values()), run.fs_type))
+            progress_cb(len(cases), len(cases), "")
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
     return run
 
 

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from ioweather.config import Settings
@@ -26,6 +27,7 @@ from ioweather.services.lab.record import ahead as _ahead, device_written as _de
     iso_utc as _iso, start_recording as _start_recording, stop as _stop, stop_all as _stop_all
 from ioweather.services.lab.run import _env
 from ioweather.services.lab.toolchain import Toolchain
+from ioweather.signals import die_with_parent
 from ioweather.stats.coverage import TAIL_S
 from ioweather.units import parse_size
 
@@ -91,7 +93,8 @@ def _ior(tools: Toolchain, workdir: Path, log: Path, jobid: int, block: str) -> 
 
 
 def _run(cmd: list[str], what: str, cwd: Path) -> None:
-    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=300)
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=300,
+                       preexec_fn=partial(die_with_parent, os.getpid()))
     if p.returncode:
         raise UserError(f"{what} failed (exit {p.returncode}): {(p.stderr.strip().splitlines() or ['no message'])[0]}")
 
@@ -132,7 +135,8 @@ def run_pair(tools: Toolchain, directory: Path, home: Path, *, quiet_s: float = 
         storm = subprocess.Popen([fio, "--name=storm", f"--directory={work / 'fio'}", "--rw=write", "--bs=4m",
                                   "--direct=1", "--ioengine=psync", "--numjobs=4", "--thread", "--size=1g",
                                   "--time_based", "--runtime=600", "--group_reporting"],
-                                 env=fenv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                 env=fenv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                 preexec_fn=partial(die_with_parent, os.getpid()))  # a killed storm stops fio
         recorders.append((storm, "the fio storm"))
         # the planted storm must storm: at the twins' priority, two CPU-bound processes beside it left the storm
         # twin 1 s or less of extra I/O time in 7 of 12 pairs (job diff: "no material change")

@@ -285,6 +285,8 @@ class ProbeCache:
         self._rows_file = probe_rollups_file.path_of(store) if persist else None
         self._rows_restored: dict[str, tuple[int, int, dict[int, dict]]] | None = None
         self._recent_restored: dict[str, dict] = {}
+        #: The store's sample counts of the kept hours' spans, checked for every target at once (`_check_recent`).
+        self._recent_counts: dict[str, tuple[tuple[int, ...], int, int, int]] = {}
         self._rows_guard = threading.Lock()
         self._saved_at = time.monotonic()
         #: False for a one-shot user that needs only baselines (`slowdown --check`): no month of rollups.
@@ -306,6 +308,14 @@ class ProbeCache:
         self.warming = False
         #: This thread's `sharing_reads` block (`_Shared`), if any.
         self._shared = threading.local()
+        #: The dashboard's: called before each target by the background work that follows the first answer (`warm`
+        #: after its hold, services.answers.changes.keep_marks), which waits there while pages are being answered.
+        self.yield_to: Callable[[], object] | None = None
+
+    def pause(self) -> None:
+        """Let the pages being answered go first (`yield_to`), between two targets of background work."""
+        if self.yield_to is not None:
+            self.yield_to()
 
     # -- targets ------------------------------------------------------------
     def targets(self) -> list[str]:
@@ -385,13 +395,7 @@ class ProbeCache:
         tc = self._t(target)
         runs = self._run_ids().get(target, ())
         with tc.kept_lock:
-            k = tc.kept
-            if k is None and self._rows_file is not None and not tc.recent_tried:
-                tc.recent_tried = True
-                k, medians = self._restored_recent(target, runs)
-                if k is not None:
-                    tc.kept = k
-                    tc.medians = tc.medians or medians
+            k = self._take_restored(target, tc, runs)
             # before the read: every sample that started before this was in the store when it was read
             final = min(self.clock(), time.time_ns()) - self.lag_ns
             if k is None or k.runs != runs or since_ns < k.since_ns:
@@ -401,6 +405,17 @@ class ProbeCache:
                 cols = _merge_kept(k.samples, since_ns, frm, probe_store.read_samples(self.store, target, since_ns=frm))
             tc.kept = _Kept(runs, since_ns, final, cols)
             return cols, final
+
+    def _take_restored(self, target: str, tc: _Target, runs: tuple[int, ...]) -> _Kept | None:
+        """The target's kept samples, those an earlier process kept installed first if still valid (`_restored_recent`,
+        once; with `persist`). The caller holds `tc.kept_lock`."""
+        if tc.kept is None and self._rows_file is not None and not tc.recent_tried:
+            tc.recent_tried = True
+            k, medians = self._restored_recent(target, runs)
+            if k is not None:
+                tc.kept = k
+                tc.medians = tc.medians or medians
+        return tc.kept
 
     @contextlib.contextmanager
     def reading_recent(self, targets: list[str]):
@@ -702,8 +717,10 @@ class ProbeCache:
             hi = r.covered[1] if r.covered else a
             key = (a, min(until_ns, hi), column)
             if r.sorted is None or r.sorted[0] != key or r.sorted[1] is not r.rows:
-                kept = select_rollups(r.rows, a, key[1])
-                r.sorted = (key, r.rows, [_finite_sorted(kept[column][kept["op"] == code]) for code in range(len(OPS))])
+                # the two columns it needs, not a copy of every column of the month (select_rollups)
+                sel = (r.rows["start_ns"] >= a) & (r.rows["start_ns"] < key[1])
+                ops, values = r.rows["op"][sel], r.rows[column][sel]
+                r.sorted = (key, r.rows, [_finite_sorted(values[ops == code]) for code in range(len(OPS))])
             settled = r.sorted[2]
         tail_from = max(a, hi)
         if until_ns <= tail_from:
@@ -843,6 +860,8 @@ class ProbeCache:
         stale = []
         try:
             names = self.targets()
+            if self.keep_recent:  # the kept hours an earlier process left, checked at once (a baseline reads them)
+                self._check_recent(names)
             for target in names:
                 tc = self._t(target)
                 with tc.lock:
@@ -861,10 +880,16 @@ class ProbeCache:
                     return
                 self._seed(target, self._t(target))
             if self.keep_recent:  # each target's last hour, which every page's first answer reads
-                for target in names:
-                    if self.stop_event.is_set():
-                        return
-                    self._kept_read(target, self._kept_floor(self.clock()))
+                runs = self._run_ids()
+                for target in names:  # an earlier process's kept hours (checked at once above) installed first,
+                    tc = self._t(target)
+                    with tc.kept_lock:
+                        self._take_restored(target, tc, runs.get(target, ()))
+                with self.reading_recent(names):  # so that what came after them is one read for them all
+                    for target in names:
+                        if self.stop_event.is_set():
+                            return
+                        self._kept_read(target, self._kept_floor(self.clock()))
         except Stopped:
             return
         finally:
@@ -876,15 +901,18 @@ class ProbeCache:
                 t0 += time.perf_counter() - t_hold  # warm_s is the work, not the wait
             now = self.clock()
             for target in names:
+                self.pause()
                 if self.stop_event.is_set():
                     return
                 self._fill_together(target, self._rollup_since(now))
             for interval_s in INTERVALS_S:  # each length's own settled end, and the 4-hour rows
                 for target in names:
+                    self.pause()
                     if self.stop_event.is_set():
                         return
                     self._cover(target, self._t(target).rolled[interval_s], interval_s, self._rollup_since(now), now)
         for target in stale:
+            self.pause()
             if self.stop_event.is_set():
                 return
             self._refresh(target)
@@ -979,7 +1007,9 @@ class ProbeCache:
                                 best = run
                         else:
                             run = None
-                    if best is not None:
+                    if best == (e["lo_ns"], e["hi_ns"]):  # every span unchanged: the rows as written (all in it)
+                        got[target] = (*best, dict(e["lengths"]))
+                    elif best is not None:
                         got[target] = (*best, {i: select_rollups(rows, *best) for i, rows in e["lengths"].items()})
                 self._rows_restored = got
             return self._rows_restored
@@ -993,14 +1023,34 @@ class ProbeCache:
         e = self._recent_restored.pop(target, None)
         if e is None or e["runs"] != runs or e["final_ns"] < self.clock() - KEEP_NS:
             return None, None
-        with self.store.connect() as conn:
-            rows, _ = pieces_store.fingerprint(conn, list(runs), e["since_ns"], e["final_ns"])
-        if rows != len(e["samples"]["op"]):
+        rows = self._recent_counts.pop(target, None)
+        if rows is None or rows[:3] != (runs, e["since_ns"], e["final_ns"]):
+            with self.store.connect() as conn:
+                rows = (runs, e["since_ns"], e["final_ns"],
+                        pieces_store.fingerprint(conn, list(runs), e["since_ns"], e["final_ns"])[0])
+        if rows[3] != len(e["samples"]["op"]):
             return None, None
         m = e.get("medians")
         medians = None if m is None or m["done_ns"] > e["final_ns"] else (
             m["step_ns"], runs, m["whole_ns"], m["done_ns"], m["codes"], m["starts"], m["medians"])
         return _Kept(runs, e["since_ns"], e["final_ns"], e["samples"]), medians
+
+    def _check_recent(self, targets: list[str]) -> None:
+        """The store's counts of the kept hours of `targets` an earlier process kept (`_restored_recent`'s check),
+        in one statement: one a target was 0.65 s of a restart's 100 (issue 40)."""
+        self._restored_rows()
+        all_runs = self._run_ids()
+        spans = {}
+        for t in targets:
+            e = self._recent_restored.get(t)
+            runs = all_runs.get(t, ())
+            if e is not None and e["runs"] == runs:
+                spans[t] = (list(runs), e["since_ns"], e["final_ns"])
+        if len(spans) < 2:
+            return
+        with self.store.connect() as conn:
+            counts = pieces_store.fingerprint_rows_many(conn, spans)
+        self._recent_counts = {t: (tuple(spans[t][0]), spans[t][1], spans[t][2], n) for t, n in counts.items()}
 
     def save_rows(self) -> int | None:
         """Write the settled rows of `KEPT_LENGTHS_S` of every target, over the baseline window's spans that have

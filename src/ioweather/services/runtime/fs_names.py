@@ -27,6 +27,35 @@ def fs_name_of(directory: str | os.PathLike, fs_map: list[tuple[str, str]]) -> s
     return fs_name(m.point, m.fs_type, m.source, fs_map, socket.gethostname())
 
 
+def disk_target(dataset: str, mount: str | None, sys_block: Path = Path("/sys/dev/block")) -> tuple[str | None, str]:
+    """THE resolver of the one `collect --sources diskstats` target a job's mount is on (`job_fs` names its
+    dataset; collect names a disk's target `HOST:DEVICE`): the device of the mount point on this node (its
+    st_dev's MAJOR:MINOR in /sys/dev/block, a partition's disk: collect keeps disks, not partitions,
+    diskstats.IGNORED_DEVICES). (target, "") or (None, why not): the dataset is not this node's own disks', the
+    mount has no block device (tmpfs, overlay, NFS, btrfs's anonymous ones) or not one collect keeps."""
+    # lazy: the diskstats source's rule, only when a crowd is priced
+    from ioweather.sources.telemetry.diskstats import IGNORED_DEVICES
+
+    host = short_host(socket.gethostname())
+    if dataset != host:
+        return None, f"{dataset} is not this node's ({host}) disks: its devices cannot be told apart from here"
+    if not mount:
+        return None, "the job's files are under no mount of its log"
+    try:
+        dev = os.stat(mount).st_dev
+    except OSError as e:
+        return None, f"cannot stat {mount} here ({e.strerror})"
+    try:
+        node = (sys_block / f"{os.major(dev)}:{os.minor(dev)}").resolve(strict=True)
+    except OSError:
+        return None, f"{mount} has no block device of its own ({os.major(dev)}:{os.minor(dev)})"
+    if (node / "partition").is_file():
+        node = node.parent
+    if IGNORED_DEVICES.match(node.name):
+        return None, f"{mount} is on {node.name}, a device `collect --sources diskstats` does not keep"
+    return f"{dataset}:{node.name}", ""
+
+
 def known_datasets(parquet_dir) -> list[str]:
     """The file systems with telemetry in the store whose Parquet directory is `parquet_dir`."""
     return known_fs(parquet_dir)

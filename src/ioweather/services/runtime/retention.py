@@ -132,7 +132,18 @@ def _run(store, settings, older_than, now_ns, live_only: bool, apply: bool, log=
             log(f"retention: removed {rows:,} {kind} rows and {files:,} files older than {ns_to_iso(cutoff)}")
         if warn and skipped:
             warn(f"retention: {kind}: {skipped_line(skipped, 'removed' if apply else 'counted')}")
+    if apply and (not live_only or any(k.rows or k.files for k in out)):
+        _derived_answers(settings)
     return Pruning(dry_run=not apply, kinds=out)
+
+
+def _derived_answers(settings) -> int:
+    """The dashboard's kept page answers (store/kept_answers.py), derived from the data: removed by a prune that
+    removes anything or names an age (as `_derived_rollups`); a page computes its answer again at its next view."""
+    # lazy: as the store modules in `_run`
+    from ioweather.store import kept_answers
+
+    return kept_answers.remove(settings.home)
 
 
 def _summarize_before(store, cutoff_ns: int, now_ns: int) -> int:

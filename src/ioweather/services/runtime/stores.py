@@ -6,12 +6,16 @@ on it, so that a command names what it asks for and the import graph shows every
 
 from __future__ import annotations
 
+import hashlib
+
 from ioweather import store as _store
 from ioweather.errors import UserError
+from ioweather.store import kept_answers as _kept
 from ioweather.store import probe_archive as _archive
 from ioweather.store.db import Store, redact
 
-__all__ = ["Store", "archive_probe_samples", "check_store", "open_store", "store_location"]
+__all__ = ["Store", "archive_probe_samples", "check_store", "keep_answer", "kept_answer", "open_store",
+           "store_location"]
 
 
 def open_store(settings):
@@ -37,3 +41,19 @@ def archive_probe_samples(store, *, keep_days: int) -> int:
 def store_location(settings) -> str:
     """Where the store is, for people: the server URL without its password, or the SQLite file."""
     return redact(settings.db_url) if settings.db_url else str(settings.sqlite_path)
+
+
+def _store_id(settings) -> str:
+    # the URL's hash, not the URL: a PostgreSQL URL may carry a password
+    return hashlib.sha256(str(settings.url()).encode()).hexdigest()[:16]
+
+
+def kept_answer(settings, key: str, version: str) -> str | None:
+    """A page's answer (JSON text) an earlier process kept for `key` at `version` (store/kept_answers.py), None
+    without a valid one."""
+    return _kept.load(settings.home, _store_id(settings), key, version)
+
+
+def keep_answer(settings, key: str, version: str, text: str) -> bool:
+    """Keep a page's answer (JSON text) for `key` at `version` across a restart (store/kept_answers.py)."""
+    return _kept.save(settings.home, _store_id(settings), key, version, text)

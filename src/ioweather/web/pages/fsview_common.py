@@ -20,12 +20,18 @@ def has_telemetry(ctx: WebContext) -> bool:
 
 
 def coverages(ctx: WebContext, systems: list[str]) -> dict[str, dict]:
-    """Each file system's kinds of data and their spans (services.telemetry.fsview.coverage), kept while its files are unchanged."""
+    """Each file system's kinds of data and their spans (services.telemetry.fsview.coverage), kept while its files
+    are unchanged, also across a restart (`WebContext.kept`: a year of 100 targets' spans was ~0.7 s of CPU of the
+    first view of every telemetry page after a restart, issue 40)."""
     # lazy: pandas, pyarrow via services.telemetry.fsview, loaded only when this runs
     from ioweather.services.telemetry.fsview import coverage
 
-    return {fs: ctx.memo(("coverage", fs), dataset_fingerprint(ctx.settings, fs),
-                         lambda fs=fs: coverage(ctx.settings, fs)) for fs in systems}
+    def kept(fs: str) -> dict[str, tuple]:
+        doc = ctx.kept(("coverage", fs), dataset_fingerprint(ctx.settings, fs),
+                       lambda: {kind: [int(x) for x in v] for kind, v in coverage(ctx.settings, fs).items()})
+        return {kind: tuple(v) for kind, v in doc.items()}
+
+    return {fs: kept(fs) for fs in systems}
 
 
 def fs_and_window(ctx: WebContext, q: Query, default_window: str, kind: str = "io"):

@@ -93,22 +93,24 @@ def workload_data(ctx: WebContext, params) -> dict:
     _check_intervals(since_ns, until_ns, resample)
     since, until = (datetime.fromtimestamp(x / 1e9, timezone.utc) for x in (since_ns, until_ns))
 
-    def run():
+    def run() -> dict:
         try:
-            return workload_view(ctx.settings, fs, since, until, resample, DEFAULT_IDLE_THRESHOLD, smooth_s, min_amp,
+            view = workload_view(ctx.settings, fs, since, until, resample, DEFAULT_IDLE_THRESHOLD, smooth_s, min_amp,
                                  ACF_MAX_LAG_S, MAX_POINTS)
         except StoreError:
             raise
         except UserError as e:  # a window without data, a resample shorter than the sampling: the request's
             raise BadRequest(str(e)) from None
+        return {"since": view.result.start, "until": view.result.end, "view": view.to_json()}
 
     key = ("workload", fs, since_ns, until_ns, resample, smooth_s, min_amp)
-    view = ctx.memo(key, dataset_fingerprint(ctx.settings, fs), run)
+    # computed from the file system's telemetry alone: kept (also across a restart) while its files are the same
+    got = ctx.kept(key, dataset_fingerprint(ctx.settings, fs), run)
     # the form's fields (presentation), then the answer
-    return {"fs": fs, "fs_all": systems, "since": view.result.start, "until": view.result.end,
+    return {"fs": fs, "fs_all": systems, "since": got["since"], "until": got["until"],
             "resample_s": resample, "resamples_s": RESAMPLES_S, "smooth_s": smooth_s, "min_amplitude_bps": min_amp,
             "min_amplitude": f"{format_bytes(min_amp)}/s".replace(" ", ""), "max_events_shown": MAX_EVENTS_SHOWN, "span": span.to_json(),
-            **view.to_json()}
+            **got["view"]}
 
 
 PAGE = Page(slug="workload", script="workload.js", title="Workload", data=workload_data,
