@@ -5,11 +5,15 @@ jobs when both are stored (the disk's counters can then count: job diff's crowd 
 The fast tests read the scorer's choice on the stored logs of tests/data/lab/crowd; the slow one runs
 one-rank-io and its fixed twin, reduced to 256 MiB (the catalogue's programs and arguments, 64 x 4 MiB for rank
 0 alone, 16 a rank for the twin), under Darshan with the telemetry on, and checks the store against the disk's
-own counters read around the run (/proc/diskstats, not through ioweather).
+own counters read around the run (/proc/diskstats, not through ioweather); and the probes `probe run` recorded
+beside them: their samples cover each case's window, their quiet window comes first, `why` prices the system's
+share of both runs, and the probe's own writes are small against the cases'.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import random
 from pathlib import Path
 
 import pytest
@@ -18,7 +22,7 @@ from ioweather.config import Settings
 from ioweather.errors import UserError
 from ioweather.services.lab.record import block_device, device_written, no_telemetry_reason, run_recorded
 from ioweather.services.lab.run import CaseRun, read_index
-from ioweather.services.lab.score import pair_idents, score_pairs, stored_logs
+from ioweather.services.lab.score import pair_idents, reference_of, score_pairs, stored_logs
 from ioweather.services.lab.catalogue import Case, Pair
 
 CROWD = Path(__file__).parent / "data" / "lab" / "crowd"
@@ -55,6 +59,25 @@ def test_a_directory_without_a_block_device_records_nothing():
     assert reason.startswith("no telemetry: /proc (proc)") and "from the logs alone" in reason
 
 
+def test_the_quiet_window_of_the_index_is_why_s_reference():
+    seed = random.randrange(2**32)
+    print(f"seed {seed}")
+    rng = random.Random(seed)
+    t0 = dt.datetime(2026, 11, 29, 9, 44, 45, tzinfo=dt.timezone.utc) + dt.timedelta(microseconds=rng.randrange(10**6))
+    t1 = t0 + dt.timedelta(seconds=rng.uniform(1, 60))
+    iso = [t.strftime("%Y-%m-%dT%H:%M:%S.%fZ") for t in (t0, t1)]  # as lab run writes INDEX.json's
+    since, until = reference_of(*iso)
+    # the reference: ns since the epoch from datetime's own integer arithmetic; units.to_ns goes through a float
+    # timestamp (its 53 bits are 256 ns at 2026's 1.8e18 ns), within a microsecond
+    epoch = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    assert abs(since - (t0 - epoch) // dt.timedelta(microseconds=1) * 1000) < 1000
+    assert abs(until - (t1 - epoch) // dt.timedelta(microseconds=1) * 1000) < 1000
+    assert until - since > 10**9
+    # an index without a window (a run before the probes, or --no-telemetry), or an empty one: the rolling baseline
+    assert reference_of(None, None) is None and reference_of(iso[0], None) is None
+    assert reference_of(iso[1], iso[0]) is None and reference_of(iso[0], iso[0]) is None
+
+
 @pytest.mark.slow
 def test_lab_run_records_the_disk_and_the_pair_is_scored_from_the_store(tmp_path):
     pytest.importorskip("darshan")
@@ -76,12 +99,14 @@ def test_lab_run_records_the_disk_and_the_pair_is_scored_from_the_store(tmp_path
              Case("fixed-one-rank-io", "", (), _posix("-w", "16", "-s", M4, "-d"), procs=4)]
     logs = tmp_path / "logs"
     before = device_written(scratch)
-    run = run_recorded(cases, tools, scratch, logs)
+    run = run_recorded(cases, tools, scratch, logs, quiet_s=4.0)
     after = device_written(scratch)
     assert [c.status for c in run.cases] == ["ok", "ok"], [c.reason for c in run.cases]
     assert run.telemetry is None and run.store == str((logs / "store").resolve())
     index = read_index(logs)
     assert index.store == run.store and index.telemetry is None
+    assert (index.baseline_from, index.baseline_until) == (run.baseline_from, run.baseline_until)
+    assert not (scratch / ".ioweather-lab-probe").exists()  # the probe's files are removed with the run
     settings = Settings.resolve(run.store)
 
     # the job rows: both logs stored
@@ -102,12 +127,36 @@ def test_lab_run_records_the_disk_and_the_pair_is_scored_from_the_store(tmp_path
     assert len(disk) >= 2
     stored = float(disk["value"].sum())
     assert 2 * 64 * 4 * MiB <= stored <= after - before
+    windows = []
     for log in paths:
         d = read_log(log)
         # the job's window as `why` reads the disk for it: its run and TAIL_S after
         t0, t1 = int(d.start_time_s * 1e9), int((d.end_time_s + TAIL_S) * 1e9)
         assert disk["time_ns"].min() <= t0 and disk["time_ns"].max() >= t1
         assert device_rate(settings.parquet_dir, fs, f"{fs}:{block_device(scratch)}", t0, t1) is not None
+        windows.append((t0, t1))
+
+    # the probes: one target on the scratch directory's disk, its quiet window before the first case, and samples
+    # of each op through each case's window (at 0.2 s, one at least every second)
+    from ioweather.store import open_store
+    from ioweather.store import probe as probe_store
+
+    since, until = reference_of(index.baseline_from, index.baseline_until)
+    assert until - since >= 4e9 and until <= min(t0 for t0, _ in windows)
+    store = open_store(settings)
+    try:
+        (target,) = probe_store.targets(store)
+        s = probe_store.read_samples(store, target, since_ns=since, until_ns=max(t1 for _, t1 in windows))
+    finally:
+        store.dispose()
+    starts = sorted(int(t) for t in s["start_ns"])
+    assert sum(1 for t in starts if t < until) >= 10  # the baseline has samples
+    for t0, t1 in windows:
+        inside = [t for t in starts if t0 <= t < t1]
+        gaps = [b - a for a, b in zip([t0, *inside], [*inside, t1])]
+        assert inside and max(gaps) <= 1.5e9, (t0, t1, gaps)
+    # the probe's own writes (its process's /proc/PID/io) are a small part of the cases' 512 MiB
+    assert 0 < run.probe_bytes_written <= 0.1 * 2 * 64 * 4 * MiB
 
     # the pair's score came from the store, with the disk's counters; without the store, from the logs, and the
     # same runs are read either way
@@ -115,5 +164,10 @@ def test_lab_run_records_the_disk_and_the_pair_is_scored_from_the_store(tmp_path
     (p,) = [p for p in scored.pairs if p.bad == "one-rank-io"]
     assert scored.store == run.store and scored.with_telemetry == 1
     assert p.error is None and p.telemetry, p.telemetry_note
+    # why priced the system's share of both runs against the probes' quiet window
+    assert (scored.baseline_from, scored.baseline_until) == (index.baseline_from, index.baseline_until)
+    assert p.system_note is None and p.before_system_s is not None and p.after_system_s is not None
+    assert len(p.system_models) == 2 and "unknown" not in p.system_models
+    assert 0 <= p.before_system_s <= p.before_s and 0 <= p.after_system_s <= p.after_s
     (q,) = score_pairs(run.cases, pairs=[Pair("one-rank-io", "fixed-one-rank-io", "", "")]).pairs
     assert not q.telemetry and (q.before_s, q.after_s) == (p.before_s, p.after_s)

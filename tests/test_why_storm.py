@@ -56,9 +56,11 @@ def test_the_disks_own_count_is_none_without_a_block_device(tmp_path):
     NFS) gives None, not another device's count or a traceback; a real disk gives its bytes written so far."""
     from pathlib import Path
 
+    from ioweather.services.lab.record import probe_samples
+
     assert storm._device_written(Path("/proc")) is None
-    assert storm._probe_samples(tmp_path / "no-store.sqlite") is False
+    assert probe_samples(tmp_path / "no-store.sqlite") is False
     (tmp_path / "garbage.sqlite").write_bytes(b"not a database" * 100)
-    assert storm._probe_samples(tmp_path / "garbage.sqlite") is False
+    assert probe_samples(tmp_path / "garbage.sqlite") is False
     disk = storm._device_written(tmp_path)
     assert disk is None or disk > 0

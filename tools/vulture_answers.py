@@ -13,6 +13,7 @@ _.action  # services.jobs.answer.Finding
 _.adjust  # services.answers.factors.Density, services.answers.factors.DensityOptions, services.answers.factors.Factors
 _.after  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff, services.answers.report.ChangePoint
 _.after_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
+_.after_system_s  # services.lab.score.PairScore
 _.agg_perf_by_slowest_mibps  # services.jobs.answer.Interface, services.jobs.answer.Perf, services.jobs.darshan.StoredPerf
 _.agg_time_by_slowest_s  # services.jobs.answer.Perf
 _.alarms  # services.lab.score.CaseScore
@@ -33,11 +34,12 @@ _.bad  # services.lab.score.PairScore
 _.bad_lines  # services.telemetry.imports.SourceImport
 _.bandwidth  # services.answers.factors.Density
 _.baseline  # services.answers.why.Why, services.probe.history.TargetHistory, services.probe.status.TargetStatus
-_.baseline_from  # services.lab.storm.StormPair
+_.baseline_from  # services.lab.run.LabRun, services.lab.score.PairsScore, services.lab.storm.StormPair
 _.baseline_s  # services.probe.status.Status
-_.baseline_until  # services.lab.storm.StormPair
+_.baseline_until  # services.lab.run.LabRun, services.lab.score.PairsScore, services.lab.storm.StormPair
 _.before  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff, services.answers.report.ChangePoint
 _.before_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
+_.before_system_s  # services.lab.score.PairScore
 _.bench  # services.answers.report.Links, services.answers.report.Report
 _.best_bps  # services.bench.runs.SummaryRow
 _.bigger_is_better  # stats.umami.MetricRow
@@ -389,6 +391,7 @@ _.log  # services.lab.storm.Twin, services.lab.toolchain.Build
 _.log_version  # services.jobs.answer.JobHeader, services.jobs.darshan.StoredHeader
 _.logs  # services.answers.why.Why, services.lab.run.CaseRun
 _.logs_dir  # services.lab.run.LabRun, services.lab.score.Scores
+_.logs_share  # services.lab.score.PairScore
 _.lustre  # services.jobs.answer.Mount, services.jobs.darshan.MountRow, services.telemetry.fsview.Capacity
 _.lustre_text  # services.jobs.darshan.MountRow
 _.magnitude  # services.answers.umami.CorrelationRow
@@ -558,6 +561,7 @@ _.positive_sum  # services.content.fsstats.OverheadBucket
 _.power_spectrum  # services.telemetry.workload.Workload
 _.precision  # services.lab.score.LabelScore
 _.preset  # services.answers.umami.FeatureImport
+_.probe_bytes_written  # services.lab.run.LabRun
 _.probe_slowdown  # services.jobs.weather.Weather
 _.probe_slowdown_by_op  # services.jobs.weather.Weather
 _.probe_targets  # services.answers.why.LogEvidence
@@ -725,6 +729,8 @@ _.symlinks_change_pct  # services.content.fsstats.GrowthTotal
 _.symlinks_skipped  # services.jobs.ingest_scan.IngestCounts
 _.system  # services.answers.job_diff.JobDiff, services.answers.umami.Correlations, services.answers.why.Evidence, services.answers.why.LogEvidence, services.bench.runs.FileImport
 _.system_model  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
+_.system_models  # services.lab.score.PairScore
+_.system_note  # services.lab.score.PairScore
 _.system_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
 _.system_share_of_extra  # services.lab.storm.StormPair
 _.table  # services.answers.factors.Classified

@@ -14,7 +14,7 @@ from ioweather.services.lab.catalogue import select
 from ioweather.services.lab.record import run_recorded
 from ioweather.services.lab.score import score_logs
 from ioweather.services.lab.toolchain import build, cache_dir, find
-from ioweather.units import format_seconds
+from ioweather.units import format_bytes, format_seconds
 from ioweather.views.lab_report import scores_markdown
 
 
@@ -86,16 +86,17 @@ def register(cli: click.Group) -> None:
     @click.option("--home", type=click.Path(file_okay=False, path_type=Path), default=None,
                   help="The lab store the disk's counters and the logs go into (default: LOGS/store).")
     @click.option("--no-telemetry", is_flag=True,
-                  help="Record no disk counters and ingest nothing: the pairs are scored from the logs alone.")
+                  help="Record no disk counters or probes and ingest nothing: the pairs are scored from the logs alone.")
     @click.option("--score", "then_score", is_flag=True, help="Then score ioweather and Drishti on the logs (`lab score`).")
     @json_option
     def run_cmd(directory, names, logs_dir, home, no_telemetry, then_score, as_json):
         """Run the catalogue's cases on DIR, each a real run under Darshan with its planted cause.
 
-        Beside them, `collect --sources diskstats` records DIR's disk into the lab store (LOGS/store, or
-        --home), and the logs are ingested there at the end: `lab score` then diffs the bad -> fixed pairs
-        as stored jobs with the disk's counters (job diff's crowd cause). On a file system with no local
-        block device (Lustre, GPFS, NFS) nothing is recorded and the pairs are scored from the logs."""
+        Beside them, `collect --sources diskstats` records DIR's disk and `probe run` probes DIR into the lab
+        store (LOGS/store, or --home), the probes for 20 s alone first (why's quiet baseline), and the logs
+        are ingested there at the end: `lab score` then diffs the bad -> fixed pairs as stored jobs with the
+        disk's counters (job diff's crowd cause) and prices each run's system share. On a file system with no
+        local block device (Lustre, GPFS, NFS) nothing is recorded and the pairs are scored from the logs."""
         # lazy: rich via views.output: kept off the command's `--help` and its usage errors
         from ioweather.views.output import print_json, print_table, progress
 
@@ -126,7 +127,10 @@ def register(cli: click.Group) -> None:
                     [("name", "case"), ("state", "state"), ("elapsed", "time"), ("logs", "logs"), ("label", "labels")],
                     title=f"{len(run.cases)} cases on {directory} (Darshan, IOR from {tools.origin}); logs in {logs_dir}")
         click.echo(run.telemetry or
-                   f"telemetry: the disk's counters (collect --sources diskstats) and the logs in the lab store {run.store}")
+                   f"telemetry: the disk's counters (collect --sources diskstats), the probes (probe run, quiet "
+                   f"baseline {run.baseline_from} - {run.baseline_until}) and the logs in the lab store {run.store}"
+                   + ("" if run.probe_bytes_written is None else
+                      f"; the probe wrote {format_bytes(run.probe_bytes_written)}"))
         unset = [c for c in run.cases if c.autogroup_applied is False]
         if unset:
             # the wrapper's write was refused (not root) or left out (a launcher that keeps the ranks in this session)
@@ -255,9 +259,10 @@ def _print_pairs(pairs) -> None:
 
     print_table([{"name": f"{p.bad} -> {p.fixed}", "time": f"{sec(p.before_s)} -> {sec(p.after_s)}",
                   "change": ("+" if (p.change_s or 0) > 0 else "") + sec(p.change_s), "share": _pct(p.explained_share),
+                  "state": f"{sec(p.before_system_s)} / {sec(p.after_system_s)}",
                   "evidence": p.error or p.verdict or "-"} for p in pairs.pairs],
                 [("name", "pair (bad -> fixed)"), ("time", "I/O time"), ("change", "change"),
-                 ("share", "explained"), ("evidence", "job diff's verdict")],
+                 ("share", "explained"), ("state", "system (why) bad / fixed"), ("evidence", "job diff's verdict")],
                 title="job diff on bad -> fixed pairs")
     stdout.print(f"job diff explains >= {100 * pairs.min_share:.0f} % of the change on {pairs.explained} of "
                  f"{pairs.scored} pairs" + (f"; not in the logs: {', '.join(pairs.absent)}" if pairs.absent else "")

@@ -68,18 +68,39 @@ def pairs_markdown(doc: dict) -> list[str]:
     with a lab store, whether job diff had the disk's counters for the pair (its crowd cause could count)."""
     store = bool(doc.get("store"))
     lines = ["| bad -> fixed | the same | the fix | I/O time before -> after | change | explained | job diff's verdict "
-             "| `job` on the fixed run |" + (" telemetry |" if store else ""),
-             "|---|---|---|---|---|---|---|---|" + ("---|" if store else "")]
+             "| `job` on the fixed run |" + (" telemetry | explained from the logs alone | system share bad / fixed "
+                                             "(why) |" if store else ""),
+             "|---|---|---|---|---|---|---|---|" + ("---|---|---|" if store else "")]
     for p in doc["pairs"]:
         share = "–" if p["explained_share"] is None else f"{100 * p['explained_share']:.0f} %"
         verdict = (p["verdict"] or "").replace("|", "/") if not p["error"] else f"**error**: {p['error']}"
         lines.append(f"| {p['bad']} -> {p['fixed']} | {p['same']} | {p['fix']} | {_s(p['before_s'])} -> "
                      f"{_s(p['after_s'])} | {'+' if (p['change_s'] or 0) > 0 else ''}{_s(p['change_s'])} | {share} | {verdict} | {_fixed(p.get('fixed_verdict'))} |"
-                     + ((" yes |" if p.get("telemetry") else " no |") if store else ""))
+                     + (f" {'yes' if p.get('telemetry') else 'no'} | {_pct(p.get('logs_share'))} | {_systems(p)} |"
+                        if store else ""))
     lines += ["", f"job diff explains ≥ {100 * doc['min_share']:.0f} % of the change on {doc['explained']} of "
                   f"{doc['scored']} pairs" + (f"; on {doc['no_saving']} more the fix saved no material time and `job` "
                                                "claimed no material saving for the fix" if doc.get("no_saving") else "")
               + (f"; not in the logs: {', '.join(doc['absent'])}" if doc["absent"] else "")
               + (f"; {doc['with_telemetry']} of them diffed as stored jobs with the disk's counters (lab store)"
                  if store else "") + "."]
+    if doc.get("baseline_from"):
+        lines.append(f"System share: why's system seconds of each run ÷ its I/O time, the probes' baseline the quiet "
+                     f"window {doc['baseline_from']} – {doc['baseline_until']} before the first case.")
     return lines
+
+
+def _pct(share: float | None) -> str:
+    return "–" if share is None else f"{100 * share:.0f} %"
+
+
+def _systems(p: dict) -> str:
+    """Each run's system seconds and share of its I/O time, with why's model ("cf", "probe")."""
+    if p.get("before_system_s") is None and p.get("after_system_s") is None:
+        return "–" if not p.get("system_note") else f"– ({p['system_note'].replace('|', '/')})"
+    short = {"coverage_factor": "cf", "probe_slowdown": "probe"}
+    parts = []
+    for s, io, model in zip((p.get("before_system_s"), p.get("after_system_s")), (p["before_s"], p["after_s"]),
+                            p.get("system_models") or ["?", "?"]):
+        parts.append("–" if s is None else f"{_s(s)} ({100 * s / io if io else 0:.0f} %, {short.get(model, model)})")
+    return " / ".join(parts) + (f" ({p['system_note'].replace('|', '/')})" if p.get("system_note") else "")

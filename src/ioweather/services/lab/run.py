@@ -175,6 +175,11 @@ class LabRun(Answer):
     #: and why this run recorded none (None when it did)
     store: str | None = None
     telemetry: str | None = None
+    #: the quiet window (ISO 8601 UTC) the probe recorded before the first case, the probes' baseline for `why`
+    #: (`--baseline-from/--baseline-until`), and the bytes the probe process wrote (/proc/PID/io) over the run
+    baseline_from: str | None = None
+    baseline_until: str | None = None
+    probe_bytes_written: int | None = None
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -14,7 +14,10 @@ job_diff.py): the share of the I/O-time change its findings explain, at least `M
 (issue 39's "Done when"). When `lab run` recorded the disk (INDEX.json's `store`, services/lab/record.py) and
 both of a pair's logs are stored jobs there, the pair is diffed by its stored jobs: job diff then has the
 disk's counters for each run's window (its system share, and its `crowd` cause on one device); otherwise by
-the logs' paths, as without telemetry (`PairScore.telemetry` says which).
+the logs' paths, as without telemetry (`PairScore.telemetry` says which). A stored pair is also diffed from its
+logs alone (`logs_share`: what the store added), and `why` prices the system's share of each run against the
+probes' quiet window `lab run` recorded before the first case (INDEX.json's `baseline_from/until`; job diff's
+own `why` takes the rolling baseline, which learns for a day: a lab store's probes are younger than that).
 
 Drishti (drishti-io on PyPI) runs from its own virtual environment in the lab's cache, made here on
 first use; it is never a dependency of ioweather. When it cannot be installed or run, its score is
@@ -38,6 +41,7 @@ from ioweather.services.lab.catalogue import LABEL_NAMES, PAIRS, TWIN_NAMES, cod
 from ioweather.services.lab.run import CaseRun, read_index
 from ioweather.services.lab.toolchain import PROGRAMS, cache_dir
 from ioweather.stats.lab_scores import pair_outcome, score
+from ioweather.units import parse_time, to_ns
 
 DRISHTI = "drishti-io==0.8"
 DRISHTI_TIMEOUT_S = 300
@@ -126,6 +130,14 @@ class PairScore:
     telemetry: bool = False
     #: why a pair of stored jobs still had no telemetry (job diff's note), None otherwise
     telemetry_note: str | None = None
+    #: a stored pair's explained share from its logs alone (job diff by paths, no store): what the store added
+    logs_share: float | None = None
+    #: `why`'s system seconds of each run with the probes' quiet window as their baseline, and its model of each
+    #: ("coverage_factor", "probe_slowdown"); None where why had none (`system_note` says why)
+    before_system_s: float | None = None
+    after_system_s: float | None = None
+    system_models: list[str] = field(default_factory=list)
+    system_note: str | None = None
 
 
 @dataclass
@@ -142,6 +154,9 @@ class PairsScore:
     #: the lab store the pairs were looked up in (INDEX.json's `store`), and how many pairs used its telemetry
     store: str | None = None
     with_telemetry: int = 0
+    #: the probes' quiet window `why` judged each run's system share against (INDEX.json), None without one
+    baseline_from: str | None = None
+    baseline_until: str | None = None
 
 
 @dataclass
@@ -269,15 +284,48 @@ def pair_idents(bad: str, fixed: str, stored: dict[str, str]) -> tuple[str, str,
     return bad, fixed, False
 
 
+def reference_of(baseline_from: str | None, baseline_until: str | None) -> tuple[int, int] | None:
+    """The probes' quiet window of INDEX.json as `why`'s `reference` ([since, until) in ns), None without one or
+    when it is empty."""
+    if not baseline_from or not baseline_until:
+        return None
+    since, until = to_ns(parse_time(baseline_from)), to_ns(parse_time(baseline_until))
+    return (since, until) if since < until else None
+
+
+def run_systems(settings: Settings, idents: tuple[str, str], reference: tuple[int, int] | None
+                ) -> tuple[list[float | None], list[str], str | None]:
+    """`why`'s system seconds and model of each of the two stored runs (bad, fixed) against the probes' quiet
+    window `reference` (None: the rolling baseline), and a note naming the runs why could not price and why."""
+    # lazy: numpy, sqlalchemy via services.answers.why, loaded only when a lab store is there
+    from ioweather.services.answers.why import why
+
+    seconds, models, notes = [], [], {}
+    for role, ident in zip(("bad", "fixed"), idents):
+        w = why(settings, ident, reference=reference)
+        seconds.append(w.system_s if w.system_model not in (None, "", "unknown") else None)
+        models.append(w.system_model or "unknown")
+        if seconds[-1] is None:
+            notes.setdefault(w.logs[0].evidence.system if w.logs else w.system_model, []).append(role)
+    # one reason once: "bad and fixed runs: ..." where why said the same of both
+    return seconds, models, "; ".join(f"{' and '.join(r)} run{'s' if len(r) > 1 else ''}: {why_not}"
+                                      for why_not, r in notes.items()) or None
+
+
 def score_pairs(cases: list[CaseRun], pairs=PAIRS, progress_cb=lambda pair: None,
-                settings: Settings | None = None) -> PairsScore:
+                settings: Settings | None = None, baseline: tuple[str | None, str | None] = (None, None)) -> PairsScore:
     """`job diff` on each of `pairs` (catalogue.Pair) whose bad and fixed cases both ran (one log each); by the
-    stored jobs of `settings`'s store (the lab store) when both logs are there (`pair_idents`)."""
+    stored jobs of `settings`'s store (the lab store) when both logs are there (`pair_idents`), then also from
+    the logs alone, with `why`'s system share of each run against the probes' quiet window `baseline` (INDEX.json's
+    `baseline_from`, `baseline_until`; none: why's rolling baseline)."""
     # lazy: the job report forks its reader before numpy and PyDarshan are imported (docs/darshan.md)
     from ioweather.services.answers.job_diff import job_diff, material_s
 
     logs = {c.name: c.logs[0] for c in cases if c.status == "ok" and len(c.logs) == 1}
     out = PairsScore(store=None if settings is None else str(settings.home))
+    reference = reference_of(*baseline)
+    if reference is not None:
+        out.baseline_from, out.baseline_until = baseline
     stored = stored_logs(settings, list(logs.values())) if settings is not None else {}
     for p in pairs:
         if p.bad not in logs or p.fixed not in logs:
@@ -303,12 +351,28 @@ def score_pairs(cases: list[CaseRun], pairs=PAIRS, progress_cb=lambda pair: None
             ps.telemetry = from_store and d.system is not None
             if from_store and d.system is None:
                 ps.telemetry_note = "; ".join(d.notes) or None
+            if from_store:
+                _stored_extras(ps, settings, (before, after), (logs[p.bad], logs[p.fixed]), reference)
             out.with_telemetry += ps.telemetry
             out.scored += 1
             out.explained += ps.explained
             out.no_saving += ps.no_saving and not ps.explained
         out.pairs.append(ps)
     return out
+
+
+def _stored_extras(ps: PairScore, settings: Settings, idents: tuple[str, str], paths: tuple[str, str],
+                   reference: tuple[int, int] | None) -> None:
+    """A stored pair's explained share from its logs alone, and why's system share of each run."""
+    # lazy: the job report forks its reader before numpy and PyDarshan are imported (docs/darshan.md)
+    from ioweather.services.answers.job_diff import job_diff
+
+    try:
+        ps.logs_share = job_diff(None, *paths).explained_share
+        (ps.before_system_s, ps.after_system_s), ps.system_models, ps.system_note = run_systems(settings, idents,
+                                                                                                reference)
+    except UserError as e:
+        ps.system_note = str(e)
 
 
 def _lab_store(home: str | None) -> Settings | None:
@@ -354,6 +418,7 @@ def score_logs(logs_dir: Path, *, drishti: bool = True, cache: Path | None = Non
             theirs = _read_all(lambda log: _drishti(python, log), cases, 2, progress_cb, done, total)
             versions = {r[2] for rs in theirs.values() for r in rs if not isinstance(r, Exception)}
             tools.append(_tool_score("drishti", ", ".join(sorted(versions)) or None, cases, theirs, local))
-    pairs = score_pairs(ran, settings=_lab_store(index.store))
+    pairs = score_pairs(ran, settings=_lab_store(index.store),
+                        baseline=(index.baseline_from, index.baseline_until))
     return Scores(str(logs_dir), len(cases), tools, pairs, index.fs_type, local)
 

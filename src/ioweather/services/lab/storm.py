@@ -11,11 +11,9 @@ extra I/O time over the quiet twin's is the system's doing, the quiet twin's sys
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -25,13 +23,12 @@ from pathlib import Path
 from ioweather.config import Settings
 from ioweather.encoding import Answer
 from ioweather.errors import UserError
-from ioweather.services.lab.record import ahead as _ahead, collecting, device_written as _device_written, \
-    ioweather as _ioweather, stop as _stop
+from ioweather.services.lab.record import ahead as _ahead, device_written as _device_written, ingest as _ingest, \
+    iso_utc as _iso, start_recording as _start_recording, stop as _stop, stop_all as _stop_all
 from ioweather.services.lab.run import _env
 from ioweather.services.lab.toolchain import Toolchain
 from ioweather.signals import die_with_parent
 from ioweather.stats.coverage import TAIL_S
-from ioweather.store import probe_light
 from ioweather.units import parse_size
 
 #: The issue's "Done when": the storm twin's extra I/O time on the system at least this share ...
@@ -88,44 +85,11 @@ class StormPair(Answer):
     quiet_others_share: float | None = None
 
 
-def _iso(t: float) -> str:
-    return dt.datetime.fromtimestamp(t, tz=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def _ior(tools: Toolchain, workdir: Path, log: Path, jobid: int, block: str) -> list[str]:
     env = {**_env(tools, log, mpi=True), "DARSHAN_JOBID": "IOWEATHER_LAB_JOBID", "IOWEATHER_LAB_JOBID": str(jobid)}
     return [tools.mpiexec, "-n", "2", "env", *(f"{k}={v}" for k, v in env.items()), tools.ior,
             "-a", "POSIX", "--posix.odirect", "-F", "-w", "-t", "4m", "-b", block, "-e",
             "-o", str(workdir / "ior.dat")]
-
-
-def _wait_recording(home: Path, recorders: list, timeout_s: float = 180.0) -> None:
-    """Until `collect` has stored its first readings and the probe its first samples. A fixed wait is not
-    enough: on a loaded machine their imports took longer than it, the quiet twin ran before collect's first
-    tick, and its window had no telemetry to compare with."""
-    settings = Settings.resolve(home)
-    deadline = time.monotonic() + timeout_s
-    while True:
-        for p, what in recorders:
-            if p.poll() is not None:
-                raise UserError(f"{what} stopped at once: {(p.communicate()[1] or '').strip()[-300:]}")
-        if collecting(home) and (settings.db_url is not None or _probe_samples(settings.sqlite_path)):
-            return
-        if time.monotonic() > deadline:
-            raise UserError(f"collect and the probe stored nothing within {timeout_s:g} s of their start")
-        time.sleep(0.2)
-
-
-def _probe_samples(path: Path) -> bool:
-    """Whether the probe's SQLite store holds a sample yet (the store's read-only door: the probe is writing)."""
-    try:
-        con = probe_light.connect(path)
-        try:
-            return con.execute("SELECT 1 FROM probe_samples LIMIT 1").fetchone() is not None
-        finally:
-            con.close()
-    except (probe_light.Unsupported, sqlite3.Error):  # not created yet, or locked by the writer for a moment
-        return False
 
 
 def _run(cmd: list[str], what: str, cwd: Path) -> None:
@@ -153,20 +117,10 @@ def run_pair(tools: Toolchain, directory: Path, home: Path, *, quiet_s: float = 
     for p in (quiet_log, storm_log, fio_log):
         p.unlink(missing_ok=True)
     recorders = []  # every process started here, each stopped whatever fails
-    init = _ioweather(home, "probe", "init", str(work / "probe"), "--file-size", "64MiB", "--pool", "20")
-    if init.wait(timeout=120):
-        raise UserError(f"probe init failed: {init.communicate()[1].strip()[-300:]}")
     try:
-        recorders.append((_ioweather(home, "collect", "--sources", "diskstats", "--interval", "1s", "--flush", "2s",
-                                     "-q"), "collect"))
-        recorders.append((_ioweather(home, "probe", "run", str(work / "probe"), "--interval", probe_interval,
-                                     "--direct", "--seed", "39", "-q"), "probe run"))
-        for p, _ in recorders:
-            _ahead(p)
-        _wait_recording(home, recorders)
-        base_from = time.time()
-        time.sleep(quiet_s)
-        base_until = time.time()
+        base_from, base_until = _start_recording(home, recorders, work / "probe", quiet_s,
+                                                 init=("--file-size", "64MiB", "--pool", "20"),
+                                                 probe=("--interval", probe_interval, "--direct", "--seed", "39", "-q"))
         before = _device_written(work / "quiet")
         _run(_ior(tools, work / "quiet", quiet_log, QUIET_JOB, block), "the quiet IOR run", work / "quiet")
         # a job's window reads telemetry until 5 s after its end (stats.coverage.TAIL_S): the disk's own count
@@ -199,24 +153,14 @@ def run_pair(tools: Toolchain, directory: Path, home: Path, *, quiet_s: float = 
         _stop(storm, "the fio storm", ok=(0, 128, 130, -signal.SIGINT))  # fio exits 128 when interrupted
         time.sleep(1.5)  # the recorders see the storm's end
     finally:
-        # each one stopped even when another failed (a recorder left running fills its store for ever);
-        # the first failure is the one said
-        failures = []
-        for p, what in reversed(recorders):
-            try:
-                _stop(p, what, ok=(0, 128, 130, -signal.SIGINT))
-            except UserError as e:
-                failures.append(e)
-        shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        raise failures[0]
+        try:
+            _stop_all(recorders)  # each one stopped even when another failed; the first failure is the one said
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     missing = [p.name for p in (quiet_log, storm_log, fio_log) if not p.is_file()]
     if missing:
         raise UserError(f"Darshan wrote no log {missing[0]} (is libdarshan.so working?)")
-    ing = _ioweather(home, "jobs", "ingest", str(quiet_log), str(storm_log), str(fio_log))
-    _, err = ing.communicate(timeout=300)
-    if ing.returncode:
-        raise UserError(f"jobs ingest failed: {err.strip()[-300:]}")
+    _ingest(home, [str(quiet_log), str(storm_log), str(fio_log)])
     pair = score(Settings.resolve(home), directory, base_from, base_until)
     pair.quiet.device_bytes_written, pair.storm.device_bytes_written = device["quiet"], device["storm"]
     if device["quiet"]:
