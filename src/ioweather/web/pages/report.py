@@ -9,8 +9,8 @@ import dataclasses
 from datetime import datetime, timezone
 
 from ioweather.errors import StoreError, UserError
-from ioweather.services.answers.report import compute, DEFAULT_S
-from ioweather.services.telemetry.workload import dataset_fingerprint, file_systems
+from ioweather.services.answers.report import compute, DEFAULT_S, inputs_version
+from ioweather.services.telemetry.workload import file_systems
 from ioweather.web.context import WebContext
 from ioweather.web.pages.workload import event_options
 from ioweather.web.pages.fsview_common import fs_and_window, MAX_WINDOW_S, without_data
@@ -43,17 +43,19 @@ def report_data(ctx: WebContext, params) -> dict:
     span = dataclasses.replace(span, since_ns=since_ns, until_ns=until_ns, covered_s=(until_ns - since_ns) / 1e9)
     since, until = (datetime.fromtimestamp(x / 1e9, timezone.utc) for x in (since_ns, until_ns))
 
-    def run():
+    def run() -> dict:
         try:
-            return compute(ctx.settings, fs, since, until, ev.Params(resample, smooth_s, min_amp))
+            return compute(ctx.settings, fs, since, until, ev.Params(resample, smooth_s, min_amp)).to_json()
         except StoreError:
             raise
         except UserError as e:
             raise BadRequest(str(e)) from None
 
     key = ("report", fs, since_ns, until_ns, resample, smooth_s, min_amp)
+    # kept (also across a restart: a minute of computation at a center's size) while none of its inputs changed
+    version = inputs_version(ctx.settings, ctx.store if ctx.settings.store_exists() else None, fs, since_ns, until_ns)
     # the form's file systems (presentation), then the answer
-    return {"fs_all": systems, "span": span.to_json(), "report": ctx.memo(key, dataset_fingerprint(ctx.settings, fs), run).to_json()}
+    return {"fs_all": systems, "span": span.to_json(), "report": ctx.kept(key, version, run)}
 
 
 PAGE = Page(slug="report", title="Report", data=report_data, template="report.html", available=has_telemetry,
