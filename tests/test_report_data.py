@@ -147,6 +147,7 @@ def test_fullness_against_the_gauges(week):
         assert r["days_until_full"] == (pytest.approx(want, rel=1e-6) if want else None)
 
 
+@pytest.mark.slow  # ~2 s: three recomputations
 def test_page_kept_across_a_restart_until_an_input_changes(week, tmp_path, monkeypatch):
     """The Report page's answer (the CLI's JSON) is kept across a restart: a new WebContext reads it back
     without computing; a late probe sample in the baselines' month, a benchmark run or new telemetry of the

@@ -28,12 +28,10 @@ from ioweather.services.probe.cache import ProbeCache
 from ioweather.store import open_store
 from ioweather.store import probe_rollups_file
 
-from web_synthetic import Episode, add_target
+from test_probe_rollups_kept import home  # noqa: F401  (fixture: two targets' days of samples)
 
 pytestmark = pytest.mark.slow  # starts a server process
 
-DAY = 86_400 * 10**9
-H = 3_600 * 10**9
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Runs `ioweather serve` with the Status page's data held `HOLD_S` after it is computed, a file marking when.
@@ -62,18 +60,6 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture()
-def home(tmp_path):
-    home = tmp_path / "home"
-    store = open_store(Settings.resolve(home))
-    now = time.time_ns()
-    add_target(store, "scratch", now - 2 * DAY, now, period_s=20, seed=1,
-               episodes=[Episode(now - DAY, now - DAY + 3 * H, 5.0)])
-    add_target(store, "home", now - DAY - 5 * H, now, period_s=20, seed=2)
-    store.dispose()
-    return home
-
-
 def _wait(cond, what: str, proc: subprocess.Popen, timeout_s: float = 120) -> None:
     deadline = time.monotonic() + timeout_s
     while not cond():
@@ -82,7 +68,7 @@ def _wait(cond, what: str, proc: subprocess.Popen, timeout_s: float = 120) -> No
         time.sleep(0.05)
 
 
-def test_stop_during_a_request_writes_the_kept_caches(home, tmp_path):
+def test_stop_during_a_request_writes_the_kept_caches(home, tmp_path):  # noqa: F811
     cache_dir = home / "cache"
     rollups, baselines = cache_dir / probe_rollups_file.NAME, cache_dir / "probe-baselines.json"
     marker, port = tmp_path / "held", _port()
