@@ -12,6 +12,7 @@ targets per op; the worst op.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pandas as pd
@@ -111,3 +112,31 @@ def test_a_higher_threshold_makes_no_event_contended(probed):
     code, out, err = run("events", "--fs", "syn", "--json", "--slowdown-threshold", f"{worst * 1.01}", home=home)
     assert code == 0, err
     assert all(not e["contended"] and e["core_hours_exposed"] == 0 for e in json.loads(out))
+
+
+def test_windows_read_together_as_one_by_one(probed):
+    """event_probes.window_slowdowns (each target read once per group of windows spanning at most GROUP_NS) gives
+    each window the slowdown of services.jobs.weather._probe_slowdown reading that window alone: windows
+    across a day's end, overlapping, empty, an hour long and spread over more than GROUP_NS (several groups)."""
+    import numpy as np
+
+    from ioweather.services.answers import event_probes
+    from ioweather.services.jobs.weather import _probe_slowdown
+
+    seed = int(os.environ.get("TEST_SEED", np.random.SeedSequence().entropy % 2**31))
+    print("seed", seed, "(TEST_SEED)")
+    rng = np.random.default_rng(seed)
+    lo, hi = syn.T0 - (BASELINE_DAYS - 2) * DAY, syn.T0 + syn.DAYS * DAY
+    starts = rng.integers(lo, hi, 12)
+    windows = [(int(s), int(s + rng.integers(60, 6 * 3600) * 10**9)) for s in starts]
+    windows += [(syn.T0 + DAY - 1800 * 10**9, syn.T0 + DAY + 1800 * 10**9), windows[0], (lo - 5 * DAY, lo - 4 * DAY)]
+    assert hi - lo > event_probes.GROUP_NS
+    store = open_store(Settings.resolve(probed[0]))
+    try:
+        got = event_probes.window_slowdowns(event_probes.PiecesBaselines(store), windows)
+        ref = event_probes.PiecesBaselines(store)
+        want = [_probe_slowdown(ref, a, b)[0] for a, b in windows]
+    finally:
+        store.dispose()
+    assert got == want
+    assert sum(w is not None for w in want) >= 8 and want[-1] is None  # most: the first days' baselines learn

@@ -145,3 +145,69 @@ def test_fullness_against_the_gauges(week):
     for r in f["fullest"]:
         want = avail[r["target"]] / grows[r["target"]] / 86400 if grows[r["target"]] > 0 else None
         assert r["days_until_full"] == (pytest.approx(want, rel=1e-6) if want else None)
+
+
+@pytest.mark.slow  # ~2 s: three recomputations
+def test_page_kept_across_a_restart_until_an_input_changes(week, tmp_path, monkeypatch):
+    """The Report page's answer (the CLI's JSON) is kept across a restart: a new WebContext reads it back
+    without computing; a late probe sample in the baselines' month, a benchmark run or new telemetry of the
+    file system each change `inputs_version`, and the next view computes the report again."""
+    from starlette.datastructures import QueryParams
+
+    import ioweather.web.pages.report as page
+    from ioweather.services.answers.report import inputs_version
+    from ioweather.store import bench as bstore
+    from ioweather.store import probe as probe_store
+    from ioweather.store.telemetry_layout import write_rows
+    from ioweather.web.context import WebContext
+
+    home = tmp_path / "home"
+    shutil.copytree(week[0], home)
+    settings = Settings.resolve(home)
+    q = QueryParams({"fs": "syn", "since": WINDOW[1], "until": WINDOW[3]})
+    computed = []
+    real = page.compute
+    monkeypatch.setattr(page, "compute", lambda *a, **k: computed.append(1) or real(*a, **k))
+
+    def view() -> dict:
+        ctx = WebContext(settings)  # a restarted server's
+        try:
+            return page.report_data(ctx, q)["report"]
+        finally:
+            ctx.close()
+
+    def version() -> tuple:
+        store = open_store(settings)
+        try:
+            return inputs_version(settings, store, "syn", syn.T0, UNTIL)
+        finally:
+            store.dispose()
+
+    first = view()
+    assert first == week[1] and len(computed) == 1  # the page's report is the CLI's
+    assert view() == first and len(computed) == 1  # read back after the restart, not computed
+    assert version() == version()
+
+    def late_sample():
+        store = open_store(settings)
+        with store.connect() as conn:
+            run_id = conn.exec_driver_sql("SELECT min(id) FROM probe_runs WHERE target = 'scratch'").scalar()
+        probe_store.insert_samples(store, [(run_id, "md_stat", syn.T0 - 5 * DAY + 17 * 10**9 + 1, 10**9, 0, "ok", 0)])
+        store.dispose()
+
+    def bench_run():
+        store = open_store(settings)
+        bstore.put_runs(store, [{"run_id": "late", "motif": "ior-easy", "fs": "syn", "source": "fio",
+                                 "start_ns": syn.T0, "end_ns": syn.T0 + 60 * 10**9, "params": {},
+                                 "results": [{"direction": "write", "duration_s": 100.0, "bw_bps": 4e9}]}])
+        store.dispose()
+
+    def telemetry():
+        write_rows(settings, "syn", _gauges().head(8).assign(time_ns=lambda d: d["time_ns"] + GAUGE_STEP // 2))
+
+    for change in (late_sample, bench_run, telemetry):
+        before, n = version(), len(computed)
+        change()
+        assert version() != before, change.__name__
+        view()
+        assert len(computed) == n + 1, change.__name__

@@ -127,7 +127,7 @@ def register(cli: click.Group) -> None:
         app = create_app(settings, WebConfig(warn=warn, crit=crit, baseline_s=baseline), allowed_hosts=hosts)
         click.echo(f"ioweather: dashboard at {url}  (Prometheus: {url}metrics; Ctrl-C to stop)")
         sys.stdout.flush()
-        run_server(app, sock, threading.Event(), _say, quiet=quiet)
+        run_server(app, sock, threading.Event(), _say, quiet=quiet, shutdown=app.state.ctx.close)
         click.echo("ioweather: stopped", err=True)
 
     @cli.command()
@@ -200,7 +200,7 @@ def register(cli: click.Group) -> None:
                    f"(Prometheus: {url}metrics; Ctrl-C to stop)")
         sys.stdout.flush()
         try:
-            run_server(app, sock, stop, _say)
+            run_server(app, sock, stop, _say, shutdown=app.state.ctx.close)
         finally:
             probe.finish(PROBE_STOP_S, _say)
         click.echo("ioweather: stopped (probe samples stored)", err=True)

@@ -355,3 +355,11 @@ def get_run(store: Store, run_id: str) -> dict | None:
     out["params"] = json.loads(out["params"] or "{}")
     out["results"] = res
     return out
+
+
+def change_marker(store: Store) -> tuple[int, ...]:
+    """Changes when benchmark runs are stored or removed (a run's results are stored with it)."""
+    with store.connect() as conn:
+        row = conn.execute(sa.select(sa.func.count(), sa.func.max(bench_runs.c.stored_ns),
+                                     sa.func.sum(bench_runs.c.stored_ns % 1_000_003))).one()
+    return tuple(int(x or 0) for x in row)

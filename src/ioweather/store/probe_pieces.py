@@ -298,3 +298,23 @@ def prune_hours(store: Store, target: str, keep: list[tuple[int, int]]) -> int:
         cond = cond & ~((p.start_ns >= lo) & (p.start_ns < hi))
     with store.begin() as conn:
         return conn.execute(probe_pieces.delete().where(p.target == target, cond)).rowcount or 0
+
+
+def window_marker(store: Store, lo: int, hi: int) -> tuple[int, ...]:
+    """Changes when the probe samples of [lo, hi) do, as far as the store records it, in three aggregate
+    statements that read no array: the pieces of spans overlapping it (any insert into a span deletes its
+    pieces, and a span summarized again records its rows' count), the archived days overlapping it (days,
+    parts, rows) and the runs (a new target). What a kept answer computed from those samples is keyed by (the
+    Report page's); a sample stored into a span that has no piece yet is seen once that span's piece is built."""
+    store.require(COMPONENT)
+    p, a = probe_pieces.c, probe_archive.c
+    with store.connect() as conn:
+        pieces = conn.execute(sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(p.rows), 0),
+                                        sa.func.coalesce(sa.func.sum(p.sum_ns % 1_000_003), 0),
+                                        sa.func.coalesce(sa.func.sum(p.fp_rows), 0),
+                                        sa.func.coalesce(sa.func.sum(p.fp_parts), 0))
+                              .where(p.start_ns < hi, p.start_ns + p.span_ns > lo)).one()
+        archived = conn.execute(sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(a.rows), 0))
+                                .where(a.day_ns < hi, a.day_ns + DAY_NS > lo)).one()
+        runs = conn.execute(sa.select(sa.func.count(), sa.func.max(probe_runs.c.id))).one()
+    return tuple(int(x or 0) for x in (*pieces, *archived, *runs))

@@ -151,3 +151,13 @@ def scheduler_job_for_darshan(store: Store, log_hash: str) -> dict | None:
     if not links or links[0]["how"] is None:
         return None
     return get_job(store, links[0]["jobid"], links[0]["cluster"])
+
+
+def change_marker(store: Store) -> tuple[int, ...]:
+    """Changes when jobs are added or a running job ends (rows are replaced by the scheduler's newer ones)."""
+    store.require(COMPONENT)
+    c = sched_jobs.c
+    with store.connect() as conn:
+        row = conn.execute(sa.select(sa.func.count(), sa.func.count(c.end_ns), sa.func.max(c.start_ns),
+                                     sa.func.max(c.end_ns), sa.func.sum(c.end_ns % 1_000_003))).one()
+    return tuple(int(x or 0) for x in row)

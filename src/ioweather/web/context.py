@@ -46,6 +46,8 @@ class WebContext:
         self.idle = threading.Event()
         self.idle.set()
         self._inflight = 0
+        self._closing = threading.Lock()
+        self._closed = False
 
     def request_started(self) -> None:
         with self._lock:
@@ -131,7 +133,14 @@ class WebContext:
         return self.memo(("kept", key), version, load_or_compute)
 
     def close(self) -> None:
-        if self._cache is not None:
-            self._cache.close()
-        if self._store is not None:
-            self._store.dispose()
+        """Write what the probe cache keeps across a restart and release the store, once: the lifespan's
+        shutdown, or `services.runtime.server.run_server`'s when a request was abandoned (a second call waits
+        for the first to end, then does nothing)."""
+        with self._closing:
+            if self._closed:
+                return
+            self._closed = True
+            if self._cache is not None:
+                self._cache.close()
+            if self._store is not None:
+                self._store.dispose()

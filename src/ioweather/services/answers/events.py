@@ -23,8 +23,7 @@ from ioweather.encoding import Answer, answer_dict
 from ioweather.services.telemetry import workload
 from ioweather.services.telemetry.fsfacts import user_of
 from ioweather.services.telemetry.workload import check_options  # noqa: F401  the command checks its options first
-from ioweather.services.answers.event_probes import PiecesBaselines
-from ioweather.services.jobs.weather import _probe_slowdown
+from ioweather.services.answers.event_probes import PiecesBaselines, window_slowdowns
 from ioweather.stats import attribution as A
 from ioweather.stats.workload import total_of
 from ioweather.store.sqlite_reads import door
@@ -373,8 +372,7 @@ def _slowdowns(store, events: list[dict], notes: list, reference=None) -> list[f
     if store is None or "probe" not in store.versions() or not events:
         notes.append("no probe data: contention by the coverage-factor criterion only")
         return [None] * len(events)
-    probes = PiecesBaselines(store, reference)
-    out = [_probe_slowdown(probes, e["start_ns"], e["end_ns"])[0] for e in events]
+    out = window_slowdowns(PiecesBaselines(store, reference), [(e["start_ns"], e["end_ns"]) for e in events])
     if all(s is None for s in out):
         notes.append("no probe samples during the events: contention by the coverage-factor criterion only")
     return out

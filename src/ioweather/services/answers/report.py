@@ -26,6 +26,10 @@ CLIMATE_INTERVAL_S = 3600.0
 BASELINE_S = 30 * 86400.0
 DEFAULT_S = 7 * 86400.0
 WORST = 5
+_DAY_NS = 86_400 * 10**9
+#: The days before a window whose probe samples its baselines read (the climate's BASELINE_S, the events'
+#: services.jobs.weather.PROBE_BASELINE_DAYS before each event's day).
+BASELINE_DAYS = 30
 
 
 @dataclass(frozen=True)
@@ -175,6 +179,30 @@ def compute(settings, fs: str, since: datetime | None, until: datetime | None, p
                   events=events, bench=bench, fullness=_fullness(settings, fs, since, until),
                   links=Links(slowdown="/timeline", changes="/history", events=f"/workload?{q}", bench="/bench",
                               fullness=f"/capacity?{q}"))
+
+
+def inputs_version(settings, store, fs: str, since_ns: int, until_ns: int) -> tuple:
+    """Changes whenever anything the report of `fs` over [since, until) is computed from does: the file
+    system's telemetry files (events, job_stats, fullness, change points), the probe samples of the window and
+    of the month before it that its baselines read (store.probe_pieces.window_marker), the jobs and failed logs,
+    the scheduler's jobs and the benchmark runs. `store`: the caller's open store, None when there is none.
+    Three to seven aggregate statements and the telemetry directory's listing: what a kept report is keyed by
+    (the Report page's; its first computation at a center's size is a minute)."""
+    # lazy: pyarrow via services.telemetry.workload, loaded only when this runs
+    from ioweather.services.telemetry.workload import dataset_fingerprint
+    from ioweather.store import jobs as jobs_store
+    from ioweather.store import probe_pieces
+    from ioweather.store import scheduler as sched_store
+
+    parts: list = [dataset_fingerprint(settings, fs)]
+    versions = store.versions() if store is not None else {}
+    lo = (since_ns // _DAY_NS - BASELINE_DAYS - 1) * _DAY_NS
+    for name, marker in (("probe", lambda: probe_pieces.window_marker(store, lo, until_ns)),
+                         ("darshan", lambda: jobs_store.change_marker(store)),
+                         ("scheduler", lambda: sched_store.change_marker(store)),
+                         ("bench", lambda: bstore.change_marker(store))):
+        parts.append((name, marker()) if name in versions else None)
+    return tuple(parts)
 
 
 def _climate(store, since, until) -> SlowdownClimate | None:

@@ -105,10 +105,13 @@ def _log_config(quiet: bool = False) -> dict:
 
 #: How long a stop waits for requests in flight before it abandons them (they only read).
 GRACE_S = 3
+#: How long the app's shutdown may take when it runs beside an abandoned request (`run_server`'s `shutdown`):
+#: writing a month of 100 targets' kept rollups is ~1-2 s; a shutdown waiting on that request's lock is left.
+SHUTDOWN_S = 60
 
 
 def run_server(app, sock: socket.socket, stop: threading.Event, say: Callable[[str], None],
-               quiet: bool = False) -> None:
+               quiet: bool = False, shutdown: Callable[[], None] | None = None) -> None:
     """Serve until Ctrl-C/SIGTERM or until `stop` is set (e.g. the probe died), then wait at most
     GRACE_S for requests in flight; a second Ctrl-C does not wait at all. The log has timestamps and
     uvicorn's standard access log (one line per request on stdout); `quiet` keeps warnings only.
@@ -120,6 +123,11 @@ def run_server(app, sock: socket.socket, stop: threading.Event, say: Callable[[s
     Ctrl-C to end. Threads inherit daemon status from the thread that starts them, so the
     workers of a daemon event loop cannot hold the process. A request still running after
     GRACE_S is abandoned, not cancelled: uvicorn would log the cancellation as a traceback.
+
+    uvicorn runs the app's lifespan shutdown only after every request has ended: an abandoned request skipped
+    it, and with it what the dashboard keeps across a restart (the probe's rollups and baselines: the next
+    start rebuilt a month of rollups, issue 40). `shutdown` (the app's, safe to call twice) is then run here,
+    for at most SHUTDOWN_S, beside the abandoned request.
     """
     # lazy: uvicorn: kept off `export --help` (commands/export.py imports is_loopback from here)
     import uvicorn
@@ -153,9 +161,27 @@ def run_server(app, sock: socket.socket, stop: threading.Event, say: Callable[[s
         if http.is_alive():
             say(f"ioweather: {len(server.server_state.tasks) or 'a'} request(s) still running after "
                 f"{GRACE_S} s abandoned")
+            if shutdown is not None:
+                _shut_down(shutdown, say)
     finally:
         stop.set()
         restore()
         sock.close()
     if failed:
         raise failed[0]
+
+
+def _shut_down(shutdown: Callable[[], None], say: Callable[[str], None]) -> None:
+    """`shutdown()` in a daemon thread, waited for at most SHUTDOWN_S (an abandoned request may hold what it
+    needs); a failure is one line, as the lifespan's would be in uvicorn's log."""
+    def run():
+        try:
+            shutdown()
+        except Exception as e:  # noqa: BLE001 - the process is stopping: said, not raised
+            say(f"ioweather: shutdown failed: {e}")
+
+    t = threading.Thread(target=run, name="ioweather-shutdown", daemon=True)
+    t.start()
+    t.join(timeout=SHUTDOWN_S)
+    if t.is_alive():
+        say(f"ioweather: shutdown still running after {SHUTDOWN_S} s: left")

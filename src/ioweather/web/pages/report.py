@@ -9,11 +9,11 @@ import dataclasses
 from datetime import datetime, timezone
 
 from ioweather.errors import StoreError, UserError
-from ioweather.services.answers.report import compute, DEFAULT_S
-from ioweather.services.telemetry.workload import dataset_fingerprint, file_systems
+from ioweather.services.answers.report import compute, DEFAULT_S, inputs_version
+from ioweather.services.telemetry.workload import file_systems
 from ioweather.web.context import WebContext
 from ioweather.web.pages.workload import event_options
-from ioweather.web.pages.fsview_common import fs_and_window, MAX_WINDOW_S, without_data
+from ioweather.web.pages.fsview_common import coverages, fs_and_window, MAX_WINDOW_S, without_data
 from ioweather.web.params import BadRequest, Query
 from ioweather.web.registry import Page
 
@@ -33,27 +33,31 @@ def report_data(ctx: WebContext, params) -> dict:
     if empty:
         return empty
     resample, smooth_s, min_amp = event_options(q)
-    # the report's window as `report` takes it (all its parts' data, not the byte counters' alone)
+    # the report's window as `report` takes it (all its parts' data, not the byte counters' alone), from the
+    # kept coverage of the file system
+    cov = coverages(ctx, [fs])[fs]
     asked = None
     if q.text("since") is not None or q.text("until") is not None:
-        end = data_window(ctx.settings, fs, None, None, 0.0)[1]
+        end = data_window(ctx.settings, fs, None, None, 0.0, cov)[1]
         asked = q.window("7d", MAX_WINDOW_S, datetime.now(timezone.utc),
                          default_until=datetime.fromtimestamp(end / 1e9, timezone.utc))
-    since_ns, until_ns = data_window(ctx.settings, fs, *(asked or (None, None)), DEFAULT_S)
+    since_ns, until_ns = data_window(ctx.settings, fs, *(asked or (None, None)), DEFAULT_S, cov)
     span = dataclasses.replace(span, since_ns=since_ns, until_ns=until_ns, covered_s=(until_ns - since_ns) / 1e9)
     since, until = (datetime.fromtimestamp(x / 1e9, timezone.utc) for x in (since_ns, until_ns))
 
-    def run():
+    def run() -> dict:
         try:
-            return compute(ctx.settings, fs, since, until, ev.Params(resample, smooth_s, min_amp))
+            return compute(ctx.settings, fs, since, until, ev.Params(resample, smooth_s, min_amp)).to_json()
         except StoreError:
             raise
         except UserError as e:
             raise BadRequest(str(e)) from None
 
     key = ("report", fs, since_ns, until_ns, resample, smooth_s, min_amp)
+    # kept (also across a restart: a minute of computation at a center's size) while none of its inputs changed
+    version = inputs_version(ctx.settings, ctx.store if ctx.settings.store_exists() else None, fs, since_ns, until_ns)
     # the form's file systems (presentation), then the answer
-    return {"fs_all": systems, "span": span.to_json(), "report": ctx.memo(key, dataset_fingerprint(ctx.settings, fs), run).to_json()}
+    return {"fs_all": systems, "span": span.to_json(), "report": ctx.kept(key, version, run)}
 
 
 PAGE = Page(slug="report", title="Report", data=report_data, template="report.html", available=has_telemetry,
