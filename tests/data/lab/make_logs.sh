@@ -58,3 +58,6 @@ wait
 #   collective-rmw-nice19.darshan, fixed-collective-rmw-nice19.darshan   the pair as stored in pairs/ from 2026-11-29
 #       02:39 (load 12, one minute, the ranks waiting for cores: 75 %); pairs/ now holds series R round 1 of
 #       2026-11-29 08:59 (lab run with the ranks at autogroup nice -10 and a 5 s pause before each case)
+#   fdatasync-2m.darshan, fixed-fdatasync-2m.darshan   the fdatasync-per-write pair as first stored in pairs/ (lab_posix
+#       -w 256 -s 2097152 -y 2 / without -y, 2 ranks; 16:40:47 at load 14-16, the twin at 18:05:16 on cold pages), when
+#       the case wrote 2 MiB; pairs/ now holds the catalogue's 64 KiB case (lab run, 2026-11-29 10:04, load 2-3)
