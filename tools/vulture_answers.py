@@ -45,6 +45,7 @@ _.best_bps  # services.bench.runs.SummaryRow
 _.bigger_is_better  # stats.umami.MetricRow
 _.bin  # services.telemetry.workload.IdleBin
 _.bin_edges_bytes  # services.telemetry.workload.Spectrum
+_.block  # services.lab.storm.StormPair
 _.box  # stats.umami.MetricRow
 _.brw  # services.telemetry.fsview.Servers
 _.bucketed_by  # services.content.fsstats.OverheadHistogram

@@ -148,7 +148,9 @@ def register(cli: click.Group) -> None:
                   help="A new ioweather home the pair records into (default: a fresh one in the lab's cache).")
     @click.option("--quiet", "quiet_s", type=DURATION, default="12s", show_default=True,
                   help="The quiet period recorded first: the twins' baseline (--baseline-from/--baseline-until).")
-    @click.option("--block", default="1g", show_default=True, help="IOR's bytes per rank (2 ranks, 4 MiB O_DIRECT writes).")
+    @click.option("--block", default="auto", show_default=True,
+                  help="IOR's bytes per rank (2 ranks, 4 MiB O_DIRECT writes); auto: sized so the quiet twin takes "
+                       "about 2.5 s on this disk (a short fio write times it), 1-8 GiB.")
     @json_option
     def storm_cmd(directory, home, quiet_s, block, as_json):
         """`why` scored on planted truth: one IOR job alone, then during a fio storm on the same disk.

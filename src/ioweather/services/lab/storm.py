@@ -11,6 +11,8 @@ extra I/O time over the quiet twin's is the system's doing, the quiet twin's sys
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import shutil
 import signal
@@ -83,6 +85,8 @@ class StormPair(Answer):
     #: device_bytes_written): ~0 on an idle machine; other processes on a shared one (a test suite's other
     #: worker) make the "quiet" twin less quiet, and its true system share is then up to this
     quiet_others_share: float | None = None
+    #: IOR's bytes a rank each twin wrote (`--block`; "auto" sizes them to the disk: `sized_block`)
+    block: str | None = None
 
 
 def _ior(tools: Toolchain, workdir: Path, log: Path, jobid: int, block: str) -> list[str]:
@@ -99,7 +103,35 @@ def _run(cmd: list[str], what: str, cwd: Path) -> None:
         raise UserError(f"{what} failed (exit {p.returncode}): {(p.stderr.strip().splitlines() or ['no message'])[0]}")
 
 
-def run_pair(tools: Toolchain, directory: Path, home: Path, *, quiet_s: float = 12.0, block: str = "1g",
+#: `block="auto"`: the quiet twin is sized to take about this long on the disk under test. A storm that halves
+#: the disk's rate must cost the storm twin more than job diff's material second (`job_diff.material_s`): a fixed
+#: 1 GiB a rank took 0.59 s here at 3.6 GB/s, and its storm twin's +0.70 s read "no material change".
+AUTO_QUIET_TWIN_S = 2.5
+AUTO_STEP = 256 << 20
+
+
+def sized_block(fio: str, directory: Path, target_s: float = AUTO_QUIET_TWIN_S) -> str:
+    """IOR's bytes a rank for a quiet twin of about `target_s` on `directory`'s disk: fio writes 2 × 256 MiB in 4 MiB
+    O_DIRECT requests there (the twins' pattern) and its rate scales them; at least 1 GiB a rank, at most 8 GiB and a
+    sixth of the free space (the twins' files and the storm's)."""
+    probe = directory / "size"
+    probe.mkdir(exist_ok=True)
+    p = subprocess.run([fio, "--name=size", f"--directory={probe}", "--rw=write", "--bs=4m", "--direct=1",
+                        "--ioengine=psync", "--numjobs=2", "--size=256m", "--group_reporting",
+                        "--output-format=json"], capture_output=True, text=True, timeout=300,
+                       preexec_fn=partial(die_with_parent, os.getpid()))
+    shutil.rmtree(probe, ignore_errors=True)
+    try:
+        rate = float(json.loads(p.stdout)["jobs"][0]["write"]["bw_bytes"])
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise UserError(f"fio could not time a write on {directory}: {(p.stderr or p.stdout).strip()[-300:]}") from None
+    free = shutil.disk_usage(directory).free
+    steps = math.ceil(rate * target_s / 2 / AUTO_STEP)
+    steps = max(4, min(steps, 32, free // 6 // AUTO_STEP))
+    return f"{steps * (AUTO_STEP >> 20)}m"
+
+
+def run_pair(tools: Toolchain, directory: Path, home: Path, *, quiet_s: float = 12.0, block: str = "auto",
              storm_lead_s: float = 2.0, probe_interval: str = "0.5s") -> StormPair:
     """Record, run the twins and the storm, ingest, and score `why` (module docstring)."""
     fio = shutil.which("fio")
@@ -112,6 +144,8 @@ def run_pair(tools: Toolchain, directory: Path, home: Path, *, quiet_s: float = 
     (work / "quiet").mkdir()
     (work / "storm").mkdir()
     (work / "fio").mkdir()
+    if block == "auto":
+        block = sized_block(fio, work)
     logs.mkdir(parents=True, exist_ok=True)
     quiet_log, storm_log, fio_log = logs / "quiet.darshan", logs / "storm-run.darshan", logs / "fio-storm.darshan"
     for p in (quiet_log, storm_log, fio_log):
@@ -163,6 +197,7 @@ def run_pair(tools: Toolchain, directory: Path, home: Path, *, quiet_s: float = 
     _ingest(home, [str(quiet_log), str(storm_log), str(fio_log)])
     pair = score(Settings.resolve(home), directory, base_from, base_until)
     pair.quiet.device_bytes_written, pair.storm.device_bytes_written = device["quiet"], device["storm"]
+    pair.block = block
     if device["quiet"]:
         pair.quiet_others_share = max(0.0, 1.0 - 2 * parse_size(block) / device["quiet"])  # 2 ranks of -b each
     return pair
