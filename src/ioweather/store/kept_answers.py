@@ -28,6 +28,8 @@ import os
 import zlib
 from pathlib import Path
 
+from ioweather.store import cache_files
+
 DIR = "answers"
 MAGIC = b"IOWANSW\x01"
 VERSION = 1
@@ -98,9 +100,7 @@ def load(home: Path, store: str, key: str, version: str) -> str | None:
     except OSError:
         return None
     try:
-        fd = os.open(_name(store, key), os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dfd)
-        with os.fdopen(fd, "rb") as f:
-            data = f.read(MAX_BYTES + (1 << 16))
+        data = cache_files.read_in(dfd, _name(store, key), MAX_BYTES + (1 << 16))
     except OSError:
         return None
     finally:
@@ -118,22 +118,8 @@ def save(home: Path, store: str, key: str, version: str, text: str) -> bool:
         dfd = _open_dir(dir_of(home), create=True)
     except OSError:
         return False
-    name = _name(store, key)
-    tmp = f".{name}.{os.getpid()}.tmp"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dfd)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)  # replaces a link at `name`, never follows it
-        except BaseException:
-            try:
-                os.unlink(tmp, dir_fd=dfd)
-            except OSError:
-                pass
-            raise
+        cache_files.write_in(dfd, _name(store, key), [data])
         _bound(dfd)
         return True
     except OSError:

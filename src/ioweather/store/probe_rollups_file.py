@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ioweather.store import cache_files
 from ioweather.store.db import Store
 
 NAME = "probe-rollups.bin"
@@ -123,24 +124,11 @@ def save(path: Path, key: dict, entries: dict[str, dict]) -> int | None:
         dfd = _open_dir(path.parent, create=True)
     except OSError:
         return None
-    tmp = f".{path.name}.{os.getpid()}.tmp"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dfd)
-        with os.fdopen(fd, "wb") as f:
-            f.write(MAGIC + len(head).to_bytes(8, "little") + head)
-            for b in payload:
-                f.write(b)
-            f.write(crc.to_bytes(4, "little"))
-            f.flush()
-            os.fsync(f.fileno())
         # the rename replaces whatever is at the name, a planted link included, and never follows it
-        os.replace(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
-        return len(MAGIC) + 8 + len(head) + offset + 4
+        return cache_files.write_in(dfd, path.name, [MAGIC, len(head).to_bytes(8, "little"), head, *payload,
+                                                     crc.to_bytes(4, "little")])
     except OSError:
-        try:
-            os.unlink(tmp, dir_fd=dfd)
-        except OSError:
-            pass
         return None
     finally:
         os.close(dfd)
@@ -165,9 +153,7 @@ def load(path: Path, key: dict) -> dict[str, dict]:
     except OSError:
         return {}
     try:
-        fd = os.open(path.name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dfd)
-        with os.fdopen(fd, "rb") as f:
-            data = f.read()
+        data = cache_files.read_in(dfd, path.name)
     except OSError:
         return {}
     finally:
