@@ -20,9 +20,10 @@ import pytest
 
 from ioweather.config import Settings
 from ioweather.errors import UserError
-from ioweather.services.lab.record import block_device, device_written, no_telemetry_reason, run_recorded
+from ioweather.services.lab.record import device_written, no_telemetry_reason, run_recorded
 from ioweather.services.lab.run import CaseRun, read_index
 from ioweather.services.lab.score import pair_idents, reference_of, score_pairs, stored_logs
+from ioweather.services.runtime.fs_names import block_device
 from ioweather.services.lab.catalogue import Case, Pair
 
 CROWD = Path(__file__).parent / "data" / "lab" / "crowd"

@@ -35,6 +35,7 @@ from pathlib import Path
 from ioweather.config import Settings
 from ioweather.errors import UserError
 from ioweather.services.lab.run import LabRun, fs_type, read_index, run_cases, write_index
+from ioweather.services.runtime.fs_names import block_device
 from ioweather.signals import die_with_parent
 
 #: the lab store's directory under the logs directory (lab run's default --home)
@@ -179,16 +180,6 @@ def stop_all(recorders: list) -> None:
 def iso_utc(t: float) -> str:
     """Unix seconds `t` as ISO 8601 UTC to the microsecond (INDEX.json's baseline, `why --baseline-from`)."""
     return dt.datetime.fromtimestamp(t, tz=dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def block_device(path: Path) -> str | None:
-    """The name of the block device holding `path` in /proc/diskstats (/sys/dev/block/MAJOR:MINOR names it);
-    None where it has none of its own (Lustre, GPFS, NFS, tmpfs, overlay)."""
-    dev = os.stat(path).st_dev
-    try:
-        return Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve(strict=True).name
-    except OSError:
-        return None
 
 
 def device_written(path: Path) -> int | None:

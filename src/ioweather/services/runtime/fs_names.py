@@ -27,12 +27,26 @@ def fs_name_of(directory: str | os.PathLike, fs_map: list[tuple[str, str]]) -> s
     return fs_name(m.point, m.fs_type, m.source, fs_map, socket.gethostname())
 
 
+def block_device(path, sys_block: Path = Path("/sys/dev/block")) -> str | None:
+    """THE resolver of the disk holding `path`: its name in /proc/diskstats (st_dev's MAJOR:MINOR in
+    /sys/dev/block; a partition's disk, as collect keeps disks, not partitions, diskstats.IGNORED_DEVICES). None
+    where `path` is on no block device of its own (Lustre, GPFS, NFS, tmpfs, overlay, btrfs's anonymous ones);
+    OSError when `path` cannot be stat'ed."""
+    dev = os.stat(path).st_dev
+    try:
+        node = (sys_block / f"{os.major(dev)}:{os.minor(dev)}").resolve(strict=True)
+    except OSError:
+        return None
+    if (node / "partition").is_file():
+        node = node.parent
+    return node.name
+
+
 def disk_target(dataset: str, mount: str | None, sys_block: Path = Path("/sys/dev/block")) -> tuple[str | None, str]:
     """THE resolver of the one `collect --sources diskstats` target a job's mount is on (`job_fs` names its
-    dataset; collect names a disk's target `HOST:DEVICE`): the device of the mount point on this node (its
-    st_dev's MAJOR:MINOR in /sys/dev/block, a partition's disk: collect keeps disks, not partitions,
-    diskstats.IGNORED_DEVICES). (target, "") or (None, why not): the dataset is not this node's own disks', the
-    mount has no block device (tmpfs, overlay, NFS, btrfs's anonymous ones) or not one collect keeps."""
+    dataset; collect names a disk's target `HOST:DEVICE`): the disk of the mount point on this node
+    (`block_device`). (target, "") or (None, why not): the dataset is not this node's own disks', the mount has no
+    block device or not one collect keeps."""
     # lazy: the diskstats source's rule, only when a crowd is priced
     from ioweather.sources.telemetry.diskstats import IGNORED_DEVICES
 
@@ -42,18 +56,14 @@ def disk_target(dataset: str, mount: str | None, sys_block: Path = Path("/sys/de
     if not mount:
         return None, "the job's files are under no mount of its log"
     try:
-        dev = os.stat(mount).st_dev
+        name = block_device(mount, sys_block)
     except OSError as e:
         return None, f"cannot stat {mount} here ({e.strerror})"
-    try:
-        node = (sys_block / f"{os.major(dev)}:{os.minor(dev)}").resolve(strict=True)
-    except OSError:
-        return None, f"{mount} has no block device of its own ({os.major(dev)}:{os.minor(dev)})"
-    if (node / "partition").is_file():
-        node = node.parent
-    if IGNORED_DEVICES.match(node.name):
-        return None, f"{mount} is on {node.name}, a device `collect --sources diskstats` does not keep"
-    return f"{dataset}:{node.name}", ""
+    if name is None:
+        return None, f"{mount} has no block device of its own"
+    if IGNORED_DEVICES.match(name):
+        return None, f"{mount} is on {name}, a device `collect --sources diskstats` does not keep"
+    return f"{dataset}:{name}", ""
 
 
 def known_datasets(parquet_dir) -> list[str]:
