@@ -247,3 +247,29 @@ def test_a_bad_setting_is_said_before_any_case_runs(monkeypatch, tmp_path, var, 
     with pytest.raises(UserError, match=var):
         run_cases([], None, tmp_path, tmp_path / "logs")
     assert list(tmp_path.iterdir()) == []   # no run directory, no index
+
+
+def test_storm_sizing_says_in_one_line_when_fio_cannot_time_the_disk(tmp_path):
+    """`lab storm --block auto` times the disk with fio: a fio that fails (or prints no JSON) is one clear error,
+    and the sizing's scratch directory is removed."""
+    from ioweather.services.lab.storm import sized_block
+
+    fio = tmp_path / "fio"
+    fio.write_text("#!/bin/sh\necho 'fio: refusing: no space left on device' >&2\nexit 1\n")
+    fio.chmod(0o755)
+    with pytest.raises(UserError) as e:
+        sized_block(str(fio), tmp_path)
+    assert "fio could not time a write" in str(e.value) and "no space left" in str(e.value)
+    assert "\n" not in str(e.value) and not (tmp_path / "size").exists()
+
+
+def test_storm_sizing_scales_fio_rate_to_the_quiet_twin(tmp_path):
+    """The rate fio reports sets each rank's bytes (2 ranks, ~AUTO_QUIET_TWIN_S), in 256 MiB steps, 1-8 GiB."""
+    from ioweather.services.lab.storm import sized_block
+
+    # 100 MiB/s: 125 MiB a rank, raised to 1 GiB; 1 GiB/s: 1.25 GiB a rank = 1280 MiB; 50 GiB/s: capped at 8 GiB
+    for bw, want in ((100 << 20, "1024m"), (1 << 30, "1280m"), (50 << 30, "8192m")):
+        fio = tmp_path / "fio"
+        fio.write_text(f"#!/bin/sh\necho '{{\"jobs\": [{{\"write\": {{\"bw_bytes\": {bw}}}}}]}}'\n")
+        fio.chmod(0o755)
+        assert sized_block(str(fio), tmp_path) == want, bw
