@@ -5,6 +5,7 @@ and docs/validation.md ("collective-rmw against CPU contention and the VM's memo
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -135,28 +136,40 @@ def test_a_cases_record_says_the_nice_in_effect(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["logs"]   # no run directory, no report left
 
 
-def test_under_a_launcher_that_keeps_the_ranks_in_its_session_the_record_says_not_applied(tmp_path, monkeypatch):
+def test_under_a_launcher_that_keeps_the_ranks_in_its_session_the_record_says_not_applied(tmp_path):
     """A launcher like Open MPI's mpirun or srun starts the ranks in the caller's session (here a stand-in that
-    starts them as its children): the wrapper leaves that session's autogroup alone (this test's own), and the
-    case's entry says the nice in effect and why it is not the one asked for."""
+    starts them as its children): the wrapper leaves that session's autogroup alone, and the case's entry says the
+    nice in effect and why it is not the one asked for. The caller is a Python process in a session of its own:
+    this test's process may be in the root autogroup (a process tree that never started a session since boot, as
+    in CI's container), whose /proc/self/autogroup is empty."""
     _needs_autogroup()
-    monkeypatch.setenv("IOWEATHER_LAB_SETTLE_S", "0")
-    monkeypatch.setenv("IOWEATHER_LAB_AUTOGROUP_NICE", "5")
     launcher = tmp_path / "mpiexec"
-    launcher.write_text('#!/bin/sh\nshift 2\n"$@" & "$@" & wait\n')   # -n 2 dropped: two ranks, this session's
+    launcher.write_text('#!/bin/sh\nshift 2\n"$@" & "$@" & wait\n')   # -n 2 dropped: two ranks, the caller's session
     launcher.chmod(0o755)
-    tools = Toolchain("test", "", "", "", str(launcher), "", "", programs={"t": "/bin/sh"})
-    case = Case("t-mpi", "", (), ("t", "-c", ': > "$DARSHAN_LOGFILE"'), procs=2, mpi=True)
-    before = _autogroup_nice()
-    try:
-        (done,) = run_cases([case], tools, tmp_path, tmp_path / "logs").cases
-        assert _autogroup_nice() == before
-    finally:
-        if _autogroup_nice() != before and os.geteuid() == 0:   # put it back for the other tests
-            Path("/proc/self/autogroup").write_text(str(before))
-    assert done.status == "ok", done.reason
-    assert (done.autogroup_nice, done.autogroup_applied) == ([before] * 2, False)
-    assert done.autogroup_note.startswith("2 of 2 processes in a session they do not lead")
+    caller = f"""
+import json, sys
+from pathlib import Path
+from ioweather.services.lab.catalogue import Case
+from ioweather.services.lab.run import run_cases
+from ioweather.services.lab.toolchain import Toolchain
+nice = lambda: int(Path("/proc/self/autogroup").read_text().split()[-1])
+tools = Toolchain("test", "", "", "", {str(launcher)!r}, "", "", programs={{"t": "/bin/sh"}})
+case = Case("t-mpi", "", (), ("t", "-c", ': > "$DARSHAN_LOGFILE"'), procs=2, mpi=True)
+before = nice()
+(done,) = run_cases([case], tools, Path({str(tmp_path)!r}), Path({str(tmp_path / "logs")!r})).cases
+print(json.dumps([before, nice(), done.status, done.reason, done.autogroup_nice, done.autogroup_applied,
+                  done.autogroup_note]))
+"""
+    env = {**os.environ, "IOWEATHER_LAB_SETTLE_S": "0", "IOWEATHER_LAB_AUTOGROUP_NICE": "5",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-c", caller], env=env, start_new_session=True, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    before, after, status, reason, nice, applied, note = json.loads(out.stdout.splitlines()[-1])
+    assert status == "ok", reason
+    assert before == after == 0   # a new session's autogroup starts at nice 0, and the wrapper left it there
+    assert (nice, applied) == ([before] * 2, False)
+    assert note.startswith("2 of 2 processes in a session they do not lead")
 
 
 def _marked(marker: str) -> list[int]:
