@@ -8,6 +8,7 @@ another baseline window or too long ago is ignored, and an unreadable one is no 
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import numpy as np
@@ -102,3 +103,39 @@ def test_a_file_of_another_window_or_too_old_is_ignored(home):
     plain.warm()
     plain.close()
     assert not path.exists()
+
+
+def test_a_symlink_at_its_path_or_its_directory_is_not_followed(home, tmp_path):
+    """The file is derived: a link planted at its name (or at the cache directory) is neither read, which would
+    serve another file's baselines, nor written through, which would overwrite what it points at
+    (store/cache_files.py)."""
+    first = _cache(home)
+    first.warm()
+    first.close()
+    path = probe_baselines_file.path_of(first.store)
+    elsewhere = tmp_path / "elsewhere.json"
+    os.replace(path, elsewhere)
+    before = elsewhere.read_bytes()
+    os.symlink(elsewhere, path)
+    # the linked file is valid and in its window: read through the link it would be served
+    assert probe_baselines_file.load(elsewhere, first._file_key(), time.time_ns(), cache_mod.TTL_MAX_S)
+    second = _cache(home)
+    assert second._restore() == {}
+    second.warm()
+    second.close()
+    assert not path.is_symlink() and path.is_file(), "the link was not replaced by the rename"
+    assert elsewhere.read_bytes() == before, "written through the link"
+    assert set(json.loads(path.read_bytes())["targets"]) == {"scratch", "home"}
+    cache_dir, moved = path.parent, tmp_path / "moved-cache"
+    os.replace(cache_dir, moved)
+    os.symlink(moved, cache_dir)
+    try:
+        kept = (moved / path.name).read_bytes()
+        third = _cache(home)
+        assert third._restore() == {}
+        third.warm()
+        third.close()
+        assert (moved / path.name).read_bytes() == kept, "written through the linked directory"
+    finally:
+        os.unlink(cache_dir)
+        os.replace(moved, cache_dir)

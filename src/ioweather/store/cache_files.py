@@ -1,13 +1,26 @@
-"""Derived cache files in a store's home, written and read without following a link (probe-rollups.bin, the
-kept answers). Each caller opens its directory itself (`os.open(..., O_DIRECTORY | O_NOFOLLOW)`: where it lives
-and which parents it creates are the caller's) and hands its descriptor here, so every name is resolved inside
-that directory and a link planted at the file is never followed: the read refuses it, the write's rename
-replaces the link itself."""
+"""Derived cache files in a store's home, written and read without following a link (probe-rollups.bin,
+probe-baselines.json, the kept answers). Each caller opens its directory (`open_dir`, or its own
+`os.open(..., O_DIRECTORY | O_NOFOLLOW)` where it creates other parents: the kept answers) and hands its
+descriptor here, so every name is resolved inside that directory and a link planted at the file is never
+followed: the read refuses it, the write's rename replaces the link itself."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from pathlib import Path
+
+
+def open_dir(d: Path, create: bool) -> int:
+    """The directory's descriptor (made 0700, its parents as the umask says, when `create`), refused (OSError)
+    when it is a symbolic link."""
+    if create:
+        d.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:
+            pass
+    return os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
 
 
 def write_in(dfd: int, name: str, chunks: Iterable[bytes]) -> int:

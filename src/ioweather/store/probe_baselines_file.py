@@ -16,6 +16,7 @@ import os
 import time
 from pathlib import Path
 
+from ioweather.store import cache_files
 from ioweather.store.db import Store
 
 NAME = "probe-baselines.json"
@@ -30,32 +31,36 @@ def path_of(store: Store) -> Path | None:
 
 
 def save(path: Path, key: dict, entries: dict[str, dict]) -> bool:
-    """Write atomically (a reader never sees half a file); False when it cannot be written (read-only home)."""
+    """Write atomically (a reader never sees half a file; a link planted at the name is replaced, never written
+    through: store/cache_files.py); False when it cannot be written (read-only home)."""
     body = json.dumps({"version": VERSION, "key": key, "saved_ns": time.time_ns(), "targets": entries},
                       allow_nan=False, separators=(",", ":"))
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(body)
-        os.replace(tmp, path)
+        dfd = cache_files.open_dir(path.parent, create=True)
+    except OSError:
+        return False
+    try:
+        cache_files.write_in(dfd, path.name, [body.encode()])
         return True
     except OSError:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
         return False
+    finally:
+        os.close(dfd)
 
 
 def load(path: Path, key: dict, now_ns: int, max_age_s: float) -> dict[str, dict]:
     """{target: entry} written under the same `key`, each computed at most `max_age_s` before now; {} when
     there is no such file or it cannot be read."""
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
+        dfd = cache_files.open_dir(path.parent, create=False)
+    except OSError:
         return {}
+    try:
+        doc = json.loads(cache_files.read_in(dfd, path.name))
+    except (OSError, ValueError):  # no file, a link (never followed), not JSON
+        return {}
+    finally:
+        os.close(dfd)
     if not isinstance(doc, dict) or doc.get("version") != VERSION or doc.get("key") != key:
         return {}
     out = {}

@@ -121,7 +121,7 @@ def save(path: Path, key: dict, entries: dict[str, dict]) -> int | None:
     for b in payload:
         crc = zlib.crc32(b, crc)
     try:
-        dfd = _open_dir(path.parent, create=True)
+        dfd = cache_files.open_dir(path.parent, create=True)
     except OSError:
         return None
     try:
@@ -134,22 +134,11 @@ def save(path: Path, key: dict, entries: dict[str, dict]) -> int | None:
         os.close(dfd)
 
 
-def _open_dir(d: Path, create: bool) -> int:
-    """The directory's descriptor, refused (OSError) when it is a symbolic link."""
-    if create:
-        d.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.mkdir(d, 0o700)
-        except FileExistsError:
-            pass
-    return os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-
-
 def load(path: Path, key: dict) -> dict[str, dict]:
     """{target: {"tiles", "lo_ns", "hi_ns", "lengths": {interval_s: rows}}} of a whole, undamaged file written
     under the same `key` and format; {} otherwise (no file, a link, truncated, another store or format)."""
     try:
-        dfd = _open_dir(path.parent, create=False)
+        dfd = cache_files.open_dir(path.parent, create=False)
     except OSError:
         return {}
     try:
@@ -219,7 +208,7 @@ def remove(path: Path | None) -> int:
     if path is None:
         return 0
     try:
-        dfd = _open_dir(path.parent, create=False)
+        dfd = cache_files.open_dir(path.parent, create=False)
     except OSError:
         return 0
     try:
