@@ -25,7 +25,6 @@ from ioweather.config import Settings
 from ioweather.config import short_host
 from ioweather.services.answers.job_diff import (CrowdCause, DiffSide, crowd_cause, device_rate, diff_reports,
                                                  store_crowd)
-from ioweather.services.jobs.darshan_child import rank0_io_wall_span
 from ioweather.services.runtime.fs_names import disk_target
 from ioweather.services.jobs.darshan import job_answer
 from ioweather.sources.darshan_log import read_log
@@ -72,13 +71,19 @@ def _window(path: Path) -> tuple[float, float]:
 
 def _raw_span(path: Path) -> tuple[float, float]:
     """Rank 0's writes from the first one's start to the last one's end, in Unix seconds, from the log's POSIX
-    counters as read (not through stats.job): the reference of rank0_io_wall_span's open-to-last-end span."""
+    counters as read (not through stats.job): the reference of the report's open-to-last-end span
+    (perf.rank0_io_span)."""
     log = read_log(str(path))
     po = log.records["POSIX"]
     c, f = dict(zip(po.counter_names, po.counter_values.T)), dict(zip(po.fcounter_names, po.fcounter_values.T))
     mine = (c["POSIX_BYTES_WRITTEN"] > 0) & (po.ranks <= 0)
     return (log.start_time_s + float(f["POSIX_F_WRITE_START_TIMESTAMP"][mine].min()),
             log.start_time_s + float(f["POSIX_F_WRITE_END_TIMESTAMP"][mine].max()))
+
+
+def _span(path: str) -> list[float] | None:
+    """Rank 0's I/O span in Unix seconds as `job` reports it (perf.rank0_io_span), which job diff prices over."""
+    return job_answer(path)[0].perf.rank0_io_span
 
 
 def _ns(span) -> tuple[int, int]:
@@ -88,7 +93,7 @@ def _ns(span) -> tuple[int, int]:
 def _sampled_rate(path: Path) -> float:
     """The device's write rate over rank 0's I/O span from the 50 ms reads (linear between reads): not
     through ioweather's telemetry store."""
-    t0, t1 = rank0_io_wall_span(str(path))
+    t0, t1 = _span(str(path))
     with open(CROWD / "diskstats-50ms.csv") as f:
         rows = [(float(r["time_s"]), float(r["write_bytes"])) for r in csv.DictReader(f)]
 
@@ -101,7 +106,7 @@ def _sampled_rate(path: Path) -> float:
 def _diff(settings: Settings, bad: Path, fixed: Path, spans=None):
     """(the diff with the crowd as job diff prices it from the store, the diff without it, the device's rates)."""
     rb, ra = job_answer(str(bad))[0], job_answer(str(fixed))[0]
-    spans = spans or [rank0_io_wall_span(str(p)) for p in (bad, fixed)]
+    spans = spans or [_span(str(p)) for p in (bad, fixed)]
     rates = tuple(device_rate(settings.parquet_dir, "vm", TARGET, *_ns(sp)) for sp in spans)
     sides = [DiffSide(ident=p.name, path=str(p), io_time_s=r.perf.io_time_s, runtime_s=r.job.runtime_s,
                       nprocs=r.job.nprocs, exe=r.job.exe, verdict=r.verdict) for p, r in ((bad, rb), (fixed, ra))]
@@ -183,7 +188,7 @@ def test_the_jobs_device_is_told_from_the_other_disks_and_the_volumes_on_it(disk
     alone = Settings.resolve(tmp_path / "home")
     write_rows(alone, "vm", _rows())
     for p in (BAD, QUIET_BAD):
-        window = _ns(rank0_io_wall_span(str(p)))
+        window = _ns(_span(str(p)))
         got = device_rate(disk.parquet_dir, "vm", TARGET, *window)
         assert got == pytest.approx(device_rate(alone.parquet_dir, "vm", TARGET, *window), rel=1e-12)
         # the other two targets are there, with the same bytes: summing the dataset would count them three times
@@ -194,7 +199,7 @@ def test_the_jobs_device_is_told_from_the_other_disks_and_the_volumes_on_it(disk
 
 def test_rank0s_io_span_is_read_from_the_log():
     for p in (BAD, FIXED, QUIET_BAD, QUIET_FIXED):
-        (a, b), (ra, rb), (t0, t1) = rank0_io_wall_span(str(p)), _raw_span(p), _window(p)
+        (a, b), (ra, rb), (t0, t1) = _span(str(p)), _raw_span(p), _window(p)
         # from the first open (just before the first write) to the last write's end, inside the job's run
         assert ra - 0.05 < a <= ra and b == pytest.approx(rb, abs=1e-6)
         assert t0 <= a < b and b - t1 < 0.05     # (the header's end is rounded: up to 11 ms before the last end)
@@ -202,7 +207,7 @@ def test_rank0s_io_span_is_read_from_the_log():
 
 def test_without_one_device_or_a_span_no_crowd_is_priced_and_the_note_says_why(disk):
     rb, ra = job_answer(str(BAD))[0], job_answer(str(FIXED))[0]
-    spans = [rank0_io_wall_span(str(p)) for p in (BAD, FIXED)]
+    spans = [_span(str(p)) for p in (BAD, FIXED)]
     pq = disk.parquet_dir
 
     def priced(budgets=None, sp=spans, target_of=_vda):
@@ -230,7 +235,7 @@ def test_a_crowd_while_the_job_computes_is_not_claimed(tmp_path):
     3.8 s before it) while 4 other writers, each as fast as rank 0's own stream, used the disk, and stopped as
     rank 0 began (the crowd in the 3 whole seconds of readings before its I/O span). Over the job's window that is m > 1
     streams' worth; over rank 0's I/O span there is none to claim."""
-    span = rank0_io_wall_span(str(QUIET_BAD))
+    span = _span(str(QUIET_BAD))
     rb, ra = job_answer(str(QUIET_BAD))[0], job_answer(str(QUIET_FIXED))[0]
     r01 = next(f for f in rb.findings if f.code == "R01")
     rank0_bps = r01.evidence["rank0_bytes"] / r01.evidence["rank0_time_s"]

@@ -1056,6 +1056,7 @@ def characterize(log, *, cores_per_node: int | None = None) -> dict:
     mibps, fs_io_time, _ = carns_mibps(fs, nprocs, pr)
     # Carns' slowest path counts every record (its bytes do too); the imbalance the ranks' data alone
     own = data_rank_sums(fs, nprocs)
+    span = rank0_io_span(fs)
     top = top_layer_time(layer_rows(log, nprocs), nprocs)
     io_time, slowest = top["io_time_s"], top["slowest_rank"]
     nnodes, nsrc = node_count(len(log.node_names) or None, nprocs, cores_per_node)
@@ -1091,6 +1092,7 @@ def characterize(log, *, cores_per_node: int | None = None) -> dict:
                       "ranks_with_io": int((own["bytes"] > 0).sum()),
                       # the shared files, which Darshan reduces to one record per file: its rank counters
                       "shared": shared_splits(shared_rank_rows(log), nprocs)},
+        "rank0_io_span": None if span is None else [log.start_time_s + span[0], log.start_time_s + span[1]],
     }
     return {
         "job": {"jobid": log.jobid, "uid": log.uid, "exe": log.exe, "nprocs": log.nprocs, "nnodes": nnodes,

@@ -417,11 +417,8 @@ def job_diff(settings, before: str, after: str, *, cores_per_node: int | None = 
         if system is not None:
             sb.system_s, sa.system_s = system.before_s, system.after_s
             sb.system_model = sa.system_model = system.model
-            # lazy: the span is read in a child as the report is (services/jobs/darshan_child.py)
-            from ioweather.services.jobs.darshan_child import rank0_io_wall_span
-
-            spans = [rank0_io_wall_span(p) if _one_device(r) or _one_device(o) else None
-                     for p, r, o in ((pb, rb, ra), (pa, ra, rb))]
+            spans = [r.perf.rank0_io_span if _one_device(r) or _one_device(o) else None
+                     for r, o in ((rb, ra), (ra, rb))]
             crowd, more = store_crowd(settings.parquet_dir, budgets, spans, rb, ra)
             notes += more
     else:

@@ -265,6 +265,9 @@ class Perf:
     nnodes_source: str | None
     slowest_rank: int | None
     imbalance: Imbalance
+    #: rank 0's I/O span in Unix seconds, [its first open, its last read or write end] (`stats.job.rank0_io_span`
+    #: of its own and the shared files that moved bytes): what `job diff` prices a crowd on its device over
+    rank0_io_span: list[float] | None = None
 
     @classmethod
     def of(cls, d: dict) -> Perf:
@@ -272,7 +275,8 @@ class Perf:
                    d["io_time_layer"], d["io_time_by_layer_s"],
                    {k: LayerTime(**v) for k, v in d["layers"].items()}, d["fs_io_time_s"],
                    d["io_fraction_of_runtime"], d["io_time_exceeds_runtime"], d["mibps_per_node"],
-                   d["mibps_per_node_reason"], d["nnodes_source"], d["slowest_rank"], Imbalance.of(d["imbalance"]))
+                   d["mibps_per_node_reason"], d["nnodes_source"], d["slowest_rank"], Imbalance.of(d["imbalance"]),
+                   d["rank0_io_span"])
 
     def raw(self) -> dict:
         i = self.imbalance
@@ -284,7 +288,8 @@ class Perf:
                 "fs_io_time_s": self.fs_io_time_s, "io_fraction_of_runtime": self.io_fraction_of_runtime,
                 "io_time_exceeds_runtime": self.io_time_exceeds_runtime, "mibps_per_node": self.mibps_per_node,
                 "mibps_per_node_reason": self.mibps_per_node_reason, "nnodes_source": self.nnodes_source,
-                "slowest_rank": self.slowest_rank, "imbalance": i.raw()}
+                "slowest_rank": self.slowest_rank, "imbalance": i.raw(),
+                "rank0_io_span": self.rank0_io_span}
 
 
 @dataclass(frozen=True)

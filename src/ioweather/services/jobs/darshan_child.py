@@ -45,24 +45,5 @@ def _make(path, cores_per_node, thresholds_file, html_source) -> tuple[JobReport
     return rep, html
 
 
-def rank0_io_wall_span(path: str) -> tuple[float, float] | None:
-    """Rank 0's I/O span of the log at `path` in Unix seconds (`stats.job.rank0_io_span` from the job's start),
-    read in a child as the report is; None when the log has no such span or its reader died."""
-    try:
-        return call_isolated(_span, path)
-    except ChildDied:
-        return None
-
-
-def _span(path) -> tuple[float, float] | None:
-    # lazy: numpy, pandas via sources.darshan_log: the job reader forks before numpy (docs/darshan.md)
-    from ioweather.sources.darshan_log import read_log
-    from ioweather.stats.job import fs_records, rank0_io_span
-
-    log = read_log(path, dxt=False, heatmaps=False)
-    span = rank0_io_span(fs_records(log))
-    return None if span is None else (log.start_time_s + span[0], log.start_time_s + span[1])
-
-
 def write_html(out: str, text: str) -> None:
     write_atomic(out, text)
