@@ -587,6 +587,7 @@ _.quiet_system_share  # services.lab.storm.StormPair
 _.r  # services.answers.umami.CorrelationRow, services.jobs.weather.Climate, stats.umami.MetricRow
 _.r_fs  # stats.umami.MetricRow
 _.rank0_bps  # services.answers.job_diff.CrowdCause
+_.rank0_io_span  # services.jobs.answer.Perf
 _.ranks_with_io  # services.jobs.answer.Imbalance
 _.rates  # services.bench.runs.RunWindow
 _.read  # services.telemetry.fsview.BrwHistogram, services.telemetry.fsview.BrwTarget, services.telemetry.workload.Autocorrelation, services.telemetry.workload.PowerSpectra
