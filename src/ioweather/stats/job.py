@@ -645,7 +645,8 @@ def stream_mask(names) -> np.ndarray:
     hashed names, digits without a path (PyDarshan's data_access_by_filesystem reads such a name as "probably an
     anonymized STD.. stream"). They have no mount, and they are not the job's data: Darshan's STDIO module opens
     all three on every rank at start-up (darshan-stdio.c, stdio_runtime_initialize), so in a job of several
-    processes each is a shared (rank −1) record whoever printed."""
+    processes each is often a shared (rank −1) record whoever printed, and as often the printing ranks' own
+    (rank 0's <STDOUT> in the mpi-io-test release logs, 20 ranks' in runtime_heatmap_inactive_ranks)."""
     out = np.zeros(len(names), bool)
     out[:] = [isinstance(n, str) and (n.startswith("<") or n.isdigit()) for n in names]
     return out
