@@ -33,9 +33,10 @@ import numpy as np
 from ioweather.errors import UserError
 from ioweather.stats import costs
 from ioweather.stats.costs import LEVELS, severity  # noqa: F401 (re-exported: the levels are the costs')
-from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, effective_ranks, layer_rows, library_mask,
-                                  module_rows, monitored, nan_sum, rank_sums, fs_records, shared_rank_rows, slowest_path,
-                                  storage_modules, stream_mask, subset, zero_missing, zero_missing_block)
+from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, distinct, effective_ranks, layer_rows,
+                                  library_mask, member, module_rows, monitored, n_distinct, nan_sum, rank_sums,
+                                  fs_records, shared_rank_rows, slowest_path, storage_modules, stream_mask, subset,
+                                  zero_missing, zero_missing_block)
 from ioweather.stats.lustre import lfs_size, lustre_file_columns, ost_count
 from ioweather.units import format_bytes, format_seconds
 # The rules' revision: bump it with any change of a finding's level, cost or message (stats/rules_revision.py
@@ -215,8 +216,8 @@ def small_requests(c, prefix: str, kind: str, small_bytes: int) -> tuple[int, in
     small_b = 0.0
     total_n = 0.0
     hist = zero_missing_block(c, [f"{prefix}_SIZE_{kind}_{name}" for name, _ in edges])
-    for (name, upper), v in zip(edges, hist):
-        v_sum = v.sum()
+    # each row summed as its own 1-d sum (C-contiguous rows: numpy's pairwise sum per row), one call
+    for (name, upper), v, v_sum in zip(edges, hist, hist.sum(axis=1).tolist()):
         total_n += v_sum
         if upper is None or upper > small_bytes:
             continue
@@ -291,7 +292,7 @@ class Job:
             if mpiio is not None and len(mpiio):
                 mc = cols(mpiio)
                 coll = zero_missing(mc, "MPIIO_COLL_WRITES") + zero_missing(mc, "MPIIO_COLL_READS")
-                self._posix.collective_ids = np.unique(mc["id"][coll > 0])
+                self._posix.collective_ids = distinct(mc["id"][coll > 0])
             _, fstype = assign_mounts(posix.names, self.log.mounts)
             self._posix.one_local_disk = (self.ch["job"]["nnodes"] or 1) <= 1 and _all_local(fstype)
         return self._posix
@@ -402,7 +403,7 @@ def _no_mpiio(j: Job) -> list[dict]:
     daos = any(len(j.log.records.get(m, ())) for m in ("DFS", "DAOS"))
     posix = j.log.records.get("POSIX")
     if not daos and posix is not None and len(posix):
-        daos = any("daos" in str(x).lower() for x in assign_mounts(posix.names, j.log.mounts)[1])
+        daos = any("daos" in str(x).lower() for x in set(assign_mounts(posix.names, j.log.mounts)[1].tolist()))
     if j.nprocs > 1 and j.log.records.get("MPI-IO") is None and j.moved >= j.t.min_bytes and not daos:
         return [_f("M01", f"an MPI job ({j.nprocs} processes) that moved {format_bytes(j.moved)} without MPI-IO: "
                    "collective buffering and data sieving are not available to it",
@@ -426,7 +427,7 @@ def _syncs(j: Job) -> list[dict]:
     stdio = j.log.records.get("STDIO")
     if stdio is not None and len(stdio):
         sc = cols(stdio)
-        writes += float(zero_missing(sc, "STDIO_WRITES")[np.isin(sc["id"], c["id"][sel])].sum())
+        writes += float(zero_missing(sc, "STDIO_WRITES")[member(sc["id"], c["id"][sel])].sum())
     if writes <= 0 or n_sync / writes < t.syncs_per_write:
         return []
     # each sync waits for what the writes before it left in the page cache; one per file at the end
@@ -440,7 +441,7 @@ def _syncs(j: Job) -> list[dict]:
         # makes below (POSIX) are costed here, a lower bound
         mpi_syncs = int(zero_missing(cols(mpiio), "MPIIO_SYNCS").sum())
     how = f" ({mpi_syncs:,} MPI_File_sync calls)" if mpi_syncs else ""
-    return [_f("Y01", f"{int(n_sync):,} syncs{how} on {int(len(np.unique(c['id'][sel])))} file(s) for {int(writes):,} "
+    return [_f("Y01", f"{int(n_sync):,} syncs{how} on {n_distinct(c['id'][sel])} file(s) for {int(writes):,} "
                f"writes ({n_sync / writes:.2f} per write), {format_seconds(float(t_w.sum()))} of write and sync time "
                "summed over ranks: each sync waits for the device; sync once per file at the end, or per checkpoint",
                {"syncs": int(n_sync), "writes": int(writes), "syncs_per_write": n_sync / writes,
@@ -524,7 +525,7 @@ def _consecutive_share(j: Job, mc: Cols, kind: str) -> float | None:
     if posix is None or not len(posix):
         return None
     pc = cols(posix)
-    sel = np.isin(pc["id"], np.unique(mc["id"]))
+    sel = member(pc["id"], mc["id"])
     if not sel.any():
         return None
     return _consec(subset(pc, sel), "READ" if kind == "READS" else "WRITE")
@@ -547,7 +548,7 @@ def _sieved_again(j: Job, mc: Cols, kind: str) -> float:
     if posix is None or not len(posix):
         return 0.0
     pc = cols(posix)
-    sel = np.isin(pc["id"], np.unique(mc["id"]))
+    sel = member(pc["id"], mc["id"])
     if not sel.any():
         return 0.0
     sc = subset(pc, sel)
@@ -661,8 +662,7 @@ def _data_files(log) -> tuple[int, float, int]:
         lib_ids.update(int(i) for i in c["id"][lib])
         ids.append(c["id"][~lib])
         meta += float(zero_missing(c, f"{PREFIX[mod]}_F_META_TIME")[~lib].sum())
-    data = np.unique(np.concatenate(ids)) if ids else np.zeros(0, np.uint64)
-    return int(data.size), meta, len(lib_ids)
+    return (n_distinct(np.concatenate(ids)) if ids else 0), meta, len(lib_ids)
 
 
 def _lustre(j: Job) -> list[dict]:
@@ -681,7 +681,7 @@ def _all_local(fstype) -> bool:
     """Whether the files of file-system types `fstype` (assign_mounts') are on a node's local disk: every
     one with a mount (the standard streams, <STDOUT> and <STDERR>, have none and do not decide: a job's
     stdout once made a clean run on one disk look like one on a server), and at least one."""
-    known = [str(x).lower() for x in fstype if x]
+    known = [str(x).lower() for x in set(np.asarray(fstype, dtype=object).tolist()) if x]
     return bool(known) and all(x in LOCAL_FS for x in known)
 
 #: MPI-IO requests at least this large (mean per call) gain nothing from collective buffering.
@@ -708,7 +708,8 @@ def _mpiio_groups(j: Job) -> dict | None:
         return None
     c = cols(mpiio)
     _, fstype = assign_mounts(mpiio.names, j.log.mounts)
-    nfs = np.array([str(x).lower().startswith("nfs") for x in fstype], bool)
+    is_nfs = {x: str(x).lower().startswith("nfs") for x in set(fstype.tolist())}
+    nfs = np.array([is_nfs[x] for x in fstype.tolist()], bool)
     rows = layer_rows(j.log, j.nprocs)
     # a file whose POSIX records hold far fewer bytes than MPI-IO moved was written past POSIX (a
     # driver that Darshan's POSIX module does not see): its MPI-IO time has no layer below to compare
@@ -718,10 +719,10 @@ def _mpiio_groups(j: Job) -> dict | None:
     for group, sel in (("other", ~nfs & seen), ("nfs", nfs & seen)):
         if not sel.any():
             continue
-        keys = np.unique(c["id"][sel])
-        in_g = np.isin(rows["key"], keys)
+        keys = distinct(c["id"][sel])
+        in_g = member(rows["key"], keys)
         m = in_g & (rows["module"] == "MPI-IO")
-        p = in_g & np.isin(rows["module"], ("POSIX", "STDIO"))
+        p = in_g & member(rows["module"], ("POSIX", "STDIO"))
         t_m, _, _ = slowest_path(rows["rank"][m], rows["time"][m], rows["shared"][m], j.nprocs)
         t_p, _, _ = slowest_path(rows["rank"][p], rows["time"][p], rows["shared"][p], j.nprocs)
         sc, mr = subset(c, sel), subset(rows_m, sel)
@@ -732,7 +733,7 @@ def _mpiio_groups(j: Job) -> dict | None:
         data_share = float(mr["read_time"].sum() + mr["write_time"].sum()) / m_cum if m_cum > 0 else 1.0
         # on a local disk (one device) the ranks' POSIX requests queue on it: a collective call waits for
         # all of them, so the ranks' summed POSIX time is the floor, not the slowest rank's
-        pc = subset(cols(j.log.records["POSIX"]), np.isin(cols(j.log.records["POSIX"])["id"], keys)) \
+        pc = subset(cols(j.log.records["POSIX"]), member(cols(j.log.records["POSIX"])["id"], keys)) \
             if len(j.log.records.get("POSIX", ())) else None
         p_rw = float(zero_missing(pc, "POSIX_F_READ_TIME").sum() + zero_missing(pc, "POSIX_F_WRITE_TIME").sum()) \
             if pc is not None else 0.0
@@ -748,10 +749,10 @@ def _mpiio_groups(j: Job) -> dict | None:
             "write_bytes": float(mr["bytes_written"].sum()), "read_bytes": float(mr["bytes_read"].sum()),
             "writes": float(mr["writes"].sum()), "reads": float(mr["reads"].sum()),
             "bytes_carrying_size": _bytes_carrying_size(sc),
-            "shared": bool((ranks < 0).any() or len(np.unique(ranks)) > 1),
+            "shared": bool((ranks < 0).any() or n_distinct(ranks) > 1),
             # a shared record's collective counters sum every rank's calls: a call of the job is
             # that many of them
-            "participants": int(j.nprocs if (ranks < 0).any() else max(len(np.unique(ranks)), 1)),
+            "participants": int(j.nprocs if (ranks < 0).any() else max(n_distinct(ranks), 1)),
             "name": next((n for n in mpiio.names[sel] if n), None),
             "passed_through": _passed_through(pc, sc, m_n, float(mr["bytes_read"].sum() + mr["bytes_written"].sum()),
                                               j.nprocs),
@@ -816,7 +817,7 @@ def _stripe_count(log, keys) -> int | None:
     lu = log.lustre
     if lu is None or not len(lu):
         return None
-    sel = lu.stripe_count[np.isin(lu.id, keys)]
+    sel = lu.stripe_count[member(lu.id, keys)]
     return int(sel.max()) if len(sel) else None
 
 

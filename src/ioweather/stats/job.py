@@ -240,6 +240,33 @@ def total(frame, names: Iterable[str]) -> float | None:
     return float(sum(nan_sums(v).tolist()))
 
 
+#: Below this many values a Python set answers np.unique's and np.isin's questions in a fraction of their time:
+#: numpy 2's hashed unique and isin's sort cost 20-40 µs even on 5 values, and a log asks ~25 times (issue 40).
+SMALL_SET = 1024
+
+
+def distinct(a: np.ndarray) -> np.ndarray:
+    """np.unique(a) of a 1-d integer array: its distinct values sorted, in its dtype."""
+    if len(a) > SMALL_SET or a.dtype.kind not in "iu":
+        return np.unique(a)
+    return np.array(sorted(set(a.tolist())), dtype=a.dtype)
+
+
+def n_distinct(a: np.ndarray) -> int:
+    """np.unique(a).size of a 1-d integer array."""
+    if len(a) > SMALL_SET or a.dtype.kind not in "iu":
+        return int(np.unique(a).size)
+    return len(set(a.tolist()))
+
+
+def member(a: np.ndarray, values) -> np.ndarray:
+    """np.isin(a, values) of a 1-d array of integers or text (no floats: NaN is never a member of isin's)."""
+    values = values if isinstance(values, np.ndarray) else np.asarray(values)
+    if len(a) > SMALL_SET or len(values) > SMALL_SET or a.dtype.kind == "f" or values.dtype.kind == "f":
+        return np.isin(a, values)
+    return np.fromiter(map(set(values.tolist()).__contains__, a.tolist()), bool, count=len(a))
+
+
 def effective_ranks(ranks: np.ndarray, nprocs: int) -> np.ndarray:
     """Ranks with the single-process convention applied: in a 1-process job rank -1 means rank 0."""
     r = np.asarray(ranks, dtype=np.int64)
@@ -312,7 +339,7 @@ def interface_summary(rec, nprocs: int) -> dict:
         "read_time_s": tot(groups["read_time_s"]),
         "write_time_s": tot(groups["write_time_s"]),
         "meta_time_s": tot(groups["meta_time_s"]),
-        "files": int(np.unique(c["id"]).size),
+        "files": n_distinct(c["id"]),
         "records": c.n,
         "partial": rec.partial,
     }
@@ -379,19 +406,31 @@ def _per_log(log, what: str, nprocs: int, make) -> Cols:
 
 
 def _module_rows(rec) -> Cols:
-    c, f, p = cols(rec), cols(rec), PREFIX[rec.module]
+    c, p = cols(rec), PREFIX[rec.module]
     reads, writes, opens = _OPS.get(rec.module, ((), (), ()))
+    # the counters in one block and the timers in another (issue 40: ~16 conversions a module before), each row
+    # as zero_missing or monitored makes it
+    counts = zero_missing_block(c, [f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN", *reads, *writes, *opens])
+    timers = monitored_block(c, [f"{p}_F_READ_TIME", f"{p}_F_WRITE_TIME", f"{p}_F_META_TIME",
+                                 f"{p}_F_SLOWEST_RANK_TIME", f"{p}_F_OPEN_START_TIMESTAMP",
+                                 f"{p}_F_READ_END_TIMESTAMP", f"{p}_F_WRITE_END_TIMESTAMP"])
+    times = timers[:3] if np.isfinite(timers[:3]).all() else np.nan_to_num(timers[:3])
     z = np.zeros(c.n)
+    at = 2
+
+    def ops(names) -> np.ndarray:
+        nonlocal at
+        total = z
+        for row in counts[at:at + len(names)]:
+            total = total + row
+        at += len(names)
+        return total
+
     out = Cols(
-        id=c["id"], rank=c["rank"],
-        bytes_read=zero_missing(c, f"{p}_BYTES_READ"), bytes_written=zero_missing(c, f"{p}_BYTES_WRITTEN"),
-        reads=sum((zero_missing(c, n) for n in reads), z), writes=sum((zero_missing(c, n) for n in writes), z),
-        opens=sum((zero_missing(c, n) for n in opens), z),
-        read_time=zero_missing(f, f"{p}_F_READ_TIME"), write_time=zero_missing(f, f"{p}_F_WRITE_TIME"),
-        meta_time=zero_missing(f, f"{p}_F_META_TIME"),
-        slowest_time=monitored(f, f"{p}_F_SLOWEST_RANK_TIME"),
-        open_start=monitored(f, f"{p}_F_OPEN_START_TIMESTAMP"),
-        io_end=np.fmax(monitored(f, f"{p}_F_READ_END_TIMESTAMP"), monitored(f, f"{p}_F_WRITE_END_TIMESTAMP")),
+        id=c["id"], rank=c["rank"], bytes_read=counts[0], bytes_written=counts[1],
+        reads=ops(reads), writes=ops(writes), opens=ops(opens),
+        read_time=times[0], write_time=times[1], meta_time=times[2],
+        slowest_time=timers[3], open_start=timers[4], io_end=np.fmax(timers[5], timers[6]),
     )
     out.n = c.n
     return out
@@ -465,7 +504,7 @@ def rank0_io_span(fs: Cols) -> tuple[float, float] | None:
 
 def totals(fs: Cols) -> dict:
     return {"bytes_read": int(fs["bytes_read"].sum()), "bytes_written": int(fs["bytes_written"].sum()),
-            "files": int(np.unique(fs["id"]).size),
+            "files": n_distinct(fs["id"]),
             "read_time_s": float(fs["read_time"].sum()), "write_time_s": float(fs["write_time"].sum()),
             "meta_time_s": float(fs["meta_time"].sum())}
 
@@ -596,7 +635,7 @@ def per_rank_with_shared(log) -> tuple[pd.DataFrame, str]:
     nprocs = max(int(log.nprocs), 1)
     pr = per_rank(fs_records(log), nprocs)
     rows = shared_rank_rows(log)
-    rows = subset(rows, np.isin(rows["module"], FS_MODULES))
+    rows = subset(rows, member(rows["module"], FS_MODULES))
     if not rows.n:
         return pr, "own files only (no shared files)"
     # float: the even split of the rest is fractional (an int64 column cannot take it in place)
@@ -875,12 +914,12 @@ def top_layer_time(rows: Cols, nprocs: int) -> dict:
     r, t, s, lay = rows["rank"][at_top], rows["time"][at_top], rows["shared"][at_top], rows["layer"][at_top]
     io_time, slowest, per = slowest_path(r, t, s, nprocs)
     by_layer = {}
-    for li in np.unique(lay):
+    for li in distinct(lay):
         sel = lay == li
         own = sel & (r == (slowest if slowest is not None else -2))
         by_layer[LAYERS[li]] = float(t[own].sum() + s[sel & (r < 0)].sum())
     layers = {}
-    for li in np.unique(rows["layer"]):
+    for li in distinct(rows["layer"]):
         sel = rows["layer"] == li
         lt, lr, _ = slowest_path(rows["rank"][sel], rows["time"][sel], rows["shared"][sel], nprocs)
         layers[LAYERS[li]] = {"io_time_s": lt, "slowest_rank": lr}
@@ -928,18 +967,29 @@ def assign_mounts(names: np.ndarray, mounts: list[tuple[str, str]]) -> tuple[np.
     """
     if not len(names):
         return np.array([], dtype=object), np.array([], dtype=object)
-    found, dirs, table = _mount_memo(mounts)
-    hits = []
-    for n in names:
-        hit = found.get(n)
-        if hit is None:
-            hit = found[n] = _mount_of(n, table, dirs)
-        hits.append(hit)
+    hits = _mount_hits(names, mounts)
     mp = np.empty(len(hits), dtype=object)
     ft = np.empty(len(hits), dtype=object)
     mp[:] = [h[0] for h in hits]
     ft[:] = [h[1] for h in hits]
     return mp, ft
+
+
+def _mount_hits(names, mounts: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """`assign_mounts`' answer as one (mount point, fs type) per name: one dict lookup per name, the walk only
+    for a name not answered before."""
+    found, dirs, table = _mount_memo(mounts)
+    names = names.tolist() if isinstance(names, np.ndarray) else list(names)
+    hits = list(map(found.get, names))
+    if None in hits:
+        for i, hit in enumerate(hits):
+            if hit is None:
+                n = names[i]
+                hit = found.get(n)  # a name repeated in this list, answered a few rows above
+                if hit is None:
+                    hit = found[n] = _mount_of(n, table, dirs)
+                hits[i] = hit
+    return hits
 
 
 _NO_MOUNT = ("", "")
@@ -994,23 +1044,22 @@ def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre) -> list[dict
     """Files and bytes per mount, with the Lustre layouts (sources.darshan_log.LustreLayouts) of its files."""
     if not fs.n:
         return []
-    mp, ft = assign_mounts(fs["name"], mounts)
     # each record's (mount point, type) numbered in order of first appearance: integer masks per mount, not a
     # text key per record compared as objects (issue 40)
     groups: dict[tuple[str, str], int] = {}
-    code = np.fromiter((groups.setdefault(pair, len(groups)) for pair in zip(mp.tolist(), ft.tolist())), np.intp,
-                       count=len(mp))
+    hits = _mount_hits(fs["name"], mounts)
+    code = np.fromiter(map(lambda pair: groups.setdefault(pair, len(groups)), hits), np.intp, count=len(hits))
     rows = []
     lu_ids = lustre.id if lustre is not None and len(lustre) else None
     if lu_ids is not None:
         lu_size, lu_count, lu_osts = lustre.stripe_size, lustre.stripe_count, lustre.ost_ids
     for (mount, fstype), i in groups.items():
         sel = code == i
-        ids = np.unique(fs["id"][sel])
+        ids = distinct(fs["id"][sel])
         row = {"mount": mount or None, "fs_type": fstype or None, "files": int(ids.size),
                "bytes_read": int(fs["bytes_read"][sel].sum()), "bytes_written": int(fs["bytes_written"][sel].sum())}
         if lu_ids is not None:
-            on = np.isin(lu_ids, ids)
+            on = member(lu_ids, ids)
             if on.any():
                 row["lustre"] = lustre_summary(lu_ids[on], lu_size[on], lu_count[on], lu_osts[on])
         rows.append(row)
@@ -1022,8 +1071,8 @@ def lustre_summary(ids: np.ndarray, stripe_size: np.ndarray, stripe_count: np.nd
     """A mount's Lustre layout from its files' layouts (the CLI's from the log, the dashboard's from the
     per-file table): files, most common stripe size and count, every count, distinct OSTs used."""
     stripe_count = np.asarray(stripe_count, np.int64)
-    return {"files": np.unique(ids).size, "stripe_size_bytes": _mode(np.asarray(stripe_size, np.int64)),
-            "stripe_count": _mode(stripe_count), "stripe_counts": sorted(int(x) for x in np.unique(stripe_count)),
+    return {"files": n_distinct(np.asarray(ids)), "stripe_size_bytes": _mode(np.asarray(stripe_size, np.int64)),
+            "stripe_count": _mode(stripe_count), "stripe_counts": sorted(set(stripe_count.tolist())),
             "osts": len({o for o in ",".join(str(s) for s in ost_ids).split(",") if o})}
 
 
