@@ -259,6 +259,21 @@ def n_distinct(a: np.ndarray) -> int:
     return len(set(a.tolist()))
 
 
+def unique_first_inverse(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """np.unique(a, return_index=True, return_inverse=True) of a 1-d integer array: the distinct values sorted,
+    the first row of each, and each row's place among them."""
+    if len(a) > SMALL_SET or a.dtype.kind not in "iu":
+        return np.unique(a, return_index=True, return_inverse=True)
+    rows = a.tolist()
+    first: dict = {}
+    for i, x in enumerate(rows):
+        first.setdefault(x, i)
+    values = sorted(first)
+    place = {x: i for i, x in enumerate(values)}
+    return (np.array(values, dtype=a.dtype), np.array([first[x] for x in values], dtype=np.intp),
+            np.fromiter(map(place.__getitem__, rows), np.intp, count=len(rows)))
+
+
 def member(a: np.ndarray, values) -> np.ndarray:
     """np.isin(a, values) of a 1-d array of integers or text (no floats: NaN is never a member of isin's)."""
     values = values if isinstance(values, np.ndarray) else np.asarray(values)
@@ -516,12 +531,12 @@ def sharing_classes(ids: np.ndarray, ranks: np.ndarray, nprocs: int) -> tuple[np
     """(unique ids, first row of each, nranks, class) with class 'shared' (a rank -1 record, or every
     rank has its own record), 'partially_shared' (several ranks, not all) or 'unique' (one rank).
     `ranks` must already follow the single-process convention (see effective_ranks)."""
-    uniq, first, inv = np.unique(ids, return_index=True, return_inverse=True)
+    uniq, first, inv = unique_first_inverse(ids)
     k = len(uniq)
     has_all = np.zeros(k, bool)
     has_all[inv[ranks < 0]] = True
     key = inv.astype(np.int64) * (int(max(nprocs, ranks.max(initial=0) + 1)) + 2) + (ranks + 1)
-    ukey = np.unique(key)
+    ukey = distinct(key)
     nranks = np.bincount(ukey // (int(max(nprocs, ranks.max(initial=0) + 1)) + 2), minlength=k)
     nranks = np.where(has_all, nprocs, nranks)
     shared = has_all | ((nranks >= nprocs) & (nprocs > 1))
@@ -564,14 +579,18 @@ def access_pattern(rec) -> dict:
     if rec is None or not len(rec):
         return out
     c = cols(rec)
-    for kind, key in (("READ", "read_histogram"), ("WRITE", "write_histogram")):
-        sums = nan_sums(monitored_block(c, [f"POSIX_SIZE_{kind}_{b}" for b in SIZE_BINS]))
-        out[key] = {b: int(x) for b, x in zip(SIZE_BINS, sums.tolist())}
+    # both histograms' bins in one block, each row summed as its own 1-d sum
+    sums = nan_sums(monitored_block(c, [f"POSIX_SIZE_{kind}_{b}" for kind in ("READ", "WRITE") for b in SIZE_BINS]))
+    for i, key in enumerate(("read_histogram", "write_histogram")):
+        out[key] = {b: int(x) for b, x in zip(SIZE_BINS, sums[i * len(SIZE_BINS):(i + 1) * len(SIZE_BINS)].tolist())}
     out["common_sizes"] = common_access_sizes(c, "POSIX")
     ops = zero_missing(c, "POSIX_READS") + zero_missing(c, "POSIX_WRITES")
+    pattern = ("POSIX_SEQ_READS", "POSIX_SEQ_WRITES", "POSIX_CONSEC_READS", "POSIX_CONSEC_WRITES",
+               "POSIX_FILE_NOT_ALIGNED", "POSIX_MEM_NOT_ALIGNED")
+    counted = dict(zip(pattern, monitored_block(c, list(pattern))))
 
     def frac(*names):
-        num = sum(monitored(c, n) for n in names)
+        num = sum(counted[n] for n in names)
         ok = ~np.isnan(num)
         den = ops[ok].sum()
         return float(num[ok].sum() / den) if den > 0 else None
