@@ -1006,7 +1006,12 @@ def _mount_hits(names, mounts: list[tuple[str, str]]) -> list[tuple[str, str]]:
                 n = names[i]
                 hit = found.get(n)  # a name repeated in this list, answered a few rows above
                 if hit is None:
-                    hit = found[n] = _mount_of(n, table, dirs)
+                    # _mount_of's first two steps inline (a file whose directory is answered: most of them)
+                    if isinstance(n, str) and n.startswith("/") and n != "/":
+                        hit = table.get(n) or dirs.get(n.rsplit("/", 1)[0] or "/")
+                    if hit is None:
+                        hit = _mount_of(n, table, dirs)
+                    found[n] = hit
                 hits[i] = hit
     return hits
 
@@ -1065,9 +1070,9 @@ def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre) -> list[dict
         return []
     # each record's (mount point, type) numbered in order of first appearance: integer masks per mount, not a
     # text key per record compared as objects (issue 40)
-    groups: dict[tuple[str, str], int] = {}
     hits = _mount_hits(fs["name"], mounts)
-    code = np.fromiter(map(lambda pair: groups.setdefault(pair, len(groups)), hits), np.intp, count=len(hits))
+    groups: dict[tuple[str, str], int] = {pair: i for i, pair in enumerate(dict.fromkeys(hits))}
+    code = np.fromiter(map(groups.__getitem__, hits), np.intp, count=len(hits))
     rows = []
     lu_ids = lustre.id if lustre is not None and len(lustre) else None
     if lu_ids is not None:
