@@ -197,7 +197,10 @@ def zero_missing_block(frame, names: list[str]) -> np.ndarray:
     c = cols(frame)
     got = [c[n] if n in c else None for n in names]
     if not names or any(v is None or v.dtype.kind not in "iu" for v in got):
-        return np.array([zero_missing(c, n) for n in names], dtype=np.float64).reshape(len(names), c.n)
+        # -1 and missing as NaN, then NaN as 0 and ±inf as nan_to_num makes them: a row that is all finite is
+        # left as it is, as zero_missing leaves it
+        out = monitored_block(c, names)
+        return out if np.isfinite(out).all() else np.nan_to_num(out, copy=False)
     out = np.array(got, dtype=np.float64)
     out[out == -1] = 0.0
     return out
@@ -730,22 +733,23 @@ def _shared_rank_rows(log) -> Cols:
         if not keep.any():
             continue
         s = subset(c, keep)
-        sr, fr = monitored(s, f"{p}_SLOWEST_RANK"), monitored(s, f"{p}_FASTEST_RANK")
+        # one block of the counters read as 0 where missing, one of those read as NaN (issue 40)
+        br, bw, rt, wt, mt, sb, st, fb, ft = zero_missing_block(s, [
+            f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN", f"{p}_F_READ_TIME", f"{p}_F_WRITE_TIME", f"{p}_F_META_TIME",
+            f"{p}_SLOWEST_RANK_BYTES", f"{p}_F_SLOWEST_RANK_TIME", f"{p}_FASTEST_RANK_BYTES", f"{p}_F_FASTEST_RANK_TIME"])
+        sr, fr, var_b, var_t = monitored_block(s, [f"{p}_SLOWEST_RANK", f"{p}_FASTEST_RANK", f"{p}_F_VARIANCE_RANK_BYTES",
+                                                   f"{p}_F_VARIANCE_RANK_TIME"])
         ranked = np.isfinite(sr) & np.isfinite(fr) & (sr >= 0) & (sr < nprocs) & (fr >= 0) & (fr < nprocs)
 
-        def named(col):
-            return np.where(ranked, zero_missing(s, col), 0.0)
+        def named(v):
+            return np.where(ranked, v, 0.0)
         parts.append({
             "module": np.full(s.n, mod, dtype=object), "id": np.asarray(s["id"], np.uint64), "name": rec.names[keep],
-            "bytes": zero_missing(s, f"{p}_BYTES_READ") + zero_missing(s, f"{p}_BYTES_WRITTEN"),
-            "time": (zero_missing(s, f"{p}_F_READ_TIME") + zero_missing(s, f"{p}_F_WRITE_TIME")
-                     + zero_missing(s, f"{p}_F_META_TIME")),
-            "ranked": ranked,
-            "slowest_rank": np.where(ranked, sr, -1).astype(np.int64), "slowest_bytes": named(f"{p}_SLOWEST_RANK_BYTES"),
-            "slowest_time": named(f"{p}_F_SLOWEST_RANK_TIME"),
-            "fastest_rank": np.where(ranked, fr, -1).astype(np.int64), "fastest_bytes": named(f"{p}_FASTEST_RANK_BYTES"),
-            "fastest_time": named(f"{p}_F_FASTEST_RANK_TIME"),
-            "var_bytes": monitored(s, f"{p}_F_VARIANCE_RANK_BYTES"), "var_time": monitored(s, f"{p}_F_VARIANCE_RANK_TIME"),
+            "bytes": br + bw, "time": rt + wt + mt, "ranked": ranked,
+            "slowest_rank": np.where(ranked, sr, -1).astype(np.int64), "slowest_bytes": named(sb),
+            "slowest_time": named(st),
+            "fastest_rank": np.where(ranked, fr, -1).astype(np.int64), "fastest_bytes": named(fb),
+            "fastest_time": named(ft), "var_bytes": var_b, "var_time": var_t,
         })
     if not parts:
         out = Cols({k: np.zeros(0, object if k in ("module", "name") else bool if k in ("top", "ranked")
