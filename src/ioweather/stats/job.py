@@ -762,7 +762,7 @@ def _shared_rank_rows(log) -> Cols:
     for mod, above in _SPLIT_ABOVE.items():
         sel = out["module"] == mod
         if sel.any():
-            top[sel] = ~np.isin(out["id"][sel], out["id"][out["module"] == above])
+            top[sel] = ~member(out["id"][sel], out["id"][out["module"] == above])
     out["top"] = top
     return out
 
@@ -907,7 +907,7 @@ def _layer_rows(log, nprocs: int) -> Cols:
         if rec is not None and len(rec) and rec.file_rec_ids is not None:
             # a library file record whose file has no dataset/variable record is not the top layer
             sel = out["layer"] == li
-            keep[sel] = np.isin(out["key"][sel], rec.file_rec_ids)
+            keep[sel] = member(out["key"][sel], rec.file_rec_ids)
     if not keep.all():
         out = subset(out, keep)
     return out
@@ -930,7 +930,7 @@ def top_layer_time(rows: Cols, nprocs: int) -> dict:
     if not rows.n:
         return {"io_time_s": 0.0, "slowest_rank": None, "layer": None, "by_layer_s": {}, "layers": {},
                 "per_rank": np.zeros(max(nprocs, 1))}
-    uk, inv = np.unique(rows["key"], return_inverse=True)
+    uk, _, inv = unique_first_inverse(rows["key"])
     top = np.full(len(uk), len(LAYERS), np.int64)
     np.minimum.at(top, inv, rows["layer"])
     at_top = rows["layer"] == top[inv]
@@ -942,7 +942,10 @@ def top_layer_time(rows: Cols, nprocs: int) -> dict:
         own = sel & (r == (slowest if slowest is not None else -2))
         by_layer[LAYERS[li]] = float(t[own].sum() + s[sel & (r < 0)].sum())
     layers = {}
-    for li in distinct(rows["layer"]):
+    if len(by_layer) == 1 and len(lay) == rows.n:
+        # one layer, every record at the top: that layer's own path is the one above
+        layers[next(iter(by_layer))] = {"io_time_s": io_time, "slowest_rank": slowest}
+    for li in (distinct(rows["layer"]) if not layers else ()):
         sel = rows["layer"] == li
         lt, lr, _ = slowest_path(rows["rank"][sel], rows["time"][sel], rows["shared"][sel], nprocs)
         layers[LAYERS[li]] = {"io_time_s": lt, "slowest_rank": lr}
