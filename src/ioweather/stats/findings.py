@@ -225,6 +225,8 @@ def small_requests(c, prefix: str, kind: str, small_bytes: int) -> tuple[int, in
             small += v
             small_b += v_sum * costs.BIN_BYTES[name]
             continue
+        if not v.any():  # nothing in the bin to take the exact-size accesses out of: it adds 0
+            continue
         # the bin whose upper bound is small_bytes: take out the exact-size accesses
         w = zero_missing(c, f"{prefix}_SIZE_{other}_{name}")
         share = np.divide(v, v + w, out=np.zeros(c.n), where=(v + w) > 0)
@@ -1456,12 +1458,12 @@ def _small_requests_rule(x: _Posix) -> list[dict]:
         t_kind = t_read if kind == "READ" else t_write
         thr = {"small_bytes": t.small_bytes, "small_requests": t.small_requests,
                "small_requests_absolute": t.small_requests_absolute}
-        cost = _small_cost(x, kind)
-        # a rank that moves its own consecutive stretch gains nothing from collective calls (nothing to merge)
-        own = (_consec(c, kind) or 0.0) >= CONSECUTIVE_OWN_STRETCH
-        how = ("buffering in the process" if x.nprocs <= 1 else
-               "buffering in each process" if own else "buffering, MPI-IO collective")
         if n and small / n > t.small_requests and small > t.small_requests_absolute:
+            cost = _small_cost(x, kind)
+            # a rank that moves its own consecutive stretch gains nothing from collective calls (nothing to merge)
+            own = (_consec(c, kind) or 0.0) >= CONSECUTIVE_OWN_STRETCH
+            how = ("buffering in the process" if x.nprocs <= 1 else
+                   "buffering in each process" if own else "buffering, MPI-IO collective")
             out.append(_f(code, f"{small:,} of {n:,} {word}s ({100 * small / n:.0f}%) are smaller than "
                           f"{format_bytes(t.small_bytes)}: aggregate them into larger requests ({how})",
                           {"small": small, "total": n, "share": small / n, "small_bytes_estimate": small_b}, thr,
@@ -1495,10 +1497,12 @@ def _misalignment(x: _Posix) -> list[dict]:
     mem = float(nan_sum(monitored(c, "POSIX_MEM_NOT_ALIGNED")))
     fil = float(nan_sum(monitored(c, "POSIX_FILE_NOT_ALIGNED")))
     if ops:
-        align = monitored(c, "POSIX_FILE_ALIGNMENT")
-        unit = float(np.nanmedian(align)) if np.isfinite(align).any() else 0.0
+        unit = None
         for code, val, what in (("P07", mem, "memory"), ("P08", fil, "file")):
             if val / ops > t.misaligned_requests and val >= t.min_operations:
+                if unit is None:  # the median only for a finding that shows it
+                    align = monitored(c, "POSIX_FILE_ALIGNMENT")
+                    unit = float(np.nanmedian(align)) if np.isfinite(align).any() else 0.0
                 cost, model = 0.0, "not costed: memory alignment costs a copy, usually negligible next to the I/O"
                 if code == "P08":
                     cost = clock.wall(costs.misaligned_saving(t_read + t_write, val / ops, (br + bw) / ops, unit))
