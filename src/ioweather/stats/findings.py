@@ -33,10 +33,10 @@ import numpy as np
 from ioweather.errors import UserError
 from ioweather.stats import costs
 from ioweather.stats.costs import LEVELS, severity  # noqa: F401 (re-exported: the levels are the costs')
-from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, distinct, effective_ranks, layer_rows,
-                                  library_mask, member, module_rows, monitored, n_distinct, nan_sum, rank_sums,
-                                  fs_records, shared_rank_rows, slowest_path, storage_modules, stream_mask, subset,
-                                  zero_missing, zero_missing_block)
+from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, distinct, effective_ranks, fs_records,
+                                  layer_rows, library_mask, member, module_rows, monitored, monitored_block,
+                                  n_distinct, nan_sum, rank_sums, shared_rank_rows, slowest_path, storage_modules,
+                                  stream_mask, subset, unique_first_inverse, zero_missing, zero_missing_block)
 from ioweather.stats.lustre import lfs_size, lustre_file_columns, ost_count
 from ioweather.units import format_bytes, format_seconds
 # The rules' revision: bump it with any change of a finding's level, cost or message (stats/rules_revision.py
@@ -1345,13 +1345,13 @@ def _own_bytes_per_rank(log, nprocs: int) -> np.ndarray | None:
         rec = log.records.get(mod)
         if rec is None or not len(rec):
             continue
-        p = "POSIX" if mod == "POSIX" else "STDIO"
-        c = cols(rec)
-        r = effective_ranks(c["rank"], nprocs)
-        b = zero_missing(c, f"{p}_BYTES_READ") + zero_missing(c, f"{p}_BYTES_WRITTEN")
+        m = module_rows(rec)
+        r = effective_ranks(m["rank"], nprocs)
+        b = m["bytes_read"] + m["bytes_written"]
         keep = (r >= 0) & (b > 0)
-        # <STDOUT>/<STDERR> writes are not data I/O
-        keep &= ~stream_mask(rec.names)
+        # <STDOUT>/<STDERR> writes are not data I/O (the names of the kept records only)
+        at = np.flatnonzero(keep)
+        keep[at] = ~stream_mask(rec.names[at])
         parts.append((r[keep], b[keep]))
     if not parts:
         return None
@@ -1602,25 +1602,30 @@ def _metadata_per_rank(x: _Posix) -> list[dict]:
 def _shared_stragglers(x: _Posix) -> list[dict]:
     """P18/P19 stragglers on shared files"""
     out = []
-    c, f, t, nprocs, posix = x.c, x.f, x.t, x.nprocs, x.posix
+    c, t, nprocs, posix = x.c, x.t, x.nprocs, x.posix
     shared_mask = x.shared_mask
     if shared_mask.any():
-        sc, sf = subset(c, shared_mask), subset(f, shared_mask)
-        tb = np.nan_to_num(monitored(sc, "POSIX_BYTES_READ")) + np.nan_to_num(monitored(sc, "POSIX_BYTES_WRITTEN"))
-        db = np.abs(monitored(sc, "POSIX_SLOWEST_RANK_BYTES") - monitored(sc, "POSIX_FASTEST_RANK_BYTES"))
-        tt = (np.nan_to_num(monitored(sf, "POSIX_F_READ_TIME")) + np.nan_to_num(monitored(sf, "POSIX_F_WRITE_TIME"))
-              + np.nan_to_num(monitored(sf, "POSIX_F_META_TIME")))
-        slowest_t = np.nan_to_num(monitored(sf, "POSIX_F_SLOWEST_RANK_TIME"))
-        dt = np.abs(monitored(sf, "POSIX_F_SLOWEST_RANK_TIME") - monitored(sf, "POSIX_F_FASTEST_RANK_TIME"))
+        sc = subset(c, shared_mask)
+        # the counters read, monitored (-1 as NaN) and with NaN as 0, from one block (issue 40)
+        names_read = ("POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_SLOWEST_RANK_BYTES", "POSIX_FASTEST_RANK_BYTES",
+                      "POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME", "POSIX_F_META_TIME", "POSIX_F_SLOWEST_RANK_TIME",
+                      "POSIX_F_FASTEST_RANK_TIME", "POSIX_READS", "POSIX_WRITES")
+        block = monitored_block(sc, list(names_read))
+        mon, zero = dict(zip(names_read, block)), dict(zip(names_read, np.nan_to_num(block)))
+        tb = zero["POSIX_BYTES_READ"] + zero["POSIX_BYTES_WRITTEN"]
+        db = np.abs(mon["POSIX_SLOWEST_RANK_BYTES"] - mon["POSIX_FASTEST_RANK_BYTES"])
+        tt = zero["POSIX_F_READ_TIME"] + zero["POSIX_F_WRITE_TIME"] + zero["POSIX_F_META_TIME"]
+        slowest_t = zero["POSIX_F_SLOWEST_RANK_TIME"]
+        dt = np.abs(mon["POSIX_F_SLOWEST_RANK_TIME"] - mon["POSIX_F_FASTEST_RANK_TIME"])
         names = posix.names[shared_mask]
         excess = np.clip(slowest_t - tt / max(nprocs, 1), 0.0, None)    # costs.straggler_excess, per file
         # one node's local disk and large requests: one rank's stream fills the device, so spreading the bytes
         # saves only what the device's best rate in the log allows (costs.one_device_excess)
-        ops = zero_missing(sc, "POSIX_READS") + zero_missing(sc, "POSIX_WRITES")
+        ops = zero["POSIX_READS"] + zero["POSIX_WRITES"]
         one_device = x.one_local_disk & (tb >= t.small_bytes * np.maximum(ops, 1))
         if one_device.any():
             def rate(b, tm):
-                b, tm = np.nan_to_num(monitored(sc, b)), np.nan_to_num(monitored(sf, tm))
+                b, tm = zero[b], zero[tm]
                 return np.where(tm > 0, b / np.where(tm > 0, tm, 1.0), 0.0)
             best = np.maximum(rate("POSIX_SLOWEST_RANK_BYTES", "POSIX_F_SLOWEST_RANK_TIME"),
                               rate("POSIX_FASTEST_RANK_BYTES", "POSIX_F_FASTEST_RANK_TIME"))
@@ -1657,11 +1662,11 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
                           "sets their number on Cray MPI-IO and ROMIO's Lustre driver, or the cb_nodes hint)"
                           if aggregated else "balance the shared-file I/O across ranks")
                 if code == "P18":
-                    hi_b, lo_b = monitored(sc, "POSIX_SLOWEST_RANK_BYTES")[worst], monitored(sc, "POSIX_FASTEST_RANK_BYTES")[worst]
+                    hi_b, lo_b = mon["POSIX_SLOWEST_RANK_BYTES"][worst], mon["POSIX_FASTEST_RANK_BYTES"][worst]
                     spread = (f"its slowest rank moved {format_bytes(hi_b)} and its fastest {format_bytes(lo_b)}, "
                               f"of {format_bytes(tb[worst])} in all")
                 else:
-                    hi_t, lo_t = monitored(sf, "POSIX_F_SLOWEST_RANK_TIME")[worst], monitored(sf, "POSIX_F_FASTEST_RANK_TIME")[worst]
+                    hi_t, lo_t = mon["POSIX_F_SLOWEST_RANK_TIME"][worst], mon["POSIX_F_FASTEST_RANK_TIME"][worst]
                     spread = (f"its slowest rank took {format_seconds(hi_t)} and its fastest {format_seconds(lo_t)}, "
                               f"of {format_seconds(tt[worst])} summed over ranks")
                 device = (f"; on one node's local disk with requests of {format_bytes(t.small_bytes)} or more, every "
@@ -1685,10 +1690,12 @@ def _rank_imbalance(x: _Posix) -> list[dict]:
         own = ranks >= 0
         ids = c["id"][own]
         if len(ids):
-            uniq, inv = np.unique(ids, return_inverse=True)
-            nr = np.bincount(np.unique(inv.astype(np.int64) * (nprocs + 1) + ranks[own]) // (nprocs + 1),
+            uniq, _, inv = unique_first_inverse(ids)
+            nr = np.bincount(distinct(inv.astype(np.int64) * (nprocs + 1) + ranks[own]) // (nprocs + 1),
                              minlength=len(uniq))
             multi = nr[inv] > 1
+            if not multi.any():  # no file of several ranks' own records: nothing to compare
+                return out
             rec_t = (zero_missing(f, "POSIX_F_READ_TIME") + zero_missing(f, "POSIX_F_WRITE_TIME")
                      + zero_missing(f, "POSIX_F_META_TIME"))[own][multi]
             for code, col, word in (("P21", "POSIX_BYTES_WRITTEN", "written"), ("P22", "POSIX_BYTES_READ", "read")):
