@@ -808,7 +808,7 @@ def _posix_sees(log, mc: Cols) -> np.ndarray:
         return m_b <= 0
     pc = cols(posix)
     p_b = zero_missing(pc, "POSIX_BYTES_READ") + zero_missing(pc, "POSIX_BYTES_WRITTEN")
-    uk, inv = np.unique(pc["id"], return_inverse=True)
+    uk, _, inv = unique_first_inverse(pc["id"])
     per = np.bincount(inv, weights=p_b, minlength=len(uk))
     pos = np.minimum(np.searchsorted(uk, mc["id"]), len(uk) - 1)
     got = np.where(uk[pos] == mc["id"], per[pos], 0.0)
@@ -1579,9 +1579,9 @@ def _non_sequential(x: _Posix) -> list[dict]:
 def _metadata_per_rank(x: _Posix) -> list[dict]:
     """P17 metadata time per rank"""
     out = []
-    f, t, nprocs, ranks = x.f, x.t, x.nprocs, x.ranks
+    t, nprocs, ranks = x.t, x.nprocs, x.ranks
     own = ranks >= 0 if nprocs > 1 else np.ones(len(ranks), bool)
-    meta = np.nan_to_num(monitored(f, "POSIX_F_META_TIME"))
+    meta = module_rows(x.posix)["meta_time"]  # the module's timer with -1 and NaN as 0, made once a log
     r_eff = effective_ranks(ranks, nprocs)
     per_rank_meta = np.bincount(r_eff[own], weights=meta[own], minlength=nprocs) if own.any() else np.zeros(nprocs)
     if nprocs > 1:

@@ -616,7 +616,7 @@ def common_access_sizes(counters, prefix: str, n: int = 4) -> list[dict]:
     keep = (k > 0) & (s >= 0)
     if not keep.any():
         return []
-    us, inv = np.unique(s[keep], return_inverse=True)
+    us, _, inv = unique_first_inverse(s[keep])
     tot = np.bincount(inv, weights=k[keep])
     order = np.lexsort((us, -tot))[:n]  # by count, descending; ties by size
     return [{"size_bytes": int(us[i]), "count": int(tot[i])} for i in order]
@@ -1111,6 +1111,13 @@ def _mode(v: np.ndarray) -> int | None:
     v = v[v >= 0]
     if not len(v):
         return None
+    if len(v) <= SMALL_SET:
+        # the smallest of the most frequent values, as np.unique's sorted counts' argmax gives it
+        counts: dict[int, int] = {}
+        for x in v.tolist():
+            counts[x] = counts.get(x, 0) + 1
+        most = max(counts.values())
+        return int(min(x for x, k in counts.items() if k == most))
     u, k = np.unique(v, return_counts=True)
     return int(u[np.argmax(k)])
 
