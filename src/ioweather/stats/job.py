@@ -1223,7 +1223,7 @@ def file_columns(log) -> dict[str, np.ndarray]:
 def first_layouts(lustre) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct record ids of the Lustre layouts, sources.darshan_log.LustreLayouts, sorted; the row of
     each id's first record): a file's layout is its first record's."""
-    return np.unique(lustre.id, return_index=True)
+    return unique_first_inverse(lustre.id)[:2]
 
 
 def _lustre_columns(ids: np.ndarray, lustre) -> dict[str, np.ndarray]:
