@@ -659,11 +659,11 @@ def _data_files(log) -> tuple[int, float, int]:
         rec = log.records.get(mod)
         if rec is None or not len(rec):
             continue
-        c = cols(rec)
+        m = module_rows(rec)  # its meta_time: the module's F_META_TIME as zero_missing reads it
         lib = library_mask(rec.names)
-        lib_ids.update(int(i) for i in c["id"][lib])
-        ids.append(c["id"][~lib])
-        meta += float(zero_missing(c, f"{PREFIX[mod]}_F_META_TIME")[~lib].sum())
+        lib_ids.update(m["id"][lib].tolist())
+        ids.append(m["id"][~lib])
+        meta += float(m["meta_time"][~lib].sum())
     return (n_distinct(np.concatenate(ids)) if ids else 0), meta, len(lib_ids)
 
 
