@@ -35,8 +35,9 @@ from ioweather.stats import costs
 from ioweather.stats.costs import LEVELS, severity  # noqa: F401 (re-exported: the levels are the costs')
 from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, distinct, effective_ranks, fs_records,
                                   layer_rows, library_mask, member, module_rows, monitored, monitored_block,
-                                  n_distinct, nan_sum, rank_sums, shared_rank_rows, slowest_path, storage_modules,
-                                  stream_mask, subset, unique_first_inverse, zero_missing, zero_missing_block)
+                                  n_distinct, nan_sum, nan_sums, rank_sums, shared_rank_rows, slowest_path,
+                                  storage_modules, stream_mask, subset, unique_first_inverse, zero_missing,
+                                  zero_missing_block)
 from ioweather.stats.lustre import lfs_size, lustre_file_columns, ost_count
 from ioweather.units import format_bytes, format_seconds
 # The rules' revision: bump it with any change of a finding's level, cost or message (stats/rules_revision.py
@@ -1385,6 +1386,9 @@ class _Posix:
     one_local_disk: bool = False
     #: what several rules read, made once (`small`, `shared_c`; issue 40)
     memo: dict = field(default_factory=dict, repr=False)
+    #: `monitored` of each of _POSIX_COLUMNS (read-only rows of one block), and its NaN-skipping sum
+    mon: dict = field(default_factory=dict, repr=False)
+    sums: dict = field(default_factory=dict, repr=False)
 
     def small(self, kind: str, shared: bool = False) -> tuple[int, int, float]:
         """`small_requests` of `kind` over the records (`shared`: over the shared records)."""
@@ -1408,16 +1412,23 @@ class _Posix:
         return self.reads + self.writes
 
 
+#: The POSIX columns the rules read as `monitored` (-1 as NaN), converted once a log (`_Posix.mon`)
+_POSIX_COLUMNS = ("POSIX_READS", "POSIX_WRITES", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_F_READ_TIME",
+                  "POSIX_F_WRITE_TIME", "POSIX_MAX_BYTE_READ", "POSIX_MAX_BYTE_WRITTEN", "POSIX_SEQ_READS",
+                  "POSIX_SEQ_WRITES", "POSIX_MEM_NOT_ALIGNED", "POSIX_FILE_NOT_ALIGNED")
+
+
 def _posix_context(posix, t: Thresholds, nprocs: int, clock: costs.Clock) -> _Posix:
     c = cols(posix)
+    block = monitored_block(c, list(_POSIX_COLUMNS))
+    block.setflags(write=False)
+    # each row's nan_sum (a row summed as its own 1-d sum)
+    sums = dict(zip(_POSIX_COLUMNS, nan_sums(block).tolist()))
     return _Posix(c=c, posix=posix, t=t, nprocs=nprocs, clock=clock, ranks=c["rank"],
                   shared_mask=(c["rank"] < 0) & (nprocs > 1),
-                  reads=float(nan_sum(monitored(c, "POSIX_READS"))),
-                  writes=float(nan_sum(monitored(c, "POSIX_WRITES"))),
-                  br=float(nan_sum(monitored(c, "POSIX_BYTES_READ"))),
-                  bw=float(nan_sum(monitored(c, "POSIX_BYTES_WRITTEN"))),
-                  t_read=float(nan_sum(monitored(c, "POSIX_F_READ_TIME"))),
-                  t_write=float(nan_sum(monitored(c, "POSIX_F_WRITE_TIME"))))
+                  reads=sums["POSIX_READS"], writes=sums["POSIX_WRITES"], br=sums["POSIX_BYTES_READ"],
+                  bw=sums["POSIX_BYTES_WRITTEN"], t_read=sums["POSIX_F_READ_TIME"],
+                  t_write=sums["POSIX_F_WRITE_TIME"], mon=dict(zip(_POSIX_COLUMNS, block)), sums=sums)
 
 
 def _small_cost(x: _Posix, kind: str) -> float:
@@ -1494,8 +1505,7 @@ def _misalignment(x: _Posix) -> list[dict]:
     out = []
     c, t, clock, br, bw = x.c, x.t, x.clock, x.br, x.bw
     t_read, t_write, ops = x.t_read, x.t_write, x.ops
-    mem = float(nan_sum(monitored(c, "POSIX_MEM_NOT_ALIGNED")))
-    fil = float(nan_sum(monitored(c, "POSIX_FILE_NOT_ALIGNED")))
+    mem, fil = x.sums["POSIX_MEM_NOT_ALIGNED"], x.sums["POSIX_FILE_NOT_ALIGNED"]
     if ops:
         unit = None
         for code, val, what in (("P07", mem, "memory"), ("P08", fil, "file")):
@@ -1520,12 +1530,11 @@ def _misalignment(x: _Posix) -> list[dict]:
 def _redundant_traffic(x: _Posix) -> list[dict]:
     """P09/P10 redundant traffic: more bytes than the highest offset touched"""
     out = []
-    c, f, t, clock = x.c, x.f, x.t, x.clock
+    f, t, clock = x.f, x.t, x.clock
     for kind, code, bytes_col, max_col, t_col in (
             ("read", "P09", "POSIX_BYTES_READ", "POSIX_MAX_BYTE_READ", "POSIX_F_READ_TIME"),
             ("written", "P10", "POSIX_BYTES_WRITTEN", "POSIX_MAX_BYTE_WRITTEN", "POSIX_F_WRITE_TIME")):
-        b = monitored(c, bytes_col)
-        m = monitored(c, max_col)
+        b, m = x.mon[bytes_col], x.mon[max_col]
         ok = ~np.isnan(b) & ~np.isnan(m) & (b > 0)
         extra = np.where(ok, b - (m + 1), 0.0)
         red = extra > 0
@@ -1543,11 +1552,10 @@ def _redundant_traffic(x: _Posix) -> list[dict]:
 def _non_sequential(x: _Posix) -> list[dict]:
     """P11-P14 non-sequential access: Darshan counts a request as sequential when it starts after the previous one's last byte, so the rest went back to or before that byte (random access, or re-reading the same offset)"""
     out = []
-    c, t, clock, t_read, t_write = x.c, x.t, x.clock, x.t_read, x.t_write
+    t, clock, t_read, t_write = x.t, x.clock, x.t_read, x.t_write
     for kind, code_bad, code_ok, t_kind, b_kind, small in (("READS", "P11", "P12", t_read, x.br, ("P05", "P15")),
                                                            ("WRITES", "P13", "P14", t_write, x.bw, ("P06", "P16"))):
-        n = monitored(c, f"POSIX_{kind}")
-        seq = monitored(c, f"POSIX_SEQ_{kind}")
+        n, seq = x.mon[f"POSIX_{kind}"], x.mon[f"POSIX_SEQ_{kind}"]
         ok = ~np.isnan(n) & ~np.isnan(seq)
         total_n = float(n[ok].sum())
         rand = float((n[ok] - seq[ok]).sum())
