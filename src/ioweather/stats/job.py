@@ -217,14 +217,10 @@ def monitored_block(frame, names: list[str]) -> np.ndarray:
     """`monitored` of each of `names` as the rows of one (len(names), n) float64 array (a missing column a
     row of NaN): one conversion, not one call per column (issue 40)."""
     c = cols(frame)
-    got = [c[n] for n in names if n in c]
-    if names and len(got) == len(names):  # every column there: one conversion
-        out = np.array(got, dtype=np.float64)
-    else:
-        out = np.full((len(names), c.n), np.nan)
-        for i, n in enumerate(names):
-            if n in c:
-                out[i] = c[n]
+    out = np.full((len(names), c.n), np.nan)
+    for i, n in enumerate(names):
+        if n in c:
+            out[i] = c[n]
     out[out == -1] = np.nan
     return out
 
