@@ -33,9 +33,11 @@ import numpy as np
 from ioweather.errors import UserError
 from ioweather.stats import costs
 from ioweather.stats.costs import LEVELS, severity  # noqa: F401 (re-exported: the levels are the costs')
-from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, effective_ranks, layer_rows, library_mask,
-                                  module_rows, monitored, nan_sum, rank_sums, fs_records, shared_rank_rows, slowest_path,
-                                  storage_modules, stream_mask, subset, zero_missing, zero_missing_block)
+from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, distinct, effective_ranks, fs_records,
+                                  layer_rows, library_mask, member, module_rows, monitored, monitored_block,
+                                  n_distinct, nan_sum, nan_sums, rank_sums, shared_rank_rows, slowest_path,
+                                  storage_modules, stream_mask, subset, unique_first_inverse, zero_missing,
+                                  zero_missing_block)
 from ioweather.stats.lustre import lfs_size, lustre_file_columns, ost_count
 from ioweather.units import format_bytes, format_seconds
 # The rules' revision: bump it with any change of a finding's level, cost or message (stats/rules_revision.py
@@ -215,14 +217,16 @@ def small_requests(c, prefix: str, kind: str, small_bytes: int) -> tuple[int, in
     small_b = 0.0
     total_n = 0.0
     hist = zero_missing_block(c, [f"{prefix}_SIZE_{kind}_{name}" for name, _ in edges])
-    for (name, upper), v in zip(edges, hist):
-        v_sum = v.sum()
+    # each row summed as its own 1-d sum (C-contiguous rows: numpy's pairwise sum per row), one call
+    for (name, upper), v, v_sum in zip(edges, hist, hist.sum(axis=1).tolist()):
         total_n += v_sum
         if upper is None or upper > small_bytes:
             continue
         if upper < small_bytes:
             small += v
             small_b += v_sum * costs.BIN_BYTES[name]
+            continue
+        if not v.any():  # nothing in the bin to take the exact-size accesses out of: it adds 0
             continue
         # the bin whose upper bound is small_bytes: take out the exact-size accesses
         w = zero_missing(c, f"{prefix}_SIZE_{other}_{name}")
@@ -291,7 +295,7 @@ class Job:
             if mpiio is not None and len(mpiio):
                 mc = cols(mpiio)
                 coll = zero_missing(mc, "MPIIO_COLL_WRITES") + zero_missing(mc, "MPIIO_COLL_READS")
-                self._posix.collective_ids = np.unique(mc["id"][coll > 0])
+                self._posix.collective_ids = distinct(mc["id"][coll > 0])
             _, fstype = assign_mounts(posix.names, self.log.mounts)
             self._posix.one_local_disk = (self.ch["job"]["nnodes"] or 1) <= 1 and _all_local(fstype)
         return self._posix
@@ -402,7 +406,7 @@ def _no_mpiio(j: Job) -> list[dict]:
     daos = any(len(j.log.records.get(m, ())) for m in ("DFS", "DAOS"))
     posix = j.log.records.get("POSIX")
     if not daos and posix is not None and len(posix):
-        daos = any("daos" in str(x).lower() for x in assign_mounts(posix.names, j.log.mounts)[1])
+        daos = any("daos" in str(x).lower() for x in set(assign_mounts(posix.names, j.log.mounts)[1].tolist()))
     if j.nprocs > 1 and j.log.records.get("MPI-IO") is None and j.moved >= j.t.min_bytes and not daos:
         return [_f("M01", f"an MPI job ({j.nprocs} processes) that moved {format_bytes(j.moved)} without MPI-IO: "
                    "collective buffering and data sieving are not available to it",
@@ -426,7 +430,7 @@ def _syncs(j: Job) -> list[dict]:
     stdio = j.log.records.get("STDIO")
     if stdio is not None and len(stdio):
         sc = cols(stdio)
-        writes += float(zero_missing(sc, "STDIO_WRITES")[np.isin(sc["id"], c["id"][sel])].sum())
+        writes += float(zero_missing(sc, "STDIO_WRITES")[member(sc["id"], c["id"][sel])].sum())
     if writes <= 0 or n_sync / writes < t.syncs_per_write:
         return []
     # each sync waits for what the writes before it left in the page cache; one per file at the end
@@ -440,7 +444,7 @@ def _syncs(j: Job) -> list[dict]:
         # makes below (POSIX) are costed here, a lower bound
         mpi_syncs = int(zero_missing(cols(mpiio), "MPIIO_SYNCS").sum())
     how = f" ({mpi_syncs:,} MPI_File_sync calls)" if mpi_syncs else ""
-    return [_f("Y01", f"{int(n_sync):,} syncs{how} on {int(len(np.unique(c['id'][sel])))} file(s) for {int(writes):,} "
+    return [_f("Y01", f"{int(n_sync):,} syncs{how} on {n_distinct(c['id'][sel])} file(s) for {int(writes):,} "
                f"writes ({n_sync / writes:.2f} per write), {format_seconds(float(t_w.sum()))} of write and sync time "
                "summed over ranks: each sync waits for the device; sync once per file at the end, or per checkpoint",
                {"syncs": int(n_sync), "writes": int(writes), "syncs_per_write": n_sync / writes,
@@ -524,7 +528,7 @@ def _consecutive_share(j: Job, mc: Cols, kind: str) -> float | None:
     if posix is None or not len(posix):
         return None
     pc = cols(posix)
-    sel = np.isin(pc["id"], np.unique(mc["id"]))
+    sel = member(pc["id"], mc["id"])
     if not sel.any():
         return None
     return _consec(subset(pc, sel), "READ" if kind == "READS" else "WRITE")
@@ -547,7 +551,7 @@ def _sieved_again(j: Job, mc: Cols, kind: str) -> float:
     if posix is None or not len(posix):
         return 0.0
     pc = cols(posix)
-    sel = np.isin(pc["id"], np.unique(mc["id"]))
+    sel = member(pc["id"], mc["id"])
     if not sel.any():
         return 0.0
     sc = subset(pc, sel)
@@ -656,13 +660,12 @@ def _data_files(log) -> tuple[int, float, int]:
         rec = log.records.get(mod)
         if rec is None or not len(rec):
             continue
-        c = cols(rec)
+        m = module_rows(rec)  # its meta_time: the module's F_META_TIME as zero_missing reads it
         lib = library_mask(rec.names)
-        lib_ids.update(int(i) for i in c["id"][lib])
-        ids.append(c["id"][~lib])
-        meta += float(zero_missing(c, f"{PREFIX[mod]}_F_META_TIME")[~lib].sum())
-    data = np.unique(np.concatenate(ids)) if ids else np.zeros(0, np.uint64)
-    return int(data.size), meta, len(lib_ids)
+        lib_ids.update(m["id"][lib].tolist())
+        ids.append(m["id"][~lib])
+        meta += float(m["meta_time"][~lib].sum())
+    return (n_distinct(np.concatenate(ids)) if ids else 0), meta, len(lib_ids)
 
 
 def _lustre(j: Job) -> list[dict]:
@@ -681,7 +684,7 @@ def _all_local(fstype) -> bool:
     """Whether the files of file-system types `fstype` (assign_mounts') are on a node's local disk: every
     one with a mount (the standard streams, <STDOUT> and <STDERR>, have none and do not decide: a job's
     stdout once made a clean run on one disk look like one on a server), and at least one."""
-    known = [str(x).lower() for x in fstype if x]
+    known = [str(x).lower() for x in set(np.asarray(fstype, dtype=object).tolist()) if x]
     return bool(known) and all(x in LOCAL_FS for x in known)
 
 #: MPI-IO requests at least this large (mean per call) gain nothing from collective buffering.
@@ -708,7 +711,8 @@ def _mpiio_groups(j: Job) -> dict | None:
         return None
     c = cols(mpiio)
     _, fstype = assign_mounts(mpiio.names, j.log.mounts)
-    nfs = np.array([str(x).lower().startswith("nfs") for x in fstype], bool)
+    is_nfs = {x: str(x).lower().startswith("nfs") for x in set(fstype.tolist())}
+    nfs = np.array([is_nfs[x] for x in fstype.tolist()], bool)
     rows = layer_rows(j.log, j.nprocs)
     # a file whose POSIX records hold far fewer bytes than MPI-IO moved was written past POSIX (a
     # driver that Darshan's POSIX module does not see): its MPI-IO time has no layer below to compare
@@ -718,10 +722,10 @@ def _mpiio_groups(j: Job) -> dict | None:
     for group, sel in (("other", ~nfs & seen), ("nfs", nfs & seen)):
         if not sel.any():
             continue
-        keys = np.unique(c["id"][sel])
-        in_g = np.isin(rows["key"], keys)
+        keys = distinct(c["id"][sel])
+        in_g = member(rows["key"], keys)
         m = in_g & (rows["module"] == "MPI-IO")
-        p = in_g & np.isin(rows["module"], ("POSIX", "STDIO"))
+        p = in_g & member(rows["module"], ("POSIX", "STDIO"))
         t_m, _, _ = slowest_path(rows["rank"][m], rows["time"][m], rows["shared"][m], j.nprocs)
         t_p, _, _ = slowest_path(rows["rank"][p], rows["time"][p], rows["shared"][p], j.nprocs)
         sc, mr = subset(c, sel), subset(rows_m, sel)
@@ -732,7 +736,7 @@ def _mpiio_groups(j: Job) -> dict | None:
         data_share = float(mr["read_time"].sum() + mr["write_time"].sum()) / m_cum if m_cum > 0 else 1.0
         # on a local disk (one device) the ranks' POSIX requests queue on it: a collective call waits for
         # all of them, so the ranks' summed POSIX time is the floor, not the slowest rank's
-        pc = subset(cols(j.log.records["POSIX"]), np.isin(cols(j.log.records["POSIX"])["id"], keys)) \
+        pc = subset(cols(j.log.records["POSIX"]), member(cols(j.log.records["POSIX"])["id"], keys)) \
             if len(j.log.records.get("POSIX", ())) else None
         p_rw = float(zero_missing(pc, "POSIX_F_READ_TIME").sum() + zero_missing(pc, "POSIX_F_WRITE_TIME").sum()) \
             if pc is not None else 0.0
@@ -748,10 +752,10 @@ def _mpiio_groups(j: Job) -> dict | None:
             "write_bytes": float(mr["bytes_written"].sum()), "read_bytes": float(mr["bytes_read"].sum()),
             "writes": float(mr["writes"].sum()), "reads": float(mr["reads"].sum()),
             "bytes_carrying_size": _bytes_carrying_size(sc),
-            "shared": bool((ranks < 0).any() or len(np.unique(ranks)) > 1),
+            "shared": bool((ranks < 0).any() or n_distinct(ranks) > 1),
             # a shared record's collective counters sum every rank's calls: a call of the job is
             # that many of them
-            "participants": int(j.nprocs if (ranks < 0).any() else max(len(np.unique(ranks)), 1)),
+            "participants": int(j.nprocs if (ranks < 0).any() else max(n_distinct(ranks), 1)),
             "name": next((n for n in mpiio.names[sel] if n), None),
             "passed_through": _passed_through(pc, sc, m_n, float(mr["bytes_read"].sum() + mr["bytes_written"].sum()),
                                               j.nprocs),
@@ -805,7 +809,7 @@ def _posix_sees(log, mc: Cols) -> np.ndarray:
         return m_b <= 0
     pc = cols(posix)
     p_b = zero_missing(pc, "POSIX_BYTES_READ") + zero_missing(pc, "POSIX_BYTES_WRITTEN")
-    uk, inv = np.unique(pc["id"], return_inverse=True)
+    uk, _, inv = unique_first_inverse(pc["id"])
     per = np.bincount(inv, weights=p_b, minlength=len(uk))
     pos = np.minimum(np.searchsorted(uk, mc["id"]), len(uk) - 1)
     got = np.where(uk[pos] == mc["id"], per[pos], 0.0)
@@ -816,7 +820,7 @@ def _stripe_count(log, keys) -> int | None:
     lu = log.lustre
     if lu is None or not len(lu):
         return None
-    sel = lu.stripe_count[np.isin(lu.id, keys)]
+    sel = lu.stripe_count[member(lu.id, keys)]
     return int(sel.max()) if len(sel) else None
 
 
@@ -1342,13 +1346,13 @@ def _own_bytes_per_rank(log, nprocs: int) -> np.ndarray | None:
         rec = log.records.get(mod)
         if rec is None or not len(rec):
             continue
-        p = "POSIX" if mod == "POSIX" else "STDIO"
-        c = cols(rec)
-        r = effective_ranks(c["rank"], nprocs)
-        b = zero_missing(c, f"{p}_BYTES_READ") + zero_missing(c, f"{p}_BYTES_WRITTEN")
+        m = module_rows(rec)
+        r = effective_ranks(m["rank"], nprocs)
+        b = m["bytes_read"] + m["bytes_written"]
         keep = (r >= 0) & (b > 0)
-        # <STDOUT>/<STDERR> writes are not data I/O
-        keep &= ~stream_mask(rec.names)
+        # <STDOUT>/<STDERR> writes are not data I/O (the names of the kept records only)
+        at = np.flatnonzero(keep)
+        keep[at] = ~stream_mask(rec.names[at])
         parts.append((r[keep], b[keep]))
     if not parts:
         return None
@@ -1382,6 +1386,9 @@ class _Posix:
     one_local_disk: bool = False
     #: what several rules read, made once (`small`, `shared_c`; issue 40)
     memo: dict = field(default_factory=dict, repr=False)
+    #: `monitored` of each of _POSIX_COLUMNS (read-only rows of one block), and its NaN-skipping sum
+    mon: dict = field(default_factory=dict, repr=False)
+    sums: dict = field(default_factory=dict, repr=False)
 
     def small(self, kind: str, shared: bool = False) -> tuple[int, int, float]:
         """`small_requests` of `kind` over the records (`shared`: over the shared records)."""
@@ -1405,16 +1412,23 @@ class _Posix:
         return self.reads + self.writes
 
 
+#: The POSIX columns the rules read as `monitored` (-1 as NaN), converted once a log (`_Posix.mon`)
+_POSIX_COLUMNS = ("POSIX_READS", "POSIX_WRITES", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_F_READ_TIME",
+                  "POSIX_F_WRITE_TIME", "POSIX_MAX_BYTE_READ", "POSIX_MAX_BYTE_WRITTEN", "POSIX_SEQ_READS",
+                  "POSIX_SEQ_WRITES", "POSIX_MEM_NOT_ALIGNED", "POSIX_FILE_NOT_ALIGNED")
+
+
 def _posix_context(posix, t: Thresholds, nprocs: int, clock: costs.Clock) -> _Posix:
     c = cols(posix)
+    block = monitored_block(c, list(_POSIX_COLUMNS))
+    block.setflags(write=False)
+    # each row's nan_sum (a row summed as its own 1-d sum)
+    sums = dict(zip(_POSIX_COLUMNS, nan_sums(block).tolist()))
     return _Posix(c=c, posix=posix, t=t, nprocs=nprocs, clock=clock, ranks=c["rank"],
                   shared_mask=(c["rank"] < 0) & (nprocs > 1),
-                  reads=float(nan_sum(monitored(c, "POSIX_READS"))),
-                  writes=float(nan_sum(monitored(c, "POSIX_WRITES"))),
-                  br=float(nan_sum(monitored(c, "POSIX_BYTES_READ"))),
-                  bw=float(nan_sum(monitored(c, "POSIX_BYTES_WRITTEN"))),
-                  t_read=float(nan_sum(monitored(c, "POSIX_F_READ_TIME"))),
-                  t_write=float(nan_sum(monitored(c, "POSIX_F_WRITE_TIME"))))
+                  reads=sums["POSIX_READS"], writes=sums["POSIX_WRITES"], br=sums["POSIX_BYTES_READ"],
+                  bw=sums["POSIX_BYTES_WRITTEN"], t_read=sums["POSIX_F_READ_TIME"],
+                  t_write=sums["POSIX_F_WRITE_TIME"], mon=dict(zip(_POSIX_COLUMNS, block)), sums=sums)
 
 
 def _small_cost(x: _Posix, kind: str) -> float:
@@ -1455,12 +1469,12 @@ def _small_requests_rule(x: _Posix) -> list[dict]:
         t_kind = t_read if kind == "READ" else t_write
         thr = {"small_bytes": t.small_bytes, "small_requests": t.small_requests,
                "small_requests_absolute": t.small_requests_absolute}
-        cost = _small_cost(x, kind)
-        # a rank that moves its own consecutive stretch gains nothing from collective calls (nothing to merge)
-        own = (_consec(c, kind) or 0.0) >= CONSECUTIVE_OWN_STRETCH
-        how = ("buffering in the process" if x.nprocs <= 1 else
-               "buffering in each process" if own else "buffering, MPI-IO collective")
         if n and small / n > t.small_requests and small > t.small_requests_absolute:
+            cost = _small_cost(x, kind)
+            # a rank that moves its own consecutive stretch gains nothing from collective calls (nothing to merge)
+            own = (_consec(c, kind) or 0.0) >= CONSECUTIVE_OWN_STRETCH
+            how = ("buffering in the process" if x.nprocs <= 1 else
+                   "buffering in each process" if own else "buffering, MPI-IO collective")
             out.append(_f(code, f"{small:,} of {n:,} {word}s ({100 * small / n:.0f}%) are smaller than "
                           f"{format_bytes(t.small_bytes)}: aggregate them into larger requests ({how})",
                           {"small": small, "total": n, "share": small / n, "small_bytes_estimate": small_b}, thr,
@@ -1491,13 +1505,14 @@ def _misalignment(x: _Posix) -> list[dict]:
     out = []
     c, t, clock, br, bw = x.c, x.t, x.clock, x.br, x.bw
     t_read, t_write, ops = x.t_read, x.t_write, x.ops
-    mem = float(nan_sum(monitored(c, "POSIX_MEM_NOT_ALIGNED")))
-    fil = float(nan_sum(monitored(c, "POSIX_FILE_NOT_ALIGNED")))
+    mem, fil = x.sums["POSIX_MEM_NOT_ALIGNED"], x.sums["POSIX_FILE_NOT_ALIGNED"]
     if ops:
-        align = monitored(c, "POSIX_FILE_ALIGNMENT")
-        unit = float(np.nanmedian(align)) if np.isfinite(align).any() else 0.0
+        unit = None
         for code, val, what in (("P07", mem, "memory"), ("P08", fil, "file")):
             if val / ops > t.misaligned_requests and val >= t.min_operations:
+                if unit is None:  # the median only for a finding that shows it
+                    align = monitored(c, "POSIX_FILE_ALIGNMENT")
+                    unit = float(np.nanmedian(align)) if np.isfinite(align).any() else 0.0
                 cost, model = 0.0, "not costed: memory alignment costs a copy, usually negligible next to the I/O"
                 if code == "P08":
                     cost = clock.wall(costs.misaligned_saving(t_read + t_write, val / ops, (br + bw) / ops, unit))
@@ -1515,12 +1530,11 @@ def _misalignment(x: _Posix) -> list[dict]:
 def _redundant_traffic(x: _Posix) -> list[dict]:
     """P09/P10 redundant traffic: more bytes than the highest offset touched"""
     out = []
-    c, f, t, clock = x.c, x.f, x.t, x.clock
+    f, t, clock = x.f, x.t, x.clock
     for kind, code, bytes_col, max_col, t_col in (
             ("read", "P09", "POSIX_BYTES_READ", "POSIX_MAX_BYTE_READ", "POSIX_F_READ_TIME"),
             ("written", "P10", "POSIX_BYTES_WRITTEN", "POSIX_MAX_BYTE_WRITTEN", "POSIX_F_WRITE_TIME")):
-        b = monitored(c, bytes_col)
-        m = monitored(c, max_col)
+        b, m = x.mon[bytes_col], x.mon[max_col]
         ok = ~np.isnan(b) & ~np.isnan(m) & (b > 0)
         extra = np.where(ok, b - (m + 1), 0.0)
         red = extra > 0
@@ -1538,11 +1552,10 @@ def _redundant_traffic(x: _Posix) -> list[dict]:
 def _non_sequential(x: _Posix) -> list[dict]:
     """P11-P14 non-sequential access: Darshan counts a request as sequential when it starts after the previous one's last byte, so the rest went back to or before that byte (random access, or re-reading the same offset)"""
     out = []
-    c, t, clock, t_read, t_write = x.c, x.t, x.clock, x.t_read, x.t_write
+    t, clock, t_read, t_write = x.t, x.clock, x.t_read, x.t_write
     for kind, code_bad, code_ok, t_kind, b_kind, small in (("READS", "P11", "P12", t_read, x.br, ("P05", "P15")),
                                                            ("WRITES", "P13", "P14", t_write, x.bw, ("P06", "P16"))):
-        n = monitored(c, f"POSIX_{kind}")
-        seq = monitored(c, f"POSIX_SEQ_{kind}")
+        n, seq = x.mon[f"POSIX_{kind}"], x.mon[f"POSIX_SEQ_{kind}"]
         ok = ~np.isnan(n) & ~np.isnan(seq)
         total_n = float(n[ok].sum())
         rand = float((n[ok] - seq[ok]).sum())
@@ -1574,9 +1587,9 @@ def _non_sequential(x: _Posix) -> list[dict]:
 def _metadata_per_rank(x: _Posix) -> list[dict]:
     """P17 metadata time per rank"""
     out = []
-    f, t, nprocs, ranks = x.f, x.t, x.nprocs, x.ranks
+    t, nprocs, ranks = x.t, x.nprocs, x.ranks
     own = ranks >= 0 if nprocs > 1 else np.ones(len(ranks), bool)
-    meta = np.nan_to_num(monitored(f, "POSIX_F_META_TIME"))
+    meta = module_rows(x.posix)["meta_time"]  # the module's timer with -1 and NaN as 0, made once a log
     r_eff = effective_ranks(ranks, nprocs)
     per_rank_meta = np.bincount(r_eff[own], weights=meta[own], minlength=nprocs) if own.any() else np.zeros(nprocs)
     if nprocs > 1:
@@ -1597,25 +1610,30 @@ def _metadata_per_rank(x: _Posix) -> list[dict]:
 def _shared_stragglers(x: _Posix) -> list[dict]:
     """P18/P19 stragglers on shared files"""
     out = []
-    c, f, t, nprocs, posix = x.c, x.f, x.t, x.nprocs, x.posix
+    c, t, nprocs, posix = x.c, x.t, x.nprocs, x.posix
     shared_mask = x.shared_mask
     if shared_mask.any():
-        sc, sf = subset(c, shared_mask), subset(f, shared_mask)
-        tb = np.nan_to_num(monitored(sc, "POSIX_BYTES_READ")) + np.nan_to_num(monitored(sc, "POSIX_BYTES_WRITTEN"))
-        db = np.abs(monitored(sc, "POSIX_SLOWEST_RANK_BYTES") - monitored(sc, "POSIX_FASTEST_RANK_BYTES"))
-        tt = (np.nan_to_num(monitored(sf, "POSIX_F_READ_TIME")) + np.nan_to_num(monitored(sf, "POSIX_F_WRITE_TIME"))
-              + np.nan_to_num(monitored(sf, "POSIX_F_META_TIME")))
-        slowest_t = np.nan_to_num(monitored(sf, "POSIX_F_SLOWEST_RANK_TIME"))
-        dt = np.abs(monitored(sf, "POSIX_F_SLOWEST_RANK_TIME") - monitored(sf, "POSIX_F_FASTEST_RANK_TIME"))
+        sc = subset(c, shared_mask)
+        # the counters read, monitored (-1 as NaN) and with NaN as 0, from one block (issue 40)
+        names_read = ("POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_SLOWEST_RANK_BYTES", "POSIX_FASTEST_RANK_BYTES",
+                      "POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME", "POSIX_F_META_TIME", "POSIX_F_SLOWEST_RANK_TIME",
+                      "POSIX_F_FASTEST_RANK_TIME", "POSIX_READS", "POSIX_WRITES")
+        block = monitored_block(sc, list(names_read))
+        mon, zero = dict(zip(names_read, block)), dict(zip(names_read, np.nan_to_num(block)))
+        tb = zero["POSIX_BYTES_READ"] + zero["POSIX_BYTES_WRITTEN"]
+        db = np.abs(mon["POSIX_SLOWEST_RANK_BYTES"] - mon["POSIX_FASTEST_RANK_BYTES"])
+        tt = zero["POSIX_F_READ_TIME"] + zero["POSIX_F_WRITE_TIME"] + zero["POSIX_F_META_TIME"]
+        slowest_t = zero["POSIX_F_SLOWEST_RANK_TIME"]
+        dt = np.abs(mon["POSIX_F_SLOWEST_RANK_TIME"] - mon["POSIX_F_FASTEST_RANK_TIME"])
         names = posix.names[shared_mask]
         excess = np.clip(slowest_t - tt / max(nprocs, 1), 0.0, None)    # costs.straggler_excess, per file
         # one node's local disk and large requests: one rank's stream fills the device, so spreading the bytes
         # saves only what the device's best rate in the log allows (costs.one_device_excess)
-        ops = zero_missing(sc, "POSIX_READS") + zero_missing(sc, "POSIX_WRITES")
+        ops = zero["POSIX_READS"] + zero["POSIX_WRITES"]
         one_device = x.one_local_disk & (tb >= t.small_bytes * np.maximum(ops, 1))
         if one_device.any():
             def rate(b, tm):
-                b, tm = np.nan_to_num(monitored(sc, b)), np.nan_to_num(monitored(sf, tm))
+                b, tm = zero[b], zero[tm]
                 return np.where(tm > 0, b / np.where(tm > 0, tm, 1.0), 0.0)
             best = np.maximum(rate("POSIX_SLOWEST_RANK_BYTES", "POSIX_F_SLOWEST_RANK_TIME"),
                               rate("POSIX_FASTEST_RANK_BYTES", "POSIX_F_FASTEST_RANK_TIME"))
@@ -1652,11 +1670,11 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
                           "sets their number on Cray MPI-IO and ROMIO's Lustre driver, or the cb_nodes hint)"
                           if aggregated else "balance the shared-file I/O across ranks")
                 if code == "P18":
-                    hi_b, lo_b = monitored(sc, "POSIX_SLOWEST_RANK_BYTES")[worst], monitored(sc, "POSIX_FASTEST_RANK_BYTES")[worst]
+                    hi_b, lo_b = mon["POSIX_SLOWEST_RANK_BYTES"][worst], mon["POSIX_FASTEST_RANK_BYTES"][worst]
                     spread = (f"its slowest rank moved {format_bytes(hi_b)} and its fastest {format_bytes(lo_b)}, "
                               f"of {format_bytes(tb[worst])} in all")
                 else:
-                    hi_t, lo_t = monitored(sf, "POSIX_F_SLOWEST_RANK_TIME")[worst], monitored(sf, "POSIX_F_FASTEST_RANK_TIME")[worst]
+                    hi_t, lo_t = mon["POSIX_F_SLOWEST_RANK_TIME"][worst], mon["POSIX_F_FASTEST_RANK_TIME"][worst]
                     spread = (f"its slowest rank took {format_seconds(hi_t)} and its fastest {format_seconds(lo_t)}, "
                               f"of {format_seconds(tt[worst])} summed over ranks")
                 device = (f"; on one node's local disk with requests of {format_bytes(t.small_bytes)} or more, every "
@@ -1680,10 +1698,12 @@ def _rank_imbalance(x: _Posix) -> list[dict]:
         own = ranks >= 0
         ids = c["id"][own]
         if len(ids):
-            uniq, inv = np.unique(ids, return_inverse=True)
-            nr = np.bincount(np.unique(inv.astype(np.int64) * (nprocs + 1) + ranks[own]) // (nprocs + 1),
+            uniq, _, inv = unique_first_inverse(ids)
+            nr = np.bincount(distinct(inv.astype(np.int64) * (nprocs + 1) + ranks[own]) // (nprocs + 1),
                              minlength=len(uniq))
             multi = nr[inv] > 1
+            if not multi.any():  # no file of several ranks' own records: nothing to compare
+                return out
             rec_t = (zero_missing(f, "POSIX_F_READ_TIME") + zero_missing(f, "POSIX_F_WRITE_TIME")
                      + zero_missing(f, "POSIX_F_META_TIME"))[own][multi]
             for code, col, word in (("P21", "POSIX_BYTES_WRITTEN", "written"), ("P22", "POSIX_BYTES_READ", "read")):

@@ -197,7 +197,10 @@ def zero_missing_block(frame, names: list[str]) -> np.ndarray:
     c = cols(frame)
     got = [c[n] if n in c else None for n in names]
     if not names or any(v is None or v.dtype.kind not in "iu" for v in got):
-        return np.array([zero_missing(c, n) for n in names], dtype=np.float64).reshape(len(names), c.n)
+        # -1 and missing as NaN, then NaN as 0 and ±inf as nan_to_num makes them: a row that is all finite is
+        # left as it is, as zero_missing leaves it
+        out = monitored_block(c, names)
+        return out if np.isfinite(out).all() else np.nan_to_num(out, copy=False)
     out = np.array(got, dtype=np.float64)
     out[out == -1] = 0.0
     return out
@@ -238,6 +241,48 @@ def total(frame, names: Iterable[str]) -> float | None:
     if np.isnan(v).all():
         return None
     return float(sum(nan_sums(v).tolist()))
+
+
+#: Below this many values a Python set answers np.unique's and np.isin's questions in a fraction of their time:
+#: numpy 2's hashed unique and isin's sort cost 20-40 µs even on 5 values, and a log asks ~25 times (issue 40).
+SMALL_SET = 1024
+
+
+def distinct(a: np.ndarray) -> np.ndarray:
+    """np.unique(a) of a 1-d integer array: its distinct values sorted, in its dtype."""
+    if len(a) > SMALL_SET or a.dtype.kind not in "iu":
+        return np.unique(a)
+    return np.array(sorted(set(a.tolist())), dtype=a.dtype)
+
+
+def n_distinct(a: np.ndarray) -> int:
+    """np.unique(a).size of a 1-d integer array."""
+    if len(a) > SMALL_SET or a.dtype.kind not in "iu":
+        return int(np.unique(a).size)
+    return len(set(a.tolist()))
+
+
+def unique_first_inverse(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """np.unique(a, return_index=True, return_inverse=True) of a 1-d integer array: the distinct values sorted,
+    the first row of each, and each row's place among them."""
+    if len(a) > SMALL_SET or a.dtype.kind not in "iu":
+        return np.unique(a, return_index=True, return_inverse=True)
+    rows = a.tolist()
+    first: dict = {}
+    for i, x in enumerate(rows):
+        first.setdefault(x, i)
+    values = sorted(first)
+    place = {x: i for i, x in enumerate(values)}
+    return (np.array(values, dtype=a.dtype), np.array([first[x] for x in values], dtype=np.intp),
+            np.fromiter(map(place.__getitem__, rows), np.intp, count=len(rows)))
+
+
+def member(a: np.ndarray, values) -> np.ndarray:
+    """np.isin(a, values) of a 1-d array of integers or text (no floats: NaN is never a member of isin's)."""
+    values = values if isinstance(values, np.ndarray) else np.asarray(values)
+    if len(a) > SMALL_SET or len(values) > SMALL_SET or a.dtype.kind == "f" or values.dtype.kind == "f":
+        return np.isin(a, values)
+    return np.fromiter(map(set(values.tolist()).__contains__, a.tolist()), bool, count=len(a))
 
 
 def effective_ranks(ranks: np.ndarray, nprocs: int) -> np.ndarray:
@@ -312,7 +357,7 @@ def interface_summary(rec, nprocs: int) -> dict:
         "read_time_s": tot(groups["read_time_s"]),
         "write_time_s": tot(groups["write_time_s"]),
         "meta_time_s": tot(groups["meta_time_s"]),
-        "files": int(np.unique(c["id"]).size),
+        "files": n_distinct(c["id"]),
         "records": c.n,
         "partial": rec.partial,
     }
@@ -379,19 +424,31 @@ def _per_log(log, what: str, nprocs: int, make) -> Cols:
 
 
 def _module_rows(rec) -> Cols:
-    c, f, p = cols(rec), cols(rec), PREFIX[rec.module]
+    c, p = cols(rec), PREFIX[rec.module]
     reads, writes, opens = _OPS.get(rec.module, ((), (), ()))
+    # the counters in one block and the timers in another (issue 40: ~16 conversions a module before), each row
+    # as zero_missing or monitored makes it
+    counts = zero_missing_block(c, [f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN", *reads, *writes, *opens])
+    timers = monitored_block(c, [f"{p}_F_READ_TIME", f"{p}_F_WRITE_TIME", f"{p}_F_META_TIME",
+                                 f"{p}_F_SLOWEST_RANK_TIME", f"{p}_F_OPEN_START_TIMESTAMP",
+                                 f"{p}_F_READ_END_TIMESTAMP", f"{p}_F_WRITE_END_TIMESTAMP"])
+    times = timers[:3] if np.isfinite(timers[:3]).all() else np.nan_to_num(timers[:3])
     z = np.zeros(c.n)
+    at = 2
+
+    def ops(names) -> np.ndarray:
+        nonlocal at
+        total = z
+        for row in counts[at:at + len(names)]:
+            total = total + row
+        at += len(names)
+        return total
+
     out = Cols(
-        id=c["id"], rank=c["rank"],
-        bytes_read=zero_missing(c, f"{p}_BYTES_READ"), bytes_written=zero_missing(c, f"{p}_BYTES_WRITTEN"),
-        reads=sum((zero_missing(c, n) for n in reads), z), writes=sum((zero_missing(c, n) for n in writes), z),
-        opens=sum((zero_missing(c, n) for n in opens), z),
-        read_time=zero_missing(f, f"{p}_F_READ_TIME"), write_time=zero_missing(f, f"{p}_F_WRITE_TIME"),
-        meta_time=zero_missing(f, f"{p}_F_META_TIME"),
-        slowest_time=monitored(f, f"{p}_F_SLOWEST_RANK_TIME"),
-        open_start=monitored(f, f"{p}_F_OPEN_START_TIMESTAMP"),
-        io_end=np.fmax(monitored(f, f"{p}_F_READ_END_TIMESTAMP"), monitored(f, f"{p}_F_WRITE_END_TIMESTAMP")),
+        id=c["id"], rank=c["rank"], bytes_read=counts[0], bytes_written=counts[1],
+        reads=ops(reads), writes=ops(writes), opens=ops(opens),
+        read_time=times[0], write_time=times[1], meta_time=times[2],
+        slowest_time=timers[3], open_start=timers[4], io_end=np.fmax(timers[5], timers[6]),
     )
     out.n = c.n
     return out
@@ -465,7 +522,7 @@ def rank0_io_span(fs: Cols) -> tuple[float, float] | None:
 
 def totals(fs: Cols) -> dict:
     return {"bytes_read": int(fs["bytes_read"].sum()), "bytes_written": int(fs["bytes_written"].sum()),
-            "files": int(np.unique(fs["id"]).size),
+            "files": n_distinct(fs["id"]),
             "read_time_s": float(fs["read_time"].sum()), "write_time_s": float(fs["write_time"].sum()),
             "meta_time_s": float(fs["meta_time"].sum())}
 
@@ -477,12 +534,12 @@ def sharing_classes(ids: np.ndarray, ranks: np.ndarray, nprocs: int) -> tuple[np
     """(unique ids, first row of each, nranks, class) with class 'shared' (a rank -1 record, or every
     rank has its own record), 'partially_shared' (several ranks, not all) or 'unique' (one rank).
     `ranks` must already follow the single-process convention (see effective_ranks)."""
-    uniq, first, inv = np.unique(ids, return_index=True, return_inverse=True)
+    uniq, first, inv = unique_first_inverse(ids)
     k = len(uniq)
     has_all = np.zeros(k, bool)
     has_all[inv[ranks < 0]] = True
     key = inv.astype(np.int64) * (int(max(nprocs, ranks.max(initial=0) + 1)) + 2) + (ranks + 1)
-    ukey = np.unique(key)
+    ukey = distinct(key)
     nranks = np.bincount(ukey // (int(max(nprocs, ranks.max(initial=0) + 1)) + 2), minlength=k)
     nranks = np.where(has_all, nprocs, nranks)
     shared = has_all | ((nranks >= nprocs) & (nprocs > 1))
@@ -525,14 +582,18 @@ def access_pattern(rec) -> dict:
     if rec is None or not len(rec):
         return out
     c = cols(rec)
-    for kind, key in (("READ", "read_histogram"), ("WRITE", "write_histogram")):
-        sums = nan_sums(monitored_block(c, [f"POSIX_SIZE_{kind}_{b}" for b in SIZE_BINS]))
-        out[key] = {b: int(x) for b, x in zip(SIZE_BINS, sums.tolist())}
+    # both histograms' bins in one block, each row summed as its own 1-d sum
+    sums = nan_sums(monitored_block(c, [f"POSIX_SIZE_{kind}_{b}" for kind in ("READ", "WRITE") for b in SIZE_BINS]))
+    for i, key in enumerate(("read_histogram", "write_histogram")):
+        out[key] = {b: int(x) for b, x in zip(SIZE_BINS, sums[i * len(SIZE_BINS):(i + 1) * len(SIZE_BINS)].tolist())}
     out["common_sizes"] = common_access_sizes(c, "POSIX")
     ops = zero_missing(c, "POSIX_READS") + zero_missing(c, "POSIX_WRITES")
+    pattern = ("POSIX_SEQ_READS", "POSIX_SEQ_WRITES", "POSIX_CONSEC_READS", "POSIX_CONSEC_WRITES",
+               "POSIX_FILE_NOT_ALIGNED", "POSIX_MEM_NOT_ALIGNED")
+    counted = dict(zip(pattern, monitored_block(c, list(pattern))))
 
     def frac(*names):
-        num = sum(monitored(c, n) for n in names)
+        num = sum(counted[n] for n in names)
         ok = ~np.isnan(num)
         den = ops[ok].sum()
         return float(num[ok].sum() / den) if den > 0 else None
@@ -555,7 +616,7 @@ def common_access_sizes(counters, prefix: str, n: int = 4) -> list[dict]:
     keep = (k > 0) & (s >= 0)
     if not keep.any():
         return []
-    us, inv = np.unique(s[keep], return_inverse=True)
+    us, _, inv = unique_first_inverse(s[keep])
     tot = np.bincount(inv, weights=k[keep])
     order = np.lexsort((us, -tot))[:n]  # by count, descending; ties by size
     return [{"size_bytes": int(us[i]), "count": int(tot[i])} for i in order]
@@ -604,7 +665,7 @@ def per_rank_with_shared(log) -> tuple[pd.DataFrame, str]:
     nprocs = max(int(log.nprocs), 1)
     pr = per_rank(fs_records(log), nprocs)
     rows = shared_rank_rows(log)
-    rows = subset(rows, np.isin(rows["module"], FS_MODULES))
+    rows = subset(rows, member(rows["module"], FS_MODULES))
     if not rows.n:
         return pr, "own files only (no shared files)"
     # float: the even split of the rest is fractional (an int64 column cannot take it in place)
@@ -681,22 +742,23 @@ def _shared_rank_rows(log) -> Cols:
         if not keep.any():
             continue
         s = subset(c, keep)
-        sr, fr = monitored(s, f"{p}_SLOWEST_RANK"), monitored(s, f"{p}_FASTEST_RANK")
+        # one block of the counters read as 0 where missing, one of those read as NaN (issue 40)
+        br, bw, rt, wt, mt, sb, st, fb, ft = zero_missing_block(s, [
+            f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN", f"{p}_F_READ_TIME", f"{p}_F_WRITE_TIME", f"{p}_F_META_TIME",
+            f"{p}_SLOWEST_RANK_BYTES", f"{p}_F_SLOWEST_RANK_TIME", f"{p}_FASTEST_RANK_BYTES", f"{p}_F_FASTEST_RANK_TIME"])
+        sr, fr, var_b, var_t = monitored_block(s, [f"{p}_SLOWEST_RANK", f"{p}_FASTEST_RANK", f"{p}_F_VARIANCE_RANK_BYTES",
+                                                   f"{p}_F_VARIANCE_RANK_TIME"])
         ranked = np.isfinite(sr) & np.isfinite(fr) & (sr >= 0) & (sr < nprocs) & (fr >= 0) & (fr < nprocs)
 
-        def named(col):
-            return np.where(ranked, zero_missing(s, col), 0.0)
+        def named(v):
+            return np.where(ranked, v, 0.0)
         parts.append({
             "module": np.full(s.n, mod, dtype=object), "id": np.asarray(s["id"], np.uint64), "name": rec.names[keep],
-            "bytes": zero_missing(s, f"{p}_BYTES_READ") + zero_missing(s, f"{p}_BYTES_WRITTEN"),
-            "time": (zero_missing(s, f"{p}_F_READ_TIME") + zero_missing(s, f"{p}_F_WRITE_TIME")
-                     + zero_missing(s, f"{p}_F_META_TIME")),
-            "ranked": ranked,
-            "slowest_rank": np.where(ranked, sr, -1).astype(np.int64), "slowest_bytes": named(f"{p}_SLOWEST_RANK_BYTES"),
-            "slowest_time": named(f"{p}_F_SLOWEST_RANK_TIME"),
-            "fastest_rank": np.where(ranked, fr, -1).astype(np.int64), "fastest_bytes": named(f"{p}_FASTEST_RANK_BYTES"),
-            "fastest_time": named(f"{p}_F_FASTEST_RANK_TIME"),
-            "var_bytes": monitored(s, f"{p}_F_VARIANCE_RANK_BYTES"), "var_time": monitored(s, f"{p}_F_VARIANCE_RANK_TIME"),
+            "bytes": br + bw, "time": rt + wt + mt, "ranked": ranked,
+            "slowest_rank": np.where(ranked, sr, -1).astype(np.int64), "slowest_bytes": named(sb),
+            "slowest_time": named(st),
+            "fastest_rank": np.where(ranked, fr, -1).astype(np.int64), "fastest_bytes": named(fb),
+            "fastest_time": named(ft), "var_bytes": var_b, "var_time": var_t,
         })
     if not parts:
         out = Cols({k: np.zeros(0, object if k in ("module", "name") else bool if k in ("top", "ranked")
@@ -709,7 +771,7 @@ def _shared_rank_rows(log) -> Cols:
     for mod, above in _SPLIT_ABOVE.items():
         sel = out["module"] == mod
         if sel.any():
-            top[sel] = ~np.isin(out["id"][sel], out["id"][out["module"] == above])
+            top[sel] = ~member(out["id"][sel], out["id"][out["module"] == above])
     out["top"] = top
     return out
 
@@ -854,7 +916,7 @@ def _layer_rows(log, nprocs: int) -> Cols:
         if rec is not None and len(rec) and rec.file_rec_ids is not None:
             # a library file record whose file has no dataset/variable record is not the top layer
             sel = out["layer"] == li
-            keep[sel] = np.isin(out["key"][sel], rec.file_rec_ids)
+            keep[sel] = member(out["key"][sel], rec.file_rec_ids)
     if not keep.all():
         out = subset(out, keep)
     return out
@@ -877,19 +939,22 @@ def top_layer_time(rows: Cols, nprocs: int) -> dict:
     if not rows.n:
         return {"io_time_s": 0.0, "slowest_rank": None, "layer": None, "by_layer_s": {}, "layers": {},
                 "per_rank": np.zeros(max(nprocs, 1))}
-    uk, inv = np.unique(rows["key"], return_inverse=True)
+    uk, _, inv = unique_first_inverse(rows["key"])
     top = np.full(len(uk), len(LAYERS), np.int64)
     np.minimum.at(top, inv, rows["layer"])
     at_top = rows["layer"] == top[inv]
     r, t, s, lay = rows["rank"][at_top], rows["time"][at_top], rows["shared"][at_top], rows["layer"][at_top]
     io_time, slowest, per = slowest_path(r, t, s, nprocs)
     by_layer = {}
-    for li in np.unique(lay):
+    for li in distinct(lay):
         sel = lay == li
         own = sel & (r == (slowest if slowest is not None else -2))
         by_layer[LAYERS[li]] = float(t[own].sum() + s[sel & (r < 0)].sum())
     layers = {}
-    for li in np.unique(rows["layer"]):
+    if len(by_layer) == 1 and len(lay) == rows.n:
+        # one layer, every record at the top: that layer's own path is the one above
+        layers[next(iter(by_layer))] = {"io_time_s": io_time, "slowest_rank": slowest}
+    for li in (distinct(rows["layer"]) if not layers else ()):
         sel = rows["layer"] == li
         lt, lr, _ = slowest_path(rows["rank"][sel], rows["time"][sel], rows["shared"][sel], nprocs)
         layers[LAYERS[li]] = {"io_time_s": lt, "slowest_rank": lr}
@@ -937,18 +1002,34 @@ def assign_mounts(names: np.ndarray, mounts: list[tuple[str, str]]) -> tuple[np.
     """
     if not len(names):
         return np.array([], dtype=object), np.array([], dtype=object)
-    found, dirs, table = _mount_memo(mounts)
-    hits = []
-    for n in names:
-        hit = found.get(n)
-        if hit is None:
-            hit = found[n] = _mount_of(n, table, dirs)
-        hits.append(hit)
+    hits = _mount_hits(names, mounts)
     mp = np.empty(len(hits), dtype=object)
     ft = np.empty(len(hits), dtype=object)
     mp[:] = [h[0] for h in hits]
     ft[:] = [h[1] for h in hits]
     return mp, ft
+
+
+def _mount_hits(names, mounts: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """`assign_mounts`' answer as one (mount point, fs type) per name: one dict lookup per name, the walk only
+    for a name not answered before."""
+    found, dirs, table = _mount_memo(mounts)
+    names = names.tolist() if isinstance(names, np.ndarray) else list(names)
+    hits = list(map(found.get, names))
+    if None in hits:
+        for i, hit in enumerate(hits):
+            if hit is None:
+                n = names[i]
+                hit = found.get(n)  # a name repeated in this list, answered a few rows above
+                if hit is None:
+                    # _mount_of's first two steps inline (a file whose directory is answered: most of them)
+                    if isinstance(n, str) and n.startswith("/") and n != "/":
+                        hit = table.get(n) or dirs.get(n.rsplit("/", 1)[0] or "/")
+                    if hit is None:
+                        hit = _mount_of(n, table, dirs)
+                    found[n] = hit
+                hits[i] = hit
+    return hits
 
 
 _NO_MOUNT = ("", "")
@@ -1003,23 +1084,22 @@ def mounts_summary(fs: Cols, mounts: list[tuple[str, str]], lustre) -> list[dict
     """Files and bytes per mount, with the Lustre layouts (sources.darshan_log.LustreLayouts) of its files."""
     if not fs.n:
         return []
-    mp, ft = assign_mounts(fs["name"], mounts)
     # each record's (mount point, type) numbered in order of first appearance: integer masks per mount, not a
     # text key per record compared as objects (issue 40)
-    groups: dict[tuple[str, str], int] = {}
-    code = np.fromiter((groups.setdefault(pair, len(groups)) for pair in zip(mp.tolist(), ft.tolist())), np.intp,
-                       count=len(mp))
+    hits = _mount_hits(fs["name"], mounts)
+    groups: dict[tuple[str, str], int] = {pair: i for i, pair in enumerate(dict.fromkeys(hits))}
+    code = np.fromiter(map(groups.__getitem__, hits), np.intp, count=len(hits))
     rows = []
     lu_ids = lustre.id if lustre is not None and len(lustre) else None
     if lu_ids is not None:
         lu_size, lu_count, lu_osts = lustre.stripe_size, lustre.stripe_count, lustre.ost_ids
     for (mount, fstype), i in groups.items():
         sel = code == i
-        ids = np.unique(fs["id"][sel])
+        ids = distinct(fs["id"][sel])
         row = {"mount": mount or None, "fs_type": fstype or None, "files": int(ids.size),
                "bytes_read": int(fs["bytes_read"][sel].sum()), "bytes_written": int(fs["bytes_written"][sel].sum())}
         if lu_ids is not None:
-            on = np.isin(lu_ids, ids)
+            on = member(lu_ids, ids)
             if on.any():
                 row["lustre"] = lustre_summary(lu_ids[on], lu_size[on], lu_count[on], lu_osts[on])
         rows.append(row)
@@ -1031,8 +1111,8 @@ def lustre_summary(ids: np.ndarray, stripe_size: np.ndarray, stripe_count: np.nd
     """A mount's Lustre layout from its files' layouts (the CLI's from the log, the dashboard's from the
     per-file table): files, most common stripe size and count, every count, distinct OSTs used."""
     stripe_count = np.asarray(stripe_count, np.int64)
-    return {"files": np.unique(ids).size, "stripe_size_bytes": _mode(np.asarray(stripe_size, np.int64)),
-            "stripe_count": _mode(stripe_count), "stripe_counts": sorted(int(x) for x in np.unique(stripe_count)),
+    return {"files": n_distinct(np.asarray(ids)), "stripe_size_bytes": _mode(np.asarray(stripe_size, np.int64)),
+            "stripe_count": _mode(stripe_count), "stripe_counts": sorted(set(stripe_count.tolist())),
             "osts": len({o for o in ",".join(str(s) for s in ost_ids).split(",") if o})}
 
 
@@ -1040,6 +1120,13 @@ def _mode(v: np.ndarray) -> int | None:
     v = v[v >= 0]
     if not len(v):
         return None
+    if len(v) <= SMALL_SET:
+        # the smallest of the most frequent values, as np.unique's sorted counts' argmax gives it
+        counts: dict[int, int] = {}
+        for x in v.tolist():
+            counts[x] = counts.get(x, 0) + 1
+        most = max(counts.values())
+        return int(min(x for x, k in counts.items() if k == most))
     u, k = np.unique(v, return_counts=True)
     return int(u[np.argmax(k)])
 
@@ -1149,7 +1236,7 @@ def file_columns(log) -> dict[str, np.ndarray]:
 def first_layouts(lustre) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct record ids of the Lustre layouts, sources.darshan_log.LustreLayouts, sorted; the row of
     each id's first record): a file's layout is its first record's."""
-    return np.unique(lustre.id, return_index=True)
+    return unique_first_inverse(lustre.id)[:2]
 
 
 def _lustre_columns(ids: np.ndarray, lustre) -> dict[str, np.ndarray]:

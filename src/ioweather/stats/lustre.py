@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ioweather.stats.job import cols, first_layouts, monitored, zero_missing
+from ioweather.stats.job import (cols, distinct, first_layouts, member, monitored, monitored_block, unique_first_inverse,
+                                  zero_missing, zero_missing_block)
 
 
 def ost_count(lustre) -> int:
@@ -48,12 +49,12 @@ def lustre_file_columns(log) -> dict[str, np.ndarray] | None:
     nprocs = max(int(log.nprocs), 1)
     lay_ids, lay_first = first_layouts(lu)
     ids = np.asarray(c["id"], dtype=np.uint64)
-    keep = np.isin(ids, lay_ids)
+    keep = member(ids, lay_ids)
     if not keep.any():
         return None
     rows = np.flatnonzero(keep)
     # group the kept records by file, files in order of first appearance, records in their order
-    uniq, first, inv = np.unique(ids[rows], return_index=True, return_inverse=True)
+    uniq, first, inv = unique_first_inverse(ids[rows])
     order_of = np.empty(len(uniq), np.int64)
     order_of[np.argsort(first, kind="stable")] = np.arange(len(uniq))
     g = order_of[inv.ravel()]
@@ -63,16 +64,19 @@ def lustre_file_columns(log) -> dict[str, np.ndarray] | None:
     starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
     counts = np.diff(np.r_[starts, len(g)])
 
-    def col(name: str, zero: bool = True) -> np.ndarray:
-        return (zero_missing(c, name) if zero else monitored(c, name))[rows]
+    def col(name: str) -> np.ndarray:
+        return zero_missing(c, name)[rows]
 
     rank = np.asarray(c["rank"], dtype=np.int64)[rows]
-    moved = col("POSIX_BYTES_READ") + col("POSIX_BYTES_WRITTEN")
+    # the counters in one block, the highest offsets in another (one conversion each, issue 40)
+    br, bw, n_r, n_w, acc = zero_missing_block(c, ["POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_READS",
+                                                   "POSIX_WRITES", "POSIX_ACCESS1_ACCESS"])[:, rows]
+    moved = br + bw
     rw = col("POSIX_F_READ_TIME") + col("POSIX_F_WRITE_TIME")
     meta = col("POSIX_F_META_TIME")
-    ops = col("POSIX_READS") + col("POSIX_WRITES")
-    acc = col("POSIX_ACCESS1_ACCESS")
-    size = np.fmax(col("POSIX_MAX_BYTE_READ", False), col("POSIX_MAX_BYTE_WRITTEN", False)) + 1
+    ops = n_r + n_w
+    max_r, max_w = monitored_block(c, ["POSIX_MAX_BYTE_READ", "POSIX_MAX_BYTE_WRITTEN"])[:, rows]
+    size = np.fmax(max_r, max_w) + 1
     b, ops_sum, rw_sum, meta_sum = _group_sums(np.vstack([moved, ops, rw, meta]), starts, counts)
     file_size = np.fmax.reduceat(size, starts)
     file_size[np.isnan(file_size)] = 0.0
@@ -82,14 +86,16 @@ def lustre_file_columns(log) -> dict[str, np.ndarray] | None:
     wall = np.maximum.reduceat(per, starts)
     movers = np.add.reduceat((moved > 0).astype(np.int64), starts)
     top = rank[_first_argmax(moved, g, starts)].astype(np.float64)
-    rank_pairs = np.unique(np.stack([g, rank]), axis=1)
-    nranks = np.bincount(rank_pairs[0], minlength=n_files)
+    # the distinct (file, rank) pairs, each one integer key
+    low = int(rank.min())
+    span = int(rank.max()) - low + 1
+    nranks = np.bincount(distinct(g * span + (rank - low)) // span, minlength=n_files)
     # shared: the file's first record of rank -1 holds the slowest rank's time, bytes and rank
     is_sh = rank < 0
     shared = np.logical_or.reduceat(is_sh, starts)
     if shared.any():
         sh_rows = np.flatnonzero(is_sh)
-        sh_files, pick = np.unique(g[sh_rows], return_index=True)
+        sh_files, pick, _ = unique_first_inverse(g[sh_rows])
         r = sh_rows[pick]
         slow_t = monitored(c, "POSIX_F_SLOWEST_RANK_TIME")[rows[r]]
         slow_b = monitored(c, "POSIX_SLOWEST_RANK_BYTES")[rows[r]]
