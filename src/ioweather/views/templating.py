@@ -14,7 +14,7 @@ from pathlib import Path
 import jinja2
 
 from ioweather.units import format_age, format_bytes, format_number, format_seconds
-from ioweather.views.why_report import system_time
+from ioweather.views.why_cells import system_time
 from ioweather.encoding import to_json
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"

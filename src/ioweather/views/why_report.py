@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 from ioweather.units import format_bytes, format_seconds
+from ioweather.views.why_cells import system_time
 
 
 def _share(part: float, whole: float) -> str:
     return "-" if not whole else f"{100 * part / whole:.1f} %"
-
-
-def system_time(part: dict) -> str:
-    """The system's seconds of a job or one log (`why`'s Why or LogBudget as JSON): 'unknown' without evidence,
-    the readings' range when they cannot tell the share from 0, else the seconds."""
-    if part["system_s"] is not None:
-        return format_seconds(part["system_s"])
-    r = part.get("system_range")
-    if part["system_model"] == "below_resolution" and r is not None:
-        return f"0–{format_seconds(r['high_s'])}, not told from 0"
-    return "unknown"
 
 
 def budget_rows(w: dict) -> list[dict]:

@@ -635,8 +635,15 @@ def run_readings(parquet_dir, fs: str, start_ns: int, end_ns: int) -> RunReading
     """The byte readings of `fs` (every target) inside a job's run; None when no reading overlaps it."""
     # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store import job_telemetry as jt
+    # lazy: pyarrow via store.telemetry_layout, loaded only when this runs
+    from ioweather.store.telemetry_layout import connect_duckdb
 
-    rows = jt.window_rows(Path(parquet_dir), fs, start_ns, end_ns, list(_BYTES))
+    # the default database: inside `why`'s one_database the one its other telemetry reads opened, not a new one
+    con = connect_duckdb()
+    try:
+        rows = jt.window_rows(Path(parquet_dir), fs, start_ns, end_ns, list(_BYTES), con=con)
+    finally:
+        con.close()
     if rows.empty:
         return None
     t, iv = rows["time_ns"].to_numpy(np.int64), rows["interval_s"].to_numpy(float)
