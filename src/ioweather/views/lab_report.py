@@ -103,8 +103,8 @@ def _systems(p: dict) -> str:
     parts = []
     for s, io, model in zip((p.get("before_system_s"), p.get("after_system_s")), (p["before_s"], p["after_s"]), models):
         if s is None:
-            # why's readings could not tell the share from 0 (a run shorter than their period): said, not priced
-            parts.append("not told from 0 (too short for the readings)" if model == "below_resolution" else "–")
+            # why's readings could not tell the share from 0: said, not priced
+            parts.append("not told from 0 by the readings" if model == "below_resolution" else "–")
         else:
             parts.append(f"{_s(s)} ({100 * s / io if io else 0:.0f} %, {short.get(model, model)})")
     return " / ".join(parts) + (f" ({p['system_note'].replace('|', '/')})" if p.get("system_note") else "")
