@@ -303,6 +303,7 @@ _.hardlinks_deduplicated  # services.content.fsstats.Snapshot, services.content.
 _.has_all_targets  # services.jobs.weather.KindFactors
 _.has_perf  # services.jobs.answer.Interface
 _.heatmap  # services.telemetry.fsview.Servers
+_.high_s  # services.answers.why.SystemRange
 _.highlights  # services.content.fsstats.Contents
 _.histogram  # services.bench.runs.BenchPage
 _.histograms  # services.content.fsstats.Snapshot
@@ -393,6 +394,7 @@ _.log_version  # services.jobs.answer.JobHeader, services.jobs.darshan.StoredHea
 _.logs  # services.answers.why.Why, services.lab.run.CaseRun
 _.logs_dir  # services.lab.run.LabRun, services.lab.score.Scores
 _.logs_share  # services.lab.score.PairScore
+_.low_s  # services.answers.why.SystemRange
 _.lustre  # services.jobs.answer.Mount, services.jobs.darshan.MountRow, services.telemetry.fsview.Capacity
 _.lustre_text  # services.jobs.darshan.MountRow
 _.magnitude  # services.answers.umami.CorrelationRow
@@ -597,6 +599,7 @@ _.read_bytes_bps  # services.bench.runs.Rates
 _.read_histogram  # services.jobs.answer.Access
 _.read_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals, services.jobs.darshan.ModuleRow, services.jobs.darshan.StoredTotals
 _.read_write_ratio  # services.telemetry.workload.Workload
+_.reading_s  # services.answers.why.SystemRange
 _.readings  # services.telemetry.collector.CollectorState
 _.reads  # services.jobs.answer.Interface, services.jobs.darshan.ModuleRow
 _.reason  # services.answers.changes.SkippedProbeSeries, services.answers.changes.SkippedSeries, services.answers.report.ChangesPart, services.answers.umami.JobPanel, services.jobs.darshan.FailedLog, services.lab.run.CaseRun, services.lab.score.ToolScore, services.probe.status.TargetStatus, services.probe.targets.Skipped, services.runtime.retention.Skipped
@@ -616,6 +619,7 @@ _.replaced  # services.jobs.scheduler.JobsImport
 _.replaced_files  # services.telemetry.imports.SourceImport
 _.resolution  # services.probe.timeline.Timeline
 _.resolution_s  # services.probe.timeline.Timeline
+_.resolved  # services.answers.why.SystemRange
 _.result  # services.telemetry.workload.WorkloadView
 _.results  # services.bench.runs.RunSummary, services.bench.runs.RunWindow
 _.retention  # services.answers.imports.TelemetryImport
@@ -634,6 +638,7 @@ _.rules_current  # services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob
 _.rules_revision  # services.jobs.darshan.JobRow, services.jobs.darshan.StoredJob
 _.run  # services.answers.job_diff.CrowdCause, services.bench.runs.BenchPage, services.lab.answers.RunAndScores
 _.run_id  # services.bench.iomodel.RunError, services.bench.runs.PageRun, services.bench.runs.PeakSeries, services.bench.runs.RunSummary, services.bench.runs.RunWindow
+_.run_s  # services.answers.why.SystemRange
 _.running  # services.jobs.scheduler.JobsImport
 _.running_jobs  # services.answers.events.IoEvent
 _.runs  # services.answers.factors.Densities, services.bench.iomodel.Configuration, services.bench.iomodel.IomodelRun, services.bench.runs.BenchImport, services.bench.runs.BenchPage, services.bench.runs.BenchRun, services.bench.runs.FileImport, services.bench.runs.SummaryRow, services.probe.targets.Purged, services.probe.targets.TargetRow
@@ -733,6 +738,7 @@ _.system  # services.answers.job_diff.JobDiff, services.answers.umami.Correlatio
 _.system_model  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
 _.system_models  # services.lab.score.PairScore
 _.system_note  # services.lab.score.PairScore
+_.system_range  # services.answers.why.LogBudget, services.answers.why.Why
 _.system_s  # services.answers.job_diff.DiffSide, services.answers.why.LogBudget, services.answers.why.Why, services.lab.storm.Twin
 _.system_share_of_extra  # services.lab.storm.StormPair
 _.table  # services.answers.factors.Classified

@@ -119,3 +119,28 @@ def window_amount(start_ns, interval_s, value, since_ns: int, until_ns: int) -> 
     if not ok.any():
         return None
     return float(np.sum(v[ok] * ov[ok] / iv[ok]))
+
+
+def inside_amount(start_ns, interval_s, value, since_ns: int, until_ns: int) -> float:
+    """What the readings lying wholly inside [since, until) moved: the only amounts that were surely moved
+    while a job ran. A reading that also covers time before or after the run may have moved all of its
+    bytes there; at the readings' resolution nothing in it can be placed inside the run."""
+    s = np.asarray(start_ns, dtype=np.int64)
+    iv = np.asarray(interval_s, dtype=float)
+    v = np.asarray(value, dtype=float)
+    e = s + np.round(iv * 1e9).astype(np.int64)
+    ok = np.isfinite(v) & (v >= 0) & (iv > 0) & (s >= since_ns) & (e <= until_ns)
+    return float(np.sum(v[ok]))
+
+
+def resolved_cost(io_time_s: float, job_amount: float, inside: float, window_cf: float) -> tuple[float, float]:
+    """(low, high) seconds of the coverage factor's system share at the readings' resolution. high is
+    io × (1 − CF) over the job's window (the start's whole reading and the tail included: every byte
+    that may have competed); low is the same with only the others' bytes surely inside the run, the
+    readings wholly inside it less all of the job's own bytes (they may all lie there): io × (1 − J /
+    max(J, inside)). A low of ~0 with a high above it is a share the readings cannot tell from 0."""
+    io = max(0.0, float(io_time_s))
+    high = io * (1.0 - min(1.0, max(0.0, float(window_cf))))
+    j = max(0.0, float(job_amount))
+    low = 0.0 if inside <= j or inside <= 0 else io * (1.0 - j / inside)
+    return min(low, high), high

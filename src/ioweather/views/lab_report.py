@@ -96,11 +96,15 @@ def _pct(share: float | None) -> str:
 
 def _systems(p: dict) -> str:
     """Each run's system seconds and share of its I/O time, with why's model ("cf", "probe")."""
-    if p.get("before_system_s") is None and p.get("after_system_s") is None:
+    models = p.get("system_models") or ["?", "?"]
+    if p.get("before_system_s") is None and p.get("after_system_s") is None and "below_resolution" not in models:
         return "–" if not p.get("system_note") else f"– ({p['system_note'].replace('|', '/')})"
     short = {"coverage_factor": "cf", "probe_slowdown": "probe"}
     parts = []
-    for s, io, model in zip((p.get("before_system_s"), p.get("after_system_s")), (p["before_s"], p["after_s"]),
-                            p.get("system_models") or ["?", "?"]):
-        parts.append("–" if s is None else f"{_s(s)} ({100 * s / io if io else 0:.0f} %, {short.get(model, model)})")
+    for s, io, model in zip((p.get("before_system_s"), p.get("after_system_s")), (p["before_s"], p["after_s"]), models):
+        if s is None:
+            # why's readings could not tell the share from 0: said, not priced
+            parts.append("not told from 0 by the readings" if model == "below_resolution" else "–")
+        else:
+            parts.append(f"{_s(s)} ({100 * s / io if io else 0:.0f} %, {short.get(model, model)})")
     return " / ".join(parts) + (f" ({p['system_note'].replace('|', '/')})" if p.get("system_note") else "")

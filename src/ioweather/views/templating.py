@@ -14,6 +14,7 @@ from pathlib import Path
 import jinja2
 
 from ioweather.units import format_age, format_bytes, format_number, format_seconds
+from ioweather.views.why_cells import system_time
 from ioweather.encoding import to_json
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -44,6 +45,7 @@ FILTERS: dict[str, Callable] = {
     "sig": _sig,
     "num": _num,
     "share": lambda v: "–" if v is None else f"{100 * v:.1f}%",
+    "system_time": system_time,
 }
 
 

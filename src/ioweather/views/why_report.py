@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ioweather.units import format_bytes, format_seconds
+from ioweather.views.why_cells import system_time
 
 
 def _share(part: float, whole: float) -> str:
@@ -13,7 +14,7 @@ def budget_rows(w: dict) -> list[dict]:
     """The job's parts, then (several logs) each log's."""
     io = w["io_time_s"]
     unknown = w["system_s"] is None
-    rows = [{"label": name, "time": "unknown" if unknown and key == "system_s" else format_seconds(w[key]),
+    rows = [{"label": name, "time": system_time(w) if key == "system_s" else format_seconds(w[key]),
              "share": "-" if unknown and key == "system_s" else _share(w[key], io), "evidence": ev}
             for name, key, ev in (("I/O time", "io_time_s", f"{len(w['logs'])} Darshan log(s)"),
                                   ("your code", "code_s", w["evidence"]["code"]),
@@ -25,7 +26,7 @@ def budget_rows(w: dict) -> list[dict]:
 def log_rows(w: dict) -> list[dict]:
     return [{"log": b["id"], "start": b["start"].replace("T", " ")[:19], "fs": b["fs"] or "unknown",
              "io": format_seconds(b["io_time_s"]), "code": format_seconds(b["code_s"]),
-             "system": "unknown" if b["system_s"] is None else format_seconds(b["system_s"]), "unexplained": format_seconds(b["unexplained_s"]),
+             "system": system_time(b), "unexplained": format_seconds(b["unexplained_s"]),
              "model": b["system_model"]} for b in w["logs"]]
 
 

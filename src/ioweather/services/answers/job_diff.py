@@ -330,16 +330,17 @@ def _system(settings, paths: tuple[str, str], fs: str | None) -> tuple[SystemSha
     """Each run's system seconds from `why` (both jobs stored, with telemetry or probes), else None; the notes,
     and each run's log budget (`why`'s: its window and file system)."""
     # lazy: numpy, sqlalchemy via services.answers.why: kept off `ioweather job diff --help` and its usage errors
-    from ioweather.services.answers.why import why
+    from ioweather.services.answers.why import comparable_system_s, why
 
     got = []
     for p in paths:
         w = why(settings, p, fs=fs)
-        if w.system_model in ("unknown", "") or w.system_model is None:
+        if comparable_system_s(w) is None:
             why_not = w.logs[0].evidence.system if w.logs else w.system_model
             return None, [f"no system share: {p}: {why_not}"], []
         got.append(w)
-    return SystemShare(before_s=got[0].system_s, after_s=got[1].system_s, change_s=got[1].system_s - got[0].system_s,
+    sb, sa = (comparable_system_s(w) for w in got)
+    return SystemShare(before_s=sb, after_s=sa, change_s=sa - sb,
                        model=got[1].system_model), [], [w.logs[0] if len(w.logs) == 1 else None for w in got]
 
 

@@ -48,7 +48,7 @@ from ioweather.units import format_seconds, ns_to_iso
 
 if TYPE_CHECKING:
     from ioweather.services.jobs.answer import JobReport
-    from ioweather.services.jobs.weather import Weather
+    from ioweather.services.jobs.weather import RunReadings, Weather
     from ioweather.services.answers.umami import Umami
 
 #: Probe ops standing for the job's time in each kind of operation (store.probe.OPS).
@@ -64,6 +64,8 @@ EVENT_MARGIN_NS = 3600 * 10**9
 MIN_PROBE_SAMPLES = 30
 #: Below this share of the I/O time a part is "~0" in the verdict.
 NEGLIGIBLE = 0.005
+#: The models that give no system seconds: no evidence, or readings too coarse to tell the share from 0.
+NO_SHARE = ("unknown", "below_resolution")
 
 
 # ------------------------------------------------------ the answer: resolve JOB, each log's budget, the merge
@@ -179,14 +181,24 @@ def _log_budget(job: _Job, ref: _LogRef, notes: list[str]) -> _LogAnswer:
     probes = job.probes
     targets = probes.on(mount, dataset)
     probe = probes.slowdown(targets, facts.start_ns, facts.end_ns) if targets else (None, None)
+    resolution = None
+    if weather is not None and not weather.no_data and weather.cf_variant == "all targets":
+        # lazy: pyarrow via services.jobs.weather's reader, loaded only when there is telemetry
+        from ioweather.services.jobs.weather import run_readings
+
+        resolution = cf_range(facts, weather, run_readings(settings.parquet_dir, dataset, facts.start_ns,
+                                                           facts.end_ns))
     system, model, sys_ev = _system(facts, weather, probe, targets, dataset, has_tel, where,
-                                    probes.fewest if targets else None)
+                                    probes.fewest if targets else None, resolution)
     code, system_s, rest = split(facts.io_time_s, facts.saving_s, system)
+    if resolution is not None:  # capped as the share is: the code's saving is taken first
+        left = facts.io_time_s - code
+        resolution = replace(resolution, low_s=min(resolution.low_s, left), high_s=min(resolution.high_s, left))
     budget = LogBudget(
         id=ref.hash[:16], path=ref.path, jobid=facts.jobid, start=ns_to_iso(facts.start_ns),
         end=ns_to_iso(facts.end_ns), io_time_s=float(facts.io_time_s), code_s=code,
-        system_s=None if model == "unknown" else system_s,
-        unexplained_s=rest, system_model=model, fs=dataset, mount=mount,
+        system_s=None if model in NO_SHARE else system_s,
+        unexplained_s=rest, system_model=model, fs=dataset, mount=mount, system_range=resolution,
         evidence=LogEvidence(code=facts.code_from, system=sys_ev,
                              file_system=(f"--fs {fs}" if fs else found.how) or f"no dataset for {where}",
                              mounts=mounts, probe_targets=targets))
@@ -271,6 +283,22 @@ class LogEvidence:
 
 
 @dataclass
+class SystemRange:
+    """What the coverage factor can say at the resolution of the file system's readings: the system's share
+    lies between `low_s` (only the others' bytes in readings wholly inside the run) and `high_s` (every other
+    byte of the job's window, the start's whole reading and the tail included). `resolved` is False when the
+    low end is ~0 and the high end is not: a share the readings cannot tell from 0 (a run shorter than their
+    period holds no whole reading), reported as such and not as seconds."""
+
+    low_s: float
+    high_s: float
+    #: the readings' period over the run (s); None when no reading overlapped it
+    reading_s: float | None
+    run_s: float
+    resolved: bool
+
+
+@dataclass
 class LogBudget:
     """One Darshan log's budget over its own window and file system."""
 
@@ -288,6 +316,8 @@ class LogBudget:
     fs: str | None
     mount: str | None
     evidence: LogEvidence
+    #: the coverage factor's share at the readings' resolution (None: no disk readings counted)
+    system_range: SystemRange | None = None
 
 
 @dataclass
@@ -399,11 +429,22 @@ class Why:
     #: the probes' reference period when one was named (`--baseline-from/--baseline-until`), None for
     #: the rolling baseline of the job's day
     baseline: Baseline | None = None
+    #: the logs' SystemRange summed (None when no log has one)
+    system_range: SystemRange | None = None
 
     def to_json(self) -> dict:
         doc = asdict(self)
         doc["baseline"] = None if self.baseline is None else self.baseline.to_json()
         return doc
+
+
+def comparable_system_s(w: Why) -> float | None:
+    """The system seconds a comparison of two runs uses (`job diff`): the share; 0 where the readings cannot
+    tell it from 0 (`below_resolution`: at their resolution the share is 0, its upper end no measure of the
+    system); None when it is unknown."""
+    if w.system_s is not None:
+        return w.system_s
+    return 0.0 if w.system_model == "below_resolution" else None
 
 
 # ----------------------------------------------------------------------------- the budget (pure)
@@ -612,10 +653,60 @@ def _weather(store, stored_hash: str | None, facts: LogFacts, fs: str, key: str)
     return job_weather.compute(store, job, fs), None
 
 
+def _window_cf(facts: LogFacts, weather: Weather) -> tuple[str, float | None, bool]:
+    """(the job's main direction, the window's coverage factor in it, whether that factor is of both
+    directions: the direction's own is missing)."""
+    direction = "write" if (facts.bytes_written or 0) > (facts.bytes_read or 0) else "read"
+    cf = weather.coverage_factor_write_bw if direction == "write" else weather.coverage_factor_read_bw
+    if cf is None:
+        return direction, weather.coverage_factor_bw, True
+    return direction, cf, False
+
+
+def cf_range(facts: LogFacts, weather: Weather, readings: RunReadings | None) -> SystemRange | None:
+    """The coverage factor's share at the resolution of the readings inside the run (stats.coverage.resolved_cost),
+    None when the window has no plausible coverage factor."""
+    direction, cf, both = _window_cf(facts, weather)
+    if cf is None:
+        return None
+    io = float(facts.io_time_s)
+    run_s = max(0.0, (facts.end_ns - facts.start_ns) / 1e9)
+    if readings is None:
+        inside, period = 0.0, None
+    elif both:
+        inside, period = readings.read_bytes + readings.write_bytes, readings.period_s
+    else:
+        inside, period = (readings.write_bytes if direction == "write" else readings.read_bytes), readings.period_s
+    mine = ((facts.bytes_read or 0) + (facts.bytes_written or 0) if both
+            else (facts.bytes_written if direction == "write" else facts.bytes_read) or 0)
+    # lazy: numpy via stats.coverage: commands.why imports this at its top: kept off `ioweather why --help`
+    from ioweather.stats.coverage import resolved_cost
+
+    low, high = resolved_cost(io, mine, inside, cf)
+    small = NEGLIGIBLE * io
+    return SystemRange(low_s=low, high_s=high, reading_s=period, run_s=run_s, resolved=low > small or high <= small)
+
+
+def _below_resolution(r: SystemRange, fs: str | None) -> str:
+    """Why a coverage factor's share is not told from 0, in words."""
+    period = "its" if r.reading_s is None else format_seconds(r.reading_s)
+    if r.reading_s is None or r.run_s < 2 * r.reading_s:
+        head = f"too short for {period} readings: the job ran {format_seconds(r.run_s)}"
+    else:
+        head = (f"the readings wholly inside the job's {format_seconds(r.run_s)} run hold no other bytes than "
+                f"its own")
+    return (f"{head}, and the other bytes {fs or 'the disk'} moved in its window may all lie outside it (in the "
+            f"reading it started in, or the tail): the system's share is between 0 and {format_seconds(r.high_s)}, "
+            "not told from 0 at this resolution")
+
+
 def _system(facts: LogFacts, weather: Weather | None, probe: tuple, probe_targets: list[str], fs: str | None,
-            has_telemetry: bool, where: str, probe_samples: int | None = None) -> tuple[float | None, str, str]:
+            has_telemetry: bool, where: str, probe_samples: int | None = None,
+            resolution: SystemRange | None = None) -> tuple[float | None, str, str]:
     """(system seconds or None, model, what evidence) for one log, best evidence first. `probe_samples`:
-    the fewest data_write samples a probe target took in the job's window."""
+    the fewest data_write samples a probe target took in the job's window; `resolution`: the coverage factor's
+    share at the readings' resolution: when it is the smaller bound and cannot be told from 0, the answer is
+    `below_resolution` (no seconds), not its upper end."""
     io = facts.io_time_s
     worst, by_op = probe
     bounds = []  # (seconds, model, evidence): each an upper bound of the same share
@@ -629,10 +720,7 @@ def _system(facts: LogFacts, weather: Weather | None, probe: tuple, probe_target
             bounds.append((pc.cost_s, "probe_slowdown", (f"probes {', '.join(probe_targets)} during the job's window: "
                                                     f"{detail}; io_time × (1 − 1/slowdown) per kind of op, an upper bound")))
     if weather is not None and not weather.no_data:
-        direction = "write" if (facts.bytes_written or 0) > (facts.bytes_read or 0) else "read"
-        cf = weather.coverage_factor_write_bw if direction == "write" else weather.coverage_factor_read_bw
-        if cf is None:
-            cf = weather.coverage_factor_bw
+        direction, cf, _both = _window_cf(facts, weather)
         if cf is not None:
             cf = min(1.0, float(cf))
             bounds.append((io * (1.0 - cf), "coverage_factor", (
@@ -650,6 +738,8 @@ def _system(facts: LogFacts, weather: Weather | None, probe: tuple, probe_target
         # alone on a disk slows the probes beside it: the lab's quiet twin got 38 % of its I/O time from
         # them), which the coverage factor, the job's own share of the bytes, takes out.
         cost, model, evidence = min(bounds, key=lambda b: b[0])
+        if model == "coverage_factor" and resolution is not None and not resolution.resolved:
+            return None, "below_resolution", _below_resolution(resolution, fs)
         if len(bounds) > 1:
             other = max(bounds, key=lambda b: b[0])
             evidence += f"; the smaller of two upper bounds ({other[1].replace('_', ' ')}: {format_seconds(other[0])})"
@@ -783,9 +873,20 @@ def _answer(ident: str, logs: list[_LogAnswer], events: list[Event], sched_row: 
     out = Why(job=jobname, io_time_s=io, code_s=code, system_s=system, unexplained_s=rest, system_model=model,
               evidence=evidence, verdict="", events=events, climate=climate, logs=bs,
               fs=bs[0].fs if len({b.fs for b in bs}) == 1 else None, nnodes=nnodes, nnodes_source=nsource,
-              start=ns_to_iso(min(starts)), end=ns_to_iso(max(ends)), targets=targets, notes=notes)
+              start=ns_to_iso(min(starts)), end=ns_to_iso(max(ends)), targets=targets, notes=notes,
+              system_range=_ranges([b.system_range for b in bs if b.system_range is not None]))
     out.verdict = verdict_line(out, advice)
     return out
+
+
+def _ranges(rs: list[SystemRange]) -> SystemRange | None:
+    """The logs' ranges summed: resolved when the sum's low end is, the coarsest readings, the longest run."""
+    if not rs:
+        return None
+    periods = [r.reading_s for r in rs if r.reading_s is not None]
+    return SystemRange(low_s=sum(r.low_s for r in rs), high_s=sum(r.high_s for r in rs),
+                       reading_s=max(periods) if periods else None, run_s=max(r.run_s for r in rs),
+                       resolved=all(r.resolved for r in rs))
 
 
 # ----------------------------------------------------------------------------- the verdict
@@ -811,6 +912,13 @@ def verdict_line(w: Why, advice: str | None) -> str:
             "give --fs or an fs-map entry")
         return (f"Code half only: of {format_seconds(io)} of I/O, {code}; the system's share is unknown "
                 f"({why_not}); ~{format_seconds(w.unexplained_s)} unexplained.")
+    if w.system_model == "below_resolution":
+        r = w.system_range
+        period = "the disk's readings" if r is None or r.reading_s is None else f"{format_seconds(r.reading_s)} readings"
+        upto = "" if r is None else f"; between 0 and {format_seconds(r.high_s)}"
+        return (f"{lead}: of {format_seconds(io)} of I/O, {code}; the system's share is not told from 0 by "
+                f"{period} (the job ran {format_seconds(r.run_s) if r else '?'}{upto}); "
+                f"~{format_seconds(w.unexplained_s)} unexplained.")
     if (w.system_s or 0.0) <= small:
         system = f"the system cost ~0 ({w.system_model.replace('_', ' ')}: the file system was not in the way)"
     else:

@@ -620,6 +620,42 @@ def _measure(w: Weather, job: Job, series: dict, cut: dict, present, ost_rows) -
     w.missing_fraction = jws.missing_fraction(covered, span_s, 2 * present.count(since, until))
 
 
+@dataclass(frozen=True)
+class RunReadings:
+    """What the file system's byte readings can place inside a job's run [start, end): the bytes read and
+    written in the readings wholly inside it (stats.coverage.inside_amount), and the readings' period
+    (their median interval over the run, s). A run shorter than the period holds no whole reading."""
+
+    read_bytes: float
+    write_bytes: float
+    period_s: float | None
+
+
+def run_readings(parquet_dir, fs: str, start_ns: int, end_ns: int) -> RunReadings | None:
+    """The byte readings of `fs` (every target) inside a job's run; None when no reading overlaps it."""
+    # lazy: pyarrow via store.job_telemetry, loaded only when this runs
+    from ioweather.store import job_telemetry as jt
+    # lazy: pyarrow via store.telemetry_layout, loaded only when this runs
+    from ioweather.store.telemetry_layout import connect_duckdb
+
+    # the default database: inside `why`'s one_database the one its other telemetry reads opened, not a new one
+    con = connect_duckdb()
+    try:
+        rows = jt.window_rows(Path(parquet_dir), fs, start_ns, end_ns, list(_BYTES), con=con)
+    finally:
+        con.close()
+    if rows.empty:
+        return None
+    t, iv = rows["time_ns"].to_numpy(np.int64), rows["interval_s"].to_numpy(float)
+    over = cov.overlap_s(t, iv, start_ns, end_ns) > 0
+    if not over.any():
+        return None
+    inside = {m: cov.inside_amount(t[sel], iv[sel], rows["value"].to_numpy(float)[sel], start_ns, end_ns)
+              for m in _BYTES for sel in [(rows["metric"] == m).to_numpy()]}
+    return RunReadings(read_bytes=inside["read_bytes"], write_bytes=inside["write_bytes"],
+                       period_s=float(np.median(iv[over])))
+
+
 def _fullest_many(parquet_dir, fs: str, starts: list[int], con) -> list[tuple[float | None, str | None]]:
     """Each start's fullest OST (stats.job_weather.fullest_ost) from the capacity and free-bytes gauges
     of the day before the first start to the last."""

@@ -303,9 +303,9 @@ def run_systems(settings: Settings, idents: tuple[str, str], reference: tuple[in
     seconds, models, notes = [], [], {}
     for role, ident in zip(("bad", "fixed"), idents):
         w = why(settings, ident, reference=reference)
-        seconds.append(w.system_s if w.system_model not in (None, "", "unknown") else None)
+        seconds.append(w.system_s)
         models.append(w.system_model or "unknown")
-        if seconds[-1] is None:
+        if seconds[-1] is None and w.system_model != "below_resolution":  # the table says that one in its cell
             notes.setdefault(w.logs[0].evidence.system if w.logs else w.system_model, []).append(role)
     # one reason once: "bad and fixed runs: ..." where why said the same of both
     return seconds, models, "; ".join(f"{' and '.join(r)} run{'s' if len(r) > 1 else ''}: {why_not}"
