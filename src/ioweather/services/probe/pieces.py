@@ -172,8 +172,41 @@ def baseline(store, target: str, since_ns: int, until_ns: int, now_ns: int, rank
     raise AssertionError("unreachable")
 
 
+def day_baselines(store, target: str, days: list[int], span_days: int, now_ns: int,
+                  ranks=baseline_ranks) -> dict[int, list[OpBaseline]]:
+    """{d: `baseline(store, target, (d - span_days) days, d days, now_ns)`} of the UTC day numbers `days`, the
+    pieces' histograms of all their windows loaded once: the Report's week of events asks a target for 8
+    sliding 30-day baselines, which loaded the same month's histograms 8 times (issue 40). Where a window
+    would read raw samples (a day ended less than the pieces' lag ago), each day is computed alone."""
+    if not days:
+        return {}
+    lo, hi = (min(days) - span_days) * DAY_NS, max(days) * DAY_NS
+    for attempt in range(3):
+        try:
+            g = gather(store, target, lo, hi, now_ns, with_hist=True, raw=False)
+            if g.segments:
+                return {d: baseline(store, target, (d - span_days) * DAY_NS, d * DAY_NS, now_ns, ranks) for d in days}
+            none = {k: np.zeros(0, np.int64) for k in ("op", "start_ns", "duration_ns", "status")}
+            out = {}
+            for d in days:
+                a, b = (d - span_days) * DAY_NS, d * DAY_NS
+                sub = Gathered(pieces={code: [p for p in ps if a <= p["start_ns"] < b] for code, ps in g.pieces.items()},
+                               raw=none)
+                out[d] = _order_stats(store, target, sub, ranks)
+            return out
+        except _Changed:
+            if attempt == 2:
+                raise StoreError(f"probe pieces of {target!r} keep changing under this read; try again") from None
+    raise AssertionError("unreachable")
+
+
 def _baseline(store, target, since_ns, until_ns, now_ns, ranks, read) -> list[OpBaseline]:
-    g = gather(store, target, since_ns, until_ns, now_ns, with_hist=True, read=read)
+    return _order_stats(store, target, gather(store, target, since_ns, until_ns, now_ns, with_hist=True, read=read),
+                        ranks)
+
+
+def _order_stats(store, target: str, g: Gathered, ranks) -> list[OpBaseline]:
+    """Per op code, `baseline`'s numbers of the pieces and raw samples `g` holds."""
     out = []
     for code, op in enumerate(OPS):
         ps = g.pieces[code]
