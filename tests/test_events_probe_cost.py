@@ -140,3 +140,44 @@ def test_windows_read_together_as_one_by_one(probed):
         store.dispose()
     assert got == want
     assert sum(w is not None for w in want) >= 8 and want[-1] is None  # most: the first days' baselines learn
+
+
+def test_closed_days_slowdowns_kept_until_one_of_their_days_changes(probed, tmp_path, monkeypatch):
+    """event_probes.kept_window_slowdowns (the Report's): the windows of days before today are computed once
+    and read back (also by another process: the entry is in the home), today's are computed each time, and a
+    late sample in a closed day makes every window computed again; always `window_slowdowns`' numbers."""
+    from ioweather.services.answers import event_probes as ep
+    from ioweather.store import probe as probe_store
+
+    home = tmp_path / "home"
+    shutil.copytree(probed[0], home)
+    settings = Settings.resolve(home)
+    hour = 3600 * 10**9
+    windows = [(syn.T0 + h * hour, syn.T0 + h * hour + 40 * 60 * 10**9) for h in (2, 9, 23, 30, 41)]
+    real, computed = ep.window_slowdowns, []
+
+    def counting(probes, ws):
+        computed.append(list(ws))
+        return real(probes, ws)
+
+    monkeypatch.setattr(ep, "window_slowdowns", counting)
+    store = open_store(settings)
+    try:
+        def kept(now_ns=None):
+            return ep.kept_window_slowdowns(settings, ep.PiecesBaselines(store), windows, now_ns)
+
+        want = real(ep.PiecesBaselines(store), windows)
+        assert sum(w is not None for w in want) >= 4
+        assert kept() == want and computed[-1] == windows
+        assert kept() == want and computed[-1] == []
+        # "today" is the second day: its windows are open, computed each time; the first day's kept
+        today = syn.T0 + DAY + 12 * hour
+        assert kept(today) == want and computed[-1] == windows  # another set of closed days: a new entry
+        assert kept(today) == want and computed[-1] == [w for w in windows if w[1] > syn.T0 + DAY]
+        with store.connect() as conn:
+            run_id = conn.execute(sa.text("SELECT max(id) FROM probe_runs WHERE target = 'scratch'")).scalar()
+        probe_store.insert_samples(store, [(run_id, "md_stat", syn.T0 + 5 * hour + 7, 10**9, 0, "ok", 0)])
+        want = real(ep.PiecesBaselines(store), windows)
+        assert kept() == want and computed[-1] == windows
+    finally:
+        store.dispose()

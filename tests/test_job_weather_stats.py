@@ -219,3 +219,19 @@ def test_a_learning_probe_baseline_judges_no_job():
     want = learning_ops(count, history, 24 * 3600.0, 100)
     got = learning_at(op, start, status, 6, now, 24 * 3600.0, 100)
     assert got.tolist() == want.tolist() == [False, False, False, True, False, True]
+
+
+def test_median_s_is_numpys_median_bit_for_bit():
+    """stats.job_weather.median_s (the events' window medians) = np.median(d / 1e9) exactly: odd and even
+    counts, ties, durations whose quotients by 1e9 round to the same float, one sample."""
+    import os
+
+    from ioweather.stats.job_weather import median_s
+
+    seed = int(os.environ.get("TEST_SEED", np.random.SeedSequence().entropy % 2**31))
+    print("seed", seed, "(TEST_SEED)")
+    rng = np.random.default_rng(seed)
+    for n in [*range(1, 40), 1000, 1001]:
+        for d in (rng.lognormal(13, 1.5, n).astype(np.int64), rng.integers(1, 4, n) * 10**9 + rng.integers(0, 3, n),
+                  np.full(n, 123_456_789, np.int64)):
+            assert median_s(d) == np.median(d / 1e9), (n, d)

@@ -149,8 +149,20 @@ def window_medians(op, start_ns, duration_ns, status, n_ops: int, since, until) 
         for i in np.flatnonzero(b > a):
             d = dur[a[i]:b[i]][ok[a[i]:b[i]]]
             if len(d):
-                out[i, code] = np.median(d / 1e9)  # in seconds before the median, as baseline_medians
+                out[i, code] = median_s(d)
     return out, present
+
+
+def median_s(d: np.ndarray) -> float:
+    """`np.median(d / 1e9)` of int64 durations (ns), bit for bit (in seconds before the median, as
+    baseline_medians: the division keeps their order, so the same middle elements, and their mean as
+    np.median takes it), without np.median's per-call overhead: the Report's 191 events × 100 targets × 6 ops
+    were 114,600 calls, ~5 s (issue 40)."""
+    k = len(d) // 2
+    if len(d) % 2:
+        return float(np.partition(d, k)[k] / 1e9)
+    p = np.partition(d, (k - 1, k))
+    return float((p[k - 1] / 1e9 + p[k] / 1e9) / 2)
 
 
 def op_slowdowns(ratios: dict[str, list[float]]) -> tuple[float | None, dict | None]:

@@ -306,14 +306,27 @@ def window_marker(store: Store, lo: int, hi: int) -> tuple[int, ...]:
     pieces, and a span summarized again records its rows' count), the archived days overlapping it (days,
     parts, rows) and the runs (a new target). What a kept answer computed from those samples is keyed by (the
     Report page's); a sample stored into a span that has no piece yet is seen once that span's piece is built."""
+    return _marker(store, lo, hi, None)
+
+
+def days_marker(store: Store, lo: int, hi: int) -> tuple[int, ...]:
+    """`window_marker` of whole UTC days [lo, hi) counting their day pieces only: hour pieces are built and
+    pruned around whichever windows the pages ask for (services/probe/pieces.gather), which changed
+    `window_marker` without any sample changing. A late sample deletes its day's piece (`insert_samples`);
+    one stored into a day without a day piece is seen once that day's piece is built, as there."""
+    return _marker(store, lo, hi, DAY_NS)
+
+
+def _marker(store: Store, lo: int, hi: int, span_ns: int | None) -> tuple[int, ...]:
     store.require(COMPONENT)
     p, a = probe_pieces.c, probe_archive.c
+    where = [p.start_ns < hi, p.start_ns + p.span_ns > lo, *([p.span_ns == span_ns] if span_ns else [])]
     with store.connect() as conn:
         pieces = conn.execute(sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(p.rows), 0),
                                         sa.func.coalesce(sa.func.sum(p.sum_ns % 1_000_003), 0),
                                         sa.func.coalesce(sa.func.sum(p.fp_rows), 0),
                                         sa.func.coalesce(sa.func.sum(p.fp_parts), 0))
-                              .where(p.start_ns < hi, p.start_ns + p.span_ns > lo)).one()
+                              .where(*where)).one()
         archived = conn.execute(sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(a.rows), 0))
                                 .where(a.day_ns < hi, a.day_ns + DAY_NS > lo)).one()
         runs = conn.execute(sa.select(sa.func.count(), sa.func.max(probe_runs.c.id))).one()

@@ -11,6 +11,7 @@ above the probe and jobs domains, which import neither of each other.
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -37,22 +38,39 @@ class PiecesBaselines(ProbeBaselines):
         key = (target, -1 if self.reference else day)
         if key not in self._expected and self.reference is None and probe_pieces.enabled(self.store):
             since, until = (day - PROBE_BASELINE_DAYS) * _DAY_NS, day * _DAY_NS
-            ops = probe_pieces.baseline(self.store, target, since, until, time.time_ns())
-            n_ops = len(OPS)
-            expected = np.full(n_ops, np.nan)
-            count = np.zeros(n_ops, np.int64)
-            first = np.full(n_ops, until, np.int64)
-            for code, o in enumerate(ops):
-                expected[code] = baseline_stats_from(o.n, o.sum_ns, o.order_ns)["median"] if o.n else np.nan
-                count[code] = o.n
-                if o.first_ok_ns >= 0:
-                    first[code] = o.first_ok_ns
-            # stats.status.learning_at's rule on the same counts and oldest successful samples
-            learning = learning_ops(count, (until - first) / 1e9, min_history_s(PROBE_BASELINE_DAYS * 86400.0),
-                                    min_samples(PROBE_BASELINE_DAYS * 86400.0))
-            expected[learning] = np.nan
-            self._expected[key] = expected
+            self._expected[key] = _expected(probe_pieces.baseline(self.store, target, since, until, time.time_ns()),
+                                            until)
         return super().expected(target, day)
+
+    def prepare(self, target: str, days) -> None:
+        """The baselines of `target` on these UTC days at once (`services.probe.pieces.day_baselines`)."""
+        # lazy: sqlalchemy via services.probe.pieces: a store without probes never asks (`why` reads with sqlite3)
+        from ioweather.services.probe import pieces as probe_pieces
+
+        todo = sorted({int(d) for d in days} - {d for t, d in self._expected if t == target})
+        if self.reference is not None or not todo or not probe_pieces.enabled(self.store):
+            return
+        got = probe_pieces.day_baselines(self.store, target, todo, PROBE_BASELINE_DAYS, time.time_ns())
+        for day, ops in got.items():
+            self._expected[(target, day)] = _expected(ops, day * _DAY_NS)
+
+
+def _expected(ops, until: int) -> np.ndarray:
+    """Per op code, the baseline's median (s) from its pieces' order statistics, NaN while it learns."""
+    n_ops = len(OPS)
+    expected = np.full(n_ops, np.nan)
+    count = np.zeros(n_ops, np.int64)
+    first = np.full(n_ops, until, np.int64)
+    for code, o in enumerate(ops):
+        expected[code] = baseline_stats_from(o.n, o.sum_ns, o.order_ns)["median"] if o.n else np.nan
+        count[code] = o.n
+        if o.first_ok_ns >= 0:
+            first[code] = o.first_ok_ns
+    # stats.status.learning_at's rule on the same counts and oldest successful samples
+    learning = learning_ops(count, (until - first) / 1e9, min_history_s(PROBE_BASELINE_DAYS * 86400.0),
+                            min_samples(PROBE_BASELINE_DAYS * 86400.0))
+    expected[learning] = np.nan
+    return expected
 
 
 def window_slowdowns(probes: ProbeBaselines, windows: list[tuple[int, int]]) -> list[float | None]:
@@ -67,13 +85,15 @@ def window_slowdowns(probes: ProbeBaselines, windows: list[tuple[int, int]]) -> 
     ratios: list[dict[str, list[float]]] = [{} for _ in windows]
     probe = door(probes.store, "probe")
     for group in _groups(since, until):
-        lo, hi = int(since[group].min()), int(until[group].max())
+        ranges = _merged(since[group], until[group])
         for t in probes.targets:
-            s = probe.read_samples(probes.store, t, since_ns=lo, until_ns=hi)
+            s = probe.read_windows(probes.store, t, ranges)
             if not len(s["op"]):
                 continue
             medians, present = jws.window_medians(s["op"], s["start_ns"], s["duration_ns"], s["status"], len(OPS),
                                                   since[group], until[group])
+            if isinstance(probes, PiecesBaselines):
+                probes.prepare(t, since[group][present] // _DAY_NS)
             for k in np.flatnonzero(present):
                 i = group[k]
                 with np.errstate(invalid="ignore", divide="ignore"):
@@ -81,6 +101,46 @@ def window_slowdowns(probes: ProbeBaselines, windows: list[tuple[int, int]]) -> 
                 for code in np.flatnonzero(np.isfinite(ratio)):
                     ratios[i].setdefault(OPS[code], []).append(float(ratio[code]))
     return [jws.op_slowdowns(r)[0] for r in ratios]
+
+
+def kept_window_slowdowns(settings, probes: ProbeBaselines, windows: list[tuple[int, int]],
+                          now_ns: int | None = None) -> list[float | None]:
+    """`window_slowdowns`, those of the windows that ended before today (UTC) kept across calls and restarts
+    (store/kept_answers.py) under the marker of those closed days' samples and of their baselines' month
+    (`store.probe_pieces.days_marker`): a live store's new samples recompute only today's windows, a new or
+    moved event only its own. Rolling baselines only (a reference period is computed each time)."""
+    # lazy: sqlalchemy via store.probe_pieces, loaded only when this runs
+    from ioweather.services.runtime.stores import keep_answer, kept_answer
+    from ioweather.store import probe_pieces as pieces_store
+
+    windows = [(int(a), int(b)) for a, b in windows]
+    today = (now_ns if now_ns is not None else time.time_ns()) // _DAY_NS * _DAY_NS
+    closed = [w for w in windows if w[1] <= today]
+    if probes.reference is not None or not closed or not pieces_store.enabled(probes.store):
+        return window_slowdowns(probes, windows)
+    lo = (min(a for a, _ in closed) // _DAY_NS - PROBE_BASELINE_DAYS) * _DAY_NS
+    key, version = f"event-probe-slowdowns {lo} {today}", repr(pieces_store.days_marker(probes.store, lo, today))
+    text = kept_answer(settings, key, version)
+    kept = {(a, b): s for (a, b), s in json.loads(text)} if text else {}
+    todo = [w for w in windows if w not in kept]
+    got = dict(zip(todo, window_slowdowns(probes, todo)))
+    new = {w: s for w, s in got.items() if w[1] <= today}
+    if new:
+        keep_answer(settings, key, version, json.dumps([[list(w), s] for w, s in {**kept, **new}.items()]))
+    return [got[w] if w in got else kept[w] for w in windows]
+
+
+def _merged(since: np.ndarray, until: np.ndarray) -> list[tuple[int, int]]:
+    """The union of the windows [since[i], until[i]) as sorted, disjoint ranges."""
+    out: list[list[int]] = []
+    for a, b in sorted(zip(since.tolist(), until.tolist())):
+        if b <= a:
+            continue
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
 
 
 def _groups(since: np.ndarray, until: np.ndarray) -> list[np.ndarray]:

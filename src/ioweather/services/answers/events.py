@@ -23,7 +23,7 @@ from ioweather.encoding import Answer, answer_dict
 from ioweather.services.telemetry import workload
 from ioweather.services.telemetry.fsfacts import user_of
 from ioweather.services.telemetry.workload import check_options  # noqa: F401  the command checks its options first
-from ioweather.services.answers.event_probes import PiecesBaselines, window_slowdowns
+from ioweather.services.answers.event_probes import PiecesBaselines, kept_window_slowdowns, window_slowdowns
 from ioweather.stats import attribution as A
 from ioweather.stats.workload import total_of
 from ioweather.store.sqlite_reads import door
@@ -174,11 +174,13 @@ class Events(Answer):
 
 
 def compute(settings, fs: str, since=None, until=None, params: Params = Params(), warn=lambda m: None,
-            reference: tuple[int, int] | None = None, with_cost: bool = True, store=None) -> Events:
+            reference: tuple[int, int] | None = None, with_cost: bool = True, store=None,
+            keep: bool = False) -> Events:
     """The events over [since, until) with their jobs and cost; `reference`: the probes' baseline period
     in ns (None: the rolling baseline); `with_cost` False: no cost summary (`why` reads the events alone,
     and the summary's pandas groupby was 6-10 ms of its answer); `store`: the caller's open store (`why`'s,
-    perhaps read through sqlite3 alone), else the settings' is opened if it exists."""
+    perhaps read through sqlite3 alone), else the settings' is opened if it exists; `keep`: the probes' slowdowns
+    of events in closed days kept across calls (event_probes.kept_window_slowdowns: the Report's)."""
     found = workload.events(settings, fs, since, until, params.resample_s, params.smooth_s, params.min_amplitude,
                             warn=warn)
     data = found.data
@@ -190,7 +192,7 @@ def compute(settings, fs: str, since=None, until=None, params: Params = Params()
     store = open_if_exists(settings) if own else store
     try:
         jobs = _candidates(store, start_ns, end_ns, params, notes)
-        slowdowns = _slowdowns(store, events, notes, reference)
+        slowdowns = _slowdowns(store, events, notes, reference, settings if keep else None)
     finally:
         if own and store is not None:
             store.dispose()
@@ -367,12 +369,15 @@ def _method(jobs: list[EventJob]) -> str | None:
 
 # ----------------------------------------------------------------------------- cost
 
-def _slowdowns(store, events: list[dict], notes: list, reference=None) -> list[float | None]:
-    """The probes' worst-op slowdown over each event (services.jobs.weather's), None without probes."""
+def _slowdowns(store, events: list[dict], notes: list, reference=None, keep_in=None) -> list[float | None]:
+    """The probes' worst-op slowdown over each event (services.jobs.weather's), None without probes; `keep_in`:
+    the settings whose home keeps those of closed days (`kept_window_slowdowns`)."""
     if store is None or "probe" not in store.versions() or not events:
         notes.append("no probe data: contention by the coverage-factor criterion only")
         return [None] * len(events)
-    out = window_slowdowns(PiecesBaselines(store, reference), [(e["start_ns"], e["end_ns"]) for e in events])
+    windows = [(e["start_ns"], e["end_ns"]) for e in events]
+    probes = PiecesBaselines(store, reference)
+    out = window_slowdowns(probes, windows) if keep_in is None else kept_window_slowdowns(keep_in, probes, windows)
     if all(s is None for s in out):
         notes.append("no probe samples during the events: contention by the coverage-factor criterion only")
     return out

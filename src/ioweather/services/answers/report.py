@@ -4,6 +4,7 @@ jobs and cost, benchmark standing, fullness. A part whose data is absent says so
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
@@ -165,7 +166,7 @@ def compute(settings, fs: str, since: datetime | None, until: datetime | None, p
     check_order(since, until)
     params = params or ev.Params()
     q = f"fs={fs}&since={ns_to_iso(to_ns(since))}&until={ns_to_iso(to_ns(until))}"
-    events = ev.compute(settings, fs, since, until, params)
+    events = ev.compute(settings, fs, since, until, params, keep=True)
     store = ev.open_if_exists(settings)
     try:
         versions = store.versions() if store is not None else {}
@@ -184,25 +185,36 @@ def compute(settings, fs: str, since: datetime | None, until: datetime | None, p
 def inputs_version(settings, store, fs: str, since_ns: int, until_ns: int) -> tuple:
     """Changes whenever anything the report of `fs` over [since, until) is computed from does: the file
     system's telemetry files (events, job_stats, fullness, change points), the probe samples of the window and
-    of the month before it that its baselines read (store.probe_pieces.window_marker), the jobs and failed logs,
+    of the month before it that its baselines read (`_probe_marker`), the jobs and failed logs,
     the scheduler's jobs and the benchmark runs. `store`: the caller's open store, None when there is none.
     Three to seven aggregate statements and the telemetry directory's listing: what a kept report is keyed by
     (the Report page's; its first computation at a center's size is a minute)."""
     # lazy: pyarrow via services.telemetry.workload, loaded only when this runs
     from ioweather.services.telemetry.workload import dataset_fingerprint
     from ioweather.store import jobs as jobs_store
-    from ioweather.store import probe_pieces
     from ioweather.store import scheduler as sched_store
 
     parts: list = [dataset_fingerprint(settings, fs)]
     versions = store.versions() if store is not None else {}
     lo = (since_ns // _DAY_NS - BASELINE_DAYS - 1) * _DAY_NS
-    for name, marker in (("probe", lambda: probe_pieces.window_marker(store, lo, until_ns)),
+    today = time.time_ns() // _DAY_NS * _DAY_NS
+    for name, marker in (("probe", lambda: _probe_marker(store, lo, until_ns, today)),
                          ("darshan", lambda: jobs_store.change_marker(store)),
                          ("scheduler", lambda: sched_store.change_marker(store)),
                          ("bench", lambda: bstore.change_marker(store))):
         parts.append((name, marker()) if name in versions else None)
     return tuple(parts)
+
+
+def _probe_marker(store, lo: int, until_ns: int, today: int) -> tuple:
+    """The probe samples' marker of [lo, until): the days before today by their day pieces
+    (store.probe_pieces.days_marker: not the hour pieces the pages build and prune around their windows, which
+    changed it with every other page's request on a live store), today's hours by every piece."""
+    # lazy: sqlalchemy via store.probe_pieces, loaded only when this runs
+    from ioweather.store import probe_pieces
+
+    closed = probe_pieces.days_marker(store, lo, min(until_ns, today))
+    return closed if until_ns <= today else (closed, probe_pieces.window_marker(store, today, until_ns))
 
 
 def _climate(store, since, until) -> SlowdownClimate | None:
