@@ -38,16 +38,19 @@ def _dxt_writes(log: Path) -> tuple[np.ndarray, np.ndarray]:
     return (np.array([s["length"] for s in segs], float), np.array([s["end_time"] - s["start_time"] for s in segs]))
 
 
-def _findings_share(d) -> float:
-    return sum(c.change_s for c in d.causes if c.kind == "finding" and c.change_s * d.io_time_change_s > 0) \
-        / d.io_time_change_s
+def _missed_by_the_findings(bad: Path, twin: Path):
+    """job diff of the pair, checked to save time, to miss the bar by the findings alone and meet it with the pace,
+    and to claim no more than the stored pairs' bound"""
+    d = job_diff(None, str(bad), str(twin))
+    findings = sum(c.change_s for c in d.causes if c.kind == "finding" and c.change_s * d.io_time_change_s > 0)
+    assert d.io_time_change_s < -1.0 and findings / d.io_time_change_s < BAR <= d.explained_share
+    assert abs(d.claimed_s) <= MAX_CLAIM * abs(d.io_time_change_s)
+    return d
 
 
 def test_collective_rmw_twin_wrote_faster_a_byte_and_the_trace_shows_it_is_not_the_requests():
     bad, twin = PACE / "collective-rmw-dxt.darshan", PACE / "fixed-collective-rmw-dxt.darshan"
-    d = job_diff(None, str(bad), str(twin))
-    assert d.io_time_change_s < -1.0 and _findings_share(d) < BAR <= d.explained_share
-    assert abs(d.claimed_s) <= MAX_CLAIM * abs(d.io_time_change_s)
+    d = _missed_by_the_findings(bad, twin)
     (pace,) = [c for c in d.causes if c.kind == "pace"]
     assert pace.code == "pace.POSIX.write" and pace.change_s < 0 and "the system's pace" in d.verdict
     # the reference: one aggregator writes every byte (one POSIX record), so its write seconds are the wall's; the
@@ -61,16 +64,14 @@ def test_collective_rmw_twin_wrote_faster_a_byte_and_the_trace_shows_it_is_not_t
     assert len(set(n)) == 1 and len(n) == 64
     quarters = [t[i].sum() / n[i].sum() for i in np.array_split(np.arange(64), 4)]
     assert max(quarters) > 2.5 * min(quarters)
-    # and the bad run's 16 MiB writes, none of them faster a byte than the twin's slowest quarter by 2x
+    # while the bad run's 16 MiB writes, on the whole, kept within 2x of the twin's slowest quarter a byte
     nb, tbx = _dxt_writes(bad)
     assert tbx.sum() / nb.sum() > 0.5 * max(quarters)
 
 
 def test_reread_twin_read_faster_a_byte_and_the_pace_is_the_rest_of_the_reads_change():
     bad, twin = PACE / "reread.darshan", PACE / "fixed-reread.darshan"
-    d = job_diff(None, str(bad), str(twin))
-    assert d.io_time_change_s < -1.0 and _findings_share(d) < BAR <= d.explained_share
-    assert abs(d.claimed_s) <= MAX_CLAIM * abs(d.io_time_change_s)
+    d = _missed_by_the_findings(bad, twin)
     (p09,) = [c for c in d.causes if c.code == "P09"]
     read = next(c for c in d.causes if c.code == "pace.POSIX.read")
     # two ranks, each its own file, alike: a rank's share of the summed seconds is the wall's
