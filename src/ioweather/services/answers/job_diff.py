@@ -99,9 +99,9 @@ class CrowdCause(DiffCause):
 class PaceCause(DiffCause):
     """The system's pace (`kind` pace) in one direction of the POSIX requests (`direction` read or write): both
     runs made them large (`PACE_MIN_REQUEST`), in order, with no sync among the writes and the same ranks moving
-    the bytes, at another rate. `before`/`after`: each run's bytes a second (a rank's, summed over ranks); `common_bytes`:
-    the bytes both runs moved; `change_s` (after − before): those bytes at the after run's rate against the
-    before run's, in seconds of I/O time. The findings price what the fix removed at the before run's rate (the
+    the bytes, at another rate. `before`/`after`: each run's bytes a second (a rank's, summed over ranks);
+    `common_bytes`: the bytes both runs moved; `change_s` (after − before): those bytes at the after run's rate
+    against the before run's, in seconds of I/O time. The findings price what the fix removed at the before run's rate (the
     bytes again, the holes); this is the rest of the direction's change."""
 
     direction: str
@@ -356,8 +356,8 @@ def pace_causes(before: JobReport, after: JobReport) -> list[PaceCause]:
                  else format_bytes(ba / na))
         out.append(PaceCause(
             kind="pace", code=f"pace.POSIX.{direction}", change_s=change, before=1 / sb, after=1 / sa,
-            message=f"the same large POSIX {direction}s ({sizes} a request) ran {max(sa, sb) / min(sa, sb):.1f}× slower "
-                    f"a byte in the {'after' if sa > sb else 'before'} run ({format_bytes(1 / sb)}/s → "
+            message=f"the same large POSIX {direction}s ({sizes} a request) ran {max(sa, sb) / min(sa, sb):.1f}× "
+                    f"slower a byte in the {'after' if sa > sb else 'before'} run ({format_bytes(1 / sb)}/s → "
                     f"{format_bytes(1 / sa)}/s a rank): the {format_bytes(common)} both runs moved took "
                     f"{format_seconds(abs(change))} {'more' if change > 0 else 'less'} at the after run's pace; the "
                     "node's or the device's, not the code's",
