@@ -34,12 +34,31 @@ def test_a_bad_to_fixed_pair_is_explained_by_the_finding_that_vanished():
     assert not d.same_code
 
 
+def _posix_writes(log: Path) -> tuple[float, float]:
+    """(bytes written, write seconds summed over the records) of the POSIX module, read with PyDarshan (not
+    ioweather's reader)"""
+    import darshan
+
+    rep = darshan.DarshanReport(str(log), read_all=False)
+    rep.mod_read_all_records("POSIX")
+    d = rep.records["POSIX"].to_df()
+    return float(d["counters"]["POSIX_BYTES_WRITTEN"].sum()), float(d["fcounters"]["POSIX_F_WRITE_TIME"].sum())
+
+
 def test_the_same_code_during_a_storm_is_the_system():
     d = job_diff(None, str(QUIET), str(STORM))
     assert d.io_time_change_s > 0.25 * d.before.io_time_s     # the storm made it measurably slower
     assert d.same_code and [c for c in d.causes if c.kind == "counter"] == []
     assert d.verdict.startswith("same code; the system")
-    assert d.explained_s == 0 and d.system is None and "both runs must be stored" in d.notes[0]
+    assert d.system is None and "both runs must be stored" in d.notes[0]
+    # no finding accounts for it: the same 4 MiB writes ran slower a byte, the system's pace, and only that
+    assert [c.kind for c in d.causes] == ["pace"] and "by the system's pace" in d.verdict
+    (pace,) = d.causes
+    assert pace.code == "pace.POSIX.write" and pace.change_s > 0 and d.pace_s == d.explained_s == d.io_time_change_s
+    # the rates (bytes a second of write time, summed over the ranks) are PyDarshan's
+    (bq, tq), (bs, ts) = _posix_writes(QUIET), _posix_writes(STORM)
+    assert bq == bs and (pace.before, pace.after) == (pytest.approx(bq / tq), pytest.approx(bs / ts))
+    assert pace.common_bytes == bq and pace.after < pace.before / 1.5
 
 
 def test_the_reverse_pair_explains_an_increase():
@@ -76,7 +95,9 @@ def test_cli_json_table_and_errors(cli, home):
                         "system"}
     assert {"code", "message", "change_s"} <= set(doc["causes"][0])
     text = cli("job", "diff", str(QUIET), str(STORM), home=home, env={"COLUMNS": "200"}, check=True).stdout
-    assert "verdict: same code; the system" in text and "I/O time change +" in text and "claim" not in text
+    assert "verdict: same code; the system" in text and "I/O time change +" in text
+    # no finding: the pace of the same writes is the system's, named apart from the findings
+    assert "by the system's pace" in text and "the findings +0 s, the system's pace +" in text
     # the stored collective-rmw pair: M09 claims −1.6 s of a −1.3 s change, capped at 100 % explained; the text
     # says the causes claim more than the change (beyond stats.lab_scores.OVERCLAIM, 1.2x)
     pairs = LAB / "pairs"

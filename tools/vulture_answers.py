@@ -11,7 +11,7 @@ _.access  # services.jobs.answer.JobReport, services.jobs.darshan.StoredJob
 _.acf  # services.telemetry.workload.Workload
 _.action  # services.jobs.answer.Finding
 _.adjust  # services.answers.factors.Density, services.answers.factors.DensityOptions, services.answers.factors.Factors
-_.after  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff, services.answers.report.ChangePoint
+_.after  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff, services.answers.job_diff.PaceCause, services.answers.report.ChangePoint
 _.after_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.after_system_s  # services.lab.score.PairScore
 _.agg_perf_by_slowest_mibps  # services.jobs.answer.Interface, services.jobs.answer.Perf, services.jobs.darshan.StoredPerf
@@ -37,7 +37,7 @@ _.baseline  # services.answers.why.Why, services.probe.history.TargetHistory, se
 _.baseline_from  # services.lab.run.LabRun, services.lab.score.PairsScore, services.lab.storm.StormPair
 _.baseline_s  # services.probe.status.Status
 _.baseline_until  # services.lab.run.LabRun, services.lab.score.PairsScore, services.lab.storm.StormPair
-_.before  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff, services.answers.report.ChangePoint
+_.before  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.answers.job_diff.JobDiff, services.answers.job_diff.PaceCause, services.answers.report.ChangePoint
 _.before_s  # services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.before_system_s  # services.lab.score.PairScore
 _.bench  # services.answers.report.Links, services.answers.report.Report
@@ -89,7 +89,7 @@ _.cdf_frac  # services.telemetry.workload.Burstiness
 _.cdfs  # services.content.fsstats.Contents
 _.centroid_bytes  # services.telemetry.workload.Spectrum
 _.cf_variant  # services.jobs.weather.Weather
-_.change_s  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.answers.job_diff.SystemShare, services.lab.score.PairScore
+_.change_s  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.answers.job_diff.PaceCause, services.answers.job_diff.SystemShare, services.lab.score.PairScore
 _.changes  # services.answers.changes.Changes, services.answers.report.Links, services.answers.report.Report
 _.claimed_s  # services.answers.job_diff.JobDiff, services.lab.score.PairScore
 _.class_label  # services.answers.factors.Timeline
@@ -97,12 +97,13 @@ _.class_order  # services.answers.factors.Classified
 _.classes  # services.answers.factors.Density
 _.climate  # services.answers.why.Why, services.jobs.weather.Weather, services.probe.status.OpStatus
 _.cluster  # services.answers.events.CulpritCost, services.answers.events.EventJob, services.jobs.scheduler.JobsImport
-_.code  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.answers.why.Evidence, services.answers.why.LogEvidence, services.jobs.answer.Finding, services.jobs.darshan.StoredFinding
+_.code  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.answers.job_diff.PaceCause, services.answers.why.Evidence, services.answers.why.LogEvidence, services.jobs.answer.Finding, services.jobs.darshan.StoredFinding
 _.code_s  # services.answers.why.LogBudget, services.answers.why.Why
 _.colour  # services.answers.why.ClimateMetric, stats.umami.MetricRow
 _.combined_s  # services.jobs.answer.Finding
 _.command  # services.answers.changes.ProbeMarks, services.lab.run.CaseRun
 _.common_access_bytes  # services.jobs.darshan.StoredAccess
+_.common_bytes  # services.answers.job_diff.PaceCause
 _.common_sizes  # services.jobs.answer.Access
 _.compare  # services.content.fsstats.Contents
 _.compare_id  # services.content.fsstats.Contents
@@ -181,7 +182,7 @@ _.diff_warnings  # services.content.fsstats.Contents
 _.dir  # services.lab.run.LabRun, services.lab.storm.StormPair
 _.dir_entries  # services.content.fsstats.Histograms
 _.dir_size  # services.content.fsstats.Histograms
-_.direction  # services.bench.runs.BenchPage, services.bench.runs.CheckSeries, services.bench.runs.RunResult, services.bench.runs.SummaryRow, services.bench.runs.WindowResult
+_.direction  # services.answers.job_diff.PaceCause, services.bench.runs.BenchPage, services.bench.runs.CheckSeries, services.bench.runs.RunResult, services.bench.runs.SummaryRow, services.bench.runs.WindowResult
 _.directory  # services.bench.runs.BenchRun, services.probe.run.ProbeInit, services.probe.targets.TargetRow
 _.dirs  # services.content.fsstats.DirTotal, services.content.fsstats.ProjectShare, services.content.fsstats.Snapshot, services.content.fsstats.SnapshotHeader, services.content.fsstats.SnapshotRow
 _.dirs_a  # services.content.fsstats.GrowthTotal
@@ -356,7 +357,7 @@ _.jobs_without_node_count  # services.jobs.archive_light.MibpsPerNode
 _.kept  # services.answers.imports.WeatherRefresh, services.jobs.weather.WeatherRefresh
 _.key  # services.jobs.archive_light.TopN
 _.key_access_bytes  # services.jobs.archive_light.ProjectRow
-_.kind  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.jobs.weather.KindFactors, services.runtime.retention.KindPruned, services.telemetry.fsview.Span, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport
+_.kind  # services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.answers.job_diff.PaceCause, services.jobs.weather.KindFactors, services.runtime.retention.KindPruned, services.telemetry.fsview.Span, services.telemetry.imports.FailedSource, services.telemetry.imports.ImportSummary, services.telemetry.imports.SourceImport
 _.kinds  # services.jobs.weather.CoverageFactors, services.runtime.retention.Pruning
 _.label  # services.answers.factors.ExperimentShares, services.answers.why.ClimateMetric, services.content.fsstats.Contents, services.content.fsstats.SnapshotRow, services.lab.answers.CatalogueLabel, services.lab.score.LabelScore, stats.umami.MetricRow
 _.labels  # services.answers.factors.Classified, services.content.fsstats.Contents, services.lab.answers.Catalogue, services.lab.answers.CatalogueCase, services.lab.run.CaseRun, services.lab.score.ToolScore, services.telemetry.exporter_lctl.FamilyRow
@@ -417,7 +418,7 @@ _.median_s  # services.bench.iomodel.Configuration, services.probe.slowdown.Inte
 _.mem_layout  # services.bench.iomodel.Configuration
 _.mem_not_aligned_fraction  # services.jobs.answer.Access
 _.memory_bytes  # services.probe.run.ProbeInit
-_.message  # services.answers.factors.GroupDensity, services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.bench.runs.BenchCheck, services.jobs.answer.Finding, services.jobs.darshan.StoredFinding, services.probe.slowdown.Check, services.probe.status.Status
+_.message  # services.answers.factors.GroupDensity, services.answers.job_diff.CrowdCause, services.answers.job_diff.DiffCause, services.answers.job_diff.PaceCause, services.bench.runs.BenchCheck, services.jobs.answer.Finding, services.jobs.darshan.StoredFinding, services.probe.slowdown.Check, services.probe.status.Status
 _.meta_time_s  # services.jobs.answer.Interface, services.jobs.answer.Totals, services.jobs.darshan.ModuleRow, services.jobs.darshan.StoredTotals
 _.meta_time_share_mean  # services.jobs.archive_light.ProjectRow
 _.method  # services.answers.events.EventJob, services.answers.events.IoEvent, services.answers.why.Culprit
@@ -533,6 +534,7 @@ _.p95_s  # services.probe.slowdown.IntervalRow
 _.p99  # services.probe.status.Climate
 _.p99_s  # services.bench.iomodel.Configuration, services.probe.slowdown.IntervalRow, services.probe.timeline.TimelineInterval
 _.p_fs  # stats.umami.MetricRow
+_.pace_s  # services.answers.job_diff.JobDiff
 _.pairs  # services.lab.score.PairsScore, services.lab.score.Scores
 _.partial  # services.jobs.answer.Interface
 _.partial_modules  # services.jobs.answer.JobHeader, services.jobs.darshan.StoredHeader

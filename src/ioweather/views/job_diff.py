@@ -25,8 +25,10 @@ def print_job_diff(d) -> None:
     share = "-" if d.explained_share is None else f"{100 * d.explained_share:.0f} %"
     over = (f" (the causes claim {_signed(d.claimed_s)}, more than the change)"
             if overclaims(d.claimed_s, d.io_time_change_s) else "")
-    stdout.print(f"I/O time change {_signed(d.io_time_change_s)}; explained by the findings {_signed(d.explained_s)} "
-                 f"({share}){over}", highlight=False)
+    by = (f"explained {_signed(d.explained_s)} ({share}: the findings {_signed(d.explained_s - d.pace_s)}, the "
+          f"system's pace {_signed(d.pace_s)})" if d.pace_s else
+          f"explained by the findings {_signed(d.explained_s)} ({share})")
+    stdout.print(f"I/O time change {_signed(d.io_time_change_s)}; {by}{over}", highlight=False)
     print_table([{"kind": c.kind, "code": c.code, "change": _signed(c.change_s), "what": c.message} for c in d.causes],
                 [("kind", "kind"), ("code", "code"), ("change", "change"), ("what", "what changed")],
                 title="causes", empty="no finding or counter changed")

@@ -11,6 +11,8 @@ When both jobs are in the store, `why`'s budget of each gives the system's share
 run's rank 0 did all the I/O on one device (R01's one-device bound) and the counters of that one device
 (`fs_names.disk_target` of the mount `why` finds for it) are stored, the crowd on it over rank 0's I/O span is
 priced (`crowd_cause`: per-stream fair sharing, docs/validation.md "one-rank-io on a crowded disk, measured").
+The system's pace (`pace_causes`) is the change of the seconds a byte of the large POSIX requests both runs make:
+the bytes they have in common at the other run's rate (docs/validation.md, "The pace of the node").
 """
 
 from __future__ import annotations
@@ -36,6 +38,13 @@ INTERFACE_COUNTERS = (("reads", "reads"), ("writes", "writes"), ("opens", "opens
 #: rank's bytes, from Darshan's variance) changed by more than this. Absolute: a spread of 0 stays 0 for the
 #: same code, and Darshan's floating-point reduction leaves ~1e-8 on an even split, which a share would count.
 SPLIT_MOVED = 0.02
+#: Requests of at least this mean size move their bytes at a rate that does not hang on their size (the
+#: advisor's small-request bar, `Thresholds.small_bytes`): between two runs of one job, such requests' change
+#: of seconds a byte is the pace of the node or the device, not of the code.
+PACE_MIN_REQUEST = 1024 * 1024
+#: A direction's seconds a byte moved when the runs' rates differ by more than this share (run-to-run jitter
+#: of one minute's pairs on this machine: docs/validation.md).
+PACE_MOVED = 0.10
 
 
 @dataclass
@@ -87,6 +96,19 @@ class CrowdCause(DiffCause):
 
 
 @dataclass
+class PaceCause(DiffCause):
+    """The system's pace (`kind` pace) in one direction of the POSIX requests (`direction` read or write): both
+    runs made them large (`PACE_MIN_REQUEST`), in order, with no sync among the writes and the same ranks moving
+    the bytes, at another rate. `before`/`after`: each run's bytes a second (a rank's, summed over ranks);
+    `common_bytes`: the bytes both runs moved; `change_s` (after − before): those bytes at the after run's rate
+    against the before run's, in seconds of I/O time. The findings price what the fix removed at the before run's rate (the
+    bytes again, the holes); this is the rest of the direction's change."""
+
+    direction: str
+    common_bytes: float
+
+
+@dataclass
 class SystemShare:
     """`why`'s system seconds of each run and their change."""
 
@@ -103,16 +125,18 @@ class JobDiff(Answer):
     before: DiffSide
     after: DiffSide
     io_time_change_s: float
-    #: the findings', the crowd's (`CrowdCause`) and the counters' causes
-    causes: list[DiffCause | CrowdCause]
+    #: the findings', the crowd's (`CrowdCause`), the pace's (`PaceCause`) and the counters' causes
+    causes: list[DiffCause | CrowdCause | PaceCause]
     explained_s: float
     explained_share: float | None
-    #: the finding and crowd causes pointing the change's way, summed before `explained_s`'s cap at the change
+    #: the finding, crowd and pace causes pointing the change's way, summed before `explained_s`'s cap at the change
     claimed_s: float
     same_code: bool
     system: SystemShare | None
     verdict: str
     notes: list[str] = field(default_factory=list)
+    #: the part of `explained_s` the system's pace accounts for (`PaceCause`), not the code's findings
+    pace_s: float = 0.0
 
     def to_json(self) -> dict:
         # answer_dict leaves list items as they are: the causes are dataclasses too
@@ -231,13 +255,14 @@ def material_s(before_io_time_s: float) -> float:
 
 
 def claimed(change_s: float, causes: list[DiffCause]) -> float:
-    """The seconds the finding causes (and the crowd) pointing `change_s`'s way claim, summed (signed)."""
-    return sum(c.change_s for c in causes if c.kind in ("finding", "crowd") and c.change_s * change_s > 0)
+    """The seconds the finding causes (and the crowd, and the pace) pointing `change_s`'s way claim, summed
+    (signed)."""
+    return sum(c.change_s for c in causes if c.kind in ("finding", "crowd", "pace") and c.change_s * change_s > 0)
 
 
 def explained(change_s: float, causes: list[DiffCause]) -> float:
-    """The part of `change_s` the finding causes (and the crowd) account for: their `claimed` seconds, at most
-    all of it."""
+    """The part of `change_s` the finding causes (and the crowd, and the pace) account for: their `claimed`
+    seconds, at most all of it."""
     same = claimed(change_s, causes)
     return max(-abs(change_s), min(abs(change_s), same)) if change_s < 0 else min(change_s, same)
 
@@ -290,6 +315,56 @@ def crowd_cause(rep_b: JobReport, rep_a: JobReport, rates: tuple[float | None, f
     return None
 
 
+def _wall(rep: JobReport, cumulative_s: float) -> float:
+    """Rank-summed storage-layer seconds of `rep` as seconds of its I/O time (`costs.Clock.wall`: scaled by the
+    storage layer's slowest path)."""
+    t = rep.totals
+    total = t.read_time_s + t.write_time_s + t.meta_time_s
+    base = rep.perf.fs_io_time_s if rep.perf.fs_io_time_s is not None else rep.perf.io_time_s
+    return cumulative_s * float(base or 0.0) / total if total > 0 else 0.0
+
+
+def pace_causes(before: JobReport, after: JobReport) -> list[PaceCause]:
+    """The system's pace: per direction, the bytes both runs moved in large POSIX requests (`PACE_MIN_REQUEST`)
+    at the after run's seconds a byte against the before run's, where their rates differ by more than
+    `PACE_MOVED`. The findings of the fix (P09's bytes read again, M09's holes) are priced at the bad run's rate,
+    so where the fixed run moved its bytes faster or slower a byte, that part of the change is this one. Not
+    where the code set the rate: small requests (their calls' latency), syncs among the writes (Darshan adds them
+    to the write time: Y01's), random order (P11, P13: seeks), or other ranks moving the bytes (processes, the
+    ranks with I/O and their split of bytes, R01's one rank, the shared files' split)."""
+    pb, pa = before.interfaces.get("POSIX"), after.interfaces.get("POSIX")
+    ib, ia = before.perf.imbalance, after.perf.imbalance
+    if (pb is None or pa is None or before.job.nprocs != after.job.nprocs or split_causes(before, after)
+            or ib.ranks_with_io != ia.ranks_with_io or abs((ib.bytes or 0.0) - (ia.bytes or 0.0)) > SPLIT_MOVED
+            or (_one_device(before) is None) != (_one_device(after) is None)):
+        return []
+    codes = {f.code for r in (before, after) for f in r.findings}
+    out = []
+    for direction, ops, moved, secs, own in (("read", "reads", "bytes_read", "read_time_s", {"P11"}),
+                                             ("write", "writes", "bytes_written", "write_time_s", {"P13", "Y01"})):
+        got = [(getattr(p, ops) or 0, float(getattr(p, moved) or 0), float(getattr(p, secs) or 0.0)) for p in (pb, pa)]
+        if own & codes or any(n <= 0 or b < PACE_MIN_REQUEST * n or t <= 0 for n, b, t in got):
+            continue
+        (nb, bb, tb), (na, ba, ta) = got
+        sb, sa = tb / bb, ta / ba
+        if abs(sa / sb - 1) <= PACE_MOVED:
+            continue
+        # the bytes both moved are the smaller run's, on its clock
+        common, rep = (ba, after) if ba <= bb else (bb, before)
+        change = _wall(rep, common * (sa - sb))
+        sizes = (f"{format_bytes(bb / nb)} → {format_bytes(ba / na)}" if abs(bb / nb - ba / na) > 0.01 * ba / na
+                 else format_bytes(ba / na))
+        out.append(PaceCause(
+            kind="pace", code=f"pace.POSIX.{direction}", change_s=change, before=1 / sb, after=1 / sa,
+            message=f"the same large POSIX {direction}s ({sizes} a request) ran {max(sa, sb) / min(sa, sb):.1f}× "
+                    f"slower a byte in the {'after' if sa > sb else 'before'} run ({format_bytes(1 / sb)}/s → "
+                    f"{format_bytes(1 / sa)}/s a rank): the {format_bytes(common)} both runs moved took "
+                    f"{format_seconds(abs(change))} {'more' if change > 0 else 'less'} at the after run's pace; the "
+                    "node's or the device's, not the code's",
+            direction=direction, common_bytes=common))
+    return out
+
+
 def diff_reports(before: DiffSide, rep_b: JobReport, after: DiffSide, rep_a: JobReport,
                  system: SystemShare | None = None, notes: list[str] | None = None,
                  crowd: CrowdCause | None = None) -> JobDiff:
@@ -299,31 +374,41 @@ def diff_reports(before: DiffSide, rep_b: JobReport, after: DiffSide, rep_a: Job
     causes = finding_causes(rep_b.findings, rep_a.findings)
     if crowd is not None:
         causes = sorted(causes + [crowd], key=lambda c: -abs(c.change_s))
+    pace = pace_causes(rep_b, rep_a)
     moved = counter_causes(rep_b, rep_a)
     # the same program, processes and requests: what changed is not the code
     same = not moved and (before.exe or "").split(" ")[0] == (after.exe or "").split(" ")[0]
-    exp = explained(change, causes)
+    exp = explained(change, causes + pace)
+    code_s = explained(change, causes)
     share = exp / change + 0.0 if change else None  # + 0.0: no "-0 %" when nothing is explained
+    code_share = code_s / change + 0.0 if change else None
     still = abs(change) < material_s(before.io_time_s)
     named = "; ".join(f"{c.code} {'+' if c.change_s > 0 else '−'}{format_seconds(abs(c.change_s))}"
                       for c in causes[:3])
+    paced = [c for c in pace if c.change_s * change > 0]
+    pace_text = "" if not paced or not change else (
+        f"; {100 * (exp - code_s) / change:.0f} % by the system's pace (" + "; ".join(
+            f"{c.direction}s {'+' if c.change_s > 0 else '−'}{format_seconds(abs(c.change_s))}: "
+            f"{max(c.before, c.after) / min(c.before, c.after):.1f}× slower a byte in the "
+            f"{'after' if c.after < c.before else 'before'} run" for c in paced) + ")")
     if still:
         verdict = f"no material change in I/O time ({'+' if change >= 0 else '−'}{format_seconds(abs(change))})"
-    elif same and (share or 0) < 0.5:
+    elif same and (code_share or 0) < 0.5:
         verdict = (f"same code; the system: {'+' if change > 0 else '−'}{format_seconds(abs(change))} of I/O time "
                    f"({before.io_time_s and 100 * change / before.io_time_s:+.0f} %) with the same requests and no "
-                   "finding that accounts for it")
+                   "finding that accounts for it" + pace_text)
         if system is not None:
             verdict += f"; why puts {format_seconds(system.change_s)} of the change on the system ({system.model})"
     else:
         verdict = (f"the code changed: {'+' if change > 0 else '−'}{format_seconds(abs(change))} of I/O time, "
-                   f"{100 * (share or 0):.0f} % explained by the findings"
-                   + (f" and the crowd on {crowd.fs}" if crowd is not None else "") + (f" ({named})" if named else ""))
+                   f"{100 * (code_share or 0):.0f} % explained by the findings"
+                   + (f" and the crowd on {crowd.fs}" if crowd is not None else "") + (f" ({named})" if named else "")
+                   + pace_text)
         if system is not None and abs(system.change_s) >= 0.1 * abs(change):
             verdict += f"; why puts {format_seconds(system.change_s)} of it on the system"
-    return JobDiff(before=before, after=after, io_time_change_s=change, causes=causes + moved, explained_s=exp,
-                   explained_share=share, claimed_s=claimed(change, causes) + 0.0, same_code=same, system=system,
-                   verdict=verdict, notes=notes or [])
+    return JobDiff(before=before, after=after, io_time_change_s=change, causes=causes + pace + moved,
+                   explained_s=exp, explained_share=share, claimed_s=claimed(change, causes + pace) + 0.0,
+                   same_code=same, system=system, verdict=verdict, notes=notes or [], pace_s=exp - code_s + 0.0)
 
 
 def _system(settings, paths: tuple[str, str], fs: str | None) -> tuple[SystemShare | None, list[str], list]:

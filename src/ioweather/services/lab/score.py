@@ -346,8 +346,8 @@ def score_pairs(cases: list[CaseRun], pairs=PAIRS, progress_cb=lambda pair: None
             ps.explained, ps.no_saving = pair_outcome(d.explained_share, d.io_time_change_s,
                                                       d.verdict.startswith("no material change"), ps.claimed_s,
                                                       material_s(d.before.io_time_s), MIN_EXPLAINED_SHARE)
-            # the crowd is there only when the store's telemetry was (without it, the findings alone, as before)
-            ps.causes = [f"{c.code} {c.change_s:+.2f} s" for c in d.causes if c.kind in ("finding", "crowd")]
+            # the crowd is there only when the store's telemetry was (without it, the findings and the pace)
+            ps.causes = [f"{c.code} {c.change_s:+.2f} s" for c in d.causes if c.kind in ("finding", "crowd", "pace")]
             ps.telemetry = from_store and d.system is not None
             if from_store and d.system is None:
                 ps.telemetry_note = "; ".join(d.notes) or None
