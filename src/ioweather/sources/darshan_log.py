@@ -572,7 +572,7 @@ def _lustre_layout(ffi) -> tuple[struct.Struct, struct.Struct, int]:
     return head, one, one.size
 
 
-def _read_lustre(b, log, path: str, errors: list[str]) -> LustreLayouts:
+def _read_lustre(b, log, path: str, errors: list[str], comp: int) -> LustreLayouts:
     """One row per LUSTRE record: its first component's stripe size, count and pool, its OST ids as text.
 
     Each record is malloc'd by libdarshan-util (its size varies: `_read_fixed` cannot hold them); the
@@ -583,7 +583,8 @@ def _read_lustre(b, log, path: str, errors: list[str]) -> LustreLayouts:
     Its region is counted as it is read, as `_read_fixed` counts its own: each record's bytes (its head,
     components and OST ids), the log refused once they pass INFLATE_RATIO times the compressed length
     (at least INFLATE_FLOOR). Not inflated beforehand (issue 40: inflating its one stream per rank
-    first was 6 ms of a 2,048-rank log's read)."""
+    first was 6 ms of a 2,048-rank log's read). `comp`: the log's compression (check_regions' deflate
+    bound: a small zlib region cannot reach the limit, and is not counted)."""
     ffi, lib = b.ffi, b.libdutil
     cn = b.counter_names("LUSTRE_COMP")
     i_size = cn.index("LUSTRE_COMP_STRIPE_SIZE") if "LUSTRE_COMP_STRIPE_SIZE" in cn else None
@@ -595,6 +596,7 @@ def _read_lustre(b, log, path: str, errors: list[str]) -> LustreLayouts:
     idx = info["idx"] if info else None
     ln = int(info["len"]) if info else 0
     limit, held = max(INFLATE_FLOOR, INFLATE_RATIO * ln), 0
+    counted = not (comp == 0 and DEFLATE_MAX_RATIO * ln + DEFLATE_MATCH <= limit)
     handle, get, free = log["handle"], lib.darshan_log_get_record, lib.darshan_free
     buffer, cast, unpack, null = ffi.buffer, ffi.cast, ffi.unpack, ffi.NULL
     holder = ffi.new("void **")
@@ -611,9 +613,10 @@ def _read_lustre(b, log, path: str, errors: list[str]) -> LustreLayouts:
         try:
             rec = cast(rec_t, p)
             rid, rank, ncomp, nstripes, _, _ = head_t.unpack(buffer(rec))
-            held += head_t.size + max(ncomp, 0) * comp_size + 8 * max(nstripes, 0)
-            if held > limit:
-                raise _refused(path, "LUSTRE", ln, limit)
+            if counted:
+                held += head_t.size + max(ncomp, 0) * comp_size + 8 * max(nstripes, 0)
+                if held > limit:
+                    raise _refused(path, "LUSTRE", ln, limit)
             ids.append(rid)
             ranks.append(rank)
             if ncomp > 0:
@@ -901,7 +904,7 @@ def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: b
             for mod in GENERIC_MODULES:
                 if mod in modules_raw:
                     records[mod] = _read_generic(b, log, mod, modules_raw[mod], names, path, errors)
-            lustre_df = _read_lustre(b, log, path, errors) if lustre and "LUSTRE" in modules_raw else None
+            lustre_df = _read_lustre(b, log, path, errors, layout.comp) if lustre and "LUSTRE" in modules_raw else None
             dxt_out, damaged = {}, {}
             if dxt:
                 budget = dxt_max_segments
