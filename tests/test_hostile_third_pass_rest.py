@@ -237,6 +237,27 @@ def test_a_bomb_in_a_region_not_read_is_left_uninflated(testdata, tmp_path):
     assert json.loads(r.stdout)["ingested"] == 1, r.output
 
 
+@pytest.mark.slow
+def test_a_lustre_region_that_inflates_a_thousandfold_is_refused_as_read(testdata, tmp_path):
+    """Issue 40: the Lustre region is counted as its records are read (no inflating it beforehand): a bomb
+    there is refused in one line, by `job` and by `jobs ingest` alike, the same region unbombed read."""
+    from ioweather.sources.darshan_log import INFLATE_FLOOR, DarshanLogError, read_log
+
+    src = testdata / "darshan" / JOB_LOG
+    zeros = zlib.compress(b"\0" * (4 * INFLATE_FLOOR), 9)
+    bomb = _with_module_region(src, tmp_path / "bomb.darshan", 7, zeros)  # LUSTRE in this 3.21 log
+    with pytest.raises(DarshanLogError, match="LUSTRE region of .* inflates beyond 16.0 MiB"):
+        read_log(bomb, dxt=False, heatmaps=False)
+    assert read_log(bomb, lustre=False).records.keys() == read_log(src).records.keys()
+    assert len(read_log(src).lustre) > 0
+    r = _invoke(tmp_path / "home", "job", str(bomb))
+    assert r.exit_code == 1 and "LUSTRE region" in r.stderr and "inflates beyond" in r.stderr, r.output
+    _one_line(r.stderr)
+    r = _invoke(tmp_path / "home", "jobs", "ingest", str(bomb), str(src), "--workers", "1", "--json")
+    doc = json.loads(r.stdout)
+    assert doc["ingested"] == 1 and doc["failed"] == 1, doc
+
+
 def test_a_job_region_longer_than_its_buffer_is_refused_in_one_line(testdata, tmp_path):
     """libdarshan-util read the rest as the name records and aborted with a double free."""
     from ioweather.sources.darshan_log import DarshanLogError, read_log

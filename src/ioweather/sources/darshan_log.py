@@ -236,52 +236,71 @@ def _inflater(comp: int):
     return None
 
 
-def _inflate(fd: int, off: int, ln: int, comp: int, limit: int) -> tuple[int, bytes]:
+#: The first bytes of a stream given to its inflater, doubled while the stream goes on: a region holds one
+#: stream per writer (2,048 on a log of as many ranks), and zlib copies the input left after a stream's end
+#: (`unused_data`), so feeding a whole MiB at each stream's start copied the region's rest once per stream
+#: (issue 40: 7.5 ms to count a 134 KB name region, ~20 MB/s)
+FIRST_PIECE = 512
+
+
+def _inflate(fd: int, off: int, ln: int, comp: int, limit: int, piece: int = FIRST_PIECE) -> tuple[int, bytes]:
     """(bytes the region inflates to, counted up to `limit` + 1; its first JOB_RECORD_BYTES), streamed
     from the file 1 MiB at a time: a region holds one compressed stream per writer, one after another.
-    A damaged stream ends the count there (libdarshan-util says so as it reads)."""
+    A damaged stream ends the count there (libdarshan-util says so as it reads). `piece`: the input
+    given to a stream's first call (`FIRST_PIECE`)."""
     d = _inflater(comp)
     if d is None:  # stored: as long as it is
         return ln, os.pread(fd, min(ln, JOB_RECORD_BYTES), off)
-    head, total, at, end, pending = b"", 0, off, off + ln, b""
+    head, total, at, end = b"", 0, off, off + ln
+    buf, pos, size = memoryview(b""), 0, piece  # the bytes read, and the first not given to an inflater
     while total <= limit:
         if comp == 1 and not d.eof and not d.needs_input:
             data = b""  # bzip2 holds input it has not inflated yet
         else:
-            if not pending:
+            if pos >= len(buf):
                 if at >= end:
                     break
-                pending = os.pread(fd, min(1 << 20, end - at), at)
-                if not pending:
+                buf, pos = memoryview(os.pread(fd, min(1 << 20, end - at), at)), 0
+                if not buf:
                     break
-                at += len(pending)
-            data, pending = pending, b""
+                at += len(buf)
+            data = buf[pos:pos + size]
+            pos += len(data)
+            size = min(2 * size, 1 << 20)
         try:
             out = d.decompress(data, min(1 << 20, limit + 1 - total))
         except (zlib.error, OSError, EOFError, ValueError):
             break
-        if comp == 0:
-            pending = d.unconsumed_tail
         total += len(out)
         if len(head) < JOB_RECORD_BYTES:
             head += out[:JOB_RECORD_BYTES - len(head)]
+        # input given and not used (zlib stopped at the output's limit, or the stream ended) is given again
+        back = (d.unused_data if d.eof else d.unconsumed_tail if comp == 0 else b"")
+        if back:
+            if len(back) <= pos:
+                pos -= len(back)
+            else:  # bzip2 held it since the previous MiB read
+                buf, pos = memoryview(bytes(back) + bytes(buf[pos:])), 0
         if d.eof:
-            pending = d.unused_data + pending
-            d = _inflater(comp)
+            d, size = _inflater(comp), piece
     return total, head
 
 
-def check_inflation(path: str, fd: int, layout: _Layout, lengths: set[int] | None = None) -> None:
+def check_inflation(path: str, fd: int, layout: _Layout, lengths: set[int] | None = None) -> bytes:
     """Refuse a log whose name or module region inflates beyond INFLATE_RATIO times its size (at least
     INFLATE_FLOOR), before libdarshan-util inflates it whole; and one whose job region inflates beyond
     the 4,096 bytes libdarshan-util reads of it (the real logs' hold at most 4,095): it then reads the
     rest as the name records and aborts the process with a double free.
 
-    `lengths`: only the module regions of these compressed lengths are counted (`modules_read`)."""
-    if _inflate(fd, *layout.job, layout.comp, JOB_RECORD_BYTES)[0] > JOB_RECORD_BYTES:
+    `lengths`: only the module regions of these compressed lengths are counted (`modules_read`).
+    Returns the job region's bytes (`read_job_text` reads them: inflated once)."""
+    # the whole region at once, as libdarshan-util reads it: a damaged stream gives what it gave before
+    total, job = _inflate(fd, *layout.job, layout.comp, JOB_RECORD_BYTES, piece=1 << 20)
+    if total > JOB_RECORD_BYTES:
         raise DarshanLogError(f"{path}: corrupt Darshan log: its job region inflates beyond the "
                               f"{JOB_RECORD_BYTES:,} bytes a job region holds")
     check_regions(path, fd, layout, lambda what, ln: what == "name records" or lengths is None or ln in lengths)
+    return job
 
 
 def check_regions(path: str, fd: int, layout: _Layout, which) -> None:
@@ -316,16 +335,14 @@ class _JobText:
     warnings: list[str]
 
 
-def read_job_text(path: str, fd: int, layout: _Layout) -> _JobText:
+def read_job_text(raw: bytes, layout: _Layout) -> _JobText:
     """The executable's command line and the mount table, read here rather than by libdarshan-util: it
     reads a table with no NUL in its 3,015 bytes past its buffer, and a line it cannot parse
     leaves its entries uninitialised, which PyDarshan then decodes (issue 41: `job` read such a log,
     `jobs ingest` refused it with a different byte each run); PyDarshan refuses a whole log for an
     executable name that is not UTF-8. Parsed as libdarshan-util does (`%s\\t%s`: the type, then the
     mount point; sorted longest mount point first), an unparsable line skipped, bytes that are not UTF-8
-    replaced, each said in the warnings."""
-    off, ln = layout.job
-    _, raw = _inflate(fd, off, ln, layout.comp, JOB_RECORD_BYTES)
+    replaced, each said in the warnings. `raw`: the job region's first JOB_RECORD_BYTES (check_inflation)."""
     # a long mount table fills the buffer with no NUL on real logs too: its last line is cut there
     text = raw[layout.job_struct:layout.job_struct + EXE_LEN].split(b"\0", 1)[0]
     warnings = []
@@ -409,6 +426,27 @@ def _backend():
     return cffi_backend
 
 
+def _name_records(b, log) -> dict[int, str]:
+    """record id -> name, as PyDarshan's `log_get_name_records` (the same C call, the same strict UTF-8
+    decoding, the same order), in a loop that indexes the C array once per name (issue 40: its loop was
+    ~1.5 ms of a large log's read)."""
+    ffi, lib = b.ffi, b.libdutil
+    nrecs = ffi.new("struct darshan_name_record **")
+    cnt = ffi.new("int *")
+    lib.darshan_log_get_name_records(log["handle"], nrecs, cnt)
+    out: dict[int, str] = {}
+    arr, free, string = nrecs[0], lib.darshan_free, ffi.string
+    for i in range(cnt[0]):
+        rec = arr[i]
+        name = rec.name
+        text = string(name)
+        free(name)
+        out[rec.id] = text.decode("utf-8")
+    free(arr)
+    log["name_records"] = out
+    return out
+
+
 @functools.lru_cache(maxsize=64)
 def _struct_dtype(ffi, ctype: str, n_counters: int, n_fcounters: int, with_file_rec: bool) -> np.dtype:
     """A numpy dtype that views the C record struct in place (offsets from CFFI)."""
@@ -442,6 +480,12 @@ def _iter_raw(b, log, mod_name: str, path: str, errors: list[str]):
             lib.darshan_free(buf[0])
 
 
+def _refused(path: str, mod_name: str, ln: int, limit: int) -> DarshanLogError:
+    """A region whose records, as read, hold more than `limit` bytes (check_regions' word for it)."""
+    return DarshanLogError(f"{path}: corrupt Darshan log: its {mod_name} region of {format_bytes(ln)} inflates "
+                           f"beyond {format_bytes(limit)} ({INFLATE_RATIO}x, the most a real log's does): refused")
+
+
 def _read_fixed(b, log, mod_name: str, dt: np.dtype, path: str, errors: list[str]) -> np.ndarray:
     """Every record of a fixed-size module, read by libdarshan-util straight into one array of `dt`.
 
@@ -473,9 +517,7 @@ def _read_fixed(b, log, mod_name: str, dt: np.dtype, path: str, errors: list[str
     while True:
         if n == cap:
             if n * size > limit:
-                raise DarshanLogError(f"{path}: corrupt Darshan log: its {mod_name} region of {format_bytes(ln)} "
-                                      f"inflates beyond {format_bytes(limit)} ({INFLATE_RATIO}x, the most a real "
-                                      "log's does): refused")
+                raise _refused(path, mod_name, ln, limit)
             cap = min(cap * 4, limit // size + 2)
             grown = np.zeros(cap, dtype=dt)
             grown[:n] = out
@@ -530,13 +572,19 @@ def _lustre_layout(ffi) -> tuple[struct.Struct, struct.Struct, int]:
     return head, one, one.size
 
 
-def _read_lustre(b, log, path: str, errors: list[str]) -> LustreLayouts:
+def _read_lustre(b, log, path: str, errors: list[str], comp: int) -> LustreLayouts:
     """One row per LUSTRE record: its first component's stripe size, count and pool, its OST ids as text.
 
     Each record is malloc'd by libdarshan-util (its size varies: `_read_fixed` cannot hold them); the
     loop copies its head and first component out as bytes in one CFFI call each and decodes them
     with `struct` (issue 40: a CFFI attribute read per field was most of reading the Lustre layouts);
-    the columns are made at the end."""
+    the columns are made at the end.
+
+    Its region is counted as it is read, as `_read_fixed` counts its own: each record's bytes (its head,
+    components and OST ids), the log refused once they pass INFLATE_RATIO times the compressed length
+    (at least INFLATE_FLOOR). Not inflated beforehand (issue 40: inflating its one stream per rank
+    first was 6 ms of a 2,048-rank log's read). `comp`: the log's compression (check_regions' deflate
+    bound: a small zlib region cannot reach the limit, and is not counted)."""
     ffi, lib = b.ffi, b.libdutil
     cn = b.counter_names("LUSTRE_COMP")
     i_size = cn.index("LUSTRE_COMP_STRIPE_SIZE") if "LUSTRE_COMP_STRIPE_SIZE" in cn else None
@@ -544,7 +592,11 @@ def _read_lustre(b, log, path: str, errors: list[str]) -> LustreLayouts:
     head_t, comp_t, comp_size = _lustre_layout(ffi)
     ids, ranks, sizes, counts, pools, osts = [], [], [], [], [], []
     pool_text: dict[bytes, str] = {}
-    idx = log["modules"]["LUSTRE"]["idx"] if log["modules"] else None
+    info = log["modules"]["LUSTRE"] if log["modules"] else None
+    idx = info["idx"] if info else None
+    ln = int(info["len"]) if info else 0
+    limit, held = max(INFLATE_FLOOR, INFLATE_RATIO * ln), 0
+    counted = not (comp == 0 and DEFLATE_MAX_RATIO * ln + DEFLATE_MATCH <= limit)
     handle, get, free = log["handle"], lib.darshan_log_get_record, lib.darshan_free
     buffer, cast, unpack, null = ffi.buffer, ffi.cast, ffi.unpack, ffi.NULL
     holder = ffi.new("void **")
@@ -561,6 +613,10 @@ def _read_lustre(b, log, path: str, errors: list[str]) -> LustreLayouts:
         try:
             rec = cast(rec_t, p)
             rid, rank, ncomp, nstripes, _, _ = head_t.unpack(buffer(rec))
+            if counted:
+                held += head_t.size + max(ncomp, 0) * comp_size + 8 * max(nstripes, 0)
+                if held > limit:
+                    raise _refused(path, "LUSTRE", ln, limit)
             ids.append(rid)
             ranks.append(rank)
             if ncomp > 0:
@@ -812,8 +868,7 @@ def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: b
     layout = layout or check_layout(path, open_path=open_path)
     with open(open_path, "rb") as f:
         # the job and name regions now; a module's before its records are read (modules_read)
-        check_inflation(path, f.fileno(), layout, lengths=set())
-        text = read_job_text(path, f.fileno(), layout)
+        text = read_job_text(check_inflation(path, f.fileno(), layout, lengths=set()), layout)
     b = _backend()
     errors: list[str] = list(text.warnings)
     with _captured_c_stderr(errors):
@@ -838,16 +893,18 @@ def _read_log(path: str, open_path: str, *, dxt: bool, heatmaps: bool, lustre: b
                 raise DarshanLogError(f"{path}: corrupt Darshan log: libdarshan-util cannot open it"
                                       + (f" ({errors[0]})" if errors else "")) from None
             # the generic modules' regions are counted as they are read (_read_fixed)
-            wanted = [*(["LUSTRE"] if lustre else []), *(DXT_MODULES if dxt else ()), *(["HEATMAP"] if heatmaps else [])]
+            # and the Lustre records' (_read_lustre)
+            wanted = [*(DXT_MODULES if dxt else ()), *(["HEATMAP"] if heatmaps else [])]
             lengths = modules_read(modules_raw, wanted)
-            with open(open_path, "rb") as f:
-                check_regions(path, f.fileno(), layout, lambda what, ln: what != "name records" and ln in lengths)
-            names = b.log_get_name_records(log)
+            if lengths:
+                with open(open_path, "rb") as f:
+                    check_regions(path, f.fileno(), layout, lambda what, ln: what != "name records" and ln in lengths)
+            names = _name_records(b, log)
             records: dict[str, ModuleRecords] = {}
             for mod in GENERIC_MODULES:
                 if mod in modules_raw:
                     records[mod] = _read_generic(b, log, mod, modules_raw[mod], names, path, errors)
-            lustre_df = _read_lustre(b, log, path, errors) if lustre and "LUSTRE" in modules_raw else None
+            lustre_df = _read_lustre(b, log, path, errors, layout.comp) if lustre and "LUSTRE" in modules_raw else None
             dxt_out, damaged = {}, {}
             if dxt:
                 budget = dxt_max_segments
