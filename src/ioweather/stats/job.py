@@ -511,8 +511,10 @@ def _fs_records(log) -> Cols:
 def rank0_io_span(fs: Cols) -> tuple[float, float] | None:
     """Rank 0's I/O span in seconds from the job's start: the first open to the last read or write end
     (Darshan's F_OPEN_START and F_READ_END/F_WRITE_END timestamps) of the storage records that moved bytes and
-    are rank 0's own or shared (rank -1: reduced over the ranks). None when no such record has both."""
-    moved = ((fs["bytes_read"] + fs["bytes_written"]) > 0) & (fs["rank"] <= 0)
+    are rank 0's own or shared (rank -1: reduced over the ranks), the standard streams left out (`stream_mask`:
+    rank 0 printing while the job computes is not its I/O, and a span stretched over it would price a device's
+    crowd while the job was not using the device). None when no such record has both."""
+    moved = ((fs["bytes_read"] + fs["bytes_written"]) > 0) & (fs["rank"] <= 0) & ~stream_mask(fs["name"])
     start, end = fs["open_start"][moved], fs["io_end"][moved]
     start, end = start[np.isfinite(start)], end[np.isfinite(end)]
     if not start.size or not end.size or end.max() <= start.min():
