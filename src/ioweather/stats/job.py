@@ -277,10 +277,20 @@ def unique_first_inverse(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
             np.fromiter(map(place.__getitem__, rows), np.intp, count=len(rows)))
 
 
+def _hashes_as_numpy_compares(a: np.ndarray) -> bool:
+    """True when a set's membership of `a`'s values is numpy's equality: integers and text. Not floats, nor an
+    object array holding anything else: a set finds the very NaN object it holds (identity before equality),
+    numpy's == never does."""
+    if a.dtype.kind in "iuU":
+        return True
+    return a.dtype.kind == "O" and all(isinstance(x, (str, int)) for x in a.tolist())
+
+
 def member(a: np.ndarray, values) -> np.ndarray:
-    """np.isin(a, values) of a 1-d array of integers or text (no floats: NaN is never a member of isin's)."""
+    """np.isin(a, values) of 1-d arrays, by a set when both hold integers or text only (`_hashes_as_numpy_compares`)."""
     values = values if isinstance(values, np.ndarray) else np.asarray(values)
-    if len(a) > SMALL_SET or len(values) > SMALL_SET or a.dtype.kind == "f" or values.dtype.kind == "f":
+    if len(a) > SMALL_SET or len(values) > SMALL_SET or not (_hashes_as_numpy_compares(a)
+                                                               and _hashes_as_numpy_compares(values)):
         return np.isin(a, values)
     return np.fromiter(map(set(values.tolist()).__contains__, a.tolist()), bool, count=len(a))
 
