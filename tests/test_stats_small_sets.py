@@ -11,7 +11,8 @@ import random
 import numpy as np
 import pytest
 
-from ioweather.stats.job import SMALL_SET, _mode, distinct, member, n_distinct, unique_first_inverse
+from ioweather.stats.job import (SMALL_SET, _mode, distinct, member, n_distinct, unique_first,
+                                 unique_first_inverse)
 
 
 def _arrays(seed: int):
@@ -46,6 +47,8 @@ def test_first_and_inverse_as_numpy(seed):
         assert gu.dtype == u.dtype and np.array_equal(gu, u)
         assert np.array_equal(gfirst, first) and np.array_equal(ginv, inv)
         assert np.array_equal(gu[ginv], a)
+        fu, ffirst = unique_first(a)
+        assert fu.dtype == u.dtype and np.array_equal(fu, u) and np.array_equal(ffirst, first)
 
 
 def test_member_as_isin(seed):

@@ -262,19 +262,26 @@ def n_distinct(a: np.ndarray) -> int:
     return len(set(a.tolist()))
 
 
+def unique_first(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(a, return_index=True) of a 1-d integer array: the distinct values sorted and the first row of
+    each."""
+    if len(a) > SMALL_SET or a.dtype.kind not in "iu":
+        return np.unique(a, return_index=True)
+    first: dict = {}
+    for i, x in enumerate(a.tolist()):
+        first.setdefault(x, i)
+    values = sorted(first)
+    return np.array(values, dtype=a.dtype), np.array([first[x] for x in values], dtype=np.intp)
+
+
 def unique_first_inverse(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """np.unique(a, return_index=True, return_inverse=True) of a 1-d integer array: the distinct values sorted,
     the first row of each, and each row's place among them."""
     if len(a) > SMALL_SET or a.dtype.kind not in "iu":
         return np.unique(a, return_index=True, return_inverse=True)
-    rows = a.tolist()
-    first: dict = {}
-    for i, x in enumerate(rows):
-        first.setdefault(x, i)
-    values = sorted(first)
-    place = {x: i for i, x in enumerate(values)}
-    return (np.array(values, dtype=a.dtype), np.array([first[x] for x in values], dtype=np.intp),
-            np.fromiter(map(place.__getitem__, rows), np.intp, count=len(rows)))
+    values, first = unique_first(a)
+    place = {x: i for i, x in enumerate(values.tolist())}
+    return values, first, np.fromiter(map(place.__getitem__, a.tolist()), np.intp, count=len(a))
 
 
 def _hashes_as_numpy_compares(a: np.ndarray) -> bool:
@@ -1248,7 +1255,7 @@ def file_columns(log) -> dict[str, np.ndarray]:
 def first_layouts(lustre) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct record ids of the Lustre layouts, sources.darshan_log.LustreLayouts, sorted; the row of
     each id's first record): a file's layout is its first record's."""
-    return unique_first_inverse(lustre.id)[:2]
+    return unique_first(lustre.id)
 
 
 def _lustre_columns(ids: np.ndarray, lustre) -> dict[str, np.ndarray]:
