@@ -15,6 +15,7 @@ import pytest
 
 from ioweather.config import Settings
 from ioweather.services.runtime import stores
+from ioweather.store import cache_files
 from ioweather.store import kept_answers as ka
 from ioweather.web.app import create_app
 from ioweather.web.pages import workload as workload_page
@@ -80,6 +81,33 @@ def test_symbolic_links_are_not_followed(tmp_path):
         assert {p: p.read_bytes() for p in moved.rglob("*") if p.is_file()} == snapshot
         os.unlink(d)
         os.replace(moved, d)
+
+
+def test_a_stale_temporary_file_does_not_block_the_writes(tmp_path):
+    """A crash leaves `.NAME.<pid>.tmp` behind; a process of the same id later (PID 1 in every container start)
+    still saves, and a failed write leaves no temporary file and the previous entry as it was."""
+    home = tmp_path / "home"
+    assert ka.save(home, "s", "k", "v", DOC)
+    d, name = ka.dir_of(home), ka._name("s", "k")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_bytes(b"not ours")
+    (d / f".{name}.{os.getpid()}.tmp").write_bytes(b"left by a crash")
+    os.symlink(elsewhere, d / f".{name}.{os.getpid() + 1}.tmp")
+    assert ka.save(home, "s", "k", "v2", DOC.replace("x", "y"))
+    assert ka.load(home, "s", "k", "v2") == DOC.replace("x", "y") and elsewhere.read_bytes() == b"not ours"
+
+    def failing():
+        yield b"half"
+        raise OSError("disk full")
+    before = sorted(p.name for p in d.iterdir())
+    dfd = cache_files.open_dir(d, create=False)
+    try:
+        with pytest.raises(OSError, match="disk full"):
+            cache_files.write_in(dfd, name, failing())
+    finally:
+        os.close(dfd)
+    assert sorted(p.name for p in d.iterdir()) == before
+    assert ka.load(home, "s", "k", "v2") == DOC.replace("x", "y")
 
 
 def test_bounded(tmp_path, monkeypatch):

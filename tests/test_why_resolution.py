@@ -171,3 +171,65 @@ def test_inside_amount_against_a_loop(capsys):
     assert resolved_cost(2.0, 100.0, 100.0, 0.5) == (0.0, 1.0)
     assert resolved_cost(2.0, 100.0, 400.0, 0.2) == pytest.approx((1.5, 1.6))
     assert resolved_cost(2.0, 100.0, 400.0, 0.9) == pytest.approx((0.2, 0.2))
+
+
+def test_a_run_on_its_own_osts_is_judged_at_their_resolution(lab, tmp_path, monkeypatch):
+    """The coverage factor's "job's targets" variant (a Lustre log naming its OSTs; planted here: the 3.7 s quiet
+    twin's log as if it named OST0000): another writer's 300 MB in the run's tail on OST0000, and a storm through
+    the run on OST0001, a server the job did not use. The share is taken over OST0000 alone, whose readings wholly
+    inside the run hold the job's own bytes only: not told from 0 (over every target the storm resolves it)."""
+    from ioweather.services.jobs import weather as job_weather
+
+    home, facts = lab
+    f = facts[QUIET]
+    tail = (f["end"] // S + 2) * S
+    mine, other = _readings(f, lambda t: 300 * MB if t == tail else 0.0)
+    storm, _ = _readings({**f, "written": 0.0}, lambda t: 1000 * MB if f["start"] - 2 * S <= t < f["end"] + 2 * S
+                         else 0.0)
+    rows = pd.concat([mine.assign(target="vda-OST0000"), storm.assign(target="vda-OST0001")])
+    # the reference: over every target the storm is inside the run, and the share is resolved
+    every = _why(_plant(home, tmp_path / "all", rows), f)
+    assert every["system_model"] == "coverage_factor" and every["system_range"]["resolved"] is True
+    home = _plant(home, tmp_path / "own", rows)
+    real = job_weather._file_facts
+
+    def named_ost0(store, rows):
+        sums, mounts, osts, mbytes = real(store, rows)
+        return sums, mounts, {h: [0] for h in rows["log_hash"]}, mbytes
+    monkeypatch.setattr(job_weather, "_file_facts", named_ost0)
+    w = _why(home, f)
+    low, high = _reference(f, other)
+    assert low == 0.0 and high > 0.005 * f["io"]
+    assert w["system_s"] is None and w["system_model"] == "below_resolution", w["evidence"]["system"]
+    r = w["system_range"]
+    assert r["low_s"] == 0.0 and r["high_s"] == pytest.approx(high, rel=1e-6) and r["resolved"] is False
+    assert "hold no other bytes than its own" in w["evidence"]["system"]
+
+
+def test_the_jobs_range_sums_only_the_coverage_factors_logs_and_is_resolved_as_one_logs():
+    """A job of three logs: one the coverage factor placed 10 s surely on the system (resolved), one whose share
+    1 s readings cannot tell from 0, one the probes priced (its coverage-factor range kept as evidence). The job's
+    range is of the first two: told from 0 by the first's low end, as one log of their sum would be (`cf_range`)."""
+    from types import SimpleNamespace
+
+    from ioweather.services.answers.why import NEGLIGIBLE, SystemRange, _ranges
+
+    def log(io, model, low, high, reading, run):
+        resolved = low > NEGLIGIBLE * io or high <= NEGLIGIBLE * io
+        return SimpleNamespace(io_time_s=io, system_model=model, system_range=SystemRange(
+            low_s=low, high_s=high, reading_s=reading, run_s=run, resolved=resolved))
+
+    surely = log(40.0, "coverage_factor", 10.0, 12.0, 1.0, 60.0)
+    unsure = log(2.0, "below_resolution", 0.0, 1.5, 10.0, 3.0)
+    probed = log(30.0, "probe_slowdown", 25.0, 28.0, 1.0, 90.0)
+    assert surely.system_range.resolved and not unsure.system_range.resolved
+    r = _ranges([surely, unsure, probed])
+    assert (r.low_s, r.high_s, r.reading_s, r.run_s) == (10.0, 13.5, 10.0, 60.0) and r.resolved is True
+    # alone, the unsure log's range is not told from 0; without a coverage factor's log there is no range
+    assert _ranges([unsure]).resolved is False and _ranges([probed]) is None
+    # each log's share told (one's low end above its negligible share, the other's high end below it), their sum's
+    # not: 0.6 s surely, up to 1.3 s, of 200 s of I/O
+    told_high = log(100.0, "coverage_factor", 0.6, 0.9, 1.0, 60.0)
+    told_low = log(100.0, "coverage_factor", 0.0, 0.4, 1.0, 60.0)
+    assert told_high.system_range.resolved and told_low.system_range.resolved
+    assert _ranges([told_high, told_low]).resolved is False

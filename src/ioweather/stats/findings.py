@@ -1386,9 +1386,17 @@ class _Posix:
     one_local_disk: bool = False
     #: what several rules read, made once (`small`, `shared_c`; issue 40)
     memo: dict = field(default_factory=dict, repr=False)
-    #: `monitored` of each of _POSIX_COLUMNS (read-only rows of one block), and its NaN-skipping sum
-    mon: dict = field(default_factory=dict, repr=False)
-    sums: dict = field(default_factory=dict, repr=False)
+    #: `monitored` of _POSIX_COLUMNS (one read-only row each), and each row's NaN-skipping sum: read by `mon`, `sum`
+    block: np.ndarray = field(default=None, repr=False)
+    block_sums: np.ndarray = field(default=None, repr=False)
+
+    def mon(self, column: str) -> np.ndarray:
+        """`monitored` of one of _POSIX_COLUMNS (-1 as NaN)."""
+        return self.block[_POSIX_INDEX[column]]
+
+    def sum(self, column: str) -> float:
+        """The records' NaN-skipping sum of one of _POSIX_COLUMNS."""
+        return float(self.block_sums[_POSIX_INDEX[column]])
 
     def small(self, kind: str, shared: bool = False) -> tuple[int, int, float]:
         """`small_requests` of `kind` over the records (`shared`: over the shared records)."""
@@ -1416,6 +1424,7 @@ class _Posix:
 _POSIX_COLUMNS = ("POSIX_READS", "POSIX_WRITES", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_F_READ_TIME",
                   "POSIX_F_WRITE_TIME", "POSIX_MAX_BYTE_READ", "POSIX_MAX_BYTE_WRITTEN", "POSIX_SEQ_READS",
                   "POSIX_SEQ_WRITES", "POSIX_MEM_NOT_ALIGNED", "POSIX_FILE_NOT_ALIGNED")
+_POSIX_INDEX = {name: i for i, name in enumerate(_POSIX_COLUMNS)}
 
 
 def _posix_context(posix, t: Thresholds, nprocs: int, clock: costs.Clock) -> _Posix:
@@ -1423,12 +1432,14 @@ def _posix_context(posix, t: Thresholds, nprocs: int, clock: costs.Clock) -> _Po
     block = monitored_block(c, list(_POSIX_COLUMNS))
     block.setflags(write=False)
     # each row's nan_sum (a row summed as its own 1-d sum)
-    sums = dict(zip(_POSIX_COLUMNS, nan_sums(block).tolist()))
+    sums = nan_sums(block)
+    sums.setflags(write=False)
+    reads, writes, br, bw, t_read, t_write = (float(sums[_POSIX_INDEX[k]]) for k in (
+        "POSIX_READS", "POSIX_WRITES", "POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_F_READ_TIME",
+        "POSIX_F_WRITE_TIME"))
     return _Posix(c=c, posix=posix, t=t, nprocs=nprocs, clock=clock, ranks=c["rank"],
-                  shared_mask=(c["rank"] < 0) & (nprocs > 1),
-                  reads=sums["POSIX_READS"], writes=sums["POSIX_WRITES"], br=sums["POSIX_BYTES_READ"],
-                  bw=sums["POSIX_BYTES_WRITTEN"], t_read=sums["POSIX_F_READ_TIME"],
-                  t_write=sums["POSIX_F_WRITE_TIME"], mon=dict(zip(_POSIX_COLUMNS, block)), sums=sums)
+                  shared_mask=(c["rank"] < 0) & (nprocs > 1), reads=reads, writes=writes, br=br, bw=bw,
+                  t_read=t_read, t_write=t_write, block=block, block_sums=sums)
 
 
 def _small_cost(x: _Posix, kind: str) -> float:
@@ -1505,7 +1516,7 @@ def _misalignment(x: _Posix) -> list[dict]:
     out = []
     c, t, clock, br, bw = x.c, x.t, x.clock, x.br, x.bw
     t_read, t_write, ops = x.t_read, x.t_write, x.ops
-    mem, fil = x.sums["POSIX_MEM_NOT_ALIGNED"], x.sums["POSIX_FILE_NOT_ALIGNED"]
+    mem, fil = x.sum("POSIX_MEM_NOT_ALIGNED"), x.sum("POSIX_FILE_NOT_ALIGNED")
     if ops:
         unit = None
         for code, val, what in (("P07", mem, "memory"), ("P08", fil, "file")):
@@ -1534,7 +1545,7 @@ def _redundant_traffic(x: _Posix) -> list[dict]:
     for kind, code, bytes_col, max_col, t_col in (
             ("read", "P09", "POSIX_BYTES_READ", "POSIX_MAX_BYTE_READ", "POSIX_F_READ_TIME"),
             ("written", "P10", "POSIX_BYTES_WRITTEN", "POSIX_MAX_BYTE_WRITTEN", "POSIX_F_WRITE_TIME")):
-        b, m = x.mon[bytes_col], x.mon[max_col]
+        b, m = x.mon(bytes_col), x.mon(max_col)
         ok = ~np.isnan(b) & ~np.isnan(m) & (b > 0)
         extra = np.where(ok, b - (m + 1), 0.0)
         red = extra > 0
@@ -1555,7 +1566,7 @@ def _non_sequential(x: _Posix) -> list[dict]:
     t, clock, t_read, t_write = x.t, x.clock, x.t_read, x.t_write
     for kind, code_bad, code_ok, t_kind, b_kind, small in (("READS", "P11", "P12", t_read, x.br, ("P05", "P15")),
                                                            ("WRITES", "P13", "P14", t_write, x.bw, ("P06", "P16"))):
-        n, seq = x.mon[f"POSIX_{kind}"], x.mon[f"POSIX_SEQ_{kind}"]
+        n, seq = x.mon(f"POSIX_{kind}"), x.mon(f"POSIX_SEQ_{kind}")
         ok = ~np.isnan(n) & ~np.isnan(seq)
         total_n = float(n[ok].sum())
         rand = float((n[ok] - seq[ok]).sum())

@@ -262,25 +262,42 @@ def n_distinct(a: np.ndarray) -> int:
     return len(set(a.tolist()))
 
 
+def unique_first(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(a, return_index=True) of a 1-d integer array: the distinct values sorted and the first row of
+    each."""
+    if len(a) > SMALL_SET or a.dtype.kind not in "iu":
+        return np.unique(a, return_index=True)
+    first: dict = {}
+    for i, x in enumerate(a.tolist()):
+        first.setdefault(x, i)
+    values = sorted(first)
+    return np.array(values, dtype=a.dtype), np.array([first[x] for x in values], dtype=np.intp)
+
+
 def unique_first_inverse(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """np.unique(a, return_index=True, return_inverse=True) of a 1-d integer array: the distinct values sorted,
     the first row of each, and each row's place among them."""
     if len(a) > SMALL_SET or a.dtype.kind not in "iu":
         return np.unique(a, return_index=True, return_inverse=True)
-    rows = a.tolist()
-    first: dict = {}
-    for i, x in enumerate(rows):
-        first.setdefault(x, i)
-    values = sorted(first)
-    place = {x: i for i, x in enumerate(values)}
-    return (np.array(values, dtype=a.dtype), np.array([first[x] for x in values], dtype=np.intp),
-            np.fromiter(map(place.__getitem__, rows), np.intp, count=len(rows)))
+    values, first = unique_first(a)
+    place = {x: i for i, x in enumerate(values.tolist())}
+    return values, first, np.fromiter(map(place.__getitem__, a.tolist()), np.intp, count=len(a))
+
+
+def _hashes_as_numpy_compares(a: np.ndarray) -> bool:
+    """True when a set's membership of `a`'s values is numpy's equality: integers and text. Not floats, nor an
+    object array holding anything else: a set finds the very NaN object it holds (identity before equality),
+    numpy's == never does."""
+    if a.dtype.kind in "iuU":
+        return True
+    return a.dtype.kind == "O" and all(isinstance(x, (str, int)) for x in a.tolist())
 
 
 def member(a: np.ndarray, values) -> np.ndarray:
-    """np.isin(a, values) of a 1-d array of integers or text (no floats: NaN is never a member of isin's)."""
+    """np.isin(a, values) of 1-d arrays, by a set when both hold integers or text only (`_hashes_as_numpy_compares`)."""
     values = values if isinstance(values, np.ndarray) else np.asarray(values)
-    if len(a) > SMALL_SET or len(values) > SMALL_SET or a.dtype.kind == "f" or values.dtype.kind == "f":
+    if len(a) > SMALL_SET or len(values) > SMALL_SET or not (_hashes_as_numpy_compares(a)
+                                                               and _hashes_as_numpy_compares(values)):
         return np.isin(a, values)
     return np.fromiter(map(set(values.tolist()).__contains__, a.tolist()), bool, count=len(a))
 
@@ -511,8 +528,10 @@ def _fs_records(log) -> Cols:
 def rank0_io_span(fs: Cols) -> tuple[float, float] | None:
     """Rank 0's I/O span in seconds from the job's start: the first open to the last read or write end
     (Darshan's F_OPEN_START and F_READ_END/F_WRITE_END timestamps) of the storage records that moved bytes and
-    are rank 0's own or shared (rank -1: reduced over the ranks). None when no such record has both."""
-    moved = ((fs["bytes_read"] + fs["bytes_written"]) > 0) & (fs["rank"] <= 0)
+    are rank 0's own or shared (rank -1: reduced over the ranks), the standard streams left out (`stream_mask`:
+    rank 0 printing while the job computes is not its I/O, and a span stretched over it would price a device's
+    crowd while the job was not using the device). None when no such record has both."""
+    moved = ((fs["bytes_read"] + fs["bytes_written"]) > 0) & (fs["rank"] <= 0) & ~stream_mask(fs["name"])
     start, end = fs["open_start"][moved], fs["io_end"][moved]
     start, end = start[np.isfinite(start)], end[np.isfinite(end)]
     if not start.size or not end.size or end.max() <= start.min():
@@ -1236,7 +1255,7 @@ def file_columns(log) -> dict[str, np.ndarray]:
 def first_layouts(lustre) -> tuple[np.ndarray, np.ndarray]:
     """(the distinct record ids of the Lustre layouts, sources.darshan_log.LustreLayouts, sorted; the row of
     each id's first record): a file's layout is its first record's."""
-    return unique_first_inverse(lustre.id)[:2]
+    return unique_first(lustre.id)
 
 
 def _lustre_columns(ids: np.ndarray, lustre) -> dict[str, np.ndarray]:

@@ -1,32 +1,51 @@
 """Derived cache files in a store's home, written and read without following a link (probe-rollups.bin,
-probe-baselines.json, the kept answers). Each caller opens its directory (`open_dir`, or its own
-`os.open(..., O_DIRECTORY | O_NOFOLLOW)` where it creates other parents: the kept answers) and hands its
+probe-baselines.json, the kept answers). Each caller opens its directory (`open_dir`) and hands its
 descriptor here, so every name is resolved inside that directory and a link planted at the file is never
 followed: the read refuses it, the write's rename replaces the link itself."""
 
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Iterable
 from pathlib import Path
 
 
-def open_dir(d: Path, create: bool) -> int:
-    """The directory's descriptor (made 0700, its parents as the umask says, when `create`), refused (OSError)
-    when it is a symbolic link."""
+def open_dir(d: Path, create: bool, below: int = 0) -> int:
+    """The directory's descriptor, refused (OSError) when it, or any of its `below` parents, is a symbolic link
+    (each opened inside the one above it with O_NOFOLLOW). When `create`, those made 0700 and the rest of the
+    parents as the umask says."""
+    names = [d.name]
+    top = d.parent
+    for _ in range(below):
+        names.insert(0, top.name)
+        top = top.parent
     if create:
-        d.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.mkdir(d, 0o700)
-        except FileExistsError:
-            pass
-    return os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        top.mkdir(parents=True, exist_ok=True)
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for name in names:
+            if create:
+                try:
+                    os.mkdir(name, 0o700, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            inner = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def write_in(dfd: int, name: str, chunks: Iterable[bytes]) -> int:
     """Write `chunks` as `name` in the directory `dfd` atomically (a temporary file synced, then renamed over the
     name): the bytes written. OSError when it cannot (the temporary file removed)."""
-    tmp = f".{name}.{os.getpid()}.tmp"
+    # A random part, not only the process id: a temporary file left by a crash (or by an earlier process of the
+    # same id, as PID 1 in every container start) must not block the writes after it.
+    tmp = f".{name}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
+    # Opened before the try: when O_EXCL refuses, the name is another's and not ours to remove.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dfd)
     try:
         n = 0

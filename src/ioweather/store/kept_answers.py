@@ -46,24 +46,6 @@ def _name(store: str, key: str) -> str:
     return hashlib.sha256(f"{store}\0{key}".encode()).hexdigest()[:32] + ".bin"
 
 
-def _open_dir(d: Path, create: bool) -> int:
-    """The directory's descriptor, refused (OSError) when it or its parent is a symbolic link."""
-    if create:
-        d.parent.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.mkdir(d.parent, 0o700)
-        except FileExistsError:
-            pass
-    if d.parent.is_symlink():
-        raise OSError(f"{d.parent} is a symbolic link")
-    if create:
-        try:
-            os.mkdir(d, 0o700)
-        except FileExistsError:
-            pass
-    return os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-
-
 def encode(store: str, key: str, version: str, text: str) -> bytes:
     payload = text.encode()
     header = json.dumps({"format": VERSION, "store": store, "key": key, "version": version,
@@ -96,7 +78,7 @@ def decode(data: bytes, store: str, key: str, version: str) -> str | None:
 def load(home: Path, store: str, key: str, version: str) -> str | None:
     """The kept document (JSON text) of `key` at `version`, None without a valid one."""
     try:
-        dfd = _open_dir(dir_of(home), create=False)
+        dfd = cache_files.open_dir(dir_of(home), create=False, below=1)
     except OSError:
         return None
     try:
@@ -115,7 +97,7 @@ def save(home: Path, store: str, key: str, version: str, text: str) -> bool:
     if len(data) > MAX_BYTES:
         return False
     try:
-        dfd = _open_dir(dir_of(home), create=True)
+        dfd = cache_files.open_dir(dir_of(home), create=True, below=1)
     except OSError:
         return False
     try:
@@ -146,7 +128,7 @@ def _bound(dfd: int) -> None:
 def remove(home: Path) -> int:
     """Delete every entry (`store prune`): how many there were."""
     try:
-        dfd = _open_dir(dir_of(home), create=False)
+        dfd = cache_files.open_dir(dir_of(home), create=False, below=1)
     except OSError:
         return 0
     n = 0

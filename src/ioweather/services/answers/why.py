@@ -182,12 +182,14 @@ def _log_budget(job: _Job, ref: _LogRef, notes: list[str]) -> _LogAnswer:
     targets = probes.on(mount, dataset)
     probe = probes.slowdown(targets, facts.start_ns, facts.end_ns) if targets else (None, None)
     resolution = None
-    if weather is not None and not weather.no_data and weather.cf_variant == "all targets":
+    if weather is not None and not weather.no_data and weather.cf_variant in ("all targets", "job's targets"):
         # lazy: pyarrow via services.jobs.weather's reader, loaded only when there is telemetry
-        from ioweather.services.jobs.weather import run_readings
+        from ioweather.services.jobs.weather import run_readings, stored_osts
 
+        # the readings of the servers the coverage factor was taken over: the job's own OSTs when its log names them
+        osts = stored_osts(store, ref.hash) if weather.cf_variant == "job's targets" else None
         resolution = cf_range(facts, weather, run_readings(settings.parquet_dir, dataset, facts.start_ns,
-                                                           facts.end_ns))
+                                                           facts.end_ns, osts))
     system, model, sys_ev = _system(facts, weather, probe, targets, dataset, has_tel, where,
                                     probes.fewest if targets else None, resolution)
     code, system_s, rest = split(facts.io_time_s, facts.saving_s, system)
@@ -874,19 +876,26 @@ def _answer(ident: str, logs: list[_LogAnswer], events: list[Event], sched_row: 
               evidence=evidence, verdict="", events=events, climate=climate, logs=bs,
               fs=bs[0].fs if len({b.fs for b in bs}) == 1 else None, nnodes=nnodes, nnodes_source=nsource,
               start=ns_to_iso(min(starts)), end=ns_to_iso(max(ends)), targets=targets, notes=notes,
-              system_range=_ranges([b.system_range for b in bs if b.system_range is not None]))
+              system_range=_ranges(bs))
     out.verdict = verdict_line(out, advice)
     return out
 
 
-def _ranges(rs: list[SystemRange]) -> SystemRange | None:
-    """The logs' ranges summed: resolved when the sum's low end is, the coarsest readings, the longest run."""
-    if not rs:
+def _ranges(bs: list[LogBudget]) -> SystemRange | None:
+    """The coverage factor's range of the logs whose share it priced (a log the probes priced keeps its range as
+    evidence, but it is not of that log's share), summed: the coarsest readings, the longest run, and resolved
+    as one log's is (`cf_range`): when the sum's low end is told from 0, or its high end is negligible, against
+    those logs' I/O time. Not "every log's is": a log placing 10 s surely on the system is not undone by another
+    whose share the readings cannot tell from 0."""
+    priced = [b for b in bs if b.system_range is not None and b.system_model in ("coverage_factor", "below_resolution")]
+    if not priced:
         return None
+    rs = [b.system_range for b in priced]
     periods = [r.reading_s for r in rs if r.reading_s is not None]
-    return SystemRange(low_s=sum(r.low_s for r in rs), high_s=sum(r.high_s for r in rs),
-                       reading_s=max(periods) if periods else None, run_s=max(r.run_s for r in rs),
-                       resolved=all(r.resolved for r in rs))
+    low, high = sum(r.low_s for r in rs), sum(r.high_s for r in rs)
+    small = NEGLIGIBLE * sum(b.io_time_s for b in priced)
+    return SystemRange(low_s=low, high_s=high, reading_s=max(periods) if periods else None,
+                       run_s=max(r.run_s for r in rs), resolved=low > small or high <= small)
 
 
 # ----------------------------------------------------------------------------- the verdict

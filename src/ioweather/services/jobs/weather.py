@@ -631,8 +631,9 @@ class RunReadings:
     period_s: float | None
 
 
-def run_readings(parquet_dir, fs: str, start_ns: int, end_ns: int) -> RunReadings | None:
-    """The byte readings of `fs` (every target) inside a job's run; None when no reading overlaps it."""
+def run_readings(parquet_dir, fs: str, start_ns: int, end_ns: int, osts=None) -> RunReadings | None:
+    """The byte readings of `fs` inside a job's run (of the OSTs `osts` only, when given: the coverage factor's
+    "job's targets" variant; else every target); None when no reading overlaps it."""
     # lazy: pyarrow via store.job_telemetry, loaded only when this runs
     from ioweather.store import job_telemetry as jt
     # lazy: pyarrow via store.telemetry_layout, loaded only when this runs
@@ -641,7 +642,8 @@ def run_readings(parquet_dir, fs: str, start_ns: int, end_ns: int) -> RunReading
     # the default database: inside `why`'s one_database the one its other telemetry reads opened, not a new one
     con = connect_duckdb()
     try:
-        rows = jt.window_rows(Path(parquet_dir), fs, start_ns, end_ns, list(_BYTES), con=con)
+        rows = jt.window_rows(Path(parquet_dir), fs, start_ns, end_ns, list(_BYTES), con=con,
+                              targets=set(jws.ost_names(osts)) if osts else None)
     finally:
         con.close()
     if rows.empty:
@@ -845,6 +847,13 @@ def _file_facts(store, rows: pd.DataFrame) -> tuple[dict, dict, dict, dict]:
     return jws.file_facts(jt.darshan_file_rows(store.parquet_dir, parts,
                                                ["log_hash", "module", "reads", "writes", "opens", "mount", "ost_ids",
                                                 "fs_type", "bytes_read", "bytes_written"]))
+
+
+def stored_osts(store, log_hash: str) -> list[int] | None:
+    """The OST ids a stored Darshan log's Lustre records name (what its weather's "job's targets" variant is
+    over); None when it names none."""
+    job = find_job(store, log_hash)
+    return None if job is None else with_files(store, [job])[0].osts
 
 
 def with_files(store, jobs: list[Job]) -> list[Job]:
