@@ -160,6 +160,8 @@ def _build_days(probes: ProbeBaselines, days: set[int]) -> None:
     from ioweather.services.probe import pieces as probe_pieces
     from ioweather.store import probe_pieces as pieces_store
 
+    if probes.store.read_only:
+        return  # nothing would be stored: each call would read the days again for nothing
     have = pieces_store.whole_days(probes.store, probes.targets, min(days), max(days) + _DAY_NS)
     for t in probes.targets:
         for day in sorted(days - have[t]):
