@@ -181,3 +181,46 @@ def test_closed_days_slowdowns_kept_until_one_of_their_days_changes(probed, tmp_
         assert kept() == want and computed[-1] == windows
     finally:
         store.dispose()
+
+
+def test_late_samples_into_a_closed_event_day_recompute_its_kept_slowdown(tmp_path):
+    """A closed day whose day piece nothing built (the Report's last event day: the baselines read only the
+    days before it) was invisible to the kept entry's marker: 40 slow samples per op stored late into an event
+    window left the first answer in place (the reviewer's case: 1.35 kept, 1.7 M computed). The kept answer is
+    `window_slowdowns`' before and after; the first computation on a fresh store is kept, not thrown away."""
+    from ioweather.services.answers import event_probes as ep
+    from ioweather.store import probe as probe_store
+
+    settings = Settings.resolve(tmp_path / "home")
+    day = syn.T0  # D: the event's day, 30 days of baselines before it
+    window = (day + 10 * 3600 * 10**9, day + 11 * 3600 * 10**9)
+    now = day + DAY + 3600 * 10**9
+    store = open_store(settings)
+    try:
+        run_id = add_target(store, "scratch", day - BASELINE_DAYS * DAY, day + DAY, period_s=600, seed=5)
+        real, computed = ep.window_slowdowns, []
+
+        def kept():
+            def counting(probes, ws):
+                computed.append(list(ws))
+                return real(probes, ws)
+            ep.window_slowdowns = counting
+            try:
+                return ep.kept_window_slowdowns(settings, ep.PiecesBaselines(store), [window], now)
+            finally:
+                ep.window_slowdowns = real
+
+        first = kept()  # on a fresh store: no piece built yet
+        assert computed == [[window]]
+        assert kept() == first and computed[-1] == []  # the first computation's entry is the one read back
+        before = real(ep.PiecesBaselines(store), [window])
+        assert first == before and before[0] is not None and before[0] < 3
+        slow = [(run_id, op, window[0] + i * 60 * 10**9 + k * 10_000 + 7, 10**12, 0, "ok", 0)
+                for k, op in enumerate(probe_store.OPS) for i in range(40)]
+        probe_store.insert_samples(store, slow)
+        after = real(ep.PiecesBaselines(store), [window])
+        assert after[0] > 100 * before[0]
+        assert kept() == after and computed[-1] == [window]
+        assert kept() == after and computed[-1] == []
+    finally:
+        store.dispose()

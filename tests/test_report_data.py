@@ -211,3 +211,44 @@ def test_page_kept_across_a_restart_until_an_input_changes(week, tmp_path, monke
         assert version() != before, change.__name__
         view()
         assert len(computed) == n + 1, change.__name__
+
+
+def test_events_and_report_agree_after_a_late_sample(probed, tmp_path):  # noqa: F811
+    """The report keeps its events' probe slowdowns of closed days (event_probes.kept_window_slowdowns),
+    `events --json` computes them each time: slow samples stored late into an event that the report kept
+    change both alike. The window ends mid-day: its last day has no day piece (the climate summarizes its
+    hours, the baselines the days before it), which the kept entry's marker, counting day pieces, did not see."""
+    from ioweather.services.answers.report import inputs_version
+    from ioweather.store import probe as probe_store
+
+    home = tmp_path / "home"
+    shutil.copytree(probed[0], home)  # its pieces: the events' baselines' (no report ran)
+    window = [WINDOW[0], WINDOW[1], WINDOW[2], "2024-03-02T12:00:00Z"]
+
+    def answer(*command) -> list | dict:
+        code, out, err = run(*command, "--fs", "syn", *window, "--json", home=home)
+        assert code == 0, err
+        return json.loads(out)
+
+    kept = answer("report")["events"]["events"]
+    i, event = [(i, e) for i, e in enumerate(kept) if e["slowdown"] is not None][-1]
+    lo, hi = pd.Timestamp(event["start"]).value, pd.Timestamp(event["end"]).value
+    assert lo >= syn.T0 + DAY  # the window's last, partial day
+    settings = Settings.resolve(home)
+    store = open_store(settings)
+    try:
+        # the Report page's key (`inputs_version`) sees the late samples as well
+        page_version = inputs_version(settings, store, "syn", syn.T0, pd.Timestamp(window[3]).value)
+        with store.connect() as conn:
+            run_ids = [r[0] for r in conn.exec_driver_sql("SELECT max(id) FROM probe_runs GROUP BY target")]
+        ops = ("data_write", "data_read", "md_create", "md_stat", "md_read", "md_delete")
+        n = 2 * int((hi - lo) // (20 * 10**9)) + 40  # more than the window's samples: its medians move
+        step = max(1, (hi - lo) // (n + 1))
+        probe_store.insert_samples(store, [(r, op, lo + j * step + k * 1_000 + 3, 10**12, 0, "ok", 0)
+                                           for r in run_ids for k, op in enumerate(ops) for j in range(n)])
+        assert inputs_version(settings, store, "syn", syn.T0, pd.Timestamp(window[3]).value) != page_version
+    finally:
+        store.dispose()
+    events = answer("events")
+    assert answer("report")["events"]["events"] == events
+    assert events[i]["slowdown"] > 10 * event["slowdown"]

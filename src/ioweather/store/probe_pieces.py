@@ -317,6 +317,21 @@ def days_marker(store: Store, lo: int, hi: int) -> tuple[int, ...]:
     return _marker(store, lo, hi, DAY_NS)
 
 
+def whole_days(store: Store, targets: list[str], lo: int, hi: int) -> dict[str, set[int]]:
+    """{target: the starts of its days in [lo, hi) that have a day piece of every op}, in one aggregate
+    statement that reads no array: the days whose late samples `days_marker` sees (the insert deletes them)."""
+    store.require(COMPONENT)
+    p = probe_pieces.c
+    q = (sa.select(p.target, p.start_ns).where(p.span_ns == DAY_NS, p.start_ns >= lo, p.start_ns < hi,
+                                               p.target.in_(sorted(set(targets))))
+         .group_by(p.target, p.start_ns).having(sa.func.count() == len(OPS)))
+    out: dict[str, set[int]] = {t: set() for t in targets}
+    with store.connect() as conn:
+        for target, start in conn.execute(q):
+            out[target].add(int(start))
+    return out
+
+
 def _marker(store: Store, lo: int, hi: int, span_ns: int | None) -> tuple[int, ...]:
     store.require(COMPONENT)
     p, a = probe_pieces.c, probe_archive.c

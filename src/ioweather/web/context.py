@@ -9,7 +9,6 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ioweather import __version__
 from ioweather.config import Settings
 from ioweather.encoding import to_json
 from ioweather.errors import UserError
@@ -122,7 +121,7 @@ class WebContext:
         telemetry, ~2 s at a center's size) reads it back instead. `version` must change whenever anything the
         answer is computed from does, as for `memo`. Both paths hand the document as parsed from its JSON text:
         the same answer whether computed or read back."""
-        k, v = repr((__version__, key)), repr(version)
+        k, v = repr(key), repr(version)
 
         def load_or_compute() -> dict:
             text = kept_answer(self.settings, k, v)

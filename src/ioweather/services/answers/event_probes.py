@@ -106,28 +106,66 @@ def window_slowdowns(probes: ProbeBaselines, windows: list[tuple[int, int]]) -> 
 def kept_window_slowdowns(settings, probes: ProbeBaselines, windows: list[tuple[int, int]],
                           now_ns: int | None = None) -> list[float | None]:
     """`window_slowdowns`, those of the windows that ended before today (UTC) kept across calls and restarts
-    (store/kept_answers.py) under the marker of those closed days' samples and of their baselines' month
+    (store/kept_answers.py) under the marker of those closed days' day pieces and of their baselines' month
     (`store.probe_pieces.days_marker`): a live store's new samples recompute only today's windows, a new or
-    moved event only its own. Rolling baselines only (a reference period is computed each time)."""
+    moved event only its own. Rolling baselines only (a reference period is computed each time).
+
+    A late sample moves that marker only by deleting its day's pieces, so every day a kept window reads (its
+    own and its baselines' month) has its day pieces built first, and a window is kept only when all of them
+    are there; the marker is read once they are built, and the answer kept only if it has not moved meanwhile."""
     # lazy: sqlalchemy via store.probe_pieces, loaded only when this runs
     from ioweather.services.runtime.stores import keep_answer, kept_answer
     from ioweather.store import probe_pieces as pieces_store
 
     windows = [(int(a), int(b)) for a, b in windows]
-    today = (now_ns if now_ns is not None else time.time_ns()) // _DAY_NS * _DAY_NS
+    now = now_ns if now_ns is not None else time.time_ns()
+    today = now // _DAY_NS * _DAY_NS
     closed = [w for w in windows if w[1] <= today]
     if probes.reference is not None or not closed or not pieces_store.enabled(probes.store):
         return window_slowdowns(probes, windows)
     lo = (min(a for a, _ in closed) // _DAY_NS - PROBE_BASELINE_DAYS) * _DAY_NS
-    key, version = f"event-probe-slowdowns {lo} {today}", repr(pieces_store.days_marker(probes.store, lo, today))
+    days = set().union(*map(_read_days, closed))
+    _build_days(probes, days)
+    key = f"event-probe-slowdowns {lo} {today}"
+
+    def marker() -> str:
+        return repr(pieces_store.days_marker(probes.store, lo, today))
+
+    version = marker()
+    # after the marker: a day's pieces deleted before it was read are missing here, after it they move it
+    have = pieces_store.whole_days(probes.store, probes.targets, min(days), max(days) + _DAY_NS)
+    whole = days.intersection(*have.values())
     text = kept_answer(settings, key, version)
     kept = {(a, b): s for (a, b), s in json.loads(text)} if text else {}
     todo = [w for w in windows if w not in kept]
     got = dict(zip(todo, window_slowdowns(probes, todo)))
-    new = {w: s for w, s in got.items() if w[1] <= today}
-    if new:
+    new = {w: s for w, s in got.items() if w[1] <= today and _read_days(w) <= whole}
+    if new and marker() == version:
         keep_answer(settings, key, version, json.dumps([[list(w), s] for w, s in {**kept, **new}.items()]))
     return [got[w] if w in got else kept[w] for w in windows]
+
+
+def _read_days(window: tuple[int, int]) -> set[int]:
+    """The starts of the UTC days whose samples `window_slowdowns` reads for `window`: its own and the
+    PROBE_BASELINE_DAYS before its first (the rolling baseline's)."""
+    first, last = window[0] // _DAY_NS, (window[1] - 1) // _DAY_NS
+    return {d * _DAY_NS for d in range(first - PROBE_BASELINE_DAYS, last + 1)}
+
+
+def _build_days(probes: ProbeBaselines, days: set[int]) -> None:
+    """Build every target's day pieces of `days` (their starts) where missing, from the samples as the
+    baselines would (services.probe.pieces.build); one that cannot be stored (a read-only store, a sample
+    arriving meanwhile) stays missing."""
+    # lazy: sqlalchemy via services.probe.pieces, loaded only when this runs
+    from ioweather.services.probe import pieces as probe_pieces
+    from ioweather.store import probe_pieces as pieces_store
+
+    if probes.store.read_only:
+        return  # nothing would be stored: each call would read the days again for nothing
+    have = pieces_store.whole_days(probes.store, probes.targets, min(days), max(days) + _DAY_NS)
+    for t in probes.targets:
+        for day in sorted(days - have[t]):
+            probe_pieces.build(probes.store, t, day, _DAY_NS)
 
 
 def _merged(since: np.ndarray, until: np.ndarray) -> list[tuple[int, int]]:

@@ -15,6 +15,7 @@ from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import UserError
 from ioweather.services.answers.changes import detect
 from ioweather.services.bench.runs import SummaryRow
+from ioweather.services.jobs.weather import PROBE_BASELINE_DAYS
 from ioweather.services.probe.slowdown import compute_slowdown
 from ioweather.stats.bench import summarize
 from ioweather.store import bench as bstore
@@ -24,13 +25,10 @@ if TYPE_CHECKING:  # pandas, pyarrow: the module loads them when compute runs
     from ioweather.services.answers.events import Events
 
 CLIMATE_INTERVAL_S = 3600.0
-BASELINE_S = 30 * 86400.0
+BASELINE_S = PROBE_BASELINE_DAYS * 86400.0
 DEFAULT_S = 7 * 86400.0
 WORST = 5
 _DAY_NS = 86_400 * 10**9
-#: The days before a window whose probe samples its baselines read (the climate's BASELINE_S, the events'
-#: services.jobs.weather.PROBE_BASELINE_DAYS before each event's day).
-BASELINE_DAYS = 30
 
 
 @dataclass(frozen=True)
@@ -196,7 +194,7 @@ def inputs_version(settings, store, fs: str, since_ns: int, until_ns: int) -> tu
 
     parts: list = [dataset_fingerprint(settings, fs)]
     versions = store.versions() if store is not None else {}
-    lo = (since_ns // _DAY_NS - BASELINE_DAYS - 1) * _DAY_NS
+    lo = (since_ns // _DAY_NS - PROBE_BASELINE_DAYS - 1) * _DAY_NS
     today = time.time_ns() // _DAY_NS * _DAY_NS
     for name, marker in (("probe", lambda: _probe_marker(store, lo, until_ns, today)),
                          ("darshan", lambda: jobs_store.change_marker(store)),

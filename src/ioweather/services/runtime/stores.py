@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 
-from ioweather import store as _store
+from ioweather import __version__, store as _store
 from ioweather.errors import UserError
 from ioweather.store import kept_answers as _kept
 from ioweather.store import probe_archive as _archive
@@ -49,11 +49,16 @@ def _store_id(settings) -> str:
 
 
 def kept_answer(settings, key: str, version: str) -> str | None:
-    """A page's answer (JSON text) an earlier process kept for `key` at `version` (store/kept_answers.py), None
-    without a valid one."""
-    return _kept.load(settings.home, _store_id(settings), key, version)
+    """A page's answer (JSON text) an earlier process kept for `key` at `version` and this ioweather version
+    (store/kept_answers.py), None without a valid one."""
+    return _kept.load(settings.home, _store_id(settings), key, _versioned(version))
 
 
 def keep_answer(settings, key: str, version: str, text: str) -> bool:
-    """Keep a page's answer (JSON text) for `key` at `version` across a restart (store/kept_answers.py)."""
-    return _kept.save(settings.home, _store_id(settings), key, version, text)
+    """Keep a page's answer (JSON text) for `key` at `version` across a restart (store/kept_answers.py), for
+    this ioweather version only: another one may compute it otherwise."""
+    return _kept.save(settings.home, _store_id(settings), key, _versioned(version), text)
+
+
+def _versioned(version: str) -> str:
+    return repr((__version__, version))
