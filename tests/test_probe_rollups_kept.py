@@ -324,3 +324,41 @@ def test_the_restart_checks_every_kept_hour_in_one_statement(home, monkeypatch):
     monkeypatch.setattr(cache_mod.probe_store, "read_samples", real)
     assert late in c._t("scratch").kept.samples["start_ns"]
     assert _answers(c)["status"] == _answers(_cache(home, now, persist=False))["status"]
+
+
+def test_the_settled_intervals_after_the_last_whole_hour_are_kept_unless_their_samples_changed(home, monkeypatch):
+    """The intervals that settled after the file's last whole hour (no stored piece yet) are kept beside the kept
+    hour, computed from its samples (`extra`): a restart computes only the intervals after them, with the same
+    rows and Status JSON as a cache that keeps nothing; a late sample among them drops that target's, not the
+    other's."""
+    latest = time.time_ns() - 120 * 10**9
+    now = (latest - MINUTE_S * 10**9) // H * H + MINUTE_S * 10**9  # HH:45: 40 minutes of the hour settled
+    _, path = _first(home, now)
+    final = now - int(cache_mod.LAG_S * 1e9)
+    kept = probe_rollups_file.load(path, _cache(home, now)._rows_key())
+    for t in TARGETS:
+        e = kept[t]
+        assert e["hi_ns"] <= now // H * H and set(e["extra"]) == set(KEPT_LENGTHS_S) - {3600}, (t, e["extra"].keys())
+        for i, (until, rows) in e["extra"].items():
+            assert until == final // (i * 10**9) * (i * 10**9) and len(rows["op"]) > 0
+            assert rows["start_ns"].min() >= e["hi_ns"] and rows["start_ns"].max() < until
+
+    def restarted() -> tuple[dict, list]:
+        c = _cache(home, now)
+        scans = _scans(monkeypatch, c)
+        return _answers(c), scans
+
+    got, scans = restarted()
+    _same(got, _reference(home, now))
+    for t, (lo, hi), lengths in scans:  # only what settled after the kept samples' end, and the unfinished interval
+        for i in lengths:
+            if i in (600, 1800):
+                assert lo >= kept[t]["extra"][i][0], (t, i, lo, kept[t]["extra"][i][0])
+    late = _late_in_scratch_hour(home, path, now)  # HH:15, among scratch's kept intervals
+    got, scans = restarted()
+    _same(got, _reference(home, now))
+    again = {(t, i) for t, (lo, _), lengths in scans for i in lengths if lo < kept[t]["extra"].get(i, (lo,))[0]}
+    assert again == {("scratch", 600), ("scratch", 1800)}, again
+    r = got[("scratch", 600)]
+    assert r["count"][(r["op"] == probe_store.OPS.index("md_stat")) & (r["start_ns"] == late // (600 * 10**9)
+                                                                         * 600 * 10**9)].sum() > 0

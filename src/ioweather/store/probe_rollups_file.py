@@ -21,7 +21,14 @@ medians of its ended minutes, used only while the store holds as many samples of
 - written atomically (a temporary file in the same directory, then rename), never through a symbolic link
   (both the file and its directory are opened with O_NOFOLLOW; a link planted at either is not followed:
   the read ignores it, the write replaces the link itself by the rename);
+- read by mapping it (cache_files.map_in): the rows' nine statistics stay views of the page cache's pages
+  instead of a 340 MB copy at 100 targets x 30 days; a rename over it or its removal leave the mapping whole;
 - removed with the probe's summaries by `store prune` (services/runtime/retention.py, kind `rollups`).
+
+The settled intervals after the last whole hour with stored pieces (up to 50 minutes of 10-minute rows, which a
+restart computed again from the samples for every target: ~0.3 s of the first Status answer at 100 targets) are
+kept too (`extra`), computed at the write from the kept newest samples and valid only while those are (the
+same count check).
 
 Layout: MAGIC, the header's length (u8), the header (JSON: format, key, per target its tiles and blocks),
 then the blocks' arrays, then the payload's CRC-32 (u4). Numbers only: nothing in it is executed.
@@ -30,6 +37,7 @@ then the blocks' arrays, then the payload's CRC-32 (u4). Numbers only: nothing i
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import zlib
 from pathlib import Path
@@ -41,7 +49,8 @@ from ioweather.store.db import Store
 
 NAME = "probe-rollups.bin"
 MAGIC = b"IOWROLL\x01"
-VERSION = 1
+#: 2: the settled intervals after the last whole hour, derived from the kept samples (`extra`).
+VERSION = 2
 _INT_COLS = ("count", "errors", "timeouts")
 _FLOAT_COLS = ("mean_s", "min_s", "q1_s", "median_s", "q3_s", "p90_s", "p95_s", "p99_s", "max_s")
 _UINTS = (np.uint8, np.uint16, np.uint32)
@@ -79,42 +88,48 @@ _MEDIANS = {"codes": "|u1", "starts": "<i8", "medians": "<f8"}
 
 def save(path: Path, key: dict, entries: dict[str, dict]) -> int | None:
     """Write `entries` ({target: {"tiles": [[start, span, signature...]], "lo_ns", "hi_ns", "lengths":
-    {interval_s: rows}, and optionally "recent": {"runs", "since_ns", "final_ns", "samples"}}}) atomically;
-    the bytes written, None when it cannot be written (read-only home, a link in the way of the directory).
-    `recent`: the target's newest samples that were final (services/probe/cache.py `_Kept`)."""
+    {interval_s: rows}, and optionally "recent": {"runs", "since_ns", "final_ns", "samples"} and "extra":
+    {interval_s: (until_ns, rows)}}}) atomically; the bytes written, None when it cannot be written (read-only
+    home, a link in the way of the directory). `recent`: the target's newest samples that were final
+    (services/probe/cache.py `_Kept`); `extra`: the rows of the intervals [hi_ns, until_ns) computed from those
+    samples, valid only while they are (the settled part of an hour that has no stored piece yet)."""
     header = {"version": VERSION, "key": key, "targets": {}}
     payload: list[bytes] = []
     offset = 0
+
+    def block(rows: dict[str, np.ndarray], lo_ns: int, interval_s: int) -> dict:
+        nonlocal offset
+        meta, arrays = _encode(rows, lo_ns, int(interval_s) * 10**9)
+        for m, b in zip(meta, arrays):
+            m["offset"], m["bytes"] = offset, len(b)
+            offset += len(b)
+        payload.extend(arrays)
+        return {"interval_s": int(interval_s), "rows": len(rows["op"]), "columns": meta}
+
+    def raw(arrays: dict, dtypes: dict[str, str]) -> list[dict]:
+        nonlocal offset
+        cols = []
+        for c, dt in dtypes.items():
+            b = np.asarray(arrays[c], np.dtype(dt)).tobytes()
+            cols.append({"column": c, "dtype": dt, "offset": offset, "bytes": len(b)})
+            offset += len(b)
+            payload.append(b)
+        return cols
+
     for target, e in entries.items():
-        blocks = []
-        for interval_s, rows in sorted(e["lengths"].items()):
-            meta, arrays = _encode(rows, e["lo_ns"], int(interval_s) * 10**9)
-            for m, b in zip(meta, arrays):
-                m["offset"], m["bytes"] = offset, len(b)
-                offset += len(b)
-            payload += arrays
-            blocks.append({"interval_s": int(interval_s), "rows": len(rows["op"]), "columns": meta})
-        h = {"tiles": e["tiles"], "lo_ns": e["lo_ns"], "hi_ns": e["hi_ns"], "blocks": blocks}
+        blocks = [block(rows, e["lo_ns"], i) for i, rows in sorted(e["lengths"].items())]
+        extra = [{**block(rows, e["lo_ns"], i), "until_ns": int(until_ns)}
+                 for i, (until_ns, rows) in sorted((e.get("extra") or {}).items())]
+        h = {"tiles": e["tiles"], "lo_ns": e["lo_ns"], "hi_ns": e["hi_ns"], "blocks": blocks, "extra": extra}
         if e.get("recent") is not None:
             rc = e["recent"]
-            cols = []
-            for c, dt in _RECENT.items():
-                b = np.asarray(rc["samples"][c], np.dtype(dt)).tobytes()
-                cols.append({"column": c, "dtype": dt, "offset": offset, "bytes": len(b)})
-                offset += len(b)
-                payload.append(b)
             h["recent"] = {"runs": [int(r) for r in rc["runs"]], "since_ns": int(rc["since_ns"]),
-                           "final_ns": int(rc["final_ns"]), "rows": len(rc["samples"]["op"]), "columns": cols}
+                           "final_ns": int(rc["final_ns"]), "rows": len(rc["samples"]["op"]),
+                           "columns": raw(rc["samples"], _RECENT)}
             m = rc.get("medians")
             if m is not None:  # the sparkline's medians of the intervals that had ended (`recent_medians`)
-                mcols = []
-                for c, dt in _MEDIANS.items():
-                    b = np.asarray(m[c], np.dtype(dt)).tobytes()
-                    mcols.append({"column": c, "dtype": dt, "offset": offset, "bytes": len(b)})
-                    offset += len(b)
-                    payload.append(b)
                 h["medians"] = {"step_ns": int(m["step_ns"]), "whole_ns": int(m["whole_ns"]),
-                                "done_ns": int(m["done_ns"]), "rows": len(m["codes"]), "columns": mcols}
+                                "done_ns": int(m["done_ns"]), "rows": len(m["codes"]), "columns": raw(m, _MEDIANS)}
         header["targets"][target] = h
     head = json.dumps(header, separators=(",", ":")).encode()
     crc = 0
@@ -142,8 +157,9 @@ def load(path: Path, key: dict) -> dict[str, dict]:
     except OSError:
         return {}
     try:
-        data = cache_files.read_in(dfd, path.name)
-    except OSError:
+        # mapped, not read: the rows' statistics are views of it (a restart's first Status answer waited for the copy)
+        data = cache_files.map_in(dfd, path.name)
+    except (OSError, ValueError):
         return {}
     finally:
         os.close(dfd)
@@ -153,7 +169,7 @@ def load(path: Path, key: dict) -> dict[str, dict]:
         return {}
 
 
-def _decode(data: bytes, key: dict) -> dict[str, dict]:
+def _decode(data: bytes | mmap.mmap, key: dict) -> dict[str, dict]:
     if data[:len(MAGIC)] != MAGIC:
         return {}
     n = int.from_bytes(data[len(MAGIC):len(MAGIC) + 8], "little")
@@ -163,24 +179,27 @@ def _decode(data: bytes, key: dict) -> dict[str, dict]:
         return {}
     targets = header["targets"]
     size = sum(c["bytes"] for e in targets.values()
-               for b in e["blocks"] + [e[k] for k in ("recent", "medians") if k in e] for c in b["columns"])
+               for b in e["blocks"] + e["extra"] + [e[k] for k in ("recent", "medians") if k in e]
+               for c in b["columns"])
     if len(data) != start + size + 4 or zlib.crc32(memoryview(data)[start:start + size]) != \
             int.from_bytes(data[-4:], "little"):
         return {}  # truncated or damaged
+    def rows_of(b: dict, lo_ns: int) -> dict[str, np.ndarray]:
+        step = int(b["interval_s"]) * 10**9
+        cols = {c["column"]: np.frombuffer(data, np.dtype(c["dtype"]), b["rows"], start + c["offset"])
+                for c in b["columns"]}
+        rows = {"op": cols["op"].astype(np.int64), "start_ns": lo_ns + cols["index"].astype(np.int64) * step}
+        rows.update({c: cols[c].astype(np.int64) for c in _INT_COLS})
+        rows.update({c: cols[c] for c in _FLOAT_COLS})
+        return rows
+
     out = {}
     for target, e in targets.items():
-        lengths = {}
-        for b in e["blocks"]:
-            step = int(b["interval_s"]) * 10**9
-            cols = {c["column"]: np.frombuffer(data, np.dtype(c["dtype"]), b["rows"], start + c["offset"])
-                    for c in b["columns"]}
-            rows = {"op": cols["op"].astype(np.int64),
-                    "start_ns": int(e["lo_ns"]) + cols["index"].astype(np.int64) * step}
-            rows.update({c: cols[c].astype(np.int64) for c in _INT_COLS})
-            rows.update({c: cols[c] for c in _FLOAT_COLS})
-            lengths[int(b["interval_s"])] = rows
-        out[target] = {"tiles": [tuple(t) for t in e["tiles"]], "lo_ns": int(e["lo_ns"]), "hi_ns": int(e["hi_ns"]),
-                       "lengths": lengths, "recent": None}
+        lo = int(e["lo_ns"])
+        out[target] = {"tiles": [tuple(t) for t in e["tiles"]], "lo_ns": lo, "hi_ns": int(e["hi_ns"]),
+                       "lengths": {int(b["interval_s"]): rows_of(b, lo) for b in e["blocks"]},
+                       "extra": {int(b["interval_s"]): (int(b["until_ns"]), rows_of(b, lo)) for b in e["extra"]},
+                       "recent": None}
         if "recent" in e:
             rc = e["recent"]
             cols = {c["column"]: np.frombuffer(data, np.dtype(c["dtype"]), rc["rows"], start + c["offset"])

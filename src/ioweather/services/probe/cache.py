@@ -285,6 +285,10 @@ class ProbeCache:
         self._rows_file = probe_rollups_file.path_of(store) if persist else None
         self._rows_restored: dict[str, tuple[int, int, dict[int, dict]]] | None = None
         self._recent_restored: dict[str, dict] = {}
+        #: Per target, the file's rows after its last whole hour ({length: (until, rows)}), valid while its kept
+        #: hour is (`_recent_valid`), and that check's verdicts.
+        self._rows_extra: dict[str, dict[int, tuple[int, dict]]] = {}
+        self._recent_ok: dict[str, bool] = {}
         #: The store's sample counts of the kept hours' spans, checked for every target at once (`_check_recent`).
         self._recent_counts: dict[str, tuple[tuple[int, ...], int, int, int]] = {}
         self._rows_guard = threading.Lock()
@@ -979,11 +983,17 @@ class ProbeCache:
             got = self._restored_rows().get(target)
             if got is not None:
                 lo, hi, lengths = got
+                extra = self._rows_extra.get(target) or {}
+                if extra and not self._recent_valid(target, self._run_ids().get(target, ())):
+                    extra = {}
                 for i, rows in lengths.items():
                     r = tc.rolled[i]
                     with r.lock:
                         if r.covered is None:
-                            r.rows, r.covered = rows, (lo, hi)
+                            until, more = extra.get(i, (hi, None))
+                            # already by time then op: concat_rollups neither sorts nor copies more than the join
+                            r.rows = rows if more is None else concat_rollups([rows, more])
+                            r.covered = (lo, until)
                             r.version += 1
             tc.seeded = True
 
@@ -1009,6 +1019,8 @@ class ProbeCache:
                             run = None
                     if best == (e["lo_ns"], e["hi_ns"]):  # every span unchanged: the rows as written (all in it)
                         got[target] = (*best, dict(e["lengths"]))
+                        if e["extra"]:
+                            self._rows_extra[target] = e["extra"]
                     elif best is not None:
                         got[target] = (*best, {i: select_rollups(rows, *best) for i, rows in e["lengths"].items()})
                 self._rows_restored = got
@@ -1020,20 +1032,33 @@ class ProbeCache:
         from, and as many samples of the target in their span as the store's count (the pieces' fingerprint:
         database and archived rows), which only grows."""
         self._restored_rows()
-        e = self._recent_restored.pop(target, None)
-        if e is None or e["runs"] != runs or e["final_ns"] < self.clock() - KEEP_NS:
+        e = self._recent_restored.get(target)
+        if e is None or e["final_ns"] < self.clock() - KEEP_NS or not self._recent_valid(target, runs):
+            self._recent_restored.pop(target, None)
             return None, None
-        rows = self._recent_counts.pop(target, None)
-        if rows is None or rows[:3] != (runs, e["since_ns"], e["final_ns"]):
-            with self.store.connect() as conn:
-                rows = (runs, e["since_ns"], e["final_ns"],
-                        pieces_store.fingerprint(conn, list(runs), e["since_ns"], e["final_ns"])[0])
-        if rows[3] != len(e["samples"]["op"]):
-            return None, None
+        self._recent_restored.pop(target, None)
         m = e.get("medians")
         medians = None if m is None or m["done_ns"] > e["final_ns"] else (
             m["step_ns"], runs, m["whole_ns"], m["done_ns"], m["codes"], m["starts"], m["medians"])
         return _Kept(runs, e["since_ns"], e["final_ns"], e["samples"]), medians
+
+    def _recent_valid(self, target: str, runs: tuple[int, ...]) -> bool:
+        """Whether the target's newest final samples an earlier process kept are still the store's: the same runs
+        and as many samples of the target in their span as the store counts (the pieces' fingerprint: database and
+        archived rows), which only grows. Checked once (`_check_recent` counted them all at once)."""
+        ok = self._recent_ok.get(target)
+        if ok is None:
+            e = self._recent_restored.get(target)
+            ok = e is not None and e["runs"] == runs
+            if ok:
+                rows = self._recent_counts.pop(target, None)
+                if rows is None or rows[:3] != (runs, e["since_ns"], e["final_ns"]):
+                    with self.store.connect() as conn:
+                        rows = (runs, e["since_ns"], e["final_ns"],
+                                pieces_store.fingerprint(conn, list(runs), e["since_ns"], e["final_ns"])[0])
+                ok = rows[3] == len(e["samples"]["op"])
+            self._recent_ok[target] = ok
+        return ok
 
     def _check_recent(self, targets: list[str]) -> None:
         """The store's counts of the kept hours of `targets` an earlier process kept (`_restored_recent`'s check),
@@ -1093,6 +1118,8 @@ class ProbeCache:
                                                            "medians"), m))
             elif not tc.recent_tried and target in self._recent_restored:
                 entry["recent"] = self._recent_restored[target]
+            if entry["recent"] is not None and entry["lengths"]:
+                entry["extra"] = _settled_after(entry["recent"], end, entry["lengths"])
             if entry["lengths"] or entry["recent"] is not None:
                 entries[target] = entry
         return probe_rollups_file.save(self._rows_file, self._rows_key(), entries) if entries else None
@@ -1132,6 +1159,23 @@ def _merge_kept(old: dict[str, np.ndarray], since_ns: int, frm: int, new: dict[s
         order = np.argsort(cols["op"], kind="stable")
         cols = {c: v[order] for c, v in cols.items()}
     return cols
+
+
+def _settled_after(recent: dict, hi_ns: int, lengths) -> dict[int, tuple[int, dict[str, np.ndarray]]]:
+    """Per length, the rows of the intervals from `hi_ns` (a whole hour) that ended before the kept samples'
+    `final_ns`, computed from those samples ({length: (until, rows)}; none when they start after `hi_ns`): what a
+    restart computed again for every target, up to 50 minutes of samples each (issue 40)."""
+    s, final = recent["samples"], recent["final_ns"]
+    out = {}
+    if recent["since_ns"] > hi_ns:
+        return out
+    for i in lengths:
+        until = _down(final, i * 10**9)
+        if until > hi_ns:
+            sel = (s["start_ns"] >= hi_ns) & (s["start_ns"] < until)
+            out[i] = (until, rollup_arrays(interval_stats(s["op"][sel], s["start_ns"][sel], s["duration_ns"][sel],
+                                                          s["status"][sel], i)))
+    return out
 
 
 def _tiles(sigs: dict[tuple[int, int], tuple[int, ...]], lo: int, hi: int) -> tuple[list[list[int]], int]:
