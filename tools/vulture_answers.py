@@ -521,7 +521,6 @@ _.overlapped  # services.answers.imports.WeatherRefresh, services.jobs.weather.W
 _.overlapped_by  # services.jobs.answer.Finding
 _.overlaps  # services.jobs.answer.Finding
 _.overloaded  # services.telemetry.fsfacts.Failover
-_.own_bytes_whole  # services.answers.why.SystemRange
 _.own_share  # services.answers.why.Event
 _.owners  # services.content.fsstats.Contents, services.content.fsstats.Growth, services.content.fsstats.Snapshot
 _.owners_by_bytes  # services.content.fsstats.Movers
