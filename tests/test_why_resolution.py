@@ -27,8 +27,6 @@ LAB = Path(__file__).parent / "data" / "lab"
 S = 10**9
 MB = 10**6
 SHORT, QUIET, STORM = "fixed-large.darshan", "clean-quiet.darshan", "clean-storm.darshan"
-#: 2 ranks writing 5,000 files of 4 KiB each: Darshan kept 2,048 POSIX records and set the module's partial flag
-PARTIAL = "pairs/many-small-files.darshan"
 
 
 def _facts(name) -> dict:
@@ -72,9 +70,9 @@ def _reference(f: dict, other: dict[int, float]) -> tuple[float, float]:
 def lab(tmp_path_factory):
     """A store of the three runs (a real `jobs ingest`) and each run's facts from its own report."""
     home = tmp_path_factory.mktemp("resolution") / "home"
-    run_cli("jobs", "ingest", *(str(LAB / n) for n in (SHORT, QUIET, STORM, PARTIAL)), "--workers", "1",
+    run_cli("jobs", "ingest", *(str(LAB / n) for n in (SHORT, QUIET, STORM)), "--workers", "1",
             home=home, timeout=300, check=True)
-    return home, {n: _facts(n) for n in (SHORT, QUIET, STORM, PARTIAL)}
+    return home, {n: _facts(n) for n in (SHORT, QUIET, STORM)}
 
 
 def _why(home, f: dict) -> dict:
@@ -235,34 +233,3 @@ def test_the_jobs_range_sums_only_the_coverage_factors_logs_and_is_resolved_as_o
     told_low = log(100.0, "coverage_factor", 0.0, 0.4, 1.0, 60.0)
     assert told_high.system_range.resolved and told_low.system_range.resolved
     assert _ranges([told_high, told_low]).resolved is False
-
-
-def test_a_log_with_partial_posix_records_cannot_tell_its_own_bytes_from_others(lab, tmp_path):
-    """many-small-files' log holds 2,048 of its 10,000 files (POSIX partial): the disk's readings inside its run
-    held 3x the bytes the log counted, its own unrecorded files. With the job's bytes a lower bound, no byte of
-    the disk is surely another's: not told from 0, and the evidence says why. The control: the same readings
-    around a log whose records are whole resolve, and are priced."""
-    from ioweather.sources.darshan_log import read_log
-
-    home, facts = lab
-    f = facts[PARTIAL]
-    assert read_log(f["path"]).partial_modules == ["POSIX"]
-    # the hidden files: twice the counted bytes again in every reading wholly inside the run
-    inside = lambda t, g: 2 * g["written"] / max(1, (g["end"] - g["start"]) // S - 1) \
-        if t >= g["start"] and t + S <= g["end"] else 0.0
-    rows, other = _readings(f, lambda t: inside(t, f))
-    w = _why(_plant(home, tmp_path / "partial", rows), f)
-    low, high = _reference(f, other)
-    assert low > 0.005 * f["io"]   # read as whole, the readings would put this much surely on the system
-    assert w["system_model"] == "below_resolution" and w["system_s"] is None
-    r = w["system_range"]
-    assert r["low_s"] == 0.0 and r["high_s"] == pytest.approx(high, rel=1e-6)
-    assert r["resolved"] is False and r["own_bytes_whole"] is False
-    assert "POSIX records partially" in w["evidence"]["system"]
-    assert "Darshan's POSIX records are partial" in w["verdict"]
-    g = facts[QUIET]
-    rows, other = _readings(g, lambda t: inside(t, g))
-    w = _why(_plant(home, tmp_path / "whole", rows), g)
-    low, high = _reference(g, other)
-    assert w["system_model"] == "coverage_factor" and w["system_range"]["own_bytes_whole"] is True
-    assert w["system_s"] == pytest.approx(high, rel=1e-6) and w["system_range"]["low_s"] == pytest.approx(low, rel=1e-6)

@@ -298,9 +298,6 @@ class SystemRange:
     reading_s: float | None
     run_s: float
     resolved: bool
-    #: the job's own bytes are all in its log; False when Darshan kept its POSIX records partially (it ran out
-    #: of record memory): the readings' other bytes may then be the job's own, and the low end is 0
-    own_bytes_whole: bool = True
 
 
 @dataclass
@@ -593,8 +590,7 @@ def _log_facts(stored: dict | None, path: str, rep: JobReport | None, log) -> Lo
                   nnodes_source="log" if stored.get("nnodes") else None,
                   start_ns=stored.get("start_ns"), end_ns=stored.get("end_ns"), mounts=None,
                   bytes_read=stored.get("posix_bytes_read"), bytes_written=stored.get("posix_bytes_written"),
-                  perf_bps=(stored.get("agg_perf_by_slowest_mibps") or float("nan")) * (1 << 20),
-                  partial_modules=[m for m in (stored.get("partial_modules") or "").split(",") if m])
+                  perf_bps=(stored.get("agg_perf_by_slowest_mibps") or float("nan")) * (1 << 20))
 
 
 # ----------------------------------------------------------------------------- the system's evidence
@@ -689,24 +685,13 @@ def cf_range(facts: LogFacts, weather: Weather, readings: RunReadings | None) ->
     from ioweather.stats.coverage import resolved_cost
 
     low, high = resolved_cost(io, mine, inside, cf)
-    # a partial POSIX module counted a lower bound of the job's bytes: any other byte of the disk, inside the run
-    # too, may be one of its files Darshan kept no record of (the lab's many-small-files: 8 MiB in 2,048 records,
-    # 27 MB in the one reading inside its run)
-    whole = "POSIX" not in facts.partial_modules
-    if not whole:
-        low = 0.0
     small = NEGLIGIBLE * io
-    return SystemRange(low_s=low, high_s=high, reading_s=period, run_s=run_s, resolved=low > small or high <= small,
-                       own_bytes_whole=whole)
+    return SystemRange(low_s=low, high_s=high, reading_s=period, run_s=run_s, resolved=low > small or high <= small)
 
 
 def _below_resolution(r: SystemRange, fs: str | None) -> str:
     """Why a coverage factor's share is not told from 0, in words."""
     period = "its" if r.reading_s is None else format_seconds(r.reading_s)
-    if not r.own_bytes_whole:
-        return (f"Darshan kept the job's POSIX records partially (it ran out of record memory): its bytes are a lower "
-                f"bound, and every other byte {fs or 'the disk'} moved in its window may be one of its own files: the "
-                f"system's share is between 0 and {format_seconds(r.high_s)}, not told from 0")
     if r.reading_s is None or r.run_s < 2 * r.reading_s:
         head = f"too short for {period} readings: the job ran {format_seconds(r.run_s)}"
     else:
@@ -910,8 +895,7 @@ def _ranges(bs: list[LogBudget]) -> SystemRange | None:
     low, high = sum(r.low_s for r in rs), sum(r.high_s for r in rs)
     small = NEGLIGIBLE * sum(b.io_time_s for b in priced)
     return SystemRange(low_s=low, high_s=high, reading_s=max(periods) if periods else None,
-                       run_s=max(r.run_s for r in rs), resolved=low > small or high <= small,
-                       own_bytes_whole=all(r.own_bytes_whole for r in rs))
+                       run_s=max(r.run_s for r in rs), resolved=low > small or high <= small)
 
 
 # ----------------------------------------------------------------------------- the verdict
@@ -940,8 +924,6 @@ def verdict_line(w: Why, advice: str | None) -> str:
     if w.system_model == "below_resolution":
         r = w.system_range
         period = "the disk's readings" if r is None or r.reading_s is None else f"{format_seconds(r.reading_s)} readings"
-        if r is not None and not r.own_bytes_whole:
-            period = "the disk's bytes (Darshan's POSIX records are partial)"
         upto = "" if r is None else f"; between 0 and {format_seconds(r.high_s)}"
         return (f"{lead}: of {format_seconds(io)} of I/O, {code}; the system's share is not told from 0 by "
                 f"{period} (the job ran {format_seconds(r.run_s) if r else '?'}{upto}); "

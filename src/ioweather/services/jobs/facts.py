@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 #: What a row's facts must say to be read instead of the log: a change to what they hold, or to how they
 #: are made, bumps it (older rows are then read from their logs again, as before the column was).
-FACTS_VERSION = 2
+FACTS_VERSION = 1
 #: How the log's report says its node count came from --cores-per-node (stats.job.node_count): an
 #: ingest given it counts nodes (and so findings) that `why`, which reads a log without it, would not.
 CORES_PER_NODE = "cores_per_node"
@@ -69,9 +69,6 @@ class LogFacts:
     opens: float | None = None
     perf_bps: float = float("nan")
     hosts: list[str] = field(default_factory=list)
-    #: the modules whose records Darshan did not keep whole (it ran out of record memory): their bytes are a
-    #: lower bound of what the job moved
-    partial_modules: list[str] = field(default_factory=list)
 
     @classmethod
     def of_report(cls, rep: JobReport, log) -> LogFacts:
@@ -89,7 +86,7 @@ class LogFacts:
                    bytes_read=posix and posix.bytes_read, bytes_written=posix and posix.bytes_written,
                    read_ops=posix and posix.reads, write_ops=posix and posix.writes, opens=posix and posix.opens,
                    perf_bps=(p.agg_perf_by_slowest_mibps or float("nan")) * (1 << 20),
-                   hosts=list(getattr(log, "node_names", None) or []), partial_modules=list(j.partial_modules or []))
+                   hosts=list(getattr(log, "node_names", None) or []))
 
     def stored(self) -> str:
         """The `why_facts` column: the facts and what made them. JSON keeps a float's every digit
@@ -108,7 +105,6 @@ class LogFacts:
         if self.mounts is not None:
             out["mounts"] = [{f.name: getattr(m, f.name) for f in fields(m)} for m in self.mounts]
         out["hosts"] = list(self.hosts)
-        out["partial_modules"] = list(self.partial_modules)
         return out
 
     @classmethod
