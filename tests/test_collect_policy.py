@@ -91,14 +91,18 @@ def test_a_refused_flush_is_retried_and_the_stop_waits_for_the_store(tmp_path, m
     threading.Timer(3.0, broken.clear).start()  # the run ends after 1.5 s: space comes back during the stop
     logs: list[str] = []
     t0 = time.monotonic()
-    s = _run(tmp_path / "home", tmp_path / "tree", logs, duration=1.5)
+    # a loaded machine (CI) once took over the default 0.16 s to read the tree: a read cut at the deadline
+    # stores no interval, which is collect's policy (tests/test_telemetry_failures.py), not this test's point
+    s = _run(tmp_path / "home", tmp_path / "tree", logs, duration=1.5, timeout=1.0)
     assert time.monotonic() - t0 >= 3.0 and len(refused) >= 3
     df = _stored(tmp_path / "home")
     assert s.rows_written == len(df) and s.rows_dropped == 0
     assert not df.duplicated(["target", "metric", "time_ns"]).any()
     _intervals_whole(df, [n for n in names if "-OST" in n], 200_000_000)
     n = len(df[(df.metric == "write_bytes")].time_ns.unique())
-    assert s.ticks - 1 <= n <= s.ticks - 1 + s.missed_ticks  # a late last tick counts one missed past the end
+    (src,) = s.sources
+    assert src.ok + src.failed + src.timeouts + src.skipped == s.ticks  # each tick reads the tree or says why not
+    assert n == src.ok - 1  # every read after the first is one interval stored, none lost to the refused flushes
     failed = [m for m in logs if "could not store" in m]
     assert len(failed) == 1 and failed[0].startswith("collect: ") and "still collecting, will retry" in failed[0]
     assert sum("the store took" in m for m in logs) == 1
