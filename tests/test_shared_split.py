@@ -215,9 +215,9 @@ def test_an_mpiio_record_that_moved_nothing_does_not_hand_rank_0_the_posix_bytes
 
 def _chart_reference(log: Path) -> tuple[np.ndarray, np.ndarray, set, float]:
     """The per-rank chart's bytes and seconds from PyDarshan's DataFrames alone: each rank's own POSIX and STDIO
-    records, plus each shared one that is not a standard stream (`_stream`) split by its rank counters (slowest
-    and fastest ranks their own, the rest evenly over the others); also the shared records split and the bytes
-    of the shared streams left out."""
+    records that are not a standard stream (`_stream`), plus each shared one that is not a stream, split by its
+    rank counters (slowest and fastest ranks their own, the rest evenly over the others); also the shared records
+    split and the bytes of the streams left out (own and shared)."""
     with darshan.DarshanReport(str(log), read_all=True) as ref:
         nprocs = ref.metadata["job"]["nprocs"]
         names = ref.name_records
@@ -231,11 +231,14 @@ def _chart_reference(log: Path) -> tuple[np.ndarray, np.ndarray, set, float]:
             b = (c[f"{p}_BYTES_READ"] + c[f"{p}_BYTES_WRITTEN"]).to_numpy(float)
             t = (f[f"{p}_F_READ_TIME"] + f[f"{p}_F_WRITE_TIME"] + f[f"{p}_F_META_TIME"]).to_numpy(float)
             rank = c["rank"].to_numpy()
-            own = rank >= 0
+            stream = np.array([_stream(names.get(i, "")) for i in c["id"]], bool)
+            streams += float(b[(rank >= 0) & stream].sum())
+            # a rank's own standard streams are not its I/O either (perf.imbalance leaves them out too)
+            own = (rank >= 0) & ~stream
             by += np.bincount(rank[own], weights=b[own], minlength=nprocs)[:nprocs]
             tm += np.bincount(rank[own], weights=t[own], minlength=nprocs)[:nprocs]
-            for i in np.flatnonzero(~own):
-                if _stream(names.get(c["id"].iloc[i], "")):
+            for i in np.flatnonzero(rank < 0):
+                if stream[i]:
                     streams += b[i]
                     continue
                 split.add((mod, int(c["id"].iloc[i])))
@@ -253,11 +256,13 @@ def _chart_reference(log: Path) -> tuple[np.ndarray, np.ndarray, set, float]:
     return by, tm, split, streams
 
 
-@pytest.mark.parametrize("log", [LAB / "one-rank-shared.darshan", BAD, *STREAMS], ids=lambda p: p.name)
+@pytest.mark.parametrize("log", [LAB / "one-rank-shared.darshan", BAD, *STREAMS,
+                                 LAB / "ctl-fpp-odirect-4m-stdout.darshan"], ids=lambda p: p.name)
 def test_the_per_rank_chart_reads_the_shared_files_by_the_one_rule(log):
     """`job --html`'s per-rank chart, R01 and the report's split read the shared records by one rule
     (`shared_rank_rows`): the chart is PyDarshan's counters split as `_chart_reference` does, STDIO's shared data
-    files included (the chart left them out before), standard streams left out as the report leaves them."""
+    files included (the chart left them out before), standard streams left out as the report leaves them, the
+    ranks' own ones too (the chart counted rank 0's own <STDOUT> before)."""
     if not log.is_file():
         pytest.skip(f"{log} not present")
     from ioweather.sources.darshan_log import read_log
@@ -274,6 +279,6 @@ def test_the_per_rank_chart_reads_the_shared_files_by_the_one_rule(log):
     assert split == {(m, int(i)) for m, i in zip(rows["module"], rows["id"]) if m in ("POSIX", "STDIO")}
     assert {s.module for s in job_answer(str(log))[0].perf.imbalance.shared} == set(rows["module"])
     assert ("no shared files" in how) == (not split)
-    if log in STREAMS:
-        # the logs hold shared standard streams, whose bytes the chart leaves out
+    if log in STREAMS or "stdout" in log.name:
+        # the logs hold standard streams, whose bytes the chart leaves out
         assert streams > 0

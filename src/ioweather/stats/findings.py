@@ -568,9 +568,7 @@ def _rank0_shared(log) -> tuple[float, float] | None:
     file's MPI-IO split over its POSIX one, which is ROMIO's aggregators'. (0, 0) without shared bytes;
     None when another rank moved some, or a shared file has no rank counters to tell."""
     fs = fs_records(log)
-    sh = (fs["rank"] < 0) & ((fs["bytes_read"] + fs["bytes_written"]) > 0)
-    at = np.flatnonzero(sh)
-    sh[at] = ~stream_mask(fs["name"][at])
+    sh = (fs["rank"] < 0) & ((fs["bytes_read"] + fs["bytes_written"]) > 0) & ~fs["stream"]
     if not sh.any():
         return 0.0, 0.0
     rows = shared_rank_rows(log)

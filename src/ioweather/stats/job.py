@@ -505,7 +505,8 @@ def storage_modules(log) -> tuple[str, ...]:
 
 def fs_records(log) -> Cols:
     """The storage layer's records (`storage_modules`: POSIX, STDIO, DFS or DAOS) in one set of
-    module-neutral columns (plus `module` and `name`); made once per log (`_per_log`)."""
+    module-neutral columns (plus `module`, `name` and `stream`: `stream_mask` of the names, which the span,
+    the per-rank sums and R01 each leave out); made once per log (`_per_log`)."""
     return _per_log(log, "fs", 0, lambda: _fs_records(log))
 
 
@@ -515,12 +516,13 @@ def _fs_records(log) -> Cols:
         out = Cols({k: np.zeros(0) for k in ("bytes_read", "bytes_written", "reads", "writes", "opens", "read_time",
                                              "write_time", "meta_time", "slowest_time", "open_start", "io_end")})
         out.update(id=np.zeros(0, np.uint64), rank=np.zeros(0, np.int64), module=np.zeros(0, object),
-                   name=np.zeros(0, object))
+                   name=np.zeros(0, object), stream=np.zeros(0, bool))
         return out
     rows = [module_rows(rec) for _, rec in parts]
     out = Cols({k: np.concatenate([r[k] for r in rows]) for k in rows[0]})
     out["module"] = np.concatenate([np.full(len(rec), mod, dtype=object) for mod, rec in parts])
     out["name"] = np.concatenate([rec.names for _, rec in parts])
+    out["stream"] = stream_mask(out["name"])
     out.n = len(out["id"])
     return out
 
@@ -528,10 +530,10 @@ def _fs_records(log) -> Cols:
 def rank0_io_span(fs: Cols) -> tuple[float, float] | None:
     """Rank 0's I/O span in seconds from the job's start: the first open to the last read or write end
     (Darshan's F_OPEN_START and F_READ_END/F_WRITE_END timestamps) of the storage records that moved bytes and
-    are rank 0's own or shared (rank -1: reduced over the ranks), the standard streams left out (`stream_mask`:
-    rank 0 printing while the job computes is not its I/O, and a span stretched over it would price a device's
+    are rank 0's own or shared (rank -1: reduced over the ranks), the standard streams left out (`fs_records`'
+    stream: rank 0 printing while the job computes is not its I/O, and a span stretched over it would price a device's
     crowd while the job was not using the device). None when no such record has both."""
-    moved = ((fs["bytes_read"] + fs["bytes_written"]) > 0) & (fs["rank"] <= 0) & ~stream_mask(fs["name"])
+    moved = ((fs["bytes_read"] + fs["bytes_written"]) > 0) & (fs["rank"] <= 0) & ~fs["stream"]
     start, end = fs["open_start"][moved], fs["io_end"][moved]
     start, end = start[np.isfinite(start)], end[np.isfinite(end)]
     if not start.size or not end.size or end.max() <= start.min():
@@ -644,14 +646,9 @@ def common_access_sizes(counters, prefix: str, n: int = 4) -> list[dict]:
 # ---------------------------------------------------------------------------
 # per-rank view and Carns' MiB/s/CN
 
-def per_rank(fs: Cols, nprocs: int) -> pd.DataFrame:
-    """Bytes and I/O time per rank from non-shared records (shared records have no per-rank split)."""
-    return pd.DataFrame(rank_sums(fs, nprocs))
-
-
 def rank_sums(fs: Cols, nprocs: int) -> Cols:
-    """`per_rank`'s columns (rank, bytes, time, meta_time) as arrays: what the characterization and the
-    findings read of it, without a DataFrame made each time (issue 40: 7 % of an ingest)."""
+    """Bytes and I/O time per rank from non-shared records (shared records have no per-rank split): rank, bytes,
+    time, meta_time as arrays, without a DataFrame made each time (issue 40: 7 % of an ingest)."""
     ranks = effective_ranks(fs["rank"], nprocs)
     own = ranks >= 0
     n = max(nprocs, int(ranks.max()) + 1 if own.any() else 1)
@@ -666,23 +663,24 @@ def rank_sums(fs: Cols, nprocs: int) -> Cols:
 
 
 def data_rank_sums(fs: Cols, nprocs: int) -> Cols:
-    """`rank_sums` of the ranks' own data files: the standard streams (`stream_mask`) left out, as R01's bytes
-    and the shared files' split leave them. A rank that printed did none of the job's I/O, yet its <STDOUT> is
+    """`rank_sums` of the ranks' own data files: the standard streams (`fs_records`' stream) left out, as R01's
+    bytes and the shared files' split leave them. A rank that printed did none of the job's I/O, yet its <STDOUT> is
     often its own record: mpi-io-test's rank 0 made "1 rank with I/O" of a job whose data is one shared file,
     and runtime_heatmap_inactive_ranks' 20 printing ranks a 69 % time imbalance of nothing but their prints."""
-    return rank_sums(subset(fs, ~stream_mask(fs["name"])), nprocs)
+    return rank_sums(subset(fs, ~fs["stream"]), nprocs)
 
 
 def per_rank_with_shared(log) -> tuple[pd.DataFrame, str]:
     """(bytes and I/O time per rank including shared files, how the shared part was split).
 
-    Own files as `per_rank`. Each shared file at the storage layer (`shared_rank_rows`' POSIX and STDIO rows;
-    an MPI-IO row's bytes are those of its POSIX one) gives its slowest and fastest rank's bytes and time
+    Own files as perf.imbalance reads them (`data_rank_sums`, standard streams left out: the chart draws the
+    report's numbers). Each shared file at the storage layer (`shared_rank_rows`' POSIX and STDIO rows; an MPI-IO
+    row's bytes are those of its POSIX one) gives its slowest and fastest rank's bytes and time
     (Darshan's rank counters) to those ranks and splits the rest evenly over the job's other ranks: exact for
     the two named ranks, an estimate for the rest; evenly over all ranks where the record has no rank counters.
     """
     nprocs = max(int(log.nprocs), 1)
-    pr = per_rank(fs_records(log), nprocs)
+    pr = pd.DataFrame(data_rank_sums(fs_records(log), nprocs))
     rows = shared_rank_rows(log)
     rows = subset(rows, member(rows["module"], FS_MODULES))
     if not rows.n:
