@@ -5,11 +5,14 @@ alone and during a fio storm on the same disk."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
+from ioweather.config import Settings
 from ioweather.services.jobs.darshan import job_answer
 from ioweather.services.answers.job_diff import DiffSide, claimed, diff_reports, explained, job_diff
 
@@ -125,3 +128,24 @@ def test_stored_jobs_by_hash_prefix(cli, home):
                          home=home, check=True).stdout)
     # (why refuses a name with no telemetry and lists the known ones: the same reason, one resolver)
     assert doc["system"] is None and "unknown file system 'vm'" in doc["notes"][0]
+
+
+def test_a_stored_log_changed_since_its_ingest_keeps_whys_note(cli, home, tmp_path):
+    """Both runs stored, then the before run's file rewritten (another run's log at its path): `why` of that job
+    reads its stored row and says so; the diff keeps why's note, named by its run (it dropped every note of
+    why's, and asked why for the path, whose new bytes are no stored job: no note at all). The diff itself reads
+    the log as it is now."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    q, s = runs / QUIET.name, runs / STORM.name
+    shutil.copy(QUIET, q)
+    shutil.copy(STORM, s)
+    cli("jobs", "ingest", str(q), str(s), "--workers", "1", home=home, check=True)
+    ids = [hashlib.sha256(p.read_bytes()).hexdigest()[:12] for p in (q, s)]
+    settings = Settings.resolve(home)
+    assert not any("changed since" in n for n in job_diff(settings, *ids).notes)
+    shutil.copy(FIXED, q)
+    d = job_diff(settings, *ids)
+    assert d.system is None and d.notes[0].startswith(f"no system share: {q}: ")  # no telemetry of this disk
+    assert f"before run, why: {q} changed since it was ingested: its stored row is used" in d.notes
+    assert d.before.io_time_s == job_answer(str(FIXED))[0].perf.io_time_s

@@ -153,10 +153,11 @@ def _get(rep: JobReport, path: str):
     return getattr(getattr(rep, head), rest)
 
 
-def _resolve(settings, ident: str) -> tuple[str, bool]:
-    """(the log's path, is it in the store) for a log path or a stored job's id or hash prefix."""
+def _resolve(settings, ident: str) -> tuple[str, str | None]:
+    """(the log's path, its stored log hash: None for a log path) for a log path or a stored job's id or hash
+    prefix."""
     if os.path.isfile(ident):
-        return ident, False
+        return ident, None
     if os.sep in ident or settings is None or not settings.store_exists():
         raise UserError(f"no Darshan log at {ident!r}" + ("" if os.sep in ident else
                                                           " and no store to look the job up in"))
@@ -176,7 +177,7 @@ def _resolve(settings, ident: str) -> tuple[str, bool]:
     path = found[0]["path"]
     if not path or not os.path.isfile(path):
         raise UserError(f"job {ident}: its log {path} is no longer there to read")
-    return path, True
+    return path, found[0]["log_hash"]
 
 
 def _side(ident: str, path: str, rep: JobReport) -> DiffSide:
@@ -411,22 +412,26 @@ def diff_reports(before: DiffSide, rep_b: JobReport, after: DiffSide, rep_a: Job
                    same_code=same, system=system, verdict=verdict, notes=notes or [], pace_s=exp - code_s + 0.0)
 
 
-def _system(settings, paths: tuple[str, str], fs: str | None) -> tuple[SystemShare | None, list[str], list]:
-    """Each run's system seconds from `why` (both jobs stored, with telemetry or probes), else None; the notes,
-    and each run's log budget (`why`'s: its window and file system)."""
+def _system(settings, paths: tuple[str, str], hashes: tuple[str, str],
+            fs: str | None) -> tuple[SystemShare | None, list[str], list]:
+    """Each run's system seconds from `why` (both jobs stored, with telemetry or probes), else None; the notes
+    (`why`'s own among them, each named by its run, but its climate's: the diff shows none), and each run's log
+    budget (`why`'s: its window and file system). `why` is asked for the stored log (its hash), as `why JOB`
+    answers it: a log changed since it was ingested is read from its stored row there, and its note says so."""
     # lazy: numpy, sqlalchemy via services.answers.why: kept off `ioweather job diff --help` and its usage errors
-    from ioweather.services.answers.why import comparable_system_s, why
+    from ioweather.services.answers.why import NO_CLIMATE, comparable_system_s, why
 
-    got = []
-    for p in paths:
-        w = why(settings, p, fs=fs)
+    got, notes = [], []
+    for side, p, h in zip(("before", "after"), paths, hashes):
+        w = why(settings, h, fs=fs)
+        notes += [f"{side} run, why: {n}" for n in w.notes if n != NO_CLIMATE]
         if comparable_system_s(w) is None:
             why_not = w.logs[0].evidence.system if w.logs else w.system_model
-            return None, [f"no system share: {p}: {why_not}"], []
+            return None, [f"no system share: {p}: {why_not}", *notes], []
         got.append(w)
     sb, sa = (comparable_system_s(w) for w in got)
     return SystemShare(before_s=sb, after_s=sa, change_s=sa - sb,
-                       model=got[1].system_model), [], [w.logs[0] if len(w.logs) == 1 else None for w in got]
+                       model=got[1].system_model), notes, [w.logs[0] if len(w.logs) == 1 else None for w in got]
 
 
 def device_rate(parquet_dir, fs: str, target: str, start_ns: int, end_ns: int) -> float | None:
@@ -489,15 +494,15 @@ def job_diff(settings, before: str, after: str, *, cores_per_node: int | None = 
     # lazy: the reader forks before numpy (services/jobs/darshan_child.py)
     from ioweather.services.jobs.darshan_child import job_outputs
 
-    (pb, stored_b), (pa, stored_a) = _resolve(settings, before), _resolve(settings, after)
+    (pb, hb), (pa, ha) = _resolve(settings, before), _resolve(settings, after)
     rb, _ = job_outputs(pb, cores_per_node=cores_per_node, thresholds_file=thresholds_file)
     ra, _ = job_outputs(pa, cores_per_node=cores_per_node, thresholds_file=thresholds_file)
     sb, sa = _side(before, pb, rb), _side(after, pa, ra)
     system, notes, crowd = None, [], None
-    if stored_b and stored_a:
+    if hb is not None and ha is not None:
         budgets = []
         try:
-            system, notes, budgets = _system(settings, (pb, pa), fs)
+            system, notes, budgets = _system(settings, (pb, pa), (hb, ha), fs)
         except UserError as e:
             notes = [f"no system share: {e}"]
         if system is not None:

@@ -66,6 +66,8 @@ MIN_PROBE_SAMPLES = 30
 NEGLIGIBLE = 0.005
 #: The models that give no system seconds: no evidence, or readings too coarse to tell the share from 0.
 NO_SHARE = ("unknown", "below_resolution")
+#: The note of an answer without a climate (`job diff`, which shows none, leaves it out of its notes).
+NO_CLIMATE = "no climate: the job's log is not in the store, or its file system has no telemetry"
 
 
 # ------------------------------------------------------ the answer: resolve JOB, each log's budget, the merge
@@ -863,7 +865,7 @@ def _answer(ident: str, logs: list[_LogAnswer], events: list[Event], sched_row: 
     climates = [(x.facts.io_time_s, x.umami) for x in logs if x.umami is not None]
     climate = _climate(max(climates, key=lambda c: c[0])[1]) if climates else None
     if not climates:
-        notes.append("no climate: the job's log is not in the store, or its file system has no telemetry")
+        notes.append(NO_CLIMATE)
     advice = next((f.advice for f in sorted(facts, key=lambda f: -(f.saving_s or 0)) if f.advice), None)
     jobname = str(sched_row["jobid"]) if sched_row is not None else (
         str(bs[0].jobid) if len(bs) > 1 and bs[0].jobid else (ident if len(bs) > 1 else (str(bs[0].jobid or bs[0].id))))
