@@ -252,3 +252,62 @@ def test_events_and_report_agree_after_a_late_sample(probed, tmp_path):  # noqa:
     events = answer("events")
     assert answer("report")["events"]["events"] == events
     assert events[i]["slowdown"] > 10 * event["slowdown"]
+
+
+@pytest.mark.slow  # ~1 s: two computations
+def test_page_keeps_no_answer_whose_inputs_changed_during_its_computation(week, tmp_path, monkeypatch):
+    """A benchmark run stored while the Report page computes (after its inputs' version was read, before the
+    report reads the runs): the answer is of the new inputs, and was kept under the old version. The page reads
+    the version again once computed and keeps the answer only if it did not move; the next view computes it
+    again and keeps it under the new version, the same answer."""
+    from starlette.datastructures import QueryParams
+
+    import ioweather.web.context as context
+    import ioweather.web.pages.report as page
+    from ioweather.store import bench as bstore
+    from ioweather.web.context import WebContext
+
+    home = tmp_path / "home"
+    shutil.copytree(week[0], home)
+    settings = Settings.resolve(home)
+    q = QueryParams({"fs": "syn", "since": WINDOW[1], "until": WINDOW[3]})
+    kept, versions = [], []
+    real_keep, real_compute, real_version = context.keep_answer, page.compute, page.inputs_version
+
+    def keep(settings, key, version, text):
+        if key.startswith("('report'"):
+            kept.append(version)
+        real_keep(settings, key, version, text)
+
+    def seen_version(*a, **k):
+        versions.append(real_version(*a, **k))
+        return versions[-1]
+
+    def racing(*a, **k):
+        store = open_store(settings)
+        bstore.put_runs(store, [{"run_id": "during", "motif": "ior-easy", "fs": "syn", "source": "fio",
+                                 "start_ns": syn.T0, "end_ns": syn.T0 + 60 * 10**9, "params": {},
+                                 "results": [{"direction": "write", "duration_s": 100.0, "bw_bps": 4e9}]}])
+        store.dispose()
+        return real_compute(*a, **k)
+    monkeypatch.setattr(context, "keep_answer", keep)
+    monkeypatch.setattr(page, "inputs_version", seen_version)
+    monkeypatch.setattr(page, "compute", racing)
+
+    def view() -> dict:
+        ctx = WebContext(settings)
+        try:
+            return page.report_data(ctx, q)["report"]
+        finally:
+            ctx.close()
+
+    during = view()
+    assert kept == []  # neither under the version read before (the bug) nor under the one after
+    assert versions[0] != versions[-1]  # the run moved the version while the page computed
+    assert during["bench"] != week[1]["bench"]  # the report counts the new run
+    monkeypatch.setattr(page, "compute", real_compute)
+    n = len(versions)
+    again = view()
+    # the version once the run was in, read before and after: unchanged, so kept under it
+    assert versions[n - 1] == versions[n] == versions[n + 1] and kept == [repr(versions[n])]
+    assert again == during

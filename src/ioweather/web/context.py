@@ -114,22 +114,34 @@ class WebContext:
                 self._memo.popitem(last=False)
         return value
 
-    def kept(self, key: tuple, version: Hashable, compute: Callable[[], dict]) -> dict:
+    def kept(self, key: tuple, version: Hashable, compute: Callable[[], dict],
+             version_now: Callable[[], Hashable] | None = None) -> dict:
         """`memo` of a JSON document (`compute()`'s), also kept in the store's home across a restart
         (services.runtime.stores.keep_answer: store/kept_answers.py) for the same key, `version` and ioweather
         version: a restarted server's first view of a page computed from a whole dataset (Workload's week of
         telemetry, ~2 s at a center's size) reads it back instead. `version` must change whenever anything the
         answer is computed from does, as for `memo`. Both paths hand the document as parsed from its JSON text:
-        the same answer whether computed or read back."""
+        the same answer whether computed or read back. `version_now()`: the version read again once computed;
+        when it moved, the inputs changed during the computation and the answer (of either, or of both) is
+        handed out but kept under neither."""
         k, v = repr(key), repr(version)
+        moved = False
 
         def load_or_compute() -> dict:
+            nonlocal moved
             text = kept_answer(self.settings, k, v)
             if text is None:
                 text = to_json(compute())
-                keep_answer(self.settings, k, v, text)
+                moved = version_now is not None and version_now() != version
+                if not moved:
+                    keep_answer(self.settings, k, v, text)
             return json.loads(text)
-        return self.memo(("kept", key), version, load_or_compute)
+        doc = self.memo(("kept", key), version, load_or_compute)
+        if moved:
+            with self._lock:
+                if self._memo.get(("kept", key), (None, None))[1] is doc:
+                    del self._memo[("kept", key)]
+        return doc
 
     def close(self) -> None:
         """Write what the probe cache keeps across a restart and release the store, once: the lifespan's

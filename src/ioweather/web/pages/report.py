@@ -54,10 +54,15 @@ def report_data(ctx: WebContext, params) -> dict:
             raise BadRequest(str(e)) from None
 
     key = ("report", fs, since_ns, until_ns, resample, smooth_s, min_amp)
-    # kept (also across a restart: a minute of computation at a center's size) while none of its inputs changed
-    version = inputs_version(ctx.settings, ctx.store if ctx.settings.store_exists() else None, fs, since_ns, until_ns)
+
+    def version() -> tuple:
+        return inputs_version(ctx.settings, ctx.store if ctx.settings.store_exists() else None, fs, since_ns,
+                              until_ns)
+    # kept (also across a restart: a minute of computation at a center's size) while none of its inputs changed;
+    # the version read again once computed, as event_probes.kept_window_slowdowns does: an answer whose inputs
+    # changed midway is of neither version, and is not kept under either
     # the form's file systems (presentation), then the answer
-    return {"fs_all": systems, "span": span.to_json(), "report": ctx.kept(key, version, run)}
+    return {"fs_all": systems, "span": span.to_json(), "report": ctx.kept(key, version(), run, version)}
 
 
 PAGE = Page(slug="report", title="Report", data=report_data, template="report.html", available=has_telemetry,
