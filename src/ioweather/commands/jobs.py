@@ -9,6 +9,7 @@ from ioweather.commands.common import (json_option, one_blas_thread, one_shot, q
 from ioweather.files import display_path
 from ioweather.services.answers.job_diff import job_diff
 from ioweather.services.jobs.archive_light import light_answer
+from ioweather.services.jobs.ingest import default_workers, ingest as run_ingest
 from ioweather.services.jobs.ingest_scan import unchanged_answer
 from ioweather.services.jobs.darshan_child import job_outputs, write_html
 from ioweather.units import to_ns
@@ -145,9 +146,6 @@ def register(cli: click.Group) -> None:
         # the full path (SQLAlchemy, pandas, rich: most of its time, issue 40); None: something to do
         counts = None if dask_address else unchanged_answer(settings, list(paths), follow_symlinks=follow_symlinks)
         if counts is None:
-            # lazy: numpy, pandas, pyarrow via services.jobs.ingest: kept off the command's `--help` and its usage errors
-            from ioweather.services.jobs.ingest import default_workers, ingest as run
-
             # lazy: rich via views.output: kept off the command's `--help` and its usage errors
             from ioweather.views.output import progress
 
@@ -155,10 +153,10 @@ def register(cli: click.Group) -> None:
             with one_shot(), quiet_output(quiet, as_json):
                 with progress() as bar:
                     task = bar.add_task("ingesting Darshan logs", total=None)
-                    counts = run(settings, list(paths), workers=workers or default_workers(),
-                                 dask_address=dask_address, cores_per_node=cores_per_node,
-                                 follow_symlinks=follow_symlinks,
-                                 progress_cb=lambda done, total: bar.update(task, completed=done, total=total))
+                    counts = run_ingest(settings, list(paths), workers=workers or default_workers(),
+                                        dask_address=dask_address, cores_per_node=cores_per_node,
+                                        follow_symlinks=follow_symlinks,
+                                        progress_cb=lambda done, total: bar.update(task, completed=done, total=total))
         if as_json:
             print_json(counts.to_json())
         else:
