@@ -20,15 +20,12 @@ directory is the same path (the content hash decides in any case).
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 import os
 import signal
 import time
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from typing import TYPE_CHECKING
@@ -38,7 +35,6 @@ from ioweather.files import display_path, fd_path
 from ioweather.services.jobs.answer import JobReport
 from ioweather.services.jobs.facts import LogFacts
 from ioweather.services.jobs.ingest_scan import find_logs, IngestCounts, unchanged_file
-from ioweather.services.runtime.distributed import connect, map_unordered
 from ioweather.signals import Interrupted as Stop, child_defaults, die_with_parent, install
 from ioweather.store import sqlite_reads
 from ioweather.store.job_rows import INTERFACE_COLUMNS, job_row_values
@@ -50,6 +46,8 @@ from ioweather.store.job_stamps import file_stamp, path_hash
 # after the fork where the store can be read without it (`_light_plan`): the parent's ~0.3 s of SQLAlchemy and
 # store opening then run beside the workers, not before them.
 if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
     import pyarrow as pa
 
 # The extraction context inherited by forked workers (set before the pool starts).
@@ -268,6 +266,9 @@ def _kill_workers(ex: ProcessPoolExecutor) -> None:
 
 
 def _pool(ctx, workers: int, initializer, initargs) -> ProcessPoolExecutor:
+    # lazy: as run_pool's
+    from concurrent.futures import ProcessPoolExecutor
+
     return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_start_worker,
                                initargs=(os.getpid(), initializer, initargs))
 
@@ -345,6 +346,11 @@ def run_pool(fn: Callable, items: list, workers: int, on_result: Callable[[objec
     one at a time in a fresh 1-worker pool, and an item that kills its worker
     again is reported through `on_crash(item, reason)`.
     """
+    # lazy: the pool's modules (~10 ms), loaded only when logs are read: `jobs summary` and `job` import this module
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, wait
+    from concurrent.futures.process import BrokenProcessPool
+
     ctx = mp.get_context("fork")
     pending = _chunks(items, per_task, workers)[::-1]
     window = max(2, workers * max(2, 4 // per_task))
@@ -464,6 +470,9 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
     if not dask_address:
         return _ingest(settings, paths, workers=workers, client=None, cores_per_node=cores_per_node,
                        progress_cb=progress_cb, follow_symlinks=follow_symlinks)
+    # lazy: the Dask door, loaded only with --dask
+    from ioweather.services.runtime.distributed import connect
+
     with connect(dask_address) as client:
         return _ingest(settings, paths, workers=workers, client=client, cores_per_node=cores_per_node,
                        progress_cb=progress_cb, follow_symlinks=follow_symlinks, dask_per_task=dask_per_task)
@@ -520,6 +529,9 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
         try:
             try:
                 if client is not None:
+                    # lazy: as `ingest`'s
+                    from ioweather.services.runtime.distributed import map_unordered
+
                     # a log is ~70 ms of work, a task ~8 ms of the scheduler's on 2 shared cores: batched
                     map_unordered(client, extract, todo, on_result, on_crash, shared=("known",),
                                   per_task=dask_per_task, crash_reason=_crash_reason(),
