@@ -2,9 +2,9 @@
 
 Per log (`extract`): hash, read (no DXT: the archive does not need traces),
 characterize, turn into a job row and a per-file Arrow table (sent to the parent as
-Arrow IPC bytes); a pool task carries up to four logs. Workers never
+Arrow IPC bytes); a pool task carries up to sixteen logs. Workers never
 touch the store; the parent writes batches (see store/jobs.py for idempotence
-and resumability). The reader always runs in a worker process, even for one log or
+and resumability), and opens the store while the workers read their first logs. The reader always runs in a worker process, even for one log or
 `--workers 1`: a worker that dies (libdarshan-util can abort() on damaged
 input) breaks a `ProcessPoolExecutor`; the logs in flight are then re-run one
 by one in fresh single-worker pools, so the culprit is recorded as failed and
