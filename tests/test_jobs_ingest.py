@@ -328,3 +328,74 @@ def test_reingest_skips_unchanged_files_unopened_and_reads_changed_ones(home, tm
     assert (third["ingested"], third["duplicates"], third["failed"], third["skipped"]) == (1, 2, 0, n - 3)
     last, paths = run()
     assert paths == [] and last["skipped"] == n
+
+
+def _fail_with(reason: str):
+    raise RuntimeError(reason)
+
+
+def test_a_failed_start_stops_the_workers():
+    """`started` (the parent's store opening, beside the workers) raising ends the pool: no worker runs on."""
+    import multiprocessing
+
+    from ioweather.services.jobs.ingest import run_pool
+
+    results = []
+    with pytest.raises(RuntimeError, match="store"):
+        run_pool(_die_on_poison, [f"log{i}" for i in range(40)], 2, lambda it, res: results.append(it),
+                 lambda it, why: None, per_task=4, started=lambda: _fail_with("no store"))
+    assert results == []  # no result is handed on before `started` returned
+    deadline = time.time() + 10
+    while multiprocessing.active_children() and time.time() < deadline:
+        time.sleep(0.05)
+    assert multiprocessing.active_children() == []
+
+
+def test_tasks_get_smaller_at_the_end():
+    """The last tasks are a quarter of the others, so the workers end close together; every item once, in order."""
+    from ioweather.services.jobs.ingest import _chunks, _per_task
+
+    for n, workers in ((1000, 2), (1000, 8), (65, 2), (20, 2), (3, 2), (1, 1)):
+        per_task = _per_task(n, workers)
+        chunks = _chunks(list(range(n)), per_task, workers)
+        assert [i for c in chunks for i in c] == list(range(n))
+        sizes = [len(c) for c in chunks]
+        assert max(sizes) == min(per_task, n)
+        tail = min(n, 2 * workers * per_task) if per_task > 1 else 0
+        assert sum(s for s in sizes if s <= max(1, per_task // 4)) >= tail
+    sizes = [len(c) for c in _chunks(list(range(1000)), 16, 2)]
+    assert sizes[0] == 16 and sizes[-16:] == [4] * 16
+
+
+#: In the ingest's subprocess: each worker reports, as the failure reason of its log, which of SQLAlchemy,
+#: pandas and darshan it was forked with (its `_extract_in_pool` replaced before the command runs).
+_PROBE = """
+import sys
+from ioweather.services.jobs import ingest
+
+def probe(path):
+    loaded = ",".join(m for m in ("darshan", "pandas", "sqlalchemy") if m in sys.modules)
+    return ("failed", {"path": path, "path_hash": ingest.path_hash(path), "log_hash": None, "size_bytes": 0,
+                       "mtime_ns": 0, "reason": loaded})
+
+ingest._extract_in_pool = probe
+from ioweather.cli import cli
+cli(["jobs", "ingest", *sys.argv[1:], "--workers", "2", "-q"])
+"""
+
+
+def test_the_workers_are_forked_before_sqlalchemy_is_imported(home, tmp_path):
+    """The parent forks its workers with the reader loaded and SQLAlchemy not: its ~0.3 s of SQLAlchemy and
+    the store's opening run beside them (issue 40, wall time), for a new store and an existing one."""
+    logs = sorted(p for p in all_real_logs() if p.stat().st_size < 4000)[:4]
+    env = {**os.environ, "IOWEATHER_HOME": str(home)}
+    env.pop("IOWEATHER_DB", None)
+    for batch in (logs[:2], logs[2:]):  # the second into the store the first made
+        r = subprocess.run([sys.executable, "-c", _PROBE, *map(str, batch)], env=env, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+    store = open_store(Settings.resolve(str(home), None))
+    from ioweather.store import jobs as jobs_store
+
+    reasons = sorted(f["reason"] for f in jobs_store.failed(store))
+    assert reasons == ["darshan,pandas"] * 4

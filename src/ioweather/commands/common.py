@@ -101,6 +101,14 @@ def one_shot():
         gc.set_threshold(*thresholds)
 
 
+def one_blas_thread() -> None:
+    """Before numpy is first imported: OpenBLAS without a thread pool of its own. numpy's import starts one
+    thread per core, each of which spins before it sleeps; `jobs ingest` (whose workers already take every
+    core) and `jobs summary` multiply no matrix that would use them: 0.2 s less CPU for ingest + summary of
+    1,000 logs, 0.06 s less wall (issue 40, docs/benchmarks.md). A value the user set is kept."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def reference_period(baseline_from, baseline_until) -> tuple[int, int] | None:
     """[since, until) in ns of a site's reference baseline period (--baseline-from, --baseline-until of
     `slowdown` and `why`), None for the rolling window. Here, not in services.probe.slowdown: `why` checks

@@ -40,6 +40,7 @@ from ioweather.files import StoreTree
 from ioweather.stats.rules_revision import RULES_REVISION
 from ioweather.store.db import Store
 from ioweather.store.job_files import files_dir, is_part_name  # noqa: F401 (files_dir re-exported: store/check.py, the ingest)
+from ioweather.store.job_rows import INTERFACE_COLUMNS
 # re-exported: the ingest and the tests name them here; they live where `jobs ingest`'s light path reads them
 from ioweather.store.job_stamps import file_stamp, path_hash  # noqa: F401
 from ioweather.store.migrations import Component, create_tables
@@ -50,10 +51,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 metadata = sa.MetaData()
-
-#: Interfaces whose bytes are kept per job (column prefix in `jobs`).
-INTERFACE_COLUMNS = {"POSIX": "posix", "STDIO": "stdio", "MPI-IO": "mpiio", "H5D": "h5d",
-                     "PNETCDF_VAR": "pnetcdf", "DFS": "dfs", "DAOS": "daos"}
 
 _interface_cols = []
 for _p in INTERFACE_COLUMNS.values():
@@ -518,21 +515,6 @@ def file_rows(store: Store, parquet_dir: Path) -> pa.Table | None:
     if not paths:
         return None
     return pa.concat_tables([pq.read_table(p) for p in paths], promote_options="default")
-
-
-def job_row_values(row: dict) -> dict:
-    """Normalize numpy scalars to Python for the drivers."""
-    # lazy: numpy, loaded only when a log was read (a re-ingest of an unchanged archive loads none of it)
-    import numpy as np
-
-    out = {}
-    for k, v in row.items():
-        if isinstance(v, np.generic):
-            v = v.item()
-        if isinstance(v, float) and not np.isfinite(v):
-            v = None
-        out[k] = v
-    return out
 
 
 def find_jobs(store: Store, ident: str) -> list[dict]:

@@ -2,9 +2,9 @@
 
 Per log (`extract`): hash, read (no DXT: the archive does not need traces),
 characterize, turn into a job row and a per-file Arrow table (sent to the parent as
-Arrow IPC bytes); a pool task carries up to four logs. Workers never
+Arrow IPC bytes); a pool task carries up to sixteen logs. Workers never
 touch the store; the parent writes batches (see store/jobs.py for idempotence
-and resumability). The reader always runs in a worker process, even for one log or
+and resumability), and opens the store while the workers read their first logs. The reader always runs in a worker process, even for one log or
 `--workers 1`: a worker that dies (libdarshan-util can abort() on damaged
 input) breaks a `ProcessPoolExecutor`; the logs in flight are then re-run one
 by one in fresh single-worker pools, so the culprit is recorded as failed and
@@ -20,15 +20,12 @@ directory is the same path (the content hash decides in any case).
 from __future__ import annotations
 
 import json
-import multiprocessing as mp
 import os
 import signal
 import time
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from typing import TYPE_CHECKING
@@ -38,16 +35,19 @@ from ioweather.files import display_path, fd_path
 from ioweather.services.jobs.answer import JobReport
 from ioweather.services.jobs.facts import LogFacts
 from ioweather.services.jobs.ingest_scan import find_logs, IngestCounts, unchanged_file
-from ioweather.services.runtime.distributed import connect, map_unordered
 from ioweather.signals import Interrupted as Stop, child_defaults, die_with_parent, install
-from ioweather.store import jobs as jobs_store, open_store
-from ioweather.store.jobs import (file_stamp, INTERFACE_COLUMNS, job_row_values, path_hash, relocate, remember,
-                                  write_batch)
+from ioweather.store import sqlite_reads
+from ioweather.store.job_rows import INTERFACE_COLUMNS, job_row_values
+from ioweather.store.job_stamps import file_stamp, path_hash
 
 # The reader, the statistics and Arrow (pandas, pyarrow) are imported where a log is read: a re-ingest of an
 # unchanged archive reads none, and its time was mostly their imports (issue 40). `_ingest` imports them
-# before forking (`_load_reader`), so the workers inherit them.
+# before forking (`_load_reader`), so the workers inherit them. The store's module (SQLAlchemy) is imported
+# after the fork where the store can be read without it (`_light_plan`): the parent's ~0.3 s of SQLAlchemy and
+# store opening then run beside the workers, not before them.
 if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
     import pyarrow as pa
 
 # The extraction context inherited by forked workers (set before the pool starts).
@@ -266,6 +266,9 @@ def _kill_workers(ex: ProcessPoolExecutor) -> None:
 
 
 def _pool(ctx, workers: int, initializer, initargs) -> ProcessPoolExecutor:
+    # lazy: as run_pool's
+    from concurrent.futures import ProcessPoolExecutor
+
     return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_start_worker,
                                initargs=(os.getpid(), initializer, initargs))
 
@@ -320,18 +323,36 @@ def _each(fn: Callable, items: list) -> list:
     return [fn(item) for item in items]
 
 
+def _chunks(items: list, per_task: int, workers: int) -> list[list]:
+    """`items` in tasks of `per_task`, the last few smaller: the workers then end within a log or two of each
+    other, not a whole task (16 logs, ~0.1 s) apart while a core idles (issue 40)."""
+    tail = min(len(items), 2 * workers * per_task) if per_task > 1 else 0
+    head, rest = items[:len(items) - tail], items[len(items) - tail:]
+    small = max(1, per_task // 4)
+    return ([head[i:i + per_task] for i in range(0, len(head), per_task)]
+            + [rest[i:i + small] for i in range(0, len(rest), small)])
+
+
 def run_pool(fn: Callable, items: list, workers: int, on_result: Callable[[object, object], None],
-             on_crash: Callable[[object, str], None], initializer=None, initargs=(), per_task: int = 1) -> None:
+             on_crash: Callable[[object, str], None], initializer=None, initargs=(), per_task: int = 1,
+             started: Callable[[], None] | None = None) -> None:
     """Apply `fn` to every item in `workers` processes, calling `on_result(item, result)` as results come.
 
     `per_task` items go to a worker in one task: each task is a pickled call, a pickled answer and a few
     thread hand-offs in the parent (~0.5 ms of the parent's CPU a task on 2 loaded cores, issue 40).
+    `started()` runs once the workers have their first tasks, before any result is handed on: the parent's
+    own preparations then run beside them.
     A worker that dies takes the pool down; the items then in flight are re-run
     one at a time in a fresh 1-worker pool, and an item that kills its worker
     again is reported through `on_crash(item, reason)`.
     """
+    # lazy: the pool's modules (~10 ms), loaded only when logs are read: `jobs summary` and `job` import this module
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, wait
+    from concurrent.futures.process import BrokenProcessPool
+
     ctx = mp.get_context("fork")
-    pending = [items[i:i + per_task] for i in range(0, len(items), per_task)][::-1]
+    pending = _chunks(items, per_task, workers)[::-1]
     window = max(2, workers * max(2, 4 // per_task))
     while pending:
         suspects: list = []
@@ -342,6 +363,9 @@ def run_pool(fn: Callable, items: list, workers: int, on_result: Callable[[objec
                     while pending and len(inflight) < window:
                         chunk = pending.pop()
                         inflight[ex.submit(_each, fn, chunk)] = chunk
+                    if started is not None:
+                        started()
+                        started = None
                     done, _ = wait(inflight, return_when=FIRST_COMPLETED)
                     for fut in done:
                         res = fut.result()  # raises BrokenProcessPool while the chunk is still in flight
@@ -415,6 +439,9 @@ class Ingest:
             self.flush()
 
     def flush(self) -> None:
+        # lazy: SQLAlchemy via store.jobs, imported once the workers run (`_ingest`)
+        from ioweather.store.jobs import relocate, remember, write_batch
+
         with self.interrupts.deferred():
             if self.rows or self.failures:
                 # stored by a concurrent ingest since we looked: found present, not ingested by us; stored but
@@ -443,6 +470,9 @@ def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None
     if not dask_address:
         return _ingest(settings, paths, workers=workers, client=None, cores_per_node=cores_per_node,
                        progress_cb=progress_cb, follow_symlinks=follow_symlinks)
+    # lazy: the Dask door, loaded only with --dask
+    from ioweather.services.runtime.distributed import connect
+
     with connect(dask_address) as client:
         return _ingest(settings, paths, workers=workers, client=client, cores_per_node=cores_per_node,
                        progress_cb=progress_cb, follow_symlinks=follow_symlinks, dask_per_task=dask_per_task)
@@ -453,11 +483,16 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
     """`ingest`, on `client` (a Dask client) when given: `IngestCounts` (skipped: `unchanged_file`).
     Raises `Interrupted` on Ctrl-C or SIGTERM, after storing what was read.
     """
-    store = open_store(settings)
-    store.require(jobs_store.COMPONENT)
-    jobs_store.remove_orphan_parts(store, settings.parquet_dir)
-    known_hashes, known_paths = jobs_store.seen(store)
-    seen_files = jobs_store.seen_stamps(store)
+    store = None
+    # the local pool is forked before SQLAlchemy is imported where sqlite3 can read what the store has seen
+    seen = None if client is not None else _light_seen(settings)
+    if seen is None:
+        store = _open(settings)
+        # lazy: SQLAlchemy, as `_open`
+        from ioweather.store import jobs as jobs_store
+
+        seen = (*jobs_store.seen(store), jobs_store.seen_stamps(store))
+    known_hashes, known_paths, seen_files = seen
     todo, skipped, links = [], 0, []
     for p in find_logs(paths, follow_symlinks=follow_symlinks, links=links):
         if unchanged_file(p, seen_files, known_hashes, known_paths):
@@ -480,9 +515,13 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
 
     def on_crash(item, reason):
         size, mtime = _stamp(item) or (0, 0)
-        on_result(item, ("failed", {"path": display_path(item), "path_hash": jobs_store.path_hash(item),
+        on_result(item, ("failed", {"path": display_path(item), "path_hash": path_hash(item),
                                     "log_hash": None,
                                     "size_bytes": size, "mtime_ns": mtime, "reason": reason}))
+
+    def open_sink():
+        if sink.store is None:
+            sink.store = _open(settings)
 
     known = frozenset(known_hashes)
     scan = Scan.of(paths, follow_symlinks)
@@ -490,6 +529,9 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
         try:
             try:
                 if client is not None:
+                    # lazy: as `ingest`'s
+                    from ioweather.services.runtime.distributed import map_unordered
+
                     # a log is ~70 ms of work, a task ~8 ms of the scheduler's on 2 shared cores: batched
                     map_unordered(client, extract, todo, on_result, on_crash, shared=("known",),
                                   per_task=dask_per_task, crash_reason=_crash_reason(),
@@ -499,17 +541,49 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
                     # worker is its death one failed log rather than the end of the run (issue 32 item 2)
                     run_pool(_extract_in_pool, todo, min(workers, len(todo)), on_result, on_crash,
                              initializer=_init_worker, initargs=(known, cores_per_node, scan),
-                             per_task=_per_task(len(todo), workers))
+                             per_task=_per_task(len(todo), workers), started=open_sink)
+                open_sink()
             finally:
-                sink.flush()  # what was read before an interruption is kept
+                if sink.store is not None:
+                    sink.flush()  # what was read before an interruption is kept
         except KeyboardInterrupt as e:
             raise Interrupted(getattr(e, "signum", signal.SIGINT), sink.counts) from None
     if sink.counts.get("ingested") or sink.counts.get("refreshed"):
         # lazy: the weather (pandas), loaded only when jobs were stored or refreshed
         from ioweather.services.jobs.weather import after_import
 
-        after_import(store, client=client)  # the new jobs' weather and verdicts, for the Jobs list (issue 13)
+        after_import(sink.store, client=client)  # the new jobs' weather and verdicts, for the Jobs list (issue 13)
     return IngestCounts(**sink.counts, found=len(todo) + skipped)
+
+
+def _open(settings):
+    """The store, its darshan tables made or upgraded, Parquet parts no job row names removed."""
+    # lazy: SQLAlchemy via store.jobs and store.db (~0.3 s with the store's opening): after the fork when it can be
+    from ioweather.store import jobs as jobs_store, open_store
+
+    store = open_store(settings)
+    store.require(jobs_store.COMPONENT)
+    jobs_store.remove_orphan_parts(store, settings.parquet_dir)
+    return store
+
+
+def _light_seen(settings) -> tuple | None:
+    """store.jobs' `seen` and `seen_stamps` of the store read through sqlite3 (nothing seen when there is no
+    store yet), or None when only the store's usual door can tell (a server, another schema version)."""
+    if settings.db_url is not None:
+        return None
+    try:
+        store = sqlite_reads.open_light(settings)
+    except sqlite_reads.Fallback:
+        return None
+    if store is None:
+        return set(), {}, {}
+    try:
+        return (*sqlite_reads.seen(store), sqlite_reads.seen_stamps(store))
+    except sqlite_reads.Fallback:
+        return None
+    finally:
+        store.dispose()
 
 
 def _load_reader() -> None:
