@@ -362,3 +362,31 @@ def test_the_settled_intervals_after_the_last_whole_hour_are_kept_unless_their_s
     r = got[("scratch", 600)]
     assert r["count"][(r["op"] == probe_store.OPS.index("md_stat")) & (r["start_ns"] == late // (600 * 10**9)
                                                                          * 600 * 10**9)].sum() > 0
+
+
+def test_each_length_keeps_its_own_range(home, monkeypatch):
+    """A server stopped before its warm-up filled the month keeps what its pages asked for, each length from its own
+    start: one range for all cut the 10-minute month to a 1-hour request's day (the tenth pass: 7 days kept of 30)."""
+    now = time.time_ns() - 120 * 10**9
+    c = _cache(home, now)
+    since, until = c.baseline_window(now)
+    for t in TARGETS:  # the climate's month at 10 minutes, a History of the last 6 hours at 1 hour
+        c.rollups(t, 600, since, until)
+        c.rollups(t, 3600, now - 6 * H, until)
+    c.close()
+    path = probe_rollups_file.path_of(c.store)
+    kept = probe_rollups_file.load(path, c._rows_key())
+    for t in TARGETS:
+        e = kept[t]
+        assert set(e["lengths"]) == {600, 3600}
+        assert e["starts"][3600] >= now - 7 * H and e["starts"][600] == e["lo_ns"] < now - DAY, (t, e["starts"])
+        for i, rows in e["lengths"].items():
+            assert rows["start_ns"].min() >= e["starts"][i] and rows["start_ns"].max() < e["hi_ns"]
+    second = _cache(home, now)
+    scans = _scans(monkeypatch, second)
+    for t in TARGETS:  # the month at 10 minutes read back: only the hours after the file's end computed
+        got = second.rollups(t, 600, since, until)
+        ref = _cache(home, now, persist=False).rollups(t, 600, since, until)
+        for col in ref:
+            np.testing.assert_array_equal(got[col], ref[col], err_msg=f"{t} {col}")
+    assert all(hi - lo <= 2 * H for _, (lo, hi), _ in scans), scans
