@@ -390,3 +390,47 @@ def test_each_length_keeps_its_own_range(home, monkeypatch):
         for col in ref:
             np.testing.assert_array_equal(got[col], ref[col], err_msg=f"{t} {col}")
     assert all(hi - lo <= 2 * H for _, (lo, hi), _ in scans), scans
+
+
+_TRUNCATED_CHILD = """
+import os, sys, time
+import numpy as np
+from ioweather.config import Settings
+from ioweather.services.probe.cache import ProbeCache
+from ioweather.store import open_store, probe_rollups_file
+home, now, own = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+c = ProbeCache(open_store(Settings.resolve(home)), persist=True, keep_recent=True, clock=lambda: now)
+if own:
+    c.warm()  # installs the file's rows, then (after its hold) copies them out of the mapping
+else:
+    for t in c.targets():
+        c._seed(t, c._t(t))
+path = probe_rollups_file.path_of(c.store)
+os.truncate(path, 64)  # in place, as another program might: the mapped pages past the end are gone
+total = 0.0
+for t in c.targets():
+    for r in c._t(t).rolled.values():
+        total += float(np.nansum(r.rows["median_s"])) if len(r.rows["op"]) else 0.0
+print("read", total > 0)
+"""
+
+
+def test_a_file_truncated_in_place_does_not_kill_the_server(home, tmp_path):
+    """The kept rows are views of the mapped file until the warm-up copies them: a truncation in place after that
+    leaves them readable (before, the next read of a truncated page was a SIGBUS); the child without the copy shows
+    the test can tell."""
+    import subprocess
+    import sys
+
+    now = time.time_ns() - 120 * 10**9
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    script = tmp_path / "child.py"
+    script.write_text(_TRUNCATED_CHILD)
+    results = {}
+    for own in ("1", "0"):
+        _first(home, now)  # the file whole again
+        p = subprocess.run([sys.executable, str(script), str(home), str(now), own], capture_output=True, text=True,
+                           env=env, timeout=300)
+        results[own] = (p.returncode, p.stdout.strip(), p.stderr[-500:])
+    assert results["1"][:2] == (0, "read True"), results["1"]
+    assert results["0"][0] == -7, results["0"]  # SIGBUS: the mapped rows read after the truncation
