@@ -205,7 +205,8 @@ def _lifespan(ctx: WebContext, warm: bool, render: Renderer):
         if warm:
             # the warm-up first: its reads of the kept files and the store (I/O, SQLite: the GIL released) go on
             # beside the imports and the templates' compilation instead of after them, before the first request
-            threading.Thread(target=_warm, args=(ctx,), name="ioweather-warm", daemon=True).start()
+            ctx.warm_up = threading.Thread(target=_warm, args=(ctx,), name="ioweather-warm", daemon=True)
+            ctx.warm_up.start()
             if ctx.latest:
                 threading.Thread(target=_keep_latest, args=(ctx,), name="ioweather-latest", daemon=True).start()
             _preload(ctx)

@@ -50,6 +50,8 @@ class WebContext:
         #: Set when the warm-up has the probe cache's baselines and kept hours (its `hold`): the pages' newest
         #: answers are computed in the background from then on (web/app.py `_keep_latest`).
         self.warmed = threading.Event()
+        #: The warm-up thread (web/app.py `_warm`), when the server runs one.
+        self.warm_up: threading.Thread | None = None
         #: Set when the context closes.
         self.closing = threading.Event()
         #: The newest answers of the pages that keep them (web/latest.py), by slug.
