@@ -362,3 +362,75 @@ def test_the_settled_intervals_after_the_last_whole_hour_are_kept_unless_their_s
     r = got[("scratch", 600)]
     assert r["count"][(r["op"] == probe_store.OPS.index("md_stat")) & (r["start_ns"] == late // (600 * 10**9)
                                                                          * 600 * 10**9)].sum() > 0
+
+
+def test_each_length_keeps_its_own_range(home, monkeypatch):
+    """A server stopped before its warm-up filled the month keeps what its pages asked for, each length from its own
+    start: one range for all cut the 10-minute month to a 1-hour request's day (the tenth pass: 7 days kept of 30)."""
+    now = time.time_ns() - 120 * 10**9
+    c = _cache(home, now)
+    since, until = c.baseline_window(now)
+    for t in TARGETS:  # the climate's month at 10 minutes, a History of the last 6 hours at 1 hour
+        c.rollups(t, 600, since, until)
+        c.rollups(t, 3600, now - 6 * H, until)
+    c.close()
+    path = probe_rollups_file.path_of(c.store)
+    kept = probe_rollups_file.load(path, c._rows_key())
+    for t in TARGETS:
+        e = kept[t]
+        assert set(e["lengths"]) == {600, 3600}
+        assert e["starts"][3600] >= now - 7 * H and e["starts"][600] == e["lo_ns"] < now - DAY, (t, e["starts"])
+        for i, rows in e["lengths"].items():
+            assert rows["start_ns"].min() >= e["starts"][i] and rows["start_ns"].max() < e["hi_ns"]
+    second = _cache(home, now)
+    scans = _scans(monkeypatch, second)
+    for t in TARGETS:  # the month at 10 minutes read back: only the hours after the file's end computed
+        got = second.rollups(t, 600, since, until)
+        ref = _cache(home, now, persist=False).rollups(t, 600, since, until)
+        for col in ref:
+            np.testing.assert_array_equal(got[col], ref[col], err_msg=f"{t} {col}")
+    assert all(hi - lo <= 2 * H for _, (lo, hi), _ in scans), scans
+
+
+_TRUNCATED_CHILD = """
+import os, sys, time
+import numpy as np
+from ioweather.config import Settings
+from ioweather.services.probe.cache import ProbeCache
+from ioweather.store import open_store, probe_rollups_file
+home, now, own = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+c = ProbeCache(open_store(Settings.resolve(home)), persist=True, keep_recent=True, clock=lambda: now)
+if own:
+    c.warm()  # installs the file's rows, then (after its hold) copies them out of the mapping
+else:
+    for t in c.targets():
+        c._seed(t, c._t(t))
+path = probe_rollups_file.path_of(c.store)
+os.truncate(path, 64)  # in place, as another program might: the mapped pages past the end are gone
+total = 0.0
+for t in c.targets():
+    for r in c._t(t).rolled.values():
+        total += float(np.nansum(r.rows["median_s"])) if len(r.rows["op"]) else 0.0
+print("read", total > 0)
+"""
+
+
+def test_a_file_truncated_in_place_does_not_kill_the_server(home, tmp_path):
+    """The kept rows are views of the mapped file until the warm-up copies them: a truncation in place after that
+    leaves them readable (before, the next read of a truncated page was a SIGBUS); the child without the copy shows
+    the test can tell."""
+    import subprocess
+    import sys
+
+    now = time.time_ns() - 120 * 10**9
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    script = tmp_path / "child.py"
+    script.write_text(_TRUNCATED_CHILD)
+    results = {}
+    for own in ("1", "0"):
+        _first(home, now)  # the file whole again
+        p = subprocess.run([sys.executable, str(script), str(home), str(now), own], capture_output=True, text=True,
+                           env=env, timeout=300)
+        results[own] = (p.returncode, p.stdout.strip(), p.stderr[-500:])
+    assert results["1"][:2] == (0, "read True"), results["1"]
+    assert results["0"][0] == -7, results["0"]  # SIGBUS: the mapped rows read after the truncation

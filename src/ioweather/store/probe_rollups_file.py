@@ -49,8 +49,9 @@ from ioweather.store.db import Store
 
 NAME = "probe-rollups.bin"
 MAGIC = b"IOWROLL\x01"
-#: 2: the settled intervals after the last whole hour, derived from the kept samples (`extra`).
-VERSION = 2
+#: 2: the settled intervals after the last whole hour, derived from the kept samples (`extra`). 3: each length's rows
+#: from their own start (a block's `lo_ns`): one range for all cut every length to the shortest one's.
+VERSION = 3
 _INT_COLS = ("count", "errors", "timeouts")
 _FLOAT_COLS = ("mean_s", "min_s", "q1_s", "median_s", "q3_s", "p90_s", "p95_s", "p99_s", "max_s")
 _UINTS = (np.uint8, np.uint16, np.uint32)
@@ -88,7 +89,7 @@ _MEDIANS = {"codes": "|u1", "starts": "<i8", "medians": "<f8"}
 
 def save(path: Path, key: dict, entries: dict[str, dict]) -> int | None:
     """Write `entries` ({target: {"tiles": [[start, span, signature...]], "lo_ns", "hi_ns", "lengths":
-    {interval_s: rows}, and optionally "recent": {"runs", "since_ns", "final_ns", "samples"} and "extra":
+    {interval_s: rows}, "starts": {interval_s: where its rows start, lo_ns or later}, and optionally "recent": {"runs", "since_ns", "final_ns", "samples"} and "extra":
     {interval_s: (until_ns, rows)}}}) atomically; the bytes written, None when it cannot be written (read-only
     home, a link in the way of the directory). `recent`: the target's newest samples that were final
     (services/probe/cache.py `_Kept`); `extra`: the rows of the intervals [hi_ns, until_ns) computed from those
@@ -104,7 +105,7 @@ def save(path: Path, key: dict, entries: dict[str, dict]) -> int | None:
             m["offset"], m["bytes"] = offset, len(b)
             offset += len(b)
         payload.extend(arrays)
-        return {"interval_s": int(interval_s), "rows": len(rows["op"]), "columns": meta}
+        return {"interval_s": int(interval_s), "lo_ns": int(lo_ns), "rows": len(rows["op"]), "columns": meta}
 
     def raw(arrays: dict, dtypes: dict[str, str]) -> list[dict]:
         nonlocal offset
@@ -117,7 +118,7 @@ def save(path: Path, key: dict, entries: dict[str, dict]) -> int | None:
         return cols
 
     for target, e in entries.items():
-        blocks = [block(rows, e["lo_ns"], i) for i, rows in sorted(e["lengths"].items())]
+        blocks = [block(rows, e.get("starts", {}).get(i, e["lo_ns"]), i) for i, rows in sorted(e["lengths"].items())]
         extra = [{**block(rows, e["lo_ns"], i), "until_ns": int(until_ns)}
                  for i, (until_ns, rows) in sorted((e.get("extra") or {}).items())]
         h = {"tiles": e["tiles"], "lo_ns": e["lo_ns"], "hi_ns": e["hi_ns"], "blocks": blocks, "extra": extra}
@@ -150,7 +151,7 @@ def save(path: Path, key: dict, entries: dict[str, dict]) -> int | None:
 
 
 def load(path: Path, key: dict) -> dict[str, dict]:
-    """{target: {"tiles", "lo_ns", "hi_ns", "lengths": {interval_s: rows}}} of a whole, undamaged file written
+    """{target: {"tiles", "lo_ns", "hi_ns", "lengths": {interval_s: rows}, "starts": {interval_s: lo}, ...}} of a whole, undamaged file written
     under the same `key` and format; {} otherwise (no file, a link, truncated, another store or format)."""
     try:
         dfd = cache_files.open_dir(path.parent, create=False)
@@ -184,8 +185,8 @@ def _decode(data: bytes | mmap.mmap, key: dict) -> dict[str, dict]:
     if len(data) != start + size + 4 or zlib.crc32(memoryview(data)[start:start + size]) != \
             int.from_bytes(data[-4:], "little"):
         return {}  # truncated or damaged
-    def rows_of(b: dict, lo_ns: int) -> dict[str, np.ndarray]:
-        step = int(b["interval_s"]) * 10**9
+    def rows_of(b: dict) -> dict[str, np.ndarray]:
+        step, lo_ns = int(b["interval_s"]) * 10**9, int(b["lo_ns"])
         cols = {c["column"]: np.frombuffer(data, np.dtype(c["dtype"]), b["rows"], start + c["offset"])
                 for c in b["columns"]}
         rows = {"op": cols["op"].astype(np.int64), "start_ns": lo_ns + cols["index"].astype(np.int64) * step}
@@ -197,8 +198,9 @@ def _decode(data: bytes | mmap.mmap, key: dict) -> dict[str, dict]:
     for target, e in targets.items():
         lo = int(e["lo_ns"])
         out[target] = {"tiles": [tuple(t) for t in e["tiles"]], "lo_ns": lo, "hi_ns": int(e["hi_ns"]),
-                       "lengths": {int(b["interval_s"]): rows_of(b, lo) for b in e["blocks"]},
-                       "extra": {int(b["interval_s"]): (int(b["until_ns"]), rows_of(b, lo)) for b in e["extra"]},
+                       "lengths": {int(b["interval_s"]): rows_of(b) for b in e["blocks"]},
+                       "starts": {int(b["interval_s"]): max(lo, int(b["lo_ns"])) for b in e["blocks"]},
+                       "extra": {int(b["interval_s"]): (int(b["until_ns"]), rows_of(b)) for b in e["extra"]},
                        "recent": None}
         if "recent" in e:
             rc = e["recent"]

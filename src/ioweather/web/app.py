@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import gzip
 import threading
 import time
@@ -15,7 +16,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -26,6 +27,7 @@ from ioweather.services.answers.changes import keep_marks, load_libraries
 from ioweather.services.answers.metrics import CONTENT_TYPE_LATEST, ProbeMetrics
 from ioweather.web.context import WebConfig, WebContext
 from ioweather.web.errors import exception_handlers, json_response
+from ioweather.web.latest import Latest, Rendered
 from ioweather.web.pages import load_pages
 from ioweather.web.pages import workload as workload_page
 from ioweather.web.registry import Page
@@ -105,20 +107,34 @@ def _available(ctx: WebContext, pages: list[Page]) -> list[Page]:
     return out
 
 
+def _html(ctx: WebContext, page: Page, render: Renderer, data, url_query: str, nav: list | None = None):
+    query = f"?{url_query}" if url_query else ""
+    # a file system without the page's kind of data: its note and the form, not empty charts
+    template = "fs_none.html" if isinstance(data, dict) and data.get("no_data") else page.template
+    extra = {} if nav is None else {"nav": nav}
+    return render(template, page=page, data=data, api_url=f"/api/{page.slug}{query}",
+                  parts={name: path + query for name, path in page.part_paths().items()}, config=ctx.config, **extra)
+
+
 def _page_html(ctx: WebContext, page: Page, render: Renderer):
     def endpoint(request: Request):
-        data = page.data(ctx, request.query_params)
-        query = f"?{request.url.query}" if request.url.query else ""
-        # a file system without the page's kind of data: its note and the form, not empty charts
-        template = "fs_none.html" if isinstance(data, dict) and data.get("no_data") else page.template
-        return render(template, page=page, data=data, api_url=f"/api/{page.slug}{query}",
-                      parts={name: path + query for name, path in page.part_paths().items()}, config=ctx.config)
+        latest = ctx.latest.get(page.slug)
+        if latest is None:
+            return _html(ctx, page, render, page.data(ctx, request.query_params), request.url.query)
+        answer = latest.get(request.query_params, "html")
+        nav = render.nav()
+        # rendered once per answer (and navigation): 1.4 MB of HTML for 100 Status cards
+        return HTMLResponse(answer.html((tuple(p.slug for p in nav), request.url.query), lambda: _html(
+            ctx, page, render, answer.data, request.url.query, nav).body))
     return endpoint
 
 
-def _api(ctx: WebContext, data):
+def _api(ctx: WebContext, data, page: Page | None = None):
     def endpoint(request: Request):
-        return json_response(data(ctx, request.query_params))
+        latest = ctx.latest.get(page.slug) if page is not None else None
+        if latest is None:
+            return json_response(data(ctx, request.query_params))
+        return Response(latest.get(request.query_params, "json").json(), media_type="application/json")
     return endpoint
 
 
@@ -177,7 +193,7 @@ def _routes(ctx: WebContext, pages: list[Page], render: Renderer) -> list:
               Route("/static/plotly.min.js", _plotly_js()),
               Route("/favicon.ico", lambda r: RedirectResponse("/static/favicon.svg", 301))]
     for p in pages:
-        routes += [Route(f"/{p.slug}", _page_html(ctx, p, render)), Route(f"/api/{p.slug}", _api(ctx, p.data))]
+        routes += [Route(f"/{p.slug}", _page_html(ctx, p, render)), Route(f"/api/{p.slug}", _api(ctx, p.data, p))]
         routes += [Route(path, _api(ctx, p.parts[name])) for name, path in p.part_paths().items()]
     routes.append(Mount("/static", StaticFiles(directory=HERE / "static"), name="static"))
     return routes
@@ -189,7 +205,10 @@ def _lifespan(ctx: WebContext, warm: bool, render: Renderer):
         if warm:
             # the warm-up first: its reads of the kept files and the store (I/O, SQLite: the GIL released) go on
             # beside the imports and the templates' compilation instead of after them, before the first request
-            threading.Thread(target=_warm, args=(ctx,), name="ioweather-warm", daemon=True).start()
+            ctx.warm_up = threading.Thread(target=_warm, args=(ctx,), name="ioweather-warm", daemon=True)
+            ctx.warm_up.start()
+            if ctx.latest:
+                threading.Thread(target=_keep_latest, args=(ctx,), name="ioweather-latest", daemon=True).start()
             _preload(ctx)
             _compile_templates(render)
         yield
@@ -224,7 +243,41 @@ def create_app(settings: Settings, config: WebConfig | None = None, *, warm: boo
                            Middleware(GZipMiddleware, minimum_size=2048, compresslevel=GZIP_LEVEL)],
                exception_handlers=exception_handlers(render))
     app.state.ctx = ctx
+    for p in pages:
+        if p.fresh_s > 0:
+            latest = ctx.latest[p.slug] = Latest(ctx, p.data, p.fresh_s)
+            latest.prerender = functools.partial(_prerender, ctx, p, render)
     return app
+
+
+def _prerender(ctx: WebContext, page: Page, render: Renderer, answer: Rendered) -> None:
+    """The default view's HTML of `answer` with the navigation of now, as its request would make it."""
+    nav = render.nav()
+    answer.html((tuple(p.slug for p in nav), ""), lambda: _html(ctx, page, render, answer.data, "", nav).body)
+
+
+#: How often (s) `_keep_latest` looks whether a page's newest answer needs computing again.
+LATEST_EVERY_S = 0.5
+
+
+def _keep_latest(ctx: WebContext) -> None:
+    """Keep the pages' newest answers (web/latest.py) computed in the background once the warm-up has the probe
+    cache's baselines and kept hours: the first Status answer after a restart, then its default view again before
+    requests would find it too old, while it is being asked for. Waits while other pages are answered (at most
+    WARM_YIELD_S a time), as the warm-up does."""
+    while not ctx.warmed.wait(LATEST_EVERY_S):
+        if ctx.closing.is_set():
+            return
+    while not ctx.closing.is_set():
+        for latest in list(ctx.latest.values()):
+            deadline = time.monotonic() + WARM_YIELD_S
+            while ctx.busy() and not ctx.closing.is_set() and time.monotonic() < deadline:
+                ctx.idle.wait(0.02)
+            try:
+                latest.refresh()
+            except Exception:  # noqa: BLE001 - an optimisation only: a request computes its answer itself
+                pass
+        ctx.closing.wait(LATEST_EVERY_S)
 
 
 def _preload(ctx: WebContext) -> None:
@@ -265,6 +318,7 @@ def _warm(ctx: WebContext) -> None:
 
     def hold() -> None:
         nonlocal deadline
+        ctx.warmed.set()  # the baselines and kept hours are there: the pages' newest answers can be computed
         deadline = deadline or time.monotonic() + WARM_HOLD_S  # one hold, however often it is asked
         while not ctx.answered.is_set() and not stop.is_set() and time.monotonic() < deadline:
             ctx.answered.wait(0.1)

@@ -47,6 +47,15 @@ class WebContext:
         self._inflight = 0
         self._closing = threading.Lock()
         self._closed = False
+        #: Set when the warm-up has the probe cache's baselines and kept hours (its `hold`): the pages' newest
+        #: answers are computed in the background from then on (web/app.py `_keep_latest`).
+        self.warmed = threading.Event()
+        #: The warm-up thread (web/app.py `_warm`), when the server runs one.
+        self.warm_up: threading.Thread | None = None
+        #: Set when the context closes.
+        self.closing = threading.Event()
+        #: The newest answers of the pages that keep them (web/latest.py), by slug.
+        self.latest: dict = {}
 
     def request_started(self) -> None:
         with self._lock:
@@ -93,6 +102,12 @@ class WebContext:
             if self._cache is None:
                 self._cache = ProbeCache(store, baseline_s=self.config.baseline_s, persist=True, keep_recent=True)
             return self._cache
+
+    def clock(self) -> int | None:
+        """The probe cache's clock; None while there is no store (opening the cache would create one)."""
+        if self._cache is None and not self.settings.store_exists():
+            return None
+        return self.cache.clock()
 
     def memo(self, key: Hashable, version: Hashable, compute: Callable[[], T]) -> T:
         """`compute()`, reused while `version` (a cheap fingerprint of the data it reads) is unchanged.
@@ -151,6 +166,7 @@ class WebContext:
             if self._closed:
                 return
             self._closed = True
+            self.closing.set()
             if self._cache is not None:
                 self._cache.close()
             if self._store is not None:

@@ -38,6 +38,10 @@ class Page:
     #: may be slow to compute first (the change-point marks load ruptures and scipy, ~0.7 s once per
     #: process) is not on the page's path.
     parts: Mapping[str, Callable[[WebContext, QueryParams], dict]] = field(default_factory=dict)
+    #: > 0 for a page whose answer is "now" by the probe cache's clock: an answer is served for this long (s) of
+    #: that clock once computed, its JSON and HTML made once, and kept computed in the background while the page
+    #: is asked for (web/latest.py).
+    fresh_s: float = 0.0
 
     def part_paths(self) -> dict[str, str]:
         """{name: URL path} of the page's parts."""

@@ -283,7 +283,7 @@ class ProbeCache:
         self._restored: dict[str, Baseline] | None = None
         #: The dashboard's: the settled rollups kept in a file across a restart (store/probe_rollups_file.py).
         self._rows_file = probe_rollups_file.path_of(store) if persist else None
-        self._rows_restored: dict[str, tuple[int, int, dict[int, dict]]] | None = None
+        self._rows_restored: dict[str, dict[int, tuple[int, int, dict]]] | None = None
         self._recent_restored: dict[str, dict] = {}
         #: Per target, the file's rows after its last whole hour ({length: (until, rows)}), valid while its kept
         #: hour is (`_recent_valid`), and that check's verdicts.
@@ -903,6 +903,7 @@ class ProbeCache:
                 t_hold = time.perf_counter()
                 hold()
                 t0 += time.perf_counter() - t_hold  # warm_s is the work, not the wait
+            self._own_rows()
             now = self.clock()
             for target in names:
                 self.pause()
@@ -982,11 +983,10 @@ class ProbeCache:
                 return
             got = self._restored_rows().get(target)
             if got is not None:
-                lo, hi, lengths = got
-                extra = self._rows_extra.get(target) or {}
+                extra = self._rows_extra.pop(target, None) or {}
                 if extra and not self._recent_valid(target, self._run_ids().get(target, ())):
                     extra = {}
-                for i, rows in lengths.items():
+                for i, (lo, hi, rows) in got.items():
                     r = tc.rolled[i]
                     with r.lock:
                         if r.covered is None:
@@ -997,12 +997,13 @@ class ProbeCache:
                             r.version += 1
             tc.seeded = True
 
-    def _restored_rows(self) -> dict[str, tuple[int, int, dict[int, dict]]]:
+    def _restored_rows(self) -> dict[str, dict[int, tuple[int, int, dict]]]:
         """Per target, the file's rows still valid: over the longest run of consecutive spans whose stored pieces
-        are the ones they were computed beside (`_tiles`), as ([lo, hi), {length: rows of [lo, hi)}); read once."""
+        are the ones they were computed beside (`_tiles`), each length within its own range, as {length: (lo, hi,
+        rows of [lo, hi))}; read once."""
         with self._rows_guard:
             if self._rows_restored is None:
-                got: dict[str, tuple[int, int, dict[int, dict]]] = {}
+                got: dict[str, dict[int, tuple[int, int, dict]]] = {}
                 kept = probe_rollups_file.load(self._rows_file, self._rows_key()) if self._pieces else {}
                 sigs = pieces_store.span_signatures(self.store) if kept else {}
                 self._recent_restored = {t: e["recent"] for t, e in kept.items() if e["recent"] is not None}
@@ -1018,13 +1019,28 @@ class ProbeCache:
                         else:
                             run = None
                     if best == (e["lo_ns"], e["hi_ns"]):  # every span unchanged: the rows as written (all in it)
-                        got[target] = (*best, dict(e["lengths"]))
+                        got[target] = {i: (e["starts"][i], best[1], rows) for i, rows in e["lengths"].items()}
                         if e["extra"]:
                             self._rows_extra[target] = e["extra"]
                     elif best is not None:
-                        got[target] = (*best, {i: select_rollups(rows, *best) for i, rows in e["lengths"].items()})
+                        got[target] = {i: (lo, best[1], select_rollups(rows, lo, best[1]))
+                                       for i, rows in e["lengths"].items()
+                                       if (lo := max(best[0], e["starts"][i])) < best[1]}
                 self._rows_restored = got
             return self._rows_restored
+
+    def _own_rows(self) -> None:
+        """Copy the kept rows still mapped from the file (their statistics are views of its pages, probe_rollups_file
+        `load`) into this process's memory, so that the mapping goes: another program truncating the file in place
+        would make the next read of them a SIGBUS, which kills the server. Off the first answer's path (the
+        warm-up, after its hold): ~0.1-0.2 s of copying at 100 targets x 30 days."""
+        with self._rows_guard:
+            kept = [rows for lengths in (self._rows_restored or {}).values() for _, _, rows in lengths.values()]
+            kept += [rows for extra in self._rows_extra.values() for _, rows in extra.values()]
+        for rows in kept:
+            for c, v in list(rows.items()):
+                if v.base is not None:  # in place: the same dict is a length's kept rows (`_seed`)
+                    rows[c] = v.copy()
 
     def _restored_recent(self, target: str, runs: tuple[int, ...]) -> tuple[_Kept | None, tuple | None]:
         """The target's newest final samples an earlier process kept (`_kept_read`) and the sparkline's medians of
@@ -1091,8 +1107,7 @@ class ProbeCache:
             tc = self._t(target)
             snap = {}
             if not tc.seeded and target in restored:  # stopped before its rows were installed: kept as read
-                lo, hi, lengths = restored[target]
-                snap = {i: (rows, (lo, hi)) for i, rows in lengths.items()}
+                snap = {i: (rows, (lo, hi)) for i, (lo, hi, rows) in restored[target].items()}
             for i in KEPT_LENGTHS_S if not snap else ():
                 r = tc.rolled[i]
                 if not r.lock.acquire(timeout=5.0):  # a fill in progress at shutdown: that length not kept
@@ -1102,11 +1117,15 @@ class ProbeCache:
                         snap[i] = (r.rows, r.covered)
                 finally:
                     r.lock.release()
-            lo = _up(max([since] + [c[0] for _, c in snap.values()]), probe_pieces.HOUR_NS)
+            # each length from its own start: one range for all kept a 7-day History's 1-hour rows as the month's
+            # start of every length (a server stopped before its warm-up filled the month kept 7 days of climate)
+            starts = {i: _up(max(since, c[0]), probe_pieces.HOUR_NS) for i, (_, c) in snap.items()}
+            lo = min(starts.values(), default=_up(since, probe_pieces.HOUR_NS))
             hi = _down(min(c[1] for _, c in snap.values()), probe_pieces.HOUR_NS) if snap else lo
             tiles, end = _tiles(sigs.get(target, {}), lo, hi)
             entry = {"tiles": tiles, "lo_ns": lo, "hi_ns": end, "recent": None,
-                     "lengths": {i: select_rollups(rows, lo, end) for i, (rows, _) in snap.items()} if end > lo else {}}
+                     "lengths": {i: select_rollups(rows, starts[i], end) for i, (rows, _) in snap.items()
+                                 if end > starts[i]}, "starts": starts}
             with tc.kept_lock:
                 k, m = tc.kept, tc.medians
             if k is not None:  # the samples that were final when read: the next start reads only what came after
