@@ -50,7 +50,7 @@ class ClosedHours:
         self.today = (now_ns if now_ns is not None else time.time_ns()) // DAY_NS * DAY_NS
         self.on = store is not None and not store.read_only and probe_pieces.enabled(store)
         self._days: dict[int, tuple] = {}
-        self._whole: dict[tuple[str, int], bool] = {}
+        self._whole: dict[int, set[str]] = {}
 
     def reader(self, target: str):
         """`read(lo, hi)` of `target` (services.probe.pieces' `read`)."""
@@ -72,7 +72,7 @@ class ClosedHours:
         if hit is not None and hit[0] == marker:
             s = hit[1]
         else:
-            s = probe_store.read_samples(self.store, target, since_ns=hour, until_ns=hour + HOUR_NS)
+            s = _read_hour(self.store, target, hour)
             if _days_marker(self.store, day) == marker:
                 size = sum(v.nbytes for v in s.values())
                 with _lock:
@@ -86,23 +86,32 @@ class ClosedHours:
         return {k: v[sel] for k, v in s.items()}
 
     def _has_day(self, target: str, day: int) -> bool:
-        """Whether `target` has `day`'s pieces (built here where missing): without them a late sample into the
-        day would not move its marker."""
+        """Whether `target` has `day`'s pieces: without them a late sample into the day would not move its
+        marker. Every target's missing ones are built at once (the marker counts every target's: one built
+        after it was read would move it)."""
         # lazy: sqlalchemy via services.probe.pieces, loaded only when this runs
         from ioweather.services.probe import pieces as probe_pieces
         from ioweather.store import probe_pieces as pieces_store
 
-        if (target, day) not in self._whole:
-            if day not in pieces_store.whole_days(self.store, [target], day, day + DAY_NS)[target]:
-                probe_pieces.build(self.store, target, day, DAY_NS)
-                self._days.pop(day, None)  # built after the marker was read: read it again
-            self._whole[(target, day)] = day in pieces_store.whole_days(self.store, [target], day, day + DAY_NS)[target]
-        return self._whole[(target, day)]
+        if day not in self._whole:
+            targets = probe_store.targets(self.store)
+            have = pieces_store.whole_days(self.store, targets, day, day + DAY_NS)
+            missing = [t for t in targets if day not in have[t]]
+            for t in missing:
+                probe_pieces.build(self.store, t, day, DAY_NS)
+            if missing:
+                have = pieces_store.whole_days(self.store, targets, day, day + DAY_NS)
+            self._whole[day] = {t for t in targets if day in have[t]}
+        return target in self._whole[day]
 
     def _marker(self, day: int) -> tuple:
         if day not in self._days:
             self._days[day] = _days_marker(self.store, day)
         return self._days[day]
+
+
+def _read_hour(store, target: str, hour: int) -> dict[str, np.ndarray]:
+    return probe_store.read_samples(store, target, since_ns=hour, until_ns=hour + HOUR_NS)
 
 
 def _days_marker(store, day: int) -> tuple:
