@@ -197,14 +197,18 @@ class Changes(Answer):
 
 def detect(store, settings, since_ns: int, until_ns: int, *, kinds=KINDS, target: str | None = None,
            series: str | None = None, penalty_per_log_n: float = PENALTY_PER_LOG_N,
-           min_segment: int = MIN_SEGMENT, workers: int | None = None) -> Changes:
+           min_segment: int = MIN_SEGMENT, workers: int | None = None, probe_cache: ProbeCache | None = None) -> Changes:
     """The change points of every series of `kinds` in [since, until) (a series too short to tell is
-    `skipped`, with the reason)."""
+    `skipped`, with the reason); `probe_cache`: the probe series' (a new one's by default)."""
     unknown = [k for k in kinds if k not in _SOURCES]
     if unknown:
         raise UserError(f"unknown series kind {', '.join(unknown)}; choose from {', '.join(KINDS)}")
-    items = (s for kind in kinds for s in _SOURCES[kind](store, settings, since_ns, until_ns, target)
-             if not series or series in s[0])
+    def source(kind):
+        if kind == "probe" and probe_cache is not None:
+            return _probe_items(probe_cache, known_targets(store, target), since_ns, until_ns)
+        return _SOURCES[kind](store, settings, since_ns, until_ns, target)
+
+    items = (s for kind in kinds for s in source(kind) if not series or series in s[0])
     changes, skipped, looked = [], [], 0
     for name, times, stat, found in search(items, penalty_per_log_n=penalty_per_log_n, min_segment=min_segment,
                                            workers=workers):

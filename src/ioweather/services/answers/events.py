@@ -263,9 +263,10 @@ def _candidates(store, since_ns: int, until_ns: int, params: Params, notes: list
         log = by_hash.loc[h] if h is not None else None
         used.add(h)
         rows.append({**j, **_log_fields(log), "job_url": f"/job?id={h[:16]}" if h else None})
+    if by_hash is not None:
+        # the window's logs chosen at once: a row of iterrows costs ~0.15 ms, the store's 10,000 logs 1.5 s a report
+        by_hash = by_hash[(by_hash["start_ns"] < until_ns) & (by_hash["end_ns"] > since_ns) & ~by_hash.index.isin(used)]
     for h, log in (by_hash.iterrows() if by_hash is not None else ()):
-        if h in used or not (log["start_ns"] < until_ns and log["end_ns"] > since_ns):
-            continue
         rows.append({"job": str(int(log["jobid"])) if pd.notna(log["jobid"]) and log["jobid"] else f"darshan:{h[:12]}",
                      "jobid": None if pd.isna(log["jobid"]) else str(int(log["jobid"])), "cluster": None, "user": None,
                      "nnodes": log["nnodes"], "cores": log["nprocs"], "start_ns": int(log["start_ns"]),

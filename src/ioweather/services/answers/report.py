@@ -14,6 +14,7 @@ import numpy as np
 from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import UserError
 from ioweather.services.answers.changes import detect
+from ioweather.services.answers.report_kept import ClosedHours, ClosedHoursCache
 from ioweather.services.bench.runs import SummaryRow
 from ioweather.services.jobs.weather import PROBE_BASELINE_DAYS
 from ioweather.services.probe.slowdown import compute_slowdown
@@ -168,9 +169,10 @@ def compute(settings, fs: str, since: datetime | None, until: datetime | None, p
     store = ev.open_if_exists(settings)
     try:
         versions = store.versions() if store is not None else {}
-        climate = _climate(store, since, until) if "probe" in versions else None
+        closed = ClosedHours(store) if "probe" in versions else None
+        climate = _climate(store, since, until, closed) if "probe" in versions else None
         bench = _bench(store, fs, to_ns(until)) if "bench" in versions else None
-        changes = _changes(store, settings, since, until)
+        changes = _changes(store, settings, since, until, closed)
     finally:
         if store is not None:
             store.dispose()
@@ -215,10 +217,11 @@ def _probe_marker(store, lo: int, until_ns: int, today: int) -> tuple:
     return closed if until_ns <= today else (closed, probe_pieces.window_marker(store, today, until_ns))
 
 
-def _climate(store, since, until) -> SlowdownClimate | None:
+def _climate(store, since, until, closed: ClosedHours) -> SlowdownClimate | None:
     """Per op, the median and 95th percentile of the hourly slowdowns over every target; the worst hours."""
     try:
-        rows = compute_slowdown(store, None, CLIMATE_INTERVAL_S, "median", BASELINE_S, since, until)
+        rows = compute_slowdown(store, None, CLIMATE_INTERVAL_S, "median", BASELINE_S, since, until,
+                                readers=closed.reader)
     except UserError:
         return None
     rows = [r for r in rows if r.slowdown is not None and np.isfinite(r.slowdown)]
@@ -234,11 +237,12 @@ def _climate(store, since, until) -> SlowdownClimate | None:
                            [WorstHour(r.target, r.op, r.interval_start, r.slowdown) for r in worst])
 
 
-def _changes(store, settings, since, until) -> ChangesPart:
+def _changes(store, settings, since, until, closed: ClosedHours | None) -> ChangesPart:
     """The week's level changes (services.answers.changes.detect over the window, every kind of series)."""
     if store is None:
         return ChangesPart(False, "change points: not available (no store)", [])
-    found = detect(store, settings, to_ns(since), to_ns(until))
+    found = detect(store, settings, to_ns(since), to_ns(until),
+                   probe_cache=ClosedHoursCache(closed) if closed is not None else None)
     return ChangesPart(True, None, [ChangePoint(c.series, c.time, c.level_before, c.level_after, c.factor)
                                     for c in found.changes], len(found.skipped))
 

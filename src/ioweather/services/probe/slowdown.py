@@ -147,9 +147,11 @@ def slowdown(store, target: str | None, interval_s: float, stat: str, baseline_s
 
 
 def compute_slowdown(store, target, interval_s: float, stat: str, baseline_s: float, since, until,
-                     expected: str = "median", reference: tuple[int, int] | None = None) -> list[SlowdownRow]:
+                     expected: str = "median", reference: tuple[int, int] | None = None,
+                     readers=None) -> list[SlowdownRow]:
     """Slowdown rows for every target (or one) in [since, until), baseline = the `baseline_s` before `until`
-    or the `reference` period; `expected` "median" (the paper's) or "same" (the same statistic)."""
+    or the `reference` period; `expected` "median" (the paper's) or "same" (the same statistic). `readers`:
+    target -> the pieces' raw `read` (services.probe.pieces; the Report's keeps closed hours)."""
     # lazy: numpy, sqlalchemy via services.probe.pieces: commands.slowdown and commands.probe import this at their top: kept off their `--help`
     from ioweather.services.probe import pieces as probe_pieces
 
@@ -157,11 +159,12 @@ def compute_slowdown(store, target, interval_s: float, stat: str, baseline_s: fl
     if not probe_pieces.enabled(store):
         return compute_slowdown_full(store, target, interval_s, stat, since, until, expected, base_ns,
                                      reference=reference is not None)
-    return _from_pieces(store, target, interval_s, stat, since, until, expected, base_ns, reference is not None)
+    return _from_pieces(store, target, interval_s, stat, since, until, expected, base_ns, reference is not None,
+                        readers)
 
 
 def _from_pieces(store, target, interval_s: float, stat: str, since, until, expected: str,
-                 base_ns: tuple[int, int], reference: bool) -> list[SlowdownRow]:
+                 base_ns: tuple[int, int], reference: bool, readers=None) -> list[SlowdownRow]:
     """`compute_slowdown_full`'s rows from per-day pieces (services/probe/pieces.py): the baseline's order
     statistics exactly, the intervals from stored rollups when `interval_s` is one the pieces keep."""
     # lazy: numpy: commands.slowdown and commands.probe import this at their top: kept off their `--help`
@@ -187,13 +190,14 @@ def _from_pieces(store, target, interval_s: float, stat: str, since, until, expe
     lo, hi = to_ns(since), to_ns(until)
     rows = []
     for t in known_targets(store, target):
-        ob = probe_pieces.baseline(store, t, *base_ns, now)
+        read = readers(t) if readers is not None else None
+        ob = probe_pieces.baseline(store, t, *base_ns, now, read=read)
         if expected == "same":
             expected_s = np.array([baseline_stats_from(o.n, o.sum_ns, o.order_ns)[stat] for o in ob])
         else:  # baseline_medians' np.median, bit for bit
             expected_s = np.array([numpy_median_s(o.n, o.order_ns) for o in ob])
         if step % 10**9 == 0 and step // 10**9 in probe_pieces.ROLLUP_INTERVALS_S:
-            roll = probe_pieces.rollups(store, t, step // 10**9, lo, hi, now)
+            roll = probe_pieces.rollups(store, t, step // 10**9, lo, hi, now, read=read)
             order = np.lexsort((roll["start_ns"], roll["op"]))
             stats_rows = rollup_rows({c: v[order] for c, v in roll.items()})
         else:
