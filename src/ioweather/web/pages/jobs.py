@@ -43,7 +43,7 @@ def jobs_data(ctx: WebContext, params) -> dict:
                             lambda: job_datasets(ctx.store, zip(index.frame["log_hash"], index.frame["files_part"])))
         index = ctx.memo(f"jobs.view.fs={fs}", key,
                          lambda: ArchiveIndex(ctx.store, frozenset(h for h, d in datasets.items() if d == fs)))
-    return jobs_view(ctx.store, index, sort, order, limit, offset, PROJECTS_SHOWN, fs, datasets).to_json()
+    return index.json_of(jobs_view(ctx.store, index, sort, order, limit, offset, PROJECTS_SHOWN, fs, datasets))
 
 
 PAGE = Page(slug="jobs", script="jobs.js", title="Jobs", data=jobs_data,
