@@ -287,11 +287,14 @@ def _warm(ctx: WebContext) -> None:
         if stop.is_set():
             return
         _release_free_memory()
-        load_libraries()
         # History's marks search 600 series for 100 targets (~1.5 s): kept per settled interval, searched
-        # here after a restart and whenever an interval settles rather than by the next view.
-        while not stop.wait(keep_marks(ctx.cache, ctx.cache.clock())):
-            pass
+        # here after a restart and whenever an interval settles rather than by the next view. A restart finds
+        # its searches kept (store/probe_changes_file.py) and needs no library for them: they are looked up
+        # before the libraries load (~0.7 s of CPU beside the first views), which any search not kept imports.
+        wait = keep_marks(ctx.cache, ctx.cache.clock())
+        load_libraries()
+        while not stop.wait(wait):
+            wait = keep_marks(ctx.cache, ctx.cache.clock())
     except Exception:  # noqa: BLE001 - an optimisation only: requests compute what they need themselves
         pass
 
