@@ -11,12 +11,12 @@ import json
 import math
 import pwd
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ioweather.encoding import Answer, Encoded, answer_dict
+from ioweather.encoding import Answer, answer_dict
 from ioweather.errors import UserError
 from ioweather.services.jobs.answer import Lustre
 from ioweather.services.jobs.archive_light import (  # noqa: F401 (ArchiveSummary re-exported)
@@ -128,20 +128,6 @@ class ArchiveIndex:
                              nprocs=[_opt(v, int) for v in plotted["nprocs"]], level=plotted["level"].tolist())
         self.failed = FailedShown(len(failed), [_failed_row(f) for f in failed[:FAILED_SHOWN]])
         self._orders: dict = {}
-        self._encoded: dict[str, Encoded] | None = None
-
-    def json_of(self, view: JobsView) -> dict:
-        """`view.to_json()`, its summary and plot (this index's: ~85 % of the answer's bytes, 0.75 MB for 10,000
-        jobs) encoded once per index (`Encoded`) instead of at every request: a request encodes its page of the
-        list. The same text."""
-        if self._encoded is None:
-            self._encoded = {"summary": Encoded(self.summary.to_json()), "plot": Encoded(self.plot.to_json())}
-        kept = {"summary": self.summary, "plot": self.plot}
-        doc = {}
-        for f in fields(view):
-            v = getattr(view, f.name)
-            doc[f.name] = self._encoded[f.name] if f.name in kept and kept[f.name] is v else v.to_json() if hasattr(v, "to_json") else v
-        return doc
 
     def order(self, sort: str, order: str):
         """Row positions in the asked order, kept."""
