@@ -39,16 +39,9 @@ def save(path: Path, store_key: str, entries: dict[str, list]) -> bool:
     try:
         body = json.dumps({"version": VERSION, "ioweather": __version__, "store": store_key,
                            "saved_ns": time.time_ns(), "entries": entries}, allow_nan=False, separators=(",", ":"))
-        dfd = cache_files.open_dir(path.parent, create=True)
-    except (OSError, ValueError):
+    except ValueError:
         return False
-    try:
-        cache_files.write_in(dfd, path.name, [body.encode()])
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(dfd)
+    return cache_files.save(path, body.encode())
 
 
 def load(path: Path, store_key: str) -> dict[str, list]:
