@@ -57,8 +57,11 @@ def test_documents_with_encoded_members_are_the_same_text():
             v = _value(rng, 1)
             if isinstance(v, dict) and rng.random() < 0.7:
                 v = Encoded(v)
+            elif isinstance(v, list) and rng.random() < 0.5:  # a list of them: each spliced in
+                v = [Encoded(x if isinstance(x, dict) else {"v": x}) for x in v]
             doc[_key(rng)] = v
-        spliced += any(isinstance(v, Encoded) for v in doc.values())
+        spliced += any(isinstance(v, Encoded) or (isinstance(v, list) and v and isinstance(v[0], Encoded))
+                       for v in doc.values())
         want = json.dumps(_plain(doc), ensure_ascii=False)
         assert to_json(doc) == want, doc
         # anywhere but at the top it is a plain dict

@@ -54,18 +54,30 @@ class Encoded(dict):
 
     __slots__ = ("text",)
 
-    def __init__(self, value: dict):
+    def __init__(self, value: dict, text: str | None = None):
+        """`text`: `to_json(value)` when the caller made it another way (the same text, or the answer changes)."""
         super().__init__(value)
-        self.text = to_json(value)
+        self.text = to_json(value) if text is None else text
 
 
 def to_json(obj: Any) -> str:
-    if type(obj) is dict and obj and any(type(v) is Encoded for v in obj.values()) and \
-            all(type(k) is str for k in obj):
-        # json.dumps' own layout of an object (", " and ": "), its members encoded one by one
-        return "{" + ", ".join(f"{_encode(k)}: {v.text if type(v) is Encoded else _encode(v)}"
-                               for k, v in obj.items()) + "}"
+    if type(obj) is dict and obj and all(type(k) is str for k in obj) and \
+            any(type(v) is Encoded or _encoded_list(v) for v in obj.values()):
+        # json.dumps' own layout of an object (", " and ": ") and of a list (", "), its members encoded one by one
+        return "{" + ", ".join(f"{_encode(k)}: {_member(v)}" for k, v in obj.items()) + "}"
     return _encode(obj)
+
+
+def _encoded_list(v) -> bool:
+    return type(v) is list and bool(v) and all(type(x) is Encoded for x in v)
+
+
+def _member(v) -> str:
+    if type(v) is Encoded:
+        return v.text
+    if _encoded_list(v):
+        return "[" + ", ".join(x.text for x in v) + "]"
+    return _encode(v)
 
 
 def _encode(obj: Any) -> str:

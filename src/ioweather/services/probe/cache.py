@@ -348,6 +348,9 @@ class ProbeCache:
         return ids
 
     def _t(self, target: str) -> _Target:
+        tc = self._targets.get(target)
+        if tc is not None:  # setdefault's default made a _Target (4 x 14 empty arrays, 7 locks) at every call
+            return tc
         with self._guard:
             return self._targets.setdefault(target, _Target())
 
