@@ -27,6 +27,7 @@ from ioweather.services.answers.metrics import CONTENT_TYPE_LATEST, ProbeMetrics
 from ioweather.web.context import WebConfig, WebContext
 from ioweather.web.errors import exception_handlers, json_response
 from ioweather.web.pages import load_pages
+from ioweather.web.pages import jobs_common
 from ioweather.web.pages import workload as workload_page
 from ioweather.web.registry import Page
 from ioweather.web.templating import Renderer, environment
@@ -233,6 +234,9 @@ def _preload(ctx: WebContext) -> None:
     try:
         if ctx.settings.store_exists() and workload_page.has_telemetry(ctx):
             workload_page.load_libraries()
+            # every page's navigation asks whether there are jobs, which imports the jobs' service (~0.07 s
+            # beside pandas, loaded just above): the first page after a restart paid it (issue 40)
+            jobs_common.has_jobs(ctx)
     except Exception:  # noqa: BLE001 - an optimisation only: the page imports what it needs itself
         pass
 
