@@ -19,8 +19,8 @@ from ioweather.config import Settings
 from ioweather.web.app import create_app
 from ioweather.web.context import WebContext
 
-PATHS = ["/api/status", "/api/history", "/api/history/changes", "/api/timeline", "/api/workload", "/workload",
-         "/api/jobs", "/api/servers", "/api/factors"]
+PATHS = ["/api/status", "/api/history", "/history", "/api/history/changes", "/api/timeline", "/api/workload",
+         "/workload", "/api/jobs", "/jobs", "/jobs?sort=start&order=asc&offset=300", "/api/servers", "/api/factors"]
 
 
 def main() -> None:
@@ -33,7 +33,7 @@ def main() -> None:
     for path in PATHS:
         r = client.get(path)
         body = re.sub(rb'nonce="[^"]*"', b"", r.content) if not path.startswith("/api") else r.content
-        (out / (path.strip("/").replace("/", "_") + ".out")).write_bytes(body)
+        (out / (re.sub(r"[/?&=]", "_", path.strip("/")) + ".out")).write_bytes(body)
         print(path, r.status_code, len(body), hashlib.sha256(body).hexdigest()[:16], flush=True)
 
 

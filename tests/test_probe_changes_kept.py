@@ -117,3 +117,47 @@ def _iso(ns: int) -> str:
     from ioweather.units import ns_to_iso
 
     return ns_to_iso(ns)
+
+
+def test_searches_kept_across_a_restart_for_the_same_series_only(tmp_path, monkeypatch):
+    """A dashboard's cache (`persist`) writes its settled windows' searches at close; a restarted one takes a
+    result back only for the very same series (its digest): the same marks without searching, and a late sample
+    that changes one target's medians searches that target again, the new sample in its answer."""
+    store = open_store(Settings.resolve(tmp_path / "h"))
+    try:
+        now = (time.time_ns() // STEP - 12) * STEP + 7 * S
+        shift = now - 86400 * S
+        run = add_target(store, "t", now - 3 * 86400 * S, now, period_s=30.0, seed=3,
+                         episodes=[Episode(shift, now + 86400 * S, FACTOR, ("data_read",))], error_rate=0.0,
+                         timeout_rate=0.0)
+        add_target(store, "u", now - 3 * 86400 * S, now, period_s=30.0, seed=4, error_rate=0.0, timeout_rate=0.0)
+        since = now - 7 * 86400 * S
+        first = ProbeCache(store, clock=lambda: now, persist=True)
+        want = probe_marks(first, ["t", "u"], since, now, now)
+        assert [p.target for p in want.points].count("t") >= 1  # the planted shift is found: something to keep
+        first.close()
+        assert (tmp_path / "h" / "cache" / "probe-changes.json").exists()
+        calls = []
+        real = cache_module.change_points
+
+        def counted(*args, **kwargs):
+            calls.append(1)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(cache_module, "change_points", counted)
+        again = ProbeCache(store, clock=lambda: now, persist=True)
+        assert probe_marks(again, ["t", "u"], since, now, now) == want and calls == []
+        assert probe_marks(ProbeCache(store, clock=lambda: now), ["t", "u"], since, now, now) == want  # not persisted
+        assert len(calls) == 12
+        # a late sample 3× slower in every settled 10-minute interval of t's data_read for a day: other medians
+        late = [(run, "data_read", int(t) + 20 * S, int(40 * MEDIANS_S["data_read"] * 1e9), 0, "ok", 0)
+                for t in range(now - 2 * 86400 * S, now - 86400 * S, STEP)]
+        probe_store.insert_samples(store, late)
+        calls.clear()
+        restarted = ProbeCache(store, clock=lambda: now, persist=True)
+        got = probe_marks(restarted, ["t", "u"], since, now, now)
+        assert len(calls) == 6  # t's 6 ops searched again, u's kept
+        assert got == probe_marks(ProbeCache(store, clock=lambda: now), ["t", "u"], since, now, now)
+        assert got != want
+    finally:
+        store.dispose()

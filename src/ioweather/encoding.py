@@ -46,7 +46,41 @@ def _clean(o: Any) -> Any:
     return o
 
 
+class Encoded(dict):
+    """A JSON object whose text is already known (`text`, `to_json` of the same items): kept by a page whose
+    part changes far less often than it is asked for (the Jobs page's summary and plot, 0.75 MB, the same
+    until a job is stored). A document holding one as a top-level value is encoded around it, the same text
+    as encoding it again; anywhere else it is a plain dict."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: dict, text: str | None = None):
+        """`text`: `to_json(value)` when the caller made it another way (the same text, or the answer changes)."""
+        super().__init__(value)
+        self.text = to_json(value) if text is None else text
+
+
 def to_json(obj: Any) -> str:
+    if type(obj) is dict and obj and all(type(k) is str for k in obj) and \
+            any(type(v) is Encoded or _encoded_list(v) for v in obj.values()):
+        # json.dumps' own layout of an object (", " and ": ") and of a list (", "), its members encoded one by one
+        return "{" + ", ".join(f"{_encode(k)}: {_member(v)}" for k, v in obj.items()) + "}"
+    return _encode(obj)
+
+
+def _encoded_list(v) -> bool:
+    return type(v) is list and bool(v) and all(type(x) is Encoded for x in v)
+
+
+def _member(v) -> str:
+    if type(v) is Encoded:
+        return v.text
+    if _encoded_list(v):
+        return "[" + ", ".join(x.text for x in v) + "]"
+    return _encode(v)
+
+
+def _encode(obj: Any) -> str:
     try:
         # Most documents hold no NaN or inf (their services already write None): encoded as they are, in C.
         # `_clean`'s walk of every value in Python was 0.1 s of a Status page of 100 targets and more of

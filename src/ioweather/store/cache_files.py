@@ -65,6 +65,21 @@ def write_in(dfd: int, name: str, chunks: Iterable[bytes]) -> int:
         raise
 
 
+def save(path: Path, body: bytes) -> bool:
+    """`write_in` of one file at `path`, its directory created: False when it cannot be written (a read-only home)."""
+    try:
+        dfd = open_dir(path.parent, create=True)
+    except OSError:
+        return False
+    try:
+        write_in(dfd, path.name, [body])
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(dfd)
+
+
 def read_in(dfd: int, name: str, max_bytes: int = -1) -> bytes:
     """`name`'s bytes in the directory `dfd` (at most `max_bytes`), never through a link (OSError)."""
     fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dfd)

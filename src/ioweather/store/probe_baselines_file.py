@@ -35,17 +35,7 @@ def save(path: Path, key: dict, entries: dict[str, dict]) -> bool:
     through: store/cache_files.py); False when it cannot be written (read-only home)."""
     body = json.dumps({"version": VERSION, "key": key, "saved_ns": time.time_ns(), "targets": entries},
                       allow_nan=False, separators=(",", ":"))
-    try:
-        dfd = cache_files.open_dir(path.parent, create=True)
-    except OSError:
-        return False
-    try:
-        cache_files.write_in(dfd, path.name, [body.encode()])
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(dfd)
+    return cache_files.save(path, body.encode())
 
 
 def load(path: Path, key: dict, now_ns: int, max_age_s: float) -> dict[str, dict]:

@@ -29,6 +29,7 @@ from ioweather.web.context import WebConfig, WebContext
 from ioweather.web.errors import exception_handlers, json_response
 from ioweather.web.latest import Latest, Rendered
 from ioweather.web.pages import load_pages
+from ioweather.web.pages import jobs_common
 from ioweather.web.pages import workload as workload_page
 from ioweather.web.registry import Page
 from ioweather.web.templating import Renderer, environment
@@ -286,6 +287,9 @@ def _preload(ctx: WebContext) -> None:
     try:
         if ctx.settings.store_exists() and workload_page.has_telemetry(ctx):
             workload_page.load_libraries()
+            # every page's navigation asks whether there are jobs, which imports the jobs' service (~0.07 s
+            # beside pandas, loaded just above): the first page after a restart paid it (issue 40)
+            jobs_common.has_jobs(ctx)
     except Exception:  # noqa: BLE001 - an optimisation only: the page imports what it needs itself
         pass
 
@@ -341,11 +345,14 @@ def _warm(ctx: WebContext) -> None:
         if stop.is_set():
             return
         _release_free_memory()
-        load_libraries()
         # History's marks search 600 series for 100 targets (~1.5 s): kept per settled interval, searched
-        # here after a restart and whenever an interval settles rather than by the next view.
-        while not stop.wait(keep_marks(ctx.cache, ctx.cache.clock())):
-            pass
+        # here after a restart and whenever an interval settles rather than by the next view. A restart finds
+        # its searches kept (store/probe_changes_file.py) and needs no library for them: they are looked up
+        # before the libraries load (~0.7 s of CPU beside the first views), which any search not kept imports.
+        wait = keep_marks(ctx.cache, ctx.cache.clock())
+        load_libraries()
+        while not stop.wait(wait):
+            wait = keep_marks(ctx.cache, ctx.cache.clock())
     except Exception:  # noqa: BLE001 - an optimisation only: requests compute what they need themselves
         pass
 

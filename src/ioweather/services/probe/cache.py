@@ -51,7 +51,7 @@ from ioweather.stats.probe import SLOWDOWN_STATS
 from ioweather.stats.rollups import concat_rollups, empty_rollups, rollup_arrays, select_rollups
 from ioweather.stats.status import baseline_stats, baseline_stats_from, learning_ops, min_history_s, min_samples
 from ioweather.store import probe as probe_store
-from ioweather.store import probe_baselines_file, probe_rollups_file
+from ioweather.store import probe_baselines_file, probe_changes_file, probe_rollups_file
 from ioweather.store import probe_pieces as pieces_store
 from ioweather.store.db import Store
 from ioweather.store.probe_aggregates import sample_range
@@ -292,6 +292,11 @@ class ProbeCache:
         #: The store's sample counts of the kept hours' spans, checked for every target at once (`_check_recent`).
         self._recent_counts: dict[str, tuple[tuple[int, ...], int, int, int]] = {}
         self._rows_guard = threading.Lock()
+        #: The dashboard's: the level-change searches kept across a restart by their input's digest
+        #: (store/probe_changes_file.py): the file's, read at the first search, and this process's.
+        self._changes_file = probe_changes_file.path_of(store) if persist else None
+        self._searches_read: dict[str, list] | None = None
+        self._searches: dict[str, list] = {}
         self._saved_at = time.monotonic()
         #: False for a one-shot user that needs only baselines (`slowdown --check`): no month of rollups.
         self.warm_rollups = warm_rollups
@@ -343,6 +348,9 @@ class ProbeCache:
         return ids
 
     def _t(self, target: str) -> _Target:
+        tc = self._targets.get(target)
+        if tc is not None:  # setdefault's default made a _Target (4 x 14 empty arrays, 7 locks) at every call
+            return tc
         with self._guard:
             return self._targets.setdefault(target, _Target())
 
@@ -798,21 +806,52 @@ class ProbeCache:
         r = tc.rolled[CHANGE_INTERVAL_S]
         series = self.change_series(target, since_ns, until_ns)
         version = r.version  # read after the rollups: covering this window may have replaced the rows
-        changes, skipped = [], []
-        for code, (times, medians) in enumerate(series):
-            try:
-                found = change_points(medians, log=True, penalty_per_log_n=penalty_per_log_n, min_segment=min_segment,
-                                      times_ns=times, period_ns=CHANGE_PERIOD_NS)
-            except UserError as e:
-                skipped.append(SkippedOp(OPS[code], str(e)))
-                continue
-            changes += [LevelChange(OPS[code], int(times[c.index]), c.level_before, c.level_after, c.factor)
-                        for c in found]
+        settled = until_ns <= self.settled_ns(step)
+        digest = _series_digest(target, key, series) if settled and self._changes_file is not None else None
+        kept = self._kept_search(digest)
+        if kept is not None:
+            changes = [LevelChange(op, at, before, after, factor) for op, at, before, after, factor in kept[0]]
+            skipped = [SkippedOp(op, reason) for op, reason in kept[1]]
+        else:
+            changes, skipped = [], []
+            for code, (times, medians) in enumerate(series):
+                try:
+                    found = change_points(medians, log=True, penalty_per_log_n=penalty_per_log_n,
+                                          min_segment=min_segment, times_ns=times, period_ns=CHANGE_PERIOD_NS)
+                except UserError as e:
+                    skipped.append(SkippedOp(OPS[code], str(e)))
+                    continue
+                changes += [LevelChange(OPS[code], int(times[c.index]), c.level_before, c.level_after, c.factor)
+                            for c in found]
+        if digest is not None:
+            with self._rows_guard:
+                self._searches.pop(digest, None)
+                self._searches[digest] = [[[c.op, c.at_ns, c.level_before, c.level_after, c.factor] for c in changes],
+                                          [[k.op, k.reason] for k in skipped]]
+                # the newest searches only, as many as the targets' kept windows (a server runs for months)
+                while len(self._searches) > CHANGES_KEPT * max(1, len(self._targets)):
+                    self._searches.pop(next(iter(self._searches)))
         out = LevelChanges(target, since_ns, until_ns, changes, skipped)
-        if until_ns <= self.settled_ns(step):
+        if settled:
             with tc.kept_lock:
                 tc.changes = [e for e in tc.changes if e[0] != key][-(CHANGES_KEPT - 1):] + [(key, version, out)]
         return out
+
+    def _kept_search(self, digest: str | None) -> list | None:
+        """The result an earlier process found for the very same search (`_series_digest`), if it kept it."""
+        if digest is None:
+            return None
+        with self._rows_guard:
+            if self._searches_read is None:
+                self._searches_read = probe_changes_file.load(self._changes_file, self._file_key()["store"])
+            return self._searches.get(digest) or self._searches_read.get(digest)
+
+    def save_searches(self) -> bool:
+        """Write the settled windows' searches of this process (with `persist`; the file's are replaced)."""
+        with self._rows_guard:
+            entries = dict(self._searches)
+        return self._changes_file is not None and bool(entries) and \
+            probe_changes_file.save(self._changes_file, self._file_key()["store"], entries)
 
     # -- warm-up ----------------------------------------------------------------
     @property
@@ -1167,6 +1206,17 @@ class ProbeCache:
         self.stop_event.set()
         self.save()
         self.save_rows()
+        self.save_searches()
+
+
+def _series_digest(target: str, key: tuple, series: list[tuple[np.ndarray, np.ndarray]]) -> str:
+    """What a level-change search is a function of: the target, its window and parameters, and its series' bytes."""
+    h = hashlib.blake2b(repr((target, key)).encode(), digest_size=20)
+    for times, medians in series:
+        for a in (np.ascontiguousarray(times, np.int64), np.ascontiguousarray(medians, np.float64)):
+            h.update(len(a).to_bytes(8, "little"))
+            h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def _merge_kept(old: dict[str, np.ndarray], since_ns: int, frm: int, new: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -99,42 +99,56 @@ def history(cache, targets_all: list[str], one: str | None, since_ns: int, until
     """Each target's heatmap over [since, until): `one`, or every target when it is None; whether each op's
     baseline is still learning is judged at `now_ns` (the cache's clock by default), as the Status card does."""
     now = cache.clock() if now_ns is None else now_ns
-    step = interval_s * 10**9
     first, columns = grid(since_ns, until_ns, interval_s)
-    starts = first + step * np.arange(columns, dtype=np.int64)
-    col = "mean_s" if stat == "mean" else f"{stat}_s"
-    out = []
-    for target in [one] if one else targets_all:
-        base = cache.baseline(target)
-        # Like for like on the dashboard: a p99 against the baseline p99 (the median against the median).
-        expected = base.expected(stat, "same")
-        r = cache.rollups(target, interval_s, since_ns, until_ns)
-        sd = np.full((len(OPS), columns), np.nan)
-        n = np.zeros((len(OPS), columns), np.int64)
-        to = np.zeros((len(OPS), columns), np.int64)
-        j = (r["start_ns"] - first) // step
-        inside = (j >= 0) & (j < columns)
-        oc, j = r["op"][inside], j[inside]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            sd[oc, j] = r[col][inside] / expected[oc]
-        n[oc, j] = r["count"][inside]
-        to[oc, j] = r["timeouts"][inside]
-        learning = base.learning(now)
-        # An interval compared with a baseline made mostly of itself is about 1x by construction: not judged.
-        sd[learning] = np.nan
-        flat = np.where(np.isfinite(sd), sd, -np.inf).ravel()
-        worst = []
-        for k in np.argsort(-flat, kind="stable")[:WORST_SHOWN]:
-            if not np.isfinite(flat[k]):
-                break
-            o, c = divmod(int(k), columns)
-            worst.append(WorstInterval(OPS[o], ns_to_iso(int(starts[c])), float(sd[o, c]),
-                                       state(float(sd[o, c]), warn, crit), int(n[o, c]), int(to[o, c])))
-        out.append(TargetHistory(
-            target, dict(zip(OPS, finite_or_none(expected))),
-            Window(ns_to_iso(base.since_ns), ns_to_iso(base.until_ns)),
-            [finite_or_none(row) for row in sd], n.tolist(), to.tolist(), worst,
-            dict(zip(OPS, learning.tolist())), learning_reason(base, now) if learning.any() else None))
+    starts = first + interval_s * 10**9 * np.arange(columns, dtype=np.int64)
+    chosen = [one] if one else targets_all
+    with cache.reading_recent(chosen):  # the unfinished intervals' samples of every target in one read
+        out = [_target_history(cache, target, since_ns, until_ns, interval_s, stat, warn, crit, now, starts)
+               for target in chosen]
     return History(ns_to_iso(since_ns), ns_to_iso(until_ns), interval_s, stat, Thresholds(warn, crit),
                    targets_all, one, list(OPS), iso_ms(starts), out)
 
+
+def _target_history(cache, target: str, since_ns: int, until_ns: int, interval_s: int, stat: str, warn: float,
+                    crit: float, now: int, starts: np.ndarray) -> TargetHistory:
+    step = interval_s * 10**9
+    columns = len(starts)
+    first = int(starts[0]) if columns else grid(since_ns, until_ns, interval_s)[0]
+    base = cache.baseline(target)
+    # Like for like on the dashboard: a p99 against the baseline p99 (the median against the median).
+    expected = base.expected(stat, "same")
+    r = cache.rollups(target, interval_s, since_ns, until_ns)
+    sd = np.full((len(OPS), columns), np.nan)
+    n = np.zeros((len(OPS), columns), np.int64)
+    to = np.zeros((len(OPS), columns), np.int64)
+    j = (r["start_ns"] - first) // step
+    inside = (j >= 0) & (j < columns)
+    oc, j = r["op"][inside], j[inside]
+    col = "mean_s" if stat == "mean" else f"{stat}_s"
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd[oc, j] = r[col][inside] / expected[oc]
+    n[oc, j] = r["count"][inside]
+    to[oc, j] = r["timeouts"][inside]
+    learning = base.learning(now)
+    # An interval compared with a baseline made mostly of itself is about 1x by construction: not judged.
+    sd[learning] = np.nan
+    flat = np.where(np.isfinite(sd), sd, -np.inf).ravel()
+    worst = []
+    for k in np.argsort(-flat, kind="stable")[:WORST_SHOWN]:
+        if not np.isfinite(flat[k]):
+            break
+        o, c = divmod(int(k), columns)
+        worst.append(WorstInterval(OPS[o], ns_to_iso(int(starts[c])), float(sd[o, c]),
+                                   state(float(sd[o, c]), warn, crit), int(n[o, c]), int(to[o, c])))
+    return TargetHistory(
+        target, dict(zip(OPS, finite_or_none(expected))),
+        Window(ns_to_iso(base.since_ns), ns_to_iso(base.until_ns)),
+        _rows_or_none(sd), n.tolist(), to.tolist(), worst,
+        dict(zip(OPS, learning.tolist())), learning_reason(base, now) if learning.any() else None)
+
+
+def _rows_or_none(a: np.ndarray) -> list[list[float | None]]:
+    """`[finite_or_none(row) for row in a]` without a Python test per value (101,400 for 100 targets' week)."""
+    out = a.astype(object)
+    out[~np.isfinite(a)] = None
+    return out.tolist()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ioweather.encoding import Encoded, to_json
 from ioweather.services.answers.changes import probe_marks
 from ioweather.services.runtime.defaults import SLOWDOWN_STATS
 from ioweather.services.probe.cache import INTERVALS_S
@@ -42,8 +43,43 @@ def history_data(ctx: WebContext, params) -> dict:
     if columns > MAX_COLUMNS:
         raise BadRequest(f"{columns} intervals of {interval} s in this window; at most {MAX_COLUMNS}: "
                          "choose a longer interval or a shorter window")
-    return history(ctx.cache, targets, one, since, until, interval, stat, ctx.config.warn,
-                   ctx.config.crit, now_ns).to_json()
+    return _encoded(history(ctx.cache, targets, one, since, until, interval, stat, ctx.config.warn,
+                            ctx.config.crit, now_ns).to_json())
+
+
+#: Per (target, matrix, op): the last values of a heatmap row before its unfinished intervals and their JSON text.
+_ROWS: dict[tuple[str, str, int], tuple[list, str]] = {}
+#: The row's last columns always encoded afresh (the unfinished interval, and one that settled since).
+_FRESH = 2
+
+
+def _encoded(doc: dict) -> dict:
+    """`doc` (`History.to_json()`) with each target as `Encoded`, its heatmap rows' settled columns' text kept
+    (`_row_text`): 100 targets × 7 days × 6 ops were 3 MB of JSON encoded at every request, for /api/history and
+    again for the page's data, though only each row's last interval changes between two requests. The same text."""
+    targets = []
+    for t in doc["targets"]:
+        name = t["target"]
+        rows = {m: "[" + ", ".join(_row_text(name, m, o, row) for o, row in enumerate(t[m])) + "]"
+                for m in ("slowdown", "count", "timeouts")}
+        text = "{" + ", ".join(f"{to_json(k)}: {rows[k] if k in rows else to_json(v)}" for k, v in t.items()) + "}"
+        targets.append(Encoded(t, text))
+    return {**doc, "targets": targets}
+
+
+def _row_text(target: str, matrix: str, op: int, row: list) -> str:
+    """`to_json(row)`, the text of all but its last _FRESH values reused while they are the same values."""
+    k = max(0, len(row) - _FRESH)
+    head = row[:k]
+    kept = _ROWS.get((target, matrix, op))
+    # a row's values are all floats or None (slowdowns) or all ints (counts): equal values are the same text
+    if kept is not None and kept[0] == head:
+        text = kept[1]
+    else:
+        text = to_json(head)[1:-1]
+        _ROWS[(target, matrix, op)] = (head, text)
+    tail = to_json(row[k:])[1:-1]
+    return "[" + text + (", " if text and tail else "") + tail + "]"
 
 
 PAGE = Page(slug="history", title="Slowdown history", data=history_data, template="history.html",

@@ -8,7 +8,11 @@ stored). The request-independent part (`ArchiveIndex`) is kept until a job is st
 
 from __future__ import annotations
 
+import weakref
+from dataclasses import fields
+
 from ioweather.config import load_fs_map
+from ioweather.encoding import Encoded
 from ioweather.services.telemetry.workload import file_systems
 from ioweather.web.context import WebContext
 from ioweather.web.pages import jobs_common as jc
@@ -17,6 +21,8 @@ from ioweather.web.registry import Page
 
 MAX_LIMIT = 1000
 PROJECTS_SHOWN = 25
+#: Per `ArchiveIndex` (kept while it is): its summary and plot encoded (`_json_of`).
+_ENCODED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def jobs_data(ctx: WebContext, params) -> dict:
@@ -43,7 +49,23 @@ def jobs_data(ctx: WebContext, params) -> dict:
                             lambda: job_datasets(ctx.store, zip(index.frame["log_hash"], index.frame["files_part"])))
         index = ctx.memo(f"jobs.view.fs={fs}", key,
                          lambda: ArchiveIndex(ctx.store, frozenset(h for h, d in datasets.items() if d == fs)))
-    return jobs_view(ctx.store, index, sort, order, limit, offset, PROJECTS_SHOWN, fs, datasets).to_json()
+    return _json_of(index, jobs_view(ctx.store, index, sort, order, limit, offset, PROJECTS_SHOWN, fs, datasets))
+
+
+def _json_of(index, view) -> dict:
+    """`view.to_json()`, its summary and plot (the index's: ~85 % of the answer's bytes, 0.75 MB for 10,000 jobs)
+    encoded once per index (`Encoded`) instead of at every request: a request encodes its page of the list.
+    The same text."""
+    encoded = _ENCODED.get(index)
+    if encoded is None:  # two requests racing both encode: the same text
+        encoded = _ENCODED[index] = {"summary": Encoded(index.summary.to_json()), "plot": Encoded(index.plot.to_json())}
+    kept = {"summary": index.summary, "plot": index.plot}
+    doc = {}
+    for f in fields(view):
+        v = getattr(view, f.name)
+        doc[f.name] = encoded[f.name] if f.name in kept and kept[f.name] is v else \
+            v.to_json() if hasattr(v, "to_json") else v
+    return doc
 
 
 PAGE = Page(slug="jobs", script="jobs.js", title="Jobs", data=jobs_data,
