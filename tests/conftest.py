@@ -533,11 +533,9 @@ MEASURED_S: dict[str, dict[str, float]] = {
                                 "test_a_day_whose_hours_are_summarized_is_not_read_again": 13.4},
     "test_store_all_at_once.py": {
         "test_watch_collect_prune_and_purge_at_once_change_nothing_outside_and_lose_nothing": 13.7},
-    "test_web_fsview_browser.py": {"*": 13.6},
     "test_probe_cache_restart.py": {"*": 13.3},
     "test_web_fsview.py": {"*": 13.1},
     "test_jobs_ingest_concurrency.py": {"test_two_ingests_at_once_store_each_log_once": 12.8},
-    "test_little_data_talkers.py": {"*": 12.5},
 }
 
 

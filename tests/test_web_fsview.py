@@ -66,8 +66,8 @@ def _build(root: Path, tmp_path_factory, testdata: Path) -> None:
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory, testdata):
-    """The pages' store, built once per run (its `collect` of 8 s is most of it) for this module and
-    test_web_fsview_browser, which imports this fixture: each module serves its own copy."""
+    """The pages' store, built once per run (its `collect` of 8 s is most of it) for this module and the two
+    that import this fixture (test_web_fsview_browser, test_little_data_talkers): each serves its own copy."""
     built = built_once(tmp_path_factory, "fsview", lambda root: _build(root, tmp_path_factory, testdata))
     return copy_home(built / "home", tmp_path_factory.mktemp("fsview") / "home")
 
