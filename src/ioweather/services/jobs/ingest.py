@@ -262,9 +262,7 @@ def _kill_workers(ex: ProcessPoolExecutor) -> None:
             proc.kill()
         except (OSError, ValueError):  # already gone or closed
             pass
-    # wait=True: with its workers killed the pool's manager thread ends at once; left running, it closed its
-    # wake-up pipe while the interpreter's exit wrote to it ("Exception ignored ... send_bytes" after SIGTERM).
-    ex.shutdown(wait=True, cancel_futures=True)
+    ex.shutdown(wait=False, cancel_futures=True)
 
 
 def _pool(ctx, workers: int, initializer, initargs) -> ProcessPoolExecutor:
