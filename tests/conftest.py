@@ -508,57 +508,19 @@ def pytest_xdist_make_scheduler(config, log):
     return ModuleGroups(config, log)
 
 
-#: Seconds of the tests (setup, with a module fixture's, and call) that took 12 s or more in CI (2 cores, the 25
-#: slowest of `make test`, 2026-11-29): a group of one such test weighed 5 like a group of one 2-s test, so the
-#: 35-47 s ones of test_why_storm, test_little_data_browser, test_telemetry_readers_vs_import and test_lab_record
-#: started among the last of ~215 groups, and whichever started last kept the other core idle until it ended.
-MEASURED_S: dict[str, dict[str, float]] = {
-    "test_soak.py": {"test_soak_postgresql": 57.2, "test_soak_sqlite": 54.5},
-    "test_center_mix.py": {"test_every_nav_page_with_and_without_fs": 46.8},
-    "test_why_storm.py": {"test_storm_twin_is_the_system_quiet_twin_is_not": 40.5},
-    "test_import_hostile.py": {"test_damaged_tts_is_one_line_for_every_8_byte_corruption": 39.7},
-    "test_many_probes_pg.py": {"test_eight_probes_lose_nothing_and_are_not_delayed": 35.9},
-    "test_little_data_browser.py": {"test_no_page_is_wider_than_its_window": 35.0},
-    "test_telemetry_readers_vs_import.py": {"test_workload_readers_while_a_loop_reimports": 34.9},
-    "test_lab_record.py": {"test_lab_run_records_the_disk_and_the_pair_is_scored_from_the_store": 33.4},
-    "test_distributed.py": {"test_killed_worker_costs_a_retry_not_a_log": 30.5,
-                            "test_local_spec_starts_its_own_cluster": 20.5},
-    "test_probe_concurrency.py": {"test_postgresql_table_locked_by_another_session_loses_no_period": 24.5,
-                                  "test_sqlite_store_locked_by_another_writer_loses_no_period": 19.2,
-                                  "test_sigterm_while_the_store_is_locked_stores_everything_once_it_is_free": 14.0},
-    "test_exporter.py": {"test_promtool_accepts_it": 20.4},
-    "test_store_cleaners.py": {"test_purge_while_the_probe_writes_leaves_no_sample_without_its_run": 18.0},
-    "test_jobs_ingest.py": {"test_thousands_of_logs_with_broken_ones": 15.3},
-    "test_slowdown_pieces.py": {"test_sqlite_pieces_equal_full_computation_with_archive_and_restart": 15.0,
-                                "test_a_day_whose_hours_are_summarized_is_not_read_again": 13.4},
-    "test_store_all_at_once.py": {
-        "test_watch_collect_prune_and_purge_at_once_change_nothing_outside_and_lose_nothing": 13.7},
-    "test_probe_cache_restart.py": {"*": 13.3},
-    "test_web_fsview.py": {"*": 13.1},
-    "test_jobs_ingest_concurrency.py": {"test_two_ingests_at_once_store_each_log_once": 12.8},
-}
-
-
-def _weight(item, slow: bool) -> float:
-    measured = MEASURED_S.get(item.path.name, {})
-    return measured.get(item.originalname, 5.0 if slow else 0.3)
-
-
 def _order_groups(items) -> None:
-    """In an xdist worker, order the groups heaviest first (a slow test weighs as much as many fast ones, a
-    measured one its seconds), so that no long module starts last and keeps one core waiting; a module's own
-    order is kept."""
+    """In an xdist worker, order the groups heaviest first (a slow test weighs as much as many fast ones), so
+    that no long module starts last and keeps one core waiting; a module's own order is kept."""
     slurm = {i.path.name for i in items if i.get_closest_marker("slurm")} - set(EXCLUSIVE_GROUPS["slurm"])
     if slurm:  # two workers would each start a cluster
         raise pytest.UsageError(f"tests/conftest.py: add {', '.join(sorted(slurm))} to EXCLUSIVE_GROUPS['slurm']")
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     weight: dict[str, float] = {}
-    setups = {m: s for m, tests in MEASURED_S.items() for t, s in tests.items() if t == "*"}  # a module fixture
     for item in items:
         slow = any(item.get_closest_marker(m) for m in SLOW_MARKERS)
         group = xdist_group(item.path.name)
-        weight[group] = weight.get(group, 0.0) + _weight(item, slow) + setups.pop(item.path.name, 0.0)
+        weight[group] = weight.get(group, 0.0) + (5.0 if slow else 0.3)
     order = {g: n for n, g in enumerate(sorted(weight, key=lambda g: (-weight[g], g)))}
     items.sort(key=lambda i: order[xdist_group(i.path.name)])  # every worker alike, as xdist requires
 
