@@ -122,3 +122,30 @@ def test_late_sample_in_a_kept_hour_is_read_again(month, kept, tmp_path):
         assert _parts(store, settings, until, report_kept.ClosedHours(store)) == want and len(kept) == n
     finally:
         store.dispose()
+
+
+def test_pruned_raw_rows_of_a_kept_hour_are_not_served(month, kept, tmp_path):
+    """`store prune` deletes a day's database rows and keeps the day's pieces (nor does it touch a run): the
+    hours kept from those rows are read again, so the parts are those of the pruned store."""
+    import shutil
+
+    home = tmp_path / "home"
+    shutil.copytree(month.home, home)
+    settings = Settings.resolve(home)
+    store = open_store(settings)
+    try:
+        until = T0 + DAY + 10 * HOUR + 17 * MINUTE
+        # a first prune takes the archived days: the second then deletes database rows only
+        assert probe_store.prune_samples(store, until - 8 * DAY)["files"] > 0
+        first = _parts(store, settings, until, report_kept.ClosedHours(store))
+        hour = (until - 7 * DAY) // HOUR * HOUR  # the window's first partial hour: a day in SQLite, kept
+        assert ("scratch", hour) in kept
+        pruned = probe_store.prune_samples(store, hour + HOUR)
+        assert pruned["rows"] > 0 and pruned["files"] == 0
+        want = _reference(store, settings, until)
+        assert want != first
+        n = len(kept)
+        assert _parts(store, settings, until, report_kept.ClosedHours(store)) == want
+        assert ("scratch", hour) in kept[n:]
+    finally:
+        store.dispose()
