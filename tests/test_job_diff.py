@@ -130,18 +130,23 @@ def test_stored_jobs_by_hash_prefix(cli, home):
     assert doc["system"] is None and "unknown file system 'vm'" in doc["notes"][0]
 
 
-def test_a_stored_log_changed_since_its_ingest_keeps_whys_note(cli, home, tmp_path):
-    """Both runs stored, then the before run's file rewritten (another run's log at its path): `why` of that job
-    reads its stored row and says so; the diff keeps why's note, named by its run (it dropped every note of
-    why's, and asked why for the path, whose new bytes are no stored job: no note at all). The diff itself reads
-    the log as it is now."""
+def _stored_pair(cli, home, tmp_path) -> tuple[Path, list[str]]:
+    """The quiet and the storm run copied to their own paths and stored: (the quiet one's path, both ids)."""
     runs = tmp_path / "runs"
     runs.mkdir()
     q, s = runs / QUIET.name, runs / STORM.name
     shutil.copy(QUIET, q)
     shutil.copy(STORM, s)
     cli("jobs", "ingest", str(q), str(s), "--workers", "1", home=home, check=True)
-    ids = [hashlib.sha256(p.read_bytes()).hexdigest()[:12] for p in (q, s)]
+    return q, [hashlib.sha256(p.read_bytes()).hexdigest()[:12] for p in (q, s)]
+
+
+def test_a_stored_log_changed_since_its_ingest_keeps_whys_note(cli, home, tmp_path):
+    """Both runs stored, then the before run's file rewritten (another run's log at its path): `why` of that job
+    reads its stored row and says so; the diff keeps why's note, named by its run (it dropped every note of
+    why's, and asked why for the path, whose new bytes are no stored job: no note at all). The diff itself reads
+    the log as it is now."""
+    q, ids = _stored_pair(cli, home, tmp_path)
     settings = Settings.resolve(home)
     assert not any("changed since" in n for n in job_diff(settings, *ids).notes)
     shutil.copy(FIXED, q)
@@ -158,13 +163,7 @@ def test_why_refusing_the_after_run_keeps_the_before_runs_notes(cli, home, tmp_p
     from ioweather.errors import UserError
     from ioweather.services.answers import why as why_mod
 
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    q, s = runs / QUIET.name, runs / STORM.name
-    shutil.copy(QUIET, q)
-    shutil.copy(STORM, s)
-    cli("jobs", "ingest", str(q), str(s), "--workers", "1", home=home, check=True)
-    ids = [hashlib.sha256(p.read_bytes()).hexdigest()[:12] for p in (q, s)]
+    q, ids = _stored_pair(cli, home, tmp_path)
     shutil.copy(FIXED, q)  # the before run's why then notes its stored row
     settings = Settings.resolve(home)
     real, asked = why_mod.why, []

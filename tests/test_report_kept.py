@@ -94,58 +94,55 @@ def test_moving_window_same_parts_each_closed_hour_read_once(month, kept):
         store.dispose()
 
 
-def test_late_sample_in_a_kept_hour_is_read_again(month, kept, tmp_path):
+@pytest.fixture
+def copied(month, tmp_path):
+    """A copy of the month's store to change: (its settings, the store open)."""
     import shutil
 
     home = tmp_path / "home"
     shutil.copytree(month.home, home)
     settings = Settings.resolve(home)
     store = open_store(settings)
-    try:
-        until = T0 + DAY + 10 * HOUR + 17 * MINUTE
-        first = _parts(store, settings, until, report_kept.ClosedHours(store))
-        assert _parts(store, settings, until, report_kept.ClosedHours(store)) == first and len(kept) == 6
-        # slow samples into the window's first partial hour (scratch, a day in SQLite) and into its baseline's
-        # (home, an archived day): their medians move
-        late = []
-        for target, lo in (("scratch", until - 7 * DAY), ("home", until - 30 * DAY)):
-            run_id = max(r["id"] for r in probe_store.runs(store, target))
-            late.append((target, lo // HOUR * HOUR))
-            probe_store.insert_samples(store, [(run_id, op, lo + i * MINUTE + k * 1000 + 7, 10**11, 0, "ok", 0)
-                                               for k, op in enumerate(probe_store.OPS) for i in range(30)])
-        want = _reference(store, settings, until)
-        assert want != first
-        n = len(kept)
-        assert _parts(store, settings, until, report_kept.ClosedHours(store)) == want
-        assert set(late) <= set(kept[n:])
-        n = len(kept)
-        assert _parts(store, settings, until, report_kept.ClosedHours(store)) == want and len(kept) == n
-    finally:
-        store.dispose()
+    yield settings, store
+    store.dispose()
 
 
-def test_pruned_raw_rows_of_a_kept_hour_are_not_served(month, kept, tmp_path):
+def test_late_sample_in_a_kept_hour_is_read_again(copied, kept):
+    settings, store = copied
+    until = T0 + DAY + 10 * HOUR + 17 * MINUTE
+    first = _parts(store, settings, until, report_kept.ClosedHours(store))
+    assert _parts(store, settings, until, report_kept.ClosedHours(store)) == first and len(kept) == 6
+    # slow samples into the window's first partial hour (scratch, a day in SQLite) and into its baseline's
+    # (home, an archived day): their medians move
+    late = []
+    for target, lo in (("scratch", until - 7 * DAY), ("home", until - 30 * DAY)):
+        run_id = max(r["id"] for r in probe_store.runs(store, target))
+        late.append((target, lo // HOUR * HOUR))
+        probe_store.insert_samples(store, [(run_id, op, lo + i * MINUTE + k * 1000 + 7, 10**11, 0, "ok", 0)
+                                           for k, op in enumerate(probe_store.OPS) for i in range(30)])
+    want = _reference(store, settings, until)
+    assert want != first
+    n = len(kept)
+    assert _parts(store, settings, until, report_kept.ClosedHours(store)) == want
+    assert set(late) <= set(kept[n:])
+    n = len(kept)
+    assert _parts(store, settings, until, report_kept.ClosedHours(store)) == want and len(kept) == n
+
+
+def test_pruned_raw_rows_of_a_kept_hour_are_not_served(copied, kept):
     """`store prune` deletes a day's database rows and keeps the day's pieces (nor does it touch a run): the
     hours kept from those rows are read again, so the parts are those of the pruned store."""
-    import shutil
-
-    home = tmp_path / "home"
-    shutil.copytree(month.home, home)
-    settings = Settings.resolve(home)
-    store = open_store(settings)
-    try:
-        until = T0 + DAY + 10 * HOUR + 17 * MINUTE
-        # a first prune takes the archived days: the second then deletes database rows only
-        assert probe_store.prune_samples(store, until - 8 * DAY)["files"] > 0
-        first = _parts(store, settings, until, report_kept.ClosedHours(store))
-        hour = (until - 7 * DAY) // HOUR * HOUR  # the window's first partial hour: a day in SQLite, kept
-        assert ("scratch", hour) in kept
-        pruned = probe_store.prune_samples(store, hour + HOUR)
-        assert pruned["rows"] > 0 and pruned["files"] == 0
-        want = _reference(store, settings, until)
-        assert want != first
-        n = len(kept)
-        assert _parts(store, settings, until, report_kept.ClosedHours(store)) == want
-        assert ("scratch", hour) in kept[n:]
-    finally:
-        store.dispose()
+    settings, store = copied
+    until = T0 + DAY + 10 * HOUR + 17 * MINUTE
+    # a first prune takes the archived days: the second then deletes database rows only
+    assert probe_store.prune_samples(store, until - 8 * DAY)["files"] > 0
+    first = _parts(store, settings, until, report_kept.ClosedHours(store))
+    hour = (until - 7 * DAY) // HOUR * HOUR  # the window's first partial hour: a day in SQLite, kept
+    assert ("scratch", hour) in kept
+    pruned = probe_store.prune_samples(store, hour + HOUR)
+    assert pruned["rows"] > 0 and pruned["files"] == 0
+    want = _reference(store, settings, until)
+    assert want != first
+    n = len(kept)
+    assert _parts(store, settings, until, report_kept.ClosedHours(store)) == want
+    assert ("scratch", hour) in kept[n:]
