@@ -146,3 +146,38 @@ def test_pruned_raw_rows_of_a_kept_hour_are_not_served(copied, kept):
     n = len(kept)
     assert _parts(store, settings, until, report_kept.ClosedHours(store)) == want
     assert ("scratch", hour) in kept[n:]
+
+
+@pytest.mark.parametrize("db", [None, "pg_url", "mariadb_url"])
+def test_rows_begin_rises_when_a_prune_deletes_rows_of_the_day(db, request, tmp_path):
+    """`rows_begin` (the marker's part `store prune` moves) on each database, against each run's and op's first
+    sample read back: a prune before the day leaves it, one deleting some of the day's rows raises it, and an
+    insert back into the day lowers it again."""
+    url = request.getfixturevalue(db) if db else None
+    store = open_store(Settings.resolve(tmp_path / "home", url))
+    day = T0 - 2 * DAY
+
+    def reference() -> int:
+        out = 0
+        for target in ("scratch", "home"):
+            s = probe_store.read_samples(store, target)
+            for code in range(len(probe_store.OPS)):
+                starts = s["start_ns"][s["op"] == code]
+                out += min(max(int(starts.min()), day), day + DAY) if len(starts) else day + DAY
+        return out
+
+    try:
+        add_target(store, "scratch", day - DAY, day + DAY, period_s=1800, seed=SEED)
+        add_target(store, "home", day + HOUR, day + DAY, period_s=1800, seed=SEED + 1)
+        start = probe_store.rows_begin(store, day, day + DAY)
+        assert start == reference()
+        probe_store.prune_samples(store, day - HOUR)
+        assert probe_store.rows_begin(store, day, day + DAY) == start == reference()
+        probe_store.prune_samples(store, day + 2 * HOUR)
+        moved = probe_store.rows_begin(store, day, day + DAY)
+        assert moved > start and moved == reference()
+        run_id = max(r["id"] for r in probe_store.runs(store, "scratch"))
+        probe_store.insert_samples(store, [(run_id, "md_stat", day + 7, 10**6, 0, "ok", 0)])
+        assert probe_store.rows_begin(store, day, day + DAY) == reference() < moved
+    finally:
+        store.dispose()
