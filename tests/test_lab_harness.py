@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -276,13 +277,19 @@ def test_storm_sizing_says_in_one_line_when_fio_cannot_time_the_disk(tmp_path):
     assert "\n" not in str(e.value) and not (tmp_path / "size").exists()
 
 
-def test_storm_sizing_scales_fio_rate_to_the_quiet_twin(tmp_path):
-    """The rate fio reports sets each rank's bytes (2 ranks, ~AUTO_QUIET_TWIN_S), in 256 MiB steps, 1-8 GiB."""
-    from ioweather.services.lab.storm import sized_block
+def test_storm_sizing_scales_fio_rate_to_the_quiet_twin(tmp_path, monkeypatch):
+    """The rate fio reports sets each rank's bytes (2 ranks, ~AUTO_QUIET_TWIN_S), in 256 MiB steps, 1-8 GiB and at
+    most a sixth of the free space."""
+    from ioweather.services.lab import storm
 
-    # 100 MiB/s: 125 MiB a rank, raised to 1 GiB; 1 GiB/s: 1.25 GiB a rank = 1280 MiB; 50 GiB/s: capped at 8 GiB
-    for bw, want in ((100 << 20, "1024m"), (1 << 30, "1280m"), (50 << 30, "8192m")):
+    # the disk's free space as the test says: the machine's 44 GiB free made the 8 GiB cap 7424m (a sixth)
+    free = {"bytes": 1 << 40}
+    monkeypatch.setattr(storm.shutil, "disk_usage", lambda path: SimpleNamespace(free=free["bytes"]))
+    # 100 MiB/s: 125 MiB a rank, raised to 1 GiB; 1 GiB/s: 1.25 GiB a rank = 1280 MiB; 50 GiB/s: capped at 8 GiB,
+    # and at 2 GiB with 12 GiB free
+    for bw, free["bytes"], want in ((100 << 20, 1 << 40, "1024m"), (1 << 30, 1 << 40, "1280m"),
+                                    (50 << 30, 1 << 40, "8192m"), (50 << 30, 12 << 30, "2048m")):
         fio = tmp_path / "fio"
         fio.write_text(f"#!/bin/sh\necho '{{\"jobs\": [{{\"write\": {{\"bw_bytes\": {bw}}}}}]}}'\n")
         fio.chmod(0o755)
-        assert sized_block(str(fio), tmp_path) == want, bw
+        assert storm.sized_block(str(fio), tmp_path) == want, (bw, free)

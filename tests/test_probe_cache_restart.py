@@ -254,6 +254,34 @@ def test_concurrent_requests_while_warming_give_identical_results(store_home, re
     store.dispose()
 
 
+def test_hours_pruned_by_another_request_meanwhile_are_summarized_again(store_home, tmp_path, monkeypatch):
+    """4-hour rollups merge hour pieces: loaded, then their sorted arrays read. Another request's gather prunes
+    the hours outside its own window's ends, which between the two reads made a KeyError (one thread of
+    the test above, 6 runs in 20 at load 10): the pruned hours are summarized again, the rows the same."""
+    import shutil
+
+    from ioweather.services.probe import pieces
+    from ioweather.store import probe_pieces as pieces_store
+
+    home, now = store_home
+    shutil.copytree(home, tmp_path / "home")  # the module's store keeps its pieces for the other tests
+    store = open_store(Settings.resolve(tmp_path / "home"))
+    asks = [(t, now - r[0], now - r[1]) for t in TARGETS for r in RANGES[2:]]  # the ranges of partial days
+    expected = [pieces.rollups(store, t, 14_400, lo, hi, now) for t, lo, hi in asks]
+    read, pruned = pieces_store.sorted_arrays, []
+
+    def pruned_meanwhile(store, target, keys):
+        if keys:
+            pruned.append(pieces_store.prune_hours(store, target, []))
+        return read(store, target, keys)
+
+    monkeypatch.setattr(pieces_store, "sorted_arrays", pruned_meanwhile)
+    for (t, lo, hi), want in zip(asks, expected):
+        _assert_same(pieces.rollups(store, t, 14_400, lo, hi, now), want, (t, lo, hi))
+    assert any(pruned), "no hour piece was pruned between the two reads: the test tests nothing"
+    store.dispose()
+
+
 def test_the_fill_waits_for_the_first_answer(store_home, scans, monkeypatch):
     """After a restart the dashboard's warm-up fills every baseline at once, then waits for the first answer
     to go out before the rollups and the change-point libraries, which would take the GIL from it; with no

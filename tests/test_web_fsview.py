@@ -17,7 +17,7 @@ from ioweather.config import Settings
 from ioweather.web.app import create_app
 from collect_growth import collect_with_growth
 from lmt_reference import lmt_deltas
-from shared_stores import copy_home, pytokio_telemetry
+from shared_stores import built_once, copy_home, pytokio_telemetry
 from web_pages_data import NASTY
 from web_server import Server, api, assert_bad_request, escaped_page
 
@@ -51,18 +51,25 @@ def _job_stats(jobs: dict[str, int]) -> str:
     return "\n".join(out) + "\n"
 
 
-@pytest.fixture(scope="module")
-def home(tmp_path_factory, testdata):
+def _build(root: Path, tmp_path_factory, testdata: Path) -> None:
     from conftest import run_cli
 
-    home = copy_home(pytokio_telemetry(tmp_path_factory), tmp_path_factory.mktemp("fsview") / "home")
-    work = tmp_path_factory.mktemp("odd")
+    home = copy_home(pytokio_telemetry(tmp_path_factory), root / "home")
+    work = root / "odd"
+    work.mkdir()
     (work / "lctl.txt").write_text(ODD_LCTL)
     (work / "df.txt").write_text(ODD_DF)
     run_cli("import", "lctl", str(work / "lctl.txt"), "--fs", "odd", home=home, check=True)
     run_cli("import", "lfsdf", str(work / "df.txt"), "--fs", "odd", home=home, check=True)
     _collect_jobs(home, testdata, work)
-    return home
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory, testdata):
+    """The pages' store, built once per run (its `collect` of 8 s is most of it) for this module and the two
+    that import this fixture (test_web_fsview_browser, test_little_data_talkers): each serves its own copy."""
+    built = built_once(tmp_path_factory, "fsview", lambda root: _build(root, tmp_path_factory, testdata))
+    return copy_home(built / "home", tmp_path_factory.mktemp("fsview") / "home")
 
 
 def _collect_jobs(home: Path, testdata: Path, work: Path) -> None:

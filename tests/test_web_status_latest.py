@@ -131,3 +131,77 @@ def test_the_server_computes_the_first_answer_without_a_request(home):
         body = latest._answers[()].json()
     assert np.all([t["state"] != "unknown" for t in json.loads(body)["targets"]])
     assert body == _fresh(home, t0, "/api/status")
+
+
+def test_a_failed_refresh_is_tried_again_only_while_asked_and_once_per_fresh_s(home, monkeypatch):
+    """A store that cannot answer was read again every 0.5 s by the background thread, asked for or not."""
+    home, t0 = home
+    client = _client(home, [t0])
+    latest = client.app.state.ctx.latest["status"]
+    tries = []
+
+    def broken(ctx, params):
+        tries.append(1)
+        raise OSError("disk I/O error")
+
+    latest.data = broken
+    with pytest.raises(OSError):
+        latest.refresh()  # the first answer after a start is tried unasked
+    assert not latest.refresh() and len(tries) == 1  # not asked for: not again
+    now = time.monotonic()
+    latest.asked["html"] = now
+    assert not latest.refresh() and len(tries) == 1  # asked, but within FRESH_S of the failure
+    monkeypatch.setattr(latest_mod.time, "monotonic", lambda: now + FRESH_S + 0.1)
+    with pytest.raises(OSError):
+        latest.refresh()
+    assert len(tries) == 2
+
+
+def test_a_warm_up_that_fails_before_its_hold_releases_the_requests(home, monkeypatch):
+    """The first Status request waits for the warm-up's baselines (`warmed`); a warm-up that raised before them
+    left it waiting WARM_WAIT_S (120 s)."""
+    from ioweather.web import app as app_mod
+
+    home, _ = home
+    ctx = WebContext(Settings.resolve(home))
+
+    def locked(*a, **kw):
+        raise RuntimeError("database is locked")
+
+    monkeypatch.setattr(ctx.cache, "warm", locked)
+    app_mod._warm(ctx)
+    assert ctx.warmed.is_set()
+    ctx.close()
+
+
+def test_close_waits_for_the_background_answer_before_releasing_the_store(home):
+    """The background refresh computing while the server stops must end before the cache writes its kept files
+    and the store is disposed (it reopened a connection on the disposed engine)."""
+    import threading
+
+    from ioweather.web import app as app_mod
+
+    home, t0 = home
+    client = _client(home, [t0])
+    ctx = client.app.state.ctx
+    latest = ctx.latest["status"]
+    order, computing = [], threading.Event()
+
+    def slow(c, params):
+        computing.set()
+        time.sleep(0.5)
+        order.append("answer computed")
+        return {"targets": []}
+
+    latest.data = slow
+    real_close = ctx.cache.close
+    ctx.cache.close = lambda: (order.append("cache closed"), real_close())
+    ctx.warmed.set()
+    keeper = threading.Thread(target=app_mod._keep_latest, args=(ctx,), daemon=True)
+    ctx.background.append(keeper)
+    keeper.start()
+    assert computing.wait(10)
+    ctx.close()
+    assert order == ["answer computed", "cache closed"]
+    keeper.join(5)
+    assert not keeper.is_alive()

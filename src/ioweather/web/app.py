@@ -125,7 +125,7 @@ def _page_html(ctx: WebContext, page: Page, render: Renderer):
         answer = latest.get(request.query_params, "html")
         nav = render.nav()
         # rendered once per answer (and navigation): 1.4 MB of HTML for 100 Status cards
-        return HTMLResponse(answer.html((tuple(p.slug for p in nav), request.url.query), lambda: _html(
+        return HTMLResponse(answer.html(_html_key(nav, request.url.query), lambda: _html(
             ctx, page, render, answer.data, request.url.query, nav).body))
     return endpoint
 
@@ -209,7 +209,9 @@ def _lifespan(ctx: WebContext, warm: bool, render: Renderer):
             ctx.warm_up = threading.Thread(target=_warm, args=(ctx,), name="ioweather-warm", daemon=True)
             ctx.warm_up.start()
             if ctx.latest:
-                threading.Thread(target=_keep_latest, args=(ctx,), name="ioweather-latest", daemon=True).start()
+                keeper = threading.Thread(target=_keep_latest, args=(ctx,), name="ioweather-latest", daemon=True)
+                ctx.background.append(keeper)
+                keeper.start()
             _preload(ctx)
             _compile_templates(render)
         yield
@@ -254,7 +256,13 @@ def create_app(settings: Settings, config: WebConfig | None = None, *, warm: boo
 def _prerender(ctx: WebContext, page: Page, render: Renderer, answer: Rendered) -> None:
     """The default view's HTML of `answer` with the navigation of now, as its request would make it."""
     nav = render.nav()
-    answer.html((tuple(p.slug for p in nav), ""), lambda: _html(ctx, page, render, answer.data, "", nav).body)
+    answer.html(_html_key(nav, ""), lambda: _html(ctx, page, render, answer.data, "", nav).body)
+
+
+def _html_key(nav: list[Page], query: str) -> tuple:
+    """What a kept answer's HTML depends on besides the answer: the navigation shown and the query (one key for
+    the request and the prerender, else the prerender's HTML is never found)."""
+    return (tuple(p.slug for p in nav), query)
 
 
 #: How often (s) `_keep_latest` looks whether a page's newest answer needs computing again.
@@ -355,6 +363,10 @@ def _warm(ctx: WebContext) -> None:
             wait = keep_marks(ctx.cache, ctx.cache.clock())
     except Exception:  # noqa: BLE001 - an optimisation only: requests compute what they need themselves
         pass
+    finally:
+        # a warm-up that failed before its hold (a locked database) must not leave the first Status request
+        # waiting WARM_WAIT_S for baselines that will not come: it computes them itself
+        ctx.warmed.set()
 
 
 def _release_free_memory() -> None:

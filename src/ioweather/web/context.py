@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -20,6 +21,9 @@ from ioweather.services.runtime.stores import Store, keep_answer, kept_answer, o
 T = TypeVar("T")
 #: Results kept by `WebContext.memo` (the least recently used go first).
 MEMO_ENTRIES = 32
+#: At most this long (s) `close` waits for the background answers' threads: one Status answer at a center's size
+#: is ~0.4-0.8 s of CPU; a thread still computing after it is a daemon and dies with the process.
+CLOSE_JOIN_S = 3.0
 
 
 @dataclass
@@ -52,10 +56,15 @@ class WebContext:
         self.warmed = threading.Event()
         #: The warm-up thread (web/app.py `_warm`), when the server runs one.
         self.warm_up: threading.Thread | None = None
-        #: Set when the context closes.
+        #: Set when the context closes: the background threads stop before the store they read is released.
         self.closing = threading.Event()
-        #: The newest answers of the pages that keep them (web/latest.py), by slug.
-        self.latest: dict = {}
+        #: The newest answers of the pages that keep them (web/latest.py's `Latest`, by slug; not imported here:
+        #: it reads this context, and a cycle would follow even for an annotation, tests/test_import_cycles.py).
+        self.latest: dict[str, object] = {}
+        #: Threads that compute answers from the store in the background (web/app.py `_keep_latest`): `close`
+        #: waits for them (at most CLOSE_JOIN_S), else one would reopen the disposed engine and hold the cache's
+        #: locks while the kept files are written.
+        self.background: list[threading.Thread] = []
 
     def request_started(self) -> None:
         with self._lock:
@@ -167,6 +176,10 @@ class WebContext:
                 return
             self._closed = True
             self.closing.set()
+            deadline = time.monotonic() + CLOSE_JOIN_S
+            for t in self.background:
+                if t is not threading.current_thread():
+                    t.join(max(0.0, deadline - time.monotonic()))
             if self._cache is not None:
                 self._cache.close()
             if self._store is not None:

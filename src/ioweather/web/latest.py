@@ -58,7 +58,11 @@ class Rendered:
 
 
 class Latest:
-    """The newest answers of one page (`data(ctx, params)`) per query, reused for `fresh_s` of the cache's clock."""
+    """The newest answers of one page (`data(ctx, params)`) per query, reused for `fresh_s` of the cache's clock.
+
+    `_answers` and `asked` are read outside `_computing` by requests and the background thread: single dict
+    operations (get, item assignment, values of a str-keyed dict), atomic under CPython's GIL. A free-threaded
+    build would need a lock around them."""
 
     def __init__(self, ctx: WebContext, data: Callable[[WebContext, QueryParams], dict], fresh_s: float):
         self.ctx = ctx
@@ -71,6 +75,9 @@ class Latest:
         self.asked: dict[str, float] = {}
         #: Called with each answer of the default view `refresh` computes, to make its HTML before a request does.
         self.prerender: Callable[[Rendered], object] | None = None
+        #: When (monotonic) `refresh`'s last computation failed; None: it did not. A store that cannot answer (a
+        #: damaged or locked table) was read again every LATEST_EVERY_S by the background thread, asked or not.
+        self.failed_at: float | None = None
 
     def _fresh(self, a: Rendered | None, now_ns: int | None) -> bool:
         return a is not None and now_ns is not None and 0 < now_ns - a.clock_ns <= self.fresh_ns
@@ -114,13 +121,23 @@ class Latest:
         HTML when those were asked for: the requests then find it fresh. True when it computed."""
         a = self._answers.get(())
         now = time.monotonic()
+        watched = bool(self.asked) and now - max(self.asked.values()) <= WATCHED_S
+        if self.failed_at is not None and (not watched or now - self.failed_at < self.fresh_ns / 1e9):
+            # after a failure: again only while the page is asked for, at most once per fresh_s (a request
+            # computes its own answer meanwhile and says what failed)
+            return False
         if a is not None:
             age = self.ctx.clock() - a.clock_ns
             # not asked for lately; fresh still; or a clock that does not move, whose answers are never reused
-            if not self.asked or now - max(self.asked.values()) > WATCHED_S or 0 <= age <= self.fresh_ns // 2:
+            if not watched or 0 <= age <= self.fresh_ns // 2:
                 return False
         with self._computing:
-            a = self._compute((), QueryParams(""))
+            try:
+                a = self._compute((), QueryParams(""))
+            except Exception:
+                self.failed_at = time.monotonic()
+                raise
+            self.failed_at = None
         for kind, make in (("json", a.json), ("html", self.prerender and (lambda: self.prerender(a)))):
             if make is not None and (not self.asked or now - self.asked.get(kind, -float("inf")) <= WATCHED_S):
                 make()

@@ -348,8 +348,15 @@ def _from_hours(store, target: str, a: int, b: int, step: int, now_ns: int) -> d
     durations are its hours' sorted arrays merged, the same values `interval_stats` groups and sorts."""
 
     g = gather(store, target, a, b, now_ns, spans=(HOUR_NS,), raw=False)
-    stored = pieces_store.sorted_arrays(store, target, [(p["start_ns"], HOUR_NS) for p in g.pieces[0]
-                                                        if "sorted" not in p])
+    keys = [(p["start_ns"], HOUR_NS) for p in g.pieces[0] if "sorted" not in p]
+    stored = pieces_store.sorted_arrays(store, target, keys)
+    # Another request's gather may have pruned some of these hours (`prune_hours`, outside its own window's
+    # ends) between the load and this read: they are summarized again from their samples, as gather does.
+    gone = sorted({start for start, _ in keys for op in OPS if (op, start, HOUR_NS) not in stored})
+    if gone:
+        rebuilt = {start: {p["op"]: p for p in _build(store, target, start, HOUR_NS)[0]} for start in gone}
+        for code, op in enumerate(OPS):
+            g.pieces[code] = [rebuilt[p["start_ns"]][op] if p["start_ns"] in rebuilt else p for p in g.pieces[code]]
     parts = []
     for code, op in enumerate(OPS):
         blocks: dict[int, list[dict]] = {}
