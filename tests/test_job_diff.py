@@ -130,18 +130,23 @@ def test_stored_jobs_by_hash_prefix(cli, home):
     assert doc["system"] is None and "unknown file system 'vm'" in doc["notes"][0]
 
 
-def test_a_stored_log_changed_since_its_ingest_keeps_whys_note(cli, home, tmp_path):
-    """Both runs stored, then the before run's file rewritten (another run's log at its path): `why` of that job
-    reads its stored row and says so; the diff keeps why's note, named by its run (it dropped every note of
-    why's, and asked why for the path, whose new bytes are no stored job: no note at all). The diff itself reads
-    the log as it is now."""
+def _stored_pair(cli, home, tmp_path) -> tuple[Path, list[str]]:
+    """The quiet and the storm run copied to their own paths and stored: (the quiet one's path, both ids)."""
     runs = tmp_path / "runs"
     runs.mkdir()
     q, s = runs / QUIET.name, runs / STORM.name
     shutil.copy(QUIET, q)
     shutil.copy(STORM, s)
     cli("jobs", "ingest", str(q), str(s), "--workers", "1", home=home, check=True)
-    ids = [hashlib.sha256(p.read_bytes()).hexdigest()[:12] for p in (q, s)]
+    return q, [hashlib.sha256(p.read_bytes()).hexdigest()[:12] for p in (q, s)]
+
+
+def test_a_stored_log_changed_since_its_ingest_keeps_whys_note(cli, home, tmp_path):
+    """Both runs stored, then the before run's file rewritten (another run's log at its path): `why` of that job
+    reads its stored row and says so; the diff keeps why's note, named by its run (it dropped every note of
+    why's, and asked why for the path, whose new bytes are no stored job: no note at all). The diff itself reads
+    the log as it is now."""
+    q, ids = _stored_pair(cli, home, tmp_path)
     settings = Settings.resolve(home)
     assert not any("changed since" in n for n in job_diff(settings, *ids).notes)
     shutil.copy(FIXED, q)
@@ -149,3 +154,34 @@ def test_a_stored_log_changed_since_its_ingest_keeps_whys_note(cli, home, tmp_pa
     assert d.system is None and d.notes[0].startswith(f"no system share: {q}: ")  # no telemetry of this disk
     assert f"before run, why: {q} changed since it was ingested: its stored row is used" in d.notes
     assert d.before.io_time_s == job_answer(str(FIXED))[0].perf.io_time_s
+
+
+def test_why_refusing_the_after_run_keeps_the_before_runs_notes(cli, home, tmp_path, monkeypatch):
+    """`why` of the after run refusing (a UserError) ends the system share and says why, beside the notes
+    already gathered from the before run's `why` (they were replaced); its climate note stays out (a kind of
+    note, not a text: a reworded one would stay out too)."""
+    from ioweather.errors import UserError
+    from ioweather.services.answers import why as why_mod
+
+    q, ids = _stored_pair(cli, home, tmp_path)
+    shutil.copy(FIXED, q)  # the before run's why then notes its stored row
+    settings = Settings.resolve(home)
+    real, asked = why_mod.why, []
+
+    def after_refused(settings, h, fs=None):
+        asked.append(h)
+        if len(asked) == 2:
+            raise UserError("the after run refused")
+        w = real(settings, h, fs=fs)
+        w.notes = [why_mod.ClimateNote(f"{n} (reworded)") if isinstance(n, why_mod.ClimateNote) else n
+                   for n in w.notes]
+        assert any(isinstance(n, why_mod.ClimateNote) for n in w.notes)  # no telemetry here: no climate
+        w.system_s = 1.0  # as with telemetry of the before run's disk: the after run's why is asked then
+        return w
+
+    monkeypatch.setattr(why_mod, "why", after_refused)
+    d = job_diff(settings, *ids)
+    assert len(asked) == 2 and d.system is None
+    assert d.notes[0] == "no system share: the after run refused"
+    assert f"before run, why: {q} changed since it was ingested: its stored row is used" in d.notes
+    assert not any("no climate" in n for n in d.notes)

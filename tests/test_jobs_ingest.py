@@ -351,6 +351,64 @@ def test_a_failed_start_stops_the_workers():
     assert multiprocessing.active_children() == []
 
 
+def _handed_on_record():
+    """on_result, on_crash and started recording into one list, in the order they were called."""
+    calls = []
+    return (calls, lambda it, res: calls.append(("result", it)), lambda it, why: calls.append(("crash", it)),
+            lambda: calls.append(("started", None)))
+
+
+def _each_once_after_started(calls, items):
+    assert calls[0] == ("started", None), calls[:3]  # `jobs ingest` opens its store in `started`
+    handed = [it for kind, it in calls if kind != "started"]
+    assert sorted(handed) == sorted(items), sorted(set(items) - set(handed))  # each exactly once
+
+
+def test_a_pool_breaking_during_its_first_submits_loses_nothing(monkeypatch):
+    """A submit to a pool that broke under it raises: that chunk is still run, and the re-runs of the chunks in
+    flight are handed on after `started`. The break is made at the second submit so that it is not a race."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from ioweather.services.jobs import ingest
+
+    real_pool, pools = ingest._pool, []
+
+    def breaking_pool(*args):
+        ex = real_pool(*args)
+        pools.append(ex)
+        if len(pools) == 1:
+            submit, n = ex.submit, [0]
+
+            def second_submit_breaks(*a):
+                n[0] += 1
+                if n[0] == 2:
+                    raise BrokenProcessPool("broke under the test")
+                return submit(*a)
+
+            ex.submit = second_submit_breaks
+        return ex
+
+    monkeypatch.setattr(ingest, "_pool", breaking_pool)
+    items = [f"log{i}" for i in range(16)]
+    calls, on_result, on_crash, started = _handed_on_record()
+    ingest.run_pool(_die_on_poison, items, 2, on_result, on_crash, per_task=4, started=started)
+    _each_once_after_started(calls, items)
+    assert all(kind != "crash" for kind, _ in calls)
+
+
+def test_workers_that_cannot_start_fail_each_item_once_after_started():
+    """Workers whose initializer exits break every pool, often during its first submits: each item is recorded
+    as crashed exactly once, and only once `started` ran."""
+    from ioweather.services.jobs.ingest import run_pool
+
+    items = [f"log{i}" for i in range(10)]
+    for _ in range(8):  # the break's timing varies: 3 of 6 runs used to hand on crashes before `started`
+        calls, on_result, on_crash, started = _handed_on_record()
+        run_pool(_die_on_poison, items, 2, on_result, on_crash, initializer=os._exit, initargs=(3,), started=started)
+        _each_once_after_started(calls, items)
+        assert {kind for kind, _ in calls[1:]} == {"crash"}
+
+
 def test_tasks_get_smaller_at_the_end():
     """The last tasks are a quarter of the others, so the workers end close together; every item once, in order."""
     from ioweather.services.jobs.ingest import _chunks, _per_task

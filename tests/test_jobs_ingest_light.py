@@ -136,3 +136,22 @@ def test_a_row_of_other_rules_takes_the_full_path_once(archive):
     db.close()
     light = ingest_scan.unchanged_answer(settings, [str(logs)])
     assert light is not None and (light.refreshed, light.skipped) == (0, 16)
+
+
+def test_one_blas_thread_is_set_only_before_numpy(monkeypatch):
+    """`jobs ingest` and `jobs summary` ask OpenBLAS for one thread before numpy's import; once numpy is imported
+    (a test session running commands in its process) the variable is not set: it would change nothing here and
+    reach every later command's children."""
+    from ioweather.commands.common import one_blas_thread
+
+    import numpy  # noqa: F401 (imported, as in a test session)
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    one_blas_thread()
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
+    monkeypatch.delitem(sys.modules, "numpy")  # as in a fresh command: numpy not yet imported
+    one_blas_thread()
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")  # the user's own
+    one_blas_thread()
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "4"

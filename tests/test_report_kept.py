@@ -94,31 +94,90 @@ def test_moving_window_same_parts_each_closed_hour_read_once(month, kept):
         store.dispose()
 
 
-def test_late_sample_in_a_kept_hour_is_read_again(month, kept, tmp_path):
+@pytest.fixture
+def copied(month, tmp_path):
+    """A copy of the month's store to change: (its settings, the store open)."""
     import shutil
 
     home = tmp_path / "home"
     shutil.copytree(month.home, home)
     settings = Settings.resolve(home)
     store = open_store(settings)
+    yield settings, store
+    store.dispose()
+
+
+def test_late_sample_in_a_kept_hour_is_read_again(copied, kept):
+    settings, store = copied
+    until = T0 + DAY + 10 * HOUR + 17 * MINUTE
+    first = _parts(store, settings, until, report_kept.ClosedHours(store))
+    assert _parts(store, settings, until, report_kept.ClosedHours(store)) == first and len(kept) == 6
+    # slow samples into the window's first partial hour (scratch, a day in SQLite) and into its baseline's
+    # (home, an archived day): their medians move
+    late = []
+    for target, lo in (("scratch", until - 7 * DAY), ("home", until - 30 * DAY)):
+        run_id = max(r["id"] for r in probe_store.runs(store, target))
+        late.append((target, lo // HOUR * HOUR))
+        probe_store.insert_samples(store, [(run_id, op, lo + i * MINUTE + k * 1000 + 7, 10**11, 0, "ok", 0)
+                                           for k, op in enumerate(probe_store.OPS) for i in range(30)])
+    want = _reference(store, settings, until)
+    assert want != first
+    n = len(kept)
+    assert _parts(store, settings, until, report_kept.ClosedHours(store)) == want
+    assert set(late) <= set(kept[n:])
+    n = len(kept)
+    assert _parts(store, settings, until, report_kept.ClosedHours(store)) == want and len(kept) == n
+
+
+def test_pruned_raw_rows_of_a_kept_hour_are_not_served(copied, kept):
+    """`store prune` deletes a day's database rows and keeps the day's pieces (nor does it touch a run): the
+    hours kept from those rows are read again, so the parts are those of the pruned store."""
+    settings, store = copied
+    until = T0 + DAY + 10 * HOUR + 17 * MINUTE
+    # a first prune takes the archived days: the second then deletes database rows only
+    assert probe_store.prune_samples(store, until - 8 * DAY)["files"] > 0
+    first = _parts(store, settings, until, report_kept.ClosedHours(store))
+    hour = (until - 7 * DAY) // HOUR * HOUR  # the window's first partial hour: a day in SQLite, kept
+    assert ("scratch", hour) in kept
+    pruned = probe_store.prune_samples(store, hour + HOUR)
+    assert pruned["rows"] > 0 and pruned["files"] == 0
+    want = _reference(store, settings, until)
+    assert want != first
+    n = len(kept)
+    assert _parts(store, settings, until, report_kept.ClosedHours(store)) == want
+    assert ("scratch", hour) in kept[n:]
+
+
+@pytest.mark.parametrize("db", [None, "pg_url", "mariadb_url"])
+def test_rows_begin_rises_when_a_prune_deletes_rows_of_the_day(db, request, tmp_path):
+    """`rows_begin` (the marker's part `store prune` moves) on each database, against each run's and op's first
+    sample read back: a prune before the day leaves it, one deleting some of the day's rows raises it, and an
+    insert back into the day lowers it again."""
+    url = request.getfixturevalue(db) if db else None
+    store = open_store(Settings.resolve(tmp_path / "home", url))
+    day = T0 - 2 * DAY
+
+    def reference() -> int:
+        out = 0
+        for target in ("scratch", "home"):
+            s = probe_store.read_samples(store, target)
+            for code in range(len(probe_store.OPS)):
+                starts = s["start_ns"][s["op"] == code]
+                out += min(max(int(starts.min()), day), day + DAY) if len(starts) else day + DAY
+        return out
+
     try:
-        until = T0 + DAY + 10 * HOUR + 17 * MINUTE
-        first = _parts(store, settings, until, report_kept.ClosedHours(store))
-        assert _parts(store, settings, until, report_kept.ClosedHours(store)) == first and len(kept) == 6
-        # slow samples into the window's first partial hour (scratch, a day in SQLite) and into its baseline's
-        # (home, an archived day): their medians move
-        late = []
-        for target, lo in (("scratch", until - 7 * DAY), ("home", until - 30 * DAY)):
-            run_id = max(r["id"] for r in probe_store.runs(store, target))
-            late.append((target, lo // HOUR * HOUR))
-            probe_store.insert_samples(store, [(run_id, op, lo + i * MINUTE + k * 1000 + 7, 10**11, 0, "ok", 0)
-                                               for k, op in enumerate(probe_store.OPS) for i in range(30)])
-        want = _reference(store, settings, until)
-        assert want != first
-        n = len(kept)
-        assert _parts(store, settings, until, report_kept.ClosedHours(store)) == want
-        assert set(late) <= set(kept[n:])
-        n = len(kept)
-        assert _parts(store, settings, until, report_kept.ClosedHours(store)) == want and len(kept) == n
+        add_target(store, "scratch", day - DAY, day + DAY, period_s=1800, seed=SEED)
+        add_target(store, "home", day + HOUR, day + DAY, period_s=1800, seed=SEED + 1)
+        start = probe_store.rows_begin(store, day, day + DAY)
+        assert start == reference()
+        probe_store.prune_samples(store, day - HOUR)
+        assert probe_store.rows_begin(store, day, day + DAY) == start == reference()
+        probe_store.prune_samples(store, day + 2 * HOUR)
+        moved = probe_store.rows_begin(store, day, day + DAY)
+        assert moved > start and moved == reference()
+        run_id = max(r["id"] for r in probe_store.runs(store, "scratch"))
+        probe_store.insert_samples(store, [(run_id, "md_stat", day + 7, 10**6, 0, "ok", 0)])
+        assert probe_store.rows_begin(store, day, day + DAY) == reference() < moved
     finally:
         store.dispose()

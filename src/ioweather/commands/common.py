@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import sys
 
 import click
 
@@ -105,8 +106,11 @@ def one_blas_thread() -> None:
     """Before numpy is first imported: OpenBLAS without a thread pool of its own. numpy's import starts one
     thread per core, each of which spins before it sleeps; `jobs ingest` (whose workers already take every
     core) and `jobs summary` multiply no matrix that would use them: 0.2 s less CPU for ingest + summary of
-    1,000 logs, 0.06 s less wall (issue 40, docs/benchmarks.md). A value the user set is kept."""
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    1,000 logs, 0.06 s less wall (issue 40, docs/benchmarks.md). A value the user set is kept, and none is set
+    once numpy is imported (a test session's commands, run in its process): OpenBLAS has read its setting then,
+    and the variable would only reach the later commands' child processes."""
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def reference_period(baseline_from, baseline_until) -> tuple[int, int] | None:

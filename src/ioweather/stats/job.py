@@ -738,7 +738,8 @@ def shared_rank_rows(log) -> Cols:
     both ranks of the job), `slowest_rank`, `slowest_bytes`, `slowest_time`, `fastest_rank`, `fastest_bytes`,
     `fastest_time` (-1 and 0 where not `ranked`; a counter not monitored reads 0), `var_bytes`, `var_time`
     (NaN: not monitored) and `top` (no MPI-IO shared record of the same file above it).
-    Made once per log (`_per_log`)."""
+    Made once per log (`_per_log`). The streams are masked here, not taken from `fs_records`' `stream` column:
+    that covers the storage modules only, and these rows include MPI-IO's records."""
     return _per_log(log, "shared", 0, lambda: _shared_rank_rows(log))
 
 

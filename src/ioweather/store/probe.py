@@ -227,9 +227,7 @@ def prune_samples(store: Store, cutoff_ns: int, *, chunk_ns: int = 3_600 * 10**9
     s, a = probe_samples.c, probe_archive.c
     removed = 0
     with store.connect() as conn:
-        ids = [r[0] for r in conn.execute(sa.select(probe_runs.c.id))]
-        firsts = {(rid, op): conn.execute(sa.select(sa.func.min(s.start_ns)).where(s.run_id == rid, s.op == op)).scalar()
-                  for rid in ids for op in OPS}
+        firsts = _firsts(conn)
     for (rid, op), lo in firsts.items():
         while lo is not None and lo < cutoff_ns:
             hi = min(cutoff_ns, lo + chunk_ns)
@@ -245,6 +243,25 @@ def prune_samples(store: Store, cutoff_ns: int, *, chunk_ns: int = 3_600 * 10**9
         archived = conn.execute(sa.select(sa.func.coalesce(sa.func.sum(a.rows), 0)).where(old)).scalar()
         conn.execute(probe_archive.delete().where(old))
     return {"rows": removed + int(archived), "files": len(paths), "paths": paths}
+
+
+def rows_begin(store: Store, lo: int, hi: int) -> int:
+    """Where each run's and op's database rows begin, each clipped to [lo, hi], summed. Deleting rows only moves
+    a first row later: `prune_samples` removing any row in [lo, hi) raises it, where no piece or archive count
+    moves (an insert there deletes the span's pieces instead)."""
+    store.require(COMPONENT)
+    with store.connect() as conn:
+        firsts = _firsts(conn)
+    return sum(hi if f is None else min(max(f, lo), hi) for f in firsts.values())
+
+
+def _firsts(conn: sa.Connection) -> dict[tuple[int, str], int | None]:
+    """{(run id, op): the start of its first database row, None without one}: one index seek each, one statement."""
+    s = probe_samples.c
+    ops = sa.union_all(*(sa.select(sa.literal(op).label("op")) for op in OPS)).subquery()
+    first = sa.select(sa.func.min(s.start_ns)).where(s.run_id == probe_runs.c.id, s.op == ops.c.op).scalar_subquery()
+    q = sa.select(probe_runs.c.id, ops.c.op, first).select_from(probe_runs.join(ops, sa.true()))
+    return {(int(rid), op): None if f is None else int(f) for rid, op, f in conn.execute(q)}
 
 
 def old_pieces(store: Store, cutoff_ns: int, *, delete: bool = False) -> int:

@@ -114,6 +114,7 @@ def kept_window_slowdowns(settings, probes: ProbeBaselines, windows: list[tuple[
     own and its baselines' month) has its day pieces built first, and a window is kept only when all of them
     are there; the marker is read once they are built, and the answer kept only if it has not moved meanwhile."""
     # lazy: sqlalchemy via store.probe_pieces, loaded only when this runs
+    from ioweather.services.probe import pieces as probe_pieces
     from ioweather.services.runtime.stores import keep_answer, kept_answer
     from ioweather.store import probe_pieces as pieces_store
 
@@ -125,7 +126,7 @@ def kept_window_slowdowns(settings, probes: ProbeBaselines, windows: list[tuple[
         return window_slowdowns(probes, windows)
     lo = (min(a for a, _ in closed) // _DAY_NS - PROBE_BASELINE_DAYS) * _DAY_NS
     days = set().union(*map(_read_days, closed))
-    _build_days(probes, days)
+    probe_pieces.build_days(probes.store, probes.targets, days)
     key = f"event-probe-slowdowns {lo} {today}"
 
     def marker() -> str:
@@ -150,22 +151,6 @@ def _read_days(window: tuple[int, int]) -> set[int]:
     PROBE_BASELINE_DAYS before its first (the rolling baseline's)."""
     first, last = window[0] // _DAY_NS, (window[1] - 1) // _DAY_NS
     return {d * _DAY_NS for d in range(first - PROBE_BASELINE_DAYS, last + 1)}
-
-
-def _build_days(probes: ProbeBaselines, days: set[int]) -> None:
-    """Build every target's day pieces of `days` (their starts) where missing, from the samples as the
-    baselines would (services.probe.pieces.build); one that cannot be stored (a read-only store, a sample
-    arriving meanwhile) stays missing."""
-    # lazy: sqlalchemy via services.probe.pieces, loaded only when this runs
-    from ioweather.services.probe import pieces as probe_pieces
-    from ioweather.store import probe_pieces as pieces_store
-
-    if probes.store.read_only:
-        return  # nothing would be stored: each call would read the days again for nothing
-    have = pieces_store.whole_days(probes.store, probes.targets, min(days), max(days) + _DAY_NS)
-    for t in probes.targets:
-        for day in sorted(days - have[t]):
-            probe_pieces.build(probes.store, t, day, _DAY_NS)
 
 
 def _merged(since: np.ndarray, until: np.ndarray) -> list[tuple[int, int]]:

@@ -419,12 +419,15 @@ def _system(settings, paths: tuple[str, str], hashes: tuple[str, str],
     budget (`why`'s: its window and file system). `why` is asked for the stored log (its hash), as `why JOB`
     answers it: a log changed since it was ingested is read from its stored row there, and its note says so."""
     # lazy: numpy, sqlalchemy via services.answers.why: kept off `ioweather job diff --help` and its usage errors
-    from ioweather.services.answers.why import NO_CLIMATE, comparable_system_s, why
+    from ioweather.services.answers.why import ClimateNote, comparable_system_s, why
 
     got, notes = [], []
     for side, p, h in zip(("before", "after"), paths, hashes):
-        w = why(settings, h, fs=fs)
-        notes += [f"{side} run, why: {n}" for n in w.notes if n != NO_CLIMATE]
+        try:
+            w = why(settings, h, fs=fs)
+        except UserError as e:  # the other run's notes stay
+            return None, [f"no system share: {e}", *notes], []
+        notes += [f"{side} run, why: {n}" for n in w.notes if not isinstance(n, ClimateNote)]
         if comparable_system_s(w) is None:
             why_not = w.logs[0].evidence.system if w.logs else w.system_model
             return None, [f"no system share: {p}: {why_not}", *notes], []
@@ -500,11 +503,7 @@ def job_diff(settings, before: str, after: str, *, cores_per_node: int | None = 
     sb, sa = _side(before, pb, rb), _side(after, pa, ra)
     system, notes, crowd = None, [], None
     if hb is not None and ha is not None:
-        budgets = []
-        try:
-            system, notes, budgets = _system(settings, (pb, pa), (hb, ha), fs)
-        except UserError as e:
-            notes = [f"no system share: {e}"]
+        system, notes, budgets = _system(settings, (pb, pa), (hb, ha), fs)
         if system is not None:
             sb.system_s, sa.system_s = system.before_s, system.after_s
             sb.system_model = sa.system_model = system.model

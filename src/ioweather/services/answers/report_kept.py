@@ -10,7 +10,8 @@ from them, until the window leaves the hour.
 
 Kept per (store, target, hour) under `store.probe_pieces.days_marker` of the hour's day, only while the target
 has that day's pieces (a late sample deletes them and so moves the marker; the pieces are built first where
-missing, as `event_probes.kept_window_slowdowns` does), and only if the marker did not move during the read.
+missing, `services.probe.pieces.build_days`), and only if the marker did not move during the read. The marker
+also holds where the day's database rows begin: `store prune` deletes raw rows and keeps their pieces.
 A selection of `read_samples`' op-then-time order is the order `read_samples` gives the smaller range: the same
 arrays, the same answers. Not kept across a restart: these are samples, megabytes, not an answer; a restart
 keeps the whole report while its inputs hold (`report.inputs_version`), and its first recompute reads each
@@ -91,17 +92,10 @@ class ClosedHours:
         after it was read would move it)."""
         # lazy: sqlalchemy via services.probe.pieces, loaded only when this runs
         from ioweather.services.probe import pieces as probe_pieces
-        from ioweather.store import probe_pieces as pieces_store
 
         if day not in self._whole:
-            targets = probe_store.targets(self.store)
-            have = pieces_store.whole_days(self.store, targets, day, day + DAY_NS)
-            missing = [t for t in targets if day not in have[t]]
-            for t in missing:
-                probe_pieces.build(self.store, t, day, DAY_NS)
-            if missing:
-                have = pieces_store.whole_days(self.store, targets, day, day + DAY_NS)
-            self._whole[day] = {t for t in targets if day in have[t]}
+            have = probe_pieces.build_days(self.store, probe_store.targets(self.store), {day})
+            self._whole[day] = {t for t, days in have.items() if day in days}
         return target in self._whole[day]
 
     def _marker(self, day: int) -> tuple:
@@ -115,10 +109,12 @@ def _read_hour(store, target: str, hour: int) -> dict[str, np.ndarray]:
 
 
 def _days_marker(store, day: int) -> tuple:
+    """The day's pieces, archived rows and runs (`days_marker`), and where its database rows begin: `store prune`
+    deletes a day's raw rows and keeps its pieces, and the hours kept from those rows must then go."""
     # lazy: sqlalchemy via store.probe_pieces, loaded only when this runs
     from ioweather.store import probe_pieces as pieces_store
 
-    return pieces_store.days_marker(store, day, day + DAY_NS)
+    return (*pieces_store.days_marker(store, day, day + DAY_NS), probe_store.rows_begin(store, day, day + DAY_NS))
 
 
 class ClosedHoursCache(ProbeCache):

@@ -66,8 +66,12 @@ MIN_PROBE_SAMPLES = 30
 NEGLIGIBLE = 0.005
 #: The models that give no system seconds: no evidence, or readings too coarse to tell the share from 0.
 NO_SHARE = ("unknown", "below_resolution")
-#: The note of an answer without a climate (`job diff`, which shows none, leaves it out of its notes).
-NO_CLIMATE = "no climate: the job's log is not in the store, or its file system has no telemetry"
+class ClimateNote(str):
+    """A note about the climate alone, a string in the answer as any note: `job diff`, which shows no climate,
+    leaves out the notes of this kind, however a rewording reads (no text compared)."""
+
+
+NO_CLIMATE = ClimateNote("no climate: the job's log is not in the store, or its file system has no telemetry")
 
 
 # ------------------------------------------------------ the answer: resolve JOB, each log's budget, the merge

@@ -363,6 +363,13 @@ def run_pool(fn: Callable, items: list, workers: int, on_result: Callable[[objec
     ctx = mp.get_context("fork")
     pending = _chunks(items, per_task, workers)[::-1]
     window = max(2, workers * max(2, 4 // per_task))
+
+    def begin():
+        nonlocal started
+        if started is not None:
+            start, started = started, None
+            start()
+
     while pending:
         suspects: list = []
         with _pool(ctx, workers, initializer, initargs) as ex:
@@ -370,11 +377,11 @@ def run_pool(fn: Callable, items: list, workers: int, on_result: Callable[[objec
             try:
                 while pending or inflight:
                     while pending and len(inflight) < window:
-                        chunk = pending.pop()
-                        inflight[ex.submit(_each, fn, chunk)] = chunk
-                    if started is not None:
-                        started()
-                        started = None
+                        # popped once submitted: a submit to a pool that broke meanwhile raises, and the
+                        # chunk must then stay pending, not be lost
+                        fut = ex.submit(_each, fn, pending[-1])
+                        inflight[fut] = pending.pop()
+                    begin()
                     done, _ = wait(inflight, return_when=FIRST_COMPLETED)
                     for fut in done:
                         res = fut.result()  # raises BrokenProcessPool while the chunk is still in flight
@@ -382,9 +389,13 @@ def run_pool(fn: Callable, items: list, workers: int, on_result: Callable[[objec
                             on_result(item, one)
             except BrokenProcessPool:
                 suspects = [item for chunk in inflight.values() for item in chunk]
+                if not suspects:  # broke before taking a task: the next one is suspect, so each round ends one
+                    suspects = pending.pop()
             except BaseException:  # interrupted, or on_result failed: no worker may run on
                 _kill_workers(ex)
                 raise
+        # the pool can break during its first submits, before `begin` above: the re-runs below hand results on
+        begin()
         for item in suspects:
             with _pool(ctx, 1, initializer, initargs) as one:
                 try:

@@ -78,6 +78,21 @@ def build(store, target: str, start_ns: int, span_ns: int) -> bool:
     return _build(store, target, start_ns, span_ns)[1]
 
 
+def build_days(store, targets: list[str], days: set[int]) -> dict[str, set[int]]:
+    """Build every target's day pieces of `days` (their starts) where missing, from the samples as the baselines
+    would; {target: its days of `days` with a day piece of every op} after. One that cannot be stored (a
+    read-only store, a sample arriving meanwhile) stays missing: a late sample into a day moves
+    `store.probe_pieces.days_marker` only by deleting the day's pieces, so only a day that has them can be kept."""
+    lo, hi = min(days), max(days) + DAY_NS
+    have = pieces_store.whole_days(store, targets, lo, hi)
+    if store.read_only:
+        return have  # nothing would be stored: each call would read the days again for nothing
+    missing = [(t, day) for t in targets for day in sorted(days - have[t])]
+    for t, day in missing:
+        build(store, t, day, DAY_NS)
+    return pieces_store.whole_days(store, targets, lo, hi) if missing else have
+
+
 def _build(store, target: str, start_ns: int, span_ns: int) -> tuple[list[dict], bool]:
     """(the span's pieces, one per op: the store's columns, `store.probe_pieces.write`'s rows, whether they
     were stored): unstored, the summary is used for this computation only, exact all the same."""
