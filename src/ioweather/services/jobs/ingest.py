@@ -269,7 +269,8 @@ def _kill_workers(ex: ProcessPoolExecutor) -> None:
     # its one line. Out of the handler's registry, the thread is still joined at exit as any non-daemon thread.
     thread = getattr(ex, "_executor_manager_thread", None)
     if thread is not None:
-        from concurrent.futures import process as futures_process  # lazy: as run_pool's
+        # lazy: as run_pool's
+        from concurrent.futures import process as futures_process
 
         getattr(futures_process, "_threads_wakeups", {}).pop(thread, None)
 
