@@ -24,6 +24,9 @@ from ioweather.store import probe as probe_store
 from ioweather.store.probe_archive import archive_completed_days
 from web_synthetic import Episode, add_target
 
+#: ~12 s of a month's store and its moving windows: the full tier (`make test`), not the fast one
+pytestmark = pytest.mark.slow
+
 SEED = int(os.environ.get("IOWEATHER_TEST_SEED", random.randrange(1 << 20)))
 DAY = 86_400 * 10**9
 HOUR = 3600 * 10**9
