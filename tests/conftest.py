@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 
 import pytest
+
+# A suite started in the background of a shell without job control (`make test &`, `nohup`, some CI runners)
+# inherits SIGINT ignored, and so does every process it starts: the tests that stop a real ioweather process with
+# Ctrl-C then see it run on (rightly: an ignored SIGINT is the user's choice). They test ioweather, not the
+# launcher: Python's own Ctrl-C handler here, which exec() turns back into the default for every child.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 from browser import CHROMIUM_ARGS, launch  # noqa: F401  (CHROMIUM_ARGS: test_fsstats_cli imports it from here)
 
