@@ -776,6 +776,16 @@ class ProbeCache:
 
     def _extend(self, target: str, r: _Rollups, interval_s: int, a: int, b: int) -> None:
         have = r.covered
+        if have is not None and have[0] <= a:
+            if have[1] < b:  # what settled since, beside the month (`more`): a restart's first answer copied it
+                new = self._scan(target, (have[1], b), (interval_s,), None)[0][interval_s]
+                if len(new["op"]):
+                    r.more = concat_rollups([new] if r.more is None else [r.more, new])
+                    r.version += 1
+                    if len(r.more["op"]) > len(r.rows["op"]) // 8:  # a copy of the month now and then, not each time
+                        r.joined()
+                r.covered = (have[0], b)
+            return
         todo = [(a, b)] if have is None else [(a, have[0]), (have[1], b)]
         parts = [r.rows] if r.more is None else [r.rows, r.more]
         for lo, hi in todo:
@@ -1049,7 +1059,9 @@ class ProbeCache:
                     r = tc.rolled[i]
                     with r.lock:
                         if r.covered is None:
-                            until, r.more = extra.get(i, (hi, None))
+                            until, more = extra.get(i, (hi, None))
+                            # by time then op as the month is (a few rows): the two blocks read as one
+                            r.more = None if more is None else concat_rollups([more])
                             r.rows, r.covered = rows, (lo, until)
                             r.version += 1
             tc.seeded = True
