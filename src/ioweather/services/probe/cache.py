@@ -215,9 +215,29 @@ class _Rollups:
     covered: tuple[int, int] | None = None
     #: Counts the replacements of `rows` (a `level_changes` answer is kept for one version).
     version: int = 0
+    #: The rows after `rows` (the file's rows after its last whole hour, `_seed`), part of the kept rows until
+    #: joined to them (`joined`): joining at the start copied each target's month, ~0.2 s before the first answer.
+    more: dict[str, np.ndarray] | None = None
     #: `rollup_values`' last answer for the kept rows: ((since, until, column), the `rows` it was taken from,
     #: per op code the column's finite values sorted).
     sorted: tuple[tuple[int, int, str], dict, list[np.ndarray]] | None = None
+
+    def select(self, since_ns: int, until_ns: int, columns=None) -> dict[str, np.ndarray]:
+        """The kept rows (`rows`, then `more`) of intervals starting in [since, until): `columns` of them, or all."""
+        parts = [self.rows] if self.more is None else [self.rows, self.more]
+        got = []
+        for p in parts:
+            sel = (p["start_ns"] >= since_ns) & (p["start_ns"] < until_ns)
+            got.append({c: v[sel] for c, v in p.items() if columns is None or c in columns})
+        return got[0] if len(got) == 1 else {c: np.concatenate([g[c] for g in got]) for c in got[0]}
+
+    def joined(self) -> dict[str, np.ndarray]:
+        """`rows` with `more` joined to them (the same rows: `version` and the sorted values stay)."""
+        if self.more is not None:
+            old, self.rows, self.more = self.rows, concat_rollups([self.rows, self.more]), None
+            if self.sorted is not None and self.sorted[1] is old:
+                self.sorted = (self.sorted[0], self.rows, self.sorted[2])
+        return self.rows
 
 
 @dataclass
@@ -730,8 +750,8 @@ class ProbeCache:
             key = (a, min(until_ns, hi), column)
             if r.sorted is None or r.sorted[0] != key or r.sorted[1] is not r.rows:
                 # the two columns it needs, not a copy of every column of the month (select_rollups)
-                sel = (r.rows["start_ns"] >= a) & (r.rows["start_ns"] < key[1])
-                ops, values = r.rows["op"][sel], r.rows[column][sel]
+                got = r.select(a, key[1], ("op", column))
+                ops, values = got["op"], got[column]
                 r.sorted = (key, r.rows, [_finite_sorted(values[ops == code]) for code in range(len(OPS))])
             settled = r.sorted[2]
         tail_from = max(a, hi)
@@ -752,18 +772,28 @@ class ProbeCache:
         with r.lock:
             if a < b:
                 self._extend(target, r, interval_s, a, b)
-            return select_rollups(r.rows, a, until_ns), r.covered[1] if r.covered else a
+            return r.select(a, until_ns), r.covered[1] if r.covered else a
 
     def _extend(self, target: str, r: _Rollups, interval_s: int, a: int, b: int) -> None:
         have = r.covered
+        if have is not None and have[0] <= a:
+            if have[1] < b:  # what settled since, beside the month (`more`): a restart's first answer copied it
+                new = self._scan(target, (have[1], b), (interval_s,), None)[0][interval_s]
+                if len(new["op"]):
+                    r.more = concat_rollups([new] if r.more is None else [r.more, new])
+                    r.version += 1
+                    if len(r.more["op"]) > len(r.rows["op"]) // 8:  # a copy of the month now and then, not each time
+                        r.joined()
+                r.covered = (have[0], b)
+            return
         todo = [(a, b)] if have is None else [(a, have[0]), (have[1], b)]
-        parts = [r.rows]
+        parts = [r.rows] if r.more is None else [r.rows, r.more]
         for lo, hi in todo:
             if lo < hi:
                 rolled, _ = self._scan(target, (lo, hi), (interval_s,), None)
                 parts.append(rolled[interval_s])
-        if len(parts) > 1:  # nothing new (most requests): not a copy and sort of the whole kept month
-            r.rows = concat_rollups(parts)
+        if len(parts) > 1 + (r.more is not None):  # nothing new (most requests): not a copy of the kept month
+            r.rows, r.more = concat_rollups(parts), None
             r.version += 1
         r.covered = (a, b) if have is None else (min(a, have[0]), max(b, have[1]))
 
@@ -1030,11 +1060,13 @@ class ProbeCache:
                     with r.lock:
                         if r.covered is None:
                             until, more = extra.get(i, (hi, None))
-                            # already by time then op: concat_rollups neither sorts nor copies more than the join
-                            r.rows = rows if more is None else concat_rollups([rows, more])
-                            r.covered = (lo, until)
+                            # by time then op as the month is (a few rows): the two blocks read as one
+                            r.more = None if more is None else concat_rollups([more])
+                            r.rows, r.covered = rows, (lo, until)
                             r.version += 1
             tc.seeded = True
+            with self._rows_guard:  # installed: from now on `_own_rows` and `save_rows` take the target's own rows
+                self._rows_restored.pop(target, None)
 
     def _restored_rows(self) -> dict[str, dict[int, tuple[int, int, dict]]]:
         """Per target, the file's rows still valid: over the longest run of consecutive spans whose stored pieces
@@ -1072,10 +1104,17 @@ class ProbeCache:
         """Copy the kept rows still mapped from the file (their statistics are views of its pages, probe_rollups_file
         `load`) into this process's memory, so that the mapping goes: another program truncating the file in place
         would make the next read of them a SIGBUS, which kills the server. Off the first answer's path (the
-        warm-up, after its hold): ~0.1-0.2 s of copying at 100 targets x 30 days."""
+        warm-up, after its hold): ~0.1-0.2 s of copying at 100 targets x 30 days. An installed length's rows after
+        the file's last whole hour are joined to its month here (`_Rollups.joined`): that join is the copy."""
         with self._rows_guard:
             kept = [rows for lengths in (self._rows_restored or {}).values() for _, _, rows in lengths.values()]
             kept += [rows for extra in self._rows_extra.values() for _, rows in extra.values()]
+        with self._guard:
+            installed = [tc for tc in self._targets.values() if tc.seeded]
+        for tc in installed:
+            for r in tc.rolled.values():
+                with r.lock:
+                    kept.append(r.joined())
         for rows in kept:
             for c, v in list(rows.items()):
                 if v.base is not None:  # in place: the same dict is a length's kept rows (`_seed`)
@@ -1153,7 +1192,7 @@ class ProbeCache:
                     continue
                 try:
                     if r.covered is not None:
-                        snap[i] = (r.rows, r.covered)
+                        snap[i] = (r.joined(), r.covered)
                 finally:
                     r.lock.release()
             # each length from its own start: one range for all kept a 7-day History's 1-hour rows as the month's
