@@ -21,10 +21,25 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 DEADLINE_S = 20.0
 
 
+_children: list[subprocess.Popen] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_child_outlives_its_test():
+    """A child that ignores the signal under test loops forever: a failed assertion left one running for hours."""
+    yield
+    while _children:
+        proc = _children.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
 def _start(code: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
+    _children.append(proc)
     proc.pending = b""
     return proc
 
