@@ -57,6 +57,7 @@ def concat_rollups(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return {c: v[order] for c, v in out.items()}
 
 
-def select_rollups(r: dict[str, np.ndarray], since_ns: int, until_ns: int) -> dict[str, np.ndarray]:
+def select_rollups(r: dict[str, np.ndarray], since_ns: int, until_ns: int, columns=None) -> dict[str, np.ndarray]:
+    """The rows of intervals starting in [since, until): `columns` of them, or all."""
     sel = (r["start_ns"] >= since_ns) & (r["start_ns"] < until_ns)
-    return {c: v[sel] for c, v in r.items()}
+    return {c: v[sel] for c, v in r.items() if columns is None or c in columns}

@@ -224,11 +224,8 @@ class _Rollups:
 
     def select(self, since_ns: int, until_ns: int, columns=None) -> dict[str, np.ndarray]:
         """The kept rows (`rows`, then `more`) of intervals starting in [since, until): `columns` of them, or all."""
-        parts = [self.rows] if self.more is None else [self.rows, self.more]
-        got = []
-        for p in parts:
-            sel = (p["start_ns"] >= since_ns) & (p["start_ns"] < until_ns)
-            got.append({c: v[sel] for c, v in p.items() if columns is None or c in columns})
+        got = [select_rollups(p, since_ns, until_ns, columns) for p in (self.rows, self.more) if p is not None]
+        # `more` starts after `rows` ends: the two selections joined are in time order without a sort
         return got[0] if len(got) == 1 else {c: np.concatenate([g[c] for g in got]) for c in got[0]}
 
     def joined(self) -> dict[str, np.ndarray]:
