@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import threading
 import zlib
 from pathlib import Path
 
@@ -182,14 +183,29 @@ def _decode(data: bytes | mmap.mmap, key: dict) -> dict[str, dict]:
     size = sum(c["bytes"] for e in targets.values()
                for b in e["blocks"] + e["extra"] + [e[k] for k in ("recent", "medians") if k in e]
                for c in b["columns"])
-    if len(data) != start + size + 4 or zlib.crc32(memoryview(data)[start:start + size]) != \
-            int.from_bytes(data[-4:], "little"):
-        return {}  # truncated or damaged
+    if len(data) != start + size + 4:
+        return {}  # truncated
+    # The payload's check (0.17 s of 340 MB at 100 targets x 30 days) in a thread beside the arrays' decoding:
+    # zlib releases the GIL. Nothing decoded is returned before it says the payload is whole.
+    crc: list[int] = []
+    check = threading.Thread(target=lambda: crc.append(zlib.crc32(memoryview(data)[start:start + size])),
+                             name="rollups-crc", daemon=True)
+    check.start()
+    out = _arrays(data, start, targets)
+    check.join()
+    return out if crc == [int.from_bytes(data[-4:], "little")] else {}  # damaged (or the check itself failed)
+
+
+def _arrays(data: bytes | mmap.mmap, start: int, targets: dict) -> dict[str, dict]:
+    """The header's `targets` as `load` answers them, their arrays views of `data`'s payload at `start`."""
     def rows_of(b: dict) -> dict[str, np.ndarray]:
         step, lo_ns = int(b["interval_s"]) * 10**9, int(b["lo_ns"])
         cols = {c["column"]: np.frombuffer(data, np.dtype(c["dtype"]), b["rows"], start + c["offset"])
                 for c in b["columns"]}
-        rows = {"op": cols["op"].astype(np.int64), "start_ns": lo_ns + cols["index"].astype(np.int64) * step}
+        start_ns = cols["index"].astype(np.int64)
+        start_ns *= step  # in place: two fewer month-long temporaries (fresh pages, each faulted in)
+        start_ns += lo_ns
+        rows = {"op": cols["op"].astype(np.int64), "start_ns": start_ns}
         rows.update({c: cols[c].astype(np.int64) for c in _INT_COLS})
         rows.update({c: cols[c] for c in _FLOAT_COLS})
         return rows

@@ -301,6 +301,9 @@ class ProbeCache:
         #: The dashboard's: the settled rollups kept in a file across a restart (store/probe_rollups_file.py).
         self._rows_file = probe_rollups_file.path_of(store) if persist else None
         self._rows_restored: dict[str, dict[int, tuple[int, int, dict]]] | None = None
+        #: The file's entries and the call that waits for the store's span signatures they are checked against
+        #: (`_read_rows_file`), until `_restored_rows` checks them.
+        self._file_kept: tuple[dict[str, dict], Callable[[], dict] | None] | None = None
         self._recent_restored: dict[str, dict] = {}
         #: Per target, the file's rows after its last whole hour ({length: (until, rows)}), valid while its kept
         #: hour is (`_recent_valid`), and that check's verdicts.
@@ -969,6 +972,9 @@ class ProbeCache:
                 t_hold = time.perf_counter()
                 hold()
                 t0 += time.perf_counter() - t_hold  # warm_s is the work, not the wait
+            # the hold ends at the first response, which can be a static file's (a client polling the favicon
+            # for the server to listen): the copy then went on beside the first Status answer (~0.3 s, issue 40)
+            self.pause()
             self._own_rows()
             now = self.clock()
             for target in names:
@@ -1072,9 +1078,14 @@ class ProbeCache:
         with self._rows_guard:
             if self._rows_restored is None:
                 got: dict[str, dict[int, tuple[int, int, dict]]] = {}
-                kept = probe_rollups_file.load(self._rows_file, self._rows_key()) if self._pieces else {}
-                sigs = pieces_store.span_signatures(self.store) if kept else {}
-                self._recent_restored = {t: e["recent"] for t, e in kept.items() if e["recent"] is not None}
+                self._read_rows_file()
+                kept, signatures = self._file_kept
+                try:
+                    sigs = signatures() if signatures is not None else {}
+                except BaseException:
+                    self._file_kept = None  # read again by the next call, as the query is asked again
+                    raise
+                self._file_kept = ({}, None)  # the rows are referenced from `got` only
                 for target, e in kept.items():
                     have = sigs.get(target, {})
                     best, run = None, None
@@ -1096,6 +1107,20 @@ class ProbeCache:
                                        if (lo := max(best[0], e["starts"][i])) < best[1]}
                 self._rows_restored = got
             return self._rows_restored
+
+    def _read_rows_file(self) -> None:
+        """Read the file once (the caller holds `_rows_guard`): its entries for `_restored_rows` and its kept hours
+        (`_recent_restored`), the store's span signatures that the rows are checked against asked for in a thread
+        beside the read (SQLite and the file's CRC release the GIL): one after the other, the two were ~0.35 s of
+        a restart's first Status answer at 100 targets x 30 days (issue 40)."""
+        if self._file_kept is not None or self._rows_restored is not None:
+            return
+        sigs = None
+        if self._pieces and self._rows_file.exists():
+            sigs = _in_thread("ioweather-signatures", pieces_store.span_signatures, self.store)
+        kept = probe_rollups_file.load(self._rows_file, self._rows_key()) if self._pieces else {}
+        self._recent_restored = {t: e["recent"] for t, e in kept.items() if e["recent"] is not None}
+        self._file_kept = (kept, sigs if kept else None)
 
     def _own_rows(self) -> None:
         """Copy the kept rows still mapped from the file (their statistics are views of its pages, probe_rollups_file
@@ -1153,8 +1178,10 @@ class ProbeCache:
 
     def _check_recent(self, targets: list[str]) -> None:
         """The store's counts of the kept hours of `targets` an earlier process kept (`_restored_recent`'s check),
-        in one statement: one a target was 0.65 s of a restart's 100 (issue 40)."""
-        self._restored_rows()
+        in one statement: one a target was 0.65 s of a restart's 100 (issue 40). Made while the rows' span
+        signatures are read (`_read_rows_file`), before they are checked."""
+        with self._rows_guard:
+            self._read_rows_file()
         all_runs = self._run_ids()
         spans = {}
         for t in targets:
@@ -1243,6 +1270,28 @@ class ProbeCache:
         self.save()
         self.save_rows()
         self.save_searches()
+
+
+def _in_thread(name: str, fn: Callable, *args) -> Callable[[], object]:
+    """`fn(*args)` started in a daemon thread; the call returned waits for its result (or raises its exception)."""
+    box: list[tuple[bool, object]] = []
+
+    def run() -> None:
+        try:
+            box.append((True, fn(*args)))
+        except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread by `result`
+            box.append((False, e))
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+
+    def result():
+        thread.join()
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
+    return result
 
 
 def _series_digest(target: str, key: tuple, series: list[tuple[np.ndarray, np.ndarray]]) -> str:
