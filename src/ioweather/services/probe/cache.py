@@ -972,9 +972,9 @@ class ProbeCache:
                 t_hold = time.perf_counter()
                 hold()
                 t0 += time.perf_counter() - t_hold  # warm_s is the work, not the wait
-            # the hold ends at the first response, which can be a static file's (a client polling the favicon
-            # for the server to listen): the copy then went on beside the first Status answer (~0.3 s, issue 40)
-            self.pause()
+            # after the pages being answered (`pause`): the hold ends at the first response, which can be a static
+            # file's (a client polling the favicon for the server to listen), and the copy went on beside the first
+            # Status answer (~0.3 s, issue 40)
             self._own_rows()
             now = self.clock()
             for target in names:
@@ -1126,8 +1126,10 @@ class ProbeCache:
         """Copy the kept rows still mapped from the file (their statistics are views of its pages, probe_rollups_file
         `load`) into this process's memory, so that the mapping goes: another program truncating the file in place
         would make the next read of them a SIGBUS, which kills the server. Off the first answer's path (the
-        warm-up, after its hold): ~0.1-0.2 s of copying at 100 targets x 30 days. An installed length's rows after
-        the file's last whole hour are joined to its month here (`_Rollups.joined`): that join is the copy."""
+        warm-up, after its hold): ~0.2-0.4 s of copying at 100 targets x 30 days, a target's length at a time
+        between the pages being answered (`pause`): in one go, it landed on whichever page came after the first.
+        An installed length's rows after the file's last whole hour are joined to its month here
+        (`_Rollups.joined`): that join is the copy."""
         with self._rows_guard:
             kept = [rows for lengths in (self._rows_restored or {}).values() for _, _, rows in lengths.values()]
             kept += [rows for extra in self._rows_extra.values() for _, rows in extra.values()]
@@ -1135,9 +1137,11 @@ class ProbeCache:
             installed = [tc for tc in self._targets.values() if tc.seeded]
         for tc in installed:
             for r in tc.rolled.values():
+                self.pause()
                 with r.lock:
                     kept.append(r.joined())
         for rows in kept:
+            self.pause()
             for c, v in list(rows.items()):
                 if v.base is not None:  # in place: the same dict is a length's kept rows (`_seed`)
                     rows[c] = v.copy()
