@@ -304,6 +304,9 @@ class ProbeCache:
         #: The file's entries and the call that waits for the store's span signatures they are checked against
         #: (`_read_rows_file`), until `_restored_rows` checks them.
         self._file_kept: tuple[dict[str, dict], Callable[[], dict] | None] | None = None
+        #: The call that waits for the store's counts of the file's kept hours, asked for as soon as its header was
+        #: read (`_read_rows_file`), until `_check_recent` takes them.
+        self._file_counts: Callable[[], dict] | None = None
         self._recent_restored: dict[str, dict] = {}
         #: Per target, the file's rows after its last whole hour ({length: (until, rows)}), valid while its kept
         #: hour is (`_recent_valid`), and that check's verdicts.
@@ -1115,12 +1118,25 @@ class ProbeCache:
         a restart's first Status answer at 100 targets x 30 days (issue 40)."""
         if self._file_kept is not None or self._rows_restored is not None:
             return
-        sigs = None
+        sigs = counts = None
         if self._pieces and self._rows_file.exists():
             sigs = _in_thread("ioweather-signatures", pieces_store.span_signatures, self.store)
-        kept = probe_rollups_file.load(self._rows_file, self._rows_key()) if self._pieces else {}
+
+        def count(recent: dict[str, tuple]) -> None:  # the kept hours' check (`_check_recent`) beside the arrays
+            nonlocal counts
+            if self.keep_recent and len(recent) >= 2:
+                counts = _in_thread("ioweather-counts", self._count_recent, recent)
+
+        kept = probe_rollups_file.load(self._rows_file, self._rows_key(), on_header=count) if self._pieces else {}
         self._recent_restored = {t: e["recent"] for t, e in kept.items() if e["recent"] is not None}
         self._file_kept = (kept, sigs if kept else None)
+        self._file_counts = counts if kept else None
+
+    def _count_recent(self, spans: dict[str, tuple[tuple[int, ...], int, int]]) -> dict[str, tuple]:
+        """{target: (runs, since, final, the store's count of its samples in [since, final))} in one statement."""
+        with self.store.connect() as conn:
+            counts = pieces_store.fingerprint_rows_many(conn, {t: (list(r), lo, hi) for t, (r, lo, hi) in spans.items()})
+        return {t: (*spans[t], n) for t, n in counts.items()}
 
     def _own_rows(self) -> None:
         """Copy the kept rows still mapped from the file (their statistics are views of its pages, probe_rollups_file
@@ -1186,18 +1202,23 @@ class ProbeCache:
         signatures are read (`_read_rows_file`), before they are checked."""
         with self._rows_guard:
             self._read_rows_file()
+            early, self._file_counts = self._file_counts, None
         all_runs = self._run_ids()
         spans = {}
         for t in targets:
             e = self._recent_restored.get(t)
             runs = all_runs.get(t, ())
             if e is not None and e["runs"] == runs:
-                spans[t] = (list(runs), e["since_ns"], e["final_ns"])
+                spans[t] = (runs, e["since_ns"], e["final_ns"])
         if len(spans) < 2:
             return
-        with self.store.connect() as conn:
-            counts = pieces_store.fingerprint_rows_many(conn, spans)
-        self._recent_counts = {t: (tuple(spans[t][0]), spans[t][1], spans[t][2], n) for t, n in counts.items()}
+        try:
+            got = early() if early is not None else {}
+        except Exception:  # noqa: BLE001 - counted again below, where a failure is the caller's
+            got = {}
+        have = {t: got[t] for t in spans if t in got and got[t][:3] == spans[t]}
+        rest = {t: span for t, span in spans.items() if t not in have}
+        self._recent_counts = {**have, **(self._count_recent(rest) if rest else {})}
 
     def save_rows(self) -> int | None:
         """Write the settled rows of `KEPT_LENGTHS_S` of every target, over the baseline window's spans that have
