@@ -3,7 +3,9 @@ a `WebContext` of the tree on PYTHONPATH, its probe cache's clock pinned and war
 TestClient; each body is written to OUT/<path>.out and its sha256 printed. Run it with each tree on the same store
 state (no probe writing between the two) and compare the digests or the files.
 
-    PYTHONPATH=<tree>/src python benchmarks/dashboard_answers.py HOME OUT CLOCK_NS
+    PYTHONPATH=<tree>/src python benchmarks/dashboard_answers.py HOME OUT CLOCK_NS [PATH...]
+
+PATH...: these requests instead of PATHS (`/status /api/status`: the Status page's HTML and JSON alone).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ def main() -> None:
     ctx.cache.clock = lambda: clock
     ctx.cache.warm()
     client = TestClient(create_app(ctx.settings, ctx=ctx, warm=False), base_url="http://127.0.0.1:8000")
-    for path in PATHS:
+    for path in sys.argv[4:] or PATHS:
         r = client.get(path)
         body = re.sub(rb'nonce="[^"]*"', b"", r.content) if not path.startswith("/api") else r.content
         (out / (re.sub(r"[/?&=]", "_", path.strip("/")) + ".out")).write_bytes(body)

@@ -171,6 +171,29 @@ def test_changed_source_drops_the_rows_from_the_changed_span(home, monkeypatch):
     assert any(t == "scratch" and hi - lo > H for t, (lo, hi), _ in scans)
 
 
+def test_a_failed_signature_query_is_asked_again(home, monkeypatch):
+    """The store's span signatures are read in a thread beside the file: its failure (a locked database) is the
+    caller's, as when it was read in line, and the next use reads the file and asks again."""
+    now = time.time_ns() - 120 * 10**9
+    first, _ = _first(home, now)
+    real, calls = cache_mod.pieces_store.span_signatures, []
+
+    def locked_once(store):
+        calls.append(store)
+        if len(calls) == 1:
+            raise RuntimeError("database is locked")
+        return real(store)
+
+    monkeypatch.setattr(cache_mod.pieces_store, "span_signatures", locked_once)
+    c = _cache(home, now)
+    with pytest.raises(RuntimeError, match="locked"):
+        c._restored_rows()
+    scans = _scans(monkeypatch, c)
+    _same(_answers(c), first)
+    assert len(calls) == 2
+    assert all(hi - lo <= 2 * H for _, (lo, hi), _ in scans), "the kept rows were not installed"
+
+
 def test_a_symlink_at_its_path_is_not_followed(home, tmp_path, monkeypatch):
     now = time.time_ns() - 120 * 10**9
     _, path = _first(home, now)

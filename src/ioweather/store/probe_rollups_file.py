@@ -39,7 +39,9 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import threading
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -150,9 +152,11 @@ def save(path: Path, key: dict, entries: dict[str, dict]) -> int | None:
         os.close(dfd)
 
 
-def load(path: Path, key: dict) -> dict[str, dict]:
+def load(path: Path, key: dict, on_header: Callable[[dict[str, tuple]], object] | None = None) -> dict[str, dict]:
     """{target: {"tiles", "lo_ns", "hi_ns", "lengths": {interval_s: rows}, "starts": {interval_s: lo}, ...}} of a whole, undamaged file written
-    under the same `key` and format; {} otherwise (no file, a link, truncated, another store or format)."""
+    under the same `key` and format; {} otherwise (no file, a link, truncated, another store or format).
+    `on_header`: called with {target: (runs, since_ns, final_ns)} of the kept newest samples once the header is
+    read, before the payload's arrays and check (what the caller checks them against can be asked meanwhile)."""
     try:
         dfd = cache_files.open_dir(path.parent, create=False)
     except OSError:
@@ -165,12 +169,12 @@ def load(path: Path, key: dict) -> dict[str, dict]:
     finally:
         os.close(dfd)
     try:
-        return _decode(data, key)
+        return _decode(data, key, on_header)
     except (ValueError, KeyError, TypeError, IndexError, OverflowError):
         return {}
 
 
-def _decode(data: bytes | mmap.mmap, key: dict) -> dict[str, dict]:
+def _decode(data: bytes | mmap.mmap, key: dict, on_header: Callable | None) -> dict[str, dict]:
     if data[:len(MAGIC)] != MAGIC:
         return {}
     n = int.from_bytes(data[len(MAGIC):len(MAGIC) + 8], "little")
@@ -182,14 +186,32 @@ def _decode(data: bytes | mmap.mmap, key: dict) -> dict[str, dict]:
     size = sum(c["bytes"] for e in targets.values()
                for b in e["blocks"] + e["extra"] + [e[k] for k in ("recent", "medians") if k in e]
                for c in b["columns"])
-    if len(data) != start + size + 4 or zlib.crc32(memoryview(data)[start:start + size]) != \
-            int.from_bytes(data[-4:], "little"):
-        return {}  # truncated or damaged
+    if len(data) != start + size + 4:
+        return {}  # truncated
+    if on_header is not None:
+        on_header({t: (tuple(int(r) for r in e["recent"]["runs"]), int(e["recent"]["since_ns"]),
+                       int(e["recent"]["final_ns"])) for t, e in targets.items() if "recent" in e})
+    # The payload's check (0.17 s of 340 MB at 100 targets x 30 days) in a thread beside the arrays' decoding:
+    # zlib releases the GIL. Nothing decoded is returned before it says the payload is whole.
+    crc: list[int] = []
+    check = threading.Thread(target=lambda: crc.append(zlib.crc32(memoryview(data)[start:start + size])),
+                             name="rollups-crc", daemon=True)
+    check.start()
+    out = _arrays(data, start, targets)
+    check.join()
+    return out if crc == [int.from_bytes(data[-4:], "little")] else {}  # damaged (or the check itself failed)
+
+
+def _arrays(data: bytes | mmap.mmap, start: int, targets: dict) -> dict[str, dict]:
+    """The header's `targets` as `load` answers them, their arrays views of `data`'s payload at `start`."""
     def rows_of(b: dict) -> dict[str, np.ndarray]:
         step, lo_ns = int(b["interval_s"]) * 10**9, int(b["lo_ns"])
         cols = {c["column"]: np.frombuffer(data, np.dtype(c["dtype"]), b["rows"], start + c["offset"])
                 for c in b["columns"]}
-        rows = {"op": cols["op"].astype(np.int64), "start_ns": lo_ns + cols["index"].astype(np.int64) * step}
+        start_ns = cols["index"].astype(np.int64)
+        start_ns *= step  # in place: two fewer month-long temporaries (fresh pages, each faulted in)
+        start_ns += lo_ns
+        rows = {"op": cols["op"].astype(np.int64), "start_ns": start_ns}
         rows.update({c: cols[c].astype(np.int64) for c in _INT_COLS})
         rows.update({c: cols[c] for c in _FLOAT_COLS})
         return rows

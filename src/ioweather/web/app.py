@@ -295,8 +295,8 @@ def _preload(ctx: WebContext) -> None:
     try:
         if ctx.settings.store_exists() and workload_page.has_telemetry(ctx):
             workload_page.load_libraries()
-            # every page's navigation asks whether there are jobs, which imports the jobs' service (~0.07 s
-            # beside pandas, loaded just above): the first page after a restart paid it (issue 40)
+            # every page's navigation asks whether there are jobs (services/jobs/presence.py): its first count
+            # made here, not by the first page after a restart (issue 40)
             jobs_common.has_jobs(ctx)
     except Exception:  # noqa: BLE001 - an optimisation only: the page imports what it needs itself
         pass

@@ -325,13 +325,6 @@ def archive_marker(store) -> tuple:
     return jobs_store.change_marker(store)
 
 
-def has_jobs(store) -> bool:
-    """Whether the store holds any job or failed log (without creating the jobs tables)."""
-    if jobs_store.COMPONENT.name not in store.versions():
-        return False
-    return jobs_store.count_jobs(store) + jobs_store.count_failed(store) > 0
-
-
 def failed_logs(settings) -> FailedLogs:
     return FailedLogs([_failed_row(r) for r in jobs_store.failed(open_store(settings))])
 

@@ -301,6 +301,12 @@ class ProbeCache:
         #: The dashboard's: the settled rollups kept in a file across a restart (store/probe_rollups_file.py).
         self._rows_file = probe_rollups_file.path_of(store) if persist else None
         self._rows_restored: dict[str, dict[int, tuple[int, int, dict]]] | None = None
+        #: The file's entries and the call that waits for the store's span signatures they are checked against
+        #: (`_read_rows_file`), until `_restored_rows` checks them.
+        self._file_kept: tuple[dict[str, dict], Callable[[], dict] | None] | None = None
+        #: The call that waits for the store's counts of the file's kept hours, asked for as soon as its header was
+        #: read (`_read_rows_file`), until `_check_recent` takes them.
+        self._file_counts: Callable[[], dict] | None = None
         self._recent_restored: dict[str, dict] = {}
         #: Per target, the file's rows after its last whole hour ({length: (until, rows)}), valid while its kept
         #: hour is (`_recent_valid`), and that check's verdicts.
@@ -969,6 +975,9 @@ class ProbeCache:
                 t_hold = time.perf_counter()
                 hold()
                 t0 += time.perf_counter() - t_hold  # warm_s is the work, not the wait
+            # after the pages being answered (`pause`): the hold ends at the first response, which can be a static
+            # file's (a client polling the favicon for the server to listen), and the copy went on beside the first
+            # Status answer (~0.3 s, issue 40)
             self._own_rows()
             now = self.clock()
             for target in names:
@@ -1072,9 +1081,14 @@ class ProbeCache:
         with self._rows_guard:
             if self._rows_restored is None:
                 got: dict[str, dict[int, tuple[int, int, dict]]] = {}
-                kept = probe_rollups_file.load(self._rows_file, self._rows_key()) if self._pieces else {}
-                sigs = pieces_store.span_signatures(self.store) if kept else {}
-                self._recent_restored = {t: e["recent"] for t, e in kept.items() if e["recent"] is not None}
+                self._read_rows_file()
+                kept, signatures = self._file_kept
+                try:
+                    sigs = signatures() if signatures is not None else {}
+                except BaseException:
+                    self._file_kept = None  # read again by the next call, as the query is asked again
+                    raise
+                self._file_kept = ({}, None)  # the rows are referenced from `got` only
                 for target, e in kept.items():
                     have = sigs.get(target, {})
                     best, run = None, None
@@ -1097,12 +1111,42 @@ class ProbeCache:
                 self._rows_restored = got
             return self._rows_restored
 
+    def _read_rows_file(self) -> None:
+        """Read the file once (the caller holds `_rows_guard`): its entries for `_restored_rows` and its kept hours
+        (`_recent_restored`). What they are checked against is asked for in threads beside the read (SQLite and
+        the file's CRC release the GIL): the store's span signatures at once, the kept hours' counts
+        (`_check_recent`) once the header names them. One after the other, the read, the signatures and the
+        counts were ~0.5-0.7 s of a restart's first Status answer at 100 targets x 30 days (issue 40)."""
+        if self._file_kept is not None or self._rows_restored is not None:
+            return
+        sigs = counts = None
+        if self._pieces and self._rows_file.exists():
+            sigs = _in_thread("ioweather-signatures", pieces_store.span_signatures, self.store)
+
+        def count(recent: dict[str, tuple]) -> None:  # the kept hours' check (`_check_recent`) beside the arrays
+            nonlocal counts
+            if self.keep_recent and len(recent) >= 2:
+                counts = _in_thread("ioweather-counts", self._count_recent, recent)
+
+        kept = probe_rollups_file.load(self._rows_file, self._rows_key(), on_header=count) if self._pieces else {}
+        self._recent_restored = {t: e["recent"] for t, e in kept.items() if e["recent"] is not None}
+        self._file_kept = (kept, sigs if kept else None)
+        self._file_counts = counts if kept else None
+
+    def _count_recent(self, spans: dict[str, tuple[tuple[int, ...], int, int]]) -> dict[str, tuple]:
+        """{target: (runs, since, final, the store's count of its samples in [since, final))} in one statement."""
+        with self.store.connect() as conn:
+            counts = pieces_store.fingerprint_rows_many(conn, {t: (list(r), lo, hi) for t, (r, lo, hi) in spans.items()})
+        return {t: (*spans[t], n) for t, n in counts.items()}
+
     def _own_rows(self) -> None:
         """Copy the kept rows still mapped from the file (their statistics are views of its pages, probe_rollups_file
         `load`) into this process's memory, so that the mapping goes: another program truncating the file in place
         would make the next read of them a SIGBUS, which kills the server. Off the first answer's path (the
-        warm-up, after its hold): ~0.1-0.2 s of copying at 100 targets x 30 days. An installed length's rows after
-        the file's last whole hour are joined to its month here (`_Rollups.joined`): that join is the copy."""
+        warm-up, after its hold): ~0.2-0.4 s of copying at 100 targets x 30 days, a target's length at a time
+        between the pages being answered (`pause`): in one go, it landed on whichever page came after the first.
+        An installed length's rows after the file's last whole hour are joined to its month here
+        (`_Rollups.joined`): that join is the copy."""
         with self._rows_guard:
             kept = [rows for lengths in (self._rows_restored or {}).values() for _, _, rows in lengths.values()]
             kept += [rows for extra in self._rows_extra.values() for _, rows in extra.values()]
@@ -1110,9 +1154,11 @@ class ProbeCache:
             installed = [tc for tc in self._targets.values() if tc.seeded]
         for tc in installed:
             for r in tc.rolled.values():
+                self.pause()
                 with r.lock:
                     kept.append(r.joined())
         for rows in kept:
+            self.pause()
             for c, v in list(rows.items()):
                 if v.base is not None:  # in place: the same dict is a length's kept rows (`_seed`)
                     rows[c] = v.copy()
@@ -1153,20 +1199,27 @@ class ProbeCache:
 
     def _check_recent(self, targets: list[str]) -> None:
         """The store's counts of the kept hours of `targets` an earlier process kept (`_restored_recent`'s check),
-        in one statement: one a target was 0.65 s of a restart's 100 (issue 40)."""
-        self._restored_rows()
+        in one statement: one a target was 0.65 s of a restart's 100 (issue 40). Made while the rows' span
+        signatures are read (`_read_rows_file`), before they are checked."""
+        with self._rows_guard:
+            self._read_rows_file()
+            early, self._file_counts = self._file_counts, None
         all_runs = self._run_ids()
         spans = {}
         for t in targets:
             e = self._recent_restored.get(t)
             runs = all_runs.get(t, ())
             if e is not None and e["runs"] == runs:
-                spans[t] = (list(runs), e["since_ns"], e["final_ns"])
+                spans[t] = (runs, e["since_ns"], e["final_ns"])
         if len(spans) < 2:
             return
-        with self.store.connect() as conn:
-            counts = pieces_store.fingerprint_rows_many(conn, spans)
-        self._recent_counts = {t: (tuple(spans[t][0]), spans[t][1], spans[t][2], n) for t, n in counts.items()}
+        try:
+            got = early() if early is not None else {}
+        except Exception:  # noqa: BLE001 - counted again below, where a failure is the caller's
+            got = {}
+        have = {t: got[t] for t in spans if t in got and got[t][:3] == spans[t]}
+        rest = {t: span for t, span in spans.items() if t not in have}
+        self._recent_counts = {**have, **(self._count_recent(rest) if rest else {})}
 
     def save_rows(self) -> int | None:
         """Write the settled rows of `KEPT_LENGTHS_S` of every target, over the baseline window's spans that have
@@ -1243,6 +1296,28 @@ class ProbeCache:
         self.save()
         self.save_rows()
         self.save_searches()
+
+
+def _in_thread(name: str, fn: Callable, *args) -> Callable[[], object]:
+    """`fn(*args)` started in a daemon thread; the call returned waits for its result (or raises its exception)."""
+    box: list[tuple[bool, object]] = []
+
+    def run() -> None:
+        try:
+            box.append((True, fn(*args)))
+        except BaseException as e:  # noqa: BLE001 - raised again in the caller's thread by `result`
+            box.append((False, e))
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+
+    def result():
+        thread.join()
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
+    return result
 
 
 def _series_digest(target: str, key: tuple, series: list[tuple[np.ndarray, np.ndarray]]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ioweather.services.jobs.presence import has_jobs as stored
 from ioweather.web.context import WebContext
 from ioweather.web.params import NotFound
 
@@ -10,9 +11,6 @@ HINT = ("Read Darshan logs into the store with `ioweather jobs ingest PATH...` (
 
 
 def has_jobs(ctx: WebContext) -> bool:
-    # lazy: pandas, pyarrow via services.jobs.darshan, loaded only when this runs
-    from ioweather.services.jobs.darshan import has_jobs as stored  # pandas: see pages/__init__.py
-
     return ctx.settings.store_exists() and stored(ctx.store)
 
 
