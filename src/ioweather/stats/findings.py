@@ -1164,6 +1164,19 @@ def _rank_time_imbalance(j: Job) -> list[dict]:
                   f"{format_bytes(by[slow] / max(requests, 1.0))} on average, every rank streams into the same device, "
                   f"whose bandwidth does not add up over ranks: balancing saves at most {format_seconds(cost)}")
         ev = {**ev, "one_device": True}
+    elif _all_local(fst) and (j.ch["job"]["nnodes"] or 1) <= 1 and active.sum() > 1:
+        # small requests on one node's disk: the ranks' streams add up, as far as the device lets them; the other
+        # ranks, each writing beside all of them, show how far (costs.concurrent_excess)
+        others = active & (np.arange(len(tm)) != slow) & (tm > 0)
+        beside = float((by[others] / tm[others]).max()) if others.any() else 0.0
+        bound = float(costs.concurrent_excess(tm[slow], by[active].sum(), beside, int(active.sum())))
+        if beside > 0 and bound < cost:
+            cost = bound
+            device = (f"; on one node's local disk ({', '.join(sorted({str(x) for x in fst if x}))}) the other ranks "
+                      f"got {format_bytes(beside)}/s each while all wrote, so {int(active.sum())} balanced ranks move "
+                      f"the bytes no faster than {format_bytes(beside * int(active.sum()))}/s: balancing saves at "
+                      f"most {format_seconds(cost)}")
+            ev = {**ev, "beside_rate": beside}
     return [_f("B02", f"rank {slow} spent {format_seconds(tm[slow])} in I/O against a mean of "
                f"{format_seconds(mean_t)} and moved {format_bytes(by[slow])} against a mean of "
                f"{format_bytes(mean_b)}: the work is unbalanced; spread the bytes evenly over the ranks{device}",
@@ -1647,6 +1660,14 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
             best = np.maximum(rate("POSIX_SLOWEST_RANK_BYTES", "POSIX_F_SLOWEST_RANK_TIME"),
                               rate("POSIX_FASTEST_RANK_BYTES", "POSIX_F_FASTEST_RANK_TIME"))
             excess = np.where(one_device, np.minimum(excess, costs.one_device_excess(slowest_t, tb, best)), excess)
+        # one node's disk and small requests: the ranks' streams add up as far as the device let them while all
+        # wrote, which the fastest rank's rate shows (costs.concurrent_excess)
+        beside_bound = x.one_local_disk & ~one_device
+        if beside_bound.any():
+            fr, ft = zero["POSIX_FASTEST_RANK_BYTES"], zero["POSIX_F_FASTEST_RANK_TIME"]
+            beside = np.where(ft > 0, fr / np.where(ft > 0, ft, 1.0), 0.0)
+            excess = np.where(beside_bound & (beside > 0),
+                              np.minimum(excess, costs.concurrent_excess(slowest_t, tb, beside, nprocs)), excess)
         ratios = {}
         for code, d, tot_, what in (("P18", db, tb, "bytes"), ("P19", dt, tt, "time")):
             ok = ~np.isnan(d) & (tot_ > 0)

@@ -187,16 +187,17 @@ def _side(ident: str, path: str, rep: JobReport) -> DiffSide:
 
 
 def _gone_first(fs: list[Finding], other: list[Finding], io_time_s: float) -> dict[str, float]:
-    """Each costed finding's `combined_s` in one run, with the findings the other run has no saving for taken
-    first (`stats.costs.combine`, the advisor's order kept within each group). Savings compound, so what a finding
+    """Each costed finding's `combined_s` in one run, with the findings the other run does not have (no cost
+    there) taken first (`stats.costs.combine`, the advisor's order kept within each group). Savings compound, so what a finding
     saves depends on which is taken first; between two runs of a job the fix is the order: the causes it
     removed went first, and those both runs share compound on what is left, as they do in the other run.
     (By cost, a cause the fix kept could take the removed one's seconds: 64 KiB writes of rank 0 alone, P06
     ahead of R01, and the fix that spread them credited to P06's saving shrinking with the I/O time.)"""
-    keep = {f.code for f in other if (f.combined_s or 0) > 0}
+    # kept: costed in the other run too, whether or not a finding above it took its seconds there (P16 under P06)
+    keep = {f.code for f in other if f.combined_s is not None and f.cost_s > 0}
     costed = [f for f in fs if f.combined_s is not None]
     ordered = [f for f in costed if f.code not in keep] + [f for f in costed if f.code in keep]
-    gone = {f.code for f in costed} - keep
+    gone = {f.code for f in costed if f.cost_s > 0} - keep
     # a removed and a kept finding that count the same seconds (`overlaps`: random order and small requests
     # of the same reads) are one cost seen twice, not two causes in sequence: the advisor's order stays
     shared = any(set(f.overlaps) & (keep if f.code in gone else gone) for f in costed)

@@ -226,16 +226,15 @@ CASES: tuple[Case, ...] = (
     # its small writes. 1.5 GiB
     Case("one-rank-io", "rank 0 writes 1.5 GiB with 64 KiB O_DIRECT writes, the others wait in a barrier",
          ("one-rank-io", "small-writes"), _posix("-O", "-w", "24576", "-s", K64, "-d"), procs=4),
-    # One device: a rank streaming 4 MiB O_DIRECT writes has most of its bandwidth (1.42 GiB/s alone, 1.72 for
-    # 4 ranks on the idle machine), so the same bytes spread evenly took as long (3.15 -> 3.19 s idle, the
-    # fixed twins): the imbalance is planted, and costs nothing on a local disk. Nor with 64 KiB writes on the
-    # shared file: the ranks' writes into a new ext4 file allocate its blocks, which ext4 does under the
-    # file's exclusive lock, one rank at a time (balanced: 2.3-3.8 s for what a file per rank wrote in 1.0-1.6 s)
-    Case("rank-imbalance-shared", "shared file: rank 0 writes 8 times what the others do (4 MiB O_DIRECT)",
-         ("rank-imbalance",), _posix("-S", "-I", "8", "-w", "128", "-s", M4, "-d"), procs=4,
-         costless_local=("rank-imbalance",)),
-    # file per process, 64 KiB requests: latency-bound streams, as in one-rank-io; rank 0's 24576 writes
-    # against the others' 3072 cost 0.8-6.3 s over the twin's 8448 a rank (load 5-7)
+    # The imbalances, in 4 MiB O_DIRECT writes, cost nothing here (the same bytes spread evenly: 3.15 -> 3.19 s
+    # idle): 64 KiB, as one-rank-io. On the shared file each rank first preallocates its region (-P): into a new
+    # file's holes the ranks' O_DIRECT writes ran one at a time (ext4 allocates under the file's lock), and
+    # balanced took as long (4.2-8.3 s against 5.2-5.4 imbalanced); preallocated, 1.7-1.9 s against 3.0-3.8 s
+    Case("rank-imbalance-shared", "shared file, preallocated: rank 0 writes 8 times what the others do "
+         "(64 KiB O_DIRECT)", ("rank-imbalance", "small-writes"),
+         _posix("-S", "-P", "-I", "8", "-w", "3072", "-s", K64, "-d"), procs=4),
+    # file per process: rank 0's 24576 writes against the others' 3072 cost 0.8-6.3 s over the twin's 8448 a
+    # rank (load 5-7)
     Case("rank-imbalance-fpp", "file per process: rank 0 writes 8 times what the others do (64 KiB O_DIRECT)",
          ("rank-imbalance", "small-writes"), _posix("-I", "8", "-w", "3072", "-s", K64, "-d"), procs=4),
 
@@ -297,13 +296,12 @@ TWINS: tuple[Case, ...] = (
          _ior("-a", "MPIIO", "-c", "-t", "4m", "-b", "16m", "-w")),
     Case("fixed-collective-rmw", "the same collective writes of 4 KiB pieces, with no holes between them", (),
          ("lab_mpiio", "-o", "{dir}/data", "-c", "-n", "64", "-b", "4096", "-g", "0", "-k", "1024")),
-    # one-rank-io's and rank-imbalance-fpp's twins keep their 64 KiB writes, planted: not controls, not fixed-
+    # the ranks' twins keep their 64 KiB writes, planted: not controls, not fixed-
     Case("spread-one-rank-io", "every rank writes a quarter of the same 1.5 GiB (64 KiB O_DIRECT)", ("small-writes",),
          _posix("-w", "6144", "-s", K64, "-d"), procs=4),
-    # rank 0's 8 x 128 and the others' 3 x 128 requests: 1408, 352 a rank
-    Case("fixed-rank-imbalance-shared", "shared file: the same bytes, 352 x 4 MiB O_DIRECT writes a rank", (),
-         _posix("-S", "-w", "352", "-s", M4, "-d"), procs=4),
     # rank 0's 8 x 3072 and the others' 3 x 3072 requests: 33792, 8448 a rank
+    Case("balanced-rank-imbalance-shared", "shared file, preallocated: the same bytes, 8448 x 64 KiB O_DIRECT "
+         "writes a rank", ("small-writes",), _posix("-S", "-P", "-w", "8448", "-s", K64, "-d"), procs=4),
     Case("balanced-rank-imbalance-fpp", "file per process: the same bytes, 8448 x 64 KiB O_DIRECT writes a rank",
          ("small-writes",), _posix("-w", "8448", "-s", K64, "-d"), procs=4),
     Case("fixed-reread", "the same 256 MiB file read once (4 MiB O_DIRECT)", (),
@@ -363,8 +361,9 @@ PAIRS: tuple[Pair, ...] = (
          "pieces adjacent (no 4 KiB holes for two-phase to read back)"),
     Pair("one-rank-io", "spread-one-rank-io", "lab_posix, 4 ranks, 1.5 GiB in 64 KiB O_DIRECT writes",
          "every rank writes its quarter instead of rank 0 alone"),
-    Pair("rank-imbalance-shared", "fixed-rank-imbalance-shared", "lab_posix, 4 ranks, shared file, 1408 x 4 MiB O_DIRECT",
-         "352 requests a rank instead of 1024 for rank 0 and 128 for the others"),
+    Pair("rank-imbalance-shared", "balanced-rank-imbalance-shared",
+         "lab_posix, 4 ranks, shared file preallocated, 33792 x 64 KiB O_DIRECT",
+         "8448 requests a rank instead of 24576 for rank 0 and 3072 for the others"),
     Pair("rank-imbalance-fpp", "balanced-rank-imbalance-fpp",
          "lab_posix, 4 ranks, file per process, 33792 x 64 KiB O_DIRECT",
          "8448 requests a rank instead of 24576 for rank 0 and 3072 for the others"),
