@@ -1663,11 +1663,13 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
         # one node's disk and small requests: the ranks' streams add up as far as the device let them while all
         # wrote, which the fastest rank's rate shows (costs.concurrent_excess)
         beside_bound = x.one_local_disk & ~one_device
+        fr, ft = zero["POSIX_FASTEST_RANK_BYTES"], zero["POSIX_F_FASTEST_RANK_TIME"]
+        beside = np.where(ft > 0, fr / np.where(ft > 0, ft, 1.0), 0.0)
+        beside_bound &= beside > 0
         if beside_bound.any():
-            fr, ft = zero["POSIX_FASTEST_RANK_BYTES"], zero["POSIX_F_FASTEST_RANK_TIME"]
-            beside = np.where(ft > 0, fr / np.where(ft > 0, ft, 1.0), 0.0)
-            excess = np.where(beside_bound & (beside > 0),
-                              np.minimum(excess, costs.concurrent_excess(slowest_t, tb, beside, nprocs)), excess)
+            bounded = np.where(beside_bound, costs.concurrent_excess(slowest_t, tb, beside, nprocs), excess)
+            beside_bound &= bounded < excess
+            excess = np.minimum(excess, bounded)
         ratios = {}
         for code, d, tot_, what in (("P18", db, tb, "bytes"), ("P19", dt, tt, "time")):
             ok = ~np.isnan(d) & (tot_ > 0)
@@ -1710,10 +1712,19 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
                 device = (f"; on one node's local disk with requests of {format_bytes(t.small_bytes)} or more, every "
                           "rank streams into the same device, whose bandwidth does not add up over ranks: balancing "
                           f"saves at most {format_seconds(float(excess[bad].sum()))}") if one_device[bad].any() else ""
+                side = beside_bound & bad
+                if side.any():
+                    k = int(np.argmax(np.where(side, tb, -1.0)))
+                    device += (f"; on one node's local disk with smaller requests the ranks' streams add up as far as "
+                               f"the device lets them: the fastest rank got {format_bytes(beside[k])}/s beside the "
+                               f"others, so {nprocs} balanced ranks move the bytes no faster than "
+                               f"{format_bytes(beside[k] * nprocs)}/s: balancing saves at most "
+                               f"{format_seconds(float(excess[bad].sum()))}")
                 out.append(_f(code, f"{int(bad.sum())} shared file(s) with a straggler rank by {what}; worst: "
                               f"{names[worst] or 'unnamed'}: {spread}{device}",
                               {"files": int(bad.sum()), "max_ratio": float(ratio[worst]), "worst_file": names[worst],
-                               "one_device_files": int(one_device[bad].sum())},
+                               "one_device_files": int(one_device[bad].sum()),
+                               **({"beside_files": int(side.sum())} if side.any() else {})},
                               {"stragglers": t.stragglers, "small_bytes": t.small_bytes},
                               cost=float(excess[bad].sum()), model="straggler",
                               action=action, overlaps=("P19" if code == "P18" else "P18", "L01", "B01", "B02")))
