@@ -61,3 +61,7 @@ wait
 #   fdatasync-2m.darshan, fixed-fdatasync-2m.darshan   the fdatasync-per-write pair as first stored in pairs/ (lab_posix
 #       -w 256 -s 2097152 -y 2 / without -y, 2 ranks; 16:40:47 at load 14-16, the twin at 18:05:16 on cold pages), when
 #       the case wrote 2 MiB; pairs/ now holds the catalogue's 64 KiB case (lab run, 2026-11-29 10:04, load 2-3)
+#   rank-imbalance-shared-4m.darshan, fixed-rank-imbalance-shared-4m.darshan   the rank-imbalance-shared pair as stored
+#       in pairs/ until 2026-11-29 18:45 (lab_posix -S -I 8 -w 128 -s 4 MiB -d / -S -w 352, 4 ranks): its fix saved
+#       nothing; pairs/ now holds the 64 KiB preallocated case (lab run series 4, 18:37, load 3.9; docs/validation.md,
+#       "The rank pairs made to cost"), and with it one-rank-io, rank-imbalance-fpp and their spread/balanced twins
