@@ -7,6 +7,8 @@ About 30-40 s on this machine (the last test runs two of the catalogue's cases a
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -62,6 +64,28 @@ def test_fsync_per_write_is_counted_once_per_write(tools, tmp_path):
     assert list(c["POSIX_WRITES"]) == [n, n]
     assert list(c["POSIX_SIZE_WRITE_1K_10K"]) == [n, n]
     assert list(c["POSIX_BYTES_WRITTEN"]) == [n * 4096] * 2
+
+
+def test_evict_drops_the_file_from_the_page_cache_before_its_reads(tools, tmp_path):
+    """lab_posix -e (random-small-reads): after its writes the file is written back and dropped from the page
+    cache, so its buffered reads come from the device. fincore (util-linux, not the program) counts the file's
+    resident bytes after a run that writes 16 MiB and reads one 4 KiB block back: all of it without -e, at
+    most the block and the kernel's first readahead with it."""
+    fincore = shutil.which("fincore")
+    if fincore is None:
+        pytest.skip("no fincore (util-linux)")
+
+    def resident(name: str, *extra: str) -> int:
+        path = tmp_path / name
+        subprocess.run([tools.programs["lab_posix_nompi"], "-o", str(path), "-k", "0", "-w", "16", "-s", str(1 << 20),
+                        "-r", "1", "-z", "4096", *extra], check=True, timeout=60)
+        out = subprocess.run([fincore, "--bytes", "--noheadings", "--output", "RES", f"{path}.0"], check=True,
+                             capture_output=True, text=True, timeout=60).stdout
+        return int(out.split()[0])
+
+    if resident("kept") != 16 << 20:
+        pytest.skip(f"{tmp_path}: the written file is not all in the page cache (tmpfs, or memory pressure)")
+    assert 4096 <= resident("evicted", "-e") <= 1 << 20
 
 
 def test_odirect_small_writes_keep_their_size(tools, tmp_path):

@@ -293,3 +293,31 @@ def test_storm_sizing_scales_fio_rate_to_the_quiet_twin(tmp_path, monkeypatch):
         fio.write_text(f"#!/bin/sh\necho '{{\"jobs\": [{{\"write\": {{\"bw_bytes\": {bw}}}}}]}}'\n")
         fio.chmod(0o755)
         assert storm.sized_block(str(fio), tmp_path) == want, (bw, free)
+
+
+def test_a_lab_program_is_rebuilt_when_its_source_changed_though_its_binary_is_newer(tmp_path, monkeypatch):
+    """A checkout gives its files the clone's time: a cached binary built from an earlier source is newer than
+    the new source, and by times alone would be kept (a case then fails on an option the old binary lacks)."""
+    from ioweather.services.lab import toolchain
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler (apt-get install gcc)")
+    programs = tmp_path / "programs"
+    programs.mkdir()
+    for source in ("lab_posix.c", "lab_mpiio.c"):
+        (programs / source).write_text('#include <stdio.h>\nint main(void) { puts("one"); return 0; }\n')
+    monkeypatch.setattr(toolchain, "PROGRAMS", programs)
+    monkeypatch.setattr(toolchain, "HDF5_INCLUDE", tmp_path / "no-hdf5")
+    # the C compiler stands in for mpicc: the sources here use no MPI
+    tools = Toolchain(mpicc=cc, mpiexec="", cc=cc, darshan_lib="", ior="", mdtest="", origin="cache")
+    bindir = tmp_path / "bin"
+    toolchain._compile(tools, bindir)
+    out = Path(tools.programs["lab_posix_nompi"])
+    assert subprocess.run([str(out)], capture_output=True, text=True).stdout == "one\n"
+    (programs / "lab_posix.c").write_text('#include <stdio.h>\nint main(void) { puts("two"); return 0; }\n')
+    old = out.stat().st_mtime - 3600
+    os.utime(programs / "lab_posix.c", (old, old))
+    toolchain._compile(tools, bindir)
+    assert subprocess.run([str(out)], capture_output=True, text=True).stdout == "two\n"
+    assert not [p.name for p in bindir.iterdir() if p.name.startswith(".")], "a half-built binary was left"

@@ -325,13 +325,60 @@ def test_y01_claims_what_the_fdatasync_pair_saved_against_the_twins_measured_wri
     assert MIN_EXPLAINED_SHARE * reference <= y01.cost_s <= MAX_CLAIM * reference
 
 
+def _posix_reads(log: Path) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Each POSIX record's read time, reads, sequential reads and bytes read, read with PyDarshan"""
+    import darshan
+
+    rep = darshan.DarshanReport(str(log), read_all=False)
+    rep.mod_read_all_records("POSIX")
+    d = rep.records["POSIX"].to_df()
+    c, f = d["counters"], d["fcounters"]
+    return (list(f["POSIX_F_READ_TIME"]), list(c["POSIX_READS"]), list(c["POSIX_SEQ_READS"]),
+            list(c["POSIX_BYTES_READ"]))
+
+
+def test_random_small_reads_cost_device_trips_only_through_the_page_cache():
+    """random-small-reads: with O_DIRECT a 4 KiB read is a device trip in either order, so the order cost nothing
+    (tests/data/lab/random-small-reads-odirect.darshan against pairs/small-reads-odirect.darshan, the same minute:
+    under the bar). The case now reads a file evicted from the page cache through it (lab_posix -e): in order the
+    kernel reads ahead in large requests, in random order each read is a device trip. The stored pair: the same
+    reads (count, bytes) in both, the read time is what changed (PyDarshan), and the bad run names and prices
+    the random order (P11) and the small reads (P05) that job diff then finds gone."""
+    from ioweather.services.answers.job_diff import material_s
+
+    # O_DIRECT: the order of the same 4 KiB reads changed each rank's read time by less than the bar
+    t_rand, n_rand, _, b_rand = _posix_reads(LAB / "random-small-reads-odirect.darshan")
+    t_seq, n_seq, _, b_seq = _posix_reads(PAIR_LOGS / "small-reads-odirect.darshan")
+    assert sorted(n_rand) == sorted(n_seq) and sorted(b_rand) == sorted(b_seq)
+    assert max(t_rand) - max(t_seq) < material_s(max(t_rand))
+
+    bad, twin = PAIR_LOGS / "random-small-reads.darshan", PAIR_LOGS / "fixed-random-small-reads.darshan"
+    rb, rt = job_answer(str(bad))[0], job_answer(str(twin))[0]
+    assert " -X" in rb.job.exe and " -e" in rb.job.exe and " -d" not in rb.job.exe
+    assert rt.job.exe.replace(" -X", "").split("/data")[1] == rb.job.exe.replace(" -X", "").split("/data")[1]
+    t_bad, n_bad, seq_bad, b_bad = _posix_reads(bad)
+    t_twin, n_twin, seq_twin, b_twin = _posix_reads(twin)
+    assert sorted(n_bad) == sorted(n_twin) and sorted(b_bad) == sorted(b_twin) and min(n_bad) == 98304
+    # in order every read follows the last; a random permutation jumps back about half the time
+    assert sum(seq_twin) >= 0.99 * sum(n_twin) and sum(seq_bad) < 0.6 * sum(n_bad)
+    # a file a rank: the slowest rank's read time changed by most of the I/O time's change
+    d = _diff(bad, twin)
+    reads = max(t_bad) - max(t_twin)
+    assert d.io_time_change_s < -material_s(d.before.io_time_s) and reads >= 0.9 * -d.io_time_change_s
+    f = {x.code: x for x in rb.findings}
+    assert f["P11"].level == "HIGH" and f["P11"].cost_s >= 1.0 and f["P05"].cost_s >= 1.0
+    assert not [x for x in rt.findings if x.level in ("WARN", "HIGH")] and "nothing worth changing" in rt.verdict
+    (p05,) = [c for c in d.causes if c.code == "P05"]
+    assert MIN_EXPLAINED_SHARE * reads <= -p05.change_s <= MAX_CLAIM * reads
+
+
 def test_the_causes_the_fix_removed_are_priced_before_the_ones_both_runs_keep():
     """one-rank-io (rank 0 alone writes 1.5 GiB in 64 KiB O_DIRECT writes) -> its spread twin: both runs keep
     the small writes (P06), and the advisor lists them first by cost, so R01's saving after them is a sliver of its
     own; in the order of the fix (R01 removed first) R01 claims its whole cost, P06 compounds on what is left, and
     the findings' signed changes add up to the change of I/O time (docs/validation.md, "The rank pairs made to
     cost"). A removed finding that counts the same seconds as a kept one (random order and small requests of the
-    same reads: P11 overlaps P05) keeps the advisor's order: one cost seen twice is no sequence of fixes."""
+    same O_DIRECT reads: P11 overlaps P05) keeps the advisor's order: one cost seen twice is no sequence of fixes."""
     bad = job_answer(str(PAIR_LOGS / "one-rank-io.darshan"))[0]
     by = {f.code: f for f in bad.findings}
     assert [f.code for f in bad.findings[:2]] == ["P06", "R01"] and by["R01"].combined_s < 0.1 * by["R01"].cost_s
@@ -344,8 +391,9 @@ def test_the_causes_the_fix_removed_are_priced_before_the_ones_both_runs_keep():
     assert sum(c.change_s for c in causes.values()) == pytest.approx(d.io_time_change_s, rel=0.1)
     assert d.verdict.startswith("the code changed") and "(R01 −" in d.verdict
     # overlapping: the advisor's combined_s as they are
-    d = _diff(PAIR_LOGS / "random-small-reads.darshan", PAIR_LOGS / "small-reads-odirect.darshan")
-    rb, ra = (job_answer(str(PAIR_LOGS / f"{n}.darshan"))[0] for n in ("random-small-reads", "small-reads-odirect"))
+    odirect = LAB / "random-small-reads-odirect.darshan"
+    d = _diff(odirect, PAIR_LOGS / "small-reads-odirect.darshan")
+    rb, ra = (job_answer(str(x))[0] for x in (odirect, PAIR_LOGS / "small-reads-odirect.darshan"))
     (p11,) = [f for f in rb.findings if f.code == "P11"]
     assert "P05" in p11.overlaps and not any(f.code == "P11" for f in ra.findings)
     for c in (c for c in d.causes if c.kind == "finding"):

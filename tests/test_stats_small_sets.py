@@ -11,13 +11,13 @@ import random
 import numpy as np
 import pytest
 
-from ioweather.stats.job import (SMALL_SET, _mode, distinct, member, n_distinct, unique_first,
+from ioweather.stats.job import (SMALL_INTS, SMALL_SET, _mode, distinct, member, n_distinct, unique_first,
                                  unique_first_inverse)
 
 
 def _arrays(seed: int):
     rng = np.random.default_rng(seed)
-    for n in (0, 1, 2, 7, 60, SMALL_SET, SMALL_SET + 1, 3000):
+    for n in (0, 1, 2, 7, SMALL_INTS, SMALL_INTS + 1, 60, SMALL_SET, SMALL_SET + 1, 3000):
         for dtype, high in ((np.uint64, 40), (np.uint64, 2**63), (np.int64, 5), (np.intp, 10**6)):
             a = rng.integers(0, high, n, dtype=np.uint64 if dtype is np.uint64 else np.int64).astype(dtype)
             if dtype is np.int64:
@@ -94,7 +94,7 @@ def test_distinct_and_first_inverse_as_numpy_on_object_text(seed):
 
 def test_mode_is_the_smallest_most_frequent(seed):
     rng = np.random.default_rng(seed)
-    for n in (1, 5, 50, SMALL_SET + 10):
+    for n in (1, 5, SMALL_INTS, SMALL_INTS + 1, 50, SMALL_SET + 10):
         v = rng.integers(-1, 4, n).astype(np.int64)
         kept = v[v >= 0]
         if not len(kept):

@@ -246,26 +246,45 @@ def total(frame, names: Iterable[str]) -> float | None:
 #: Below this many values a Python set answers np.unique's and np.isin's questions in a fraction of their time:
 #: numpy 2's hashed unique and isin's sort cost 20-40 µs even on 5 values, and a log asks ~25 times (issue 40).
 SMALL_SET = 1024
+#: Integers: above this many, a sort answers them (np.sort, np.unique with return_index, np.searchsorted) faster
+#: than a set: ~5 µs against ~30 on 128 record ids, ~40 against ~400 on 1,000 (the set's Python ints and dict
+#: per value; issue 40). Text and other objects keep SMALL_SET: numpy sorts them as slowly as a set holds them.
+SMALL_INTS = 32
+
+
+def _first_of_runs(s: np.ndarray) -> np.ndarray:
+    """True at each value of the sorted 1-d `s` that differs from the one before it."""
+    keep = np.empty(len(s), bool)
+    keep[:1] = True
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return keep
 
 
 def distinct(a: np.ndarray) -> np.ndarray:
-    """np.unique(a) of a 1-d integer array: its distinct values sorted, in its dtype."""
-    if len(a) > SMALL_SET or a.dtype.kind not in "iu":
+    """np.unique(a) of a 1-d integer array: its distinct values sorted, in its dtype. Many integers: sorted and
+    each run's first kept (numpy 2's np.unique hashes them, then sorts what it kept: ~200 µs on a 2,048-rank
+    log's record ids, a sort ~35 µs; issue 40)."""
+    if a.dtype.kind not in "iu":
         return np.unique(a)
+    if len(a) > SMALL_INTS:
+        s = np.sort(a)
+        return s[_first_of_runs(s)]
     return np.array(sorted(set(a.tolist())), dtype=a.dtype)
 
 
 def n_distinct(a: np.ndarray) -> int:
     """np.unique(a).size of a 1-d integer array."""
-    if len(a) > SMALL_SET or a.dtype.kind not in "iu":
+    if a.dtype.kind not in "iu":
         return int(np.unique(a).size)
+    if len(a) > SMALL_INTS:
+        return int(np.count_nonzero(_first_of_runs(np.sort(a))))
     return len(set(a.tolist()))
 
 
 def unique_first(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """np.unique(a, return_index=True) of a 1-d integer array: the distinct values sorted and the first row of
     each."""
-    if len(a) > SMALL_SET or a.dtype.kind not in "iu":
+    if len(a) > SMALL_INTS or a.dtype.kind not in "iu":
         return np.unique(a, return_index=True)
     first: dict = {}
     for i, x in enumerate(a.tolist()):
@@ -277,7 +296,7 @@ def unique_first(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def unique_first_inverse(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """np.unique(a, return_index=True, return_inverse=True) of a 1-d integer array: the distinct values sorted,
     the first row of each, and each row's place among them."""
-    if len(a) > SMALL_SET or a.dtype.kind not in "iu":
+    if len(a) > SMALL_INTS or a.dtype.kind not in "iu":
         return np.unique(a, return_index=True, return_inverse=True)
     values, first = unique_first(a)
     place = {x: i for i, x in enumerate(values.tolist())}
@@ -296,6 +315,12 @@ def _hashes_as_numpy_compares(a: np.ndarray) -> bool:
 def member(a: np.ndarray, values) -> np.ndarray:
     """np.isin(a, values) of 1-d arrays, by a set when both hold integers or text only (`_hashes_as_numpy_compares`)."""
     values = values if isinstance(values, np.ndarray) else np.asarray(values)
+    if (len(a) > SMALL_INTS or len(values) > SMALL_INTS) and a.dtype == values.dtype and a.dtype.kind in "iu":
+        # integers of one type: each looked up in the sorted values (np.isin hashes both sides first, issue 40)
+        if not len(values):
+            return np.zeros(len(a), bool)
+        v = np.sort(values)
+        return v[np.minimum(np.searchsorted(v, a), len(v) - 1)] == a
     if len(a) > SMALL_SET or len(values) > SMALL_SET or not (_hashes_as_numpy_compares(a)
                                                                and _hashes_as_numpy_compares(values)):
         return np.isin(a, values)
@@ -482,13 +507,18 @@ def library_mask(names) -> np.ndarray:
     """True for the names that are interpreter or library files (`_LIBRARY`), not the user's data."""
     if len(_LIBRARY_MEMO) > _MOUNT_MEMO_NAMES:
         _LIBRARY_MEMO.clear()
-    out = np.empty(len(names), bool)
-    for i, n in enumerate(names):
-        hit = _LIBRARY_MEMO.get(n)
-        if hit is None:
-            hit = _LIBRARY_MEMO[n] = bool(_LIBRARY.search(n)) if isinstance(n, str) and n else False
-        out[i] = hit
-    return out
+    # one dict lookup per name, the pattern only for a name not answered before; the answers made an array at
+    # the end (issue 40: a numpy store per name was most of the call on a log of 2,000 files)
+    hits = list(map(_LIBRARY_MEMO.get, names.tolist() if isinstance(names, np.ndarray) else names))
+    if None in hits:
+        for i, hit in enumerate(hits):
+            if hit is None:
+                n = names[i]
+                hit = _LIBRARY_MEMO.get(n)
+                if hit is None:
+                    hit = _LIBRARY_MEMO[n] = bool(_LIBRARY.search(n)) if isinstance(n, str) and n else False
+                hits[i] = hit
+    return np.array(hits, dtype=bool)
 
 
 #: name -> whether it is a library file: the rules ask for the same names several times per log, and the
@@ -1138,7 +1168,7 @@ def _mode(v: np.ndarray) -> int | None:
     v = v[v >= 0]
     if not len(v):
         return None
-    if len(v) <= SMALL_SET:
+    if len(v) <= SMALL_INTS:
         # the smallest of the most frequent values, as np.unique's sorted counts' argmax gives it
         counts: dict[int, int] = {}
         for x in v.tolist():

@@ -273,8 +273,14 @@ def _stored_hashes(conn, hashes: Sequence[str]) -> set[str]:
     return found
 
 
-def _table_hash(t: pa.Table) -> str | None:
-    return t.column("log_hash")[0].as_py() if t.num_rows else None
+def _without(t: pa.Table, hashes: set[str]) -> pa.Table:
+    """`t`'s rows of logs other than `hashes`."""
+    # lazy: pyarrow, loaded only when this runs
+    import pyarrow as pa
+    # lazy: pyarrow, loaded only when this runs
+    import pyarrow.compute as pc
+
+    return t.filter(pc.invert(pc.is_in(t.column("log_hash"), value_set=pa.array(sorted(hashes), pa.string()))))
 
 
 def write_batch(store: Store, parquet_dir: Path, job_rows: Sequence[dict], file_tables: Sequence[pa.Table],
@@ -300,7 +306,9 @@ def write_batch(store: Store, parquet_dir: Path, job_rows: Sequence[dict], file_
                 present = _stored_hashes(conn, [r["log_hash"] for r in job_rows])
             job_rows = [r for r in job_rows if r["log_hash"] not in present]
         part = None
-        tables = [t for t in file_tables if t is not None and t.num_rows and _table_hash(t) not in present]
+        tables = [t for t in file_tables if t is not None and t.num_rows]
+        if present:  # a table may hold several logs' rows (the ingest makes one of a batch): those rows left out
+            tables = [t for t in (_without(t, present) for t in tables) if t.num_rows]
         if tables and job_rows:
             d = files_dir(parquet_dir)
             part = f"files-{uuid.uuid4().hex}.parquet"

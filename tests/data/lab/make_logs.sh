@@ -61,6 +61,12 @@ wait
 #   fdatasync-2m.darshan, fixed-fdatasync-2m.darshan   the fdatasync-per-write pair as first stored in pairs/ (lab_posix
 #       -w 256 -s 2097152 -y 2 / without -y, 2 ranks; 16:40:47 at load 14-16, the twin at 18:05:16 on cold pages), when
 #       the case wrote 2 MiB; pairs/ now holds the catalogue's 64 KiB case (lab run, 2026-11-29 10:04, load 2-3)
+#   random-small-reads-odirect.darshan   the random-small-reads case as stored in pairs/ until 2026-11-29 (lab_posix
+#       -w 32 -s 4194304 -r 32768 -z 4096 -X -d: 4 KiB O_DIRECT reads in random order, 2 ranks; 2026-11-28 16:40),
+#       against pairs/small-reads-odirect.darshan of the same minute and size (the same reads in order): with O_DIRECT
+#       every small read is a device trip in either order (3.81 s against 3.08 s); pairs/ now holds the case with the
+#       file evicted and read buffered (-e, no -d) and its twin fixed-random-small-reads (lab run, 2026-11-29 18:28,
+#       load 4.7-4.9)
 #   rank-imbalance-shared-4m.darshan, fixed-rank-imbalance-shared-4m.darshan   the rank-imbalance-shared pair as stored
 #       in pairs/ until 2026-11-29 18:45 (lab_posix -S -I 8 -w 128 -s 4 MiB -d / -S -w 352, 4 ranks): its fix saved
 #       nothing; pairs/ now holds the 64 KiB preallocated case (lab run series 4, 18:37, load 3.9; docs/validation.md,

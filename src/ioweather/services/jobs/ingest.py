@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 from typing import TYPE_CHECKING
@@ -147,13 +148,20 @@ def _part_types() -> dict:
 def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int | None = None,
             scan: Scan | None = None) -> tuple:
     """("ok", job_row, arrow_table) | ("dup", where) | ("failed", failure_row). Never raises for bad input.
+    The table is `file_table` of the log's `FilePart`."""
+    res = _extract(path, known, cores_per_node, scan)
+    return ("ok", res[1], file_table([res[2]])) if res[0] == "ok" else res
+
+
+def _extract(path: str, known: frozenset[str] | None = None, cores_per_node: int | None = None,
+             scan: Scan | None = None) -> tuple:
+    """`extract` with the per-file rows as a `FilePart`, not yet a table: ("ok", job_row, part) | ("dup",
+    where) | ("failed", failure_row).
 
     `where` (log_hash, path, size_bytes, mtime_ns) of content already stored, to `relocate` it.
     The log is opened once (`scan.open`): the bytes hashed are the bytes read. Paths are stored
     in their display form (`files.display_path`: a name that is not UTF-8 cannot be stored as
     text otherwise) and keyed by the hash of their bytes."""
-    # lazy: pyarrow, loaded only when a log is read
-    import pyarrow as pa
     # lazy: the reader (pandas), loaded only when a log is read
     from ioweather.sources.darshan_log import (check_layout, content_hash, DarshanLogError, DarshanOpenError,
                                                read_log)
@@ -162,7 +170,7 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
     # lazy: the statistics (pandas), loaded only when a log is read
     from ioweather.stats.findings import job_findings
     # lazy: the statistics (pandas), loaded only when a log is read
-    from ioweather.stats.job import characterize, file_columns, FILE_TABLE_COLUMNS
+    from ioweather.stats.job import characterize, file_columns
     # lazy: the statistics (pandas), loaded only when a log is read
     from ioweather.stats.job_files import top_file
 
@@ -201,15 +209,7 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
         row["st_dev"], row["st_ino"] = dev, ino
         fc = file_columns(log)
         row["top_file"] = top_file(fc)
-        n = len(fc["id"])
-        types = _part_types()
-        table = pa.table({"log_hash": pa.array([log_hash] * n, pa.string()),
-                          "module": pa.array(fc["module"].tolist(), pa.string()),
-                          "record_id": pa.array(fc["id"], pa.uint64()),
-                          "name": pa.array(fc["name"].tolist(), pa.string()),
-                          **{k: pa.array(fc[k].tolist() if fc[k].dtype == object else fc[k], types.get(k))
-                             for k in FILE_TABLE_COLUMNS if k not in ("module", "id", "name")}})
-        return ("ok", row, table)
+        return ("ok", row, FilePart.of(log_hash, fc))
     except DarshanOpenError as e:  # `cannot read PATH: REASON`: the row names the path, its reason the action
         reason = str(e).replace(f"cannot read {path}: ", "cannot read: ", 1)
     except (DarshanLogError, UserError) as e:
@@ -225,21 +225,57 @@ def extract(path: str, known: frozenset[str] | None = None, cores_per_node: int 
                        "mtime_ns": mtime, "reason": display_path(reason)})
 
 
-def _extract_in_pool(path: str) -> tuple:
-    """`extract` in a pool's worker: the per-file table crosses to the parent as Arrow IPC bytes, not pickled
-    (pickling a pa.Table column by column took ~0.25 ms in the worker and ~0.15 ms in the parent per log, the
-    IPC stream a sixth of that both ways; issue 40). `Ingest.add` reads it back."""
-    res = extract(path)
-    if res[0] != "ok":
-        return res
+@dataclass(frozen=True)
+class FilePart:
+    """One log's rows of the per-file table (stats.job.file_columns) as they cross from a pool's worker to the
+    parent: each text column a list, each number column a numpy array (pickled as its bytes). The parent makes
+    one Arrow table of a batch's parts (`file_table`): a table per log cost the worker ~0.15 ms (twenty small
+    Arrow arrays and an IPC stream) and the parent its reading back, ~4 % of an ingest (issue 40)."""
+
+    log_hash: str
+    rows: int
+    columns: dict
+
+    @classmethod
+    def of(cls, log_hash: str, fc: dict) -> FilePart:
+        # lazy: the statistics (pandas), loaded only when a log is read
+        from ioweather.stats.job import FILE_TABLE_COLUMNS
+
+        return cls(log_hash, len(fc["id"]), {k: fc[k].tolist() if fc[k].dtype == object else fc[k]
+                                             for k in FILE_TABLE_COLUMNS})
+
+
+def file_table(parts: list[FilePart]) -> pa.Table:
+    """The per-file Arrow table of `parts`, in their order: each column one Arrow array made of the parts' values
+    (a text column's type inferred from all of them, as Arrow promotes one table's per log)."""
+    # lazy: numpy, loaded only when a log is read
+    import numpy as np
     # lazy: pyarrow, loaded only when a log is read
     import pyarrow as pa
+    # lazy: the statistics (pandas), loaded only when a log is read
+    from ioweather.stats.job import FILE_TABLE_COLUMNS
 
-    table = res[2]
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return ("ok", res[1], sink.getvalue())
+    types = _part_types()
+
+    def values(k: str):
+        got = [p.columns[k] for p in parts]
+        if all(isinstance(v, list) for v in got):
+            return list(chain.from_iterable(got))
+        return np.concatenate(got) if len(got) > 1 else got[0]
+
+    hashes = np.repeat(np.array([p.log_hash for p in parts], object), [p.rows for p in parts])
+    return pa.table({"log_hash": pa.array(hashes, pa.string()),
+                     "module": pa.array(values("module"), pa.string()),
+                     "record_id": pa.array(values("id"), pa.uint64()),
+                     "name": pa.array(values("name"), pa.string()),
+                     **{k: pa.array(values(k), types.get(k))
+                        for k in FILE_TABLE_COLUMNS if k not in ("module", "id", "name")}})
+
+
+def _extract_in_pool(path: str) -> tuple:
+    """`extract` in a pool's worker: the per-file rows cross to the parent as a `FilePart`, made a table there
+    with the rest of their batch (`Ingest.flush`)."""
+    return _extract(path)
 
 
 def _init_worker(known: frozenset[str], cores_per_node: int | None, scan: Scan | None = None) -> None:
@@ -423,7 +459,7 @@ class Ingest:
         self.found_known: list[dict] = []
         self.batch, self.every_s = batch, every_s
         self.rows: list[dict] = []
-        self.tables: list[pa.Table] = []
+        self.tables: list[pa.Table | FilePart] = []
         self.failures: list[dict] = []
         self.last = time.monotonic()
         self.counts = {"ingested": 0, "refreshed": 0, "failed": 0, "duplicates": 0, "skipped": 0}
@@ -442,13 +478,10 @@ class Ingest:
             else:
                 self.batch_hashes.add(row["log_hash"])
                 self.rows.append(row)
-                table = result[2]
-                if not hasattr(table, "num_rows"):  # Arrow IPC bytes from `_extract_in_pool`
-                    # lazy: pyarrow, loaded only when a log is read
-                    import pyarrow as pa
-
-                    table = pa.ipc.open_stream(table).read_all()
-                self.tables.append(table)
+                self.tables.append(result[2])  # a pa.Table (Dask) or a FilePart (`_extract_in_pool`)
+                if len(self.tables) % PARTS_PER_TABLE == 0:
+                    # Arrow holds them in a third of the memory of their Python lists (the peak RSS)
+                    self.tables = _tables(self.tables)
                 self.counts["ingested"] += 1
         elif kind == "dup":
             self.counts["duplicates"] += 1
@@ -467,7 +500,8 @@ class Ingest:
             if self.rows or self.failures:
                 # stored by a concurrent ingest since we looked: found present, not ingested by us; stored but
                 # not current (other rules, or columns added since): refreshed in place, not ingested either
-                present, refreshed = write_batch(self.store, self.parquet_dir, self.rows, self.tables, self.failures)
+                present, refreshed = write_batch(self.store, self.parquet_dir, self.rows, _tables(self.tables),
+                                                 self.failures)
                 self.counts["ingested"] -= len(present) + len(refreshed)
                 self.counts["duplicates"] += len(present)
                 self.counts["refreshed"] += len(refreshed)
@@ -477,6 +511,27 @@ class Ingest:
                 remember(self.store, self.seen)
             self.rows, self.tables, self.failures, self.found_known, self.seen = [], [], [], [], []
         self.last = time.monotonic()
+
+
+#: `FilePart`s made one Arrow table while a batch is collected, not only at its end (the parent's memory)
+PARTS_PER_TABLE = 64
+
+
+def _tables(parts: list) -> list[pa.Table]:
+    """Arrow tables of a batch's per-file rows: each run of `FilePart`s (rows without any left out) one table."""
+    out, run = [], []
+    for p in parts:
+        if isinstance(p, FilePart):
+            if p.rows:
+                run.append(p)
+            continue
+        if run:
+            out.append(file_table(run))
+            run = []
+        out.append(p)
+    if run:
+        out.append(file_table(run))
+    return out
 
 
 def ingest(settings, paths: list[str], *, workers: int, dask_address: str | None = None,

@@ -139,10 +139,12 @@ CASES: tuple[Case, ...] = (
          _posix("-w", "128", "-s", M4, "-r", "256", "-z", M2, "-X", "-d"), costless_local=("random-reads",)),
     Case("random-writes", "2 MiB O_DIRECT writes in random order", ("random-writes",),
          _posix("-w", "512", "-s", M2, "-x", "-d"), costless_local=("random-writes",)),
-    # 32768 reads a rank: their random order cost 0.33 s on the idle machine (flash hides most of it): 3x,
-    # and small-reads-odirect (its in-order twin) as many
-    Case("random-small-reads", "4 MiB writes, then 4 KiB O_DIRECT reads in random order", ("small-reads", "random-reads"),
-         _posix("-w", "96", "-s", M4, "-r", "98304", "-z", "4096", "-X", "-d")),
+    # With O_DIRECT every 4 KiB read is a device trip in either order (random 5.43 s, in order 5.47 s: the order
+    # cost nothing). Buffered reads of a file evicted from the page cache (-e) are what the order changes: in
+    # order the kernel's readahead reads ahead in large requests, in random order each read is a device trip
+    # (98304 a rank: 5.9-18.5 s against 1.6-4.4 s in order at a load of 4-10, docs/validation.md)
+    Case("random-small-reads", "4 MiB writes evicted from the page cache, then 4 KiB buffered reads in random order",
+         ("small-reads", "random-reads"), _posix("-w", "96", "-s", M4, "-r", "98304", "-z", "4096", "-X", "-e")),
     # 32 MiB a rank: the random half of the requests cost 0.3-0.6 s here; 96 MiB
     Case("ior-random-small", "IOR random offsets, 4 KiB O_DIRECT writes and reads",
          ("small-writes", "small-reads", "random-writes", "random-reads"),
@@ -198,7 +200,9 @@ CASES: tuple[Case, ...] = (
          ("independent-shared", "small-writes", "small-reads"),
          _ior("-a", "MPIIO", "-t", "4k", "-b", "96m", "-w", "-r"), procs=4, costless_local=("small-reads",)),
     # A 4 KiB collective call of 2 ranks costs ~12 us on the idle machine (4096 of them: 51 ms) and ~2 ms at a
-    # load of 15 (busy-polling ranks wait for the scheduler): seconds idle would need minutes loaded
+    # load of 15 (busy-polling ranks wait for the scheduler): seconds idle would need minutes loaded. More bytes
+    # do not make it material: at 256 and 512 MiB a rank (65,536 and 131,072 calls) the twin's 4 MiB calls took
+    # as long or longer (I/O time 0.97-1.32 s against 1.21-3.28 s, 2.77-3.44 s against 3.04-4.93 s; docs/validation.md)
     Case("mpiio-collective-small", "shared file, 4 KiB collective MPI-IO writes", ("small-collective",),
          _ior("-a", "MPIIO", "-c", "-t", "4k", "-b", "16m", "-w"), costless_local=("small-collective",)),
     Case("mpiio-collective-small-sync", "shared file, 4 KiB collective MPI-IO writes, a sync after each",
@@ -271,8 +275,8 @@ CASES: tuple[Case, ...] = (
 
 # Fixed twins: a planted case's program run again with its cause removed and nothing else changed (the same
 # bytes, ranks and file layout), for `job diff` on bad -> fixed pairs (PAIRS below). A few seconds each. They
-# are clean, but they stay out of the label scores (`TWIN_NAMES`): sixteen more controls, each the near copy
-# of a case already scored, would weigh the controls' alarms (Drishti's M01 on every POSIX job) sixteen
+# are clean, but they stay out of the label scores (`TWIN_NAMES`): seventeen more controls, each the near copy
+# of a case already scored, would weigh the controls' alarms (Drishti's M01 on every POSIX job) seventeen
 # times more; `lab score` shows each twin's verdict beside its pair instead.
 TWINS: tuple[Case, ...] = (
     Case("fixed-small-writes-odirect", "file per process, the same 64 MiB a rank in 4 MiB O_DIRECT writes", (),
@@ -292,6 +296,10 @@ TWINS: tuple[Case, ...] = (
          _posix("-w", "5000", "-s", "4096")),
     Case("fixed-mpiio-independent-small", "shared file, the same 32 MiB a rank in 8 MiB independent MPI-IO writes "
          "(O_DIRECT)", (), ("lab_mpiio", "-o", "{dir}/data", "-C", "-d", "-b", str(8 * MiB), "-n", "4"), procs=4),
+    # the same small reads in order: the kernel's readahead makes the device reads large (the calls stay: their
+    # page-cache copies cost 0.3 s, under the bar)
+    Case("fixed-random-small-reads", "the same 4 MiB writes evicted, then the same 4 KiB buffered reads in order", (),
+         _posix("-w", "96", "-s", M4, "-r", "98304", "-z", "4096", "-e")),
     Case("fixed-mpiio-collective-small", "shared file, the same 16 MiB a rank in 4 MiB collective MPI-IO writes", (),
          _ior("-a", "MPIIO", "-c", "-t", "4m", "-b", "16m", "-w")),
     Case("fixed-collective-rmw", "the same collective writes of 4 KiB pieces, with no holes between them", (),
@@ -340,10 +348,10 @@ PAIRS: tuple[Pair, ...] = (
     # the same program and file: only the read size changes (4 KiB -> 4 MiB); the 4 MiB writes are the same
     Pair("small-reads-odirect", "fixed-small-reads-odirect", "lab_posix, 2 ranks, 384 MiB written then read a rank",
          "4 MiB reads instead of 4 KiB"),
-    # a twin already in the catalogue: the same program, bytes and read size, in order (the small reads stay,
-    # planted in both; random order is the cause removed)
-    Pair("random-small-reads", "small-reads-odirect", "lab_posix, 2 ranks, 384 MiB written, then read in 4 KiB "
-         "O_DIRECT reads a rank", "the reads in order instead of a random permutation"),
+    # the same program, bytes and read size: only the order changes (the kernel's readahead then merges them)
+    Pair("random-small-reads", "fixed-random-small-reads", "lab_posix, 2 ranks, 384 MiB written, evicted from the "
+         "page cache, then read in 4 KiB buffered reads a rank", "the reads in order (the kernel reads ahead) instead "
+         "of a random permutation"),
     Pair("fsync-per-write", "fixed-fsync-per-write", "lab_posix, 2 ranks, 24 MB a rank",
          "6 large writes and no fsync instead of 6000 x 4 KiB each fsynced"),
     Pair("fdatasync-per-write", "fixed-fdatasync-per-write", "lab_posix, 2 ranks, 5000 x 64 KiB writes a rank",

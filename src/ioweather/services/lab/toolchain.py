@@ -8,6 +8,7 @@ archives in ../shared/third_party (never copied into the checkout) into a cache 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -95,7 +96,7 @@ def find(cache: Path | None = None, *, compile_programs: bool = True) -> Toolcha
 
 
 def _compile(tools: Toolchain, bindir: Path) -> None:
-    """Compile the lab's C programs into `bindir` when a source is newer than its binary."""
+    """Compile the lab's C programs into `bindir` when a source (or its command) changed since its binary."""
     bindir.mkdir(parents=True, exist_ok=True)
     h5 = ["-I", str(HDF5_INCLUDE), f"-L{HDF5_LIB}", f"-Wl,-rpath,{HDF5_LIB}"]
     recipes = {
@@ -109,11 +110,19 @@ def _compile(tools: Toolchain, bindir: Path) -> None:
             tools.missing[name] = f"no MPICH build of HDF5 ({HDF5_INCLUDE}/hdf5.h; apt-get install libhdf5-mpich-dev)"
             continue
         src, out = PROGRAMS / source, bindir / name
-        if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
-            cmd = [*compiler, "-O2", "-o", str(out), str(src), *libs]
-            done = subprocess.run(cmd, capture_output=True, text=True)
+        # a binary is keyed by its source's bytes and the command, not by times: a checkout's files get the
+        # clone's time, which can be older than a binary built from an earlier version of the source
+        stamp = hashlib.sha256(src.read_bytes() + "\0".join([*compiler, *libs]).encode()).hexdigest()
+        seal = out.with_name(name + ".source-sha256")
+        if not out.exists() or not seal.exists() or seal.read_text().strip() != stamp:
+            part = out.with_name(f".{name}.{os.getpid()}")
+            done = subprocess.run([*compiler, "-O2", "-o", str(part), str(src), *libs], capture_output=True, text=True)
             if done.returncode:
+                part.unlink(missing_ok=True)
                 raise UserError(f"cannot compile {source}: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
+            # renamed into place, so a lab running beside this build never starts a half-written binary
+            os.replace(part, out)
+            seal.write_text(stamp + "\n")
         tools.programs[name] = str(out)
 
 

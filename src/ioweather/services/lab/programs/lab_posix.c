@@ -12,6 +12,9 @@
  *   -R PASSES          read the same range PASSES times (data read again)
  *   -W PASSES          write the same range PASSES times (data written again)
  *   -d                 O_DIRECT (page cache bypassed: each small request costs a device trip)
+ *   -e                 evict the file from the page cache between the writes and the reads (fsync, then
+ *                      posix_fadvise DONTNEED): buffered reads come from the device, in order with the
+ *                      kernel's readahead, in random order a device trip each
  *   -y 1|2             fsync (1) or fdatasync (2) after each write
  *   -x, -X             random order of the writes (-x) or the reads (-X): a permutation of the blocks,
  *                      seeded by rank
@@ -76,13 +79,13 @@ int main(int argc, char **argv)
     int rank = 0, opt;
     const char *path = NULL;
     long nw = 0, nr = 0, size = 1 << 20, rsize = 0, shift = 0, mshift = 0, imbalance = 1, files = 0;
-    int direct = 0, sync_mode = 0, wrandom = 0, rrandom = 0, shared = 0, only0 = 0, stdio_mode = 0, rpasses = 1, wpasses = 1,
-        prealloc = 0;
+    int direct = 0, evict = 0, sync_mode = 0, wrandom = 0, rrandom = 0, shared = 0, only0 = 0, stdio_mode = 0, rpasses = 1,
+        wpasses = 1, prealloc = 0;
 #ifdef LAB_MPI
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 #endif
-    while ((opt = getopt(argc, argv, "o:k:w:s:r:z:R:W:dy:xXa:m:SPOI:tf:")) != -1) {
+    while ((opt = getopt(argc, argv, "o:k:w:s:r:z:R:W:dey:xXa:m:SPOI:tf:")) != -1) {
         switch (opt) {
         case 'o': path = optarg; break;
         case 'k': rank = atoi(optarg); break;
@@ -93,6 +96,7 @@ int main(int argc, char **argv)
         case 'R': rpasses = atoi(optarg); break;
         case 'W': wpasses = atoi(optarg); break;
         case 'd': direct = 1; break;
+        case 'e': evict = 1; break;
         case 'y': sync_mode = atoi(optarg); break;
         case 'x': wrandom = 1; break;
         case 'X': rrandom = 1; break;
@@ -171,6 +175,13 @@ int main(int argc, char **argv)
                     if (sync_mode == 2 && fdatasync(fd)) die("fdatasync", name);
                 }
             free(o);
+        }
+        if (nr && evict) {
+            /* dirty pages are not dropped: write them back first, then drop the clean pages of this rank's
+             * region (a shared file's other regions are the other ranks') */
+            if (fsync(fd)) die("fsync", name);
+            off_t len = maxn * (size > rsize ? size : rsize) + shift;
+            if ((errno = posix_fadvise(fd, base, len, POSIX_FADV_DONTNEED))) die("posix_fadvise", name);
         }
         if (nr) {
             long *o = order(nr, rrandom, 2000 + rank);
