@@ -275,9 +275,9 @@ CASES: tuple[Case, ...] = (
 
 # Fixed twins: a planted case's program run again with its cause removed and nothing else changed (the same
 # bytes, ranks and file layout), for `job diff` on bad -> fixed pairs (PAIRS below). A few seconds each. They
-# are clean, but they stay out of the label scores (`TWIN_NAMES`): seventeen more controls, each the near copy
-# of a case already scored, would weigh the controls' alarms (Drishti's M01 on every POSIX job) seventeen
-# times more; `lab score` shows each twin's verdict beside its pair instead.
+# are clean (the rank pairs' keep their small writes), and they stay out of the label scores (`TWIN_NAMES`):
+# seventeen more controls, each the near copy of a case already scored, would weigh the controls' alarms
+# (Drishti's M01 on every POSIX job) seventeen times more; `lab score` shows each twin's verdict beside its pair.
 TWINS: tuple[Case, ...] = (
     Case("fixed-small-writes-odirect", "file per process, the same 64 MiB a rank in 4 MiB O_DIRECT writes", (),
          _ior("-a", "POSIX", "-F", "--posix.odirect", "-t", "4m", "-b", "64m", "-w")),
