@@ -3,8 +3,8 @@ with `collect --sources diskstats` into a lab store and ingests the logs; `lab s
 jobs when both are stored (the disk's counters can then count: job diff's crowd cause), else by the logs.
 
 The fast tests read the scorer's choice on the stored logs of tests/data/lab/crowd; the slow one runs
-one-rank-io and its fixed twin, reduced to 256 MiB (the catalogue's programs and arguments, 64 x 4 MiB for rank
-0 alone, 16 a rank for the twin), under Darshan with the telemetry on, and checks the store against the disk's
+one-rank-io and its spread twin as they were (4 MiB writes), reduced to 256 MiB (64 x 4 MiB for rank 0 alone,
+16 a rank for the twin; the catalogue's names, so that `lab score` pairs them), under Darshan with the telemetry on, and checks the store against the disk's
 own counters read around the run (/proc/diskstats, not through ioweather); and the probes `probe run` recorded
 beside them: their samples cover each case's window, their quiet window comes first, `why` prices the system's
 share of both runs, and the probe's own writes are small against the cases'.
@@ -97,7 +97,7 @@ def test_lab_run_records_the_disk_and_the_pair_is_scored_from_the_store(tmp_path
         pytest.skip(f"{scratch} has no block device of its own to record")
     M4 = str(4 * MiB)
     cases = [Case("one-rank-io", "", ("one-rank-io",), _posix("-O", "-w", "64", "-s", M4, "-d"), procs=4),
-             Case("fixed-one-rank-io", "", (), _posix("-w", "16", "-s", M4, "-d"), procs=4)]
+             Case("spread-one-rank-io", "", (), _posix("-w", "16", "-s", M4, "-d"), procs=4)]
     logs = tmp_path / "logs"
     before = device_written(scratch)
     run = run_recorded(cases, tools, scratch, logs, quiet_s=4.0)
@@ -171,5 +171,5 @@ def test_lab_run_records_the_disk_and_the_pair_is_scored_from_the_store(tmp_path
     assert p.system_note is None and len(p.system_models) == 2 and "unknown" not in p.system_models
     for s, io, model in zip((p.before_system_s, p.after_system_s), (p.before_s, p.after_s), p.system_models):
         assert (s is None) == (model == "below_resolution") and (s is None or 0 <= s <= io)
-    (q,) = score_pairs(run.cases, pairs=[Pair("one-rank-io", "fixed-one-rank-io", "", "")]).pairs
+    (q,) = score_pairs(run.cases, pairs=[Pair("one-rank-io", "spread-one-rank-io", "", "")]).pairs
     assert not q.telemetry and (q.before_s, q.after_s) == (p.before_s, p.after_s)

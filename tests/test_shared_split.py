@@ -4,7 +4,7 @@ every rank's bytes and time. `job` reports that split per module, `job diff` cou
 counter, and R01 reads it for a shared file rank 0 alone wrote.
 
 References: the planted truth of the lab's runs (rank 0 writes 1024 x 4 MiB, the others 128 each; the fix 352
-each), and PyDarshan's own reading of the counters (`DarshanReport.records[...].to_df()`)."""
+each: the pair as it was in 4 MiB writes), and PyDarshan's own reading of the counters (`DarshanReport.records[...].to_df()`)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from ioweather.services.jobs.darshan import job_answer
 
 LAB = Path(__file__).parent / "data" / "lab"
 PAIRS = LAB / "pairs"
-BAD, FIXED = PAIRS / "rank-imbalance-shared.darshan", PAIRS / "fixed-rank-imbalance-shared.darshan"
+#: the rank-imbalance-shared pair as it was in 4 MiB writes (the catalogue's since writes 64 KiB, preallocated)
+BAD, FIXED = LAB / "rank-imbalance-shared-4m.darshan", LAB / "fixed-rank-imbalance-shared-4m.darshan"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 #: public logs whose shared records include standard streams (<STDOUT>, <STDERR>; skew-autobench's anonymized)
 #: and STDIO data files, and one with only a stream shared

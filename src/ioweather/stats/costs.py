@@ -160,6 +160,21 @@ def one_device_excess(slowest_s: np.ndarray, total_bytes: np.ndarray, rank_rate:
     return np.clip(t - np.where(rate > 0, b / np.where(rate > 0, rate, 1.0), t), 0.0, None)
 
 
+def concurrent_excess(slowest_s: np.ndarray, total_bytes: np.ndarray, beside_rate: np.ndarray,
+                      streams: np.ndarray | float) -> np.ndarray:
+    """Per file (or job), the most a straggler's wait can shrink when the ranks' requests are latency-bound (small)
+    on one device: one stream does not fill it, so the ranks' bandwidths add up, but only as far as the device
+    lets them. A rank that wrote while all the others did (the fastest of a shared file, or any rank but the
+    slowest: they started together and stopped first) got `beside_rate` (its bytes over its time) with every
+    stream on the device; balanced, `streams` ranks move the bytes no faster than streams x that rate:
+    slowest_s - total_bytes / (streams x beside_rate), 0 when the job already did. Where one rank's requests
+    fill the device, `one_device_excess`."""
+    t = np.asarray(slowest_s, dtype=float)
+    rate = np.nan_to_num(np.asarray(beside_rate, dtype=float)) * np.asarray(streams, dtype=float)
+    b = np.asarray(total_bytes, dtype=float)
+    return np.clip(t - np.where(rate > 0, b / np.where(rate > 0, rate, 1.0), t), 0.0, None)
+
+
 def crowded_device_saving(io_s: float, moved: float, rank_rate: float, device_rate: float,
                           streams: int) -> tuple[float, float]:
     """(m, seconds saved) of spreading one rank's stream over `streams` ranks on a device others write to,

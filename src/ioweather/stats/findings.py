@@ -1164,6 +1164,19 @@ def _rank_time_imbalance(j: Job) -> list[dict]:
                   f"{format_bytes(by[slow] / max(requests, 1.0))} on average, every rank streams into the same device, "
                   f"whose bandwidth does not add up over ranks: balancing saves at most {format_seconds(cost)}")
         ev = {**ev, "one_device": True}
+    elif _all_local(fst) and (j.ch["job"]["nnodes"] or 1) <= 1 and active.sum() > 1:
+        # small requests on one node's disk: the ranks' streams add up, as far as the device lets them; the other
+        # ranks, each writing beside all of them, show how far (costs.concurrent_excess)
+        others = active & (np.arange(len(tm)) != slow) & (tm > 0)
+        beside = float((by[others] / tm[others]).max()) if others.any() else 0.0
+        bound = float(costs.concurrent_excess(tm[slow], by[active].sum(), beside, int(active.sum())))
+        if beside > 0 and bound < cost:
+            cost = bound
+            device = (f"; on one node's local disk ({', '.join(sorted({str(x) for x in fst if x}))}) the other ranks "
+                      f"got {format_bytes(beside)}/s each while all wrote, so {int(active.sum())} balanced ranks move "
+                      f"the bytes no faster than {format_bytes(beside * int(active.sum()))}/s: balancing saves at "
+                      f"most {format_seconds(cost)}")
+            ev = {**ev, "beside_rate": beside}
     return [_f("B02", f"rank {slow} spent {format_seconds(tm[slow])} in I/O against a mean of "
                f"{format_seconds(mean_t)} and moved {format_bytes(by[slow])} against a mean of "
                f"{format_bytes(mean_b)}: the work is unbalanced; spread the bytes evenly over the ranks{device}",
@@ -1647,6 +1660,16 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
             best = np.maximum(rate("POSIX_SLOWEST_RANK_BYTES", "POSIX_F_SLOWEST_RANK_TIME"),
                               rate("POSIX_FASTEST_RANK_BYTES", "POSIX_F_FASTEST_RANK_TIME"))
             excess = np.where(one_device, np.minimum(excess, costs.one_device_excess(slowest_t, tb, best)), excess)
+        # one node's disk and small requests: the ranks' streams add up as far as the device let them while all
+        # wrote, which the fastest rank's rate shows (costs.concurrent_excess)
+        beside_bound = x.one_local_disk & ~one_device
+        fr, ft = zero["POSIX_FASTEST_RANK_BYTES"], zero["POSIX_F_FASTEST_RANK_TIME"]
+        beside = np.where(ft > 0, fr / np.where(ft > 0, ft, 1.0), 0.0)
+        beside_bound &= beside > 0
+        if beside_bound.any():
+            bounded = np.where(beside_bound, costs.concurrent_excess(slowest_t, tb, beside, nprocs), excess)
+            beside_bound &= bounded < excess
+            excess = np.minimum(excess, bounded)
         ratios = {}
         for code, d, tot_, what in (("P18", db, tb, "bytes"), ("P19", dt, tt, "time")):
             ok = ~np.isnan(d) & (tot_ > 0)
@@ -1689,10 +1712,19 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
                 device = (f"; on one node's local disk with requests of {format_bytes(t.small_bytes)} or more, every "
                           "rank streams into the same device, whose bandwidth does not add up over ranks: balancing "
                           f"saves at most {format_seconds(float(excess[bad].sum()))}") if one_device[bad].any() else ""
+                side = beside_bound & bad
+                if side.any():
+                    k = int(np.argmax(np.where(side, tb, -1.0)))
+                    device += (f"; on one node's local disk with smaller requests the ranks' streams add up as far as "
+                               f"the device lets them: the fastest rank got {format_bytes(beside[k])}/s beside the "
+                               f"others, so {nprocs} balanced ranks move the bytes no faster than "
+                               f"{format_bytes(beside[k] * nprocs)}/s: balancing saves at most "
+                               f"{format_seconds(float(excess[bad].sum()))}")
                 out.append(_f(code, f"{int(bad.sum())} shared file(s) with a straggler rank by {what}; worst: "
                               f"{names[worst] or 'unnamed'}: {spread}{device}",
                               {"files": int(bad.sum()), "max_ratio": float(ratio[worst]), "worst_file": names[worst],
-                               "one_device_files": int(one_device[bad].sum())},
+                               "one_device_files": int(one_device[bad].sum()),
+                               **({"beside_files": int(side.sum())} if side.any() else {})},
                               {"stragglers": t.stragglers, "small_bytes": t.small_bytes},
                               cost=float(excess[bad].sum()), model="straggler",
                               action=action, overlaps=("P19" if code == "P18" else "P18", "L01", "B01", "B02")))

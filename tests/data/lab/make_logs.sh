@@ -67,3 +67,7 @@ wait
 #       every small read is a device trip in either order (3.81 s against 3.08 s); pairs/ now holds the case with the
 #       file evicted and read buffered (-e, no -d) and its twin fixed-random-small-reads (lab run, 2026-11-29 18:28,
 #       load 4.7-4.9)
+#   rank-imbalance-shared-4m.darshan, fixed-rank-imbalance-shared-4m.darshan   the rank-imbalance-shared pair as stored
+#       in pairs/ until 2026-11-29 18:45 (lab_posix -S -I 8 -w 128 -s 4 MiB -d / -S -w 352, 4 ranks): its fix saved
+#       nothing; pairs/ now holds the 64 KiB preallocated case (lab run series 4, 18:37, load 3.9; docs/validation.md,
+#       "The rank pairs made to cost"), and with it one-rank-io, rank-imbalance-fpp and their spread/balanced twins

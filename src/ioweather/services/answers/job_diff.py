@@ -186,18 +186,47 @@ def _side(ident: str, path: str, rep: JobReport) -> DiffSide:
                     exe=rep.job.exe, verdict=rep.verdict)
 
 
-def finding_causes(before: list[Finding], after: list[Finding]) -> list[DiffCause]:
-    """The findings whose saving (`combined_s`) differs between the runs, largest change first."""
-    def costs(fs):
-        return {f.code: f for f in fs if (f.combined_s or 0) > 0}
+def _gone_first(fs: list[Finding], other: list[Finding], io_time_s: float) -> dict[str, float]:
+    """Each costed finding's `combined_s` in one run, with the findings the other run does not have (no cost
+    there) taken first (`stats.costs.combine`, the advisor's order kept within each group). Savings compound, so what a finding
+    saves depends on which is taken first; between two runs of a job the fix is the order: the causes it
+    removed went first, and those both runs share compound on what is left, as they do in the other run.
+    (By cost, a cause the fix kept could take the removed one's seconds: 64 KiB writes of rank 0 alone, P06
+    ahead of R01, and the fix that spread them credited to P06's saving shrinking with the I/O time.)"""
+    # kept: costed in the other run too, whether or not a finding above it took its seconds there (P16 under P06)
+    keep = {f.code for f in other if f.combined_s is not None and f.cost_s > 0}
+    costed = [f for f in fs if f.combined_s is not None]
+    ordered = [f for f in costed if f.code not in keep] + [f for f in costed if f.code in keep]
+    gone = {f.code for f in costed if f.cost_s > 0} - keep
+    # a removed and a kept finding that count the same seconds (`overlaps`: random order and small requests
+    # of the same reads) are one cost seen twice, not two causes in sequence: the advisor's order stays
+    shared = any(set(f.overlaps) & (keep if f.code in gone else gone) for f in costed)
+    if shared or [f.code for f in ordered] == [f.code for f in costed]:
+        return {f.code: float(f.combined_s) for f in costed}
+    # lazy: numpy via stats.costs: kept off `ioweather job --help` and the parent of `job LOG --html`
+    from ioweather.stats.costs import combine
 
-    b, a = costs(before), costs(after)
+    rows = [{"code": f.code, "cost_s": f.cost_s, "cost_share": f.cost_share, "cost_model": f.cost_model,
+             "overlaps": list(f.overlaps)} for f in ordered]
+    combine(rows, io_time_s)
+    return {r["code"]: float(r["combined_s"]) for r in rows}
+
+
+def finding_causes(before: list[Finding], after: list[Finding], before_io_s: float = 0.0,
+                   after_io_s: float = 0.0) -> list[DiffCause]:
+    """The findings whose saving (`combined_s`, each run's with the findings the other run lacks first:
+    `_gone_first`) differs between the runs, largest change first."""
+    def costs_of(fs, other, io_s):
+        saved = _gone_first(fs, other, io_s) if io_s > 0 else {f.code: f.combined_s or 0.0 for f in fs}
+        return {f.code: (f, saved.get(f.code, 0.0)) for f in fs if saved.get(f.code, 0.0) > 0}
+
+    b, a = costs_of(before, after, before_io_s), costs_of(after, before, after_io_s)
     out = []
     for code in sorted(set(b) | set(a)):
-        cb, ca = (b[code].combined_s if code in b else 0.0), (a[code].combined_s if code in a else 0.0)
+        cb, ca = (b[code][1] if code in b else 0.0), (a[code][1] if code in a else 0.0)
         if abs(ca - cb) <= 0:
             continue
-        f = a.get(code) or b[code]
+        f = (a.get(code) or b[code])[0]
         what = ("appeared" if code not in b else "vanished" if code not in a else "changed")
         out.append(DiffCause(kind="finding", code=code, change_s=ca - cb, before=cb, after=ca,
                              message=f"{code} {what} ({format_seconds(cb)} → {format_seconds(ca)}): "
@@ -372,7 +401,7 @@ def diff_reports(before: DiffSide, rep_b: JobReport, after: DiffSide, rep_a: Job
     """The diff of two `job` reports (pure: the tests give it reports of real logs); `crowd`: the crowd on the
     one-rank run's device (`crowd_cause`), when the store had its counters."""
     change = after.io_time_s - before.io_time_s
-    causes = finding_causes(rep_b.findings, rep_a.findings)
+    causes = finding_causes(rep_b.findings, rep_a.findings, before.io_time_s, after.io_time_s)
     if crowd is not None:
         causes = sorted(causes + [crowd], key=lambda c: -abs(c.change_s))
     pace = pace_causes(rep_b, rep_a)

@@ -95,7 +95,7 @@ def _loader(*args: str) -> tuple[str, ...]:
     return ("lab_posix_nompi", "-o", "{dir}/shard", *args)
 
 
-M4, M2 = str(4 * MiB), str(2 * MiB)
+M4, M2, K64 = str(4 * MiB), str(2 * MiB), str(64 * 1024)
 
 CASES: tuple[Case, ...] = (
     # Collective cases run 2 ranks: on 2 shared cores, 4 busy-polling MPICH ranks make each collective call wait
@@ -221,21 +221,26 @@ CASES: tuple[Case, ...] = (
          tolerated=("rewrite", "reread")),
 
     # ranks
-    # 1 GiB took rank 0 0.6-1.7 s here, so spreading it saved under a second on a quiet machine: 3 GiB. On one
-    # device rank 0's stream has most of the bandwidth the four would share (the fix: 2.11 -> 1.74 s idle,
-    # -0.55 to +0.39 s at load 2-20; -1.4 and -2.4 s only while other jobs' writes crowded the shared disk, a
-    # share taken from them): planted, and costless on a local disk (R01's one-device bound)
-    Case("one-rank-io", "rank 0 writes 3 GiB with 4 MiB O_DIRECT writes, the others wait in a barrier",
-         ("one-rank-io",), _posix("-O", "-w", "768", "-s", M4, "-d"), procs=4, costless_local=("one-rank-io",)),
-    # One device: a rank streaming 4 MiB O_DIRECT writes has most of its bandwidth (1.42 GiB/s alone, 1.72 for
-    # 4 ranks on the idle machine), so the same bytes spread evenly took as long (3.15 -> 3.19 s idle, the
-    # fixed twins): the imbalance is planted, and costs nothing on a local disk
-    Case("rank-imbalance-shared", "shared file: rank 0 writes 8 times what the others do (4 MiB O_DIRECT)",
-         ("rank-imbalance",), _posix("-S", "-I", "8", "-w", "128", "-s", M4, "-d"), procs=4,
-         costless_local=("rank-imbalance",)),
-    Case("rank-imbalance-fpp", "file per process: rank 0 writes 8 times what the others do (4 MiB O_DIRECT)",
-         ("rank-imbalance",), _posix("-I", "8", "-w", "128", "-s", M4, "-d"), procs=4,
-         costless_local=("rank-imbalance",)),
+    # Spreading one rank's I/O over several saves time only where one stream cannot fill the device. Requests of
+    # 4 MiB O_DIRECT reach most of this disk's bandwidth from one rank (3 GiB: 2.11 -> 1.74 s idle, -0.55 to
+    # +0.39 s at load 2-20; seconds saved only while other jobs crowded the disk, docs/validation.md); a stream
+    # of 64 KiB requests is latency-bound (fio: 412 MiB/s for one, 988 for four; lab_posix, 1 GiB: 1.65-3.35 s by
+    # rank 0 alone, 0.78-1.14 s spread, load 4-10). 64 KiB writes are small writes too (P06: aggregated into
+    # 1 MiB or more they would save more, 3.1 GiB/s from one stream): both causes are planted, and the twin keeps
+    # its small writes. 1.5 GiB
+    Case("one-rank-io", "rank 0 writes 1.5 GiB with 64 KiB O_DIRECT writes, the others wait in a barrier",
+         ("one-rank-io", "small-writes"), _posix("-O", "-w", "24576", "-s", K64, "-d"), procs=4),
+    # The imbalances, in 4 MiB O_DIRECT writes, cost nothing here (the same bytes spread evenly: 3.15 -> 3.19 s
+    # idle): 64 KiB, as one-rank-io. On the shared file each rank first preallocates its region (-P): into a new
+    # file's holes the ranks' O_DIRECT writes ran one at a time (ext4 allocates under the file's lock), and
+    # balanced took as long (4.2-8.3 s against 5.2-5.4 imbalanced); preallocated, 1.7-1.9 s against 3.0-3.8 s
+    Case("rank-imbalance-shared", "shared file, preallocated: rank 0 writes 8 times what the others do "
+         "(64 KiB O_DIRECT)", ("rank-imbalance", "small-writes"),
+         _posix("-S", "-P", "-I", "8", "-w", "3072", "-s", K64, "-d"), procs=4),
+    # file per process: rank 0's 24576 writes against the others' 3072 cost 0.8-6.3 s over the twin's 8448 a
+    # rank (load 5-7)
+    Case("rank-imbalance-fpp", "file per process: rank 0 writes 8 times what the others do (64 KiB O_DIRECT)",
+         ("rank-imbalance", "small-writes"), _posix("-I", "8", "-w", "3072", "-s", K64, "-d"), procs=4),
 
     # stdio
     # One cause each, seen from several layers. A flushed line is a small write to the kernel: "small writes"
@@ -270,9 +275,9 @@ CASES: tuple[Case, ...] = (
 
 # Fixed twins: a planted case's program run again with its cause removed and nothing else changed (the same
 # bytes, ranks and file layout), for `job diff` on bad -> fixed pairs (PAIRS below). A few seconds each. They
-# are clean, but they stay out of the label scores (`TWIN_NAMES`): seventeen more controls, each the near copy
-# of a case already scored, would weigh the controls' alarms (Drishti's M01 on every POSIX job) seventeen
-# times more; `lab score` shows each twin's verdict beside its pair instead.
+# are clean (the rank pairs' keep their small writes), and they stay out of the label scores (`TWIN_NAMES`):
+# seventeen more controls, each the near copy of a case already scored, would weigh the controls' alarms
+# (Drishti's M01 on every POSIX job) seventeen times more; `lab score` shows each twin's verdict beside its pair.
 TWINS: tuple[Case, ...] = (
     Case("fixed-small-writes-odirect", "file per process, the same 64 MiB a rank in 4 MiB O_DIRECT writes", (),
          _ior("-a", "POSIX", "-F", "--posix.odirect", "-t", "4m", "-b", "64m", "-w")),
@@ -299,13 +304,14 @@ TWINS: tuple[Case, ...] = (
          _ior("-a", "MPIIO", "-c", "-t", "4m", "-b", "16m", "-w")),
     Case("fixed-collective-rmw", "the same collective writes of 4 KiB pieces, with no holes between them", (),
          ("lab_mpiio", "-o", "{dir}/data", "-c", "-n", "64", "-b", "4096", "-g", "0", "-k", "1024")),
-    Case("fixed-one-rank-io", "every rank writes a quarter of the same 3 GiB (4 MiB O_DIRECT)", (),
-         _posix("-w", "192", "-s", M4, "-d"), procs=4),
-    # rank 0's 8 x 128 and the others' 3 x 128 requests: 1408, 352 a rank
-    Case("fixed-rank-imbalance-shared", "shared file: the same bytes, 352 x 4 MiB O_DIRECT writes a rank", (),
-         _posix("-S", "-w", "352", "-s", M4, "-d"), procs=4),
-    Case("fixed-rank-imbalance-fpp", "file per process: the same bytes, 352 x 4 MiB O_DIRECT writes a rank", (),
-         _posix("-w", "352", "-s", M4, "-d"), procs=4),
+    # the ranks' twins keep their 64 KiB writes, planted: not controls, not fixed-
+    Case("spread-one-rank-io", "every rank writes a quarter of the same 1.5 GiB (64 KiB O_DIRECT)", ("small-writes",),
+         _posix("-w", "6144", "-s", K64, "-d"), procs=4),
+    # rank 0's 8 x 3072 and the others' 3 x 3072 requests: 33792, 8448 a rank
+    Case("balanced-rank-imbalance-shared", "shared file, preallocated: the same bytes, 8448 x 64 KiB O_DIRECT "
+         "writes a rank", ("small-writes",), _posix("-S", "-P", "-w", "8448", "-s", K64, "-d"), procs=4),
+    Case("balanced-rank-imbalance-fpp", "file per process: the same bytes, 8448 x 64 KiB O_DIRECT writes a rank",
+         ("small-writes",), _posix("-w", "8448", "-s", K64, "-d"), procs=4),
     Case("fixed-reread", "the same 256 MiB file read once (4 MiB O_DIRECT)", (),
          _posix("-w", "64", "-s", M4, "-r", "64", "-d")),
     Case("fixed-rewrite", "the same 512 MiB file written once (4 MiB O_DIRECT)", (), _posix("-w", "128", "-s", M4, "-d")),
@@ -361,12 +367,14 @@ PAIRS: tuple[Pair, ...] = (
          "IOR MPI-IO, 2 ranks, shared file, 16 MiB a rank, collective", "4 MiB calls instead of 4 KiB"),
     Pair("collective-rmw", "fixed-collective-rmw", "lab_mpiio, 2 ranks, 64 collective calls of 1024 x 4 KiB pieces",
          "pieces adjacent (no 4 KiB holes for two-phase to read back)"),
-    Pair("one-rank-io", "fixed-one-rank-io", "lab_posix, 4 ranks, 3 GiB in 4 MiB O_DIRECT writes",
+    Pair("one-rank-io", "spread-one-rank-io", "lab_posix, 4 ranks, 1.5 GiB in 64 KiB O_DIRECT writes",
          "every rank writes its quarter instead of rank 0 alone"),
-    Pair("rank-imbalance-shared", "fixed-rank-imbalance-shared", "lab_posix, 4 ranks, shared file, 1408 x 4 MiB O_DIRECT",
-         "352 requests a rank instead of 1024 for rank 0 and 128 for the others"),
-    Pair("rank-imbalance-fpp", "fixed-rank-imbalance-fpp", "lab_posix, 4 ranks, file per process, 1408 x 4 MiB O_DIRECT",
-         "352 requests a rank instead of 1024 for rank 0 and 128 for the others"),
+    Pair("rank-imbalance-shared", "balanced-rank-imbalance-shared",
+         "lab_posix, 4 ranks, shared file preallocated, 33792 x 64 KiB O_DIRECT",
+         "8448 requests a rank instead of 24576 for rank 0 and 3072 for the others"),
+    Pair("rank-imbalance-fpp", "balanced-rank-imbalance-fpp",
+         "lab_posix, 4 ranks, file per process, 33792 x 64 KiB O_DIRECT",
+         "8448 requests a rank instead of 24576 for rank 0 and 3072 for the others"),
     # the fix of data moved again is to move it once: the same file, fewer bytes
     Pair("reread", "fixed-reread", "lab_posix, 2 ranks, a 256 MiB file, 4 MiB O_DIRECT", "read once instead of 4 times"),
     Pair("rewrite", "fixed-rewrite", "lab_posix, 2 ranks, a 512 MiB file, 4 MiB O_DIRECT", "written once instead of 4 times"),

@@ -21,6 +21,10 @@
  *   -a BYTES           shift every file offset by BYTES (misaligned in the file)
  *   -m BYTES           shift the memory buffer by BYTES (misaligned in memory)
  *   -S                 one shared file, each rank its own contiguous region
+ *   -P                 preallocate (posix_fallocate) the rank's region before writing, as a code that knows its
+ *                      output's size does: a file system may then let several writers in at once (ext4 takes a
+ *                      file's lock exclusively for an O_DIRECT write that allocates blocks, shared for one that
+ *                      does not); every rank must be active (not with -O)
  *   -O                 only rank 0 does I/O; the others wait in a barrier
  *   -I K               rank 0 does K times the requests of the others (imbalance)
  *   -t                 stdio: each write is an fprintf of a SIZE-byte line and an fflush
@@ -75,12 +79,13 @@ int main(int argc, char **argv)
     int rank = 0, opt;
     const char *path = NULL;
     long nw = 0, nr = 0, size = 1 << 20, rsize = 0, shift = 0, mshift = 0, imbalance = 1, files = 0;
-    int direct = 0, evict = 0, sync_mode = 0, wrandom = 0, rrandom = 0, shared = 0, only0 = 0, stdio_mode = 0, rpasses = 1, wpasses = 1;
+    int direct = 0, evict = 0, sync_mode = 0, wrandom = 0, rrandom = 0, shared = 0, only0 = 0, stdio_mode = 0, rpasses = 1,
+        wpasses = 1, prealloc = 0;
 #ifdef LAB_MPI
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 #endif
-    while ((opt = getopt(argc, argv, "o:k:w:s:r:z:R:W:dey:xXa:m:SOI:tf:")) != -1) {
+    while ((opt = getopt(argc, argv, "o:k:w:s:r:z:R:W:dey:xXa:m:SPOI:tf:")) != -1) {
         switch (opt) {
         case 'o': path = optarg; break;
         case 'k': rank = atoi(optarg); break;
@@ -98,6 +103,7 @@ int main(int argc, char **argv)
         case 'a': shift = atol(optarg); break;
         case 'm': mshift = atol(optarg); break;
         case 'S': shared = 1; break;
+        case 'P': prealloc = 1; break;
         case 'O': only0 = 1; break;
         case 'I': imbalance = atol(optarg); break;
         case 't': stdio_mode = 1; break;
@@ -153,6 +159,12 @@ int main(int argc, char **argv)
     } else if (active) {
         int fd = open(name, flags, 0644);
         if (fd < 0) die("open", name);
+        if (prealloc && nw) {
+            int err = posix_fallocate(fd, base + shift, nw * size);
+            if (err) { errno = err; die("posix_fallocate", name); }
+            /* every region allocated before any rank writes (-P: every rank active, not with -O) */
+            barrier();
+        }
         if (nw) {
             long *o = order(nw, wrandom, 1000 + rank);
             for (int p = 0; p < wpasses; p++)
