@@ -7,11 +7,11 @@ version 5); a row of another revision is not "seen": the next `jobs ingest` read
 refreshes the row in place (docs/darshan.md "When the rules change").
 """
 
-#: Bump (to the day's date) with any change of a finding's level, cost or message, or of which findings a
+#: Bump (to the day's date; "DATE.N" for the Nth change of one day) with any change of a finding's level, cost or message, or of which findings a
 #: log gets (a rule added, removed, or testing something else, as R01 counting shared files did): stores
 #: written before then are refreshed by their next `jobs ingest`. Re-exported by stats/findings.py, beside
 #: the rules.
-RULES_REVISION = "2026-11-29"
+RULES_REVISION = "2026-11-29.2"
 
 
 def rules_current(revision: str | None) -> bool:
