@@ -205,11 +205,11 @@ def test_relative_directories_mean_where_the_command_was_run(tools, tmp_path, mo
 def test_the_advisor_on_a_control_and_on_small_collective_calls(tools, tmp_path):
     """Two of the catalogue's cases as they are, scored as `lab score` scores them: the large collective
     control raises nothing at WARN or HIGH (whatever the machine's load adds to its collective calls: the
-    buffering hint is credited only with the copy it removes). The 4 KiB collective calls on 2 ranks are
-    planted as the counters say (8 KiB per call across the ranks, read back with PyDarshan); the advisor
-    names them M11 with that evidence when their exchange costs time, and raises nothing else at WARN or
-    HIGH. Whether it costs depends on the machine: ~20 µs a call here when quiet (no M11: nothing worth
-    changing), 2 ms at load 15 (M11 HIGH); a test that asked for M11 failed on a quiet CI run."""
+    buffering hint is credited only with the copy it removes). The 131,072 collective calls of 32 B a rank on
+    2 ranks are planted as the counters say (64 B per call across the ranks, read back with PyDarshan); the
+    advisor names them M11 HIGH with that evidence, and raises nothing else at WARN or HIGH. Each call's
+    exchange costs ~20-45 us here (3.5-5.8 s in all at load 2-5, docs/validation.md "Small collective calls
+    made to cost"): above the 1 s bar even at the ~12 us a 4 KiB call took on the idle machine."""
     from ioweather.services.jobs.darshan import job_answer
     from ioweather.services.lab.catalogue import select
 
@@ -222,12 +222,11 @@ def test_the_advisor_on_a_control_and_on_small_collective_calls(tools, tmp_path)
     assert "nothing worth changing" in rep["verdict"]
     c = _counters(small.logs[0], "MPI-IO")
     calls, nbytes = int(c["MPIIO_COLL_WRITES"].sum()), int(c["MPIIO_BYTES_WRITTEN"].sum())
-    assert calls == 2 * 4096 and nbytes // (calls // 2) == 8192  # each rank's call is one of the job's calls
+    assert calls == 2 * 131072 and nbytes // (calls // 2) == 64  # each rank's call is one of the job's calls
     rep = job_answer(small.logs[0])[0].raw()
     alarms = [f["code"] for f in rep["findings"] if f["level"] in ("HIGH", "WARN")]
-    assert set(alarms) <= {"M11"}, rep["verdict"]
-    m11 = [f for f in rep["findings"] if f["code"] == "M11"]
-    if m11:
-        assert m11[0]["evidence"]["bytes_per_call"] == 8192 and m11[0]["evidence"]["ranks"] == 2
-        assert m11[0]["evidence"]["collective_calls"] == 4096
+    assert alarms == ["M11"], rep["verdict"]
+    (m11,) = [f for f in rep["findings"] if f["code"] == "M11"]
+    assert m11["level"] == "HIGH" and m11["evidence"]["bytes_per_call"] == 64 and m11["evidence"]["ranks"] == 2
+    assert m11["evidence"]["collective_calls"] == 131072
     assert "M08" not in [f["code"] for f in rep["findings"]]

@@ -199,12 +199,14 @@ CASES: tuple[Case, ...] = (
     Case("mpiio-independent-small-rw", "shared file, 4 KiB independent MPI-IO writes and reads",
          ("independent-shared", "small-writes", "small-reads"),
          _ior("-a", "MPIIO", "-t", "4k", "-b", "96m", "-w", "-r"), procs=4, costless_local=("small-reads",)),
-    # A 4 KiB collective call of 2 ranks costs ~12 us on the idle machine (4096 of them: 51 ms) and ~2 ms at a
-    # load of 15 (busy-polling ranks wait for the scheduler): seconds idle would need minutes loaded. More bytes
-    # do not make it material: at 256 and 512 MiB a rank (65,536 and 131,072 calls) the twin's 4 MiB calls took
-    # as long or longer (I/O time 0.97-1.32 s against 1.21-3.28 s, 2.77-3.44 s against 3.04-4.93 s; docs/validation.md)
-    Case("mpiio-collective-small", "shared file, 4 KiB collective MPI-IO writes", ("small-collective",),
-         _ior("-a", "MPIIO", "-c", "-t", "4k", "-b", "16m", "-w"), costless_local=("small-collective",)),
+    # The calls' own cost made to dominate: 131,072 collective calls of 32 B a rank (64 B a call across the two
+    # ranks, 4 MiB a rank in all), each paying two-phase's offset exchange (~20-45 us a call here), against the
+    # twin's one call of the same pieces: 3.5-5.8 s of MPI-IO against 0.03-0.05 s, M11 97 % of it in six rounds at
+    # load 2-5 (docs/validation.md, "Small collective calls made to cost"). 4 KiB calls over 16-512 MiB a rank
+    # were costless here: the data's page-cache noise outweighed the calls (the same section's predecessor).
+    Case("mpiio-collective-small", "shared file, 131,072 collective MPI-IO writes of 32 B a rank (64 B a call)",
+         ("small-collective",),
+         ("lab_mpiio", "-o", "{dir}/data", "-c", "-n", "131072", "-b", "32", "-g", "0", "-k", "1")),
     Case("mpiio-collective-small-sync", "shared file, 4 KiB collective MPI-IO writes, a sync after each",
          ("small-collective", "sync-per-write"),
          _ior("-a", "MPIIO", "-c", "-Y", "-t", "4k", "-b", "1m", "-w"), costless_local=("small-collective",)),
@@ -300,8 +302,8 @@ TWINS: tuple[Case, ...] = (
     # page-cache copies cost 0.3 s, under the bar)
     Case("fixed-random-small-reads", "the same 4 MiB writes evicted, then the same 4 KiB buffered reads in order", (),
          _posix("-w", "96", "-s", M4, "-r", "98304", "-z", "4096", "-e")),
-    Case("fixed-mpiio-collective-small", "shared file, the same 16 MiB a rank in 4 MiB collective MPI-IO writes", (),
-         _ior("-a", "MPIIO", "-c", "-t", "4m", "-b", "16m", "-w")),
+    Case("fixed-mpiio-collective-small", "shared file, the same 32 B pieces in one collective MPI-IO write of 4 MiB a "
+         "rank", (), ("lab_mpiio", "-o", "{dir}/data", "-c", "-n", "1", "-b", "32", "-g", "0", "-k", "131072")),
     Case("fixed-collective-rmw", "the same collective writes of 4 KiB pieces, with no holes between them", (),
          ("lab_mpiio", "-o", "{dir}/data", "-c", "-n", "64", "-b", "4096", "-g", "0", "-k", "1024")),
     # the ranks' twins keep their 64 KiB writes, planted: not controls, not fixed-
@@ -364,7 +366,8 @@ PAIRS: tuple[Pair, ...] = (
          "lab_mpiio, 4 ranks, shared file, 32 MiB a rank in its own block, independent, O_DIRECT",
          "8 MiB calls instead of 8 KiB"),
     Pair("mpiio-collective-small", "fixed-mpiio-collective-small",
-         "IOR MPI-IO, 2 ranks, shared file, 16 MiB a rank, collective", "4 MiB calls instead of 4 KiB"),
+         "lab_mpiio, 2 ranks, shared file, 4 MiB a rank in 32 B pieces interleaved by rank, collective",
+         "one call of 4 MiB a rank instead of 131,072 of 32 B"),
     Pair("collective-rmw", "fixed-collective-rmw", "lab_mpiio, 2 ranks, 64 collective calls of 1024 x 4 KiB pieces",
          "pieces adjacent (no 4 KiB holes for two-phase to read back)"),
     Pair("one-rank-io", "spread-one-rank-io", "lab_posix, 4 ranks, 1.5 GiB in 64 KiB O_DIRECT writes",
