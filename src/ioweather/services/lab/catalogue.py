@@ -201,9 +201,10 @@ CASES: tuple[Case, ...] = (
          _ior("-a", "MPIIO", "-t", "4k", "-b", "96m", "-w", "-r"), procs=4, costless_local=("small-reads",)),
     # The calls' own cost made to dominate: 131,072 collective calls of 32 B a rank (64 B a call across the two
     # ranks, 4 MiB a rank in all), each paying two-phase's offset exchange (~20-45 us a call here), against the
-    # twin's one call of the same pieces: 3.5-5.8 s of MPI-IO against 0.03-0.05 s, M11 97 % of it in six rounds at
-    # load 2-5 (docs/validation.md, "Small collective calls made to cost"). 4 KiB calls over 16-512 MiB a rank
-    # were costless here: the data's page-cache noise outweighed the calls (the same section's predecessor).
+    # twin's one call of the same pieces: 3.5-5.8 s of MPI-IO against 0.03-0.05 s, M11 97-98 % of the change in six
+    # rounds at load 2-5 (docs/validation.md, "Small collective calls made to cost"). 4 KiB calls over 16-512 MiB a
+    # rank were costless here: page-cache and writeback noise outweighed the calls (validation.md, "... small
+    # collective calls at scale").
     Case("mpiio-collective-small", "shared file, 131,072 collective MPI-IO writes of 32 B a rank (64 B a call)",
          ("small-collective",),
          ("lab_mpiio", "-o", "{dir}/data", "-c", "-n", "131072", "-b", "32", "-g", "0", "-k", "1")),
