@@ -589,13 +589,19 @@ def sharing_classes(ids: np.ndarray, ranks: np.ndarray, nprocs: int) -> tuple[np
     k = len(uniq)
     has_all = np.zeros(k, bool)
     has_all[inv[ranks < 0]] = True
-    key = inv.astype(np.int64) * (int(max(nprocs, ranks.max(initial=0) + 1)) + 2) + (ranks + 1)
-    ukey = distinct(key)
-    nranks = np.bincount(ukey // (int(max(nprocs, ranks.max(initial=0) + 1)) + 2), minlength=k)
+    width = int(max(nprocs, ranks.max(initial=0) + 1)) + 2
+    ukey = distinct(inv.astype(np.int64) * width + (ranks + 1))
+    nranks = np.bincount(ukey // width, minlength=k)
     nranks = np.where(has_all, nprocs, nranks)
     shared = has_all | ((nranks >= nprocs) & (nprocs > 1))
-    cls = np.where(shared, "shared", np.where(nranks > 1, "partially_shared", "unique")).astype(object)
+    # the class names taken from an object array by code: numpy's nested where on text made fixed-width strings
+    # first, then Python ones (~3 calls a log, issue 40)
+    cls = _SHARING_NAMES[np.where(shared, 2, nranks > 1)]
     return uniq, first, nranks, cls
+
+
+#: sharing_classes' class names by code: 0 unique, 1 partially shared, 2 shared
+_SHARING_NAMES = np.array(["unique", "partially_shared", "shared"], dtype=object)
 
 
 def file_sharing(fs: Cols, nprocs: int) -> Cols:
