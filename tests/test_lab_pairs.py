@@ -471,3 +471,53 @@ def test_small_collective_calls_cost_their_exchange_not_their_bytes():
     assert not [x for x in rt.findings if x.level in ("WARN", "HIGH")] and "nothing worth changing" in rt.verdict
     (m11,) = [c for c in d.causes if c.code == "M11"]
     assert MIN_EXPLAINED_SHARE * -d.io_time_change_s <= -m11.change_s <= MAX_CLAIM * -d.io_time_change_s
+
+
+def test_a_fastest_rank_that_moved_little_does_not_bound_the_straggler_claim():
+    """The bound takes the fastest rank's rate for the device's with every stream on it; a fastest rank that read a
+    64 KiB header in 5 ms has a rate of its latency, not the device's, and bounded P18 to 0 (review). Below
+    `costs.BESIDE_MIN_SHARE` of a balanced rank's bytes its rate bounds nothing: the claim is the wait over the mean,
+    as before the bound."""
+    from ioweather.sources.darshan_log import read_log
+    from ioweather.stats import costs
+    from ioweather.stats.findings import job_findings
+    from ioweather.stats.job import characterize
+
+    def p18(fastest_bytes=None, fastest_s=None):
+        log = read_log(str(PAIR_LOGS / "rank-imbalance-shared.darshan"))
+        rec = log.records["POSIX"]
+        if fastest_bytes is not None:
+            (i,) = [k for k in range(len(rec)) if rec.ranks[k] == -1]
+            rec.counter_values[i, rec.counter_names.index("POSIX_FASTEST_RANK_BYTES")] = fastest_bytes
+            rec.fcounter_values[i, rec.fcounter_names.index("POSIX_F_FASTEST_RANK_TIME")] = fastest_s
+            rec._arrays = None
+            rec._frames.clear()
+        (f,) = [f for f in job_findings(log, characterize(log)) if f["code"] == "P18"]
+        return f
+
+    bounded, header = p18(), p18(64 << 10, 0.005)
+    assert bounded["level"] == header["level"] == "HIGH"
+    assert 0 < bounded["cost_s"] < header["cost_s"]
+    assert "beside" not in header["message"] and "beside_files" not in header["evidence"]
+    # the unbounded claim is the wait over the mean rank (slowest - (write + meta) / ranks), read here directly
+    log = read_log(str(PAIR_LOGS / "rank-imbalance-shared.darshan"))
+    rec = log.records["POSIX"]
+    (i,) = [k for k in range(len(rec)) if rec.ranks[k] == -1]
+    fc = dict(zip(rec.fcounter_names, rec.fcounter_values[i]))
+    wait = fc["POSIX_F_SLOWEST_RANK_TIME"] - (fc["POSIX_F_WRITE_TIME"] + fc["POSIX_F_META_TIME"]) / 4
+    assert header["cost_s"] == pytest.approx(wait, rel=1e-6)
+    # the share's edge: 1/8 of a balanced rank's bytes is enough, less is not
+    total = float(dict(zip(rec.counter_names, rec.counter_values[i]))["POSIX_BYTES_WRITTEN"])
+    assert costs.beside_ok(total / 4 / 8, total, 4) and not costs.beside_ok(total / 4 / 8 * 0.99, total, 4)
+
+
+def test_concurrent_excess_bounds_nothing_without_a_rate():
+    """No rate (0, NaN): no bound, the slowest rank's whole time (a caller's min() keeps its own claim), never
+    "saves nothing"; with a rate, slowest - bytes / (streams x rate), never negative."""
+    import numpy as np
+
+    from ioweather.stats import costs
+
+    got = costs.concurrent_excess(np.array([3.0, 3.0, 3.0, 1.0]), np.array([8e9, 8e9, 8e9, 8e9]),
+                                  np.array([0.0, np.nan, 1e9, 1e9]), 4)
+    assert got.tolist() == pytest.approx([3.0, 3.0, 1.0, 0.0])

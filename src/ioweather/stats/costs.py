@@ -160,6 +160,19 @@ def one_device_excess(slowest_s: np.ndarray, total_bytes: np.ndarray, rank_rate:
     return np.clip(t - np.where(rate > 0, b / np.where(rate > 0, rate, 1.0), t), 0.0, None)
 
 
+#: A rank's rate stands for what one stream got with every stream on the device only when the rank moved at least
+#: this share of a balanced rank's bytes: a rank that read a header, or spent its time opening files, has a rate
+#: of its metadata, not of the device, and would bound the saving to 0 (`concurrent_excess`)
+BESIDE_MIN_SHARE = 1 / 8
+
+
+def beside_ok(rank_bytes, total_bytes, streams) -> np.ndarray:
+    """Whether a rank that moved `rank_bytes` of `total_bytes` over `streams` ranks moved enough for its rate to
+    show the device's (BESIDE_MIN_SHARE of a balanced share)."""
+    return np.asarray(rank_bytes, dtype=float) * np.asarray(streams, dtype=float) \
+        >= BESIDE_MIN_SHARE * np.asarray(total_bytes, dtype=float)
+
+
 def concurrent_excess(slowest_s: np.ndarray, total_bytes: np.ndarray, beside_rate: np.ndarray,
                       streams: np.ndarray | float) -> np.ndarray:
     """Per file (or job), the most a straggler's wait can shrink when the ranks' requests are latency-bound (small)
@@ -167,12 +180,13 @@ def concurrent_excess(slowest_s: np.ndarray, total_bytes: np.ndarray, beside_rat
     lets them. A rank that wrote while all the others did (the fastest of a shared file, or any rank but the
     slowest: they started together and stopped first) got `beside_rate` (its bytes over its time) with every
     stream on the device; balanced, `streams` ranks move the bytes no faster than streams x that rate:
-    slowest_s - total_bytes / (streams x beside_rate), 0 when the job already did. Where one rank's requests
-    fill the device, `one_device_excess`."""
+    slowest_s - total_bytes / (streams x beside_rate), 0 when the job already did; no bound (slowest_s) where the
+    rate is 0 or unknown. The caller checks the rank moved enough to show the device's rate (`beside_ok`). Where
+    one rank's requests fill the device, `one_device_excess`."""
     t = np.asarray(slowest_s, dtype=float)
     rate = np.nan_to_num(np.asarray(beside_rate, dtype=float)) * np.asarray(streams, dtype=float)
     b = np.asarray(total_bytes, dtype=float)
-    return np.clip(t - np.where(rate > 0, b / np.where(rate > 0, rate, 1.0), t), 0.0, None)
+    return np.clip(t - np.where(rate > 0, b / np.where(rate > 0, rate, 1.0), 0.0), 0.0, None)
 
 
 def crowded_device_saving(io_s: float, moved: float, rank_rate: float, device_rate: float,

@@ -1167,7 +1167,8 @@ def _rank_time_imbalance(j: Job) -> list[dict]:
     elif _all_local(fst) and (j.ch["job"]["nnodes"] or 1) <= 1 and active.sum() > 1:
         # small requests on one node's disk: the ranks' streams add up, as far as the device lets them; the other
         # ranks, each writing beside all of them, show how far (costs.concurrent_excess)
-        others = active & (np.arange(len(tm)) != slow) & (tm > 0)
+        others = active & (np.arange(len(tm)) != slow) & (tm > 0) \
+            & costs.beside_ok(by, by[active].sum(), int(active.sum()))
         beside = float((by[others] / tm[others]).max()) if others.any() else 0.0
         bound = float(costs.concurrent_excess(tm[slow], by[active].sum(), beside, int(active.sum())))
         if beside > 0 and bound < cost:
@@ -1665,7 +1666,7 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
         beside_bound = x.one_local_disk & ~one_device
         fr, ft = zero["POSIX_FASTEST_RANK_BYTES"], zero["POSIX_F_FASTEST_RANK_TIME"]
         beside = np.where(ft > 0, fr / np.where(ft > 0, ft, 1.0), 0.0)
-        beside_bound &= beside > 0
+        beside_bound &= (beside > 0) & costs.beside_ok(fr, tb, nprocs)
         if beside_bound.any():
             bounded = np.where(beside_bound, costs.concurrent_excess(slowest_t, tb, beside, nprocs), excess)
             beside_bound &= bounded < excess
