@@ -230,3 +230,14 @@ def test_the_advisor_on_a_control_and_on_small_collective_calls(tools, tmp_path)
     assert m11["level"] == "HIGH" and m11["evidence"]["bytes_per_call"] == 64 and m11["evidence"]["ranks"] == 2
     assert m11["evidence"]["collective_calls"] == 131072
     assert "M08" not in [f["code"] for f in rep["findings"]]
+
+
+@pytest.mark.parametrize("other", ["-O", "-t", "-f"])
+def test_preallocation_is_refused_where_it_cannot_apply(tools, tmp_path, other):
+    """-P's barrier is every rank's: with -O the idle ranks would leave rank 0 waiting at its last barrier (a
+    hang under mpiexec); -t and -f write nothing it could preallocate. Refused before any I/O, one line."""
+    extra = [other, "4"] if other == "-f" else [other]
+    done = subprocess.run([tools.programs["lab_posix_nompi"], "-o", str(tmp_path / "p"), "-w", "2", "-s", "4096",
+                           "-P", *extra], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.strip() == "lab_posix: -P cannot go with -O, -t or -f"
+    assert not list(tmp_path.iterdir())

@@ -313,11 +313,17 @@ def test_a_lab_program_is_rebuilt_when_its_source_changed_though_its_binary_is_n
     tools = Toolchain(mpicc=cc, mpiexec="", cc=cc, darshan_lib="", ior="", mdtest="", origin="cache")
     bindir = tmp_path / "bin"
     toolchain._compile(tools, bindir)
-    out = Path(tools.programs["lab_posix_nompi"])
-    assert subprocess.run([str(out)], capture_output=True, text=True).stdout == "one\n"
+    first = Path(tools.programs["lab_posix_nompi"])
+    assert subprocess.run([str(first)], capture_output=True, text=True).stdout == "one\n"
     (programs / "lab_posix.c").write_text('#include <stdio.h>\nint main(void) { puts("two"); return 0; }\n')
-    old = out.stat().st_mtime - 3600
+    old = first.stat().st_mtime - 3600
     os.utime(programs / "lab_posix.c", (old, old))
     toolchain._compile(tools, bindir)
-    assert subprocess.run([str(out)], capture_output=True, text=True).stdout == "two\n"
+    second = Path(tools.programs["lab_posix_nompi"])
+    assert subprocess.run([str(second)], capture_output=True, text=True).stdout == "two\n"
+    # another checkout with the first source (a branch, a worktree sharing the cache) still runs its own binary
+    assert second != first and subprocess.run([str(first)], capture_output=True, text=True).stdout == "one\n"
+    built = second.stat().st_mtime_ns
+    toolchain._compile(tools, bindir)  # the same source again: nothing rebuilt
+    assert Path(tools.programs["lab_posix_nompi"]) == second and second.stat().st_mtime_ns == built
     assert not [p.name for p in bindir.iterdir() if p.name.startswith(".")], "a half-built binary was left"

@@ -96,7 +96,8 @@ def find(cache: Path | None = None, *, compile_programs: bool = True) -> Toolcha
 
 
 def _compile(tools: Toolchain, bindir: Path) -> None:
-    """Compile the lab's C programs into `bindir` when a source (or its command) changed since its binary."""
+    """Compile the lab's C programs into `bindir`, each binary named by its source's and command's hash (built
+    once per version)."""
     bindir.mkdir(parents=True, exist_ok=True)
     h5 = ["-I", str(HDF5_INCLUDE), f"-L{HDF5_LIB}", f"-Wl,-rpath,{HDF5_LIB}"]
     recipes = {
@@ -109,20 +110,20 @@ def _compile(tools: Toolchain, bindir: Path) -> None:
         if name == "lab_hdf5" and not (HDF5_INCLUDE / "hdf5.h").is_file():
             tools.missing[name] = f"no MPICH build of HDF5 ({HDF5_INCLUDE}/hdf5.h; apt-get install libhdf5-mpich-dev)"
             continue
-        src, out = PROGRAMS / source, bindir / name
-        # a binary is keyed by its source's bytes and the command, not by times: a checkout's files get the
-        # clone's time, which can be older than a binary built from an earlier version of the source
-        stamp = hashlib.sha256(src.read_bytes() + "\0".join([*compiler, *libs]).encode()).hexdigest()
-        seal = out.with_name(name + ".source-sha256")
-        if not out.exists() or not seal.exists() or seal.read_text().strip() != stamp:
-            part = out.with_name(f".{name}.{os.getpid()}")
+        src = PROGRAMS / source
+        # a binary is named by its source's bytes and its command, not kept by times: a checkout's files get the
+        # clone's time, which can be older than a binary built from another version of the source; and checkouts
+        # sharing the cache (worktrees, branches) each find their own binary, never one another's rebuilt over it
+        stamp = hashlib.sha256(src.read_bytes() + "\0".join([*compiler, *libs]).encode()).hexdigest()[:16]
+        out = bindir / f"{name}-{stamp}"
+        if not out.exists():
+            part = bindir / f".{name}-{stamp}.{os.getpid()}"
             done = subprocess.run([*compiler, "-O2", "-o", str(part), str(src), *libs], capture_output=True, text=True)
             if done.returncode:
                 part.unlink(missing_ok=True)
                 raise UserError(f"cannot compile {source}: {(done.stderr.strip().splitlines() or ['?'])[-1]}")
-            # renamed into place, so a lab running beside this build never starts a half-written binary
+            # renamed into place whole: a lab starting it meanwhile never runs a half-written binary
             os.replace(part, out)
-            seal.write_text(stamp + "\n")
         tools.programs[name] = str(out)
 
 

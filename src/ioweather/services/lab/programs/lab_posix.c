@@ -112,6 +112,12 @@ int main(int argc, char **argv)
         }
     }
     if (!path) { fprintf(stderr, "lab_posix: -o PATH is required\n"); return 2; }
+    /* -P's barrier is every rank's: with -O the idle ranks would pair it with their last one and leave rank 0
+       waiting; the stdio and file-per-write paths allocate nothing to preallocate */
+    if (prealloc && (only0 || stdio_mode || files > 0)) {
+        fprintf(stderr, "lab_posix: -P cannot go with -O, -t or -f\n");
+        return 2;
+    }
     if (!rsize) rsize = size;
     /* the most requests any rank makes, the same on every rank: a shared file's regions do not overlap */
     long maxn = (nw > nr ? nw : nr) * (imbalance > 1 ? imbalance : 1);
