@@ -419,6 +419,12 @@ def _captured_c_stderr(sink: list[str]):
                     if line.strip().lower().startswith(("error", "warning")) or "darshan" in line.lower())
 
 
+def _raw(ffi):
+    """The cffi backend under PyDarshan's `ffi` (its `string`/`cast` without the wrapper's per-call work: the
+    names' and layouts' loops call them once a record); the `ffi` itself where it has none (an API-mode build)."""
+    return getattr(ffi, "_backend", ffi)
+
+
 def _backend():
     # lazy: darshan, loaded only when this runs
     from darshan.backend import cffi_backend
@@ -436,7 +442,7 @@ def _name_records(b, log) -> dict[int, str]:
     lib.darshan_log_get_name_records(log["handle"], nrecs, cnt)
     out: dict[int, str] = {}
     # the backend's own string (ffi.string is a Python wrapper around it)
-    arr, free, string = nrecs[0], lib.darshan_free, ffi._backend.string
+    arr, free, string = nrecs[0], lib.darshan_free, _raw(ffi).string
     for i in range(cnt[0]):
         rec = arr[i]
         name = rec.name
@@ -603,7 +609,7 @@ def _read_lustre(b, log, path: str, errors: list[str], comp: int) -> LustreLayou
     counted = not (comp == 0 and DEFLATE_MAX_RATIO * ln + DEFLATE_MATCH <= limit)
     handle, get, free = log["handle"], lib.darshan_log_get_record, lib.darshan_free
     # the backend's own cast (ffi.cast is a Python wrapper around it: ~0.3 µs a record)
-    buffer, cast, null = ffi.buffer, ffi._backend.cast, ffi.NULL
+    buffer, cast, null = ffi.buffer, _raw(ffi).cast, ffi.NULL
     head_unpack, head_size, comp_unpack = head_t.unpack, head_t.size, comp_t.unpack
     holder = ffi.new("void **")
     rec_t = ffi.typeof("struct darshan_lustre_record *")

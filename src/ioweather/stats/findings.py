@@ -1173,8 +1173,8 @@ def _rank_time_imbalance(j: Job) -> list[dict]:
         bound = float(costs.concurrent_excess(tm[slow], by[active].sum(), beside, int(active.sum())))
         if beside > 0 and bound < cost:
             cost = bound
-            device = (f"; on one node's local disk ({', '.join(sorted({str(x) for x in fst if x}))}) the other ranks "
-                      f"got {format_bytes(beside)}/s each while all wrote, so {int(active.sum())} balanced ranks move "
+            device = (f"; on one node's local disk ({', '.join(sorted({str(x) for x in fst if x}))}) the fastest of "
+                      f"the other ranks got {format_bytes(beside)}/s while all wrote, so {int(active.sum())} balanced ranks move "
                       f"the bytes no faster than {format_bytes(beside * int(active.sum()))}/s: balancing saves at "
                       f"most {format_seconds(cost)}")
             ev = {**ev, "beside_rate": beside}

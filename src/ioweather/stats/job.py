@@ -509,7 +509,8 @@ def library_mask(names) -> np.ndarray:
         _LIBRARY_MEMO.clear()
     # one dict lookup per name, the pattern only for a name not answered before; the answers made an array at
     # the end (issue 40: a numpy store per name was most of the call on a log of 2,000 files)
-    hits = list(map(_LIBRARY_MEMO.get, names.tolist() if isinstance(names, np.ndarray) else names))
+    names = names.tolist() if isinstance(names, np.ndarray) else list(names)
+    hits = list(map(_LIBRARY_MEMO.get, names))
     if None in hits:
         for i, hit in enumerate(hits):
             if hit is None:

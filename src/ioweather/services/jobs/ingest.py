@@ -489,6 +489,8 @@ class Ingest:
         self.last = time.monotonic()
         self.counts = {"ingested": 0, "refreshed": 0, "failed": 0, "duplicates": 0, "skipped": 0}
         self.batch_hashes: set[str] = set()
+        #: `FilePart`s in self.tables not yet made an Arrow table
+        self.unmade = 0
         #: files whose content is stored or found stored, remembered after each batch so the next ingest skips them
         self.seen: list[dict] = []
 
@@ -504,9 +506,10 @@ class Ingest:
                 self.batch_hashes.add(row["log_hash"])
                 self.rows.append(row)
                 self.tables.append(result[2])  # a pa.Table (Dask) or a FilePart (`_extract_in_pool`)
-                if len(self.tables) % PARTS_PER_TABLE == 0:
+                self.unmade += 1
+                if self.unmade >= PARTS_PER_TABLE:
                     # Arrow holds them in a third of the memory of their Python lists (the peak RSS)
-                    self.tables = _tables(self.tables)
+                    self.tables = self._made_tables()
                 self.counts["ingested"] += 1
         elif kind == "dup":
             self.counts["duplicates"] += 1
@@ -525,8 +528,8 @@ class Ingest:
             if self.rows or self.failures:
                 # stored by a concurrent ingest since we looked: found present, not ingested by us; stored but
                 # not current (other rules, or columns added since): refreshed in place, not ingested either
-                present, refreshed = write_batch(self.store, self.parquet_dir, self.rows, _tables(self.tables),
-                                                 self.failures)
+                tables = self._made_tables()
+                present, refreshed = write_batch(self.store, self.parquet_dir, self.rows, tables, self.failures)
                 self.counts["ingested"] -= len(present) + len(refreshed)
                 self.counts["duplicates"] += len(present)
                 self.counts["refreshed"] += len(refreshed)
@@ -535,7 +538,35 @@ class Ingest:
             if self.seen:
                 remember(self.store, self.seen)
             self.rows, self.tables, self.failures, self.found_known, self.seen = [], [], [], [], []
+            self.unmade = 0
         self.last = time.monotonic()
+
+    def _made_tables(self) -> list[pa.Table]:
+        """self.tables as Arrow tables (`_tables`). A log whose rows Arrow refuses (a reader's value no column can
+        hold) is a failed row, its job row and its "seen" mark taken back, and the batch's other logs are kept:
+        the worker that made its table before caught this as any reader error (`_extract`)."""
+        try:
+            made = _tables(self.tables)
+        except Exception:  # which part: each made alone
+            made = []
+            for part in self.tables:
+                try:
+                    made.extend(_tables([part]))
+                except Exception as e:
+                    self._failed_part(part.log_hash, f"unexpected error while storing its files' rows: "
+                                                     f"{type(e).__name__}: {e}")
+        self.unmade = 0
+        return made
+
+    def _failed_part(self, log_hash: str, reason: str) -> None:
+        row = next(r for r in self.rows if r["log_hash"] == log_hash)
+        self.rows = [r for r in self.rows if r is not row]
+        self.seen = [r for r in self.seen if r is not row]
+        self.batch_hashes.discard(log_hash)
+        self.failures.append({"path": row["path"], "path_hash": row["path_hash"], "log_hash": log_hash,
+                              "size_bytes": row["size_bytes"], "mtime_ns": row["mtime_ns"], "reason": reason})
+        self.counts["ingested"] -= 1
+        self.counts["failed"] += 1
 
 
 #: `FilePart`s made one Arrow table while a batch is collected, not only at its end (the parent's memory)
