@@ -509,17 +509,24 @@ def library_mask(names) -> np.ndarray:
         _LIBRARY_MEMO.clear()
     # one dict lookup per name, the pattern only for a name not answered before; the answers made an array at
     # the end (issue 40: a numpy store per name was most of the call on a log of 2,000 files)
+    return np.array(_memo_lookup(names, _LIBRARY_MEMO, lambda n: bool(_LIBRARY.search(n)) if isinstance(n, str)
+                                 and n else False), dtype=bool)
+
+
+def _memo_lookup(names, memo: dict, compute) -> list:
+    """Each name's answer: one dict lookup per name, `compute(name)` only for a name `memo` has not answered (a
+    name repeated in `names` is computed once)."""
     names = names.tolist() if isinstance(names, np.ndarray) else list(names)
-    hits = list(map(_LIBRARY_MEMO.get, names))
+    hits = list(map(memo.get, names))
     if None in hits:
         for i, hit in enumerate(hits):
             if hit is None:
                 n = names[i]
-                hit = _LIBRARY_MEMO.get(n)
+                hit = memo.get(n)
                 if hit is None:
-                    hit = _LIBRARY_MEMO[n] = bool(_LIBRARY.search(n)) if isinstance(n, str) and n else False
+                    hit = memo[n] = compute(n)
                 hits[i] = hit
-    return np.array(hits, dtype=bool)
+    return hits
 
 
 #: name -> whether it is a library file: the rules ask for the same names several times per log, and the
@@ -1069,22 +1076,15 @@ def _mount_hits(names, mounts: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """`assign_mounts`' answer as one (mount point, fs type) per name: one dict lookup per name, the walk only
     for a name not answered before."""
     found, dirs, table = _mount_memo(mounts)
-    names = names.tolist() if isinstance(names, np.ndarray) else list(names)
-    hits = list(map(found.get, names))
-    if None in hits:
-        for i, hit in enumerate(hits):
-            if hit is None:
-                n = names[i]
-                hit = found.get(n)  # a name repeated in this list, answered a few rows above
-                if hit is None:
-                    # _mount_of's first two steps inline (a file whose directory is answered: most of them)
-                    if isinstance(n, str) and n.startswith("/") and n != "/":
-                        hit = table.get(n) or dirs.get(n.rsplit("/", 1)[0] or "/")
-                    if hit is None:
-                        hit = _mount_of(n, table, dirs)
-                    found[n] = hit
-                hits[i] = hit
-    return hits
+
+    def walk(n):
+        hit = None
+        # _mount_of's first two steps inline (a file whose directory is answered: most of them)
+        if isinstance(n, str) and n.startswith("/") and n != "/":
+            hit = table.get(n) or dirs.get(n.rsplit("/", 1)[0] or "/")
+        return _mount_of(n, table, dirs) if hit is None else hit
+
+    return _memo_lookup(names, found, walk)
 
 
 _NO_MOUNT = ("", "")
