@@ -8,6 +8,7 @@ sum or another tie order fails), and through the light door only where the store
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import sqlite3
@@ -271,7 +272,24 @@ def _random_rows(rng: random.Random, n: int) -> list[tuple]:
     return rows
 
 
-@pytest.mark.parametrize("seed", [None, 7])
+def _same(a: str, b: str) -> bool:
+    """The same JSON, floats to within a few units in the last place: pandas 3.1's grouped sum is not in every case
+    the row-order Kahan sum `kahan_sums` follows (seed 2122258595: a project's shares 0.5, 0.99999990000001, 3.81e-08 sum to
+    1.499999938106532 by math.fsum and by `kahan_sums`, 1.4999999381065319 by pandas' groupby), so an exact
+    match with the reference fails one seed in many on a last digit no page shows."""
+    def same(x, y):
+        if isinstance(x, float) and isinstance(y, float):
+            return math.isclose(x, y, rel_tol=4 * sys.float_info.epsilon, abs_tol=0.0)
+        if isinstance(x, dict) and isinstance(y, dict):
+            return x.keys() == y.keys() and all(same(x[k], y[k]) for k in x)
+        if isinstance(x, list) and isinstance(y, list):
+            return len(x) == len(y) and all(same(u, v) for u, v in zip(x, y))
+        return x == y and type(x) is type(y)
+
+    return a == b or same(json.loads(a), json.loads(b))
+
+
+@pytest.mark.parametrize("seed", [None, 7, 2122258595])
 def test_the_summary_of_planted_rows(seed):
     seed = random.randrange(2**32) if seed is None else seed
     print(f"seed {seed}")
@@ -286,9 +304,9 @@ def test_the_summary_of_planted_rows(seed):
         for opts in OPTIONS:
             for r in ([], rules):
                 want = _want(frame, r, 3, **opts)
-                assert _light(rows, r, 3, **opts) == want, (seed, n, opts, r)
-                assert _door(frame, r, 3, **opts) == want, (seed, n, opts, r)
-                assert _door(part, r, 3, **opts) == _want(part, r, 3, **opts), (seed, n, opts, r)
+                assert _same(_light(rows, r, 3, **opts), want), (seed, n, opts, r)
+                assert _same(_door(frame, r, 3, **opts), want), (seed, n, opts, r)
+                assert _same(_door(part, r, 3, **opts), _want(part, r, 3, **opts)), (seed, n, opts, r)
     # every column NULL but the key ones: pandas types them object, the light path float NaN
     rows = [tuple(f"{i:064x}" if c == "log_hash" else (2 if c == "nprocs" else None) for c in COLS) for i in range(5)]
     frame = pd.DataFrame.from_records(rows, columns=COLS)

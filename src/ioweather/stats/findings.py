@@ -1169,7 +1169,9 @@ def _rank_time_imbalance(j: Job) -> list[dict]:
         # ranks, each writing beside all of them, show how far (costs.concurrent_excess)
         others = active & (np.arange(len(tm)) != slow) & (tm > 0) \
             & costs.beside_ok(by, by[active].sum(), int(active.sum()))
-        beside = float((by[others] / tm[others]).max()) if others.any() else 0.0
+        with np.errstate(over="ignore"):  # a damaged record's time can be tiny beside its bytes: no rate then
+            rates = by[others] / tm[others]
+        beside = float(rates[np.isfinite(rates)].max()) if np.isfinite(rates).any() else 0.0
         bound = float(costs.concurrent_excess(tm[slow], by[active].sum(), beside, int(active.sum())))
         if beside > 0 and bound < cost:
             cost = bound
@@ -1665,7 +1667,9 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
         # wrote, which the fastest rank's rate shows (costs.concurrent_excess)
         beside_bound = x.one_local_disk & ~one_device
         fr, ft = zero["POSIX_FASTEST_RANK_BYTES"], zero["POSIX_F_FASTEST_RANK_TIME"]
-        beside = np.where(ft > 0, fr / np.where(ft > 0, ft, 1.0), 0.0)
+        with np.errstate(over="ignore"):  # a damaged record's time can be tiny beside its bytes: no rate then
+            beside = np.where(ft > 0, fr / np.where(ft > 0, ft, 1.0), 0.0)
+        beside = np.where(np.isfinite(beside), beside, 0.0)
         beside_bound &= (beside > 0) & costs.beside_ok(fr, tb, nprocs)
         if beside_bound.any():
             bounded = np.where(beside_bound, costs.concurrent_excess(slowest_t, tb, beside, nprocs), excess)
