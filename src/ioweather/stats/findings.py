@@ -1714,17 +1714,19 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
                     hi_t, lo_t = mon["POSIX_F_SLOWEST_RANK_TIME"][worst], mon["POSIX_F_FASTEST_RANK_TIME"][worst]
                     spread = (f"its slowest rank took {format_seconds(hi_t)} and its fastest {format_seconds(lo_t)}, "
                               f"of {format_seconds(tt[worst])} summed over ranks")
+                # each bound's reason once, the saving (all the bad files') once after them
                 device = (f"; on one node's local disk with requests of {format_bytes(t.small_bytes)} or more, every "
-                          "rank streams into the same device, whose bandwidth does not add up over ranks: balancing "
-                          f"saves at most {format_seconds(float(excess[bad].sum()))}") if one_device[bad].any() else ""
+                          "rank streams into the same device, whose bandwidth does not add up over ranks"
+                          ) if one_device[bad].any() else ""
                 side = beside_bound & bad
                 if side.any():
                     k = int(np.argmax(np.where(side, tb, -1.0)))
                     device += (f"; on one node's local disk with smaller requests the ranks' streams add up as far as "
                                f"the device lets them: the fastest rank got {format_bytes(beside[k])}/s beside the "
                                f"others, so {nprocs} balanced ranks move the bytes no faster than "
-                               f"{format_bytes(beside[k] * nprocs)}/s: balancing saves at most "
-                               f"{format_seconds(float(excess[bad].sum()))}")
+                               f"{format_bytes(beside[k] * nprocs)}/s")
+                if device:
+                    device += f": balancing saves at most {format_seconds(float(excess[bad].sum()))}"
                 out.append(_f(code, f"{int(bad.sum())} shared file(s) with a straggler rank by {what}; worst: "
                               f"{names[worst] or 'unnamed'}: {spread}{device}",
                               {"files": int(bad.sum()), "max_ratio": float(ratio[worst]), "worst_file": names[worst],

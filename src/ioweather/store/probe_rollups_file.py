@@ -197,8 +197,10 @@ def _decode(data: bytes | mmap.mmap, key: dict, on_header: Callable | None) -> d
     check = threading.Thread(target=lambda: crc.append(zlib.crc32(memoryview(data)[start:start + size])),
                              name="rollups-crc", daemon=True)
     check.start()
-    out = _arrays(data, start, targets)
-    check.join()
+    try:
+        out = _arrays(data, start, targets)
+    finally:
+        check.join()  # a header whose arrays do not decode leaves no check running over the mapping
     return out if crc == [int.from_bytes(data[-4:], "little")] else {}  # damaged (or the check itself failed)
 
 

@@ -212,8 +212,8 @@ def _gone_first(fs: list[Finding], other: list[Finding], io_time_s: float) -> di
     return {r["code"]: float(r["combined_s"]) for r in rows}
 
 
-def finding_causes(before: list[Finding], after: list[Finding], before_io_s: float = 0.0,
-                   after_io_s: float = 0.0) -> list[DiffCause]:
+def finding_causes(before: list[Finding], after: list[Finding], before_io_s: float,
+                   after_io_s: float) -> list[DiffCause]:
     """The findings whose saving (`combined_s`, each run's with the findings the other run lacks first:
     `_gone_first`) differs between the runs, largest change first."""
     def costs_of(fs, other, io_s):
