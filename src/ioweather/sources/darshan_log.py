@@ -1,7 +1,8 @@
 """Reading Darshan logs (format 3.00-3.41) through PyDarshan: raw records, no statistics.
 
 PyDarshan (the `darshan` package, which bundles libdarshan-util) is the only
-parser of the log format used here. We go through its CFFI backend rather than
+parser of the log format used here. We go through its CFFI backend's calls (`darshan_cffi`: the same
+declarations and library, without the package's pandas) rather than
 `DarshanReport.read_all()` because of traps met on real logs:
 
 - a truncated log reads as a *shorter valid log*: libdarshan-util returns -1 for
@@ -40,9 +41,9 @@ import struct
 import tempfile
 import zlib
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ioweather.errors import os_error_reason
 from ioweather.files import fd_path
@@ -50,6 +51,9 @@ from ioweather.units import format_bytes, format_seconds
 # the header's check, the log's opening and its hash live apart (no numpy, pandas: `why` hashes a log with them)
 from ioweather.sources.darshan_header import (  # noqa: F401  re-exported: the reader's callers import them from here
     HASHED_TRAILER_BYTES, DarshanLogError, DarshanOpenError, _Layout, check_layout, content_hash, open_log)
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Modules whose records are a fixed struct of int64 counters + float64 fcounters.
 GENERIC_MODULES = ("POSIX", "MPI-IO", "STDIO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "DFS", "DAOS")
@@ -117,6 +121,10 @@ class ModuleRecords:
         return self._arrays
 
     def _frame(self, kind: str) -> pd.DataFrame:
+        # lazy: pandas, for the frames only (the ingest reads no frame and imports no pandas: ~0.55 s of its
+        # serial start)
+        import pandas as pd
+
         if kind not in self._frames:
             names, values = ((self.counter_names, self.counter_values) if kind == "c"
                              else (self.fcounter_names, self.fcounter_values))
@@ -155,6 +163,9 @@ class LustreLayouts:
         return len(self.id)
 
     def frame(self) -> pd.DataFrame:
+        # lazy: pandas, as `ModuleRecords._frame`
+        import pandas as pd
+
         return pd.DataFrame({c: getattr(self, c) for c in self.COLUMNS}, columns=list(self.COLUMNS))
 
 
@@ -426,10 +437,12 @@ def _raw(ffi):
 
 
 def _backend():
-    # lazy: darshan, loaded only when this runs
-    from darshan.backend import cffi_backend
+    """libdarshan-util's binding: PyDarshan's declarations and library without the `darshan` package's import
+    (its pandas: darshan_cffi says why)."""
+    # lazy: libdarshan-util (CFFI's parse of its declarations), loaded only when a log is read
+    from ioweather.sources import darshan_cffi
 
-    return cffi_backend
+    return darshan_cffi
 
 
 def _name_records(b, log) -> dict[int, str]:

@@ -8,10 +8,14 @@ functions rebuild, from the stored rows, the per-interface and per-mount parts o
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 
 from ioweather.stats.job import FS_MODULES, LUSTRE_FILE_COLUMNS, lustre_summary
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SUMS = ("bytes_read", "bytes_written", "reads", "writes", "opens", "read_time_s", "write_time_s", "meta_time_s")
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable, Iterable
 from contextlib import contextmanager
@@ -59,7 +60,7 @@ _SCAN: Scan | None = None
 
 def _crash_reason() -> str:
     """Why a log that killed its worker process is recorded as failed (local pool and Dask alike)."""
-    # lazy: the reader (pandas), loaded only when a log is read
+    # lazy: the reader (numpy, libdarshan-util), loaded only when a log is read
     from ioweather.sources.darshan_log import READER_DIED
 
     return READER_DIED
@@ -89,7 +90,7 @@ class Scan:
         return cls(tuple(sorted(roots, key=lambda r: -len(r[0]))), follow_symlinks)
 
     def open(self, path: str):
-        # lazy: the reader (pandas), loaded only when a log is read
+        # lazy: the reader (numpy, libdarshan-util), loaded only when a log is read
         from ioweather.sources.darshan_log import open_log
 
         for given, real in self.roots:
@@ -162,7 +163,7 @@ def _extract(path: str, known: frozenset[str] | None = None, cores_per_node: int
     The log is opened once (`scan.open`): the bytes hashed are the bytes read. Paths are stored
     in their display form (`files.display_path`: a name that is not UTF-8 cannot be stored as
     text otherwise) and keyed by the hash of their bytes."""
-    # lazy: the reader (pandas), loaded only when a log is read
+    # lazy: the reader (numpy, libdarshan-util), loaded only when a log is read
     from ioweather.sources.darshan_log import (check_layout, content_hash, DarshanLogError, DarshanOpenError,
                                                read_log)
     # lazy: the statistics (pandas), loaded only when a log is read
@@ -719,17 +720,78 @@ def _light_seen(settings) -> tuple | None:
 
 
 def _load_reader() -> None:
-    """Import what reading a log takes: the darshan library, the reader, the statistics, pyarrow."""
-    # lazy: darshan, loaded only when a log is to be read (a re-ingest of an unchanged archive reads none)
-    import darshan  # noqa: F401
+    """Import what reading a log takes: libdarshan-util's binding, the reader, the statistics, pyarrow (no
+    pandas: tests/test_jobs_ingest_no_pandas.py)."""
+    # lazy: libdarshan-util's binding (CFFI), loaded only when a log is to be read (a re-ingest of an
+    # unchanged archive reads none)
+    import ioweather.sources.darshan_cffi  # noqa: F401
     # lazy: pyarrow, as above
     import pyarrow  # noqa: F401
-    # lazy: the reader and the statistics (pandas), as above
+    # lazy: the reader, as above
     import ioweather.sources.darshan_log  # noqa: F401
-    # lazy: the statistics (pandas), as above
+    # lazy: the statistics, as above
     import ioweather.stats.findings  # noqa: F401
-    # lazy: the statistics (pandas), as above
+    # lazy: the statistics, as above
     import ioweather.stats.job_files  # noqa: F401
+
+    _arrow_without_pandas()
+
+
+class _ArrowTakesPandasBack:
+    """A one-shot import hook: once pandas is imported (by anything), pyarrow is told to take it back
+    (`_arrow_without_pandas`), so a pandas object is never handed to a pyarrow that thinks pandas absent."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "pandas":
+            return None
+        sys.meta_path.remove(self)
+        # lazy: importlib.util, needed only here
+        import importlib.util
+
+        spec = importlib.util.find_spec("pandas")  # from the other finders (this one is gone)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            # lazy: pyarrow, imported already (`_arrow_without_pandas`)
+            import pyarrow
+
+            # a failed import is retried by any of pyarrow's checks that need pandas: this one
+            pyarrow.lib._pandas_api.pd  # noqa: B018
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _arrow_without_pandas() -> None:
+    """Let pyarrow find pandas absent while nothing has imported it: pyarrow's first `pa.array` or `pa.table`
+    imports pandas (~0.55 s of the parent's CPU beside the workers, issue 40), only to check whether its input
+    is a pandas object, which no input of the ingest is. With pandas kept out of that first check, pyarrow
+    records it as missing and asks again wherever it needs it (`to_pandas`...); `_ArrowTakesPandasBack` makes it
+    ask as soon as anything imports pandas, so a pandas object never meets a pyarrow without it."""
+    if "pandas" in sys.modules or any(isinstance(f, _ArrowTakesPandasBack) for f in sys.meta_path):
+        return
+    # lazy: pyarrow, as `_load_reader`
+    import pyarrow
+
+    sys.meta_path.insert(0, _ArrowTakesPandasBack())
+    sys.meta_path.insert(0, _NoPandas)
+    try:
+        pyarrow.array([])
+    finally:
+        sys.meta_path.remove(_NoPandas)
+
+
+class _NoPandas:
+    """An ImportError for pyarrow's own `import pandas` (its compiled import takes a None in sys.modules as the
+    module)."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "pandas":
+            raise ModuleNotFoundError("pandas kept out of pyarrow's first check", name="pandas")
 
 
 def _per_task(n: int, workers: int) -> int:
