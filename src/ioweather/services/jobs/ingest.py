@@ -634,6 +634,9 @@ def _ingest(settings, paths: list[str], *, workers: int, client, cores_per_node:
         todo.append(p)
     if todo:
         _load_reader()  # before forking: the workers inherit it
+        if client is None:
+            # only here: its import hooks are process-wide for a moment, and a Dask client has threads of its own
+            _arrow_without_pandas()
     interrupts = _Interrupts()
     sink = Ingest(store, settings.parquet_dir, interrupts=interrupts)
     sink.counts["skipped"] = skipped
@@ -733,8 +736,6 @@ def _load_reader() -> None:
     import ioweather.stats.findings  # noqa: F401
     # lazy: the statistics, as above
     import ioweather.stats.job_files  # noqa: F401
-
-    _arrow_without_pandas()
 
 
 class _ArrowTakesPandasBack:
