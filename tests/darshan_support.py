@@ -52,9 +52,9 @@ def pydarshan_example_logs() -> list[Path]:
     return sorted(base.glob("*/*.darshan"))
 
 
-def rename_records(src: Path, dst: Path, renames: dict[str, str | None]) -> None:
+def rename_records(src: Path, dst: Path, renames: dict[str, str | bytes | None]) -> None:
     """Copy log `src` to `dst`, replacing each name record equal to a key of `renames` by its value
-    (None removes the name record, leaving its records without a name)."""
+    (None removes the name record, leaving its records without a name; bytes are written as they are)."""
     data = bytearray(Path(src).read_bytes())
     version = data[:8].split(b"\0")[0].decode()
     name_at, mods_at, nmods = (32, 48, 64) if version >= "3.41" else (24, 40, 16)
@@ -69,7 +69,7 @@ def rename_records(src: Path, dst: Path, renames: dict[str, str | None]) -> None
             name = renames[name]
             hit += 1
         if name is not None:
-            out += rec_id + name.encode("utf-8") + b"\0"
+            out += rec_id + (name if isinstance(name, bytes) else name.encode("utf-8")) + b"\0"
         pos = end + 1
     if hit != len(renames):
         raise ValueError(f"only {hit} of {len(renames)} names found in {src}")

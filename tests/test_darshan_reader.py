@@ -103,6 +103,46 @@ def test_records_without_a_name_are_kept(tmp_path):
         assert len(ref.records["POSIX"]) == 0
 
 
+@pytest.mark.parametrize("path", LOGS, ids=LOG_IDS)
+def test_name_records_read_like_pydarshan(path):
+    """The name records (read as one array, decoded as one text) are PyDarshan's `log_get_name_records`: the
+    same ids, names and order."""
+    from darshan.backend import cffi_backend as b
+
+    from ioweather.sources.darshan_log import _name_records
+
+    ours, ref = b.log_open(str(path)), b.log_open(str(path))
+    try:
+        got, want = _name_records(b, ours), b.log_get_name_records(ref)
+    finally:
+        b.log_close(ours)
+        b.log_close(ref)
+    assert list(got.items()) == list(want.items())
+
+
+def test_a_name_record_that_is_not_utf8_fails_as_in_pydarshan(tmp_path):
+    """A name record that is not UTF-8 among valid ones: PyDarshan's own error (its strict decoding of that
+    name), not one about the names read as a whole."""
+    from darshan.backend import cffi_backend as b
+
+    src = TESTDATA_LOGS / "imbalanced-io.darshan"
+    names = sorted({n for r in read_log(src).records.values() for n in r.names if n})
+    assert len(names) > 3
+    dst = tmp_path / "latin1.darshan"
+    bad = names[len(names) // 2]
+    rename_records(src, dst, {bad: bad.encode() + b"/caf\xe9"})
+    ref = b.log_open(str(dst))
+    try:
+        with pytest.raises(UnicodeDecodeError) as want:
+            b.log_get_name_records(ref)
+    finally:
+        b.log_close(ref)
+    with pytest.raises(UnicodeDecodeError) as got:
+        read_log(dst)
+    assert str(got.value) == str(want.value) and got.value.object == want.value.object
+    assert got.value.object == bad.encode() + b"/caf\xe9"
+
+
 def test_partial_posix_module_is_reported():
     """imbalanced-io.darshan: Darshan ran out of POSIX record memory (partial_flag set)."""
     log = read_log(TESTDATA_LOGS / "imbalanced-io.darshan")
