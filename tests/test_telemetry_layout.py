@@ -137,3 +137,46 @@ def test_duckdb_draws_no_progress_bar_on_stdout():
                     and isinstance(node.func.value, ast.Name) and node.func.value.id == "duckdb":
                 others.append(f"{path.relative_to(src)}:{node.lineno}")
     assert {o.split(":")[0] for o in others} == {"store/parquet_scan.py"}, others
+
+
+# A process DuckDB's Python client takes for interactive (its __main__ has no file: `python -c`, a REPL,
+# Jupyter): each new connection's progress bar on, drawn by any statement over progress_bar_time, here 0 ms
+# from the connection's birth, as a statement held up past 2 s by a stop (SIGSTOP) or a loaded machine is.
+_INTERACTIVE_READER = """
+import duckdb
+connect = duckdb.connect
+
+def connect_with_an_impatient_bar(*a, **kw):
+    con = connect(*a, **kw)
+    con.execute("SET progress_bar_time = 0")  # statements after this one draw the bar, if it is on
+    return con
+
+duckdb.connect = connect_with_an_impatient_bar
+from ioweather.store.parquet_scan import connect_duckdb, one_database
+bar = "SELECT current_setting('enable_progress_bar')"
+con = connect_duckdb(options={"memory_limit": "1GB", "preserve_insertion_order": "false"})
+got = [con.execute(bar).fetchone()[0], con.execute("SELECT current_setting('memory_limit')").fetchone()[0]]
+con.close()
+with one_database():
+    for _ in range(2):
+        con = connect_duckdb(threads=1)
+        got += [con.execute(bar).fetchone()[0], con.execute("SELECT current_setting('threads')").fetchone()[0]]
+import sys
+print(repr(got), file=sys.stderr)
+"""
+
+
+def test_no_statement_of_a_store_connection_runs_with_the_progress_bar_on():
+    """`python -c` is interactive to DuckDB's Python client, which turns the bar on for each connection it
+    opens; connect_duckdb's `SET enable_progress_bar = false` on that connection was itself a statement run
+    with the bar on. The test's tight workload reader (a `python -c` program) frozen by a SIGSTOP inside it
+    for an import's seconds drew "\\r100% ▕██…▏ (00:00:02.31 elapsed)\\n" on its stdout: an empty line to a
+    text-mode reader of its JSON lines (the fresh-clone run's JSONDecodeError). Here every statement is
+    "long" (progress_bar_time = 0): any one run on a connection with the bar on prints it."""
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-c", _INTERACTIVE_READER], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "", repr(p.stdout[:200])
+    assert p.stderr.strip().splitlines()[-1] == repr([False, "953.6 MiB", False, 1, False, 1]), p.stderr

@@ -44,8 +44,13 @@ def one_database():
 def connect_duckdb(threads: int | None = None, options: dict | None = None):
     """Every DuckDB connection of the store. Without its progress bar: DuckDB draws one on stdout for any
     query over 2 s (a loaded machine, a reader held up by an import), and it broke the `--json` of
-    `workload`, `events` and the dashboard's readers (a CI run's JSONDecodeError). `options`: settings
-    of the whole database (memory_limit...), set when it opens.
+    `workload`, `events` and the dashboard's readers (a CI run's JSONDecodeError). No statement runs with
+    it on either: in a process DuckDB's Python client takes for interactive (its __main__ has no file:
+    `python -c`, a REPL, Jupyter) the connection `duckdb.connect()` returns has the bar on, and the
+    `SET enable_progress_bar = false` run on it was itself drawn when held up past 2 s (a reader stopped
+    by SIGSTOP during an import: "\r100% ▕██…▏\n" among its JSON lines). So the store reads through a
+    cursor of that connection, which DuckDB opens with the bar off, and runs nothing on the connection
+    itself. `options`: settings of the whole database (memory_limit...), set when it opens.
 
     Inside `one_database`, a connection to that answer's database: each read still has its own
     connection, temporary and registered tables, and DuckDB caches no local file's contents by default
@@ -56,17 +61,16 @@ def connect_duckdb(threads: int | None = None, options: dict | None = None):
 
     dbs = _answer_dbs.get()
     if dbs is None or dbs["pid"] != os.getpid():
-        return _configured(duckdb.connect(), threads, options)
+        return _configured(duckdb.connect().cursor(), threads, options)
     key = (int(threads or 0), tuple(sorted((options or {}).items())))
     if key not in dbs:
-        dbs[key] = _configured(duckdb.connect(), threads, options)
-    con = dbs[key].cursor()
-    con.execute("SET enable_progress_bar = false")  # a session option: each connection's own
-    return con
+        dbs[key] = _configured(duckdb.connect().cursor(), threads, options)
+    return dbs[key].cursor()
 
 
 def _configured(con, threads: int | None, options: dict | None):
-    con.execute("SET enable_progress_bar = false")  # session options: connect(config=) refuses them
+    """`con` (a cursor: the bar off from its start) with the database's settings; connect(config=) refuses
+    the bar's, which are each connection's own."""
     if threads:
         con.execute(f"SET threads = {int(threads)}")
     for name, value in (options or {}).items():
