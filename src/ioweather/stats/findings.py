@@ -702,13 +702,18 @@ def _lustre_may_fire(x: _Posix, lu, t: Thresholds) -> bool:
     """Whether L01-L03 can fire, from bounds over all POSIX records (a Lustre file's are some of them) and all
     Lustre records (`lu`, a file's layout is one of them): L01 a record's highest offset + 1 at least
     lustre_large_file_bytes, L03 at least lustre_small_files layouts on more than one OST, L02 a dominant
-    request of 64 KiB or more and the records' bytes at least min_bytes."""
+    request of 64 KiB or more misaligned with a stripe size, and the records' bytes at least min_bytes."""
     if t.lustre_large_file_bytes <= 0 or t.lustre_small_files <= 0 \
             or np.count_nonzero(lu.stripe_count > 1) >= t.lustre_small_files:
         return True
     if (np.fmax(x.mon("POSIX_MAX_BYTE_READ"), x.mon("POSIX_MAX_BYTE_WRITTEN")) + 1 >= t.lustre_large_file_bytes).any():
         return True
-    if not (zero_missing(x.c, "POSIX_ACCESS1_ACCESS") >= 64 * 1024).any():
+    # L02: a file's dominant request is one of its records' and its stripe size one of the layouts': some pair
+    # of those must be misaligned (neither a multiple of the other)
+    acc = distinct(zero_missing(x.c, "POSIX_ACCESS1_ACCESS").astype(np.int64))
+    acc, z = acc[acc >= 64 * 1024], distinct(lu.stripe_size)
+    z = z[z > 0]
+    if not len(acc) or not len(z) or not ((acc[:, None] % z != 0) & (z % acc[:, None] != 0)).any():
         return False
     moved = np.nan_to_num(x.mon("POSIX_BYTES_READ")) + np.nan_to_num(x.mon("POSIX_BYTES_WRITTEN"))
     # (a file's bytes are a sum of some of these: the margin covers a rounding of its sum above theirs)
@@ -1482,19 +1487,35 @@ class _Posix:
         """The records' NaN-skipping sum of one of _POSIX_COLUMNS."""
         return float(self.block_sums[_POSIX_INDEX[column]])
 
+    def _sizes(self, shared: bool) -> np.ndarray:
+        """Both kinds' size bins (READ's then WRITE's, SIZE_EDGES' order) of the records or the shared ones, in one
+        block converted once and cut for the shared records (each value as `small_requests` reads it)."""
+        if "sizes" not in self.memo:
+            self.memo["sizes"] = zero_missing_block(self.c, _size_bins("POSIX", "READ") + _size_bins("POSIX", "WRITE"))
+        if not shared:
+            return self.memo["sizes"]
+        if "shared_sizes" not in self.memo:
+            self.memo["shared_sizes"] = self.memo["sizes"][:, self.shared_mask]
+        return self.memo["shared_sizes"]
+
+    def may_be_small(self, kind: str, shared: bool = False) -> bool:
+        """Whether `small(kind, shared)` can pass P05/P06's (P15/P16's) thresholds: its small requests are at most
+        the requests in the bins up to the one bounded by `small_bytes` (the exact-size ones not taken out)."""
+        sizes, k, t = self._sizes(shared), len(SIZE_EDGES), self.t
+        row_sums = sizes[:k] if kind == "READ" else sizes[k:]
+        total_n, upper = 0.0, 0.0
+        for (_, bound), v_sum in zip(SIZE_EDGES, row_sums.sum(axis=1).tolist()):
+            total_n += v_sum
+            if bound is not None and bound <= t.small_bytes:
+                upper += v_sum
+        upper *= 1 + 1e-9  # (a margin for the rounding of counts beyond 2**53)
+        return bool(total_n) and upper / total_n > t.small_requests and upper > t.small_requests_absolute
+
     def small(self, kind: str, shared: bool = False) -> tuple[int, int, float]:
         """`small_requests` of `kind` over the records (`shared`: over the shared records)."""
         key = ("small", kind, shared)
         if key not in self.memo:
-            # both kinds' size bins in one block and the exact-size accesses, converted once and cut for the
-            # shared records (each value as `small_requests` reads it from the records or their subset)
-            if "sizes" not in self.memo:
-                self.memo["sizes"] = zero_missing_block(self.c, _size_bins("POSIX", "READ") + _size_bins("POSIX", "WRITE"))
-            sizes, k = self.memo["sizes"], len(SIZE_EDGES)
-            if shared:
-                if "shared_sizes" not in self.memo:
-                    self.memo["shared_sizes"] = sizes[:, self.shared_mask]
-                sizes = self.memo["shared_sizes"]
+            sizes, k = self._sizes(shared), len(SIZE_EDGES)
             read, write = sizes[:k], sizes[k:]
             hist, other = (read, write) if kind == "READ" else (write, read)
             self.memo[key] = _small_counts(hist, other, lambda: self._exact(shared), sizes.shape[1], self.t.small_bytes)
@@ -1575,7 +1596,8 @@ def _small_requests_rule(x: _Posix) -> list[dict]:
     t_read, t_write, shared_mask = x.t_read, x.t_write, x.shared_mask
     for kind, code, code_sh, b_kind, t_col in (("READ", "P05", "P15", br, "POSIX_F_READ_TIME"),
                                                ("WRITE", "P06", "P16", bw, "POSIX_F_WRITE_TIME")):
-        small, n, small_b = x.small(kind)
+        # (each count is made only where a bound of it passes the thresholds)
+        small, n, small_b = x.small(kind) if x.may_be_small(kind) else (0, 0, 0.0)
         word = kind.lower()
         t_kind = t_read if kind == "READ" else t_write
         thr = {"small_bytes": t.small_bytes, "small_requests": t.small_requests,
@@ -1591,7 +1613,7 @@ def _small_requests_rule(x: _Posix) -> list[dict]:
                           {"small": small, "total": n, "share": small / n, "small_bytes_estimate": small_b}, thr,
                           cost=cost, model="small-requests", action=f"aggregate the {small:,} small {word}s",
                           overlaps=(code_sh, "M02" if kind == "READ" else "M03", "P11" if kind == "READ" else "P13")))
-        if shared_mask.any():
+        if shared_mask.any() and x.may_be_small(kind, shared=True):
             sc = x.shared_c()
             small_s, n_s, small_bs = x.small(kind, shared=True)
             if n_s and small_s / n_s > t.small_requests and small_s > t.small_requests_absolute:
