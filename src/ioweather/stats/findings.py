@@ -303,6 +303,16 @@ class Job:
         tot = self.ch["totals"]
         return tot["bytes_read"] + tot["bytes_written"]
 
+    def pz(self, name: str) -> np.ndarray:
+        """`zero_missing` of a POSIX column over all the records, made once a job (read-only): the MPI-IO rules
+        cut the records of their files from it (each value as zero_missing of the cut records gives it)."""
+        key = ("pz", name)
+        if key not in self.cache:
+            v = zero_missing(cols(self.log.records["POSIX"]), name)
+            v.setflags(write=False)
+            self.cache[key] = v
+        return self.cache[key]
+
     @property
     def px(self) -> "_Posix | None":
         """The POSIX records' columns and sums (None without POSIX records), built once."""
@@ -764,7 +774,7 @@ def _mpiio_groups(j: Job) -> dict | None:
     # a file whose POSIX records hold far fewer bytes than MPI-IO moved was written past POSIX (a
     # driver that Darshan's POSIX module does not see): its MPI-IO time has no layer below to compare
     rows_m = module_rows(mpiio)
-    seen = _posix_sees(j.log, rows_m)
+    seen = _posix_sees(j, rows_m)
     out = {}
     for group, sel in (("other", ~nfs & seen), ("nfs", nfs & seen)):
         if not sel.any():
@@ -783,10 +793,12 @@ def _mpiio_groups(j: Job) -> dict | None:
         data_share = float(mr["read_time"].sum() + mr["write_time"].sum()) / m_cum if m_cum > 0 else 1.0
         # on a local disk (one device) the ranks' POSIX requests queue on it: a collective call waits for
         # all of them, so the ranks' summed POSIX time is the floor, not the slowest rank's
-        pc = subset(cols(j.log.records["POSIX"]), member(cols(j.log.records["POSIX"])["id"], keys)) \
-            if len(j.log.records.get("POSIX", ())) else None
-        p_rw = float(zero_missing(pc, "POSIX_F_READ_TIME").sum() + zero_missing(pc, "POSIX_F_WRITE_TIME").sum()) \
-            if pc is not None else 0.0
+        psel = member(cols(j.log.records["POSIX"])["id"], keys) if len(j.log.records.get("POSIX", ())) else None
+        pc = subset(cols(j.log.records["POSIX"]), psel) if psel is not None else None
+
+        def pz(name: str, psel=psel) -> np.ndarray:  # zero_missing(pc, name)
+            return j.pz(name)[psel]
+        p_rw = float(pz("POSIX_F_READ_TIME").sum() + pz("POSIX_F_WRITE_TIME").sum()) if pc is not None else 0.0
         local = _all_local(fstype[sel])
         floor = max(t_p, p_rw) if local else t_p
         m_n = float(mr["reads"].sum() + mr["writes"].sum())
@@ -804,30 +816,30 @@ def _mpiio_groups(j: Job) -> dict | None:
             # that many of them
             "participants": int(j.nprocs if (ranks < 0).any() else max(n_distinct(ranks), 1)),
             "name": next((n for n in mpiio.names[sel] if n), None),
-            "passed_through": _passed_through(pc, sc, m_n, float(mr["bytes_read"].sum() + mr["bytes_written"].sum()),
+            "passed_through": _passed_through(pc, pz, sc, m_n, float(mr["bytes_read"].sum() + mr["bytes_written"].sum()),
                                               j.nprocs),
         }
     return out
 
 
-def _passed_through(pc: Cols | None, mc: Cols, m_n: float, m_b: float, nprocs: int) -> bool:
+def _passed_through(pc: Cols | None, pz, mc: Cols, m_n: float, m_b: float, nprocs: int) -> bool:
     """Did ROMIO hand each MPI-IO call of these files to the file system as it was, by the rank that made it?
     Then POSIX made as many requests as MPI-IO, moved the same bytes, and every rank that called MPI-IO made its
     own POSIX requests: no aggregator wrote for the others, so collective buffering was not applied (ROMIO's
     default romio_cb_write=automatic skips it for calls whose ranks' pieces do not interleave, as one contiguous
     block per rank) and no buffering hint can recover time. With buffering, the aggregators' requests follow
-    the file domains and cb_buffer_size, and the other ranks make none."""
+    the file domains and cb_buffer_size, and the other ranks make none. `pz(name)`: zero_missing of `pc`'s column."""
     if pc is None or not pc.n or m_n <= 0:
         return False
-    p_n = float(zero_missing(pc, "POSIX_READS").sum() + zero_missing(pc, "POSIX_WRITES").sum())
-    p_b = float(zero_missing(pc, "POSIX_BYTES_READ").sum() + zero_missing(pc, "POSIX_BYTES_WRITTEN").sum())
+    p_n = float(pz("POSIX_READS").sum() + pz("POSIX_WRITES").sum())
+    p_b = float(pz("POSIX_BYTES_READ").sum() + pz("POSIX_BYTES_WRITTEN").sum())
     if p_n != m_n or p_b != m_b:
         return False
     p_ranks, m_ranks = effective_ranks(pc["rank"], nprocs), effective_ranks(mc["rank"], nprocs)
     if (p_ranks < 0).any():
         # a shared record: Darshan keeps the fastest rank's bytes; a rank that made no POSIX request moved none
         shared = p_ranks < 0
-        return bool((zero_missing(pc, "POSIX_FASTEST_RANK_BYTES")[shared] > 0).all())
+        return bool((pz("POSIX_FASTEST_RANK_BYTES")[shared] > 0).all())
     return not (m_ranks < 0).any() and set(m_ranks.tolist()) <= set(p_ranks.tolist())
 
 
@@ -851,14 +863,14 @@ def _bytes_carrying_size(c: Cols) -> float | None:
     return size if b >= 0.5 * total else None
 
 
-def _posix_sees(log, mc: Cols) -> np.ndarray:
+def _posix_sees(j: Job, mc: Cols) -> np.ndarray:
     """Per MPI-IO record (`module_rows`): do the file's POSIX records hold at least half of the bytes MPI-IO moved?"""
     m_b = mc["bytes_read"] + mc["bytes_written"]
-    posix = log.records.get("POSIX")
+    posix = j.log.records.get("POSIX")
     if posix is None or not len(posix):
         return m_b <= 0
     pc = cols(posix)
-    p_b = zero_missing(pc, "POSIX_BYTES_READ") + zero_missing(pc, "POSIX_BYTES_WRITTEN")
+    p_b = j.pz("POSIX_BYTES_READ") + j.pz("POSIX_BYTES_WRITTEN")
     uk, _, inv = unique_first_inverse(pc["id"])
     per = np.bincount(inv, weights=p_b, minlength=len(uk))
     pos = np.minimum(np.searchsorted(uk, mc["id"]), len(uk) - 1)
@@ -1054,11 +1066,14 @@ def _rmw(j: Job) -> dict | None:
     if not sel.any():
         return None
     pc = subset(pc_all, sel)
+
+    def pz(name: str) -> np.ndarray:  # zero_missing(pc, name)
+        return j.pz(name)[sel]
     m_bw, m_br, m_reads = float(mr["bytes_written"].sum()), float(mr["bytes_read"].sum()), float(mr["reads"].sum())
-    p_bw, p_br = float(zero_missing(pc, "POSIX_BYTES_WRITTEN").sum()), float(zero_missing(pc, "POSIX_BYTES_READ").sum())
-    p_reads = float(zero_missing(pc, "POSIX_READS").sum())
-    switches = float(zero_missing(pc, "POSIX_RW_SWITCHES").sum())
-    tiny = float(zero_missing(pc, "POSIX_SIZE_READ_0_100").sum() + zero_missing(pc, "POSIX_SIZE_READ_100_1K").sum())
+    p_bw, p_br = float(pz("POSIX_BYTES_WRITTEN").sum()), float(pz("POSIX_BYTES_READ").sum())
+    p_reads = float(pz("POSIX_READS").sum())
+    switches = float(pz("POSIX_RW_SWITCHES").sum())
+    tiny = float(pz("POSIX_SIZE_READ_0_100").sum() + pz("POSIX_SIZE_READ_100_1K").sum())
     extra_b, extra_n = max(p_br - m_br, 0.0), max(p_reads - m_reads, 0.0)
     ratio = (p_br + p_bw) / (m_br + m_bw) if m_br + m_bw > 0 else 0.0
     written_back = max(p_bw - m_bw, 0.0)
@@ -1068,8 +1083,8 @@ def _rmw(j: Job) -> dict | None:
             and (written_back >= t.rmw_write_excess * m_bw or ratio >= t.rmw_bytes_ratio
                  or tiny >= t.small_requests_absolute)):
         return None
-    t_read = float(zero_missing(pc, "POSIX_F_READ_TIME").sum())
-    t_write = float(zero_missing(pc, "POSIX_F_WRITE_TIME").sum())
+    t_read = float(pz("POSIX_F_READ_TIME").sum())
+    t_write = float(pz("POSIX_F_WRITE_TIME").sum())
     read_share = max(extra_b / p_br if p_br > 0 else 0.0, extra_n / p_reads if p_reads > 0 else 0.0)
     write_share = written_back / p_bw if p_bw > 0 else 0.0
     posix_s = j.clock.wall(t_read * min(read_share, 1.0) + t_write * write_share)
@@ -1079,7 +1094,7 @@ def _rmw(j: Job) -> dict | None:
     # one minute (the lab's pair, five runs at load 12-19) that claimed 1.1-2.2x the saving, the bytes 0.75-1.4x:
     # the twin's calls wait for cores as long (docs/validation.md, "collective-rmw in one minute")
     overhead_s = g["overhead_s"] * write_share if g else 0.0
-    readers = pc["rank"][(zero_missing(pc, "POSIX_READS") > 0) & (zero_missing(pc, "POSIX_WRITES") > 0)]
+    readers = pc["rank"][(pz("POSIX_READS") > 0) & (pz("POSIX_WRITES") > 0)]
     j.cache["rmw"] = {"m_bw": m_bw, "m_br": m_br, "p_bw": p_bw, "p_br": p_br, "extra_n": extra_n, "extra_b": extra_b,
                       "tiny": tiny, "switches": switches, "ratio": ratio, "written_back": written_back,
                       "write_share": write_share, "posix_s": posix_s, "overhead_s": overhead_s,
@@ -1752,7 +1767,10 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
                       "POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME", "POSIX_F_META_TIME", "POSIX_F_SLOWEST_RANK_TIME",
                       "POSIX_F_FASTEST_RANK_TIME", "POSIX_READS", "POSIX_WRITES")
         block = monitored_block(sc, list(names_read))
-        mon, zero = dict(zip(names_read, block)), dict(zip(names_read, np.nan_to_num(block)))
+        zeroed = np.where(np.isnan(block), 0.0, block)
+        if not np.isfinite(zeroed).all():  # ±inf as nan_to_num makes them (its own checks cost more than the block)
+            zeroed = np.nan_to_num(block)
+        mon, zero = dict(zip(names_read, block)), dict(zip(names_read, zeroed))
         tb = zero["POSIX_BYTES_READ"] + zero["POSIX_BYTES_WRITTEN"]
         db = np.abs(mon["POSIX_SLOWEST_RANK_BYTES"] - mon["POSIX_FASTEST_RANK_BYTES"])
         tt = zero["POSIX_F_READ_TIME"] + zero["POSIX_F_WRITE_TIME"] + zero["POSIX_F_META_TIME"]
@@ -1798,7 +1816,7 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
                 waited = code == "P19" and ratios["P18"][worst] <= t.stragglers
                 # under collective buffering the rank that moves a file's bytes is an aggregator: ROMIO
                 # chose it, so the fix is more aggregators, not a different decomposition
-                aggregated = x.collective_ids is not None and np.isin(sc["id"][worst], x.collective_ids)
+                aggregated = x.collective_ids is not None and int(sc["id"][worst]) in set(x.collective_ids.tolist())
                 if (aggregated or waited) and x.one_local_disk:
                     # one node's local disk is one device every rank queues on (B01's reading): ROMIO's one
                     # aggregator per node writes for the others, which would queue there too; and a rank that
