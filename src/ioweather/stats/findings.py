@@ -208,20 +208,45 @@ def small_requests(c, prefix: str, kind: str, small_bytes: int) -> tuple[int, in
     result is clipped to the bin's count. Bytes: each small request counted at
     its bin's representative size (costs.BIN_BYTES).
     """
-    edges = [("0_100", 100), ("100_1K", 1024), ("1K_10K", 10 * 1024), ("10K_100K", 100 * 1024),
-             ("100K_1M", MiB), ("1M_4M", 4 * MiB), ("4M_10M", 10 * MiB), ("10M_100M", 100 * MiB),
-             ("100M_1G", 1024 * MiB), ("1G_PLUS", None)]
-    other = "WRITE" if kind == "READ" else "READ"
     c = cols(c)
-    small = np.zeros(c.n)
+    hist = zero_missing_block(c, _size_bins(prefix, kind) + _size_bins(prefix, "WRITE" if kind == "READ" else "READ"))
+    return _small_counts(hist[:len(SIZE_EDGES)], hist[len(SIZE_EDGES):], lambda: _exact_accesses(c, prefix, small_bytes),
+                         c.n, small_bytes)
+
+
+#: Darshan's request-size bins and each one's upper bound (exclusive; 100K_1M includes exactly 1 MiB, see above)
+SIZE_EDGES = (("0_100", 100), ("100_1K", 1024), ("1K_10K", 10 * 1024), ("10K_100K", 100 * 1024),
+              ("100K_1M", MiB), ("1M_4M", 4 * MiB), ("4M_10M", 10 * MiB), ("10M_100M", 100 * MiB),
+              ("100M_1G", 1024 * MiB), ("1G_PLUS", None))
+
+
+def _size_bins(prefix: str, kind: str) -> list[str]:
+    return [f"{prefix}_SIZE_{kind}_{name}" for name, _ in SIZE_EDGES]
+
+
+def _exact_accesses(c: Cols, prefix: str, small_bytes: int) -> np.ndarray:
+    """Per record: its accesses of exactly `small_bytes` in the common-access counters (reads and writes)."""
+    exact = np.zeros(c.n)
+    for i in range(1, 5):
+        a, k = f"{prefix}_ACCESS{i}_ACCESS", f"{prefix}_ACCESS{i}_COUNT"
+        if a in c and k in c:
+            exact += np.where(c[a].astype(np.int64) == small_bytes, c[k].astype(np.float64), 0.0)
+    return exact
+
+
+def _small_counts(hist: np.ndarray, other: np.ndarray, exact, n: int, small_bytes: int) -> tuple[int, int, float]:
+    """`small_requests` from the rows of one kind's size bins (`hist`, zero_missing, in SIZE_EDGES' order), the
+    other kind's (`other`), and `exact()`, the per-record exact-size accesses (`_exact_accesses`, asked only
+    when the bin bounded by `small_bytes` holds requests)."""
+    small = np.zeros(n)
     small_b = 0.0
     total_n = 0.0
-    hist = zero_missing_block(c, [f"{prefix}_SIZE_{kind}_{name}" for name, _ in edges])
     # each row summed as its own 1-d sum (C-contiguous rows: numpy's pairwise sum per row), one call
-    for (name, upper), v, v_sum in zip(edges, hist, hist.sum(axis=1).tolist()):
+    for j, ((name, upper), v_sum) in enumerate(zip(SIZE_EDGES, hist.sum(axis=1).tolist())):
         total_n += v_sum
         if upper is None or upper > small_bytes:
             continue
+        v = hist[j]
         if upper < small_bytes:
             small += v
             small_b += v_sum * costs.BIN_BYTES[name]
@@ -229,14 +254,9 @@ def small_requests(c, prefix: str, kind: str, small_bytes: int) -> tuple[int, in
         if not v.any():  # nothing in the bin to take the exact-size accesses out of: it adds 0
             continue
         # the bin whose upper bound is small_bytes: take out the exact-size accesses
-        w = zero_missing(c, f"{prefix}_SIZE_{other}_{name}")
-        share = np.divide(v, v + w, out=np.zeros(c.n), where=(v + w) > 0)
-        exact = np.zeros(c.n)
-        for i in range(1, 5):
-            a, k = f"{prefix}_ACCESS{i}_ACCESS", f"{prefix}_ACCESS{i}_COUNT"
-            if a in c and k in c:
-                exact += np.where(c[a].astype(np.int64) == small_bytes, c[k].astype(np.float64), 0.0)
-        kept = np.clip(v - np.round(exact * share), 0, v)
+        w = other[j]
+        share = np.divide(v, v + w, out=np.zeros(n), where=(v + w) > 0)
+        kept = np.clip(v - np.round(exact() * share), 0, v)
         small += kept
         small_b += kept.sum() * costs.BIN_BYTES[name]
     return int(small.sum()), int(total_n), float(small_b)
@@ -283,6 +303,16 @@ class Job:
         tot = self.ch["totals"]
         return tot["bytes_read"] + tot["bytes_written"]
 
+    def pz(self, name: str) -> np.ndarray:
+        """`zero_missing` of a POSIX column over all the records, made once a job (read-only): the MPI-IO rules
+        cut the records of their files from it (each value as zero_missing of the cut records gives it)."""
+        key = ("pz", name)
+        if key not in self.cache:
+            v = zero_missing(cols(self.log.records["POSIX"]), name)
+            v.setflags(write=False)
+            self.cache[key] = v
+        return self.cache[key]
+
     @property
     def px(self) -> "_Posix | None":
         """The POSIX records' columns and sums (None without POSIX records), built once."""
@@ -291,13 +321,9 @@ class Job:
             return None
         if self._posix is None:
             self._posix = _posix_context(posix, self.t, self.nprocs, self.clock)
-            mpiio = self.log.records.get("MPI-IO")
-            if mpiio is not None and len(mpiio):
-                mc = cols(mpiio)
-                coll = zero_missing(mc, "MPIIO_COLL_WRITES") + zero_missing(mc, "MPIIO_COLL_READS")
-                self._posix.collective_ids = distinct(mc["id"][coll > 0])
-            _, fstype = assign_mounts(posix.names, self.log.mounts)
-            self._posix.one_local_disk = (self.ch["job"]["nnodes"] or 1) <= 1 and _all_local(fstype)
+            # what only the shared-file rules read (`_Posix.collective_ids`, `one_local_disk`), made when asked
+            self._posix.mpiio, self._posix.mounts = self.log.records.get("MPI-IO"), self.log.mounts
+            self._posix.nnodes = self.ch["job"]["nnodes"]
         return self._posix
 
 
@@ -403,11 +429,13 @@ def _no_mpiio(j: Job) -> list[dict]:
     """M01 no MPI-IO in an MPI job"""
     # DFS/DAOS jobs (the libraries, or files on a dfuse mount) talk to their object store, which MPI-IO's
     # ROMIO drivers do not improve on
+    if j.nprocs <= 1 or j.log.records.get("MPI-IO") is not None or j.moved < j.t.min_bytes:
+        return []  # (the mounts are looked up only for a job the rest would flag)
     daos = any(len(j.log.records.get(m, ())) for m in ("DFS", "DAOS"))
     posix = j.log.records.get("POSIX")
     if not daos and posix is not None and len(posix):
         daos = any("daos" in str(x).lower() for x in set(assign_mounts(posix.names, j.log.mounts)[1].tolist()))
-    if j.nprocs > 1 and j.log.records.get("MPI-IO") is None and j.moved >= j.t.min_bytes and not daos:
+    if not daos:
         return [_f("M01", f"an MPI job ({j.nprocs} processes) that moved {format_bytes(j.moved)} without MPI-IO: "
                    "collective buffering and data sieving are not available to it",
                    {"nprocs": j.nprocs, "bytes": j.moved}, {"min_bytes": j.t.min_bytes}, model="design note")]
@@ -596,8 +624,10 @@ def _rank0_shared(log) -> tuple[float, float] | None:
 def _rank0(j: Job) -> list[dict]:
     """R01 rank-0-only I/O (Carns et al., section V), on its own files and the shared files (`_rank0_shared`)"""
     t, ch, nprocs, moved = j.t, j.ch, j.nprocs, j.moved
+    if nprocs <= 1 or moved < t.min_bytes:  # one process, or too little data: no per-rank bytes to read
+        return []
     pr_bytes = _own_bytes_per_rank(j.log, nprocs)
-    shared = _rank0_shared(j.log) if nprocs > 1 and moved >= t.min_bytes and pr_bytes is not None else None
+    shared = _rank0_shared(j.log) if pr_bytes is not None else None
     if shared is not None:
         pr_bytes = pr_bytes.copy()
         pr_bytes[0] += shared[0]
@@ -637,6 +667,10 @@ def _files_per_process(j: Job) -> list[dict]:
     """F01 many files per process, counting the user's data files only (not the interpreter's
     modules and libraries that a Python or shared-library start-up opens)"""
     t, nprocs = j.t, j.nprocs
+    # the data files are at most the storage layer's records: too few of them, nothing to count
+    records = sum(len(j.log.records.get(mod, ())) for mod in storage_modules(j.log))
+    if records < t.min_files or records / nprocs <= t.files_per_process:
+        return []
     files, meta, libs = _data_files(j.log)
     if files >= t.min_files and files / nprocs > t.files_per_process:
         fpp = files / nprocs
@@ -667,8 +701,33 @@ def _data_files(log) -> tuple[int, float, int]:
 
 
 def _lustre(j: Job) -> list[dict]:
-    """L01-L03 Lustre striping"""
+    """L01-L03 Lustre striping (the per-file table only for a log where one of them can fire)"""
+    lu = j.log.lustre
+    if lu is None or not len(lu) or j.px is None or not _lustre_may_fire(j.px, lu, j.t):
+        return []
     return _lustre_findings(j.log, j.t, j.clock)
+
+
+def _lustre_may_fire(x: _Posix, lu, t: Thresholds) -> bool:
+    """Whether L01-L03 can fire, from bounds over all POSIX records (a Lustre file's are some of them) and all
+    Lustre records (`lu`, a file's layout is one of them): L01 a record's highest offset + 1 at least
+    lustre_large_file_bytes, L03 at least lustre_small_files layouts on more than one OST, L02 a dominant
+    request of 64 KiB or more misaligned with a stripe size, and the records' bytes at least min_bytes."""
+    if t.lustre_large_file_bytes <= 0 or t.lustre_small_files <= 0 \
+            or np.count_nonzero(lu.stripe_count > 1) >= t.lustre_small_files:
+        return True
+    if (np.fmax(x.mon("POSIX_MAX_BYTE_READ"), x.mon("POSIX_MAX_BYTE_WRITTEN")) + 1 >= t.lustre_large_file_bytes).any():
+        return True
+    # L02: a file's dominant request is one of its records' and its stripe size one of the layouts': some pair
+    # of those must be misaligned (neither a multiple of the other)
+    acc = distinct(zero_missing(x.c, "POSIX_ACCESS1_ACCESS").astype(np.int64))
+    acc, z = acc[acc >= 64 * 1024], distinct(lu.stripe_size)
+    z = z[z > 0]
+    if not len(acc) or not len(z) or not ((acc[:, None] % z != 0) & (z % acc[:, None] != 0)).any():
+        return False
+    moved = np.nan_to_num(x.mon("POSIX_BYTES_READ")) + np.nan_to_num(x.mon("POSIX_BYTES_WRITTEN"))
+    # (a file's bytes are a sum of some of these: the margin covers a rounding of its sum above theirs)
+    return float(np.maximum(moved, 0.0).sum()) * (1 + 1e-9) >= t.min_bytes
 
 
 # ---------------------------------------------------------------------------
@@ -715,7 +774,7 @@ def _mpiio_groups(j: Job) -> dict | None:
     # a file whose POSIX records hold far fewer bytes than MPI-IO moved was written past POSIX (a
     # driver that Darshan's POSIX module does not see): its MPI-IO time has no layer below to compare
     rows_m = module_rows(mpiio)
-    seen = _posix_sees(j.log, rows_m)
+    seen = _posix_sees(j, rows_m)
     out = {}
     for group, sel in (("other", ~nfs & seen), ("nfs", nfs & seen)):
         if not sel.any():
@@ -723,7 +782,7 @@ def _mpiio_groups(j: Job) -> dict | None:
         keys = distinct(c["id"][sel])
         in_g = member(rows["key"], keys)
         m = in_g & (rows["module"] == "MPI-IO")
-        p = in_g & member(rows["module"], ("POSIX", "STDIO"))
+        p = in_g & ((rows["module"] == "POSIX") | (rows["module"] == "STDIO"))
         t_m, _, _ = slowest_path(rows["rank"][m], rows["time"][m], rows["shared"][m], j.nprocs)
         t_p, _, _ = slowest_path(rows["rank"][p], rows["time"][p], rows["shared"][p], j.nprocs)
         sc, mr = subset(c, sel), subset(rows_m, sel)
@@ -734,10 +793,12 @@ def _mpiio_groups(j: Job) -> dict | None:
         data_share = float(mr["read_time"].sum() + mr["write_time"].sum()) / m_cum if m_cum > 0 else 1.0
         # on a local disk (one device) the ranks' POSIX requests queue on it: a collective call waits for
         # all of them, so the ranks' summed POSIX time is the floor, not the slowest rank's
-        pc = subset(cols(j.log.records["POSIX"]), member(cols(j.log.records["POSIX"])["id"], keys)) \
-            if len(j.log.records.get("POSIX", ())) else None
-        p_rw = float(zero_missing(pc, "POSIX_F_READ_TIME").sum() + zero_missing(pc, "POSIX_F_WRITE_TIME").sum()) \
-            if pc is not None else 0.0
+        psel = member(cols(j.log.records["POSIX"])["id"], keys) if len(j.log.records.get("POSIX", ())) else None
+        pc = subset(cols(j.log.records["POSIX"]), psel) if psel is not None else None
+
+        def pz(name: str, psel=psel) -> np.ndarray:  # zero_missing(pc, name)
+            return j.pz(name)[psel]
+        p_rw = float(pz("POSIX_F_READ_TIME").sum() + pz("POSIX_F_WRITE_TIME").sum()) if pc is not None else 0.0
         local = _all_local(fstype[sel])
         floor = max(t_p, p_rw) if local else t_p
         m_n = float(mr["reads"].sum() + mr["writes"].sum())
@@ -755,30 +816,30 @@ def _mpiio_groups(j: Job) -> dict | None:
             # that many of them
             "participants": int(j.nprocs if (ranks < 0).any() else max(n_distinct(ranks), 1)),
             "name": next((n for n in mpiio.names[sel] if n), None),
-            "passed_through": _passed_through(pc, sc, m_n, float(mr["bytes_read"].sum() + mr["bytes_written"].sum()),
+            "passed_through": _passed_through(pc, pz, sc, m_n, float(mr["bytes_read"].sum() + mr["bytes_written"].sum()),
                                               j.nprocs),
         }
     return out
 
 
-def _passed_through(pc: Cols | None, mc: Cols, m_n: float, m_b: float, nprocs: int) -> bool:
+def _passed_through(pc: Cols | None, pz, mc: Cols, m_n: float, m_b: float, nprocs: int) -> bool:
     """Did ROMIO hand each MPI-IO call of these files to the file system as it was, by the rank that made it?
     Then POSIX made as many requests as MPI-IO, moved the same bytes, and every rank that called MPI-IO made its
     own POSIX requests: no aggregator wrote for the others, so collective buffering was not applied (ROMIO's
     default romio_cb_write=automatic skips it for calls whose ranks' pieces do not interleave, as one contiguous
     block per rank) and no buffering hint can recover time. With buffering, the aggregators' requests follow
-    the file domains and cb_buffer_size, and the other ranks make none."""
+    the file domains and cb_buffer_size, and the other ranks make none. `pz(name)`: zero_missing of `pc`'s column."""
     if pc is None or not pc.n or m_n <= 0:
         return False
-    p_n = float(zero_missing(pc, "POSIX_READS").sum() + zero_missing(pc, "POSIX_WRITES").sum())
-    p_b = float(zero_missing(pc, "POSIX_BYTES_READ").sum() + zero_missing(pc, "POSIX_BYTES_WRITTEN").sum())
+    p_n = float(pz("POSIX_READS").sum() + pz("POSIX_WRITES").sum())
+    p_b = float(pz("POSIX_BYTES_READ").sum() + pz("POSIX_BYTES_WRITTEN").sum())
     if p_n != m_n or p_b != m_b:
         return False
     p_ranks, m_ranks = effective_ranks(pc["rank"], nprocs), effective_ranks(mc["rank"], nprocs)
     if (p_ranks < 0).any():
         # a shared record: Darshan keeps the fastest rank's bytes; a rank that made no POSIX request moved none
         shared = p_ranks < 0
-        return bool((zero_missing(pc, "POSIX_FASTEST_RANK_BYTES")[shared] > 0).all())
+        return bool((pz("POSIX_FASTEST_RANK_BYTES")[shared] > 0).all())
     return not (m_ranks < 0).any() and set(m_ranks.tolist()) <= set(p_ranks.tolist())
 
 
@@ -788,10 +849,13 @@ def _bytes_carrying_size(c: Cols) -> float | None:
     collective ones) drag the mean call size down but carry no bytes. None without those counters, or when
     no size carries half of the bytes they count."""
     by_size: dict[float, float] = {}
-    for i in range(1, 5):
-        for size, n in zip(zero_missing(c, f"MPIIO_ACCESS{i}_ACCESS"), zero_missing(c, f"MPIIO_ACCESS{i}_COUNT")):
+    # the eight counters in one conversion, read as Python floats (the same doubles, the same products)
+    block = zero_missing_block(c, [f"MPIIO_ACCESS{i}_ACCESS" for i in range(1, 5)]
+                               + [f"MPIIO_ACCESS{i}_COUNT" for i in range(1, 5)]).tolist()
+    for sizes, counts in zip(block[:4], block[4:]):
+        for size, n in zip(sizes, counts):
             if size > 0 and n > 0:
-                by_size[float(size)] = by_size.get(float(size), 0.0) + float(size * n)
+                by_size[size] = by_size.get(size, 0.0) + size * n
     total = sum(by_size.values())
     if total <= 0:
         return None
@@ -799,14 +863,14 @@ def _bytes_carrying_size(c: Cols) -> float | None:
     return size if b >= 0.5 * total else None
 
 
-def _posix_sees(log, mc: Cols) -> np.ndarray:
+def _posix_sees(j: Job, mc: Cols) -> np.ndarray:
     """Per MPI-IO record (`module_rows`): do the file's POSIX records hold at least half of the bytes MPI-IO moved?"""
     m_b = mc["bytes_read"] + mc["bytes_written"]
-    posix = log.records.get("POSIX")
+    posix = j.log.records.get("POSIX")
     if posix is None or not len(posix):
         return m_b <= 0
     pc = cols(posix)
-    p_b = zero_missing(pc, "POSIX_BYTES_READ") + zero_missing(pc, "POSIX_BYTES_WRITTEN")
+    p_b = j.pz("POSIX_BYTES_READ") + j.pz("POSIX_BYTES_WRITTEN")
     uk, _, inv = unique_first_inverse(pc["id"])
     per = np.bincount(inv, weights=p_b, minlength=len(uk))
     pos = np.minimum(np.searchsorted(uk, mc["id"]), len(uk) - 1)
@@ -992,19 +1056,24 @@ def _rmw(j: Job) -> dict | None:
     if mpiio is None or not len(mpiio) or posix is None or not len(posix):
         return None
     t = j.t
+    mr = module_rows(mpiio)
+    if float(mr["bytes_written"].sum()) < t.min_bytes:  # the first condition below, before the POSIX records are cut
+        return None
     mc = cols(mpiio)
-    keys = np.unique(mc["id"])
+    keys = distinct(mc["id"])
     pc_all = cols(posix)
-    sel = np.isin(pc_all["id"], keys)
+    sel = member(pc_all["id"], keys)
     if not sel.any():
         return None
     pc = subset(pc_all, sel)
-    mr = module_rows(mpiio)
+
+    def pz(name: str) -> np.ndarray:  # zero_missing(pc, name)
+        return j.pz(name)[sel]
     m_bw, m_br, m_reads = float(mr["bytes_written"].sum()), float(mr["bytes_read"].sum()), float(mr["reads"].sum())
-    p_bw, p_br = float(zero_missing(pc, "POSIX_BYTES_WRITTEN").sum()), float(zero_missing(pc, "POSIX_BYTES_READ").sum())
-    p_reads = float(zero_missing(pc, "POSIX_READS").sum())
-    switches = float(zero_missing(pc, "POSIX_RW_SWITCHES").sum())
-    tiny = float(zero_missing(pc, "POSIX_SIZE_READ_0_100").sum() + zero_missing(pc, "POSIX_SIZE_READ_100_1K").sum())
+    p_bw, p_br = float(pz("POSIX_BYTES_WRITTEN").sum()), float(pz("POSIX_BYTES_READ").sum())
+    p_reads = float(pz("POSIX_READS").sum())
+    switches = float(pz("POSIX_RW_SWITCHES").sum())
+    tiny = float(pz("POSIX_SIZE_READ_0_100").sum() + pz("POSIX_SIZE_READ_100_1K").sum())
     extra_b, extra_n = max(p_br - m_br, 0.0), max(p_reads - m_reads, 0.0)
     ratio = (p_br + p_bw) / (m_br + m_bw) if m_br + m_bw > 0 else 0.0
     written_back = max(p_bw - m_bw, 0.0)
@@ -1014,8 +1083,8 @@ def _rmw(j: Job) -> dict | None:
             and (written_back >= t.rmw_write_excess * m_bw or ratio >= t.rmw_bytes_ratio
                  or tiny >= t.small_requests_absolute)):
         return None
-    t_read = float(zero_missing(pc, "POSIX_F_READ_TIME").sum())
-    t_write = float(zero_missing(pc, "POSIX_F_WRITE_TIME").sum())
+    t_read = float(pz("POSIX_F_READ_TIME").sum())
+    t_write = float(pz("POSIX_F_WRITE_TIME").sum())
     read_share = max(extra_b / p_br if p_br > 0 else 0.0, extra_n / p_reads if p_reads > 0 else 0.0)
     write_share = written_back / p_bw if p_bw > 0 else 0.0
     posix_s = j.clock.wall(t_read * min(read_share, 1.0) + t_write * write_share)
@@ -1025,7 +1094,7 @@ def _rmw(j: Job) -> dict | None:
     # one minute (the lab's pair, five runs at load 12-19) that claimed 1.1-2.2x the saving, the bytes 0.75-1.4x:
     # the twin's calls wait for cores as long (docs/validation.md, "collective-rmw in one minute")
     overhead_s = g["overhead_s"] * write_share if g else 0.0
-    readers = pc["rank"][(zero_missing(pc, "POSIX_READS") > 0) & (zero_missing(pc, "POSIX_WRITES") > 0)]
+    readers = pc["rank"][(pz("POSIX_READS") > 0) & (pz("POSIX_WRITES") > 0)]
     j.cache["rmw"] = {"m_bw": m_bw, "m_br": m_br, "p_bw": p_bw, "p_br": p_br, "extra_n": extra_n, "extra_b": extra_b,
                       "tiny": tiny, "switches": switches, "ratio": ratio, "written_back": written_back,
                       "write_share": write_share, "posix_s": posix_s, "overhead_s": overhead_s,
@@ -1394,15 +1463,36 @@ class _Posix:
     bw: float
     t_read: float
     t_write: float
-    #: record ids of the files MPI-IO wrote or read collectively (their POSIX I/O is done by aggregators)
-    collective_ids: np.ndarray = None
-    #: every file on one node's local disk (LOCAL_FS): one device all ranks queue on
-    one_local_disk: bool = False
+    #: the log's MPI-IO records, its mounts and node count: `collective_ids` and `one_local_disk` read them
+    mpiio: object = None
+    mounts: list = field(default_factory=list)
+    nnodes: int | None = None
     #: what several rules read, made once (`small`, `shared_c`; issue 40)
     memo: dict = field(default_factory=dict, repr=False)
     #: `monitored` of _POSIX_COLUMNS (one read-only row each), and each row's NaN-skipping sum: read by `mon`, `sum`
     block: np.ndarray = field(default=None, repr=False)
     block_sums: np.ndarray = field(default=None, repr=False)
+
+    @property
+    def collective_ids(self) -> np.ndarray | None:
+        """Record ids of the files MPI-IO wrote or read collectively (their POSIX I/O is done by aggregators);
+        None without MPI-IO records."""
+        if "collective_ids" not in self.memo:
+            ids = None
+            if self.mpiio is not None and len(self.mpiio):
+                mc = cols(self.mpiio)
+                coll = zero_missing(mc, "MPIIO_COLL_WRITES") + zero_missing(mc, "MPIIO_COLL_READS")
+                ids = distinct(mc["id"][coll > 0])
+            self.memo["collective_ids"] = ids
+        return self.memo["collective_ids"]
+
+    @property
+    def one_local_disk(self) -> bool:
+        """Every file on one node's local disk (LOCAL_FS): one device all ranks queue on."""
+        if "one_local_disk" not in self.memo:
+            self.memo["one_local_disk"] = (self.nnodes or 1) <= 1 \
+                and _all_local(assign_mounts(self.posix.names, self.mounts)[1])
+        return self.memo["one_local_disk"]
 
     def mon(self, column: str) -> np.ndarray:
         """`monitored` of one of _POSIX_COLUMNS (-1 as NaN)."""
@@ -1412,12 +1502,44 @@ class _Posix:
         """The records' NaN-skipping sum of one of _POSIX_COLUMNS."""
         return float(self.block_sums[_POSIX_INDEX[column]])
 
+    def _sizes(self, shared: bool) -> np.ndarray:
+        """Both kinds' size bins (READ's then WRITE's, SIZE_EDGES' order) of the records or the shared ones, in one
+        block converted once and cut for the shared records (each value as `small_requests` reads it)."""
+        if "sizes" not in self.memo:
+            self.memo["sizes"] = zero_missing_block(self.c, _size_bins("POSIX", "READ") + _size_bins("POSIX", "WRITE"))
+        if not shared:
+            return self.memo["sizes"]
+        if "shared_sizes" not in self.memo:
+            self.memo["shared_sizes"] = self.memo["sizes"][:, self.shared_mask]
+        return self.memo["shared_sizes"]
+
+    def may_be_small(self, kind: str, shared: bool = False) -> bool:
+        """Whether `small(kind, shared)` can pass P05/P06's (P15/P16's) thresholds: its small requests are at most
+        the requests in the bins up to the one bounded by `small_bytes` (the exact-size ones not taken out)."""
+        sizes, k, t = self._sizes(shared), len(SIZE_EDGES), self.t
+        row_sums = sizes[:k] if kind == "READ" else sizes[k:]
+        total_n, upper = 0.0, 0.0
+        for (_, bound), v_sum in zip(SIZE_EDGES, row_sums.sum(axis=1).tolist()):
+            total_n += v_sum
+            if bound is not None and bound <= t.small_bytes:
+                upper += v_sum
+        upper *= 1 + 1e-9  # (a margin for the rounding of counts beyond 2**53)
+        return bool(total_n) and upper / total_n > t.small_requests and upper > t.small_requests_absolute
+
     def small(self, kind: str, shared: bool = False) -> tuple[int, int, float]:
         """`small_requests` of `kind` over the records (`shared`: over the shared records)."""
         key = ("small", kind, shared)
         if key not in self.memo:
-            self.memo[key] = small_requests(self.shared_c() if shared else self.c, "POSIX", kind, self.t.small_bytes)
+            sizes, k = self._sizes(shared), len(SIZE_EDGES)
+            read, write = sizes[:k], sizes[k:]
+            hist, other = (read, write) if kind == "READ" else (write, read)
+            self.memo[key] = _small_counts(hist, other, lambda: self._exact(shared), sizes.shape[1], self.t.small_bytes)
         return self.memo[key]
+
+    def _exact(self, shared: bool) -> np.ndarray:
+        if "exact" not in self.memo:
+            self.memo["exact"] = _exact_accesses(self.c, "POSIX", self.t.small_bytes)
+        return self.memo["exact"][self.shared_mask] if shared else self.memo["exact"]
 
     def shared_c(self):
         """The shared records' columns (`shared_mask`)."""
@@ -1489,7 +1611,8 @@ def _small_requests_rule(x: _Posix) -> list[dict]:
     t_read, t_write, shared_mask = x.t_read, x.t_write, x.shared_mask
     for kind, code, code_sh, b_kind, t_col in (("READ", "P05", "P15", br, "POSIX_F_READ_TIME"),
                                                ("WRITE", "P06", "P16", bw, "POSIX_F_WRITE_TIME")):
-        small, n, small_b = x.small(kind)
+        # (each count is made only where a bound of it passes the thresholds)
+        small, n, small_b = x.small(kind) if x.may_be_small(kind) else (0, 0, 0.0)
         word = kind.lower()
         t_kind = t_read if kind == "READ" else t_write
         thr = {"small_bytes": t.small_bytes, "small_requests": t.small_requests,
@@ -1505,7 +1628,7 @@ def _small_requests_rule(x: _Posix) -> list[dict]:
                           {"small": small, "total": n, "share": small / n, "small_bytes_estimate": small_b}, thr,
                           cost=cost, model="small-requests", action=f"aggregate the {small:,} small {word}s",
                           overlaps=(code_sh, "M02" if kind == "READ" else "M03", "P11" if kind == "READ" else "P13")))
-        if shared_mask.any():
+        if shared_mask.any() and x.may_be_small(kind, shared=True):
             sc = x.shared_c()
             small_s, n_s, small_bs = x.small(kind, shared=True)
             if n_s and small_s / n_s > t.small_requests and small_s > t.small_requests_absolute:
@@ -1644,12 +1767,21 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
                       "POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME", "POSIX_F_META_TIME", "POSIX_F_SLOWEST_RANK_TIME",
                       "POSIX_F_FASTEST_RANK_TIME", "POSIX_READS", "POSIX_WRITES")
         block = monitored_block(sc, list(names_read))
-        mon, zero = dict(zip(names_read, block)), dict(zip(names_read, np.nan_to_num(block)))
+        zeroed = np.where(np.isnan(block), 0.0, block)
+        if not np.isfinite(zeroed).all():  # ±inf as nan_to_num makes them (its own checks cost more than the block)
+            zeroed = np.nan_to_num(block)
+        mon, zero = dict(zip(names_read, block)), dict(zip(names_read, zeroed))
         tb = zero["POSIX_BYTES_READ"] + zero["POSIX_BYTES_WRITTEN"]
         db = np.abs(mon["POSIX_SLOWEST_RANK_BYTES"] - mon["POSIX_FASTEST_RANK_BYTES"])
         tt = zero["POSIX_F_READ_TIME"] + zero["POSIX_F_WRITE_TIME"] + zero["POSIX_F_META_TIME"]
         slowest_t = zero["POSIX_F_SLOWEST_RANK_TIME"]
         dt = np.abs(mon["POSIX_F_SLOWEST_RANK_TIME"] - mon["POSIX_F_FASTEST_RANK_TIME"])
+        ratios = {}
+        for code, d, tot_ in (("P18", db, tb), ("P19", dt, tt)):
+            ok = ~np.isnan(d) & (tot_ > 0)
+            ratios[code] = np.where(ok, d / np.where(tot_ > 0, tot_, 1), 0.0)
+        if not any((r > t.stragglers).any() for r in ratios.values()):
+            return out  # no straggler: the bounds below are not needed
         names = posix.names[shared_mask]
         excess = np.clip(slowest_t - tt / max(nprocs, 1), 0.0, None)    # costs.straggler_excess, per file
         # one node's local disk and large requests: one rank's stream fills the device, so spreading the bytes
@@ -1675,11 +1807,8 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
             bounded = np.where(beside_bound, costs.concurrent_excess(slowest_t, tb, beside, nprocs), excess)
             beside_bound &= bounded < excess
             excess = np.minimum(excess, bounded)
-        ratios = {}
-        for code, d, tot_, what in (("P18", db, tb, "bytes"), ("P19", dt, tt, "time")):
-            ok = ~np.isnan(d) & (tot_ > 0)
-            ratio = np.where(ok, d / np.where(tot_ > 0, tot_, 1), 0.0)
-            ratios[code] = ratio
+        for code, what in (("P18", "bytes"), ("P19", "time")):
+            ratio = ratios[code]
             bad = ratio > t.stragglers
             if bad.any():
                 worst = int(np.argmax(ratio))
@@ -1687,7 +1816,7 @@ def _shared_stragglers(x: _Posix) -> list[dict]:
                 waited = code == "P19" and ratios["P18"][worst] <= t.stragglers
                 # under collective buffering the rank that moves a file's bytes is an aggregator: ROMIO
                 # chose it, so the fix is more aggregators, not a different decomposition
-                aggregated = x.collective_ids is not None and np.isin(sc["id"][worst], x.collective_ids)
+                aggregated = x.collective_ids is not None and int(sc["id"][worst]) in set(x.collective_ids.tolist())
                 if (aggregated or waited) and x.one_local_disk:
                     # one node's local disk is one device every rank queues on (B01's reading): ROMIO's one
                     # aggregator per node writes for the others, which would queue there too; and a rank that

@@ -16,7 +16,8 @@ from ioweather.stats.job import (cols, distinct, first_layouts, member, monitore
 def ost_count(lustre) -> int:
     """Highest OST index in the log's Lustre records (sources.darshan_log.LustreLayouts) + 1 (0 when none): a lower
     bound of the file system's count."""
-    ids = [o for o in ",".join(map(str, lustre.ost_ids.tolist())).split(",") if o]
+    # each distinct list once: a file's records on every rank repeat its list (1.4 ms a log of thousands of records)
+    ids = [o for v in dict.fromkeys(map(str, lustre.ost_ids.tolist())) for o in v.split(",") if o]
     return max(-1, max(map(int, ids), default=-1)) + 1
 
 
