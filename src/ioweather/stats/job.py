@@ -220,10 +220,14 @@ def monitored_block(frame, names: list[str]) -> np.ndarray:
     """`monitored` of each of `names` as the rows of one (len(names), n) float64 array (a missing column a
     row of NaN): one conversion, not one call per column (issue 40)."""
     c = cols(frame)
-    out = np.full((len(names), c.n), np.nan)
-    for i, n in enumerate(names):
-        if n in c:
-            out[i] = c[n]
+    got = [c[n] if n in c else None for n in names]
+    if names and not any(v is None for v in got):
+        # every column present: one conversion (np.full and a store per row cost more than the values, issue 40)
+        out = np.array(got, dtype=np.float64)
+    else:
+        out = np.empty((len(names), c.n))
+        for i, v in enumerate(got):
+            out[i] = np.nan if v is None else v
     out[out == -1] = np.nan
     return out
 
@@ -355,9 +359,13 @@ def agg_perf_by_slowest(counters, fcounters, module: str, nprocs: int) -> dict:
     total_bytes = int(c[f"{p}_BYTES_READ"].astype(np.int64).sum() + c[f"{p}_BYTES_WRITTEN"].astype(np.int64).sum())
     rank = c["rank"]
     shared = rank < 0
-    shared_time = float(f[f"{p}_F_SLOWEST_RANK_TIME"][shared].sum())
     io = f[f"{p}_F_META_TIME"] + f[f"{p}_F_READ_TIME"] + f[f"{p}_F_WRITE_TIME"]
-    per_rank = np.bincount(rank[~shared], weights=io[~shared], minlength=max(nprocs, 1))
+    if shared.any():
+        shared_time = float(f[f"{p}_F_SLOWEST_RANK_TIME"][shared].sum())
+        rank, io = rank[~shared], io[~shared]
+    else:  # every record a rank's own (an empty sum is 0.0)
+        shared_time = 0.0
+    per_rank = np.bincount(rank, weights=io, minlength=max(nprocs, 1))
     slowest_rank, slowest_time = 0, 0.0
     if per_rank.size and per_rank.max() > 0:
         slowest_rank = int(np.argmax(per_rank))  # first maximum, as the C loop's strict '>'
@@ -372,49 +380,65 @@ def agg_perf_by_slowest(counters, fcounters, module: str, nprocs: int) -> dict:
 # ---------------------------------------------------------------------------
 # interfaces and totals
 
-def interface_summary(rec, nprocs: int) -> dict:
-    """Per-module volumes, operations and times (keys of the `interfaces` JSON object)."""
-    c, f = cols(rec), cols(rec)
-    p = PREFIX[rec.module]
-    reads, writes, opens = _OPS.get(rec.module, ((), (), ()))
-    # the eight totals from one block of their columns (issue 40), each as `total` makes it
-    groups = {"bytes_read": [f"{p}_BYTES_READ"], "bytes_written": [f"{p}_BYTES_WRITTEN"], "reads": list(reads),
-              "writes": list(writes), "opens": list(opens), "read_time_s": [f"{p}_F_READ_TIME"],
-              "write_time_s": [f"{p}_F_WRITE_TIME"], "meta_time_s": [f"{p}_F_META_TIME"]}
-    names = list(dict.fromkeys(n for g in groups.values() for n in g if n in c))
-    block = monitored_block(c, names)
-    unmonitored, sums, row = np.isnan(block).all(axis=1).tolist(), nan_sums(block).tolist(), {}
-    for i, n in enumerate(names):
-        row[n] = i
+#: module -> its interface totals' (key, counters) in the summary's order, and their distinct counters
+_INTERFACE_GROUPS: dict[str, tuple[tuple, tuple[str, ...]]] = {}
+#: (module, which of its counters a log holds) -> `_interface_layout`'s answer
+_INTERFACE_LAYOUTS: dict[tuple, tuple[list[str], list[tuple[str, list[int]]]]] = {}
 
-    def tot(group: list[str]) -> float | None:
-        at = [row[n] for n in group if n in row]
+
+def _interface_layout(module: str, c: Cols) -> tuple[list[str], list[tuple[str, list[int]]]]:
+    """(the counters of `module`'s totals that `c` holds, in order of first use; each total's key and its
+    counters' rows among them): made once per module and set of counters present, not per log."""
+    got = _INTERFACE_GROUPS.get(module)
+    if got is None:
+        p = PREFIX[module]
+        reads, writes, opens = _OPS.get(module, ((), (), ()))
+        groups = (("bytes_read", (f"{p}_BYTES_READ",)), ("bytes_written", (f"{p}_BYTES_WRITTEN",)), ("reads", reads),
+                  ("writes", writes), ("opens", opens), ("read_time_s", (f"{p}_F_READ_TIME",)),
+                  ("write_time_s", (f"{p}_F_WRITE_TIME",)), ("meta_time_s", (f"{p}_F_META_TIME",)))
+        got = _INTERFACE_GROUPS[module] = (groups, tuple(dict.fromkeys(n for _, g in groups for n in g)))
+    groups, candidates = got
+    key = (module, tuple(n in c for n in candidates))
+    layout = _INTERFACE_LAYOUTS.get(key)
+    if layout is None:
+        names = [n for n, present in zip(candidates, key[1]) if present]
+        row = {n: i for i, n in enumerate(names)}
+        layout = _INTERFACE_LAYOUTS[key] = (names, [(k, [row[n] for n in g if n in row]) for k, g in groups])
+    return layout
+
+
+def interface_summary(rec, nprocs: int) -> tuple[dict, dict | None]:
+    """(per-module volumes, operations and times: the keys of the `interfaces` JSON object; the module's
+    `agg_perf_by_slowest` or None). The characterization reports POSIX's perf twice (its interface and the
+    job's perf): made once."""
+    c, f = cols(rec), cols(rec)
+    # the eight totals from one block of their columns (issue 40), each as `total` makes it
+    names, layout = _interface_layout(rec.module, c)
+    block = monitored_block(c, names)
+    nan = np.isnan(block)  # once for both: each row's sum as nan_sums makes it
+    unmonitored, sums = nan.all(axis=1).tolist(), np.where(nan, 0.0, block).sum(axis=1).tolist()
+
+    def tot(at: list[int]) -> float | None:
         if not at or all(unmonitored[i] for i in at):
             return None
         return float(sum(sums[i] for i in at))
 
-    out = {
-        "bytes_read": tot(groups["bytes_read"]),
-        "bytes_written": tot(groups["bytes_written"]),
-        "reads": tot(groups["reads"]) if reads else None,
-        "writes": tot(groups["writes"]) if writes else None,
-        "opens": tot(groups["opens"]) if opens else None,
-        "read_time_s": tot(groups["read_time_s"]),
-        "write_time_s": tot(groups["write_time_s"]),
-        "meta_time_s": tot(groups["meta_time_s"]),
+    out = {key: tot(at) for key, at in layout}
+    out.update({
         "files": n_distinct(c["id"]),
         "records": c.n,
         "partial": rec.partial,
-    }
+    })
     for k in ("bytes_read", "bytes_written", "reads", "writes", "opens"):
         if out[k] is not None:
             out[k] = int(out[k])
+    perf = None
     if rec.module in PERF_MODULES:
-        out["agg_perf_by_slowest_mibps"] = (agg_perf_by_slowest(c, f, rec.module, nprocs)["agg_perf_by_slowest"]
-                                            if c.n else None)
+        perf = agg_perf_by_slowest(c, f, rec.module, nprocs) if c.n else None
+        out["agg_perf_by_slowest_mibps"] = perf["agg_perf_by_slowest"] if perf is not None else None
     if rec.not_monitored:
         out["not_monitored"] = list(rec.not_monitored)
-    return out
+    return out, perf
 
 
 #: id(records) -> (weak reference to them, their `module_rows`): the characterization and the findings ask
@@ -592,35 +616,38 @@ def totals(fs: Cols) -> dict:
 # ---------------------------------------------------------------------------
 # sharing
 
-def sharing_classes(ids: np.ndarray, ranks: np.ndarray, nprocs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(unique ids, first row of each, nranks, class) with class 'shared' (a rank -1 record, or every
-    rank has its own record), 'partially_shared' (several ranks, not all) or 'unique' (one rank).
-    `ranks` must already follow the single-process convention (see effective_ranks)."""
+def _sharing_codes(ids: np.ndarray, ranks: np.ndarray, nprocs: int) -> tuple[np.ndarray, ...]:
+    """(unique ids, first row of each, each row's place among them, nranks, class code) with class (its name
+    _SHARING_NAMES[code]) 'shared' (2: a rank -1 record, or every rank has its own record), 'partially_shared'
+    (1: several ranks, not all) or 'unique' (0: one rank). `ranks` must already follow the single-process
+    convention (see effective_ranks)."""
     uniq, first, inv = unique_first_inverse(ids)
     k = len(uniq)
-    has_all = np.zeros(k, bool)
-    has_all[inv[ranks < 0]] = True
-    width = int(max(nprocs, ranks.max(initial=0) + 1)) + 2
-    ukey = distinct(inv.astype(np.int64) * width + (ranks + 1))
-    nranks = np.bincount(ukey // width, minlength=k)
-    nranks = np.where(has_all, nprocs, nranks)
+    if k == len(ids):
+        # one record per file (most small logs): each file's one rank, counted as the general case counts it
+        has_all = ranks[first] < 0
+        nranks = np.where(has_all, nprocs, np.ones(k, np.intp))
+    else:
+        has_all = np.zeros(k, bool)
+        has_all[inv[ranks < 0]] = True
+        width = int(max(nprocs, ranks.max(initial=0) + 1)) + 2
+        ukey = distinct(inv.astype(np.int64) * width + (ranks + 1))
+        nranks = np.where(has_all, nprocs, np.bincount(ukey // width, minlength=k))
     shared = has_all | ((nranks >= nprocs) & (nprocs > 1))
     # the class names taken from an object array by code: numpy's nested where on text made fixed-width strings
     # first, then Python ones (~3 calls a log, issue 40)
-    cls = _SHARING_NAMES[np.where(shared, 2, nranks > 1)]
-    return uniq, first, nranks, cls
+    return uniq, first, inv, nranks, np.where(shared, 2, nranks > 1)
 
 
-#: sharing_classes' class names by code: 0 unique, 1 partially shared, 2 shared
+#: _sharing_codes' class names by code: 0 unique, 1 partially shared, 2 shared
 _SHARING_NAMES = np.array(["unique", "partially_shared", "shared"], dtype=object)
 
 
 def file_sharing(fs: Cols, nprocs: int) -> Cols:
     """One row per file (record id) at the file-system layer: id, nranks, sharing, bytes."""
     ranks = effective_ranks(fs["rank"], nprocs)
-    uniq, _, nranks, cls = sharing_classes(fs["id"], ranks, nprocs)
-    inv = np.searchsorted(uniq, fs["id"])
-    out = Cols(id=uniq, nranks=nranks, sharing=cls,
+    uniq, _, inv, nranks, code = _sharing_codes(fs["id"], ranks, nprocs)
+    out = Cols(id=uniq, nranks=nranks, sharing=_SHARING_NAMES[code],
                bytes=np.bincount(inv, weights=fs["bytes_read"] + fs["bytes_written"], minlength=len(uniq)))
     out.n = len(uniq)
     return out
@@ -638,6 +665,10 @@ def sharing_summary(per_file: Cols) -> dict:
 # ---------------------------------------------------------------------------
 # access pattern (POSIX counters)
 
+#: access_pattern's size bins: the reads', then the writes'
+_HISTOGRAM_BINS = tuple(f"POSIX_SIZE_{kind}_{b}" for kind in ("READ", "WRITE") for b in SIZE_BINS)
+
+
 def access_pattern(rec) -> dict:
     """Size histograms, the 4 most common access sizes and the pattern fractions of POSIX.
 
@@ -650,15 +681,29 @@ def access_pattern(rec) -> dict:
     if rec is None or not len(rec):
         return out
     c = cols(rec)
-    # both histograms' bins in one block, each row summed as its own 1-d sum
-    sums = nan_sums(monitored_block(c, [f"POSIX_SIZE_{kind}_{b}" for kind in ("READ", "WRITE") for b in SIZE_BINS]))
+    pattern = ("POSIX_SEQ_READS", "POSIX_SEQ_WRITES", "POSIX_CONSEC_READS", "POSIX_CONSEC_WRITES",
+               "POSIX_FILE_NOT_ALIGNED", "POSIX_MEM_NOT_ALIGNED")
+    # both histograms' bins and the pattern counters in one block, each bin's row summed as its own 1-d sum
+    block = monitored_block(c, [*_HISTOGRAM_BINS, *pattern])
+    sums = nan_sums(block[:len(_HISTOGRAM_BINS)])
     for i, key in enumerate(("read_histogram", "write_histogram")):
         out[key] = {b: int(x) for b, x in zip(SIZE_BINS, sums[i * len(SIZE_BINS):(i + 1) * len(SIZE_BINS)].tolist())}
     out["common_sizes"] = common_access_sizes(c, "POSIX")
-    ops = zero_missing(c, "POSIX_READS") + zero_missing(c, "POSIX_WRITES")
-    pattern = ("POSIX_SEQ_READS", "POSIX_SEQ_WRITES", "POSIX_CONSEC_READS", "POSIX_CONSEC_WRITES",
-               "POSIX_FILE_NOT_ALIGNED", "POSIX_MEM_NOT_ALIGNED")
-    counted = dict(zip(pattern, monitored_block(c, list(pattern))))
+    reads, writes = zero_missing_block(c, ["POSIX_READS", "POSIX_WRITES"])
+    ops = reads + writes
+    counted = dict(zip(pattern, block[len(_HISTOGRAM_BINS):]))
+
+    keys = ("seq_fraction", "consec_fraction", "file_not_aligned_fraction", "mem_not_aligned_fraction")
+    pat = block[len(_HISTOGRAM_BINS):]
+    if not np.isnan(pat).any():
+        # every record has every pattern counter (`frac`'s ok all True): the four numerators as the rows of one
+        # block, each made as frac makes it (0 + the first + the second) and summed as its own 1-d sum
+        den = ops.sum()
+        num = pat[[0, 2, 4, 5]] + 0
+        num[0] += pat[1]
+        num[1] += pat[3]
+        out.update(zip(keys, (float(v / den) if den > 0 else None for v in num.sum(axis=1).tolist())))
+        return out
 
     def frac(*names):
         num = sum(counted[n] for n in names)
@@ -666,10 +711,8 @@ def access_pattern(rec) -> dict:
         den = ops[ok].sum()
         return float(num[ok].sum() / den) if den > 0 else None
 
-    out["seq_fraction"] = frac("POSIX_SEQ_READS", "POSIX_SEQ_WRITES")
-    out["consec_fraction"] = frac("POSIX_CONSEC_READS", "POSIX_CONSEC_WRITES")
-    out["file_not_aligned_fraction"] = frac("POSIX_FILE_NOT_ALIGNED")
-    out["mem_not_aligned_fraction"] = frac("POSIX_MEM_NOT_ALIGNED")
+    out.update(zip(keys, (frac("POSIX_SEQ_READS", "POSIX_SEQ_WRITES"), frac("POSIX_CONSEC_READS", "POSIX_CONSEC_WRITES"),
+                          frac("POSIX_FILE_NOT_ALIGNED"), frac("POSIX_MEM_NOT_ALIGNED"))))
     return out
 
 
@@ -681,6 +724,15 @@ def common_access_sizes(counters, prefix: str, n: int = 4) -> list[dict]:
     if not sizes or len(sizes) != len(counts):
         return []
     s, k = np.concatenate(sizes).astype(np.int64), np.concatenate(counts).astype(np.int64)
+    if len(s) <= SMALL_INTS:
+        # a few records: tallied in a dict as bincount adds them (each count as a float onto 0.0, in order), then
+        # sorted as the lexsort below sorts them (numpy's calls cost more than the values, issue 40)
+        tally: dict[int, float] = {}
+        for size, count in zip(s.tolist(), k.tolist()):
+            if count > 0 and size >= 0:
+                tally[size] = tally.get(size, 0.0) + count
+        return [{"size_bytes": size, "count": int(t)}
+                for size, t in sorted(tally.items(), key=lambda st: (-st[1], st[0]))[:n]]
     keep = (k > 0) & (s >= 0)
     if not keep.any():
         return []
@@ -775,9 +827,10 @@ def stream_mask(names) -> np.ndarray:
     all three on every rank at start-up (darshan-stdio.c, stdio_runtime_initialize), so in a job of several
     processes each is often a shared (rank −1) record whoever printed, and as often the printing ranks' own
     (rank 0's <STDOUT> in the mpi-io-test release logs, 20 ranks' in runtime_heatmap_inactive_ranks)."""
-    out = np.zeros(len(names), bool)
-    out[:] = [isinstance(n, str) and (n.startswith("<") or n.isdigit()) for n in names]
-    return out
+    names = names.tolist() if isinstance(names, np.ndarray) else list(names)
+    # a plain str (every name a log holds) by slicing, not by method calls: ~2x faster per name (issue 40)
+    return np.array([n[:1] == "<" or n.isdigit() if type(n) is str else isinstance(n, str)
+                     and (n.startswith("<") or n.isdigit()) for n in names], dtype=bool).reshape(len(names))
 
 
 def shared_rank_rows(log) -> Cols:
@@ -797,31 +850,37 @@ def _shared_rank_rows(log) -> Cols:
     nprocs = max(int(log.nprocs), 1)
     keys = ("module", "id", "name", "bytes", "time", "ranked", "slowest_rank", "slowest_bytes", "slowest_time",
             "fastest_rank", "fastest_bytes", "fastest_time", "var_bytes", "var_time", "top")
-    parts = []
+    parts, mods = [], []
     for mod in SPLIT_MODULES:
         rec = log.records.get(mod)
         if nprocs < 2 or rec is None or not len(rec):
             continue
         c, p = cols(rec), PREFIX[mod]
-        keep = c["rank"] < 0
         # the names of the shared records only: a log's records are mostly per rank (issue 40's cost of loops)
-        at = np.flatnonzero(keep)
-        keep[at] = ~stream_mask(rec.names[at])
-        if not keep.any():
+        at = np.flatnonzero(c["rank"] < 0)
+        if not at.size:
             continue
-        s = subset(c, keep)
-        # one block of the counters read as 0 where missing, one of those read as NaN (issue 40)
-        br, bw, rt, wt, mt, sb, st, fb, ft = zero_missing_block(s, [
+        at = at[~stream_mask(rec.names[at])]
+        if not at.size:
+            continue
+        # one block of the counters read as 0 where missing, one of those read as NaN (issue 40), each made of
+        # every record and then cut to the shared ones: both read each value alone, and two cuts cost less than
+        # a cut per column (~13 a module)
+        br, bw, rt, wt, mt, sb, st, fb, ft = zero_missing_block(c, [
             f"{p}_BYTES_READ", f"{p}_BYTES_WRITTEN", f"{p}_F_READ_TIME", f"{p}_F_WRITE_TIME", f"{p}_F_META_TIME",
-            f"{p}_SLOWEST_RANK_BYTES", f"{p}_F_SLOWEST_RANK_TIME", f"{p}_FASTEST_RANK_BYTES", f"{p}_F_FASTEST_RANK_TIME"])
-        sr, fr, var_b, var_t = monitored_block(s, [f"{p}_SLOWEST_RANK", f"{p}_FASTEST_RANK", f"{p}_F_VARIANCE_RANK_BYTES",
-                                                   f"{p}_F_VARIANCE_RANK_TIME"])
-        ranked = np.isfinite(sr) & np.isfinite(fr) & (sr >= 0) & (sr < nprocs) & (fr >= 0) & (fr < nprocs)
+            f"{p}_SLOWEST_RANK_BYTES", f"{p}_F_SLOWEST_RANK_TIME", f"{p}_FASTEST_RANK_BYTES",
+            f"{p}_F_FASTEST_RANK_TIME"])[:, at]
+        sr, fr, var_b, var_t = monitored_block(c, [f"{p}_SLOWEST_RANK", f"{p}_FASTEST_RANK",
+                                                   f"{p}_F_VARIANCE_RANK_BYTES", f"{p}_F_VARIANCE_RANK_TIME"])[:, at]
+        # both ranks within the job (NaN and ±inf compare false)
+        ranked = (sr >= 0) & (sr < nprocs) & (fr >= 0) & (fr < nprocs)
 
         def named(v):
             return np.where(ranked, v, 0.0)
+        mods.append(mod)
         parts.append({
-            "module": np.full(s.n, mod, dtype=object), "id": np.asarray(s["id"], np.uint64), "name": rec.names[keep],
+            "module": np.full(at.size, mod, dtype=object), "id": np.asarray(c["id"][at], np.uint64),
+            "name": rec.names[at],
             "bytes": br + bw, "time": rt + wt + mt, "ranked": ranked,
             "slowest_rank": np.where(ranked, sr, -1).astype(np.int64), "slowest_bytes": named(sb),
             "slowest_time": named(st),
@@ -833,21 +892,23 @@ def _shared_rank_rows(log) -> Cols:
                                 else np.int64 if k.endswith("_rank") else np.float64) for k in keys})
         out.n = 0
         return out
-    out = Cols({k: np.concatenate([q[k] for q in parts]) for k in parts[0]})
+    # one module's rows are its part's own fresh arrays
+    out = Cols(parts[0] if len(parts) == 1 else {k: np.concatenate([q[k] for q in parts]) for k in parts[0]})
     out.n = len(out["id"])
     top = np.ones(out.n, bool)
-    for mod, above in _SPLIT_ABOVE.items():
-        sel = out["module"] == mod
-        if sel.any():
-            top[sel] = ~member(out["id"][sel], out["id"][out["module"] == above])
+    if any(above in mods for above in _SPLIT_ABOVE.values()):  # else no row has a record above it
+        for mod, above in _SPLIT_ABOVE.items():
+            sel = out["module"] == mod
+            if sel.any():
+                top[sel] = ~member(out["id"][sel], out["id"][out["module"] == above])
     out["top"] = top
     return out
 
 
-def _spread(hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
-    """(max − min) / max of two columns, NaN where both are 0."""
-    m = np.maximum(hi, lo)
-    return np.where(m > 0, np.abs(hi - lo) / np.where(m > 0, m, 1.0), np.nan)
+def _spread_of(hi: float, lo: float) -> float | None:
+    """(max − min) / max of one pair of finite floats; None where both are 0 (or it is not finite)."""
+    m = max(hi, lo)
+    return _none(abs(hi - lo) / m) if m > 0 else None
 
 
 def _cv(var: np.ndarray, total: np.ndarray, nprocs: int) -> float | None:
@@ -871,6 +932,8 @@ def shared_splits(rows: Cols, nprocs: int) -> list[dict]:
     `bytes_cv` reads only the files the ranks called at this layer (`top`): a POSIX record under an MPI-IO
     one is split by ROMIO's aggregators, which hints and the stripe count choose, not the code."""
     out = []
+    if not rows["ranked"].any():  # no module has a ranked row
+        return out
     for mod in SPLIT_MODULES:
         sel = (rows["module"] == mod) & rows["ranked"]
         if not sel.any():
@@ -883,8 +946,7 @@ def shared_splits(rows: Cols, nprocs: int) -> list[dict]:
         out.append({"module": mod, "files": int(r.n), "file": r["name"][w],
                     "slowest_rank": int(r["slowest_rank"][w]), "slowest_bytes": int(sb), "slowest_time_s": st,
                     "fastest_rank": int(r["fastest_rank"][w]), "fastest_bytes": int(fb), "fastest_time_s": ft,
-                    "bytes": _none(_spread(np.array([sb]), np.array([fb]))[0]),
-                    "time": _none(_spread(np.array([st]), np.array([ft]))[0]),
+                    "bytes": _spread_of(sb, fb), "time": _spread_of(st, ft),
                     "bytes_cv": _cv(r["var_bytes"][r["top"]], r["bytes"][r["top"]], nprocs),
                     "time_cv": _cv(r["var_time"], r["time"], nprocs)})
     return out
@@ -1007,14 +1069,20 @@ def top_layer_time(rows: Cols, nprocs: int) -> dict:
     if not rows.n:
         return {"io_time_s": 0.0, "slowest_rank": None, "layer": None, "by_layer_s": {}, "layers": {},
                 "per_rank": np.zeros(max(nprocs, 1))}
-    uk, _, inv = unique_first_inverse(rows["key"])
-    top = np.full(len(uk), len(LAYERS), np.int64)
-    np.minimum.at(top, inv, rows["layer"])
-    at_top = rows["layer"] == top[inv]
-    r, t, s, lay = rows["rank"][at_top], rows["time"][at_top], rows["shared"][at_top], rows["layer"][at_top]
+    lay = rows["layer"]
+    if lay.min() == lay.max():
+        # one layer (most logs: POSIX and STDIO): every record is at its file's top
+        r, t, s, in_lay = rows["rank"], rows["time"], rows["shared"], lay[:1]
+    else:
+        uk, _, inv = unique_first_inverse(rows["key"])
+        top = np.full(len(uk), len(LAYERS), np.int64)
+        np.minimum.at(top, inv, lay)
+        at_top = lay == top[inv]
+        r, t, s, lay = rows["rank"][at_top], rows["time"][at_top], rows["shared"][at_top], lay[at_top]
+        in_lay = distinct(lay)
     io_time, slowest, per = slowest_path(r, t, s, nprocs)
     by_layer = {}
-    for li in distinct(lay):
+    for li in in_lay:
         sel = lay == li
         own = sel & (r == (slowest if slowest is not None else -2))
         by_layer[LAYERS[li]] = float(t[own].sum() + s[sel & (r < 0)].sum())
@@ -1094,23 +1162,34 @@ def _mount_hits(names, mounts: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 _NO_MOUNT = ("", "")
-#: The answers for the last mount table asked: a log's modules and rules ask for the same names several
-#: times, and the logs of one machine share a table. Emptied past _MOUNT_MEMO_NAMES names.
+#: The answers per mount table: a log's modules and rules ask for the same names several times, and the logs of
+#: one machine share a table, though not in a row (1,000 public logs: 29 tables, a change of table between 772
+#: neighbours; one memo for the last table only walked each log's names again, issue 40). Emptied past
+#: _MOUNT_MEMO_NAMES names over all tables.
 _MOUNT_MEMO: dict = {}
 _MOUNT_MEMO_NAMES = 100_000
 
 
 def _mount_memo(mounts: list[tuple[str, str]]) -> tuple[dict, dict, dict]:
     """(name -> answer, directory -> answer, mount point -> (point, type)) for this mount table."""
-    if _MOUNT_MEMO.get("list") is not mounts:  # the same list object: a log's own table, asked ~5 times a log
+    last = _MOUNT_MEMO.get("last")
+    if last is not None and last[0] is mounts:  # the same list object: a log's own table, asked ~5 times a log
+        memo = last[1]
+    else:
         key = tuple(mounts)
-        if _MOUNT_MEMO.get("key") != key:
-            _MOUNT_MEMO.update(key=key, found={}, dirs={},
-                               table={point.rstrip("/") or "/": (point, fstype) for point, fstype in mounts})
-        _MOUNT_MEMO["list"] = mounts
-    if len(_MOUNT_MEMO["found"]) + len(_MOUNT_MEMO["dirs"]) > _MOUNT_MEMO_NAMES:
-        _MOUNT_MEMO.update(found={}, dirs={})
-    return _MOUNT_MEMO["found"], _MOUNT_MEMO["dirs"], _MOUNT_MEMO["table"]
+        tables = _MOUNT_MEMO.setdefault("tables", {})
+        memo = tables.get(key)
+        if memo is None:
+            memo = tables[key] = ({}, {}, {point.rstrip("/") or "/": (point, fstype) for point, fstype in mounts})
+        _MOUNT_MEMO["last"] = (mounts, memo)
+    if len(memo[0]) + len(memo[1]) > _MOUNT_MEMO_NAMES or (
+            memo is not _MOUNT_MEMO.get("counted") and sum(len(f) + len(d) for f, d, _ in
+                                                           _MOUNT_MEMO["tables"].values()) > _MOUNT_MEMO_NAMES):
+        for f, d, _ in _MOUNT_MEMO["tables"].values():
+            f.clear()
+            d.clear()
+    _MOUNT_MEMO["counted"] = memo
+    return memo
 
 
 def _mount_of(name, table: dict, dirs: dict) -> tuple[str, str]:
@@ -1199,19 +1278,20 @@ def characterize(log, *, cores_per_node: int | None = None) -> dict:
     """Everything `ioweather job --json` reports except findings (see stats.findings)."""
     nprocs = max(int(log.nprocs), 1)
     fs = fs_records(log)
-    interfaces = {m: interface_summary(r, nprocs) for m, r in log.records.items()}
+    summaries = {m: interface_summary(r, nprocs) for m, r in log.records.items()}
+    interfaces = {m: got[0] for m, got in summaries.items()}
     per_file = file_sharing(fs, nprocs)
     pr = rank_sums(fs, nprocs)
     mibps, fs_io_time, _ = carns_mibps(fs, nprocs, pr)
     # Carns' slowest path counts every record (its bytes do too); the imbalance the ranks' data alone
-    own = data_rank_sums(fs, nprocs)
+    own = data_rank_sums(fs, nprocs) if fs["stream"].any() else pr  # no stream: the same sums
     span = rank0_io_span(fs)
     top = top_layer_time(layer_rows(log, nprocs), nprocs)
     io_time, slowest = top["io_time_s"], top["slowest_rank"]
     nnodes, nsrc = node_count(len(log.node_names) or None, nprocs, cores_per_node)
     posix = log.records.get("POSIX")
-    darshan_perf = (agg_perf_by_slowest(posix, posix, "POSIX", nprocs)
-                    if posix is not None and len(posix) else None)
+    # interface_summary's, as agg_perf_by_slowest(posix, posix, "POSIX", nprocs) makes it
+    darshan_perf = summaries["POSIX"][1] if posix is not None and len(posix) else None
     runtime = float(log.runtime_s)
     frac = io_time / runtime if runtime > 0 else None
     reason = None
@@ -1264,6 +1344,12 @@ FILE_TABLE_COLUMNS = ["module", "id", "name", "nranks", "sharing", "bytes_read",
 LUSTRE_FILE_COLUMNS = ("stripe_count", "stripe_size", "ost_ids")
 
 
+#: file_columns' sums per file: (module_rows' column, the table's column)
+_FILE_SUMS = (("bytes_read", "bytes_read"), ("bytes_written", "bytes_written"), ("reads", "reads"),
+              ("writes", "writes"), ("opens", "opens"), ("read_time", "read_time_s"), ("write_time", "write_time_s"),
+              ("meta_time", "meta_time_s"))
+
+
 def file_columns(log) -> dict[str, np.ndarray]:
     """One row per (file, module) for every generic module: the archive's per-file table, as columns."""
     nprocs = max(int(log.nprocs), 1)
@@ -1273,14 +1359,17 @@ def file_columns(log) -> dict[str, np.ndarray]:
             continue
         m = module_rows(rec)
         ranks = effective_ranks(m["rank"], nprocs)
-        uniq, first, nranks, cls = sharing_classes(m["id"], ranks, nprocs)
-        inv = np.searchsorted(uniq, m["id"])
+        uniq, first, inv, nranks, code = _sharing_codes(m["id"], ranks, nprocs)
         part = {"module": np.full(len(uniq), mod, dtype=object), "id": uniq, "name": rec.names[first],
-                "nranks": nranks.astype(np.int64), "sharing": cls}
-        for src, dst in (("bytes_read", "bytes_read"), ("bytes_written", "bytes_written"), ("reads", "reads"),
-                         ("writes", "writes"), ("opens", "opens"), ("read_time", "read_time_s"),
-                         ("write_time", "write_time_s"), ("meta_time", "meta_time_s")):
-            part[dst] = np.bincount(inv, weights=m[src], minlength=len(uniq))
+                "nranks": nranks.astype(np.int64), "sharing": _SHARING_NAMES[code]}
+        if len(uniq) == len(inv):
+            # one record per file: each file's sum is its record's value added to bincount's 0.0 (one gather of
+            # the eight columns, not eight bincounts)
+            sums = np.array([m[src] for src, _ in _FILE_SUMS])[:, first] + 0.0
+            part.update(zip((dst for _, dst in _FILE_SUMS), sums))
+        else:
+            for src, dst in _FILE_SUMS:
+                part[dst] = np.bincount(inv, weights=m[src], minlength=len(uniq))
         parts.append(part)
     if not parts:
         empty = {c: np.zeros(0, dtype=object) for c in FILE_TABLE_COLUMNS}
