@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from darshan_support import all_real_logs, need_darshan_logs  # noqa: F401
+from ioweather.errors import UserError
 from ioweather.sources.darshan_log import read_log
 from ioweather.stats.costs import Clock
 from ioweather.stats.damage import drop_impossible
@@ -64,3 +65,13 @@ def test_a_skipped_rule_would_not_have_fired():
     print("skipped", skipped, "fired past the bound", passed)
     # the bounds skip somewhere, and let findings through somewhere: the checks above compared something
     assert all(skipped.values()) and all(passed.values())
+
+
+@pytest.mark.parametrize("name", ["stragglers", "min_bytes", "small_requests", "lustre_small_files"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_threshold_file_cannot_set_nan_or_inf(name, value):
+    # TOML writes both (`x = nan`, `x = inf`): a NaN float threshold silenced its rule (every comparison false),
+    # an int one crashed on int(); both are the user's error to be told
+    with pytest.raises(UserError, match="non-negative finite"):
+        Thresholds.from_mapping({name: value}, "thresholds.toml")
+    assert Thresholds.from_mapping({name: 1}, "thresholds.toml") is not None

@@ -169,8 +169,9 @@ class Thresholds:
             raise UserError(f"{where}: unknown threshold(s) {', '.join(unknown)}; known: {', '.join(known)}")
         values = {}
         for k, v in data.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                raise UserError(f"{where}: {k} must be a non-negative number, got {v!r}")
+            # (not v >= 0: TOML's nan and inf are floats; a NaN threshold silences its rule, an int one crashed)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf"):
+                raise UserError(f"{where}: {k} must be a non-negative finite number, got {v!r}")
             values[k] = int(v) if known[k] in ("int", int) else float(v)
         return cls(**values)
 
