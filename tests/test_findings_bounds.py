@@ -4,9 +4,12 @@ skip is checked against the rule's own computation run without it."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from darshan_support import all_real_logs, need_darshan_logs  # noqa: F401
+from darshan_support import TESTDATA_LOGS, all_real_logs, need_darshan_logs  # noqa: F401
+from ioweather.errors import UserError
 from ioweather.sources.darshan_log import read_log
 from ioweather.stats.costs import Clock
 from ioweather.stats.damage import drop_impossible
@@ -64,3 +67,26 @@ def test_a_skipped_rule_would_not_have_fired():
     print("skipped", skipped, "fired past the bound", passed)
     # the bounds skip somewhere, and let findings through somewhere: the checks above compared something
     assert all(skipped.values()) and all(passed.values())
+
+
+@pytest.mark.parametrize("name", ["stragglers", "min_bytes", "small_requests", "lustre_small_files"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_threshold_file_cannot_set_nan_or_inf(name, value):
+    # TOML writes both (`x = nan`, `x = inf`): a NaN float threshold silenced its rule (every comparison false),
+    # an int one crashed on int(); both are the user's error to be told
+    with pytest.raises(UserError, match="non-negative finite"):
+        Thresholds.from_mapping({name: value}, "thresholds.toml")
+    assert Thresholds.from_mapping({name: 1}, "thresholds.toml") is not None
+
+
+def test_l03_at_a_threshold_of_zero_files_needs_one_file():
+    # `lustre_small_files = 0` (a threshold file may say it) fired L03 on a log without one small file striped
+    # wide: "0 Lustre files ... striped over nan OSTs", a NaN cost
+    log = drop_impossible(read_log(str(TESTDATA_LOGS / "e3sm_io_heatmap_only.darshan"), dxt=False, heatmaps=False))[0]
+    assert log.lustre is not None and len(log.lustre)
+    clock = Clock(io_time_s=10.0, cumulative_s=20.0, runtime_s=30.0, nprocs=max(int(log.nprocs), 1))
+    assert "L03" not in [f["code"] for f in _lustre_findings(log, Thresholds(lustre_small_files=0), clock)]
+    # a threshold the log's small files do reach still fires, with a finite cost
+    low = Thresholds(lustre_small_files=0, lustre_small_file_bytes=1 << 40)
+    l03 = [f for f in _lustre_findings(log, low, clock) if f["code"] == "L03"]
+    assert l03 and l03[0]["evidence"]["files"] > 0 and math.isfinite(l03[0]["cost_s"])

@@ -72,3 +72,42 @@ print(pa.array(pd.Series([1.0, math.nan])).null_count, pa.table(pd.DataFrame({"x
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert out.stdout.split() == ["1", "2"]
+
+
+def _probe(code: str, *path: str) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join([*path, *sys.path])})
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
+def test_pyarrow_takes_pandas_back_after_a_find_spec_that_imported_nothing():
+    # `importlib.util.find_spec("pandas")` (is it installed?) finds the spec without running pandas: pyarrow must
+    # still take pandas back at the import that follows, or a Series' NaN is no null and a categorical no dictionary
+    probe = """\
+import importlib.util, math
+from ioweather.services.jobs.ingest import _arrow_without_pandas
+_arrow_without_pandas()
+import pyarrow as pa
+assert importlib.util.find_spec("pandas") is not None
+import pandas as pd
+print(pa.array(pd.Series([1.0, math.nan])).null_count,
+      pa.types.is_dictionary(pa.array(pd.Series(["a", "b"], dtype="category")).type))
+"""
+    assert _probe(probe) == ["1", "True"]
+
+
+def test_a_pandas_pyarrow_refuses_still_imports(tmp_path):
+    # pyarrow refuses a pandas older than it supports (an ImportError from its check): without the hook pandas
+    # imports and pyarrow only leaves it out; the hook must not turn that into a failed `import pandas`
+    fake = tmp_path / "old" / "pandas"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("__version__ = '1.0.0'\n")
+    probe = """\
+from ioweather.services.jobs.ingest import _arrow_without_pandas
+_arrow_without_pandas()
+import pandas
+import pyarrow as pa
+print(pandas.__version__, pa.lib._pandas_api.have_pandas)
+"""
+    assert _probe(probe, str(tmp_path / "old")) == ["1.0.0", "False"]

@@ -169,8 +169,9 @@ class Thresholds:
             raise UserError(f"{where}: unknown threshold(s) {', '.join(unknown)}; known: {', '.join(known)}")
         values = {}
         for k, v in data.items():
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
-                raise UserError(f"{where}: {k} must be a non-negative number, got {v!r}")
+            # (not v >= 0: TOML's nan and inf are floats; a NaN threshold silences its rule, an int one crashed)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf"):
+                raise UserError(f"{where}: {k} must be a non-negative finite number, got {v!r}")
             values[k] = int(v) if known[k] in ("int", int) else float(v)
         return cls(**values)
 
@@ -1344,7 +1345,7 @@ def _lustre_findings(log, t: Thresholds, clock: costs.Clock) -> list[dict]:
                       action="align the Lustre stripe size with the request size"))
     # L03: many small files on a wide stripe
     l03 = (size < t.lustre_small_file_bytes) & (count > 1)
-    if int(l03.sum()) >= t.lustre_small_files:
+    if l03.any() and int(l03.sum()) >= t.lustre_small_files:  # (lustre_small_files = 0: not on no file at all)
         small = _LustreRows(a, l03)
         # the mean and sum pandas takes of the table's columns: the sum of the counts as float64 over their number,
         # the NaN-skipping sum of the seconds (each numpy's pairwise sum of the same contiguous values)

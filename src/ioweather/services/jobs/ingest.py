@@ -739,28 +739,38 @@ def _load_reader() -> None:
 
 
 class _ArrowTakesPandasBack:
-    """A one-shot import hook: once pandas is imported (by anything), pyarrow is told to take it back
-    (`_arrow_without_pandas`), so a pandas object is never handed to a pyarrow that thinks pandas absent."""
+    """An import hook until pandas has run: then pyarrow is told to take it back (`_arrow_without_pandas`), so a
+    pandas object is never handed to a pyarrow that thinks pandas absent. It stays in sys.meta_path until pandas'
+    own code has run (a `find_spec("pandas")` that imports nothing, a failed import, does not end it), and a
+    pyarrow that will not take pandas back (its own version check) never makes the import of pandas fail."""
 
     def find_spec(self, name, path=None, target=None):
         if name != "pandas":
             return None
-        sys.meta_path.remove(self)
-        # lazy: importlib.util, needed only here
-        import importlib.util
-
-        spec = importlib.util.find_spec("pandas")  # from the other finders (this one is gone)
+        spec = None
+        for finder in list(sys.meta_path):  # the other finders' spec (this one stays until pandas has run)
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                break
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         run = spec.loader.exec_module
 
         def exec_module(module):
             run(module)
-            # lazy: pyarrow, imported already (`_arrow_without_pandas`)
-            import pyarrow
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+            try:
+                # lazy: pyarrow, imported already (`_arrow_without_pandas`)
+                import pyarrow
 
-            # a failed import is retried by any of pyarrow's checks that need pandas: this one
-            pyarrow.lib._pandas_api.pd  # noqa: B018
+                # a failed import is retried by any of pyarrow's checks that need pandas: this one
+                pyarrow.lib._pandas_api.pd  # noqa: B018
+            except ImportError:  # pyarrow refuses this pandas (as it would have by itself): pandas stays imported
+                pass
 
         spec.loader.exec_module = exec_module
         return spec
