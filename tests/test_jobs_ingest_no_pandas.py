@@ -111,3 +111,20 @@ import pyarrow as pa
 print(pandas.__version__, pa.lib._pandas_api.have_pandas)
 """
     assert _probe(probe, str(tmp_path / "old")) == ["1.0.0", "False"]
+
+
+def test_a_pyarrow_without_the_pandas_shim_gets_no_hooks():
+    # the hooks reach pyarrow's private `lib._pandas_api`: a pyarrow that moved it gets none (they could not give
+    # pandas back to it, and every later `import pandas` would fail), and its first table imports pandas as usual
+    probe = """\
+import sys
+import pyarrow
+shim = pyarrow.lib._pandas_api
+del pyarrow.lib._pandas_api
+from ioweather.services.jobs.ingest import _arrow_without_pandas, _ArrowTakesPandasBack
+_arrow_without_pandas()
+print(sum(isinstance(f, _ArrowTakesPandasBack) for f in sys.meta_path))
+import pandas
+print(pandas.Series([1]).sum())
+"""
+    assert _probe(probe) == ["0", "1"]

@@ -787,6 +787,8 @@ def _arrow_without_pandas() -> None:
     # lazy: pyarrow, as `_load_reader`
     import pyarrow
 
+    if not hasattr(getattr(pyarrow, "lib", None), "_pandas_api"):
+        return  # a pyarrow whose pandas check lives elsewhere: no hooks that could not give pandas back to it
     sys.meta_path.insert(0, _ArrowTakesPandasBack())
     sys.meta_path.insert(0, _NoPandas)
     try:
