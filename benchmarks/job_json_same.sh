@@ -7,6 +7,11 @@ set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 B=$(cd "$1" && pwd); A=$(cd "${2:-$here/src}" && pwd)
 py=${PYTHON:-$here/.venv/bin/python}
+# both trees failing alike would compare equal: no interpreter, no comparison
+[ -x "$py" ] || { echo "job_json_same: no Python at $py (set PYTHON=, e.g. a checkout's .venv/bin/python)" >&2; exit 2; }
+for t in "$B" "$A"; do
+  PYTHONPATH="$t" "$py" -c "import ioweather.cli" || { echo "job_json_same: $py cannot import ioweather from $t" >&2; exit 2; }
+done
 out=$(mktemp -d /tmp/job-json-same.XXXX)
 find "$here/../shared" "$here/tests/data/lab" -name '*.darshan' 2>/dev/null | sort > "$out/logs"
 one() {  # tree-tag src log
