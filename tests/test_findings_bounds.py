@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from darshan_support import TESTDATA_LOGS, all_real_logs, need_darshan_logs  # noqa: F401
@@ -90,3 +91,39 @@ def test_l03_at_a_threshold_of_zero_files_needs_one_file():
     low = Thresholds(lustre_small_files=0, lustre_small_file_bytes=1 << 40)
     l03 = [f for f in _lustre_findings(log, low, clock) if f["code"] == "L03"]
     assert l03 and l03[0]["evidence"]["files"] > 0 and math.isfinite(l03[0]["cost_s"])
+
+
+@pytest.mark.slow  # every public log read
+def test_mpiio_groups_shortcuts_match_their_references():
+    # `_mpiio_groups` picks the MPI-IO and POSIX/STDIO rows of `layer_rows` by layer index, and `_posix_sees`
+    # places POSIX's records among MPI-IO's ids: each against its plain reading (module names; a dict of the
+    # POSIX bytes per file, added record by record) on every distinct public log with MPI-IO records
+    from ioweather.stats.findings import _MPIIO_LAYER, _POSIX_LAYER, _posix_bytes_of, _posix_sees
+    from ioweather.stats.job import cols, layer_rows, module_rows, zero_missing
+    checked = 0
+    for path, log, t, _, j in _jobs():
+        mpiio = log.records.get("MPI-IO")
+        if t != THRESHOLDS[0] or mpiio is None or not len(mpiio):
+            continue
+        rows = layer_rows(log, j.nprocs)
+        assert ((rows["layer"] == _MPIIO_LAYER) == (rows["module"] == "MPI-IO")).all(), path.name
+        assert ((rows["layer"] == _POSIX_LAYER) == np.isin(rows["module"], ["POSIX", "STDIO"])).all(), path.name
+        mc = module_rows(mpiio)
+        posix = log.records.get("POSIX")
+        per: dict[int, float] = {}
+        if posix is not None and len(posix):
+            pc = cols(posix)
+            p_b = zero_missing(pc, "POSIX_BYTES_READ") + zero_missing(pc, "POSIX_BYTES_WRITTEN")
+            for i, b in zip(pc["id"].tolist(), p_b.tolist()):
+                per[i] = per.get(i, 0.0) + b
+            # the bytes themselves, to the last bit (the public logs' files all pass the half below)
+            got = [repr(b) for b in _posix_bytes_of(j, pc["id"], mc["id"]).tolist()]
+            assert got == [repr(per.get(i, 0.0)) for i in mc["id"].tolist()], path.name
+            want = [per.get(i, 0.0) >= 0.5 * m for i, m in
+                    zip(mc["id"].tolist(), (mc["bytes_read"] + mc["bytes_written"]).tolist())]
+        else:
+            want = ((mc["bytes_read"] + mc["bytes_written"]) <= 0).tolist()
+        assert _posix_sees(j, mc).tolist() == want, path.name
+        checked += 1
+    print("logs with MPI-IO checked", checked)
+    assert checked

@@ -33,7 +33,7 @@ import numpy as np
 from ioweather.errors import UserError
 from ioweather.stats import costs
 from ioweather.stats.costs import LEVELS, severity  # noqa: F401 (re-exported: the levels are the costs')
-from ioweather.stats.job import (PREFIX, Cols, MiB, assign_mounts, cols, distinct, effective_ranks, fs_records,
+from ioweather.stats.job import (LAYERS, PREFIX, Cols, MiB, assign_mounts, cols, distinct, effective_ranks, fs_records,
                                   layer_rows, library_mask, member, module_rows, monitored, monitored_block,
                                   n_distinct, nan_sum, nan_sums, rank_sums, shared_rank_rows, slowest_path,
                                   storage_modules, stream_mask, subset, unique_first_inverse, zero_missing,
@@ -286,6 +286,11 @@ def job_verdict(findings: list[dict], ch: dict, thresholds: Thresholds | None = 
                          partial=ch["job"].get("partial_modules") or None, damage=ch["job"].get("damage"))
 
 
+#: POSIX columns `Job.pz` converts together: the MPI-IO rules read these together on every log with MPI-IO
+_PZ_TOGETHER = {n: names for names in (("POSIX_BYTES_READ", "POSIX_BYTES_WRITTEN", "POSIX_READS", "POSIX_WRITES"),
+                                       ("POSIX_F_READ_TIME", "POSIX_F_WRITE_TIME")) for n in names}
+
+
 @dataclass
 class Job:
     """What every rule reads: the log, its characterization, the thresholds and the clock."""
@@ -309,9 +314,18 @@ class Job:
         cut the records of their files from it (each value as zero_missing of the cut records gives it)."""
         key = ("pz", name)
         if key not in self.cache:
-            v = zero_missing(cols(self.log.records["POSIX"]), name)
-            v.setflags(write=False)
-            self.cache[key] = v
+            c = cols(self.log.records["POSIX"])
+            if name in _PZ_TOGETHER:
+                # the columns read together converted in one block (row i is zero_missing of names[i])
+                names = _PZ_TOGETHER[name]
+                block = zero_missing_block(c, list(names))
+                block.setflags(write=False)
+                for i, n in enumerate(names):
+                    self.cache[("pz", n)] = block[i]
+            else:
+                v = zero_missing(c, name)
+                v.setflags(write=False)
+                self.cache[key] = v
         return self.cache[key]
 
     @property
@@ -772,53 +786,61 @@ def _mpiio_groups(j: Job) -> dict | None:
     is_nfs = {x: str(x).lower().startswith("nfs") for x in set(fstype.tolist())}
     nfs = np.array([is_nfs[x] for x in fstype.tolist()], bool)
     rows = layer_rows(j.log, j.nprocs)
+    # the layer's index, not its module's name: LAYER_MODULES puts MPI-IO alone in its layer and POSIX with
+    # STDIO in theirs (an integer compare, not two object ones per group)
+    is_m, is_p = rows["layer"] == _MPIIO_LAYER, rows["layer"] == _POSIX_LAYER
     # a file whose POSIX records hold far fewer bytes than MPI-IO moved was written past POSIX (a
     # driver that Darshan's POSIX module does not see): its MPI-IO time has no layer below to compare
     rows_m = module_rows(mpiio)
     seen = _posix_sees(j, rows_m)
+    posix = j.log.records.get("POSIX")
+    pcol = cols(posix) if posix is not None and len(posix) else None
     out = {}
     for group, sel in (("other", ~nfs & seen), ("nfs", nfs & seen)):
         if not sel.any():
             continue
         keys = distinct(c["id"][sel])
         in_g = member(rows["key"], keys)
-        m = in_g & (rows["module"] == "MPI-IO")
-        p = in_g & ((rows["module"] == "POSIX") | (rows["module"] == "STDIO"))
+        m, p = in_g & is_m, in_g & is_p
         t_m, _, _ = slowest_path(rows["rank"][m], rows["time"][m], rows["shared"][m], j.nprocs)
         t_p, _, _ = slowest_path(rows["rank"][p], rows["time"][p], rows["shared"][p], j.nprocs)
         sc, mr = subset(c, sel), subset(rows_m, sel)
         ranks = effective_ranks(sc["rank"], j.nprocs)
+        # each column's sum once (the same numpy sums, added in the same order as before)
+        rt, wt, mt = mr["read_time"].sum(), mr["write_time"].sum(), mr["meta_time"].sum()
+        br, bw = mr["bytes_read"].sum(), mr["bytes_written"].sum()
+        n_r, n_w = mr["reads"].sum(), mr["writes"].sum()
         # MPI_File_open/close/set_view/sync are collective: their time is the ranks waiting for each
         # other, which no hint changes; only the data calls' share of the MPI-IO path is compared
-        m_cum = float(mr["read_time"].sum() + mr["write_time"].sum() + mr["meta_time"].sum())
-        data_share = float(mr["read_time"].sum() + mr["write_time"].sum()) / m_cum if m_cum > 0 else 1.0
+        m_cum = float(rt + wt + mt)
+        data_share = float(rt + wt) / m_cum if m_cum > 0 else 1.0
         # on a local disk (one device) the ranks' POSIX requests queue on it: a collective call waits for
         # all of them, so the ranks' summed POSIX time is the floor, not the slowest rank's
-        psel = member(cols(j.log.records["POSIX"])["id"], keys) if len(j.log.records.get("POSIX", ())) else None
-        pc = subset(cols(j.log.records["POSIX"]), psel) if psel is not None else None
+        psel = member(pcol["id"], keys) if pcol is not None else None
+        pc = subset(pcol, psel) if psel is not None else None
 
         def pz(name: str, psel=psel) -> np.ndarray:  # zero_missing(pc, name)
             return j.pz(name)[psel]
         p_rw = float(pz("POSIX_F_READ_TIME").sum() + pz("POSIX_F_WRITE_TIME").sum()) if pc is not None else 0.0
         local = _all_local(fstype[sel])
         floor = max(t_p, p_rw) if local else t_p
-        m_n = float(mr["reads"].sum() + mr["writes"].sum())
+        m_n = float(n_r + n_w)
+        m_b = float(br + bw)
         out[group] = {
             "keys": keys, "mpiio_time_s": t_m, "posix_time_s": t_p, "overhead_s": max(t_m * data_share - floor, 0.0),
             "data_share": data_share, "local_disk": local, "posix_floor_s": floor,
-            "bytes": float(mr["bytes_read"].sum() + mr["bytes_written"].sum()),
+            "bytes": m_b,
             "coll_writes": float(zero_missing(sc, "MPIIO_COLL_WRITES").sum()),
             "coll_reads": float(zero_missing(sc, "MPIIO_COLL_READS").sum()),
-            "write_bytes": float(mr["bytes_written"].sum()), "read_bytes": float(mr["bytes_read"].sum()),
-            "writes": float(mr["writes"].sum()), "reads": float(mr["reads"].sum()),
-            "bytes_carrying_size": _bytes_carrying_size(sc),
+            "write_bytes": float(bw), "read_bytes": float(br),
+            "writes": float(n_w), "reads": float(n_r),
+            "bytes_carrying_size": _bytes_carrying_size(j, c, sel),
             "shared": bool((ranks < 0).any() or n_distinct(ranks) > 1),
             # a shared record's collective counters sum every rank's calls: a call of the job is
             # that many of them
             "participants": int(j.nprocs if (ranks < 0).any() else max(n_distinct(ranks), 1)),
             "name": next((n for n in mpiio.names[sel] if n), None),
-            "passed_through": _passed_through(pc, pz, sc, m_n, float(mr["bytes_read"].sum() + mr["bytes_written"].sum()),
-                                              j.nprocs),
+            "passed_through": _passed_through(pc, pz, sc, m_n, m_b, j.nprocs),
         }
     return out
 
@@ -844,15 +866,25 @@ def _passed_through(pc: Cols | None, pz, mc: Cols, m_n: float, m_b: float, nproc
     return not (m_ranks < 0).any() and set(m_ranks.tolist()) <= set(p_ranks.tolist())
 
 
-def _bytes_carrying_size(c: Cols) -> float | None:
+#: MPI-IO's four most common access sizes, then their counts
+_ACCESS_COUNTERS = [f"MPIIO_ACCESS{i}_ACCESS" for i in range(1, 5)] + [f"MPIIO_ACCESS{i}_COUNT" for i in range(1, 5)]
+#: `layer_rows`' layer of MPI-IO's records, and of POSIX's and STDIO's
+_MPIIO_LAYER, _POSIX_LAYER = LAYERS.index("MPI-IO"), LAYERS.index("POSIX")
+
+
+def _bytes_carrying_size(j: Job, c: Cols, sel: np.ndarray) -> float | None:
     """The call size that carries most of the bytes, from MPI-IO's four most common access sizes (per
     record, summed over records): a few tiny calls (HDF5's metadata writes beside its dataset's 4 MiB
     collective ones) drag the mean call size down but carry no bytes. None without those counters, or when
-    no size carries half of the bytes they count."""
+    no size carries half of the bytes they count. `c`: the MPI-IO records, `sel`: the group's rows of them."""
     by_size: dict[float, float] = {}
-    # the eight counters in one conversion, read as Python floats (the same doubles, the same products)
-    block = zero_missing_block(c, [f"MPIIO_ACCESS{i}_ACCESS" for i in range(1, 5)]
-                               + [f"MPIIO_ACCESS{i}_COUNT" for i in range(1, 5)]).tolist()
+    # the eight counters of every record in one conversion, once a job, cut to the group (zero_missing is per
+    # value: the cut of the whole's block is the block of the cut), read as Python floats (the same doubles,
+    # the same products)
+    if "mpiio_access" not in j.cache:
+        j.cache["mpiio_access"] = zero_missing_block(c, _ACCESS_COUNTERS)
+    block = j.cache["mpiio_access"]
+    block = (block if sel.all() else block[:, sel]).tolist()
     for sizes, counts in zip(block[:4], block[4:]):
         for size, n in zip(sizes, counts):
             if size > 0 and n > 0:
@@ -870,13 +902,19 @@ def _posix_sees(j: Job, mc: Cols) -> np.ndarray:
     posix = j.log.records.get("POSIX")
     if posix is None or not len(posix):
         return m_b <= 0
-    pc = cols(posix)
+    return _posix_bytes_of(j, cols(posix)["id"], mc["id"]) >= 0.5 * m_b
+
+
+def _posix_bytes_of(j: Job, p_id: np.ndarray, m_id: np.ndarray) -> np.ndarray:
+    """Per MPI-IO record id of `m_id`: the bytes its file's POSIX records (ids `p_id`) moved, added record by record.
+    Each POSIX record is placed among MPI-IO's distinct ids (no unique of POSIX's more numerous ids): a file's
+    records are added in row order, as a bincount over POSIX's own distinct ids added them."""
     p_b = j.pz("POSIX_BYTES_READ") + j.pz("POSIX_BYTES_WRITTEN")
-    uk, _, inv = unique_first_inverse(pc["id"])
-    per = np.bincount(inv, weights=p_b, minlength=len(uk))
-    pos = np.minimum(np.searchsorted(uk, mc["id"]), len(uk) - 1)
-    got = np.where(uk[pos] == mc["id"], per[pos], 0.0)
-    return got >= 0.5 * m_b
+    mk = distinct(m_id)
+    at = np.minimum(np.searchsorted(mk, p_id), len(mk) - 1)
+    hit = mk[at] == p_id
+    per = np.bincount(at[hit], weights=p_b[hit], minlength=len(mk))
+    return per[np.searchsorted(mk, m_id)]
 
 
 def _stripe_count(log, keys) -> int | None:
