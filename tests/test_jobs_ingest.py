@@ -458,3 +458,49 @@ def test_the_workers_are_forked_before_sqlalchemy_is_imported(home, tmp_path):
     reasons = sorted(f["reason"] for f in jobs_store.failed(store))
     # the reader's libdarshan-util binding loaded, and no pandas (test_jobs_ingest_no_pandas.py)
     assert reasons == ["ioweather.sources.darshan_cffi"] * 4
+
+
+def _all_done_last_first(monkeypatch):
+    """`concurrent.futures.wait` as a loaded machine makes it: the parent looks only once every task in flight
+    is done, and gets them in the reverse of the order submitted (a set's order is its futures' addresses')."""
+    import concurrent.futures as cf
+
+    real_wait = cf.wait
+
+    def wait(fs, timeout=None, return_when=cf.ALL_COMPLETED):
+        done, _ = real_wait(fs, timeout, cf.ALL_COMPLETED)
+        return [f for f in reversed(list(fs)) if f in done], set()
+
+    monkeypatch.setattr(cf, "wait", wait)
+
+
+def test_one_worker_hands_results_on_in_order_when_several_are_done(monkeypatch):
+    """With one worker the results come in the items' order even when the parent finds several tasks done at once
+    (heavy load): the ingest keeps the first path of a content it finds twice, so the stored rows depended on load."""
+    from ioweather.services.jobs.ingest import run_pool
+
+    _all_done_last_first(monkeypatch)
+    items = [f"log{i}" for i in range(10)]
+    got = []
+    run_pool(_die_on_poison, items, 1, lambda it, res: got.append(it), lambda it, why: None, per_task=2)
+    assert got == items
+
+
+def test_the_first_path_of_a_content_found_twice_is_stored_under_load(home, tmp_path, monkeypatch):
+    """The benchmark's two dumps of one tree differed under load (bench_ingest_same_rows.py): a log and its copy
+    read in two tasks done by the time the parent looked were handed on last first, and the copy's path stored."""
+    from ioweather.services.jobs import ingest as ingest_mod
+    from ioweather.store import jobs as js
+
+    _all_done_last_first(monkeypatch)
+    logs = sorted(TESTDATA_LOGS.glob("*.darshan"))[:8]
+    d = tmp_path / "a"
+    d.mkdir()
+    for i, p in enumerate(logs):
+        shutil.copy(p, d / f"{i:02d}-{p.name}")
+    shutil.copy(logs[0], d / f"02a-copy-{logs[0].name}")  # in the second task (2 logs a task, 9 logs, one worker)
+    settings = Settings.resolve(home)
+    ingest_mod.ingest(settings, [str(d)], workers=1)
+    rows = js.load_jobs(open_store(settings), ["path"])
+    paths = {os.path.basename(p) for p in rows["path"]}
+    assert f"00-{logs[0].name}" in paths and f"02a-copy-{logs[0].name}" not in paths, sorted(paths)

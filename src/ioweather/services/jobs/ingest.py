@@ -414,6 +414,7 @@ def run_pool(fn: Callable, items: list, workers: int, on_result: Callable[[objec
     thread hand-offs in the parent (~0.5 ms of the parent's CPU a task on 2 loaded cores, issue 40).
     `started()` runs once the workers have their first tasks, before any result is handed on: the parent's
     own preparations then run beside them.
+    With one worker the results come in the items' order, whatever the machine's load.
     A worker that dies takes the pool down; the items then in flight are re-run
     one at a time in a fresh 1-worker pool, and an item that kills its worker
     again is reported through `on_crash(item, reason)`.
@@ -446,7 +447,10 @@ def run_pool(fn: Callable, items: list, workers: int, on_result: Callable[[objec
                         inflight[fut] = pending.pop()
                     begin()
                     done, _ = wait(inflight, return_when=FIRST_COMPLETED)
-                    for fut in done:
+                    # in the order submitted, not the set's (by the futures' addresses): when several are done
+                    # by the time the parent looks (a loaded machine), the first of two logs with the same
+                    # content must still be the one stored, its path the row's (one worker: always the same)
+                    for fut in [f for f in inflight if f in done]:
                         res = fut.result()  # raises BrokenProcessPool while the chunk is still in flight
                         for item, one in zip(inflight.pop(fut), res):
                             on_result(item, one)
