@@ -8,13 +8,15 @@ The dump: every job row (all columns but the ingest's time stamp and the Parquet
 holds it), with its findings (finding_codes, findings_json, verdict); the failed logs (but their
 time stamp); every per-file Parquet row, sorted; and per log the hash of the repr of its whole
 characterization, findings with their evidence, and per-file columns (what `job --json` shows). Floats are compared exactly (repr). Exit 1 and the
-first differences when the two dumps differ. `--keep DIR` leaves the two dumps there (JSON lines).
+first differences when the two dumps differ, each differing job row and failed log named with the columns
+that differ and their two values. `--keep DIR` leaves the two dumps there (JSON lines).
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import subprocess
 import sys
 import tempfile
@@ -116,8 +118,32 @@ def main() -> int:
         return 0
     diff = list(difflib.unified_diff(before, after, "before", "after", lineterm="", n=0))
     print(f"DIFFERENT: {sum(x.startswith(('-', '+')) for x in diff) - 2} lines")
+    for line in differing_fields(before, after):
+        print(line)
     print("\n".join(x[:400] for x in diff[:40]))
     return 1
+
+
+def differing_fields(before: list[str], after: list[str]) -> list[str]:
+    """The job rows (by log_hash) and failed logs (by path_hash) in both dumps that differ, each with the
+    columns that differ and their two values (a row's JSON is longer than the diff's lines show)."""
+    def rows(lines: list[str]) -> dict:
+        out = {}
+        for line in lines:
+            kind, _, text = line.partition(" ")
+            if kind in ("job", "failed"):
+                r = json.loads(text)
+                out[(kind, r.get("log_hash") if kind == "job" else r.get("path_hash"))] = r
+        return out
+
+    b, a = rows(before), rows(after)
+    out = [f"{k[0]} {k[1]}: only {'before' if k in b else 'after'}" for k in sorted(b.keys() ^ a.keys(), key=str)]
+    for k in sorted(b.keys() & a.keys(), key=str):
+        cols = sorted(c for c in b[k].keys() | a[k].keys() if b[k].get(c) != a[k].get(c))
+        if cols:
+            out.append(f"{k[0]} {k[1][:16]}: columns {', '.join(cols)}")
+            out += [f"    {c}: {str(b[k].get(c))[:200]!s} -> {str(a[k].get(c))[:200]!s}" for c in cols]
+    return out
 
 
 if __name__ == "__main__":
