@@ -328,6 +328,7 @@ class TelemetryExporter:
         self._cache: tuple[bytes, bytes] | None = None
         self._last: tuple[bytes, bytes] | None = None  # survives updates: served while one holds the lock
         self._con = None  # one DuckDB connection, used under the lock: opening one per scrape cost 100 ms
+        self._closing = False
         self._lock = threading.Lock()
         self.ready = threading.Event()
         self.rebuilds = 0
@@ -378,6 +379,8 @@ class TelemetryExporter:
                 new.setdefault(fs, []).append(p)
         for fs, paths in new.items():
             for i in range(0, len(paths), BATCH_FILES):
+                if self._closing:
+                    return changed
                 self._absorb(fs, paths[i:i + BATCH_FILES])
                 changed = True
         changed |= self._age()
@@ -386,12 +389,29 @@ class TelemetryExporter:
             self.update_s = time.perf_counter() - t0
         return changed
 
+    def close(self) -> None:
+        """Stop summing (from another thread): the query in flight is interrupted and no batch follows it, so
+        the thread that sums ends before the interpreter does. A daemon thread still inside DuckDB when Python
+        finalizes is ended by pthread_exit, whose unwinding DuckDB's C++ catches: abort(), exit -6 (a stopped
+        `export` under load, tests/test_signals.py)."""
+        self._closing = True
+        con = self._con
+        if con is not None:
+            try:
+                con.interrupt()
+            except Exception:  # noqa: BLE001 - closed meanwhile: nothing in flight
+                pass
+
     def _absorb(self, fs: str, paths: list) -> None:
         if self._con is None:
             self._con = layout.connect_duckdb()
         try:
             df = file_sums(paths, self._con)
-        except StoreError as e:
+        except Exception as e:
+            if self._closing:
+                return  # interrupted by close(): nothing of it is kept
+            if not isinstance(e, StoreError):
+                raise
             if len(paths) > 1:  # find the bad file: the others still count
                 for p in paths:
                     self._absorb(fs, [p])
@@ -647,6 +667,10 @@ def make_server(exporter: TelemetryExporter, host: str, port: int) -> ThreadingH
         raise UserError(f"cannot listen on {host}:{port}: {os_error_reason(e)}") from None
 
 
+#: how long a stopped `export` waits for its summing thread to end after interrupting it
+CLOSE_S = 10.0
+
+
 def serve(exporter: TelemetryExporter, server: ThreadingHTTPServer, stop: threading.Event,
           say: Callable[[str], None] = lambda m: None, refresh_s: float = REFRESH_S,
           started: Callable[[], None] = lambda: None) -> None:
@@ -667,7 +691,8 @@ def serve(exporter: TelemetryExporter, server: ThreadingHTTPServer, stop: thread
 
     with signals.handled(signals.set_event(stop)):
         started()
-        threading.Thread(target=refresh, name="exporter-refresh", daemon=True).start()
+        refresher = threading.Thread(target=refresh, name="exporter-refresh", daemon=True)
+        refresher.start()
         thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
         thread.start()
         try:
@@ -675,6 +700,8 @@ def serve(exporter: TelemetryExporter, server: ThreadingHTTPServer, stop: thread
         finally:
             server.shutdown()
             server.server_close()
+            exporter.close()
+            refresher.join(timeout=CLOSE_S)
 
 
 _BRW_FAMILIES = {name for name, _, _ in _BRW.values()}
