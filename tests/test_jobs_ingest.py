@@ -504,3 +504,22 @@ def test_the_first_path_of_a_content_found_twice_is_stored_under_load(home, tmp_
     rows = js.load_jobs(open_store(settings), ["path"])
     paths = {os.path.basename(p) for p in rows["path"]}
     assert f"00-{logs[0].name}" in paths and f"02a-copy-{logs[0].name}" not in paths, sorted(paths)
+
+
+def test_killed_pools_leave_the_exit_handlers_registry():
+    """A pool ended by `_kill_workers` (an ingest stopped, or its store refused: a symlinked lock) is out of
+    CPython's exit handler's registry: that handler wakes each registered pool through a pipe its manager thread
+    closes meanwhile, and printed "Exception ignored ... Bad file descriptor" after the command's one line.
+    shutdown() forgets the thread, so it must be taken before."""
+    import multiprocessing as mp
+    from concurrent.futures import process as futures_process
+
+    from ioweather.services.jobs.ingest import _kill_workers, _pool
+
+    ex = _pool(mp.get_context("fork"), 1, None, ())
+    assert ex.submit(int, "7").result(timeout=60) == 7
+    thread = ex._executor_manager_thread
+    assert thread in futures_process._threads_wakeups
+    _kill_workers(ex)
+    assert thread not in futures_process._threads_wakeups
+    thread.join(timeout=30)

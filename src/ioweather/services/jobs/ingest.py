@@ -324,12 +324,12 @@ def _kill_workers(ex: ProcessPoolExecutor) -> None:
             proc.kill()
         except (OSError, ValueError):  # already gone or closed
             pass
+    thread = getattr(ex, "_executor_manager_thread", None)  # taken first: shutdown() sets it to None
     ex.shutdown(wait=False, cancel_futures=True)
     # shutdown() has woken the pool's manager thread, which now closes its wake-up pipe; CPython 3.11's exit
     # handler (concurrent.futures.process._python_exit) wakes every pool's thread again through that pipe without
     # the pool's lock, so the two raced and an interrupted ingest printed "Exception ignored ... send_bytes" after
     # its one line. Out of the handler's registry, the thread is still joined at exit as any non-daemon thread.
-    thread = getattr(ex, "_executor_manager_thread", None)
     if thread is not None:
         # lazy: as run_pool's
         from concurrent.futures import process as futures_process
