@@ -33,7 +33,7 @@ import numpy as np
 from ioweather.errors import UserError
 from ioweather.stats import costs
 from ioweather.stats.costs import LEVELS, severity  # noqa: F401 (re-exported: the levels are the costs')
-from ioweather.stats.job import (LAYERS, PREFIX, Cols, MiB, assign_mounts, cols, distinct, effective_ranks, fs_records,
+from ioweather.stats.job import (LAYERS, PREFIX, SIZE_BINS, Cols, MiB, assign_mounts, cols, distinct, effective_ranks, fs_records,
                                   layer_rows, library_mask, member, module_rows, monitored, monitored_block,
                                   n_distinct, nan_sum, nan_sums, rank_sums, shared_rank_rows, slowest_path,
                                   storage_modules, stream_mask, subset, unique_first_inverse, zero_missing,
@@ -216,9 +216,8 @@ def small_requests(c, prefix: str, kind: str, small_bytes: int) -> tuple[int, in
 
 
 #: Darshan's request-size bins and each one's upper bound (exclusive; 100K_1M includes exactly 1 MiB, see above)
-SIZE_EDGES = (("0_100", 100), ("100_1K", 1024), ("1K_10K", 10 * 1024), ("10K_100K", 100 * 1024),
-              ("100K_1M", MiB), ("1M_4M", 4 * MiB), ("4M_10M", 10 * MiB), ("10M_100M", 100 * MiB),
-              ("100M_1G", 1024 * MiB), ("1G_PLUS", None))
+SIZE_EDGES = tuple(zip(SIZE_BINS, (100, 1024, 10 * 1024, 100 * 1024, MiB, 4 * MiB, 10 * MiB, 100 * MiB, 1024 * MiB,
+                                   None), strict=True))
 
 
 def _size_bins(prefix: str, kind: str) -> list[str]:
